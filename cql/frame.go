@@ -1,0 +1,187 @@
+package cql
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// HeaderSize is the size of a v3/v4 frame header.
+const HeaderSize = 9
+
+// MaxBodySize is the largest frame body accepted, 256 MiB as in Cassandra's
+// native_transport_max_frame_size default.
+const MaxBodySize = 256 << 20
+
+// Protocol versions. The high bit of the version byte marks a response.
+const (
+	V3 byte = 3
+	V4 byte = 4
+
+	// ResponseBit is set in the version byte of every frame sent by a server.
+	ResponseBit byte = 0x80
+)
+
+// Opcode identifies a message.
+type Opcode byte
+
+// Opcodes of protocol v4.
+const (
+	OpError         Opcode = 0x00
+	OpStartup       Opcode = 0x01
+	OpReady         Opcode = 0x02
+	OpAuthenticate  Opcode = 0x03
+	OpOptions       Opcode = 0x05
+	OpSupported     Opcode = 0x06
+	OpQuery         Opcode = 0x07
+	OpResult        Opcode = 0x08
+	OpPrepare       Opcode = 0x09
+	OpExecute       Opcode = 0x0A
+	OpRegister      Opcode = 0x0B
+	OpEvent         Opcode = 0x0C
+	OpBatch         Opcode = 0x0D
+	OpAuthChallenge Opcode = 0x0E
+	OpAuthResponse  Opcode = 0x0F
+	OpAuthSuccess   Opcode = 0x10
+)
+
+var opcodeNames = [...]string{
+	OpError: "ERROR", OpStartup: "STARTUP", OpReady: "READY", OpAuthenticate: "AUTHENTICATE",
+	0x04: "", OpOptions: "OPTIONS", OpSupported: "SUPPORTED", OpQuery: "QUERY", OpResult: "RESULT",
+	OpPrepare: "PREPARE", OpExecute: "EXECUTE", OpRegister: "REGISTER", OpEvent: "EVENT",
+	OpBatch: "BATCH", OpAuthChallenge: "AUTH_CHALLENGE", OpAuthResponse: "AUTH_RESPONSE",
+	OpAuthSuccess: "AUTH_SUCCESS",
+}
+
+// String returns the spec's name of the opcode, such as "QUERY".
+func (o Opcode) String() string {
+	if int(o) < len(opcodeNames) && opcodeNames[o] != "" {
+		return opcodeNames[o]
+	}
+	return fmt.Sprintf("OPCODE(0x%02x)", byte(o))
+}
+
+// Frame header flags.
+const (
+	FlagCompression   byte = 0x01
+	FlagTracing       byte = 0x02
+	FlagCustomPayload byte = 0x04
+	FlagWarning       byte = 0x08
+	FlagBeta          byte = 0x10
+)
+
+// Errors returned by the decoders.
+var (
+	// ErrMalformed reports a body or header that does not follow the spec.
+	ErrMalformed = errors.New("cql: malformed message")
+	// ErrFrameTooBig reports a header whose length exceeds MaxBodySize.
+	ErrFrameTooBig = errors.New("cql: frame body too big")
+)
+
+// UnsupportedVersionError reports a frame whose protocol version is not 3 or 4.
+type UnsupportedVersionError struct {
+	Version byte // without the response bit
+}
+
+func (e *UnsupportedVersionError) Error() string {
+	return UnsupportedVersionMessage(e.Version)
+}
+
+// UnsupportedVersionMessage is the text Cassandra sends in the ProtocolError for a version
+// it does not speak; drivers parse it to downgrade.
+func UnsupportedVersionMessage(v byte) string {
+	return fmt.Sprintf("Invalid or unsupported protocol version (%d); the lowest supported version is 3 and the greatest is 4", v)
+}
+
+// Header is a v3/v4 frame header. The zero value is not a valid header.
+type Header struct {
+	Version byte // including ResponseBit for responses
+	Flags   byte
+	Stream  int16
+	Opcode  Opcode
+	Length  uint32 // body length
+}
+
+// IsResponse reports whether the header has the response bit set.
+func (h Header) IsResponse() bool { return h.Version&ResponseBit != 0 }
+
+// ProtoVersion returns the version without the response bit.
+func (h Header) ProtoVersion() byte { return h.Version &^ ResponseBit }
+
+// ParseHeader decodes the 9-byte header at the start of b. A version other than 3 or 4
+// gives an *UnsupportedVersionError; callers that need to answer old clients can inspect
+// b[0] themselves.
+func ParseHeader(b []byte) (Header, error) {
+	if len(b) < 1 {
+		return Header{}, io.ErrUnexpectedEOF
+	}
+	v := b[0] &^ ResponseBit
+	if v != V3 && v != V4 {
+		return Header{}, &UnsupportedVersionError{Version: v}
+	}
+	if len(b) < HeaderSize {
+		return Header{}, io.ErrUnexpectedEOF
+	}
+	h := Header{
+		Version: b[0],
+		Flags:   b[1],
+		Stream:  int16(binary.BigEndian.Uint16(b[2:4])),
+		Opcode:  Opcode(b[4]),
+		Length:  binary.BigEndian.Uint32(b[5:9]),
+	}
+	if h.Length > MaxBodySize {
+		return h, ErrFrameTooBig
+	}
+	return h, nil
+}
+
+// AppendHeader appends the encoded header to b.
+func AppendHeader(b []byte, h Header) []byte {
+	return append(b, h.Version, h.Flags, byte(uint16(h.Stream)>>8), byte(h.Stream), byte(h.Opcode),
+		byte(h.Length>>24), byte(h.Length>>16), byte(h.Length>>8), byte(h.Length))
+}
+
+// SetBodyLength rewrites the length field of the header at the start of frame.
+func SetBodyLength(frame []byte, n int) {
+	binary.BigEndian.PutUint32(frame[5:9], uint32(n))
+}
+
+// ReadFrame reads one frame from r into buf, growing it if needed, and returns the header,
+// the body (a sub-slice of the returned buffer) and the buffer for reuse.
+func ReadFrame(r io.Reader, buf []byte) (h Header, body []byte, out []byte, err error) {
+	if cap(buf) < HeaderSize {
+		buf = make([]byte, 0, 4096)
+	}
+	buf = buf[:HeaderSize]
+	if _, err = io.ReadFull(r, buf[:1]); err != nil {
+		return h, nil, buf, err
+	}
+	if v := buf[0] &^ ResponseBit; v != V3 && v != V4 {
+		return h, nil, buf, &UnsupportedVersionError{Version: v}
+	}
+	if _, err = io.ReadFull(r, buf[1:HeaderSize]); err != nil {
+		return h, nil, buf, noEOF(err)
+	}
+	if h, err = ParseHeader(buf); err != nil {
+		return h, nil, buf, err
+	}
+	n := HeaderSize + int(h.Length)
+	if cap(buf) < n {
+		nb := make([]byte, n)
+		copy(nb, buf[:HeaderSize])
+		buf = nb
+	}
+	buf = buf[:n]
+	if _, err = io.ReadFull(r, buf[HeaderSize:]); err != nil {
+		return h, nil, buf, noEOF(err)
+	}
+	return h, buf[HeaderSize:], buf, nil
+}
+
+func noEOF(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
