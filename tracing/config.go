@@ -1,0 +1,50 @@
+// Package tracing is tracecar's slow-query tracing engine: the runtime configuration as one
+// atomic snapshot, per-connection request tables, session records with events, sampling,
+// the slow-log ring and the sinks (OpenTelemetry, CQL table, log line).
+//
+// tracing knows nothing about sockets. The sidecar calls it once per request and once per
+// response; those calls are short and allocation-free on the off and fast paths.
+package tracing
+
+// Config is the tracing configuration that the admin API toggles. It is replaced as a
+// whole, so the data path always sees enable, fast and threshold from one change. The zero
+// value means tracing off; DefaultConfig gives ScyllaDB's defaults.
+type Config struct {
+	// Enable turns slow-query logging on.
+	Enable bool `json:"enable"`
+	// Fast records sessions only, without events, and costs one clock read per request.
+	Fast bool `json:"fast"`
+	// ThresholdMicros is the latency above which a request is slow. A request is slow
+	// when its duration is strictly greater, so 0 records everything.
+	ThresholdMicros int64 `json:"threshold"`
+	// TTLSeconds is the time to live of records written to the CQL table sink.
+	TTLSeconds int64 `json:"ttl"`
+	// Probability is the share of requests traced fully, in [0,1], whatever their duration.
+	Probability float64 `json:"-"`
+}
+
+// Defaults of Config, as in ScyllaDB.
+const (
+	DefaultThresholdMicros = 500000
+	DefaultTTLSeconds      = 86400
+)
+
+// DefaultConfig returns enable=false, fast=false, threshold=500000 µs, ttl=86400 s and
+// probability 0.
+func DefaultConfig() Config {
+	return Config{ThresholdMicros: DefaultThresholdMicros, TTLSeconds: DefaultTTLSeconds}
+}
+
+// Mode names the tracing mode the configuration puts the data path in: "off", "fast",
+// "full", or "sampled" when only the probability is set.
+func (c Config) Mode() string {
+	switch {
+	case c.Enable && c.Fast:
+		return "fast"
+	case c.Enable:
+		return "full"
+	case c.Probability > 0:
+		return "sampled"
+	}
+	return "off"
+}

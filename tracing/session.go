@@ -1,0 +1,49 @@
+package tracing
+
+import "time"
+
+// Session modes, as they appear in Session.Mode.
+const (
+	ModeFast    = "fast"
+	ModeFull    = "full"
+	ModeSampled = "sampled"
+	ModeClient  = "client"
+)
+
+// Event sources.
+const (
+	SourceSidecar = "sidecar"
+	SourceNode    = "node"
+)
+
+// Session is one traced request: the JSON shape of /tracecar/slow_log, the OTel span
+// attributes and the CQL sink rows. A Session handed to a sink is never modified again.
+type Session struct {
+	ID          string            `json:"session_id"` // a time-based UUID
+	StartedAt   time.Time         `json:"started_at"`
+	DurationUS  int64             `json:"duration_us"`
+	Client      string            `json:"client"`
+	Coordinator string            `json:"coordinator"`
+	Command     string            `json:"command"` // the opcode's name: QUERY, EXECUTE, BATCH, PREPARE…
+	Request     string            `json:"request"` // e.g. "Execute CQL3 prepared query"
+	Mode        string            `json:"mode"`
+	Parameters  map[string]string `json:"parameters"`
+	Events      []Event           `json:"events"`
+	Error       string            `json:"error,omitempty"`
+}
+
+// Event is one step of a session.
+type Event struct {
+	Activity        string `json:"activity"`
+	Source          string `json:"source"`
+	SourceElapsedUS int64  `json:"source_elapsed_us"`
+}
+
+// Standard sidecar events, in the order they happen.
+const (
+	EventReceived      = "request received"
+	EventParsed        = "request parsed"
+	EventSentToNode    = "sent to node"
+	EventNodeResponded = "node responded"
+	EventResponseSent  = "response sent"
+)
