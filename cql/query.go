@@ -1,0 +1,318 @@
+package cql
+
+// Value is a bound value of a QUERY, EXECUTE or BATCH. A nil Bytes with Unset false is
+// null; Unset (protocol v4) leaves the column unchanged. An empty non-nil Bytes is an empty
+// value, which differs from null.
+type Value struct {
+	Bytes []byte
+	Unset bool
+}
+
+// IsNull reports whether v is the null value.
+func (v Value) IsNull() bool { return v.Bytes == nil && !v.Unset }
+
+// AppendValue appends v as a [value].
+func AppendValue(b []byte, v Value) []byte {
+	if v.Unset {
+		return AppendInt(b, -2)
+	}
+	return AppendBytes(b, v.Bytes)
+}
+
+// Query parameter flags of QUERY and EXECUTE (and, for the last three, BATCH).
+const (
+	QueryValues            byte = 0x01
+	QuerySkipMetadata      byte = 0x02
+	QueryPageSize          byte = 0x04
+	QueryPagingState       byte = 0x08
+	QuerySerialConsistency byte = 0x10
+	QueryDefaultTimestamp  byte = 0x20
+	QueryNamedValues       byte = 0x40
+)
+
+// QueryParams are the <query_parameters> of QUERY and EXECUTE. Flags is the source of
+// truth: an optional field is encoded only when its flag is set, whatever its value, and
+// the decoder leaves the fields of absent flags zero. A QueryParams is safe for concurrent
+// use when not modified.
+type QueryParams struct {
+	Consistency Consistency
+	Flags       byte
+	Values      []Value
+	// Names holds the value names when Flags has QueryNamedValues: Names[i] names Values[i].
+	Names             []string
+	PageSize          int32
+	PagingState       []byte
+	SerialConsistency Consistency
+	Timestamp         int64 // microseconds since the epoch
+}
+
+// AppendQueryParams appends p as <query_parameters> for protocol v3 or v4.
+func AppendQueryParams(b []byte, p QueryParams, _ byte) []byte {
+	b = AppendShort(b, uint16(p.Consistency))
+	b = append(b, p.Flags)
+	if p.Flags&QueryValues != 0 {
+		b = appendValues(b, p.Flags, p.Names, p.Values)
+	}
+	if p.Flags&QueryPageSize != 0 {
+		b = AppendInt(b, p.PageSize)
+	}
+	if p.Flags&QueryPagingState != 0 {
+		b = AppendBytes(b, p.PagingState)
+	}
+	if p.Flags&QuerySerialConsistency != 0 {
+		b = AppendShort(b, uint16(p.SerialConsistency))
+	}
+	if p.Flags&QueryDefaultTimestamp != 0 {
+		b = AppendLong(b, p.Timestamp)
+	}
+	return b
+}
+
+func appendValues(b []byte, flags byte, names []string, values []Value) []byte {
+	b = AppendShort(b, uint16(len(values)))
+	for i, v := range values {
+		if flags&QueryNamedValues != 0 {
+			var n string
+			if i < len(names) {
+				n = names[i]
+			}
+			b = AppendString(b, n)
+		}
+		b = AppendValue(b, v)
+	}
+	return b
+}
+
+// QueryParams reads <query_parameters>. Slices alias the body.
+func (d *Decoder) QueryParams(_ byte) QueryParams {
+	p := QueryParams{Consistency: d.Consistency(), Flags: d.Byte()}
+	if p.Flags&QueryValues != 0 {
+		p.Names, p.Values = d.values(p.Flags)
+	}
+	if p.Flags&QueryPageSize != 0 {
+		p.PageSize = d.Int()
+	}
+	if p.Flags&QueryPagingState != 0 {
+		p.PagingState = d.Bytes()
+	}
+	if p.Flags&QuerySerialConsistency != 0 {
+		p.SerialConsistency = d.Consistency()
+	}
+	if p.Flags&QueryDefaultTimestamp != 0 {
+		p.Timestamp = d.Long()
+	}
+	return p
+}
+
+func (d *Decoder) values(flags byte) ([]string, []Value) {
+	n := int(d.Short())
+	min := 4
+	if flags&QueryNamedValues != 0 {
+		min = 6
+	}
+	if d.err != nil || n*min > len(d.b) {
+		d.fail()
+		return nil, nil
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	var names []string
+	if flags&QueryNamedValues != 0 {
+		names = make([]string, n)
+	}
+	values := make([]Value, n)
+	for i := 0; i < n && d.err == nil; i++ {
+		if names != nil {
+			names[i] = d.String()
+		}
+		values[i].Bytes, values[i].Unset = d.Value()
+	}
+	return names, values
+}
+
+// Query is a QUERY request. It is safe for concurrent use when not modified.
+type Query struct {
+	Query  string
+	Params QueryParams
+}
+
+// Opcode returns OpQuery.
+func (Query) Opcode() Opcode { return OpQuery }
+
+// AppendBody appends the query string and its parameters.
+func (m Query) AppendBody(b []byte, version byte) []byte {
+	return AppendQueryParams(AppendLongString(b, m.Query), m.Params, version)
+}
+
+// DecodeQuery decodes a QUERY body. Values and the paging state alias body.
+func DecodeQuery(body []byte, version byte) (Query, error) {
+	d := Decoder{b: body}
+	m := Query{Query: d.LongString()}
+	m.Params = d.QueryParams(version)
+	if err := finish(&d); err != nil {
+		return Query{}, err
+	}
+	return m, nil
+}
+
+// Prepare is a PREPARE request. It is safe for concurrent use.
+type Prepare struct{ Query string }
+
+// Opcode returns OpPrepare.
+func (Prepare) Opcode() Opcode { return OpPrepare }
+
+// AppendBody appends the query as a [long string].
+func (m Prepare) AppendBody(b []byte, _ byte) []byte { return AppendLongString(b, m.Query) }
+
+// DecodePrepare decodes a PREPARE body of protocol v3 or v4.
+func DecodePrepare(body []byte) (Prepare, error) {
+	d := Decoder{b: body}
+	m := Prepare{Query: d.LongString()}
+	if err := finish(&d); err != nil {
+		return Prepare{}, err
+	}
+	return m, nil
+}
+
+// Execute is an EXECUTE request for a prepared statement. It is safe for concurrent use
+// when not modified.
+type Execute struct {
+	ID     []byte
+	Params QueryParams
+}
+
+// Opcode returns OpExecute.
+func (Execute) Opcode() Opcode { return OpExecute }
+
+// AppendBody appends the statement id and the parameters.
+func (m Execute) AppendBody(b []byte, version byte) []byte {
+	return AppendQueryParams(AppendShortBytes(b, m.ID), m.Params, version)
+}
+
+// DecodeExecute decodes an EXECUTE body. The id, values and paging state alias body.
+func DecodeExecute(body []byte, version byte) (Execute, error) {
+	d := Decoder{b: body}
+	m := Execute{ID: d.ShortBytes()}
+	m.Params = d.QueryParams(version)
+	if err := finish(&d); err != nil {
+		return Execute{}, err
+	}
+	return m, nil
+}
+
+// Batch types.
+const (
+	BatchLogged   byte = 0
+	BatchUnlogged byte = 1
+	BatchCounter  byte = 2
+)
+
+// BatchQuery is one statement of a BATCH: a query string, or the id of a prepared
+// statement when Prepared is true. Names is used only when the batch's Flags has
+// QueryNamedValues. It is safe for concurrent use when not modified.
+type BatchQuery struct {
+	Prepared bool
+	Query    string
+	ID       []byte
+	Values   []Value
+	Names    []string
+}
+
+// Batch is a BATCH request. Flags uses the bits QuerySerialConsistency,
+// QueryDefaultTimestamp and QueryNamedValues, and is the source of truth for which optional
+// fields are encoded. It is safe for concurrent use when not modified.
+type Batch struct {
+	Type              byte // BatchLogged, BatchUnlogged or BatchCounter
+	Queries           []BatchQuery
+	Consistency       Consistency
+	Flags             byte
+	SerialConsistency Consistency
+	Timestamp         int64 // microseconds since the epoch
+}
+
+// Opcode returns OpBatch.
+func (Batch) Opcode() Opcode { return OpBatch }
+
+// AppendBody appends the batch.
+func (m Batch) AppendBody(b []byte, _ byte) []byte {
+	b = append(b, m.Type)
+	b = AppendShort(b, uint16(len(m.Queries)))
+	for _, q := range m.Queries {
+		if q.Prepared {
+			b = AppendShortBytes(append(b, 1), q.ID)
+		} else {
+			b = AppendLongString(append(b, 0), q.Query)
+		}
+		b = appendValues(b, m.Flags, q.Names, q.Values)
+	}
+	b = AppendShort(b, uint16(m.Consistency))
+	b = append(b, m.Flags)
+	if m.Flags&QuerySerialConsistency != 0 {
+		b = AppendShort(b, uint16(m.SerialConsistency))
+	}
+	if m.Flags&QueryDefaultTimestamp != 0 {
+		b = AppendLong(b, m.Timestamp)
+	}
+	return b
+}
+
+// DecodeBatch decodes a BATCH body. Ids and values alias body.
+//
+// Whether values carry names is told by the flags, which come after the statements, so the
+// body is read as unnamed values first and, when that does not fit, as named values.
+func DecodeBatch(body []byte, _ byte) (Batch, error) {
+	m, err := decodeBatch(body, false)
+	if err != nil {
+		if m2, err2 := decodeBatch(body, true); err2 == nil {
+			return m2, nil
+		}
+		return Batch{}, err
+	}
+	return m, nil
+}
+
+func decodeBatch(body []byte, named bool) (Batch, error) {
+	var vflags byte
+	if named {
+		vflags = QueryNamedValues
+	}
+	d := Decoder{b: body}
+	m := Batch{Type: d.Byte()}
+	n := int(d.Short())
+	// Each statement takes at least 5 bytes: kind, a 2-byte id length and a value count.
+	if d.err != nil || n*5 > len(d.b) {
+		return Batch{}, ErrMalformed
+	}
+	if n > 0 {
+		m.Queries = make([]BatchQuery, n)
+	}
+	for i := 0; i < n && d.err == nil; i++ {
+		q := &m.Queries[i]
+		switch d.Byte() {
+		case 0:
+			q.Query = d.LongString()
+		case 1:
+			q.Prepared = true
+			q.ID = d.ShortBytes()
+		default:
+			d.fail()
+		}
+		q.Names, q.Values = d.values(vflags)
+	}
+	m.Consistency = d.Consistency()
+	m.Flags = d.Byte()
+	if m.Flags&QuerySerialConsistency != 0 {
+		m.SerialConsistency = d.Consistency()
+	}
+	if m.Flags&QueryDefaultTimestamp != 0 {
+		m.Timestamp = d.Long()
+	}
+	if err := finish(&d); err != nil {
+		return Batch{}, err
+	}
+	if (m.Flags&QueryNamedValues != 0) != named {
+		return Batch{}, ErrMalformed
+	}
+	return m, nil
+}
