@@ -1,0 +1,268 @@
+// Package logs is tracecar's registry of named zerolog loggers whose levels change at
+// runtime, as ScyllaDB's /system/logger does for its loggers.
+//
+// Each named logger is an ordinary *zerolog.Logger that never changes: callers fetch it once
+// and keep it, also on hot paths. Its level is an atomic value owned by the registry and
+// consulted by a zerolog Sampler, which zerolog asks before it allocates or encodes an
+// event. A disabled level therefore costs one atomic load and no allocation, and a level
+// change is seen by every holder of the logger, including loggers derived from it with
+// With(), at their next call.
+package logs
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/rs/zerolog"
+)
+
+// Names of the loggers that every registry has, in the order Names lists them.
+const (
+	Sidecar   = "sidecar"
+	Tracing   = "tracing"
+	SlowLog   = "slowlog"
+	Admin     = "admin"
+	Node      = "node"
+	LoadCheck = "loadcheck"
+)
+
+// DefaultNames are the loggers created by New.
+var DefaultNames = []string{Sidecar, Tracing, SlowLog, Admin, Node, LoadCheck}
+
+// Levels are the accepted level names, from the most to the least severe.
+var Levels = []string{"error", "warn", "info", "debug", "trace"}
+
+var (
+	// ErrUnknownLogger is returned for a logger name that the registry does not have.
+	ErrUnknownLogger = errors.New("unknown logger")
+	// ErrBadLevel is returned for a level that is not one of Levels.
+	ErrBadLevel = errors.New("bad level: allowed are error, warn, info, debug, trace")
+)
+
+// Config configures a Registry. The zero value writes console lines to stderr at level info.
+type Config struct {
+	// Format is "console" (the default, human-readable) or "json" (one object a line).
+	Format string
+	// Writer receives the log lines; nil means os.Stderr. File takes precedence over it.
+	Writer io.Writer
+	// File, when set, is a file that log lines are appended to; it is created if needed.
+	File string
+	// Level is the initial level of every logger; empty means "info".
+	Level string
+}
+
+// Registry holds the named loggers. It is safe for concurrent use. A nil *Registry hands
+// out disabled loggers and reports no names, so that code under test can run without one.
+type Registry struct {
+	base  zerolog.Logger // carries the writer and the timestamp; level trace, no sampler
+	close io.Closer      // the log file, if the registry opened one
+
+	mu      sync.Mutex
+	names   []string
+	loggers map[string]*entry
+	def     zerolog.Level // the level given to loggers created later
+}
+
+// entry is one named logger and its level.
+type entry struct {
+	level  levelSampler
+	logger zerolog.Logger
+}
+
+// levelSampler is a zerolog.Sampler that lets through the events at or above its level.
+// zerolog consults the sampler in Logger.should, before it takes an event from its pool,
+// which is what makes a disabled level free.
+type levelSampler struct{ lvl atomic.Int32 }
+
+// Sample reports whether an event at lvl is enabled.
+func (s *levelSampler) Sample(lvl zerolog.Level) bool {
+	return int32(lvl) >= s.lvl.Load()
+}
+
+// ParseLevel parses one of Levels, in any case.
+func ParseLevel(s string) (zerolog.Level, error) {
+	switch strings.ToLower(s) {
+	case "error":
+		return zerolog.ErrorLevel, nil
+	case "warn":
+		return zerolog.WarnLevel, nil
+	case "info":
+		return zerolog.InfoLevel, nil
+	case "debug":
+		return zerolog.DebugLevel, nil
+	case "trace":
+		return zerolog.TraceLevel, nil
+	}
+	return zerolog.NoLevel, fmt.Errorf("%q: %w", s, ErrBadLevel)
+}
+
+// levelName is the inverse of ParseLevel.
+func levelName(l zerolog.Level) string {
+	switch l {
+	case zerolog.ErrorLevel:
+		return "error"
+	case zerolog.WarnLevel:
+		return "warn"
+	case zerolog.InfoLevel:
+		return "info"
+	case zerolog.DebugLevel:
+		return "debug"
+	case zerolog.TraceLevel:
+		return "trace"
+	}
+	return l.String()
+}
+
+// New builds a registry with the DefaultNames loggers, writing to cfg's destination. It
+// fails on a bad Format or Level, or when File cannot be opened.
+func New(cfg Config) (*Registry, error) {
+	lvl := zerolog.InfoLevel
+	if cfg.Level != "" {
+		var err error
+		if lvl, err = ParseLevel(cfg.Level); err != nil {
+			return nil, err
+		}
+	}
+	r := &Registry{loggers: make(map[string]*entry), def: lvl}
+	w := cfg.Writer
+	if w == nil {
+		w = os.Stderr
+	}
+	color := cfg.File == "" && cfg.Writer == nil
+	if cfg.File != "" {
+		f, err := os.OpenFile(cfg.File, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			return nil, fmt.Errorf("open log file: %w", err)
+		}
+		w, r.close = f, f
+	}
+	switch strings.ToLower(cfg.Format) {
+	case "", "console":
+		w = zerolog.ConsoleWriter{Out: w, NoColor: !color, TimeFormat: "2006-01-02T15:04:05.000Z07:00"}
+	case "json":
+	default:
+		if r.close != nil {
+			r.close.Close()
+		}
+		return nil, fmt.Errorf("log format %q: allowed are console, json", cfg.Format)
+	}
+	// Loggers share the writer; the lock keeps lines whole whatever the writer is.
+	r.base = zerolog.New(zerolog.SyncWriter(w)).Level(zerolog.TraceLevel).With().Timestamp().Logger()
+	for _, n := range DefaultNames {
+		r.add(n)
+	}
+	return r, nil
+}
+
+// add creates the logger called name. r.mu must be held, or r not yet shared.
+func (r *Registry) add(name string) *entry {
+	e := &entry{}
+	e.level.lvl.Store(int32(r.def))
+	e.logger = r.base.With().Str("logger", name).Logger().Sample(&e.level)
+	r.loggers[name] = e
+	r.names = append(r.names, name)
+	return e
+}
+
+// nop is what a nil registry hands out.
+var nop = zerolog.Nop()
+
+// Logger returns the logger called name, always the same pointer for one name. A name that
+// is not yet registered is added at the level last given to SetAll (or Config.Level), so
+// that a package may bring its own logger; it then shows in Names and in the admin API.
+//
+// Do not call Sample or Level on the returned logger's copies expecting them to follow the
+// registry: the registry's level is enforced by the logger's sampler, so a copy given
+// another sampler, or zerolog.DisableSampling(true), escapes runtime level control.
+func (r *Registry) Logger(name string) *zerolog.Logger {
+	if r == nil {
+		return &nop
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.loggers[name]
+	if !ok {
+		e = r.add(name)
+	}
+	return &e.logger
+}
+
+// lookup returns the entry called name, or ErrUnknownLogger.
+func (r *Registry) lookup(name string) (*entry, error) {
+	if r == nil {
+		return nil, fmt.Errorf("%q: %w", name, ErrUnknownLogger)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.loggers[name]
+	if !ok {
+		return nil, fmt.Errorf("%q: %w", name, ErrUnknownLogger)
+	}
+	return e, nil
+}
+
+// Names returns the logger names, the DefaultNames first, in the order they were created.
+func (r *Registry) Names() []string {
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.names...)
+}
+
+// Level returns the level of the logger called name, as one of Levels.
+func (r *Registry) Level(name string) (string, error) {
+	e, err := r.lookup(name)
+	if err != nil {
+		return "", err
+	}
+	return levelName(zerolog.Level(e.level.lvl.Load())), nil
+}
+
+// SetLevel sets the level of the logger called name. It takes effect at the logger's next
+// call, in every goroutine. An unknown name or a bad level changes nothing.
+func (r *Registry) SetLevel(name, level string) error {
+	lvl, err := ParseLevel(level)
+	if err != nil {
+		return err
+	}
+	e, err := r.lookup(name)
+	if err != nil {
+		return err
+	}
+	e.level.lvl.Store(int32(lvl))
+	return nil
+}
+
+// SetAll sets the level of every logger, and of loggers created later.
+func (r *Registry) SetAll(level string) error {
+	lvl, err := ParseLevel(level)
+	if err != nil {
+		return err
+	}
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.def = lvl
+	for _, e := range r.loggers {
+		e.level.lvl.Store(int32(lvl))
+	}
+	return nil
+}
+
+// Close closes the log file if the registry opened one. Loggers stay usable, but their
+// lines to a closed file are lost.
+func (r *Registry) Close() error {
+	if r == nil || r.close == nil {
+		return nil
+	}
+	return r.close.Close()
+}

@@ -1,0 +1,295 @@
+package logs
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// syncBuffer is a bytes.Buffer safe for the concurrent test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func mustNew(tb testing.TB, cfg Config) *Registry {
+	tb.Helper()
+	r, err := New(cfg)
+	if err != nil {
+		tb.Fatalf("New(%+v): %v", cfg, err)
+	}
+	tb.Cleanup(func() { r.Close() })
+	return r
+}
+
+// lines decodes JSON log lines.
+func lines(tb testing.TB, s string) []map[string]any {
+	tb.Helper()
+	var out []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(s), "\n") {
+		if l == "" {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			tb.Fatalf("line %q: %v", l, err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func TestNames(t *testing.T) {
+	r := mustNew(t, Config{Writer: io.Discard})
+	if got, want := r.Names(), DefaultNames; !slices.Equal(got, want) {
+		t.Fatalf("Names() = %v; want %v", got, want)
+	}
+	for _, n := range DefaultNames {
+		got, err := r.Level(n)
+		if err != nil || got != "info" {
+			t.Errorf("Level(%q) = %q, %v; want info, nil", n, got, err)
+		}
+	}
+}
+
+func TestSetLevel(t *testing.T) {
+	tests := []struct {
+		name, logger, level string
+		wantErr             error
+		want                string // level of logger afterwards
+	}{
+		{"debug", "sidecar", "debug", nil, "debug"},
+		{"trace", "node", "trace", nil, "trace"},
+		{"upper case", "admin", "WARN", nil, "warn"},
+		{"error", "tracing", "error", nil, "error"},
+		{"loud", "sidecar", "loud", ErrBadLevel, "info"},
+		{"warning is not warn", "sidecar", "warning", ErrBadLevel, "info"},
+		{"empty level", "sidecar", "", ErrBadLevel, "info"},
+		{"unknown logger", "nope", "debug", ErrUnknownLogger, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := mustNew(t, Config{Writer: io.Discard})
+			err := r.SetLevel(tt.logger, tt.level)
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("SetLevel(%q, %q) = %v; want %v", tt.logger, tt.level, err, tt.wantErr)
+			}
+			if tt.want == "" {
+				return
+			}
+			if got, _ := r.Level(tt.logger); got != tt.want {
+				t.Errorf("Level(%q) = %q; want %q", tt.logger, got, tt.want)
+			}
+			for _, n := range r.Names() {
+				if n == tt.logger {
+					continue
+				}
+				if got, _ := r.Level(n); got != "info" {
+					t.Errorf("other logger %q = %q; want info", n, got)
+				}
+			}
+		})
+	}
+}
+
+func TestSetAll(t *testing.T) {
+	r := mustNew(t, Config{Writer: io.Discard})
+	if err := r.SetAll("loud"); !errors.Is(err, ErrBadLevel) {
+		t.Fatalf("SetAll(loud) = %v; want ErrBadLevel", err)
+	}
+	if err := r.SetAll("debug"); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range r.Names() {
+		if got, _ := r.Level(n); got != "debug" {
+			t.Errorf("Level(%q) = %q; want debug", n, got)
+		}
+	}
+	r.Logger("later")
+	if got, _ := r.Level("later"); got != "debug" {
+		t.Errorf("new logger level = %q; want debug (the SetAll level)", got)
+	}
+}
+
+func TestDynamicLevel(t *testing.T) {
+	var buf bytes.Buffer
+	r := mustNew(t, Config{Format: "json", Writer: &buf})
+	l := r.Logger(Sidecar)
+	if l != r.Logger(Sidecar) {
+		t.Fatal("Logger returned different pointers for one name")
+	}
+	child := l.With().Str("conn", "c1").Logger()
+
+	l.Debug().Msg("dropped")
+	child.Debug().Msg("dropped too")
+	l.Info().Msg("one")
+	if err := r.SetLevel(Sidecar, "debug"); err != nil {
+		t.Fatal(err)
+	}
+	l.Debug().Msg("two")
+	child.Debug().Msg("three")
+	r.Logger(Tracing).Debug().Msg("other logger stays at info")
+	if err := r.SetLevel(Sidecar, "error"); err != nil {
+		t.Fatal(err)
+	}
+	l.Warn().Msg("dropped")
+	l.Error().Msg("four")
+
+	got := lines(t, buf.String())
+	want := []struct{ msg, level string }{{"one", "info"}, {"two", "debug"}, {"three", "debug"}, {"four", "error"}}
+	if len(got) != len(want) {
+		t.Fatalf("got %d lines %v; want %d", len(got), got, len(want))
+	}
+	for i, w := range want {
+		if got[i]["message"] != w.msg || got[i]["level"] != w.level || got[i]["logger"] != Sidecar {
+			t.Errorf("line %d = %v; want message %q level %q logger sidecar", i, got[i], w.msg, w.level)
+		}
+		if _, ok := got[i]["time"]; !ok {
+			t.Errorf("line %d has no time: %v", i, got[i])
+		}
+	}
+	if got[2]["conn"] != "c1" {
+		t.Errorf("derived logger lost its field: %v", got[2])
+	}
+}
+
+func TestConsoleFormat(t *testing.T) {
+	var buf bytes.Buffer
+	r := mustNew(t, Config{Writer: &buf})
+	r.Logger(Admin).Info().Str("k", "v").Msg("hello")
+	got := buf.String()
+	for _, want := range []string{"INF", "hello", "logger=admin", "k=v"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("console line %q lacks %q", got, want)
+		}
+	}
+	if strings.Contains(got, "\x1b[") {
+		t.Errorf("console line to a non-terminal writer has colours: %q", got)
+	}
+}
+
+func TestFileAppends(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tracecar.log")
+	if err := os.WriteFile(path, []byte("{\"message\":\"before\"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := mustNew(t, Config{Format: "json", File: path, Level: "debug"})
+	r.Logger(Node).Debug().Msg("after")
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := lines(t, string(b))
+	if len(got) != 2 || got[0]["message"] != "before" || got[1]["message"] != "after" {
+		t.Errorf("file lines = %v; want before then after", got)
+	}
+}
+
+func TestNewErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  Config
+	}{
+		{"bad format", Config{Format: "xml", Writer: io.Discard}},
+		{"bad level", Config{Level: "loud", Writer: io.Discard}},
+		{"file in missing dir", Config{File: filepath.Join(t.TempDir(), "no", "such", "f.log")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if r, err := New(tt.cfg); err == nil {
+				r.Close()
+				t.Fatalf("New(%+v) succeeded; want an error", tt.cfg)
+			}
+		})
+	}
+}
+
+func TestNilRegistry(t *testing.T) {
+	var r *Registry
+	r.Logger(Sidecar).Error().Msg("goes nowhere")
+	if got := r.Names(); got != nil {
+		t.Errorf("Names() = %v; want nil", got)
+	}
+	if _, err := r.Level(Sidecar); !errors.Is(err, ErrUnknownLogger) {
+		t.Errorf("Level on nil = %v; want ErrUnknownLogger", err)
+	}
+	if err := r.Close(); err != nil {
+		t.Errorf("Close on nil = %v", err)
+	}
+}
+
+// TestConcurrent changes levels while loggers write; run it with -race.
+func TestConcurrent(t *testing.T) {
+	var buf syncBuffer
+	r := mustNew(t, Config{Format: "json", Writer: &buf})
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			l := r.Logger(DefaultNames[i%len(DefaultNames)])
+			for j := range 200 {
+				l.Debug().Int("j", j).Msg("x")
+				l.Info().Int("j", j).Msg("y")
+				if j%50 == 0 {
+					r.SetLevel(DefaultNames[j%len(DefaultNames)], Levels[j%len(Levels)])
+					r.SetAll("info")
+					r.Names()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	lines(t, buf.String()) // every line is whole JSON
+}
+
+// BenchmarkDisabledDebug is the cost of a debug line on a logger at info: the price a hot
+// path pays for logging it does not do.
+func BenchmarkDisabledDebug(b *testing.B) {
+	r := mustNew(b, Config{Format: "json", Writer: io.Discard})
+	l := r.Logger(Sidecar)
+	b.ReportAllocs()
+	for b.Loop() {
+		l.Debug().Str("client", "127.0.0.1:50123").Int("stream", 7).Msg("request")
+	}
+}
+
+// BenchmarkEnabledDebugJSON is the cost of the same line when debug is on, in JSON.
+func BenchmarkEnabledDebugJSON(b *testing.B) {
+	r := mustNew(b, Config{Format: "json", Writer: io.Discard, Level: "debug"})
+	l := r.Logger(Sidecar)
+	b.ReportAllocs()
+	for b.Loop() {
+		l.Debug().Str("client", "127.0.0.1:50123").Int("stream", 7).Msg("request")
+	}
+}
+
+// BenchmarkEnabledDebugConsole is the cost of the same line in the console format.
+func BenchmarkEnabledDebugConsole(b *testing.B) {
+	r := mustNew(b, Config{Writer: io.Discard, Level: "debug"})
+	l := r.Logger(Sidecar)
+	b.ReportAllocs()
+	for b.Loop() {
+		l.Debug().Str("client", "127.0.0.1:50123").Int("stream", 7).Msg("request")
+	}
+}
