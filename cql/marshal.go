@@ -443,21 +443,22 @@ func marshal(t TypeInfo, v any, depth int) ([]byte, error) {
 		if !ok {
 			return nil, marshalErr(t, v, "")
 		}
-		b := []byte{}
-		used := 0
-		for _, f := range t.Fields {
-			fv, ok := fields[f.Name]
-			if ok {
-				used++
+	next:
+		for name := range fields {
+			for _, f := range t.Fields {
+				if f.Name == name {
+					continue next
+				}
 			}
-			fb, err := marshal(f.Type, fv, depth+1)
+			return nil, marshalErr(t, v, "unknown field "+name)
+		}
+		b := []byte{}
+		for _, f := range t.Fields {
+			fb, err := marshal(f.Type, fields[f.Name], depth+1)
 			if err != nil {
 				return nil, err
 			}
 			b = AppendBytes(b, fb)
-		}
-		if used != len(fields) {
-			return nil, marshalErr(t, v, "unknown field")
 		}
 		return b, nil
 	}
@@ -705,6 +706,9 @@ func unmarshal(t TypeInfo, b []byte, depth int) (any, error) {
 		if err := fixed(16); err != nil {
 			return nil, err
 		}
+		if t.ID == TypeTimeUUID && b[6]>>4 != 1 {
+			return nil, unmarshalErr(t, "not a version 1 uuid")
+		}
 		return [16]byte(b), nil
 	case TypeVarint:
 		return parseVarint(b), nil
@@ -740,6 +744,9 @@ func unmarshal(t TypeInfo, b []byte, depth int) (any, error) {
 		if n1 == 0 || n2 == 0 || n3 == 0 || n1+n2+n3 != len(b) ||
 			months != int64(int32(months)) || days != int64(int32(days)) {
 			return nil, unmarshalErr(t, "bad vints")
+		}
+		if (months < 0 || days < 0 || nanos < 0) && (months > 0 || days > 0 || nanos > 0) {
+			return nil, unmarshalErr(t, "mixed signs")
 		}
 		return Duration{Months: int32(months), Days: int32(days), Nanos: nanos}, nil
 	case TypeList, TypeSet:
