@@ -6,6 +6,11 @@
 // response; those calls are short and allocation-free on the off and fast paths.
 package tracing
 
+import (
+	"errors"
+	"fmt"
+)
+
 // Config is the tracing configuration that the admin API toggles. It is replaced as a
 // whole, so the data path always sees enable, fast and threshold from one change. The zero
 // value means tracing off; DefaultConfig gives ScyllaDB's defaults.
@@ -47,4 +52,22 @@ func (c Config) Mode() string {
 		return "sampled"
 	}
 	return "off"
+}
+
+// ErrInvalidConfig is wrapped by the errors of Config.Validate and Tracer.SetConfig.
+var ErrInvalidConfig = errors.New("invalid tracing config")
+
+// Validate reports, wrapping ErrInvalidConfig, the first field out of range: ThresholdMicros
+// and TTLSeconds must be >= 0 and Probability in [0,1]. The message names the field as the
+// admin API does (threshold, ttl, probability).
+func (c Config) Validate() error {
+	switch {
+	case c.ThresholdMicros < 0:
+		return fmt.Errorf("%w: threshold must be >= 0 microseconds, got %d", ErrInvalidConfig, c.ThresholdMicros)
+	case c.TTLSeconds < 0:
+		return fmt.Errorf("%w: ttl must be >= 0 seconds, got %d", ErrInvalidConfig, c.TTLSeconds)
+	case !(c.Probability >= 0 && c.Probability <= 1): // also rejects NaN
+		return fmt.Errorf("%w: probability must be in [0,1], got %v", ErrInvalidConfig, c.Probability)
+	}
+	return nil
 }

@@ -1,0 +1,187 @@
+package tracing
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// NodeEventSource fetches a node's own trace events for a session it traced because the
+// request carried the tracing flag (sampled and client sessions).
+type NodeEventSource interface {
+	// Events returns the events the node has written so far for sessionID, and whether
+	// the node has finished the session (so no more will come). The Tracer asks again
+	// while complete is false, a bounded number of times.
+	Events(ctx context.Context, sessionID [16]byte) (events []Event, complete bool, err error)
+}
+
+// Fetch schedule: the node writes its trace asynchronously, so the first look waits a
+// little and later ones back off, up to about 6 s in all.
+var fetchDelays = []time.Duration{
+	20 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond, 250 * time.Millisecond,
+	500 * time.Millisecond, 1 * time.Second, 2 * time.Second, 2 * time.Second,
+}
+
+// fetchTimeout bounds one Events call.
+const fetchTimeout = 2 * time.Second
+
+type fetchItem struct {
+	s       *Session
+	id      [16]byte
+	attempt int
+	due     time.Time
+	events  []Event // the last events seen
+}
+
+// fetcher is the bounded worker that merges node events into sessions before they are
+// recorded. offer never blocks.
+type fetcher struct {
+	src     NodeEventSource
+	ch      chan *fetchItem
+	limit   int
+	record  func(*Session)
+	log     zerolog.Logger
+	stopCh  chan context.Context
+	exited  chan struct{}
+	dropped atomic.Uint64
+	failed  atomic.Uint64
+}
+
+func newFetcher(src NodeEventSource, size int, record func(*Session), log zerolog.Logger) *fetcher {
+	f := &fetcher{
+		src: src, ch: make(chan *fetchItem, size), limit: size, record: record, log: log,
+		stopCh: make(chan context.Context, 1), exited: make(chan struct{}),
+	}
+	go f.run()
+	return f
+}
+
+// offer queues s for node events, or reports false when the queue is full.
+func (f *fetcher) offer(s *Session, id [16]byte) bool {
+	select {
+	case f.ch <- &fetchItem{s: s, id: id}:
+		return true
+	default:
+		f.dropped.Add(1)
+		return false
+	}
+}
+
+func (f *fetcher) run() {
+	defer close(f.exited)
+	var waiting []*fetchItem
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		in := f.ch
+		if len(waiting) >= f.limit {
+			in = nil // full: leave new items in the channel, which then drops
+		}
+		wait := time.Hour
+		if len(waiting) > 0 {
+			next := waiting[0].due
+			for _, it := range waiting[1:] {
+				if it.due.Before(next) {
+					next = it.due
+				}
+			}
+			wait = max(time.Until(next), 0)
+		}
+		timer.Reset(wait)
+		select {
+		case it := <-in:
+			it.due = time.Now().Add(fetchDelays[0])
+			waiting = append(waiting, it)
+		case <-timer.C:
+			now := time.Now()
+			kept := waiting[:0]
+			for _, it := range waiting {
+				if it.due.After(now) || !f.attempt(context.Background(), it) {
+					kept = append(kept, it)
+				}
+			}
+			clear(waiting[len(kept):])
+			waiting = kept
+		case ctx := <-f.stopCh:
+			// Record what is held; one last look for each while ctx allows.
+		drain:
+			for {
+				select {
+				case it := <-f.ch:
+					waiting = append(waiting, it)
+				default:
+					break drain
+				}
+			}
+			for _, it := range waiting {
+				if ctx.Err() == nil {
+					it.attempt = len(fetchDelays) // last chance
+					f.attempt(ctx, it)
+				} else {
+					f.finish(it)
+				}
+			}
+			return
+		}
+	}
+}
+
+// attempt asks the node once and reports whether it is done with it (recorded).
+func (f *fetcher) attempt(ctx context.Context, it *fetchItem) bool {
+	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
+	evs, complete, err := f.src.Events(ctx, it.id)
+	cancel()
+	if err != nil {
+		f.failed.Add(1)
+		f.log.Debug().Err(err).Str("session_id", it.s.ID).Int("attempt", it.attempt).Msg("fetch node events")
+	} else {
+		it.events = evs
+	}
+	it.attempt++
+	if complete || it.attempt >= len(fetchDelays) {
+		f.finish(it)
+		return true
+	}
+	it.due = time.Now().Add(fetchDelays[it.attempt])
+	return false
+}
+
+func (f *fetcher) finish(it *fetchItem) {
+	it.s.Events = mergeNodeEvents(it.s.Events, it.events)
+	f.record(it.s)
+}
+
+// mergeNodeEvents returns the sidecar's events with the node's inserted after "sent to
+// node" (the node's clock starts about then), each keeping its own source_elapsed.
+func mergeNodeEvents(sidecar, node []Event) []Event {
+	if len(node) == 0 {
+		return sidecar
+	}
+	at := len(sidecar)
+	for i, e := range sidecar {
+		if e.Activity == EventNodeResponded || e.Activity == EventResponseSent {
+			at = i
+			break
+		}
+	}
+	out := make([]Event, 0, len(sidecar)+len(node))
+	out = append(out, sidecar[:at]...)
+	for _, e := range node {
+		e.Source = SourceNode
+		out = append(out, e)
+	}
+	return append(out, sidecar[at:]...)
+}
+
+func (f *fetcher) stop(ctx context.Context) error {
+	f.stopCh <- ctx
+	select {
+	case <-f.exited:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("stop node-event fetcher: %w", ctx.Err())
+	}
+}

@@ -1,0 +1,325 @@
+package tracing
+
+import (
+	"encoding/hex"
+	"fmt"
+	"strconv"
+
+	"github.com/tracecar/tracecar/cql"
+)
+
+// Request names, as ScyllaDB writes them in system_traces.sessions.request.
+const (
+	RequestQuery   = "Execute CQL3 query"
+	RequestExecute = "Execute CQL3 prepared query"
+	RequestBatch   = "Execute batch of CQL3 queries"
+	RequestPrepare = "Preparing CQL3 query"
+)
+
+// traceable reports whether requests with opcode op get sessions: the four that carry
+// CQL. STARTUP, OPTIONS, REGISTER and AUTH_RESPONSE (which carries credentials) never do.
+func traceable(op cql.Opcode) bool {
+	const mask = 1<<cql.OpQuery | 1<<cql.OpExecute | 1<<cql.OpBatch | 1<<cql.OpPrepare
+	return op < 32 && mask&(1<<op) != 0
+}
+
+func requestName(op cql.Opcode) string {
+	switch op {
+	case cql.OpQuery:
+		return RequestQuery
+	case cql.OpExecute:
+		return RequestExecute
+	case cql.OpBatch:
+		return RequestBatch
+	case cql.OpPrepare:
+		return RequestPrepare
+	}
+	return op.String()
+}
+
+// frameBody returns the body of frame, decompressed into scratch when the frame says it is
+// compressed, and scratch for reuse.
+func frameBody(flags byte, frame []byte, comp cql.Compressor, scratch []byte) (body, out []byte, err error) {
+	body = frame[cql.HeaderSize:]
+	if flags&cql.FlagCompression == 0 || comp == nil {
+		return body, scratch, nil
+	}
+	out, err = comp.Decompress(scratch[:0], body)
+	if err != nil {
+		return nil, scratch, fmt.Errorf("decompress %s body: %w", comp.Name(), err)
+	}
+	return out, out, nil
+}
+
+// params collects a request's parameters. With a nil m it only walks the request, which
+// validates it without allocating: full mode does that for the "request parsed" event and
+// builds the map only for a session that is recorded.
+type params struct {
+	m    map[string]string
+	bind bool
+	prep *preparedMap
+}
+
+func (p *params) set(k, v string) {
+	if p.m != nil {
+		p.m[k] = v
+	}
+}
+
+// value records bound value i (of statement stmt in a batch, or stmt < 0).
+func (p *params) value(stmt, i int, v []byte, unset bool) {
+	if p.m == nil {
+		return
+	}
+	k := "param[" + strconv.Itoa(i) + "]"
+	if stmt >= 0 {
+		k = "param[" + strconv.Itoa(stmt) + "][" + strconv.Itoa(i) + "]"
+	}
+	p.m[k] = renderValue(v, unset, p.bind)
+}
+
+// prepared records the text of the statement whose id is id under key, or the id under
+// idKey when this sidecar never saw it prepared.
+func (p *params) prepared(key, idKey string, id []byte) {
+	if p.m == nil {
+		return
+	}
+	if q, ok := p.prep.get(id); ok {
+		p.m[key] = q
+		return
+	}
+	p.m[idKey] = "0x" + hex.EncodeToString(id)
+}
+
+// maxBoundValue is how much of a bound value BindValues shows.
+const maxBoundValue = 256
+
+func renderValue(v []byte, unset, bind bool) string {
+	switch {
+	case unset:
+		return "<unset>"
+	case v == nil:
+		return "null"
+	case !bind:
+		return "<redacted: " + strconv.Itoa(len(v)) + " bytes>"
+	case len(v) > maxBoundValue:
+		return "0x" + hex.EncodeToString(v[:maxBoundValue]) + "… (" + strconv.Itoa(len(v)) + " bytes)"
+	}
+	return "0x" + hex.EncodeToString(v)
+}
+
+// walkRequest reads a request body (decompressed, custom payload removed) of opcode op
+// into p. On malformed or truncated input, p keeps what was read before the error.
+func walkRequest(op cql.Opcode, body []byte, p *params) error {
+	var d cql.Decoder
+	d.Reset(body)
+	switch op {
+	case cql.OpQuery:
+		q := d.LongStringBytes()
+		if d.Err() == nil {
+			p.set("query", string(q))
+		}
+		walkQueryParams(&d, p, -1)
+	case cql.OpExecute:
+		id := d.ShortBytes()
+		if d.Err() == nil {
+			p.prepared("query", "prepared_id", id)
+		}
+		walkQueryParams(&d, p, -1)
+	case cql.OpPrepare:
+		q := d.LongStringBytes()
+		if d.Err() == nil {
+			p.set("query", string(q))
+		}
+	case cql.OpBatch:
+		return walkBatch(body, p)
+	}
+	return d.Err()
+}
+
+func walkQueryParams(d *cql.Decoder, p *params, stmt int) {
+	cl := d.Consistency()
+	flags := d.Byte()
+	if d.Err() != nil {
+		return
+	}
+	p.set("consistency_level", cl.String())
+	if flags&cql.QueryValues != 0 {
+		n := int(d.Short())
+		for i := 0; i < n && d.Err() == nil; i++ {
+			if flags&cql.QueryNamedValues != 0 {
+				d.StringBytes()
+			}
+			v, unset := d.Value()
+			if d.Err() == nil {
+				p.value(stmt, i, v, unset)
+			}
+		}
+	}
+	if flags&cql.QueryPageSize != 0 {
+		n := d.Int()
+		if d.Err() == nil && p.m != nil {
+			p.set("page_size", strconv.Itoa(int(n)))
+		}
+	}
+	if flags&cql.QueryPagingState != 0 {
+		d.Bytes()
+	}
+	if flags&cql.QuerySerialConsistency != 0 {
+		sc := d.Consistency()
+		if d.Err() == nil {
+			p.set("serial_consistency_level", sc.String())
+		}
+	}
+	if flags&cql.QueryDefaultTimestamp != 0 {
+		d.Long()
+	}
+}
+
+var batchTypes = [...]string{cql.BatchLogged: "LOGGED", cql.BatchUnlogged: "UNLOGGED", cql.BatchCounter: "COUNTER"}
+
+// walkBatch reads a BATCH. Whether values carry names is told by flags that come after
+// the statements, so it tries unnamed values first, as Cassandra writes them.
+func walkBatch(body []byte, p *params) error {
+	if p.m == nil {
+		if err := walkBatchAs(body, p, false); err != nil {
+			return walkBatchAs(body, p, true)
+		}
+		return nil
+	}
+	named := walkBatchAs(body, &params{}, false) != nil && walkBatchAs(body, &params{}, true) == nil
+	return walkBatchAs(body, p, named)
+}
+
+func walkBatchAs(body []byte, p *params, named bool) error {
+	var d cql.Decoder
+	d.Reset(body)
+	typ := d.Byte()
+	n := int(d.Short())
+	if d.Err() != nil {
+		return d.Err()
+	}
+	if int(typ) < len(batchTypes) {
+		p.set("batch_type", batchTypes[typ])
+	}
+	for i := 0; i < n && d.Err() == nil; i++ {
+		switch d.Byte() {
+		case 0:
+			q := d.LongStringBytes()
+			if d.Err() == nil {
+				p.set(indexed("query", i), string(q))
+			}
+		case 1:
+			id := d.ShortBytes()
+			if d.Err() == nil && p.m != nil {
+				p.prepared(indexed("query", i), indexed("prepared_id", i), id)
+			}
+		default:
+			return cql.ErrMalformed
+		}
+		nv := int(d.Short())
+		for j := 0; j < nv && d.Err() == nil; j++ {
+			if named {
+				d.StringBytes()
+			}
+			v, unset := d.Value()
+			if d.Err() == nil {
+				p.value(i, j, v, unset)
+			}
+		}
+	}
+	cl := d.Consistency()
+	flags := d.Byte()
+	if d.Err() != nil {
+		return d.Err()
+	}
+	p.set("consistency_level", cl.String())
+	if flags&cql.QuerySerialConsistency != 0 {
+		sc := d.Consistency()
+		if d.Err() == nil {
+			p.set("serial_consistency_level", sc.String())
+		}
+	}
+	if flags&cql.QueryDefaultTimestamp != 0 {
+		d.Long()
+	}
+	if d.Err() == nil && d.Len() != 0 {
+		return cql.ErrMalformed
+	}
+	return d.Err()
+}
+
+func indexed(k string, i int) string {
+	if i < 0 {
+		return k
+	}
+	return k + "[" + strconv.Itoa(i) + "]"
+}
+
+// decodeRequest builds the parameters of the request frame, which may be truncated
+// (keeping what could be read). scratch is reused for decompression and returned.
+func (t *Tracer) decodeRequest(op cql.Opcode, flags byte, frame []byte, comp cql.Compressor, scratch []byte) (map[string]string, []byte) {
+	m := make(map[string]string, 6)
+	body, scratch, err := frameBody(flags, frame, comp, scratch)
+	if err != nil {
+		m["decode_error"] = err.Error()
+		return m, scratch
+	}
+	_, body, err = cql.ParseRequestPrefix(flags, body)
+	if err != nil {
+		m["decode_error"] = err.Error()
+		return m, scratch
+	}
+	if err := walkRequest(op, body, &params{m: m, bind: t.opts.BindValues, prep: t.prep}); err != nil {
+		m["decode_error"] = err.Error()
+	}
+	return m, scratch
+}
+
+// responseInfo is what a traced session needs from a response: the node's tracing id and
+// the error, if any.
+type responseInfo struct {
+	tracingID    [16]byte
+	hasTracingID bool
+	err          string
+	body         []byte // decompressed body, with its prefix, when it was decompressed
+}
+
+// readResponse reads the tracing id and the error of a response frame. scratch is reused
+// for decompression and returned.
+func readResponse(h cql.Header, frame []byte, comp cql.Compressor, scratch []byte) (responseInfo, []byte) {
+	var ri responseInfo
+	if h.Flags&cql.FlagTracing == 0 && h.Opcode != cql.OpError {
+		return ri, scratch
+	}
+	body, scratch, err := frameBody(h.Flags, frame, comp, scratch)
+	if err != nil {
+		ri.err = "tracecar: " + err.Error()
+		return ri, scratch
+	}
+	if h.Flags&cql.FlagCompression != 0 && comp != nil {
+		ri.body = body
+	}
+	pre, rest, err := cql.ParseResponsePrefix(h.Flags, body)
+	if err != nil {
+		ri.err = "tracecar: malformed response prefix"
+		return ri, scratch
+	}
+	ri.tracingID, ri.hasTracingID = pre.TracingID, pre.HasTracingID
+	if h.Opcode == cql.OpError {
+		ri.err = errorText(rest)
+	}
+	return ri, scratch
+}
+
+// errorText renders an ERROR body as "name (0xCODE): message".
+func errorText(body []byte) string {
+	var d cql.Decoder
+	d.Reset(body)
+	code := d.Int()
+	msg := d.String()
+	if d.Err() != nil {
+		return "malformed ERROR response"
+	}
+	return fmt.Sprintf("%s (0x%04x): %s", cql.ErrorCodeName(code), code, msg)
+}

@@ -1,0 +1,305 @@
+package tracing
+
+import (
+	"context"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"net/netip"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// Defaults of Options.
+const (
+	DefaultRingSize   = 10000
+	DefaultQueueSize  = 4096
+	DefaultCaptureMax = 4096
+)
+
+// Options configure a Tracer. The zero value gives a ring of DefaultRingSize sessions, bound
+// values redacted, no logging, no extra sinks and no node-event fetching.
+type Options struct {
+	// RingSize is the number of sessions the in-memory ring keeps for SlowLog and Session;
+	// 0 means DefaultRingSize.
+	RingSize int
+	// BindValues includes bound values in session parameters, as hex. By default they are
+	// redacted: "param[0]":"<redacted: 8 bytes>", because slow logs leak PII.
+	BindValues bool
+	// Logger is the "tracing" logger, for sink and fetch errors. The zero value logs nothing.
+	Logger zerolog.Logger
+	// SlowLog, when not nil, is the "slowlog" logger: it gets one line per recorded session,
+	// through its own bounded queue (the sink named "log").
+	SlowLog *zerolog.Logger
+	// Sinks are extra sinks (OTel, CQL table). The Tracer puts each behind a bounded queue
+	// and closes them in Close.
+	Sinks []Sink
+	// NodeEvents fetches the node's own trace events of sampled and client sessions, which
+	// are merged into the session with Source "node" before it is recorded. Nil skips that.
+	NodeEvents NodeEventSource
+	// QueueSize is the capacity of each sink's queue and of the node-event fetch queue;
+	// 0 means DefaultQueueSize. A full queue drops the session and counts it.
+	QueueSize int
+	// CaptureMax bounds the bytes of a request frame kept per stream in fast mode, so that
+	// a slow request can be decoded after its response; 0 means DefaultCaptureMax. A
+	// longer frame is kept truncated, and its session says so.
+	CaptureMax int
+	// Rand returns uniform random numbers for sampling. It must be safe for concurrent
+	// use. Nil means math/rand/v2's Uint64, which keeps per-thread state and does not
+	// contend.
+	Rand func() uint64
+}
+
+// Stats are the Tracer's counters since New.
+type Stats struct {
+	// Requests counts the request frames seen by OnRequest.
+	Requests uint64 `json:"requests"`
+	// Traced counts the requests that got a session: full, sampled and client requests,
+	// and fast-mode requests that turned out slow.
+	Traced uint64 `json:"traced"`
+	// SlowSessions counts the sessions recorded into the sinks (slow ones, and every
+	// sampled and client session).
+	SlowSessions uint64 `json:"slow_sessions"`
+	// Dropped counts, per sink name, the sessions dropped because that sink's queue was
+	// full. "node_events" counts the sessions recorded without node events because the
+	// fetch queue was full.
+	Dropped map[string]uint64 `json:"dropped"`
+	// Errors counts, per sink name, the writes that returned an error.
+	Errors map[string]uint64 `json:"errors"`
+	// Mode is the current Config's Mode.
+	Mode string `json:"mode"`
+}
+
+// snapshot is the data path's view of a Config, precomputed so that a request pays for
+// one atomic load and a few compares.
+type snapshot struct {
+	cfg         Config
+	off         bool  // !Enable && Probability == 0
+	enabled     bool  // Enable
+	fast        bool  // Enable && Fast
+	thresholdUS int64 // ThresholdMicros
+	sample      bool  // Probability > 0
+	sampleAll   bool  // Probability == 1 (or close enough)
+	sampleBelow uint64
+	// gen changes every time a Config with Enable=false is installed, so that a fast
+	// slot armed before tracing was switched off is not matched to a later response.
+	gen uint32
+}
+
+func newSnapshot(c Config, gen uint32) *snapshot {
+	s := &snapshot{
+		cfg:         c,
+		off:         !c.Enable && c.Probability == 0,
+		enabled:     c.Enable,
+		fast:        c.Enable && c.Fast,
+		thresholdUS: c.ThresholdMicros,
+		sample:      c.Probability > 0,
+		gen:         gen,
+	}
+	if s.sample {
+		v := c.Probability * (1 << 64)
+		if c.Probability >= 1 || v >= math.MaxUint64 {
+			s.sampleAll = true
+		} else {
+			s.sampleBelow = uint64(v)
+		}
+	}
+	return s
+}
+
+// Tracer is the tracing engine of one sidecar: the configuration, the prepared-statement
+// map, the slow-log ring and the sink queues. Create it with New. A Tracer is safe for
+// concurrent use; each client connection gets its own Conn from NewConn.
+type Tracer struct {
+	snap   atomic.Pointer[snapshot]
+	cfgMu  sync.Mutex // serialises writers of snap
+	epoch  time.Time  // monotonic origin of the per-request timestamps
+	opts   Options
+	log    zerolog.Logger
+	rand   func() uint64
+	ring   *ring
+	prep   *preparedMap
+	queues []*sinkQueue
+	fetch  *fetcher // nil without Options.NodeEvents
+
+	slow         atomic.Uint64
+	tracedResp   atomic.Uint64 // fast sessions counted on the response side
+	sinksClosing atomic.Bool
+	closeOnce    sync.Once
+	closeErr     error
+
+	connMu  sync.Mutex
+	conns   map[*Conn]struct{}
+	retired struct{ requests, traced uint64 } // counters of closed Conns, under connMu
+}
+
+// New returns a Tracer with the DefaultConfig (tracing off) and starts one goroutine per
+// sink and one for node events; Close stops them.
+func New(o Options) *Tracer {
+	if o.RingSize <= 0 {
+		o.RingSize = DefaultRingSize
+	}
+	if o.QueueSize <= 0 {
+		o.QueueSize = DefaultQueueSize
+	}
+	if o.CaptureMax <= 0 {
+		o.CaptureMax = DefaultCaptureMax
+	}
+	t := &Tracer{
+		epoch: time.Now(),
+		opts:  o,
+		log:   o.Logger,
+		rand:  o.Rand,
+		ring:  newRing(o.RingSize),
+		prep:  newPreparedMap(DefaultPreparedSize),
+		conns: make(map[*Conn]struct{}),
+	}
+	if reflect.ValueOf(o.Logger).IsZero() {
+		t.log = zerolog.Nop()
+	}
+	if t.rand == nil {
+		t.rand = rand.Uint64
+	}
+	t.snap.Store(newSnapshot(DefaultConfig(), 0))
+	if o.SlowLog != nil {
+		t.queues = append(t.queues, newSinkQueue(NewLogSink(*o.SlowLog), o.QueueSize, t.log))
+	}
+	for _, s := range o.Sinks {
+		t.queues = append(t.queues, newSinkQueue(s, o.QueueSize, t.log))
+	}
+	if o.NodeEvents != nil {
+		t.fetch = newFetcher(o.NodeEvents, o.QueueSize, t.record, t.log)
+	}
+	return t
+}
+
+// now returns the monotonic nanoseconds since t was created: one clock read, no wall clock.
+func (t *Tracer) now() int64 { return int64(time.Since(t.epoch)) }
+
+// Config returns the current configuration. It is safe for concurrent use.
+func (t *Tracer) Config() Config { return t.snap.Load().cfg }
+
+// SetConfig validates c and installs it as a whole with one atomic swap, so the data path
+// never sees half a change. An invalid c wraps ErrInvalidConfig and changes nothing. It is
+// safe for concurrent use; UpdateConfig avoids lost updates between concurrent writers.
+func (t *Tracer) SetConfig(c Config) error {
+	return t.UpdateConfig(func(old Config) Config { return c })
+}
+
+// UpdateConfig applies f to the current configuration and installs the result as
+// SetConfig does. Writers are serialised, so a read-modify-write through f is never lost.
+// It is safe for concurrent use.
+func (t *Tracer) UpdateConfig(f func(Config) Config) error {
+	t.cfgMu.Lock()
+	defer t.cfgMu.Unlock()
+	old := t.snap.Load()
+	c := f(old.cfg)
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	gen := old.gen
+	if !c.Enable {
+		gen++
+	}
+	t.snap.Store(newSnapshot(c, gen))
+	if c.Mode() != old.cfg.Mode() {
+		t.log.Info().Str("from", old.cfg.Mode()).Str("to", c.Mode()).Msg("tracing mode changed")
+	}
+	return nil
+}
+
+// SlowLog returns up to limit recorded sessions, newest first; limit <= 0 means all that
+// the ring holds. The sessions' maps and slices are shared and must not be modified. It is
+// safe for concurrent use.
+func (t *Tracer) SlowLog(limit int) []Session { return t.ring.list(limit) }
+
+// Session returns the recorded session whose ID is id, if the ring still holds it. It is
+// safe for concurrent use.
+func (t *Tracer) Session(id string) (Session, bool) { return t.ring.find(id) }
+
+// Stats returns the counters. It is safe for concurrent use.
+func (t *Tracer) Stats() Stats {
+	st := Stats{
+		SlowSessions: t.slow.Load(),
+		Traced:       t.tracedResp.Load(),
+		Dropped:      make(map[string]uint64, len(t.queues)+1),
+		Errors:       make(map[string]uint64, len(t.queues)),
+		Mode:         t.Config().Mode(),
+	}
+	t.connMu.Lock()
+	st.Requests += t.retired.requests
+	st.Traced += t.retired.traced
+	for c := range t.conns {
+		st.Requests += c.requests.Load()
+		st.Traced += c.traced.Load()
+	}
+	t.connMu.Unlock()
+	for _, q := range t.queues {
+		st.Dropped[q.name] += q.dropped.Load()
+		st.Errors[q.name] += q.errors.Load()
+	}
+	if t.fetch != nil {
+		st.Dropped["node_events"] = t.fetch.dropped.Load()
+	}
+	return st
+}
+
+// record hands a finished session to the ring and to every sink queue. It never blocks.
+func (t *Tracer) record(s *Session) {
+	t.slow.Add(1)
+	t.ring.put(s)
+	if t.sinksClosing.Load() {
+		return
+	}
+	for _, q := range t.queues {
+		q.offer(s)
+	}
+}
+
+// submit records s now, or after its node events are fetched when it has a node
+// session id and a NodeEventSource is set.
+func (t *Tracer) submit(s *Session, nodeID [16]byte, hasNodeID bool) {
+	if hasNodeID && t.fetch != nil && !t.sinksClosing.Load() {
+		if t.fetch.offer(s, nodeID) {
+			return
+		}
+	}
+	t.record(s)
+}
+
+// Close stops the node-event fetcher (recording what it holds), drains every sink queue
+// and closes the sinks, giving up on what is left when ctx is done. Sessions recorded
+// after Close reach only the ring. It is safe for concurrent use; later calls return the
+// first call's result.
+func (t *Tracer) Close(ctx context.Context) error {
+	t.closeOnce.Do(func() {
+		var errs []error
+		if t.fetch != nil {
+			if err := t.fetch.stop(ctx); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		t.sinksClosing.Store(true)
+		for _, q := range t.queues {
+			if err := q.stop(ctx); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		t.closeErr = errors.Join(errs...)
+	})
+	return t.closeErr
+}
+
+// NewConn returns the per-connection state of a client connection that the sidecar relays
+// from client to coordinator. Call Close when the connection ends.
+func (t *Tracer) NewConn(client, coordinator netip.AddrPort) *Conn {
+	c := &Conn{t: t, client: client.String(), coordinator: coordinator.String()}
+	t.connMu.Lock()
+	t.conns[c] = struct{}{}
+	t.connMu.Unlock()
+	return c
+}
