@@ -1,0 +1,102 @@
+// Package drivertest runs the interoperability suites of the DataStax Python and Node.js
+// drivers (scripts/) against a CQL address, for the node's and the sidecar's tests.
+//
+// A missing driver skips the test, unless TRACECAR_REQUIRE_DRIVERS is set, as in CI, where
+// it fails. The Node.js driver is found through NODE_PATH (set by .ci/run).
+package drivertest
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// Python is the interpreter that has Debian's python3-cassandra.
+const Python = "/usr/bin/python3"
+
+func scriptsDir() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "scripts")
+}
+
+func required() bool { return os.Getenv("TRACECAR_REQUIRE_DRIVERS") != "" }
+
+func missing(tb testing.TB, what string) {
+	tb.Helper()
+	if required() {
+		tb.Fatalf("%s is not installed, and TRACECAR_REQUIRE_DRIVERS is set", what)
+	}
+	tb.Skipf("%s is not installed (.ci/run installs it)", what)
+}
+
+// Options select the target and the variant of a suite run.
+type Options struct {
+	Host        string
+	Port        int
+	Compression string // none, lz4 or snappy (Python only)
+	User, Pass  string
+	Keyspace    string // default: one per suite
+}
+
+func (o Options) env() []string {
+	env := append(os.Environ(),
+		"CQL_HOST="+o.Host,
+		"CQL_PORT="+strconv.Itoa(o.Port),
+		"CQL_COMPRESSION="+orDefault(o.Compression, "none"),
+	)
+	if o.User != "" {
+		env = append(env, "CQL_USER="+o.User, "CQL_PASS="+o.Pass)
+	}
+	if o.Keyspace != "" {
+		env = append(env, "CQL_KEYSPACE="+o.Keyspace)
+	}
+	return env
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+// RunPython runs the Python driver suite and fails tb with its output if it fails.
+func RunPython(tb testing.TB, o Options) {
+	tb.Helper()
+	if err := exec.Command(Python, "-c", "import cassandra, lz4, snappy").Run(); err != nil {
+		missing(tb, "the DataStax Python driver (python3-cassandra, python3-lz4, python3-snappy)")
+	}
+	run(tb, o.env(), Python, filepath.Join(scriptsDir(), "python_suite.py"))
+}
+
+// RunNodeJS runs the Node.js driver suite and fails tb with its output if it fails.
+func RunNodeJS(tb testing.TB, o Options) {
+	tb.Helper()
+	if _, err := exec.LookPath("node"); err != nil {
+		missing(tb, "node")
+	}
+	check := exec.Command("node", "-e", "require('cassandra-driver')")
+	check.Env = os.Environ()
+	if err := check.Run(); err != nil {
+		missing(tb, "the Node.js cassandra-driver (npm install cassandra-driver@4, with NODE_PATH)")
+	}
+	run(tb, o.env(), "node", filepath.Join(scriptsDir(), "node_suite.js"))
+}
+
+func run(tb testing.TB, env []string, name string, args ...string) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		tb.Fatalf("%s %v: %v\n%s", name, args, err, out)
+	}
+	tb.Logf("%s", out)
+}

@@ -1,0 +1,210 @@
+package node
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/tracecar/tracecar/cql"
+)
+
+// Config configures a Server. The zero value serves an unauthenticated node.
+type Config struct {
+	// Auth, as "USER:PASS", turns on PasswordAuthenticator (SASL PLAIN). Empty means no auth.
+	Auth string
+	// Logger is the "node" logger. At debug level it writes one line per request, which has
+	// a real cost, as in CASSANDRA-14318. Nil means no logging.
+	Logger *zerolog.Logger
+	// ClusterName is reported in system.local. Empty means "Test Cluster".
+	ClusterName string
+}
+
+// Server is the embedded in-memory CQL node: a single-node Cassandra 4 look-alike speaking
+// protocol v3 and v4. It is safe for concurrent use.
+type Server struct {
+	cfg    Config
+	user   string
+	pass   string
+	engine *Engine
+	nop    zerolog.Logger
+
+	mu       sync.Mutex
+	conns    map[*conn]struct{}
+	addr     netip.AddrPort
+	prob     atomic.Uint64 // math.Float64bits of the node's trace probability
+	requests atomic.Uint64
+}
+
+// PasswordAuthenticator is the authenticator class name sent in AUTHENTICATE.
+const PasswordAuthenticator = "org.apache.cassandra.auth.PasswordAuthenticator"
+
+// New returns a Server configured by cfg. The engine is created when Serve learns the
+// listening address, so that system.local reports it.
+func New(cfg Config) *Server {
+	s := &Server{cfg: cfg, conns: make(map[*conn]struct{}), nop: zerolog.Nop()}
+	if u, p, ok := strings.Cut(cfg.Auth, ":"); ok {
+		s.user, s.pass = u, p
+	}
+	return s
+}
+
+// Engine returns the node's query engine, or nil before Serve has started.
+func (s *Server) Engine() *Engine {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.engine
+}
+
+// Addr returns the address the node listens on, once Serve has started.
+func (s *Server) Addr() netip.AddrPort {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.addr
+}
+
+// TraceProbability returns the share of requests the node traces on its own.
+func (s *Server) TraceProbability() float64 { return math.Float64frombits(s.prob.Load()) }
+
+// SetTraceProbability sets the share of requests the node traces on its own. It must be in [0,1].
+func (s *Server) SetTraceProbability(p float64) error {
+	if !(p >= 0 && p <= 1) {
+		return fmt.Errorf("trace probability %v is not in [0,1]", p)
+	}
+	s.prob.Store(math.Float64bits(p))
+	return nil
+}
+
+// Requests returns the number of requests served since start.
+func (s *Server) Requests() uint64 { return s.requests.Load() }
+
+func (s *Server) logger() *zerolog.Logger {
+	if s.cfg.Logger != nil {
+		return s.cfg.Logger
+	}
+	return &s.nop
+}
+
+// Serve accepts connections on ln until ctx is done or ln fails, then closes every
+// connection. It returns nil when ctx ended it.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	ap, err := netip.ParseAddrPort(ln.Addr().String())
+	if err != nil {
+		return fmt.Errorf("node: listener address %s: %w", ln.Addr(), err)
+	}
+	s.mu.Lock()
+	s.addr = ap
+	if s.engine == nil {
+		s.engine = NewEngine(EngineConfig{RPCAddr: ap, ClusterName: s.cfg.ClusterName})
+		s.engine.OnSchemaChange(s.broadcastSchemaChange)
+	}
+	s.mu.Unlock()
+
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stop()
+	var wg sync.WaitGroup
+	defer func() {
+		s.mu.Lock()
+		for c := range s.conns {
+			c.nc.Close()
+		}
+		s.mu.Unlock()
+		wg.Wait()
+	}()
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			return fmt.Errorf("node: accept: %w", err)
+		}
+		if tc, ok := nc.(*net.TCPConn); ok {
+			tc.SetNoDelay(true)
+		}
+		c := newConn(s, nc)
+		s.mu.Lock()
+		s.conns[c] = struct{}{}
+		s.mu.Unlock()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.serve()
+			s.mu.Lock()
+			delete(s.conns, c)
+			s.mu.Unlock()
+		}()
+	}
+}
+
+func (s *Server) broadcastSchemaChange(sc cql.SchemaChange) {
+	s.mu.Lock()
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		if c.wantsSchemaEvents.Load() {
+			conns = append(conns, c)
+		}
+	}
+	s.mu.Unlock()
+	ev := cql.Event{Type: "SCHEMA_CHANGE", Schema: sc}
+	for _, c := range conns {
+		c.push(ev)
+	}
+}
+
+// sample reports whether the node traces a request on its own.
+func (s *Server) sample() bool {
+	p := s.TraceProbability()
+	return p > 0 && (p >= 1 || rand.Float64() < p)
+}
+
+// writer coalesces responses: frames are appended to a buffer and written in one syscall
+// once the reader has no more buffered input, or when an event is pushed.
+type writer struct {
+	mu  sync.Mutex
+	w   *bufio.Writer
+	err error
+}
+
+func (w *writer) write(b []byte, flush bool) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return w.err
+	}
+	if _, err := w.w.Write(b); err != nil {
+		w.err = err
+		return err
+	}
+	if flush {
+		w.err = w.w.Flush()
+	}
+	return w.err
+}
+
+func (w *writer) flush() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err == nil {
+		w.err = w.w.Flush()
+	}
+	return w.err
+}
+
+var _ io.Writer = (*bufio.Writer)(nil)
