@@ -1,0 +1,64 @@
+package tracing
+
+import (
+	"testing"
+
+	"github.com/tracecar/tracecar/cql"
+)
+
+// benchFrames returns a cassandra-stress-like read: an EXECUTE of a prepared SELECT with a
+// 10-byte key, and its Rows response of one row of six 34-byte columns.
+func benchFrames(b *testing.B) (cql.Header, []byte, cql.Header, []byte) {
+	b.Helper()
+	h, f := mustRequest(b, reqHeader(42, 0), executeMsg([]byte("0123456789")), nil)
+	cols := []cql.ColumnSpec{{Keyspace: "keyspace1", Table: "standard1", Name: "key", Type: cql.Simple(cql.TypeBlob)}}
+	row := [][]byte{[]byte("0123456789")}
+	for _, n := range []string{"C0", "C1", "C2", "C3", "C4"} {
+		cols = append(cols, cql.ColumnSpec{Keyspace: "keyspace1", Table: "standard1", Name: n, Type: cql.Simple(cql.TypeBlob)})
+		row = append(row, make([]byte, 34))
+	}
+	rows := cql.RowsResult{Metadata: cql.RowsMetadata{Flags: cql.RowsGlobalTableSpec, Columns: cols}, Rows: [][][]byte{row}}
+	rh, rf := mustResponse(b, respHeader(42, 0), cql.ResponsePrefix{}, rows, nil)
+	return h, f, rh, rf
+}
+
+func benchMode(b *testing.B, cfg Config) {
+	tr := New(Options{})
+	defer mustClose(b, tr)
+	c := tr.NewConn(testClient, testCoord)
+	defer c.Close()
+	prepare(b, c, 1)
+	mustConfig(b, tr, cfg)
+	h, f, rh, rf := benchFrames(b)
+	// Warm up: the stream's page and capture buffer are allocated once per connection.
+	c.OnRequest(h, f, nil)
+	c.OnResponse(rh, rf, nil)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		c.OnRequest(h, f, nil)
+		c.Sent(h.Stream)
+		c.OnResponse(rh, rf, nil)
+		c.ResponseSent(h.Stream)
+	}
+}
+
+// BenchmarkOff is the per-request cost with tracing off. It must be 0 allocs/op.
+func BenchmarkOff(b *testing.B) { benchMode(b, DefaultConfig()) }
+
+// BenchmarkFastBelowThreshold is fast mode for a request that is not slow. It must be 0
+// allocs/op.
+func BenchmarkFastBelowThreshold(b *testing.B) {
+	benchMode(b, Config{Enable: true, Fast: true, ThresholdMicros: 1e12})
+}
+
+// BenchmarkFastSlow is fast mode with every request slow (threshold 0): each is decoded
+// and recorded.
+func BenchmarkFastSlow(b *testing.B) { benchMode(b, Config{Enable: true, Fast: true}) }
+
+// BenchmarkFull is full mode below the threshold: a session with events for every
+// request, none recorded.
+func BenchmarkFull(b *testing.B) { benchMode(b, Config{Enable: true, ThresholdMicros: 1e12}) }
+
+// BenchmarkFullSlow is full mode with every request recorded.
+func BenchmarkFullSlow(b *testing.B) { benchMode(b, Config{Enable: true}) }
