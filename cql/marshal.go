@@ -755,7 +755,7 @@ func unmarshal(t TypeInfo, b []byte, depth int) (any, error) {
 		}
 		d := Decoder{b: b}
 		n := int(d.Int())
-		if d.err != nil || n < 0 || n*4 > len(d.b) {
+		if d.err != nil || n < 0 || int64(n)*4 > int64(len(d.b)) {
 			return nil, unmarshalErr(t, "bad element count")
 		}
 		l := make([]any, n)
@@ -780,7 +780,7 @@ func unmarshal(t TypeInfo, b []byte, depth int) (any, error) {
 		}
 		d := Decoder{b: b}
 		n := int(d.Int())
-		if d.err != nil || n < 0 || n*8 > len(d.b) {
+		if d.err != nil || n < 0 || int64(n)*8 > int64(len(d.b)) {
 			return nil, unmarshalErr(t, "bad entry count")
 		}
 		m := make([]MapEntry, n)

@@ -3,6 +3,7 @@ package cql
 import (
 	"fmt"
 	"net/netip"
+	"sync"
 )
 
 // Message is a message body that can be encoded. Every message type of this package
@@ -49,6 +50,12 @@ func AppendRequestFrame(b []byte, h Header, customPayload map[string][]byte, m M
 	return appendFrame(b, h, func(b []byte) []byte { return AppendRequestPrefix(b, h.Flags, customPayload) }, m, c)
 }
 
+// scratchPool holds buffers for bodies that are built before being compressed. Buffers that
+// grew past maxPooledScratch are dropped so that one huge frame does not pin memory.
+var scratchPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+const maxPooledScratch = 1 << 20
+
 func appendFrame(b []byte, h Header, prefix func([]byte) []byte, m Message, c Compressor) ([]byte, error) {
 	h.Opcode = m.Opcode()
 	if c == nil {
@@ -66,12 +73,17 @@ func appendFrame(b []byte, h Header, prefix func([]byte) []byte, m Message, c Co
 		SetBodyLength(b[start:], len(b)-start-HeaderSize)
 		return b, nil
 	}
-	var body []byte
+	sp := scratchPool.Get().(*[]byte)
+	body := (*sp)[:0]
 	if prefix != nil {
 		body = prefix(body)
 	}
 	body = m.AppendBody(body, h.ProtoVersion())
 	out, err := c.Compress(b, body)
+	if cap(body) <= maxPooledScratch {
+		*sp = body
+		scratchPool.Put(sp)
+	}
 	if err != nil {
 		return b[:start], fmt.Errorf("cql: compress %s body: %w", c.Name(), err)
 	}

@@ -102,7 +102,7 @@ func AppendRowsMetadata(b []byte, md RowsMetadata) []byte {
 // columns reads n column specs, with a global table spec when global is true.
 func (d *Decoder) columns(n int, global bool) []ColumnSpec {
 	// A column spec takes at least 4 bytes: a name length and a type id.
-	if d.err != nil || n < 0 || n*4 > len(d.b) {
+	if d.err != nil || n < 0 || int64(n)*4 > int64(len(d.b)) {
 		d.fail()
 		return nil
 	}
@@ -168,7 +168,7 @@ func (d *Decoder) PreparedMetadata(version byte) PreparedMetadata {
 	n := int(d.Int())
 	if version >= V4 {
 		k := int(d.Int())
-		if d.err != nil || k < 0 || k*2 > len(d.b) {
+		if d.err != nil || k < 0 || int64(k)*2 > int64(len(d.b)) {
 			d.fail()
 			return PreparedMetadata{}
 		}
@@ -298,7 +298,8 @@ func (d *Decoder) rows() RowsResult {
 	r := RowsResult{Metadata: d.RowsMetadata()}
 	n := int64(d.Int())
 	cols := int64(r.Metadata.ColumnCount)
-	if d.err != nil || n < 0 || (cols == 0 && n > 0) || n*cols*4 > int64(len(d.b)) {
+	// Every cell takes at least 4 bytes; divide rather than multiply so nothing overflows.
+	if d.err != nil || n < 0 || (cols == 0 && n > 0) || (cols > 0 && n > int64(len(d.b))/4/cols) {
 		d.fail()
 		return RowsResult{}
 	}
