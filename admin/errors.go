@@ -1,0 +1,52 @@
+package admin
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/tracecar/tracecar/tracing"
+)
+
+// Error is an API error: an HTTP status and a message for a person. It is sent as
+// {"message":"…","code":400}, the shape Scylla's API uses.
+type Error struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// errorf returns an *Error with status code.
+func errorf(code int, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// badParam is the 400 for parameter name with value v, saying what is allowed.
+func badParam(name, v, want string) *Error {
+	return errorf(http.StatusBadRequest, "bad %s %q: want %s", name, v, want)
+}
+
+// statusOf maps an error from a handler or from the tracer to an HTTP status and the
+// message sent. It is the one place where errors become statuses.
+func statusOf(err error) *Error {
+	var e *Error
+	switch {
+	case errors.As(err, &e):
+		return e
+	case errors.Is(err, tracing.ErrInvalidConfig):
+		return &Error{Code: http.StatusBadRequest, Message: err.Error()}
+	}
+	return &Error{Code: http.StatusInternalServerError, Message: err.Error()}
+}
+
+// writeError sends err as JSON.
+func writeError(ctx *fasthttp.RequestCtx, err *Error) {
+	b, _ := json.Marshal(err)
+	ctx.SetStatusCode(err.Code)
+	ctx.SetContentType("application/json")
+	ctx.SetBody(b)
+}

@@ -1,0 +1,88 @@
+package admin
+
+import (
+	"bytes"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
+	"github.com/valyala/fasthttp"
+)
+
+// getMetrics serves GET /metrics in the Prometheus text format.
+func (s *Server) getMetrics(ctx *fasthttp.RequestCtx, _ string) error {
+	mfs, err := s.gatherer.Gather()
+	if err != nil {
+		return err
+	}
+	format := expfmt.NewFormat(expfmt.TypeTextPlain)
+	var buf bytes.Buffer
+	enc := expfmt.NewEncoder(&buf, format)
+	for _, mf := range mfs {
+		if err := enc.Encode(mf); err != nil {
+			return err
+		}
+	}
+	ctx.SetContentType(string(format))
+	ctx.SetBody(buf.Bytes())
+	return nil
+}
+
+// Modes are the tracing modes that the tracecar_tracing_mode gauge has a series for.
+var Modes = []string{"off", "fast", "full", "sampled"}
+
+// Descriptions of the series read from the tracer at scrape time. They are counted by the
+// tracer itself, which /tracecar/status reads too, so the two never disagree.
+var (
+	slowSessionsDesc = prometheus.NewDesc("tracecar_slow_sessions_total",
+		"Sessions recorded into the sinks: slow ones, and every sampled and client session.", nil, nil)
+	tracedDesc = prometheus.NewDesc("tracecar_traced_total",
+		"Requests that got a tracing session.", nil, nil)
+	droppedDesc = prometheus.NewDesc("tracecar_sink_dropped_total",
+		"Sessions a sink dropped because its queue was full.", []string{"sink"}, nil)
+	sinkErrorsDesc = prometheus.NewDesc("tracecar_sink_errors_total",
+		"Sink writes that failed.", []string{"sink"}, nil)
+	modeDesc = prometheus.NewDesc("tracecar_tracing_mode",
+		"1 for the current tracing mode, 0 for the others.", []string{"mode"}, nil)
+	thresholdDesc = prometheus.NewDesc("tracecar_slow_query_threshold_seconds",
+		"The slow-query threshold.", nil, nil)
+	probabilityDesc = prometheus.NewDesc("tracecar_trace_probability",
+		"The share of requests traced fully whatever their duration.", nil, nil)
+)
+
+// tracerCollector reads the tracer's counters and configuration when scraped.
+type tracerCollector struct{ tr Tracer }
+
+// Describe sends the fixed descriptions.
+func (c tracerCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{slowSessionsDesc, tracedDesc, droppedDesc, sinkErrorsDesc,
+		modeDesc, thresholdDesc, probabilityDesc} {
+		ch <- d
+	}
+}
+
+// Collect sends the current values.
+func (c tracerCollector) Collect(ch chan<- prometheus.Metric) {
+	cfg := c.tr.Config()
+	st := c.tr.Stats()
+	mode := st.Mode
+	if mode == "" {
+		mode = cfg.Mode()
+	}
+	ch <- prometheus.MustNewConstMetric(slowSessionsDesc, prometheus.CounterValue, float64(st.SlowSessions))
+	ch <- prometheus.MustNewConstMetric(tracedDesc, prometheus.CounterValue, float64(st.Traced))
+	for sink, n := range st.Dropped {
+		ch <- prometheus.MustNewConstMetric(droppedDesc, prometheus.CounterValue, float64(n), sink)
+	}
+	for sink, n := range st.Errors {
+		ch <- prometheus.MustNewConstMetric(sinkErrorsDesc, prometheus.CounterValue, float64(n), sink)
+	}
+	for _, m := range Modes {
+		v := 0.0
+		if m == mode {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(modeDesc, prometheus.GaugeValue, v, m)
+	}
+	ch <- prometheus.MustNewConstMetric(thresholdDesc, prometheus.GaugeValue, float64(cfg.ThresholdMicros)/1e6)
+	ch <- prometheus.MustNewConstMetric(probabilityDesc, prometheus.GaugeValue, cfg.Probability)
+}

@@ -1,0 +1,383 @@
+package admin
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+	"github.com/valyala/fasthttp"
+
+	"github.com/tracecar/tracecar/metrics"
+	"github.com/tracecar/tracecar/tracing"
+)
+
+// DefaultAddr is where the API listens when Config.Addr is empty: loopback only, on Scylla's
+// API port.
+const DefaultAddr = "127.0.0.1:10000"
+
+// ErrOpen is returned by Serve for a listener reachable from other machines when there is
+// no token and Config.Insecure is not set: a toggle can hurt a production node, so the API
+// is never open by accident.
+var ErrOpen = errors.New("admin API on a non-loopback address needs a token (or Insecure)")
+
+// Config configures a Server. The zero value listens on DefaultAddr without a token or TLS
+// and logs nothing.
+type Config struct {
+	// Addr is the host:port that ListenAndServe listens on; empty means DefaultAddr.
+	Addr string
+	// Token, when set, must come with every request but /healthz as
+	// "Authorization: Bearer TOKEN"; other requests get 401.
+	Token string
+	// TLSCert and TLSKey are PEM files; with both set the API speaks HTTPS only.
+	TLSCert, TLSKey string
+	// Insecure allows serving without a token on an address other machines can reach.
+	Insecure bool
+	// Logger is the admin logger: changes, refusals and server errors. Nil logs nothing.
+	Logger *zerolog.Logger
+}
+
+// Tracer is what the API needs from the tracing engine. tracing.Tracer implements it; a
+// server with only a trace probability (the embedded node) can use ConfigOnly.
+type Tracer interface {
+	// Config returns the current configuration.
+	Config() tracing.Config
+	// SetConfig installs a whole configuration at once, or returns an error and changes
+	// nothing.
+	SetConfig(tracing.Config) error
+	// SlowLog returns up to limit recorded sessions, newest first.
+	SlowLog(limit int) []tracing.Session
+	// Session returns one recorded session.
+	Session(id string) (tracing.Session, bool)
+	// Stats returns the tracer's counters.
+	Stats() tracing.Stats
+}
+
+// configUpdater is implemented by a Tracer, such as tracing.Tracer, that can apply a
+// read-modify-write under its own lock, so that no writer outside this server can slip in
+// between the read and the write.
+type configUpdater interface {
+	UpdateConfig(func(tracing.Config) tracing.Config) error
+}
+
+// Loggers is what the API needs from the logger registry; logs.Registry implements it.
+type Loggers interface {
+	// Names returns the names of the loggers.
+	Names() []string
+	// Level returns a logger's level.
+	Level(name string) (string, error)
+	// SetLevel sets one logger's level.
+	SetLevel(name, level string) error
+	// SetAll sets every logger's level.
+	SetAll(level string) error
+}
+
+// Guardrail is the overhead guardrail's state as /tracecar/status reports it.
+type Guardrail struct {
+	// State is "none" when no guardrail is set, else "ok" or "breached".
+	State string `json:"state"`
+	// Detail says which mode breached which budget, when one did.
+	Detail string `json:"detail,omitempty"`
+}
+
+// Option sets an optional part of a Server.
+type Option func(*Server)
+
+// WithReady makes /readyz call ready, typically a dial of the node, and answer 503 when
+// it fails. Without it /readyz answers 200 as soon as the server runs.
+func WithReady(ready func(ctx context.Context) error) Option {
+	return func(s *Server) { s.ready = ready }
+}
+
+// WithMetrics serves m's series on /metrics, besides those the server collects itself.
+func WithMetrics(m *metrics.Metrics) Option {
+	return func(s *Server) { s.metrics = m }
+}
+
+// WithGuardrail makes /tracecar/status report the guardrail state that f returns.
+func WithGuardrail(f func() Guardrail) Option {
+	return func(s *Server) { s.guardrail = f }
+}
+
+// Server is the admin API. Create it with New; it is safe for concurrent use, and Serve
+// may be called more than once, on different listeners.
+type Server struct {
+	cfg       Config
+	tr        Tracer // nil: no tracing endpoints
+	logs      Loggers
+	log       *zerolog.Logger
+	ready     func(context.Context) error
+	metrics   *metrics.Metrics
+	guardrail func() Guardrail
+	gatherer  prometheus.Gatherer
+	token     [sha256.Size]byte // hash of cfg.Token, compared in constant time
+	started   time.Time
+	addr      atomic.Pointer[string]
+
+	// cfgMu serialises read-modify-write of the tracer's configuration when the tracer
+	// cannot do it under its own lock.
+	cfgMu sync.Mutex
+
+	exact  map[string]*route // by path
+	prefix []prefixRoute     // paths with a trailing parameter
+}
+
+// handler serves one method of a route. arg is the path parameter of a prefix route.
+type handler func(ctx *fasthttp.RequestCtx, arg string) error
+
+// route is the handlers of one path.
+type route struct {
+	get, post handler
+}
+
+type prefixRoute struct {
+	prefix string
+	r      *route
+}
+
+var nopLogger = zerolog.Nop()
+
+// New returns a Server for tr and logs. A nil tr serves no tracing endpoints (they are
+// 404); a nil logs serves an empty logger list.
+func New(cfg Config, tr Tracer, logs Loggers, opts ...Option) *Server {
+	if cfg.Addr == "" {
+		cfg.Addr = DefaultAddr
+	}
+	s := &Server{cfg: cfg, tr: tr, logs: logs, log: cfg.Logger, started: time.Now()}
+	if s.log == nil {
+		s.log = &nopLogger
+	}
+	if s.logs == nil {
+		s.logs = noLoggers{}
+	}
+	if cfg.Token != "" {
+		s.token = sha256.Sum256([]byte(cfg.Token))
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	own := prometheus.NewRegistry()
+	if tr != nil {
+		own.MustRegister(tracerCollector{tr})
+	}
+	own.MustRegister(metrics.RuntimeCollectors()...)
+	s.gatherer = prometheus.Gatherers{s.metrics.Gatherer(), own}
+
+	s.exact = map[string]*route{
+		"/system/logger":                 {get: s.getLoggers, post: s.setAllLoggers},
+		"/storage_service/logging_level": {get: s.getLoggingLevels},
+		"/tracecar/status":               {get: s.getStatus},
+		"/metrics":                       {get: s.getMetrics},
+		"/healthz":                       {get: s.getHealthz},
+		"/readyz":                        {get: s.getReadyz},
+	}
+	s.prefix = []prefixRoute{{"/system/logger/", &route{get: s.getLogger, post: s.setLogger}}}
+	if tr != nil {
+		s.exact["/storage_service/slow_query"] = &route{get: s.getSlowQuery, post: s.setSlowQuery}
+		s.exact["/storage_service/trace_probability"] = &route{get: s.getProbability, post: s.setProbability}
+		s.exact["/tracecar/slow_log"] = &route{get: s.getSlowLog}
+		s.prefix = append(s.prefix, prefixRoute{"/tracecar/sessions/", &route{get: s.getSession}})
+	}
+	s.addr.Store(&cfg.Addr)
+	return s
+}
+
+// Addr returns the address the server listens on once Serve has started, and the
+// configured address before.
+func (s *Server) Addr() string { return *s.addr.Load() }
+
+// ListenAndServe listens on Config.Addr and serves until ctx is done.
+func (s *Server) ListenAndServe(ctx context.Context) error {
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("admin listen %s: %w", s.cfg.Addr, err)
+	}
+	return s.Serve(ctx, ln)
+}
+
+// Serve serves on ln until ctx is done, then shuts down gracefully: it stops accepting,
+// lets requests in flight finish (for up to 5 s) and returns nil. It closes ln. It returns
+// ErrOpen, without serving, when ln is reachable from other machines, there is no token and
+// Config.Insecure is false.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	if err := s.checkOpen(ln.Addr()); err != nil {
+		ln.Close()
+		return err
+	}
+	scheme := "http"
+	if s.cfg.TLSCert != "" || s.cfg.TLSKey != "" {
+		cert, err := tls.LoadX509KeyPair(s.cfg.TLSCert, s.cfg.TLSKey)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("admin TLS key pair: %w", err)
+		}
+		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+		scheme = "https"
+	}
+	addr := ln.Addr().String()
+	s.addr.Store(&addr)
+
+	srv := &fasthttp.Server{
+		Handler:              s.handle,
+		ErrorHandler:         s.handleBadRequest,
+		Name:                 "tracecar",
+		ReadTimeout:          10 * time.Second,
+		WriteTimeout:         10 * time.Second,
+		IdleTimeout:          2 * time.Minute,
+		MaxRequestBodySize:   64 << 10,
+		NoDefaultContentType: true,
+		CloseOnShutdown:      true,
+		Logger:               fasthttpLogger{s.log},
+	}
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		select {
+		case <-ctx.Done():
+		case <-done:
+			return
+		}
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := srv.ShutdownWithContext(sctx); err != nil {
+			s.log.Warn().Err(err).Msg("admin API shutdown")
+		}
+	}()
+	s.log.Info().Str("addr", scheme+"://"+addr).Bool("token", s.cfg.Token != "").Msg("admin API listening")
+	err := srv.Serve(ln)
+	close(done)
+	<-stopped
+	if ctx.Err() != nil {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("admin serve: %w", err)
+	}
+	return nil
+}
+
+// checkOpen refuses a TCP address other than loopback when there is no token.
+func (s *Server) checkOpen(a net.Addr) error {
+	if s.cfg.Token != "" || s.cfg.Insecure {
+		return nil
+	}
+	if ta, ok := a.(*net.TCPAddr); ok && !ta.IP.IsLoopback() {
+		return fmt.Errorf("%s: %w", a, ErrOpen)
+	}
+	return nil
+}
+
+// handle authenticates, routes and maps the handler's error to a status.
+func (s *Server) handle(ctx *fasthttp.RequestCtx) {
+	path := string(ctx.Path())
+	if path != "/healthz" && !s.authorized(ctx) {
+		s.log.Warn().Str("remote", ctx.RemoteAddr().String()).Str("method", string(ctx.Method())).
+			Str("path", path).Msg("admin request refused: missing or wrong token")
+		ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="tracecar"`)
+		writeError(ctx, errorf(http.StatusUnauthorized, "missing or wrong token: send the header \"Authorization: Bearer TOKEN\""))
+		return
+	}
+	r, arg := s.lookup(path)
+	if r == nil {
+		writeError(ctx, errorf(http.StatusNotFound, "no endpoint %s", path))
+		return
+	}
+	var h handler
+	switch {
+	case ctx.IsGet() || ctx.IsHead():
+		h = r.get
+	case ctx.IsPost():
+		h = r.post
+	}
+	if h == nil {
+		allow := r.allow()
+		ctx.Response.Header.Set("Allow", allow)
+		writeError(ctx, errorf(http.StatusMethodNotAllowed, "method %s not allowed on %s: allowed are %s", ctx.Method(), path, allow))
+		return
+	}
+	if err := h(ctx, arg); err != nil {
+		e := statusOf(err)
+		ev := s.log.Info()
+		if e.Code >= 500 {
+			ev = s.log.Error()
+		}
+		ev.Str("remote", ctx.RemoteAddr().String()).Str("method", string(ctx.Method())).Str("path", path).
+			Int("status", e.Code).Str("error", e.Message).Msg("admin request failed")
+		writeError(ctx, e)
+	}
+}
+
+// handleBadRequest answers a request that fasthttp could not parse.
+func (s *Server) handleBadRequest(ctx *fasthttp.RequestCtx, err error) {
+	writeError(ctx, errorf(http.StatusBadRequest, "malformed request: %v", err))
+}
+
+// lookup finds the route of path and its path parameter.
+func (s *Server) lookup(path string) (*route, string) {
+	if r, ok := s.exact[path]; ok {
+		return r, ""
+	}
+	for _, p := range s.prefix {
+		if arg, ok := strings.CutPrefix(path, p.prefix); ok && arg != "" && !strings.Contains(arg, "/") {
+			return p.r, arg
+		}
+	}
+	return nil, ""
+}
+
+// allow lists the methods of r for the Allow header.
+func (r *route) allow() string {
+	var m []string
+	if r.get != nil {
+		m = append(m, "GET", "HEAD")
+	}
+	if r.post != nil {
+		m = append(m, "POST")
+	}
+	return strings.Join(m, ", ")
+}
+
+// authorized reports whether ctx carries the token, or no token is configured. The
+// comparison is of SHA-256 hashes in constant time, so neither the token's bytes nor its
+// length leak through timing.
+func (s *Server) authorized(ctx *fasthttp.RequestCtx) bool {
+	if s.cfg.Token == "" {
+		return true
+	}
+	h := string(ctx.Request.Header.Peek("Authorization"))
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	got := sha256.Sum256([]byte(strings.TrimSpace(tok)))
+	return subtle.ConstantTimeCompare(got[:], s.token[:]) == 1
+}
+
+// fasthttpLogger sends fasthttp's own messages to the admin logger.
+type fasthttpLogger struct{ l *zerolog.Logger }
+
+func (f fasthttpLogger) Printf(format string, args ...any) {
+	f.l.Warn().Msgf(format, args...)
+}
+
+// noLoggers is the Loggers of a server given none.
+type noLoggers struct{}
+
+func (noLoggers) Names() []string { return nil }
+func (noLoggers) Level(name string) (string, error) {
+	return "", fmt.Errorf("unknown logger %q", name)
+}
+func (noLoggers) SetLevel(name, level string) error { return fmt.Errorf("unknown logger %q", name) }
+func (noLoggers) SetAll(level string) error         { return nil }

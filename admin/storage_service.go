@@ -1,0 +1,167 @@
+package admin
+
+import (
+	"encoding/json"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/tracecar/tracecar/tracing"
+)
+
+// Limits of the slow_query parameters.
+const (
+	// MaxThresholdMicros is the largest threshold that still fits a time.Duration.
+	MaxThresholdMicros = math.MaxInt64 / int64(time.Microsecond)
+	// MaxTTLSeconds is Cassandra's largest TTL, 20 years: the CQL sink writes rows USING TTL.
+	MaxTTLSeconds = 630720000
+)
+
+// slowQuery is the JSON of GET /storage_service/slow_query, in Scylla's field order.
+type slowQuery struct {
+	Enable    bool  `json:"enable"`
+	TTL       int64 `json:"ttl"`
+	Threshold int64 `json:"threshold"`
+	Fast      bool  `json:"fast"`
+}
+
+func slowQueryOf(c tracing.Config) slowQuery {
+	return slowQuery{Enable: c.Enable, TTL: c.TTLSeconds, Threshold: c.ThresholdMicros, Fast: c.Fast}
+}
+
+// getSlowQuery serves GET /storage_service/slow_query.
+func (s *Server) getSlowQuery(ctx *fasthttp.RequestCtx, _ string) error {
+	return writeJSON(ctx, slowQueryOf(s.tr.Config()))
+}
+
+// setSlowQuery serves POST /storage_service/slow_query: enable, fast, threshold and ttl,
+// each optional; an absent one keeps its value. All are parsed before any is applied, and
+// the tracer gets them in one configuration.
+func (s *Server) setSlowQuery(ctx *fasthttp.RequestCtx, _ string) error {
+	p, err := readParams(ctx, "enable", "fast", "threshold", "ttl")
+	if err != nil {
+		return err
+	}
+	enable, hasEnable, err := p.boolean("enable")
+	if err != nil {
+		return err
+	}
+	fast, hasFast, err := p.boolean("fast")
+	if err != nil {
+		return err
+	}
+	threshold, hasThreshold, err := p.integer("threshold", 0, MaxThresholdMicros,
+		"an integer number of microseconds from 0 to "+strconv.FormatInt(MaxThresholdMicros, 10)+", such as 500000")
+	if err != nil {
+		return err
+	}
+	ttl, hasTTL, err := p.integer("ttl", 0, MaxTTLSeconds,
+		"an integer number of seconds from 0 to "+strconv.Itoa(MaxTTLSeconds)+", such as 86400")
+	if err != nil {
+		return err
+	}
+	old, cur, err := s.updateConfig(func(c tracing.Config) tracing.Config {
+		if hasEnable {
+			c.Enable = enable
+		}
+		if hasFast {
+			c.Fast = fast
+		}
+		if hasThreshold {
+			c.ThresholdMicros = threshold
+		}
+		if hasTTL {
+			c.TTLSeconds = ttl
+		}
+		return c
+	})
+	if err != nil {
+		return err
+	}
+	s.log.Info().Str("remote", ctx.RemoteAddr().String()).Str("what", "slow_query").
+		Interface("old", slowQueryOf(old)).Interface("new", slowQueryOf(cur)).
+		Str("mode", cur.Mode()).Msg("admin change")
+	return nil
+}
+
+// getProbability serves GET /storage_service/trace_probability: a bare number.
+func (s *Server) getProbability(ctx *fasthttp.RequestCtx, _ string) error {
+	ctx.SetContentType("application/json")
+	ctx.SetBodyString(strconv.FormatFloat(s.tr.Config().Probability, 'g', -1, 64))
+	return nil
+}
+
+// setProbability serves POST /storage_service/trace_probability?probability=P.
+func (s *Server) setProbability(ctx *fasthttp.RequestCtx, _ string) error {
+	p, err := readParams(ctx, "probability")
+	if err != nil {
+		return err
+	}
+	prob, ok, err := p.probability("probability")
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return missing("probability", "a number from 0 to 1, such as 0.01")
+	}
+	old, cur, err := s.updateConfig(func(c tracing.Config) tracing.Config {
+		c.Probability = prob
+		return c
+	})
+	if err != nil {
+		return err
+	}
+	s.log.Info().Str("remote", ctx.RemoteAddr().String()).Str("what", "trace_probability").
+		Float64("old", old.Probability).Float64("new", cur.Probability).
+		Str("mode", cur.Mode()).Msg("admin change")
+	return nil
+}
+
+// updateConfig applies f to the tracer's configuration as one read-modify-write and
+// returns the configurations before and after.
+func (s *Server) updateConfig(f func(tracing.Config) tracing.Config) (old, cur tracing.Config, err error) {
+	if u, ok := s.tr.(configUpdater); ok {
+		err = u.UpdateConfig(func(c tracing.Config) tracing.Config {
+			old, cur = c, f(c)
+			return cur
+		})
+		return old, cur, err
+	}
+	s.cfgMu.Lock()
+	defer s.cfgMu.Unlock()
+	old = s.tr.Config()
+	cur = f(old)
+	return old, cur, s.tr.SetConfig(cur)
+}
+
+// keyValue is Scylla's "mapper" JSON shape.
+type keyValue struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+// getLoggingLevels serves GET /storage_service/logging_level.
+func (s *Server) getLoggingLevels(ctx *fasthttp.RequestCtx, _ string) error {
+	out := []keyValue{}
+	for _, n := range s.logs.Names() {
+		l, err := s.logs.Level(n)
+		if err != nil {
+			continue // removed since Names
+		}
+		out = append(out, keyValue{n, l})
+	}
+	return writeJSON(ctx, out)
+}
+
+// writeJSON sends v as a 200 JSON body.
+func writeJSON(ctx *fasthttp.RequestCtx, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	ctx.SetContentType("application/json")
+	ctx.SetBody(b)
+	return nil
+}

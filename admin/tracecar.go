@@ -1,0 +1,150 @@
+package admin
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/tracecar/tracecar/tracing"
+)
+
+// Limits of /tracecar/slow_log.
+const (
+	DefaultSlowLogLimit = 100
+	MaxSlowLogLimit     = 100000
+)
+
+// getSlowLog serves GET /tracecar/slow_log?limit=N: recorded sessions, newest first.
+func (s *Server) getSlowLog(ctx *fasthttp.RequestCtx, _ string) error {
+	limit := int64(DefaultSlowLogLimit)
+	if v := ctx.QueryArgs().Peek("limit"); v != nil {
+		n, err := strconv.ParseInt(string(v), 10, 64)
+		if err != nil || n < 1 || n > MaxSlowLogLimit {
+			return badParam("limit", string(v), "an integer from 1 to "+strconv.Itoa(MaxSlowLogLimit))
+		}
+		limit = n
+	}
+	out := s.tr.SlowLog(int(limit))
+	if out == nil {
+		out = []tracing.Session{}
+	}
+	return writeJSON(ctx, out)
+}
+
+// getSession serves GET /tracecar/sessions/{id}.
+func (s *Server) getSession(ctx *fasthttp.RequestCtx, id string) error {
+	sess, ok := s.tr.Session(id)
+	if !ok {
+		return errorf(http.StatusNotFound, "no session %q: it was never recorded or has left the ring", id)
+	}
+	return writeJSON(ctx, sess)
+}
+
+// Status is the JSON of GET /tracecar/status.
+type Status struct {
+	// Mode is the tracing mode: off, fast, full or sampled; "" without a tracer.
+	Mode string `json:"mode"`
+	// SlowQuery and TraceProbability are the configuration, as the Scylla endpoints show it.
+	SlowQuery        *slowQuery `json:"slow_query,omitempty"`
+	TraceProbability float64    `json:"trace_probability"`
+	// Counters are the tracer's counters since start.
+	Counters Counters `json:"counters"`
+	// SinkDropped counts, per sink, the sessions dropped because its queue was full.
+	SinkDropped map[string]uint64 `json:"sink_dropped"`
+	// SinkErrors counts, per sink, the writes that failed.
+	SinkErrors map[string]uint64 `json:"sink_errors"`
+	// Guardrail is the overhead guardrail's state.
+	Guardrail Guardrail `json:"guardrail"`
+	// Loggers maps each logger to its level.
+	Loggers map[string]string `json:"loggers"`
+	// UptimeSeconds is the time since the server was created.
+	UptimeSeconds int64 `json:"uptime_s"`
+}
+
+// Counters are the request counters in Status.
+type Counters struct {
+	Requests     uint64 `json:"requests"`
+	Traced       uint64 `json:"traced"`
+	SlowSessions uint64 `json:"slow_sessions"`
+}
+
+// getStatus serves GET /tracecar/status.
+func (s *Server) getStatus(ctx *fasthttp.RequestCtx, _ string) error {
+	st := Status{
+		SinkDropped:   map[string]uint64{},
+		SinkErrors:    map[string]uint64{},
+		Guardrail:     Guardrail{State: "none"},
+		Loggers:       map[string]string{},
+		UptimeSeconds: int64(time.Since(s.started) / time.Second),
+	}
+	if s.tr != nil {
+		cfg := s.tr.Config()
+		stats := s.tr.Stats()
+		sq := slowQueryOf(cfg)
+		st.Mode, st.SlowQuery, st.TraceProbability = cfg.Mode(), &sq, cfg.Probability
+		st.Counters = Counters{Requests: stats.Requests, Traced: stats.Traced, SlowSessions: stats.SlowSessions}
+		for k, v := range stats.Dropped {
+			st.SinkDropped[k] = v
+		}
+		for k, v := range stats.Errors {
+			st.SinkErrors[k] = v
+		}
+	}
+	if s.guardrail != nil {
+		st.Guardrail = s.guardrail()
+	}
+	for _, n := range s.logs.Names() {
+		if l, err := s.logs.Level(n); err == nil {
+			st.Loggers[n] = l
+		}
+	}
+	return writeJSON(ctx, st)
+}
+
+// health is the body of /healthz and /readyz.
+type health struct {
+	Status string `json:"status"`
+}
+
+// getHealthz serves GET /healthz: the process serves HTTP. It needs no token.
+func (s *Server) getHealthz(ctx *fasthttp.RequestCtx, _ string) error {
+	return writeJSON(ctx, health{"ok"})
+}
+
+// readyTimeout bounds the Ready check of /readyz.
+const readyTimeout = 2 * time.Second
+
+// getReadyz serves GET /readyz: 200 when the Ready check passes, else 503.
+func (s *Server) getReadyz(ctx *fasthttp.RequestCtx, _ string) error {
+	if s.ready != nil {
+		c, cancel := context.WithTimeout(context.Background(), readyTimeout)
+		defer cancel()
+		if err := s.ready(c); err != nil {
+			return errorf(http.StatusServiceUnavailable, "not ready: %v", err)
+		}
+	}
+	return writeJSON(ctx, health{"ready"})
+}
+
+// ConfigOnly adapts a configuration that has no sessions, such as the embedded node's
+// trace probability, to Tracer: SlowLog is empty, Session finds nothing and Stats reports
+// only the mode. get and set must be safe for concurrent use.
+func ConfigOnly(get func() tracing.Config, set func(tracing.Config) error) Tracer {
+	return configOnly{get, set}
+}
+
+type configOnly struct {
+	get func() tracing.Config
+	set func(tracing.Config) error
+}
+
+func (c configOnly) Config() tracing.Config             { return c.get() }
+func (c configOnly) SetConfig(cfg tracing.Config) error { return c.set(cfg) }
+func (configOnly) SlowLog(int) []tracing.Session        { return nil }
+func (configOnly) Session(string) (tracing.Session, bool) {
+	return tracing.Session{}, false
+}
+func (c configOnly) Stats() tracing.Stats { return tracing.Stats{Mode: c.get().Mode()} }
