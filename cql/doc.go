@@ -4,4 +4,12 @@
 // The package does no I/O policy and starts no goroutines. Decoders work on byte slices that
 // the caller owns, never panic on malformed input, and never allocate more than the input's
 // real size: a length field that claims more bytes than remain is ErrMalformed.
+//
+// Messages are plain structs with value receivers: AppendBody encodes one, and DecodeBody
+// (or DecodeQuery, DecodeResult, …) decodes one, returning values, never pointers. Decoded
+// byte slices alias the input body. Flags fields are the source of truth for which optional
+// fields a message carries. Marshal and Unmarshal convert CQL values to and from Go values.
+//
+// Every function of the package is safe for concurrent use. A Decoder is not, since reading
+// moves it on; a message value is safe for concurrent use as long as nobody modifies it.
 package cql

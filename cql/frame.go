@@ -84,6 +84,7 @@ type UnsupportedVersionError struct {
 	Version byte // without the response bit
 }
 
+// Error returns the message Cassandra sends for the version, see UnsupportedVersionMessage.
 func (e *UnsupportedVersionError) Error() string {
 	return UnsupportedVersionMessage(e.Version)
 }

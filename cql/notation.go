@@ -275,8 +275,7 @@ func AppendStringList(b []byte, l []string) []byte {
 	return b
 }
 
-// AppendStringMap appends a [string map]. Keys are written in the order given by keys, or in
-// map order when keys is nil.
+// AppendStringMap appends a [string map], in map order.
 func AppendStringMap(b []byte, m map[string]string) []byte {
 	b = AppendShort(b, uint16(len(m)))
 	for k, v := range m {
