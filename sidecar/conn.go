@@ -1,0 +1,724 @@
+package sidecar
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/tracecar/tracecar/cql"
+	"github.com/tracecar/tracecar/tracing"
+)
+
+// compressors are indexed by conn.comp.
+var compressors = [...]cql.Compressor{nil, cql.LZ4{}, cql.Snappy{}}
+
+// errWriteTimeout bounds the last frames written to a client that is being closed: the
+// error frames of a failed node, or a ProtocolError.
+const errWriteTimeout = 5 * time.Second
+
+// Errors that end a connection's request loop.
+var (
+	errNodeWrite  = errors.New("write to node failed")
+	errClientGone = errors.New("client connection closed")
+)
+
+// protocolError is a malformed frame from a client: the connection is answered with a
+// ProtocolError on stream and closed.
+type protocolError struct {
+	stream int16
+	msg    string
+}
+
+func (e *protocolError) Error() string { return "malformed frame from client: " + e.msg }
+
+// conn is one client connection and its node connection. Two goroutines work on it: the
+// request goroutine (serve) reads the client and writes the node, and the response
+// goroutine (responses) reads the node and writes the client. Each owns its reader, its
+// writer and its scratch buffers; they share only the stream table, the atomics and, while
+// the connection ends, the fields that the atomics publish.
+type conn struct {
+	p      *Proxy
+	group  *group
+	client net.Conn
+	node   net.Conn // set before the response goroutine starts
+	log    zerolog.Logger
+	tr     *tracing.Conn // nil without a tracer
+
+	clientAddr netip.AddrPort
+	nodeAddr   netip.AddrPort
+	advertise  netip.AddrPort // written into system.local and events about the node
+	peerPort   uint16         // written into peers and events about other nodes
+
+	version byte         // the protocol version of the first accepted frame
+	comp    atomic.Int32 // index into compressors, set by STARTUP
+
+	streams  streamTable
+	counters connCounters
+
+	// Request goroutine.
+	cr      *bufio.Reader
+	toNode  *frameWriter
+	reqBuf  []byte // frames larger than cr's buffer
+	reqBody []byte // decompressed request bodies
+
+	// Response goroutine (the request goroutine until the node is dialled).
+	nr       *bufio.Reader
+	toClient *frameWriter
+	respBuf  []byte
+	lost     []inflight
+
+	// Ending. The request goroutine sets bad, then clientDone; the response goroutine sets
+	// nodeFailed. closed is set by closeAll.
+	draining   atomic.Bool
+	clientDone atomic.Bool
+	nodeFailed atomic.Bool
+	reqExited  atomic.Bool
+	closed     atomic.Bool
+	bad        *protocolError
+	reqDone    chan struct{} // closed when the request goroutine stops reading
+	respDone   chan struct{} // closed when the response goroutine ends
+	closeOnce  sync.Once
+}
+
+func (p *Proxy) newConn(nc net.Conn, g *group) *conn {
+	setNoDelay(nc)
+	c := &conn{
+		p:          p,
+		group:      g,
+		client:     nc,
+		clientAddr: addrPort(nc.RemoteAddr()),
+		cr:         bufio.NewReaderSize(nc, readBufferSize),
+		toClient:   newFrameWriter(nc, writeBufferSize),
+		reqDone:    make(chan struct{}),
+		respDone:   make(chan struct{}),
+	}
+	local := addrPort(nc.LocalAddr())
+	c.advertise = local
+	if a := p.advertise; a.Addr().IsValid() {
+		port := a.Port()
+		if port == 0 {
+			port = local.Port()
+		}
+		c.advertise = netip.AddrPortFrom(a.Addr(), port)
+	}
+	c.peerPort = uint16(p.cfg.PeerPort)
+	if c.peerPort == 0 {
+		c.peerPort = c.advertise.Port()
+	}
+	c.log = p.log.With().Str("client", c.clientAddr.String()).Logger()
+	p.register(c)
+	return c
+}
+
+func setNoDelay(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetNoDelay(true)
+	}
+}
+
+func addrPort(a net.Addr) netip.AddrPort {
+	if ta, ok := a.(*net.TCPAddr); ok {
+		ap := ta.AddrPort()
+		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	}
+	ap, _ := netip.ParseAddrPort(a.String())
+	return ap
+}
+
+func (c *conn) compressor() cql.Compressor { return compressors[c.comp.Load()] }
+
+// serve runs the connection: the version gate, the node dial, then the request loop. It
+// returns once both goroutines have ended.
+func (c *conn) serve(ctx context.Context) {
+	defer c.finish()
+	if err := c.open(ctx); err != nil {
+		if !isClosed(err) {
+			c.log.Debug().Err(err).Msg("connection not opened")
+		}
+		c.closeAll()
+		return
+	}
+	go c.responses()
+	err := c.requests()
+	c.reqExited.Store(true)
+	close(c.reqDone)
+	switch {
+	case c.nodeFailed.Load():
+		// The response goroutine stopped us to answer the requests in flight.
+	case errors.Is(err, errNodeWrite):
+		// The node connection broke; its reader sees it and answers the requests in flight.
+		c.node.Close()
+	case c.draining.Load() && isTimeout(err):
+		if c.streams.len() == 0 {
+			c.closeAll()
+		}
+	default:
+		var pe *protocolError
+		if errors.As(err, &pe) {
+			c.bad = pe
+			c.log.Warn().Str("error", pe.msg).Msg("malformed frame from client: closing its connection")
+		} else if !isClosed(err) {
+			c.log.Debug().Err(err).Msg("client read")
+		}
+		c.clientDone.Store(true)
+		c.node.Close()
+	}
+	<-c.respDone
+}
+
+// finish releases what the connection holds once both goroutines have ended.
+func (c *conn) finish() {
+	c.closeAll()
+	if c.tr != nil {
+		c.tr.Close()
+	}
+	c.p.unregister(c)
+}
+
+// closeAll closes both connections, once.
+func (c *conn) closeAll() {
+	c.closeOnce.Do(func() {
+		c.closed.Store(true)
+		c.client.Close()
+		if c.node != nil {
+			c.node.Close()
+		}
+	})
+}
+
+// drain stops the request goroutine: requests already read are answered, new ones are not
+// read. The connection closes when its last request in flight is answered.
+func (c *conn) drain() {
+	c.draining.Store(true)
+	c.client.SetReadDeadline(time.Unix(1, 0))
+}
+
+// open answers frames of unsupported versions until one of version 3 or 4 arrives, then
+// dials the node. On error the client has been answered as well as it could be.
+func (c *conn) open(ctx context.Context) error {
+	for {
+		b, err := c.cr.Peek(1)
+		if err != nil {
+			return err
+		}
+		v := b[0]
+		if v == cql.V3 || v == cql.V4 {
+			c.version = v
+			break
+		}
+		if err := c.rejectVersion(v); err != nil {
+			return err
+		}
+	}
+	nc, err := c.p.dial(ctx)
+	if err != nil {
+		err = fmt.Errorf("connect to node %s: %w", c.p.cfg.NodeAddr, err)
+		c.p.nodeFailures.Add(1)
+		c.log.Warn().Err(err).Msg("node unreachable")
+		// Answer the first request so the driver sees why; Overloaded tells it that the
+		// request was not processed and may go to another node.
+		if hb, perr := c.cr.Peek(cql.HeaderSize); perr == nil {
+			c.writeError(int16(binary.BigEndian.Uint16(hb[2:4])), cql.ErrCodeOverloaded, "tracecar: "+err.Error())
+			c.client.SetWriteDeadline(time.Now().Add(errWriteTimeout))
+			c.toClient.flush()
+		}
+		return err
+	}
+	setNoDelay(nc)
+	c.node = nc
+	if c.closed.Load() {
+		// Drained or closed while dialling: closeAll may have run before node was set.
+		nc.Close()
+		return errClientGone
+	}
+	c.nodeAddr = addrPort(nc.RemoteAddr())
+	c.nr = bufio.NewReaderSize(nc, readBufferSize)
+	c.toNode = newFrameWriter(nc, writeBufferSize)
+	if c.p.tr != nil {
+		tr := c.p.tr.NewConn(c.clientAddr, c.nodeAddr)
+		c.tr = tr
+		c.toNode.onFlush = func(streams []int16) {
+			for _, s := range streams {
+				tr.Sent(s)
+			}
+		}
+		c.toClient.onFlush = func(streams []int16) {
+			for _, s := range streams {
+				tr.ResponseSent(s)
+			}
+		}
+	}
+	c.log.Debug().Str("node", c.nodeAddr.String()).Uint8("version", c.version).Msg("connection opened")
+	return nil
+}
+
+// rejectVersion answers a frame of protocol version v, which is not 3 or 4, with the
+// ProtocolError that Cassandra sends, so that drivers step down. Versions 1 and 2 have an
+// 8-byte header with a one-byte stream id; later ones have the 9-byte header, and the
+// answer is written as version 4. The client may then send a supported version on this
+// connection or another.
+func (c *conn) rejectVersion(v byte) error {
+	if v&cql.ResponseBit != 0 || v == 0 {
+		return &protocolError{msg: fmt.Sprintf("invalid version byte 0x%02x", v)}
+	}
+	hsize := cql.HeaderSize
+	if v <= 2 {
+		hsize = 8
+	}
+	hb, err := c.cr.Peek(hsize)
+	if err != nil {
+		return noEOF(err)
+	}
+	n := binary.BigEndian.Uint32(hb[hsize-4:])
+	if n > c.p.maxFrame {
+		return &protocolError{msg: fmt.Sprintf("frame body of %d bytes", n)}
+	}
+	var stream int16
+	if v <= 2 {
+		stream = int16(int8(hb[2]))
+	} else {
+		stream = int16(binary.BigEndian.Uint16(hb[2:4]))
+	}
+	if _, err := c.cr.Discard(hsize + int(n)); err != nil {
+		return noEOF(err)
+	}
+	c.p.rejected.Add(1)
+	msg := cql.UnsupportedVersionMessage(v)
+	c.log.Debug().Uint8("version", v).Msg("unsupported protocol version")
+	body := cql.Error{Code: cql.ErrCodeProtocol, Message: msg}.AppendBody(nil, cql.V4)
+	var f []byte
+	if v <= 2 {
+		f = append(f, cql.ResponseBit|v, 0, byte(stream), byte(cql.OpError))
+		f = binary.BigEndian.AppendUint32(f, uint32(len(body)))
+		f = append(f, body...)
+	} else {
+		f = cql.AppendHeader(f, cql.Header{Version: cql.ResponseBit | cql.V4, Stream: stream, Opcode: cql.OpError, Length: uint32(len(body))})
+		f = append(f, body...)
+	}
+	if err := c.toClient.write(f, stream); err != nil {
+		return err
+	}
+	if !c.frameBuffered(c.cr) {
+		return c.toClient.flush()
+	}
+	return nil
+}
+
+// frameBuffered reports whether r holds the whole next frame, whatever its version.
+func (c *conn) frameBuffered(r *bufio.Reader) bool {
+	if r.Buffered() == 0 {
+		return false
+	}
+	b, _ := r.Peek(1)
+	if b[0] <= 2 {
+		if r.Buffered() < 8 {
+			return false
+		}
+		h, _ := r.Peek(8)
+		return uint64(r.Buffered()) >= 8+uint64(binary.BigEndian.Uint32(h[4:8]))
+	}
+	return frameReady(r)
+}
+
+// writeError queues an ERROR frame for the client. It is used by the goroutine that owns
+// toClient.
+func (c *conn) writeError(stream int16, code int32, msg string) error {
+	h := cql.Header{Version: cql.ResponseBit | c.version, Stream: stream}
+	f := cql.AppendFrame(nil, h, cql.Error{Code: code, Message: msg})
+	return c.toClient.write(f, stream)
+}
+
+// requests is the request loop: it forwards the client's frames to the node until the
+// client goes away, sends a malformed frame, is drained, or the node cannot be written.
+func (c *conn) requests() error {
+	r := c.cr
+	for {
+		hb, err := r.Peek(cql.HeaderSize)
+		if err != nil {
+			if len(hb) > 0 {
+				return noEOF(err)
+			}
+			return err
+		}
+		h, perr := c.requestHeader(hb)
+		if perr != nil {
+			return perr
+		}
+		n := cql.HeaderSize + int(h.Length)
+		c.log.Trace().Str("op", h.Opcode.String()).Int16("stream", h.Stream).Int("bytes", n).Msg("frame from client")
+
+		var frame []byte
+		peeked := n <= r.Size()
+		switch {
+		case peeked:
+			if frame, err = r.Peek(n); err != nil {
+				return noEOF(err)
+			}
+		case c.tr != nil || c.readsBody(h.Opcode):
+			if c.reqBuf, err = readFull(r, c.reqBuf, n); err != nil {
+				return err
+			}
+			frame = c.reqBuf
+		}
+
+		var req inflight
+		if frame != nil {
+			req.kind, req.stmt = c.inspect(h, frame)
+		}
+		if h.Stream >= 0 {
+			req.stream, req.op = h.Stream, h.Opcode
+			if c.p.metrics != nil {
+				req.start = c.p.now()
+			}
+			c.streams.put(req)
+		}
+		if c.tr != nil {
+			c.tr.OnRequest(h, frame, c.compressor())
+		}
+		if m := c.p.metrics; m != nil {
+			m.Request(h.Opcode)
+		}
+		inc(&c.counters.requests[min(int(h.Opcode), 31)], 1)
+		inc(&c.counters.bytesIn, uint64(n))
+		if e := c.log.Debug(); e != nil {
+			e.Str("op", h.Opcode.String()).Int16("stream", h.Stream).Int("bytes", n).Msg("request")
+		}
+
+		switch {
+		case frame == nil:
+			err = c.toNode.copyFrame(r, n, h.Stream)
+		case peeked:
+			err = c.toNode.write(frame, h.Stream)
+			r.Discard(n)
+		default:
+			err = c.toNode.write(frame, h.Stream)
+			if cap(c.reqBuf) > maxKeptBuffer {
+				c.reqBuf = nil
+			}
+		}
+		if err == nil && !frameReady(r) {
+			err = c.toNode.flush()
+		}
+		if err != nil {
+			if c.toNode.err != nil {
+				return fmt.Errorf("%w: %w", errNodeWrite, err)
+			}
+			return err // the client went away in the middle of a frame
+		}
+	}
+}
+
+// requestHeader parses and checks the header of a client's frame.
+func (c *conn) requestHeader(hb []byte) (cql.Header, error) {
+	h := cql.Header{
+		Version: hb[0],
+		Flags:   hb[1],
+		Stream:  int16(binary.BigEndian.Uint16(hb[2:4])),
+		Opcode:  cql.Opcode(hb[4]),
+		Length:  binary.BigEndian.Uint32(hb[5:9]),
+	}
+	switch {
+	case h.Version != cql.V3 && h.Version != cql.V4:
+		if h.Version&cql.ResponseBit != 0 {
+			return h, &protocolError{stream: h.Stream, msg: "response frame sent by a client"}
+		}
+		return h, &protocolError{stream: h.Stream, msg: cql.UnsupportedVersionMessage(h.Version)}
+	case h.Length > c.p.maxFrame:
+		return h, &protocolError{stream: h.Stream, msg: fmt.Sprintf("frame body of %d bytes exceeds the maximum of %d", h.Length, c.p.maxFrame)}
+	}
+	return h, nil
+}
+
+// readsBody reports whether the proxy itself reads the body of requests with opcode op.
+func (c *conn) readsBody(op cql.Opcode) bool {
+	switch op {
+	case cql.OpStartup, cql.OpQuery, cql.OpPrepare:
+		return true
+	case cql.OpExecute:
+		return len(*c.p.sys.Load()) > 0
+	}
+	return false
+}
+
+// readFull reads n bytes from r into buf, reusing it when it is large enough.
+func readFull(r io.Reader, buf []byte, n int) ([]byte, error) {
+	if cap(buf) < n {
+		buf = make([]byte, n)
+	}
+	buf = buf[:n]
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return buf, noEOF(err)
+	}
+	return buf, nil
+}
+
+// maxKeptBuffer is the largest scratch buffer kept between frames; a larger one, grown for
+// a rare large frame, is released so that an idle connection stays small.
+const maxKeptBuffer = 1 << 20
+
+// inspect reads what the proxy needs from a request: the compression of a STARTUP, and
+// whether a QUERY, PREPARE or EXECUTE reads system.local or system.peers.
+func (c *conn) inspect(h cql.Header, frame []byte) (rewriteKind, *sysStmt) {
+	switch h.Opcode {
+	case cql.OpStartup:
+		c.startup(frame[cql.HeaderSize:])
+	case cql.OpQuery, cql.OpPrepare:
+		body := c.requestBody(h, frame)
+		if len(body) < 4 {
+			return kindNone, nil
+		}
+		n := int(int32(binary.BigEndian.Uint32(body)))
+		if n < 0 || n > len(body)-4 {
+			return kindNone, nil
+		}
+		k := systemTable(body[4 : 4+n])
+		if k != kindNone && h.Opcode == cql.OpPrepare {
+			k |= kindPrepare
+		}
+		return k, nil
+	case cql.OpExecute:
+		sys := *c.p.sys.Load()
+		if len(sys) == 0 {
+			return kindNone, nil
+		}
+		body := c.requestBody(h, frame)
+		if len(body) < 2 {
+			return kindNone, nil
+		}
+		n := int(binary.BigEndian.Uint16(body))
+		if n > len(body)-2 {
+			return kindNone, nil
+		}
+		if st, ok := sys[string(body[2:2+n])]; ok {
+			return st.kind, st
+		}
+	}
+	return kindNone, nil
+}
+
+// requestBody returns the body of a request frame, decompressed and without its custom
+// payload, or nil when it cannot be read.
+func (c *conn) requestBody(h cql.Header, frame []byte) []byte {
+	body := frame[cql.HeaderSize:]
+	if h.Flags&cql.FlagCompression != 0 {
+		comp := c.compressor()
+		if comp == nil {
+			return nil
+		}
+		var err error
+		if c.reqBody, err = comp.Decompress(c.reqBody[:0], body); err != nil {
+			return nil
+		}
+		body = c.reqBody
+	}
+	if h.Flags&cql.FlagCustomPayload != 0 {
+		var err error
+		if _, body, err = cql.ParseRequestPrefix(h.Flags, body); err != nil {
+			return nil
+		}
+	}
+	return body
+}
+
+// startup notes the compression that a STARTUP asks for. Its body is never compressed.
+func (c *conn) startup(body []byte) {
+	m, err := cql.DecodeStartup(body)
+	if err != nil {
+		return // the node answers it
+	}
+	var name string
+	for k, v := range m.Options {
+		if equalFold(k, "COMPRESSION") {
+			name = v
+		}
+	}
+	var i int32
+	switch comp := cql.CompressorByName(name); {
+	case comp == nil:
+	case comp.Name() == "lz4":
+		i = 1
+	case comp.Name() == "snappy":
+		i = 2
+	}
+	c.comp.Store(i)
+}
+
+// responses is the response goroutine: it forwards the node's frames to the client, and when
+// the node connection fails it answers every request in flight with an error and closes the
+// client connection.
+func (c *conn) responses() {
+	defer close(c.respDone)
+	err := c.forwardResponses()
+	switch {
+	case err == nil:
+		// Drained: the last request in flight was answered and the connection closed.
+	case c.closed.Load() || c.clientDone.Load() || errors.Is(err, errClientGone):
+		if bad := c.bad; bad != nil && c.clientDone.Load() && !c.closed.Load() {
+			c.client.SetWriteDeadline(time.Now().Add(errWriteTimeout))
+			c.writeError(bad.stream, cql.ErrCodeProtocol, bad.msg)
+			c.toClient.flush()
+		}
+		c.closeAll()
+	default:
+		c.nodeLost(err)
+	}
+}
+
+// nodeLost answers the requests in flight after the node connection failed, and closes the
+// client connection.
+func (c *conn) nodeLost(err error) {
+	c.nodeFailed.Store(true)
+	c.p.nodeFailures.Add(1)
+	c.node.Close()
+	// Stop the request goroutine so that the set of requests in flight is final.
+	c.client.SetReadDeadline(time.Unix(1, 0))
+	<-c.reqDone
+	c.lost = c.streams.takeAll(c.lost[:0])
+	c.log.Warn().Err(err).Str("node", c.nodeAddr.String()).Int("in_flight", len(c.lost)).
+		Msg("node connection lost: failing the requests in flight and closing the client connection")
+	msg := fmt.Sprintf("tracecar: connection to node %s lost", c.p.cfg.NodeAddr)
+	c.client.SetWriteDeadline(time.Now().Add(errWriteTimeout))
+	for _, r := range c.lost {
+		if c.writeError(r.stream, cql.ErrCodeServer, msg) != nil {
+			break
+		}
+	}
+	c.toClient.flush()
+	c.closeAll()
+}
+
+// forwardResponses is the response loop. It returns nil when the connection was drained,
+// errClientGone when the client could not be written, and the node read error otherwise.
+func (c *conn) forwardResponses() error {
+	r := c.nr
+	for {
+		hb, err := r.Peek(cql.HeaderSize)
+		if err != nil {
+			return err
+		}
+		h, err := c.responseHeader(hb)
+		if err != nil {
+			return err
+		}
+		n := cql.HeaderSize + int(h.Length)
+		c.log.Trace().Str("op", h.Opcode.String()).Int16("stream", h.Stream).Int("bytes", n).Msg("frame from node")
+
+		var req inflight
+		left := -1
+		if h.Stream >= 0 {
+			req, _, left = c.streams.take(h.Stream)
+		}
+		event := h.Stream < 0 && h.Opcode == cql.OpEvent
+		var frame []byte
+		switch {
+		case n <= r.Size():
+			if frame, err = r.Peek(n); err != nil {
+				return err
+			}
+		case c.tr != nil || req.kind != kindNone || event:
+			if c.respBuf, err = readFull(r, c.respBuf, n); err != nil {
+				return err
+			}
+			frame = c.respBuf
+		}
+
+		out := frame
+		if c.tr != nil {
+			out = c.tr.OnResponse(h, frame, c.compressor())
+		}
+		if req.kind != kindNone {
+			out = c.rewriteResult(out, req)
+		} else if event {
+			out = c.rewriteEvent(out)
+		}
+		if m := c.p.metrics; m != nil && req.used {
+			m.Latency(req.op, time.Duration(c.p.now()-req.start))
+		}
+
+		switch {
+		case frame == nil:
+			inc(&c.counters.bytesOut, uint64(n))
+			err = c.toClient.copyFrame(r, n, h.Stream)
+		default:
+			inc(&c.counters.bytesOut, uint64(len(out)))
+			err = c.toClient.write(out, h.Stream)
+			if n <= r.Size() {
+				r.Discard(n)
+			} else if cap(c.respBuf) > maxKeptBuffer {
+				c.respBuf = nil
+			}
+		}
+		inc(&c.counters.responses, 1)
+		drained := left == 0 && c.draining.Load() && c.reqExited.Load()
+		if err == nil && (drained || !frameReady(r)) {
+			err = c.toClient.flush()
+		}
+		if err != nil {
+			if c.toClient.err != nil {
+				return errClientGone
+			}
+			return err // the node went away in the middle of a frame
+		}
+		if drained {
+			c.closeAll()
+			return nil
+		}
+	}
+}
+
+// responseHeader parses and checks the header of a node's frame. A malformed one counts as
+// a failure of the node connection.
+func (c *conn) responseHeader(hb []byte) (cql.Header, error) {
+	h := cql.Header{
+		Version: hb[0],
+		Flags:   hb[1],
+		Stream:  int16(binary.BigEndian.Uint16(hb[2:4])),
+		Opcode:  cql.Opcode(hb[4]),
+		Length:  binary.BigEndian.Uint32(hb[5:9]),
+	}
+	if v := h.Version &^ cql.ResponseBit; h.Version&cql.ResponseBit == 0 || v != cql.V3 && v != cql.V4 {
+		return h, fmt.Errorf("malformed frame from node: version byte 0x%02x", h.Version)
+	}
+	if h.Length > c.p.maxFrame {
+		return h, fmt.Errorf("malformed frame from node: body of %d bytes exceeds the maximum of %d", h.Length, c.p.maxFrame)
+	}
+	return h, nil
+}
+
+// isClosed reports whether err only says that a connection ended.
+func isClosed(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || errors.Is(err, errClientGone)
+}
+
+func isTimeout(err error) bool { return errors.Is(err, os.ErrDeadlineExceeded) }
+
+// equalFold is an ASCII case-insensitive comparison.
+func equalFold(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		if lower(a[i]) != lower(b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func lower(b byte) byte {
+	if 'A' <= b && b <= 'Z' {
+		return b + 'a' - 'A'
+	}
+	return b
+}

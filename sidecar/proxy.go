@@ -1,0 +1,393 @@
+// Package sidecar is tracecar's CQL proxy. It sits in front of one node: every client
+// connection gets a connection of its own to the node, and frames go through as bytes, with
+// their stream ids, so that authentication, USE, REGISTER, prepared statements and
+// compression stay the client's own.
+//
+// The proxy decodes only what it must. It reads the version of a connection's first frame
+// (to answer versions other than 3 and 4 as Cassandra does), the COMPRESSION option of
+// STARTUP, and the text of QUERY and PREPARE requests and the id of EXECUTE requests, to
+// find the queries on system.local, system.peers and system.peers_v2. Only the responses to
+// those, and TOPOLOGY_CHANGE and STATUS_CHANGE events, are decoded and re-encoded, with the
+// node's addresses replaced by the sidecar's, so that drivers never route around it.
+//
+// Writes are coalesced: each direction of a connection has one goroutine that reads frames
+// from one side and writes them to the other, and it flushes only when no whole frame is left
+// in its input buffer, so frames that arrive together leave in one syscall.
+package sidecar
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/tracecar/tracecar/cql"
+	"github.com/tracecar/tracecar/tracing"
+)
+
+// Defaults of Config.
+const (
+	DefaultDrainTimeout = 10 * time.Second
+	DefaultDialTimeout  = 5 * time.Second
+)
+
+// Sizes of the per-connection buffers. A connection holds two readers and two writers of
+// these sizes, plus a table of its requests in flight; frames larger than a reader's buffer
+// are streamed through, or held in a scratch buffer when they must be read whole.
+const (
+	readBufferSize  = 16 << 10
+	writeBufferSize = 16 << 10
+)
+
+// Config configures a Proxy. Only NodeAddr is required; the zero value of every other field
+// selects its default.
+type Config struct {
+	// NodeAddr is the node's CQL address, host:port. Each client connection dials it.
+	NodeAddr string
+	// AdvertiseAddr is the address written into system.local's rpc_address (and its
+	// native_port/rpc_port), and into events that name the node: an IP, or IP:port. Empty
+	// means the local address of each client's connection; an IP without a port takes the
+	// port of that local address.
+	AdvertiseAddr string
+	// PeerPort is the port written into peers' native_port and into events that name
+	// other nodes, assuming a sidecar beside every node. Zero means the advertised port.
+	PeerPort int
+	// DrainTimeout bounds how long Serve waits, once its context is done, for in-flight
+	// requests to be answered before it closes the connections. Zero means
+	// DefaultDrainTimeout.
+	DrainTimeout time.Duration
+	// DialTimeout bounds a dial to the node. Zero means DefaultDialTimeout.
+	DialTimeout time.Duration
+	// MaxFrameSize is the largest frame body accepted from a client or the node; a larger
+	// one closes the connection. Zero means cql.MaxBodySize.
+	MaxFrameSize int
+	// Logger is the "sidecar" logger: a debug line per request and a trace line per frame,
+	// plus connection-level lines. Nil means no logging.
+	Logger *zerolog.Logger
+	// Metrics receives per-request counts and latencies. Nil means none.
+	Metrics Metrics
+}
+
+// Metrics is what the proxy reports per request. Its methods are called on the data path,
+// from every connection's goroutines at once, so they must be safe for concurrent use,
+// cheap, and allocation-free. *metrics.Metrics implements it.
+type Metrics interface {
+	// Request counts one request forwarded to the node.
+	Request(op cql.Opcode)
+	// Latency records the time from a request's arrival until its response was queued for
+	// the client.
+	Latency(op cql.Opcode, d time.Duration)
+	// ConnOpened and ConnClosed count client connections.
+	ConnOpened()
+	ConnClosed()
+}
+
+// Stats are a Proxy's counters since New.
+type Stats struct {
+	// Connections is the number of client connections open now.
+	Connections int
+	// Accepted counts the client connections accepted.
+	Accepted uint64
+	// NodeFailures counts client connections closed because their node connection failed
+	// or could not be opened.
+	NodeFailures uint64
+	// Requests counts the requests forwarded to the node, by opcode.
+	Requests map[cql.Opcode]uint64
+	// Responses counts the frames forwarded from the node to clients, events included.
+	Responses uint64
+	// Rewritten counts the responses and events whose addresses were rewritten.
+	Rewritten uint64
+	// Rejected counts the frames answered with a ProtocolError for their version.
+	Rejected uint64
+	// Bytes forwarded each way, counted on the client side.
+	BytesFromClients, BytesToClients uint64
+}
+
+// TotalRequests returns the sum of Requests.
+func (s Stats) TotalRequests() uint64 {
+	var n uint64
+	for _, v := range s.Requests {
+		n += v
+	}
+	return n
+}
+
+// Proxy relays CQL connections to one node. Create it with New and run it with Serve. A
+// Proxy is safe for concurrent use.
+type Proxy struct {
+	cfg       Config
+	tr        *tracing.Tracer
+	log       *zerolog.Logger
+	metrics   Metrics
+	epoch     time.Time
+	maxFrame  uint32
+	advertise netip.AddrPort // zero Addr: the client connection's local address
+	cfgErr    error
+
+	// dial opens a node connection; tests replace it.
+	dial func(ctx context.Context) (net.Conn, error)
+
+	mu      sync.Mutex
+	conns   map[*conn]struct{}
+	retired counts // counters of closed connections
+
+	accepted     atomic.Uint64
+	nodeFailures atomic.Uint64
+	rejected     atomic.Uint64
+
+	sysMu   sync.Mutex
+	sys     atomic.Pointer[map[string]*sysStmt] // prepared system statements, copy on write
+	nodeRPC atomic.Pointer[netip.Addr]          // the rpc_address the node reported
+}
+
+var nopLogger = zerolog.Nop()
+
+// New returns a Proxy for cfg. A nil tr means no tracing. Configuration errors are
+// reported by Serve.
+func New(cfg Config, tr *tracing.Tracer) *Proxy {
+	if cfg.DrainTimeout <= 0 {
+		cfg.DrainTimeout = DefaultDrainTimeout
+	}
+	if cfg.DialTimeout <= 0 {
+		cfg.DialTimeout = DefaultDialTimeout
+	}
+	if cfg.MaxFrameSize <= 0 || cfg.MaxFrameSize > cql.MaxBodySize {
+		cfg.MaxFrameSize = cql.MaxBodySize
+	}
+	p := &Proxy{
+		cfg:      cfg,
+		tr:       tr,
+		log:      cfg.Logger,
+		metrics:  cfg.Metrics,
+		epoch:    time.Now(),
+		maxFrame: uint32(cfg.MaxFrameSize),
+		conns:    make(map[*conn]struct{}),
+	}
+	if p.log == nil {
+		p.log = &nopLogger
+	}
+	empty := map[string]*sysStmt{}
+	p.sys.Store(&empty)
+	switch {
+	case cfg.NodeAddr == "":
+		p.cfgErr = errors.New("sidecar: no node address")
+	case cfg.PeerPort < 0 || cfg.PeerPort > 65535:
+		p.cfgErr = fmt.Errorf("sidecar: peer port %d: want 0 to 65535", cfg.PeerPort)
+	}
+	if cfg.AdvertiseAddr != "" && p.cfgErr == nil {
+		p.advertise, p.cfgErr = parseAdvertise(cfg.AdvertiseAddr)
+	}
+	d := net.Dialer{Timeout: cfg.DialTimeout}
+	p.dial = func(ctx context.Context) (net.Conn, error) {
+		return d.DialContext(ctx, "tcp", cfg.NodeAddr)
+	}
+	return p
+}
+
+// parseAdvertise accepts an IP or an IP:port.
+func parseAdvertise(s string) (netip.AddrPort, error) {
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), nil
+	}
+	if a, err := netip.ParseAddr(s); err == nil {
+		return netip.AddrPortFrom(a.Unmap(), 0), nil
+	}
+	return netip.AddrPort{}, fmt.Errorf("sidecar: advertise address %q: want an IP or IP:port", s)
+}
+
+// Serve accepts client connections on ln and relays each to the node, until ctx is done or
+// ln fails. It then stops accepting (closing ln), lets the requests in flight be answered
+// for up to DrainTimeout, closes the connections that remain, and returns once all of its
+// connections have ended: nil when ctx ended it, the accept error otherwise.
+func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
+	if p.cfgErr != nil {
+		ln.Close()
+		return p.cfgErr
+	}
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stop()
+
+	g := &group{}
+	var err error
+	var delay time.Duration
+	for {
+		nc, aerr := ln.Accept()
+		if aerr != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			if retryAccept(aerr) {
+				// Out of file descriptors, or a transient failure: back off as net/http does.
+				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				p.log.Warn().Err(aerr).Dur("retry_in", delay).Msg("accept")
+				if sleep(ctx, delay) {
+					continue
+				}
+				break
+			}
+			err = fmt.Errorf("sidecar: accept: %w", aerr)
+			break
+		}
+		delay = 0
+		c := p.newConn(nc, g)
+		g.wg.Add(1)
+		go func() {
+			defer g.wg.Done()
+			c.serve(ctx)
+		}()
+	}
+	ln.Close()
+	p.drain(g)
+	return err
+}
+
+// retryAccept reports whether an accept error may go away by itself.
+func retryAccept(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout() || errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
+}
+
+// sleep waits for d and reports whether ctx is still live.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// group is the set of connections accepted by one Serve call.
+type group struct{ wg sync.WaitGroup }
+
+// drain stops the connections of g from reading new requests, waits up to DrainTimeout for
+// their requests in flight, then closes what remains and waits for it to end.
+func (p *Proxy) drain(g *group) {
+	conns := p.connsOf(g)
+	if len(conns) > 0 {
+		p.log.Info().Int("connections", len(conns)).Dur("timeout", p.cfg.DrainTimeout).Msg("draining")
+	}
+	for _, c := range conns {
+		c.drain()
+	}
+	done := make(chan struct{})
+	go func() {
+		g.wg.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(p.cfg.DrainTimeout)
+	defer t.Stop()
+	select {
+	case <-done:
+		return
+	case <-t.C:
+	}
+	conns = p.connsOf(g)
+	p.log.Warn().Int("connections", len(conns)).Msg("drain timeout: closing connections with requests in flight")
+	for _, c := range conns {
+		c.closeAll()
+	}
+	<-done
+}
+
+func (p *Proxy) connsOf(g *group) []*conn {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var cs []*conn
+	for c := range p.conns {
+		if c.group == g {
+			cs = append(cs, c)
+		}
+	}
+	return cs
+}
+
+// Stats returns the proxy's counters. It is safe for concurrent use.
+func (p *Proxy) Stats() Stats {
+	p.mu.Lock()
+	sum := p.retired
+	n := len(p.conns)
+	for c := range p.conns {
+		c.counters.addTo(&sum)
+	}
+	p.mu.Unlock()
+	st := Stats{
+		Connections:      n,
+		Accepted:         p.accepted.Load(),
+		NodeFailures:     p.nodeFailures.Load(),
+		Rejected:         p.rejected.Load(),
+		Requests:         make(map[cql.Opcode]uint64),
+		Responses:        sum.responses,
+		Rewritten:        sum.rewritten,
+		BytesFromClients: sum.bytesIn,
+		BytesToClients:   sum.bytesOut,
+	}
+	for op, v := range sum.requests {
+		if v != 0 {
+			st.Requests[cql.Opcode(op)] = v
+		}
+	}
+	return st
+}
+
+// connCounters are the counters of one connection. Each is written by one goroutine only,
+// with a load and a store rather than a locked add, and read by Stats.
+type connCounters struct {
+	requests  [32]atomic.Uint64 // by opcode; opcodes above 31 count as 31
+	bytesIn   atomic.Uint64     // request bytes read from the client
+	responses atomic.Uint64
+	rewritten atomic.Uint64
+	bytesOut  atomic.Uint64 // response bytes written to the client
+}
+
+// counts are summed connCounters.
+type counts struct {
+	requests                                [32]uint64
+	bytesIn, responses, rewritten, bytesOut uint64
+}
+
+func inc(v *atomic.Uint64, n uint64) { v.Store(v.Load() + n) }
+
+func (c *connCounters) addTo(sum *counts) {
+	for i := range c.requests {
+		sum.requests[i] += c.requests[i].Load()
+	}
+	sum.bytesIn += c.bytesIn.Load()
+	sum.responses += c.responses.Load()
+	sum.rewritten += c.rewritten.Load()
+	sum.bytesOut += c.bytesOut.Load()
+}
+
+// register adds c to the live connections.
+func (p *Proxy) register(c *conn) {
+	p.mu.Lock()
+	p.conns[c] = struct{}{}
+	p.mu.Unlock()
+	p.accepted.Add(1)
+	if p.metrics != nil {
+		p.metrics.ConnOpened()
+	}
+}
+
+// unregister moves c's counters to the totals.
+func (p *Proxy) unregister(c *conn) {
+	p.mu.Lock()
+	delete(p.conns, c)
+	c.counters.addTo(&p.retired)
+	p.mu.Unlock()
+	if p.metrics != nil {
+		p.metrics.ConnClosed()
+	}
+}
+
+// now returns monotonic nanoseconds since New.
+func (p *Proxy) now() int64 { return int64(time.Since(p.epoch)) }

@@ -1,0 +1,275 @@
+package sidecar
+
+import (
+	"encoding/binary"
+	"maps"
+	"net/netip"
+
+	"github.com/tracecar/tracecar/cql"
+)
+
+// rewriteKind says what the response to a request needs: nothing (the common path), or the
+// addresses of a system table rewritten.
+type rewriteKind uint8
+
+const (
+	kindNone    rewriteKind = 0
+	kindLocal   rewriteKind = 1 // system.local
+	kindPeers   rewriteKind = 2 // system.peers
+	kindPeersV2 rewriteKind = 3 // system.peers_v2
+	kindTable   rewriteKind = 0x0f
+
+	// kindPrepare marks a PREPARE of a statement on the table in the low bits: its
+	// response tells the id that later EXECUTEs use.
+	kindPrepare rewriteKind = 0x10
+)
+
+// sysStmt is a prepared statement that reads a system table.
+type sysStmt struct {
+	kind rewriteKind
+	// cols are the result columns from the Prepared response, for the Rows responses
+	// that skip their metadata.
+	cols []cql.ColumnSpec
+}
+
+// maxSysStmts bounds the prepared system statements remembered. Drivers prepare a handful.
+const maxSysStmts = 1024
+
+// rememberStmt notes that the prepared statement id reads the table of kind.
+func (p *Proxy) rememberStmt(id []byte, kind rewriteKind, cols []cql.ColumnSpec) {
+	p.sysMu.Lock()
+	defer p.sysMu.Unlock()
+	old := *p.sys.Load()
+	if _, ok := old[string(id)]; ok || len(old) >= maxSysStmts {
+		return
+	}
+	m := maps.Clone(old)
+	m[string(id)] = &sysStmt{kind: kind, cols: cols}
+	p.sys.Store(&m)
+}
+
+// systemTable reports whether the CQL text q names system.local, system.peers or
+// system.peers_v2, in any case, quoted or not. It does not allocate.
+func systemTable(q []byte) rewriteKind {
+	for i := 0; i < len(q); i++ {
+		if c := q[i]; c != '"' && c|0x20 != 's' {
+			continue
+		}
+		j := i
+		quoted := q[j] == '"'
+		if quoted {
+			j++
+		} else if i > 0 && isIdent(q[i-1]) {
+			continue
+		}
+		if !hasPrefixFold(q[j:], "system") {
+			continue
+		}
+		j += len("system")
+		if quoted {
+			if j >= len(q) || q[j] != '"' {
+				continue
+			}
+			j++
+		} else if j < len(q) && isIdent(q[j]) {
+			continue // system_schema, system_traces, …
+		}
+		j = skipSpace(q, j)
+		if j >= len(q) || q[j] != '.' {
+			continue
+		}
+		j = skipSpace(q, j+1)
+		quoted = j < len(q) && q[j] == '"'
+		if quoted {
+			j++
+		}
+		k := j
+		for k < len(q) && isIdent(q[k]) {
+			k++
+		}
+		if quoted && (k >= len(q) || q[k] != '"') {
+			continue
+		}
+		switch name := q[j:k]; {
+		case equalFoldBytes(name, "local"):
+			return kindLocal
+		case equalFoldBytes(name, "peers"):
+			return kindPeers
+		case equalFoldBytes(name, "peers_v2"):
+			return kindPeersV2
+		}
+	}
+	return kindNone
+}
+
+func isIdent(c byte) bool {
+	return 'a' <= c|0x20 && c|0x20 <= 'z' || '0' <= c && c <= '9' || c == '_'
+}
+
+func skipSpace(q []byte, i int) int {
+	for i < len(q) && (q[i] == ' ' || q[i] == '\t' || q[i] == '\n' || q[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+func hasPrefixFold(b []byte, prefix string) bool {
+	return len(b) >= len(prefix) && equalFoldBytes(b[:len(prefix)], prefix)
+}
+
+func equalFoldBytes(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := range b {
+		if lower(b[i]) != lower(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// responseBody returns the header of a response frame, its prefix, its message body
+// (decompressed), and the compressor to re-encode it with (nil when it was not compressed).
+func (c *conn) responseBody(frame []byte) (cql.Header, cql.ResponsePrefix, []byte, cql.Compressor, bool) {
+	var prefix cql.ResponsePrefix
+	h, err := cql.ParseHeader(frame)
+	if err != nil || len(frame) != cql.HeaderSize+int(h.Length) {
+		return h, prefix, nil, nil, false
+	}
+	body := frame[cql.HeaderSize:]
+	var comp cql.Compressor
+	if h.Flags&cql.FlagCompression != 0 {
+		if comp = c.compressor(); comp == nil {
+			return h, prefix, nil, nil, false
+		}
+		if body, err = comp.Decompress(nil, body); err != nil {
+			return h, prefix, nil, nil, false
+		}
+	}
+	prefix, body, err = cql.ParseResponsePrefix(h.Flags, body)
+	if err != nil {
+		return h, prefix, nil, nil, false
+	}
+	return h, prefix, body, comp, true
+}
+
+// encode re-encodes a response with its header and prefix, compressed as it was.
+func (c *conn) encode(h cql.Header, prefix cql.ResponsePrefix, m cql.Message, comp cql.Compressor) ([]byte, bool) {
+	out, err := cql.AppendResponseFrame(nil, h, prefix, m, comp)
+	if err != nil {
+		c.log.Warn().Err(err).Msg("re-encode rewritten response")
+		return nil, false
+	}
+	inc(&c.counters.rewritten, 1)
+	return out, true
+}
+
+// rewriteResult returns the response to a request on a system table with the node's
+// addresses replaced, or frame itself when there is nothing to replace. The response to a
+// PREPARE of such a statement is returned unchanged, and its id remembered.
+func (c *conn) rewriteResult(frame []byte, req inflight) []byte {
+	h, prefix, body, comp, ok := c.responseBody(frame)
+	if !ok || h.Opcode != cql.OpResult {
+		return frame
+	}
+	msg, err := cql.DecodeResult(body, h.ProtoVersion())
+	if err != nil {
+		c.log.Warn().Err(err).Msg("decode system table result; forwarding it unchanged")
+		return frame
+	}
+	switch m := msg.(type) {
+	case cql.PreparedResult:
+		if req.kind&kindPrepare != 0 {
+			c.p.rememberStmt(m.ID, req.kind&kindTable, m.ResultMetadata.Columns)
+		}
+	case cql.RowsResult:
+		if req.kind&kindPrepare != 0 {
+			break
+		}
+		cols := m.Metadata.Columns
+		if m.Metadata.Flags&cql.RowsNoMetadata != 0 && req.stmt != nil {
+			cols = req.stmt.cols
+		}
+		if c.rewriteRows(req.kind&kindTable, cols, m.Rows) {
+			if out, ok := c.encode(h, prefix, m, comp); ok {
+				return out
+			}
+		}
+	}
+	return frame
+}
+
+// rewriteRows replaces the addresses in the rows of a system table: in system.local the
+// rpc_address becomes the advertised address and the native port its port; in the peers
+// tables the native port becomes the peer port, as a sidecar is assumed beside every
+// node. It reports whether it changed anything.
+func (c *conn) rewriteRows(kind rewriteKind, cols []cql.ColumnSpec, rows [][][]byte) bool {
+	changed := false
+	for j, col := range cols {
+		var val []byte
+		switch {
+		case col.Type.ID == cql.TypeInet && col.Name == "rpc_address" && kind == kindLocal:
+			val = c.advertise.Addr().AsSlice()
+		case col.Type.ID == cql.TypeInt && (col.Name == "native_port" || col.Name == "rpc_port"):
+			port := c.peerPort
+			if kind == kindLocal {
+				port = c.advertise.Port()
+			}
+			val = binary.BigEndian.AppendUint32(nil, uint32(port))
+		default:
+			continue
+		}
+		for _, row := range rows {
+			if j >= len(row) || row[j] == nil {
+				continue
+			}
+			if col.Type.ID == cql.TypeInet {
+				if a, ok := netip.AddrFromSlice(row[j]); ok {
+					a = a.Unmap()
+					c.p.nodeRPC.Store(&a)
+				}
+			}
+			row[j] = val
+			changed = true
+		}
+	}
+	return changed
+}
+
+// rewriteEvent returns a TOPOLOGY_CHANGE or STATUS_CHANGE event with the node's address
+// replaced by the advertised one, and other nodes' ports by the peer port.
+func (c *conn) rewriteEvent(frame []byte) []byte {
+	h, prefix, body, comp, ok := c.responseBody(frame)
+	if !ok {
+		return frame
+	}
+	ev, err := cql.DecodeEvent(body)
+	if err != nil || ev.Type != cql.EventTopologyChange && ev.Type != cql.EventStatusChange {
+		return frame
+	}
+	addr := c.eventAddr(ev.Addr)
+	if addr == ev.Addr {
+		return frame
+	}
+	c.log.Debug().Str("event", ev.Type).Str("change", ev.Change).Str("addr", ev.Addr.String()).
+		Str("rewritten", addr.String()).Msg("event address rewritten")
+	ev.Addr = addr
+	if out, ok := c.encode(h, prefix, ev, comp); ok {
+		return out
+	}
+	return frame
+}
+
+// eventAddr maps a node address named by an event: the node behind this sidecar becomes the
+// advertised address, another node its own IP with the peer port.
+func (c *conn) eventAddr(a netip.AddrPort) netip.AddrPort {
+	ip := a.Addr().Unmap()
+	if ip == c.nodeAddr.Addr() && a.Port() == c.nodeAddr.Port() {
+		return c.advertise
+	}
+	if rpc := c.p.nodeRPC.Load(); rpc != nil && ip == *rpc {
+		return c.advertise
+	}
+	return netip.AddrPortFrom(ip, c.peerPort)
+}

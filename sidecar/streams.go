@@ -1,0 +1,154 @@
+package sidecar
+
+import (
+	"math/bits"
+	"sync"
+
+	"github.com/tracecar/tracecar/cql"
+)
+
+// inflight is what the proxy remembers about a request between forwarding it and seeing its
+// response.
+type inflight struct {
+	start  int64       // nanoseconds since the proxy's epoch; set only when metrics are on
+	stmt   *sysStmt    // the system statement an EXECUTE runs, or nil
+	stream int16       // the request's stream id
+	used   bool        // the slot holds a request
+	op     cql.Opcode  // the request's opcode
+	kind   rewriteKind // what its response needs, kindNone on the common path
+}
+
+// streamTable holds the requests of one connection that are waiting for their response,
+// keyed by stream id. Both directions of a connection use it: the client reader adds, the
+// node reader takes. It is an open-addressing hash table with linear probing and
+// backward-shift deletion, so that a steady stream of requests neither allocates nor leaves
+// tombstones; its size follows the connection's concurrency (at most 32768 requests), not
+// the spread of stream ids that drivers such as gocql rotate through.
+type streamTable struct {
+	mu    sync.Mutex
+	slots []inflight // len is a power of two
+	shift uint8      // 32 - log2(len(slots))
+	n     int
+}
+
+const minStreamSlots = 64
+
+func (t *streamTable) index(stream int16) int {
+	// Fibonacci hashing: the top bits of the product spread sequential ids.
+	return int((uint32(uint16(stream)) * 2654435769) >> t.shift)
+}
+
+// put records r and returns the number of requests in flight. A request that reuses the
+// stream id of one still in flight (a client bug) replaces it.
+func (t *streamTable) put(r inflight) int {
+	r.used = true
+	t.mu.Lock()
+	if 2*(t.n+1) > len(t.slots) {
+		t.grow()
+	}
+	mask := len(t.slots) - 1
+	for i := t.index(r.stream); ; i = (i + 1) & mask {
+		s := &t.slots[i]
+		if !s.used {
+			*s = r
+			t.n++
+			break
+		}
+		if s.stream == r.stream {
+			*s = r
+			break
+		}
+	}
+	n := t.n
+	t.mu.Unlock()
+	return n
+}
+
+// grow doubles the table. t.mu must be held.
+func (t *streamTable) grow() {
+	old := t.slots
+	size := 2 * len(old)
+	if size < minStreamSlots {
+		size = minStreamSlots
+	}
+	t.slots = make([]inflight, size)
+	t.shift = uint8(32 - bits.Len(uint(size-1)))
+	mask := size - 1
+	for _, r := range old {
+		if !r.used {
+			continue
+		}
+		i := t.index(r.stream)
+		for t.slots[i].used {
+			i = (i + 1) & mask
+		}
+		t.slots[i] = r
+	}
+}
+
+// take removes and returns the request with the given stream id, and the number of requests
+// still in flight.
+func (t *streamTable) take(stream int16) (inflight, bool, int) {
+	t.mu.Lock()
+	if t.n == 0 {
+		t.mu.Unlock()
+		return inflight{}, false, 0
+	}
+	mask := len(t.slots) - 1
+	i := t.index(stream)
+	for {
+		s := &t.slots[i]
+		if !s.used {
+			t.mu.Unlock()
+			return inflight{}, false, t.n
+		}
+		if s.stream == stream {
+			break
+		}
+		i = (i + 1) & mask
+	}
+	r := t.slots[i]
+	// Backward-shift deletion: move later members of the probe run into the hole, so that
+	// lookups never need tombstones.
+	j := i
+	for {
+		j = (j + 1) & mask
+		s := &t.slots[j]
+		if !s.used {
+			break
+		}
+		home := t.index(s.stream)
+		// s may fill the hole at i only if its home is not within (i, j].
+		if (j > i && (home <= i || home > j)) || (j < i && home <= i && home > j) {
+			t.slots[i] = *s
+			i = j
+		}
+	}
+	t.slots[i] = inflight{}
+	t.n--
+	n := t.n
+	t.mu.Unlock()
+	return r, true, n
+}
+
+// len returns the number of requests in flight.
+func (t *streamTable) len() int {
+	t.mu.Lock()
+	n := t.n
+	t.mu.Unlock()
+	return n
+}
+
+// takeAll removes every request and appends it to dst.
+func (t *streamTable) takeAll(dst []inflight) []inflight {
+	t.mu.Lock()
+	for i := range t.slots {
+		if t.slots[i].used {
+			dst = append(dst, t.slots[i])
+			t.slots[i] = inflight{}
+		}
+	}
+	t.n = 0
+	t.mu.Unlock()
+	return dst
+}

@@ -1,0 +1,136 @@
+package sidecar
+
+import (
+	"bufio"
+	"encoding/binary"
+	"io"
+
+	"github.com/tracecar/tracecar/cql"
+)
+
+// frameWriter coalesces the frames going one way: the goroutine that reads from one side
+// appends the frames it forwards, and flushes only when its input has no complete frame
+// left, so that frames that arrive together leave in one syscall (CASSANDRA-5422). Its
+// buffer is fixed, so a writer that cannot keep up blocks the reader that feeds it, which
+// is the backpressure a slow peer needs. A frameWriter is owned by one goroutine.
+type frameWriter struct {
+	w   io.Writer
+	buf []byte // pending bytes; cap is the buffer size and never grows
+	err error  // first write error; every later call returns it
+
+	// streams are the stream ids of the frames in buf, kept only when onFlush is set.
+	streams []int16
+	// onFlush, when not nil, is told the stream ids of the frames that a write has just
+	// handed to the kernel.
+	onFlush func(streams []int16)
+}
+
+func newFrameWriter(w io.Writer, size int) *frameWriter {
+	return &frameWriter{w: w, buf: make([]byte, 0, size)}
+}
+
+// write queues frame, of stream id stream, flushing first when it does not fit. A frame
+// larger than the buffer is written directly.
+func (fw *frameWriter) write(frame []byte, stream int16) error {
+	if fw.err != nil {
+		return fw.err
+	}
+	if len(fw.buf)+len(frame) > cap(fw.buf) {
+		if err := fw.flush(); err != nil {
+			return err
+		}
+		if len(frame) > cap(fw.buf) {
+			return fw.writeDirect(frame, stream)
+		}
+	}
+	fw.buf = append(fw.buf, frame...)
+	if fw.onFlush != nil {
+		fw.streams = append(fw.streams, stream)
+	}
+	return nil
+}
+
+func (fw *frameWriter) writeDirect(p []byte, stream int16) error {
+	if _, err := fw.w.Write(p); err != nil {
+		fw.err = err
+		return err
+	}
+	if fw.onFlush != nil {
+		fw.streams = append(fw.streams[:0], stream)
+		fw.notify()
+	}
+	return nil
+}
+
+// copyFrame forwards a frame of n bytes that starts at the head of r without holding it
+// whole: its parts go straight from r's buffer to the writer. The pending frames are
+// flushed first, so that the order of frames is kept.
+func (fw *frameWriter) copyFrame(r *bufio.Reader, n int, stream int16) error {
+	if err := fw.flush(); err != nil {
+		return err
+	}
+	for n > 0 {
+		if r.Buffered() == 0 {
+			if _, err := r.Peek(1); err != nil {
+				return noEOF(err)
+			}
+		}
+		p, _ := r.Peek(min(r.Buffered(), n))
+		if _, err := fw.w.Write(p); err != nil {
+			fw.err = err
+			return err
+		}
+		r.Discard(len(p))
+		n -= len(p)
+	}
+	if fw.onFlush != nil {
+		fw.streams = append(fw.streams[:0], stream)
+		fw.notify()
+	}
+	return nil
+}
+
+// flush writes the pending frames in one write.
+func (fw *frameWriter) flush() error {
+	if fw.err != nil {
+		return fw.err
+	}
+	if len(fw.buf) == 0 {
+		return nil
+	}
+	_, err := fw.w.Write(fw.buf)
+	fw.buf = fw.buf[:0]
+	if err != nil {
+		fw.err = err
+		return err
+	}
+	if fw.onFlush != nil {
+		fw.notify()
+	}
+	return nil
+}
+
+func (fw *frameWriter) notify() {
+	if len(fw.streams) > 0 {
+		fw.onFlush(fw.streams)
+		fw.streams = fw.streams[:0]
+	}
+}
+
+// frameReady reports whether r holds a whole v3/v4 frame, so that reading it will not block.
+// The owner of a frameWriter flushes when it does not.
+func frameReady(r *bufio.Reader) bool {
+	n := r.Buffered()
+	if n < cql.HeaderSize {
+		return false
+	}
+	h, _ := r.Peek(cql.HeaderSize)
+	return uint64(n) >= cql.HeaderSize+uint64(binary.BigEndian.Uint32(h[5:9]))
+}
+
+func noEOF(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
