@@ -1,0 +1,93 @@
+package admin_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/tracecar/tracecar/admin"
+	"github.com/tracecar/tracecar/cql"
+	"github.com/tracecar/tracecar/metrics"
+)
+
+// TestMetrics parses /metrics with the Prometheus text parser and checks the series.
+func TestMetrics(t *testing.T) {
+	m := metrics.New()
+	m.Request(cql.OpExecute)
+	m.Request(cql.OpExecute)
+	m.Latency(cql.OpExecute, 2*time.Millisecond)
+	tr := newFakeTracer()
+	f := mustServe(t, admin.Config{}, tr, admin.WithMetrics(m))
+	if status, _ := do(t, client, f.url, request{method: "POST", path: "/storage_service/slow_query?enable=true&fast=true"}); status != 200 {
+		t.Fatal(status)
+	}
+	status, body := do(t, client, f.url, request{method: "GET", path: "/metrics"})
+	if status != 200 {
+		t.Fatalf("status %d", status)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := p.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("parse /metrics: %v\n%s", err, body)
+	}
+	// value returns the value of the series of family name whose labels include want.
+	value := func(name string, want map[string]string) (float64, bool) {
+		mf, ok := mfs[name]
+		if !ok {
+			return 0, false
+		}
+	next:
+		for _, mm := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range mm.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			for k, v := range want {
+				if labels[k] != v {
+					continue next
+				}
+			}
+			switch mf.GetType() {
+			case dto.MetricType_COUNTER:
+				return mm.GetCounter().GetValue(), true
+			case dto.MetricType_GAUGE:
+				return mm.GetGauge().GetValue(), true
+			case dto.MetricType_HISTOGRAM:
+				return float64(mm.GetHistogram().GetSampleCount()), true
+			}
+		}
+		return 0, false
+	}
+	tests := []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"tracecar_requests_total", map[string]string{"opcode": "EXECUTE"}, 2},
+		{"tracecar_requests_total", map[string]string{"opcode": "QUERY"}, 0},
+		{"tracecar_request_duration_seconds", map[string]string{"opcode": "EXECUTE"}, 1},
+		{"tracecar_slow_sessions_total", nil, 2},
+		{"tracecar_traced_total", nil, 10},
+		{"tracecar_sink_dropped_total", map[string]string{"sink": "otel"}, 3},
+		{"tracecar_sink_dropped_total", map[string]string{"sink": "log"}, 0},
+		{"tracecar_sink_errors_total", map[string]string{"sink": "otel"}, 1},
+		{"tracecar_tracing_mode", map[string]string{"mode": "fast"}, 1},
+		{"tracecar_tracing_mode", map[string]string{"mode": "off"}, 0},
+		{"tracecar_slow_query_threshold_seconds", nil, 0.5},
+		{"tracecar_trace_probability", nil, 0},
+		{"tracecar_client_connections", nil, 0},
+	}
+	for _, tt := range tests {
+		got, ok := value(tt.name, tt.labels)
+		if !ok || got != tt.want {
+			t.Errorf("%s%v = %v (found %v); want %v", tt.name, tt.labels, got, ok, tt.want)
+		}
+	}
+	if _, ok := mfs["go_goroutines"]; !ok {
+		t.Error("no Go runtime series")
+	}
+}
