@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+)
+
+// Exit codes, a contract of the command line.
+const (
+	exitOK        = 0
+	exitRuntime   = 1
+	exitUsage     = 2
+	exitGuardrail = 3
+)
+
+const usage = `usage: tracecar <command> [flags]
+
+commands:
+  node       run the embedded in-memory CQL node
+  sidecar    run the CQL proxy with slow-query tracing and the admin API
+  loadcheck  measure what each tracing and logging mode costs
+  ctl        change tracing or log levels on one or more sidecars
+
+Run 'tracecar <command> -h' for the flags of a command.
+`
+
+// run executes the command line args and returns the process exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	var err error
+	switch args[0] {
+	case "node":
+		err = runNode(ctx, args[1:], stdout, stderr)
+	case "sidecar":
+		err = runSidecar(ctx, args[1:], stdout, stderr)
+	case "loadcheck":
+		return runLoadcheck(ctx, args[1:], stdout, stderr)
+	case "ctl":
+		return runCtl(ctx, args[1:], stdout, stderr)
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	default:
+		fmt.Fprintf(stderr, "tracecar: unknown command %q\n\n%s", args[0], usage)
+		return exitUsage
+	}
+	return exitCode(err, stderr)
+}
+
+// errUsage marks an error in the command line.
+var errUsage = errors.New("usage error")
+
+func usageErrorf(format string, a ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{errUsage}, a...)...)
+}
+
+func exitCode(err error, stderr io.Writer) int {
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, flag.ErrHelp):
+		return exitOK
+	case errors.Is(err, errUsage):
+		fmt.Fprintf(stderr, "tracecar: %v\n", err)
+		return exitUsage
+	default:
+		fmt.Fprintf(stderr, "tracecar: %v\n", err)
+		return exitRuntime
+	}
+}
+
+// newFlagSet returns a flag set whose parse errors are usage errors.
+func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("tracecar "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return usageErrorf("unexpected argument %q", fs.Arg(0))
+	}
+	return nil
+}
