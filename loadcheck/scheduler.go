@@ -287,6 +287,7 @@ func (c *collector) collect(now time.Duration) {
 	c.total.rows += rows
 	c.total.errs += errs
 	iv := Interval{
+		StartS:   (c.lastT - c.r.start).Seconds(),
 		TimeS:    (now - c.r.start).Seconds(),
 		TotalOps: c.total.ops,
 		Ops:      ops,

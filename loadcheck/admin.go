@@ -1,0 +1,224 @@
+package loadcheck
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// apiClient calls the sidecar's admin API and the node's API, as a user's curl would.
+type apiClient struct {
+	http  *http.Client
+	admin string // base URLs without a trailing slash
+	node  string
+	token string // bearer token for the admin API
+}
+
+func newAPIClient(cfg *Config) *apiClient {
+	return &apiClient{
+		http:  &http.Client{Timeout: 10 * time.Second},
+		admin: baseURL(cfg.Admin),
+		node:  baseURL(cfg.NodeAPI),
+		token: cfg.AdminToken,
+	}
+}
+
+// baseURL accepts "http://host:port", "host:port" and a trailing slash.
+func baseURL(s string) string {
+	if s == "" {
+		return ""
+	}
+	if !strings.Contains(s, "://") {
+		s = "http://" + s
+	}
+	return strings.TrimRight(s, "/")
+}
+
+// do sends one request and returns the body of a 2xx response.
+func (c *apiClient) do(ctx context.Context, a api, method, path, query string) ([]byte, error) {
+	base := c.admin
+	if a == apiNode {
+		base = c.node
+	}
+	u := base + path
+	if query != "" {
+		u += "?" + query
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	if a == apiAdmin && c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", method, u, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", method, u, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		return nil, fmt.Errorf("%s %s: %s: %s", method, u, resp.Status, bytes.TrimSpace(body))
+	}
+	return body, nil
+}
+
+// apply runs a mode's HTTP steps in order.
+func (c *apiClient) apply(ctx context.Context, m *mode) error {
+	for _, s := range m.steps {
+		if s.target != "" {
+			continue
+		}
+		if _, err := c.do(ctx, s.api, s.method, s.path, s.query); err != nil {
+			return fmt.Errorf("mode %s: %w", m.name, err)
+		}
+	}
+	return nil
+}
+
+// stateKey names one piece of restorable state: an API and the path that reads and
+// writes it.
+type stateKey struct {
+	api  api
+	path string
+}
+
+// savedState is what the modes touch, as it was before the first run: for each key, the
+// query that puts it back.
+type savedState struct {
+	keys    []stateKey
+	restore map[stateKey]string
+}
+
+const (
+	pathSlowQuery   = "/storage_service/slow_query"
+	pathProbability = "/storage_service/trace_probability"
+	pathLoggers     = "/system/logger"
+)
+
+// snapshot reads the state that the modes' steps change. It returns notes for steps whose
+// effect it cannot undo.
+func (c *apiClient) snapshot(ctx context.Context, modes []*mode) (*savedState, []string, error) {
+	st := &savedState{restore: map[stateKey]string{}}
+	var notes []string
+	add := func(k stateKey) error {
+		if _, ok := st.restore[k]; ok {
+			return nil
+		}
+		q, err := c.read(ctx, k)
+		if err != nil {
+			return err
+		}
+		st.restore[k] = q
+		st.keys = append(st.keys, k)
+		return nil
+	}
+	for _, m := range modes {
+		for _, s := range m.steps {
+			if s.target != "" {
+				continue
+			}
+			k := stateKey{s.api, s.path}
+			switch {
+			case s.path == pathSlowQuery || s.path == pathProbability ||
+				strings.HasPrefix(s.path, pathLoggers+"/") && len(s.path) > len(pathLoggers)+1:
+				if err := add(k); err != nil {
+					return nil, nil, err
+				}
+			case s.path == pathLoggers:
+				body, err := c.do(ctx, s.api, http.MethodGet, pathLoggers, "")
+				if err != nil {
+					return nil, nil, fmt.Errorf("read logger names: %w", err)
+				}
+				var names []string
+				if err := json.Unmarshal(body, &names); err != nil {
+					return nil, nil, fmt.Errorf("read logger names: GET %s: %w", pathLoggers, err)
+				}
+				for _, n := range names {
+					if err := add(stateKey{s.api, pathLoggers + "/" + url.PathEscape(n)}); err != nil {
+						return nil, nil, err
+					}
+				}
+			default:
+				notes = append(notes, fmt.Sprintf("mode %s: the state changed by %q is not restored after its runs (only slow_query, trace_probability and logger levels are)", m.name, s))
+			}
+		}
+	}
+	sort.Slice(st.keys, func(i, j int) bool {
+		if st.keys[i].api != st.keys[j].api {
+			return st.keys[i].api < st.keys[j].api
+		}
+		return st.keys[i].path < st.keys[j].path
+	})
+	return st, notes, nil
+}
+
+// read GETs one piece of state and returns the POST query that restores it exactly.
+func (c *apiClient) read(ctx context.Context, k stateKey) (string, error) {
+	body, err := c.do(ctx, k.api, http.MethodGet, k.path, "")
+	if err != nil {
+		return "", fmt.Errorf("read state: %w", err)
+	}
+	bad := func(err error) (string, error) {
+		return "", fmt.Errorf("read state: GET %s on the %s API: unexpected body %q: %v", k.path, k.api, bytes.TrimSpace(body), err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	switch {
+	case k.path == pathSlowQuery:
+		var sq struct {
+			Enable    *bool        `json:"enable"`
+			Fast      *bool        `json:"fast"`
+			Threshold *json.Number `json:"threshold"`
+			TTL       *json.Number `json:"ttl"`
+		}
+		if err := dec.Decode(&sq); err != nil {
+			return bad(err)
+		}
+		if sq.Enable == nil || sq.Fast == nil || sq.Threshold == nil || sq.TTL == nil {
+			return bad(errors.New("want enable, fast, threshold and ttl"))
+		}
+		return fmt.Sprintf("enable=%t&fast=%t&threshold=%s&ttl=%s", *sq.Enable, *sq.Fast, *sq.Threshold, *sq.TTL), nil
+	case k.path == pathProbability:
+		var p json.Number
+		if err := dec.Decode(&p); err != nil {
+			return bad(err)
+		}
+		if _, err := strconv.ParseFloat(p.String(), 64); err != nil {
+			return bad(err)
+		}
+		return "probability=" + p.String(), nil
+	default: // a logger
+		var level string
+		if err := dec.Decode(&level); err != nil {
+			return bad(err)
+		}
+		return "level=" + url.QueryEscape(level), nil
+	}
+}
+
+// restore puts every saved piece of state back. It tries them all and joins the errors.
+func (c *apiClient) restore(ctx context.Context, st *savedState) error {
+	if st == nil {
+		return nil
+	}
+	var errs []error
+	for _, k := range st.keys {
+		if _, err := c.do(ctx, k.api, http.MethodPost, k.path, st.restore[k]); err != nil {
+			errs = append(errs, fmt.Errorf("restore state: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,202 @@
+package loadcheck
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"math/rand/v2"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/gocql/gocql"
+	"github.com/pierrec/lz4/v4"
+)
+
+// cqlDriver connects with gocql.
+type cqlDriver struct{}
+
+func (cqlDriver) connect(ctx context.Context, cfg *Config, addr string) (session, error) {
+	host, portStr, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("target %q: %w", addr, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		return nil, fmt.Errorf("target %q: bad port", addr)
+	}
+	cl, err := gocql.ParseConsistencyWrapper(cfg.CL)
+	if err != nil {
+		return nil, usageErrorf("--cl %q: %v", cfg.CL, err)
+	}
+	ips, err := net.DefaultResolver.LookupIPAddr(ctx, host)
+	if err != nil {
+		return nil, fmt.Errorf("resolve %s: %w", host, err)
+	}
+
+	c := gocql.NewCluster(addr)
+	// Host lookup stays on, so the session sees system.local and system.peers as any driver
+	// does. Discovered hosts get this port, and the filter keeps exactly the given host:
+	// through a sidecar, the node's address never receives load.
+	c.Port = port
+	c.HostFilter = pinFilter(ips, port)
+	c.Consistency = cl
+	c.Timeout = cfg.Timeout
+	c.ConnectTimeout = 5 * time.Second
+	c.NumConns = cfg.Connections
+	c.RetryPolicy = &gocql.SimpleRetryPolicy{NumRetries: 0}
+	c.Logger = log.New(io.Discard, "", 0)
+	switch cfg.Compression {
+	case "lz4":
+		c.Compressor = lz4Compressor{}
+	case "snappy":
+		c.Compressor = gocql.SnappyCompressor{}
+	}
+	type result struct {
+		s   *gocql.Session
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		s, err := c.CreateSession()
+		ch <- result{s, err}
+	}()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			return nil, fmt.Errorf("connect to %s: %w (loadcheck uses only that host: the rpc_address in its system.local must be the address dialed)", addr, r.err)
+		}
+		return &cqlSession{s: r.s, cl: cl}, nil
+	case <-ctx.Done():
+		go func() {
+			if r := <-ch; r.s != nil {
+				r.s.Close()
+			}
+		}()
+		return nil, ctx.Err()
+	}
+}
+
+// pinFilter accepts only hosts at one of ips and port.
+func pinFilter(ips []net.IPAddr, port int) gocql.HostFilter {
+	return gocql.HostFilterFunc(func(h *gocql.HostInfo) bool {
+		if h.Port() != port {
+			return false
+		}
+		for _, ip := range ips {
+			if ip.IP.Equal(h.ConnectAddress()) {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+type cqlSession struct {
+	s  *gocql.Session
+	cl gocql.Consistency
+}
+
+func (s *cqlSession) createSchema(ctx context.Context) error {
+	for _, stmt := range []string{cqlKeyspace, cqlTable} {
+		if err := s.s.Query(stmt).WithContext(ctx).Exec(); err != nil {
+			return fmt.Errorf("create schema: %s: %w", stmt, err)
+		}
+	}
+	return nil
+}
+
+func (s *cqlSession) missing(ctx context.Context, keys []int64) (bool, error) {
+	key := make([]byte, keyLen)
+	for _, k := range keys {
+		putKey(key, k)
+		it := s.s.Query(cqlSelect, key).Consistency(s.cl).WithContext(ctx).Iter()
+		n := it.NumRows()
+		if err := it.Close(); err != nil {
+			return false, fmt.Errorf("check population: %w", err)
+		}
+		if n == 0 {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// newOp builds a worker's operation. Its queries and bound values are made once and reused:
+// per operation, only the key and column bytes change in place, so the loop allocates
+// nothing beyond what gocql does itself.
+func (s *cqlSession) newOp(ctx context.Context, w int, wl *workload) Op {
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(w)))
+	key := make([]byte, keyLen)
+	cols := make([][]byte, colCount)
+	wargs := []any{key, nil, nil, nil, nil, nil}
+	for i := range cols {
+		cols[i] = make([]byte, colLen)
+		wargs[i+1] = cols[i]
+	}
+	ins := s.s.Query(cqlInsert, wargs...).Consistency(s.cl).Idempotent(true).WithContext(ctx)
+	sel := s.s.Query(cqlSelect, key).Consistency(s.cl).Idempotent(true).WithContext(ctx)
+	pop := &wl.pop
+	writeFrac := wl.writeFrac
+	return func(context.Context) (int, error) {
+		putKey(key, pop.next(rng))
+		if writeFrac >= 1 || writeFrac > 0 && rng.Float64() < writeFrac {
+			fillValues(rng, cols)
+			return 1, ins.Exec()
+		}
+		it := sel.Iter()
+		n := it.NumRows()
+		return n, it.Close()
+	}
+}
+
+func (s *cqlSession) close() { s.s.Close() }
+
+// lz4Compressor is Cassandra's lz4 frame-body compression for gocql: a 4-byte big-endian
+// uncompressed length followed by one lz4 block.
+type lz4Compressor struct{}
+
+var lz4Pool = sync.Pool{New: func() any { return new(lz4.Compressor) }}
+
+// maxBody bounds a decompressed frame body, as Cassandra's 256 MB native frame limit does.
+const maxBody = 256 << 20
+
+func (lz4Compressor) Name() string { return "lz4" }
+
+func (lz4Compressor) Encode(data []byte) ([]byte, error) {
+	out := make([]byte, 4+lz4.CompressBlockBound(len(data)))
+	binary.BigEndian.PutUint32(out, uint32(len(data)))
+	c := lz4Pool.Get().(*lz4.Compressor)
+	n, err := c.CompressBlock(data, out[4:])
+	lz4Pool.Put(c)
+	if err != nil {
+		return nil, fmt.Errorf("lz4: %w", err)
+	}
+	return out[:4+n], nil
+}
+
+func (lz4Compressor) Decode(data []byte) ([]byte, error) {
+	if len(data) < 4 {
+		return nil, errors.New("lz4: body shorter than its length prefix")
+	}
+	n := binary.BigEndian.Uint32(data)
+	if n > maxBody || uint64(n) > 255*uint64(len(data))+16 {
+		return nil, fmt.Errorf("lz4: implausible uncompressed length %d", n)
+	}
+	out := make([]byte, n)
+	if n == 0 {
+		return out, nil
+	}
+	m, err := lz4.UncompressBlock(data[4:], out)
+	if err != nil {
+		return nil, fmt.Errorf("lz4: %w", err)
+	}
+	if m != int(n) {
+		return nil, fmt.Errorf("lz4: got %d bytes, want %d", m, n)
+	}
+	return out, nil
+}

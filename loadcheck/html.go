@@ -1,0 +1,388 @@
+package loadcheck
+
+import (
+	"fmt"
+	"html"
+	"io"
+	"math"
+	"strings"
+)
+
+// The HTML report is one self-contained page: inline CSS and inline SVG drawn here, no
+// script and no fetch. It is also well-formed XML, which keeps it simple to check.
+
+var palette = []string{"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"}
+
+func modeColor(i int) string { return palette[i%len(palette)] }
+
+const htmlStyle = `
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto; max-width: 1000px; color: #222; padding: 0 1em; }
+h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; }
+table { border-collapse: collapse; font-variant-numeric: tabular-nums; margin: 1em 0; }
+th, td { padding: 0.25em 0.7em; text-align: right; border-bottom: 1px solid #ddd; }
+th:first-child, td:first-child { text-align: left; }
+.settings { color: #555; }
+.breach { color: #b00020; font-weight: bold; }
+.ok { color: #2e7d32; }
+svg { background: #fff; border: 1px solid #eee; }
+svg text { font-size: 12px; fill: #333; }
+.axis line, .axis path { stroke: #999; }
+.grid line { stroke: #eee; }
+.legend text { font-size: 12px; }
+`
+
+// chart maps data coordinates to an SVG viewport with margins.
+type chart struct {
+	w, h                     float64
+	left, right, top, bottom float64
+	x0, x1, y0, y1           float64
+	logX                     bool
+}
+
+func (c *chart) px(x float64) float64 {
+	if c.logX {
+		x, c0, c1 := math.Log10(x), math.Log10(c.x0), math.Log10(c.x1)
+		return c.left + (x-c0)/(c1-c0)*(c.w-c.left-c.right)
+	}
+	return c.left + (x-c.x0)/(c.x1-c.x0)*(c.w-c.left-c.right)
+}
+
+func (c *chart) py(y float64) float64 {
+	return c.h - c.bottom - (y-c.y0)/(c.y1-c.y0)*(c.h-c.top-c.bottom)
+}
+
+// niceTicks returns about n round tick values covering [lo, hi].
+func niceTicks(lo, hi float64, n int) []float64 {
+	if !(hi > lo) {
+		hi = lo + 1
+	}
+	raw := (hi - lo) / float64(n)
+	mag := math.Pow(10, math.Floor(math.Log10(raw)))
+	step := mag
+	for _, m := range []float64{1, 2, 2.5, 5, 10} {
+		if m*mag >= raw {
+			step = m * mag
+			break
+		}
+	}
+	var ticks []float64
+	for v := math.Ceil(lo/step) * step; v <= hi+step*1e-9; v += step {
+		ticks = append(ticks, math.Round(v/step)*step)
+	}
+	return ticks
+}
+
+func fmtTick(v float64) string {
+	switch {
+	case v == 0:
+		return "0"
+	case math.Abs(v) >= 10000:
+		return commas(v)
+	case math.Abs(v) >= 10:
+		return fmt.Sprintf("%.0f", v)
+	case math.Abs(v) >= 1:
+		return fmt.Sprintf("%.1f", v)
+	}
+	return fmt.Sprintf("%.3g", v)
+}
+
+func esc(s string) string { return html.EscapeString(s) }
+
+func (c *chart) open(b *strings.Builder, id, label string) {
+	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" id="%s" class="chart" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" role="img" aria-label="%s">`+"\n",
+		id, c.w, c.h, c.w, c.h, esc(label))
+}
+
+// yAxis draws horizontal grid lines and labels, and the y axis title.
+func (c *chart) yAxis(b *strings.Builder, ticks []float64, title string) {
+	b.WriteString(`<g class="grid">`)
+	for _, t := range ticks {
+		fmt.Fprintf(b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f"/>`, c.left, c.w-c.right, c.py(t), c.py(t))
+	}
+	b.WriteString("</g>\n<g class=\"axis\">")
+	fmt.Fprintf(b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f"/>`, c.left, c.left, c.top, c.h-c.bottom)
+	for _, t := range ticks {
+		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="end" dominant-baseline="middle">%s</text>`, c.left-6, c.py(t), fmtTick(t))
+	}
+	fmt.Fprintf(b, `<text transform="translate(14 %.1f) rotate(-90)" text-anchor="middle">%s</text>`, (c.top+c.h-c.bottom)/2, esc(title))
+	b.WriteString("</g>\n")
+}
+
+// xAxis draws the x axis with labels at ticks.
+func (c *chart) xAxis(b *strings.Builder, ticks []float64, labels []string, title string) {
+	b.WriteString(`<g class="axis">`)
+	fmt.Fprintf(b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f"/>`, c.left, c.w-c.right, c.h-c.bottom, c.h-c.bottom)
+	for i, t := range ticks {
+		x := c.px(t)
+		fmt.Fprintf(b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f"/>`, x, x, c.h-c.bottom, c.h-c.bottom+4)
+		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`, x, c.h-c.bottom+18, esc(labels[i]))
+	}
+	fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`, (c.left+c.w-c.right)/2, c.h-6, esc(title))
+	b.WriteString("</g>\n")
+}
+
+func legend(b *strings.Builder, c *chart, modes []ModeResult) {
+	b.WriteString(`<g class="legend">`)
+	x := c.left
+	for i, m := range modes {
+		fmt.Fprintf(b, `<rect x="%.1f" y="6" width="12" height="12" fill="%s"/><text x="%.1f" y="16">%s</text>`, x, modeColor(i), x+16, esc(m.Name))
+		x += 28 + 7.5*float64(len(m.Name))
+	}
+	b.WriteString("</g>\n")
+}
+
+// throughputChart plots each run's interval op rates on the session's timeline, so that
+// the alternation of modes and any drift are visible.
+func throughputChart(b *strings.Builder, rep *Report) {
+	c := &chart{w: 960, h: 360, left: 70, right: 20, top: 30, bottom: 45}
+	var xmax, ymax float64
+	for _, m := range rep.Modes {
+		for _, r := range m.Runs {
+			off := r.StartedAt.Sub(rep.StartedAt).Seconds()
+			for _, iv := range r.Intervals {
+				xmax = math.Max(xmax, off+iv.TimeS)
+				ymax = math.Max(ymax, iv.OpRate)
+			}
+		}
+	}
+	yt := niceTicks(0, math.Max(ymax, 1)*1.05, 6)
+	c.x0, c.x1, c.y0, c.y1 = 0, math.Max(xmax, 1), 0, yt[len(yt)-1]
+	c.open(b, "chart-throughput", "Throughput over time per mode")
+	legend(b, c, rep.Modes)
+	c.yAxis(b, yt, "op/s")
+	xt := niceTicks(0, c.x1, 8)
+	labels := make([]string, len(xt))
+	for i, t := range xt {
+		labels[i] = fmtTick(t)
+	}
+	c.xAxis(b, xt, labels, "seconds since the start of the check")
+	for i, m := range rep.Modes {
+		fmt.Fprintf(b, `<g class="series" data-mode="%s" stroke="%s" fill="%s">`, esc(m.Name), modeColor(i), modeColor(i))
+		for _, r := range m.Runs {
+			off := r.StartedAt.Sub(rep.StartedAt).Seconds()
+			var pts []string
+			for _, iv := range r.Intervals {
+				pts = append(pts, fmt.Sprintf("%.1f,%.1f", c.px(off+iv.TimeS), c.py(iv.OpRate)))
+			}
+			if len(pts) == 0 {
+				continue
+			}
+			fmt.Fprintf(b, `<polyline fill="none" stroke-width="2" points="%s"><title>%s round %d: %s op/s</title></polyline>`,
+				strings.Join(pts, " "), esc(m.Name), r.Round, commas(r.OpRate))
+			for _, p := range pts {
+				x, y, _ := strings.Cut(p, ",")
+				fmt.Fprintf(b, `<circle cx="%s" cy="%s" r="2.5" stroke="none"/>`, x, y)
+			}
+		}
+		b.WriteString("</g>\n")
+	}
+	b.WriteString("</svg>\n")
+}
+
+// latencyQuantiles are the points of the percentile spectrum: 0, 90, 99, … up to 99.999%.
+func latencyQuantiles() []float64 {
+	var qs []float64
+	for k := 0; k <= 50; k++ {
+		qs = append(qs, 100*(1-math.Pow(10, -float64(k)/10)))
+	}
+	return qs
+}
+
+// latencyChart draws each mode's latency by percentile, from the merged histograms, with
+// the percentile axis spread logarithmically as HdrHistogram's plots do.
+func latencyChart(b *strings.Builder, rep *Report) {
+	c := &chart{w: 960, h: 380, left: 70, right: 20, top: 30, bottom: 45, logX: true}
+	c.x0, c.x1 = 1, 1e5
+	type pt struct{ x, y float64 }
+	series := make([][]pt, len(rep.Modes))
+	var ymax float64
+	for i, m := range rep.Modes {
+		if m.resp == nil || m.resp.TotalCount() == 0 {
+			continue
+		}
+		n := float64(m.resp.TotalCount())
+		for _, q := range latencyQuantiles() {
+			x := 1 / (1 - q/100)
+			if x > n && x > 10 {
+				break
+			}
+			y := float64(m.resp.ValueAtQuantile(q)) / 1000
+			series[i] = append(series[i], pt{x, y})
+			ymax = math.Max(ymax, y)
+		}
+	}
+	yt := niceTicks(0, math.Max(ymax, 0.001)*1.05, 6)
+	c.y0, c.y1 = 0, yt[len(yt)-1]
+	c.open(b, "chart-latency", "Latency by percentile per mode")
+	legend(b, c, rep.Modes)
+	c.yAxis(b, yt, "latency (ms)")
+	c.xAxis(b, []float64{1, 10, 100, 1000, 1e4, 1e5}, []string{"0%", "90%", "99%", "99.9%", "99.99%", "99.999%"}, "percentile")
+	for i, m := range rep.Modes {
+		fmt.Fprintf(b, `<g class="series" data-mode="%s" stroke="%s" fill="%s">`, esc(m.Name), modeColor(i), modeColor(i))
+		var pts []string
+		for _, p := range series[i] {
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", c.px(p.x), c.py(p.y)))
+		}
+		if len(pts) > 0 {
+			fmt.Fprintf(b, `<polyline fill="none" stroke-width="2" points="%s"><title>%s: p50 %.3f ms, p99 %.3f ms, p99.9 %.3f ms, max %.3f ms</title></polyline>`,
+				strings.Join(pts, " "), esc(m.Name), m.P50Ms, m.P99Ms, m.P999Ms, m.MaxMs)
+		}
+		b.WriteString("</g>\n")
+	}
+	b.WriteString("</svg>\n")
+}
+
+// overheadChart draws each mode's degradation versus the baseline as a bar with ± one
+// standard error, and its budget when it has one.
+func overheadChart(b *strings.Builder, rep *Report, budgets map[string]float64) {
+	c := &chart{w: 960, h: 360, left: 70, right: 20, top: 30, bottom: 45}
+	lo, hi := 0.0, 1.0
+	for _, m := range rep.Modes {
+		lo = math.Min(lo, m.DegradationPct-m.DegradationErr)
+		hi = math.Max(hi, m.DegradationPct+m.DegradationErr)
+		if bud, ok := budgets[m.Name]; ok {
+			hi = math.Max(hi, bud)
+			lo = math.Min(lo, bud)
+		}
+	}
+	span := hi - lo
+	yt := niceTicks(lo-0.05*span, hi+0.05*span, 6)
+	c.y0, c.y1 = yt[0], yt[len(yt)-1]
+	c.x0, c.x1 = 0, float64(max(len(rep.Modes), 1))
+	c.open(b, "chart-overhead", "Op rate degradation versus "+rep.Baseline+" with error bars")
+	c.yAxis(b, yt, "% below "+rep.Baseline)
+	xs := make([]float64, len(rep.Modes))
+	labels := make([]string, len(rep.Modes))
+	for i, m := range rep.Modes {
+		xs[i], labels[i] = float64(i)+0.5, m.Name
+	}
+	c.xAxis(b, xs, labels, "mode (bars: 100·(1 − mode/"+rep.Baseline+"), whiskers: ± 1 standard error)")
+	fmt.Fprintf(b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#333"/>`+"\n", c.left, c.w-c.right, c.py(0), c.py(0))
+	bw := (c.px(1) - c.px(0)) * 0.5
+	for i, m := range rep.Modes {
+		x := c.px(float64(i) + 0.5)
+		y0, y1 := c.py(0), c.py(m.DegradationPct)
+		top, hgt := math.Min(y0, y1), math.Abs(y1-y0)
+		p := "-"
+		if m.PValue != nil && !m.Baseline {
+			p = fmt.Sprintf("%.2g", *m.PValue)
+		}
+		fmt.Fprintf(b, `<g class="bar" data-mode="%s"><rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s: %.2f%% ± %.2f%% (p = %s)</title></rect>`,
+			esc(m.Name), x-bw/2, top, bw, math.Max(hgt, 0.5), modeColor(i), esc(m.Name), m.DegradationPct, m.DegradationErr, p)
+		if !m.Baseline {
+			ya, yb := c.py(m.DegradationPct-m.DegradationErr), c.py(m.DegradationPct+m.DegradationErr)
+			fmt.Fprintf(b, `<g class="errorbar" stroke="#222" stroke-width="1.5"><line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f"/><line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f"/><line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f"/></g>`,
+				x, x, ya, yb, x-8, x+8, ya, ya, x-8, x+8, yb, yb)
+			fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle">%.2f%%</text>`, x, math.Min(ya, yb)-6, m.DegradationPct)
+		}
+		if bud, ok := budgets[m.Name]; ok {
+			yb := c.py(bud)
+			fmt.Fprintf(b, `<g class="budget"><line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#b00020" stroke-width="2" stroke-dasharray="6 3"/><text x="%.1f" y="%.1f" text-anchor="start" fill="#b00020">budget %g%%</text></g>`,
+				x-bw*0.8, x+bw*0.8, yb, yb, x+bw*0.8+4, yb+4, bud)
+		}
+		b.WriteString("</g>\n")
+	}
+	b.WriteString("</svg>\n")
+}
+
+func writeHTML(w io.Writer, rep *Report) error {
+	budgets := map[string]float64{}
+	for _, v := range rep.Guardrail {
+		budgets[v.Mode] = v.BudgetPct
+	}
+	var b strings.Builder
+	b.WriteString("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n")
+	b.WriteString("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n")
+	b.WriteString("<link rel=\"icon\" href=\"data:,\"/>\n<title>tracecar loadcheck</title>\n<style>")
+	b.WriteString(htmlStyle)
+	b.WriteString("</style>\n</head>\n<body>\n<h1>tracecar loadcheck</h1>\n")
+	s := rep.Settings
+	limit := fmt.Sprintf("%gs per run", s.DurationS)
+	if s.Ops > 0 {
+		limit = fmt.Sprintf("%d ops per run", s.Ops)
+	}
+	rate := "unthrottled"
+	if s.Rate > 0 {
+		rate = fmt.Sprintf("fixed rate %s op/s", commas(s.Rate))
+	}
+	fmt.Fprintf(&b, "<p class=\"settings\">%s: workload %s, pop %s, %d rounds, %s after a %gs warmup, %d workers, %s, CL %s, compression %s. Baseline: %s.</p>\n",
+		esc(rep.StartedAt.Format("2006-01-02 15:04:05 MST")), esc(s.Workload), esc(s.Pop), s.Rounds, limit, s.WarmupS, s.Concurrency, rate, esc(s.CL), esc(s.Compression), esc(rep.Baseline))
+
+	b.WriteString("<section id=\"summary\">\n<h2>Comparison</h2>\n<table>\n<thead><tr><th>op rate (op/s)</th>")
+	for _, m := range rep.Modes {
+		fmt.Fprintf(&b, "<th>%s</th>", esc(m.Name))
+	}
+	b.WriteString("</tr></thead>\n<tbody>\n")
+	row := func(label string, cell func(m *ModeResult) string) {
+		fmt.Fprintf(&b, "<tr><td>%s</td>", esc(label))
+		for i := range rep.Modes {
+			fmt.Fprintf(&b, "<td>%s</td>", esc(cell(&rep.Modes[i])))
+		}
+		b.WriteString("</tr>\n")
+	}
+	for r := 0; r < s.Rounds; r++ {
+		row(fmt.Sprintf("round %d", r+1), func(m *ModeResult) string {
+			if r < len(m.Rounds) {
+				return commas(m.Rounds[r])
+			}
+			return "-"
+		})
+	}
+	row("avg", func(m *ModeResult) string { return commas(m.OpRate) })
+	row("stdev", func(m *ModeResult) string { return fmt.Sprintf("%.1f", m.OpRateStdev) })
+	row("stderr", func(m *ModeResult) string {
+		return fmt.Sprintf("%.1f (%s)", m.OpRateStderr, pct(m.OpRateStderr, m.OpRate))
+	})
+	row("%[1-mode/"+rep.Baseline+"]", func(m *ModeResult) string {
+		if m.Baseline {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f%% ± %.2f%%", m.DegradationPct, m.DegradationErr)
+	})
+	row("p-value (Welch)", func(m *ModeResult) string {
+		if m.Baseline || m.PValue == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%.2g", *m.PValue)
+	})
+	f := func(v float64) string { return fmt.Sprintf("%.3f", v) }
+	row("latency mean (ms)", func(m *ModeResult) string { return f(m.MeanMs) })
+	row("latency p50", func(m *ModeResult) string { return f(m.P50Ms) })
+	row("latency p95", func(m *ModeResult) string { return f(m.P95Ms) })
+	row("latency p99", func(m *ModeResult) string { return f(m.P99Ms) })
+	row("latency p99.9", func(m *ModeResult) string { return f(m.P999Ms) })
+	row("latency max", func(m *ModeResult) string { return f(m.MaxMs) })
+	if s.Rate > 0 {
+		row("service p99", func(m *ModeResult) string { return f(m.Service.P99Ms) })
+	}
+	row("errors", func(m *ModeResult) string { return commas(float64(m.Errors)) })
+	row("CPU-s per 10k ops", func(m *ModeResult) string { return fmt.Sprintf("%.3f", m.CPUSecondsPer10kOps) })
+	b.WriteString("</tbody>\n</table>\n")
+	if c := rep.CPU; c.Ops > 0 && c.Seconds > 0 {
+		fmt.Fprintf(&b, "<p>CPU: %.3f CPU-s per 10k ops (%s ops per CPU-second) for %s. %s.</p>\n",
+			c.SecondsPer10kOps, commas(c.OpsPerCPUSecond), esc(c.Scope), esc(c.Reference))
+	}
+	b.WriteString("</section>\n")
+
+	if len(rep.Guardrail) > 0 {
+		b.WriteString("<section id=\"guardrail\">\n<h2>Guardrail</h2>\n<ul>\n")
+		for _, v := range rep.Guardrail {
+			if v.Breached {
+				fmt.Fprintf(&b, "<li class=\"breach\">BREACHED: %s</li>\n", esc(v.Reason))
+			} else {
+				fmt.Fprintf(&b, "<li class=\"ok\">ok: %s</li>\n", esc(v.Reason))
+			}
+		}
+		b.WriteString("</ul>\n</section>\n")
+	}
+
+	b.WriteString("<section id=\"throughput\">\n<h2>Throughput over time</h2>\n")
+	throughputChart(&b, rep)
+	b.WriteString("</section>\n<section id=\"latency\">\n<h2>Latency percentiles</h2>\n")
+	latencyChart(&b, rep)
+	b.WriteString("</section>\n<section id=\"overhead\">\n<h2>Overhead versus " + esc(rep.Baseline) + "</h2>\n")
+	overheadChart(&b, rep, budgets)
+	b.WriteString("</section>\n</body>\n</html>\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}

@@ -1,0 +1,541 @@
+// Package loadcheck measures what each tracing and logging mode of a tracecar sidecar costs
+// against its node, the way people did it by hand with cassandra-stress, curl and a
+// spreadsheet, and with the statistics to trust the result.
+//
+// A run sends a cassandra-stress-like workload (keyspace1.standard1, prepared statements,
+// through gocql) to a target for a fixed time or number of operations, after a warmup.
+// A mode is a set of admin-API calls made before its runs (and undone after each one) plus
+// the target its load goes to. Every round runs every mode once, in an order that
+// alternates between rounds. Per mode, the op rates of the rounds give a mean, stdev and
+// stderr, the degradation versus a baseline mode with its error, and a Welch t-test
+// p-value; latency percentiles come from merged HdrHistograms, never from averaged
+// percentiles. A guardrail turns a significant degradation over budget into ErrGuardrail.
+//
+// The package starts no servers: the tracecar command starts the embedded node and sidecar
+// when it is not given a deployment to measure, and passes their addresses in Config.
+package loadcheck
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/gocql/gocql"
+)
+
+// Defaults applied to zero Config fields. The duration and warmup are short so that the
+// default job (five modes, three rounds) takes about a minute; use --duration 10s
+// --warmup 2s or more for tighter figures.
+const (
+	DefaultRounds      = 3
+	DefaultDuration    = 3 * time.Second
+	DefaultWarmup      = time.Second
+	DefaultWorkload    = "write"
+	DefaultRatio       = "write=1,read=9"
+	DefaultPop         = "uniform(1..100000)"
+	DefaultConcurrency = 32
+	DefaultCL          = "LOCAL_ONE"
+	DefaultCompression = "none"
+	DefaultConnections = 2
+	DefaultTimeout     = 10 * time.Second
+	DefaultInterval    = time.Second
+	// Significance is the p-value below which a degradation counts as real.
+	Significance = 0.05
+)
+
+// ErrUsage marks errors in the configuration or the command line. The tracecar command
+// exits 2 on them.
+var ErrUsage = errors.New("usage error")
+
+// ErrGuardrail is returned, wrapped, by Run when a mode's degradation is over its budget
+// and significant. The report is returned with it. The tracecar command exits 3 on it.
+var ErrGuardrail = errors.New("guardrail breached")
+
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+func (e *usageError) Unwrap() error { return ErrUsage }
+
+func usageErrorf(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// Config configures a load check. Its zero value is completed with the defaults above,
+// but at least one target (Node or Sidecar) is needed.
+type Config struct {
+	Node       string // HOST:PORT of the node: the target of the direct mode and of target=node
+	Sidecar    string // HOST:PORT of the sidecar: the target of modes without a target= step
+	Admin      string // base URL of the sidecar's admin API, e.g. http://127.0.0.1:10000
+	NodeAPI    string // base URL of the node's API, for node:POST steps
+	AdminToken string // bearer token for the admin API, if it requires one
+
+	// Modes lists the modes to run. Empty means DefaultModes when a sidecar is configured,
+	// else direct alone. Modes defined in ModeSpecs and not listed are appended.
+	Modes []string
+	// ModeSpecs defines or overrides modes: name → SPEC, as --mode NAME=SPEC.
+	ModeSpecs map[string]string
+	// Baseline is the mode the others are compared with: off by default when it runs, else
+	// the first mode. A baseline not in Modes is run too.
+	Baseline string
+
+	Rounds   int           // rounds of every mode; default 3
+	Duration time.Duration // measured time per run; default DefaultDuration
+	Warmup   time.Duration // warmup before each run; default DefaultWarmup, negative for none
+	Ops      int64         // operations per run; when > 0 it replaces Duration
+
+	Workload    string  // write, read or mixed; default write
+	Ratio       string  // mixed workload weights, e.g. write=1,read=9
+	Pop         string  // seq=1..N, uniform(1..N) or gaussian(1..N); default uniform(1..100000)
+	Concurrency int     // workers; default 32
+	Rate        float64 // target op/s over all workers; 0 runs a closed loop
+	CL          string  // consistency level; default LOCAL_ONE
+	Compression string  // none, lz4 or snappy
+	Connections int     // connections per host; default 2
+	Timeout     time.Duration
+
+	// MaxOverhead maps a mode to its budget: the largest degradation, in percent, that
+	// it may show significantly.
+	MaxOverhead map[string]float64
+
+	JSON, CSV, HTML string // report files, written when set
+	HDRLogDir       string // directory for HdrHistogram interval logs, one per mode and round
+
+	// Out receives the interval lines, the Results blocks and the comparison. Nil discards.
+	Out io.Writer
+	// Progress shows a live progress line on Out; set it only when Out is a terminal.
+	Progress bool
+	// Interval is the reporting interval; default 1s.
+	Interval time.Duration
+	// Embedded says that the node and the sidecar run in this process, so that the CPU
+	// figures, which are the process's, include them.
+	Embedded bool
+}
+
+// setDefaults fills zero fields.
+func (c *Config) setDefaults() {
+	if c.Rounds == 0 {
+		c.Rounds = DefaultRounds
+	}
+	if c.Duration == 0 && c.Ops <= 0 {
+		c.Duration = DefaultDuration
+	}
+	if c.Ops > 0 {
+		c.Duration = 0
+	}
+	if c.Warmup == 0 {
+		c.Warmup = DefaultWarmup
+	}
+	if c.Warmup < 0 {
+		c.Warmup = 0
+	}
+	if c.Workload == "" {
+		c.Workload = DefaultWorkload
+		if c.Ratio != "" {
+			c.Workload = "mixed"
+		}
+	}
+	if c.Pop == "" {
+		c.Pop = DefaultPop
+	}
+	if c.Concurrency == 0 {
+		c.Concurrency = DefaultConcurrency
+	}
+	if c.CL == "" {
+		c.CL = DefaultCL
+	}
+	if c.Compression == "" {
+		c.Compression = DefaultCompression
+	}
+	if c.Connections == 0 {
+		c.Connections = DefaultConnections
+	}
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.Interval == 0 {
+		c.Interval = DefaultInterval
+	}
+	if c.Out == nil {
+		c.Out = io.Discard
+	}
+}
+
+// check validates the settings that do not depend on the targets.
+func (c *Config) check() (*workload, error) {
+	switch {
+	case c.Rounds < 1:
+		return nil, usageErrorf("--rounds %d: want at least 1", c.Rounds)
+	case c.Duration < 0:
+		return nil, usageErrorf("--duration %v: want a positive duration", c.Duration)
+	case c.Ops < 0:
+		return nil, usageErrorf("-n %d: want a positive count", c.Ops)
+	case c.Concurrency < 1:
+		return nil, usageErrorf("--concurrency %d: want at least 1", c.Concurrency)
+	case c.Rate < 0 || math.IsNaN(c.Rate) || math.IsInf(c.Rate, 0):
+		return nil, usageErrorf("--rate %v: want 0 (unthrottled) or a positive op/s", c.Rate)
+	case c.Connections < 1:
+		return nil, usageErrorf("--connections %d: want at least 1", c.Connections)
+	case c.Timeout < 0:
+		return nil, usageErrorf("--timeout %v: want a positive duration", c.Timeout)
+	}
+	switch strings.ToLower(c.Compression) {
+	case "none", "lz4", "snappy":
+		c.Compression = strings.ToLower(c.Compression)
+	default:
+		return nil, usageErrorf("--compression %q: want none, lz4 or snappy", c.Compression)
+	}
+	if _, err := gocql.ParseConsistencyWrapper(c.CL); err != nil {
+		return nil, usageErrorf("--cl %q: want ANY, ONE, TWO, THREE, QUORUM, ALL, LOCAL_QUORUM, EACH_QUORUM or LOCAL_ONE", c.CL)
+	}
+	for name, spec := range c.ModeSpecs {
+		if !modeNameRE.MatchString(name) {
+			return nil, usageErrorf("mode name %q: letters, digits, '.', '_' and '-' only", name)
+		}
+		if _, err := parseSpec(spec); err != nil {
+			return nil, usageErrorf("mode %s: %v", name, err)
+		}
+	}
+	for name, pct := range c.MaxOverhead {
+		if math.IsNaN(pct) || math.IsInf(pct, 0) {
+			return nil, usageErrorf("--max-overhead %s: want a percentage", name)
+		}
+	}
+	return parseWorkload(c)
+}
+
+// checkBudgets makes sure every budget names a mode that runs.
+func checkBudgets(budgets map[string]float64, modes []*mode) error {
+	for name := range budgets {
+		found := false
+		for _, m := range modes {
+			found = found || m.name == name
+		}
+		if !found {
+			names := make([]string, len(modes))
+			for i, m := range modes {
+				names[i] = m.name
+			}
+			return usageErrorf("--max-overhead names mode %q, which is not run; the modes run are %s", name, strings.Join(names, ", "))
+		}
+	}
+	return nil
+}
+
+// env holds what Run needs from the outside world, so that tests can replace it.
+type env struct {
+	clock  clock
+	driver driver
+}
+
+// Run runs the load check that cfg describes and returns its report. It restores the
+// state that the modes change, even when it fails or ctx ends. Errors in cfg wrap
+// ErrUsage; a breached guardrail returns the report and an error wrapping ErrGuardrail.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	return run(ctx, cfg, env{clock: newRealClock(), driver: cqlDriver{}})
+}
+
+func run(ctx context.Context, cfg Config, e env) (*Report, error) {
+	cfg.setDefaults()
+	wl, err := cfg.check()
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Node == "" && cfg.Sidecar == "" {
+		return nil, usageErrorf("no target: give --node HOST:PORT and/or --sidecar HOST:PORT (the tracecar command starts an embedded node and sidecar when given neither)")
+	}
+	modes, baseline, err := resolveModes(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkBudgets(cfg.MaxOverhead, modes); err != nil {
+		return nil, err
+	}
+	if cfg.HDRLogDir != "" {
+		if err := os.MkdirAll(cfg.HDRLogDir, 0o755); err != nil {
+			return nil, fmt.Errorf("hdr log directory: %w", err)
+		}
+	}
+
+	c := &checker{cfg: &cfg, env: e, wl: wl, modes: modes, baseline: baseline,
+		out: newPrinter(cfg.Out, cfg.Progress), api: newAPIClient(&cfg)}
+	return c.run(ctx)
+}
+
+// checker runs one load check.
+type checker struct {
+	cfg      *Config
+	env      env
+	wl       *workload
+	modes    []*mode
+	baseline string
+	out      *printer
+	api      *apiClient
+	state    *savedState
+	runs     [][]*runResult // by mode index, in round order
+	order    [][]string
+	notes    []string
+	done     int
+	total    int
+}
+
+func (c *checker) run(ctx context.Context) (rep *Report, err error) {
+	started := time.Now()
+	state, notes, err := c.api.snapshot(ctx, c.modes)
+	if err != nil {
+		return nil, fmt.Errorf("read the state the modes change: %w", err)
+	}
+	c.state, c.notes = state, notes
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if rerr := c.api.restore(rctx, c.state); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+		c.out.clearStatus()
+	}()
+	c.printHeader()
+	for _, n := range notes {
+		c.out.printf("note: %s\n", n)
+	}
+	if err := c.prepare(ctx); err != nil {
+		return nil, err
+	}
+
+	c.runs = make([][]*runResult, len(c.modes))
+	c.total = c.cfg.Rounds * len(c.modes)
+	for r := 0; r < c.cfg.Rounds; r++ {
+		order := roundOrder(len(c.modes), r)
+		names := make([]string, len(order))
+		for i, mi := range order {
+			names[i] = c.modes[mi].name
+		}
+		c.order = append(c.order, names)
+		for pos, mi := range order {
+			m := c.modes[mi]
+			rr, err := c.runMode(ctx, m, r, pos)
+			if err != nil {
+				return nil, err
+			}
+			c.runs[mi] = append(c.runs[mi], rr)
+			c.done++
+		}
+	}
+	rep = c.report(started)
+	c.out.clearStatus()
+	printComparison(c.out, rep)
+	printGuardrail(c.out, rep)
+	if err := writeReports(c.cfg, rep); err != nil {
+		return rep, err
+	}
+	if len(rep.Breaches) > 0 {
+		names := make([]string, len(rep.Breaches))
+		for i, b := range rep.Breaches {
+			names[i] = fmt.Sprintf("%s %.2f%% > %g%%", b.Mode, b.DegradationPct, b.BudgetPct)
+		}
+		return rep, fmt.Errorf("%w: %s", ErrGuardrail, strings.Join(names, ", "))
+	}
+	return rep, nil
+}
+
+func (c *checker) printHeader() {
+	cfg := c.cfg
+	names := make([]string, len(c.modes))
+	for i, m := range c.modes {
+		names[i] = m.name
+	}
+	limit := fmt.Sprintf("%v per run", cfg.Duration)
+	if cfg.Ops > 0 {
+		limit = fmt.Sprintf("%d ops per run", cfg.Ops)
+	}
+	rate := "unthrottled"
+	if cfg.Rate > 0 {
+		rate = fmt.Sprintf("fixed rate %s op/s (open loop)", commas(cfg.Rate))
+	}
+	c.out.printf("tracecar loadcheck: modes %s, baseline %s\n", strings.Join(names, ", "), c.baseline)
+	c.out.printf("workload %s", c.wl.name)
+	if c.wl.name == "mixed" {
+		c.out.printf(" (write fraction %.3g)", c.wl.writeFrac)
+	}
+	c.out.printf(", pop %s, %d rounds, %s after a %v warmup, %d workers, %s, cl %s, compression %s\n",
+		c.wl.pop, cfg.Rounds, limit, cfg.Warmup, cfg.Concurrency, rate, strings.ToUpper(cfg.CL), cfg.Compression)
+	for _, m := range c.modes {
+		c.out.printf("  %-10s -> %-21s %s\n", m.name, m.target, m.spec)
+	}
+}
+
+// prepare creates the schema and, for workloads that read, loads the population when it is
+// not there yet.
+func (c *checker) prepare(ctx context.Context) error {
+	target := c.modes[0].target
+	s, err := c.env.driver.connect(ctx, c.cfg, target)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	if err := s.createSchema(ctx); err != nil {
+		return err
+	}
+	if c.wl.writeFrac >= 1 {
+		return nil
+	}
+	p := c.wl.pop
+	miss, err := s.missing(ctx, []int64{p.min, p.min + p.size()/2, p.max})
+	if err != nil || !miss {
+		return err
+	}
+	c.out.printf("Preloading %s partitions (%s) through %s ...\n", commas(float64(p.size())), p, target)
+	load := &workload{name: "write", writeFrac: 1, pop: population{kind: popSeq, min: p.min, max: p.max}.fresh()}
+	ops := make([]Op, c.cfg.Concurrency)
+	for w := range ops {
+		ops[w] = s.newOp(ctx, w, load)
+	}
+	res := runPhase(ctx, phase{clock: c.env.clock, workers: c.cfg.Concurrency, ops: p.size()}, ops)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if res.errs > 0 {
+		return fmt.Errorf("preload: %d of %d writes failed, the first with: %w", res.errs, p.size(), res.firstErr)
+	}
+	c.out.printf("Preloaded %s partitions in %.1fs\n", commas(float64(res.ops)), res.elapsed.Seconds())
+	return nil
+}
+
+// runResult is one run of one mode.
+type runResult struct {
+	RunResult
+	resp, svc *hdrhistogram.Histogram
+}
+
+func (c *checker) runMode(ctx context.Context, m *mode, round, pos int) (*runResult, error) {
+	cfg := c.cfg
+	c.out.printf("\n==> %s, round %d of %d (run %d of %d), target %s\n", m.name, round+1, cfg.Rounds, c.done+1, c.total, m.target)
+	if err := c.api.apply(ctx, m); err != nil {
+		return nil, err
+	}
+	defer func() {
+		// The deferred restore in run reports its own failure; this one keeps every run
+		// starting from the initial state.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if err := c.api.restore(rctx, c.state); err != nil {
+			c.out.printf("warning: %v\n", err)
+		}
+	}()
+	s, err := c.env.driver.connect(ctx, cfg, m.target)
+	if err != nil {
+		return nil, fmt.Errorf("mode %s: %w", m.name, err)
+	}
+	defer s.close()
+
+	wl := *c.wl
+	wl.pop = wl.pop.fresh()
+	ops := make([]Op, cfg.Concurrency)
+	for w := range ops {
+		ops[w] = s.newOp(ctx, w, &wl)
+	}
+	if cfg.Warmup > 0 {
+		c.status(m, round, "warming up", 0)
+		warm := runPhase(ctx, phase{clock: c.env.clock, workers: cfg.Concurrency, rate: cfg.Rate, duration: cfg.Warmup}, ops)
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		c.out.printf("Warmed up for %.1fs: %s ops, %s errors\n", warm.elapsed.Seconds(), commas(float64(warm.ops)), commas(float64(warm.errs)))
+	}
+
+	var hlog *hdrLog
+	wall := time.Now()
+	if cfg.HDRLogDir != "" {
+		if hlog, err = openHDRLog(cfg.HDRLogDir, m, round, wall); err != nil {
+			return nil, err
+		}
+		defer hlog.close()
+	}
+	c.out.printf("%s\n", intervalHeader)
+	var hlogErr error
+	p := phase{
+		clock: c.env.clock, workers: cfg.Concurrency, rate: cfg.Rate,
+		duration: cfg.Duration, ops: cfg.Ops, interval: cfg.Interval,
+		onInterval: func(iv Interval, resp, svc *hdrhistogram.Histogram) {
+			c.out.printf("%s\n", intervalLine(iv))
+			c.status(m, round, fmt.Sprintf("%.0fs, %s op/s, p99 %.2f ms", iv.TimeS, commas(iv.OpRate), iv.P99Ms), iv.TimeS)
+			if hlog != nil && hlogErr == nil {
+				hlogErr = hlog.write(iv, resp, svc)
+			}
+		},
+	}
+	cpu0 := cpuTime()
+	res := runPhase(ctx, p, ops)
+	cpu := cpuTime() - cpu0
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if hlogErr != nil {
+		return nil, fmt.Errorf("hdr log: %w", hlogErr)
+	}
+	rr := newRunResult(m, round, pos, wall, res, cpu)
+	printResults(c.out, rr, cfg.Rate > 0)
+	return rr, nil
+}
+
+// status updates the progress line.
+func (c *checker) status(m *mode, round int, what string, runSeconds float64) {
+	if !c.out.progress {
+		return
+	}
+	per := c.cfg.Warmup.Seconds() + c.cfg.Duration.Seconds()
+	left := float64(c.total-c.done)*per - runSeconds
+	if c.cfg.Warmup > 0 && what != "warming up" {
+		left -= c.cfg.Warmup.Seconds()
+	}
+	eta := ""
+	if c.cfg.Ops == 0 && left > 0 {
+		eta = fmt.Sprintf(", about %s left", time.Duration(left*float64(time.Second)).Round(time.Second))
+	}
+	c.out.status(fmt.Sprintf("[%d/%d] %s round %d: %s%s", c.done+1, c.total, m.name, round+1, what, eta))
+}
+
+// printer serializes output and keeps a progress line at the bottom of a terminal.
+type printer struct {
+	mu       sync.Mutex
+	w        io.Writer
+	progress bool
+	shown    bool
+}
+
+func newPrinter(w io.Writer, progress bool) *printer { return &printer{w: w, progress: progress} }
+
+func (p *printer) printf(format string, args ...any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.shown {
+		io.WriteString(p.w, "\r\033[K")
+		p.shown = false
+	}
+	fmt.Fprintf(p.w, format, args...)
+}
+
+func (p *printer) status(s string) {
+	if !p.progress {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	io.WriteString(p.w, "\r\033[K"+s)
+	p.shown = true
+}
+
+func (p *printer) clearStatus() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.shown {
+		io.WriteString(p.w, "\r\033[K")
+		p.shown = false
+	}
+}

@@ -1,0 +1,250 @@
+package loadcheck
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// Built-in mode specs. Every sidecar mode sets both tracing knobs, so that its figures do
+// not depend on the state the sidecar happened to be in; debug and node-debug measure
+// logging alone, with tracing off.
+const (
+	specOffSteps = "POST /storage_service/slow_query?enable=false;POST /storage_service/trace_probability?probability=0"
+)
+
+// BuiltinModes maps the name of each built-in mode to its SPEC, as DESIGN.md lists them.
+var BuiltinModes = map[string]string{
+	"direct":     "target=node",
+	"off":        specOffSteps,
+	"fast":       "POST /storage_service/slow_query?enable=true&fast=true;POST /storage_service/trace_probability?probability=0",
+	"full":       "POST /storage_service/slow_query?enable=true&fast=false;POST /storage_service/trace_probability?probability=0",
+	"debug":      specOffSteps + ";POST /system/logger/sidecar?level=debug",
+	"node-debug": specOffSteps + ";node:POST /system/logger/node?level=debug",
+	"sampled":    "POST /storage_service/slow_query?enable=false;POST /storage_service/trace_probability?probability=0.01",
+}
+
+// builtinOrder is the order in which the built-in modes are listed in messages.
+var builtinOrder = []string{"direct", "off", "fast", "full", "debug", "node-debug", "sampled"}
+
+// DefaultModes are the modes run when Config.Modes is empty and a sidecar is configured.
+var DefaultModes = []string{"direct", "off", "fast", "full", "debug"}
+
+// api names which HTTP API a step talks to.
+type api int
+
+const (
+	apiAdmin api = iota // the sidecar's admin API
+	apiNode             // the node's API
+)
+
+func (a api) String() string {
+	if a == apiNode {
+		return "node"
+	}
+	return "sidecar"
+}
+
+// step is one step of a mode SPEC: an HTTP call, or a change of load target.
+type step struct {
+	target string // non-empty for target=…: "node", "sidecar" or HOST:PORT
+	api    api
+	method string
+	path   string
+	query  string
+}
+
+func (s step) String() string {
+	if s.target != "" {
+		return "target=" + s.target
+	}
+	p := s.method + " " + s.path
+	if s.query != "" {
+		p += "?" + s.query
+	}
+	if s.api == apiNode {
+		return "node:" + p
+	}
+	return p
+}
+
+// mode is a resolved mode: its steps and the address its load goes to.
+type mode struct {
+	name   string
+	spec   string
+	steps  []step
+	target string
+}
+
+var modeNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+
+// parseModeFlag splits a --mode NAME=SPEC value.
+func parseModeFlag(s string) (name, spec string, err error) {
+	name, spec, ok := strings.Cut(s, "=")
+	name, spec = strings.TrimSpace(name), strings.TrimSpace(spec)
+	if !ok || name == "" || spec == "" {
+		return "", "", usageErrorf("--mode %q: want NAME=SPEC, e.g. --mode slow=\"POST /storage_service/slow_query?enable=true&threshold=0\"", s)
+	}
+	if !modeNameRE.MatchString(name) {
+		return "", "", usageErrorf("--mode %q: a mode name has letters, digits, '.', '_' and '-' only", s)
+	}
+	if _, err := parseSpec(spec); err != nil {
+		return "", "", usageErrorf("--mode %s: %v", name, err)
+	}
+	return name, spec, nil
+}
+
+// parseSpec parses a mode SPEC: steps separated by ';', each one of
+// "POST /path?query" (the sidecar's admin API), "node:POST /path?query" (the node's API)
+// or "target=HOST:PORT" (also target=node and target=sidecar).
+func parseSpec(spec string) ([]step, error) {
+	var steps []step
+	targets := 0
+	for _, raw := range strings.Split(spec, ";") {
+		s := strings.TrimSpace(raw)
+		if s == "" {
+			continue
+		}
+		if rest, ok := strings.CutPrefix(s, "target="); ok {
+			t := strings.TrimSpace(rest)
+			if t != "node" && t != "sidecar" {
+				if _, port, err := net.SplitHostPort(t); err != nil || port == "" {
+					return nil, fmt.Errorf("step %q: want target=HOST:PORT, target=node or target=sidecar", s)
+				}
+			}
+			targets++
+			steps = append(steps, step{target: t})
+			continue
+		}
+		st := step{api: apiAdmin}
+		if rest, ok := strings.CutPrefix(s, "node:"); ok {
+			st.api, s = apiNode, strings.TrimSpace(rest)
+		}
+		method, target, ok := strings.Cut(s, " ")
+		target = strings.TrimSpace(target)
+		if !ok || method != "POST" || !strings.HasPrefix(target, "/") || strings.ContainsAny(target, " \t") {
+			return nil, fmt.Errorf("step %q: want \"POST /path?query\", \"node:POST /path?query\" or \"target=HOST:PORT\"", raw)
+		}
+		st.method = method
+		st.path, st.query, _ = strings.Cut(target, "?")
+		if _, err := url.ParseQuery(st.query); err != nil {
+			return nil, fmt.Errorf("step %q: bad query: %v", raw, err)
+		}
+		steps = append(steps, st)
+	}
+	if len(steps) == 0 {
+		return nil, fmt.Errorf("empty SPEC")
+	}
+	if targets > 1 {
+		return nil, fmt.Errorf("SPEC %q has more than one target= step", spec)
+	}
+	return steps, nil
+}
+
+// resolveModes returns the modes to run, in their configured order, and the baseline.
+// Custom modes that Modes does not list are appended in name order; a baseline that
+// the list lacks is put first.
+func resolveModes(cfg *Config) ([]*mode, string, error) {
+	names := slices.Clone(cfg.Modes)
+	if len(names) == 0 {
+		if cfg.Sidecar != "" {
+			for _, n := range DefaultModes {
+				if n != "direct" || cfg.Node != "" {
+					names = append(names, n)
+				}
+			}
+		} else {
+			names = []string{"direct"}
+		}
+	}
+	var custom []string
+	for n := range cfg.ModeSpecs {
+		if !slices.Contains(names, n) {
+			custom = append(custom, n)
+		}
+	}
+	sort.Strings(custom)
+	names = append(names, custom...)
+
+	seen := map[string]bool{}
+	for _, n := range names {
+		if seen[n] {
+			return nil, "", usageErrorf("mode %q is listed twice", n)
+		}
+		seen[n] = true
+	}
+	baseline := cfg.Baseline
+	if baseline == "" {
+		baseline = names[0]
+		if seen["off"] {
+			baseline = "off"
+		}
+	}
+	if !seen[baseline] {
+		names = append([]string{baseline}, names...)
+	}
+
+	modes := make([]*mode, 0, len(names))
+	for _, n := range names {
+		spec, ok := cfg.ModeSpecs[n]
+		if !ok {
+			spec, ok = BuiltinModes[n]
+		}
+		if !ok {
+			return nil, "", usageErrorf("unknown mode %q: the built-in modes are %s; define others with --mode NAME=SPEC",
+				n, strings.Join(builtinOrder, ", "))
+		}
+		steps, err := parseSpec(spec)
+		if err != nil {
+			return nil, "", usageErrorf("mode %s: %v", n, err)
+		}
+		m := &mode{name: n, spec: spec, steps: steps, target: "sidecar"}
+		for _, s := range steps {
+			switch {
+			case s.target != "":
+				m.target = s.target
+			case s.api == apiAdmin && cfg.Admin == "":
+				return nil, "", usageErrorf("mode %s needs the sidecar's admin API for %q: give --admin URL", n, s)
+			case s.api == apiNode && cfg.NodeAPI == "":
+				return nil, "", usageErrorf("mode %s needs the node's API for %q: give --node-api URL", n, s)
+			}
+		}
+		switch m.target {
+		case "node":
+			if cfg.Node == "" {
+				return nil, "", usageErrorf("mode %s sends load to the node: give --node HOST:PORT", n)
+			}
+			m.target = cfg.Node
+		case "sidecar":
+			if cfg.Sidecar == "" {
+				return nil, "", usageErrorf("mode %s sends load to the sidecar: give --sidecar HOST:PORT", n)
+			}
+			m.target = cfg.Sidecar
+		}
+		modes = append(modes, m)
+	}
+	return modes, baseline, nil
+}
+
+// roundOrder returns the order in which round r (from 0) runs n modes. Even rounds run
+// them forwards and odd rounds backwards, so that a linear drift cancels over each pair
+// of rounds (an ABBA design); every second pair also rotates by one place, so that no
+// mode always runs first or last.
+func roundOrder(n, r int) []int {
+	order := make([]int, n)
+	if n == 0 {
+		return order
+	}
+	shift := (r / 2) % n
+	for i := range order {
+		order[i] = (i + shift) % n
+	}
+	if r%2 == 1 {
+		slices.Reverse(order)
+	}
+	return order
+}
