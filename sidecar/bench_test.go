@@ -1,0 +1,170 @@
+package sidecar
+
+import (
+	"bufio"
+	"encoding/binary"
+	"io"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tracecar/tracecar/cql"
+	"github.com/tracecar/tracecar/logs"
+	"github.com/tracecar/tracecar/tracing"
+)
+
+// benchNode answers every request with a RESULT Void on its stream, without allocating, and
+// coalesces its writes as a real node does.
+func benchNode(tb testing.TB) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				r := bufio.NewReaderSize(c, 64<<10)
+				w := bufio.NewWriterSize(c, 64<<10)
+				resp := frame(cql.ResponseBit|cql.V4, 0, 0, cql.OpResult, voidBody())
+				for {
+					hb, err := r.Peek(cql.HeaderSize)
+					if err != nil {
+						return
+					}
+					copy(resp[2:4], hb[2:4])
+					n := cql.HeaderSize + int(binary.BigEndian.Uint32(hb[5:9]))
+					if _, err := r.Discard(n); err != nil {
+						return
+					}
+					w.Write(resp)
+					if !frameReady(r) {
+						if w.Flush() != nil {
+							return
+						}
+					}
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// executeFrame is an EXECUTE of a 16-byte id with two bound values, as a driver sends for a
+// prepared INSERT.
+func executeFrame(stream int16) []byte {
+	m := cql.Execute{ID: []byte("0123456789abcdef"), Params: cql.QueryParams{
+		Consistency: cql.LocalOne, Flags: cql.QueryValues | cql.QuerySkipMetadata,
+		Values: []cql.Value{{Bytes: make([]byte, 8)}, {Bytes: make([]byte, 34)}},
+	}}
+	return cql.AppendFrame(nil, cql.Header{Version: cql.V4, Stream: stream}, m)
+}
+
+// benchRoundTrips sends requests with up to depth in flight and reads every response;
+// each b.N is one request and its response.
+func benchRoundTrips(b *testing.B, addr string, depth int) {
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	var batch []byte
+	for i := range depth {
+		batch = append(batch, executeFrame(int16(i))...)
+	}
+	r := bufio.NewReaderSize(c, 64<<10)
+	// Warm up: the connection opens, buffers grow.
+	roundTrip(b, c, r, batch, depth)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for done := 0; done < b.N; done += depth {
+		n := min(depth, b.N-done)
+		roundTrip(b, c, r, batch[:n*len(batch)/depth], n)
+	}
+}
+
+func roundTrip(b *testing.B, c net.Conn, r *bufio.Reader, batch []byte, n int) {
+	if _, err := c.Write(batch); err != nil {
+		b.Fatal(err)
+	}
+	for range n {
+		hb, err := r.Peek(cql.HeaderSize)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := r.Discard(cql.HeaderSize + int(binary.BigEndian.Uint32(hb[5:9]))); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// benchProxy serves p on loopback and returns its address.
+func benchProxy(b *testing.B, p *Proxy) string {
+	return mustProxyWith(b, p, nil).addr
+}
+
+// nopMetrics is an allocation-free Metrics, as the admin's is.
+type nopMetrics struct{ requests, latencies atomic.Int64 }
+
+func (m *nopMetrics) Request(cql.Opcode)                { m.requests.Add(1) }
+func (m *nopMetrics) Latency(cql.Opcode, time.Duration) { m.latencies.Add(1) }
+func (m *nopMetrics) ConnOpened()                       {}
+func (m *nopMetrics) ConnClosed()                       {}
+
+// BenchmarkDirect is the baseline: the client talks to the node with no proxy.
+func BenchmarkDirect(b *testing.B) {
+	node := benchNode(b)
+	for _, depth := range []int{1, 64} {
+		b.Run(depthName(depth), func(b *testing.B) { benchRoundTrips(b, node, depth) })
+	}
+}
+
+// BenchmarkProxyOff is the proxy's data path with tracing off: one request and its response
+// per op, through loopback TCP. It must report 0 allocs/op.
+func BenchmarkProxyOff(b *testing.B) {
+	node := benchNode(b)
+	// The registry's "sidecar" logger at info: per-request lines are disabled by its
+	// level sampler, as in production.
+	reg, err := logs.New(logs.Config{Writer: io.Discard, Level: "info"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		cfg  Config
+		tr   func() *tracing.Tracer
+	}{
+		{name: "bare", cfg: Config{NodeAddr: node}},
+		{name: "metrics+logger", cfg: Config{NodeAddr: node, Metrics: &nopMetrics{}, Logger: reg.Logger(logs.Sidecar)}},
+		{name: "tracer-off", cfg: Config{NodeAddr: node}, tr: func() *tracing.Tracer { return tracing.New(tracing.Options{}) }},
+		{name: "tracer-fast", cfg: Config{NodeAddr: node}, tr: func() *tracing.Tracer {
+			t := tracing.New(tracing.Options{})
+			t.SetConfig(tracing.Config{Enable: true, Fast: true, ThresholdMicros: 10_000_000, TTLSeconds: 1})
+			return t
+		}},
+	} {
+		for _, depth := range []int{1, 64} {
+			b.Run(tt.name+"/"+depthName(depth), func(b *testing.B) {
+				var tr *tracing.Tracer
+				if tt.tr != nil {
+					tr = tt.tr()
+				}
+				benchRoundTrips(b, benchProxy(b, New(tt.cfg, tr)), depth)
+			})
+		}
+	}
+}
+
+func depthName(d int) string {
+	if d == 1 {
+		return "serial"
+	}
+	return "pipelined"
+}
