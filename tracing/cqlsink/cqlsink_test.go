@@ -1,0 +1,197 @@
+package cqlsink
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/gocql/gocql"
+
+	"github.com/tracecar/tracecar/cql"
+	"github.com/tracecar/tracecar/node"
+	"github.com/tracecar/tracecar/tracing"
+)
+
+// mustNode starts an embedded node on 127.0.0.1:0 and returns it with a gocql session.
+func mustNode(tb testing.TB) (*node.Server, *gocql.Session) {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	srv := node.New(node.Config{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	ap := netip.MustParseAddrPort(ln.Addr().String())
+	cluster := gocql.NewCluster(ap.Addr().String())
+	cluster.Port = int(ap.Port())
+	cluster.ProtoVersion = 4
+	cluster.Timeout = 5 * time.Second
+	cluster.DisableInitialHostLookup = true
+	s, err := cluster.CreateSession()
+	if err != nil {
+		cancel()
+		tb.Fatalf("gocql session: %v", err)
+	}
+	tb.Cleanup(func() {
+		s.Close()
+		cancel()
+		if err := <-done; err != nil {
+			tb.Errorf("Serve: %v", err)
+		}
+	})
+	return srv, s
+}
+
+func TestNodeEvents(t *testing.T) {
+	srv, s := mustNode(t)
+	ne := NewNodeEvents(s)
+	ctx := context.Background()
+	done := cql.NewTimeUUID(time.Now())
+	partial := cql.NewTimeUUID(time.Now())
+	missing := cql.NewTimeUUID(time.Now())
+	srv.Engine().WriteTrace(node.TraceSession{
+		ID: done, Client: netip.MustParseAddr("127.0.0.1"), Coordinator: netip.MustParseAddr("127.0.0.1"),
+		Duration: 300 * time.Microsecond, Request: "Execute CQL3 query", StartedAt: time.Now(),
+		Events: []node.TraceEvent{
+			{ID: cql.NewTimeUUID(time.Now()), Activity: "Parsing a statement", SourceElapsed: 5 * time.Microsecond},
+			{ID: cql.NewTimeUUID(time.Now()), Activity: "Processing a statement", SourceElapsed: 40 * time.Microsecond},
+		},
+	})
+	// A session the node is still writing: no duration yet.
+	if err := s.Query(`INSERT INTO system_traces.sessions (session_id, request) VALUES (?, ?)`,
+		gocql.UUID(partial), "Execute CQL3 query").Exec(); err != nil {
+		t.Fatalf("insert partial session: %v", err)
+	}
+
+	tests := []struct {
+		name         string
+		id           [16]byte
+		wantEvents   string
+		wantComplete bool
+	}{
+		{name: "complete", id: done, wantComplete: true,
+			wantEvents: "[{Parsing a statement node 5} {Processing a statement node 40}]"},
+		{name: "still writing", id: partial, wantEvents: "[]"},
+		{name: "not written yet", id: missing, wantEvents: "[]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			evs, complete, err := ne.Events(ctx, tt.id)
+			if err != nil {
+				t.Fatalf("Events: %v", err)
+			}
+			if got := fmt.Sprint(evs); complete != tt.wantComplete || got != tt.wantEvents && !(len(evs) == 0 && tt.wantEvents == "[]") {
+				t.Errorf("Events = %s, %v; want %s, %v", got, complete, tt.wantEvents, tt.wantComplete)
+			}
+		})
+	}
+}
+
+func TestTableSink(t *testing.T) {
+	_, s := mustNode(t)
+	sink := NewTableSink(s, func() int64 { return 3600 })
+	sink.Replication = "{'class': 'SimpleStrategy', 'replication_factor': 1}"
+	ctx := context.Background()
+	started := time.Date(2026, 3, 4, 5, 6, 7, 890000000, time.UTC)
+	slow := &tracing.Session{
+		ID: cql.FormatUUID(cql.NewTimeUUID(started)), StartedAt: started, DurationUS: 1234,
+		Client: "127.0.0.1:50123", Coordinator: "127.0.0.2:9042", Command: "EXECUTE",
+		Request: tracing.RequestExecute, Mode: tracing.ModeFull,
+		Parameters: map[string]string{"query": "SELECT * FROM ks.t WHERE k = ?", "consistency_level": "ONE"},
+		Events: []tracing.Event{
+			{Activity: tracing.EventReceived, Source: tracing.SourceSidecar},
+			{Activity: tracing.EventSentToNode, Source: tracing.SourceSidecar, SourceElapsedUS: 10},
+			{Activity: "Parsing a statement", Source: tracing.SourceNode, SourceElapsedUS: 3},
+		},
+		Error: "read timeout (0x1200): timed out",
+	}
+	sampled := &tracing.Session{
+		ID: cql.FormatUUID(cql.NewTimeUUID(started)), StartedAt: started, DurationUS: 5,
+		Client: "127.0.0.1:50123", Coordinator: "127.0.0.2:9042", Command: "QUERY",
+		Request: tracing.RequestQuery, Mode: tracing.ModeSampled, Parameters: map[string]string{"query": "SELECT 1"},
+	}
+	for _, sess := range []*tracing.Session{slow, sampled} {
+		if err := sink.Write(ctx, sess); err != nil {
+			t.Fatalf("Write(%s): %v", sess.Mode, err)
+		}
+	}
+
+	var (
+		command, request string
+		client, coord    net.IP
+		duration         int
+		params           map[string]string
+		at               time.Time
+	)
+	id := gocql.UUID(must(cql.ParseUUID(slow.ID)))
+	if err := s.Query(`SELECT command, request, client, coordinator, duration, parameters, started_at
+		FROM tracecar_traces.sessions WHERE session_id = ?`, id).Scan(&command, &request, &client, &coord, &duration, &params, &at); err != nil {
+		t.Fatalf("read session: %v", err)
+	}
+	if command != "EXECUTE" || request != tracing.RequestExecute || client.String() != "127.0.0.1" ||
+		coord.String() != "127.0.0.2" || duration != 1234 || !at.Equal(started) {
+		t.Errorf("session row = %q %q %v %v %d %v", command, request, client, coord, duration, at)
+	}
+	if params["mode"] != "full" || params["error"] != slow.Error || params["consistency_level"] != "ONE" {
+		t.Errorf("parameters = %v; want mode, error and consistency", params)
+	}
+
+	var ttl int
+	if err := s.Query(`SELECT TTL(request) FROM tracecar_traces.sessions WHERE session_id = ?`, id).Scan(&ttl); err != nil {
+		t.Fatalf("read TTL: %v", err)
+	}
+	if ttl <= 0 || ttl > 3600 {
+		t.Errorf("TTL(request) = %d; want in (0, 3600]", ttl)
+	}
+
+	iter := s.Query(`SELECT activity, source_elapsed, thread FROM tracecar_traces.events WHERE session_id = ?`, id).Iter()
+	var got []string
+	var activity, thread string
+	var elapsed int
+	for iter.Scan(&activity, &elapsed, &thread) {
+		got = append(got, fmt.Sprintf("%s:%s:%d", thread, activity, elapsed))
+	}
+	if err := iter.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if want := "[sidecar:request received:0 sidecar:sent to node:10 node:Parsing a statement:3]"; fmt.Sprint(got) != want {
+		t.Errorf("events = %v; want %s", got, want)
+	}
+
+	tests := []struct {
+		name, query string
+		want        int
+	}{
+		{"slow log has the full session", `SELECT session_id FROM tracecar_traces.node_slow_log`, 1},
+		{"time index has the full session", `SELECT session_id FROM tracecar_traces.node_slow_log_time_idx WHERE minute = '2026-03-04 05:06:00+0000'`, 1},
+		{"both sessions", `SELECT session_id FROM tracecar_traces.sessions`, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := 0
+			var sid gocql.UUID
+			iter := s.Query(tt.query).Iter()
+			for iter.Scan(&sid) {
+				n++
+			}
+			if err := iter.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if n != tt.want {
+				t.Errorf("%d rows; want %d", n, tt.want)
+			}
+		})
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
