@@ -3,6 +3,7 @@ package admin_test
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -47,6 +48,7 @@ func TestConcurrentToggles(t *testing.T) {
 					if c.ThresholdMicros != tracing.DefaultThresholdMicros && correlated(c) != nil {
 						torn.Add(1)
 					}
+					runtime.Gosched() // leave the lock to the writers
 				}
 			})
 			for w := range writers {
