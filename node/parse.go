@@ -263,6 +263,9 @@ func parse(query string) (ps *parsedStmt, err error) {
 	}()
 	st := p.statement()
 	p.acceptPunct(";")
+	if p.tok.kind == tBad {
+		p.unexpected()
+	}
 	if p.tok.kind != tEOF {
 		p.failf("extraneous input %s expecting EOF", p.quote(p.tok))
 	}

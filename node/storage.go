@@ -351,7 +351,11 @@ func collectionOp(col *column, op *cellOp, old []byte) ([]byte, error) {
 	}
 	per := elemsPerEntry(t)
 	cur, _ := decCollection(old, per)
-	arg, _ := decCollection(op.v, per)
+	argPer := per
+	if op.kind == cellRemove {
+		argPer = 1 // map - set<key>
+	}
+	arg, _ := decCollection(op.v, argPer)
 	kt := elemType(t)
 	if t.ID == cql.TypeMap {
 		kt = keyType(t)
@@ -370,12 +374,7 @@ func collectionOp(col *column, op *cellOp, old []byte) ([]byte, error) {
 		for i := 0; i < len(cur); i += per {
 			drop := false
 			for j := 0; j < len(arg); j++ {
-				if t.ID == cql.TypeMap {
-					// map - set<key>: the operand is a set of keys, one element each.
-					if bytes.Equal(cur[i], arg[j]) {
-						drop = true
-					}
-				} else if j%per == 0 && bytes.Equal(cur[i], arg[j]) {
+				if bytes.Equal(cur[i], arg[j]) {
 					drop = true
 				}
 			}
