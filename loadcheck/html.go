@@ -65,9 +65,11 @@ func niceTicks(lo, hi float64, n int) []float64 {
 			break
 		}
 	}
+	// The ticks enclose [lo, hi], so that nothing plotted leaves the chart.
+	first, last := math.Floor(lo/step+1e-9), math.Ceil(hi/step-1e-9)
 	var ticks []float64
-	for v := math.Ceil(lo/step) * step; v <= hi+step*1e-9; v += step {
-		ticks = append(ticks, math.Round(v/step)*step)
+	for k := first; k <= last; k++ {
+		ticks = append(ticks, k*step)
 	}
 	return ticks
 }
@@ -160,19 +162,17 @@ func throughputChart(b *strings.Builder, rep *Report) {
 		fmt.Fprintf(b, `<g class="series" data-mode="%s" stroke="%s" fill="%s">`, esc(m.Name), modeColor(i), modeColor(i))
 		for _, r := range m.Runs {
 			off := r.StartedAt.Sub(rep.StartedAt).Seconds()
+			// Each interval is a level segment over the time it covers.
 			var pts []string
 			for _, iv := range r.Intervals {
-				pts = append(pts, fmt.Sprintf("%.1f,%.1f", c.px(off+iv.TimeS), c.py(iv.OpRate)))
+				y := c.py(iv.OpRate)
+				pts = append(pts, fmt.Sprintf("%.1f,%.1f %.1f,%.1f", c.px(off+iv.StartS), y, c.px(off+iv.TimeS), y))
 			}
 			if len(pts) == 0 {
 				continue
 			}
 			fmt.Fprintf(b, `<polyline fill="none" stroke-width="2" points="%s"><title>%s round %d: %s op/s</title></polyline>`,
 				strings.Join(pts, " "), esc(m.Name), r.Round, commas(r.OpRate))
-			for _, p := range pts {
-				x, y, _ := strings.Cut(p, ",")
-				fmt.Fprintf(b, `<circle cx="%s" cy="%s" r="2.5" stroke="none"/>`, x, y)
-			}
 		}
 		b.WriteString("</g>\n")
 	}
@@ -191,7 +191,7 @@ func latencyQuantiles() []float64 {
 // latencyChart draws each mode's latency by percentile, from the merged histograms, with
 // the percentile axis spread logarithmically as HdrHistogram's plots do.
 func latencyChart(b *strings.Builder, rep *Report) {
-	c := &chart{w: 960, h: 380, left: 70, right: 20, top: 30, bottom: 45, logX: true}
+	c := &chart{w: 960, h: 380, left: 70, right: 45, top: 30, bottom: 45, logX: true}
 	c.x0, c.x1 = 1, 1e5
 	type pt struct{ x, y float64 }
 	series := make([][]pt, len(rep.Modes))
@@ -278,7 +278,7 @@ func overheadChart(b *strings.Builder, rep *Report, budgets map[string]float64) 
 		if bud, ok := budgets[m.Name]; ok {
 			yb := c.py(bud)
 			fmt.Fprintf(b, `<g class="budget"><line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#b00020" stroke-width="2" stroke-dasharray="6 3"/><text x="%.1f" y="%.1f" text-anchor="start" fill="#b00020">budget %g%%</text></g>`,
-				x-bw*0.8, x+bw*0.8, yb, yb, x+bw*0.8+4, yb+4, bud)
+				x-bw*0.8, x+bw*0.8, yb, yb, x-bw*0.8, yb-5, bud)
 		}
 		b.WriteString("</g>\n")
 	}

@@ -184,7 +184,13 @@ func runPhase(ctx context.Context, p phase, ops []Op) *phaseResult {
 		for {
 			select {
 			case <-tick.C:
-				c.collect(p.clock.now())
+				now := p.clock.now()
+				if r.end > 0 && now+p.interval/2 > r.end {
+					// The final collection takes the rest, so that the last
+					// interval is not a sliver holding the stragglers alone.
+					continue
+				}
+				c.collect(now)
 			case <-finished:
 				break loop
 			}
