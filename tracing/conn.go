@@ -135,7 +135,7 @@ func (c *Conn) peek(stream int16) *slot {
 // Call it from the connection's request goroutine only.
 func (c *Conn) OnRequest(h cql.Header, frame []byte, comp cql.Compressor) {
 	c.requests.Store(c.requests.Load() + 1) // single writer: no locked add needed
-	if !traceable(h.Opcode) || h.Stream < 0 {
+	if !traceable(h.Opcode) || h.Stream < 0 || len(frame) < cql.HeaderSize {
 		return
 	}
 	if h.Opcode == cql.OpPrepare {
@@ -228,6 +228,9 @@ func (c *Conn) armFast(s *snapshot, h cql.Header, frame []byte, comp cql.Compres
 // slow request is decoded and recorded here. Call it from the connection's response
 // goroutine only.
 func (c *Conn) OnResponse(h cql.Header, frame []byte, comp cql.Compressor) []byte {
+	if len(frame) < cql.HeaderSize {
+		return frame
+	}
 	if c.prepCount.Load() != 0 {
 		c.notePrepared(h, frame, comp)
 	}

@@ -3,6 +3,7 @@ package tracing
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -134,13 +135,26 @@ func (l *LogSink) Write(_ context.Context, s *Session) error {
 		Str("coordinator", s.Coordinator).
 		Str("command", s.Command).
 		Str("request", s.Request).
-		Fields(s.Parameters).
+		Dict("parameters", paramDict(s.Parameters)).
 		Int("events", len(s.Events))
 	if s.Error != "" {
 		e = e.Str("error", s.Error)
 	}
 	e.Msg(msg)
 	return nil
+}
+
+func paramDict(ps map[string]string) *zerolog.Event {
+	keys := make([]string, 0, len(ps))
+	for k := range ps {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	d := zerolog.Dict()
+	for _, k := range keys {
+		d = d.Str(k, ps[k])
+	}
+	return d
 }
 
 // Close does nothing.

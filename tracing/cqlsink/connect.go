@@ -1,0 +1,132 @@
+package cqlsink
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/gocql/gocql"
+
+	"github.com/tracecar/tracecar/tracing"
+)
+
+// retryEvery bounds how often a Connector retries a failed connection.
+const retryEvery = 5 * time.Second
+
+// Connector opens one gocql session to a single node on first use, and shares it. A
+// sidecar starts before its node may be reachable, so nothing connects at start, and a
+// failed attempt is retried at most every few seconds. It is safe for concurrent use.
+type Connector struct {
+	// Addr is the node's host:port. The session talks to that node only: peers are
+	// neither looked up nor used, since the traces to read are that node's own.
+	Addr string
+	// Configure, when set, adjusts the cluster config (auth, compression) before connecting.
+	Configure func(*gocql.ClusterConfig)
+
+	mu      sync.Mutex
+	s       *gocql.Session
+	err     error
+	tried   time.Time
+	timeout time.Duration
+}
+
+// Session returns the shared session, connecting first if needed.
+func (c *Connector) Session(ctx context.Context) (*gocql.Session, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.s != nil {
+		return c.s, nil
+	}
+	if c.err != nil && time.Since(c.tried) < retryEvery {
+		return nil, c.err
+	}
+	c.tried = time.Now()
+	host, portStr, err := net.SplitHostPort(c.Addr)
+	if err != nil {
+		c.err = fmt.Errorf("node address %q: %w", c.Addr, err)
+		return nil, c.err
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		c.err = fmt.Errorf("node address %q: bad port", c.Addr)
+		return nil, c.err
+	}
+	cc := gocql.NewCluster(host)
+	cc.Port = port
+	cc.NumConns = 1
+	cc.Timeout = 5 * time.Second
+	cc.ConnectTimeout = 5 * time.Second
+	cc.DisableInitialHostLookup = true
+	cc.Events.DisableNodeStatusEvents = true
+	cc.Events.DisableTopologyEvents = true
+	cc.HostFilter = gocql.WhiteListHostFilter(host)
+	cc.Consistency = gocql.One
+	if c.Configure != nil {
+		c.Configure(cc)
+	}
+	s, err := cc.CreateSession()
+	if err != nil {
+		c.err = fmt.Errorf("connect to node %s: %w", c.Addr, err)
+		return nil, c.err
+	}
+	c.s, c.err = s, nil
+	return s, nil
+}
+
+// Close closes the session, if one was opened.
+func (c *Connector) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.s != nil {
+		c.s.Close()
+		c.s = nil
+	}
+}
+
+// LazyNodeEvents is a tracing.NodeEventSource that connects through c on first use.
+func LazyNodeEvents(c *Connector) tracing.NodeEventSource { return lazyEvents{c} }
+
+type lazyEvents struct{ c *Connector }
+
+func (l lazyEvents) Events(ctx context.Context, id [16]byte) ([]tracing.Event, bool, error) {
+	s, err := l.c.Session(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	return NewNodeEvents(s).Events(ctx, id)
+}
+
+// LazyTableSink is a TableSink that connects through c on its first write.
+func LazyTableSink(c *Connector, ttl func() int64) tracing.Sink {
+	return &lazyTable{c: c, ttl: ttl}
+}
+
+type lazyTable struct {
+	c    *Connector
+	ttl  func() int64
+	mu   sync.Mutex
+	sink *TableSink
+}
+
+func (l *lazyTable) Name() string { return "cql" }
+
+func (l *lazyTable) Write(ctx context.Context, s *tracing.Session) error {
+	l.mu.Lock()
+	sink := l.sink
+	if sink == nil {
+		sess, err := l.c.Session(ctx)
+		if err != nil {
+			l.mu.Unlock()
+			return err
+		}
+		sink = NewTableSink(sess, l.ttl)
+		l.sink = sink
+	}
+	l.mu.Unlock()
+	return sink.Write(ctx, s)
+}
+
+func (l *lazyTable) Close(ctx context.Context) error { return nil }
