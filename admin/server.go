@@ -381,3 +381,12 @@ func (noLoggers) Level(name string) (string, error) {
 }
 func (noLoggers) SetLevel(name, level string) error { return fmt.Errorf("unknown logger %q", name) }
 func (noLoggers) SetAll(level string) error         { return nil }
+
+// audit starts the log line of a change made by the client of ctx. It is written whatever
+// the admin logger's level, so that lowering that level (itself a change, and logged) cannot
+// hide later changes: the event has no level for the registry to filter, and carries
+// level "info" as a field for readers.
+func (s *Server) audit(ctx *fasthttp.RequestCtx, what string) *zerolog.Event {
+	return s.log.Log().Str(zerolog.LevelFieldName, zerolog.LevelInfoValue).
+		Str("remote", ctx.RemoteAddr().String()).Str("what", what)
+}

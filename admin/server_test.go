@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/tracecar/tracecar/admin"
+	"github.com/tracecar/tracecar/logs"
 	"github.com/tracecar/tracecar/tracing"
 )
 
@@ -441,5 +442,37 @@ func TestAddr(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("Serve after cancel = %v; want nil", err)
+	}
+}
+
+// TestAuditIgnoresLevel checks that a change is logged even with the admin logger at
+// error, so that nobody can hide changes by turning the admin logger down first.
+func TestAuditIgnoresLevel(t *testing.T) {
+	var buf syncBuffer
+	reg, err := logs.New(logs.Config{Format: "json", Writer: &buf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := serve(t, admin.New(admin.Config{Logger: reg.Logger(logs.Admin)}, newFakeTracer(), reg), false)
+	for _, path := range []string{"/system/logger/admin?level=error", "/storage_service/slow_query?enable=true"} {
+		if status, body := do(t, client, url, request{method: "POST", path: path}); status != 200 {
+			t.Fatalf("POST %s: %d %s", path, status, body)
+		}
+	}
+	var whats []string
+	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("log line %q: %v", l, err)
+		}
+		if m["message"] == "admin change" {
+			whats = append(whats, m["what"].(string))
+			if m["level"] != "info" || m["logger"] != "admin" {
+				t.Errorf("audit line %v; want level info, logger admin", m)
+			}
+		}
+	}
+	if strings.Join(whats, ",") != "logger admin,slow_query" {
+		t.Errorf("audit lines for %v; want logger admin, slow_query", whats)
 	}
 }

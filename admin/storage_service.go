@@ -80,7 +80,7 @@ func (s *Server) setSlowQuery(ctx *fasthttp.RequestCtx, _ string) error {
 	if err != nil {
 		return err
 	}
-	s.log.Info().Str("remote", ctx.RemoteAddr().String()).Str("what", "slow_query").
+	s.audit(ctx, "slow_query").
 		Interface("old", slowQueryOf(old)).Interface("new", slowQueryOf(cur)).
 		Str("mode", cur.Mode()).Msg("admin change")
 	return nil
@@ -113,7 +113,7 @@ func (s *Server) setProbability(ctx *fasthttp.RequestCtx, _ string) error {
 	if err != nil {
 		return err
 	}
-	s.log.Info().Str("remote", ctx.RemoteAddr().String()).Str("what", "trace_probability").
+	s.audit(ctx, "trace_probability").
 		Float64("old", old.Probability).Float64("new", cur.Probability).
 		Str("mode", cur.Mode()).Msg("admin change")
 	return nil

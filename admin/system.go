@@ -39,7 +39,7 @@ func (s *Server) setAllLoggers(ctx *fasthttp.RequestCtx, _ string) error {
 	if err := s.logs.SetAll(level); err != nil {
 		return err
 	}
-	s.log.Info().Str("remote", ctx.RemoteAddr().String()).Str("what", "logger *").
+	s.audit(ctx, "logger *").
 		Interface("old", old).Str("new", level).Msg("admin change")
 	return nil
 }
@@ -80,7 +80,7 @@ func (s *Server) setLogger(ctx *fasthttp.RequestCtx, name string) error {
 	if err := s.logs.SetLevel(name, level); err != nil {
 		return err
 	}
-	s.log.Info().Str("remote", ctx.RemoteAddr().String()).Str("what", "logger "+name).
+	s.audit(ctx, "logger "+name).
 		Str("old", old).Str("new", level).Msg("admin change")
 	return nil
 }
