@@ -1,0 +1,36 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/tracecar/tracecar/tracing"
+	"github.com/tracecar/tracecar/tracing/cqlsink"
+)
+
+// sinkSet is what buildSinks hands to the tracer.
+type sinkSet struct {
+	sinks      []tracing.Sink
+	nodeEvents tracing.NodeEventSource
+}
+
+// buildSinks creates the sinks that cfg asks for, and the source of the node's own trace
+// events. Both talk to the node directly (never through the sidecar), connecting on first
+// use. ttl gives the current record TTL. The returned closer releases the node session;
+// the tracer closes the sinks themselves.
+func buildSinks(ctx context.Context, cfg stackConfig, nodeAddr string, ttl func() int64) (sinkSet, func(context.Context) error, error) {
+	conn := &cqlsink.Connector{Addr: nodeAddr}
+	set := sinkSet{nodeEvents: cqlsink.LazyNodeEvents(conn)}
+	closer := func(context.Context) error { conn.Close(); return nil }
+	if cfg.OTLPEndpoint != "" {
+		s, err := tracing.NewOTelSink(ctx, tracing.OTelOptions{Endpoint: cfg.OTLPEndpoint})
+		if err != nil {
+			return set, closer, fmt.Errorf("OpenTelemetry exporter for %s: %w", cfg.OTLPEndpoint, err)
+		}
+		set.sinks = append(set.sinks, s)
+	}
+	if cfg.CQLSink {
+		set.sinks = append(set.sinks, cqlsink.LazyTableSink(conn, ttl))
+	}
+	return set, closer, nil
+}

@@ -1,0 +1,237 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/tracecar/tracecar/admin"
+	"github.com/tracecar/tracecar/logs"
+	"github.com/tracecar/tracecar/metrics"
+	"github.com/tracecar/tracecar/node"
+	"github.com/tracecar/tracecar/sidecar"
+	"github.com/tracecar/tracecar/tracing"
+)
+
+// serveNodeAPI serves the node's REST API: its loggers and its own trace probability, with
+// the same handlers as the sidecar's admin API.
+func serveNodeAPI(ctx context.Context, ln net.Listener, srv *node.Server, reg *logs.Registry) error {
+	tr := admin.ConfigOnly(
+		func() tracing.Config {
+			c := tracing.DefaultConfig()
+			c.Probability = srv.TraceProbability()
+			return c
+		},
+		func(c tracing.Config) error { return srv.SetTraceProbability(c.Probability) },
+	)
+	api := admin.New(admin.Config{Logger: reg.Logger(logs.Admin)}, tr, reg)
+	return api.Serve(ctx, ln)
+}
+
+// stackConfig describes a sidecar, with its admin API, in front of a node.
+type stackConfig struct {
+	Listen, Admin, Node string // Node empty: start an embedded node
+	NodeAPI                 string
+	AdvertiseAddr           string
+	PeerPort                int
+	DrainTimeout            time.Duration
+	AdminToken              string
+	AdminTLSCert            string
+	AdminTLSKey             string
+	OTLPEndpoint            string
+	BindValues              bool
+	RingSize                int
+	CQLSink                 bool
+}
+
+// stack is a running sidecar, its admin API and, when embedded, its node.
+type stack struct {
+	Sidecar, Admin, Node, NodeAPI string // addresses
+	tracer                        *tracing.Tracer
+	proxy                         *sidecar.Proxy
+	errc                          chan error
+	closers                       []func(context.Context) error
+	cancel                        context.CancelFunc
+	running                       int
+}
+
+// startStack starts everything cfg describes on ctx and returns once every listener is
+// bound. Stop it with stop.
+func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io.Writer) (*stack, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	st := &stack{errc: make(chan error, 8), cancel: cancel}
+	fail := func(err error) (*stack, error) {
+		cancel()
+		st.wait()
+		return nil, err
+	}
+	st.Node = cfg.Node
+	st.NodeAPI = cfg.NodeAPI
+	if cfg.Node == "" {
+		nln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return fail(fmt.Errorf("listen for the embedded node: %w", err))
+		}
+		aln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			nln.Close()
+			return fail(fmt.Errorf("listen for the embedded node's API: %w", err))
+		}
+		srv := node.New(node.Config{Logger: reg.Logger(logs.Node)})
+		st.Node, st.NodeAPI = nln.Addr().String(), "http://"+aln.Addr().String()
+		st.goServe(func() error { return srv.Serve(ctx, nln) })
+		st.goServe(func() error { return serveNodeAPI(ctx, aln, srv, reg) })
+		fmt.Fprintf(out, "tracecar: started an embedded node on %s (API %s)\n", st.Node, st.NodeAPI)
+	}
+
+	opts := tracing.Options{
+		RingSize:   cfg.RingSize,
+		BindValues: cfg.BindValues,
+		Logger:     *reg.Logger(logs.Tracing),
+		SlowLog:    reg.Logger(logs.SlowLog),
+	}
+	sinks, closeSinks, err := buildSinks(ctx, cfg, st.Node, func() int64 { return st.tracer.Config().TTLSeconds })
+	if err != nil {
+		return fail(err)
+	}
+	opts.Sinks = sinks.sinks
+	opts.NodeEvents = sinks.nodeEvents
+	st.closers = append(st.closers, closeSinks)
+	st.tracer = tracing.New(opts)
+	st.closers = append([]func(context.Context) error{st.tracer.Close}, st.closers...)
+	m := metrics.New()
+	st.proxy = sidecar.New(sidecar.Config{
+		NodeAddr:      st.Node,
+		AdvertiseAddr: cfg.AdvertiseAddr,
+		PeerPort:      cfg.PeerPort,
+		DrainTimeout:  cfg.DrainTimeout,
+		Logger:        reg.Logger(logs.Sidecar),
+		Metrics:       m,
+	}, st.tracer)
+
+	pln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fail(fmt.Errorf("listen %s: %w", cfg.Listen, err))
+	}
+	st.Sidecar = pln.Addr().String()
+	api := admin.New(admin.Config{
+		Addr: cfg.Admin, Token: cfg.AdminToken, TLSCert: cfg.AdminTLSCert, TLSKey: cfg.AdminTLSKey,
+		Logger: reg.Logger(logs.Admin),
+	}, st.tracer, reg, admin.WithMetrics(m), admin.WithReady(func(ctx context.Context) error {
+		var d net.Dialer
+		c, err := d.DialContext(ctx, "tcp", st.Node)
+		if err != nil {
+			return err
+		}
+		return c.Close()
+	}))
+	aln, err := net.Listen("tcp", cfg.Admin)
+	if err != nil {
+		pln.Close()
+		return fail(fmt.Errorf("listen %s: %w", cfg.Admin, err))
+	}
+	scheme := "http://"
+	if cfg.AdminTLSCert != "" {
+		scheme = "https://"
+	}
+	st.Admin = scheme + aln.Addr().String()
+	st.goServe(func() error { return st.proxy.Serve(ctx, pln) })
+	st.goServe(func() error { return api.Serve(ctx, aln) })
+	return st, nil
+}
+
+func (st *stack) goServe(f func() error) {
+	st.running++
+	go func() { st.errc <- f() }()
+}
+
+// wait returns the first error of a server that stopped, once all have stopped.
+func (st *stack) wait() error {
+	var first error
+	for ; st.running > 0; st.running-- {
+		if err := <-st.errc; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// stop cancels the servers (the proxy drains), waits for them, and flushes the sinks.
+func (st *stack) stop() error {
+	st.cancel()
+	err := st.wait()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, c := range st.closers {
+		if cerr := c(ctx); cerr != nil && err == nil {
+			err = cerr
+		}
+	}
+	return err
+}
+
+// envOr returns the environment variable name, or def when it is unset.
+func envOr(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok {
+		return v
+	}
+	return def
+}
+
+func runSidecar(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("sidecar", stderr)
+	var cfg stackConfig
+	fs.StringVar(&cfg.Listen, "listen", "127.0.0.1:9043", "CQL address clients connect to")
+	fs.StringVar(&cfg.Node, "node", "", "the node's CQL address; empty starts an embedded node")
+	fs.StringVar(&cfg.Admin, "admin", "127.0.0.1:10000", "admin REST API address")
+	fs.StringVar(&cfg.AdvertiseAddr, "advertise-address", "", "address written into system.local/peers rpc_address (default: the local address of each client connection)")
+	fs.IntVar(&cfg.PeerPort, "peer-port", 0, "port of the sidecars beside peer nodes (default: the advertised port)")
+	fs.DurationVar(&cfg.DrainTimeout, "drain-timeout", 10*time.Second, "how long shutdown waits for in-flight requests")
+	fs.StringVar(&cfg.AdminToken, "admin-token", envOr("TRACECAR_ADMIN_TOKEN", ""), "bearer token required by the admin API (env TRACECAR_ADMIN_TOKEN)")
+	fs.StringVar(&cfg.AdminTLSCert, "admin-tls-cert", "", "PEM certificate: serve the admin API over HTTPS")
+	fs.StringVar(&cfg.AdminTLSKey, "admin-tls-key", "", "PEM key for --admin-tls-cert")
+	fs.StringVar(&cfg.OTLPEndpoint, "otlp-endpoint", envOr("OTEL_EXPORTER_OTLP_ENDPOINT", ""), "OTLP/HTTP endpoint URL for trace spans, or \"stdout\"")
+	fs.BoolVar(&cfg.BindValues, "trace-bind-values", false, "include bound values in trace records (they may hold PII)")
+	fs.IntVar(&cfg.RingSize, "ring-size", tracing.DefaultRingSize, "sessions kept in memory for /tracecar/slow_log")
+	fs.BoolVar(&cfg.CQLSink, "cql-sink", false, "also write slow-query records into the node's tracecar_traces keyspace, with TTL")
+	lf := addLogFlags(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if (cfg.AdminTLSCert == "") != (cfg.AdminTLSKey == "") {
+		return usageErrorf("--admin-tls-cert and --admin-tls-key go together")
+	}
+	if cfg.RingSize <= 0 {
+		return usageErrorf("--ring-size must be positive, got %d", cfg.RingSize)
+	}
+	if cfg.OTLPEndpoint != "" && cfg.OTLPEndpoint != "stdout" && !strings.Contains(cfg.OTLPEndpoint, "://") {
+		return usageErrorf("--otlp-endpoint must be a URL such as http://127.0.0.1:4318 or \"stdout\", got %q", cfg.OTLPEndpoint)
+	}
+	reg, err := lf.registry(stderr)
+	if err != nil {
+		return err
+	}
+	defer reg.Close()
+	st, err := startStack(ctx, cfg, reg, stdout)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "tracecar sidecar: CQL on %s -> node %s, admin API %s\n", st.Sidecar, st.Node, st.Admin)
+	select {
+	case <-ctx.Done():
+		fmt.Fprintln(stdout, "tracecar sidecar: shutting down, draining in-flight requests")
+		return st.stop()
+	case err := <-st.errc:
+		st.running--
+		st.stop()
+		if err == nil {
+			err = errors.New("a server stopped unexpectedly")
+		}
+		return err
+	}
+}
