@@ -81,6 +81,15 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	if set["warmup"] && cfg.Warmup == 0 {
 		cfg.Warmup = -1 // explicit: no warmup
 	}
+	if set["rounds"] && cfg.Rounds < 1 {
+		return cfg, usageErrorf("--rounds %d: want at least 1", cfg.Rounds)
+	}
+	if set["concurrency"] && cfg.Concurrency < 1 {
+		return cfg, usageErrorf("--concurrency %d: want at least 1", cfg.Concurrency)
+	}
+	if set["connections"] && cfg.Connections < 1 {
+		return cfg, usageErrorf("--connections %d: want at least 1", cfg.Connections)
+	}
 	if set["duration"] && cfg.Duration <= 0 {
 		return cfg, usageErrorf("--duration %v: want a positive duration", cfg.Duration)
 	}

@@ -81,8 +81,9 @@ type Config struct {
 	Modes []string
 	// ModeSpecs defines or overrides modes: name → SPEC, as --mode NAME=SPEC.
 	ModeSpecs map[string]string
-	// Baseline is the mode the others are compared with: off by default when it runs, else
-	// the first mode. A baseline not in Modes is run too.
+	// Baseline is the mode the others are compared with: off by default when a sidecar and
+	// its admin API are configured, else the first mode. A baseline not in Modes is run too,
+	// first.
 	Baseline string
 
 	Rounds   int           // rounds of every mode; default 3

@@ -146,8 +146,9 @@ func parseSpec(spec string) ([]step, error) {
 }
 
 // resolveModes returns the modes to run, in their configured order, and the baseline.
-// Custom modes that Modes does not list are appended in name order; a baseline that
-// the list lacks is put first.
+// Custom modes that Modes does not list are appended in name order. The baseline defaults
+// to off when a sidecar and its admin API are configured, else to the first mode; a
+// baseline that the list lacks is put first.
 func resolveModes(cfg *Config) ([]*mode, string, error) {
 	names := slices.Clone(cfg.Modes)
 	if len(names) == 0 {
@@ -180,7 +181,7 @@ func resolveModes(cfg *Config) ([]*mode, string, error) {
 	baseline := cfg.Baseline
 	if baseline == "" {
 		baseline = names[0]
-		if seen["off"] {
+		if seen["off"] || cfg.Sidecar != "" && cfg.Admin != "" && cfg.ModeSpecs["off"] == "" {
 			baseline = "off"
 		}
 	}

@@ -3,12 +3,20 @@
 // with the series it reads from the tracer when scraped.
 //
 // The package sits below sidecar and admin so that the sidecar can count requests without
-// depending on the admin API (and on fasthttp). Series are resolved once, in New, so that
-// the per-request calls are a table lookup and an atomic add: no label hashing, no map and no
-// allocation.
+// depending on the admin API (and on fasthttp).
+//
+// Every connection's goroutines update these series at once, so they are striped: each
+// call picks one of several shards at random (a per-thread random number, no shared state)
+// and does plain atomic adds on that shard's own cache lines, and a scrape sums the shards.
+// Unlike client_golang's Counter and Histogram, which every core would update in the same
+// cache lines, this costs the same from one core or from all of them, and never allocates.
 package metrics
 
 import (
+	"math/bits"
+	"math/rand/v2"
+	"runtime"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -30,56 +38,75 @@ var LatencyBuckets = []float64{
 	0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
 }
 
+const (
+	numBuckets = 16 // len(LatencyBuckets)
+	numLabels  = 9  // len(RequestOpcodes) + "other"
+	maxShards  = 64
+)
+
+// boundsNS are LatencyBuckets in nanoseconds, so that Latency compares integers.
+var boundsNS = func() (b [numBuckets]int64) {
+	for i, s := range LatencyBuckets {
+		b[i] = int64(s * float64(time.Second))
+	}
+	return b
+}()
+
+// labels are the opcode label values by label index; labelOf maps an opcode to its index.
+var labels, labelOf = func() (names [numLabels]string, idx [256]uint8) {
+	for i := range idx {
+		idx[i] = numLabels - 1
+	}
+	for i, op := range RequestOpcodes {
+		names[i], idx[op] = op.String(), uint8(i)
+	}
+	names[numLabels-1] = "other"
+	return names, idx
+}()
+
+// opCounters are one shard's counts for one opcode label.
+type opCounters struct {
+	requests atomic.Uint64
+	buckets  [numBuckets + 1]atomic.Uint64 // the last one is +Inf
+	sumNS    atomic.Uint64
+}
+
+// shard is one stripe of every per-request series, padded so that two shards never share
+// a cache line.
+type shard struct {
+	ops [numLabels]opCounters
+	_   [128]byte
+}
+
 // Metrics is the set of per-request series. It is safe for concurrent use, and its methods
 // on a nil *Metrics do nothing, so a component built without metrics needs no checks.
 type Metrics struct {
-	reg   *prometheus.Registry
-	ops   [256]*opSeries // indexed by opcode; every entry is set
-	conns prometheus.Gauge
+	shards []shard
+	mask   uint32
+	conns  atomic.Int64
+	reg    *prometheus.Registry
 }
 
-// opSeries are the series of one opcode label.
-type opSeries struct {
-	requests prometheus.Counter
-	latency  prometheus.Observer
-}
-
-// New returns Metrics registered in a registry of their own, with every opcode's series
-// already created (at zero), so that the first scrape shows them all.
+// New returns Metrics registered in a registry of their own. Every opcode's series exists
+// from the start (at zero), so that the first scrape shows them all.
 func New() *Metrics {
-	m := &Metrics{reg: prometheus.NewRegistry()}
-	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "tracecar_requests_total",
-		Help: "CQL requests received from clients, by opcode.",
-	}, []string{"opcode"})
-	latency := prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "tracecar_request_duration_seconds",
-		Help:    "Time from a request's arrival at the sidecar until its response was sent back, by opcode.",
-		Buckets: LatencyBuckets,
-	}, []string{"opcode"})
-	m.conns = prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "tracecar_client_connections",
-		Help: "Client connections open now.",
-	})
-	m.reg.MustRegister(requests, latency, m.conns)
-
-	other := &opSeries{requests: requests.WithLabelValues("other"), latency: latency.WithLabelValues("other")}
-	for i := range m.ops {
-		m.ops[i] = other
-	}
-	for _, op := range RequestOpcodes {
-		name := op.String()
-		m.ops[op] = &opSeries{requests: requests.WithLabelValues(name), latency: latency.WithLabelValues(name)}
-	}
+	n := 1 << bits.Len(uint(4*runtime.GOMAXPROCS(0)-1)) // a power of two ≥ 4 per core
+	n = min(n, maxShards)
+	m := &Metrics{shards: make([]shard, n), mask: uint32(n - 1), reg: prometheus.NewRegistry()}
+	m.reg.MustRegister(collector{m})
 	return m
 }
+
+// shard returns a shard chosen at random: concurrent callers on different cores are
+// unlikely to pick the same one.
+func (m *Metrics) shard() *shard { return &m.shards[rand.Uint32()&m.mask] }
 
 // Request counts one request with opcode op.
 func (m *Metrics) Request(op cql.Opcode) {
 	if m == nil {
 		return
 	}
-	m.ops[op].requests.Inc()
+	m.shard().ops[labelOf[op]].requests.Add(1)
 }
 
 // Latency records that a request with opcode op took d, from its arrival until its response
@@ -88,20 +115,27 @@ func (m *Metrics) Latency(op cql.Opcode, d time.Duration) {
 	if m == nil {
 		return
 	}
-	m.ops[op].latency.Observe(d.Seconds())
+	ns := max(int64(d), 0)
+	i := 0
+	for i < numBuckets && ns > boundsNS[i] {
+		i++
+	}
+	c := &m.shard().ops[labelOf[op]]
+	c.buckets[i].Add(1)
+	c.sumNS.Add(uint64(ns))
 }
 
 // ConnOpened counts a client connection that opened.
 func (m *Metrics) ConnOpened() {
 	if m != nil {
-		m.conns.Inc()
+		m.conns.Add(1)
 	}
 }
 
 // ConnClosed counts a client connection that closed.
 func (m *Metrics) ConnClosed() {
 	if m != nil {
-		m.conns.Dec()
+		m.conns.Add(-1)
 	}
 }
 
@@ -126,4 +160,50 @@ func RuntimeCollectors() []prometheus.Collector {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	}
+}
+
+var (
+	requestsDesc = prometheus.NewDesc("tracecar_requests_total",
+		"CQL requests received from clients, by opcode.", []string{"opcode"}, nil)
+	latencyDesc = prometheus.NewDesc("tracecar_request_duration_seconds",
+		"Time from a request's arrival at the sidecar until its response was sent back, by opcode.", []string{"opcode"}, nil)
+	connsDesc = prometheus.NewDesc("tracecar_client_connections",
+		"Client connections open now.", nil, nil)
+)
+
+// collector sums the shards when scraped.
+type collector struct{ m *Metrics }
+
+// Describe sends the descriptions of the series.
+func (c collector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- requestsDesc
+	ch <- latencyDesc
+	ch <- connsDesc
+}
+
+// Collect sends the sums over the shards. A request counted during the scrape may show in
+// one series and not yet in another, as with any concurrent scrape.
+func (c collector) Collect(ch chan<- prometheus.Metric) {
+	for l, name := range labels {
+		var requests, sumNS uint64
+		var counts [numBuckets + 1]uint64
+		for s := range c.m.shards {
+			oc := &c.m.shards[s].ops[l]
+			requests += oc.requests.Load()
+			sumNS += oc.sumNS.Load()
+			for b := range counts {
+				counts[b] += oc.buckets[b].Load()
+			}
+		}
+		ch <- prometheus.MustNewConstMetric(requestsDesc, prometheus.CounterValue, float64(requests), name)
+		cumulative := make(map[float64]uint64, numBuckets)
+		var total uint64
+		for b, upper := range LatencyBuckets {
+			total += counts[b]
+			cumulative[upper] = total
+		}
+		total += counts[numBuckets]
+		ch <- prometheus.MustNewConstHistogram(latencyDesc, total, float64(sumNS)/1e9, cumulative, name)
+	}
+	ch <- prometheus.MustNewConstMetric(connsDesc, prometheus.GaugeValue, float64(c.m.conns.Load()))
 }

@@ -1,6 +1,8 @@
 package metrics
 
 import (
+	"math"
+	"sync"
 	"testing"
 	"time"
 
@@ -10,62 +12,94 @@ import (
 	"github.com/tracecar/tracecar/cql"
 )
 
+// gather returns the scraped series by name and opcode label ("" for none).
+func gather(tb testing.TB, m *Metrics) map[string]map[string]*dto.Metric {
+	tb.Helper()
+	mfs, err := m.Gatherer().Gather()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	out := map[string]map[string]*dto.Metric{}
+	for _, mf := range mfs {
+		out[mf.GetName()] = map[string]*dto.Metric{}
+		for _, mm := range mf.GetMetric() {
+			op := ""
+			for _, l := range mm.GetLabel() {
+				if l.GetName() == "opcode" {
+					op = l.GetValue()
+				}
+			}
+			out[mf.GetName()][op] = mm
+		}
+	}
+	return out
+}
+
 func TestRequestAndLatency(t *testing.T) {
 	m := New()
 	m.Request(cql.OpQuery)
 	m.Request(cql.OpQuery)
 	m.Request(cql.OpExecute)
 	m.Request(cql.Opcode(0x42))
-	m.Latency(cql.OpQuery, 3*time.Millisecond)
+	m.Latency(cql.OpQuery, 3*time.Millisecond)   // bucket 0.005
+	m.Latency(cql.OpQuery, 100*time.Microsecond) // exactly on the first bound: bucket 0.0001
+	m.Latency(cql.OpQuery, time.Minute)          // beyond the last bound: +Inf only
 	m.ConnOpened()
 	m.ConnOpened()
 	m.ConnClosed()
 
-	tests := []struct {
-		name string
-		got  float64
+	g := gather(t, m)
+	counters := []struct {
+		op   string
 		want float64
-	}{
-		{"QUERY", value(t, m.ops[cql.OpQuery].requests), 2},
-		{"EXECUTE", value(t, m.ops[cql.OpExecute].requests), 1},
-		{"other", value(t, m.ops[0x42].requests), 1},
-		{"BATCH", value(t, m.ops[cql.OpBatch].requests), 0},
-		{"connections", value(t, m.conns), 1},
-	}
-	for _, tt := range tests {
-		if tt.got != tt.want {
-			t.Errorf("%s = %v; want %v", tt.name, tt.got, tt.want)
+	}{{"QUERY", 2}, {"EXECUTE", 1}, {"other", 1}, {"BATCH", 0}, {"STARTUP", 0}}
+	for _, c := range counters {
+		if got := g["tracecar_requests_total"][c.op].GetCounter().GetValue(); got != c.want {
+			t.Errorf("requests{opcode=%s} = %v; want %v", c.op, got, c.want)
 		}
 	}
-	mfs, err := m.Gatherer().Gather()
-	if err != nil {
-		t.Fatal(err)
+	if got := g["tracecar_client_connections"][""].GetGauge().GetValue(); got != 1 {
+		t.Errorf("connections = %v; want 1", got)
 	}
-	var samples uint64
-	for _, mf := range mfs {
-		if mf.GetName() != "tracecar_request_duration_seconds" {
-			continue
-		}
-		for _, mm := range mf.GetMetric() {
-			samples += mm.GetHistogram().GetSampleCount()
+	h := g["tracecar_request_duration_seconds"]["QUERY"].GetHistogram()
+	if h.GetSampleCount() != 3 {
+		t.Errorf("sample count = %d; want 3", h.GetSampleCount())
+	}
+	if want := 60.0031; math.Abs(h.GetSampleSum()-want) > 1e-9 {
+		t.Errorf("sample sum = %v; want %v", h.GetSampleSum(), want)
+	}
+	wantCum := map[float64]uint64{0.0001: 1, 0.00025: 1, 0.0025: 1, 0.005: 2, 10: 2}
+	for _, b := range h.GetBucket() {
+		if w, ok := wantCum[b.GetUpperBound()]; ok && b.GetCumulativeCount() != w {
+			t.Errorf("bucket le=%v = %d; want %d", b.GetUpperBound(), b.GetCumulativeCount(), w)
 		}
 	}
-	if samples != 1 {
-		t.Errorf("histogram samples = %d; want 1", samples)
+	if n := len(g["tracecar_request_duration_seconds"]); n != numLabels {
+		t.Errorf("%d latency series; want %d", n, numLabels)
 	}
 }
 
-// value reads a counter or gauge.
-func value(tb testing.TB, c prometheus.Metric) float64 {
-	tb.Helper()
-	var m dto.Metric
-	if err := c.Write(&m); err != nil {
-		tb.Fatal(err)
+// TestConcurrent counts from many goroutines; the sums are exact. Run it with -race.
+func TestConcurrent(t *testing.T) {
+	m := New()
+	const goroutines, each = 8, 1000
+	var wg sync.WaitGroup
+	for range goroutines {
+		wg.Go(func() {
+			for range each {
+				m.Request(cql.OpExecute)
+				m.Latency(cql.OpExecute, time.Millisecond)
+			}
+		})
 	}
-	if m.Counter != nil {
-		return m.Counter.GetValue()
+	wg.Wait()
+	g := gather(t, m)
+	if got := g["tracecar_requests_total"]["EXECUTE"].GetCounter().GetValue(); got != goroutines*each {
+		t.Errorf("requests = %v; want %d", got, goroutines*each)
 	}
-	return m.Gauge.GetValue()
+	if got := g["tracecar_request_duration_seconds"]["EXECUTE"].GetHistogram().GetSampleCount(); got != goroutines*each {
+		t.Errorf("samples = %v; want %d", got, goroutines*each)
+	}
 }
 
 func TestNil(t *testing.T) {
@@ -109,6 +143,32 @@ func BenchmarkRequestLatencyParallel(b *testing.B) {
 		for pb.Next() {
 			m.Request(cql.OpExecute)
 			m.Latency(cql.OpExecute, d)
+		}
+	})
+}
+
+// BenchmarkGather is the cost of one scrape.
+func BenchmarkGather(b *testing.B) {
+	m := New()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := m.Gatherer().Gather(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkClientGolangParallel is what Request and Latency cost with client_golang's own
+// Counter and Histogram, for comparison: every core updates the same cache lines.
+func BenchmarkClientGolangParallel(b *testing.B) {
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: "c", Help: "c"})
+	h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "h", Help: "h", Buckets: LatencyBuckets})
+	d := 1200 * time.Microsecond
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			c.Inc()
+			h.Observe(d.Seconds())
 		}
 	})
 }

@@ -291,13 +291,22 @@ func (e *Engine) run(s *Session, pr *prepared, p *cql.QueryParams, tr Tracer) (c
 	if err != nil {
 		return nil, err
 	}
-	x := execCtx{s: s, p: p, tr: tr, now: e.cfg.Now()}
+	x := ctxPool.Get().(*execCtx)
+	*x = execCtx{s: s, p: p, tr: tr, now: e.cfg.Now()}
+	defer func() {
+		*x = execCtx{}
+		ctxPool.Put(x)
+	}()
 	x.vals, err = bindValues(cp, p)
 	if err != nil {
 		return nil, err
 	}
-	return cp.p.exec(e, &x)
+	return cp.p.exec(e, x)
 }
+
+// ctxPool recycles execution contexts, which would otherwise escape through the plan
+// interface on every request.
+var ctxPool = sync.Pool{New: func() any { return new(execCtx) }}
 
 // bindValues orders the bound values by marker, resolving names.
 func bindValues(cp *compiled, p *cql.QueryParams) ([]cql.Value, error) {

@@ -480,8 +480,9 @@ type selectRun struct {
 	filters  []filterVals
 	rows     [][][]byte
 	cks      [][][]byte // clustering key of each row, for multi-partition ORDER BY
-	want     int        // stop once this many rows are collected (-1: no bound)
-	pageSize int64      // -1: no paging
+	onePK    [1][]byte
+	want     int   // stop once this many rows are collected (-1: no bound)
+	pageSize int64 // -1: no paging
 	count    int64
 	first    [][]byte // first row, for aggregates
 	partLim  int64
@@ -591,7 +592,7 @@ func (p *selectPlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 	r.pageSize = pageSize
 	multiSort := false
 	if p.pk != nil {
-		pks, err := p.partitionKeys(x)
+		pks, err := p.partitionKeys(x, &r.onePK)
 		if err != nil {
 			return nil, err
 		}
@@ -712,13 +713,14 @@ func (r *selectRun) tokenMatches(tok int64) bool {
 	return true
 }
 
-func (p *selectPlan) partitionKeys(x *execCtx) ([][]byte, error) {
+func (p *selectPlan) partitionKeys(x *execCtx, one *[1][]byte) ([][]byte, error) {
 	if len(p.pk) == 1 && p.pk[0].eq != nil {
 		b, err := boundValue(p.pk[0].eq, p.pk[0].col.name, x)
 		if err != nil {
 			return nil, err
 		}
-		return [][]byte{b}, nil
+		one[0] = b
+		return one[:], nil
 	}
 	combos, err := product(p.pk, x)
 	if err != nil {

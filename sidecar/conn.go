@@ -51,7 +51,7 @@ type conn struct {
 	p      *Proxy
 	group  *group
 	client net.Conn
-	node   net.Conn // set before the response goroutine starts
+	node   net.Conn // set under mu by open, before the response goroutine starts
 	log    zerolog.Logger
 	tr     *tracing.Conn // nil without a tracer
 
@@ -88,7 +88,7 @@ type conn struct {
 	bad        *protocolError
 	reqDone    chan struct{} // closed when the request goroutine stops reading
 	respDone   chan struct{} // closed when the response goroutine ends
-	closeOnce  sync.Once
+	mu         sync.Mutex    // serialises closeAll with setting node
 }
 
 func (p *Proxy) newConn(nc net.Conn, g *group) *conn {
@@ -186,15 +186,18 @@ func (c *conn) finish() {
 	c.p.unregister(c)
 }
 
-// closeAll closes both connections, once.
+// closeAll closes both connections, once. It is safe for concurrent use.
 func (c *conn) closeAll() {
-	c.closeOnce.Do(func() {
-		c.closed.Store(true)
-		c.client.Close()
-		if c.node != nil {
-			c.node.Close()
-		}
-	})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed.Load() {
+		return
+	}
+	c.closed.Store(true)
+	c.client.Close()
+	if c.node != nil {
+		c.node.Close()
+	}
 }
 
 // drain stops the request goroutine: requests already read are answered, new ones are not
@@ -236,10 +239,14 @@ func (c *conn) open(ctx context.Context) error {
 		return err
 	}
 	setNoDelay(nc)
-	c.node = nc
-	if c.closed.Load() {
-		// Drained or closed while dialling: closeAll may have run before node was set.
-		nc.Close()
+	c.mu.Lock()
+	closed := c.closed.Load()
+	if !closed {
+		c.node = nc
+	}
+	c.mu.Unlock()
+	if closed {
+		nc.Close() // closeAll ran while we dialled
 		return errClientGone
 	}
 	c.nodeAddr = addrPort(nc.RemoteAddr())

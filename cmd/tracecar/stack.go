@@ -36,17 +36,17 @@ func serveNodeAPI(ctx context.Context, ln net.Listener, srv *node.Server, reg *l
 // stackConfig describes a sidecar, with its admin API, in front of a node.
 type stackConfig struct {
 	Listen, Admin, Node string // Node empty: start an embedded node
-	NodeAPI                 string
-	AdvertiseAddr           string
-	PeerPort                int
-	DrainTimeout            time.Duration
-	AdminToken              string
-	AdminTLSCert            string
-	AdminTLSKey             string
-	OTLPEndpoint            string
-	BindValues              bool
-	RingSize                int
-	CQLSink                 bool
+	NodeAPI             string
+	AdvertiseAddr       string
+	PeerPort            int
+	DrainTimeout        time.Duration
+	AdminToken          string
+	AdminTLSCert        string
+	AdminTLSKey         string
+	OTLPEndpoint        string
+	BindValues          bool
+	RingSize            int
+	CQLSink             bool
 }
 
 // stack is a running sidecar, its admin API and, when embedded, its node.
