@@ -1,0 +1,205 @@
+package loadcheck
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeAPI is an admin (or node) API with the Scylla-compatible endpoints that loadcheck
+// reads and writes. It records every POST.
+type fakeAPI struct {
+	mu      sync.Mutex
+	token   string
+	enable  bool
+	fast    bool
+	thresh  int64
+	ttl     int64
+	prob    string
+	loggers map[string]string
+	posts   []string
+}
+
+func newFakeAPI() *fakeAPI {
+	return &fakeAPI{enable: true, thresh: 123456, ttl: 3600, prob: "0.25",
+		loggers: map[string]string{"sidecar": "warn", "node": "info", "admin": "error"}}
+}
+
+// state renders the current state, for comparisons.
+func (a *fakeAPI) state() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return fmt.Sprintf("enable=%t fast=%t threshold=%d ttl=%d probability=%s sidecar=%s node=%s admin=%s",
+		a.enable, a.fast, a.thresh, a.ttl, a.prob, a.loggers["sidecar"], a.loggers["node"], a.loggers["admin"])
+}
+
+func (a *fakeAPI) postLog() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.posts...)
+}
+
+func (a *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.token != "" && r.Header.Get("Authorization") != "Bearer "+a.token {
+		http.Error(w, `{"message":"unauthorized","code":401}`, http.StatusUnauthorized)
+		return
+	}
+	q := r.URL.Query()
+	bad := func(msg string) { http.Error(w, `{"message":"`+msg+`","code":400}`, http.StatusBadRequest) }
+	parseBool := func(s string) (bool, bool) {
+		switch strings.ToLower(s) {
+		case "true", "1":
+			return true, true
+		case "false", "0":
+			return false, true
+		}
+		return false, false
+	}
+	if r.Method == http.MethodPost {
+		a.posts = append(a.posts, r.URL.Path+"?"+r.URL.RawQuery)
+	}
+	switch {
+	case r.URL.Path == pathSlowQuery && r.Method == http.MethodGet:
+		json.NewEncoder(w).Encode(map[string]any{"enable": a.enable, "fast": a.fast, "threshold": a.thresh, "ttl": a.ttl})
+	case r.URL.Path == pathSlowQuery && r.Method == http.MethodPost:
+		if v := q.Get("enable"); v != "" {
+			b, ok := parseBool(v)
+			if !ok {
+				bad("enable")
+				return
+			}
+			a.enable = b
+		}
+		if v := q.Get("fast"); v != "" {
+			b, ok := parseBool(v)
+			if !ok {
+				bad("fast")
+				return
+			}
+			a.fast = b
+		}
+		if v := q.Get("threshold"); v != "" {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				bad("threshold")
+				return
+			}
+			a.thresh = n
+		}
+		if v := q.Get("ttl"); v != "" {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				bad("ttl")
+				return
+			}
+			a.ttl = n
+		}
+	case r.URL.Path == pathProbability && r.Method == http.MethodGet:
+		fmt.Fprint(w, a.prob)
+	case r.URL.Path == pathProbability && r.Method == http.MethodPost:
+		if _, err := strconv.ParseFloat(q.Get("probability"), 64); err != nil {
+			bad("probability")
+			return
+		}
+		a.prob = q.Get("probability")
+	case r.URL.Path == pathLoggers && r.Method == http.MethodGet:
+		names := []string{}
+		for n := range a.loggers {
+			names = append(names, n)
+		}
+		json.NewEncoder(w).Encode(names)
+	case r.URL.Path == pathLoggers && r.Method == http.MethodPost:
+		for n := range a.loggers {
+			a.loggers[n] = q.Get("level")
+		}
+	case strings.HasPrefix(r.URL.Path, pathLoggers+"/"):
+		name := strings.TrimPrefix(r.URL.Path, pathLoggers+"/")
+		if _, ok := a.loggers[name]; !ok {
+			http.Error(w, `{"message":"unknown logger","code":404}`, http.StatusNotFound)
+			return
+		}
+		if r.Method == http.MethodGet {
+			json.NewEncoder(w).Encode(a.loggers[name])
+			return
+		}
+		a.loggers[name] = q.Get("level")
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func mustFakeAPI(tb testing.TB) (*fakeAPI, string) {
+	tb.Helper()
+	a := newFakeAPI()
+	srv := httptest.NewServer(a)
+	tb.Cleanup(srv.Close)
+	return a, srv.URL
+}
+
+// fakeDriver serves every target from memory. An operation on target addr advances the
+// fake clock by costs[addr], plus jitter·k for the k-th session to that target, so that
+// rounds differ a little. At one worker and a fixed operation count, a run's op rate is
+// exactly 1/cost.
+type fakeDriver struct {
+	clk     *fakeClock
+	costs   map[string]time.Duration
+	jitter  time.Duration
+	failOn  string // connecting to this target fails
+	onConn  func(addr string)
+	mu      sync.Mutex
+	conns   map[string]int
+	schemas int
+}
+
+func (d *fakeDriver) connect(_ context.Context, _ *Config, addr string) (session, error) {
+	if d.onConn != nil {
+		d.onConn(addr)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if addr == d.failOn {
+		return nil, fmt.Errorf("connect to %s: refused", addr)
+	}
+	if d.conns == nil {
+		d.conns = map[string]int{}
+	}
+	k := d.conns[addr]
+	d.conns[addr]++
+	cost, ok := d.costs[addr]
+	if !ok {
+		return nil, fmt.Errorf("no such target %s", addr)
+	}
+	return &fakeSession{d: d, cost: cost + time.Duration(k)*d.jitter}, nil
+}
+
+type fakeSession struct {
+	d    *fakeDriver
+	cost time.Duration
+}
+
+func (s *fakeSession) createSchema(context.Context) error {
+	s.d.mu.Lock()
+	s.d.schemas++
+	s.d.mu.Unlock()
+	return nil
+}
+
+func (s *fakeSession) missing(context.Context, []int64) (bool, error) { return false, nil }
+
+func (s *fakeSession) newOp(context.Context, int, *workload) Op {
+	return func(context.Context) (int, error) {
+		s.d.clk.advance(s.cost)
+		return 1, nil
+	}
+}
+
+func (s *fakeSession) close() {}
