@@ -54,6 +54,11 @@ type partition struct {
 	del    int64 // partition deletion timestamp, or noTS
 	static *row  // static cells, or nil
 	rows   []*row
+
+	// The first row lives inline, which saves two allocations per partition of a table
+	// without clustering columns.
+	first    row
+	firstRef [1]*row
 }
 
 type row struct {
@@ -195,8 +200,15 @@ func (d *tableData) apply(t *table, m *mutation, now int64) error {
 	if needRow {
 		i, found := p.find(t, m.ck)
 		if !found {
-			r = newRow(m.ck, len(t.cells))
-			p.rows = slices.Insert(p.rows, i, r)
+			if p.rows == nil && p.firstRef[0] == nil {
+				r = &p.first
+				initRow(r, m.ck, len(t.cells))
+				p.firstRef[0] = r
+				p.rows = p.firstRef[:]
+			} else {
+				r = newRow(m.ck, len(t.cells))
+				p.rows = slices.Insert(p.rows, i, r)
+			}
 		} else {
 			r = p.rows[i]
 		}
@@ -245,11 +257,16 @@ func (r *row) live(now int64) bool {
 }
 
 func newRow(ck [][]byte, ncells int) *row {
-	r := &row{ck: ck, del: noTS, marker: liveness{ts: noTS}, cells: make([]cell, ncells)}
+	r := &row{}
+	initRow(r, ck, ncells)
+	return r
+}
+
+func initRow(r *row, ck [][]byte, ncells int) {
+	*r = row{ck: ck, del: noTS, marker: liveness{ts: noTS}, cells: make([]cell, ncells)}
 	for i := range r.cells {
 		r.cells[i].ts = noTS
 	}
-	return r
 }
 
 // purge drops the cells shadowed by a deletion at ts.
