@@ -1,7 +1,6 @@
 package tracing
 
 import (
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -302,6 +301,9 @@ func (c *Conn) recordFast(sl *slot, d int64, h cql.Header, frame []byte, comp cq
 func (c *Conn) respondTraced(sl *slot, p *pending, h cql.Header, frame []byte, comp cql.Compressor) []byte {
 	p.responded = c.t.now()
 	p.responseOp = h.Opcode
+	// The node answered, so the request went out, even if the sidecar's notice (Sent) is
+	// still on its way from a descheduled writer: place the event at the hand-off.
+	p.sent.CompareAndSwap(0, p.parsed)
 	var ri responseInfo
 	ri, c.respScratch = readResponse(h, frame, comp, c.respScratch)
 	p.err = ri.err
@@ -347,14 +349,9 @@ func (c *Conn) Sent(stream int16) {
 	if sl == nil {
 		return
 	}
-	p := sl.cur.Load()
-	if p == nil {
-		// The response may have overtaken this call.
-		if p = sl.done.Load(); p == nil {
-			return
-		}
+	if p := sl.cur.Load(); p != nil {
+		p.sent.CompareAndSwap(0, c.t.now())
 	}
-	p.sent.CompareAndSwap(0, c.t.now())
 }
 
 // ResponseSent notes that the response on stream went out to the client ("response
@@ -401,8 +398,6 @@ func (c *Conn) finish(p *pending) {
 	add(EventSentToNode, p.sent.Load())
 	add(EventNodeResponded, p.responded)
 	add(EventResponseSent, p.respSent)
-	// Sent may have been noted after the response: keep the list in time order.
-	sort.SliceStable(evs, func(i, j int) bool { return evs[i].SourceElapsedUS < evs[j].SourceElapsedUS })
 
 	id := cql.NewTimeUUID(started)
 	if p.hasNodeID {

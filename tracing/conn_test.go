@@ -535,3 +535,28 @@ func TestConcurrentSides(t *testing.T) {
 		})
 	}
 }
+
+// TestSentAfterResponse checks that a late "sent" notice (the writer was descheduled after
+// its syscall while the node answered) still gives the five events, in order.
+func TestSentAfterResponse(t *testing.T) {
+	tr := New(Options{})
+	defer mustClose(t, tr)
+	c := tr.NewConn(testClient, testCoord)
+	defer c.Close()
+	mustConfig(t, tr, Config{Enable: true})
+	h, f := mustRequest(t, reqHeader(9, 0), cql.Query{Query: "SELECT 1"}, nil)
+	c.OnRequest(h, f, nil)
+	rh, rf := mustResponse(t, respHeader(9, 0), cql.ResponsePrefix{}, cql.VoidResult{}, nil)
+	c.OnResponse(rh, rf, nil)
+	c.ResponseSent(9)
+	c.Sent(9)
+	got := tr.SlowLog(0)
+	if len(got) != 1 {
+		t.Fatalf("%d sessions; want 1", len(got))
+	}
+	want := []string{"sidecar:" + EventReceived, "sidecar:" + EventParsed, "sidecar:" + EventSentToNode,
+		"sidecar:" + EventNodeResponded, "sidecar:" + EventResponseSent}
+	if fmt.Sprint(activities(got[0].Events)) != fmt.Sprint(want) {
+		t.Errorf("events = %v; want %v", activities(got[0].Events), want)
+	}
+}
