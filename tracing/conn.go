@@ -167,10 +167,9 @@ func (c *Conn) onRequest(s *snapshot, h cql.Header, frame []byte, comp cql.Compr
 	if sl.state.Load() == slotArmed && sl.state.CompareAndSwap(slotArmed, slotBusy) {
 		sl.state.Store(slotFree) // a stale fast request on this stream
 	}
-	p := &pending{
-		mode: mode, op: h.Opcode, flags: h.Flags, version: h.ProtoVersion(),
-		start: now, thresholdUS: s.thresholdUS,
-	}
+	p := newPending()
+	p.mode, p.op, p.flags, p.version = mode, h.Opcode, h.Flags, h.ProtoVersion()
+	p.start, p.thresholdUS = now, s.thresholdUS
 	var body []byte
 	var err error
 	body, c.reqScratch, err = frameBody(h.Flags, frame, comp, c.reqScratch)
@@ -183,7 +182,7 @@ func (c *Conn) onRequest(s *snapshot, h cql.Header, frame []byte, comp cql.Compr
 	if err != nil {
 		p.decodeErr = err.Error()
 	}
-	p.body = append([]byte(nil), body...)
+	p.body = append(p.body[:0], body...)
 	p.parsed = c.t.now()
 	if mode == ModeSampled {
 		frame[1] |= cql.FlagTracing
@@ -377,6 +376,7 @@ func (c *Conn) finish(p *pending) {
 	}
 	d := end - p.start
 	if p.mode == ModeFull && !slow(d/1000, p.thresholdUS) {
+		freePending(p)
 		return
 	}
 	now := c.t.now()
@@ -416,7 +416,36 @@ func (c *Conn) finish(p *pending) {
 		Events:      evs,
 		Error:       p.err,
 	}
-	c.t.submit(sess, p.nodeID, p.hasNodeID)
+	nodeID, hasNodeID := p.nodeID, p.hasNodeID
+	freePending(p)
+	c.t.submit(sess, nodeID, hasNodeID)
+}
+
+// pendings recycles pending records, with their body buffers, so that full mode does not
+// allocate per request. A Sent that loaded a pending just before it was recycled may set
+// the sent time of the record's next use; the hand-off fallback in respondTraced bounds
+// that to a slightly early "sent to node" in a rare race.
+var pendings = sync.Pool{New: func() any { return new(pending) }}
+
+// maxPooledBody keeps huge request bodies out of the pool.
+const maxPooledBody = 64 << 10
+
+func newPending() *pending {
+	p := pendings.Get().(*pending)
+	p.sent.Store(0) // atomically: a stale Sent may still touch it
+	p.parsed, p.responded, p.respSent = 0, 0, 0
+	p.body = p.body[:0]
+	p.decodeErr, p.err = "", ""
+	p.nodeID, p.hasNodeID = [16]byte{}, false
+	p.responseOp = 0
+	return p
+}
+
+func freePending(p *pending) {
+	if cap(p.body) > maxPooledBody {
+		p.body = nil
+	}
+	pendings.Put(p)
 }
 
 // Close ends the connection's tracing: sessions of requests still in flight are dropped,
