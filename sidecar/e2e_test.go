@@ -246,3 +246,5 @@ func waitFor(tb testing.TB, what string, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+func mustAddrPort(s string) netip.AddrPort { return netip.MustParseAddrPort(s) }
