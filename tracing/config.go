@@ -1,9 +1,13 @@
 // Package tracing is tracecar's slow-query tracing engine: the runtime configuration as one
 // atomic snapshot, per-connection request tables, session records with events, sampling,
-// the slow-log ring and the sinks (OpenTelemetry, CQL table, log line).
+// the slow-log ring and the sinks (OpenTelemetry, log line; the CQL table sink and the
+// node-event source live in tracing/cqlsink, which needs gocql).
 //
-// tracing knows nothing about sockets. The sidecar calls it once per request and once per
-// response; those calls are short and allocation-free on the off and fast paths.
+// tracing knows nothing about sockets. The sidecar gives each client connection a Conn and
+// calls it once per request (OnRequest) and once per response (OnResponse), plus Sent and
+// ResponseSent after its writes. Those calls are short and allocation-free with tracing
+// off, in fast mode below the threshold, and in full mode below the threshold; bench_test.go
+// proves it.
 package tracing
 
 import (
@@ -13,7 +17,8 @@ import (
 
 // Config is the tracing configuration that the admin API toggles. It is replaced as a
 // whole, so the data path always sees enable, fast and threshold from one change. The zero
-// value means tracing off; DefaultConfig gives ScyllaDB's defaults.
+// value means tracing off; DefaultConfig gives ScyllaDB's defaults. A Config is a plain
+// value, safe to copy and share.
 type Config struct {
 	// Enable turns slow-query logging on.
 	Enable bool `json:"enable"`

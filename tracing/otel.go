@@ -24,7 +24,8 @@ var ErrNoExporter = errors.New("no OpenTelemetry exporter: set an endpoint, stdo
 // OTelOptions configure NewOTelSink. Exactly one exporter is used: Exporter when set,
 // else stdout when Endpoint is "stdout", else OTLP/HTTP to Endpoint (a URL), else OTLP/HTTP
 // configured from the OTEL_EXPORTER_OTLP_* environment variables when
-// OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set.
+// OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set. It is read
+// once by NewOTelSink.
 type OTelOptions struct {
 	// Endpoint is an OTLP/HTTP URL such as "http://collector:4318", or "stdout".
 	Endpoint string

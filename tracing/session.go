@@ -17,7 +17,8 @@ const (
 )
 
 // Session is one traced request: the JSON shape of /tracecar/slow_log, the OTel span
-// attributes and the CQL sink rows. A Session handed to a sink is never modified again.
+// attributes and the CQL sink rows. A Session handed to a sink is never modified again, so
+// a recorded Session is safe for concurrent reads.
 type Session struct {
 	ID          string            `json:"session_id"` // a time-based UUID
 	StartedAt   time.Time         `json:"started_at"`
@@ -32,7 +33,8 @@ type Session struct {
 	Error       string            `json:"error,omitempty"`
 }
 
-// Event is one step of a session.
+// Event is one step of a session. SourceElapsedUS counts from the start of the session as
+// its source saw it: the sidecar's request received, or the node's own session start.
 type Event struct {
 	Activity        string `json:"activity"`
 	Source          string `json:"source"`

@@ -22,7 +22,8 @@ const (
 )
 
 // Options configure a Tracer. The zero value gives a ring of DefaultRingSize sessions, bound
-// values redacted, no logging, no extra sinks and no node-event fetching.
+// values redacted, no logging, no extra sinks and no node-event fetching. New reads it
+// once; it must not change afterwards.
 type Options struct {
 	// RingSize is the number of sessions the in-memory ring keeps for SlowLog and Session;
 	// 0 means DefaultRingSize.
@@ -54,7 +55,7 @@ type Options struct {
 	Rand func() uint64
 }
 
-// Stats are the Tracer's counters since New.
+// Stats are the Tracer's counters since New, as a copy owned by the caller.
 type Stats struct {
 	// Requests counts the request frames seen by OnRequest.
 	Requests uint64 `json:"requests"`
