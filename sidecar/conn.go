@@ -697,8 +697,8 @@ func (c *conn) responseHeader(hb []byte) (cql.Header, error) {
 	if v := h.Version &^ cql.ResponseBit; h.Version&cql.ResponseBit == 0 || v != cql.V3 && v != cql.V4 {
 		return h, fmt.Errorf("malformed frame from node: version byte 0x%02x", h.Version)
 	}
-	if h.Length > c.p.maxFrame {
-		return h, fmt.Errorf("malformed frame from node: body of %d bytes exceeds the maximum of %d", h.Length, c.p.maxFrame)
+	if h.Length > cql.MaxBodySize {
+		return h, fmt.Errorf("malformed frame from node: body of %d bytes exceeds the maximum of %d", h.Length, cql.MaxBodySize)
 	}
 	return h, nil
 }

@@ -65,8 +65,10 @@ type Config struct {
 	DrainTimeout time.Duration
 	// DialTimeout bounds a dial to the node. Zero means DefaultDialTimeout.
 	DialTimeout time.Duration
-	// MaxFrameSize is the largest frame body accepted from a client or the node; a larger
-	// one closes the connection. Zero means cql.MaxBodySize.
+	// MaxFrameSize is the largest frame body accepted from a client; a larger one gets a
+	// ProtocolError and closes the connection. Frames from the node are bounded by
+	// cql.MaxBodySize only, as the node is trusted to honour its own limit. Zero means
+	// cql.MaxBodySize.
 	MaxFrameSize int
 	// Logger is the "sidecar" logger: a debug line per request and a trace line per frame,
 	// plus connection-level lines. Nil means no logging.
