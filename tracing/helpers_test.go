@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/tracecar/tracecar/cql"
 )
 
@@ -162,3 +164,5 @@ func activities(evs []Event) []string {
 	}
 	return out
 }
+
+func nopLogger() zerolog.Logger { return zerolog.Nop() }

@@ -1,6 +1,7 @@
 package tracing
 
 import (
+	"container/heap"
 	"context"
 	"fmt"
 	"sync/atomic"
@@ -72,7 +73,7 @@ func (f *fetcher) offer(s *Session, id [16]byte) bool {
 
 func (f *fetcher) run() {
 	defer close(f.exited)
-	var waiting []*fetchItem
+	var waiting fetchQueue // by due time
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
@@ -82,29 +83,21 @@ func (f *fetcher) run() {
 		}
 		wait := time.Hour
 		if len(waiting) > 0 {
-			next := waiting[0].due
-			for _, it := range waiting[1:] {
-				if it.due.Before(next) {
-					next = it.due
-				}
-			}
-			wait = max(time.Until(next), 0)
+			wait = max(time.Until(waiting[0].due), 0)
 		}
 		timer.Reset(wait)
 		select {
 		case it := <-in:
 			it.due = time.Now().Add(fetchDelays[0])
-			waiting = append(waiting, it)
+			heap.Push(&waiting, it)
 		case <-timer.C:
 			now := time.Now()
-			kept := waiting[:0]
-			for _, it := range waiting {
-				if it.due.After(now) || !f.attempt(context.Background(), it) {
-					kept = append(kept, it)
+			for len(waiting) > 0 && !waiting[0].due.After(now) {
+				it := heap.Pop(&waiting).(*fetchItem)
+				if !f.attempt(context.Background(), it) {
+					heap.Push(&waiting, it)
 				}
 			}
-			clear(waiting[len(kept):])
-			waiting = kept
 		case ctx := <-f.stopCh:
 			// Record what is held; one last look for each while ctx allows.
 		drain:
@@ -118,7 +111,7 @@ func (f *fetcher) run() {
 			}
 			for _, it := range waiting {
 				if ctx.Err() == nil {
-					it.attempt = len(fetchDelays) // last chance
+					it.attempt = len(fetchDelays) - 1 // the last one
 					f.attempt(ctx, it)
 				} else {
 					f.finish(it)
@@ -127,6 +120,21 @@ func (f *fetcher) run() {
 			return
 		}
 	}
+}
+
+// fetchQueue is a min-heap of fetch items by due time.
+type fetchQueue []*fetchItem
+
+func (q fetchQueue) Len() int           { return len(q) }
+func (q fetchQueue) Less(i, j int) bool { return q[i].due.Before(q[j].due) }
+func (q fetchQueue) Swap(i, j int)      { q[i], q[j] = q[j], q[i] }
+func (q *fetchQueue) Push(x any)        { *q = append(*q, x.(*fetchItem)) }
+func (q *fetchQueue) Pop() any {
+	old := *q
+	it := old[len(old)-1]
+	old[len(old)-1] = nil
+	*q = old[:len(old)-1]
+	return it
 }
 
 // attempt asks the node once and reports whether it is done with it (recorded).

@@ -1,0 +1,98 @@
+package tracing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+)
+
+// flakyNode fails, then reports the session incomplete, then complete, per session.
+type flakyNode struct {
+	mu    sync.Mutex
+	calls map[[16]byte]int
+}
+
+func (f *flakyNode) Events(_ context.Context, id [16]byte) ([]Event, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls[id]++
+	switch f.calls[id] {
+	case 1:
+		return nil, false, errors.New("node busy")
+	case 2:
+		return []Event{{Activity: "a", SourceElapsedUS: 1}}, false, nil
+	}
+	return []Event{{Activity: "a", SourceElapsedUS: 1}, {Activity: "b", SourceElapsedUS: 2}}, true, nil
+}
+
+// TestFetcherRetries checks that sessions wait for the node to finish its trace, across
+// errors and partial reads, and are all recorded once.
+func TestFetcherRetries(t *testing.T) {
+	node := &flakyNode{calls: map[[16]byte]int{}}
+	var mu sync.Mutex
+	var got []*Session
+	done := make(chan struct{})
+	const n = 20
+	f := newFetcher(node, 64, func(s *Session) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, s)
+		if len(got) == n {
+			close(done)
+		}
+	}, nopLogger())
+	for i := range n {
+		s := &Session{ID: fmt.Sprint(i), Events: []Event{{Activity: EventSentToNode, Source: SourceSidecar}}}
+		if !f.offer(s, [16]byte{byte(i)}) {
+			t.Fatalf("offer %d refused", i)
+		}
+	}
+	<-done // the third attempt of each comes after about 70 ms
+	if err := f.stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range got {
+		if fmt.Sprint(activities(s.Events)) != "[sidecar:sent to node node:a node:b]" {
+			t.Errorf("session %s events = %v; want the node's complete trace", s.ID, activities(s.Events))
+		}
+	}
+	for id, c := range node.calls {
+		if c != 3 {
+			t.Errorf("session %x asked %d times; want 3", id[0], c)
+		}
+	}
+	if f.failed.Load() != n {
+		t.Errorf("failed = %d; want %d", f.failed.Load(), n)
+	}
+}
+
+// TestFetcherFull checks that a full fetch queue records the session at once, without node
+// events, and counts it.
+func TestFetcherFull(t *testing.T) {
+	block := make(chan struct{})
+	tr := New(Options{NodeEvents: blockingNode(block), QueueSize: 1})
+	for i := range 5 {
+		tr.submit(&Session{ID: fmt.Sprint(i)}, [16]byte{byte(i)}, true)
+	}
+	st := tr.Stats()
+	if st.Dropped["node_events"] == 0 || st.SlowSessions == 0 {
+		t.Errorf("dropped %d, recorded %d; want some recorded at once without node events", st.Dropped["node_events"], st.SlowSessions)
+	}
+	close(block)
+	mustClose(t, tr)
+	if got := tr.Stats().SlowSessions; got != 5 {
+		t.Errorf("recorded %d; want all 5", got)
+	}
+}
+
+type blockingNode chan struct{}
+
+func (b blockingNode) Events(ctx context.Context, _ [16]byte) ([]Event, bool, error) {
+	select {
+	case <-b:
+	case <-ctx.Done():
+	}
+	return nil, true, nil
+}
