@@ -18,6 +18,7 @@ type Error struct {
 	Message string `json:"message"`
 }
 
+// Error returns the message.
 func (e *Error) Error() string { return e.Message }
 
 // errorf returns an *Error with status code.

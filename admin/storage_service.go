@@ -19,16 +19,17 @@ const (
 	MaxTTLSeconds = 630720000
 )
 
-// slowQuery is the JSON of GET /storage_service/slow_query, in Scylla's field order.
-type slowQuery struct {
+// SlowQuery is the JSON of GET /storage_service/slow_query, in Scylla's field order:
+// threshold in microseconds, ttl in seconds.
+type SlowQuery struct {
 	Enable    bool  `json:"enable"`
 	TTL       int64 `json:"ttl"`
 	Threshold int64 `json:"threshold"`
 	Fast      bool  `json:"fast"`
 }
 
-func slowQueryOf(c tracing.Config) slowQuery {
-	return slowQuery{Enable: c.Enable, TTL: c.TTLSeconds, Threshold: c.ThresholdMicros, Fast: c.Fast}
+func slowQueryOf(c tracing.Config) SlowQuery {
+	return SlowQuery{Enable: c.Enable, TTL: c.TTLSeconds, Threshold: c.ThresholdMicros, Fast: c.Fast}
 }
 
 // getSlowQuery serves GET /storage_service/slow_query.

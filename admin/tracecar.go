@@ -48,7 +48,7 @@ type Status struct {
 	// Mode is the tracing mode: off, fast, full or sampled; "" without a tracer.
 	Mode string `json:"mode"`
 	// SlowQuery and TraceProbability are the configuration, as the Scylla endpoints show it.
-	SlowQuery        *slowQuery `json:"slow_query,omitempty"`
+	SlowQuery        *SlowQuery `json:"slow_query,omitempty"`
 	TraceProbability float64    `json:"trace_probability"`
 	// Counters are the tracer's counters since start.
 	Counters Counters `json:"counters"`
