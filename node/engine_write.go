@@ -472,10 +472,11 @@ func (c *compiler) insert(st *insertStmt) (plan, error) {
 	return p, nil
 }
 
+// lwtSpecs returns the first column of a conditional write's result. Like Cassandra, the
+// prepared result metadata stays empty, since the columns depend on the outcome, so drivers
+// never skip the metadata of these results.
 func (c *compiler) lwtSpecs(t *table) []cql.ColumnSpec {
-	specs := []cql.ColumnSpec{{Keyspace: t.ks, Table: t.name, Name: "[applied]", Type: cql.TypeInfo{ID: cql.TypeBoolean}}}
-	c.result = cql.RowsMetadata{Columns: specs}
-	return specs
+	return []cql.ColumnSpec{{Keyspace: t.ks, Table: t.name, Name: "[applied]", Type: cql.TypeInfo{ID: cql.TypeBoolean}}}
 }
 
 // setPKIndexes records the bind markers that make the partition key, when all of them are

@@ -166,6 +166,15 @@ func newTable(ks string, st *createTableStmt) (*table, error) {
 		}
 		rest = append(rest, &column{name: c.name, typ: c.typ, text: c.text, kind: k})
 	}
+	counters := 0
+	for _, c := range rest {
+		if c.typ.ID == cql.TypeCounter {
+			counters++
+		}
+	}
+	if counters > 0 && counters < len(rest) {
+		return nil, invalidf("Cannot mix counter and non counter columns in the same table")
+	}
 	if len(rest) > 0 && st.compact && len(t.ck) > 0 && len(rest) > 1 {
 		return nil, invalidf("COMPACT STORAGE with composite PRIMARY KEY allows no more than one column not part of the PRIMARY KEY (got: %d)", len(rest))
 	}

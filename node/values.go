@@ -535,26 +535,31 @@ func encDecimal(s string) ([]byte, bool) {
 	return append(encInt(int32(scale)), encVarint(n)...), true
 }
 
-func decDecimal(b []byte) *big.Rat {
-	if len(b) < 4 {
-		return new(big.Rat)
+// compareDecimal compares two decimals without materializing 10^scale for hostile scales:
+// values of different orders of magnitude are ordered by magnitude first.
+func compareDecimal(a, b []byte) int {
+	if len(a) < 4 || len(b) < 4 {
+		return bytes.Compare(a, b)
 	}
-	scale := int32(binary.BigEndian.Uint32(b))
-	r := new(big.Rat).SetInt(decVarint(b[4:]))
-	p := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(abs32(scale))), nil)
-	if scale > 0 {
-		r.Quo(r, new(big.Rat).SetInt(p))
-	} else {
-		r.Mul(r, new(big.Rat).SetInt(p))
+	ua, ub := decVarint(a[4:]), decVarint(b[4:])
+	sa, sb := int64(int32(binary.BigEndian.Uint32(a))), int64(int32(binary.BigEndian.Uint32(b)))
+	if ua.Sign() != ub.Sign() || ua.Sign() == 0 {
+		return cmpInt(ua.Sign(), ub.Sign())
 	}
-	return r
-}
-
-func abs32(v int32) int32 {
-	if v < 0 {
-		return -v
+	magA := int64(len(new(big.Int).Abs(ua).String())) - sa
+	magB := int64(len(new(big.Int).Abs(ub).String())) - sb
+	if magA != magB {
+		c := cmpInt(int(max(min(magA-magB, 1), -1)), 0)
+		return c * ua.Sign()
 	}
-	return v
+	// Same magnitude: the scales differ by at most the digit counts, so scaling is cheap.
+	d := sa - sb
+	if d > 0 {
+		ub = new(big.Int).Mul(ub, new(big.Int).Exp(big.NewInt(10), big.NewInt(d), nil))
+	} else if d < 0 {
+		ua = new(big.Int).Mul(ua, new(big.Int).Exp(big.NewInt(10), big.NewInt(-d), nil))
+	}
+	return ua.Cmp(ub)
 }
 
 // parseTimestamp accepts the ISO 8601 forms Cassandra accepts and returns milliseconds
@@ -708,7 +713,7 @@ func compareValues(t cql.TypeInfo, a, b []byte) int {
 	case cql.TypeVarint:
 		return decVarint(a).Cmp(decVarint(b))
 	case cql.TypeDecimal:
-		return decDecimal(a).Cmp(decDecimal(b))
+		return compareDecimal(a, b)
 	case cql.TypeFloat:
 		if len(a) == 4 && len(b) == 4 {
 			return cmpFloat(float64(math.Float32frombits(binary.BigEndian.Uint32(a))), float64(math.Float32frombits(binary.BigEndian.Uint32(b))))
