@@ -329,6 +329,7 @@ func writeHTML(w io.Writer, rep *Report) error {
 		})
 	}
 	row("avg", func(m *ModeResult) string { return commas(m.OpRate) })
+	row("median", func(m *ModeResult) string { return commas(m.OpRateMedian) })
 	row("stdev", func(m *ModeResult) string { return fmt.Sprintf("%.1f", m.OpRateStdev) })
 	row("stderr", func(m *ModeResult) string {
 		return fmt.Sprintf("%.1f (%s)", m.OpRateStderr, pct(m.OpRateStderr, m.OpRate))

@@ -456,7 +456,11 @@ func (c *checker) runMode(ctx context.Context, m *mode, round, pos int) (*runRes
 		if hlog, err = openHDRLog(cfg.HDRLogDir, m, round, wall); err != nil {
 			return nil, err
 		}
-		defer hlog.close()
+		defer func() {
+			if hlog != nil {
+				hlog.close()
+			}
+		}()
 	}
 	c.out.printf("%s\n", intervalHeader)
 	var hlogErr error
@@ -476,6 +480,12 @@ func (c *checker) runMode(ctx context.Context, m *mode, round, pos int) (*runRes
 	cpu := cpuTime() - cpu0
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if hlog != nil {
+		if err := hlog.close(); hlogErr == nil {
+			hlogErr = err
+		}
+		hlog = nil
 	}
 	if hlogErr != nil {
 		return nil, fmt.Errorf("hdr log: %w", hlogErr)

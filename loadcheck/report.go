@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -63,14 +64,17 @@ type Interval struct {
 // RunResult is one run: one mode in one round. Latency is response time; at a fixed rate it
 // runs from each operation's scheduled start, so that queueing behind a stall counts.
 type RunResult struct {
-	Round      int        `json:"round"`    // from 1
-	Position   int        `json:"position"` // place in the round's order, from 1
-	Target     string     `json:"target"`
-	StartedAt  time.Time  `json:"started_at"`
-	DurationS  float64    `json:"duration_s"`
-	Ops        int64      `json:"ops"`
-	Rows       int64      `json:"rows"`
-	Errors     int64      `json:"errors"`
+	Round     int       `json:"round"`    // from 1
+	Position  int       `json:"position"` // place in the round's order, from 1
+	Target    string    `json:"target"`
+	StartedAt time.Time `json:"started_at"`
+	DurationS float64   `json:"duration_s"`
+	Ops       int64     `json:"ops"`
+	Rows      int64     `json:"rows"`
+	Errors    int64     `json:"errors"`
+	// Unsent counts operations that a fixed rate scheduled before the end of the run but
+	// that were not sent, because the target fell behind the rate.
+	Unsent     int64      `json:"unsent"`
 	OpRate     float64    `json:"op_rate"`
 	PkRate     float64    `json:"pk_rate"`
 	RowRate    float64    `json:"row_rate"`
@@ -92,6 +96,7 @@ type ModeResult struct {
 	OpRate       float64   `json:"op_rate"`
 	OpRateStdev  float64   `json:"op_rate_stdev"`
 	OpRateStderr float64   `json:"op_rate_stderr"`
+	OpRateMedian float64   `json:"op_rate_median"`
 	Rounds       []float64 `json:"rounds"` // op rate of each round
 	PkRate       float64   `json:"pk_rate"`
 	RowRate      float64   `json:"row_rate"`
@@ -100,6 +105,7 @@ type ModeResult struct {
 	Ops     int64   `json:"ops"`
 	Rows    int64   `json:"rows"`
 	Errors  int64   `json:"errors"`
+	Unsent  int64   `json:"unsent"`
 	// DegradationPct is 100·(1 − op_rate/baseline op_rate); DegradationErr its standard
 	// error, propagated from both means' standard errors.
 	DegradationPct float64 `json:"degradation_pct"`
@@ -204,7 +210,7 @@ func newRunResult(m *mode, round, pos int, started time.Time, res *phaseResult, 
 	rr := &runResult{resp: res.resp, svc: res.svc}
 	rr.RunResult = RunResult{
 		Round: round + 1, Position: pos + 1, Target: m.target, StartedAt: started,
-		DurationS: res.elapsed.Seconds(), Ops: res.ops, Rows: res.rows, Errors: res.errs,
+		DurationS: res.elapsed.Seconds(), Ops: res.ops, Rows: res.rows, Errors: res.errs, Unsent: res.unsent,
 		Latency: latencyOf(res.resp), Service: latencyOf(res.svc),
 		CPUSeconds: cpu.Seconds(), Intervals: res.intervals,
 	}
@@ -260,11 +266,13 @@ func modeResult(m *mode, runs []*runResult, baseline bool) ModeResult {
 		mr.Ops += r.Ops
 		mr.Rows += r.Rows
 		mr.Errors += r.Errors
+		mr.Unsent += r.Unsent
 		mr.CPUSeconds += r.CPUSeconds
 		dur += r.DurationS
 	}
 	s := summarize(mr.Rounds)
 	mr.OpRate, mr.OpRateStdev, mr.OpRateStderr = s.mean, s.stdev, s.stderr
+	mr.OpRateMedian = median(mr.Rounds)
 	mr.PkRate = mr.OpRate
 	if mr.Ops > 0 {
 		mr.RowRate = mr.OpRate * float64(mr.Rows) / float64(mr.Ops)
@@ -410,6 +418,9 @@ func printResults(p *printer, r *runResult, fixedRate bool) {
 	}
 	line("Total partitions", commas(float64(r.Ops)))
 	line("Total errors", commas(float64(r.Errors)))
+	if r.Unsent > 0 {
+		line("Not sent", commas(float64(r.Unsent))+" scheduled operations: the target fell behind the rate, so the latencies understate")
+	}
 	if r.FirstError != "" {
 		line("First error", r.FirstError)
 	}
@@ -442,6 +453,7 @@ func printComparison(p *printer, rep *Report) {
 		})
 	}
 	row("avg", func(m *ModeResult) string { return commas(m.OpRate) })
+	row("median", func(m *ModeResult) string { return commas(m.OpRateMedian) })
 	row("stdev", func(m *ModeResult) string { return fmt.Sprintf("%.1f", m.OpRateStdev) })
 	row("stderr", func(m *ModeResult) string { return fmt.Sprintf("%.1f", m.OpRateStderr) })
 	row("stderr %", func(m *ModeResult) string { return pct(m.OpRateStderr, m.OpRate) })
@@ -495,12 +507,38 @@ func printComparison(p *printer, rep *Report) {
 		}
 		fmt.Fprintf(&b, "%s: %.2f%% ± %.2f%% %s %s (%s)\n", m.Name, d, m.DegradationErr, verb, rep.Baseline, sig)
 	}
+	var worst float64
+	for _, m := range rep.Modes {
+		if m.OpRate > 0 {
+			worst = math.Max(worst, 100*m.OpRateStderr/m.OpRate)
+		}
+	}
+	if worst > noisyStderrPct {
+		fmt.Fprintf(&b, "note: a mode's op rate has a standard error of %.1f%% over rounds: the machine is busy or the runs are short; more --rounds or a longer --duration narrow the error bars\n", worst)
+	}
 	c := rep.CPU
 	if c.Ops > 0 && c.Seconds > 0 {
 		fmt.Fprintf(&b, "CPU: %.3f CPU-s per 10k ops (%.1f µs/op, %s ops per CPU-second) for %s; %s\n",
 			c.SecondsPer10kOps, c.UsPerOp, commas(c.OpsPerCPUSecond), c.Scope, c.Reference)
 	}
 	p.printf("%s", b.String())
+}
+
+// noisyStderrPct is the relative standard error of a mode's op rate above which the
+// comparison warns that its error bars are wide.
+const noisyStderrPct = 5
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
 }
 
 func pct(x, of float64) string {
@@ -560,8 +598,8 @@ func writeJSON(w io.Writer, rep *Report) error {
 
 // csvHeader lists the CSV columns: a "mode" row per mode (over all rounds) and a "run" row
 // per run.
-var csvHeader = []string{"kind", "mode", "round", "position", "target", "ops", "errors", "duration_s",
-	"op_rate", "op_rate_stdev", "op_rate_stderr", "mean_ms", "p50_ms", "p95_ms", "p99_ms", "p999_ms", "max_ms",
+var csvHeader = []string{"kind", "mode", "round", "position", "target", "ops", "errors", "unsent", "duration_s",
+	"op_rate", "op_rate_median", "op_rate_stdev", "op_rate_stderr", "mean_ms", "p50_ms", "p95_ms", "p99_ms", "p999_ms", "max_ms",
 	"service_p50_ms", "service_p99_ms", "service_max_ms", "degradation_pct", "degradation_err", "p_value", "cpu_us_per_op"}
 
 func writeCSV(w io.Writer, rep *Report) error {
@@ -578,12 +616,12 @@ func writeCSV(w io.Writer, rep *Report) error {
 		for _, r := range m.Runs {
 			dur += r.DurationS
 		}
-		cw.Write([]string{"mode", m.Name, "", "", m.Target, i(m.Ops), i(m.Errors), f(dur),
-			f(m.OpRate), f(m.OpRateStdev), f(m.OpRateStderr), f(m.MeanMs), f(m.P50Ms), f(m.P95Ms), f(m.P99Ms), f(m.P999Ms), f(m.MaxMs),
+		cw.Write([]string{"mode", m.Name, "", "", m.Target, i(m.Ops), i(m.Errors), i(m.Unsent), f(dur),
+			f(m.OpRate), f(m.OpRateMedian), f(m.OpRateStdev), f(m.OpRateStderr), f(m.MeanMs), f(m.P50Ms), f(m.P95Ms), f(m.P99Ms), f(m.P999Ms), f(m.MaxMs),
 			f(m.Service.P50Ms), f(m.Service.P99Ms), f(m.Service.MaxMs), f(m.DegradationPct), f(m.DegradationErr), pv, f(m.CPUUsPerOp)})
 		for _, r := range m.Runs {
-			cw.Write([]string{"run", m.Name, strconv.Itoa(r.Round), strconv.Itoa(r.Position), r.Target, i(r.Ops), i(r.Errors), f(r.DurationS),
-				f(r.OpRate), "", "", f(r.MeanMs), f(r.P50Ms), f(r.P95Ms), f(r.P99Ms), f(r.P999Ms), f(r.MaxMs),
+			cw.Write([]string{"run", m.Name, strconv.Itoa(r.Round), strconv.Itoa(r.Position), r.Target, i(r.Ops), i(r.Errors), i(r.Unsent), f(r.DurationS),
+				f(r.OpRate), "", "", "", f(r.MeanMs), f(r.P50Ms), f(r.P95Ms), f(r.P99Ms), f(r.P999Ms), f(r.MaxMs),
 				f(r.Service.P50Ms), f(r.Service.P99Ms), f(r.Service.MaxMs), "", "", "", f(r.CPUUsPerOp)})
 		}
 	}

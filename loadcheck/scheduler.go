@@ -2,6 +2,7 @@ package loadcheck
 
 import (
 	"context"
+	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -87,10 +88,13 @@ type phase struct {
 // closed loop) to its completion; service time runs from the actual send.
 type phaseResult struct {
 	ops, rows, errs int64
-	elapsed         time.Duration
-	resp, svc       *hdrhistogram.Histogram
-	firstErr        error
-	intervals       []Interval
+	// unsent counts the operations scheduled before the deadline at a fixed rate that
+	// were not sent because the target fell behind.
+	unsent    int64
+	elapsed   time.Duration
+	resp, svc *hdrhistogram.Histogram
+	firstErr  error
+	intervals []Interval
 }
 
 // stripe is a shard of the recording state. Workers share a few stripes rather than
@@ -212,6 +216,10 @@ func runPhase(ctx context.Context, p phase, ops []Op) *phaseResult {
 	c.collect(r.start + elapsed)
 	res := c.total
 	res.elapsed = elapsed
+	if r.period > 0 && r.end > 0 && !r.stop.Load() {
+		scheduled := int64(math.Ceil(float64(p.duration) / r.period))
+		res.unsent = max(0, scheduled-res.ops-res.errs)
+	}
 	return &res
 }
 
@@ -230,6 +238,11 @@ func (r *runner) work(ctx context.Context, st *stripe, op Op) time.Duration {
 				break
 			}
 			if clk.sleepUntil(ctx, intended) != nil {
+				break
+			}
+			if r.end > 0 && clk.now() >= r.end {
+				// Behind schedule at the deadline: the backlog is not sent, or a
+				// slow target would stretch the run. runPhase counts it as unsent.
 				break
 			}
 		} else if r.ops > 0 && r.next.Add(1) > r.ops {

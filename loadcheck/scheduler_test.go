@@ -218,3 +218,21 @@ func TestPhaseIntervals(t *testing.T) {
 		t.Errorf("last interval total_ops = %d; want %d", last.TotalOps, res.ops)
 	}
 }
+
+func TestFixedRateBehind(t *testing.T) {
+	// At 1000 op/s for 100 ms, 100 operations are due; each takes 2 ms, so one worker sends
+	// 50 by the deadline and the other 50 stay unsent rather than stretching the run.
+	clk := &fakeClock{}
+	op := func(context.Context) (int, error) {
+		clk.advance(2 * time.Millisecond)
+		return 1, nil
+	}
+	res := runPhase(context.Background(), phase{clock: clk, workers: 1, rate: 1000, duration: 100 * time.Millisecond}, []Op{op})
+	if res.ops != 50 || res.unsent != 50 || res.elapsed != 100*time.Millisecond {
+		t.Errorf("ops, unsent, elapsed = %d, %d, %v; want 50, 50, 100ms", res.ops, res.unsent, res.elapsed)
+	}
+	// The last one sent was due at 49 ms and left at 98 ms: it waited 49 ms.
+	if got := res.resp.Max(); got < 49_000 || got > 51_100 {
+		t.Errorf("max response = %d µs; want about 51000 (49 ms queued + 2 ms service)", got)
+	}
+}
