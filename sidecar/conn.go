@@ -363,7 +363,9 @@ func (c *conn) requests() error {
 			return perr
 		}
 		n := cql.HeaderSize + int(h.Length)
-		c.log.Trace().Str("op", h.Opcode.String()).Int16("stream", h.Stream).Int("bytes", n).Msg("frame from client")
+		if e := c.log.Trace(); e != nil {
+			e.Str("op", h.Opcode.String()).Int16("stream", h.Stream).Int("bytes", n).Msg("frame from client")
+		}
 
 		var frame []byte
 		peeked := n <= r.Size()
@@ -619,7 +621,9 @@ func (c *conn) forwardResponses() error {
 			return err
 		}
 		n := cql.HeaderSize + int(h.Length)
-		c.log.Trace().Str("op", h.Opcode.String()).Int16("stream", h.Stream).Int("bytes", n).Msg("frame from node")
+		if e := c.log.Trace(); e != nil {
+			e.Str("op", h.Opcode.String()).Int16("stream", h.Stream).Int("bytes", n).Msg("frame from node")
+		}
 
 		var req inflight
 		left := -1

@@ -7,8 +7,11 @@ import (
 	"net"
 	"net/netip"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/rs/zerolog"
 
 	"github.com/tracecar/tracecar/cql"
 )
@@ -663,6 +666,69 @@ func TestConfigErrors(t *testing.T) {
 			err = New(tt.cfg, nil).Serve(context.Background(), ln)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("Serve() = %v; want an error containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the proxy's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestLogsAndMetrics(t *testing.T) {
+	node := mustFakeNode(t)
+	tests := []struct {
+		name      string
+		level     zerolog.Level
+		wantLines []string
+		dontWant  []string
+	}{
+		{"info", zerolog.InfoLevel, nil, []string{`"message":"request"`, `"message":"frame from client"`}},
+		{"debug", zerolog.DebugLevel, []string{`"message":"request"`, `"op":"QUERY"`, `"stream":3`}, []string{`"message":"frame from client"`}},
+		{"trace", zerolog.TraceLevel, []string{`"message":"request"`, `"message":"frame from client"`, `"message":"frame from node"`}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf syncBuffer
+			lg := zerolog.New(&buf).Level(tt.level)
+			m := &nopMetrics{}
+			p := mustProxy(t, Config{NodeAddr: node.addr(), Logger: &lg, Metrics: m})
+			c := mustDial(t, p.addr)
+			const n = 5
+			for range n {
+				c.send(frame(cql.V4, 0, 3, cql.OpQuery, queryBody("SELECT * FROM ks.t")))
+				c.recv()
+			}
+			if got := m.requests.Load(); got != n {
+				t.Errorf("Metrics.Request called %d times; want %d", got, n)
+			}
+			if got := m.latencies.Load(); got != n {
+				t.Errorf("Metrics.Latency called %d times; want %d", got, n)
+			}
+			out := buf.String()
+			for _, w := range tt.wantLines {
+				if !strings.Contains(out, w) {
+					t.Errorf("log lacks %s:\n%s", w, out)
+				}
+			}
+			for _, w := range tt.dontWant {
+				if strings.Contains(out, w) {
+					t.Errorf("log has %s at level %s:\n%s", w, tt.level, out)
+				}
 			}
 		})
 	}
