@@ -320,3 +320,27 @@ func TestHDRLogNanoseconds(t *testing.T) {
 		}
 	}
 }
+
+func TestRunCancelRestores(t *testing.T) {
+	api, url := mustFakeAPI(t)
+	initial := api.state()
+	var out bytes.Buffer
+	cfg := fakeConfig(url, &out)
+	cfg.Modes = []string{"off", "full"}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	conns := 0
+	d := &fakeDriver{clk: &fakeClock{}, costs: map[string]time.Duration{fakeNode: time.Millisecond, fakeSidecar: time.Millisecond}}
+	d.onConn = func(string) {
+		if conns++; conns == 3 { // the schema session, one run, then cancel during the next
+			cancel()
+		}
+	}
+	_, err := run(ctx, cfg, fakeEnv(d))
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("run error = %v; want context.Canceled", err)
+	}
+	if got := api.state(); got != initial {
+		t.Errorf("state after a cancelled check = %s; want %s", got, initial)
+	}
+}
