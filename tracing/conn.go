@@ -336,7 +336,11 @@ func (c *Conn) stripTracingID(h cql.Header, frame []byte, comp cql.Compressor, b
 		}
 	}
 	cql.SetBodyLength(out, len(out)-cql.HeaderSize)
-	c.out = out
+	if cap(out) <= maxKeptScratch {
+		c.out = out
+	} else {
+		c.out = nil // valid for the caller until the GC takes it
+	}
 	return out
 }
 

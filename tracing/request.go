@@ -48,8 +48,14 @@ func frameBody(flags byte, frame []byte, comp cql.Compressor, scratch []byte) (b
 	if err != nil {
 		return nil, scratch, fmt.Errorf("decompress %s body: %w", comp.Name(), err)
 	}
+	if cap(out) > maxKeptScratch {
+		return out, nil, nil // used once, then left to the GC
+	}
 	return out, out, nil
 }
+
+// maxKeptScratch bounds the decompression and rewrite buffers a Conn keeps between calls.
+const maxKeptScratch = 1 << 20
 
 // params collects a request's parameters. With a nil m it only walks the request, which
 // validates it without allocating: full mode does that for the "request parsed" event and
