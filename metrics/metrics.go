@@ -6,18 +6,18 @@
 // depending on the admin API (and on fasthttp).
 //
 // Every connection's goroutines update these series at once, so they are striped: each
-// call picks one of several shards at random (a per-thread random number, no shared state)
-// and does plain atomic adds on that shard's own cache lines, and a scrape sums the shards.
+// goroutine adds to one of several shards (chosen by its stack address), with plain atomic
+// adds on that shard's own cache lines, and a scrape sums the shards.
 // Unlike client_golang's Counter and Histogram, which every core would update in the same
 // cache lines, this costs the same from one core or from all of them, and never allocates.
 package metrics
 
 import (
 	"math/bits"
-	"math/rand/v2"
 	"runtime"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -97,9 +97,17 @@ func New() *Metrics {
 	return m
 }
 
-// shard returns a shard chosen at random: concurrent callers on different cores are
-// unlikely to pick the same one.
-func (m *Metrics) shard() *shard { return &m.shards[rand.Uint32()&m.mask] }
+// shard returns the calling goroutine's shard. The shard is picked by a hash of the address
+// of a local variable, that is of the goroutine's stack: free to compute (a random number
+// costs more than the atomic add it spreads), the same for a goroutine's successive calls,
+// so its counts stay in its core's cache, and different for goroutines with different
+// stacks, so connections spread over the shards. Any shard gives the right sums; the hash
+// only decides how rarely two cores write the same cache line.
+func (m *Metrics) shard() *shard {
+	var local byte
+	h := uint32(uintptr(unsafe.Pointer(&local))>>10) * 0x9E3779B1 // Fibonacci hashing
+	return &m.shards[(h>>16)&m.mask]
+}
 
 // Request counts one request with opcode op.
 func (m *Metrics) Request(op cql.Opcode) {
