@@ -31,7 +31,7 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.StringVar(&cfg.Admin, "admin", "", "`URL` of the sidecar's admin API, e.g. http://127.0.0.1:10000")
 	fs.StringVar(&cfg.NodeAPI, "node-api", "", "`URL` of the node's API, for node:POST steps")
 	fs.StringVar(&cfg.AdminToken, "admin-token", os.Getenv("TRACECAR_ADMIN_TOKEN"), "bearer `TOKEN` for the admin API (default $TRACECAR_ADMIN_TOKEN)")
-	modes := fs.String("modes", "", "comma-separated `MODES` to run, from "+strings.Join(builtinOrder, ",")+" and --mode ones (default "+strings.Join(DefaultModes, ",")+")")
+	modes := fs.String("modes", "", "comma-separated `MODES` to run, from "+strings.Join(builtinOrder, ",")+" and --mode ones (default "+strings.Join(defaultModes, ",")+")")
 	fs.Func("mode", "define a mode as `NAME=SPEC`, steps separated by ';': \"POST /path?query\" (admin API), \"node:POST /path?query\" (node API), \"target=HOST:PORT\"; repeatable", func(s string) error {
 		name, spec, err := parseModeFlag(s)
 		if err != nil {

@@ -68,7 +68,8 @@ func usageErrorf(format string, args ...any) error {
 }
 
 // Config configures a load check. Its zero value is completed with the defaults above,
-// but at least one target (Node or Sidecar) is needed.
+// but at least one target (Node or Sidecar) is needed. Run does not modify the Config
+// it is given.
 type Config struct {
 	Node       string // HOST:PORT of the node: the target of the direct mode and of target=node
 	Sidecar    string // HOST:PORT of the sidecar: the target of modes without a target= step
@@ -76,8 +77,10 @@ type Config struct {
 	NodeAPI    string // base URL of the node's API, for node:POST steps
 	AdminToken string // bearer token for the admin API, if it requires one
 
-	// Modes lists the modes to run. Empty means DefaultModes when a sidecar is configured,
-	// else direct alone. Modes defined in ModeSpecs and not listed are appended.
+	// Modes lists the modes to run. Empty means direct, off, fast, full and debug when a
+	// sidecar is configured (direct only with a Node), else direct alone. Modes defined in
+	// ModeSpecs and not listed are appended. The built-in modes are direct, off, fast, full,
+	// debug, node-debug and sampled (DESIGN.md).
 	Modes []string
 	// ModeSpecs defines or overrides modes: name → SPEC, as --mode NAME=SPEC.
 	ModeSpecs map[string]string
@@ -91,15 +94,15 @@ type Config struct {
 	Warmup   time.Duration // warmup before each run; default DefaultWarmup, negative for none
 	Ops      int64         // operations per run; when > 0 it replaces Duration
 
-	Workload    string  // write, read or mixed; default write
-	Ratio       string  // mixed workload weights, e.g. write=1,read=9
-	Pop         string  // seq=1..N, uniform(1..N) or gaussian(1..N); default uniform(1..100000)
-	Concurrency int     // workers; default 32
-	Rate        float64 // target op/s over all workers; 0 runs a closed loop
-	CL          string  // consistency level; default LOCAL_ONE
-	Compression string  // none, lz4 or snappy
-	Connections int     // connections per host; default 2
-	Timeout     time.Duration
+	Workload    string        // write, read or mixed; default write
+	Ratio       string        // mixed workload weights, e.g. write=1,read=9
+	Pop         string        // seq=1..N, uniform(1..N) or gaussian(1..N); default uniform(1..100000)
+	Concurrency int           // workers; default 32
+	Rate        float64       // target op/s over all workers; 0 runs a closed loop
+	CL          string        // consistency level; default LOCAL_ONE
+	Compression string        // none, lz4 or snappy
+	Connections int           // connections per host; default 2
+	Timeout     time.Duration // per request; default 10s
 
 	// MaxOverhead maps a mode to its budget: the largest degradation, in percent, that
 	// it may show significantly.
@@ -238,6 +241,8 @@ type env struct {
 // Run runs the load check that cfg describes and returns its report. It restores the
 // state that the modes change, even when it fails or ctx ends. Errors in cfg wrap
 // ErrUsage; a breached guardrail returns the report and an error wrapping ErrGuardrail.
+// Concurrent Runs are safe, but checks of one deployment at once disturb each other's
+// figures and state restores.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	return run(ctx, cfg, env{clock: newRealClock(), driver: cqlDriver{}})
 }

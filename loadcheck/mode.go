@@ -17,8 +17,9 @@ const (
 	specOffSteps = "POST /storage_service/slow_query?enable=false;POST /storage_service/trace_probability?probability=0"
 )
 
-// BuiltinModes maps the name of each built-in mode to its SPEC, as DESIGN.md lists them.
-var BuiltinModes = map[string]string{
+// builtinModes maps the name of each built-in mode to its SPEC, as DESIGN.md lists them.
+// Read only.
+var builtinModes = map[string]string{
 	"direct":     "target=node",
 	"off":        specOffSteps,
 	"fast":       "POST /storage_service/slow_query?enable=true&fast=true;POST /storage_service/trace_probability?probability=0",
@@ -31,8 +32,9 @@ var BuiltinModes = map[string]string{
 // builtinOrder is the order in which the built-in modes are listed in messages.
 var builtinOrder = []string{"direct", "off", "fast", "full", "debug", "node-debug", "sampled"}
 
-// DefaultModes are the modes run when Config.Modes is empty and a sidecar is configured.
-var DefaultModes = []string{"direct", "off", "fast", "full", "debug"}
+// defaultModes are the modes run when Config.Modes is empty and a sidecar is configured.
+// Read only.
+var defaultModes = []string{"direct", "off", "fast", "full", "debug"}
 
 // api names which HTTP API a step talks to.
 type api int
@@ -153,7 +155,7 @@ func resolveModes(cfg *Config) ([]*mode, string, error) {
 	names := slices.Clone(cfg.Modes)
 	if len(names) == 0 {
 		if cfg.Sidecar != "" {
-			for _, n := range DefaultModes {
+			for _, n := range defaultModes {
 				if n != "direct" || cfg.Node != "" {
 					names = append(names, n)
 				}
@@ -193,7 +195,7 @@ func resolveModes(cfg *Config) ([]*mode, string, error) {
 	for _, n := range names {
 		spec, ok := cfg.ModeSpecs[n]
 		if !ok {
-			spec, ok = BuiltinModes[n]
+			spec, ok = builtinModes[n]
 		}
 		if !ok {
 			return nil, "", usageErrorf("unknown mode %q: the built-in modes are %s; define others with --mode NAME=SPEC",

@@ -53,13 +53,13 @@ func TestParseSpec(t *testing.T) {
 }
 
 func TestBuiltinModesParse(t *testing.T) {
-	for name, spec := range BuiltinModes {
+	for name, spec := range builtinModes {
 		if _, err := parseSpec(spec); err != nil {
 			t.Errorf("built-in mode %s: %v", name, err)
 		}
 	}
 	for _, name := range builtinOrder {
-		if _, ok := BuiltinModes[name]; !ok {
+		if _, ok := builtinModes[name]; !ok {
 			t.Errorf("builtinOrder names %s, which is not built in", name)
 		}
 	}

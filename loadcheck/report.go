@@ -182,7 +182,8 @@ const (
 	stressReference       = "cassandra-stress: about 27,000 inserts per CPU-second (latte BENCHMARKS.md)"
 )
 
-// Report is the outcome of a load check. Its JSON form is the --json contract.
+// Report is the outcome of a load check. Its JSON form is the --json contract. Run does
+// not touch a Report after returning it, so it is safe for concurrent reads.
 type Report struct {
 	StartedAt  time.Time    `json:"started_at"`
 	FinishedAt time.Time    `json:"finished_at"`

@@ -172,7 +172,7 @@ func sampleReport(t *testing.T) *Report {
 				Intervals: []Interval{{StartS: 0, TimeS: 1, OpRate: r * 0.99}, {StartS: 1, TimeS: 2, OpRate: r * 1.01}}}
 			runs = append(runs, rr)
 		}
-		return modeResult(&mode{name: name, spec: BuiltinModes[name], target: "127.0.0.1:9043"}, runs, name == "off")
+		return modeResult(&mode{name: name, spec: builtinModes[name], target: "127.0.0.1:9043"}, runs, name == "off")
 	}
 	rep := &Report{StartedAt: start, Baseline: "off", Settings: Settings{Rounds: 5, Workload: "write", Pop: "uniform(1..100)", DurationS: 3},
 		Modes: []ModeResult{mk("off", scyllaBaseline, 500), mk("fast", scyllaFast, 550), mk("full", scyllaNoFast, 600)}}
