@@ -212,6 +212,7 @@ func TestErrors(t *testing.T) {
 		{"no replication class", "CREATE KEYSPACE k2 WITH replication = {'replication_factor': 1}", 0, cql.ErrCodeConfig, "Missing replication strategy class"},
 		{"negative ttl", "INSERT INTO t (k, c) VALUES (1, 1) USING TTL -1", 0, cql.ErrCodeInvalid, "A TTL must be greater or equal to 0"},
 		{"empty key", "INSERT INTO t (k, c) VALUES (?, 1)", -1, cql.ErrCodeInvalid, "Key may not be empty"},
+		{"mixed counters", "CREATE TABLE mc (k int PRIMARY KEY, n counter, v int)", 0, cql.ErrCodeInvalid, "Cannot mix counter and non counter columns"},
 		{"bad uuid for timeuuid", "CREATE TABLE tu (k timeuuid PRIMARY KEY)", 0, 0, ""},
 		{"v4 uuid in timeuuid", "INSERT INTO tu (k) VALUES (9b2e2fe4-8b06-4bba-8d39-e1e2b8bfb0d8)", 0, cql.ErrCodeInvalid, "Unsupported UUID version 4"},
 	}
@@ -494,6 +495,12 @@ func TestLightweightInsert(t *testing.T) {
 		{"INSERT INTO t (k, v) VALUES (1, 2) IF NOT EXISTS", "false 1 1"},
 		{"UPDATE t SET v = 3 WHERE k = 2 IF EXISTS", "false"},
 		{"UPDATE t SET v = 3 WHERE k = 1 IF EXISTS", "true"},
+		{"UPDATE t SET v = 4 WHERE k = 1 IF v = 2", "false 3"},
+		{"UPDATE t SET v = 4 WHERE k = 1 IF v IN (1, 3) AND v > 2", "true"},
+		{"DELETE FROM t WHERE k = 1 IF v != 4", "false 4"},
+		{"UPDATE t SET v = 5 WHERE k = 9 IF v = null", "true"},
+		{"DELETE FROM t WHERE k = 1 IF v <= 4", "true"},
+		{"SELECT k, v FROM t", "9 5"},
 	}
 	for _, tc := range tests {
 		if got := rowsText(t, mustExec(t, e, s, tc.query)); got != tc.want {

@@ -377,13 +377,103 @@ type writePlan struct {
 	static   bool // touches only static columns: no clustering key needed
 	name     string
 	lwtSpecs []cql.ColumnSpec
+	conds    []condition
 }
 
 const (
 	condNone uint8 = iota
 	condNotExists
 	condExists
+	condIf // IF col = value ...
 )
+
+// condition is a compiled IF clause term of UPDATE or DELETE.
+type condition struct {
+	col  *column
+	op   relOp
+	val  *expr
+	vals []*expr
+}
+
+// compileConds compiles IF conditions on regular and static columns.
+func (c *compiler) compileConds(t *table, rels []relation) ([]condition, error) {
+	var out []condition
+	for _, r := range rels {
+		if r.token {
+			return nil, invalidf("token() is not allowed in IF conditions")
+		}
+		col := t.byName[r.col]
+		if col == nil {
+			return nil, invalidf("Undefined column name %s in table %s.%s", r.col, t.ks, t.name)
+		}
+		if col.kind == kindPartitionKey || col.kind == kindClustering {
+			return nil, invalidf("PRIMARY KEY column '%s' cannot have IF conditions", col.name)
+		}
+		spec := cql.ColumnSpec{Keyspace: t.ks, Table: t.name, Name: col.name, Type: col.typ}
+		cd := condition{col: col, op: r.op}
+		switch r.op {
+		case opEq, opNe, opLt, opLe, opGt, opGe:
+			x, err := c.compileTerm(r.val, col.typ, spec)
+			if err != nil {
+				return nil, err
+			}
+			cd.val = x
+		case opIn:
+			if r.val != nil {
+				return nil, invalidf("IN ? is not supported in IF conditions by the embedded node")
+			}
+			for _, v := range r.vals {
+				x, err := c.compileTerm(v, col.typ, spec)
+				if err != nil {
+					return nil, err
+				}
+				cd.vals = append(cd.vals, x)
+			}
+		default:
+			return nil, invalidf("Unsupported operator %s in IF condition on %s", relOpNames[r.op], col.name)
+		}
+		out = append(out, cd)
+	}
+	return out, nil
+}
+
+// condVal is an evaluated condition, checked under the partition lock.
+type condVal struct {
+	col  *column
+	op   relOp
+	v    []byte
+	list [][]byte
+}
+
+func (cv *condVal) holds(v []byte) bool {
+	typ := cv.col.typ
+	switch cv.op {
+	case opEq:
+		return v == nil && cv.v == nil || v != nil && cv.v != nil && compareValues(typ, v, cv.v) == 0
+	case opNe:
+		return !(v == nil && cv.v == nil || v != nil && cv.v != nil && compareValues(typ, v, cv.v) == 0)
+	case opIn:
+		for _, w := range cv.list {
+			if v == nil && w == nil || v != nil && w != nil && compareValues(typ, v, w) == 0 {
+				return true
+			}
+		}
+		return false
+	}
+	if v == nil || cv.v == nil {
+		return false
+	}
+	c := compareValues(typ, v, cv.v)
+	switch cv.op {
+	case opLt:
+		return c < 0
+	case opLe:
+		return c <= 0
+	case opGt:
+		return c > 0
+	}
+	return c >= 0
+}
 
 func (c *compiler) usingTerms(t *table, ttl, ts *term) (*expr, *expr, error) {
 	var tx, sx *expr
@@ -505,7 +595,11 @@ func (c *compiler) update(st *updateStmt) (plan, error) {
 		p.cond = condExists
 	}
 	if len(st.conds) > 0 {
-		return nil, invalidf("conditional updates (IF col = value) are not supported by the embedded node")
+		conds, err := c.compileConds(t, st.conds)
+		if err != nil {
+			return nil, err
+		}
+		p.cond, p.conds = condIf, conds
 	}
 	static := true
 	for _, a := range st.assigns {
@@ -616,7 +710,11 @@ func (c *compiler) delete(st *deleteStmt) (plan, error) {
 		p.cond = condExists
 	}
 	if len(st.conds) > 0 {
-		return nil, invalidf("conditional deletions (IF col = value) are not supported by the embedded node")
+		conds, err := c.compileConds(t, st.conds)
+		if err != nil {
+			return nil, err
+		}
+		p.cond, p.conds = condIf, conds
 	}
 	static := len(st.cols) > 0
 	for _, d := range st.cols {
@@ -809,6 +907,29 @@ func (p *writePlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 		}
 		m.delRange = f
 	}
+	var condVals []condVal
+	for _, cd := range p.conds {
+		cv := condVal{col: cd.col, op: cd.op}
+		if cd.val != nil {
+			b, unset, err := cd.val.eval(x)
+			if err != nil {
+				return nil, err
+			}
+			if unset {
+				return nil, invalidf("Invalid unset value for column %s", cd.col.name)
+			}
+			cv.v = b
+		}
+		for _, v := range cd.vals {
+			b, _, err := v.eval(x)
+			if err != nil {
+				return nil, err
+			}
+			cv.list = append(cv.list, b)
+		}
+		condVals = append(condVals, cv)
+	}
+	m.conds = condVals
 	applied := true
 	var existing [][]byte
 	d := t.data.Load()
@@ -859,7 +980,14 @@ func (p *writePlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 		specs := p.lwtSpecs
 		if !applied && existing != nil {
 			row = append(row, existing...)
-			specs = append(append([]cql.ColumnSpec{}, specs...), t.starSpecs...)
+			specs = append([]cql.ColumnSpec{}, specs...)
+			if p.cond == condIf {
+				for _, cd := range p.conds {
+					specs = append(specs, cql.ColumnSpec{Keyspace: t.ks, Table: t.name, Name: cd.col.name, Type: cd.col.typ})
+				}
+			} else {
+				specs = append(specs, t.starSpecs...)
+			}
 		}
 		return cql.RowsResult{Metadata: cql.RowsMetadata{Columns: specs, ColumnCount: len(specs)}, Rows: [][][]byte{row}}, nil
 	}

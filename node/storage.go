@@ -132,7 +132,8 @@ type mutation struct {
 	delRow       bool
 	delRange     *ckFilter // delete the rows matching this filter
 
-	cond     uint8 // condNone, condNotExists or condExists
+	cond     uint8 // condNone, condNotExists, condExists or condIf
+	conds    []condVal
 	applied  bool
 	existing [][]byte
 }
@@ -155,7 +156,31 @@ func (d *tableData) apply(t *table, m *mutation, now int64) error {
 			}
 		}
 		exists := r != nil && r.live(now)
-		if exists == (m.cond == condNotExists) {
+		if m.cond == condIf {
+			ok := true
+			vals := make([][]byte, len(m.conds))
+			for i := range m.conds {
+				cv := &m.conds[i]
+				var c *cell
+				if cv.col.kind == kindStatic {
+					if p != nil && p.static != nil {
+						c = &p.static.cells[cv.col.pos]
+					}
+				} else if r != nil {
+					c = &r.cells[cv.col.pos]
+				}
+				if c != nil && c.live(now) {
+					vals[i] = c.v
+				}
+				if !cv.holds(vals[i]) {
+					ok = false
+				}
+			}
+			if !ok {
+				m.applied, m.existing = false, vals
+				return nil
+			}
+		} else if exists == (m.cond == condNotExists) {
 			m.applied = false
 			if exists {
 				m.existing = fullRow(t, p, r, now)
