@@ -197,6 +197,9 @@ func (c *Conn) onRequest(s *snapshot, h cql.Header, frame []byte, comp cql.Compr
 // and no allocation once the slot's buffer has grown.
 func (c *Conn) armFast(s *snapshot, h cql.Header, frame []byte, comp cql.Compressor) {
 	sl := c.slot(h.Stream)
+	if sl.cur.Load() != nil && sl.cur.Swap(nil) != nil {
+		c.outstanding.Add(-1) // a traced request that never saw its response
+	}
 	if !sl.state.CompareAndSwap(slotFree, slotBusy) && !sl.state.CompareAndSwap(slotArmed, slotBusy) {
 		return // the response side is reading this slot: skip this one request
 	}
