@@ -64,6 +64,9 @@ type cacheKey struct{ ks, query string }
 // grow it without end.
 const maxCached = 20000
 
+// maxPrepared bounds the prepared statements kept for EXECUTE.
+const maxPrepared = 50000
+
 // prepared is a parsed statement with its bind metadata and its compiled plan.
 type prepared struct {
 	id    []byte
@@ -207,6 +210,10 @@ func (e *Engine) Prepare(s *Session, query string, tr Tracer) (cql.PreparedResul
 		return cql.PreparedResult{}, err
 	}
 	e.prepMu.Lock()
+	if len(e.prepared) >= maxPrepared {
+		// Like Cassandra's evicting cache: drivers prepare again on an Unprepared error.
+		clear(e.prepared)
+	}
 	e.prepared[string(pr.id)] = pr
 	e.prepMu.Unlock()
 	return cql.PreparedResult{ID: pr.id, Metadata: cp.meta, ResultMetadata: cp.result}, nil
