@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/rs/zerolog"
 )
 
 // syncBuffer is a bytes.Buffer safe for the concurrent test.
@@ -288,6 +290,57 @@ func BenchmarkEnabledDebugJSON(b *testing.B) {
 func BenchmarkEnabledDebugConsole(b *testing.B) {
 	r := mustNew(b, Config{Writer: io.Discard, Level: "debug"})
 	l := r.Logger(Sidecar)
+	b.ReportAllocs()
+	for b.Loop() {
+		l.Debug().Str("client", "127.0.0.1:50123").Int("stream", 7).Msg("request")
+	}
+}
+
+// BenchmarkDisabledCheck is the level check alone: l.Debug() on a logger at info.
+func BenchmarkDisabledCheck(b *testing.B) {
+	r := mustNew(b, Config{Format: "json", Writer: io.Discard})
+	l := r.Logger(Sidecar)
+	b.ReportAllocs()
+	for b.Loop() {
+		l.Debug().Msg("request")
+	}
+}
+
+func TestGate(t *testing.T) {
+	r := mustNew(t, Config{Writer: io.Discard})
+	g := r.Gate(Sidecar)
+	if g.Enabled(zerolog.DebugLevel) || !g.Enabled(zerolog.InfoLevel) {
+		t.Fatal("gate at info: debug enabled or info disabled")
+	}
+	if err := r.SetLevel(Sidecar, "trace"); err != nil {
+		t.Fatal(err)
+	}
+	if !g.Enabled(zerolog.TraceLevel) {
+		t.Error("gate did not follow SetLevel")
+	}
+	var zero Gate
+	var nilReg *Registry
+	if zero.Enabled(zerolog.ErrorLevel) || nilReg.Gate(Sidecar).Enabled(zerolog.ErrorLevel) {
+		t.Error("zero gate enables something")
+	}
+}
+
+// BenchmarkGatedDisabledDebug is BenchmarkDisabledDebug behind a Gate.
+func BenchmarkGatedDisabledDebug(b *testing.B) {
+	r := mustNew(b, Config{Format: "json", Writer: io.Discard})
+	l, g := r.Logger(Sidecar), r.Gate(Sidecar)
+	b.ReportAllocs()
+	for b.Loop() {
+		if g.Enabled(zerolog.DebugLevel) {
+			l.Debug().Str("client", "127.0.0.1:50123").Int("stream", 7).Msg("request")
+		}
+	}
+}
+
+// BenchmarkStaticLevel is BenchmarkDisabledDebug on a plain zerolog logger whose level is
+// fixed, for comparison: the price of changing levels at runtime is the difference.
+func BenchmarkStaticLevel(b *testing.B) {
+	l := zerolog.New(io.Discard).Level(zerolog.InfoLevel)
 	b.ReportAllocs()
 	for b.Loop() {
 		l.Debug().Str("client", "127.0.0.1:50123").Int("stream", 7).Msg("request")
