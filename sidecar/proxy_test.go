@@ -1,9 +1,11 @@
 package sidecar
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/binary"
+	"io"
 	"net"
 	"net/netip"
 	"strings"
@@ -733,3 +735,37 @@ func TestLogsAndMetrics(t *testing.T) {
 		})
 	}
 }
+
+func TestSlowClientGetsEverything(t *testing.T) {
+	const (
+		requests = 256
+		size     = 64 << 10 // larger than the proxy's buffers: streamed through
+	)
+	node := mustFakeNode(t)
+	node.handle = func(fc *fakeConn, h cql.Header, body []byte) {
+		b := bytes.Repeat([]byte{byte(h.Stream)}, size)
+		go fc.send(frame(cql.ResponseBit|h.Version, 0, h.Stream, cql.OpResult, b)) // the node does not wait for the client
+	}
+	p := mustProxy(t, Config{NodeAddr: node.addr()})
+	c := mustDial(t, p.addr)
+	var reqs [][]byte
+	for i := range requests {
+		reqs = append(reqs, frame(cql.V4, 0, int16(i), cql.OpQuery, queryBody("SELECT * FROM ks.t")))
+	}
+	c.send(reqs...)
+	// Read slowly, a little at a time: the proxy must hold back rather than drop.
+	c.r = bufio.NewReaderSize(smallReads{c.c}, 16)
+	seen := map[int16]bool{}
+	for range requests {
+		h, body := c.recv()
+		if len(body) != size || body[0] != byte(h.Stream) || body[size-1] != byte(h.Stream) || seen[h.Stream] {
+			t.Fatalf("stream %d: got %d bytes starting %d (seen before: %v); want %d bytes of %d", h.Stream, len(body), body[0], seen[h.Stream], size, byte(h.Stream))
+		}
+		seen[h.Stream] = true
+	}
+}
+
+// smallReads reads at most 4 KiB at a time.
+type smallReads struct{ r io.Reader }
+
+func (s smallReads) Read(p []byte) (int, error) { return s.r.Read(p[:min(len(p), 4096)]) }
