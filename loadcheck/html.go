@@ -346,6 +346,12 @@ func writeHTML(w io.Writer, rep *Report) error {
 		}
 		return fmt.Sprintf("%.2g", *m.PValue)
 	})
+	row("paired %[1-mode/"+rep.Baseline+"]", func(m *ModeResult) string {
+		if m.Baseline || m.PairedPValue == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f%% ± %.2f%% (p = %.2g)", m.PairedDegradationPct, m.PairedDegradationErr, *m.PairedPValue)
+	})
 	f := func(v float64) string { return fmt.Sprintf("%.3f", v) }
 	row("latency mean (ms)", func(m *ModeResult) string { return f(m.MeanMs) })
 	row("latency p50", func(m *ModeResult) string { return f(m.P50Ms) })

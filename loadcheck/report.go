@@ -112,13 +112,20 @@ type ModeResult struct {
 	DegradationErr float64 `json:"degradation_err"`
 	// PValue is the two-sided Welch t-test p-value of the round op rates against the
 	// baseline's; null with fewer than two rounds.
-	PValue              *float64    `json:"p_value"`
-	T                   *float64    `json:"t"`
-	DF                  *float64    `json:"df"`
-	CPUSeconds          float64     `json:"cpu_s"`
-	CPUUsPerOp          float64     `json:"cpu_us_per_op"`
-	CPUSecondsPer10kOps float64     `json:"cpu_s_per_10k_ops"`
-	Runs                []RunResult `json:"runs"`
+	PValue *float64 `json:"p_value"`
+	T      *float64 `json:"t"`
+	DF     *float64 `json:"df"`
+	// The paired figures compare each round with the baseline's run of the same round:
+	// the mean and standard error of the per-round degradations, and a one-sample t-test
+	// of them (the paired t-test). Drift between rounds cancels out of them; the
+	// guardrail uses the Welch test all the same, as specified.
+	PairedDegradationPct float64     `json:"paired_degradation_pct"`
+	PairedDegradationErr float64     `json:"paired_degradation_err"`
+	PairedPValue         *float64    `json:"paired_p_value"`
+	CPUSeconds           float64     `json:"cpu_s"`
+	CPUUsPerOp           float64     `json:"cpu_us_per_op"`
+	CPUSecondsPer10kOps  float64     `json:"cpu_s_per_10k_ops"`
+	Runs                 []RunResult `json:"runs"`
 
 	resp, svc *hdrhistogram.Histogram
 }
@@ -305,6 +312,14 @@ func compare(rep *Report) {
 			p, tv, df := t.p, finite(t.t), finite(t.df)
 			m.PValue, m.T, m.DF = &p, &tv, &df
 		}
+		if d := pairedDegradation(m.Rounds, base.Rounds); d != nil {
+			s := summarize(d)
+			m.PairedDegradationPct, m.PairedDegradationErr = s.mean, s.stderr
+			if t := oneSampleT(d); t.ok {
+				p := t.p
+				m.PairedPValue = &p
+			}
+		}
 	}
 }
 
@@ -470,6 +485,18 @@ func printComparison(p *printer, rep *Report) {
 		}
 		return fmt.Sprintf("%.2g", *m.PValue)
 	})
+	row("paired %[1-mode/"+rep.Baseline+"]", func(m *ModeResult) string {
+		if m.Baseline || m.PairedPValue == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f%% ± %.2f%%", m.PairedDegradationPct, m.PairedDegradationErr)
+	})
+	row("paired p-value", func(m *ModeResult) string {
+		if m.Baseline || m.PairedPValue == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%.2g", *m.PairedPValue)
+	})
 	row("", func(*ModeResult) string { return "" })
 	f := func(v float64) string { return fmt.Sprintf("%.3f", v) }
 	row("latency mean", func(m *ModeResult) string { return f(m.MeanMs) })
@@ -499,11 +526,14 @@ func printComparison(p *printer, rep *Report) {
 		}
 		sig := "no p-value with one round"
 		if m.PValue != nil {
-			sig = fmt.Sprintf("p = %.2g, ", *m.PValue)
+			sig = fmt.Sprintf("Welch p = %.2g, ", *m.PValue)
 			if *m.PValue < Significance {
 				sig += "significant"
 			} else {
 				sig += "not significant"
+			}
+			if m.PairedPValue != nil {
+				sig += fmt.Sprintf("; paired by round: %.2f%% ± %.2f%%, p = %.2g", m.PairedDegradationPct, m.PairedDegradationErr, *m.PairedPValue)
 			}
 		}
 		fmt.Fprintf(&b, "%s: %.2f%% ± %.2f%% %s %s (%s)\n", m.Name, d, m.DegradationErr, verb, rep.Baseline, sig)
@@ -601,7 +631,8 @@ func writeJSON(w io.Writer, rep *Report) error {
 // per run.
 var csvHeader = []string{"kind", "mode", "round", "position", "target", "ops", "errors", "unsent", "duration_s",
 	"op_rate", "op_rate_median", "op_rate_stdev", "op_rate_stderr", "mean_ms", "p50_ms", "p95_ms", "p99_ms", "p999_ms", "max_ms",
-	"service_p50_ms", "service_p99_ms", "service_max_ms", "degradation_pct", "degradation_err", "p_value", "cpu_us_per_op"}
+	"service_p50_ms", "service_p99_ms", "service_max_ms", "degradation_pct", "degradation_err", "p_value",
+	"paired_degradation_pct", "paired_degradation_err", "paired_p_value", "cpu_us_per_op"}
 
 func writeCSV(w io.Writer, rep *Report) error {
 	cw := csv.NewWriter(w)
@@ -609,9 +640,12 @@ func writeCSV(w io.Writer, rep *Report) error {
 	i := func(x int64) string { return strconv.FormatInt(x, 10) }
 	cw.Write(csvHeader)
 	for _, m := range rep.Modes {
-		pv := ""
+		pv, ppv := "", ""
 		if m.PValue != nil {
 			pv = f(*m.PValue)
+		}
+		if m.PairedPValue != nil {
+			ppv = f(*m.PairedPValue)
 		}
 		var dur float64
 		for _, r := range m.Runs {
@@ -619,11 +653,12 @@ func writeCSV(w io.Writer, rep *Report) error {
 		}
 		cw.Write([]string{"mode", m.Name, "", "", m.Target, i(m.Ops), i(m.Errors), i(m.Unsent), f(dur),
 			f(m.OpRate), f(m.OpRateMedian), f(m.OpRateStdev), f(m.OpRateStderr), f(m.MeanMs), f(m.P50Ms), f(m.P95Ms), f(m.P99Ms), f(m.P999Ms), f(m.MaxMs),
-			f(m.Service.P50Ms), f(m.Service.P99Ms), f(m.Service.MaxMs), f(m.DegradationPct), f(m.DegradationErr), pv, f(m.CPUUsPerOp)})
+			f(m.Service.P50Ms), f(m.Service.P99Ms), f(m.Service.MaxMs), f(m.DegradationPct), f(m.DegradationErr), pv,
+			f(m.PairedDegradationPct), f(m.PairedDegradationErr), ppv, f(m.CPUUsPerOp)})
 		for _, r := range m.Runs {
 			cw.Write([]string{"run", m.Name, strconv.Itoa(r.Round), strconv.Itoa(r.Position), r.Target, i(r.Ops), i(r.Errors), i(r.Unsent), f(r.DurationS),
 				f(r.OpRate), "", "", "", f(r.MeanMs), f(r.P50Ms), f(r.P95Ms), f(r.P99Ms), f(r.P999Ms), f(r.MaxMs),
-				f(r.Service.P50Ms), f(r.Service.P99Ms), f(r.Service.MaxMs), "", "", "", f(r.CPUUsPerOp)})
+				f(r.Service.P50Ms), f(r.Service.P99Ms), f(r.Service.MaxMs), "", "", "", "", "", "", f(r.CPUUsPerOp)})
 		}
 	}
 	cw.Flush()

@@ -73,6 +73,40 @@ func welch(a, b []float64) tTest {
 	return tTest{t: t, df: df, p: studentTwoSided(t, df), ok: true}
 }
 
+// oneSampleT tests whether the mean of xs differs from zero: on per-round differences it is
+// the paired t-test, which cancels drift that moves every mode of a round alike.
+func oneSampleT(xs []float64) tTest {
+	if len(xs) < 2 {
+		return tTest{}
+	}
+	s := summarize(xs)
+	df := float64(s.n - 1)
+	if s.stderr == 0 {
+		if s.mean == 0 {
+			return tTest{df: df, p: 1, ok: true}
+		}
+		return tTest{t: math.Copysign(math.Inf(1), s.mean), df: df, p: 0, ok: true}
+	}
+	t := s.mean / s.stderr
+	return tTest{t: t, df: df, p: studentTwoSided(t, df), ok: true}
+}
+
+// pairedDegradation returns each round's 100·(1 − mode/base), or nil when the rounds do
+// not pair up.
+func pairedDegradation(mode, base []float64) []float64 {
+	if len(mode) != len(base) || len(mode) == 0 {
+		return nil
+	}
+	d := make([]float64, len(mode))
+	for i := range mode {
+		if base[i] <= 0 {
+			return nil
+		}
+		d[i] = 100 * (1 - mode[i]/base[i])
+	}
+	return d
+}
+
 // studentTwoSided returns P(|T| ≥ |t|) for Student's t distribution with df degrees of
 // freedom: I_{df/(df+t²)}(df/2, 1/2) (Abramowitz & Stegun 26.7.1 with 26.5.27).
 func studentTwoSided(t, df float64) float64 {

@@ -214,3 +214,38 @@ func TestWelchScylla(t *testing.T) {
 		t.Errorf("p(fast vs baseline) = %v; want < 1e-6", p)
 	}
 }
+
+func TestOneSampleT(t *testing.T) {
+	// Student's (1908) sleep data, Cushny & Peebles: the extra hours of sleep with drug 2
+	// minus drug 1 for ten patients. R's t.test(extra ~ group, data = sleep, paired = TRUE)
+	// gives t = -4.0621, df = 9, p-value = 0.002833 (for drug 1 minus drug 2).
+	diffs := []float64{1.2, 2.4, 1.3, 1.3, 0.0, 1.0, 1.8, 0.8, 4.6, 1.4}
+	got := oneSampleT(diffs)
+	if !got.ok || !near(got.t, 4.0621, 5e-5) || got.df != 9 || !near(got.p, 0.002833, 5e-7) {
+		t.Errorf("oneSampleT = %+v; want t 4.0621, df 9, p 0.002833", got)
+	}
+	if got := oneSampleT([]float64{3}); got.ok {
+		t.Errorf("oneSampleT of one value = %+v; want not ok", got)
+	}
+	if got := oneSampleT([]float64{2, 2, 2}); !got.ok || got.p != 0 {
+		t.Errorf("oneSampleT without spread = %+v; want p 0", got)
+	}
+}
+
+func TestPairedDegradation(t *testing.T) {
+	// Round drift that moves both modes alike cancels: the mode is 10% slower every round
+	// although the rounds differ by 50%.
+	base := []float64{1000, 1500, 2000}
+	mode := []float64{900, 1350, 1800}
+	d := pairedDegradation(mode, base)
+	s := summarize(d)
+	if len(d) != 3 || !near(s.mean, 10, 1e-9) || !near(s.stderr, 0, 1e-9) {
+		t.Errorf("paired degradation = %v (mean %v ± %v); want 10, 10, 10", d, s.mean, s.stderr)
+	}
+	if w := welch(mode, base); !(w.p > 0.5) {
+		t.Errorf("Welch p = %v; want > 0.5, blind to the paired difference", w.p)
+	}
+	if d := pairedDegradation([]float64{1}, []float64{1, 2}); d != nil {
+		t.Errorf("unpaired rounds = %v; want nil", d)
+	}
+}
