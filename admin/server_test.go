@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tracecar/tracecar/admin"
 	"github.com/tracecar/tracecar/logs"
@@ -474,5 +475,31 @@ func TestAuditIgnoresLevel(t *testing.T) {
 	}
 	if strings.Join(whats, ",") != "logger admin,slow_query" {
 		t.Errorf("audit lines for %v; want logger admin, slow_query", whats)
+	}
+}
+
+func TestListenAndServe(t *testing.T) {
+	s := admin.New(admin.Config{Addr: "127.0.0.1:0"}, newFakeTracer(), nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.ListenAndServe(ctx) }()
+	var addr string
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if addr = s.Addr(); addr != "127.0.0.1:0" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("ListenAndServe never set Addr")
+		}
+	}
+	if status, body := do(t, client, "http://"+addr, request{method: "GET", path: "/storage_service/slow_query"}); status != 200 {
+		t.Errorf("GET on %s: %d %s", addr, status, body)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("ListenAndServe after cancel = %v; want nil", err)
+	}
+	if err := admin.New(admin.Config{Addr: "256.0.0.1:1"}, nil, nil).ListenAndServe(context.Background()); err == nil {
+		t.Error("ListenAndServe on a bad address succeeded")
 	}
 }
