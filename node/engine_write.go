@@ -6,6 +6,9 @@ import (
 	"github.com/tracecar/tracecar/cql"
 )
 
+// maxKeyLen is the longest partition key (or key component) Cassandra accepts.
+const maxKeyLen = 65535
+
 // maxTTL is Cassandra's limit, 20 years.
 const maxTTL = 20 * 365 * 24 * 60 * 60
 
@@ -254,6 +257,9 @@ func (k *keyPlan) partitionKeys(x *execCtx) ([][]byte, error) {
 		if len(b) == 0 {
 			return nil, invalidf("Key may not be empty")
 		}
+		if len(b) > maxKeyLen {
+			return nil, invalidf("Key length of %d is longer than maximum of %d", len(b), maxKeyLen)
+		}
 		return [][]byte{b}, nil
 	}
 	combos, err := product(k.pk, x)
@@ -262,6 +268,11 @@ func (k *keyPlan) partitionKeys(x *execCtx) ([][]byte, error) {
 	}
 	out := make([][]byte, len(combos))
 	for i, c := range combos {
+		for _, v := range c {
+			if len(v) > maxKeyLen {
+				return nil, invalidf("Key length of %d is longer than maximum of %d", len(v), maxKeyLen)
+			}
+		}
 		out[i] = encodePK(c)
 		if len(out[i]) == 0 {
 			return nil, invalidf("Key may not be empty")
