@@ -43,6 +43,7 @@ type stackConfig struct {
 	AdminToken          string
 	AdminTLSCert        string
 	AdminTLSKey         string
+	AdminInsecure       bool
 	OTLPEndpoint        string
 	BindValues          bool
 	RingSize            int
@@ -120,7 +121,7 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 	}
 	st.Sidecar = pln.Addr().String()
 	api := admin.New(admin.Config{
-		Addr: cfg.Admin, Token: cfg.AdminToken, TLSCert: cfg.AdminTLSCert, TLSKey: cfg.AdminTLSKey,
+		Addr: cfg.Admin, Token: cfg.AdminToken, TLSCert: cfg.AdminTLSCert, TLSKey: cfg.AdminTLSKey, Insecure: cfg.AdminInsecure,
 		Logger: reg.Logger(logs.Admin),
 	}, st.tracer, reg, admin.WithMetrics(m), admin.WithReady(func(ctx context.Context) error {
 		var d net.Dialer
@@ -195,6 +196,7 @@ func runSidecar(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.StringVar(&cfg.AdminToken, "admin-token", envOr("TRACECAR_ADMIN_TOKEN", ""), "bearer token required by the admin API (env TRACECAR_ADMIN_TOKEN)")
 	fs.StringVar(&cfg.AdminTLSCert, "admin-tls-cert", "", "PEM certificate: serve the admin API over HTTPS")
 	fs.StringVar(&cfg.AdminTLSKey, "admin-tls-key", "", "PEM key for --admin-tls-cert")
+	fs.BoolVar(&cfg.AdminInsecure, "admin-insecure", false, "allow the admin API on a non-loopback address without a token")
 	fs.StringVar(&cfg.OTLPEndpoint, "otlp-endpoint", envOr("OTEL_EXPORTER_OTLP_ENDPOINT", ""), "OTLP/HTTP endpoint URL for trace spans, or \"stdout\"")
 	fs.BoolVar(&cfg.BindValues, "trace-bind-values", false, "include bound values in trace records (they may hold PII)")
 	fs.IntVar(&cfg.RingSize, "ring-size", tracing.DefaultRingSize, "sessions kept in memory for /tracecar/slow_log")
