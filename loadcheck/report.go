@@ -308,14 +308,14 @@ func compare(rep *Report) {
 		}
 		pct, err := degradation(summarize(m.Rounds), bs)
 		m.DegradationPct, m.DegradationErr = finite(pct), finite(err)
-		if t := welch(m.Rounds, base.Rounds); t.ok {
+		if t := welch(m.Rounds, base.Rounds); t.ok && !math.IsNaN(t.p) {
 			p, tv, df := t.p, finite(t.t), finite(t.df)
 			m.PValue, m.T, m.DF = &p, &tv, &df
 		}
 		if d := pairedDegradation(m.Rounds, base.Rounds); d != nil {
 			s := summarize(d)
 			m.PairedDegradationPct, m.PairedDegradationErr = s.mean, s.stderr
-			if t := oneSampleT(d); t.ok {
+			if t := oneSampleT(d); t.ok && !math.IsNaN(t.p) {
 				p := t.p
 				m.PairedPValue = &p
 			}
