@@ -1,0 +1,66 @@
+package sidecar
+
+import (
+	"net/netip"
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/tracecar/tracecar/cql"
+)
+
+// fuzzConn is a conn with no sockets, for the parsing code.
+func fuzzConn(comp int32) *conn {
+	c := &conn{
+		p:         New(Config{NodeAddr: "127.0.0.1:9042"}, nil),
+		log:       zerolog.Nop(),
+		advertise: netip.MustParseAddrPort("192.0.2.1:9042"),
+		nodeAddr:  netip.MustParseAddrPort("127.0.0.1:9042"),
+		peerPort:  9042,
+	}
+	c.comp.Store(comp % int32(len(compressors)))
+	return c
+}
+
+// FuzzInspect feeds arbitrary request frames to the code that reads requests: it must
+// never panic, whatever a client sends.
+func FuzzInspect(f *testing.F) {
+	f.Add(byte(cql.OpQuery), byte(0), int32(0), queryBody("SELECT * FROM system.local"))
+	f.Add(byte(cql.OpPrepare), byte(0), int32(0), cql.Prepare{Query: "SELECT * FROM system.peers_v2"}.AppendBody(nil, cql.V4))
+	f.Add(byte(cql.OpExecute), byte(cql.FlagCustomPayload), int32(0), []byte{0, 1, 0, 0})
+	f.Add(byte(cql.OpStartup), byte(0), int32(0), cql.Startup{Options: map[string]string{"COMPRESSION": "lz4"}}.AppendBody(nil, cql.V4))
+	lz, _ := cql.LZ4{}.Compress(nil, queryBody("SELECT * FROM system.local"))
+	f.Add(byte(cql.OpQuery), cql.FlagCompression, int32(1), lz)
+	f.Fuzz(func(t *testing.T, op, flags byte, comp int32, body []byte) {
+		c := fuzzConn(comp & 3)
+		c.p.rememberStmt([]byte{0, 0}, kindLocal, nil)
+		h := cql.Header{Version: cql.V4, Flags: flags, Opcode: cql.Opcode(op), Length: uint32(len(body))}
+		c.inspect(h, append(cql.AppendHeader(nil, h), body...))
+	})
+}
+
+// FuzzRewrite feeds arbitrary node responses to the rewriting code, for each kind of system
+// table request and for events: it must never panic and must return a whole frame.
+func FuzzRewrite(f *testing.F) {
+	f.Add(byte(kindLocal), byte(cql.OpResult), byte(0), rowsBody("local", localColumns(), false,
+		[][]byte{text("local"), text("dc"), ip("10.0.0.1"), port(9042), ip("10.0.0.1")}))
+	f.Add(byte(kindLocal|kindPrepare), byte(cql.OpResult), byte(0),
+		cql.PreparedResult{ID: []byte{1}, ResultMetadata: cql.RowsMetadata{Columns: localColumns()}}.AppendBody(nil, cql.V4))
+	f.Add(byte(0), byte(cql.OpEvent), byte(0),
+		cql.Event{Type: cql.EventStatusChange, Change: "UP", Addr: netip.MustParseAddrPort("127.0.0.1:9042")}.AppendBody(nil, cql.V4))
+	f.Fuzz(func(t *testing.T, kind, op, flags byte, body []byte) {
+		c := fuzzConn(int32(flags >> 4))
+		h := cql.Header{Version: cql.ResponseBit | cql.V4, Flags: flags & 0x0f, Opcode: cql.Opcode(op), Length: uint32(len(body))}
+		fr := append(cql.AppendHeader(nil, h), body...)
+		var out []byte
+		if kind == 0 {
+			h.Stream = -1
+			out = c.rewriteEvent(fr)
+		} else {
+			out = c.rewriteResult(fr, inflight{kind: rewriteKind(kind), stmt: &sysStmt{kind: kindLocal, cols: localColumns()}})
+		}
+		if got, err := cql.ParseHeader(out); err != nil || int(got.Length) != len(out)-cql.HeaderSize {
+			t.Fatalf("rewrite returned a frame with header %+v (%v) and %d bytes", got, err, len(out))
+		}
+	})
+}
