@@ -384,6 +384,9 @@ func (c *conn) requests() error {
 		var req inflight
 		if frame != nil {
 			req.kind, req.stmt = c.inspect(h, frame)
+			if cap(c.reqBody) > maxKeptBuffer {
+				c.reqBody = nil
+			}
 		}
 		if h.Stream >= 0 {
 			req.stream, req.op = h.Stream, h.Opcode
