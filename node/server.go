@@ -1,3 +1,11 @@
+// Package node is tracecar's embedded in-memory CQL node: a single-node Cassandra 4.1
+// look-alike that speaks protocol v3 and v4, so that gocql, the DataStax Python driver and
+// the Node.js driver run against it unchanged. It is the default target of the sidecar and
+// the load checker, and the fixture of every end-to-end test.
+//
+// Server handles connections (handshake, auth, compression, tracing, write coalescing);
+// Engine parses and executes CQL against sharded, sorted in-memory storage, including the
+// system, system_schema, system_virtual_schema and system_traces tables drivers read.
 package node
 
 import (
