@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -551,7 +552,7 @@ func (c *conn) startup(body []byte) {
 	}
 	var name string
 	for k, v := range m.Options {
-		if equalFold(k, "COMPRESSION") {
+		if strings.EqualFold(k, "COMPRESSION") {
 			name = v
 		}
 	}
@@ -716,23 +717,3 @@ func isClosed(err error) bool {
 }
 
 func isTimeout(err error) bool { return errors.Is(err, os.ErrDeadlineExceeded) }
-
-// equalFold is an ASCII case-insensitive comparison.
-func equalFold(a, b string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := 0; i < len(a); i++ {
-		if lower(a[i]) != lower(b[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-func lower(b byte) byte {
-	if 'A' <= b && b <= 'Z' {
-		return b + 'a' - 'A'
-	}
-	return b
-}

@@ -1,6 +1,7 @@
 package sidecar
 
 import (
+	"bytes"
 	"encoding/binary"
 	"maps"
 	"net/netip"
@@ -48,6 +49,14 @@ func (p *Proxy) rememberStmt(id []byte, kind rewriteKind, cols []cql.ColumnSpec)
 	p.sys.Store(&m)
 }
 
+// Names that systemTable looks for, in any case.
+var (
+	nameSystem  = []byte("system")
+	nameLocal   = []byte("local")
+	namePeers   = []byte("peers")
+	namePeersV2 = []byte("peers_v2")
+)
+
 // systemTable reports whether the CQL text q names system.local, system.peers or
 // system.peers_v2, in any case, quoted or not. It does not allocate.
 func systemTable(q []byte) rewriteKind {
@@ -62,10 +71,10 @@ func systemTable(q []byte) rewriteKind {
 		} else if i > 0 && isIdent(q[i-1]) {
 			continue
 		}
-		if !hasPrefixFold(q[j:], "system") {
+		if len(q)-j < len(nameSystem) || !bytes.EqualFold(q[j:j+len(nameSystem)], nameSystem) {
 			continue
 		}
-		j += len("system")
+		j += len(nameSystem)
 		if quoted {
 			if j >= len(q) || q[j] != '"' {
 				continue
@@ -91,11 +100,11 @@ func systemTable(q []byte) rewriteKind {
 			continue
 		}
 		switch name := q[j:k]; {
-		case equalFoldBytes(name, "local"):
+		case bytes.EqualFold(name, nameLocal):
 			return kindLocal
-		case equalFoldBytes(name, "peers"):
+		case bytes.EqualFold(name, namePeers):
 			return kindPeers
-		case equalFoldBytes(name, "peers_v2"):
+		case bytes.EqualFold(name, namePeersV2):
 			return kindPeersV2
 		}
 	}
@@ -111,22 +120,6 @@ func skipSpace(q []byte, i int) int {
 		i++
 	}
 	return i
-}
-
-func hasPrefixFold(b []byte, prefix string) bool {
-	return len(b) >= len(prefix) && equalFoldBytes(b[:len(prefix)], prefix)
-}
-
-func equalFoldBytes(b []byte, s string) bool {
-	if len(b) != len(s) {
-		return false
-	}
-	for i := range b {
-		if lower(b[i]) != lower(s[i]) {
-			return false
-		}
-	}
-	return true
 }
 
 // responseBody returns the header of a response frame, its prefix, its message body
