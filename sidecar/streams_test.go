@@ -93,3 +93,31 @@ func TestSystemTable(t *testing.T) {
 		}
 	}
 }
+
+func TestInspectDoesNotAllocate(t *testing.T) {
+	c := fuzzConn(1) // lz4
+	c.p.rememberStmt([]byte("0123456789abcdef"), kindLocal, nil)
+	query := cql.AppendFrame(nil, cql.Header{Version: cql.V4, Stream: 1}, cql.Query{Query: "SELECT * FROM ks.t WHERE k = 1", Params: cql.QueryParams{Consistency: cql.One}})
+	lz4Query, err := cql.AppendFrameCompressed(nil, cql.Header{Version: cql.V4, Stream: 1}, cql.Query{Query: "SELECT * FROM ks.t WHERE k = 1"}, cql.LZ4{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name  string
+		frame []byte
+	}{
+		{"query", query},
+		{"lz4 query", lz4Query},
+		{"execute", executeFrame(1)},
+	}
+	for _, tt := range tests {
+		h, err := cql.ParseHeader(tt.frame)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.inspect(h, tt.frame) // grows the scratch buffer
+		if n := testing.AllocsPerRun(100, func() { c.inspect(h, tt.frame) }); n != 0 {
+			t.Errorf("%s: inspect allocates %.1f times per request; want 0", tt.name, n)
+		}
+	}
+}
