@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel"
+
 	"github.com/tracecar/tracecar/admin"
 	"github.com/tracecar/tracecar/logs"
 	"github.com/tracecar/tracecar/metrics"
@@ -90,6 +92,12 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 		fmt.Fprintf(out, "tracecar: started an embedded node on %s (API %s)\n", st.Node, st.NodeAPI)
 	}
 
+	// The OTel SDK reports export failures (a dead collector) through a global handler that
+	// prints to stderr; send them to the tracing logger instead, once per process.
+	tlog := reg.Logger(logs.Tracing)
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+		tlog.Warn().Err(err).Msg("OpenTelemetry export")
+	}))
 	opts := tracing.Options{
 		RingSize:   cfg.RingSize,
 		BindValues: cfg.BindValues,
