@@ -133,6 +133,14 @@ func (c *Conn) peek(stream int16) *slot {
 // costs one monotonic clock read and a copy of the frame into a reused per-stream buffer.
 // Call it from the connection's request goroutine only.
 func (c *Conn) OnRequest(h cql.Header, frame []byte, comp cql.Compressor) {
+	c.OnRequestAt(h, frame, comp, 0)
+}
+
+// OnRequestAt is OnRequest for a caller that has already read the clock for its own
+// purposes (the proxy's latency metrics): now, from Now, is taken as the request's
+// arrival, so that fast mode adds no clock read of its own. A zero now makes it read the
+// clock itself, as OnRequest does.
+func (c *Conn) OnRequestAt(h cql.Header, frame []byte, comp cql.Compressor, now int64) {
 	c.requests.Store(c.requests.Load() + 1) // single writer: no locked add needed
 	if !traceable(h.Opcode) || h.Stream < 0 || len(frame) < cql.HeaderSize {
 		return
@@ -144,10 +152,10 @@ func (c *Conn) OnRequest(h cql.Header, frame []byte, comp cql.Compressor) {
 	if s.off && h.Flags&cql.FlagTracing == 0 {
 		return
 	}
-	c.onRequest(s, h, frame, comp)
+	c.onRequest(s, h, frame, comp, now)
 }
 
-func (c *Conn) onRequest(s *snapshot, h cql.Header, frame []byte, comp cql.Compressor) {
+func (c *Conn) onRequest(s *snapshot, h cql.Header, frame []byte, comp cql.Compressor, now int64) {
 	var mode string
 	switch {
 	case h.Flags&cql.FlagTracing != 0:
@@ -155,14 +163,16 @@ func (c *Conn) onRequest(s *snapshot, h cql.Header, frame []byte, comp cql.Compr
 	case s.sample && (s.sampleAll || c.t.rand() < s.sampleBelow):
 		mode = ModeSampled
 	case s.fast:
-		c.armFast(s, h, frame, comp)
+		c.armFast(s, h, frame, comp, now)
 		return
 	case s.enabled:
 		mode = ModeFull
 	default:
 		return
 	}
-	now := c.t.now()
+	if now == 0 {
+		now = c.t.now()
+	}
 	sl := c.slot(h.Stream)
 	if sl.state.Load() == slotArmed && sl.state.CompareAndSwap(slotArmed, slotBusy) {
 		sl.state.Store(slotFree) // a stale fast request on this stream
@@ -195,7 +205,7 @@ func (c *Conn) onRequest(s *snapshot, h cql.Header, frame []byte, comp cql.Compr
 
 // armFast keeps the start time and a copy of the frame in the stream's slot: no parsing,
 // and no allocation once the slot's buffer has grown.
-func (c *Conn) armFast(s *snapshot, h cql.Header, frame []byte, comp cql.Compressor) {
+func (c *Conn) armFast(s *snapshot, h cql.Header, frame []byte, comp cql.Compressor, now int64) {
 	sl := c.slot(h.Stream)
 	if sl.cur.Load() != nil && sl.cur.Swap(nil) != nil {
 		c.outstanding.Add(-1) // a traced request that never saw its response
@@ -203,7 +213,10 @@ func (c *Conn) armFast(s *snapshot, h cql.Header, frame []byte, comp cql.Compres
 	if !sl.state.CompareAndSwap(slotFree, slotBusy) && !sl.state.CompareAndSwap(slotArmed, slotBusy) {
 		return // the response side is reading this slot: skip this one request
 	}
-	sl.start = c.t.now()
+	if now == 0 {
+		now = c.t.now()
+	}
+	sl.start = now
 	sl.gen = s.gen
 	sl.op, sl.flags, sl.version = h.Opcode, h.Flags, h.ProtoVersion()
 	sl.comp = comp
@@ -229,6 +242,12 @@ func (c *Conn) armFast(s *snapshot, h cql.Header, frame []byte, comp cql.Compres
 // slow request is decoded and recorded here. Call it from the connection's response
 // goroutine only.
 func (c *Conn) OnResponse(h cql.Header, frame []byte, comp cql.Compressor) []byte {
+	return c.OnResponseAt(h, frame, comp, 0)
+}
+
+// OnResponseAt is OnResponse with the response's arrival time already read, from Now; a
+// zero now makes it read the clock itself.
+func (c *Conn) OnResponseAt(h cql.Header, frame []byte, comp cql.Compressor, now int64) []byte {
 	if len(frame) < cql.HeaderSize {
 		return frame
 	}
@@ -239,10 +258,10 @@ func (c *Conn) OnResponse(h cql.Header, frame []byte, comp cql.Compressor) []byt
 	if s.off && h.Flags&cql.FlagTracing == 0 && c.outstanding.Load() == 0 {
 		return frame
 	}
-	return c.onResponse(s, h, frame, comp)
+	return c.onResponse(s, h, frame, comp, now)
 }
 
-func (c *Conn) onResponse(s *snapshot, h cql.Header, frame []byte, comp cql.Compressor) []byte {
+func (c *Conn) onResponse(s *snapshot, h cql.Header, frame []byte, comp cql.Compressor, now int64) []byte {
 	sl := c.peek(h.Stream)
 	if sl == nil {
 		return frame
@@ -257,7 +276,10 @@ func (c *Conn) onResponse(s *snapshot, h cql.Header, frame []byte, comp cql.Comp
 		return frame
 	}
 	if sl.gen == s.gen && s.enabled {
-		d := c.t.now() - sl.start
+		if now == 0 {
+			now = c.t.now()
+		}
+		d := now - sl.start
 		if slow(d/1000, s.thresholdUS) {
 			c.recordFast(sl, d, h, frame, comp)
 		}

@@ -118,7 +118,6 @@ func newSnapshot(c Config, gen uint32) *snapshot {
 type Tracer struct {
 	snap   atomic.Pointer[snapshot]
 	cfgMu  sync.Mutex // serialises writers of snap
-	epoch  time.Time  // monotonic origin of the per-request timestamps
 	opts   Options
 	log    zerolog.Logger
 	rand   func() uint64
@@ -151,7 +150,6 @@ func New(o Options) *Tracer {
 		o.CaptureMax = DefaultCaptureMax
 	}
 	t := &Tracer{
-		epoch: time.Now(),
 		opts:  o,
 		log:   o.Logger,
 		rand:  o.Rand,
@@ -179,7 +177,15 @@ func New(o Options) *Tracer {
 }
 
 // now returns the monotonic nanoseconds since t was created: one clock read, no wall clock.
-func (t *Tracer) now() int64 { return int64(time.Since(t.epoch)) }
+func (t *Tracer) now() int64 { return Now() }
+
+// clockEpoch is the origin of Now.
+var clockEpoch = time.Now()
+
+// Now returns monotonic nanoseconds since the process started: the clock of every
+// timestamp the tracing engine keeps. A caller that reads it anyway can hand the value to
+// OnRequestAt and OnResponseAt, so that tracing reads no clock of its own. It is never 0.
+func Now() int64 { return int64(time.Since(clockEpoch)) + 1 }
 
 // Config returns the current configuration. It is safe for concurrent use.
 func (t *Tracer) Config() Config { return t.snap.Load().cfg }
