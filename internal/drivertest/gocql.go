@@ -139,8 +139,9 @@ func RunGocql(tb testing.TB, o Options) {
 		tb.Fatalf("after batch: count %d, err %v; want 3", count, err)
 	}
 
-	// A TTL that expires.
-	must("INSERT INTO "+ks+".kv (k, v) VALUES (?, ?) USING TTL 1", 100, "short-lived")
+	// A TTL that expires. Expiry is counted in whole seconds, as in Cassandra, so a TTL of 1
+	// can expire before the next read: 2 leaves the row visible for at least a second.
+	must("INSERT INTO "+ks+".kv (k, v) VALUES (?, ?) USING TTL 2", 100, "short-lived")
 	if err := s.Query("SELECT v FROM "+ks+".kv WHERE k = ?", 100).Scan(&v); err != nil {
 		tb.Fatalf("ttl row before expiry: %v", err)
 	}

@@ -89,9 +89,9 @@ async function main() {
   const n = (await client.execute(`SELECT count(*) FROM ${ks}.rows WHERE p = 2`)).first().count.toNumber();
   check('batch', n === 3, `count ${n}`);
 
-  await client.execute(`INSERT INTO ${ks}.rows (p, c, v) VALUES (3, 1, 'ttl') USING TTL 1`);
+  await client.execute(`INSERT INTO ${ks}.rows (p, c, v) VALUES (3, 1, 'ttl') USING TTL 2`);
   check('ttl row present', (await client.execute(`SELECT v FROM ${ks}.rows WHERE p = 3`)).rowLength === 1);
-  await new Promise(r => setTimeout(r, 2200));
+  await new Promise(r => setTimeout(r, 3200));
   check('ttl expired', (await client.execute(`SELECT v FROM ${ks}.rows WHERE p = 3`)).rowLength === 0);
 
   try {

@@ -101,9 +101,9 @@ session.execute(batch)
 n = session.execute("SELECT count(*) FROM rows WHERE p = 2").one()[0]
 check("batch", n == 4, "count %d" % n)
 
-session.execute("INSERT INTO rows (p, c, v) VALUES (3, 1, 'ttl') USING TTL 1")
+session.execute("INSERT INTO rows (p, c, v) VALUES (3, 1, 'ttl') USING TTL 2")
 check("ttl row present", session.execute("SELECT v FROM rows WHERE p = 3").one() is not None)
-time.sleep(2.2)
+time.sleep(3.2)
 check("ttl expired", session.execute("SELECT v FROM rows WHERE p = 3").one() is None)
 
 try:
