@@ -389,15 +389,18 @@ func (c *conn) requests() error {
 				c.reqBody = nil
 			}
 		}
+		// One clock read serves both the latency metric and fast-mode tracing.
+		var now int64
 		if h.Stream >= 0 {
 			req.stream, req.op = h.Stream, h.Opcode
 			if c.p.metrics != nil {
-				req.start = c.p.now()
+				now = tracing.Now()
+				req.start = now
 			}
 			c.streams.put(req)
 		}
 		if c.tr != nil {
-			c.tr.OnRequest(h, frame, c.compressor())
+			c.tr.OnRequestAt(h, frame, c.compressor(), now)
 		}
 		if m := c.p.metrics; m != nil {
 			m.Request(h.Opcode)
@@ -648,9 +651,13 @@ func (c *conn) forwardResponses() error {
 			frame = c.respBuf
 		}
 
+		var now int64
+		if c.p.metrics != nil && req.used {
+			now = tracing.Now()
+		}
 		out := frame
 		if c.tr != nil {
-			out = c.tr.OnResponse(h, frame, c.compressor())
+			out = c.tr.OnResponseAt(h, frame, c.compressor(), now)
 		}
 		if req.kind != kindNone {
 			out = c.rewriteResult(out, req)
@@ -658,7 +665,7 @@ func (c *conn) forwardResponses() error {
 			out = c.rewriteEvent(out)
 		}
 		if m := c.p.metrics; m != nil && req.used {
-			m.Latency(req.op, time.Duration(c.p.now()-req.start))
+			m.Latency(req.op, time.Duration(now-req.start))
 		}
 
 		switch {

@@ -128,7 +128,6 @@ type Proxy struct {
 	tr        *tracing.Tracer
 	log       *zerolog.Logger
 	metrics   Metrics
-	epoch     time.Time
 	maxFrame  uint32
 	advertise netip.AddrPort // zero Addr: the client connection's local address
 	cfgErr    error
@@ -168,7 +167,6 @@ func New(cfg Config, tr *tracing.Tracer) *Proxy {
 		tr:       tr,
 		log:      cfg.Logger,
 		metrics:  cfg.Metrics,
-		epoch:    time.Now(),
 		maxFrame: uint32(cfg.MaxFrameSize),
 		conns:    make(map[*conn]struct{}),
 	}
@@ -392,4 +390,3 @@ func (p *Proxy) unregister(c *conn) {
 }
 
 // now returns monotonic nanoseconds since New.
-func (p *Proxy) now() int64 { return int64(time.Since(p.epoch)) }

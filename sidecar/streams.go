@@ -10,7 +10,7 @@ import (
 // inflight is what the proxy remembers about a request between forwarding it and seeing its
 // response.
 type inflight struct {
-	start  int64       // nanoseconds since the proxy's epoch; set only when metrics are on
+	start  int64       // tracing.Now() at arrival; set only when metrics are on
 	stmt   *sysStmt    // the system statement an EXECUTE runs, or nil
 	stream int16       // the request's stream id
 	used   bool        // the slot holds a request
