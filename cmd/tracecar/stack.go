@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -57,20 +58,45 @@ type stack struct {
 	Sidecar, Admin, Node, NodeAPI string // addresses
 	tracer                        *tracing.Tracer
 	proxy                         *sidecar.Proxy
-	errc                          chan error
 	closers                       []func(context.Context) error
-	cancel                        context.CancelFunc
-	running                       int
+
+	// front is the proxy and the admin API; back is the embedded node and its API, which
+	// stop last, so that the proxy drains against a live node and the sinks flush into it.
+	front, back serverGroup
+	exited      chan struct{} // closed when any server returns
+	exitOnce    sync.Once
+}
+
+// serverGroup is a set of running servers sharing a cancel.
+type serverGroup struct {
+	cancel context.CancelFunc
+	errc   chan error
+	n      int
+}
+
+// wait returns the first error of the group's servers, once all have returned.
+func (g *serverGroup) wait() error {
+	var first error
+	for ; g.n > 0; g.n-- {
+		if err := <-g.errc; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 // startStack starts everything cfg describes on ctx and returns once every listener is
 // bound. Stop it with stop.
 func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io.Writer) (*stack, error) {
+	backCtx, backCancel := context.WithCancel(context.WithoutCancel(ctx))
 	ctx, cancel := context.WithCancel(ctx)
-	st := &stack{errc: make(chan error, 8), cancel: cancel}
+	st := &stack{
+		front:  serverGroup{cancel: cancel, errc: make(chan error, 4)},
+		back:   serverGroup{cancel: backCancel, errc: make(chan error, 4)},
+		exited: make(chan struct{}),
+	}
 	fail := func(err error) (*stack, error) {
-		cancel()
-		st.wait()
+		st.stop()
 		return nil, err
 	}
 	st.Node = cfg.Node
@@ -87,8 +113,8 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 		}
 		srv := node.New(node.Config{Logger: reg.Logger(logs.Node)})
 		st.Node, st.NodeAPI = nln.Addr().String(), "http://"+aln.Addr().String()
-		st.goServe(func() error { return srv.Serve(ctx, nln) })
-		st.goServe(func() error { return serveNodeAPI(ctx, aln, srv, reg) })
+		st.goServe(&st.back, func() error { return srv.Serve(backCtx, nln) })
+		st.goServe(&st.back, func() error { return serveNodeAPI(backCtx, aln, srv, reg) })
 		fmt.Fprintf(out, "tracecar: started an embedded node on %s (API %s)\n", st.Node, st.NodeAPI)
 	}
 
@@ -149,37 +175,35 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 		scheme = "https://"
 	}
 	st.Admin = scheme + aln.Addr().String()
-	st.goServe(func() error { return st.proxy.Serve(ctx, pln) })
-	st.goServe(func() error { return api.Serve(ctx, aln) })
+	st.goServe(&st.front, func() error { return st.proxy.Serve(ctx, pln) })
+	st.goServe(&st.front, func() error { return api.Serve(ctx, aln) })
 	return st, nil
 }
 
-func (st *stack) goServe(f func() error) {
-	st.running++
-	go func() { st.errc <- f() }()
+func (st *stack) goServe(g *serverGroup, f func() error) {
+	g.n++
+	go func() {
+		err := f()
+		st.exitOnce.Do(func() { close(st.exited) })
+		g.errc <- err
+	}()
 }
 
-// wait returns the first error of a server that stopped, once all have stopped.
-func (st *stack) wait() error {
-	var first error
-	for ; st.running > 0; st.running-- {
-		if err := <-st.errc; err != nil && first == nil {
-			first = err
-		}
-	}
-	return first
-}
-
-// stop cancels the servers (the proxy drains), waits for them, and flushes the sinks.
+// stop shuts down in order: the proxy (which drains) and the admin API, then the tracer
+// and its sinks (flushed), then the embedded node. It returns the first error met.
 func (st *stack) stop() error {
-	st.cancel()
-	err := st.wait()
+	st.front.cancel()
+	err := st.front.wait()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for _, c := range st.closers {
 		if cerr := c(ctx); cerr != nil && err == nil {
 			err = cerr
 		}
+	}
+	st.back.cancel()
+	if berr := st.back.wait(); berr != nil && err == nil {
+		err = berr
 	}
 	return err
 }
@@ -236,12 +260,10 @@ func runSidecar(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	case <-ctx.Done():
 		fmt.Fprintln(stdout, "tracecar sidecar: shutting down, draining in-flight requests")
 		return st.stop()
-	case err := <-st.errc:
-		st.running--
-		st.stop()
-		if err == nil {
-			err = errors.New("a server stopped unexpectedly")
+	case <-st.exited:
+		if err := st.stop(); err != nil {
+			return err
 		}
-		return err
+		return errors.New("a server stopped unexpectedly")
 	}
 }

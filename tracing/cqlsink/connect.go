@@ -3,6 +3,8 @@ package cqlsink
 import (
 	"context"
 	"fmt"
+	"io"
+	"log"
 	"net"
 	"strconv"
 	"sync"
@@ -64,6 +66,7 @@ func (c *Connector) Session(ctx context.Context) (*gocql.Session, error) {
 	cc.Events.DisableTopologyEvents = true
 	cc.HostFilter = gocql.WhiteListHostFilter(host)
 	cc.Consistency = gocql.One
+	cc.Logger = log.New(io.Discard, "", 0) // failures come back as errors, logged by the tracer
 	if c.Configure != nil {
 		c.Configure(cc)
 	}
