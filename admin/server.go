@@ -321,6 +321,14 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 
 // handleBadRequest answers a request that fasthttp could not parse.
 func (s *Server) handleBadRequest(ctx *fasthttp.RequestCtx, err error) {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		// Often a spare connection a client opened and never used: answer 408 and close,
+		// never a 400 that a client could take for the answer to its next request.
+		ctx.SetConnectionClose()
+		writeError(ctx, errorf(http.StatusRequestTimeout, "no complete request within the read timeout"))
+		return
+	}
 	writeError(ctx, errorf(http.StatusBadRequest, "malformed request: %v", err))
 }
 
