@@ -38,7 +38,7 @@ CFG
 
 "$work/tracecar" node --listen "$node" --api "$nodeapi" --log-file "$work/node.log" &
 pids+=($!)
-"$work/tracecar" sidecar --listen "$sidecar" --node "$node" --admin "$admin" --log-file "$work/sidecar.log" &
+env ${SIDECAR_ENV:-} "$work/tracecar" sidecar --listen "$sidecar" --node "$node" --admin "$admin" --log-file "$work/sidecar.log" &
 pids+=($!)
 haproxy -f "$work/haproxy.cfg" -db &
 pids+=($!)
