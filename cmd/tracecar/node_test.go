@@ -1,0 +1,89 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gocql/gocql"
+)
+
+// TestNodeCommand starts `tracecar node`, changes its logger level and trace probability
+// through its API, and checks that a query then leaves a trace session behind.
+func TestNodeCommand(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"node", "--listen", "127.0.0.1:0", "--api", "127.0.0.1:0", "--log-file", t.TempDir() + "/node.log"}, pw, io.Discard)
+		pw.Close()
+	}()
+	cqlRE := regexp.MustCompile(`CQL on (\S+)`)
+	apiRE := regexp.MustCompile(`API on (\S+)`)
+	var cqlAddr, api string
+	sc := bufio.NewScanner(pr)
+	for (cqlAddr == "" || api == "") && sc.Scan() {
+		if m := cqlRE.FindStringSubmatch(sc.Text()); m != nil {
+			cqlAddr = m[1]
+		}
+		if m := apiRE.FindStringSubmatch(sc.Text()); m != nil {
+			api = m[1]
+		}
+	}
+	if cqlAddr == "" || api == "" {
+		cancel()
+		t.Fatalf("no address lines from tracecar node (exit %d)", <-done)
+	}
+	go io.Copy(io.Discard, pr)
+
+	call := func(method, path, want string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, api+path, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || strings.TrimSpace(string(body)) != want {
+			t.Fatalf("%s %s: got %d %q; want 200 %q", method, path, resp.StatusCode, body, want)
+		}
+	}
+	call("GET", "/system/logger/node", `"info"`)
+	call("POST", "/system/logger/node?level=debug", "")
+	call("GET", "/system/logger/node", `"debug"`)
+	call("POST", "/storage_service/trace_probability?probability=1", "")
+	call("GET", "/storage_service/trace_probability", "1")
+
+	host, port, _ := strings.Cut(cqlAddr, ":")
+	c := gocql.NewCluster(host)
+	c.Port = atoi(t, port)
+	c.Timeout = 10 * time.Second
+	s, err := c.CreateSession()
+	if err != nil {
+		t.Fatalf("gocql to the node: %v", err)
+	}
+	defer s.Close()
+	var n int
+	if err := s.Query("SELECT count(*) FROM system_traces.sessions").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n == 0 {
+		t.Errorf("with trace probability 1, system_traces.sessions is empty")
+	}
+
+	cancel()
+	select {
+	case code := <-done:
+		if code != exitOK {
+			t.Errorf("exit code after shutdown: got %d; want 0", code)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("tracecar node did not stop within 30s of its context ending")
+	}
+}
