@@ -982,13 +982,13 @@ func (p *parser) updateStmt() statement {
 		}
 	}
 	p.expectKeyword("where")
-	st.where = p.whereClause()
+	st.where = p.relations()
 	if p.isKeyword("if") {
 		p.advance()
 		if p.acceptKeyword("exists") {
 			st.ifExists = true
 		} else {
-			st.conds = p.conditions()
+			st.conds = p.relations()
 		}
 	}
 	return st
@@ -1003,16 +1003,6 @@ func (p *parser) identMatches(col string) bool {
 		return p.tok.text == col
 	}
 	return false
-}
-
-func (p *parser) conditions() []relation {
-	var rs []relation
-	for {
-		rs = append(rs, p.relation())
-		if !p.acceptKeyword("and") {
-			return rs
-		}
-	}
 }
 
 func (p *parser) deleteStmt() statement {
@@ -1038,19 +1028,20 @@ func (p *parser) deleteStmt() statement {
 		p.failf("mismatched input 'TTL' expecting K_TIMESTAMP")
 	}
 	p.expectKeyword("where")
-	st.where = p.whereClause()
+	st.where = p.relations()
 	if p.isKeyword("if") {
 		p.advance()
 		if p.acceptKeyword("exists") {
 			st.ifExists = true
 		} else {
-			st.conds = p.conditions()
+			st.conds = p.relations()
 		}
 	}
 	return st
 }
 
-func (p *parser) whereClause() []relation {
+// relations parses relations joined by AND: a WHERE clause, or the conditions of IF.
+func (p *parser) relations() []relation {
 	var rs []relation
 	for {
 		rs = append(rs, p.relation())
@@ -1160,7 +1151,7 @@ func (p *parser) selectStmt() statement {
 	p.expectKeyword("from")
 	st.table = p.tableName()
 	if p.acceptKeyword("where") {
-		st.where = p.whereClause()
+		st.where = p.relations()
 	}
 	if p.isKeyword("group") {
 		p.failf("GROUP BY is not supported by the embedded node")
