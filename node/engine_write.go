@@ -797,23 +797,14 @@ func (p *writePlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 	}
 	now := x.now.Unix()
 	m := mutation{marker: p.marker}
-	if p.ts != nil {
-		b, unset, err := p.ts.eval(x)
-		if err != nil {
-			return nil, err
-		}
-		if !unset && b != nil {
-			v, ok := int64Value(b)
-			if !ok {
-				return nil, invalidf("Invalid timestamp value")
-			}
-			m.ts = v
-		} else {
-			m.ts = e.timestamp(x)
-		}
-	} else {
-		m.ts = e.timestamp(x)
+	ts, ok, err := evalTimestamp(p.ts, x)
+	if err != nil {
+		return nil, err
 	}
+	if !ok {
+		ts = e.timestamp(x)
+	}
+	m.ts = ts
 	ttl := t.ttl
 	if p.ttl != nil {
 		b, unset, err := p.ttl.eval(x)
@@ -1061,18 +1052,12 @@ func (c *compiler) batch(st *batchStmt) (plan, error) {
 
 func (p *batchPlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 	bx := *x
-	if p.ts != nil {
-		b, unset, err := p.ts.eval(x)
-		if err != nil {
-			return nil, err
-		}
-		if !unset && b != nil {
-			v, ok := int64Value(b)
-			if !ok {
-				return nil, invalidf("Invalid timestamp value")
-			}
-			bx.ts = v
-		}
+	ts, ok, err := evalTimestamp(p.ts, x)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		bx.ts = ts
 	}
 	if bx.ts == 0 {
 		bx.ts = e.timestamp(x)
@@ -1084,4 +1069,21 @@ func (p *batchPlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 		}
 	}
 	return cql.VoidResult{}, nil
+}
+
+// evalTimestamp evaluates a USING TIMESTAMP term; ok is false when there is none, or its
+// bound value is unset or null.
+func evalTimestamp(t *expr, x *execCtx) (ts int64, ok bool, err error) {
+	if t == nil {
+		return 0, false, nil
+	}
+	b, unset, err := t.eval(x)
+	if err != nil || unset || b == nil {
+		return 0, false, err
+	}
+	v, ok := int64Value(b)
+	if !ok {
+		return 0, false, invalidf("Invalid timestamp value")
+	}
+	return v, true, nil
 }
