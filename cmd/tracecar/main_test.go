@@ -120,14 +120,7 @@ func TestSidecarCommand(t *testing.T) {
 	}
 
 	cancel()
-	select {
-	case code := <-done:
-		if code != exitOK {
-			t.Errorf("exit code after shutdown: got %d; want 0", code)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("tracecar sidecar did not stop within 30s of its context ending")
-	}
+	mustExitOK(t, done)
 }
 
 func atoi(tb testing.TB, s string) int {
@@ -214,5 +207,18 @@ func checkReport(tb testing.TB, path string, modes []string) {
 		if r, _ := m["op_rate"].(float64); r <= 0 {
 			tb.Errorf("mode %v: op_rate %v; want > 0", m["name"], m["op_rate"])
 		}
+	}
+}
+
+// mustExitOK waits for a command whose context was cancelled to return exit code 0.
+func mustExitOK(tb testing.TB, done <-chan int) {
+	tb.Helper()
+	select {
+	case code := <-done:
+		if code != exitOK {
+			tb.Errorf("exit code after shutdown: got %d; want 0", code)
+		}
+	case <-time.After(30 * time.Second):
+		tb.Fatal("the command did not stop within 30s of its context ending")
 	}
 }

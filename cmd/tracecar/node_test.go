@@ -78,12 +78,5 @@ func TestNodeCommand(t *testing.T) {
 	}
 
 	cancel()
-	select {
-	case code := <-done:
-		if code != exitOK {
-			t.Errorf("exit code after shutdown: got %d; want 0", code)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("tracecar node did not stop within 30s of its context ending")
-	}
+	mustExitOK(t, done)
 }
