@@ -21,16 +21,9 @@ func (s *Server) getLoggers(ctx *fasthttp.RequestCtx, _ string) error {
 
 // setAllLoggers serves POST /system/logger?level=L.
 func (s *Server) setAllLoggers(ctx *fasthttp.RequestCtx, _ string) error {
-	p, err := readParams(ctx, "level")
+	level, err := requiredLevel(ctx)
 	if err != nil {
 		return err
-	}
-	level, ok, err := p.level("level")
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return missing("level", wantLevel)
 	}
 	old := make(map[string]string)
 	for _, n := range s.logs.Names() {
@@ -66,16 +59,9 @@ func (s *Server) setLogger(ctx *fasthttp.RequestCtx, name string) error {
 	if err != nil {
 		return s.unknownLogger(name)
 	}
-	p, err := readParams(ctx, "level")
+	level, err := requiredLevel(ctx)
 	if err != nil {
 		return err
-	}
-	level, ok, err := p.level("level")
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return missing("level", wantLevel)
 	}
 	if err := s.logs.SetLevel(name, level); err != nil {
 		return err
@@ -83,4 +69,20 @@ func (s *Server) setLogger(ctx *fasthttp.RequestCtx, name string) error {
 	s.audit(ctx, "logger "+name).
 		Str("old", old).Str("new", level).Msg("admin change")
 	return nil
+}
+
+// requiredLevel reads the request's only parameter, level, which must be present.
+func requiredLevel(ctx *fasthttp.RequestCtx) (string, error) {
+	p, err := readParams(ctx, "level")
+	if err != nil {
+		return "", err
+	}
+	level, ok, err := p.level("level")
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return "", missing("level", wantLevel)
+	}
+	return level, nil
 }
