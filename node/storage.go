@@ -2,6 +2,7 @@ package node
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"math"
 	"math/bits"
@@ -348,7 +349,7 @@ func compareCK(t *table, a, b [][]byte) int {
 			return c
 		}
 	}
-	return cmpInt(len(a), len(b))
+	return cmp.Compare(len(a), len(b))
 }
 
 func (c *cell) apply(col *column, op *cellOp, m *mutation, now int64) error {

@@ -2,6 +2,7 @@ package node
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
@@ -544,12 +545,12 @@ func compareDecimal(a, b []byte) int {
 	ua, ub := decVarint(a[4:]), decVarint(b[4:])
 	sa, sb := int64(int32(binary.BigEndian.Uint32(a))), int64(int32(binary.BigEndian.Uint32(b)))
 	if ua.Sign() != ub.Sign() || ua.Sign() == 0 {
-		return cmpInt(ua.Sign(), ub.Sign())
+		return cmp.Compare(ua.Sign(), ub.Sign())
 	}
 	magA := int64(len(new(big.Int).Abs(ua).String())) - sa
 	magB := int64(len(new(big.Int).Abs(ub).String())) - sb
 	if magA != magB {
-		c := cmpInt(int(max(min(magA-magB, 1), -1)), 0)
+		c := cmp.Compare(int(max(min(magA-magB, 1), -1)), 0)
 		return c * ua.Sign()
 	}
 	// Same magnitude: the scales differ by at most the digit counts, so scaling is cheap.
@@ -695,7 +696,7 @@ func kindName(t *term) string {
 // Empty values sort first.
 func compareValues(t cql.TypeInfo, a, b []byte) int {
 	if len(a) == 0 || len(b) == 0 {
-		return cmpInt(len(a), len(b))
+		return cmp.Compare(len(a), len(b))
 	}
 	switch t.ID {
 	case cql.TypeTinyint, cql.TypeSmallint, cql.TypeInt, cql.TypeBigint, cql.TypeCounter, cql.TypeTimestamp, cql.TypeTime:
@@ -724,7 +725,7 @@ func compareValues(t cql.TypeInfo, a, b []byte) int {
 		}
 	case cql.TypeTimeUUID:
 		if len(a) == 16 && len(b) == 16 {
-			if c := cmpU64(uuidTime(a), uuidTime(b)); c != 0 {
+			if c := cmp.Compare(uuidTime(a), uuidTime(b)); c != 0 {
 				return c
 			}
 			return cmpSignedBytes(a[8:], b[8:])
@@ -733,10 +734,10 @@ func compareValues(t cql.TypeInfo, a, b []byte) int {
 		if len(a) == 16 && len(b) == 16 {
 			va, vb := a[6]>>4, b[6]>>4
 			if va != vb {
-				return cmpInt(int(va), int(vb))
+				return cmp.Compare(int(va), int(vb))
 			}
 			if va == 1 {
-				if c := cmpU64(uuidTime(a), uuidTime(b)); c != 0 {
+				if c := cmp.Compare(uuidTime(a), uuidTime(b)); c != 0 {
 					return c
 				}
 				return cmpSignedBytes(a[8:], b[8:])
@@ -757,7 +758,7 @@ func compareValues(t cql.TypeInfo, a, b []byte) int {
 					return c
 				}
 			}
-			return cmpInt(len(ea), len(eb))
+			return cmp.Compare(len(ea), len(eb))
 		}
 	}
 	return bytes.Compare(a, b)
@@ -773,30 +774,10 @@ func uuidTime(u []byte) uint64 {
 func cmpSignedBytes(a, b []byte) int {
 	for i := 0; i < len(a) && i < len(b); i++ {
 		if a[i] != b[i] {
-			return cmpInt(int(int8(a[i])), int(int8(b[i])))
+			return cmp.Compare(int(int8(a[i])), int(int8(b[i])))
 		}
 	}
-	return cmpInt(len(a), len(b))
-}
-
-func cmpInt(a, b int) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func cmpU64(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	return cmp.Compare(len(a), len(b))
 }
 
 func cmpFloat(a, b float64) int {
