@@ -320,50 +320,11 @@ func writeHTML(w io.Writer, rep *Report) error {
 		}
 		b.WriteString("</tr>\n")
 	}
-	for r := 0; r < s.Rounds; r++ {
-		row(fmt.Sprintf("round %d", r+1), func(m *ModeResult) string {
-			if r < len(m.Rounds) {
-				return commas(m.Rounds[r])
-			}
-			return "-"
-		})
+	for _, cr := range comparisonRows(rep) {
+		if cr.label != "" {
+			row(cr.label, cr.cell)
+		}
 	}
-	row("avg", func(m *ModeResult) string { return commas(m.OpRate) })
-	row("median", func(m *ModeResult) string { return commas(m.OpRateMedian) })
-	row("stdev", func(m *ModeResult) string { return fmt.Sprintf("%.1f", m.OpRateStdev) })
-	row("stderr", func(m *ModeResult) string {
-		return fmt.Sprintf("%.1f (%s)", m.OpRateStderr, pct(m.OpRateStderr, m.OpRate))
-	})
-	row("%[1-mode/"+rep.Baseline+"]", func(m *ModeResult) string {
-		if m.Baseline {
-			return "-"
-		}
-		return fmt.Sprintf("%.2f%% ± %.2f%%", m.DegradationPct, m.DegradationErr)
-	})
-	row("p-value (Welch)", func(m *ModeResult) string {
-		if m.Baseline || m.PValue == nil {
-			return "-"
-		}
-		return fmt.Sprintf("%.2g", *m.PValue)
-	})
-	row("paired %[1-mode/"+rep.Baseline+"]", func(m *ModeResult) string {
-		if m.Baseline || m.PairedPValue == nil {
-			return "-"
-		}
-		return fmt.Sprintf("%.2f%% ± %.2f%% (p = %.2g)", m.PairedDegradationPct, m.PairedDegradationErr, *m.PairedPValue)
-	})
-	f := func(v float64) string { return fmt.Sprintf("%.3f", v) }
-	row("latency mean (ms)", func(m *ModeResult) string { return f(m.MeanMs) })
-	row("latency p50", func(m *ModeResult) string { return f(m.P50Ms) })
-	row("latency p95", func(m *ModeResult) string { return f(m.P95Ms) })
-	row("latency p99", func(m *ModeResult) string { return f(m.P99Ms) })
-	row("latency p99.9", func(m *ModeResult) string { return f(m.P999Ms) })
-	row("latency max", func(m *ModeResult) string { return f(m.MaxMs) })
-	if s.Rate > 0 {
-		row("service p99", func(m *ModeResult) string { return f(m.Service.P99Ms) })
-	}
-	row("errors", func(m *ModeResult) string { return commas(float64(m.Errors)) })
-	row("CPU-s per 10k ops", func(m *ModeResult) string { return fmt.Sprintf("%.3f", m.CPUSecondsPer10kOps) })
 	b.WriteString("</tbody>\n</table>\n")
 	if c := rep.CPU; c.Ops > 0 && c.Seconds > 0 {
 		fmt.Fprintf(&b, "<p>CPU: %.3f CPU-s per 10k ops (%s ops per CPU-second) for %s. %s.</p>\n",

@@ -460,57 +460,9 @@ func printComparison(p *printer, rep *Report) {
 	}
 	b.WriteString("\nComparison (op rate in op/s, latency in ms; baseline " + rep.Baseline + ")\n")
 	row("op rate", func(m *ModeResult) string { return m.Name })
-	for r := 0; r < rep.Settings.Rounds; r++ {
-		row(fmt.Sprintf("round %d", r+1), func(m *ModeResult) string {
-			if r < len(m.Rounds) {
-				return commas(m.Rounds[r])
-			}
-			return "-"
-		})
+	for _, cr := range comparisonRows(rep) {
+		row(cr.label, cr.cell)
 	}
-	row("avg", func(m *ModeResult) string { return commas(m.OpRate) })
-	row("median", func(m *ModeResult) string { return commas(m.OpRateMedian) })
-	row("stdev", func(m *ModeResult) string { return fmt.Sprintf("%.1f", m.OpRateStdev) })
-	row("stderr", func(m *ModeResult) string { return fmt.Sprintf("%.1f", m.OpRateStderr) })
-	row("stderr %", func(m *ModeResult) string { return pct(m.OpRateStderr, m.OpRate) })
-	row("%[1-mode/"+rep.Baseline+"]", func(m *ModeResult) string {
-		if m.Baseline {
-			return "-"
-		}
-		return fmt.Sprintf("%.2f%% ± %.2f%%", m.DegradationPct, m.DegradationErr)
-	})
-	row("p-value (Welch)", func(m *ModeResult) string {
-		if m.Baseline || m.PValue == nil {
-			return "-"
-		}
-		return fmt.Sprintf("%.2g", *m.PValue)
-	})
-	row("paired %[1-mode/"+rep.Baseline+"]", func(m *ModeResult) string {
-		if m.Baseline || m.PairedPValue == nil {
-			return "-"
-		}
-		return fmt.Sprintf("%.2f%% ± %.2f%%", m.PairedDegradationPct, m.PairedDegradationErr)
-	})
-	row("paired p-value", func(m *ModeResult) string {
-		if m.Baseline || m.PairedPValue == nil {
-			return "-"
-		}
-		return fmt.Sprintf("%.2g", *m.PairedPValue)
-	})
-	row("", func(*ModeResult) string { return "" })
-	f := func(v float64) string { return fmt.Sprintf("%.3f", v) }
-	row("latency mean", func(m *ModeResult) string { return f(m.MeanMs) })
-	row("latency median", func(m *ModeResult) string { return f(m.P50Ms) })
-	row("latency 95th", func(m *ModeResult) string { return f(m.P95Ms) })
-	row("latency 99th", func(m *ModeResult) string { return f(m.P99Ms) })
-	row("latency 99.9th", func(m *ModeResult) string { return f(m.P999Ms) })
-	row("latency max", func(m *ModeResult) string { return f(m.MaxMs) })
-	if rep.Settings.Rate > 0 {
-		row("service median", func(m *ModeResult) string { return f(m.Service.P50Ms) })
-		row("service 99th", func(m *ModeResult) string { return f(m.Service.P99Ms) })
-	}
-	row("errors", func(m *ModeResult) string { return commas(float64(m.Errors)) })
-	row("CPU-s per 10k ops", func(m *ModeResult) string { return fmt.Sprintf("%.3f", m.CPUSecondsPer10kOps) })
 	tw.Flush()
 	for i, o := range rep.Order {
 		fmt.Fprintf(&b, "round %d order: %s\n", i+1, strings.Join(o, ", "))
@@ -663,4 +615,71 @@ func writeCSV(w io.Writer, rep *Report) error {
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// comparisonRow is one row of the comparison table: a label and a cell per mode.
+type comparisonRow struct {
+	label string
+	cell  func(m *ModeResult) string
+}
+
+// comparisonRows are the rows of the comparison table, below its header, shared by the
+// printed table and the HTML report. A row with an empty label separates groups.
+func comparisonRows(rep *Report) []comparisonRow {
+	var rows []comparisonRow
+	row := func(label string, cell func(m *ModeResult) string) {
+		rows = append(rows, comparisonRow{label, cell})
+	}
+	for r := 0; r < rep.Settings.Rounds; r++ {
+		row(fmt.Sprintf("round %d", r+1), func(m *ModeResult) string {
+			if r < len(m.Rounds) {
+				return commas(m.Rounds[r])
+			}
+			return "-"
+		})
+	}
+	row("avg", func(m *ModeResult) string { return commas(m.OpRate) })
+	row("median", func(m *ModeResult) string { return commas(m.OpRateMedian) })
+	row("stdev", func(m *ModeResult) string { return fmt.Sprintf("%.1f", m.OpRateStdev) })
+	row("stderr", func(m *ModeResult) string { return fmt.Sprintf("%.1f", m.OpRateStderr) })
+	row("stderr %", func(m *ModeResult) string { return pct(m.OpRateStderr, m.OpRate) })
+	row("%[1-mode/"+rep.Baseline+"]", func(m *ModeResult) string {
+		if m.Baseline {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f%% ± %.2f%%", m.DegradationPct, m.DegradationErr)
+	})
+	row("p-value (Welch)", func(m *ModeResult) string {
+		if m.Baseline || m.PValue == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%.2g", *m.PValue)
+	})
+	row("paired %[1-mode/"+rep.Baseline+"]", func(m *ModeResult) string {
+		if m.Baseline || m.PairedPValue == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f%% ± %.2f%%", m.PairedDegradationPct, m.PairedDegradationErr)
+	})
+	row("paired p-value", func(m *ModeResult) string {
+		if m.Baseline || m.PairedPValue == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%.2g", *m.PairedPValue)
+	})
+	row("", func(*ModeResult) string { return "" })
+	f := func(v float64) string { return fmt.Sprintf("%.3f", v) }
+	row("latency mean", func(m *ModeResult) string { return f(m.MeanMs) })
+	row("latency median", func(m *ModeResult) string { return f(m.P50Ms) })
+	row("latency 95th", func(m *ModeResult) string { return f(m.P95Ms) })
+	row("latency 99th", func(m *ModeResult) string { return f(m.P99Ms) })
+	row("latency 99.9th", func(m *ModeResult) string { return f(m.P999Ms) })
+	row("latency max", func(m *ModeResult) string { return f(m.MaxMs) })
+	if rep.Settings.Rate > 0 {
+		row("service median", func(m *ModeResult) string { return f(m.Service.P50Ms) })
+		row("service 99th", func(m *ModeResult) string { return f(m.Service.P99Ms) })
+	}
+	row("errors", func(m *ModeResult) string { return commas(float64(m.Errors)) })
+	row("CPU-s per 10k ops", func(m *ModeResult) string { return fmt.Sprintf("%.3f", m.CPUSecondsPer10kOps) })
+	return rows
 }
