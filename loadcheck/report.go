@@ -336,28 +336,36 @@ func judge(rep *Report, budgets map[string]float64) ([]Verdict, []Breach) {
 		verdicts = append(verdicts, v)
 		if v.Breached {
 			breaches = append(breaches, Breach{Mode: m.Name, BudgetPct: budget,
-				DegradationPct: m.DegradationPct, DegradationErr: m.DegradationErr, PValue: *m.PValue})
+				DegradationPct: m.DegradationPct, DegradationErr: m.DegradationErr, PValue: *v.PValue})
 		}
 	}
 	return verdicts, breaches
 }
 
+// decide judges one mode against its budget. Significance comes from the paired t-test
+// over rounds when there is one: every round runs every mode once, in alternating order,
+// so a round is a block, and pairing removes the drift of a busy machine between rounds,
+// which the Welch test (still reported as p_value) counts as noise.
 func decide(m ModeResult, budget float64, baseline string) Verdict {
+	p, test := m.PValue, "Welch"
+	if m.PairedPValue != nil {
+		p, test = m.PairedPValue, "paired"
+	}
 	v := Verdict{Mode: m.Name, BudgetPct: budget, DegradationPct: m.DegradationPct,
-		DegradationErr: m.DegradationErr, PValue: m.PValue}
+		DegradationErr: m.DegradationErr, PValue: p}
 	cost := fmt.Sprintf("%s costs %.2f%% ± %.2f%% of %s's op rate", m.Name, m.DegradationPct, m.DegradationErr, baseline)
 	switch {
 	case m.Name == baseline:
 		v.Reason = fmt.Sprintf("%s is the baseline", m.Name)
 	case m.DegradationPct <= budget:
 		v.Reason = fmt.Sprintf("%s, within its %g%% budget", cost, budget)
-	case m.PValue == nil:
+	case p == nil:
 		v.Reason = fmt.Sprintf("%s, over its %g%% budget, but significance needs at least 2 rounds", cost, budget)
-	case *m.PValue >= Significance:
-		v.Reason = fmt.Sprintf("%s, over its %g%% budget but not significantly (p = %.3g ≥ %g)", cost, budget, *m.PValue, Significance)
+	case *p >= Significance:
+		v.Reason = fmt.Sprintf("%s, over its %g%% budget but not significantly (%s p = %.3g ≥ %g)", cost, budget, test, *p, Significance)
 	default:
 		v.Breached = true
-		v.Reason = fmt.Sprintf("%s, over its %g%% budget (p = %.3g < %g)", cost, budget, *m.PValue, Significance)
+		v.Reason = fmt.Sprintf("%s, over its %g%% budget (%s p = %.3g < %g)", cost, budget, test, *p, Significance)
 	}
 	return v
 }

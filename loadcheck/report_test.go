@@ -83,8 +83,10 @@ func TestDecide(t *testing.T) {
 		breached bool
 		reason   string
 	}{
-		{"over and significant", ModeResult{Name: "fast", DegradationPct: 7.9, DegradationErr: 0.8, PValue: p(0.003)}, 5, true, "over its 5% budget (p = 0.003 < 0.05)"},
-		{"over, not significant", ModeResult{Name: "fast", DegradationPct: 7.9, DegradationErr: 6, PValue: p(0.2)}, 5, false, "not significantly (p = 0.2 ≥ 0.05)"},
+		{"over and significant", ModeResult{Name: "fast", DegradationPct: 7.9, DegradationErr: 0.8, PValue: p(0.003)}, 5, true, "over its 5% budget (Welch p = 0.003 < 0.05)"},
+		{"over, not significant", ModeResult{Name: "fast", DegradationPct: 7.9, DegradationErr: 6, PValue: p(0.2)}, 5, false, "not significantly (Welch p = 0.2 ≥ 0.05)"},
+		{"paired test decides: drift between rounds", ModeResult{Name: "fast", DegradationPct: 36, PValue: p(0.071), PairedPValue: p(0.026)}, 5, true, "over its 5% budget (paired p = 0.026 < 0.05)"},
+		{"paired test decides: not significant", ModeResult{Name: "fast", DegradationPct: 7.9, PValue: p(0.01), PairedPValue: p(0.3)}, 5, false, "not significantly (paired p = 0.3 ≥ 0.05)"},
 		{"at the threshold", ModeResult{Name: "fast", DegradationPct: 7.9, PValue: p(0.05)}, 5, false, "not significantly"},
 		{"within", ModeResult{Name: "full", DegradationPct: 12, PValue: p(1e-9)}, 20, false, "within its 20% budget"},
 		{"equal to the budget", ModeResult{Name: "full", DegradationPct: 20, PValue: p(1e-9)}, 20, false, "within"},

@@ -139,7 +139,7 @@ func atoi(tb testing.TB, s string) int {
 // worker makes the op rate latency-bound, so the sidecar's extra hop shows as a large,
 // stable difference even under the race detector and next to other tests.
 func loadcheckArgs(dir string, extra ...string) []string {
-	return append([]string{"loadcheck", "--rounds", "4", "--duration", "700ms", "--warmup", "200ms",
+	return append([]string{"loadcheck", "--rounds", "6", "--duration", "600ms", "--warmup", "200ms",
 		"--concurrency", "1", "--json", filepath.Join(dir, "report.json")}, extra...)
 }
 
