@@ -493,14 +493,22 @@ func (c *compiler) noMarkers() error {
 	return nil
 }
 
+// keyspaceOf returns the first keyspace name that is set: the statement's own, then the
+// prepared statement's, then the session's.
+func keyspaceOf(names ...string) (string, error) {
+	for _, n := range names {
+		if n != "" {
+			return n, nil
+		}
+	}
+	return "", invalidf("No keyspace has been specified. USE a keyspace, or explicitly specify keyspace.tablename")
+}
+
 // table resolves a table name against the session keyspace.
 func (c *compiler) table(tn tableName) (*table, error) {
-	ks := tn.ks
-	if ks == "" {
-		ks = c.ks
-	}
-	if ks == "" {
-		return nil, invalidf("No keyspace has been specified. USE a keyspace, or explicitly specify keyspace.tablename")
+	ks, err := keyspaceOf(tn.ks, c.ks)
+	if err != nil {
+		return nil, err
 	}
 	k := c.sc.keyspaces[ks]
 	if k == nil {

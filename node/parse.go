@@ -212,6 +212,11 @@ const (
 	litDuration
 )
 
+// literalOf is the literal kind of each constant token.
+var literalOf = map[tokKind]litKind{
+	tString: litString, tInt: litInt, tFloat: litFloat, tHex: litHex, tUUID: litUUID, tDuration: litDuration,
+}
+
 var litNames = [...]string{"STRING", "INTEGER", "FLOAT", "BOOLEAN", "NULL", "HEX", "UUID", "DURATION"}
 
 // term is a value in a statement: a constant, a bind marker, a collection literal or a
@@ -773,24 +778,9 @@ func (p *parser) valueDepth(depth int) *term {
 	case tNamedMarker:
 		p.advance()
 		return p.marker(t.text)
-	case tString:
+	case tString, tInt, tFloat, tHex, tUUID, tDuration:
 		p.advance()
-		return &term{kind: termConst, lit: litString, text: t.text}
-	case tInt:
-		p.advance()
-		return &term{kind: termConst, lit: litInt, text: t.text}
-	case tFloat:
-		p.advance()
-		return &term{kind: termConst, lit: litFloat, text: t.text}
-	case tHex:
-		p.advance()
-		return &term{kind: termConst, lit: litHex, text: t.text}
-	case tUUID:
-		p.advance()
-		return &term{kind: termConst, lit: litUUID, text: t.text}
-	case tDuration:
-		p.advance()
-		return &term{kind: termConst, lit: litDuration, text: t.text}
+		return &term{kind: termConst, lit: literalOf[t.kind], text: t.text}
 	case tPunct:
 		switch t.text {
 		case "-":

@@ -465,15 +465,9 @@ func (p *ddlPlan) apply(sc, n *schema, x *execCtx) (*cql.SchemaChange, error) {
 		}
 		return &cql.SchemaChange{ChangeType: "DROPPED", Target: cql.TargetKeyspace, Keyspace: st.name}, nil
 	case *createTableStmt:
-		ksName := st.table.ks
-		if ksName == "" {
-			ksName = p.ks
-		}
-		if ksName == "" {
-			ksName = x.s.Keyspace
-		}
-		if ksName == "" {
-			return nil, invalidf("No keyspace has been specified. USE a keyspace, or explicitly specify keyspace.tablename")
+		ksName, err := keyspaceOf(st.table.ks, p.ks, x.s.Keyspace)
+		if err != nil {
+			return nil, err
 		}
 		k := sc.keyspaces[ksName]
 		if k == nil {
@@ -501,15 +495,9 @@ func (p *ddlPlan) apply(sc, n *schema, x *execCtx) (*cql.SchemaChange, error) {
 		n.keyspaces[ksName] = nk
 		return &cql.SchemaChange{ChangeType: "CREATED", Target: cql.TargetTable, Keyspace: ksName, Name: t.name}, nil
 	case *dropTableStmt:
-		ksName := st.table.ks
-		if ksName == "" {
-			ksName = p.ks
-		}
-		if ksName == "" {
-			ksName = x.s.Keyspace
-		}
-		if ksName == "" {
-			return nil, invalidf("No keyspace has been specified. USE a keyspace, or explicitly specify keyspace.tablename")
+		ksName, err := keyspaceOf(st.table.ks, p.ks, x.s.Keyspace)
+		if err != nil {
+			return nil, err
 		}
 		k := sc.keyspaces[ksName]
 		if k == nil {
