@@ -112,7 +112,7 @@ func newTable(ks string, st *createTableStmt) (*table, error) {
 		defs[c.name] = c
 	}
 	seen := map[string]bool{}
-	for i, n := range st.pk {
+	keyColumn := func(n string, kind colKind, i int) (*column, error) {
 		d, ok := defs[n]
 		if !ok {
 			return nil, invalidf("Unknown definition %s referenced in PRIMARY KEY", n)
@@ -124,24 +124,24 @@ func newTable(ks string, st *createTableStmt) (*table, error) {
 		if d.static {
 			return nil, invalidf("Static column %s cannot be part of the PRIMARY KEY", n)
 		}
-		if d.typ.ID == cql.TypeCounter {
+		if kind == kindPartitionKey && d.typ.ID == cql.TypeCounter {
 			return nil, invalidf("counter type is not supported for PRIMARY KEY column '%s'", n)
 		}
-		t.pk = append(t.pk, &column{name: n, typ: d.typ, text: d.text, kind: kindPartitionKey, pos: i})
+		return &column{name: n, typ: d.typ, text: d.text, kind: kind, pos: i}, nil
+	}
+	for i, n := range st.pk {
+		c, err := keyColumn(n, kindPartitionKey, i)
+		if err != nil {
+			return nil, err
+		}
+		t.pk = append(t.pk, c)
 	}
 	for i, n := range st.ck {
-		d, ok := defs[n]
-		if !ok {
-			return nil, invalidf("Unknown definition %s referenced in PRIMARY KEY", n)
+		c, err := keyColumn(n, kindClustering, i)
+		if err != nil {
+			return nil, err
 		}
-		if seen[n] {
-			return nil, invalidf("Duplicate column '%s' in PRIMARY KEY", n)
-		}
-		seen[n] = true
-		if d.static {
-			return nil, invalidf("Static column %s cannot be part of the PRIMARY KEY", n)
-		}
-		t.ck = append(t.ck, &column{name: n, typ: d.typ, text: d.text, kind: kindClustering, pos: i})
+		t.ck = append(t.ck, c)
 	}
 	for i, o := range st.order {
 		if i >= len(t.ck) || t.ck[i].name != o.col {
