@@ -30,7 +30,7 @@ type tracedStack struct {
 // made.
 func mustTracedStack(tb testing.TB, opts tracing.Options, cfg tracing.Config, direct func(*gocql.Session) tracing.Options) *tracedStack {
 	tb.Helper()
-	n := mustNode(tb, node.Config{}, "127.0.0.1:0")
+	n := mustNode(tb, node.Config{}, nodeAddr)
 	if direct != nil {
 		ap := mustAddrPort(n.addr)
 		s, err := drivertest.Cluster(drivertest.Options{Host: ap.Addr().String(), Port: int(ap.Port())}).CreateSession()
@@ -50,7 +50,7 @@ func mustTracedStack(tb testing.TB, opts tracing.Options, cfg tracing.Config, di
 	if err := tr.SetConfig(cfg); err != nil {
 		tb.Fatal(err)
 	}
-	tp := mustProxyWith(tb, New(Config{NodeAddr: n.addr}, tr), nil)
+	tp := mustProxyApart(tb, Config{}, tr, n)
 	return &tracedStack{node: n, proxy: tp, tr: tr}
 }
 
