@@ -123,7 +123,7 @@ func (c *Client) SetTraceProbability(ctx context.Context, p float64) error {
 
 // SlowQuery is the node's slow-query logging, as Scylla's API takes it.
 type SlowQuery struct {
-	Enable, Fast              bool
+	Enable, Fast             bool
 	ThresholdMicros, TTLSecs int64
 }
 
