@@ -121,23 +121,17 @@ func (c *Client) SetTraceProbability(ctx context.Context, p float64) error {
 		url.Values{"probability": {strconv.FormatFloat(p, 'g', -1, 64)}}, nil)
 }
 
-// SlowQuery is the node's slow-query logging, as Scylla's API takes it.
-type SlowQuery struct {
-	Enable, Fast             bool
-	ThresholdMicros, TTLSecs int64
-}
-
-// SetSlowQuery sets the node's slow-query logging. Only ScyllaDB has one: other kinds
-// return ErrUnsupported.
-func (c *Client) SetSlowQuery(ctx context.Context, sq SlowQuery) error {
+// SetSlowQuery sets the node's slow-query logging: threshold in µs, ttl in s. Only
+// ScyllaDB has one: other kinds return ErrUnsupported.
+func (c *Client) SetSlowQuery(ctx context.Context, enable, fast bool, thresholdMicros, ttlSeconds int64) error {
 	if c.kind != KindScylla {
 		return fmt.Errorf("slow_query on a %s node: %w", c.kind, ErrUnsupported)
 	}
 	return c.rest(ctx, http.MethodPost, "/storage_service/slow_query", url.Values{
-		"enable":    {strconv.FormatBool(sq.Enable)},
-		"fast":      {strconv.FormatBool(sq.Fast)},
-		"threshold": {strconv.FormatInt(sq.ThresholdMicros, 10)},
-		"ttl":       {strconv.FormatInt(sq.TTLSecs, 10)},
+		"enable":    {strconv.FormatBool(enable)},
+		"fast":      {strconv.FormatBool(fast)},
+		"threshold": {strconv.FormatInt(thresholdMicros, 10)},
+		"ttl":       {strconv.FormatInt(ttlSeconds, 10)},
 	}, nil)
 }
 

@@ -157,7 +157,7 @@ func TestJolokiaErrorStatusInBody(t *testing.T) {
 	if _, err := c.Level(context.Background(), "nope"); !errors.As(err, &e) || !e.Rejected() {
 		t.Fatalf("Level of an unknown logger: got %v; want a rejection", err)
 	}
-	if err := c.SetSlowQuery(context.Background(), SlowQuery{Enable: true}); !errors.Is(err, ErrUnsupported) {
+	if err := c.SetSlowQuery(context.Background(), true, false, 0, 0); !errors.Is(err, ErrUnsupported) {
 		t.Fatalf("SetSlowQuery: got %v; want ErrUnsupported", err)
 	}
 }
@@ -215,7 +215,7 @@ func TestTracecarNodeAPI(t *testing.T) {
 	if err := c.SetLevel(ctx, "nope", "debug"); !errors.As(err, &e) || !e.Rejected() || !strings.Contains(e.Message, "unknown logger") {
 		t.Fatalf("unknown logger: got %v; want the node's 400", err)
 	}
-	if err := c.SetSlowQuery(ctx, SlowQuery{}); !errors.Is(err, ErrUnsupported) {
+	if err := c.SetSlowQuery(ctx, true, false, 0, 0); !errors.Is(err, ErrUnsupported) {
 		t.Fatalf("SetSlowQuery: got %v; want ErrUnsupported", err)
 	}
 }
