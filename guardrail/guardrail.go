@@ -224,6 +224,7 @@ type Guard struct {
 	baseCPU     time.Duration
 	haveBaseCPU bool
 
+	windows   int // evaluated since the last UserChanged or SetBudget
 	figures   Figures
 	measured  bool
 	last      Action
@@ -255,12 +256,19 @@ func (g *Guard) UserChanged(c tracing.Config) {
 }
 
 // Evaluate takes the sample s at time now, while the tracer runs cur, and decides. The
-// first sample (and the first after UserChanged or SetBudget) only starts a window.
+// first sample (and the first after UserChanged or SetBudget) only starts a window; a
+// sample less than half a window after the window's start is ignored, so that a window
+// is never judged on a sliver of time.
 func (g *Guard) Evaluate(now time.Time, s Sample, cur tracing.Config) Action {
-	if !g.havePrev || !now.After(g.prevAt) {
+	if !g.havePrev {
 		g.prev, g.prevAt, g.havePrev = s, now, true
+		g.windows = 0
 		return Action{}
 	}
+	if now.Sub(g.prevAt) < g.budget.Window/2 {
+		return Action{} // too short a window to judge: it goes on until the next sample
+	}
+	g.windows++
 	f := g.measure(now, s, cur)
 	g.prev, g.prevAt = s, now
 	g.figures, g.measured = f, true
@@ -392,6 +400,8 @@ type Status struct {
 	Figures *Figures `json:"figures,omitempty"`
 	// RestoreDue is when a restore may happen, while stepped down with Restore set.
 	RestoreDue *time.Time `json:"restore_due,omitempty"`
+	// Windows counts the windows judged since the user's last change (or budget change).
+	Windows int `json:"windows"`
 }
 
 // BudgetJSON is a Budget in the units the admin API takes.
@@ -430,7 +440,7 @@ func (g *Guard) Status(cur tracing.Config) Status {
 		return Status{State: "none"}
 	}
 	bj := g.budget.JSON()
-	st := Status{State: "ok", Budget: &bj, Level: Level(cur), UserLevel: Level(g.user)}
+	st := Status{State: "ok", Budget: &bj, Level: Level(cur), UserLevel: Level(g.user), Windows: g.windows}
 	if !g.steppedDown {
 		st.UserLevel = Level(cur)
 	}

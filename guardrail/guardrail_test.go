@@ -363,3 +363,18 @@ func counterValue(t *testing.T, c *Controller, labels ...string) float64 {
 	}
 	return m.GetCounter().GetValue()
 }
+
+func TestSliverOfAWindowIsNotJudged(t *testing.T) {
+	g := NewGuard(Budget{CPUPercent: 1, Window: time.Second}, fullSampled())
+	f := newFeed()
+	now, s := f.window(0, 0, 0, 0, 0, 0)
+	g.Evaluate(now, s, fullSampled())
+	now, s = f.window(10*time.Millisecond, 0, 0, 0, 0, 0) // no requests yet: judged, it would count as a window
+	if a := g.Evaluate(now, s, fullSampled()); a.Kind != "" || g.windows != 0 {
+		t.Fatalf("a 10ms sample: action %+v, %d windows; want it ignored", a, g.windows)
+	}
+	now, s = f.window(time.Second, 1000, 4*time.Microsecond, 0, 0, 0)
+	if a := g.Evaluate(now, s, fullSampled()); a.Kind != "step" || g.windows != 1 || g.figures.Requests != 1000 {
+		t.Fatalf("action %+v, %d windows, figures %+v; want a step in the first window, over all its requests", a, g.windows, g.figures)
+	}
+}
