@@ -369,14 +369,14 @@ func (g *Guard) recovered(f Figures) bool {
 
 // describe writes the figures next to their budgets.
 func (g *Guard) describe(f Figures) string {
-	fig := func(v float64, unit string) string {
+	fig := func(v float64, format string) string {
 		if v < 0 {
 			return "unknown"
 		}
-		return fmt.Sprintf("%.4g%s", v, unit)
+		return fmt.Sprintf(format, v)
 	}
-	return fmt.Sprintf("added_p99=%s cpu=%s (%s) drops=%.4g/s over %.3gs, %d requests; budget %s",
-		fig(f.AddedP99US, "us"), fig(f.CPUPercent, "%"), f.CPUMethod, f.DropsPerSec, f.WindowSeconds, f.Requests, g.budget)
+	return fmt.Sprintf("added_p99=%s cpu=%s (%s) drops=%.1f/s over %.1fs, %d requests; budget %s",
+		fig(f.AddedP99US, "%.0fus"), fig(f.CPUPercent, "%.2f%%"), f.CPUMethod, f.DropsPerSec, f.WindowSeconds, f.Requests, g.budget)
 }
 
 // Status is the guardrail's state as GET /tracecar/status and GET /tracecar/guardrail
