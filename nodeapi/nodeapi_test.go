@@ -1,6 +1,7 @@
 package nodeapi
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -10,6 +11,10 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -81,11 +86,15 @@ func (f *fakeJolokia) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "exec":
 		args, _ := req["arguments"].([]any)
 		if req["operation"] != "setLoggingLevel" || len(args) != 2 {
-			fail(404, "java.lang.IllegalArgumentException", fmt.Sprintf("No operation %v found on MBean %s", req["operation"], StorageServiceMBean))
+			fail(400, "java.lang.IllegalArgumentException", fmt.Sprintf("No operation %v found on MBean %s", req["operation"], StorageServiceMBean))
 			return
 		}
 		name, _ := args[0].(string)
 		level, _ := args[1].(string)
+		if !strings.Contains(" TRACE DEBUG INFO WARN ERROR OFF ", " "+level+" ") {
+			fail(500, "java.lang.IllegalArgumentException", "invalid level "+level)
+			return
+		}
 		f.levels[name] = level
 		ok(nil)
 	default:
@@ -102,13 +111,24 @@ func mustClient(tb testing.TB, kind, url string) *Client {
 	return c
 }
 
-func TestJolokiaRequestsFollowTheProtocol(t *testing.T) {
-	f := &fakeJolokia{levels: map[string]string{"org.apache.cassandra": "INFO", "ROOT": "INFO"}}
-	srv := httptest.NewServer(f)
-	defer srv.Close()
-	c := mustClient(t, KindJolokia, srv.URL+"/jolokia/")
-	ctx := context.Background()
+// jolokiaWant are the request bodies that checkJolokia sends, as Jolokia's protocol
+// documents them.
+var jolokiaWant = []string{
+	`{"type":"write","mbean":"org.apache.cassandra.db:type=StorageService","attribute":"TraceProbability","value":0.01}`,
+	`{"type":"read","mbean":"org.apache.cassandra.db:type=StorageService","attribute":"TraceProbability"}`,
+	`{"type":"write","mbean":"org.apache.cassandra.db:type=StorageService","attribute":"TraceProbability","value":0}`,
+	`{"type":"exec","mbean":"org.apache.cassandra.db:type=StorageService","operation":"setLoggingLevel","arguments":["org.apache.cassandra.db","DEBUG"]}`,
+	`{"type":"read","mbean":"org.apache.cassandra.db:type=StorageService","attribute":"LoggingLevels"}`,
+	`{"type":"read","mbean":"org.apache.cassandra.db:type=StorageService","attribute":"LoggingLevels"}`,
+}
 
+// checkJolokia drives the adapter through a StorageService that starts with trace
+// probability 0 and loggers ROOT and org.apache.cassandra at INFO, and checks the
+// answers. bodies returns the request bodies the agent received.
+func checkJolokia(t *testing.T, url string, bodies func() []string) {
+	t.Helper()
+	c := mustClient(t, KindJolokia, url)
+	ctx := context.Background()
 	if err := c.SetTraceProbability(ctx, 0.01); err != nil {
 		t.Fatal(err)
 	}
@@ -130,30 +150,37 @@ func TestJolokiaRequestsFollowTheProtocol(t *testing.T) {
 	if err != nil || l != "debug" {
 		t.Fatalf("Level = %q, %v; want debug", l, err)
 	}
-	want := []string{
-		`{"type":"write","mbean":"org.apache.cassandra.db:type=StorageService","attribute":"TraceProbability","value":0.01}`,
-		`{"type":"read","mbean":"org.apache.cassandra.db:type=StorageService","attribute":"TraceProbability"}`,
-		`{"type":"write","mbean":"org.apache.cassandra.db:type=StorageService","attribute":"TraceProbability","value":0}`,
-		`{"type":"exec","mbean":"org.apache.cassandra.db:type=StorageService","operation":"setLoggingLevel","arguments":["org.apache.cassandra.db","DEBUG"]}`,
-		`{"type":"read","mbean":"org.apache.cassandra.db:type=StorageService","attribute":"LoggingLevels"}`,
-		`{"type":"read","mbean":"org.apache.cassandra.db:type=StorageService","attribute":"LoggingLevels"}`,
+	if got := strings.Join(bodies(), "\n"); got != strings.Join(jolokiaWant, "\n") {
+		t.Fatalf("request bodies:\n%s\nwant:\n%s", got, strings.Join(jolokiaWant, "\n"))
 	}
-	if got := strings.Join(f.bodies, "\n"); got != strings.Join(want, "\n") {
-		t.Fatalf("request bodies:\n%s\nwant:\n%s", got, strings.Join(want, "\n"))
+	// The getter and setter of TraceProbability are not operations to JMX: an exec of
+	// either fails with the agent's 400 in the body (the HTTP status is 200).
+	for _, op := range []string{"getTraceProbability", "setTraceProbability"} {
+		r := jolokiaRequest{Type: "exec", MBean: StorageServiceMBean, Operation: op}
+		if op == "setTraceProbability" {
+			r.Arguments = []any{0.5}
+		}
+		var e *Error
+		if err := c.jolokia(ctx, r, nil); !errors.As(err, &e) || e.Status != 400 || !strings.Contains(e.Message, "No operation "+op) {
+			t.Fatalf("exec %s: got %v; want the agent's 400 \"No operation %s\"", op, err, op)
+		}
+	}
+	if err := c.SetLevel(ctx, "x", "loud"); err == nil {
+		t.Fatal("setLoggingLevel with level LOUD: got nil; want the MBean's error")
 	}
 }
 
-func TestJolokiaErrorStatusInBody(t *testing.T) {
-	f := &fakeJolokia{levels: map[string]string{}}
+func TestJolokiaFake(t *testing.T) {
+	f := &fakeJolokia{levels: map[string]string{"org.apache.cassandra": "INFO", "ROOT": "INFO"}}
 	srv := httptest.NewServer(f)
 	defer srv.Close()
+	checkJolokia(t, srv.URL+"/jolokia/", func() []string {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return append([]string(nil), f.bodies...)
+	})
 	c := mustClient(t, KindJolokia, srv.URL)
-	// An exec of the getter fails as on a real agent: JMX has no such operation.
-	err := c.jolokia(context.Background(), jolokiaRequest{Type: "exec", MBean: StorageServiceMBean, Operation: "getTraceProbability"}, nil)
 	var e *Error
-	if !errors.As(err, &e) || e.Status != 404 || !strings.Contains(e.Message, "No operation getTraceProbability") {
-		t.Fatalf("got %v; want the agent's 404 in the body as an *Error", err)
-	}
 	if _, err := c.Level(context.Background(), "nope"); !errors.As(err, &e) || !e.Rejected() {
 		t.Fatalf("Level of an unknown logger: got %v; want a rejection", err)
 	}
@@ -226,4 +253,89 @@ func TestNewValidates(t *testing.T) {
 			t.Errorf("New(%+v) = nil error", cfg)
 		}
 	}
+}
+
+// TestJolokiaRealAgent runs checkJolokia against a real Jolokia agent: Debian's
+// libjolokia-core-java serving testdata/jolokia/StorageServiceStandIn.java, a stand-in
+// for Cassandra's StorageService MBean with its signatures, in a JVM. A recording proxy in
+// front of it keeps the request bodies. It needs javac and the jars; it is skipped
+// without them unless TRACECAR_REQUIRE_DRIVERS=1 (as .ci/run sets, after installing them).
+func TestJolokiaRealAgent(t *testing.T) {
+	jars := []string{"/usr/share/java/jolokia-core.jar", "/usr/share/java/json-simple.jar"}
+	missing := ""
+	if _, err := exec.LookPath("javac"); err != nil {
+		missing = "javac (default-jdk-headless)"
+	}
+	for _, j := range jars {
+		if _, err := os.Stat(j); err != nil {
+			missing = j + " (libjolokia-core-java)"
+		}
+	}
+	if missing != "" {
+		if os.Getenv("TRACECAR_REQUIRE_DRIVERS") == "1" {
+			t.Fatalf("TRACECAR_REQUIRE_DRIVERS=1 but %s is missing", missing)
+		}
+		t.Skipf("%s is missing", missing)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	cp := strings.Join(jars, ":")
+	if out, err := exec.CommandContext(ctx, "javac", "-nowarn", "-d", dir, "-cp", cp, "testdata/jolokia/StorageServiceStandIn.java").CombinedOutput(); err != nil {
+		t.Fatalf("javac: %v\n%s", err, out)
+	}
+	cmd := exec.CommandContext(ctx, "java", "-Xmx64m", "-cp", dir+":"+cp, "StorageServiceStandIn")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		stdin.Close() // the stand-in exits when its stdin closes
+		if err := cmd.Wait(); err != nil {
+			t.Logf("stand-in: %v", err)
+		}
+	}()
+	var port string
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		if p, ok := strings.CutPrefix(sc.Text(), "LISTENING "); ok {
+			port = p
+			break
+		}
+	}
+	if port == "" {
+		t.Fatalf("the stand-in never said where it listens: %v", sc.Err())
+	}
+	go io.Copy(io.Discard, stdout)
+
+	agent, err := url.Parse("http://127.0.0.1:" + port + "/jolokia")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var bodies []string
+	proxy := httputil.NewSingleHostReverseProxy(agent)
+	rec := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		bodies = append(bodies, string(b))
+		mu.Unlock()
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		r.URL.Path = "" // the proxy appends the path to the agent's /jolokia
+		proxy.ServeHTTP(w, r)
+	}))
+	defer rec.Close()
+	checkJolokia(t, rec.URL, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), bodies[:min(len(bodies), len(jolokiaWant))]...)
+	})
 }
