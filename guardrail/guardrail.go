@@ -38,6 +38,10 @@ const (
 	// MinLatencySamples is the fewest added-latency samples a window needs for its p99 to
 	// be judged.
 	MinLatencySamples = 20
+	// MinCPURequests is the fewest requests a window needs for tracing's CPU share to be
+	// judged: on an idle sidecar a few heartbeats against the CPU of its own timers say
+	// nothing about what tracing costs.
+	MinCPURequests = 100
 )
 
 // ErrInvalidBudget is wrapped by the errors of Budget.Validate.
@@ -318,7 +322,7 @@ func (g *Guard) measure(now time.Time, s Sample, cur tracing.Config) Figures {
 	if f.AddedSamples >= MinLatencySamples {
 		f.AddedP99US = float64(added.Quantile(0.99)) / float64(time.Microsecond)
 	}
-	if s.CPUOK && g.prev.CPUOK && f.Requests > 0 && s.CPU > g.prev.CPU {
+	if s.CPUOK && g.prev.CPUOK && f.Requests >= MinCPURequests && s.CPU > g.prev.CPU {
 		cpu := s.CPU - g.prev.CPU
 		perReq := cpu / time.Duration(f.Requests)
 		f.CPUPerRequestUS = float64(perReq) / float64(time.Microsecond)

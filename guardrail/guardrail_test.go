@@ -364,6 +364,17 @@ func counterValue(t *testing.T, c *Controller, labels ...string) float64 {
 	return m.GetCounter().GetValue()
 }
 
+func TestIdleWindowCPUIsNotJudged(t *testing.T) {
+	g := NewGuard(Budget{CPUPercent: 0.0001, Window: time.Second}, fullSampled())
+	f := newFeed()
+	now, s := f.window(0, 0, 0, 0, 0, 0)
+	g.Evaluate(now, s, fullSampled())
+	now, s = f.window(time.Second, MinCPURequests-1, time.Millisecond, 0, 0, 0)
+	if a := g.Evaluate(now, s, fullSampled()); a.Kind != "" || g.figures.CPUPercent != -1 {
+		t.Fatalf("%d requests: action %+v, cpu %v; want no judgement", MinCPURequests-1, a, g.figures.CPUPercent)
+	}
+}
+
 func TestSliverOfAWindowIsNotJudged(t *testing.T) {
 	g := NewGuard(Budget{CPUPercent: 1, Window: time.Second}, fullSampled())
 	f := newFeed()
