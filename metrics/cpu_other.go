@@ -1,0 +1,6 @@
+//go:build !unix
+
+package metrics
+
+// processCPUSeconds is unknown off Unix.
+func processCPUSeconds() (float64, bool) { return 0, false }
