@@ -37,23 +37,188 @@ func compare(rep *Report) {
 	}
 }
 
-// judge applies the budgets: a mode breaches its budget when its degradation is over it and
-// the difference from the baseline is significant.
-func judge(rep *Report, budgets map[string]float64) ([]Verdict, []Breach) {
+// judge applies the budgets: a mode breaches a budget when its cost on the budget's metric
+// is over the limit and the difference from the baseline is significant. A budget without
+// a metric judges CPU per op at a fixed rate, where the op rate is fixed by design, and the
+// op rate otherwise.
+func judge(rep *Report, budgets []Budget, fixedRate bool) ([]Verdict, []Breach) {
 	verdicts, breaches := []Verdict{}, []Breach{}
-	for _, m := range rep.Modes {
-		budget, ok := budgets[m.Name]
-		if !ok {
+	for _, b := range budgets {
+		m := rep.Mode(b.Mode)
+		if m == nil {
 			continue
 		}
-		v := decide(m, budget, rep.Baseline)
+		if b.Metric == "" {
+			b.Metric = MetricOps
+			if fixedRate {
+				b.Metric = MetricCPU
+			}
+		}
+		v := decideBudget(*m, b, rep.Baseline)
 		verdicts = append(verdicts, v)
 		if v.Breached {
-			breaches = append(breaches, Breach{Mode: m.Name, BudgetPct: budget,
-				DegradationPct: m.DegradationPct, DegradationErr: m.DegradationErr, PValue: *v.PValue})
+			breaches = append(breaches, Breach{Mode: m.Name, Metric: v.Metric, Limit: v.Limit, Value: v.Value,
+				ValueErr: v.ValueErr, Unit: v.Unit, BudgetPct: v.BudgetPct,
+				DegradationPct: v.DegradationPct, DegradationErr: v.DegradationErr, PValue: *v.PValue})
 		}
 	}
 	return verdicts, breaches
+}
+
+// decideBudget judges one mode against one budget, on any metric.
+func decideBudget(m ModeResult, b Budget, baseline string) Verdict {
+	if b.Metric == MetricOps || b.Metric == "" {
+		v := decide(m, b.Limit, baseline)
+		v.Metric, v.Limit, v.Value, v.ValueErr, v.Unit = MetricOps, b.Limit, m.DegradationPct, m.DegradationErr, "%"
+		return v
+	}
+	d := m.diffs[b.Metric]
+	v := Verdict{Mode: m.Name, Metric: b.Metric, Limit: b.Limit, Unit: b.unit()}
+	what := metricNames[b.Metric]
+	if m.Name == baseline {
+		v.Reason = fmt.Sprintf("%s is the baseline", m.Name)
+		return v
+	}
+	if !d.ok {
+		v.Reason = fmt.Sprintf("%s: %s is unknown, so its %s budget cannot be judged", m.Name, what, b)
+		return v
+	}
+	v.Value, v.ValueErr = d.diff, d.diffErr
+	if !b.Absolute {
+		v.Value, v.ValueErr = d.pct, d.pctErr
+	}
+	v.Value, v.ValueErr = finite(v.Value), finite(v.ValueErr)
+	p, test := d.welchP, "Welch"
+	if d.pairedP != nil {
+		p, test = d.pairedP, "paired"
+	}
+	v.PValue = p
+	cost := fmt.Sprintf("%s adds %s to %s's %s", m.Name, b.format(v.Value, v.ValueErr), baseline, what)
+	switch {
+	case v.Value <= b.Limit:
+		v.Reason = fmt.Sprintf("%s, within its %s budget", cost, b)
+	case p == nil:
+		v.Reason = fmt.Sprintf("%s, over its %s budget, but significance needs at least 2 rounds", cost, b)
+	case *p >= Significance:
+		v.Reason = fmt.Sprintf("%s, over its %s budget but not significantly (%s p = %.3g ≥ %g)", cost, b, test, *p, Significance)
+	default:
+		v.Breached = true
+		v.Reason = fmt.Sprintf("%s, over its %s budget (%s p = %.3g < %g)", cost, b, test, *p, Significance)
+	}
+	return v
+}
+
+// metricDiff compares a per-round figure of a mode with the baseline's.
+type metricDiff struct {
+	ok              bool
+	n               int
+	mean, baseMean  float64
+	diff, diffErr   float64 // mode − baseline; paired by round when the rounds pair
+	pct, pctErr     float64 // the same, in percent of the baseline's mean
+	pairedP, welchP *float64
+	minDetect       float64 // smallest |diff| a two-sided test at Significance could detect
+}
+
+// compareMetric compares mode's per-round values with base's. Nil slices mean unknown.
+func compareMetric(mode, base []float64) metricDiff {
+	if mode == nil || base == nil || len(mode) == 0 || len(base) == 0 {
+		return metricDiff{}
+	}
+	sm, sb := summarize(mode), summarize(base)
+	d := metricDiff{ok: true, n: len(mode), mean: sm.mean, baseMean: sb.mean, diff: sm.mean - sb.mean}
+	df := 0.0
+	if t := welch(mode, base); t.ok {
+		p := t.p
+		d.welchP = &p
+		d.diffErr = math.Hypot(sm.stderr, sb.stderr)
+		df = t.df
+	}
+	if len(mode) == len(base) && len(mode) >= 2 {
+		ds := make([]float64, len(mode))
+		for i := range mode {
+			ds[i] = mode[i] - base[i]
+		}
+		s := summarize(ds)
+		d.diff, d.diffErr, df = s.mean, s.stderr, float64(s.n-1)
+		if t := oneSampleT(ds); t.ok {
+			p := t.p
+			d.pairedP = &p
+		}
+	}
+	if df > 0 {
+		d.minDetect = tQuantile(1-Significance/2, df) * d.diffErr
+	}
+	if sb.mean != 0 {
+		d.pct, d.pctErr = 100*d.diff/sb.mean, 100*d.diffErr/math.Abs(sb.mean)
+	}
+	return d
+}
+
+// perRun returns f of every run, or nil when any run lacks it.
+func perRun(runs []RunResult, f func(*RunResult) *float64) []float64 {
+	if len(runs) == 0 {
+		return nil
+	}
+	xs := make([]float64, len(runs))
+	for i := range runs {
+		v := f(&runs[i])
+		if v == nil {
+			return nil
+		}
+		xs[i] = *v
+	}
+	return xs
+}
+
+// metricValues are the per-round values of each budget metric.
+var metricValues = map[string]func(*RunResult) *float64{
+	MetricCPU:      func(r *RunResult) *float64 { return r.SidecarCPUUsPerOp },
+	MetricNodeCPU:  func(r *RunResult) *float64 { return r.NodeCPUUsPerOp },
+	MetricP99:      func(r *RunResult) *float64 { return ptr(r.P99Ms) },
+	MetricAddedP99: func(r *RunResult) *float64 { return r.AddedP99Ms },
+}
+
+// compareMetrics fills each mode's comparison of every metric but the op rate, which
+// compare does, with the baseline.
+func compareMetrics(rep *Report) {
+	base := rep.Mode(rep.Baseline)
+	if base == nil {
+		return
+	}
+	for i := range rep.Modes {
+		m := &rep.Modes[i]
+		m.diffs = map[string]metricDiff{}
+		for name, f := range metricValues {
+			m.diffs[name] = compareMetric(perRun(m.Runs, f), perRun(base.Runs, f))
+		}
+		if m.Name == base.Name {
+			continue
+		}
+		fill := func(d metricDiff, diff, diffErr, pct, p, welchP, minDetect **float64) {
+			if !d.ok {
+				return
+			}
+			*diff, *diffErr, *pct, *minDetect = ptr(d.diff), ptr(d.diffErr), ptr(finite(d.pct)), ptr(d.minDetect)
+			*p, *welchP = d.pairedP, d.welchP
+			if d.pairedP == nil {
+				*p = d.welchP
+			}
+		}
+		fill(m.diffs[MetricCPU], &m.SidecarCPUUsPerOpDiff, &m.SidecarCPUUsPerOpDiffStderr, &m.SidecarCPUUsPerOpDiffPct,
+			&m.SidecarCPUUsPerOpDiffPValue, &m.SidecarCPUUsPerOpDiffWelchPValue, &m.SidecarCPUUsPerOpMinDetectable)
+		fill(m.diffs[MetricNodeCPU], &m.NodeCPUUsPerOpDiff, &m.NodeCPUUsPerOpDiffStderr, &m.NodeCPUUsPerOpDiffPct,
+			&m.NodeCPUUsPerOpDiffPValue, &m.NodeCPUUsPerOpDiffWelchPValue, &m.NodeCPUUsPerOpMinDetectable)
+		err, df := m.DegradationErr, 0.0
+		if m.DF != nil {
+			df = *m.DF
+		}
+		if m.PairedPValue != nil {
+			err, df = m.PairedDegradationErr, float64(len(m.Rounds)-1)
+		}
+		if df > 0 {
+			m.MinDetectablePct = finite(tQuantile(1-Significance/2, df) * err)
+		}
+	}
 }
 
 // decide judges one mode against its budget. Significance comes from the paired t-test

@@ -46,6 +46,11 @@ const (
 	DefaultConnections = 2
 	DefaultTimeout     = 10 * time.Second
 	DefaultInterval    = time.Second
+	DefaultMaxRounds   = 10
+	// DefaultTargetError is the --target-error of the command line, in percent of the
+	// baseline's sidecar CPU per op: at about 10 µs/op, a 0.1 µs standard error, which
+	// resolves differences of a few tenths of a µs.
+	DefaultTargetError = 1.0
 	// Significance is the p-value below which a degradation counts as real.
 	Significance = 0.05
 )
@@ -78,9 +83,10 @@ type Config struct {
 	AdminToken string // bearer token for the admin API, if it requires one
 
 	// Modes lists the modes to run. Empty means direct, off, fast, full and debug when a
-	// sidecar is configured (direct only with a Node), else direct alone. Modes defined in
-	// ModeSpecs and not listed are appended. The built-in modes are direct, off, fast, full,
-	// debug, node-debug and sampled (DESIGN.md).
+	// sidecar is configured (direct only with a Node), else direct alone. A mode defined in
+	// ModeSpecs only runs when listed (or when Modes is empty and it overrides a default
+	// one); the others are reported as unused. The built-in modes are direct, off, fast,
+	// full, debug, node-debug and sampled (DESIGN.md).
 	Modes []string
 	// ModeSpecs defines or overrides modes: name → SPEC, as --mode NAME=SPEC.
 	ModeSpecs map[string]string
@@ -89,7 +95,7 @@ type Config struct {
 	// first.
 	Baseline string
 
-	Rounds   int           // rounds of every mode; default 3
+	Rounds   int           // rounds of every mode, the least with TargetError; default 3
 	Duration time.Duration // measured time per run; default DefaultDuration
 	Warmup   time.Duration // warmup before each run; default DefaultWarmup, negative for none
 	Ops      int64         // operations per run; when > 0 it replaces Duration
@@ -104,9 +110,22 @@ type Config struct {
 	Connections int           // connections per host; default 2
 	Timeout     time.Duration // per request; default 10s
 
-	// MaxOverhead maps a mode to its budget: the largest degradation, in percent, that
-	// it may show significantly.
-	MaxOverhead map[string]float64
+	// MaxOverhead are the budgets: the largest cost of a mode on a metric that it may show
+	// significantly. ParseBudgets reads them from --max-overhead.
+	MaxOverhead []Budget
+
+	// SidecarMetrics and NodeMetrics are the URLs of the sidecar's and the node's
+	// Prometheus /metrics, read before and after each run for their CPU time and the
+	// sidecar's added latency. SidecarMetrics defaults to Admin + "/metrics"; an empty
+	// NodeMetrics leaves the node's CPU unknown.
+	SidecarMetrics, NodeMetrics string
+	// TargetError makes the rounds adaptive: after Rounds rounds, more run until the
+	// standard error of every mode's difference from the baseline is under TargetError
+	// percent of the baseline's figure (sidecar CPU per op when known, else node CPU per
+	// op, else the op rate), or until MaxRounds. Zero runs exactly Rounds rounds.
+	TargetError float64
+	// MaxRounds caps adaptive rounds; default DefaultMaxRounds.
+	MaxRounds int
 
 	JSON, CSV, HTML string // report files, written when set
 	HDRLogDir       string // directory for HdrHistogram interval logs, one per mode and round
@@ -166,6 +185,18 @@ func (c *Config) setDefaults() {
 	if c.Interval == 0 {
 		c.Interval = DefaultInterval
 	}
+	if c.MaxRounds == 0 {
+		c.MaxRounds = DefaultMaxRounds
+	}
+	if c.MaxRounds < c.Rounds {
+		c.MaxRounds = c.Rounds
+	}
+	if c.SidecarMetrics == "" && c.Admin != "" {
+		c.SidecarMetrics = baseURL(c.Admin) + "/metrics"
+	}
+	if c.NodeMetrics != "" && !strings.Contains(c.NodeMetrics, "://") {
+		c.NodeMetrics = "http://" + c.NodeMetrics
+	}
 	if c.Out == nil {
 		c.Out = io.Discard
 	}
@@ -188,6 +219,8 @@ func (c *Config) check() (*workload, error) {
 		return nil, usageErrorf("--connections %d: want at least 1", c.Connections)
 	case c.Timeout < 0:
 		return nil, usageErrorf("--timeout %v: want a positive duration", c.Timeout)
+	case c.TargetError < 0 || math.IsNaN(c.TargetError) || math.IsInf(c.TargetError, 0):
+		return nil, usageErrorf("--target-error %v: want a percentage > 0, or 0 for exactly --rounds rounds", c.TargetError)
 	}
 	switch strings.ToLower(c.Compression) {
 	case "none", "lz4", "snappy":
@@ -206,17 +239,18 @@ func (c *Config) check() (*workload, error) {
 			return nil, usageErrorf("mode %s: %v", name, err)
 		}
 	}
-	for name, pct := range c.MaxOverhead {
-		if math.IsNaN(pct) || math.IsInf(pct, 0) {
-			return nil, usageErrorf("--max-overhead %s: want a percentage", name)
+	for _, b := range c.MaxOverhead {
+		if _, ok := metricNames[b.Metric]; !ok && b.Metric != "" || math.IsNaN(b.Limit) || math.IsInf(b.Limit, 0) {
+			return nil, usageErrorf("--max-overhead %s=%s:%v: want a known metric and a finite limit", b.Mode, b.Metric, b.Limit)
 		}
 	}
 	return parseWorkload(c)
 }
 
 // checkBudgets makes sure every budget names a mode that runs.
-func checkBudgets(budgets map[string]float64, modes []*mode) error {
-	for name := range budgets {
+func checkBudgets(budgets []Budget, modes []*mode) error {
+	for _, b := range budgets {
+		name := b.Mode
 		found := false
 		for _, m := range modes {
 			found = found || m.name == name
@@ -271,6 +305,9 @@ func run(ctx context.Context, cfg Config, e env) (*Report, error) {
 
 	c := &checker{cfg: &cfg, env: e, wl: wl, modes: modes, baseline: baseline,
 		out: newPrinter(cfg.Out, cfg.Progress), api: newAPIClient(&cfg)}
+	for _, n := range unusedModes(&cfg, modes) {
+		c.notes = append(c.notes, fmt.Sprintf("warning: mode %s is defined by --mode but unused: --modes does not list it", n))
+	}
 	return c.run(ctx)
 }
 
@@ -297,7 +334,7 @@ func (c *checker) run(ctx context.Context) (rep *Report, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the state the modes change: %w", err)
 	}
-	c.state, c.notes = state, notes
+	c.state, c.notes = state, append(c.notes, notes...)
 	defer func() {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
@@ -307,8 +344,12 @@ func (c *checker) run(ctx context.Context) (rep *Report, err error) {
 		c.out.clearStatus()
 	}()
 	c.printHeader()
-	for _, n := range notes {
-		c.out.printf("note: %s\n", n)
+	for _, n := range c.notes {
+		if strings.HasPrefix(n, "warning: ") {
+			c.out.printf("%s\n", n)
+		} else {
+			c.out.printf("note: %s\n", n)
+		}
 	}
 	if err := c.prepare(ctx); err != nil {
 		return nil, err
@@ -316,7 +357,13 @@ func (c *checker) run(ctx context.Context) (rep *Report, err error) {
 
 	c.runs = make([][]*runResult, len(c.modes))
 	c.total = c.cfg.Rounds * len(c.modes)
-	for r := 0; r < c.cfg.Rounds; r++ {
+	for r := 0; r < c.cfg.MaxRounds; r++ {
+		if r >= c.cfg.Rounds {
+			if c.cfg.TargetError <= 0 || c.precise(started) {
+				break
+			}
+			c.total += len(c.modes)
+		}
 		order := roundOrder(len(c.modes), r)
 		names := make([]string, len(order))
 		for i, mi := range order {
@@ -343,7 +390,8 @@ func (c *checker) run(ctx context.Context) (rep *Report, err error) {
 	if len(rep.Breaches) > 0 {
 		names := make([]string, len(rep.Breaches))
 		for i, b := range rep.Breaches {
-			names[i] = fmt.Sprintf("%s %.2f%% > %g%%", b.Mode, b.DegradationPct, b.BudgetPct)
+			bud := Budget{Metric: b.Metric, Limit: b.Limit, Absolute: b.Unit != "%"}
+			names[i] = fmt.Sprintf("%s %s %s > %s", b.Mode, b.Metric, bud.format(b.Value, b.ValueErr), bud)
 		}
 		return rep, fmt.Errorf("%w: %s", ErrGuardrail, strings.Join(names, ", "))
 	}
@@ -413,12 +461,6 @@ func (c *checker) prepare(ctx context.Context) error {
 	return nil
 }
 
-// runResult is one run of one mode.
-type runResult struct {
-	RunResult
-	resp, svc *hdrhistogram.Histogram
-}
-
 func (c *checker) runMode(ctx context.Context, m *mode, round, pos int) (*runResult, error) {
 	cfg := c.cfg
 	c.out.printf("\n==> %s, round %d of %d (run %d of %d), target %s\n", m.name, round+1, cfg.Rounds, c.done+1, c.total, m.target)
@@ -480,12 +522,22 @@ func (c *checker) runMode(ctx context.Context, m *mode, round, pos int) (*runRes
 			}
 		},
 	}
+	sc0, nd0 := c.scrape(ctx)
 	cpu0 := cpuTime()
 	res := runPhase(ctx, p, ops)
 	cpu := cpuTime() - cpu0
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	sc1, nd1 := c.scrape(ctx)
+	var pc procCPU
+	if sc0.hasCPU && sc1.hasCPU {
+		pc.sidecar, pc.hasSidecar = sc1.cpu-sc0.cpu, true
+	}
+	if nd0.hasCPU && nd1.hasCPU {
+		pc.node, pc.hasNode = nd1.cpu-nd0.cpu, true
+	}
+	pc.added = sc1.added.sub(sc0.added)
 	if hlog != nil {
 		if err := hlog.close(); hlogErr == nil {
 			hlogErr = err
@@ -495,9 +547,64 @@ func (c *checker) runMode(ctx context.Context, m *mode, round, pos int) (*runRes
 	if hlogErr != nil {
 		return nil, fmt.Errorf("hdr log: %w", hlogErr)
 	}
-	rr := newRunResult(m, round, pos, wall, res, cpu)
+	rr := newRunResult(m, round, pos, wall, res, cpu, pc)
 	printResults(c.out, rr, cfg.Rate > 0)
 	return rr, nil
+}
+
+// scrape reads the sidecar's and the node's /metrics, where configured. A failed scrape
+// leaves that process's figures unknown for the run, with a warning.
+func (c *checker) scrape(ctx context.Context) (sidecar, node sample) {
+	read := func(url, who string) sample {
+		if url == "" {
+			return sample{}
+		}
+		s, err := c.api.scrape(ctx, url)
+		if err != nil {
+			c.out.printf("warning: the %s's CPU and latency figures for this run are unknown: %v\n", who, err)
+		}
+		return s
+	}
+	return read(c.cfg.SidecarMetrics, "sidecar"), read(c.cfg.NodeMetrics, "node")
+}
+
+// precise reports whether the rounds so far meet the target error: every mode's
+// difference from the baseline has a standard error under TargetError percent of the
+// baseline's figure. It prints where the rounds stand.
+func (c *checker) precise(started time.Time) bool {
+	rep := c.report(started)
+	worst, what, mode := 0.0, "", ""
+	for _, m := range rep.Modes {
+		if m.Baseline {
+			continue
+		}
+		e, w := precisionOf(&m)
+		if e > worst || mode == "" {
+			worst, what, mode = e, w, m.Name
+		}
+	}
+	done := worst < c.cfg.TargetError
+	next := "another round"
+	if done {
+		next = "done"
+	}
+	c.out.printf("\nAfter %d rounds: the widest error is %s's, %.2f%% of %s's %s (target %g%%): %s\n",
+		len(c.order), mode, worst, c.baseline, what, c.cfg.TargetError, next)
+	return done
+}
+
+// precisionOf returns the standard error of m's difference from the baseline in percent of
+// the baseline, on the figure that the adaptive rounds watch, and the figure's name.
+func precisionOf(m *ModeResult) (float64, string) {
+	for _, k := range []string{MetricCPU, MetricNodeCPU} {
+		if d := m.diffs[k]; d.ok && d.baseMean != 0 {
+			return d.pctErr, metricNames[k]
+		}
+	}
+	if m.PairedPValue != nil {
+		return m.PairedDegradationErr, metricNames[MetricOps]
+	}
+	return m.DegradationErr, metricNames[MetricOps]
 }
 
 // status updates the progress line.
@@ -554,4 +661,22 @@ func (p *printer) clearStatus() {
 		io.WriteString(p.w, "\r\033[K")
 		p.shown = false
 	}
+}
+
+// Validate checks cfg as Run would before starting, without contacting anything. With no
+// target, it checks the modes against the embedded default (a node and a sidecar with
+// both APIs), which the tracecar command provides. Errors wrap ErrUsage.
+func Validate(cfg Config) error {
+	cfg.setDefaults()
+	if _, err := cfg.check(); err != nil {
+		return err
+	}
+	if cfg.Node == "" && cfg.Sidecar == "" {
+		cfg.Node, cfg.Sidecar, cfg.Admin, cfg.NodeAPI = "127.0.0.1:9042", "127.0.0.1:9043", "127.0.0.1:10000", "127.0.0.1:10001"
+	}
+	modes, _, err := resolveModes(&cfg)
+	if err != nil {
+		return err
+	}
+	return checkBudgets(cfg.MaxOverhead, modes)
 }

@@ -70,6 +70,12 @@ func printResults(p *printer, r *runResult, fixedRate bool) {
 		line("First error", r.FirstError)
 	}
 	line("Client CPU", fmt.Sprintf("%.2f s, %.1f µs/op", r.CPUSeconds, r.CPUUsPerOp))
+	line("Sidecar CPU", usPerOp(r.SidecarCPUUsPerOp))
+	line("Node CPU", usPerOp(r.NodeCPUUsPerOp))
+	if r.AddedP50Ms != nil {
+		line("Added latency median", fmt.Sprintf("%.1f µs", *r.AddedP50Ms*1e3))
+		line("Added latency 99th", fmt.Sprintf("%.1f µs", *r.AddedP99Ms*1e3))
+	}
 	d := time.Duration(r.DurationS * float64(time.Second)).Round(time.Second)
 	line("Total operation time", fmt.Sprintf("%02d:%02d:%02d", int(d.Hours()), int(d.Minutes())%60, int(d.Seconds())%60))
 	p.printf("%s", b.String())
@@ -96,8 +102,27 @@ func printComparison(p *printer, rep *Report) {
 	for i, o := range rep.Order {
 		fmt.Fprintf(&b, "round %d order: %s\n", i+1, strings.Join(o, ", "))
 	}
+	fixed := rep.Settings.Rate > 0
+	if fixed {
+		fmt.Fprintf(&b, "At a fixed rate the op rate is set by design: the verdict is CPU per op and added latency.\n")
+	}
 	for _, m := range rep.Modes {
 		if m.Baseline {
+			continue
+		}
+		for _, k := range []string{MetricCPU, MetricNodeCPU} {
+			if line := diffLine(&m, k, rep.Baseline); line != "" {
+				b.WriteString(line)
+			}
+		}
+		if m.AddedP99Ms != nil {
+			base := rep.Mode(rep.Baseline)
+			if base != nil && base.AddedP99Ms != nil {
+				fmt.Fprintf(&b, "%s: added latency p50 %.1f µs, p99 %.1f µs (%s: %.1f µs, %.1f µs)\n",
+					m.Name, *m.AddedP50Ms*1e3, *m.AddedP99Ms*1e3, rep.Baseline, *base.AddedP50Ms*1e3, *base.AddedP99Ms*1e3)
+			}
+		}
+		if fixed {
 			continue
 		}
 		verb := "below"
@@ -117,7 +142,11 @@ func printComparison(p *printer, rep *Report) {
 				sig += fmt.Sprintf("; paired by round: %.2f%% ± %.2f%%, p = %.2g", m.PairedDegradationPct, m.PairedDegradationErr, *m.PairedPValue)
 			}
 		}
-		fmt.Fprintf(&b, "%s: %.2f%% ± %.2f%% %s %s (%s)\n", m.Name, d, m.DegradationErr, verb, rep.Baseline, sig)
+		fmt.Fprintf(&b, "%s: op rate %.2f%% ± %.2f%% %s %s (%s)", m.Name, d, m.DegradationErr, verb, rep.Baseline, sig)
+		if m.MinDetectablePct > 0 {
+			fmt.Fprintf(&b, "; at this noise, below %.2f%% cannot be told from zero", m.MinDetectablePct)
+		}
+		b.WriteString("\n")
 	}
 	var worst float64
 	for _, m := range rep.Modes {
@@ -136,6 +165,41 @@ func printComparison(p *printer, rep *Report) {
 	p.printf("%s", b.String())
 }
 
+// usPerOp formats a CPU figure that may be unknown.
+func usPerOp(v *float64) string {
+	if v == nil {
+		return "unknown (no /metrics)"
+	}
+	return fmt.Sprintf("%.2f µs/op", *v)
+}
+
+// diffLine says how a mode's CPU per op differs from the baseline's, with its error, its
+// significance and the smallest difference the run could detect; "" when unknown.
+func diffLine(m *ModeResult, metric, baseline string) string {
+	d := m.diffs[metric]
+	if !d.ok {
+		return ""
+	}
+	p, test := d.welchP, "Welch"
+	if d.pairedP != nil {
+		p, test = d.pairedP, "paired"
+	}
+	sig := "no p-value with one round"
+	if p != nil {
+		verdict := "not significant"
+		if *p < Significance {
+			verdict = "significant"
+		}
+		sig = fmt.Sprintf("%s p = %.2g, %s", test, *p, verdict)
+	}
+	line := fmt.Sprintf("%s: %s %+.3f ± %.3f µs/op (%+.2f%% ± %.2f%%) vs %s (%s)", m.Name, metricNames[metric],
+		d.diff, d.diffErr, finite(d.pct), finite(d.pctErr), baseline, sig)
+	if d.minDetect > 0 {
+		line += fmt.Sprintf("; at this noise, below %.3f µs/op cannot be told from zero", d.minDetect)
+	}
+	return line + "\n"
+}
+
 // noisyStderrPct is the relative standard error of a mode's op rate above which the
 // comparison warns that its error bars are wide.
 const noisyStderrPct = 5
@@ -151,9 +215,9 @@ func pct(x, of float64) string {
 func printGuardrail(p *printer, rep *Report) {
 	for _, v := range rep.Guardrail {
 		if v.Breached {
-			p.printf("GUARDRAIL BREACHED: %s\n", v.Reason)
+			p.printf("GUARDRAIL BREACHED on %s: %s\n", metricNames[v.Metric], v.Reason)
 		} else {
-			p.printf("guardrail ok: %s\n", v.Reason)
+			p.printf("guardrail ok on %s: %s\n", metricNames[v.Metric], v.Reason)
 		}
 	}
 }
@@ -171,7 +235,7 @@ func comparisonRows(rep *Report) []comparisonRow {
 	row := func(label string, cell func(m *ModeResult) string) {
 		rows = append(rows, comparisonRow{label, cell})
 	}
-	for r := 0; r < rep.Settings.Rounds; r++ {
+	for r := 0; r < len(rep.Order) || r < rep.Settings.Rounds; r++ {
 		row(fmt.Sprintf("round %d", r+1), func(m *ModeResult) string {
 			if r < len(m.Rounds) {
 				return commas(m.Rounds[r])
@@ -222,5 +286,58 @@ func comparisonRows(rep *Report) []comparisonRow {
 	}
 	row("errors", func(m *ModeResult) string { return commas(float64(m.Errors)) })
 	row("CPU-s per 10k ops", func(m *ModeResult) string { return fmt.Sprintf("%.3f", m.CPUSecondsPer10kOps) })
+	row("", func(*ModeResult) string { return "" })
+	opt := func(v *float64, format string, scale float64) string {
+		if v == nil {
+			return "-"
+		}
+		return fmt.Sprintf(format, *v*scale)
+	}
+	for _, c := range []struct {
+		label  string
+		metric string
+		mean   func(m *ModeResult) (*float64, *float64)
+	}{
+		{"sidecar CPU µs/op", MetricCPU, func(m *ModeResult) (*float64, *float64) { return m.SidecarCPUUsPerOp, m.SidecarCPUUsPerOpStderr }},
+		{"node CPU µs/op", MetricNodeCPU, func(m *ModeResult) (*float64, *float64) { return m.NodeCPUUsPerOp, m.NodeCPUUsPerOpStderr }},
+	} {
+		row(c.label+" avg", func(m *ModeResult) string {
+			v, e := c.mean(m)
+			if v == nil {
+				return "-"
+			}
+			return fmt.Sprintf("%.3f ± %.3f", *v, *e)
+		})
+		row(c.label+" diff", func(m *ModeResult) string {
+			d := m.diffs[c.metric]
+			if m.Baseline || !d.ok {
+				return "-"
+			}
+			return fmt.Sprintf("%+.3f ± %.3f", d.diff, d.diffErr)
+		})
+		row(c.label+" diff %", func(m *ModeResult) string {
+			d := m.diffs[c.metric]
+			if m.Baseline || !d.ok {
+				return "-"
+			}
+			return fmt.Sprintf("%+.2f%% ± %.2f%%", finite(d.pct), finite(d.pctErr))
+		})
+		row(c.label+" p (Welch)", func(m *ModeResult) string {
+			d := m.diffs[c.metric]
+			if m.Baseline || d.welchP == nil {
+				return "-"
+			}
+			return fmt.Sprintf("%.2g", *d.welchP)
+		})
+		row(c.label+" p (paired)", func(m *ModeResult) string {
+			d := m.diffs[c.metric]
+			if m.Baseline || d.pairedP == nil {
+				return "-"
+			}
+			return fmt.Sprintf("%.2g", *d.pairedP)
+		})
+	}
+	row("added latency median µs", func(m *ModeResult) string { return opt(m.AddedP50Ms, "%.1f", 1e3) })
+	row("added latency 99th µs", func(m *ModeResult) string { return opt(m.AddedP99Ms, "%.1f", 1e3) })
 	return rows
 }

@@ -64,15 +64,25 @@ type RunResult struct {
 	Errors    int64     `json:"errors"`
 	// Unsent counts operations that a fixed rate scheduled before the end of the run but
 	// that were not sent, because the target fell behind the rate.
-	Unsent     int64      `json:"unsent"`
-	OpRate     float64    `json:"op_rate"`
-	PkRate     float64    `json:"pk_rate"`
-	RowRate    float64    `json:"row_rate"`
-	Latency               // response time
-	Service    Latency    `json:"service"` // service time: from the actual send
-	CPUSeconds float64    `json:"cpu_s"`
-	CPUUsPerOp float64    `json:"cpu_us_per_op"`
-	FirstError string     `json:"first_error,omitempty"`
+	Unsent     int64   `json:"unsent"`
+	OpRate     float64 `json:"op_rate"`
+	PkRate     float64 `json:"pk_rate"`
+	RowRate    float64 `json:"row_rate"`
+	Latency            // response time
+	Service    Latency `json:"service"` // service time: from the actual send
+	CPUSeconds float64 `json:"cpu_s"`
+	CPUUsPerOp float64 `json:"cpu_us_per_op"`
+	FirstError string  `json:"first_error,omitempty"`
+	// SidecarCPUUsPerOp and NodeCPUUsPerOp are the CPU time the sidecar's and the node's
+	// processes spent per operation of the run, from their /metrics before and after it;
+	// null when unknown.
+	SidecarCPUUsPerOp *float64 `json:"sidecar_cpu_us_per_op"`
+	NodeCPUUsPerOp    *float64 `json:"node_cpu_us_per_op"`
+	// AddedP50Ms and AddedP99Ms are percentiles of the time responses spent in the sidecar
+	// itself during the run (tracecar_added_latency_seconds), interpolated in the bucket
+	// that holds them; null when the sidecar has no such histogram or saw no request.
+	AddedP50Ms *float64   `json:"added_p50_ms"`
+	AddedP99Ms *float64   `json:"added_p99_ms"`
 	Intervals  []Interval `json:"intervals"`
 }
 
@@ -109,20 +119,59 @@ type ModeResult struct {
 	// the mean and standard error of the per-round degradations, and a one-sample t-test
 	// of them (the paired t-test). Drift between rounds cancels out of them; the
 	// guardrail uses the Welch test all the same, as specified.
-	PairedDegradationPct float64     `json:"paired_degradation_pct"`
-	PairedDegradationErr float64     `json:"paired_degradation_err"`
-	PairedPValue         *float64    `json:"paired_p_value"`
-	CPUSeconds           float64     `json:"cpu_s"`
-	CPUUsPerOp           float64     `json:"cpu_us_per_op"`
-	CPUSecondsPer10kOps  float64     `json:"cpu_s_per_10k_ops"`
-	Runs                 []RunResult `json:"runs"`
+	PairedDegradationPct float64  `json:"paired_degradation_pct"`
+	PairedDegradationErr float64  `json:"paired_degradation_err"`
+	PairedPValue         *float64 `json:"paired_p_value"`
+	CPUSeconds           float64  `json:"cpu_s"`
+	CPUUsPerOp           float64  `json:"cpu_us_per_op"`
+	CPUSecondsPer10kOps  float64  `json:"cpu_s_per_10k_ops"`
+	// MinDetectablePct is the smallest op-rate difference from the baseline, in percent,
+	// that this run's noise lets a two-sided t-test at p < 0.05 tell from zero.
+	MinDetectablePct float64 `json:"min_detectable_pct"`
+
+	// The sidecar's and the node's CPU per operation: the mean over rounds and its standard
+	// error, null when unknown; then the difference from the baseline (mode − baseline, in
+	// µs/op, paired by round when the rounds pair), its standard error, the same in percent
+	// of the baseline, its p-value (paired t-test, or Welch's without pairs), Welch's p-value,
+	// and the smallest difference this run could detect.
+	SidecarCPUUsPerOp                *float64 `json:"sidecar_cpu_us_per_op"`
+	SidecarCPUUsPerOpStderr          *float64 `json:"sidecar_cpu_us_per_op_stderr"`
+	SidecarCPUUsPerOpDiff            *float64 `json:"sidecar_cpu_us_per_op_diff"`
+	SidecarCPUUsPerOpDiffStderr      *float64 `json:"sidecar_cpu_us_per_op_diff_stderr"`
+	SidecarCPUUsPerOpDiffPct         *float64 `json:"sidecar_cpu_us_per_op_diff_pct"`
+	SidecarCPUUsPerOpDiffPValue      *float64 `json:"sidecar_cpu_us_per_op_diff_p_value"`
+	SidecarCPUUsPerOpDiffWelchPValue *float64 `json:"sidecar_cpu_us_per_op_diff_welch_p_value"`
+	SidecarCPUUsPerOpMinDetectable   *float64 `json:"sidecar_cpu_us_per_op_min_detectable"`
+	NodeCPUUsPerOp                   *float64 `json:"node_cpu_us_per_op"`
+	NodeCPUUsPerOpStderr             *float64 `json:"node_cpu_us_per_op_stderr"`
+	NodeCPUUsPerOpDiff               *float64 `json:"node_cpu_us_per_op_diff"`
+	NodeCPUUsPerOpDiffStderr         *float64 `json:"node_cpu_us_per_op_diff_stderr"`
+	NodeCPUUsPerOpDiffPct            *float64 `json:"node_cpu_us_per_op_diff_pct"`
+	NodeCPUUsPerOpDiffPValue         *float64 `json:"node_cpu_us_per_op_diff_p_value"`
+	NodeCPUUsPerOpDiffWelchPValue    *float64 `json:"node_cpu_us_per_op_diff_welch_p_value"`
+	NodeCPUUsPerOpMinDetectable      *float64 `json:"node_cpu_us_per_op_min_detectable"`
+	// AddedP50Ms and AddedP99Ms come from the sum of the runs' bucket deltas of the
+	// sidecar's tracecar_added_latency_seconds.
+	AddedP50Ms *float64 `json:"added_p50_ms"`
+	AddedP99Ms *float64 `json:"added_p99_ms"`
+
+	Runs []RunResult `json:"runs"`
 
 	resp, svc *hdrhistogram.Histogram
+	added     bucket
+	diffs     map[string]metricDiff // by budget metric, against the baseline
 }
 
-// Breach is a mode whose degradation is over its budget and significant.
+// Breach is a mode whose cost on a metric is over its budget and significant. The
+// budget_pct and degradation fields are the op-rate ones, kept for the ops metric; limit,
+// value and unit hold every metric's.
 type Breach struct {
 	Mode           string  `json:"mode"`
+	Metric         string  `json:"metric"`
+	Limit          float64 `json:"limit"`
+	Value          float64 `json:"value"`
+	ValueErr       float64 `json:"value_err"`
+	Unit           string  `json:"unit"`
 	BudgetPct      float64 `json:"budget_pct"`
 	DegradationPct float64 `json:"degradation_pct"`
 	DegradationErr float64 `json:"degradation_err"`
@@ -132,6 +181,11 @@ type Breach struct {
 // Verdict is the guardrail's decision on one budget.
 type Verdict struct {
 	Mode           string   `json:"mode"`
+	Metric         string   `json:"metric"`
+	Limit          float64  `json:"limit"`
+	Value          float64  `json:"value"`
+	ValueErr       float64  `json:"value_err"`
+	Unit           string   `json:"unit"`
 	BudgetPct      float64  `json:"budget_pct"`
 	DegradationPct float64  `json:"degradation_pct"`
 	DegradationErr float64  `json:"degradation_err"`
@@ -142,23 +196,27 @@ type Verdict struct {
 
 // Settings records how the check ran.
 type Settings struct {
-	Node        string  `json:"node,omitempty"`
-	Sidecar     string  `json:"sidecar,omitempty"`
-	Admin       string  `json:"admin,omitempty"`
-	NodeAPI     string  `json:"node_api,omitempty"`
-	Embedded    bool    `json:"embedded"`
-	Workload    string  `json:"workload"`
-	WriteFrac   float64 `json:"write_fraction"`
-	Pop         string  `json:"pop"`
-	Rounds      int     `json:"rounds"`
-	DurationS   float64 `json:"duration_s"`
-	WarmupS     float64 `json:"warmup_s"`
-	Ops         int64   `json:"ops_per_run"`
-	Concurrency int     `json:"concurrency"`
-	Rate        float64 `json:"rate"`
-	CL          string  `json:"cl"`
-	Compression string  `json:"compression"`
-	Connections int     `json:"connections"`
+	Node           string  `json:"node,omitempty"`
+	Sidecar        string  `json:"sidecar,omitempty"`
+	Admin          string  `json:"admin,omitempty"`
+	NodeAPI        string  `json:"node_api,omitempty"`
+	Embedded       bool    `json:"embedded"`
+	SidecarMetrics string  `json:"sidecar_metrics,omitempty"`
+	NodeMetrics    string  `json:"node_metrics,omitempty"`
+	TargetErrorPct float64 `json:"target_error_pct"`
+	MaxRounds      int     `json:"max_rounds"`
+	Workload       string  `json:"workload"`
+	WriteFrac      float64 `json:"write_fraction"`
+	Pop            string  `json:"pop"`
+	Rounds         int     `json:"rounds"`
+	DurationS      float64 `json:"duration_s"`
+	WarmupS        float64 `json:"warmup_s"`
+	Ops            int64   `json:"ops_per_run"`
+	Concurrency    int     `json:"concurrency"`
+	Rate           float64 `json:"rate"`
+	CL             string  `json:"cl"`
+	Compression    string  `json:"compression"`
+	Connections    int     `json:"connections"`
 }
 
 // CPUSummary is the client's CPU cost over all runs, set beside cassandra-stress's.
@@ -204,8 +262,22 @@ func (r *Report) Mode(name string) *ModeResult {
 	return nil
 }
 
-func newRunResult(m *mode, round, pos int, started time.Time, res *phaseResult, cpu time.Duration) *runResult {
-	rr := &runResult{resp: res.resp, svc: res.svc}
+// runResult is one run of one mode.
+type runResult struct {
+	RunResult
+	resp, svc *hdrhistogram.Histogram
+	added     bucket // the sidecar's added-latency observations during the run
+}
+
+// procCPU is the CPU time the sidecar and the node used during a run, from their /metrics.
+type procCPU struct {
+	sidecar, node       float64
+	hasSidecar, hasNode bool
+	added               bucket
+}
+
+func newRunResult(m *mode, round, pos int, started time.Time, res *phaseResult, cpu time.Duration, pc procCPU) *runResult {
+	rr := &runResult{resp: res.resp, svc: res.svc, added: pc.added}
 	rr.RunResult = RunResult{
 		Round: round + 1, Position: pos + 1, Target: m.target, StartedAt: started,
 		DurationS: res.elapsed.Seconds(), Ops: res.ops, Rows: res.rows, Errors: res.errs, Unsent: res.unsent,
@@ -226,8 +298,29 @@ func newRunResult(m *mode, round, pos int, started time.Time, res *phaseResult, 
 	if res.firstErr != nil {
 		rr.FirstError = res.firstErr.Error()
 	}
+	if res.ops > 0 && pc.hasSidecar {
+		rr.SidecarCPUUsPerOp = ptr(pc.sidecar * 1e6 / float64(res.ops))
+	}
+	if res.ops > 0 && pc.hasNode {
+		rr.NodeCPUUsPerOp = ptr(pc.node * 1e6 / float64(res.ops))
+	}
+	rr.AddedP50Ms, rr.AddedP99Ms = addedPercentiles(pc.added)
 	return rr
 }
+
+// addedPercentiles returns the median and the 99th percentile of an added-latency delta,
+// in milliseconds, or nils without observations.
+func addedPercentiles(b bucket) (p50, p99 *float64) {
+	if v, ok := b.quantile(0.5); ok {
+		p50 = ptr(v * 1e3)
+	}
+	if v, ok := b.quantile(0.99); ok {
+		p99 = ptr(v * 1e3)
+	}
+	return p50, p99
+}
+
+func ptr(x float64) *float64 { return &x }
 
 // report computes the per-mode statistics and the guardrail's verdicts.
 func (c *checker) report(started time.Time) *Report {
@@ -236,7 +329,8 @@ func (c *checker) report(started time.Time) *Report {
 		StartedAt: started, FinishedAt: time.Now(), Baseline: c.baseline, Order: c.order,
 		Settings: Settings{
 			Node: cfg.Node, Sidecar: cfg.Sidecar, Admin: cfg.Admin, NodeAPI: cfg.NodeAPI, Embedded: cfg.Embedded,
-			Workload: c.wl.name, WriteFrac: c.wl.writeFrac, Pop: c.wl.pop.String(), Rounds: cfg.Rounds,
+			SidecarMetrics: cfg.SidecarMetrics, NodeMetrics: cfg.NodeMetrics, TargetErrorPct: cfg.TargetError, MaxRounds: cfg.MaxRounds,
+			Workload: c.wl.name, WriteFrac: c.wl.writeFrac, Pop: c.wl.pop.String(), Rounds: len(c.order),
 			DurationS: cfg.Duration.Seconds(), WarmupS: cfg.Warmup.Seconds(), Ops: cfg.Ops,
 			Concurrency: cfg.Concurrency, Rate: cfg.Rate, CL: strings.ToUpper(cfg.CL), Compression: cfg.Compression,
 			Connections: cfg.Connections,
@@ -247,7 +341,8 @@ func (c *checker) report(started time.Time) *Report {
 		rep.Modes = append(rep.Modes, modeResult(m, c.runs[i], m.name == c.baseline))
 	}
 	compare(rep)
-	rep.Guardrail, rep.Breaches = judge(rep, cfg.MaxOverhead)
+	compareMetrics(rep)
+	rep.Guardrail, rep.Breaches = judge(rep, cfg.MaxOverhead, cfg.Rate > 0)
 	rep.CPU = cpuSummary(rep.Modes, cfg.Embedded)
 	return rep
 }
@@ -266,8 +361,18 @@ func modeResult(m *mode, runs []*runResult, baseline bool) ModeResult {
 		mr.Errors += r.Errors
 		mr.Unsent += r.Unsent
 		mr.CPUSeconds += r.CPUSeconds
+		mr.added = mr.added.add(r.added)
 		dur += r.DurationS
 	}
+	if xs := perRun(mr.Runs, func(r *RunResult) *float64 { return r.SidecarCPUUsPerOp }); xs != nil {
+		s := summarize(xs)
+		mr.SidecarCPUUsPerOp, mr.SidecarCPUUsPerOpStderr = ptr(s.mean), ptr(s.stderr)
+	}
+	if xs := perRun(mr.Runs, func(r *RunResult) *float64 { return r.NodeCPUUsPerOp }); xs != nil {
+		s := summarize(xs)
+		mr.NodeCPUUsPerOp, mr.NodeCPUUsPerOpStderr = ptr(s.mean), ptr(s.stderr)
+	}
+	mr.AddedP50Ms, mr.AddedP99Ms = addedPercentiles(mr.added)
 	s := summarize(mr.Rounds)
 	mr.OpRate, mr.OpRateStdev, mr.OpRateStderr = s.mean, s.stdev, s.stderr
 	mr.OpRateMedian = median(mr.Rounds)
