@@ -32,6 +32,8 @@ import (
 	"sync"
 	"text/tabwriter"
 	"time"
+
+	"github.com/tracecar/tracecar/logs"
 )
 
 // Exit codes of Run.
@@ -48,7 +50,7 @@ const DefaultPort = "10000"
 const Timeout = 5 * time.Second
 
 // levels are the log levels the admin API accepts.
-var levels = []string{"error", "warn", "info", "debug", "trace"}
+var levels = logs.Levels
 
 // usageError is a command-line error; Run prints it with the usage and exits 2.
 type usageError struct{ msg string }
