@@ -17,7 +17,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -33,6 +32,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/tracecar/tracecar/adminapi"
 	"github.com/tracecar/tracecar/logs"
 )
 
@@ -222,17 +222,11 @@ func slowQuery(c *common, args []string) (op, error) {
 }
 
 func showSlowQuery(body []byte) (string, error) {
-	var sq struct {
-		Enable    bool  `json:"enable"`
-		TTL       int64 `json:"ttl"`
-		Threshold int64 `json:"threshold"`
-		Fast      bool  `json:"fast"`
+	sq, err := adminapi.ParseSlowQuery(body)
+	if err != nil {
+		return "", err
 	}
-	if err := json.Unmarshal(body, &sq); err != nil {
-		return "", fmt.Errorf("bad slow_query response %q: %w", body, err)
-	}
-	return fmt.Sprintf("enable=%v fast=%v threshold=%v ttl=%v", sq.Enable, sq.Fast,
-		time.Duration(sq.Threshold)*time.Microsecond, time.Duration(sq.TTL)*time.Second), nil
+	return sq.String(), nil
 }
 
 func traceProbability(c *common, args []string) (op, error) {
@@ -241,12 +235,13 @@ func traceProbability(c *common, args []string) (op, error) {
 	if err := parseFlags(fs, args); err != nil {
 		return op{}, err
 	}
-	o := op{get: "/storage_service/trace_probability", show: func(body []byte) (string, error) {
-		var p float64
-		if err := json.Unmarshal(body, &p); err != nil {
-			return "", fmt.Errorf("bad trace_probability response %q: %w", body, err)
+	o := op{get: adminapi.PathProbability, show: func(body []byte) (string, error) {
+		p, err := adminapi.ParseProbability(body)
+		if err != nil {
+			return "", err
 		}
-		return "probability=" + strconv.FormatFloat(p, 'g', -1, 64), nil
+		f, _ := strconv.ParseFloat(p, 64)
+		return "probability=" + strconv.FormatFloat(f, 'g', -1, 64), nil
 	}}
 	switch fs.NArg() {
 	case 0:
@@ -283,9 +278,9 @@ func logger(c *common, args []string) (op, error) {
 	}
 	path := "/system/logger/" + url.PathEscape(name)
 	o := op{get: path, show: func(body []byte) (string, error) {
-		var l string
-		if err := json.Unmarshal(body, &l); err != nil {
-			return "", fmt.Errorf("bad logger response %q: %w", body, err)
+		l, err := adminapi.ParseLevel(body)
+		if err != nil {
+			return "", err
 		}
 		return name + "=" + l, nil
 	}}
@@ -300,9 +295,9 @@ func logger(c *common, args []string) (op, error) {
 }
 
 func showLevels(body []byte) (string, error) {
-	var kv []struct{ Key, Value string }
-	if err := json.Unmarshal(body, &kv); err != nil {
-		return "", fmt.Errorf("bad logging_level response %q: %w", body, err)
+	kv, err := adminapi.ParseLoggingLevels(body)
+	if err != nil {
+		return "", err
 	}
 	parts := make([]string, len(kv))
 	for i, e := range kv {
@@ -324,21 +319,9 @@ func status(c *common, args []string) (op, error) {
 }
 
 func showStatus(body []byte) (string, error) {
-	var st struct {
-		Mode     string `json:"mode"`
-		Counters struct {
-			Requests     uint64 `json:"requests"`
-			Traced       uint64 `json:"traced"`
-			SlowSessions uint64 `json:"slow_sessions"`
-		} `json:"counters"`
-		SinkDropped map[string]uint64 `json:"sink_dropped"`
-		Guardrail   struct {
-			State  string `json:"state"`
-			Detail string `json:"detail"`
-		} `json:"guardrail"`
-	}
-	if err := json.Unmarshal(body, &st); err != nil {
-		return "", fmt.Errorf("bad status response %q: %w", body, err)
+	st, err := adminapi.ParseStatus(body)
+	if err != nil {
+		return "", err
 	}
 	mode := st.Mode
 	if mode == "" {
@@ -400,10 +383,9 @@ func parseHosts(s string) ([]string, error) {
 	return out, nil
 }
 
-// client is an HTTP client with the token.
+// client is the admin API client, with the token.
 type client struct {
-	http  *http.Client
-	token string
+	api adminapi.Client
 }
 
 func newClient(token, cacert string) (*client, error) {
@@ -419,7 +401,7 @@ func newClient(token, cacert string) (*client, error) {
 		}
 		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
-	return &client{http: &http.Client{Timeout: Timeout, Transport: tr}, token: token}, nil
+	return &client{api: adminapi.Client{HTTP: &http.Client{Timeout: Timeout, Transport: tr}, Token: token}}, nil
 }
 
 // result is one host's row.
@@ -465,39 +447,7 @@ func (c *client) do(ctx context.Context, base string, o op) (string, error) {
 func (c *client) request(ctx context.Context, method, u string, params url.Values) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
-	var body io.Reader
-	if params != nil {
-		body = strings.NewReader(params.Encode())
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u, body)
-	if err != nil {
-		return nil, err
-	}
-	if params != nil {
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: read body: %w", method, u, err)
-	}
-	if resp.StatusCode/100 != 2 {
-		var e struct {
-			Message string `json:"message"`
-		}
-		if json.Unmarshal(b, &e) == nil && e.Message != "" {
-			return nil, fmt.Errorf("HTTP %d: %s", resp.StatusCode, e.Message)
-		}
-		return nil, fmt.Errorf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(b)))
-	}
-	return b, nil
+	return c.api.Do(ctx, method, u, params)
 }
 
 // printTable writes one row per host and returns ExitFailed if any host failed.

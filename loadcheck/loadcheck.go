@@ -555,17 +555,17 @@ func (c *checker) runMode(ctx context.Context, m *mode, round, pos int) (*runRes
 // scrape reads the sidecar's and the node's /metrics, where configured. A failed scrape
 // leaves that process's figures unknown for the run, with a warning.
 func (c *checker) scrape(ctx context.Context) (sidecar, node sample) {
-	read := func(url, who string) sample {
+	read := func(url string, a api) sample {
 		if url == "" {
 			return sample{}
 		}
-		s, err := c.api.scrape(ctx, url)
+		s, err := c.api.scrape(ctx, url, a)
 		if err != nil {
-			c.out.printf("warning: the %s's CPU and latency figures for this run are unknown: %v\n", who, err)
+			c.out.printf("warning: the %s's CPU and latency figures for this run are unknown: %v\n", a, err)
 		}
 		return s
 	}
-	return read(c.cfg.SidecarMetrics, "sidecar"), read(c.cfg.NodeMetrics, "node")
+	return read(c.cfg.SidecarMetrics, apiAdmin), read(c.cfg.NodeMetrics, apiNode)
 }
 
 // precise reports whether the rounds so far meet the target error: every mode's

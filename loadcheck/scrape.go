@@ -1,6 +1,7 @@
 package loadcheck
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -40,24 +41,18 @@ type bucket struct {
 	counts []uint64
 }
 
-// scrape GETs url (a /metrics endpoint) and reads the series loadcheck uses.
-func (c *apiClient) scrape(ctx context.Context, url string) (sample, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return sample{}, err
+// scrape GETs url (a /metrics endpoint; the admin token goes to the sidecar's only) and
+// reads the series loadcheck uses.
+func (c *apiClient) scrape(ctx context.Context, url string, a api) (sample, error) {
+	cl := &c.admin
+	if a == apiNode {
+		cl = &c.node
 	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	resp, err := c.http.Do(req)
+	body, err := cl.Do(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return sample{}, fmt.Errorf("scrape %s: %w", url, err)
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		return sample{}, fmt.Errorf("scrape %s: %s", url, resp.Status)
-	}
-	return parseSample(io.LimitReader(resp.Body, 8<<20))
+	return parseSample(bytes.NewReader(body))
 }
 
 // parseSample reads the Prometheus text format.
