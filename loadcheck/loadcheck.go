@@ -22,6 +22,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -463,7 +464,11 @@ func (c *checker) prepare(ctx context.Context) error {
 
 func (c *checker) runMode(ctx context.Context, m *mode, round, pos int) (*runResult, error) {
 	cfg := c.cfg
-	c.out.printf("\n==> %s, round %d of %d (run %d of %d), target %s\n", m.name, round+1, cfg.Rounds, c.done+1, c.total, m.target)
+	rounds := strconv.Itoa(cfg.Rounds)
+	if cfg.TargetError > 0 && cfg.MaxRounds > cfg.Rounds {
+		rounds = fmt.Sprintf("%d-%d", cfg.Rounds, cfg.MaxRounds)
+	}
+	c.out.printf("\n==> %s, round %d of %s (run %d of %d), target %s\n", m.name, round+1, rounds, c.done+1, c.total, m.target)
 	if err := c.api.apply(ctx, m); err != nil {
 		return nil, err
 	}
