@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/tracecar/tracecar/ctl"
 	"github.com/tracecar/tracecar/loadcheck"
 )
 
@@ -192,10 +191,6 @@ func runLoadcheck(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	_, err = loadcheck.Run(ctx, cfg)
 	return err
-}
-
-func runCtl(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	return ctl.Run(ctx, args, stdout, stderr)
 }
 
 // isTerminal reports whether w is a character device, such as a terminal.

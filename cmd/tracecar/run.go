@@ -44,7 +44,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "loadcheck":
 		err = runLoadcheck(ctx, args[1:], stdout, stderr)
 	case "ctl":
-		return runCtl(ctx, args[1:], stdout, stderr)
+		err = runCtl(ctx, args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
