@@ -109,7 +109,7 @@ func TestCtlCommands(t *testing.T) {
 	tests := []struct {
 		name    string
 		args    []string
-		wantOut string                  // in every host's row
+		wantOut string                     // in every host's row
 		check   func(s *ctlSidecar) string // "" when the host's state is right
 	}{
 		{"show slow-query", []string{"slow-query"}, "enable=false fast=false threshold=500ms ttl=24h0m0s", nil},
