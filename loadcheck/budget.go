@@ -12,6 +12,7 @@ import (
 const (
 	MetricOps      = "ops"       // op rate degradation, in percent
 	MetricCPU      = "cpu"       // the sidecar's CPU per op: percent, or absolute µs/op
+	MetricUserCPU  = "cpu-user"  // the user-space part of the sidecar's CPU per op: percent, or µs/op
 	MetricNodeCPU  = "node-cpu"  // the node's CPU per op: percent, or absolute µs/op
 	MetricP99      = "p99"       // the client's p99 latency, in percent
 	MetricAddedP99 = "added-p99" // the sidecar's added-latency p99, absolute
@@ -21,6 +22,7 @@ const (
 var metricNames = map[string]string{
 	MetricOps:      "op rate",
 	MetricCPU:      "sidecar CPU per op",
+	MetricUserCPU:  "sidecar user CPU per op",
 	MetricNodeCPU:  "node CPU per op",
 	MetricP99:      "client p99 latency",
 	MetricAddedP99: "added-latency p99",
@@ -80,7 +82,7 @@ func ParseBudgets(s string) ([]Budget, error) {
 		return nil, nil
 	}
 	bad := func(part, why string) error {
-		return usageErrorf("--max-overhead %q: %s; want MODE=[METRIC:]LIMIT,... with METRIC ops (default, %%), cpu (%% or +0.5us), node-cpu (%% or +0.5us), p99 (%%) or added-p99 (200us), e.g. fast=5%%,full=cpu:+0.5us", part, why)
+		return usageErrorf("--max-overhead %q: %s; want MODE=[METRIC:]LIMIT,... with METRIC ops (default, %%), cpu (%% or +0.5us), cpu-user (the same), node-cpu (%% or +0.5us), p99 (%%) or added-p99 (200us), e.g. fast=5%%,full=cpu:+0.5us", part, why)
 	}
 	var out []Budget
 	seen := map[[2]string]bool{}

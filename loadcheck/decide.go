@@ -173,6 +173,7 @@ func perRun(runs []RunResult, f func(*RunResult) *float64) []float64 {
 // metricValues are the per-round values of each budget metric.
 var metricValues = map[string]func(*RunResult) *float64{
 	MetricCPU:      func(r *RunResult) *float64 { return r.SidecarCPUUsPerOp },
+	MetricUserCPU:  func(r *RunResult) *float64 { return r.SidecarUserCPUUsPerOp },
 	MetricNodeCPU:  func(r *RunResult) *float64 { return r.NodeCPUUsPerOp },
 	MetricP99:      func(r *RunResult) *float64 { return ptr(r.P99Ms) },
 	MetricAddedP99: func(r *RunResult) *float64 { return r.AddedP99Ms },
@@ -206,6 +207,8 @@ func compareMetrics(rep *Report) {
 		}
 		fill(m.diffs[MetricCPU], &m.SidecarCPUUsPerOpDiff, &m.SidecarCPUUsPerOpDiffStderr, &m.SidecarCPUUsPerOpDiffPct,
 			&m.SidecarCPUUsPerOpDiffPValue, &m.SidecarCPUUsPerOpDiffWelchPValue, &m.SidecarCPUUsPerOpMinDetectable)
+		fill(m.diffs[MetricUserCPU], &m.SidecarUserCPUUsPerOpDiff, &m.SidecarUserCPUUsPerOpDiffStderr, &m.SidecarUserCPUUsPerOpDiffPct,
+			&m.SidecarUserCPUUsPerOpDiffPValue, &m.SidecarUserCPUUsPerOpDiffWelchPValue, &m.SidecarUserCPUUsPerOpMinDetectable)
 		fill(m.diffs[MetricNodeCPU], &m.NodeCPUUsPerOpDiff, &m.NodeCPUUsPerOpDiffStderr, &m.NodeCPUUsPerOpDiffPct,
 			&m.NodeCPUUsPerOpDiffPValue, &m.NodeCPUUsPerOpDiffWelchPValue, &m.NodeCPUUsPerOpMinDetectable)
 		err, df := m.DegradationErr, 0.0

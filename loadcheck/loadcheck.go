@@ -539,6 +539,9 @@ func (c *checker) runMode(ctx context.Context, m *mode, round, pos int) (*runRes
 	if sc0.hasCPU && sc1.hasCPU {
 		pc.sidecar, pc.hasSidecar = sc1.cpu-sc0.cpu, true
 	}
+	if sc0.hasUser && sc1.hasUser {
+		pc.sidecarUser, pc.hasSidecarUser = sc1.user-sc0.user, true
+	}
 	if nd0.hasCPU && nd1.hasCPU {
 		pc.node, pc.hasNode = nd1.cpu-nd0.cpu, true
 	}

@@ -71,6 +71,9 @@ func printResults(p *printer, r *runResult, fixedRate bool) {
 	}
 	line("Client CPU", fmt.Sprintf("%.2f s, %.1f µs/op", r.CPUSeconds, r.CPUUsPerOp))
 	line("Sidecar CPU", usPerOp(r.SidecarCPUUsPerOp))
+	if r.SidecarUserCPUUsPerOp != nil {
+		line("Sidecar user CPU", usPerOp(r.SidecarUserCPUUsPerOp))
+	}
 	line("Node CPU", usPerOp(r.NodeCPUUsPerOp))
 	if r.AddedP50Ms != nil {
 		line("Added latency median", fmt.Sprintf("%.1f µs", *r.AddedP50Ms*1e3))
@@ -110,7 +113,7 @@ func printComparison(p *printer, rep *Report) {
 		if m.Baseline {
 			continue
 		}
-		for _, k := range []string{MetricCPU, MetricNodeCPU} {
+		for _, k := range []string{MetricCPU, MetricUserCPU, MetricNodeCPU} {
 			if line := diffLine(&m, k, rep.Baseline); line != "" {
 				b.WriteString(line)
 			}
@@ -299,6 +302,9 @@ func comparisonRows(rep *Report) []comparisonRow {
 		mean   func(m *ModeResult) (*float64, *float64)
 	}{
 		{"sidecar CPU µs/op", MetricCPU, func(m *ModeResult) (*float64, *float64) { return m.SidecarCPUUsPerOp, m.SidecarCPUUsPerOpStderr }},
+		{"sidecar user CPU µs/op", MetricUserCPU, func(m *ModeResult) (*float64, *float64) {
+			return m.SidecarUserCPUUsPerOp, m.SidecarUserCPUUsPerOpStderr
+		}},
 		{"node CPU µs/op", MetricNodeCPU, func(m *ModeResult) (*float64, *float64) { return m.NodeCPUUsPerOp, m.NodeCPUUsPerOpStderr }},
 	} {
 		row(c.label+" avg", func(m *ModeResult) string {

@@ -78,6 +78,10 @@ type RunResult struct {
 	// null when unknown.
 	SidecarCPUUsPerOp *float64 `json:"sidecar_cpu_us_per_op"`
 	NodeCPUUsPerOp    *float64 `json:"node_cpu_us_per_op"`
+	// SidecarUserCPUUsPerOp is the user-space part of SidecarCPUUsPerOp: the sidecar's own
+	// code, without the kernel's work on its system calls, whose number per operation
+	// follows how busy the machine is.
+	SidecarUserCPUUsPerOp *float64 `json:"sidecar_user_cpu_us_per_op"`
 	// AddedP50Ms and AddedP99Ms are percentiles of the time responses spent in the sidecar
 	// itself during the run (tracecar_added_latency_seconds), interpolated in the bucket
 	// that holds them; null when the sidecar has no such histogram or saw no request.
@@ -142,14 +146,23 @@ type ModeResult struct {
 	SidecarCPUUsPerOpDiffPValue      *float64 `json:"sidecar_cpu_us_per_op_diff_p_value"`
 	SidecarCPUUsPerOpDiffWelchPValue *float64 `json:"sidecar_cpu_us_per_op_diff_welch_p_value"`
 	SidecarCPUUsPerOpMinDetectable   *float64 `json:"sidecar_cpu_us_per_op_min_detectable"`
-	NodeCPUUsPerOp                   *float64 `json:"node_cpu_us_per_op"`
-	NodeCPUUsPerOpStderr             *float64 `json:"node_cpu_us_per_op_stderr"`
-	NodeCPUUsPerOpDiff               *float64 `json:"node_cpu_us_per_op_diff"`
-	NodeCPUUsPerOpDiffStderr         *float64 `json:"node_cpu_us_per_op_diff_stderr"`
-	NodeCPUUsPerOpDiffPct            *float64 `json:"node_cpu_us_per_op_diff_pct"`
-	NodeCPUUsPerOpDiffPValue         *float64 `json:"node_cpu_us_per_op_diff_p_value"`
-	NodeCPUUsPerOpDiffWelchPValue    *float64 `json:"node_cpu_us_per_op_diff_welch_p_value"`
-	NodeCPUUsPerOpMinDetectable      *float64 `json:"node_cpu_us_per_op_min_detectable"`
+	// The same for the user-space part of the sidecar's CPU.
+	SidecarUserCPUUsPerOp                *float64 `json:"sidecar_user_cpu_us_per_op"`
+	SidecarUserCPUUsPerOpStderr          *float64 `json:"sidecar_user_cpu_us_per_op_stderr"`
+	SidecarUserCPUUsPerOpDiff            *float64 `json:"sidecar_user_cpu_us_per_op_diff"`
+	SidecarUserCPUUsPerOpDiffStderr      *float64 `json:"sidecar_user_cpu_us_per_op_diff_stderr"`
+	SidecarUserCPUUsPerOpDiffPct         *float64 `json:"sidecar_user_cpu_us_per_op_diff_pct"`
+	SidecarUserCPUUsPerOpDiffPValue      *float64 `json:"sidecar_user_cpu_us_per_op_diff_p_value"`
+	SidecarUserCPUUsPerOpDiffWelchPValue *float64 `json:"sidecar_user_cpu_us_per_op_diff_welch_p_value"`
+	SidecarUserCPUUsPerOpMinDetectable   *float64 `json:"sidecar_user_cpu_us_per_op_min_detectable"`
+	NodeCPUUsPerOp                       *float64 `json:"node_cpu_us_per_op"`
+	NodeCPUUsPerOpStderr                 *float64 `json:"node_cpu_us_per_op_stderr"`
+	NodeCPUUsPerOpDiff                   *float64 `json:"node_cpu_us_per_op_diff"`
+	NodeCPUUsPerOpDiffStderr             *float64 `json:"node_cpu_us_per_op_diff_stderr"`
+	NodeCPUUsPerOpDiffPct                *float64 `json:"node_cpu_us_per_op_diff_pct"`
+	NodeCPUUsPerOpDiffPValue             *float64 `json:"node_cpu_us_per_op_diff_p_value"`
+	NodeCPUUsPerOpDiffWelchPValue        *float64 `json:"node_cpu_us_per_op_diff_welch_p_value"`
+	NodeCPUUsPerOpMinDetectable          *float64 `json:"node_cpu_us_per_op_min_detectable"`
 	// AddedP50Ms and AddedP99Ms come from the sum of the runs' bucket deltas of the
 	// sidecar's tracecar_added_latency_seconds.
 	AddedP50Ms *float64 `json:"added_p50_ms"`
@@ -273,6 +286,8 @@ type runResult struct {
 type procCPU struct {
 	sidecar, node       float64
 	hasSidecar, hasNode bool
+	sidecarUser         float64 // the user-space part of sidecar
+	hasSidecarUser      bool
 	added               bucket
 }
 
@@ -300,6 +315,9 @@ func newRunResult(m *mode, round, pos int, started time.Time, res *phaseResult, 
 	}
 	if res.ops > 0 && pc.hasSidecar {
 		rr.SidecarCPUUsPerOp = ptr(pc.sidecar * 1e6 / float64(res.ops))
+	}
+	if res.ops > 0 && pc.hasSidecarUser {
+		rr.SidecarUserCPUUsPerOp = ptr(pc.sidecarUser * 1e6 / float64(res.ops))
 	}
 	if res.ops > 0 && pc.hasNode {
 		rr.NodeCPUUsPerOp = ptr(pc.node * 1e6 / float64(res.ops))
@@ -367,6 +385,10 @@ func modeResult(m *mode, runs []*runResult, baseline bool) ModeResult {
 	if xs := perRun(mr.Runs, func(r *RunResult) *float64 { return r.SidecarCPUUsPerOp }); xs != nil {
 		s := summarize(xs)
 		mr.SidecarCPUUsPerOp, mr.SidecarCPUUsPerOpStderr = ptr(s.mean), ptr(s.stderr)
+	}
+	if xs := perRun(mr.Runs, func(r *RunResult) *float64 { return r.SidecarUserCPUUsPerOp }); xs != nil {
+		s := summarize(xs)
+		mr.SidecarUserCPUUsPerOp, mr.SidecarUserCPUUsPerOpStderr = ptr(s.mean), ptr(s.stderr)
 	}
 	if xs := perRun(mr.Runs, func(r *RunResult) *float64 { return r.NodeCPUUsPerOp }); xs != nil {
 		s := summarize(xs)

@@ -21,6 +21,8 @@ const (
 	// seriesCPU is the Prometheus process collector's, in clock ticks (10 ms on Linux):
 	// with it a run needs about a second of the process's CPU for a 1% resolution.
 	seriesCPU = "process_cpu_seconds_total"
+	// seriesUserCPU is the user-space part of seriesFineCPU.
+	seriesUserCPU = "tracecar_process_cpu_user_seconds_total"
 	// seriesAdded is the sidecar's histogram of the time responses spend in it.
 	seriesAdded = "tracecar_added_latency_seconds"
 )
@@ -28,10 +30,12 @@ const (
 // sample is what one scrape of a process's /metrics tells: its CPU time and the buckets of
 // its added-latency histogram, either of which may be missing.
 type sample struct {
-	cpu    float64 // seconds
-	hasCPU bool
-	fine   bool   // cpu came from the microsecond series
-	added  bucket // cumulative counts; nil without the histogram
+	cpu     float64 // seconds
+	hasCPU  bool
+	fine    bool    // cpu came from the microsecond series
+	user    float64 // user-space seconds, when hasUser
+	hasUser bool
+	added   bucket // cumulative counts; nil without the histogram
 }
 
 // bucket is a cumulative Prometheus histogram: counts[i] observations ≤ bounds[i], and
@@ -68,6 +72,7 @@ func parseSample(r io.Reader) (sample, error) {
 	} else if v, ok := counterValue(mfs[seriesCPU]); ok {
 		s.cpu, s.hasCPU = v, true
 	}
+	s.user, s.hasUser = counterValue(mfs[seriesUserCPU])
 	if mf := mfs[seriesAdded]; mf != nil && len(mf.GetMetric()) > 0 {
 		h := mf.GetMetric()[0].GetHistogram()
 		for _, b := range h.GetBucket() {

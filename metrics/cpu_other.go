@@ -3,4 +3,4 @@
 package metrics
 
 // processCPUSeconds is unknown off Unix.
-func processCPUSeconds() (float64, bool) { return 0, false }
+func processCPUSeconds() (user, sys float64, ok bool) { return 0, 0, false }

@@ -238,4 +238,19 @@ func TestProcessCPUSeconds(t *testing.T) {
 		}
 	}
 	_ = x
+	// Linux splits the total between user and system by clock ticks, so the user part is
+	// only checked to be there and at most the total.
+	total, user := -1.0, -1.0
+	mfs, _ := reg.Gather() // one scrape, so that both are of the same moment
+	for _, mf := range mfs {
+		switch mf.GetName() {
+		case "tracecar_process_cpu_user_seconds_total":
+			user = mf.GetMetric()[0].GetCounter().GetValue()
+		case "tracecar_process_cpu_seconds_total":
+			total = mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	if user < 0 || user > total {
+		t.Errorf("user CPU %v; want a series from 0 to the total %v", user, total)
+	}
 }
