@@ -60,7 +60,14 @@ func TestRunCPUPerOp(t *testing.T) {
 	if full.SidecarCPUUsPerOpMinDetectable == nil || *full.SidecarCPUUsPerOpMinDetectable <= 0 {
 		t.Errorf("full: min detectable %v; want > 0", full.SidecarCPUUsPerOpMinDetectable)
 	}
-	for _, want := range []string{"Sidecar CPU", "µs/op", "full: sidecar CPU per op +1.0", "added latency median µs", "cannot be told from zero"} {
+	if len(full.VsPrevious) == 0 || full.VsPrevious[0].Mode != "fast" || full.VsPrevious[0].Metric != MetricCPU ||
+		math.Abs(full.VsPrevious[0].Diff-0.5) > 0.07 || full.VsPrevious[0].PValue == nil || *full.VsPrevious[0].PValue >= Significance {
+		t.Errorf("full vs fast = %+v; want sidecar CPU +0.5 µs/op, significant", full.VsPrevious)
+	}
+	if len(rep.Mode("fast").VsPrevious) != 0 {
+		t.Errorf("fast vs previous = %+v; want none: off, before it, is the baseline", rep.Mode("fast").VsPrevious)
+	}
+	for _, want := range []string{"Sidecar CPU", "µs/op", "full: sidecar CPU per op +1.0", "full vs fast: sidecar CPU per op +0.5", "added latency median µs", "cannot be told from zero"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}

@@ -179,6 +179,36 @@ var metricValues = map[string]func(*RunResult) *float64{
 	MetricAddedP99: func(r *RunResult) *float64 { return r.AddedP99Ms },
 }
 
+// pairMetrics are the metrics compared between neighbouring modes, in print order.
+var pairMetrics = []string{MetricCPU, MetricUserCPU, MetricNodeCPU, MetricAddedP99}
+
+// comparePrevious fills VsPrevious: each mode that the sidecar serves against the one
+// before it in the list, skipping the baseline and modes aimed elsewhere.
+func comparePrevious(rep *Report) {
+	var prev *ModeResult
+	for i := range rep.Modes {
+		m := &rep.Modes[i]
+		if m.Baseline || m.Target != rep.Settings.Sidecar || rep.Settings.Sidecar == "" {
+			continue
+		}
+		if prev != nil {
+			for _, k := range pairMetrics {
+				f := metricValues[k]
+				d := compareMetric(perRun(m.Runs, f), perRun(prev.Runs, f))
+				if !d.ok {
+					continue
+				}
+				p := d.pairedP
+				if p == nil {
+					p = d.welchP
+				}
+				m.VsPrevious = append(m.VsPrevious, PairDiff{Mode: prev.Name, Metric: k, Diff: d.diff, Stderr: d.diffErr, PValue: p})
+			}
+		}
+		prev = m
+	}
+}
+
 // compareMetrics fills each mode's comparison of every metric but the op rate, which
 // compare does, with the baseline.
 func compareMetrics(rep *Report) {

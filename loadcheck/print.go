@@ -151,6 +151,22 @@ func printComparison(p *printer, rep *Report) {
 		}
 		b.WriteString("\n")
 	}
+	for _, m := range rep.Modes {
+		for _, d := range m.VsPrevious {
+			unit, scale := "µs/op", 1.0
+			if d.Metric == MetricAddedP99 {
+				unit, scale = "µs", 1e3
+			}
+			sig := "no p-value with one round"
+			if d.PValue != nil {
+				sig = fmt.Sprintf("p = %.2g, not significant", *d.PValue)
+				if *d.PValue < Significance {
+					sig = fmt.Sprintf("p = %.2g, significant", *d.PValue)
+				}
+			}
+			fmt.Fprintf(&b, "%s vs %s: %s %+.3f ± %.3f %s (%s)\n", m.Name, d.Mode, metricNames[d.Metric], d.Diff*scale, d.Stderr*scale, unit, sig)
+		}
+	}
 	var worst float64
 	for _, m := range rep.Modes {
 		if m.OpRate > 0 {

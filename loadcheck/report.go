@@ -168,11 +168,25 @@ type ModeResult struct {
 	AddedP50Ms *float64 `json:"added_p50_ms"`
 	AddedP99Ms *float64 `json:"added_p99_ms"`
 
+	// VsPrevious compares the mode with the one listed before it (other than the baseline
+	// and modes that bypass the sidecar), such as full with fast: paired differences of the
+	// sidecar's CPU, user CPU and added latency, mode − previous.
+	VsPrevious []PairDiff `json:"vs_previous,omitempty"`
+
 	Runs []RunResult `json:"runs"`
 
 	resp, svc *hdrhistogram.Histogram
 	added     bucket
 	diffs     map[string]metricDiff // by budget metric, against the baseline
+}
+
+// PairDiff is the difference of one metric between a mode and another one.
+type PairDiff struct {
+	Mode   string   `json:"mode"`   // the other mode
+	Metric string   `json:"metric"` // a budget metric name: cpu, cpu-user, node-cpu, p99, added-p99
+	Diff   float64  `json:"diff"`   // in the metric's unit: µs/op, or ms for latencies
+	Stderr float64  `json:"stderr"`
+	PValue *float64 `json:"p_value"` // paired t-test, or Welch's without pairs
 }
 
 // Breach is a mode whose cost on a metric is over its budget and significant. The
@@ -360,6 +374,7 @@ func (c *checker) report(started time.Time) *Report {
 	}
 	compare(rep)
 	compareMetrics(rep)
+	comparePrevious(rep)
 	rep.Guardrail, rep.Breaches = judge(rep, cfg.MaxOverhead, cfg.Rate > 0)
 	rep.CPU = cpuSummary(rep.Modes, cfg.Embedded)
 	return rep
