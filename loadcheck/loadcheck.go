@@ -11,8 +11,14 @@
 // p-value; latency percentiles come from merged HdrHistograms, never from averaged
 // percentiles. A guardrail turns a significant degradation over budget into ErrGuardrail.
 //
-// The package starts no servers: the tracecar command starts the embedded node and sidecar
-// when it is not given a deployment to measure, and passes their addresses in Config.
+// Per process, the sidecar's and the node's CPU per operation come from their Prometheus
+// /metrics, read before and after each run, and the latency the sidecar adds from its
+// tracecar_added_latency_seconds histogram. Rounds can be adaptive: they continue until
+// every difference from the baseline is known to a target error.
+//
+// The package starts no servers: the tracecar command starts the node and the sidecar, as
+// child processes, when it is not given a deployment to measure, and passes their addresses
+// in Config.
 package loadcheck
 
 import (
@@ -49,8 +55,8 @@ const (
 	DefaultInterval    = time.Second
 	DefaultMaxRounds   = 10
 	// DefaultTargetError is the --target-error of the command line, in percent of the
-	// baseline's sidecar CPU per op: at about 10 µs/op, a 0.1 µs standard error, which
-	// resolves differences of a few tenths of a µs.
+	// baseline's sidecar CPU per op: at 5 to 10 µs/op, a standard error of 0.05 to 0.1 µs,
+	// which resolves differences of a few tenths of a µs.
 	DefaultTargetError = 1.0
 	// Significance is the p-value below which a degradation counts as real.
 	Significance = 0.05
@@ -418,8 +424,13 @@ func (c *checker) printHeader() {
 	if c.wl.name == "mixed" {
 		c.out.printf(" (write fraction %.3g)", c.wl.writeFrac)
 	}
-	c.out.printf(", pop %s, %d rounds, %s after a %v warmup, %d workers, %s, cl %s, compression %s\n",
-		c.wl.pop, cfg.Rounds, limit, cfg.Warmup, cfg.Concurrency, rate, strings.ToUpper(cfg.CL), cfg.Compression)
+	rounds := fmt.Sprintf("%d rounds", cfg.Rounds)
+	if cfg.TargetError > 0 && cfg.MaxRounds > cfg.Rounds {
+		rounds = fmt.Sprintf("%d to %d rounds (until every difference from %s is known to ±%g%% of its sidecar CPU per op)",
+			cfg.Rounds, cfg.MaxRounds, c.baseline, cfg.TargetError)
+	}
+	c.out.printf(", pop %s, %s, %s after a %v warmup, %d workers, %s, cl %s, compression %s\n",
+		c.wl.pop, rounds, limit, cfg.Warmup, cfg.Concurrency, rate, strings.ToUpper(cfg.CL), cfg.Compression)
 	for _, m := range c.modes {
 		c.out.printf("  %-10s -> %-21s %s\n", m.name, m.target, m.spec)
 	}
