@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"time"
 )
 
 // compare fills each mode's degradation and p-value against the baseline.
@@ -293,4 +294,46 @@ func median(xs []float64) float64 {
 		return s[n/2]
 	}
 	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// precise reports whether the rounds so far meet the target error: every mode's
+// difference from the baseline has a standard error under TargetError percent of the
+// baseline's figure. It prints where the rounds stand.
+func (c *checker) precise(started time.Time) bool {
+	rep := c.report(started)
+	worst, what, mode := 0.0, "", ""
+	for _, m := range rep.Modes {
+		if m.Baseline {
+			continue
+		}
+		e, w := precisionOf(&m)
+		if e > worst || mode == "" {
+			worst, what, mode = e, w, m.Name
+		}
+	}
+	if mode == "" {
+		return true // the baseline alone: nothing to compare
+	}
+	done := worst < c.cfg.TargetError
+	next := "another round"
+	if done {
+		next = "done"
+	}
+	c.out.printf("\nAfter %d rounds: the widest error is %s's, %.2f%% of %s's %s (target %g%%): %s\n",
+		len(c.order), mode, worst, c.baseline, what, c.cfg.TargetError, next)
+	return done
+}
+
+// precisionOf returns the standard error of m's difference from the baseline in percent of
+// the baseline, on the figure that the adaptive rounds watch, and the figure's name.
+func precisionOf(m *ModeResult) (float64, string) {
+	for _, k := range []string{MetricCPU, MetricNodeCPU} {
+		if d := m.diffs[k]; d.ok && d.baseMean != 0 {
+			return d.pctErr, metricNames[k]
+		}
+	}
+	if m.PairedPValue != nil {
+		return m.PairedDegradationErr, metricNames[MetricOps]
+	}
+	return m.DegradationErr, metricNames[MetricOps]
 }

@@ -30,7 +30,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
@@ -587,48 +586,6 @@ func (c *checker) scrape(ctx context.Context) (sidecar, node sample) {
 	return read(c.cfg.SidecarMetrics, apiAdmin), read(c.cfg.NodeMetrics, apiNode)
 }
 
-// precise reports whether the rounds so far meet the target error: every mode's
-// difference from the baseline has a standard error under TargetError percent of the
-// baseline's figure. It prints where the rounds stand.
-func (c *checker) precise(started time.Time) bool {
-	rep := c.report(started)
-	worst, what, mode := 0.0, "", ""
-	for _, m := range rep.Modes {
-		if m.Baseline {
-			continue
-		}
-		e, w := precisionOf(&m)
-		if e > worst || mode == "" {
-			worst, what, mode = e, w, m.Name
-		}
-	}
-	if mode == "" {
-		return true // the baseline alone: nothing to compare
-	}
-	done := worst < c.cfg.TargetError
-	next := "another round"
-	if done {
-		next = "done"
-	}
-	c.out.printf("\nAfter %d rounds: the widest error is %s's, %.2f%% of %s's %s (target %g%%): %s\n",
-		len(c.order), mode, worst, c.baseline, what, c.cfg.TargetError, next)
-	return done
-}
-
-// precisionOf returns the standard error of m's difference from the baseline in percent of
-// the baseline, on the figure that the adaptive rounds watch, and the figure's name.
-func precisionOf(m *ModeResult) (float64, string) {
-	for _, k := range []string{MetricCPU, MetricNodeCPU} {
-		if d := m.diffs[k]; d.ok && d.baseMean != 0 {
-			return d.pctErr, metricNames[k]
-		}
-	}
-	if m.PairedPValue != nil {
-		return m.PairedDegradationErr, metricNames[MetricOps]
-	}
-	return m.DegradationErr, metricNames[MetricOps]
-}
-
 // status updates the progress line.
 func (c *checker) status(m *mode, round int, what string, runSeconds float64) {
 	if !c.out.progress {
@@ -644,61 +601,4 @@ func (c *checker) status(m *mode, round int, what string, runSeconds float64) {
 		eta = fmt.Sprintf(", about %s left", time.Duration(left*float64(time.Second)).Round(time.Second))
 	}
 	c.out.status(fmt.Sprintf("[%d/%d] %s round %d: %s%s", c.done+1, c.total, m.name, round+1, what, eta))
-}
-
-// printer serializes output and keeps a progress line at the bottom of a terminal.
-type printer struct {
-	mu       sync.Mutex
-	w        io.Writer
-	progress bool
-	shown    bool
-}
-
-func newPrinter(w io.Writer, progress bool) *printer { return &printer{w: w, progress: progress} }
-
-func (p *printer) printf(format string, args ...any) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.shown {
-		io.WriteString(p.w, "\r\033[K")
-		p.shown = false
-	}
-	fmt.Fprintf(p.w, format, args...)
-}
-
-func (p *printer) status(s string) {
-	if !p.progress {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	io.WriteString(p.w, "\r\033[K"+s)
-	p.shown = true
-}
-
-func (p *printer) clearStatus() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.shown {
-		io.WriteString(p.w, "\r\033[K")
-		p.shown = false
-	}
-}
-
-// Validate checks cfg as Run would before starting, without contacting anything. With no
-// target, it checks the modes against the embedded default (a node and a sidecar with
-// both APIs), which the tracecar command provides. Errors wrap ErrUsage.
-func Validate(cfg Config) error {
-	cfg.setDefaults()
-	if _, err := cfg.check(); err != nil {
-		return err
-	}
-	if cfg.Node == "" && cfg.Sidecar == "" {
-		cfg.Node, cfg.Sidecar, cfg.Admin, cfg.NodeAPI = "127.0.0.1:9042", "127.0.0.1:9043", "127.0.0.1:10000", "127.0.0.1:10001"
-	}
-	modes, _, err := resolveModes(&cfg)
-	if err != nil {
-		return err
-	}
-	return checkBudgets(cfg.MaxOverhead, modes)
 }

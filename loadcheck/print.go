@@ -3,9 +3,11 @@ package loadcheck
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 )
@@ -362,4 +364,61 @@ func comparisonRows(rep *Report) []comparisonRow {
 	row("added latency median µs", func(m *ModeResult) string { return opt(m.AddedP50Ms, "%.1f", 1e3) })
 	row("added latency 99th µs", func(m *ModeResult) string { return opt(m.AddedP99Ms, "%.1f", 1e3) })
 	return rows
+}
+
+// printer serializes output and keeps a progress line at the bottom of a terminal.
+type printer struct {
+	mu       sync.Mutex
+	w        io.Writer
+	progress bool
+	shown    bool
+}
+
+func newPrinter(w io.Writer, progress bool) *printer { return &printer{w: w, progress: progress} }
+
+func (p *printer) printf(format string, args ...any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.shown {
+		io.WriteString(p.w, "\r\033[K")
+		p.shown = false
+	}
+	fmt.Fprintf(p.w, format, args...)
+}
+
+func (p *printer) status(s string) {
+	if !p.progress {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	io.WriteString(p.w, "\r\033[K"+s)
+	p.shown = true
+}
+
+func (p *printer) clearStatus() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.shown {
+		io.WriteString(p.w, "\r\033[K")
+		p.shown = false
+	}
+}
+
+// Validate checks cfg as Run would before starting, without contacting anything. With no
+// target, it checks the modes against the embedded default (a node and a sidecar with
+// both APIs), which the tracecar command provides. Errors wrap ErrUsage.
+func Validate(cfg Config) error {
+	cfg.setDefaults()
+	if _, err := cfg.check(); err != nil {
+		return err
+	}
+	if cfg.Node == "" && cfg.Sidecar == "" {
+		cfg.Node, cfg.Sidecar, cfg.Admin, cfg.NodeAPI = "127.0.0.1:9042", "127.0.0.1:9043", "127.0.0.1:10000", "127.0.0.1:10001"
+	}
+	modes, _, err := resolveModes(&cfg)
+	if err != nil {
+		return err
+	}
+	return checkBudgets(cfg.MaxOverhead, modes)
 }
