@@ -31,6 +31,7 @@ func TestUsageErrors(t *testing.T) {
 		{"tls half", []string{"sidecar", "--admin-tls-cert", "c.pem"}, "--admin-tls-cert and --admin-tls-key go together"},
 		{"budget for a mode not run", []string{"loadcheck", "--modes", "direct,off", "--max-overhead", "full=5%"}, "full"},
 		{"bad rounds", []string{"loadcheck", "--rounds", "x"}, "rounds"},
+		{"bad max query len", []string{"sidecar", "--trace-max-query-len", "0"}, "--trace-max-query-len must be a positive number"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
