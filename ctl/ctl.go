@@ -118,7 +118,8 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 }
 
 func run(ctx context.Context, args []string, stdout io.Writer) (int, error) {
-	c := common{hosts: "127.0.0.1:" + DefaultPort, token: os.Getenv("TRACECAR_ADMIN_TOKEN")}
+	// The token's default stays out of the flag, so that a usage message never prints it.
+	c := common{hosts: "127.0.0.1:" + DefaultPort}
 	fs := newFlagSet("ctl")
 	c.register(fs)
 	if err := parseFlags(fs, args); err != nil {
@@ -148,6 +149,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) (int, error) {
 	hosts, err := parseHosts(c.hosts)
 	if err != nil {
 		return 0, err
+	}
+	if c.token == "" {
+		c.token = os.Getenv("TRACECAR_ADMIN_TOKEN")
 	}
 	cl, err := newClient(c.token, c.cacert)
 	if err != nil {

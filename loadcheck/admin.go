@@ -20,7 +20,7 @@ type apiClient struct {
 	http  *http.Client
 	admin string // base URLs without a trailing slash
 	node  string
-	token string // bearer token for the admin API
+	token string // bearer token for the admin API and the node's API
 }
 
 func newAPIClient(cfg *Config) *apiClient {
@@ -57,7 +57,7 @@ func (c *apiClient) do(ctx context.Context, a api, method, path, query string) (
 	if err != nil {
 		return nil, err
 	}
-	if a == apiAdmin && c.token != "" {
+	if c.token != "" { // one token for every admin surface
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
 	resp, err := c.http.Do(req)

@@ -30,7 +30,7 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.StringVar(&cfg.Sidecar, "sidecar", "", "`HOST:PORT` of the sidecar, the target of the tracing modes")
 	fs.StringVar(&cfg.Admin, "admin", "", "`URL` of the sidecar's admin API, e.g. http://127.0.0.1:10000")
 	fs.StringVar(&cfg.NodeAPI, "node-api", "", "`URL` of the node's API, for node:POST steps")
-	fs.StringVar(&cfg.AdminToken, "admin-token", os.Getenv("TRACECAR_ADMIN_TOKEN"), "bearer `TOKEN` for the admin API (default $TRACECAR_ADMIN_TOKEN)")
+	fs.StringVar(&cfg.AdminToken, "admin-token", "", "bearer `TOKEN` for the admin API and the node's API (default $TRACECAR_ADMIN_TOKEN)")
 	modes := fs.String("modes", "", "comma-separated `MODES` to run, from "+strings.Join(builtinOrder, ",")+" and --mode ones (default "+strings.Join(defaultModes, ",")+")")
 	fs.Func("mode", "define a mode as `NAME=SPEC`, steps separated by ';': \"POST /path?query\" (admin API), \"node:POST /path?query\" (node API), \"target=HOST:PORT\"; repeatable", func(s string) error {
 		name, spec, err := parseModeFlag(s)
@@ -75,6 +75,9 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	}
 	if fs.NArg() > 0 {
 		return cfg, usageErrorf("unexpected argument %q: loadcheck takes flags only", fs.Arg(0))
+	}
+	if cfg.AdminToken == "" { // not the flag's default, so that usage never prints it
+		cfg.AdminToken = os.Getenv("TRACECAR_ADMIN_TOKEN")
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })

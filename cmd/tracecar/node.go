@@ -16,10 +16,13 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	listen := fs.String("listen", "127.0.0.1:9042", "CQL native protocol address")
 	api := fs.String("api", "127.0.0.1:10001", "REST API address (loggers, trace_probability); empty disables it")
 	auth := fs.String("auth", "", "USER:PASS turns on PasswordAuthenticator")
+	token := fs.String("api-token", "", "bearer token required by the REST API (default $TRACECAR_ADMIN_TOKEN)")
+	insecure := fs.Bool("api-insecure", false, "allow the REST API on a non-loopback address without a token")
 	lf := addLogFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	tokenFromEnv(token)
 	if *auth != "" && !strings.Contains(*auth, ":") {
 		return usageErrorf("--auth must be USER:PASS, got %q", *auth)
 	}
@@ -43,7 +46,8 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return fmt.Errorf("listen %s: %w", *api, err)
 		}
 		fmt.Fprintf(stdout, "tracecar node: API on http://%s\n", aln.Addr())
-		go func() { errc <- serveNodeAPI(ctx, aln, srv, reg) }()
+		api := newNodeAPI(srv, reg, *token, *insecure)
+		go func() { errc <- api.Serve(ctx, aln) }()
 	}
 	err = <-errc
 	if ctx.Err() != nil {

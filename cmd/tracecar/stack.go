@@ -21,9 +21,10 @@ import (
 	"github.com/tracecar/tracecar/tracing"
 )
 
-// serveNodeAPI serves the node's REST API: its loggers and its own trace probability, with
-// the same handlers as the sidecar's admin API.
-func serveNodeAPI(ctx context.Context, ln net.Listener, srv *node.Server, reg *logs.Registry) error {
+// newNodeAPI returns the node's REST API: its loggers and its own trace probability, with
+// the same handlers, token and loopback rule as the sidecar's admin API. An empty token
+// leaves it open, which only a loopback address or insecure allows.
+func newNodeAPI(srv *node.Server, reg *logs.Registry, token string, insecure bool) *admin.Server {
 	tr := admin.ConfigOnly(
 		func() tracing.Config {
 			c := tracing.DefaultConfig()
@@ -32,8 +33,7 @@ func serveNodeAPI(ctx context.Context, ln net.Listener, srv *node.Server, reg *l
 		},
 		func(c tracing.Config) error { return srv.SetTraceProbability(c.Probability) },
 	)
-	api := admin.New(admin.Config{Logger: reg.Logger(logs.Admin)}, tr, reg)
-	return api.Serve(ctx, ln)
+	return admin.New(admin.Config{Token: token, Insecure: insecure, Logger: reg.Logger(logs.Admin)}, tr, reg)
 }
 
 // stackConfig describes a sidecar, with its admin API, in front of a node.
@@ -61,6 +61,7 @@ type stack struct {
 	tracer                        *tracing.Tracer
 	proxy                         *sidecar.Proxy
 	closers                       []func(context.Context) error
+	api, nodeAPI                  *admin.Server // nodeAPI: the embedded node's, else nil
 
 	// front is the proxy and the admin API; back is the embedded node and its API, which
 	// stop last, so that the proxy drains against a live node and the sinks flush into it.
@@ -116,7 +117,8 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 		srv := node.New(node.Config{Logger: reg.Logger(logs.Node)})
 		st.Node, st.NodeAPI = nln.Addr().String(), "http://"+aln.Addr().String()
 		st.goServe(&st.back, func() error { return srv.Serve(backCtx, nln) })
-		st.goServe(&st.back, func() error { return serveNodeAPI(backCtx, aln, srv, reg) })
+		st.nodeAPI = newNodeAPI(srv, reg, cfg.AdminToken, false) // the sidecar's token: one for every admin surface
+		st.goServe(&st.back, func() error { return st.nodeAPI.Serve(backCtx, aln) })
 		fmt.Fprintf(out, "tracecar: started an embedded node on %s (API %s)\n", st.Node, st.NodeAPI)
 	}
 
@@ -161,7 +163,7 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 		return fail(fmt.Errorf("listen %s: %w", cfg.Listen, err))
 	}
 	st.Sidecar = pln.Addr().String()
-	api := admin.New(admin.Config{
+	st.api = admin.New(admin.Config{
 		Addr: cfg.Admin, Token: cfg.AdminToken, TLSCert: cfg.AdminTLSCert, TLSKey: cfg.AdminTLSKey, Insecure: cfg.AdminInsecure,
 		Logger: reg.Logger(logs.Admin),
 	}, st.tracer, reg, admin.WithMetrics(m), admin.WithReady(func(ctx context.Context) error {
@@ -183,7 +185,7 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 	}
 	st.Admin = scheme + aln.Addr().String()
 	st.goServe(&st.front, func() error { return st.proxy.Serve(ctx, pln) })
-	st.goServe(&st.front, func() error { return api.Serve(ctx, aln) })
+	st.goServe(&st.front, func() error { return st.api.Serve(ctx, aln) })
 	return st, nil
 }
 
@@ -215,6 +217,14 @@ func (st *stack) stop() error {
 	return err
 }
 
+// tokenFromEnv sets an empty token from TRACECAR_ADMIN_TOKEN. The flag's default stays
+// empty, so that a usage message never prints the token.
+func tokenFromEnv(tok *string) {
+	if *tok == "" {
+		*tok = os.Getenv("TRACECAR_ADMIN_TOKEN")
+	}
+}
+
 // envOr returns the environment variable name, or def when it is unset.
 func envOr(name, def string) string {
 	if v, ok := os.LookupEnv(name); ok {
@@ -232,7 +242,7 @@ func runSidecar(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.StringVar(&cfg.AdvertiseAddr, "advertise-address", "", "address written into system.local/peers rpc_address (default: the local address of each client connection)")
 	fs.IntVar(&cfg.PeerPort, "peer-port", 0, "port of the sidecars beside peer nodes (default: the advertised port)")
 	fs.DurationVar(&cfg.DrainTimeout, "drain-timeout", 10*time.Second, "how long shutdown waits for in-flight requests")
-	fs.StringVar(&cfg.AdminToken, "admin-token", envOr("TRACECAR_ADMIN_TOKEN", ""), "bearer token required by the admin API (env TRACECAR_ADMIN_TOKEN)")
+	fs.StringVar(&cfg.AdminToken, "admin-token", "", "bearer token required by the admin API, and by the embedded node's API (default $TRACECAR_ADMIN_TOKEN)")
 	fs.StringVar(&cfg.AdminTLSCert, "admin-tls-cert", "", "PEM certificate: serve the admin API over HTTPS")
 	fs.StringVar(&cfg.AdminTLSKey, "admin-tls-key", "", "PEM key for --admin-tls-cert")
 	fs.BoolVar(&cfg.AdminInsecure, "admin-insecure", false, "allow the admin API on a non-loopback address without a token")
@@ -246,6 +256,7 @@ func runSidecar(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	tokenFromEnv(&cfg.AdminToken)
 	if (cfg.AdminTLSCert == "") != (cfg.AdminTLSKey == "") {
 		return usageErrorf("--admin-tls-cert and --admin-tls-key go together")
 	}
