@@ -9,6 +9,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/tracecar/tracecar/internal/tlsconfig"
 )
 
 // ParseFlags parses the arguments of "tracecar loadcheck" into a Config. Errors wrap
@@ -31,6 +33,11 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.StringVar(&cfg.Admin, "admin", "", "`URL` of the sidecar's admin API, e.g. http://127.0.0.1:10000")
 	fs.StringVar(&cfg.NodeAPI, "node-api", "", "`URL` of the node's API, for node:POST steps")
 	fs.StringVar(&cfg.AdminToken, "admin-token", "", "bearer `TOKEN` for the admin API and the node's API (default $TRACECAR_ADMIN_TOKEN)")
+	var tlsFiles tlsconfig.ClientFiles
+	fs.StringVar(&tlsFiles.CA, "tls-ca", "", "PEM CA bundle: connect to the node and the sidecar over TLS, checking their certificates with it")
+	fs.StringVar(&tlsFiles.Cert, "tls-cert", "", "PEM client certificate, for a sidecar or node that requires one (mutual TLS)")
+	fs.StringVar(&tlsFiles.Key, "tls-key", "", "PEM key for --tls-cert")
+	fs.StringVar(&tlsFiles.ServerName, "tls-server-name", "", "name checked in the certificates (default: the host dialled)")
 	modes := fs.String("modes", "", "comma-separated `MODES` to run, from "+strings.Join(builtinOrder, ",")+" and --mode ones (default "+strings.Join(defaultModes, ",")+")")
 	fs.Func("mode", "define a mode as `NAME=SPEC`, steps separated by ';': \"POST /path?query\" (admin API), \"node:POST /path?query\" (node API), \"target=HOST:PORT\"; repeatable", func(s string) error {
 		name, spec, err := parseModeFlag(s)
@@ -78,6 +85,15 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	}
 	if cfg.AdminToken == "" { // not the flag's default, so that usage never prints it
 		cfg.AdminToken = os.Getenv("TRACECAR_ADMIN_TOKEN")
+	}
+	if tlsFiles != (tlsconfig.ClientFiles{}) {
+		if cfg.Node == "" && cfg.Sidecar == "" {
+			return cfg, usageErrorf("--tls-* need --node or --sidecar: the embedded node and sidecar speak plaintext")
+		}
+		var err error
+		if cfg.TLS, err = tlsconfig.Client(tlsFiles, "--tls"); err != nil {
+			return cfg, usageErrorf("%v", err)
+		}
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })

@@ -31,6 +31,11 @@ func TestUsageErrors(t *testing.T) {
 		{"tls half", []string{"sidecar", "--admin-tls-cert", "c.pem"}, "--admin-tls-cert and --admin-tls-key go together"},
 		{"budget for a mode not run", []string{"loadcheck", "--modes", "direct,off", "--max-overhead", "full=5%"}, "full"},
 		{"bad rounds", []string{"loadcheck", "--rounds", "x"}, "rounds"},
+		{"tls cert without key", []string{"sidecar", "--tls-cert", "c.pem"}, "--tls-cert and --tls-key go together"},
+		{"client ca without cert", []string{"node", "--tls-client-ca", "ca.pem"}, "--tls-client-ca needs --tls-cert and --tls-key"},
+		{"node tls without node", []string{"sidecar", "--node-tls"}, "--node-tls and --node-tls-* need --node"},
+		{"node tls cert without key", []string{"sidecar", "--node", "127.0.0.1:1", "--node-tls-cert", "c.pem"}, "--node-tls-cert and --node-tls-key go together"},
+		{"loadcheck tls without targets", []string{"loadcheck", "--tls-ca", "ca.pem"}, "--tls-* need --node or --sidecar"},
 		{"bad max query len", []string{"sidecar", "--trace-max-query-len", "0"}, "--trace-max-query-len must be a positive number"},
 	}
 	for _, tt := range tests {

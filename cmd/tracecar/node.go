@@ -18,11 +18,16 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	auth := fs.String("auth", "", "USER:PASS turns on PasswordAuthenticator")
 	token := fs.String("api-token", "", "bearer token required by the REST API (default $TRACECAR_ADMIN_TOKEN)")
 	insecure := fs.Bool("api-insecure", false, "allow the REST API on a non-loopback address without a token")
+	serverTLS := addServerTLSFlags(fs)
 	lf := addLogFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	tokenFromEnv(token)
+	tlsCfg, err := serverTLS.config()
+	if err != nil {
+		return err
+	}
 	if *auth != "" && !strings.Contains(*auth, ":") {
 		return usageErrorf("--auth must be USER:PASS, got %q", *auth)
 	}
@@ -36,7 +41,7 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", *listen, err)
 	}
-	srv := node.New(node.Config{Auth: *auth, Logger: reg.Logger(logs.Node)})
+	srv := node.New(node.Config{Auth: *auth, TLS: tlsCfg, Logger: reg.Logger(logs.Node)})
 	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ctx, ln) }()
 	fmt.Fprintf(stdout, "tracecar node: CQL on %s\n", ln.Addr())

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -53,6 +54,11 @@ type stackConfig struct {
 	CQLSink             bool
 	QueryLiterals       bool // keep literal values in recorded query text
 	MaxQueryLen         int  // bound on recorded query text, bytes
+	// TLS is the client-facing CQL listener's TLS; nil means plaintext.
+	TLS *tls.Config
+	// NodeTLS is the TLS of everything that dials the node: the proxy's connections, the
+	// CQL sink and the node-event fetch. Nil means plaintext.
+	NodeTLS *tls.Config
 }
 
 // stack is a running sidecar, its admin API and, when embedded, its node.
@@ -154,6 +160,8 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 		AdvertiseAddr: cfg.AdvertiseAddr,
 		PeerPort:      cfg.PeerPort,
 		DrainTimeout:  cfg.DrainTimeout,
+		TLS:           cfg.TLS,
+		NodeTLS:       cfg.NodeTLS,
 		Logger:        reg.Logger(logs.Sidecar),
 		Metrics:       m,
 	}, st.tracer)
@@ -252,11 +260,23 @@ func runSidecar(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.IntVar(&cfg.MaxQueryLen, "trace-max-query-len", tracing.DefaultMaxQueryLen, "bytes of query text kept in a trace record; longer text is cut and marked")
 	fs.IntVar(&cfg.RingSize, "ring-size", tracing.DefaultRingSize, "sessions kept in memory for /tracecar/slow_log")
 	fs.BoolVar(&cfg.CQLSink, "cql-sink", false, "also write slow-query records into the node's tracecar_traces keyspace, with TTL")
+	serverTLS := addServerTLSFlags(fs)
+	nodeTLS := addNodeTLSFlags(fs)
 	lf := addLogFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	tokenFromEnv(&cfg.AdminToken)
+	var err error
+	if cfg.TLS, err = serverTLS.config(); err != nil {
+		return err
+	}
+	if cfg.NodeTLS, err = nodeTLS.config(cfg.Node); err != nil {
+		return err
+	}
+	if cfg.NodeTLS != nil && cfg.Node == "" {
+		return usageErrorf("--node-tls and --node-tls-* need --node: the embedded node speaks plaintext")
+	}
 	if (cfg.AdminTLSCert == "") != (cfg.AdminTLSKey == "") {
 		return usageErrorf("--admin-tls-cert and --admin-tls-key go together")
 	}
