@@ -188,7 +188,8 @@ func New(o Options) *Tracer {
 		t.queues = append(t.queues, newSinkQueue(s, o.QueueSize, t.log))
 	}
 	if o.NodeEvents != nil {
-		t.fetch = newFetcher(o.NodeEvents, o.QueueSize, t.record, t.log)
+		src := redactedEvents{o.NodeEvents, o.QueryLiterals, o.MaxQueryLen}
+		t.fetch = newFetcher(src, o.QueueSize, t.record, t.log)
 	}
 	return t
 }
