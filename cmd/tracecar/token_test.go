@@ -224,3 +224,19 @@ func TestTokenNeverPrinted(t *testing.T) {
 		}
 	}
 }
+
+// TestQueryLiteralsWarning checks the startup warning of --trace-query-literals, and its
+// absence by default.
+func TestQueryLiteralsWarning(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		warn bool
+	}{{nil, false}, {[]string{"--trace-query-literals"}, true}} {
+		var stderr lockedBuffer
+		args := append([]string{"sidecar", "--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0"}, tt.args...)
+		startCommand(t, args, &stderr, `CQL on (\S+)`)
+		if got := strings.Contains(stderr.String(), "--trace-query-literals: recorded query text keeps its literal values"); got != tt.warn {
+			t.Errorf("tracecar %s: warning %v; want %v\n%s", strings.Join(args, " "), got, tt.warn, stderr.String())
+		}
+	}
+}
