@@ -15,9 +15,11 @@ import (
 	"go.opentelemetry.io/otel"
 
 	"github.com/tracecar/tracecar/admin"
+	"github.com/tracecar/tracecar/guardrail"
 	"github.com/tracecar/tracecar/logs"
 	"github.com/tracecar/tracecar/metrics"
 	"github.com/tracecar/tracecar/node"
+	"github.com/tracecar/tracecar/nodeapi"
 	"github.com/tracecar/tracecar/sidecar"
 	"github.com/tracecar/tracecar/tracing"
 )
@@ -59,12 +61,18 @@ type stackConfig struct {
 	// NodeTLS is the TLS of everything that dials the node: the proxy's connections, the
 	// CQL sink and the node-event fetch. Nil means plaintext.
 	NodeTLS *tls.Config
+
+	// The runtime guardrail and the node's management API (see guardrail.go).
+	Guardrail guardrail.Budget
+	NodeKind  string // of NodeAPI; the embedded node's API is "tracecar"
+	NodeApply admin.NodeApply
 }
 
 // stack is a running sidecar, its admin API and, when embedded, its node.
 type stack struct {
 	Sidecar, Admin, Node, NodeAPI string // addresses
 	tracer                        *tracing.Tracer
+	guard                         *guardrail.Controller
 	proxy                         *sidecar.Proxy
 	closers                       []func(context.Context) error
 	api, nodeAPI                  *admin.Server // nodeAPI: the embedded node's, else nil
@@ -110,6 +118,7 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 	}
 	st.Node = cfg.Node
 	st.NodeAPI = cfg.NodeAPI
+	nodeKind := cfg.NodeKind
 	if cfg.Node == "" {
 		nln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -122,6 +131,7 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 		}
 		srv := node.New(node.Config{Logger: reg.Logger(logs.Node)})
 		st.Node, st.NodeAPI = nln.Addr().String(), "http://"+aln.Addr().String()
+		nodeKind = nodeapi.KindTracecar
 		st.goServe(&st.back, func() error { return srv.Serve(backCtx, nln) })
 		st.nodeAPI = newNodeAPI(srv, reg, cfg.AdminToken, false) // the sidecar's token: one for every admin surface
 		st.goServe(&st.back, func() error { return st.nodeAPI.Serve(backCtx, aln) })
@@ -152,7 +162,23 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 	opts.Sinks = sinks.sinks
 	opts.NodeEvents = sinks.nodeEvents
 	st.closers = append(st.closers, closeSinks)
+	added := new(guardrail.AddedLatency)
+	opts.AddedLatency = added.Observe
 	st.tracer = tracing.New(opts)
+	st.guard = guardrail.NewController(guardrail.Config{Tracer: st.tracer, Source: guardrailSource(st.tracer, added),
+		Budget: cfg.Guardrail, Logger: reg.Logger(logs.Tracing)})
+	adminOpts := []admin.Option{admin.WithGuardrailControl(st.guard), admin.WithCollector(st.guard.Collector())}
+	if st.NodeAPI != "" {
+		nodeCfg := nodeapi.Config{Kind: nodeKind, URL: st.NodeAPI}
+		if nodeKind == nodeapi.KindTracecar {
+			nodeCfg.Token = cfg.AdminToken // one token for every tracecar admin surface
+		}
+		nc, err := nodeapi.New(nodeCfg)
+		if err != nil {
+			return fail(err)
+		}
+		adminOpts = append(adminOpts, admin.WithNode(nc, cfg.NodeApply))
+	}
 	st.closers = append([]func(context.Context) error{st.tracer.Close}, st.closers...)
 	m := metrics.New()
 	st.proxy = sidecar.New(sidecar.Config{
@@ -174,14 +200,14 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 	st.api = admin.New(admin.Config{
 		Addr: cfg.Admin, Token: cfg.AdminToken, TLSCert: cfg.AdminTLSCert, TLSKey: cfg.AdminTLSKey, Insecure: cfg.AdminInsecure,
 		Logger: reg.Logger(logs.Admin),
-	}, st.tracer, reg, admin.WithMetrics(m), admin.WithReady(func(ctx context.Context) error {
+	}, st.guard.User(st.tracer), reg, append(adminOpts, admin.WithMetrics(m), admin.WithReady(func(ctx context.Context) error {
 		var d net.Dialer
 		c, err := d.DialContext(ctx, "tcp", st.Node)
 		if err != nil {
 			return err
 		}
 		return c.Close()
-	}))
+	}))...)
 	aln, err := net.Listen("tcp", cfg.Admin)
 	if err != nil {
 		pln.Close()
@@ -194,6 +220,7 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 	st.Admin = scheme + aln.Addr().String()
 	st.goServe(&st.front, func() error { return st.proxy.Serve(ctx, pln) })
 	st.goServe(&st.front, func() error { return st.api.Serve(ctx, aln) })
+	st.goServe(&st.front, func() error { st.guard.Run(ctx); return nil })
 	return st, nil
 }
 
@@ -263,6 +290,7 @@ func runSidecar(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	serverTLS := addServerTLSFlags(fs)
 	nodeTLS := addNodeTLSFlags(fs)
 	lf := addLogFlags(fs)
+	gf := addGuardFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -276,6 +304,9 @@ func runSidecar(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if cfg.NodeTLS != nil && cfg.Node == "" {
 		return usageErrorf("--node-tls and --node-tls-* need --node: the embedded node speaks plaintext")
+	}
+	if err = gf.fill(&cfg); err != nil {
+		return err
 	}
 	if (cfg.AdminTLSCert == "") != (cfg.AdminTLSKey == "") {
 		return usageErrorf("--admin-tls-cert and --admin-tls-key go together")
@@ -306,6 +337,9 @@ func runSidecar(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	case <-st.exited:
 		if err := st.stop(); err != nil {
 			return err
+		}
+		if ctx.Err() != nil {
+			return nil // a shutdown that began before this select ran: the servers saw it first
 		}
 		return errors.New("a server stopped unexpectedly")
 	}
