@@ -52,6 +52,13 @@ func (cqlDriver) connect(ctx context.Context, cfg *Config, addr string) (session
 	}
 	c.RetryPolicy = &gocql.SimpleRetryPolicy{NumRetries: 0}
 	c.Logger = log.New(io.Discard, "", 0)
+	if cfg.TLS != nil {
+		tc := cfg.TLS.Clone()
+		if tc.ServerName == "" {
+			tc.ServerName = host // the certificate is checked against the address dialled
+		}
+		c.SslOpts = &gocql.SslOptions{Config: tc, EnableHostVerification: !tc.InsecureSkipVerify}
+	}
 	switch cfg.Compression {
 	case "lz4":
 		c.Compressor = cql.LZ4{}

@@ -23,6 +23,7 @@ package loadcheck
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -87,6 +88,9 @@ type Config struct {
 	Admin      string // base URL of the sidecar's admin API, e.g. http://127.0.0.1:10000
 	NodeAPI    string // base URL of the node's API, for node:POST steps
 	AdminToken string // bearer token for the admin API, if it requires one
+	// TLS, when set, makes every CQL session (to the node and to the sidecar) speak TLS
+	// with this client configuration; an empty ServerName means the host dialled.
+	TLS *tls.Config
 
 	// Modes lists the modes to run. Empty means direct, off, fast, full and debug when a
 	// sidecar is configured (direct only with a Node), else direct alone. A mode defined in

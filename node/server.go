@@ -11,6 +11,7 @@ package node
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -37,6 +38,9 @@ type Config struct {
 	Logger *zerolog.Logger
 	// ClusterName is reported in system.local. Empty means "Test Cluster".
 	ClusterName string
+	// TLS, when set, makes clients speak TLS: it must hold a certificate. A client that
+	// fails the handshake is logged with the reason and disconnected. Nil means plaintext.
+	TLS *tls.Config
 }
 
 // Server is the embedded in-memory CQL node: a single-node Cassandra 4 look-alike speaking
@@ -146,7 +150,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		if tc, ok := nc.(*net.TCPConn); ok {
 			tc.SetNoDelay(true)
 		}
-		c := newConn(s, nc)
+		c := newConn(s, s.wrapTLS(nc))
 		s.mu.Lock()
 		s.conns[c] = struct{}{}
 		s.mu.Unlock()

@@ -17,6 +17,7 @@ package sidecar
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -75,6 +76,15 @@ type Config struct {
 	Logger *zerolog.Logger
 	// Metrics receives per-request counts and latencies. Nil means none.
 	Metrics Metrics
+	// TLS, when set, makes clients speak TLS to the proxy: it must hold a certificate, and
+	// with ClientAuth set to tls.RequireAndVerifyClientCert and ClientCAs, clients must
+	// present a certificate (mTLS). A client that fails the handshake, a plaintext one say,
+	// is logged with the reason and disconnected. Nil means plaintext.
+	TLS *tls.Config
+	// NodeTLS, when set, makes the proxy speak TLS to the node, with this client
+	// configuration (RootCAs, a client certificate). An empty ServerName is set to the
+	// host of NodeAddr. Nil means plaintext.
+	NodeTLS *tls.Config
 }
 
 // Metrics is what the proxy reports per request. Its methods are called on the data path,
@@ -134,6 +144,7 @@ type Proxy struct {
 	maxFrame  uint32
 	advertise netip.AddrPort // zero Addr: the client connection's local address
 	cfgErr    error
+	nodeTLS   *tls.Config // Config.NodeTLS with its ServerName set
 
 	// dial opens a node connection; tests replace it.
 	dial func(ctx context.Context) (net.Conn, error)
@@ -187,9 +198,17 @@ func New(cfg Config, tr *tracing.Tracer) *Proxy {
 	if cfg.AdvertiseAddr != "" && p.cfgErr == nil {
 		p.advertise, p.cfgErr = parseAdvertise(cfg.AdvertiseAddr)
 	}
+	p.nodeTLS = nodeTLSConfig(cfg.NodeTLS, cfg.NodeAddr)
+	if cfg.TLS != nil && len(cfg.TLS.Certificates) == 0 && cfg.TLS.GetCertificate == nil && p.cfgErr == nil {
+		p.cfgErr = errors.New("sidecar: client TLS configuration has no certificate")
+	}
 	d := net.Dialer{Timeout: cfg.DialTimeout}
 	p.dial = func(ctx context.Context) (net.Conn, error) {
-		return d.DialContext(ctx, "tcp", cfg.NodeAddr)
+		nc, err := d.DialContext(ctx, "tcp", cfg.NodeAddr)
+		if err != nil || p.nodeTLS == nil {
+			return nc, err
+		}
+		return p.dialTLS(ctx, nc)
 	}
 	return p
 }
@@ -239,7 +258,7 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 			break
 		}
 		delay = 0
-		c := p.newConn(nc, g)
+		c := p.newConn(p.acceptTLS(nc), g)
 		g.wg.Add(1)
 		go func() {
 			defer g.wg.Done()

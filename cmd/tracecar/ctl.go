@@ -66,7 +66,8 @@ func ctlFlagSet(name string) *flag.FlagSet {
 
 // parseCtlFlags parses the words after "ctl" into a ctl.Config.
 func parseCtlFlags(args []string) (ctl.Config, error) {
-	c := common{hosts: "127.0.0.1:" + ctl.DefaultPort, token: os.Getenv("TRACECAR_ADMIN_TOKEN")}
+	// The token's default stays out of the flag, so that a usage message never prints it.
+	c := common{hosts: "127.0.0.1:" + ctl.DefaultPort}
 	fs := ctlFlagSet("ctl")
 	c.register(fs)
 	if err := parseCtlArgs(fs, args); err != nil {
@@ -96,6 +97,9 @@ func parseCtlFlags(args []string) (ctl.Config, error) {
 	hosts, err := parseHosts(c.hosts)
 	if err != nil {
 		return ctl.Config{}, err
+	}
+	if c.token == "" {
+		c.token = os.Getenv("TRACECAR_ADMIN_TOKEN")
 	}
 	return ctl.Config{Hosts: hosts, Token: c.token, CACert: c.cacert, Command: cmd}, nil
 }

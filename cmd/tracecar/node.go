@@ -16,8 +16,16 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	listen := fs.String("listen", "127.0.0.1:9042", "CQL native protocol address")
 	api := fs.String("api", "127.0.0.1:10001", "REST API address (loggers, trace_probability); empty disables it")
 	auth := fs.String("auth", "", "USER:PASS turns on PasswordAuthenticator")
+	token := fs.String("api-token", "", "bearer token required by the REST API (default $TRACECAR_ADMIN_TOKEN)")
+	insecure := fs.Bool("api-insecure", false, "allow the REST API on a non-loopback address without a token")
+	serverTLS := addServerTLSFlags(fs)
 	lf := addLogFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	tokenFromEnv(token)
+	tlsCfg, err := serverTLS.config()
+	if err != nil {
 		return err
 	}
 	if *auth != "" && !strings.Contains(*auth, ":") {
@@ -33,7 +41,7 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", *listen, err)
 	}
-	srv := node.New(node.Config{Auth: *auth, Logger: reg.Logger(logs.Node)})
+	srv := node.New(node.Config{Auth: *auth, TLS: tlsCfg, Logger: reg.Logger(logs.Node)})
 	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ctx, ln) }()
 	fmt.Fprintf(stdout, "tracecar node: CQL on %s\n", ln.Addr())
@@ -43,7 +51,8 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return fmt.Errorf("listen %s: %w", *api, err)
 		}
 		fmt.Fprintf(stdout, "tracecar node: API on http://%s\n", aln.Addr())
-		go func() { errc <- serveNodeAPI(ctx, aln, srv, reg) }()
+		api := newNodeAPI(srv, reg, *token, *insecure)
+		go func() { errc <- api.Serve(ctx, aln) }()
 	}
 	err = <-errc
 	if ctx.Err() != nil {

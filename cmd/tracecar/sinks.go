@@ -19,7 +19,7 @@ type sinkSet struct {
 // use. ttl gives the current record TTL. The returned closer releases the node session;
 // the tracer closes the sinks themselves.
 func buildSinks(ctx context.Context, cfg stackConfig, nodeAddr string, ttl func() int64) (sinkSet, func(context.Context) error, error) {
-	conn := &cqlsink.Connector{Addr: nodeAddr}
+	conn := &cqlsink.Connector{Addr: nodeAddr, Configure: gocqlTLS(cfg.NodeTLS)}
 	set := sinkSet{nodeEvents: cqlsink.LazyNodeEvents(conn)}
 	closer := func(context.Context) error { conn.Close(); return nil }
 	if cfg.OTLPEndpoint != "" {

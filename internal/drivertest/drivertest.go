@@ -41,6 +41,10 @@ type Options struct {
 	Compression string // none, lz4 or snappy (Python only)
 	User, Pass  string
 	Keyspace    string // default: one per suite
+	// TLSCA, when set, makes the driver connect over TLS, trusting this CA file and
+	// checking the server's certificate against Host. TLSCert and TLSKey add a client
+	// certificate (gocql and Python).
+	TLSCA, TLSCert, TLSKey string
 }
 
 func (o Options) env() []string {
@@ -54,6 +58,9 @@ func (o Options) env() []string {
 	}
 	if o.Keyspace != "" {
 		env = append(env, "CQL_KEYSPACE="+o.Keyspace)
+	}
+	if o.TLSCA != "" {
+		env = append(env, "CQL_TLS_CA="+o.TLSCA, "CQL_TLS_CERT="+o.TLSCert, "CQL_TLS_KEY="+o.TLSKey)
 	}
 	return env
 }
