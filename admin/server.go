@@ -124,6 +124,9 @@ type Server struct {
 	started   time.Time
 	addr      atomic.Pointer[string]
 
+	nodes        NodeControl // nil: no node control endpoints (see WithNodeControl)
+	nodeStateErr func(error) bool
+
 	// cfgMu serialises read-modify-write of the tracer's configuration when the tracer
 	// cannot do it under its own lock.
 	cfgMu sync.Mutex
@@ -188,6 +191,7 @@ func New(cfg Config, tr Tracer, logs Loggers, opts ...Option) *Server {
 		s.exact["/tracecar/slow_log"] = &route{get: s.getSlowLog}
 		s.prefix = append(s.prefix, prefixRoute{"/tracecar/sessions/", &route{get: s.getSession}})
 	}
+	s.addNodeRoutes()
 	s.addr.Store(&cfg.Addr)
 	return s
 }

@@ -23,7 +23,7 @@ import (
 
 // serveNodeAPI serves the node's REST API: its loggers and its own trace probability, with
 // the same handlers as the sidecar's admin API.
-func serveNodeAPI(ctx context.Context, ln net.Listener, srv *node.Server, reg *logs.Registry) error {
+func serveNodeAPI(ctx context.Context, ln net.Listener, srv *node.Server, reg *logs.Registry, opts ...admin.Option) error {
 	tr := admin.ConfigOnly(
 		func() tracing.Config {
 			c := tracing.DefaultConfig()
@@ -32,7 +32,7 @@ func serveNodeAPI(ctx context.Context, ln net.Listener, srv *node.Server, reg *l
 		},
 		func(c tracing.Config) error { return srv.SetTraceProbability(c.Probability) },
 	)
-	api := admin.New(admin.Config{Logger: reg.Logger(logs.Admin)}, tr, reg)
+	api := admin.New(admin.Config{Logger: reg.Logger(logs.Admin)}, tr, reg, opts...)
 	return api.Serve(ctx, ln)
 }
 
