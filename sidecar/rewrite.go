@@ -198,6 +198,9 @@ func (c *conn) rewriteResult(frame []byte, req inflight) []byte {
 // tables the native port becomes the peer port, as a sidecar is assumed beside every
 // node. It reports whether it changed anything.
 func (c *conn) rewriteRows(kind rewriteKind, cols []cql.ColumnSpec, rows [][][]byte) bool {
+	if kind != kindLocal && c.p.cfg.Peers != nil {
+		return c.p.cfg.Peers.rewritePeerRows(cols, rows, c.peerPort, c.unmappedPeer)
+	}
 	changed := false
 	for j, col := range cols {
 		var val []byte
@@ -260,6 +263,9 @@ func (c *conn) eventAddr(a netip.AddrPort) netip.AddrPort {
 	ip := a.Addr().Unmap()
 	if ip == c.nodeAddr.Addr() && a.Port() == c.nodeAddr.Port() {
 		return c.advertise
+	}
+	if sc, ok := c.p.cfg.Peers.eventPeer(a, c.peerPort); ok {
+		return sc
 	}
 	if rpc := c.p.nodeRPC.Load(); rpc != nil && ip == *rpc {
 		return c.advertise

@@ -22,9 +22,19 @@ import (
 // of 127.0.0.0/8 is loopback on Linux.
 func ListenSamePort(tb testing.TB, n int) []net.Listener {
 	tb.Helper()
+	ips := make([]netip.Addr, n)
+	for i := range ips {
+		ips[i] = IP(i + 1)
+	}
+	return ListenOn(tb, ips)
+}
+
+// ListenOn returns a listener on each of ips, all on one free port.
+func ListenOn(tb testing.TB, ips []netip.Addr) []net.Listener {
+	tb.Helper()
 	var last error
 	for attempt := 0; attempt < 50; attempt++ {
-		lns, err := listenSamePort(n)
+		lns, err := listenSamePort(ips)
 		if err == nil {
 			tb.Cleanup(func() {
 				for _, ln := range lns {
@@ -35,19 +45,19 @@ func ListenSamePort(tb testing.TB, n int) []net.Listener {
 		}
 		last = err
 	}
-	tb.Fatalf("no port free on 127.0.0.1 to 127.0.0.%d: %v", n, last)
+	tb.Fatalf("no port free on all of %v: %v", ips, last)
 	return nil
 }
 
-func listenSamePort(n int) ([]net.Listener, error) {
-	first, err := net.Listen("tcp", "127.0.0.1:0")
+func listenSamePort(ips []netip.Addr) ([]net.Listener, error) {
+	first, err := net.Listen("tcp", netip.AddrPortFrom(ips[0], 0).String())
 	if err != nil {
 		return nil, err
 	}
 	lns := []net.Listener{first}
 	port := first.Addr().(*net.TCPAddr).Port
-	for i := 2; i <= n; i++ {
-		ln, err := net.Listen("tcp", net.JoinHostPort(IP(i).String(), strconv.Itoa(port)))
+	for _, ip := range ips[1:] {
+		ln, err := net.Listen("tcp", net.JoinHostPort(ip.String(), strconv.Itoa(port)))
 		if err != nil {
 			for _, l := range lns {
 				l.Close()
@@ -93,7 +103,12 @@ type Sidecar struct {
 // ends. cfg is the template of every sidecar's configuration; NodeAddr is filled in.
 func StartSidecars(tb testing.TB, c *node.Cluster, cfg sidecar.Config) []*Sidecar {
 	tb.Helper()
-	lns := ListenSamePort(tb, c.Len())
+	return StartSidecarsOn(tb, c, ListenSamePort(tb, c.Len()), cfg)
+}
+
+// StartSidecarsOn is StartSidecars with sidecar i serving lns[i].
+func StartSidecarsOn(tb testing.TB, c *node.Cluster, lns []net.Listener, cfg sidecar.Config) []*Sidecar {
+	tb.Helper()
 	out := make([]*Sidecar, c.Len())
 	for i, ln := range lns {
 		m := metrics.New()
