@@ -51,6 +51,9 @@ type stackConfig struct {
 	BindValues          bool
 	RingSize            int
 	CQLSink             bool
+
+	// Peers maps peer nodes to their sidecars (--cluster-file, --peers); nil: the convention.
+	Peers *sidecar.PeerMap
 }
 
 // stack is a running sidecar, its admin API and, when embedded, its node.
@@ -144,6 +147,7 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 		NodeAddr:      st.Node,
 		AdvertiseAddr: cfg.AdvertiseAddr,
 		PeerPort:      cfg.PeerPort,
+		Peers:         cfg.Peers,
 		DrainTimeout:  cfg.DrainTimeout,
 		Logger:        reg.Logger(logs.Sidecar),
 		Metrics:       m,
@@ -233,8 +237,14 @@ func runSidecar(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.BoolVar(&cfg.BindValues, "trace-bind-values", false, "include bound values in trace records (they may hold PII)")
 	fs.IntVar(&cfg.RingSize, "ring-size", tracing.DefaultRingSize, "sessions kept in memory for /tracecar/slow_log")
 	fs.BoolVar(&cfg.CQLSink, "cql-sink", false, "also write slow-query records into the node's tracecar_traces keyspace, with TTL")
+	clusterFile := fs.String("cluster-file", "", "file mapping peer node addresses to their sidecars', one NODE=SIDECAR a line, when sidecars are not on their nodes' IPs at --peer-port")
+	peers := fs.String("peers", "", "the same mapping as --cluster-file, as NODE=SIDECAR,…")
 	lf := addLogFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	var err error
+	if cfg.Peers, err = peerMap(*clusterFile, *peers); err != nil {
 		return err
 	}
 	if (cfg.AdminTLSCert == "") != (cfg.AdminTLSKey == "") {

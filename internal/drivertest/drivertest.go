@@ -65,6 +65,15 @@ func orDefault(s, d string) string {
 	return s
 }
 
+// RequirePython skips tb, or fails it when TRACECAR_REQUIRE_DRIVERS is set, unless the
+// Python driver is installed.
+func RequirePython(tb testing.TB) {
+	tb.Helper()
+	if err := exec.Command(Python, "-c", "import cassandra, lz4, snappy").Run(); err != nil {
+		missing(tb, "the DataStax Python driver (python3-cassandra, python3-lz4, python3-snappy)")
+	}
+}
+
 // RunPython runs the Python driver suite and fails tb with its output if it fails.
 func RunPython(tb testing.TB, o Options) {
 	tb.Helper()
