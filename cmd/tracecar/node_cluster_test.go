@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -158,5 +159,34 @@ func TestNodeCommandUsageErrors(t *testing.T) {
 				t.Errorf("got exit %d, %q; want %d and %q", code, stderr.String(), exitUsage, tt.want)
 			}
 		})
+	}
+}
+
+func TestSidecarPeerMapFlags(t *testing.T) {
+	bad := t.TempDir() + "/cluster"
+	if err := os.WriteFile(bad, []byte("10.0.0.1:9042 10.0.1.1:9043\n10.0.0.2:9042\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"both", []string{"--cluster-file", bad, "--peers", "10.0.0.1=10.0.1.1"}, "give one"},
+		{"bad list", []string{"--peers", "10.0.0.1"}, "--peers: line 1"},
+		{"bad file", []string{"--cluster-file", bad}, "line 2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stderr strings.Builder
+			code := run(context.Background(), append([]string{"sidecar"}, tt.args...), io.Discard, &stderr)
+			if code != exitUsage || !strings.Contains(stderr.String(), tt.want) {
+				t.Errorf("got exit %d, %q; want %d and %q", code, stderr.String(), exitUsage, tt.want)
+			}
+		})
+	}
+	var stderr strings.Builder
+	if code := run(context.Background(), []string{"sidecar", "--cluster-file", t.TempDir() + "/missing"}, io.Discard, &stderr); code != exitRuntime {
+		t.Errorf("a missing --cluster-file: exit %d (%s); want %d", code, stderr.String(), exitRuntime)
 	}
 }

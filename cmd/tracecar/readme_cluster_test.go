@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tracecar/tracecar/internal/clustertest"
+	"github.com/tracecar/tracecar/internal/drivertest"
+)
+
+// readmeBlock returns the lines of the first sh block after heading in README.md.
+func readmeBlock(tb testing.TB, heading string) []string {
+	tb.Helper()
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), "\n"+heading+"\n")
+	if !ok {
+		tb.Fatalf("README.md has no heading %q", heading)
+	}
+	_, rest, ok = strings.Cut(rest, "```sh\n")
+	block, _, ok2 := strings.Cut(rest, "\n```\n")
+	if !ok || !ok2 {
+		tb.Fatalf("no sh block under %q", heading)
+	}
+	return strings.Split(block, "\n")
+}
+
+// TestREADMEClusterBlock runs the README's cluster block as written, on free ports instead
+// of its fixed ones: `tracecar node --nodes 3`, three sidecars, and the Python driver's
+// queries through one sidecar, which must find the three sidecars and read its write back.
+func TestREADMEClusterBlock(t *testing.T) {
+	drivertest.RequirePython(t)
+	lines := readmeBlock(t, "## A cluster: one sidecar per node")
+
+	// Every port the block names gets a port that is free on 127.0.0.1 to 3.
+	ports := map[string]string{}
+	for _, p := range regexp.MustCompile(`(?::|port=)(\d{4,5})\b`).FindAllStringSubmatch(strings.Join(lines, "\n"), -1) {
+		if _, ok := ports[p[1]]; !ok {
+			lns := clustertest.ListenSamePort(t, 3)
+			ports[p[1]] = fmt.Sprint(lns[0].Addr().(*net.TCPAddr).Port)
+			for _, ln := range lns {
+				ln.Close()
+			}
+		}
+	}
+	portRE := regexp.MustCompile(`(:|port=)(\d{4,5})\b`)
+	local := func(s string) string {
+		return portRE.ReplaceAllStringFunc(s, func(m string) string {
+			sub := portRE.FindStringSubmatch(m)
+			return sub[1] + ports[sub[2]]
+		})
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+	})
+	var listens []string
+	var script []string
+	inScript := false
+	for _, line := range lines {
+		switch {
+		case inScript && line == "EOF":
+			inScript = false
+		case inScript:
+			script = append(script, local(line))
+		case line == "" || strings.HasPrefix(line, "#") || line == "go build -o tracecar ./cmd/tracecar" || strings.HasPrefix(line, "sleep "):
+		case strings.HasPrefix(line, "./tracecar ") && strings.HasSuffix(line, " &"):
+			args := strings.Fields(local(strings.TrimSuffix(strings.TrimPrefix(line, "./tracecar "), " &")))
+			for i, a := range args {
+				if a == "--listen" && i+1 < len(args) {
+					listens = append(listens, args[i+1])
+				}
+			}
+			args = append(args, "--log-file", t.TempDir()+"/log")
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if code := run(ctx, args, io.Discard, io.Discard); code != exitOK {
+					t.Errorf("tracecar %s: exit %d", strings.Join(args, " "), code)
+				}
+			}()
+		case line == "python3 - <<'EOF'":
+			inScript = true
+		default:
+			t.Fatalf("the test does not know how to run README line %q", line)
+		}
+	}
+	if len(listens) != 4 || len(script) == 0 {
+		t.Fatalf("README block: %d listeners and %d lines of Python; want a node, 3 sidecars and a script", len(listens), len(script))
+	}
+	for _, a := range listens {
+		waitListening(t, a)
+	}
+	// The node's --listen is node 1's; nodes 2 and 3 are on the next IPs.
+	for _, ip := range []string{"127.0.0.2", "127.0.0.3"} {
+		_, port, _ := net.SplitHostPort(listens[0])
+		waitListening(t, net.JoinHostPort(ip, port))
+	}
+
+	pctx, pcancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer pcancel()
+	cmd := exec.CommandContext(pctx, drivertest.Python, "-")
+	cmd.Stdin = strings.NewReader(strings.Join(script, "\n") + "\n")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the README's Python: %v\n%s", err, out)
+	}
+	sc := ports["9043"]
+	want := fmt.Sprintf("['127.0.0.1:%s', '127.0.0.2:%s', '127.0.0.3:%s']\nhello cluster\n", sc, sc, sc)
+	if !strings.HasSuffix(string(out), want) {
+		t.Errorf("the README's Python printed:\n%s\nwant it to end with:\n%s", out, want)
+	}
+}
+
+func waitListening(tb testing.TB, addr string) {
+	tb.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("nothing listens on %s: %v", addr, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
