@@ -55,7 +55,7 @@ type usageError struct{ msg string }
 
 func (e *usageError) Error() string { return e.msg }
 
-const usage = `usage: tracecar ctl [--hosts h1:10000,h2:10000] [--token T] [--cacert FILE] COMMAND
+const usage = `usage: tracecar ctl [--hosts h1:10000,h2:10000 | --hosts-from-cql HOST:PORT [--admin-port P]] [--token T] [--cacert FILE] COMMAND
 commands:
   slow-query [--enable|--disable] [--fast|--full] [--threshold 500ms] [--ttl 24h]
                            set slow-query logging; with no flags, show it
@@ -64,19 +64,24 @@ commands:
                            without LEVEL show NAME's level, without NAME show every level
   status                   show mode, counters, sink drops and guardrail state
 --hosts defaults to 127.0.0.1:10000; a host without a port gets :10000, and may be an
-http:// or https:// URL. --token defaults to $TRACECAR_ADMIN_TOKEN.
+http:// or https:// URL. --hosts-from-cql HOST:PORT instead reaches every sidecar of a
+cluster, as listed in system.local and system.peers read through that sidecar, each at
+--admin-port (default 10000) on its IP. --token defaults to $TRACECAR_ADMIN_TOKEN.
 exit codes: 0 all hosts ok, 1 a host failed, 2 usage error
 `
 
 // common are the flags every command takes, before or after the command name.
 type common struct {
 	hosts, token, cacert string
+	fromCQL, adminPort   string // --hosts-from-cql: see targets
 }
 
 func (c *common) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.hosts, "hosts", c.hosts, "comma-separated admin API addresses")
 	fs.StringVar(&c.token, "token", c.token, "bearer token of the admin API")
 	fs.StringVar(&c.cacert, "cacert", c.cacert, "PEM file of the CA that signed the API's certificate")
+	fs.StringVar(&c.fromCQL, "hosts-from-cql", c.fromCQL, "HOST:PORT of one sidecar's CQL port: reach every sidecar it lists in system.local and system.peers, instead of --hosts")
+	fs.StringVar(&c.adminPort, "admin-port", c.adminPort, "with --hosts-from-cql, the port of each sidecar's admin API, on the sidecar's IP")
 }
 
 // Run runs the ctl command line args (the words after "ctl"), writing the result table to
@@ -118,7 +123,7 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 }
 
 func run(ctx context.Context, args []string, stdout io.Writer) (int, error) {
-	c := common{hosts: "127.0.0.1:" + DefaultPort, token: os.Getenv("TRACECAR_ADMIN_TOKEN")}
+	c := common{hosts: "127.0.0.1:" + DefaultPort, token: os.Getenv("TRACECAR_ADMIN_TOKEN"), adminPort: DefaultPort}
 	fs := newFlagSet("ctl")
 	c.register(fs)
 	if err := parseFlags(fs, args); err != nil {
@@ -145,7 +150,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	hosts, err := parseHosts(c.hosts)
+	hosts, err := c.targets(ctx)
 	if err != nil {
 		return 0, err
 	}

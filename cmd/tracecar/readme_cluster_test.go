@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
@@ -41,6 +42,27 @@ func readmeBlock(tb testing.TB, heading string) []string {
 // queries through one sidecar, which must find the three sidecars and read its write back.
 func TestREADMEClusterBlock(t *testing.T) {
 	drivertest.RequirePython(t)
+	ports, script := startREADMECluster(t)
+	pctx, pcancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer pcancel()
+	cmd := exec.CommandContext(pctx, drivertest.Python, "-")
+	cmd.Stdin = strings.NewReader(strings.Join(script, "\n") + "\n")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the README's Python: %v\n%s", err, out)
+	}
+	sc := ports["9043"]
+	want := fmt.Sprintf("['127.0.0.1:%s', '127.0.0.2:%s', '127.0.0.3:%s']\nhello cluster\n", sc, sc, sc)
+	if !strings.HasSuffix(string(out), want) {
+		t.Errorf("the README's Python printed:\n%s\nwant it to end with:\n%s", out, want)
+	}
+}
+
+// startREADMECluster starts the processes of the README's cluster block in-process, each of
+// its ports replaced by a free one, until the test ends. It returns the README's ports
+// mapped to the ones used, and the block's Python script with its ports replaced.
+func startREADMECluster(t *testing.T) (map[string]string, []string) {
+	t.Helper()
 	lines := readmeBlock(t, "## A cluster: one sidecar per node")
 
 	// Every port the block names gets a port that is free on 127.0.0.1 to 3.
@@ -110,20 +132,7 @@ func TestREADMEClusterBlock(t *testing.T) {
 		_, port, _ := net.SplitHostPort(listens[0])
 		waitListening(t, net.JoinHostPort(ip, port))
 	}
-
-	pctx, pcancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer pcancel()
-	cmd := exec.CommandContext(pctx, drivertest.Python, "-")
-	cmd.Stdin = strings.NewReader(strings.Join(script, "\n") + "\n")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("the README's Python: %v\n%s", err, out)
-	}
-	sc := ports["9043"]
-	want := fmt.Sprintf("['127.0.0.1:%s', '127.0.0.2:%s', '127.0.0.3:%s']\nhello cluster\n", sc, sc, sc)
-	if !strings.HasSuffix(string(out), want) {
-		t.Errorf("the README's Python printed:\n%s\nwant it to end with:\n%s", out, want)
-	}
+	return ports, script
 }
 
 func waitListening(tb testing.TB, addr string) {
@@ -139,5 +148,38 @@ func waitListening(tb testing.TB, addr string) {
 			tb.Fatalf("nothing listens on %s: %v", addr, err)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestCtlHostsFromCQL sets fast mode on the README's three sidecars with one command that
+// names one sidecar's CQL port, and reads it back from each sidecar's own API.
+func TestCtlHostsFromCQL(t *testing.T) {
+	ports, _ := startREADMECluster(t)
+	var stdout, stderr strings.Builder
+	code := run(context.Background(), []string{"ctl", "--hosts-from-cql", "127.0.0.3:" + ports["9043"], "--admin-port", ports["10000"],
+		"slow-query", "--enable", "--fast", "--threshold", "200ms"}, &stdout, &stderr)
+	if code != exitOK {
+		t.Fatalf("ctl --hosts-from-cql: exit %d\n%s%s", code, stdout.String(), stderr.String())
+	}
+	for i := 1; i <= 3; i++ {
+		host := fmt.Sprintf("127.0.0.%d:%s", i, ports["10000"])
+		if !strings.Contains(stdout.String(), host+"  ok") {
+			t.Errorf("ctl output does not say %s ok:\n%s", host, stdout.String())
+		}
+		api := "http://" + host
+		resp, err := http.Get(api + "/storage_service/slow_query")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if want := `{"enable":true,"ttl":86400,"threshold":200000,"fast":true}`; strings.TrimSpace(string(body)) != want {
+			t.Errorf("sidecar %d after ctl: %s; want %s", i, body, want)
+		}
+	}
+
+	stderr.Reset()
+	if code := run(context.Background(), []string{"ctl", "--hosts-from-cql", "nowhere", "status"}, io.Discard, &stderr); code != exitUsage || !strings.Contains(stderr.String(), "HOST:PORT") {
+		t.Errorf("--hosts-from-cql nowhere: exit %d, %s; want %d naming HOST:PORT", code, stderr.String(), exitUsage)
 	}
 }
