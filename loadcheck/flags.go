@@ -28,7 +28,7 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	}
 	fs.StringVar(&cfg.Node, "node", "", "`HOST:PORT` of the node, the target of the direct mode")
 	fs.StringVar(&cfg.Sidecar, "sidecar", "", "`HOST:PORT` of the sidecar, the target of the tracing modes")
-	fs.StringVar(&cfg.Admin, "admin", "", "`URL` of the sidecar's admin API, e.g. http://127.0.0.1:10000")
+	fs.StringVar(&cfg.Admin, "admin", "", "`URL` of the sidecar's admin API, e.g. http://127.0.0.1:10000; for a cluster, every sidecar's, as URL,URL,…: each mode's steps go to all, and the load spreads over the sidecars")
 	fs.StringVar(&cfg.NodeAPI, "node-api", "", "`URL` of the node's API, for node:POST steps")
 	fs.StringVar(&cfg.AdminToken, "admin-token", os.Getenv("TRACECAR_ADMIN_TOKEN"), "bearer `TOKEN` for the admin API (default $TRACECAR_ADMIN_TOKEN)")
 	modes := fs.String("modes", "", "comma-separated `MODES` to run, from "+strings.Join(builtinOrder, ",")+" and --mode ones (default "+strings.Join(defaultModes, ",")+")")

@@ -73,7 +73,7 @@ func usageErrorf(format string, args ...any) error {
 type Config struct {
 	Node       string // HOST:PORT of the node: the target of the direct mode and of target=node
 	Sidecar    string // HOST:PORT of the sidecar: the target of modes without a target= step
-	Admin      string // base URL of the sidecar's admin API, e.g. http://127.0.0.1:10000
+	Admin      string // base URL of the sidecar's admin API, e.g. http://127.0.0.1:10000; for a cluster, every sidecar's, separated by commas
 	NodeAPI    string // base URL of the node's API, for node:POST steps
 	AdminToken string // bearer token for the admin API, if it requires one
 
@@ -270,7 +270,7 @@ func run(ctx context.Context, cfg Config, e env) (*Report, error) {
 	}
 
 	c := &checker{cfg: &cfg, env: e, wl: wl, modes: modes, baseline: baseline,
-		out: newPrinter(cfg.Out, cfg.Progress), api: newAPIClient(&cfg)}
+		out: newPrinter(cfg.Out, cfg.Progress), api: newStateAPI(&cfg)}
 	return c.run(ctx)
 }
 
@@ -282,7 +282,7 @@ type checker struct {
 	modes    []*mode
 	baseline string
 	out      *printer
-	api      *apiClient
+	api      stateAPI
 	state    *savedState
 	runs     [][]*runResult // by mode index, in round order
 	order    [][]string
@@ -334,9 +334,11 @@ func (c *checker) run(ctx context.Context) (rep *Report, err error) {
 		}
 	}
 	rep = c.report(started)
+	rep.Cluster = c.clusterReport()
 	c.out.clearStatus()
 	printComparison(c.out, rep)
 	printGuardrail(c.out, rep)
+	printCluster(c.out, rep)
 	if err := writeReports(c.cfg, rep); err != nil {
 		return rep, err
 	}
@@ -480,11 +482,19 @@ func (c *checker) runMode(ctx context.Context, m *mode, round, pos int) (*runRes
 			}
 		},
 	}
+	seen0, err := c.api.requests(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("mode %s: read the requests each sidecar saw: %w", m.name, err)
+	}
 	cpu0 := cpuTime()
 	res := runPhase(ctx, p, ops)
 	cpu := cpuTime() - cpu0
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	seen1, err := c.api.requests(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("mode %s: read the requests each sidecar saw: %w", m.name, err)
 	}
 	if hlog != nil {
 		if err := hlog.close(); hlogErr == nil {
@@ -496,6 +506,7 @@ func (c *checker) runMode(ctx context.Context, m *mode, round, pos int) (*runRes
 		return nil, fmt.Errorf("hdr log: %w", hlogErr)
 	}
 	rr := newRunResult(m, round, pos, wall, res, cpu)
+	rr.Sidecars = sidecarDelta(cfg.admins(), seen0, seen1)
 	printResults(c.out, rr, cfg.Rate > 0)
 	return rr, nil
 }

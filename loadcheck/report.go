@@ -84,6 +84,9 @@ type RunResult struct {
 	CPUUsPerOp float64    `json:"cpu_us_per_op"`
 	FirstError string     `json:"first_error,omitempty"`
 	Intervals  []Interval `json:"intervals"`
+
+	// Sidecars are the requests each sidecar of a cluster saw during the run.
+	Sidecars []SidecarRequests `json:"sidecars,omitempty"`
 }
 
 // ModeResult is one mode over all rounds. Rates are means over rounds; latencies come from
@@ -202,6 +205,10 @@ type Report struct {
 	Breaches   []Breach     `json:"breaches"`
 	CPU        CPUSummary   `json:"cpu"`
 	Notes      []string     `json:"notes,omitempty"`
+
+	// Cluster is, against a cluster of sidecars (several --admin URLs), the requests each
+	// sidecar saw in each mode's runs.
+	Cluster *ClusterReport `json:"cluster,omitempty"`
 }
 
 // Mode returns the result of the named mode, or nil.

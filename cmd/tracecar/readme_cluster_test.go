@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -90,7 +92,7 @@ func startREADMECluster(t *testing.T) (map[string]string, []string) {
 		cancel()
 		wg.Wait()
 	})
-	var listens []string
+	var listens, apis []string
 	var script []string
 	inScript := false
 	for _, line := range lines {
@@ -105,6 +107,9 @@ func startREADMECluster(t *testing.T) (map[string]string, []string) {
 			for i, a := range args {
 				if a == "--listen" && i+1 < len(args) {
 					listens = append(listens, args[i+1])
+				}
+				if (a == "--admin" || a == "--api") && i+1 < len(args) {
+					apis = append(apis, args[i+1])
 				}
 			}
 			args = append(args, "--log-file", t.TempDir()+"/log")
@@ -124,13 +129,15 @@ func startREADMECluster(t *testing.T) (map[string]string, []string) {
 	if len(listens) != 4 || len(script) == 0 {
 		t.Fatalf("README block: %d listeners and %d lines of Python; want a node, 3 sidecars and a script", len(listens), len(script))
 	}
-	for _, a := range listens {
+	for _, a := range append(listens, apis...) {
 		waitListening(t, a)
 	}
 	// The node's --listen is node 1's; nodes 2 and 3 are on the next IPs.
 	for _, ip := range []string{"127.0.0.2", "127.0.0.3"} {
-		_, port, _ := net.SplitHostPort(listens[0])
-		waitListening(t, net.JoinHostPort(ip, port))
+		for _, a := range []string{listens[0], apis[0]} {
+			_, port, _ := net.SplitHostPort(a)
+			waitListening(t, net.JoinHostPort(ip, port))
+		}
 	}
 	return ports, script
 }
@@ -181,5 +188,81 @@ func TestCtlHostsFromCQL(t *testing.T) {
 	stderr.Reset()
 	if code := run(context.Background(), []string{"ctl", "--hosts-from-cql", "nowhere", "status"}, io.Discard, &stderr); code != exitUsage || !strings.Contains(stderr.String(), "HOST:PORT") {
 		t.Errorf("--hosts-from-cql nowhere: exit %d, %s; want %d naming HOST:PORT", code, stderr.String(), exitUsage)
+	}
+}
+
+// TestLoadcheckCluster runs loadcheck, with the default modes, against the README's three
+// sidecars: every mode's steps reach all three and are undone after, the load of the
+// sidecar modes spreads over all three, and the report has a per-sidecar table.
+func TestLoadcheckCluster(t *testing.T) {
+	ports, _ := startREADMECluster(t)
+	var admins []string
+	for i := 1; i <= 3; i++ {
+		admins = append(admins, fmt.Sprintf("http://127.0.0.%d:%s", i, ports["10000"]))
+	}
+	report := t.TempDir() + "/r.json"
+	var stdout, stderr strings.Builder
+	code := run(context.Background(), []string{"loadcheck",
+		"--node", "127.0.0.1:" + ports["9042"], "--sidecar", "127.0.0.1:" + ports["9043"],
+		"--admin", strings.Join(admins, ","), "--node-api", "http://127.0.0.1:" + ports["10001"],
+		"--rounds", "1", "--duration", "1s", "--warmup", "0", "--concurrency", "4", "--json", report}, &stdout, &stderr)
+	if code != exitOK {
+		t.Fatalf("loadcheck against 3 sidecars: exit %d\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "Requests seen by each sidecar") {
+		t.Errorf("no per-sidecar table in:\n%s", stdout.String())
+	}
+	t.Logf("%s", stdout.String()[strings.Index(stdout.String(), "Requests seen by each sidecar"):])
+	b, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Cluster struct {
+			Sidecars []string `json:"sidecars"`
+			Modes    []struct {
+				Name     string   `json:"name"`
+				Requests []uint64 `json:"requests"`
+				Total    uint64   `json:"total"`
+			} `json:"modes"`
+		} `json:"cluster"`
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(rep.Cluster.Sidecars, admins) || len(rep.Cluster.Modes) != 5 {
+		t.Fatalf("report cluster section: %+v; want 5 modes on sidecars %v", rep.Cluster, admins)
+	}
+	for _, m := range rep.Cluster.Modes {
+		if m.Name == "direct" {
+			continue // the load goes to the nodes
+		}
+		for i, n := range m.Requests {
+			if n*10 < m.Total {
+				t.Errorf("mode %s: sidecar %d saw %d of %d requests; want the load spread over the 3", m.Name, i+1, n, m.Total)
+			}
+		}
+	}
+	for _, a := range admins {
+		resp, err := http.Get(a + "/storage_service/slow_query")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if want := `{"enable":false,"ttl":86400,"threshold":500000,"fast":false}`; strings.TrimSpace(string(body)) != want {
+			t.Errorf("%s after loadcheck: %s; want the initial %s", a, body, want)
+		}
+	}
+
+	// A sidecar that cannot be reached stops the check before any run, and is named.
+	dead := "http://127.0.0.1:1"
+	stdout.Reset()
+	stderr.Reset()
+	code = run(context.Background(), []string{"loadcheck",
+		"--node", "127.0.0.1:" + ports["9042"], "--sidecar", "127.0.0.1:" + ports["9043"],
+		"--admin", admins[0] + "," + dead, "--rounds", "1", "--duration", "1s", "--warmup", "0"}, &stdout, &stderr)
+	if code != exitRuntime || !strings.Contains(stderr.String(), "sidecar "+dead) {
+		t.Errorf("with an unreachable sidecar: exit %d, %q; want %d naming %s", code, stderr.String(), exitRuntime, dead)
 	}
 }
