@@ -36,6 +36,7 @@ type Cluster struct {
 	engine *Engine
 	nodes  []*clusterNode
 	startc chan startReq
+	quit   chan struct{} // closed when Serve returns
 
 	mu      sync.Mutex // serialises Stop and Start
 	serving bool
@@ -76,7 +77,7 @@ func NewCluster(cfg ClusterConfig, lns []net.Listener) (*Cluster, error) {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	e := NewEngine(EngineConfig{RPCAddr: addrs[0], ClusterName: cfg.ClusterName, Nodes: nodes})
-	c := &Cluster{engine: e, startc: make(chan startReq)}
+	c := &Cluster{engine: e, startc: make(chan startReq), quit: make(chan struct{})}
 	for i, ln := range lns {
 		srv := New(Config{Auth: cfg.Auth, Logger: cfg.Logger, ClusterName: cfg.ClusterName, Engine: e, Node: i})
 		c.nodes = append(c.nodes, &clusterNode{srv: srv, addr: addrs[i], ln: ln})
@@ -104,7 +105,7 @@ func (c *Cluster) Up(i int) bool {
 }
 
 // Serve runs every node until ctx is done, and serves Start meanwhile. It returns nil when
-// ctx ended it, or the first error of a node that failed on its own.
+// ctx ended it, or the first error of a node that failed on its own. Call it once.
 func (c *Cluster) Serve(ctx context.Context) error {
 	errc := make(chan error, len(c.nodes))
 	c.mu.Lock()
@@ -116,10 +117,12 @@ func (c *Cluster) Serve(ctx context.Context) error {
 	defer func() {
 		c.mu.Lock()
 		c.serving = false
+		close(c.quit)
 		var wait []chan struct{}
 		for _, n := range c.nodes {
 			if n.up {
 				n.cancel()
+				n.up = false
 				wait = append(wait, n.done)
 			}
 		}
@@ -191,7 +194,11 @@ func (c *Cluster) Start(i int) error {
 	if !serving {
 		return errors.New("node: the cluster is not serving")
 	}
-	c.startc <- r
+	select {
+	case c.startc <- r:
+	case <-c.quit:
+		return errors.New("node: the cluster is not serving")
+	}
 	if err := <-r.reply; err != nil {
 		return err
 	}
