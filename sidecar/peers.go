@@ -179,6 +179,26 @@ func (m *PeerMap) rewritePeerRows(cols []cql.ColumnSpec, rows [][][]byte, peerPo
 	return changed
 }
 
+// rewriteBroadcast sets system.local's broadcast_address to the advertised IP when the
+// sidecars are mapped: gocql matches STATUS and TOPOLOGY events to the host of its control
+// connection by that column, and those events name the sidecar. (By the convention the
+// sidecar shares its node's IP, and the column is right as it is.)
+func (c *conn) rewriteBroadcast(cols []cql.ColumnSpec, rows [][][]byte) bool {
+	changed := false
+	for j, col := range cols {
+		if col.Type.ID != cql.TypeInet || col.Name != "broadcast_address" {
+			continue
+		}
+		for _, row := range rows {
+			if j < len(row) && row[j] != nil {
+				row[j] = c.advertise.Addr().AsSlice()
+				changed = true
+			}
+		}
+	}
+	return changed
+}
+
 // unmappedPeer warns, once per address, of a peer that the map does not name.
 func (c *conn) unmappedPeer(node netip.AddrPort) {
 	if _, seen := c.p.cfg.Peers.warned.LoadOrStore(node, true); !seen {

@@ -201,7 +201,7 @@ func (c *conn) rewriteRows(kind rewriteKind, cols []cql.ColumnSpec, rows [][][]b
 	if kind != kindLocal && c.p.cfg.Peers != nil {
 		return c.p.cfg.Peers.rewritePeerRows(cols, rows, c.peerPort, c.unmappedPeer)
 	}
-	changed := false
+	changed := kind == kindLocal && c.p.cfg.Peers != nil && c.rewriteBroadcast(cols, rows)
 	for j, col := range cols {
 		var val []byte
 		switch {

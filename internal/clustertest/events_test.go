@@ -142,6 +142,17 @@ func TestPeerMap(t *testing.T) {
 	if fmt.Sprint(peers) != fmt.Sprint(want) {
 		t.Errorf("peers_v2 through sidecar 1: %v; want %v", peers, want)
 	}
+	h, body := rc.do(t, cql.Query{Query: "SELECT rpc_address, broadcast_address FROM system.local", Params: cql.QueryParams{Consistency: cql.One}})
+	if m, err := cql.DecodeResult(body, cql.V4); h.Opcode != cql.OpResult || err != nil {
+		t.Fatalf("system.local: %v %v", h.Opcode, err)
+	} else {
+		row := m.(cql.RowsResult).Rows[0]
+		rpc, _ := netip.AddrFromSlice(row[0])
+		bcast, _ := netip.AddrFromSlice(row[1])
+		if rpc != scs[0].Addr.Addr() || bcast != scs[0].Addr.Addr() {
+			t.Errorf("system.local through sidecar 1: rpc_address %s, broadcast_address %s; want %s for both", rpc, bcast, scs[0].Addr.Addr())
+		}
+	}
 	if h, _ := rc.do(t, cql.Register{Events: []string{cql.EventStatusChange}}); h.Opcode != cql.OpReady {
 		t.Fatalf("REGISTER: got %v", h.Opcode)
 	}
