@@ -152,6 +152,9 @@ type Server struct {
 	started    time.Time
 	addr       atomic.Pointer[string]
 
+	nodes        NodeControl // nil: no node control endpoints (see WithNodeControl)
+	nodeStateErr func(error) bool
+
 	// cfgMu serialises read-modify-write of the tracer's configuration when the tracer
 	// cannot do it under its own lock.
 	cfgMu sync.Mutex
@@ -229,6 +232,7 @@ func New(cfg Config, tr Tracer, logs Loggers, opts ...Option) *Server {
 	if s.node != nil {
 		s.exact["/tracecar/node/trace_probability"] = &route{get: s.getNodeProbability, post: s.setNodeProbability}
 	}
+	s.addNodeRoutes()
 	s.addr.Store(&cfg.Addr)
 	return s
 }

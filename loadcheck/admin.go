@@ -78,6 +78,7 @@ type stateKey struct {
 type savedState struct {
 	keys    []stateKey
 	restore map[stateKey]string
+	each    []*savedState // per sidecar of a cluster (see clusterAPI)
 }
 
 const (

@@ -41,6 +41,12 @@ func (cqlDriver) connect(ctx context.Context, cfg *Config, addr string) (session
 	// through a sidecar, the node's address never receives load.
 	c.Port = port
 	c.HostFilter = pinFilter(ips, port)
+	if cfg.cluster() {
+		// A cluster of sidecars: the load spreads over every host the target lists in its
+		// system.peers (the other sidecars), routed to each key's replica.
+		c.HostFilter = nil
+		c.PoolConfig.HostSelectionPolicy = gocql.TokenAwareHostPolicy(gocql.RoundRobinHostPolicy())
+	}
 	c.Consistency = cl
 	c.Timeout = cfg.Timeout
 	c.ConnectTimeout = 5 * time.Second

@@ -60,6 +60,9 @@ type Config struct {
 	// PeerPort is the port written into peers' native_port and into events that name
 	// other nodes, assuming a sidecar beside every node. Zero means the advertised port.
 	PeerPort int
+	// Peers maps other nodes' addresses to their sidecars' when the convention behind
+	// PeerPort does not hold (see PeerMap). Nil means the convention.
+	Peers *PeerMap
 	// DrainTimeout bounds how long Serve waits, once its context is done, for in-flight
 	// requests to be answered before it closes the connections. Zero means
 	// DefaultDrainTimeout.

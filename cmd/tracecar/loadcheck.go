@@ -46,7 +46,7 @@ func parseLoadcheckFlags(args []string, stderr io.Writer) (loadcheckFlags, error
 	}
 	fs.StringVar(&cfg.Node, "node", "", "`HOST:PORT` of the node, the target of the direct mode")
 	fs.StringVar(&cfg.Sidecar, "sidecar", "", "`HOST:PORT` of the sidecar, the target of the tracing modes (needs --node)")
-	fs.StringVar(&cfg.Admin, "admin", "", "`URL` of the sidecar's admin API, e.g. http://127.0.0.1:10000 (needs --node)")
+	fs.StringVar(&cfg.Admin, "admin", "", "`URL` of the sidecar's admin API, e.g. http://127.0.0.1:10000 (needs --node); for a cluster, every sidecar's, as URL,URL,…: each mode's steps go to all, and the load spreads over the sidecars")
 	fs.StringVar(&cfg.NodeAPI, "node-api", "", "`URL` of the node's API, for node:POST steps")
 	fs.StringVar(&cfg.NodeMetrics, "node-metrics", "", "`URL` of the node's Prometheus metrics, for its CPU per op, e.g. http://127.0.0.1:10001/metrics (default: the node API's /metrics when --node-api is given)")
 	fs.StringVar(&cfg.AdminToken, "admin-token", "", "bearer `TOKEN` for the admin API and the node's API (default $TRACECAR_ADMIN_TOKEN)")

@@ -27,7 +27,7 @@ import (
 // newNodeAPI returns the node's REST API: its loggers and its own trace probability, with
 // the same handlers, token and loopback rule as the sidecar's admin API. An empty token
 // leaves it open, which only a loopback address or insecure allows.
-func newNodeAPI(srv *node.Server, reg *logs.Registry, token string, insecure bool) *admin.Server {
+func newNodeAPI(srv *node.Server, reg *logs.Registry, token string, insecure bool, opts ...admin.Option) *admin.Server {
 	tr := admin.ConfigOnly(
 		func() tracing.Config {
 			c := tracing.DefaultConfig()
@@ -36,7 +36,7 @@ func newNodeAPI(srv *node.Server, reg *logs.Registry, token string, insecure boo
 		},
 		func(c tracing.Config) error { return srv.SetTraceProbability(c.Probability) },
 	)
-	return admin.New(admin.Config{Token: token, Insecure: insecure, Logger: reg.Logger(logs.Admin)}, tr, reg)
+	return admin.New(admin.Config{Token: token, Insecure: insecure, Logger: reg.Logger(logs.Admin)}, tr, reg, opts...)
 }
 
 // stackConfig describes a sidecar, with its admin API, in front of a node.
@@ -66,6 +66,9 @@ type stackConfig struct {
 	Guardrail guardrail.Budget
 	NodeKind  string // of NodeAPI; the embedded node's API is "tracecar"
 	NodeApply admin.NodeApply
+
+	// Peers maps peer nodes to their sidecars (--cluster-file, --peers); nil: the convention.
+	Peers *sidecar.PeerMap
 }
 
 // stack is a running sidecar, its admin API and, when embedded, its node.
@@ -185,6 +188,7 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 		NodeAddr:      st.Node,
 		AdvertiseAddr: cfg.AdvertiseAddr,
 		PeerPort:      cfg.PeerPort,
+		Peers:         cfg.Peers,
 		DrainTimeout:  cfg.DrainTimeout,
 		TLS:           cfg.TLS,
 		NodeTLS:       cfg.NodeTLS,
@@ -289,6 +293,8 @@ func runSidecar(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.BoolVar(&cfg.CQLSink, "cql-sink", false, "also write slow-query records into the node's tracecar_traces keyspace, with TTL")
 	serverTLS := addServerTLSFlags(fs)
 	nodeTLS := addNodeTLSFlags(fs)
+	clusterFile := fs.String("cluster-file", "", "file mapping peer node addresses to their sidecars', one NODE=SIDECAR a line, when sidecars are not on their nodes' IPs at --peer-port")
+	peers := fs.String("peers", "", "the same mapping as --cluster-file, as NODE=SIDECAR,…")
 	lf := addLogFlags(fs)
 	gf := addGuardFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
@@ -306,6 +312,9 @@ func runSidecar(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return usageErrorf("--node-tls and --node-tls-* need --node: the embedded node speaks plaintext")
 	}
 	if err = gf.fill(&cfg); err != nil {
+		return err
+	}
+	if cfg.Peers, err = peerMap(*clusterFile, *peers); err != nil {
 		return err
 	}
 	if (cfg.AdminTLSCert == "") != (cfg.AdminTLSKey == "") {

@@ -72,6 +72,15 @@ func orDefault(s, d string) string {
 	return s
 }
 
+// RequirePython skips tb, or fails it when TRACECAR_REQUIRE_DRIVERS is set, unless the
+// Python driver is installed.
+func RequirePython(tb testing.TB) {
+	tb.Helper()
+	if err := exec.Command(Python, "-c", "import cassandra, lz4, snappy").Run(); err != nil {
+		missing(tb, "the DataStax Python driver (python3-cassandra, python3-lz4, python3-snappy)")
+	}
+}
+
 // RunPython runs the Python driver suite and fails tb with its output if it fails.
 func RunPython(tb testing.TB, o Options) {
 	tb.Helper()
@@ -79,6 +88,20 @@ func RunPython(tb testing.TB, o Options) {
 		missing(tb, "the DataStax Python driver (python3-cassandra, python3-lz4, python3-snappy)")
 	}
 	run(tb, o.env(), Python, filepath.Join(scriptsDir(), "python_suite.py"))
+}
+
+// RequireNodeJS skips tb, or fails it when TRACECAR_REQUIRE_DRIVERS is set, unless node and
+// the cassandra-driver module (through NODE_PATH) are installed.
+func RequireNodeJS(tb testing.TB) {
+	tb.Helper()
+	if _, err := exec.LookPath("node"); err != nil {
+		missing(tb, "node")
+	}
+	check := exec.Command("node", "-e", "require('cassandra-driver')")
+	check.Env = os.Environ()
+	if err := check.Run(); err != nil {
+		missing(tb, "the Node.js cassandra-driver (npm install cassandra-driver@4, with NODE_PATH)")
+	}
 }
 
 // RunNodeJS runs the Node.js driver suite and fails tb with its output if it fails.
