@@ -1,8 +1,8 @@
 package node
 
 import (
-	"crypto/tls"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
