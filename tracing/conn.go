@@ -547,5 +547,29 @@ func (c *Conn) notePrepared(h cql.Header, frame []byte, comp cql.Compressor) {
 	if d.Err() != nil {
 		return
 	}
-	c.t.prep.put(string(id), q)
+	c.t.prep.put(string(id), q, preparedKeyspace(h.Version&^cql.ResponseBit, &d))
+}
+
+// preparedKeyspace reads the keyspace of a prepared statement from the rest of its RESULT
+// Prepared body (after the id): the global table spec of its bind metadata, or its first
+// column's. It returns "" when the metadata names none.
+func preparedKeyspace(version byte, d *cql.Decoder) string {
+	if version >= 5 {
+		d.ShortBytes() // result_metadata_id
+	}
+	flags := d.Int()
+	columns := d.Int()
+	if version >= 4 {
+		for n := d.Int(); n > 0 && d.Err() == nil; n-- {
+			d.Short() // partition key index
+		}
+	}
+	if d.Err() != nil || flags&1 == 0 && columns <= 0 {
+		return ""
+	}
+	ks := d.String() // the global spec's keyspace, or the first column's
+	if d.Err() != nil {
+		return ""
+	}
+	return ks
 }
