@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -67,46 +68,12 @@ type jaeger struct {
 	Query    string // http://127.0.0.1:port, the query API and UI
 }
 
-// jaegerConfig is Jaeger's all-in-one configuration (cmd/jaeger/internal/all-in-one.yaml)
-// cut down to what the tests use: the OTLP/HTTP receiver, memory storage and the query
-// service, each on a loopback port; no metrics endpoint, no other receivers or extensions.
-const jaegerConfig = `service:
-  extensions: [jaeger_storage, jaeger_query]
-  pipelines:
-    traces:
-      receivers: [otlp]
-      processors: [batch]
-      exporters: [jaeger_storage_exporter]
-  telemetry:
-    metrics:
-      level: none
-    logs:
-      level: warn
-extensions:
-  jaeger_query:
-    storage:
-      traces: memstore
-    http:
-      endpoint: %[1]s
-    grpc:
-      endpoint: %[2]s
-  jaeger_storage:
-    backends:
-      memstore:
-        memory:
-          max_traces: 100000
-receivers:
-  otlp:
-    protocols:
-      http:
-        endpoint: %[3]s
-processors:
-  batch:
-    timeout: 200ms
-exporters:
-  jaeger_storage_exporter:
-    trace_storage: memstore
-`
+// jaegerConfig returns the path of tools/jaeger/config.yaml, which takes its listen
+// addresses from the environment.
+func jaegerConfig() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "tools", "jaeger", "config.yaml")
+}
 
 // mustJaeger starts Jaeger for the test and stops it after.
 func mustJaeger(tb testing.TB) *jaeger {
@@ -115,12 +82,9 @@ func mustJaeger(tb testing.TB) *jaeger {
 	var lastOut string
 	for try := 0; try < 3; try++ {
 		a := freeAddrs(tb, 3)
-		cfgPath := filepath.Join(tb.TempDir(), "jaeger.yaml")
-		if err := os.WriteFile(cfgPath, fmt.Appendf(nil, jaegerConfig, a[0], a[1], a[2]), 0o600); err != nil {
-			tb.Fatal(err)
-		}
 		out := &lockedBuffer{}
-		cmd := exec.Command(bin, "--config", cfgPath)
+		cmd := exec.Command(bin, "--config", jaegerConfig())
+		cmd.Env = append(os.Environ(), "JAEGER_QUERY_HTTP="+a[0], "JAEGER_QUERY_GRPC="+a[1], "JAEGER_OTLP_HTTP="+a[2], "JAEGER_UI_ASSETS=")
 		cmd.Stdout, cmd.Stderr = out, out
 		if err := cmd.Start(); err != nil {
 			tb.Fatalf("start Jaeger: %v", err)

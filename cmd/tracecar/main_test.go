@@ -31,6 +31,9 @@ func TestUsageErrors(t *testing.T) {
 		{"tls half", []string{"sidecar", "--admin-tls-cert", "c.pem"}, "--admin-tls-cert and --admin-tls-key go together"},
 		{"budget for a mode not run", []string{"loadcheck", "--modes", "direct,off", "--max-overhead", "full=5%"}, "full"},
 		{"bad rounds", []string{"loadcheck", "--rounds", "x"}, "rounds"},
+		{"otlp endpoint not a URL", []string{"sidecar", "--otlp-endpoint", "127.0.0.1:4318"}, "--otlp-endpoint must be a URL"},
+		{"otlp protocol", []string{"sidecar", "--otlp-protocol", "http/json"}, "want http/protobuf or grpc"},
+		{"node password alone", []string{"sidecar", "--node-password", "x"}, "needs --node-username"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
