@@ -70,6 +70,7 @@ type pending struct {
 	err         string
 	responseOp  cql.Opcode
 	thresholdUS int64
+	rows        int // the RESULT Rows count, or -1
 }
 
 // Conn is the tracing state of one client connection: a table of in-flight requests by
@@ -332,6 +333,7 @@ func (c *Conn) respondTraced(sl *slot, p *pending, h cql.Header, frame []byte, c
 	ri, c.respScratch = readResponse(h, frame, comp, c.respScratch)
 	p.err = ri.err
 	p.nodeID, p.hasNodeID = ri.tracingID, ri.hasTracingID
+	p.rows = responseRows(h, frame, ri.body)
 	out := frame
 	if p.mode == ModeSampled && ri.hasTracingID {
 		out = c.stripTracingID(h, frame, comp, ri.body)
@@ -416,6 +418,9 @@ func (c *Conn) finish(p *pending) {
 	if err := walkRequest(p.op, p.body, &params{m: ps, bind: c.t.opts.BindValues, prep: c.t.prep}); err != nil {
 		ps["decode_error"] = err.Error()
 	}
+	if p.rows >= 0 {
+		ps["returned_rows"] = itoa(p.rows)
+	}
 	evs := make([]Event, 0, 5)
 	add := func(activity string, at int64) {
 		if at != 0 {
@@ -467,6 +472,7 @@ func newPending() *pending {
 	p.decodeErr, p.err = "", ""
 	p.nodeID, p.hasNodeID = [16]byte{}, false
 	p.responseOp = 0
+	p.rows = -1
 	return p
 }
 

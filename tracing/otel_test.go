@@ -104,7 +104,7 @@ func TestOTelSink(t *testing.T) {
 			want := map[string]string{"db.operation.name": "SELECT", "cassandra.consistency.level": "local_one",
 				"cassandra.page.size": "5000", "tracecar.mode": "full", "tracecar.command": "EXECUTE",
 				"db.namespace": "keyspace1", "db.collection.name": "standard1", "db.query.summary": "SELECT standard1",
-				"tracecar.param.param[0]": "<redacted: 1 bytes>"}
+				"tracecar.param.param[0]": "<redacted: 1 bytes>", "db.response.returned_rows": "1"}
 			for k, v := range want {
 				if a[k] != v {
 					t.Errorf("SELECT span attribute %s = %q; want %q", k, a[k], v)

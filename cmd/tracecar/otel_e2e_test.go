@@ -91,6 +91,7 @@ func TestJaegerPythonPrepared(t *testing.T) {
 			"db.operation.name": "SELECT", "db.query.text": "SELECT v FROM items WHERE k = ?",
 			"db.query.summary": "SELECT items", "server.address": nodeHost, "server.port": nodePort,
 			"network.peer.address": "127.0.0.1", "span.kind": "client", "tracecar.command": "EXECUTE",
+			"db.response.returned_rows": "0", "cassandra.consistency.level": "local_one",
 		}
 		for k, v := range want {
 			if tags[k] != v {
@@ -259,4 +260,38 @@ func getMetrics(tb testing.TB, admin string) string {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return string(b)
+}
+
+// BenchmarkOTLPReceiver404 measures gocql queries through the sidecar in full mode with
+// threshold 0 (every request becomes a span) with no exporter, and with an exporter whose
+// receiver answers 404: the failing export must not slow the data path.
+//
+//	go test ./cmd/tracecar -run '^$' -bench OTLPReceiver404 -benchtime 5000x -count 5
+func BenchmarkOTLPReceiver404(b *testing.B) {
+	for _, bc := range []struct {
+		name     string
+		endpoint func(testing.TB) string
+	}{
+		{"no-exporter", func(testing.TB) string { return "" }},
+		{"receiver-404", func(tb testing.TB) string { return newStatusServer(tb, 404) }},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+			b.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
+			st := mustStack(b, stackConfig{OTLPEndpoint: bc.endpoint(b), RingSize: 1000})
+			if err := st.tracer.SetConfig(tracing.Config{Enable: true, ThresholdMicros: 0, TTLSeconds: 60}); err != nil {
+				b.Fatal(err)
+			}
+			s := mustSession(b, st.Sidecar)
+			defer s.Close()
+			q := s.Query("SELECT release_version FROM system.local WHERE key = 'local'")
+			var rv string
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if err := q.Scan(&rv); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
