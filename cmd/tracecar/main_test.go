@@ -34,6 +34,13 @@ func TestUsageErrors(t *testing.T) {
 		{"otlp endpoint not a URL", []string{"sidecar", "--otlp-endpoint", "127.0.0.1:4318"}, "--otlp-endpoint must be a URL"},
 		{"otlp protocol", []string{"sidecar", "--otlp-protocol", "http/json"}, "want http/protobuf or grpc"},
 		{"node password alone", []string{"sidecar", "--node-password", "x"}, "needs --node-username"},
+		{"guardrail cpu over 100", []string{"sidecar", "--guardrail-cpu", "150"}, "--guardrail-cpu must be a percentage"},
+		{"guardrail tiny window", []string{"sidecar", "--guardrail-window", "1ms"}, "--guardrail-window must be at least 100ms"},
+		{"node api without node", []string{"sidecar", "--node-api", "http://127.0.0.1:1", "--node-kind", "scylla"}, "--node-api needs --node"},
+		{"node api without kind", []string{"sidecar", "--node", "127.0.0.1:1", "--node-api", "http://127.0.0.1:1"}, "--node-api needs --node-kind"},
+		{"bad node kind", []string{"sidecar", "--node", "127.0.0.1:1", "--node-api", "http://127.0.0.1:1", "--node-kind", "mysql"}, `node kind "mysql"`},
+		{"slow_query on cassandra", []string{"sidecar", "--node", "127.0.0.1:1", "--node-api", "http://127.0.0.1:1", "--node-kind", "cassandra-jolokia", "--node-apply", "slow_query"}, "--node-apply slow_query needs --node-kind scylla"},
+		{"bad node apply", []string{"sidecar", "--node-apply", "everything"}, "--node-apply"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
