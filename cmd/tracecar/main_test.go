@@ -186,7 +186,7 @@ func TestLoadcheckGuardrail(t *testing.T) {
 		relay := mustDelayRelay(t, st.Node, guardrailDelay)
 		var out, errb bytes.Buffer
 		code := run(context.Background(), loadcheckArgs(dir, "--node", st.Node, "--sidecar", st.Sidecar, "--admin", st.Admin,
-			"--modes", "direct,slow", "--mode", "slow=target="+relay, "--baseline", "direct", "--max-overhead", "slow=0.1%"), &out, &errb)
+			"--unthrottled", "--modes", "direct,slow", "--mode", "slow=target="+relay, "--baseline", "direct", "--max-overhead", "slow=0.1%"), &out, &errb)
 		if code != exitGuardrail {
 			t.Fatalf("exit code: got %d; want %d (guardrail breached)\n%s\n%s", code, exitGuardrail, out.String(), errb.String())
 		}
@@ -214,13 +214,13 @@ func TestLoadcheckGuardrail(t *testing.T) {
 			t.Errorf("slow costs %.2f%% of direct's op rate; want a large gap (> 50%%)", v.DegradationPct)
 		}
 		// Word for word, with the numbers of the report.
-		line := fmt.Sprintf("GUARDRAIL BREACHED: slow costs %.2f%% ± %.2f%% of direct's op rate, over its 0.1%% budget (paired p = %.3g < 0.05)\n",
+		line := fmt.Sprintf("GUARDRAIL BREACHED on op rate: slow costs %.2f%% ± %.2f%% of direct's op rate, over its 0.1%% budget (paired p = %.3g < 0.05)\n",
 			v.DegradationPct, v.DegradationErr, *v.PValue)
 		t.Logf("%s", strings.TrimSpace(line))
 		if !strings.Contains(out.String(), line) {
 			t.Errorf("stdout lacks the breach line\n%q\n%s", line, out.String())
 		}
-		if want := fmt.Sprintf("tracecar loadcheck: guardrail breached: slow %.2f%% > 0.1%%\n", v.DegradationPct); errb.String() != want {
+		if want := fmt.Sprintf("tracecar: guardrail breached: slow ops %+.2f%% ± %.2f%% > 0.1%%\n", v.DegradationPct, v.DegradationErr); errb.String() != want {
 			t.Errorf("stderr %q; want %q", errb.String(), want)
 		}
 	})
