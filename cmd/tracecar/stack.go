@@ -50,7 +50,8 @@ type stackConfig struct {
 	AdminTLSCert        string
 	AdminTLSKey         string
 	AdminInsecure       bool
-	OTLPEndpoint        string
+	OTLPEndpoint        string // "" with OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT set: the SDK reads the environment
+	OTLPProtocol        string // "" means OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL, else http/protobuf
 	BindValues          bool
 	RingSize            int
 	CQLSink             bool
@@ -58,6 +59,9 @@ type stackConfig struct {
 	MaxQueryLen         int  // bound on recorded query text, bytes
 	// TLS is the client-facing CQL listener's TLS; nil means plaintext.
 	TLS *tls.Config
+	// NodeUsername and NodePassword log in to a node with PasswordAuthenticator, for what
+	// the sidecar itself sends it (node events, the CQL sink). The password is never logged.
+	NodeUsername, NodePassword string
 	// NodeTLS is the TLS of everything that dials the node: the proxy's connections, the
 	// CQL sink and the node-event fetch. Nil means plaintext.
 	NodeTLS *tls.Config
@@ -158,7 +162,7 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 	if cfg.QueryLiterals {
 		tlog.Warn().Msg("--trace-query-literals: recorded query text keeps its literal values, which may hold personal data or secrets (role and user passwords are still redacted)")
 	}
-	sinks, closeSinks, err := buildSinks(ctx, cfg, st.Node, func() int64 { return st.tracer.Config().TTLSeconds })
+	sinks, closeSinks, err := buildSinks(ctx, cfg, st.Node, func() int64 { return st.tracer.Config().TTLSeconds }, *tlog)
 	if err != nil {
 		return fail(err)
 	}
@@ -285,7 +289,10 @@ func runSidecar(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.StringVar(&cfg.AdminTLSCert, "admin-tls-cert", "", "PEM certificate: serve the admin API over HTTPS")
 	fs.StringVar(&cfg.AdminTLSKey, "admin-tls-key", "", "PEM key for --admin-tls-cert")
 	fs.BoolVar(&cfg.AdminInsecure, "admin-insecure", false, "allow the admin API on a non-loopback address without a token")
-	fs.StringVar(&cfg.OTLPEndpoint, "otlp-endpoint", envOr("OTEL_EXPORTER_OTLP_ENDPOINT", ""), "OTLP/HTTP endpoint URL for trace spans, or \"stdout\"")
+	fs.StringVar(&cfg.OTLPEndpoint, "otlp-endpoint", "", "OTLP base URL for trace spans, such as http://127.0.0.1:4318 (/v1/traces is appended for http/protobuf), or \"stdout\"; default: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT")
+	fs.StringVar(&cfg.OTLPProtocol, "otlp-protocol", "", "OTLP protocol: http/protobuf or grpc (default: OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf)")
+	fs.StringVar(&cfg.NodeUsername, "node-username", "", "user name for the sidecar's own CQL connections to the node (node events, --cql-sink)")
+	fs.StringVar(&cfg.NodePassword, "node-password", "", "password for --node-username (prefer env TRACECAR_NODE_PASSWORD: flags show in ps)")
 	fs.BoolVar(&cfg.BindValues, "trace-bind-values", false, "include bound values in trace records (they may hold PII)")
 	fs.BoolVar(&cfg.QueryLiterals, "trace-query-literals", false, "keep literal values in recorded query text (they may hold PII); passwords are always redacted")
 	fs.IntVar(&cfg.MaxQueryLen, "trace-max-query-len", tracing.DefaultMaxQueryLen, "bytes of query text kept in a trace record; longer text is cut and marked")
@@ -326,8 +333,19 @@ func runSidecar(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if cfg.RingSize <= 0 {
 		return usageErrorf("--ring-size must be positive, got %d", cfg.RingSize)
 	}
-	if cfg.OTLPEndpoint != "" && cfg.OTLPEndpoint != "stdout" && !strings.Contains(cfg.OTLPEndpoint, "://") {
-		return usageErrorf("--otlp-endpoint must be a URL such as http://127.0.0.1:4318 or \"stdout\", got %q", cfg.OTLPEndpoint)
+	if cfg.OTLPEndpoint != "" && cfg.OTLPEndpoint != "stdout" {
+		if _, err := tracing.TracesURL(cfg.OTLPEndpoint); err != nil || !strings.Contains(cfg.OTLPEndpoint, "://") {
+			return usageErrorf("--otlp-endpoint must be a URL such as http://127.0.0.1:4318 or \"stdout\", got %q", cfg.OTLPEndpoint)
+		}
+	}
+	if _, err := tracing.ResolveProtocol(cfg.OTLPProtocol); err != nil {
+		return usageErrorf("--otlp-protocol (or OTEL_EXPORTER_OTLP_PROTOCOL): %v", err)
+	}
+	if cfg.NodePassword == "" {
+		cfg.NodePassword = os.Getenv("TRACECAR_NODE_PASSWORD")
+	}
+	if cfg.NodePassword != "" && cfg.NodeUsername == "" {
+		return usageErrorf("--node-password (or TRACECAR_NODE_PASSWORD) needs --node-username")
 	}
 	reg, err := lf.registry(stderr)
 	if err != nil {

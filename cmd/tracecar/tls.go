@@ -5,8 +5,6 @@ import (
 	"flag"
 	"net"
 
-	"github.com/gocql/gocql"
-
 	"github.com/tracecar/tracecar/internal/tlsconfig"
 )
 
@@ -74,15 +72,4 @@ func (f *nodeTLSFlags) config(nodeAddr string) (*tls.Config, error) {
 		}
 	}
 	return cfg, nil
-}
-
-// gocqlTLS makes a gocql cluster config speak TLS with cfg, checking the node's
-// certificate. A nil cfg leaves it plaintext.
-func gocqlTLS(cfg *tls.Config) func(*gocql.ClusterConfig) {
-	return func(cc *gocql.ClusterConfig) {
-		if cfg == nil {
-			return
-		}
-		cc.SslOpts = &gocql.SslOptions{Config: cfg.Clone(), EnableHostVerification: !cfg.InsecureSkipVerify}
-	}
 }
