@@ -65,11 +65,15 @@ type Config struct {
 	DrainTimeout time.Duration
 	// DialTimeout bounds a dial to the node. Zero means DefaultDialTimeout.
 	DialTimeout time.Duration
-	// MaxFrameSize is the largest frame body accepted from a client; a larger one gets a
-	// ProtocolError and closes the connection. Frames from the node are bounded by
-	// cql.MaxBodySize only, as the node is trusted to honour its own limit. Zero means
-	// cql.MaxBodySize.
+	// MaxFrameSize is the largest frame, header included, accepted from a client; a larger
+	// one gets Cassandra's ProtocolError on its stream and closes the connection. Until the
+	// handshake is done the limit is cql.MaxStartupFrameSize. Frames from the node are
+	// bounded by cql.MaxBodySize only, as the node is trusted to honour its own limit.
+	// Zero means cql.DefaultMaxFrameSize (16 MiB); more than cql.MaxBodySize is an error.
 	MaxFrameSize int
+	// MaxConnections bounds the client connections open at once; a connection accepted
+	// beyond it is closed at once, and a warning is logged. Zero means no limit.
+	MaxConnections int
 	// Logger is the "sidecar" logger: a debug line per request and a trace line per frame,
 	// plus connection-level lines. Nil means no logging.
 	Logger *zerolog.Logger
@@ -108,6 +112,10 @@ type Stats struct {
 	Rewritten uint64
 	// Rejected counts the frames answered with a ProtocolError for their version.
 	Rejected uint64
+	// Refused counts the connections closed because MaxConnections were open.
+	Refused uint64
+	// TooBig counts the frames refused for their size (see Config.MaxFrameSize).
+	TooBig uint64
 	// Bytes forwarded each way, counted on the client side.
 	BytesFromClients, BytesToClients uint64
 }
@@ -142,6 +150,7 @@ type Proxy struct {
 	accepted     atomic.Uint64
 	nodeFailures atomic.Uint64
 	rejected     atomic.Uint64
+	limitCounters
 
 	sysMu   sync.Mutex
 	sys     atomic.Pointer[map[string]*sysStmt] // prepared system statements, copy on write
@@ -159,8 +168,8 @@ func New(cfg Config, tr *tracing.Tracer) *Proxy {
 	if cfg.DialTimeout <= 0 {
 		cfg.DialTimeout = DefaultDialTimeout
 	}
-	if cfg.MaxFrameSize <= 0 || cfg.MaxFrameSize > cql.MaxBodySize {
-		cfg.MaxFrameSize = cql.MaxBodySize
+	if cfg.MaxFrameSize == 0 {
+		cfg.MaxFrameSize = cql.DefaultMaxFrameSize
 	}
 	p := &Proxy{
 		cfg:      cfg,
@@ -178,6 +187,10 @@ func New(cfg Config, tr *tracing.Tracer) *Proxy {
 	switch {
 	case cfg.NodeAddr == "":
 		p.cfgErr = errors.New("sidecar: no node address")
+	case cfg.MaxFrameSize < cql.HeaderSize || cfg.MaxFrameSize > cql.MaxBodySize:
+		p.cfgErr = fmt.Errorf("sidecar: max frame size %d: want %d to %d bytes", cfg.MaxFrameSize, cql.HeaderSize, cql.MaxBodySize)
+	case cfg.MaxConnections < 0:
+		p.cfgErr = fmt.Errorf("sidecar: max connections %d: want 0 (no limit) or more", cfg.MaxConnections)
 	case cfg.PeerPort < 0 || cfg.PeerPort > 65535:
 		p.cfgErr = fmt.Errorf("sidecar: peer port %d: want 0 to 65535", cfg.PeerPort)
 	}
@@ -236,6 +249,9 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 			break
 		}
 		delay = 0
+		if p.refuse(nc) {
+			continue
+		}
 		c := p.newConn(nc, g)
 		g.wg.Add(1)
 		go func() {
@@ -325,6 +341,8 @@ func (p *Proxy) Stats() Stats {
 		Accepted:         p.accepted.Load(),
 		NodeFailures:     p.nodeFailures.Load(),
 		Rejected:         p.rejected.Load(),
+		Refused:          p.refused.Load(),
+		TooBig:           p.tooBig.Load(),
 		Requests:         make(map[cql.Opcode]uint64),
 		Responses:        sum.responses,
 		Rewritten:        sum.rewritten,

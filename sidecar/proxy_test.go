@@ -76,10 +76,19 @@ func TestForwardPreservesStreamsAndBytes(t *testing.T) {
 func TestForwardLargeFrames(t *testing.T) {
 	node := mustFakeNode(t)
 	node.handle = func(fc *fakeConn, h cql.Header, body []byte) {
+		if h.Opcode == cql.OpStartup {
+			fc.send(frame(cql.ResponseBit|h.Version, 0, h.Stream, cql.OpReady, nil))
+			return
+		}
 		fc.send(frame(cql.ResponseBit|h.Version, 0, h.Stream, cql.OpResult, body))
 	}
 	p := mustProxy(t, Config{NodeAddr: node.addr()})
 	c := mustDial(t, p.addr)
+	// Frames over 64 KiB are accepted once the handshake is done.
+	c.send(frame(cql.V4, 0, 1, cql.OpStartup, cql.Startup{Options: map[string]string{"CQL_VERSION": "3.0.0"}}.AppendBody(nil, cql.V4)))
+	if h, _ := c.recv(); h.Opcode != cql.OpReady {
+		t.Fatalf("STARTUP: got %s, want READY", h.Opcode)
+	}
 	for _, size := range []int{readBufferSize - cql.HeaderSize, readBufferSize, 3*readBufferSize + 17, 1 << 20} {
 		body := bytes.Repeat([]byte{byte(size)}, size)
 		// OPTIONS with a body is nonsense to a node, but the proxy does not read it, so

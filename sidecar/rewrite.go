@@ -19,6 +19,7 @@ const (
 	kindPeers   rewriteKind = 2 // system.peers
 	kindPeersV2 rewriteKind = 3 // system.peers_v2
 	kindTable   rewriteKind = 0x0f
+	kindOptions rewriteKind = 0x20 // OPTIONS: SUPPORTED loses the bypass keys, see limits.go
 
 	// kindPrepare marks a PREPARE of a statement on the table in the low bits: its
 	// response tells the id that later EXECUTEs use.

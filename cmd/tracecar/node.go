@@ -16,6 +16,8 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	listen := fs.String("listen", "127.0.0.1:9042", "CQL native protocol address")
 	api := fs.String("api", "127.0.0.1:10001", "REST API address (loggers, trace_probability); empty disables it")
 	auth := fs.String("auth", "", "USER:PASS turns on PasswordAuthenticator")
+	maxFrame := maxFrameSizeFlag(fs)
+	scylla := fs.Bool("scylla-supported", false, "answer OPTIONS with ScyllaDB's SUPPORTED keys too (SCYLLA_SHARD, SCYLLA_NR_SHARDS, SCYLLA_SHARD_AWARE_PORT, …), to test shard-aware drivers")
 	lf := addLogFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -33,7 +35,7 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", *listen, err)
 	}
-	srv := node.New(node.Config{Auth: *auth, Logger: reg.Logger(logs.Node)})
+	srv := node.New(node.Config{Auth: *auth, Logger: reg.Logger(logs.Node), MaxFrameSize: maxFrame.n, ScyllaSupported: *scylla})
 	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ctx, ln) }()
 	fmt.Fprintf(stdout, "tracecar node: CQL on %s\n", ln.Addr())

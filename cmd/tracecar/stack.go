@@ -51,6 +51,8 @@ type stackConfig struct {
 	BindValues          bool
 	RingSize            int
 	CQLSink             bool
+	MaxFrameSize        int // bytes, header included; zero means the default
+	MaxConnections      int // zero means no limit
 }
 
 // stack is a running sidecar, its admin API and, when embedded, its node.
@@ -111,7 +113,7 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 			nln.Close()
 			return fail(fmt.Errorf("listen for the embedded node's API: %w", err))
 		}
-		srv := node.New(node.Config{Logger: reg.Logger(logs.Node)})
+		srv := node.New(node.Config{Logger: reg.Logger(logs.Node), MaxFrameSize: cfg.MaxFrameSize})
 		st.Node, st.NodeAPI = nln.Addr().String(), "http://"+aln.Addr().String()
 		st.goServe(&st.back, func() error { return srv.Serve(backCtx, nln) })
 		st.goServe(&st.back, func() error { return serveNodeAPI(backCtx, aln, srv, reg) })
@@ -141,12 +143,14 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 	st.closers = append([]func(context.Context) error{st.tracer.Close}, st.closers...)
 	m := metrics.New()
 	st.proxy = sidecar.New(sidecar.Config{
-		NodeAddr:      st.Node,
-		AdvertiseAddr: cfg.AdvertiseAddr,
-		PeerPort:      cfg.PeerPort,
-		DrainTimeout:  cfg.DrainTimeout,
-		Logger:        reg.Logger(logs.Sidecar),
-		Metrics:       m,
+		NodeAddr:       st.Node,
+		AdvertiseAddr:  cfg.AdvertiseAddr,
+		PeerPort:       cfg.PeerPort,
+		DrainTimeout:   cfg.DrainTimeout,
+		MaxFrameSize:   cfg.MaxFrameSize,
+		MaxConnections: cfg.MaxConnections,
+		Logger:         reg.Logger(logs.Sidecar),
+		Metrics:        m,
 	}, st.tracer)
 
 	pln, err := net.Listen("tcp", cfg.Listen)
@@ -233,9 +237,15 @@ func runSidecar(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.BoolVar(&cfg.BindValues, "trace-bind-values", false, "include bound values in trace records (they may hold PII)")
 	fs.IntVar(&cfg.RingSize, "ring-size", tracing.DefaultRingSize, "sessions kept in memory for /tracecar/slow_log")
 	fs.BoolVar(&cfg.CQLSink, "cql-sink", false, "also write slow-query records into the node's tracecar_traces keyspace, with TTL")
+	maxFrame := maxFrameSizeFlag(fs)
+	fs.IntVar(&cfg.MaxConnections, "max-connections", defaultMaxConnections, "client connections held at once; more are closed on accept, with a warning in the log (0: no limit)")
 	lf := addLogFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	cfg.MaxFrameSize = maxFrame.n
+	if cfg.MaxConnections < 0 {
+		return usageErrorf("--max-connections must be 0 (no limit) or more, got %d", cfg.MaxConnections)
 	}
 	if (cfg.AdminTLSCert == "") != (cfg.AdminTLSKey == "") {
 		return usageErrorf("--admin-tls-cert and --admin-tls-key go together")
