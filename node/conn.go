@@ -21,6 +21,11 @@ import (
 // maxRejectBody bounds what is read of a frame of an unsupported version before answering.
 const maxRejectBody = 1 << 20
 
+// connBufferSize is the size of a connection's reader and writer. They are what an idle
+// connection holds, so they are kept small; larger frames are read into a buffer that grows
+// as they arrive, and larger responses are written through.
+const connBufferSize = 16 << 10
+
 // maxKeptBuffer is the largest read buffer a connection keeps between frames.
 const maxKeptBuffer = 1 << 20
 
@@ -59,8 +64,8 @@ type conn struct {
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
-	c := &conn{s: s, nc: nc, br: bufio.NewReaderSize(nc, 64<<10)}
-	c.w.w = bufio.NewWriterSize(nc, 64<<10)
+	c := &conn{s: s, nc: nc, br: bufio.NewReaderSize(nc, connBufferSize)}
+	c.w.w = bufio.NewWriterSize(nc, connBufferSize)
 	if ap, err := netip.ParseAddrPort(nc.RemoteAddr().String()); err == nil {
 		c.peer = ap.Addr()
 	}
