@@ -56,6 +56,7 @@ type conn struct {
 	sess    Session
 
 	wantsSchemaEvents atomic.Bool
+	wantsNodeEvents   atomic.Bool // TOPOLOGY_CHANGE or STATUS_CHANGE, see BroadcastEvent
 
 	in   []byte // frame read buffer
 	dbuf []byte // decompressed body
@@ -244,6 +245,7 @@ func (c *conn) handle(h cql.Header, body []byte) error {
 			case "SCHEMA_CHANGE":
 				c.wantsSchemaEvents.Store(true)
 			case "TOPOLOGY_CHANGE", "STATUS_CHANGE":
+				c.wantsNodeEvents.Store(true)
 			default:
 				c.sendError(h, protocolError("Invalid value '"+e+"' for Type"))
 				return nil

@@ -43,7 +43,13 @@ type testNode struct {
 
 func startNode(tb testing.TB, cfg node.Config) *testNode {
 	tb.Helper()
-	n := &testNode{srv: node.New(cfg), addr: "127.0.0.1:0"}
+	return startNodeOn(tb, cfg, "127.0.0.1:0")
+}
+
+// startNodeOn starts a node listening on addr, such as "127.0.0.2:0".
+func startNodeOn(tb testing.TB, cfg node.Config, addr string) *testNode {
+	tb.Helper()
+	n := &testNode{srv: node.New(cfg), addr: addr}
 	n.start(tb)
 	tb.Cleanup(n.stop)
 	return n
@@ -107,12 +113,21 @@ func startSidecar(tb testing.TB, cfg sidecar.Config, tr *tracing.Tracer) *testSi
 // session opens a gocql session to addr that fails fast and reconnects fast.
 func session(tb testing.TB, addr string) *gocql.Session {
 	tb.Helper()
+	return sessionWith(tb, addr, nil)
+}
+
+// sessionWith is session with the cluster configuration changed by edit, when not nil.
+func sessionWith(tb testing.TB, addr string, edit func(*gocql.ClusterConfig)) *gocql.Session {
+	tb.Helper()
 	host, port, _ := net.SplitHostPort(addr)
 	p, _ := strconv.Atoi(port)
 	c := drivertest.Cluster(drivertest.Options{Host: host, Port: p})
 	c.RetryPolicy = &gocql.SimpleRetryPolicy{NumRetries: 0}
 	c.ReconnectInterval = 200 * time.Millisecond
 	c.NumConns = 2
+	if edit != nil {
+		edit(c)
+	}
 	s, err := c.CreateSession()
 	if err != nil {
 		tb.Fatalf("gocql connect to %s: %v", addr, err)

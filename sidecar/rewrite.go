@@ -195,7 +195,7 @@ func (c *conn) rewriteResult(frame []byte, req inflight) []byte {
 }
 
 // rewriteRows replaces the addresses in the rows of a system table: in system.local the
-// rpc_address becomes the advertised address and the native port its port; in the peers
+// rpc_address and broadcast_address become the advertised address and the native port its port; in the peers
 // tables the native port becomes the peer port, as a sidecar is assumed beside every
 // node. It reports whether it changed anything.
 func (c *conn) rewriteRows(kind rewriteKind, cols []cql.ColumnSpec, rows [][][]byte) bool {
@@ -203,7 +203,9 @@ func (c *conn) rewriteRows(kind rewriteKind, cols []cql.ColumnSpec, rows [][][]b
 	for j, col := range cols {
 		var val []byte
 		switch {
-		case col.Type.ID == cql.TypeInet && col.Name == "rpc_address" && kind == kindLocal:
+		case col.Type.ID == cql.TypeInet && (col.Name == "rpc_address" || col.Name == "broadcast_address") && kind == kindLocal:
+			// broadcast_address too: gocql matches events to hosts by it, and events about
+			// this node carry the advertised address (see rewriteEvent).
 			val = c.advertise.Addr().AsSlice()
 		case col.Type.ID == cql.TypeInt && (col.Name == "native_port" || col.Name == "rpc_port"):
 			port := c.peerPort

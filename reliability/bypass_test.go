@@ -1,0 +1,105 @@
+package reliability
+
+import (
+	"bufio"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/gocql/gocql"
+
+	"github.com/tracecar/tracecar/cql"
+	"github.com/tracecar/tracecar/node"
+	"github.com/tracecar/tracecar/sidecar"
+)
+
+// TestOptionsThroughSidecarHasNoShardAwarePort is the acceptance case: through the sidecar,
+// OPTIONS to a node started with --scylla-supported gets a SUPPORTED without the
+// shard-aware ports, and with the other SCYLLA_* keys.
+func TestOptionsThroughSidecarHasNoShardAwarePort(t *testing.T) {
+	n := startNode(t, node.Config{ScyllaSupported: true})
+	sc := startSidecar(t, sidecar.Config{NodeAddr: n.addr}, nil)
+	for _, target := range []struct {
+		name, addr string
+		wantPort   bool
+	}{{"node", n.addr, true}, {"sidecar", sc.addr, false}} {
+		c := dialReady(t, target.addr)
+		c.SetDeadline(time.Now().Add(testTimeout))
+		c.Write(cql.AppendFrame(nil, cql.Header{Version: cql.V4, Stream: 9}, cql.Options{}))
+		h, body, _, err := cql.ReadFrame(bufio.NewReader(c), nil)
+		c.Close()
+		if err != nil || h.Opcode != cql.OpSupported {
+			t.Fatalf("%s: OPTIONS got %s, %v; want SUPPORTED", target.name, h.Opcode, err)
+		}
+		m, err := cql.DecodeSupported(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("SUPPORTED from the %s: %v", target.name, m.Options)
+		for _, k := range []string{"SCYLLA_SHARD_AWARE_PORT", "SCYLLA_SHARD_AWARE_PORT_SSL"} {
+			if _, ok := m.Options[k]; ok != target.wantPort {
+				t.Errorf("%s: SUPPORTED has %s: %v, want %v", target.name, k, ok, target.wantPort)
+			}
+		}
+		for _, k := range []string{"SCYLLA_SHARD", "SCYLLA_NR_SHARDS", "SCYLLA_PARTITIONER", "SCYLLA_SHARDING_ALGORITHM", "SCYLLA_SHARDING_IGNORE_MSB"} {
+			if _, ok := m.Options[k]; !ok {
+				t.Errorf("%s: SUPPORTED lacks %s", target.name, k)
+			}
+		}
+	}
+}
+
+// downRecorder is a host selection policy that reports the hosts gocql marks down.
+type downRecorder struct {
+	gocql.HostSelectionPolicy
+	down chan string
+}
+
+func (d *downRecorder) HostDown(h *gocql.HostInfo) {
+	select {
+	case d.down <- h.ConnectAddress().String():
+	default:
+	}
+	d.HostSelectionPolicy.HostDown(h)
+}
+
+// TestDriverActsOnEventsThroughSidecar: the node (on 127.0.0.2) sends STATUS_CHANGE DOWN
+// about itself; through the sidecar (on 127.0.0.1) gocql matches the event to the host it
+// knows, by the broadcast_address the sidecar wrote into system.local, and marks it down.
+func TestDriverActsOnEventsThroughSidecar(t *testing.T) {
+	n := startNodeOn(t, node.Config{}, "127.0.0.2:0")
+	sc := startSidecar(t, sidecar.Config{NodeAddr: n.addr}, nil)
+	rec := &downRecorder{HostSelectionPolicy: gocql.RoundRobinHostPolicy(), down: make(chan string, 16)}
+	s := sessionWith(t, sc.addr, func(c *gocql.ClusterConfig) {
+		c.PoolConfig.HostSelectionPolicy = rec
+		c.ReconnectInterval = time.Hour // the host stays down once marked
+	})
+	var b string
+	if err := s.Query("SELECT broadcast_address FROM system.local").Scan(&b); err != nil {
+		t.Fatal(err)
+	}
+	if want := "127.0.0.1"; b != want {
+		t.Errorf("broadcast_address through the sidecar = %s, want %s (the sidecar's)", b, want)
+	}
+	// The control connection has registered for events once the session is up; the event
+	// is sent again until gocql acts on it, in case registration was still in flight, but
+	// no oftener than gocql's debouncer (1 s) lets events through.
+	ev := cql.Event{Type: cql.EventStatusChange, Change: "DOWN", Addr: netip.MustParseAddrPort(n.addr)}
+	deadline := time.After(testTimeout)
+	tick := time.NewTicker(3 * time.Second)
+	defer tick.Stop()
+	for {
+		n.srv.BroadcastEvent(ev)
+		select {
+		case got := <-rec.down:
+			if got != "127.0.0.1" {
+				t.Errorf("gocql marked %s down, want 127.0.0.1 (the sidecar)", got)
+			}
+			t.Logf("gocql marked %s down on the node's STATUS_CHANGE DOWN about %s", got, n.addr)
+			return
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("gocql did not act on STATUS_CHANGE DOWN within %v: the event does not match the host it knows", testTimeout)
+		}
+	}
+}
