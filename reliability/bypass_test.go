@@ -103,3 +103,31 @@ func TestDriverActsOnEventsThroughSidecar(t *testing.T) {
 		}
 	}
 }
+
+// TestSystemTablesFromTableReference: through the sidecar (127.0.0.1) to a node on
+// 127.0.0.2, a SELECT FROM local after USE system is rewritten, and a user's table whose
+// query mentions 'system.local' in a string literal is not.
+func TestSystemTablesFromTableReference(t *testing.T) {
+	n := startNodeOn(t, node.Config{}, "127.0.0.2:0")
+	sc := startSidecar(t, sidecar.Config{NodeAddr: n.addr}, nil)
+	s := session(t, sc.addr)
+	mustExec(t, s, "CREATE KEYSPACE IF NOT EXISTS rel WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
+	mustExec(t, s, "CREATE TABLE IF NOT EXISTS rel.addrs (k text PRIMARY KEY, rpc_address inet)")
+	mustExec(t, s, "INSERT INTO rel.addrs (k, rpc_address) VALUES ('system.local', '10.1.2.3')")
+	var got string
+	if err := s.Query("SELECT rpc_address FROM rel.addrs WHERE k = 'system.local'").Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	if got != "10.1.2.3" {
+		t.Errorf("user table read with 'system.local' in a literal: rpc_address %s, want 10.1.2.3 (not rewritten)", got)
+	}
+	sys := sessionWith(t, sc.addr, func(c *gocql.ClusterConfig) { c.Keyspace = "system" })
+	for _, q := range []string{"SELECT rpc_address FROM local", "SELECT rpc_address FROM system.local"} {
+		if err := sys.Query(q).Scan(&got); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		if got != "127.0.0.1" {
+			t.Errorf("after USE system, %s: rpc_address %s, want 127.0.0.1 (the sidecar's)", q, got)
+		}
+	}
+}

@@ -64,6 +64,8 @@ type conn struct {
 	version byte         // the protocol version of the first accepted frame
 	comp    atomic.Int32 // index into compressors, set by STARTUP
 	ready   atomic.Bool  // handshake done: the full frame limit applies, see limits.go
+	// inSystem is set when USE made system the connection's keyspace (statement.go).
+	inSystem atomic.Bool
 
 	streams  streamTable
 	counters connCounters
@@ -490,8 +492,11 @@ func (c *conn) inspect(h cql.Header, frame []byte) (rewriteKind, *sysStmt) {
 		if n < 0 || n > len(body)-4 {
 			return kindNone, nil
 		}
-		k := systemTable(body[4 : 4+n])
-		if k != kindNone && h.Opcode == cql.OpPrepare {
+		k := statementTable(body[4:4+n], c.inSystem.Load())
+		switch {
+		case k == kindUse && h.Opcode == cql.OpPrepare:
+			k = kindNone
+		case k != kindNone && k != kindUse && h.Opcode == cql.OpPrepare:
 			k |= kindPrepare
 		}
 		return k, nil

@@ -1,7 +1,6 @@
 package sidecar
 
 import (
-	"bytes"
 	"encoding/binary"
 	"maps"
 	"net/netip"
@@ -50,77 +49,8 @@ func (p *Proxy) rememberStmt(id []byte, kind rewriteKind, cols []cql.ColumnSpec)
 	p.sys.Store(&m)
 }
 
-// Names that systemTable looks for, in any case.
-var (
-	nameSystem  = []byte("system")
-	nameLocal   = []byte("local")
-	namePeers   = []byte("peers")
-	namePeersV2 = []byte("peers_v2")
-)
-
-// systemTable reports whether the CQL text q names system.local, system.peers or
-// system.peers_v2, in any case, quoted or not. It does not allocate.
-func systemTable(q []byte) rewriteKind {
-	for i := 0; i < len(q); i++ {
-		if c := q[i]; c != '"' && c|0x20 != 's' {
-			continue
-		}
-		j := i
-		quoted := q[j] == '"'
-		if quoted {
-			j++
-		} else if i > 0 && isIdent(q[i-1]) {
-			continue
-		}
-		if len(q)-j < len(nameSystem) || !bytes.EqualFold(q[j:j+len(nameSystem)], nameSystem) {
-			continue
-		}
-		j += len(nameSystem)
-		if quoted {
-			if j >= len(q) || q[j] != '"' {
-				continue
-			}
-			j++
-		} else if j < len(q) && isIdent(q[j]) {
-			continue // system_schema, system_traces, …
-		}
-		j = skipSpace(q, j)
-		if j >= len(q) || q[j] != '.' {
-			continue
-		}
-		j = skipSpace(q, j+1)
-		quoted = j < len(q) && q[j] == '"'
-		if quoted {
-			j++
-		}
-		k := j
-		for k < len(q) && isIdent(q[k]) {
-			k++
-		}
-		if quoted && (k >= len(q) || q[k] != '"') {
-			continue
-		}
-		switch name := q[j:k]; {
-		case bytes.EqualFold(name, nameLocal):
-			return kindLocal
-		case bytes.EqualFold(name, namePeers):
-			return kindPeers
-		case bytes.EqualFold(name, namePeersV2):
-			return kindPeersV2
-		}
-	}
-	return kindNone
-}
-
 func isIdent(c byte) bool {
 	return 'a' <= c|0x20 && c|0x20 <= 'z' || '0' <= c && c <= '9' || c == '_'
-}
-
-func skipSpace(q []byte, i int) int {
-	for i < len(q) && (q[i] == ' ' || q[i] == '\t' || q[i] == '\n' || q[i] == '\r') {
-		i++
-	}
-	return i
 }
 
 // responseBody returns the header of a response frame, its prefix, its message body
@@ -173,6 +103,10 @@ func (c *conn) rewriteResult(frame []byte, req inflight) []byte {
 		return frame
 	}
 	switch m := msg.(type) {
+	case cql.SetKeyspaceResult:
+		if req.kind == kindUse {
+			c.inSystem.Store(m.Keyspace == "system")
+		}
 	case cql.PreparedResult:
 		if req.kind&kindPrepare != 0 {
 			c.p.rememberStmt(m.ID, req.kind&kindTable, m.ResultMetadata.Columns)
