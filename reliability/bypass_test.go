@@ -131,3 +131,65 @@ func TestSystemTablesFromTableReference(t *testing.T) {
 		}
 	}
 }
+
+// TestPreparedSystemStatementAfterSidecarRestart: a statement on system.local prepared
+// through one sidecar is executed, with skip_metadata as drivers do, through a new sidecar
+// that never saw the PREPARE (a restarted one). Its rows are rewritten all the same, and a
+// statement on a user table is left alone.
+func TestPreparedSystemStatementAfterSidecarRestart(t *testing.T) {
+	n := startNodeOn(t, node.Config{}, "127.0.0.2:0")
+	s := session(t, n.addr)
+	mustExec(t, s, "CREATE KEYSPACE IF NOT EXISTS rel WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
+	mustExec(t, s, "CREATE TABLE IF NOT EXISTS rel.addrs (k text PRIMARY KEY, rpc_address inet)")
+	mustExec(t, s, "INSERT INTO rel.addrs (k, rpc_address) VALUES ('local', '10.1.2.3')")
+
+	first := startSidecar(t, sidecar.Config{NodeAddr: n.addr}, nil)
+	prepare := func(addr, q string) []byte {
+		c := dialReady(t, addr)
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(testTimeout))
+		c.Write(cql.AppendFrame(nil, cql.Header{Version: cql.V4, Stream: 1}, cql.Prepare{Query: q}))
+		_, body, _, err := cql.ReadFrame(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := cql.DecodeResult(body, cql.V4)
+		p, ok := m.(cql.PreparedResult)
+		if err != nil || !ok {
+			t.Fatalf("PREPARE %s: %T %v", q, m, err)
+		}
+		return p.ID
+	}
+	sysID := prepare(first.addr, "SELECT rpc_address FROM system.local WHERE key = ?")
+	userID := prepare(first.addr, "SELECT rpc_address FROM rel.addrs WHERE k = ?")
+
+	restarted := startSidecar(t, sidecar.Config{NodeAddr: n.addr}, nil)
+	c := dialReady(t, restarted.addr)
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(testTimeout))
+	r := bufio.NewReader(c)
+	execute := func(id []byte) string {
+		t.Helper()
+		params := cql.QueryParams{Consistency: cql.One, Flags: cql.QueryValues | cql.QuerySkipMetadata, Values: []cql.Value{{Bytes: []byte("local")}}}
+		c.Write(cql.AppendFrame(nil, cql.Header{Version: cql.V4, Stream: 2}, cql.Execute{ID: id, Params: params}))
+		_, body, _, err := cql.ReadFrame(r, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := cql.DecodeResult(body, cql.V4)
+		rows, ok := m.(cql.RowsResult)
+		if err != nil || !ok || len(rows.Rows) != 1 {
+			t.Fatalf("EXECUTE: %T %+v %v", m, m, err)
+		}
+		a, _ := netip.AddrFromSlice(rows.Rows[0][0])
+		return a.String()
+	}
+	for i := range 2 { // the first EXECUTE probes, the second uses what it learnt
+		if got := execute(sysID); got != "127.0.0.1" {
+			t.Errorf("EXECUTE %d of the system.local statement: rpc_address %s, want 127.0.0.1 (the sidecar's)", i+1, got)
+		}
+		if got := execute(userID); got != "10.1.2.3" {
+			t.Errorf("EXECUTE %d of the user statement: rpc_address %s, want 10.1.2.3 (untouched)", i+1, got)
+		}
+	}
+}

@@ -501,21 +501,7 @@ func (c *conn) inspect(h cql.Header, frame []byte) (rewriteKind, *sysStmt) {
 		}
 		return k, nil
 	case cql.OpExecute:
-		sys := *c.p.sys.Load()
-		if len(sys) == 0 {
-			return kindNone, nil
-		}
-		body := c.requestBody(h, frame)
-		if len(body) < 2 {
-			return kindNone, nil
-		}
-		n := int(binary.BigEndian.Uint16(body))
-		if n > len(body)-2 {
-			return kindNone, nil
-		}
-		if st, ok := sys[string(body[2:2+n])]; ok {
-			return st.kind, st
-		}
+		return c.inspectExecute(h, frame)
 	}
 	return kindNone, nil
 }

@@ -152,6 +152,7 @@ type Proxy struct {
 	rejected     atomic.Uint64
 	limitCounters
 
+	checked checkedStmts // prepared ids that read no system table
 	sysMu   sync.Mutex
 	sys     atomic.Pointer[map[string]*sysStmt] // prepared system statements, copy on write
 	nodeRPC atomic.Pointer[netip.Addr]          // the rpc_address the node reported

@@ -28,6 +28,7 @@ const (
 // sysStmt is a prepared statement that reads a system table.
 type sysStmt struct {
 	kind rewriteKind
+	id   string // the statement id, for a probe (statement.go)
 	// cols are the result columns from the Prepared response, for the Rows responses
 	// that skip their metadata.
 	cols []cql.ColumnSpec
@@ -100,6 +101,14 @@ func (c *conn) rewriteResult(frame []byte, req inflight) []byte {
 	msg, err := cql.DecodeResult(body, h.ProtoVersion())
 	if err != nil {
 		c.log.Warn().Err(err).Msg("decode system table result; forwarding it unchanged")
+		return frame
+	}
+	if req.kind == kindProbe {
+		if c.probeResult(msg, req) {
+			if out, ok := c.encode(h, prefix, msg, comp); ok {
+				return out
+			}
+		}
 		return frame
 	}
 	switch m := msg.(type) {

@@ -1,6 +1,12 @@
 package sidecar
 
-import "bytes"
+import (
+	"bytes"
+	"encoding/binary"
+	"sync"
+
+	"github.com/tracecar/tracecar/cql"
+)
 
 // The proxy rewrites the answers to queries on system.local, system.peers and
 // system.peers_v2. It finds them from the statement's table reference, as the node would:
@@ -151,4 +157,101 @@ func quotedEnd(q []byte, i int, quote byte) int {
 		}
 	}
 	return len(q)
+}
+
+// Prepared statements are found by their PREPARE; a sidecar that did not see it (it was
+// restarted, or the driver prepared through another one) learns the statement from its
+// first EXECUTE instead: it asks for the result metadata (clearing skip_metadata, which a
+// driver handles as the protocol says), and the keyspace and table there tell whether the
+// statement reads a system table. Each id is probed once; the ids found not to are kept in
+// a bounded set.
+
+// kindProbe marks an EXECUTE of a statement id not seen before.
+const kindProbe rewriteKind = 0x80
+
+// maxCheckedStmts bounds the ids remembered as not reading a system table; beyond it, new
+// ids are not probed.
+const maxCheckedStmts = 1 << 16
+
+// checkedStmts is the set of prepared ids known not to read a system table.
+type checkedStmts struct {
+	mu  sync.RWMutex
+	ids map[string]struct{}
+}
+
+func (s *checkedStmts) has(id []byte) (found, full bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	_, found = s.ids[string(id)]
+	return found, len(s.ids) >= maxCheckedStmts
+}
+
+func (s *checkedStmts) add(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ids == nil {
+		s.ids = make(map[string]struct{})
+	}
+	if len(s.ids) < maxCheckedStmts {
+		s.ids[id] = struct{}{}
+	}
+}
+
+// inspectExecute returns what the response to an EXECUTE needs: the rewrite of a known
+// system statement, a probe of an id not seen before, or nothing.
+func (c *conn) inspectExecute(h cql.Header, frame []byte) (rewriteKind, *sysStmt) {
+	sys := *c.p.sys.Load()
+	if h.Flags&cql.FlagCompression != 0 && len(sys) == 0 {
+		// A compressed body cannot be changed in place, so it is not probed, and
+		// decompressing every EXECUTE to look for known ids would cost the hot path.
+		return kindNone, nil
+	}
+	body := c.requestBody(h, frame)
+	if len(body) < 2 {
+		return kindNone, nil
+	}
+	n := int(binary.BigEndian.Uint16(body))
+	if n > len(body)-2 {
+		return kindNone, nil
+	}
+	id := body[2 : 2+n]
+	if st, ok := sys[string(id)]; ok {
+		return st.kind, st
+	}
+	if found, full := c.p.checked.has(id); found || full {
+		return kindNone, nil
+	}
+	if h.Flags&cql.FlagCompression != 0 {
+		return kindNone, nil
+	}
+	// The flags follow the id and the consistency.
+	if f := 2 + n + 2; f < len(body) {
+		body[f] &^= cql.QuerySkipMetadata
+	}
+	return kindProbe, &sysStmt{id: string(id)}
+}
+
+// probeResult learns from the response to a probed EXECUTE whether its statement reads a
+// system table, and rewrites the rows when it does.
+func (c *conn) probeResult(m cql.Message, req inflight) bool {
+	switch m := m.(type) {
+	case cql.RowsResult:
+		cols := m.Metadata.Columns
+		if m.Metadata.Flags&cql.RowsNoMetadata != 0 || len(cols) == 0 {
+			return false // nothing learnt; the next EXECUTE probes again
+		}
+		kind := kindNone
+		if cols[0].Keyspace == "system" {
+			kind = systemTableName([]byte(cols[0].Table))
+		}
+		if kind == kindNone {
+			c.p.checked.add(req.stmt.id)
+			return false
+		}
+		c.p.rememberStmt([]byte(req.stmt.id), kind, cols)
+		return c.rewriteRows(kind, cols, m.Rows)
+	case cql.VoidResult:
+		c.p.checked.add(req.stmt.id)
+	}
+	return false
 }
