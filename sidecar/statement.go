@@ -237,11 +237,10 @@ func (c *conn) probeResult(m cql.Message, req inflight) bool {
 	switch m := m.(type) {
 	case cql.RowsResult:
 		cols := m.Metadata.Columns
-		if m.Metadata.Flags&cql.RowsNoMetadata != 0 || len(cols) == 0 {
-			return false // nothing learnt; the next EXECUTE probes again
-		}
 		kind := kindNone
-		if cols[0].Keyspace == "system" {
+		// Without metadata (a node that ignored the request for it) nothing can be
+		// learnt; the id is not probed again, so that the hot path does not pay twice.
+		if m.Metadata.Flags&cql.RowsNoMetadata == 0 && len(cols) > 0 && cols[0].Keyspace == "system" {
 			kind = systemTableName([]byte(cols[0].Table))
 		}
 		if kind == kindNone {
