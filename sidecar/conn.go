@@ -379,7 +379,7 @@ func (c *conn) requests() error {
 				return noEOF(err)
 			}
 		case c.tr != nil || c.readsBody(h.Opcode):
-			if c.reqBuf, err = cql.AppendRead(c.reqBuf[:0], r, n); err != nil {
+			if c.reqBuf, err = c.readWhole(r, n); err != nil {
 				return err
 			}
 			frame = c.reqBuf
@@ -422,6 +422,7 @@ func (c *conn) requests() error {
 			r.Discard(n)
 		default:
 			err = c.toNode.write(frame, h.Stream)
+			c.p.held.release(n)
 			if cap(c.reqBuf) > maxKeptBuffer {
 				c.reqBuf = nil
 			}

@@ -1,7 +1,10 @@
 package sidecar
 
 import (
+	"bufio"
 	"net"
+	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -17,7 +20,10 @@ import (
 //   - toward a client that does not read, a connection buffers at most writeBufferSize bytes
 //     (frameWriter never grows): then its response goroutine blocks, stops reading the node,
 //     and the node's own writes block in turn, which is backpressure rather than growth;
-//   - Config.MaxConnections bounds the connections, and with them the buffers.
+//   - Config.MaxConnections bounds the connections, and with them the buffers;
+//   - Config.MaxRequestDataInFlight bounds the bytes of the frames held whole by all
+//     connections together, so that many authenticated clients sending frames just under
+//     the limit, slowly, wait for each other instead of adding up.
 
 // frameLimit returns the largest frame, header included, that the client may send now.
 func (c *conn) frameLimit() uint64 {
@@ -63,8 +69,7 @@ func (p *Proxy) refuse(nc net.Conn) bool {
 	if open < p.cfg.MaxConnections {
 		return false
 	}
-	nc.Close()
-	p.refused.Add(1)
+	p.refused.Add(1) // before the close, which the client sees
 	n := p.refusedUnlogged.Add(1)
 	now := time.Now().UnixNano()
 	if last := p.refusedLogged.Load(); now-last >= int64(refuseLogEvery) && p.refusedLogged.CompareAndSwap(last, now) {
@@ -73,6 +78,7 @@ func (p *Proxy) refuse(nc net.Conn) bool {
 			Str("client", nc.RemoteAddr().String()).
 			Msg("connection limit reached (--max-connections): closing new client connections until some end")
 	}
+	nc.Close()
 	return true
 }
 
@@ -116,4 +122,72 @@ func (c *conn) rewriteSupported(frame []byte) []byte {
 		return out
 	}
 	return frame
+}
+
+// readWhole reads the frame of n bytes at the head of r into the connection's scratch
+// buffer, once the proxy-wide budget of frames held whole has room for it; the caller
+// releases n from c.p.held once the frame is forwarded. While it waits the connection
+// reads nothing: that is the backpressure. It gives up when the connection closes, its
+// node connection fails, or the proxy drains.
+func (c *conn) readWhole(r *bufio.Reader, n int) ([]byte, error) {
+	stop := func() bool { return c.closed.Load() || c.nodeFailed.Load() || c.draining.Load() }
+	if !c.p.held.acquire(int64(n), stop) {
+		if c.draining.Load() {
+			return c.reqBuf, os.ErrDeadlineExceeded // as a drained read: see serve
+		}
+		return c.reqBuf, errClientGone
+	}
+	buf, err := cql.AppendRead(c.reqBuf[:0], r, n)
+	if err != nil {
+		c.p.held.release(n)
+	}
+	return buf, err
+}
+
+// byteBudget is a counting semaphore of bytes. Its zero value is not usable: call init.
+type byteBudget struct {
+	mu   sync.Mutex
+	used int64
+	max  int64
+	wake chan struct{} // closed and replaced by every release
+}
+
+func (b *byteBudget) init(max int64) {
+	b.max, b.wake = max, make(chan struct{})
+}
+
+// budgetPoll is how often a waiter checks that its connection is still open.
+const budgetPoll = 100 * time.Millisecond
+
+// acquire takes n bytes, waiting while they do not fit; it returns false, without them, once
+// stop reports true. A request larger than the whole budget is let through alone.
+func (b *byteBudget) acquire(n int64, stop func() bool) bool {
+	for {
+		b.mu.Lock()
+		if b.used+n <= b.max || b.used == 0 {
+			b.used += n
+			b.mu.Unlock()
+			return true
+		}
+		wake := b.wake
+		b.mu.Unlock()
+		t := time.NewTimer(budgetPoll)
+		select {
+		case <-wake:
+		case <-t.C:
+		}
+		t.Stop()
+		if stop() {
+			return false
+		}
+	}
+}
+
+// release returns n bytes and wakes the waiters.
+func (b *byteBudget) release(n int) {
+	b.mu.Lock()
+	b.used -= int64(n)
+	close(b.wake)
+	b.wake = make(chan struct{})
+	b.mu.Unlock()
 }

@@ -3,6 +3,7 @@ package sidecar
 import (
 	"bytes"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -165,5 +166,36 @@ func TestSupportedLosesShardAwarePorts(t *testing.T) {
 		if _, ok := m.Options[k]; !ok {
 			t.Errorf("SUPPORTED lost %s; only the shard-aware ports are removed", k)
 		}
+	}
+}
+
+func TestByteBudget(t *testing.T) {
+	var b byteBudget
+	b.init(100)
+	never := func() bool { return false }
+	if !b.acquire(60, never) || !b.acquire(40, never) {
+		t.Fatal("acquire within the budget failed")
+	}
+	got := make(chan bool)
+	go func() { got <- b.acquire(50, never) }()
+	select {
+	case <-got:
+		t.Fatal("acquire beyond the budget did not wait")
+	case <-time.After(50 * time.Millisecond):
+	}
+	b.release(60)
+	if !recvWithin(t, got) {
+		t.Fatal("acquire after a release failed")
+	}
+	var stop atomic.Bool
+	go func() { got <- b.acquire(80, stop.Load) }()
+	stop.Store(true)
+	if recvWithin(t, got) {
+		t.Fatal("acquire succeeded after stop; want false")
+	}
+	b.release(40)
+	b.release(50)
+	if !b.acquire(1000, never) {
+		t.Fatal("a request larger than the budget must pass when nothing is held")
 	}
 }

@@ -16,6 +16,7 @@
 package sidecar
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -36,6 +37,9 @@ import (
 const (
 	DefaultDrainTimeout = 10 * time.Second
 	DefaultDialTimeout  = 5 * time.Second
+
+	// DefaultMaxRequestDataInFlight is the default of Config.MaxRequestDataInFlight.
+	DefaultMaxRequestDataInFlight = 128 << 20
 )
 
 // Sizes of the per-connection buffers. A connection holds two readers and two writers of
@@ -74,6 +78,12 @@ type Config struct {
 	// MaxConnections bounds the client connections open at once; a connection accepted
 	// beyond it is closed at once, and a warning is logged. Zero means no limit.
 	MaxConnections int
+	// MaxRequestDataInFlight bounds the bytes of the client frames that all connections
+	// together hold whole (frames over 16 KiB that the proxy reads, not streams), as
+	// Cassandra's native_transport_max_request_data_in_flight: a connection whose frame
+	// does not fit waits, without reading, until others are forwarded. Zero means
+	// DefaultMaxRequestDataInFlight; it is raised to MaxFrameSize if smaller.
+	MaxRequestDataInFlight int
 	// Logger is the "sidecar" logger: a debug line per request and a trace line per frame,
 	// plus connection-level lines. Nil means no logging.
 	Logger *zerolog.Logger
@@ -151,6 +161,7 @@ type Proxy struct {
 	nodeFailures atomic.Uint64
 	rejected     atomic.Uint64
 	limitCounters
+	held byteBudget // bytes of client frames held whole, see limits.go
 
 	checked checkedStmts // prepared ids that read no system table
 	sysMu   sync.Mutex
@@ -183,6 +194,7 @@ func New(cfg Config, tr *tracing.Tracer) *Proxy {
 	if p.log == nil {
 		p.log = &nopLogger
 	}
+	p.held.init(int64(max(cmp.Or(cfg.MaxRequestDataInFlight, DefaultMaxRequestDataInFlight), cfg.MaxFrameSize)))
 	empty := map[string]*sysStmt{}
 	p.sys.Store(&empty)
 	switch {
@@ -190,6 +202,8 @@ func New(cfg Config, tr *tracing.Tracer) *Proxy {
 		p.cfgErr = errors.New("sidecar: no node address")
 	case cfg.MaxFrameSize < cql.HeaderSize || cfg.MaxFrameSize > cql.MaxBodySize:
 		p.cfgErr = fmt.Errorf("sidecar: max frame size %d: want %d to %d bytes", cfg.MaxFrameSize, cql.HeaderSize, cql.MaxBodySize)
+	case cfg.MaxRequestDataInFlight < 0:
+		p.cfgErr = fmt.Errorf("sidecar: max request data in flight %d: want 0 (the default) or more", cfg.MaxRequestDataInFlight)
 	case cfg.MaxConnections < 0:
 		p.cfgErr = fmt.Errorf("sidecar: max connections %d: want 0 (no limit) or more", cfg.MaxConnections)
 	case cfg.PeerPort < 0 || cfg.PeerPort > 65535:

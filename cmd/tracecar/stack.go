@@ -53,6 +53,7 @@ type stackConfig struct {
 	CQLSink             bool
 	MaxFrameSize        int // bytes, header included; zero means the default
 	MaxConnections      int // zero means no limit
+	MaxRequestInFlight  int // bytes of client frames held whole; zero means the default
 }
 
 // stack is a running sidecar, its admin API and, when embedded, its node.
@@ -143,14 +144,15 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 	st.closers = append([]func(context.Context) error{st.tracer.Close}, st.closers...)
 	m := metrics.New()
 	st.proxy = sidecar.New(sidecar.Config{
-		NodeAddr:       st.Node,
-		AdvertiseAddr:  cfg.AdvertiseAddr,
-		PeerPort:       cfg.PeerPort,
-		DrainTimeout:   cfg.DrainTimeout,
-		MaxFrameSize:   cfg.MaxFrameSize,
-		MaxConnections: cfg.MaxConnections,
-		Logger:         reg.Logger(logs.Sidecar),
-		Metrics:        m,
+		NodeAddr:               st.Node,
+		AdvertiseAddr:          cfg.AdvertiseAddr,
+		PeerPort:               cfg.PeerPort,
+		DrainTimeout:           cfg.DrainTimeout,
+		MaxFrameSize:           cfg.MaxFrameSize,
+		MaxConnections:         cfg.MaxConnections,
+		MaxRequestDataInFlight: cfg.MaxRequestInFlight,
+		Logger:                 reg.Logger(logs.Sidecar),
+		Metrics:                m,
 	}, st.tracer)
 
 	pln, err := net.Listen("tcp", cfg.Listen)
@@ -238,12 +240,15 @@ func runSidecar(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.IntVar(&cfg.RingSize, "ring-size", tracing.DefaultRingSize, "sessions kept in memory for /tracecar/slow_log")
 	fs.BoolVar(&cfg.CQLSink, "cql-sink", false, "also write slow-query records into the node's tracecar_traces keyspace, with TTL")
 	maxFrame := maxFrameSizeFlag(fs)
+	inFlight := &byteSize{n: sidecar.DefaultMaxRequestDataInFlight, min: 64 << 10, max: 1 << 40}
+	fs.Var(inFlight, "max-request-data-in-flight", "bytes of large client frames all connections may hold at once, as a `size`; a frame that does not fit waits, its connection unread (at least --max-frame-size)")
 	fs.IntVar(&cfg.MaxConnections, "max-connections", defaultMaxConnections, "client connections held at once; more are closed on accept, with a warning in the log (0: no limit)")
 	lf := addLogFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	cfg.MaxFrameSize = maxFrame.n
+	cfg.MaxRequestInFlight = inFlight.n
 	if cfg.MaxConnections < 0 {
 		return usageErrorf("--max-connections must be 0 (no limit) or more, got %d", cfg.MaxConnections)
 	}
