@@ -14,9 +14,11 @@ import (
 	"go.opentelemetry.io/otel"
 
 	"github.com/tracecar/tracecar/admin"
+	"github.com/tracecar/tracecar/guardrail"
 	"github.com/tracecar/tracecar/logs"
 	"github.com/tracecar/tracecar/metrics"
 	"github.com/tracecar/tracecar/node"
+	"github.com/tracecar/tracecar/nodeapi"
 	"github.com/tracecar/tracecar/sidecar"
 	"github.com/tracecar/tracecar/tracing"
 )
@@ -54,12 +56,18 @@ type stackConfig struct {
 	MaxFrameSize        int // bytes, header included; zero means the default
 	MaxConnections      int // zero means no limit
 	MaxRequestInFlight  int // bytes of client frames held whole; zero means the default
+
+	// The runtime guardrail and the node's management API (see guardrail.go).
+	Guardrail guardrail.Budget
+	NodeKind  string // of NodeAPI; the embedded node's API is "tracecar"
+	NodeApply admin.NodeApply
 }
 
 // stack is a running sidecar, its admin API and, when embedded, its node.
 type stack struct {
 	Sidecar, Admin, Node, NodeAPI string // addresses
 	tracer                        *tracing.Tracer
+	guard                         *guardrail.Controller
 	proxy                         *sidecar.Proxy
 	closers                       []func(context.Context) error
 
@@ -104,6 +112,7 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 	}
 	st.Node = cfg.Node
 	st.NodeAPI = cfg.NodeAPI
+	nodeKind := cfg.NodeKind
 	if cfg.Node == "" {
 		nln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -116,6 +125,7 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 		}
 		srv := node.New(node.Config{Logger: reg.Logger(logs.Node), MaxFrameSize: cfg.MaxFrameSize})
 		st.Node, st.NodeAPI = nln.Addr().String(), "http://"+aln.Addr().String()
+		nodeKind = nodeapi.KindTracecar
 		st.goServe(&st.back, func() error { return srv.Serve(backCtx, nln) })
 		st.goServe(&st.back, func() error { return serveNodeAPI(backCtx, aln, srv, reg) })
 		fmt.Fprintf(out, "tracecar: started an embedded node on %s (API %s)\n", st.Node, st.NodeAPI)
@@ -140,7 +150,19 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 	opts.Sinks = sinks.sinks
 	opts.NodeEvents = sinks.nodeEvents
 	st.closers = append(st.closers, closeSinks)
+	added := new(guardrail.AddedLatency)
+	opts.AddedLatency = added.Observe
 	st.tracer = tracing.New(opts)
+	st.guard = guardrail.NewController(guardrail.Config{Tracer: st.tracer, Source: guardrailSource(st.tracer, added),
+		Budget: cfg.Guardrail, Logger: reg.Logger(logs.Tracing)})
+	adminOpts := []admin.Option{admin.WithGuardrailControl(st.guard), admin.WithCollector(st.guard.Collector())}
+	if st.NodeAPI != "" {
+		nc, err := nodeapi.New(nodeapi.Config{Kind: nodeKind, URL: st.NodeAPI})
+		if err != nil {
+			return fail(err)
+		}
+		adminOpts = append(adminOpts, admin.WithNode(nc, cfg.NodeApply))
+	}
 	st.closers = append([]func(context.Context) error{st.tracer.Close}, st.closers...)
 	m := metrics.New()
 	st.proxy = sidecar.New(sidecar.Config{
@@ -163,14 +185,14 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 	api := admin.New(admin.Config{
 		Addr: cfg.Admin, Token: cfg.AdminToken, TLSCert: cfg.AdminTLSCert, TLSKey: cfg.AdminTLSKey, Insecure: cfg.AdminInsecure,
 		Logger: reg.Logger(logs.Admin),
-	}, st.tracer, reg, admin.WithMetrics(m), admin.WithReady(func(ctx context.Context) error {
+	}, st.guard.User(st.tracer), reg, append(adminOpts, admin.WithMetrics(m), admin.WithReady(func(ctx context.Context) error {
 		var d net.Dialer
 		c, err := d.DialContext(ctx, "tcp", st.Node)
 		if err != nil {
 			return err
 		}
 		return c.Close()
-	}))
+	}))...)
 	aln, err := net.Listen("tcp", cfg.Admin)
 	if err != nil {
 		pln.Close()
@@ -183,6 +205,7 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 	st.Admin = scheme + aln.Addr().String()
 	st.goServe(&st.front, func() error { return st.proxy.Serve(ctx, pln) })
 	st.goServe(&st.front, func() error { return api.Serve(ctx, aln) })
+	st.goServe(&st.front, func() error { st.guard.Run(ctx); return nil })
 	return st, nil
 }
 
@@ -244,6 +267,7 @@ func runSidecar(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.Var(inFlight, "max-request-data-in-flight", "bytes of large client frames all connections may hold at once, as a `size`; a frame that does not fit waits, its connection unread (at least --max-frame-size)")
 	fs.IntVar(&cfg.MaxConnections, "max-connections", defaultMaxConnections, "client connections held at once; more are closed on accept, with a warning in the log (0: no limit)")
 	lf := addLogFlags(fs)
+	gf := addGuardFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -251,6 +275,9 @@ func runSidecar(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	cfg.MaxRequestInFlight = inFlight.n
 	if cfg.MaxConnections < 0 {
 		return usageErrorf("--max-connections must be 0 (no limit) or more, got %d", cfg.MaxConnections)
+	}
+	if err := gf.fill(&cfg); err != nil {
+		return err
 	}
 	if (cfg.AdminTLSCert == "") != (cfg.AdminTLSKey == "") {
 		return usageErrorf("--admin-tls-cert and --admin-tls-key go together")
