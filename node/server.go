@@ -46,6 +46,16 @@ type Config struct {
 	// its own, created by Serve for the address it listens on.
 	Engine *Engine
 	Node   int
+	// MaxFrameSize is the largest frame, header included, accepted from a client, as
+	// Cassandra's native_transport_max_frame_size; a larger one gets a ProtocolError on its
+	// stream and the connection closes. Until STARTUP is answered (and, with Auth, until
+	// AUTH_SUCCESS) the limit is cql.MaxStartupFrameSize. Zero means
+	// cql.DefaultMaxFrameSize; it is capped at cql.MaxBodySize.
+	MaxFrameSize int
+	// ScyllaSupported makes OPTIONS answer with ScyllaDB's SUPPORTED keys as well
+	// (ScyllaSupportedOptions), so that shard-aware drivers, and the sidecar's removal of
+	// the shard-aware port, can be tested against the node.
+	ScyllaSupported bool
 }
 
 // Server is the embedded in-memory CQL node: a single-node Cassandra 4 look-alike speaking
@@ -109,6 +119,14 @@ func (s *Server) SetTraceProbability(p float64) error {
 
 // Requests returns the number of requests served since start.
 func (s *Server) Requests() uint64 { return s.requests.Load() }
+
+// maxFrame returns the largest frame, header included, accepted from an authenticated client.
+func (s *Server) maxFrame() int {
+	if n := s.cfg.MaxFrameSize; n > 0 {
+		return min(n, cql.MaxBodySize)
+	}
+	return cql.DefaultMaxFrameSize
+}
 
 func (s *Server) logger() *zerolog.Logger {
 	if s.cfg.Logger != nil {

@@ -63,6 +63,9 @@ type conn struct {
 
 	version byte         // the protocol version of the first accepted frame
 	comp    atomic.Int32 // index into compressors, set by STARTUP
+	ready   atomic.Bool  // handshake done: the full frame limit applies, see limits.go
+	// inSystem is set when USE made system the connection's keyspace (statement.go).
+	inSystem atomic.Bool
 
 	streams  streamTable
 	counters connCounters
@@ -289,14 +292,14 @@ func (c *conn) rejectVersion(v byte) error {
 		return noEOF(err)
 	}
 	n := binary.BigEndian.Uint32(hb[hsize-4:])
-	if n > c.p.maxFrame {
-		return &protocolError{msg: fmt.Sprintf("frame body of %d bytes", n)}
-	}
 	var stream int16
 	if v <= 2 {
 		stream = int16(int8(hb[2]))
 	} else {
 		stream = int16(binary.BigEndian.Uint16(hb[2:4]))
+	}
+	if pe := c.tooBig(stream, n); pe != nil {
+		return pe
 	}
 	if _, err := c.cr.Discard(hsize + int(n)); err != nil {
 		return noEOF(err)
@@ -376,7 +379,7 @@ func (c *conn) requests() error {
 				return noEOF(err)
 			}
 		case c.tr != nil || c.readsBody(h.Opcode):
-			if c.reqBuf, err = readFull(r, c.reqBuf, n); err != nil {
+			if c.reqBuf, err = c.readWhole(r, n); err != nil {
 				return err
 			}
 			frame = c.reqBuf
@@ -419,6 +422,7 @@ func (c *conn) requests() error {
 			r.Discard(n)
 		default:
 			err = c.toNode.write(frame, h.Stream)
+			c.p.held.release(n)
 			if cap(c.reqBuf) > maxKeptBuffer {
 				c.reqBuf = nil
 			}
@@ -450,8 +454,9 @@ func (c *conn) requestHeader(hb []byte) (cql.Header, error) {
 			return h, &protocolError{stream: h.Stream, msg: "response frame sent by a client"}
 		}
 		return h, &protocolError{stream: h.Stream, msg: cql.UnsupportedVersionMessage(h.Version)}
-	case h.Length > c.p.maxFrame:
-		return h, &protocolError{stream: h.Stream, msg: fmt.Sprintf("frame body of %d bytes exceeds the maximum of %d", h.Length, c.p.maxFrame)}
+	}
+	if pe := c.tooBig(h.Stream, h.Length); pe != nil {
+		return h, pe
 	}
 	return h, nil
 }
@@ -467,18 +472,6 @@ func (c *conn) readsBody(op cql.Opcode) bool {
 	return false
 }
 
-// readFull reads n bytes from r into buf, reusing it when it is large enough.
-func readFull(r io.Reader, buf []byte, n int) ([]byte, error) {
-	if cap(buf) < n {
-		buf = make([]byte, n)
-	}
-	buf = buf[:n]
-	if _, err := io.ReadFull(r, buf); err != nil {
-		return buf, noEOF(err)
-	}
-	return buf, nil
-}
-
 // maxKeptBuffer is the largest scratch buffer kept between frames; a larger one, grown for
 // a rare large frame, is released so that an idle connection stays small.
 const maxKeptBuffer = 1 << 20
@@ -489,6 +482,8 @@ func (c *conn) inspect(h cql.Header, frame []byte) (rewriteKind, *sysStmt) {
 	switch h.Opcode {
 	case cql.OpStartup:
 		c.startup(frame[cql.HeaderSize:])
+	case cql.OpOptions:
+		return kindOptions, nil
 	case cql.OpQuery, cql.OpPrepare:
 		body := c.requestBody(h, frame)
 		if len(body) < 4 {
@@ -498,27 +493,16 @@ func (c *conn) inspect(h cql.Header, frame []byte) (rewriteKind, *sysStmt) {
 		if n < 0 || n > len(body)-4 {
 			return kindNone, nil
 		}
-		k := systemTable(body[4 : 4+n])
-		if k != kindNone && h.Opcode == cql.OpPrepare {
+		k := statementTable(body[4:4+n], c.inSystem.Load())
+		switch {
+		case k == kindUse && h.Opcode == cql.OpPrepare:
+			k = kindNone
+		case k != kindNone && k != kindUse && h.Opcode == cql.OpPrepare:
 			k |= kindPrepare
 		}
 		return k, nil
 	case cql.OpExecute:
-		sys := *c.p.sys.Load()
-		if len(sys) == 0 {
-			return kindNone, nil
-		}
-		body := c.requestBody(h, frame)
-		if len(body) < 2 {
-			return kindNone, nil
-		}
-		n := int(binary.BigEndian.Uint16(body))
-		if n > len(body)-2 {
-			return kindNone, nil
-		}
-		if st, ok := sys[string(body[2:2+n])]; ok {
-			return st.kind, st
-		}
+		return c.inspectExecute(h, frame)
 	}
 	return kindNone, nil
 }
@@ -638,6 +622,7 @@ func (c *conn) forwardResponses() error {
 		left := -1
 		if h.Stream >= 0 {
 			req, _, left = c.streams.take(h.Stream)
+			c.noteHandshake(h.Opcode)
 		}
 		event := h.Stream < 0 && h.Opcode == cql.OpEvent
 		var frame []byte
@@ -648,7 +633,7 @@ func (c *conn) forwardResponses() error {
 				return err
 			}
 		case c.tr != nil || req.kind != kindNone || event:
-			if c.respBuf, err = readFull(r, c.respBuf, n); err != nil {
+			if c.respBuf, err = cql.AppendRead(c.respBuf[:0], r, n); err != nil {
 				return err
 			}
 			frame = c.respBuf
@@ -664,7 +649,9 @@ func (c *conn) forwardResponses() error {
 		if c.tr != nil {
 			out = c.tr.OnResponseAt(h, frame, c.compressor(), arrived)
 		}
-		if req.kind != kindNone {
+		if req.kind == kindOptions {
+			out = c.rewriteSupported(out)
+		} else if req.kind != kindNone {
 			out = c.rewriteResult(out, req)
 		} else if event {
 			out = c.rewriteEvent(out)

@@ -16,6 +16,7 @@
 package sidecar
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -37,6 +38,9 @@ import (
 const (
 	DefaultDrainTimeout = 10 * time.Second
 	DefaultDialTimeout  = 5 * time.Second
+
+	// DefaultMaxRequestDataInFlight is the default of Config.MaxRequestDataInFlight.
+	DefaultMaxRequestDataInFlight = 128 << 20
 )
 
 // Sizes of the per-connection buffers. A connection holds two readers and two writers of
@@ -69,11 +73,21 @@ type Config struct {
 	DrainTimeout time.Duration
 	// DialTimeout bounds a dial to the node. Zero means DefaultDialTimeout.
 	DialTimeout time.Duration
-	// MaxFrameSize is the largest frame body accepted from a client; a larger one gets a
-	// ProtocolError and closes the connection. Frames from the node are bounded by
-	// cql.MaxBodySize only, as the node is trusted to honour its own limit. Zero means
-	// cql.MaxBodySize.
+	// MaxFrameSize is the largest frame, header included, accepted from a client; a larger
+	// one gets Cassandra's ProtocolError on its stream and closes the connection. Until the
+	// handshake is done the limit is cql.MaxStartupFrameSize. Frames from the node are
+	// bounded by cql.MaxBodySize only, as the node is trusted to honour its own limit.
+	// Zero means cql.DefaultMaxFrameSize (16 MiB); more than cql.MaxBodySize is an error.
 	MaxFrameSize int
+	// MaxConnections bounds the client connections open at once; a connection accepted
+	// beyond it is closed at once, and a warning is logged. Zero means no limit.
+	MaxConnections int
+	// MaxRequestDataInFlight bounds the bytes of the client frames that all connections
+	// together hold whole (frames over 16 KiB that the proxy reads, not streams), as
+	// Cassandra's native_transport_max_request_data_in_flight: a connection whose frame
+	// does not fit waits, without reading, until others are forwarded. Zero means
+	// DefaultMaxRequestDataInFlight; it is raised to MaxFrameSize if smaller.
+	MaxRequestDataInFlight int
 	// Logger is the "sidecar" logger: a debug line per request and a trace line per frame,
 	// plus connection-level lines. Nil means no logging.
 	Logger *zerolog.Logger
@@ -124,6 +138,10 @@ type Stats struct {
 	Rewritten uint64
 	// Rejected counts the frames answered with a ProtocolError for their version.
 	Rejected uint64
+	// Refused counts the connections closed because MaxConnections were open.
+	Refused uint64
+	// TooBig counts the frames refused for their size (see Config.MaxFrameSize).
+	TooBig uint64
 	// Bytes forwarded each way, counted on the client side.
 	BytesFromClients, BytesToClients uint64
 }
@@ -159,7 +177,10 @@ type Proxy struct {
 	accepted     atomic.Uint64
 	nodeFailures atomic.Uint64
 	rejected     atomic.Uint64
+	limitCounters
+	held byteBudget // bytes of client frames held whole, see limits.go
 
+	checked checkedStmts // prepared ids that read no system table
 	sysMu   sync.Mutex
 	sys     atomic.Pointer[map[string]*sysStmt] // prepared system statements, copy on write
 	nodeRPC atomic.Pointer[netip.Addr]          // the rpc_address the node reported
@@ -176,8 +197,8 @@ func New(cfg Config, tr *tracing.Tracer) *Proxy {
 	if cfg.DialTimeout <= 0 {
 		cfg.DialTimeout = DefaultDialTimeout
 	}
-	if cfg.MaxFrameSize <= 0 || cfg.MaxFrameSize > cql.MaxBodySize {
-		cfg.MaxFrameSize = cql.MaxBodySize
+	if cfg.MaxFrameSize == 0 {
+		cfg.MaxFrameSize = cql.DefaultMaxFrameSize
 	}
 	p := &Proxy{
 		cfg:      cfg,
@@ -190,11 +211,18 @@ func New(cfg Config, tr *tracing.Tracer) *Proxy {
 	if p.log == nil {
 		p.log = &nopLogger
 	}
+	p.held.init(int64(max(cmp.Or(cfg.MaxRequestDataInFlight, DefaultMaxRequestDataInFlight), cfg.MaxFrameSize)))
 	empty := map[string]*sysStmt{}
 	p.sys.Store(&empty)
 	switch {
 	case cfg.NodeAddr == "":
 		p.cfgErr = errors.New("sidecar: no node address")
+	case cfg.MaxFrameSize < cql.HeaderSize || cfg.MaxFrameSize > cql.MaxBodySize:
+		p.cfgErr = fmt.Errorf("sidecar: max frame size %d: want %d to %d bytes", cfg.MaxFrameSize, cql.HeaderSize, cql.MaxBodySize)
+	case cfg.MaxRequestDataInFlight < 0:
+		p.cfgErr = fmt.Errorf("sidecar: max request data in flight %d: want 0 (the default) or more", cfg.MaxRequestDataInFlight)
+	case cfg.MaxConnections < 0:
+		p.cfgErr = fmt.Errorf("sidecar: max connections %d: want 0 (no limit) or more", cfg.MaxConnections)
 	case cfg.PeerPort < 0 || cfg.PeerPort > 65535:
 		p.cfgErr = fmt.Errorf("sidecar: peer port %d: want 0 to 65535", cfg.PeerPort)
 	}
@@ -261,6 +289,9 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 			break
 		}
 		delay = 0
+		if p.refuse(nc) {
+			continue
+		}
 		c := p.newConn(p.acceptTLS(nc), g)
 		g.wg.Add(1)
 		go func() {
@@ -350,6 +381,8 @@ func (p *Proxy) Stats() Stats {
 		Accepted:         p.accepted.Load(),
 		NodeFailures:     p.nodeFailures.Load(),
 		Rejected:         p.rejected.Load(),
+		Refused:          p.refused.Load(),
+		TooBig:           p.tooBig.Load(),
 		Requests:         make(map[cql.Opcode]uint64),
 		Responses:        sum.responses,
 		Rewritten:        sum.rewritten,

@@ -28,6 +28,8 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	numTokens := fs.Int("num-tokens", node.DefaultNumTokens, "tokens per node; the ring is split evenly between the nodes")
 	dcs := fs.String("dcs", "", "data centers, as NAME:NODES,… (e.g. dc1:2,dc2:2); racks rack1, rack2, … within each")
 	nodeControl := fs.Bool("allow-node-control", false, "for failover tests only: serve POST /tracecar/node/stop?node=i and /tracecar/node/start?node=i on the API")
+	maxFrame := maxFrameSizeFlag(fs)
+	scylla := fs.Bool("scylla-supported", false, "answer OPTIONS with ScyllaDB's SUPPORTED keys too (SCYLLA_SHARD, SCYLLA_NR_SHARDS, SCYLLA_SHARD_AWARE_PORT, …), to test shard-aware drivers")
 	lf := addLogFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -63,6 +65,7 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	cluster, err := node.NewCluster(node.ClusterConfig{
 		NumTokens: *numTokens, DCs: layout.dcs, Auth: *auth, TLS: tlsCfg, Logger: reg.Logger(logs.Node),
+		MaxFrameSize: maxFrame.n, ScyllaSupported: *scylla,
 	}, lns)
 	if err != nil {
 		closeAll(lns)

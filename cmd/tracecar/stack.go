@@ -64,7 +64,10 @@ type stackConfig struct {
 	NodeUsername, NodePassword string
 	// NodeTLS is the TLS of everything that dials the node: the proxy's connections, the
 	// CQL sink and the node-event fetch. Nil means plaintext.
-	NodeTLS *tls.Config
+	NodeTLS            *tls.Config
+	MaxFrameSize       int // bytes, header included; zero means the default
+	MaxConnections     int // zero means no limit
+	MaxRequestInFlight int // bytes of client frames held whole; zero means the default
 
 	// The runtime guardrail and the node's management API (see guardrail.go).
 	Guardrail guardrail.Budget
@@ -136,7 +139,7 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 			nln.Close()
 			return fail(fmt.Errorf("listen for the embedded node's API: %w", err))
 		}
-		srv := node.New(node.Config{Logger: reg.Logger(logs.Node)})
+		srv := node.New(node.Config{Logger: reg.Logger(logs.Node), MaxFrameSize: cfg.MaxFrameSize})
 		st.Node, st.NodeAPI = nln.Addr().String(), "http://"+aln.Addr().String()
 		nodeKind = nodeapi.KindTracecar
 		st.goServe(&st.back, func() error { return srv.Serve(backCtx, nln) })
@@ -189,15 +192,18 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 	st.closers = append([]func(context.Context) error{st.tracer.Close}, st.closers...)
 	m := metrics.New()
 	st.proxy = sidecar.New(sidecar.Config{
-		NodeAddr:      st.Node,
-		AdvertiseAddr: cfg.AdvertiseAddr,
-		PeerPort:      cfg.PeerPort,
-		Peers:         cfg.Peers,
-		DrainTimeout:  cfg.DrainTimeout,
-		TLS:           cfg.TLS,
-		NodeTLS:       cfg.NodeTLS,
-		Logger:        reg.Logger(logs.Sidecar),
-		Metrics:       m,
+		NodeAddr:               st.Node,
+		AdvertiseAddr:          cfg.AdvertiseAddr,
+		PeerPort:               cfg.PeerPort,
+		Peers:                  cfg.Peers,
+		DrainTimeout:           cfg.DrainTimeout,
+		TLS:                    cfg.TLS,
+		NodeTLS:                cfg.NodeTLS,
+		MaxFrameSize:           cfg.MaxFrameSize,
+		MaxConnections:         cfg.MaxConnections,
+		MaxRequestDataInFlight: cfg.MaxRequestInFlight,
+		Logger:                 reg.Logger(logs.Sidecar),
+		Metrics:                m,
 	}, st.tracer)
 
 	pln, err := net.Listen("tcp", cfg.Listen)
@@ -302,6 +308,10 @@ func runSidecar(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	nodeTLS := addNodeTLSFlags(fs)
 	clusterFile := fs.String("cluster-file", "", "file mapping peer node addresses to their sidecars', one NODE=SIDECAR a line, when sidecars are not on their nodes' IPs at --peer-port")
 	peers := fs.String("peers", "", "the same mapping as --cluster-file, as NODE=SIDECAR,…")
+	maxFrame := maxFrameSizeFlag(fs)
+	inFlight := &byteSize{n: sidecar.DefaultMaxRequestDataInFlight, min: 64 << 10, max: 1 << 40}
+	fs.Var(inFlight, "max-request-data-in-flight", "bytes of large client frames all connections may hold at once, as a `size`; a frame that does not fit waits, its connection unread (at least --max-frame-size)")
+	fs.IntVar(&cfg.MaxConnections, "max-connections", defaultMaxConnections, "client connections held at once; more are closed on accept, with a warning in the log (0: no limit)")
 	lf := addLogFlags(fs)
 	gf := addGuardFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
@@ -317,6 +327,11 @@ func runSidecar(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if cfg.NodeTLS != nil && cfg.Node == "" {
 		return usageErrorf("--node-tls and --node-tls-* need --node: the embedded node speaks plaintext")
+	}
+	cfg.MaxFrameSize = maxFrame.n
+	cfg.MaxRequestInFlight = inFlight.n
+	if cfg.MaxConnections < 0 {
+		return usageErrorf("--max-connections must be 0 (no limit) or more, got %d", cfg.MaxConnections)
 	}
 	if err = gf.fill(&cfg); err != nil {
 		return err
