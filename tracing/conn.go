@@ -418,7 +418,7 @@ func (c *Conn) finish(p *pending) {
 	started := wallEnd.Add(-time.Duration(d))
 
 	ps := make(map[string]string, 6)
-	if err := walkRequest(p.op, p.body, &params{m: ps, bind: c.t.opts.BindValues, prep: c.t.prep}); err != nil {
+	if err := walkRequest(p.op, p.body, c.t.params(ps)); err != nil {
 		ps["decode_error"] = err.Error()
 	}
 	evs := make([]Event, 0, 5)

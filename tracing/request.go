@@ -61,9 +61,11 @@ const maxKeptScratch = 1 << 20
 // validates it without allocating: full mode does that for the "request parsed" event and
 // builds the map only for a session that is recorded.
 type params struct {
-	m    map[string]string
-	bind bool
-	prep *preparedMap
+	m        map[string]string
+	bind     bool
+	prep     *preparedMap
+	literals bool // keep literal values in query text
+	maxLen   int  // bound on query text; 0: none
 }
 
 func (p *params) set(k, v string) {
@@ -91,7 +93,7 @@ func (p *params) prepared(key, idKey string, id []byte) {
 		return
 	}
 	if q, ok := p.prep.get(id); ok {
-		p.m[key] = q
+		p.query(key, []byte(q))
 		return
 	}
 	p.m[idKey] = "0x" + hex.EncodeToString(id)
@@ -123,7 +125,7 @@ func walkRequest(op cql.Opcode, body []byte, p *params) error {
 	case cql.OpQuery:
 		q := d.LongStringBytes()
 		if d.Err() == nil {
-			p.set("query", string(q))
+			p.query("query", q)
 		}
 		walkQueryParams(&d, p, -1)
 	case cql.OpExecute:
@@ -135,7 +137,7 @@ func walkRequest(op cql.Opcode, body []byte, p *params) error {
 	case cql.OpPrepare:
 		q := d.LongStringBytes()
 		if d.Err() == nil {
-			p.set("query", string(q))
+			p.query("query", q)
 		}
 	case cql.OpBatch:
 		return walkBatch(body, p)
@@ -213,7 +215,7 @@ func walkBatchAs(body []byte, p *params, named bool) error {
 		case 0:
 			q := d.LongStringBytes()
 			if d.Err() == nil {
-				p.set(indexed("query", i), string(q))
+				p.query(indexed("query", i), q)
 			}
 		case 1:
 			id := d.ShortBytes()
@@ -276,7 +278,7 @@ func (t *Tracer) decodeRequest(op cql.Opcode, flags byte, frame []byte, comp cql
 		m["decode_error"] = err.Error()
 		return m, scratch
 	}
-	if err := walkRequest(op, body, &params{m: m, bind: t.opts.BindValues, prep: t.prep}); err != nil {
+	if err := walkRequest(op, body, t.params(m)); err != nil {
 		m["decode_error"] = err.Error()
 	}
 	return m, scratch

@@ -19,6 +19,8 @@ const (
 	DefaultRingSize   = 10000
 	DefaultQueueSize  = 4096
 	DefaultCaptureMax = 4096
+	// DefaultMaxQueryLen is the default of Options.MaxQueryLen.
+	DefaultMaxQueryLen = 4096
 )
 
 // Options configure a Tracer. The zero value gives a ring of DefaultRingSize sessions, bound
@@ -31,6 +33,15 @@ type Options struct {
 	// BindValues includes bound values in session parameters, as hex. By default they are
 	// redacted: "param[0]":"<redacted: 8 bytes>", because slow logs leak PII.
 	BindValues bool
+	// QueryLiterals keeps literal values in recorded query text. By default they are
+	// replaced by "?" (cql.NormalizeQuery), because query text carries values as much as
+	// bound values do. Role and user passwords are redacted either way.
+	QueryLiterals bool
+	// MaxQueryLen bounds the recorded query text in bytes; a longer one is cut, ends with
+	// cql.TruncatedMark and gets the parameter "query_truncated" (or "query_truncated[i]"
+	// in a batch) set to "true". 0 means DefaultMaxQueryLen; a negative value means no
+	// bound.
+	MaxQueryLen int
 	// Logger is the "tracing" logger, for sink and fetch errors. The zero value logs nothing.
 	Logger zerolog.Logger
 	// SlowLog, when not nil, is the "slowlog" logger: it gets one line per recorded session,
@@ -154,6 +165,12 @@ func New(o Options) *Tracer {
 	}
 	if o.CaptureMax <= 0 {
 		o.CaptureMax = DefaultCaptureMax
+	}
+	switch {
+	case o.MaxQueryLen == 0:
+		o.MaxQueryLen = DefaultMaxQueryLen
+	case o.MaxQueryLen < 0:
+		o.MaxQueryLen = 0
 	}
 	t := &Tracer{
 		opts:  o,

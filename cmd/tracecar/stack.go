@@ -55,9 +55,11 @@ type stackConfig struct {
 	CQLSink             bool
 
 	// The runtime guardrail and the node's management API (see guardrail.go).
-	Guardrail guardrail.Budget
-	NodeKind  string // of NodeAPI; the embedded node's API is "tracecar"
-	NodeApply admin.NodeApply
+	Guardrail     guardrail.Budget
+	NodeKind      string // of NodeAPI; the embedded node's API is "tracecar"
+	NodeApply     admin.NodeApply
+	QueryLiterals bool // keep literal values in recorded query text
+	MaxQueryLen   int  // bound on recorded query text, bytes
 }
 
 // stack is a running sidecar, its admin API and, when embedded, its node.
@@ -135,10 +137,15 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 		tlog.Warn().Err(err).Msg("OpenTelemetry export")
 	}))
 	opts := tracing.Options{
-		RingSize:   cfg.RingSize,
-		BindValues: cfg.BindValues,
-		Logger:     *reg.Logger(logs.Tracing),
-		SlowLog:    reg.Logger(logs.SlowLog),
+		RingSize:      cfg.RingSize,
+		BindValues:    cfg.BindValues,
+		QueryLiterals: cfg.QueryLiterals,
+		MaxQueryLen:   cfg.MaxQueryLen,
+		Logger:        *reg.Logger(logs.Tracing),
+		SlowLog:       reg.Logger(logs.SlowLog),
+	}
+	if cfg.QueryLiterals {
+		tlog.Warn().Msg("--trace-query-literals: recorded query text keeps its literal values, which may hold personal data or secrets (role and user passwords are still redacted)")
 	}
 	sinks, closeSinks, err := buildSinks(ctx, cfg, st.Node, func() int64 { return st.tracer.Config().TTLSeconds })
 	if err != nil {
@@ -254,6 +261,8 @@ func runSidecar(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.BoolVar(&cfg.AdminInsecure, "admin-insecure", false, "allow the admin API on a non-loopback address without a token")
 	fs.StringVar(&cfg.OTLPEndpoint, "otlp-endpoint", envOr("OTEL_EXPORTER_OTLP_ENDPOINT", ""), "OTLP/HTTP endpoint URL for trace spans, or \"stdout\"")
 	fs.BoolVar(&cfg.BindValues, "trace-bind-values", false, "include bound values in trace records (they may hold PII)")
+	fs.BoolVar(&cfg.QueryLiterals, "trace-query-literals", false, "keep literal values in recorded query text (they may hold PII); passwords are always redacted")
+	fs.IntVar(&cfg.MaxQueryLen, "trace-max-query-len", tracing.DefaultMaxQueryLen, "bytes of query text kept in a trace record; longer text is cut and marked")
 	fs.IntVar(&cfg.RingSize, "ring-size", tracing.DefaultRingSize, "sessions kept in memory for /tracecar/slow_log")
 	fs.BoolVar(&cfg.CQLSink, "cql-sink", false, "also write slow-query records into the node's tracecar_traces keyspace, with TTL")
 	lf := addLogFlags(fs)
@@ -266,6 +275,9 @@ func runSidecar(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if (cfg.AdminTLSCert == "") != (cfg.AdminTLSKey == "") {
 		return usageErrorf("--admin-tls-cert and --admin-tls-key go together")
+	}
+	if cfg.MaxQueryLen <= 0 {
+		return usageErrorf("--trace-max-query-len must be a positive number of bytes, got %d", cfg.MaxQueryLen)
 	}
 	if cfg.RingSize <= 0 {
 		return usageErrorf("--ring-size must be positive, got %d", cfg.RingSize)

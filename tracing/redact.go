@@ -1,0 +1,26 @@
+package tracing
+
+import (
+	"strings"
+
+	"github.com/tracecar/tracecar/cql"
+)
+
+// params returns the parameter collector of a recorded session, filling m.
+func (t *Tracer) params(m map[string]string) *params {
+	return &params{m: m, bind: t.opts.BindValues, prep: t.prep, literals: t.opts.QueryLiterals, maxLen: t.opts.MaxQueryLen}
+}
+
+// query records statement text under key k (query or query[i]), normalized: literal values
+// redacted unless kept, passwords always redacted, and cut at the maximum length, which
+// sets the matching query_truncated parameter.
+func (p *params) query(k string, q []byte) {
+	if p.m == nil {
+		return
+	}
+	text, truncated := cql.NormalizeQuery(string(q), p.literals, p.maxLen)
+	p.m[k] = text
+	if truncated {
+		p.m["query_truncated"+strings.TrimPrefix(k, "query")] = "true"
+	}
+}
