@@ -143,7 +143,8 @@ type Server struct {
 	metrics    *metrics.Metrics
 	guardrail  func() Guardrail
 	guardCtl   GuardrailControl
-	node       Node // nil: no node: loggers, nothing applied to the node
+	stmts      Statements // nil: no statement statistics endpoints
+	node       Node       // nil: no node: loggers, nothing applied to the node
 	apply      NodeApply
 	collectors []prometheus.Collector
 	gatherer   prometheus.Gatherer
@@ -218,6 +219,11 @@ func New(cfg Config, tr Tracer, logs Loggers, opts ...Option) *Server {
 	}
 	if s.guardCtl != nil {
 		s.exact["/tracecar/guardrail"] = &route{get: s.getGuardrail, post: s.setGuardrail}
+	}
+	if s.stmts != nil {
+		s.exact["/tracecar/statement_stats"] = &route{get: s.getStatementStats, post: s.setStatementStats}
+		s.exact["/tracecar/statements"] = &route{get: s.getStatements}
+		s.exact["/tracecar/statements/reset"] = &route{post: s.resetStatements}
 	}
 	if s.node != nil {
 		s.exact["/tracecar/node/trace_probability"] = &route{get: s.getNodeProbability, post: s.setNodeProbability}

@@ -161,16 +161,16 @@ func (t Ticket) Active() bool { return t.active }
 
 // WantsBody reports whether Response reads the body of a response with opcode op: the
 // error code of an ERROR, the id of a PREPARE's result and the row count of a RESULT. The
-// caller may pass a nil body otherwise (for a compressed RESULT, rows are then not
-// counted).
-func (t Ticket) WantsBody(op cql.Opcode, compressed bool) bool {
-	switch {
-	case !t.active:
-		return false
-	case op == cql.OpError, t.prepText != "":
-		return true
-	}
-	return !compressed && op == cql.OpResult
+// caller may pass a nil body otherwise.
+func (t Ticket) WantsBody(op cql.Opcode) bool {
+	return t.active && (op == cql.OpError || op == cql.OpResult)
+}
+
+// PrefixEnough reports whether the first RowsPrefix bytes of the body of a response with
+// opcode op are all that Response needs (to count a RESULT's rows), so that a caller may
+// decompress only them (LZ4Prefix).
+func (t Ticket) PrefixEnough(op cql.Opcode) bool {
+	return t.prepText == "" && op == cql.OpResult
 }
 
 // Request sees a request that is forwarded to the node: its header and its body

@@ -60,6 +60,8 @@ type stackConfig struct {
 	NodeApply     admin.NodeApply
 	QueryLiterals bool // keep literal values in recorded query text
 	MaxQueryLen   int  // bound on recorded query text, bytes
+
+	Statements statementsConfig // per-statement statistics (see statements.go)
 }
 
 // stack is a running sidecar, its admin API and, when embedded, its node.
@@ -168,6 +170,8 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 		adminOpts = append(adminOpts, admin.WithNode(nc, cfg.NodeApply))
 	}
 	st.closers = append([]func(context.Context) error{st.tracer.Close}, st.closers...)
+	stmts, stmtOpts := newStatements(cfg.Statements)
+	adminOpts = append(adminOpts, stmtOpts...)
 	m := metrics.New()
 	st.proxy = sidecar.New(sidecar.Config{
 		NodeAddr:      st.Node,
@@ -176,6 +180,7 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 		DrainTimeout:  cfg.DrainTimeout,
 		Logger:        reg.Logger(logs.Sidecar),
 		Metrics:       m,
+		Statements:    stmts,
 	}, st.tracer)
 
 	pln, err := net.Listen("tcp", cfg.Listen)
@@ -267,7 +272,11 @@ func runSidecar(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.BoolVar(&cfg.CQLSink, "cql-sink", false, "also write slow-query records into the node's tracecar_traces keyspace, with TTL")
 	lf := addLogFlags(fs)
 	gf := addGuardFlags(fs)
+	addStatementFlags(fs, &cfg.Statements)
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := cfg.Statements.check(); err != nil {
 		return err
 	}
 	if err := gf.fill(&cfg); err != nil {
