@@ -63,6 +63,8 @@ commands:
   logger [NAME [LEVEL]]    set logger NAME to LEVEL (error, warn, info, debug, trace);
                            without LEVEL show NAME's level, without NAME show every level
   status                   show mode, counters, sink drops and guardrail state
+  statements [--sort total_time|calls|p99|errors] [--limit 20] [--json]
+                           per-statement statistics of every host, merged by statement
 --hosts defaults to 127.0.0.1:10000; a host without a port gets :10000, and may be an
 http:// or https:// URL. --token defaults to $TRACECAR_ADMIN_TOKEN.
 exit codes: 0 all hosts ok, 1 a host failed, 2 usage error
@@ -138,8 +140,10 @@ func run(ctx context.Context, args []string, stdout io.Writer) (int, error) {
 		build = func(a []string) (op, error) { return logger(&c, a) }
 	case "status":
 		build = func(a []string) (op, error) { return status(&c, a) }
+	case "statements":
+		return statementsCmd(ctx, &c, rest[1:], stdout)
 	default:
-		return 0, usageErr("unknown command %q: want slow-query, trace-probability, logger or status", rest[0])
+		return 0, usageErr("unknown command %q: want slow-query, trace-probability, logger, status or statements", rest[0])
 	}
 	o, err := build(rest[1:])
 	if err != nil {
