@@ -111,7 +111,7 @@ const maxShownText = 70
 
 func printStatements(w io.Writer, sts []statements.Statement, hosts int) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "CALLS\tERRORS\tTOTAL_MS\tMEAN_US\tP50_US\tP99_US\tP999_US\tMAX_US\tROWS\tPREP\t STATEMENT\t")
+	fmt.Fprintln(tw, "CALLS\tERRORS\tTOTAL_MS\tMEAN_US\tP50_US\tP99_US\tP999_US\tMAX_US\tROWS\tPREP\t  STATEMENT")
 	for _, s := range sts {
 		text := s.Statement
 		if len(text) > maxShownText {
@@ -121,7 +121,7 @@ func printStatements(w io.Writer, sts []statements.Statement, hosts int) {
 		if s.Prepared {
 			prep = "yes"
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%.1f\t%.0f\t%d\t%d\t%d\t%d\t%d\t%s\t %s\t\n", s.Calls, s.ErrorCount(),
+		fmt.Fprintf(tw, "%d\t%d\t%.1f\t%.0f\t%d\t%d\t%d\t%d\t%d\t%s\t  %s\n", s.Calls, s.ErrorCount(),
 			float64(s.TotalTimeUS)/1000, s.MeanUS, s.P50US, s.P99US, s.P999US, s.MaxUS, s.Rows, prep, text)
 	}
 	tw.Flush()

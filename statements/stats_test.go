@@ -376,3 +376,37 @@ func TestLZ4PrefixMatchesFullDecompression(t *testing.T) {
 		t.Errorf("rows %d %v, want 7", n, ok)
 	}
 }
+
+// BenchmarkKnownExecute is the data-path cost of statistics for a known prepared
+// statement: Request and Response for one EXECUTE with its RESULT.
+func BenchmarkKnownExecute(b *testing.B) {
+	s := New(Options{})
+	s.SetEnabled(true)
+	tk := s.Request(reqHeader(cql.OpPrepare), body(cql.Prepare{Query: "SELECT v FROM ks.t WHERE k = ?"}), 1)
+	s.Response(tk, respHeader(cql.OpResult), body(cql.PreparedResult{ID: []byte("0123456789abcdef"),
+		ResultMetadata: cql.RowsMetadata{ColumnCount: 1, Columns: []cql.ColumnSpec{intCol("v")}}}), 2)
+	exec := body(cql.Execute{ID: []byte("0123456789abcdef"), Params: cql.QueryParams{Consistency: cql.LocalOne,
+		Flags: cql.QueryValues | cql.QueryPageSize, PageSize: 5000, Values: []cql.Value{{Bytes: []byte{0, 0, 0, 1}}}}})
+	res := rows(1)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		var now int64
+		for pb.Next() {
+			now += 1000
+			t := s.Request(reqHeader(cql.OpExecute), exec, now)
+			s.Response(t, respHeader(cql.OpResult), res, now+50000)
+		}
+	})
+}
+
+// BenchmarkOff is the cost with statistics off.
+func BenchmarkOff(b *testing.B) {
+	s := New(Options{})
+	exec := body(cql.Execute{ID: []byte("0123456789abcdef"), Params: cql.QueryParams{Consistency: cql.LocalOne}})
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if t := s.Request(reqHeader(cql.OpExecute), exec, 1); t.Active() {
+			b.Fatal("active while off")
+		}
+	}
+}
