@@ -2,6 +2,7 @@ package sidecar
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -512,6 +513,10 @@ func (c *conn) inspect(h cql.Header, frame []byte) (rewriteKind, *sysStmt) {
 	switch h.Opcode {
 	case cql.OpStartup:
 		c.startup(frame[cql.HeaderSize:])
+	case cql.OpAuthResponse:
+		if c.tr != nil {
+			c.authResponse(h, frame)
+		}
 	case cql.OpQuery, cql.OpPrepare:
 		body := c.requestBody(h, frame)
 		c.inspected = body
@@ -545,6 +550,41 @@ func (c *conn) inspect(h cql.Header, frame []byte) (rewriteKind, *sysStmt) {
 		}
 	}
 	return kindNone, nil
+}
+
+// authResponse takes the username from a SASL PLAIN AUTH_RESPONSE ("authzid NUL authcid
+// NUL password") for the connection's trace records. Only the username is copied; a
+// decompressed copy of the token, which holds the password, is zeroed.
+func (c *conn) authResponse(h cql.Header, frame []byte) {
+	body := c.requestBody(h, frame)
+	if h.Flags&cql.FlagCompression != 0 {
+		defer clear(body)
+	}
+	if user, ok := saslPlainUser(body); ok {
+		c.tr.SetUser(user)
+	}
+}
+
+// saslPlainUser returns the authcid of a SASL PLAIN token held in an AUTH_RESPONSE body.
+func saslPlainUser(body []byte) (string, bool) {
+	if len(body) < 4 {
+		return "", false
+	}
+	n := int(int32(binary.BigEndian.Uint32(body)))
+	if n < 0 || n > len(body)-4 {
+		return "", false
+	}
+	tok := body[4 : 4+n]
+	i := bytes.IndexByte(tok, 0)
+	if i < 0 {
+		return "", false
+	}
+	rest := tok[i+1:]
+	j := bytes.IndexByte(rest, 0)
+	if j <= 0 {
+		return "", false
+	}
+	return string(rest[:j]), true
 }
 
 // requestBody returns the body of a request frame, decompressed and without its custom

@@ -137,3 +137,10 @@ func isSystemKeyspace(ks string) bool {
 
 // dmlOrSelect reports whether the statement reads or writes rows.
 func (s shape) dmlOrSelect() bool { return s.verb >= verbSelect && s.verb <= verbDelete }
+
+// Target returns the keyspace and table that a statement's text names, lower-cased; the
+// keyspace is "" for an unqualified table.
+func Target(text string) (keyspace, table string) {
+	s := classify(text)
+	return s.keyspace, s.table
+}

@@ -165,6 +165,9 @@ func spanAttributes(s *Session) []attribute.KeyValue {
 	if s.Error != "" {
 		attrs = append(attrs, attribute.String("tracecar.error", s.Error))
 	}
+	if s.Username != "" {
+		attrs = append(attrs, attribute.String("db.user", s.Username))
+	}
 	for k, v := range s.Parameters {
 		switch k {
 		case "consistency_level":

@@ -171,7 +171,7 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 	}
 	st.closers = append([]func(context.Context) error{st.tracer.Close}, st.closers...)
 	stmts, stmtOpts := newStatements(cfg.Statements)
-	adminOpts = append(adminOpts, stmtOpts...)
+	adminOpts = append(adminOpts, append(stmtOpts, admin.WithTraceFilter(st.tracer))...)
 	m := metrics.New()
 	st.proxy = sidecar.New(sidecar.Config{
 		NodeAddr:      st.Node,
