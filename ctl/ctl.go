@@ -65,6 +65,9 @@ commands:
   status                   show mode, counters, sink drops and guardrail state
   statements [--sort total_time|calls|p99|errors] [--limit 20] [--json]
                            per-statement statistics of every host, merged by statement
+  trace-filter [--keyspace K] [--table T] [--user U] [--client CIDR] [--statement S] [--opcode OP] [--clear]
+                           trace only matching requests (flags ANDed); --clear removes the filter;
+                           with no flags, show it
 --hosts defaults to 127.0.0.1:10000; a host without a port gets :10000, and may be an
 http:// or https:// URL. --token defaults to $TRACECAR_ADMIN_TOKEN.
 exit codes: 0 all hosts ok, 1 a host failed, 2 usage error
@@ -142,8 +145,10 @@ func run(ctx context.Context, args []string, stdout io.Writer) (int, error) {
 		build = func(a []string) (op, error) { return status(&c, a) }
 	case "statements":
 		return statementsCmd(ctx, &c, rest[1:], stdout)
+	case "trace-filter":
+		build = func(a []string) (op, error) { return traceFilter(&c, a) }
 	default:
-		return 0, usageErr("unknown command %q: want slow-query, trace-probability, logger, status or statements", rest[0])
+		return 0, usageErr("unknown command %q: want slow-query, trace-probability, logger, status, statements or trace-filter", rest[0])
 	}
 	o, err := build(rest[1:])
 	if err != nil {
@@ -165,6 +170,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (int, error) {
 // body show turns into the table's detail.
 type op struct {
 	post   string     // path of the change, "" for a read-only command
+	del    string     // path DELETEd before the read, "" for none
 	params url.Values // of the change
 	get    string     // path read after the change
 	show   func(body []byte) (string, error)
@@ -449,6 +455,11 @@ func apply(ctx context.Context, c *client, hosts []string, o op) []result {
 func (c *client) do(ctx context.Context, base string, o op) (string, error) {
 	if o.post != "" {
 		if _, err := c.request(ctx, http.MethodPost, base+o.post, o.params); err != nil {
+			return "", err
+		}
+	}
+	if o.del != "" {
+		if _, err := c.request(ctx, http.MethodDelete, base+o.del, nil); err != nil {
 			return "", err
 		}
 	}

@@ -1,0 +1,60 @@
+package ctl_test
+
+import (
+	"context"
+	"io"
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/tracecar/tracecar/admin"
+	"github.com/tracecar/tracecar/ctl"
+	"github.com/tracecar/tracecar/logs"
+	"github.com/tracecar/tracecar/tracing"
+)
+
+// TestTraceFilter sets the filter on two sidecars, shows it, refuses a bad CIDR on both,
+// and clears it.
+func TestTraceFilter(t *testing.T) {
+	var hosts []string
+	var tracers []*tracing.Tracer
+	for i := 0; i < 2; i++ {
+		reg, err := logs.New(logs.Config{Writer: io.Discard})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := tracing.New(tracing.Options{})
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := admin.New(admin.Config{}, tr, reg, admin.WithTraceFilter(tr))
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- s.Serve(ctx, ln) }()
+		t.Cleanup(func() { cancel(); <-done; tr.Close(context.Background()) })
+		hosts = append(hosts, ln.Addr().String())
+		tracers = append(tracers, tr)
+	}
+	all := strings.Join(hosts, ",")
+	code, out, errOut := run("--hosts", all, "trace-filter", "--table", "t1", "--client", "10.0.0.0/8")
+	if code != ctl.ExitOK || strings.Count(out, "client=10.0.0.0/8 table=t1") != 2 {
+		t.Fatalf("set: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, tr := range tracers {
+		if f := tr.Filter(); f.Table != "t1" || f.Client.String() != "10.0.0.0/8" {
+			t.Errorf("filter %+v", f)
+		}
+	}
+	code, out, _ = run("--hosts", all, "trace-filter", "--client", "10.0.0.300")
+	if code != ctl.ExitFailed || strings.Count(out, "bad client") != 2 {
+		t.Errorf("bad CIDR: exit %d\n%s", code, out)
+	}
+	code, out, _ = run("--hosts", all, "trace-filter", "--clear")
+	if code != ctl.ExitOK || strings.Count(out, "no filter") != 2 || !tracers[0].Filter().IsZero() || !tracers[1].Filter().IsZero() {
+		t.Errorf("clear: exit %d\n%s", code, out)
+	}
+	if code, _, errOut := run("--hosts", all, "trace-filter", "--clear", "--table", "t"); code != ctl.ExitUsage {
+		t.Errorf("--clear with a filter: exit %d %s", code, errOut)
+	}
+}
