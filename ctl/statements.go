@@ -3,9 +3,11 @@ package ctl
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,73 +16,63 @@ import (
 	"github.com/tracecar/tracecar/statements"
 )
 
-// statementsCmd runs "ctl statements": it reads every host's statement statistics with
-// their histograms and prints them merged by statement (counts add up, histograms merge,
-// percentiles are read from the merged histogram), sorted and cut to --limit.
-func statementsCmd(ctx context.Context, c *common, args []string, stdout io.Writer) (int, error) {
-	fs := newFlagSet("statements")
-	c.register(fs)
-	order := fs.String("sort", "total_time", "sort by total_time, calls, p99 or errors")
-	limit := fs.Int("limit", 20, "statements shown")
-	asJSON := fs.Bool("json", false, "print the merged statements as JSON")
-	if err := parseFlags(fs, args); err != nil {
-		return 0, err
+// runStatements reads every host's statement statistics with their histograms and prints
+// them merged by statement (counts add up, histograms merge, percentiles are read from the
+// merged histogram), sorted by cfg.Command.Sort and cut to its Limit. A host that cannot be
+// read is reported, the others are still merged, and ErrHostFailed is returned.
+func runStatements(ctx context.Context, cfg Config, stdout io.Writer) error {
+	cmd := cfg.Command
+	if cmd.Sort == "" {
+		cmd.Sort = "total_time"
 	}
-	if fs.NArg() > 0 {
-		return 0, usageErr("statements takes no arguments, got %q", fs.Args())
+	if !slices.Contains(statements.SortOrders, cmd.Sort) {
+		return fmt.Errorf("ctl: sort %q: want one of %s", cmd.Sort, strings.Join(statements.SortOrders, ", "))
 	}
-	if !contains(statements.SortOrders, *order) {
-		return 0, usageErr("--sort %q: want one of %s", *order, strings.Join(statements.SortOrders, ", "))
+	if cmd.Limit < 1 {
+		cmd.Limit = 20
 	}
-	if *limit < 1 {
-		return 0, usageErr("--limit must be at least 1, got %d", *limit)
-	}
-	hosts, err := parseHosts(c.hosts)
+	cl, err := newClient(cfg.Token, cfg.CACert)
 	if err != nil {
-		return 0, err
+		return err
 	}
-	cl, err := newClient(c.token, c.cacert)
-	if err != nil {
-		return 0, err
-	}
-	lists := make([][]statements.Statement, len(hosts))
-	errs := make([]error, len(hosts))
+	lists := make([][]statements.Statement, len(cfg.Hosts))
+	errs := make([]error, len(cfg.Hosts))
 	var wg sync.WaitGroup
-	for i, h := range hosts {
+	for i, h := range cfg.Hosts {
 		wg.Go(func() { lists[i], errs[i] = cl.statements(ctx, h) })
 	}
 	wg.Wait()
-	code := ExitOK
+	var failed error
 	var ok [][]statements.Statement
 	for i, err := range errs {
 		if err != nil {
-			code = ExitFailed
-			fmt.Fprintf(stdout, "%s: error: %v\n", strings.TrimPrefix(hosts[i], "http://"), err)
+			failed = ErrHostFailed
+			fmt.Fprintf(stdout, "%s: error: %v\n", strings.TrimPrefix(cfg.Hosts[i], "http://"), err)
 			continue
 		}
 		ok = append(ok, lists[i])
 	}
 	merged, complete := statements.Merge(ok...)
 	if !complete {
-		return ExitFailed, fmt.Errorf("a host sent statements without histogram buckets: it cannot be merged")
+		return errors.New("ctl: a host sent statements without histogram buckets: they cannot be merged")
 	}
-	statements.SortStatements(merged, *order)
-	if len(merged) > *limit {
-		merged = merged[:*limit]
+	statements.SortStatements(merged, cmd.Sort)
+	if len(merged) > cmd.Limit {
+		merged = merged[:cmd.Limit]
 	}
-	if *asJSON {
+	if cmd.JSON {
 		if merged == nil {
 			merged = []statements.Statement{}
 		}
 		b, err := json.MarshalIndent(merged, "", "  ")
 		if err != nil {
-			return ExitFailed, err
+			return err
 		}
 		fmt.Fprintf(stdout, "%s\n", b)
-		return code, nil
+		return failed
 	}
 	printStatements(stdout, merged, len(ok))
-	return code, nil
+	return failed
 }
 
 // statements reads one host's statements, all of them, with histogram buckets.

@@ -2,6 +2,7 @@ package ctl_test
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"io"
 	"net"
@@ -64,9 +65,12 @@ func TestStatementsMergesHosts(t *testing.T) {
 	calls(sb, "SELECT v FROM ks.x WHERE k = 3", 1, 10000, cql.ErrCodeReadTimeout)
 	calls(sb, z, 3, 50, 0)
 
-	code, out, errOut := run("--hosts", a+","+b, "statements", "--sort", "calls", "--json")
-	if code != ctl.ExitOK {
-		t.Fatalf("exit %d: %s %s", code, out, errOut)
+	var buf strings.Builder
+	err := ctl.Run(context.Background(), ctl.Config{Hosts: []string{"http://" + a, "http://" + b},
+		Command: ctl.Command{Name: ctl.Statements, Sort: "calls", JSON: true}}, &buf)
+	out := buf.String()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
 	}
 	var got []statements.Statement
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
@@ -87,16 +91,35 @@ func TestStatementsMergesHosts(t *testing.T) {
 		t.Errorf("y %d calls, z %d calls; want 5 and 3", got[1].Calls, got[2].Calls)
 	}
 
-	code, out, _ = run("--hosts", a+","+b, "statements", "--sort", "errors", "--limit", "1")
-	if code != ctl.ExitOK || !strings.Contains(out, x) || strings.Contains(out, y) || !strings.Contains(out, "1 statements merged from 2 hosts") {
-		t.Errorf("table: exit %d\n%s", code, out)
+	buf.Reset()
+	err = ctl.Run(context.Background(), ctl.Config{Hosts: []string{"http://" + a, "http://" + b},
+		Command: ctl.Command{Name: ctl.Statements, Sort: "errors", Limit: 1}}, &buf)
+	out = buf.String()
+	if err != nil || !strings.Contains(out, x) || strings.Contains(out, y) || !strings.Contains(out, "1 statements merged from 2 hosts") {
+		t.Errorf("table: %v\n%s", err, out)
 	}
 	// A host that cannot be read fails the run, and the others are still merged.
-	code, out, _ = run("--hosts", a+","+deadAddr(t), "statements")
-	if code != ctl.ExitFailed || !strings.Contains(out, "error") || !strings.Contains(out, "merged from 1 hosts") {
-		t.Errorf("dead host: exit %d\n%s", code, out)
+	buf.Reset()
+	err = ctl.Run(context.Background(), ctl.Config{Hosts: []string{"http://" + a, "http://" + deadAddr(t)},
+		Command: ctl.Command{Name: ctl.Statements}}, &buf)
+	out = buf.String()
+	if !errors.Is(err, ctl.ErrHostFailed) || !strings.Contains(out, "error") || !strings.Contains(out, "merged from 1 hosts") {
+		t.Errorf("dead host: %v\n%s", err, out)
 	}
-	if code, _, errOut := run("--hosts", a, "statements", "--sort", "slow"); code != ctl.ExitUsage || !strings.Contains(errOut, "--sort") {
-		t.Errorf("bad sort: exit %d %s", code, errOut)
+	if err := ctl.Run(context.Background(), ctl.Config{Hosts: []string{"http://" + a},
+		Command: ctl.Command{Name: ctl.Statements, Sort: "slow"}}, io.Discard); err == nil || !strings.Contains(err.Error(), "sort") {
+		t.Errorf("bad sort: %v", err)
 	}
+}
+
+// deadAddr returns a loopback address where nothing listens.
+func deadAddr(tb testing.TB) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
 }

@@ -3,45 +3,12 @@ package ctl
 import (
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"sort"
 	"strings"
 )
 
-// traceFilter builds "ctl trace-filter": with filter flags, POST them; with --clear,
-// DELETE the filter; then show it.
-func traceFilter(c *common, args []string) (op, error) {
-	fs := newFlagSet("trace-filter")
-	c.register(fs)
-	names := []string{"keyspace", "table", "user", "client", "statement", "opcode"}
-	vals := map[string]*string{}
-	for _, n := range names {
-		vals[n] = fs.String(n, "", "trace only requests with this "+n)
-	}
-	clear := fs.Bool("clear", false, "remove the filter: trace every request again")
-	if err := parseFlags(fs, args); err != nil {
-		return op{}, err
-	}
-	if fs.NArg() > 0 {
-		return op{}, usageErr("trace-filter takes flags only, got %q", fs.Args())
-	}
-	params := url.Values{}
-	for _, n := range names {
-		if v := *vals[n]; v != "" {
-			params.Set(n, v)
-		}
-	}
-	o := op{get: "/tracecar/trace_filter", show: showTraceFilter}
-	switch {
-	case *clear && len(params) > 0:
-		return op{}, usageErr("--clear takes no filter flags")
-	case *clear:
-		o.del = "/tracecar/trace_filter"
-	case len(params) > 0:
-		o.post, o.params = "/tracecar/trace_filter", params
-	}
-	return o, nil
-}
+// pathTraceFilter is the admin API's trace filter.
+const pathTraceFilter = "/tracecar/trace_filter"
 
 func showTraceFilter(body []byte) (string, error) {
 	var f map[string]string

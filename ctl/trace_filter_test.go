@@ -2,8 +2,10 @@ package ctl_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -33,28 +35,29 @@ func TestTraceFilter(t *testing.T) {
 		done := make(chan error, 1)
 		go func() { done <- s.Serve(ctx, ln) }()
 		t.Cleanup(func() { cancel(); <-done; tr.Close(context.Background()) })
-		hosts = append(hosts, ln.Addr().String())
+		hosts = append(hosts, "http://"+ln.Addr().String())
 		tracers = append(tracers, tr)
 	}
-	all := strings.Join(hosts, ",")
-	code, out, errOut := run("--hosts", all, "trace-filter", "--table", "t1", "--client", "10.0.0.0/8")
-	if code != ctl.ExitOK || strings.Count(out, "client=10.0.0.0/8 table=t1") != 2 {
-		t.Fatalf("set: exit %d\n%s%s", code, out, errOut)
+	run := func(cmd ctl.Command) (string, error) {
+		var out strings.Builder
+		err := ctl.Run(context.Background(), ctl.Config{Hosts: hosts, Command: cmd}, &out)
+		return out.String(), err
+	}
+	out, err := run(ctl.Command{Name: ctl.TraceFilter, Change: url.Values{"table": {"t1"}, "client": {"10.0.0.0/8"}}})
+	if err != nil || strings.Count(out, "client=10.0.0.0/8 table=t1") != 2 {
+		t.Fatalf("set: %v\n%s", err, out)
 	}
 	for _, tr := range tracers {
 		if f := tr.Filter(); f.Table != "t1" || f.Client.String() != "10.0.0.0/8" {
 			t.Errorf("filter %+v", f)
 		}
 	}
-	code, out, _ = run("--hosts", all, "trace-filter", "--client", "10.0.0.300")
-	if code != ctl.ExitFailed || strings.Count(out, "bad client") != 2 {
-		t.Errorf("bad CIDR: exit %d\n%s", code, out)
+	out, err = run(ctl.Command{Name: ctl.TraceFilter, Change: url.Values{"client": {"10.0.0.300"}}})
+	if !errors.Is(err, ctl.ErrHostFailed) || strings.Count(out, "bad client") != 2 {
+		t.Errorf("bad CIDR: %v\n%s", err, out)
 	}
-	code, out, _ = run("--hosts", all, "trace-filter", "--clear")
-	if code != ctl.ExitOK || strings.Count(out, "no filter") != 2 || !tracers[0].Filter().IsZero() || !tracers[1].Filter().IsZero() {
-		t.Errorf("clear: exit %d\n%s", code, out)
-	}
-	if code, _, errOut := run("--hosts", all, "trace-filter", "--clear", "--table", "t"); code != ctl.ExitUsage {
-		t.Errorf("--clear with a filter: exit %d %s", code, errOut)
+	out, err = run(ctl.Command{Name: ctl.TraceFilter, Clear: true})
+	if err != nil || strings.Count(out, "no filter") != 2 || !tracers[0].Filter().IsZero() || !tracers[1].Filter().IsZero() {
+		t.Errorf("clear: %v\n%s", err, out)
 	}
 }

@@ -682,7 +682,9 @@ func (c *conn) nodeLost(err error) {
 // errClientGone when the client could not be written, and the node read error otherwise.
 func (c *conn) forwardResponses() error {
 	r := c.nr
+	var arrived int64 // when the last read from the node returned, if metrics are on
 	for {
+		fill := r.Buffered() < cql.HeaderSize
 		hb, err := r.Peek(cql.HeaderSize)
 		if err != nil {
 			return err
@@ -703,6 +705,7 @@ func (c *conn) forwardResponses() error {
 		}
 		event := h.Stream < 0 && h.Opcode == cql.OpEvent
 		var frame []byte
+		fill = fill || r.Buffered() < n
 		switch {
 		case n <= r.Size():
 			if frame, err = r.Peek(n); err != nil {
@@ -715,24 +718,26 @@ func (c *conn) forwardResponses() error {
 			frame = c.respBuf
 		}
 
-		var now int64
-		if c.p.metrics != nil && req.used || req.stat.Active() {
-			now = tracing.Now()
+		// The response arrived when the read that completed it returned: one clock read per
+		// read from the node, shared by every frame that read delivered. It is the response
+		// time that tracing and statement statistics see, and the start of the added latency.
+		if fill {
+			arrived = 0
+		}
+		if arrived == 0 && (c.p.metrics != nil || req.stat.Active()) {
+			arrived = tracing.Now()
 		}
 		if req.stat.Active() {
-			c.p.stmts.Response(req.stat, h, c.statResponseBody(h, frame, req.stat), now)
+			c.p.stmts.Response(req.stat, h, c.statResponseBody(h, frame, req.stat), arrived)
 		}
 		out := frame
 		if c.tr != nil {
-			out = c.tr.OnResponseAt(h, frame, c.compressor(), now)
+			out = c.tr.OnResponseAt(h, frame, c.compressor(), arrived)
 		}
 		if req.kind != kindNone {
 			out = c.rewriteResult(out, req)
 		} else if event {
 			out = c.rewriteEvent(out)
-		}
-		if m := c.p.metrics; m != nil && req.used {
-			m.Latency(req.op, time.Duration(now-req.start))
 		}
 
 		switch {
@@ -747,6 +752,15 @@ func (c *conn) forwardResponses() error {
 			} else if cap(c.respBuf) > maxKeptBuffer {
 				c.respBuf = nil
 			}
+		}
+		// Queued for the client: the second clock read of a request, after the one at its
+		// arrival. The added latency is the response's way through the sidecar (its wait
+		// behind earlier frames of the same read, tracing, rewriting, the copy into the
+		// client's buffer); the request's way in is not measured, to keep to these reads.
+		if m := c.p.metrics; m != nil && req.used {
+			now := tracing.Now()
+			m.Latency(req.op, time.Duration(now-req.start))
+			m.AddedLatency(time.Duration(now - arrived))
 		}
 		inc(&c.counters.responses, 1)
 		drained := left == 0 && c.draining.Load() && c.reqExited.Load()
