@@ -2,8 +2,8 @@ package ctl_test
 
 import (
 	"context"
-	"errors"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"strings"
