@@ -78,7 +78,7 @@ type redactor struct {
 	// role is set when the statement is CREATE or ALTER of a ROLE or USER.
 	role   bool
 	nsig   int    // significant tokens seen
-	first  string // the first significant token, upper case, if an identifier
+	first  string // the first significant token, if an identifier
 	groups []group
 }
 
@@ -133,10 +133,10 @@ func (r *redactor) emit(t token) {
 	if t.kind == tokIdent {
 		switch r.nsig {
 		case 1:
-			r.first = strings.ToUpper(t.text)
+			r.first = t.text
 		case 2:
-			kw := strings.ToUpper(t.text)
-			r.role = (r.first == "CREATE" || r.first == "ALTER") && (kw == "ROLE" || kw == "USER")
+			r.role = (strings.EqualFold(r.first, "create") || strings.EqualFold(r.first, "alter")) &&
+				(strings.EqualFold(t.text, "role") || strings.EqualFold(t.text, "user"))
 		}
 	}
 	if t.kind == tokPunct && t.text == ";" {
@@ -239,8 +239,8 @@ func (r *redactor) lex(i int) (tokenKind, int) {
 		for j < len(q) && isIdentPart(q[j]) {
 			j++
 		}
-		switch strings.ToLower(q[i:j]) {
-		case "true", "false", "nan", "infinity":
+		if w := q[i:j]; strings.EqualFold(w, "true") || strings.EqualFold(w, "false") ||
+			strings.EqualFold(w, "nan") || strings.EqualFold(w, "infinity") {
 			return tokLiteral, j - i
 		}
 		return tokIdent, j - i

@@ -71,6 +71,12 @@ type Config struct {
 	Token   string   // bearer token, sent when set
 	CACert  string   // PEM file of the CA of an HTTPS API; empty: the system's
 	Command Command
+
+	// HostsFromCQL, when set, is the HOST:PORT of one sidecar's CQL port: Hosts are then
+	// the admin APIs of every sidecar listed in its system.local and system.peers, each on
+	// the sidecar's IP at AdminPort (empty means DefaultPort).
+	HostsFromCQL string
+	AdminPort    string
 }
 
 // Run applies cfg.Command to every host in parallel and writes one table row per host to
@@ -86,6 +92,15 @@ func Run(ctx context.Context, cfg Config, stdout io.Writer) error {
 	cl, err := newClient(cfg.Token, cfg.CACert)
 	if err != nil {
 		return err
+	}
+	if cfg.HostsFromCQL != "" {
+		port := cfg.AdminPort
+		if port == "" {
+			port = DefaultPort
+		}
+		if cfg.Hosts, err = discoverHosts(ctx, cfg.HostsFromCQL, port); err != nil {
+			return err
+		}
 	}
 	if !printTable(stdout, apply(ctx, cl, cfg.Hosts, o)) {
 		return ErrHostFailed

@@ -18,7 +18,7 @@ import (
 
 // apiClient calls the sidecar's admin API and the node's API, as a user's curl would.
 type apiClient struct {
-	admin, node adminapi.Client // the node's API takes no token
+	admin, node adminapi.Client // one token for every admin surface
 	adminURL    string          // base URLs without a trailing slash
 	nodeURL     string
 }
@@ -27,7 +27,7 @@ func newAPIClient(cfg *Config) *apiClient {
 	hc := &http.Client{Timeout: 10 * time.Second}
 	return &apiClient{
 		admin:    adminapi.Client{HTTP: hc, Token: cfg.AdminToken},
-		node:     adminapi.Client{HTTP: hc},
+		node:     adminapi.Client{HTTP: hc, Token: cfg.AdminToken},
 		adminURL: baseURL(cfg.Admin),
 		nodeURL:  baseURL(cfg.NodeAPI),
 	}
@@ -78,6 +78,7 @@ type stateKey struct {
 type savedState struct {
 	keys    []stateKey
 	restore map[stateKey]string
+	each    []*savedState // per sidecar of a cluster (see clusterAPI)
 }
 
 const (

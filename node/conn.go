@@ -34,7 +34,8 @@ type conn struct {
 	started bool // STARTUP received
 	sess    Session
 
-	wantsSchemaEvents atomic.Bool
+	// The event types the connection REGISTERed for.
+	wantsSchemaEvents, wantsStatusEvents, wantsTopologyEvents atomic.Bool
 
 	in   []byte // frame read buffer
 	dbuf []byte // decompressed body
@@ -44,6 +45,7 @@ type conn struct {
 
 func newConn(s *Server, nc net.Conn) *conn {
 	c := &conn{s: s, nc: nc, br: bufio.NewReaderSize(nc, 64<<10)}
+	c.sess.Node = s.cfg.Node
 	c.w.w = bufio.NewWriterSize(nc, 64<<10)
 	if ap, err := netip.ParseAddrPort(nc.RemoteAddr().String()); err == nil {
 		c.peer = ap.Addr()
@@ -216,9 +218,12 @@ func (c *conn) handle(h cql.Header, body []byte) error {
 		}
 		for _, e := range r.Events {
 			switch e {
-			case "SCHEMA_CHANGE":
+			case cql.EventSchemaChange:
 				c.wantsSchemaEvents.Store(true)
-			case "TOPOLOGY_CHANGE", "STATUS_CHANGE":
+			case cql.EventStatusChange:
+				c.wantsStatusEvents.Store(true)
+			case cql.EventTopologyChange:
+				c.wantsTopologyEvents.Store(true)
 			default:
 				c.sendError(h, protocolError("Invalid value '"+e+"' for Type"))
 				return nil
@@ -421,6 +426,19 @@ func (c *conn) logRequest(h cql.Header, what string) {
 		e.Str("op", h.Opcode.String()).Int16("stream", h.Stream).Stringer("client", c.nc.RemoteAddr()).
 			Str("keyspace", c.sess.Keyspace).Str("query", what).Msg("request")
 	}
+}
+
+// wants reports whether the connection REGISTERed for events of type typ.
+func (c *conn) wants(typ string) bool {
+	switch typ {
+	case cql.EventSchemaChange:
+		return c.wantsSchemaEvents.Load()
+	case cql.EventStatusChange:
+		return c.wantsStatusEvents.Load()
+	case cql.EventTopologyChange:
+		return c.wantsTopologyEvents.Load()
+	}
+	return false
 }
 
 // push sends an event frame to the client, outside the request/response flow.

@@ -11,6 +11,7 @@ package node
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -37,6 +38,14 @@ type Config struct {
 	Logger *zerolog.Logger
 	// ClusterName is reported in system.local. Empty means "Test Cluster".
 	ClusterName string
+	// TLS, when set, makes clients speak TLS: it must hold a certificate. A client that
+	// fails the handshake is logged with the reason and disconnected. Nil means plaintext.
+	TLS *tls.Config
+	// Engine, when set, is an engine shared with the other nodes of a cluster (see Cluster),
+	// and Node is this server's index among its EngineConfig.Nodes. Nil means an engine of
+	// its own, created by Serve for the address it listens on.
+	Engine *Engine
+	Node   int
 }
 
 // Server is the embedded in-memory CQL node: a single-node Cassandra 4 look-alike speaking
@@ -64,6 +73,10 @@ func New(cfg Config) *Server {
 	s := &Server{cfg: cfg, conns: make(map[*conn]struct{}), nop: zerolog.Nop()}
 	if u, p, ok := strings.Cut(cfg.Auth, ":"); ok {
 		s.user, s.pass = u, p
+	}
+	if cfg.Engine != nil {
+		s.engine = cfg.Engine
+		s.engine.OnSchemaChange(s.broadcastSchemaChange)
 	}
 	return s
 }
@@ -146,7 +159,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		if tc, ok := nc.(*net.TCPConn); ok {
 			tc.SetNoDelay(true)
 		}
-		c := newConn(s, nc)
+		c := newConn(s, s.wrapTLS(nc))
 		s.mu.Lock()
 		s.conns[c] = struct{}{}
 		s.mu.Unlock()
@@ -162,15 +175,19 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 }
 
 func (s *Server) broadcastSchemaChange(sc cql.SchemaChange) {
+	s.broadcast(cql.Event{Type: cql.EventSchemaChange, Schema: sc})
+}
+
+// broadcast pushes ev to every connection that REGISTERed for its type.
+func (s *Server) broadcast(ev cql.Event) {
 	s.mu.Lock()
 	conns := make([]*conn, 0, len(s.conns))
 	for c := range s.conns {
-		if c.wantsSchemaEvents.Load() {
+		if c.wants(ev.Type) {
 			conns = append(conns, c)
 		}
 	}
 	s.mu.Unlock()
-	ev := cql.Event{Type: "SCHEMA_CHANGE", Schema: sc}
 	for _, c := range conns {
 		c.push(ev)
 	}

@@ -9,17 +9,21 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gocql/gocql"
 	"github.com/rs/zerolog"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/tracecar/tracecar/admin"
 	"github.com/tracecar/tracecar/tracing"
+	"github.com/tracecar/tracecar/tracing/cqlsink"
 )
 
-// TestE2ESecretsRedacted sends a PASSWORD and a string literal as simple statements through
-// the sidecar with gocql, in full mode at threshold 0, and checks that neither reaches the
-// admin API's slow log, the slowlog log line or the OTel spans, while the statements are
-// recorded with their literals replaced.
+// TestE2ESecretsRedacted sends a PASSWORD and string literals as statements without bound
+// values through the sidecar with gocql, in full mode at threshold 0, and checks that none
+// reaches the admin API's slow log, the slowlog log line or the OTel spans, while the
+// statements are recorded with their literals replaced. gocql sends CREATE ROLE and CREATE
+// KEYSPACE as QUERY frames; it prepares DML, so the INSERT's literal arrives in a PREPARE
+// and is recorded for the PREPARE and for the EXECUTE (by the prepared text).
 func TestE2ESecretsRedacted(t *testing.T) {
 	const password, literal = "hunter2-pw", "literal-secret"
 	var logBuf syncBuffer
@@ -46,11 +50,11 @@ func TestE2ESecretsRedacted(t *testing.T) {
 	workload(t, s, "red", "x")
 	role := fmt.Sprintf("CREATE ROLE app WITH PASSWORD = '%s' AND LOGIN = true", password)
 	s.Query(role).Exec() // the embedded node has no roles: the error is recorded too
-	insert := fmt.Sprintf("INSERT INTO red.kv (k, v) VALUES (2, '%s')", literal)
+	insert := fmt.Sprintf("INSERT INTO red.kv (v, k) VALUES ('%s', 2)", literal)
 	if err := s.Query(insert).Exec(); err != nil {
 		t.Fatalf("%s: %v", insert, err)
 	}
-	const wantRole, wantInsert = "CREATE ROLE app WITH PASSWORD = ? AND LOGIN = ?", "INSERT INTO red.kv (k, v) VALUES (?, ?)"
+	const wantRole, wantInsert = "CREATE ROLE app WITH PASSWORD = ? AND LOGIN = ?", "INSERT INTO red.kv (v, k) VALUES (?, ?)"
 	findSession(t, st.tr, "the role's session", queryIs(wantRole))
 	findSession(t, st.tr, "the insert's session", queryIs(wantInsert))
 
@@ -80,10 +84,38 @@ func TestE2ESecretsRedacted(t *testing.T) {
 		fmt.Fprintln(&spans, sp.Name, sp.Attributes, sp.Events)
 	}
 	for what, text := range map[string]string{"/tracecar/slow_log": slowLogJSON, "the slowlog log": logBuf.String(), "the spans": spans.String()} {
-		for _, secret := range []string{password, literal} {
+		for _, secret := range []string{password, literal, "SimpleStrategy"} {
 			if strings.Contains(text, secret) {
 				t.Errorf("%s shows %q:\n%s", what, secret, text)
 			}
 		}
+	}
+}
+
+// TestE2ESecretsRedactedSampled samples a statement with a string literal (gocql prepares
+// it, so the sampled PREPARE carries it): the node's own "Parsing <statement>" event,
+// merged into the session, has its literal redacted too.
+func TestE2ESecretsRedactedSampled(t *testing.T) {
+	st := mustTracedStack(t, tracing.Options{}, tracing.Config{Probability: 1, ThresholdMicros: tracing.DefaultThresholdMicros, TTLSeconds: 60},
+		func(s *gocql.Session) tracing.Options { return tracing.Options{NodeEvents: cqlsink.NewNodeEvents(s)} })
+	const literal = "sampled-literal-secret"
+	s := st.session(t, "none")
+	workload(t, s, "redsampled", "x")
+	insert := fmt.Sprintf("INSERT INTO redsampled.kv (v, k) VALUES ('%s', 3)", literal)
+	if err := s.Query(insert).Exec(); err != nil {
+		t.Fatalf("%s: %v", insert, err)
+	}
+	got := findSession(t, st.tr, "the insert's session with node events", func(s tracing.Session) bool {
+		return s.Parameters["query"] == "INSERT INTO redsampled.kv (v, k) VALUES (?, ?)" && len(activities(s, tracing.SourceNode)) > 0
+	})
+	found := false
+	for _, a := range activities(got, tracing.SourceNode) {
+		if strings.Contains(a, literal) {
+			t.Errorf("node event %q shows the literal", a)
+		}
+		found = found || a == "Parsing INSERT INTO redsampled.kv (v, k) VALUES (?, ?)"
+	}
+	if !found {
+		t.Errorf("node events %q; want the node's Parsing event with the statement normalized", activities(got, tracing.SourceNode))
 	}
 }

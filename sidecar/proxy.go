@@ -17,6 +17,7 @@ package sidecar
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -60,6 +61,9 @@ type Config struct {
 	// PeerPort is the port written into peers' native_port and into events that name
 	// other nodes, assuming a sidecar beside every node. Zero means the advertised port.
 	PeerPort int
+	// Peers maps other nodes' addresses to their sidecars' when the convention behind
+	// PeerPort does not hold (see PeerMap). Nil means the convention.
+	Peers *PeerMap
 	// DrainTimeout bounds how long Serve waits, once its context is done, for in-flight
 	// requests to be answered before it closes the connections. Zero means
 	// DefaultDrainTimeout.
@@ -79,6 +83,15 @@ type Config struct {
 	// Statements receives each request and its response for per-statement statistics.
 	// Nil means none.
 	Statements StatementStats
+	// TLS, when set, makes clients speak TLS to the proxy: it must hold a certificate, and
+	// with ClientAuth set to tls.RequireAndVerifyClientCert and ClientCAs, clients must
+	// present a certificate (mTLS). A client that fails the handshake, a plaintext one say,
+	// is logged with the reason and disconnected. Nil means plaintext.
+	TLS *tls.Config
+	// NodeTLS, when set, makes the proxy speak TLS to the node, with this client
+	// configuration (RootCAs, a client certificate). An empty ServerName is set to the
+	// host of NodeAddr. Nil means plaintext.
+	NodeTLS *tls.Config
 }
 
 // StatementStats is the data path's hook for per-statement statistics;
@@ -154,6 +167,7 @@ type Proxy struct {
 	maxFrame  uint32
 	advertise netip.AddrPort // zero Addr: the client connection's local address
 	cfgErr    error
+	nodeTLS   *tls.Config // Config.NodeTLS with its ServerName set
 
 	// dial opens a node connection; tests replace it.
 	dial func(ctx context.Context) (net.Conn, error)
@@ -208,9 +222,17 @@ func New(cfg Config, tr *tracing.Tracer) *Proxy {
 	if cfg.AdvertiseAddr != "" && p.cfgErr == nil {
 		p.advertise, p.cfgErr = parseAdvertise(cfg.AdvertiseAddr)
 	}
+	p.nodeTLS = nodeTLSConfig(cfg.NodeTLS, cfg.NodeAddr)
+	if cfg.TLS != nil && len(cfg.TLS.Certificates) == 0 && cfg.TLS.GetCertificate == nil && p.cfgErr == nil {
+		p.cfgErr = errors.New("sidecar: client TLS configuration has no certificate")
+	}
 	d := net.Dialer{Timeout: cfg.DialTimeout}
 	p.dial = func(ctx context.Context) (net.Conn, error) {
-		return d.DialContext(ctx, "tcp", cfg.NodeAddr)
+		nc, err := d.DialContext(ctx, "tcp", cfg.NodeAddr)
+		if err != nil || p.nodeTLS == nil {
+			return nc, err
+		}
+		return p.dialTLS(ctx, nc)
 	}
 	return p
 }
@@ -260,7 +282,7 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 			break
 		}
 		delay = 0
-		c := p.newConn(nc, g)
+		c := p.newConn(p.acceptTLS(nc), g)
 		g.wg.Add(1)
 		go func() {
 			defer g.wg.Done()

@@ -206,7 +206,10 @@ func (c *conn) rewriteResult(frame []byte, req inflight) []byte {
 // tables the native port becomes the peer port, as a sidecar is assumed beside every
 // node. It reports whether it changed anything.
 func (c *conn) rewriteRows(kind rewriteKind, cols []cql.ColumnSpec, rows [][][]byte) bool {
-	changed := false
+	if kind != kindLocal && c.p.cfg.Peers != nil {
+		return c.p.cfg.Peers.rewritePeerRows(cols, rows, c.peerPort, c.unmappedPeer)
+	}
+	changed := kind == kindLocal && c.p.cfg.Peers != nil && c.rewriteBroadcast(cols, rows)
 	for j, col := range cols {
 		var val []byte
 		switch {
@@ -268,6 +271,9 @@ func (c *conn) eventAddr(a netip.AddrPort) netip.AddrPort {
 	ip := a.Addr().Unmap()
 	if ip == c.nodeAddr.Addr() && a.Port() == c.nodeAddr.Port() {
 		return c.advertise
+	}
+	if sc, ok := c.p.cfg.Peers.eventPeer(a, c.peerPort); ok {
+		return sc
 	}
 	if rpc := c.p.nodeRPC.Load(); rpc != nil && ip == *rpc {
 		return c.advertise

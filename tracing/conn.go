@@ -71,6 +71,7 @@ type pending struct {
 	err         string
 	responseOp  cql.Opcode
 	thresholdUS int64
+	rows        int // the RESULT Rows count, or -1
 }
 
 // Conn is the tracing state of one client connection: a table of in-flight requests by
@@ -351,6 +352,7 @@ func (c *Conn) respondTraced(sl *slot, p *pending, h cql.Header, frame []byte, c
 	ri, c.respScratch = readResponse(h, frame, comp, c.respScratch)
 	p.err = ri.err
 	p.nodeID, p.hasNodeID = ri.tracingID, ri.hasTracingID
+	p.rows = responseRows(h, frame, ri.body)
 	out := frame
 	if p.mode == ModeSampled && ri.hasTracingID {
 		out = c.stripTracingID(h, frame, comp, ri.body)
@@ -440,6 +442,9 @@ func (c *Conn) finish(p *pending) {
 	if err := walkRequest(p.op, p.body, c.t.params(ps)); err != nil {
 		ps["decode_error"] = err.Error()
 	}
+	if p.rows >= 0 {
+		ps["returned_rows"] = itoa(p.rows)
+	}
 	evs := make([]Event, 0, 5)
 	add := func(activity string, at int64) {
 		if at != 0 {
@@ -492,6 +497,7 @@ func newPending() *pending {
 	p.decodeErr, p.err = "", ""
 	p.nodeID, p.hasNodeID = [16]byte{}, false
 	p.responseOp = 0
+	p.rows = -1
 	return p
 }
 
@@ -572,5 +578,29 @@ func (c *Conn) notePrepared(h cql.Header, frame []byte, comp cql.Compressor) {
 	if d.Err() != nil {
 		return
 	}
-	c.t.prep.put(string(id), q)
+	c.t.prep.put(string(id), q, preparedKeyspace(h.Version&^cql.ResponseBit, &d))
+}
+
+// preparedKeyspace reads the keyspace of a prepared statement from the rest of its RESULT
+// Prepared body (after the id): the global table spec of its bind metadata, or its first
+// column's. It returns "" when the metadata names none.
+func preparedKeyspace(version byte, d *cql.Decoder) string {
+	if version >= 5 {
+		d.ShortBytes() // result_metadata_id
+	}
+	flags := d.Int()
+	columns := d.Int()
+	if version >= 4 {
+		for n := d.Int(); n > 0 && d.Err() == nil; n-- {
+			d.Short() // partition key index
+		}
+	}
+	if d.Err() != nil || flags&1 == 0 && columns <= 0 {
+		return ""
+	}
+	ks := d.String() // the global spec's keyspace, or the first column's
+	if d.Err() != nil {
+		return ""
+	}
+	return ks
 }

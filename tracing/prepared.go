@@ -5,26 +5,33 @@ import "sync"
 // DefaultPreparedSize bounds the prepared-statement map of a Tracer.
 const DefaultPreparedSize = 10000
 
-// preparedMap remembers prepared statement id → query text, learnt from PREPARE requests
-// and their RESULT Prepared responses on every connection, so that an EXECUTE shows its
-// text. It holds at most size entries and forgets the oldest first. It is safe for
+// preparedMap remembers prepared statement id → query text and keyspace, learnt from
+// PREPARE requests and their RESULT Prepared responses on every connection, so that an
+// EXECUTE shows its text. It holds at most size entries and forgets the oldest first. It is safe for
 // concurrent use.
 type preparedMap struct {
 	mu    sync.RWMutex
-	m     map[string]string
+	m     map[string]preparedStmt
 	order []string // insertion order, a ring of keys
 	head  int
 }
 
-func newPreparedMap(size int) *preparedMap {
-	return &preparedMap{m: make(map[string]string), order: make([]string, 0, size)}
+// preparedStmt is what a PREPARE told about a statement.
+type preparedStmt struct {
+	query    string
+	keyspace string // from the statement's metadata; "" when it had none
 }
 
-func (p *preparedMap) put(id, query string) {
+func newPreparedMap(size int) *preparedMap {
+	return &preparedMap{m: make(map[string]preparedStmt), order: make([]string, 0, size)}
+}
+
+func (p *preparedMap) put(id, query, keyspace string) {
+	st := preparedStmt{query: query, keyspace: keyspace}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if _, ok := p.m[id]; ok {
-		p.m[id] = query
+		p.m[id] = st
 		return
 	}
 	if len(p.order) < cap(p.order) {
@@ -34,15 +41,21 @@ func (p *preparedMap) put(id, query string) {
 		p.order[p.head] = id
 		p.head = (p.head + 1) % len(p.order)
 	}
-	p.m[id] = query
+	p.m[id] = st
 }
 
-// get looks id up without allocating: the map index converts the bytes in place.
+// get returns the query of id.
 func (p *preparedMap) get(id []byte) (string, bool) {
+	st, ok := p.lookup(id)
+	return st.query, ok
+}
+
+// lookup looks id up without allocating: the map index converts the bytes in place.
+func (p *preparedMap) lookup(id []byte) (preparedStmt, bool) {
 	p.mu.RLock()
-	q, ok := p.m[string(id)]
+	st, ok := p.m[string(id)]
 	p.mu.RUnlock()
-	return q, ok
+	return st, ok
 }
 
 func (p *preparedMap) len() int {

@@ -1,6 +1,7 @@
 package tracing
 
 import (
+	"context"
 	"strings"
 
 	"github.com/tracecar/tracecar/cql"
@@ -23,4 +24,23 @@ func (p *params) query(k string, q []byte) {
 	if truncated {
 		p.m["query_truncated"+strings.TrimPrefix(k, "query")] = "true"
 	}
+}
+
+// redactedEvents normalizes the statement text that a node puts in its own trace events
+// (Cassandra's "Parsing <statement>"), as the session's query text is.
+type redactedEvents struct {
+	src      NodeEventSource
+	literals bool
+	maxLen   int
+}
+
+func (r redactedEvents) Events(ctx context.Context, id [16]byte) ([]Event, bool, error) {
+	evs, complete, err := r.src.Events(ctx, id)
+	for i := range evs {
+		if q, ok := strings.CutPrefix(evs[i].Activity, "Parsing "); ok {
+			q, _ = cql.NormalizeQuery(q, r.literals, r.maxLen)
+			evs[i].Activity = "Parsing " + q
+		}
+	}
+	return evs, complete, err
 }

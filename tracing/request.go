@@ -86,17 +86,21 @@ func (p *params) value(stmt, i int, v []byte, unset bool) {
 	p.m[k] = renderValue(v, unset, p.bind)
 }
 
-// prepared records the text of the statement whose id is id under key, or the id under
-// idKey when this sidecar never saw it prepared.
-func (p *params) prepared(key, idKey string, id []byte) {
+// prepared records the text of the statement whose id is id as "query" (of statement
+// stmt in a batch, or stmt < 0), and its keyspace as "keyspace", or the id as
+// "prepared_id" when this sidecar never saw it prepared.
+func (p *params) prepared(stmt int, id []byte) {
 	if p.m == nil {
 		return
 	}
-	if q, ok := p.prep.get(id); ok {
-		p.query(key, []byte(q))
+	if st, ok := p.prep.lookup(id); ok {
+		p.query(indexed("query", stmt), []byte(st.query))
+		if st.keyspace != "" {
+			p.m[indexed("keyspace", stmt)] = st.keyspace
+		}
 		return
 	}
-	p.m[idKey] = "0x" + hex.EncodeToString(id)
+	p.m[indexed("prepared_id", stmt)] = "0x" + hex.EncodeToString(id)
 }
 
 // maxBoundValue is how much of a bound value BindValues shows.
@@ -131,7 +135,7 @@ func walkRequest(op cql.Opcode, body []byte, p *params) error {
 	case cql.OpExecute:
 		id := d.ShortBytes()
 		if d.Err() == nil {
-			p.prepared("query", "prepared_id", id)
+			p.prepared(-1, id)
 		}
 		walkQueryParams(&d, p, -1)
 	case cql.OpPrepare:
@@ -220,7 +224,7 @@ func walkBatchAs(body []byte, p *params, named bool) error {
 		case 1:
 			id := d.ShortBytes()
 			if d.Err() == nil && p.m != nil {
-				p.prepared(indexed("query", i), indexed("prepared_id", i), id)
+				p.prepared(i, id)
 			}
 		default:
 			return cql.ErrMalformed

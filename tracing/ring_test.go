@@ -52,10 +52,10 @@ func TestRingFind(t *testing.T) {
 
 func TestPreparedMapBound(t *testing.T) {
 	p := newPreparedMap(2)
-	p.put("a", "qa")
-	p.put("b", "qb")
-	p.put("a", "qa2") // update, no eviction
-	p.put("c", "qc")  // evicts the oldest, a
+	p.put("a", "qa", "")
+	p.put("b", "qb", "")
+	p.put("a", "qa2", "") // update, no eviction
+	p.put("c", "qc", "")  // evicts the oldest, a
 	tests := []struct {
 		id, want string
 		ok       bool

@@ -40,6 +40,9 @@ type Event struct {
 	Activity        string `json:"activity"`
 	Source          string `json:"source"`
 	SourceElapsedUS int64  `json:"source_elapsed_us"`
+	// Time is when the event happened, by its source's clock, when the source tells it
+	// (a node event's event_id); zero otherwise.
+	Time time.Time `json:"time,omitzero"`
 }
 
 // Standard sidecar events, in the order they happen.

@@ -90,7 +90,13 @@ type Stats struct {
 	Errors map[string]uint64 `json:"errors"`
 	// Mode is the current Config's Mode.
 	Mode string `json:"mode"`
+	// OTLPExport counts the failed exports of the OTel sink, and the spans they lost; nil
+	// without one.
+	OTLPExport *ExportStats `json:"otlp_export,omitempty"`
 }
+
+// exportCounter is a sink that counts failed exports, as OTelSink does.
+type exportCounter interface{ ExportStats() ExportStats }
 
 // snapshot is the data path's view of a Config, precomputed so that a request pays for
 // one atomic load and a few compares.
@@ -195,7 +201,8 @@ func New(o Options) *Tracer {
 		t.queues = append(t.queues, newSinkQueue(s, o.QueueSize, t.log))
 	}
 	if o.NodeEvents != nil {
-		t.fetch = newFetcher(o.NodeEvents, o.QueueSize, t.record, t.log)
+		src := redactedEvents{o.NodeEvents, o.QueryLiterals, o.MaxQueryLen}
+		t.fetch = newFetcher(src, o.QueueSize, t.record, t.log)
 	}
 	return t
 }
@@ -272,6 +279,10 @@ func (t *Tracer) Stats() Stats {
 	for _, q := range t.queues {
 		st.Dropped[q.name] += q.dropped.Load()
 		st.Errors[q.name] += q.errors.Load()
+		if ec, ok := q.sink.(exportCounter); ok {
+			es := ec.ExportStats()
+			st.OTLPExport = &es
+		}
 	}
 	if t.fetch != nil {
 		st.Dropped["node_events"] = t.fetch.dropped.Load()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/url"
 	"os"
 	"slices"
@@ -35,7 +36,7 @@ func runCtl(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	return ctl.Run(ctx, cfg, stdout)
 }
 
-const ctlUsage = `usage: tracecar ctl [--hosts h1:10000,h2:10000] [--token T] [--cacert FILE] COMMAND
+const ctlUsage = `usage: tracecar ctl [--hosts h1:10000,h2:10000 | --hosts-from-cql HOST:PORT [--admin-port P]] [--token T] [--cacert FILE] COMMAND
 commands:
   slow-query [--enable|--disable] [--fast|--full] [--threshold 500ms] [--ttl 24h]
                            set slow-query logging; with no flags, show it
@@ -49,19 +50,24 @@ commands:
                            trace only matching requests (flags ANDed); --clear removes the filter;
                            with no flags, show it
 --hosts defaults to 127.0.0.1:10000; a host without a port gets :10000, and may be an
-http:// or https:// URL. --token defaults to $TRACECAR_ADMIN_TOKEN.
+http:// or https:// URL. --hosts-from-cql HOST:PORT instead reaches every sidecar of a
+cluster, as listed in system.local and system.peers read through that sidecar, each at
+--admin-port (default 10000) on its IP. --token defaults to $TRACECAR_ADMIN_TOKEN.
 exit codes: 0 all hosts ok, 1 a host failed, 2 usage error
 `
 
 // common are the flags every command takes, before or after the command name.
 type common struct {
 	hosts, token, cacert string
+	fromCQL, adminPort   string // --hosts-from-cql and --admin-port
 }
 
 func (c *common) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.hosts, "hosts", c.hosts, "comma-separated admin API addresses")
 	fs.StringVar(&c.token, "token", c.token, "bearer token of the admin API")
 	fs.StringVar(&c.cacert, "cacert", c.cacert, "PEM file of the CA that signed the API's certificate")
+	fs.StringVar(&c.fromCQL, "hosts-from-cql", c.fromCQL, "HOST:PORT of one sidecar's CQL port: reach every sidecar it lists in system.local and system.peers, instead of --hosts")
+	fs.StringVar(&c.adminPort, "admin-port", c.adminPort, "with --hosts-from-cql, the port of each sidecar's admin API, on the sidecar's IP")
 }
 
 // ctlFlagSet returns a flag set whose errors are reported once, by runCtl.
@@ -73,7 +79,8 @@ func ctlFlagSet(name string) *flag.FlagSet {
 
 // parseCtlFlags parses the words after "ctl" into a ctl.Config.
 func parseCtlFlags(args []string) (ctl.Config, error) {
-	c := common{hosts: "127.0.0.1:" + ctl.DefaultPort, token: os.Getenv("TRACECAR_ADMIN_TOKEN")}
+	// The token's default stays out of the flag, so that a usage message never prints it.
+	c := common{hosts: "127.0.0.1:" + ctl.DefaultPort, adminPort: ctl.DefaultPort}
 	fs := ctlFlagSet("ctl")
 	c.register(fs)
 	if err := parseCtlArgs(fs, args); err != nil {
@@ -104,11 +111,24 @@ func parseCtlFlags(args []string) (ctl.Config, error) {
 	if err != nil {
 		return ctl.Config{}, err
 	}
-	hosts, err := parseHosts(c.hosts)
-	if err != nil {
-		return ctl.Config{}, err
+	var hosts []string
+	if c.fromCQL == "" {
+		if hosts, err = parseHosts(c.hosts); err != nil {
+			return ctl.Config{}, err
+		}
+	} else {
+		if _, _, err := net.SplitHostPort(c.fromCQL); err != nil {
+			return ctl.Config{}, usageErrorf("--hosts-from-cql %q: want the HOST:PORT of a sidecar's CQL port", c.fromCQL)
+		}
+		if n, err := strconv.Atoi(c.adminPort); err != nil || n < 1 || n > 65535 {
+			return ctl.Config{}, usageErrorf("--admin-port %q: want a port from 1 to 65535", c.adminPort)
+		}
 	}
-	return ctl.Config{Hosts: hosts, Token: c.token, CACert: c.cacert, Command: cmd}, nil
+	if c.token == "" {
+		c.token = os.Getenv("TRACECAR_ADMIN_TOKEN")
+	}
+	return ctl.Config{Hosts: hosts, Token: c.token, CACert: c.cacert, Command: cmd,
+		HostsFromCQL: c.fromCQL, AdminPort: c.adminPort}, nil
 }
 
 // parseCtlArgs parses fs, turning its errors into usage errors.

@@ -47,13 +47,16 @@ func (n *NodeEvents) Events(ctx context.Context, sessionID [16]byte) ([]tracing.
 	case err != nil:
 		return nil, false, fmt.Errorf("read system_traces.sessions: %w", err)
 	}
-	iter := n.s.Query(`SELECT activity, source_elapsed FROM system_traces.events WHERE session_id = ?`, id).
+	iter := n.s.Query(`SELECT event_id, activity, source_elapsed FROM system_traces.events WHERE session_id = ?`, id).
 		WithContext(ctx).Consistency(gocql.One).Iter()
 	var evs []tracing.Event
+	var eventID gocql.UUID
 	var activity string
 	var elapsed int
-	for iter.Scan(&activity, &elapsed) {
-		evs = append(evs, tracing.Event{Activity: activity, Source: tracing.SourceNode, SourceElapsedUS: int64(elapsed)})
+	for iter.Scan(&eventID, &activity, &elapsed) {
+		// The event id is a time UUID: the node's own clock when the event happened.
+		evs = append(evs, tracing.Event{Activity: activity, Source: tracing.SourceNode, SourceElapsedUS: int64(elapsed),
+			Time: eventID.Time()})
 	}
 	if err := iter.Close(); err != nil {
 		return nil, false, fmt.Errorf("read system_traces.events: %w", err)
