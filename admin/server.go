@@ -144,7 +144,9 @@ type Server struct {
 	metrics    *metrics.Metrics
 	guardrail  func() Guardrail
 	guardCtl   GuardrailControl
-	node       Node // nil: no node: loggers, nothing applied to the node
+	stmts      Statements  // nil: no statement statistics endpoints
+	filter     TraceFilter // nil: no trace filter endpoints
+	node       Node        // nil: no node: loggers, nothing applied to the node
 	apply      NodeApply
 	collectors []prometheus.Collector
 	gatherer   prometheus.Gatherer
@@ -169,6 +171,7 @@ type handler func(ctx *fasthttp.RequestCtx, arg string) error
 // route is the handlers of one path.
 type route struct {
 	get, post handler
+	del       handler // DELETE; nil on most routes
 }
 
 type prefixRoute struct {
@@ -228,6 +231,14 @@ func New(cfg Config, tr Tracer, logs Loggers, opts ...Option) *Server {
 	}
 	if s.guardCtl != nil {
 		s.exact["/tracecar/guardrail"] = &route{get: s.getGuardrail, post: s.setGuardrail}
+	}
+	if s.filter != nil {
+		s.exact["/tracecar/trace_filter"] = &route{get: s.getTraceFilter, post: s.setTraceFilter, del: s.clearTraceFilter}
+	}
+	if s.stmts != nil {
+		s.exact["/tracecar/statement_stats"] = &route{get: s.getStatementStats, post: s.setStatementStats}
+		s.exact["/tracecar/statements"] = &route{get: s.getStatements}
+		s.exact["/tracecar/statements/reset"] = &route{post: s.resetStatements}
 	}
 	if s.node != nil {
 		s.exact["/tracecar/node/trace_probability"] = &route{get: s.getNodeProbability, post: s.setNodeProbability}
@@ -345,6 +356,8 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		h = r.get
 	case ctx.IsPost():
 		h = r.post
+	case ctx.IsDelete():
+		h = r.del
 	}
 	if h == nil {
 		allow := r.allow()
@@ -431,6 +444,9 @@ func (r *route) allow() string {
 	}
 	if r.post != nil {
 		m = append(m, "POST")
+	}
+	if r.del != nil {
+		m = append(m, "DELETE")
 	}
 	return strings.Join(m, ", ")
 }

@@ -88,6 +88,8 @@ const (
 	// The sidecar's view of the node's probability, and its runtime guardrail.
 	pathNodeProbability = "/tracecar/node/trace_probability"
 	pathGuardrail       = "/tracecar/guardrail"
+	// Statement statistics on or off.
+	pathStatementStats = "/tracecar/statement_stats"
 )
 
 // snapshot reads the state that the modes' steps change. It returns notes for steps whose
@@ -114,7 +116,7 @@ func (c *apiClient) snapshot(ctx context.Context, modes []*mode) (*savedState, [
 			}
 			k := stateKey{s.api, s.path}
 			switch {
-			case s.path == pathSlowQuery || s.path == pathProbability || s.path == pathNodeProbability || s.path == pathGuardrail ||
+			case s.path == pathSlowQuery || s.path == pathProbability || s.path == pathNodeProbability || s.path == pathGuardrail || s.path == pathStatementStats ||
 				strings.HasPrefix(s.path, pathLoggers+"/") && len(s.path) > len(pathLoggers)+1:
 				if err := add(k); err != nil {
 					return nil, nil, err
@@ -191,6 +193,17 @@ func (c *apiClient) read(ctx context.Context, k stateKey) (string, error) {
 		}
 		return url.Values{"added_p99": {or0(b.AddedP99)}, "cpu": {or0(b.CPU.String())}, "drops": {or0(b.Drops.String())},
 			"window": {b.Window}, "cooldown": {b.Cooldown}, "restore": {strconv.FormatBool(b.Restore)}}.Encode(), nil
+	case k.path == pathStatementStats:
+		var st struct {
+			Enabled *bool `json:"enabled"`
+		}
+		if err := json.Unmarshal(body, &st); err != nil {
+			return bad(err)
+		}
+		if st.Enabled == nil {
+			return bad(errors.New("want enabled"))
+		}
+		return fmt.Sprintf("enable=%t", *st.Enabled), nil
 	case k.path == pathProbability || k.path == pathNodeProbability:
 		p, err := adminapi.ParseProbability(body)
 		if err != nil {

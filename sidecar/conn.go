@@ -2,6 +2,7 @@ package sidecar
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -18,6 +19,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tracecar/tracecar/cql"
+	"github.com/tracecar/tracecar/statements"
 	"github.com/tracecar/tracecar/tracing"
 )
 
@@ -75,11 +77,15 @@ type conn struct {
 	toNode  *frameWriter
 	reqBuf  []byte // frames larger than cr's buffer
 	reqBody []byte // decompressed request bodies
+	// inspected is the body inspect read for the current frame (aliasing the frame or
+	// reqBody), or nil.
+	inspected []byte
 
 	// Response goroutine (the request goroutine until the node is dialled).
 	nr       *bufio.Reader
 	toClient *frameWriter
 	respBuf  []byte
+	respBody []byte // decompressed response bodies for statement statistics
 	lost     []inflight
 
 	// Ending. The request goroutine sets bad, then clientDone; the response goroutine sets
@@ -386,17 +392,23 @@ func (c *conn) requests() error {
 		}
 
 		var req inflight
+		var now int64
 		if frame != nil {
 			req.kind, req.stmt = c.inspect(h, frame)
+			if st := c.p.stmts; st != nil && h.Stream >= 0 && (h.Opcode == cql.OpPrepare || st.Enabled()) {
+				now = tracing.Now()
+				req.start = now
+				req.stat = st.Request(h, c.statBody(h, frame), now)
+			}
 			if cap(c.reqBody) > maxKeptBuffer {
 				c.reqBody = nil
 			}
 		}
-		// One clock read serves both the latency metric and fast-mode tracing.
-		var now int64
+		// One clock read serves the latency metric, statement statistics and fast-mode
+		// tracing.
 		if h.Stream >= 0 {
 			req.stream, req.op = h.Stream, h.Opcode
-			if c.p.metrics != nil {
+			if c.p.metrics != nil && now == 0 {
 				now = tracing.Now()
 				req.start = now
 			}
@@ -467,9 +479,20 @@ func (c *conn) readsBody(op cql.Opcode) bool {
 	case cql.OpStartup, cql.OpQuery, cql.OpPrepare:
 		return true
 	case cql.OpExecute:
-		return len(*c.p.sys.Load()) > 0
+		return len(*c.p.sys.Load()) > 0 || c.p.stmts != nil && c.p.stmts.Enabled()
+	case cql.OpBatch:
+		return c.p.stmts != nil && c.p.stmts.Enabled()
 	}
 	return false
+}
+
+// statBody returns the body of a request for statement statistics: the one inspect has
+// decompressed for a QUERY or PREPARE, or the frame's own.
+func (c *conn) statBody(h cql.Header, frame []byte) []byte {
+	if c.inspected != nil && (h.Opcode == cql.OpQuery || h.Opcode == cql.OpPrepare) {
+		return c.inspected
+	}
+	return c.requestBody(h, frame)
 }
 
 // maxKeptBuffer is the largest scratch buffer kept between frames; a larger one, grown for
@@ -479,13 +502,19 @@ const maxKeptBuffer = 1 << 20
 // inspect reads what the proxy needs from a request: the compression of a STARTUP, and
 // whether a QUERY, PREPARE or EXECUTE reads system.local or system.peers.
 func (c *conn) inspect(h cql.Header, frame []byte) (rewriteKind, *sysStmt) {
+	c.inspected = nil
 	switch h.Opcode {
 	case cql.OpStartup:
 		c.startup(frame[cql.HeaderSize:])
 	case cql.OpOptions:
 		return kindOptions, nil
+	case cql.OpAuthResponse:
+		if c.tr != nil {
+			c.authResponse(h, frame)
+		}
 	case cql.OpQuery, cql.OpPrepare:
 		body := c.requestBody(h, frame)
+		c.inspected = body
 		if len(body) < 4 {
 			return kindNone, nil
 		}
@@ -505,6 +534,41 @@ func (c *conn) inspect(h cql.Header, frame []byte) (rewriteKind, *sysStmt) {
 		return c.inspectExecute(h, frame)
 	}
 	return kindNone, nil
+}
+
+// authResponse takes the username from a SASL PLAIN AUTH_RESPONSE ("authzid NUL authcid
+// NUL password") for the connection's trace records. Only the username is copied; a
+// decompressed copy of the token, which holds the password, is zeroed.
+func (c *conn) authResponse(h cql.Header, frame []byte) {
+	body := c.requestBody(h, frame)
+	if h.Flags&cql.FlagCompression != 0 {
+		defer clear(body)
+	}
+	if user, ok := saslPlainUser(body); ok {
+		c.tr.SetUser(user)
+	}
+}
+
+// saslPlainUser returns the authcid of a SASL PLAIN token held in an AUTH_RESPONSE body.
+func saslPlainUser(body []byte) (string, bool) {
+	if len(body) < 4 {
+		return "", false
+	}
+	n := int(int32(binary.BigEndian.Uint32(body)))
+	if n < 0 || n > len(body)-4 {
+		return "", false
+	}
+	tok := body[4 : 4+n]
+	i := bytes.IndexByte(tok, 0)
+	if i < 0 {
+		return "", false
+	}
+	rest := tok[i+1:]
+	j := bytes.IndexByte(rest, 0)
+	if j <= 0 {
+		return "", false
+	}
+	return string(rest[:j]), true
 }
 
 // requestBody returns the body of a request frame, decompressed and without its custom
@@ -632,7 +696,7 @@ func (c *conn) forwardResponses() error {
 			if frame, err = r.Peek(n); err != nil {
 				return err
 			}
-		case c.tr != nil || req.kind != kindNone || event:
+		case c.tr != nil || req.kind != kindNone || event || req.stat.WantsBody(h.Opcode):
 			if c.respBuf, err = cql.AppendRead(c.respBuf[:0], r, n); err != nil {
 				return err
 			}
@@ -641,9 +705,15 @@ func (c *conn) forwardResponses() error {
 
 		// The response arrived when the read that completed it returned: one clock read per
 		// read from the node, shared by every frame that read delivered. It is the response
-		// time that tracing sees, and the start of the added latency.
-		if c.p.metrics != nil && (fill || arrived == 0) {
+		// time that tracing and statement statistics see, and the start of the added latency.
+		if fill {
+			arrived = 0
+		}
+		if arrived == 0 && (c.p.metrics != nil || req.stat.Active()) {
 			arrived = tracing.Now()
+		}
+		if req.stat.Active() {
+			c.p.stmts.Response(req.stat, h, c.statResponseBody(h, frame, req.stat), arrived)
 		}
 		out := frame
 		if c.tr != nil {
@@ -695,6 +765,41 @@ func (c *conn) forwardResponses() error {
 			return nil
 		}
 	}
+}
+
+// statResponseBody returns the body of a response that statement statistics read, or nil.
+func (c *conn) statResponseBody(h cql.Header, frame []byte, t statements.Ticket) []byte {
+	if frame == nil || !t.WantsBody(h.Opcode) {
+		return nil
+	}
+	body := frame[cql.HeaderSize:]
+	if h.Flags&cql.FlagCompression == 0 {
+		return body
+	}
+	comp := c.compressor()
+	switch {
+	case comp == nil:
+		return nil
+	case t.PrefixEnough(h.Opcode):
+		// Only the row count is read: decompress just the start of the body (lz4 only; a
+		// snappy RESULT's rows are not counted).
+		if comp.Name() != "lz4" {
+			return nil
+		}
+		if cap(c.respBody) < statements.RowsPrefix {
+			c.respBody = make([]byte, 0, statements.RowsPrefix)
+		}
+		return statements.LZ4Prefix(c.respBody, body, statements.RowsPrefix)
+	}
+	var err error
+	if c.respBody, err = comp.Decompress(c.respBody[:0], body); err != nil {
+		return nil
+	}
+	body = c.respBody
+	if cap(c.respBody) > maxKeptBuffer {
+		c.respBody = nil
+	}
+	return body
 }
 
 // responseHeader parses and checks the header of a node's frame. A malformed one counts as

@@ -31,6 +31,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tracecar/tracecar/cql"
+	"github.com/tracecar/tracecar/statements"
 	"github.com/tracecar/tracecar/tracing"
 )
 
@@ -93,6 +94,9 @@ type Config struct {
 	Logger *zerolog.Logger
 	// Metrics receives per-request counts and latencies. Nil means none.
 	Metrics Metrics
+	// Statements receives each request and its response for per-statement statistics.
+	// Nil means none.
+	Statements StatementStats
 	// TLS, when set, makes clients speak TLS to the proxy: it must hold a certificate, and
 	// with ClientAuth set to tls.RequireAndVerifyClientCert and ClientCAs, clients must
 	// present a certificate (mTLS). A client that fails the handshake, a plaintext one say,
@@ -102,6 +106,21 @@ type Config struct {
 	// configuration (RootCAs, a client certificate). An empty ServerName is set to the
 	// host of NodeAddr. Nil means plaintext.
 	NodeTLS *tls.Config
+}
+
+// StatementStats is the data path's hook for per-statement statistics;
+// *statements.Stats implements it. Its methods are called from every connection's
+// goroutines at once. Enabled is one atomic load; Request is called for a PREPARE, and
+// for any other request only while Enabled; Response is called for each response whose
+// request's Ticket is active, at the point where the response is matched to its request.
+type StatementStats interface {
+	Enabled() bool
+	// Request sees a request: header, body (decompressed, without custom payload) and its
+	// arrival time (tracing.Now).
+	Request(h cql.Header, body []byte, now int64) statements.Ticket
+	// Response sees the response: header, body (decompressed; nil when the Ticket's
+	// WantsBody says it is not needed) and its arrival time.
+	Response(t statements.Ticket, h cql.Header, body []byte, now int64)
 }
 
 // Metrics is what the proxy reports per request. Its methods are called on the data path,
@@ -162,6 +181,7 @@ type Proxy struct {
 	tr        *tracing.Tracer
 	log       *zerolog.Logger
 	metrics   Metrics
+	stmts     StatementStats
 	maxFrame  uint32
 	advertise netip.AddrPort // zero Addr: the client connection's local address
 	cfgErr    error
@@ -205,6 +225,7 @@ func New(cfg Config, tr *tracing.Tracer) *Proxy {
 		tr:       tr,
 		log:      cfg.Logger,
 		metrics:  cfg.Metrics,
+		stmts:    cfg.Statements,
 		maxFrame: uint32(cfg.MaxFrameSize),
 		conns:    make(map[*conn]struct{}),
 	}

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/tracecar/tracecar/cql"
+	"github.com/tracecar/tracecar/statements"
 )
 
 // inflight is what the proxy remembers about a request between forwarding it and seeing its
@@ -16,6 +17,7 @@ type inflight struct {
 	used   bool        // the slot holds a request
 	op     cql.Opcode  // the request's opcode
 	kind   rewriteKind // what its response needs, kindNone on the common path
+	stat   statements.Ticket
 }
 
 // streamTable holds the requests of one connection that are waiting for their response,

@@ -1,6 +1,7 @@
 package tracing
 
 import (
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -80,7 +81,9 @@ type pending struct {
 type Conn struct {
 	t           *Tracer
 	client      string
+	clientAddr  netip.Addr
 	coordinator string
+	user        atomic.Pointer[string] // SASL PLAIN username, set by SetUser
 	pages       [numPages]atomic.Pointer[page]
 
 	// Written by the request side only.
@@ -153,7 +156,22 @@ func (c *Conn) OnRequestAt(h cql.Header, frame []byte, comp cql.Compressor, now 
 	if s.off && h.Flags&cql.FlagTracing == 0 {
 		return
 	}
+	if f := c.t.filter.Load(); f != nil && !c.match(f, h, frame, comp) {
+		return
+	}
 	c.onRequest(s, h, frame, comp, now)
+}
+
+// SetUser attaches the username the client authenticated with (never its password) to
+// the connection's sessions. It is safe for concurrent use.
+func (c *Conn) SetUser(name string) { c.user.Store(&name) }
+
+// User returns the connection's username, or "".
+func (c *Conn) User() string {
+	if u := c.user.Load(); u != nil {
+		return *u
+	}
+	return ""
 }
 
 func (c *Conn) onRequest(s *snapshot, h cql.Header, frame []byte, comp cql.Compressor, now int64) {
@@ -310,6 +328,7 @@ func (c *Conn) recordFast(sl *slot, d int64, h cql.Header, frame []byte, comp cq
 		StartedAt:   end.Add(-time.Duration(d)),
 		DurationUS:  d / 1000,
 		Client:      c.client,
+		Username:    c.User(),
 		Coordinator: c.coordinator,
 		Command:     sl.op.String(),
 		Request:     requestName(sl.op),
@@ -447,6 +466,7 @@ func (c *Conn) finish(p *pending) {
 		StartedAt:   started,
 		DurationUS:  d / 1000,
 		Client:      c.client,
+		Username:    c.User(),
 		Coordinator: c.coordinator,
 		Command:     p.op.String(),
 		Request:     requestName(p.op),

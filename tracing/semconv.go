@@ -161,6 +161,7 @@ func (sc semconv) attributes(s *Session, dup bool) []attribute.KeyValue {
 	str("tracecar.command", s.Command)
 	str("tracecar.request", s.Request)
 	str("tracecar.client", s.Client)
+	str("db.user", s.Username) // the SASL PLAIN username; the current conventions have no user attribute
 	str("tracecar.coordinator", s.Coordinator)
 	attrs = append(attrs, attribute.Int64("tracecar.duration_us", s.DurationUS))
 	str("tracecar.error", s.Error)

@@ -24,6 +24,7 @@ type Session struct {
 	StartedAt   time.Time         `json:"started_at"`
 	DurationUS  int64             `json:"duration_us"`
 	Client      string            `json:"client"`
+	Username    string            `json:"username,omitempty"` // SASL PLAIN username of the connection
 	Coordinator string            `json:"coordinator"`
 	Command     string            `json:"command"` // the opcode's name: QUERY, EXECUTE, BATCH, PREPARE…
 	Request     string            `json:"request"` // e.g. "Execute CQL3 prepared query"

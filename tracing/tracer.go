@@ -147,7 +147,8 @@ type Tracer struct {
 	ring   *ring
 	prep   *preparedMap
 	queues []*sinkQueue
-	fetch  *fetcher // nil without Options.NodeEvents
+	fetch  *fetcher               // nil without Options.NodeEvents
+	filter atomic.Pointer[Filter] // nil: every request
 
 	slow         atomic.Uint64
 	tracedResp   atomic.Uint64 // fast sessions counted on the response side
@@ -338,7 +339,7 @@ func (t *Tracer) Close(ctx context.Context) error {
 // NewConn returns the per-connection state of a client connection that the sidecar relays
 // from client to coordinator. Call Close when the connection ends.
 func (t *Tracer) NewConn(client, coordinator netip.AddrPort) *Conn {
-	c := &Conn{t: t, client: client.String(), coordinator: coordinator.String()}
+	c := &Conn{t: t, client: client.String(), clientAddr: client.Addr().Unmap(), coordinator: coordinator.String()}
 	t.connMu.Lock()
 	t.conns[c] = struct{}{}
 	t.connMu.Unlock()

@@ -17,6 +17,8 @@ import (
 
 	"github.com/tracecar/tracecar/ctl"
 	"github.com/tracecar/tracecar/logs"
+	"github.com/tracecar/tracecar/statements"
+	"github.com/tracecar/tracecar/tracing"
 )
 
 // runCtl parses the ctl command line into a ctl.Config and runs it. On a usage error it
@@ -42,6 +44,11 @@ commands:
   logger [NAME [LEVEL]]    set logger NAME to LEVEL (error, warn, info, debug, trace);
                            without LEVEL show NAME's level, without NAME show every level
   status                   show mode, counters, sink drops and guardrail state
+  statements [--sort total_time|calls|p99|errors] [--limit 20] [--json]
+                           per-statement statistics of every host, merged by statement
+  trace-filter [--keyspace K] [--table T] [--user U] [--client CIDR] [--statement S] [--opcode OP] [--clear]
+                           trace only matching requests (flags ANDed); --clear removes the filter;
+                           with no flags, show it
 --hosts defaults to 127.0.0.1:10000; a host without a port gets :10000, and may be an
 http:// or https:// URL. --hosts-from-cql HOST:PORT instead reaches every sidecar of a
 cluster, as listed in system.local and system.peers read through that sidecar, each at
@@ -93,8 +100,12 @@ func parseCtlFlags(args []string) (ctl.Config, error) {
 		build = func(a []string) (ctl.Command, error) { return ctlLogger(&c, a) }
 	case "status":
 		build = func(a []string) (ctl.Command, error) { return ctlStatus(&c, a) }
+	case "statements":
+		build = func(a []string) (ctl.Command, error) { return ctlStatements(&c, a) }
+	case "trace-filter":
+		build = func(a []string) (ctl.Command, error) { return ctlTraceFilter(&c, a) }
 	default:
-		return ctl.Config{}, usageErrorf("unknown command %q: want slow-query, trace-probability, logger or status", rest[0])
+		return ctl.Config{}, usageErrorf("unknown command %q: want slow-query, trace-probability, logger, status, statements or trace-filter", rest[0])
 	}
 	cmd, err := build(rest[1:])
 	if err != nil {
@@ -272,4 +283,55 @@ func parseHosts(s string) ([]string, error) {
 		return nil, usageErrorf("--hosts is empty")
 	}
 	return out, nil
+}
+
+func ctlStatements(c *common, args []string) (ctl.Command, error) {
+	fs := ctlFlagSet("statements")
+	c.register(fs)
+	order := fs.String("sort", "total_time", "sort by total_time, calls, p99 or errors")
+	limit := fs.Int("limit", 20, "statements shown")
+	asJSON := fs.Bool("json", false, "print the merged statements as JSON")
+	if err := parseCtlArgs(fs, args); err != nil {
+		return ctl.Command{}, err
+	}
+	if fs.NArg() > 0 {
+		return ctl.Command{}, usageErrorf("statements takes only flags, got %q", fs.Args())
+	}
+	if !slices.Contains(statements.SortOrders, *order) {
+		return ctl.Command{}, usageErrorf("statements: --sort %q: want one of %s", *order, strings.Join(statements.SortOrders, ", "))
+	}
+	if *limit < 1 {
+		return ctl.Command{}, usageErrorf("statements: --limit must be at least 1, got %d", *limit)
+	}
+	return ctl.Command{Name: ctl.Statements, Sort: *order, Limit: *limit, JSON: *asJSON}, nil
+}
+
+func ctlTraceFilter(c *common, args []string) (ctl.Command, error) {
+	fs := ctlFlagSet("trace-filter")
+	c.register(fs)
+	vals := map[string]*string{}
+	for _, n := range tracing.FilterParams {
+		vals[n] = fs.String(n, "", "trace only requests with this "+n)
+	}
+	clear := fs.Bool("clear", false, "remove the filter: trace every request again")
+	if err := parseCtlArgs(fs, args); err != nil {
+		return ctl.Command{}, err
+	}
+	if fs.NArg() > 0 {
+		return ctl.Command{}, usageErrorf("trace-filter takes only flags, got %q", fs.Args())
+	}
+	p := url.Values{}
+	for _, n := range tracing.FilterParams {
+		if v := *vals[n]; v != "" {
+			p.Set(n, v)
+		}
+	}
+	cmd := ctl.Command{Name: ctl.TraceFilter, Clear: *clear}
+	switch {
+	case *clear && len(p) > 0:
+		return ctl.Command{}, usageErrorf("trace-filter: --clear takes no filter flags")
+	case len(p) > 0:
+		cmd.Change = p
+	}
+	return cmd, nil
 }

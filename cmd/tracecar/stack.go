@@ -76,6 +76,8 @@ type stackConfig struct {
 
 	// Peers maps peer nodes to their sidecars (--cluster-file, --peers); nil: the convention.
 	Peers *sidecar.PeerMap
+
+	Statements statementsConfig // per-statement statistics (see statements.go)
 }
 
 // stack is a running sidecar, its admin API and, when embedded, its node.
@@ -190,6 +192,8 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 		adminOpts = append(adminOpts, admin.WithNode(nc, cfg.NodeApply))
 	}
 	st.closers = append([]func(context.Context) error{st.tracer.Close}, st.closers...)
+	stmts, stmtOpts := newStatements(cfg.Statements)
+	adminOpts = append(adminOpts, append(stmtOpts, admin.WithTraceFilter(st.tracer))...)
 	m := metrics.New()
 	st.proxy = sidecar.New(sidecar.Config{
 		NodeAddr:               st.Node,
@@ -204,6 +208,7 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 		MaxRequestDataInFlight: cfg.MaxRequestInFlight,
 		Logger:                 reg.Logger(logs.Sidecar),
 		Metrics:                m,
+		Statements:             stmts,
 	}, st.tracer)
 
 	pln, err := net.Listen("tcp", cfg.Listen)
@@ -314,7 +319,11 @@ func runSidecar(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.IntVar(&cfg.MaxConnections, "max-connections", defaultMaxConnections, "client connections held at once; more are closed on accept, with a warning in the log (0: no limit)")
 	lf := addLogFlags(fs)
 	gf := addGuardFlags(fs)
+	addStatementFlags(fs, &cfg.Statements)
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := cfg.Statements.check(); err != nil {
 		return err
 	}
 	tokenFromEnv(&cfg.AdminToken)
