@@ -110,7 +110,7 @@ func TestTableSink(t *testing.T) {
 	slow := &tracing.Session{
 		ID: cql.FormatUUID(cql.NewTimeUUID(started)), StartedAt: started, DurationUS: 1234,
 		Client: "127.0.0.1:50123", Coordinator: "127.0.0.2:9042", Command: "EXECUTE",
-		Request: tracing.RequestExecute, Mode: tracing.ModeFull,
+		Request: tracing.RequestExecute, Mode: tracing.ModeFull, Username: "alice",
 		Parameters: map[string]string{"query": "SELECT * FROM ks.t WHERE k = ?", "consistency_level": "ONE"},
 		Events: []tracing.Event{
 			{Activity: tracing.EventReceived, Source: tracing.SourceSidecar},
@@ -148,6 +148,16 @@ func TestTableSink(t *testing.T) {
 	}
 	if params["mode"] != "full" || params["error"] != slow.Error || params["consistency_level"] != "ONE" {
 		t.Errorf("parameters = %v; want mode, error and consistency", params)
+	}
+
+	for _, table := range []string{"sessions", "node_slow_log"} {
+		var user string
+		if err := s.Query(`SELECT username FROM tracecar_traces.`+table+` WHERE session_id = ? ALLOW FILTERING`, id).Scan(&user); err != nil {
+			t.Fatalf("read %s username: %v", table, err)
+		}
+		if user != "alice" {
+			t.Errorf("%s username = %q; want the connection's, alice", table, user)
+		}
 	}
 
 	var ttl int
