@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/gocql/gocql"
+
 	"github.com/tracecar/tracecar/logs"
 	"github.com/tracecar/tracecar/node"
 	"github.com/tracecar/tracecar/tracing"
@@ -44,8 +46,9 @@ cluster.shutdown()
 
 // TestTraceFilterAndUsername: full mode with threshold 0 and trace_filter?table=t1, a
 // Python-driver load on t1 and t2 through a sidecar in front of a node with password
-// authentication. Only t1 sessions are recorded, each carries the username, and the
-// password appears in none of the log, the ring, or the spans.
+// authentication. Only t1 sessions are recorded, each carries the username (in the ring,
+// the spans and the CQL sink's rows), and the password appears in none of the log, the
+// ring, the spans or the sink's rows.
 func TestTraceFilterAndUsername(t *testing.T) {
 	if err := exec.Command("/usr/bin/python3", "-c", "import cassandra, lz4").Run(); err != nil {
 		if os.Getenv("TRACECAR_REQUIRE_DRIVERS") != "" {
@@ -80,7 +83,7 @@ func TestTraceFilterAndUsername(t *testing.T) {
 	}
 	defer reg.Close()
 	st, err := startStack(ctx, stackConfig{Listen: "127.0.0.1:0", Admin: "127.0.0.1:0", Node: nln.Addr().String(),
-		RingSize: 10000, OTLPEndpoint: "stdout"}, reg, io.Discard)
+		RingSize: 10000, OTLPEndpoint: "stdout", CQLSink: true, NodeUsername: "alice", NodePassword: filterPassword}, reg, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,9 +141,45 @@ func TestTraceFilterAndUsername(t *testing.T) {
 	if !strings.Contains(spans.String(), "fk.t1") {
 		t.Errorf("no span for t1 reached the stdout exporter: %.500s", spans.String())
 	}
-	for what, s := range map[string]string{"log": logBuf.String(), "ring": string(ring), "spans": spans.String()} {
+	sinkRows := readSinkRows(t, nln.Addr().String(), filterPassword)
+	if n := strings.Count(sinkRows, `"username":"alice"`); n < 80 {
+		t.Errorf("%d CQL sink session rows carry username alice; want at least 80", n)
+	}
+	for what, s := range map[string]string{"log": logBuf.String(), "ring": string(ring), "spans": spans.String(), "CQL sink": sinkRows} {
 		if strings.Contains(s, filterPassword) {
 			t.Errorf("the password appears in the %s", what)
 		}
 	}
+}
+
+// readSinkRows reads every row of the CQL sink's sessions and events tables from the node
+// at addr, logging in as alice, as JSON lines.
+func readSinkRows(tb testing.TB, addr, password string) string {
+	tb.Helper()
+	host, port, _ := strings.Cut(addr, ":")
+	c := gocql.NewCluster(host)
+	c.Port = atoi(tb, port)
+	c.Authenticator = gocql.PasswordAuthenticator{Username: "alice", Password: password}
+	s, err := c.CreateSession()
+	if err != nil {
+		tb.Fatalf("gocql to the node %s: %v", addr, err)
+	}
+	defer s.Close()
+	var b strings.Builder
+	for _, table := range []string{"sessions", "events", "node_slow_log"} {
+		iter := s.Query("SELECT * FROM tracecar_traces." + table).Iter()
+		for {
+			row := map[string]any{}
+			if !iter.MapScan(row) {
+				break
+			}
+			line, _ := json.Marshal(row)
+			b.Write(line)
+			b.WriteByte('\n')
+		}
+		if err := iter.Close(); err != nil {
+			tb.Fatalf("read tracecar_traces.%s: %v", table, err)
+		}
+	}
+	return b.String()
 }
