@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"syscall"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -219,13 +221,35 @@ func (c *Cluster) start(ctx context.Context, i int, errc chan<- error) error {
 	if n.up {
 		return fmt.Errorf("node %d: %w (up)", i+1, ErrNodeState)
 	}
-	ln, err := net.Listen("tcp", n.addr.String())
+	ln, err := listenAgain(ctx, n.addr.String())
 	if err != nil {
 		return fmt.Errorf("node %d: listen again on %s: %w", i+1, n.addr, err)
 	}
 	n.ln = ln
 	c.run(ctx, i, errc)
 	return nil
+}
+
+// relistenTimeout bounds how long a restarted node waits for its port to be free again.
+const relistenTimeout = 5 * time.Second
+
+// listenAgain listens on addr, the address a stopped node had. The port was free a moment
+// ago, but while the node was down another socket may have taken it for a while (an
+// ephemeral port of a connection being set up, a wildcard listener of the same process):
+// it is retried until relistenTimeout, then the error is returned.
+func listenAgain(ctx context.Context, addr string) (net.Listener, error) {
+	deadline := time.Now().Add(relistenTimeout)
+	for {
+		ln, err := net.Listen("tcp", addr)
+		if err == nil || !errors.Is(err, syscall.EADDRINUSE) || time.Now().After(deadline) {
+			return ln, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // announce sends a STATUS_CHANGE about node i to the listeners of the nodes that are up.
