@@ -152,16 +152,16 @@ func (d *Decoder) typeInfo(depth int) TypeInfo {
 			d.fail()
 			return TypeInfo{}
 		}
+		// A user type's fields have distinct names: two of one name could not be told
+		// apart in a value.
+		names := make(map[string]struct{}, n)
 		for i := 0; i < n && d.err == nil; i++ {
 			name := d.String()
-			for _, f := range t.Fields {
-				if f.Name == name {
-					// A user type's fields have distinct names; two of one name could not be
-					// told apart in a value.
-					d.fail()
-					return TypeInfo{}
-				}
+			if _, dup := names[name]; dup {
+				d.fail()
+				return TypeInfo{}
 			}
+			names[name] = struct{}{}
 			t.Fields = append(t.Fields, Field{Name: name, Type: d.typeInfo(depth + 1)})
 		}
 	case TypeTuple:
