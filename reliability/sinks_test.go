@@ -81,6 +81,18 @@ func TestDeadSinks(t *testing.T) {
 	if st.SlowSessions < requests {
 		t.Errorf("recorded %d sessions, want at least %d (threshold 0)", st.SlowSessions, requests)
 	}
+	// The OTLP receiver never answers: every session is lost, and each one is counted,
+	// either at the sink's queue or as a span the exporter could not deliver.
+	ex := otel.ExportStats()
+	t.Logf("FIGURE dead OTLP endpoint: %d sessions; dropped at the sink queue %d, spans lost in export or at shutdown %d, exported %d",
+		st.SlowSessions, st.Dropped["otel"], ex.SpansDropped, ex.SpansExported)
+	if ex.SpansExported != 0 {
+		t.Errorf("%d spans exported to a receiver that never answers", ex.SpansExported)
+	}
+	if got := st.Dropped["otel"] + st.Errors["otel"] + ex.SpansDropped; got != st.SlowSessions {
+		t.Errorf("otel sink: dropped at its queue %d + write errors %d + spans lost %d = %d, want every recorded session (%d): some went uncounted",
+			st.Dropped["otel"], st.Errors["otel"], ex.SpansDropped, got, st.SlowSessions)
+	}
 	if got := st.Dropped["cql"] + st.Errors["cql"]; got != st.SlowSessions {
 		t.Errorf("cql sink: dropped %d + errors %d = %d, want every recorded session (%d): some went uncounted",
 			st.Dropped["cql"], st.Errors["cql"], got, st.SlowSessions)

@@ -72,6 +72,7 @@ type OTelSink struct {
 	tracer trace.Tracer
 	exp    *countingExporter
 	dup    bool
+	ended  atomic.Uint64 // spans handed to the batch processor
 }
 
 // ResolveProtocol returns the OTLP protocol p names, or that the environment names when p
@@ -122,7 +123,10 @@ func NewOTelSink(ctx context.Context, o OTelOptions) (*OTelSink, error) {
 	}
 	ce := &countingExporter{SpanExporter: exp, log: o.Logger}
 	tp := sdktrace.NewTracerProvider(
-		sdktrace.WithBatcher(ce),
+		// Blocking: a full batch queue holds Write back instead of dropping the span
+		// unseen, so that the loss shows where tracecar counts it: at the sink's own
+		// bounded queue (tracecar_sink_dropped_total{sink="otel"}).
+		sdktrace.WithBatcher(ce, sdktrace.WithBlocking()),
 		sdktrace.WithResource(res),
 		sdktrace.WithSampler(sdktrace.AlwaysSample()),
 	)
@@ -204,12 +208,14 @@ type countingExporter struct {
 	log      zerolog.Logger
 	failures atomic.Uint64
 	dropped  atomic.Uint64
-	lastLog  atomic.Int64 // unix nanoseconds
+	exported atomic.Uint64 // spans the receiver accepted
+	lastLog  atomic.Int64  // unix nanoseconds
 }
 
 func (c *countingExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
 	err := c.SpanExporter.ExportSpans(ctx, spans)
 	if err == nil {
+		c.exported.Add(uint64(len(spans)))
 		return nil
 	}
 	n := c.failures.Add(1)
@@ -226,13 +232,16 @@ func (c *countingExporter) ExportSpans(ctx context.Context, spans []sdktrace.Rea
 type ExportStats struct {
 	// Failures counts the exports that failed.
 	Failures uint64 `json:"failures"`
-	// SpansDropped counts the spans those exports carried, which are lost.
+	// SpansDropped counts the spans those exports carried, and after Close the spans the
+	// batch processor still held when its shutdown ran out of time: every span lost.
 	SpansDropped uint64 `json:"spans_dropped"`
+	// SpansExported counts the spans the receiver accepted.
+	SpansExported uint64 `json:"spans_exported"`
 }
 
-// ExportStats returns the exporter's failure counters.
+// ExportStats returns the exporter's counters.
 func (o *OTelSink) ExportStats() ExportStats {
-	return ExportStats{Failures: o.exp.failures.Load(), SpansDropped: o.exp.dropped.Load()}
+	return ExportStats{Failures: o.exp.failures.Load(), SpansDropped: o.exp.dropped.Load(), SpansExported: o.exp.exported.Load()}
 }
 
 // Name returns "otel".
@@ -265,6 +274,7 @@ func (o *OTelSink) Write(_ context.Context, s *Session) error {
 	if s.Error != "" {
 		span.SetStatus(codes.Error, s.Error)
 	}
+	o.ended.Add(1) // before End, which blocks while the batch queue is full
 	span.End(trace.WithTimestamp(s.StartedAt.Add(time.Duration(s.DurationUS) * time.Microsecond)))
 	return nil
 }
@@ -272,5 +282,14 @@ func (o *OTelSink) Write(_ context.Context, s *Session) error {
 // ForceFlush exports the spans the batch processor holds.
 func (o *OTelSink) ForceFlush(ctx context.Context) error { return o.tp.ForceFlush(ctx) }
 
-// Close flushes the batch processor and shuts the exporter down.
-func (o *OTelSink) Close(ctx context.Context) error { return o.tp.Shutdown(ctx) }
+// Close flushes the batch processor and shuts the exporter down. The spans it could not
+// deliver before ctx ran out (a receiver that never answers) are counted in SpansDropped,
+// so that every span written is either exported or counted as dropped.
+func (o *OTelSink) Close(ctx context.Context) error {
+	err := o.tp.Shutdown(ctx)
+	ended, done := o.ended.Load(), o.exp.exported.Load()+o.exp.dropped.Load()
+	if ended > done {
+		o.exp.dropped.Add(ended - done)
+	}
+	return err
+}
