@@ -90,6 +90,7 @@ type conn struct {
 	reqDone    chan struct{} // closed when the request goroutine stops reading
 	respDone   chan struct{} // closed when the response goroutine ends
 	mu         sync.Mutex    // serialises closeAll with setting node
+	loopState                // the event loop's, once the connection moved to one
 }
 
 func (p *Proxy) newConn(nc net.Conn, g *group) *conn {
@@ -150,6 +151,11 @@ func (c *conn) serve(ctx context.Context) {
 		c.closeAll()
 		return
 	}
+	if !c.p.cfg.NoEventLoop && c.toLoop() {
+		<-c.loopDone
+		return
+	}
+	c.startGoroutinePath()
 	go c.responses()
 	err := c.requests()
 	c.reqExited.Store(true)
@@ -194,6 +200,10 @@ func (c *conn) closeAll() {
 	if c.closed.Load() {
 		return
 	}
+	if c.inLoop() {
+		c.postLoop(cmdClose)
+		return
+	}
 	c.closed.Store(true)
 	c.client.Close()
 	if c.node != nil {
@@ -204,7 +214,13 @@ func (c *conn) closeAll() {
 // drain stops the request goroutine: requests already read are answered, new ones are not
 // read. The connection closes when its last request in flight is answered.
 func (c *conn) drain() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.draining.Store(true)
+	if c.inLoop() {
+		c.postLoop(cmdDrain)
+		return
+	}
 	c.client.SetReadDeadline(time.Unix(1, 0))
 }
 
@@ -251,11 +267,18 @@ func (c *conn) open(ctx context.Context) error {
 		return errClientGone
 	}
 	c.nodeAddr = addrPort(nc.RemoteAddr())
-	c.nr = bufio.NewReaderSize(nc, readBufferSize)
-	c.toNode = newFrameWriter(nc, writeBufferSize)
 	if c.p.tr != nil {
-		tr := c.p.tr.NewConn(c.clientAddr, c.nodeAddr)
-		c.tr = tr
+		c.tr = c.p.tr.NewConn(c.clientAddr, c.nodeAddr)
+	}
+	c.log.Debug().Str("node", c.nodeAddr.String()).Uint8("version", c.version).Msg("connection opened")
+	return nil
+}
+
+// startGoroutinePath sets up the buffers of the goroutine path.
+func (c *conn) startGoroutinePath() {
+	c.nr = bufio.NewReaderSize(c.node, readBufferSize)
+	c.toNode = newFrameWriter(c.node, writeBufferSize)
+	if tr := c.tr; tr != nil {
 		c.toNode.onFlush = func(streams []int16) {
 			for _, s := range streams {
 				tr.Sent(s)
@@ -267,8 +290,6 @@ func (c *conn) open(ctx context.Context) error {
 			}
 		}
 	}
-	c.log.Debug().Str("node", c.nodeAddr.String()).Uint8("version", c.version).Msg("connection opened")
-	return nil
 }
 
 // rejectVersion answers a frame of protocol version v, which is not 3 or 4, with the
@@ -382,34 +403,7 @@ func (c *conn) requests() error {
 			frame = c.reqBuf
 		}
 
-		var req inflight
-		if frame != nil {
-			req.kind, req.stmt = c.inspect(h, frame)
-			if cap(c.reqBody) > maxKeptBuffer {
-				c.reqBody = nil
-			}
-		}
-		// One clock read serves both the latency metric and fast-mode tracing.
-		var now int64
-		if h.Stream >= 0 {
-			req.stream, req.op = h.Stream, h.Opcode
-			if c.p.metrics != nil {
-				now = tracing.Now()
-				req.start = now
-			}
-			c.streams.put(req)
-		}
-		if c.tr != nil {
-			c.tr.OnRequestAt(h, frame, c.compressor(), now)
-		}
-		if m := c.p.metrics; m != nil {
-			m.Request(h.Opcode)
-		}
-		inc(&c.counters.requests[min(int(h.Opcode), 31)], 1)
-		inc(&c.counters.bytesIn, uint64(n))
-		if e := c.log.Debug(); e != nil {
-			e.Str("op", h.Opcode.String()).Int16("stream", h.Stream).Int("bytes", n).Msg("request")
-		}
+		c.request(h, frame, n)
 
 		switch {
 		case frame == nil:
@@ -433,6 +427,66 @@ func (c *conn) requests() error {
 			return err // the client went away in the middle of a frame
 		}
 	}
+}
+
+// request does the proxy's work on a request frame of n bytes before it is forwarded: it
+// reads what the rewrite needs, records the request in flight, hands it to tracing and
+// counts it. frame is the whole frame, or nil when it is streamed through unread. Both the
+// goroutine path and the event loop call it, from the one place that reads the client.
+func (c *conn) request(h cql.Header, frame []byte, n int) {
+	var req inflight
+	if frame != nil {
+		req.kind, req.stmt = c.inspect(h, frame)
+		if cap(c.reqBody) > maxKeptBuffer {
+			c.reqBody = nil
+		}
+	}
+	// One clock read serves both the latency metric and fast-mode tracing.
+	var now int64
+	if h.Stream >= 0 {
+		req.stream, req.op = h.Stream, h.Opcode
+		if c.p.metrics != nil {
+			now = tracing.Now()
+			req.start = now
+		}
+		c.streams.put(req)
+	}
+	if c.tr != nil {
+		c.tr.OnRequestAt(h, frame, c.compressor(), now)
+	}
+	if m := c.p.metrics; m != nil {
+		m.Request(h.Opcode)
+	}
+	inc(&c.counters.requests[min(int(h.Opcode), 31)], 1)
+	inc(&c.counters.bytesIn, uint64(n))
+	if e := c.log.Debug(); e != nil {
+		e.Str("op", h.Opcode.String()).Int16("stream", h.Stream).Int("bytes", n).Msg("request")
+	}
+}
+
+// response does the proxy's work on a response frame for the request req (zero for events
+// and unknown streams): tracing, the rewrite of system tables and events, the latency
+// metric. It returns the frame to forward, which is frame itself unless it was rewritten.
+// frame is nil for a frame streamed through unread.
+func (c *conn) response(h cql.Header, frame []byte, req inflight) []byte {
+	var now int64
+	if c.p.metrics != nil && req.used {
+		now = tracing.Now()
+	}
+	out := frame
+	if c.tr != nil {
+		out = c.tr.OnResponseAt(h, frame, c.compressor(), now)
+	}
+	if req.kind != kindNone {
+		out = c.rewriteResult(out, req)
+	} else if h.Stream < 0 && h.Opcode == cql.OpEvent && out != nil {
+		out = c.rewriteEvent(out)
+	}
+	if m := c.p.metrics; m != nil && req.used {
+		m.Latency(req.op, time.Duration(now-req.start))
+	}
+	inc(&c.counters.responses, 1)
+	return out
 }
 
 // requestHeader parses and checks the header of a client's frame.
@@ -651,22 +705,7 @@ func (c *conn) forwardResponses() error {
 			frame = c.respBuf
 		}
 
-		var now int64
-		if c.p.metrics != nil && req.used {
-			now = tracing.Now()
-		}
-		out := frame
-		if c.tr != nil {
-			out = c.tr.OnResponseAt(h, frame, c.compressor(), now)
-		}
-		if req.kind != kindNone {
-			out = c.rewriteResult(out, req)
-		} else if event {
-			out = c.rewriteEvent(out)
-		}
-		if m := c.p.metrics; m != nil && req.used {
-			m.Latency(req.op, time.Duration(now-req.start))
-		}
+		out := c.response(h, frame, req)
 
 		switch {
 		case frame == nil:
@@ -681,7 +720,6 @@ func (c *conn) forwardResponses() error {
 				c.respBuf = nil
 			}
 		}
-		inc(&c.counters.responses, 1)
 		drained := left == 0 && c.draining.Load() && c.reqExited.Load()
 		if err == nil && (drained || !frameReady(r)) {
 			err = c.toClient.flush()

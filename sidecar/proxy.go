@@ -73,6 +73,9 @@ type Config struct {
 	// Logger is the "sidecar" logger: a debug line per request and a trace line per frame,
 	// plus connection-level lines. Nil means no logging.
 	Logger *zerolog.Logger
+	// NoEventLoop keeps every connection on the goroutine path (two goroutines per
+	// connection). By default plaintext TCP connections move to the event loop once open.
+	NoEventLoop bool
 	// Metrics receives per-request counts and latencies. Nil means none.
 	Metrics Metrics
 }
