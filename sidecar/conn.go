@@ -21,6 +21,10 @@ import (
 	"github.com/tracecar/tracecar/tracing"
 )
 
+// goroutinesOnly keeps every connection on the goroutine path: the tests set it from
+// TRACECAR_EVENT_LOOP=off, to run the suite on that path.
+var goroutinesOnly bool
+
 // compressors are indexed by conn.comp.
 var compressors = [...]cql.Compressor{nil, cql.LZ4{}, cql.Snappy{}}
 
@@ -151,7 +155,7 @@ func (c *conn) serve(ctx context.Context) {
 		c.closeAll()
 		return
 	}
-	if !c.p.cfg.NoEventLoop && c.toLoop() {
+	if !c.p.cfg.NoEventLoop && !goroutinesOnly && c.toLoop() {
 		<-c.loopDone
 		return
 	}

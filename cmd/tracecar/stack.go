@@ -145,6 +145,7 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 		AdvertiseAddr: cfg.AdvertiseAddr,
 		PeerPort:      cfg.PeerPort,
 		DrainTimeout:  cfg.DrainTimeout,
+		NoEventLoop:   os.Getenv("TRACECAR_EVENT_LOOP") == "off", // README: Performance
 		Logger:        reg.Logger(logs.Sidecar),
 		Metrics:       m,
 	}, st.tracer)
