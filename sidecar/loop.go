@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -233,6 +234,7 @@ type fdConn struct{ net.Conn }
 func (l *loop) run() {
 	runtime.LockOSThread()
 	for {
+		// Blocking here gives the loop's P to the runtime while it waits.
 		n, err := unix.EpollWait(l.epfd, l.events, -1)
 		if err != nil {
 			if err == unix.EINTR {
@@ -266,6 +268,31 @@ func (l *loop) run() {
 			}
 		}
 	}
+}
+
+// sysRead and sysWrite are read(2) and write(2) on a non-blocking socket: they never
+// block, so they skip the runtime's syscall bookkeeping (entersyscall, and exitsyscall's
+// wake-up of another thread), which costs more than the call itself at a frame a time.
+func sysRead(fd int, p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	r, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+	if e != 0 {
+		return -1, e
+	}
+	return int(r), nil
+}
+
+func sysWrite(fd int, p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	r, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+	if e != 0 {
+		return -1, e
+	}
+	return int(r), nil
 }
 
 // commands runs the commands posted to the loop.
@@ -346,7 +373,7 @@ func (l *loop) read(s *side) {
 	} else {
 		have = copy(buf, s.pend)
 	}
-	n, err := unix.Read(s.fd, buf[have:])
+	n, err := sysRead(s.fd, buf[have:])
 	switch {
 	case err == unix.EAGAIN || err == unix.EINTR:
 		return
@@ -472,7 +499,7 @@ func (l *loop) send(d *side, out []byte, direct bool, streams []int16) {
 		}
 		return
 	}
-	n, err := unix.Write(d.fd, out)
+	n, err := sysWrite(d.fd, out)
 	if err != nil && err != unix.EAGAIN && err != unix.EINTR {
 		l.writeFailed(d, err)
 		return
@@ -497,7 +524,7 @@ func (l *loop) writeOut(d *side) {
 		l.setEvents(d)
 		return
 	}
-	n, err := unix.Write(d.fd, d.out)
+	n, err := sysWrite(d.fd, d.out)
 	if err != nil && err != unix.EAGAIN && err != unix.EINTR {
 		l.writeFailed(d, err)
 		return
@@ -599,7 +626,7 @@ func (l *loop) last(c *conn, f []byte) {
 		l.close(c)
 		return
 	}
-	n, err := unix.Write(cs.fd, cs.out)
+	n, err := sysWrite(cs.fd, cs.out)
 	if err != nil && err != unix.EAGAIN && err != unix.EINTR || n == len(cs.out) {
 		l.close(c)
 		return

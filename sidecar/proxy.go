@@ -10,9 +10,41 @@
 // those, and TOPOLOGY_CHANGE and STATUS_CHANGE events, are decoded and re-encoded, with the
 // node's addresses replaced by the sidecar's, so that drivers never route around it.
 //
-// Writes are coalesced: each direction of a connection has one goroutine that reads frames
-// from one side and writes them to the other, and it flushes only when no whole frame is left
-// in its input buffer, so frames that arrive together leave in one syscall.
+// # Data paths
+//
+// A connection starts on its own goroutine, which answers unsupported protocol versions and
+// dials the node. Then a plaintext TCP connection moves to an event loop (loop.go): one
+// goroutine locked to an OS thread per GOMAXPROCS, around a level-triggered epoll set of
+// non-blocking sockets. Every ready socket is read into the loop's one buffer, every whole
+// frame in it gets the per-frame work below and is appended to one output buffer, and that
+// goes out in one write; what the peer does not take waits for EPOLLOUT, and the socket
+// that fed it is not read until it is gone (backpressure). A frame larger than the read
+// buffer is gathered on its own. Connections that are not plain TCP (TLS: crypto/tls needs
+// a net.Conn), and every connection when Config.NoEventLoop is set, take the goroutine path
+// instead: one goroutine per direction, reading frames from one side and writing them to
+// the other, flushing only when no whole frame is left in its input buffer, so frames that
+// arrive together leave in one syscall there too.
+//
+// # Per-request work
+//
+// Both paths do the same work on each frame, through conn.request and conn.response:
+// request inspects a request (STARTUP compression; QUERY, PREPARE and EXECUTE of system
+// tables, decompressing the body only for those opcodes), records it in the connection's
+// stream table (the one per-stream record on the proxy side), hands it to tracing
+// (tracing.Conn.OnRequestAt, one atomic load when tracing is off) and counts it; response
+// takes the record by stream id, hands the response to tracing, rewrites system tables and
+// events, and records the latency. After the write that carried a frame, tracing is told
+// (Sent, ResponseSent). Neither allocates with tracing off or in fast mode below the
+// threshold (TestRequestPathAllocs).
+//
+// # Ending a connection
+//
+// On the event loop a connection ends in one place, loop.close, run on the loop: client
+// EOF or error, a write error to the client, a drained connection with nothing in flight,
+// and the last frames written (a ProtocolError for a malformed client frame; a Server
+// error for each request in flight when the node connection fails, or cannot be written)
+// all lead there, and it closes both sockets and releases the connection's goroutine in
+// serve. Proxy.drain and closeAll from other goroutines post a command to the loop.
 package sidecar
 
 import (
