@@ -520,7 +520,7 @@ func (c *conn) readsBody(op cql.Opcode) bool {
 	case cql.OpStartup, cql.OpQuery, cql.OpPrepare:
 		return true
 	case cql.OpExecute:
-		return len(*c.p.sys.Load()) > 0
+		return c.p.stmts.HasSystem()
 	}
 	return false
 }
@@ -543,7 +543,7 @@ const maxKeptBuffer = 1 << 20
 
 // inspect reads what the proxy needs from a request: the compression of a STARTUP, and
 // whether a QUERY, PREPARE or EXECUTE reads system.local or system.peers.
-func (c *conn) inspect(h cql.Header, frame []byte) (rewriteKind, *sysStmt) {
+func (c *conn) inspect(h cql.Header, frame []byte) (rewriteKind, *tracing.Statement) {
 	switch h.Opcode {
 	case cql.OpStartup:
 		c.startup(frame[cql.HeaderSize:])
@@ -562,9 +562,8 @@ func (c *conn) inspect(h cql.Header, frame []byte) (rewriteKind, *sysStmt) {
 		}
 		return k, nil
 	case cql.OpExecute:
-		sys := *c.p.sys.Load()
-		if len(sys) == 0 {
-			return kindNone, nil
+		if !c.p.stmts.HasSystem() {
+			return kindNone, nil // no EXECUTE can read a system table: its body stays unread
 		}
 		body := c.requestBody(h, frame)
 		if len(body) < 2 {
@@ -574,8 +573,8 @@ func (c *conn) inspect(h cql.Header, frame []byte) (rewriteKind, *sysStmt) {
 		if n > len(body)-2 {
 			return kindNone, nil
 		}
-		if st, ok := sys[string(body[2:2+n])]; ok {
-			return st.kind, st
+		if st := c.p.stmts.Lookup(body[2 : 2+n]); st != nil && st.System != 0 {
+			return rewriteKind(st.System), st
 		}
 	}
 	return kindNone, nil

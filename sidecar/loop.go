@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -82,6 +84,9 @@ var (
 func pickLoop() (*loop, error) {
 	loopsOnce.Do(func() {
 		n := runtime.GOMAXPROCS(0)
+		if v, err := strconv.Atoi(os.Getenv("TRACECAR_EVENT_LOOPS")); err == nil && v > 0 {
+			n = v
+		}
 		for range n {
 			l, err := newLoop()
 			if err != nil {

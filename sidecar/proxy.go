@@ -178,9 +178,8 @@ type Proxy struct {
 	nodeFailures atomic.Uint64
 	rejected     atomic.Uint64
 
-	sysMu   sync.Mutex
-	sys     atomic.Pointer[map[string]*sysStmt] // prepared system statements, copy on write
-	nodeRPC atomic.Pointer[netip.Addr]          // the rpc_address the node reported
+	stmts   *tracing.Statements        // the prepared-statement registry, shared with tr
+	nodeRPC atomic.Pointer[netip.Addr] // the rpc_address the node reported
 }
 
 var nopLogger = zerolog.Nop()
@@ -208,8 +207,11 @@ func New(cfg Config, tr *tracing.Tracer) *Proxy {
 	if p.log == nil {
 		p.log = &nopLogger
 	}
-	empty := map[string]*sysStmt{}
-	p.sys.Store(&empty)
+	if tr != nil {
+		p.stmts = tr.Statements()
+	} else {
+		p.stmts = tracing.NewStatements(tracing.DefaultPreparedSize)
+	}
 	switch {
 	case cfg.NodeAddr == "":
 		p.cfgErr = errors.New("sidecar: no node address")

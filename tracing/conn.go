@@ -547,5 +547,5 @@ func (c *Conn) notePrepared(h cql.Header, frame []byte, comp cql.Compressor) {
 	if d.Err() != nil {
 		return
 	}
-	c.t.prep.put(string(id), q)
+	c.t.prep.Put(id, Statement{Query: q})
 }

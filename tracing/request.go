@@ -63,7 +63,7 @@ const maxKeptScratch = 1 << 20
 type params struct {
 	m    map[string]string
 	bind bool
-	prep *preparedMap
+	prep *Statements
 }
 
 func (p *params) set(k, v string) {
