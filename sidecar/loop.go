@@ -80,10 +80,12 @@ var (
 )
 
 // pickLoop returns a loop for a new connection, starting the loops on first use: one per
-// GOMAXPROCS, as each keeps an OS thread busy only while it has work.
+// two of GOMAXPROCS (at least one), as the node and the clients need CPU too and one loop
+// serving more sockets per wake-up does more per system call; TRACECAR_EVENT_LOOPS=n
+// overrides that.
 func pickLoop() (*loop, error) {
 	loopsOnce.Do(func() {
-		n := runtime.GOMAXPROCS(0)
+		n := max(1, runtime.GOMAXPROCS(0)/2)
 		if v, err := strconv.Atoi(os.Getenv("TRACECAR_EVENT_LOOPS")); err == nil && v > 0 {
 			n = v
 		}
