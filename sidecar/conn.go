@@ -30,7 +30,7 @@ var compressors = [...]cql.Compressor{nil, cql.LZ4{}, cql.Snappy{}}
 
 // errWriteTimeout bounds the last frames written to a client that is being closed: the
 // error frames of a failed node, or a ProtocolError.
-const errWriteTimeout = 5 * time.Second
+var errWriteTimeout = 5 * time.Second // a variable for tests
 
 // Errors that end a connection's request loop.
 var (
@@ -179,6 +179,9 @@ func (c *conn) serve(ctx context.Context) {
 		if errors.As(err, &pe) {
 			c.bad = pe
 			c.log.Warn().Str("error", pe.msg).Msg("malformed frame from client: closing its connection")
+			// The response goroutine may be blocked writing to a client that does not
+			// read: its last frames get errWriteTimeout, as on the event loop.
+			c.client.SetWriteDeadline(time.Now().Add(errWriteTimeout))
 		} else if !isClosed(err) {
 			c.log.Debug().Err(err).Msg("client read")
 		}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -53,6 +54,7 @@ type loop struct {
 
 	// Loop goroutine only.
 	sides   map[int32]*side
+	closing []*conn // connections writing their last frames, by loopDeadline
 	rbuf    []byte
 	wbuf    []byte
 	streams []int16
@@ -235,6 +237,8 @@ type loopState struct {
 	loopDone   chan struct{}
 	loopClosed bool // loop goroutine only
 	loopLast   bool // the last frames are being written: close once they are out
+	// loopDeadline bounds the writing of the last frames.
+	loopDeadline time.Time
 }
 
 // fdConn marks a net.Conn whose socket was taken by a loop.
@@ -250,6 +254,9 @@ func (l *loop) run() {
 				continue
 			}
 			panic(fmt.Sprintf("sidecar: epoll_wait: %v", err))
+		}
+		if len(l.closing) > 0 {
+			l.expire()
 		}
 		for i := range n {
 			ev := &l.events[i]
@@ -659,8 +666,27 @@ func (l *loop) last(c *conn, f []byte) {
 	}
 	cs.out = cs.out[:copy(cs.out, cs.out[max(n, 0):])]
 	l.setEvents(cs)
-	// The client has errWriteTimeout to take the rest: the drain timer of Serve, or the
-	// client closing, ends it otherwise.
+	// The client has errWriteTimeout to take the rest, as on the goroutine path.
+	c.loopDeadline = time.Now().Add(errWriteTimeout)
+	l.closing = append(l.closing, c)
+}
+
+// expire closes the connections whose last frames were not taken in time. The loop's wait
+// is bounded, so it runs at least every loopWaitMillis.
+func (l *loop) expire() {
+	now := time.Now()
+	kept := l.closing[:0]
+	for _, c := range l.closing {
+		switch {
+		case c.loopClosed:
+		case now.After(c.loopDeadline):
+			l.close(c)
+		default:
+			kept = append(kept, c)
+		}
+	}
+	clear(l.closing[len(kept):])
+	l.closing = kept
 }
 
 // drain stops reading the client; the connection closes when its last request in flight

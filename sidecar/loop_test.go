@@ -5,6 +5,8 @@ package sidecar
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
+	"net"
 	"os"
 	"testing"
 	"time"
@@ -123,5 +125,50 @@ func TestBackpressure(t *testing.T) {
 	}
 	if st := tp.Stats(); st.Responses != requests {
 		t.Errorf("stats count %d responses; want %d", st.Responses, requests)
+	}
+}
+
+// TestLastFramesTimeout has a client that stops reading with answers pending and then
+// sends a malformed frame: its ProtocolError cannot be written, and the proxy closes the
+// connection once errWriteTimeout has passed rather than holding it.
+func TestLastFramesTimeout(t *testing.T) {
+	defer func(d time.Duration) { errWriteTimeout = d }(errWriteTimeout)
+	errWriteTimeout = 200 * time.Millisecond
+	n := mustFakeNode(t)
+	answered := make(chan struct{}, 1024)
+	n.handle = func(fc *fakeConn, h cql.Header, body []byte) {
+		fc.send(frame(cql.ResponseBit|h.Version, 0, h.Stream, cql.OpResult, make([]byte, 1<<20)))
+		answered <- struct{}{}
+	}
+	tp := mustProxy(t, Config{NodeAddr: n.addr()})
+	c := mustDial(t, tp.addr)
+	const requests = 64 // 64 MiB of answers: more than the sockets between hold
+	var reqs [][]byte
+	for i := range requests {
+		reqs = append(reqs, frame(cql.V4, 0, int16(i), cql.OpQuery, queryBody("SELECT * FROM ks.t")))
+	}
+	c.send(reqs...)
+	// Let the answers fill the sockets between, so that the proxy holds some: the pause
+	// makes that likely, and the test checks the end of the connection either way.
+	recvWithin(t, answered)
+	time.Sleep(300 * time.Millisecond)
+	c.send(frame(0x05, 0, 99, cql.OpQuery, queryBody("SELECT 1")))
+	// The proxy gives up on the client after errWriteTimeout, without the client reading.
+	deadline := time.Now().Add(testTimeout)
+	for tp.Stats().Connections != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("connection still open %v after its last frames were due", testTimeout)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// What the sockets held arrives, then the end.
+	for {
+		if _, _, err := c.tryRecv(); err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				t.Fatalf("no end of the connection: %v", err)
+			}
+			return
+		}
 	}
 }
