@@ -13,9 +13,11 @@
 // # Data paths
 //
 // A connection starts on its own goroutine, which answers unsupported protocol versions and
-// dials the node. Then a plaintext TCP connection moves to an event loop (loop.go): one
-// goroutine locked to an OS thread per GOMAXPROCS, around a level-triggered epoll set of
-// non-blocking sockets. Every ready socket is read into the loop's one buffer, every whole
+// dials the node. Then a plaintext TCP connection moves to an event loop (loop.go): a
+// goroutine locked to an OS thread, around a level-triggered epoll set of non-blocking
+// sockets, one loop per two of GOMAXPROCS (TRACECAR_EVENT_LOOPS=n overrides). A loop waits
+// in a raw epoll_wait and keeps its P, so GOMAXPROCS grows by one per loop; reads and
+// writes are raw system calls too, as they never block. Every ready socket is read into the loop's one buffer, every whole
 // frame in it gets the per-frame work below and is appended to one output buffer, and that
 // goes out in one write; what the peer does not take waits for EPOLLOUT, and the socket
 // that fed it is not read until it is gone (backpressure). A frame larger than the read
