@@ -44,6 +44,8 @@ cleanup() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm 
 trap cleanup EXIT
 go build -o "$W/tracecar" ./cmd/tracecar
 TC=$W/tracecar
+rev=$(git rev-parse --short HEAD 2>/dev/null || echo '?')
+[ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] && rev="$rev+changes"
 
 pin_node=() pin_relay=()
 if [ -n "$TASKSET" ]; then pin_node=(taskset -c 0) pin_relay=(taskset -c 1); fi
@@ -111,7 +113,7 @@ done
 
 host=$(uname -n) cpus=$(nproc) model=$(awk -F': ' '/model name/{print $2; exit}' /proc/cpuinfo)
 python3 - "$W/runs.csv" "$(getconf CLK_TCK)" "$N" "$R" "$RATE" "${TASKSET:+yes}" "$host" "$cpus" "$model" \
-  "$(date -u '+%Y-%m-%d %H:%M UTC')" "$(git rev-parse --short HEAD 2>/dev/null || echo '?')" >"$W/table.md" <<'PY'
+  "$(date -u '+%Y-%m-%d %H:%M UTC')" "$rev" >"$W/table.md" <<'PY'
 import csv, math, sys
 runs, hz, n, rounds, rate, pinned, host, cpus, model, date, rev = sys.argv[1:]
 hz, n = int(hz), int(n)
