@@ -700,6 +700,17 @@ func (l *loop) drain(c *conn) {
 	}
 }
 
+// discard reads what a socket about to be closed holds, up to a bound: closing a socket
+// with unread input sends a reset instead of a FIN, and a reset makes the peer drop what it
+// has not read yet (the last requests to the node, the last frames to the client).
+func discard(fd int, buf []byte) {
+	for range 16 {
+		if n, err := sysRead(fd, buf); err != nil || n <= 0 {
+			return
+		}
+	}
+}
+
 // close ends a connection in the loop: both sockets are closed and serve returns.
 func (l *loop) close(c *conn) {
 	if c.loopClosed {
@@ -712,6 +723,7 @@ func (l *loop) close(c *conn) {
 			unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, s.fd, nil)
 			delete(l.sides, int32(s.fd))
 		}
+		discard(s.fd, l.rbuf)
 		unix.Close(s.fd)
 		s.pend, s.out, s.streams = nil, nil, nil
 	}
