@@ -8,6 +8,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/tracecar/tracecar/guardrail"
 	"github.com/tracecar/tracecar/tracing"
 )
 
@@ -16,6 +17,9 @@ import (
 type Error struct {
 	Code    int    `json:"code"`
 	Message string `json:"message"`
+	// Outcomes says, for a change applied to the sidecar and to the node, what happened on
+	// each side ("sidecar", "node").
+	Outcomes map[string]string `json:"outcomes,omitempty"`
 }
 
 // Error returns the message.
@@ -38,7 +42,7 @@ func statusOf(err error) *Error {
 	switch {
 	case errors.As(err, &e):
 		return e
-	case errors.Is(err, tracing.ErrInvalidConfig):
+	case errors.Is(err, tracing.ErrInvalidConfig), errors.Is(err, guardrail.ErrInvalidBudget):
 		return &Error{Code: http.StatusBadRequest, Message: err.Error()}
 	}
 	return &Error{Code: http.StatusInternalServerError, Message: err.Error()}

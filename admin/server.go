@@ -18,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/valyala/fasthttp"
 
+	"github.com/tracecar/tracecar/guardrail"
 	"github.com/tracecar/tracecar/metrics"
 	"github.com/tracecar/tracecar/tracing"
 )
@@ -82,13 +83,9 @@ type Loggers interface {
 	SetAll(level string) error
 }
 
-// Guardrail is the overhead guardrail's state as /tracecar/status reports it.
-type Guardrail struct {
-	// State is "none" when no guardrail is set, else "ok" or "breached".
-	State string `json:"state"`
-	// Detail says which mode breached which budget, when one did.
-	Detail string `json:"detail,omitempty"`
-}
+// Guardrail is the runtime guardrail's state as /tracecar/status reports it: State is
+// "none" when no budget is set, else "ok" or "stepped_down", and Detail says why.
+type Guardrail = guardrail.Status
 
 // Option sets an optional part of a Server.
 type Option func(*Server)
@@ -109,20 +106,50 @@ func WithGuardrail(f func() Guardrail) Option {
 	return func(s *Server) { s.guardrail = f }
 }
 
+// GuardrailControl is what the API needs from the runtime guardrail;
+// guardrail.Controller implements it.
+type GuardrailControl interface {
+	// Status returns the guardrail's state.
+	Status() guardrail.Status
+	// Budget returns the budget in force.
+	Budget() guardrail.Budget
+	// SetBudget installs a budget, or returns an error wrapping guardrail.ErrInvalidBudget
+	// and changes nothing.
+	SetBudget(guardrail.Budget) error
+}
+
+// WithGuardrailControl serves GET and POST /tracecar/guardrail for g, and reports its
+// state in /tracecar/status.
+func WithGuardrailControl(g GuardrailControl) Option {
+	return func(s *Server) {
+		s.guardCtl = g
+		s.guardrail = g.Status
+	}
+}
+
+// WithCollector serves c's series on /metrics too.
+func WithCollector(c prometheus.Collector) Option {
+	return func(s *Server) { s.collectors = append(s.collectors, c) }
+}
+
 // Server is the admin API. Create it with New; it is safe for concurrent use, and Serve
 // may be called more than once, on different listeners.
 type Server struct {
-	cfg       Config
-	tr        Tracer // nil: no tracing endpoints
-	logs      Loggers
-	log       *zerolog.Logger
-	ready     func(context.Context) error
-	metrics   *metrics.Metrics
-	guardrail func() Guardrail
-	gatherer  prometheus.Gatherer
-	token     [sha256.Size]byte // hash of cfg.Token, compared in constant time
-	started   time.Time
-	addr      atomic.Pointer[string]
+	cfg        Config
+	tr         Tracer // nil: no tracing endpoints
+	logs       Loggers
+	log        *zerolog.Logger
+	ready      func(context.Context) error
+	metrics    *metrics.Metrics
+	guardrail  func() Guardrail
+	guardCtl   GuardrailControl
+	node       Node // nil: no node: loggers, nothing applied to the node
+	apply      NodeApply
+	collectors []prometheus.Collector
+	gatherer   prometheus.Gatherer
+	token      [sha256.Size]byte // hash of cfg.Token, compared in constant time
+	started    time.Time
+	addr       atomic.Pointer[string]
 
 	// cfgMu serialises read-modify-write of the tracer's configuration when the tracer
 	// cannot do it under its own lock.
@@ -171,6 +198,7 @@ func New(cfg Config, tr Tracer, logs Loggers, opts ...Option) *Server {
 		own.MustRegister(tracerCollector{tr})
 	}
 	own.MustRegister(metrics.RuntimeCollectors()...)
+	own.MustRegister(s.collectors...)
 	s.gatherer = prometheus.Gatherers{s.metrics.Gatherer(), own}
 
 	s.exact = map[string]*route{
@@ -187,6 +215,12 @@ func New(cfg Config, tr Tracer, logs Loggers, opts ...Option) *Server {
 		s.exact["/storage_service/trace_probability"] = &route{get: s.getProbability, post: s.setProbability}
 		s.exact["/tracecar/slow_log"] = &route{get: s.getSlowLog}
 		s.prefix = append(s.prefix, prefixRoute{"/tracecar/sessions/", &route{get: s.getSession}})
+	}
+	if s.guardCtl != nil {
+		s.exact["/tracecar/guardrail"] = &route{get: s.getGuardrail, post: s.setGuardrail}
+	}
+	if s.node != nil {
+		s.exact["/tracecar/node/trace_probability"] = &route{get: s.getNodeProbability, post: s.setNodeProbability}
 	}
 	s.addr.Store(&cfg.Addr)
 	return s

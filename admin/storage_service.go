@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"encoding/json"
 	"math"
 	"strconv"
@@ -81,6 +82,17 @@ func (s *Server) setSlowQuery(ctx *fasthttp.RequestCtx, _ string) error {
 	if err != nil {
 		return err
 	}
+	if s.node != nil && s.apply.SlowQuery {
+		err := s.applyToNode("slow_query", func(c context.Context) error {
+			return s.node.SetSlowQuery(c, cur.Enable, cur.Fast, cur.ThresholdMicros, cur.TTLSeconds)
+		}, func(c tracing.Config) tracing.Config {
+			c.Enable, c.Fast, c.ThresholdMicros, c.TTLSeconds = old.Enable, old.Fast, old.ThresholdMicros, old.TTLSeconds
+			return c
+		})
+		if err != nil {
+			return err
+		}
+	}
 	s.audit(ctx, "slow_query").
 		Interface("old", slowQueryOf(old)).Interface("new", slowQueryOf(cur)).
 		Str("mode", cur.Mode()).Msg("admin change")
@@ -113,6 +125,17 @@ func (s *Server) setProbability(ctx *fasthttp.RequestCtx, _ string) error {
 	})
 	if err != nil {
 		return err
+	}
+	if s.node != nil && s.apply.TraceProbability {
+		err := s.applyToNode("trace_probability", func(c context.Context) error {
+			return s.node.SetTraceProbability(c, prob)
+		}, func(c tracing.Config) tracing.Config {
+			c.Probability = old.Probability
+			return c
+		})
+		if err != nil {
+			return err
+		}
 	}
 	s.audit(ctx, "trace_probability").
 		Float64("old", old.Probability).Float64("new", cur.Probability).

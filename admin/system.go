@@ -12,10 +12,8 @@ var wantLevel = "one of " + strings.Join(Levels, ", ")
 
 // getLoggers serves GET /system/logger: the logger names.
 func (s *Server) getLoggers(ctx *fasthttp.RequestCtx, _ string) error {
-	names := s.logs.Names()
-	if names == nil {
-		names = []string{}
-	}
+	names := append([]string{}, s.logs.Names()...)
+	names = append(names, s.nodeLoggers()...)
 	return writeJSON(ctx, names)
 }
 
@@ -46,6 +44,9 @@ func (s *Server) unknownLogger(name string) error {
 
 // getLogger serves GET /system/logger/{name}: the level as a JSON string.
 func (s *Server) getLogger(ctx *fasthttp.RequestCtx, name string) error {
+	if n, ok := nodeName(name); ok {
+		return s.getNodeLogger(ctx, name, n)
+	}
 	l, err := s.logs.Level(name)
 	if err != nil {
 		return s.unknownLogger(name)
@@ -55,6 +56,9 @@ func (s *Server) getLogger(ctx *fasthttp.RequestCtx, name string) error {
 
 // setLogger serves POST /system/logger/{name}?level=L.
 func (s *Server) setLogger(ctx *fasthttp.RequestCtx, name string) error {
+	if n, ok := nodeName(name); ok {
+		return s.setNodeLogger(ctx, name, n)
+	}
 	old, err := s.logs.Level(name)
 	if err != nil {
 		return s.unknownLogger(name)

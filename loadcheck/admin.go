@@ -106,6 +106,9 @@ const (
 	pathSlowQuery   = "/storage_service/slow_query"
 	pathProbability = "/storage_service/trace_probability"
 	pathLoggers     = "/system/logger"
+	// The sidecar's view of the node's probability, and its runtime guardrail.
+	pathNodeProbability = "/tracecar/node/trace_probability"
+	pathGuardrail       = "/tracecar/guardrail"
 )
 
 // snapshot reads the state that the modes' steps change. It returns notes for steps whose
@@ -132,7 +135,7 @@ func (c *apiClient) snapshot(ctx context.Context, modes []*mode) (*savedState, [
 			}
 			k := stateKey{s.api, s.path}
 			switch {
-			case s.path == pathSlowQuery || s.path == pathProbability ||
+			case s.path == pathSlowQuery || s.path == pathProbability || s.path == pathNodeProbability || s.path == pathGuardrail ||
 				strings.HasPrefix(s.path, pathLoggers+"/") && len(s.path) > len(pathLoggers)+1:
 				if err := add(k); err != nil {
 					return nil, nil, err
@@ -191,7 +194,33 @@ func (c *apiClient) read(ctx context.Context, k stateKey) (string, error) {
 			return bad(errors.New("want enable, fast, threshold and ttl"))
 		}
 		return fmt.Sprintf("enable=%t&fast=%t&threshold=%s&ttl=%s", *sq.Enable, *sq.Fast, *sq.Threshold, *sq.TTL), nil
-	case k.path == pathProbability:
+	case k.path == pathGuardrail:
+		var g struct {
+			Budget *struct {
+				AddedP99 string      `json:"added_p99"`
+				CPU      json.Number `json:"cpu_pct"`
+				Drops    json.Number `json:"drops_per_s"`
+				Window   string      `json:"window"`
+				Cooldown string      `json:"cooldown"`
+				Restore  bool        `json:"restore"`
+			} `json:"budget"`
+		}
+		if err := dec.Decode(&g); err != nil {
+			return bad(err)
+		}
+		if g.Budget == nil {
+			return bad(errors.New("want a budget"))
+		}
+		b := g.Budget
+		or0 := func(s string) string {
+			if s == "" {
+				return "0"
+			}
+			return s
+		}
+		return url.Values{"added_p99": {or0(b.AddedP99)}, "cpu": {or0(b.CPU.String())}, "drops": {or0(b.Drops.String())},
+			"window": {b.Window}, "cooldown": {b.Cooldown}, "restore": {strconv.FormatBool(b.Restore)}}.Encode(), nil
+	case k.path == pathProbability || k.path == pathNodeProbability:
 		var p json.Number
 		if err := dec.Decode(&p); err != nil {
 			return bad(err)

@@ -29,15 +29,15 @@ type fakeAPI struct {
 
 func newFakeAPI() *fakeAPI {
 	return &fakeAPI{enable: true, thresh: 123456, ttl: 3600, prob: "0.25",
-		loggers: map[string]string{"sidecar": "warn", "node": "info", "admin": "error"}}
+		loggers: map[string]string{"sidecar": "warn", "node": "info", "admin": "error", "node:node": "info"}}
 }
 
 // state renders the current state, for comparisons.
 func (a *fakeAPI) state() string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return fmt.Sprintf("enable=%t fast=%t threshold=%d ttl=%d probability=%s sidecar=%s node=%s admin=%s",
-		a.enable, a.fast, a.thresh, a.ttl, a.prob, a.loggers["sidecar"], a.loggers["node"], a.loggers["admin"])
+	return fmt.Sprintf("enable=%t fast=%t threshold=%d ttl=%d probability=%s sidecar=%s node=%s admin=%s node:node=%s",
+		a.enable, a.fast, a.thresh, a.ttl, a.prob, a.loggers["sidecar"], a.loggers["node"], a.loggers["admin"], a.loggers["node:node"])
 }
 
 func (a *fakeAPI) postLog() []string {

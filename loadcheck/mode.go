@@ -25,12 +25,14 @@ var builtinModes = map[string]string{
 	"fast":       "POST /storage_service/slow_query?enable=true&fast=true;POST /storage_service/trace_probability?probability=0",
 	"full":       "POST /storage_service/slow_query?enable=true&fast=false;POST /storage_service/trace_probability?probability=0",
 	"debug":      specOffSteps + ";POST /system/logger/sidecar?level=debug",
-	"node-debug": specOffSteps + ";node:POST /system/logger/node?level=debug",
+	"node-debug": specOffSteps + ";POST /system/logger/node:node?level=debug", // through the sidecar's node API
+	"node-trace": specOffSteps + ";POST /tracecar/node/trace_probability?probability=0.01",
+	"guardrail":  "POST /storage_service/slow_query?enable=true&fast=false;POST /storage_service/trace_probability?probability=0;POST /tracecar/guardrail?added_p99=200us&cpu=2&window=1s&cooldown=1h&restore=false",
 	"sampled":    "POST /storage_service/slow_query?enable=false;POST /storage_service/trace_probability?probability=0.01",
 }
 
 // builtinOrder is the order in which the built-in modes are listed in messages.
-var builtinOrder = []string{"direct", "off", "fast", "full", "debug", "node-debug", "sampled"}
+var builtinOrder = []string{"direct", "off", "fast", "full", "debug", "node-debug", "node-trace", "sampled", "guardrail"}
 
 // defaultModes are the modes run when Config.Modes is empty and a sidecar is configured.
 // Read only.

@@ -47,19 +47,16 @@ func TestRunModesAppliedAndRestored(t *testing.T) {
 
 	// What each mode's runs must see on the admin API; everything else stays as it was.
 	napiWant := func(mode string) string {
-		if mode == "node-debug" {
-			return "enable=true fast=false threshold=123456 ttl=3600 probability=0.25 sidecar=warn node=debug admin=error"
-		}
 		return napi.state()
 	}
 	want := map[string]string{
-		"off":        "enable=false fast=false threshold=123456 ttl=3600 probability=0 sidecar=warn node=info admin=error",
-		"fast":       "enable=true fast=true threshold=123456 ttl=3600 probability=0 sidecar=warn node=info admin=error",
-		"full":       "enable=true fast=false threshold=123456 ttl=3600 probability=0 sidecar=warn node=info admin=error",
-		"debug":      "enable=false fast=false threshold=123456 ttl=3600 probability=0 sidecar=debug node=info admin=error",
-		"sampled":    "enable=false fast=false threshold=123456 ttl=3600 probability=0.01 sidecar=warn node=info admin=error",
-		"node-debug": "enable=false fast=false threshold=123456 ttl=3600 probability=0 sidecar=warn node=info admin=error",
-		"slowall":    "enable=true fast=true threshold=0 ttl=3600 probability=0.25 sidecar=warn node=info admin=error",
+		"off":        "enable=false fast=false threshold=123456 ttl=3600 probability=0 sidecar=warn node=info admin=error node:node=info",
+		"fast":       "enable=true fast=true threshold=123456 ttl=3600 probability=0 sidecar=warn node=info admin=error node:node=info",
+		"full":       "enable=true fast=false threshold=123456 ttl=3600 probability=0 sidecar=warn node=info admin=error node:node=info",
+		"debug":      "enable=false fast=false threshold=123456 ttl=3600 probability=0 sidecar=debug node=info admin=error node:node=info",
+		"sampled":    "enable=false fast=false threshold=123456 ttl=3600 probability=0.01 sidecar=warn node=info admin=error node:node=info",
+		"node-debug": "enable=false fast=false threshold=123456 ttl=3600 probability=0 sidecar=warn node=info admin=error node:node=debug",
+		"slowall":    "enable=true fast=true threshold=0 ttl=3600 probability=0.25 sidecar=warn node=info admin=error node:node=info",
 	}
 	clk := &fakeClock{}
 	var seen []string
@@ -167,7 +164,9 @@ func TestRunUsageErrors(t *testing.T) {
 		{"duplicate mode", func(c *Config) { c.Modes = []string{"off", "off"} }, "listed twice"},
 		{"no target", func(c *Config) { c.Node, c.Sidecar = "", "" }, "no target"},
 		{"no admin", func(c *Config) { c.Admin = "" }, "needs the sidecar's admin API"},
-		{"no node api", func(c *Config) { c.NodeAPI = ""; c.Modes = []string{"node-debug"} }, "needs the node's API"},
+		{"no node api", func(c *Config) {
+			c.NodeAPI, c.Modes, c.ModeSpecs = "", []string{"nd"}, map[string]string{"nd": "node:POST /system/logger/node?level=debug"}
+		}, "needs the node's API"},
 		{"direct without node", func(c *Config) { c.Node = ""; c.Modes = []string{"direct"} }, "give --node"},
 		{"bad workload", func(c *Config) { c.Workload = "scan" }, `--workload "scan"`},
 		{"bad pop", func(c *Config) { c.Pop = "zipf(1..10)" }, `--pop "zipf(1..10)"`},

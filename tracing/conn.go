@@ -404,6 +404,11 @@ func (c *Conn) finish(p *pending) {
 		end = p.responded
 	}
 	d := end - p.start
+	if f := c.t.opts.AddedLatency; f != nil {
+		if sent := p.sent.Load(); sent != 0 && p.responded >= sent {
+			f(time.Duration(d - (p.responded - sent)))
+		}
+	}
 	if p.mode == ModeFull && !slow(d/1000, p.thresholdUS) {
 		freePending(p)
 		return

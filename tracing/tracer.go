@@ -49,6 +49,12 @@ type Options struct {
 	// a slow request can be decoded after its response; 0 means DefaultCaptureMax. A
 	// longer frame is kept truncated, and its session says so.
 	CaptureMax int
+	// AddedLatency, when set, is called once per request traced with events (full,
+	// sampled and client sessions, slow or not) with the time the request spent in the
+	// sidecar: its duration minus the wait between "sent to node" and "node responded".
+	// It runs on the data path and must be short and safe for concurrent use; the
+	// runtime guardrail feeds its added-latency figure from it.
+	AddedLatency func(time.Duration)
 	// Rand returns uniform random numbers for sampling. It must be safe for concurrent
 	// use. Nil means math/rand/v2's Uint64, which keeps per-thread state and does not
 	// contend.

@@ -31,6 +31,13 @@ func TestUsageErrors(t *testing.T) {
 		{"tls half", []string{"sidecar", "--admin-tls-cert", "c.pem"}, "--admin-tls-cert and --admin-tls-key go together"},
 		{"budget for a mode not run", []string{"loadcheck", "--modes", "direct,off", "--max-overhead", "full=5%"}, "full"},
 		{"bad rounds", []string{"loadcheck", "--rounds", "x"}, "rounds"},
+		{"guardrail cpu over 100", []string{"sidecar", "--guardrail-cpu", "150"}, "--guardrail-cpu must be a percentage"},
+		{"guardrail tiny window", []string{"sidecar", "--guardrail-window", "1ms"}, "--guardrail-window must be at least 100ms"},
+		{"node api without node", []string{"sidecar", "--node-api", "http://127.0.0.1:1", "--node-kind", "scylla"}, "--node-api needs --node"},
+		{"node api without kind", []string{"sidecar", "--node", "127.0.0.1:1", "--node-api", "http://127.0.0.1:1"}, "--node-api needs --node-kind"},
+		{"bad node kind", []string{"sidecar", "--node", "127.0.0.1:1", "--node-api", "http://127.0.0.1:1", "--node-kind", "mysql"}, `node kind "mysql"`},
+		{"slow_query on cassandra", []string{"sidecar", "--node", "127.0.0.1:1", "--node-api", "http://127.0.0.1:1", "--node-kind", "cassandra-jolokia", "--node-apply", "slow_query"}, "--node-apply slow_query needs --node-kind scylla"},
+		{"bad node apply", []string{"sidecar", "--node-apply", "everything"}, "--node-apply"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

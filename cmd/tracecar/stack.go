@@ -14,9 +14,11 @@ import (
 	"go.opentelemetry.io/otel"
 
 	"github.com/tracecar/tracecar/admin"
+	"github.com/tracecar/tracecar/guardrail"
 	"github.com/tracecar/tracecar/logs"
 	"github.com/tracecar/tracecar/metrics"
 	"github.com/tracecar/tracecar/node"
+	"github.com/tracecar/tracecar/nodeapi"
 	"github.com/tracecar/tracecar/sidecar"
 	"github.com/tracecar/tracecar/tracing"
 )
@@ -51,12 +53,18 @@ type stackConfig struct {
 	BindValues          bool
 	RingSize            int
 	CQLSink             bool
+
+	// The runtime guardrail and the node's management API (see guardrail.go).
+	Guardrail guardrail.Budget
+	NodeKind  string // of NodeAPI; the embedded node's API is "tracecar"
+	NodeApply admin.NodeApply
 }
 
 // stack is a running sidecar, its admin API and, when embedded, its node.
 type stack struct {
 	Sidecar, Admin, Node, NodeAPI string // addresses
 	tracer                        *tracing.Tracer
+	guard                         *guardrail.Controller
 	proxy                         *sidecar.Proxy
 	closers                       []func(context.Context) error
 
@@ -101,6 +109,7 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 	}
 	st.Node = cfg.Node
 	st.NodeAPI = cfg.NodeAPI
+	nodeKind := cfg.NodeKind
 	if cfg.Node == "" {
 		nln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -113,6 +122,7 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 		}
 		srv := node.New(node.Config{Logger: reg.Logger(logs.Node)})
 		st.Node, st.NodeAPI = nln.Addr().String(), "http://"+aln.Addr().String()
+		nodeKind = nodeapi.KindTracecar
 		st.goServe(&st.back, func() error { return srv.Serve(backCtx, nln) })
 		st.goServe(&st.back, func() error { return serveNodeAPI(backCtx, aln, srv, reg) })
 		fmt.Fprintf(out, "tracecar: started an embedded node on %s (API %s)\n", st.Node, st.NodeAPI)
@@ -137,7 +147,19 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 	opts.Sinks = sinks.sinks
 	opts.NodeEvents = sinks.nodeEvents
 	st.closers = append(st.closers, closeSinks)
+	added := new(guardrail.AddedLatency)
+	opts.AddedLatency = added.Observe
 	st.tracer = tracing.New(opts)
+	st.guard = guardrail.NewController(guardrail.Config{Tracer: st.tracer, Source: guardrailSource(st.tracer, added),
+		Budget: cfg.Guardrail, Logger: reg.Logger(logs.Tracing)})
+	adminOpts := []admin.Option{admin.WithGuardrailControl(st.guard), admin.WithCollector(st.guard.Collector())}
+	if st.NodeAPI != "" {
+		nc, err := nodeapi.New(nodeapi.Config{Kind: nodeKind, URL: st.NodeAPI})
+		if err != nil {
+			return fail(err)
+		}
+		adminOpts = append(adminOpts, admin.WithNode(nc, cfg.NodeApply))
+	}
 	st.closers = append([]func(context.Context) error{st.tracer.Close}, st.closers...)
 	m := metrics.New()
 	st.proxy = sidecar.New(sidecar.Config{
@@ -158,14 +180,14 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 	api := admin.New(admin.Config{
 		Addr: cfg.Admin, Token: cfg.AdminToken, TLSCert: cfg.AdminTLSCert, TLSKey: cfg.AdminTLSKey, Insecure: cfg.AdminInsecure,
 		Logger: reg.Logger(logs.Admin),
-	}, st.tracer, reg, admin.WithMetrics(m), admin.WithReady(func(ctx context.Context) error {
+	}, st.guard.User(st.tracer), reg, append(adminOpts, admin.WithMetrics(m), admin.WithReady(func(ctx context.Context) error {
 		var d net.Dialer
 		c, err := d.DialContext(ctx, "tcp", st.Node)
 		if err != nil {
 			return err
 		}
 		return c.Close()
-	}))
+	}))...)
 	aln, err := net.Listen("tcp", cfg.Admin)
 	if err != nil {
 		pln.Close()
@@ -178,6 +200,7 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 	st.Admin = scheme + aln.Addr().String()
 	st.goServe(&st.front, func() error { return st.proxy.Serve(ctx, pln) })
 	st.goServe(&st.front, func() error { return api.Serve(ctx, aln) })
+	st.goServe(&st.front, func() error { st.guard.Run(ctx); return nil })
 	return st, nil
 }
 
@@ -235,7 +258,11 @@ func runSidecar(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.IntVar(&cfg.RingSize, "ring-size", tracing.DefaultRingSize, "sessions kept in memory for /tracecar/slow_log")
 	fs.BoolVar(&cfg.CQLSink, "cql-sink", false, "also write slow-query records into the node's tracecar_traces keyspace, with TTL")
 	lf := addLogFlags(fs)
+	gf := addGuardFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := gf.fill(&cfg); err != nil {
 		return err
 	}
 	if (cfg.AdminTLSCert == "") != (cfg.AdminTLSKey == "") {

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"flag"
+	"strings"
+	"time"
+
+	"github.com/tracecar/tracecar/admin"
+	"github.com/tracecar/tracecar/guardrail"
+	"github.com/tracecar/tracecar/nodeapi"
+	"github.com/tracecar/tracecar/tracing"
+)
+
+// guardFlags are the sidecar's --guardrail-* and --node-* flags.
+type guardFlags struct {
+	addedP99, window, cooldown *time.Duration
+	cpu, drops                 *float64
+	restore                    *bool
+	nodeAPI, nodeKind, apply   *string
+}
+
+func addGuardFlags(fs *flag.FlagSet) guardFlags {
+	return guardFlags{
+		addedP99: fs.Duration("guardrail-added-p99", 0, "step tracing down when the p99 of the sidecar's added latency per request exceeds this, e.g. 500us (0: no limit)"),
+		cpu:      fs.Float64("guardrail-cpu", 0, "step tracing down when tracing takes more than this `PCT` of the sidecar's CPU (0: no limit)"),
+		drops:    fs.Float64("guardrail-drops", 0, "step tracing down when sinks drop more than this many sessions `PER_S` (0: no limit)"),
+		window:   fs.Duration("guardrail-window", guardrail.DefaultWindow, "the guardrail's measuring window: one step at most per window"),
+		cooldown: fs.Duration("guardrail-cooldown", guardrail.DefaultCooldown, "how long after a step before --guardrail-restore may bring the user's tracing back"),
+		restore:  fs.Bool("guardrail-restore", false, "bring the user's tracing back after the cooldown once the figures are within half their budget"),
+		nodeAPI:  fs.String("node-api", "", "`URL` of the node's management API: ScyllaDB REST, Jolokia (http://host:8778/jolokia) or tracecar node --api"),
+		nodeKind: fs.String("node-kind", "", "kind of --node-api: "+strings.Join(nodeapi.Kinds, ", ")),
+		apply:    fs.String("node-apply", "trace_probability", "sidecar changes also applied to the node: a comma list of slow_query, trace_probability, or none"),
+	}
+}
+
+// fill validates the flags and sets cfg's guardrail and node API fields.
+func (f guardFlags) fill(cfg *stackConfig) error {
+	b := guardrail.Budget{AddedP99: *f.addedP99, CPUPercent: *f.cpu, DropsPerSec: *f.drops,
+		Window: *f.window, Cooldown: *f.cooldown, Restore: *f.restore}
+	if *f.addedP99 < 0 {
+		return usageErrorf("--guardrail-added-p99 must be a duration >= 0 such as 500us, got %v", *f.addedP99)
+	}
+	if *f.window < 100*time.Millisecond {
+		return usageErrorf("--guardrail-window must be at least 100ms, got %v", *f.window)
+	}
+	if *f.cooldown < 0 {
+		return usageErrorf("--guardrail-cooldown must be >= 0, got %v", *f.cooldown)
+	}
+	if *f.cpu < 0 || *f.cpu > 100 {
+		return usageErrorf("--guardrail-cpu must be a percentage from 0 to 100, got %v", *f.cpu)
+	}
+	if !(*f.drops >= 0) {
+		return usageErrorf("--guardrail-drops must be a rate >= 0 per second, got %v", *f.drops)
+	}
+	if err := b.Validate(); err != nil {
+		return usageErrorf("--guardrail-*: %v", err)
+	}
+	cfg.Guardrail = b
+	cfg.NodeAPI, cfg.NodeKind = *f.nodeAPI, *f.nodeKind
+	apply, err := parseNodeApply(*f.apply)
+	if err != nil {
+		return err
+	}
+	cfg.NodeApply = apply
+	switch {
+	case cfg.NodeAPI == "" && cfg.NodeKind != "":
+		return usageErrorf("--node-kind needs --node-api URL")
+	case cfg.NodeAPI != "" && cfg.Node == "":
+		return usageErrorf("--node-api needs --node: the embedded node's API is wired on its own")
+	case cfg.NodeAPI != "":
+		if cfg.NodeKind == "" {
+			return usageErrorf("--node-api needs --node-kind: one of %s", strings.Join(nodeapi.Kinds, ", "))
+		}
+		if _, err := nodeapi.New(nodeapi.Config{Kind: cfg.NodeKind, URL: cfg.NodeAPI}); err != nil {
+			return usageErrorf("--node-api/--node-kind: %v", err)
+		}
+		if apply.SlowQuery && cfg.NodeKind != nodeapi.KindScylla {
+			return usageErrorf("--node-apply slow_query needs --node-kind scylla: a %s node has no slow-query API", cfg.NodeKind)
+		}
+	}
+	return nil
+}
+
+// parseNodeApply parses --node-apply.
+func parseNodeApply(s string) (admin.NodeApply, error) {
+	var a admin.NodeApply
+	if s == "none" {
+		return a, nil
+	}
+	for _, p := range strings.Split(s, ",") {
+		switch strings.TrimSpace(p) {
+		case "slow_query":
+			a.SlowQuery = true
+		case "trace_probability":
+			a.TraceProbability = true
+		default:
+			return a, usageErrorf("--node-apply %q: want a comma list of slow_query and trace_probability, or none", s)
+		}
+	}
+	return a, nil
+}
+
+// guardrailSource reads the guardrail's counters: requests and sink drops from the
+// tracer, the added latency from the tracer's AddedLatency hook, and the process's CPU.
+func guardrailSource(tr *tracing.Tracer, added *guardrail.AddedLatency) guardrail.Source {
+	return guardrail.SourceFunc(func() guardrail.Sample {
+		st := tr.Stats()
+		s := guardrail.Sample{Requests: st.Requests, Added: added.Histogram()}
+		for _, n := range st.Dropped {
+			s.Dropped += n
+		}
+		s.CPU, s.CPUOK = guardrail.ProcessCPU()
+		return s
+	})
+}

@@ -1,0 +1,475 @@
+// Package guardrail is tracecar's runtime guardrail: a circuit breaker that steps tracing
+// down on its own when tracing costs the sidecar more than its budget.
+//
+// Once per window it compares three figures, measured over that window, with their
+// budgets:
+//   - the sidecar's added latency per request (p99): time in the sidecar minus the wait on
+//     the node;
+//   - tracing's share of the sidecar's CPU;
+//   - the sink drop rate.
+//
+// On a breach it steps down one level per window: the trace probability to 0 first, then
+// full to fast, then fast to off. With Budget.Restore the user's configuration comes back
+// once the cooldown has passed and the figures have recovered (with hysteresis: every
+// known figure at most half its budget). A configuration change made by a user always
+// wins: it becomes the configuration to guard, and a pending restore is dropped.
+//
+// Guard holds the decision logic alone, fed with samples and times, so that it is tested
+// deterministically; Controller runs it against a tracer, a clock and a Source.
+package guardrail
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/tracecar/tracecar/tracing"
+)
+
+// Defaults of Budget.
+const (
+	DefaultWindow   = 10 * time.Second
+	DefaultCooldown = 60 * time.Second
+	// Hysteresis is the share of each budget that a figure must be under for the figures
+	// to count as recovered, so that a figure hovering at its budget does not flap.
+	Hysteresis = 0.5
+	// MinLatencySamples is the fewest added-latency samples a window needs for its p99 to
+	// be judged.
+	MinLatencySamples = 20
+	// MinCPURequests is the fewest requests a window needs for tracing's CPU share to be
+	// judged: on an idle sidecar a few heartbeats against the CPU of its own timers say
+	// nothing about what tracing costs.
+	MinCPURequests = 100
+)
+
+// ErrInvalidBudget is wrapped by the errors of Budget.Validate.
+var ErrInvalidBudget = errors.New("invalid guardrail budget")
+
+// Budget is what the guardrail allows tracing to cost. A zero limit is off; the zero
+// Budget guards nothing. Window and Cooldown of 0 mean their defaults. A Budget is a plain
+// value, safe to copy.
+type Budget struct {
+	// AddedP99 is the largest p99 of the sidecar's added latency per request.
+	AddedP99 time.Duration `json:"added_p99_us"`
+	// CPUPercent is the largest share of the sidecar's CPU that tracing may take, in %.
+	CPUPercent float64 `json:"cpu_pct"`
+	// DropsPerSec is the largest rate of sessions dropped by full sink queues.
+	DropsPerSec float64 `json:"drops_per_s"`
+	// Window is the span each evaluation covers.
+	Window time.Duration `json:"window_s"`
+	// Cooldown is how long after its last step down the guardrail waits before a restore.
+	Cooldown time.Duration `json:"cooldown_s"`
+	// Restore brings the user's configuration back after the cooldown once the figures
+	// recover.
+	Restore bool `json:"restore"`
+}
+
+// Enabled reports whether any limit is set.
+func (b Budget) Enabled() bool { return b.AddedP99 > 0 || b.CPUPercent > 0 || b.DropsPerSec > 0 }
+
+// withDefaults fills in Window and Cooldown.
+func (b Budget) withDefaults() Budget {
+	if b.Window <= 0 {
+		b.Window = DefaultWindow
+	}
+	if b.Cooldown <= 0 {
+		b.Cooldown = DefaultCooldown
+	}
+	return b
+}
+
+// Validate reports, wrapping ErrInvalidBudget, the first value out of range, naming it as
+// the flags and the admin API do.
+func (b Budget) Validate() error {
+	switch {
+	case b.AddedP99 < 0:
+		return fmt.Errorf("%w: added_p99 must be >= 0, got %v", ErrInvalidBudget, b.AddedP99)
+	case !(b.CPUPercent >= 0 && b.CPUPercent <= 100):
+		return fmt.Errorf("%w: cpu must be a percentage from 0 to 100, got %v", ErrInvalidBudget, b.CPUPercent)
+	case !(b.DropsPerSec >= 0) || math.IsInf(b.DropsPerSec, 0):
+		return fmt.Errorf("%w: drops must be a rate >= 0 per second, got %v", ErrInvalidBudget, b.DropsPerSec)
+	case b.Window < 0 || b.Window > 0 && b.Window < 100*time.Millisecond:
+		return fmt.Errorf("%w: window must be at least 100ms, got %v", ErrInvalidBudget, b.Window)
+	case b.Cooldown < 0:
+		return fmt.Errorf("%w: cooldown must be >= 0, got %v", ErrInvalidBudget, b.Cooldown)
+	}
+	return nil
+}
+
+// String describes the limits that are set, as a log line shows them.
+func (b Budget) String() string {
+	var p []string
+	if b.AddedP99 > 0 {
+		p = append(p, "added_p99<="+b.AddedP99.String())
+	}
+	if b.CPUPercent > 0 {
+		p = append(p, fmt.Sprintf("cpu<=%g%%", b.CPUPercent))
+	}
+	if b.DropsPerSec > 0 {
+		p = append(p, fmt.Sprintf("drops<=%g/s", b.DropsPerSec))
+	}
+	if len(p) == 0 {
+		return "none"
+	}
+	return strings.Join(p, " ")
+}
+
+// Sample is a reading of cumulative counters, taken once per window; the guardrail works
+// on the differences between consecutive samples.
+type Sample struct {
+	// Requests counts the requests the sidecar has received.
+	Requests uint64
+	// CPU is the process's CPU time (user + system); CPUOK is false where it cannot be read.
+	CPU   time.Duration
+	CPUOK bool
+	// Dropped counts the sessions dropped by every sink queue.
+	Dropped uint64
+	// Added is the cumulative histogram of the added latency per request.
+	Added Histogram
+}
+
+// Figures are what the guardrail measured over one window. A figure it could not measure
+// is reported as -1 and never breaches.
+type Figures struct {
+	// WindowSeconds is the span measured.
+	WindowSeconds float64 `json:"window_s"`
+	// Requests is the number of requests in the window.
+	Requests uint64 `json:"requests"`
+	// AddedP99US is the p99 of the added latency, in µs, over AddedSamples requests
+	// traced with events; -1 when fewer than MinLatencySamples were.
+	AddedP99US   float64 `json:"added_p99_us"`
+	AddedSamples uint64  `json:"added_samples"`
+	// CPUPercent is tracing's share of the sidecar's CPU, in %; -1 when unknown. CPUMethod
+	// says how it was found: "baseline" (CPU per request against a window with tracing
+	// off) or "estimate" (the benchmarked cost per request of the level, over the CPU
+	// measured).
+	CPUPercent float64 `json:"cpu_pct"`
+	CPUMethod  string  `json:"cpu_method,omitempty"`
+	// CPUPerRequestUS is the sidecar's CPU per request in the window, in µs.
+	CPUPerRequestUS float64 `json:"cpu_per_request_us"`
+	// DropsPerSec is the rate of sessions dropped by full sink queues.
+	DropsPerSec float64 `json:"drops_per_s"`
+}
+
+// Level names what tracing costs in a configuration: "off", "fast", "full" or "sampled",
+// with "+sampled" when a mode is on together with a probability. The guardrail's steps go
+// from one level to a cheaper one.
+func Level(c tracing.Config) string {
+	m := c.Mode()
+	if c.Enable && c.Probability > 0 {
+		return m + "+sampled"
+	}
+	return m
+}
+
+// stepDown returns the configuration one level cheaper than c, and false when c is off.
+func stepDown(c tracing.Config) (tracing.Config, bool) {
+	switch {
+	case c.Probability > 0:
+		c.Probability = 0
+	case c.Enable && !c.Fast:
+		c.Fast = true
+	case c.Enable:
+		c.Enable, c.Fast = false, false
+	default:
+		return c, false
+	}
+	return c, true
+}
+
+// perRequestCost is the CPU a request costs tracing at each level, from the Go benchmarks
+// of the tracing package (README: fast 86–180 ns, full 570 ns, a recorded session with
+// events about 2.4 µs). A sampled request is also decoded, recorded and has the node's
+// events fetched, so it is counted at 10 µs. These are estimates: the guardrail uses them
+// only until it has measured a window with tracing off.
+func perRequestCost(c tracing.Config) time.Duration {
+	var ns float64
+	switch {
+	case c.Enable && c.Fast:
+		ns = 180
+	case c.Enable:
+		ns = 570
+	}
+	ns += c.Probability * 10000
+	return time.Duration(ns)
+}
+
+// Action is what Guard.Evaluate decided.
+type Action struct {
+	// Kind is "" (nothing to do), "step" or "restore".
+	Kind string
+	// From and To are the levels; Config is the configuration to install.
+	From, To string
+	Config   tracing.Config
+	// Reason names the breached figures ("cpu", "added_p99", "drops", joined by '+') or
+	// "recovered" for a restore. Detail gives the figures against the budget.
+	Reason, Detail string
+}
+
+// Guard is the guardrail's decision logic: what the sidecar's tracing configuration should
+// be, given the samples and the time. It has no clock and no I/O. It is not safe for
+// concurrent use; Controller serialises it.
+type Guard struct {
+	budget Budget
+
+	prev     Sample
+	prevAt   time.Time
+	havePrev bool
+
+	// user is the configuration the user asked for; steppedDown is true while the tracer
+	// runs a cheaper one that the guardrail chose.
+	user        tracing.Config
+	steppedDown bool
+	lastStep    time.Time
+
+	// baseCPU is the CPU per request of the latest window with tracing off.
+	baseCPU     time.Duration
+	haveBaseCPU bool
+
+	windows   int // evaluated since the last UserChanged or SetBudget
+	figures   Figures
+	measured  bool
+	last      Action
+	lastAt    time.Time
+	breaching bool
+}
+
+// NewGuard returns a Guard for budget b and the user's configuration user.
+func NewGuard(b Budget, user tracing.Config) *Guard {
+	return &Guard{budget: b.withDefaults(), user: user}
+}
+
+// Budget returns the budget, with its defaults filled in.
+func (g *Guard) Budget() Budget { return g.budget }
+
+// SetBudget replaces the budget. The next window is measured afresh.
+func (g *Guard) SetBudget(b Budget) {
+	g.budget = b.withDefaults()
+	g.havePrev = false
+}
+
+// UserChanged records that a user installed c: c is now the configuration to guard, the
+// guardrail is no longer stepped down, and the next window is measured from now, so that
+// nothing measured before the change counts against it.
+func (g *Guard) UserChanged(c tracing.Config) {
+	g.user = c
+	g.steppedDown = false
+	g.havePrev = false
+}
+
+// Evaluate takes the sample s at time now, while the tracer runs cur, and decides. The
+// first sample (and the first after UserChanged or SetBudget) only starts a window; a
+// sample less than half a window after the window's start is ignored, so that a window
+// is never judged on a sliver of time.
+func (g *Guard) Evaluate(now time.Time, s Sample, cur tracing.Config) Action {
+	if !g.havePrev {
+		g.prev, g.prevAt, g.havePrev = s, now, true
+		g.windows = 0
+		return Action{}
+	}
+	if now.Sub(g.prevAt) < g.budget.Window/2 {
+		return Action{} // too short a window to judge: it goes on until the next sample
+	}
+	g.windows++
+	f := g.measure(now, s, cur)
+	g.prev, g.prevAt = s, now
+	g.figures, g.measured = f, true
+	if !g.budget.Enabled() {
+		g.breaching = false
+		return Action{}
+	}
+	reasons, detail := g.breaches(f)
+	g.breaching = len(reasons) > 0
+	if len(reasons) > 0 {
+		next, ok := stepDown(cur)
+		if !ok {
+			return Action{}
+		}
+		if !g.steppedDown {
+			g.user = cur // what the user runs now is what a restore brings back
+		}
+		g.steppedDown = true
+		g.lastStep = now
+		a := Action{Kind: "step", From: Level(cur), To: Level(next), Config: next,
+			Reason: strings.Join(reasons, "+"), Detail: detail}
+		g.last, g.lastAt = a, now
+		return a
+	}
+	if g.steppedDown && g.budget.Restore && !now.Before(g.lastStep.Add(g.budget.Cooldown)) && g.recovered(f) {
+		a := Action{Kind: "restore", From: Level(cur), To: Level(g.user), Config: g.user,
+			Reason: "recovered", Detail: g.describe(f)}
+		g.steppedDown = false
+		g.last, g.lastAt = a, now
+		return a
+	}
+	return Action{}
+}
+
+// measure computes the figures of the window from g.prev to s.
+func (g *Guard) measure(now time.Time, s Sample, cur tracing.Config) Figures {
+	secs := now.Sub(g.prevAt).Seconds()
+	f := Figures{WindowSeconds: secs, AddedP99US: -1, CPUPercent: -1}
+	if s.Requests >= g.prev.Requests {
+		f.Requests = s.Requests - g.prev.Requests
+	}
+	if s.Dropped >= g.prev.Dropped {
+		f.DropsPerSec = float64(s.Dropped-g.prev.Dropped) / secs
+	}
+	added := s.Added.Sub(g.prev.Added)
+	f.AddedSamples = added.Total()
+	if f.AddedSamples >= MinLatencySamples {
+		f.AddedP99US = float64(added.Quantile(0.99)) / float64(time.Microsecond)
+	}
+	if s.CPUOK && g.prev.CPUOK && f.Requests >= MinCPURequests && s.CPU > g.prev.CPU {
+		cpu := s.CPU - g.prev.CPU
+		perReq := cpu / time.Duration(f.Requests)
+		f.CPUPerRequestUS = float64(perReq) / float64(time.Microsecond)
+		switch {
+		case Level(cur) == "off":
+			g.baseCPU, g.haveBaseCPU = perReq, true
+			f.CPUPercent, f.CPUMethod = 0, "baseline"
+		case g.haveBaseCPU:
+			f.CPUPercent, f.CPUMethod = max(0, 100*float64(perReq-g.baseCPU)/float64(perReq)), "baseline"
+		default:
+			est := perRequestCost(cur) * time.Duration(f.Requests)
+			f.CPUPercent, f.CPUMethod = min(100, 100*float64(est)/float64(cpu)), "estimate"
+		}
+	}
+	return f
+}
+
+// breaches returns the names of the figures over budget and a description of the figures.
+func (g *Guard) breaches(f Figures) ([]string, string) {
+	var r []string
+	b := g.budget
+	if b.AddedP99 > 0 && f.AddedP99US >= 0 && f.AddedP99US > float64(b.AddedP99)/float64(time.Microsecond) {
+		r = append(r, "added_p99")
+	}
+	if b.CPUPercent > 0 && f.CPUPercent >= 0 && f.CPUPercent > b.CPUPercent {
+		r = append(r, "cpu")
+	}
+	if b.DropsPerSec > 0 && f.DropsPerSec > b.DropsPerSec {
+		r = append(r, "drops")
+	}
+	return r, g.describe(f)
+}
+
+// recovered reports whether every known figure with a budget is at most Hysteresis of it.
+func (g *Guard) recovered(f Figures) bool {
+	b := g.budget
+	if b.AddedP99 > 0 && f.AddedP99US >= 0 && f.AddedP99US > Hysteresis*float64(b.AddedP99)/float64(time.Microsecond) {
+		return false
+	}
+	if b.CPUPercent > 0 && f.CPUPercent >= 0 && f.CPUPercent > Hysteresis*b.CPUPercent {
+		return false
+	}
+	if b.DropsPerSec > 0 && f.DropsPerSec > Hysteresis*b.DropsPerSec {
+		return false
+	}
+	return true
+}
+
+// describe writes the figures next to their budgets.
+func (g *Guard) describe(f Figures) string {
+	fig := func(v float64, format string) string {
+		if v < 0 {
+			return "unknown"
+		}
+		return fmt.Sprintf(format, v)
+	}
+	return fmt.Sprintf("added_p99=%s cpu=%s (%s) drops=%.1f/s over %.1fs, %d requests; budget %s",
+		fig(f.AddedP99US, "%.0fus"), fig(f.CPUPercent, "%.2f%%"), f.CPUMethod, f.DropsPerSec, f.WindowSeconds, f.Requests, g.budget)
+}
+
+// Status is the guardrail's state as GET /tracecar/status and GET /tracecar/guardrail
+// report it.
+type Status struct {
+	// State is "none" when no budget is set, "ok" when tracing runs what the user asked
+	// for, and "stepped_down" while the guardrail runs a cheaper level.
+	State string `json:"state"`
+	// Detail says in words what the guardrail is doing.
+	Detail string `json:"detail,omitempty"`
+	// Budget is the budget in force; nil when none is set.
+	Budget *BudgetJSON `json:"budget,omitempty"`
+	// Level is the level running now; UserLevel is the level the user asked for.
+	Level     string `json:"level,omitempty"`
+	UserLevel string `json:"user_level,omitempty"`
+	// LastAction is the latest step or restore; nil before the first.
+	LastAction *ActionJSON `json:"last_action,omitempty"`
+	// Reason is the reason of the latest action.
+	Reason string `json:"reason,omitempty"`
+	// Figures are those of the latest window; nil before the first window ends.
+	Figures *Figures `json:"figures,omitempty"`
+	// RestoreDue is when a restore may happen, while stepped down with Restore set.
+	RestoreDue *time.Time `json:"restore_due,omitempty"`
+	// Windows counts the windows judged since the user's last change (or budget change).
+	Windows int `json:"windows"`
+}
+
+// BudgetJSON is a Budget in the units the admin API takes.
+type BudgetJSON struct {
+	AddedP99    string  `json:"added_p99,omitempty"`
+	CPUPercent  float64 `json:"cpu_pct,omitempty"`
+	DropsPerSec float64 `json:"drops_per_s,omitempty"`
+	Window      string  `json:"window"`
+	Cooldown    string  `json:"cooldown"`
+	Restore     bool    `json:"restore"`
+}
+
+// JSON returns b in the units the admin API takes.
+func (b Budget) JSON() BudgetJSON {
+	j := BudgetJSON{CPUPercent: b.CPUPercent, DropsPerSec: b.DropsPerSec, Window: b.Window.String(),
+		Cooldown: b.Cooldown.String(), Restore: b.Restore}
+	if b.AddedP99 > 0 {
+		j.AddedP99 = b.AddedP99.String()
+	}
+	return j
+}
+
+// ActionJSON is an Action as the status shows it.
+type ActionJSON struct {
+	At     time.Time `json:"at"`
+	Kind   string    `json:"kind"`
+	From   string    `json:"from"`
+	To     string    `json:"to"`
+	Reason string    `json:"reason"`
+	Detail string    `json:"detail"`
+}
+
+// Status reports the state while the tracer runs cur.
+func (g *Guard) Status(cur tracing.Config) Status {
+	if !g.budget.Enabled() && !g.steppedDown {
+		return Status{State: "none"}
+	}
+	bj := g.budget.JSON()
+	st := Status{State: "ok", Budget: &bj, Level: Level(cur), UserLevel: Level(g.user), Windows: g.windows}
+	if !g.steppedDown {
+		st.UserLevel = Level(cur)
+	}
+	if g.lastAt != (time.Time{}) {
+		a := g.last
+		st.LastAction = &ActionJSON{At: g.lastAt.UTC(), Kind: a.Kind, From: a.From, To: a.To, Reason: a.Reason, Detail: a.Detail}
+		st.Reason = a.Reason
+	}
+	if g.measured {
+		f := g.figures
+		st.Figures = &f
+	}
+	switch {
+	case g.steppedDown:
+		st.State = "stepped_down"
+		st.Detail = fmt.Sprintf("running %s instead of %s", Level(cur), Level(g.user))
+		if g.budget.Restore {
+			due := g.lastStep.Add(g.budget.Cooldown).UTC()
+			st.RestoreDue = &due
+			st.Detail += "; restore after " + due.Format(time.RFC3339) + " once the figures are within half their budget"
+		} else {
+			st.Detail += "; no restore (set restore=true, or POST a configuration)"
+		}
+	case g.breaching:
+		st.Detail = "over budget, but tracing is already off"
+	}
+	return st
+}

@@ -1,0 +1,391 @@
+package guardrail
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/rs/zerolog"
+
+	"github.com/tracecar/tracecar/tracing"
+)
+
+// feed builds cumulative samples window by window.
+type feed struct {
+	s   Sample
+	now time.Time
+}
+
+func newFeed() *feed {
+	return &feed{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
+		s: Sample{CPUOK: true, Added: Histogram{Bounds: AddedBounds, Counts: make([]uint64, len(AddedBounds)+1)}}}
+}
+
+// window advances the clock by d and adds requests costing cpuPerReq each, n added
+// latencies of added each, and drops.
+func (f *feed) window(d time.Duration, requests uint64, cpuPerReq time.Duration, n uint64, added time.Duration, drops uint64) (time.Time, Sample) {
+	f.now = f.now.Add(d)
+	f.s.Requests += requests
+	f.s.CPU += cpuPerReq * time.Duration(requests)
+	f.s.Dropped += drops
+	counts := append([]uint64(nil), f.s.Added.Counts...)
+	i := 0
+	for i < len(AddedBounds) && added > AddedBounds[i] {
+		i++
+	}
+	counts[i] += n
+	f.s.Added = Histogram{Bounds: AddedBounds, Counts: counts}
+	return f.now, f.s
+}
+
+func fullSampled() tracing.Config {
+	c := tracing.DefaultConfig()
+	c.Enable, c.Probability = true, 0.5
+	return c
+}
+
+func TestStepsDownOneLevelPerWindow(t *testing.T) {
+	g := NewGuard(Budget{CPUPercent: 1, Window: time.Second, Cooldown: time.Minute}, fullSampled())
+	f := newFeed()
+	cur := fullSampled()
+	now, s := f.window(0, 0, 0, 0, 0, 0)
+	if a := g.Evaluate(now, s, cur); a.Kind != "" {
+		t.Fatalf("first sample: got action %+v; want none", a)
+	}
+	// 4 µs of CPU per request: every level's estimated cost is above 1% of it.
+	var got []string
+	for range 5 {
+		now, s = f.window(time.Second, 1000, 4*time.Microsecond, 0, 0, 0)
+		a := g.Evaluate(now, s, cur)
+		if a.Kind == "" {
+			continue
+		}
+		if a.Kind != "step" || a.Reason != "cpu" || !strings.Contains(a.Detail, "budget cpu<=1%") {
+			t.Fatalf("action %+v: want a cpu step with the budget in its detail", a)
+		}
+		got = append(got, a.From+">"+a.To)
+		cur = a.Config
+	}
+	want := "full+sampled>full fast>off"
+	if strings.Join(got, " ") != "full+sampled>full full>fast fast>off" {
+		t.Fatalf("steps %v; want full+sampled>full, full>fast, fast>off (%s)", got, want)
+	}
+	if cur.Enable || cur.Probability != 0 {
+		t.Fatalf("final config %+v; want off", cur)
+	}
+	st := g.Status(cur)
+	if st.State != "stepped_down" || st.Level != "off" || st.UserLevel != "full+sampled" || st.RestoreDue != nil {
+		t.Fatalf("status %+v; want stepped_down from full+sampled to off, no restore due", st)
+	}
+}
+
+func TestAddedLatencyAndDrops(t *testing.T) {
+	tests := []struct {
+		name   string
+		budget Budget
+		n      uint64
+		added  time.Duration
+		drops  uint64
+		want   string
+	}{
+		{"p99 over budget", Budget{AddedP99: 100 * time.Microsecond}, 100, 400 * time.Microsecond, 0, "added_p99"},
+		{"p99 within budget", Budget{AddedP99: time.Millisecond}, 100, 400 * time.Microsecond, 0, ""},
+		{"too few samples to judge", Budget{AddedP99: time.Microsecond}, MinLatencySamples - 1, 400 * time.Microsecond, 0, ""},
+		{"drops over budget", Budget{DropsPerSec: 5}, 0, 0, 20, "drops"},
+		{"drops within budget", Budget{DropsPerSec: 50}, 0, 0, 20, ""},
+		{"both", Budget{AddedP99: time.Microsecond, DropsPerSec: 1}, 50, 40 * time.Microsecond, 20, "added_p99+drops"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.budget.Window = 2 * time.Second
+			g := NewGuard(tt.budget, fullSampled())
+			f := newFeed()
+			now, s := f.window(0, 0, 0, 0, 0, 0)
+			g.Evaluate(now, s, fullSampled())
+			now, s = f.window(2*time.Second, 500, 0, tt.n, tt.added, tt.drops)
+			a := g.Evaluate(now, s, fullSampled())
+			if a.Reason != tt.want {
+				t.Fatalf("reason %q (detail %s); want %q", a.Reason, a.Detail, tt.want)
+			}
+			if tt.drops > 0 && g.figures.DropsPerSec != float64(tt.drops)/2 {
+				t.Fatalf("drops %v/s; want %v/s", g.figures.DropsPerSec, float64(tt.drops)/2)
+			}
+		})
+	}
+}
+
+func TestCPUBaseline(t *testing.T) {
+	g := NewGuard(Budget{CPUPercent: 20}, tracing.DefaultConfig())
+	f := newFeed()
+	off, full := tracing.DefaultConfig(), tracing.DefaultConfig()
+	full.Enable = true
+	now, s := f.window(0, 0, 0, 0, 0, 0)
+	g.Evaluate(now, s, off)
+	now, s = f.window(10*time.Second, 1000, 4*time.Microsecond, 0, 0, 0)
+	g.Evaluate(now, s, off) // the baseline: 4 µs per request with tracing off
+	if g.figures.CPUMethod != "baseline" || g.figures.CPUPercent != 0 {
+		t.Fatalf("off window figures %+v; want a 0%% baseline", g.figures)
+	}
+	g.UserChanged(full)
+	now, s = f.window(time.Millisecond, 0, 0, 0, 0, 0)
+	g.Evaluate(now, s, full)
+	now, s = f.window(10*time.Second, 1000, 4400*time.Nanosecond, 0, 0, 0) // +10%: within budget
+	if a := g.Evaluate(now, s, full); a.Kind != "" || g.figures.CPUMethod != "baseline" {
+		t.Fatalf("at +10%%: action %+v, figures %+v; want none, by baseline", a, g.figures)
+	}
+	now, s = f.window(10*time.Second, 1000, 5*time.Microsecond, 0, 0, 0) // 20% of 5 µs is tracing's: at budget, not over
+	if a := g.Evaluate(now, s, full); a.Kind != "" {
+		t.Fatalf("at the budget: action %+v; want none", a)
+	}
+	now, s = f.window(10*time.Second, 1000, 6*time.Microsecond, 0, 0, 0) // 33%
+	if a := g.Evaluate(now, s, full); a.Kind != "step" || a.To != "fast" {
+		t.Fatalf("at 33%%: action %+v; want a step to fast", a)
+	}
+}
+
+func TestRestoreAfterCooldownWithHysteresis(t *testing.T) {
+	b := Budget{DropsPerSec: 10, Window: time.Second, Cooldown: 5 * time.Second, Restore: true}
+	g := NewGuard(b, fullSampled())
+	f := newFeed()
+	cur := fullSampled()
+	now, s := f.window(0, 0, 0, 0, 0, 0)
+	g.Evaluate(now, s, cur)
+	now, s = f.window(time.Second, 100, 0, 0, 0, 50)
+	a := g.Evaluate(now, s, cur)
+	if a.Kind != "step" {
+		t.Fatalf("got %+v; want a step", a)
+	}
+	stepAt := now
+	cur = a.Config
+	if st := g.Status(cur); st.RestoreDue == nil || !st.RestoreDue.Equal(stepAt.Add(5*time.Second)) {
+		t.Fatalf("status %+v; want a restore due 5s after the step", st)
+	}
+	// Recovered figures, but within the cooldown: nothing.
+	for range 3 {
+		now, s = f.window(time.Second, 100, 0, 0, 0, 0)
+		if a := g.Evaluate(now, s, cur); a.Kind != "" {
+			t.Fatalf("within the cooldown: got %+v; want nothing", a)
+		}
+	}
+	// After the cooldown, 7/s is under the budget but over half of it: no restore, no step.
+	for range 3 {
+		now, s = f.window(time.Second, 100, 0, 0, 0, 7)
+		if a := g.Evaluate(now, s, cur); a.Kind != "" {
+			t.Fatalf("at 70%% of the budget: got %+v; want nothing (hysteresis)", a)
+		}
+	}
+	now, s = f.window(time.Second, 100, 0, 0, 0, 4)
+	a = g.Evaluate(now, s, cur)
+	if a.Kind != "restore" || a.Config != fullSampled() || a.Reason != "recovered" {
+		t.Fatalf("got %+v; want a restore of full with probability 0.5", a)
+	}
+	if st := g.Status(a.Config); st.State != "ok" || st.LastAction == nil || st.LastAction.Kind != "restore" {
+		t.Fatalf("status %+v; want ok after a restore", st)
+	}
+}
+
+func TestUserChangeDuringCooldownWins(t *testing.T) {
+	b := Budget{DropsPerSec: 10, Window: time.Second, Cooldown: 3 * time.Second, Restore: true}
+	g := NewGuard(b, fullSampled())
+	f := newFeed()
+	cur := fullSampled()
+	now, s := f.window(0, 0, 0, 0, 0, 0)
+	g.Evaluate(now, s, cur)
+	now, s = f.window(time.Second, 100, 0, 0, 0, 50)
+	cur = g.Evaluate(now, s, cur).Config
+	user := tracing.DefaultConfig()
+	user.Enable, user.Fast = true, true
+	g.UserChanged(user)
+	cur = user
+	for range 10 {
+		now, s = f.window(time.Second, 100, 0, 0, 0, 0)
+		if a := g.Evaluate(now, s, cur); a.Kind != "" {
+			t.Fatalf("after the user's change: got %+v; want nothing (the user's fast mode stays)", a)
+		}
+	}
+	if st := g.Status(cur); st.State != "ok" || st.RestoreDue != nil {
+		t.Fatalf("status %+v; want ok without a restore due", st)
+	}
+}
+
+func TestNoBudgetNoAction(t *testing.T) {
+	g := NewGuard(Budget{}, fullSampled())
+	f := newFeed()
+	now, s := f.window(0, 0, 0, 0, 0, 0)
+	g.Evaluate(now, s, fullSampled())
+	now, s = f.window(time.Second, 1000, time.Millisecond, 1000, time.Second, 1000)
+	if a := g.Evaluate(now, s, fullSampled()); a.Kind != "" {
+		t.Fatalf("got %+v; want nothing without a budget", a)
+	}
+	if st := g.Status(fullSampled()); st.State != "none" {
+		t.Fatalf("state %q; want none", st.State)
+	}
+}
+
+func TestBudgetValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		b    Budget
+		want string
+	}{
+		{"ok", Budget{AddedP99: time.Millisecond, CPUPercent: 5, DropsPerSec: 1, Window: time.Second}, ""},
+		{"cpu over 100", Budget{CPUPercent: 101}, "cpu"},
+		{"negative drops", Budget{DropsPerSec: -1}, "drops"},
+		{"tiny window", Budget{Window: time.Millisecond}, "window"},
+		{"negative cooldown", Budget{Cooldown: -time.Second}, "cooldown"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.b.Validate()
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("got %v; want nil", err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrInvalidBudget) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got %v; want an ErrInvalidBudget naming %s", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestHistogramQuantile(t *testing.T) {
+	var a AddedLatency
+	for range 98 {
+		a.Observe(7 * time.Microsecond) // (5, 10] µs
+	}
+	a.Observe(300 * time.Microsecond) // (250, 500] µs
+	a.Observe(time.Second)            // above every bound
+	h := a.Histogram()
+	if got := h.Quantile(0.5); got <= 5*time.Microsecond || got > 10*time.Microsecond {
+		t.Fatalf("p50 %v; want within (5µs, 10µs]", got)
+	}
+	if got := h.Quantile(0.99); got <= 250*time.Microsecond || got > 500*time.Microsecond {
+		t.Fatalf("p99 %v; want within (250µs, 500µs]", got)
+	}
+	if got := h.Quantile(1); got != 100*time.Millisecond {
+		t.Fatalf("max %v; want the last bound", got)
+	}
+	if got := h.Sub(h).Total(); got != 0 {
+		t.Fatalf("h-h has %d; want 0", got)
+	}
+}
+
+// fakeSource returns the feed's current sample.
+type fakeSource struct{ f *feed }
+
+func (s fakeSource) Sample() Sample { return s.f.s }
+
+func TestControllerAppliesStepsLogsAndCounts(t *testing.T) {
+	tr := tracing.New(tracing.Options{})
+	if err := tr.SetConfig(fullSampled()); err != nil {
+		t.Fatal(err)
+	}
+	f := newFeed()
+	var logBuf bytes.Buffer
+	log := zerolog.New(&logBuf)
+	c := NewController(Config{Tracer: tr, Source: fakeSource{f}, Budget: Budget{CPUPercent: 1, Window: time.Second, Restore: true, Cooldown: 2 * time.Second},
+		Logger: &log, Now: func() time.Time { return f.now }})
+	user := c.User(tr)
+	c.Tick() // starts the window
+	for range 3 {
+		f.window(time.Second, 1000, 4*time.Microsecond, 0, 0, 0)
+		if a := c.Tick(); a.Kind != "step" {
+			t.Fatalf("got %+v; want a step", a)
+		}
+	}
+	if got := tr.Config(); got.Enable || got.Probability != 0 {
+		t.Fatalf("tracer runs %+v; want off", got)
+	}
+	for _, l := range [][2]string{{"full+sampled", "full"}, {"full", "fast"}, {"fast", "off"}} {
+		if n := counterValue(t, c, l[0], l[1], "cpu"); n != 1 {
+			t.Fatalf("steps_total{from=%s,to=%s} = %v; want 1", l[0], l[1], n)
+		}
+	}
+	lines := strings.Split(strings.TrimSpace(logBuf.String()), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("log has %d lines; want one per step:\n%s", len(lines), logBuf.String())
+	}
+	var first map[string]any
+	if err := json.Unmarshal([]byte(lines[0]), &first); err != nil {
+		t.Fatal(err)
+	}
+	if first["level"] != "warn" || first["from"] != "full+sampled" || first["budget"] != "cpu<=1%" || first["cpu_pct"] == nil {
+		t.Fatalf("first log line %v; want a warning with the figures and the budget", first)
+	}
+	st := c.Status()
+	if st.State != "stepped_down" || st.LastAction == nil || st.LastAction.To != "off" || st.RestoreDue == nil || st.Figures == nil {
+		t.Fatalf("status %+v; want stepped_down to off with a restore due and figures", st)
+	}
+	// A user's change during the cooldown is kept: no restore over it.
+	if err := user.UpdateConfig(func(c tracing.Config) tracing.Config { c.Enable, c.Fast = true, true; return c }); err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		f.window(time.Second, 0, 0, 0, 0, 0)
+		if a := c.Tick(); a.Kind != "" {
+			t.Fatalf("after a user change: got %+v; want nothing", a)
+		}
+	}
+	if got := tr.Config(); got.Mode() != "fast" {
+		t.Fatalf("tracer runs %s; want the user's fast", got.Mode())
+	}
+}
+
+func TestControllerSetBudgetValidates(t *testing.T) {
+	tr := tracing.New(tracing.Options{})
+	f := newFeed()
+	c := NewController(Config{Tracer: tr, Source: fakeSource{f}, Now: func() time.Time { return f.now }})
+	if err := c.SetBudget(Budget{CPUPercent: 500}); !errors.Is(err, ErrInvalidBudget) {
+		t.Fatalf("got %v; want ErrInvalidBudget", err)
+	}
+	if c.Budget().Enabled() {
+		t.Fatal("an invalid budget was installed")
+	}
+	if err := c.SetBudget(Budget{CPUPercent: 5}); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Budget(); got.CPUPercent != 5 || got.Window != DefaultWindow {
+		t.Fatalf("budget %+v; want cpu 5 with the default window", got)
+	}
+}
+
+func counterValue(t *testing.T, c *Controller, labels ...string) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := c.steps.WithLabelValues(labels...).Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
+}
+
+func TestIdleWindowCPUIsNotJudged(t *testing.T) {
+	g := NewGuard(Budget{CPUPercent: 0.0001, Window: time.Second}, fullSampled())
+	f := newFeed()
+	now, s := f.window(0, 0, 0, 0, 0, 0)
+	g.Evaluate(now, s, fullSampled())
+	now, s = f.window(time.Second, MinCPURequests-1, time.Millisecond, 0, 0, 0)
+	if a := g.Evaluate(now, s, fullSampled()); a.Kind != "" || g.figures.CPUPercent != -1 {
+		t.Fatalf("%d requests: action %+v, cpu %v; want no judgement", MinCPURequests-1, a, g.figures.CPUPercent)
+	}
+}
+
+func TestSliverOfAWindowIsNotJudged(t *testing.T) {
+	g := NewGuard(Budget{CPUPercent: 1, Window: time.Second}, fullSampled())
+	f := newFeed()
+	now, s := f.window(0, 0, 0, 0, 0, 0)
+	g.Evaluate(now, s, fullSampled())
+	now, s = f.window(10*time.Millisecond, 0, 0, 0, 0, 0) // no requests yet: judged, it would count as a window
+	if a := g.Evaluate(now, s, fullSampled()); a.Kind != "" || g.windows != 0 {
+		t.Fatalf("a 10ms sample: action %+v, %d windows; want it ignored", a, g.windows)
+	}
+	now, s = f.window(time.Second, 1000, 4*time.Microsecond, 0, 0, 0)
+	if a := g.Evaluate(now, s, fullSampled()); a.Kind != "step" || g.windows != 1 || g.figures.Requests != 1000 {
+		t.Fatalf("action %+v, %d windows, figures %+v; want a step in the first window, over all its requests", a, g.windows, g.figures)
+	}
+}
