@@ -70,11 +70,12 @@ func (c *conn) serve() {
 			}
 			if errors.Is(err, cql.ErrFrameTooBig) {
 				c.sendError(h, cql.Error{Code: cql.ErrCodeProtocol, Message: "Invalid frame body length: frame is larger than 256 MiB"})
+				c.w.write(c.out, true)
 			}
 			return
 		}
 		if err := c.handle(h, body); err != nil {
-			c.w.flush()
+			c.w.write(c.out, true) // the error that closes the connection goes out first
 			return
 		}
 		if err := c.w.write(c.out, c.br.Buffered() == 0); err != nil {
@@ -140,7 +141,14 @@ func (c *conn) send(h cql.Header, flags byte, prefix cql.ResponsePrefix, m cql.M
 	c.out = out
 }
 
+// dropProtocolErrors, set only by tests, drops every ProtocolError instead of sending it:
+// the broken build that the bad-frame tests must catch. It is read on the error path only.
+var dropProtocolErrors atomic.Bool
+
 func (c *conn) sendError(h cql.Header, e cql.Error) {
+	if e.Code == cql.ErrCodeProtocol && dropProtocolErrors.Load() {
+		return
+	}
 	c.send(h, 0, cql.ResponsePrefix{}, e)
 }
 

@@ -4,12 +4,19 @@ import (
 	"bufio"
 	"context"
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gocql/gocql"
 
 	"github.com/tracecar/tracecar/cql"
 	"github.com/tracecar/tracecar/internal/drivertest"
@@ -163,8 +170,152 @@ func TestProtocolVersionGate(t *testing.T) {
 	}
 }
 
+// reply is a frame a hostile client received: its stream, its opcode, and for an ERROR
+// its code and message.
+type reply struct {
+	stream int16
+	op     cql.Opcode
+	code   int32
+	msg    string
+}
+
+func (r reply) String() string {
+	if r.op == cql.OpError {
+		return fmt.Sprintf("stream %d ERROR %#x %q", r.stream, r.code, r.msg)
+	}
+	return fmt.Sprintf("stream %d %s", r.stream, r.op)
+}
+
+// badFrame is a hostile client's bytes and what the node must answer.
+type badFrame struct {
+	name  string
+	bytes []byte
+	// halfClose ends the client's side after the bytes: a truncated frame waits for more
+	// otherwise, as in Cassandra.
+	halfClose bool
+	want      []reply // the frames the client receives
+	// keepsOpen says that the frame boundaries were intact, so the connection stays usable
+	// after the error; otherwise the node closes it.
+	keepsOpen bool
+}
+
+func badFrames() []badFrame {
+	const protocol = cql.ErrCodeProtocol
+	ready := reply{stream: 0, op: cql.OpReady}
+	startup := cql.AppendFrame(nil, cql.Header{Version: cql.V4}, cql.Startup{Options: map[string]string{"CQL_VERSION": "3.0.0"}})
+	query1 := cql.AppendFrame(nil, cql.Header{Version: cql.V4, Stream: 1}, cql.Query{Query: "SELECT * FROM system.local", Params: cql.QueryParams{Consistency: cql.One}})
+	return []badFrame{
+		{name: "truncated header", bytes: []byte{0x04, 0, 0}, halfClose: true},
+		{name: "truncated body", bytes: append(cql.AppendHeader(nil, cql.Header{Version: cql.V4, Opcode: cql.OpQuery, Length: 100}), 1, 2, 3), halfClose: true},
+		{name: "oversized length", bytes: cql.AppendHeader(nil, cql.Header{Version: cql.V4, Stream: 5, Opcode: cql.OpQuery, Length: 0x7fffffff}),
+			want: []reply{{stream: 5, op: cql.OpError, code: protocol, msg: "Invalid frame body length: frame is larger than 256 MiB"}}},
+		// "G" is read as version 0x47, "E" as flags and "T " as the stream.
+		{name: "garbage", bytes: []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"),
+			want: []reply{{stream: 0x5420, op: cql.OpError, code: protocol, msg: cql.UnsupportedVersionMessage(0x47)}}},
+		{name: "lying query body", bytes: append(startup, append(cql.AppendHeader(nil, cql.Header{Version: cql.V4, Stream: 2, Opcode: cql.OpQuery, Length: 6}), 0xff, 0xff, 0xff, 0xff, 0, 1)...),
+			want: []reply{ready, {stream: 2, op: cql.OpError, code: protocol, msg: "Invalid message body: cql: malformed message"}}, keepsOpen: true},
+		{name: "compressed without negotiation", bytes: append(startup, func() []byte {
+			f := append([]byte(nil), query1...)
+			f[1] |= cql.FlagCompression
+			return f
+		}()...),
+			want: []reply{ready, {stream: 1, op: cql.OpError, code: protocol, msg: "Frame is compressed but no compression was negotiated in STARTUP"}}},
+		{name: "response frame from a client", bytes: cql.AppendFrame(nil, cql.Header{Version: cql.ResponseBit | cql.V4, Stream: 4}, cql.Ready{}),
+			want: []reply{{stream: 4, op: cql.OpError, code: protocol, msg: "Invalid frame: a client sent a response frame"}}},
+		{name: "unknown opcode", bytes: append(startup, cql.AppendHeader(nil, cql.Header{Version: cql.V4, Stream: 3, Opcode: 0x42})...),
+			want: []reply{ready, {stream: 3, op: cql.OpError, code: protocol, msg: "Unexpected message OPCODE(0x42)"}}, keepsOpen: true},
+	}
+}
+
+// checkBadFrame sends tt's bytes on a connection of their own and returns an error unless
+// the node answers with tt.want, and then closes the connection, or serves another query on
+// it when tt.keepsOpen. The dial's deadline bounds every wait.
+func checkBadFrame(tb testing.TB, ap netip.AddrPort, tt badFrame) error {
+	c := dial(tb, ap)
+	if _, err := c.Write(tt.bytes); err != nil {
+		return err
+	}
+	if tt.halfClose {
+		c.(*net.TCPConn).CloseWrite()
+	}
+	r := bufio.NewReader(c)
+	var buf []byte
+	next := func() (reply, error) {
+		h, body, b, err := cql.ReadFrame(r, buf)
+		buf = b
+		if err != nil {
+			return reply{}, err
+		}
+		rp := reply{stream: h.Stream, op: h.Opcode}
+		if h.Opcode == cql.OpError {
+			e, err := cql.DecodeError(body)
+			if err != nil {
+				return rp, fmt.Errorf("decode the ERROR on stream %d: %w", h.Stream, err)
+			}
+			rp.code, rp.msg = e.Code, e.Message
+		}
+		return rp, nil
+	}
+	var got []reply
+	for range tt.want {
+		rp, err := next()
+		if err != nil {
+			return fmt.Errorf("received %v, then %v; want %v", got, err, tt.want)
+		}
+		got = append(got, rp)
+	}
+	if !slices.Equal(got, tt.want) {
+		return fmt.Errorf("received %v; want %v", got, tt.want)
+	}
+	if tt.keepsOpen {
+		q := cql.AppendFrame(nil, cql.Header{Version: cql.V4, Stream: 9}, cql.Query{Query: "SELECT release_version FROM system.local", Params: cql.QueryParams{Consistency: cql.One}})
+		if _, err := c.Write(q); err != nil {
+			return fmt.Errorf("a query after the error: %w", err)
+		}
+		if rp, err := next(); err != nil || rp.stream != 9 || rp.op != cql.OpResult {
+			return fmt.Errorf("a query after the error got %v, %v; want a RESULT on stream 9", rp, err)
+		}
+		c.(*net.TCPConn).CloseWrite()
+	}
+	switch rp, err := next(); {
+	case errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET):
+		return nil
+	case err == nil:
+		return fmt.Errorf("received %v after %v; want the connection closed", rp, got)
+	default:
+		return fmt.Errorf("after %v: %w; want the connection closed", got, err)
+	}
+}
+
+// healthySession queries through s until stop is closed, and then returns the number of
+// queries done and the first error.
+func healthySession(s *gocql.Session, stop <-chan struct{}) (done <-chan struct{}, result func() (int64, error)) {
+	var n atomic.Int64
+	var first error
+	ch := make(chan struct{})
+	go func() {
+		defer close(ch)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			var rv string
+			if err := s.Query("SELECT release_version FROM system.local").Scan(&rv); err != nil {
+				first = err
+				return
+			}
+			n.Add(1)
+		}
+	}()
+	return ch, func() (int64, error) { <-ch; return n.Load(), first }
+}
+
 // TestBadFramesCloseOnlyTheirConnection feeds truncated, oversized and garbage frames on
-// their own connections while a driver session keeps working.
+// their own connections, and checks what each connection received, a ProtocolError with
+// Cassandra's text on the offending frame's stream and then a close, or a close alone, while
+// a driver session queries all along without an error.
 func TestBadFramesCloseOnlyTheirConnection(t *testing.T) {
 	_, ap := mustServe(t, node.Config{})
 	s, err := drivertest.Cluster(options(ap, "none")).CreateSession()
@@ -172,46 +323,50 @@ func TestBadFramesCloseOnlyTheirConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	query := func() {
-		t.Helper()
-		var rv string
-		if err := s.Query("SELECT release_version FROM system.local").Scan(&rv); err != nil {
-			t.Fatalf("healthy session: %v", err)
-		}
-	}
-	startup := cql.AppendFrame(nil, cql.Header{Version: cql.V4}, cql.Startup{Options: map[string]string{"CQL_VERSION": "3.0.0"}})
-	query7 := cql.AppendFrame(nil, cql.Header{Version: cql.V4, Stream: 1}, cql.Query{Query: "SELECT * FROM system.local", Params: cql.QueryParams{Consistency: cql.One}})
-	cases := []struct {
-		name  string
-		bytes []byte
-	}{
-		{"truncated header", []byte{0x04, 0, 0}},
-		{"truncated body", append(cql.AppendHeader(nil, cql.Header{Version: cql.V4, Opcode: cql.OpQuery, Length: 100}), 1, 2, 3)},
-		{"oversized length", cql.AppendHeader(nil, cql.Header{Version: cql.V4, Opcode: cql.OpQuery, Length: 0x7fffffff})},
-		{"garbage", []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n")},
-		{"lying query body", append(startup, append(cql.AppendHeader(nil, cql.Header{Version: cql.V4, Stream: 2, Opcode: cql.OpQuery, Length: 6}), 0xff, 0xff, 0xff, 0xff, 0, 1)...)},
-		{"compressed without negotiation", append(startup, func() []byte {
-			f := append([]byte(nil), query7...)
-			f[1] |= cql.FlagCompression
-			return f
-		}()...)},
-		{"response frame from a client", cql.AppendFrame(nil, cql.Header{Version: cql.ResponseBit | cql.V4}, cql.Ready{})},
-		{"unknown opcode", append(startup, cql.AppendHeader(nil, cql.Header{Version: cql.V4, Stream: 3, Opcode: 0x42})...)},
-	}
-	for _, tt := range cases {
+	stop := make(chan struct{})
+	_, result := healthySession(s, stop)
+	for _, tt := range badFrames() {
 		t.Run(tt.name, func(t *testing.T) {
-			c := dial(t, ap)
-			c.Write(tt.bytes)
-			if tcp, ok := c.(*net.TCPConn); ok {
-				tcp.CloseWrite()
+			if err := checkBadFrame(t, ap, tt); err != nil {
+				t.Error(err)
 			}
-			// Read whatever the node answers until it closes or the deadline passes.
-			r := bufio.NewReader(c)
-			io.Copy(io.Discard, r)
-			query()
 		})
 	}
-	query()
+	close(stop)
+	n, err := result()
+	if err != nil {
+		t.Errorf("the healthy session got an error while the hostile connections were served: %v", err)
+	}
+	if n == 0 {
+		t.Errorf("the healthy session ran no query")
+	}
+}
+
+// TestBadFramesCatchesDroppedErrors is the mutation check: with ProtocolErrors dropped, every
+// case that expects one must fail checkBadFrame.
+func TestBadFramesCatchesDroppedErrors(t *testing.T) {
+	was := node.SetDropProtocolErrors(true)
+	t.Cleanup(func() { node.SetDropProtocolErrors(was) })
+	_, ap := mustServe(t, node.Config{})
+	for _, tt := range badFrames() {
+		err := checkBadFrame(t, ap, tt)
+		if expectsError := slices.ContainsFunc(tt.want, func(r reply) bool { return r.code == cql.ErrCodeProtocol }); !expectsError {
+			if err != nil {
+				t.Errorf("%s (no error expected): %v", tt.name, err)
+			}
+			continue
+		}
+		// Two errors take other paths than sendError: the garbage is rejected by its version
+		// before any message is read, and the lying body's error comes from the engine.
+		if tt.name == "garbage" || tt.name == "lying query body" {
+			continue
+		}
+		if err == nil {
+			t.Errorf("%s: checkBadFrame passed with ProtocolErrors dropped; want it to fail", tt.name)
+		} else {
+			t.Logf("%s fails as it should: %v", tt.name, err)
+		}
+	}
 }
 
 func TestTraceProbability(t *testing.T) {

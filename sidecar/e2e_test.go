@@ -2,8 +2,11 @@ package sidecar
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,18 +17,25 @@ import (
 
 	"github.com/tracecar/tracecar/internal/drivertest"
 	"github.com/tracecar/tracecar/node"
+	"github.com/tracecar/tracecar/tracing"
 )
+
+// nodeAddr is where the end-to-end tests run the node: another loopback address than the
+// sidecar's 127.0.0.1, so that a driver that learnt the node's own address from an
+// unrewritten system table would dial past the sidecar, and fail the no-bypass checks.
+const nodeAddr = "127.0.0.2:0"
 
 // runningNode is an embedded node serving on loopback.
 type runningNode struct {
-	srv    *node.Server
-	addr   string
-	cancel context.CancelFunc
-	done   chan error
+	srv     *node.Server
+	addr    string
+	accepts atomic.Int64 // connections the node accepted
+	cancel  context.CancelFunc
+	done    chan error
 }
 
-// mustNode starts an embedded node on addr ("127.0.0.1:0" for a free port) and stops it when
-// the test ends.
+// mustNode starts an embedded node on addr (nodeAddr for a free port) and stops it when the
+// test ends.
 func mustNode(tb testing.TB, cfg node.Config, addr string) *runningNode {
 	tb.Helper()
 	ln, err := net.Listen("tcp", addr)
@@ -34,7 +44,7 @@ func mustNode(tb testing.TB, cfg node.Config, addr string) *runningNode {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	n := &runningNode{srv: node.New(cfg), addr: ln.Addr().String(), cancel: cancel, done: make(chan error, 1)}
-	go func() { n.done <- n.srv.Serve(ctx, ln) }()
+	go func() { n.done <- n.srv.Serve(ctx, acceptCounter{ln, &n.accepts}) }()
 	tb.Cleanup(n.stop)
 	return n
 }
@@ -48,29 +58,81 @@ func (n *runningNode) stop() {
 	}
 }
 
+// acceptCounter counts the connections a listener accepts.
+type acceptCounter struct {
+	net.Listener
+	n *atomic.Int64
+}
+
+func (l acceptCounter) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.n.Add(1)
+	}
+	return c, err
+}
+
+// mustProxyApart serves a proxy for n, with the tracer tr (nil for none), on 127.0.0.1 with a
+// port other than the node's.
+func mustProxyApart(tb testing.TB, cfg Config, tr *tracing.Tracer, n *runningNode) *testProxy {
+	tb.Helper()
+	cfg.NodeAddr = n.addr
+	ln := listenApart(tb, "127.0.0.1", n.addr)
+	return serveProxy(tb, New(cfg, tr), ln, ln.Addr().String())
+}
+
+// listenApart listens on host with a port that none of the addresses in avoid has.
+func listenApart(tb testing.TB, host string, avoid ...string) net.Listener {
+	tb.Helper()
+	for {
+		l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		port := mustAddrPort(l.Addr().String()).Port()
+		if !slices.ContainsFunc(avoid, func(a string) bool { return mustAddrPort(a).Port() == port }) {
+			return l
+		}
+		defer l.Close() // held until another port is found
+	}
+}
+
 // sidecarOptions are the driver options for a client of the proxy.
 func sidecarOptions(tp *testProxy, comp string) drivertest.Options {
 	ap := netip.MustParseAddrPort(tp.addr)
 	return drivertest.Options{Host: ap.Addr().String(), Port: int(ap.Port()), Compression: comp}
 }
 
-// checkNoBypass fails unless every request the node served came through the proxy.
+// checkNoBypass fails unless every connection and request the node served came through the
+// proxy.
 func checkNoBypass(tb testing.TB, n *runningNode, tp *testProxy) {
 	tb.Helper()
-	proxied, served := tp.Stats().TotalRequests(), n.srv.Requests()
-	if served != proxied {
-		tb.Errorf("node served %d requests, the sidecar forwarded %d; want them equal (nothing bypasses the sidecar)", served, proxied)
+	if err := bypassed(n, tp); err != nil {
+		tb.Error(err)
 	}
-	if proxied == 0 {
-		tb.Errorf("the sidecar forwarded no request")
+}
+
+// bypassed returns an error unless every connection and request the node served came through
+// the proxy, and the proxy forwarded something.
+func bypassed(n *runningNode, tp *testProxy) error {
+	st := tp.Stats()
+	var errs []error
+	if proxied, served := st.TotalRequests(), n.srv.Requests(); served != proxied {
+		errs = append(errs, fmt.Errorf("node served %d requests, the sidecar forwarded %d; want them equal (nothing bypasses the sidecar)", served, proxied))
+	} else if proxied == 0 {
+		errs = append(errs, errors.New("the sidecar forwarded no request"))
 	}
+	if accepted, nodeConns := st.Accepted, n.accepts.Load(); uint64(nodeConns) > accepted {
+		errs = append(errs, fmt.Errorf("node accepted %d connections, the sidecar %d; want no more at the node (one per sidecar client)", nodeConns, accepted))
+	}
+	return errors.Join(errs...)
 }
 
 func TestE2EGocqlSuite(t *testing.T) {
 	for _, comp := range []string{"none", "lz4", "snappy"} {
 		t.Run(comp, func(t *testing.T) {
-			n := mustNode(t, node.Config{}, "127.0.0.1:0")
-			tp := mustProxy(t, Config{NodeAddr: n.addr})
+			n := mustNode(t, node.Config{}, nodeAddr)
+			tp := mustProxyApart(t, Config{}, nil, n)
 			drivertest.RunGocql(t, sidecarOptions(tp, comp))
 			checkNoBypass(t, n, tp)
 			if got := tp.Stats().Rewritten; got == 0 {
@@ -86,8 +148,8 @@ func TestE2EPythonDriverSuite(t *testing.T) {
 	}
 	for _, comp := range []string{"none", "lz4", "snappy"} {
 		t.Run(comp, func(t *testing.T) {
-			n := mustNode(t, node.Config{}, "127.0.0.1:0")
-			tp := mustProxy(t, Config{NodeAddr: n.addr})
+			n := mustNode(t, node.Config{}, nodeAddr)
+			tp := mustProxyApart(t, Config{}, nil, n)
 			o := sidecarOptions(tp, comp)
 			o.Keyspace = "py_" + comp
 			drivertest.RunPython(t, o)
@@ -100,15 +162,15 @@ func TestE2ENodeJSDriverSuite(t *testing.T) {
 	if testing.Short() {
 		t.Skip("driver suites are slow")
 	}
-	n := mustNode(t, node.Config{}, "127.0.0.1:0")
-	tp := mustProxy(t, Config{NodeAddr: n.addr})
+	n := mustNode(t, node.Config{}, nodeAddr)
+	tp := mustProxyApart(t, Config{}, nil, n)
 	drivertest.RunNodeJS(t, sidecarOptions(tp, "none"))
 	checkNoBypass(t, n, tp)
 }
 
 func TestE2EAuthPassesThrough(t *testing.T) {
-	n := mustNode(t, node.Config{Auth: "cassandra:cassandra"}, "127.0.0.1:0")
-	tp := mustProxy(t, Config{NodeAddr: n.addr})
+	n := mustNode(t, node.Config{Auth: "cassandra:cassandra"}, nodeAddr)
+	tp := mustProxyApart(t, Config{}, nil, n)
 	tests := []struct {
 		name       string
 		user, pass string
@@ -149,8 +211,8 @@ func TestE2EAuthPassesThrough(t *testing.T) {
 }
 
 func TestE2ENodeRestart(t *testing.T) {
-	n := mustNode(t, node.Config{}, "127.0.0.1:0")
-	tp := mustProxy(t, Config{NodeAddr: n.addr})
+	n := mustNode(t, node.Config{}, nodeAddr)
+	tp := mustProxyApart(t, Config{}, nil, n)
 	o := sidecarOptions(tp, "none")
 
 	setup := func(s *gocql.Session) {

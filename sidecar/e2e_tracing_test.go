@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gocql/gocql"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -30,7 +33,7 @@ type tracedStack struct {
 // made.
 func mustTracedStack(tb testing.TB, opts tracing.Options, cfg tracing.Config, direct func(*gocql.Session) tracing.Options) *tracedStack {
 	tb.Helper()
-	n := mustNode(tb, node.Config{}, "127.0.0.1:0")
+	n := mustNode(tb, node.Config{}, nodeAddr)
 	if direct != nil {
 		ap := mustAddrPort(n.addr)
 		s, err := drivertest.Cluster(drivertest.Options{Host: ap.Addr().String(), Port: int(ap.Port())}).CreateSession()
@@ -50,7 +53,7 @@ func mustTracedStack(tb testing.TB, opts tracing.Options, cfg tracing.Config, di
 	if err := tr.SetConfig(cfg); err != nil {
 		tb.Fatal(err)
 	}
-	tp := mustProxyWith(tb, New(Config{NodeAddr: n.addr}, tr), nil)
+	tp := mustProxyApart(tb, Config{}, tr, n)
 	return &tracedStack{node: n, proxy: tp, tr: tr}
 }
 
@@ -296,5 +299,93 @@ func TestE2EOTelSpans(t *testing.T) {
 	}
 	if !span.EndTime.After(span.StartTime) && !span.EndTime.Equal(span.StartTime) {
 		t.Errorf("span ends %v before it starts %v", span.EndTime, span.StartTime)
+	}
+}
+
+// TestE2ETracingFastEveryRequest checks fast mode with threshold 0 on every request: each
+// statement the test sends has exactly one session, every other session is one of the
+// driver's own queries on system tables, the sessions add up to the CQL requests the sidecar
+// forwarded, and every duration lies between 0 and the latency the client saw.
+func TestE2ETracingFastEveryRequest(t *testing.T) {
+	for _, comp := range []string{"none", "lz4", "snappy"} {
+		t.Run(comp, func(t *testing.T) {
+			st := mustTracedStack(t, tracing.Options{RingSize: 1 << 14}, tracing.Config{Enable: true, Fast: true, ThresholdMicros: 0, TTLSeconds: 60}, nil)
+			s := st.session(t, comp)
+			ks := "every_" + comp
+			// Statements without bind values go as QUERY with their own text, so that each
+			// session names its statement.
+			stmts := []string{
+				"CREATE KEYSPACE " + ks + " WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
+				"CREATE TABLE " + ks + ".kv (k int PRIMARY KEY, v text)",
+			}
+			for i := range 100 {
+				stmts = append(stmts,
+					fmt.Sprintf("INSERT INTO %s.kv (k, v) VALUES (%d, 'v%d')", ks, i, i),
+					fmt.Sprintf("SELECT v FROM %s.kv WHERE k = %d", ks, i))
+			}
+			latency := make(map[string]time.Duration, len(stmts))
+			for _, stmt := range stmts {
+				start := time.Now()
+				if err := s.Query(stmt).Exec(); err != nil {
+					t.Fatalf("%s: %v", stmt, err)
+				}
+				latency[stmt] = time.Since(start)
+			}
+			s.Close() // no request after this, the driver's own included
+
+			traceable := func() uint64 {
+				r := st.proxy.Stats().Requests
+				return r[cql.OpQuery] + r[cql.OpExecute] + r[cql.OpBatch] + r[cql.OpPrepare]
+			}
+			waitFor(t, "a session for every CQL request forwarded", func() bool {
+				return uint64(len(st.tr.SlowLog(0))) >= traceable()
+			})
+			sessions := st.tr.SlowLog(0)
+			if got, want := uint64(len(sessions)), traceable(); got != want {
+				t.Errorf("%d sessions recorded; want %d, one per QUERY, EXECUTE, BATCH and PREPARE forwarded", got, want)
+			}
+
+			seen := make(map[string][]string, len(stmts)) // the commands of each statement's sessions
+			control := 0
+			for _, sess := range sessions {
+				q := sess.Parameters["query"]
+				lat, ours := latency[q]
+				if !ours {
+					// The driver's own: connection setup, topology and schema queries.
+					if !strings.Contains(q, "system") {
+						t.Errorf("session %s (%s %q) is neither a statement of the test nor a driver query on a system table", sess.ID, sess.Command, q)
+					}
+					control++
+					continue
+				}
+				seen[q] = append(seen[q], sess.Command)
+				if sess.Mode != tracing.ModeFast {
+					t.Errorf("%q: mode %q; want fast", q, sess.Mode)
+				}
+				// The sidecar's interval lies inside the client's; +1 µs for rounding.
+				if sess.DurationUS < 0 || sess.DurationUS > lat.Microseconds()+1 {
+					t.Errorf("%q %s: duration %d µs; want between 0 and the client's latency, %d µs", q, sess.Command, sess.DurationUS, lat.Microseconds())
+				}
+			}
+			for _, stmt := range stmts {
+				// gocql sends DDL as a QUERY, and prepares DML (with or without values) once,
+				// then executes it.
+				want := "PREPARE,EXECUTE"
+				if strings.HasPrefix(stmt, "CREATE") {
+					want = "QUERY"
+				}
+				got := seen[stmt]
+				slices.Sort(got)
+				wantSorted := strings.Split(want, ",")
+				slices.Sort(wantSorted)
+				if !slices.Equal(got, wantSorted) {
+					t.Errorf("%q has sessions %v; want exactly one of each of %s", stmt, got, want)
+				}
+			}
+			if control == 0 {
+				t.Errorf("no session for the driver's own queries; want its system.local and peers queries recorded too")
+			}
+			t.Logf("%d statements, %d driver queries, %d sessions", len(stmts), control, len(sessions))
+		})
 	}
 }

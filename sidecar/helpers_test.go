@@ -161,6 +161,12 @@ func mustProxyWith(tb testing.TB, p *Proxy, wrap func(net.Listener) net.Listener
 	if wrap != nil {
 		ln = wrap(ln)
 	}
+	return serveProxy(tb, p, ln, addr)
+}
+
+// serveProxy serves p on ln, whose address is addr, until the test ends.
+func serveProxy(tb testing.TB, p *Proxy, ln net.Listener, addr string) *testProxy {
+	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	tp := &testProxy{Proxy: p, addr: addr, cancel: cancel, done: make(chan error, 1)}
 	go func() { tp.done <- p.Serve(ctx, ln) }()
