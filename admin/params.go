@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tracecar/tracecar/logs"
 	"github.com/valyala/fasthttp"
 )
 
@@ -129,4 +130,4 @@ func missing(name, want string) error {
 }
 
 // Levels are the log levels the API accepts, as ScyllaDB names them.
-var Levels = []string{"error", "warn", "info", "debug", "trace"}
+var Levels = logs.Levels

@@ -1,5 +1,6 @@
 // Package ctl is "tracecar ctl", a nodetool-style client of the admin API that applies one
-// change to many sidecars at once.
+// change to many sidecars at once. The tracecar command parses the command line into a
+// Config.
 //
 //	tracecar ctl [--hosts h1:10000,h2:10000] [--token T] slow-query [--enable|--disable] [--fast|--full]
 //	             [--threshold 500ms] [--ttl 24h]
@@ -17,12 +18,9 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"net/url"
 	"os"
@@ -32,130 +30,103 @@ import (
 	"sync"
 	"text/tabwriter"
 	"time"
+
+	"github.com/tracecar/tracecar/adminapi"
 )
 
-// Exit codes of Run.
+// ErrHostFailed is returned by Run when a host failed; the table says which and why.
+var ErrHostFailed = errors.New("a host failed")
+
+// The commands.
 const (
-	ExitOK     = 0
-	ExitFailed = 1 // a host failed
-	ExitUsage  = 2 // the command line is wrong
+	SlowQuery        = "slow-query"
+	TraceProbability = "trace-probability"
+	Logger           = "logger"
+	Status           = "status"
 )
+
+// Command is what ctl does on every host: an optional change, then a read of the state it
+// changed.
+type Command struct {
+	Name   string     // SlowQuery, TraceProbability, Logger or Status
+	Logger string     // the Logger command's logger; "" reads every logger's level
+	Change url.Values // the parameters of the change; nil only reads
+}
+
+// Config is one ctl invocation. The tracecar command fills it from the command line.
+type Config struct {
+	Hosts   []string // admin API base URLs, such as http://127.0.0.1:10000
+	Token   string   // bearer token, sent when set
+	CACert  string   // PEM file of the CA of an HTTPS API; empty: the system's
+	Command Command
+}
+
+// Run applies cfg.Command to every host in parallel and writes one table row per host to
+// stdout. It returns ErrHostFailed, after the table, when any host failed.
+func Run(ctx context.Context, cfg Config, stdout io.Writer) error {
+	o, err := opOf(cfg.Command)
+	if err != nil {
+		return err
+	}
+	cl, err := newClient(cfg.Token, cfg.CACert)
+	if err != nil {
+		return err
+	}
+	if !printTable(stdout, apply(ctx, cl, cfg.Hosts, o)) {
+		return ErrHostFailed
+	}
+	return nil
+}
+
+// opOf returns the requests and the display of cmd.
+func opOf(cmd Command) (op, error) {
+	var o op
+	switch cmd.Name {
+	case SlowQuery:
+		o = op{get: adminapi.PathSlowQuery, show: showSlowQuery}
+	case TraceProbability:
+		o = op{get: adminapi.PathProbability, show: func(body []byte) (string, error) {
+			p, err := adminapi.ParseProbability(body)
+			if err != nil {
+				return "", err
+			}
+			f, _ := strconv.ParseFloat(p, 64)
+			return "probability=" + strconv.FormatFloat(f, 'g', -1, 64), nil
+		}}
+	case Logger:
+		if cmd.Logger == "" {
+			if cmd.Change != nil {
+				return op{}, errors.New("ctl: a logger change needs the logger's name")
+			}
+			return op{get: adminapi.PathLoggingLevel, show: showLevels}, nil
+		}
+		name := cmd.Logger
+		o = op{get: adminapi.PathLoggers + "/" + url.PathEscape(name), show: func(body []byte) (string, error) {
+			l, err := adminapi.ParseLevel(body)
+			if err != nil {
+				return "", err
+			}
+			return name + "=" + l, nil
+		}}
+	case Status:
+		if cmd.Change != nil {
+			return op{}, errors.New("ctl: status changes nothing")
+		}
+		return op{get: adminapi.PathStatus, show: showStatus}, nil
+	default:
+		return op{}, fmt.Errorf("ctl: unknown command %q", cmd.Name)
+	}
+	if cmd.Change != nil {
+		o.post, o.params = o.get, cmd.Change
+	}
+	return o, nil
+}
 
 // DefaultPort is added to a host given without one.
 const DefaultPort = "10000"
 
 // Timeout bounds each HTTP request to a host.
 const Timeout = 5 * time.Second
-
-// levels are the log levels the admin API accepts.
-var levels = []string{"error", "warn", "info", "debug", "trace"}
-
-// usageError is a command-line error; Run prints it with the usage and exits 2.
-type usageError struct{ msg string }
-
-func (e *usageError) Error() string { return e.msg }
-
-const usage = `usage: tracecar ctl [--hosts h1:10000,h2:10000] [--token T] [--cacert FILE] COMMAND
-commands:
-  slow-query [--enable|--disable] [--fast|--full] [--threshold 500ms] [--ttl 24h]
-                           set slow-query logging; with no flags, show it
-  trace-probability [P]    set the share of requests traced fully, P in [0,1]; without P, show it
-  logger [NAME [LEVEL]]    set logger NAME to LEVEL (error, warn, info, debug, trace);
-                           without LEVEL show NAME's level, without NAME show every level
-  status                   show mode, counters, sink drops and guardrail state
---hosts defaults to 127.0.0.1:10000; a host without a port gets :10000, and may be an
-http:// or https:// URL. --token defaults to $TRACECAR_ADMIN_TOKEN.
-exit codes: 0 all hosts ok, 1 a host failed, 2 usage error
-`
-
-// common are the flags every command takes, before or after the command name.
-type common struct {
-	hosts, token, cacert string
-}
-
-func (c *common) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.hosts, "hosts", c.hosts, "comma-separated admin API addresses")
-	fs.StringVar(&c.token, "token", c.token, "bearer token of the admin API")
-	fs.StringVar(&c.cacert, "cacert", c.cacert, "PEM file of the CA that signed the API's certificate")
-}
-
-// Run runs the ctl command line args (the words after "ctl"), writing the result table to
-// stdout and errors to stderr, and returns the exit code.
-func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	code, err := run(ctx, args, stdout)
-	var ue *usageError
-	if errors.As(err, &ue) {
-		fmt.Fprintf(stderr, "tracecar ctl: %v\n\n%s", err, usage)
-		return ExitUsage
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "tracecar ctl: %v\n", err)
-		return ExitFailed
-	}
-	return code
-}
-
-// usageErr returns a usage error with message.
-func usageErr(format string, args ...any) error {
-	return &usageError{fmt.Sprintf(format, args...)}
-}
-
-func newFlagSet(name string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard) // errors are reported once, by Run
-	return fs
-}
-
-// parseFlags parses fs, turning its errors into usage errors.
-func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return usageErr("help requested")
-		}
-		return usageErr("%s: %v", fs.Name(), err)
-	}
-	return nil
-}
-
-func run(ctx context.Context, args []string, stdout io.Writer) (int, error) {
-	c := common{hosts: "127.0.0.1:" + DefaultPort, token: os.Getenv("TRACECAR_ADMIN_TOKEN")}
-	fs := newFlagSet("ctl")
-	c.register(fs)
-	if err := parseFlags(fs, args); err != nil {
-		return 0, err
-	}
-	rest := fs.Args()
-	if len(rest) == 0 {
-		return 0, usageErr("no command")
-	}
-	var build func([]string) (op, error)
-	switch rest[0] {
-	case "slow-query":
-		build = func(a []string) (op, error) { return slowQuery(&c, a) }
-	case "trace-probability":
-		build = func(a []string) (op, error) { return traceProbability(&c, a) }
-	case "logger":
-		build = func(a []string) (op, error) { return logger(&c, a) }
-	case "status":
-		build = func(a []string) (op, error) { return status(&c, a) }
-	default:
-		return 0, usageErr("unknown command %q: want slow-query, trace-probability, logger or status", rest[0])
-	}
-	o, err := build(rest[1:])
-	if err != nil {
-		return 0, err
-	}
-	hosts, err := parseHosts(c.hosts)
-	if err != nil {
-		return 0, err
-	}
-	cl, err := newClient(c.token, c.cacert)
-	if err != nil {
-		return 0, err
-	}
-	results := apply(ctx, cl, hosts, o)
-	return printTable(stdout, results), nil
-}
 
 // op is what one command does on one host: an optional change, then a read whose JSON
 // body show turns into the table's detail.
@@ -166,141 +137,18 @@ type op struct {
 	show   func(body []byte) (string, error)
 }
 
-func slowQuery(c *common, args []string) (op, error) {
-	fs := newFlagSet("slow-query")
-	c.register(fs)
-	enable := fs.Bool("enable", false, "turn slow-query logging on")
-	disable := fs.Bool("disable", false, "turn slow-query logging off")
-	fast := fs.Bool("fast", false, "fast mode: sessions without events")
-	full := fs.Bool("full", false, "full mode: sessions with events")
-	threshold := fs.String("threshold", "", "latency above which a query is slow, such as 500ms")
-	ttl := fs.String("ttl", "", "time to live of recorded sessions, such as 24h")
-	if err := parseFlags(fs, args); err != nil {
-		return op{}, err
-	}
-	if fs.NArg() > 0 {
-		return op{}, usageErr("slow-query takes only flags, got %q", fs.Args())
-	}
-	p := url.Values{}
-	switch {
-	case *enable && *disable:
-		return op{}, usageErr("slow-query: --enable and --disable contradict each other")
-	case *enable:
-		p.Set("enable", "true")
-	case *disable:
-		p.Set("enable", "false")
-	}
-	switch {
-	case *fast && *full:
-		return op{}, usageErr("slow-query: --fast and --full contradict each other")
-	case *fast:
-		p.Set("fast", "true")
-	case *full:
-		p.Set("fast", "false")
-	}
-	if *threshold != "" {
-		d, err := time.ParseDuration(*threshold)
-		if err != nil || d < 0 || d%time.Microsecond != 0 {
-			return op{}, usageErr("slow-query: --threshold %q: want a duration of whole microseconds, 0 or more, such as 500ms", *threshold)
-		}
-		p.Set("threshold", strconv.FormatInt(d.Microseconds(), 10))
-	}
-	if *ttl != "" {
-		d, err := time.ParseDuration(*ttl)
-		if err != nil || d < 0 || d%time.Second != 0 || d/time.Second > 630720000 {
-			return op{}, usageErr("slow-query: --ttl %q: want a duration of whole seconds from 0 to 175200h (20 years), such as 24h", *ttl)
-		}
-		p.Set("ttl", strconv.FormatInt(int64(d/time.Second), 10))
-	}
-	o := op{get: "/storage_service/slow_query", show: showSlowQuery}
-	if len(p) > 0 {
-		o.post, o.params = "/storage_service/slow_query", p
-	}
-	return o, nil
-}
-
 func showSlowQuery(body []byte) (string, error) {
-	var sq struct {
-		Enable    bool  `json:"enable"`
-		TTL       int64 `json:"ttl"`
-		Threshold int64 `json:"threshold"`
-		Fast      bool  `json:"fast"`
+	sq, err := adminapi.ParseSlowQuery(body)
+	if err != nil {
+		return "", err
 	}
-	if err := json.Unmarshal(body, &sq); err != nil {
-		return "", fmt.Errorf("bad slow_query response %q: %w", body, err)
-	}
-	return fmt.Sprintf("enable=%v fast=%v threshold=%v ttl=%v", sq.Enable, sq.Fast,
-		time.Duration(sq.Threshold)*time.Microsecond, time.Duration(sq.TTL)*time.Second), nil
-}
-
-func traceProbability(c *common, args []string) (op, error) {
-	fs := newFlagSet("trace-probability")
-	c.register(fs)
-	if err := parseFlags(fs, args); err != nil {
-		return op{}, err
-	}
-	o := op{get: "/storage_service/trace_probability", show: func(body []byte) (string, error) {
-		var p float64
-		if err := json.Unmarshal(body, &p); err != nil {
-			return "", fmt.Errorf("bad trace_probability response %q: %w", body, err)
-		}
-		return "probability=" + strconv.FormatFloat(p, 'g', -1, 64), nil
-	}}
-	switch fs.NArg() {
-	case 0:
-		return o, nil
-	case 1:
-	default:
-		return op{}, usageErr("trace-probability takes one number, got %q", fs.Args())
-	}
-	s := fs.Arg(0)
-	p, err := strconv.ParseFloat(s, 64)
-	if err != nil || math.IsNaN(p) || p < 0 || p > 1 {
-		return op{}, usageErr("trace-probability %q: want a number from 0 to 1, such as 0.01", s)
-	}
-	o.post, o.params = "/storage_service/trace_probability", url.Values{"probability": {s}}
-	return o, nil
-}
-
-func logger(c *common, args []string) (op, error) {
-	fs := newFlagSet("logger")
-	c.register(fs)
-	if err := parseFlags(fs, args); err != nil {
-		return op{}, err
-	}
-	switch fs.NArg() {
-	case 0:
-		return op{get: "/storage_service/logging_level", show: showLevels}, nil
-	case 1, 2:
-	default:
-		return op{}, usageErr("logger takes NAME and LEVEL, got %q", fs.Args())
-	}
-	name := fs.Arg(0)
-	if name == "" || strings.ContainsAny(name, "/?#") {
-		return op{}, usageErr("logger name %q is not a logger name", name)
-	}
-	path := "/system/logger/" + url.PathEscape(name)
-	o := op{get: path, show: func(body []byte) (string, error) {
-		var l string
-		if err := json.Unmarshal(body, &l); err != nil {
-			return "", fmt.Errorf("bad logger response %q: %w", body, err)
-		}
-		return name + "=" + l, nil
-	}}
-	if fs.NArg() == 2 {
-		level := strings.ToLower(fs.Arg(1))
-		if !contains(levels, level) {
-			return op{}, usageErr("logger level %q: want one of %s", fs.Arg(1), strings.Join(levels, ", "))
-		}
-		o.post, o.params = path, url.Values{"level": {level}}
-	}
-	return o, nil
+	return sq.String(), nil
 }
 
 func showLevels(body []byte) (string, error) {
-	var kv []struct{ Key, Value string }
-	if err := json.Unmarshal(body, &kv); err != nil {
-		return "", fmt.Errorf("bad logging_level response %q: %w", body, err)
+	kv, err := adminapi.ParseLoggingLevels(body)
+	if err != nil {
+		return "", err
 	}
 	parts := make([]string, len(kv))
 	for i, e := range kv {
@@ -309,34 +157,10 @@ func showLevels(body []byte) (string, error) {
 	return strings.Join(parts, " "), nil
 }
 
-func status(c *common, args []string) (op, error) {
-	fs := newFlagSet("status")
-	c.register(fs)
-	if err := parseFlags(fs, args); err != nil {
-		return op{}, err
-	}
-	if fs.NArg() > 0 {
-		return op{}, usageErr("status takes no arguments, got %q", fs.Args())
-	}
-	return op{get: "/tracecar/status", show: showStatus}, nil
-}
-
 func showStatus(body []byte) (string, error) {
-	var st struct {
-		Mode     string `json:"mode"`
-		Counters struct {
-			Requests     uint64 `json:"requests"`
-			Traced       uint64 `json:"traced"`
-			SlowSessions uint64 `json:"slow_sessions"`
-		} `json:"counters"`
-		SinkDropped map[string]uint64 `json:"sink_dropped"`
-		Guardrail   struct {
-			State  string `json:"state"`
-			Detail string `json:"detail"`
-		} `json:"guardrail"`
-	}
-	if err := json.Unmarshal(body, &st); err != nil {
-		return "", fmt.Errorf("bad status response %q: %w", body, err)
+	st, err := adminapi.ParseStatus(body)
+	if err != nil {
+		return "", err
 	}
 	mode := st.Mode
 	if mode == "" {
@@ -362,46 +186,9 @@ func showStatus(body []byte) (string, error) {
 	return s, nil
 }
 
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
-
-// parseHosts splits the --hosts list into base URLs.
-func parseHosts(s string) ([]string, error) {
-	var out []string
-	for _, h := range strings.Split(s, ",") {
-		h = strings.TrimSpace(h)
-		if h == "" {
-			continue
-		}
-		base := h
-		if !strings.Contains(h, "://") {
-			base = "http://" + h
-		}
-		u, err := url.Parse(base)
-		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") || (u.Path != "" && u.Path != "/") {
-			return nil, usageErr("--hosts: %q is not host:port or an http(s) URL", h)
-		}
-		if u.Port() == "" {
-			u.Host += ":" + DefaultPort
-		}
-		out = append(out, u.Scheme+"://"+u.Host)
-	}
-	if len(out) == 0 {
-		return nil, usageErr("--hosts is empty")
-	}
-	return out, nil
-}
-
-// client is an HTTP client with the token.
+// client is the admin API client, with the token.
 type client struct {
-	http  *http.Client
-	token string
+	api adminapi.Client
 }
 
 func newClient(token, cacert string) (*client, error) {
@@ -417,7 +204,7 @@ func newClient(token, cacert string) (*client, error) {
 		}
 		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
-	return &client{http: &http.Client{Timeout: Timeout, Transport: tr}, token: token}, nil
+	return &client{api: adminapi.Client{HTTP: &http.Client{Timeout: Timeout, Transport: tr}, Token: token}}, nil
 }
 
 // result is one host's row.
@@ -463,53 +250,21 @@ func (c *client) do(ctx context.Context, base string, o op) (string, error) {
 func (c *client) request(ctx context.Context, method, u string, params url.Values) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
-	var body io.Reader
-	if params != nil {
-		body = strings.NewReader(params.Encode())
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u, body)
-	if err != nil {
-		return nil, err
-	}
-	if params != nil {
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: read body: %w", method, u, err)
-	}
-	if resp.StatusCode/100 != 2 {
-		var e struct {
-			Message string `json:"message"`
-		}
-		if json.Unmarshal(b, &e) == nil && e.Message != "" {
-			return nil, fmt.Errorf("HTTP %d: %s", resp.StatusCode, e.Message)
-		}
-		return nil, fmt.Errorf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(b)))
-	}
-	return b, nil
+	return c.api.Do(ctx, method, u, params)
 }
 
-// printTable writes one row per host and returns ExitFailed if any host failed.
-func printTable(w io.Writer, results []result) int {
+// printTable writes one row per host and reports whether every host succeeded.
+func printTable(w io.Writer, results []result) bool {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "HOST\tRESULT\tDETAIL")
-	code := ExitOK
+	ok := true
 	for _, r := range results {
 		res, detail := "ok", r.detail
 		if r.err != nil {
-			res, detail, code = "error", r.err.Error(), ExitFailed
+			res, detail, ok = "error", r.err.Error(), false
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.host, res, strings.ReplaceAll(detail, "\n", " "))
 	}
 	tw.Flush()
-	return code
+	return ok
 }

@@ -6,71 +6,49 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tracecar/tracecar/adminapi"
 )
 
 // apiClient calls the sidecar's admin API and the node's API, as a user's curl would.
 type apiClient struct {
-	http  *http.Client
-	admin string // base URLs without a trailing slash
-	node  string
-	token string // bearer token for the admin API
+	admin, node adminapi.Client // the node's API takes no token
+	adminURL    string          // base URLs without a trailing slash
+	nodeURL     string
 }
 
 func newAPIClient(cfg *Config) *apiClient {
+	hc := &http.Client{Timeout: 10 * time.Second}
 	return &apiClient{
-		http:  &http.Client{Timeout: 10 * time.Second},
-		admin: baseURL(cfg.Admin),
-		node:  baseURL(cfg.NodeAPI),
-		token: cfg.AdminToken,
+		admin:    adminapi.Client{HTTP: hc, Token: cfg.AdminToken},
+		node:     adminapi.Client{HTTP: hc},
+		adminURL: baseURL(cfg.Admin),
+		nodeURL:  baseURL(cfg.NodeAPI),
 	}
 }
 
 // baseURL accepts "http://host:port", "host:port" and a trailing slash.
-func baseURL(s string) string {
-	if s == "" {
-		return ""
-	}
-	if !strings.Contains(s, "://") {
-		s = "http://" + s
-	}
-	return strings.TrimRight(s, "/")
-}
+func baseURL(s string) string { return adminapi.BaseURL(s) }
 
 // do sends one request and returns the body of a 2xx response.
 func (c *apiClient) do(ctx context.Context, a api, method, path, query string) ([]byte, error) {
-	base := c.admin
+	cl, base := &c.admin, c.adminURL
 	if a == apiNode {
-		base = c.node
+		cl, base = &c.node, c.nodeURL
 	}
 	u := base + path
 	if query != "" {
 		u += "?" + query
 	}
-	req, err := http.NewRequestWithContext(ctx, method, u, nil)
-	if err != nil {
-		return nil, err
-	}
-	if a == apiAdmin && c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	resp, err := c.http.Do(req)
+	body, err := cl.Do(ctx, method, u, nil)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", method, u, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", method, u, err)
-	}
-	if resp.StatusCode/100 != 2 {
-		return nil, fmt.Errorf("%s %s: %s: %s", method, u, resp.Status, bytes.TrimSpace(body))
 	}
 	return body, nil
 }
@@ -103,9 +81,9 @@ type savedState struct {
 }
 
 const (
-	pathSlowQuery   = "/storage_service/slow_query"
-	pathProbability = "/storage_service/trace_probability"
-	pathLoggers     = "/system/logger"
+	pathSlowQuery   = adminapi.PathSlowQuery
+	pathProbability = adminapi.PathProbability
+	pathLoggers     = adminapi.PathLoggers
 	// The sidecar's view of the node's probability, and its runtime guardrail.
 	pathNodeProbability = "/tracecar/node/trace_probability"
 	pathGuardrail       = "/tracecar/guardrail"
@@ -145,9 +123,9 @@ func (c *apiClient) snapshot(ctx context.Context, modes []*mode) (*savedState, [
 				if err != nil {
 					return nil, nil, fmt.Errorf("read logger names: %w", err)
 				}
-				var names []string
-				if err := json.Unmarshal(body, &names); err != nil {
-					return nil, nil, fmt.Errorf("read logger names: GET %s: %w", pathLoggers, err)
+				names, err := adminapi.ParseLoggers(body)
+				if err != nil {
+					return nil, nil, fmt.Errorf("read logger names: %w", err)
 				}
 				for _, n := range names {
 					if err := add(stateKey{s.api, pathLoggers + "/" + url.PathEscape(n)}); err != nil {
@@ -175,25 +153,15 @@ func (c *apiClient) read(ctx context.Context, k stateKey) (string, error) {
 		return "", fmt.Errorf("read state: %w", err)
 	}
 	bad := func(err error) (string, error) {
-		return "", fmt.Errorf("read state: GET %s on the %s API: unexpected body %q: %v", k.path, k.api, bytes.TrimSpace(body), err)
+		return "", fmt.Errorf("read state: GET %s on the %s API: %w", k.path, k.api, err)
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
 	switch {
 	case k.path == pathSlowQuery:
-		var sq struct {
-			Enable    *bool        `json:"enable"`
-			Fast      *bool        `json:"fast"`
-			Threshold *json.Number `json:"threshold"`
-			TTL       *json.Number `json:"ttl"`
-		}
-		if err := dec.Decode(&sq); err != nil {
+		sq, err := adminapi.ParseSlowQuery(body)
+		if err != nil {
 			return bad(err)
 		}
-		if sq.Enable == nil || sq.Fast == nil || sq.Threshold == nil || sq.TTL == nil {
-			return bad(errors.New("want enable, fast, threshold and ttl"))
-		}
-		return fmt.Sprintf("enable=%t&fast=%t&threshold=%s&ttl=%s", *sq.Enable, *sq.Fast, *sq.Threshold, *sq.TTL), nil
+		return sq.Form().Encode(), nil
 	case k.path == pathGuardrail:
 		var g struct {
 			Budget *struct {
@@ -205,6 +173,8 @@ func (c *apiClient) read(ctx context.Context, k stateKey) (string, error) {
 				Restore  bool        `json:"restore"`
 			} `json:"budget"`
 		}
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.UseNumber()
 		if err := dec.Decode(&g); err != nil {
 			return bad(err)
 		}
@@ -221,17 +191,14 @@ func (c *apiClient) read(ctx context.Context, k stateKey) (string, error) {
 		return url.Values{"added_p99": {or0(b.AddedP99)}, "cpu": {or0(b.CPU.String())}, "drops": {or0(b.Drops.String())},
 			"window": {b.Window}, "cooldown": {b.Cooldown}, "restore": {strconv.FormatBool(b.Restore)}}.Encode(), nil
 	case k.path == pathProbability || k.path == pathNodeProbability:
-		var p json.Number
-		if err := dec.Decode(&p); err != nil {
+		p, err := adminapi.ParseProbability(body)
+		if err != nil {
 			return bad(err)
 		}
-		if _, err := strconv.ParseFloat(p.String(), 64); err != nil {
-			return bad(err)
-		}
-		return "probability=" + p.String(), nil
+		return "probability=" + p, nil
 	default: // a logger
-		var level string
-		if err := dec.Decode(&level); err != nil {
+		level, err := adminapi.ParseLevel(body)
+		if err != nil {
 			return bad(err)
 		}
 		return "level=" + url.QueryEscape(level), nil

@@ -2,19 +2,16 @@ package loadcheck
 
 import (
 	"context"
-	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"log"
 	"math/rand/v2"
 	"net"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/gocql/gocql"
-	"github.com/pierrec/lz4/v4"
+	"github.com/tracecar/tracecar/cql"
 )
 
 // cqlDriver connects with gocql.
@@ -57,7 +54,7 @@ func (cqlDriver) connect(ctx context.Context, cfg *Config, addr string) (session
 	c.Logger = log.New(io.Discard, "", 0)
 	switch cfg.Compression {
 	case "lz4":
-		c.Compressor = lz4Compressor{}
+		c.Compressor = cql.LZ4{}
 	case "snappy":
 		c.Compressor = gocql.SnappyCompressor{}
 	}
@@ -160,48 +157,3 @@ func (s *cqlSession) newOp(ctx context.Context, w int, wl *workload) Op {
 }
 
 func (s *cqlSession) close() { s.s.Close() }
-
-// lz4Compressor is Cassandra's lz4 frame-body compression for gocql: a 4-byte big-endian
-// uncompressed length followed by one lz4 block.
-type lz4Compressor struct{}
-
-var lz4Pool = sync.Pool{New: func() any { return new(lz4.Compressor) }}
-
-// maxBody bounds a decompressed frame body, as Cassandra's 256 MB native frame limit does.
-const maxBody = 256 << 20
-
-func (lz4Compressor) Name() string { return "lz4" }
-
-func (lz4Compressor) Encode(data []byte) ([]byte, error) {
-	out := make([]byte, 4+lz4.CompressBlockBound(len(data)))
-	binary.BigEndian.PutUint32(out, uint32(len(data)))
-	c := lz4Pool.Get().(*lz4.Compressor)
-	n, err := c.CompressBlock(data, out[4:])
-	lz4Pool.Put(c)
-	if err != nil {
-		return nil, fmt.Errorf("lz4: %w", err)
-	}
-	return out[:4+n], nil
-}
-
-func (lz4Compressor) Decode(data []byte) ([]byte, error) {
-	if len(data) < 4 {
-		return nil, errors.New("lz4: body shorter than its length prefix")
-	}
-	n := binary.BigEndian.Uint32(data)
-	if n > maxBody || uint64(n) > 255*uint64(len(data))+16 {
-		return nil, fmt.Errorf("lz4: implausible uncompressed length %d", n)
-	}
-	out := make([]byte, n)
-	if n == 0 {
-		return out, nil
-	}
-	m, err := lz4.UncompressBlock(data[4:], out)
-	if err != nil {
-		return nil, fmt.Errorf("lz4: %w", err)
-	}
-	if m != int(n) {
-		return nil, fmt.Errorf("lz4: got %d bytes, want %d", m, n)
-	}
-	return out, nil
-}

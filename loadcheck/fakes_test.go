@@ -25,6 +25,45 @@ type fakeAPI struct {
 	prob    string
 	loggers map[string]string
 	posts   []string
+
+	// The process behind the API, for /metrics: its CPU time and its added-latency
+	// observations by bucket of fakeAddedBounds (the last one +Inf).
+	cpuNS int64
+	added [len(fakeAddedBounds) + 1]uint64
+	// cpuPerOp is the CPU an operation through the sidecar costs in each tracing state
+	// ("off", "fast", "full"); nil serves no /metrics (404).
+	cpuPerOp map[string]time.Duration
+}
+
+// fakeAddedBounds are the buckets of the fake's added-latency histogram, in seconds.
+var fakeAddedBounds = [...]float64{1e-6, 5e-6, 1e-5, 5e-5, 1e-4}
+
+// tracing returns the tracing state: off, fast or full. Call with a.mu held.
+func (a *fakeAPI) tracing() string {
+	switch {
+	case !a.enable:
+		return "off"
+	case a.fast:
+		return "fast"
+	}
+	return "full"
+}
+
+// op charges one operation through the sidecar, plus extra, to the process behind the API:
+// its CPU, and as much added latency.
+func (a *fakeAPI) op(extra time.Duration) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.cpuPerOp == nil {
+		return
+	}
+	d := a.cpuPerOp[a.tracing()] + extra
+	a.cpuNS += int64(d)
+	i := 0
+	for i < len(fakeAddedBounds) && d.Seconds() > fakeAddedBounds[i] {
+		i++
+	}
+	a.added[i]++
 }
 
 func newFakeAPI() *fakeAPI {
@@ -68,6 +107,16 @@ func (a *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.posts = append(a.posts, r.URL.Path+"?"+r.URL.RawQuery)
 	}
 	switch {
+	case r.URL.Path == "/metrics" && r.Method == http.MethodGet && a.cpuPerOp != nil:
+		fmt.Fprintf(w, "# TYPE tracecar_process_cpu_seconds_total counter\ntracecar_process_cpu_seconds_total %g\n", float64(a.cpuNS)/1e9)
+		fmt.Fprintf(w, "# TYPE tracecar_added_latency_seconds histogram\n")
+		var cum uint64
+		for i, b := range fakeAddedBounds {
+			cum += a.added[i]
+			fmt.Fprintf(w, "tracecar_added_latency_seconds_bucket{le=\"%g\"} %d\n", b, cum)
+		}
+		cum += a.added[len(fakeAddedBounds)]
+		fmt.Fprintf(w, "tracecar_added_latency_seconds_bucket{le=\"+Inf\"} %d\ntracecar_added_latency_seconds_sum 0\ntracecar_added_latency_seconds_count %d\n", cum, cum)
 	case r.URL.Path == pathSlowQuery && r.Method == http.MethodGet:
 		json.NewEncoder(w).Encode(map[string]any{"enable": a.enable, "fast": a.fast, "threshold": a.thresh, "ttl": a.ttl})
 	case r.URL.Path == pathSlowQuery && r.Method == http.MethodPost:
@@ -158,6 +207,10 @@ type fakeDriver struct {
 	mu      sync.Mutex
 	conns   map[string]int
 	schemas int
+	// api, when set, is charged for every operation through fakeSidecar (see fakeAPI.op),
+	// with cpuJitter·k more for the k-th session, so that rounds differ a little.
+	api       *fakeAPI
+	cpuJitter time.Duration
 }
 
 func (d *fakeDriver) connect(_ context.Context, _ *Config, addr string) (session, error) {
@@ -178,12 +231,18 @@ func (d *fakeDriver) connect(_ context.Context, _ *Config, addr string) (session
 	if !ok {
 		return nil, fmt.Errorf("no such target %s", addr)
 	}
-	return &fakeSession{d: d, cost: cost + time.Duration(k)*d.jitter}, nil
+	fs := &fakeSession{d: d, cost: cost + time.Duration(k)*d.jitter}
+	if addr == fakeSidecar && d.api != nil {
+		fs.api, fs.extra = d.api, time.Duration(k%3)*d.cpuJitter
+	}
+	return fs, nil
 }
 
 type fakeSession struct {
-	d    *fakeDriver
-	cost time.Duration
+	d     *fakeDriver
+	cost  time.Duration
+	api   *fakeAPI
+	extra time.Duration
 }
 
 func (s *fakeSession) createSchema(context.Context) error {
@@ -198,6 +257,9 @@ func (s *fakeSession) missing(context.Context, []int64) (bool, error) { return f
 func (s *fakeSession) newOp(context.Context, int, *workload) Op {
 	return func(context.Context) (int, error) {
 		s.d.clk.advance(s.cost)
+		if s.api != nil {
+			s.api.op(s.extra)
+		}
 		return 1, nil
 	}
 }

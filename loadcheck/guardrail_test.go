@@ -24,14 +24,14 @@ func TestGuardrailFromSamples(t *testing.T) {
 			name:   "breach",
 			rounds: []float64{5000, 5060, 4940, 5030, 4970, 5000},
 			budget: 10, breached: true,
-			line: "GUARDRAIL BREACHED: off costs 50.00% ± 0.23% of direct's op rate, over its 10% budget (paired p = 1.22e-15 < 0.05)\n",
+			line: "GUARDRAIL BREACHED on op rate: off costs 50.00% ± 0.23% of direct's op rate, over its 10% budget (paired p = 1.22e-15 < 0.05)\n",
 		},
 		{
 			// 2% slower, under a 5% budget, significant or not.
 			name:   "pass",
 			rounds: []float64{9800, 9898, 9702, 9849, 9751, 9800},
 			budget: 5,
-			line:   "guardrail ok: off costs 2.00% ± 0.40% of direct's op rate, within its 5% budget\n",
+			line:   "guardrail ok on op rate: off costs 2.00% ± 0.40% of direct's op rate, within its 5% budget\n",
 		},
 		{
 			// 20% slower on average, but two rounds faster than the baseline: over budget,
@@ -39,14 +39,14 @@ func TestGuardrailFromSamples(t *testing.T) {
 			name:   "not significant",
 			rounds: []float64{2000, 12000, 4000, 11000, 3000, 16000},
 			budget: 5,
-			line:   "guardrail ok: off costs 20.00% ± 23.52% of direct's op rate, over its 5% budget but not significantly (paired p = 0.428 ≥ 0.05)\n",
+			line:   "guardrail ok on op rate: off costs 20.00% ± 23.52% of direct's op rate, over its 5% budget but not significantly (paired p = 0.428 ≥ 0.05)\n",
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rep := &Report{Baseline: "direct", Modes: []ModeResult{{Name: "direct", Rounds: base}, {Name: "off", Rounds: tt.rounds}}}
 			compare(rep)
-			rep.Guardrail, rep.Breaches = judge(rep, map[string]float64{"off": tt.budget})
+			rep.Guardrail, rep.Breaches = judge(rep, []Budget{{Mode: "off", Limit: tt.budget}}, false)
 			if len(rep.Guardrail) != 1 {
 				t.Fatalf("%d verdicts; want 1, for off's budget", len(rep.Guardrail))
 			}

@@ -11,8 +11,14 @@
 // p-value; latency percentiles come from merged HdrHistograms, never from averaged
 // percentiles. A guardrail turns a significant degradation over budget into ErrGuardrail.
 //
-// The package starts no servers: the tracecar command starts the embedded node and sidecar
-// when it is not given a deployment to measure, and passes their addresses in Config.
+// Per process, the sidecar's and the node's CPU per operation come from their Prometheus
+// /metrics, read before and after each run, and the latency the sidecar adds from its
+// tracecar_added_latency_seconds histogram. Rounds can be adaptive: they continue until
+// every difference from the baseline is known to a target error.
+//
+// The package starts no servers: the tracecar command starts the node and the sidecar, as
+// child processes, when it is not given a deployment to measure, and passes their addresses
+// in Config.
 package loadcheck
 
 import (
@@ -22,8 +28,8 @@ import (
 	"io"
 	"math"
 	"os"
+	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
@@ -46,6 +52,11 @@ const (
 	DefaultConnections = 2
 	DefaultTimeout     = 10 * time.Second
 	DefaultInterval    = time.Second
+	DefaultMaxRounds   = 10
+	// DefaultTargetError is the --target-error of the command line, in percent of the
+	// baseline's sidecar CPU per op: at 5 to 10 µs/op, a standard error of 0.05 to 0.1 µs,
+	// which resolves differences of a few tenths of a µs.
+	DefaultTargetError = 1.0
 	// Significance is the p-value below which a degradation counts as real.
 	Significance = 0.05
 )
@@ -78,9 +89,10 @@ type Config struct {
 	AdminToken string // bearer token for the admin API, if it requires one
 
 	// Modes lists the modes to run. Empty means direct, off, fast, full and debug when a
-	// sidecar is configured (direct only with a Node), else direct alone. Modes defined in
-	// ModeSpecs and not listed are appended. The built-in modes are direct, off, fast, full,
-	// debug, node-debug and sampled (DESIGN.md).
+	// sidecar is configured (direct only with a Node), else direct alone. A mode defined in
+	// ModeSpecs only runs when listed (or when Modes is empty and it overrides a default
+	// one); the others are reported as unused. The built-in modes are direct, off, fast,
+	// full, debug, node-debug and sampled (DESIGN.md).
 	Modes []string
 	// ModeSpecs defines or overrides modes: name → SPEC, as --mode NAME=SPEC.
 	ModeSpecs map[string]string
@@ -89,7 +101,7 @@ type Config struct {
 	// first.
 	Baseline string
 
-	Rounds   int           // rounds of every mode; default 3
+	Rounds   int           // rounds of every mode, the least with TargetError; default 3
 	Duration time.Duration // measured time per run; default DefaultDuration
 	Warmup   time.Duration // warmup before each run; default DefaultWarmup, negative for none
 	Ops      int64         // operations per run; when > 0 it replaces Duration
@@ -104,9 +116,22 @@ type Config struct {
 	Connections int           // connections per host; default 2
 	Timeout     time.Duration // per request; default 10s
 
-	// MaxOverhead maps a mode to its budget: the largest degradation, in percent, that
-	// it may show significantly.
-	MaxOverhead map[string]float64
+	// MaxOverhead are the budgets: the largest cost of a mode on a metric that it may show
+	// significantly. ParseBudgets reads them from --max-overhead.
+	MaxOverhead []Budget
+
+	// SidecarMetrics and NodeMetrics are the URLs of the sidecar's and the node's
+	// Prometheus /metrics, read before and after each run for their CPU time and the
+	// sidecar's added latency. SidecarMetrics defaults to Admin + "/metrics"; an empty
+	// NodeMetrics leaves the node's CPU unknown.
+	SidecarMetrics, NodeMetrics string
+	// TargetError makes the rounds adaptive: after Rounds rounds, more run until the
+	// standard error of every mode's difference from the baseline is under TargetError
+	// percent of the baseline's figure (sidecar CPU per op when known, else node CPU per
+	// op, else the op rate), or until MaxRounds. Zero runs exactly Rounds rounds.
+	TargetError float64
+	// MaxRounds caps adaptive rounds; default DefaultMaxRounds.
+	MaxRounds int
 
 	JSON, CSV, HTML string // report files, written when set
 	HDRLogDir       string // directory for HdrHistogram interval logs, one per mode and round
@@ -166,6 +191,18 @@ func (c *Config) setDefaults() {
 	if c.Interval == 0 {
 		c.Interval = DefaultInterval
 	}
+	if c.MaxRounds == 0 {
+		c.MaxRounds = DefaultMaxRounds
+	}
+	if c.MaxRounds < c.Rounds {
+		c.MaxRounds = c.Rounds
+	}
+	if c.SidecarMetrics == "" && c.Admin != "" {
+		c.SidecarMetrics = baseURL(c.Admin) + "/metrics"
+	}
+	if c.NodeMetrics != "" && !strings.Contains(c.NodeMetrics, "://") {
+		c.NodeMetrics = "http://" + c.NodeMetrics
+	}
 	if c.Out == nil {
 		c.Out = io.Discard
 	}
@@ -188,6 +225,8 @@ func (c *Config) check() (*workload, error) {
 		return nil, usageErrorf("--connections %d: want at least 1", c.Connections)
 	case c.Timeout < 0:
 		return nil, usageErrorf("--timeout %v: want a positive duration", c.Timeout)
+	case c.TargetError < 0 || math.IsNaN(c.TargetError) || math.IsInf(c.TargetError, 0):
+		return nil, usageErrorf("--target-error %v: want a percentage > 0, or 0 for exactly --rounds rounds", c.TargetError)
 	}
 	switch strings.ToLower(c.Compression) {
 	case "none", "lz4", "snappy":
@@ -206,17 +245,18 @@ func (c *Config) check() (*workload, error) {
 			return nil, usageErrorf("mode %s: %v", name, err)
 		}
 	}
-	for name, pct := range c.MaxOverhead {
-		if math.IsNaN(pct) || math.IsInf(pct, 0) {
-			return nil, usageErrorf("--max-overhead %s: want a percentage", name)
+	for _, b := range c.MaxOverhead {
+		if _, ok := metricNames[b.Metric]; !ok && b.Metric != "" || math.IsNaN(b.Limit) || math.IsInf(b.Limit, 0) {
+			return nil, usageErrorf("--max-overhead %s=%s:%v: want a known metric and a finite limit", b.Mode, b.Metric, b.Limit)
 		}
 	}
 	return parseWorkload(c)
 }
 
 // checkBudgets makes sure every budget names a mode that runs.
-func checkBudgets(budgets map[string]float64, modes []*mode) error {
-	for name := range budgets {
+func checkBudgets(budgets []Budget, modes []*mode) error {
+	for _, b := range budgets {
+		name := b.Mode
 		found := false
 		for _, m := range modes {
 			found = found || m.name == name
@@ -271,6 +311,9 @@ func run(ctx context.Context, cfg Config, e env) (*Report, error) {
 
 	c := &checker{cfg: &cfg, env: e, wl: wl, modes: modes, baseline: baseline,
 		out: newPrinter(cfg.Out, cfg.Progress), api: newAPIClient(&cfg)}
+	for _, n := range unusedModes(&cfg, modes) {
+		c.notes = append(c.notes, fmt.Sprintf("warning: mode %s is defined by --mode but unused: --modes does not list it", n))
+	}
 	return c.run(ctx)
 }
 
@@ -297,7 +340,7 @@ func (c *checker) run(ctx context.Context) (rep *Report, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the state the modes change: %w", err)
 	}
-	c.state, c.notes = state, notes
+	c.state, c.notes = state, append(c.notes, notes...)
 	defer func() {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
@@ -307,8 +350,12 @@ func (c *checker) run(ctx context.Context) (rep *Report, err error) {
 		c.out.clearStatus()
 	}()
 	c.printHeader()
-	for _, n := range notes {
-		c.out.printf("note: %s\n", n)
+	for _, n := range c.notes {
+		if strings.HasPrefix(n, "warning: ") {
+			c.out.printf("%s\n", n)
+		} else {
+			c.out.printf("note: %s\n", n)
+		}
 	}
 	if err := c.prepare(ctx); err != nil {
 		return nil, err
@@ -316,7 +363,13 @@ func (c *checker) run(ctx context.Context) (rep *Report, err error) {
 
 	c.runs = make([][]*runResult, len(c.modes))
 	c.total = c.cfg.Rounds * len(c.modes)
-	for r := 0; r < c.cfg.Rounds; r++ {
+	for r := 0; r < c.cfg.MaxRounds; r++ {
+		if r >= c.cfg.Rounds {
+			if c.cfg.TargetError <= 0 || c.precise(started) {
+				break
+			}
+			c.total += len(c.modes)
+		}
 		order := roundOrder(len(c.modes), r)
 		names := make([]string, len(order))
 		for i, mi := range order {
@@ -343,7 +396,8 @@ func (c *checker) run(ctx context.Context) (rep *Report, err error) {
 	if len(rep.Breaches) > 0 {
 		names := make([]string, len(rep.Breaches))
 		for i, b := range rep.Breaches {
-			names[i] = fmt.Sprintf("%s %.2f%% > %g%%", b.Mode, b.DegradationPct, b.BudgetPct)
+			bud := Budget{Metric: b.Metric, Limit: b.Limit, Absolute: b.Unit != "%"}
+			names[i] = fmt.Sprintf("%s %s %s > %s", b.Mode, b.Metric, bud.format(b.Value, b.ValueErr), bud)
 		}
 		return rep, fmt.Errorf("%w: %s", ErrGuardrail, strings.Join(names, ", "))
 	}
@@ -369,8 +423,13 @@ func (c *checker) printHeader() {
 	if c.wl.name == "mixed" {
 		c.out.printf(" (write fraction %.3g)", c.wl.writeFrac)
 	}
-	c.out.printf(", pop %s, %d rounds, %s after a %v warmup, %d workers, %s, cl %s, compression %s\n",
-		c.wl.pop, cfg.Rounds, limit, cfg.Warmup, cfg.Concurrency, rate, strings.ToUpper(cfg.CL), cfg.Compression)
+	rounds := fmt.Sprintf("%d rounds", cfg.Rounds)
+	if cfg.TargetError > 0 && cfg.MaxRounds > cfg.Rounds {
+		rounds = fmt.Sprintf("%d to %d rounds (until every difference from %s is known to ±%g%% of its sidecar CPU per op)",
+			cfg.Rounds, cfg.MaxRounds, c.baseline, cfg.TargetError)
+	}
+	c.out.printf(", pop %s, %s, %s after a %v warmup, %d workers, %s, cl %s, compression %s\n",
+		c.wl.pop, rounds, limit, cfg.Warmup, cfg.Concurrency, rate, strings.ToUpper(cfg.CL), cfg.Compression)
 	for _, m := range c.modes {
 		c.out.printf("  %-10s -> %-21s %s\n", m.name, m.target, m.spec)
 	}
@@ -413,15 +472,13 @@ func (c *checker) prepare(ctx context.Context) error {
 	return nil
 }
 
-// runResult is one run of one mode.
-type runResult struct {
-	RunResult
-	resp, svc *hdrhistogram.Histogram
-}
-
 func (c *checker) runMode(ctx context.Context, m *mode, round, pos int) (*runResult, error) {
 	cfg := c.cfg
-	c.out.printf("\n==> %s, round %d of %d (run %d of %d), target %s\n", m.name, round+1, cfg.Rounds, c.done+1, c.total, m.target)
+	rounds := strconv.Itoa(cfg.Rounds)
+	if cfg.TargetError > 0 && cfg.MaxRounds > cfg.Rounds {
+		rounds = fmt.Sprintf("%d-%d", cfg.Rounds, cfg.MaxRounds)
+	}
+	c.out.printf("\n==> %s, round %d of %s (run %d of %d), target %s\n", m.name, round+1, rounds, c.done+1, c.total, m.target)
 	if err := c.api.apply(ctx, m); err != nil {
 		return nil, err
 	}
@@ -480,12 +537,25 @@ func (c *checker) runMode(ctx context.Context, m *mode, round, pos int) (*runRes
 			}
 		},
 	}
+	sc0, nd0 := c.scrape(ctx)
 	cpu0 := cpuTime()
 	res := runPhase(ctx, p, ops)
 	cpu := cpuTime() - cpu0
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	sc1, nd1 := c.scrape(ctx)
+	var pc procCPU
+	if sc0.hasCPU && sc1.hasCPU {
+		pc.sidecar, pc.hasSidecar = sc1.cpu-sc0.cpu, true
+	}
+	if sc0.hasUser && sc1.hasUser {
+		pc.sidecarUser, pc.hasSidecarUser = sc1.user-sc0.user, true
+	}
+	if nd0.hasCPU && nd1.hasCPU {
+		pc.node, pc.hasNode = nd1.cpu-nd0.cpu, true
+	}
+	pc.added = sc1.added.sub(sc0.added)
 	if hlog != nil {
 		if err := hlog.close(); hlogErr == nil {
 			hlogErr = err
@@ -495,9 +565,25 @@ func (c *checker) runMode(ctx context.Context, m *mode, round, pos int) (*runRes
 	if hlogErr != nil {
 		return nil, fmt.Errorf("hdr log: %w", hlogErr)
 	}
-	rr := newRunResult(m, round, pos, wall, res, cpu)
+	rr := newRunResult(m, round, pos, wall, res, cpu, pc)
 	printResults(c.out, rr, cfg.Rate > 0)
 	return rr, nil
+}
+
+// scrape reads the sidecar's and the node's /metrics, where configured. A failed scrape
+// leaves that process's figures unknown for the run, with a warning.
+func (c *checker) scrape(ctx context.Context) (sidecar, node sample) {
+	read := func(url string, a api) sample {
+		if url == "" {
+			return sample{}
+		}
+		s, err := c.api.scrape(ctx, url, a)
+		if err != nil {
+			c.out.printf("warning: the %s's CPU and latency figures for this run are unknown: %v\n", a, err)
+		}
+		return s
+	}
+	return read(c.cfg.SidecarMetrics, apiAdmin), read(c.cfg.NodeMetrics, apiNode)
 }
 
 // status updates the progress line.
@@ -515,43 +601,4 @@ func (c *checker) status(m *mode, round int, what string, runSeconds float64) {
 		eta = fmt.Sprintf(", about %s left", time.Duration(left*float64(time.Second)).Round(time.Second))
 	}
 	c.out.status(fmt.Sprintf("[%d/%d] %s round %d: %s%s", c.done+1, c.total, m.name, round+1, what, eta))
-}
-
-// printer serializes output and keeps a progress line at the bottom of a terminal.
-type printer struct {
-	mu       sync.Mutex
-	w        io.Writer
-	progress bool
-	shown    bool
-}
-
-func newPrinter(w io.Writer, progress bool) *printer { return &printer{w: w, progress: progress} }
-
-func (p *printer) printf(format string, args ...any) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.shown {
-		io.WriteString(p.w, "\r\033[K")
-		p.shown = false
-	}
-	fmt.Fprintf(p.w, format, args...)
-}
-
-func (p *printer) status(s string) {
-	if !p.progress {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	io.WriteString(p.w, "\r\033[K"+s)
-	p.shown = true
-}
-
-func (p *printer) clearStatus() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.shown {
-		io.WriteString(p.w, "\r\033[K")
-		p.shown = false
-	}
 }

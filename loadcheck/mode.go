@@ -150,7 +150,8 @@ func parseSpec(spec string) ([]step, error) {
 }
 
 // resolveModes returns the modes to run, in their configured order, and the baseline.
-// Custom modes that Modes does not list are appended in name order. The baseline defaults
+// Modes defined in ModeSpecs and not listed do not run (unusedModes names them). The
+// baseline defaults
 // to off when a sidecar and its admin API are configured, else to the first mode; a
 // baseline that the list lacks is put first.
 func resolveModes(cfg *Config) ([]*mode, string, error) {
@@ -166,15 +167,6 @@ func resolveModes(cfg *Config) ([]*mode, string, error) {
 			names = []string{"direct"}
 		}
 	}
-	var custom []string
-	for n := range cfg.ModeSpecs {
-		if !slices.Contains(names, n) {
-			custom = append(custom, n)
-		}
-	}
-	sort.Strings(custom)
-	names = append(names, custom...)
-
 	seen := map[string]bool{}
 	for _, n := range names {
 		if seen[n] {
@@ -253,3 +245,24 @@ func roundOrder(n, r int) []int {
 	}
 	return order
 }
+
+// unusedModes returns, in name order, the modes defined in cfg.ModeSpecs that do not run.
+func unusedModes(cfg *Config, modes []*mode) []string {
+	var unused []string
+	for n := range cfg.ModeSpecs {
+		if !slices.ContainsFunc(modes, func(m *mode) bool { return m.name == n }) {
+			unused = append(unused, n)
+		}
+	}
+	sort.Strings(unused)
+	return unused
+}
+
+// ParseModeFlag splits and checks a --mode NAME=SPEC value. Errors wrap ErrUsage.
+func ParseModeFlag(s string) (name, spec string, err error) { return parseModeFlag(s) }
+
+// BuiltinModes returns the names of the built-in modes, in the order messages list them.
+func BuiltinModes() []string { return slices.Clone(builtinOrder) }
+
+// DefaultModes returns the modes run when Config.Modes is empty and a sidecar is configured.
+func DefaultModes() []string { return slices.Clone(defaultModes) }

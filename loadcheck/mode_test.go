@@ -108,10 +108,14 @@ func TestResolveModes(t *testing.T) {
 		{"first is baseline without a sidecar", Config{Node: "n:1", NodeAPI: "http://b", Modes: []string{"direct", "nd"}, ModeSpecs: map[string]string{"nd": "target=node;node:POST /system/logger/node?level=debug"}},
 			[]string{"direct@n:1", "nd@n:1"}, "direct"},
 		{"explicit baseline", with(full, func(c *Config) { c.Modes = []string{"direct", "off"}; c.Baseline = "direct" }), []string{"direct@n:1", "off@s:2"}, "direct"},
-		{"custom appended", with(full, func(c *Config) {
+		{"defined but not listed: not run", with(full, func(c *Config) {
 			c.Modes = []string{"off"}
 			c.ModeSpecs = map[string]string{"zz": "target=h:9", "aa": "POST /x"}
-		}), []string{"off@s:2", "aa@s:2", "zz@h:9"}, "off"},
+		}), []string{"off@s:2"}, "off"},
+		{"defined and listed", with(full, func(c *Config) {
+			c.Modes = []string{"off", "zz"}
+			c.ModeSpecs = map[string]string{"zz": "target=h:9", "aa": "POST /x"}
+		}), []string{"off@s:2", "zz@h:9"}, "off"},
 		{"override built-in", with(full, func(c *Config) {
 			c.Modes = []string{"off"}
 			c.ModeSpecs = map[string]string{"off": "target=node"}
@@ -227,4 +231,16 @@ func mustSteps(tb testing.TB, spec string) []step {
 		tb.Fatal(err)
 	}
 	return s
+}
+
+func TestUnusedModes(t *testing.T) {
+	cfg := Config{Node: "n:1", Sidecar: "s:2", Admin: "http://a", Modes: []string{"off", "zz"},
+		ModeSpecs: map[string]string{"zz": "target=h:9", "aa": "POST /x", "bb": "POST /y"}}
+	modes, _, err := resolveModes(&cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := unusedModes(&cfg, modes), []string{"aa", "bb"}; !slices.Equal(got, want) {
+		t.Errorf("unusedModes = %v; want %v", got, want)
+	}
 }

@@ -1,17 +1,7 @@
 package loadcheck
 
 import (
-	"bytes"
-	"encoding/csv"
-	"encoding/json"
-	"fmt"
-	"io"
-	"math"
-	"os"
-	"slices"
-	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
@@ -74,15 +64,29 @@ type RunResult struct {
 	Errors    int64     `json:"errors"`
 	// Unsent counts operations that a fixed rate scheduled before the end of the run but
 	// that were not sent, because the target fell behind the rate.
-	Unsent     int64      `json:"unsent"`
-	OpRate     float64    `json:"op_rate"`
-	PkRate     float64    `json:"pk_rate"`
-	RowRate    float64    `json:"row_rate"`
-	Latency               // response time
-	Service    Latency    `json:"service"` // service time: from the actual send
-	CPUSeconds float64    `json:"cpu_s"`
-	CPUUsPerOp float64    `json:"cpu_us_per_op"`
-	FirstError string     `json:"first_error,omitempty"`
+	Unsent     int64   `json:"unsent"`
+	OpRate     float64 `json:"op_rate"`
+	PkRate     float64 `json:"pk_rate"`
+	RowRate    float64 `json:"row_rate"`
+	Latency            // response time
+	Service    Latency `json:"service"` // service time: from the actual send
+	CPUSeconds float64 `json:"cpu_s"`
+	CPUUsPerOp float64 `json:"cpu_us_per_op"`
+	FirstError string  `json:"first_error,omitempty"`
+	// SidecarCPUUsPerOp and NodeCPUUsPerOp are the CPU time the sidecar's and the node's
+	// processes spent per operation of the run, from their /metrics before and after it;
+	// null when unknown.
+	SidecarCPUUsPerOp *float64 `json:"sidecar_cpu_us_per_op"`
+	NodeCPUUsPerOp    *float64 `json:"node_cpu_us_per_op"`
+	// SidecarUserCPUUsPerOp is the user-space part of SidecarCPUUsPerOp: the sidecar's own
+	// code, without the kernel's work on its system calls, whose number per operation
+	// follows how busy the machine is.
+	SidecarUserCPUUsPerOp *float64 `json:"sidecar_user_cpu_us_per_op"`
+	// AddedP50Ms and AddedP99Ms are percentiles of the time responses spent in the sidecar
+	// itself during the run (tracecar_added_latency_seconds), interpolated in the bucket
+	// that holds them; null when the sidecar has no such histogram or saw no request.
+	AddedP50Ms *float64   `json:"added_p50_ms"`
+	AddedP99Ms *float64   `json:"added_p99_ms"`
 	Intervals  []Interval `json:"intervals"`
 }
 
@@ -119,20 +123,82 @@ type ModeResult struct {
 	// the mean and standard error of the per-round degradations, and a one-sample t-test
 	// of them (the paired t-test). Drift between rounds cancels out of them; the
 	// guardrail uses the Welch test all the same, as specified.
-	PairedDegradationPct float64     `json:"paired_degradation_pct"`
-	PairedDegradationErr float64     `json:"paired_degradation_err"`
-	PairedPValue         *float64    `json:"paired_p_value"`
-	CPUSeconds           float64     `json:"cpu_s"`
-	CPUUsPerOp           float64     `json:"cpu_us_per_op"`
-	CPUSecondsPer10kOps  float64     `json:"cpu_s_per_10k_ops"`
-	Runs                 []RunResult `json:"runs"`
+	PairedDegradationPct float64  `json:"paired_degradation_pct"`
+	PairedDegradationErr float64  `json:"paired_degradation_err"`
+	PairedPValue         *float64 `json:"paired_p_value"`
+	CPUSeconds           float64  `json:"cpu_s"`
+	CPUUsPerOp           float64  `json:"cpu_us_per_op"`
+	CPUSecondsPer10kOps  float64  `json:"cpu_s_per_10k_ops"`
+	// MinDetectablePct is the smallest op-rate difference from the baseline, in percent,
+	// that this run's noise lets a two-sided t-test at p < 0.05 tell from zero.
+	MinDetectablePct float64 `json:"min_detectable_pct"`
+
+	// The sidecar's and the node's CPU per operation: the mean over rounds and its standard
+	// error, null when unknown; then the difference from the baseline (mode − baseline, in
+	// µs/op, paired by round when the rounds pair), its standard error, the same in percent
+	// of the baseline, its p-value (paired t-test, or Welch's without pairs), Welch's p-value,
+	// and the smallest difference this run could detect.
+	SidecarCPUUsPerOp                *float64 `json:"sidecar_cpu_us_per_op"`
+	SidecarCPUUsPerOpStderr          *float64 `json:"sidecar_cpu_us_per_op_stderr"`
+	SidecarCPUUsPerOpDiff            *float64 `json:"sidecar_cpu_us_per_op_diff"`
+	SidecarCPUUsPerOpDiffStderr      *float64 `json:"sidecar_cpu_us_per_op_diff_stderr"`
+	SidecarCPUUsPerOpDiffPct         *float64 `json:"sidecar_cpu_us_per_op_diff_pct"`
+	SidecarCPUUsPerOpDiffPValue      *float64 `json:"sidecar_cpu_us_per_op_diff_p_value"`
+	SidecarCPUUsPerOpDiffWelchPValue *float64 `json:"sidecar_cpu_us_per_op_diff_welch_p_value"`
+	SidecarCPUUsPerOpMinDetectable   *float64 `json:"sidecar_cpu_us_per_op_min_detectable"`
+	// The same for the user-space part of the sidecar's CPU.
+	SidecarUserCPUUsPerOp                *float64 `json:"sidecar_user_cpu_us_per_op"`
+	SidecarUserCPUUsPerOpStderr          *float64 `json:"sidecar_user_cpu_us_per_op_stderr"`
+	SidecarUserCPUUsPerOpDiff            *float64 `json:"sidecar_user_cpu_us_per_op_diff"`
+	SidecarUserCPUUsPerOpDiffStderr      *float64 `json:"sidecar_user_cpu_us_per_op_diff_stderr"`
+	SidecarUserCPUUsPerOpDiffPct         *float64 `json:"sidecar_user_cpu_us_per_op_diff_pct"`
+	SidecarUserCPUUsPerOpDiffPValue      *float64 `json:"sidecar_user_cpu_us_per_op_diff_p_value"`
+	SidecarUserCPUUsPerOpDiffWelchPValue *float64 `json:"sidecar_user_cpu_us_per_op_diff_welch_p_value"`
+	SidecarUserCPUUsPerOpMinDetectable   *float64 `json:"sidecar_user_cpu_us_per_op_min_detectable"`
+	NodeCPUUsPerOp                       *float64 `json:"node_cpu_us_per_op"`
+	NodeCPUUsPerOpStderr                 *float64 `json:"node_cpu_us_per_op_stderr"`
+	NodeCPUUsPerOpDiff                   *float64 `json:"node_cpu_us_per_op_diff"`
+	NodeCPUUsPerOpDiffStderr             *float64 `json:"node_cpu_us_per_op_diff_stderr"`
+	NodeCPUUsPerOpDiffPct                *float64 `json:"node_cpu_us_per_op_diff_pct"`
+	NodeCPUUsPerOpDiffPValue             *float64 `json:"node_cpu_us_per_op_diff_p_value"`
+	NodeCPUUsPerOpDiffWelchPValue        *float64 `json:"node_cpu_us_per_op_diff_welch_p_value"`
+	NodeCPUUsPerOpMinDetectable          *float64 `json:"node_cpu_us_per_op_min_detectable"`
+	// AddedP50Ms and AddedP99Ms come from the sum of the runs' bucket deltas of the
+	// sidecar's tracecar_added_latency_seconds.
+	AddedP50Ms *float64 `json:"added_p50_ms"`
+	AddedP99Ms *float64 `json:"added_p99_ms"`
+
+	// VsPrevious compares the mode with the one listed before it (other than the baseline
+	// and modes that bypass the sidecar), such as full with fast: paired differences of the
+	// sidecar's CPU, user CPU and added latency, mode − previous.
+	VsPrevious []PairDiff `json:"vs_previous,omitempty"`
+
+	Runs []RunResult `json:"runs"`
 
 	resp, svc *hdrhistogram.Histogram
+	added     bucket
+	diffs     map[string]metricDiff // by budget metric, against the baseline
 }
 
-// Breach is a mode whose degradation is over its budget and significant.
+// PairDiff is the difference of one metric between a mode and another one.
+type PairDiff struct {
+	Mode   string   `json:"mode"`   // the other mode
+	Metric string   `json:"metric"` // a budget metric name: cpu, cpu-user, node-cpu, p99, added-p99
+	Diff   float64  `json:"diff"`   // in the metric's unit: µs/op, or ms for latencies
+	Stderr float64  `json:"stderr"`
+	PValue *float64 `json:"p_value"` // paired t-test, or Welch's without pairs
+}
+
+// Breach is a mode whose cost on a metric is over its budget and significant. The
+// budget_pct and degradation fields are the op-rate ones, kept for the ops metric; limit,
+// value and unit hold every metric's.
 type Breach struct {
 	Mode           string  `json:"mode"`
+	Metric         string  `json:"metric"`
+	Limit          float64 `json:"limit"`
+	Value          float64 `json:"value"`
+	ValueErr       float64 `json:"value_err"`
+	Unit           string  `json:"unit"`
 	BudgetPct      float64 `json:"budget_pct"`
 	DegradationPct float64 `json:"degradation_pct"`
 	DegradationErr float64 `json:"degradation_err"`
@@ -142,6 +208,11 @@ type Breach struct {
 // Verdict is the guardrail's decision on one budget.
 type Verdict struct {
 	Mode           string   `json:"mode"`
+	Metric         string   `json:"metric"`
+	Limit          float64  `json:"limit"`
+	Value          float64  `json:"value"`
+	ValueErr       float64  `json:"value_err"`
+	Unit           string   `json:"unit"`
 	BudgetPct      float64  `json:"budget_pct"`
 	DegradationPct float64  `json:"degradation_pct"`
 	DegradationErr float64  `json:"degradation_err"`
@@ -152,23 +223,27 @@ type Verdict struct {
 
 // Settings records how the check ran.
 type Settings struct {
-	Node        string  `json:"node,omitempty"`
-	Sidecar     string  `json:"sidecar,omitempty"`
-	Admin       string  `json:"admin,omitempty"`
-	NodeAPI     string  `json:"node_api,omitempty"`
-	Embedded    bool    `json:"embedded"`
-	Workload    string  `json:"workload"`
-	WriteFrac   float64 `json:"write_fraction"`
-	Pop         string  `json:"pop"`
-	Rounds      int     `json:"rounds"`
-	DurationS   float64 `json:"duration_s"`
-	WarmupS     float64 `json:"warmup_s"`
-	Ops         int64   `json:"ops_per_run"`
-	Concurrency int     `json:"concurrency"`
-	Rate        float64 `json:"rate"`
-	CL          string  `json:"cl"`
-	Compression string  `json:"compression"`
-	Connections int     `json:"connections"`
+	Node           string  `json:"node,omitempty"`
+	Sidecar        string  `json:"sidecar,omitempty"`
+	Admin          string  `json:"admin,omitempty"`
+	NodeAPI        string  `json:"node_api,omitempty"`
+	Embedded       bool    `json:"embedded"`
+	SidecarMetrics string  `json:"sidecar_metrics,omitempty"`
+	NodeMetrics    string  `json:"node_metrics,omitempty"`
+	TargetErrorPct float64 `json:"target_error_pct"`
+	MaxRounds      int     `json:"max_rounds"`
+	Workload       string  `json:"workload"`
+	WriteFrac      float64 `json:"write_fraction"`
+	Pop            string  `json:"pop"`
+	Rounds         int     `json:"rounds"`
+	DurationS      float64 `json:"duration_s"`
+	WarmupS        float64 `json:"warmup_s"`
+	Ops            int64   `json:"ops_per_run"`
+	Concurrency    int     `json:"concurrency"`
+	Rate           float64 `json:"rate"`
+	CL             string  `json:"cl"`
+	Compression    string  `json:"compression"`
+	Connections    int     `json:"connections"`
 }
 
 // CPUSummary is the client's CPU cost over all runs, set beside cassandra-stress's.
@@ -214,8 +289,24 @@ func (r *Report) Mode(name string) *ModeResult {
 	return nil
 }
 
-func newRunResult(m *mode, round, pos int, started time.Time, res *phaseResult, cpu time.Duration) *runResult {
-	rr := &runResult{resp: res.resp, svc: res.svc}
+// runResult is one run of one mode.
+type runResult struct {
+	RunResult
+	resp, svc *hdrhistogram.Histogram
+	added     bucket // the sidecar's added-latency observations during the run
+}
+
+// procCPU is the CPU time the sidecar and the node used during a run, from their /metrics.
+type procCPU struct {
+	sidecar, node       float64
+	hasSidecar, hasNode bool
+	sidecarUser         float64 // the user-space part of sidecar
+	hasSidecarUser      bool
+	added               bucket
+}
+
+func newRunResult(m *mode, round, pos int, started time.Time, res *phaseResult, cpu time.Duration, pc procCPU) *runResult {
+	rr := &runResult{resp: res.resp, svc: res.svc, added: pc.added}
 	rr.RunResult = RunResult{
 		Round: round + 1, Position: pos + 1, Target: m.target, StartedAt: started,
 		DurationS: res.elapsed.Seconds(), Ops: res.ops, Rows: res.rows, Errors: res.errs, Unsent: res.unsent,
@@ -236,8 +327,32 @@ func newRunResult(m *mode, round, pos int, started time.Time, res *phaseResult, 
 	if res.firstErr != nil {
 		rr.FirstError = res.firstErr.Error()
 	}
+	if res.ops > 0 && pc.hasSidecar {
+		rr.SidecarCPUUsPerOp = ptr(pc.sidecar * 1e6 / float64(res.ops))
+	}
+	if res.ops > 0 && pc.hasSidecarUser {
+		rr.SidecarUserCPUUsPerOp = ptr(pc.sidecarUser * 1e6 / float64(res.ops))
+	}
+	if res.ops > 0 && pc.hasNode {
+		rr.NodeCPUUsPerOp = ptr(pc.node * 1e6 / float64(res.ops))
+	}
+	rr.AddedP50Ms, rr.AddedP99Ms = addedPercentiles(pc.added)
 	return rr
 }
+
+// addedPercentiles returns the median and the 99th percentile of an added-latency delta,
+// in milliseconds, or nils without observations.
+func addedPercentiles(b bucket) (p50, p99 *float64) {
+	if v, ok := b.quantile(0.5); ok {
+		p50 = ptr(v * 1e3)
+	}
+	if v, ok := b.quantile(0.99); ok {
+		p99 = ptr(v * 1e3)
+	}
+	return p50, p99
+}
+
+func ptr(x float64) *float64 { return &x }
 
 // report computes the per-mode statistics and the guardrail's verdicts.
 func (c *checker) report(started time.Time) *Report {
@@ -246,7 +361,8 @@ func (c *checker) report(started time.Time) *Report {
 		StartedAt: started, FinishedAt: time.Now(), Baseline: c.baseline, Order: c.order,
 		Settings: Settings{
 			Node: cfg.Node, Sidecar: cfg.Sidecar, Admin: cfg.Admin, NodeAPI: cfg.NodeAPI, Embedded: cfg.Embedded,
-			Workload: c.wl.name, WriteFrac: c.wl.writeFrac, Pop: c.wl.pop.String(), Rounds: cfg.Rounds,
+			SidecarMetrics: cfg.SidecarMetrics, NodeMetrics: cfg.NodeMetrics, TargetErrorPct: cfg.TargetError, MaxRounds: cfg.MaxRounds,
+			Workload: c.wl.name, WriteFrac: c.wl.writeFrac, Pop: c.wl.pop.String(), Rounds: len(c.order),
 			DurationS: cfg.Duration.Seconds(), WarmupS: cfg.Warmup.Seconds(), Ops: cfg.Ops,
 			Concurrency: cfg.Concurrency, Rate: cfg.Rate, CL: strings.ToUpper(cfg.CL), Compression: cfg.Compression,
 			Connections: cfg.Connections,
@@ -257,7 +373,9 @@ func (c *checker) report(started time.Time) *Report {
 		rep.Modes = append(rep.Modes, modeResult(m, c.runs[i], m.name == c.baseline))
 	}
 	compare(rep)
-	rep.Guardrail, rep.Breaches = judge(rep, cfg.MaxOverhead)
+	compareMetrics(rep)
+	comparePrevious(rep)
+	rep.Guardrail, rep.Breaches = judge(rep, cfg.MaxOverhead, cfg.Rate > 0)
 	rep.CPU = cpuSummary(rep.Modes, cfg.Embedded)
 	return rep
 }
@@ -276,8 +394,22 @@ func modeResult(m *mode, runs []*runResult, baseline bool) ModeResult {
 		mr.Errors += r.Errors
 		mr.Unsent += r.Unsent
 		mr.CPUSeconds += r.CPUSeconds
+		mr.added = mr.added.add(r.added)
 		dur += r.DurationS
 	}
+	if xs := perRun(mr.Runs, func(r *RunResult) *float64 { return r.SidecarCPUUsPerOp }); xs != nil {
+		s := summarize(xs)
+		mr.SidecarCPUUsPerOp, mr.SidecarCPUUsPerOpStderr = ptr(s.mean), ptr(s.stderr)
+	}
+	if xs := perRun(mr.Runs, func(r *RunResult) *float64 { return r.SidecarUserCPUUsPerOp }); xs != nil {
+		s := summarize(xs)
+		mr.SidecarUserCPUUsPerOp, mr.SidecarUserCPUUsPerOpStderr = ptr(s.mean), ptr(s.stderr)
+	}
+	if xs := perRun(mr.Runs, func(r *RunResult) *float64 { return r.NodeCPUUsPerOp }); xs != nil {
+		s := summarize(xs)
+		mr.NodeCPUUsPerOp, mr.NodeCPUUsPerOpStderr = ptr(s.mean), ptr(s.stderr)
+	}
+	mr.AddedP50Ms, mr.AddedP99Ms = addedPercentiles(mr.added)
 	s := summarize(mr.Rounds)
 	mr.OpRate, mr.OpRateStdev, mr.OpRateStderr = s.mean, s.stdev, s.stderr
 	mr.OpRateMedian = median(mr.Rounds)
@@ -290,84 +422,6 @@ func modeResult(m *mode, runs []*runResult, baseline bool) ModeResult {
 	mr.Latency = latencyOf(mr.resp)
 	mr.Service = latencyOf(mr.svc)
 	return mr
-}
-
-// compare fills each mode's degradation and p-value against the baseline.
-func compare(rep *Report) {
-	base := rep.Mode(rep.Baseline)
-	if base == nil {
-		return
-	}
-	bs := summarize(base.Rounds)
-	for i := range rep.Modes {
-		m := &rep.Modes[i]
-		if m.Name == base.Name {
-			one := 1.0
-			m.PValue = &one
-			continue
-		}
-		pct, err := degradation(summarize(m.Rounds), bs)
-		m.DegradationPct, m.DegradationErr = finite(pct), finite(err)
-		if t := welch(m.Rounds, base.Rounds); t.ok && !math.IsNaN(t.p) {
-			p, tv, df := t.p, finite(t.t), finite(t.df)
-			m.PValue, m.T, m.DF = &p, &tv, &df
-		}
-		if d := pairedDegradation(m.Rounds, base.Rounds); d != nil {
-			s := summarize(d)
-			m.PairedDegradationPct, m.PairedDegradationErr = s.mean, s.stderr
-			if t := oneSampleT(d); t.ok && !math.IsNaN(t.p) {
-				p := t.p
-				m.PairedPValue = &p
-			}
-		}
-	}
-}
-
-// judge applies the budgets: a mode breaches its budget when its degradation is over it and
-// the difference from the baseline is significant.
-func judge(rep *Report, budgets map[string]float64) ([]Verdict, []Breach) {
-	verdicts, breaches := []Verdict{}, []Breach{}
-	for _, m := range rep.Modes {
-		budget, ok := budgets[m.Name]
-		if !ok {
-			continue
-		}
-		v := decide(m, budget, rep.Baseline)
-		verdicts = append(verdicts, v)
-		if v.Breached {
-			breaches = append(breaches, Breach{Mode: m.Name, BudgetPct: budget,
-				DegradationPct: m.DegradationPct, DegradationErr: m.DegradationErr, PValue: *v.PValue})
-		}
-	}
-	return verdicts, breaches
-}
-
-// decide judges one mode against its budget. Significance comes from the paired t-test
-// over rounds when there is one: every round runs every mode once, in alternating order,
-// so a round is a block, and pairing removes the drift of a busy machine between rounds,
-// which the Welch test (still reported as p_value) counts as noise.
-func decide(m ModeResult, budget float64, baseline string) Verdict {
-	p, test := m.PValue, "Welch"
-	if m.PairedPValue != nil {
-		p, test = m.PairedPValue, "paired"
-	}
-	v := Verdict{Mode: m.Name, BudgetPct: budget, DegradationPct: m.DegradationPct,
-		DegradationErr: m.DegradationErr, PValue: p}
-	cost := fmt.Sprintf("%s costs %.2f%% ± %.2f%% of %s's op rate", m.Name, m.DegradationPct, m.DegradationErr, baseline)
-	switch {
-	case m.Name == baseline:
-		v.Reason = fmt.Sprintf("%s is the baseline", m.Name)
-	case m.DegradationPct <= budget:
-		v.Reason = fmt.Sprintf("%s, within its %g%% budget", cost, budget)
-	case p == nil:
-		v.Reason = fmt.Sprintf("%s, over its %g%% budget, but significance needs at least 2 rounds", cost, budget)
-	case *p >= Significance:
-		v.Reason = fmt.Sprintf("%s, over its %g%% budget but not significantly (%s p = %.3g ≥ %g)", cost, budget, test, *p, Significance)
-	default:
-		v.Breached = true
-		v.Reason = fmt.Sprintf("%s, over its %g%% budget (%s p = %.3g < %g)", cost, budget, test, *p, Significance)
-	}
-	return v
 }
 
 func cpuSummary(modes []ModeResult, embedded bool) CPUSummary {
@@ -387,307 +441,4 @@ func cpuSummary(modes []ModeResult, embedded bool) CPUSummary {
 		s.OpsPerCPUSecond = float64(s.Ops) / s.Seconds
 	}
 	return s
-}
-
-// commas formats x rounded to an integer with thousands separators.
-func commas(x float64) string {
-	if math.IsNaN(x) || math.IsInf(x, 0) {
-		return "-"
-	}
-	s := strconv.FormatInt(int64(math.Round(x)), 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, r := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(r)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}
-
-// intervalHeader and intervalLine follow cassandra-stress's interval output. Latencies are
-// in milliseconds, time in seconds since the run started.
-const intervalHeader = "type       total ops,    op/s,    pk/s,   row/s,    mean,     med,     .95,     .99,    .999,     max,   time,   stderr, errors"
-
-func intervalLine(iv Interval) string {
-	return fmt.Sprintf("%-10s%10d,%8.0f,%8.0f,%8.0f,%8.2f,%8.2f,%8.2f,%8.2f,%8.2f,%8.2f,%7.1f,%9.5f,%7d",
-		"total,", iv.TotalOps, iv.OpRate, iv.PkRate, iv.RowRate, iv.MeanMs, iv.P50Ms, iv.P95Ms, iv.P99Ms, iv.P999Ms, iv.MaxMs, iv.TimeS, iv.Stderr, iv.Errors)
-}
-
-// printResults prints a cassandra-stress-style Results block for one run.
-func printResults(p *printer, r *runResult, fixedRate bool) {
-	var b bytes.Buffer
-	line := func(label, value string) { fmt.Fprintf(&b, "%-26s: %s\n", label, value) }
-	ms := func(v float64) string { return fmt.Sprintf("%.3f ms", v) }
-	b.WriteString("\nResults:\n")
-	line("Op rate", commas(r.OpRate)+" op/s")
-	line("Partition rate", commas(r.PkRate)+" pk/s")
-	line("Row rate", commas(r.RowRate)+" row/s")
-	line("Latency mean", ms(r.MeanMs))
-	line("Latency median", ms(r.P50Ms))
-	line("Latency 95th percentile", ms(r.P95Ms))
-	line("Latency 99th percentile", ms(r.P99Ms))
-	line("Latency 99.9th percentile", ms(r.P999Ms))
-	line("Latency max", ms(r.MaxMs))
-	if fixedRate {
-		line("Service time mean", ms(r.Service.MeanMs))
-		line("Service time median", ms(r.Service.P50Ms))
-		line("Service time 99th", ms(r.Service.P99Ms))
-		line("Service time max", ms(r.Service.MaxMs))
-	}
-	line("Total partitions", commas(float64(r.Ops)))
-	line("Total errors", commas(float64(r.Errors)))
-	if r.Unsent > 0 {
-		line("Not sent", commas(float64(r.Unsent))+" scheduled operations: the target fell behind the rate, so the latencies understate")
-	}
-	if r.FirstError != "" {
-		line("First error", r.FirstError)
-	}
-	line("Client CPU", fmt.Sprintf("%.2f s, %.1f µs/op", r.CPUSeconds, r.CPUUsPerOp))
-	d := time.Duration(r.DurationS * float64(time.Second)).Round(time.Second)
-	line("Total operation time", fmt.Sprintf("%02d:%02d:%02d", int(d.Hours()), int(d.Minutes())%60, int(d.Seconds())%60))
-	p.printf("%s", b.String())
-}
-
-// printComparison prints the final table, laid out like the one in ScyllaDB's fast slow
-// query tracing PR: a row per round, then avg, stdev, stderr and the degradation.
-func printComparison(p *printer, rep *Report) {
-	var b bytes.Buffer
-	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	row := func(label string, cell func(m *ModeResult) string) {
-		fmt.Fprintf(tw, "%s\t", label)
-		for i := range rep.Modes {
-			fmt.Fprintf(tw, "%s\t", cell(&rep.Modes[i]))
-		}
-		fmt.Fprintln(tw)
-	}
-	b.WriteString("\nComparison (op rate in op/s, latency in ms; baseline " + rep.Baseline + ")\n")
-	row("op rate", func(m *ModeResult) string { return m.Name })
-	for _, cr := range comparisonRows(rep) {
-		row(cr.label, cr.cell)
-	}
-	tw.Flush()
-	for i, o := range rep.Order {
-		fmt.Fprintf(&b, "round %d order: %s\n", i+1, strings.Join(o, ", "))
-	}
-	for _, m := range rep.Modes {
-		if m.Baseline {
-			continue
-		}
-		verb := "below"
-		d := m.DegradationPct
-		if d < 0 {
-			verb, d = "above", -d
-		}
-		sig := "no p-value with one round"
-		if m.PValue != nil {
-			sig = fmt.Sprintf("Welch p = %.2g, ", *m.PValue)
-			if *m.PValue < Significance {
-				sig += "significant"
-			} else {
-				sig += "not significant"
-			}
-			if m.PairedPValue != nil {
-				sig += fmt.Sprintf("; paired by round: %.2f%% ± %.2f%%, p = %.2g", m.PairedDegradationPct, m.PairedDegradationErr, *m.PairedPValue)
-			}
-		}
-		fmt.Fprintf(&b, "%s: %.2f%% ± %.2f%% %s %s (%s)\n", m.Name, d, m.DegradationErr, verb, rep.Baseline, sig)
-	}
-	var worst float64
-	for _, m := range rep.Modes {
-		if m.OpRate > 0 {
-			worst = math.Max(worst, 100*m.OpRateStderr/m.OpRate)
-		}
-	}
-	if worst > noisyStderrPct {
-		fmt.Fprintf(&b, "note: a mode's op rate has a standard error of %.1f%% over rounds: the machine is busy or the runs are short; more --rounds or a longer --duration narrow the error bars\n", worst)
-	}
-	c := rep.CPU
-	if c.Ops > 0 && c.Seconds > 0 {
-		fmt.Fprintf(&b, "CPU: %.3f CPU-s per 10k ops (%.1f µs/op, %s ops per CPU-second) for %s; %s\n",
-			c.SecondsPer10kOps, c.UsPerOp, commas(c.OpsPerCPUSecond), c.Scope, c.Reference)
-	}
-	p.printf("%s", b.String())
-}
-
-// noisyStderrPct is the relative standard error of a mode's op rate above which the
-// comparison warns that its error bars are wide.
-const noisyStderrPct = 5
-
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
-}
-
-func pct(x, of float64) string {
-	if of == 0 {
-		return "-"
-	}
-	return fmt.Sprintf("%.2f%%", 100*x/of)
-}
-
-// printGuardrail prints each budget's verdict; a breach says so plainly.
-func printGuardrail(p *printer, rep *Report) {
-	for _, v := range rep.Guardrail {
-		if v.Breached {
-			p.printf("GUARDRAIL BREACHED: %s\n", v.Reason)
-		} else {
-			p.printf("guardrail ok: %s\n", v.Reason)
-		}
-	}
-}
-
-// writeReports writes the JSON, CSV and HTML files that cfg asks for.
-func writeReports(cfg *Config, rep *Report) error {
-	for _, f := range []struct {
-		path  string
-		write func(io.Writer, *Report) error
-	}{
-		{cfg.JSON, writeJSON},
-		{cfg.CSV, writeCSV},
-		{cfg.HTML, writeHTML},
-	} {
-		if f.path == "" {
-			continue
-		}
-		if err := writeFile(f.path, rep, f.write); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func writeFile(path string, rep *Report, write func(io.Writer, *Report) error) error {
-	var b bytes.Buffer
-	if err := write(&b, rep); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-		return fmt.Errorf("write report: %w", err)
-	}
-	return nil
-}
-
-func writeJSON(w io.Writer, rep *Report) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(rep)
-}
-
-// csvHeader lists the CSV columns: a "mode" row per mode (over all rounds) and a "run" row
-// per run.
-var csvHeader = []string{"kind", "mode", "round", "position", "target", "ops", "errors", "unsent", "duration_s",
-	"op_rate", "op_rate_median", "op_rate_stdev", "op_rate_stderr", "mean_ms", "p50_ms", "p95_ms", "p99_ms", "p999_ms", "max_ms",
-	"service_p50_ms", "service_p99_ms", "service_max_ms", "degradation_pct", "degradation_err", "p_value",
-	"paired_degradation_pct", "paired_degradation_err", "paired_p_value", "cpu_us_per_op"}
-
-func writeCSV(w io.Writer, rep *Report) error {
-	cw := csv.NewWriter(w)
-	f := func(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
-	i := func(x int64) string { return strconv.FormatInt(x, 10) }
-	cw.Write(csvHeader)
-	for _, m := range rep.Modes {
-		pv, ppv := "", ""
-		if m.PValue != nil {
-			pv = f(*m.PValue)
-		}
-		if m.PairedPValue != nil {
-			ppv = f(*m.PairedPValue)
-		}
-		var dur float64
-		for _, r := range m.Runs {
-			dur += r.DurationS
-		}
-		cw.Write([]string{"mode", m.Name, "", "", m.Target, i(m.Ops), i(m.Errors), i(m.Unsent), f(dur),
-			f(m.OpRate), f(m.OpRateMedian), f(m.OpRateStdev), f(m.OpRateStderr), f(m.MeanMs), f(m.P50Ms), f(m.P95Ms), f(m.P99Ms), f(m.P999Ms), f(m.MaxMs),
-			f(m.Service.P50Ms), f(m.Service.P99Ms), f(m.Service.MaxMs), f(m.DegradationPct), f(m.DegradationErr), pv,
-			f(m.PairedDegradationPct), f(m.PairedDegradationErr), ppv, f(m.CPUUsPerOp)})
-		for _, r := range m.Runs {
-			cw.Write([]string{"run", m.Name, strconv.Itoa(r.Round), strconv.Itoa(r.Position), r.Target, i(r.Ops), i(r.Errors), i(r.Unsent), f(r.DurationS),
-				f(r.OpRate), "", "", "", f(r.MeanMs), f(r.P50Ms), f(r.P95Ms), f(r.P99Ms), f(r.P999Ms), f(r.MaxMs),
-				f(r.Service.P50Ms), f(r.Service.P99Ms), f(r.Service.MaxMs), "", "", "", "", "", "", f(r.CPUUsPerOp)})
-		}
-	}
-	cw.Flush()
-	return cw.Error()
-}
-
-// comparisonRow is one row of the comparison table: a label and a cell per mode.
-type comparisonRow struct {
-	label string
-	cell  func(m *ModeResult) string
-}
-
-// comparisonRows are the rows of the comparison table, below its header, shared by the
-// printed table and the HTML report. A row with an empty label separates groups.
-func comparisonRows(rep *Report) []comparisonRow {
-	var rows []comparisonRow
-	row := func(label string, cell func(m *ModeResult) string) {
-		rows = append(rows, comparisonRow{label, cell})
-	}
-	for r := 0; r < rep.Settings.Rounds; r++ {
-		row(fmt.Sprintf("round %d", r+1), func(m *ModeResult) string {
-			if r < len(m.Rounds) {
-				return commas(m.Rounds[r])
-			}
-			return "-"
-		})
-	}
-	row("avg", func(m *ModeResult) string { return commas(m.OpRate) })
-	row("median", func(m *ModeResult) string { return commas(m.OpRateMedian) })
-	row("stdev", func(m *ModeResult) string { return fmt.Sprintf("%.1f", m.OpRateStdev) })
-	row("stderr", func(m *ModeResult) string { return fmt.Sprintf("%.1f", m.OpRateStderr) })
-	row("stderr %", func(m *ModeResult) string { return pct(m.OpRateStderr, m.OpRate) })
-	row("%[1-mode/"+rep.Baseline+"]", func(m *ModeResult) string {
-		if m.Baseline {
-			return "-"
-		}
-		return fmt.Sprintf("%.2f%% ± %.2f%%", m.DegradationPct, m.DegradationErr)
-	})
-	row("p-value (Welch)", func(m *ModeResult) string {
-		if m.Baseline || m.PValue == nil {
-			return "-"
-		}
-		return fmt.Sprintf("%.2g", *m.PValue)
-	})
-	row("paired %[1-mode/"+rep.Baseline+"]", func(m *ModeResult) string {
-		if m.Baseline || m.PairedPValue == nil {
-			return "-"
-		}
-		return fmt.Sprintf("%.2f%% ± %.2f%%", m.PairedDegradationPct, m.PairedDegradationErr)
-	})
-	row("paired p-value", func(m *ModeResult) string {
-		if m.Baseline || m.PairedPValue == nil {
-			return "-"
-		}
-		return fmt.Sprintf("%.2g", *m.PairedPValue)
-	})
-	row("", func(*ModeResult) string { return "" })
-	f := func(v float64) string { return fmt.Sprintf("%.3f", v) }
-	row("latency mean", func(m *ModeResult) string { return f(m.MeanMs) })
-	row("latency median", func(m *ModeResult) string { return f(m.P50Ms) })
-	row("latency 95th", func(m *ModeResult) string { return f(m.P95Ms) })
-	row("latency 99th", func(m *ModeResult) string { return f(m.P99Ms) })
-	row("latency 99.9th", func(m *ModeResult) string { return f(m.P999Ms) })
-	row("latency max", func(m *ModeResult) string { return f(m.MaxMs) })
-	if rep.Settings.Rate > 0 {
-		row("service median", func(m *ModeResult) string { return f(m.Service.P50Ms) })
-		row("service 99th", func(m *ModeResult) string { return f(m.Service.P99Ms) })
-	}
-	row("errors", func(m *ModeResult) string { return commas(float64(m.Errors)) })
-	row("CPU-s per 10k ops", func(m *ModeResult) string { return fmt.Sprintf("%.3f", m.CPUSecondsPer10kOps) })
-	return rows
 }

@@ -179,7 +179,7 @@ func sampleReport(t *testing.T) *Report {
 	rep := &Report{StartedAt: start, Baseline: "off", Settings: Settings{Rounds: 5, Workload: "write", Pop: "uniform(1..100)", DurationS: 3},
 		Modes: []ModeResult{mk("off", scyllaBaseline, 500), mk("fast", scyllaFast, 550), mk("full", scyllaNoFast, 600)}}
 	compare(rep)
-	rep.Guardrail, rep.Breaches = judge(rep, map[string]float64{"fast": 5, "full": 20})
+	rep.Guardrail, rep.Breaches = judge(rep, []Budget{{Mode: "fast", Limit: 5}, {Mode: "full", Limit: 20}}, false)
 	return rep
 }
 
@@ -295,7 +295,7 @@ func TestComparisonTable(t *testing.T) {
 	printGuardrail(p, rep)
 	out := b.String()
 	for _, want := range []string{"round 1", "round 3", "avg", "stdev", "stderr", "%[1-mode/off]", "p-value (Welch)",
-		"round 5", "8.46% ±", "18.40% ±", "latency 99.9th", "GUARDRAIL BREACHED: fast costs 8.46%", "guardrail ok: full costs 18.40%"} {
+		"round 5", "8.46% ±", "18.40% ±", "latency 99.9th", "GUARDRAIL BREACHED on op rate: fast costs 8.46%", "guardrail ok on op rate: full costs 18.40%"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("comparison lacks %q:\n%s", want, out)
 		}

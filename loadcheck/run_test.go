@@ -42,8 +42,9 @@ func TestRunModesAppliedAndRestored(t *testing.T) {
 	cfg := fakeConfig(url, &out)
 	cfg.AdminToken = "s3cret"
 	cfg.NodeAPI = nodeURL
-	cfg.Modes = []string{"off", "fast", "full", "debug", "sampled", "node-debug"}
-	cfg.ModeSpecs = map[string]string{"slowall": "POST /storage_service/slow_query?enable=true&fast=true&threshold=0"}
+	cfg.Modes = []string{"off", "fast", "full", "debug", "sampled", "node-debug", "slowall"}
+	cfg.ModeSpecs = map[string]string{"slowall": "POST /storage_service/slow_query?enable=true&fast=true&threshold=0",
+		"unused": "POST /storage_service/slow_query?enable=true"}
 
 	// What each mode's runs must see on the admin API; everything else stays as it was.
 	napiWant := func(mode string) string {
@@ -96,15 +97,15 @@ func TestRunGuardrail(t *testing.T) {
 	// runs 33.3% slower than direct, with a little jitter across rounds.
 	tests := []struct {
 		name     string
-		budgets  map[string]float64
+		budgets  []Budget
 		rounds   int
 		wantErr  error
 		breaches []string
 	}{
-		{"over budget", map[string]float64{"off": 0.1}, 3, ErrGuardrail, []string{"off"}},
-		{"within budget", map[string]float64{"off": 90}, 3, nil, nil},
-		{"baseline budget", map[string]float64{"direct": 0}, 3, nil, nil},
-		{"one round cannot breach", map[string]float64{"off": 0.1}, 1, nil, nil},
+		{"over budget", []Budget{{Mode: "off", Limit: 0.1}}, 3, ErrGuardrail, []string{"off"}},
+		{"within budget", []Budget{{Mode: "off", Limit: 90}}, 3, nil, nil},
+		{"baseline budget", []Budget{{Mode: "direct", Limit: 0}}, 3, nil, nil},
+		{"one round cannot breach", []Budget{{Mode: "off", Limit: 0.1}}, 1, nil, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -125,7 +126,7 @@ func TestRunGuardrail(t *testing.T) {
 			if !slices.Equal(got, tt.breaches) {
 				t.Errorf("breaches = %v; want %v", got, tt.breaches)
 			}
-			if len(tt.breaches) > 0 && !strings.Contains(out.String(), "GUARDRAIL BREACHED: off costs 3") {
+			if len(tt.breaches) > 0 && !strings.Contains(out.String(), "GUARDRAIL BREACHED on op rate: off costs 3") {
 				t.Errorf("output does not state the breach plainly:\n%s", out.String())
 			}
 			off := rep.Mode("off")
@@ -159,7 +160,7 @@ func TestRunUsageErrors(t *testing.T) {
 		mutate func(*Config)
 		want   string
 	}{
-		{"budget for a mode not run", func(c *Config) { c.Modes = []string{"off"}; c.MaxOverhead = map[string]float64{"fast": 5} }, `names mode "fast", which is not run`},
+		{"budget for a mode not run", func(c *Config) { c.Modes = []string{"off"}; c.MaxOverhead = []Budget{{Mode: "fast", Limit: 5}} }, `names mode "fast", which is not run`},
 		{"unknown mode", func(c *Config) { c.Modes = []string{"turbo"} }, `unknown mode "turbo"`},
 		{"duplicate mode", func(c *Config) { c.Modes = []string{"off", "off"} }, "listed twice"},
 		{"no target", func(c *Config) { c.Node, c.Sidecar = "", "" }, "no target"},
@@ -197,7 +198,7 @@ func TestRunReports(t *testing.T) {
 	var out bytes.Buffer
 	cfg := fakeConfig(url, &out)
 	cfg.Modes = []string{"direct", "off", "fast"}
-	cfg.MaxOverhead = map[string]float64{"fast": 50}
+	cfg.MaxOverhead = []Budget{{Mode: "fast", Limit: 50}}
 	cfg.JSON, cfg.CSV, cfg.HTML, cfg.HDRLogDir = filepath.Join(dir, "r.json"), filepath.Join(dir, "r.csv"), filepath.Join(dir, "r.html"), filepath.Join(dir, "hdr")
 	cfg.Interval = time.Nanosecond // an interval at every tick of the real ticker; content does not matter
 	d := &fakeDriver{clk: &fakeClock{}, jitter: 5 * time.Microsecond,
@@ -292,7 +293,7 @@ func TestRunReports(t *testing.T) {
 	if _, err := os.Stat(cfg.HTML); err != nil {
 		t.Error(err)
 	}
-	for _, want := range []string{"Results:", "Comparison", "%[1-mode/off]", "round 3", "guardrail ok: fast"} {
+	for _, want := range []string{"Results:", "Comparison", "%[1-mode/off]", "round 3", "guardrail ok on op rate: fast"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q", want)
 		}

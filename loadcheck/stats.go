@@ -203,3 +203,21 @@ func finite(x float64) float64 {
 	}
 	return x
 }
+
+// tQuantile returns the t such that P(T ≤ t) = p for Student's t distribution with df
+// degrees of freedom, by bisection of studentCDF (p in (0, 1)).
+func tQuantile(p, df float64) float64 {
+	if df <= 0 || p <= 0 || p >= 1 || math.IsNaN(df) {
+		return math.NaN()
+	}
+	lo, hi := -1e3, 1e3
+	for range 200 {
+		mid := (lo + hi) / 2
+		if studentCDF(mid, df) < p {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return (lo + hi) / 2
+}

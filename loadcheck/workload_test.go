@@ -110,19 +110,3 @@ func TestParseRatio(t *testing.T) {
 		}
 	}
 }
-
-func TestLZ4RoundTrip(t *testing.T) {
-	for _, in := range [][]byte{{}, []byte("hello"), make([]byte, 10000), []byte("abcabcabcabcabcabcabcabcabcabc")} {
-		enc, err := lz4Compressor{}.Encode(in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		dec, err := lz4Compressor{}.Decode(enc)
-		if err != nil || string(dec) != string(in) {
-			t.Errorf("lz4 round trip of %d bytes: got %d bytes, %v", len(in), len(dec), err)
-		}
-	}
-	if _, err := (lz4Compressor{}).Decode([]byte{0xff, 0xff, 0xff, 0xff, 0}); err == nil {
-		t.Error("Decode accepted an implausible length")
-	}
-}

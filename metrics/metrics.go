@@ -13,6 +13,7 @@
 package metrics
 
 import (
+	"math"
 	"math/bits"
 	"runtime"
 	"sync/atomic"
@@ -37,6 +38,27 @@ var RequestOpcodes = []cql.Opcode{
 var LatencyBuckets = []float64{
 	0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
 }
+
+// AddedLatencyBuckets are the upper bounds, in seconds, of tracecar_added_latency_seconds:
+// the sidecar's own time is microseconds, so the buckets run from 1 µs to 100 ms, about
+// seven a decade, fine enough that a percentile interpolated in a bucket is within a few
+// tens of percent of the true one.
+var AddedLatencyBuckets = []float64{
+	1e-6, 1.5e-6, 2e-6, 3e-6, 5e-6, 7e-6,
+	1e-5, 1.5e-5, 2e-5, 3e-5, 5e-5, 7e-5,
+	1e-4, 1.5e-4, 2e-4, 3e-4, 5e-4, 7e-4,
+	1e-3, 2e-3, 5e-3, 1e-2, 2e-2, 5e-2, 1e-1,
+}
+
+const numAddedBuckets = 25 // len(AddedLatencyBuckets)
+
+// addedBoundsNS are AddedLatencyBuckets in nanoseconds.
+var addedBoundsNS = func() (b [numAddedBuckets]int64) {
+	for i, s := range AddedLatencyBuckets {
+		b[i] = int64(math.Round(s * float64(time.Second)))
+	}
+	return b
+}()
 
 const (
 	numBuckets = 16 // len(LatencyBuckets)
@@ -74,8 +96,10 @@ type opCounters struct {
 // shard is one stripe of every per-request series, padded so that two shards never share
 // a cache line.
 type shard struct {
-	ops [numLabels]opCounters
-	_   [128]byte
+	ops        [numLabels]opCounters
+	added      [numAddedBuckets + 1]atomic.Uint64 // the last one is +Inf
+	addedSumNS atomic.Uint64
+	_          [128]byte
 }
 
 // Metrics is the set of per-request series. It is safe for concurrent use, and its methods
@@ -133,6 +157,23 @@ func (m *Metrics) Latency(op cql.Opcode, d time.Duration) {
 	c.sumNS.Add(uint64(ns))
 }
 
+// AddedLatency records d, the time a request spent in the sidecar itself rather than in
+// the node or on the network (the sidecar package says which part of it is measured),
+// into tracecar_added_latency_seconds.
+func (m *Metrics) AddedLatency(d time.Duration) {
+	if m == nil {
+		return
+	}
+	ns := max(int64(d), 0)
+	i := 0
+	for i < numAddedBuckets && ns > addedBoundsNS[i] {
+		i++
+	}
+	sh := m.shard()
+	sh.added[i].Add(1)
+	sh.addedSumNS.Add(uint64(ns))
+}
+
 // ConnOpened counts a client connection that opened.
 func (m *Metrics) ConnOpened() {
 	if m != nil {
@@ -167,6 +208,7 @@ func RuntimeCollectors() []prometheus.Collector {
 	return []prometheus.Collector{
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		cpuCollector{},
 	}
 }
 
@@ -175,6 +217,8 @@ var (
 		"CQL requests received from clients, by opcode.", []string{"opcode"}, nil)
 	latencyDesc = prometheus.NewDesc("tracecar_request_duration_seconds",
 		"Time from a request's arrival at the sidecar until its response was sent back, by opcode.", []string{"opcode"}, nil)
+	addedDesc = prometheus.NewDesc("tracecar_added_latency_seconds",
+		"Time requests spent in the sidecar itself, not waiting on the node: from the read of the node's response off the socket until it was queued for the client.", nil, nil)
 	connsDesc = prometheus.NewDesc("tracecar_client_connections",
 		"Client connections open now.", nil, nil)
 )
@@ -186,6 +230,7 @@ type collector struct{ m *Metrics }
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- requestsDesc
 	ch <- latencyDesc
+	ch <- addedDesc
 	ch <- connsDesc
 }
 
@@ -213,5 +258,22 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		total += counts[numBuckets]
 		ch <- prometheus.MustNewConstHistogram(latencyDesc, total, float64(sumNS)/1e9, cumulative, name)
 	}
+	var addedCounts [numAddedBuckets + 1]uint64
+	var addedSumNS uint64
+	for s := range c.m.shards {
+		sh := &c.m.shards[s]
+		addedSumNS += sh.addedSumNS.Load()
+		for b := range addedCounts {
+			addedCounts[b] += sh.added[b].Load()
+		}
+	}
+	cumulative := make(map[float64]uint64, numAddedBuckets)
+	var total uint64
+	for b, upper := range AddedLatencyBuckets {
+		total += addedCounts[b]
+		cumulative[upper] = total
+	}
+	total += addedCounts[numAddedBuckets]
+	ch <- prometheus.MustNewConstHistogram(addedDesc, total, float64(addedSumNS)/1e9, cumulative)
 	ch <- prometheus.MustNewConstMetric(connsDesc, prometheus.GaugeValue, float64(c.m.conns.Load()))
 }

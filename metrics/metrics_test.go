@@ -185,3 +185,72 @@ func BenchmarkClientGolang(b *testing.B) {
 		h.Observe(d.Seconds())
 	}
 }
+
+func TestAddedLatency(t *testing.T) {
+	m := New()
+	m.AddedLatency(800 * time.Nanosecond) // first bucket (≤ 1 µs)
+	m.AddedLatency(4 * time.Microsecond)  // ≤ 5 µs
+	m.AddedLatency(time.Second)           // +Inf
+	h := gather(t, m)["tracecar_added_latency_seconds"][""].GetHistogram()
+	if h == nil {
+		t.Fatal("no tracecar_added_latency_seconds histogram")
+	}
+	if got := h.GetSampleCount(); got != 3 {
+		t.Errorf("count = %d; want 3", got)
+	}
+	want := map[float64]uint64{1e-6: 1, 3e-6: 1, 5e-6: 2, 0.1: 2}
+	for _, b := range h.GetBucket() {
+		if w, ok := want[b.GetUpperBound()]; ok && b.GetCumulativeCount() != w {
+			t.Errorf("bucket le=%g: %d; want %d", b.GetUpperBound(), b.GetCumulativeCount(), w)
+		}
+	}
+	if got, want := h.GetSampleSum(), 1.0000048; math.Abs(got-want) > 1e-9 {
+		t.Errorf("sum = %v; want %v", got, want)
+	}
+}
+
+func TestProcessCPUSeconds(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(RuntimeCollectors()...)
+	read := func() float64 {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == "tracecar_process_cpu_seconds_total" {
+				return mf.GetMetric()[0].GetCounter().GetValue()
+			}
+		}
+		t.Fatal("no tracecar_process_cpu_seconds_total")
+		return 0
+	}
+	before := read()
+	// Burn CPU until the counter moves: with microsecond resolution it moves long before the
+	// 10 ms tick of process_cpu_seconds_total would.
+	x := 0
+	for i := 0; read() == before; i++ {
+		for j := range 100000 {
+			x += j ^ i
+		}
+		if i > 1e6 {
+			t.Fatal("CPU time never moved")
+		}
+	}
+	_ = x
+	// Linux splits the total between user and system by clock ticks, so the user part is
+	// only checked to be there and at most the total.
+	total, user := -1.0, -1.0
+	mfs, _ := reg.Gather() // one scrape, so that both are of the same moment
+	for _, mf := range mfs {
+		switch mf.GetName() {
+		case "tracecar_process_cpu_user_seconds_total":
+			user = mf.GetMetric()[0].GetCounter().GetValue()
+		case "tracecar_process_cpu_seconds_total":
+			total = mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	if user < 0 || user > total {
+		t.Errorf("user CPU %v; want a series from 0 to the total %v", user, total)
+	}
+}

@@ -43,7 +43,8 @@ func TestRequestPathAllocs(t *testing.T) {
 				c.request(rh, req, len(req))
 				c.tr.Sent(stream)
 				r, _, _ := c.streams.take(stream)
-				out := c.response(sh, resp, r)
+				out := c.response(sh, resp, r, tracing.Now())
+				c.queued(r, tracing.Now())
 				if len(out) != len(resp) {
 					t.Fatalf("response of %d bytes; want %d", len(out), len(resp))
 				}

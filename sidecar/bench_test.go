@@ -111,10 +111,11 @@ func benchProxy(b *testing.B, p *Proxy) string {
 }
 
 // nopMetrics is an allocation-free Metrics, as the admin's is.
-type nopMetrics struct{ requests, latencies atomic.Int64 }
+type nopMetrics struct{ requests, latencies, added atomic.Int64 }
 
 func (m *nopMetrics) Request(cql.Opcode)                { m.requests.Add(1) }
 func (m *nopMetrics) Latency(cql.Opcode, time.Duration) { m.latencies.Add(1) }
+func (m *nopMetrics) AddedLatency(time.Duration)        { m.added.Add(1) }
 func (m *nopMetrics) ConnOpened()                       {}
 func (m *nopMetrics) ConnClosed()                       {}
 

@@ -472,28 +472,36 @@ func (c *conn) request(h cql.Header, frame []byte, n int) {
 }
 
 // response does the proxy's work on a response frame for the request req (zero for events
-// and unknown streams): tracing, the rewrite of system tables and events, the latency
-// metric. It returns the frame to forward, which is frame itself unless it was rewritten.
-// frame is nil for a frame streamed through unread.
-func (c *conn) response(h cql.Header, frame []byte, req inflight) []byte {
-	var now int64
-	if c.p.metrics != nil && req.used {
-		now = tracing.Now()
-	}
+// and unknown streams): tracing and the rewrite of system tables and events. It returns the
+// frame to forward, which is frame itself unless it was rewritten; frame is nil for a frame
+// streamed through unread. arrived is when the read that brought it returned (0 without
+// metrics). The caller calls queued once the frame is queued for the client.
+func (c *conn) response(h cql.Header, frame []byte, req inflight, arrived int64) []byte {
 	out := frame
 	if c.tr != nil {
-		out = c.tr.OnResponseAt(h, frame, c.compressor(), now)
+		out = c.tr.OnResponseAt(h, frame, c.compressor(), arrived)
 	}
 	if req.kind != kindNone {
 		out = c.rewriteResult(out, req)
 	} else if h.Stream < 0 && h.Opcode == cql.OpEvent && out != nil {
 		out = c.rewriteEvent(out)
 	}
-	if m := c.p.metrics; m != nil && req.used {
-		m.Latency(req.op, time.Duration(now-req.start))
-	}
 	inc(&c.counters.responses, 1)
 	return out
+}
+
+// queued records the metrics of a response once it is queued for the client: the second
+// clock read of a request, after the one at its arrival. The added latency is the
+// response's way through the sidecar (its wait behind earlier frames of the same read,
+// tracing, rewriting, the copy into the client's buffer); the request's way in is not
+// measured, to keep to these reads. arrived is when the read that brought the response
+// from the node returned.
+func (c *conn) queued(req inflight, arrived int64) {
+	if m := c.p.metrics; m != nil && req.used {
+		now := tracing.Now()
+		m.Latency(req.op, time.Duration(now-req.start))
+		m.AddedLatency(time.Duration(now - arrived))
+	}
 }
 
 // requestHeader parses and checks the header of a client's frame.
@@ -678,7 +686,9 @@ func (c *conn) nodeLost(err error) {
 // errClientGone when the client could not be written, and the node read error otherwise.
 func (c *conn) forwardResponses() error {
 	r := c.nr
+	var arrived int64 // when the last read from the node returned, if metrics are on
 	for {
+		fill := r.Buffered() < cql.HeaderSize
 		hb, err := r.Peek(cql.HeaderSize)
 		if err != nil {
 			return err
@@ -699,6 +709,7 @@ func (c *conn) forwardResponses() error {
 		}
 		event := h.Stream < 0 && h.Opcode == cql.OpEvent
 		var frame []byte
+		fill = fill || r.Buffered() < n
 		switch {
 		case n <= r.Size():
 			if frame, err = r.Peek(n); err != nil {
@@ -711,7 +722,13 @@ func (c *conn) forwardResponses() error {
 			frame = c.respBuf
 		}
 
-		out := c.response(h, frame, req)
+		// The response arrived when the read that completed it returned: one clock read per
+		// read from the node, shared by every frame that read delivered. It is the response
+		// time that tracing sees, and the start of the added latency.
+		if c.p.metrics != nil && (fill || arrived == 0) {
+			arrived = tracing.Now()
+		}
+		out := c.response(h, frame, req, arrived)
 
 		switch {
 		case frame == nil:
@@ -726,6 +743,7 @@ func (c *conn) forwardResponses() error {
 				c.respBuf = nil
 			}
 		}
+		c.queued(req, arrived)
 		drained := left == 0 && c.draining.Load() && c.reqExited.Load()
 		if err == nil && (drained || !frameReady(r)) {
 			err = c.toClient.flush()

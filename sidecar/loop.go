@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tracecar/tracecar/cql"
+	"github.com/tracecar/tracecar/tracing"
 )
 
 // The event loop carries plaintext TCP connections once they are open (see the package
@@ -430,6 +431,12 @@ func (l *loop) frames(s *side, data []byte) {
 	}
 	trace := c.tr != nil
 	streams := l.streams[:0]
+	// One clock read per read from the node, shared by the responses it brought: their
+	// arrival, for tracing and the added latency.
+	var arrived int64
+	if !s.client && c.p.metrics != nil {
+		arrived = tracing.Now()
+	}
 	pos := 0
 	var bad *protocolError
 	var nodeErr error
@@ -470,9 +477,10 @@ func (l *loop) frames(s *side, data []byte) {
 			if h.Stream >= 0 {
 				req, _, left = c.streams.take(h.Stream)
 			}
-			f := c.response(h, frame, req)
+			f := c.response(h, frame, req, arrived)
 			inc(&c.counters.bytesOut, uint64(len(f)))
 			out = append(out, f...)
+			c.queued(req, arrived)
 			if left == 0 && c.draining.Load() {
 				drained = true
 			}

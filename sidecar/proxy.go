@@ -123,6 +123,9 @@ type Metrics interface {
 	// Latency records the time from a request's arrival until its response was queued for
 	// the client.
 	Latency(op cql.Opcode, d time.Duration)
+	// AddedLatency records the time a response spent in the sidecar itself: from the read
+	// that brought it from the node until it was queued for the client.
+	AddedLatency(d time.Duration)
 	// ConnOpened and ConnClosed count client connections.
 	ConnOpened()
 	ConnClosed()

@@ -721,6 +721,9 @@ func TestLogsAndMetrics(t *testing.T) {
 			if got := m.latencies.Load(); got != n {
 				t.Errorf("Metrics.Latency called %d times; want %d", got, n)
 			}
+			if got := m.added.Load(); got != n {
+				t.Errorf("Metrics.AddedLatency called %d times; want %d", got, n)
+			}
 			out := buf.String()
 			for _, w := range tt.wantLines {
 				if !strings.Contains(out, w) {

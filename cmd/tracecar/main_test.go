@@ -34,6 +34,8 @@ func TestUsageErrors(t *testing.T) {
 		{"tls half", []string{"sidecar", "--admin-tls-cert", "c.pem"}, "--admin-tls-cert and --admin-tls-key go together"},
 		{"budget for a mode not run", []string{"loadcheck", "--modes", "direct,off", "--max-overhead", "full=5%"}, "full"},
 		{"bad rounds", []string{"loadcheck", "--rounds", "x"}, "rounds"},
+		{"deployment without a rate", []string{"loadcheck", "--node", "127.0.0.1:1", "--sidecar", "127.0.0.1:2", "--admin", "127.0.0.1:3"}, "saturates a production node"},
+		{"sidecar without its node", []string{"loadcheck", "--sidecar", "127.0.0.1:2", "--admin", "127.0.0.1:3", "--rate", "1000"}, "need --node"},
 		{"guardrail cpu over 100", []string{"sidecar", "--guardrail-cpu", "150"}, "--guardrail-cpu must be a percentage"},
 		{"guardrail tiny window", []string{"sidecar", "--guardrail-window", "1ms"}, "--guardrail-window must be at least 100ms"},
 		{"node api without node", []string{"sidecar", "--node-api", "http://127.0.0.1:1", "--node-kind", "scylla"}, "--node-api needs --node"},
@@ -149,7 +151,7 @@ func atoi(tb testing.TB, s string) int {
 // worker makes the op rate latency-bound, so the sidecar's extra hop shows as a large,
 // stable difference even under the race detector and next to other tests.
 func loadcheckArgs(dir string, extra ...string) []string {
-	return append([]string{"loadcheck", "--rounds", "6", "--duration", "600ms", "--warmup", "200ms",
+	return append([]string{"loadcheck", "--rounds", "6", "--target-error", "0", "--duration", "600ms", "--warmup", "200ms",
 		"--concurrency", "1", "--json", filepath.Join(dir, "report.json")}, extra...)
 }
 
@@ -181,7 +183,7 @@ func TestLoadcheckGuardrail(t *testing.T) {
 		relay := mustDelayRelay(t, st.Node, guardrailDelay)
 		var out, errb bytes.Buffer
 		code := run(context.Background(), loadcheckArgs(dir, "--node", st.Node, "--sidecar", st.Sidecar, "--admin", st.Admin,
-			"--modes", "direct,slow", "--mode", "slow=target="+relay, "--baseline", "direct", "--max-overhead", "slow=0.1%"), &out, &errb)
+			"--unthrottled", "--modes", "direct,slow", "--mode", "slow=target="+relay, "--baseline", "direct", "--max-overhead", "slow=0.1%"), &out, &errb)
 		if code != exitGuardrail {
 			t.Fatalf("exit code: got %d; want %d (guardrail breached)\n%s\n%s", code, exitGuardrail, out.String(), errb.String())
 		}
@@ -209,13 +211,13 @@ func TestLoadcheckGuardrail(t *testing.T) {
 			t.Errorf("slow costs %.2f%% of direct's op rate; want a large gap (> 50%%)", v.DegradationPct)
 		}
 		// Word for word, with the numbers of the report.
-		line := fmt.Sprintf("GUARDRAIL BREACHED: slow costs %.2f%% ± %.2f%% of direct's op rate, over its 0.1%% budget (paired p = %.3g < 0.05)\n",
+		line := fmt.Sprintf("GUARDRAIL BREACHED on op rate: slow costs %.2f%% ± %.2f%% of direct's op rate, over its 0.1%% budget (paired p = %.3g < 0.05)\n",
 			v.DegradationPct, v.DegradationErr, *v.PValue)
 		t.Logf("%s", strings.TrimSpace(line))
 		if !strings.Contains(out.String(), line) {
 			t.Errorf("stdout lacks the breach line\n%q\n%s", line, out.String())
 		}
-		if want := fmt.Sprintf("tracecar loadcheck: guardrail breached: slow %.2f%% > 0.1%%\n", v.DegradationPct); errb.String() != want {
+		if want := fmt.Sprintf("tracecar: guardrail breached: slow ops %+.2f%% ± %.2f%% > 0.1%%\n", v.DegradationPct, v.DegradationErr); errb.String() != want {
 			t.Errorf("stderr %q; want %q", errb.String(), want)
 		}
 	})

@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+
+	"github.com/tracecar/tracecar/loadcheck"
 )
 
 // Exit codes, a contract of the command line.
@@ -40,9 +42,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "sidecar":
 		err = runSidecar(ctx, args[1:], stdout, stderr)
 	case "loadcheck":
-		return runLoadcheck(ctx, args[1:], stdout, stderr)
+		err = runLoadcheck(ctx, args[1:], stdout, stderr)
 	case "ctl":
-		return runCtl(ctx, args[1:], stdout, stderr)
+		err = runCtl(ctx, args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
@@ -53,13 +55,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return exitCode(err, stderr)
 }
 
-// errUsage marks an error in the command line.
-var errUsage = errors.New("usage error")
+// errUsage marks an error in the command line. loadcheck.ErrUsage, for errors in a load
+// check's configuration, is the same error.
+var errUsage = loadcheck.ErrUsage
 
 func usageErrorf(format string, a ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{errUsage}, a...)...)
 }
 
+// exitCode maps an error to the exit code: the one place that does.
 func exitCode(err error, stderr io.Writer) int {
 	switch {
 	case err == nil:
@@ -69,6 +73,9 @@ func exitCode(err error, stderr io.Writer) int {
 	case errors.Is(err, errUsage):
 		fmt.Fprintf(stderr, "tracecar: %v\n", err)
 		return exitUsage
+	case errors.Is(err, loadcheck.ErrGuardrail):
+		fmt.Fprintf(stderr, "tracecar: %v\n", err)
+		return exitGuardrail
 	default:
 		fmt.Fprintf(stderr, "tracecar: %v\n", err)
 		return exitRuntime

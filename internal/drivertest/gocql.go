@@ -14,24 +14,11 @@ import (
 	"github.com/tracecar/tracecar/cql"
 )
 
-// LZ4 is a gocql.Compressor for Cassandra's lz4 body format: gocql v1.7 ships only snappy
-// in its main module.
-type LZ4 struct{}
-
-// Name implements gocql.Compressor.
-func (LZ4) Name() string { return "lz4" }
-
-// Encode implements gocql.Compressor.
-func (LZ4) Encode(b []byte) ([]byte, error) { return cql.LZ4{}.Compress(nil, b) }
-
-// Decode implements gocql.Compressor.
-func (LZ4) Decode(b []byte) ([]byte, error) { return cql.LZ4{}.Decompress(nil, b) }
-
 // Compressor returns the gocql compressor for name: none (nil), lz4 or snappy.
 func Compressor(name string) gocql.Compressor {
 	switch name {
 	case "lz4":
-		return LZ4{}
+		return cql.LZ4{}
 	case "snappy":
 		return &gocql.SnappyCompressor{}
 	}

@@ -1,0 +1,255 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"net/url"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tracecar/tracecar/ctl"
+	"github.com/tracecar/tracecar/logs"
+)
+
+// runCtl parses the ctl command line into a ctl.Config and runs it. On a usage error it
+// prints the ctl usage too.
+func runCtl(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg, err := parseCtlFlags(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stderr, ctlUsage)
+		return err
+	}
+	if err != nil {
+		fmt.Fprint(stderr, ctlUsage)
+		return err
+	}
+	return ctl.Run(ctx, cfg, stdout)
+}
+
+const ctlUsage = `usage: tracecar ctl [--hosts h1:10000,h2:10000] [--token T] [--cacert FILE] COMMAND
+commands:
+  slow-query [--enable|--disable] [--fast|--full] [--threshold 500ms] [--ttl 24h]
+                           set slow-query logging; with no flags, show it
+  trace-probability [P]    set the share of requests traced fully, P in [0,1]; without P, show it
+  logger [NAME [LEVEL]]    set logger NAME to LEVEL (error, warn, info, debug, trace);
+                           without LEVEL show NAME's level, without NAME show every level
+  status                   show mode, counters, sink drops and guardrail state
+--hosts defaults to 127.0.0.1:10000; a host without a port gets :10000, and may be an
+http:// or https:// URL. --token defaults to $TRACECAR_ADMIN_TOKEN.
+exit codes: 0 all hosts ok, 1 a host failed, 2 usage error
+`
+
+// common are the flags every command takes, before or after the command name.
+type common struct {
+	hosts, token, cacert string
+}
+
+func (c *common) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.hosts, "hosts", c.hosts, "comma-separated admin API addresses")
+	fs.StringVar(&c.token, "token", c.token, "bearer token of the admin API")
+	fs.StringVar(&c.cacert, "cacert", c.cacert, "PEM file of the CA that signed the API's certificate")
+}
+
+// ctlFlagSet returns a flag set whose errors are reported once, by runCtl.
+func ctlFlagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return fs
+}
+
+// parseCtlFlags parses the words after "ctl" into a ctl.Config.
+func parseCtlFlags(args []string) (ctl.Config, error) {
+	c := common{hosts: "127.0.0.1:" + ctl.DefaultPort, token: os.Getenv("TRACECAR_ADMIN_TOKEN")}
+	fs := ctlFlagSet("ctl")
+	c.register(fs)
+	if err := parseCtlArgs(fs, args); err != nil {
+		return ctl.Config{}, err
+	}
+	rest := fs.Args()
+	if len(rest) == 0 {
+		return ctl.Config{}, usageErrorf("no command")
+	}
+	var build func([]string) (ctl.Command, error)
+	switch rest[0] {
+	case "slow-query":
+		build = func(a []string) (ctl.Command, error) { return ctlSlowQuery(&c, a) }
+	case "trace-probability":
+		build = func(a []string) (ctl.Command, error) { return ctlTraceProbability(&c, a) }
+	case "logger":
+		build = func(a []string) (ctl.Command, error) { return ctlLogger(&c, a) }
+	case "status":
+		build = func(a []string) (ctl.Command, error) { return ctlStatus(&c, a) }
+	default:
+		return ctl.Config{}, usageErrorf("unknown command %q: want slow-query, trace-probability, logger or status", rest[0])
+	}
+	cmd, err := build(rest[1:])
+	if err != nil {
+		return ctl.Config{}, err
+	}
+	hosts, err := parseHosts(c.hosts)
+	if err != nil {
+		return ctl.Config{}, err
+	}
+	return ctl.Config{Hosts: hosts, Token: c.token, CACert: c.cacert, Command: cmd}, nil
+}
+
+// parseCtlArgs parses fs, turning its errors into usage errors.
+func parseCtlArgs(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageErrorf("%s: %v", fs.Name(), err)
+	}
+	return nil
+}
+
+func ctlSlowQuery(c *common, args []string) (ctl.Command, error) {
+	fs := ctlFlagSet("slow-query")
+	c.register(fs)
+	enable := fs.Bool("enable", false, "turn slow-query logging on")
+	disable := fs.Bool("disable", false, "turn slow-query logging off")
+	fast := fs.Bool("fast", false, "fast mode: sessions without events")
+	full := fs.Bool("full", false, "full mode: sessions with events")
+	threshold := fs.String("threshold", "", "latency above which a query is slow, such as 500ms")
+	ttl := fs.String("ttl", "", "time to live of recorded sessions, such as 24h")
+	if err := parseCtlArgs(fs, args); err != nil {
+		return ctl.Command{}, err
+	}
+	if fs.NArg() > 0 {
+		return ctl.Command{}, usageErrorf("slow-query takes only flags, got %q", fs.Args())
+	}
+	p := url.Values{}
+	switch {
+	case *enable && *disable:
+		return ctl.Command{}, usageErrorf("slow-query: --enable and --disable contradict each other")
+	case *enable:
+		p.Set("enable", "true")
+	case *disable:
+		p.Set("enable", "false")
+	}
+	switch {
+	case *fast && *full:
+		return ctl.Command{}, usageErrorf("slow-query: --fast and --full contradict each other")
+	case *fast:
+		p.Set("fast", "true")
+	case *full:
+		p.Set("fast", "false")
+	}
+	if *threshold != "" {
+		d, err := time.ParseDuration(*threshold)
+		if err != nil || d < 0 || d%time.Microsecond != 0 {
+			return ctl.Command{}, usageErrorf("slow-query: --threshold %q: want a duration of whole microseconds, 0 or more, such as 500ms", *threshold)
+		}
+		p.Set("threshold", strconv.FormatInt(d.Microseconds(), 10))
+	}
+	if *ttl != "" {
+		d, err := time.ParseDuration(*ttl)
+		if err != nil || d < 0 || d%time.Second != 0 || d/time.Second > 630720000 {
+			return ctl.Command{}, usageErrorf("slow-query: --ttl %q: want a duration of whole seconds from 0 to 175200h (20 years), such as 24h", *ttl)
+		}
+		p.Set("ttl", strconv.FormatInt(int64(d/time.Second), 10))
+	}
+	o := ctl.Command{Name: ctl.SlowQuery}
+	if len(p) > 0 {
+		o.Change = p
+	}
+	return o, nil
+}
+
+func ctlTraceProbability(c *common, args []string) (ctl.Command, error) {
+	fs := ctlFlagSet("trace-probability")
+	c.register(fs)
+	if err := parseCtlArgs(fs, args); err != nil {
+		return ctl.Command{}, err
+	}
+	o := ctl.Command{Name: ctl.TraceProbability}
+	switch fs.NArg() {
+	case 0:
+		return o, nil
+	case 1:
+	default:
+		return ctl.Command{}, usageErrorf("trace-probability takes one number, got %q", fs.Args())
+	}
+	s := fs.Arg(0)
+	p, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(p) || p < 0 || p > 1 {
+		return ctl.Command{}, usageErrorf("trace-probability %q: want a number from 0 to 1, such as 0.01", s)
+	}
+	o.Change = url.Values{"probability": {s}}
+	return o, nil
+}
+
+func ctlLogger(c *common, args []string) (ctl.Command, error) {
+	fs := ctlFlagSet("logger")
+	c.register(fs)
+	if err := parseCtlArgs(fs, args); err != nil {
+		return ctl.Command{}, err
+	}
+	switch fs.NArg() {
+	case 0:
+		return ctl.Command{Name: ctl.Logger}, nil
+	case 1, 2:
+	default:
+		return ctl.Command{}, usageErrorf("logger takes NAME and LEVEL, got %q", fs.Args())
+	}
+	name := fs.Arg(0)
+	if name == "" || strings.ContainsAny(name, "/?#") {
+		return ctl.Command{}, usageErrorf("logger name %q is not a logger name", name)
+	}
+	o := ctl.Command{Name: ctl.Logger, Logger: name}
+	if fs.NArg() == 2 {
+		level := strings.ToLower(fs.Arg(1))
+		if !slices.Contains(logs.Levels, level) {
+			return ctl.Command{}, usageErrorf("logger level %q: want one of %s", fs.Arg(1), strings.Join(logs.Levels, ", "))
+		}
+		o.Change = url.Values{"level": {level}}
+	}
+	return o, nil
+}
+
+func ctlStatus(c *common, args []string) (ctl.Command, error) {
+	fs := ctlFlagSet("status")
+	c.register(fs)
+	if err := parseCtlArgs(fs, args); err != nil {
+		return ctl.Command{}, err
+	}
+	if fs.NArg() > 0 {
+		return ctl.Command{}, usageErrorf("status takes no arguments, got %q", fs.Args())
+	}
+	return ctl.Command{Name: ctl.Status}, nil
+}
+
+// parseHosts splits the --hosts list into base URLs.
+func parseHosts(s string) ([]string, error) {
+	var out []string
+	for _, h := range strings.Split(s, ",") {
+		h = strings.TrimSpace(h)
+		if h == "" {
+			continue
+		}
+		base := h
+		if !strings.Contains(h, "://") {
+			base = "http://" + h
+		}
+		u, err := url.Parse(base)
+		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") || (u.Path != "" && u.Path != "/") {
+			return nil, usageErrorf("--hosts: %q is not host:port or an http(s) URL", h)
+		}
+		if u.Port() == "" {
+			u.Host += ":" + ctl.DefaultPort
+		}
+		out = append(out, u.Scheme+"://"+u.Host)
+	}
+	if len(out) == 0 {
+		return nil, usageErrorf("--hosts is empty")
+	}
+	return out, nil
+}

@@ -1,0 +1,424 @@
+package loadcheck
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+)
+
+// commas formats x rounded to an integer with thousands separators.
+func commas(x float64) string {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return "-"
+	}
+	s := strconv.FormatInt(int64(math.Round(x)), 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// intervalHeader and intervalLine follow cassandra-stress's interval output. Latencies are
+// in milliseconds, time in seconds since the run started.
+const intervalHeader = "type       total ops,    op/s,    pk/s,   row/s,    mean,     med,     .95,     .99,    .999,     max,   time,   stderr, errors"
+
+func intervalLine(iv Interval) string {
+	return fmt.Sprintf("%-10s%10d,%8.0f,%8.0f,%8.0f,%8.2f,%8.2f,%8.2f,%8.2f,%8.2f,%8.2f,%7.1f,%9.5f,%7d",
+		"total,", iv.TotalOps, iv.OpRate, iv.PkRate, iv.RowRate, iv.MeanMs, iv.P50Ms, iv.P95Ms, iv.P99Ms, iv.P999Ms, iv.MaxMs, iv.TimeS, iv.Stderr, iv.Errors)
+}
+
+// printResults prints a cassandra-stress-style Results block for one run.
+func printResults(p *printer, r *runResult, fixedRate bool) {
+	var b bytes.Buffer
+	line := func(label, value string) { fmt.Fprintf(&b, "%-26s: %s\n", label, value) }
+	ms := func(v float64) string { return fmt.Sprintf("%.3f ms", v) }
+	b.WriteString("\nResults:\n")
+	line("Op rate", commas(r.OpRate)+" op/s")
+	line("Partition rate", commas(r.PkRate)+" pk/s")
+	line("Row rate", commas(r.RowRate)+" row/s")
+	line("Latency mean", ms(r.MeanMs))
+	line("Latency median", ms(r.P50Ms))
+	line("Latency 95th percentile", ms(r.P95Ms))
+	line("Latency 99th percentile", ms(r.P99Ms))
+	line("Latency 99.9th percentile", ms(r.P999Ms))
+	line("Latency max", ms(r.MaxMs))
+	if fixedRate {
+		line("Service time mean", ms(r.Service.MeanMs))
+		line("Service time median", ms(r.Service.P50Ms))
+		line("Service time 99th", ms(r.Service.P99Ms))
+		line("Service time max", ms(r.Service.MaxMs))
+	}
+	line("Total partitions", commas(float64(r.Ops)))
+	line("Total errors", commas(float64(r.Errors)))
+	if r.Unsent > 0 {
+		line("Not sent", commas(float64(r.Unsent))+" scheduled operations: the target fell behind the rate, so the latencies understate")
+	}
+	if r.FirstError != "" {
+		line("First error", r.FirstError)
+	}
+	line("Client CPU", fmt.Sprintf("%.2f s, %.1f µs/op", r.CPUSeconds, r.CPUUsPerOp))
+	line("Sidecar CPU", usPerOp(r.SidecarCPUUsPerOp))
+	if r.SidecarUserCPUUsPerOp != nil {
+		line("Sidecar user CPU", usPerOp(r.SidecarUserCPUUsPerOp))
+	}
+	line("Node CPU", usPerOp(r.NodeCPUUsPerOp))
+	if r.AddedP50Ms != nil {
+		line("Added latency median", fmt.Sprintf("%.1f µs", *r.AddedP50Ms*1e3))
+		line("Added latency 99th", fmt.Sprintf("%.1f µs", *r.AddedP99Ms*1e3))
+	}
+	d := time.Duration(r.DurationS * float64(time.Second)).Round(time.Second)
+	line("Total operation time", fmt.Sprintf("%02d:%02d:%02d", int(d.Hours()), int(d.Minutes())%60, int(d.Seconds())%60))
+	p.printf("%s", b.String())
+}
+
+// printComparison prints the final table, laid out like the one in ScyllaDB's fast slow
+// query tracing PR: a row per round, then avg, stdev, stderr and the degradation.
+func printComparison(p *printer, rep *Report) {
+	var b bytes.Buffer
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	row := func(label string, cell func(m *ModeResult) string) {
+		fmt.Fprintf(tw, "%s\t", label)
+		for i := range rep.Modes {
+			fmt.Fprintf(tw, "%s\t", cell(&rep.Modes[i]))
+		}
+		fmt.Fprintln(tw)
+	}
+	b.WriteString("\nComparison (op rate in op/s, latency in ms; baseline " + rep.Baseline + ")\n")
+	row("op rate", func(m *ModeResult) string { return m.Name })
+	for _, cr := range comparisonRows(rep) {
+		row(cr.label, cr.cell)
+	}
+	tw.Flush()
+	for i, o := range rep.Order {
+		fmt.Fprintf(&b, "round %d order: %s\n", i+1, strings.Join(o, ", "))
+	}
+	fixed := rep.Settings.Rate > 0
+	if fixed {
+		fmt.Fprintf(&b, "At a fixed rate the op rate is set by design: the verdict is CPU per op and added latency.\n")
+	}
+	for _, m := range rep.Modes {
+		if m.Baseline {
+			continue
+		}
+		for _, k := range []string{MetricCPU, MetricUserCPU, MetricNodeCPU} {
+			if line := diffLine(&m, k, rep.Baseline); line != "" {
+				b.WriteString(line)
+			}
+		}
+		if m.AddedP99Ms != nil {
+			base := rep.Mode(rep.Baseline)
+			if base != nil && base.AddedP99Ms != nil {
+				fmt.Fprintf(&b, "%s: added latency p50 %.1f µs, p99 %.1f µs (%s: %.1f µs, %.1f µs)\n",
+					m.Name, *m.AddedP50Ms*1e3, *m.AddedP99Ms*1e3, rep.Baseline, *base.AddedP50Ms*1e3, *base.AddedP99Ms*1e3)
+			}
+		}
+		if fixed {
+			continue
+		}
+		verb := "below"
+		d := m.DegradationPct
+		if d < 0 {
+			verb, d = "above", -d
+		}
+		sig := "no p-value with one round"
+		if m.PValue != nil {
+			sig = fmt.Sprintf("Welch p = %.2g, ", *m.PValue)
+			if *m.PValue < Significance {
+				sig += "significant"
+			} else {
+				sig += "not significant"
+			}
+			if m.PairedPValue != nil {
+				sig += fmt.Sprintf("; paired by round: %.2f%% ± %.2f%%, p = %.2g", m.PairedDegradationPct, m.PairedDegradationErr, *m.PairedPValue)
+			}
+		}
+		fmt.Fprintf(&b, "%s: op rate %.2f%% ± %.2f%% %s %s (%s)", m.Name, d, m.DegradationErr, verb, rep.Baseline, sig)
+		if m.MinDetectablePct > 0 {
+			fmt.Fprintf(&b, "; at this noise, below %.2f%% cannot be told from zero", m.MinDetectablePct)
+		}
+		b.WriteString("\n")
+	}
+	for _, m := range rep.Modes {
+		for _, d := range m.VsPrevious {
+			unit, scale := "µs/op", 1.0
+			if d.Metric == MetricAddedP99 {
+				unit, scale = "µs", 1e3
+			}
+			sig := "no p-value with one round"
+			if d.PValue != nil {
+				sig = fmt.Sprintf("p = %.2g, not significant", *d.PValue)
+				if *d.PValue < Significance {
+					sig = fmt.Sprintf("p = %.2g, significant", *d.PValue)
+				}
+			}
+			fmt.Fprintf(&b, "%s vs %s: %s %+.3f ± %.3f %s (%s)\n", m.Name, d.Mode, metricNames[d.Metric], d.Diff*scale, d.Stderr*scale, unit, sig)
+		}
+	}
+	var worst float64
+	for _, m := range rep.Modes {
+		if m.OpRate > 0 {
+			worst = math.Max(worst, 100*m.OpRateStderr/m.OpRate)
+		}
+	}
+	if worst > noisyStderrPct {
+		fmt.Fprintf(&b, "note: a mode's op rate has a standard error of %.1f%% over rounds: the machine is busy or the runs are short; more --rounds or a longer --duration narrow the error bars\n", worst)
+	}
+	c := rep.CPU
+	if c.Ops > 0 && c.Seconds > 0 {
+		fmt.Fprintf(&b, "CPU: %.3f CPU-s per 10k ops (%.1f µs/op, %s ops per CPU-second) for %s; %s\n",
+			c.SecondsPer10kOps, c.UsPerOp, commas(c.OpsPerCPUSecond), c.Scope, c.Reference)
+	}
+	p.printf("%s", b.String())
+}
+
+// usPerOp formats a CPU figure that may be unknown.
+func usPerOp(v *float64) string {
+	if v == nil {
+		return "unknown (no /metrics)"
+	}
+	return fmt.Sprintf("%.2f µs/op", *v)
+}
+
+// diffLine says how a mode's CPU per op differs from the baseline's, with its error, its
+// significance and the smallest difference the run could detect; "" when unknown.
+func diffLine(m *ModeResult, metric, baseline string) string {
+	d := m.diffs[metric]
+	if !d.ok {
+		return ""
+	}
+	p, test := d.welchP, "Welch"
+	if d.pairedP != nil {
+		p, test = d.pairedP, "paired"
+	}
+	sig := "no p-value with one round"
+	if p != nil {
+		verdict := "not significant"
+		if *p < Significance {
+			verdict = "significant"
+		}
+		sig = fmt.Sprintf("%s p = %.2g, %s", test, *p, verdict)
+	}
+	line := fmt.Sprintf("%s: %s %+.3f ± %.3f µs/op (%+.2f%% ± %.2f%%) vs %s (%s)", m.Name, metricNames[metric],
+		d.diff, d.diffErr, finite(d.pct), finite(d.pctErr), baseline, sig)
+	if d.minDetect > 0 {
+		line += fmt.Sprintf("; at this noise, below %.3f µs/op cannot be told from zero", d.minDetect)
+	}
+	return line + "\n"
+}
+
+// noisyStderrPct is the relative standard error of a mode's op rate above which the
+// comparison warns that its error bars are wide.
+const noisyStderrPct = 5
+
+func pct(x, of float64) string {
+	if of == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f%%", 100*x/of)
+}
+
+// printGuardrail prints each budget's verdict; a breach says so plainly.
+func printGuardrail(p *printer, rep *Report) {
+	for _, v := range rep.Guardrail {
+		if v.Breached {
+			p.printf("GUARDRAIL BREACHED on %s: %s\n", metricNames[v.Metric], v.Reason)
+		} else {
+			p.printf("guardrail ok on %s: %s\n", metricNames[v.Metric], v.Reason)
+		}
+	}
+}
+
+// comparisonRow is one row of the comparison table: a label and a cell per mode.
+type comparisonRow struct {
+	label string
+	cell  func(m *ModeResult) string
+}
+
+// comparisonRows are the rows of the comparison table, below its header, shared by the
+// printed table and the HTML report. A row with an empty label separates groups.
+func comparisonRows(rep *Report) []comparisonRow {
+	var rows []comparisonRow
+	row := func(label string, cell func(m *ModeResult) string) {
+		rows = append(rows, comparisonRow{label, cell})
+	}
+	for r := 0; r < len(rep.Order) || r < rep.Settings.Rounds; r++ {
+		row(fmt.Sprintf("round %d", r+1), func(m *ModeResult) string {
+			if r < len(m.Rounds) {
+				return commas(m.Rounds[r])
+			}
+			return "-"
+		})
+	}
+	row("avg", func(m *ModeResult) string { return commas(m.OpRate) })
+	row("median", func(m *ModeResult) string { return commas(m.OpRateMedian) })
+	row("stdev", func(m *ModeResult) string { return fmt.Sprintf("%.1f", m.OpRateStdev) })
+	row("stderr", func(m *ModeResult) string { return fmt.Sprintf("%.1f", m.OpRateStderr) })
+	row("stderr %", func(m *ModeResult) string { return pct(m.OpRateStderr, m.OpRate) })
+	row("%[1-mode/"+rep.Baseline+"]", func(m *ModeResult) string {
+		if m.Baseline {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f%% ± %.2f%%", m.DegradationPct, m.DegradationErr)
+	})
+	row("p-value (Welch)", func(m *ModeResult) string {
+		if m.Baseline || m.PValue == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%.2g", *m.PValue)
+	})
+	row("paired %[1-mode/"+rep.Baseline+"]", func(m *ModeResult) string {
+		if m.Baseline || m.PairedPValue == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f%% ± %.2f%%", m.PairedDegradationPct, m.PairedDegradationErr)
+	})
+	row("paired p-value", func(m *ModeResult) string {
+		if m.Baseline || m.PairedPValue == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%.2g", *m.PairedPValue)
+	})
+	row("", func(*ModeResult) string { return "" })
+	f := func(v float64) string { return fmt.Sprintf("%.3f", v) }
+	row("latency mean", func(m *ModeResult) string { return f(m.MeanMs) })
+	row("latency median", func(m *ModeResult) string { return f(m.P50Ms) })
+	row("latency 95th", func(m *ModeResult) string { return f(m.P95Ms) })
+	row("latency 99th", func(m *ModeResult) string { return f(m.P99Ms) })
+	row("latency 99.9th", func(m *ModeResult) string { return f(m.P999Ms) })
+	row("latency max", func(m *ModeResult) string { return f(m.MaxMs) })
+	if rep.Settings.Rate > 0 {
+		row("service median", func(m *ModeResult) string { return f(m.Service.P50Ms) })
+		row("service 99th", func(m *ModeResult) string { return f(m.Service.P99Ms) })
+	}
+	row("errors", func(m *ModeResult) string { return commas(float64(m.Errors)) })
+	row("CPU-s per 10k ops", func(m *ModeResult) string { return fmt.Sprintf("%.3f", m.CPUSecondsPer10kOps) })
+	row("", func(*ModeResult) string { return "" })
+	opt := func(v *float64, format string, scale float64) string {
+		if v == nil {
+			return "-"
+		}
+		return fmt.Sprintf(format, *v*scale)
+	}
+	for _, c := range []struct {
+		label  string
+		metric string
+		mean   func(m *ModeResult) (*float64, *float64)
+	}{
+		{"sidecar CPU µs/op", MetricCPU, func(m *ModeResult) (*float64, *float64) { return m.SidecarCPUUsPerOp, m.SidecarCPUUsPerOpStderr }},
+		{"sidecar user CPU µs/op", MetricUserCPU, func(m *ModeResult) (*float64, *float64) {
+			return m.SidecarUserCPUUsPerOp, m.SidecarUserCPUUsPerOpStderr
+		}},
+		{"node CPU µs/op", MetricNodeCPU, func(m *ModeResult) (*float64, *float64) { return m.NodeCPUUsPerOp, m.NodeCPUUsPerOpStderr }},
+	} {
+		row(c.label+" avg", func(m *ModeResult) string {
+			v, e := c.mean(m)
+			if v == nil {
+				return "-"
+			}
+			return fmt.Sprintf("%.3f ± %.3f", *v, *e)
+		})
+		row(c.label+" diff", func(m *ModeResult) string {
+			d := m.diffs[c.metric]
+			if m.Baseline || !d.ok {
+				return "-"
+			}
+			return fmt.Sprintf("%+.3f ± %.3f", d.diff, d.diffErr)
+		})
+		row(c.label+" diff %", func(m *ModeResult) string {
+			d := m.diffs[c.metric]
+			if m.Baseline || !d.ok {
+				return "-"
+			}
+			return fmt.Sprintf("%+.2f%% ± %.2f%%", finite(d.pct), finite(d.pctErr))
+		})
+		row(c.label+" p (Welch)", func(m *ModeResult) string {
+			d := m.diffs[c.metric]
+			if m.Baseline || d.welchP == nil {
+				return "-"
+			}
+			return fmt.Sprintf("%.2g", *d.welchP)
+		})
+		row(c.label+" p (paired)", func(m *ModeResult) string {
+			d := m.diffs[c.metric]
+			if m.Baseline || d.pairedP == nil {
+				return "-"
+			}
+			return fmt.Sprintf("%.2g", *d.pairedP)
+		})
+	}
+	row("added latency median µs", func(m *ModeResult) string { return opt(m.AddedP50Ms, "%.1f", 1e3) })
+	row("added latency 99th µs", func(m *ModeResult) string { return opt(m.AddedP99Ms, "%.1f", 1e3) })
+	return rows
+}
+
+// printer serializes output and keeps a progress line at the bottom of a terminal.
+type printer struct {
+	mu       sync.Mutex
+	w        io.Writer
+	progress bool
+	shown    bool
+}
+
+func newPrinter(w io.Writer, progress bool) *printer { return &printer{w: w, progress: progress} }
+
+func (p *printer) printf(format string, args ...any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.shown {
+		io.WriteString(p.w, "\r\033[K")
+		p.shown = false
+	}
+	fmt.Fprintf(p.w, format, args...)
+}
+
+func (p *printer) status(s string) {
+	if !p.progress {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	io.WriteString(p.w, "\r\033[K"+s)
+	p.shown = true
+}
+
+func (p *printer) clearStatus() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.shown {
+		io.WriteString(p.w, "\r\033[K")
+		p.shown = false
+	}
+}
+
+// Validate checks cfg as Run would before starting, without contacting anything. With no
+// target, it checks the modes against the embedded default (a node and a sidecar with
+// both APIs), which the tracecar command provides. Errors wrap ErrUsage.
+func Validate(cfg Config) error {
+	cfg.setDefaults()
+	if _, err := cfg.check(); err != nil {
+		return err
+	}
+	if cfg.Node == "" && cfg.Sidecar == "" {
+		cfg.Node, cfg.Sidecar, cfg.Admin, cfg.NodeAPI = "127.0.0.1:9042", "127.0.0.1:9043", "127.0.0.1:10000", "127.0.0.1:10001"
+	}
+	modes, _, err := resolveModes(&cfg)
+	if err != nil {
+		return err
+	}
+	return checkBudgets(cfg.MaxOverhead, modes)
+}

@@ -1,0 +1,168 @@
+package loadcheck
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"sort"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// Series that loadcheck reads from a process's /metrics.
+const (
+	// seriesFineCPU is tracecar's own CPU counter, read with getrusage to the microsecond.
+	seriesFineCPU = "tracecar_process_cpu_seconds_total"
+	// seriesCPU is the Prometheus process collector's, in clock ticks (10 ms on Linux):
+	// with it a run needs about a second of the process's CPU for a 1% resolution.
+	seriesCPU = "process_cpu_seconds_total"
+	// seriesUserCPU is the user-space part of seriesFineCPU.
+	seriesUserCPU = "tracecar_process_cpu_user_seconds_total"
+	// seriesAdded is the sidecar's histogram of the time responses spend in it.
+	seriesAdded = "tracecar_added_latency_seconds"
+)
+
+// sample is what one scrape of a process's /metrics tells: its CPU time and the buckets of
+// its added-latency histogram, either of which may be missing.
+type sample struct {
+	cpu     float64 // seconds
+	hasCPU  bool
+	fine    bool    // cpu came from the microsecond series
+	user    float64 // user-space seconds, when hasUser
+	hasUser bool
+	added   bucket // cumulative counts; nil without the histogram
+}
+
+// bucket is a cumulative Prometheus histogram: counts[i] observations ≤ bounds[i], and
+// counts[len(bounds)] in all.
+type bucket struct {
+	bounds []float64
+	counts []uint64
+}
+
+// scrape GETs url (a /metrics endpoint; the admin token goes to the sidecar's only) and
+// reads the series loadcheck uses.
+func (c *apiClient) scrape(ctx context.Context, url string, a api) (sample, error) {
+	cl := &c.admin
+	if a == apiNode {
+		cl = &c.node
+	}
+	body, err := cl.Do(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return sample{}, fmt.Errorf("scrape %s: %w", url, err)
+	}
+	return parseSample(bytes.NewReader(body))
+}
+
+// parseSample reads the Prometheus text format.
+func parseSample(r io.Reader) (sample, error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := p.TextToMetricFamilies(r)
+	if err != nil {
+		return sample{}, fmt.Errorf("parse metrics: %w", err)
+	}
+	var s sample
+	if v, ok := counterValue(mfs[seriesFineCPU]); ok {
+		s.cpu, s.hasCPU, s.fine = v, true, true
+	} else if v, ok := counterValue(mfs[seriesCPU]); ok {
+		s.cpu, s.hasCPU = v, true
+	}
+	s.user, s.hasUser = counterValue(mfs[seriesUserCPU])
+	if mf := mfs[seriesAdded]; mf != nil && len(mf.GetMetric()) > 0 {
+		h := mf.GetMetric()[0].GetHistogram()
+		for _, b := range h.GetBucket() {
+			if math.IsInf(b.GetUpperBound(), 1) {
+				continue
+			}
+			s.added.bounds = append(s.added.bounds, b.GetUpperBound())
+			s.added.counts = append(s.added.counts, b.GetCumulativeCount())
+		}
+		s.added.counts = append(s.added.counts, h.GetSampleCount())
+	}
+	return s, nil
+}
+
+func counterValue(mf *dto.MetricFamily) (float64, bool) {
+	if mf == nil || len(mf.GetMetric()) == 0 {
+		return 0, false
+	}
+	m := mf.GetMetric()[0]
+	if c := m.GetCounter(); c != nil {
+		return c.GetValue(), true
+	}
+	if g := m.GetGauge(); g != nil {
+		return g.GetValue(), true
+	}
+	if u := m.GetUntyped(); u != nil {
+		return u.GetValue(), true
+	}
+	return 0, false
+}
+
+// sub returns the observations between an earlier scrape o and b, or nil when the two do
+// not have the same buckets.
+func (b bucket) sub(o bucket) bucket {
+	if len(b.counts) == 0 || len(b.counts) != len(o.counts) {
+		return bucket{}
+	}
+	d := bucket{bounds: b.bounds, counts: make([]uint64, len(b.counts))}
+	for i := range b.counts {
+		if b.counts[i] < o.counts[i] {
+			return bucket{} // the process restarted
+		}
+		d.counts[i] = b.counts[i] - o.counts[i]
+	}
+	return d
+}
+
+// add returns the sum of two deltas of the same histogram; either may be empty.
+func (b bucket) add(o bucket) bucket {
+	switch {
+	case len(b.counts) == 0:
+		return o
+	case len(o.counts) == 0 || len(o.counts) != len(b.counts):
+		return b
+	}
+	s := bucket{bounds: b.bounds, counts: make([]uint64, len(b.counts))}
+	for i := range b.counts {
+		s.counts[i] = b.counts[i] + o.counts[i]
+	}
+	return s
+}
+
+// total is the number of observations.
+func (b bucket) total() uint64 {
+	if len(b.counts) == 0 {
+		return 0
+	}
+	return b.counts[len(b.counts)-1]
+}
+
+// quantile estimates the q-quantile (0 < q < 1) the way Prometheus's histogram_quantile
+// does: linearly within the bucket that holds it, from 0 for the first bucket. Beyond the
+// last bound it returns that bound. ok is false without observations.
+func (b bucket) quantile(q float64) (float64, bool) {
+	n := b.total()
+	if n == 0 || len(b.bounds) == 0 {
+		return 0, false
+	}
+	rank := q * float64(n)
+	i := sort.Search(len(b.bounds), func(i int) bool { return float64(b.counts[i]) >= rank })
+	if i == len(b.bounds) {
+		return b.bounds[len(b.bounds)-1], true
+	}
+	lo, below := 0.0, 0.0
+	if i > 0 {
+		lo, below = b.bounds[i-1], float64(b.counts[i-1])
+	}
+	in := float64(b.counts[i]) - below
+	if in <= 0 {
+		return b.bounds[i], true
+	}
+	return lo + (b.bounds[i]-lo)*(rank-below)/in, true
+}
