@@ -737,4 +737,8 @@ func (l *loop) close(c *conn) {
 	}
 	c.closed.Store(true)
 	close(c.loopDone)
+	// The loop never gives up its P by itself (see wait), so a goroutine it readies could
+	// wait in that P's run queue until another P steals it: yield, so that the
+	// connection's goroutine in serve runs and the connection is unregistered.
+	runtime.Gosched()
 }
