@@ -47,6 +47,10 @@ var (
 		"The slow-query threshold.", nil, nil)
 	probabilityDesc = prometheus.NewDesc("tracecar_trace_probability",
 		"The share of requests traced fully whatever their duration.", nil, nil)
+	otlpFailuresDesc = prometheus.NewDesc("tracecar_otlp_export_failures_total",
+		"OTLP exports that failed (the receiver refused them or could not be reached).", nil, nil)
+	otlpDroppedDesc = prometheus.NewDesc("tracecar_otlp_spans_dropped_total",
+		"Spans lost in failed OTLP exports.", nil, nil)
 )
 
 // tracerCollector reads the tracer's counters and configuration when scraped.
@@ -55,7 +59,7 @@ type tracerCollector struct{ tr Tracer }
 // Describe sends the fixed descriptions.
 func (c tracerCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{slowSessionsDesc, tracedDesc, droppedDesc, sinkErrorsDesc,
-		modeDesc, thresholdDesc, probabilityDesc} {
+		modeDesc, thresholdDesc, probabilityDesc, otlpFailuresDesc, otlpDroppedDesc} {
 		ch <- d
 	}
 }
@@ -85,4 +89,8 @@ func (c tracerCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(thresholdDesc, prometheus.GaugeValue, float64(cfg.ThresholdMicros)/1e6)
 	ch <- prometheus.MustNewConstMetric(probabilityDesc, prometheus.GaugeValue, cfg.Probability)
+	if e := st.OTLPExport; e != nil {
+		ch <- prometheus.MustNewConstMetric(otlpFailuresDesc, prometheus.CounterValue, float64(e.Failures))
+		ch <- prometheus.MustNewConstMetric(otlpDroppedDesc, prometheus.CounterValue, float64(e.SpansDropped))
+	}
 }

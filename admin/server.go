@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -143,13 +144,18 @@ type Server struct {
 	metrics    *metrics.Metrics
 	guardrail  func() Guardrail
 	guardCtl   GuardrailControl
-	node       Node // nil: no node: loggers, nothing applied to the node
+	stmts      Statements  // nil: no statement statistics endpoints
+	filter     TraceFilter // nil: no trace filter endpoints
+	node       Node        // nil: no node: loggers, nothing applied to the node
 	apply      NodeApply
 	collectors []prometheus.Collector
 	gatherer   prometheus.Gatherer
 	token      [sha256.Size]byte // hash of cfg.Token, compared in constant time
 	started    time.Time
 	addr       atomic.Pointer[string]
+
+	nodes        NodeControl // nil: no node control endpoints (see WithNodeControl)
+	nodeStateErr func(error) bool
 
 	// cfgMu serialises read-modify-write of the tracer's configuration when the tracer
 	// cannot do it under its own lock.
@@ -165,6 +171,7 @@ type handler func(ctx *fasthttp.RequestCtx, arg string) error
 // route is the handlers of one path.
 type route struct {
 	get, post handler
+	del       handler // DELETE; nil on most routes
 }
 
 type prefixRoute struct {
@@ -210,7 +217,13 @@ func New(cfg Config, tr Tracer, logs Loggers, opts ...Option) *Server {
 		"/readyz":                        {get: s.getReadyz},
 	}
 	s.prefix = []prefixRoute{{"/system/logger/", &route{get: s.getLogger, post: s.setLogger}}}
-	if tr != nil {
+	if _, ok := tr.(configOnly); ok {
+		// A server without sessions (the embedded node) applies only the trace probability.
+		// Its slow_query reports that slow-query logging is off, and refuses a change
+		// rather than accepting one it would not apply.
+		s.exact["/storage_service/slow_query"] = &route{get: s.getSlowQuery, post: s.slowQueryNotApplied}
+		s.exact["/storage_service/trace_probability"] = &route{get: s.getProbability, post: s.setProbability}
+	} else if tr != nil {
 		s.exact["/storage_service/slow_query"] = &route{get: s.getSlowQuery, post: s.setSlowQuery}
 		s.exact["/storage_service/trace_probability"] = &route{get: s.getProbability, post: s.setProbability}
 		s.exact["/tracecar/slow_log"] = &route{get: s.getSlowLog}
@@ -219,9 +232,18 @@ func New(cfg Config, tr Tracer, logs Loggers, opts ...Option) *Server {
 	if s.guardCtl != nil {
 		s.exact["/tracecar/guardrail"] = &route{get: s.getGuardrail, post: s.setGuardrail}
 	}
+	if s.filter != nil {
+		s.exact["/tracecar/trace_filter"] = &route{get: s.getTraceFilter, post: s.setTraceFilter, del: s.clearTraceFilter}
+	}
+	if s.stmts != nil {
+		s.exact["/tracecar/statement_stats"] = &route{get: s.getStatementStats, post: s.setStatementStats}
+		s.exact["/tracecar/statements"] = &route{get: s.getStatements}
+		s.exact["/tracecar/statements/reset"] = &route{post: s.resetStatements}
+	}
 	if s.node != nil {
 		s.exact["/tracecar/node/trace_probability"] = &route{get: s.getNodeProbability, post: s.setNodeProbability}
 	}
+	s.addNodeRoutes()
 	s.addr.Store(&cfg.Addr)
 	return s
 }
@@ -334,6 +356,8 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		h = r.get
 	case ctx.IsPost():
 		h = r.post
+	case ctx.IsDelete():
+		h = r.del
 	}
 	if h == nil {
 		allow := r.allow()
@@ -379,6 +403,39 @@ func (s *Server) lookup(path string) (*route, string) {
 	return nil, ""
 }
 
+// Route is one method and path that a Server serves. A path that ends in "/" takes one
+// more path segment, such as a logger name.
+type Route struct {
+	Method, Path string
+}
+
+// Routes lists every method and path the server serves, sorted, so that a caller (a test
+// of the token, say) can check each one.
+func (s *Server) Routes() []Route {
+	var out []Route
+	add := func(path string, r *route) {
+		if r.get != nil {
+			out = append(out, Route{http.MethodGet, path})
+		}
+		if r.post != nil {
+			out = append(out, Route{http.MethodPost, path})
+		}
+	}
+	for p, r := range s.exact {
+		add(p, r)
+	}
+	for _, p := range s.prefix {
+		add(p.prefix, p.r)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Path != out[j].Path {
+			return out[i].Path < out[j].Path
+		}
+		return out[i].Method < out[j].Method
+	})
+	return out
+}
+
 // allow lists the methods of r for the Allow header.
 func (r *route) allow() string {
 	var m []string
@@ -387,6 +444,9 @@ func (r *route) allow() string {
 	}
 	if r.post != nil {
 		m = append(m, "POST")
+	}
+	if r.del != nil {
+		m = append(m, "DELETE")
 	}
 	return strings.Join(m, ", ")
 }

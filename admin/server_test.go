@@ -343,8 +343,15 @@ func TestConfigOnly(t *testing.T) {
 	if _, body := do(t, client, f.url, request{method: "GET", path: "/storage_service/trace_probability"}); body != "0.5" {
 		t.Errorf("probability %s; want 0.5", body)
 	}
-	if _, body := do(t, client, f.url, request{method: "GET", path: "/tracecar/slow_log"}); body != "[]" {
-		t.Errorf("slow_log %s; want []", body)
+	// It serves only what it applies: no sessions, and no slow-query change.
+	if status, body := do(t, client, f.url, request{method: "GET", path: "/tracecar/slow_log"}); status != 404 {
+		t.Errorf("slow_log %d %s; want 404", status, body)
+	}
+	if status, body := do(t, client, f.url, request{method: "POST", path: "/storage_service/slow_query?enable=true"}); status != 501 || !strings.Contains(body, "trace_probability") {
+		t.Errorf("POST slow_query %d %s; want 501 saying what is applied", status, body)
+	}
+	if cfg.Enable {
+		t.Errorf("POST slow_query changed the configuration")
 	}
 }
 

@@ -131,7 +131,9 @@ func (s *Server) getReadyz(ctx *fasthttp.RequestCtx, _ string) error {
 
 // ConfigOnly adapts a configuration that has no sessions, such as the embedded node's
 // trace probability, to Tracer: SlowLog is empty, Session finds nothing and Stats reports
-// only the mode. get and set must be safe for concurrent use.
+// only the mode. get and set must be safe for concurrent use. A Server given a ConfigOnly
+// serves trace_probability and GET slow_query, answers POST slow_query with 501 Not
+// Implemented, and has no /tracecar/slow_log or /tracecar/sessions.
 func ConfigOnly(get func() tracing.Config, set func(tracing.Config) error) Tracer {
 	return configOnly{get, set}
 }
@@ -148,3 +150,8 @@ func (configOnly) Session(string) (tracing.Session, bool) {
 	return tracing.Session{}, false
 }
 func (c configOnly) Stats() tracing.Stats { return tracing.Stats{Mode: c.get().Mode()} }
+
+// slowQueryNotApplied answers a change of slow_query on a server that cannot apply it.
+func (s *Server) slowQueryNotApplied(ctx *fasthttp.RequestCtx, _ string) error {
+	return errorf(http.StatusNotImplemented, "slow-query logging is not implemented here; only trace_probability is applied. Set slow_query on the sidecar's admin API")
+}

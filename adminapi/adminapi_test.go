@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"sync"
 	"testing"
 
 	"github.com/tracecar/tracecar/admin"
@@ -17,7 +16,7 @@ import (
 	"github.com/tracecar/tracecar/tracing"
 )
 
-// mustServer runs the real admin API with a token, over a tracer configuration, and
+// mustServer runs the real admin API with a token, over a real tracer, and
 // returns its base URL.
 func mustServer(tb testing.TB, token string) string {
 	tb.Helper()
@@ -25,12 +24,8 @@ func mustServer(tb testing.TB, token string) string {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	var mu sync.Mutex
-	cfg := tracing.DefaultConfig()
-	tr := admin.ConfigOnly(
-		func() tracing.Config { mu.Lock(); defer mu.Unlock(); return cfg },
-		func(c tracing.Config) error { mu.Lock(); defer mu.Unlock(); cfg = c; return nil },
-	)
+	tr := tracing.New(tracing.Options{})
+	tb.Cleanup(func() { tr.Close(context.Background()) })
 	srv := admin.New(admin.Config{Token: token}, tr, reg)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

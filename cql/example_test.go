@@ -39,12 +39,6 @@ func Example() {
 	}
 	got := m.(cql.Query)
 	fmt.Println(h.Opcode, got.Query, got.Params.Consistency, got.Params.PageSize)
-
-	// A value of a column, in and out of its wire form.
-	b, _ := cql.Marshal(cql.MapOf(cql.Simple(cql.TypeVarchar), cql.Simple(cql.TypeInt)), []cql.MapEntry{{Key: "a", Value: 1}})
-	v, _ := cql.Unmarshal(cql.MapOf(cql.Simple(cql.TypeVarchar), cql.Simple(cql.TypeInt)), b)
-	fmt.Printf("%x %v\n", b, v)
 	// Output:
 	// QUERY SELECT v FROM ks.t WHERE k = ? LOCAL_ONE 5000
-	// 0000000100000001610000000400000001 [{a 1}]
 }

@@ -10,9 +10,24 @@ import (
 // HeaderSize is the size of a v3/v4 frame header.
 const HeaderSize = 9
 
-// MaxBodySize is the largest frame body accepted, 256 MiB as in Cassandra's
-// native_transport_max_frame_size default.
+// MaxBodySize is the largest frame body any decoder accepts, whatever its configuration:
+// 256 MiB, the ceiling Cassandra allows for native_transport_max_frame_size.
 const MaxBodySize = 256 << 20
+
+// DefaultMaxFrameSize is the default limit on a client's frame, header included: 16 MiB,
+// as Cassandra 4's native_transport_max_frame_size.
+const DefaultMaxFrameSize = 16 << 20
+
+// MaxStartupFrameSize limits a client's frames, header included, until its STARTUP has
+// been answered and, with authentication, until AUTH_SUCCESS: no message of the handshake
+// needs more, so an unauthenticated client cannot make a server hold large buffers.
+const MaxStartupFrameSize = 64 << 10
+
+// FrameTooBigMessage is the text of the error that Cassandra 4 sends for a frame whose body
+// of bodyLen bytes, with its 9-byte header, exceeds max bytes.
+func FrameTooBigMessage(bodyLen uint32, max int) string {
+	return fmt.Sprintf("Request is too big: length %d exceeds maximum allowed length %d.", uint64(bodyLen)+HeaderSize, max)
+}
 
 // Protocol versions. The high bit of the version byte marks a response.
 const (
@@ -148,9 +163,18 @@ func SetBodyLength(frame []byte, n int) {
 	binary.BigEndian.PutUint32(frame[5:9], uint32(n))
 }
 
-// ReadFrame reads one frame from r into buf, growing it if needed, and returns the header,
-// the body (a sub-slice of the returned buffer) and the buffer for reuse.
+// ReadFrame reads one frame from r into buf and returns the header, the body (a sub-slice
+// of the returned buffer) and the buffer for reuse. It is ReadFrameMax with MaxBodySize.
 func ReadFrame(r io.Reader, buf []byte) (h Header, body []byte, out []byte, err error) {
+	return ReadFrameMax(r, buf, MaxBodySize+HeaderSize)
+}
+
+// ReadFrameMax reads one frame from r into buf and returns the header, the body (a
+// sub-slice of the returned buffer) and the buffer for reuse. A frame longer than max
+// bytes, header included, gives ErrFrameTooBig with its header, before any of its body is
+// read. The buffer grows as the body arrives, never ahead of it (see AppendRead), so a
+// length field that lies costs no more memory than the bytes actually sent.
+func ReadFrameMax(r io.Reader, buf []byte, max int) (h Header, body []byte, out []byte, err error) {
 	if cap(buf) < HeaderSize {
 		buf = make([]byte, 0, 4096)
 	}
@@ -167,17 +191,45 @@ func ReadFrame(r io.Reader, buf []byte) (h Header, body []byte, out []byte, err 
 	if h, err = ParseHeader(buf); err != nil {
 		return h, nil, buf, err
 	}
-	n := HeaderSize + int(h.Length)
-	if cap(buf) < n {
-		nb := make([]byte, n)
-		copy(nb, buf[:HeaderSize])
-		buf = nb
+	if uint64(h.Length)+HeaderSize > uint64(max) {
+		return h, nil, buf, ErrFrameTooBig
 	}
-	buf = buf[:n]
-	if _, err = io.ReadFull(r, buf[HeaderSize:]); err != nil {
-		return h, nil, buf, noEOF(err)
+	if buf, err = AppendRead(buf, r, int(h.Length)); err != nil {
+		return h, nil, buf, err
 	}
 	return h, buf[HeaderSize:], buf, nil
+}
+
+// growStep is the first capacity that AppendRead allocates; it then doubles.
+const growStep = 64 << 10
+
+// AppendRead reads exactly n bytes from r and appends them to buf. When buf lacks room, it
+// grows as the bytes arrive, by doubling from 64 KiB, so that the memory allocated is at
+// most about four times the bytes received, whatever n claims. A short read gives
+// io.ErrUnexpectedEOF, with buf holding what arrived.
+func AppendRead(buf []byte, r io.Reader, n int) ([]byte, error) {
+	want := len(buf) + n
+	if cap(buf) >= want {
+		buf = buf[:want]
+		_, err := io.ReadFull(r, buf[want-n:])
+		return buf, noEOF(err)
+	}
+	for len(buf) < want {
+		if len(buf) == cap(buf) {
+			nb := make([]byte, len(buf), min(want, max(2*cap(buf), growStep)))
+			copy(nb, buf)
+			buf = nb
+		}
+		m, err := r.Read(buf[len(buf):min(cap(buf), want)])
+		buf = buf[:len(buf)+m]
+		if err != nil && len(buf) < want {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return buf, err
+		}
+	}
+	return buf, nil
 }
 
 func noEOF(err error) error {

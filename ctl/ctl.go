@@ -7,6 +7,9 @@
 //	tracecar ctl [--hosts …] trace-probability [P]
 //	tracecar ctl [--hosts …] logger [NAME [LEVEL]]
 //	tracecar ctl [--hosts …] status
+//	tracecar ctl [--hosts …] statements [--sort total_time|calls|p99|errors] [--limit 20] [--json]
+//	tracecar ctl [--hosts …] trace-filter [--keyspace K] [--table T] [--user U] [--client CIDR]
+//	             [--statement S] [--opcode OP] [--clear]
 //
 // Every host gets the request in parallel; a host that fails does not stop the others. A
 // change is read back from each host after it is applied, so the table shows what each host
@@ -43,6 +46,8 @@ const (
 	TraceProbability = "trace-probability"
 	Logger           = "logger"
 	Status           = "status"
+	Statements       = "statements"   // merged per-statement statistics (see statements.go)
+	TraceFilter      = "trace-filter" // the trace filter
 )
 
 // Command is what ctl does on every host: an optional change, then a read of the state it
@@ -51,6 +56,13 @@ type Command struct {
 	Name   string     // SlowQuery, TraceProbability, Logger or Status
 	Logger string     // the Logger command's logger; "" reads every logger's level
 	Change url.Values // the parameters of the change; nil only reads
+
+	Clear bool // TraceFilter: remove the filter
+
+	// Statements: the order (statements.SortOrders), how many are shown, and JSON output.
+	Sort  string
+	Limit int
+	JSON  bool
 }
 
 // Config is one ctl invocation. The tracecar command fills it from the command line.
@@ -59,11 +71,20 @@ type Config struct {
 	Token   string   // bearer token, sent when set
 	CACert  string   // PEM file of the CA of an HTTPS API; empty: the system's
 	Command Command
+
+	// HostsFromCQL, when set, is the HOST:PORT of one sidecar's CQL port: Hosts are then
+	// the admin APIs of every sidecar listed in its system.local and system.peers, each on
+	// the sidecar's IP at AdminPort (empty means DefaultPort).
+	HostsFromCQL string
+	AdminPort    string
 }
 
 // Run applies cfg.Command to every host in parallel and writes one table row per host to
 // stdout. It returns ErrHostFailed, after the table, when any host failed.
 func Run(ctx context.Context, cfg Config, stdout io.Writer) error {
+	if cfg.Command.Name == Statements {
+		return runStatements(ctx, cfg, stdout)
+	}
 	o, err := opOf(cfg.Command)
 	if err != nil {
 		return err
@@ -71,6 +92,15 @@ func Run(ctx context.Context, cfg Config, stdout io.Writer) error {
 	cl, err := newClient(cfg.Token, cfg.CACert)
 	if err != nil {
 		return err
+	}
+	if cfg.HostsFromCQL != "" {
+		port := cfg.AdminPort
+		if port == "" {
+			port = DefaultPort
+		}
+		if cfg.Hosts, err = discoverHosts(ctx, cfg.HostsFromCQL, port); err != nil {
+			return err
+		}
 	}
 	if !printTable(stdout, apply(ctx, cl, cfg.Hosts, o)) {
 		return ErrHostFailed
@@ -113,6 +143,15 @@ func opOf(cmd Command) (op, error) {
 			return op{}, errors.New("ctl: status changes nothing")
 		}
 		return op{get: adminapi.PathStatus, show: showStatus}, nil
+	case TraceFilter:
+		o = op{get: pathTraceFilter, show: showTraceFilter}
+		if cmd.Clear {
+			if cmd.Change != nil {
+				return op{}, errors.New("ctl: clearing the trace filter takes no filter parameters")
+			}
+			o.del = pathTraceFilter
+			return o, nil
+		}
 	default:
 		return op{}, fmt.Errorf("ctl: unknown command %q", cmd.Name)
 	}
@@ -132,6 +171,7 @@ const Timeout = 5 * time.Second
 // body show turns into the table's detail.
 type op struct {
 	post   string     // path of the change, "" for a read-only command
+	del    string     // path DELETEd before the read, "" for none
 	params url.Values // of the change
 	get    string     // path read after the change
 	show   func(body []byte) (string, error)
@@ -232,6 +272,11 @@ func apply(ctx context.Context, c *client, hosts []string, o op) []result {
 func (c *client) do(ctx context.Context, base string, o op) (string, error) {
 	if o.post != "" {
 		if _, err := c.request(ctx, http.MethodPost, base+o.post, o.params); err != nil {
+			return "", err
+		}
+	}
+	if o.del != "" {
+		if _, err := c.request(ctx, http.MethodDelete, base+o.del, nil); err != nil {
 			return "", err
 		}
 	}

@@ -18,7 +18,7 @@ import (
 
 // apiClient calls the sidecar's admin API and the node's API, as a user's curl would.
 type apiClient struct {
-	admin, node adminapi.Client // the node's API takes no token
+	admin, node adminapi.Client // one token for every admin surface
 	adminURL    string          // base URLs without a trailing slash
 	nodeURL     string
 }
@@ -27,7 +27,7 @@ func newAPIClient(cfg *Config) *apiClient {
 	hc := &http.Client{Timeout: 10 * time.Second}
 	return &apiClient{
 		admin:    adminapi.Client{HTTP: hc, Token: cfg.AdminToken},
-		node:     adminapi.Client{HTTP: hc},
+		node:     adminapi.Client{HTTP: hc, Token: cfg.AdminToken},
 		adminURL: baseURL(cfg.Admin),
 		nodeURL:  baseURL(cfg.NodeAPI),
 	}
@@ -78,6 +78,7 @@ type stateKey struct {
 type savedState struct {
 	keys    []stateKey
 	restore map[stateKey]string
+	each    []*savedState // per sidecar of a cluster (see clusterAPI)
 }
 
 const (
@@ -87,6 +88,8 @@ const (
 	// The sidecar's view of the node's probability, and its runtime guardrail.
 	pathNodeProbability = "/tracecar/node/trace_probability"
 	pathGuardrail       = "/tracecar/guardrail"
+	// Statement statistics on or off.
+	pathStatementStats = "/tracecar/statement_stats"
 )
 
 // snapshot reads the state that the modes' steps change. It returns notes for steps whose
@@ -113,7 +116,7 @@ func (c *apiClient) snapshot(ctx context.Context, modes []*mode) (*savedState, [
 			}
 			k := stateKey{s.api, s.path}
 			switch {
-			case s.path == pathSlowQuery || s.path == pathProbability || s.path == pathNodeProbability || s.path == pathGuardrail ||
+			case s.path == pathSlowQuery || s.path == pathProbability || s.path == pathNodeProbability || s.path == pathGuardrail || s.path == pathStatementStats ||
 				strings.HasPrefix(s.path, pathLoggers+"/") && len(s.path) > len(pathLoggers)+1:
 				if err := add(k); err != nil {
 					return nil, nil, err
@@ -190,6 +193,17 @@ func (c *apiClient) read(ctx context.Context, k stateKey) (string, error) {
 		}
 		return url.Values{"added_p99": {or0(b.AddedP99)}, "cpu": {or0(b.CPU.String())}, "drops": {or0(b.Drops.String())},
 			"window": {b.Window}, "cooldown": {b.Cooldown}, "restore": {strconv.FormatBool(b.Restore)}}.Encode(), nil
+	case k.path == pathStatementStats:
+		var st struct {
+			Enabled *bool `json:"enabled"`
+		}
+		if err := json.Unmarshal(body, &st); err != nil {
+			return bad(err)
+		}
+		if st.Enabled == nil {
+			return bad(errors.New("want enabled"))
+		}
+		return fmt.Sprintf("enable=%t", *st.Enabled), nil
 	case k.path == pathProbability || k.path == pathNodeProbability:
 		p, err := adminapi.ParseProbability(body)
 		if err != nil {

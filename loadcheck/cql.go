@@ -41,6 +41,12 @@ func (cqlDriver) connect(ctx context.Context, cfg *Config, addr string) (session
 	// through a sidecar, the node's address never receives load.
 	c.Port = port
 	c.HostFilter = pinFilter(ips, port)
+	if cfg.cluster() {
+		// A cluster of sidecars: the load spreads over every host the target lists in its
+		// system.peers (the other sidecars), routed to each key's replica.
+		c.HostFilter = nil
+		c.PoolConfig.HostSelectionPolicy = gocql.TokenAwareHostPolicy(gocql.RoundRobinHostPolicy())
+	}
 	c.Consistency = cl
 	c.Timeout = cfg.Timeout
 	c.ConnectTimeout = 5 * time.Second
@@ -52,6 +58,13 @@ func (cqlDriver) connect(ctx context.Context, cfg *Config, addr string) (session
 	}
 	c.RetryPolicy = &gocql.SimpleRetryPolicy{NumRetries: 0}
 	c.Logger = log.New(io.Discard, "", 0)
+	if cfg.TLS != nil {
+		tc := cfg.TLS.Clone()
+		if tc.ServerName == "" {
+			tc.ServerName = host // the certificate is checked against the address dialled
+		}
+		c.SslOpts = &gocql.SslOptions{Config: tc, EnableHostVerification: !tc.InsecureSkipVerify}
+	}
 	switch cfg.Compression {
 	case "lz4":
 		c.Compressor = cql.LZ4{}

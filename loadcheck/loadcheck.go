@@ -23,6 +23,7 @@ package loadcheck
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -84,9 +85,12 @@ func usageErrorf(format string, args ...any) error {
 type Config struct {
 	Node       string // HOST:PORT of the node: the target of the direct mode and of target=node
 	Sidecar    string // HOST:PORT of the sidecar: the target of modes without a target= step
-	Admin      string // base URL of the sidecar's admin API, e.g. http://127.0.0.1:10000
+	Admin      string // base URL of the sidecar's admin API, e.g. http://127.0.0.1:10000; for a cluster, every sidecar's, separated by commas
 	NodeAPI    string // base URL of the node's API, for node:POST steps
 	AdminToken string // bearer token for the admin API, if it requires one
+	// TLS, when set, makes every CQL session (to the node and to the sidecar) speak TLS
+	// with this client configuration; an empty ServerName means the host dialled.
+	TLS *tls.Config
 
 	// Modes lists the modes to run. Empty means direct, off, fast, full and debug when a
 	// sidecar is configured (direct only with a Node), else direct alone. A mode defined in
@@ -197,7 +201,9 @@ func (c *Config) setDefaults() {
 	if c.MaxRounds < c.Rounds {
 		c.MaxRounds = c.Rounds
 	}
-	if c.SidecarMetrics == "" && c.Admin != "" {
+	if c.SidecarMetrics == "" && c.Admin != "" && !c.cluster() {
+		// A cluster's sidecars each take a share of the load: one sidecar's CPU over every
+		// operation would mislead, so their CPU per op stays unknown.
 		c.SidecarMetrics = baseURL(c.Admin) + "/metrics"
 	}
 	if c.NodeMetrics != "" && !strings.Contains(c.NodeMetrics, "://") {
@@ -310,7 +316,7 @@ func run(ctx context.Context, cfg Config, e env) (*Report, error) {
 	}
 
 	c := &checker{cfg: &cfg, env: e, wl: wl, modes: modes, baseline: baseline,
-		out: newPrinter(cfg.Out, cfg.Progress), api: newAPIClient(&cfg)}
+		out: newPrinter(cfg.Out, cfg.Progress), api: newStateAPI(&cfg)}
 	for _, n := range unusedModes(&cfg, modes) {
 		c.notes = append(c.notes, fmt.Sprintf("warning: mode %s is defined by --mode but unused: --modes does not list it", n))
 	}
@@ -325,7 +331,7 @@ type checker struct {
 	modes    []*mode
 	baseline string
 	out      *printer
-	api      *apiClient
+	api      stateAPI
 	state    *savedState
 	runs     [][]*runResult // by mode index, in round order
 	order    [][]string
@@ -387,9 +393,11 @@ func (c *checker) run(ctx context.Context) (rep *Report, err error) {
 		}
 	}
 	rep = c.report(started)
+	rep.Cluster = c.clusterReport()
 	c.out.clearStatus()
 	printComparison(c.out, rep)
 	printGuardrail(c.out, rep)
+	printCluster(c.out, rep)
 	if err := writeReports(c.cfg, rep); err != nil {
 		return rep, err
 	}
@@ -537,12 +545,20 @@ func (c *checker) runMode(ctx context.Context, m *mode, round, pos int) (*runRes
 			}
 		},
 	}
+	seen0, err := c.api.requests(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("mode %s: read the requests each sidecar saw: %w", m.name, err)
+	}
 	sc0, nd0 := c.scrape(ctx)
 	cpu0 := cpuTime()
 	res := runPhase(ctx, p, ops)
 	cpu := cpuTime() - cpu0
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	seen1, err := c.api.requests(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("mode %s: read the requests each sidecar saw: %w", m.name, err)
 	}
 	sc1, nd1 := c.scrape(ctx)
 	var pc procCPU
@@ -566,6 +582,7 @@ func (c *checker) runMode(ctx context.Context, m *mode, round, pos int) (*runRes
 		return nil, fmt.Errorf("hdr log: %w", hlogErr)
 	}
 	rr := newRunResult(m, round, pos, wall, res, cpu, pc)
+	rr.Sidecars = sidecarDelta(cfg.admins(), seen0, seen1)
 	printResults(c.out, rr, cfg.Rate > 0)
 	return rr, nil
 }

@@ -29,10 +29,11 @@ var builtinModes = map[string]string{
 	"node-trace": specOffSteps + ";POST /tracecar/node/trace_probability?probability=0.01",
 	"guardrail":  "POST /storage_service/slow_query?enable=true&fast=false;POST /storage_service/trace_probability?probability=0;POST /tracecar/guardrail?added_p99=200us&cpu=2&window=1s&cooldown=1h&restore=false",
 	"sampled":    "POST /storage_service/slow_query?enable=false;POST /storage_service/trace_probability?probability=0.01",
+	"stats":      specOffSteps + ";POST /tracecar/statement_stats?enable=true", // off plus statement statistics
 }
 
 // builtinOrder is the order in which the built-in modes are listed in messages.
-var builtinOrder = []string{"direct", "off", "fast", "full", "debug", "node-debug", "node-trace", "sampled", "guardrail"}
+var builtinOrder = []string{"direct", "off", "fast", "full", "debug", "node-debug", "node-trace", "sampled", "guardrail", "stats"}
 
 // defaultModes are the modes run when Config.Modes is empty and a sidecar is configured.
 // Read only.

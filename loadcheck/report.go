@@ -88,6 +88,9 @@ type RunResult struct {
 	AddedP50Ms *float64   `json:"added_p50_ms"`
 	AddedP99Ms *float64   `json:"added_p99_ms"`
 	Intervals  []Interval `json:"intervals"`
+
+	// Sidecars are the requests each sidecar of a cluster saw during the run.
+	Sidecars []SidecarRequests `json:"sidecars,omitempty"`
 }
 
 // ModeResult is one mode over all rounds. Rates are means over rounds; latencies come from
@@ -277,6 +280,10 @@ type Report struct {
 	Breaches   []Breach     `json:"breaches"`
 	CPU        CPUSummary   `json:"cpu"`
 	Notes      []string     `json:"notes,omitempty"`
+
+	// Cluster is, against a cluster of sidecars (several --admin URLs), the requests each
+	// sidecar saw in each mode's runs.
+	Cluster *ClusterReport `json:"cluster,omitempty"`
 }
 
 // Mode returns the result of the named mode, or nil.

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
+	"maps"
 	"net"
 	"net/netip"
 	"strconv"
@@ -19,6 +20,26 @@ import (
 
 // maxRejectBody bounds what is read of a frame of an unsupported version before answering.
 const maxRejectBody = 1 << 20
+
+// connBufferSize is the size of a connection's reader and writer. They are what an idle
+// connection holds, so they are kept small; larger frames are read into a buffer that grows
+// as they arrive, and larger responses are written through.
+const connBufferSize = 16 << 10
+
+// maxKeptBuffer is the largest read buffer a connection keeps between frames.
+const maxKeptBuffer = 1 << 20
+
+// ScyllaSupportedOptions are the keys a ScyllaDB node adds to SUPPORTED, with the values of
+// a one-shard node using ScyllaDB's defaults; Config.ScyllaSupported turns them on.
+var ScyllaSupportedOptions = map[string][]string{
+	"SCYLLA_SHARD":                {"0"},
+	"SCYLLA_NR_SHARDS":            {"1"},
+	"SCYLLA_PARTITIONER":          {"org.apache.cassandra.dht.Murmur3Partitioner"},
+	"SCYLLA_SHARDING_ALGORITHM":   {"biased-token-round-robin"},
+	"SCYLLA_SHARDING_IGNORE_MSB":  {"12"},
+	"SCYLLA_SHARD_AWARE_PORT":     {"19042"},
+	"SCYLLA_SHARD_AWARE_PORT_SSL": {"19142"},
+}
 
 // conn serves one client connection. Requests are handled in order on the reading
 // goroutine; responses are coalesced and flushed when no more input is buffered.
@@ -34,7 +55,8 @@ type conn struct {
 	started bool // STARTUP received
 	sess    Session
 
-	wantsSchemaEvents atomic.Bool
+	// The event types the connection REGISTERed for.
+	wantsSchemaEvents, wantsStatusEvents, wantsTopologyEvents atomic.Bool
 
 	in   []byte // frame read buffer
 	dbuf []byte // decompressed body
@@ -43,8 +65,9 @@ type conn struct {
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
-	c := &conn{s: s, nc: nc, br: bufio.NewReaderSize(nc, 64<<10)}
-	c.w.w = bufio.NewWriterSize(nc, 64<<10)
+	c := &conn{s: s, nc: nc, br: bufio.NewReaderSize(nc, connBufferSize)}
+	c.sess.Node = s.cfg.Node
+	c.w.w = bufio.NewWriterSize(nc, connBufferSize)
 	if ap, err := netip.ParseAddrPort(nc.RemoteAddr().String()); err == nil {
 		c.peer = ap.Addr()
 	}
@@ -62,14 +85,21 @@ func (c *conn) serve() {
 			c.rejectVersion(v)
 			return
 		}
-		h, body, in, err := cql.ReadFrame(c.br, c.in)
+		limit := c.s.maxFrame()
+		if !c.ready {
+			limit = min(limit, cql.MaxStartupFrameSize)
+		}
+		h, body, in, err := cql.ReadFrameMax(c.br, c.in, limit)
 		c.in = in
+		if cap(c.in) > maxKeptBuffer {
+			c.in = nil // a rare large frame does not stay with an idle connection
+		}
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, net.ErrClosed) {
 				c.s.logger().Debug().Err(err).Stringer("client", c.nc.RemoteAddr()).Msg("closing connection on bad frame")
 			}
 			if errors.Is(err, cql.ErrFrameTooBig) {
-				c.sendError(h, cql.Error{Code: cql.ErrCodeProtocol, Message: "Invalid frame body length: frame is larger than 256 MiB"})
+				c.sendError(h, protocolError(cql.FrameTooBigMessage(h.Length, limit)))
 				c.w.write(c.out, true)
 			}
 			return
@@ -188,11 +218,15 @@ func (c *conn) handle(h cql.Header, body []byte) error {
 	c.s.requests.Add(1)
 	switch h.Opcode {
 	case cql.OpOptions:
-		c.send(h, 0, cql.ResponsePrefix{}, cql.Supported{Options: map[string][]string{
+		opts := map[string][]string{
 			"CQL_VERSION":       {"3.4.6"},
 			"COMPRESSION":       {"lz4", "snappy"},
 			"PROTOCOL_VERSIONS": {"3/v3", "4/v4"},
-		}})
+		}
+		if c.s.cfg.ScyllaSupported {
+			maps.Copy(opts, ScyllaSupportedOptions)
+		}
+		c.send(h, 0, cql.ResponsePrefix{}, cql.Supported{Options: opts})
 		return nil
 	case cql.OpStartup:
 		return c.startup(h, body)
@@ -216,9 +250,12 @@ func (c *conn) handle(h cql.Header, body []byte) error {
 		}
 		for _, e := range r.Events {
 			switch e {
-			case "SCHEMA_CHANGE":
+			case cql.EventSchemaChange:
 				c.wantsSchemaEvents.Store(true)
-			case "TOPOLOGY_CHANGE", "STATUS_CHANGE":
+			case cql.EventStatusChange:
+				c.wantsStatusEvents.Store(true)
+			case cql.EventTopologyChange:
+				c.wantsTopologyEvents.Store(true)
 			default:
 				c.sendError(h, protocolError("Invalid value '"+e+"' for Type"))
 				return nil
@@ -421,6 +458,19 @@ func (c *conn) logRequest(h cql.Header, what string) {
 		e.Str("op", h.Opcode.String()).Int16("stream", h.Stream).Stringer("client", c.nc.RemoteAddr()).
 			Str("keyspace", c.sess.Keyspace).Str("query", what).Msg("request")
 	}
+}
+
+// wants reports whether the connection REGISTERed for events of type typ.
+func (c *conn) wants(typ string) bool {
+	switch typ {
+	case cql.EventSchemaChange:
+		return c.wantsSchemaEvents.Load()
+	case cql.EventStatusChange:
+		return c.wantsStatusEvents.Load()
+	case cql.EventTopologyChange:
+		return c.wantsTopologyEvents.Load()
+	}
+	return false
 }
 
 // push sends an event frame to the client, outside the request/response flow.

@@ -17,6 +17,9 @@ import (
 // concurrent use; each connection has its own.
 type Session struct {
 	Keyspace string
+	// Node is the index, in EngineConfig.Nodes, of the node the session reached: it picks
+	// the system.local and system.peers that the session reads. Zero is the first node.
+	Node int
 }
 
 // Tracer receives trace events while a traced request executes. A nil Tracer means the
@@ -34,6 +37,10 @@ type EngineConfig struct {
 	ClusterName string
 	// Now returns the current time, for write timestamps and TTL expiry; nil means time.Now.
 	Now func() time.Time
+	// Nodes are the nodes of an embedded cluster sharing this engine (see Topology), each
+	// with its own system.local and system.peers; Session.Node says which one a session
+	// reached. Empty means one node at RPCAddr, in datacenter1, rack1, with 16 tokens.
+	Nodes []NodeInfo
 }
 
 // Engine executes CQL against in-memory tables: the user's keyspaces and the system
@@ -42,6 +49,7 @@ type Engine struct {
 	cfg    EngineConfig
 	hostID [16]byte
 	tokens []string
+	nodes  []NodeInfo
 
 	schema atomic.Pointer[schema]
 	ddlMu  sync.Mutex // serializes DDL
@@ -115,9 +123,12 @@ func NewEngine(cfg EngineConfig) *Engine {
 		cfg:      cfg,
 		cache:    map[cacheKey]*prepared{},
 		prepared: map[string]*prepared{},
-		hostID:   nameUUID("tracecar-host:" + cfg.RPCAddr.String()),
 	}
-	e.tokens = nodeTokens(e.hostID)
+	e.nodes = cfg.Nodes
+	if len(e.nodes) == 0 {
+		e.nodes, _ = Topology([]netip.AddrPort{cfg.RPCAddr}, DefaultNumTokens, nil)
+	}
+	e.hostID, e.tokens = e.nodes[0].HostID, e.nodes[0].Tokens
 	sc := &schema{keyspaces: systemKeyspaces(), gen: 1}
 	sc.version = newSchemaVersion()
 	e.schema.Store(sc)

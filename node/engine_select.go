@@ -610,7 +610,7 @@ func (p *selectPlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 				}
 			}
 		}
-		d := t.data.Load()
+		d := t.load(x.s)
 		for i := start; i < len(pks) && !r.full(); i++ {
 			var st *pageState
 			if state != nil && i == start {
@@ -619,7 +619,7 @@ func (p *selectPlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 			r.readPartitionKey(d, pks[i], st)
 		}
 	} else {
-		parts := t.data.Load().scan()
+		parts := t.load(x.s).scan()
 		start := 0
 		if state != nil {
 			tok := murmur3Token(state.pk)
@@ -627,7 +627,7 @@ func (p *selectPlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 				return comparePartitions(parts[i], &partition{token: tok, key: state.pk}) >= 0
 			})
 		}
-		d := t.data.Load()
+		d := t.load(x.s)
 		for i := start; i < len(parts) && !r.full(); i++ {
 			pt := parts[i]
 			if p.token != nil && !r.tokenMatches(pt.token) {

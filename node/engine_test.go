@@ -2,10 +2,13 @@ package node
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"math/big"
 	"net/netip"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -14,38 +17,95 @@ import (
 	"github.com/tracecar/tracecar/cql"
 )
 
-// render formats a cell for comparisons in tests.
+// render formats a cell for comparisons in tests, from the node's own wire encoding
+// (values.go), so that the tests need no second value codec.
 func render(t cql.TypeInfo, b []byte) string {
 	if b == nil {
 		return "null"
 	}
-	v, err := cql.Unmarshal(t, b)
-	if err != nil {
-		return "!" + err.Error()
-	}
-	switch v := v.(type) {
-	case [16]byte:
-		return cql.FormatUUID(v)
-	case []byte:
-		return fmt.Sprintf("0x%x", v)
-	case time.Time:
-		return v.UTC().Format(time.RFC3339Nano)
-	case *big.Int:
-		return v.String()
-	case []any:
-		parts := make([]string, len(v))
-		for i, e := range v {
-			parts[i] = fmt.Sprint(e)
+	if isCollection(t) {
+		per := elemsPerEntry(t)
+		elems, ok := decCollection(b, per)
+		if !ok {
+			return "!malformed collection"
+		}
+		var parts []string
+		for i := 0; i < len(elems); i += per {
+			if per == 2 {
+				parts = append(parts, render(keyType(t), elems[i])+":"+render(elemType(t), elems[i+1]))
+			} else {
+				parts = append(parts, render(elemType(t), elems[i]))
+			}
+		}
+		if per == 2 {
+			return "{" + strings.Join(parts, " ") + "}"
 		}
 		return "[" + strings.Join(parts, " ") + "]"
-	case []cql.MapEntry:
-		parts := make([]string, len(v))
-		for i, e := range v {
-			parts[i] = fmt.Sprintf("%v:%v", e.Key, e.Value)
-		}
-		return "{" + strings.Join(parts, " ") + "}"
 	}
-	return fmt.Sprint(v)
+	if n := fixedSize(t.ID); n > 0 && len(b) != n {
+		return fmt.Sprintf("!%d bytes for %s", len(b), t)
+	}
+	switch t.ID {
+	case cql.TypeVarchar, cql.TypeASCII:
+		return string(b)
+	case cql.TypeBlob:
+		return fmt.Sprintf("0x%x", b)
+	case cql.TypeBoolean:
+		return strconv.FormatBool(b[0] != 0)
+	case cql.TypeTinyint:
+		return strconv.Itoa(int(int8(b[0])))
+	case cql.TypeSmallint:
+		return strconv.Itoa(int(int16(binary.BigEndian.Uint16(b))))
+	case cql.TypeInt:
+		return strconv.Itoa(int(int32(binary.BigEndian.Uint32(b))))
+	case cql.TypeDate:
+		return strconv.FormatUint(uint64(binary.BigEndian.Uint32(b)), 10)
+	case cql.TypeBigint, cql.TypeCounter, cql.TypeTime:
+		return strconv.FormatInt(int64(binary.BigEndian.Uint64(b)), 10)
+	case cql.TypeTimestamp:
+		return time.UnixMilli(int64(binary.BigEndian.Uint64(b))).UTC().Format(time.RFC3339Nano)
+	case cql.TypeFloat:
+		return fmt.Sprint(math.Float32frombits(binary.BigEndian.Uint32(b)))
+	case cql.TypeDouble:
+		return fmt.Sprint(math.Float64frombits(binary.BigEndian.Uint64(b)))
+	case cql.TypeUUID, cql.TypeTimeUUID:
+		return cql.FormatUUID([16]byte(b))
+	case cql.TypeInet:
+		a, ok := netip.AddrFromSlice(b)
+		if !ok {
+			return "!inet"
+		}
+		return a.String()
+	case cql.TypeVarint:
+		return decVarint(b).String()
+	case cql.TypeDecimal:
+		if len(b) < 4 {
+			return "!decimal"
+		}
+		return decimalString(decVarint(b[4:]), int32(binary.BigEndian.Uint32(b)))
+	}
+	return fmt.Sprintf("0x%x", b)
+}
+
+// decimalString writes unscaled × 10^-scale in plain notation, such as "-12.340".
+func decimalString(u *big.Int, scale int32) string {
+	if scale <= 0 {
+		s := u.String()
+		if u.Sign() != 0 {
+			s += strings.Repeat("0", int(-scale))
+		}
+		return s
+	}
+	digits := new(big.Int).Abs(u).String()
+	for int32(len(digits)) <= scale {
+		digits = "0" + digits
+	}
+	p := len(digits) - int(scale)
+	s := digits[:p] + "." + digits[p:]
+	if u.Sign() < 0 {
+		s = "-" + s
+	}
+	return s
 }
 
 // rowsText renders a Rows result as "a b c; d e f".

@@ -50,6 +50,9 @@ type table struct {
 	ttl      int32 // default_time_to_live
 
 	data atomic.Pointer[tableData]
+	// perNode, for system.local and the peers tables of a cluster, holds each node's own
+	// rows; data holds the first node's. See table.load.
+	perNode atomic.Pointer[[]*tableData]
 	// dropped is set when the table leaves the schema, so compiled plans recompile.
 	dropped atomic.Bool
 

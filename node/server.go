@@ -11,6 +11,7 @@ package node
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -37,6 +38,24 @@ type Config struct {
 	Logger *zerolog.Logger
 	// ClusterName is reported in system.local. Empty means "Test Cluster".
 	ClusterName string
+	// TLS, when set, makes clients speak TLS: it must hold a certificate. A client that
+	// fails the handshake is logged with the reason and disconnected. Nil means plaintext.
+	TLS *tls.Config
+	// Engine, when set, is an engine shared with the other nodes of a cluster (see Cluster),
+	// and Node is this server's index among its EngineConfig.Nodes. Nil means an engine of
+	// its own, created by Serve for the address it listens on.
+	Engine *Engine
+	Node   int
+	// MaxFrameSize is the largest frame, header included, accepted from a client, as
+	// Cassandra's native_transport_max_frame_size; a larger one gets a ProtocolError on its
+	// stream and the connection closes. Until STARTUP is answered (and, with Auth, until
+	// AUTH_SUCCESS) the limit is cql.MaxStartupFrameSize. Zero means
+	// cql.DefaultMaxFrameSize; it is capped at cql.MaxBodySize.
+	MaxFrameSize int
+	// ScyllaSupported makes OPTIONS answer with ScyllaDB's SUPPORTED keys as well
+	// (ScyllaSupportedOptions), so that shard-aware drivers, and the sidecar's removal of
+	// the shard-aware port, can be tested against the node.
+	ScyllaSupported bool
 }
 
 // Server is the embedded in-memory CQL node: a single-node Cassandra 4 look-alike speaking
@@ -64,6 +83,10 @@ func New(cfg Config) *Server {
 	s := &Server{cfg: cfg, conns: make(map[*conn]struct{}), nop: zerolog.Nop()}
 	if u, p, ok := strings.Cut(cfg.Auth, ":"); ok {
 		s.user, s.pass = u, p
+	}
+	if cfg.Engine != nil {
+		s.engine = cfg.Engine
+		s.engine.OnSchemaChange(s.broadcastSchemaChange)
 	}
 	return s
 }
@@ -96,6 +119,14 @@ func (s *Server) SetTraceProbability(p float64) error {
 
 // Requests returns the number of requests served since start.
 func (s *Server) Requests() uint64 { return s.requests.Load() }
+
+// maxFrame returns the largest frame, header included, accepted from an authenticated client.
+func (s *Server) maxFrame() int {
+	if n := s.cfg.MaxFrameSize; n > 0 {
+		return min(n, cql.MaxBodySize)
+	}
+	return cql.DefaultMaxFrameSize
+}
 
 func (s *Server) logger() *zerolog.Logger {
 	if s.cfg.Logger != nil {
@@ -146,7 +177,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		if tc, ok := nc.(*net.TCPConn); ok {
 			tc.SetNoDelay(true)
 		}
-		c := newConn(s, nc)
+		c := newConn(s, s.wrapTLS(nc))
 		s.mu.Lock()
 		s.conns[c] = struct{}{}
 		s.mu.Unlock()
@@ -162,15 +193,19 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 }
 
 func (s *Server) broadcastSchemaChange(sc cql.SchemaChange) {
+	s.broadcast(cql.Event{Type: cql.EventSchemaChange, Schema: sc})
+}
+
+// broadcast pushes ev to every connection that REGISTERed for its type.
+func (s *Server) broadcast(ev cql.Event) {
 	s.mu.Lock()
 	conns := make([]*conn, 0, len(s.conns))
 	for c := range s.conns {
-		if c.wantsSchemaEvents.Load() {
+		if c.wants(ev.Type) {
 			conns = append(conns, c)
 		}
 	}
 	s.mu.Unlock()
-	ev := cql.Event{Type: "SCHEMA_CHANGE", Schema: sc}
 	for _, c := range conns {
 		c.push(ev)
 	}

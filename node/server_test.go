@@ -208,7 +208,7 @@ func badFrames() []badFrame {
 		{name: "truncated header", bytes: []byte{0x04, 0, 0}, halfClose: true},
 		{name: "truncated body", bytes: append(cql.AppendHeader(nil, cql.Header{Version: cql.V4, Opcode: cql.OpQuery, Length: 100}), 1, 2, 3), halfClose: true},
 		{name: "oversized length", bytes: cql.AppendHeader(nil, cql.Header{Version: cql.V4, Stream: 5, Opcode: cql.OpQuery, Length: 0x7fffffff}),
-			want: []reply{{stream: 5, op: cql.OpError, code: protocol, msg: "Invalid frame body length: frame is larger than 256 MiB"}}},
+			want: []reply{{stream: 5, op: cql.OpError, code: protocol, msg: cql.FrameTooBigMessage(0x7fffffff, cql.MaxStartupFrameSize)}}},
 		// "G" is read as version 0x47, "E" as flags and "T " as the stream.
 		{name: "garbage", bytes: []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"),
 			want: []reply{{stream: 0x5420, op: cql.OpError, code: protocol, msg: cql.UnsupportedVersionMessage(0x47)}}},

@@ -1,7 +1,6 @@
 package node
 
 import (
-	"encoding/binary"
 	"math"
 	"net/netip"
 	"slices"
@@ -142,18 +141,6 @@ func systemKeyspaces() map[string]*keyspace {
 	return out
 }
 
-// nodeTokens returns the node's 16 tokens (Cassandra 4's num_tokens default), spread
-// evenly around the ring from an offset derived from the host id.
-func nodeTokens(hostID [16]byte) []string {
-	const n = 16
-	off := binary.BigEndian.Uint64(hostID[:8]) % (math.MaxUint64 / n)
-	out := make([]string, n)
-	for i := range out {
-		out[i] = strconv.FormatInt(int64(off+uint64(i)*(math.MaxUint64/n)), 10)
-	}
-	return out
-}
-
 // rowWriter builds a table's rows for the system keyspaces.
 type rowWriter struct {
 	t   *table
@@ -206,19 +193,7 @@ func (e *Engine) refreshSystem(sc *schema) {
 		}
 	}
 
-	addr := e.cfg.RPCAddr.Addr().Unmap()
-	local := fresh("system", "local")
-	local.put(map[string][]byte{
-		"key": encText("local"), "bootstrapped": encText("COMPLETED"),
-		"broadcast_address": encInet(addr), "broadcast_port": encInt(7000),
-		"cluster_name": encText(e.cfg.ClusterName), "cql_version": encText("3.4.6"),
-		"data_center": encText("datacenter1"), "gossip_generation": encInt(int32(now.Unix())),
-		"host_id": encUUID(e.hostID), "listen_address": encInet(addr), "listen_port": encInt(7000),
-		"native_protocol_version": encText("4"), "partitioner": encText("org.apache.cassandra.dht.Murmur3Partitioner"),
-		"rack": encText("rack1"), "release_version": encText("4.1.0"), "rpc_address": encInet(addr),
-		"rpc_port": encInt(int32(e.cfg.RPCAddr.Port())), "schema_version": encUUID(sc.version),
-		"tokens": encTextSet(e.tokens),
-	})
+	e.refreshTopology(sc, ts, now)
 
 	kss := fresh("system_schema", "keyspaces")
 	tables := fresh("system_schema", "tables")
@@ -269,7 +244,7 @@ func (e *Engine) refreshSystem(sc *schema) {
 			}
 		}
 	}
-	publish(local, kss, tables, columns, vkss, vtables, vcolumns)
+	publish(kss, tables, columns, vkss, vtables, vcolumns)
 }
 
 func tableRow(k *keyspace, t *table) map[string][]byte {
@@ -397,7 +372,7 @@ func (p *ddlPlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 	e.ddlMu.Lock()
 	sc := e.schema.Load()
 	n := sc.clone()
-	change, err := p.apply(sc, n, x)
+	change, err := p.apply(e, sc, n, x)
 	if err != nil || change == nil {
 		e.ddlMu.Unlock()
 		if err != nil {
@@ -430,7 +405,7 @@ func validName(s string) bool {
 }
 
 // apply changes n (a clone of sc) and returns the change, or nil when nothing changed.
-func (p *ddlPlan) apply(sc, n *schema, x *execCtx) (*cql.SchemaChange, error) {
+func (p *ddlPlan) apply(e *Engine, sc, n *schema, x *execCtx) (*cql.SchemaChange, error) {
 	switch st := p.st.(type) {
 	case *createKeyspaceStmt:
 		if !validName(st.name) {
@@ -442,7 +417,7 @@ func (p *ddlPlan) apply(sc, n *schema, x *execCtx) (*cql.SchemaChange, error) {
 			}
 			return nil, &cql.Error{Code: cql.ErrCodeAlreadyExists, Message: "Keyspace '" + st.name + "' already exists", Keyspace: st.name}
 		}
-		repl, err := replication(st.replication)
+		repl, err := replication(st.replication, dataCenters(e.nodes))
 		if err != nil {
 			return nil, err
 		}
@@ -526,7 +501,8 @@ func (p *ddlPlan) apply(sc, n *schema, x *execCtx) (*cql.SchemaChange, error) {
 }
 
 // replication validates and normalizes a keyspace's replication map as Cassandra stores it.
-func replication(m map[string]string) (map[string]string, error) {
+// NetworkTopologyStrategy's replication_factor expands to every data center in dcs.
+func replication(m map[string]string, dcs []string) (map[string]string, error) {
 	class, ok := m["class"]
 	if !ok {
 		return nil, &cql.Error{Code: cql.ErrCodeConfig, Message: "Missing replication strategy class"}
@@ -558,8 +534,14 @@ func replication(m map[string]string) (map[string]string, error) {
 				return nil, &cql.Error{Code: cql.ErrCodeConfig, Message: "Replication factor must be non-negative; found " + v}
 			}
 			if k == "replication_factor" {
-				// Cassandra expands it to every known datacenter.
-				k = "datacenter1"
+				// Cassandra expands it to every known data center, and an explicit
+				// data center wins over it.
+				for _, dc := range dcs {
+					if _, ok := m[dc]; !ok {
+						out[dc] = v
+					}
+				}
+				continue
 			}
 			out[k] = v
 		}

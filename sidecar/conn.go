@@ -2,6 +2,7 @@ package sidecar
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -18,12 +19,15 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tracecar/tracecar/cql"
+	"github.com/tracecar/tracecar/statements"
 	"github.com/tracecar/tracecar/tracing"
 )
 
-// goroutinesOnly keeps every connection on the goroutine path: the tests set it from
-// TRACECAR_EVENT_LOOP=off, to run the suite on that path.
-var goroutinesOnly bool
+// goroutinesOnly keeps every connection on the goroutine path, as Config.NoEventLoop does
+// for one Proxy: TRACECAR_EVENT_LOOP=off sets it for the process, so that test suites
+// (this package's, and those that start a sidecar in process, as reliability's) run on
+// that path, as `tracecar sidecar` does.
+var goroutinesOnly = os.Getenv("TRACECAR_EVENT_LOOP") == "off"
 
 // compressors are indexed by conn.comp.
 var compressors = [...]cql.Compressor{nil, cql.LZ4{}, cql.Snappy{}}
@@ -67,6 +71,9 @@ type conn struct {
 
 	version byte         // the protocol version of the first accepted frame
 	comp    atomic.Int32 // index into compressors, set by STARTUP
+	ready   atomic.Bool  // handshake done: the full frame limit applies, see limits.go
+	// inSystem is set when USE made system the connection's keyspace (statement.go).
+	inSystem atomic.Bool
 
 	streams  streamTable
 	counters connCounters
@@ -76,11 +83,15 @@ type conn struct {
 	toNode  *frameWriter
 	reqBuf  []byte // frames larger than cr's buffer
 	reqBody []byte // decompressed request bodies
+	// inspected is the body inspect read for the current frame (aliasing the frame or
+	// reqBody), or nil.
+	inspected []byte
 
 	// Response goroutine (the request goroutine until the node is dialled).
 	nr       *bufio.Reader
 	toClient *frameWriter
 	respBuf  []byte
+	respBody []byte // decompressed response bodies for statement statistics
 	lost     []inflight
 
 	// Ending. The request goroutine sets bad, then clientDone; the response goroutine sets
@@ -317,14 +328,14 @@ func (c *conn) rejectVersion(v byte) error {
 		return noEOF(err)
 	}
 	n := binary.BigEndian.Uint32(hb[hsize-4:])
-	if n > c.p.maxFrame {
-		return &protocolError{msg: fmt.Sprintf("frame body of %d bytes", n)}
-	}
 	var stream int16
 	if v <= 2 {
 		stream = int16(int8(hb[2]))
 	} else {
 		stream = int16(binary.BigEndian.Uint16(hb[2:4]))
+	}
+	if pe := c.tooBig(stream, n); pe != nil {
+		return pe
 	}
 	if _, err := c.cr.Discard(hsize + int(n)); err != nil {
 		return noEOF(err)
@@ -404,7 +415,7 @@ func (c *conn) requests() error {
 				return noEOF(err)
 			}
 		case c.tr != nil || c.readsBody(h.Opcode):
-			if c.reqBuf, err = readFull(r, c.reqBuf, n); err != nil {
+			if c.reqBuf, err = c.readWhole(r, n); err != nil {
 				return err
 			}
 			frame = c.reqBuf
@@ -420,6 +431,7 @@ func (c *conn) requests() error {
 			r.Discard(n)
 		default:
 			err = c.toNode.write(frame, h.Stream)
+			c.p.held.release(n)
 			if cap(c.reqBuf) > maxKeptBuffer {
 				c.reqBuf = nil
 			}
@@ -442,17 +454,23 @@ func (c *conn) requests() error {
 // goroutine path and the event loop call it, from the one place that reads the client.
 func (c *conn) request(h cql.Header, frame []byte, n int) {
 	var req inflight
+	var now int64
 	if frame != nil {
-		req.kind, req.stmt = c.inspect(h, frame)
+		req.kind, req.stmt, req.probe = c.inspect(h, frame)
+		if st := c.p.stmts; st != nil && h.Stream >= 0 && (h.Opcode == cql.OpPrepare || st.Enabled()) {
+			now = tracing.Now()
+			req.start = now
+			req.stat = st.Request(h, c.statBody(h, frame), now)
+		}
 		if cap(c.reqBody) > maxKeptBuffer {
 			c.reqBody = nil
 		}
 	}
-	// One clock read serves both the latency metric and fast-mode tracing.
-	var now int64
+	// One clock read serves the latency metric, statement statistics and fast-mode
+	// tracing.
 	if h.Stream >= 0 {
 		req.stream, req.op = h.Stream, h.Opcode
-		if c.p.metrics != nil {
+		if c.p.metrics != nil && now == 0 {
 			now = tracing.Now()
 			req.start = now
 		}
@@ -472,18 +490,28 @@ func (c *conn) request(h cql.Header, frame []byte, n int) {
 }
 
 // response does the proxy's work on a response frame for the request req (zero for events
-// and unknown streams): tracing and the rewrite of system tables and events. It returns the
-// frame to forward, which is frame itself unless it was rewritten; frame is nil for a frame
-// streamed through unread. arrived is when the read that brought it returned (0 without
-// metrics). The caller calls queued once the frame is queued for the client.
+// and unknown streams): the end of the handshake, statement statistics, tracing, and the
+// rewrite of SUPPORTED, system tables and events. It returns the frame to forward, which
+// is frame itself unless it was rewritten; frame is nil for a frame streamed through
+// unread. arrived is when the read that brought it returned (0 without metrics or
+// statement statistics). The caller calls queued once the frame is queued for the client.
 func (c *conn) response(h cql.Header, frame []byte, req inflight, arrived int64) []byte {
+	if h.Stream >= 0 {
+		c.noteHandshake(h.Opcode)
+	}
+	if req.stat.Active() {
+		c.p.stmts.Response(req.stat, h, c.statResponseBody(h, frame, req.stat), arrived)
+	}
 	out := frame
 	if c.tr != nil {
 		out = c.tr.OnResponseAt(h, frame, c.compressor(), arrived)
 	}
-	if req.kind != kindNone {
+	switch {
+	case req.kind == kindOptions:
+		out = c.rewriteSupported(out)
+	case req.kind != kindNone:
 		out = c.rewriteResult(out, req)
-	} else if h.Stream < 0 && h.Opcode == cql.OpEvent && out != nil {
+	case h.Stream < 0 && h.Opcode == cql.OpEvent && out != nil:
 		out = c.rewriteEvent(out)
 	}
 	inc(&c.counters.responses, 1)
@@ -519,8 +547,9 @@ func (c *conn) requestHeader(hb []byte) (cql.Header, error) {
 			return h, &protocolError{stream: h.Stream, msg: "response frame sent by a client"}
 		}
 		return h, &protocolError{stream: h.Stream, msg: cql.UnsupportedVersionMessage(h.Version)}
-	case h.Length > c.p.maxFrame:
-		return h, &protocolError{stream: h.Stream, msg: fmt.Sprintf("frame body of %d bytes exceeds the maximum of %d", h.Length, c.p.maxFrame)}
+	}
+	if pe := c.tooBig(h.Stream, h.Length); pe != nil {
+		return h, pe
 	}
 	return h, nil
 }
@@ -531,21 +560,20 @@ func (c *conn) readsBody(op cql.Opcode) bool {
 	case cql.OpStartup, cql.OpQuery, cql.OpPrepare:
 		return true
 	case cql.OpExecute:
-		return c.p.stmts.HasSystem()
+		return c.p.prepared.HasSystem() || c.p.stmts != nil && c.p.stmts.Enabled()
+	case cql.OpBatch:
+		return c.p.stmts != nil && c.p.stmts.Enabled()
 	}
 	return false
 }
 
-// readFull reads n bytes from r into buf, reusing it when it is large enough.
-func readFull(r io.Reader, buf []byte, n int) ([]byte, error) {
-	if cap(buf) < n {
-		buf = make([]byte, n)
+// statBody returns the body of a request for statement statistics: the one inspect has
+// decompressed for a QUERY or PREPARE, or the frame's own.
+func (c *conn) statBody(h cql.Header, frame []byte) []byte {
+	if c.inspected != nil && (h.Opcode == cql.OpQuery || h.Opcode == cql.OpPrepare) {
+		return c.inspected
 	}
-	buf = buf[:n]
-	if _, err := io.ReadFull(r, buf); err != nil {
-		return buf, noEOF(err)
-	}
-	return buf, nil
+	return c.requestBody(h, frame)
 }
 
 // maxKeptBuffer is the largest scratch buffer kept between frames; a larger one, grown for
@@ -554,41 +582,74 @@ const maxKeptBuffer = 1 << 20
 
 // inspect reads what the proxy needs from a request: the compression of a STARTUP, and
 // whether a QUERY, PREPARE or EXECUTE reads system.local or system.peers.
-func (c *conn) inspect(h cql.Header, frame []byte) (rewriteKind, *tracing.Statement) {
+func (c *conn) inspect(h cql.Header, frame []byte) (rewriteKind, *tracing.Statement, string) {
+	c.inspected = nil
 	switch h.Opcode {
 	case cql.OpStartup:
 		c.startup(frame[cql.HeaderSize:])
+	case cql.OpOptions:
+		return kindOptions, nil, ""
+	case cql.OpAuthResponse:
+		if c.tr != nil {
+			c.authResponse(h, frame)
+		}
 	case cql.OpQuery, cql.OpPrepare:
 		body := c.requestBody(h, frame)
+		c.inspected = body
 		if len(body) < 4 {
-			return kindNone, nil
+			return kindNone, nil, ""
 		}
 		n := int(int32(binary.BigEndian.Uint32(body)))
 		if n < 0 || n > len(body)-4 {
-			return kindNone, nil
+			return kindNone, nil, ""
 		}
-		k := systemTable(body[4 : 4+n])
-		if k != kindNone && h.Opcode == cql.OpPrepare {
+		k := statementTable(body[4:4+n], c.inSystem.Load())
+		switch {
+		case k == kindUse && h.Opcode == cql.OpPrepare:
+			k = kindNone
+		case k != kindNone && k != kindUse && h.Opcode == cql.OpPrepare:
 			k |= kindPrepare
 		}
-		return k, nil
+		return k, nil, ""
 	case cql.OpExecute:
-		if !c.p.stmts.HasSystem() {
-			return kindNone, nil // no EXECUTE can read a system table: its body stays unread
-		}
-		body := c.requestBody(h, frame)
-		if len(body) < 2 {
-			return kindNone, nil
-		}
-		n := int(binary.BigEndian.Uint16(body))
-		if n > len(body)-2 {
-			return kindNone, nil
-		}
-		if st := c.p.stmts.Lookup(body[2 : 2+n]); st != nil && st.System != 0 {
-			return rewriteKind(st.System), st
-		}
+		return c.inspectExecute(h, frame)
 	}
-	return kindNone, nil
+	return kindNone, nil, ""
+}
+
+// authResponse takes the username from a SASL PLAIN AUTH_RESPONSE ("authzid NUL authcid
+// NUL password") for the connection's trace records. Only the username is copied; a
+// decompressed copy of the token, which holds the password, is zeroed.
+func (c *conn) authResponse(h cql.Header, frame []byte) {
+	body := c.requestBody(h, frame)
+	if h.Flags&cql.FlagCompression != 0 {
+		defer clear(body)
+	}
+	if user, ok := saslPlainUser(body); ok {
+		c.tr.SetUser(user)
+	}
+}
+
+// saslPlainUser returns the authcid of a SASL PLAIN token held in an AUTH_RESPONSE body.
+func saslPlainUser(body []byte) (string, bool) {
+	if len(body) < 4 {
+		return "", false
+	}
+	n := int(int32(binary.BigEndian.Uint32(body)))
+	if n < 0 || n > len(body)-4 {
+		return "", false
+	}
+	tok := body[4 : 4+n]
+	i := bytes.IndexByte(tok, 0)
+	if i < 0 {
+		return "", false
+	}
+	rest := tok[i+1:]
+	j := bytes.IndexByte(rest, 0)
+	if j <= 0 {
+		return "", false
+	}
+	return string(rest[:j]), true
 }
 
 // requestBody returns the body of a request frame, decompressed and without its custom
@@ -715,8 +776,8 @@ func (c *conn) forwardResponses() error {
 			if frame, err = r.Peek(n); err != nil {
 				return err
 			}
-		case c.tr != nil || req.kind != kindNone || event:
-			if c.respBuf, err = readFull(r, c.respBuf, n); err != nil {
+		case c.tr != nil || req.kind != kindNone || event || req.stat.WantsBody(h.Opcode):
+			if c.respBuf, err = cql.AppendRead(c.respBuf[:0], r, n); err != nil {
 				return err
 			}
 			frame = c.respBuf
@@ -724,8 +785,11 @@ func (c *conn) forwardResponses() error {
 
 		// The response arrived when the read that completed it returned: one clock read per
 		// read from the node, shared by every frame that read delivered. It is the response
-		// time that tracing sees, and the start of the added latency.
-		if c.p.metrics != nil && (fill || arrived == 0) {
+		// time that tracing and statement statistics see, and the start of the added latency.
+		if fill {
+			arrived = 0
+		}
+		if arrived == 0 && (c.p.metrics != nil || req.stat.Active()) {
 			arrived = tracing.Now()
 		}
 		out := c.response(h, frame, req, arrived)
@@ -759,6 +823,41 @@ func (c *conn) forwardResponses() error {
 			return nil
 		}
 	}
+}
+
+// statResponseBody returns the body of a response that statement statistics read, or nil.
+func (c *conn) statResponseBody(h cql.Header, frame []byte, t statements.Ticket) []byte {
+	if frame == nil || !t.WantsBody(h.Opcode) {
+		return nil
+	}
+	body := frame[cql.HeaderSize:]
+	if h.Flags&cql.FlagCompression == 0 {
+		return body
+	}
+	comp := c.compressor()
+	switch {
+	case comp == nil:
+		return nil
+	case t.PrefixEnough(h.Opcode):
+		// Only the row count is read: decompress just the start of the body (lz4 only; a
+		// snappy RESULT's rows are not counted).
+		if comp.Name() != "lz4" {
+			return nil
+		}
+		if cap(c.respBody) < statements.RowsPrefix {
+			c.respBody = make([]byte, 0, statements.RowsPrefix)
+		}
+		return statements.LZ4Prefix(c.respBody, body, statements.RowsPrefix)
+	}
+	var err error
+	if c.respBody, err = comp.Decompress(c.respBody[:0], body); err != nil {
+		return nil
+	}
+	body = c.respBody
+	if cap(c.respBody) > maxKeptBuffer {
+		c.respBody = nil
+	}
+	return body
 }
 
 // responseHeader parses and checks the header of a node's frame. A malformed one counts as

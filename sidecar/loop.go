@@ -43,6 +43,11 @@ type side struct {
 	streams []int16 // stream ids of the frames in out, kept for tracing only
 	events  uint32  // the epoll events registered
 	paused  bool    // reading stopped: the peer has output pending, or draining
+	// held is what the frame gathered in pend holds of the proxy-wide budget of client
+	// frames held whole (Config.MaxRequestDataInFlight), 0 when none; budgetWait says that
+	// reading is stopped until that budget has room for it.
+	held       int
+	budgetWait bool
 }
 
 // loop is one event loop.
@@ -56,6 +61,7 @@ type loop struct {
 	// Loop goroutine only.
 	sides   map[int32]*side
 	closing []*conn // connections writing their last frames, by loopDeadline
+	waiting []*side // client sides waiting for the budget of frames held whole
 	rbuf    []byte
 	wbuf    []byte
 	streams []int16
@@ -251,13 +257,19 @@ func (l *loop) run() {
 	for {
 		n, err := l.wait()
 		if err != nil {
-			if err == unix.EINTR {
-				continue
+			if err != unix.EINTR {
+				panic(fmt.Sprintf("sidecar: epoll_wait: %v", err))
 			}
-			panic(fmt.Sprintf("sidecar: epoll_wait: %v", err))
+			// The runtime's preemption signal can interrupt every wait before its timeout
+			// (it is sent to a goroutine that runs long, and a raw wait looks like one), so
+			// the deadlines below are checked after an interrupted wait too.
+			n = 0
 		}
 		if len(l.closing) > 0 {
 			l.expire()
+		}
+		if len(l.waiting) > 0 {
+			l.retryBudget()
 		}
 		for i := range n {
 			ev := &l.events[i]
@@ -294,14 +306,19 @@ func (l *loop) run() {
 // of the process. The runtime's preemption signal interrupts the wait (EINTR), so a stop
 // of the world (for GC) is not held up; the timeout bounds the wait anyway.
 func (l *loop) wait() (int, error) {
-	r, _, e := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(l.epfd), uintptr(unsafe.Pointer(&l.events[0])), uintptr(len(l.events)), uintptr(loopWaitMillis), 0, 0)
+	timeout := loopWaitMillis
+	if len(l.waiting) > 0 {
+		timeout = int(budgetPoll / time.Millisecond)
+	}
+	r, _, e := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(l.epfd), uintptr(unsafe.Pointer(&l.events[0])), uintptr(len(l.events)), uintptr(timeout), 0, 0)
 	if e != 0 {
 		return 0, e
 	}
 	return int(r), nil
 }
 
-// loopWaitMillis bounds one wait of an idle loop.
+// loopWaitMillis bounds one wait of an idle loop; budgetPoll bounds it while a connection
+// waits for the budget of frames held whole.
 const loopWaitMillis = 1000
 
 // sysRead and sysWrite are read(2) and write(2) on a non-blocking socket: they never
@@ -397,11 +414,12 @@ func (l *loop) setEvents(s *side) {
 func (l *loop) read(s *side) {
 	buf := l.rbuf
 	have := 0
-	if s.need > len(buf) {
-		// A frame larger than the shared buffer is gathered in pend.
-		if cap(s.pend) < s.need {
-			s.pend = append(make([]byte, 0, s.need), s.pend...)
-		}
+	gather := s.need > len(buf)
+	if gather {
+		// A frame larger than the shared buffer is gathered in pend, which grows as its
+		// bytes arrive, by doubling (as cql.AppendRead), and never ahead of them: a length
+		// field that lies costs no more memory than the bytes actually sent.
+		s.pend = gatherRoom(s.pend, s.need)
 		buf = s.pend[:cap(s.pend)]
 		have = len(s.pend)
 	} else {
@@ -415,8 +433,24 @@ func (l *loop) read(s *side) {
 		l.readEnded(s, err)
 		return
 	}
+	if gather && have+n < s.need {
+		s.pend = s.pend[:have+n] // not whole yet
+		return
+	}
 	s.pend = s.pend[:0]
 	l.frames(s, buf[:have+n])
+}
+
+// gatherRoom returns pend, the start of a frame of need bytes, with room for more of it:
+// when pend is full it is copied to a buffer twice as large (at least loopReadSize, at most
+// need), so that its capacity stays within twice the bytes received.
+func gatherRoom(pend []byte, need int) []byte {
+	if len(pend) < cap(pend) {
+		return pend
+	}
+	nb := make([]byte, len(pend), min(need, max(2*cap(pend), loopReadSize)))
+	copy(nb, pend)
+	return nb
 }
 
 // frames forwards the whole frames at the head of data, read from s, to its peer, and keeps
@@ -432,7 +466,7 @@ func (l *loop) frames(s *side, data []byte) {
 	trace := c.tr != nil
 	streams := l.streams[:0]
 	// One clock read per read from the node, shared by the responses it brought: their
-	// arrival, for tracing and the added latency.
+	// arrival, for tracing, statement statistics and the added latency.
 	var arrived int64
 	if !s.client && c.p.metrics != nil {
 		arrived = tracing.Now()
@@ -477,6 +511,9 @@ func (l *loop) frames(s *side, data []byte) {
 			if h.Stream >= 0 {
 				req, _, left = c.streams.take(h.Stream)
 			}
+			if arrived == 0 && req.stat.Active() {
+				arrived = tracing.Now()
+			}
 			f := c.response(h, frame, req, arrived)
 			inc(&c.counters.bytesOut, uint64(len(f)))
 			out = append(out, f...)
@@ -489,15 +526,23 @@ func (l *loop) frames(s *side, data []byte) {
 			streams = append(streams, h.Stream)
 		}
 	}
+	// A frame gathered whole was forwarded: its share of the budget goes back.
+	if s.held > 0 && pos > 0 {
+		c.p.held.release(s.held)
+		s.held = 0
+	}
 	// Keep the rest for the next read.
 	rest := data[pos:]
 	s.need = 0
 	if len(rest) >= cql.HeaderSize && bad == nil && nodeErr == nil {
 		s.need = cql.HeaderSize + int(getLength(rest))
 	}
+	if cap(s.pend) > maxKeptBuffer && len(rest) <= loopReadSize {
+		s.pend = nil // a large frame's buffer is not kept
+	}
 	s.pend = append(s.pend[:0], rest...)
-	if len(s.pend) == 0 && cap(s.pend) > maxKeptBuffer {
-		s.pend = nil
+	if s.client && s.need > len(l.rbuf) && s.held == 0 && bad == nil {
+		l.holdFrame(s)
 	}
 	if direct {
 		l.wbuf = out[:0]
@@ -592,7 +637,7 @@ func (l *loop) writeOut(d *side) {
 		return
 	}
 	src := d.peer
-	if src.paused && !(src.client && c.draining.Load()) {
+	if src.paused && !src.budgetWait && !(src.client && c.draining.Load()) {
 		src.paused = false
 		l.setEvents(src)
 	}
@@ -697,6 +742,45 @@ func (l *loop) expire() {
 	l.closing = kept
 }
 
+// holdFrame charges the client frame that s is about to gather whole (larger than the
+// read buffer) to the proxy-wide budget of frames held whole, as readWhole does on the
+// goroutine path. While the budget has no room, s is not read: its frame stays in the
+// client's socket and the client's writes block, which is the backpressure; retryBudget
+// tries again every budgetPoll.
+func (l *loop) holdFrame(s *side) {
+	if s.c.p.held.tryAcquire(int64(s.need)) {
+		s.held = s.need
+		return
+	}
+	s.budgetWait = true
+	s.paused = true
+	l.setEvents(s)
+	l.waiting = append(l.waiting, s)
+}
+
+// retryBudget resumes the connections waiting for the budget that now fits their frame.
+// A connection closed or drained meanwhile stops waiting (a drained one is not read again).
+func (l *loop) retryBudget() {
+	kept := l.waiting[:0]
+	for _, s := range l.waiting {
+		c := s.c
+		switch {
+		case c.loopClosed || c.loopLast || c.draining.Load():
+			s.budgetWait = false
+		case c.p.held.tryAcquire(int64(s.need)):
+			s.held, s.budgetWait = s.need, false
+			if len(s.peer.out) == 0 {
+				s.paused = false
+				l.setEvents(s)
+			}
+		default:
+			kept = append(kept, s)
+		}
+	}
+	clear(l.waiting[len(kept):])
+	l.waiting = kept
+}
+
 // drain stops reading the client; the connection closes when its last request in flight
 // is answered.
 func (l *loop) drain(c *conn) {
@@ -734,6 +818,10 @@ func (l *loop) close(c *conn) {
 		discard(s.fd, l.rbuf)
 		unix.Close(s.fd)
 		s.pend, s.out, s.streams = nil, nil, nil
+		if s.held > 0 {
+			c.p.held.release(s.held)
+			s.held = 0
+		}
 	}
 	c.closed.Store(true)
 	close(c.loopDone)

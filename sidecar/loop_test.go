@@ -7,19 +7,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"net"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/tracecar/tracecar/cql"
 )
-
-func TestMain(m *testing.M) {
-	// TRACECAR_EVENT_LOOP=off runs the whole suite, driver suites included, on the
-	// goroutine path, as it does for `tracecar sidecar`.
-	goroutinesOnly = os.Getenv("TRACECAR_EVENT_LOOP") == "off"
-	os.Exit(m.Run())
-}
 
 // connsInLoop returns how many of p's connections an event loop carries.
 func connsInLoop(p *Proxy) (inLoop, all int) {
@@ -72,6 +64,10 @@ func TestBackpressure(t *testing.T) {
 	)
 	n := mustFakeNode(t)
 	n.handle = func(fc *fakeConn, h cql.Header, body []byte) {
+		if h.Opcode == cql.OpStartup {
+			fc.send(frame(cql.ResponseBit|h.Version, 0, h.Stream, cql.OpReady, nil))
+			return
+		}
 		// The answer's body repeats the stream id and carries the request's length.
 		b := make([]byte, respSize)
 		for i := range b {
@@ -82,6 +78,11 @@ func TestBackpressure(t *testing.T) {
 	}
 	tp := mustProxy(t, Config{NodeAddr: n.addr()})
 	c := mustDial(t, tp.addr)
+	// Frames over 64 KiB are accepted once the handshake is done.
+	c.send(frame(cql.V4, 0, 1, cql.OpStartup, cql.Startup{Options: map[string]string{"CQL_VERSION": "3.0.0"}}.AppendBody(nil, cql.V4)))
+	if h, _ := c.recv(); h.Opcode != cql.OpReady {
+		t.Fatalf("STARTUP: got %s, want READY", h.Opcode)
+	}
 	big := queryBody(string(bytes.Repeat([]byte("x"), 3*loopReadSize)))
 	var reqs [][]byte
 	for i := range requests {
@@ -123,8 +124,8 @@ func TestBackpressure(t *testing.T) {
 			t.Fatalf("stream %d: answer bytes changed on the way", h.Stream)
 		}
 	}
-	if st := tp.Stats(); st.Responses != requests {
-		t.Errorf("stats count %d responses; want %d", st.Responses, requests)
+	if st := tp.Stats(); st.Responses != requests+1 {
+		t.Errorf("stats count %d responses; want %d (READY and the answers)", st.Responses, requests+1)
 	}
 }
 
@@ -170,5 +171,27 @@ func TestLastFramesTimeout(t *testing.T) {
 			}
 			return
 		}
+	}
+}
+
+// TestGatherRoomFollowsBytes: a frame larger than the read buffer is gathered in a buffer
+// that grows with the bytes received, never to the length the frame claims: a client that
+// claims 16 MiB and sends 100 KiB makes the loop hold about 256 KiB at most.
+func TestGatherRoomFollowsBytes(t *testing.T) {
+	const need = 16 << 20
+	pend := make([]byte, 0, loopReadSize)
+	pend = append(pend, make([]byte, loopReadSize)...) // the first read: the header and more
+	for len(pend) < need {
+		pend = gatherRoom(pend, need)
+		if len(pend) == cap(pend) {
+			t.Fatalf("no room with %d of %d bytes", len(pend), need)
+		}
+		if limit := max(loopReadSize, 2*len(pend)); cap(pend) > limit {
+			t.Fatalf("capacity %d with %d bytes received; want at most %d", cap(pend), len(pend), limit)
+		}
+		pend = pend[:min(cap(pend), len(pend)+loopReadSize)] // one read of loopReadSize
+	}
+	if cap(pend) != need {
+		t.Errorf("capacity %d for a frame of %d bytes; want exactly its size", cap(pend), need)
 	}
 }

@@ -63,7 +63,7 @@ func (s *peerShim) accept() {
 				}
 				buf = b
 				if h.Opcode == cql.OpQuery && h.Flags&cql.FlagCompression == 0 {
-					if q, err := cql.DecodeQuery(body, h.ProtoVersion()); err == nil && systemTable([]byte(q.Query)) == kindPeersV2 {
+					if q, err := cql.DecodeQuery(body, h.ProtoVersion()); err == nil && statementTable([]byte(q.Query), false) == kindPeersV2 {
 						mu.Lock()
 						peersStreams[h.Stream] = true
 						mu.Unlock()

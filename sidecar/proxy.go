@@ -21,7 +21,10 @@
 // frame in it gets the per-frame work below and is appended to one output buffer, and that
 // goes out in one write; what the peer does not take waits for EPOLLOUT, and the socket
 // that fed it is not read until it is gone (backpressure). A frame larger than the read
-// buffer is gathered on its own. Connections that are not plain TCP (TLS: crypto/tls needs
+// buffer is gathered on its own, in a buffer that grows as its bytes arrive, and a client's
+// is charged to Config.MaxRequestDataInFlight as on the goroutine path (limits.go); frame
+// limits, SUPPORTED filtering and statement statistics are per-frame work, the same on both
+// paths. Connections that are not plain TCP (TLS: crypto/tls needs
 // a net.Conn), and every connection when Config.NoEventLoop is set, take the goroutine path
 // instead: one goroutine per direction, reading frames from one side and writing them to
 // the other, flushing only when no whole frame is left in its input buffer, so frames that
@@ -30,12 +33,14 @@
 // # Per-request work
 //
 // Both paths do the same work on each frame, through conn.request and conn.response:
-// request inspects a request (STARTUP compression; QUERY, PREPARE and EXECUTE of system
-// tables, decompressing the body only for those opcodes), records it in the connection's
-// stream table (the one per-stream record on the proxy side), hands it to tracing
-// (tracing.Conn.OnRequestAt, one atomic load when tracing is off) and counts it; response
-// takes the record by stream id, hands the response to tracing, rewrites system tables and
-// events, and records the latency. After the write that carried a frame, tracing is told
+// request inspects a request (STARTUP compression; OPTIONS; the AUTH_RESPONSE username;
+// QUERY, PREPARE and EXECUTE of system tables by table reference, with the EXECUTE probe of
+// statement.go), hands it to statement statistics (Config.Statements), records it in the
+// connection's stream table (the one per-stream record on the proxy side), hands it to
+// tracing (tracing.Conn.OnRequestAt, one atomic load when tracing is off) and counts it;
+// the caller takes the record by stream id, and response notes the end of the handshake,
+// hands the response to statement statistics and tracing, filters SUPPORTED, rewrites
+// system tables and events, and records the latency. After the write that carried a frame, tracing is told
 // (Sent, ResponseSent). Neither allocates with tracing off or in fast mode below the
 // threshold (TestRequestPathAllocs).
 //
@@ -50,7 +55,9 @@
 package sidecar
 
 import (
+	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -63,6 +70,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tracecar/tracecar/cql"
+	"github.com/tracecar/tracecar/statements"
 	"github.com/tracecar/tracecar/tracing"
 )
 
@@ -70,6 +78,9 @@ import (
 const (
 	DefaultDrainTimeout = 10 * time.Second
 	DefaultDialTimeout  = 5 * time.Second
+
+	// DefaultMaxRequestDataInFlight is the default of Config.MaxRequestDataInFlight.
+	DefaultMaxRequestDataInFlight = 128 << 20
 )
 
 // Sizes of the per-connection buffers. A connection holds two readers and two writers of
@@ -93,17 +104,30 @@ type Config struct {
 	// PeerPort is the port written into peers' native_port and into events that name
 	// other nodes, assuming a sidecar beside every node. Zero means the advertised port.
 	PeerPort int
+	// Peers maps other nodes' addresses to their sidecars' when the convention behind
+	// PeerPort does not hold (see PeerMap). Nil means the convention.
+	Peers *PeerMap
 	// DrainTimeout bounds how long Serve waits, once its context is done, for in-flight
 	// requests to be answered before it closes the connections. Zero means
 	// DefaultDrainTimeout.
 	DrainTimeout time.Duration
 	// DialTimeout bounds a dial to the node. Zero means DefaultDialTimeout.
 	DialTimeout time.Duration
-	// MaxFrameSize is the largest frame body accepted from a client; a larger one gets a
-	// ProtocolError and closes the connection. Frames from the node are bounded by
-	// cql.MaxBodySize only, as the node is trusted to honour its own limit. Zero means
-	// cql.MaxBodySize.
+	// MaxFrameSize is the largest frame, header included, accepted from a client; a larger
+	// one gets Cassandra's ProtocolError on its stream and closes the connection. Until the
+	// handshake is done the limit is cql.MaxStartupFrameSize. Frames from the node are
+	// bounded by cql.MaxBodySize only, as the node is trusted to honour its own limit.
+	// Zero means cql.DefaultMaxFrameSize (16 MiB); more than cql.MaxBodySize is an error.
 	MaxFrameSize int
+	// MaxConnections bounds the client connections open at once; a connection accepted
+	// beyond it is closed at once, and a warning is logged. Zero means no limit.
+	MaxConnections int
+	// MaxRequestDataInFlight bounds the bytes of the client frames that all connections
+	// together hold whole (frames over 16 KiB that the proxy reads, not streams), as
+	// Cassandra's native_transport_max_request_data_in_flight: a connection whose frame
+	// does not fit waits, without reading, until others are forwarded. Zero means
+	// DefaultMaxRequestDataInFlight; it is raised to MaxFrameSize if smaller.
+	MaxRequestDataInFlight int
 	// Logger is the "sidecar" logger: a debug line per request and a trace line per frame,
 	// plus connection-level lines. Nil means no logging.
 	Logger *zerolog.Logger
@@ -112,6 +136,33 @@ type Config struct {
 	NoEventLoop bool
 	// Metrics receives per-request counts and latencies. Nil means none.
 	Metrics Metrics
+	// Statements receives each request and its response for per-statement statistics.
+	// Nil means none.
+	Statements StatementStats
+	// TLS, when set, makes clients speak TLS to the proxy: it must hold a certificate, and
+	// with ClientAuth set to tls.RequireAndVerifyClientCert and ClientCAs, clients must
+	// present a certificate (mTLS). A client that fails the handshake, a plaintext one say,
+	// is logged with the reason and disconnected. Nil means plaintext.
+	TLS *tls.Config
+	// NodeTLS, when set, makes the proxy speak TLS to the node, with this client
+	// configuration (RootCAs, a client certificate). An empty ServerName is set to the
+	// host of NodeAddr. Nil means plaintext.
+	NodeTLS *tls.Config
+}
+
+// StatementStats is the data path's hook for per-statement statistics;
+// *statements.Stats implements it. Its methods are called from every connection's
+// goroutines at once. Enabled is one atomic load; Request is called for a PREPARE, and
+// for any other request only while Enabled; Response is called for each response whose
+// request's Ticket is active, at the point where the response is matched to its request.
+type StatementStats interface {
+	Enabled() bool
+	// Request sees a request: header, body (decompressed, without custom payload) and its
+	// arrival time (tracing.Now).
+	Request(h cql.Header, body []byte, now int64) statements.Ticket
+	// Response sees the response: header, body (decompressed; nil when the Ticket's
+	// WantsBody says it is not needed) and its arrival time.
+	Response(t statements.Ticket, h cql.Header, body []byte, now int64)
 }
 
 // Metrics is what the proxy reports per request. Its methods are called on the data path,
@@ -148,6 +199,10 @@ type Stats struct {
 	Rewritten uint64
 	// Rejected counts the frames answered with a ProtocolError for their version.
 	Rejected uint64
+	// Refused counts the connections closed because MaxConnections were open.
+	Refused uint64
+	// TooBig counts the frames refused for their size (see Config.MaxFrameSize).
+	TooBig uint64
 	// Bytes forwarded each way, counted on the client side.
 	BytesFromClients, BytesToClients uint64
 }
@@ -168,9 +223,11 @@ type Proxy struct {
 	tr        *tracing.Tracer
 	log       *zerolog.Logger
 	metrics   Metrics
+	stmts     StatementStats
 	maxFrame  uint32
 	advertise netip.AddrPort // zero Addr: the client connection's local address
 	cfgErr    error
+	nodeTLS   *tls.Config // Config.NodeTLS with its ServerName set
 
 	// dial opens a node connection; tests replace it.
 	dial func(ctx context.Context) (net.Conn, error)
@@ -182,9 +239,12 @@ type Proxy struct {
 	accepted     atomic.Uint64
 	nodeFailures atomic.Uint64
 	rejected     atomic.Uint64
+	limitCounters
+	held byteBudget // bytes of client frames held whole, see limits.go
 
-	stmts   *tracing.Statements        // the prepared-statement registry, shared with tr
-	nodeRPC atomic.Pointer[netip.Addr] // the rpc_address the node reported
+	checked  checkedStmts               // prepared ids that read no system table
+	prepared *tracing.Statements        // the prepared-statement registry, shared with tr
+	nodeRPC  atomic.Pointer[netip.Addr] // the rpc_address the node reported
 }
 
 var nopLogger = zerolog.Nop()
@@ -198,37 +258,53 @@ func New(cfg Config, tr *tracing.Tracer) *Proxy {
 	if cfg.DialTimeout <= 0 {
 		cfg.DialTimeout = DefaultDialTimeout
 	}
-	if cfg.MaxFrameSize <= 0 || cfg.MaxFrameSize > cql.MaxBodySize {
-		cfg.MaxFrameSize = cql.MaxBodySize
+	if cfg.MaxFrameSize == 0 {
+		cfg.MaxFrameSize = cql.DefaultMaxFrameSize
 	}
 	p := &Proxy{
 		cfg:      cfg,
 		tr:       tr,
 		log:      cfg.Logger,
 		metrics:  cfg.Metrics,
+		stmts:    cfg.Statements,
 		maxFrame: uint32(cfg.MaxFrameSize),
 		conns:    make(map[*conn]struct{}),
 	}
 	if p.log == nil {
 		p.log = &nopLogger
 	}
+	p.held.init(int64(max(cmp.Or(cfg.MaxRequestDataInFlight, DefaultMaxRequestDataInFlight), cfg.MaxFrameSize)))
 	if tr != nil {
-		p.stmts = tr.Statements()
+		p.prepared = tr.Statements()
 	} else {
-		p.stmts = tracing.NewStatements(tracing.DefaultPreparedSize)
+		p.prepared = tracing.NewStatements(tracing.DefaultPreparedSize)
 	}
 	switch {
 	case cfg.NodeAddr == "":
 		p.cfgErr = errors.New("sidecar: no node address")
+	case cfg.MaxFrameSize < cql.HeaderSize || cfg.MaxFrameSize > cql.MaxBodySize:
+		p.cfgErr = fmt.Errorf("sidecar: max frame size %d: want %d to %d bytes", cfg.MaxFrameSize, cql.HeaderSize, cql.MaxBodySize)
+	case cfg.MaxRequestDataInFlight < 0:
+		p.cfgErr = fmt.Errorf("sidecar: max request data in flight %d: want 0 (the default) or more", cfg.MaxRequestDataInFlight)
+	case cfg.MaxConnections < 0:
+		p.cfgErr = fmt.Errorf("sidecar: max connections %d: want 0 (no limit) or more", cfg.MaxConnections)
 	case cfg.PeerPort < 0 || cfg.PeerPort > 65535:
 		p.cfgErr = fmt.Errorf("sidecar: peer port %d: want 0 to 65535", cfg.PeerPort)
 	}
 	if cfg.AdvertiseAddr != "" && p.cfgErr == nil {
 		p.advertise, p.cfgErr = parseAdvertise(cfg.AdvertiseAddr)
 	}
+	p.nodeTLS = nodeTLSConfig(cfg.NodeTLS, cfg.NodeAddr)
+	if cfg.TLS != nil && len(cfg.TLS.Certificates) == 0 && cfg.TLS.GetCertificate == nil && p.cfgErr == nil {
+		p.cfgErr = errors.New("sidecar: client TLS configuration has no certificate")
+	}
 	d := net.Dialer{Timeout: cfg.DialTimeout}
 	p.dial = func(ctx context.Context) (net.Conn, error) {
-		return d.DialContext(ctx, "tcp", cfg.NodeAddr)
+		nc, err := d.DialContext(ctx, "tcp", cfg.NodeAddr)
+		if err != nil || p.nodeTLS == nil {
+			return nc, err
+		}
+		return p.dialTLS(ctx, nc)
 	}
 	return p
 }
@@ -278,7 +354,10 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 			break
 		}
 		delay = 0
-		c := p.newConn(nc, g)
+		if p.refuse(nc) {
+			continue
+		}
+		c := p.newConn(p.acceptTLS(nc), g)
 		g.wg.Add(1)
 		go func() {
 			defer g.wg.Done()
@@ -367,6 +446,8 @@ func (p *Proxy) Stats() Stats {
 		Accepted:         p.accepted.Load(),
 		NodeFailures:     p.nodeFailures.Load(),
 		Rejected:         p.rejected.Load(),
+		Refused:          p.refused.Load(),
+		TooBig:           p.tooBig.Load(),
 		Requests:         make(map[cql.Opcode]uint64),
 		Responses:        sum.responses,
 		Rewritten:        sum.rewritten,

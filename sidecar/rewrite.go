@@ -1,7 +1,6 @@
 package sidecar
 
 import (
-	"bytes"
 	"encoding/binary"
 	"net/netip"
 	"sync/atomic"
@@ -24,6 +23,7 @@ const (
 	kindPeers   rewriteKind = 2 // system.peers
 	kindPeersV2 rewriteKind = 3 // system.peers_v2
 	kindTable   rewriteKind = 0x0f
+	kindOptions rewriteKind = 0x20 // OPTIONS: SUPPORTED loses the bypass keys, see limits.go
 
 	// kindPrepare marks a PREPARE of a statement on the table in the low bits: its
 	// response tells the id that later EXECUTEs use.
@@ -35,80 +35,11 @@ const (
 // result columns from its Prepared response, for the Rows responses that skip their
 // metadata.
 func (p *Proxy) rememberStmt(id []byte, kind rewriteKind, cols []cql.ColumnSpec) {
-	p.stmts.Put(id, tracing.Statement{System: uint8(kind), Columns: cols})
-}
-
-// Names that systemTable looks for, in any case.
-var (
-	nameSystem  = []byte("system")
-	nameLocal   = []byte("local")
-	namePeers   = []byte("peers")
-	namePeersV2 = []byte("peers_v2")
-)
-
-// systemTable reports whether the CQL text q names system.local, system.peers or
-// system.peers_v2, in any case, quoted or not. It does not allocate.
-func systemTable(q []byte) rewriteKind {
-	for i := 0; i < len(q); i++ {
-		if c := q[i]; c != '"' && c|0x20 != 's' {
-			continue
-		}
-		j := i
-		quoted := q[j] == '"'
-		if quoted {
-			j++
-		} else if i > 0 && isIdent(q[i-1]) {
-			continue
-		}
-		if len(q)-j < len(nameSystem) || !bytes.EqualFold(q[j:j+len(nameSystem)], nameSystem) {
-			continue
-		}
-		j += len(nameSystem)
-		if quoted {
-			if j >= len(q) || q[j] != '"' {
-				continue
-			}
-			j++
-		} else if j < len(q) && isIdent(q[j]) {
-			continue // system_schema, system_traces, …
-		}
-		j = skipSpace(q, j)
-		if j >= len(q) || q[j] != '.' {
-			continue
-		}
-		j = skipSpace(q, j+1)
-		quoted = j < len(q) && q[j] == '"'
-		if quoted {
-			j++
-		}
-		k := j
-		for k < len(q) && isIdent(q[k]) {
-			k++
-		}
-		if quoted && (k >= len(q) || q[k] != '"') {
-			continue
-		}
-		switch name := q[j:k]; {
-		case bytes.EqualFold(name, nameLocal):
-			return kindLocal
-		case bytes.EqualFold(name, namePeers):
-			return kindPeers
-		case bytes.EqualFold(name, namePeersV2):
-			return kindPeersV2
-		}
-	}
-	return kindNone
+	p.prepared.Put(id, tracing.Statement{System: uint8(kind), Columns: cols})
 }
 
 func isIdent(c byte) bool {
 	return 'a' <= c|0x20 && c|0x20 <= 'z' || '0' <= c && c <= '9' || c == '_'
-}
-
-func skipSpace(q []byte, i int) int {
-	for i < len(q) && (q[i] == ' ' || q[i] == '\t' || q[i] == '\n' || q[i] == '\r') {
-		i++
-	}
-	return i
 }
 
 // responseBody returns the header of a response frame, its prefix, its message body
@@ -163,7 +94,19 @@ func (c *conn) rewriteResult(frame []byte, req inflight) []byte {
 		c.log.Warn().Err(err).Msg("decode system table result; forwarding it unchanged")
 		return frame
 	}
+	if req.kind == kindProbe {
+		if c.probeResult(msg, req) {
+			if out, ok := c.encode(h, prefix, msg, comp); ok {
+				return out
+			}
+		}
+		return frame
+	}
 	switch m := msg.(type) {
+	case cql.SetKeyspaceResult:
+		if req.kind == kindUse {
+			c.inSystem.Store(m.Keyspace == "system")
+		}
 	case cql.PreparedResult:
 		if req.kind&kindPrepare != 0 {
 			c.p.rememberStmt(m.ID, req.kind&kindTable, m.ResultMetadata.Columns)
@@ -186,15 +129,20 @@ func (c *conn) rewriteResult(frame []byte, req inflight) []byte {
 }
 
 // rewriteRows replaces the addresses in the rows of a system table: in system.local the
-// rpc_address becomes the advertised address and the native port its port; in the peers
+// rpc_address and broadcast_address become the advertised address and the native port its port; in the peers
 // tables the native port becomes the peer port, as a sidecar is assumed beside every
 // node. It reports whether it changed anything.
 func (c *conn) rewriteRows(kind rewriteKind, cols []cql.ColumnSpec, rows [][][]byte) bool {
-	changed := false
+	if kind != kindLocal && c.p.cfg.Peers != nil {
+		return c.p.cfg.Peers.rewritePeerRows(cols, rows, c.peerPort, c.unmappedPeer)
+	}
+	changed := kind == kindLocal && c.p.cfg.Peers != nil && c.rewriteBroadcast(cols, rows)
 	for j, col := range cols {
 		var val []byte
 		switch {
-		case col.Type.ID == cql.TypeInet && col.Name == "rpc_address" && kind == kindLocal:
+		case col.Type.ID == cql.TypeInet && (col.Name == "rpc_address" || col.Name == "broadcast_address") && kind == kindLocal:
+			// broadcast_address too: gocql matches events to hosts by it, and events about
+			// this node carry the advertised address (see rewriteEvent).
 			val = c.advertise.Addr().AsSlice()
 		case col.Type.ID == cql.TypeInt && (col.Name == "native_port" || col.Name == "rpc_port"):
 			port := c.peerPort
@@ -252,6 +200,9 @@ func (c *conn) eventAddr(a netip.AddrPort) netip.AddrPort {
 	ip := a.Addr().Unmap()
 	if ip == c.nodeAddr.Addr() && a.Port() == c.nodeAddr.Port() {
 		return c.advertise
+	}
+	if sc, ok := c.p.cfg.Peers.eventPeer(a, c.peerPort); ok {
+		return sc
 	}
 	if rpc := c.p.nodeRPC.Load(); rpc != nil && ip == *rpc {
 		return c.advertise

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/tracecar/tracecar/cql"
+	"github.com/tracecar/tracecar/statements"
 	"github.com/tracecar/tracecar/tracing"
 )
 
@@ -17,6 +18,8 @@ type inflight struct {
 	used   bool               // the slot holds a request
 	op     cql.Opcode         // the request's opcode
 	kind   rewriteKind        // what its response needs, kindNone on the common path
+	stat   statements.Ticket  // the request's statement statistics, see StatementStats
+	probe  string             // the statement id of an EXECUTE probed for its table (statement.go)
 }
 
 // streamTable holds the requests of one connection that are waiting for their response,

@@ -86,10 +86,39 @@ func TestSystemTable(t *testing.T) {
 		{"INSERT INTO ks.t (k) VALUES ('system')", kindNone},
 		{"system", kindNone},
 		{"", kindNone},
+		// The table reference, not a substring.
+		{"SELECT * FROM ks.t WHERE v = 'system.local'", kindNone},
+		{"SELECT 'system.local' FROM ks.t", kindNone},
+		{"SELECT * FROM ks.t /* system.local */", kindNone},
+		{"SELECT * FROM ks.t WHERE v = $$ from system.peers $$", kindNone},
+		{"UPDATE ks.t SET v = 'SELECT * FROM system.local' WHERE k = 1", kindNone},
+		{"INSERT INTO ks.t (k, v) VALUES (1, 'x') -- FROM system.local", kindNone},
+		{"SELECT \"from\" FROM ks.t", kindNone},
+		{"SELECT count(*) FROM system.local", kindLocal},
+		{"/* c */ select\n  peer -- from x\n  from system.peers", kindPeers},
+		{`SELECT * FROM system."LOCAL"`, kindNone},
+		{"SELECT * FROM local", kindNone}, // not in keyspace system
+		{"use system", kindUse},
+		{"USE \"system\"", kindUse},
 	}
 	for _, tt := range tests {
-		if got := systemTable([]byte(tt.q)); got != tt.want {
-			t.Errorf("systemTable(%q) = %d; want %d", tt.q, got, tt.want)
+		if got := statementTable([]byte(tt.q), false); got != tt.want {
+			t.Errorf("statementTable(%q, false) = %d; want %d", tt.q, got, tt.want)
+		}
+	}
+	// After USE system, a table named alone is in system.
+	for _, tt := range []struct {
+		q    string
+		want rewriteKind
+	}{
+		{"SELECT * FROM local", kindLocal},
+		{"SELECT * FROM peers_v2 WHERE peer = ?", kindPeersV2},
+		{"SELECT * FROM ks.local", kindNone},
+		{"SELECT * FROM \"local\"", kindLocal},
+		{"SELECT * FROM localx", kindNone},
+	} {
+		if got := statementTable([]byte(tt.q), true); got != tt.want {
+			t.Errorf("statementTable(%q, true) = %d; want %d", tt.q, got, tt.want)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package tracing
 
 import (
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -70,6 +71,7 @@ type pending struct {
 	err         string
 	responseOp  cql.Opcode
 	thresholdUS int64
+	rows        int // the RESULT Rows count, or -1
 }
 
 // Conn is the tracing state of one client connection: a table of in-flight requests by
@@ -79,7 +81,9 @@ type pending struct {
 type Conn struct {
 	t           *Tracer
 	client      string
+	clientAddr  netip.Addr
 	coordinator string
+	user        atomic.Pointer[string] // SASL PLAIN username, set by SetUser
 	pages       [numPages]atomic.Pointer[page]
 
 	// Written by the request side only.
@@ -152,7 +156,22 @@ func (c *Conn) OnRequestAt(h cql.Header, frame []byte, comp cql.Compressor, now 
 	if s.off && h.Flags&cql.FlagTracing == 0 {
 		return
 	}
+	if f := c.t.filter.Load(); f != nil && !c.match(f, h, frame, comp) {
+		return
+	}
 	c.onRequest(s, h, frame, comp, now)
+}
+
+// SetUser attaches the username the client authenticated with (never its password) to
+// the connection's sessions. It is safe for concurrent use.
+func (c *Conn) SetUser(name string) { c.user.Store(&name) }
+
+// User returns the connection's username, or "".
+func (c *Conn) User() string {
+	if u := c.user.Load(); u != nil {
+		return *u
+	}
+	return ""
 }
 
 func (c *Conn) onRequest(s *snapshot, h cql.Header, frame []byte, comp cql.Compressor, now int64) {
@@ -309,6 +328,7 @@ func (c *Conn) recordFast(sl *slot, d int64, h cql.Header, frame []byte, comp cq
 		StartedAt:   end.Add(-time.Duration(d)),
 		DurationUS:  d / 1000,
 		Client:      c.client,
+		Username:    c.User(),
 		Coordinator: c.coordinator,
 		Command:     sl.op.String(),
 		Request:     requestName(sl.op),
@@ -332,6 +352,7 @@ func (c *Conn) respondTraced(sl *slot, p *pending, h cql.Header, frame []byte, c
 	ri, c.respScratch = readResponse(h, frame, comp, c.respScratch)
 	p.err = ri.err
 	p.nodeID, p.hasNodeID = ri.tracingID, ri.hasTracingID
+	p.rows = responseRows(h, frame, ri.body)
 	out := frame
 	if p.mode == ModeSampled && ri.hasTracingID {
 		out = c.stripTracingID(h, frame, comp, ri.body)
@@ -418,8 +439,11 @@ func (c *Conn) finish(p *pending) {
 	started := wallEnd.Add(-time.Duration(d))
 
 	ps := make(map[string]string, 6)
-	if err := walkRequest(p.op, p.body, &params{m: ps, bind: c.t.opts.BindValues, prep: c.t.prep}); err != nil {
+	if err := walkRequest(p.op, p.body, c.t.params(ps)); err != nil {
 		ps["decode_error"] = err.Error()
+	}
+	if p.rows >= 0 {
+		ps["returned_rows"] = itoa(p.rows)
 	}
 	evs := make([]Event, 0, 5)
 	add := func(activity string, at int64) {
@@ -442,6 +466,7 @@ func (c *Conn) finish(p *pending) {
 		StartedAt:   started,
 		DurationUS:  d / 1000,
 		Client:      c.client,
+		Username:    c.User(),
 		Coordinator: c.coordinator,
 		Command:     p.op.String(),
 		Request:     requestName(p.op),
@@ -472,6 +497,7 @@ func newPending() *pending {
 	p.decodeErr, p.err = "", ""
 	p.nodeID, p.hasNodeID = [16]byte{}, false
 	p.responseOp = 0
+	p.rows = -1
 	return p
 }
 
@@ -552,5 +578,29 @@ func (c *Conn) notePrepared(h cql.Header, frame []byte, comp cql.Compressor) {
 	if d.Err() != nil {
 		return
 	}
-	c.t.prep.Put(id, Statement{Query: q})
+	c.t.prep.Put(id, Statement{Query: q, Keyspace: preparedKeyspace(h.Version&^cql.ResponseBit, &d)})
+}
+
+// preparedKeyspace reads the keyspace of a prepared statement from the rest of its RESULT
+// Prepared body (after the id): the global table spec of its bind metadata, or its first
+// column's. It returns "" when the metadata names none.
+func preparedKeyspace(version byte, d *cql.Decoder) string {
+	if version >= 5 {
+		d.ShortBytes() // result_metadata_id
+	}
+	flags := d.Int()
+	columns := d.Int()
+	if version >= 4 {
+		for n := d.Int(); n > 0 && d.Err() == nil; n-- {
+			d.Short() // partition key index
+		}
+	}
+	if d.Err() != nil || flags&1 == 0 && columns <= 0 {
+		return ""
+	}
+	ks := d.String() // the global spec's keyspace, or the first column's
+	if d.Err() != nil {
+		return ""
+	}
+	return ks
 }

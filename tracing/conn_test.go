@@ -54,7 +54,7 @@ func TestFastThresholdZero(t *testing.T) {
 		{
 			name: "prepare", msg: cql.Prepare{Query: "SELECT 1"},
 			wantCommand: "PREPARE", wantRequest: RequestPrepare,
-			wantParams: map[string]string{"query": "SELECT 1"},
+			wantParams: map[string]string{"query": "SELECT ?"},
 		},
 	}
 	for _, tt := range tests {

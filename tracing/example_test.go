@@ -35,5 +35,5 @@ func Example() {
 	fmt.Println(s.Parameters["query"], s.Parameters["consistency_level"])
 	// Output:
 	// true fast QUERY Execute CQL3 query
-	// SELECT * FROM ks.t WHERE k = 1 LOCAL_ONE
+	// SELECT * FROM ks.t WHERE k = ? LOCAL_ONE
 }

@@ -184,12 +184,26 @@ func mergeNodeEvents(sidecar, node []Event) []Event {
 	return append(out, sidecar[at:]...)
 }
 
+// stopGrace is how long stop waits, once its context is done, for the fetcher to record
+// what it still holds without the node's events: the fetch in flight ends with the context,
+// and the rest are recorded at once.
+const stopGrace = 2 * time.Second
+
+// stop gives every session still waiting one last look at the node while ctx allows, and
+// records the rest without the node's events. Running out of ctx is not an error: nothing
+// is lost but node events, which are best effort. It is an error only when the fetcher has
+// not exited stopGrace after ctx is done.
 func (f *fetcher) stop(ctx context.Context) error {
 	f.stopCh <- ctx
 	select {
 	case <-f.exited:
 		return nil
 	case <-ctx.Done():
+	}
+	select {
+	case <-f.exited:
+		return nil
+	case <-time.After(stopGrace):
 		return fmt.Errorf("stop node-event fetcher: %w", ctx.Err())
 	}
 }

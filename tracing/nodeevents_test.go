@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
 )
 
 // flakyNode fails, then reports the session incomplete, then complete, per session.
@@ -95,4 +98,28 @@ func (b blockingNode) Events(ctx context.Context, _ [16]byte) ([]Event, bool, er
 	case <-ctx.Done():
 	}
 	return nil, true, nil
+}
+
+// TestFetcherStopOutOfTime checks that a stop whose context runs out while sessions still
+// wait for the node's events records every one of them, without those events, and is not an
+// error: node events are best effort, and a slow node must not fail a shutdown.
+func TestFetcherStopOutOfTime(t *testing.T) {
+	var mu sync.Mutex
+	recorded := 0
+	f := newFetcher(blockingNode(make(chan struct{})), 1000, func(*Session) { mu.Lock(); recorded++; mu.Unlock() }, zerolog.Nop())
+	for i := range 500 {
+		if !f.offer(&Session{ID: fmt.Sprint(i)}, [16]byte{byte(i), byte(i >> 8)}) {
+			t.Fatalf("offer %d refused; want room for 500", i)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := f.stop(ctx); err != nil {
+		t.Errorf("stop: %v; want nil once every session is recorded", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if recorded != 500 {
+		t.Errorf("recorded %d sessions; want all 500", recorded)
+	}
 }

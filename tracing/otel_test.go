@@ -3,12 +3,14 @@ package tracing
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tracecar/tracecar/cql"
 )
@@ -73,8 +75,20 @@ func TestOTelSink(t *testing.T) {
 		if want := s.StartedAt.Add(time.Duration(s.DurationUS) * time.Microsecond); !sp.EndTime.Equal(want) {
 			t.Errorf("span end %v; want %v", sp.EndTime, want)
 		}
-		if a["db.system"] != "cassandra" || a["db.statement"] != s.Parameters["query"] {
-			t.Errorf("db.system, db.statement = %q, %q; want cassandra, %q", a["db.system"], a["db.statement"], s.Parameters["query"])
+		if a["db.system.name"] != "cassandra" || a["db.query.text"] != redactLiterals(s.Parameters["query"]) {
+			t.Errorf("db.system.name, db.query.text = %q, %q; want cassandra, %q", a["db.system.name"], a["db.query.text"], s.Parameters["query"])
+		}
+		if sp.SpanKind != trace.SpanKindClient {
+			t.Errorf("span kind %v; want client", sp.SpanKind)
+		}
+		if a["server.address"] != testCoord.Addr().String() || a["server.port"] != fmt.Sprint(testCoord.Port()) {
+			t.Errorf("server.address:port = %s:%s; want the node %v", a["server.address"], a["server.port"], testCoord)
+		}
+		if a["network.peer.address"] != testClient.Addr().String() || a["network.peer.port"] != fmt.Sprint(testClient.Port()) {
+			t.Errorf("network.peer.address:port = %s:%s; want the client %v", a["network.peer.address"], a["network.peer.port"], testClient)
+		}
+		if _, old := a["db.statement"]; old {
+			t.Errorf("db.statement set without OTEL_SEMCONV_STABILITY_OPT_IN=database/dup")
 		}
 		if len(sp.Events) != len(s.Events) {
 			t.Fatalf("span has %d events; want %d", len(sp.Events), len(s.Events))
@@ -86,10 +100,11 @@ func TestOTelSink(t *testing.T) {
 			}
 		}
 		switch sp.Name {
-		case "SELECT":
-			want := map[string]string{"db.operation": "SELECT", "db.cassandra.consistency_level": "LOCAL_ONE",
-				"db.cassandra.page_size": "5000", "tracecar.mode": "full", "tracecar.command": "EXECUTE",
-				"tracecar.param.param[0]": "<redacted: 1 bytes>"}
+		case "SELECT keyspace1.standard1":
+			want := map[string]string{"db.operation.name": "SELECT", "cassandra.consistency.level": "local_one",
+				"cassandra.page.size": "5000", "tracecar.mode": "full", "tracecar.command": "EXECUTE",
+				"db.namespace": "keyspace1", "db.collection.name": "standard1", "db.query.summary": "SELECT standard1",
+				"tracecar.param.param[0]": "<redacted: 1 bytes>", "db.response.returned_rows": "1"}
 			for k, v := range want {
 				if a[k] != v {
 					t.Errorf("SELECT span attribute %s = %q; want %q", k, a[k], v)
@@ -98,9 +113,15 @@ func TestOTelSink(t *testing.T) {
 			if sp.Status.Code != codes.Unset {
 				t.Errorf("SELECT span status %v; want unset", sp.Status)
 			}
-		case "INSERT":
+		case "INSERT nope":
 			if sp.Status.Code != codes.Error || sp.Status.Description != "invalid (0x2200): unconfigured table nope" {
 				t.Errorf("INSERT span status %+v; want the CQL error", sp.Status)
+			}
+			if a["db.response.status_code"] != "8704" || a["error.type"] != "8704" {
+				t.Errorf("db.response.status_code, error.type = %q, %q; want 8704 (0x2200)", a["db.response.status_code"], a["error.type"])
+			}
+			if a["db.query.text"] != "insert into nope (k) values (?)" {
+				t.Errorf("db.query.text = %q; want the literal redacted", a["db.query.text"])
 			}
 		default:
 			t.Errorf("unexpected span %q", sp.Name)

@@ -15,6 +15,9 @@ const DefaultPreparedSize = 10000
 type Statement struct {
 	// Query is the CQL text, learnt from the PREPARE request; empty when unknown.
 	Query string
+	// Keyspace is the statement's keyspace, from the metadata of its RESULT Prepared
+	// (learnt with Query); empty when the metadata named none.
+	Keyspace string
 	// System names the system table the statement reads, in the sidecar's terms
 	// (system.local, peers or peers_v2, for the address rewrite); 0 for any other.
 	System uint8
@@ -53,7 +56,7 @@ func (p *Statements) Put(id []byte, st Statement) {
 	if old, ok := p.m[string(id)]; ok {
 		merged := *old
 		if st.Query != "" {
-			merged.Query = st.Query
+			merged.Query, merged.Keyspace = st.Query, st.Keyspace
 		}
 		if st.System != 0 {
 			merged.System, merged.Columns = st.System, st.Columns

@@ -61,9 +61,11 @@ const maxKeptScratch = 1 << 20
 // validates it without allocating: full mode does that for the "request parsed" event and
 // builds the map only for a session that is recorded.
 type params struct {
-	m    map[string]string
-	bind bool
-	prep *Statements
+	m        map[string]string
+	bind     bool
+	prep     *Statements
+	literals bool // keep literal values in query text
+	maxLen   int  // bound on query text; 0: none
 }
 
 func (p *params) set(k, v string) {
@@ -84,17 +86,21 @@ func (p *params) value(stmt, i int, v []byte, unset bool) {
 	p.m[k] = renderValue(v, unset, p.bind)
 }
 
-// prepared records the text of the statement whose id is id under key, or the id under
-// idKey when this sidecar never saw it prepared.
-func (p *params) prepared(key, idKey string, id []byte) {
+// prepared records the text of the statement whose id is id as "query" (of statement
+// stmt in a batch, or stmt < 0), and its keyspace as "keyspace", or the id as
+// "prepared_id" when this sidecar never saw it prepared.
+func (p *params) prepared(stmt int, id []byte) {
 	if p.m == nil {
 		return
 	}
-	if q, ok := p.prep.get(id); ok {
-		p.m[key] = q
+	if st := p.prep.Lookup(id); st != nil && st.Query != "" {
+		p.query(indexed("query", stmt), []byte(st.Query))
+		if st.Keyspace != "" {
+			p.m[indexed("keyspace", stmt)] = st.Keyspace
+		}
 		return
 	}
-	p.m[idKey] = "0x" + hex.EncodeToString(id)
+	p.m[indexed("prepared_id", stmt)] = "0x" + hex.EncodeToString(id)
 }
 
 // maxBoundValue is how much of a bound value BindValues shows.
@@ -123,19 +129,19 @@ func walkRequest(op cql.Opcode, body []byte, p *params) error {
 	case cql.OpQuery:
 		q := d.LongStringBytes()
 		if d.Err() == nil {
-			p.set("query", string(q))
+			p.query("query", q)
 		}
 		walkQueryParams(&d, p, -1)
 	case cql.OpExecute:
 		id := d.ShortBytes()
 		if d.Err() == nil {
-			p.prepared("query", "prepared_id", id)
+			p.prepared(-1, id)
 		}
 		walkQueryParams(&d, p, -1)
 	case cql.OpPrepare:
 		q := d.LongStringBytes()
 		if d.Err() == nil {
-			p.set("query", string(q))
+			p.query("query", q)
 		}
 	case cql.OpBatch:
 		return walkBatch(body, p)
@@ -213,12 +219,12 @@ func walkBatchAs(body []byte, p *params, named bool) error {
 		case 0:
 			q := d.LongStringBytes()
 			if d.Err() == nil {
-				p.set(indexed("query", i), string(q))
+				p.query(indexed("query", i), q)
 			}
 		case 1:
 			id := d.ShortBytes()
 			if d.Err() == nil && p.m != nil {
-				p.prepared(indexed("query", i), indexed("prepared_id", i), id)
+				p.prepared(i, id)
 			}
 		default:
 			return cql.ErrMalformed
@@ -276,7 +282,7 @@ func (t *Tracer) decodeRequest(op cql.Opcode, flags byte, frame []byte, comp cql
 		m["decode_error"] = err.Error()
 		return m, scratch
 	}
-	if err := walkRequest(op, body, &params{m: m, bind: t.opts.BindValues, prep: t.prep}); err != nil {
+	if err := walkRequest(op, body, t.params(m)); err != nil {
 		m["decode_error"] = err.Error()
 	}
 	return m, scratch

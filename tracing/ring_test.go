@@ -53,7 +53,7 @@ func TestRingFind(t *testing.T) {
 func TestPreparedMapBound(t *testing.T) {
 	p := NewStatements(2)
 	p.Put([]byte("a"), Statement{Query: "qa", System: 1})
-	p.Put([]byte("b"), Statement{Query: "qb"})
+	p.Put([]byte("b"), Statement{Query: "qb", Keyspace: "ks"})
 	p.Put([]byte("a"), Statement{Query: "qa2"}) // update, no eviction
 	if !p.HasSystem() {
 		t.Errorf("HasSystem() = false after an update without System; want the system table kept")
@@ -79,7 +79,7 @@ func TestPreparedMapBound(t *testing.T) {
 		t.Errorf("HasSystem() = true after the system statement was evicted")
 	}
 	p.Put([]byte("b"), Statement{System: 2})
-	if st := p.Lookup([]byte("b")); st == nil || st.Query != "qb" || st.System != 2 || !p.HasSystem() {
-		t.Errorf("Lookup(b) = %+v after adding its system table; want the query kept and System 2", st)
+	if st := p.Lookup([]byte("b")); st == nil || st.Query != "qb" || st.Keyspace != "ks" || st.System != 2 || !p.HasSystem() {
+		t.Errorf("Lookup(b) = %+v after adding its system table; want the query and keyspace kept and System 2", st)
 	}
 }

@@ -24,6 +24,7 @@ type Session struct {
 	StartedAt   time.Time         `json:"started_at"`
 	DurationUS  int64             `json:"duration_us"`
 	Client      string            `json:"client"`
+	Username    string            `json:"username,omitempty"` // SASL PLAIN username of the connection
 	Coordinator string            `json:"coordinator"`
 	Command     string            `json:"command"` // the opcode's name: QUERY, EXECUTE, BATCH, PREPARE…
 	Request     string            `json:"request"` // e.g. "Execute CQL3 prepared query"
@@ -39,6 +40,9 @@ type Event struct {
 	Activity        string `json:"activity"`
 	Source          string `json:"source"`
 	SourceElapsedUS int64  `json:"source_elapsed_us"`
+	// Time is when the event happened, by its source's clock, when the source tells it
+	// (a node event's event_id); zero otherwise.
+	Time time.Time `json:"time,omitzero"`
 }
 
 // Standard sidecar events, in the order they happen.

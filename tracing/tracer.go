@@ -19,6 +19,8 @@ const (
 	DefaultRingSize   = 10000
 	DefaultQueueSize  = 4096
 	DefaultCaptureMax = 4096
+	// DefaultMaxQueryLen is the default of Options.MaxQueryLen.
+	DefaultMaxQueryLen = 4096
 )
 
 // Options configure a Tracer. The zero value gives a ring of DefaultRingSize sessions, bound
@@ -31,6 +33,15 @@ type Options struct {
 	// BindValues includes bound values in session parameters, as hex. By default they are
 	// redacted: "param[0]":"<redacted: 8 bytes>", because slow logs leak PII.
 	BindValues bool
+	// QueryLiterals keeps literal values in recorded query text. By default they are
+	// replaced by "?" (cql.NormalizeQuery), because query text carries values as much as
+	// bound values do. Role and user passwords are redacted either way.
+	QueryLiterals bool
+	// MaxQueryLen bounds the recorded query text in bytes; a longer one is cut, ends with
+	// cql.TruncatedMark and gets the parameter "query_truncated" (or "query_truncated[i]"
+	// in a batch) set to "true". 0 means DefaultMaxQueryLen; a negative value means no
+	// bound.
+	MaxQueryLen int
 	// Logger is the "tracing" logger, for sink and fetch errors. The zero value logs nothing.
 	Logger zerolog.Logger
 	// SlowLog, when not nil, is the "slowlog" logger: it gets one line per recorded session,
@@ -79,7 +90,13 @@ type Stats struct {
 	Errors map[string]uint64 `json:"errors"`
 	// Mode is the current Config's Mode.
 	Mode string `json:"mode"`
+	// OTLPExport counts the failed exports of the OTel sink, and the spans they lost; nil
+	// without one.
+	OTLPExport *ExportStats `json:"otlp_export,omitempty"`
 }
+
+// exportCounter is a sink that counts failed exports, as OTelSink does.
+type exportCounter interface{ ExportStats() ExportStats }
 
 // snapshot is the data path's view of a Config, precomputed so that a request pays for
 // one atomic load and a few compares.
@@ -130,7 +147,8 @@ type Tracer struct {
 	ring   *ring
 	prep   *Statements
 	queues []*sinkQueue
-	fetch  *fetcher // nil without Options.NodeEvents
+	fetch  *fetcher               // nil without Options.NodeEvents
+	filter atomic.Pointer[Filter] // nil: every request
 
 	slow         atomic.Uint64
 	tracedResp   atomic.Uint64 // fast sessions counted on the response side
@@ -155,6 +173,12 @@ func New(o Options) *Tracer {
 	if o.CaptureMax <= 0 {
 		o.CaptureMax = DefaultCaptureMax
 	}
+	switch {
+	case o.MaxQueryLen == 0:
+		o.MaxQueryLen = DefaultMaxQueryLen
+	case o.MaxQueryLen < 0:
+		o.MaxQueryLen = 0
+	}
 	t := &Tracer{
 		opts:  o,
 		log:   o.Logger,
@@ -177,7 +201,8 @@ func New(o Options) *Tracer {
 		t.queues = append(t.queues, newSinkQueue(s, o.QueueSize, t.log))
 	}
 	if o.NodeEvents != nil {
-		t.fetch = newFetcher(o.NodeEvents, o.QueueSize, t.record, t.log)
+		src := redactedEvents{o.NodeEvents, o.QueryLiterals, o.MaxQueryLen}
+		t.fetch = newFetcher(src, o.QueueSize, t.record, t.log)
 	}
 	return t
 }
@@ -254,6 +279,10 @@ func (t *Tracer) Stats() Stats {
 	for _, q := range t.queues {
 		st.Dropped[q.name] += q.dropped.Load()
 		st.Errors[q.name] += q.errors.Load()
+		if ec, ok := q.sink.(exportCounter); ok {
+			es := ec.ExportStats()
+			st.OTLPExport = &es
+		}
 	}
 	if t.fetch != nil {
 		st.Dropped["node_events"] = t.fetch.dropped.Load()
@@ -314,7 +343,7 @@ func (t *Tracer) Statements() *Statements { return t.prep }
 // NewConn returns the per-connection state of a client connection that the sidecar relays
 // from client to coordinator. Call Close when the connection ends.
 func (t *Tracer) NewConn(client, coordinator netip.AddrPort) *Conn {
-	c := &Conn{t: t, client: client.String(), coordinator: coordinator.String()}
+	c := &Conn{t: t, client: client.String(), clientAddr: client.Addr().Unmap(), coordinator: coordinator.String()}
 	t.connMu.Lock()
 	t.conns[c] = struct{}{}
 	t.connMu.Unlock()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/url"
 	"os"
 	"slices"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/tracecar/tracecar/ctl"
 	"github.com/tracecar/tracecar/logs"
+	"github.com/tracecar/tracecar/statements"
+	"github.com/tracecar/tracecar/tracing"
 )
 
 // runCtl parses the ctl command line into a ctl.Config and runs it. On a usage error it
@@ -33,7 +36,7 @@ func runCtl(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	return ctl.Run(ctx, cfg, stdout)
 }
 
-const ctlUsage = `usage: tracecar ctl [--hosts h1:10000,h2:10000] [--token T] [--cacert FILE] COMMAND
+const ctlUsage = `usage: tracecar ctl [--hosts h1:10000,h2:10000 | --hosts-from-cql HOST:PORT [--admin-port P]] [--token T] [--cacert FILE] COMMAND
 commands:
   slow-query [--enable|--disable] [--fast|--full] [--threshold 500ms] [--ttl 24h]
                            set slow-query logging; with no flags, show it
@@ -41,20 +44,30 @@ commands:
   logger [NAME [LEVEL]]    set logger NAME to LEVEL (error, warn, info, debug, trace);
                            without LEVEL show NAME's level, without NAME show every level
   status                   show mode, counters, sink drops and guardrail state
+  statements [--sort total_time|calls|p99|errors] [--limit 20] [--json]
+                           per-statement statistics of every host, merged by statement
+  trace-filter [--keyspace K] [--table T] [--user U] [--client CIDR] [--statement S] [--opcode OP] [--clear]
+                           trace only matching requests (flags ANDed); --clear removes the filter;
+                           with no flags, show it
 --hosts defaults to 127.0.0.1:10000; a host without a port gets :10000, and may be an
-http:// or https:// URL. --token defaults to $TRACECAR_ADMIN_TOKEN.
+http:// or https:// URL. --hosts-from-cql HOST:PORT instead reaches every sidecar of a
+cluster, as listed in system.local and system.peers read through that sidecar, each at
+--admin-port (default 10000) on its IP. --token defaults to $TRACECAR_ADMIN_TOKEN.
 exit codes: 0 all hosts ok, 1 a host failed, 2 usage error
 `
 
 // common are the flags every command takes, before or after the command name.
 type common struct {
 	hosts, token, cacert string
+	fromCQL, adminPort   string // --hosts-from-cql and --admin-port
 }
 
 func (c *common) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.hosts, "hosts", c.hosts, "comma-separated admin API addresses")
 	fs.StringVar(&c.token, "token", c.token, "bearer token of the admin API")
 	fs.StringVar(&c.cacert, "cacert", c.cacert, "PEM file of the CA that signed the API's certificate")
+	fs.StringVar(&c.fromCQL, "hosts-from-cql", c.fromCQL, "HOST:PORT of one sidecar's CQL port: reach every sidecar it lists in system.local and system.peers, instead of --hosts")
+	fs.StringVar(&c.adminPort, "admin-port", c.adminPort, "with --hosts-from-cql, the port of each sidecar's admin API, on the sidecar's IP")
 }
 
 // ctlFlagSet returns a flag set whose errors are reported once, by runCtl.
@@ -66,7 +79,8 @@ func ctlFlagSet(name string) *flag.FlagSet {
 
 // parseCtlFlags parses the words after "ctl" into a ctl.Config.
 func parseCtlFlags(args []string) (ctl.Config, error) {
-	c := common{hosts: "127.0.0.1:" + ctl.DefaultPort, token: os.Getenv("TRACECAR_ADMIN_TOKEN")}
+	// The token's default stays out of the flag, so that a usage message never prints it.
+	c := common{hosts: "127.0.0.1:" + ctl.DefaultPort, adminPort: ctl.DefaultPort}
 	fs := ctlFlagSet("ctl")
 	c.register(fs)
 	if err := parseCtlArgs(fs, args); err != nil {
@@ -86,18 +100,35 @@ func parseCtlFlags(args []string) (ctl.Config, error) {
 		build = func(a []string) (ctl.Command, error) { return ctlLogger(&c, a) }
 	case "status":
 		build = func(a []string) (ctl.Command, error) { return ctlStatus(&c, a) }
+	case "statements":
+		build = func(a []string) (ctl.Command, error) { return ctlStatements(&c, a) }
+	case "trace-filter":
+		build = func(a []string) (ctl.Command, error) { return ctlTraceFilter(&c, a) }
 	default:
-		return ctl.Config{}, usageErrorf("unknown command %q: want slow-query, trace-probability, logger or status", rest[0])
+		return ctl.Config{}, usageErrorf("unknown command %q: want slow-query, trace-probability, logger, status, statements or trace-filter", rest[0])
 	}
 	cmd, err := build(rest[1:])
 	if err != nil {
 		return ctl.Config{}, err
 	}
-	hosts, err := parseHosts(c.hosts)
-	if err != nil {
-		return ctl.Config{}, err
+	var hosts []string
+	if c.fromCQL == "" {
+		if hosts, err = parseHosts(c.hosts); err != nil {
+			return ctl.Config{}, err
+		}
+	} else {
+		if _, _, err := net.SplitHostPort(c.fromCQL); err != nil {
+			return ctl.Config{}, usageErrorf("--hosts-from-cql %q: want the HOST:PORT of a sidecar's CQL port", c.fromCQL)
+		}
+		if n, err := strconv.Atoi(c.adminPort); err != nil || n < 1 || n > 65535 {
+			return ctl.Config{}, usageErrorf("--admin-port %q: want a port from 1 to 65535", c.adminPort)
+		}
 	}
-	return ctl.Config{Hosts: hosts, Token: c.token, CACert: c.cacert, Command: cmd}, nil
+	if c.token == "" {
+		c.token = os.Getenv("TRACECAR_ADMIN_TOKEN")
+	}
+	return ctl.Config{Hosts: hosts, Token: c.token, CACert: c.cacert, Command: cmd,
+		HostsFromCQL: c.fromCQL, AdminPort: c.adminPort}, nil
 }
 
 // parseCtlArgs parses fs, turning its errors into usage errors.
@@ -252,4 +283,55 @@ func parseHosts(s string) ([]string, error) {
 		return nil, usageErrorf("--hosts is empty")
 	}
 	return out, nil
+}
+
+func ctlStatements(c *common, args []string) (ctl.Command, error) {
+	fs := ctlFlagSet("statements")
+	c.register(fs)
+	order := fs.String("sort", "total_time", "sort by total_time, calls, p99 or errors")
+	limit := fs.Int("limit", 20, "statements shown")
+	asJSON := fs.Bool("json", false, "print the merged statements as JSON")
+	if err := parseCtlArgs(fs, args); err != nil {
+		return ctl.Command{}, err
+	}
+	if fs.NArg() > 0 {
+		return ctl.Command{}, usageErrorf("statements takes only flags, got %q", fs.Args())
+	}
+	if !slices.Contains(statements.SortOrders, *order) {
+		return ctl.Command{}, usageErrorf("statements: --sort %q: want one of %s", *order, strings.Join(statements.SortOrders, ", "))
+	}
+	if *limit < 1 {
+		return ctl.Command{}, usageErrorf("statements: --limit must be at least 1, got %d", *limit)
+	}
+	return ctl.Command{Name: ctl.Statements, Sort: *order, Limit: *limit, JSON: *asJSON}, nil
+}
+
+func ctlTraceFilter(c *common, args []string) (ctl.Command, error) {
+	fs := ctlFlagSet("trace-filter")
+	c.register(fs)
+	vals := map[string]*string{}
+	for _, n := range tracing.FilterParams {
+		vals[n] = fs.String(n, "", "trace only requests with this "+n)
+	}
+	clear := fs.Bool("clear", false, "remove the filter: trace every request again")
+	if err := parseCtlArgs(fs, args); err != nil {
+		return ctl.Command{}, err
+	}
+	if fs.NArg() > 0 {
+		return ctl.Command{}, usageErrorf("trace-filter takes only flags, got %q", fs.Args())
+	}
+	p := url.Values{}
+	for _, n := range tracing.FilterParams {
+		if v := *vals[n]; v != "" {
+			p.Set(n, v)
+		}
+	}
+	cmd := ctl.Command{Name: ctl.TraceFilter, Clear: *clear}
+	switch {
+	case *clear && len(p) > 0:
+		return ctl.Command{}, usageErrorf("trace-filter: --clear takes no filter flags")
+	case len(p) > 0:
+		cmd.Change = p
+	}
+	return cmd, nil
 }

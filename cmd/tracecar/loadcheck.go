@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tracecar/tracecar/internal/tlsconfig"
 	"github.com/tracecar/tracecar/loadcheck"
 )
 
@@ -45,10 +46,15 @@ func parseLoadcheckFlags(args []string, stderr io.Writer) (loadcheckFlags, error
 	}
 	fs.StringVar(&cfg.Node, "node", "", "`HOST:PORT` of the node, the target of the direct mode")
 	fs.StringVar(&cfg.Sidecar, "sidecar", "", "`HOST:PORT` of the sidecar, the target of the tracing modes (needs --node)")
-	fs.StringVar(&cfg.Admin, "admin", "", "`URL` of the sidecar's admin API, e.g. http://127.0.0.1:10000 (needs --node)")
+	fs.StringVar(&cfg.Admin, "admin", "", "`URL` of the sidecar's admin API, e.g. http://127.0.0.1:10000 (needs --node); for a cluster, every sidecar's, as URL,URL,…: each mode's steps go to all, and the load spreads over the sidecars")
 	fs.StringVar(&cfg.NodeAPI, "node-api", "", "`URL` of the node's API, for node:POST steps")
 	fs.StringVar(&cfg.NodeMetrics, "node-metrics", "", "`URL` of the node's Prometheus metrics, for its CPU per op, e.g. http://127.0.0.1:10001/metrics (default: the node API's /metrics when --node-api is given)")
-	fs.StringVar(&cfg.AdminToken, "admin-token", os.Getenv("TRACECAR_ADMIN_TOKEN"), "bearer `TOKEN` for the admin API (default $TRACECAR_ADMIN_TOKEN)")
+	fs.StringVar(&cfg.AdminToken, "admin-token", "", "bearer `TOKEN` for the admin API and the node's API (default $TRACECAR_ADMIN_TOKEN)")
+	var tlsFiles tlsconfig.ClientFiles
+	fs.StringVar(&tlsFiles.CA, "tls-ca", "", "PEM CA bundle: connect to the node and the sidecar over TLS, checking their certificates with it")
+	fs.StringVar(&tlsFiles.Cert, "tls-cert", "", "PEM client certificate, for a sidecar or node that requires one (mutual TLS)")
+	fs.StringVar(&tlsFiles.Key, "tls-key", "", "PEM key for --tls-cert")
+	fs.StringVar(&tlsFiles.ServerName, "tls-server-name", "", "name checked in the certificates (default: the host dialled)")
 	modes := fs.String("modes", "", "comma-separated `MODES` to run, from "+strings.Join(loadcheck.BuiltinModes(), ",")+" and --mode ones (default "+strings.Join(loadcheck.DefaultModes(), ",")+")")
 	fs.Func("mode", "define a mode as `NAME=SPEC`, steps separated by ';': \"POST /path?query\" (admin API), \"node:POST /path?query\" (node API), \"target=HOST:PORT\"; it runs when --modes lists it (or overrides a default mode); repeatable", func(s string) error {
 		name, spec, err := loadcheck.ParseModeFlag(s)
@@ -90,6 +96,18 @@ func parseLoadcheckFlags(args []string, stderr io.Writer) (loadcheckFlags, error
 
 	if err := parseFlags(fs, args); err != nil {
 		return lf, err
+	}
+	if cfg.AdminToken == "" { // not the flag's default, so that usage never prints it
+		cfg.AdminToken = os.Getenv("TRACECAR_ADMIN_TOKEN")
+	}
+	if tlsFiles != (tlsconfig.ClientFiles{}) {
+		if cfg.Node == "" && cfg.Sidecar == "" {
+			return lf, usageErrorf("--tls-* need --node or --sidecar: the embedded node and sidecar speak plaintext")
+		}
+		var err error
+		if cfg.TLS, err = tlsconfig.Client(tlsFiles, "--tls"); err != nil {
+			return lf, usageErrorf("%v", err)
+		}
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })

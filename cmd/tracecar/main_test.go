@@ -34,8 +34,17 @@ func TestUsageErrors(t *testing.T) {
 		{"tls half", []string{"sidecar", "--admin-tls-cert", "c.pem"}, "--admin-tls-cert and --admin-tls-key go together"},
 		{"budget for a mode not run", []string{"loadcheck", "--modes", "direct,off", "--max-overhead", "full=5%"}, "full"},
 		{"bad rounds", []string{"loadcheck", "--rounds", "x"}, "rounds"},
+		{"otlp endpoint not a URL", []string{"sidecar", "--otlp-endpoint", "127.0.0.1:4318"}, "--otlp-endpoint must be a URL"},
+		{"otlp protocol", []string{"sidecar", "--otlp-protocol", "http/json"}, "want http/protobuf or grpc"},
+		{"node password alone", []string{"sidecar", "--node-password", "x"}, "needs --node-username"},
 		{"deployment without a rate", []string{"loadcheck", "--node", "127.0.0.1:1", "--sidecar", "127.0.0.1:2", "--admin", "127.0.0.1:3"}, "saturates a production node"},
 		{"sidecar without its node", []string{"loadcheck", "--sidecar", "127.0.0.1:2", "--admin", "127.0.0.1:3", "--rate", "1000"}, "need --node"},
+		{"tls cert without key", []string{"sidecar", "--tls-cert", "c.pem"}, "--tls-cert and --tls-key go together"},
+		{"client ca without cert", []string{"node", "--tls-client-ca", "ca.pem"}, "--tls-client-ca needs --tls-cert and --tls-key"},
+		{"node tls without node", []string{"sidecar", "--node-tls"}, "--node-tls and --node-tls-* need --node"},
+		{"node tls cert without key", []string{"sidecar", "--node", "127.0.0.1:1", "--node-tls-cert", "c.pem"}, "--node-tls-cert and --node-tls-key go together"},
+		{"loadcheck tls without targets", []string{"loadcheck", "--tls-ca", "ca.pem"}, "--tls-* need --node or --sidecar"},
+		{"bad max query len", []string{"sidecar", "--trace-max-query-len", "0"}, "--trace-max-query-len must be a positive number"},
 		{"guardrail cpu over 100", []string{"sidecar", "--guardrail-cpu", "150"}, "--guardrail-cpu must be a percentage"},
 		{"guardrail tiny window", []string{"sidecar", "--guardrail-window", "1ms"}, "--guardrail-window must be at least 100ms"},
 		{"node api without node", []string{"sidecar", "--node-api", "http://127.0.0.1:1", "--node-kind", "scylla"}, "--node-api needs --node"},
@@ -43,6 +52,8 @@ func TestUsageErrors(t *testing.T) {
 		{"bad node kind", []string{"sidecar", "--node", "127.0.0.1:1", "--node-api", "http://127.0.0.1:1", "--node-kind", "mysql"}, `node kind "mysql"`},
 		{"slow_query on cassandra", []string{"sidecar", "--node", "127.0.0.1:1", "--node-api", "http://127.0.0.1:1", "--node-kind", "cassandra-jolokia", "--node-apply", "slow_query"}, "--node-apply slow_query needs --node-kind scylla"},
 		{"bad node apply", []string{"sidecar", "--node-apply", "everything"}, "--node-apply"},
+		{"bad statement stats max", []string{"sidecar", "--statement-stats-max", "0"}, "--statement-stats-max must be a positive number"},
+		{"bad max query len", []string{"sidecar", "--trace-max-query-len", "0"}, "--trace-max-query-len must be a positive number"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

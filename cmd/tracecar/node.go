@@ -2,26 +2,49 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"strings"
 
+	"github.com/tracecar/tracecar/admin"
 	"github.com/tracecar/tracecar/logs"
 	"github.com/tracecar/tracecar/node"
 )
 
 func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("node", stderr)
-	listen := fs.String("listen", "127.0.0.1:9042", "CQL native protocol address")
-	api := fs.String("api", "127.0.0.1:10001", "REST API address (loggers, trace_probability); empty disables it")
+	listen := fs.String("listen", "127.0.0.1:9042", "CQL native protocol address (of node 1 with --nodes)")
+	api := fs.String("api", "127.0.0.1:10001", "REST API address (loggers, trace_probability; of node 1 with --nodes); empty disables it")
 	auth := fs.String("auth", "", "USER:PASS turns on PasswordAuthenticator")
+	token := fs.String("api-token", "", "bearer token required by the REST API (default $TRACECAR_ADMIN_TOKEN)")
+	insecure := fs.Bool("api-insecure", false, "allow the REST API on a non-loopback address without a token")
+	serverTLS := addServerTLSFlags(fs)
+	nodes := fs.Int("nodes", 1, "number of nodes: node i listens on the --listen IP + i-1 (127.0.0.<i>), same port, one shared storage")
+	sameIP := fs.Bool("nodes-same-ip", false, "with --nodes: one IP, consecutive ports, instead of consecutive IPs")
+	numTokens := fs.Int("num-tokens", node.DefaultNumTokens, "tokens per node; the ring is split evenly between the nodes")
+	dcs := fs.String("dcs", "", "data centers, as NAME:NODES,… (e.g. dc1:2,dc2:2); racks rack1, rack2, … within each")
+	nodeControl := fs.Bool("allow-node-control", false, "for failover tests only: serve POST /tracecar/node/stop?node=i and /tracecar/node/start?node=i on the API")
+	maxFrame := maxFrameSizeFlag(fs)
+	scylla := fs.Bool("scylla-supported", false, "answer OPTIONS with ScyllaDB's SUPPORTED keys too (SCYLLA_SHARD, SCYLLA_NR_SHARDS, SCYLLA_SHARD_AWARE_PORT, …), to test shard-aware drivers")
 	lf := addLogFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	tokenFromEnv(token)
+	tlsCfg, err := serverTLS.config()
+	if err != nil {
+		return err
+	}
 	if *auth != "" && !strings.Contains(*auth, ":") {
 		return usageErrorf("--auth must be USER:PASS, got %q", *auth)
+	}
+	layout, err := nodeLayout(fs, *nodes, *numTokens, *dcs)
+	if err != nil {
+		return err
 	}
 	reg, err := lf.registry(stderr)
 	if err != nil {
@@ -29,27 +52,155 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	defer reg.Close()
 
-	ln, err := net.Listen("tcp", *listen)
+	lns, err := listenNodes(*listen, layout.nodes, *sameIP)
 	if err != nil {
-		return fmt.Errorf("listen %s: %w", *listen, err)
+		return err
 	}
-	srv := node.New(node.Config{Auth: *auth, Logger: reg.Logger(logs.Node)})
-	errc := make(chan error, 2)
-	go func() { errc <- srv.Serve(ctx, ln) }()
-	fmt.Fprintf(stdout, "tracecar node: CQL on %s\n", ln.Addr())
+	var alns []net.Listener
 	if *api != "" {
-		aln, err := net.Listen("tcp", *api)
-		if err != nil {
-			return fmt.Errorf("listen %s: %w", *api, err)
+		if alns, err = listenNodes(*api, layout.nodes, *sameIP); err != nil {
+			closeAll(lns)
+			return err
 		}
-		fmt.Fprintf(stdout, "tracecar node: API on http://%s\n", aln.Addr())
-		go func() { errc <- serveNodeAPI(ctx, aln, srv, reg) }()
+	}
+	cluster, err := node.NewCluster(node.ClusterConfig{
+		NumTokens: *numTokens, DCs: layout.dcs, Auth: *auth, TLS: tlsCfg, Logger: reg.Logger(logs.Node),
+		MaxFrameSize: maxFrame.n, ScyllaSupported: *scylla,
+	}, lns)
+	if err != nil {
+		closeAll(lns)
+		closeAll(alns)
+		return usageErrorf("%v", err)
+	}
+	errc := make(chan error, 1+len(alns))
+	go func() { errc <- cluster.Serve(ctx) }()
+	var opts []admin.Option
+	if *nodeControl {
+		opts = append(opts, admin.WithNodeControl(cluster, func(err error) bool { return errors.Is(err, node.ErrNodeState) }))
+	}
+	for i := range lns {
+		who := "tracecar node"
+		if len(lns) > 1 {
+			who = fmt.Sprintf("tracecar node %d", i+1)
+		}
+		fmt.Fprintf(stdout, "%s: CQL on %s\n", who, lns[i].Addr())
+		if alns != nil {
+			fmt.Fprintf(stdout, "%s: API on http://%s\n", who, alns[i].Addr())
+			srv, aln := cluster.Node(i), alns[i]
+			api := newNodeAPI(srv, reg, *token, *insecure, opts...)
+			go func() { errc <- api.Serve(ctx, aln) }()
+		}
 	}
 	err = <-errc
 	if ctx.Err() != nil {
 		return nil
 	}
 	return err
+}
+
+// nodeLayoutFlags are --nodes and --dcs, checked against each other.
+type nodeLayoutFlags struct {
+	nodes int
+	dcs   []node.DC
+}
+
+func nodeLayout(fs *flag.FlagSet, nodes, numTokens int, dcs string) (nodeLayoutFlags, error) {
+	out := nodeLayoutFlags{nodes: nodes}
+	if nodes < 1 || nodes > 254 {
+		return out, usageErrorf("--nodes must be from 1 to 254, got %d", nodes)
+	}
+	if numTokens < 1 || numTokens > 1536 {
+		return out, usageErrorf("--num-tokens must be from 1 to 1536, got %d", numTokens)
+	}
+	if dcs == "" {
+		return out, nil
+	}
+	var err error
+	if out.dcs, err = node.ParseDCs(dcs); err != nil {
+		return out, usageErrorf("--dcs: %v", err)
+	}
+	total := 0
+	for _, dc := range out.dcs {
+		total += dc.Nodes
+	}
+	nodesSet := false
+	fs.Visit(func(f *flag.Flag) { nodesSet = nodesSet || f.Name == "nodes" })
+	switch {
+	case !nodesSet:
+		out.nodes = total
+	case total != nodes:
+		return out, usageErrorf("--dcs %s lays out %d nodes, but --nodes is %d", dcs, total, nodes)
+	}
+	return out, nil
+}
+
+// listenNodes listens for n nodes from addr: on consecutive IPs and one port (node i on
+// the IP of addr + i-1), or with sameIP on one IP and consecutive ports. Port 0 picks a
+// free port: with consecutive IPs, one that is free on all of them.
+func listenNodes(addr string, n int, sameIP bool) ([]net.Listener, error) {
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		if n == 1 {
+			ln, err := net.Listen("tcp", addr)
+			if err != nil {
+				return nil, fmt.Errorf("listen %s: %w", addr, err)
+			}
+			return []net.Listener{ln}, nil
+		}
+		return nil, usageErrorf("with --nodes, %q must be IP:PORT", addr)
+	}
+	at := func(i int, port uint16) (netip.AddrPort, error) {
+		if sameIP {
+			if port != 0 {
+				port += uint16(i)
+			}
+			return netip.AddrPortFrom(ap.Addr(), port), nil
+		}
+		ip := ap.Addr()
+		for range i {
+			ip = ip.Next()
+		}
+		if !ip.IsValid() || ip.Is4() != ap.Addr().Is4() {
+			return netip.AddrPort{}, usageErrorf("%s has no room for %d consecutive IPs", ap.Addr(), n)
+		}
+		return netip.AddrPortFrom(ip, port), nil
+	}
+	var last error
+	for attempt := 0; attempt < 20; attempt++ {
+		var lns []net.Listener
+		port := ap.Port()
+		for i := 0; i < n; i++ {
+			a, err := at(i, port)
+			if err != nil {
+				closeAll(lns)
+				return nil, err
+			}
+			ln, err := net.Listen("tcp", a.String())
+			if err != nil {
+				last = fmt.Errorf("listen %s: %w", a, err)
+				closeAll(lns)
+				lns = nil
+				break
+			}
+			if i == 0 && !sameIP {
+				port = uint16(ln.Addr().(*net.TCPAddr).Port)
+			}
+			lns = append(lns, ln)
+		}
+		if lns != nil {
+			return lns, nil
+		}
+		if ap.Port() != 0 || sameIP {
+			break // a fixed port that is taken stays taken
+		}
+	}
+	return nil, last
+}
+
+func closeAll(lns []net.Listener) {
+	for _, ln := range lns {
+		ln.Close()
+	}
 }
 
 // logFlags are the logging flags shared by the long-running commands.

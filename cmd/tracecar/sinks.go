@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/rs/zerolog"
+
 	"github.com/tracecar/tracecar/tracing"
 	"github.com/tracecar/tracecar/tracing/cqlsink"
 )
@@ -18,14 +20,16 @@ type sinkSet struct {
 // events. Both talk to the node directly (never through the sidecar), connecting on first
 // use. ttl gives the current record TTL. The returned closer releases the node session;
 // the tracer closes the sinks themselves.
-func buildSinks(ctx context.Context, cfg stackConfig, nodeAddr string, ttl func() int64) (sinkSet, func(context.Context) error, error) {
-	conn := &cqlsink.Connector{Addr: nodeAddr}
+func buildSinks(ctx context.Context, cfg stackConfig, nodeAddr string, ttl func() int64, log zerolog.Logger) (sinkSet, func(context.Context) error, error) {
+	conn := &cqlsink.Connector{Addr: nodeAddr, Username: cfg.NodeUsername, Password: cfg.NodePassword, TLS: cfg.NodeTLS}
 	set := sinkSet{nodeEvents: cqlsink.LazyNodeEvents(conn)}
 	closer := func(context.Context) error { conn.Close(); return nil }
-	if cfg.OTLPEndpoint != "" {
-		s, err := tracing.NewOTelSink(ctx, tracing.OTelOptions{Endpoint: cfg.OTLPEndpoint})
+	if cfg.OTLPEndpoint != "" || tracing.EnvEndpointSet() {
+		s, err := tracing.NewOTelSink(ctx, tracing.OTelOptions{
+			Endpoint: cfg.OTLPEndpoint, Protocol: cfg.OTLPProtocol, Logger: log,
+		})
 		if err != nil {
-			return set, closer, fmt.Errorf("OpenTelemetry exporter for %s: %w", cfg.OTLPEndpoint, err)
+			return set, closer, fmt.Errorf("OpenTelemetry exporter: %w", err)
 		}
 		set.sinks = append(set.sinks, s)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -23,9 +24,10 @@ import (
 	"github.com/tracecar/tracecar/tracing"
 )
 
-// serveNodeAPI serves the node's REST API: its loggers and its own trace probability, with
-// the same handlers as the sidecar's admin API.
-func serveNodeAPI(ctx context.Context, ln net.Listener, srv *node.Server, reg *logs.Registry) error {
+// newNodeAPI returns the node's REST API: its loggers and its own trace probability, with
+// the same handlers, token and loopback rule as the sidecar's admin API. An empty token
+// leaves it open, which only a loopback address or insecure allows.
+func newNodeAPI(srv *node.Server, reg *logs.Registry, token string, insecure bool, opts ...admin.Option) *admin.Server {
 	tr := admin.ConfigOnly(
 		func() tracing.Config {
 			c := tracing.DefaultConfig()
@@ -34,8 +36,7 @@ func serveNodeAPI(ctx context.Context, ln net.Listener, srv *node.Server, reg *l
 		},
 		func(c tracing.Config) error { return srv.SetTraceProbability(c.Probability) },
 	)
-	api := admin.New(admin.Config{Logger: reg.Logger(logs.Admin)}, tr, reg)
-	return api.Serve(ctx, ln)
+	return admin.New(admin.Config{Token: token, Insecure: insecure, Logger: reg.Logger(logs.Admin)}, tr, reg, opts...)
 }
 
 // stackConfig describes a sidecar, with its admin API, in front of a node.
@@ -49,15 +50,34 @@ type stackConfig struct {
 	AdminTLSCert        string
 	AdminTLSKey         string
 	AdminInsecure       bool
-	OTLPEndpoint        string
+	OTLPEndpoint        string // "" with OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT set: the SDK reads the environment
+	OTLPProtocol        string // "" means OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL, else http/protobuf
 	BindValues          bool
 	RingSize            int
 	CQLSink             bool
+	QueryLiterals       bool // keep literal values in recorded query text
+	MaxQueryLen         int  // bound on recorded query text, bytes
+	// TLS is the client-facing CQL listener's TLS; nil means plaintext.
+	TLS *tls.Config
+	// NodeUsername and NodePassword log in to a node with PasswordAuthenticator, for what
+	// the sidecar itself sends it (node events, the CQL sink). The password is never logged.
+	NodeUsername, NodePassword string
+	// NodeTLS is the TLS of everything that dials the node: the proxy's connections, the
+	// CQL sink and the node-event fetch. Nil means plaintext.
+	NodeTLS            *tls.Config
+	MaxFrameSize       int // bytes, header included; zero means the default
+	MaxConnections     int // zero means no limit
+	MaxRequestInFlight int // bytes of client frames held whole; zero means the default
 
 	// The runtime guardrail and the node's management API (see guardrail.go).
 	Guardrail guardrail.Budget
 	NodeKind  string // of NodeAPI; the embedded node's API is "tracecar"
 	NodeApply admin.NodeApply
+
+	// Peers maps peer nodes to their sidecars (--cluster-file, --peers); nil: the convention.
+	Peers *sidecar.PeerMap
+
+	Statements statementsConfig // per-statement statistics (see statements.go)
 }
 
 // stack is a running sidecar, its admin API and, when embedded, its node.
@@ -67,6 +87,7 @@ type stack struct {
 	guard                         *guardrail.Controller
 	proxy                         *sidecar.Proxy
 	closers                       []func(context.Context) error
+	api, nodeAPI                  *admin.Server // nodeAPI: the embedded node's, else nil
 
 	// front is the proxy and the admin API; back is the embedded node and its API, which
 	// stop last, so that the proxy drains against a live node and the sinks flush into it.
@@ -120,11 +141,12 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 			nln.Close()
 			return fail(fmt.Errorf("listen for the embedded node's API: %w", err))
 		}
-		srv := node.New(node.Config{Logger: reg.Logger(logs.Node)})
+		srv := node.New(node.Config{Logger: reg.Logger(logs.Node), MaxFrameSize: cfg.MaxFrameSize})
 		st.Node, st.NodeAPI = nln.Addr().String(), "http://"+aln.Addr().String()
 		nodeKind = nodeapi.KindTracecar
 		st.goServe(&st.back, func() error { return srv.Serve(backCtx, nln) })
-		st.goServe(&st.back, func() error { return serveNodeAPI(backCtx, aln, srv, reg) })
+		st.nodeAPI = newNodeAPI(srv, reg, cfg.AdminToken, false) // the sidecar's token: one for every admin surface
+		st.goServe(&st.back, func() error { return st.nodeAPI.Serve(backCtx, aln) })
 		fmt.Fprintf(out, "tracecar: started an embedded node on %s (API %s)\n", st.Node, st.NodeAPI)
 	}
 
@@ -135,12 +157,17 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 		tlog.Warn().Err(err).Msg("OpenTelemetry export")
 	}))
 	opts := tracing.Options{
-		RingSize:   cfg.RingSize,
-		BindValues: cfg.BindValues,
-		Logger:     *reg.Logger(logs.Tracing),
-		SlowLog:    reg.Logger(logs.SlowLog),
+		RingSize:      cfg.RingSize,
+		BindValues:    cfg.BindValues,
+		QueryLiterals: cfg.QueryLiterals,
+		MaxQueryLen:   cfg.MaxQueryLen,
+		Logger:        *reg.Logger(logs.Tracing),
+		SlowLog:       reg.Logger(logs.SlowLog),
 	}
-	sinks, closeSinks, err := buildSinks(ctx, cfg, st.Node, func() int64 { return st.tracer.Config().TTLSeconds })
+	if cfg.QueryLiterals {
+		tlog.Warn().Msg("--trace-query-literals: recorded query text keeps its literal values, which may hold personal data or secrets (role and user passwords are still redacted)")
+	}
+	sinks, closeSinks, err := buildSinks(ctx, cfg, st.Node, func() int64 { return st.tracer.Config().TTLSeconds }, *tlog)
 	if err != nil {
 		return fail(err)
 	}
@@ -154,22 +181,35 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 		Budget: cfg.Guardrail, Logger: reg.Logger(logs.Tracing)})
 	adminOpts := []admin.Option{admin.WithGuardrailControl(st.guard), admin.WithCollector(st.guard.Collector())}
 	if st.NodeAPI != "" {
-		nc, err := nodeapi.New(nodeapi.Config{Kind: nodeKind, URL: st.NodeAPI})
+		nodeCfg := nodeapi.Config{Kind: nodeKind, URL: st.NodeAPI}
+		if nodeKind == nodeapi.KindTracecar {
+			nodeCfg.Token = cfg.AdminToken // one token for every tracecar admin surface
+		}
+		nc, err := nodeapi.New(nodeCfg)
 		if err != nil {
 			return fail(err)
 		}
 		adminOpts = append(adminOpts, admin.WithNode(nc, cfg.NodeApply))
 	}
 	st.closers = append([]func(context.Context) error{st.tracer.Close}, st.closers...)
+	stmts, stmtOpts := newStatements(cfg.Statements)
+	adminOpts = append(adminOpts, append(stmtOpts, admin.WithTraceFilter(st.tracer))...)
 	m := metrics.New()
 	st.proxy = sidecar.New(sidecar.Config{
-		NodeAddr:      st.Node,
-		AdvertiseAddr: cfg.AdvertiseAddr,
-		PeerPort:      cfg.PeerPort,
-		DrainTimeout:  cfg.DrainTimeout,
-		NoEventLoop:   os.Getenv("TRACECAR_EVENT_LOOP") == "off", // README: Performance
-		Logger:        reg.Logger(logs.Sidecar),
-		Metrics:       m,
+		NodeAddr:               st.Node,
+		AdvertiseAddr:          cfg.AdvertiseAddr,
+		PeerPort:               cfg.PeerPort,
+		Peers:                  cfg.Peers,
+		DrainTimeout:           cfg.DrainTimeout,
+		TLS:                    cfg.TLS,
+		NodeTLS:                cfg.NodeTLS,
+		MaxFrameSize:           cfg.MaxFrameSize,
+		MaxConnections:         cfg.MaxConnections,
+		MaxRequestDataInFlight: cfg.MaxRequestInFlight,
+		Logger:                 reg.Logger(logs.Sidecar),
+		Metrics:                m,
+		Statements:             stmts,
+		NoEventLoop:            os.Getenv("TRACECAR_EVENT_LOOP") == "off", // README: Performance
 	}, st.tracer)
 
 	pln, err := net.Listen("tcp", cfg.Listen)
@@ -177,7 +217,7 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 		return fail(fmt.Errorf("listen %s: %w", cfg.Listen, err))
 	}
 	st.Sidecar = pln.Addr().String()
-	api := admin.New(admin.Config{
+	st.api = admin.New(admin.Config{
 		Addr: cfg.Admin, Token: cfg.AdminToken, TLSCert: cfg.AdminTLSCert, TLSKey: cfg.AdminTLSKey, Insecure: cfg.AdminInsecure,
 		Logger: reg.Logger(logs.Admin),
 	}, st.guard.User(st.tracer), reg, append(adminOpts, admin.WithMetrics(m), admin.WithReady(func(ctx context.Context) error {
@@ -199,7 +239,7 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 	}
 	st.Admin = scheme + aln.Addr().String()
 	st.goServe(&st.front, func() error { return st.proxy.Serve(ctx, pln) })
-	st.goServe(&st.front, func() error { return api.Serve(ctx, aln) })
+	st.goServe(&st.front, func() error { return st.api.Serve(ctx, aln) })
 	st.goServe(&st.front, func() error { st.guard.Run(ctx); return nil })
 	return st, nil
 }
@@ -232,6 +272,14 @@ func (st *stack) stop() error {
 	return err
 }
 
+// tokenFromEnv sets an empty token from TRACECAR_ADMIN_TOKEN. The flag's default stays
+// empty, so that a usage message never prints the token.
+func tokenFromEnv(tok *string) {
+	if *tok == "" {
+		*tok = os.Getenv("TRACECAR_ADMIN_TOKEN")
+	}
+}
+
 // envOr returns the environment variable name, or def when it is unset.
 func envOr(name, def string) string {
 	if v, ok := os.LookupEnv(name); ok {
@@ -249,30 +297,80 @@ func runSidecar(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.StringVar(&cfg.AdvertiseAddr, "advertise-address", "", "address written into system.local/peers rpc_address (default: the local address of each client connection)")
 	fs.IntVar(&cfg.PeerPort, "peer-port", 0, "port of the sidecars beside peer nodes (default: the advertised port)")
 	fs.DurationVar(&cfg.DrainTimeout, "drain-timeout", 10*time.Second, "how long shutdown waits for in-flight requests")
-	fs.StringVar(&cfg.AdminToken, "admin-token", envOr("TRACECAR_ADMIN_TOKEN", ""), "bearer token required by the admin API (env TRACECAR_ADMIN_TOKEN)")
+	fs.StringVar(&cfg.AdminToken, "admin-token", "", "bearer token required by the admin API, and by the embedded node's API (default $TRACECAR_ADMIN_TOKEN)")
 	fs.StringVar(&cfg.AdminTLSCert, "admin-tls-cert", "", "PEM certificate: serve the admin API over HTTPS")
 	fs.StringVar(&cfg.AdminTLSKey, "admin-tls-key", "", "PEM key for --admin-tls-cert")
 	fs.BoolVar(&cfg.AdminInsecure, "admin-insecure", false, "allow the admin API on a non-loopback address without a token")
-	fs.StringVar(&cfg.OTLPEndpoint, "otlp-endpoint", envOr("OTEL_EXPORTER_OTLP_ENDPOINT", ""), "OTLP/HTTP endpoint URL for trace spans, or \"stdout\"")
+	fs.StringVar(&cfg.OTLPEndpoint, "otlp-endpoint", "", "OTLP base URL for trace spans, such as http://127.0.0.1:4318 (/v1/traces is appended for http/protobuf), or \"stdout\"; default: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT")
+	fs.StringVar(&cfg.OTLPProtocol, "otlp-protocol", "", "OTLP protocol: http/protobuf or grpc (default: OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf)")
+	fs.StringVar(&cfg.NodeUsername, "node-username", "", "user name for the sidecar's own CQL connections to the node (node events, --cql-sink)")
+	fs.StringVar(&cfg.NodePassword, "node-password", "", "password for --node-username (prefer env TRACECAR_NODE_PASSWORD: flags show in ps)")
 	fs.BoolVar(&cfg.BindValues, "trace-bind-values", false, "include bound values in trace records (they may hold PII)")
+	fs.BoolVar(&cfg.QueryLiterals, "trace-query-literals", false, "keep literal values in recorded query text (they may hold PII); passwords are always redacted")
+	fs.IntVar(&cfg.MaxQueryLen, "trace-max-query-len", tracing.DefaultMaxQueryLen, "bytes of query text kept in a trace record; longer text is cut and marked")
 	fs.IntVar(&cfg.RingSize, "ring-size", tracing.DefaultRingSize, "sessions kept in memory for /tracecar/slow_log")
 	fs.BoolVar(&cfg.CQLSink, "cql-sink", false, "also write slow-query records into the node's tracecar_traces keyspace, with TTL")
+	serverTLS := addServerTLSFlags(fs)
+	nodeTLS := addNodeTLSFlags(fs)
+	clusterFile := fs.String("cluster-file", "", "file mapping peer node addresses to their sidecars', one NODE=SIDECAR a line, when sidecars are not on their nodes' IPs at --peer-port")
+	peers := fs.String("peers", "", "the same mapping as --cluster-file, as NODE=SIDECAR,…")
+	maxFrame := maxFrameSizeFlag(fs)
+	inFlight := &byteSize{n: sidecar.DefaultMaxRequestDataInFlight, min: 64 << 10, max: 1 << 40}
+	fs.Var(inFlight, "max-request-data-in-flight", "bytes of large client frames all connections may hold at once, as a `size`; a frame that does not fit waits, its connection unread (at least --max-frame-size)")
+	fs.IntVar(&cfg.MaxConnections, "max-connections", defaultMaxConnections, "client connections held at once; more are closed on accept, with a warning in the log (0: no limit)")
 	lf := addLogFlags(fs)
 	gf := addGuardFlags(fs)
+	addStatementFlags(fs, &cfg.Statements)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if err := gf.fill(&cfg); err != nil {
+	if err := cfg.Statements.check(); err != nil {
+		return err
+	}
+	tokenFromEnv(&cfg.AdminToken)
+	var err error
+	if cfg.TLS, err = serverTLS.config(); err != nil {
+		return err
+	}
+	if cfg.NodeTLS, err = nodeTLS.config(cfg.Node); err != nil {
+		return err
+	}
+	if cfg.NodeTLS != nil && cfg.Node == "" {
+		return usageErrorf("--node-tls and --node-tls-* need --node: the embedded node speaks plaintext")
+	}
+	cfg.MaxFrameSize = maxFrame.n
+	cfg.MaxRequestInFlight = inFlight.n
+	if cfg.MaxConnections < 0 {
+		return usageErrorf("--max-connections must be 0 (no limit) or more, got %d", cfg.MaxConnections)
+	}
+	if err = gf.fill(&cfg); err != nil {
+		return err
+	}
+	if cfg.Peers, err = peerMap(*clusterFile, *peers); err != nil {
 		return err
 	}
 	if (cfg.AdminTLSCert == "") != (cfg.AdminTLSKey == "") {
 		return usageErrorf("--admin-tls-cert and --admin-tls-key go together")
 	}
+	if cfg.MaxQueryLen <= 0 {
+		return usageErrorf("--trace-max-query-len must be a positive number of bytes, got %d", cfg.MaxQueryLen)
+	}
 	if cfg.RingSize <= 0 {
 		return usageErrorf("--ring-size must be positive, got %d", cfg.RingSize)
 	}
-	if cfg.OTLPEndpoint != "" && cfg.OTLPEndpoint != "stdout" && !strings.Contains(cfg.OTLPEndpoint, "://") {
-		return usageErrorf("--otlp-endpoint must be a URL such as http://127.0.0.1:4318 or \"stdout\", got %q", cfg.OTLPEndpoint)
+	if cfg.OTLPEndpoint != "" && cfg.OTLPEndpoint != "stdout" {
+		if _, err := tracing.TracesURL(cfg.OTLPEndpoint); err != nil || !strings.Contains(cfg.OTLPEndpoint, "://") {
+			return usageErrorf("--otlp-endpoint must be a URL such as http://127.0.0.1:4318 or \"stdout\", got %q", cfg.OTLPEndpoint)
+		}
+	}
+	if _, err := tracing.ResolveProtocol(cfg.OTLPProtocol); err != nil {
+		return usageErrorf("--otlp-protocol (or OTEL_EXPORTER_OTLP_PROTOCOL): %v", err)
+	}
+	if cfg.NodePassword == "" {
+		cfg.NodePassword = os.Getenv("TRACECAR_NODE_PASSWORD")
+	}
+	if cfg.NodePassword != "" && cfg.NodeUsername == "" {
+		return usageErrorf("--node-password (or TRACECAR_NODE_PASSWORD) needs --node-username")
 	}
 	reg, err := lf.registry(stderr)
 	if err != nil {
@@ -291,6 +389,9 @@ func runSidecar(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	case <-st.exited:
 		if err := st.stop(); err != nil {
 			return err
+		}
+		if ctx.Err() != nil {
+			return nil // a shutdown that began before this select ran: the servers saw it first
 		}
 		return errors.New("a server stopped unexpectedly")
 	}

@@ -41,6 +41,10 @@ type Options struct {
 	Compression string // none, lz4 or snappy (Python only)
 	User, Pass  string
 	Keyspace    string // default: one per suite
+	// TLSCA, when set, makes the driver connect over TLS, trusting this CA file and
+	// checking the server's certificate against Host. TLSCert and TLSKey add a client
+	// certificate (gocql and Python).
+	TLSCA, TLSCert, TLSKey string
 }
 
 func (o Options) env() []string {
@@ -55,6 +59,9 @@ func (o Options) env() []string {
 	if o.Keyspace != "" {
 		env = append(env, "CQL_KEYSPACE="+o.Keyspace)
 	}
+	if o.TLSCA != "" {
+		env = append(env, "CQL_TLS_CA="+o.TLSCA, "CQL_TLS_CERT="+o.TLSCert, "CQL_TLS_KEY="+o.TLSKey)
+	}
 	return env
 }
 
@@ -65,6 +72,15 @@ func orDefault(s, d string) string {
 	return s
 }
 
+// RequirePython skips tb, or fails it when TRACECAR_REQUIRE_DRIVERS is set, unless the
+// Python driver is installed.
+func RequirePython(tb testing.TB) {
+	tb.Helper()
+	if err := exec.Command(Python, "-c", "import cassandra, lz4, snappy").Run(); err != nil {
+		missing(tb, "the DataStax Python driver (python3-cassandra, python3-lz4, python3-snappy)")
+	}
+}
+
 // RunPython runs the Python driver suite and fails tb with its output if it fails.
 func RunPython(tb testing.TB, o Options) {
 	tb.Helper()
@@ -72,6 +88,20 @@ func RunPython(tb testing.TB, o Options) {
 		missing(tb, "the DataStax Python driver (python3-cassandra, python3-lz4, python3-snappy)")
 	}
 	run(tb, o.env(), Python, filepath.Join(scriptsDir(), "python_suite.py"))
+}
+
+// RequireNodeJS skips tb, or fails it when TRACECAR_REQUIRE_DRIVERS is set, unless node and
+// the cassandra-driver module (through NODE_PATH) are installed.
+func RequireNodeJS(tb testing.TB) {
+	tb.Helper()
+	if _, err := exec.LookPath("node"); err != nil {
+		missing(tb, "node")
+	}
+	check := exec.Command("node", "-e", "require('cassandra-driver')")
+	check.Env = os.Environ()
+	if err := check.Run(); err != nil {
+		missing(tb, "the Node.js cassandra-driver (npm install cassandra-driver@4, with NODE_PATH)")
+	}
 }
 
 // RunNodeJS runs the Node.js driver suite and fails tb with its output if it fails.

@@ -2,6 +2,7 @@ package drivertest
 
 import (
 	"bytes"
+	"crypto/tls"
 	"fmt"
 	"strconv"
 	"strings"
@@ -35,6 +36,14 @@ func Cluster(o Options) *gocql.ClusterConfig {
 	c.Compressor = Compressor(o.Compression)
 	if o.User != "" {
 		c.Authenticator = gocql.PasswordAuthenticator{Username: o.User, Password: o.Pass}
+	}
+	if o.TLSCA != "" {
+		c.SslOpts = &gocql.SslOptions{
+			Config:   &tls.Config{ServerName: o.Host, MinVersion: tls.VersionTLS12},
+			CaPath:   o.TLSCA,
+			CertPath: o.TLSCert, KeyPath: o.TLSKey,
+			EnableHostVerification: true,
+		}
 	}
 	return c
 }

@@ -2,6 +2,7 @@ package cqlsink
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"log"
@@ -25,7 +26,13 @@ type Connector struct {
 	// Addr is the node's host:port. The session talks to that node only: peers are
 	// neither looked up nor used, since the traces to read are that node's own.
 	Addr string
-	// Configure, when set, adjusts the cluster config (auth, compression) before connecting.
+	// Username and Password, when Username is set, log in with PasswordAuthenticator.
+	Username, Password string
+	// TLS, when set, encrypts the connection; the host name is verified unless
+	// TLS.InsecureSkipVerify is set.
+	TLS *tls.Config
+	// Configure, when set, adjusts the cluster config (compression, timeouts) before
+	// connecting, after the fields above are applied.
 	Configure func(*gocql.ClusterConfig)
 
 	mu      sync.Mutex
@@ -67,6 +74,12 @@ func (c *Connector) Session(ctx context.Context) (*gocql.Session, error) {
 	cc.HostFilter = gocql.WhiteListHostFilter(host)
 	cc.Consistency = gocql.One
 	cc.Logger = log.New(io.Discard, "", 0) // failures come back as errors, logged by the tracer
+	if c.Username != "" {
+		cc.Authenticator = gocql.PasswordAuthenticator{Username: c.Username, Password: c.Password}
+	}
+	if c.TLS != nil {
+		cc.SslOpts = &gocql.SslOptions{Config: c.TLS.Clone(), EnableHostVerification: !c.TLS.InsecureSkipVerify}
+	}
 	if c.Configure != nil {
 		c.Configure(cc)
 	}

@@ -47,13 +47,16 @@ func (n *NodeEvents) Events(ctx context.Context, sessionID [16]byte) ([]tracing.
 	case err != nil:
 		return nil, false, fmt.Errorf("read system_traces.sessions: %w", err)
 	}
-	iter := n.s.Query(`SELECT activity, source_elapsed FROM system_traces.events WHERE session_id = ?`, id).
+	iter := n.s.Query(`SELECT event_id, activity, source_elapsed FROM system_traces.events WHERE session_id = ?`, id).
 		WithContext(ctx).Consistency(gocql.One).Iter()
 	var evs []tracing.Event
+	var eventID gocql.UUID
 	var activity string
 	var elapsed int
-	for iter.Scan(&activity, &elapsed) {
-		evs = append(evs, tracing.Event{Activity: activity, Source: tracing.SourceNode, SourceElapsedUS: int64(elapsed)})
+	for iter.Scan(&eventID, &activity, &elapsed) {
+		// The event id is a time UUID: the node's own clock when the event happened.
+		evs = append(evs, tracing.Event{Activity: activity, Source: tracing.SourceNode, SourceElapsedUS: int64(elapsed),
+			Time: eventID.Time()})
 	}
 	if err := iter.Close(); err != nil {
 		return nil, false, fmt.Errorf("read system_traces.events: %w", err)
@@ -85,11 +88,11 @@ var schema = []string{
 
 const (
 	insertSession = `INSERT INTO ` + Keyspace + `.sessions (session_id, command, client, coordinator, duration,
-		parameters, request, started_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) USING TTL ?`
+		parameters, request, started_at, username) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) USING TTL ?`
 	insertEvent = `INSERT INTO ` + Keyspace + `.events (session_id, event_id, activity, source, source_elapsed,
 		thread) VALUES (?, ?, ?, ?, ?, ?) USING TTL ?`
 	insertSlowLog = `INSERT INTO ` + Keyspace + `.node_slow_log (node_ip, shard, session_id, date, start_time,
-		command, duration, parameters, source_ip) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) USING TTL ?`
+		command, duration, parameters, source_ip, username) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TTL ?`
 	insertSlowLogIdx = `INSERT INTO ` + Keyspace + `.node_slow_log_time_idx (minute, started_at, session_id,
 		start_time, node_ip, shard) VALUES (?, ?, ?, ?, ?, ?) USING TTL ?`
 )
@@ -165,7 +168,7 @@ func (t *TableSink) Write(ctx context.Context, s *tracing.Session) error {
 	started := s.StartedAt.UTC().Truncate(time.Millisecond)
 
 	b := t.s.NewBatch(gocql.UnloggedBatch).WithContext(ctx)
-	b.Query(insertSession, sid, s.Command, client, coord, dur, params, s.Request, started, ttl)
+	b.Query(insertSession, sid, s.Command, client, coord, dur, params, s.Request, started, s.Username, ttl)
 	var sentUS int64
 	for _, e := range s.Events {
 		at := e.SourceElapsedUS
@@ -180,7 +183,7 @@ func (t *TableSink) Write(ctx context.Context, s *tracing.Session) error {
 	}
 	if s.Mode == tracing.ModeFast || s.Mode == tracing.ModeFull {
 		start := gocql.UUID(cql.NewTimeUUID(s.StartedAt))
-		b.Query(insertSlowLog, coord, 0, sid, started, start, statement(s), dur, params, client, ttl)
+		b.Query(insertSlowLog, coord, 0, sid, started, start, statement(s), dur, params, client, s.Username, ttl)
 		b.Query(insertSlowLogIdx, started.Truncate(time.Minute), started, sid, start, coord, 0, ttl)
 	}
 	if err := t.s.ExecuteBatch(b); err != nil {

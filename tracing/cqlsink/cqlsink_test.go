@@ -52,13 +52,14 @@ func TestNodeEvents(t *testing.T) {
 	ne := NewNodeEvents(s)
 	ctx := context.Background()
 	done := cql.NewTimeUUID(time.Now())
+	parsedAt := time.Date(2026, 3, 4, 5, 6, 7, 1200, time.UTC)
 	partial := cql.NewTimeUUID(time.Now())
 	missing := cql.NewTimeUUID(time.Now())
 	srv.Engine().WriteTrace(node.TraceSession{
 		ID: done, Client: netip.MustParseAddr("127.0.0.1"), Coordinator: netip.MustParseAddr("127.0.0.1"),
 		Duration: 300 * time.Microsecond, Request: "Execute CQL3 query", StartedAt: time.Now(),
 		Events: []node.TraceEvent{
-			{ID: cql.NewTimeUUID(time.Now()), Activity: "Parsing a statement", SourceElapsed: 5 * time.Microsecond},
+			{ID: [16]byte(gocql.UUIDFromTime(parsedAt)), Activity: "Parsing a statement", SourceElapsed: 5 * time.Microsecond},
 			{ID: cql.NewTimeUUID(time.Now()), Activity: "Processing a statement", SourceElapsed: 40 * time.Microsecond},
 		},
 	})
@@ -75,7 +76,7 @@ func TestNodeEvents(t *testing.T) {
 		wantComplete bool
 	}{
 		{name: "complete", id: done, wantComplete: true,
-			wantEvents: "[{Parsing a statement node 5} {Processing a statement node 40}]"},
+			wantEvents: "[{Parsing a statement node 5 0001-01-01 00:00:00 +0000 UTC} {Processing a statement node 40 0001-01-01 00:00:00 +0000 UTC}]"},
 		{name: "still writing", id: partial, wantEvents: "[]"},
 		{name: "not written yet", id: missing, wantEvents: "[]"},
 	}
@@ -84,6 +85,14 @@ func TestNodeEvents(t *testing.T) {
 			evs, complete, err := ne.Events(ctx, tt.id)
 			if err != nil {
 				t.Fatalf("Events: %v", err)
+			}
+			for _, e := range evs {
+				if e.Activity == "Parsing a statement" && !e.Time.Equal(parsedAt) {
+					t.Errorf("event %q at %v; want %v, the time in its event_id", e.Activity, e.Time, parsedAt)
+				}
+			}
+			for i := range evs {
+				evs[i].Time = time.Time{}
 			}
 			if got := fmt.Sprint(evs); complete != tt.wantComplete || got != tt.wantEvents && !(len(evs) == 0 && tt.wantEvents == "[]") {
 				t.Errorf("Events = %s, %v; want %s, %v", got, complete, tt.wantEvents, tt.wantComplete)
@@ -101,7 +110,7 @@ func TestTableSink(t *testing.T) {
 	slow := &tracing.Session{
 		ID: cql.FormatUUID(cql.NewTimeUUID(started)), StartedAt: started, DurationUS: 1234,
 		Client: "127.0.0.1:50123", Coordinator: "127.0.0.2:9042", Command: "EXECUTE",
-		Request: tracing.RequestExecute, Mode: tracing.ModeFull,
+		Request: tracing.RequestExecute, Mode: tracing.ModeFull, Username: "alice",
 		Parameters: map[string]string{"query": "SELECT * FROM ks.t WHERE k = ?", "consistency_level": "ONE"},
 		Events: []tracing.Event{
 			{Activity: tracing.EventReceived, Source: tracing.SourceSidecar},
@@ -139,6 +148,16 @@ func TestTableSink(t *testing.T) {
 	}
 	if params["mode"] != "full" || params["error"] != slow.Error || params["consistency_level"] != "ONE" {
 		t.Errorf("parameters = %v; want mode, error and consistency", params)
+	}
+
+	for _, table := range []string{"sessions", "node_slow_log"} {
+		var user string
+		if err := s.Query(`SELECT username FROM tracecar_traces.`+table+` WHERE session_id = ? ALLOW FILTERING`, id).Scan(&user); err != nil {
+			t.Fatalf("read %s username: %v", table, err)
+		}
+		if user != "alice" {
+			t.Errorf("%s username = %q; want the connection's, alice", table, user)
+		}
 	}
 
 	var ttl int

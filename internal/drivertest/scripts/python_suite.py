@@ -37,9 +37,22 @@ kwargs = {"port": port, "compression": {"none": False, "lz4": "lz4", "snappy": "
           "connect_timeout": 10, "control_connection_timeout": 10}
 if os.environ.get("CQL_USER"):
     kwargs["auth_provider"] = PlainTextAuthProvider(os.environ["CQL_USER"], os.environ["CQL_PASS"])
+if os.environ.get("CQL_TLS_CA"):
+    # TLS with the certificate checked against the host (an IP SAN), and a client
+    # certificate when one is given (mutual TLS).
+    import ssl
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.load_verify_locations(os.environ["CQL_TLS_CA"])
+    if os.environ.get("CQL_TLS_CERT"):
+        ctx.load_cert_chain(os.environ["CQL_TLS_CERT"], os.environ["CQL_TLS_KEY"])
+    kwargs["ssl_context"] = ctx
+    kwargs["ssl_options"] = {"server_hostname": host}
 cluster = Cluster([host], **kwargs)
 session = cluster.connect()
 check("connect (protocol v%d, compression %s)" % (cluster.protocol_version, comp), cluster.protocol_version in (3, 4))
+if os.environ.get("CQL_TLS_CA"):
+    sock = cluster.control_connection._connection._socket
+    check("connected over TLS (%s)" % sock.version(), isinstance(sock, ssl.SSLSocket), str(type(sock)))
 # The driver knows exactly one host, the address it was given: the node reports its own
 # address, and a sidecar rewrites the node's into its own.
 hosts = ["%s:%d" % (h.endpoint.address, h.endpoint.port) for h in cluster.metadata.all_hosts()]

@@ -1,5 +1,9 @@
 package cql
 
+// This value codec (Go values to and from their CQL wire form) serves the tests only: it
+// generates and checks the values that the protocol code carries as bytes. The node encodes
+// and decodes values with its own codec (node/values.go), the one production codec.
+
 import (
 	"encoding/binary"
 	"errors"

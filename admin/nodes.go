@@ -1,0 +1,77 @@
+package admin
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/valyala/fasthttp"
+)
+
+// NodeControl stops and starts the nodes of an embedded test cluster. node.Cluster
+// implements it, with nodes numbered from 0.
+type NodeControl interface {
+	// Len returns the number of nodes.
+	Len() int
+	// Up reports whether node i is serving.
+	Up(i int) bool
+	// Stop stops node i; Start starts it again.
+	Stop(i int) error
+	Start(i int) error
+}
+
+// WithNodeControl serves POST /tracecar/node/stop?node=i, POST /tracecar/node/start?node=i
+// and GET /tracecar/nodes, with nodes numbered from 1 as in 127.0.0.<i>. It is meant for
+// tests of failover: a stop looks like a crash to clients. isState reports whether an
+// error means that the node is already stopped or started, which the API answers with 409.
+func WithNodeControl(nc NodeControl, isState func(error) bool) Option {
+	return func(s *Server) { s.nodes, s.nodeStateErr = nc, isState }
+}
+
+// addNodeRoutes registers the node control endpoints when there is a NodeControl.
+func (s *Server) addNodeRoutes() {
+	if s.nodes == nil {
+		return
+	}
+	s.exact["/tracecar/node/stop"] = &route{post: func(ctx *fasthttp.RequestCtx, _ string) error { return s.nodeOp(ctx, "stop", s.nodes.Stop) }}
+	s.exact["/tracecar/node/start"] = &route{post: func(ctx *fasthttp.RequestCtx, _ string) error { return s.nodeOp(ctx, "start", s.nodes.Start) }}
+	s.exact["/tracecar/nodes"] = &route{get: s.getNodes}
+}
+
+// NodeState is one node in GET /tracecar/nodes.
+type NodeState struct {
+	Node int  `json:"node"`
+	Up   bool `json:"up"`
+}
+
+func (s *Server) getNodes(ctx *fasthttp.RequestCtx, _ string) error {
+	out := make([]NodeState, s.nodes.Len())
+	for i := range out {
+		out[i] = NodeState{Node: i + 1, Up: s.nodes.Up(i)}
+	}
+	return writeJSON(ctx, out)
+}
+
+func (s *Server) nodeOp(ctx *fasthttp.RequestCtx, what string, op func(int) error) error {
+	p, err := readParams(ctx, "node")
+	if err != nil {
+		return err
+	}
+	n := s.nodes.Len()
+	want := "a node number from 1 to " + strconv.Itoa(n)
+	v, ok := p["node"]
+	if !ok {
+		return errorf(http.StatusBadRequest, "missing parameter node: want %s", want)
+	}
+	i, err := strconv.Atoi(v)
+	if err != nil || i < 1 || i > n {
+		return badParam("node", v, want)
+	}
+	if err := op(i - 1); err != nil {
+		if s.nodeStateErr != nil && s.nodeStateErr(err) {
+			return errorf(http.StatusConflict, "%v", err)
+		}
+		return err
+	}
+	s.log.Warn().Str("remote", ctx.RemoteAddr().String()).Int("node", i).Msg("node " + what + " through the API")
+	return nil
+}

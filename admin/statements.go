@@ -1,0 +1,109 @@
+package admin
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/tracecar/tracecar/statements"
+)
+
+// Statements is what the API needs from per-statement statistics; *statements.Stats
+// implements it.
+type Statements interface {
+	Enabled() bool
+	SetEnabled(bool)
+	List(order string, limit int, withHistogram bool) []statements.Statement
+	Reset()
+	Max() int
+	Evicted() uint64
+}
+
+// WithStatements serves /tracecar/statement_stats, /tracecar/statements and
+// /tracecar/statements/reset for st.
+func WithStatements(st Statements) Option {
+	return func(s *Server) { s.stmts = st }
+}
+
+// DefaultStatementsLimit is the number of statements GET /tracecar/statements returns
+// without a limit parameter.
+const DefaultStatementsLimit = 100
+
+// StatementStats is the JSON of GET /tracecar/statement_stats.
+type StatementStats struct {
+	Enabled bool   `json:"enabled"`
+	Max     int    `json:"max"`
+	Entries int    `json:"entries"`
+	Evicted uint64 `json:"evicted"`
+}
+
+func (s *Server) statementStats() StatementStats {
+	return StatementStats{Enabled: s.stmts.Enabled(), Max: s.stmts.Max(),
+		Entries: len(s.stmts.List("calls", 0, false)), Evicted: s.stmts.Evicted()}
+}
+
+// getStatementStats serves GET /tracecar/statement_stats.
+func (s *Server) getStatementStats(ctx *fasthttp.RequestCtx, _ string) error {
+	if _, err := readParams(ctx); err != nil {
+		return err
+	}
+	return writeJSON(ctx, s.statementStats())
+}
+
+// setStatementStats serves POST /tracecar/statement_stats?enable=true|false.
+func (s *Server) setStatementStats(ctx *fasthttp.RequestCtx, _ string) error {
+	p, err := readParams(ctx, "enable")
+	if err != nil {
+		return err
+	}
+	on, ok, err := p.boolean("enable")
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return missing("enable", "true or false")
+	}
+	old := s.stmts.Enabled()
+	s.stmts.SetEnabled(on)
+	s.audit(ctx, "statement_stats").Bool("old", old).Bool("new", on).Msg("admin change")
+	return writeJSON(ctx, s.statementStats())
+}
+
+// getStatements serves GET /tracecar/statements?sort=…&limit=N&histogram=true.
+func (s *Server) getStatements(ctx *fasthttp.RequestCtx, _ string) error {
+	p, err := readParams(ctx, "sort", "limit", "histogram")
+	if err != nil {
+		return err
+	}
+	order := "total_time"
+	if v, ok := p["sort"]; ok {
+		if !contains(statements.SortOrders, v) {
+			return badParam("sort", v, "one of "+strings.Join(statements.SortOrders, ", "))
+		}
+		order = v
+	}
+	max := int64(s.stmts.Max())
+	limit, ok, err := p.integer("limit", 1, max, "an integer from 1 to "+strconv.FormatInt(max, 10))
+	if err != nil {
+		return err
+	}
+	if !ok {
+		limit = DefaultStatementsLimit
+	}
+	hist, _, err := p.boolean("histogram")
+	if err != nil {
+		return err
+	}
+	return writeJSON(ctx, s.stmts.List(order, int(limit), hist))
+}
+
+// resetStatements serves POST /tracecar/statements/reset.
+func (s *Server) resetStatements(ctx *fasthttp.RequestCtx, _ string) error {
+	if _, err := readParams(ctx); err != nil {
+		return err
+	}
+	s.stmts.Reset()
+	s.audit(ctx, "statements_reset").Msg("admin change")
+	return nil
+}

@@ -1,0 +1,64 @@
+package admin
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/tracecar/tracecar/tracing"
+)
+
+// TraceFilter is what the API needs to narrow tracing; *tracing.Tracer implements it.
+type TraceFilter interface {
+	Filter() tracing.Filter
+	SetFilter(tracing.Filter)
+}
+
+// WithTraceFilter serves GET, POST and DELETE /tracecar/trace_filter for f.
+func WithTraceFilter(f TraceFilter) Option {
+	return func(s *Server) { s.filter = f }
+}
+
+// getTraceFilter serves GET /tracecar/trace_filter: the filter in force, {} for none.
+func (s *Server) getTraceFilter(ctx *fasthttp.RequestCtx, _ string) error {
+	if _, err := readParams(ctx); err != nil {
+		return err
+	}
+	return writeJSON(ctx, s.filter.Filter())
+}
+
+// setTraceFilter serves POST /tracecar/trace_filter with any of keyspace, table, user,
+// client, statement and opcode, ANDed; it replaces the filter as a whole.
+func (s *Server) setTraceFilter(ctx *fasthttp.RequestCtx, _ string) error {
+	p, err := readParams(ctx, tracing.FilterParams...)
+	if err != nil {
+		return err
+	}
+	if len(p) == 0 {
+		return errorf(http.StatusBadRequest, "no filter parameter: give any of keyspace, table, user, client, statement, opcode (DELETE clears the filter)")
+	}
+	f, err := tracing.ParseFilter(p)
+	var fe *tracing.FilterError
+	if errors.As(err, &fe) {
+		return badParam(fe.Param, fe.Value, fe.Want)
+	}
+	if err != nil {
+		return err
+	}
+	old := s.filter.Filter()
+	s.filter.SetFilter(f)
+	s.audit(ctx, "trace_filter").Interface("old", old).Interface("new", f).Msg("admin change")
+	return writeJSON(ctx, f)
+}
+
+// clearTraceFilter serves DELETE /tracecar/trace_filter.
+func (s *Server) clearTraceFilter(ctx *fasthttp.RequestCtx, _ string) error {
+	if _, err := readParams(ctx); err != nil {
+		return err
+	}
+	old := s.filter.Filter()
+	s.filter.SetFilter(tracing.Filter{})
+	s.audit(ctx, "trace_filter").Interface("old", old).Msg("admin change: filter cleared")
+	return nil
+}

@@ -1,0 +1,37 @@
+package main
+
+import (
+	"flag"
+
+	"github.com/tracecar/tracecar/admin"
+	"github.com/tracecar/tracecar/sidecar"
+	"github.com/tracecar/tracecar/statements"
+	"github.com/tracecar/tracecar/tracing"
+)
+
+// statementsConfig configures per-statement statistics.
+type statementsConfig struct {
+	On  bool // --statement-stats: on from the start
+	Max int  // --statement-stats-max
+}
+
+func addStatementFlags(fs *flag.FlagSet, c *statementsConfig) {
+	fs.BoolVar(&c.On, "statement-stats", false, "keep per-statement statistics from the start (GET /tracecar/statements); POST /tracecar/statement_stats turns them on and off")
+	fs.IntVar(&c.Max, "statement-stats-max", statements.DefaultMax, "statements kept by statement statistics; past it the least-called one is evicted")
+}
+
+func (c statementsConfig) check() error {
+	if c.Max <= 0 {
+		return usageErrorf("--statement-stats-max must be a positive number of statements, got %d", c.Max)
+	}
+	return nil
+}
+
+// newStatements returns the statistics of cfg, the sidecar hook and the admin options
+// that serve them.
+func newStatements(c statementsConfig) (*statements.Stats, []admin.Option) {
+	st := statements.New(statements.Options{Max: c.Max, Now: tracing.Now})
+	st.SetEnabled(c.On)
+	var _ sidecar.StatementStats = st
+	return st, []admin.Option{admin.WithStatements(st), admin.WithCollector(st)}
+}

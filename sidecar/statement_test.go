@@ -1,0 +1,37 @@
+package sidecar
+
+import (
+	"testing"
+
+	"github.com/tracecar/tracecar/cql"
+)
+
+// TestInspectExecuteProbesOnce: the first EXECUTE of an unknown id is probed (its
+// skip_metadata flag cleared); once the id is known not to read a system table, its
+// EXECUTEs are forwarded as sent, without allocating.
+func TestInspectExecuteProbesOnce(t *testing.T) {
+	c := fuzzConn(0)
+	f := executeFrame(1)
+	h, _ := cql.ParseHeader(f)
+	flagsAt := cql.HeaderSize + 2 + len("0123456789abcdef") + 2
+	kind, _, id := c.inspect(h, f)
+	if kind != kindProbe || id != "0123456789abcdef" {
+		t.Fatalf("first EXECUTE: kind %#x, probe %q; want a probe of the id", kind, id)
+	}
+	if f[flagsAt]&cql.QuerySkipMetadata != 0 {
+		t.Fatalf("probe left skip_metadata set")
+	}
+	// The node answers with rows of a user table: the id is not probed again.
+	rows := cql.RowsResult{Metadata: cql.RowsMetadata{Columns: []cql.ColumnSpec{{Keyspace: "ks", Table: "t", Name: "v", Type: cql.Simple(cql.TypeInt)}}, ColumnCount: 1}}
+	c.probeResult(rows, inflight{kind: kind, probe: id})
+	f = executeFrame(2)
+	if kind, _, _ := c.inspect(h, f); kind != kindNone {
+		t.Fatalf("EXECUTE of a checked id: kind %#x, want none", kind)
+	}
+	if f[flagsAt]&cql.QuerySkipMetadata == 0 {
+		t.Fatalf("EXECUTE of a checked id lost its skip_metadata flag")
+	}
+	if n := testing.AllocsPerRun(100, func() { c.inspect(h, f) }); n != 0 {
+		t.Errorf("inspect of a checked EXECUTE allocates %.1f times; want 0", n)
+	}
+}

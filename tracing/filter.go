@@ -1,0 +1,170 @@
+package tracing
+
+import (
+	"bytes"
+	"encoding/hex"
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/tracecar/tracecar/cql"
+	"github.com/tracecar/tracecar/statements"
+)
+
+// Filter narrows what tracing records and samples, in every mode: a request outside it is
+// not traced at all (a sampled decision outside it does not set the node's tracing flag).
+// Its parts are ANDed; a zero part matches everything. The zero Filter matches every
+// request.
+type Filter struct {
+	Keyspace  string       `json:"keyspace,omitempty"`  // the keyspace the statement's text names
+	Table     string       `json:"table,omitempty"`     // the table the statement's text names
+	User      string       `json:"user,omitempty"`      // the connection's SASL PLAIN username
+	Client    netip.Prefix `json:"client,omitzero"`     // the client's address
+	Statement string       `json:"statement,omitempty"` // 0x… prepared id, or a substring of the normalized text
+	Opcode    string       `json:"opcode,omitempty"`    // QUERY, EXECUTE, BATCH or PREPARE
+
+	op  cql.Opcode
+	id  []byte // Statement as a prepared id
+	sub string // Statement as a substring
+}
+
+// FilterParams are the parameter names of ParseFilter.
+var FilterParams = []string{"keyspace", "table", "user", "client", "statement", "opcode"}
+
+// FilterError is a bad filter parameter.
+type FilterError struct{ Param, Value, Want string }
+
+func (e *FilterError) Error() string {
+	return fmt.Sprintf("bad %s %q: want %s", e.Param, e.Value, e.Want)
+}
+
+// ParseFilter builds a Filter from parameters named as in FilterParams. It returns a
+// *FilterError naming the first bad one.
+func ParseFilter(p map[string]string) (Filter, error) {
+	var f Filter
+	f.Keyspace, f.Table, f.User = strings.ToLower(p["keyspace"]), strings.ToLower(p["table"]), p["user"]
+	if s, ok := p["client"]; ok {
+		pfx, err := netip.ParsePrefix(s)
+		if err != nil {
+			a, aerr := netip.ParseAddr(s)
+			if aerr != nil {
+				return Filter{}, &FilterError{"client", s, "an address or a CIDR, such as 10.0.0.0/8 or 127.0.0.1"}
+			}
+			pfx = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
+		}
+		f.Client = pfx.Masked()
+	}
+	if s, ok := p["statement"]; ok {
+		f.Statement = s
+		if strings.HasPrefix(s, "0x") {
+			id, err := hex.DecodeString(s[2:])
+			if err != nil || len(id) == 0 {
+				return Filter{}, &FilterError{"statement", s, "a prepared id in hex (0x…) or a substring of the statement's normalized text"}
+			}
+			f.id = id
+		} else {
+			f.sub, _ = cql.NormalizeQuery(s, false, 0)
+		}
+	}
+	if s, ok := p["opcode"]; ok {
+		switch strings.ToUpper(s) {
+		case "QUERY":
+			f.op = cql.OpQuery
+		case "EXECUTE":
+			f.op = cql.OpExecute
+		case "BATCH":
+			f.op = cql.OpBatch
+		case "PREPARE":
+			f.op = cql.OpPrepare
+		default:
+			return Filter{}, &FilterError{"opcode", s, "one of QUERY, EXECUTE, BATCH, PREPARE"}
+		}
+		f.Opcode = strings.ToUpper(s)
+	}
+	return f, nil
+}
+
+// IsZero reports whether f matches every request.
+func (f Filter) IsZero() bool {
+	return f.Keyspace == "" && f.Table == "" && f.User == "" && !f.Client.IsValid() && f.Statement == "" && f.op == 0
+}
+
+// SetFilter installs f (the zero Filter clears it). It is safe for concurrent use.
+func (t *Tracer) SetFilter(f Filter) {
+	if f.IsZero() {
+		t.filter.Store(nil)
+		return
+	}
+	t.filter.Store(&f)
+}
+
+// Filter returns the filter in force.
+func (t *Tracer) Filter() Filter {
+	if f := t.filter.Load(); f != nil {
+		return *f
+	}
+	return Filter{}
+}
+
+// match reports whether the request of header h and frame on c passes f. It reads the
+// statement's text only when f needs it.
+func (c *Conn) match(f *Filter, h cql.Header, frame []byte, comp cql.Compressor) bool {
+	if f.op != 0 && h.Opcode != f.op {
+		return false
+	}
+	if f.Client.IsValid() && !f.Client.Contains(c.clientAddr) {
+		return false
+	}
+	if f.User != "" && c.User() != f.User {
+		return false
+	}
+	if f.Keyspace == "" && f.Table == "" && f.Statement == "" {
+		return true
+	}
+	body, scratch, err := frameBody(h.Flags, frame, comp, c.reqScratch)
+	c.reqScratch = scratch
+	if err != nil {
+		return false
+	}
+	if _, body, err = cql.ParseRequestPrefix(h.Flags, body); err != nil {
+		return false
+	}
+	var d cql.Decoder
+	d.Reset(body)
+	var text string
+	var id []byte
+	switch h.Opcode {
+	case cql.OpQuery, cql.OpPrepare:
+		text = d.LongString()
+	case cql.OpExecute:
+		id = d.ShortBytes()
+		text, _ = c.t.prep.get(id)
+	case cql.OpBatch:
+		d.Byte()
+		if d.Short() > 0 {
+			if d.Byte() == 0 {
+				text = d.LongString()
+			} else {
+				id = d.ShortBytes()
+				text, _ = c.t.prep.get(id)
+			}
+		}
+	}
+	if d.Err() != nil {
+		return false
+	}
+	norm, _ := cql.NormalizeQuery(text, false, 0)
+	if f.Keyspace != "" || f.Table != "" {
+		ks, table := statements.Target(norm)
+		if f.Keyspace != "" && ks != f.Keyspace || f.Table != "" && table != f.Table {
+			return false
+		}
+	}
+	switch {
+	case f.id != nil:
+		return bytes.Equal(id, f.id)
+	case f.sub != "":
+		return strings.Contains(norm, f.sub)
+	}
+	return true
+}

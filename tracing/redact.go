@@ -1,0 +1,46 @@
+package tracing
+
+import (
+	"context"
+	"strings"
+
+	"github.com/tracecar/tracecar/cql"
+)
+
+// params returns the parameter collector of a recorded session, filling m.
+func (t *Tracer) params(m map[string]string) *params {
+	return &params{m: m, bind: t.opts.BindValues, prep: t.prep, literals: t.opts.QueryLiterals, maxLen: t.opts.MaxQueryLen}
+}
+
+// query records statement text under key k (query or query[i]), normalized: literal values
+// redacted unless kept, passwords always redacted, and cut at the maximum length, which
+// sets the matching query_truncated parameter.
+func (p *params) query(k string, q []byte) {
+	if p.m == nil {
+		return
+	}
+	text, truncated := cql.NormalizeQuery(string(q), p.literals, p.maxLen)
+	p.m[k] = text
+	if truncated {
+		p.m["query_truncated"+strings.TrimPrefix(k, "query")] = "true"
+	}
+}
+
+// redactedEvents normalizes the statement text that a node puts in its own trace events
+// (Cassandra's "Parsing <statement>"), as the session's query text is.
+type redactedEvents struct {
+	src      NodeEventSource
+	literals bool
+	maxLen   int
+}
+
+func (r redactedEvents) Events(ctx context.Context, id [16]byte) ([]Event, bool, error) {
+	evs, complete, err := r.src.Events(ctx, id)
+	for i := range evs {
+		if q, ok := strings.CutPrefix(evs[i].Activity, "Parsing "); ok {
+			q, _ = cql.NormalizeQuery(q, r.literals, r.maxLen)
+			evs[i].Activity = "Parsing " + q
+		}
+	}
+	return evs, complete, err
+}
