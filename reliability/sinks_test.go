@@ -69,6 +69,18 @@ func TestDeadSinks(t *testing.T) {
 			failed++
 		}
 	}
+	// The driver has its last answer before the sidecar has recorded that request's
+	// session (that follows the write to the client), and a session recorded once Close
+	// has begun reaches only the ring. So the driver leaves, and the sidecar's connections
+	// end, before the tracer closes: every session is recorded by then.
+	s.Close()
+	deadline := time.Now().Add(testTimeout)
+	for sc.Stats().Connections != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("sidecar connections still open %v after the driver closed", testTimeout)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	closeErr := tr.Close(ctx) // drains what it can; what is left counts as dropped

@@ -23,12 +23,18 @@ import (
 	"github.com/tracecar/tracecar/tracing"
 )
 
+// goroutinesOnly keeps every connection on the goroutine path, as Config.NoEventLoop does
+// for one Proxy: TRACECAR_EVENT_LOOP=off sets it for the process, so that test suites
+// (this package's, and those that start a sidecar in process, as reliability's) run on
+// that path, as `tracecar sidecar` does.
+var goroutinesOnly = os.Getenv("TRACECAR_EVENT_LOOP") == "off"
+
 // compressors are indexed by conn.comp.
 var compressors = [...]cql.Compressor{nil, cql.LZ4{}, cql.Snappy{}}
 
 // errWriteTimeout bounds the last frames written to a client that is being closed: the
 // error frames of a failed node, or a ProtocolError.
-const errWriteTimeout = 5 * time.Second
+var errWriteTimeout = 5 * time.Second // a variable for tests
 
 // Errors that end a connection's request loop.
 var (
@@ -99,6 +105,7 @@ type conn struct {
 	reqDone    chan struct{} // closed when the request goroutine stops reading
 	respDone   chan struct{} // closed when the response goroutine ends
 	mu         sync.Mutex    // serialises closeAll with setting node
+	loopState                // the event loop's, once the connection moved to one
 }
 
 func (p *Proxy) newConn(nc net.Conn, g *group) *conn {
@@ -159,6 +166,11 @@ func (c *conn) serve(ctx context.Context) {
 		c.closeAll()
 		return
 	}
+	if !c.p.cfg.NoEventLoop && !goroutinesOnly && c.toLoop() {
+		<-c.loopDone
+		return
+	}
+	c.startGoroutinePath()
 	go c.responses()
 	err := c.requests()
 	c.reqExited.Store(true)
@@ -178,6 +190,9 @@ func (c *conn) serve(ctx context.Context) {
 		if errors.As(err, &pe) {
 			c.bad = pe
 			c.log.Warn().Str("error", pe.msg).Msg("malformed frame from client: closing its connection")
+			// The response goroutine may be blocked writing to a client that does not
+			// read: its last frames get errWriteTimeout, as on the event loop.
+			c.client.SetWriteDeadline(time.Now().Add(errWriteTimeout))
 		} else if !isClosed(err) {
 			c.log.Debug().Err(err).Msg("client read")
 		}
@@ -203,6 +218,10 @@ func (c *conn) closeAll() {
 	if c.closed.Load() {
 		return
 	}
+	if c.inLoop() {
+		c.postLoop(cmdClose)
+		return
+	}
 	c.closed.Store(true)
 	c.client.Close()
 	if c.node != nil {
@@ -213,7 +232,13 @@ func (c *conn) closeAll() {
 // drain stops the request goroutine: requests already read are answered, new ones are not
 // read. The connection closes when its last request in flight is answered.
 func (c *conn) drain() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.draining.Store(true)
+	if c.inLoop() {
+		c.postLoop(cmdDrain)
+		return
+	}
 	c.client.SetReadDeadline(time.Unix(1, 0))
 }
 
@@ -260,11 +285,18 @@ func (c *conn) open(ctx context.Context) error {
 		return errClientGone
 	}
 	c.nodeAddr = addrPort(nc.RemoteAddr())
-	c.nr = bufio.NewReaderSize(nc, readBufferSize)
-	c.toNode = newFrameWriter(nc, writeBufferSize)
 	if c.p.tr != nil {
-		tr := c.p.tr.NewConn(c.clientAddr, c.nodeAddr)
-		c.tr = tr
+		c.tr = c.p.tr.NewConn(c.clientAddr, c.nodeAddr)
+	}
+	c.log.Debug().Str("node", c.nodeAddr.String()).Uint8("version", c.version).Msg("connection opened")
+	return nil
+}
+
+// startGoroutinePath sets up the buffers of the goroutine path.
+func (c *conn) startGoroutinePath() {
+	c.nr = bufio.NewReaderSize(c.node, readBufferSize)
+	c.toNode = newFrameWriter(c.node, writeBufferSize)
+	if tr := c.tr; tr != nil {
 		c.toNode.onFlush = func(streams []int16) {
 			for _, s := range streams {
 				tr.Sent(s)
@@ -276,8 +308,6 @@ func (c *conn) open(ctx context.Context) error {
 			}
 		}
 	}
-	c.log.Debug().Str("node", c.nodeAddr.String()).Uint8("version", c.version).Msg("connection opened")
-	return nil
 }
 
 // rejectVersion answers a frame of protocol version v, which is not 3 or 4, with the
@@ -391,40 +421,7 @@ func (c *conn) requests() error {
 			frame = c.reqBuf
 		}
 
-		var req inflight
-		var now int64
-		if frame != nil {
-			req.kind, req.stmt = c.inspect(h, frame)
-			if st := c.p.stmts; st != nil && h.Stream >= 0 && (h.Opcode == cql.OpPrepare || st.Enabled()) {
-				now = tracing.Now()
-				req.start = now
-				req.stat = st.Request(h, c.statBody(h, frame), now)
-			}
-			if cap(c.reqBody) > maxKeptBuffer {
-				c.reqBody = nil
-			}
-		}
-		// One clock read serves the latency metric, statement statistics and fast-mode
-		// tracing.
-		if h.Stream >= 0 {
-			req.stream, req.op = h.Stream, h.Opcode
-			if c.p.metrics != nil && now == 0 {
-				now = tracing.Now()
-				req.start = now
-			}
-			c.streams.put(req)
-		}
-		if c.tr != nil {
-			c.tr.OnRequestAt(h, frame, c.compressor(), now)
-		}
-		if m := c.p.metrics; m != nil {
-			m.Request(h.Opcode)
-		}
-		inc(&c.counters.requests[min(int(h.Opcode), 31)], 1)
-		inc(&c.counters.bytesIn, uint64(n))
-		if e := c.log.Debug(); e != nil {
-			e.Str("op", h.Opcode.String()).Int16("stream", h.Stream).Int("bytes", n).Msg("request")
-		}
+		c.request(h, frame, n)
 
 		switch {
 		case frame == nil:
@@ -448,6 +445,90 @@ func (c *conn) requests() error {
 			}
 			return err // the client went away in the middle of a frame
 		}
+	}
+}
+
+// request does the proxy's work on a request frame of n bytes before it is forwarded: it
+// reads what the rewrite needs, records the request in flight, hands it to tracing and
+// counts it. frame is the whole frame, or nil when it is streamed through unread. Both the
+// goroutine path and the event loop call it, from the one place that reads the client.
+func (c *conn) request(h cql.Header, frame []byte, n int) {
+	var req inflight
+	var now int64
+	if frame != nil {
+		req.kind, req.stmt, req.probe = c.inspect(h, frame)
+		if st := c.p.stmts; st != nil && h.Stream >= 0 && (h.Opcode == cql.OpPrepare || st.Enabled()) {
+			now = tracing.Now()
+			req.start = now
+			req.stat = st.Request(h, c.statBody(h, frame), now)
+		}
+		if cap(c.reqBody) > maxKeptBuffer {
+			c.reqBody = nil
+		}
+	}
+	// One clock read serves the latency metric, statement statistics and fast-mode
+	// tracing.
+	if h.Stream >= 0 {
+		req.stream, req.op = h.Stream, h.Opcode
+		if c.p.metrics != nil && now == 0 {
+			now = tracing.Now()
+			req.start = now
+		}
+		c.streams.put(req)
+	}
+	if c.tr != nil {
+		c.tr.OnRequestAt(h, frame, c.compressor(), now)
+	}
+	if m := c.p.metrics; m != nil {
+		m.Request(h.Opcode)
+	}
+	inc(&c.counters.requests[min(int(h.Opcode), 31)], 1)
+	inc(&c.counters.bytesIn, uint64(n))
+	if e := c.log.Debug(); e != nil {
+		e.Str("op", h.Opcode.String()).Int16("stream", h.Stream).Int("bytes", n).Msg("request")
+	}
+}
+
+// response does the proxy's work on a response frame for the request req (zero for events
+// and unknown streams): the end of the handshake, statement statistics, tracing, and the
+// rewrite of SUPPORTED, system tables and events. It returns the frame to forward, which
+// is frame itself unless it was rewritten; frame is nil for a frame streamed through
+// unread. arrived is when the read that brought it returned (0 without metrics or
+// statement statistics). The caller calls queued once the frame is queued for the client.
+func (c *conn) response(h cql.Header, frame []byte, req inflight, arrived int64) []byte {
+	if h.Stream >= 0 {
+		c.noteHandshake(h.Opcode)
+	}
+	if req.stat.Active() {
+		c.p.stmts.Response(req.stat, h, c.statResponseBody(h, frame, req.stat), arrived)
+	}
+	out := frame
+	if c.tr != nil {
+		out = c.tr.OnResponseAt(h, frame, c.compressor(), arrived)
+	}
+	switch {
+	case req.kind == kindOptions:
+		out = c.rewriteSupported(out)
+	case req.kind != kindNone:
+		out = c.rewriteResult(out, req)
+	case h.Stream < 0 && h.Opcode == cql.OpEvent && out != nil:
+		out = c.rewriteEvent(out)
+	}
+	inc(&c.counters.responses, 1)
+	return out
+}
+
+// queued records the metrics of a response once it is queued for the client: the second
+// clock read of a request, after the one at its arrival. The added latency is the
+// response's way through the sidecar (its wait behind earlier frames of the same read,
+// tracing, rewriting, the copy into the client's buffer); the request's way in is not
+// measured, to keep to these reads. arrived is when the read that brought the response
+// from the node returned.
+func (c *conn) queued(req inflight, arrived int64) {
+	if m := c.p.metrics; m != nil && req.used {
+		now := tracing.Now()
+		m.Latency(req.op, time.Duration(now-req.start))
+		m.AddedLatency(time.Duration(now - arrived))
 	}
 }
 
@@ -479,7 +560,7 @@ func (c *conn) readsBody(op cql.Opcode) bool {
 	case cql.OpStartup, cql.OpQuery, cql.OpPrepare:
 		return true
 	case cql.OpExecute:
-		return len(*c.p.sys.Load()) > 0 || c.p.stmts != nil && c.p.stmts.Enabled()
+		return c.p.prepared.HasSystem() || c.p.stmts != nil && c.p.stmts.Enabled()
 	case cql.OpBatch:
 		return c.p.stmts != nil && c.p.stmts.Enabled()
 	}
@@ -501,13 +582,13 @@ const maxKeptBuffer = 1 << 20
 
 // inspect reads what the proxy needs from a request: the compression of a STARTUP, and
 // whether a QUERY, PREPARE or EXECUTE reads system.local or system.peers.
-func (c *conn) inspect(h cql.Header, frame []byte) (rewriteKind, *sysStmt) {
+func (c *conn) inspect(h cql.Header, frame []byte) (rewriteKind, *tracing.Statement, string) {
 	c.inspected = nil
 	switch h.Opcode {
 	case cql.OpStartup:
 		c.startup(frame[cql.HeaderSize:])
 	case cql.OpOptions:
-		return kindOptions, nil
+		return kindOptions, nil, ""
 	case cql.OpAuthResponse:
 		if c.tr != nil {
 			c.authResponse(h, frame)
@@ -516,11 +597,11 @@ func (c *conn) inspect(h cql.Header, frame []byte) (rewriteKind, *sysStmt) {
 		body := c.requestBody(h, frame)
 		c.inspected = body
 		if len(body) < 4 {
-			return kindNone, nil
+			return kindNone, nil, ""
 		}
 		n := int(int32(binary.BigEndian.Uint32(body)))
 		if n < 0 || n > len(body)-4 {
-			return kindNone, nil
+			return kindNone, nil, ""
 		}
 		k := statementTable(body[4:4+n], c.inSystem.Load())
 		switch {
@@ -529,11 +610,11 @@ func (c *conn) inspect(h cql.Header, frame []byte) (rewriteKind, *sysStmt) {
 		case k != kindNone && k != kindUse && h.Opcode == cql.OpPrepare:
 			k |= kindPrepare
 		}
-		return k, nil
+		return k, nil, ""
 	case cql.OpExecute:
 		return c.inspectExecute(h, frame)
 	}
-	return kindNone, nil
+	return kindNone, nil, ""
 }
 
 // authResponse takes the username from a SASL PLAIN AUTH_RESPONSE ("authzid NUL authcid
@@ -686,7 +767,6 @@ func (c *conn) forwardResponses() error {
 		left := -1
 		if h.Stream >= 0 {
 			req, _, left = c.streams.take(h.Stream)
-			c.noteHandshake(h.Opcode)
 		}
 		event := h.Stream < 0 && h.Opcode == cql.OpEvent
 		var frame []byte
@@ -712,20 +792,7 @@ func (c *conn) forwardResponses() error {
 		if arrived == 0 && (c.p.metrics != nil || req.stat.Active()) {
 			arrived = tracing.Now()
 		}
-		if req.stat.Active() {
-			c.p.stmts.Response(req.stat, h, c.statResponseBody(h, frame, req.stat), arrived)
-		}
-		out := frame
-		if c.tr != nil {
-			out = c.tr.OnResponseAt(h, frame, c.compressor(), arrived)
-		}
-		if req.kind == kindOptions {
-			out = c.rewriteSupported(out)
-		} else if req.kind != kindNone {
-			out = c.rewriteResult(out, req)
-		} else if event {
-			out = c.rewriteEvent(out)
-		}
+		out := c.response(h, frame, req, arrived)
 
 		switch {
 		case frame == nil:
@@ -740,16 +807,7 @@ func (c *conn) forwardResponses() error {
 				c.respBuf = nil
 			}
 		}
-		// Queued for the client: the second clock read of a request, after the one at its
-		// arrival. The added latency is the response's way through the sidecar (its wait
-		// behind earlier frames of the same read, tracing, rewriting, the copy into the
-		// client's buffer); the request's way in is not measured, to keep to these reads.
-		if m := c.p.metrics; m != nil && req.used {
-			now := tracing.Now()
-			m.Latency(req.op, time.Duration(now-req.start))
-			m.AddedLatency(time.Duration(now - arrived))
-		}
-		inc(&c.counters.responses, 1)
+		c.queued(req, arrived)
 		drained := left == 0 && c.draining.Load() && c.reqExited.Load()
 		if err == nil && (drained || !frameReady(r)) {
 			err = c.toClient.flush()

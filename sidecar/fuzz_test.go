@@ -7,6 +7,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tracecar/tracecar/cql"
+	"github.com/tracecar/tracecar/tracing"
 )
 
 // fuzzConn is a conn with no sockets, for the parsing code.
@@ -57,7 +58,7 @@ func FuzzRewrite(f *testing.F) {
 			h.Stream = -1
 			out = c.rewriteEvent(fr)
 		} else {
-			out = c.rewriteResult(fr, inflight{kind: rewriteKind(kind), stmt: &sysStmt{kind: kindLocal, cols: localColumns()}})
+			out = c.rewriteResult(fr, inflight{kind: rewriteKind(kind), stmt: &tracing.Statement{System: uint8(kindLocal), Columns: localColumns()}})
 		}
 		if got, err := cql.ParseHeader(out); err != nil || int(got.Length) != len(out)-cql.HeaderSize {
 			t.Fatalf("rewrite returned a frame with header %+v (%v) and %d bytes", got, err, len(out))

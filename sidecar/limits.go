@@ -14,16 +14,21 @@ import (
 // What a hostile or broken client can make the proxy hold is bounded here:
 //   - a frame's claimed length is checked against the connection's limit before any of its
 //     body is read, and a frame that must be held whole grows its buffer as bytes arrive
-//     (cql.AppendRead), never from the length field;
+//     (cql.AppendRead; on the event loop, gatherRoom), never from the length field;
 //   - until the handshake is done (READY, or AUTH_SUCCESS with authentication) the limit is
 //     cql.MaxStartupFrameSize, so an unauthenticated client cannot make the proxy hold more;
 //   - toward a client that does not read, a connection buffers at most writeBufferSize bytes
 //     (frameWriter never grows): then its response goroutine blocks, stops reading the node,
-//     and the node's own writes block in turn, which is backpressure rather than growth;
+//     and the node's own writes block in turn, which is backpressure rather than growth (on
+//     the event loop: what one read from the node brought waits for EPOLLOUT, and the node
+//     is not read until it is written);
 //   - Config.MaxConnections bounds the connections, and with them the buffers;
 //   - Config.MaxRequestDataInFlight bounds the bytes of the frames held whole by all
 //     connections together, so that many authenticated clients sending frames just under
-//     the limit, slowly, wait for each other instead of adding up.
+//     the limit, slowly, wait for each other instead of adding up. The goroutine path waits
+//     in readWhole; the event loop, which must not block, stops reading the connection and
+//     retries every budgetPoll (loop.holdFrame, loop.retryBudget). The loop holds whole
+//     every frame larger than its read buffer, so it charges all of those.
 
 // frameLimit returns the largest frame, header included, that the client may send now.
 func (c *conn) frameLimit() uint64 {
@@ -45,7 +50,7 @@ func (c *conn) tooBig(stream int16, n uint32) *protocolError {
 }
 
 // noteHandshake raises the frame limit once the node has answered STARTUP with READY, or
-// authentication with AUTH_SUCCESS. It is called by the response goroutine.
+// authentication with AUTH_SUCCESS. It is called by conn.response, on either data path.
 func (c *conn) noteHandshake(op cql.Opcode) {
 	if (op == cql.OpReady || op == cql.OpAuthSuccess) && !c.ready.Load() {
 		c.ready.Store(true)
@@ -163,14 +168,10 @@ const budgetPoll = 100 * time.Millisecond
 // stop reports true. A request larger than the whole budget is let through alone.
 func (b *byteBudget) acquire(n int64, stop func() bool) bool {
 	for {
-		b.mu.Lock()
-		if b.used+n <= b.max || b.used == 0 {
-			b.used += n
-			b.mu.Unlock()
+		ok, wake := b.take(n)
+		if ok {
 			return true
 		}
-		wake := b.wake
-		b.mu.Unlock()
 		t := time.NewTimer(budgetPoll)
 		select {
 		case <-wake:
@@ -181,6 +182,24 @@ func (b *byteBudget) acquire(n int64, stop func() bool) bool {
 			return false
 		}
 	}
+}
+
+// tryAcquire takes n bytes if they fit now, without waiting: the event loop's way, as a
+// loop must not block (its waiters retry every budgetPoll, see loop.retryBudget).
+func (b *byteBudget) tryAcquire(n int64) bool {
+	ok, _ := b.take(n)
+	return ok
+}
+
+// take takes n bytes if they fit, or returns the channel that the next release closes.
+func (b *byteBudget) take(n int64) (bool, chan struct{}) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.used+n <= b.max || b.used == 0 {
+		b.used += n
+		return true, nil
+	}
+	return false, b.wake
 }
 
 // release returns n bytes and wakes the waiters.

@@ -199,3 +199,59 @@ func TestByteBudget(t *testing.T) {
 		t.Fatal("a request larger than the budget must pass when nothing is held")
 	}
 }
+
+// TestLargeFramesShareTheBudget: on either data path, a frame larger than the read buffers
+// is charged to the proxy-wide budget of frames held whole (MaxRequestDataInFlight) before
+// its body is read, the budget never holds more than its size, and a connection whose
+// frame did not fit is read once a frame ahead of it is forwarded; closing a connection
+// with a frame half read gives its share back.
+func TestLargeFramesShareTheBudget(t *testing.T) {
+	const body = 4 << 20
+	size := int64(body + cql.HeaderSize)
+	node := readyNode(t)
+	// The budget is raised to MaxFrameSize when smaller: the frame size is the limit.
+	p := mustProxy(t, Config{NodeAddr: node.addr(), MaxFrameSize: int(size), MaxRequestDataInFlight: int(2 * size)})
+	used := func() int64 {
+		p.held.mu.Lock()
+		defer p.held.mu.Unlock()
+		return p.held.used
+	}
+	waitUsed := func(want int64) {
+		t.Helper()
+		deadline := time.Now().Add(testTimeout)
+		for used() != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("budget in use %d; want %d", used(), want)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	payload := bytes.Repeat([]byte{'q'}, body)
+	var cs []*testClient
+	for i := range 3 {
+		c := mustDial(t, p.addr)
+		c.send(startupFrame(1))
+		c.recv()
+		// The header and the first 64 KiB of the body: the frame is half read.
+		c.send(append(header(2, cql.OpQuery, body), payload[:64<<10]...))
+		cs = append(cs, c)
+		if i < 2 {
+			waitUsed(int64(i+1) * size)
+		}
+	}
+	if got := used(); got != 2*size {
+		t.Fatalf("budget in use %d with a third frame waiting; want %d", got, 2*size)
+	}
+	// The first frame completes and is forwarded: the third connection gets its share.
+	cs[0].send(payload[64<<10:])
+	if h, got := cs[0].recv(); h.Stream != 2 || len(got) != body {
+		t.Fatalf("first frame: got stream %d with %d bytes; want its body echoed on stream 2", h.Stream, len(got))
+	}
+	cs[2].send(payload[64<<10:])
+	if h, got := cs[2].recv(); h.Stream != 2 || len(got) != body {
+		t.Fatalf("third frame: got stream %d with %d bytes; want its body echoed on stream 2", h.Stream, len(got))
+	}
+	waitUsed(size) // the second frame, still half read
+	cs[1].c.Close()
+	waitUsed(0)
+}

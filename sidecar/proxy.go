@@ -10,9 +10,48 @@
 // those, and TOPOLOGY_CHANGE and STATUS_CHANGE events, are decoded and re-encoded, with the
 // node's addresses replaced by the sidecar's, so that drivers never route around it.
 //
-// Writes are coalesced: each direction of a connection has one goroutine that reads frames
-// from one side and writes them to the other, and it flushes only when no whole frame is left
-// in its input buffer, so frames that arrive together leave in one syscall.
+// # Data paths
+//
+// A connection starts on its own goroutine, which answers unsupported protocol versions and
+// dials the node. Then a plaintext TCP connection moves to an event loop (loop.go): a
+// goroutine locked to an OS thread, around a level-triggered epoll set of non-blocking
+// sockets, one loop per two of GOMAXPROCS (TRACECAR_EVENT_LOOPS=n overrides). A loop waits
+// in a raw epoll_wait and keeps its P, so GOMAXPROCS grows by one per loop; reads and
+// writes are raw system calls too, as they never block. Every ready socket is read into the loop's one buffer, every whole
+// frame in it gets the per-frame work below and is appended to one output buffer, and that
+// goes out in one write; what the peer does not take waits for EPOLLOUT, and the socket
+// that fed it is not read until it is gone (backpressure). A frame larger than the read
+// buffer is gathered on its own, in a buffer that grows as its bytes arrive, and a client's
+// is charged to Config.MaxRequestDataInFlight as on the goroutine path (limits.go); frame
+// limits, SUPPORTED filtering and statement statistics are per-frame work, the same on both
+// paths. Connections that are not plain TCP (TLS: crypto/tls needs
+// a net.Conn), and every connection when Config.NoEventLoop is set, take the goroutine path
+// instead: one goroutine per direction, reading frames from one side and writing them to
+// the other, flushing only when no whole frame is left in its input buffer, so frames that
+// arrive together leave in one syscall there too.
+//
+// # Per-request work
+//
+// Both paths do the same work on each frame, through conn.request and conn.response:
+// request inspects a request (STARTUP compression; OPTIONS; the AUTH_RESPONSE username;
+// QUERY, PREPARE and EXECUTE of system tables by table reference, with the EXECUTE probe of
+// statement.go), hands it to statement statistics (Config.Statements), records it in the
+// connection's stream table (the one per-stream record on the proxy side), hands it to
+// tracing (tracing.Conn.OnRequestAt, one atomic load when tracing is off) and counts it;
+// the caller takes the record by stream id, and response notes the end of the handshake,
+// hands the response to statement statistics and tracing, filters SUPPORTED, rewrites
+// system tables and events, and records the latency. After the write that carried a frame, tracing is told
+// (Sent, ResponseSent). Neither allocates with tracing off or in fast mode below the
+// threshold (TestRequestPathAllocs).
+//
+// # Ending a connection
+//
+// On the event loop a connection ends in one place, loop.close, run on the loop: client
+// EOF or error, a write error to the client, a drained connection with nothing in flight,
+// and the last frames written (a ProtocolError for a malformed client frame; a Server
+// error for each request in flight when the node connection fails, or cannot be written)
+// all lead there, and it closes both sockets and releases the connection's goroutine in
+// serve. Proxy.drain and closeAll from other goroutines post a command to the loop.
 package sidecar
 
 import (
@@ -92,6 +131,9 @@ type Config struct {
 	// Logger is the "sidecar" logger: a debug line per request and a trace line per frame,
 	// plus connection-level lines. Nil means no logging.
 	Logger *zerolog.Logger
+	// NoEventLoop keeps every connection on the goroutine path (two goroutines per
+	// connection). By default plaintext TCP connections move to the event loop once open.
+	NoEventLoop bool
 	// Metrics receives per-request counts and latencies. Nil means none.
 	Metrics Metrics
 	// Statements receives each request and its response for per-statement statistics.
@@ -200,10 +242,9 @@ type Proxy struct {
 	limitCounters
 	held byteBudget // bytes of client frames held whole, see limits.go
 
-	checked checkedStmts // prepared ids that read no system table
-	sysMu   sync.Mutex
-	sys     atomic.Pointer[map[string]*sysStmt] // prepared system statements, copy on write
-	nodeRPC atomic.Pointer[netip.Addr]          // the rpc_address the node reported
+	checked  checkedStmts               // prepared ids that read no system table
+	prepared *tracing.Statements        // the prepared-statement registry, shared with tr
+	nodeRPC  atomic.Pointer[netip.Addr] // the rpc_address the node reported
 }
 
 var nopLogger = zerolog.Nop()
@@ -233,8 +274,11 @@ func New(cfg Config, tr *tracing.Tracer) *Proxy {
 		p.log = &nopLogger
 	}
 	p.held.init(int64(max(cmp.Or(cfg.MaxRequestDataInFlight, DefaultMaxRequestDataInFlight), cfg.MaxFrameSize)))
-	empty := map[string]*sysStmt{}
-	p.sys.Store(&empty)
+	if tr != nil {
+		p.prepared = tr.Statements()
+	} else {
+		p.prepared = tracing.NewStatements(tracing.DefaultPreparedSize)
+	}
 	switch {
 	case cfg.NodeAddr == "":
 		p.cfgErr = errors.New("sidecar: no node address")

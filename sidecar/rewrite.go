@@ -2,11 +2,11 @@ package sidecar
 
 import (
 	"encoding/binary"
-	"maps"
 	"net/netip"
 	"sync/atomic"
 
 	"github.com/tracecar/tracecar/cql"
+	"github.com/tracecar/tracecar/tracing"
 )
 
 // skipRewrite, set only by tests, forwards system table responses unchanged: the broken
@@ -30,29 +30,12 @@ const (
 	kindPrepare rewriteKind = 0x10
 )
 
-// sysStmt is a prepared statement that reads a system table.
-type sysStmt struct {
-	kind rewriteKind
-	id   string // the statement id, for a probe (statement.go)
-	// cols are the result columns from the Prepared response, for the Rows responses
-	// that skip their metadata.
-	cols []cql.ColumnSpec
-}
-
-// maxSysStmts bounds the prepared system statements remembered. Drivers prepare a handful.
-const maxSysStmts = 1024
-
-// rememberStmt notes that the prepared statement id reads the table of kind.
+// rememberStmt notes in the prepared-statement registry (shared with tracing, which
+// learns the query text) that the statement id reads the system table of kind, and the
+// result columns from its Prepared response, for the Rows responses that skip their
+// metadata.
 func (p *Proxy) rememberStmt(id []byte, kind rewriteKind, cols []cql.ColumnSpec) {
-	p.sysMu.Lock()
-	defer p.sysMu.Unlock()
-	old := *p.sys.Load()
-	if _, ok := old[string(id)]; ok || len(old) >= maxSysStmts {
-		return
-	}
-	m := maps.Clone(old)
-	m[string(id)] = &sysStmt{kind: kind, cols: cols}
-	p.sys.Store(&m)
+	p.prepared.Put(id, tracing.Statement{System: uint8(kind), Columns: cols})
 }
 
 func isIdent(c byte) bool {
@@ -134,7 +117,7 @@ func (c *conn) rewriteResult(frame []byte, req inflight) []byte {
 		}
 		cols := m.Metadata.Columns
 		if m.Metadata.Flags&cql.RowsNoMetadata != 0 && req.stmt != nil {
-			cols = req.stmt.cols
+			cols = req.stmt.Columns
 		}
 		if c.rewriteRows(req.kind&kindTable, cols, m.Rows) {
 			if out, ok := c.encode(h, prefix, m, comp); ok {

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/tracecar/tracecar/cql"
+	"github.com/tracecar/tracecar/tracing"
 )
 
 // The proxy rewrites the answers to queries on system.local, system.peers and
@@ -198,37 +199,40 @@ func (s *checkedStmts) add(id string) {
 }
 
 // inspectExecute returns what the response to an EXECUTE needs: the rewrite of a known
-// system statement, a probe of an id not seen before, or nothing.
-func (c *conn) inspectExecute(h cql.Header, frame []byte) (rewriteKind, *sysStmt) {
-	sys := *c.p.sys.Load()
-	if h.Flags&cql.FlagCompression != 0 && len(sys) == 0 {
+// system statement (from the prepared-statement registry), a probe of an id not seen
+// before (with that id), or nothing.
+func (c *conn) inspectExecute(h cql.Header, frame []byte) (rewriteKind, *tracing.Statement, string) {
+	known := c.p.prepared.HasSystem()
+	if h.Flags&cql.FlagCompression != 0 && !known {
 		// A compressed body cannot be changed in place, so it is not probed, and
 		// decompressing every EXECUTE to look for known ids would cost the hot path.
-		return kindNone, nil
+		return kindNone, nil, ""
 	}
 	body := c.requestBody(h, frame)
 	if len(body) < 2 {
-		return kindNone, nil
+		return kindNone, nil, ""
 	}
 	n := int(binary.BigEndian.Uint16(body))
 	if n > len(body)-2 {
-		return kindNone, nil
+		return kindNone, nil, ""
 	}
 	id := body[2 : 2+n]
-	if st, ok := sys[string(id)]; ok {
-		return st.kind, st
+	if known {
+		if st := c.p.prepared.Lookup(id); st != nil && st.System != 0 {
+			return rewriteKind(st.System), st, ""
+		}
 	}
 	if found, full := c.p.checked.has(id); found || full {
-		return kindNone, nil
+		return kindNone, nil, ""
 	}
 	if h.Flags&cql.FlagCompression != 0 {
-		return kindNone, nil
+		return kindNone, nil, ""
 	}
 	// The flags follow the id and the consistency.
 	if f := 2 + n + 2; f < len(body) {
 		body[f] &^= cql.QuerySkipMetadata
 	}
-	return kindProbe, &sysStmt{id: string(id)}
+	return kindProbe, nil, string(id)
 }
 
 // probeResult learns from the response to a probed EXECUTE whether its statement reads a
@@ -244,13 +248,13 @@ func (c *conn) probeResult(m cql.Message, req inflight) bool {
 			kind = systemTableName([]byte(cols[0].Table))
 		}
 		if kind == kindNone {
-			c.p.checked.add(req.stmt.id)
+			c.p.checked.add(req.probe)
 			return false
 		}
-		c.p.rememberStmt([]byte(req.stmt.id), kind, cols)
+		c.p.rememberStmt([]byte(req.probe), kind, cols)
 		return c.rewriteRows(kind, cols, m.Rows)
 	case cql.VoidResult:
-		c.p.checked.add(req.stmt.id)
+		c.p.checked.add(req.probe)
 	}
 	return false
 }

@@ -14,18 +14,18 @@ func TestInspectExecuteProbesOnce(t *testing.T) {
 	f := executeFrame(1)
 	h, _ := cql.ParseHeader(f)
 	flagsAt := cql.HeaderSize + 2 + len("0123456789abcdef") + 2
-	kind, st := c.inspect(h, f)
-	if kind != kindProbe || st == nil || st.id != "0123456789abcdef" {
-		t.Fatalf("first EXECUTE: kind %#x, stmt %+v; want a probe of the id", kind, st)
+	kind, _, id := c.inspect(h, f)
+	if kind != kindProbe || id != "0123456789abcdef" {
+		t.Fatalf("first EXECUTE: kind %#x, probe %q; want a probe of the id", kind, id)
 	}
 	if f[flagsAt]&cql.QuerySkipMetadata != 0 {
 		t.Fatalf("probe left skip_metadata set")
 	}
 	// The node answers with rows of a user table: the id is not probed again.
 	rows := cql.RowsResult{Metadata: cql.RowsMetadata{Columns: []cql.ColumnSpec{{Keyspace: "ks", Table: "t", Name: "v", Type: cql.Simple(cql.TypeInt)}}, ColumnCount: 1}}
-	c.probeResult(rows, inflight{kind: kind, stmt: st})
+	c.probeResult(rows, inflight{kind: kind, probe: id})
 	f = executeFrame(2)
-	if kind, _ := c.inspect(h, f); kind != kindNone {
+	if kind, _, _ := c.inspect(h, f); kind != kindNone {
 		t.Fatalf("EXECUTE of a checked id: kind %#x, want none", kind)
 	}
 	if f[flagsAt]&cql.QuerySkipMetadata == 0 {

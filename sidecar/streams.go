@@ -6,18 +6,20 @@ import (
 
 	"github.com/tracecar/tracecar/cql"
 	"github.com/tracecar/tracecar/statements"
+	"github.com/tracecar/tracecar/tracing"
 )
 
 // inflight is what the proxy remembers about a request between forwarding it and seeing its
 // response.
 type inflight struct {
-	start  int64       // tracing.Now() at arrival; set only when metrics are on
-	stmt   *sysStmt    // the system statement an EXECUTE runs, or nil
-	stream int16       // the request's stream id
-	used   bool        // the slot holds a request
-	op     cql.Opcode  // the request's opcode
-	kind   rewriteKind // what its response needs, kindNone on the common path
-	stat   statements.Ticket
+	start  int64              // tracing.Now() at arrival; set only when metrics are on
+	stmt   *tracing.Statement // the system statement an EXECUTE runs, or nil
+	stream int16              // the request's stream id
+	used   bool               // the slot holds a request
+	op     cql.Opcode         // the request's opcode
+	kind   rewriteKind        // what its response needs, kindNone on the common path
+	stat   statements.Ticket  // the request's statement statistics, see StatementStats
+	probe  string             // the statement id of an EXECUTE probed for its table (statement.go)
 }
 
 // streamTable holds the requests of one connection that are waiting for their response,

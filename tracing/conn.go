@@ -578,7 +578,7 @@ func (c *Conn) notePrepared(h cql.Header, frame []byte, comp cql.Compressor) {
 	if d.Err() != nil {
 		return
 	}
-	c.t.prep.put(string(id), q, preparedKeyspace(h.Version&^cql.ResponseBit, &d))
+	c.t.prep.Put(id, Statement{Query: q, Keyspace: preparedKeyspace(h.Version&^cql.ResponseBit, &d)})
 }
 
 // preparedKeyspace reads the keyspace of a prepared statement from the rest of its RESULT

@@ -63,7 +63,7 @@ const maxKeptScratch = 1 << 20
 type params struct {
 	m        map[string]string
 	bind     bool
-	prep     *preparedMap
+	prep     *Statements
 	literals bool // keep literal values in query text
 	maxLen   int  // bound on query text; 0: none
 }
@@ -93,10 +93,10 @@ func (p *params) prepared(stmt int, id []byte) {
 	if p.m == nil {
 		return
 	}
-	if st, ok := p.prep.lookup(id); ok {
-		p.query(indexed("query", stmt), []byte(st.query))
-		if st.keyspace != "" {
-			p.m[indexed("keyspace", stmt)] = st.keyspace
+	if st := p.prep.Lookup(id); st != nil && st.Query != "" {
+		p.query(indexed("query", stmt), []byte(st.Query))
+		if st.Keyspace != "" {
+			p.m[indexed("keyspace", stmt)] = st.Keyspace
 		}
 		return
 	}

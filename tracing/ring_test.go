@@ -51,11 +51,14 @@ func TestRingFind(t *testing.T) {
 }
 
 func TestPreparedMapBound(t *testing.T) {
-	p := newPreparedMap(2)
-	p.put("a", "qa", "")
-	p.put("b", "qb", "")
-	p.put("a", "qa2", "") // update, no eviction
-	p.put("c", "qc", "")  // evicts the oldest, a
+	p := NewStatements(2)
+	p.Put([]byte("a"), Statement{Query: "qa", System: 1})
+	p.Put([]byte("b"), Statement{Query: "qb", Keyspace: "ks"})
+	p.Put([]byte("a"), Statement{Query: "qa2"}) // update, no eviction
+	if !p.HasSystem() {
+		t.Errorf("HasSystem() = false after an update without System; want the system table kept")
+	}
+	p.Put([]byte("c"), Statement{Query: "qc"}) // evicts the oldest, a
 	tests := []struct {
 		id, want string
 		ok       bool
@@ -71,5 +74,12 @@ func TestPreparedMapBound(t *testing.T) {
 	}
 	if got := p.len(); got != 2 {
 		t.Errorf("len() = %d; want 2", got)
+	}
+	if p.HasSystem() {
+		t.Errorf("HasSystem() = true after the system statement was evicted")
+	}
+	p.Put([]byte("b"), Statement{System: 2})
+	if st := p.Lookup([]byte("b")); st == nil || st.Query != "qb" || st.Keyspace != "ks" || st.System != 2 || !p.HasSystem() {
+		t.Errorf("Lookup(b) = %+v after adding its system table; want the query and keyspace kept and System 2", st)
 	}
 }

@@ -145,7 +145,7 @@ type Tracer struct {
 	log    zerolog.Logger
 	rand   func() uint64
 	ring   *ring
-	prep   *preparedMap
+	prep   *Statements
 	queues []*sinkQueue
 	fetch  *fetcher               // nil without Options.NodeEvents
 	filter atomic.Pointer[Filter] // nil: every request
@@ -184,7 +184,7 @@ func New(o Options) *Tracer {
 		log:   o.Logger,
 		rand:  o.Rand,
 		ring:  newRing(o.RingSize),
-		prep:  newPreparedMap(DefaultPreparedSize),
+		prep:  NewStatements(DefaultPreparedSize),
 		conns: make(map[*Conn]struct{}),
 	}
 	if reflect.ValueOf(o.Logger).IsZero() {
@@ -335,6 +335,10 @@ func (t *Tracer) Close(ctx context.Context) error {
 	})
 	return t.closeErr
 }
+
+// Statements returns the Tracer's prepared-statement registry, which the sidecar shares
+// for its rewrite of system tables.
+func (t *Tracer) Statements() *Statements { return t.prep }
 
 // NewConn returns the per-connection state of a client connection that the sidecar relays
 // from client to coordinator. Call Close when the connection ends.

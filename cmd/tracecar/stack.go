@@ -209,6 +209,7 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 		Logger:                 reg.Logger(logs.Sidecar),
 		Metrics:                m,
 		Statements:             stmts,
+		NoEventLoop:            os.Getenv("TRACECAR_EVENT_LOOP") == "off", // README: Performance
 	}, st.tracer)
 
 	pln, err := net.Listen("tcp", cfg.Listen)

@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# CPU per operation of every process on the data path, and the op rate, for each way of reaching the node:
+# direct, an HAProxy TCP relay, and the sidecar with tracing off, fast, full and sampled. Each process runs on its
+# own on loopback; every run sends a fixed number of write operations with `tracecar loadcheck`; CPU comes from
+# /proc/PID/stat (user+system ticks) before and after the run. Rounds alternate the order of the modes, so drift
+# between rounds shows up as spread, not as bias. Figures are the mean over rounds ± the standard error.
+#
+#   bench/compare.sh [--readme] [--out FILE]                   from a clone; builds ./cmd/tracecar
+#   N=100000 R=3 RATE=10000 TASKSET=1 BASE_PORT=29140 ...        ops per run, rounds, the fixed rate, pinning, ports
+#   EXTRA_SIDECAR='TRACECAR_EVENT_LOOP=off' EXTRA_LABEL=goroutines   also measure a second sidecar (tracing off)
+#
+# It runs every mode unthrottled and at RATE op/s, writes the markdown table to FILE (default
+# bench/results.md), and with --readme puts it into README.md between the "compare.sh" markers. The table is
+# regenerated, never edited by hand. It installs haproxy with apt-get when it is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N=${N:-100000}; R=${R:-3}; RATE=${RATE:-10000}; TASKSET=${TASKSET:-}; BASE_PORT=${BASE_PORT:-29140}
+EXTRA_SIDECAR=${EXTRA_SIDECAR:-}; EXTRA_LABEL=${EXTRA_LABEL:-extra}
+out=bench/results.md readme=
+while [ $# -gt 0 ]; do
+  case $1 in
+    --readme) readme=1 ;;
+    --out) out=$2; shift ;;
+    *) echo "unknown argument $1: want --readme or --out FILE" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+if ! command -v haproxy >/dev/null; then
+  sudo=; [ "$(id -u)" = 0 ] || sudo=sudo
+  $sudo apt-get update -qq && $sudo apt-get install -y -qq haproxy >/dev/null
+fi
+
+admin=127.0.0.1:$BASE_PORT nodeapi=127.0.0.1:$((BASE_PORT + 1)) node=127.0.0.1:$((BASE_PORT + 2))
+sidecar=127.0.0.1:$((BASE_PORT + 3)) relay=127.0.0.1:$((BASE_PORT + 4))
+sidecar2=127.0.0.1:$((BASE_PORT + 5)) admin2=127.0.0.1:$((BASE_PORT + 6))
+for p in $admin $nodeapi $node $sidecar $relay $sidecar2 $admin2; do
+  if (exec 3<>"/dev/tcp/${p%:*}/${p#*:}") 2>/dev/null; then echo "port $p is taken; set BASE_PORT" >&2; exit 2; fi
+done
+
+W=$(mktemp -d)
+pids=()
+cleanup() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$W"; }
+trap cleanup EXIT
+go build -o "$W/tracecar" ./cmd/tracecar
+TC=$W/tracecar
+rev=$(git rev-parse --short HEAD 2>/dev/null || echo '?')
+[ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] && rev="$rev+changes"
+
+pin_node=() pin_relay=()
+if [ -n "$TASKSET" ]; then pin_node=(taskset -c 0) pin_relay=(taskset -c 1); fi
+"${pin_node[@]}" "$TC" node --listen "$node" --api "$nodeapi" --log-file "$W/node.log" >/dev/null 2>&1 &
+NP=$!; pids+=($NP)
+"${pin_relay[@]}" "$TC" sidecar --listen "$sidecar" --node "$node" --admin "$admin" --log-file "$W/sc.log" >/dev/null 2>&1 &
+SP=$!; pids+=($SP)
+S2P=
+if [ -n "$EXTRA_SIDECAR" ]; then
+  env $EXTRA_SIDECAR "${pin_relay[@]}" "$TC" sidecar --listen "$sidecar2" --node "$node" --admin "$admin2" \
+    --log-file "$W/sc2.log" >/dev/null 2>&1 &
+  S2P=$!; pids+=($S2P)
+fi
+cat >"$W/hp.cfg" <<CFG
+global
+  maxconn 4096
+defaults
+  mode tcp
+  timeout connect 5s
+  timeout client 1m
+  timeout server 1m
+listen cql
+  bind $relay
+  server n $node
+CFG
+"${pin_relay[@]}" haproxy -f "$W/hp.cfg" -db >/dev/null 2>&1 &
+HP=$!; pids+=($HP)
+sleep 2
+
+modes="direct haproxy off fast full sampled"
+[ -n "$S2P" ] && modes="$modes $EXTRA_LABEL"
+# a loadcheck that refuses to saturate a deployment without --rate takes --unthrottled
+unth=; "$TC" loadcheck -h 2>&1 | grep -q -- '-unthrottled' && unth=--unthrottled
+ticks() { if [ -n "$1" ]; then awk '{print $14+$15}' "/proc/$1/stat"; else echo 0; fi; }
+
+echo "setting,round,mode,ops,op_rate,p99_ms,node_ticks,sidecar_ticks,haproxy_ticks" >"$W/runs.csv"
+for setting in unthrottled "$RATE"; do
+  if [ "$setting" = unthrottled ]; then rate=(${unth:+$unth}); else rate=(--rate "$setting"); fi
+  for r in $(seq "$R"); do
+    order=$modes
+    [ $((r % 2)) -eq 0 ] && order=$(echo "$modes" | tr ' ' '\n' | tac | tr '\n' ' ')
+    for m in $order; do
+      args=(--modes "$m" --baseline "$m")
+      case $m in
+        haproxy) args=(--mode "haproxy=target=$relay" --modes haproxy --baseline haproxy) ;;
+        "$EXTRA_LABEL") args=(--mode "$m=target=$sidecar2" --modes "$m" --baseline "$m") ;;
+      esac
+      sc=$SP; [ "$m" = "$EXTRA_LABEL" ] && sc=$S2P
+      a_n=$(ticks $NP) a_s=$(ticks $sc) a_h=$(ticks $HP)
+      "$TC" loadcheck --node "$node" --sidecar "$sidecar" --admin "http://$admin" "${args[@]}" --rounds 1 \
+        --warmup 0s -n "$N" "${rate[@]}" --json "$W/run.json" >"$W/run.txt" 2>&1 ||
+        { echo "loadcheck failed for $m:" >&2; tail -5 "$W/run.txt" >&2; exit 1; }
+      b_n=$(ticks $NP) b_s=$(ticks $sc) b_h=$(ticks $HP)
+      python3 - "$W/run.json" "$setting" "$r" "$m" "$N" $((b_n - a_n)) $((b_s - a_s)) $((b_h - a_h)) >>"$W/runs.csv" <<'PY'
+import json, sys
+f, setting, r, m, n, dn, ds, dh = sys.argv[1:]
+mode = json.load(open(f))["modes"][0]
+p99 = mode["p99_ms"]
+print(",".join(map(str, [setting, r, m, n, round(mode["op_rate"], 1), p99, dn, ds, dh])))
+PY
+      tail -1 "$W/runs.csv" >&2
+    done
+  done
+done
+
+host=$(uname -n) cpus=$(nproc) model=$(awk -F': ' '/model name/{print $2; exit}' /proc/cpuinfo)
+python3 - "$W/runs.csv" "$(getconf CLK_TCK)" "$N" "$R" "$RATE" "${TASKSET:+yes}" "$host" "$cpus" "$model" \
+  "$(date -u '+%Y-%m-%d %H:%M UTC')" "$rev" >"$W/table.md" <<'PY'
+import csv, math, sys
+runs, hz, n, rounds, rate, pinned, host, cpus, model, date, rev = sys.argv[1:]
+hz, n = int(hz), int(n)
+rows = list(csv.DictReader(open(runs)))
+def stat(xs):
+    m = sum(xs) / len(xs)
+    if len(xs) < 2:
+        return m, 0.0
+    sd = math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1))
+    return m, sd / math.sqrt(len(xs))
+def fmt(xs, digits=2):
+    m, se = stat(xs)
+    return f"{m:.{digits}f} ± {se:.{digits}f}"
+us = lambda t: int(t) * 1e6 / hz / n
+print(f"`bench/compare.sh` at {rev}, {date}, on {host} ({cpus} CPUs, {model}); {rounds} rounds of {n:,} write")
+print(f"operations per mode and setting, 32 workers; " + ("node pinned to CPU 0, relays to CPU 1 with taskset." if pinned else "no taskset pinning."))
+print("CPU is user+system time of each process per operation, in µs; figures are mean ± standard error over rounds.")
+print()
+for setting in dict.fromkeys(r["setting"] for r in rows):
+    title = "unthrottled" if setting == "unthrottled" else f"fixed rate, {int(setting):,} op/s"
+    print(f"| {title} | op/s | p99 ms | node µs/op | relay µs/op | node + relay µs/op |")
+    print("|---|---|---|---|---|---|")
+    for mode in dict.fromkeys(r["mode"] for r in rows):
+        rs = [r for r in rows if r["setting"] == setting and r["mode"] == mode]
+        if not rs:
+            continue
+        relay = lambda r: 0 if mode == "direct" else us(r["haproxy_ticks"] if mode == "haproxy" else r["sidecar_ticks"])
+        label = {"haproxy": "HAProxy (TCP)", "direct": "direct to the node"}.get(mode, f"sidecar, {mode}")
+        print(f"| {label} | {fmt([float(r['op_rate']) for r in rs], 0)} | {fmt([float(r['p99_ms']) for r in rs])} | "
+              f"{fmt([us(r['node_ticks']) for r in rs])} | {'–' if mode == 'direct' else fmt([relay(r) for r in rs])} | "
+              f"{fmt([us(r['node_ticks']) + relay(r) for r in rs])} |")
+    print()
+PY
+mkdir -p "$(dirname "$out")"
+cp "$W/table.md" "$out"
+cat "$W/table.md"
+if [ -n "$readme" ]; then
+  python3 - "$W/table.md" <<'PY'
+import re, sys
+table = open(sys.argv[1]).read()
+s = open("README.md").read()
+begin, end = "<!-- compare.sh: begin (regenerated by bench/compare.sh --readme; do not edit) -->", "<!-- compare.sh: end -->"
+if begin not in s:
+    sys.exit("README.md has no compare.sh markers")
+i, j = s.index(begin) + len(begin), s.index(end)
+open("README.md", "w").write(s[:i] + "\n" + table + s[j:])
+PY
+fi

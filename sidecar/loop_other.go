@@ -1,0 +1,18 @@
+//go:build !linux
+
+package sidecar
+
+// Without epoll every connection takes the goroutine path.
+
+type loopCmdKind uint8
+
+const (
+	cmdDrain loopCmdKind = iota
+	cmdClose
+)
+
+type loopState struct{ loopDone chan struct{} }
+
+func (c *conn) toLoop() bool              { return false }
+func (c *conn) inLoop() bool              { return false }
+func (c *conn) postLoop(kind loopCmdKind) {}
