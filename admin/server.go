@@ -310,6 +310,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		if err := srv.ShutdownWithContext(sctx); err != nil {
 			s.log.Warn().Err(err).Msg("admin API shutdown")
 		}
+		// A shutdown that runs before srv.Serve has taken ln (a context cancelled right
+		// after start) knows no listener to close: closing it here ends that Serve too.
+		ln.Close()
 	}()
 	s.log.Info().Str("addr", scheme+"://"+addr).Bool("token", s.cfg.Token != "").Msg("admin API listening")
 	err := srv.Serve(ln)

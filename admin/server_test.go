@@ -510,3 +510,27 @@ func TestListenAndServe(t *testing.T) {
 		t.Error("ListenAndServe on a bad address succeeded")
 	}
 }
+
+// TestServeCancelledAtOnce checks that Serve returns when its context is already done as it
+// starts: a shutdown that runs before the HTTP server has taken the listener must still end
+// it (a sidecar cancelled right after start hung there under load).
+func TestServeCancelledAtOnce(t *testing.T) {
+	for i := range 20 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		done := make(chan error, 1)
+		go func() { done <- admin.New(admin.Config{}, newFakeTracer(), nil).Serve(ctx, ln) }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("run %d: Serve: %v; want nil after a cancel", i, err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("run %d: Serve did not return after its context was cancelled", i)
+		}
+	}
+}
