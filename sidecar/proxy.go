@@ -169,8 +169,9 @@ type StatementStats interface {
 // from every connection's goroutines at once, so they must be safe for concurrent use,
 // cheap, and allocation-free. *metrics.Metrics implements it.
 type Metrics interface {
-	// Request counts one request forwarded to the node.
-	Request(op cql.Opcode)
+	// CountRequests sets where the requests series reads its counts by opcode: the
+	// proxy's own request counter, so that the data path counts a request once.
+	CountRequests(func() map[cql.Opcode]uint64)
 	// Latency records the time from a request's arrival until its response was queued for
 	// the client.
 	Latency(op cql.Opcode, d time.Duration)
@@ -274,7 +275,12 @@ func New(cfg Config, tr *tracing.Tracer) *Proxy {
 		p.log = &nopLogger
 	}
 	p.held.init(int64(max(cmp.Or(cfg.MaxRequestDataInFlight, DefaultMaxRequestDataInFlight), cfg.MaxFrameSize)))
+	// One request counter per connection, read by the metrics and the tracer.
+	if p.metrics != nil {
+		p.metrics.CountRequests(func() map[cql.Opcode]uint64 { return p.Stats().Requests })
+	}
 	if tr != nil {
+		tr.CountRequests(func() uint64 { return p.Stats().TotalRequests() })
 		p.prepared = tr.Statements()
 	} else {
 		p.prepared = tracing.NewStatements(tracing.DefaultPreparedSize)
