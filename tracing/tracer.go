@@ -318,15 +318,24 @@ func (t *Tracer) submit(s *Session, nodeID [16]byte, hasNodeID bool) {
 	t.record(s)
 }
 
-// Close stops the node-event fetcher (recording what it holds), drains every sink queue
-// and closes the sinks, giving up on what is left when ctx is done. Sessions recorded
+// Close stops the node-event fetcher (recording what it holds, with at most half of
+// ctx's remaining time for its last looks at the node), drains every sink queue and
+// closes the sinks, giving up on what is left when ctx is done. Sessions recorded
 // after Close reach only the ring. It is safe for concurrent use; later calls return the
 // first call's result.
 func (t *Tracer) Close(ctx context.Context) error {
 	t.closeOnce.Do(func() {
 		var errs []error
 		if t.fetch != nil {
-			if err := t.fetch.stop(ctx); err != nil {
+			// Node events are best effort, the sessions are not: the fetcher's last looks
+			// get at most half of what is left, and the sinks the rest.
+			fctx := ctx
+			if dl, ok := ctx.Deadline(); ok {
+				var cancel context.CancelFunc
+				fctx, cancel = context.WithDeadline(ctx, time.Now().Add(time.Until(dl)/2))
+				defer cancel()
+			}
+			if err := t.fetch.stop(fctx); err != nil {
 				errs = append(errs, err)
 			}
 		}
