@@ -109,6 +109,9 @@ type Metrics struct {
 	mask   uint32
 	conns  atomic.Int64
 	reg    *prometheus.Registry
+	// requests, when set, gives the request counts by opcode that a component keeps
+	// anyway (the sidecar's), added to those counted with Request.
+	requests atomic.Pointer[func() map[cql.Opcode]uint64]
 }
 
 // New returns Metrics registered in a registry of their own. Every opcode's series exists
@@ -139,6 +142,16 @@ func (m *Metrics) Request(op cql.Opcode) {
 		return
 	}
 	m.shard().ops[labelOf[op]].requests.Add(1)
+}
+
+// CountRequests makes tracecar_requests_total read the request counts by opcode from f,
+// the counter of a component that keeps one anyway, so that its data path counts each
+// request once; they add to the counts of Request. f is called at each scrape and must be
+// safe for concurrent use.
+func (m *Metrics) CountRequests(f func() map[cql.Opcode]uint64) {
+	if m != nil {
+		m.requests.Store(&f)
+	}
 }
 
 // Latency records that a request with opcode op took d, from its arrival until its response
@@ -237,8 +250,14 @@ func (c collector) Describe(ch chan<- *prometheus.Desc) {
 // Collect sends the sums over the shards. A request counted during the scrape may show in
 // one series and not yet in another, as with any concurrent scrape.
 func (c collector) Collect(ch chan<- prometheus.Metric) {
+	var counted [numLabels]uint64
+	if f := c.m.requests.Load(); f != nil {
+		for op, n := range (*f)() {
+			counted[labelOf[op]] += n
+		}
+	}
 	for l, name := range labels {
-		var requests, sumNS uint64
+		requests, sumNS := counted[l], uint64(0)
 		var counts [numBuckets + 1]uint64
 		for s := range c.m.shards {
 			oc := &c.m.shards[s].ops[l]

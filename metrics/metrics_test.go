@@ -254,3 +254,32 @@ func TestProcessCPUSeconds(t *testing.T) {
 		t.Errorf("user CPU %v; want a series from 0 to the total %v", user, total)
 	}
 }
+
+// TestCountRequestsFromSource checks that tracecar_requests_total adds the counts of the
+// source set with CountRequests (the sidecar's one counter) to those of Request.
+func TestCountRequestsFromSource(t *testing.T) {
+	m := New()
+	m.Request(cql.OpExecute)
+	m.CountRequests(func() map[cql.Opcode]uint64 {
+		return map[cql.Opcode]uint64{cql.OpExecute: 41, cql.OpQuery: 7, cql.Opcode(0x42): 2}
+	})
+	got := map[string]float64{}
+	mfs, err := m.Gatherer().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "tracecar_requests_total" {
+			continue
+		}
+		for _, mt := range mf.GetMetric() {
+			got[mt.GetLabel()[0].GetValue()] = mt.GetCounter().GetValue()
+		}
+	}
+	want := map[string]float64{"EXECUTE": 42, "QUERY": 7, "other": 2}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("tracecar_requests_total{opcode=%q} = %v; want %v (all: %v)", k, got[k], v, got)
+		}
+	}
+}

@@ -5,12 +5,14 @@ import (
 	"encoding/binary"
 	"io"
 	"net"
+	"net/netip"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/tracecar/tracecar/cql"
 	"github.com/tracecar/tracecar/logs"
+	"github.com/tracecar/tracecar/metrics"
 	"github.com/tracecar/tracecar/tracing"
 )
 
@@ -111,13 +113,16 @@ func benchProxy(b *testing.B, p *Proxy) string {
 }
 
 // nopMetrics is an allocation-free Metrics, as the admin's is.
-type nopMetrics struct{ requests, latencies, added atomic.Int64 }
+type nopMetrics struct {
+	latencies, added atomic.Int64
+	requests         func() map[cql.Opcode]uint64
+}
 
-func (m *nopMetrics) Request(cql.Opcode)                { m.requests.Add(1) }
-func (m *nopMetrics) Latency(cql.Opcode, time.Duration) { m.latencies.Add(1) }
-func (m *nopMetrics) AddedLatency(time.Duration)        { m.added.Add(1) }
-func (m *nopMetrics) ConnOpened()                       {}
-func (m *nopMetrics) ConnClosed()                       {}
+func (m *nopMetrics) CountRequests(f func() map[cql.Opcode]uint64) { m.requests = f }
+func (m *nopMetrics) Latency(cql.Opcode, time.Duration)            { m.latencies.Add(1) }
+func (m *nopMetrics) AddedLatency(time.Duration)                   { m.added.Add(1) }
+func (m *nopMetrics) ConnOpened()                                  {}
+func (m *nopMetrics) ConnClosed()                                  {}
 
 // BenchmarkDirect is the baseline: the client talks to the node with no proxy.
 func BenchmarkDirect(b *testing.B) {
@@ -168,4 +173,54 @@ func depthName(d int) string {
 		return "serial"
 	}
 	return "pipelined"
+}
+
+// BenchmarkRequestPath is the proxy's per-request work without the sockets, as both paths
+// run it per frame: request (inspection, in-flight record, tracing's Begin, counters),
+// taking the record, response (tracing's End, rewrites) and the notices after the writes,
+// with metrics on. The difference between modes is what tracing adds per request.
+func BenchmarkRequestPath(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		cfg  tracing.Config
+	}{
+		{"off", tracing.DefaultConfig()},
+		{"fast", tracing.Config{Enable: true, Fast: true, ThresholdMicros: 1e12}},
+		{"full", tracing.Config{Enable: true, ThresholdMicros: 1e12}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			tr := tracing.New(tracing.Options{})
+			if err := tr.SetConfig(tc.cfg); err != nil {
+				b.Fatal(err)
+			}
+			p := New(Config{NodeAddr: "127.0.0.1:9042", Metrics: metrics.New()}, tr)
+			c := &conn{p: p, log: nopLogger, version: cql.V4}
+			ap := netip.MustParseAddrPort("127.0.0.1:1")
+			c.tr = tr.NewConn(ap, ap)
+			defer c.tr.Close()
+			req := frame(cql.V4, 0, 0, cql.OpQuery, queryBody("INSERT INTO ks.t (k, v) VALUES (1, 2)"))
+			resp := frame(cql.ResponseBit|cql.V4, 0, 0, cql.OpResult, voidBody())
+			rh, _ := cql.ParseHeader(req)
+			sh, _ := cql.ParseHeader(resp)
+			var stream int16
+			var sent, done []tracing.Ticket
+			b.ReportAllocs()
+			for b.Loop() {
+				stream = (stream + 1) & 1023
+				rh.Stream, sh.Stream = stream, stream
+				if tk := c.request(rh, req, len(req)); tk.Events() {
+					sent = append(sent[:0], tk)
+					c.wrote(sent, false)
+				}
+				r, _, _ := c.streams.take(stream)
+				now := tracing.Now()
+				_, d := c.response(sh, resp, r, now)
+				c.queued(r, now)
+				if d.Events() {
+					done = append(done[:0], d)
+					c.wrote(done, true)
+				}
+			}
+		})
+	}
 }

@@ -83,6 +83,9 @@ type conn struct {
 	toNode  *frameWriter
 	reqBuf  []byte // frames larger than cr's buffer
 	reqBody []byte // decompressed request bodies
+	// sentQ are the traced requests written to toNode since its last flush: tracing is
+	// told they were sent once the flush returns.
+	sentQ []tracing.Ticket
 	// inspected is the body inspect read for the current frame (aliasing the frame or
 	// reqBody), or nil.
 	inspected []byte
@@ -93,6 +96,8 @@ type conn struct {
 	respBuf  []byte
 	respBody []byte // decompressed response bodies for statement statistics
 	lost     []inflight
+	// doneQ are the traced responses written to toClient since its last flush.
+	doneQ []tracing.Ticket
 
 	// Ending. The request goroutine sets bad, then clientDone; the response goroutine sets
 	// nodeFailed. closed is set by closeAll.
@@ -296,16 +301,21 @@ func (c *conn) open(ctx context.Context) error {
 func (c *conn) startGoroutinePath() {
 	c.nr = bufio.NewReaderSize(c.node, readBufferSize)
 	c.toNode = newFrameWriter(c.node, writeBufferSize)
-	if tr := c.tr; tr != nil {
-		c.toNode.onFlush = func(streams []int16) {
-			for _, s := range streams {
-				tr.Sent(s)
-			}
-		}
-		c.toClient.onFlush = func(streams []int16) {
-			for _, s := range streams {
-				tr.ResponseSent(s)
-			}
+}
+
+// wrote tells tracing that the frames of tickets went out: requests to the node (Sent),
+// or responses to the client (Done). Both paths call it after the write that carried them,
+// from the side that owns tickets; only requests traced with events are listed.
+func (c *conn) wrote(tickets []tracing.Ticket, toClient bool) {
+	if len(tickets) == 0 {
+		return
+	}
+	now := tracing.Now()
+	for _, t := range tickets {
+		if toClient {
+			c.tr.Done(t, now)
+		} else {
+			t.Sent(now)
 		}
 	}
 }
@@ -353,7 +363,7 @@ func (c *conn) rejectVersion(v byte) error {
 		f = cql.AppendHeader(f, cql.Header{Version: cql.ResponseBit | cql.V4, Stream: stream, Opcode: cql.OpError, Length: uint32(len(body))})
 		f = append(f, body...)
 	}
-	if err := c.toClient.write(f, stream); err != nil {
+	if err := c.toClient.write(f); err != nil {
 		return err
 	}
 	if !c.frameBuffered(c.cr) {
@@ -383,7 +393,7 @@ func (c *conn) frameBuffered(r *bufio.Reader) bool {
 func (c *conn) writeError(stream int16, code int32, msg string) error {
 	h := cql.Header{Version: cql.ResponseBit | c.version, Stream: stream}
 	f := cql.AppendFrame(nil, h, cql.Error{Code: code, Message: msg})
-	return c.toClient.write(f, stream)
+	return c.toClient.write(f)
 }
 
 // requests is the request loop: it forwards the client's frames to the node until the
@@ -421,23 +431,28 @@ func (c *conn) requests() error {
 			frame = c.reqBuf
 		}
 
-		c.request(h, frame, n)
+		if t := c.request(h, frame, n); t.Events() {
+			c.sentQ = append(c.sentQ, t)
+		}
 
 		switch {
 		case frame == nil:
-			err = c.toNode.copyFrame(r, n, h.Stream)
+			err = c.toNode.copyFrame(r, n)
 		case peeked:
-			err = c.toNode.write(frame, h.Stream)
+			err = c.toNode.write(frame)
 			r.Discard(n)
 		default:
-			err = c.toNode.write(frame, h.Stream)
+			err = c.toNode.write(frame)
 			c.p.held.release(n)
 			if cap(c.reqBuf) > maxKeptBuffer {
 				c.reqBuf = nil
 			}
 		}
 		if err == nil && !frameReady(r) {
-			err = c.toNode.flush()
+			if err = c.toNode.flush(); err == nil {
+				c.wrote(c.sentQ, false)
+				c.sentQ = c.sentQ[:0]
+			}
 		}
 		if err != nil {
 			if c.toNode.err != nil {
@@ -449,14 +464,19 @@ func (c *conn) requests() error {
 }
 
 // request does the proxy's work on a request frame of n bytes before it is forwarded: it
-// reads what the rewrite needs, records the request in flight, hands it to tracing and
-// counts it. frame is the whole frame, or nil when it is streamed through unread. Both the
-// goroutine path and the event loop call it, from the one place that reads the client.
-func (c *conn) request(h cql.Header, frame []byte, n int) {
+// reads what the rewrite needs, hands the request to tracing, records it in flight with its
+// tracing Ticket (the one per-request record), and counts it. frame is the whole frame, or
+// nil when it is streamed through unread. Both the goroutine path and the event loop call
+// it, from the one place that reads the client. It returns the Ticket when the request is
+// traced with events: the caller passes it to wrote once the frame is written.
+func (c *conn) request(h cql.Header, frame []byte, n int) tracing.Ticket {
 	var req inflight
 	var now int64
 	if frame != nil {
 		req.kind, req.stmt, req.probe = c.inspect(h, frame)
+		if h.Opcode == cql.OpPrepare && h.Stream >= 0 {
+			req.query = prepareQuery(c.inspected)
+		}
 		if st := c.p.stmts; st != nil && h.Stream >= 0 && (h.Opcode == cql.OpPrepare || st.Enabled()) {
 			now = tracing.Now()
 			req.start = now
@@ -474,28 +494,45 @@ func (c *conn) request(h cql.Header, frame []byte, n int) {
 			now = tracing.Now()
 			req.start = now
 		}
+		if c.tr != nil {
+			req.trace = c.tr.Begin(h, frame, c.compressor(), now)
+		}
 		c.streams.put(req)
 	}
-	if c.tr != nil {
-		c.tr.OnRequestAt(h, frame, c.compressor(), now)
-	}
-	if m := c.p.metrics; m != nil {
-		m.Request(h.Opcode)
-	}
+	// The one request counter: metrics and tracing read it (Proxy.New).
 	inc(&c.counters.requests[min(int(h.Opcode), 31)], 1)
 	inc(&c.counters.bytesIn, uint64(n))
 	if e := c.log.Debug(); e != nil {
 		e.Str("op", h.Opcode.String()).Int16("stream", h.Stream).Int("bytes", n).Msg("request")
 	}
+	if req.trace.Events() {
+		return req.trace
+	}
+	return tracing.Ticket{}
+}
+
+// prepareQuery returns the query text of a PREPARE body (decompressed, without custom
+// payload), or "" when it cannot be read.
+func prepareQuery(body []byte) string {
+	if len(body) < 4 {
+		return ""
+	}
+	n := int(int32(binary.BigEndian.Uint32(body)))
+	if n < 0 || n > len(body)-4 {
+		return ""
+	}
+	return string(body[4 : 4+n])
 }
 
 // response does the proxy's work on a response frame for the request req (zero for events
-// and unknown streams): the end of the handshake, statement statistics, tracing, and the
-// rewrite of SUPPORTED, system tables and events. It returns the frame to forward, which
-// is frame itself unless it was rewritten; frame is nil for a frame streamed through
-// unread. arrived is when the read that brought it returned (0 without metrics or
-// statement statistics). The caller calls queued once the frame is queued for the client.
-func (c *conn) response(h cql.Header, frame []byte, req inflight, arrived int64) []byte {
+// and unknown streams): the end of the handshake, statement statistics, tracing, learning
+// prepared statements, and the rewrite of SUPPORTED, system tables and events. It returns
+// the frame to forward, which is frame itself unless it was rewritten (frame is nil for a
+// frame streamed through unread), and the tracing Ticket that the caller passes to wrote
+// once the frame is written, when the request is traced with events. arrived is when the
+// read that brought it returned (0 without metrics or statement statistics). The caller
+// calls queued once the frame is queued for the client.
+func (c *conn) response(h cql.Header, frame []byte, req inflight, arrived int64) ([]byte, tracing.Ticket) {
 	if h.Stream >= 0 {
 		c.noteHandshake(h.Opcode)
 	}
@@ -503,10 +540,15 @@ func (c *conn) response(h cql.Header, frame []byte, req inflight, arrived int64)
 		c.p.stmts.Response(req.stat, h, c.statResponseBody(h, frame, req.stat), arrived)
 	}
 	out := frame
-	if c.tr != nil {
-		out = c.tr.OnResponseAt(h, frame, c.compressor(), arrived)
+	var done tracing.Ticket
+	if req.trace.Traced() {
+		out, done = c.tr.End(req.trace, h, frame, c.compressor(), arrived)
 	}
 	switch {
+	case req.op == cql.OpPrepare && req.used:
+		if h.Opcode == cql.OpResult && frame != nil {
+			c.learnPrepared(out, req)
+		}
 	case req.kind == kindOptions:
 		out = c.rewriteSupported(out)
 	case req.kind != kindNone:
@@ -515,7 +557,7 @@ func (c *conn) response(h cql.Header, frame []byte, req inflight, arrived int64)
 		out = c.rewriteEvent(out)
 	}
 	inc(&c.counters.responses, 1)
-	return out
+	return out, done
 }
 
 // queued records the metrics of a response once it is queued for the client: the second
@@ -792,15 +834,18 @@ func (c *conn) forwardResponses() error {
 		if arrived == 0 && (c.p.metrics != nil || req.stat.Active()) {
 			arrived = tracing.Now()
 		}
-		out := c.response(h, frame, req, arrived)
+		out, done := c.response(h, frame, req, arrived)
+		if done.Events() {
+			c.doneQ = append(c.doneQ, done)
+		}
 
 		switch {
 		case frame == nil:
 			inc(&c.counters.bytesOut, uint64(n))
-			err = c.toClient.copyFrame(r, n, h.Stream)
+			err = c.toClient.copyFrame(r, n)
 		default:
 			inc(&c.counters.bytesOut, uint64(len(out)))
-			err = c.toClient.write(out, h.Stream)
+			err = c.toClient.write(out)
 			if n <= r.Size() {
 				r.Discard(n)
 			} else if cap(c.respBuf) > maxKeptBuffer {
@@ -810,7 +855,10 @@ func (c *conn) forwardResponses() error {
 		c.queued(req, arrived)
 		drained := left == 0 && c.draining.Load() && c.reqExited.Load()
 		if err == nil && (drained || !frameReady(r)) {
-			err = c.toClient.flush()
+			if err = c.toClient.flush(); err == nil {
+				c.wrote(c.doneQ, true)
+				c.doneQ = c.doneQ[:0]
+			}
 		}
 		if err != nil {
 			if c.toClient.err != nil {

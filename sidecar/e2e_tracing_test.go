@@ -391,3 +391,30 @@ func TestE2ETracingFastEveryRequest(t *testing.T) {
 		})
 	}
 }
+
+// TestE2EPreparedWhileOff prepares statements with tracing off, through lz4, then turns
+// fast mode on: the EXECUTEs that follow (gocql keeps its prepared ids) carry the query
+// text, which only the sidecar's learning of every PREPARE gives. It also checks that
+// the tracer counts requests from the proxy's one counter.
+func TestE2EPreparedWhileOff(t *testing.T) {
+	st := mustTracedStack(t, tracing.Options{}, tracing.DefaultConfig(), nil)
+	s := st.session(t, "lz4")
+	workload(t, s, "prepoff", "v-off")
+	if n := len(st.tr.SlowLog(0)); n != 0 {
+		t.Fatalf("%d sessions with tracing off; want 0", n)
+	}
+	if err := st.tr.SetConfig(tracing.Config{Enable: true, Fast: true, ThresholdMicros: 0, TTLSeconds: 60}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Query("INSERT INTO prepoff.kv (k, v) VALUES (?, ?)", 2, "v-on").Exec(); err != nil {
+		t.Fatal(err)
+	}
+	ins := findSession(t, st.tr, "the insert's session", queryIs("INSERT INTO prepoff.kv (k, v) VALUES (?, ?)"))
+	if ins.Command != "EXECUTE" {
+		t.Errorf("command %q; want EXECUTE of the statement prepared while tracing was off", ins.Command)
+	}
+	got, want := st.tr.Stats().Requests, st.proxy.Stats().TotalRequests()
+	if got == 0 || got != want {
+		t.Errorf("tracer counts %d requests; want the proxy's %d", got, want)
+	}
+}

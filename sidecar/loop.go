@@ -37,12 +37,12 @@ type side struct {
 	client bool
 	peer   *side
 
-	pend    []byte  // the start of a frame read from this socket, waiting for its rest
-	need    int     // the size of the frame at the head of pend, once its header is in
-	out     []byte  // bytes for this socket that it did not take yet
-	streams []int16 // stream ids of the frames in out, kept for tracing only
-	events  uint32  // the epoll events registered
-	paused  bool    // reading stopped: the peer has output pending, or draining
+	pend    []byte           // the start of a frame read from this socket, waiting for its rest
+	need    int              // the size of the frame at the head of pend, once its header is in
+	out     []byte           // bytes for this socket that it did not take yet
+	tickets []tracing.Ticket // traced requests or responses in out, for conn.wrote
+	events  uint32           // the epoll events registered
+	paused  bool             // reading stopped: the peer has output pending, or draining
 	// held is what the frame gathered in pend holds of the proxy-wide budget of client
 	// frames held whole (Config.MaxRequestDataInFlight), 0 when none; budgetWait says that
 	// reading is stopped until that budget has room for it.
@@ -64,7 +64,7 @@ type loop struct {
 	waiting []*side // client sides waiting for the budget of frames held whole
 	rbuf    []byte
 	wbuf    []byte
-	streams []int16
+	tickets []tracing.Ticket
 	events  []unix.EpollEvent
 }
 
@@ -463,8 +463,7 @@ func (l *loop) frames(s *side, data []byte) {
 	if direct {
 		out = l.wbuf[:0]
 	}
-	trace := c.tr != nil
-	streams := l.streams[:0]
+	tickets := l.tickets[:0]
 	// One clock read per read from the node, shared by the responses it brought: their
 	// arrival, for tracing, statement statistics and the added latency.
 	var arrived int64
@@ -503,7 +502,9 @@ func (l *loop) frames(s *side, data []byte) {
 			e.Str("op", h.Opcode.String()).Int16("stream", h.Stream).Int("bytes", n).Msg(from)
 		}
 		if s.client {
-			c.request(h, frame, n)
+			if t := c.request(h, frame, n); t.Events() {
+				tickets = append(tickets, t)
+			}
 			out = append(out, frame...)
 		} else {
 			var req inflight
@@ -514,16 +515,16 @@ func (l *loop) frames(s *side, data []byte) {
 			if arrived == 0 && req.stat.Active() {
 				arrived = tracing.Now()
 			}
-			f := c.response(h, frame, req, arrived)
+			f, done := c.response(h, frame, req, arrived)
+			if done.Events() {
+				tickets = append(tickets, done)
+			}
 			inc(&c.counters.bytesOut, uint64(len(f)))
 			out = append(out, f...)
 			c.queued(req, arrived)
 			if left == 0 && c.draining.Load() {
 				drained = true
 			}
-		}
-		if trace {
-			streams = append(streams, h.Stream)
 		}
 	}
 	// A frame gathered whole was forwarded: its share of the budget goes back.
@@ -550,9 +551,9 @@ func (l *loop) frames(s *side, data []byte) {
 			l.wbuf = nil
 		}
 	}
-	l.streams = streams
+	l.tickets = tickets[:0]
 	if len(out) > 0 {
-		l.send(d, out, direct, streams)
+		l.send(d, out, direct, tickets)
 		if c.loopClosed {
 			return
 		}
@@ -575,14 +576,13 @@ func getLength(hb []byte) uint32 {
 
 // send writes out to d. When d takes only part of it, the rest waits in d.out for
 // EPOLLOUT, and reading from d's peer stops until it is written. direct says that out is the
-// loop's scratch buffer rather than d.out.
-func (l *loop) send(d *side, out []byte, direct bool, streams []int16) {
+// loop's scratch buffer rather than d.out. tickets are the traced frames in out: tracing
+// is told once they are written.
+func (l *loop) send(d *side, out []byte, direct bool, tickets []tracing.Ticket) {
 	if !direct {
 		// d.out was already waiting for EPOLLOUT: just queue behind it.
 		d.out = out
-		if d.c.tr != nil {
-			d.streams = append(d.streams, streams...)
-		}
+		d.tickets = append(d.tickets, tickets...)
 		return
 	}
 	n, err := sysWrite(d.fd, out)
@@ -592,13 +592,11 @@ func (l *loop) send(d *side, out []byte, direct bool, streams []int16) {
 	}
 	n = max(n, 0)
 	if n == len(out) {
-		l.sent(d, streams)
+		d.c.wrote(tickets, d.client)
 		return
 	}
 	d.out = append(d.out[:0], out[n:]...)
-	if d.c.tr != nil {
-		d.streams = append(d.streams[:0], streams...)
-	}
+	d.tickets = append(d.tickets[:0], tickets...)
 	l.setEvents(d)
 	d.peer.paused = true
 	l.setEvents(d.peer)
@@ -625,8 +623,9 @@ func (l *loop) writeOut(d *side) {
 		d.out = nil
 	}
 	c := d.c
-	l.sent(d, d.streams)
-	d.streams = d.streams[:0]
+	c.wrote(d.tickets, d.client)
+	clear(d.tickets)
+	d.tickets = d.tickets[:0]
 	l.setEvents(d)
 	switch {
 	case c.loopLast:
@@ -640,21 +639,6 @@ func (l *loop) writeOut(d *side) {
 	if src.paused && !src.budgetWait && !(src.client && c.draining.Load()) {
 		src.paused = false
 		l.setEvents(src)
-	}
-}
-
-// sent tells tracing that the frames of streams went out through d.
-func (l *loop) sent(d *side, streams []int16) {
-	tr := d.c.tr
-	if tr == nil {
-		return
-	}
-	for _, st := range streams {
-		if d.client {
-			tr.ResponseSent(st)
-		} else {
-			tr.Sent(st)
-		}
 	}
 }
 
@@ -817,7 +801,7 @@ func (l *loop) close(c *conn) {
 		}
 		discard(s.fd, l.rbuf)
 		unix.Close(s.fd)
-		s.pend, s.out, s.streams = nil, nil, nil
+		s.pend, s.out, s.tickets = nil, nil, nil
 		if s.held > 0 {
 			c.p.held.release(s.held)
 			s.held = 0

@@ -35,14 +35,20 @@
 // Both paths do the same work on each frame, through conn.request and conn.response:
 // request inspects a request (STARTUP compression; OPTIONS; the AUTH_RESPONSE username;
 // QUERY, PREPARE and EXECUTE of system tables by table reference, with the EXECUTE probe of
-// statement.go), hands it to statement statistics (Config.Statements), records it in the
-// connection's stream table (the one per-stream record on the proxy side), hands it to
-// tracing (tracing.Conn.OnRequestAt, one atomic load when tracing is off) and counts it;
-// the caller takes the record by stream id, and response notes the end of the handshake,
-// hands the response to statement statistics and tracing, filters SUPPORTED, rewrites
-// system tables and events, and records the latency. After the write that carried a frame, tracing is told
-// (Sent, ResponseSent). Neither allocates with tracing off or in fast mode below the
-// threshold (TestRequestPathAllocs).
+// statement.go; the text of a PREPARE), hands it to statement statistics
+// (Config.Statements) and to tracing (tracing.Conn.Begin: one atomic load when tracing is
+// off), records it in the connection's stream table with the Tickets of both, and counts
+// it; the caller takes the record by stream id, and response notes the end of the
+// handshake, hands the response to statement statistics and tracing (End, with the
+// record's Ticket), learns a prepared statement from a RESULT Prepared into the one
+// prepared-statement registry (shared with tracing), filters SUPPORTED, rewrites system
+// tables and events, and records the latency. The stream table entry (inflight) is the one
+// per-request record: tracing keeps none of its own. After the write that carried a
+// traced frame, the path tells tracing (conn.wrote: Sent for requests, Done for
+// responses); the frame writers know nothing of tracing. Each request is counted once, in
+// the connection's counters, which the metrics and the tracer read (Proxy.Stats). Neither
+// request nor response allocates with tracing off or in fast mode below the threshold
+// (TestRequestPathAllocs); BenchmarkRequestPath measures them per mode.
 //
 // # Ending a connection
 //
@@ -169,8 +175,9 @@ type StatementStats interface {
 // from every connection's goroutines at once, so they must be safe for concurrent use,
 // cheap, and allocation-free. *metrics.Metrics implements it.
 type Metrics interface {
-	// Request counts one request forwarded to the node.
-	Request(op cql.Opcode)
+	// CountRequests sets where the requests series reads its counts by opcode: the
+	// proxy's own request counter, so that the data path counts a request once.
+	CountRequests(func() map[cql.Opcode]uint64)
 	// Latency records the time from a request's arrival until its response was queued for
 	// the client.
 	Latency(op cql.Opcode, d time.Duration)
@@ -274,7 +281,12 @@ func New(cfg Config, tr *tracing.Tracer) *Proxy {
 		p.log = &nopLogger
 	}
 	p.held.init(int64(max(cmp.Or(cfg.MaxRequestDataInFlight, DefaultMaxRequestDataInFlight), cfg.MaxFrameSize)))
+	// One request counter per connection, read by the metrics and the tracer.
+	if p.metrics != nil {
+		p.metrics.CountRequests(func() map[cql.Opcode]uint64 { return p.Stats().Requests })
+	}
 	if tr != nil {
+		tr.CountRequests(func() uint64 { return p.Stats().TotalRequests() })
 		p.prepared = tr.Statements()
 	} else {
 		p.prepared = tracing.NewStatements(tracing.DefaultPreparedSize)

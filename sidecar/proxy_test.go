@@ -724,8 +724,8 @@ func TestLogsAndMetrics(t *testing.T) {
 				c.send(frame(cql.V4, 0, 3, cql.OpQuery, queryBody("SELECT * FROM ks.t")))
 				c.recv()
 			}
-			if got := m.requests.Load(); got != n {
-				t.Errorf("Metrics.Request called %d times; want %d", got, n)
+			if got := m.requests()[cql.OpQuery]; got != n {
+				t.Errorf("the metrics' request source counts %d QUERY; want %d", got, n)
 			}
 			if got := m.latencies.Load(); got != n {
 				t.Errorf("Metrics.Latency called %d times; want %d", got, n)

@@ -30,12 +30,39 @@ const (
 	kindPrepare rewriteKind = 0x10
 )
 
-// rememberStmt notes in the prepared-statement registry (shared with tracing, which
-// learns the query text) that the statement id reads the system table of kind, and the
-// result columns from its Prepared response, for the Rows responses that skip their
-// metadata.
+// rememberStmt notes in the prepared-statement registry that the statement id reads the
+// system table of kind, with the result columns from its Prepared response, for the Rows
+// responses that skip their metadata: an EXECUTE probed for its table (statement.go).
 func (p *Proxy) rememberStmt(id []byte, kind rewriteKind, cols []cql.ColumnSpec) {
 	p.prepared.Put(id, tracing.Statement{System: uint8(kind), Columns: cols})
+}
+
+// learnPrepared puts what the RESULT Prepared frame answering the PREPARE req tells into
+// the one prepared-statement registry (shared with tracing): the statement id, its query
+// text and keyspace, and, for a statement on a system table, that table and the result
+// columns. Every PREPARE is learnt, whatever the tracing mode, so that tracing finds the
+// text of statements prepared while it was off.
+func (c *conn) learnPrepared(frame []byte, req inflight) {
+	h, _, body, _, ok := c.responseBody(frame)
+	if !ok || h.Opcode != cql.OpResult {
+		return
+	}
+	id, ks, ok := tracing.ReadPrepared(body, h.ProtoVersion())
+	if !ok {
+		return
+	}
+	st := tracing.Statement{Query: req.query, Keyspace: ks}
+	if req.kind&kindPrepare != 0 && !skipRewrite.Load() {
+		if m, err := cql.DecodeResult(body, h.ProtoVersion()); err == nil {
+			if pr, ok := m.(cql.PreparedResult); ok {
+				st.System, st.Columns = uint8(req.kind&kindTable), pr.ResultMetadata.Columns
+			}
+		}
+	}
+	if st.Query == "" && st.System == 0 {
+		return
+	}
+	c.p.prepared.Put(id, st)
 }
 
 func isIdent(c byte) bool {
@@ -106,10 +133,6 @@ func (c *conn) rewriteResult(frame []byte, req inflight) []byte {
 	case cql.SetKeyspaceResult:
 		if req.kind == kindUse {
 			c.inSystem.Store(m.Keyspace == "system")
-		}
-	case cql.PreparedResult:
-		if req.kind&kindPrepare != 0 {
-			c.p.rememberStmt(m.ID, req.kind&kindTable, m.ResultMetadata.Columns)
 		}
 	case cql.RowsResult:
 		if req.kind&kindPrepare != 0 {

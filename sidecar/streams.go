@@ -10,7 +10,8 @@ import (
 )
 
 // inflight is what the proxy remembers about a request between forwarding it and seeing its
-// response.
+// response: the one per-request record of the data path. Tracing and statement statistics
+// keep their state for the request in it too (trace, stat).
 type inflight struct {
 	start  int64              // tracing.Now() at arrival; set only when metrics are on
 	stmt   *tracing.Statement // the system statement an EXECUTE runs, or nil
@@ -18,8 +19,10 @@ type inflight struct {
 	used   bool               // the slot holds a request
 	op     cql.Opcode         // the request's opcode
 	kind   rewriteKind        // what its response needs, kindNone on the common path
+	trace  tracing.Ticket     // the request's tracing record, zero when not traced
 	stat   statements.Ticket  // the request's statement statistics, see StatementStats
 	probe  string             // the statement id of an EXECUTE probed for its table (statement.go)
+	query  string             // the text of a PREPARE, for the prepared-statement registry
 }
 
 // streamTable holds the requests of one connection that are waiting for their response,

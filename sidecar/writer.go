@@ -12,26 +12,21 @@ import (
 // appends the frames it forwards, and flushes only when its input has no complete frame
 // left, so that frames that arrive together leave in one syscall (CASSANDRA-5422). Its
 // buffer is fixed, so a writer that cannot keep up blocks the reader that feeds it, which
-// is the backpressure a slow peer needs. A frameWriter is owned by one goroutine.
+// is the backpressure a slow peer needs. A frameWriter is owned by one goroutine, and knows
+// nothing of what it carries: its owner tells tracing after a flush (conn.wrote).
 type frameWriter struct {
 	w   io.Writer
 	buf []byte // pending bytes; cap is the buffer size and never grows
 	err error  // first write error; every later call returns it
-
-	// streams are the stream ids of the frames in buf, kept only when onFlush is set.
-	streams []int16
-	// onFlush, when not nil, is told the stream ids of the frames that a write has just
-	// handed to the kernel.
-	onFlush func(streams []int16)
 }
 
 func newFrameWriter(w io.Writer, size int) *frameWriter {
 	return &frameWriter{w: w, buf: make([]byte, 0, size)}
 }
 
-// write queues frame, of stream id stream, flushing first when it does not fit. A frame
-// larger than the buffer is written directly.
-func (fw *frameWriter) write(frame []byte, stream int16) error {
+// write queues frame, flushing first when it does not fit. A frame larger than the buffer
+// is written directly.
+func (fw *frameWriter) write(frame []byte) error {
 	if fw.err != nil {
 		return fw.err
 	}
@@ -40,32 +35,21 @@ func (fw *frameWriter) write(frame []byte, stream int16) error {
 			return err
 		}
 		if len(frame) > cap(fw.buf) {
-			return fw.writeDirect(frame, stream)
+			if _, err := fw.w.Write(frame); err != nil {
+				fw.err = err
+				return err
+			}
+			return nil
 		}
 	}
 	fw.buf = append(fw.buf, frame...)
-	if fw.onFlush != nil {
-		fw.streams = append(fw.streams, stream)
-	}
-	return nil
-}
-
-func (fw *frameWriter) writeDirect(p []byte, stream int16) error {
-	if _, err := fw.w.Write(p); err != nil {
-		fw.err = err
-		return err
-	}
-	if fw.onFlush != nil {
-		fw.streams = append(fw.streams[:0], stream)
-		fw.notify()
-	}
 	return nil
 }
 
 // copyFrame forwards a frame of n bytes that starts at the head of r without holding it
 // whole: its parts go straight from r's buffer to the writer. The pending frames are
 // flushed first, so that the order of frames is kept.
-func (fw *frameWriter) copyFrame(r *bufio.Reader, n int, stream int16) error {
+func (fw *frameWriter) copyFrame(r *bufio.Reader, n int) error {
 	if err := fw.flush(); err != nil {
 		return err
 	}
@@ -82,10 +66,6 @@ func (fw *frameWriter) copyFrame(r *bufio.Reader, n int, stream int16) error {
 		}
 		r.Discard(len(p))
 		n -= len(p)
-	}
-	if fw.onFlush != nil {
-		fw.streams = append(fw.streams[:0], stream)
-		fw.notify()
 	}
 	return nil
 }
@@ -104,17 +84,7 @@ func (fw *frameWriter) flush() error {
 		fw.err = err
 		return err
 	}
-	if fw.onFlush != nil {
-		fw.notify()
-	}
 	return nil
-}
-
-func (fw *frameWriter) notify() {
-	if len(fw.streams) > 0 {
-		fw.onFlush(fw.streams)
-		fw.streams = fw.streams[:0]
-	}
 }
 
 // frameReady reports whether r holds a whole v3/v4 frame, so that reading it will not block.

@@ -25,21 +25,25 @@ func benchFrames(b *testing.B) (cql.Header, []byte, cql.Header, []byte) {
 func benchMode(b *testing.B, cfg Config) {
 	tr := New(Options{})
 	defer mustClose(b, tr)
-	c := tr.NewConn(testClient, testCoord)
-	defer c.Close()
-	prepare(b, c, 1)
+	k := newCaller(tr, testClient, testCoord)
+	defer k.Close()
+	prepare(b, k, 1)
 	mustConfig(b, tr, cfg)
+	c := k.Conn
 	h, f, rh, rf := benchFrames(b)
-	// Warm up: the stream's page and capture buffer are allocated once per connection.
-	c.OnRequest(h, f, nil)
-	c.OnResponse(rh, rf, nil)
+	one := func() {
+		t := c.Begin(h, f, nil, 0)
+		if t.Events() {
+			t.Sent(Now())
+		}
+		_, t = c.End(t, rh, rf, nil, 0)
+		c.Done(t, 0)
+	}
+	one() // warm up: the connection's first record and its buffer are allocated once
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		c.OnRequest(h, f, nil)
-		c.Sent(h.Stream)
-		c.OnResponse(rh, rf, nil)
-		c.ResponseSent(h.Stream)
+		one()
 	}
 }
 
@@ -69,18 +73,19 @@ func BenchmarkFullSlow(b *testing.B) { benchMode(b, Config{Enable: true}) }
 func BenchmarkFastSharedClock(b *testing.B) {
 	tr := New(Options{})
 	defer mustClose(b, tr)
-	c := tr.NewConn(testClient, testCoord)
-	defer c.Close()
-	prepare(b, c, 1)
+	k := newCaller(tr, testClient, testCoord)
+	defer k.Close()
+	prepare(b, k, 1)
 	mustConfig(b, tr, Config{Enable: true, Fast: true, ThresholdMicros: 1e12})
+	c := k.Conn
 	h, f, rh, rf := benchFrames(b)
 	now := Now()
-	c.OnRequestAt(h, f, nil, now)
-	c.OnResponseAt(rh, rf, nil, now+1000)
+	t := c.Begin(h, f, nil, now)
+	c.End(t, rh, rf, nil, now+1000)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		c.OnRequestAt(h, f, nil, now)
-		c.OnResponseAt(rh, rf, nil, now+1000)
+		t := c.Begin(h, f, nil, now)
+		c.End(t, rh, rf, nil, now+1000)
 	}
 }

@@ -1,13 +1,38 @@
 // Package tracing is tracecar's slow-query tracing engine: the runtime configuration as one
-// atomic snapshot, per-connection request tables, session records with events, sampling,
-// the slow-log ring and the sinks (OpenTelemetry, log line; the CQL table sink and the
+// atomic snapshot, the per-request API, session records with events, sampling, the
+// slow-log ring and the sinks (OpenTelemetry, log line; the CQL table sink and the
 // node-event source live in tracing/cqlsink, which needs gocql).
 //
-// tracing knows nothing about sockets. The sidecar gives each client connection a Conn and
-// calls it once per request (OnRequest) and once per response (OnResponse), plus Sent and
-// ResponseSent after its writes. Those calls are short and allocation-free with tracing
-// off, in fast mode below the threshold, and in full mode below the threshold; bench_test.go
-// proves it.
+// # The per-request API
+//
+// tracing knows nothing about sockets, and keeps no per-stream state: the caller's own
+// record of a request in flight (the sidecar's stream table entry) carries the request's
+// Ticket. The sidecar gives each client connection a Conn, and for each request:
+//
+//	t := conn.Begin(h, frame, comp, now)  // request side, before forwarding the request
+//	t.Sent(at)                            // request side, after the write that carried it (only if t.Events())
+//	out, t := conn.End(t, h, resp, comp, now) // response side, before forwarding the response
+//	conn.Done(t, at)                      // response side, after the write that carried out (only if t.Events())
+//
+// With tracing off, Begin is one atomic load of the configuration and returns the zero
+// Ticket, and End of a zero Ticket is one compare. In fast mode Begin keeps the start time
+// and a copy of the frame in a record the Conn reuses, and End reads the clock and records
+// a session only for a slow request; Sent and Done are not needed. Full, sampled and
+// client-requested tracing decode the request at Begin and build the session with its
+// events at Done. now and at are Now() values the caller has read anyway (0 makes tracing
+// read the clock), so a request costs one or two clock reads in all. None of these
+// allocates with tracing off, in fast mode below the threshold, or in full mode below the
+// threshold, once a connection's records have grown (bench_test.go, and the sidecar's
+// TestRequestPathAllocs, assert it).
+//
+// The request side (Begin, Sent) and the response side (End, Done) may run on two
+// goroutines; each side must be called from one goroutine at a time. A Ticket's record
+// goes back to the Conn when End (fast mode) or Done is done with it; a Ticket that never
+// gets its End (a connection that ends with requests in flight) is left to the GC.
+//
+// The prepared-statement registry (Statements) is learnt by the caller, which sees every
+// PREPARE and its RESULT (ReadPrepared); tracing reads the query text of an EXECUTE from
+// it. Requests are counted once, by the caller (Tracer.CountRequests).
 package tracing
 
 import (

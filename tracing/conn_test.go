@@ -61,7 +61,7 @@ func TestFastThresholdZero(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			tr := New(Options{})
 			defer mustClose(t, tr)
-			c := tr.NewConn(testClient, testCoord)
+			c := newCaller(tr, testClient, testCoord)
 			defer c.Close()
 			prepare(t, c, 1)
 			mustConfig(t, tr, Config{Enable: true, Fast: true})
@@ -128,7 +128,7 @@ func TestNotRecorded(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			tr := New(Options{})
 			defer mustClose(t, tr)
-			c := tr.NewConn(testClient, testCoord)
+			c := newCaller(tr, testClient, testCoord)
 			defer c.Close()
 			mustConfig(t, tr, tt.cfg)
 			h, f := mustRequest(t, reqHeader(3, 0), tt.msg, nil)
@@ -149,9 +149,6 @@ func TestNotRecorded(t *testing.T) {
 			if got := tr.SlowLog(0); len(got) != 0 {
 				t.Errorf("SlowLog = %+v; want empty", got)
 			}
-			if got := tr.Stats().Requests; got != 1 {
-				t.Errorf("Stats().Requests = %d; want 1", got)
-			}
 		})
 	}
 }
@@ -159,7 +156,7 @@ func TestNotRecorded(t *testing.T) {
 func TestFullModeEvents(t *testing.T) {
 	tr := New(Options{})
 	defer mustClose(t, tr)
-	c := tr.NewConn(testClient, testCoord)
+	c := newCaller(tr, testClient, testCoord)
 	defer c.Close()
 	prepare(t, c, 1)
 	mustConfig(t, tr, Config{Enable: true})
@@ -214,7 +211,7 @@ func TestBindValues(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, mode := range []Config{{Enable: true, Fast: true}, {Enable: true}} {
 				tr := New(Options{BindValues: tt.bind})
-				c := tr.NewConn(testClient, testCoord)
+				c := newCaller(tr, testClient, testCoord)
 				mustConfig(t, tr, mode)
 				h, f := mustRequest(t, reqHeader(1, 0), executeMsg(v, nil), nil)
 				c.OnRequest(h, f, nil)
@@ -247,7 +244,7 @@ func TestErrorResponse(t *testing.T) {
 		t.Run(cfg.Mode(), func(t *testing.T) {
 			tr := New(Options{})
 			defer mustClose(t, tr)
-			c := tr.NewConn(testClient, testCoord)
+			c := newCaller(tr, testClient, testCoord)
 			defer c.Close()
 			mustConfig(t, tr, cfg)
 			h, f := mustRequest(t, reqHeader(2, 0), cql.Query{Query: "SELECT * FROM nope"}, nil)
@@ -270,7 +267,7 @@ func TestErrorResponse(t *testing.T) {
 func TestTruncatedCapture(t *testing.T) {
 	tr := New(Options{CaptureMax: 64})
 	defer mustClose(t, tr)
-	c := tr.NewConn(testClient, testCoord)
+	c := newCaller(tr, testClient, testCoord)
 	defer c.Close()
 	mustConfig(t, tr, Config{Enable: true, Fast: true})
 	long := "SELECT * FROM t WHERE k IN (" + strings.Repeat("?,", 100) + "?)"
@@ -294,7 +291,7 @@ func TestTruncatedCapture(t *testing.T) {
 func TestUnknownPreparedID(t *testing.T) {
 	tr := New(Options{})
 	defer mustClose(t, tr)
-	c := tr.NewConn(testClient, testCoord)
+	c := newCaller(tr, testClient, testCoord)
 	defer c.Close()
 	mustConfig(t, tr, Config{Enable: true, Fast: true})
 	h, f := mustRequest(t, reqHeader(1, 0), executeMsg(), nil)
@@ -312,7 +309,7 @@ func TestUnknownPreparedID(t *testing.T) {
 func TestPreparedLearntWhileOff(t *testing.T) {
 	tr := New(Options{})
 	defer mustClose(t, tr)
-	c1 := tr.NewConn(testClient, testCoord)
+	c1 := newCaller(tr, testClient, testCoord)
 	h, f := mustRequest(t, reqHeader(5, 0), cql.Prepare{Query: testQuery}, cql.LZ4{})
 	c1.OnRequest(h, f, cql.LZ4{})
 	rh, rf := mustResponse(t, respHeader(5, cql.FlagWarning), cql.ResponsePrefix{Warnings: []string{"w"}},
@@ -323,7 +320,7 @@ func TestPreparedLearntWhileOff(t *testing.T) {
 		t.Fatalf("prepared map has %q, %v; want %q", q, ok, testQuery)
 	}
 
-	c2 := tr.NewConn(testClient, testCoord)
+	c2 := newCaller(tr, testClient, testCoord)
 	defer c2.Close()
 	mustConfig(t, tr, Config{Enable: true, Fast: true})
 	h, f = mustRequest(t, reqHeader(5, 0), executeMsg(), nil)
@@ -332,9 +329,6 @@ func TestPreparedLearntWhileOff(t *testing.T) {
 	c2.OnResponse(rh, rf, nil)
 	if got := tr.SlowLog(1)[0].Parameters["query"]; got != testQuery {
 		t.Errorf("query = %q; want %q", got, testQuery)
-	}
-	if st := tr.Stats(); st.Requests != 2 {
-		t.Errorf("Stats().Requests = %d; want 2 (one per connection)", st.Requests)
 	}
 }
 
@@ -360,7 +354,7 @@ func TestSampled(t *testing.T) {
 				{Activity: "Processing a statement", SourceElapsedUS: 40},
 			}}
 			tr := New(Options{NodeEvents: node})
-			c := tr.NewConn(testClient, testCoord)
+			c := newCaller(tr, testClient, testCoord)
 			defer c.Close()
 			prepare(t, c, 1)
 			mustConfig(t, tr, Config{Probability: 1})
@@ -434,7 +428,7 @@ func mustBody(tb testing.TB, frame []byte, comp cql.Compressor) []byte {
 func TestClientTracing(t *testing.T) {
 	node := &fakeNode{complete: 1, events: []Event{{Activity: "Executing single-partition query", SourceElapsedUS: 12}}}
 	tr := New(Options{NodeEvents: node})
-	c := tr.NewConn(testClient, testCoord)
+	c := newCaller(tr, testClient, testCoord)
 	defer c.Close()
 	h, f := mustRequest(t, reqHeader(8, cql.FlagTracing), cql.Query{Query: "SELECT 1", Params: cql.QueryParams{Consistency: cql.One}}, nil)
 	orig := bytes.Clone(f)
@@ -466,7 +460,7 @@ func TestSinkDrops(t *testing.T) {
 	blocked := &memSink{name: "blocked", block: make(chan struct{})}
 	fast := &memSink{name: "fast"}
 	tr := New(Options{Sinks: []Sink{blocked, fast}, QueueSize: 1})
-	c := tr.NewConn(testClient, testCoord)
+	c := newCaller(tr, testClient, testCoord)
 	defer c.Close()
 	mustConfig(t, tr, Config{Enable: true, Fast: true})
 	const n = 10
@@ -501,7 +495,7 @@ func TestConcurrentSides(t *testing.T) {
 	for _, cfg := range []Config{{Enable: true, Fast: true}, {Enable: true}, {Probability: 0.5, Enable: true, Fast: true}} {
 		t.Run(cfg.Mode(), func(t *testing.T) {
 			tr := New(Options{NodeEvents: &fakeNode{complete: 1}, RingSize: 64})
-			c := tr.NewConn(testClient, testCoord)
+			c := newCaller(tr, testClient, testCoord)
 			mustConfig(t, tr, cfg)
 			const n = 2000
 			streams := make(chan int16, 64)
@@ -529,9 +523,6 @@ func TestConcurrentSides(t *testing.T) {
 			<-done
 			c.Close()
 			mustClose(t, tr)
-			if st := tr.Stats(); st.Requests != n {
-				t.Errorf("Requests = %d; want %d", st.Requests, n)
-			}
 		})
 	}
 }
@@ -541,7 +532,7 @@ func TestConcurrentSides(t *testing.T) {
 func TestSentAfterResponse(t *testing.T) {
 	tr := New(Options{})
 	defer mustClose(t, tr)
-	c := tr.NewConn(testClient, testCoord)
+	c := newCaller(tr, testClient, testCoord)
 	defer c.Close()
 	mustConfig(t, tr, Config{Enable: true})
 	h, f := mustRequest(t, reqHeader(9, 0), cql.Query{Query: "SELECT 1"}, nil)
@@ -558,5 +549,47 @@ func TestSentAfterResponse(t *testing.T) {
 		"sidecar:" + EventNodeResponded, "sidecar:" + EventResponseSent}
 	if fmt.Sprint(activities(got[0].Events)) != fmt.Sprint(want) {
 		t.Errorf("events = %v; want %v", activities(got[0].Events), want)
+	}
+}
+
+// TestRequestsCountedByCaller checks that Stats reads its request count from the
+// caller's counter (the proxy's one counter), not from a count of its own.
+func TestRequestsCountedByCaller(t *testing.T) {
+	tr := New(Options{})
+	defer mustClose(t, tr)
+	if got := tr.Stats().Requests; got != 0 {
+		t.Errorf("Requests = %d without a counter; want 0", got)
+	}
+	var n uint64 = 41
+	tr.CountRequests(func() uint64 { return n + 1 })
+	if got := tr.Stats().Requests; got != 42 {
+		t.Errorf("Requests = %d; want 42 from the caller's counter", got)
+	}
+}
+
+// TestStaleSentIgnored checks that a Sent for a request that has ended does not touch the
+// next request that reuses its record: the late notice of a partial write.
+func TestStaleSentIgnored(t *testing.T) {
+	tr := New(Options{})
+	defer mustClose(t, tr)
+	c := tr.NewConn(testClient, testCoord)
+	defer c.Close()
+	mustConfig(t, tr, Config{Enable: true})
+	h, f := mustRequest(t, reqHeader(1, 0), cql.Query{Query: "SELECT 1"}, nil)
+	rh, rf := mustResponse(t, respHeader(1, 0), cql.ResponsePrefix{}, cql.VoidResult{}, nil)
+	old := c.Begin(h, f, nil, 0)
+	_, done := c.End(old, rh, rf, nil, 0)
+	c.Done(done, 0)
+	next := c.Begin(h, f, nil, 0)
+	if next.r != old.r {
+		t.Fatalf("the second request did not reuse the first one's record")
+	}
+	old.Sent(1) // stale: must not become the second request's "sent to node"
+	if got := next.r.sent.Load(); got != 0 {
+		t.Errorf("second request's sent = %d after a stale Sent; want 0", got)
+	}
+	next.Sent(Now())
+	if next.r.sent.Load() == 0 {
+		t.Errorf("Sent of the live ticket was ignored")
 	}
 }

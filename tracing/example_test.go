@@ -9,8 +9,10 @@ import (
 	"github.com/tracecar/tracecar/tracing"
 )
 
-// The sidecar hands every frame of a connection to its Conn. With fast mode and threshold
-// 0, every request is recorded in the ring, with its text and consistency.
+// The sidecar hands every request of a connection to its Conn with Begin, keeps the
+// Ticket with its own record of the request in flight, and hands it back with the
+// response to End. With fast mode and threshold 0, every request is recorded in the ring,
+// with its text and consistency.
 func Example() {
 	tr := tracing.New(tracing.Options{})
 	defer tr.Close(context.Background())
@@ -23,12 +25,12 @@ func Example() {
 	req := cql.AppendFrame(nil, cql.Header{Version: cql.V4, Stream: 1},
 		cql.Query{Query: "SELECT * FROM ks.t WHERE k = 1", Params: cql.QueryParams{Consistency: cql.LocalOne}})
 	h, _ := cql.ParseHeader(req)
-	c.OnRequest(h, req, nil)
-	// … the sidecar forwards req; the node answers …
+	t := c.Begin(h, req, nil, 0)
+	// … the sidecar forwards req (and calls t.Sent when t.Events()); the node answers …
 	resp := cql.AppendFrame(nil, cql.Header{Version: cql.V4 | cql.ResponseBit, Stream: 1}, cql.VoidResult{})
 	rh, _ := cql.ParseHeader(resp)
-	out := c.OnResponse(rh, resp, nil) // forward out to the client
-	c.ResponseSent(1)
+	out, t := c.End(t, rh, resp, nil, 0) // forward out to the client, then:
+	c.Done(t, 0)                         // a no-op unless t.Events()
 
 	s := tr.SlowLog(1)[0]
 	fmt.Println(len(out) == len(resp), s.Mode, s.Command, s.Request)

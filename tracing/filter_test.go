@@ -33,7 +33,7 @@ func TestFilterMatching(t *testing.T) {
 			tr := New(Options{})
 			defer mustClose(t, tr)
 			mustConfig(t, tr, Config{Enable: true, Fast: true, ThresholdMicros: 0})
-			c := tr.NewConn(netip.MustParseAddrPort("10.1.2.3:5000"), netip.MustParseAddrPort("10.9.9.9:9042"))
+			c := newCaller(tr, netip.MustParseAddrPort("10.1.2.3:5000"), netip.MustParseAddrPort("10.9.9.9:9042"))
 			defer c.Close()
 			if tc.user != "" {
 				c.SetUser(tc.user)

@@ -29,7 +29,7 @@ func FuzzConn(f *testing.F) {
 		}
 		tr := New(Options{NodeEvents: &fakeNode{complete: 1}, RingSize: 4})
 		defer mustClose(t, tr)
-		c := tr.NewConn(testClient, testCoord)
+		c := newCaller(tr, testClient, testCoord)
 		defer c.Close()
 		mustConfig(t, tr, configs[int(mode)%len(configs)])
 		comp := comps[int(mode)/len(configs)%len(comps)]

@@ -82,7 +82,7 @@ func rowsMsg() cql.RowsResult {
 }
 
 // prepare teaches c's tracer testQuery under testID through a PREPARE exchange on stream.
-func prepare(tb testing.TB, c *Conn, stream int16) {
+func prepare(tb testing.TB, c *caller, stream int16) {
 	tb.Helper()
 	h, f := mustRequest(tb, reqHeader(stream, 0), cql.Prepare{Query: testQuery}, nil)
 	c.OnRequest(h, f, nil)
@@ -166,3 +166,85 @@ func activities(evs []Event) []string {
 }
 
 func nopLogger() zerolog.Logger { return zerolog.Nop() }
+
+// caller drives a Conn as the sidecar does: it keeps each request's Ticket with its own
+// record of the request in flight, by stream id, calls Sent and Done after its "writes",
+// and learns prepared statements into the Tracer's registry from PREPARE exchanges. The
+// two sides may run on two goroutines, as in the sidecar.
+type caller struct {
+	*Conn
+	mu       sync.Mutex
+	inflight map[int16]Ticket
+	answered map[int16]Ticket
+	prepared map[int16]string // the query of a PREPARE in flight
+}
+
+func newCaller(tr *Tracer, client, coord netip.AddrPort) *caller {
+	return &caller{Conn: tr.NewConn(client, coord), inflight: map[int16]Ticket{}, answered: map[int16]Ticket{}, prepared: map[int16]string{}}
+}
+
+func (k *caller) OnRequest(h cql.Header, f []byte, comp cql.Compressor) { k.OnRequestAt(h, f, comp, 0) }
+
+func (k *caller) OnRequestAt(h cql.Header, f []byte, comp cql.Compressor, now int64) {
+	q, isPrepare := "", h.Opcode == cql.OpPrepare
+	if isPrepare {
+		if body, _, err := frameBody(h.Flags, f, comp, nil); err == nil {
+			var d cql.Decoder
+			d.Reset(body)
+			q = d.LongString()
+		}
+	}
+	t := k.Begin(h, f, comp, now)
+	k.mu.Lock()
+	k.inflight[h.Stream] = t
+	if isPrepare {
+		k.prepared[h.Stream] = q
+	}
+	k.mu.Unlock()
+}
+
+func (k *caller) Sent(stream int16) {
+	k.mu.Lock()
+	t := k.inflight[stream]
+	k.mu.Unlock()
+	t.Sent(Now())
+}
+
+func (k *caller) OnResponse(h cql.Header, f []byte, comp cql.Compressor) []byte {
+	return k.OnResponseAt(h, f, comp, 0)
+}
+
+func (k *caller) OnResponseAt(h cql.Header, f []byte, comp cql.Compressor, now int64) []byte {
+	k.mu.Lock()
+	t := k.inflight[h.Stream]
+	delete(k.inflight, h.Stream)
+	q, isPrepare := k.prepared[h.Stream]
+	delete(k.prepared, h.Stream)
+	k.mu.Unlock()
+	if isPrepare && h.Opcode == cql.OpResult {
+		if body, _, err := frameBody(h.Flags, f, comp, nil); err == nil {
+			if _, body, err = cql.ParseResponsePrefix(h.Flags, body); err == nil {
+				if id, ks, ok := ReadPrepared(body, h.ProtoVersion()); ok {
+					k.t.Statements().Put(id, Statement{Query: q, Keyspace: ks})
+				}
+			}
+		}
+	}
+	out, t := k.End(t, h, f, comp, now)
+	if t.Events() {
+		k.mu.Lock()
+		k.answered[h.Stream] = t
+		k.mu.Unlock()
+	}
+	return out
+}
+
+func (k *caller) ResponseSent(stream int16) {
+	k.mu.Lock()
+	t, ok := k.answered[stream]
+	delete(k.answered, stream)
+	k.mu.Unlock()
+	if ok {
+		k.Done(t, 0)
+	}
+}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/tracecar/tracecar/cql"
 )
 
 // flakyNode fails, then reports the session incomplete, then complete, per session.
@@ -121,5 +123,47 @@ func TestFetcherStopOutOfTime(t *testing.T) {
 	defer mu.Unlock()
 	if recorded != 500 {
 		t.Errorf("recorded %d sessions; want all 500", recorded)
+	}
+}
+
+// slowNode answers each Events call after delay, never complete: a node whose traces
+// lag, as under heavy load.
+type slowNode struct{ delay time.Duration }
+
+func (s slowNode) Events(ctx context.Context, _ [16]byte) ([]Event, bool, error) {
+	select {
+	case <-time.After(s.delay):
+		return nil, false, nil
+	case <-ctx.Done():
+		return nil, false, ctx.Err()
+	}
+}
+
+// TestCloseLeavesTimeForSinks checks that Close does not give the whole of its context to
+// the node-event fetcher's last looks: with many sampled sessions waiting on a slow node,
+// every session still reaches the sinks, and Close returns no error (it used to fail with
+// "drain sink ...: context deadline exceeded" after a load with sampling).
+func TestCloseLeavesTimeForSinks(t *testing.T) {
+	sink := &memSink{name: "mem"}
+	tr := New(Options{NodeEvents: slowNode{delay: 50 * time.Millisecond}, Sinks: []Sink{sink}})
+	c := newCaller(tr, testClient, testCoord)
+	mustConfig(t, tr, Config{Probability: 1})
+	const n = 200
+	for i := range n {
+		st := int16(i)
+		h, f := mustRequest(t, reqHeader(st, 0), cql.Query{Query: "SELECT 1"}, nil)
+		c.OnRequest(h, f, nil)
+		rh, rf := mustResponse(t, respHeader(st, cql.FlagTracing), cql.ResponsePrefix{HasTracingID: true, TracingID: nodeID}, cql.VoidResult{}, nil)
+		c.OnResponse(rh, rf, nil)
+		c.ResponseSent(st)
+	}
+	c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := tr.Close(ctx); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if got := len(sink.sessions()); got != n {
+		t.Errorf("sink got %d sessions; want %d", got, n)
 	}
 }

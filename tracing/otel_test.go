@@ -36,7 +36,7 @@ func TestOTelSink(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr := New(Options{Sinks: []Sink{sink}})
-	c := tr.NewConn(testClient, testCoord)
+	c := newCaller(tr, testClient, testCoord)
 	prepare(t, c, 1)
 	mustConfig(t, tr, Config{Enable: true})
 

@@ -56,7 +56,7 @@ func TestQueryTextRedacted(t *testing.T) {
 				}
 				tr := New(tt.opts)
 				defer mustClose(t, tr)
-				c := tr.NewConn(testClient, testCoord)
+				c := newCaller(tr, testClient, testCoord)
 				defer c.Close()
 				if tt.prepared != "" {
 					h, f := mustRequest(t, reqHeader(1, 0), cql.Prepare{Query: tt.prepared}, nil)

@@ -33,7 +33,7 @@ func TestSlowLogLine(t *testing.T) {
 	var buf syncBuffer
 	l := zerolog.New(&buf)
 	tr := New(Options{SlowLog: &l})
-	c := tr.NewConn(testClient, testCoord)
+	c := newCaller(tr, testClient, testCoord)
 	prepare(t, c, 1)
 	mustConfig(t, tr, Config{Enable: true, Fast: true})
 	h, f := mustRequest(t, reqHeader(2, 0), executeMsg([]byte("secret")), nil)

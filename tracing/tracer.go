@@ -74,7 +74,8 @@ type Options struct {
 
 // Stats are the Tracer's counters since New, as a copy owned by the caller.
 type Stats struct {
-	// Requests counts the request frames seen by OnRequest.
+	// Requests counts the request frames the proxy forwarded, from the counter set by
+	// CountRequests (0 without one).
 	Requests uint64 `json:"requests"`
 	// Traced counts the requests that got a session: full, sampled and client requests,
 	// and fast-mode requests that turned out slow.
@@ -158,7 +159,10 @@ type Tracer struct {
 
 	connMu  sync.Mutex
 	conns   map[*Conn]struct{}
-	retired struct{ requests, traced uint64 } // counters of closed Conns, under connMu
+	retired struct{ traced uint64 } // counters of closed Conns, under connMu
+
+	// requests counts the requests for Stats: the sidecar's own counter (CountRequests).
+	requests atomic.Pointer[func() uint64]
 }
 
 // New returns a Tracer with the DefaultConfig (tracing off) and starts one goroutine per
@@ -215,7 +219,7 @@ var clockEpoch = time.Now()
 
 // Now returns monotonic nanoseconds since the process started: the clock of every
 // timestamp the tracing engine keeps. A caller that reads it anyway can hand the value to
-// OnRequestAt and OnResponseAt, so that tracing reads no clock of its own. It is never 0.
+// Conn.Begin and Conn.End, so that tracing reads no clock of its own. It is never 0.
 func Now() int64 { return int64(time.Since(clockEpoch)) + 1 }
 
 // Config returns the current configuration. It is safe for concurrent use.
@@ -268,11 +272,12 @@ func (t *Tracer) Stats() Stats {
 		Errors:       make(map[string]uint64, len(t.queues)),
 		Mode:         t.Config().Mode(),
 	}
+	if f := t.requests.Load(); f != nil {
+		st.Requests = (*f)()
+	}
 	t.connMu.Lock()
-	st.Requests += t.retired.requests
 	st.Traced += t.retired.traced
 	for c := range t.conns {
-		st.Requests += c.requests.Load()
 		st.Traced += c.traced.Load()
 	}
 	t.connMu.Unlock()
@@ -313,15 +318,24 @@ func (t *Tracer) submit(s *Session, nodeID [16]byte, hasNodeID bool) {
 	t.record(s)
 }
 
-// Close stops the node-event fetcher (recording what it holds), drains every sink queue
-// and closes the sinks, giving up on what is left when ctx is done. Sessions recorded
+// Close stops the node-event fetcher (recording what it holds, with at most half of
+// ctx's remaining time for its last looks at the node), drains every sink queue and
+// closes the sinks, giving up on what is left when ctx is done. Sessions recorded
 // after Close reach only the ring. It is safe for concurrent use; later calls return the
 // first call's result.
 func (t *Tracer) Close(ctx context.Context) error {
 	t.closeOnce.Do(func() {
 		var errs []error
 		if t.fetch != nil {
-			if err := t.fetch.stop(ctx); err != nil {
+			// Node events are best effort, the sessions are not: the fetcher's last looks
+			// get at most half of what is left, and the sinks the rest.
+			fctx := ctx
+			if dl, ok := ctx.Deadline(); ok {
+				var cancel context.CancelFunc
+				fctx, cancel = context.WithDeadline(ctx, time.Now().Add(time.Until(dl)/2))
+				defer cancel()
+			}
+			if err := t.fetch.stop(fctx); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -335,6 +349,11 @@ func (t *Tracer) Close(ctx context.Context) error {
 	})
 	return t.closeErr
 }
+
+// CountRequests sets where Stats reads its Requests: the request counter of the proxy
+// that feeds the Tracer, so that a request is counted once on the data path. Without
+// it, Stats reports 0 requests. It is safe for concurrent use.
+func (t *Tracer) CountRequests(f func() uint64) { t.requests.Store(&f) }
 
 // Statements returns the Tracer's prepared-statement registry, which the sidecar shares
 // for its rewrite of system tables.
