@@ -1,35 +1,66 @@
 package sidecar
 
 import (
+	"bufio"
+	"crypto/tls"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tracecar/tracecar/cql"
+	"github.com/tracecar/tracecar/internal/tlstest"
 )
 
-// paths are the two data paths a connection can take; the tests of the end of a connection
-// run on both, whatever TRACECAR_EVENT_LOOP says.
-var paths = []struct {
+// connPath is a way for a client connection through the proxy: the goroutine path
+// (Config.NoEventLoop), the event loop, or TLS (always on the goroutine path). The tests of
+// the end of a connection run on each, whatever TRACECAR_EVENT_LOOP says.
+type connPath struct {
 	name        string
 	noEventLoop bool
-}{
-	{"goroutines", true},
-	{"event loop", false},
+	tls         bool
+}
+
+var connPaths = []connPath{
+	{name: "goroutines", noEventLoop: true},
+	{name: "event loop"},
+	{name: "TLS", tls: true},
+}
+
+// proxy serves a proxy with cfg on the path, and returns it with a function that dials it.
+func (cp connPath) proxy(t *testing.T, cfg Config) (*testProxy, func() *testClient) {
+	t.Helper()
+	cfg.NoEventLoop = cp.noEventLoop
+	if !cp.tls {
+		tp := mustProxy(t, cfg)
+		return tp, func() *testClient { return mustDial(t, tp.addr) }
+	}
+	pki := tlstest.New(t)
+	cfg.TLS = pki.ServerConfig(t, false)
+	tp := mustProxy(t, cfg)
+	return tp, func() *testClient {
+		t.Helper()
+		c, err := tls.Dial("tcp", tp.addr, pki.ClientConfig(t, false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		c.SetDeadline(time.Now().Add(testTimeout))
+		return &testClient{tb: t, c: c, r: bufio.NewReader(c)}
+	}
 }
 
 // A node lost while the proxy drains still fails the request in flight with a Server
 // error: draining does not hide the node's failure, and Serve returns once the connection
 // closed.
 func TestDrainWhileNodeLost(t *testing.T) {
-	for _, path := range paths {
+	for _, path := range connPaths {
 		t.Run(path.name, func(t *testing.T) {
 			node := mustFakeNode(t)
 			node.seen = make(chan seenFrame, 16)
 			node.handle = func(*fakeConn, cql.Header, []byte) {} // holds every request
-			p := mustProxy(t, Config{NodeAddr: node.addr(), NoEventLoop: path.noEventLoop, DrainTimeout: time.Hour})
-			c := mustDial(t, p.addr)
+			p, dial := path.proxy(t, Config{NodeAddr: node.addr(), DrainTimeout: time.Hour})
+			c := dial()
 			c.send(frame(cql.V4, 0, 42, cql.OpQuery, queryBody("SELECT * FROM ks.t")))
 			recvWithin(t, node.seen)
 
@@ -83,7 +114,7 @@ func waitDraining(tb testing.TB, p *Proxy) {
 // that failure must not be taken for the cause (which would answer the requests in flight
 // with Server errors instead). The answers already queued come first.
 func TestMalformedFrameWithRequestsInFlight(t *testing.T) {
-	for _, path := range paths {
+	for _, path := range connPaths {
 		t.Run(path.name, func(t *testing.T) {
 			node := mustFakeNode(t)
 			node.seen = make(chan seenFrame, 16)
@@ -92,8 +123,8 @@ func TestMalformedFrameWithRequestsInFlight(t *testing.T) {
 					fc.send(frame(cql.ResponseBit|h.Version, 0, h.Stream, cql.OpResult, voidBody()))
 				}
 			}
-			p := mustProxy(t, Config{NodeAddr: node.addr(), NoEventLoop: path.noEventLoop})
-			c := mustDial(t, p.addr)
+			_, dial := path.proxy(t, Config{NodeAddr: node.addr()})
+			c := dial()
 			q := queryBody("SELECT * FROM ks.t")
 			for _, s := range []int16{2, 3, 4} {
 				c.send(frame(cql.V4, 0, s, cql.OpQuery, q))
@@ -131,11 +162,11 @@ func TestMalformedFrameWithRequestsInFlight(t *testing.T) {
 // A drained connection with nothing in flight closes at once: Serve does not wait for the
 // drain timeout.
 func TestDrainIdleConnection(t *testing.T) {
-	for _, path := range paths {
+	for _, path := range connPaths {
 		t.Run(path.name, func(t *testing.T) {
 			node := mustFakeNode(t)
-			p := mustProxy(t, Config{NodeAddr: node.addr(), NoEventLoop: path.noEventLoop, DrainTimeout: time.Hour})
-			c := mustDial(t, p.addr)
+			p, dial := path.proxy(t, Config{NodeAddr: node.addr(), DrainTimeout: time.Hour})
+			c := dial()
 			c.send(frame(cql.V4, 0, 1, cql.OpQuery, queryBody("SELECT * FROM ks.t")))
 			if h, _ := c.recv(); h.Stream != 1 || h.Opcode != cql.OpResult {
 				t.Fatalf("got %s on stream %d; want RESULT on stream 1", h.Opcode, h.Stream)
@@ -146,6 +177,35 @@ func TestDrainIdleConnection(t *testing.T) {
 			}
 			close(p.done)
 			c.expectClosed()
+		})
+	}
+}
+
+// A client that goes away with requests in flight ends its connection: the node connection
+// is closed too, so that the response goroutine, waiting for answers that will never be
+// forwarded, does not hold the connection open.
+func TestClientGoneWithRequestsInFlight(t *testing.T) {
+	for _, path := range connPaths {
+		t.Run(path.name, func(t *testing.T) {
+			node := mustFakeNode(t)
+			node.seen = make(chan seenFrame, 16)
+			node.handle = func(*fakeConn, cql.Header, []byte) {} // holds every request
+			p, dial := path.proxy(t, Config{NodeAddr: node.addr()})
+			c := dial()
+			c.send(frame(cql.V4, 0, 7, cql.OpQuery, queryBody("SELECT * FROM ks.t")))
+			recvWithin(t, node.seen)
+			c.c.Close()
+
+			deadline := time.Now().Add(testTimeout)
+			for p.Stats().Connections > 0 {
+				if time.Now().After(deadline) {
+					t.Fatalf("connection still open %v after its client closed", testTimeout)
+				}
+				time.Sleep(time.Millisecond)
+			}
+			if got := p.Stats().NodeFailures; got != 0 {
+				t.Errorf("Stats().NodeFailures = %d; want 0: the node did not fail", got)
+			}
 		})
 	}
 }
