@@ -36,10 +36,30 @@ var compressors = [...]cql.Compressor{nil, cql.LZ4{}, cql.Snappy{}}
 // error frames of a failed node, or a ProtocolError.
 var errWriteTimeout = 5 * time.Second // a variable for tests
 
-// Errors that end a connection's request loop.
+// Causes of the end of a connection on the goroutine path (see conn.stop). A client's
+// error or EOF, and a malformed client frame (*protocolError), are the others.
 var (
 	errNodeWrite  = errors.New("write to node failed")
+	errNodeLost   = errors.New("node connection lost")
 	errClientGone = errors.New("client connection closed")
+	errDrained    = errors.New("drained")
+	errShutdown   = errors.New("closed by the proxy")
+)
+
+// connState is where a connection is on its way to closed. It only moves forward (see
+// conn.advance):
+//
+//	open → draining → ending → closed
+//
+// draining is set by Proxy.drain, ending by conn.stop with the cause, and closed when both
+// sockets are closed. A state may be skipped.
+type connState int32
+
+const (
+	stateOpen     connState = iota
+	stateDraining           // no new request is read; the last answer ends the connection
+	stateEnding             // a cause is recorded: the last frames are being written
+	stateClosed             // both sockets are closed
 )
 
 // protocolError is a malformed frame from a client: the connection is answered with a
@@ -54,8 +74,8 @@ func (e *protocolError) Error() string { return "malformed frame from client: " 
 // conn is one client connection and its node connection. Two goroutines work on it: the
 // request goroutine (serve) reads the client and writes the node, and the response
 // goroutine (responses) reads the node and writes the client. Each owns its reader, its
-// writer and its scratch buffers; they share only the stream table, the atomics and, while
-// the connection ends, the fields that the atomics publish.
+// writer and its scratch buffers; they share only the stream table, the atomics, and the
+// state and cause of the connection's end (see stop).
 type conn struct {
 	p      *Proxy
 	group  *group
@@ -99,18 +119,17 @@ type conn struct {
 	// doneQ are the traced responses written to toClient since its last flush.
 	doneQ []tracing.Ticket
 
-	// Ending. The request goroutine sets bad, then clientDone; the response goroutine sets
-	// nodeFailed. closed is set by closeAll.
-	draining   atomic.Bool
-	clientDone atomic.Bool
-	nodeFailed atomic.Bool
-	reqExited  atomic.Bool
-	closed     atomic.Bool
-	bad        *protocolError
-	reqDone    chan struct{} // closed when the request goroutine stops reading
-	respDone   chan struct{} // closed when the response goroutine ends
-	mu         sync.Mutex    // serialises closeAll with setting node
-	loopState                // the event loop's, once the connection moved to one
+	// Ending: see "Ending a connection" in the package doc. state is a connState; it only
+	// moves forward, by compare-and-swap, so that the frame loops and the event loop read
+	// it without mu. cause is written under mu before state becomes stateEnding.
+	state    atomic.Int32
+	cause    error
+	reqDone  chan struct{} // closed when the request goroutine stops reading
+	respDone chan struct{} // closed when the response goroutine ends
+	// mu serialises the changes of state and their effect on the sockets with setting node
+	// and with toLoop.
+	mu        sync.Mutex
+	loopState // the event loop's, once the connection moved to one
 }
 
 func (p *Proxy) newConn(nc net.Conn, g *group) *conn {
@@ -178,33 +197,105 @@ func (c *conn) serve(ctx context.Context) {
 	c.startGoroutinePath()
 	go c.responses()
 	err := c.requests()
-	c.reqExited.Store(true)
 	close(c.reqDone)
+	c.requestsEnded(err)
+	<-c.respDone
+}
+
+// requestsEnded stops the connection for the reason the request loop ended with err,
+// unless it is a drained read with requests still in flight: then the response goroutine
+// stops it after the last answer.
+func (c *conn) requestsEnded(err error) {
+	var pe *protocolError
 	switch {
-	case c.nodeFailed.Load():
-		// The response goroutine stopped us to answer the requests in flight.
-	case errors.Is(err, errNodeWrite):
-		// The node connection broke; its reader sees it and answers the requests in flight.
-		c.node.Close()
-	case c.draining.Load() && isTimeout(err):
+	case c.getState() >= stateEnding:
+		// Stopped by the response goroutine or the proxy: that cause stands.
+	case isTimeout(err) && c.getState() == stateDraining:
+		// reqDone is closed before this check, and the response goroutine checks reqDone
+		// after taking a stream: one of the two sees the last answer.
 		if c.streams.len() == 0 {
-			c.closeAll()
+			c.stop(errDrained)
 		}
+	case errors.As(err, &pe):
+		c.log.Warn().Str("error", pe.msg).Msg("malformed frame from client: closing its connection")
+		c.stop(pe)
+	case errors.Is(err, errNodeWrite):
+		c.stop(err)
 	default:
-		var pe *protocolError
-		if errors.As(err, &pe) {
-			c.bad = pe
-			c.log.Warn().Str("error", pe.msg).Msg("malformed frame from client: closing its connection")
-			// The response goroutine may be blocked writing to a client that does not
-			// read: its last frames get errWriteTimeout, as on the event loop.
-			c.client.SetWriteDeadline(time.Now().Add(errWriteTimeout))
-		} else if !isClosed(err) {
+		if !isClosed(err) {
 			c.log.Debug().Err(err).Msg("client read")
 		}
-		c.clientDone.Store(true)
+		c.stop(fmt.Errorf("%w: %w", errClientGone, err))
+	}
+}
+
+// getState returns the connection's state.
+func (c *conn) getState() connState { return connState(c.state.Load()) }
+
+// draining reports whether the connection reads no new requests: it is draining, ending
+// or closed.
+func (c *conn) draining() bool { return c.getState() >= stateDraining }
+
+// advance moves the state forward to s, and reports whether it moved: it does not when the
+// connection already is at s or beyond.
+func (c *conn) advance(s connState) bool {
+	for {
+		old := c.state.Load()
+		if connState(old) >= s {
+			return false
+		}
+		if c.state.CompareAndSwap(old, int32(s)) {
+			return true
+		}
+	}
+}
+
+// stop ends a connection on the goroutine path for cause, from any goroutine; the first
+// cause stands, a later one is dropped. It wakes both goroutines: the request goroutine's
+// read of the client fails at once, and so does the response goroutine's read of the node,
+// which is closed (nothing more goes to it). The response goroutine then writes the last
+// frames and closes the connection: see close.
+func (c *conn) stop(cause error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.inLoop() || c.getState() >= stateEnding {
+		return
+	}
+	c.cause = cause
+	c.advance(stateEnding)
+	if c.node != nil {
 		c.node.Close()
 	}
-	<-c.respDone
+	c.client.SetReadDeadline(time.Unix(1, 0))
+	if cause != errDrained {
+		// The response goroutine may be blocked writing to a client that does not read:
+		// the last frames get errWriteTimeout, as on the event loop.
+		c.client.SetWriteDeadline(time.Now().Add(errWriteTimeout))
+	}
+}
+
+// close is the goroutine path's one close path, run by the response goroutine once both
+// loops have stopped: it writes what the cause calls for after what is queued for the
+// client (a ProtocolError for a malformed client frame; a Server error for each request in
+// flight when the node was lost or could not be written), then closes both sockets.
+func (c *conn) close() {
+	<-c.reqDone
+	c.mu.Lock()
+	cause := c.cause
+	closed := c.getState() == stateClosed
+	c.mu.Unlock()
+	if !closed {
+		c.client.SetWriteDeadline(time.Now().Add(errWriteTimeout))
+		var pe *protocolError
+		switch {
+		case errors.As(cause, &pe):
+			c.writeError(pe.stream, cql.ErrCodeProtocol, pe.msg)
+		case errors.Is(cause, errNodeLost) || errors.Is(cause, errNodeWrite):
+			c.nodeLost(cause)
+		}
+		c.toClient.flush()
+	}
+	c.closeAll()
 }
 
 // finish releases what the connection holds once both goroutines have ended.
@@ -216,30 +307,37 @@ func (c *conn) finish() {
 	c.p.unregister(c)
 }
 
-// closeAll closes both connections, once. It is safe for concurrent use.
+// closeAll closes both sockets at once, if they are not closed yet; a connection in a loop
+// is closed by its loop. It is safe for concurrent use.
 func (c *conn) closeAll() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed.Load() {
+	if c.getState() == stateClosed {
 		return
 	}
 	if c.inLoop() {
 		c.postLoop(cmdClose)
 		return
 	}
-	c.closed.Store(true)
+	if c.getState() < stateEnding {
+		c.cause = errShutdown
+	}
+	c.advance(stateClosed)
 	c.client.Close()
 	if c.node != nil {
 		c.node.Close()
 	}
 }
 
-// drain stops the request goroutine: requests already read are answered, new ones are not
-// read. The connection closes when its last request in flight is answered.
+// drain stops reading the client: requests already read are answered, new ones are not
+// read. The connection closes when its last request in flight is answered. It is safe for
+// concurrent use.
 func (c *conn) drain() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.draining.Store(true)
+	if !c.advance(stateDraining) {
+		return
+	}
 	if c.inLoop() {
 		c.postLoop(cmdDrain)
 		return
@@ -280,7 +378,7 @@ func (c *conn) open(ctx context.Context) error {
 	}
 	setNoDelay(nc)
 	c.mu.Lock()
-	closed := c.closed.Load()
+	closed := c.getState() >= stateEnding
 	if !closed {
 		c.node = nc
 	}
@@ -741,48 +839,46 @@ func (c *conn) startup(body []byte) {
 	c.comp.Store(i)
 }
 
-// responses is the response goroutine: it forwards the node's frames to the client, and when
-// the node connection fails it answers every request in flight with an error and closes the
-// client connection.
+// responses is the response goroutine: it forwards the node's frames to the client until
+// the response loop ends, stops the connection for that reason unless it was stopped
+// already, and closes it.
 func (c *conn) responses() {
 	defer close(c.respDone)
 	err := c.forwardResponses()
 	switch {
 	case err == nil:
-		// Drained: the last request in flight was answered and the connection closed.
-	case c.closed.Load() || c.clientDone.Load() || errors.Is(err, errClientGone):
-		if bad := c.bad; bad != nil && c.clientDone.Load() && !c.closed.Load() {
-			c.client.SetWriteDeadline(time.Now().Add(errWriteTimeout))
-			c.writeError(bad.stream, cql.ErrCodeProtocol, bad.msg)
-			c.toClient.flush()
-		}
-		c.closeAll()
+		c.stop(errDrained)
+	case errors.Is(err, errClientGone):
+		c.stop(err)
 	default:
-		c.nodeLost(err)
+		c.stop(fmt.Errorf("%w: %w", errNodeLost, err))
 	}
+	c.close()
 }
 
-// nodeLost answers the requests in flight after the node connection failed, and closes the
-// client connection.
-func (c *conn) nodeLost(err error) {
-	c.nodeFailed.Store(true)
+// nodeLost queues an error for each request in flight once the node connection failed
+// for cause. The request goroutine has stopped, so that set is final.
+func (c *conn) nodeLost(cause error) {
 	c.p.nodeFailures.Add(1)
-	c.node.Close()
-	// Stop the request goroutine so that the set of requests in flight is final.
-	c.client.SetReadDeadline(time.Unix(1, 0))
-	<-c.reqDone
 	c.lost = c.streams.takeAll(c.lost[:0])
-	c.log.Warn().Err(err).Str("node", c.nodeAddr.String()).Int("in_flight", len(c.lost)).
+	c.log.Warn().Err(cause).Str("node", c.nodeAddr.String()).Int("in_flight", len(c.lost)).
 		Msg("node connection lost: failing the requests in flight and closing the client connection")
 	msg := fmt.Sprintf("tracecar: connection to node %s lost", c.p.cfg.NodeAddr)
-	c.client.SetWriteDeadline(time.Now().Add(errWriteTimeout))
 	for _, r := range c.lost {
 		if c.writeError(r.stream, cql.ErrCodeServer, msg) != nil {
 			break
 		}
 	}
-	c.toClient.flush()
-	c.closeAll()
+}
+
+// requestsStopped reports whether the request goroutine has stopped reading.
+func (c *conn) requestsStopped() bool {
+	select {
+	case <-c.reqDone:
+		return true
+	default:
+		return false
+	}
 }
 
 // forwardResponses is the response loop. It returns nil when the connection was drained,
@@ -853,7 +949,7 @@ func (c *conn) forwardResponses() error {
 			}
 		}
 		c.queued(req, arrived)
-		drained := left == 0 && c.draining.Load() && c.reqExited.Load()
+		drained := left == 0 && c.draining() && c.requestsStopped()
 		if err == nil && (drained || !frameReady(r)) {
 			if err = c.toClient.flush(); err == nil {
 				c.wrote(c.doneQ, true)
@@ -867,7 +963,6 @@ func (c *conn) forwardResponses() error {
 			return err // the node went away in the middle of a frame
 		}
 		if drained {
-			c.closeAll()
 			return nil
 		}
 	}

@@ -135,10 +135,9 @@ func (c *conn) rewriteSupported(frame []byte) []byte {
 // reads nothing: that is the backpressure. It gives up when the connection closes, its
 // node connection fails, or the proxy drains.
 func (c *conn) readWhole(r *bufio.Reader, n int) ([]byte, error) {
-	stop := func() bool { return c.closed.Load() || c.nodeFailed.Load() || c.draining.Load() }
-	if !c.p.held.acquire(int64(n), stop) {
-		if c.draining.Load() {
-			return c.reqBuf, os.ErrDeadlineExceeded // as a drained read: see serve
+	if !c.p.held.acquire(int64(n), c.draining) {
+		if c.getState() == stateDraining {
+			return c.reqBuf, os.ErrDeadlineExceeded // as a drained read: see requestsEnded
 		}
 		return c.reqBuf, errClientGone
 	}

@@ -201,7 +201,7 @@ func (c *conn) toLoop() bool {
 	// or post to the loop after.
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed.Load() {
+	if c.getState() >= stateEnding {
 		return false
 	}
 	cfd, err := dupFD(c.client)
@@ -382,7 +382,7 @@ func (l *loop) add(c *conn) {
 		}
 		l.sides[int32(s.fd)] = s
 	}
-	if c.draining.Load() {
+	if c.draining() {
 		l.drain(c)
 	}
 	if len(cs.pend) > 0 && !c.loopClosed {
@@ -522,7 +522,7 @@ func (l *loop) frames(s *side, data []byte) {
 			inc(&c.counters.bytesOut, uint64(len(f)))
 			out = append(out, f...)
 			c.queued(req, arrived)
-			if left == 0 && c.draining.Load() {
+			if left == 0 && c.draining() {
 				drained = true
 			}
 		}
@@ -631,12 +631,12 @@ func (l *loop) writeOut(d *side) {
 	case c.loopLast:
 		l.close(c)
 		return
-	case d.client && c.draining.Load() && c.streams.len() == 0:
+	case d.client && c.draining() && c.streams.len() == 0:
 		l.close(c)
 		return
 	}
 	src := d.peer
-	if src.paused && !src.budgetWait && !(src.client && c.draining.Load()) {
+	if src.paused && !src.budgetWait && !(src.client && c.draining()) {
 		src.paused = false
 		l.setEvents(src)
 	}
@@ -749,7 +749,7 @@ func (l *loop) retryBudget() {
 	for _, s := range l.waiting {
 		c := s.c
 		switch {
-		case c.loopClosed || c.loopLast || c.draining.Load():
+		case c.loopClosed || c.loopLast || c.draining():
 			s.budgetWait = false
 		case c.p.held.tryAcquire(int64(s.need)):
 			s.held, s.budgetWait = s.need, false
@@ -807,7 +807,7 @@ func (l *loop) close(c *conn) {
 			s.held = 0
 		}
 	}
-	c.closed.Store(true)
+	c.advance(stateClosed)
 	close(c.loopDone)
 	// The loop never gives up its P by itself (see wait), so a goroutine it readies could
 	// wait in that P's run queue until another P steals it: yield, so that the

@@ -58,6 +58,39 @@
 // error for each request in flight when the node connection fails, or cannot be written)
 // all lead there, and it closes both sockets and releases the connection's goroutine in
 // serve. Proxy.drain and closeAll from other goroutines post a command to the loop.
+//
+// On the goroutine path a connection is a state machine, conn.state, that only moves
+// forward, by compare-and-swap, so that the frame loops read it with one atomic load:
+//
+//	open → draining → ending → closed
+//
+// Any state may be skipped: a connection ends without draining, and closeAll goes straight
+// to closed.
+//
+//   - draining (conn.drain): the client's read deadline is set in the past, so the request
+//     goroutine forwards what its reader holds and stops; the connection ends with cause
+//     "drained" when the last request in flight is answered, seen by whichever goroutine
+//     comes last (the request goroutine when nothing is in flight as it stops; else the
+//     response goroutine once it answers the last one).
+//   - ending (conn.stop, from either goroutine): the first cause stands; it is a client EOF
+//     or read error, a malformed client frame (with its ProtocolError), a failed node read
+//     (node lost) or write, a client write error, or drained. stop closes the node socket,
+//     which ends the response goroutine's read and stops forwarding, and sets the client's
+//     read deadline in the past, which ends the request goroutine's; the client's write
+//     deadline is set to errWriteTimeout, so that no last frame waits on a client that does
+//     not read.
+//   - closed (conn.close, the one close path, on the response goroutine once the request
+//     goroutine has stopped, so the set of requests in flight is final): it writes after
+//     what is queued for the client what the cause calls for (the ProtocolError for a
+//     malformed frame; a Server error for each request in flight when the node was lost or
+//     could not be written), then closes both sockets. closeAll skips to closed at once.
+//
+// The cause is a field written under conn.mu rather than a context: the goroutines block
+// in reads, which a context cannot interrupt, and each wakes from its socket (closed, or a
+// deadline in the past) anyway. conn.mu also serialises these steps with setting the node
+// socket and with the move to a loop (toLoop), so that drain and closeAll either act on the
+// goroutine path or post to the loop; the loop sets closed in loop.close, and reads
+// draining.
 package sidecar
 
 import (
