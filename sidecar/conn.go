@@ -847,7 +847,7 @@ func (c *conn) statResponseBody(h cql.Header, frame []byte, t statements.Ticket)
 		if cap(c.respBody) < statements.RowsPrefix {
 			c.respBody = make([]byte, 0, statements.RowsPrefix)
 		}
-		return statements.LZ4Prefix(c.respBody, body, statements.RowsPrefix)
+		return cql.LZ4Prefix(c.respBody, body, statements.RowsPrefix)
 	}
 	var err error
 	if c.respBody, err = comp.Decompress(c.respBody[:0], body); err != nil {
