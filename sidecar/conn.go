@@ -84,8 +84,13 @@ type conn struct {
 	reqBuf  []byte // frames larger than cr's buffer
 	reqBody []byte // decompressed request bodies
 	// inspected is the body inspect read for the current frame (aliasing the frame or
-	// reqBody), or nil.
-	inspected []byte
+	// reqBody), or nil when it cannot be read; inspectedAll says inspect read it, so that
+	// statBody does not decompress it again. A compressed QUERY whose first word is not
+	// SELECT or USE is not read whole: inspect decompresses only its start into
+	// reqPrefix.
+	inspected    []byte
+	inspectedAll bool
+	reqPrefix    [queryPrefix]byte
 
 	// Response goroutine (the request goroutine until the node is dialled).
 	nr       *bufio.Reader
@@ -568,9 +573,10 @@ func (c *conn) readsBody(op cql.Opcode) bool {
 }
 
 // statBody returns the body of a request for statement statistics: the one inspect has
-// decompressed for a QUERY or PREPARE, or the frame's own.
+// read for a QUERY or PREPARE, or the frame's own, decompressed here when inspect read only
+// its start.
 func (c *conn) statBody(h cql.Header, frame []byte) []byte {
-	if c.inspected != nil && (h.Opcode == cql.OpQuery || h.Opcode == cql.OpPrepare) {
+	if c.inspectedAll && (h.Opcode == cql.OpQuery || h.Opcode == cql.OpPrepare) {
 		return c.inspected
 	}
 	return c.requestBody(h, frame)
@@ -583,7 +589,7 @@ const maxKeptBuffer = 1 << 20
 // inspect reads what the proxy needs from a request: the compression of a STARTUP, and
 // whether a QUERY, PREPARE or EXECUTE reads system.local or system.peers.
 func (c *conn) inspect(h cql.Header, frame []byte) (rewriteKind, *tracing.Statement, string) {
-	c.inspected = nil
+	c.inspected, c.inspectedAll = nil, false
 	switch h.Opcode {
 	case cql.OpStartup:
 		c.startup(frame[cql.HeaderSize:])
@@ -594,8 +600,11 @@ func (c *conn) inspect(h cql.Header, frame []byte) (rewriteKind, *tracing.Statem
 			c.authResponse(h, frame)
 		}
 	case cql.OpQuery, cql.OpPrepare:
+		if h.Opcode == cql.OpQuery && h.Flags&cql.FlagCompression != 0 && !c.maySelect(h, frame) {
+			return kindNone, nil, ""
+		}
 		body := c.requestBody(h, frame)
-		c.inspected = body
+		c.inspected, c.inspectedAll = body, true
 		if len(body) < 4 {
 			return kindNone, nil, ""
 		}
@@ -615,6 +624,47 @@ func (c *conn) inspect(h cql.Header, frame []byte) (rewriteKind, *tracing.Statem
 		return c.inspectExecute(h, frame)
 	}
 	return kindNone, nil, ""
+}
+
+// queryPrefix is how much of a compressed QUERY body maySelect decompresses: the [long
+// string] length of the statement, then room for leading spaces or a short comment and
+// the first word.
+const queryPrefix = 128
+
+// maySelect reports whether a compressed QUERY may read a system table or be a USE: whether
+// its statement's first word, read from the start of the body alone, is SELECT or USE, or
+// lies beyond that start. A body whose start cannot be read does not (the node answers it);
+// one with a custom payload before the statement may, and is read whole.
+func (c *conn) maySelect(h cql.Header, frame []byte) bool {
+	if h.Flags&cql.FlagCustomPayload != 0 {
+		return true
+	}
+	body := frame[cql.HeaderSize:]
+	var p []byte
+	switch c.comp.Load() {
+	case 1:
+		p = cql.LZ4Prefix(c.reqPrefix[:0], body, queryPrefix)
+	case 2:
+		p = cql.SnappyPrefix(c.reqPrefix[:0], body, queryPrefix)
+	}
+	if len(p) < 4 {
+		return false
+	}
+	n := int(int32(binary.BigEndian.Uint32(p)))
+	if n < 0 {
+		return false
+	}
+	q := p[4:]
+	cut := n > len(q) // the statement goes on beyond the prefix
+	if !cut {
+		q = q[:n]
+	}
+	s, e := nextToken(q, 0)
+	if cut && e == len(q) {
+		return true // the first word, or a comment before it, is cut: read it all
+	}
+	t := q[s:e]
+	return equalWord(t, "select") || equalWord(t, "use")
 }
 
 // authResponse takes the username from a SASL PLAIN AUTH_RESPONSE ("authzid NUL authcid

@@ -1,0 +1,211 @@
+package sidecar
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/tracecar/tracecar/cql"
+	"github.com/tracecar/tracecar/statements"
+	"github.com/tracecar/tracecar/tracing"
+)
+
+// insertQuery is an INSERT of about size bytes of text that compresses as real values do
+// (a JSON-like payload, about 2:1), neither as a run of one byte nor as random bytes.
+func insertQuery(size int) string {
+	var b strings.Builder
+	b.WriteString("INSERT INTO ks.events (id, at, payload) VALUES (7f3c2a10-0d6e-11ef-9a2b-0242ac120002, '2026-12-01 01:00:00', '")
+	x := uint32(2463534242)
+	for b.Len() < size-3 {
+		x ^= x << 13
+		x ^= x >> 17
+		x ^= x << 5
+		fmt.Fprintf(&b, `{"user":"u%d","event":"view","n":%d},`, x%5000, x>>20)
+	}
+	b.WriteString("')")
+	return b.String()
+}
+
+// compressedFrame is a QUERY frame of q compressed with comp.
+func compressedFrame(tb testing.TB, q string, comp cql.Compressor) []byte {
+	tb.Helper()
+	f, err := cql.AppendFrameCompressed(nil, cql.Header{Version: cql.V4, Stream: 1},
+		cql.Query{Query: q, Params: cql.QueryParams{Consistency: cql.One}}, comp)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return f
+}
+
+// BenchmarkRequestCompressedInsert is conn.request on a compressed INSERT QUERY of about
+// 1 KiB, tracing and statement statistics off: the rewrite has no use for its body. "none"
+// is the same INSERT uncompressed, for reference.
+func BenchmarkRequestCompressedInsert(b *testing.B) {
+	for i, comp := range []cql.Compressor{nil, cql.LZ4{}, cql.Snappy{}} {
+		name := "none"
+		if comp != nil {
+			name = comp.Name()
+		}
+		b.Run(name, func(b *testing.B) {
+			c := fuzzConn(int32(i))
+			f := frame(cql.V4, 0, 1, cql.OpQuery, queryBody(insertQuery(1024)))
+			if comp != nil {
+				f = compressedFrame(b, insertQuery(1024), comp)
+			}
+			h, err := cql.ParseHeader(f)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(len(f)))
+			b.ReportAllocs()
+			for b.Loop() {
+				c.request(h, f, len(f))
+				c.streams.take(h.Stream)
+			}
+		})
+	}
+}
+
+// countingCompressor counts the full decompressions of the compressor it wraps.
+type countingCompressor struct {
+	cql.Compressor
+	full int
+}
+
+func (c *countingCompressor) Decompress(dst, src []byte) ([]byte, error) {
+	c.full++
+	return c.Compressor.Decompress(dst, src)
+}
+
+// countDecompressions makes compressors[i] count its full decompressions for the test.
+func countDecompressions(t *testing.T, i int) *countingCompressor {
+	t.Helper()
+	orig := compressors[i]
+	cc := &countingCompressor{Compressor: orig}
+	compressors[i] = cc
+	t.Cleanup(func() { compressors[i] = orig })
+	return cc
+}
+
+// longSelect is a SELECT of system.peers_v2 whose FROM lies far beyond queryPrefix.
+func longSelect() string {
+	var b strings.Builder
+	b.WriteString("SELECT ")
+	for i := range 60 {
+		fmt.Fprintf(&b, "column_%d, ", i)
+	}
+	b.WriteString("peer FROM system.peers_v2")
+	return b.String()
+}
+
+// longComment is a comment longer than queryPrefix, before a statement's first word.
+var longComment = "/* " + strings.Repeat("a comment that hides the first word ", 6) + "*/\n  "
+
+func TestCompressedQueryDecompressedOnlyWhenNeeded(t *testing.T) {
+	tests := []struct {
+		name string
+		q    string
+		kind rewriteKind
+		full int // full decompressions by inspect and statBody, statistics off
+	}{
+		{"insert", insertQuery(1024), kindNone, 0},
+		{"short insert", "INSERT INTO ks.t (k) VALUES (1)", kindNone, 0},
+		{"update", "  update ks.t SET v = 1 WHERE k = 2", kindNone, 0},
+		{"delete after comment", "-- clean up\nDELETE FROM ks.t WHERE k = 1", kindNone, 0},
+		{"batch", "BEGIN BATCH INSERT INTO ks.t (k) VALUES (1); APPLY BATCH", kindNone, 0},
+		{"create", "CREATE TABLE ks.t (k int PRIMARY KEY)", kindNone, 0},
+		{"select word cut", "selectx * FROM system.local", kindNone, 0},
+		{"select user table", "SELECT * FROM ks.t WHERE k = 1", kindNone, 1},
+		{"select local", "SELECT * FROM system.local WHERE key = 'local'", kindLocal, 1},
+		{"use", "USE system", kindUse, 1},
+		{"long select", longSelect(), kindPeersV2, 1},
+		// A first word beyond the prefix is not guessed: the body is read whole.
+		{"insert after long comment", longComment + insertQuery(300), kindNone, 1},
+		{"select after long comment", longComment + "SELECT * FROM system.local", kindLocal, 1},
+	}
+	for i, comp := range []cql.Compressor{cql.LZ4{}, cql.Snappy{}} {
+		t.Run(comp.Name(), func(t *testing.T) {
+			cc := countDecompressions(t, i+1)
+			c := fuzzConn(int32(i + 1))
+			for _, tt := range tests {
+				f := compressedFrame(t, tt.q, comp)
+				h, err := cql.ParseHeader(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cc.full = 0
+				c.request(h, f, len(f))
+				req, ok, _ := c.streams.take(h.Stream)
+				if !ok || req.kind != tt.kind {
+					t.Errorf("%s: kind %#x (in flight %v); want %#x", tt.name, req.kind, ok, tt.kind)
+				}
+				if cc.full != tt.full {
+					t.Errorf("%s: %d full decompressions; want %d", tt.name, cc.full, tt.full)
+				}
+			}
+		})
+	}
+}
+
+// TestCorruptCompressedQuery: a QUERY whose compressed start cannot be read is left to the
+// node, without a full decompression.
+func TestCorruptCompressedQuery(t *testing.T) {
+	for i, comp := range []cql.Compressor{cql.LZ4{}, cql.Snappy{}} {
+		t.Run(comp.Name(), func(t *testing.T) {
+			cc := countDecompressions(t, i+1)
+			c := fuzzConn(int32(i + 1))
+			f := compressedFrame(t, "SELECT * FROM system.local", comp)
+			cut := f[:cql.HeaderSize+6]
+			cql.SetBodyLength(cut, 6)
+			garbage := append(cql.AppendHeader(nil, cql.Header{Version: cql.V4, Flags: cql.FlagCompression, Stream: 1, Opcode: cql.OpQuery, Length: 4}), 0xff, 0xff, 0xff, 0xff)
+			for _, f := range [][]byte{cut, garbage} {
+				h, err := cql.ParseHeader(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if k, _, _ := c.inspect(h, f); k != kindNone || cc.full != 0 {
+					t.Errorf("% x: kind %#x after %d full decompressions; want none after none", f, k, cc.full)
+				}
+			}
+		})
+	}
+}
+
+// TestStatisticsGetWholeCompressedBody: with statement statistics on, a compressed INSERT
+// is decompressed once, for the statistics, and a SELECT or a PREPARE once, shared by the
+// rewrite and the statistics; the statistics see the whole statement.
+func TestStatisticsGetWholeCompressedBody(t *testing.T) {
+	for i, comp := range []cql.Compressor{cql.LZ4{}, cql.Snappy{}} {
+		t.Run(comp.Name(), func(t *testing.T) {
+			cc := countDecompressions(t, i+1)
+			st := statements.New(statements.Options{})
+			st.SetEnabled(true)
+			c := fuzzConn(int32(i + 1))
+			c.p = New(Config{NodeAddr: "127.0.0.1:9042", Statements: st}, nil)
+			prepare, err := cql.AppendFrameCompressed(nil, cql.Header{Version: cql.V4, Stream: 1},
+				cql.Prepare{Query: "SELECT * FROM system.peers WHERE peer = ?"}, comp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range [][]byte{compressedFrame(t, insertQuery(1024), comp), compressedFrame(t, "SELECT * FROM system.local", comp), prepare} {
+				h, _ := cql.ParseHeader(f)
+				cc.full = 0
+				c.request(h, f, len(f))
+				if cc.full != 1 {
+					t.Errorf("%s of %d bytes: %d full decompressions; want 1", h.Opcode, len(f), cc.full)
+				}
+				req, _, _ := c.streams.take(h.Stream)
+				resp := frame(cql.ResponseBit|cql.V4, 0, h.Stream, cql.OpResult, voidBody())
+				rh, _ := cql.ParseHeader(resp)
+				st.Response(req.stat, rh, voidBody(), tracing.Now())
+			}
+			got := map[string]uint64{}
+			for _, s := range st.List("calls", 0, false) {
+				got[s.Table] += s.Calls
+			}
+			if got["events"] != 1 || got["local"] != 1 {
+				t.Errorf("statistics by table %v; want events and local counted once each", got)
+			}
+		})
+	}
+}
