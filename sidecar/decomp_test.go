@@ -40,7 +40,20 @@ func compressedFrame(tb testing.TB, q string, comp cql.Compressor) []byte {
 // BenchmarkRequestCompressedInsert is conn.request on a compressed INSERT QUERY of about
 // 1 KiB, tracing and statement statistics off: the rewrite has no use for its body. "none"
 // is the same INSERT uncompressed, for reference.
-func BenchmarkRequestCompressedInsert(b *testing.B) {
+func BenchmarkRequestCompressedInsert(b *testing.B) { benchRequest(b, insertQuery(1024)) }
+
+// BenchmarkRequestCompressedSelect is conn.request on a compressed SELECT of a user table
+// of about 1 KiB (a long IN list): the rewrite reads it whole, after its start.
+func BenchmarkRequestCompressedSelect(b *testing.B) {
+	q := "SELECT payload FROM ks.events WHERE id IN ("
+	for i := 0; len(q) < 1000; i++ {
+		q += fmt.Sprintf("7f3c2a10-0d6e-11ef-9a2b-0242ac12%04x, ", i)
+	}
+	benchRequest(b, q+"7f3c2a10-0d6e-11ef-9a2b-0242ac120002)")
+}
+
+// benchRequest is conn.request on a QUERY of q, uncompressed and with each compression.
+func benchRequest(b *testing.B, q string) {
 	for i, comp := range []cql.Compressor{nil, cql.LZ4{}, cql.Snappy{}} {
 		name := "none"
 		if comp != nil {
@@ -48,9 +61,9 @@ func BenchmarkRequestCompressedInsert(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			c := fuzzConn(int32(i))
-			f := frame(cql.V4, 0, 1, cql.OpQuery, queryBody(insertQuery(1024)))
+			f := frame(cql.V4, 0, 1, cql.OpQuery, queryBody(q))
 			if comp != nil {
-				f = compressedFrame(b, insertQuery(1024), comp)
+				f = compressedFrame(b, q, comp)
 			}
 			h, err := cql.ParseHeader(f)
 			if err != nil {
