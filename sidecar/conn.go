@@ -85,9 +85,9 @@ type conn struct {
 	reqBody []byte // decompressed request bodies
 	// inspected is the body inspect read for the current frame (aliasing the frame or
 	// reqBody), or nil when it cannot be read; inspectedAll says inspect read it, so that
-	// statBody does not decompress it again. A compressed QUERY whose first word is not
-	// SELECT or USE is not read whole: inspect decompresses only its start into
-	// reqPrefix.
+	// statBody does not decompress it again. A compressed QUERY is read whole only when
+	// the start of its body, decompressed into reqPrefix, does not say whether it reads a
+	// system table.
 	inspected    []byte
 	inspectedAll bool
 	reqPrefix    [queryPrefix]byte
@@ -600,8 +600,10 @@ func (c *conn) inspect(h cql.Header, frame []byte) (rewriteKind, *tracing.Statem
 			c.authResponse(h, frame)
 		}
 	case cql.OpQuery, cql.OpPrepare:
-		if h.Opcode == cql.OpQuery && h.Flags&cql.FlagCompression != 0 && !c.maySelect(h, frame) {
-			return kindNone, nil, ""
+		if h.Opcode == cql.OpQuery && h.Flags&cql.FlagCompression != 0 {
+			if k, known := c.queryStart(h, frame); known {
+				return k, nil, ""
+			}
 		}
 		body := c.requestBody(h, frame)
 		c.inspected, c.inspectedAll = body, true
@@ -626,18 +628,18 @@ func (c *conn) inspect(h cql.Header, frame []byte) (rewriteKind, *tracing.Statem
 	return kindNone, nil, ""
 }
 
-// queryPrefix is how much of a compressed QUERY body maySelect decompresses: the [long
-// string] length of the statement, then room for leading spaces or a short comment and
-// the first word.
+// queryPrefix is how much of a compressed QUERY body inspect decompresses first: the
+// [long string] length of the statement, then room for its first words, up to the table
+// after the FROM of most SELECTs.
 const queryPrefix = 128
 
-// maySelect reports whether a compressed QUERY may read a system table or be a USE: whether
-// its statement's first word, read from the start of the body alone, is SELECT or USE, or
-// lies beyond that start. A body whose start cannot be read does not (the node answers it);
-// one with a custom payload before the statement may, and is read whole.
-func (c *conn) maySelect(h cql.Header, frame []byte) bool {
+// queryStart reads what the rewrite needs from the start of a compressed QUERY body: known
+// is false when the answer lies beyond it (a SELECT whose table is named further on, a
+// comment longer than the start, a custom payload before the statement), and the body must
+// be read whole. A body whose start cannot be read is left to the node: kindNone.
+func (c *conn) queryStart(h cql.Header, frame []byte) (k rewriteKind, known bool) {
 	if h.Flags&cql.FlagCustomPayload != 0 {
-		return true
+		return kindNone, false
 	}
 	body := frame[cql.HeaderSize:]
 	var p []byte
@@ -648,23 +650,16 @@ func (c *conn) maySelect(h cql.Header, frame []byte) bool {
 		p = cql.SnappyPrefix(c.reqPrefix[:0], body, queryPrefix)
 	}
 	if len(p) < 4 {
-		return false
+		return kindNone, true
 	}
 	n := int(int32(binary.BigEndian.Uint32(p)))
 	if n < 0 {
-		return false
+		return kindNone, true
 	}
-	q := p[4:]
-	cut := n > len(q) // the statement goes on beyond the prefix
-	if !cut {
-		q = q[:n]
+	if q := p[4:]; n <= len(q) {
+		return statementTable(q[:n], c.inSystem.Load()), true
 	}
-	s, e := nextToken(q, 0)
-	if cut && e == len(q) {
-		return true // the first word, or a comment before it, is cut: read it all
-	}
-	t := q[s:e]
-	return equalWord(t, "select") || equalWord(t, "use")
+	return statementStart(p[4:], c.inSystem.Load(), true)
 }
 
 // authResponse takes the username from a SASL PLAIN AUTH_RESPONSE ("authzid NUL authcid

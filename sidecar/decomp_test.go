@@ -128,11 +128,16 @@ func TestCompressedQueryDecompressedOnlyWhenNeeded(t *testing.T) {
 		{"batch", "BEGIN BATCH INSERT INTO ks.t (k) VALUES (1); APPLY BATCH", kindNone, 0},
 		{"create", "CREATE TABLE ks.t (k int PRIMARY KEY)", kindNone, 0},
 		{"select word cut", "selectx * FROM system.local", kindNone, 0},
-		{"select user table", "SELECT * FROM ks.t WHERE k = 1", kindNone, 1},
-		{"select local", "SELECT * FROM system.local WHERE key = 'local'", kindLocal, 1},
-		{"use", "USE system", kindUse, 1},
+		// A SELECT whose table is named in the start of the body is read from it alone.
+		{"select user table", "SELECT * FROM ks.t WHERE k = 1", kindNone, 0},
+		{"select user table, long", "SELECT * FROM ks.t WHERE k IN (" + strings.Repeat("1234567, ", 100) + "0)", kindNone, 0},
+		{"select local", "SELECT * FROM system.local WHERE key = 'local'", kindLocal, 0},
+		{"select local after comment", "/* driver */ select peer from system.peers", kindPeers, 0},
+		{"use", "USE system", kindUse, 0},
+		// One whose table comes later is read whole.
 		{"long select", longSelect(), kindPeersV2, 1},
-		// A first word beyond the prefix is not guessed: the body is read whole.
+		{"long select of a user table", longSelect()[:len(longSelect())-len("system.peers_v2")] + "ks.t", kindNone, 1},
+		// A first word beyond the prefix is not guessed either.
 		{"insert after long comment", longComment + insertQuery(300), kindNone, 1},
 		{"select after long comment", longComment + "SELECT * FROM system.local", kindLocal, 1},
 	}
@@ -185,8 +190,8 @@ func TestCorruptCompressedQuery(t *testing.T) {
 }
 
 // TestStatisticsGetWholeCompressedBody: with statement statistics on, a compressed INSERT
-// is decompressed once, for the statistics, and a SELECT or a PREPARE once, shared by the
-// rewrite and the statistics; the statistics see the whole statement.
+// or short SELECT is decompressed once, for the statistics, and a long SELECT or a PREPARE
+// once, shared by the rewrite and the statistics; the statistics see the whole statement.
 func TestStatisticsGetWholeCompressedBody(t *testing.T) {
 	for i, comp := range []cql.Compressor{cql.LZ4{}, cql.Snappy{}} {
 		t.Run(comp.Name(), func(t *testing.T) {
@@ -200,7 +205,7 @@ func TestStatisticsGetWholeCompressedBody(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, f := range [][]byte{compressedFrame(t, insertQuery(1024), comp), compressedFrame(t, "SELECT * FROM system.local", comp), prepare} {
+			for _, f := range [][]byte{compressedFrame(t, insertQuery(1024), comp), compressedFrame(t, "SELECT * FROM system.local", comp), compressedFrame(t, longSelect(), comp), prepare} {
 				h, _ := cql.ParseHeader(f)
 				cc.full = 0
 				c.request(h, f, len(f))
@@ -216,9 +221,84 @@ func TestStatisticsGetWholeCompressedBody(t *testing.T) {
 			for _, s := range st.List("calls", 0, false) {
 				got[s.Table] += s.Calls
 			}
-			if got["events"] != 1 || got["local"] != 1 {
-				t.Errorf("statistics by table %v; want events and local counted once each", got)
+			if got["events"] != 1 || got["local"] != 1 || got["peers_v2"] != 1 {
+				t.Errorf("statistics by table %v; want events, local and peers_v2 counted once each", got)
 			}
 		})
 	}
+}
+
+// TestStatementStart: read from any start of a statement, statementStart either says it
+// does not know, or gives statementTable's answer on the whole statement; on the whole
+// statement it always knows.
+func TestStatementStart(t *testing.T) {
+	queries := []string{
+		"SELECT * FROM system.local WHERE key='local'",
+		"select peer, rpc_address from SYSTEM.PEERS",
+		`SELECT * FROM "system"."local"`,
+		"SELECT * FROM system . local",
+		"SELECT * FROM system.localx",
+		"SELECT * FROM system_schema.keyspaces",
+		"SELECT * FROM ks.t WHERE v = 'system.local'",
+		"SELECT 'it''s' FROM system.peers_v2",
+		"SELECT * FROM ks.t /* system.local */",
+		"SELECT * FROM ks.t WHERE v = $$ from system.peers $$",
+		"SELECT count(*) FROM system.local",
+		"SELECT (a) FROM (system.local)",
+		"/* c */ select\n  peer -- from x\n  from system.peers",
+		"-- a\n// b\nSELECT * FROM peers",
+		"SELECT * FROM local",
+		"SELECT * FROM \"local\"",
+		"SELECT \"from\" FROM ks.t",
+		"use system",
+		"USE \"system\"",
+		"INSERT INTO ks.t (k) VALUES ('system')",
+		"UPDATE ks.t SET v = 'SELECT * FROM system.local' WHERE k = 1",
+		"SELECTfrom FROM system.local",
+		"SELECT * FROM",
+		"SELECT * FROM system.",
+		"",
+		longSelect(),
+		longComment + "SELECT * FROM system.local",
+	}
+	for _, q := range queries {
+		for _, inSystem := range []bool{false, true} {
+			want := statementTable([]byte(q), inSystem)
+			for n := 0; n <= len(q); n++ {
+				got, known := statementStart([]byte(q[:n]), inSystem, n < len(q))
+				if known && got != want {
+					t.Errorf("%q cut at %d (in system %v): %#x; want %#x or unknown", q, n, inSystem, got, want)
+				}
+				if n == len(q) && !known {
+					t.Errorf("%q whole (in system %v): unknown", q, inSystem)
+				}
+			}
+		}
+	}
+	// Known as soon as the table is: the WHERE clause is not needed.
+	q := "SELECT * FROM system.local WHERE key = 'local'"
+	if k, known := statementStart([]byte(q[:len("SELECT * FROM system.local ")]), false, true); !known || k != kindLocal {
+		t.Errorf("table named, WHERE cut: %#x, %v; want local, known", k, known)
+	}
+	if _, known := statementStart([]byte(q[:len("SELECT * FROM system.local")]), false, true); known {
+		t.Errorf("table name at the cut (it may go on, as localx): known")
+	}
+}
+
+// FuzzStatementStart: whatever the statement and wherever it is cut, statementStart knows
+// only statementTable's answer on the whole statement.
+func FuzzStatementStart(f *testing.F) {
+	f.Add("SELECT * FROM system.local WHERE key='local'", uint16(20), false)
+	f.Add("/* c */ select peer -- from x\n from \"system\" . peers", uint16(40), true)
+	f.Add("SELECT 'a''b' FROM $$x$$ peers_v2", uint16(30), true)
+	f.Fuzz(func(t *testing.T, q string, n uint16, inSystem bool) {
+		cut := min(int(n), len(q))
+		got, known := statementStart([]byte(q[:cut]), inSystem, cut < len(q))
+		if want := statementTable([]byte(q), inSystem); known && got != want {
+			t.Fatalf("%q cut at %d: %#x; want %#x or unknown", q, cut, got, want)
+		}
+		if cut == len(q) && !known {
+			t.Fatalf("%q whole: unknown", q)
+		}
+	})
 }

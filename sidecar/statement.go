@@ -23,18 +23,32 @@ const kindUse rewriteKind = 0x40
 // the connection's keyspace is system, for a table named without its keyspace. It does
 // not allocate.
 func statementTable(q []byte, inSystem bool) rewriteKind {
+	k, _ := statementStart(q, inSystem, false)
+	return k
+}
+
+// statementStart is statementTable on q, which is only the start of the statement when
+// cut. Every token that ends before the end of q is the one the whole statement has there,
+// so the answer is known unless it needs a token that reaches the end of a cut q (which may
+// go on beyond it) or lies beyond it: then known is false.
+func statementStart(q []byte, inSystem, cut bool) (k rewriteKind, known bool) {
 	s, e := nextToken(q, 0)
 	switch {
+	case cut && e == len(q):
+		return kindNone, false
 	case equalWord(q[s:e], "use"):
-		return kindUse
+		return kindUse, true
 	case !equalWord(q[s:e], "select"):
-		return kindNone
+		return kindNone, true
 	}
 	depth := 0
-	for i := e; i < len(q); {
+	for i := e; ; {
 		s, e = nextToken(q, i)
-		if s == e {
-			return kindNone
+		switch {
+		case cut && e == len(q):
+			return kindNone, false
+		case s == e:
+			return kindNone, true
 		}
 		i = e
 		switch t := q[s:e]; {
@@ -43,28 +57,34 @@ func statementTable(q []byte, inSystem bool) rewriteKind {
 		case t[0] == ')':
 			depth--
 		case depth == 0 && equalWord(t, "from"):
-			return tableRef(q, e, inSystem)
+			return tableRef(q, e, inSystem, cut)
 		}
 	}
-	return kindNone
 }
 
-// tableRef reads the table reference at i: [keyspace '.'] table.
-func tableRef(q []byte, i int, inSystem bool) rewriteKind {
+// tableRef reads the table reference at i: [keyspace '.'] table. cut is as for
+// statementStart.
+func tableRef(q []byte, i int, inSystem, cut bool) (rewriteKind, bool) {
 	s, e := nextToken(q, i)
 	first := q[s:e]
 	ds, de := nextToken(q, e)
+	if cut && de == len(q) {
+		return kindNone, false
+	}
 	if de-ds == 1 && q[ds] == '.' {
-		ts, te := nextToken(q, de)
 		if !nameIs(first, "system") {
-			return kindNone
+			return kindNone, true
 		}
-		return systemTableName(q[ts:te])
+		ts, te := nextToken(q, de)
+		if cut && te == len(q) {
+			return kindNone, false
+		}
+		return systemTableName(q[ts:te]), true
 	}
 	if !inSystem {
-		return kindNone
+		return kindNone, true
 	}
-	return systemTableName(first)
+	return systemTableName(first), true
 }
 
 func systemTableName(t []byte) rewriteKind {
