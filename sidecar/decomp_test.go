@@ -52,6 +52,11 @@ func BenchmarkRequestCompressedSelect(b *testing.B) {
 	benchRequest(b, q+"7f3c2a10-0d6e-11ef-9a2b-0242ac120002)")
 }
 
+// BenchmarkRequestCompressedLongSelect is conn.request on a compressed SELECT of about
+// 500 bytes whose FROM lies beyond the start that is decompressed first: the worst case,
+// which decompresses that start twice.
+func BenchmarkRequestCompressedLongSelect(b *testing.B) { benchRequest(b, longSelect()) }
+
 // benchRequest is conn.request on a QUERY of q, uncompressed and with each compression.
 func benchRequest(b *testing.B, q string) {
 	for i, comp := range []cql.Compressor{nil, cql.LZ4{}, cql.Snappy{}} {

@@ -32,9 +32,14 @@ func statementTable(q []byte, inSystem bool) rewriteKind {
 // so the answer is known unless it needs a token that reaches the end of a cut q (which may
 // go on beyond it) or lies beyond it: then known is false.
 func statementStart(q []byte, inSystem, cut bool) (k rewriteKind, known bool) {
+	// open is where a token may go on beyond q: its end when cut, nowhere otherwise.
+	open := -1
+	if cut {
+		open = len(q)
+	}
 	s, e := nextToken(q, 0)
 	switch {
-	case cut && e == len(q):
+	case e == open:
 		return kindNone, false
 	case equalWord(q[s:e], "use"):
 		return kindUse, true
@@ -45,7 +50,7 @@ func statementStart(q []byte, inSystem, cut bool) (k rewriteKind, known bool) {
 	for i := e; ; {
 		s, e = nextToken(q, i)
 		switch {
-		case cut && e == len(q):
+		case e == open:
 			return kindNone, false
 		case s == e:
 			return kindNone, true
@@ -57,18 +62,18 @@ func statementStart(q []byte, inSystem, cut bool) (k rewriteKind, known bool) {
 		case t[0] == ')':
 			depth--
 		case depth == 0 && equalWord(t, "from"):
-			return tableRef(q, e, inSystem, cut)
+			return tableRef(q, e, inSystem, open)
 		}
 	}
 }
 
-// tableRef reads the table reference at i: [keyspace '.'] table. cut is as for
+// tableRef reads the table reference at i: [keyspace '.'] table. open is as in
 // statementStart.
-func tableRef(q []byte, i int, inSystem, cut bool) (rewriteKind, bool) {
+func tableRef(q []byte, i int, inSystem bool, open int) (rewriteKind, bool) {
 	s, e := nextToken(q, i)
 	first := q[s:e]
 	ds, de := nextToken(q, e)
-	if cut && de == len(q) {
+	if de == open {
 		return kindNone, false
 	}
 	if de-ds == 1 && q[ds] == '.' {
@@ -76,7 +81,7 @@ func tableRef(q []byte, i int, inSystem, cut bool) (rewriteKind, bool) {
 			return kindNone, true
 		}
 		ts, te := nextToken(q, de)
-		if cut && te == len(q) {
+		if te == open {
 			return kindNone, false
 		}
 		return systemTableName(q[ts:te]), true
