@@ -600,10 +600,13 @@ func (c *conn) inspect(h cql.Header, frame []byte) (rewriteKind, *tracing.Statem
 			c.authResponse(h, frame)
 		}
 	case cql.OpQuery, cql.OpPrepare:
+		var sc scan // how far the start of a compressed QUERY was read
 		if h.Opcode == cql.OpQuery && h.Flags&cql.FlagCompression != 0 {
-			if k, known := c.queryStart(h, frame); known {
+			k, known, s := c.queryStart(h, frame)
+			if known {
 				return k, nil, ""
 			}
+			sc = s
 		}
 		body := c.requestBody(h, frame)
 		c.inspected, c.inspectedAll = body, true
@@ -614,7 +617,7 @@ func (c *conn) inspect(h cql.Header, frame []byte) (rewriteKind, *tracing.Statem
 		if n < 0 || n > len(body)-4 {
 			return kindNone, nil, ""
 		}
-		k := statementTable(body[4:4+n], c.inSystem.Load())
+		k, _, _ := statementScan(body[4:4+n], c.inSystem.Load(), -1, sc)
 		switch {
 		case k == kindUse && h.Opcode == cql.OpPrepare:
 			k = kindNone
@@ -636,10 +639,11 @@ const queryPrefix = 128
 // queryStart reads what the rewrite needs from the start of a compressed QUERY body: known
 // is false when the answer lies beyond it (a SELECT whose table is named further on, a
 // comment longer than the start, a custom payload before the statement), and the body must
-// be read whole. A body whose start cannot be read is left to the node: kindNone.
-func (c *conn) queryStart(h cql.Header, frame []byte) (k rewriteKind, known bool) {
+// be read whole, its statement from sc on. A body whose start cannot be read is left to the
+// node: kindNone.
+func (c *conn) queryStart(h cql.Header, frame []byte) (k rewriteKind, known bool, sc scan) {
 	if h.Flags&cql.FlagCustomPayload != 0 {
-		return kindNone, false
+		return kindNone, false, sc
 	}
 	body := frame[cql.HeaderSize:]
 	var p []byte
@@ -650,14 +654,14 @@ func (c *conn) queryStart(h cql.Header, frame []byte) (k rewriteKind, known bool
 		p = cql.SnappyPrefix(c.reqPrefix[:0], body, queryPrefix)
 	}
 	if len(p) < 4 {
-		return kindNone, true
+		return kindNone, true, sc
 	}
 	n := int(int32(binary.BigEndian.Uint32(p)))
 	if n < 0 {
-		return kindNone, true
+		return kindNone, true, sc
 	}
 	if q := p[4:]; n <= len(q) {
-		return statementTable(q[:n], c.inSystem.Load()), true
+		return statementTable(q[:n], c.inSystem.Load()), true, sc
 	}
 	return statementStart(p[4:], c.inSystem.Load(), true)
 }

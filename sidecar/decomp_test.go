@@ -235,7 +235,8 @@ func TestStatisticsGetWholeCompressedBody(t *testing.T) {
 
 // TestStatementStart: read from any start of a statement, statementStart either says it
 // does not know, or gives statementTable's answer on the whole statement; on the whole
-// statement it always knows.
+// statement it always knows; and the scan of the whole statement that goes on from where
+// it stopped gives that answer too.
 func TestStatementStart(t *testing.T) {
 	queries := []string{
 		"SELECT * FROM system.local WHERE key='local'",
@@ -270,37 +271,46 @@ func TestStatementStart(t *testing.T) {
 		for _, inSystem := range []bool{false, true} {
 			want := statementTable([]byte(q), inSystem)
 			for n := 0; n <= len(q); n++ {
-				got, known := statementStart([]byte(q[:n]), inSystem, n < len(q))
+				got, known, sc := statementStart([]byte(q[:n]), inSystem, n < len(q))
 				if known && got != want {
 					t.Errorf("%q cut at %d (in system %v): %#x; want %#x or unknown", q, n, inSystem, got, want)
 				}
 				if n == len(q) && !known {
 					t.Errorf("%q whole (in system %v): unknown", q, inSystem)
 				}
+				// The scan of the whole statement goes on from where the cut one stopped.
+				if got, known, _ := statementScan([]byte(q), inSystem, -1, sc); !known || got != want {
+					t.Errorf("%q scanned on from its cut at %d (%+v, in system %v): %#x, %v; want %#x", q, n, sc, inSystem, got, known, want)
+				}
 			}
 		}
 	}
 	// Known as soon as the table is: the WHERE clause is not needed.
 	q := "SELECT * FROM system.local WHERE key = 'local'"
-	if k, known := statementStart([]byte(q[:len("SELECT * FROM system.local ")]), false, true); !known || k != kindLocal {
+	if k, known, _ := statementStart([]byte(q[:len("SELECT * FROM system.local ")]), false, true); !known || k != kindLocal {
 		t.Errorf("table named, WHERE cut: %#x, %v; want local, known", k, known)
 	}
-	if _, known := statementStart([]byte(q[:len("SELECT * FROM system.local")]), false, true); known {
+	if _, known, _ := statementStart([]byte(q[:len("SELECT * FROM system.local")]), false, true); known {
 		t.Errorf("table name at the cut (it may go on, as localx): known")
 	}
 }
 
 // FuzzStatementStart: whatever the statement and wherever it is cut, statementStart knows
-// only statementTable's answer on the whole statement.
+// only statementTable's answer on the whole statement, and the scan that goes on from
+// where it stopped finds that answer.
 func FuzzStatementStart(f *testing.F) {
 	f.Add("SELECT * FROM system.local WHERE key='local'", uint16(20), false)
 	f.Add("/* c */ select peer -- from x\n from \"system\" . peers", uint16(40), true)
 	f.Add("SELECT 'a''b' FROM $$x$$ peers_v2", uint16(30), true)
 	f.Fuzz(func(t *testing.T, q string, n uint16, inSystem bool) {
 		cut := min(int(n), len(q))
-		got, known := statementStart([]byte(q[:cut]), inSystem, cut < len(q))
-		if want := statementTable([]byte(q), inSystem); known && got != want {
+		got, known, sc := statementStart([]byte(q[:cut]), inSystem, cut < len(q))
+		want := statementTable([]byte(q), inSystem)
+		if known && got != want {
 			t.Fatalf("%q cut at %d: %#x; want %#x or unknown", q, cut, got, want)
+		}
+		if got, known, _ := statementScan([]byte(q), inSystem, -1, sc); !known || got != want {
+			t.Fatalf("%q scanned on from its cut at %d (%+v): %#x, %v; want %#x", q, cut, sc, got, known, want)
 		}
 		if cut == len(q) && !known {
 			t.Fatalf("%q whole: unknown", q)
