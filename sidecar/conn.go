@@ -107,8 +107,13 @@ type conn struct {
 	// told they were sent once the flush returns.
 	sentQ []tracing.Ticket
 	// inspected is the body inspect read for the current frame (aliasing the frame or
-	// reqBody), or nil.
-	inspected []byte
+	// reqBody), or nil when it cannot be read; inspectedAll says inspect read it, so that
+	// statBody does not decompress it again. A compressed QUERY is read whole only when
+	// the start of its body, decompressed into reqPrefix, does not say whether it reads a
+	// system table.
+	inspected    []byte
+	inspectedAll bool
+	reqPrefix    [queryPrefix]byte
 
 	// Response goroutine (the request goroutine until the node is dialled).
 	nr       *bufio.Reader
@@ -708,9 +713,10 @@ func (c *conn) readsBody(op cql.Opcode) bool {
 }
 
 // statBody returns the body of a request for statement statistics: the one inspect has
-// decompressed for a QUERY or PREPARE, or the frame's own.
+// read for a QUERY or PREPARE, or the frame's own, decompressed here when inspect read only
+// its start.
 func (c *conn) statBody(h cql.Header, frame []byte) []byte {
-	if c.inspected != nil && (h.Opcode == cql.OpQuery || h.Opcode == cql.OpPrepare) {
+	if c.inspectedAll && (h.Opcode == cql.OpQuery || h.Opcode == cql.OpPrepare) {
 		return c.inspected
 	}
 	return c.requestBody(h, frame)
@@ -723,7 +729,7 @@ const maxKeptBuffer = 1 << 20
 // inspect reads what the proxy needs from a request: the compression of a STARTUP, and
 // whether a QUERY, PREPARE or EXECUTE reads system.local or system.peers.
 func (c *conn) inspect(h cql.Header, frame []byte) (rewriteKind, *tracing.Statement, string) {
-	c.inspected = nil
+	c.inspected, c.inspectedAll = nil, false
 	switch h.Opcode {
 	case cql.OpStartup:
 		c.startup(frame[cql.HeaderSize:])
@@ -734,8 +740,16 @@ func (c *conn) inspect(h cql.Header, frame []byte) (rewriteKind, *tracing.Statem
 			c.authResponse(h, frame)
 		}
 	case cql.OpQuery, cql.OpPrepare:
+		var sc scan // how far the start of a compressed QUERY was read
+		if h.Opcode == cql.OpQuery && h.Flags&cql.FlagCompression != 0 {
+			k, known, s := c.queryStart(h, frame)
+			if known {
+				return k, nil, ""
+			}
+			sc = s
+		}
 		body := c.requestBody(h, frame)
-		c.inspected = body
+		c.inspected, c.inspectedAll = body, true
 		if len(body) < 4 {
 			return kindNone, nil, ""
 		}
@@ -743,7 +757,7 @@ func (c *conn) inspect(h cql.Header, frame []byte) (rewriteKind, *tracing.Statem
 		if n < 0 || n > len(body)-4 {
 			return kindNone, nil, ""
 		}
-		k := statementTable(body[4:4+n], c.inSystem.Load())
+		k, _, _ := statementScan(body[4:4+n], c.inSystem.Load(), -1, sc)
 		switch {
 		case k == kindUse && h.Opcode == cql.OpPrepare:
 			k = kindNone
@@ -755,6 +769,41 @@ func (c *conn) inspect(h cql.Header, frame []byte) (rewriteKind, *tracing.Statem
 		return c.inspectExecute(h, frame)
 	}
 	return kindNone, nil, ""
+}
+
+// queryPrefix is how much of a compressed QUERY body inspect decompresses first: the
+// [long string] length of the statement, then room for its first words, up to the table
+// after the FROM of most SELECTs.
+const queryPrefix = 128
+
+// queryStart reads what the rewrite needs from the start of a compressed QUERY body: known
+// is false when the answer lies beyond it (a SELECT whose table is named further on, a
+// comment longer than the start, a custom payload before the statement), and the body must
+// be read whole, its statement from sc on. A body whose start cannot be read is left to the
+// node: kindNone.
+func (c *conn) queryStart(h cql.Header, frame []byte) (k rewriteKind, known bool, sc scan) {
+	if h.Flags&cql.FlagCustomPayload != 0 {
+		return kindNone, false, sc
+	}
+	body := frame[cql.HeaderSize:]
+	var p []byte
+	switch c.comp.Load() {
+	case 1:
+		p = cql.LZ4Prefix(c.reqPrefix[:0], body, queryPrefix)
+	case 2:
+		p = cql.SnappyPrefix(c.reqPrefix[:0], body, queryPrefix)
+	}
+	if len(p) < 4 {
+		return kindNone, true, sc
+	}
+	n := int(int32(binary.BigEndian.Uint32(p)))
+	if n < 0 {
+		return kindNone, true, sc
+	}
+	if q := p[4:]; n <= len(q) {
+		return statementTable(q[:n], c.inSystem.Load()), true, sc
+	}
+	return statementStart(p[4:], c.inSystem.Load(), true)
 }
 
 // authResponse takes the username from a SASL PLAIN AUTH_RESPONSE ("authzid NUL authcid
@@ -990,7 +1039,7 @@ func (c *conn) statResponseBody(h cql.Header, frame []byte, t statements.Ticket)
 		if cap(c.respBody) < statements.RowsPrefix {
 			c.respBody = make([]byte, 0, statements.RowsPrefix)
 		}
-		return statements.LZ4Prefix(c.respBody, body, statements.RowsPrefix)
+		return cql.LZ4Prefix(c.respBody, body, statements.RowsPrefix)
 	}
 	var err error
 	if c.respBody, err = comp.Decompress(c.respBody[:0], body); err != nil {

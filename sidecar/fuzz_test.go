@@ -32,6 +32,8 @@ func FuzzInspect(f *testing.F) {
 	f.Add(byte(cql.OpStartup), byte(0), int32(0), cql.Startup{Options: map[string]string{"COMPRESSION": "lz4"}}.AppendBody(nil, cql.V4))
 	lz, _ := cql.LZ4{}.Compress(nil, queryBody("SELECT * FROM system.local"))
 	f.Add(byte(cql.OpQuery), cql.FlagCompression, int32(1), lz)
+	sn, _ := cql.Snappy{}.Compress(nil, queryBody("/* c */ INSERT INTO ks.t (k) VALUES (1)"))
+	f.Add(byte(cql.OpQuery), cql.FlagCompression, int32(2), sn)
 	f.Fuzz(func(t *testing.T, op, flags byte, comp int32, body []byte) {
 		c := fuzzConn(comp & 3)
 		c.p.rememberStmt([]byte{0, 0}, kindLocal, nil)

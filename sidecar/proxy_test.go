@@ -430,6 +430,25 @@ func TestSystemTableRewrite(t *testing.T) {
 			wantRows: [][][]byte{{text("local"), text("datacenter1"), ip("192.0.2.1"), nil, ip("192.0.2.1")}},
 		},
 		{
+			// The FROM lies beyond the start of the body that is decompressed first.
+			name: "local lz4 long select", advertise: "192.0.2.1:9999", compression: "lz4", op: cql.OpQuery,
+			query:    "SELECT " + strings.Repeat("rpc_address, ", 30) + "rpc_port FROM system.local",
+			response: rowsBody("local", localColumns(), false, nodeLocal),
+			wantRows: [][][]byte{{text("local"), text("datacenter1"), ip("192.0.2.1"), port(9999), ip("192.0.2.1")}},
+		},
+		{
+			name: "local snappy after long comment", advertise: "192.0.2.1:9999", compression: "snappy", op: cql.OpQuery,
+			query:    "/* " + strings.Repeat("topology ", 20) + "*/ SELECT " + strings.Repeat("rpc_address, ", 30) + "rpc_port FROM system.local",
+			response: rowsBody("local", localColumns(), false, nodeLocal),
+			wantRows: [][][]byte{{text("local"), text("datacenter1"), ip("192.0.2.1"), port(9999), ip("192.0.2.1")}},
+		},
+		{
+			// Not a SELECT: read from the start of its body alone, and left alone.
+			name: "insert snappy untouched", advertise: "192.0.2.1:9999", compression: "snappy", op: cql.OpQuery,
+			query:    "INSERT INTO system.local (key) VALUES ('x')",
+			response: rowsBody("local", localColumns(), false, nodeLocal),
+		},
+		{
 			name: "peers_v2 port", advertise: "192.0.2.1:9999", op: cql.OpQuery,
 			query:    "SELECT * FROM system.peers_v2",
 			response: rowsBody("peers_v2", peersV2Columns(), false, peer, peer),

@@ -23,48 +23,95 @@ const kindUse rewriteKind = 0x40
 // the connection's keyspace is system, for a table named without its keyspace. It does
 // not allocate.
 func statementTable(q []byte, inSystem bool) rewriteKind {
-	s, e := nextToken(q, 0)
-	switch {
-	case equalWord(q[s:e], "use"):
-		return kindUse
-	case !equalWord(q[s:e], "select"):
-		return kindNone
-	}
-	depth := 0
-	for i := e; i < len(q); {
-		s, e = nextToken(q, i)
-		if s == e {
-			return kindNone
-		}
-		i = e
-		switch t := q[s:e]; {
-		case t[0] == '(':
-			depth++
-		case t[0] == ')':
-			depth--
-		case depth == 0 && equalWord(t, "from"):
-			return tableRef(q, e, inSystem)
-		}
-	}
-	return kindNone
+	k, _, _ := statementScan(q, inSystem, -1, scan{})
+	return k
 }
 
-// tableRef reads the table reference at i: [keyspace '.'] table.
-func tableRef(q []byte, i int, inSystem bool) rewriteKind {
+// scan is how far statementScan read a statement: the scan of a longer q that starts with
+// the same bytes goes on from there. The zero scan is the start of a statement.
+type scan struct {
+	at       int  // the end of the last token read
+	depth    int  // parentheses open at at
+	selected bool // the first word was SELECT
+	from     bool // the last token was the FROM: the table reference follows
+}
+
+// statementStart is statementTable on q, which is only the start of the statement when
+// cut. Every token that ends before the end of q is the one the whole statement has there,
+// so the answer is known unless it needs a token that reaches the end of a cut q (which may
+// go on beyond it) or lies beyond it: then known is false, and the scan of the whole
+// statement can go on from sc (statementScan).
+func statementStart(q []byte, inSystem, cut bool) (k rewriteKind, known bool, sc scan) {
+	open := -1
+	if cut {
+		open = len(q)
+	}
+	return statementScan(q, inSystem, open, scan{})
+}
+
+// statementScan reads q from sc. open is where a token may go on beyond q: its end when q
+// is cut, nowhere (-1) otherwise.
+func statementScan(q []byte, inSystem bool, open int, sc scan) (rewriteKind, bool, scan) {
+	if !sc.selected {
+		s, e := nextToken(q, 0)
+		switch {
+		case e == open:
+			return kindNone, false, sc
+		case equalWord(q[s:e], "use"):
+			return kindUse, true, sc
+		case !equalWord(q[s:e], "select"):
+			return kindNone, true, sc
+		}
+		sc = scan{at: e, selected: true}
+	}
+	if !sc.from {
+		i, depth := sc.at, sc.depth
+		for {
+			s, e := nextToken(q, i)
+			switch {
+			case e == open:
+				return kindNone, false, scan{at: i, depth: depth, selected: true}
+			case s == e:
+				return kindNone, true, sc
+			}
+			i = e
+			if t := q[s:e]; t[0] == '(' {
+				depth++
+			} else if t[0] == ')' {
+				depth--
+			} else if depth == 0 && equalWord(t, "from") {
+				break
+			}
+		}
+		sc = scan{at: i, selected: true, from: true}
+	}
+	k, known := tableRef(q, sc.at, inSystem, open)
+	return k, known, sc
+}
+
+// tableRef reads the table reference at i: [keyspace '.'] table. open is as in
+// statementStart.
+func tableRef(q []byte, i int, inSystem bool, open int) (rewriteKind, bool) {
 	s, e := nextToken(q, i)
 	first := q[s:e]
 	ds, de := nextToken(q, e)
+	if de == open {
+		return kindNone, false
+	}
 	if de-ds == 1 && q[ds] == '.' {
-		ts, te := nextToken(q, de)
 		if !nameIs(first, "system") {
-			return kindNone
+			return kindNone, true
 		}
-		return systemTableName(q[ts:te])
+		ts, te := nextToken(q, de)
+		if te == open {
+			return kindNone, false
+		}
+		return systemTableName(q[ts:te]), true
 	}
 	if !inSystem {
-		return kindNone
+		return kindNone, true
 	}
-	return systemTableName(first)
+	return systemTableName(first), true
 }
 
 func systemTableName(t []byte) rewriteKind {

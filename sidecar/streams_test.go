@@ -131,12 +131,14 @@ func TestInspectDoesNotAllocate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	lz4Insert := compressedFrame(t, insertQuery(1024), cql.LZ4{})
 	tests := []struct {
 		name  string
 		frame []byte
 	}{
 		{"query", query},
 		{"lz4 query", lz4Query},
+		{"lz4 insert", lz4Insert},
 		{"execute", executeFrame(1)},
 	}
 	for _, tt := range tests {

@@ -166,9 +166,14 @@ func (t Ticket) WantsBody(op cql.Opcode) bool {
 	return t.active && (op == cql.OpError || op == cql.OpResult)
 }
 
+// RowsPrefix is how much of a compressed RESULT body is decompressed to read its row
+// count: enough for the metadata of a result of dozens of columns. A result whose metadata
+// is longer has its rows not counted.
+const RowsPrefix = 1024
+
 // PrefixEnough reports whether the first RowsPrefix bytes of the body of a response with
 // opcode op are all that Response needs (to count a RESULT's rows), so that a caller may
-// decompress only them (LZ4Prefix).
+// decompress only them (cql.LZ4Prefix).
 func (t Ticket) PrefixEnough(op cql.Opcode) bool {
 	return t.prepText == "" && op == cql.OpResult
 }

@@ -351,28 +351,14 @@ func TestHistogramBuckets(t *testing.T) {
 	}
 }
 
-func TestLZ4PrefixMatchesFullDecompression(t *testing.T) {
-	var src []byte
-	for i := 0; i < 3000; i++ {
-		src = append(src, fmt.Sprintf("row %d of a repetitive body; ", i%37)...)
-	}
-	comp, err := cql.LZ4{}.Compress(nil, src)
+// TestRowsCountedFromLZ4Prefix counts a compressed result's rows from the prefix that
+// the sidecar decompresses (cql.LZ4Prefix, tested against the full decompression in cql).
+func TestRowsCountedFromLZ4Prefix(t *testing.T) {
+	res, err := cql.LZ4{}.Compress(nil, rows(7))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range []int{0, 1, 17, 100, 1024, 5000, len(src), len(src) + 10} {
-		got := LZ4Prefix(make([]byte, 0, n), comp, n)
-		want := src[:min(n, len(src))]
-		if string(got) != string(want) {
-			t.Fatalf("prefix %d: got %d bytes %q…, want %d", n, len(got), got[:min(len(got), 40)], len(want))
-		}
-	}
-	if LZ4Prefix(nil, comp[:10], 1024) != nil {
-		t.Error("a cut block decoded")
-	}
-	// Rows counted from a compressed result's prefix.
-	res, _ := cql.LZ4{}.Compress(nil, rows(7))
-	if n, ok := rowsCount(LZ4Prefix(nil, res, RowsPrefix)); !ok || n != 7 {
+	if n, ok := rowsCount(cql.LZ4Prefix(nil, res, RowsPrefix)); !ok || n != 7 {
 		t.Errorf("rows %d %v, want 7", n, ok)
 	}
 }
