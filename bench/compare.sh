@@ -2,7 +2,8 @@
 # CPU per operation of every process on the data path, and the op rate, for each way of reaching the node:
 # direct, an HAProxy TCP relay, and the sidecar with tracing off, fast, full and sampled. Each process runs on its
 # own on loopback; every run sends a fixed number of write operations with `tracecar loadcheck`; CPU comes from
-# /proc/PID/stat (user+system ticks) before and after the run. Rounds alternate the order of the modes, so drift
+# the scheduler's per-thread run time (/proc/PID/task/*/schedstat, nanoseconds; user+system) before and after the
+# run, summed over the process's threads: /proc/PID/stat's ticks (10 ms) would quantize a run's figure by ±0.1 µs/op. Rounds alternate the order of the modes, so drift
 # between rounds shows up as spread, not as bias. Figures are the mean over rounds ± the standard error.
 #
 #   bench/compare.sh [--readme] [--out FILE]                   from a clone; builds ./cmd/tracecar
@@ -79,7 +80,8 @@ modes="direct haproxy off fast full sampled"
 [ -n "$S2P" ] && modes="$modes $EXTRA_LABEL"
 # a loadcheck that refuses to saturate a deployment without --rate takes --unthrottled
 unth=; "$TC" loadcheck -h 2>&1 | grep -q -- '-unthrottled' && unth=--unthrottled
-ticks() { if [ -n "$1" ]; then awk '{print $14+$15}' "/proc/$1/stat"; else echo 0; fi; }
+# CPU time of a process in µs: the sum of its threads' run time in the scheduler (schedstat, in ns).
+ticks() { if [ -n "$1" ]; then cat /proc/"$1"/task/*/schedstat | awk '{s += $1} END {printf "%d", s / 1000}'; else echo 0; fi; }
 
 echo "setting,round,mode,ops,op_rate,p99_ms,node_ticks,sidecar_ticks,haproxy_ticks" >"$W/runs.csv"
 for setting in unthrottled "$RATE"; do
@@ -127,10 +129,11 @@ def stat(xs):
 def fmt(xs, digits=2):
     m, se = stat(xs)
     return f"{m:.{digits}f} ± {se:.{digits}f}"
-us = lambda t: int(t) * 1e6 / hz / n
+us = lambda t: int(t) / n  # t is µs of CPU
 print(f"`bench/compare.sh` at {rev}, {date}, on {host} ({cpus} CPUs, {model}); {rounds} rounds of {n:,} write")
 print(f"operations per mode and setting, 32 workers; " + ("node pinned to CPU 0, relays to CPU 1 with taskset." if pinned else "no taskset pinning."))
-print("CPU is user+system time of each process per operation, in µs; figures are mean ± standard error over rounds.")
+print("CPU is each process's run time (user+system, from the scheduler's per-thread schedstat) per operation, in µs;")
+print("figures are mean ± standard error over rounds.")
 print()
 for setting in dict.fromkeys(r["setting"] for r in rows):
     title = "unthrottled" if setting == "unthrottled" else f"fixed rate, {int(setting):,} op/s"
