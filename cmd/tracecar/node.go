@@ -8,6 +8,8 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"os"
+	"runtime/debug"
 	"strings"
 
 	"github.com/tracecar/tracecar/admin"
@@ -35,6 +37,7 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	tokenFromEnv(token)
+	nodeGC()
 	tlsCfg, err := serverTLS.config()
 	if err != nil {
 		return err
@@ -226,4 +229,18 @@ func (f logFlags) registry(stderr io.Writer) (*logs.Registry, error) {
 		return nil, usageErrorf("--log-level: %v", err)
 	}
 	return logs.New(logs.Config{Format: *f.format, Writer: stderr, File: *f.file, Level: *f.level})
+}
+
+// nodeGCPercent is the embedded node's GOGC unless the environment sets one. The node keeps
+// every row in memory, and with Go's default of 100 a write workload made it spend about a
+// tenth of its CPU collecting a heap that only grows; at 400 it collects a quarter as often
+// (about 1.5 µs less per write on the 2-core VM, for up to twice the RSS), so that the
+// fixture leaves the CPU to the sidecar and the clients it is there to measure.
+const nodeGCPercent = 400
+
+// nodeGC sets the node's GC percent, unless GOGC is set.
+func nodeGC() {
+	if _, ok := os.LookupEnv("GOGC"); !ok {
+		debug.SetGCPercent(nodeGCPercent)
+	}
 }

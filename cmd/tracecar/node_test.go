@@ -5,7 +5,9 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
 	"regexp"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -79,4 +81,23 @@ func TestNodeCommand(t *testing.T) {
 
 	cancel()
 	mustExitOK(t, done)
+}
+
+// TestNodeGCPercent checks that the node runs with GOGC 400 unless the environment sets
+// GOGC, which wins.
+func TestNodeGCPercent(t *testing.T) {
+	old := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(old)
+	t.Setenv("GOGC", "")
+	os.Unsetenv("GOGC")
+	nodeGC()
+	if got := debug.SetGCPercent(100); got != nodeGCPercent {
+		t.Errorf("GC percent %d without GOGC; want %d", got, nodeGCPercent)
+	}
+	t.Setenv("GOGC", "150")
+	debug.SetGCPercent(150)
+	nodeGC()
+	if got := debug.SetGCPercent(100); got != 150 {
+		t.Errorf("GC percent %d with GOGC=150; want the environment's 150", got)
+	}
 }
