@@ -144,11 +144,16 @@ func (p *Proxy) newConn(nc net.Conn, g *group) *conn {
 		group:      g,
 		client:     nc,
 		clientAddr: addrPort(nc.RemoteAddr()),
-		cr:         bufio.NewReaderSize(nc, readBufferSize),
-		toClient:   newFrameWriter(nc, writeBufferSize),
 		reqDone:    make(chan struct{}),
 		respDone:   make(chan struct{}),
 	}
+	// A connection bound for an event loop uses its own reader and writer only for the
+	// version gate: small ones, or 1,000 connections would leave 32 MiB of garbage behind.
+	size := readBufferSize
+	if p.loopBound(nc) {
+		size = gateBufferSize
+	}
+	c.cr, c.toClient = bufio.NewReaderSize(nc, size), newFrameWriter(nc, size)
 	local := addrPort(nc.LocalAddr())
 	c.advertise = local
 	if a := p.advertise; a.Addr().IsValid() {
@@ -404,6 +409,25 @@ func (c *conn) open(ctx context.Context) error {
 func (c *conn) startGoroutinePath() {
 	c.nr = bufio.NewReaderSize(c.node, readBufferSize)
 	c.toNode = newFrameWriter(c.node, writeBufferSize)
+	if c.cr.Size() < readBufferSize {
+		// Bound for a loop that could not take it: full-size buffers, the small reader's
+		// bytes read first, and what the gate queued for the client written out.
+		c.cr = bufio.NewReaderSize(c.cr, readBufferSize)
+		c.toClient.flush()
+		c.toClient = newFrameWriter(c.client, writeBufferSize)
+	}
+}
+
+// gateBufferSize is the size of the client reader and writer of a connection bound for an
+// event loop: they hold the first frames until the move (an OPTIONS or a STARTUP, or a
+// frame of a version to refuse); a larger first frame is still read whole.
+const gateBufferSize = 1 << 10
+
+// loopBound reports whether a client connection will move to an event loop once open:
+// plain TCP on both sides, and the loop not turned off.
+func (p *Proxy) loopBound(nc net.Conn) bool {
+	_, tcp := nc.(*net.TCPConn)
+	return tcp && p.nodeTLS == nil && !p.cfg.NoEventLoop && !goroutinesOnly
 }
 
 // wrote tells tracing that the frames of tickets went out: requests to the node (Sent),

@@ -204,6 +204,11 @@ func (c *conn) toLoop() bool {
 	if c.getState() >= stateEnding {
 		return false
 	}
+	// What the version gate queued for the client (the answer to a refused version
+	// followed at once by a frame of a supported one) goes out before the writer is left.
+	if c.toClient.flush() != nil {
+		return false
+	}
 	cfd, err := dupFD(c.client)
 	if err != nil {
 		return false

@@ -800,3 +800,43 @@ func TestSlowClientGetsEverything(t *testing.T) {
 type smallReads struct{ r io.Reader }
 
 func (s smallReads) Read(p []byte) (int, error) { return s.r.Read(p[:min(len(p), 4096)]) }
+
+// TestGateAnswerThenLoopOrFallback sends a frame of a refused version and, at once, a
+// small v4 frame: the version gate queues its ProtocolError without flushing (a whole frame
+// follows), so the move to the event loop, and the fall back to the goroutine path of a
+// connection bound for a loop (a plaintext client gets the small gate buffers) whose node
+// connection is not plain TCP, must write it out first. Frames of every size then go
+// through whole.
+func TestGateAnswerThenLoopOrFallback(t *testing.T) {
+	for _, fallback := range []bool{false, true} {
+		t.Run(map[bool]string{false: "event loop", true: "fallback"}[fallback], func(t *testing.T) {
+			node := mustFakeNode(t)
+			node.handle = func(fc *fakeConn, h cql.Header, body []byte) {
+				fc.send(frame(cql.ResponseBit|h.Version, 0, h.Stream, cql.OpResult, body))
+			}
+			p := New(Config{NodeAddr: node.addr()}, nil)
+			if fallback {
+				p.dial = func(ctx context.Context) (net.Conn, error) {
+					c, err := net.Dial("tcp", node.addr())
+					return struct{ net.Conn }{c}, err // not a *net.TCPConn: no event loop
+				}
+			}
+			tp := mustProxyWith(t, p, nil)
+			c := mustDial(t, tp.addr)
+			c.send(frame(5, 0, 1, cql.OpOptions, nil), frame(cql.V4, 0, 2, cql.OpQuery, queryBody("SELECT 1")))
+			if h, _ := c.recv(); h.Opcode != cql.OpError || h.Stream != 1 {
+				t.Fatalf("v5 frame: got %s on stream %d; want the ProtocolError on stream 1", h.Opcode, h.Stream)
+			}
+			if h, _ := c.recv(); h.Stream != 2 || h.Opcode != cql.OpResult {
+				t.Fatalf("v4 frame: got %s on stream %d; want its RESULT on stream 2", h.Opcode, h.Stream)
+			}
+			for _, size := range []int{10, gateBufferSize, 3 * gateBufferSize, readBufferSize - cql.HeaderSize, readBufferSize, 3*readBufferSize + 17} {
+				body := bytes.Repeat([]byte{byte(size)}, size)
+				c.send(frame(cql.V4, 0, 5, cql.OpQuery, body))
+				if h, got := c.recv(); h.Stream != 5 || !bytes.Equal(got, body) {
+					t.Errorf("QUERY of %d bytes: stream %d, %d bytes back; want stream 5 and the same body", size, h.Stream, len(got))
+				}
+			}
+		})
+	}
+}
