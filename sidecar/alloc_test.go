@@ -9,6 +9,58 @@ import (
 	"github.com/tracecar/tracecar/tracing"
 )
 
+// pathConn is a conn without sockets, with metrics and a tracer, for driving the per-frame
+// work that both paths run (request, taking the record, response, the notices after the
+// writes) on one INSERT and its RESULT Void, stream after stream.
+type pathConn struct {
+	c          *conn
+	tr         *tracing.Tracer
+	req, resp  []byte
+	rh, sh     cql.Header
+	stream     int16
+	sent, done []tracing.Ticket
+}
+
+func newPathConn(tb testing.TB, cfg tracing.Config) *pathConn {
+	tb.Helper()
+	tr := tracing.New(tracing.Options{})
+	if err := tr.SetConfig(cfg); err != nil {
+		tb.Fatal(err)
+	}
+	p := New(Config{NodeAddr: "127.0.0.1:9042", Metrics: metrics.New()}, tr)
+	c := &conn{p: p, log: nopLogger, version: cql.V4}
+	ap := netip.MustParseAddrPort("127.0.0.1:1")
+	c.tr = tr.NewConn(ap, ap)
+	tb.Cleanup(c.tr.Close)
+	pc := &pathConn{c: c, tr: tr}
+	pc.req = frame(cql.V4, 0, 0, cql.OpQuery, queryBody("INSERT INTO ks.t (k, v) VALUES (1, 2)"))
+	pc.resp = frame(cql.ResponseBit|cql.V4, 0, 0, cql.OpResult, voidBody())
+	pc.rh, _ = cql.ParseHeader(pc.req)
+	pc.sh, _ = cql.ParseHeader(pc.resp)
+	return pc
+}
+
+// one runs one request and its response, on the next stream id (drivers rotate through
+// them), and returns the size of the response to forward.
+func (pc *pathConn) one() int {
+	c := pc.c
+	pc.stream = (pc.stream + 1) & 1023
+	pc.rh.Stream, pc.sh.Stream = pc.stream, pc.stream
+	if tk := c.request(pc.rh, pc.req, len(pc.req)); tk.Events() {
+		pc.sent = append(pc.sent[:0], tk)
+		c.wrote(pc.sent, false)
+	}
+	r, _, _ := c.streams.take(pc.stream)
+	now := tracing.Now()
+	out, d := c.response(pc.sh, pc.resp, r, now)
+	c.queued(r, now)
+	if d.Events() {
+		pc.done = append(pc.done[:0], d)
+		c.wrote(pc.done, true)
+	}
+	return len(out)
+}
+
 // TestRequestPathAllocs asserts that the proxy's per-request work (the request's
 // inspection, its in-flight record, tracing on both sides, the metrics, the counters and the notices
 // of frames written) allocates nothing with tracing off, and in fast mode for requests
@@ -22,35 +74,10 @@ func TestRequestPathAllocs(t *testing.T) {
 		{"fast below threshold", tracing.Config{Enable: true, Fast: true, ThresholdMicros: 1e12}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tr := tracing.New(tracing.Options{})
-			if err := tr.SetConfig(tc.cfg); err != nil {
-				t.Fatal(err)
-			}
-			p := New(Config{NodeAddr: "127.0.0.1:9042", Metrics: metrics.New()}, tr)
-			c := &conn{p: p, log: nopLogger, version: cql.V4}
-			ap := netip.MustParseAddrPort("127.0.0.1:1")
-			c.tr = tr.NewConn(ap, ap)
-			defer c.tr.Close()
-
-			req := frame(cql.V4, 0, 0, cql.OpQuery, queryBody("INSERT INTO ks.t (k, v) VALUES (1, 2)"))
-			resp := frame(cql.ResponseBit|cql.V4, 0, 0, cql.OpResult, voidBody())
-			rh, _ := cql.ParseHeader(req)
-			sh, _ := cql.ParseHeader(resp)
-			var stream int16
+			pc := newPathConn(t, tc.cfg)
 			one := func() {
-				stream = (stream + 1) & 1023 // drivers rotate through stream ids
-				rh.Stream, sh.Stream = stream, stream
-				if tk := c.request(rh, req, len(req)); tk.Events() {
-					c.wrote([]tracing.Ticket{tk}, false)
-				}
-				r, _, _ := c.streams.take(stream)
-				out, done := c.response(sh, resp, r, tracing.Now())
-				c.queued(r, tracing.Now())
-				if len(out) != len(resp) {
-					t.Fatalf("response of %d bytes; want %d", len(out), len(resp))
-				}
-				if done.Events() {
-					c.wrote([]tracing.Ticket{done}, true)
+				if n := pc.one(); n != len(pc.resp) {
+					t.Fatalf("response of %d bytes; want %d", n, len(pc.resp))
 				}
 			}
 			for range 2048 { // grow the stream table and the tracing records
@@ -59,8 +86,8 @@ func TestRequestPathAllocs(t *testing.T) {
 			if n := testing.AllocsPerRun(1000, one); n != 0 {
 				t.Errorf("%v allocations per request; want 0", n)
 			}
-			if tc.cfg.Enable && tr.Stats().Traced != 0 {
-				t.Errorf("traced %d requests; want none below the threshold", tr.Stats().Traced)
+			if tc.cfg.Enable && pc.tr.Stats().Traced != 0 {
+				t.Errorf("traced %d requests; want none below the threshold", pc.tr.Stats().Traced)
 			}
 		})
 	}

@@ -5,14 +5,12 @@ import (
 	"encoding/binary"
 	"io"
 	"net"
-	"net/netip"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/tracecar/tracecar/cql"
 	"github.com/tracecar/tracecar/logs"
-	"github.com/tracecar/tracecar/metrics"
 	"github.com/tracecar/tracecar/tracing"
 )
 
@@ -189,37 +187,10 @@ func BenchmarkRequestPath(b *testing.B) {
 		{"full", tracing.Config{Enable: true, ThresholdMicros: 1e12}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			tr := tracing.New(tracing.Options{})
-			if err := tr.SetConfig(tc.cfg); err != nil {
-				b.Fatal(err)
-			}
-			p := New(Config{NodeAddr: "127.0.0.1:9042", Metrics: metrics.New()}, tr)
-			c := &conn{p: p, log: nopLogger, version: cql.V4}
-			ap := netip.MustParseAddrPort("127.0.0.1:1")
-			c.tr = tr.NewConn(ap, ap)
-			defer c.tr.Close()
-			req := frame(cql.V4, 0, 0, cql.OpQuery, queryBody("INSERT INTO ks.t (k, v) VALUES (1, 2)"))
-			resp := frame(cql.ResponseBit|cql.V4, 0, 0, cql.OpResult, voidBody())
-			rh, _ := cql.ParseHeader(req)
-			sh, _ := cql.ParseHeader(resp)
-			var stream int16
-			var sent, done []tracing.Ticket
+			pc := newPathConn(b, tc.cfg)
 			b.ReportAllocs()
 			for b.Loop() {
-				stream = (stream + 1) & 1023
-				rh.Stream, sh.Stream = stream, stream
-				if tk := c.request(rh, req, len(req)); tk.Events() {
-					sent = append(sent[:0], tk)
-					c.wrote(sent, false)
-				}
-				r, _, _ := c.streams.take(stream)
-				now := tracing.Now()
-				_, d := c.response(sh, resp, r, now)
-				c.queued(r, now)
-				if d.Events() {
-					done = append(done[:0], d)
-					c.wrote(done, true)
-				}
+				pc.one()
 			}
 		})
 	}
