@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -157,24 +156,16 @@ func (s *Server) getNodeProbability(ctx *fasthttp.RequestCtx, _ string) error {
 	if err != nil {
 		return nodeError("node trace_probability", err)
 	}
-	ctx.SetContentType("application/json")
-	ctx.SetBodyString(strconv.FormatFloat(p, 'g', -1, 64))
+	writeProbability(ctx, p)
 	return nil
 }
 
 // setNodeProbability serves POST /tracecar/node/trace_probability?probability=P: the
 // node's own probability only, the sidecar's stays.
 func (s *Server) setNodeProbability(ctx *fasthttp.RequestCtx, _ string) error {
-	p, err := readParams(ctx, "probability")
+	prob, err := probabilityParam(ctx)
 	if err != nil {
 		return err
-	}
-	prob, ok, err := p.probability("probability")
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return missing("probability", "a number from 0 to 1, such as 0.01")
 	}
 	c, cancel := nodeContext()
 	defer cancel()

@@ -101,23 +101,38 @@ func (s *Server) setSlowQuery(ctx *fasthttp.RequestCtx, _ string) error {
 
 // getProbability serves GET /storage_service/trace_probability: a bare number.
 func (s *Server) getProbability(ctx *fasthttp.RequestCtx, _ string) error {
-	ctx.SetContentType("application/json")
-	ctx.SetBodyString(strconv.FormatFloat(s.tr.Config().Probability, 'g', -1, 64))
+	writeProbability(ctx, s.tr.Config().Probability)
 	return nil
+}
+
+// probabilityParam reads the required probability parameter of a POST: a number from 0
+// to 1.
+func probabilityParam(ctx *fasthttp.RequestCtx) (float64, error) {
+	p, err := readParams(ctx, "probability")
+	if err != nil {
+		return 0, err
+	}
+	prob, ok, err := p.probability("probability")
+	if err != nil {
+		return 0, err
+	}
+	if !ok {
+		return 0, missing("probability", "a number from 0 to 1, such as 0.01")
+	}
+	return prob, nil
+}
+
+// writeProbability answers with a probability as a bare JSON number, as ScyllaDB does.
+func writeProbability(ctx *fasthttp.RequestCtx, p float64) {
+	ctx.SetContentType("application/json")
+	ctx.SetBodyString(strconv.FormatFloat(p, 'g', -1, 64))
 }
 
 // setProbability serves POST /storage_service/trace_probability?probability=P.
 func (s *Server) setProbability(ctx *fasthttp.RequestCtx, _ string) error {
-	p, err := readParams(ctx, "probability")
+	prob, err := probabilityParam(ctx)
 	if err != nil {
 		return err
-	}
-	prob, ok, err := p.probability("probability")
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return missing("probability", "a number from 0 to 1, such as 0.01")
 	}
 	old, cur, err := s.updateConfig(func(c tracing.Config) tracing.Config {
 		c.Probability = prob
