@@ -140,7 +140,7 @@ func (q *fetchQueue) Pop() any {
 // attempt asks the node once and reports whether it is done with it (recorded).
 func (f *fetcher) attempt(ctx context.Context, it *fetchItem) bool {
 	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
-	evs, complete, err := f.src.Events(ctx, it.id)
+	evs, complete, err := f.ask(ctx, it.id)
 	cancel()
 	if err != nil {
 		f.failed.Add(1)
@@ -205,5 +205,27 @@ func (f *fetcher) stop(ctx context.Context) error {
 		return nil
 	case <-time.After(stopGrace):
 		return fmt.Errorf("stop node-event fetcher: %w", ctx.Err())
+	}
+}
+
+// ask calls the source, and gives up when ctx is done even if the source does not: a
+// driver blocked in a write to a node that does not read would otherwise hold the fetcher,
+// the sessions it holds, and the Tracer's Close. The abandoned call ends on its own.
+func (f *fetcher) ask(ctx context.Context, id [16]byte) ([]Event, bool, error) {
+	type answer struct {
+		evs      []Event
+		complete bool
+		err      error
+	}
+	ch := make(chan answer, 1)
+	go func() {
+		evs, complete, err := f.src.Events(ctx, id)
+		ch <- answer{evs, complete, err}
+	}()
+	select {
+	case a := <-ch:
+		return a.evs, a.complete, a.err
+	case <-ctx.Done():
+		return nil, false, ctx.Err()
 	}
 }

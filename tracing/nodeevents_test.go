@@ -167,3 +167,42 @@ func TestCloseLeavesTimeForSinks(t *testing.T) {
 		t.Errorf("sink got %d sessions; want %d", got, n)
 	}
 }
+
+// hungNode never answers, and ignores its context: a driver stuck in a write.
+type hungNode struct{ release chan struct{} }
+
+func (h hungNode) Events(context.Context, [16]byte) ([]Event, bool, error) {
+	<-h.release
+	return nil, false, errors.New("released")
+}
+
+// TestCloseWithHungNode checks that a node-event source that ignores its context holds
+// neither the sessions waiting for it nor Close: they are recorded without node events,
+// and Close returns no error (the guardrail's end-to-end test failed with "stop node-event
+// fetcher: context deadline exceeded" when gocql hung in a write).
+func TestCloseWithHungNode(t *testing.T) {
+	node := hungNode{release: make(chan struct{})}
+	defer close(node.release)
+	sink := &memSink{name: "mem"}
+	tr := New(Options{NodeEvents: node, Sinks: []Sink{sink}})
+	c := newCaller(tr, testClient, testCoord)
+	mustConfig(t, tr, Config{Probability: 1})
+	const n = 20
+	for i := range n {
+		st := int16(i)
+		h, f := mustRequest(t, reqHeader(st, 0), cql.Query{Query: "SELECT 1"}, nil)
+		c.OnRequest(h, f, nil)
+		rh, rf := mustResponse(t, respHeader(st, cql.FlagTracing), cql.ResponsePrefix{HasTracingID: true, TracingID: nodeID}, cql.VoidResult{}, nil)
+		c.OnResponse(rh, rf, nil)
+		c.ResponseSent(st)
+	}
+	c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := tr.Close(ctx); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if got := len(sink.sessions()); got != n {
+		t.Errorf("sink got %d sessions; want %d", got, n)
+	}
+}
