@@ -75,6 +75,11 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		closeAll(alns)
 		return usageErrorf("%v", err)
 	}
+	// Every server ends when the first one does, and the node returns once all have, so
+	// that none logs after the log files are closed.
+	parent := ctx
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	errc := make(chan error, 1+len(alns))
 	go func() { errc <- cluster.Serve(ctx) }()
 	var opts []admin.Option
@@ -95,7 +100,13 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 	}
 	err = <-errc
-	if ctx.Err() != nil {
+	cancel()
+	for range len(alns) {
+		if e := <-errc; err == nil {
+			err = e
+		}
+	}
+	if parent.Err() != nil {
 		return nil
 	}
 	return err
