@@ -146,26 +146,7 @@ func (s slowNode) Events(ctx context.Context, _ [16]byte) ([]Event, bool, error)
 func TestCloseLeavesTimeForSinks(t *testing.T) {
 	sink := &memSink{name: "mem"}
 	tr := New(Options{NodeEvents: slowNode{delay: 50 * time.Millisecond}, Sinks: []Sink{sink}})
-	c := newCaller(tr, testClient, testCoord)
-	mustConfig(t, tr, Config{Probability: 1})
-	const n = 200
-	for i := range n {
-		st := int16(i)
-		h, f := mustRequest(t, reqHeader(st, 0), cql.Query{Query: "SELECT 1"}, nil)
-		c.OnRequest(h, f, nil)
-		rh, rf := mustResponse(t, respHeader(st, cql.FlagTracing), cql.ResponsePrefix{HasTracingID: true, TracingID: nodeID}, cql.VoidResult{}, nil)
-		c.OnResponse(rh, rf, nil)
-		c.ResponseSent(st)
-	}
-	c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	if err := tr.Close(ctx); err != nil {
-		t.Fatalf("Close: %v", err)
-	}
-	if got := len(sink.sessions()); got != n {
-		t.Errorf("sink got %d sessions; want %d", got, n)
-	}
+	closeWithSampledSessions(t, tr, sink, 200)
 }
 
 // hungNode never answers, and ignores its context: a driver stuck in a write.
@@ -185,9 +166,16 @@ func TestCloseWithHungNode(t *testing.T) {
 	defer close(node.release)
 	sink := &memSink{name: "mem"}
 	tr := New(Options{NodeEvents: node, Sinks: []Sink{sink}})
+	closeWithSampledSessions(t, tr, sink, 20)
+}
+
+// closeWithSampledSessions records n sampled sessions whose node events are to be fetched,
+// then closes tr with 2 s to spare: Close must return no error, and every session must
+// have reached sink.
+func closeWithSampledSessions(t *testing.T, tr *Tracer, sink *memSink, n int) {
+	t.Helper()
 	c := newCaller(tr, testClient, testCoord)
 	mustConfig(t, tr, Config{Probability: 1})
-	const n = 20
 	for i := range n {
 		st := int16(i)
 		h, f := mustRequest(t, reqHeader(st, 0), cql.Query{Query: "SELECT 1"}, nil)
