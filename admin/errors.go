@@ -8,8 +8,8 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/tracecar/tracecar/guardrail"
 	"github.com/tracecar/tracecar/tracing"
+	"github.com/tracecar/tracecar/tracing/guardrail"
 )
 
 // Error is an API error: an HTTP status and a message for a person. It is sent as

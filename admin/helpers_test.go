@@ -19,7 +19,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tracecar/tracecar/admin"
-	"github.com/tracecar/tracecar/logs"
+	"github.com/tracecar/tracecar/internal/logs"
 	"github.com/tracecar/tracecar/tracing"
 )
 

@@ -10,8 +10,8 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/tracecar/tracecar/admin"
-	"github.com/tracecar/tracecar/cql"
-	"github.com/tracecar/tracecar/metrics"
+	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/metrics"
 )
 
 // TestMetrics parses /metrics with the Prometheus text parser and checks the series.

@@ -10,11 +10,11 @@ import (
 	"testing"
 
 	"github.com/tracecar/tracecar/admin"
-	"github.com/tracecar/tracecar/guardrail"
-	"github.com/tracecar/tracecar/logs"
-	"github.com/tracecar/tracecar/node"
-	"github.com/tracecar/tracecar/nodeapi"
+	"github.com/tracecar/tracecar/internal/logs"
+	"github.com/tracecar/tracecar/internal/node"
+	"github.com/tracecar/tracecar/internal/nodeapi"
 	"github.com/tracecar/tracecar/tracing"
+	"github.com/tracecar/tracecar/tracing/guardrail"
 )
 
 // embeddedNode serves a real embedded node's API, as `tracecar node --api` does, and

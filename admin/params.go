@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/tracecar/tracecar/logs"
+	"github.com/tracecar/tracecar/internal/logs"
 	"github.com/valyala/fasthttp"
 )
 

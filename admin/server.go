@@ -19,9 +19,9 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/valyala/fasthttp"
 
-	"github.com/tracecar/tracecar/guardrail"
-	"github.com/tracecar/tracecar/metrics"
+	"github.com/tracecar/tracecar/internal/metrics"
 	"github.com/tracecar/tracecar/tracing"
+	"github.com/tracecar/tracecar/tracing/guardrail"
 )
 
 // DefaultAddr is where the API listens when Config.Addr is empty: loopback only, on Scylla's

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/tracecar/tracecar/admin"
-	"github.com/tracecar/tracecar/logs"
+	"github.com/tracecar/tracecar/internal/logs"
 	"github.com/tracecar/tracecar/tracing"
 )
 

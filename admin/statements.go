@@ -6,7 +6,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/tracecar/tracecar/statements"
+	"github.com/tracecar/tracecar/tracing/statements"
 )
 
 // Statements is what the API needs from per-statement statistics; *statements.Stats

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/tracecar/tracecar/admin"
-	"github.com/tracecar/tracecar/cql"
-	"github.com/tracecar/tracecar/statements"
+	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/tracing/statements"
 )
 
 // TestStatementsEndpoints drives the statement statistics endpoints against real Stats:

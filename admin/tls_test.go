@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/tracecar/tracecar/admin"
-	"github.com/tracecar/tracecar/internal/tlstest"
+	"github.com/tracecar/tracecar/internal/testkit/tlstest"
 )
 
 func TestTLS(t *testing.T) {

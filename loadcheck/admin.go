@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tracecar/tracecar/adminapi"
+	"github.com/tracecar/tracecar/admin/adminapi"
 )
 
 // apiClient calls the sidecar's admin API and the node's API, as a user's curl would.

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tracecar/tracecar/node"
+	"github.com/tracecar/tracecar/internal/node"
 )
 
 // mustNode starts an embedded node on a loopback port and returns its address.

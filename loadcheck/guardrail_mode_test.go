@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/tracecar/tracecar/admin"
-	"github.com/tracecar/tracecar/guardrail"
-	"github.com/tracecar/tracecar/logs"
+	"github.com/tracecar/tracecar/internal/logs"
 	"github.com/tracecar/tracecar/tracing"
+	"github.com/tracecar/tracecar/tracing/guardrail"
 )
 
 // TestGuardrailModeRestored applies the built-in guardrail mode to a real admin API with a

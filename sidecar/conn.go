@@ -18,9 +18,9 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/tracecar/tracecar/cql"
-	"github.com/tracecar/tracecar/statements"
+	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/tracing"
+	"github.com/tracecar/tracecar/tracing/statements"
 )
 
 // goroutinesOnly keeps every connection on the goroutine path, as Config.NoEventLoop does

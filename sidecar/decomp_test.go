@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tracecar/tracecar/cql"
-	"github.com/tracecar/tracecar/statements"
+	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/tracing"
+	"github.com/tracecar/tracecar/tracing/statements"
 )
 
 // insertQuery is an INSERT of about size bytes of text that compresses as real values do

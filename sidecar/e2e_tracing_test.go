@@ -14,9 +14,9 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/tracecar/tracecar/cql"
-	"github.com/tracecar/tracecar/internal/drivertest"
-	"github.com/tracecar/tracecar/node"
+	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/node"
+	"github.com/tracecar/tracecar/internal/testkit/drivertest"
 	"github.com/tracecar/tracecar/tracing"
 	"github.com/tracecar/tracecar/tracing/cqlsink"
 )

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"net"
 
-	"github.com/tracecar/tracecar/cql"
-	"github.com/tracecar/tracecar/node"
+	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/node"
 	"github.com/tracecar/tracecar/sidecar"
 )
 

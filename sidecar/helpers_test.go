@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tracecar/tracecar/cql"
+	"github.com/tracecar/tracecar/internal/cql"
 )
 
 // testTimeout bounds every blocking step of a test, so that a bug fails the test instead

@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tracecar/tracecar/cql"
+	"github.com/tracecar/tracecar/internal/cql"
 )
 
 // What a hostile or broken client can make the proxy hold is bounded here:

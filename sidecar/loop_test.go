@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tracecar/tracecar/cql"
+	"github.com/tracecar/tracecar/internal/cql"
 )
 
 // connsInLoop returns how many of p's connections an event loop carries.

@@ -12,8 +12,8 @@ import (
 
 	"github.com/gocql/gocql"
 
-	"github.com/tracecar/tracecar/internal/drivertest"
-	"github.com/tracecar/tracecar/node"
+	"github.com/tracecar/tracecar/internal/node"
+	"github.com/tracecar/tracecar/internal/testkit/drivertest"
 )
 
 // connectLog records every connection gocql opens or tries, with the host it aimed at.

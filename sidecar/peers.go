@@ -8,7 +8,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/tracecar/tracecar/cql"
+	"github.com/tracecar/tracecar/internal/cql"
 )
 
 // PeerMap maps the CQL addresses of a cluster's nodes to the addresses of the sidecars in

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/tracecar/tracecar/cql"
+	"github.com/tracecar/tracecar/internal/cql"
 )
 
 // peerShim relays CQL connections to a node and adds one peer to every uncompressed

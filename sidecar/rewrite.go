@@ -5,7 +5,7 @@ import (
 	"net/netip"
 	"sync/atomic"
 
-	"github.com/tracecar/tracecar/cql"
+	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/tracing"
 )
 

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tracecar/tracecar/cql"
-	"github.com/tracecar/tracecar/internal/tlstest"
+	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/testkit/tlstest"
 )
 
 // connPath is a way for a client connection through the proxy: the goroutine path

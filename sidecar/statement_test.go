@@ -3,7 +3,7 @@ package sidecar
 import (
 	"testing"
 
-	"github.com/tracecar/tracecar/cql"
+	"github.com/tracecar/tracecar/internal/cql"
 )
 
 // TestInspectExecuteProbesOnce: the first EXECUTE of an unknown id is probed (its

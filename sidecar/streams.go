@@ -4,9 +4,9 @@ import (
 	"math/bits"
 	"sync"
 
-	"github.com/tracecar/tracecar/cql"
-	"github.com/tracecar/tracecar/statements"
+	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/tracing"
+	"github.com/tracecar/tracecar/tracing/statements"
 )
 
 // inflight is what the proxy remembers about a request between forwarding it and seeing its

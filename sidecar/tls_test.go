@@ -8,10 +8,10 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/tracecar/tracecar/cql"
-	"github.com/tracecar/tracecar/internal/drivertest"
-	"github.com/tracecar/tracecar/internal/tlstest"
-	"github.com/tracecar/tracecar/node"
+	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/node"
+	"github.com/tracecar/tracecar/internal/testkit/drivertest"
+	"github.com/tracecar/tracecar/internal/testkit/tlstest"
 )
 
 // tlsStack is a TLS node and a sidecar that speaks TLS on both sides, with mutual TLS

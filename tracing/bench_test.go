@@ -3,7 +3,7 @@ package tracing
 import (
 	"testing"
 
-	"github.com/tracecar/tracecar/cql"
+	"github.com/tracecar/tracecar/internal/cql"
 )
 
 // benchFrames returns a cassandra-stress-like read: an EXECUTE of a prepared SELECT with a

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tracecar/tracecar/cql"
+	"github.com/tracecar/tracecar/internal/cql"
 )
 
 // TestFastThresholdZero checks that fast mode with threshold 0 records every CQL request

@@ -7,8 +7,8 @@ import (
 	"net/netip"
 	"strings"
 
-	"github.com/tracecar/tracecar/cql"
-	"github.com/tracecar/tracecar/statements"
+	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/tracing/statements"
 )
 
 // Filter narrows what tracing records and samples, in every mode: a request outside it is

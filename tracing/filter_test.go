@@ -4,7 +4,7 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/tracecar/tracecar/cql"
+	"github.com/tracecar/tracecar/internal/cql"
 )
 
 // TestFilterMatching runs the same requests (an EXECUTE of testQuery, a QUERY on ks.t1 and

@@ -3,7 +3,7 @@ package tracing
 import (
 	"testing"
 
-	"github.com/tracecar/tracecar/cql"
+	"github.com/tracecar/tracecar/internal/cql"
 )
 
 // FuzzConn feeds arbitrary request and response frames through a Conn in every mode: it

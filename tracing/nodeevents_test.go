@@ -10,7 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/tracecar/tracecar/cql"
+	"github.com/tracecar/tracecar/internal/cql"
 )
 
 // flakyNode fails, then reports the session incomplete, then complete, per session.

@@ -4,7 +4,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/tracecar/tracecar/cql"
+	"github.com/tracecar/tracecar/internal/cql"
 )
 
 // DefaultPreparedSize bounds the prepared-statement registry of a Tracer.

@@ -4,7 +4,7 @@ import (
 	"context"
 	"strings"
 
-	"github.com/tracecar/tracecar/cql"
+	"github.com/tracecar/tracecar/internal/cql"
 )
 
 // params returns the parameter collector of a recorded session, filling m.

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tracecar/tracecar/cql"
+	"github.com/tracecar/tracecar/internal/cql"
 )
 
 // TestQueryTextRedacted records statements with literals and passwords in fast and full

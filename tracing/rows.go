@@ -1,6 +1,6 @@
 package tracing
 
-import "github.com/tracecar/tracecar/cql"
+import "github.com/tracecar/tracecar/internal/cql"
 
 // responseRows returns the row count of a RESULT Rows response, or -1: from decompressed,
 // the body readResponse decompressed, or from the frame itself when it is not compressed.

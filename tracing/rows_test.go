@@ -3,7 +3,7 @@ package tracing
 import (
 	"testing"
 
-	"github.com/tracecar/tracecar/cql"
+	"github.com/tracecar/tracecar/internal/cql"
 )
 
 func TestRowsCount(t *testing.T) {

@@ -15,10 +15,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tracecar/tracecar/ctl"
-	"github.com/tracecar/tracecar/logs"
-	"github.com/tracecar/tracecar/statements"
+	"github.com/tracecar/tracecar/admin/ctl"
+	"github.com/tracecar/tracecar/internal/logs"
 	"github.com/tracecar/tracecar/tracing"
+	"github.com/tracecar/tracecar/tracing/statements"
 )
 
 // runCtl parses the ctl command line into a ctl.Config and runs it. On a usage error it

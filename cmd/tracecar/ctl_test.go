@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/tracecar/tracecar/admin"
-	"github.com/tracecar/tracecar/logs"
+	"github.com/tracecar/tracecar/internal/logs"
 	"github.com/tracecar/tracecar/tracing"
 )
 

@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/tracecar/tracecar/admin"
-	"github.com/tracecar/tracecar/guardrail"
-	"github.com/tracecar/tracecar/nodeapi"
+	"github.com/tracecar/tracecar/internal/nodeapi"
 	"github.com/tracecar/tracecar/tracing"
+	"github.com/tracecar/tracecar/tracing/guardrail"
 )
 
 // guardFlags are the sidecar's --guardrail-* and --node-* flags.

@@ -14,8 +14,8 @@ import (
 
 	"github.com/gocql/gocql"
 
-	"github.com/tracecar/tracecar/guardrail"
-	"github.com/tracecar/tracecar/logs"
+	"github.com/tracecar/tracecar/internal/logs"
+	"github.com/tracecar/tracecar/tracing/guardrail"
 )
 
 // lockedBuffer collects log lines from several goroutines.

@@ -13,8 +13,8 @@ import (
 	"strings"
 
 	"github.com/tracecar/tracecar/admin"
-	"github.com/tracecar/tracecar/logs"
-	"github.com/tracecar/tracecar/node"
+	"github.com/tracecar/tracecar/internal/logs"
+	"github.com/tracecar/tracecar/internal/node"
 )
 
 func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/gocql/gocql"
 
-	"github.com/tracecar/tracecar/node"
+	"github.com/tracecar/tracecar/internal/node"
 	"github.com/tracecar/tracecar/tracing"
 )
 

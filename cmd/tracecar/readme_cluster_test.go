@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tracecar/tracecar/internal/clustertest"
-	"github.com/tracecar/tracecar/internal/drivertest"
+	"github.com/tracecar/tracecar/internal/testkit/clustertest"
+	"github.com/tracecar/tracecar/internal/testkit/drivertest"
 )
 
 // readmeBlock returns the lines of the first sh block after heading in README.md.

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tracecar/tracecar/cql"
-	"github.com/tracecar/tracecar/logs"
+	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/logs"
 	"github.com/tracecar/tracecar/tracing"
 )
 

@@ -15,13 +15,13 @@ import (
 	"go.opentelemetry.io/otel"
 
 	"github.com/tracecar/tracecar/admin"
-	"github.com/tracecar/tracecar/guardrail"
-	"github.com/tracecar/tracecar/logs"
-	"github.com/tracecar/tracecar/metrics"
-	"github.com/tracecar/tracecar/node"
-	"github.com/tracecar/tracecar/nodeapi"
+	"github.com/tracecar/tracecar/internal/logs"
+	"github.com/tracecar/tracecar/internal/metrics"
+	"github.com/tracecar/tracecar/internal/node"
+	"github.com/tracecar/tracecar/internal/nodeapi"
 	"github.com/tracecar/tracecar/sidecar"
 	"github.com/tracecar/tracecar/tracing"
+	"github.com/tracecar/tracecar/tracing/guardrail"
 )
 
 // newNodeAPI returns the node's REST API: its loggers and its own trace probability, with

@@ -5,8 +5,8 @@ import (
 
 	"github.com/tracecar/tracecar/admin"
 	"github.com/tracecar/tracecar/sidecar"
-	"github.com/tracecar/tracecar/statements"
 	"github.com/tracecar/tracecar/tracing"
+	"github.com/tracecar/tracecar/tracing/statements"
 )
 
 // statementsConfig configures per-statement statistics.

@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/tracecar/tracecar/statements"
+	"github.com/tracecar/tracecar/tracing/statements"
 )
 
 // statementsScript is the Python-driver workload of TestStatementStatsPythonDriver: three

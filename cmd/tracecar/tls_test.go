@@ -15,8 +15,8 @@ import (
 
 	"github.com/gocql/gocql"
 
-	"github.com/tracecar/tracecar/internal/drivertest"
-	"github.com/tracecar/tracecar/internal/tlstest"
+	"github.com/tracecar/tracecar/internal/testkit/drivertest"
+	"github.com/tracecar/tracecar/internal/testkit/tlstest"
 )
 
 // startCommand runs tracecar args until the test ends, and returns the submatches of the

@@ -14,7 +14,7 @@ import (
 
 	"github.com/gocql/gocql"
 
-	"github.com/tracecar/tracecar/logs"
+	"github.com/tracecar/tracecar/internal/logs"
 	"github.com/tracecar/tracecar/tracing"
 )
 

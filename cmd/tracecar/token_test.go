@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/tracecar/tracecar/admin"
-	"github.com/tracecar/tracecar/logs"
-	"github.com/tracecar/tracecar/node"
+	"github.com/tracecar/tracecar/internal/logs"
+	"github.com/tracecar/tracecar/internal/node"
 )
 
 // call sends one request with an optional Authorization header and returns the status and

@@ -15,8 +15,8 @@ import (
 
 	"github.com/gocql/gocql"
 
-	"github.com/tracecar/tracecar/logs"
-	"github.com/tracecar/tracecar/node"
+	"github.com/tracecar/tracecar/internal/logs"
+	"github.com/tracecar/tracecar/internal/node"
 	"github.com/tracecar/tracecar/tracing"
 )
 

@@ -20,7 +20,7 @@ import (
 
 	"github.com/gocql/gocql"
 
-	"github.com/tracecar/tracecar/cql"
+	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/tracing"
 )
 

@@ -10,8 +10,8 @@ import (
 
 	"github.com/gocql/gocql"
 
-	"github.com/tracecar/tracecar/cql"
-	"github.com/tracecar/tracecar/node"
+	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/node"
 	"github.com/tracecar/tracecar/tracing"
 )
 

@@ -1,0 +1,315 @@
+// Package ctl is "tracecar ctl", a nodetool-style client of the admin API that applies one
+// change to many sidecars at once. The tracecar command parses the command line into a
+// Config.
+//
+//	tracecar ctl [--hosts h1:10000,h2:10000] [--token T] slow-query [--enable|--disable] [--fast|--full]
+//	             [--threshold 500ms] [--ttl 24h]
+//	tracecar ctl [--hosts …] trace-probability [P]
+//	tracecar ctl [--hosts …] logger [NAME [LEVEL]]
+//	tracecar ctl [--hosts …] status
+//	tracecar ctl [--hosts …] statements [--sort total_time|calls|p99|errors] [--limit 20] [--json]
+//	tracecar ctl [--hosts …] trace-filter [--keyspace K] [--table T] [--user U] [--client CIDR]
+//	             [--statement S] [--opcode OP] [--clear]
+//
+// Every host gets the request in parallel; a host that fails does not stop the others. A
+// change is read back from each host after it is applied, so the table shows what each host
+// now has. Without a change (slow-query with no flags, trace-probability with no P, logger
+// with no LEVEL) the command only reads.
+package ctl
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/tracecar/tracecar/admin/adminapi"
+)
+
+// ErrHostFailed is returned by Run when a host failed; the table says which and why.
+var ErrHostFailed = errors.New("a host failed")
+
+// The commands.
+const (
+	SlowQuery        = "slow-query"
+	TraceProbability = "trace-probability"
+	Logger           = "logger"
+	Status           = "status"
+	Statements       = "statements"   // merged per-statement statistics (see statements.go)
+	TraceFilter      = "trace-filter" // the trace filter
+)
+
+// Command is what ctl does on every host: an optional change, then a read of the state it
+// changed.
+type Command struct {
+	Name   string     // SlowQuery, TraceProbability, Logger or Status
+	Logger string     // the Logger command's logger; "" reads every logger's level
+	Change url.Values // the parameters of the change; nil only reads
+
+	Clear bool // TraceFilter: remove the filter
+
+	// Statements: the order (statements.SortOrders), how many are shown, and JSON output.
+	Sort  string
+	Limit int
+	JSON  bool
+}
+
+// Config is one ctl invocation. The tracecar command fills it from the command line.
+type Config struct {
+	Hosts   []string // admin API base URLs, such as http://127.0.0.1:10000
+	Token   string   // bearer token, sent when set
+	CACert  string   // PEM file of the CA of an HTTPS API; empty: the system's
+	Command Command
+
+	// HostsFromCQL, when set, is the HOST:PORT of one sidecar's CQL port: Hosts are then
+	// the admin APIs of every sidecar listed in its system.local and system.peers, each on
+	// the sidecar's IP at AdminPort (empty means DefaultPort).
+	HostsFromCQL string
+	AdminPort    string
+}
+
+// Run applies cfg.Command to every host in parallel and writes one table row per host to
+// stdout. It returns ErrHostFailed, after the table, when any host failed.
+func Run(ctx context.Context, cfg Config, stdout io.Writer) error {
+	if cfg.Command.Name == Statements {
+		return runStatements(ctx, cfg, stdout)
+	}
+	o, err := opOf(cfg.Command)
+	if err != nil {
+		return err
+	}
+	cl, err := newClient(cfg.Token, cfg.CACert)
+	if err != nil {
+		return err
+	}
+	if cfg.HostsFromCQL != "" {
+		port := cfg.AdminPort
+		if port == "" {
+			port = DefaultPort
+		}
+		if cfg.Hosts, err = discoverHosts(ctx, cfg.HostsFromCQL, port); err != nil {
+			return err
+		}
+	}
+	if !printTable(stdout, apply(ctx, cl, cfg.Hosts, o)) {
+		return ErrHostFailed
+	}
+	return nil
+}
+
+// opOf returns the requests and the display of cmd.
+func opOf(cmd Command) (op, error) {
+	var o op
+	switch cmd.Name {
+	case SlowQuery:
+		o = op{get: adminapi.PathSlowQuery, show: showSlowQuery}
+	case TraceProbability:
+		o = op{get: adminapi.PathProbability, show: func(body []byte) (string, error) {
+			p, err := adminapi.ParseProbability(body)
+			if err != nil {
+				return "", err
+			}
+			f, _ := strconv.ParseFloat(p, 64)
+			return "probability=" + strconv.FormatFloat(f, 'g', -1, 64), nil
+		}}
+	case Logger:
+		if cmd.Logger == "" {
+			if cmd.Change != nil {
+				return op{}, errors.New("ctl: a logger change needs the logger's name")
+			}
+			return op{get: adminapi.PathLoggingLevel, show: showLevels}, nil
+		}
+		name := cmd.Logger
+		o = op{get: adminapi.PathLoggers + "/" + url.PathEscape(name), show: func(body []byte) (string, error) {
+			l, err := adminapi.ParseLevel(body)
+			if err != nil {
+				return "", err
+			}
+			return name + "=" + l, nil
+		}}
+	case Status:
+		if cmd.Change != nil {
+			return op{}, errors.New("ctl: status changes nothing")
+		}
+		return op{get: adminapi.PathStatus, show: showStatus}, nil
+	case TraceFilter:
+		o = op{get: pathTraceFilter, show: showTraceFilter}
+		if cmd.Clear {
+			if cmd.Change != nil {
+				return op{}, errors.New("ctl: clearing the trace filter takes no filter parameters")
+			}
+			o.del = pathTraceFilter
+			return o, nil
+		}
+	default:
+		return op{}, fmt.Errorf("ctl: unknown command %q", cmd.Name)
+	}
+	if cmd.Change != nil {
+		o.post, o.params = o.get, cmd.Change
+	}
+	return o, nil
+}
+
+// DefaultPort is added to a host given without one.
+const DefaultPort = "10000"
+
+// Timeout bounds each HTTP request to a host.
+const Timeout = 5 * time.Second
+
+// op is what one command does on one host: an optional change, then a read whose JSON
+// body show turns into the table's detail.
+type op struct {
+	post   string     // path of the change, "" for a read-only command
+	del    string     // path DELETEd before the read, "" for none
+	params url.Values // of the change
+	get    string     // path read after the change
+	show   func(body []byte) (string, error)
+}
+
+func showSlowQuery(body []byte) (string, error) {
+	sq, err := adminapi.ParseSlowQuery(body)
+	if err != nil {
+		return "", err
+	}
+	return sq.String(), nil
+}
+
+func showLevels(body []byte) (string, error) {
+	kv, err := adminapi.ParseLoggingLevels(body)
+	if err != nil {
+		return "", err
+	}
+	parts := make([]string, len(kv))
+	for i, e := range kv {
+		parts[i] = e.Key + "=" + e.Value
+	}
+	return strings.Join(parts, " "), nil
+}
+
+func showStatus(body []byte) (string, error) {
+	st, err := adminapi.ParseStatus(body)
+	if err != nil {
+		return "", err
+	}
+	mode := st.Mode
+	if mode == "" {
+		mode = "none"
+	}
+	s := fmt.Sprintf("mode=%s requests=%d traced=%d slow=%d", mode, st.Counters.Requests, st.Counters.Traced, st.Counters.SlowSessions)
+	sinks := make([]string, 0, len(st.SinkDropped))
+	for k := range st.SinkDropped {
+		sinks = append(sinks, k)
+	}
+	sort.Strings(sinks)
+	for _, k := range sinks {
+		if n := st.SinkDropped[k]; n > 0 {
+			s += fmt.Sprintf(" dropped[%s]=%d", k, n)
+		}
+	}
+	if st.Guardrail.State != "" && st.Guardrail.State != "none" {
+		s += " guardrail=" + st.Guardrail.State
+		if st.Guardrail.Detail != "" {
+			s += " (" + st.Guardrail.Detail + ")"
+		}
+	}
+	return s, nil
+}
+
+// client is the admin API client, with the token.
+type client struct {
+	api adminapi.Client
+}
+
+func newClient(token, cacert string) (*client, error) {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if cacert != "" {
+		pem, err := os.ReadFile(cacert)
+		if err != nil {
+			return nil, fmt.Errorf("read --cacert: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--cacert %s holds no PEM certificate", cacert)
+		}
+		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+	return &client{api: adminapi.Client{HTTP: &http.Client{Timeout: Timeout, Transport: tr}, Token: token}}, nil
+}
+
+// result is one host's row.
+type result struct {
+	host   string
+	err    error
+	detail string
+}
+
+// apply runs o on every host in parallel and returns the results in the hosts' order.
+func apply(ctx context.Context, c *client, hosts []string, o op) []result {
+	out := make([]result, len(hosts))
+	var wg sync.WaitGroup
+	for i, h := range hosts {
+		wg.Go(func() {
+			out[i] = result{host: strings.TrimPrefix(h, "http://")}
+			out[i].detail, out[i].err = c.do(ctx, h, o)
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// do runs o on the host at base.
+func (c *client) do(ctx context.Context, base string, o op) (string, error) {
+	if o.post != "" {
+		if _, err := c.request(ctx, http.MethodPost, base+o.post, o.params); err != nil {
+			return "", err
+		}
+	}
+	if o.del != "" {
+		if _, err := c.request(ctx, http.MethodDelete, base+o.del, nil); err != nil {
+			return "", err
+		}
+	}
+	body, err := c.request(ctx, http.MethodGet, base+o.get, nil)
+	if err != nil {
+		if o.post != "" {
+			return "", fmt.Errorf("applied, but reading it back failed: %w", err)
+		}
+		return "", err
+	}
+	return o.show(body)
+}
+
+// request sends one request, with params form-encoded in the body, and returns the body of
+// a 2xx response; any other status is an error with the API's message.
+func (c *client) request(ctx context.Context, method, u string, params url.Values) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, Timeout)
+	defer cancel()
+	return c.api.Do(ctx, method, u, params)
+}
+
+// printTable writes one row per host and reports whether every host succeeded.
+func printTable(w io.Writer, results []result) bool {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "HOST\tRESULT\tDETAIL")
+	ok := true
+	for _, r := range results {
+		res, detail := "ok", r.detail
+		if r.err != nil {
+			res, detail, ok = "error", r.err.Error(), false
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.host, res, strings.ReplaceAll(detail, "\n", " "))
+	}
+	tw.Flush()
+	return ok
+}

@@ -1,0 +1,121 @@
+package ctl
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"text/tabwriter"
+
+	"github.com/tracecar/tracecar/tracing/statements"
+)
+
+// runStatements reads every host's statement statistics with their histograms and prints
+// them merged by statement (counts add up, histograms merge, percentiles are read from the
+// merged histogram), sorted by cfg.Command.Sort and cut to its Limit. A host that cannot be
+// read is reported, the others are still merged, and ErrHostFailed is returned.
+func runStatements(ctx context.Context, cfg Config, stdout io.Writer) error {
+	cmd := cfg.Command
+	if cmd.Sort == "" {
+		cmd.Sort = "total_time"
+	}
+	if !slices.Contains(statements.SortOrders, cmd.Sort) {
+		return fmt.Errorf("ctl: sort %q: want one of %s", cmd.Sort, strings.Join(statements.SortOrders, ", "))
+	}
+	if cmd.Limit < 1 {
+		cmd.Limit = 20
+	}
+	cl, err := newClient(cfg.Token, cfg.CACert)
+	if err != nil {
+		return err
+	}
+	lists := make([][]statements.Statement, len(cfg.Hosts))
+	errs := make([]error, len(cfg.Hosts))
+	var wg sync.WaitGroup
+	for i, h := range cfg.Hosts {
+		wg.Go(func() { lists[i], errs[i] = cl.statements(ctx, h) })
+	}
+	wg.Wait()
+	var failed error
+	var ok [][]statements.Statement
+	for i, err := range errs {
+		if err != nil {
+			failed = ErrHostFailed
+			fmt.Fprintf(stdout, "%s: error: %v\n", strings.TrimPrefix(cfg.Hosts[i], "http://"), err)
+			continue
+		}
+		ok = append(ok, lists[i])
+	}
+	merged, complete := statements.Merge(ok...)
+	if !complete {
+		return errors.New("ctl: a host sent statements without histogram buckets: they cannot be merged")
+	}
+	statements.SortStatements(merged, cmd.Sort)
+	if len(merged) > cmd.Limit {
+		merged = merged[:cmd.Limit]
+	}
+	if cmd.JSON {
+		if merged == nil {
+			merged = []statements.Statement{}
+		}
+		b, err := json.MarshalIndent(merged, "", "  ")
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s\n", b)
+		return failed
+	}
+	printStatements(stdout, merged, len(ok))
+	return failed
+}
+
+// statements reads one host's statements, all of them, with histogram buckets.
+func (c *client) statements(ctx context.Context, base string) ([]statements.Statement, error) {
+	b, err := c.request(ctx, http.MethodGet, base+"/tracecar/statement_stats", nil)
+	if err != nil {
+		return nil, err
+	}
+	var st struct {
+		Max int `json:"max"`
+	}
+	if err := json.Unmarshal(b, &st); err != nil || st.Max < 1 {
+		return nil, fmt.Errorf("bad statement_stats response %q", b)
+	}
+	b, err = c.request(ctx, http.MethodGet, base+"/tracecar/statements?sort=calls&histogram=true&limit="+strconv.Itoa(st.Max), nil)
+	if err != nil {
+		return nil, err
+	}
+	var out []statements.Statement
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, fmt.Errorf("bad statements response: %w", err)
+	}
+	return out, nil
+}
+
+// maxShownText bounds the statement text in the table.
+const maxShownText = 70
+
+func printStatements(w io.Writer, sts []statements.Statement, hosts int) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "CALLS\tERRORS\tTOTAL_MS\tMEAN_US\tP50_US\tP99_US\tP999_US\tMAX_US\tROWS\tPREP\t  STATEMENT")
+	for _, s := range sts {
+		text := s.Statement
+		if len(text) > maxShownText {
+			text = text[:maxShownText] + "…"
+		}
+		prep := "no"
+		if s.Prepared {
+			prep = "yes"
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%.1f\t%.0f\t%d\t%d\t%d\t%d\t%d\t%s\t  %s\n", s.Calls, s.ErrorCount(),
+			float64(s.TotalTimeUS)/1000, s.MeanUS, s.P50US, s.P99US, s.P999US, s.MaxUS, s.Rows, prep, text)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "%d statements merged from %d hosts\n", len(sts), hosts)
+}

@@ -1,0 +1,232 @@
+package node
+
+import "github.com/tracecar/tracecar/internal/cql"
+
+// The AST of the supported CQL subset. Identifiers are already case-folded: unquoted names
+// are lower case, quoted names keep their case.
+
+type statement interface{ stmtName() string }
+
+type tableName struct{ ks, name string }
+
+type useStmt struct{ keyspace string }
+
+type createKeyspaceStmt struct {
+	name          string
+	ifNotExists   bool
+	replication   map[string]string
+	durableWrites bool
+}
+
+type dropKeyspaceStmt struct {
+	name     string
+	ifExists bool
+}
+
+type colDef struct {
+	name   string
+	typ    cql.TypeInfo
+	text   string // the type as system_schema.columns shows it
+	static bool
+}
+
+type ordering struct {
+	col  string
+	desc bool
+}
+
+type createTableStmt struct {
+	table       tableName
+	ifNotExists bool
+	cols        []colDef
+	pk          []string
+	ck          []string
+	order       []ordering
+	options     map[string]string
+	compact     bool
+}
+
+type dropTableStmt struct {
+	table    tableName
+	ifExists bool
+}
+
+type truncateStmt struct{ table tableName }
+
+// unsupportedStmt is a statement that parses but that the node rejects with Invalid.
+type unsupportedStmt struct{ what string }
+
+type insertStmt struct {
+	table       tableName
+	cols        []string
+	vals        []*term
+	ifNotExists bool
+	ttl, ts     *term
+}
+
+type assignOp uint8
+
+const (
+	assignSet     assignOp = iota // c = v
+	assignAdd                     // c = c + v
+	assignSub                     // c = c - v
+	assignPrepend                 // c = v + c
+	assignKey                     // c[k] = v
+)
+
+type assignment struct {
+	col string
+	op  assignOp
+	key *term
+	val *term
+}
+
+type updateStmt struct {
+	table    tableName
+	ttl, ts  *term
+	assigns  []assignment
+	where    []relation
+	ifExists bool
+	conds    []relation
+}
+
+type deleteTarget struct {
+	col string
+	key *term // m[k] or l[i]
+}
+
+type deleteStmt struct {
+	table    tableName
+	cols     []deleteTarget
+	ts       *term
+	where    []relation
+	ifExists bool
+	conds    []relation
+}
+
+type relOp uint8
+
+const (
+	opEq relOp = iota
+	opLt
+	opLe
+	opGt
+	opGe
+	opIn
+	opNe
+	opContains
+	opContainsKey
+)
+
+var relOpNames = [...]string{"=", "<", "<=", ">", ">=", "IN", "!=", "CONTAINS", "CONTAINS KEY"}
+
+type relation struct {
+	col   string
+	cols  []string // token(a, b) arguments
+	token bool
+	op    relOp
+	val   *term   // single value, or the marker of IN ?
+	vals  []*term // IN (a, b, c)
+}
+
+type selKind uint8
+
+const (
+	selColumn selKind = iota
+	selCount
+	selWritetime
+	selTTL
+	selToken
+	selFunc
+)
+
+type selector struct {
+	kind  selKind
+	col   string
+	cols  []string // token() arguments
+	fn    *term    // constant function such as now()
+	alias string
+	text  string // the name Cassandra gives the result column when there is no alias
+}
+
+type selectStmt struct {
+	table          tableName
+	star           bool
+	distinct       bool
+	json           bool
+	sels           []selector
+	where          []relation
+	orderBy        []ordering
+	limit          *term
+	partLimit      *term
+	allowFiltering bool
+}
+
+type batchStmt struct {
+	typ   byte // 0 logged, 1 unlogged, 2 counter
+	ts    *term
+	stmts []statement
+}
+
+func (*useStmt) stmtName() string            { return "USE" }
+func (*createKeyspaceStmt) stmtName() string { return "CREATE KEYSPACE" }
+func (*dropKeyspaceStmt) stmtName() string   { return "DROP KEYSPACE" }
+func (*createTableStmt) stmtName() string    { return "CREATE TABLE" }
+func (*dropTableStmt) stmtName() string      { return "DROP TABLE" }
+func (*truncateStmt) stmtName() string       { return "TRUNCATE" }
+func (*unsupportedStmt) stmtName() string    { return "UNSUPPORTED" }
+func (*insertStmt) stmtName() string         { return "INSERT" }
+func (*updateStmt) stmtName() string         { return "UPDATE" }
+func (*deleteStmt) stmtName() string         { return "DELETE" }
+func (*selectStmt) stmtName() string         { return "SELECT" }
+func (*batchStmt) stmtName() string          { return "BATCH" }
+
+type termKind uint8
+
+const (
+	termConst termKind = iota
+	termBind
+	termList
+	termSet
+	termMap
+	termFunc
+	termTuple
+)
+
+type litKind uint8
+
+const (
+	litString litKind = iota
+	litInt
+	litFloat
+	litBool
+	litNull
+	litHex
+	litUUID
+	litDuration
+)
+
+// literalOf is the literal kind of each constant token.
+var literalOf = map[tokKind]litKind{
+	tString: litString, tInt: litInt, tFloat: litFloat, tHex: litHex, tUUID: litUUID, tDuration: litDuration,
+}
+
+var litNames = [...]string{"STRING", "INTEGER", "FLOAT", "BOOLEAN", "NULL", "HEX", "UUID", "DURATION"}
+
+// term is a value in a statement: a constant, a bind marker, a collection literal or a
+// function call.
+type term struct {
+	kind  termKind
+	lit   litKind
+	text  string  // constant text (with a leading '-' for negative numbers)
+	idx   int     // bind marker index
+	name  string  // named marker name, or function name
+	elems []*term // list, set, tuple elements, function arguments, or map keys
+	vals  []*term // map values
+}
+
+// parsedStmt is a parsed statement with its bind markers.
+type parsedStmt struct {
+	stmt    statement
+	markers []string // one per bind marker; the name of a named marker or ""
+}

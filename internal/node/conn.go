@@ -1,0 +1,488 @@
+package node
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/subtle"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"io"
+	"maps"
+	"net"
+	"net/netip"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/tracecar/tracecar/internal/cql"
+)
+
+// maxRejectBody bounds what is read of a frame of an unsupported version before answering.
+const maxRejectBody = 1 << 20
+
+// connBufferSize is the size of a connection's reader and writer. They are what an idle
+// connection holds, so they are kept small; larger frames are read into a buffer that grows
+// as they arrive, and larger responses are written through.
+const connBufferSize = 16 << 10
+
+// maxKeptBuffer is the largest read buffer a connection keeps between frames.
+const maxKeptBuffer = 1 << 20
+
+// ScyllaSupportedOptions are the keys a ScyllaDB node adds to SUPPORTED, with the values of
+// a one-shard node using ScyllaDB's defaults; Config.ScyllaSupported turns them on.
+var ScyllaSupportedOptions = map[string][]string{
+	"SCYLLA_SHARD":                {"0"},
+	"SCYLLA_NR_SHARDS":            {"1"},
+	"SCYLLA_PARTITIONER":          {"org.apache.cassandra.dht.Murmur3Partitioner"},
+	"SCYLLA_SHARDING_ALGORITHM":   {"biased-token-round-robin"},
+	"SCYLLA_SHARDING_IGNORE_MSB":  {"12"},
+	"SCYLLA_SHARD_AWARE_PORT":     {"19042"},
+	"SCYLLA_SHARD_AWARE_PORT_SSL": {"19142"},
+}
+
+// conn serves one client connection. Requests are handled in order on the reading
+// goroutine; responses are coalesced and flushed when no more input is buffered.
+type conn struct {
+	s  *Server
+	nc net.Conn
+	br *bufio.Reader
+	w  writer
+
+	version byte
+	comp    cql.Compressor
+	ready   bool // STARTUP done and, with auth on, authenticated
+	started bool // STARTUP received
+	sess    Session
+
+	// The event types the connection REGISTERed for.
+	wantsSchemaEvents, wantsStatusEvents, wantsTopologyEvents atomic.Bool
+
+	in   []byte // frame read buffer
+	dbuf []byte // decompressed body
+	out  []byte // response being built
+	peer netip.Addr
+}
+
+func newConn(s *Server, nc net.Conn) *conn {
+	c := &conn{s: s, nc: nc, br: bufio.NewReaderSize(nc, connBufferSize)}
+	c.sess.Node = s.cfg.Node
+	c.w.w = bufio.NewWriterSize(nc, connBufferSize)
+	if ap, err := netip.ParseAddrPort(nc.RemoteAddr().String()); err == nil {
+		c.peer = ap.Addr()
+	}
+	return c
+}
+
+func (c *conn) serve() {
+	defer c.nc.Close()
+	for {
+		first, err := c.br.Peek(1)
+		if err != nil {
+			return
+		}
+		if v := first[0] &^ cql.ResponseBit; v != cql.V3 && v != cql.V4 {
+			c.rejectVersion(v)
+			return
+		}
+		limit := c.s.maxFrame()
+		if !c.ready {
+			limit = min(limit, cql.MaxStartupFrameSize)
+		}
+		h, body, in, err := cql.ReadFrameMax(c.br, c.in, limit)
+		c.in = in
+		if cap(c.in) > maxKeptBuffer {
+			c.in = nil // a rare large frame does not stay with an idle connection
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, net.ErrClosed) {
+				c.s.logger().Debug().Err(err).Stringer("client", c.nc.RemoteAddr()).Msg("closing connection on bad frame")
+			}
+			if errors.Is(err, cql.ErrFrameTooBig) {
+				c.sendError(h, protocolError(cql.FrameTooBigMessage(h.Length, limit)))
+				c.w.write(c.out, true)
+			}
+			return
+		}
+		if err := c.handle(h, body); err != nil {
+			c.w.write(c.out, true) // the error that closes the connection goes out first
+			return
+		}
+		if err := c.w.write(c.out, c.br.Buffered() == 0); err != nil {
+			return
+		}
+		c.out = c.out[:0]
+	}
+}
+
+// rejectVersion answers a frame of a protocol version other than 3 and 4 with the
+// ProtocolError that Cassandra sends, in a header the client can parse, then closes.
+func (c *conn) rejectVersion(v byte) {
+	var stream uint16
+	headerLen := cql.HeaderSize
+	if v < cql.V3 {
+		headerLen = 8
+	}
+	hdr := make([]byte, headerLen)
+	if _, err := io.ReadFull(c.br, hdr); err != nil {
+		return
+	}
+	n := binary.BigEndian.Uint32(hdr[headerLen-4:])
+	if v < cql.V3 {
+		stream = uint16(hdr[2])
+	} else {
+		stream = binary.BigEndian.Uint16(hdr[2:4])
+	}
+	if n <= maxRejectBody {
+		io.CopyN(io.Discard, c.br, int64(n))
+	}
+	body := cql.Error{Code: cql.ErrCodeProtocol, Message: cql.UnsupportedVersionMessage(v)}.AppendBody(nil, cql.V4)
+	var out []byte
+	if v < cql.V3 {
+		out = append(out, cql.ResponseBit|v, 0, byte(stream), byte(cql.OpError))
+		out = binary.BigEndian.AppendUint32(out, uint32(len(body)))
+	} else {
+		rv := cql.ResponseBit | cql.V4
+		out = cql.AppendHeader(out, cql.Header{Version: rv, Stream: int16(stream), Opcode: cql.OpError, Length: uint32(len(body))})
+	}
+	out = append(out, body...)
+	c.w.write(out, true)
+	c.s.logger().Debug().Uint8("version", v).Stringer("client", c.nc.RemoteAddr()).Msg("rejected protocol version")
+}
+
+// errClose makes serve close the connection after flushing what was written.
+var errClose = errors.New("close connection")
+
+func (c *conn) respHeader(h cql.Header) cql.Header {
+	return cql.Header{Version: cql.ResponseBit | h.ProtoVersion(), Stream: h.Stream}
+}
+
+func (c *conn) send(h cql.Header, flags byte, prefix cql.ResponsePrefix, m cql.Message) {
+	rh := c.respHeader(h)
+	rh.Flags = flags
+	comp := c.comp
+	if !c.started || h.Opcode == cql.OpStartup {
+		comp = nil
+	}
+	out, err := cql.AppendResponseFrame(c.out, rh, prefix, m, comp)
+	if err != nil {
+		out, _ = cql.AppendResponseFrame(c.out, rh, prefix, cql.Error{Code: cql.ErrCodeServer, Message: err.Error()}, nil)
+	}
+	c.out = out
+}
+
+// dropProtocolErrors, set only by tests, drops every ProtocolError instead of sending it:
+// the broken build that the bad-frame tests must catch. It is read on the error path only.
+var dropProtocolErrors atomic.Bool
+
+func (c *conn) sendError(h cql.Header, e cql.Error) {
+	if e.Code == cql.ErrCodeProtocol && dropProtocolErrors.Load() {
+		return
+	}
+	c.send(h, 0, cql.ResponsePrefix{}, e)
+}
+
+func protocolError(msg string) cql.Error { return cql.Error{Code: cql.ErrCodeProtocol, Message: msg} }
+
+func (c *conn) handle(h cql.Header, body []byte) error {
+	if h.IsResponse() {
+		c.sendError(h, protocolError("Invalid frame: a client sent a response frame"))
+		return errClose
+	}
+	if c.version == 0 {
+		c.version = h.ProtoVersion()
+	} else if h.ProtoVersion() != c.version {
+		c.sendError(h, protocolError("Invalid message version. Got "+strconv.Itoa(int(h.ProtoVersion()))+" but previous messages on this connection had version "+strconv.Itoa(int(c.version))))
+		return nil
+	}
+	if h.Flags&cql.FlagCompression != 0 {
+		if c.comp == nil {
+			c.sendError(h, protocolError("Frame is compressed but no compression was negotiated in STARTUP"))
+			return errClose
+		}
+		d, err := c.comp.Decompress(c.dbuf[:0], body)
+		if err != nil {
+			c.sendError(h, protocolError("Invalid compressed frame body: "+err.Error()))
+			return errClose
+		}
+		c.dbuf, body = d, d
+	}
+	if h.Flags&cql.FlagCustomPayload != 0 {
+		_, rest, err := cql.ParseRequestPrefix(h.Flags, body)
+		if err != nil {
+			c.sendError(h, protocolError("Invalid custom payload"))
+			return errClose
+		}
+		body = rest
+	}
+	c.s.requests.Add(1)
+	switch h.Opcode {
+	case cql.OpOptions:
+		opts := map[string][]string{
+			"CQL_VERSION":       {"3.4.6"},
+			"COMPRESSION":       {"lz4", "snappy"},
+			"PROTOCOL_VERSIONS": {"3/v3", "4/v4"},
+		}
+		if c.s.cfg.ScyllaSupported {
+			maps.Copy(opts, ScyllaSupportedOptions)
+		}
+		c.send(h, 0, cql.ResponsePrefix{}, cql.Supported{Options: opts})
+		return nil
+	case cql.OpStartup:
+		return c.startup(h, body)
+	case cql.OpAuthResponse:
+		return c.authResponse(h, body)
+	}
+	if !c.started {
+		c.sendError(h, protocolError("Unexpected message "+h.Opcode.String()+", expecting STARTUP or OPTIONS"))
+		return nil
+	}
+	if !c.ready {
+		c.sendError(h, cql.Error{Code: cql.ErrCodeUnauthorized, Message: "You have not logged in"})
+		return nil
+	}
+	switch h.Opcode {
+	case cql.OpRegister:
+		r, err := cql.DecodeRegister(body)
+		if err != nil {
+			c.sendError(h, protocolError("Invalid REGISTER message: "+err.Error()))
+			return nil
+		}
+		for _, e := range r.Events {
+			switch e {
+			case cql.EventSchemaChange:
+				c.wantsSchemaEvents.Store(true)
+			case cql.EventStatusChange:
+				c.wantsStatusEvents.Store(true)
+			case cql.EventTopologyChange:
+				c.wantsTopologyEvents.Store(true)
+			default:
+				c.sendError(h, protocolError("Invalid value '"+e+"' for Type"))
+				return nil
+			}
+		}
+		c.send(h, 0, cql.ResponsePrefix{}, cql.Ready{})
+		return nil
+	case cql.OpQuery, cql.OpPrepare, cql.OpExecute, cql.OpBatch:
+		c.request(h, body)
+		return nil
+	}
+	c.sendError(h, protocolError("Unexpected message "+h.Opcode.String()))
+	return nil
+}
+
+func (c *conn) startup(h cql.Header, body []byte) error {
+	m, err := cql.DecodeStartup(body)
+	if err != nil {
+		c.sendError(h, protocolError("Invalid STARTUP message: "+err.Error()))
+		return errClose
+	}
+	if _, ok := m.Options["CQL_VERSION"]; !ok {
+		c.sendError(h, protocolError("Missing value CQL_VERSION in STARTUP message"))
+		return nil
+	}
+	comp := cql.Compressor(nil)
+	if name, ok := m.Options["COMPRESSION"]; ok && name != "" {
+		if comp = cql.CompressorByName(name); comp == nil {
+			c.sendError(h, protocolError("Unknown compression algorithm: "+name))
+			return nil
+		}
+	}
+	c.started, c.comp = true, comp
+	if c.s.user != "" {
+		c.send(h, 0, cql.ResponsePrefix{}, cql.Authenticate{Authenticator: PasswordAuthenticator})
+		return nil
+	}
+	c.ready = true
+	c.send(h, 0, cql.ResponsePrefix{}, cql.Ready{})
+	return nil
+}
+
+func (c *conn) authResponse(h cql.Header, body []byte) error {
+	if !c.started || c.s.user == "" {
+		c.sendError(h, protocolError("Unexpected AUTH_RESPONSE: authentication is not in progress"))
+		return nil
+	}
+	m, err := cql.DecodeAuthResponse(body)
+	if err != nil {
+		c.sendError(h, protocolError("Invalid AUTH_RESPONSE message: "+err.Error()))
+		return errClose
+	}
+	// SASL PLAIN: [authzid] NUL authcid NUL passwd
+	parts := bytes.Split(m.Token, []byte{0})
+	if len(parts) != 3 {
+		c.sendError(h, cql.Error{Code: cql.ErrCodeBadCredentials, Message: "Authentication failed: malformed SASL PLAIN token"})
+		return nil
+	}
+	userOK := subtle.ConstantTimeCompare(parts[1], []byte(c.s.user)) == 1
+	passOK := subtle.ConstantTimeCompare(parts[2], []byte(c.s.pass)) == 1
+	if !userOK || !passOK {
+		c.sendError(h, cql.Error{Code: cql.ErrCodeBadCredentials, Message: "Provided username " + string(parts[1]) + " and/or password are incorrect"})
+		return nil
+	}
+	c.ready = true
+	c.send(h, 0, cql.ResponsePrefix{}, cql.AuthSuccess{})
+	return nil
+}
+
+// trace collects the events of one traced request.
+type trace struct {
+	start  time.Time
+	id     [16]byte
+	source netip.Addr
+	events []TraceEvent
+}
+
+// Event implements Tracer.
+func (t *trace) Event(activity string) {
+	now := time.Now()
+	t.events = append(t.events, TraceEvent{
+		ID:            cql.NewTimeUUID(now),
+		Activity:      activity,
+		Source:        t.source,
+		SourceElapsed: now.Sub(t.start),
+		Thread:        "Native-Transport-Requests-1",
+	})
+}
+
+func (c *conn) request(h cql.Header, body []byte) {
+	start := time.Now()
+	clientAsked := h.Flags&cql.FlagTracing != 0
+	var tr *trace
+	var etr Tracer
+	if clientAsked || c.s.sample() {
+		tr = &trace{start: start, id: cql.NewTimeUUID(start), source: c.s.Addr().Addr()}
+		etr = tr
+	}
+	var (
+		res     cql.Message
+		err     error
+		command = "QUERY"
+		request string
+		params  map[string]string
+	)
+	switch h.Opcode {
+	case cql.OpQuery:
+		var q cql.Query
+		if q, err = cql.DecodeQuery(body, h.ProtoVersion()); err == nil {
+			request = "Execute CQL3 query"
+			if tr != nil {
+				params = map[string]string{"query": q.Query, "consistency_level": q.Params.Consistency.String()}
+			}
+			c.logRequest(h, q.Query)
+			res, err = c.s.engine.Query(&c.sess, q.Query, &q.Params, etr)
+		}
+	case cql.OpPrepare:
+		var p cql.Prepare
+		if p, err = cql.DecodePrepare(body); err == nil {
+			request = "Preparing CQL3 query"
+			command = "PREPARE"
+			if tr != nil {
+				params = map[string]string{"query": p.Query}
+			}
+			c.logRequest(h, p.Query)
+			var pr cql.PreparedResult
+			if pr, err = c.s.engine.Prepare(&c.sess, p.Query, etr); err == nil {
+				res = pr
+			}
+		}
+	case cql.OpExecute:
+		var e cql.Execute
+		if e, err = cql.DecodeExecute(body, h.ProtoVersion()); err == nil {
+			command = "EXECUTE"
+			request = "Execute CQL3 prepared query"
+			if tr != nil {
+				params = map[string]string{"consistency_level": e.Params.Consistency.String()}
+			}
+			c.logRequest(h, hex.EncodeToString(e.ID))
+			res, err = c.s.engine.Execute(&c.sess, e.ID, &e.Params, etr)
+		}
+	case cql.OpBatch:
+		var b cql.Batch
+		if b, err = cql.DecodeBatch(body, h.ProtoVersion()); err == nil {
+			command = "BATCH"
+			request = "Execute batch of CQL3 queries"
+			if tr != nil {
+				params = map[string]string{"consistency_level": b.Consistency.String()}
+			}
+			c.logRequest(h, "batch")
+			res, err = c.s.engine.Batch(&c.sess, &b, etr)
+		}
+	}
+	if err != nil {
+		res = toCQLError(err)
+	}
+	if tr == nil {
+		c.send(h, 0, cql.ResponsePrefix{}, res)
+		return
+	}
+	if _, isErr := res.(cql.Error); !isErr {
+		tr.Event("Request complete")
+	}
+	c.s.engine.WriteTrace(TraceSession{
+		ID:          tr.id,
+		Client:      c.peer,
+		Command:     command,
+		Coordinator: tr.source,
+		Duration:    time.Since(start),
+		Parameters:  params,
+		Request:     request,
+		StartedAt:   start,
+		Events:      tr.events,
+	})
+	if !clientAsked {
+		c.send(h, 0, cql.ResponsePrefix{}, res)
+		return
+	}
+	c.send(h, cql.FlagTracing, cql.ResponsePrefix{TracingID: tr.id, HasTracingID: true}, res)
+}
+
+// toCQLError maps an engine error to the ERROR message sent to the client.
+func toCQLError(err error) cql.Error {
+	var ce cql.Error
+	if errors.As(err, &ce) {
+		return ce
+	}
+	var pce *cql.Error
+	if errors.As(err, &pce) && pce != nil {
+		return *pce
+	}
+	if errors.Is(err, cql.ErrMalformed) {
+		return cql.Error{Code: cql.ErrCodeProtocol, Message: "Invalid message body: " + err.Error()}
+	}
+	return cql.Error{Code: cql.ErrCodeServer, Message: err.Error()}
+}
+
+func (c *conn) logRequest(h cql.Header, what string) {
+	if e := c.s.logger().Debug(); e != nil {
+		e.Str("op", h.Opcode.String()).Int16("stream", h.Stream).Stringer("client", c.nc.RemoteAddr()).
+			Str("keyspace", c.sess.Keyspace).Str("query", what).Msg("request")
+	}
+}
+
+// wants reports whether the connection REGISTERed for events of type typ.
+func (c *conn) wants(typ string) bool {
+	switch typ {
+	case cql.EventSchemaChange:
+		return c.wantsSchemaEvents.Load()
+	case cql.EventStatusChange:
+		return c.wantsStatusEvents.Load()
+	case cql.EventTopologyChange:
+		return c.wantsTopologyEvents.Load()
+	}
+	return false
+}
+
+// push sends an event frame to the client, outside the request/response flow.
+func (c *conn) push(ev cql.Event) {
+	v := c.version
+	if v == 0 {
+		v = cql.V4
+	}
+	h := cql.Header{Version: cql.ResponseBit | v, Stream: -1}
+	out, err := cql.AppendFrameCompressed(nil, h, ev, c.comp)
+	if err != nil {
+		return
+	}
+	c.w.write(out, true)
+}

@@ -1,0 +1,572 @@
+package node
+
+import (
+	"crypto/md5"
+	"crypto/rand"
+	"errors"
+	"net/netip"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tracecar/tracecar/internal/cql"
+)
+
+// Session is per-connection state: the current keyspace set by USE. It is not safe for
+// concurrent use; each connection has its own.
+type Session struct {
+	Keyspace string
+	// Node is the index, in EngineConfig.Nodes, of the node the session reached: it picks
+	// the system.local and system.peers that the session reads. Zero is the first node.
+	Node int
+}
+
+// Tracer receives trace events while a traced request executes. A nil Tracer means the
+// request is not traced.
+type Tracer interface {
+	Event(activity string)
+}
+
+// EngineConfig configures an Engine. The zero value works: it reports 127.0.0.1:9042, the
+// cluster name "Test Cluster" and reads the wall clock.
+type EngineConfig struct {
+	// RPCAddr is the address reported in system.local (rpc_address and rpc_port).
+	RPCAddr netip.AddrPort
+	// ClusterName is reported in system.local; empty means "Test Cluster".
+	ClusterName string
+	// Now returns the current time, for write timestamps and TTL expiry; nil means time.Now.
+	Now func() time.Time
+	// Nodes are the nodes of an embedded cluster sharing this engine (see Topology), each
+	// with its own system.local and system.peers; Session.Node says which one a session
+	// reached. Empty means one node at RPCAddr, in datacenter1, rack1, with 16 tokens.
+	Nodes []NodeInfo
+}
+
+// Engine executes CQL against in-memory tables: the user's keyspaces and the system
+// tables that drivers read. It is safe for concurrent use.
+type Engine struct {
+	cfg    EngineConfig
+	hostID [16]byte
+	tokens []string
+	nodes  []NodeInfo
+
+	schema atomic.Pointer[schema]
+	ddlMu  sync.Mutex // serializes DDL
+
+	cacheMu sync.RWMutex
+	cache   map[cacheKey]*prepared // statements by keyspace and text, for QUERY and PREPARE
+
+	prepMu   sync.RWMutex
+	prepared map[string]*prepared // by id, for EXECUTE
+
+	listenMu  sync.Mutex
+	listeners []func(cql.SchemaChange)
+
+	lastTS atomic.Int64 // last write timestamp handed out, to keep them increasing
+}
+
+type cacheKey struct{ ks, query string }
+
+// maxCached bounds the statement cache; unprepared queries with literals could otherwise
+// grow it without end.
+const maxCached = 20000
+
+// maxPrepared bounds the prepared statements kept for EXECUTE.
+const maxPrepared = 50000
+
+// prepared is a parsed statement with its bind metadata and its compiled plan.
+type prepared struct {
+	id    []byte
+	query string
+	ks    string // the session keyspace when it was prepared
+	ps    *parsedStmt
+	plan  atomic.Pointer[compiled]
+}
+
+// compiled is a plan for one schema version with the metadata that goes with it.
+type compiled struct {
+	gen    uint64
+	p      plan
+	meta   cql.PreparedMetadata
+	result cql.RowsMetadata
+}
+
+// plan is a statement compiled against one schema version.
+type plan interface {
+	exec(e *Engine, x *execCtx) (cql.Message, error)
+}
+
+// execCtx carries one execution's inputs.
+type execCtx struct {
+	s     *Session
+	vals  []cql.Value
+	p     *cql.QueryParams
+	tr    Tracer
+	now   time.Time
+	batch bool // inside a batch: use the batch's timestamp
+	ts    int64
+}
+
+// NewEngine returns an Engine with the system keyspaces and no user keyspaces.
+func NewEngine(cfg EngineConfig) *Engine {
+	if cfg.ClusterName == "" {
+		cfg.ClusterName = "Test Cluster"
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if !cfg.RPCAddr.IsValid() {
+		cfg.RPCAddr = netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), 9042)
+	}
+	e := &Engine{
+		cfg:      cfg,
+		cache:    map[cacheKey]*prepared{},
+		prepared: map[string]*prepared{},
+	}
+	e.nodes = cfg.Nodes
+	if len(e.nodes) == 0 {
+		e.nodes, _ = Topology([]netip.AddrPort{cfg.RPCAddr}, DefaultNumTokens, nil)
+	}
+	e.hostID, e.tokens = e.nodes[0].HostID, e.nodes[0].Tokens
+	sc := &schema{keyspaces: systemKeyspaces(), gen: 1}
+	sc.version = newSchemaVersion()
+	e.schema.Store(sc)
+	e.refreshSystem(sc)
+	return e
+}
+
+// OnSchemaChange registers fn to be called after every schema change, in the goroutine
+// that made the change. The server uses it to push SCHEMA_CHANGE events.
+func (e *Engine) OnSchemaChange(fn func(cql.SchemaChange)) {
+	e.listenMu.Lock()
+	e.listeners = append(e.listeners, fn)
+	e.listenMu.Unlock()
+}
+
+func (e *Engine) notify(c cql.SchemaChange) {
+	e.listenMu.Lock()
+	ls := append([]func(cql.SchemaChange){}, e.listeners...)
+	e.listenMu.Unlock()
+	for _, fn := range ls {
+		fn(c)
+	}
+}
+
+// SchemaVersion returns the current schema_version, as in system.local.
+func (e *Engine) SchemaVersion() [16]byte { return e.schema.Load().version }
+
+// HostID returns the node's host_id, as in system.local.
+func (e *Engine) HostID() [16]byte { return e.hostID }
+
+func newSchemaVersion() [16]byte {
+	var u [16]byte
+	_, _ = rand.Read(u[:])
+	u[6] = u[6]&0x0F | 0x40
+	u[8] = u[8]&0x3F | 0x80
+	return u
+}
+
+// timestamp returns a write timestamp in microseconds: the client's, or a strictly
+// increasing clock.
+func (e *Engine) timestamp(x *execCtx) int64 {
+	if x.ts != 0 {
+		return x.ts
+	}
+	if x.p != nil && x.p.Flags&cql.QueryDefaultTimestamp != 0 && x.p.Timestamp != 0 {
+		return x.p.Timestamp
+	}
+	now := x.now.UnixMicro()
+	for {
+		last := e.lastTS.Load()
+		if now <= last {
+			now = last + 1
+		}
+		if e.lastTS.CompareAndSwap(last, now) {
+			return now
+		}
+	}
+}
+
+// Query runs an unprepared statement. Parsed statements are cached by keyspace and text.
+func (e *Engine) Query(s *Session, query string, p *cql.QueryParams, tr Tracer) (cql.Message, error) {
+	if tr != nil {
+		tr.Event("Parsing " + query)
+	}
+	pr, err := e.statement(s, query)
+	if err != nil {
+		return nil, err
+	}
+	if tr != nil {
+		tr.Event("Preparing statement")
+	}
+	return e.run(s, pr, p, tr)
+}
+
+// Prepare parses and compiles a statement and returns its id and metadata. The id is the
+// MD5 of the keyspace and the query text, so it is stable across restarts.
+func (e *Engine) Prepare(s *Session, query string, tr Tracer) (cql.PreparedResult, error) {
+	if tr != nil {
+		tr.Event("Parsing " + query)
+	}
+	pr, err := e.statement(s, query)
+	if err != nil {
+		return cql.PreparedResult{}, err
+	}
+	if tr != nil {
+		tr.Event("Preparing statement")
+	}
+	cp, err := e.plan(pr)
+	if err != nil {
+		return cql.PreparedResult{}, err
+	}
+	e.prepMu.Lock()
+	if len(e.prepared) >= maxPrepared {
+		// Like Cassandra's evicting cache: drivers prepare again on an Unprepared error.
+		clear(e.prepared)
+	}
+	e.prepared[string(pr.id)] = pr
+	e.prepMu.Unlock()
+	return cql.PreparedResult{ID: pr.id, Metadata: cp.meta, ResultMetadata: cp.result}, nil
+}
+
+// Execute runs a prepared statement. An unknown id gives an Unprepared error, upon which
+// drivers prepare again.
+func (e *Engine) Execute(s *Session, id []byte, p *cql.QueryParams, tr Tracer) (cql.Message, error) {
+	e.prepMu.RLock()
+	pr := e.prepared[string(id)]
+	e.prepMu.RUnlock()
+	if pr == nil {
+		return nil, &cql.Error{Code: cql.ErrCodeUnprepared, Message: "Prepared query with ID " + hexString(id) + " not found (either the query was not prepared on this host (maybe the host has been restarted?) or you have prepared too many queries and it has been evicted from the internal cache)", UnpreparedID: id}
+	}
+	if tr != nil {
+		tr.Event("Executing prepared statement")
+	}
+	return e.run(s, pr, p, tr)
+}
+
+func hexString(b []byte) string {
+	const digits = "0123456789abcdef"
+	out := make([]byte, 0, 2+2*len(b))
+	out = append(out, '0', 'x')
+	for _, c := range b {
+		out = append(out, digits[c>>4], digits[c&15])
+	}
+	return string(out)
+}
+
+// statement returns the cached or newly parsed and described statement.
+func (e *Engine) statement(s *Session, query string) (*prepared, error) {
+	k := cacheKey{ks: s.Keyspace, query: query}
+	e.cacheMu.RLock()
+	pr := e.cache[k]
+	e.cacheMu.RUnlock()
+	if pr != nil {
+		return pr, nil
+	}
+	ps, err := parse(query)
+	if err != nil {
+		return nil, err
+	}
+	pr = &prepared{query: query, ks: s.Keyspace, ps: ps}
+	sum := md5.Sum([]byte(s.Keyspace + query))
+	pr.id = sum[:]
+	if _, err := e.plan(pr); err != nil {
+		return nil, err
+	}
+	e.cacheMu.Lock()
+	if len(e.cache) >= maxCached {
+		clear(e.cache)
+	}
+	e.cache[k] = pr
+	e.cacheMu.Unlock()
+	return pr, nil
+}
+
+// plan returns pr's plan for the current schema, compiling it again after DDL.
+func (e *Engine) plan(pr *prepared) (*compiled, error) {
+	sc := e.schema.Load()
+	if c := pr.plan.Load(); c != nil && c.gen == sc.gen {
+		return c, nil
+	}
+	cp := &compiler{e: e, sc: sc, ks: pr.ks, binds: make([]cql.ColumnSpec, len(pr.ps.markers)), names: pr.ps.markers}
+	p, err := cp.compile(pr.ps.stmt)
+	if err != nil {
+		return nil, err
+	}
+	for i, n := range pr.ps.markers {
+		if n != "" {
+			cp.binds[i].Name = n
+		}
+	}
+	c := &compiled{gen: sc.gen, p: p, meta: cql.PreparedMetadata{Columns: cp.binds, PKIndexes: cp.pkIndexes}, result: cp.result}
+	pr.plan.Store(c)
+	return c, nil
+}
+
+func (e *Engine) run(s *Session, pr *prepared, p *cql.QueryParams, tr Tracer) (cql.Message, error) {
+	cp, err := e.plan(pr)
+	if err != nil {
+		return nil, err
+	}
+	x := ctxPool.Get().(*execCtx)
+	*x = execCtx{s: s, p: p, tr: tr, now: e.cfg.Now()}
+	defer func() {
+		*x = execCtx{}
+		ctxPool.Put(x)
+	}()
+	x.vals, err = bindValues(cp, p)
+	if err != nil {
+		return nil, err
+	}
+	return cp.p.exec(e, x)
+}
+
+// ctxPool recycles execution contexts, which would otherwise escape through the plan
+// interface on every request.
+var ctxPool = sync.Pool{New: func() any { return new(execCtx) }}
+
+// bindValues orders the bound values by marker, resolving names.
+func bindValues(cp *compiled, p *cql.QueryParams) ([]cql.Value, error) {
+	var vals []cql.Value
+	var names []string
+	if p != nil {
+		vals = p.Values
+		if p.Flags&cql.QueryNamedValues != 0 {
+			names = p.Names
+		}
+	}
+	return orderValues(cp, vals, names)
+}
+
+func orderValues(cp *compiled, vals []cql.Value, names []string) ([]cql.Value, error) {
+	markers := cp.meta.Columns
+	if len(names) == 0 {
+		if len(vals) != len(markers) {
+			return nil, invalidf("There were %d markers(?) in CQL but %d values were bound", len(markers), len(vals))
+		}
+		return vals, nil
+	}
+	out := make([]cql.Value, len(markers))
+	for i, m := range markers {
+		found := false
+		for j, n := range names {
+			if j < len(vals) && (n == m.Name || strings.EqualFold(n, m.Name)) {
+				out[i], found = vals[j], true
+				break
+			}
+		}
+		if !found {
+			return nil, invalidf("Invalid unset value for bind marker %s: no value named %q was bound", m.Name, m.Name)
+		}
+	}
+	return out, nil
+}
+
+// Batch runs a BATCH message. Every statement must be a modification; all of them use one
+// timestamp.
+func (e *Engine) Batch(s *Session, b *cql.Batch, tr Tracer) (cql.Message, error) {
+	x := execCtx{s: s, tr: tr, now: e.cfg.Now(), batch: true}
+	if b.Flags&cql.QueryDefaultTimestamp != 0 && b.Timestamp != 0 {
+		x.ts = b.Timestamp
+	} else {
+		x.ts = e.timestamp(&x)
+	}
+	type step struct {
+		pl   plan
+		vals []cql.Value
+	}
+	steps := make([]step, 0, len(b.Queries))
+	for i, q := range b.Queries {
+		var pr *prepared
+		var err error
+		if q.Prepared {
+			e.prepMu.RLock()
+			pr = e.prepared[string(q.ID)]
+			e.prepMu.RUnlock()
+			if pr == nil {
+				return nil, &cql.Error{Code: cql.ErrCodeUnprepared, Message: "Prepared query with ID " + hexString(q.ID) + " not found", UnpreparedID: q.ID}
+			}
+		} else {
+			if tr != nil {
+				tr.Event("Parsing " + q.Query)
+			}
+			if pr, err = e.statement(s, q.Query); err != nil {
+				return nil, err
+			}
+		}
+		switch pr.ps.stmt.(type) {
+		case *insertStmt, *updateStmt, *deleteStmt:
+		default:
+			return nil, invalidf("Invalid statement in batch: only UPDATE, INSERT and DELETE statements are allowed (statement %d)", i)
+		}
+		cp, err := e.plan(pr)
+		if err != nil {
+			return nil, err
+		}
+		var names []string
+		if b.Flags&cql.QueryNamedValues != 0 {
+			names = q.Names
+		}
+		vals, err := orderValues(cp, q.Values, names)
+		if err != nil {
+			return nil, err
+		}
+		steps = append(steps, step{cp.p, vals})
+	}
+	for _, st := range steps {
+		x.vals = st.vals
+		if _, err := st.pl.exec(e, &x); err != nil {
+			return nil, err
+		}
+	}
+	if tr != nil {
+		tr.Event("Applied batch of " + itoa(len(steps)) + " mutations")
+	}
+	return cql.VoidResult{}, nil
+}
+
+func itoa(n int) string {
+	if n == 0 {
+		return "0"
+	}
+	var b [20]byte
+	i := len(b)
+	neg := n < 0
+	if neg {
+		n = -n
+	}
+	for n > 0 {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+	}
+	if neg {
+		i--
+		b[i] = '-'
+	}
+	return string(b[i:])
+}
+
+// compiler turns a statement into a plan against one schema version, and records the bind
+// metadata on the way.
+type compiler struct {
+	e         *Engine
+	sc        *schema
+	ks        string
+	binds     []cql.ColumnSpec
+	names     []string
+	pkIndexes []uint16
+	result    cql.RowsMetadata
+}
+
+func (c *compiler) compile(st statement) (plan, error) {
+	switch st := st.(type) {
+	case *useStmt:
+		return &usePlan{ks: st.keyspace}, c.noMarkers()
+	case *createKeyspaceStmt:
+		return &ddlPlan{st: st}, c.noMarkers()
+	case *dropKeyspaceStmt:
+		return &ddlPlan{st: st}, c.noMarkers()
+	case *createTableStmt:
+		return &ddlPlan{st: st, ks: c.ks}, c.noMarkers()
+	case *dropTableStmt:
+		return &ddlPlan{st: st, ks: c.ks}, c.noMarkers()
+	case *truncateStmt:
+		t, err := c.table(st.table)
+		if err != nil {
+			return nil, err
+		}
+		if t.virtual || c.sc.keyspaces[t.ks].system {
+			return nil, &cql.Error{Code: cql.ErrCodeUnauthorized, Message: t.ks + " keyspace is not user-modifiable"}
+		}
+		return &truncatePlan{t: t}, nil
+	case *unsupportedStmt:
+		return nil, invalidf("%s", st.what)
+	case *insertStmt:
+		return c.insert(st)
+	case *updateStmt:
+		return c.update(st)
+	case *deleteStmt:
+		return c.delete(st)
+	case *selectStmt:
+		return c.selectPlan(st)
+	case *batchStmt:
+		return c.batch(st)
+	}
+	return nil, invalidf("unsupported statement")
+}
+
+func (c *compiler) noMarkers() error {
+	if len(c.binds) > 0 {
+		return invalidf("bind markers are not allowed in this statement")
+	}
+	return nil
+}
+
+// keyspaceOf returns the first keyspace name that is set: the statement's own, then the
+// prepared statement's, then the session's.
+func keyspaceOf(names ...string) (string, error) {
+	for _, n := range names {
+		if n != "" {
+			return n, nil
+		}
+	}
+	return "", invalidf("No keyspace has been specified. USE a keyspace, or explicitly specify keyspace.tablename")
+}
+
+// table resolves a table name against the session keyspace.
+func (c *compiler) table(tn tableName) (*table, error) {
+	ks, err := keyspaceOf(tn.ks, c.ks)
+	if err != nil {
+		return nil, err
+	}
+	k := c.sc.keyspaces[ks]
+	if k == nil {
+		return nil, invalidf("Keyspace '%s' does not exist", ks)
+	}
+	t := k.tables[tn.name]
+	if t == nil {
+		return nil, invalidf("unconfigured table %s", tn.name)
+	}
+	return t, nil
+}
+
+// bind records the metadata of marker t, if it is one.
+func (c *compiler) bind(t *term, spec cql.ColumnSpec) {
+	if t.kind == termBind && t.idx < len(c.binds) {
+		c.binds[t.idx] = spec
+	}
+}
+
+type usePlan struct{ ks string }
+
+func (p *usePlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
+	if e.schema.Load().keyspaces[p.ks] == nil {
+		return nil, invalidf("Keyspace '%s' does not exist", p.ks)
+	}
+	x.s.Keyspace = p.ks
+	return cql.SetKeyspaceResult{Keyspace: p.ks}, nil
+}
+
+type truncatePlan struct{ t *table }
+
+func (p *truncatePlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
+	if p.t.dropped.Load() {
+		return nil, invalidf("unconfigured table %s", p.t.name)
+	}
+	p.t.data.Store(newTableData())
+	if x.tr != nil {
+		x.tr.Event("Truncated table " + p.t.ks + "." + p.t.name)
+	}
+	return cql.VoidResult{}, nil
+}
+
+// errAs returns err as a *cql.Error when it is one.
+func errAs(err error) *cql.Error {
+	var ce *cql.Error
+	if errors.As(err, &ce) {
+		return ce
+	}
+	return nil
+}

@@ -1,0 +1,141 @@
+package node
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"github.com/tracecar/tracecar/internal/cql"
+)
+
+// mustExec runs a query and fails the test on error.
+func mustExec(tb testing.TB, e *Engine, s *Session, query string, vals ...[]byte) cql.Message {
+	tb.Helper()
+	p := &cql.QueryParams{}
+	for _, v := range vals {
+		p.Values = append(p.Values, cql.Value{Bytes: v})
+	}
+	m, err := e.Query(s, query, p, nil)
+	if err != nil {
+		tb.Fatalf("%s: %v", query, err)
+	}
+	return m
+}
+
+func mustPrepare(tb testing.TB, e *Engine, s *Session, query string) cql.PreparedResult {
+	tb.Helper()
+	pr, err := e.Prepare(s, query, nil)
+	if err != nil {
+		tb.Fatalf("prepare %s: %v", query, err)
+	}
+	return pr
+}
+
+// newStressEngine returns an engine with cassandra-stress's keyspace1.standard1.
+func newStressEngine(tb testing.TB) (*Engine, *Session) {
+	tb.Helper()
+	e := NewEngine(EngineConfig{})
+	s := &Session{}
+	mustExec(tb, e, s, "CREATE KEYSPACE keyspace1 WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
+	mustExec(tb, e, s, `CREATE TABLE keyspace1.standard1 (key blob PRIMARY KEY, "C0" blob, "C1" blob, "C2" blob, "C3" blob, "C4" blob)`)
+	return e, s
+}
+
+const stressInsert = `INSERT INTO keyspace1.standard1 (key, "C0", "C1", "C2", "C3", "C4") VALUES (?, ?, ?, ?, ?, ?)`
+const stressSelect = `SELECT * FROM keyspace1.standard1 WHERE key = ?`
+
+func stressValues(i int, key []byte, cols [][]byte) []cql.Value {
+	binary.BigEndian.PutUint64(key[2:], uint64(i))
+	vals := make([]cql.Value, 0, 6)
+	vals = append(vals, cql.Value{Bytes: key})
+	for _, c := range cols {
+		vals = append(vals, cql.Value{Bytes: c})
+	}
+	return vals
+}
+
+func stressCols() [][]byte {
+	cols := make([][]byte, 5)
+	for i := range cols {
+		cols[i] = make([]byte, 34)
+		for j := range cols[i] {
+			cols[i][j] = byte(i + j)
+		}
+	}
+	return cols
+}
+
+func BenchmarkEngineInsert(b *testing.B) {
+	e, s := newStressEngine(b)
+	pr := mustPrepare(b, e, s, stressInsert)
+	key := make([]byte, 10)
+	cols := stressCols()
+	p := &cql.QueryParams{Flags: cql.QueryValues, Values: stressValues(0, key, cols)}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		binary.BigEndian.PutUint64(key[2:], uint64(i%100000))
+		if _, err := e.Execute(s, pr.ID, p, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkEngineSelect(b *testing.B) {
+	e, s := newStressEngine(b)
+	ins := mustPrepare(b, e, s, stressInsert)
+	key := make([]byte, 10)
+	cols := stressCols()
+	const n = 10000
+	for i := 0; i < n; i++ {
+		if _, err := e.Execute(s, ins.ID, &cql.QueryParams{Values: stressValues(i, key, cols)}, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	sel := mustPrepare(b, e, s, stressSelect)
+	p := &cql.QueryParams{Flags: cql.QueryValues | cql.QuerySkipMetadata | cql.QueryPageSize, PageSize: 5000, Values: []cql.Value{{Bytes: key}}}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		binary.BigEndian.PutUint64(key[2:], uint64(i%n))
+		m, err := e.Execute(s, sel.ID, p, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if rows := m.(cql.RowsResult).Rows; len(rows) != 1 {
+			b.Fatalf("got %d rows; want 1", len(rows))
+		}
+	}
+}
+
+func BenchmarkEngineInsertParallel(b *testing.B) {
+	e, s := newStressEngine(b)
+	pr := mustPrepare(b, e, s, stressInsert)
+	cols := stressCols()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		key := make([]byte, 10)
+		p := &cql.QueryParams{Values: stressValues(0, key, cols)}
+		s := &Session{}
+		i := 0
+		for pb.Next() {
+			i++
+			binary.BigEndian.PutUint64(key[2:], uint64(i%100000))
+			if _, err := e.Execute(s, pr.ID, p, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func BenchmarkEngineQueryUnprepared(b *testing.B) {
+	e, s := newStressEngine(b)
+	mustExec(b, e, s, `INSERT INTO keyspace1.standard1 (key, "C0") VALUES (0x01, 0x02)`)
+	p := &cql.QueryParams{}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := e.Query(s, `SELECT * FROM keyspace1.standard1 WHERE key = 0x01`, p, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

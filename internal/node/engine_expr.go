@@ -1,0 +1,261 @@
+package node
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+
+	"github.com/tracecar/tracecar/internal/cql"
+)
+
+type exprKind uint8
+
+const (
+	exConst exprKind = iota
+	exBind
+	exColl
+	exFunc
+)
+
+// expr is a compiled term: its value is known at compile time, bound at execution, or
+// computed (collections with markers inside, now()).
+type expr struct {
+	kind  exprKind
+	b     []byte // constant value; nil is null
+	idx   int
+	typ   cql.TypeInfo
+	col   string
+	elems []*expr // collection elements; a map's keys and values alternate
+	fn    string
+	args  []*expr
+}
+
+// compileTerm compiles t for a target of type typ; spec is the bind metadata given to a
+// marker in that place.
+func (c *compiler) compileTerm(t *term, typ cql.TypeInfo, spec cql.ColumnSpec) (*expr, error) {
+	return c.compileTermDepth(t, typ, spec, 0)
+}
+
+func (c *compiler) compileTermDepth(t *term, typ cql.TypeInfo, spec cql.ColumnSpec, depth int) (*expr, error) {
+	if depth > maxNesting {
+		return nil, invalidf("literal nesting too deep")
+	}
+	col := spec.Name
+	switch t.kind {
+	case termBind:
+		spec.Type = typ
+		c.bind(t, spec)
+		return &expr{kind: exBind, idx: t.idx, typ: typ, col: col}, nil
+	case termFunc:
+		return c.compileFunc(t, typ, spec, depth)
+	case termList, termSet, termMap:
+		if !hasMarker(t) {
+			b, err := literal(t, typ, col)
+			if err != nil {
+				return nil, err
+			}
+			return &expr{kind: exConst, b: b, typ: typ, col: col}, nil
+		}
+		x := &expr{kind: exColl, typ: typ, col: col}
+		switch {
+		case typ.ID == cql.TypeList && t.kind == termList,
+			typ.ID == cql.TypeSet && t.kind == termSet:
+			et := elemType(typ)
+			for _, el := range t.elems {
+				s := spec
+				s.Name = "value(" + col + ")"
+				ex, err := c.compileTermDepth(el, et, s, depth+1)
+				if err != nil {
+					return nil, err
+				}
+				x.elems = append(x.elems, ex)
+			}
+		case typ.ID == cql.TypeMap && t.kind == termMap:
+			for i, k := range t.elems {
+				s := spec
+				s.Name = "key(" + col + ")"
+				kx, err := c.compileTermDepth(k, keyType(typ), s, depth+1)
+				if err != nil {
+					return nil, err
+				}
+				s.Name = "value(" + col + ")"
+				vx, err := c.compileTermDepth(t.vals[i], elemType(typ), s, depth+1)
+				if err != nil {
+					return nil, err
+				}
+				x.elems = append(x.elems, kx, vx)
+			}
+		default:
+			return nil, invalidf("Invalid %s literal for %s of type %s", kindName(t), col, typ.String())
+		}
+		return x, nil
+	}
+	b, err := literal(t, typ, col)
+	if err != nil {
+		return nil, err
+	}
+	return &expr{kind: exConst, b: b, typ: typ, col: col}, nil
+}
+
+func hasMarker(t *term) bool {
+	if t.kind == termBind {
+		return true
+	}
+	for _, e := range t.elems {
+		if hasMarker(e) {
+			return true
+		}
+	}
+	for _, e := range t.vals {
+		if hasMarker(e) {
+			return true
+		}
+	}
+	return false
+}
+
+// The functions the node evaluates; each returns its result type.
+func (c *compiler) compileFunc(t *term, typ cql.TypeInfo, spec cql.ColumnSpec, depth int) (*expr, error) {
+	x := &expr{kind: exFunc, fn: t.name, typ: typ, col: spec.Name}
+	want := func(n int) error {
+		if len(t.elems) != n {
+			return invalidf("Invalid number of arguments in call to function system.%s: %d required but %d provided", t.name, n, len(t.elems))
+		}
+		return nil
+	}
+	var rt cql.TypeID
+	switch t.name {
+	case "now", "currenttimeuuid":
+		rt = cql.TypeTimeUUID
+	case "uuid":
+		rt = cql.TypeUUID
+	case "currenttimestamp":
+		rt = cql.TypeTimestamp
+	case "currentdate":
+		rt = cql.TypeDate
+	case "totimestamp", "tounixtimestamp", "todate":
+		if err := want(1); err != nil {
+			return nil, err
+		}
+		arg, err := c.compileTermDepth(t.elems[0], cql.TypeInfo{ID: cql.TypeTimeUUID}, spec, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		x.args = []*expr{arg}
+		rt = map[string]cql.TypeID{"totimestamp": cql.TypeTimestamp, "tounixtimestamp": cql.TypeBigint, "todate": cql.TypeDate}[t.name]
+	case "mintimeuuid", "maxtimeuuid":
+		if err := want(1); err != nil {
+			return nil, err
+		}
+		arg, err := c.compileTermDepth(t.elems[0], cql.TypeInfo{ID: cql.TypeTimestamp}, spec, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		x.args = []*expr{arg}
+		rt = cql.TypeTimeUUID
+	default:
+		return nil, invalidf("Unknown function '%s'", t.name)
+	}
+	if rt != cql.TypeTimeUUID && rt != cql.TypeUUID && rt != cql.TypeDate || t.name == "currentdate" || t.name == "todate" {
+		if len(t.elems) > 1 {
+			return nil, invalidf("Invalid number of arguments in call to function system.%s", t.name)
+		}
+	}
+	if rt != typ.ID && !(rt == cql.TypeTimeUUID && typ.ID == cql.TypeUUID) && !(rt == cql.TypeBigint && typ.ID == cql.TypeCounter) {
+		return nil, invalidf("Type error: cannot assign result of function system.%s (type %s) to %s (type %s)", t.name, cql.TypeInfo{ID: rt}.String(), spec.Name, typ.String())
+	}
+	return x, nil
+}
+
+// eval computes the value. unset reports a v4 unset bound value.
+func (x *expr) eval(ex *execCtx) (b []byte, unset bool, err error) {
+	switch x.kind {
+	case exConst:
+		return x.b, false, nil
+	case exBind:
+		if x.idx >= len(ex.vals) {
+			return nil, false, invalidf("missing bound value for %s", x.col)
+		}
+		v := ex.vals[x.idx]
+		if v.Unset {
+			return nil, true, nil
+		}
+		if v.Bytes == nil {
+			return nil, false, nil
+		}
+		if err := validate(x.typ, v.Bytes, x.col); err != nil {
+			return nil, false, err
+		}
+		if x.typ.ID == cql.TypeSet || x.typ.ID == cql.TypeMap {
+			return normalizeCollection(x.typ, v.Bytes), false, nil
+		}
+		return v.Bytes, false, nil
+	case exColl:
+		elems := make([][]byte, 0, len(x.elems))
+		for _, el := range x.elems {
+			b, unset, err := el.eval(ex)
+			if err != nil {
+				return nil, false, err
+			}
+			if unset || b == nil {
+				return nil, false, invalidf("null or unset value is not supported inside collections (%s)", x.col)
+			}
+			elems = append(elems, b)
+		}
+		b := encCollection(elems)
+		binary.BigEndian.PutUint32(b, uint32(len(elems)/elemsPerEntry(x.typ)))
+		return normalizeCollection(x.typ, b), false, nil
+	case exFunc:
+		return x.evalFunc(ex)
+	}
+	return nil, false, invalidf("bad expression")
+}
+
+func (x *expr) evalFunc(ex *execCtx) ([]byte, bool, error) {
+	var arg []byte
+	if len(x.args) > 0 {
+		b, unset, err := x.args[0].eval(ex)
+		if err != nil || unset || b == nil {
+			return nil, unset, err
+		}
+		arg = b
+	}
+	switch x.fn {
+	case "now", "currenttimeuuid":
+		u := cql.NewTimeUUID(ex.now)
+		return u[:], false, nil
+	case "uuid":
+		var u [16]byte
+		_, _ = rand.Read(u[:])
+		u[6] = u[6]&0x0F | 0x40
+		u[8] = u[8]&0x3F | 0x80
+		return u[:], false, nil
+	case "currenttimestamp":
+		return encTimestamp(ex.now), false, nil
+	case "currentdate":
+		return encInt(int32(uint32(ex.now.Unix()/86400 + 1<<31))), false, nil
+	case "totimestamp", "tounixtimestamp", "todate":
+		if len(arg) != 16 {
+			return nil, false, invalidf("Invalid argument to %s: a timeuuid is required", x.fn)
+		}
+		ms := int64(uuidTime(arg)-0x01B21DD213814000) / 10000
+		switch x.fn {
+		case "todate":
+			return encInt(int32(uint32(ms/86400000 + 1<<31))), false, nil
+		}
+		return encBigint(ms), false, nil
+	case "mintimeuuid", "maxtimeuuid":
+		ms, _ := int64Value(arg)
+		ts := uint64(ms*10000) + 0x01B21DD213814000
+		var u [16]byte
+		binary.BigEndian.PutUint32(u[0:4], uint32(ts))
+		binary.BigEndian.PutUint16(u[4:6], uint16(ts>>32))
+		binary.BigEndian.PutUint16(u[6:8], uint16(ts>>48)&0x0FFF|0x1000)
+		if x.fn == "mintimeuuid" {
+			copy(u[8:], []byte{0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80})
+		} else {
+			copy(u[8:], []byte{0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f})
+		}
+		return u[:], false, nil
+	}
+	return nil, false, invalidf("Unknown function '%s'", x.fn)
+}

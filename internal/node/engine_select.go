@@ -1,0 +1,1071 @@
+package node
+
+import (
+	"bytes"
+	"encoding/binary"
+	"slices"
+	"sort"
+
+	"github.com/tracecar/tracecar/internal/cql"
+)
+
+type srcKind uint8
+
+const (
+	srcPK srcKind = iota
+	srcCK
+	srcCell
+	srcWritetime
+	srcTTL
+	srcToken
+	srcFunc
+	srcCount
+)
+
+type outCol struct {
+	src srcKind
+	idx int
+	fn  *expr
+}
+
+// rowFilter is a restriction checked against each row (ALLOW FILTERING, system tables).
+type rowFilter struct {
+	col  *column
+	op   relOp
+	val  *expr
+	vals []*expr // IN list
+	in   *expr   // IN ? marker
+}
+
+type selectPlan struct {
+	t         *table
+	out       []outCol
+	specs     []cql.ColumnSpec
+	aggregate bool // count(*): one row
+	distinct  bool
+
+	pk       []*colRestr // all = or IN, or nil for a scan
+	token    *colRestr
+	ckEq     []*colRestr
+	ckRange  *colRestr
+	filters  []rowFilter
+	reverse  bool
+	ordered  bool // ORDER BY given
+	limit    *expr
+	partLim  *expr
+	hasCKRes bool
+}
+
+func (c *compiler) selectPlan(st *selectStmt) (plan, error) {
+	t, err := c.table(st.table)
+	if err != nil {
+		return nil, err
+	}
+	if st.json {
+		return nil, invalidf("SELECT JSON is not supported by the embedded node")
+	}
+	p := &selectPlan{t: t, distinct: st.distinct}
+	if err := c.selection(p, st); err != nil {
+		return nil, err
+	}
+	w, err := c.where(t, st.where)
+	if err != nil {
+		return nil, err
+	}
+	system := c.sc.keyspaces[t.ks].system || t.virtual
+	needFiltering := false
+	// Partition key.
+	allEq := true
+	anyPK := false
+	for _, r := range w.pk {
+		if r != nil {
+			anyPK = true
+		}
+		if !r.isEq() || len(r.others) > 0 || r.isRange() {
+			allEq = false
+		}
+	}
+	if allEq {
+		p.pk = w.pk
+		c.setPKIndexes(t, w.pk)
+		if w.token != nil {
+			return nil, invalidf("Only EQ and IN relation are supported on the partition key (unless you use the token() function)")
+		}
+	} else {
+		p.token = w.token
+		if anyPK {
+			needFiltering = true
+			for _, r := range w.pk {
+				if r != nil {
+					c.addFilters(p, r)
+				}
+			}
+		}
+	}
+	// Clustering key: an equality prefix, then one range.
+	gap := false
+	for i, r := range w.ck {
+		if r == nil {
+			gap = true
+			continue
+		}
+		p.hasCKRes = true
+		switch {
+		case gap || p.ckRange != nil || len(r.others) > 0 || (r.isEq() && r.isRange()):
+			needFiltering = true
+			c.addFilters(p, r)
+		case r.isEq():
+			p.ckEq = append(p.ckEq, r)
+		default:
+			p.ckRange = r
+		}
+		_ = i
+	}
+	if p.pk == nil && p.hasCKRes {
+		needFiltering = true
+	}
+	for _, r := range w.regular {
+		needFiltering = true
+		c.addFilters(p, r)
+	}
+	if needFiltering && !st.allowFiltering && !system && (p.pk == nil && (anyPK || len(w.regular) > 0 || p.hasCKRes) || len(w.regular) > 0 || len(p.filters) > 0) {
+		return nil, invalidf("Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING")
+	}
+	// ORDER BY.
+	if len(st.orderBy) > 0 {
+		if p.pk == nil {
+			return nil, invalidf("ORDER BY is only supported when the partition key is restricted by an EQ or an IN.")
+		}
+		for i, o := range st.orderBy {
+			col := t.byName[o.col]
+			if col == nil {
+				return nil, invalidf("Undefined column name %s in table %s.%s", o.col, t.ks, t.name)
+			}
+			if col.kind != kindClustering {
+				return nil, invalidf("Order by is currently only supported on the clustered columns of the PRIMARY KEY, got %s", o.col)
+			}
+			if col.pos != i {
+				return nil, invalidf("Order by currently only supports the ordering of columns following their declared order in the PRIMARY KEY")
+			}
+			rev := o.desc != col.desc
+			if i == 0 {
+				p.reverse = rev
+			} else if rev != p.reverse {
+				return nil, invalidf("Unsupported order by relation")
+			}
+		}
+		p.ordered = true
+	}
+	if st.limit != nil {
+		spec := cql.ColumnSpec{Keyspace: t.ks, Table: t.name, Name: "[limit]", Type: cql.TypeInfo{ID: cql.TypeInt}}
+		if p.limit, err = c.compileTerm(st.limit, spec.Type, spec); err != nil {
+			return nil, err
+		}
+	}
+	if st.partLimit != nil {
+		spec := cql.ColumnSpec{Keyspace: t.ks, Table: t.name, Name: "[per_partition_limit]", Type: cql.TypeInfo{ID: cql.TypeInt}}
+		if p.partLim, err = c.compileTerm(st.partLimit, spec.Type, spec); err != nil {
+			return nil, err
+		}
+	}
+	c.result = cql.RowsMetadata{Columns: p.specs, ColumnCount: len(p.specs)}
+	return p, nil
+}
+
+func (c *compiler) addFilters(p *selectPlan, r *colRestr) {
+	col := r.col
+	if r.eq != nil {
+		p.filters = append(p.filters, rowFilter{col: col, op: opEq, val: r.eq})
+	}
+	if r.in != nil || r.inMarker != nil {
+		p.filters = append(p.filters, rowFilter{col: col, op: opIn, vals: r.in, in: r.inMarker})
+	}
+	if r.lo != nil {
+		op := opGt
+		if r.loIncl {
+			op = opGe
+		}
+		p.filters = append(p.filters, rowFilter{col: col, op: op, val: r.lo})
+	}
+	if r.hi != nil {
+		op := opLt
+		if r.hiIncl {
+			op = opLe
+		}
+		p.filters = append(p.filters, rowFilter{col: col, op: op, val: r.hi})
+	}
+	for _, o := range r.others {
+		typ := col.typ
+		switch o.op {
+		case opContains:
+			typ = elemType(col.typ)
+		case opContainsKey:
+			typ = keyType(col.typ)
+		}
+		spec := cql.ColumnSpec{Keyspace: p.t.ks, Table: p.t.name, Name: col.name, Type: typ}
+		x, _ := c.compileTerm(o.val, typ, spec)
+		p.filters = append(p.filters, rowFilter{col: col, op: o.op, val: x})
+	}
+}
+
+func (c *compiler) selection(p *selectPlan, st *selectStmt) error {
+	t := p.t
+	spec := func(name string, typ cql.TypeInfo) cql.ColumnSpec {
+		return cql.ColumnSpec{Keyspace: t.ks, Table: t.name, Name: name, Type: typ}
+	}
+	colSrc := func(col *column) outCol {
+		switch col.kind {
+		case kindPartitionKey:
+			return outCol{src: srcPK, idx: col.pos}
+		case kindClustering:
+			return outCol{src: srcCK, idx: col.pos}
+		}
+		return outCol{src: srcCell, idx: col.pos}
+	}
+	if st.star {
+		for _, col := range t.cols {
+			p.out = append(p.out, colSrc(col))
+		}
+		p.specs = t.starSpecs
+		return nil
+	}
+	for _, s := range st.sels {
+		name := s.text
+		if s.alias != "" {
+			name = s.alias
+		}
+		switch s.kind {
+		case selColumn:
+			col := t.byName[s.col]
+			if col == nil {
+				return invalidf("Undefined column name %s in table %s.%s", s.col, t.ks, t.name)
+			}
+			p.out = append(p.out, colSrc(col))
+			p.specs = append(p.specs, spec(name, col.typ))
+		case selCount:
+			p.aggregate = true
+			p.out = append(p.out, outCol{src: srcCount})
+			p.specs = append(p.specs, spec(name, cql.TypeInfo{ID: cql.TypeBigint}))
+		case selWritetime, selTTL:
+			col := t.byName[s.col]
+			if col == nil {
+				return invalidf("Undefined column name %s in table %s.%s", s.col, t.ks, t.name)
+			}
+			fn := "writeTime"
+			if s.kind == selTTL {
+				fn = "ttl"
+			}
+			if col.kind == kindPartitionKey || col.kind == kindClustering {
+				return invalidf("Cannot use selection function %s on PRIMARY KEY part %s", fn, col.name)
+			}
+			if isCollection(col.typ) {
+				return invalidf("Cannot use selection function %s on non-frozen collection %s", fn, col.name)
+			}
+			if s.kind == selWritetime {
+				p.out = append(p.out, outCol{src: srcWritetime, idx: col.pos})
+				p.specs = append(p.specs, spec(name, cql.TypeInfo{ID: cql.TypeBigint}))
+			} else {
+				p.out = append(p.out, outCol{src: srcTTL, idx: col.pos})
+				p.specs = append(p.specs, spec(name, cql.TypeInfo{ID: cql.TypeInt}))
+			}
+		case selToken:
+			if len(s.cols) != len(t.pk) {
+				return invalidf("Invalid number of arguments in call to function system.token: %d required but %d provided", len(t.pk), len(s.cols))
+			}
+			for i, n := range s.cols {
+				if n != t.pk[i].name {
+					return invalidf("Type error: %s cannot be passed as argument %d of function system.token", n, i)
+				}
+			}
+			p.out = append(p.out, outCol{src: srcToken})
+			p.specs = append(p.specs, spec(name, cql.TypeInfo{ID: cql.TypeBigint}))
+		case selFunc:
+			var rt cql.TypeID
+			switch s.fn.name {
+			case "now", "currenttimeuuid":
+				rt = cql.TypeTimeUUID
+			case "uuid":
+				rt = cql.TypeUUID
+			case "currenttimestamp", "totimestamp":
+				rt = cql.TypeTimestamp
+			case "currentdate", "todate":
+				rt = cql.TypeDate
+			case "tounixtimestamp":
+				rt = cql.TypeBigint
+			default:
+				return invalidf("Unknown function '%s'", s.fn.name)
+			}
+			x, err := c.compileFunc(s.fn, cql.TypeInfo{ID: rt}, spec(name, cql.TypeInfo{ID: rt}), 0)
+			if err != nil {
+				return err
+			}
+			p.out = append(p.out, outCol{src: srcFunc, fn: x})
+			p.specs = append(p.specs, spec(name, cql.TypeInfo{ID: rt}))
+		}
+	}
+	if p.distinct {
+		for _, o := range p.out {
+			if o.src != srcPK && !(o.src == srcCell && t.cells[o.idx].kind == kindStatic) {
+				return invalidf("SELECT DISTINCT queries must only request partition key columns and/or static columns (not clustering or regular columns)")
+			}
+		}
+	}
+	return nil
+}
+
+// ckFilterFor builds the clustering filters of an equality prefix (one per IN combination)
+// plus a range on the next column.
+func ckFilterFor(t *table, w *whereInfo, eq []*colRestr, x *execCtx) (*ckFilter, error) {
+	fs, err := ckFilters(t, eq, rangeOf(w, len(eq)), x, false)
+	if err != nil || len(fs) == 0 {
+		return nil, err
+	}
+	return fs[0], nil
+}
+
+func rangeOf(w *whereInfo, i int) *colRestr {
+	if i < len(w.ck) && w.ck[i].isRange() {
+		return w.ck[i]
+	}
+	return nil
+}
+
+func ckFilters(t *table, eq []*colRestr, rng *colRestr, x *execCtx, reverse bool) ([]*ckFilter, error) {
+	var lo, hi *ckBound
+	if rng != nil {
+		if rng.lo != nil {
+			b, err := boundValue(rng.lo, rng.col.name, x)
+			if err != nil {
+				return nil, err
+			}
+			lo = &ckBound{vals: [][]byte{b}, inclusive: rng.loIncl}
+		}
+		if rng.hi != nil {
+			b, err := boundValue(rng.hi, rng.col.name, x)
+			if err != nil {
+				return nil, err
+			}
+			hi = &ckBound{vals: [][]byte{b}, inclusive: rng.hiIncl}
+		}
+	}
+	if len(eq) == 0 {
+		if lo == nil && hi == nil {
+			return nil, nil
+		}
+		return []*ckFilter{{lo: lo, hi: hi, rangeCol: 0}}, nil
+	}
+	combos, err := product(eq, x)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(combos, func(a, b [][]byte) int { return compareCK(t, a, b) })
+	if reverse {
+		slices.Reverse(combos)
+	}
+	out := make([]*ckFilter, len(combos))
+	for i, c := range combos {
+		out[i] = &ckFilter{eq: c, lo: lo, hi: hi, rangeCol: len(eq)}
+	}
+	return out, nil
+}
+
+func boundValue(e *expr, col string, x *execCtx) ([]byte, error) {
+	b, unset, err := e.eval(x)
+	if err != nil {
+		return nil, err
+	}
+	if unset {
+		return nil, invalidf("Invalid unset value for column %s", col)
+	}
+	if b == nil {
+		return nil, invalidf("Invalid null value in condition for column %s", col)
+	}
+	return b, nil
+}
+
+// filterVals are a rowFilter's evaluated operands.
+type filterVals struct {
+	f    *rowFilter
+	v    []byte
+	list [][]byte
+}
+
+// pageState is the decoded paging state: where the previous page stopped.
+type pageState struct {
+	remaining int64 // -1: no limit
+	pk        []byte
+	ck        [][]byte
+	partDone  bool // the whole partition was returned
+	partCount int64
+}
+
+func encodePageState(ps *pageState) []byte {
+	b := []byte{1}
+	b = binary.AppendVarint(b, ps.remaining)
+	b = binary.AppendUvarint(b, uint64(len(ps.pk)))
+	b = append(b, ps.pk...)
+	if ps.partDone {
+		b = append(b, 1)
+	} else {
+		b = append(b, 0)
+	}
+	b = binary.AppendVarint(b, ps.partCount)
+	b = binary.AppendUvarint(b, uint64(len(ps.ck)))
+	for _, v := range ps.ck {
+		if v == nil {
+			b = binary.AppendUvarint(b, 0)
+			continue
+		}
+		b = binary.AppendUvarint(b, uint64(len(v))+1)
+		b = append(b, v...)
+	}
+	return b
+}
+
+func decodePageState(b []byte) (*pageState, bool) {
+	if len(b) < 1 || b[0] != 1 {
+		return nil, false
+	}
+	b = b[1:]
+	ps := &pageState{}
+	var n int
+	ps.remaining, n = binary.Varint(b)
+	if n <= 0 {
+		return nil, false
+	}
+	b = b[n:]
+	l, n := binary.Uvarint(b)
+	if n <= 0 || l > uint64(len(b)-n) {
+		return nil, false
+	}
+	ps.pk = b[n : n+int(l)]
+	b = b[n+int(l):]
+	if len(b) < 1 {
+		return nil, false
+	}
+	ps.partDone = b[0] == 1
+	b = b[1:]
+	ps.partCount, n = binary.Varint(b)
+	if n <= 0 {
+		return nil, false
+	}
+	b = b[n:]
+	cnt, n := binary.Uvarint(b)
+	if n <= 0 || cnt > uint64(len(b)) {
+		return nil, false
+	}
+	b = b[n:]
+	for i := uint64(0); i < cnt; i++ {
+		l, n := binary.Uvarint(b)
+		if n <= 0 || l > uint64(len(b)-n)+1 {
+			return nil, false
+		}
+		b = b[n:]
+		if l == 0 {
+			ps.ck = append(ps.ck, nil)
+			continue
+		}
+		ps.ck = append(ps.ck, b[:l-1])
+		b = b[l-1:]
+	}
+	return ps, len(b) == 0
+}
+
+// selectRun is the state of one SELECT execution.
+type selectRun struct {
+	p        *selectPlan
+	x        *execCtx
+	now      int64
+	cfs      []*ckFilter
+	filters  []filterVals
+	rows     [][][]byte
+	cks      [][][]byte // clustering key of each row, for multi-partition ORDER BY
+	onePK    [1][]byte
+	want     int   // stop once this many rows are collected (-1: no bound)
+	pageSize int64 // -1: no paging
+	count    int64
+	first    [][]byte // first row, for aggregates
+	partLim  int64
+
+	// position of the last collected row
+	lastPK   []byte
+	lastCK   [][]byte
+	lastDone bool
+	partN    int64
+	// positions at the page boundary
+	pagePK   []byte
+	pageCK   [][]byte
+	pageDone bool
+	pageN    int64
+}
+
+func (p *selectPlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
+	t := p.t
+	if t.dropped.Load() {
+		return nil, invalidf("unconfigured table %s", t.name)
+	}
+	r := &selectRun{p: p, x: x, now: x.now.Unix(), want: -1, partLim: -1}
+	limit := int64(-1)
+	if p.limit != nil {
+		b, err := boundValue(p.limit, "[limit]", x)
+		if err != nil {
+			return nil, err
+		}
+		v, ok := int32Value(b)
+		if !ok || v <= 0 {
+			return nil, invalidf("LIMIT must be strictly positive")
+		}
+		limit = int64(v)
+	}
+	if p.partLim != nil {
+		b, err := boundValue(p.partLim, "[per_partition_limit]", x)
+		if err != nil {
+			return nil, err
+		}
+		v, ok := int32Value(b)
+		if !ok || v <= 0 {
+			return nil, invalidf("PER PARTITION LIMIT must be strictly positive")
+		}
+		r.partLim = int64(v)
+	}
+	pageSize := int64(-1)
+	if x.p != nil && x.p.Flags&cql.QueryPageSize != 0 && x.p.PageSize > 0 && !p.aggregate {
+		pageSize = int64(x.p.PageSize)
+	}
+	var state *pageState
+	if x.p != nil && x.p.Flags&cql.QueryPagingState != 0 && len(x.p.PagingState) > 0 && !p.aggregate {
+		var ok bool
+		if state, ok = decodePageState(x.p.PagingState); !ok {
+			return nil, &cql.Error{Code: cql.ErrCodeProtocol, Message: "Invalid value for the paging state"}
+		}
+		limit = state.remaining
+		if limit == 0 {
+			return p.result(x, nil, nil), nil
+		}
+	}
+	if p.distinct {
+		r.partLim = 1
+	}
+	var err error
+	if r.cfs, err = ckFilters(t, p.ckEq, p.ckRange, x, p.reverse); err != nil {
+		return nil, err
+	}
+	for i := range p.filters {
+		f := &p.filters[i]
+		fv := filterVals{f: f}
+		switch {
+		case f.in != nil:
+			b, err := boundValue(f.in, f.col.name, x)
+			if err != nil {
+				return nil, err
+			}
+			fv.list, _ = decCollection(b, 1)
+		case f.op == opIn:
+			for _, v := range f.vals {
+				b, err := boundValue(v, f.col.name, x)
+				if err != nil {
+					return nil, err
+				}
+				fv.list = append(fv.list, b)
+			}
+		default:
+			if f.val == nil {
+				return nil, invalidf("Unsupported restriction on %s", f.col.name)
+			}
+			b, err := boundValue(f.val, f.col.name, x)
+			if err != nil {
+				return nil, err
+			}
+			fv.v = b
+		}
+		r.filters = append(r.filters, fv)
+	}
+	// The number of rows to collect: a page plus one to learn whether there are more.
+	bound := limit
+	if pageSize > 0 && (bound < 0 || pageSize < bound) {
+		bound = pageSize + 1
+	}
+	if p.aggregate {
+		bound = limit
+	}
+	r.want = int(bound)
+	r.pageSize = pageSize
+	multiSort := false
+	if p.pk != nil {
+		pks, err := p.partitionKeys(x, &r.onePK)
+		if err != nil {
+			return nil, err
+		}
+		multiSort = p.ordered && len(pks) > 1
+		if multiSort {
+			r.want = int(limit)
+		}
+		start := 0
+		if state != nil {
+			start = len(pks)
+			for i, pk := range pks {
+				if bytes.Equal(pk, state.pk) {
+					start = i
+					break
+				}
+			}
+		}
+		d := t.load(x.s)
+		for i := start; i < len(pks) && !r.full(); i++ {
+			var st *pageState
+			if state != nil && i == start {
+				st = state
+			}
+			r.readPartitionKey(d, pks[i], st)
+		}
+	} else {
+		parts := t.load(x.s).scan()
+		start := 0
+		if state != nil {
+			tok := murmur3Token(state.pk)
+			start = sort.Search(len(parts), func(i int) bool {
+				return comparePartitions(parts[i], &partition{token: tok, key: state.pk}) >= 0
+			})
+		}
+		d := t.load(x.s)
+		for i := start; i < len(parts) && !r.full(); i++ {
+			pt := parts[i]
+			if p.token != nil && !r.tokenMatches(pt.token) {
+				continue
+			}
+			var st *pageState
+			if state != nil && bytes.Equal(pt.key, state.pk) {
+				st = state
+			}
+			r.readPartitionKey(d, pt.key, st)
+		}
+	}
+	if x.tr != nil {
+		x.tr.Event("Executing single-partition query on " + t.name)
+		x.tr.Event("Acquiring sstable references")
+		x.tr.Event("Merging memtable contents")
+		x.tr.Event("Read " + itoa(len(r.rows)) + " live rows and 0 tombstone cells")
+	}
+	if p.aggregate {
+		row := make([][]byte, len(p.out))
+		for i, o := range p.out {
+			if o.src == srcCount {
+				row[i] = encBigint(r.count)
+			} else if r.first != nil {
+				row[i] = r.first[i]
+			}
+		}
+		return p.result(x, [][][]byte{row}, nil), nil
+	}
+	rows := r.rows
+	if multiSort {
+		idx := make([]int, len(rows))
+		for i := range idx {
+			idx[i] = i
+		}
+		sort.SliceStable(idx, func(a, b int) bool {
+			c := compareCK(t, r.cks[idx[a]], r.cks[idx[b]])
+			if p.reverse {
+				return c > 0
+			}
+			return c < 0
+		})
+		sorted := make([][][]byte, len(rows))
+		for i, j := range idx {
+			sorted[i] = rows[j]
+		}
+		rows = sorted
+		if pageSize > 0 && int64(len(rows)) > pageSize {
+			return nil, invalidf("Cannot page queries with both ORDER BY and a IN restriction on the partition key; you must either remove the ORDER BY or the IN and sort client side, or disable paging for this query")
+		}
+		return p.result(x, rows, nil), nil
+	}
+	var paging []byte
+	if pageSize > 0 && int64(len(rows)) > pageSize {
+		rows = rows[:pageSize]
+		rem := int64(-1)
+		if limit >= 0 {
+			rem = limit - pageSize
+		}
+		paging = encodePageState(&pageState{remaining: rem, pk: r.pagePK, ck: r.pageCK, partDone: r.pageDone, partCount: r.pageN})
+	}
+	return p.result(x, rows, paging), nil
+}
+
+func (r *selectRun) full() bool { return r.want >= 0 && len(r.rows) >= r.want }
+
+func (r *selectRun) tokenMatches(tok int64) bool {
+	tr := r.p.token
+	if tr.lo != nil {
+		b, _, _ := tr.lo.eval(r.x)
+		v, ok := int64Value(b)
+		if ok && (tok < v || tok == v && !tr.loIncl) {
+			return false
+		}
+	}
+	if tr.hi != nil {
+		b, _, _ := tr.hi.eval(r.x)
+		v, ok := int64Value(b)
+		if ok && (tok > v || tok == v && !tr.hiIncl) {
+			return false
+		}
+	}
+	return true
+}
+
+func (p *selectPlan) partitionKeys(x *execCtx, one *[1][]byte) ([][]byte, error) {
+	if len(p.pk) == 1 && p.pk[0].eq != nil {
+		b, err := boundValue(p.pk[0].eq, p.pk[0].col.name, x)
+		if err != nil {
+			return nil, err
+		}
+		one[0] = b
+		return one[:], nil
+	}
+	combos, err := product(p.pk, x)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]byte, len(combos))
+	for i, c := range combos {
+		out[i] = encodePK(c)
+	}
+	return out, nil
+}
+
+func (p *selectPlan) result(x *execCtx, rows [][][]byte, paging []byte) cql.Message {
+	md := cql.RowsMetadata{Columns: p.specs, ColumnCount: len(p.specs), PagingState: paging}
+	if paging != nil {
+		md.Flags |= cql.RowsHasMorePages
+	}
+	if x.p != nil && x.p.Flags&cql.QuerySkipMetadata != 0 {
+		md.Flags |= cql.RowsNoMetadata
+		md.Columns = nil
+	}
+	if rows == nil {
+		rows = [][][]byte{}
+	}
+	return cql.RowsResult{Metadata: md, Rows: rows}
+}
+
+// readPartitionKey reads one partition under its shard's read lock.
+func (r *selectRun) readPartitionKey(d *tableData, pk []byte, st *pageState) {
+	sh := d.shard(murmur3Token(pk))
+	sh.mu.RLock()
+	defer sh.mu.RUnlock()
+	part := sh.get(pk)
+	if part == nil {
+		return
+	}
+	r.readPartition(part, st)
+}
+
+func (r *selectRun) readPartition(part *partition, st *pageState) {
+	p := r.p
+	t := p.t
+	if st != nil && st.partDone {
+		return
+	}
+	var pkVals [][]byte
+	if len(t.pk) == 1 {
+		pkVals = [][]byte{part.key}
+	} else {
+		var ok bool
+		if pkVals, ok = decodePK(part.key, len(t.pk)); !ok {
+			return
+		}
+	}
+	r.lastPK, r.partN = part.key, 0
+	if st != nil {
+		r.partN = st.partCount
+	}
+	emitted := false
+	emit := func(row *row) bool {
+		if r.partLim >= 0 && r.partN >= r.partLim {
+			return false
+		}
+		if !r.matches(pkVals, part, row) {
+			return true
+		}
+		emitted = true
+		r.add(pkVals, part, row)
+		return !r.full()
+	}
+	var after [][]byte
+	hasAfter := false
+	if st != nil {
+		after, hasAfter = st.ck, true
+	}
+	if len(t.ck) == 0 {
+		if !hasAfter && len(part.rows) > 0 && part.rows[0].live(r.now) {
+			emit(part.rows[0])
+		}
+		return
+	}
+	if p.distinct {
+		if !hasAfter && (r.anyLiveRow(part) || part.static != nil && part.static.live(r.now)) {
+			emit(nil)
+		}
+		return
+	}
+	if r.cfs == nil {
+		r.iterate(part, 0, len(part.rows), nil, after, hasAfter, emit)
+	} else {
+		for _, f := range r.cfs {
+			lo, hi := 0, len(part.rows)
+			if len(f.eq) > 0 {
+				lo = sort.Search(len(part.rows), func(i int) bool { return compareCK(t, part.rows[i].ck, f.eq) >= 0 })
+				hi = lo
+				for hi < len(part.rows) && prefixEqual(t, part.rows[hi].ck, f.eq) {
+					hi++
+				}
+			}
+			if !r.iterate(part, lo, hi, f, after, hasAfter, emit) || r.full() {
+				break
+			}
+		}
+	}
+	// A partition with only static data shows as one row with null clustering columns.
+	if !emitted && !hasAfter && !p.hasCKRes && t.hasStatic() && part.static != nil && part.static.live(r.now) && !r.anyLiveRow(part) {
+		emit(nil)
+	}
+}
+
+func (r *selectRun) anyLiveRow(part *partition) bool {
+	for _, row := range part.rows {
+		if row.live(r.now) {
+			return true
+		}
+	}
+	return false
+}
+
+func prefixEqual(t *table, ck, prefix [][]byte) bool {
+	if len(ck) < len(prefix) {
+		return false
+	}
+	for i, v := range prefix {
+		if compareValues(t.ck[i].typ, ck[i], v) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// iterate visits rows[lo:hi] in query order, after the paging position.
+func (r *selectRun) iterate(part *partition, lo, hi int, f *ckFilter, after [][]byte, hasAfter bool, emit func(*row) bool) bool {
+	t := r.p.t
+	rows := part.rows
+	if r.p.reverse {
+		for i := hi - 1; i >= lo; i-- {
+			row := rows[i]
+			if hasAfter && compareCK(t, row.ck, after) >= 0 {
+				continue
+			}
+			if f != nil && !f.matches(t, row.ck) || !row.live(r.now) {
+				continue
+			}
+			if !emit(row) {
+				return false
+			}
+		}
+		return true
+	}
+	if hasAfter {
+		s := sort.Search(hi-lo, func(i int) bool { return compareCK(t, rows[lo+i].ck, after) > 0 })
+		lo += s
+	}
+	for i := lo; i < hi; i++ {
+		row := rows[i]
+		if f != nil && !f.matches(t, row.ck) || !row.live(r.now) {
+			continue
+		}
+		if !emit(row) {
+			return false
+		}
+	}
+	return true
+}
+
+// value returns a column's visible value in a row.
+func (r *selectRun) value(col *column, pkVals [][]byte, part *partition, row *row) []byte {
+	switch col.kind {
+	case kindPartitionKey:
+		return pkVals[col.pos]
+	case kindClustering:
+		if row == nil {
+			return nil
+		}
+		return row.ck[col.pos]
+	case kindStatic:
+		if part.static == nil {
+			return nil
+		}
+		c := &part.static.cells[col.pos]
+		if c.live(r.now) {
+			return c.v
+		}
+		return nil
+	}
+	if row == nil {
+		return nil
+	}
+	c := &row.cells[col.pos]
+	if c.live(r.now) {
+		return c.v
+	}
+	return nil
+}
+
+func (r *selectRun) matches(pkVals [][]byte, part *partition, row *row) bool {
+	for i := range r.filters {
+		fv := &r.filters[i]
+		v := r.value(fv.f.col, pkVals, part, row)
+		typ := fv.f.col.typ
+		switch fv.f.op {
+		case opEq:
+			if v == nil || compareValues(typ, v, fv.v) != 0 {
+				return false
+			}
+		case opNe:
+			if v != nil && compareValues(typ, v, fv.v) == 0 {
+				return false
+			}
+		case opLt, opLe, opGt, opGe:
+			if v == nil {
+				return false
+			}
+			c := compareValues(typ, v, fv.v)
+			if fv.f.op == opLt && c >= 0 || fv.f.op == opLe && c > 0 || fv.f.op == opGt && c <= 0 || fv.f.op == opGe && c < 0 {
+				return false
+			}
+		case opIn:
+			found := false
+			for _, w := range fv.list {
+				if v != nil && compareValues(typ, v, w) == 0 {
+					found = true
+					break
+				}
+			}
+			if !found {
+				return false
+			}
+		case opContains, opContainsKey:
+			per := elemsPerEntry(typ)
+			elems, _ := decCollection(v, per)
+			et := elemType(typ)
+			off := 0
+			if typ.ID == cql.TypeMap {
+				if fv.f.op == opContainsKey {
+					et = keyType(typ)
+				} else {
+					off = 1
+				}
+			}
+			found := false
+			for j := off; j < len(elems); j += per {
+				if compareValues(et, elems[j], fv.v) == 0 {
+					found = true
+					break
+				}
+			}
+			if !found {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// add appends one output row (or counts it).
+func (r *selectRun) add(pkVals [][]byte, part *partition, row *row) {
+	p := r.p
+	t := p.t
+	r.partN++
+	if p.aggregate {
+		r.count++
+		if r.first == nil {
+			r.first = r.build(pkVals, part, row)
+		}
+		r.rows = append(r.rows, nil)
+		return
+	}
+	out := r.build(pkVals, part, row)
+	r.rows = append(r.rows, out)
+	if p.ordered && len(p.pk) > 0 {
+		if row != nil {
+			r.cks = append(r.cks, row.ck)
+		} else {
+			r.cks = append(r.cks, nil)
+		}
+	}
+	if row != nil {
+		r.lastCK, r.lastDone = row.ck, len(t.ck) == 0
+	} else {
+		r.lastCK, r.lastDone = nil, true
+	}
+	// The page ends at row pageSize; remember where that is.
+	if int64(len(r.rows)) == r.pageSize {
+		r.pagePK, r.pageCK, r.pageDone, r.pageN = r.lastPK, r.lastCK, r.lastDone || p.distinct, r.partN
+	}
+}
+
+func (r *selectRun) build(pkVals [][]byte, part *partition, row *row) [][]byte {
+	p := r.p
+	t := p.t
+	out := make([][]byte, len(p.out))
+	for i, o := range p.out {
+		switch o.src {
+		case srcPK:
+			out[i] = pkVals[o.idx]
+		case srcCK:
+			if row != nil {
+				out[i] = row.ck[o.idx]
+			}
+		case srcCell:
+			out[i] = r.value(t.cells[o.idx], pkVals, part, row)
+		case srcWritetime, srcTTL:
+			c := r.cellOf(t.cells[o.idx], part, row)
+			if c == nil || !c.live(r.now) {
+				continue
+			}
+			if o.src == srcWritetime {
+				out[i] = encBigint(c.ts)
+			} else if c.exp > 0 {
+				out[i] = encInt(int32(c.exp - r.now))
+			}
+		case srcToken:
+			out[i] = encBigint(part.token)
+		case srcFunc:
+			out[i], _, _ = o.fn.eval(r.x)
+		}
+	}
+	return out
+}
+
+func (r *selectRun) cellOf(col *column, part *partition, row *row) *cell {
+	if col.kind == kindStatic {
+		if part.static == nil {
+			return nil
+		}
+		return &part.static.cells[col.pos]
+	}
+	if row == nil {
+		return nil
+	}
+	return &row.cells[col.pos]
+}
+
+// fullRow returns a row's values in SELECT * order. The caller holds the shard lock.
+func fullRow(t *table, part *partition, row *row, now int64) [][]byte {
+	r := &selectRun{p: &selectPlan{t: t}, now: now}
+	pkVals, ok := decodePK(part.key, len(t.pk))
+	if !ok {
+		return nil
+	}
+	out := make([][]byte, 0, len(t.cols))
+	for _, col := range t.cols {
+		out = append(out, r.value(col, pkVals, part, row))
+	}
+	return out
+}

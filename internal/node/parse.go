@@ -1,0 +1,1057 @@
+package node
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/tracecar/tracecar/internal/cql"
+)
+
+// maxNesting bounds the recursion of nested collection literals and types.
+const maxNesting = 64
+
+type parser struct {
+	lex     lexer
+	tok     token
+	peeked  []token
+	markers []string
+	depth   int
+}
+
+// syntaxError is the parser's panic-free failure value.
+type syntaxError struct{ msg string }
+
+func (e *syntaxError) Error() string { return e.msg }
+
+// parse parses one statement. The returned error is a *cql.Error of code Syntax.
+func parse(query string) (ps *parsedStmt, err error) {
+	p := &parser{lex: lexer{src: query}}
+	p.advance()
+	defer func() {
+		if r := recover(); r != nil {
+			se, ok := r.(*syntaxError)
+			if !ok {
+				panic(r)
+			}
+			ps, err = nil, &cql.Error{Code: cql.ErrCodeSyntax, Message: se.msg}
+		}
+	}()
+	st := p.statement()
+	p.acceptPunct(";")
+	if p.tok.kind == tBad {
+		p.unexpected()
+	}
+	if p.tok.kind != tEOF {
+		p.failf("extraneous input %s expecting EOF", p.quote(p.tok))
+	}
+	return &parsedStmt{stmt: st, markers: p.markers}, nil
+}
+
+func (p *parser) advance() {
+	if len(p.peeked) > 0 {
+		p.tok = p.peeked[0]
+		p.peeked = p.peeked[1:]
+		return
+	}
+	p.tok = p.lex.next()
+}
+
+// peek returns the token n positions after the current one (n ≥ 1).
+func (p *parser) peek(n int) token {
+	for len(p.peeked) < n {
+		p.peeked = append(p.peeked, p.lex.next())
+	}
+	return p.peeked[n-1]
+}
+
+func (p *parser) quote(t token) string {
+	if t.kind == tEOF {
+		return "<EOF>"
+	}
+	switch t.kind {
+	case tString:
+		return "'''" + t.text + "''"
+	case tQuotedIdent:
+		return "'\"" + t.text + "\"'"
+	case tNamedMarker:
+		return "':" + t.text + "'"
+	}
+	return "'" + t.text + "'"
+}
+
+func (p *parser) failf(format string, args ...any) {
+	msg := fmt.Sprintf("line %d:%d %s", p.tok.line, p.tok.col, fmt.Sprintf(format, args...))
+	panic(&syntaxError{msg: msg})
+}
+
+func (p *parser) unexpected() {
+	if p.tok.kind == tEOF {
+		p.failf("mismatched input '<EOF>' expecting an identifier or keyword")
+	}
+	if p.tok.kind == tBad {
+		p.failf("no viable alternative at character '%s'", p.tok.text)
+	}
+	p.failf("no viable alternative at input %s", p.quote(p.tok))
+}
+
+func (p *parser) isKeyword(kw string) bool {
+	return p.tok.kind == tIdent && strings.EqualFold(p.tok.text, kw)
+}
+
+func (p *parser) acceptKeyword(kw string) bool {
+	if p.isKeyword(kw) {
+		p.advance()
+		return true
+	}
+	return false
+}
+
+func (p *parser) expectKeyword(kw string) {
+	if !p.acceptKeyword(kw) {
+		if p.tok.kind == tEOF {
+			p.failf("mismatched input '<EOF>' expecting K_%s", strings.ToUpper(kw))
+		}
+		p.failf("mismatched input %s expecting K_%s", p.quote(p.tok), strings.ToUpper(kw))
+	}
+}
+
+func (p *parser) isPunct(s string) bool { return p.tok.kind == tPunct && p.tok.text == s }
+
+func (p *parser) acceptPunct(s string) bool {
+	if p.isPunct(s) {
+		p.advance()
+		return true
+	}
+	return false
+}
+
+func (p *parser) expectPunct(s string) {
+	if !p.acceptPunct(s) {
+		p.failf("mismatched input %s expecting '%s'", p.quote(p.tok), s)
+	}
+}
+
+// reserved lists keywords that cannot be unquoted identifiers.
+var reserved = map[string]bool{
+	"add": true, "allow": true, "alter": true, "and": true, "apply": true, "asc": true, "authorize": true,
+	"batch": true, "begin": true, "by": true, "columnfamily": true, "create": true, "delete": true,
+	"desc": true, "describe": true, "drop": true, "entries": true, "execute": true, "from": true,
+	"full": true, "grant": true, "if": true, "in": true, "index": true, "infinity": true, "insert": true,
+	"into": true, "keyspace": true, "limit": true, "modify": true, "nan": true, "norecursive": true,
+	"not": true, "null": true, "of": true, "on": true, "or": true, "order": true, "primary": true,
+	"rename": true, "replace": true, "revoke": true, "schema": true, "select": true, "set": true,
+	"table": true, "to": true, "token": true, "truncate": true, "unlogged": true, "update": true,
+	"use": true, "using": true, "view": true, "where": true, "with": true,
+}
+
+// ident reads an identifier: unquoted ones are folded to lower case.
+func (p *parser) ident() string {
+	switch p.tok.kind {
+	case tIdent:
+		if reserved[strings.ToLower(p.tok.text)] {
+			p.unexpected()
+		}
+		s := strings.ToLower(p.tok.text)
+		p.advance()
+		return s
+	case tQuotedIdent:
+		s := p.tok.text
+		p.advance()
+		return s
+	}
+	p.unexpected()
+	return ""
+}
+
+// identAny reads an identifier, allowing keywords (for keyspace and table names after a
+// dot, and options).
+func (p *parser) identAny() string {
+	if p.tok.kind == tIdent {
+		s := strings.ToLower(p.tok.text)
+		p.advance()
+		return s
+	}
+	return p.ident()
+}
+
+func (p *parser) tableName() tableName {
+	first := p.ident()
+	if p.acceptPunct(".") {
+		return tableName{ks: first, name: p.identAny()}
+	}
+	return tableName{name: first}
+}
+
+func (p *parser) ifNotExists() bool {
+	if p.isKeyword("if") {
+		p.advance()
+		p.expectKeyword("not")
+		p.expectKeyword("exists")
+		return true
+	}
+	return false
+}
+
+func (p *parser) ifExists() bool {
+	if p.isKeyword("if") && strings.EqualFold(p.peek(1).text, "exists") {
+		p.advance()
+		p.advance()
+		return true
+	}
+	return false
+}
+
+func (p *parser) statement() statement {
+	if p.tok.kind != tIdent {
+		p.unexpected()
+	}
+	switch strings.ToLower(p.tok.text) {
+	case "select":
+		p.advance()
+		return p.selectStmt()
+	case "insert":
+		p.advance()
+		return p.insertStmt()
+	case "update":
+		p.advance()
+		return p.updateStmt()
+	case "delete":
+		p.advance()
+		return p.deleteStmt()
+	case "begin":
+		p.advance()
+		return p.batchStmt()
+	case "use":
+		p.advance()
+		return &useStmt{keyspace: p.identAny()}
+	case "create":
+		p.advance()
+		return p.createStmt()
+	case "drop":
+		p.advance()
+		return p.dropStmt()
+	case "truncate":
+		p.advance()
+		p.acceptKeyword("table")
+		return &truncateStmt{table: p.tableName()}
+	case "alter", "grant", "revoke", "list":
+		what := strings.ToUpper(p.tok.text)
+		p.skipRest()
+		return &unsupportedStmt{what: what + " statements are not supported by the embedded node"}
+	}
+	p.unexpected()
+	return nil
+}
+
+// skipRest consumes every remaining token.
+func (p *parser) skipRest() {
+	for p.tok.kind != tEOF {
+		if p.tok.kind == tBad {
+			p.unexpected()
+		}
+		p.advance()
+	}
+}
+
+func (p *parser) createStmt() statement {
+	switch {
+	case p.acceptKeyword("keyspace"), p.acceptKeyword("schema"):
+		st := &createKeyspaceStmt{durableWrites: true}
+		st.ifNotExists = p.ifNotExists()
+		st.name = p.ident()
+		p.expectKeyword("with")
+		for {
+			opt := p.identAny()
+			p.expectPunct("=")
+			switch opt {
+			case "replication":
+				st.replication = p.stringMap()
+			case "durable_writes":
+				v := p.tok
+				p.advance()
+				st.durableWrites = !strings.EqualFold(v.text, "false")
+			default:
+				p.optionValue()
+			}
+			if !p.acceptKeyword("and") {
+				break
+			}
+		}
+		return st
+	case p.acceptKeyword("table"), p.acceptKeyword("columnfamily"):
+		return p.createTable()
+	case p.isKeyword("index"), p.isKeyword("custom"), p.isKeyword("type"), p.isKeyword("function"),
+		p.isKeyword("aggregate"), p.isKeyword("materialized"), p.isKeyword("trigger"), p.isKeyword("role"),
+		p.isKeyword("user"), p.isKeyword("or"):
+		what := strings.ToUpper(p.tok.text)
+		p.skipRest()
+		return &unsupportedStmt{what: "CREATE " + what + " is not supported by the embedded node"}
+	}
+	p.unexpected()
+	return nil
+}
+
+func (p *parser) dropStmt() statement {
+	switch {
+	case p.acceptKeyword("keyspace"), p.acceptKeyword("schema"):
+		st := &dropKeyspaceStmt{}
+		st.ifExists = p.ifExists()
+		st.name = p.ident()
+		return st
+	case p.acceptKeyword("table"), p.acceptKeyword("columnfamily"):
+		st := &dropTableStmt{}
+		st.ifExists = p.ifExists()
+		st.table = p.tableName()
+		return st
+	case p.tok.kind == tIdent:
+		what := strings.ToUpper(p.tok.text)
+		p.skipRest()
+		return &unsupportedStmt{what: "DROP " + what + " is not supported by the embedded node"}
+	}
+	p.unexpected()
+	return nil
+}
+
+// stringMap reads {'k': 'v', ...} with string or number values.
+func (p *parser) stringMap() map[string]string {
+	p.expectPunct("{")
+	m := map[string]string{}
+	if p.acceptPunct("}") {
+		return m
+	}
+	for {
+		if p.tok.kind != tString {
+			p.unexpected()
+		}
+		k := p.tok.text
+		p.advance()
+		p.expectPunct(":")
+		m[k] = p.optionValue()
+		if !p.acceptPunct(",") {
+			break
+		}
+	}
+	p.expectPunct("}")
+	return m
+}
+
+// optionValue reads a constant or a map as the value of a WITH option and returns its text.
+func (p *parser) optionValue() string {
+	if p.isPunct("{") {
+		m := p.stringMap()
+		var b strings.Builder
+		b.WriteByte('{')
+		first := true
+		for k, v := range m {
+			if !first {
+				b.WriteString(", ")
+			}
+			first = false
+			b.WriteString(k + ": " + v)
+		}
+		b.WriteByte('}')
+		return b.String()
+	}
+	neg := p.acceptPunct("-")
+	switch p.tok.kind {
+	case tString, tInt, tFloat, tIdent, tQuotedIdent, tHex, tUUID:
+		s := p.tok.text
+		if neg {
+			s = "-" + s
+		}
+		p.advance()
+		return s
+	}
+	p.unexpected()
+	return ""
+}
+
+func (p *parser) createTable() statement {
+	st := &createTableStmt{options: map[string]string{}}
+	st.ifNotExists = p.ifNotExists()
+	st.table = p.tableName()
+	p.expectPunct("(")
+	for {
+		if p.isKeyword("primary") {
+			p.advance()
+			p.expectKeyword("key")
+			if st.pk != nil {
+				p.failf("Multiple PRIMARY KEYs specified (exactly one required)")
+			}
+			p.expectPunct("(")
+			if p.acceptPunct("(") {
+				for {
+					st.pk = append(st.pk, p.ident())
+					if !p.acceptPunct(",") {
+						break
+					}
+				}
+				p.expectPunct(")")
+			} else {
+				st.pk = []string{p.ident()}
+			}
+			for p.acceptPunct(",") {
+				st.ck = append(st.ck, p.ident())
+			}
+			p.expectPunct(")")
+		} else {
+			c := colDef{name: p.ident()}
+			c.typ, c.text = p.typ(0)
+			if p.acceptKeyword("static") {
+				c.static = true
+			}
+			if p.isKeyword("primary") {
+				p.advance()
+				p.expectKeyword("key")
+				if st.pk != nil {
+					p.failf("Multiple PRIMARY KEYs specified (exactly one required)")
+				}
+				st.pk = []string{c.name}
+			}
+			st.cols = append(st.cols, c)
+		}
+		if !p.acceptPunct(",") {
+			break
+		}
+		if p.isPunct(")") {
+			break
+		}
+	}
+	p.expectPunct(")")
+	if p.acceptKeyword("with") {
+		for {
+			switch {
+			case p.isKeyword("clustering"):
+				p.advance()
+				p.expectKeyword("order")
+				p.expectKeyword("by")
+				p.expectPunct("(")
+				for {
+					o := ordering{col: p.ident()}
+					if p.acceptKeyword("desc") {
+						o.desc = true
+					} else {
+						p.acceptKeyword("asc")
+					}
+					st.order = append(st.order, o)
+					if !p.acceptPunct(",") {
+						break
+					}
+				}
+				p.expectPunct(")")
+			case p.isKeyword("compact"):
+				p.advance()
+				p.expectKeyword("storage")
+				st.compact = true
+			default:
+				name := p.identAny()
+				p.expectPunct("=")
+				st.options[name] = p.optionValue()
+			}
+			if !p.acceptKeyword("and") {
+				break
+			}
+		}
+	}
+	return st
+}
+
+var simpleTypes = map[string]cql.TypeID{
+	"ascii": cql.TypeASCII, "bigint": cql.TypeBigint, "blob": cql.TypeBlob, "boolean": cql.TypeBoolean,
+	"counter": cql.TypeCounter, "date": cql.TypeDate, "decimal": cql.TypeDecimal, "double": cql.TypeDouble,
+	"float": cql.TypeFloat, "inet": cql.TypeInet, "int": cql.TypeInt, "smallint": cql.TypeSmallint,
+	"text": cql.TypeVarchar, "varchar": cql.TypeVarchar, "time": cql.TypeTime, "timestamp": cql.TypeTimestamp,
+	"timeuuid": cql.TypeTimeUUID, "tinyint": cql.TypeTinyint, "uuid": cql.TypeUUID, "varint": cql.TypeVarint,
+	"duration": cql.TypeDuration,
+}
+
+// typ reads a CQL type and returns it with its canonical spelling, as system_schema shows
+// it (frozen<> is kept in the text; the node stores every collection whole either way).
+func (p *parser) typ(depth int) (cql.TypeInfo, string) {
+	if depth > maxNesting {
+		p.failf("type nesting too deep")
+	}
+	if p.tok.kind != tIdent && p.tok.kind != tQuotedIdent {
+		p.unexpected()
+	}
+	name := strings.ToLower(p.tok.text)
+	if id, ok := simpleTypes[name]; ok && p.tok.kind == tIdent {
+		p.advance()
+		t := cql.TypeInfo{ID: id}
+		return t, t.String()
+	}
+	if p.tok.kind == tIdent {
+		switch name {
+		case "frozen":
+			p.advance()
+			p.expectPunct("<")
+			t, s := p.typ(depth + 1)
+			p.expectPunct(">")
+			return t, "frozen<" + s + ">"
+		case "list", "set":
+			p.advance()
+			p.expectPunct("<")
+			e, s := p.typ(depth + 1)
+			p.expectPunct(">")
+			if name == "list" {
+				return cql.ListOf(e), "list<" + s + ">"
+			}
+			return cql.SetOf(e), "set<" + s + ">"
+		case "map":
+			p.advance()
+			p.expectPunct("<")
+			k, ks := p.typ(depth + 1)
+			p.expectPunct(",")
+			v, vs := p.typ(depth + 1)
+			p.expectPunct(">")
+			return cql.MapOf(k, v), "map<" + ks + ", " + vs + ">"
+		case "tuple":
+			p.advance()
+			p.expectPunct("<")
+			t := cql.TypeInfo{ID: cql.TypeTuple}
+			var parts []string
+			for {
+				e, s := p.typ(depth + 1)
+				t.Elems = append(t.Elems, e)
+				parts = append(parts, s)
+				if !p.acceptPunct(",") {
+					break
+				}
+			}
+			p.expectPunct(">")
+			return t, "frozen<tuple<" + strings.Join(parts, ", ") + ">>"
+		}
+	}
+	// A user-defined type name: the executor rejects it with a clear message.
+	n := p.ident()
+	return cql.TypeInfo{ID: cql.TypeUDT, Name: n}, n
+}
+
+func (p *parser) marker(name string) *term {
+	t := &term{kind: termBind, idx: len(p.markers), name: name}
+	p.markers = append(p.markers, name)
+	return t
+}
+
+// value reads a term.
+func (p *parser) value() *term { return p.valueDepth(0) }
+
+func (p *parser) valueDepth(depth int) *term {
+	if depth > maxNesting {
+		p.failf("literal nesting too deep")
+	}
+	t := p.tok
+	switch t.kind {
+	case tMarker:
+		p.advance()
+		return p.marker("")
+	case tNamedMarker:
+		p.advance()
+		return p.marker(t.text)
+	case tString, tInt, tFloat, tHex, tUUID, tDuration:
+		p.advance()
+		return &term{kind: termConst, lit: literalOf[t.kind], text: t.text}
+	case tPunct:
+		switch t.text {
+		case "-":
+			n := p.peek(1)
+			switch {
+			case n.kind == tInt || n.kind == tFloat:
+				p.advance()
+				p.advance()
+				lk := litInt
+				if n.kind == tFloat {
+					lk = litFloat
+				}
+				return &term{kind: termConst, lit: lk, text: "-" + n.text}
+			case n.kind == tIdent && (strings.EqualFold(n.text, "nan") || strings.EqualFold(n.text, "infinity")):
+				p.advance()
+				p.advance()
+				return &term{kind: termConst, lit: litFloat, text: "-" + strings.ToLower(n.text)}
+			case n.kind == tDuration:
+				p.advance()
+				p.advance()
+				return &term{kind: termConst, lit: litDuration, text: "-" + n.text}
+			}
+		case "[":
+			p.advance()
+			l := &term{kind: termList}
+			if !p.acceptPunct("]") {
+				for {
+					l.elems = append(l.elems, p.valueDepth(depth+1))
+					if !p.acceptPunct(",") {
+						break
+					}
+				}
+				p.expectPunct("]")
+			}
+			return l
+		case "{":
+			p.advance()
+			if p.acceptPunct("}") {
+				return &term{kind: termMap}
+			}
+			first := p.valueDepth(depth + 1)
+			if p.acceptPunct(":") {
+				m := &term{kind: termMap, elems: []*term{first}, vals: []*term{p.valueDepth(depth + 1)}}
+				for p.acceptPunct(",") {
+					m.elems = append(m.elems, p.valueDepth(depth+1))
+					p.expectPunct(":")
+					m.vals = append(m.vals, p.valueDepth(depth+1))
+				}
+				p.expectPunct("}")
+				return m
+			}
+			s := &term{kind: termSet, elems: []*term{first}}
+			for p.acceptPunct(",") {
+				s.elems = append(s.elems, p.valueDepth(depth+1))
+			}
+			p.expectPunct("}")
+			return s
+		case "(":
+			p.advance()
+			tu := &term{kind: termTuple}
+			for {
+				tu.elems = append(tu.elems, p.valueDepth(depth+1))
+				if !p.acceptPunct(",") {
+					break
+				}
+			}
+			p.expectPunct(")")
+			return tu
+		}
+	case tIdent:
+		lower := strings.ToLower(t.text)
+		switch lower {
+		case "true", "false":
+			p.advance()
+			return &term{kind: termConst, lit: litBool, text: lower}
+		case "null":
+			p.advance()
+			return &term{kind: termConst, lit: litNull, text: "null"}
+		case "nan", "infinity":
+			p.advance()
+			return &term{kind: termConst, lit: litFloat, text: lower}
+		}
+		if p.peek(1).kind == tPunct && p.peek(1).text == "(" {
+			p.advance()
+			p.advance()
+			f := &term{kind: termFunc, name: lower}
+			if !p.acceptPunct(")") {
+				for {
+					f.elems = append(f.elems, p.valueDepth(depth+1))
+					if !p.acceptPunct(",") {
+						break
+					}
+				}
+				p.expectPunct(")")
+			}
+			return f
+		}
+	}
+	p.unexpected()
+	return nil
+}
+
+func (p *parser) using(ttl, ts **term) {
+	if !p.acceptKeyword("using") {
+		return
+	}
+	for {
+		switch {
+		case p.acceptKeyword("ttl"):
+			*ttl = p.value()
+		case p.acceptKeyword("timestamp"):
+			*ts = p.value()
+		default:
+			p.unexpected()
+		}
+		if !p.acceptKeyword("and") {
+			return
+		}
+	}
+}
+
+func (p *parser) insertStmt() statement {
+	p.expectKeyword("into")
+	st := &insertStmt{table: p.tableName()}
+	if p.isKeyword("json") {
+		p.failf("INSERT JSON is not supported by the embedded node")
+	}
+	p.expectPunct("(")
+	for {
+		st.cols = append(st.cols, p.ident())
+		if !p.acceptPunct(",") {
+			break
+		}
+	}
+	p.expectPunct(")")
+	p.expectKeyword("values")
+	p.expectPunct("(")
+	for {
+		st.vals = append(st.vals, p.value())
+		if !p.acceptPunct(",") {
+			break
+		}
+	}
+	p.expectPunct(")")
+	st.ifNotExists = p.ifNotExists()
+	p.using(&st.ttl, &st.ts)
+	return st
+}
+
+func (p *parser) updateStmt() statement {
+	st := &updateStmt{table: p.tableName()}
+	p.using(&st.ttl, &st.ts)
+	p.expectKeyword("set")
+	for {
+		col := p.ident()
+		a := assignment{col: col}
+		if p.acceptPunct("[") {
+			a.op = assignKey
+			a.key = p.value()
+			p.expectPunct("]")
+			p.expectPunct("=")
+			a.val = p.value()
+		} else {
+			p.expectPunct("=")
+			if (p.tok.kind == tIdent || p.tok.kind == tQuotedIdent) && p.peek(1).kind == tPunct &&
+				(p.peek(1).text == "+" || p.peek(1).text == "-") && p.identMatches(col) {
+				p.advance()
+				if p.acceptPunct("+") {
+					a.op = assignAdd
+				} else {
+					p.expectPunct("-")
+					a.op = assignSub
+				}
+				a.val = p.value()
+			} else {
+				a.val = p.value()
+				if p.acceptPunct("+") {
+					if !p.identMatches(col) {
+						p.failf("Only expressions of the form X = <value> + X are supported.")
+					}
+					p.advance()
+					a.op = assignPrepend
+				}
+			}
+		}
+		st.assigns = append(st.assigns, a)
+		if !p.acceptPunct(",") {
+			break
+		}
+	}
+	p.expectKeyword("where")
+	st.where = p.relations()
+	if p.isKeyword("if") {
+		p.advance()
+		if p.acceptKeyword("exists") {
+			st.ifExists = true
+		} else {
+			st.conds = p.relations()
+		}
+	}
+	return st
+}
+
+// identMatches reports whether the current token is the identifier col.
+func (p *parser) identMatches(col string) bool {
+	switch p.tok.kind {
+	case tIdent:
+		return strings.ToLower(p.tok.text) == col
+	case tQuotedIdent:
+		return p.tok.text == col
+	}
+	return false
+}
+
+func (p *parser) deleteStmt() statement {
+	st := &deleteStmt{}
+	if !p.isKeyword("from") {
+		for {
+			d := deleteTarget{col: p.ident()}
+			if p.acceptPunct("[") {
+				d.key = p.value()
+				p.expectPunct("]")
+			}
+			st.cols = append(st.cols, d)
+			if !p.acceptPunct(",") {
+				break
+			}
+		}
+	}
+	p.expectKeyword("from")
+	st.table = p.tableName()
+	var ttl *term
+	p.using(&ttl, &st.ts)
+	if ttl != nil {
+		p.failf("mismatched input 'TTL' expecting K_TIMESTAMP")
+	}
+	p.expectKeyword("where")
+	st.where = p.relations()
+	if p.isKeyword("if") {
+		p.advance()
+		if p.acceptKeyword("exists") {
+			st.ifExists = true
+		} else {
+			st.conds = p.relations()
+		}
+	}
+	return st
+}
+
+// relations parses relations joined by AND: a WHERE clause, or the conditions of IF.
+func (p *parser) relations() []relation {
+	var rs []relation
+	for {
+		rs = append(rs, p.relation())
+		if !p.acceptKeyword("and") {
+			return rs
+		}
+	}
+}
+
+func (p *parser) relation() relation {
+	var r relation
+	if p.isKeyword("token") && p.peek(1).kind == tPunct && p.peek(1).text == "(" {
+		p.advance()
+		p.advance()
+		r.token = true
+		for {
+			r.cols = append(r.cols, p.ident())
+			if !p.acceptPunct(",") {
+				break
+			}
+		}
+		p.expectPunct(")")
+	} else {
+		if p.isPunct("(") {
+			p.failf("multi-column relations are not supported by the embedded node")
+		}
+		r.col = p.ident()
+	}
+	switch {
+	case p.tok.kind == tPunct:
+		switch p.tok.text {
+		case "=":
+			r.op = opEq
+		case "<":
+			r.op = opLt
+		case "<=":
+			r.op = opLe
+		case ">":
+			r.op = opGt
+		case ">=":
+			r.op = opGe
+		case "!=":
+			r.op = opNe
+		default:
+			p.unexpected()
+		}
+		p.advance()
+		r.val = p.value()
+	case p.acceptKeyword("in"):
+		r.op = opIn
+		if p.acceptPunct("(") {
+			r.vals = []*term{}
+			if !p.acceptPunct(")") {
+				for {
+					r.vals = append(r.vals, p.value())
+					if !p.acceptPunct(",") {
+						break
+					}
+				}
+				p.expectPunct(")")
+			}
+		} else {
+			switch p.tok.kind {
+			case tMarker:
+				p.advance()
+				r.val = p.marker("")
+			case tNamedMarker:
+				n := p.tok.text
+				p.advance()
+				r.val = p.marker(n)
+			default:
+				p.unexpected()
+			}
+		}
+	case p.acceptKeyword("contains"):
+		r.op = opContains
+		if p.acceptKeyword("key") {
+			r.op = opContainsKey
+		}
+		r.val = p.value()
+	default:
+		p.unexpected()
+	}
+	return r
+}
+
+func (p *parser) selectStmt() statement {
+	st := &selectStmt{}
+	if p.acceptKeyword("json") {
+		st.json = true
+	}
+	if p.isKeyword("distinct") && !(p.peek(1).kind == tIdent && strings.EqualFold(p.peek(1).text, "from")) &&
+		!(p.peek(1).kind == tPunct && (p.peek(1).text == "," || p.peek(1).text == "(")) {
+		p.advance()
+		st.distinct = true
+	}
+	if p.acceptPunct("*") {
+		st.star = true
+	} else {
+		for {
+			st.sels = append(st.sels, p.selector())
+			if !p.acceptPunct(",") {
+				break
+			}
+		}
+	}
+	p.expectKeyword("from")
+	st.table = p.tableName()
+	if p.acceptKeyword("where") {
+		st.where = p.relations()
+	}
+	if p.isKeyword("group") {
+		p.failf("GROUP BY is not supported by the embedded node")
+	}
+	if p.acceptKeyword("order") {
+		p.expectKeyword("by")
+		for {
+			o := ordering{col: p.ident()}
+			if p.acceptKeyword("desc") {
+				o.desc = true
+			} else {
+				p.acceptKeyword("asc")
+			}
+			st.orderBy = append(st.orderBy, o)
+			if !p.acceptPunct(",") {
+				break
+			}
+		}
+	}
+	if p.acceptKeyword("per") {
+		p.expectKeyword("partition")
+		p.expectKeyword("limit")
+		st.partLimit = p.limitValue()
+	}
+	if p.acceptKeyword("limit") {
+		st.limit = p.limitValue()
+	}
+	if p.acceptKeyword("allow") {
+		p.expectKeyword("filtering")
+		st.allowFiltering = true
+	}
+	return st
+}
+
+func (p *parser) limitValue() *term {
+	switch p.tok.kind {
+	case tInt, tMarker, tNamedMarker:
+		return p.value()
+	}
+	p.unexpected()
+	return nil
+}
+
+func (p *parser) selector() selector {
+	var s selector
+	if p.tok.kind == tIdent && p.peek(1).kind == tPunct && p.peek(1).text == "(" {
+		fn := strings.ToLower(p.tok.text)
+		switch fn {
+		case "count":
+			p.advance()
+			p.advance()
+			if !p.acceptPunct("*") {
+				if p.tok.kind == tInt && p.tok.text == "1" {
+					p.advance()
+				} else {
+					s.col = p.ident()
+				}
+			}
+			p.expectPunct(")")
+			s.kind, s.text = selCount, "count"
+		case "writetime", "ttl":
+			p.advance()
+			p.advance()
+			s.col = p.ident()
+			p.expectPunct(")")
+			s.kind = selWritetime
+			if fn == "ttl" {
+				s.kind = selTTL
+			}
+			s.text = fn + "(" + s.col + ")"
+		case "token":
+			p.advance()
+			p.advance()
+			for {
+				s.cols = append(s.cols, p.ident())
+				if !p.acceptPunct(",") {
+					break
+				}
+			}
+			p.expectPunct(")")
+			s.kind, s.text = selToken, "system.token("+strings.Join(s.cols, ", ")+")"
+		default:
+			s.kind = selFunc
+			s.fn = p.value()
+			s.text = "system." + fn + "()"
+		}
+	} else {
+		s.col = p.ident()
+		s.text = s.col
+	}
+	if p.acceptKeyword("as") {
+		s.alias = p.ident()
+	}
+	return s
+}
+
+func (p *parser) batchStmt() statement {
+	st := &batchStmt{}
+	switch {
+	case p.acceptKeyword("unlogged"):
+		st.typ = 1
+	case p.acceptKeyword("counter"):
+		st.typ = 2
+	case p.acceptKeyword("logged"):
+	}
+	p.expectKeyword("batch")
+	var ttl *term
+	p.using(&ttl, &st.ts)
+	if ttl != nil {
+		p.failf("mismatched input 'TTL' expecting K_TIMESTAMP")
+	}
+	for {
+		p.acceptPunct(";")
+		if p.isKeyword("apply") {
+			p.advance()
+			p.expectKeyword("batch")
+			return st
+		}
+		if p.tok.kind != tIdent {
+			p.unexpected()
+		}
+		switch strings.ToLower(p.tok.text) {
+		case "insert":
+			p.advance()
+			st.stmts = append(st.stmts, p.insertStmt())
+		case "update":
+			p.advance()
+			st.stmts = append(st.stmts, p.updateStmt())
+		case "delete":
+			p.advance()
+			st.stmts = append(st.stmts, p.deleteStmt())
+		default:
+			p.failf("no viable alternative at input %s", p.quote(p.tok))
+		}
+	}
+}
+
+// atoiLimited parses a non-negative decimal int that fits in an int32.
+func atoiLimited(s string) (int, bool) {
+	n, err := strconv.ParseInt(s, 10, 32)
+	return int(n), err == nil
+}

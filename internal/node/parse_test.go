@@ -1,0 +1,180 @@
+package node
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/tracecar/tracecar/internal/cql"
+)
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		query   string
+		kind    string
+		markers []string
+	}{
+		{"SELECT * FROM t", "SELECT", nil},
+		{"select a, b as c, count(*), writetime(a), ttl(b), token(k) from ks.t where k in ? and c >= :lo limit 10 allow filtering;", "SELECT", []string{"", "lo"}},
+		{"INSERT INTO t (a, \"B\") VALUES (?, [1, 2]) IF NOT EXISTS USING TTL 5 AND TIMESTAMP ?", "INSERT", []string{"", ""}},
+		{"UPDATE t USING TTL ? SET a = a + {1: 'x'}, b[?] = ?, c = [1] + c WHERE k = ? IF EXISTS", "UPDATE", []string{"", "", "", ""}},
+		{"DELETE a, m['k'] FROM t USING TIMESTAMP 5 WHERE k = 1 AND c > 2", "DELETE", nil},
+		{"BEGIN UNLOGGED BATCH INSERT INTO t (a) VALUES (?); DELETE FROM t WHERE a = ?; APPLY BATCH", "BATCH", []string{"", ""}},
+		{"CREATE KEYSPACE IF NOT EXISTS k WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1} AND durable_writes = false", "CREATE KEYSPACE", nil},
+		{"CREATE TABLE IF NOT EXISTS k.t (a int, b frozen<map<text, list<int>>>, c tuple<int, text>, PRIMARY KEY ((a), b)) WITH CLUSTERING ORDER BY (b DESC) AND compaction = {'class': 'LeveledCompactionStrategy'} AND comment = 'x'", "CREATE TABLE", nil},
+		{"DROP TABLE IF EXISTS t", "DROP TABLE", nil},
+		{"DROP KEYSPACE k", "DROP KEYSPACE", nil},
+		{"TRUNCATE TABLE t", "TRUNCATE", nil},
+		{"USE \"MyKs\"", "USE", nil},
+		{"CREATE INDEX ON t (a)", "UNSUPPORTED", nil},
+		{"INSERT INTO t (a, b, c, d, e) VALUES (-1.5e3, 0xff, 123e4567-e89b-12d3-a456-426614174000, NaN, -Infinity)", "INSERT", nil},
+		{"INSERT INTO t (a) VALUES ($$it's$$)", "INSERT", nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.query, func(t *testing.T) {
+			ps, err := parse(tc.query)
+			if err != nil {
+				t.Fatalf("got %v", err)
+			}
+			if got := ps.stmt.stmtName(); got != tc.kind {
+				t.Errorf("got %s; want %s", got, tc.kind)
+			}
+			if strings.Join(ps.markers, ",") != strings.Join(tc.markers, ",") || len(ps.markers) != len(tc.markers) {
+				t.Errorf("markers: got %q; want %q", ps.markers, tc.markers)
+			}
+		})
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct{ query, want string }{
+		{"", "line 1:0 mismatched input '<EOF>'"},
+		{"SELECT", "line 1:6 mismatched input '<EOF>'"},
+		{"SELECT * FROM t WHERE", "line 1:21 mismatched input '<EOF>'"},
+		{"SELECT * FROM t t2", "line 1:16 extraneous input 't2' expecting EOF"},
+		{"INSERT INTO t (a) VALUES ('x)", "no viable alternative at character"},
+		{"SELECT * FROM select", "no viable alternative at input 'select'"},
+		{"SELECT * FROM t\nWHERE a == 1", "line 2:9 no viable alternative at input '='"},
+		{strings.Repeat("[", 200), "no viable alternative"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.query, func(t *testing.T) {
+			_, err := parse(tc.query)
+			ce := cqlErr(err)
+			if ce == nil || ce.Code != cql.ErrCodeSyntax || !strings.Contains(ce.Message, tc.want) {
+				t.Errorf("got %v; want a syntax error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestLiterals(t *testing.T) {
+	tests := []struct {
+		typ, lit string
+		want     string // rendered, or "!" for an error
+	}{
+		{"int", "-2147483648", "-2147483648"},
+		{"int", "2147483648", "!"},
+		{"tinyint", "128", "!"},
+		{"bigint", "9223372036854775807", "9223372036854775807"},
+		{"varint", "-129", "-129"},
+		{"varint", "255", "255"},
+		{"decimal", "-0.001", "-0.001"},
+		{"decimal", "1e3", "1000"},
+		{"double", "NaN", "NaN"},
+		{"float", "1", "1"},
+		{"boolean", "false", "false"},
+		{"text", "'it''s'", "it's"},
+		{"ascii", "'é'", "!"},
+		{"blob", "0x", "0x"},
+		{"blob", "0xabc", "!"},
+		{"inet", "'::1'", "::1"},
+		{"inet", "'nope'", "!"},
+		{"timestamp", "'2011-02-03T04:05:00.123+0100'", "2011-02-03T03:05:00.123Z"},
+		{"timestamp", "'2011-02-03'", "2011-02-03T00:00:00Z"},
+		{"timestamp", "1299038700000", "2011-03-02T04:05:00Z"},
+		{"date", "'1970-01-01'", "2147483648"},
+		{"time", "'23:59:59.999999999'", "86399999999999"},
+		{"time", "'24:00:00'", "!"},
+		{"uuid", "123e4567-e89b-12d3-a456-426614174000", "123e4567-e89b-12d3-a456-426614174000"},
+		{"list<int>", "[1, 2]", "[1 2]"},
+		{"set<int>", "{3, 1, 3}", "[1 3]"},
+		{"set<int>", "{}", "[]"},
+		{"map<text, int>", "{'b': 1, 'a': 2}", "{a:2 b:1}"},
+		{"map<text, int>", "[1]", "!"},
+		{"int", "null", "null"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.typ+" "+tc.lit, func(t *testing.T) {
+			ps, err := parse("INSERT INTO t (k, v) VALUES (0, " + tc.lit + ")")
+			if err != nil {
+				t.Fatal(err)
+			}
+			tp, err := parse("CREATE TABLE t (v " + tc.typ + " PRIMARY KEY)")
+			if err != nil {
+				t.Fatal(err)
+			}
+			typ := tp.stmt.(*createTableStmt).cols[0].typ
+			b, err := literal(ps.stmt.(*insertStmt).vals[1], typ, "v")
+			got := render(typ, b)
+			if err != nil {
+				got = "!"
+			}
+			if got != tc.want {
+				t.Errorf("got %s (err %v); want %s", got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestMurmur3Token(t *testing.T) {
+	// Values computed with the DataStax Python driver's murmur3, which matches Cassandra's.
+	tests := []struct {
+		key  string
+		want int64
+	}{
+		{"", 0},
+		{"123", -7468325962851647638},
+		{"\x00\xff\x10\xfa\x99" + strings.Repeat("\x00", 11), -3759560648152891798},
+		{"\xfe" + strings.Repeat("\x00", 15), 7013980299457995},
+		{"\x00\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f\x10", 6662781046685680142},
+	}
+	for _, tc := range tests {
+		if got := murmur3Token([]byte(tc.key)); got != tc.want {
+			t.Errorf("token(%x) = %d; want %d", tc.key, got, tc.want)
+		}
+	}
+}
+
+// FuzzParse checks that no input makes the parser or the engine panic.
+func FuzzParse(f *testing.F) {
+	seeds := []string{
+		"SELECT * FROM t WHERE k = ? AND c > 3 ORDER BY c DESC LIMIT 5 ALLOW FILTERING",
+		"SELECT count(*), writetime(v), ttl(v), token(k) AS t FROM ks.t WHERE k IN (1, 2)",
+		"INSERT INTO t (k, c, v, l, s, m) VALUES (1, 'x', 0xff, [1, 2], {'a'}, {'k': 1.5}) USING TTL 10 AND TIMESTAMP 5",
+		"UPDATE t SET l = l + [?], m[?] = ?, n = n + 1 WHERE k = :k AND c IN ?",
+		"DELETE l[0], v FROM t USING TIMESTAMP 1 WHERE k = 1 AND c >= 2",
+		"BEGIN BATCH INSERT INTO t (k) VALUES (1); UPDATE t SET v = 2 WHERE k = 1; APPLY BATCH;",
+		"CREATE KEYSPACE k WITH replication = {'class': 'SimpleStrategy', 'replication_factor': '1'}",
+		"CREATE TABLE t (k int, c text, v frozen<map<int, list<text>>>, s int static, PRIMARY KEY ((k), c)) WITH CLUSTERING ORDER BY (c DESC)",
+		"DROP TABLE IF EXISTS t", "TRUNCATE t", "USE ks", "SELECT now(), uuid() FROM t",
+		"INSERT INTO t (k) VALUES (123e4567-e89b-12d3-a456-426614174000)", "'unterminated", "/* open", "$$",
+		"SELECT * FROM t WHERE token(k) > -9223372036854775808",
+	}
+	for _, s := range seeds {
+		f.Add(s)
+	}
+	e, s := newTestEngine(f,
+		"CREATE TABLE t (k int, c text, v blob, l list<int>, s set<text>, m map<text, double>, n int, PRIMARY KEY (k, c))")
+	f.Fuzz(func(t *testing.T, q string) {
+		_, _ = parse(q)
+		sess := *s
+		m, err := e.Query(&sess, q, &cql.QueryParams{Flags: cql.QueryPageSize, PageSize: 3}, nil)
+		if err != nil && cqlErr(err) == nil {
+			t.Fatalf("%q: error %v is not a *cql.Error", q, err)
+		}
+		_ = m
+		if _, err := e.Prepare(&sess, q, nil); err != nil && cqlErr(err) == nil {
+			t.Fatalf("%q: error %v is not a *cql.Error", q, err)
+		}
+	})
+}

@@ -1,0 +1,707 @@
+package node
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/binary"
+	"math"
+	"math/bits"
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/tracecar/tracecar/internal/cql"
+)
+
+// Storage keeps every value as its serialized bytes. Stored byte slices are never
+// modified after they are written, so readers may hand them out after releasing the lock.
+
+const numShards = 64
+
+// noTS marks an absent timestamp (never written, not deleted).
+const noTS = math.MinInt64
+
+type tableData struct {
+	shards [numShards]shard
+	// version changes whenever a partition is added or removed, to invalidate scanCache.
+	version   atomic.Uint64
+	scanMu    sync.Mutex
+	scanCache *scanSnapshot
+}
+
+type shard struct {
+	mu    sync.RWMutex
+	parts map[string]*partition
+	_     [40]byte // keep shards on separate cache lines
+}
+
+type scanSnapshot struct {
+	version uint64
+	parts   []*partition // ordered by token, then key
+}
+
+func newTableData() *tableData {
+	d := &tableData{}
+	for i := range d.shards {
+		d.shards[i].parts = map[string]*partition{}
+	}
+	return d
+}
+
+type partition struct {
+	key    []byte
+	token  int64
+	del    int64 // partition deletion timestamp, or noTS
+	static *row  // static cells, or nil
+	rows   []*row
+
+	// The first row lives inline, which saves two allocations per partition of a table
+	// without clustering columns.
+	first    row
+	firstRef [1]*row
+}
+
+type row struct {
+	ck     [][]byte
+	marker liveness // set by INSERT
+	del    int64    // row deletion timestamp, or noTS
+	cells  []cell
+}
+
+type liveness struct {
+	ts  int64 // noTS when absent
+	exp int64 // expiry in Unix seconds, 0 for none
+	ttl int32
+}
+
+type cell struct {
+	v   []byte // nil is a tombstone (a deleted or null cell) when ts != noTS
+	ts  int64  // noTS when never written
+	exp int64
+	ttl int32
+}
+
+func (c *cell) live(now int64) bool {
+	return c.ts != noTS && c.v != nil && (c.exp == 0 || c.exp > now)
+}
+
+func (l *liveness) live(now int64) bool {
+	return l.ts != noTS && (l.exp == 0 || l.exp > now)
+}
+
+// shardOf picks a shard by the partition key's token.
+func shardOf(token int64) int {
+	return int(uint64(token) >> (64 - 6))
+}
+
+func (d *tableData) shard(token int64) *shard { return &d.shards[shardOf(token)] }
+
+// cellOp is a write to one cell.
+type cellOp struct {
+	pos  int
+	kind cellOpKind
+	v    []byte // the value, or the operand of a collection operation
+	key  []byte // map key or list index for cellSetKey / cellDelKey
+}
+
+type cellOpKind uint8
+
+const (
+	cellSet        cellOpKind = iota // overwrite (nil deletes)
+	cellAppend                       // list append, set union, map put-all
+	cellPrepend                      // list prepend
+	cellRemove                       // list remove values, set difference, map remove keys
+	cellSetKey                       // m[k] = v, l[i] = v
+	cellDelKey                       // DELETE m[k], l[i]
+	cellCounterAdd                   // counter += v
+)
+
+// mutation is a write to one row (or a deletion) of one partition.
+type mutation struct {
+	pk     []byte
+	token  int64
+	ck     [][]byte // the full clustering key; nil for tables without one or static-only writes
+	ts     int64
+	exp    int64
+	ttl    int32
+	marker bool // INSERT: set the row marker
+	ops    []cellOp
+
+	// Deletions.
+	delPartition bool
+	delRow       bool
+	delRange     *ckFilter // delete the rows matching this filter
+
+	cond     uint8 // condNone, condNotExists, condExists or condIf
+	conds    []condVal
+	applied  bool
+	existing [][]byte
+}
+
+// apply performs m on t's data. For a conditional write it sets m.applied, and m.existing
+// to the current row when the condition fails.
+func (d *tableData) apply(t *table, m *mutation, now int64) error {
+	m.applied, m.existing = true, nil
+	sh := d.shard(m.token)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	p := sh.parts[string(m.pk)]
+	if m.cond != condNone {
+		var r *row
+		if p != nil {
+			if m.ck == nil && len(t.ck) == 0 && len(p.rows) > 0 {
+				r = p.rows[0]
+			} else if i, ok := p.find(t, m.ck); ok {
+				r = p.rows[i]
+			}
+		}
+		exists := r != nil && r.live(now)
+		if m.cond == condIf {
+			ok := true
+			vals := make([][]byte, len(m.conds))
+			for i := range m.conds {
+				cv := &m.conds[i]
+				var c *cell
+				if cv.col.kind == kindStatic {
+					if p != nil && p.static != nil {
+						c = &p.static.cells[cv.col.pos]
+					}
+				} else if r != nil {
+					c = &r.cells[cv.col.pos]
+				}
+				if c != nil && c.live(now) {
+					vals[i] = c.v
+				}
+				if !cv.holds(vals[i]) {
+					ok = false
+				}
+			}
+			if !ok {
+				m.applied, m.existing = false, vals
+				return nil
+			}
+		} else if exists == (m.cond == condNotExists) {
+			m.applied = false
+			if exists {
+				m.existing = fullRow(t, p, r, now)
+			}
+			return nil
+		}
+	}
+	if p == nil {
+		if m.delRange != nil {
+			return nil
+		}
+		p = &partition{key: m.pk, token: m.token, del: noTS}
+		sh.parts[unsafeString(m.pk)] = p
+		d.version.Add(1)
+	}
+	switch {
+	case m.delPartition:
+		if m.ts >= p.del {
+			p.del = m.ts
+		}
+		p.purge(p.del)
+		return nil
+	case m.delRange != nil:
+		for _, r := range p.rows {
+			if m.delRange.matches(t, r.ck) && m.ts >= r.del {
+				r.del = m.ts
+				r.purge(r.del)
+			}
+		}
+		return nil
+	}
+	if m.ts < p.del {
+		return nil
+	}
+	var r *row
+	needRow := m.marker || m.delRow
+	for i := range m.ops {
+		if t.cells[m.ops[i].pos].kind != kindStatic {
+			needRow = true
+		}
+	}
+	if needRow {
+		i, found := p.find(t, m.ck)
+		if !found {
+			if p.rows == nil && p.firstRef[0] == nil {
+				r = &p.first
+				initRow(r, m.ck, len(t.cells))
+				p.firstRef[0] = r
+				p.rows = p.firstRef[:]
+			} else {
+				r = newRow(m.ck, len(t.cells))
+				p.rows = slices.Insert(p.rows, i, r)
+			}
+		} else {
+			r = p.rows[i]
+		}
+		if m.delRow {
+			if m.ts >= r.del {
+				r.del = m.ts
+			}
+			r.purge(r.del)
+			return nil
+		}
+		if m.ts < r.del {
+			return nil
+		}
+		if m.marker && m.ts >= r.marker.ts {
+			r.marker = liveness{ts: m.ts, exp: m.exp, ttl: m.ttl}
+		}
+	}
+	for i := range m.ops {
+		op := &m.ops[i]
+		col := t.cells[op.pos]
+		target := r
+		if col.kind == kindStatic {
+			if p.static == nil {
+				p.static = newRow(nil, len(t.cells))
+			}
+			target = p.static
+		}
+		if err := target.cells[op.pos].apply(col, op, m, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// live reports whether the row has a live marker or a live cell.
+func (r *row) live(now int64) bool {
+	if r.marker.live(now) {
+		return true
+	}
+	for i := range r.cells {
+		if r.cells[i].live(now) {
+			return true
+		}
+	}
+	return false
+}
+
+func newRow(ck [][]byte, ncells int) *row {
+	r := &row{}
+	initRow(r, ck, ncells)
+	return r
+}
+
+func initRow(r *row, ck [][]byte, ncells int) {
+	*r = row{ck: ck, del: noTS, marker: liveness{ts: noTS}, cells: make([]cell, ncells)}
+	for i := range r.cells {
+		r.cells[i].ts = noTS
+	}
+}
+
+// purge drops the cells shadowed by a deletion at ts.
+func (r *row) purge(ts int64) {
+	if r.marker.ts <= ts {
+		r.marker = liveness{ts: noTS}
+	}
+	for i := range r.cells {
+		if r.cells[i].ts <= ts {
+			r.cells[i] = cell{ts: noTS}
+		}
+	}
+}
+
+func (p *partition) purge(ts int64) {
+	if p.static != nil {
+		p.static.purge(ts)
+	}
+	keep := p.rows[:0]
+	for _, r := range p.rows {
+		r.purge(ts)
+		if r.del < ts {
+			r.del = ts
+		}
+		keep = append(keep, r)
+	}
+	p.rows = keep
+}
+
+// find returns the index of the row with clustering key ck, or where it would go.
+func (p *partition) find(t *table, ck [][]byte) (int, bool) {
+	n := len(p.rows)
+	if n > 0 {
+		// Appending in order is the common case of time series.
+		if c := compareCK(t, p.rows[n-1].ck, ck); c < 0 {
+			return n, false
+		} else if c == 0 {
+			return n - 1, true
+		}
+	}
+	i := sort.Search(n, func(i int) bool { return compareCK(t, p.rows[i].ck, ck) >= 0 })
+	return i, i < n && compareCK(t, p.rows[i].ck, ck) == 0
+}
+
+// compareCK orders clustering keys (or prefixes: a shorter prefix sorts first) in storage
+// order, honouring each column's DESC.
+func compareCK(t *table, a, b [][]byte) int {
+	for i := 0; i < len(a) && i < len(b); i++ {
+		c := compareValues(t.ck[i].typ, a[i], b[i])
+		if c != 0 {
+			if t.ck[i].desc {
+				return -c
+			}
+			return c
+		}
+	}
+	return cmp.Compare(len(a), len(b))
+}
+
+func (c *cell) apply(col *column, op *cellOp, m *mutation, now int64) error {
+	if op.kind == cellSet {
+		if m.ts >= c.ts {
+			*c = cell{v: op.v, ts: m.ts, exp: m.exp, ttl: m.ttl}
+			if op.v == nil {
+				c.exp, c.ttl = 0, 0
+			}
+		}
+		return nil
+	}
+	var old []byte
+	if c.live(now) {
+		old = c.v
+	}
+	v, err := collectionOp(col, op, old)
+	if err != nil {
+		return err
+	}
+	ts := m.ts
+	if c.ts > ts {
+		ts = c.ts
+	}
+	*c = cell{v: v, ts: ts, exp: m.exp, ttl: m.ttl}
+	if op.kind == cellCounterAdd {
+		c.exp, c.ttl = 0, 0
+	}
+	return nil
+}
+
+// collectionOp computes the new value of a collection (or counter) cell.
+func collectionOp(col *column, op *cellOp, old []byte) ([]byte, error) {
+	t := col.typ
+	if op.kind == cellCounterAdd {
+		var a int64
+		if len(old) == 8 {
+			a = int64(binary.BigEndian.Uint64(old))
+		}
+		b, _ := int64Value(op.v)
+		return encBigint(a + b), nil
+	}
+	per := elemsPerEntry(t)
+	cur, _ := decCollection(old, per)
+	argPer := per
+	if op.kind == cellRemove {
+		argPer = 1 // map - set<key>
+	}
+	arg, _ := decCollection(op.v, argPer)
+	kt := elemType(t)
+	if t.ID == cql.TypeMap {
+		kt = keyType(t)
+	}
+	var out [][]byte
+	switch op.kind {
+	case cellAppend:
+		if t.ID == cql.TypeList {
+			out = append(slices.Clip(cur), arg...)
+			break
+		}
+		out = mergeSorted(kt, cur, arg, per)
+	case cellPrepend:
+		out = append(slices.Clone(arg), cur...)
+	case cellRemove:
+		for i := 0; i < len(cur); i += per {
+			drop := false
+			for j := 0; j < len(arg); j++ {
+				if bytes.Equal(cur[i], arg[j]) {
+					drop = true
+				}
+			}
+			if !drop {
+				out = append(out, cur[i:i+per]...)
+			}
+		}
+	case cellSetKey, cellDelKey:
+		if t.ID == cql.TypeList {
+			idx, ok := int32Value(op.key)
+			if !ok || idx < 0 || int(idx) >= len(cur) {
+				return nil, invalidf("List index %d out of bound, list has size %d", idx, len(cur))
+			}
+			out = slices.Clone(cur)
+			if op.kind == cellDelKey || op.v == nil {
+				out = slices.Delete(out, int(idx), int(idx)+1)
+			} else {
+				out[idx] = op.v
+			}
+			break
+		}
+		// map
+		for i := 0; i+1 < len(cur); i += 2 {
+			if !bytes.Equal(cur[i], op.key) {
+				out = append(out, cur[i], cur[i+1])
+			}
+		}
+		if op.kind == cellSetKey && op.v != nil {
+			out = mergeSorted(kt, out, [][]byte{op.key, op.v}, 2)
+		}
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	b := encCollection(out)
+	binary.BigEndian.PutUint32(b, uint32(len(out)/per))
+	return b, nil
+}
+
+// mergeSorted merges sorted entries of a set (per=1) or map (per=2); b wins on equal keys.
+func mergeSorted(kt cql.TypeInfo, a, b [][]byte, per int) [][]byte {
+	out := make([][]byte, 0, len(a)+len(b))
+	i, j := 0, 0
+	for i < len(a) && j < len(b) {
+		c := compareValues(kt, a[i], b[j])
+		switch {
+		case c < 0:
+			out = append(out, a[i:i+per]...)
+			i += per
+		case c > 0:
+			out = append(out, b[j:j+per]...)
+			j += per
+		default:
+			out = append(out, b[j:j+per]...)
+			i += per
+			j += per
+		}
+	}
+	out = append(out, a[i:]...)
+	return append(out, b[j:]...)
+}
+
+// ckBound is one end of a clustering range: a prefix of the clustering key.
+type ckBound struct {
+	vals      [][]byte
+	inclusive bool
+}
+
+// ckFilter selects rows of a partition by clustering key: an equality prefix, then an
+// optional range on the next column.
+type ckFilter struct {
+	eq       [][]byte
+	lo, hi   *ckBound // in clustering-value terms (not storage order): lo ≤ value ≤ hi
+	rangeCol int      // index of the column the range applies to
+}
+
+func (f *ckFilter) matches(t *table, ck [][]byte) bool {
+	if f == nil {
+		return true
+	}
+	for i, v := range f.eq {
+		if i >= len(ck) || compareValues(t.ck[i].typ, ck[i], v) != 0 {
+			return false
+		}
+	}
+	if f.lo == nil && f.hi == nil {
+		return true
+	}
+	i := f.rangeCol
+	if i >= len(ck) {
+		return false
+	}
+	typ := t.ck[i].typ
+	if f.lo != nil {
+		c := compareValues(typ, ck[i], f.lo.vals[0])
+		if c < 0 || c == 0 && !f.lo.inclusive {
+			return false
+		}
+	}
+	if f.hi != nil {
+		c := compareValues(typ, ck[i], f.hi.vals[0])
+		if c > 0 || c == 0 && !f.hi.inclusive {
+			return false
+		}
+	}
+	return true
+}
+
+// partitionSnapshot is the ordered list of partitions for a full scan.
+func (d *tableData) scan() []*partition {
+	v := d.version.Load()
+	d.scanMu.Lock()
+	defer d.scanMu.Unlock()
+	if c := d.scanCache; c != nil && c.version == v {
+		return c.parts
+	}
+	var parts []*partition
+	for i := range d.shards {
+		sh := &d.shards[i]
+		sh.mu.RLock()
+		for _, p := range sh.parts {
+			parts = append(parts, p)
+		}
+		sh.mu.RUnlock()
+	}
+	slices.SortFunc(parts, comparePartitions)
+	d.scanCache = &scanSnapshot{version: v, parts: parts}
+	return parts
+}
+
+func comparePartitions(a, b *partition) int {
+	if a.token != b.token {
+		if a.token < b.token {
+			return -1
+		}
+		return 1
+	}
+	return bytes.Compare(a.key, b.key)
+}
+
+// get returns the partition with key pk, or nil. The caller must hold the shard's lock.
+func (sh *shard) get(pk []byte) *partition { return sh.parts[string(pk)] }
+
+// encodePK builds the partition key: the value itself for a single column, otherwise
+// Cassandra's CompositeType layout.
+func encodePK(vals [][]byte) []byte {
+	if len(vals) == 1 {
+		return vals[0]
+	}
+	n := 0
+	for _, v := range vals {
+		n += 3 + len(v)
+	}
+	b := make([]byte, 0, n)
+	for _, v := range vals {
+		b = binary.BigEndian.AppendUint16(b, uint16(len(v)))
+		b = append(b, v...)
+		b = append(b, 0)
+	}
+	return b
+}
+
+// decodePK splits a composite partition key into its components.
+func decodePK(b []byte, n int) ([][]byte, bool) {
+	if n == 1 {
+		return [][]byte{b}, true
+	}
+	out := make([][]byte, 0, n)
+	for i := 0; i < n; i++ {
+		if len(b) < 2 {
+			return nil, false
+		}
+		l := int(binary.BigEndian.Uint16(b))
+		if len(b) < 3+l {
+			return nil, false
+		}
+		out = append(out, b[2:2+l:2+l])
+		b = b[3+l:]
+	}
+	return out, len(b) == 0
+}
+
+// murmur3Token is Cassandra's Murmur3Partitioner token: the first 64 bits of MurmurHash3
+// x64 128 with seed 0, including Cassandra's sign extension of tail bytes.
+func murmur3Token(data []byte) int64 {
+	const c1, c2 = 0x87c37b91114253d5, 0x4cf5ad432745937f
+	var h1, h2 uint64
+	n := len(data)
+	nblocks := n / 16
+	for i := 0; i < nblocks; i++ {
+		k1 := binary.LittleEndian.Uint64(data[i*16:])
+		k2 := binary.LittleEndian.Uint64(data[i*16+8:])
+		k1 *= c1
+		k1 = bits.RotateLeft64(k1, 31)
+		k1 *= c2
+		h1 ^= k1
+		h1 = bits.RotateLeft64(h1, 27)
+		h1 += h2
+		h1 = h1*5 + 0x52dce729
+		k2 *= c2
+		k2 = bits.RotateLeft64(k2, 33)
+		k2 *= c1
+		h2 ^= k2
+		h2 = bits.RotateLeft64(h2, 31)
+		h2 += h1
+		h2 = h2*5 + 0x38495ab5
+	}
+	tail := data[nblocks*16:]
+	var k1, k2 uint64
+	sx := func(i int) uint64 { return uint64(int64(int8(tail[i]))) }
+	switch len(tail) & 15 {
+	case 15:
+		k2 ^= sx(14) << 48
+		fallthrough
+	case 14:
+		k2 ^= sx(13) << 40
+		fallthrough
+	case 13:
+		k2 ^= sx(12) << 32
+		fallthrough
+	case 12:
+		k2 ^= sx(11) << 24
+		fallthrough
+	case 11:
+		k2 ^= sx(10) << 16
+		fallthrough
+	case 10:
+		k2 ^= sx(9) << 8
+		fallthrough
+	case 9:
+		k2 ^= sx(8)
+		k2 *= c2
+		k2 = bits.RotateLeft64(k2, 33)
+		k2 *= c1
+		h2 ^= k2
+		fallthrough
+	case 8:
+		k1 ^= sx(7) << 56
+		fallthrough
+	case 7:
+		k1 ^= sx(6) << 48
+		fallthrough
+	case 6:
+		k1 ^= sx(5) << 40
+		fallthrough
+	case 5:
+		k1 ^= sx(4) << 32
+		fallthrough
+	case 4:
+		k1 ^= sx(3) << 24
+		fallthrough
+	case 3:
+		k1 ^= sx(2) << 16
+		fallthrough
+	case 2:
+		k1 ^= sx(1) << 8
+		fallthrough
+	case 1:
+		k1 ^= sx(0)
+		k1 *= c1
+		k1 = bits.RotateLeft64(k1, 31)
+		k1 *= c2
+		h1 ^= k1
+	}
+	h1 ^= uint64(n)
+	h2 ^= uint64(n)
+	h1 += h2
+	h2 += h1
+	h1 = fmix64(h1)
+	h2 = fmix64(h2)
+	h1 += h2
+	tok := int64(h1)
+	if tok == math.MinInt64 {
+		// Cassandra maps the minimum token to the maximum.
+		return math.MaxInt64
+	}
+	return tok
+}
+
+func fmix64(k uint64) uint64 {
+	k ^= k >> 33
+	k *= 0xff51afd7ed558ccd
+	k ^= k >> 33
+	k *= 0xc4ceb9fe1a85ec53
+	k ^= k >> 33
+	return k
+}

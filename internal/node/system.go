@@ -1,0 +1,554 @@
+package node
+
+import (
+	"math"
+	"net/netip"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/tracecar/tracecar/internal/cql"
+)
+
+// The system keyspaces are real tables in storage, with Cassandra 4.1's names and types.
+// system_schema and system_virtual_schema are rewritten after every DDL.
+
+var systemTableDefs = map[string][]string{
+	"system": {
+		`CREATE TABLE local (key text, bootstrapped text, broadcast_address inet, broadcast_port int,
+			cluster_name text, cql_version text, data_center text, gossip_generation int, host_id uuid,
+			listen_address inet, listen_port int, native_protocol_version text, partitioner text, rack text,
+			release_version text, rpc_address inet, rpc_port int, schema_version uuid, tokens set<varchar>,
+			truncated_at map<uuid, blob>, PRIMARY KEY ((key)))`,
+		`CREATE TABLE peers (peer inet, data_center text, host_id uuid, preferred_ip inet, rack text,
+			release_version text, rpc_address inet, schema_version uuid, tokens set<varchar>, PRIMARY KEY ((peer)))`,
+		`CREATE TABLE peers_v2 (peer inet, peer_port int, data_center text, host_id uuid, preferred_ip inet,
+			preferred_port int, rack text, release_version text, native_address inet, native_port int,
+			schema_version uuid, tokens set<varchar>, PRIMARY KEY ((peer), peer_port))`,
+		`CREATE TABLE peer_events_v2 (peer inet, peer_port int, hints_dropped map<uuid, int>, PRIMARY KEY ((peer), peer_port))`,
+		`CREATE TABLE size_estimates (keyspace_name text, table_name text, range_start text, range_end text,
+			mean_partition_size bigint, partitions_count bigint, PRIMARY KEY ((keyspace_name), table_name, range_start, range_end))`,
+		`CREATE TABLE table_estimates (keyspace_name text, table_name text, range_type text, range_start text,
+			range_end text, mean_partition_size bigint, partitions_count bigint,
+			PRIMARY KEY ((keyspace_name), table_name, range_type, range_start, range_end))`,
+		`CREATE TABLE prepared_statements (prepared_id blob, logged_keyspace text, query_string text, PRIMARY KEY ((prepared_id)))`,
+		`CREATE TABLE built_views (keyspace_name text, view_name text, status_replicated boolean, PRIMARY KEY ((keyspace_name), view_name))`,
+	},
+	"system_schema": {
+		`CREATE TABLE keyspaces (keyspace_name text, durable_writes boolean, replication frozen<map<text, text>>,
+			PRIMARY KEY ((keyspace_name)))`,
+		`CREATE TABLE tables (keyspace_name text, table_name text, additional_write_policy text,
+			bloom_filter_fp_chance double, caching frozen<map<text, text>>, cdc boolean, comment text,
+			compaction frozen<map<text, text>>, compression frozen<map<text, text>>, crc_check_chance double,
+			dclocal_read_repair_chance double, default_time_to_live int, extensions frozen<map<text, blob>>,
+			flags frozen<set<text>>, gc_grace_seconds int, id uuid, max_index_interval int,
+			memtable text, memtable_flush_period_in_ms int, min_index_interval int, read_repair text,
+			read_repair_chance double, speculative_retry text, PRIMARY KEY ((keyspace_name), table_name))`,
+		`CREATE TABLE columns (keyspace_name text, table_name text, column_name text, clustering_order text,
+			column_name_bytes blob, kind text, position int, type text,
+			PRIMARY KEY ((keyspace_name), table_name, column_name))`,
+		`CREATE TABLE dropped_columns (keyspace_name text, table_name text, column_name text,
+			dropped_time timestamp, kind text, type text, PRIMARY KEY ((keyspace_name), table_name, column_name))`,
+		`CREATE TABLE triggers (keyspace_name text, table_name text, trigger_name text,
+			options frozen<map<text, text>>, PRIMARY KEY ((keyspace_name), table_name, trigger_name))`,
+		`CREATE TABLE views (keyspace_name text, view_name text, additional_write_policy text, base_table_id uuid,
+			base_table_name text, bloom_filter_fp_chance double, caching frozen<map<text, text>>, cdc boolean,
+			comment text, compaction frozen<map<text, text>>, compression frozen<map<text, text>>,
+			crc_check_chance double, dclocal_read_repair_chance double, default_time_to_live int,
+			extensions frozen<map<text, blob>>, gc_grace_seconds int, id uuid, include_all_columns boolean,
+			max_index_interval int, memtable text, memtable_flush_period_in_ms int, min_index_interval int,
+			read_repair text, read_repair_chance double, speculative_retry text, where_clause text,
+			PRIMARY KEY ((keyspace_name), view_name))`,
+		`CREATE TABLE types (keyspace_name text, type_name text, field_names frozen<list<text>>,
+			field_types frozen<list<text>>, PRIMARY KEY ((keyspace_name), type_name))`,
+		`CREATE TABLE functions (keyspace_name text, function_name text, argument_types frozen<list<text>>,
+			argument_names frozen<list<text>>, body text, called_on_null_input boolean, language text,
+			return_type text, PRIMARY KEY ((keyspace_name), function_name, argument_types))`,
+		`CREATE TABLE aggregates (keyspace_name text, aggregate_name text, argument_types frozen<list<text>>,
+			final_func text, initcond text, return_type text, state_func text, state_type text,
+			PRIMARY KEY ((keyspace_name), aggregate_name, argument_types))`,
+		`CREATE TABLE indexes (keyspace_name text, table_name text, index_name text, kind text,
+			options frozen<map<text, text>>, PRIMARY KEY ((keyspace_name), table_name, index_name))`,
+	},
+	"system_auth": {
+		`CREATE TABLE roles (role text, can_login boolean, is_superuser boolean, member_of set<text>,
+			salted_hash text, PRIMARY KEY ((role)))`,
+		`CREATE TABLE role_members (role text, member text, PRIMARY KEY ((role), member))`,
+		`CREATE TABLE role_permissions (role text, resource text, permissions set<text>, PRIMARY KEY ((role), resource))`,
+		`CREATE TABLE resource_role_permissons_index (resource text, role text, PRIMARY KEY ((resource), role))`,
+		`CREATE TABLE network_permissions (role text, dcs frozen<set<text>>, PRIMARY KEY ((role)))`,
+	},
+	"system_distributed": {
+		`CREATE TABLE repair_history (keyspace_name text, columnfamily_name text, id timeuuid,
+			parent_id timeuuid, range_begin text, range_end text, coordinator inet, coordinator_port int,
+			participants set<inet>, participants_v2 set<text>, exception_message text,
+			exception_stacktrace text, status text, started_at timestamp, finished_at timestamp,
+			PRIMARY KEY ((keyspace_name, columnfamily_name), id))`,
+		`CREATE TABLE parent_repair_history (parent_id timeuuid, keyspace_name text,
+			columnfamily_names set<text>, started_at timestamp, finished_at timestamp, exception_message text,
+			exception_stacktrace text, requested_ranges set<text>, successful_ranges set<text>, options map<text, text>,
+			PRIMARY KEY (parent_id))`,
+		`CREATE TABLE view_build_status (keyspace_name text, view_name text, host_id uuid, status text,
+			PRIMARY KEY ((keyspace_name, view_name), host_id))`,
+	},
+	"system_traces": {
+		`CREATE TABLE sessions (session_id uuid, client inet, command text, coordinator inet,
+			coordinator_port int, duration int, parameters map<text, text>, request text,
+			started_at timestamp, PRIMARY KEY ((session_id))) WITH default_time_to_live = 86400`,
+		`CREATE TABLE events (session_id uuid, event_id timeuuid, activity text, source inet, source_elapsed int,
+			source_port int, thread text, PRIMARY KEY ((session_id), event_id)) WITH default_time_to_live = 86400`,
+	},
+	"system_virtual_schema": {
+		`CREATE TABLE keyspaces (keyspace_name text, PRIMARY KEY (keyspace_name))`,
+		`CREATE TABLE tables (keyspace_name text, table_name text, comment text, PRIMARY KEY (keyspace_name, table_name))`,
+		`CREATE TABLE columns (keyspace_name text, table_name text, column_name text, clustering_order text,
+			column_name_bytes blob, kind text, position int, type text, PRIMARY KEY (keyspace_name, table_name, column_name))`,
+	},
+	"system_views": {},
+}
+
+const (
+	localStrategy  = "org.apache.cassandra.locator.LocalStrategy"
+	simpleStrategy = "org.apache.cassandra.locator.SimpleStrategy"
+	ntsStrategy    = "org.apache.cassandra.locator.NetworkTopologyStrategy"
+)
+
+var systemReplication = map[string]map[string]string{
+	"system":             {"class": localStrategy},
+	"system_schema":      {"class": localStrategy},
+	"system_auth":        {"class": simpleStrategy, "replication_factor": "1"},
+	"system_distributed": {"class": simpleStrategy, "replication_factor": "3"},
+	"system_traces":      {"class": simpleStrategy, "replication_factor": "2"},
+}
+
+// systemKeyspaces builds the built-in keyspaces.
+func systemKeyspaces() map[string]*keyspace {
+	out := map[string]*keyspace{}
+	for name, defs := range systemTableDefs {
+		virtual := name == "system_virtual_schema" || name == "system_views"
+		k := &keyspace{name: name, durableWrites: true, tables: map[string]*table{}, system: true, virtual: virtual,
+			replication: systemReplication[name]}
+		if virtual {
+			k.replication = map[string]string{}
+		}
+		for _, d := range defs {
+			t := mustTable(name, d)
+			t.virtual = virtual
+			k.tables[t.name] = t
+		}
+		out[name] = k
+	}
+	return out
+}
+
+// rowWriter builds a table's rows for the system keyspaces.
+type rowWriter struct {
+	t   *table
+	d   *tableData
+	ts  int64
+	now int64
+}
+
+// put writes one row given as column name to serialized value; nil values are skipped.
+func (w *rowWriter) put(vals map[string][]byte) {
+	t := w.t
+	pk := make([][]byte, len(t.pk))
+	for i, c := range t.pk {
+		pk[i] = vals[c.name]
+	}
+	var ck [][]byte
+	if len(t.ck) > 0 {
+		ck = make([][]byte, len(t.ck))
+		for i, c := range t.ck {
+			ck[i] = vals[c.name]
+			if ck[i] == nil {
+				ck[i] = []byte{}
+			}
+		}
+	}
+	m := mutation{pk: encodePK(pk), ts: w.ts, marker: true, ck: ck}
+	m.token = murmur3Token(m.pk)
+	for _, c := range t.cells {
+		if v, ok := vals[c.name]; ok && v != nil {
+			m.ops = append(m.ops, cellOp{pos: c.pos, kind: cellSet, v: v})
+		}
+	}
+	if t.ttl > 0 {
+		m.ttl, m.exp = t.ttl, w.now+int64(t.ttl)
+	}
+	_ = w.d.apply(t, &m, w.now)
+}
+
+// refreshSystem rewrites system.local and the schema tables for sc.
+func (e *Engine) refreshSystem(sc *schema) {
+	now := e.cfg.Now()
+	ts := now.UnixMicro()
+	fresh := func(ks, name string) *rowWriter {
+		t := sc.table(ks, name)
+		return &rowWriter{t: t, d: newTableData(), ts: ts, now: now.Unix()}
+	}
+	publish := func(ws ...*rowWriter) {
+		for _, w := range ws {
+			w.t.data.Store(w.d)
+		}
+	}
+
+	e.refreshTopology(sc, ts, now)
+
+	kss := fresh("system_schema", "keyspaces")
+	tables := fresh("system_schema", "tables")
+	columns := fresh("system_schema", "columns")
+	vkss := fresh("system_virtual_schema", "keyspaces")
+	vtables := fresh("system_virtual_schema", "tables")
+	vcolumns := fresh("system_virtual_schema", "columns")
+	names := make([]string, 0, len(sc.keyspaces))
+	for n := range sc.keyspaces {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		k := sc.keyspaces[n]
+		if k.virtual {
+			vkss.put(map[string][]byte{"keyspace_name": encText(k.name)})
+		} else {
+			kss.put(map[string][]byte{"keyspace_name": encText(k.name), "durable_writes": encBool(k.durableWrites),
+				"replication": encTextMap(k.replication)})
+		}
+		for _, t := range k.tables {
+			if k.virtual {
+				vtables.put(map[string][]byte{"keyspace_name": encText(k.name), "table_name": encText(t.name),
+					"comment": encText(t.comment)})
+			} else {
+				tables.put(tableRow(k, t))
+			}
+			cw := columns
+			if k.virtual {
+				cw = vcolumns
+			}
+			for _, c := range t.cols {
+				order := "none"
+				if c.kind == kindClustering {
+					order = "asc"
+					if c.desc {
+						order = "desc"
+					}
+				}
+				pos := int32(-1)
+				if c.kind == kindPartitionKey || c.kind == kindClustering {
+					pos = int32(c.pos)
+				}
+				cw.put(map[string][]byte{"keyspace_name": encText(k.name), "table_name": encText(t.name),
+					"column_name": encText(c.name), "clustering_order": encText(order),
+					"column_name_bytes": []byte(c.name), "kind": encText(colKindNames[c.kind]),
+					"position": encInt(pos), "type": encText(c.text)})
+			}
+		}
+	}
+	publish(kss, tables, columns, vkss, vtables, vcolumns)
+}
+
+func tableRow(k *keyspace, t *table) map[string][]byte {
+	opt := func(name, def string) string {
+		if v, ok := t.options[name]; ok {
+			return v
+		}
+		return def
+	}
+	float := func(name string, def float64) []byte {
+		if v, err := strconv.ParseFloat(opt(name, ""), 64); err == nil {
+			return encDouble(v)
+		}
+		return encDouble(def)
+	}
+	integer := func(name string, def int32) []byte {
+		if v, err := strconv.ParseInt(opt(name, ""), 10, 32); err == nil {
+			return encInt(int32(v))
+		}
+		return encInt(def)
+	}
+	flags := []string{"compound"}
+	if k.system && k.name == "system" {
+		flags = []string{"compound"}
+	}
+	gc := int32(864000)
+	if k.system {
+		gc = 0
+	}
+	return map[string][]byte{
+		"keyspace_name": encText(k.name), "table_name": encText(t.name),
+		"additional_write_policy": encText("99p"),
+		"bloom_filter_fp_chance":  float("bloom_filter_fp_chance", 0.01),
+		"caching":                 encTextMap(map[string]string{"keys": "ALL", "rows_per_partition": "NONE"}),
+		"cdc":                     encBool(false),
+		"comment":                 encText(t.comment),
+		"compaction": encTextMap(map[string]string{"class": "org.apache.cassandra.db.compaction.SizeTieredCompactionStrategy",
+			"max_threshold": "32", "min_threshold": "4"}),
+		"compression": encTextMap(map[string]string{"chunk_length_in_kb": "16",
+			"class": "org.apache.cassandra.io.compress.LZ4Compressor"}),
+		"crc_check_chance":            encDouble(1),
+		"dclocal_read_repair_chance":  encDouble(0),
+		"default_time_to_live":        encInt(t.ttl),
+		"extensions":                  encCollection(nil),
+		"flags":                       encTextSet(flags),
+		"gc_grace_seconds":            integer("gc_grace_seconds", gc),
+		"id":                          encUUID(t.id),
+		"max_index_interval":          encInt(2048),
+		"memtable":                    encText("default"),
+		"memtable_flush_period_in_ms": encInt(0),
+		"min_index_interval":          encInt(128),
+		"read_repair":                 encText("BLOCKING"),
+		"read_repair_chance":          encDouble(0),
+		"speculative_retry":           encText("99p"),
+	}
+}
+
+// TraceSession is a finished trace, as stored in system_traces.sessions.
+type TraceSession struct {
+	ID          [16]byte
+	Client      netip.Addr
+	Command     string // "QUERY"
+	Coordinator netip.Addr
+	Duration    time.Duration
+	Parameters  map[string]string
+	Request     string
+	StartedAt   time.Time
+	Events      []TraceEvent
+}
+
+// TraceEvent is one event of a trace, as stored in system_traces.events.
+type TraceEvent struct {
+	ID            [16]byte // a timeuuid
+	Activity      string
+	Source        netip.Addr
+	SourceElapsed time.Duration
+	Thread        string
+}
+
+// WriteTrace stores a finished trace in system_traces.sessions and system_traces.events,
+// with Cassandra's one-day TTL. The session row is written last, so that a reader that
+// sees its duration sees the events too. It is safe for concurrent use.
+func (e *Engine) WriteTrace(ts TraceSession) {
+	sc := e.schema.Load()
+	sessions := sc.table("system_traces", "sessions")
+	events := sc.table("system_traces", "events")
+	if sessions == nil || events == nil {
+		return
+	}
+	now := e.cfg.Now()
+	wts := now.UnixMicro()
+	port := encInt(int32(e.cfg.RPCAddr.Port()))
+	ew := &rowWriter{t: events, d: events.data.Load(), ts: wts, now: now.Unix()}
+	for _, ev := range ts.Events {
+		ew.put(map[string][]byte{
+			"session_id": encUUID(ts.ID), "event_id": encUUID(ev.ID), "activity": encText(ev.Activity),
+			"source": encInet(ev.Source), "source_elapsed": encInt(int32(ev.SourceElapsed.Microseconds())),
+			"source_port": port, "thread": encText(ev.Thread),
+		})
+	}
+	params := ts.Parameters
+	if params == nil {
+		params = map[string]string{}
+	}
+	cmd := ts.Command
+	if cmd == "" {
+		cmd = "QUERY"
+	}
+	sw := &rowWriter{t: sessions, d: sessions.data.Load(), ts: wts, now: now.Unix()}
+	sw.put(map[string][]byte{
+		"session_id": encUUID(ts.ID), "client": encInet(ts.Client), "command": encText(cmd),
+		"coordinator": encInet(ts.Coordinator), "coordinator_port": port,
+		"duration": encInt(int32(min(ts.Duration.Microseconds(), math.MaxInt32))), "parameters": encTextMap(params),
+		"request": encText(ts.Request), "started_at": encTimestamp(ts.StartedAt),
+	})
+}
+
+// ddlPlan executes schema statements.
+type ddlPlan struct {
+	st statement
+	ks string // the session keyspace at preparation
+}
+
+func (p *ddlPlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
+	e.ddlMu.Lock()
+	sc := e.schema.Load()
+	n := sc.clone()
+	change, err := p.apply(e, sc, n, x)
+	if err != nil || change == nil {
+		e.ddlMu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+		return cql.VoidResult{}, nil
+	}
+	n.version = newSchemaVersion()
+	e.refreshSystem(n)
+	e.schema.Store(n)
+	e.ddlMu.Unlock()
+	if x.tr != nil {
+		x.tr.Event("Schema change: " + change.ChangeType + " " + change.Target + " " + change.Keyspace + " " + change.Name)
+	}
+	e.notify(*change)
+	return cql.SchemaChangeResult{Change: *change}, nil
+}
+
+func validName(s string) bool {
+	if s == "" || len(s) > 48 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// apply changes n (a clone of sc) and returns the change, or nil when nothing changed.
+func (p *ddlPlan) apply(e *Engine, sc, n *schema, x *execCtx) (*cql.SchemaChange, error) {
+	switch st := p.st.(type) {
+	case *createKeyspaceStmt:
+		if !validName(st.name) {
+			return nil, invalidf("Keyspace name must not be empty, more than 48 characters long, or contain non-alphanumeric-underscore characters (got \"%s\")", st.name)
+		}
+		if sc.keyspaces[st.name] != nil {
+			if st.ifNotExists {
+				return nil, nil
+			}
+			return nil, &cql.Error{Code: cql.ErrCodeAlreadyExists, Message: "Keyspace '" + st.name + "' already exists", Keyspace: st.name}
+		}
+		repl, err := replication(st.replication, dataCenters(e.nodes))
+		if err != nil {
+			return nil, err
+		}
+		n.keyspaces[st.name] = &keyspace{name: st.name, replication: repl, durableWrites: st.durableWrites, tables: map[string]*table{}}
+		return &cql.SchemaChange{ChangeType: "CREATED", Target: cql.TargetKeyspace, Keyspace: st.name}, nil
+	case *dropKeyspaceStmt:
+		k := sc.keyspaces[st.name]
+		if k == nil {
+			if st.ifExists {
+				return nil, nil
+			}
+			return nil, &cql.Error{Code: cql.ErrCodeConfig, Message: "Cannot drop non existing keyspace '" + st.name + "'."}
+		}
+		if k.system {
+			return nil, &cql.Error{Code: cql.ErrCodeUnauthorized, Message: st.name + " keyspace is not user-modifiable."}
+		}
+		delete(n.keyspaces, st.name)
+		for _, t := range k.tables {
+			t.dropped.Store(true)
+		}
+		return &cql.SchemaChange{ChangeType: "DROPPED", Target: cql.TargetKeyspace, Keyspace: st.name}, nil
+	case *createTableStmt:
+		ksName, err := keyspaceOf(st.table.ks, p.ks, x.s.Keyspace)
+		if err != nil {
+			return nil, err
+		}
+		k := sc.keyspaces[ksName]
+		if k == nil {
+			return nil, invalidf("Keyspace '%s' doesn't exist", ksName)
+		}
+		if k.system {
+			return nil, &cql.Error{Code: cql.ErrCodeUnauthorized, Message: ksName + " keyspace is not user-modifiable."}
+		}
+		if !validName(st.table.name) {
+			return nil, invalidf("Table name must not be empty, more than 48 characters long, or contain non-alphanumeric-underscore characters (got \"%s\")", st.table.name)
+		}
+		if k.tables[st.table.name] != nil {
+			if st.ifNotExists {
+				return nil, nil
+			}
+			return nil, &cql.Error{Code: cql.ErrCodeAlreadyExists, Message: "Cannot add already existing table \"" + st.table.name + "\" to keyspace \"" + ksName + "\"", Keyspace: ksName, Table: st.table.name}
+		}
+		t, err := newTable(ksName, st)
+		if err != nil {
+			return nil, err
+		}
+		t.id = newSchemaVersion()
+		nk := k.clone()
+		nk.tables[t.name] = t
+		n.keyspaces[ksName] = nk
+		return &cql.SchemaChange{ChangeType: "CREATED", Target: cql.TargetTable, Keyspace: ksName, Name: t.name}, nil
+	case *dropTableStmt:
+		ksName, err := keyspaceOf(st.table.ks, p.ks, x.s.Keyspace)
+		if err != nil {
+			return nil, err
+		}
+		k := sc.keyspaces[ksName]
+		if k == nil {
+			if st.ifExists {
+				return nil, nil
+			}
+			return nil, invalidf("Keyspace '%s' doesn't exist", ksName)
+		}
+		t := k.tables[st.table.name]
+		if t == nil {
+			if st.ifExists {
+				return nil, nil
+			}
+			return nil, invalidf("Table '%s.%s' doesn't exist", ksName, st.table.name)
+		}
+		if k.system {
+			return nil, &cql.Error{Code: cql.ErrCodeUnauthorized, Message: ksName + " keyspace is not user-modifiable."}
+		}
+		nk := k.clone()
+		delete(nk.tables, t.name)
+		n.keyspaces[ksName] = nk
+		t.dropped.Store(true)
+		return &cql.SchemaChange{ChangeType: "DROPPED", Target: cql.TargetTable, Keyspace: ksName, Name: t.name}, nil
+	}
+	return nil, invalidf("unsupported schema statement")
+}
+
+// replication validates and normalizes a keyspace's replication map as Cassandra stores it.
+// NetworkTopologyStrategy's replication_factor expands to every data center in dcs.
+func replication(m map[string]string, dcs []string) (map[string]string, error) {
+	class, ok := m["class"]
+	if !ok {
+		return nil, &cql.Error{Code: cql.ErrCodeConfig, Message: "Missing replication strategy class"}
+	}
+	out := map[string]string{}
+	switch class {
+	case "SimpleStrategy", simpleStrategy:
+		out["class"] = simpleStrategy
+		rf, ok := m["replication_factor"]
+		if !ok {
+			return nil, &cql.Error{Code: cql.ErrCodeConfig, Message: "SimpleStrategy requires a replication_factor strategy option."}
+		}
+		if n, err := strconv.Atoi(rf); err != nil || n < 0 {
+			return nil, &cql.Error{Code: cql.ErrCodeConfig, Message: "Replication factor must be non-negative; found " + rf}
+		}
+		out["replication_factor"] = rf
+		for k := range m {
+			if k != "class" && k != "replication_factor" {
+				return nil, &cql.Error{Code: cql.ErrCodeConfig, Message: "Unrecognized strategy option {" + k + "} passed to SimpleStrategy for keyspace"}
+			}
+		}
+	case "NetworkTopologyStrategy", ntsStrategy:
+		out["class"] = ntsStrategy
+		for k, v := range m {
+			if k == "class" {
+				continue
+			}
+			if n, err := strconv.Atoi(v); err != nil || n < 0 {
+				return nil, &cql.Error{Code: cql.ErrCodeConfig, Message: "Replication factor must be non-negative; found " + v}
+			}
+			if k == "replication_factor" {
+				// Cassandra expands it to every known data center, and an explicit
+				// data center wins over it.
+				for _, dc := range dcs {
+					if _, ok := m[dc]; !ok {
+						out[dc] = v
+					}
+				}
+				continue
+			}
+			out[k] = v
+		}
+	case "LocalStrategy", localStrategy:
+		return nil, &cql.Error{Code: cql.ErrCodeConfig, Message: "Unable to use given strategy class: LocalStrategy is reserved for internal use."}
+	default:
+		return nil, &cql.Error{Code: cql.ErrCodeConfig, Message: "Unable to find replication strategy class '" + class + "'"}
+	}
+	return out, nil
+}

@@ -1,0 +1,823 @@
+package node
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"math/big"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/tracecar/tracecar/internal/cql"
+)
+
+// Values are kept as their protocol serialization. This file turns CQL literals into that
+// form, validates bound values, and orders serialized values as Cassandra does.
+
+func invalidf(format string, args ...any) *cql.Error {
+	return &cql.Error{Code: cql.ErrCodeInvalid, Message: fmt.Sprintf(format, args...)}
+}
+
+// constError is Cassandra's message for a literal that does not fit its column.
+func constError(t *term, col string, typ cql.TypeInfo) *cql.Error {
+	return invalidf("Invalid %s constant (%s) for \"%s\" of type %s", litNames[t.lit], t.text, col, typ.String())
+}
+
+func encInt(v int32) []byte     { return binary.BigEndian.AppendUint32(nil, uint32(v)) }
+func encBigint(v int64) []byte  { return binary.BigEndian.AppendUint64(nil, uint64(v)) }
+func encText(s string) []byte   { return []byte(s) }
+func encUUID(u [16]byte) []byte { return slices.Clone(u[:]) }
+func encBool(v bool) []byte {
+	if v {
+		return []byte{1}
+	}
+	return []byte{0}
+}
+func encDouble(v float64) []byte { return encBigint(int64(math.Float64bits(v))) }
+
+func encInet(a netip.Addr) []byte {
+	if !a.IsValid() {
+		return nil
+	}
+	if a.Is4() || a.Is4In6() {
+		b := a.Unmap().As4()
+		return b[:]
+	}
+	b := a.As16()
+	return b[:]
+}
+
+func encTimestamp(t time.Time) []byte { return encBigint(t.UnixMilli()) }
+
+// encCollection serializes elements that are already serialized (protocol v3+ layout).
+func encCollection(elems [][]byte) []byte {
+	n := 4
+	for _, e := range elems {
+		n += 4 + len(e)
+	}
+	b := make([]byte, 0, n)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(elems)))
+	for _, e := range elems {
+		if e == nil {
+			b = binary.BigEndian.AppendUint32(b, 0xFFFFFFFF)
+			continue
+		}
+		b = binary.BigEndian.AppendUint32(b, uint32(len(e)))
+		b = append(b, e...)
+	}
+	return b
+}
+
+func encTextList(l []string) []byte {
+	elems := make([][]byte, len(l))
+	for i, s := range l {
+		elems[i] = []byte(s)
+	}
+	return encCollection(elems)
+}
+
+// encTextSet serializes a set<text>, sorted.
+func encTextSet(l []string) []byte {
+	s := slices.Clone(l)
+	slices.Sort(s)
+	s = slices.Compact(s)
+	return encTextList(s)
+}
+
+// encTextMap serializes a map<text, text>, sorted by key.
+func encTextMap(m map[string]string) []byte {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	elems := make([][]byte, 0, 2*len(keys))
+	for _, k := range keys {
+		elems = append(elems, []byte(k), []byte(m[k]))
+	}
+	b := encCollection(elems)
+	binary.BigEndian.PutUint32(b, uint32(len(keys)))
+	return b
+}
+
+// decCollection splits a serialized collection into its elements (2 per map entry).
+func decCollection(b []byte, perEntry int) ([][]byte, bool) {
+	if len(b) < 4 {
+		return nil, len(b) == 0
+	}
+	n := int(binary.BigEndian.Uint32(b))
+	b = b[4:]
+	if n < 0 || n > len(b)/4/perEntry+1 {
+		return nil, false
+	}
+	out := make([][]byte, 0, n*perEntry)
+	for i := 0; i < n*perEntry; i++ {
+		if len(b) < 4 {
+			return nil, false
+		}
+		l := int32(binary.BigEndian.Uint32(b))
+		b = b[4:]
+		if l < 0 {
+			out = append(out, nil)
+			continue
+		}
+		if int(l) > len(b) {
+			return nil, false
+		}
+		out = append(out, b[:l:l])
+		b = b[l:]
+	}
+	if len(b) != 0 {
+		return nil, false
+	}
+	return out, true
+}
+
+// elemsPerEntry is 2 for maps, 1 for lists and sets.
+func elemsPerEntry(t cql.TypeInfo) int {
+	if t.ID == cql.TypeMap {
+		return 2
+	}
+	return 1
+}
+
+func isCollection(t cql.TypeInfo) bool {
+	return t.ID == cql.TypeList || t.ID == cql.TypeSet || t.ID == cql.TypeMap
+}
+
+func elemType(t cql.TypeInfo) cql.TypeInfo {
+	if t.Elem == nil {
+		return cql.TypeInfo{ID: cql.TypeBlob}
+	}
+	return *t.Elem
+}
+
+func keyType(t cql.TypeInfo) cql.TypeInfo {
+	if t.Key == nil {
+		return cql.TypeInfo{ID: cql.TypeBlob}
+	}
+	return *t.Key
+}
+
+// fixedSize is the serialized size of fixed-width types, or -1.
+func fixedSize(id cql.TypeID) int {
+	switch id {
+	case cql.TypeBoolean, cql.TypeTinyint:
+		if id == cql.TypeBoolean {
+			return 1
+		}
+		return 1
+	case cql.TypeSmallint:
+		return 2
+	case cql.TypeInt, cql.TypeFloat, cql.TypeDate:
+		return 4
+	case cql.TypeBigint, cql.TypeCounter, cql.TypeDouble, cql.TypeTimestamp, cql.TypeTime:
+		return 8
+	case cql.TypeUUID, cql.TypeTimeUUID:
+		return 16
+	}
+	return -1
+}
+
+// validate checks a bound value against its column type, as Cassandra does before a write.
+// An empty value is accepted for every type, like Cassandra's "empty" values.
+func validate(t cql.TypeInfo, b []byte, col string) error {
+	if len(b) == 0 {
+		return nil
+	}
+	if n := fixedSize(t.ID); n > 0 && len(b) != n {
+		return invalidf("Expected %d or 0 byte %s for %s (%d)", n, t.String(), col, len(b))
+	}
+	switch t.ID {
+	case cql.TypeASCII:
+		for _, c := range b {
+			if c >= 0x80 {
+				return invalidf("Invalid byte for ascii: %d", c)
+			}
+		}
+	case cql.TypeVarchar:
+		if !utf8.Valid(b) {
+			return invalidf("Invalid UTF-8 bytes for %s", col)
+		}
+	case cql.TypeInet:
+		if len(b) != 4 && len(b) != 16 {
+			return invalidf("Invalid inet value for %s: %d bytes", col, len(b))
+		}
+	case cql.TypeTimeUUID:
+		if b[6]>>4 != 1 {
+			return invalidf("Unsupported UUID version %d for timeuuid column %s", b[6]>>4, col)
+		}
+	case cql.TypeDecimal:
+		if len(b) < 4 {
+			return invalidf("Invalid decimal value for %s", col)
+		}
+	case cql.TypeList, cql.TypeSet, cql.TypeMap:
+		elems, ok := decCollection(b, elemsPerEntry(t))
+		if !ok {
+			return invalidf("Invalid %s value for %s: malformed collection", t.String(), col)
+		}
+		for i, e := range elems {
+			et := elemType(t)
+			if t.ID == cql.TypeMap && i%2 == 0 {
+				et = keyType(t)
+			}
+			if e == nil {
+				return invalidf("null is not supported inside collections")
+			}
+			if err := validate(et, e, col); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// normalizeCollection sorts and deduplicates set elements and map keys, since drivers may
+// bind them in any order.
+func normalizeCollection(t cql.TypeInfo, b []byte) []byte {
+	if (t.ID != cql.TypeSet && t.ID != cql.TypeMap) || len(b) == 0 {
+		return b
+	}
+	per := elemsPerEntry(t)
+	elems, ok := decCollection(b, per)
+	if !ok {
+		return b
+	}
+	n := len(elems) / per
+	kt := elemType(t)
+	if t.ID == cql.TypeMap {
+		kt = keyType(t)
+	}
+	sorted := true
+	for i := 1; i < n; i++ {
+		if compareValues(kt, elems[(i-1)*per], elems[i*per]) >= 0 {
+			sorted = false
+			break
+		}
+	}
+	if sorted {
+		return b
+	}
+	idx := make([]int, n)
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, c int) int { return compareValues(kt, elems[a*per], elems[c*per]) })
+	out := make([][]byte, 0, len(elems))
+	for j, i := range idx {
+		// Keep the last binding of a duplicated key.
+		if j+1 < len(idx) && compareValues(kt, elems[i*per], elems[idx[j+1]*per]) == 0 {
+			continue
+		}
+		out = append(out, elems[i*per:i*per+per]...)
+	}
+	r := encCollection(out)
+	binary.BigEndian.PutUint32(r, uint32(len(out)/per))
+	return r
+}
+
+// literal converts a constant term to the serialization of type typ, for column col.
+// It returns nil for null.
+func literal(t *term, typ cql.TypeInfo, col string) ([]byte, error) {
+	return literalDepth(t, typ, col, 0)
+}
+
+func literalDepth(t *term, typ cql.TypeInfo, col string, depth int) ([]byte, error) {
+	if depth > maxNesting {
+		return nil, invalidf("literal nesting too deep for %s", col)
+	}
+	switch t.kind {
+	case termList, termSet, termMap:
+		return collectionLiteral(t, typ, col, depth)
+	case termTuple:
+		return nil, invalidf("Invalid tuple literal for %s of type %s", col, typ.String())
+	case termFunc:
+		return nil, invalidf("function %s() is not supported here", t.name)
+	case termBind:
+		return nil, invalidf("bind marker in a constant context for %s", col)
+	}
+	if t.lit == litNull {
+		return nil, nil
+	}
+	bad := func() ([]byte, error) { return nil, constError(t, col, typ) }
+	switch typ.ID {
+	case cql.TypeASCII, cql.TypeVarchar:
+		if t.lit != litString {
+			return bad()
+		}
+		if typ.ID == cql.TypeASCII {
+			for i := 0; i < len(t.text); i++ {
+				if t.text[i] >= 0x80 {
+					return nil, invalidf("Invalid ASCII character in string literal for %s", col)
+				}
+			}
+		}
+		return []byte(t.text), nil
+	case cql.TypeBlob:
+		if t.lit != litHex {
+			return bad()
+		}
+		s := t.text[2:]
+		if len(s)%2 == 1 {
+			return nil, invalidf("Invalid HEX constant (%s) for \"%s\" of type blob: odd number of digits", t.text, col)
+		}
+		b, err := hex.DecodeString(s)
+		if err != nil {
+			return bad()
+		}
+		if b == nil {
+			b = []byte{}
+		}
+		return b, nil
+	case cql.TypeBoolean:
+		if t.lit != litBool {
+			if t.lit == litString && (strings.EqualFold(t.text, "true") || strings.EqualFold(t.text, "false")) {
+				return encBool(strings.EqualFold(t.text, "true")), nil
+			}
+			return bad()
+		}
+		return encBool(t.text == "true"), nil
+	case cql.TypeTinyint, cql.TypeSmallint, cql.TypeInt, cql.TypeBigint, cql.TypeCounter:
+		if t.lit != litInt {
+			return bad()
+		}
+		bits := map[cql.TypeID]int{cql.TypeTinyint: 8, cql.TypeSmallint: 16, cql.TypeInt: 32, cql.TypeBigint: 64, cql.TypeCounter: 64}[typ.ID]
+		v, err := strconv.ParseInt(t.text, 10, bits)
+		if err != nil {
+			return nil, invalidf("Invalid INTEGER constant (%s) for \"%s\" of type %s: out of range", t.text, col, typ.String())
+		}
+		b := make([]byte, bits/8)
+		for i := range b {
+			b[len(b)-1-i] = byte(v >> (8 * i))
+		}
+		return b, nil
+	case cql.TypeVarint:
+		if t.lit != litInt {
+			return bad()
+		}
+		n, ok := new(big.Int).SetString(t.text, 10)
+		if !ok {
+			return bad()
+		}
+		return encVarint(n), nil
+	case cql.TypeFloat, cql.TypeDouble:
+		if t.lit != litInt && t.lit != litFloat {
+			return bad()
+		}
+		v, err := parseFloatLit(t.text)
+		if err != nil {
+			return bad()
+		}
+		if typ.ID == cql.TypeFloat {
+			return binary.BigEndian.AppendUint32(nil, math.Float32bits(float32(v))), nil
+		}
+		return encDouble(v), nil
+	case cql.TypeDecimal:
+		if t.lit != litInt && t.lit != litFloat {
+			return bad()
+		}
+		b, ok := encDecimal(t.text)
+		if !ok {
+			return bad()
+		}
+		return b, nil
+	case cql.TypeUUID, cql.TypeTimeUUID:
+		if t.lit != litUUID {
+			return bad()
+		}
+		u, err := hex.DecodeString(strings.ReplaceAll(t.text, "-", ""))
+		if err != nil || len(u) != 16 {
+			return bad()
+		}
+		if typ.ID == cql.TypeTimeUUID && u[6]>>4 != 1 {
+			return nil, invalidf("Unsupported UUID version %d for timeuuid column %s", u[6]>>4, col)
+		}
+		return u, nil
+	case cql.TypeInet:
+		if t.lit != litString {
+			return bad()
+		}
+		a, err := netip.ParseAddr(t.text)
+		if err != nil {
+			return nil, invalidf("Unable to make inet address from '%s'", t.text)
+		}
+		return encInet(a), nil
+	case cql.TypeTimestamp:
+		switch t.lit {
+		case litInt:
+			v, err := strconv.ParseInt(t.text, 10, 64)
+			if err != nil {
+				return bad()
+			}
+			return encBigint(v), nil
+		case litString:
+			ms, ok := parseTimestamp(t.text)
+			if !ok {
+				return nil, invalidf("Unable to coerce '%s' to a formatted date (long)", t.text)
+			}
+			return encBigint(ms), nil
+		}
+		return bad()
+	case cql.TypeDate:
+		switch t.lit {
+		case litInt:
+			v, err := strconv.ParseUint(t.text, 10, 32)
+			if err != nil {
+				return bad()
+			}
+			return encInt(int32(uint32(v))), nil
+		case litString:
+			d, err := time.Parse("2006-01-02", t.text)
+			if err != nil {
+				if v, err := strconv.ParseUint(t.text, 10, 32); err == nil {
+					return encInt(int32(uint32(v))), nil
+				}
+				return nil, invalidf("Unable to coerce '%s' to a formatted date (long)", t.text)
+			}
+			days := d.Unix() / 86400
+			return encInt(int32(uint32(days + 1<<31))), nil
+		}
+		return bad()
+	case cql.TypeTime:
+		switch t.lit {
+		case litInt:
+			v, err := strconv.ParseInt(t.text, 10, 64)
+			if err != nil || v < 0 || v >= 86400e9 {
+				return bad()
+			}
+			return encBigint(v), nil
+		case litString:
+			ns, ok := parseTimeOfDay(t.text)
+			if !ok {
+				return nil, invalidf("Unable to coerce '%s' to a formatted time (long)", t.text)
+			}
+			return encBigint(ns), nil
+		}
+		return bad()
+	case cql.TypeDuration:
+		return nil, invalidf("duration values are not supported by the embedded node")
+	}
+	return nil, invalidf("type %s is not supported by the embedded node", typ.String())
+}
+
+func parseFloatLit(s string) (float64, error) {
+	switch strings.ToLower(s) {
+	case "nan", "-nan":
+		return math.NaN(), nil
+	case "infinity":
+		return math.Inf(1), nil
+	case "-infinity":
+		return math.Inf(-1), nil
+	}
+	return strconv.ParseFloat(s, 64)
+}
+
+// encVarint encodes n in minimal big-endian two's complement.
+func encVarint(n *big.Int) []byte {
+	if n.Sign() == 0 {
+		return []byte{0}
+	}
+	if n.Sign() > 0 {
+		b := n.Bytes()
+		if b[0]&0x80 != 0 {
+			b = append([]byte{0}, b...)
+		}
+		return b
+	}
+	// Two's complement of a negative number: 2^(8k) + n for the smallest k that fits.
+	l := len(n.Bytes()) + 1
+	m := new(big.Int).Lsh(big.NewInt(1), uint(8*l))
+	m.Add(m, n)
+	b := m.Bytes()
+	for len(b) < l {
+		b = append([]byte{0xFF}, b...)
+	}
+	for len(b) > 1 && b[0] == 0xFF && b[1]&0x80 != 0 {
+		b = b[1:]
+	}
+	return b
+}
+
+func decVarint(b []byte) *big.Int {
+	n := new(big.Int).SetBytes(b)
+	if len(b) > 0 && b[0]&0x80 != 0 {
+		n.Sub(n, new(big.Int).Lsh(big.NewInt(1), uint(8*len(b))))
+	}
+	return n
+}
+
+// encDecimal encodes a decimal literal as an int scale and a varint unscaled value.
+func encDecimal(s string) ([]byte, bool) {
+	mant, exp := s, 0
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		e, err := strconv.Atoi(s[i+1:])
+		if err != nil {
+			return nil, false
+		}
+		mant, exp = s[:i], e
+	}
+	scale := 0
+	if i := strings.IndexByte(mant, '.'); i >= 0 {
+		scale = len(mant) - i - 1
+		mant = mant[:i] + mant[i+1:]
+	}
+	n, ok := new(big.Int).SetString(mant, 10)
+	if !ok {
+		return nil, false
+	}
+	scale -= exp
+	return append(encInt(int32(scale)), encVarint(n)...), true
+}
+
+// compareDecimal compares two decimals without materializing 10^scale for hostile scales:
+// values of different orders of magnitude are ordered by magnitude first.
+func compareDecimal(a, b []byte) int {
+	if len(a) < 4 || len(b) < 4 {
+		return bytes.Compare(a, b)
+	}
+	ua, ub := decVarint(a[4:]), decVarint(b[4:])
+	sa, sb := int64(int32(binary.BigEndian.Uint32(a))), int64(int32(binary.BigEndian.Uint32(b)))
+	if ua.Sign() != ub.Sign() || ua.Sign() == 0 {
+		return cmp.Compare(ua.Sign(), ub.Sign())
+	}
+	magA := int64(len(new(big.Int).Abs(ua).String())) - sa
+	magB := int64(len(new(big.Int).Abs(ub).String())) - sb
+	if magA != magB {
+		c := cmp.Compare(int(max(min(magA-magB, 1), -1)), 0)
+		return c * ua.Sign()
+	}
+	// Same magnitude: the scales differ by at most the digit counts, so scaling is cheap.
+	d := sa - sb
+	if d > 0 {
+		ub = new(big.Int).Mul(ub, new(big.Int).Exp(big.NewInt(10), big.NewInt(d), nil))
+	} else if d < 0 {
+		ua = new(big.Int).Mul(ua, new(big.Int).Exp(big.NewInt(10), big.NewInt(-d), nil))
+	}
+	return ua.Cmp(ub)
+}
+
+// parseTimestamp accepts the ISO 8601 forms Cassandra accepts and returns milliseconds
+// since the epoch. A missing zone means UTC.
+func parseTimestamp(s string) (int64, bool) {
+	s = strings.TrimSpace(s)
+	if v, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return v, true
+	}
+	s = strings.Replace(s, "T", " ", 1)
+	// Normalize the zone: "Z", "+hhmm", "+hh:mm", "+hh", or none.
+	zone := "+00:00"
+	body := s
+	if strings.HasSuffix(body, "Z") || strings.HasSuffix(body, "z") {
+		body = body[:len(body)-1]
+	} else if i := strings.LastIndexAny(body, "+-"); i > 10 {
+		z := body[i:]
+		body = strings.TrimSpace(body[:i])
+		switch len(z) {
+		case 3:
+			zone = z + ":00"
+		case 5:
+			zone = z[:3] + ":" + z[3:]
+		case 6:
+			zone = z
+		default:
+			return 0, false
+		}
+	}
+	body = strings.TrimSpace(body)
+	layouts := []string{"2006-01-02 15:04:05.999999999", "2006-01-02 15:04:05", "2006-01-02 15:04", "2006-01-02"}
+	for _, l := range layouts {
+		if t, err := time.Parse(l+"Z07:00", body+zone); err == nil {
+			return t.UnixMilli(), true
+		}
+	}
+	return 0, false
+}
+
+// parseTimeOfDay parses hh:mm:ss[.fffffffff] into nanoseconds since midnight.
+func parseTimeOfDay(s string) (int64, bool) {
+	parts := strings.SplitN(s, ".", 2)
+	hms := strings.Split(parts[0], ":")
+	if len(hms) != 3 {
+		return 0, false
+	}
+	var v [3]int64
+	for i, p := range hms {
+		n, err := strconv.ParseInt(p, 10, 64)
+		if err != nil || n < 0 {
+			return 0, false
+		}
+		v[i] = n
+	}
+	if v[0] > 23 || v[1] > 59 || v[2] > 59 {
+		return 0, false
+	}
+	ns := ((v[0]*60+v[1])*60 + v[2]) * 1e9
+	if len(parts) == 2 {
+		f := parts[1]
+		if len(f) == 0 || len(f) > 9 {
+			return 0, false
+		}
+		n, err := strconv.ParseInt(f+strings.Repeat("0", 9-len(f)), 10, 64)
+		if err != nil || n < 0 {
+			return 0, false
+		}
+		ns += n
+	}
+	return ns, true
+}
+
+func collectionLiteral(t *term, typ cql.TypeInfo, col string, depth int) ([]byte, error) {
+	switch typ.ID {
+	case cql.TypeList:
+		if t.kind != termList {
+			return nil, invalidf("Invalid %s literal for %s of type %s", kindName(t), col, typ.String())
+		}
+	case cql.TypeSet:
+		if t.kind != termSet && !(t.kind == termMap && len(t.elems) == 0) {
+			return nil, invalidf("Invalid %s literal for %s of type %s", kindName(t), col, typ.String())
+		}
+	case cql.TypeMap:
+		if t.kind != termMap {
+			return nil, invalidf("Invalid %s literal for %s of type %s", kindName(t), col, typ.String())
+		}
+	default:
+		return nil, invalidf("Invalid %s literal for %s of type %s", kindName(t), col, typ.String())
+	}
+	var elems [][]byte
+	for i, e := range t.elems {
+		et := elemType(typ)
+		if typ.ID == cql.TypeMap {
+			et = keyType(typ)
+		}
+		b, err := literalDepth(e, et, col, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		if b == nil {
+			return nil, invalidf("null is not supported inside collections")
+		}
+		elems = append(elems, b)
+		if typ.ID == cql.TypeMap {
+			v, err := literalDepth(t.vals[i], elemType(typ), col, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			if v == nil {
+				return nil, invalidf("null is not supported inside collections")
+			}
+			elems = append(elems, v)
+		}
+	}
+	b := encCollection(elems)
+	binary.BigEndian.PutUint32(b, uint32(len(elems)/elemsPerEntry(typ)))
+	return normalizeCollection(typ, b), nil
+}
+
+func kindName(t *term) string {
+	switch t.kind {
+	case termList:
+		return "list"
+	case termSet:
+		return "set"
+	case termMap:
+		return "map"
+	}
+	return "value"
+}
+
+// compareValues orders two serialized values of type t as Cassandra's comparators do.
+// Empty values sort first.
+func compareValues(t cql.TypeInfo, a, b []byte) int {
+	if len(a) == 0 || len(b) == 0 {
+		return cmp.Compare(len(a), len(b))
+	}
+	switch t.ID {
+	case cql.TypeTinyint, cql.TypeSmallint, cql.TypeInt, cql.TypeBigint, cql.TypeCounter, cql.TypeTimestamp, cql.TypeTime:
+		if len(a) == len(b) {
+			if (a[0]^b[0])&0x80 != 0 {
+				// Different signs: the negative one is smaller.
+				if a[0]&0x80 != 0 {
+					return -1
+				}
+				return 1
+			}
+			return bytes.Compare(a, b)
+		}
+		return decVarint(a).Cmp(decVarint(b))
+	case cql.TypeVarint:
+		return decVarint(a).Cmp(decVarint(b))
+	case cql.TypeDecimal:
+		return compareDecimal(a, b)
+	case cql.TypeFloat:
+		if len(a) == 4 && len(b) == 4 {
+			return cmpFloat(float64(math.Float32frombits(binary.BigEndian.Uint32(a))), float64(math.Float32frombits(binary.BigEndian.Uint32(b))))
+		}
+	case cql.TypeDouble:
+		if len(a) == 8 && len(b) == 8 {
+			return cmpFloat(math.Float64frombits(binary.BigEndian.Uint64(a)), math.Float64frombits(binary.BigEndian.Uint64(b)))
+		}
+	case cql.TypeTimeUUID:
+		if len(a) == 16 && len(b) == 16 {
+			if c := cmp.Compare(uuidTime(a), uuidTime(b)); c != 0 {
+				return c
+			}
+			return cmpSignedBytes(a[8:], b[8:])
+		}
+	case cql.TypeUUID:
+		if len(a) == 16 && len(b) == 16 {
+			va, vb := a[6]>>4, b[6]>>4
+			if va != vb {
+				return cmp.Compare(int(va), int(vb))
+			}
+			if va == 1 {
+				if c := cmp.Compare(uuidTime(a), uuidTime(b)); c != 0 {
+					return c
+				}
+				return cmpSignedBytes(a[8:], b[8:])
+			}
+			return bytes.Compare(a, b)
+		}
+	case cql.TypeList, cql.TypeSet, cql.TypeMap:
+		per := elemsPerEntry(t)
+		ea, oka := decCollection(a, per)
+		eb, okb := decCollection(b, per)
+		if oka && okb {
+			for i := 0; i < len(ea) && i < len(eb); i++ {
+				et := elemType(t)
+				if t.ID == cql.TypeMap && i%2 == 0 {
+					et = keyType(t)
+				}
+				if c := compareValues(et, ea[i], eb[i]); c != 0 {
+					return c
+				}
+			}
+			return cmp.Compare(len(ea), len(eb))
+		}
+	}
+	return bytes.Compare(a, b)
+}
+
+func uuidTime(u []byte) uint64 {
+	hi := uint64(binary.BigEndian.Uint16(u[6:8]) & 0x0FFF)
+	mid := uint64(binary.BigEndian.Uint16(u[4:6]))
+	lo := uint64(binary.BigEndian.Uint32(u[0:4]))
+	return hi<<48 | mid<<32 | lo
+}
+
+func cmpSignedBytes(a, b []byte) int {
+	for i := 0; i < len(a) && i < len(b); i++ {
+		if a[i] != b[i] {
+			return cmp.Compare(int(int8(a[i])), int(int8(b[i])))
+		}
+	}
+	return cmp.Compare(len(a), len(b))
+}
+
+func cmpFloat(a, b float64) int {
+	// Java's Double.compare: NaN is greatest, -0 < +0.
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	an, bn := math.IsNaN(a), math.IsNaN(b)
+	switch {
+	case an && bn:
+		return 0
+	case an:
+		return 1
+	case bn:
+		return -1
+	}
+	sa, sb := math.Signbit(a), math.Signbit(b)
+	switch {
+	case sa && !sb:
+		return -1
+	case !sa && sb:
+		return 1
+	}
+	return 0
+}
+
+// int32Value decodes a bound or literal int used for TTL, LIMIT and such.
+func int32Value(b []byte) (int32, bool) {
+	if len(b) != 4 {
+		return 0, false
+	}
+	return int32(binary.BigEndian.Uint32(b)), true
+}
+
+func int64Value(b []byte) (int64, bool) {
+	if len(b) != 8 {
+		return 0, false
+	}
+	return int64(binary.BigEndian.Uint64(b)), true
+}

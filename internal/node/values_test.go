@@ -1,0 +1,81 @@
+package node
+
+import (
+	"math"
+	"testing"
+
+	"github.com/tracecar/tracecar/internal/cql"
+)
+
+func TestCompareValues(t *testing.T) {
+	dec := func(lit string) []byte {
+		b, ok := encDecimal(lit)
+		if !ok {
+			t.Fatalf("bad decimal %s", lit)
+		}
+		return b
+	}
+	huge := append(encInt(2147483647), 1)
+	tests := []struct {
+		name string
+		typ  cql.TypeID
+		a, b []byte
+		want int
+	}{
+		{"int sign", cql.TypeInt, encInt(-1), encInt(1), -1},
+		{"bigint", cql.TypeBigint, encBigint(5), encBigint(3), 1},
+		{"varint widths", cql.TypeVarint, []byte{0xff}, []byte{0x00, 0x80}, -1},
+		{"decimal", cql.TypeDecimal, dec("1.50"), dec("1.5"), 0},
+		{"decimal magnitude", cql.TypeDecimal, dec("-10"), dec("-9.99"), -1},
+		{"decimal hostile scale", cql.TypeDecimal, huge, dec("1"), -1},
+		{"double nan", cql.TypeDouble, encDouble(1), encDouble(nan()), -1},
+		{"text", cql.TypeVarchar, []byte("a"), []byte("b"), -1},
+		{"empty first", cql.TypeInt, []byte{}, encInt(-5), -1},
+		{"timeuuid by time", cql.TypeTimeUUID, timeUUID(2, 0xff), timeUUID(3, 0x00), -1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := compareValues(cql.TypeInfo{ID: tc.typ}, tc.a, tc.b)
+			if got != tc.want {
+				t.Errorf("got %d; want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+func nan() float64 { return math.NaN() }
+
+func timeUUID(ts uint32, node byte) []byte {
+	u := make([]byte, 16)
+	u[0], u[1], u[2], u[3] = byte(ts>>24), byte(ts>>16), byte(ts>>8), byte(ts)
+	u[6] = 0x10
+	u[8] = 0x80
+	u[15] = node
+	return u
+}
+
+// FuzzValues checks that validation, comparison and collection updates never panic on
+// bound bytes.
+func FuzzValues(f *testing.F) {
+	f.Add(uint8(0), []byte{0, 0, 0, 1, 0, 0, 0, 1, 7}, []byte{0, 0, 0, 0})
+	f.Add(uint8(5), []byte{0x7f, 0xff, 0xff, 0xff, 1}, []byte{0, 0, 0, 2, 9})
+	types := []cql.TypeInfo{
+		cql.ListOf(cql.Simple(cql.TypeInt)), cql.SetOf(cql.Simple(cql.TypeVarchar)),
+		cql.MapOf(cql.Simple(cql.TypeVarchar), cql.Simple(cql.TypeDouble)), cql.Simple(cql.TypeVarint),
+		cql.Simple(cql.TypeTimeUUID), cql.Simple(cql.TypeDecimal), cql.Simple(cql.TypeUUID),
+		cql.Simple(cql.TypeFloat), cql.Simple(cql.TypeInet), cql.Simple(cql.TypeASCII),
+		cql.MapOf(cql.Simple(cql.TypeInt), cql.ListOf(cql.Simple(cql.TypeBlob))),
+	}
+	f.Fuzz(func(t *testing.T, ti uint8, a, b []byte) {
+		typ := types[int(ti)%len(types)]
+		_ = validate(typ, a, "c")
+		_ = compareValues(typ, a, b)
+		_ = normalizeCollection(typ, a)
+		if isCollection(typ) {
+			col := &column{name: "c", typ: typ}
+			for _, k := range []cellOpKind{cellAppend, cellPrepend, cellRemove, cellSetKey, cellDelKey} {
+				_, _ = collectionOp(col, &cellOp{kind: k, v: b, key: encInt(0)}, a)
+			}
+		}
+	})
+}

@@ -1,0 +1,136 @@
+// Package clustertest starts an embedded cluster on loopback, and a sidecar in front of each
+// of its nodes, for the tests that drive real drivers through them: node i listens on
+// 127.0.0.<i>:P and its sidecar on 127.0.0.<i>:S, the convention that lets a sidecar map
+// a peer node to the sidecar beside it with nothing but --peer-port.
+package clustertest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"testing"
+
+	"github.com/tracecar/tracecar/internal/metrics"
+	"github.com/tracecar/tracecar/internal/node"
+	"github.com/tracecar/tracecar/sidecar"
+	"github.com/tracecar/tracecar/tracing"
+)
+
+// ListenSamePort returns n listeners on 127.0.0.1 … 127.0.0.n that share one free port. All
+// of 127.0.0.0/8 is loopback on Linux.
+func ListenSamePort(tb testing.TB, n int) []net.Listener {
+	tb.Helper()
+	ips := make([]netip.Addr, n)
+	for i := range ips {
+		ips[i] = IP(i + 1)
+	}
+	return ListenOn(tb, ips)
+}
+
+// ListenOn returns a listener on each of ips, all on one free port.
+func ListenOn(tb testing.TB, ips []netip.Addr) []net.Listener {
+	tb.Helper()
+	var last error
+	for attempt := 0; attempt < 50; attempt++ {
+		lns, err := listenSamePort(ips)
+		if err == nil {
+			tb.Cleanup(func() {
+				for _, ln := range lns {
+					ln.Close()
+				}
+			})
+			return lns
+		}
+		last = err
+	}
+	tb.Fatalf("no port free on all of %v: %v", ips, last)
+	return nil
+}
+
+func listenSamePort(ips []netip.Addr) ([]net.Listener, error) {
+	first, err := net.Listen("tcp", netip.AddrPortFrom(ips[0], 0).String())
+	if err != nil {
+		return nil, err
+	}
+	lns := []net.Listener{first}
+	port := first.Addr().(*net.TCPAddr).Port
+	for _, ip := range ips[1:] {
+		ln, err := net.Listen("tcp", net.JoinHostPort(ip.String(), strconv.Itoa(port)))
+		if err != nil {
+			for _, l := range lns {
+				l.Close()
+			}
+			return nil, err
+		}
+		lns = append(lns, ln)
+	}
+	return lns, nil
+}
+
+// IP returns 127.0.0.i, the address of node i (from 1).
+func IP(i int) netip.Addr { return netip.AddrFrom4([4]byte{127, 0, 0, byte(i)}) }
+
+// StartCluster starts n nodes on 127.0.0.1 … 127.0.0.n, one port, until the test ends.
+func StartCluster(tb testing.TB, n int, cfg node.ClusterConfig) *node.Cluster {
+	tb.Helper()
+	c, err := node.NewCluster(cfg, ListenSamePort(tb, n))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Serve(ctx) }()
+	tb.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			tb.Errorf("cluster: %v", err)
+		}
+	})
+	return c
+}
+
+// Sidecar is a proxy in front of one node, with the tracer and metrics it reports to.
+type Sidecar struct {
+	Addr    netip.AddrPort
+	Proxy   *sidecar.Proxy
+	Tracer  *tracing.Tracer
+	Metrics *metrics.Metrics
+}
+
+// StartSidecars starts one sidecar per node of c, sidecar i on 127.0.0.<i>:S, until the test
+// ends. cfg is the template of every sidecar's configuration; NodeAddr is filled in.
+func StartSidecars(tb testing.TB, c *node.Cluster, cfg sidecar.Config) []*Sidecar {
+	tb.Helper()
+	return StartSidecarsOn(tb, c, ListenSamePort(tb, c.Len()), cfg)
+}
+
+// StartSidecarsOn is StartSidecars with sidecar i serving lns[i].
+func StartSidecarsOn(tb testing.TB, c *node.Cluster, lns []net.Listener, cfg sidecar.Config) []*Sidecar {
+	tb.Helper()
+	out := make([]*Sidecar, c.Len())
+	for i, ln := range lns {
+		m := metrics.New()
+		tr := tracing.New(tracing.Options{})
+		sc := cfg
+		sc.NodeAddr = c.Addr(i).String()
+		sc.Metrics = m
+		p := sidecar.New(sc, tr)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- p.Serve(ctx, ln) }()
+		tb.Cleanup(func() {
+			cancel()
+			if err := <-done; err != nil {
+				tb.Errorf("sidecar %d: %v", i+1, err)
+			}
+			tr.Close(context.Background())
+		})
+		out[i] = &Sidecar{Addr: netip.MustParseAddrPort(ln.Addr().String()), Proxy: p, Tracer: tr, Metrics: m}
+	}
+	return out
+}
+
+// String names the sidecar by its address.
+func (s *Sidecar) String() string { return fmt.Sprint(s.Addr) }

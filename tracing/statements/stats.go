@@ -1,0 +1,682 @@
+// Package statements keeps per-statement statistics of the CQL requests a sidecar forwards,
+// like PostgreSQL's pg_stat_statements: calls, errors by code, latency (total, mean, max and
+// percentiles from a small histogram per statement), rows returned, consistency levels,
+// first and last seen, and the CQL anti-pattern counters.
+//
+// A statement's key is its text and whether it was prepared: the text a PREPARE sent for an
+// EXECUTE, the normalized text (cql.NormalizeQuery, literals as ?) of a QUERY. Stats holds at
+// most Max entries; a new one past that evicts the least-called entry and counts it.
+//
+// The data path calls Request when a request is forwarded and Response when its response
+// comes back. With statistics off, Request costs one atomic load (a PREPARE is still read,
+// so that EXECUTEs of statements prepared earlier have their text when statistics are
+// turned on). For a statement already known, neither allocates.
+package statements
+
+import (
+	"encoding/hex"
+	"math"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tracecar/tracecar/internal/cql"
+)
+
+// DefaultMax is the default bound on the number of statements kept.
+const DefaultMax = 5000
+
+// Bounds of the lookup caches: prepared ids, and raw (un-normalized) QUERY texts.
+const (
+	maxPrepared = 10000
+	maxRaw      = 4096
+	maxTextLen  = 4096 // normalized text kept per statement, bytes
+)
+
+// Options configure Stats.
+type Options struct {
+	// Max bounds the number of statements kept; zero means DefaultMax.
+	Max int
+	// Now is the monotonic clock, in nanoseconds, of the times passed to Request and
+	// Response; it is read when entries are made and listed. Nil means a clock of this
+	// package's own.
+	Now func() int64
+}
+
+// key identifies a statement.
+type key struct {
+	text     string
+	prepared bool
+}
+
+// Entry is one statement's statistics, updated with atomic operations.
+type Entry struct {
+	key   key
+	shape shape
+	cols  int // columns of its rows, from the PREPARE result; -1 unknown
+
+	calls   atomic.Uint64
+	totalUS atomic.Uint64
+	maxUS   atomic.Uint64
+	rows    atomic.Uint64
+	errs    [numErrCodes]atomic.Uint64
+	cls     [numCLs]atomic.Uint64
+	first   int64 // monotonic
+	last    atomic.Int64
+	hist    histogram
+	anti    [numKinds]*atomic.Uint64
+	dead    atomic.Bool
+
+	hasLiterals atomic.Bool // the QUERY texts sent had literals that normalizing replaced
+}
+
+func (e *Entry) literals() bool { return e.hasLiterals.Load() }
+
+// prepInfo is what is known about a prepared statement id.
+type prepInfo struct {
+	text  string
+	cols  int
+	entry atomic.Pointer[Entry]
+}
+
+// Stats holds the statistics. It is safe for concurrent use.
+type Stats struct {
+	on  atomic.Bool
+	max int
+	now func() int64
+
+	baseWall time.Time
+	baseMono int64
+
+	mu       sync.RWMutex
+	entries  map[key]*Entry
+	raw      map[string]*Entry // QUERY text as sent → its entry
+	prep     map[string]*prepInfo
+	prepList []string // insertion order of prep, a ring
+	prepHead int
+	evicted  atomic.Uint64
+	reset    time.Time
+
+	anti antiRegistry
+}
+
+// New returns Stats, off.
+func New(o Options) *Stats {
+	if o.Max <= 0 {
+		o.Max = DefaultMax
+	}
+	if o.Now == nil {
+		epoch := time.Now()
+		o.Now = func() int64 { return int64(time.Since(epoch)) + 1 }
+	}
+	s := &Stats{max: o.Max, now: o.Now, prep: make(map[string]*prepInfo)}
+	s.baseWall, s.baseMono = time.Now(), o.Now()
+	s.entries = make(map[key]*Entry)
+	s.raw = make(map[string]*Entry)
+	s.reset = s.baseWall
+	s.anti.m = make(map[antiKey]*atomic.Uint64)
+	return s
+}
+
+// Enabled reports whether statistics are being kept.
+func (s *Stats) Enabled() bool { return s.on.Load() }
+
+// SetEnabled turns statistics on or off. What was gathered is kept.
+func (s *Stats) SetEnabled(on bool) { s.on.Store(on) }
+
+// Max returns the bound on the number of statements.
+func (s *Stats) Max() int { return s.max }
+
+// Evicted returns the number of entries evicted since the last reset.
+func (s *Stats) Evicted() uint64 { return s.evicted.Load() }
+
+// Reset forgets every statement's statistics (not the anti-pattern counters, which are
+// monotonic Prometheus counters).
+func (s *Stats) Reset() {
+	s.mu.Lock()
+	for _, e := range s.entries {
+		e.dead.Store(true)
+	}
+	s.entries = make(map[key]*Entry)
+	s.raw = make(map[string]*Entry)
+	s.evicted.Store(0)
+	s.reset = time.Now()
+	s.mu.Unlock()
+}
+
+// Ticket carries what Request learnt about a request to its Response. The zero Ticket is
+// inactive: its response needs nothing.
+type Ticket struct {
+	e        *Entry
+	prepText string // a PREPARE's query text
+	start    int64
+	version  byte
+	active   bool
+}
+
+// Active reports whether Response must be called for the ticket's response.
+func (t Ticket) Active() bool { return t.active }
+
+// WantsBody reports whether Response reads the body of a response with opcode op: the
+// error code of an ERROR, the id of a PREPARE's result and the row count of a RESULT. The
+// caller may pass a nil body otherwise.
+func (t Ticket) WantsBody(op cql.Opcode) bool {
+	return t.active && (op == cql.OpError || op == cql.OpResult)
+}
+
+// RowsPrefix is how much of a compressed RESULT body is decompressed to read its row
+// count: enough for the metadata of a result of dozens of columns. A result whose metadata
+// is longer has its rows not counted.
+const RowsPrefix = 1024
+
+// PrefixEnough reports whether the first RowsPrefix bytes of the body of a response with
+// opcode op are all that Response needs (to count a RESULT's rows), so that a caller may
+// decompress only them (cql.LZ4Prefix).
+func (t Ticket) PrefixEnough(op cql.Opcode) bool {
+	return t.prepText == "" && op == cql.OpResult
+}
+
+// Request sees a request that is forwarded to the node: its header and its body
+// (decompressed, custom payload removed), and now, the monotonic time of its arrival.
+func (s *Stats) Request(h cql.Header, body []byte, now int64) Ticket {
+	if h.Opcode == cql.OpPrepare {
+		r := reader{b: body}
+		q := r.longString()
+		if r.bad {
+			return Ticket{}
+		}
+		return Ticket{prepText: string(q), version: h.Version &^ cql.ResponseBit, active: true}
+	}
+	if !s.on.Load() {
+		return Ticket{}
+	}
+	r := reader{b: body}
+	var e *Entry
+	var p params
+	switch h.Opcode {
+	case cql.OpQuery:
+		q := r.longString()
+		if r.bad {
+			return Ticket{}
+		}
+		e = s.queryEntry(q)
+		p = r.readParams()
+		if !r.bad && e.shape.dmlOrSelect() && !e.shape.system && (p.hasValues || e.literals()) {
+			e.anti[kindUnprepared].Add(1)
+		}
+	case cql.OpExecute:
+		id := r.shortBytes()
+		if r.bad {
+			return Ticket{}
+		}
+		e = s.executeEntry(id)
+		p = r.readParams()
+	case cql.OpBatch:
+		e, p = s.batchEntry(&r)
+		if e == nil {
+			return Ticket{}
+		}
+	default:
+		return Ticket{}
+	}
+	if r.bad {
+		p = params{cl: 0xffff}
+	}
+	e.cls[clIndex(p.cl)].Add(1)
+	if !e.shape.system {
+		s.countRequest(e, p)
+	}
+	return Ticket{e: e, start: now, active: true}
+}
+
+// countRequest counts the anti-patterns that depend on one request's parameters.
+func (s *Stats) countRequest(e *Entry, p params) {
+	if e.shape.verb == verbSelect && p.pageSize <= 0 && p.cl != 0xffff {
+		e.anti[kindUnpagedRead].Add(1)
+	}
+	switch p.cl {
+	case cql.All:
+		e.anti[kindCLAll].Add(1)
+	case cql.Any:
+		e.anti[kindCLAny].Add(1)
+	case cql.Serial, cql.LocalSerial:
+		if !e.shape.lwt {
+			e.anti[kindSerialWithoutLWT].Add(1)
+		}
+	}
+	if e.shape.allowFiltering {
+		e.anti[kindAllowFiltering].Add(1)
+	}
+	if e.shape.selectStar && e.cols > selectStarColumns {
+		e.anti[kindSelectStar].Add(1)
+	}
+}
+
+// Response sees the response to a request whose Ticket is active: its header, its body
+// (decompressed, or nil when WantsBody said it is not needed) and now, the monotonic time
+// it arrived.
+func (s *Stats) Response(t Ticket, h cql.Header, body []byte, now int64) {
+	if t.prepText != "" {
+		if h.Opcode == cql.OpResult && body != nil {
+			r := reader{b: body}
+			r.skipResponsePrefix(h.Flags)
+			if !r.bad {
+				if id, cols, ok := preparedResult(r.b, t.version); ok {
+					s.learn(id, t.prepText, cols)
+				}
+			}
+		}
+		return
+	}
+	e := t.e
+	if e == nil {
+		return
+	}
+	us := uint64(0)
+	if d := now - t.start; d > 0 {
+		us = uint64(d / 1000)
+	}
+	e.calls.Add(1)
+	e.totalUS.Add(us)
+	for m := e.maxUS.Load(); us > m && !e.maxUS.CompareAndSwap(m, us); m = e.maxUS.Load() {
+	}
+	e.hist[bucketOf(us)].Add(1)
+	e.last.Store(now)
+	if body == nil {
+		return
+	}
+	r := reader{b: body}
+	r.skipResponsePrefix(h.Flags)
+	if r.bad {
+		return
+	}
+	switch h.Opcode {
+	case cql.OpError:
+		code := r.int32()
+		if !r.bad {
+			e.errs[errIndex(code)].Add(1)
+		}
+	case cql.OpResult:
+		if n, ok := rowsCount(r.b); ok {
+			e.rows.Add(n)
+		}
+	}
+}
+
+// learn remembers a prepared statement's text by id.
+func (s *Stats) learn(id []byte, text string, cols int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p, ok := s.prep[string(id)]; ok && p.text == text {
+		p.cols = cols
+		return
+	}
+	k := string(id)
+	if len(s.prepList) < maxPrepared {
+		s.prepList = append(s.prepList, k)
+	} else {
+		delete(s.prep, s.prepList[s.prepHead])
+		s.prepList[s.prepHead] = k
+		s.prepHead = (s.prepHead + 1) % len(s.prepList)
+	}
+	s.prep[k] = &prepInfo{text: text, cols: cols}
+}
+
+// queryEntry returns the entry of a QUERY's text q.
+func (s *Stats) queryEntry(q []byte) *Entry {
+	s.mu.RLock()
+	e := s.raw[string(q)]
+	s.mu.RUnlock()
+	if e != nil && !e.dead.Load() {
+		return e
+	}
+	norm, _ := cql.NormalizeQuery(string(q), false, maxTextLen)
+	e = s.entry(key{text: norm, prepared: false}, -1)
+	if len(norm) != len(q) || norm != string(q) {
+		e.hasLiterals.Store(true)
+	}
+	s.mu.Lock()
+	if len(s.raw) >= maxRaw {
+		s.raw = make(map[string]*Entry)
+	}
+	s.raw[string(q)] = e
+	s.mu.Unlock()
+	return e
+}
+
+// executeEntry returns the entry of the prepared statement id.
+func (s *Stats) executeEntry(id []byte) *Entry {
+	s.mu.RLock()
+	p := s.prep[string(id)]
+	s.mu.RUnlock()
+	if p != nil {
+		if e := p.entry.Load(); e != nil && !e.dead.Load() {
+			return e
+		}
+	} else {
+		// Prepared before this sidecar saw it (or on another sidecar): keyed by its id.
+		p = &prepInfo{text: "<prepared statement 0x" + hex.EncodeToString(id) + ">", cols: -1}
+		s.learn(id, p.text, -1)
+		s.mu.RLock()
+		if q := s.prep[string(id)]; q != nil {
+			p = q
+		}
+		s.mu.RUnlock()
+	}
+	e := s.entry(key{text: p.text, prepared: true}, p.cols)
+	p.entry.Store(e)
+	return e
+}
+
+// batchEntry returns the entry of a BATCH, keyed by its type and its statements' texts.
+// Batches allocate their key on every request.
+func (s *Stats) batchEntry(r *reader) (*Entry, params) {
+	typ := r.byte1()
+	n := r.short()
+	var b strings.Builder
+	switch typ {
+	case cql.BatchLogged:
+		b.WriteString("BATCH LOGGED: ")
+	case cql.BatchUnlogged:
+		b.WriteString("BATCH UNLOGGED: ")
+	default:
+		b.WriteString("BATCH COUNTER: ")
+	}
+	prepared := true
+	var first []byte
+	samePartition := true
+	var sh shape
+	for i := 0; i < n && !r.bad; i++ {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		var text string
+		switch r.byte1() {
+		case 0:
+			prepared = false
+			text, _ = cql.NormalizeQuery(string(r.longString()), false, maxTextLen)
+		default:
+			id := r.shortBytes()
+			s.mu.RLock()
+			p := s.prep[string(id)]
+			s.mu.RUnlock()
+			if p != nil {
+				text = p.text
+			} else {
+				text = "<prepared statement 0x" + hex.EncodeToString(id) + ">"
+			}
+		}
+		if i == 0 {
+			sh = classify(text)
+		}
+		b.WriteString(text)
+		vn := r.short()
+		for j := 0; j < vn && !r.bad; j++ {
+			v := r.value()
+			if j == 0 {
+				if i == 0 {
+					first = v
+				} else if string(v) != string(first) {
+					samePartition = false
+				}
+			}
+		}
+		if vn == 0 && i > 0 {
+			samePartition = false
+		}
+		if b.Len() > maxTextLen {
+			break
+		}
+	}
+	if r.bad {
+		return nil, params{}
+	}
+	p := params{cl: cql.Consistency(r.short())}
+	e := s.entry(key{text: b.String(), prepared: prepared}, -1)
+	if e.shape.verb == verbBatch || e.shape.keyspace == "" {
+		// The batch's keyspace and table are its first statement's.
+		e.shape.keyspace, e.shape.table, e.shape.system = sh.keyspace, sh.table, sh.system
+	}
+	if typ == cql.BatchLogged && n > 1 && !samePartition && !e.shape.system {
+		e.anti[kindLoggedBatchMultiPartition].Add(1)
+	}
+	return e, p
+}
+
+// entry finds or makes the entry of k.
+func (s *Stats) entry(k key, cols int) *Entry {
+	s.mu.RLock()
+	e := s.entries[k]
+	s.mu.RUnlock()
+	if e != nil {
+		return e
+	}
+	sh := shape{}
+	if strings.HasPrefix(k.text, "BATCH ") {
+		sh.verb = verbBatch
+		if i := strings.Index(k.text, ": "); i > 0 {
+			first := k.text[i+2:]
+			if j := strings.Index(first, "; "); j > 0 {
+				first = first[:j]
+			}
+			f := classify(first)
+			sh.keyspace, sh.table, sh.system = f.keyspace, f.table, f.system
+		}
+	} else {
+		sh = classify(k.text)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.entries[k]; e != nil {
+		return e
+	}
+	if len(s.entries) >= s.max {
+		s.evictLocked()
+	}
+	e = &Entry{key: k, shape: sh, cols: cols, first: s.now()}
+	e.last.Store(e.first)
+	for kind := range e.anti {
+		e.anti[kind] = s.anti.counter(antiKind(kind), sh.keyspace, sh.table)
+	}
+	s.entries[k] = e
+	return e
+}
+
+// evictLocked removes the least-called entry.
+func (s *Stats) evictLocked() {
+	var victim *Entry
+	least := uint64(math.MaxUint64)
+	for _, e := range s.entries {
+		if c := e.calls.Load(); c < least || c == least && victim != nil && e.last.Load() < victim.last.Load() {
+			victim, least = e, c
+		}
+	}
+	if victim != nil {
+		victim.dead.Store(true)
+		delete(s.entries, victim.key)
+		s.evicted.Add(1)
+	}
+}
+
+// Statement is one statement's statistics as the admin API serves them.
+type Statement struct {
+	Statement   string            `json:"statement"`
+	Prepared    bool              `json:"prepared"`
+	Keyspace    string            `json:"keyspace"`
+	Table       string            `json:"table"`
+	Calls       uint64            `json:"calls"`
+	Errors      map[string]uint64 `json:"errors"`
+	TotalTimeUS uint64            `json:"total_time_us"`
+	MeanUS      float64           `json:"mean_us"`
+	MaxUS       uint64            `json:"max_us"`
+	P50US       uint64            `json:"p50_us"`
+	P99US       uint64            `json:"p99_us"`
+	P999US      uint64            `json:"p999_us"`
+	Rows        uint64            `json:"rows"`
+	Consistency map[string]uint64 `json:"consistency"`
+	FirstSeen   time.Time         `json:"first_seen"`
+	LastSeen    time.Time         `json:"last_seen"`
+	// Histogram holds the non-empty latency buckets, [index, count], in HistogramLayout,
+	// when asked for: what merging statistics across sidecars needs.
+	Histogram []Bucket `json:"histogram,omitempty"`
+}
+
+// ErrorCount returns the total of s.Errors.
+func (s *Statement) ErrorCount() uint64 {
+	var n uint64
+	for _, c := range s.Errors {
+		n += c
+	}
+	return n
+}
+
+// Sort orders of List.
+var SortOrders = []string{"total_time", "calls", "p99", "errors"}
+
+// List returns the statements, sorted by order (one of SortOrders, descending), at most
+// limit of them (limit ≤ 0: all); withHistogram adds each one's histogram buckets.
+func (s *Stats) List(order string, limit int, withHistogram bool) []Statement {
+	s.mu.RLock()
+	es := make([]*Entry, 0, len(s.entries))
+	for _, e := range s.entries {
+		es = append(es, e)
+	}
+	s.mu.RUnlock()
+	out := make([]Statement, 0, len(es))
+	var dense [NumBuckets]uint64
+	for _, e := range es {
+		n := e.hist.snapshot(&dense)
+		st := Statement{
+			Statement: e.key.text, Prepared: e.key.prepared,
+			Keyspace: e.shape.keyspace, Table: e.shape.table,
+			Calls: e.calls.Load(), TotalTimeUS: e.totalUS.Load(), MaxUS: e.maxUS.Load(),
+			Rows: e.rows.Load(), Errors: map[string]uint64{}, Consistency: map[string]uint64{},
+			FirstSeen: s.wall(e.first), LastSeen: s.wall(e.last.Load()),
+		}
+		st.P50US = quantile(&dense, n, 0.5, st.MaxUS)
+		st.P99US = quantile(&dense, n, 0.99, st.MaxUS)
+		st.P999US = quantile(&dense, n, 0.999, st.MaxUS)
+		if st.Calls > 0 {
+			st.MeanUS = float64(st.TotalTimeUS) / float64(st.Calls)
+		}
+		for i := range e.errs {
+			if c := e.errs[i].Load(); c != 0 {
+				st.Errors[errName(i)] = c
+			}
+		}
+		for i := range e.cls {
+			if c := e.cls[i].Load(); c != 0 {
+				st.Consistency[clName(i)] = c
+			}
+		}
+		if withHistogram {
+			st.Histogram = sparse(&dense)
+		}
+		out = append(out, st)
+	}
+	SortStatements(out, order)
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out
+}
+
+func (s *Stats) wall(mono int64) time.Time {
+	return s.baseWall.Add(time.Duration(mono - s.baseMono)).UTC().Truncate(time.Millisecond)
+}
+
+// SortStatements sorts st by order (one of SortOrders), descending, ties by text.
+func SortStatements(st []Statement, order string) {
+	val := func(x *Statement) uint64 {
+		switch order {
+		case "calls":
+			return x.Calls
+		case "p99":
+			return x.P99US
+		case "errors":
+			return x.ErrorCount()
+		}
+		return x.TotalTimeUS
+	}
+	sort.SliceStable(st, func(i, j int) bool {
+		a, b := val(&st[i]), val(&st[j])
+		if a != b {
+			return a > b
+		}
+		if st[i].Statement != st[j].Statement {
+			return st[i].Statement < st[j].Statement
+		}
+		return st[i].Prepared && !st[j].Prepared
+	})
+}
+
+// Merge merges statements from several sources (sidecars) by key (text, prepared):
+// counts, times, rows, errors and consistency levels add up, max is the largest, first and
+// last seen the earliest and latest, and histograms add bucket by bucket, the percentiles
+// being read from the merged histogram (never averaged). Every input must carry its
+// histogram; ok is false for an entry that had calls but no histogram.
+func Merge(sources ...[]Statement) (merged []Statement, ok bool) {
+	ok = true
+	byKey := map[key]*Statement{}
+	var order []key
+	dense := map[key]*[NumBuckets]uint64{}
+	for _, src := range sources {
+		for _, st := range src {
+			k := key{st.Statement, st.Prepared}
+			if st.Calls > 0 && len(st.Histogram) == 0 {
+				ok = false
+			}
+			m := byKey[k]
+			if m == nil {
+				c := st
+				c.Errors, c.Consistency, c.Histogram = map[string]uint64{}, map[string]uint64{}, nil
+				c.Calls, c.TotalTimeUS, c.Rows, c.MaxUS = 0, 0, 0, 0
+				m = &c
+				byKey[k] = m
+				order = append(order, k)
+				dense[k] = new([NumBuckets]uint64)
+			}
+			m.Calls += st.Calls
+			m.TotalTimeUS += st.TotalTimeUS
+			m.Rows += st.Rows
+			m.MaxUS = max(m.MaxUS, st.MaxUS)
+			for c, n := range st.Errors {
+				m.Errors[c] += n
+			}
+			for c, n := range st.Consistency {
+				m.Consistency[c] += n
+			}
+			if st.FirstSeen.Before(m.FirstSeen) {
+				m.FirstSeen = st.FirstSeen
+			}
+			if st.LastSeen.After(m.LastSeen) {
+				m.LastSeen = st.LastSeen
+			}
+			d := dense[k]
+			for _, b := range st.Histogram {
+				if b[0] < NumBuckets {
+					d[b[0]] += b[1]
+				}
+			}
+		}
+	}
+	for _, k := range order {
+		m, d := byKey[k], dense[k]
+		var n uint64
+		for _, c := range d {
+			n += c
+		}
+		m.P50US = quantile(d, n, 0.5, m.MaxUS)
+		m.P99US = quantile(d, n, 0.99, m.MaxUS)
+		m.P999US = quantile(d, n, 0.999, m.MaxUS)
+		m.MeanUS = 0
+		if m.Calls > 0 {
+			m.MeanUS = float64(m.TotalTimeUS) / float64(m.Calls)
+		}
+		m.Histogram = sparse(d)
+		merged = append(merged, *m)
+	}
+	return merged, ok
+}
