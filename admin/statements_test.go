@@ -20,10 +20,9 @@ func TestStatementsEndpoints(t *testing.T) {
 	run := func(q string, n int) {
 		b := cql.Query{Query: q, Params: cql.QueryParams{Consistency: cql.One}}.AppendBody(nil, cql.V4)
 		for i := 0; i < n; i++ {
-			tk := st.Request(cql.Header{Version: cql.V4, Opcode: cql.OpQuery}, b, 1000)
+			tk := st.Request(cql.NewFrame(cql.Header{Version: cql.V4, Opcode: cql.OpQuery}, b), 1000)
 			if tk.Active() {
-				st.Response(tk, cql.Header{Version: cql.V4 | cql.ResponseBit, Opcode: cql.OpResult},
-					cql.VoidResult{}.AppendBody(nil, cql.V4), 1000+int64(i+1)*1000)
+				st.Response(tk, cql.NewFrame(cql.Header{Version: cql.V4 | cql.ResponseBit, Opcode: cql.OpResult}, cql.VoidResult{}.AppendBody(nil, cql.V4)), 1000+int64(i+1)*1000)
 			}
 		}
 	}

@@ -96,28 +96,22 @@ type conn struct {
 	counters connCounters
 
 	// Request goroutine.
-	cr      *bufio.Reader
-	toNode  *frameWriter
-	reqBuf  []byte // frames larger than cr's buffer
-	reqBody []byte // decompressed request bodies
+	cr     *bufio.Reader
+	toNode *frameWriter
+	reqBuf []byte // frames larger than cr's buffer
 	// sentQ are the traced requests written to toNode since its last flush: tracing is
 	// told they were sent once the flush returns.
 	sentQ []tracing.Ticket
-	// inspected is the body inspect read for the current frame (aliasing the frame or
-	// reqBody), or nil when it cannot be read; inspectedAll says inspect read it, so that
-	// statBody does not decompress it again. A compressed QUERY is read whole only when
-	// the start of its body, decompressed into reqPrefix, does not say whether it reads a
-	// system table.
-	inspected    []byte
-	inspectedAll bool
-	reqPrefix    [queryPrefix]byte
+	// reqFrame is the view of the request being handled, decoded once for every reader
+	// (pipeline.go).
+	reqFrame cql.Frame
 
 	// Response goroutine (the request goroutine until the node is dialled).
-	nr       *bufio.Reader
-	toClient *frameWriter
-	respBuf  []byte
-	respBody []byte // decompressed response bodies for statement statistics
-	lost     []inflight
+	nr        *bufio.Reader
+	toClient  *frameWriter
+	respBuf   []byte
+	respFrame cql.Frame // the view of the response being handled
+	lost      []inflight
 	// doneQ are the traced responses written to toClient since its last flush.
 	doneQ []tracing.Ticket
 

@@ -186,7 +186,7 @@ func TestCorruptCompressedQuery(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if k, _, _ := c.inspect(h, f); k != kindNone || cc.full != 0 {
+				if k, _, _ := c.inspectFrame(h, f); k != kindNone || cc.full != 0 {
 					t.Errorf("% x: kind %#x after %d full decompressions; want none after none", f, k, cc.full)
 				}
 			}
@@ -219,8 +219,7 @@ func TestStatisticsGetWholeCompressedBody(t *testing.T) {
 				}
 				req, _, _ := c.streams.take(h.Stream)
 				resp := frame(cql.ResponseBit|cql.V4, 0, h.Stream, cql.OpResult, voidBody())
-				rh, _ := cql.ParseHeader(resp)
-				st.Response(req.stat, rh, voidBody(), tracing.Now())
+				st.Response(req.stat, c.respView(resp), tracing.Now())
 			}
 			got := map[string]uint64{}
 			for _, s := range st.List("calls", 0, false) {

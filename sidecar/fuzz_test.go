@@ -38,7 +38,7 @@ func FuzzInspect(f *testing.F) {
 		c := fuzzConn(comp & 3)
 		c.p.rememberStmt([]byte{0, 0}, kindLocal, nil)
 		h := cql.Header{Version: cql.V4, Flags: flags, Opcode: cql.Opcode(op), Length: uint32(len(body))}
-		c.inspect(h, append(cql.AppendHeader(nil, h), body...))
+		c.inspectFrame(h, append(cql.AppendHeader(nil, h), body...))
 	})
 }
 
@@ -58,9 +58,9 @@ func FuzzRewrite(f *testing.F) {
 		var out []byte
 		if kind == 0 {
 			h.Stream = -1
-			out = c.rewriteEvent(fr)
+			out = c.rewriteEvent(c.respView(fr))
 		} else {
-			out = c.rewriteResult(fr, inflight{kind: rewriteKind(kind), stmt: &tracing.Statement{System: uint8(kindLocal), Columns: localColumns()}})
+			out = c.rewriteResult(c.respView(fr), inflight{kind: rewriteKind(kind), stmt: &tracing.Statement{System: uint8(kindLocal), Columns: localColumns()}})
 		}
 		if got, err := cql.ParseHeader(out); err != nil || int(got.Length) != len(out)-cql.HeaderSize {
 			t.Fatalf("rewrite returned a frame with header %+v (%v) and %d bytes", got, err, len(out))

@@ -103,8 +103,9 @@ var bypassKeys = [...]string{"SCYLLA_SHARD_AWARE_PORT", "SCYLLA_SHARD_AWARE_PORT
 // the proxy, or frame itself when it has none of them. The other SCYLLA_* keys (shard
 // count, partitioner, sharding algorithm) pass: a driver may still compute shards, it just
 // cannot reach them by another port.
-func (c *conn) rewriteSupported(frame []byte) []byte {
-	h, prefix, body, comp, ok := c.responseBody(frame)
+func (c *conn) rewriteSupported(f *cql.Frame) []byte {
+	frame := f.Raw()
+	h, prefix, body, comp, ok := responseBody(f)
 	if !ok || h.Opcode != cql.OpSupported {
 		return frame
 	}

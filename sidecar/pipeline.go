@@ -8,7 +8,6 @@ import (
 
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/tracing"
-	"github.com/tracecar/tracecar/tracing/statements"
 )
 
 // The per-frame work of the proxy, apart from the transport that reads and writes the
@@ -21,21 +20,25 @@ import (
 // nil when it is streamed through unread. Both the goroutine path and the event loop call
 // it, from the one place that reads the client. It returns the Ticket when the request is
 // traced with events: the caller passes it to wrote once the frame is written.
+//
+// The frame is decoded once, into c.reqFrame, which every reader of it shares: the rewrite,
+// statement statistics and tracing. None decompresses or re-walks the body on its own.
 func (c *conn) request(h cql.Header, frame []byte, n int) tracing.Ticket {
+	f := &c.reqFrame
+	f.Reset(h, frame, c.compressor())
 	var req inflight
 	var now int64
 	if frame != nil {
-		req.kind, req.stmt, req.probe = c.inspect(h, frame)
+		req.kind, req.stmt, req.probe = c.inspect(f)
 		if h.Opcode == cql.OpPrepare && h.Stream >= 0 {
-			req.query = prepareQuery(c.inspected)
+			if st, ok := f.Statement(); ok {
+				req.query = string(st.Query)
+			}
 		}
 		if st := c.p.stmts; st != nil && h.Stream >= 0 && (h.Opcode == cql.OpPrepare || st.Enabled()) {
 			now = tracing.Now()
 			req.start = now
-			req.stat = st.Request(h, c.statBody(h, frame), now)
-		}
-		if cap(c.reqBody) > maxKeptBuffer {
-			c.reqBody = nil
+			req.stat = st.Request(f, now)
 		}
 	}
 	// One clock read serves the latency metric, statement statistics and fast-mode
@@ -47,7 +50,7 @@ func (c *conn) request(h cql.Header, frame []byte, n int) tracing.Ticket {
 			req.start = now
 		}
 		if c.tr != nil {
-			req.trace = c.tr.Begin(h, frame, c.compressor(), now)
+			req.trace = c.tr.Begin(f, now)
 		}
 		c.streams.put(req)
 	}
@@ -63,19 +66,6 @@ func (c *conn) request(h cql.Header, frame []byte, n int) tracing.Ticket {
 	return tracing.Ticket{}
 }
 
-// prepareQuery returns the query text of a PREPARE body (decompressed, without custom
-// payload), or "" when it cannot be read.
-func prepareQuery(body []byte) string {
-	if len(body) < 4 {
-		return ""
-	}
-	n := int(int32(binary.BigEndian.Uint32(body)))
-	if n < 0 || n > len(body)-4 {
-		return ""
-	}
-	return string(body[4 : 4+n])
-}
-
 // response does the proxy's work on a response frame for the request req (zero for events
 // and unknown streams): the end of the handshake, statement statistics, tracing, learning
 // prepared statements, and the rewrite of SUPPORTED, system tables and events. It returns
@@ -84,29 +74,34 @@ func prepareQuery(body []byte) string {
 // once the frame is written, when the request is traced with events. arrived is when the
 // read that brought it returned (0 without metrics or statement statistics). The caller
 // calls queued once the frame is queued for the client.
+//
+// Like a request, the response is decoded once, into c.respFrame, for every reader.
 func (c *conn) response(h cql.Header, frame []byte, req inflight, arrived int64) ([]byte, tracing.Ticket) {
+	f := &c.respFrame
+	f.Reset(h, frame, c.compressor())
 	if h.Stream >= 0 {
 		c.noteHandshake(h.Opcode)
 	}
 	if req.stat.Active() {
-		c.p.stmts.Response(req.stat, h, c.statResponseBody(h, frame, req.stat), arrived)
+		c.p.stmts.Response(req.stat, f, arrived)
 	}
 	out := frame
 	var done tracing.Ticket
 	if req.trace.Traced() {
-		out, done = c.tr.End(req.trace, h, frame, c.compressor(), arrived)
+		out, done = c.tr.End(req.trace, f, arrived)
 	}
 	switch {
+	case frame == nil:
 	case req.op == cql.OpPrepare && req.used:
-		if h.Opcode == cql.OpResult && frame != nil {
-			c.learnPrepared(out, req)
+		if h.Opcode == cql.OpResult {
+			c.learnPrepared(f, req)
 		}
 	case req.kind == kindOptions:
-		out = c.rewriteSupported(out)
+		out = c.rewriteSupported(f)
 	case req.kind != kindNone:
-		out = c.rewriteResult(out, req)
-	case h.Stream < 0 && h.Opcode == cql.OpEvent && out != nil:
-		out = c.rewriteEvent(out)
+		out = c.rewriteResult(f, req)
+	case h.Stream < 0 && h.Opcode == cql.OpEvent:
+		out = c.rewriteEvent(f)
 	}
 	inc(&c.counters.responses, 1)
 	return out, done
@@ -139,63 +134,86 @@ func (c *conn) readsBody(op cql.Opcode) bool {
 	return false
 }
 
-// statBody returns the body of a request for statement statistics: the one inspect has
-// read for a QUERY or PREPARE, or the frame's own, decompressed here when inspect read only
-// its start.
-func (c *conn) statBody(h cql.Header, frame []byte) []byte {
-	if c.inspectedAll && (h.Opcode == cql.OpQuery || h.Opcode == cql.OpPrepare) {
-		return c.inspected
-	}
-	return c.requestBody(h, frame)
-}
-
 // maxKeptBuffer is the largest scratch buffer kept between frames; a larger one, grown for
 // a rare large frame, is released so that an idle connection stays small.
 const maxKeptBuffer = 1 << 20
 
 // inspect reads what the proxy needs from a request: the compression of a STARTUP, and
 // whether a QUERY, PREPARE or EXECUTE reads system.local or system.peers.
-func (c *conn) inspect(h cql.Header, frame []byte) (rewriteKind, *tracing.Statement, string) {
-	c.inspected, c.inspectedAll = nil, false
-	switch h.Opcode {
+func (c *conn) inspect(f *cql.Frame) (rewriteKind, *tracing.Statement, string) {
+	switch f.Header.Opcode {
 	case cql.OpStartup:
-		c.startup(frame[cql.HeaderSize:])
+		c.startup(f.Raw()[cql.HeaderSize:])
 	case cql.OpOptions:
 		return kindOptions, nil, ""
 	case cql.OpAuthResponse:
 		if c.tr != nil {
-			c.authResponse(h, frame)
+			c.authResponse(f)
 		}
 	case cql.OpQuery, cql.OpPrepare:
-		var sc scan // how far the start of a compressed QUERY was read
-		if h.Opcode == cql.OpQuery && h.Flags&cql.FlagCompression != 0 {
-			k, known, s := c.queryStart(h, frame)
-			if known {
-				return k, nil, ""
-			}
-			sc = s
-		}
-		body := c.requestBody(h, frame)
-		c.inspected, c.inspectedAll = body, true
-		if len(body) < 4 {
-			return kindNone, nil, ""
-		}
-		n := int(int32(binary.BigEndian.Uint32(body)))
-		if n < 0 || n > len(body)-4 {
-			return kindNone, nil, ""
-		}
-		k, _, _ := statementScan(body[4:4+n], c.inSystem.Load(), -1, sc)
-		switch {
-		case k == kindUse && h.Opcode == cql.OpPrepare:
-			k = kindNone
-		case k != kindNone && k != kindUse && h.Opcode == cql.OpPrepare:
-			k |= kindPrepare
-		}
-		return k, nil, ""
+		return c.inspectQuery(f)
 	case cql.OpExecute:
-		return c.inspectExecute(h, frame)
+		return c.inspectExecute(f)
 	}
 	return kindNone, nil, ""
+}
+
+// inspectQuery reads whether a QUERY or PREPARE reads a system table, or is a USE. A
+// compressed QUERY is read from the start of its body first, and whole only when the
+// answer lies beyond that start.
+func (c *conn) inspectQuery(f *cql.Frame) (rewriteKind, *tracing.Statement, string) {
+	h := f.Header
+	var sc scan // how far the start of a compressed QUERY was read
+	if h.Opcode == cql.OpQuery && f.Compressed() {
+		k, known, s := c.queryStart(f)
+		if known {
+			return k, nil, ""
+		}
+		sc = s
+	}
+	st, ok := f.Statement()
+	if !ok {
+		return kindNone, nil, ""
+	}
+	k, _, _ := statementScan(st.Query, c.inSystem.Load(), -1, sc)
+	switch {
+	case k == kindUse && h.Opcode == cql.OpPrepare:
+		k = kindNone
+	case k != kindNone && k != kindUse && h.Opcode == cql.OpPrepare:
+		k |= kindPrepare
+	}
+	return k, nil, ""
+}
+
+// inspectExecute returns what the response to an EXECUTE needs: the rewrite of a known
+// system statement (from the prepared-statement registry), a probe of an id not seen
+// before (with that id), or nothing.
+func (c *conn) inspectExecute(f *cql.Frame) (rewriteKind, *tracing.Statement, string) {
+	known := c.p.prepared.HasSystem()
+	if f.Compressed() && !known {
+		// A compressed body cannot be changed in place, so it is not probed, and
+		// decompressing every EXECUTE to look for known ids would cost the hot path.
+		return kindNone, nil, ""
+	}
+	st, ok := f.Statement()
+	if !ok {
+		return kindNone, nil, ""
+	}
+	if known {
+		if ps := c.p.prepared.Lookup(st.ID); ps != nil && ps.System != 0 {
+			return rewriteKind(ps.System), ps, ""
+		}
+	}
+	if found, full := c.p.checked.has(st.ID); found || full {
+		return kindNone, nil, ""
+	}
+	if st.FlagsAt < 0 {
+		return kindNone, nil, ""
+	}
+	// Ask for the result metadata, to learn from it whether the statement reads a system
+	// table: the frame is changed in place, as it is forwarded.
+	f.Raw()[st.FlagsAt] &^= cql.QuerySkipMetadata
+	return kindProbe, nil, string(st.ID)
 }
 
 // queryPrefix is how much of a compressed QUERY body inspect decompresses first: the
@@ -208,18 +226,11 @@ const queryPrefix = 128
 // comment longer than the start, a custom payload before the statement), and the body must
 // be read whole, its statement from sc on. A body whose start cannot be read is left to the
 // node: kindNone.
-func (c *conn) queryStart(h cql.Header, frame []byte) (k rewriteKind, known bool, sc scan) {
-	if h.Flags&cql.FlagCustomPayload != 0 {
+func (c *conn) queryStart(f *cql.Frame) (k rewriteKind, known bool, sc scan) {
+	if f.Header.Flags&cql.FlagCustomPayload != 0 {
 		return kindNone, false, sc
 	}
-	body := frame[cql.HeaderSize:]
-	var p []byte
-	switch c.comp.Load() {
-	case 1:
-		p = cql.LZ4Prefix(c.reqPrefix[:0], body, queryPrefix)
-	case 2:
-		p = cql.SnappyPrefix(c.reqPrefix[:0], body, queryPrefix)
-	}
+	p := f.Start(queryPrefix)
 	if len(p) < 4 {
 		return kindNone, true, sc
 	}
@@ -236,9 +247,12 @@ func (c *conn) queryStart(h cql.Header, frame []byte) (k rewriteKind, known bool
 // authResponse takes the username from a SASL PLAIN AUTH_RESPONSE ("authzid NUL authcid
 // NUL password") for the connection's trace records. Only the username is copied; a
 // decompressed copy of the token, which holds the password, is zeroed.
-func (c *conn) authResponse(h cql.Header, frame []byte) {
-	body := c.requestBody(h, frame)
-	if h.Flags&cql.FlagCompression != 0 {
+func (c *conn) authResponse(f *cql.Frame) {
+	body, err := f.Message()
+	if err != nil {
+		return
+	}
+	if f.Compressed() {
 		defer clear(body)
 	}
 	if user, ok := saslPlainUser(body); ok {
@@ -268,30 +282,6 @@ func saslPlainUser(body []byte) (string, bool) {
 	return string(rest[:j]), true
 }
 
-// requestBody returns the body of a request frame, decompressed and without its custom
-// payload, or nil when it cannot be read.
-func (c *conn) requestBody(h cql.Header, frame []byte) []byte {
-	body := frame[cql.HeaderSize:]
-	if h.Flags&cql.FlagCompression != 0 {
-		comp := c.compressor()
-		if comp == nil {
-			return nil
-		}
-		var err error
-		if c.reqBody, err = comp.Decompress(c.reqBody[:0], body); err != nil {
-			return nil
-		}
-		body = c.reqBody
-	}
-	if h.Flags&cql.FlagCustomPayload != 0 {
-		var err error
-		if _, body, err = cql.ParseRequestPrefix(h.Flags, body); err != nil {
-			return nil
-		}
-	}
-	return body
-}
-
 // startup notes the compression that a STARTUP asks for. Its body is never compressed.
 func (c *conn) startup(body []byte) {
 	m, err := cql.DecodeStartup(body)
@@ -313,39 +303,4 @@ func (c *conn) startup(body []byte) {
 		i = 2
 	}
 	c.comp.Store(i)
-}
-
-// statResponseBody returns the body of a response that statement statistics read, or nil.
-func (c *conn) statResponseBody(h cql.Header, frame []byte, t statements.Ticket) []byte {
-	if frame == nil || !t.WantsBody(h.Opcode) {
-		return nil
-	}
-	body := frame[cql.HeaderSize:]
-	if h.Flags&cql.FlagCompression == 0 {
-		return body
-	}
-	comp := c.compressor()
-	switch {
-	case comp == nil:
-		return nil
-	case t.PrefixEnough(h.Opcode):
-		// Only the row count is read: decompress just the start of the body (lz4 only; a
-		// snappy RESULT's rows are not counted).
-		if comp.Name() != "lz4" {
-			return nil
-		}
-		if cap(c.respBody) < statements.RowsPrefix {
-			c.respBody = make([]byte, 0, statements.RowsPrefix)
-		}
-		return cql.LZ4Prefix(c.respBody, body, statements.RowsPrefix)
-	}
-	var err error
-	if c.respBody, err = comp.Decompress(c.respBody[:0], body); err != nil {
-		return nil
-	}
-	body = c.respBody
-	if cap(c.respBody) > maxKeptBuffer {
-		c.respBody = nil
-	}
-	return body
 }

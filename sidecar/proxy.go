@@ -196,12 +196,12 @@ type Config struct {
 // request's Ticket is active, at the point where the response is matched to its request.
 type StatementStats interface {
 	Enabled() bool
-	// Request sees a request: header, body (decompressed, without custom payload) and its
+	// Request sees a request, through the view the proxy decoded it into, and its
 	// arrival time (tracing.Now).
-	Request(h cql.Header, body []byte, now int64) statements.Ticket
-	// Response sees the response: header, body (decompressed; nil when the Ticket's
-	// WantsBody says it is not needed) and its arrival time.
-	Response(t statements.Ticket, h cql.Header, body []byte, now int64)
+	Request(f *cql.Frame, now int64) statements.Ticket
+	// Response sees the response, through its view, and its arrival time. It reads from
+	// the view only what it needs.
+	Response(t statements.Ticket, f *cql.Frame, now int64)
 }
 
 // Metrics is what the proxy reports per request. Its methods are called on the data path,

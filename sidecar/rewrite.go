@@ -42,9 +42,10 @@ func (p *Proxy) rememberStmt(id []byte, kind rewriteKind, cols []cql.ColumnSpec)
 // text and keyspace, and, for a statement on a system table, that table and the result
 // columns. Every PREPARE is learnt, whatever the tracing mode, so that tracing finds the
 // text of statements prepared while it was off.
-func (c *conn) learnPrepared(frame []byte, req inflight) {
-	h, _, body, _, ok := c.responseBody(frame)
-	if !ok || h.Opcode != cql.OpResult {
+func (c *conn) learnPrepared(f *cql.Frame, req inflight) {
+	h := f.Header
+	body, err := f.Message()
+	if err != nil || h.Opcode != cql.OpResult {
 		return
 	}
 	id, ks, ok := tracing.ReadPrepared(body, h.ProtoVersion())
@@ -69,29 +70,19 @@ func isIdent(c byte) bool {
 	return 'a' <= c|0x20 && c|0x20 <= 'z' || '0' <= c && c <= '9' || c == '_'
 }
 
-// responseBody returns the header of a response frame, its prefix, its message body
-// (decompressed), and the compressor to re-encode it with (nil when it was not compressed).
-func (c *conn) responseBody(frame []byte) (cql.Header, cql.ResponsePrefix, []byte, cql.Compressor, bool) {
-	var prefix cql.ResponsePrefix
-	h, err := cql.ParseHeader(frame)
-	if err != nil || len(frame) != cql.HeaderSize+int(h.Length) {
-		return h, prefix, nil, nil, false
+// responseBody returns the header of a response, its prefix, its message body
+// (decompressed, once, by the view f) and the compressor to re-encode it with (nil when it
+// was not compressed).
+func responseBody(f *cql.Frame) (cql.Header, cql.ResponsePrefix, []byte, cql.Compressor, bool) {
+	raw := f.Raw()
+	if len(raw) != cql.HeaderSize+int(f.Header.Length) {
+		return f.Header, cql.ResponsePrefix{}, nil, nil, false
 	}
-	body := frame[cql.HeaderSize:]
-	var comp cql.Compressor
-	if h.Flags&cql.FlagCompression != 0 {
-		if comp = c.compressor(); comp == nil {
-			return h, prefix, nil, nil, false
-		}
-		if body, err = comp.Decompress(nil, body); err != nil {
-			return h, prefix, nil, nil, false
-		}
-	}
-	prefix, body, err = cql.ParseResponsePrefix(h.Flags, body)
+	prefix, body, err := f.ResponsePrefix()
 	if err != nil {
-		return h, prefix, nil, nil, false
+		return f.Header, prefix, nil, nil, false
 	}
-	return h, prefix, body, comp, true
+	return f.Header, prefix, body, f.Compressor(), true
 }
 
 // encode re-encodes a response with its header and prefix, compressed as it was.
@@ -108,11 +99,12 @@ func (c *conn) encode(h cql.Header, prefix cql.ResponsePrefix, m cql.Message, co
 // rewriteResult returns the response to a request on a system table with the node's
 // addresses replaced, or frame itself when there is nothing to replace. The response to a
 // PREPARE of such a statement is returned unchanged, and its id remembered.
-func (c *conn) rewriteResult(frame []byte, req inflight) []byte {
+func (c *conn) rewriteResult(f *cql.Frame, req inflight) []byte {
+	frame := f.Raw()
 	if skipRewrite.Load() {
 		return frame
 	}
-	h, prefix, body, comp, ok := c.responseBody(frame)
+	h, prefix, body, comp, ok := responseBody(f)
 	if !ok || h.Opcode != cql.OpResult {
 		return frame
 	}
@@ -195,8 +187,9 @@ func (c *conn) rewriteRows(kind rewriteKind, cols []cql.ColumnSpec, rows [][][]b
 
 // rewriteEvent returns a TOPOLOGY_CHANGE or STATUS_CHANGE event with the node's address
 // replaced by the advertised one, and other nodes' ports by the peer port.
-func (c *conn) rewriteEvent(frame []byte) []byte {
-	h, prefix, body, comp, ok := c.responseBody(frame)
+func (c *conn) rewriteEvent(f *cql.Frame) []byte {
+	frame := f.Raw()
+	h, prefix, body, comp, ok := responseBody(f)
 	if !ok {
 		return frame
 	}

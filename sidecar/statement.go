@@ -2,11 +2,9 @@ package sidecar
 
 import (
 	"bytes"
-	"encoding/binary"
 	"sync"
 
 	"github.com/tracecar/tracecar/internal/cql"
-	"github.com/tracecar/tracecar/tracing"
 )
 
 // The proxy rewrites the answers to queries on system.local, system.peers and
@@ -243,43 +241,6 @@ func (s *checkedStmts) add(id string) {
 	if len(s.ids) < maxCheckedStmts {
 		s.ids[id] = struct{}{}
 	}
-}
-
-// inspectExecute returns what the response to an EXECUTE needs: the rewrite of a known
-// system statement (from the prepared-statement registry), a probe of an id not seen
-// before (with that id), or nothing.
-func (c *conn) inspectExecute(h cql.Header, frame []byte) (rewriteKind, *tracing.Statement, string) {
-	known := c.p.prepared.HasSystem()
-	if h.Flags&cql.FlagCompression != 0 && !known {
-		// A compressed body cannot be changed in place, so it is not probed, and
-		// decompressing every EXECUTE to look for known ids would cost the hot path.
-		return kindNone, nil, ""
-	}
-	body := c.requestBody(h, frame)
-	if len(body) < 2 {
-		return kindNone, nil, ""
-	}
-	n := int(binary.BigEndian.Uint16(body))
-	if n > len(body)-2 {
-		return kindNone, nil, ""
-	}
-	id := body[2 : 2+n]
-	if known {
-		if st := c.p.prepared.Lookup(id); st != nil && st.System != 0 {
-			return rewriteKind(st.System), st, ""
-		}
-	}
-	if found, full := c.p.checked.has(id); found || full {
-		return kindNone, nil, ""
-	}
-	if h.Flags&cql.FlagCompression != 0 {
-		return kindNone, nil, ""
-	}
-	// The flags follow the id and the consistency.
-	if f := 2 + n + 2; f < len(body) {
-		body[f] &^= cql.QuerySkipMetadata
-	}
-	return kindProbe, nil, string(id)
 }
 
 // probeResult learns from the response to a probed EXECUTE whether its statement reads a

@@ -14,7 +14,7 @@ func TestInspectExecuteProbesOnce(t *testing.T) {
 	f := executeFrame(1)
 	h, _ := cql.ParseHeader(f)
 	flagsAt := cql.HeaderSize + 2 + len("0123456789abcdef") + 2
-	kind, _, id := c.inspect(h, f)
+	kind, _, id := c.inspectFrame(h, f)
 	if kind != kindProbe || id != "0123456789abcdef" {
 		t.Fatalf("first EXECUTE: kind %#x, probe %q; want a probe of the id", kind, id)
 	}
@@ -25,13 +25,13 @@ func TestInspectExecuteProbesOnce(t *testing.T) {
 	rows := cql.RowsResult{Metadata: cql.RowsMetadata{Columns: []cql.ColumnSpec{{Keyspace: "ks", Table: "t", Name: "v", Type: cql.Simple(cql.TypeInt)}}, ColumnCount: 1}}
 	c.probeResult(rows, inflight{kind: kind, probe: id})
 	f = executeFrame(2)
-	if kind, _, _ := c.inspect(h, f); kind != kindNone {
+	if kind, _, _ := c.inspectFrame(h, f); kind != kindNone {
 		t.Fatalf("EXECUTE of a checked id: kind %#x, want none", kind)
 	}
 	if f[flagsAt]&cql.QuerySkipMetadata == 0 {
 		t.Fatalf("EXECUTE of a checked id lost its skip_metadata flag")
 	}
-	if n := testing.AllocsPerRun(100, func() { c.inspect(h, f) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { c.inspectFrame(h, f) }); n != 0 {
 		t.Errorf("inspect of a checked EXECUTE allocates %.1f times; want 0", n)
 	}
 }

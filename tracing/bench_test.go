@@ -31,12 +31,15 @@ func benchMode(b *testing.B, cfg Config) {
 	mustConfig(b, tr, cfg)
 	c := k.Conn
 	h, f, rh, rf := benchFrames(b)
+	var rq, rs cql.Frame
 	one := func() {
-		t := c.Begin(h, f, nil, 0)
+		rq.Reset(h, f, nil)
+		t := c.Begin(&rq, 0)
 		if t.Events() {
 			t.Sent(Now())
 		}
-		_, t = c.End(t, rh, rf, nil, 0)
+		rs.Reset(rh, rf, nil)
+		_, t = c.End(t, &rs, 0)
 		c.Done(t, 0)
 	}
 	one() // warm up: the connection's first record and its buffer are allocated once
@@ -80,12 +83,17 @@ func BenchmarkFastSharedClock(b *testing.B) {
 	c := k.Conn
 	h, f, rh, rf := benchFrames(b)
 	now := Now()
-	t := c.Begin(h, f, nil, now)
-	c.End(t, rh, rf, nil, now+1000)
+	var rq, rs cql.Frame
+	one := func() {
+		rq.Reset(h, f, nil)
+		t := c.Begin(&rq, now)
+		rs.Reset(rh, rf, nil)
+		c.End(t, &rs, now+1000)
+	}
+	one()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		t := c.Begin(h, f, nil, now)
-		c.End(t, rh, rf, nil, now+1000)
+		one()
 	}
 }

@@ -55,9 +55,10 @@ type record struct {
 	comp  cql.Compressor
 	size  int // the whole frame's size, when buf is cut
 	trunc bool
+	plain bool // buf is the decompressed message, not the frame
 
-	// buf is the request frame (fast mode) or its decompressed body without the custom
-	// payload (traced with events).
+	// buf is the request frame or, when plain, its decompressed message (fast mode), or
+	// its decompressed message (traced with events).
 	buf []byte
 
 	// Traced with events. sent is set by Ticket.Sent on the request side, and read on the
@@ -87,12 +88,11 @@ type Conn struct {
 	user        atomic.Pointer[string] // SASL PLAIN username, set by SetUser
 
 	// Request side.
-	traced     atomic.Uint64 // written by the request side only
-	reqScratch []byte
+	traced atomic.Uint64 // written by the request side only
 
 	// Response side.
-	respScratch []byte
-	out         []byte
+	fast cql.Frame // the view of a slow fast-mode request's copy
+	out  []byte
 
 	// free holds records to reuse: the response side puts, the request side takes.
 	freeMu sync.Mutex
@@ -136,22 +136,24 @@ func (c *Conn) release(r *record) {
 	c.freeMu.Unlock()
 }
 
-// Begin sees a request frame (header and body, the body compressed with comp when h.Flags
-// has cql.FlagCompression) before the sidecar forwards it, and returns its Ticket. now,
-// from Now, is the request's arrival when the caller has read the clock for its own
-// purposes; 0 makes Begin read it when it needs it. When the request is sampled, Begin sets
-// cql.FlagTracing in frame[1], so the caller must forward frame and not a header
-// re-encoded from h. Begin does not retain frame.
+// Begin sees a request before the sidecar forwards it, through the view f that the
+// sidecar decoded the frame into, and returns its Ticket. now, from Now, is the request's
+// arrival when the caller has read the clock for its own purposes; 0 makes Begin read it
+// when it needs it. When the request is sampled, Begin sets cql.FlagTracing in the frame's
+// raw bytes, so the caller must forward f.Raw() and not a header re-encoded from
+// f.Header. Begin does not retain f or its bytes.
 //
 // With tracing off it is one atomic load and a compare. In fast mode it keeps the start
-// time and a copy of the frame in a reused record: no parsing, no clock read when now is
-// given, no allocation once the Conn's records have grown. Request side only.
-func (c *Conn) Begin(h cql.Header, frame []byte, comp cql.Compressor, now int64) Ticket {
+// time and a copy of the frame (or of its body, when another reader has decompressed it
+// already) in a reused record: no parsing, no clock read when now is given, no allocation
+// once the Conn's records have grown. Request side only.
+func (c *Conn) Begin(f *cql.Frame, now int64) Ticket {
+	h := &f.Header
 	s := c.t.snap.Load()
-	if s.off && h.Flags&cql.FlagTracing == 0 || !traceable(h.Opcode) || h.Stream < 0 || len(frame) < cql.HeaderSize {
+	if s.off && h.Flags&cql.FlagTracing == 0 || !traceable(h.Opcode) || h.Stream < 0 || len(f.Raw()) < cql.HeaderSize {
 		return Ticket{}
 	}
-	if f := c.t.filter.Load(); f != nil && !c.match(f, h, frame, comp) {
+	if flt := c.t.filter.Load(); flt != nil && !c.match(flt, f) {
 		return Ticket{}
 	}
 	var mode string
@@ -161,7 +163,7 @@ func (c *Conn) Begin(h cql.Header, frame []byte, comp cql.Compressor, now int64)
 	case s.sample && (s.sampleAll || c.t.rand() < s.sampleBelow):
 		mode = ModeSampled
 	case s.fast:
-		return c.beginFast(s, h, frame, comp, now)
+		return c.beginFast(s, f, now)
 	case s.enabled:
 		mode = ModeFull
 	default:
@@ -179,11 +181,7 @@ func (c *Conn) Begin(h cql.Header, frame []byte, comp cql.Compressor, now int64)
 	r.decodeErr, r.err = "", ""
 	r.nodeID, r.hasNodeID = [16]byte{}, false
 	r.rows = -1
-	body, scratch, err := frameBody(h.Flags, frame, comp, c.reqScratch)
-	c.reqScratch = scratch
-	if err == nil {
-		_, body, err = cql.ParseRequestPrefix(h.Flags, body)
-	}
+	body, err := f.Message()
 	if err == nil {
 		err = walkRequest(h.Opcode, body, &params{})
 	}
@@ -193,30 +191,41 @@ func (c *Conn) Begin(h cql.Header, frame []byte, comp cql.Compressor, now int64)
 	r.buf = append(r.buf[:0], body...)
 	r.parsed = c.t.now()
 	if mode == ModeSampled {
-		frame[1] |= cql.FlagTracing
+		f.Raw()[1] |= cql.FlagTracing
 	}
 	c.traced.Store(c.traced.Load() + 1) // single writer: no locked add needed
 	return Ticket{r: r, seq: seq, events: true}
 }
 
-// beginFast starts a fast-mode request: its start time and a copy of its frame.
-func (c *Conn) beginFast(s *snapshot, h cql.Header, frame []byte, comp cql.Compressor, now int64) Ticket {
+// beginFast starts a fast-mode request: its start time and a copy of its frame, or of its
+// message when the view holds it decompressed, so that a slow request is never
+// decompressed twice.
+func (c *Conn) beginFast(s *snapshot, f *cql.Frame, now int64) Ticket {
+	h := &f.Header
 	if now == 0 {
 		now = c.t.now()
 	}
 	r := c.take()
 	seq := r.seq.Add(1)
 	r.mode, r.op, r.flags, r.version = ModeFast, h.Opcode, h.Flags, h.ProtoVersion()
-	r.start, r.gen, r.comp, r.size = now, s.gen, comp, len(frame)
-	n := len(frame)
+	r.start, r.gen, r.comp = now, s.gen, f.Compressor()
+	src := f.Raw()
+	r.plain = false
+	if f.Decompressed() {
+		if msg, err := f.Message(); err == nil {
+			src, r.plain = msg, true
+		}
+	}
+	r.size = len(src)
+	n := len(src)
 	r.trunc = n > c.t.opts.CaptureMax
 	if r.trunc {
 		n = c.t.opts.CaptureMax
-		if h.Flags&cql.FlagCompression != 0 {
+		if h.Flags&cql.FlagCompression != 0 && !r.plain {
 			n = cql.HeaderSize // a cut compressed body cannot be read: keep the header
 		}
 	}
-	r.buf = append(r.buf[:0], frame[:n]...)
+	r.buf = append(r.buf[:0], src[:n]...)
 	return Ticket{r: r, seq: seq}
 }
 
@@ -232,42 +241,43 @@ func (c *Conn) User() string {
 	return ""
 }
 
-// End sees the response to the request of t before the sidecar forwards it, and returns
-// the frame to forward and the Ticket that Done takes. The frame is frame itself or, for a
-// sampled request whose client did not ask for tracing, a copy without the tracing id
-// (length fixed, body re-compressed with comp when compressed) in a buffer owned by c that
-// stays valid until the next End. now, from Now, is the response's arrival; 0 makes End
-// read the clock when it needs it.
+// End sees the response to the request of t before the sidecar forwards it, through the
+// view f that the sidecar decoded the frame into, and returns the frame to forward and the
+// Ticket that Done takes. The frame is f.Raw() or, for a sampled request whose client did
+// not ask for tracing, a copy without the tracing id (length fixed, body re-compressed
+// when compressed) in a buffer owned by c that stays valid until the next End; f is then
+// replaced by a view of the copy, so that later readers see what is forwarded. now, from
+// Now, is the response's arrival; 0 makes End read the clock when it needs it.
 //
 // For a zero Ticket it is one compare. In fast mode it reads the clock (unless now is
 // given), and a slow request is decoded and recorded here; the returned Ticket is zero. A
 // request traced with events returns its Ticket: the caller calls Done after the write that
 // carried the response. Response side only.
-func (c *Conn) End(t Ticket, h cql.Header, frame []byte, comp cql.Compressor, now int64) ([]byte, Ticket) {
+func (c *Conn) End(t Ticket, f *cql.Frame, now int64) ([]byte, Ticket) {
 	r := t.r
 	if r == nil {
-		return frame, Ticket{}
+		return f.Raw(), Ticket{}
 	}
 	if !t.events {
-		if s := c.t.snap.Load(); r.gen == s.gen && s.enabled && len(frame) >= cql.HeaderSize {
+		if s := c.t.snap.Load(); r.gen == s.gen && s.enabled && len(f.Raw()) >= cql.HeaderSize {
 			if now == 0 {
 				now = c.t.now()
 			}
 			d := now - r.start
 			if slow(d/1000, s.thresholdUS) {
-				c.recordFast(r, d, h, frame, comp)
+				c.recordFast(r, d, f)
 			}
 		}
 		c.release(r)
-		return frame, Ticket{}
+		return f.Raw(), Ticket{}
 	}
-	if len(frame) < cql.HeaderSize {
-		return frame, t
+	if len(f.Raw()) < cql.HeaderSize {
+		return f.Raw(), t
 	}
 	if now == 0 {
 		now = c.t.now()
 	}
-	return c.respond(r, h, frame, comp, now), t
+	return c.respond(r, f, now), t
 }
 
 // Done notes that the response of t went out to the client at at (from Now; 0 reads the
@@ -289,15 +299,13 @@ func (c *Conn) Done(t Ticket, at int64) {
 func slow(durUS, thresholdUS int64) bool { return durUS > thresholdUS || thresholdUS == 0 }
 
 // recordFast builds and records the session of a slow fast-mode request.
-func (c *Conn) recordFast(r *record, d int64, h cql.Header, frame []byte, comp cql.Compressor) {
+func (c *Conn) recordFast(r *record, d int64, f *cql.Frame) {
 	c.t.tracedResp.Add(1)
-	var ps map[string]string
-	ps, c.respScratch = c.t.decodeRequest(r.op, r.flags, r.buf, r.comp, c.respScratch)
+	ps := c.decodeFast(r)
 	if r.trunc {
 		ps["truncated"] = "request of " + itoa(r.size) + " bytes, " + itoa(len(r.buf)) + " kept"
 	}
-	var ri responseInfo
-	ri, c.respScratch = readResponse(h, frame, comp, c.respScratch)
+	ri := readResponse(f)
 	end := time.Now()
 	sess := &Session{
 		ID:          formatUUID(cql.NewTimeUUID(end.Add(-time.Duration(d)))),
@@ -318,45 +326,48 @@ func (c *Conn) recordFast(r *record, d int64, h cql.Header, frame []byte, comp c
 
 // respond notes the response of a request traced with events, and strips the tracing id
 // its client did not ask for.
-func (c *Conn) respond(r *record, h cql.Header, frame []byte, comp cql.Compressor, now int64) []byte {
+func (c *Conn) respond(r *record, f *cql.Frame, now int64) []byte {
 	r.responded = now
 	// The node answered, so the request went out, even if the sidecar's notice (Sent) is
 	// still on its way from the request side: place the event at the hand-off.
 	r.sent.CompareAndSwap(0, r.parsed)
-	var ri responseInfo
-	ri, c.respScratch = readResponse(h, frame, comp, c.respScratch)
+	ri := readResponse(f)
 	r.err = ri.err
 	r.nodeID, r.hasNodeID = ri.tracingID, ri.hasTracingID
-	r.rows = responseRows(h, frame, ri.body)
+	r.rows = responseRows(f)
 	if r.mode == ModeSampled && ri.hasTracingID {
-		return c.stripTracingID(h, frame, comp, ri.body)
+		return c.stripTracingID(f)
 	}
-	return frame
+	return f.Raw()
 }
 
-// stripTracingID returns frame without the 16-byte tracing id at the start of its body and
-// without FlagTracing. body is the decompressed body when frame is compressed.
-func (c *Conn) stripTracingID(h cql.Header, frame []byte, comp cql.Compressor, body []byte) []byte {
+// stripTracingID returns the frame of f without the 16-byte tracing id at the start of its
+// body and without FlagTracing, and makes f a view of that frame. The body was
+// decompressed by readResponse, when compressed; it is re-compressed here.
+func (c *Conn) stripTracingID(f *cql.Frame) []byte {
+	frame := f.Raw()
+	body, err := f.Body()
+	if err != nil || len(body) < 16 {
+		return frame
+	}
 	out := append(c.out[:0], frame[:cql.HeaderSize]...)
 	out[1] &^= cql.FlagTracing
-	if body == nil {
-		if len(frame) < cql.HeaderSize+16 {
-			return frame
-		}
-		out = append(out, frame[cql.HeaderSize+16:]...)
-	} else {
-		var err error
-		out, err = comp.Compress(out, body[16:])
-		if err != nil {
-			c.t.log.Warn().Err(err).Msg("re-compress response without tracing id; forwarding it unchanged")
-			return frame
-		}
+	if comp := f.Compressor(); comp == nil {
+		out = append(out, body[16:]...)
+	} else if out, err = comp.Compress(out, body[16:]); err != nil {
+		c.t.log.Warn().Err(err).Msg("re-compress response without tracing id; forwarding it unchanged")
+		return frame
 	}
 	cql.SetBodyLength(out, len(out)-cql.HeaderSize)
 	if cap(out) <= maxKeptScratch {
 		c.out = out
 	} else {
 		c.out = nil // valid for the caller until the GC takes it
+	}
+	if f.Compressor() == nil {
+		f.Replace(out, nil) // its body is out's own
+	} else {
+		f.Replace(out, body[16:])
 	}
 	return out
 }

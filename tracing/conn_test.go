@@ -416,7 +416,7 @@ func TestSampled(t *testing.T) {
 func mustBody(tb testing.TB, frame []byte, comp cql.Compressor) []byte {
 	tb.Helper()
 	h := mustHeader(tb, frame)
-	body, _, err := frameBody(h.Flags, frame, comp, nil)
+	body, err := view(h, frame, comp).Body()
 	if err != nil {
 		tb.Fatalf("body: %v", err)
 	}
@@ -577,10 +577,10 @@ func TestStaleSentIgnored(t *testing.T) {
 	mustConfig(t, tr, Config{Enable: true})
 	h, f := mustRequest(t, reqHeader(1, 0), cql.Query{Query: "SELECT 1"}, nil)
 	rh, rf := mustResponse(t, respHeader(1, 0), cql.ResponsePrefix{}, cql.VoidResult{}, nil)
-	old := c.Begin(h, f, nil, 0)
-	_, done := c.End(old, rh, rf, nil, 0)
+	old := c.Begin(view(h, f, nil), 0)
+	_, done := c.End(old, view(rh, rf, nil), 0)
 	c.Done(done, 0)
-	next := c.Begin(h, f, nil, 0)
+	next := c.Begin(view(h, f, nil), 0)
 	if next.r != old.r {
 		t.Fatalf("the second request did not reuse the first one's record")
 	}

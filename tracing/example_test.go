@@ -25,11 +25,14 @@ func Example() {
 	req := cql.AppendFrame(nil, cql.Header{Version: cql.V4, Stream: 1},
 		cql.Query{Query: "SELECT * FROM ks.t WHERE k = 1", Params: cql.QueryParams{Consistency: cql.LocalOne}})
 	h, _ := cql.ParseHeader(req)
-	t := c.Begin(h, req, nil, 0)
+	var rf cql.Frame // the view of a frame, decoded once for every reader; one per direction
+	rf.Reset(h, req, nil)
+	t := c.Begin(&rf, 0)
 	// … the sidecar forwards req (and calls t.Sent when t.Events()); the node answers …
 	resp := cql.AppendFrame(nil, cql.Header{Version: cql.V4 | cql.ResponseBit, Stream: 1}, cql.VoidResult{})
 	rh, _ := cql.ParseHeader(resp)
-	out, t := c.End(t, rh, resp, nil, 0) // forward out to the client, then:
+	rf.Reset(rh, resp, nil)
+	out, t := c.End(t, &rf, 0) // forward out to the client, then:
 	c.Done(t, 0)                         // a no-op unless t.Events()
 
 	s := tr.SlowLog(1)[0]

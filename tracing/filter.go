@@ -106,65 +106,42 @@ func (t *Tracer) Filter() Filter {
 	return Filter{}
 }
 
-// match reports whether the request of header h and frame on c passes f. It reads the
-// statement's text only when f needs it.
-func (c *Conn) match(f *Filter, h cql.Header, frame []byte, comp cql.Compressor) bool {
-	if f.op != 0 && h.Opcode != f.op {
+// match reports whether the request of the view f on c passes flt. It reads the
+// statement from the view only when flt needs it.
+func (c *Conn) match(flt *Filter, f *cql.Frame) bool {
+	h := &f.Header
+	if flt.op != 0 && h.Opcode != flt.op {
 		return false
 	}
-	if f.Client.IsValid() && !f.Client.Contains(c.clientAddr) {
+	if flt.Client.IsValid() && !flt.Client.Contains(c.clientAddr) {
 		return false
 	}
-	if f.User != "" && c.User() != f.User {
+	if flt.User != "" && c.User() != flt.User {
 		return false
 	}
-	if f.Keyspace == "" && f.Table == "" && f.Statement == "" {
+	if flt.Keyspace == "" && flt.Table == "" && flt.Statement == "" {
 		return true
 	}
-	body, scratch, err := frameBody(h.Flags, frame, comp, c.reqScratch)
-	c.reqScratch = scratch
-	if err != nil {
+	st, ok := f.Statement()
+	if !ok {
 		return false
 	}
-	if _, body, err = cql.ParseRequestPrefix(h.Flags, body); err != nil {
-		return false
-	}
-	var d cql.Decoder
-	d.Reset(body)
-	var text string
-	var id []byte
-	switch h.Opcode {
-	case cql.OpQuery, cql.OpPrepare:
-		text = d.LongString()
-	case cql.OpExecute:
-		id = d.ShortBytes()
+	text, id := string(st.Query), st.ID
+	if id != nil {
 		text, _ = c.t.prep.get(id)
-	case cql.OpBatch:
-		d.Byte()
-		if d.Short() > 0 {
-			if d.Byte() == 0 {
-				text = d.LongString()
-			} else {
-				id = d.ShortBytes()
-				text, _ = c.t.prep.get(id)
-			}
-		}
-	}
-	if d.Err() != nil {
-		return false
 	}
 	norm, _ := cql.NormalizeQuery(text, false, 0)
-	if f.Keyspace != "" || f.Table != "" {
+	if flt.Keyspace != "" || flt.Table != "" {
 		ks, table := statements.Target(norm)
-		if f.Keyspace != "" && ks != f.Keyspace || f.Table != "" && table != f.Table {
+		if flt.Keyspace != "" && ks != flt.Keyspace || flt.Table != "" && table != flt.Table {
 			return false
 		}
 	}
 	switch {
-	case f.id != nil:
-		return bytes.Equal(id, f.id)
-	case f.sub != "":
-		return strings.Contains(norm, f.sub)
+	case flt.id != nil:
+		return bytes.Equal(id, flt.id)
+	case flt.sub != "":
+		return strings.Contains(norm, flt.sub)
 	}
 	return true
 }

@@ -188,13 +188,13 @@ func (k *caller) OnRequest(h cql.Header, f []byte, comp cql.Compressor) { k.OnRe
 func (k *caller) OnRequestAt(h cql.Header, f []byte, comp cql.Compressor, now int64) {
 	q, isPrepare := "", h.Opcode == cql.OpPrepare
 	if isPrepare {
-		if body, _, err := frameBody(h.Flags, f, comp, nil); err == nil {
+		if body, err := view(h, f, comp).Body(); err == nil {
 			var d cql.Decoder
 			d.Reset(body)
 			q = d.LongString()
 		}
 	}
-	t := k.Begin(h, f, comp, now)
+	t := k.Begin(view(h, f, comp), now)
 	k.mu.Lock()
 	k.inflight[h.Stream] = t
 	if isPrepare {
@@ -222,7 +222,7 @@ func (k *caller) OnResponseAt(h cql.Header, f []byte, comp cql.Compressor, now i
 	delete(k.prepared, h.Stream)
 	k.mu.Unlock()
 	if isPrepare && h.Opcode == cql.OpResult {
-		if body, _, err := frameBody(h.Flags, f, comp, nil); err == nil {
+		if body, err := view(h, f, comp).Body(); err == nil {
 			if _, body, err = cql.ParseResponsePrefix(h.Flags, body); err == nil {
 				if id, ks, ok := ReadPrepared(body, h.ProtoVersion()); ok {
 					k.t.Statements().Put(id, Statement{Query: q, Keyspace: ks})
@@ -230,7 +230,7 @@ func (k *caller) OnResponseAt(h cql.Header, f []byte, comp cql.Compressor, now i
 			}
 		}
 	}
-	out, t := k.End(t, h, f, comp, now)
+	out, t := k.End(t, view(h, f, comp), now)
 	if t.Events() {
 		k.mu.Lock()
 		k.answered[h.Stream] = t
@@ -247,4 +247,11 @@ func (k *caller) ResponseSent(stream int16) {
 	if ok {
 		k.Done(t, 0)
 	}
+}
+
+// view is the view of frame, as the sidecar builds it.
+func view(h cql.Header, frame []byte, comp cql.Compressor) *cql.Frame {
+	f := new(cql.Frame)
+	f.Reset(h, frame, comp)
+	return f
 }

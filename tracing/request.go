@@ -37,23 +37,6 @@ func requestName(op cql.Opcode) string {
 	return op.String()
 }
 
-// frameBody returns the body of frame, decompressed into scratch when the frame says it is
-// compressed, and scratch for reuse.
-func frameBody(flags byte, frame []byte, comp cql.Compressor, scratch []byte) (body, out []byte, err error) {
-	body = frame[cql.HeaderSize:]
-	if flags&cql.FlagCompression == 0 || comp == nil {
-		return body, scratch, nil
-	}
-	out, err = comp.Decompress(scratch[:0], body)
-	if err != nil {
-		return nil, scratch, fmt.Errorf("decompress %s body: %w", comp.Name(), err)
-	}
-	if cap(out) > maxKeptScratch {
-		return out, nil, nil // used once, then left to the GC
-	}
-	return out, out, nil
-}
-
 // maxKeptScratch bounds the decompression and rewrite buffers a Conn keeps between calls.
 const maxKeptScratch = 1 << 20
 
@@ -268,24 +251,28 @@ func indexed(k string, i int) string {
 	return k + "[" + strconv.Itoa(i) + "]"
 }
 
-// decodeRequest builds the parameters of the request frame, which may be truncated
-// (keeping what could be read). scratch is reused for decompression and returned.
-func (t *Tracer) decodeRequest(op cql.Opcode, flags byte, frame []byte, comp cql.Compressor, scratch []byte) (map[string]string, []byte) {
+// decodeFast builds the parameters of a slow fast-mode request from the copy its record
+// keeps: the frame, decompressed here (the sidecar had not), or its message, decompressed
+// by the sidecar already. The copy may be truncated; what could be read is kept.
+func (c *Conn) decodeFast(r *record) map[string]string {
 	m := make(map[string]string, 6)
-	body, scratch, err := frameBody(flags, frame, comp, scratch)
-	if err != nil {
-		m["decode_error"] = err.Error()
-		return m, scratch
+	body := r.buf
+	if !r.plain {
+		h, err := cql.ParseHeader(r.buf)
+		if err != nil {
+			m["decode_error"] = err.Error()
+			return m
+		}
+		c.fast.Reset(h, r.buf, r.comp)
+		if body, err = c.fast.Message(); err != nil {
+			m["decode_error"] = err.Error()
+			return m
+		}
 	}
-	_, body, err = cql.ParseRequestPrefix(flags, body)
-	if err != nil {
-		m["decode_error"] = err.Error()
-		return m, scratch
-	}
-	if err := walkRequest(op, body, t.params(m)); err != nil {
+	if err := walkRequest(r.op, body, c.t.params(m)); err != nil {
 		m["decode_error"] = err.Error()
 	}
-	return m, scratch
+	return m
 }
 
 // responseInfo is what a traced session needs from a response: the node's tracing id and
@@ -294,34 +281,30 @@ type responseInfo struct {
 	tracingID    [16]byte
 	hasTracingID bool
 	err          string
-	body         []byte // decompressed body, with its prefix, when it was decompressed
 }
 
-// readResponse reads the tracing id and the error of a response frame. scratch is reused
-// for decompression and returned.
-func readResponse(h cql.Header, frame []byte, comp cql.Compressor, scratch []byte) (responseInfo, []byte) {
+// readResponse reads the tracing id and the error of a response, from its view: the body
+// is decompressed only for those, and then only once for every reader of the frame.
+func readResponse(f *cql.Frame) responseInfo {
 	var ri responseInfo
+	h := f.Header
 	if h.Flags&cql.FlagTracing == 0 && h.Opcode != cql.OpError {
-		return ri, scratch
+		return ri
 	}
-	body, scratch, err := frameBody(h.Flags, frame, comp, scratch)
+	rest, err := f.Message()
 	if err != nil {
-		ri.err = "tracecar: " + err.Error()
-		return ri, scratch
+		if _, berr := f.Body(); berr != nil {
+			ri.err = "tracecar: " + berr.Error()
+		} else {
+			ri.err = "tracecar: malformed response prefix"
+		}
+		return ri
 	}
-	if h.Flags&cql.FlagCompression != 0 && comp != nil {
-		ri.body = body
-	}
-	pre, rest, err := cql.ParseResponsePrefix(h.Flags, body)
-	if err != nil {
-		ri.err = "tracecar: malformed response prefix"
-		return ri, scratch
-	}
-	ri.tracingID, ri.hasTracingID = pre.TracingID, pre.HasTracingID
+	ri.tracingID, ri.hasTracingID = f.TracingID()
 	if h.Opcode == cql.OpError {
 		ri.err = errorText(rest)
 	}
-	return ri, scratch
+	return ri
 }
 
 // errorText renders an ERROR body as "name (0xCODE): message".

@@ -2,21 +2,14 @@ package tracing
 
 import "github.com/tracecar/tracecar/internal/cql"
 
-// responseRows returns the row count of a RESULT Rows response, or -1: from decompressed,
-// the body readResponse decompressed, or from the frame itself when it is not compressed.
-// A compressed response that readResponse did not decompress is not decompressed for this.
-func responseRows(h cql.Header, frame, decompressed []byte) int {
-	if h.Opcode != cql.OpResult {
+// responseRows returns the row count of a RESULT Rows response, or -1: from the view's
+// body when it is not compressed, or has been decompressed by another reader. A
+// compressed response is not decompressed for this.
+func responseRows(f *cql.Frame) int {
+	if f.Header.Opcode != cql.OpResult || f.Compressed() && !f.Decompressed() {
 		return -1
 	}
-	body := decompressed
-	if body == nil {
-		if h.Flags&cql.FlagCompression != 0 {
-			return -1
-		}
-		body = frame[cql.HeaderSize:]
-	}
-	_, rest, err := cql.ParseResponsePrefix(h.Flags, body)
+	rest, err := f.Message()
 	if err != nil {
 		return -1
 	}

@@ -47,8 +47,8 @@ func calls(st *statements.Stats, q string, n int, us int64, errCode int32) {
 		op, res = cql.OpError, cql.Error{Code: errCode, Message: "x"}.AppendBody(nil, cql.V4)
 	}
 	for i := 0; i < n; i++ {
-		tk := st.Request(cql.Header{Version: cql.V4, Opcode: cql.OpQuery}, b, 1_000_000)
-		st.Response(tk, cql.Header{Version: cql.V4 | cql.ResponseBit, Opcode: op}, res, 1_000_000+us*1000)
+		tk := st.Request(cql.NewFrame(cql.Header{Version: cql.V4, Opcode: cql.OpQuery}, b), 1_000_000)
+		st.Response(tk, cql.NewFrame(cql.Header{Version: cql.V4 | cql.ResponseBit, Opcode: op}, res), 1_000_000+us*1000)
 	}
 }
 

@@ -178,9 +178,22 @@ func (t Ticket) PrefixEnough(op cql.Opcode) bool {
 	return t.prepText == "" && op == cql.OpResult
 }
 
-// Request sees a request that is forwarded to the node: its header and its body
-// (decompressed, custom payload removed), and now, the monotonic time of its arrival.
-func (s *Stats) Request(h cql.Header, body []byte, now int64) Ticket {
+// Request sees a request that is forwarded to the node, through the view f that the proxy
+// decoded it into, and now, the monotonic time of its arrival. It reads the body from the
+// view (decompressed, custom payload removed), which decompresses it at most once for
+// every reader of the frame.
+func (s *Stats) Request(f *cql.Frame, now int64) Ticket {
+	h := f.Header
+	switch {
+	case h.Opcode != cql.OpPrepare && !s.on.Load():
+		return Ticket{}
+	case h.Opcode != cql.OpPrepare && h.Opcode != cql.OpQuery && h.Opcode != cql.OpExecute && h.Opcode != cql.OpBatch:
+		return Ticket{}
+	}
+	body, err := f.Message()
+	if err != nil {
+		return Ticket{}
+	}
 	if h.Opcode == cql.OpPrepare {
 		r := reader{b: body}
 		q := r.longString()
@@ -254,10 +267,13 @@ func (s *Stats) countRequest(e *Entry, p params) {
 	}
 }
 
-// Response sees the response to a request whose Ticket is active: its header, its body
-// (decompressed, or nil when WantsBody said it is not needed) and now, the monotonic time
-// it arrived.
-func (s *Stats) Response(t Ticket, h cql.Header, body []byte, now int64) {
+// Response sees the response to a request whose Ticket is active, through the view f that
+// the proxy decoded it into, and now, the monotonic time it arrived. It reads only what it
+// needs of the body: nothing for most responses, the start of a compressed RESULT when
+// that is enough to count its rows (unless another reader has decompressed it whole).
+func (s *Stats) Response(t Ticket, f *cql.Frame, now int64) {
+	h := f.Header
+	body := responseBody(t, f)
 	if t.prepText != "" {
 		if h.Opcode == cql.OpResult && body != nil {
 			r := reader{b: body}
@@ -303,6 +319,21 @@ func (s *Stats) Response(t Ticket, h cql.Header, body []byte, now int64) {
 			e.rows.Add(n)
 		}
 	}
+}
+
+// responseBody returns the body, with its prefix, of a response that t reads, or nil.
+func responseBody(t Ticket, f *cql.Frame) []byte {
+	if !t.WantsBody(f.Header.Opcode) {
+		return nil
+	}
+	if t.PrefixEnough(f.Header.Opcode) && f.Compressed() && !f.Decompressed() {
+		return f.Start(RowsPrefix)
+	}
+	body, err := f.Body()
+	if err != nil {
+		return nil
+	}
+	return body
 }
 
 // learn remembers a prepared statement's text by id.

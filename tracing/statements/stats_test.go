@@ -9,7 +9,11 @@ import (
 )
 
 // clock is a fake monotonic clock, in nanoseconds.
-type clock struct{ t int64 }
+type clock struct {
+	t         int64
+	req, resp cql.Frame // the views call reuses, with their frames' buffers
+	rb, sb    []byte
+}
 
 func (c *clock) now() int64 { return c.t }
 
@@ -36,7 +40,7 @@ var intCol = func(name string) cql.ColumnSpec {
 // prepare runs a PREPARE of q through s, answered with id and a result of cols columns.
 func prepare(t *testing.T, s *Stats, q string, id string, cols int) {
 	t.Helper()
-	tk := s.Request(reqHeader(cql.OpPrepare), body(cql.Prepare{Query: q}), 1)
+	tk := s.Request(cql.NewFrame(reqHeader(cql.OpPrepare), body(cql.Prepare{Query: q})), 1)
 	if !tk.Active() {
 		t.Fatal("a PREPARE's ticket is inactive")
 	}
@@ -45,17 +49,26 @@ func prepare(t *testing.T, s *Stats, q string, id string, cols int) {
 		res.ResultMetadata.Columns = append(res.ResultMetadata.Columns, intCol(fmt.Sprintf("c%d", i)))
 	}
 	res.ResultMetadata.ColumnCount = cols
-	s.Response(tk, respHeader(cql.OpResult), body(res), 2)
+	s.Response(tk, cql.NewFrame(respHeader(cql.OpResult), body(res)), 2)
 }
 
-// call runs one request and its response, latency us microseconds.
+// call runs one request and its response, latency us microseconds, through views reused
+// from call to call as the sidecar reuses its own.
 func call(s *Stats, c *clock, op cql.Opcode, req []byte, resOp cql.Opcode, res []byte, us int64) {
 	start := c.t
-	tk := s.Request(reqHeader(op), req, start)
+	tk := s.Request(view(&c.req, &c.rb, reqHeader(op), req), start)
 	c.t += us * 1000
 	if tk.Active() {
-		s.Response(tk, respHeader(resOp), res, c.t)
+		s.Response(tk, view(&c.resp, &c.sb, respHeader(resOp), res), c.t)
 	}
+}
+
+// view makes f a view of the frame of h and body, built in buf.
+func view(f *cql.Frame, buf *[]byte, h cql.Header, body []byte) *cql.Frame {
+	h.Length = uint32(len(body))
+	*buf = append(cql.AppendHeader((*buf)[:0], h), body...)
+	f.Reset(h, *buf, nil)
+	return f
 }
 
 func rows(n int) []byte {
@@ -368,9 +381,9 @@ func TestRowsCountedFromLZ4Prefix(t *testing.T) {
 func BenchmarkKnownExecute(b *testing.B) {
 	s := New(Options{})
 	s.SetEnabled(true)
-	tk := s.Request(reqHeader(cql.OpPrepare), body(cql.Prepare{Query: "SELECT v FROM ks.t WHERE k = ?"}), 1)
-	s.Response(tk, respHeader(cql.OpResult), body(cql.PreparedResult{ID: []byte("0123456789abcdef"),
-		ResultMetadata: cql.RowsMetadata{ColumnCount: 1, Columns: []cql.ColumnSpec{intCol("v")}}}), 2)
+	tk := s.Request(cql.NewFrame(reqHeader(cql.OpPrepare), body(cql.Prepare{Query: "SELECT v FROM ks.t WHERE k = ?"})), 1)
+	s.Response(tk, cql.NewFrame(respHeader(cql.OpResult), body(cql.PreparedResult{ID: []byte("0123456789abcdef"),
+		ResultMetadata: cql.RowsMetadata{ColumnCount: 1, Columns: []cql.ColumnSpec{intCol("v")}}})), 2)
 	exec := body(cql.Execute{ID: []byte("0123456789abcdef"), Params: cql.QueryParams{Consistency: cql.LocalOne,
 		Flags: cql.QueryValues | cql.QueryPageSize, PageSize: 5000, Values: []cql.Value{{Bytes: []byte{0, 0, 0, 1}}}}})
 	res := rows(1)
@@ -379,8 +392,8 @@ func BenchmarkKnownExecute(b *testing.B) {
 		var now int64
 		for pb.Next() {
 			now += 1000
-			t := s.Request(reqHeader(cql.OpExecute), exec, now)
-			s.Response(t, respHeader(cql.OpResult), res, now+50000)
+			t := s.Request(cql.NewFrame(reqHeader(cql.OpExecute), exec), now)
+			s.Response(t, cql.NewFrame(respHeader(cql.OpResult), res), now+50000)
 		}
 	})
 }
@@ -391,7 +404,7 @@ func BenchmarkOff(b *testing.B) {
 	exec := body(cql.Execute{ID: []byte("0123456789abcdef"), Params: cql.QueryParams{Consistency: cql.LocalOne}})
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		if t := s.Request(reqHeader(cql.OpExecute), exec, 1); t.Active() {
+		if t := s.Request(cql.NewFrame(reqHeader(cql.OpExecute), exec), 1); t.Active() {
 			b.Fatal("active while off")
 		}
 	}
