@@ -70,7 +70,7 @@ func TestDecodedOnce(t *testing.T) {
 		{"prepare", cql.Prepare{Query: "SELECT * FROM ks.t WHERE k = ?"},
 			cql.PreparedResult{ID: []byte("user-statement-1"), ResultMetadata: cql.RowsMetadata{Columns: localColumns()}}},
 		{"execute", cql.Execute{ID: sysID, Params: cql.QueryParams{Consistency: cql.One}}, localRows},
-		{"batch", cql.Batch{Queries: []cql.BatchQuery{{Query: "INSERT INTO ks.t (k) VALUES (1)"}, {ID: []byte("user-statement-1")}}, Consistency: cql.One}, cql.VoidResult{}},
+		{"batch", cql.Batch{Queries: []cql.BatchQuery{{Query: "INSERT INTO ks.t (k) VALUES (1)"}, {Prepared: true, ID: []byte("user-statement-1")}}, Consistency: cql.One}, cql.VoidResult{}},
 	}
 	filters := []struct {
 		name string
