@@ -33,7 +33,7 @@ func Example() {
 	rh, _ := cql.ParseHeader(resp)
 	rf.Reset(rh, resp, nil)
 	out, t := c.End(t, &rf, 0) // forward out to the client, then:
-	c.Done(t, 0)                         // a no-op unless t.Events()
+	c.Done(t, 0)               // a no-op unless t.Events()
 
 	s := tr.SlowLog(1)[0]
 	fmt.Println(len(out) == len(resp), s.Mode, s.Command, s.Request)
