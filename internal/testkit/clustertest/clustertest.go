@@ -1,21 +1,18 @@
-// Package clustertest starts an embedded cluster on loopback, and a sidecar in front of each
-// of its nodes, for the tests that drive real drivers through them: node i listens on
-// 127.0.0.<i>:P and its sidecar on 127.0.0.<i>:S, the convention that lets a sidecar map
-// a peer node to the sidecar beside it with nothing but --peer-port.
+// Package clustertest starts an embedded cluster on loopback for the tests that drive real
+// drivers through it: node i listens on 127.0.0.<i>:P, and the sidecar beside it (started by
+// this package's own tests, so that no helper outside the tests imports the data path) on
+// 127.0.0.<i>:S, the convention that lets a sidecar map a peer node to the sidecar beside it
+// with nothing but --peer-port.
 package clustertest
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"net/netip"
 	"strconv"
 	"testing"
 
-	"github.com/tracecar/tracecar/internal/metrics"
 	"github.com/tracecar/tracecar/internal/node"
-	"github.com/tracecar/tracecar/sidecar"
-	"github.com/tracecar/tracecar/tracing"
 )
 
 // ListenSamePort returns n listeners on 127.0.0.1 … 127.0.0.n that share one free port. All
@@ -90,47 +87,3 @@ func StartCluster(tb testing.TB, n int, cfg node.ClusterConfig) *node.Cluster {
 	})
 	return c
 }
-
-// Sidecar is a proxy in front of one node, with the tracer and metrics it reports to.
-type Sidecar struct {
-	Addr    netip.AddrPort
-	Proxy   *sidecar.Proxy
-	Tracer  *tracing.Tracer
-	Metrics *metrics.Metrics
-}
-
-// StartSidecars starts one sidecar per node of c, sidecar i on 127.0.0.<i>:S, until the test
-// ends. cfg is the template of every sidecar's configuration; NodeAddr is filled in.
-func StartSidecars(tb testing.TB, c *node.Cluster, cfg sidecar.Config) []*Sidecar {
-	tb.Helper()
-	return StartSidecarsOn(tb, c, ListenSamePort(tb, c.Len()), cfg)
-}
-
-// StartSidecarsOn is StartSidecars with sidecar i serving lns[i].
-func StartSidecarsOn(tb testing.TB, c *node.Cluster, lns []net.Listener, cfg sidecar.Config) []*Sidecar {
-	tb.Helper()
-	out := make([]*Sidecar, c.Len())
-	for i, ln := range lns {
-		m := metrics.New()
-		tr := tracing.New(tracing.Options{})
-		sc := cfg
-		sc.NodeAddr = c.Addr(i).String()
-		sc.Metrics = m
-		p := sidecar.New(sc, tr)
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- p.Serve(ctx, ln) }()
-		tb.Cleanup(func() {
-			cancel()
-			if err := <-done; err != nil {
-				tb.Errorf("sidecar %d: %v", i+1, err)
-			}
-			tr.Close(context.Background())
-		})
-		out[i] = &Sidecar{Addr: netip.MustParseAddrPort(ln.Addr().String()), Proxy: p, Tracer: tr, Metrics: m}
-	}
-	return out
-}
-
-// String names the sidecar by its address.
-func (s *Sidecar) String() string { return fmt.Sprint(s.Addr) }
