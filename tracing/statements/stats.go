@@ -181,9 +181,9 @@ func (t Ticket) PrefixEnough(op cql.Opcode) bool {
 // Request sees a request that is forwarded to the node: its header and its body
 // (decompressed, custom payload removed), and now, the monotonic time of its arrival.
 func (s *Stats) Request(h cql.Header, body []byte, now int64) Ticket {
-	var d cql.Decoder
-	d.Reset(body)
 	if h.Opcode == cql.OpPrepare {
+		var d cql.Decoder
+		d.Reset(body)
 		q := d.LongStringBytes()
 		if d.Err() != nil {
 			return Ticket{}
@@ -193,6 +193,8 @@ func (s *Stats) Request(h cql.Header, body []byte, now int64) Ticket {
 	if !s.on.Load() {
 		return Ticket{}
 	}
+	var d cql.Decoder
+	d.Reset(body)
 	var e *Entry
 	var p params
 	switch h.Opcode {
