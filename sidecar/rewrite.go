@@ -48,11 +48,11 @@ func (c *conn) learnPrepared(f *cql.Frame, req inflight) {
 	if err != nil || h.Opcode != cql.OpResult {
 		return
 	}
-	id, ks, ok := tracing.ReadPrepared(body, h.ProtoVersion())
+	info, ok := cql.ReadPrepared(body, h.ProtoVersion())
 	if !ok {
 		return
 	}
-	st := tracing.Statement{Query: req.query, Keyspace: ks}
+	st := tracing.Statement{Query: req.query, Keyspace: string(info.Keyspace)}
 	if req.kind&kindPrepare != 0 && !skipRewrite.Load() {
 		if m, err := cql.DecodeResult(body, h.ProtoVersion()); err == nil {
 			if pr, ok := m.(cql.PreparedResult); ok {
@@ -63,7 +63,7 @@ func (c *conn) learnPrepared(f *cql.Frame, req inflight) {
 	if st.Query == "" && st.System == 0 {
 		return
 	}
-	c.p.prepared.Put(id, st)
+	c.p.prepared.Put(info.ID, st)
 }
 
 func isIdent(c byte) bool {

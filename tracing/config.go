@@ -31,7 +31,7 @@
 // gets its End (a connection that ends with requests in flight) is left to the GC.
 //
 // The prepared-statement registry (Statements) is learnt by the caller, which sees every
-// PREPARE and its RESULT (ReadPrepared); tracing reads the query text of an EXECUTE from
+// PREPARE and its RESULT (cql.ReadPrepared); tracing reads the query text of an EXECUTE from
 // it. Requests are counted once, by the caller (Tracer.CountRequests).
 package tracing
 

@@ -224,8 +224,8 @@ func (k *caller) OnResponseAt(h cql.Header, f []byte, comp cql.Compressor, now i
 	if isPrepare && h.Opcode == cql.OpResult {
 		if body, err := view(h, f, comp).Body(); err == nil {
 			if _, body, err = cql.ParseResponsePrefix(h.Flags, body); err == nil {
-				if id, ks, ok := ReadPrepared(body, h.ProtoVersion()); ok {
-					k.t.Statements().Put(id, Statement{Query: q, Keyspace: ks})
+				if p, ok := cql.ReadPrepared(body, h.ProtoVersion()); ok {
+					k.t.Statements().Put(p.ID, Statement{Query: q, Keyspace: string(p.Keyspace)})
 				}
 			}
 		}

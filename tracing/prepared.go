@@ -110,37 +110,3 @@ func (p *Statements) len() int {
 	defer p.mu.RUnlock()
 	return len(p.m)
 }
-
-// ReadPrepared reads a RESULT Prepared body (decompressed, after its prefix) of protocol
-// version: the statement id, and its keyspace from the global table spec of its bind
-// metadata or its first column's ("" when the metadata names none). ok is false for any
-// other body. id aliases body.
-func ReadPrepared(body []byte, version byte) (id []byte, keyspace string, ok bool) {
-	var d cql.Decoder
-	d.Reset(body)
-	if d.Int() != cql.ResultPrepared {
-		return nil, "", false
-	}
-	id = d.ShortBytes()
-	if d.Err() != nil {
-		return nil, "", false
-	}
-	if version >= 5 {
-		d.ShortBytes() // result_metadata_id
-	}
-	flags := d.Int()
-	columns := d.Int()
-	if version >= 4 {
-		for n := d.Int(); n > 0 && d.Err() == nil; n-- {
-			d.Short() // partition key index
-		}
-	}
-	if d.Err() != nil || flags&1 == 0 && columns <= 0 {
-		return id, "", true
-	}
-	ks := d.String() // the global spec's keyspace, or the first column's
-	if d.Err() != nil {
-		return id, "", true
-	}
-	return id, ks, true
-}

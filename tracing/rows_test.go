@@ -6,42 +6,44 @@ import (
 	"github.com/tracecar/tracecar/internal/cql"
 )
 
-func TestRowsCount(t *testing.T) {
-	blob := cql.Simple(cql.TypeBlob)
-	text := cql.Simple(cql.TypeVarchar)
-	nested := cql.TypeInfo{ID: cql.TypeMap, Key: &text, Elem: &cql.TypeInfo{ID: cql.TypeList, Elem: &cql.TypeInfo{
-		ID: cql.TypeUDT, Keyspace: "ks", Name: "addr", Fields: []cql.Field{{Name: "street", Type: text},
-			{Name: "pair", Type: cql.TypeInfo{ID: cql.TypeTuple, Elems: []cql.TypeInfo{blob, {ID: cql.TypeCustom, Custom: "x.Y"}}}}}}}}
-	row := func(n int) [][][]byte {
-		rows := make([][][]byte, n)
-		for i := range rows {
-			rows[i] = [][]byte{[]byte("k"), nil}
-		}
-		return rows
-	}
+// TestResponseRows covers what responseRows adds to cql.RowsCount (tested against the full
+// decoder in cql): the opcode, the prefix and compression.
+func TestResponseRows(t *testing.T) {
+	rows := rowsMsg()
+	rows.Rows = append(rows.Rows, rows.Rows[0], rows.Rows[0])
+	prefix := cql.ResponsePrefix{TracingID: nodeID, Warnings: []string{"w"}, CustomPayload: map[string][]byte{"k": {1}}}
+	all := cql.FlagTracing | cql.FlagWarning | cql.FlagCustomPayload
+	_, plain := mustResponse(t, respHeader(1, 0), cql.ResponsePrefix{}, rows, nil)
+	ph, prefixed := mustResponse(t, respHeader(1, all), prefix, rows, nil)
+	zh, z := mustResponse(t, respHeader(1, all), prefix, rows, cql.LZ4{})
+	_, void := mustResponse(t, respHeader(1, 0), cql.ResponsePrefix{}, cql.VoidResult{}, nil)
+	eh, errFrame := mustResponse(t, respHeader(1, 0), cql.ResponsePrefix{}, cql.Error{Code: cql.ErrCodeInvalid, Message: "x"}, nil)
 	tests := []struct {
-		name string
-		body []byte
-		want int
-		ok   bool
+		name         string
+		h            cql.Header
+		frame        []byte
+		decompressed bool // another reader decompressed the body first
+		want         int
 	}{
-		{"global spec", cql.RowsResult{Metadata: cql.RowsMetadata{Columns: []cql.ColumnSpec{
-			{Keyspace: "ks", Table: "t", Name: "a", Type: blob}, {Keyspace: "ks", Table: "t", Name: "b", Type: text}}},
-			Rows: row(3)}.AppendBody(nil, cql.V4), 3, true},
-		{"per-column spec, nested types", cql.RowsResult{Metadata: cql.RowsMetadata{Columns: []cql.ColumnSpec{
-			{Keyspace: "ks", Table: "t", Name: "a", Type: blob}, {Keyspace: "ks2", Table: "u", Name: "b", Type: nested}}},
-			Rows: row(2)}.AppendBody(nil, cql.V4), 2, true},
-		{"paged, no metadata", cql.RowsResult{Metadata: cql.RowsMetadata{Flags: cql.RowsNoMetadata, ColumnCount: 2,
-			PagingState: []byte("page")}, Rows: row(5)}.AppendBody(nil, cql.V4), 5, true},
-		{"empty", cql.RowsResult{Metadata: cql.RowsMetadata{Columns: []cql.ColumnSpec{{Keyspace: "ks", Table: "t", Name: "a", Type: blob}}}}.AppendBody(nil, cql.V4), 0, true},
-		{"void", cql.VoidResult{}.AppendBody(nil, cql.V4), 0, false},
-		{"truncated", cql.RowsResult{Metadata: cql.RowsMetadata{Columns: []cql.ColumnSpec{{Keyspace: "ks", Table: "t", Name: "a", Type: nested}}}}.AppendBody(nil, cql.V4)[:20], 0, false},
+		{"plain", mustHeader(t, plain), plain, false, 3},
+		{"prefixed", ph, prefixed, false, 3},
+		{"compressed, decompressed", zh, z, true, 3},
+		{"compressed, not decompressed", zh, z, false, -1},
+		{"cut prefix", ph, prefixed[:cql.HeaderSize+20], false, -1},
+		{"void", mustHeader(t, void), void, false, -1},
+		{"error", eh, errFrame, false, -1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := rowsCount(tt.body)
-			if got != tt.want || ok != tt.ok {
-				t.Errorf("rowsCount = %d, %v; want %d, %v", got, ok, tt.want, tt.ok)
+			f := view(tt.h, tt.frame, cql.LZ4{})
+			if tt.decompressed {
+				f.Body()
+			}
+			if got := responseRows(f); got != tt.want {
+				t.Errorf("responseRows = %d; want %d", got, tt.want)
+			}
+			if n := testing.AllocsPerRun(100, func() { responseRows(f) }); n != 0 {
+				t.Errorf("%v allocations; want 0", n)
 			}
 		})
 	}

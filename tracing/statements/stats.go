@@ -195,9 +195,10 @@ func (s *Stats) Request(f *cql.Frame, now int64) Ticket {
 		return Ticket{}
 	}
 	if h.Opcode == cql.OpPrepare {
-		r := reader{b: body}
-		q := r.longString()
-		if r.bad {
+		var d cql.Decoder
+		d.Reset(body)
+		q := d.LongStringBytes()
+		if d.Err() != nil {
 			return Ticket{}
 		}
 		return Ticket{prepText: string(q), version: h.Version &^ cql.ResponseBit, active: true}
@@ -205,36 +206,37 @@ func (s *Stats) Request(f *cql.Frame, now int64) Ticket {
 	if !s.on.Load() {
 		return Ticket{}
 	}
-	r := reader{b: body}
+	var d cql.Decoder
+	d.Reset(body)
 	var e *Entry
 	var p params
 	switch h.Opcode {
 	case cql.OpQuery:
-		q := r.longString()
-		if r.bad {
+		q := d.LongStringBytes()
+		if d.Err() != nil {
 			return Ticket{}
 		}
 		e = s.queryEntry(q)
-		p = r.readParams()
-		if !r.bad && e.shape.dmlOrSelect() && !e.shape.system && (p.hasValues || e.literals()) {
+		p = readParams(&d)
+		if d.Err() == nil && e.shape.dmlOrSelect() && !e.shape.system && (p.hasValues || e.literals()) {
 			e.anti[kindUnprepared].Add(1)
 		}
 	case cql.OpExecute:
-		id := r.shortBytes()
-		if r.bad {
+		id := d.ShortBytes()
+		if d.Err() != nil {
 			return Ticket{}
 		}
 		e = s.executeEntry(id)
-		p = r.readParams()
+		p = readParams(&d)
 	case cql.OpBatch:
-		e, p = s.batchEntry(&r)
+		e, p = s.batchEntry(&d)
 		if e == nil {
 			return Ticket{}
 		}
 	default:
 		return Ticket{}
 	}
-	if r.bad {
+	if d.Err() != nil {
 		p = params{cl: 0xffff}
 	}
 	e.cls[clIndex(p.cl)].Add(1)
@@ -276,11 +278,9 @@ func (s *Stats) Response(t Ticket, f *cql.Frame, now int64) {
 	body := responseBody(t, f)
 	if t.prepText != "" {
 		if h.Opcode == cql.OpResult && body != nil {
-			r := reader{b: body}
-			r.skipResponsePrefix(h.Flags)
-			if !r.bad {
-				if id, cols, ok := preparedResult(r.b, t.version); ok {
-					s.learn(id, t.prepText, cols)
+			if rest, err := cql.SkipResponsePrefix(h.Flags, body); err == nil {
+				if p, ok := cql.ReadPrepared(rest, t.version); ok {
+					s.learn(p.ID, t.prepText, p.ResultColumns)
 				}
 			}
 		}
@@ -303,20 +303,20 @@ func (s *Stats) Response(t Ticket, f *cql.Frame, now int64) {
 	if body == nil {
 		return
 	}
-	r := reader{b: body}
-	r.skipResponsePrefix(h.Flags)
-	if r.bad {
+	rest, err := cql.SkipResponsePrefix(h.Flags, body)
+	if err != nil {
 		return
 	}
 	switch h.Opcode {
 	case cql.OpError:
-		code := r.int32()
-		if !r.bad {
+		var d cql.Decoder
+		d.Reset(rest)
+		if code := d.Int(); d.Err() == nil {
 			e.errs[errIndex(code)].Add(1)
 		}
 	case cql.OpResult:
-		if n, ok := rowsCount(r.b); ok {
-			e.rows.Add(n)
+		if n, ok := cql.RowsCount(rest); ok {
+			e.rows.Add(uint64(n))
 		}
 	}
 }
@@ -403,9 +403,9 @@ func (s *Stats) executeEntry(id []byte) *Entry {
 
 // batchEntry returns the entry of a BATCH, keyed by its type and its statements' texts.
 // Batches allocate their key on every request.
-func (s *Stats) batchEntry(r *reader) (*Entry, params) {
-	typ := r.byte1()
-	n := r.short()
+func (s *Stats) batchEntry(d *cql.Decoder) (*Entry, params) {
+	typ := d.Byte()
+	n := int(d.Short())
 	var b strings.Builder
 	switch typ {
 	case cql.BatchLogged:
@@ -419,17 +419,17 @@ func (s *Stats) batchEntry(r *reader) (*Entry, params) {
 	var first []byte
 	samePartition := true
 	var sh shape
-	for i := 0; i < n && !r.bad; i++ {
+	for i := 0; i < n && d.Err() == nil; i++ {
 		if i > 0 {
 			b.WriteString("; ")
 		}
 		var text string
-		switch r.byte1() {
+		switch d.Byte() {
 		case 0:
 			prepared = false
-			text, _ = cql.NormalizeQuery(string(r.longString()), false, maxTextLen)
+			text, _ = cql.NormalizeQuery(string(d.LongStringBytes()), false, maxTextLen)
 		default:
-			id := r.shortBytes()
+			id := d.ShortBytes()
 			s.mu.RLock()
 			p := s.prep[string(id)]
 			s.mu.RUnlock()
@@ -443,9 +443,9 @@ func (s *Stats) batchEntry(r *reader) (*Entry, params) {
 			sh = classify(text)
 		}
 		b.WriteString(text)
-		vn := r.short()
-		for j := 0; j < vn && !r.bad; j++ {
-			v := r.value()
+		vn := int(d.Short())
+		for j := 0; j < vn && d.Err() == nil; j++ {
+			v, _ := d.Value()
 			if j == 0 {
 				if i == 0 {
 					first = v
@@ -461,10 +461,10 @@ func (s *Stats) batchEntry(r *reader) (*Entry, params) {
 			break
 		}
 	}
-	if r.bad {
+	if d.Err() != nil {
 		return nil, params{}
 	}
-	p := params{cl: cql.Consistency(r.short())}
+	p := params{cl: d.Consistency()}
 	e := s.entry(key{text: b.String(), prepared: prepared}, -1)
 	if e.shape.verb == verbBatch || e.shape.keyspace == "" {
 		// The batch's keyspace and table are its first statement's.

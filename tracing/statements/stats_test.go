@@ -365,14 +365,52 @@ func TestHistogramBuckets(t *testing.T) {
 }
 
 // TestRowsCountedFromLZ4Prefix counts a compressed result's rows from the prefix that
-// the sidecar decompresses (cql.LZ4Prefix, tested against the full decompression in cql).
+// the sidecar decompresses (cql.LZ4Prefix, tested against the full decompression in cql),
+// and leaves uncounted the rows of a result whose metadata is longer than the prefix.
 func TestRowsCountedFromLZ4Prefix(t *testing.T) {
-	res, err := cql.LZ4{}.Compress(nil, rows(7))
-	if err != nil {
-		t.Fatal(err)
+	wide := cql.RowsResult{}
+	for i := 0; i < 40; i++ {
+		wide.Metadata.Columns = append(wide.Metadata.Columns, intCol(fmt.Sprintf("a_rather_long_column_name_%d", i)))
 	}
-	if n, ok := rowsCount(cql.LZ4Prefix(nil, res, RowsPrefix)); !ok || n != 7 {
-		t.Errorf("rows %d %v, want 7", n, ok)
+	for i := 0; i < 9; i++ {
+		wide.Rows = append(wide.Rows, make([][]byte, 40))
+	}
+	warned := cql.AppendResponsePrefix(nil, cql.FlagWarning, cql.ResponsePrefix{Warnings: []string{"slow"}})
+	tests := []struct {
+		name  string
+		flags byte
+		body  []byte
+		want  uint64
+	}{
+		{"short metadata", 0, rows(7), 7},
+		{"after warnings", cql.FlagWarning, append(warned, rows(3)...), 3},
+		{"metadata past the prefix", 0, body(wide), 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, c := newStats(t, 0)
+			z, err := cql.LZ4{}.Compress(nil, tt.body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tk := s.Request(cql.NewFrame(reqHeader(cql.OpQuery), query("SELECT v FROM ks.t", cql.One, 10)), c.t)
+			if !tk.PrefixEnough(cql.OpResult) {
+				t.Fatal("PrefixEnough is false for a RESULT")
+			}
+			h := respHeader(cql.OpResult)
+			h.Flags = tt.flags | cql.FlagCompression
+			h.Length = uint32(len(z))
+			cc := &countingLZ4{}
+			var f cql.Frame
+			f.Reset(h, append(cql.AppendHeader(nil, h), z...), cc)
+			s.Response(tk, &f, c.t+1000)
+			if cc.full != 0 {
+				t.Errorf("%d full decompressions; want the start alone", cc.full)
+			}
+			if st := find(t, s.List("calls", 0, false), "SELECT v FROM ks.t", false); st.Calls != 1 || st.Rows != tt.want {
+				t.Errorf("calls %d rows %d; want 1 and %d", st.Calls, st.Rows, tt.want)
+			}
+		})
 	}
 }
 
@@ -408,4 +446,15 @@ func BenchmarkOff(b *testing.B) {
 			b.Fatal("active while off")
 		}
 	}
+}
+
+// countingLZ4 counts full decompressions.
+type countingLZ4 struct {
+	cql.LZ4
+	full int
+}
+
+func (c *countingLZ4) Decompress(dst, src []byte) ([]byte, error) {
+	c.full++
+	return c.LZ4.Decompress(dst, src)
 }
