@@ -1,0 +1,190 @@
+package statements
+
+import (
+	"sort"
+	"time"
+)
+
+// Reading the statistics: the list the admin API serves, its orders, and the merge of
+// several sidecars' lists.
+
+// Statement is one statement's statistics as the admin API serves them.
+type Statement struct {
+	Statement   string            `json:"statement"`
+	Prepared    bool              `json:"prepared"`
+	Keyspace    string            `json:"keyspace"`
+	Table       string            `json:"table"`
+	Calls       uint64            `json:"calls"`
+	Errors      map[string]uint64 `json:"errors"`
+	TotalTimeUS uint64            `json:"total_time_us"`
+	MeanUS      float64           `json:"mean_us"`
+	MaxUS       uint64            `json:"max_us"`
+	P50US       uint64            `json:"p50_us"`
+	P99US       uint64            `json:"p99_us"`
+	P999US      uint64            `json:"p999_us"`
+	Rows        uint64            `json:"rows"`
+	Consistency map[string]uint64 `json:"consistency"`
+	FirstSeen   time.Time         `json:"first_seen"`
+	LastSeen    time.Time         `json:"last_seen"`
+	// Histogram holds the non-empty latency buckets, [index, count], in HistogramLayout,
+	// when asked for: what merging statistics across sidecars needs.
+	Histogram []Bucket `json:"histogram,omitempty"`
+}
+
+// ErrorCount returns the total of s.Errors.
+func (s *Statement) ErrorCount() uint64 {
+	var n uint64
+	for _, c := range s.Errors {
+		n += c
+	}
+	return n
+}
+
+// Sort orders of List.
+var SortOrders = []string{"total_time", "calls", "p99", "errors"}
+
+// List returns the statements, sorted by order (one of SortOrders, descending), at most
+// limit of them (limit ≤ 0: all); withHistogram adds each one's histogram buckets.
+func (s *Stats) List(order string, limit int, withHistogram bool) []Statement {
+	s.mu.RLock()
+	es := make([]*Entry, 0, len(s.entries))
+	for _, e := range s.entries {
+		es = append(es, e)
+	}
+	s.mu.RUnlock()
+	out := make([]Statement, 0, len(es))
+	var dense [NumBuckets]uint64
+	for _, e := range es {
+		n := e.hist.snapshot(&dense)
+		st := Statement{
+			Statement: e.key.text, Prepared: e.key.prepared,
+			Keyspace: e.shape.keyspace, Table: e.shape.table,
+			Calls: e.calls.Load(), TotalTimeUS: e.totalUS.Load(), MaxUS: e.maxUS.Load(),
+			Rows: e.rows.Load(), Errors: map[string]uint64{}, Consistency: map[string]uint64{},
+			FirstSeen: s.wall(e.first), LastSeen: s.wall(e.last.Load()),
+		}
+		st.P50US = quantile(&dense, n, 0.5, st.MaxUS)
+		st.P99US = quantile(&dense, n, 0.99, st.MaxUS)
+		st.P999US = quantile(&dense, n, 0.999, st.MaxUS)
+		if st.Calls > 0 {
+			st.MeanUS = float64(st.TotalTimeUS) / float64(st.Calls)
+		}
+		for i := range e.errs {
+			if c := e.errs[i].Load(); c != 0 {
+				st.Errors[errName(i)] = c
+			}
+		}
+		for i := range e.cls {
+			if c := e.cls[i].Load(); c != 0 {
+				st.Consistency[clName(i)] = c
+			}
+		}
+		if withHistogram {
+			st.Histogram = sparse(&dense)
+		}
+		out = append(out, st)
+	}
+	SortStatements(out, order)
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out
+}
+
+func (s *Stats) wall(mono int64) time.Time {
+	return s.baseWall.Add(time.Duration(mono - s.baseMono)).UTC().Truncate(time.Millisecond)
+}
+
+// SortStatements sorts st by order (one of SortOrders), descending, ties by text.
+func SortStatements(st []Statement, order string) {
+	val := func(x *Statement) uint64 {
+		switch order {
+		case "calls":
+			return x.Calls
+		case "p99":
+			return x.P99US
+		case "errors":
+			return x.ErrorCount()
+		}
+		return x.TotalTimeUS
+	}
+	sort.SliceStable(st, func(i, j int) bool {
+		a, b := val(&st[i]), val(&st[j])
+		if a != b {
+			return a > b
+		}
+		if st[i].Statement != st[j].Statement {
+			return st[i].Statement < st[j].Statement
+		}
+		return st[i].Prepared && !st[j].Prepared
+	})
+}
+
+// Merge merges statements from several sources (sidecars) by key (text, prepared):
+// counts, times, rows, errors and consistency levels add up, max is the largest, first and
+// last seen the earliest and latest, and histograms add bucket by bucket, the percentiles
+// being read from the merged histogram (never averaged). Every input must carry its
+// histogram; ok is false for an entry that had calls but no histogram.
+func Merge(sources ...[]Statement) (merged []Statement, ok bool) {
+	ok = true
+	byKey := map[key]*Statement{}
+	var order []key
+	dense := map[key]*[NumBuckets]uint64{}
+	for _, src := range sources {
+		for _, st := range src {
+			k := key{st.Statement, st.Prepared}
+			if st.Calls > 0 && len(st.Histogram) == 0 {
+				ok = false
+			}
+			m := byKey[k]
+			if m == nil {
+				c := st
+				c.Errors, c.Consistency, c.Histogram = map[string]uint64{}, map[string]uint64{}, nil
+				c.Calls, c.TotalTimeUS, c.Rows, c.MaxUS = 0, 0, 0, 0
+				m = &c
+				byKey[k] = m
+				order = append(order, k)
+				dense[k] = new([NumBuckets]uint64)
+			}
+			m.Calls += st.Calls
+			m.TotalTimeUS += st.TotalTimeUS
+			m.Rows += st.Rows
+			m.MaxUS = max(m.MaxUS, st.MaxUS)
+			for c, n := range st.Errors {
+				m.Errors[c] += n
+			}
+			for c, n := range st.Consistency {
+				m.Consistency[c] += n
+			}
+			if st.FirstSeen.Before(m.FirstSeen) {
+				m.FirstSeen = st.FirstSeen
+			}
+			if st.LastSeen.After(m.LastSeen) {
+				m.LastSeen = st.LastSeen
+			}
+			d := dense[k]
+			for _, b := range st.Histogram {
+				if b[0] < NumBuckets {
+					d[b[0]] += b[1]
+				}
+			}
+		}
+	}
+	for _, k := range order {
+		m, d := byKey[k], dense[k]
+		var n uint64
+		for _, c := range d {
+			n += c
+		}
+		m.P50US = quantile(d, n, 0.5, m.MaxUS)
+		m.P99US = quantile(d, n, 0.99, m.MaxUS)
+		m.P999US = quantile(d, n, 0.999, m.MaxUS)
+		m.MeanUS = 0
+		if m.Calls > 0 {
+			m.MeanUS = float64(m.TotalTimeUS) / float64(m.Calls)
+		}
+		m.Histogram = sparse(d)
+		merged = append(merged, *m)
+	}
+	return merged, ok
+}

@@ -1,0 +1,396 @@
+package statements
+
+import (
+	"encoding/hex"
+	"math"
+	"strings"
+
+	"github.com/tracecar/tracecar/internal/cql"
+)
+
+// The data path: what Request and Response do per request, and the entries they find.
+
+// Ticket carries what Request learnt about a request to its Response. The zero Ticket is
+// inactive: its response needs nothing.
+type Ticket struct {
+	e        *Entry
+	prepText string // a PREPARE's query text
+	start    int64
+	version  byte
+	active   bool
+}
+
+// Active reports whether Response must be called for the ticket's response.
+func (t Ticket) Active() bool { return t.active }
+
+// WantsBody reports whether Response reads the body of a response with opcode op: the
+// error code of an ERROR, the id of a PREPARE's result and the row count of a RESULT. The
+// caller may pass a nil body otherwise.
+func (t Ticket) WantsBody(op cql.Opcode) bool {
+	return t.active && (op == cql.OpError || op == cql.OpResult)
+}
+
+// RowsPrefix is how much of a compressed RESULT body is decompressed to read its row
+// count: enough for the metadata of a result of dozens of columns. A result whose metadata
+// is longer has its rows not counted.
+const RowsPrefix = 1024
+
+// PrefixEnough reports whether the first RowsPrefix bytes of the body of a response with
+// opcode op are all that Response needs (to count a RESULT's rows), so that a caller may
+// decompress only them (cql.LZ4Prefix).
+func (t Ticket) PrefixEnough(op cql.Opcode) bool {
+	return t.prepText == "" && op == cql.OpResult
+}
+
+// Request sees a request that is forwarded to the node, through the view f that the proxy
+// decoded it into, and now, the monotonic time of its arrival. It reads the body from the
+// view (decompressed, custom payload removed), which decompresses it at most once for
+// every reader of the frame.
+func (s *Stats) Request(f *cql.Frame, now int64) Ticket {
+	h := f.Header
+	switch {
+	case h.Opcode != cql.OpPrepare && !s.on.Load():
+		return Ticket{}
+	case h.Opcode != cql.OpPrepare && h.Opcode != cql.OpQuery && h.Opcode != cql.OpExecute && h.Opcode != cql.OpBatch:
+		return Ticket{}
+	}
+	body, err := f.Message()
+	if err != nil {
+		return Ticket{}
+	}
+	if h.Opcode == cql.OpPrepare {
+		var d cql.Decoder
+		d.Reset(body)
+		q := d.LongStringBytes()
+		if d.Err() != nil {
+			return Ticket{}
+		}
+		return Ticket{prepText: string(q), version: h.Version &^ cql.ResponseBit, active: true}
+	}
+	if !s.on.Load() {
+		return Ticket{}
+	}
+	var d cql.Decoder
+	d.Reset(body)
+	var e *Entry
+	var p params
+	switch h.Opcode {
+	case cql.OpQuery:
+		q := d.LongStringBytes()
+		if d.Err() != nil {
+			return Ticket{}
+		}
+		e = s.queryEntry(q)
+		p = readParams(&d)
+		if d.Err() == nil && e.shape.dmlOrSelect() && !e.shape.system && (p.hasValues || e.literals()) {
+			e.anti[kindUnprepared].Add(1)
+		}
+	case cql.OpExecute:
+		id := d.ShortBytes()
+		if d.Err() != nil {
+			return Ticket{}
+		}
+		e = s.executeEntry(id)
+		p = readParams(&d)
+	case cql.OpBatch:
+		e, p = s.batchEntry(&d)
+		if e == nil {
+			return Ticket{}
+		}
+	default:
+		return Ticket{}
+	}
+	if d.Err() != nil {
+		p = params{cl: 0xffff}
+	}
+	e.cls[clIndex(p.cl)].Add(1)
+	if !e.shape.system {
+		s.countRequest(e, p)
+	}
+	return Ticket{e: e, start: now, active: true}
+}
+
+// countRequest counts the anti-patterns that depend on one request's parameters.
+func (s *Stats) countRequest(e *Entry, p params) {
+	if e.shape.verb == verbSelect && p.pageSize <= 0 && p.cl != 0xffff {
+		e.anti[kindUnpagedRead].Add(1)
+	}
+	switch p.cl {
+	case cql.All:
+		e.anti[kindCLAll].Add(1)
+	case cql.Any:
+		e.anti[kindCLAny].Add(1)
+	case cql.Serial, cql.LocalSerial:
+		if !e.shape.lwt {
+			e.anti[kindSerialWithoutLWT].Add(1)
+		}
+	}
+	if e.shape.allowFiltering {
+		e.anti[kindAllowFiltering].Add(1)
+	}
+	if e.shape.selectStar && e.cols > selectStarColumns {
+		e.anti[kindSelectStar].Add(1)
+	}
+}
+
+// Response sees the response to a request whose Ticket is active, through the view f that
+// the proxy decoded it into, and now, the monotonic time it arrived. It reads only what it
+// needs of the body: nothing for most responses, the start of a compressed RESULT when
+// that is enough to count its rows (unless another reader has decompressed it whole).
+func (s *Stats) Response(t Ticket, f *cql.Frame, now int64) {
+	h := f.Header
+	body := responseBody(t, f)
+	if t.prepText != "" {
+		if h.Opcode == cql.OpResult && body != nil {
+			if rest, err := cql.SkipResponsePrefix(h.Flags, body); err == nil {
+				if p, ok := cql.ReadPrepared(rest, t.version); ok {
+					s.learn(p.ID, t.prepText, p.ResultColumns)
+				}
+			}
+		}
+		return
+	}
+	e := t.e
+	if e == nil {
+		return
+	}
+	us := uint64(0)
+	if d := now - t.start; d > 0 {
+		us = uint64(d / 1000)
+	}
+	e.calls.Add(1)
+	e.totalUS.Add(us)
+	for m := e.maxUS.Load(); us > m && !e.maxUS.CompareAndSwap(m, us); m = e.maxUS.Load() {
+	}
+	e.hist[bucketOf(us)].Add(1)
+	e.last.Store(now)
+	if body == nil {
+		return
+	}
+	rest, err := cql.SkipResponsePrefix(h.Flags, body)
+	if err != nil {
+		return
+	}
+	switch h.Opcode {
+	case cql.OpError:
+		var d cql.Decoder
+		d.Reset(rest)
+		if code := d.Int(); d.Err() == nil {
+			e.errs[errIndex(code)].Add(1)
+		}
+	case cql.OpResult:
+		if n, ok := cql.RowsCount(rest); ok {
+			e.rows.Add(uint64(n))
+		}
+	}
+}
+
+// responseBody returns the body, with its prefix, of a response that t reads, or nil.
+func responseBody(t Ticket, f *cql.Frame) []byte {
+	if !t.WantsBody(f.Header.Opcode) {
+		return nil
+	}
+	if t.PrefixEnough(f.Header.Opcode) && f.Compressed() && !f.Decompressed() {
+		return f.Start(RowsPrefix)
+	}
+	body, err := f.Body()
+	if err != nil {
+		return nil
+	}
+	return body
+}
+
+// learn remembers a prepared statement's text by id.
+func (s *Stats) learn(id []byte, text string, cols int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p, ok := s.prep[string(id)]; ok && p.text == text {
+		p.cols = cols
+		return
+	}
+	k := string(id)
+	if len(s.prepList) < maxPrepared {
+		s.prepList = append(s.prepList, k)
+	} else {
+		delete(s.prep, s.prepList[s.prepHead])
+		s.prepList[s.prepHead] = k
+		s.prepHead = (s.prepHead + 1) % len(s.prepList)
+	}
+	s.prep[k] = &prepInfo{text: text, cols: cols}
+}
+
+// queryEntry returns the entry of a QUERY's text q.
+func (s *Stats) queryEntry(q []byte) *Entry {
+	s.mu.RLock()
+	e := s.raw[string(q)]
+	s.mu.RUnlock()
+	if e != nil && !e.dead.Load() {
+		return e
+	}
+	norm, _ := cql.NormalizeQuery(string(q), false, maxTextLen)
+	e = s.entry(key{text: norm, prepared: false}, -1)
+	if len(norm) != len(q) || norm != string(q) {
+		e.hasLiterals.Store(true)
+	}
+	s.mu.Lock()
+	if len(s.raw) >= maxRaw {
+		s.raw = make(map[string]*Entry)
+	}
+	s.raw[string(q)] = e
+	s.mu.Unlock()
+	return e
+}
+
+// executeEntry returns the entry of the prepared statement id.
+func (s *Stats) executeEntry(id []byte) *Entry {
+	s.mu.RLock()
+	p := s.prep[string(id)]
+	s.mu.RUnlock()
+	if p != nil {
+		if e := p.entry.Load(); e != nil && !e.dead.Load() {
+			return e
+		}
+	} else {
+		// Prepared before this sidecar saw it (or on another sidecar): keyed by its id.
+		p = &prepInfo{text: "<prepared statement 0x" + hex.EncodeToString(id) + ">", cols: -1}
+		s.learn(id, p.text, -1)
+		s.mu.RLock()
+		if q := s.prep[string(id)]; q != nil {
+			p = q
+		}
+		s.mu.RUnlock()
+	}
+	e := s.entry(key{text: p.text, prepared: true}, p.cols)
+	p.entry.Store(e)
+	return e
+}
+
+// batchEntry returns the entry of a BATCH, keyed by its type and its statements' texts.
+// Batches allocate their key on every request.
+func (s *Stats) batchEntry(d *cql.Decoder) (*Entry, params) {
+	typ := d.Byte()
+	n := int(d.Short())
+	var b strings.Builder
+	switch typ {
+	case cql.BatchLogged:
+		b.WriteString("BATCH LOGGED: ")
+	case cql.BatchUnlogged:
+		b.WriteString("BATCH UNLOGGED: ")
+	default:
+		b.WriteString("BATCH COUNTER: ")
+	}
+	prepared := true
+	var first []byte
+	samePartition := true
+	var sh shape
+	for i := 0; i < n && d.Err() == nil; i++ {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		var text string
+		switch d.Byte() {
+		case 0:
+			prepared = false
+			text, _ = cql.NormalizeQuery(string(d.LongStringBytes()), false, maxTextLen)
+		default:
+			id := d.ShortBytes()
+			s.mu.RLock()
+			p := s.prep[string(id)]
+			s.mu.RUnlock()
+			if p != nil {
+				text = p.text
+			} else {
+				text = "<prepared statement 0x" + hex.EncodeToString(id) + ">"
+			}
+		}
+		if i == 0 {
+			sh = classify(text)
+		}
+		b.WriteString(text)
+		vn := int(d.Short())
+		for j := 0; j < vn && d.Err() == nil; j++ {
+			v, _ := d.Value()
+			if j == 0 {
+				if i == 0 {
+					first = v
+				} else if string(v) != string(first) {
+					samePartition = false
+				}
+			}
+		}
+		if vn == 0 && i > 0 {
+			samePartition = false
+		}
+		if b.Len() > maxTextLen {
+			break
+		}
+	}
+	if d.Err() != nil {
+		return nil, params{}
+	}
+	p := params{cl: d.Consistency()}
+	e := s.entry(key{text: b.String(), prepared: prepared}, -1)
+	if e.shape.verb == verbBatch || e.shape.keyspace == "" {
+		// The batch's keyspace and table are its first statement's.
+		e.shape.keyspace, e.shape.table, e.shape.system = sh.keyspace, sh.table, sh.system
+	}
+	if typ == cql.BatchLogged && n > 1 && !samePartition && !e.shape.system {
+		e.anti[kindLoggedBatchMultiPartition].Add(1)
+	}
+	return e, p
+}
+
+// entry finds or makes the entry of k.
+func (s *Stats) entry(k key, cols int) *Entry {
+	s.mu.RLock()
+	e := s.entries[k]
+	s.mu.RUnlock()
+	if e != nil {
+		return e
+	}
+	sh := shape{}
+	if strings.HasPrefix(k.text, "BATCH ") {
+		sh.verb = verbBatch
+		if i := strings.Index(k.text, ": "); i > 0 {
+			first := k.text[i+2:]
+			if j := strings.Index(first, "; "); j > 0 {
+				first = first[:j]
+			}
+			f := classify(first)
+			sh.keyspace, sh.table, sh.system = f.keyspace, f.table, f.system
+		}
+	} else {
+		sh = classify(k.text)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.entries[k]; e != nil {
+		return e
+	}
+	if len(s.entries) >= s.max {
+		s.evictLocked()
+	}
+	e = &Entry{key: k, shape: sh, cols: cols, first: s.now()}
+	e.last.Store(e.first)
+	for kind := range e.anti {
+		e.anti[kind] = s.anti.counter(antiKind(kind), sh.keyspace, sh.table)
+	}
+	s.entries[k] = e
+	return e
+}
+
+// evictLocked removes the least-called entry.
+func (s *Stats) evictLocked() {
+	var victim *Entry
+	least := uint64(math.MaxUint64)
+	for _, e := range s.entries {
+		if c := e.calls.Load(); c < least || c == least && victim != nil && e.last.Load() < victim.last.Load() {
+			victim, least = e, c
+		}
+	}
+	if victim != nil {
+		victim.dead.Store(true)
+		delete(s.entries, victim.key)
+		s.evicted.Add(1)
+	}
+}
