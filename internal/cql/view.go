@@ -296,6 +296,9 @@ type Statement struct {
 	// FlagsAt is the offset in the frame of the query parameters' flags byte of an
 	// uncompressed QUERY or EXECUTE, where a proxy may change them in place, or -1.
 	FlagsAt int
+	// Params are a QUERY's or an EXECUTE's query parameters, from the consistency on
+	// (which may be cut short); they alias the frame's body.
+	Params []byte
 }
 
 // Statement returns what a QUERY, PREPARE, EXECUTE or BATCH request says of its statement,
@@ -345,7 +348,11 @@ func (f *Frame) readStatement() Statement {
 		return Statement{FlagsAt: -1}
 	}
 	s.Count = 1
-	if op == OpPrepare || len(d.b) < 3 {
+	if op == OpPrepare {
+		return s
+	}
+	s.Params = d.b
+	if len(d.b) < 3 {
 		return s
 	}
 	s.Consistency = Consistency(binary.BigEndian.Uint16(d.b))

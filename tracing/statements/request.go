@@ -43,65 +43,53 @@ func (t Ticket) PrefixEnough(op cql.Opcode) bool {
 }
 
 // Request sees a request that is forwarded to the node, through the view f that the proxy
-// decoded it into, and now, the monotonic time of its arrival. It reads the body from the
-// view (decompressed, custom payload removed), which decompresses it at most once for
-// every reader of the frame.
+// decoded it into, and now, the monotonic time of its arrival. It reads the statement from
+// the view, which decompresses the body at most once for every reader of the frame.
 func (s *Stats) Request(f *cql.Frame, now int64) Ticket {
-	h := f.Header
-	switch {
-	case h.Opcode != cql.OpPrepare && !s.on.Load():
-		return Ticket{}
-	case h.Opcode != cql.OpPrepare && h.Opcode != cql.OpQuery && h.Opcode != cql.OpExecute && h.Opcode != cql.OpBatch:
-		return Ticket{}
-	}
-	body, err := f.Message()
-	if err != nil {
-		return Ticket{}
-	}
-	if h.Opcode == cql.OpPrepare {
-		var d cql.Decoder
-		d.Reset(body)
-		q := d.LongStringBytes()
-		if d.Err() != nil {
-			return Ticket{}
+	op := f.Header.Opcode
+	if op == cql.OpPrepare {
+		if st, ok := f.Statement(); ok {
+			return Ticket{prepText: string(st.Query), version: f.Header.ProtoVersion(), active: true}
 		}
-		return Ticket{prepText: string(q), version: h.Version &^ cql.ResponseBit, active: true}
+		return Ticket{}
 	}
 	if !s.on.Load() {
 		return Ticket{}
 	}
-	var d cql.Decoder
-	d.Reset(body)
 	var e *Entry
 	var p params
-	switch h.Opcode {
-	case cql.OpQuery:
-		q := d.LongStringBytes()
-		if d.Err() != nil {
+	switch op {
+	case cql.OpQuery, cql.OpExecute:
+		st, ok := f.Statement()
+		if !ok {
 			return Ticket{}
 		}
-		e = s.queryEntry(q)
+		var d cql.Decoder
+		d.Reset(st.Params)
+		if op == cql.OpQuery {
+			e = s.queryEntry(st.Query)
+		} else {
+			e = s.executeEntry(st.ID)
+		}
 		p = readParams(&d)
-		if d.Err() == nil && e.shape.dmlOrSelect() && !e.shape.system && (p.hasValues || e.literals()) {
+		switch {
+		case d.Err() != nil:
+			p = params{cl: 0xffff}
+		case op == cql.OpQuery && e.shape.dmlOrSelect() && !e.shape.system && (p.hasValues || e.literals()):
 			e.anti[kindUnprepared].Add(1)
 		}
-	case cql.OpExecute:
-		id := d.ShortBytes()
-		if d.Err() != nil {
+	case cql.OpBatch:
+		msg, err := f.Message()
+		if err != nil {
 			return Ticket{}
 		}
-		e = s.executeEntry(id)
-		p = readParams(&d)
-	case cql.OpBatch:
-		e, p = s.batchEntry(&d)
-		if e == nil {
+		var d cql.Decoder
+		d.Reset(msg)
+		if e, p = s.batchEntry(&d); e == nil {
 			return Ticket{}
 		}
 	default:
 		return Ticket{}
-	}
-	if d.Err() != nil {
-		p = params{cl: 0xffff}
 	}
 	e.cls[clIndex(p.cl)].Add(1)
 	if !e.shape.system {
@@ -265,6 +253,24 @@ func (s *Stats) executeEntry(id []byte) *Entry {
 	return e
 }
 
+// batchText reads the kind and the statement of one of a BATCH's statements, and returns
+// its text (normalized for a query; the prepared text, or the id, for a prepared one) and
+// whether it is prepared.
+func (s *Stats) batchText(d *cql.Decoder) (string, bool) {
+	if d.Byte() == 0 {
+		text, _ := cql.NormalizeQuery(string(d.LongStringBytes()), false, maxTextLen)
+		return text, false
+	}
+	id := d.ShortBytes()
+	s.mu.RLock()
+	p := s.prep[string(id)]
+	s.mu.RUnlock()
+	if p != nil {
+		return p.text, true
+	}
+	return "<prepared statement 0x" + hex.EncodeToString(id) + ">", true
+}
+
 // batchEntry returns the entry of a BATCH, keyed by its type and its statements' texts.
 // Batches allocate their key on every request.
 func (s *Stats) batchEntry(d *cql.Decoder) (*Entry, params) {
@@ -287,22 +293,8 @@ func (s *Stats) batchEntry(d *cql.Decoder) (*Entry, params) {
 		if i > 0 {
 			b.WriteString("; ")
 		}
-		var text string
-		switch d.Byte() {
-		case 0:
-			prepared = false
-			text, _ = cql.NormalizeQuery(string(d.LongStringBytes()), false, maxTextLen)
-		default:
-			id := d.ShortBytes()
-			s.mu.RLock()
-			p := s.prep[string(id)]
-			s.mu.RUnlock()
-			if p != nil {
-				text = p.text
-			} else {
-				text = "<prepared statement 0x" + hex.EncodeToString(id) + ">"
-			}
-		}
+		text, isPrepared := s.batchText(d)
+		prepared = prepared && isPrepared
 		if i == 0 {
 			sh = classify(text)
 		}
