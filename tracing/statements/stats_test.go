@@ -428,10 +428,12 @@ func BenchmarkKnownExecute(b *testing.B) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		var now int64
+		var rq, rs cql.Frame
+		var rb, sb []byte
 		for pb.Next() {
 			now += 1000
-			t := s.Request(cql.NewFrame(reqHeader(cql.OpExecute), exec), now)
-			s.Response(t, cql.NewFrame(respHeader(cql.OpResult), res), now+50000)
+			t := s.Request(view(&rq, &rb, reqHeader(cql.OpExecute), exec), now)
+			s.Response(t, view(&rs, &sb, respHeader(cql.OpResult), res), now+50000)
 		}
 	})
 }
@@ -440,9 +442,11 @@ func BenchmarkKnownExecute(b *testing.B) {
 func BenchmarkOff(b *testing.B) {
 	s := New(Options{})
 	exec := body(cql.Execute{ID: []byte("0123456789abcdef"), Params: cql.QueryParams{Consistency: cql.LocalOne}})
+	var rq cql.Frame
+	var rb []byte
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		if t := s.Request(cql.NewFrame(reqHeader(cql.OpExecute), exec), 1); t.Active() {
+		if t := s.Request(view(&rq, &rb, reqHeader(cql.OpExecute), exec), 1); t.Active() {
 			b.Fatal("active while off")
 		}
 	}
