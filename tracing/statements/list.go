@@ -1,6 +1,7 @@
 package statements
 
 import (
+	"slices"
 	"sort"
 	"time"
 )
@@ -26,6 +27,8 @@ type Statement struct {
 	Consistency map[string]uint64 `json:"consistency"`
 	FirstSeen   time.Time         `json:"first_seen"`
 	LastSeen    time.Time         `json:"last_seen"`
+	// AntiPatterns are the anti-pattern kinds (AntiPatternKinds) its requests have shown.
+	AntiPatterns []string `json:"antipatterns,omitempty"`
 	// Histogram holds the non-empty latency buckets, [index, count], in HistogramLayout,
 	// when asked for: what merging statistics across sidecars needs.
 	Histogram []Bucket `json:"histogram,omitempty"`
@@ -62,6 +65,7 @@ func (s *Stats) List(order string, limit int, withHistogram bool) []Statement {
 			Calls: e.calls.Load(), TotalTimeUS: e.totalUS.Load(), MaxUS: e.maxUS.Load(),
 			Rows: e.rows.Load(), Errors: map[string]uint64{}, Consistency: map[string]uint64{},
 			FirstSeen: s.wall(e.first), LastSeen: s.wall(e.last.Load()),
+			AntiPatterns: e.antiPatterns(),
 		}
 		st.P50US = quantile(&dense, n, 0.5, st.MaxUS)
 		st.P99US = quantile(&dense, n, 0.99, st.MaxUS)
@@ -140,6 +144,7 @@ func Merge(sources ...[]Statement) (merged []Statement, ok bool) {
 			if m == nil {
 				c := st
 				c.Errors, c.Consistency, c.Histogram = map[string]uint64{}, map[string]uint64{}, nil
+				c.AntiPatterns = nil
 				c.Calls, c.TotalTimeUS, c.Rows, c.MaxUS = 0, 0, 0, 0
 				m = &c
 				byKey[k] = m
@@ -161,6 +166,11 @@ func Merge(sources ...[]Statement) (merged []Statement, ok bool) {
 			}
 			if st.LastSeen.After(m.LastSeen) {
 				m.LastSeen = st.LastSeen
+			}
+			for _, a := range st.AntiPatterns {
+				if !slices.Contains(m.AntiPatterns, a) {
+					m.AntiPatterns = append(m.AntiPatterns, a)
+				}
 			}
 			d := dense[k]
 			for _, b := range st.Histogram {
@@ -184,6 +194,7 @@ func Merge(sources ...[]Statement) (merged []Statement, ok bool) {
 			m.MeanUS = float64(m.TotalTimeUS) / float64(m.Calls)
 		}
 		m.Histogram = sparse(d)
+		sortKinds(m.AntiPatterns)
 		merged = append(merged, *m)
 	}
 	return merged, ok

@@ -76,7 +76,7 @@ func (s *Stats) Request(f *cql.Frame, now int64) Ticket {
 		case d.Err() != nil:
 			p = params{cl: 0xffff}
 		case op == cql.OpQuery && e.shape.dmlOrSelect() && !e.shape.system && (p.hasValues || e.literals()):
-			e.anti[kindUnprepared].Add(1)
+			e.count(kindUnprepared)
 		}
 	case cql.OpBatch:
 		msg, err := f.Message()
@@ -101,23 +101,23 @@ func (s *Stats) Request(f *cql.Frame, now int64) Ticket {
 // countRequest counts the anti-patterns that depend on one request's parameters.
 func (s *Stats) countRequest(e *Entry, p params) {
 	if e.shape.verb == verbSelect && p.pageSize <= 0 && p.cl != 0xffff {
-		e.anti[kindUnpagedRead].Add(1)
+		e.count(kindUnpagedRead)
 	}
 	switch p.cl {
 	case cql.All:
-		e.anti[kindCLAll].Add(1)
+		e.count(kindCLAll)
 	case cql.Any:
-		e.anti[kindCLAny].Add(1)
+		e.count(kindCLAny)
 	case cql.Serial, cql.LocalSerial:
 		if !e.shape.lwt {
-			e.anti[kindSerialWithoutLWT].Add(1)
+			e.count(kindSerialWithoutLWT)
 		}
 	}
 	if e.shape.allowFiltering {
-		e.anti[kindAllowFiltering].Add(1)
+		e.count(kindAllowFiltering)
 	}
 	if e.shape.selectStar && e.cols > selectStarColumns {
-		e.anti[kindSelectStar].Add(1)
+		e.count(kindSelectStar)
 	}
 }
 
@@ -327,7 +327,7 @@ func (s *Stats) batchEntry(d *cql.Decoder) (*Entry, params) {
 		e.shape.keyspace, e.shape.table, e.shape.system = sh.keyspace, sh.table, sh.system
 	}
 	if typ == cql.BatchLogged && n > 1 && !samePartition && !e.shape.system {
-		e.anti[kindLoggedBatchMultiPartition].Add(1)
+		e.count(kindLoggedBatchMultiPartition)
 	}
 	return e, p
 }

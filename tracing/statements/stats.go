@@ -61,6 +61,7 @@ type Entry struct {
 	last    atomic.Int64
 	hist    histogram
 	anti    [numKinds]*atomic.Uint64
+	seen    seenKinds // the anti-patterns its requests have shown
 	dead    atomic.Bool
 
 	hasLiterals atomic.Bool // the QUERY texts sent had literals that normalizing replaced
