@@ -1,0 +1,167 @@
+package sidecar
+
+import (
+	"cmp"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/tracing"
+)
+
+// The requests in flight, as GET /tracecar/queries lists them (Cassandra's
+// system_views.queries, CASSANDRA-15241): read on demand from the connections' stream
+// tables, where each request already waits for its response. The data path does nothing
+// for it; the reader takes each table's lock for a copy of its entries, as the data path
+// does for a put or a take, and decodes what it found on its own goroutine.
+
+// Where a Query's statement was read from (Query.From).
+const (
+	// FromTracing: the request's tracing record, which holds a copy of the request in
+	// fast, full, sampled and client modes.
+	FromTracing = "tracing"
+	// FromStatements: its statement statistics entry, while statistics are on.
+	FromStatements = "statement_stats"
+)
+
+// Query is a request in flight, as Queries reports it.
+type Query struct {
+	Client netip.AddrPort // the client connection's remote address
+	User   string         // the username the connection authenticated with, or ""
+	Opcode cql.Opcode
+	Stream int16
+	// Elapsed is the time since the request arrived, or -1 when the proxy keeps no
+	// arrival time for it (no Metrics, statement statistics or tracing).
+	Elapsed time.Duration
+	// Statement is the statement text as trace records show it (literals replaced by ?,
+	// passwords redacted), and Keyspace and Table its target; Consistency is its
+	// consistency level when its tracing record holds it. All are empty when neither
+	// tracing nor statement statistics kept the request: see From.
+	Statement, Keyspace, Table, Consistency string
+	// From is where the statement was read: FromTracing, FromStatements, or "".
+	From string
+	// TraceMode is the tracing mode of the request (fast, full, sampled, client), or "".
+	TraceMode string
+}
+
+// Queries returns the requests in flight whose elapsed time is at least min, longest
+// first, at most limit of them (limit ≤ 0: all). It is safe for concurrent use, and meant
+// for an admin API: it takes each connection's stream table lock twice, briefly, and the
+// data path's work per request is unchanged.
+func (p *Proxy) Queries(min time.Duration, limit int) []Query {
+	now := tracing.Now()
+	p.mu.Lock()
+	conns := make([]*conn, 0, len(p.conns))
+	for c := range p.conns {
+		conns = append(conns, c)
+	}
+	p.mu.Unlock()
+
+	type found struct {
+		c     *conn
+		tr    *tracing.Conn
+		req   inflight
+		start int64 // 0: unknown
+	}
+	var all []found
+	for _, c := range conns {
+		t := &c.streams
+		t.mu.Lock()
+		if t.n > 0 {
+			// c.tr is written by open before any request is put into the table, so an
+			// entry seen under the table's lock orders this read after that write.
+			tr := c.tr
+			for i := range t.slots {
+				s := &t.slots[i]
+				if !s.used {
+					continue
+				}
+				start := cmp.Or(s.start, s.stat.Start(), s.trace.Start())
+				if start == 0 && min > 0 {
+					continue
+				}
+				if start != 0 && time.Duration(now-start) < min {
+					continue
+				}
+				all = append(all, found{c: c, tr: tr, req: *s, start: start})
+			}
+		}
+		t.mu.Unlock()
+	}
+	slices.SortFunc(all, func(a, b found) int {
+		switch {
+		case a.start == b.start:
+			return cmp.Compare(a.req.stream, b.req.stream)
+		case a.start == 0:
+			return 1
+		case b.start == 0:
+			return -1
+		}
+		return cmp.Compare(a.start, b.start)
+	})
+	if limit > 0 && len(all) > limit {
+		all = all[:limit]
+	}
+
+	out := make([]Query, len(all))
+	for i, f := range all {
+		q := Query{Client: f.c.clientAddr, Opcode: f.req.op, Stream: f.req.stream, Elapsed: -1}
+		if f.start != 0 {
+			q.Elapsed = max(time.Duration(now-f.start), 0)
+		}
+		if f.tr != nil {
+			q.User = f.tr.User()
+		}
+		if f.req.trace.Traced() {
+			if pk := f.c.streams.peek(f.req.stream, f.req.trace); pk.Held() {
+				in := p.tr.Describe(pk)
+				q.TraceMode = in.Mode
+				if in.Query != "" {
+					q.Statement, q.Keyspace, q.Table, q.Consistency = in.Query, in.Keyspace, in.Table, in.Consistency
+					q.From = FromTracing
+				}
+			}
+		}
+		if q.From == "" {
+			if text, ks, table, ok := f.req.stat.Statement(); ok {
+				q.Statement, q.Keyspace, q.Table, q.From = p.redact(text), ks, table, FromStatements
+			}
+		}
+		out[i] = q
+	}
+	return out
+}
+
+// redact normalizes statement text as the tracer's session records do: a prepared
+// statement's entry keeps the text its PREPARE sent.
+func (p *Proxy) redact(q string) string {
+	if p.tr != nil {
+		return p.tr.RedactQuery(q)
+	}
+	text, _ := cql.NormalizeQuery(q, false, tracing.DefaultMaxQueryLen)
+	return text
+}
+
+// peek copies the tracing record of the request on stream, if that is still the request
+// of trace: under the table's lock, so that the response side cannot end it meanwhile.
+func (t *streamTable) peek(stream int16, trace tracing.Ticket) tracing.Peek {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.n == 0 {
+		return tracing.Peek{}
+	}
+	mask := len(t.slots) - 1
+	for i := t.index(stream); ; i = (i + 1) & mask {
+		s := &t.slots[i]
+		switch {
+		case !s.used:
+			return tracing.Peek{}
+		case s.stream == stream:
+			if s.trace != trace {
+				return tracing.Peek{} // answered, and the stream reused since
+			}
+			return s.trace.Peek()
+		}
+	}
+}
