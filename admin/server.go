@@ -154,6 +154,8 @@ type Server struct {
 	started    time.Time
 	addr       atomic.Pointer[string]
 
+	queries QueriesFunc // nil: no /tracecar/queries
+
 	nodes        NodeControl // nil: no node control endpoints (see WithNodeControl)
 	nodeStateErr func(error) bool
 
@@ -244,6 +246,7 @@ func New(cfg Config, tr Tracer, logs Loggers, opts ...Option) *Server {
 		s.exact["/tracecar/node/trace_probability"] = &route{get: s.getNodeProbability, post: s.setNodeProbability}
 	}
 	s.addNodeRoutes()
+	s.addQueryRoutes()
 	s.addr.Store(&cfg.Addr)
 	return s
 }

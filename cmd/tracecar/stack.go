@@ -220,7 +220,7 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 	st.api = admin.New(admin.Config{
 		Addr: cfg.Admin, Token: cfg.AdminToken, TLSCert: cfg.AdminTLSCert, TLSKey: cfg.AdminTLSKey, Insecure: cfg.AdminInsecure,
 		Logger: reg.Logger(logs.Admin),
-	}, st.guard.User(st.tracer), reg, append(adminOpts, admin.WithMetrics(m), admin.WithReady(func(ctx context.Context) error {
+	}, st.guard.User(st.tracer), reg, append(adminOpts, admin.WithMetrics(m), admin.WithQueries(queriesOf(st.proxy)), admin.WithReady(func(ctx context.Context) error {
 		var d net.Dialer
 		c, err := d.DialContext(ctx, "tcp", st.Node)
 		if err != nil {
