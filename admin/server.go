@@ -208,6 +208,7 @@ func New(cfg Config, tr Tracer, logs Loggers, opts ...Option) *Server {
 	}
 	own.MustRegister(metrics.RuntimeCollectors()...)
 	own.MustRegister(s.collectors...)
+	own.MustRegister(s.opsCollectors()...)
 	s.gatherer = prometheus.Gatherers{s.metrics.Gatherer(), own}
 
 	s.exact = map[string]*route{

@@ -179,7 +179,8 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 	st.tracer = tracing.New(opts)
 	st.guard = guardrail.NewController(guardrail.Config{Tracer: st.tracer, Source: guardrailSource(st.tracer, added),
 		Budget: cfg.Guardrail, Logger: reg.Logger(logs.Tracing)})
-	adminOpts := []admin.Option{admin.WithGuardrailControl(st.guard), admin.WithCollector(st.guard.Collector())}
+	adminOpts := []admin.Option{admin.WithGuardrailControl(st.guard), admin.WithCollector(st.guard.Collector()),
+		admin.WithCollector(st.guard.StateCollector())}
 	if st.NodeAPI != "" {
 		nodeCfg := nodeapi.Config{Kind: nodeKind, URL: st.NodeAPI}
 		if nodeKind == nodeapi.KindTracecar {
@@ -195,6 +196,7 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 	stmts, stmtOpts := newStatements(cfg.Statements)
 	adminOpts = append(adminOpts, append(stmtOpts, admin.WithTraceFilter(st.tracer))...)
 	m := metrics.New()
+	m.SetConnectionLimit(cfg.MaxConnections)
 	st.proxy = sidecar.New(sidecar.Config{
 		NodeAddr:               st.Node,
 		AdvertiseAddr:          cfg.AdvertiseAddr,

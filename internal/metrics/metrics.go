@@ -108,6 +108,7 @@ type Metrics struct {
 	shards []shard
 	mask   uint32
 	conns  atomic.Int64
+	limit  atomic.Int64 // the connection limit; 0: none
 	reg    *prometheus.Registry
 	// requests, when set, gives the request counts by opcode that a component keeps
 	// anyway (the sidecar's), added to those counted with Request.
@@ -201,6 +202,15 @@ func (m *Metrics) ConnClosed() {
 	}
 }
 
+// SetConnectionLimit reports the most client connections the component holds at once
+// (0: no limit), as tracecar_client_connections_limit, so that an alert can compare
+// tracecar_client_connections with it.
+func (m *Metrics) SetConnectionLimit(n int) {
+	if m != nil {
+		m.limit.Store(int64(max(n, 0)))
+	}
+}
+
 // Register adds a collector of some other component to the same registry, so that /metrics
 // serves it too.
 func (m *Metrics) Register(c prometheus.Collector) error {
@@ -234,6 +244,8 @@ var (
 		"Time requests spent in the sidecar itself, not waiting on the node: from the read of the node's response off the socket until it was queued for the client.", nil, nil)
 	connsDesc = prometheus.NewDesc("tracecar_client_connections",
 		"Client connections open now.", nil, nil)
+	limitDesc = prometheus.NewDesc("tracecar_client_connections_limit",
+		"The most client connections held at once (--max-connections); absent when there is no limit.", nil, nil)
 )
 
 // collector sums the shards when scraped.
@@ -245,6 +257,7 @@ func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- latencyDesc
 	ch <- addedDesc
 	ch <- connsDesc
+	ch <- limitDesc
 }
 
 // Collect sends the sums over the shards. A request counted during the scrape may show in
@@ -295,4 +308,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	total += addedCounts[numAddedBuckets]
 	ch <- prometheus.MustNewConstHistogram(addedDesc, total, float64(addedSumNS)/1e9, cumulative)
 	ch <- prometheus.MustNewConstMetric(connsDesc, prometheus.GaugeValue, float64(c.m.conns.Load()))
+	if n := c.m.limit.Load(); n > 0 {
+		ch <- prometheus.MustNewConstMetric(limitDesc, prometheus.GaugeValue, float64(n))
+	}
 }

@@ -61,6 +61,13 @@ func TestRequestAndLatency(t *testing.T) {
 	if got := g["tracecar_client_connections"][""].GetGauge().GetValue(); got != 1 {
 		t.Errorf("connections = %v; want 1", got)
 	}
+	if _, ok := g["tracecar_client_connections_limit"]; ok {
+		t.Error("tracecar_client_connections_limit without a limit")
+	}
+	m.SetConnectionLimit(4096)
+	if got := gather(t, m)["tracecar_client_connections_limit"][""].GetGauge().GetValue(); got != 4096 {
+		t.Errorf("connections limit = %v; want 4096", got)
+	}
 	h := g["tracecar_request_duration_seconds"]["QUERY"].GetHistogram()
 	if h.GetSampleCount() != 3 {
 		t.Errorf("sample count = %d; want 3", h.GetSampleCount())
