@@ -195,10 +195,13 @@ type Status struct {
 		Traced       uint64 `json:"traced"`
 		SlowSessions uint64 `json:"slow_sessions"`
 	} `json:"counters"`
-	SinkDropped map[string]uint64 `json:"sink_dropped"`
-	Guardrail   struct {
-		State  string `json:"state"`
-		Detail string `json:"detail"`
+	TraceProbability float64           `json:"trace_probability"`
+	SinkDropped      map[string]uint64 `json:"sink_dropped"`
+	Guardrail        struct {
+		State     string `json:"state"`
+		Detail    string `json:"detail"`
+		Level     string `json:"level"`
+		UserLevel string `json:"user_level"`
 	} `json:"guardrail"`
 }
 

@@ -10,6 +10,7 @@
 //	tracecar ctl [--hosts …] statements [--sort total_time|calls|p99|errors] [--limit 20] [--json]
 //	tracecar ctl [--hosts …] trace-filter [--keyspace K] [--table T] [--user U] [--client CIDR]
 //	             [--statement S] [--opcode OP] [--clear]
+//	tracecar ctl [--hosts …] top [--interval 2s] [--sort total_time|calls|p99|errors] [--per-host] [--count N]
 //
 // Every host gets the request in parallel; a host that fails does not stop the others. A
 // change is read back from each host after it is applied, so the table shows what each host
@@ -48,6 +49,7 @@ const (
 	Status           = "status"
 	Statements       = "statements"   // merged per-statement statistics (see statements.go)
 	TraceFilter      = "trace-filter" // the trace filter
+	Top              = "top"          // the live view (see top.go)
 )
 
 // Command is what ctl does on every host: an optional change, then a read of the state it
@@ -59,10 +61,17 @@ type Command struct {
 
 	Clear bool // TraceFilter: remove the filter
 
-	// Statements: the order (statements.SortOrders), how many are shown, and JSON output.
+	// Statements and Top: the order (statements.SortOrders), how many are shown, and
+	// JSON output (Statements only).
 	Sort  string
 	Limit int
 	JSON  bool
+
+	// Top: the refresh interval (0: DefaultTopInterval), the per-host rows, and how many
+	// refreshes to show before returning (0: until quit).
+	Interval time.Duration
+	PerHost  bool
+	Count    int
 }
 
 // Config is one ctl invocation. The tracecar command fills it from the command line.
@@ -82,8 +91,21 @@ type Config struct {
 // Run applies cfg.Command to every host in parallel and writes one table row per host to
 // stdout. It returns ErrHostFailed, after the table, when any host failed.
 func Run(ctx context.Context, cfg Config, stdout io.Writer) error {
-	if cfg.Command.Name == Statements {
+	if cfg.HostsFromCQL != "" {
+		port := cfg.AdminPort
+		if port == "" {
+			port = DefaultPort
+		}
+		var err error
+		if cfg.Hosts, err = discoverHosts(ctx, cfg.HostsFromCQL, port); err != nil {
+			return err
+		}
+	}
+	switch cfg.Command.Name {
+	case Statements:
 		return runStatements(ctx, cfg, stdout)
+	case Top:
+		return runTop(ctx, cfg, stdout)
 	}
 	o, err := opOf(cfg.Command)
 	if err != nil {
@@ -92,15 +114,6 @@ func Run(ctx context.Context, cfg Config, stdout io.Writer) error {
 	cl, err := newClient(cfg.Token, cfg.CACert)
 	if err != nil {
 		return err
-	}
-	if cfg.HostsFromCQL != "" {
-		port := cfg.AdminPort
-		if port == "" {
-			port = DefaultPort
-		}
-		if cfg.Hosts, err = discoverHosts(ctx, cfg.HostsFromCQL, port); err != nil {
-			return err
-		}
 	}
 	if !printTable(stdout, apply(ctx, cl, cfg.Hosts, o)) {
 		return ErrHostFailed

@@ -49,6 +49,12 @@ commands:
   trace-filter [--keyspace K] [--table T] [--user U] [--client CIDR] [--statement S] [--opcode OP] [--clear]
                            trace only matching requests (flags ANDed); --clear removes the filter;
                            with no flags, show it
+  top [--interval 2s] [--sort total_time|calls|p99|errors] [--per-host] [--count N] [--limit 20]
+                           a live view of every host, refreshed in place: op/s and p50/p99 from the
+                           merged histograms, tracing mode, guardrail, sink drops; statements by
+                           their share of the interval's time; the longest requests in flight.
+                           Keys: t c p e sort, s next sort, h per-host rows, space pause, q quit.
+                           Plain lines, one refresh after another, when stdout is not a terminal
 --hosts defaults to 127.0.0.1:10000; a host without a port gets :10000, and may be an
 http:// or https:// URL. --hosts-from-cql HOST:PORT instead reaches every sidecar of a
 cluster, as listed in system.local and system.peers read through that sidecar, each at
@@ -104,8 +110,10 @@ func parseCtlFlags(args []string) (ctl.Config, error) {
 		build = func(a []string) (ctl.Command, error) { return ctlStatements(&c, a) }
 	case "trace-filter":
 		build = func(a []string) (ctl.Command, error) { return ctlTraceFilter(&c, a) }
+	case "top":
+		build = func(a []string) (ctl.Command, error) { return ctlTop(&c, a) }
 	default:
-		return ctl.Config{}, usageErrorf("unknown command %q: want slow-query, trace-probability, logger, status, statements or trace-filter", rest[0])
+		return ctl.Config{}, usageErrorf("unknown command %q: want slow-query, trace-probability, logger, status, statements, trace-filter or top", rest[0])
 	}
 	cmd, err := build(rest[1:])
 	if err != nil {
@@ -334,4 +342,33 @@ func ctlTraceFilter(c *common, args []string) (ctl.Command, error) {
 		cmd.Change = p
 	}
 	return cmd, nil
+}
+
+func ctlTop(c *common, args []string) (ctl.Command, error) {
+	fs := ctlFlagSet("top")
+	c.register(fs)
+	interval := fs.Duration("interval", ctl.DefaultTopInterval, "refresh interval")
+	order := fs.String("sort", "total_time", "sort statements by total_time, calls, p99 or errors over the interval")
+	perHost := fs.Bool("per-host", false, "show a row per host under the cluster's (key h)")
+	count := fs.Int("count", 0, "refreshes shown before exiting (0: until q)")
+	limit := fs.Int("limit", 20, "statements per refresh in plain lines")
+	if err := parseCtlArgs(fs, args); err != nil {
+		return ctl.Command{}, err
+	}
+	if fs.NArg() > 0 {
+		return ctl.Command{}, usageErrorf("top takes only flags, got %q", fs.Args())
+	}
+	if *interval < 100*time.Millisecond {
+		return ctl.Command{}, usageErrorf("top: --interval %v: want at least 100ms, such as 2s", *interval)
+	}
+	if !slices.Contains(ctl.TopSortOrders, *order) {
+		return ctl.Command{}, usageErrorf("top: --sort %q: want one of %s", *order, strings.Join(ctl.TopSortOrders, ", "))
+	}
+	if *count < 0 {
+		return ctl.Command{}, usageErrorf("top: --count must be 0 (until q) or more, got %d", *count)
+	}
+	if *limit < 1 {
+		return ctl.Command{}, usageErrorf("top: --limit must be at least 1, got %d", *limit)
+	}
+	return ctl.Command{Name: ctl.Top, Interval: *interval, Sort: *order, PerHost: *perHost, Count: *count, Limit: *limit}, nil
 }

@@ -1,0 +1,457 @@
+package ctl
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/tracecar/tracecar/admin/adminapi"
+	"github.com/tracecar/tracecar/tracing/statements"
+)
+
+// tracecar ctl top: what the sidecars do now, refreshed in place, as pg_top and
+// nodetool toppartitions show it. Every interval each host is read once (status,
+// statements with their histograms, requests in flight, /metrics), and what is shown is
+// the difference from the previous reading: rates, and percentiles from the merged
+// histograms of that interval, never averaged across hosts.
+//
+// This file reads and computes; top_render.go lays the result out as lines, for the
+// screen (top_screen.go) or as plain lines when stdout is not a terminal.
+
+// DefaultTopInterval is the refresh interval of top without --interval.
+const DefaultTopInterval = 2 * time.Second
+
+// topOps are the opcodes top counts as operations: those statement statistics count as
+// calls, so that the two agree.
+var topOps = []string{"QUERY", "EXECUTE", "BATCH"}
+
+// topInFlight is how many requests in flight each host is asked for.
+const topInFlight = 20
+
+// hostSample is one reading of one host.
+type hostSample struct {
+	at      time.Time
+	err     error
+	status  adminapi.Status
+	statsOn bool
+	stmts   map[stmtKey]statements.Statement
+	queries []adminapi.Query
+	ops     uint64             // requests of topOps
+	latency adminapi.Histogram // their latency, summed over topOps
+}
+
+type stmtKey struct {
+	text     string
+	prepared bool
+}
+
+// sample reads one host.
+func (c *client) sample(ctx context.Context, base string) hostSample {
+	s := hostSample{at: time.Now()}
+	get := func(path string) []byte {
+		if s.err != nil {
+			return nil
+		}
+		var b []byte
+		b, s.err = c.request(ctx, http.MethodGet, base+path, nil)
+		return b
+	}
+	if b := get(adminapi.PathMetrics); b != nil {
+		rm, err := adminapi.ParseRequestMetrics(b)
+		if err != nil {
+			s.err = err
+			return s
+		}
+		for _, op := range topOps {
+			s.ops += rm.Requests[op]
+			s.latency = s.latency.Add(rm.Latency[op])
+		}
+	}
+	if b := get(adminapi.PathStatus); b != nil {
+		s.status, s.err = adminapi.ParseStatus(b)
+	}
+	if b := get(adminapi.PathQueries + "?limit=" + strconv.Itoa(topInFlight)); b != nil {
+		s.queries, s.err = adminapi.ParseQueries(b)
+	}
+	if s.err != nil {
+		return s
+	}
+	// Statement statistics are optional: a sidecar without them is still shown.
+	list, on, err := c.statementList(ctx, base)
+	if err != nil {
+		s.err = err
+		return s
+	}
+	s.statsOn = on
+	s.stmts = make(map[stmtKey]statements.Statement, len(list))
+	for _, st := range list {
+		s.stmts[stmtKey{st.Statement, st.Prepared}] = st
+	}
+	return s
+}
+
+// statementList reads every statement of a host with its histogram, and whether
+// statistics are on.
+func (c *client) statementList(ctx context.Context, base string) ([]statements.Statement, bool, error) {
+	b, err := c.request(ctx, http.MethodGet, base+"/tracecar/statement_stats", nil)
+	if err != nil {
+		if e, ok := err.(*adminapi.Error); ok && e.Status == http.StatusNotFound {
+			return nil, false, nil
+		}
+		return nil, false, err
+	}
+	var st struct {
+		Enabled bool `json:"enabled"`
+		Max     int  `json:"max"`
+		Entries int  `json:"entries"`
+	}
+	if err := json.Unmarshal(b, &st); err != nil || st.Max < 1 {
+		return nil, false, fmt.Errorf("bad statement_stats response %q", b)
+	}
+	if st.Entries == 0 {
+		return nil, st.Enabled, nil
+	}
+	list, err := c.statements(ctx, base)
+	return list, st.Enabled, err
+}
+
+// sampleAll reads every host in parallel.
+func (c *client) sampleAll(ctx context.Context, hosts []string) []hostSample {
+	out := make([]hostSample, len(hosts))
+	var wg sync.WaitGroup
+	for i, h := range hosts {
+		wg.Go(func() { out[i] = c.sample(ctx, h) })
+	}
+	wg.Wait()
+	return out
+}
+
+// topView is what one refresh shows.
+type topView struct {
+	at       time.Time
+	interval time.Duration // measured between the two readings; 0 on the first
+	sort     string
+	cluster  hostRow
+	hosts    []hostRow
+	stmts    []stmtRow // active in the interval, sorted
+	calls    float64   // calls/s of every statement, shown or not
+	statsOff int       // hosts without statement statistics on
+	inflight []inflightRow
+}
+
+// hostRow is the header of one host, or of the cluster (the sum of the hosts).
+type hostRow struct {
+	host        string
+	err         error
+	up, total   int // hosts that answered, of those asked (cluster)
+	opsPerSec   float64
+	p50, p99    float64 // seconds; valid with hasLatency
+	hasLatency  bool
+	mode        string
+	probability string
+	guardrail   string
+	drops       uint64 // sessions dropped by full sink queues, since start
+	dropsDelta  uint64 // of those, in the interval
+}
+
+// stmtRow is one statement over the interval.
+type stmtRow struct {
+	text        string
+	prepared    bool
+	share       float64 // of the total time of every statement in the interval
+	callsPerSec float64
+	meanUS      float64
+	p99US       uint64
+	errorsPer   float64 // errors per second
+	anti        []string
+	// the interval's sums, for sorting
+	totalUS, calls, errors uint64
+}
+
+// inflightRow is one request in flight on one host.
+type inflightRow struct {
+	host string
+	q    adminapi.Query
+}
+
+// buildView computes what a refresh shows from the previous and current readings of the
+// hosts (prev is nil on the first refresh), with statements sorted by order.
+func buildView(hosts []string, prev, cur []hostSample, order string) topView {
+	v := topView{sort: order, cluster: hostRow{host: "cluster", total: len(hosts)}}
+	var dts []time.Duration
+	var clusterLat adminapi.Histogram
+	var clusterOps uint64
+	var deltas [][]statements.Statement
+	modes, probs, guards := map[string]int{}, map[string]int{}, map[string]int{}
+	for i, h := range hosts {
+		c := cur[i]
+		row := hostRow{host: strings.TrimPrefix(h, "http://"), err: c.err}
+		v.at = maxTime(v.at, c.at)
+		if c.err == nil {
+			v.cluster.up++
+			row.mode = cmp.Or(c.status.Mode, "none")
+			row.probability = strconv.FormatFloat(c.status.TraceProbability, 'g', -1, 64)
+			row.guardrail = cmp.Or(c.status.Guardrail.State, "none")
+			for _, n := range c.status.SinkDropped {
+				row.drops += n
+			}
+			modes[row.mode]++
+			probs[row.probability]++
+			guards[row.guardrail]++
+			if !c.statsOn {
+				v.statsOff++
+			}
+		}
+		var p hostSample
+		if prev != nil {
+			p = prev[i]
+		}
+		if c.err == nil && prev != nil && p.err == nil && !p.at.IsZero() {
+			dt := c.at.Sub(p.at)
+			dts = append(dts, dt)
+			lat := c.latency.Sub(p.latency)
+			ops := uint64(0)
+			if c.ops >= p.ops {
+				ops = c.ops - p.ops
+			}
+			clusterOps += ops
+			clusterLat = clusterLat.Add(lat)
+			row.opsPerSec = perSecond(ops, dt)
+			row.p50, row.hasLatency = lat.Quantile(0.5)
+			row.p99, _ = lat.Quantile(0.99)
+			row.dropsDelta = sub(row.drops, sum(p.status.SinkDropped))
+			deltas = append(deltas, stmtDeltas(p.stmts, c.stmts))
+		}
+		v.cluster.drops += row.drops
+		v.cluster.dropsDelta += row.dropsDelta
+		v.hosts = append(v.hosts, row)
+		for _, q := range c.queries {
+			v.inflight = append(v.inflight, inflightRow{host: row.host, q: q})
+		}
+	}
+	v.cluster.mode, v.cluster.probability = summary(modes), summary(probs)
+	v.cluster.guardrail = summary(guards)
+	if v.cluster.up < v.cluster.total {
+		v.cluster.err = fmt.Errorf("%d of %d hosts did not answer", v.cluster.total-v.cluster.up, v.cluster.total)
+	}
+	slices.SortStableFunc(v.inflight, func(a, b inflightRow) int { return cmp.Compare(b.q.ElapsedUS, a.q.ElapsedUS) })
+	if len(dts) == 0 {
+		return v
+	}
+	var total time.Duration
+	for _, d := range dts {
+		total += d
+	}
+	v.interval = total / time.Duration(len(dts))
+	v.cluster.opsPerSec = perSecond(clusterOps, v.interval)
+	v.cluster.p50, v.cluster.hasLatency = clusterLat.Quantile(0.5)
+	v.cluster.p99, _ = clusterLat.Quantile(0.99)
+
+	merged, _ := statements.Merge(deltas...)
+	var allUS uint64
+	for _, m := range merged {
+		allUS += m.TotalTimeUS
+	}
+	for _, m := range merged {
+		if m.Calls == 0 {
+			continue
+		}
+		r := stmtRow{text: m.Statement, prepared: m.Prepared, totalUS: m.TotalTimeUS, calls: m.Calls,
+			errors: m.ErrorCount(), callsPerSec: perSecond(m.Calls, v.interval), meanUS: m.MeanUS, p99US: m.P99US,
+			anti: m.AntiPatterns}
+		r.errorsPer = perSecond(r.errors, v.interval)
+		if allUS > 0 {
+			r.share = float64(m.TotalTimeUS) / float64(allUS)
+		}
+		v.calls += r.callsPerSec
+		v.stmts = append(v.stmts, r)
+	}
+	sortStmtRows(v.stmts, order)
+	return v
+}
+
+// stmtDeltas returns what each statement of cur did since prev: counts, time, errors and
+// histogram buckets. A statement that is new, or whose counts went back (statistics were
+// reset, or it was evicted and came back), counts from zero.
+func stmtDeltas(prev, cur map[stmtKey]statements.Statement) []statements.Statement {
+	out := make([]statements.Statement, 0, len(cur))
+	for k, c := range cur {
+		p, ok := prev[k]
+		if !ok || c.Calls < p.Calls || c.TotalTimeUS < p.TotalTimeUS {
+			out = append(out, c)
+			continue
+		}
+		d := c
+		d.Calls, d.TotalTimeUS, d.Rows = c.Calls-p.Calls, c.TotalTimeUS-p.TotalTimeUS, sub(c.Rows, p.Rows)
+		d.Errors = map[string]uint64{}
+		for name, n := range c.Errors {
+			if n > p.Errors[name] {
+				d.Errors[name] = n - p.Errors[name]
+			}
+		}
+		was := map[uint64]uint64{}
+		for _, b := range p.Histogram {
+			was[b[0]] = b[1]
+		}
+		d.Histogram = nil
+		for _, b := range c.Histogram {
+			if n := b[1] - min(was[b[0]], b[1]); n > 0 {
+				d.Histogram = append(d.Histogram, statements.Bucket{b[0], n})
+			}
+		}
+		out = append(out, d)
+	}
+	// The merge keeps the order it meets statements in; make it the same on every run.
+	slices.SortFunc(out, func(a, b statements.Statement) int {
+		return cmp.Or(strings.Compare(a.Statement, b.Statement), boolCompare(a.Prepared, b.Prepared))
+	})
+	return out
+}
+
+// TopSortOrders are the orders of top's statements, as --sort and the keys name them.
+var TopSortOrders = statements.SortOrders
+
+// sortStmtRows sorts by order (one of TopSortOrders), most first, ties by text.
+func sortStmtRows(rows []stmtRow, order string) {
+	val := func(r *stmtRow) uint64 {
+		switch order {
+		case "calls":
+			return r.calls
+		case "p99":
+			return r.p99US
+		case "errors":
+			return r.errors
+		}
+		return r.totalUS
+	}
+	slices.SortStableFunc(rows, func(a, b stmtRow) int {
+		return cmp.Or(cmp.Compare(val(&b), val(&a)), strings.Compare(a.text, b.text), boolCompare(b.prepared, a.prepared))
+	})
+}
+
+func boolCompare(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
+}
+
+func perSecond(n uint64, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return float64(n) / d.Seconds()
+}
+
+func sub(a, b uint64) uint64 {
+	if a < b {
+		return 0
+	}
+	return a - b
+}
+
+func sum(m map[string]uint64) uint64 {
+	var n uint64
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// summary is the one value every host has, or the values with their counts.
+func summary(counts map[string]int) string {
+	switch len(counts) {
+	case 0:
+		return "-"
+	case 1:
+		for k := range counts {
+			return k
+		}
+	}
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for i, k := range keys {
+		keys[i] = k + "×" + strconv.Itoa(counts[k])
+	}
+	return strings.Join(keys, " ")
+}
+
+// runTop runs top against cfg's hosts until ctx is done, q is pressed, or Count refreshes
+// have been shown: full-screen when stdout is a terminal, else plain lines.
+func runTop(ctx context.Context, cfg Config, stdout io.Writer) error {
+	cmd := cfg.Command
+	if cmd.Interval <= 0 {
+		cmd.Interval = DefaultTopInterval
+	}
+	if cmd.Sort == "" {
+		cmd.Sort = "total_time"
+	}
+	if !slices.Contains(TopSortOrders, cmd.Sort) {
+		return fmt.Errorf("ctl: sort %q: want one of %s", cmd.Sort, strings.Join(TopSortOrders, ", "))
+	}
+	cl, err := newClient(cfg.Token, cfg.CACert)
+	if err != nil {
+		return err
+	}
+	t := &top{cl: cl, hosts: cfg.Hosts, cmd: cmd}
+	if f, ok := stdout.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		return t.screen(ctx)
+	}
+	return t.plain(ctx, stdout)
+}
+
+// top is one run of the command.
+type top struct {
+	cl    *client
+	hosts []string
+	cmd   Command
+}
+
+// readings sends a reading of every host at once and then every interval, until ctx is
+// done; it closes the channel when it stops.
+func (t *top) readings(ctx context.Context) <-chan []hostSample {
+	ch := make(chan []hostSample)
+	go func() {
+		defer close(ch)
+		tick := time.NewTicker(t.cmd.Interval)
+		defer tick.Stop()
+		for {
+			s := t.cl.sampleAll(ctx, t.hosts)
+			select {
+			case ch <- s:
+			case <-ctx.Done():
+				return
+			}
+			select {
+			case <-tick.C:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return ch
+}
