@@ -10,6 +10,7 @@
 //	tracecar ctl [--hosts …] statements [--sort total_time|calls|p99|errors] [--limit 20] [--json]
 //	tracecar ctl [--hosts …] trace-filter [--keyspace K] [--table T] [--user U] [--client CIDR]
 //	             [--statement S] [--opcode OP] [--clear]
+//	tracecar ctl [--hosts …] ready
 //	tracecar ctl [--hosts …] top [--interval 2s] [--sort total_time|calls|p99|errors] [--per-host] [--count N]
 //
 // Every host gets the request in parallel; a host that fails does not stop the others. A
@@ -50,6 +51,7 @@ const (
 	Statements       = "statements"   // merged per-statement statistics (see statements.go)
 	TraceFilter      = "trace-filter" // the trace filter
 	Top              = "top"          // the live view (see top.go)
+	Ready            = "ready"        // GET /readyz: exit 0 only when every host's node is reachable
 )
 
 // Command is what ctl does on every host: an optional change, then a read of the state it
@@ -156,6 +158,13 @@ func opOf(cmd Command) (op, error) {
 			return op{}, errors.New("ctl: status changes nothing")
 		}
 		return op{get: adminapi.PathStatus, show: showStatus}, nil
+	case Ready:
+		// A probe for an API that needs a token, from inside the container, as Kubernetes
+		// exec probes run it: /readyz answers 503 while the node is unreachable.
+		if cmd.Change != nil {
+			return op{}, errors.New("ctl: ready changes nothing")
+		}
+		return op{get: "/readyz", show: func([]byte) (string, error) { return "ready", nil }}, nil
 	case TraceFilter:
 		o = op{get: pathTraceFilter, show: showTraceFilter}
 		if cmd.Clear {

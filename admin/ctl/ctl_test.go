@@ -69,6 +69,14 @@ func TestRun(t *testing.T) {
 	if err != nil || !strings.Contains(out.String(), "mode=fast") {
 		t.Errorf("status: %v\n%s", err, out.String())
 	}
+	out.Reset()
+	err = ctl.Run(context.Background(), ctl.Config{Hosts: []string{a, dead}, Command: ctl.Command{Name: ctl.Ready}}, &out)
+	if !errors.Is(err, ctl.ErrHostFailed) || !strings.Contains(out.String(), "ready") {
+		t.Errorf("ready with a dead host: %v\n%s", err, out.String())
+	}
+	if err := ctl.Run(context.Background(), ctl.Config{Hosts: []string{a}, Command: ctl.Command{Name: ctl.Ready}}, io.Discard); err != nil {
+		t.Errorf("ready: %v", err)
+	}
 	if err := ctl.Run(context.Background(), ctl.Config{Hosts: []string{a}, Command: ctl.Command{Name: "drain"}}, io.Discard); err == nil {
 		t.Error("Run accepted an unknown command")
 	}

@@ -44,6 +44,8 @@ commands:
   logger [NAME [LEVEL]]    set logger NAME to LEVEL (error, warn, info, debug, trace);
                            without LEVEL show NAME's level, without NAME show every level
   status                   show mode, counters, sink drops and guardrail state
+  ready                    exit 0 when every host's node is reachable (GET /readyz), else 1: a
+                           readiness probe for an API that needs a token
   statements [--sort total_time|calls|p99|errors] [--limit 20] [--json]
                            per-statement statistics of every host, merged by statement
   trace-filter [--keyspace K] [--table T] [--user U] [--client CIDR] [--statement S] [--opcode OP] [--clear]
@@ -106,6 +108,8 @@ func parseCtlFlags(args []string) (ctl.Config, error) {
 		build = func(a []string) (ctl.Command, error) { return ctlLogger(&c, a) }
 	case "status":
 		build = func(a []string) (ctl.Command, error) { return ctlStatus(&c, a) }
+	case "ready":
+		build = func(a []string) (ctl.Command, error) { return ctlReady(&c, a) }
 	case "statements":
 		build = func(a []string) (ctl.Command, error) { return ctlStatements(&c, a) }
 	case "trace-filter":
@@ -113,7 +117,7 @@ func parseCtlFlags(args []string) (ctl.Config, error) {
 	case "top":
 		build = func(a []string) (ctl.Command, error) { return ctlTop(&c, a) }
 	default:
-		return ctl.Config{}, usageErrorf("unknown command %q: want slow-query, trace-probability, logger, status, statements, trace-filter or top", rest[0])
+		return ctl.Config{}, usageErrorf("unknown command %q: want slow-query, trace-probability, logger, status, statements, trace-filter, ready or top", rest[0])
 	}
 	cmd, err := build(rest[1:])
 	if err != nil {
@@ -371,4 +375,16 @@ func ctlTop(c *common, args []string) (ctl.Command, error) {
 		return ctl.Command{}, usageErrorf("top: --limit must be at least 1, got %d", *limit)
 	}
 	return ctl.Command{Name: ctl.Top, Interval: *interval, Sort: *order, PerHost: *perHost, Count: *count, Limit: *limit}, nil
+}
+
+func ctlReady(c *common, args []string) (ctl.Command, error) {
+	fs := ctlFlagSet("ready")
+	c.register(fs)
+	if err := parseCtlArgs(fs, args); err != nil {
+		return ctl.Command{}, err
+	}
+	if fs.NArg() > 0 {
+		return ctl.Command{}, usageErrorf("ready takes no arguments, got %q", fs.Args())
+	}
+	return ctl.Command{Name: ctl.Ready}, nil
 }
