@@ -39,21 +39,30 @@ func requireTool(tb testing.TB, name, pkg string) string {
 
 var (
 	binOnce sync.Once
+	binDir  string // removed by TestMain
 	binPath string
 	binErr  error
 )
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
 
 // mustBinary builds tracecar once for the package's tests: static, as the image holds
 // it (deploy/build-image.sh builds it the same way).
 func mustBinary(tb testing.TB) string {
 	tb.Helper()
 	binOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "tracecar-deploy-")
-		if err != nil {
+		var err error
+		if binDir, err = os.MkdirTemp("", "tracecar-deploy-"); err != nil {
 			binErr = err
 			return
 		}
-		binPath = filepath.Join(dir, "tracecar")
+		binPath = filepath.Join(binDir, "tracecar")
 		cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", binPath, "./cmd/tracecar")
 		cmd.Dir = ".."
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
