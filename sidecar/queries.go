@@ -48,7 +48,8 @@ type Query struct {
 // Queries returns the requests in flight whose elapsed time is at least min, longest
 // first, at most limit of them (limit ≤ 0: all). It is safe for concurrent use, and meant
 // for an admin API: it takes each connection's stream table lock twice, briefly, and the
-// data path's work per request is unchanged.
+// data path's work per request is unchanged. A request answered between the two is left
+// out.
 func (p *Proxy) Queries(min time.Duration, limit int) []Query {
 	now := tracing.Now()
 	p.mu.Lock()
@@ -104,8 +105,12 @@ func (p *Proxy) Queries(min time.Duration, limit int) []Query {
 		all = all[:limit]
 	}
 
-	out := make([]Query, len(all))
-	for i, f := range all {
+	out := make([]Query, 0, len(all))
+	for _, f := range all {
+		pk, still := f.c.streams.recheck(f.req)
+		if !still {
+			continue // answered since the first pass
+		}
 		q := Query{Client: f.c.clientAddr, Opcode: f.req.op, Stream: f.req.stream, Elapsed: -1}
 		if f.start != 0 {
 			q.Elapsed = max(time.Duration(now-f.start), 0)
@@ -113,14 +118,12 @@ func (p *Proxy) Queries(min time.Duration, limit int) []Query {
 		if f.tr != nil {
 			q.User = f.tr.User()
 		}
-		if f.req.trace.Traced() {
-			if pk := f.c.streams.peek(f.req.stream, f.req.trace); pk.Held() {
-				in := p.tr.Describe(pk)
-				q.TraceMode = in.Mode
-				if in.Query != "" {
-					q.Statement, q.Keyspace, q.Table, q.Consistency = in.Query, in.Keyspace, in.Table, in.Consistency
-					q.From = FromTracing
-				}
+		if pk.Held() {
+			in := p.tr.Describe(pk)
+			q.TraceMode = in.Mode
+			if in.Query != "" {
+				q.Statement, q.Keyspace, q.Table, q.Consistency = in.Query, in.Keyspace, in.Table, in.Consistency
+				q.From = FromTracing
 			}
 		}
 		if q.From == "" {
@@ -128,7 +131,7 @@ func (p *Proxy) Queries(min time.Duration, limit int) []Query {
 				q.Statement, q.Keyspace, q.Table, q.From = p.redact(text), ks, table, FromStatements
 			}
 		}
-		out[i] = q
+		out = append(out, q)
 	}
 	return out
 }
@@ -143,25 +146,27 @@ func (p *Proxy) redact(q string) string {
 	return text
 }
 
-// peek copies the tracing record of the request on stream, if that is still the request
-// of trace: under the table's lock, so that the response side cannot end it meanwhile.
-func (t *streamTable) peek(stream int16, trace tracing.Ticket) tracing.Peek {
+// recheck reports whether req, copied from the table earlier, is still in flight (its
+// stream holds the same entry: a request answered since, or answered and followed by
+// another on its stream, is not), and then copies its tracing record, under the table's
+// lock, so that the response side cannot end it meanwhile.
+func (t *streamTable) recheck(req inflight) (tracing.Peek, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.n == 0 {
-		return tracing.Peek{}
+		return tracing.Peek{}, false
 	}
 	mask := len(t.slots) - 1
-	for i := t.index(stream); ; i = (i + 1) & mask {
+	for i := t.index(req.stream); ; i = (i + 1) & mask {
 		s := &t.slots[i]
 		switch {
 		case !s.used:
-			return tracing.Peek{}
-		case s.stream == stream:
-			if s.trace != trace {
-				return tracing.Peek{} // answered, and the stream reused since
+			return tracing.Peek{}, false
+		case s.stream == req.stream:
+			if *s != req {
+				return tracing.Peek{}, false
 			}
-			return s.trace.Peek()
+			return s.trace.Peek(), true
 		}
 	}
 }
