@@ -1,5 +1,5 @@
-// Package scripts_test tests the shell functions of scripts/ that CI relies on.
-package scripts_test
+// Package ci_test tests what CI and the repository layout rely on: the shell functions of scripts/, and the rooms of the layout.
+package ci_test
 
 import (
 	"errors"
@@ -14,7 +14,7 @@ import (
 // it took the log for the fuzzer's own deadline.
 func deadlineOnly(tb testing.TB, log, target string) bool {
 	tb.Helper()
-	cmd := exec.Command("bash", "-c", `. ./fuzzlog.sh && fuzz_deadline_only "$1" "$2"`, "bash", log, target)
+	cmd := exec.Command("bash", "-c", `. ../../../scripts/fuzzlog.sh && fuzz_deadline_only "$1" "$2"`, "bash", log, target)
 	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError
 	switch {
