@@ -1,0 +1,277 @@
+// Package cqltext reads CQL text: it splits a statement into the tokens that Cassandra's
+// lexer sees, and says what a name token names.
+//
+// It is the one reader of CQL text in tracecar: the redaction of literals, statement
+// statistics, the tracing conventions, the proxy's search for system tables and the
+// embedded node's parser all read through it, so that they agree on where a string, a
+// comment or a name begins and ends.
+//
+// Reading is index-based and allocation-free: Next returns the bounds of one token in the
+// text, a string or a byte slice, which is never copied. A token also says whether the
+// text ends inside it or where it might go on, so that a caller holding only the start of
+// a statement (a cut prefix of a compressed body) can tell what it knows from what lies
+// beyond the cut.
+package cqltext
+
+// Text is what the functions of this package read: a string or a byte slice. It is never
+// copied or changed.
+type Text interface{ ~string | ~[]byte }
+
+// Kind is the kind of a token.
+type Kind uint8
+
+// The kinds of tokens. A Kind's zero value is EOF.
+const (
+	EOF         Kind = iota // the end of the text: no token
+	Space                   // spaces, tabs, carriage returns and newlines
+	Comment                 // -- or // to the end of the line, or /* … */
+	Ident                   // an unquoted identifier or keyword: a letter or _, then letters, digits and _
+	QuotedIdent             // "…", with "" for a quote inside
+	String                  // '…', with '' for a quote inside, or $$…$$
+	Integer                 // 42
+	Float                   // 1.5, 2., 1e-3, 1.5E+3
+	Duration                // 1h30m: an integer followed by letters (or a malformed number, 12abc)
+	Blob                    // 0x then hex digits
+	UUID                    // 123e4567-e89b-12d3-a456-426614174000
+	Punct                   // one byte of anything else, or <=, >=, != (a byte of 0x80 or more takes its UTF-8 sequence)
+)
+
+var kindNames = [...]string{"EOF", "Space", "Comment", "Ident", "QuotedIdent", "String",
+	"Integer", "Float", "Duration", "Blob", "UUID", "Punct"}
+
+// String returns the kind's name, as in the constant.
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return "Kind(?)"
+}
+
+// Token is one token of a text: its kind and its bounds, text[Start:End].
+type Token struct {
+	Kind       Kind
+	Start, End int
+
+	// Unterminated is set when the text ends inside the token: a string, quoted name or
+	// block comment without its closing quote, $$ or */. Its End is then the end of the
+	// text.
+	Unterminated bool
+
+	// Open is set when the end of the text decided the token's kind or end: a name, a
+	// number or spaces that stop there might go on, and 1.5e or a quote at the end might
+	// be the start of 1.5e3 or of a doubled quote. In a text that goes on, the token there
+	// may differ; one that is not Open is the same token in any longer text that starts
+	// with the same bytes (so are ")" and "/* c */" at the end). Unterminated tokens and
+	// EOF are always Open.
+	Open bool
+}
+
+// Next returns the token that starts at text[i], of any kind, Space and Comment included;
+// its End is where the next one starts. At or beyond the end of the text it returns EOF,
+// with Start and End at the end. It is the lexer: the other functions of this package
+// read what it returns.
+func Next[T Text](text T, i int) Token {
+	n := len(text)
+	if i >= n {
+		return Token{Kind: EOF, Start: n, End: n, Open: true}
+	}
+	t := Token{Start: i}
+	// need is the last index the token's kind and end were decided by; a need at or
+	// beyond n means that the end of the text decided them.
+	var need int
+	c := text[i]
+	switch {
+	case isSpace(c):
+		j := i + 1
+		for j < n && isSpace(text[j]) {
+			j++
+		}
+		t.Kind, t.End, need = Space, j, j
+	case (c == '-' || c == '/') && i+1 < n && text[i+1] == c:
+		j := i + 2
+		for j < n && text[j] != '\n' && text[j] != '\r' {
+			j++
+		}
+		t.Kind, t.End, need = Comment, j, j
+	case c == '/' && i+1 < n && text[i+1] == '*':
+		t.Kind = Comment
+		t.End, need = closing(text, i+2, '*', '/')
+		t.Unterminated = need >= n
+	case c == '\'' || c == '"':
+		t.Kind = String
+		if c == '"' {
+			t.Kind = QuotedIdent
+		}
+		var closed bool
+		t.End, need, closed = quoted(text, i, c)
+		t.Unterminated = !closed
+	case c == '$' && i+1 < n && text[i+1] == '$':
+		t.Kind = String
+		t.End, need = closing(text, i+2, '$', '$')
+		t.Unterminated = need >= n
+	case isHex(c) || isIdentStart(c):
+		isUUID := false
+		if isHex(c) {
+			isUUID, need = uuidAt(text, i)
+		}
+		switch {
+		case isUUID:
+			t.Kind, t.End = UUID, i+36
+		case isDigit(c):
+			var k int
+			t.Kind, t.End, k = number(text, i)
+			need = max(need, k)
+		default:
+			j := i + 1
+			for j < n && isIdentChar(text[j]) {
+				j++
+			}
+			t.Kind, t.End, need = Ident, j, max(need, j)
+		}
+	case c == '<' || c == '>' || c == '!':
+		t.Kind, t.End, need = Punct, i+1, i+1
+		if i+1 < n && text[i+1] == '=' {
+			t.End = i + 2
+		}
+	case c == '-' || c == '/' || c == '$':
+		// One byte, decided by the next: it might have begun a comment or a $$ string.
+		t.Kind, t.End, need = Punct, i+1, i+1
+	case c >= 0x80:
+		j := i + 1
+		for j < n && j < i+4 && text[j]&0xC0 == 0x80 {
+			j++
+		}
+		t.Kind, t.End, need = Punct, j, j
+	default:
+		t.Kind, t.End, need = Punct, i+1, i
+	}
+	t.Open = need >= n
+	return t
+}
+
+// NextSignificant returns the first token at or after text[i] that is neither Space nor
+// Comment, or EOF.
+func NextSignificant[T Text](text T, i int) Token {
+	for {
+		for i < len(text) && isSpace(text[i]) {
+			i++
+		}
+		t := Next(text, i)
+		if t.Kind != Comment {
+			return t
+		}
+		i = t.End
+	}
+}
+
+// closing returns the end of a token closed by the two bytes a, b, searched from text[j],
+// and the last index read; unclosed, it runs to the end of the text.
+func closing[T Text](text T, j int, a, b byte) (end, need int) {
+	for ; j+1 < len(text); j++ {
+		if text[j] == a && text[j+1] == b {
+			return j + 2, j + 1
+		}
+	}
+	return len(text), len(text)
+}
+
+// quoted returns the end of the token that quote opens at text[i], where a doubled quote
+// stands for itself; the last index read, the one after the closing quote (which might
+// have doubled it); and whether it was closed. Unclosed, it runs to the end of the text.
+func quoted[T Text](text T, i int, quote byte) (end, need int, closed bool) {
+	for j := i + 1; j < len(text); j++ {
+		if text[j] != quote {
+			continue
+		}
+		if j+1 < len(text) && text[j+1] == quote {
+			j++
+			continue
+		}
+		return j + 1, j + 1, true
+	}
+	return len(text), len(text), false
+}
+
+// number reads the Integer, Float or Duration at text[i], which is a digit, as the node
+// does: digits, then a fraction (a dot, unless a letter follows it that does not begin an
+// exponent, as in 1.foo), then an exponent; an integer followed by a letter is a duration
+// with all the letters and digits that follow (1h30m). It returns the kind, the end and
+// the last index read.
+func number[T Text](text T, i int) (Kind, int, int) {
+	n := len(text)
+	if text[i] == '0' && i+1 < n && (text[i+1] == 'x' || text[i+1] == 'X') {
+		j := i + 2
+		for j < n && isHex(text[j]) {
+			j++
+		}
+		return Blob, j, j
+	}
+	j := i + 1
+	for j < n && isDigit(text[j]) {
+		j++
+	}
+	kind, need := Integer, j
+	if j < n && text[j] == '.' {
+		need = j + 1
+		if j+1 >= n || isDigit(text[j+1]) || text[j+1] == 'e' || text[j+1] == 'E' || !isIdentStart(text[j+1]) {
+			kind = Float
+			j++
+			for j < n && isDigit(text[j]) {
+				j++
+			}
+			need = j
+		}
+	}
+	if j < n && (text[j] == 'e' || text[j] == 'E') {
+		k := j + 1
+		if k < n && (text[k] == '+' || text[k] == '-') {
+			k++
+		}
+		need = max(need, k)
+		if k < n && isDigit(text[k]) {
+			for k < n && isDigit(text[k]) {
+				k++
+			}
+			kind, j, need = Float, k, k
+		}
+	}
+	if kind == Integer && j < n && isIdentStart(text[j]) {
+		for j < n && isIdentChar(text[j]) {
+			j++
+		}
+		return Duration, j, max(need, j)
+	}
+	return kind, j, need
+}
+
+// uuidAt reports whether a UUID starts at text[i], not followed by an identifier
+// character, and the last index it read.
+func uuidAt[T Text](text T, i int) (bool, int) {
+	for k := range 36 {
+		j := i + k
+		if j >= len(text) {
+			return false, j
+		}
+		switch k {
+		case 8, 13, 18, 23:
+			if text[j] != '-' {
+				return false, j
+			}
+		default:
+			if !isHex(text[j]) {
+				return false, j
+			}
+		}
+	}
+	j := i + 36
+	return j >= len(text) || !isIdentChar(text[j]), j
+}
+
+// isSpace is CQL's white space, as Cassandra's lexer has it.
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+func isDigit(c byte) bool      { return '0' <= c && c <= '9' }
+func isLetter(c byte) bool     { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
+func isHex(c byte) bool        { return isDigit(c) || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }
+func isIdentStart(c byte) bool { return isLetter(c) || c == '_' }
+func isIdentChar(c byte) bool  { return isIdentStart(c) || isDigit(c) }
