@@ -47,24 +47,29 @@ func (k Kind) String() string {
 	return "Kind(?)"
 }
 
-// Token is one token of a text: its kind and its bounds, text[Start:End].
+// Token is one token of a text: its kind and its bounds, text[Start:End]. It has four
+// fields so that the compiler keeps it in registers.
 type Token struct {
 	Kind       Kind
 	Start, End int
-
-	// Unterminated is set when the text ends inside the token: a string, quoted name or
-	// block comment without its closing quote, $$ or */. Its End is then the end of the
-	// text.
-	Unterminated bool
-
-	// Open is set when the end of the text decided the token's kind or end: a name, a
-	// number or spaces that stop there might go on, and 1.5e or a quote at the end might
-	// be the start of 1.5e3 or of a doubled quote. In a text that goes on, the token there
-	// may differ; one that is not Open is the same token in any longer text that starts
-	// with the same bytes (so are ")" and "/* c */" at the end). Unterminated tokens and
-	// EOF are always Open.
-	Open bool
+	flags      uint8
 }
+
+const (
+	unterminated uint8 = 1 << iota
+	open
+)
+
+// Unterminated reports whether the text ends inside the token: a string, quoted name or
+// block comment without its closing quote, $$ or */. Its End is then the end of the text.
+func (t Token) Unterminated() bool { return t.flags&unterminated != 0 }
+
+// Open reports whether the end of the text decided the token's kind or end: a name, a
+// number or spaces that stop there might go on, and 1.5e or a quote at the end might be the
+// start of 1.5e3 or of a doubled quote. In a text that goes on, the token there may differ;
+// one that is not Open is the same token in any longer text that starts with the same
+// bytes (so are ")" and "/* c */" at the end). Unterminated tokens and EOF are always Open.
+func (t Token) Open() bool { return t.flags&open != 0 }
 
 // Next returns the token that starts at text[i], of any kind, Space and Comment included;
 // its End is where the next one starts. At or beyond the end of the text it returns EOF,
@@ -73,9 +78,11 @@ type Token struct {
 func Next[T Text](text T, i int) Token {
 	n := len(text)
 	if i >= n {
-		return Token{Kind: EOF, Start: n, End: n, Open: true}
+		return Token{Kind: EOF, Start: n, End: n, flags: open}
 	}
-	t := Token{Start: i}
+	var kind Kind
+	var end int
+	var flags uint8
 	// need is the last index the token's kind and end were decided by; a need at or
 	// beyond n means that the end of the text decided them.
 	var need int
@@ -86,29 +93,35 @@ func Next[T Text](text T, i int) Token {
 		for j < n && isSpace(text[j]) {
 			j++
 		}
-		t.Kind, t.End, need = Space, j, j
+		kind, end, need = Space, j, j
 	case (c == '-' || c == '/') && i+1 < n && text[i+1] == c:
 		j := i + 2
 		for j < n && text[j] != '\n' && text[j] != '\r' {
 			j++
 		}
-		t.Kind, t.End, need = Comment, j, j
+		kind, end, need = Comment, j, j
 	case c == '/' && i+1 < n && text[i+1] == '*':
-		t.Kind = Comment
-		t.End, need = closing(text, i+2, '*', '/')
-		t.Unterminated = need >= n
+		kind = Comment
+		end, need = closing(text, i+2, '*', '/')
+		if need >= n {
+			flags = unterminated
+		}
 	case c == '\'' || c == '"':
-		t.Kind = String
+		kind = String
 		if c == '"' {
-			t.Kind = QuotedIdent
+			kind = QuotedIdent
 		}
 		var closed bool
-		t.End, need, closed = quoted(text, i, c)
-		t.Unterminated = !closed
+		end, need, closed = quoted(text, i, c)
+		if !closed {
+			flags = unterminated
+		}
 	case c == '$' && i+1 < n && text[i+1] == '$':
-		t.Kind = String
-		t.End, need = closing(text, i+2, '$', '$')
-		t.Unterminated = need >= n
+		kind = String
+		end, need = closing(text, i+2, '$', '$')
+		if need >= n {
+			flags = unterminated
+		}
 	case isHex(c) || isIdentStart(c):
 		isUUID := false
 		if isHex(c) {
@@ -116,37 +129,39 @@ func Next[T Text](text T, i int) Token {
 		}
 		switch {
 		case isUUID:
-			t.Kind, t.End = UUID, i+36
+			kind, end = UUID, i+36
 		case isDigit(c):
 			var k int
-			t.Kind, t.End, k = number(text, i)
+			kind, end, k = number(text, i)
 			need = max(need, k)
 		default:
 			j := i + 1
 			for j < n && isIdentChar(text[j]) {
 				j++
 			}
-			t.Kind, t.End, need = Ident, j, max(need, j)
+			kind, end, need = Ident, j, max(need, j)
 		}
 	case c == '<' || c == '>' || c == '!':
-		t.Kind, t.End, need = Punct, i+1, i+1
+		kind, end, need = Punct, i+1, i+1
 		if i+1 < n && text[i+1] == '=' {
-			t.End = i + 2
+			end = i + 2
 		}
 	case c == '-' || c == '/' || c == '$':
 		// One byte, decided by the next: it might have begun a comment or a $$ string.
-		t.Kind, t.End, need = Punct, i+1, i+1
+		kind, end, need = Punct, i+1, i+1
 	case c >= 0x80:
 		j := i + 1
 		for j < n && j < i+4 && text[j]&0xC0 == 0x80 {
 			j++
 		}
-		t.Kind, t.End, need = Punct, j, j
+		kind, end, need = Punct, j, j
 	default:
-		t.Kind, t.End, need = Punct, i+1, i
+		kind, end, need = Punct, i+1, i
 	}
-	t.Open = need >= n
-	return t
+	if need >= n {
+		flags |= open
+	}
+	return Token{Kind: kind, Start: i, End: end, flags: flags}
 }
 
 // NextSignificant returns the first token at or after text[i] that is neither Space nor

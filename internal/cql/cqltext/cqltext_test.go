@@ -14,7 +14,7 @@ func tokens(q string, next func(i int) Token) []string {
 			return out
 		}
 		s := t.Kind.String() + ":" + q[t.Start:t.End]
-		if t.Unterminated {
+		if t.Unterminated() {
 			s += "(unterminated)"
 		}
 		out = append(out, s)
@@ -71,7 +71,7 @@ func TestNextSignificant(t *testing.T) {
 	if e := NextSignificant(q, 0); e.Start != len(" /* c */ ") {
 		t.Errorf("first significant token at %d; want %d", e.Start, len(" /* c */ "))
 	}
-	if e := NextSignificant(q, len(q)-4); e.Kind != EOF || e.Start != len(q) || !e.Open {
+	if e := NextSignificant(q, len(q)-4); e.Kind != EOF || e.Start != len(q) || !e.Open() {
 		t.Errorf("after the last token: %+v; want an Open EOF at %d", e, len(q))
 	}
 }
@@ -93,7 +93,7 @@ func TestOpen(t *testing.T) {
 		{"é", true}, {"\xc3", true},
 	}
 	for _, tt := range tests {
-		if tok := Next(tt.in, 0); tok.Open != tt.open {
+		if tok := Next(tt.in, 0); tok.Open() != tt.open {
 			t.Errorf("Next(%q, 0) = %+v; want Open %v", tt.in, tok, tt.open)
 		}
 	}
@@ -235,13 +235,13 @@ func FuzzNext(f *testing.F) {
 			if tok.End <= tok.Start || tok.End > len(q) {
 				t.Fatalf("%q: token %+v at %d is empty or too long", q, tok, i)
 			}
-			if tok.Unterminated && tok.End != len(q) {
+			if tok.Unterminated() && tok.End != len(q) {
 				t.Fatalf("%q: unterminated token %+v ends before the text", q, tok)
 			}
-			if tok.Unterminated && !tok.Open {
+			if tok.Unterminated() && !tok.Open() {
 				t.Fatalf("%q: unterminated token %+v is not Open", q, tok)
 			}
-			if tok.Kind == Ident || tok.Kind == QuotedIdent && !tok.Unterminated {
+			if tok.Kind == Ident || tok.Kind == QuotedIdent && !tok.Unterminated() {
 				if n := Name(q, tok); !NameIs(q, tok, n) {
 					t.Fatalf("%q: token %+v names %q but NameIs says no", q, tok, n)
 				}
@@ -291,7 +291,7 @@ func checkPrefix(t *testing.T, q string, cut int) {
 	for _, next := range []func(string, int) Token{Next[string], NextSignificant[string]} {
 		for i := 0; ; {
 			got := next(p, i)
-			if got.Open {
+			if got.Open() {
 				if got.Kind == EOF && got.Start != len(p) {
 					t.Fatalf("%q cut at %d: EOF %+v", q, cut, got)
 				}

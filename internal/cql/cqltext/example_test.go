@@ -35,7 +35,7 @@ func ExampleToken_Open() {
 	at := len("SELECT * FROM system.")
 	for _, cut := range []int{at + 3, at + 5, at + 6} {
 		t := cqltext.NextSignificant(q[:cut], at)
-		fmt.Printf("%q open=%v\n", q[t.Start:t.End], t.Open)
+		fmt.Printf("%q open=%v\n", q[t.Start:t.End], t.Open())
 	}
 	// Output:
 	// "loc" open=true

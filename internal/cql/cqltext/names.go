@@ -37,7 +37,7 @@ func NameIs[T Text](text T, t Token, name string) bool {
 		}
 		return true
 	case QuotedIdent:
-		if t.Unterminated {
+		if t.Unterminated() {
 			return false
 		}
 		k := 0
@@ -106,7 +106,7 @@ func StringValue[T Text](text T, t Token) string {
 	}
 	if text[t.Start] == '$' {
 		end := t.End
-		if !t.Unterminated {
+		if !t.Unterminated() {
 			end -= 2
 		}
 		return string(text[t.Start+2 : end])
@@ -117,7 +117,7 @@ func StringValue[T Text](text T, t Token) string {
 // unquote returns the content of a quoted token, a doubled quote read as one.
 func unquote[T Text](text T, t Token, quote byte) string {
 	end := t.End
-	if !t.Unterminated {
+	if !t.Unterminated() {
 		end--
 	}
 	s := string(text[t.Start+1 : end])
