@@ -75,8 +75,22 @@ func (t Token) Open() bool { return t.flags&open != 0 }
 // its End is where the next one starts. At or beyond the end of the text it returns EOF,
 // with Start and End at the end. It is the lexer: the other functions of this package
 // read what it returns.
-func Next[T Text](text T, i int) Token {
+func Next[T Text](text T, i int) Token { return lex(text, i, false) }
+
+// NextSignificant returns the first token at or after text[i] that is neither Space nor
+// Comment, or EOF.
+func NextSignificant[T Text](text T, i int) Token { return lex(text, i, true) }
+
+// lex is Next, and NextSignificant when skip is set: one function, so that skipping costs
+// no call per token.
+func lex[T Text](text T, i int, skip bool) Token {
 	n := len(text)
+	if skip {
+		for i < n && isSpace(text[i]) {
+			i++
+		}
+	}
+again:
 	if i >= n {
 		return Token{Kind: EOF, Start: n, End: n, flags: open}
 	}
@@ -87,8 +101,33 @@ func Next[T Text](text T, i int) Token {
 	// beyond n means that the end of the text decided them.
 	var need int
 	c := text[i]
-	switch {
-	case isSpace(c):
+	// The commonest first: names and keywords, numbers, spaces, plain punctuation.
+	switch cl := classes[c]; {
+	case cl&(identStart|digit) != 0:
+		// A UUID has its first '-' at i+8, so only there (or when the text ends before
+		// it, which then decides) is it worth reading one; elsewhere the name or number
+		// read below looks at least as far as a UUID would have.
+		if isHex(c) && (i+8 >= n || text[i+8] == '-') {
+			var isUUID bool
+			if isUUID, need = uuidAt(text, i); isUUID {
+				kind, end = UUID, i+36
+				break
+			}
+		}
+		if isDigit(c) {
+			var k int
+			kind, end, k = number(text, i)
+			need = max(need, k)
+			break
+		}
+		j := i + 1
+		for j < n && isIdentChar(text[j]) {
+			j++
+		}
+		kind, end, need = Ident, j, max(need, j)
+	case cl == 0:
+		kind, end, need = Punct, i+1, i
+	case cl&space != 0:
 		j := i + 1
 		for j < n && isSpace(text[j]) {
 			j++
@@ -122,25 +161,6 @@ func Next[T Text](text T, i int) Token {
 		if need >= n {
 			flags = unterminated
 		}
-	case isHex(c) || isIdentStart(c):
-		isUUID := false
-		if isHex(c) {
-			isUUID, need = uuidAt(text, i)
-		}
-		switch {
-		case isUUID:
-			kind, end = UUID, i+36
-		case isDigit(c):
-			var k int
-			kind, end, k = number(text, i)
-			need = max(need, k)
-		default:
-			j := i + 1
-			for j < n && isIdentChar(text[j]) {
-				j++
-			}
-			kind, end, need = Ident, j, max(need, j)
-		}
 	case c == '<' || c == '>' || c == '!':
 		kind, end, need = Punct, i+1, i+1
 		if i+1 < n && text[i+1] == '=' {
@@ -158,25 +178,17 @@ func Next[T Text](text T, i int) Token {
 	default:
 		kind, end, need = Punct, i+1, i
 	}
+	if skip && kind == Comment {
+		i = end
+		for i < n && isSpace(text[i]) {
+			i++
+		}
+		goto again
+	}
 	if need >= n {
 		flags |= open
 	}
 	return Token{Kind: kind, Start: i, End: end, flags: flags}
-}
-
-// NextSignificant returns the first token at or after text[i] that is neither Space nor
-// Comment, or EOF.
-func NextSignificant[T Text](text T, i int) Token {
-	for {
-		for i < len(text) && isSpace(text[i]) {
-			i++
-		}
-		t := Next(text, i)
-		if t.Kind != Comment {
-			return t
-		}
-		i = t.End
-	}
 }
 
 // closing returns the end of a token closed by the two bytes a, b, searched from text[j],
@@ -282,11 +294,42 @@ func uuidAt[T Text](text T, i int) (bool, int) {
 	return j >= len(text) || !isIdentChar(text[j]), j
 }
 
-// isSpace is CQL's white space, as Cassandra's lexer has it.
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+// The classes of a byte, for the lexer's loops.
+const (
+	space      uint8 = 1 << iota // CQL's white space, as Cassandra's lexer has it: space, tab, CR, LF
+	identStart                   // a letter or _
+	digit
+	hex     // a hex digit
+	special // a byte that may begin a token other than a name, a number or one byte of punctuation
+)
 
-func isDigit(c byte) bool      { return '0' <= c && c <= '9' }
-func isLetter(c byte) bool     { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
-func isHex(c byte) bool        { return isDigit(c) || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }
-func isIdentStart(c byte) bool { return isLetter(c) || c == '_' }
-func isIdentChar(c byte) bool  { return isIdentStart(c) || isDigit(c) }
+var classes = func() (c [256]uint8) {
+	for _, b := range []byte(" \t\r\n") {
+		c[b] |= space
+	}
+	for b := 'a'; b <= 'z'; b++ {
+		c[b] |= identStart
+		c[b-'a'+'A'] |= identStart
+	}
+	c['_'] |= identStart
+	for b := '0'; b <= '9'; b++ {
+		c[b] |= digit | hex
+	}
+	for b := 'a'; b <= 'f'; b++ {
+		c[b] |= hex
+		c[b-'a'+'A'] |= hex
+	}
+	for _, b := range []byte("-/'\"$<>!") {
+		c[b] |= special
+	}
+	for b := 0x80; b < 0x100; b++ {
+		c[b] |= special
+	}
+	return c
+}()
+
+func isSpace(c byte) bool      { return classes[c]&space != 0 }
+func isDigit(c byte) bool      { return classes[c]&digit != 0 }
+func isHex(c byte) bool        { return classes[c]&hex != 0 }
+func isIdentStart(c byte) bool { return classes[c]&identStart != 0 }
+func isIdentChar(c byte) bool  { return classes[c]&(identStart|digit) != 0 }

@@ -200,6 +200,7 @@ func TestNoAllocs(t *testing.T) {
 			tok := NextSignificant(q, i)
 			NameIs(q, tok, "peers_v2")
 			IsKeyword(q, tok, "from")
+			IsPunct(q, tok, "<=")
 			i = tok.End
 		}
 		s := NewScanner(q)
@@ -245,6 +246,13 @@ func FuzzNext(f *testing.F) {
 				if n := Name(q, tok); !NameIs(q, tok, n) {
 					t.Fatalf("%q: token %+v names %q but NameIs says no", q, tok, n)
 				}
+			}
+			sig := tok
+			for sig.Kind == Space || sig.Kind == Comment {
+				sig = Next(q, sig.End)
+			}
+			if got := NextSignificant(q, i); got != sig {
+				t.Fatalf("%q: NextSignificant at %d = %+v; Next has %+v", q, i, got, sig)
 			}
 			i, end = tok.End, tok.End
 		}

@@ -56,13 +56,15 @@ func NameIs[T Text](text T, t Token, name string) bool {
 }
 
 // IsKeyword reports whether t is the unquoted word kw, in any case: keywords are not case
-// sensitive, and a quoted name is never a keyword. It does not allocate.
+// sensitive, and a quoted name is never a keyword. kw is made of letters, digits and _.
+// It does not allocate.
 func IsKeyword[T Text](text T, t Token, kw string) bool {
 	if t.Kind != Ident || t.End-t.Start != len(kw) {
 		return false
 	}
 	for k := range len(kw) {
-		if lower(text[t.Start+k]) != lower(kw[k]) {
+		// Among letters, digits and _, setting the 0x20 bit folds case and nothing else.
+		if text[t.Start+k]|0x20 != kw[k]|0x20 {
 			return false
 		}
 	}
@@ -72,15 +74,7 @@ func IsKeyword[T Text](text T, t Token, kw string) bool {
 // IsPunct reports whether t is the punctuation p, such as "(" or "<=". It does not
 // allocate.
 func IsPunct[T Text](text T, t Token, p string) bool {
-	if t.Kind != Punct || t.End-t.Start != len(p) {
-		return false
-	}
-	for k := range len(p) {
-		if text[t.Start+k] != p[k] {
-			return false
-		}
-	}
-	return true
+	return t.Kind == Punct && t.End-t.Start == len(p) && string(text[t.Start:t.End]) == p
 }
 
 // Constant reports whether t is a constant of CQL's grammar: a string, a number, a
