@@ -65,10 +65,6 @@ func (c *conn) learnPrepared(frame []byte, req inflight) {
 	c.p.prepared.Put(id, st)
 }
 
-func isIdent(c byte) bool {
-	return 'a' <= c|0x20 && c|0x20 <= 'z' || '0' <= c && c <= '9' || c == '_'
-}
-
 // responseBody returns the header of a response frame, its prefix, its message body
 // (decompressed), and the compressor to re-encode it with (nil when it was not compressed).
 func (c *conn) responseBody(frame []byte) (cql.Header, cql.ResponsePrefix, []byte, cql.Compressor, bool) {
