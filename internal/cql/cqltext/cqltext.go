@@ -79,10 +79,17 @@ func Next[T Text](text T, i int) Token { return lex(text, i, false) }
 
 // NextSignificant returns the first token at or after text[i] that is neither Space nor
 // Comment, or EOF.
-func NextSignificant[T Text](text T, i int) Token { return lex(text, i, true) }
+func NextSignificant[T Text](text T, i int) Token {
+	t := lex(text, i, true)
+	for t.Kind == Comment {
+		t = lex(text, t.End, true)
+	}
+	return t
+}
 
-// lex is Next, and NextSignificant when skip is set: one function, so that skipping costs
-// no call per token.
+// lex is Next, after the spaces at text[i] when skip is set. It reads the commonest
+// tokens, a name or keyword and one byte of punctuation, without a call (which would make
+// every token pay for saving its registers), and leaves the others to lexOther.
 func lex[T Text](text T, i int, skip bool) Token {
 	n := len(text)
 	if skip {
@@ -90,10 +97,30 @@ func lex[T Text](text T, i int, skip bool) Token {
 			i++
 		}
 	}
-again:
 	if i >= n {
 		return Token{Kind: EOF, Start: n, End: n, flags: open}
 	}
+	switch cl := classes[text[i]]; {
+	case cl == 0:
+		return Token{Kind: Punct, Start: i, End: i + 1}
+	case cl&identStart != 0 && (cl&hex == 0 || i+8 < n && text[i+8] != '-'):
+		// A name that cannot be a UUID: that needs a hex digit first and a '-' at i+8.
+		j := i + 1
+		for j < n && isIdentChar(text[j]) {
+			j++
+		}
+		if j >= n {
+			return Token{Kind: Ident, Start: i, End: j, flags: open}
+		}
+		return Token{Kind: Ident, Start: i, End: j}
+	}
+	return lexOther(text, i)
+}
+
+// lexOther reads the token at text[i], of any kind: lex's cases are among them, so that
+// it is the whole lexer on its own.
+func lexOther[T Text](text T, i int) Token {
+	n := len(text)
 	var kind Kind
 	var end int
 	var flags uint8
@@ -177,13 +204,6 @@ again:
 		kind, end, need = Punct, j, j
 	default:
 		kind, end, need = Punct, i+1, i
-	}
-	if skip && kind == Comment {
-		i = end
-		for i < n && isSpace(text[i]) {
-			i++
-		}
-		goto again
 	}
 	if need >= n {
 		flags |= open
