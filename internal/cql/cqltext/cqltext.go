@@ -11,6 +11,8 @@
 // text ends inside it or where it might go on, so that a caller holding only the start of
 // a statement (a cut prefix of a compressed body) can tell what it knows from what lies
 // beyond the cut.
+//
+// The functions are safe for concurrent use; a Scanner is not.
 package cqltext
 
 // Text is what the functions of this package read: a string or a byte slice. It is never
