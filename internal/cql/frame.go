@@ -126,17 +126,19 @@ func (h Header) IsResponse() bool { return h.Version&ResponseBit != 0 }
 func (h Header) ProtoVersion() byte { return h.Version &^ ResponseBit }
 
 // ParseHeader decodes the 9-byte header at the start of b. A version other than 3 or 4
-// gives an *UnsupportedVersionError; callers that need to answer old clients can inspect
-// b[0] themselves.
+// gives an *UnsupportedVersionError, with the fields of b read as a v3/v4 header when b
+// holds 9 bytes, so that a server can answer on the frame's stream (versions 1 and 2 have
+// an 8-byte header: callers that answer old clients inspect b[0] themselves). A length over
+// MaxBodySize gives ErrFrameTooBig, with the header.
 func ParseHeader(b []byte) (Header, error) {
 	if len(b) < 1 {
 		return Header{}, io.ErrUnexpectedEOF
 	}
 	v := b[0] &^ ResponseBit
-	if v != V3 && v != V4 {
-		return Header{}, &UnsupportedVersionError{Version: v}
-	}
 	if len(b) < HeaderSize {
+		if v != V3 && v != V4 {
+			return Header{}, &UnsupportedVersionError{Version: v}
+		}
 		return Header{}, io.ErrUnexpectedEOF
 	}
 	h := Header{
@@ -145,6 +147,9 @@ func ParseHeader(b []byte) (Header, error) {
 		Stream:  int16(binary.BigEndian.Uint16(b[2:4])),
 		Opcode:  Opcode(b[4]),
 		Length:  binary.BigEndian.Uint32(b[5:9]),
+	}
+	if v != V3 && v != V4 {
+		return h, &UnsupportedVersionError{Version: v}
 	}
 	if h.Length > MaxBodySize {
 		return h, ErrFrameTooBig
