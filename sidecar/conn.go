@@ -377,7 +377,8 @@ func (c *conn) open(ctx context.Context) error {
 		// Answer the first request so the driver sees why; Overloaded tells it that the
 		// request was not processed and may go to another node.
 		if hb, perr := c.cr.Peek(cql.HeaderSize); perr == nil {
-			c.writeError(int16(binary.BigEndian.Uint16(hb[2:4])), cql.ErrCodeOverloaded, "tracecar: "+err.Error())
+			h, _ := cql.ParseHeader(hb)
+			c.writeError(h.Stream, cql.ErrCodeOverloaded, "tracecar: "+err.Error())
 			c.client.SetWriteDeadline(time.Now().Add(errWriteTimeout))
 			c.toClient.flush()
 		}
@@ -587,28 +588,6 @@ func (c *conn) requests() error {
 	}
 }
 
-// requestHeader parses and checks the header of a client's frame.
-func (c *conn) requestHeader(hb []byte) (cql.Header, error) {
-	h := cql.Header{
-		Version: hb[0],
-		Flags:   hb[1],
-		Stream:  int16(binary.BigEndian.Uint16(hb[2:4])),
-		Opcode:  cql.Opcode(hb[4]),
-		Length:  binary.BigEndian.Uint32(hb[5:9]),
-	}
-	switch {
-	case h.Version != cql.V3 && h.Version != cql.V4:
-		if h.Version&cql.ResponseBit != 0 {
-			return h, &protocolError{stream: h.Stream, msg: "response frame sent by a client"}
-		}
-		return h, &protocolError{stream: h.Stream, msg: cql.UnsupportedVersionMessage(h.Version)}
-	}
-	if pe := c.tooBig(h.Stream, h.Length); pe != nil {
-		return h, pe
-	}
-	return h, nil
-}
-
 // responses is the response goroutine: it forwards the node's frames to the client until
 // the response loop ends, stops the connection for that reason unless it was stopped
 // already, and closes it.
@@ -736,25 +715,6 @@ func (c *conn) forwardResponses() error {
 			return nil
 		}
 	}
-}
-
-// responseHeader parses and checks the header of a node's frame. A malformed one counts as
-// a failure of the node connection.
-func (c *conn) responseHeader(hb []byte) (cql.Header, error) {
-	h := cql.Header{
-		Version: hb[0],
-		Flags:   hb[1],
-		Stream:  int16(binary.BigEndian.Uint16(hb[2:4])),
-		Opcode:  cql.Opcode(hb[4]),
-		Length:  binary.BigEndian.Uint32(hb[5:9]),
-	}
-	if v := h.Version &^ cql.ResponseBit; h.Version&cql.ResponseBit == 0 || v != cql.V3 && v != cql.V4 {
-		return h, fmt.Errorf("malformed frame from node: version byte 0x%02x", h.Version)
-	}
-	if h.Length > cql.MaxBodySize {
-		return h, fmt.Errorf("malformed frame from node: body of %d bytes exceeds the maximum of %d", h.Length, cql.MaxBodySize)
-	}
-	return h, nil
 }
 
 // isClosed reports whether err only says that a connection ended.

@@ -479,6 +479,7 @@ func (l *loop) frames(s *side, data []byte) {
 	var bad *protocolError
 	var nodeErr error
 	drained := false
+	need := 0 // the size of a frame whose header is in and whose rest is not
 	for len(data)-pos >= cql.HeaderSize {
 		hb := data[pos : pos+cql.HeaderSize]
 		var h cql.Header
@@ -495,6 +496,7 @@ func (l *loop) frames(s *side, data []byte) {
 		}
 		n := cql.HeaderSize + int(h.Length)
 		if len(data)-pos < n {
+			need = n
 			break
 		}
 		frame := data[pos : pos+n]
@@ -539,10 +541,7 @@ func (l *loop) frames(s *side, data []byte) {
 	}
 	// Keep the rest for the next read.
 	rest := data[pos:]
-	s.need = 0
-	if len(rest) >= cql.HeaderSize && bad == nil && nodeErr == nil {
-		s.need = cql.HeaderSize + int(getLength(rest))
-	}
+	s.need = need
 	if cap(s.pend) > maxKeptBuffer && len(rest) <= loopReadSize {
 		s.pend = nil // a large frame's buffer is not kept
 	}
@@ -573,10 +572,6 @@ func (l *loop) frames(s *side, data []byte) {
 	case drained && len(d.out) == 0:
 		l.close(c)
 	}
-}
-
-func getLength(hb []byte) uint32 {
-	return uint32(hb[5])<<24 | uint32(hb[6])<<16 | uint32(hb[7])<<8 | uint32(hb[8])
 }
 
 // send writes out to d. When d takes only part of it, the rest waits in d.out for
