@@ -224,7 +224,6 @@ func (c *conn) requestsEnded(err error) {
 			c.stop(errDrained)
 		}
 	case errors.As(err, &pe):
-		c.log.Warn().Str("error", pe.msg).Msg("malformed frame from client: closing its connection")
 		c.stop(pe)
 	case errors.Is(err, errNodeWrite):
 		c.stop(err)
@@ -293,13 +292,7 @@ func (c *conn) close() {
 	c.mu.Unlock()
 	if !closed {
 		c.client.SetWriteDeadline(time.Now().Add(errWriteTimeout))
-		var pe *protocolError
-		switch {
-		case errors.As(cause, &pe):
-			c.writeError(pe.stream, cql.ErrCodeProtocol, pe.msg)
-		case errors.Is(cause, errNodeLost) || errors.Is(cause, errNodeWrite):
-			c.nodeLost(cause)
-		}
+		c.toClient.write(c.lastFrames(nil, cause))
 		c.toClient.flush()
 	}
 	c.closeAll()
@@ -516,9 +509,7 @@ func (c *conn) frameBuffered(r *bufio.Reader) bool {
 // writeError queues an ERROR frame for the client. It is used by the goroutine that owns
 // toClient.
 func (c *conn) writeError(stream int16, code int32, msg string) error {
-	h := cql.Header{Version: cql.ResponseBit | c.version, Stream: stream}
-	f := cql.AppendFrame(nil, h, cql.Error{Code: code, Message: msg})
-	return c.toClient.write(f)
+	return c.toClient.write(c.appendError(nil, stream, code, msg))
 }
 
 // requests is the request loop: it forwards the client's frames to the node until the
@@ -603,21 +594,6 @@ func (c *conn) responses() {
 		c.stop(fmt.Errorf("%w: %w", errNodeLost, err))
 	}
 	c.close()
-}
-
-// nodeLost queues an error for each request in flight once the node connection failed
-// for cause. The request goroutine has stopped, so that set is final.
-func (c *conn) nodeLost(cause error) {
-	c.p.nodeFailures.Add(1)
-	c.lost = c.streams.takeAll(c.lost[:0])
-	c.log.Warn().Err(cause).Str("node", c.nodeAddr.String()).Int("in_flight", len(c.lost)).
-		Msg("node connection lost: failing the requests in flight and closing the client connection")
-	msg := fmt.Sprintf("tracecar: connection to node %s lost", c.p.cfg.NodeAddr)
-	for _, r := range c.lost {
-		if c.writeError(r.stream, cql.ErrCodeServer, msg) != nil {
-			break
-		}
-	}
 }
 
 // requestsStopped reports whether the request goroutine has stopped reading.

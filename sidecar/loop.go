@@ -5,6 +5,7 @@ package sidecar
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"runtime"
@@ -564,9 +565,7 @@ func (l *loop) frames(s *side, data []byte) {
 	}
 	switch {
 	case bad != nil:
-		c.log.Warn().Str("error", bad.msg).Msg("malformed frame from client: closing its connection")
-		f := cql.AppendFrame(nil, cql.Header{Version: cql.ResponseBit | c.version, Stream: bad.stream}, cql.Error{Code: cql.ErrCodeProtocol, Message: bad.msg})
-		l.last(c, f)
+		l.last(c, c.lastFrames(nil, bad))
 	case nodeErr != nil:
 		l.nodeLost(c, nodeErr)
 	case drained && len(d.out) == 0:
@@ -656,9 +655,9 @@ func (l *loop) readEnded(s *side, err error) {
 	c := s.c
 	if !s.client {
 		if err == nil {
-			err = errors.New("EOF")
+			err = io.EOF
 		}
-		l.nodeLost(c, err)
+		l.nodeLost(c, fmt.Errorf("%w: %w", errNodeLost, err))
 		return
 	}
 	if err != nil {
@@ -667,20 +666,10 @@ func (l *loop) readEnded(s *side, err error) {
 	l.close(c)
 }
 
-// nodeLost answers the requests in flight with an error after the node connection failed,
-// and closes the connection.
-func (l *loop) nodeLost(c *conn, err error) {
-	c.p.nodeFailures.Add(1)
-	c.lost = c.streams.takeAll(c.lost[:0])
-	c.log.Warn().Err(err).Str("node", c.nodeAddr.String()).Int("in_flight", len(c.lost)).
-		Msg("node connection lost: failing the requests in flight and closing the client connection")
-	msg := fmt.Sprintf("tracecar: connection to node %s lost", c.p.cfg.NodeAddr)
-	var f []byte
-	for _, r := range c.lost {
-		h := cql.Header{Version: cql.ResponseBit | c.version, Stream: r.stream}
-		f = cql.AppendFrame(f, h, cql.Error{Code: cql.ErrCodeServer, Message: msg})
-	}
-	l.last(c, f)
+// nodeLost answers the requests in flight with an error after the node connection failed
+// for cause, and closes the connection.
+func (l *loop) nodeLost(c *conn, cause error) {
+	l.last(c, c.lastFrames(nil, cause))
 }
 
 // last writes the connection's last frames to the client, after what it still holds, and
