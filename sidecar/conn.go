@@ -124,10 +124,12 @@ type conn struct {
 	// Ending: see "Ending a connection" in the package doc. state is a connState; it only
 	// moves forward, by compare-and-swap, so that the frame loops and the event loop read
 	// it without mu. cause is written under mu before state becomes stateEnding.
-	state    atomic.Int32
-	cause    error
-	reqDone  chan struct{} // closed when the request goroutine stops reading
-	respDone chan struct{} // closed when the response goroutine ends
+	state   atomic.Int32
+	cause   error
+	reqDone chan struct{} // closed when the request goroutine stops reading
+	// done is closed once the transport closed the connection for good: the response
+	// goroutine ended, or the loop closed it.
+	done chan struct{}
 	// mu serialises the changes of state and their effect on the sockets with setting node
 	// and with toLoop.
 	mu        sync.Mutex
@@ -142,7 +144,7 @@ func (p *Proxy) newConn(nc net.Conn, g *group) *conn {
 		client:     nc,
 		clientAddr: addrPort(nc.RemoteAddr()),
 		reqDone:    make(chan struct{}),
-		respDone:   make(chan struct{}),
+		done:       make(chan struct{}),
 	}
 	// A connection bound for an event loop uses its own reader and writer only for the
 	// version gate: small ones, or 1,000 connections would leave 32 MiB of garbage behind.
@@ -198,7 +200,7 @@ func (c *conn) serve(ctx context.Context) {
 		return
 	}
 	if !c.p.cfg.NoEventLoop && !goroutinesOnly && c.toLoop() {
-		<-c.loopDone
+		<-c.done
 		return
 	}
 	c.startGoroutinePath()
@@ -206,7 +208,7 @@ func (c *conn) serve(ctx context.Context) {
 	err := c.requests()
 	close(c.reqDone)
 	c.requestsEnded(err)
-	<-c.respDone
+	<-c.done
 }
 
 // requestsEnded stops the connection for the reason the request loop ended with err,
@@ -256,6 +258,16 @@ func (c *conn) advance(s connState) bool {
 	}
 }
 
+// end moves the connection to ending for cause, on either path, and reports whether it
+// did: the first cause stands, a later one is dropped. c.mu must be held.
+func (c *conn) end(cause error) bool {
+	if c.getState() >= stateEnding {
+		return false
+	}
+	c.cause = cause
+	return c.advance(stateEnding)
+}
+
 // stop ends a connection on the goroutine path for cause, from any goroutine; the first
 // cause stands, a later one is dropped. It wakes both goroutines: the request goroutine's
 // read of the client fails at once, and so does the response goroutine's read of the node,
@@ -264,11 +276,9 @@ func (c *conn) advance(s connState) bool {
 func (c *conn) stop(cause error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.inLoop() || c.getState() >= stateEnding {
+	if c.inLoop() || !c.end(cause) {
 		return
 	}
-	c.cause = cause
-	c.advance(stateEnding)
 	if c.node != nil {
 		c.node.Close()
 	}
@@ -583,7 +593,7 @@ func (c *conn) requests() error {
 // the response loop ends, stops the connection for that reason unless it was stopped
 // already, and closes it.
 func (c *conn) responses() {
-	defer close(c.respDone)
+	defer close(c.done)
 	err := c.forwardResponses()
 	switch {
 	case err == nil:

@@ -231,7 +231,6 @@ func (c *conn) toLoop() bool {
 		cs.pend = append([]byte(nil), b...)
 	}
 	c.cr, c.toClient = nil, nil // the loop's buffers serve from here on
-	c.loopDone = make(chan struct{})
 	c.lp = l
 	l.post(loopCmd{kind: cmdAdd, c: c})
 	return true
@@ -243,19 +242,14 @@ func (c *conn) inLoop() bool { return c.lp != nil }
 // postLoop asks the connection's loop to drain or close it.
 func (c *conn) postLoop(kind loopCmdKind) { c.lp.post(loopCmd{kind: kind, c: c}) }
 
-// loopState is what a connection in a loop holds: the loop, and its two sockets.
+// loopState is what a connection in a loop holds: the loop, and its two sockets. Where the
+// connection is on its way to closed is conn.state, as on the goroutine path.
 type loopState struct {
-	lp         *loop
-	sides      [2]side // the client, the node
-	loopDone   chan struct{}
-	loopClosed bool // loop goroutine only
-	loopLast   bool // the last frames are being written: close once they are out
-	// loopDeadline bounds the writing of the last frames.
-	loopDeadline time.Time
+	lp    *loop
+	sides [2]side // the client, the node
+	// lastDeadline bounds the writing of the last frames, once the connection is ending.
+	lastDeadline time.Time
 }
-
-// fdConn marks a net.Conn whose socket was taken by a loop.
-type fdConn struct{ net.Conn }
 
 // run is the loop goroutine.
 func (l *loop) run() {
@@ -366,9 +360,7 @@ func (l *loop) commands() {
 		case cmdAdd:
 			l.add(c)
 		case cmdDrain:
-			if !c.loopClosed {
-				l.drain(c)
-			}
+			l.drain(c)
 		case cmdClose:
 			l.close(c)
 		}
@@ -391,7 +383,7 @@ func (l *loop) add(c *conn) {
 	if c.draining() {
 		l.drain(c)
 	}
-	if len(cs.pend) > 0 && !c.loopClosed {
+	if len(cs.pend) > 0 && c.getState() != stateClosed {
 		data := cs.pend
 		cs.pend = nil
 		l.frames(cs, data)
@@ -559,15 +551,15 @@ func (l *loop) frames(s *side, data []byte) {
 	l.tickets = tickets[:0]
 	if len(out) > 0 {
 		l.send(d, out, direct, tickets)
-		if c.loopClosed {
+		if c.getState() == stateClosed {
 			return
 		}
 	}
 	switch {
 	case bad != nil:
-		l.last(c, c.lastFrames(nil, bad))
+		l.end(c, bad)
 	case nodeErr != nil:
-		l.nodeLost(c, nodeErr)
+		l.end(c, fmt.Errorf("%w: %w", errNodeLost, nodeErr))
 	case drained && len(d.out) == 0:
 		l.close(c)
 	}
@@ -627,8 +619,8 @@ func (l *loop) writeOut(d *side) {
 	d.tickets = d.tickets[:0]
 	l.setEvents(d)
 	switch {
-	case c.loopLast:
-		l.close(c)
+	case c.getState() == stateEnding:
+		l.close(c) // the last frames are out
 		return
 	case d.client && c.draining() && c.streams.len() == 0:
 		l.close(c)
@@ -647,7 +639,7 @@ func (l *loop) writeFailed(d *side, err error) {
 		l.close(d.c)
 		return
 	}
-	l.nodeLost(d.c, fmt.Errorf("%w: %w", errNodeWrite, err))
+	l.end(d.c, fmt.Errorf("%w: %w", errNodeWrite, err))
 }
 
 // readEnded handles the end of reading s: EOF or an error.
@@ -657,7 +649,7 @@ func (l *loop) readEnded(s *side, err error) {
 		if err == nil {
 			err = io.EOF
 		}
-		l.nodeLost(c, fmt.Errorf("%w: %w", errNodeLost, err))
+		l.end(c, fmt.Errorf("%w: %w", errNodeLost, err))
 		return
 	}
 	if err != nil {
@@ -666,21 +658,22 @@ func (l *loop) readEnded(s *side, err error) {
 	l.close(c)
 }
 
-// nodeLost answers the requests in flight with an error after the node connection failed
-// for cause, and closes the connection.
-func (l *loop) nodeLost(c *conn, cause error) {
-	l.last(c, c.lastFrames(nil, cause))
-}
-
-// last writes the connection's last frames to the client, after what it still holds, and
-// closes the connection once they are out. The node side stops here.
-func (l *loop) last(c *conn, f []byte) {
+// end ends the connection for cause, unless it is ending already (the first cause
+// stands): the connection moves to ending, the node side stops, and the last frames that
+// the cause calls for (lastFrames) go to the client after what it still holds; the
+// connection closes once they are out.
+func (l *loop) end(c *conn, cause error) {
+	c.mu.Lock()
+	ending := c.end(cause)
+	c.mu.Unlock()
+	if !ending {
+		return
+	}
 	cs, ns := &c.sides[0], &c.sides[1]
-	c.loopLast = true
 	cs.paused, ns.paused = true, true
 	ns.out = nil
 	l.setEvents(ns)
-	cs.out = append(cs.out, f...)
+	cs.out = c.lastFrames(cs.out, cause)
 	if len(cs.out) == 0 {
 		l.close(c)
 		return
@@ -693,7 +686,7 @@ func (l *loop) last(c *conn, f []byte) {
 	cs.out = cs.out[:copy(cs.out, cs.out[max(n, 0):])]
 	l.setEvents(cs)
 	// The client has errWriteTimeout to take the rest, as on the goroutine path.
-	c.loopDeadline = time.Now().Add(errWriteTimeout)
+	c.lastDeadline = time.Now().Add(errWriteTimeout)
 	l.closing = append(l.closing, c)
 }
 
@@ -704,8 +697,8 @@ func (l *loop) expire() {
 	kept := l.closing[:0]
 	for _, c := range l.closing {
 		switch {
-		case c.loopClosed:
-		case now.After(c.loopDeadline):
+		case c.getState() == stateClosed:
+		case now.After(c.lastDeadline):
 			l.close(c)
 		default:
 			kept = append(kept, c)
@@ -738,7 +731,7 @@ func (l *loop) retryBudget() {
 	for _, s := range l.waiting {
 		c := s.c
 		switch {
-		case c.loopClosed || c.loopLast || c.draining():
+		case c.draining(): // or ending, or closed
 			s.budgetWait = false
 		case c.p.held.tryAcquire(int64(s.need)):
 			s.held, s.budgetWait = s.need, false
@@ -755,8 +748,11 @@ func (l *loop) retryBudget() {
 }
 
 // drain stops reading the client; the connection closes when its last request in flight
-// is answered.
+// is answered. A connection ending closes once its last frames are out.
 func (l *loop) drain(c *conn) {
+	if c.getState() >= stateEnding {
+		return
+	}
 	cs := &c.sides[0]
 	cs.paused = true
 	l.setEvents(cs)
@@ -776,12 +772,12 @@ func discard(fd int, buf []byte) {
 	}
 }
 
-// close ends a connection in the loop: both sockets are closed and serve returns.
+// close ends a connection in the loop, from any state: both sockets are closed and serve
+// returns.
 func (l *loop) close(c *conn) {
-	if c.loopClosed {
+	if !c.advance(stateClosed) {
 		return
 	}
-	c.loopClosed = true
 	for i := range c.sides {
 		s := &c.sides[i]
 		if l.sides[int32(s.fd)] == s {
@@ -796,8 +792,7 @@ func (l *loop) close(c *conn) {
 			s.held = 0
 		}
 	}
-	c.advance(stateClosed)
-	close(c.loopDone)
+	close(c.done)
 	// The loop never gives up its P by itself (see wait), so a goroutine it readies could
 	// wait in that P's run queue until another P steals it: yield, so that the
 	// connection's goroutine in serve runs and the connection is unregistered.

@@ -11,7 +11,7 @@ const (
 	cmdClose
 )
 
-type loopState struct{ loopDone chan struct{} }
+type loopState struct{}
 
 func (c *conn) toLoop() bool              { return false }
 func (c *conn) inLoop() bool              { return false }
