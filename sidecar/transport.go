@@ -2,7 +2,6 @@ package sidecar
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 
 	"github.com/tracecar/tracecar/internal/cql"
@@ -54,35 +53,4 @@ func frameSize(hb []byte) uint64 {
 func (c *conn) appendError(f []byte, stream int16, code int32, msg string) []byte {
 	h := cql.Header{Version: cql.ResponseBit | c.version, Stream: stream}
 	return cql.AppendFrame(f, h, cql.Error{Code: code, Message: msg})
-}
-
-// lastFrames appends to f what the cause of a connection's end calls for, written to the
-// client after what is queued for it and before the close, on either path: the
-// ProtocolError for a malformed client frame, or a Server error for each request in
-// flight when the node was lost or could not be written. Nothing else is owed.
-func (c *conn) lastFrames(f []byte, cause error) []byte {
-	var pe *protocolError
-	switch {
-	case errors.As(cause, &pe):
-		c.log.Warn().Str("error", pe.msg).Msg("malformed frame from client: closing its connection")
-		return c.appendError(f, pe.stream, cql.ErrCodeProtocol, pe.msg)
-	case errors.Is(cause, errNodeLost) || errors.Is(cause, errNodeWrite):
-		return c.nodeLost(f, cause)
-	}
-	return f
-}
-
-// nodeLost appends to f an error for each request in flight once the node connection
-// failed for cause, and counts the failure. The client is no longer read, so that set is
-// final.
-func (c *conn) nodeLost(f []byte, cause error) []byte {
-	c.p.nodeFailures.Add(1)
-	c.lost = c.streams.takeAll(c.lost[:0])
-	c.log.Warn().Err(cause).Str("node", c.nodeAddr.String()).Int("in_flight", len(c.lost)).
-		Msg("node connection lost: failing the requests in flight and closing the client connection")
-	msg := fmt.Sprintf("tracecar: connection to node %s lost", c.p.cfg.NodeAddr)
-	for _, r := range c.lost {
-		f = c.appendError(f, r.stream, cql.ErrCodeServer, msg)
-	}
-	return f
 }
