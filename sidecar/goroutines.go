@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/tracecar/tracecar/internal/cql"
-	"github.com/tracecar/tracecar/tracing"
 )
 
 // startGoroutinePath sets up the buffers of the goroutine path.
@@ -35,59 +34,72 @@ func (c *conn) requests() error {
 			}
 			return err
 		}
-		h, perr := c.requestHeader(hb)
-		if perr != nil {
-			return perr
+		h, pe := c.requestHeader(hb)
+		if pe != nil {
+			return pe
 		}
-		n := cql.HeaderSize + int(h.Length)
-		if e := c.log.Trace(); e != nil {
-			e.Str("op", h.Opcode.String()).Int16("stream", h.Stream).Int("bytes", n).Msg("frame from client")
-		}
-
-		var frame []byte
-		peeked := n <= r.Size()
-		switch {
-		case peeked:
-			if frame, err = r.Peek(n); err != nil {
-				return noEOF(err)
-			}
-		case c.tr != nil || c.readsBody(h.Opcode):
-			if c.reqBuf, err = c.readWhole(r, n); err != nil {
-				return err
-			}
-			frame = c.reqBuf
-		}
-
-		if t := c.request(h, frame, n); t.Events() {
-			c.sentQ = append(c.sentQ, t)
-		}
-
-		switch {
-		case frame == nil:
-			err = c.toNode.copyFrame(r, n)
-		case peeked:
-			err = c.toNode.write(frame)
-			r.Discard(n)
-		default:
-			err = c.toNode.write(frame)
-			c.p.held.release(n)
-			if cap(c.reqBuf) > maxKeptBuffer {
-				c.reqBuf = nil
-			}
-		}
-		if err == nil && !frameReady(r) {
-			if err = c.toNode.flush(); err == nil {
-				c.wrote(c.sentQ, false)
-				c.sentQ = c.sentQ[:0]
-			}
-		}
-		if err != nil {
-			if c.toNode.err != nil {
-				return fmt.Errorf("%w: %w", errNodeWrite, err)
-			}
-			return err // the client went away in the middle of a frame
+		c.traceFrame(h, true)
+		if err := c.forwardRequest(r, h); err != nil {
+			return err
 		}
 	}
+}
+
+// forwardRequest forwards the request at the head of r, whose header h is checked, to the
+// node, after the per-frame work, and flushes when no whole frame follows it.
+func (c *conn) forwardRequest(r *bufio.Reader, h cql.Header) error {
+	n := cql.HeaderSize + int(h.Length)
+	frame, err := c.readRequest(r, h, n)
+	if err != nil {
+		return err
+	}
+	if t := c.request(h, frame, n); t.Events() {
+		c.sentQ = append(c.sentQ, t)
+	}
+	switch {
+	case frame == nil:
+		err = c.toNode.copyFrame(r, n)
+	case n <= r.Size():
+		err = c.toNode.write(frame)
+		r.Discard(n)
+	default:
+		err = c.toNode.write(frame)
+		c.p.held.release(n)
+		if cap(c.reqBuf) > maxKeptBuffer {
+			c.reqBuf = nil
+		}
+	}
+	if err == nil && !frameReady(r) {
+		if err = c.toNode.flush(); err == nil {
+			c.wrote(c.sentQ, false)
+			c.sentQ = c.sentQ[:0]
+		}
+	}
+	if err != nil && c.toNode.err != nil {
+		return fmt.Errorf("%w: %w", errNodeWrite, err)
+	}
+	return err // nil, or the client went away in the middle of a frame
+}
+
+// readRequest returns the request of n bytes at the head of r: in r's buffer when it fits
+// there, read whole into reqBuf when the proxy reads it (see requestWhole), or nil when it
+// is streamed through unread.
+func (c *conn) readRequest(r *bufio.Reader, h cql.Header, n int) ([]byte, error) {
+	switch {
+	case n <= r.Size():
+		frame, err := r.Peek(n)
+		if err != nil {
+			return nil, noEOF(err)
+		}
+		return frame, nil
+	case c.requestWhole(h):
+		var err error
+		if c.reqBuf, err = c.readWhole(r, n); err != nil {
+			return nil, err
+		}
+		return c.reqBuf, nil
+	}
+	return nil, nil
 }
 
 // responses is the response goroutine: it forwards the node's frames to the client until
@@ -111,7 +123,7 @@ func (c *conn) responses() {
 // errClientGone when the client could not be written, and the node read error otherwise.
 func (c *conn) forwardResponses() error {
 	r := c.nr
-	var arrived int64 // when the last read from the node returned, if metrics are on
+	var arrived int64 // when the last read from the node returned, once a frame needed it
 	for {
 		fill := r.Buffered() < cql.HeaderSize
 		hb, err := r.Peek(cql.HeaderSize)
@@ -122,76 +134,77 @@ func (c *conn) forwardResponses() error {
 		if err != nil {
 			return err
 		}
-		n := cql.HeaderSize + int(h.Length)
-		if e := c.log.Trace(); e != nil {
-			e.Str("op", h.Opcode.String()).Int16("stream", h.Stream).Int("bytes", n).Msg("frame from node")
-		}
-
-		var req inflight
-		left := -1
-		if h.Stream >= 0 {
-			req, _, left = c.streams.take(h.Stream)
-		}
-		event := h.Stream < 0 && h.Opcode == cql.OpEvent
-		var frame []byte
-		fill = fill || r.Buffered() < n
-		switch {
-		case n <= r.Size():
-			if frame, err = r.Peek(n); err != nil {
-				return err
-			}
-		case c.tr != nil || req.kind != kindNone || event || req.stat.WantsBody(h.Opcode):
-			if c.respBuf, err = cql.AppendRead(c.respBuf[:0], r, n); err != nil {
-				return err
-			}
-			frame = c.respBuf
-		}
-
+		c.traceFrame(h, false)
 		// The response arrived when the read that completed it returned: one clock read per
-		// read from the node, shared by every frame that read delivered. It is the response
-		// time that tracing and statement statistics see, and the start of the added latency.
-		if fill {
+		// read from the node, shared by every frame that read delivered (see arrival).
+		if fill || r.Buffered() < cql.HeaderSize+int(h.Length) {
 			arrived = 0
 		}
-		if arrived == 0 && (c.p.metrics != nil || req.stat.Active()) {
-			arrived = tracing.Now()
-		}
-		out, done := c.response(h, frame, req, arrived)
-		if done.Events() {
-			c.doneQ = append(c.doneQ, done)
-		}
-
-		switch {
-		case frame == nil:
-			inc(&c.counters.bytesOut, uint64(n))
-			err = c.toClient.copyFrame(r, n)
-		default:
-			inc(&c.counters.bytesOut, uint64(len(out)))
-			err = c.toClient.write(out)
-			if n <= r.Size() {
-				r.Discard(n)
-			} else if cap(c.respBuf) > maxKeptBuffer {
-				c.respBuf = nil
-			}
-		}
-		c.queued(req, arrived)
-		drained := left == 0 && c.draining() && c.requestsStopped()
-		if err == nil && (drained || !frameReady(r)) {
-			if err = c.toClient.flush(); err == nil {
-				c.wrote(c.doneQ, true)
-				c.doneQ = c.doneQ[:0]
-			}
-		}
-		if err != nil {
-			if c.toClient.err != nil {
-				return errClientGone
-			}
-			return err // the node went away in the middle of a frame
-		}
-		if drained {
-			return nil
+		drained, err := c.forwardResponse(r, h, &arrived)
+		if err != nil || drained {
+			return err
 		}
 	}
+}
+
+// forwardResponse forwards the response at the head of r, whose header h is checked, to
+// the client, after the per-frame work, and flushes when no whole frame follows it or the
+// connection is drained. arrived is when the read that brought it returned, 0 until a frame
+// of that read needs it. It reports whether this was the answer a drained connection
+// waited for.
+func (c *conn) forwardResponse(r *bufio.Reader, h cql.Header, arrived *int64) (bool, error) {
+	n := cql.HeaderSize + int(h.Length)
+	req, left := c.requestFor(h)
+	frame, err := c.readResponse(r, h, &req, n)
+	if err != nil {
+		return false, err
+	}
+	*arrived = c.arrival(*arrived, &req)
+	out, done := c.response(h, frame, req, *arrived)
+	if done.Events() {
+		c.doneQ = append(c.doneQ, done)
+	}
+	size := len(out)
+	switch {
+	case frame == nil:
+		size = n
+		err = c.toClient.copyFrame(r, n)
+	default:
+		err = c.toClient.write(out)
+		if n <= r.Size() {
+			r.Discard(n)
+		} else if cap(c.respBuf) > maxKeptBuffer {
+			c.respBuf = nil
+		}
+	}
+	drained := c.responseQueued(req, left, size, *arrived) && c.requestsStopped()
+	if err == nil && (drained || !frameReady(r)) {
+		if err = c.toClient.flush(); err == nil {
+			c.wrote(c.doneQ, true)
+			c.doneQ = c.doneQ[:0]
+		}
+	}
+	if err != nil && c.toClient.err != nil {
+		return false, errClientGone
+	}
+	return drained, err // err: the node went away in the middle of a frame
+}
+
+// readResponse returns the response of n bytes at the head of r: in r's buffer when it
+// fits there, read whole into respBuf when the proxy reads it (see responseWhole), or nil
+// when it is streamed through unread.
+func (c *conn) readResponse(r *bufio.Reader, h cql.Header, req *inflight, n int) ([]byte, error) {
+	switch {
+	case n <= r.Size():
+		return r.Peek(n)
+	case c.responseWhole(h, req):
+		var err error
+		if c.respBuf, err = cql.AppendRead(c.respBuf[:0], r, n); err != nil {
+			return nil, err
+		}
+		return c.respBuf, nil
+	}
+	return nil, nil
 }
 
 // requestsStopped reports whether the request goroutine has stopped reading.

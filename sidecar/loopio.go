@@ -3,7 +3,6 @@
 package sidecar
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"unsafe"
@@ -132,114 +131,119 @@ func gatherRoom(pend []byte, need int) []byte {
 // frames forwards the whole frames at the head of data, read from s, to its peer, and keeps
 // the rest in s.pend.
 func (l *loop) frames(s *side, data []byte) {
-	c := s.c
-	d := s.peer
-	out := d.out
-	direct := len(out) == 0
-	if direct {
-		out = l.wbuf[:0]
+	c, d := s.c, s.peer
+	b := batch{out: d.out, tickets: l.tickets[:0]}
+	if b.direct = len(b.out) == 0; b.direct {
+		b.out = l.wbuf[:0]
 	}
-	tickets := l.tickets[:0]
-	// One clock read per read from the node, shared by the responses it brought: their
-	// arrival, for tracing, statement statistics and the added latency.
-	var arrived int64
-	if !s.client && c.p.metrics != nil {
-		arrived = tracing.Now()
-	}
-	pos := 0
-	var bad *protocolError
-	var nodeErr error
-	drained := false
-	need := 0 // the size of a frame whose header is in and whose rest is not
-	for len(data)-pos >= cql.HeaderSize {
-		hb := data[pos : pos+cql.HeaderSize]
-		var h cql.Header
-		var err error
-		if s.client {
-			h, err = c.requestHeader(hb)
-			if err != nil {
-				errors.As(err, &bad)
-				break
-			}
-		} else if h, err = c.responseHeader(hb); err != nil {
-			nodeErr = err
-			break
-		}
-		n := cql.HeaderSize + int(h.Length)
-		if len(data)-pos < n {
-			need = n
-			break
-		}
-		frame := data[pos : pos+n]
-		pos += n
-		if e := c.log.Trace(); e != nil {
-			from := "frame from node"
-			if s.client {
-				from = "frame from client"
-			}
-			e.Str("op", h.Opcode.String()).Int16("stream", h.Stream).Int("bytes", n).Msg(from)
-		}
-		if s.client {
-			if t := c.request(h, frame, n); t.Events() {
-				tickets = append(tickets, t)
-			}
-			out = append(out, frame...)
-		} else {
-			var req inflight
-			left := -1
-			if h.Stream >= 0 {
-				req, _, left = c.streams.take(h.Stream)
-			}
-			if arrived == 0 && req.stat.Active() {
-				arrived = tracing.Now()
-			}
-			f, done := c.response(h, frame, req, arrived)
-			if done.Events() {
-				tickets = append(tickets, done)
-			}
-			inc(&c.counters.bytesOut, uint64(len(f)))
-			out = append(out, f...)
-			c.queued(req, arrived)
-			if left == 0 && c.draining() {
-				drained = true
-			}
-		}
-	}
-	// A frame gathered whole was forwarded: its share of the budget goes back.
-	if s.held > 0 && pos > 0 {
-		c.p.held.release(s.held)
-		s.held = 0
-	}
-	// Keep the rest for the next read.
-	rest := data[pos:]
-	s.need = need
-	if cap(s.pend) > maxKeptBuffer && len(rest) <= loopReadSize {
-		s.pend = nil // a large frame's buffer is not kept
-	}
-	s.pend = append(s.pend[:0], rest...)
-	if s.client && s.need > len(l.rbuf) && s.held == 0 && bad == nil {
-		l.holdFrame(s)
-	}
-	if direct {
-		l.wbuf = out[:0]
+	pos := l.relay(s, data, &b)
+	l.keep(s, data[pos:], b.need, pos > 0)
+	if b.direct {
+		l.wbuf = b.out[:0]
 		if cap(l.wbuf) > maxKeptBuffer {
 			l.wbuf = nil
 		}
 	}
-	l.tickets = tickets[:0]
-	if len(out) > 0 {
-		l.send(d, out, direct, tickets)
+	l.tickets = b.tickets[:0]
+	if len(b.out) > 0 {
+		l.send(d, b.out, b.direct, b.tickets)
 		if c.getState() == stateClosed {
 			return
 		}
 	}
 	switch {
-	case bad != nil:
-		l.end(c, bad)
-	case nodeErr != nil:
-		l.end(c, fmt.Errorf("%w: %w", errNodeLost, nodeErr))
-	case drained && len(d.out) == 0:
+	case b.bad != nil:
+		l.end(c, b.bad)
+	case b.nodeErr != nil:
+		l.end(c, fmt.Errorf("%w: %w", errNodeLost, b.nodeErr))
+	case b.drained && len(d.out) == 0:
 		l.close(c)
+	}
+}
+
+// batch is what the frames of one read become: the bytes for the peer, and what is left to
+// do once they are sent.
+type batch struct {
+	out     []byte           // for the peer: d.out, or the loop's scratch buffer
+	direct  bool             // out is the scratch buffer: d had no output pending
+	tickets []tracing.Ticket // the traced frames in out, for conn.wrote
+	arrived int64            // when the read returned, once a response needed it (arrival)
+	drained bool             // a response was the answer a drained connection waited for
+	need    int              // the size of a frame whose header is in and whose rest is not
+	bad     *protocolError   // a malformed client frame ends the connection
+	nodeErr error            // so does a malformed node frame
+}
+
+// relay does the per-frame work on each whole frame at the head of data, read from s,
+// appending what goes to the peer to b, and returns the bytes it took. It stops at the
+// first frame that is not whole, or malformed.
+func (l *loop) relay(s *side, data []byte, b *batch) int {
+	c := s.c
+	pos := 0
+	for len(data)-pos >= cql.HeaderSize {
+		hb := data[pos : pos+cql.HeaderSize]
+		var h cql.Header
+		if s.client {
+			if h, b.bad = c.requestHeader(hb); b.bad != nil {
+				break
+			}
+		} else if h, b.nodeErr = c.responseHeader(hb); b.nodeErr != nil {
+			break
+		}
+		n := cql.HeaderSize + int(h.Length)
+		if len(data)-pos < n {
+			b.need = n
+			break
+		}
+		frame := data[pos : pos+n]
+		pos += n
+		c.traceFrame(h, s.client)
+		if s.client {
+			b.request(c, h, frame)
+		} else {
+			b.response(c, h, frame)
+		}
+	}
+	return pos
+}
+
+// request does the per-frame work on a request and queues it for the node.
+func (b *batch) request(c *conn, h cql.Header, frame []byte) {
+	if t := c.request(h, frame, len(frame)); t.Events() {
+		b.tickets = append(b.tickets, t)
+	}
+	b.out = append(b.out, frame...)
+}
+
+// response does the per-frame work on a response and queues it for the client.
+func (b *batch) response(c *conn, h cql.Header, frame []byte) {
+	req, left := c.requestFor(h)
+	b.arrived = c.arrival(b.arrived, &req)
+	f, done := c.response(h, frame, req, b.arrived)
+	if done.Events() {
+		b.tickets = append(b.tickets, done)
+	}
+	b.out = append(b.out, f...)
+	if c.responseQueued(req, left, len(f), b.arrived) {
+		b.drained = true
+	}
+}
+
+// keep keeps rest, the start of a frame of need bytes (0 while its header is not in), in
+// s.pend for the next read. Once frames were forwarded (took), a frame gathered whole gives
+// its share of the budget back; a client frame to be gathered whole is charged to it.
+func (l *loop) keep(s *side, rest []byte, need int, took bool) {
+	if s.held > 0 && took {
+		s.c.p.held.release(s.held)
+		s.held = 0
+	}
+	s.need = need
+	if cap(s.pend) > maxKeptBuffer && len(rest) <= loopReadSize {
+		s.pend = nil // a large frame's buffer is not kept
+	}
+	s.pend = append(s.pend[:0], rest...)
+	if s.client && s.need > len(l.rbuf) && s.held == 0 {
+		l.holdFrame(s)
 	}
 }
 

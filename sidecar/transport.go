@@ -4,7 +4,10 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/rs/zerolog"
+
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/tracing"
 )
 
 // The glue between the transports and the per-frame work: both the goroutine path
@@ -13,8 +16,8 @@ import (
 // they do it alike.
 
 // requestHeader parses and checks the header of a client's frame: a response, a version
-// other than 3 or 4, or a frame over the connection's limit is a *protocolError.
-func (c *conn) requestHeader(hb []byte) (cql.Header, error) {
+// other than 3 or 4, or a frame over the connection's limit is a protocolError.
+func (c *conn) requestHeader(hb []byte) (cql.Header, *protocolError) {
 	h, err := cql.ParseHeader(hb)
 	switch {
 	case h.IsResponse():
@@ -53,4 +56,71 @@ func frameSize(hb []byte) uint64 {
 func (c *conn) appendError(f []byte, stream int16, code int32, msg string) []byte {
 	h := cql.Header{Version: cql.ResponseBit | c.version, Stream: stream}
 	return cql.AppendFrame(f, h, cql.Error{Code: code, Message: msg})
+}
+
+// traceFrame logs a frame whose header is checked, at trace level.
+func (c *conn) traceFrame(h cql.Header, fromClient bool) {
+	if e := c.log.Trace(); e != nil {
+		logFrame(e, h, fromClient)
+	}
+}
+
+func logFrame(e *zerolog.Event, h cql.Header, fromClient bool) {
+	msg := "frame from node"
+	if fromClient {
+		msg = "frame from client"
+	}
+	e.Str("op", h.Opcode.String()).Int16("stream", h.Stream).Int("bytes", cql.HeaderSize+int(h.Length)).Msg(msg)
+}
+
+// A frame that fits the reader's buffer is read whole on both paths; a larger one is read
+// whole, into a scratch buffer, only when the per-frame work reads it (requestWhole,
+// responseWhole), and otherwise streamed through unread (frame nil in request and
+// response). The event loop gathers every larger frame whole, so only the goroutine path
+// asks.
+
+// requestWhole reports whether a client frame with header h, too large for the reader's
+// buffer, is read whole rather than streamed through.
+func (c *conn) requestWhole(h cql.Header) bool {
+	return c.tr != nil || c.readsBody(h.Opcode)
+}
+
+// responseWhole reports whether a node frame with header h, answering req and too large for
+// the reader's buffer, is read whole rather than streamed through.
+func (c *conn) responseWhole(h cql.Header, req *inflight) bool {
+	event := h.Stream < 0 && h.Opcode == cql.OpEvent
+	return c.tr != nil || req.kind != kindNone || event || req.stat.WantsBody(h.Opcode)
+}
+
+// requestFor takes from the stream table the request that the response with header h
+// answers: zero for an event, or a stream with no request in flight. left is how many
+// requests stay in flight, -1 for an event.
+func (c *conn) requestFor(h cql.Header) (req inflight, left int) {
+	if h.Stream < 0 {
+		return inflight{}, -1
+	}
+	req, _, left = c.streams.take(h.Stream)
+	return req, left
+}
+
+// arrival returns when a response to req arrived: arrived, the time of the read from the
+// node that brought it, or now when that time was not read yet and metrics or req's
+// statement statistics need it. The caller reads the clock once per read: every frame that
+// read delivered shares it. It is the response time that tracing and statement statistics
+// see, and the start of the added latency.
+func (c *conn) arrival(arrived int64, req *inflight) int64 {
+	if arrived == 0 && (c.p.metrics != nil || req.stat.Active()) {
+		return tracing.Now()
+	}
+	return arrived
+}
+
+// responseQueued is what follows a response of size bytes, answering req, once it is
+// queued for the client, on either path: its bytes are counted, its metrics recorded
+// (queued), and it reports whether it was the answer a drained connection waited for
+// (left is what requestFor left in flight).
+func (c *conn) responseQueued(req inflight, left, size int, arrived int64) bool {
+	inc(&c.counters.bytesOut, uint64(size))
+	c.queued(req, arrived)
+	return left == 0 && c.draining()
 }
