@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net/netip"
+	"os"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -131,3 +132,9 @@ func parseAdvertise(s string) (netip.AddrPort, error) {
 	}
 	return netip.AddrPort{}, fmt.Errorf("sidecar: advertise address %q: want an IP or IP:port", s)
 }
+
+// eventLoopOff reports whether TRACECAR_EVENT_LOOP=off keeps every connection of the
+// process on the goroutine path, as Config.NoEventLoop does for one Proxy: so that test
+// suites (this package's, and those that start a sidecar in process, as reliability's) run
+// on that path, as `tracecar sidecar` does.
+func eventLoopOff() bool { return os.Getenv("TRACECAR_EVENT_LOOP") == "off" }

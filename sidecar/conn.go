@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,12 +16,6 @@ import (
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/tracing"
 )
-
-// goroutinesOnly keeps every connection on the goroutine path, as Config.NoEventLoop does
-// for one Proxy: TRACECAR_EVENT_LOOP=off sets it for the process, so that test suites
-// (this package's, and those that start a sidecar in process, as reliability's) run on
-// that path, as `tracecar sidecar` does.
-var goroutinesOnly = os.Getenv("TRACECAR_EVENT_LOOP") == "off"
 
 // compressors are indexed by conn.comp.
 var compressors = [...]cql.Compressor{nil, cql.LZ4{}, cql.Snappy{}}
@@ -160,7 +153,7 @@ func (c *conn) serve(ctx context.Context) {
 		c.closeAll()
 		return
 	}
-	if !c.p.cfg.NoEventLoop && !goroutinesOnly && c.toLoop() {
+	if !c.p.noLoop && c.toLoop() {
 		<-c.done
 		return
 	}
@@ -232,7 +225,7 @@ const gateBufferSize = 1 << 10
 // plain TCP on both sides, and the loop not turned off.
 func (p *Proxy) loopBound(nc net.Conn) bool {
 	_, tcp := nc.(*net.TCPConn)
-	return tcp && p.nodeTLS == nil && !p.cfg.NoEventLoop && !goroutinesOnly
+	return tcp && p.nodeTLS == nil && !p.noLoop
 }
 
 // wrote tells tracing that the frames of tickets went out: requests to the node (Sent),

@@ -35,7 +35,7 @@ type loop struct {
 
 	// Loop goroutine only.
 	sides   map[int32]*side
-	closing []*conn // connections writing their last frames, by loopDeadline
+	closing []*conn // connections writing their last frames, by lastDeadline
 	waiting []*side // client sides waiting for the budget of frames held whole
 	rbuf    []byte
 	wbuf    []byte
@@ -56,19 +56,26 @@ type loopCmd struct {
 	c    *conn
 }
 
-var (
-	loopsOnce sync.Once
-	loopsErr  error
-	loops     []*loop
-	loopNext  atomic.Uint32
-)
+// loopGroup is a set of event loops, started on first use. It is safe for concurrent use.
+type loopGroup struct {
+	once  sync.Once
+	err   error // why the loops could not all start: no connection goes to them
+	loops []*loop
+	next  atomic.Uint32
+}
 
-// pickLoop returns a loop for a new connection, starting the loops on first use: one per
-// two of GOMAXPROCS (at least one), as the node and the clients need CPU too and one loop
+// processLoops are the loops of the process, which every Proxy uses (Proxy.loops). They
+// are not the Proxy's own: a loop holds a P for good (see wait) and runs for the life of the
+// process, and the GOMAXPROCS it raises is the process's, so loops per Proxy would add Ps
+// for every Proxy that a process (a test binary, say) creates, and leave them behind.
+var processLoops loopGroup
+
+// pick returns a loop for a new connection, starting the loops on first use: one per two
+// of GOMAXPROCS (at least one), as the node and the clients need CPU too and one loop
 // serving more sockets per wake-up does more per system call; TRACECAR_EVENT_LOOPS=n
 // overrides that.
-func pickLoop() (*loop, error) {
-	loopsOnce.Do(func() {
+func (g *loopGroup) pick() (*loop, error) {
+	g.once.Do(func() {
 		n := max(1, runtime.GOMAXPROCS(0)/2)
 		if v, err := strconv.Atoi(os.Getenv("TRACECAR_EVENT_LOOPS")); err == nil && v > 0 {
 			n = v
@@ -79,17 +86,17 @@ func pickLoop() (*loop, error) {
 		for range n {
 			l, err := newLoop()
 			if err != nil {
-				loopsErr = err
+				g.err = err
 				return
 			}
-			loops = append(loops, l)
+			g.loops = append(g.loops, l)
 			go l.run()
 		}
 	})
-	if loopsErr != nil {
-		return nil, loopsErr
+	if g.err != nil {
+		return nil, g.err
 	}
-	return loops[int(loopNext.Add(1))%len(loops)], nil
+	return g.loops[int(g.next.Add(1))%len(g.loops)], nil
 }
 
 func newLoop() (*loop, error) {
@@ -167,7 +174,7 @@ func (c *conn) toLoop() bool {
 	if _, ok := c.node.(*net.TCPConn); !ok {
 		return false
 	}
-	l, err := pickLoop()
+	l, err := c.p.loops.pick()
 	if err != nil {
 		c.log.Warn().Err(err).Msg("event loop unavailable: using goroutines")
 		return false

@@ -13,6 +13,10 @@ const (
 
 type loopState struct{}
 
+type loopGroup struct{}
+
+var processLoops loopGroup
+
 func (c *conn) toLoop() bool              { return false }
 func (c *conn) inLoop() bool              { return false }
 func (c *conn) postLoop(kind loopCmdKind) {}

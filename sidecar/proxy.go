@@ -65,6 +65,8 @@ type Proxy struct {
 	advertise netip.AddrPort // zero Addr: the client connection's local address
 	cfgErr    error
 	nodeTLS   *tls.Config // Config.NodeTLS with its ServerName set
+	noLoop    bool        // Config.NoEventLoop, or TRACECAR_EVENT_LOOP=off
+	loops     *loopGroup  // the event loops: the process's (processLoops)
 
 	// dial opens a node connection; tests replace it.
 	dial func(ctx context.Context) (net.Conn, error)
@@ -105,6 +107,8 @@ func New(cfg Config, tr *tracing.Tracer) *Proxy {
 		metrics:  cfg.Metrics,
 		stmts:    cfg.Statements,
 		maxFrame: uint32(cfg.MaxFrameSize),
+		noLoop:   cfg.NoEventLoop || eventLoopOff(),
+		loops:    &processLoops,
 		conns:    make(map[*conn]struct{}),
 	}
 	if p.log == nil {
