@@ -20,13 +20,13 @@ import (
 // compressors are indexed by conn.comp.
 var compressors = [...]cql.Compressor{nil, cql.LZ4{}, cql.Snappy{}}
 
-// a variable for tests
-
-// conn is one client connection and its node connection. Two goroutines work on it: the
-// request goroutine (serve) reads the client and writes the node, and the response
-// goroutine (responses) reads the node and writes the client. Each owns its reader, its
-// writer and its scratch buffers; they share only the stream table, the atomics, and the
-// state and cause of the connection's end (see stop).
+// conn is one client connection and its node connection. It is carried by one of two
+// transports. On the goroutine path two goroutines work on it: the request goroutine
+// (serve) reads the client and writes the node, and the response goroutine (responses)
+// reads the node and writes the client; each owns its reader, its writer and its scratch
+// buffers, and they share only the stream table, the atomics, and the state and cause of
+// the connection's end (shutdown.go). On the event loop, its loop does the work of both
+// goroutines (loopState).
 type conn struct {
 	p      *Proxy
 	group  *group
@@ -75,9 +75,9 @@ type conn struct {
 	// doneQ are the traced responses written to toClient since its last flush.
 	doneQ []tracing.Ticket
 
-	// Ending: see "Ending a connection" in the package doc. state is a connState; it only
-	// moves forward, by compare-and-swap, so that the frame loops and the event loop read
-	// it without mu. cause is written under mu before state becomes stateEnding.
+	// Ending, on either transport: see shutdown.go. state is a connState; it only moves
+	// forward, by compare-and-swap, so that the frame loops and the event loop read it
+	// without mu. cause is written under mu before state becomes stateEnding.
 	state   atomic.Int32
 	cause   error
 	reqDone chan struct{} // closed when the request goroutine stops reading
@@ -142,8 +142,9 @@ func addrPort(a net.Addr) netip.AddrPort {
 
 func (c *conn) compressor() cql.Compressor { return compressors[c.comp.Load()] }
 
-// serve runs the connection: the version gate, the node dial, then the request loop. It
-// returns once both goroutines have ended.
+// serve runs the connection: the version gate and the node dial, then the transport, an
+// event loop when the connection can move to one, else the goroutine path. It returns
+// once the transport has closed the connection.
 func (c *conn) serve(ctx context.Context) {
 	defer c.finish()
 	if err := c.open(ctx); err != nil {
@@ -153,15 +154,9 @@ func (c *conn) serve(ctx context.Context) {
 		c.closeAll()
 		return
 	}
-	if !c.p.noLoop && c.toLoop() {
-		<-c.done
-		return
+	if c.p.noLoop || !c.toLoop() {
+		c.runGoroutines()
 	}
-	c.startGoroutinePath()
-	go c.responses()
-	err := c.requests()
-	close(c.reqDone)
-	c.requestsEnded(err)
 	<-c.done
 }
 

@@ -9,6 +9,21 @@ import (
 	"github.com/tracecar/tracecar/internal/cql"
 )
 
+// The goroutine path: one goroutine per direction, each reading frames from one side with
+// a bufio.Reader and writing them to the other through a frameWriter (see the package doc).
+// It carries TLS connections, and every connection with Config.NoEventLoop.
+
+// runGoroutines carries the connection on the goroutine path: the request loop runs on the
+// calling goroutine, the response loop on a goroutine of its own, which closes the
+// connection once both have stopped (close) and then closes c.done.
+func (c *conn) runGoroutines() {
+	c.startGoroutinePath()
+	go c.responses()
+	err := c.requests()
+	close(c.reqDone)
+	c.requestsEnded(err)
+}
+
 // startGoroutinePath sets up the buffers of the goroutine path.
 func (c *conn) startGoroutinePath() {
 	c.nr = bufio.NewReaderSize(c.node, readBufferSize)

@@ -11,12 +11,31 @@ import (
 	"github.com/tracecar/tracecar/internal/cql"
 )
 
+// The end of a connection is one state machine on both transports, conn.state (see
+// "Ending a connection" in the package doc):
+//
+//	open → draining → ending → closed
+//
+// Its transitions are the same functions on both, advance and end (which records the
+// cause); what a state does to the sockets is the transport's:
+//
+//	          goroutine path                        event loop
+//	draining  drain: client read deadline in past   drain posts cmdDrain: loop.drain
+//	ending    stop(cause), from either goroutine    loop.end(cause)
+//	closed    close, by the response goroutine;     loop.close
+//	          closeAll
+//
+// On both, the last frames that a cause calls for are lastFrames'.
+
 // errWriteTimeout bounds the last frames written to a client that is being closed: the
 // error frames of a failed node, or a ProtocolError.
-var errWriteTimeout = 5 * time.Second
+var errWriteTimeout = 5 * time.Second // a variable for tests
 
-// Causes of the end of a connection on the goroutine path (see conn.stop). A client's
-// error or EOF, and a malformed client frame (*protocolError), are the others.
+// Causes of the end of a connection (conn.end). A client's error or EOF, and a malformed
+// client frame (*protocolError), are the others. The event loop ends with a cause only a
+// connection that owes the client last frames (a malformed frame, a lost node or a failed
+// write to it); one that owes nothing (client gone, drained, closed by the proxy) goes
+// straight to closed.
 var (
 	errNodeWrite  = errors.New("write to node failed")
 	errNodeLost   = errors.New("node connection lost")
@@ -30,8 +49,9 @@ var (
 //
 //	open → draining → ending → closed
 //
-// draining is set by Proxy.drain, ending by conn.stop with the cause, and closed when both
-// sockets are closed. A state may be skipped.
+// draining is set by conn.drain (from Proxy.drain), ending by conn.end with the cause, and
+// closed when both sockets are closed (closeAll, close, loop.close). A state may be
+// skipped.
 type connState int32
 
 const (
@@ -119,7 +139,7 @@ func (c *conn) closeAll() {
 	}
 }
 
-// finish releases what the connection holds once both goroutines have ended.
+// finish releases what the connection holds once its transport has closed it.
 func (c *conn) finish() {
 	c.closeAll()
 	if c.tr != nil {
