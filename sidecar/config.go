@@ -2,6 +2,7 @@ package sidecar
 
 import (
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -120,6 +121,32 @@ type Metrics interface {
 	// ConnOpened and ConnClosed count client connections.
 	ConnOpened()
 	ConnClosed()
+}
+
+// check returns the first error of cfg, whose defaults New has filled in, and the address
+// that AdvertiseAddr names (a zero Addr when it is empty).
+func (cfg *Config) check() (advertise netip.AddrPort, err error) {
+	switch {
+	case cfg.NodeAddr == "":
+		return advertise, errors.New("sidecar: no node address")
+	case cfg.MaxFrameSize < cql.HeaderSize || cfg.MaxFrameSize > cql.MaxBodySize:
+		return advertise, fmt.Errorf("sidecar: max frame size %d: want %d to %d bytes", cfg.MaxFrameSize, cql.HeaderSize, cql.MaxBodySize)
+	case cfg.MaxRequestDataInFlight < 0:
+		return advertise, fmt.Errorf("sidecar: max request data in flight %d: want 0 (the default) or more", cfg.MaxRequestDataInFlight)
+	case cfg.MaxConnections < 0:
+		return advertise, fmt.Errorf("sidecar: max connections %d: want 0 (no limit) or more", cfg.MaxConnections)
+	case cfg.PeerPort < 0 || cfg.PeerPort > 65535:
+		return advertise, fmt.Errorf("sidecar: peer port %d: want 0 to 65535", cfg.PeerPort)
+	}
+	if cfg.AdvertiseAddr != "" {
+		if advertise, err = parseAdvertise(cfg.AdvertiseAddr); err != nil {
+			return advertise, err
+		}
+	}
+	if cfg.TLS != nil && len(cfg.TLS.Certificates) == 0 && cfg.TLS.GetCertificate == nil {
+		return advertise, errors.New("sidecar: client TLS configuration has no certificate")
+	}
+	return advertise, nil
 }
 
 // parseAdvertise accepts an IP or an IP:port.

@@ -125,25 +125,8 @@ func New(cfg Config, tr *tracing.Tracer) *Proxy {
 	} else {
 		p.prepared = tracing.NewStatements(tracing.DefaultPreparedSize)
 	}
-	switch {
-	case cfg.NodeAddr == "":
-		p.cfgErr = errors.New("sidecar: no node address")
-	case cfg.MaxFrameSize < cql.HeaderSize || cfg.MaxFrameSize > cql.MaxBodySize:
-		p.cfgErr = fmt.Errorf("sidecar: max frame size %d: want %d to %d bytes", cfg.MaxFrameSize, cql.HeaderSize, cql.MaxBodySize)
-	case cfg.MaxRequestDataInFlight < 0:
-		p.cfgErr = fmt.Errorf("sidecar: max request data in flight %d: want 0 (the default) or more", cfg.MaxRequestDataInFlight)
-	case cfg.MaxConnections < 0:
-		p.cfgErr = fmt.Errorf("sidecar: max connections %d: want 0 (no limit) or more", cfg.MaxConnections)
-	case cfg.PeerPort < 0 || cfg.PeerPort > 65535:
-		p.cfgErr = fmt.Errorf("sidecar: peer port %d: want 0 to 65535", cfg.PeerPort)
-	}
-	if cfg.AdvertiseAddr != "" && p.cfgErr == nil {
-		p.advertise, p.cfgErr = parseAdvertise(cfg.AdvertiseAddr)
-	}
+	p.advertise, p.cfgErr = cfg.check()
 	p.nodeTLS = nodeTLSConfig(cfg.NodeTLS, cfg.NodeAddr)
-	if cfg.TLS != nil && len(cfg.TLS.Certificates) == 0 && cfg.TLS.GetCertificate == nil && p.cfgErr == nil {
-		p.cfgErr = errors.New("sidecar: client TLS configuration has no certificate")
-	}
 	d := net.Dialer{Timeout: cfg.DialTimeout}
 	p.dial = func(ctx context.Context) (net.Conn, error) {
 		nc, err := d.DialContext(ctx, "tcp", cfg.NodeAddr)
