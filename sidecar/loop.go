@@ -283,7 +283,7 @@ func (l *loop) run() {
 // wait returns the ready events. It blocks in epoll_wait without telling the runtime
 // (a raw system call): the loop keeps its P, so its thread is neither handed off nor
 // woken by sysmon, which measured as most of the sidecar's CPU at moderate load when
-// waiting as an ordinary system call. That is why pickLoop adds a P per loop for the rest
+// waiting as an ordinary system call. That is why loopGroup.pick adds a P per loop for the rest
 // of the process. The runtime's preemption signal interrupts the wait (EINTR), so a stop
 // of the world (for GC) is not held up; the timeout bounds the wait anyway.
 func (l *loop) wait() (int, error) {
