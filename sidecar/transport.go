@@ -10,10 +10,11 @@ import (
 	"github.com/tracecar/tracecar/tracing"
 )
 
-// The glue between the transports and the per-frame work: both the goroutine path
-// (goroutines.go) and the event loop (loop.go) move bytes, find the frames in them and
-// apply backpressure; what they do with one frame once its header is in is here, so that
-// they do it alike.
+// The glue between the transports and the per-frame work (see "Transports" in the package
+// doc): both the goroutine path (goroutines.go) and the event loop (loopio.go) move bytes,
+// find the frames in them and apply backpressure; what they do with one frame once its
+// header is in is here, so that they do it alike. The version gate (conn.open) reads the
+// 8-byte headers of versions 1 and 2 itself, as cql.ParseHeader does not.
 
 // requestHeader parses and checks the header of a client's frame: a response, a version
 // other than 3 or 4, or a frame over the connection's limit is a protocolError.
