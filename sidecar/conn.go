@@ -33,7 +33,10 @@ type conn struct {
 	client net.Conn
 	node   net.Conn // set under mu by open, before the response goroutine starts
 	log    zerolog.Logger
-	tr     *tracing.Conn // nil without a tracer
+	// traceOn says that log's level, fixed when the connection is made, lets trace lines
+	// through (traceFrame).
+	traceOn bool
+	tr      *tracing.Conn // nil without a tracer
 
 	clientAddr netip.AddrPort
 	nodeAddr   netip.AddrPort
@@ -121,6 +124,7 @@ func (p *Proxy) newConn(nc net.Conn, g *group) *conn {
 		c.peerPort = c.advertise.Port()
 	}
 	c.log = p.log.With().Str("client", c.clientAddr.String()).Logger()
+	c.traceOn = c.log.GetLevel() <= zerolog.TraceLevel
 	p.register(c)
 	return c
 }

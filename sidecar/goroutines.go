@@ -169,12 +169,13 @@ func (c *conn) forwardResponses() error {
 // waited for.
 func (c *conn) forwardResponse(r *bufio.Reader, h cql.Header, arrived *int64) (bool, error) {
 	n := cql.HeaderSize + int(h.Length)
-	req, left := c.requestFor(h)
+	var req inflight
+	left := c.requestFor(h, &req)
 	frame, err := c.readResponse(r, h, &req, n)
 	if err != nil {
 		return false, err
 	}
-	*arrived = c.arrival(*arrived, &req)
+	*arrived = c.arrival(*arrived, req.stat.Active())
 	out, done := c.response(h, frame, req, *arrived)
 	if done.Events() {
 		c.doneQ = append(c.doneQ, done)
@@ -192,7 +193,8 @@ func (c *conn) forwardResponse(r *bufio.Reader, h cql.Header, arrived *int64) (b
 			c.respBuf = nil
 		}
 	}
-	drained := c.responseQueued(req, left, size, *arrived) && c.requestsStopped()
+	c.queued(req, *arrived)
+	drained := c.answered(left, size) && c.requestsStopped()
 	if err == nil && (drained || !frameReady(r)) {
 		if err = c.toClient.flush(); err == nil {
 			c.wrote(c.doneQ, true)

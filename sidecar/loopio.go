@@ -176,18 +176,24 @@ type batch struct {
 
 // relay does the per-frame work on each whole frame at the head of data, read from s,
 // appending what goes to the peer to b, and returns the bytes it took. It stops at the
-// first frame that is not whole, or malformed.
+// first frame that is not whole, or malformed. It works on locals, written to b at the
+// end, as this loop runs per frame.
 func (l *loop) relay(s *side, data []byte, b *batch) int {
 	c := s.c
+	out, tickets, arrived, drained := b.out, b.tickets, b.arrived, false
 	pos := 0
 	for len(data)-pos >= cql.HeaderSize {
 		hb := data[pos : pos+cql.HeaderSize]
 		var h cql.Header
+		var bad *protocolError
+		var err error
 		if s.client {
-			if h, b.bad = c.requestHeader(hb); b.bad != nil {
-				break
-			}
-		} else if h, b.nodeErr = c.responseHeader(hb); b.nodeErr != nil {
+			h, bad = c.requestHeader(hb)
+		} else {
+			h, err = c.responseHeader(hb)
+		}
+		if bad != nil || err != nil {
+			b.bad, b.nodeErr = bad, err
 			break
 		}
 		n := cql.HeaderSize + int(h.Length)
@@ -199,34 +205,25 @@ func (l *loop) relay(s *side, data []byte, b *batch) int {
 		pos += n
 		c.traceFrame(h, s.client)
 		if s.client {
-			b.request(c, h, frame)
-		} else {
-			b.response(c, h, frame)
+			if t := c.request(h, frame, n); t.Events() {
+				tickets = append(tickets, t)
+			}
+			out = append(out, frame...)
+			continue
 		}
+		var req inflight
+		left := c.requestFor(h, &req)
+		arrived = c.arrival(arrived, req.stat.Active())
+		f, done := c.response(h, frame, req, arrived)
+		if done.Events() {
+			tickets = append(tickets, done)
+		}
+		out = append(out, f...)
+		c.queued(req, arrived)
+		drained = c.answered(left, len(f)) || drained
 	}
+	b.out, b.tickets, b.arrived, b.drained = out, tickets, arrived, drained
 	return pos
-}
-
-// request does the per-frame work on a request and queues it for the node.
-func (b *batch) request(c *conn, h cql.Header, frame []byte) {
-	if t := c.request(h, frame, len(frame)); t.Events() {
-		b.tickets = append(b.tickets, t)
-	}
-	b.out = append(b.out, frame...)
-}
-
-// response does the per-frame work on a response and queues it for the client.
-func (b *batch) response(c *conn, h cql.Header, frame []byte) {
-	req, left := c.requestFor(h)
-	b.arrived = c.arrival(b.arrived, &req)
-	f, done := c.response(h, frame, req, b.arrived)
-	if done.Events() {
-		b.tickets = append(b.tickets, done)
-	}
-	b.out = append(b.out, f...)
-	if c.responseQueued(req, left, len(f), b.arrived) {
-		b.drained = true
-	}
 }
 
 // keep keeps rest, the start of a frame of need bytes (0 while its header is not in), in

@@ -4,8 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 
-	"github.com/rs/zerolog"
-
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/tracing"
 )
@@ -26,9 +24,10 @@ func (c *conn) requestHeader(hb []byte) (cql.Header, *protocolError) {
 	case err != nil && err != cql.ErrFrameTooBig:
 		return h, &protocolError{stream: h.Stream, msg: cql.UnsupportedVersionMessage(h.Version)}
 	}
-	// A length over cql.MaxBodySize is over the limit too.
-	if pe := c.tooBig(h.Stream, h.Length); pe != nil {
-		return h, pe
+	// A length over cql.MaxBodySize is over the limit too. tooBig, which counts and words
+	// the refusal, is called only for a frame over the limit.
+	if uint64(h.Length)+cql.HeaderSize > c.frameLimit() {
+		return h, c.tooBig(h.Stream, h.Length)
 	}
 	return h, nil
 }
@@ -59,19 +58,22 @@ func (c *conn) appendError(f []byte, stream int16, code int32, msg string) []byt
 	return cql.AppendFrame(f, h, cql.Error{Code: code, Message: msg})
 }
 
-// traceFrame logs a frame whose header is checked, at trace level.
+// traceFrame logs a frame whose header is checked, at trace level. It looks at traceOn
+// first, so that the frame loops pay one load per frame for it.
 func (c *conn) traceFrame(h cql.Header, fromClient bool) {
-	if e := c.log.Trace(); e != nil {
-		logFrame(e, h, fromClient)
+	if c.traceOn {
+		c.logFrame(h, fromClient)
 	}
 }
 
-func logFrame(e *zerolog.Event, h cql.Header, fromClient bool) {
-	msg := "frame from node"
-	if fromClient {
-		msg = "frame from client"
+func (c *conn) logFrame(h cql.Header, fromClient bool) {
+	if e := c.log.Trace(); e != nil {
+		msg := "frame from node"
+		if fromClient {
+			msg = "frame from client"
+		}
+		e.Str("op", h.Opcode.String()).Int16("stream", h.Stream).Int("bytes", cql.HeaderSize+int(h.Length)).Msg(msg)
 	}
-	e.Str("op", h.Opcode.String()).Int16("stream", h.Stream).Int("bytes", cql.HeaderSize+int(h.Length)).Msg(msg)
 }
 
 // A frame that fits the reader's buffer is read whole on both paths; a larger one is read
@@ -93,35 +95,36 @@ func (c *conn) responseWhole(h cql.Header, req *inflight) bool {
 	return c.tr != nil || req.kind != kindNone || event || req.stat.WantsBody(h.Opcode)
 }
 
-// requestFor takes from the stream table the request that the response with header h
-// answers: zero for an event, or a stream with no request in flight. left is how many
-// requests stay in flight, -1 for an event.
-func (c *conn) requestFor(h cql.Header) (req inflight, left int) {
+// requestFor takes from the stream table into req the request that the response with
+// header h answers, and returns how many requests stay in flight, -1 for an event; req is
+// left zero for an event, or a stream with no request in flight. req is the caller's, not a
+// result, so that the record is not copied once more per response.
+func (c *conn) requestFor(h cql.Header, req *inflight) (left int) {
 	if h.Stream < 0 {
-		return inflight{}, -1
+		return -1
 	}
-	req, _, left = c.streams.take(h.Stream)
-	return req, left
+	*req, _, left = c.streams.take(h.Stream)
+	return left
 }
 
-// arrival returns when a response to req arrived: arrived, the time of the read from the
-// node that brought it, or now when that time was not read yet and metrics or req's
-// statement statistics need it. The caller reads the clock once per read: every frame that
-// read delivered shares it. It is the response time that tracing and statement statistics
-// see, and the start of the added latency.
-func (c *conn) arrival(arrived int64, req *inflight) int64 {
-	if arrived == 0 && (c.p.metrics != nil || req.stat.Active()) {
+// arrival returns when a response arrived: arrived, the time of the read from the node
+// that brought it, or now when that time was not read yet and metrics or the statement
+// statistics of its request (stat: its Ticket is active) need it. The caller keeps the
+// time for the read: every frame that read delivered shares one clock read. It is the
+// response time that tracing and statement statistics see, and the start of the added
+// latency.
+func (c *conn) arrival(arrived int64, stat bool) int64 {
+	if arrived == 0 && (stat || c.p.metrics != nil) {
 		return tracing.Now()
 	}
 	return arrived
 }
 
-// responseQueued is what follows a response of size bytes, answering req, once it is
-// queued for the client, on either path: its bytes are counted, its metrics recorded
-// (queued), and it reports whether it was the answer a drained connection waited for
-// (left is what requestFor left in flight).
-func (c *conn) responseQueued(req inflight, left, size int, arrived int64) bool {
+// answered is what follows a response of size bytes once it is queued for the client and
+// its metrics are recorded (conn.queued), on either path: its bytes are counted, and it
+// reports whether it was the answer a drained connection waited for (left is what
+// requestFor left in flight).
+func (c *conn) answered(left, size int) bool {
 	inc(&c.counters.bytesOut, uint64(size))
-	c.queued(req, arrived)
 	return left == 0 && c.draining()
 }
