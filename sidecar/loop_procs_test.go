@@ -22,10 +22,10 @@ const loopProcsChild = "TRACECAR_TEST_LOOP_PROCS_CHILD"
 func TestEventLoopOwnP(t *testing.T) {
 	if os.Getenv(loopProcsChild) != "" {
 		before := runtime.GOMAXPROCS(0)
-		if _, err := pickLoop(); err != nil {
+		if _, err := processLoops.pick(); err != nil {
 			t.Fatal(err)
 		}
-		fmt.Printf("procs before=%d loops=%d after=%d\n", before, len(loops), runtime.GOMAXPROCS(0))
+		fmt.Printf("procs before=%d loops=%d after=%d\n", before, len(processLoops.loops), runtime.GOMAXPROCS(0))
 		return
 	}
 	for _, tt := range []struct {
