@@ -56,6 +56,10 @@ type Config struct {
 	TTLSeconds int64 `json:"ttl"`
 	// Probability is the share of requests traced fully, in [0,1], whatever their duration.
 	Probability float64 `json:"-"`
+	// FollowClientSampling traces fully, and records whatever its duration, every request
+	// whose W3C trace context (in its custom payload) has the sampled flag: parent-based
+	// sampling, mode "parent". Requests without it are left to the other fields.
+	FollowClientSampling bool `json:"-"`
 }
 
 // Defaults of Config, as in ScyllaDB.
@@ -71,7 +75,8 @@ func DefaultConfig() Config {
 }
 
 // Mode names the tracing mode the configuration puts the data path in: "off", "fast",
-// "full", or "sampled" when only the probability is set.
+// "full", "sampled" when only the probability is set, or "parent" when only
+// FollowClientSampling is.
 func (c Config) Mode() string {
 	switch {
 	case c.Enable && c.Fast:
@@ -80,6 +85,8 @@ func (c Config) Mode() string {
 		return "full"
 	case c.Probability > 0:
 		return "sampled"
+	case c.FollowClientSampling:
+		return "parent"
 	}
 	return "off"
 }
