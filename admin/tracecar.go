@@ -55,7 +55,7 @@ func (s *Server) getSession(ctx *fasthttp.RequestCtx, id string) error {
 
 // Status is the JSON of GET /tracecar/status.
 type Status struct {
-	// Mode is the tracing mode: off, fast, full or sampled; "" without a tracer.
+	// Mode is the tracing mode: off, fast, full, sampled or parent; "" without a tracer.
 	Mode string `json:"mode"`
 	// SlowQuery and TraceProbability are the configuration, as the Scylla endpoints show it.
 	SlowQuery        *SlowQuery `json:"slow_query,omitempty"`
