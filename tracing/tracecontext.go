@@ -200,16 +200,16 @@ func ValidTraceState(v []byte) bool {
 	if len(v) > maxTraceStateLen {
 		return false
 	}
-	var keys [maxTraceStateMembers][]byte
+	var keys [maxTraceStateMembers][2]uint16 // the keys seen, as offsets into v
 	n := 0
-	for rest := v; ; {
-		member := rest
-		i := indexByte(rest, ',')
-		if i >= 0 {
-			member, rest = rest[:i], rest[i+1:]
+	for off := 0; off <= len(v); {
+		end := len(v)
+		if i := indexByte(v[off:], ','); i >= 0 {
+			end = off + i
 		}
-		member = trimOWS(member)
-		if len(member) > 0 {
+		member := v[off:end]
+		start := off + len(member) - len(trimLeftOWS(member))
+		if member = trimOWS(member); len(member) > 0 {
 			eq := indexByte(member, '=')
 			if eq < 0 || !validTraceStateKey(member[:eq]) || !validTraceStateValue(member[eq+1:]) {
 				return false
@@ -218,17 +218,16 @@ func ValidTraceState(v []byte) bool {
 				return false
 			}
 			for _, k := range keys[:n] {
-				if string(k) == string(member[:eq]) {
+				if string(v[k[0]:k[1]]) == string(member[:eq]) {
 					return false
 				}
 			}
-			keys[n] = member[:eq]
+			keys[n] = [2]uint16{uint16(start), uint16(start + eq)}
 			n++
 		}
-		if i < 0 {
-			return true
-		}
+		off = end + 1
 	}
+	return true
 }
 
 func indexByte(b []byte, c byte) int {
@@ -241,11 +240,16 @@ func indexByte(b []byte, c byte) int {
 }
 
 func trimOWS(b []byte) []byte {
-	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
-		b = b[1:]
-	}
+	b = trimLeftOWS(b)
 	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t') {
 		b = b[:len(b)-1]
+	}
+	return b
+}
+
+func trimLeftOWS(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
+		b = b[1:]
 	}
 	return b
 }

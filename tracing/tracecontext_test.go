@@ -113,6 +113,8 @@ func TestValidTraceState(t *testing.T) {
 		{"32 members", many(32), true},
 		{"33 members", many(33), false},
 		{"duplicate key", "a=1,b=2,a=3", false},
+		{"duplicate key behind spaces", " a=1 ,\ta=2", false},
+		{"a key that starts another", "ab=1,a=2", true},
 		{"upper-case key", "Rojo=1", false},
 		{"key starting with a digit", "1a=1", false},
 		{"no equals sign", "rojo", false},
