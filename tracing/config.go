@@ -30,6 +30,15 @@
 // goes back to the Conn when End (fast mode) or Done is done with it; a Ticket that never
 // gets its End (a connection that ends with requests in flight) is left to the GC.
 //
+// # Trace context
+//
+// A request's W3C trace context, a traceparent (and tracestate) in its custom payload
+// (tracecontext.go), makes its session a span of the caller's trace: the Session carries
+// TraceID and ParentSpanID, and the OTel sink starts the span with the caller's span as its
+// remote parent. With Config.FollowClientSampling a request whose context is sampled is
+// traced as a sampled one is, in mode "parent". The context is read only from requests
+// that have FlagCustomPayload, and only where tracing looks at the request anyway.
+//
 // The prepared-statement registry (Statements) is learnt by the caller, which sees every
 // PREPARE and its RESULT (cql.ReadPrepared); tracing reads the query text of an EXECUTE from
 // it. Requests are counted once, by the caller (Tracer.CountRequests).
