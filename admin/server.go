@@ -57,7 +57,7 @@ type Tracer interface {
 	// SetConfig installs a whole configuration at once, or returns an error and changes
 	// nothing.
 	SetConfig(tracing.Config) error
-	// SlowLog returns up to limit recorded sessions, newest first.
+	// SlowLog returns up to limit recorded sessions, newest first; limit <= 0 means all.
 	SlowLog(limit int) []tracing.Session
 	// Session returns one recorded session.
 	Session(id string) (tracing.Session, bool)
@@ -146,6 +146,7 @@ type Server struct {
 	guardCtl   GuardrailControl
 	stmts      Statements  // nil: no statement statistics endpoints
 	filter     TraceFilter // nil: no trace filter endpoints
+	ctxKeys    []string    // the tracer's trace context keys; nil: no trace context endpoint
 	node       Node        // nil: no node: loggers, nothing applied to the node
 	apply      NodeApply
 	collectors []prometheus.Collector
@@ -226,6 +227,10 @@ func New(cfg Config, tr Tracer, logs Loggers, opts ...Option) *Server {
 		s.exact["/storage_service/slow_query"] = route{http.MethodGet: s.getSlowQuery, http.MethodPost: s.setSlowQuery}
 		s.exact["/storage_service/trace_probability"] = route{http.MethodGet: s.getProbability, http.MethodPost: s.setProbability}
 		s.exact["/tracecar/slow_log"] = route{http.MethodGet: s.getSlowLog}
+		if s.ctxKeys == nil {
+			s.ctxKeys = []string{tracing.TraceparentKey}
+		}
+		s.exact["/tracecar/trace_context"] = route{http.MethodGet: s.getTraceContext, http.MethodPost: s.setTraceContext}
 		s.prefix = append(s.prefix, prefixRoute{"/tracecar/sessions/", route{http.MethodGet: s.getSession}})
 	}
 	if s.guardCtl != nil {
