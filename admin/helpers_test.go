@@ -74,7 +74,7 @@ func (f *fakeTracer) SetConfig(c tracing.Config) error {
 func (f *fakeTracer) SlowLog(limit int) []tracing.Session {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if limit > len(f.sessions) {
+	if limit <= 0 || limit > len(f.sessions) {
 		limit = len(f.sessions)
 	}
 	return slices.Clone(f.sessions[:limit])

@@ -91,3 +91,46 @@ func TestMetrics(t *testing.T) {
 		t.Error("no Go runtime series")
 	}
 }
+
+// TestMetricsExemplarsInOpenMetrics checks that a scraper asking for OpenMetrics, as
+// Prometheus does, gets the latency histogram with the exemplar of a recorded trace on the
+// bucket of its latency, and that the text format everyone else gets is unchanged.
+func TestMetricsExemplarsInOpenMetrics(t *testing.T) {
+	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	m := metrics.New()
+	m.Request(cql.OpExecute)
+	m.Latency(cql.OpExecute, 3*time.Millisecond)
+	m.Exemplar(cql.OpExecute, 3*time.Millisecond, traceID)
+	f := mustServe(t, admin.Config{}, newFakeTracer(), admin.WithMetrics(m))
+
+	accept := "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"
+	req := request{method: "GET", path: "/metrics", header: map[string]string{"Accept": accept}}
+	status, body := do(t, client, f.url, req)
+	if status != 200 {
+		t.Fatalf("status %d", status)
+	}
+	want := `tracecar_request_duration_seconds_bucket{opcode="EXECUTE",le="0.005"} 1 # {trace_id="` + traceID + `"} 0.003 `
+	if !strings.Contains(body, want) {
+		t.Errorf("OpenMetrics /metrics lacks the exemplar line %q:\n%s", want, grepLines(body, "tracecar_request_duration_seconds_bucket{opcode=\"EXECUTE\""))
+	}
+	if !strings.HasSuffix(body, "# EOF\n") {
+		t.Errorf("OpenMetrics /metrics does not end with # EOF")
+	}
+
+	for _, a := range []string{"", "*/*", "text/plain"} {
+		status, body := do(t, client, f.url, request{method: "GET", path: "/metrics", header: map[string]string{"Accept": a}})
+		if status != 200 || strings.Contains(body, "# {") || strings.Contains(body, "# EOF") {
+			t.Errorf("Accept %q: status %d, an OpenMetrics body; want the text format", a, status)
+		}
+	}
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}

@@ -32,9 +32,9 @@ func (s *Server) addNodeRoutes() {
 	if s.nodes == nil {
 		return
 	}
-	s.exact["/tracecar/node/stop"] = &route{post: func(ctx *fasthttp.RequestCtx, _ string) error { return s.nodeOp(ctx, "stop", s.nodes.Stop) }}
-	s.exact["/tracecar/node/start"] = &route{post: func(ctx *fasthttp.RequestCtx, _ string) error { return s.nodeOp(ctx, "start", s.nodes.Start) }}
-	s.exact["/tracecar/nodes"] = &route{get: s.getNodes}
+	s.exact["/tracecar/node/stop"] = route{http.MethodPost: func(ctx *fasthttp.RequestCtx, _ string) error { return s.nodeOp(ctx, "stop", s.nodes.Stop) }}
+	s.exact["/tracecar/node/start"] = route{http.MethodPost: func(ctx *fasthttp.RequestCtx, _ string) error { return s.nodeOp(ctx, "start", s.nodes.Start) }}
+	s.exact["/tracecar/nodes"] = route{http.MethodGet: s.getNodes}
 }
 
 // NodeState is one node in GET /tracecar/nodes.

@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"net/http"
 	"strconv"
 	"time"
 
@@ -52,7 +53,7 @@ const (
 // addQueryRoutes adds GET /tracecar/queries when the server has requests in flight to show.
 func (s *Server) addQueryRoutes() {
 	if s.queries != nil {
-		s.exact["/tracecar/queries"] = &route{get: s.getQueries}
+		s.exact["/tracecar/queries"] = route{http.MethodGet: s.getQueries}
 	}
 }
 

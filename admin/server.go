@@ -57,7 +57,7 @@ type Tracer interface {
 	// SetConfig installs a whole configuration at once, or returns an error and changes
 	// nothing.
 	SetConfig(tracing.Config) error
-	// SlowLog returns up to limit recorded sessions, newest first.
+	// SlowLog returns up to limit recorded sessions, newest first; limit <= 0 means all.
 	SlowLog(limit int) []tracing.Session
 	// Session returns one recorded session.
 	Session(id string) (tracing.Session, bool)
@@ -146,6 +146,7 @@ type Server struct {
 	guardCtl   GuardrailControl
 	stmts      Statements  // nil: no statement statistics endpoints
 	filter     TraceFilter // nil: no trace filter endpoints
+	ctxKeys    []string    // the tracer's trace context keys; nil: no trace context endpoint
 	node       Node        // nil: no node: loggers, nothing applied to the node
 	apply      NodeApply
 	collectors []prometheus.Collector
@@ -163,22 +164,21 @@ type Server struct {
 	// cannot do it under its own lock.
 	cfgMu sync.Mutex
 
-	exact  map[string]*route // by path
-	prefix []prefixRoute     // paths with a trailing parameter
+	exact  map[string]route // by path
+	prefix []prefixRoute    // paths with a trailing parameter
 }
 
 // handler serves one method of a route. arg is the path parameter of a prefix route.
 type handler func(ctx *fasthttp.RequestCtx, arg string) error
 
-// route is the handlers of one path.
-type route struct {
-	get, post handler
-	del       handler // DELETE; nil on most routes
-}
+// route is the handlers of one path, by method. A GET handler serves HEAD too. Every
+// method a route has is served, listed by Routes and refused without the token, so that
+// no method can be added that the token test does not see.
+type route map[string]handler
 
 type prefixRoute struct {
 	prefix string
-	r      *route
+	r      route
 }
 
 var nopLogger = zerolog.Nop()
@@ -211,40 +211,44 @@ func New(cfg Config, tr Tracer, logs Loggers, opts ...Option) *Server {
 	own.MustRegister(s.opsCollectors()...)
 	s.gatherer = prometheus.Gatherers{s.metrics.Gatherer(), own}
 
-	s.exact = map[string]*route{
-		"/system/logger":                 {get: s.getLoggers, post: s.setAllLoggers},
-		"/storage_service/logging_level": {get: s.getLoggingLevels},
-		"/tracecar/status":               {get: s.getStatus},
-		"/metrics":                       {get: s.getMetrics},
-		"/healthz":                       {get: s.getHealthz},
-		"/readyz":                        {get: s.getReadyz},
+	s.exact = map[string]route{
+		"/system/logger":                 {http.MethodGet: s.getLoggers, http.MethodPost: s.setAllLoggers},
+		"/storage_service/logging_level": {http.MethodGet: s.getLoggingLevels},
+		"/tracecar/status":               {http.MethodGet: s.getStatus},
+		"/metrics":                       {http.MethodGet: s.getMetrics},
+		"/healthz":                       {http.MethodGet: s.getHealthz},
+		"/readyz":                        {http.MethodGet: s.getReadyz},
 	}
-	s.prefix = []prefixRoute{{"/system/logger/", &route{get: s.getLogger, post: s.setLogger}}}
+	s.prefix = []prefixRoute{{"/system/logger/", route{http.MethodGet: s.getLogger, http.MethodPost: s.setLogger}}}
 	if _, ok := tr.(configOnly); ok {
 		// A server without sessions (the embedded node) applies only the trace probability.
 		// Its slow_query reports that slow-query logging is off, and refuses a change
 		// rather than accepting one it would not apply.
-		s.exact["/storage_service/slow_query"] = &route{get: s.getSlowQuery, post: s.slowQueryNotApplied}
-		s.exact["/storage_service/trace_probability"] = &route{get: s.getProbability, post: s.setProbability}
+		s.exact["/storage_service/slow_query"] = route{http.MethodGet: s.getSlowQuery, http.MethodPost: s.slowQueryNotApplied}
+		s.exact["/storage_service/trace_probability"] = route{http.MethodGet: s.getProbability, http.MethodPost: s.setProbability}
 	} else if tr != nil {
-		s.exact["/storage_service/slow_query"] = &route{get: s.getSlowQuery, post: s.setSlowQuery}
-		s.exact["/storage_service/trace_probability"] = &route{get: s.getProbability, post: s.setProbability}
-		s.exact["/tracecar/slow_log"] = &route{get: s.getSlowLog}
-		s.prefix = append(s.prefix, prefixRoute{"/tracecar/sessions/", &route{get: s.getSession}})
+		s.exact["/storage_service/slow_query"] = route{http.MethodGet: s.getSlowQuery, http.MethodPost: s.setSlowQuery}
+		s.exact["/storage_service/trace_probability"] = route{http.MethodGet: s.getProbability, http.MethodPost: s.setProbability}
+		s.exact["/tracecar/slow_log"] = route{http.MethodGet: s.getSlowLog}
+		if s.ctxKeys == nil {
+			s.ctxKeys = []string{tracing.TraceparentKey}
+		}
+		s.exact["/tracecar/trace_context"] = route{http.MethodGet: s.getTraceContext, http.MethodPost: s.setTraceContext}
+		s.prefix = append(s.prefix, prefixRoute{"/tracecar/sessions/", route{http.MethodGet: s.getSession}})
 	}
 	if s.guardCtl != nil {
-		s.exact["/tracecar/guardrail"] = &route{get: s.getGuardrail, post: s.setGuardrail}
+		s.exact["/tracecar/guardrail"] = route{http.MethodGet: s.getGuardrail, http.MethodPost: s.setGuardrail}
 	}
 	if s.filter != nil {
-		s.exact["/tracecar/trace_filter"] = &route{get: s.getTraceFilter, post: s.setTraceFilter, del: s.clearTraceFilter}
+		s.exact["/tracecar/trace_filter"] = route{http.MethodGet: s.getTraceFilter, http.MethodPost: s.setTraceFilter, http.MethodDelete: s.clearTraceFilter}
 	}
 	if s.stmts != nil {
-		s.exact["/tracecar/statement_stats"] = &route{get: s.getStatementStats, post: s.setStatementStats}
-		s.exact["/tracecar/statements"] = &route{get: s.getStatements}
-		s.exact["/tracecar/statements/reset"] = &route{post: s.resetStatements}
+		s.exact["/tracecar/statement_stats"] = route{http.MethodGet: s.getStatementStats, http.MethodPost: s.setStatementStats}
+		s.exact["/tracecar/statements"] = route{http.MethodGet: s.getStatements}
+		s.exact["/tracecar/statements/reset"] = route{http.MethodPost: s.resetStatements}
 	}
 	if s.node != nil {
-		s.exact["/tracecar/node/trace_probability"] = &route{get: s.getNodeProbability, post: s.setNodeProbability}
+		s.exact["/tracecar/node/trace_probability"] = route{http.MethodGet: s.getNodeProbability, http.MethodPost: s.setNodeProbability}
 	}
 	s.addNodeRoutes()
 	s.addQueryRoutes()
@@ -345,7 +349,13 @@ func (s *Server) checkOpen(a net.Addr) error {
 // handle authenticates, routes and maps the handler's error to a status.
 func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	path := string(ctx.Path())
-	if path != "/healthz" && !s.authorized(ctx) {
+	method := string(ctx.Method())
+	if method == http.MethodHead {
+		method = http.MethodGet
+	}
+	// Only a GET of /healthz is open: the exemption is of one method and path, so that a
+	// method added to /healthz later is not open with it.
+	if !(path == "/healthz" && method == http.MethodGet) && !s.authorized(ctx) {
 		s.log.Warn().Str("remote", ctx.RemoteAddr().String()).Str("method", string(ctx.Method())).
 			Str("path", path).Msg("admin request refused: missing or wrong token")
 		ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="tracecar"`)
@@ -357,15 +367,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		writeError(ctx, errorf(http.StatusNotFound, "no endpoint %s", path))
 		return
 	}
-	var h handler
-	switch {
-	case ctx.IsGet() || ctx.IsHead():
-		h = r.get
-	case ctx.IsPost():
-		h = r.post
-	case ctx.IsDelete():
-		h = r.del
-	}
+	h := r[method]
 	if h == nil {
 		allow := r.allow()
 		ctx.Response.Header.Set("Allow", allow)
@@ -398,7 +400,7 @@ func (s *Server) handleBadRequest(ctx *fasthttp.RequestCtx, err error) {
 }
 
 // lookup finds the route of path and its path parameter.
-func (s *Server) lookup(path string) (*route, string) {
+func (s *Server) lookup(path string) (route, string) {
 	if r, ok := s.exact[path]; ok {
 		return r, ""
 	}
@@ -417,15 +419,13 @@ type Route struct {
 }
 
 // Routes lists every method and path the server serves, sorted, so that a caller (a test
-// of the token, say) can check each one.
+// of the token, say) can check each one. It is read from the table that routes requests, so
+// it holds every method a path has; HEAD, served by a path's GET, is not listed.
 func (s *Server) Routes() []Route {
 	var out []Route
-	add := func(path string, r *route) {
-		if r.get != nil {
-			out = append(out, Route{http.MethodGet, path})
-		}
-		if r.post != nil {
-			out = append(out, Route{http.MethodPost, path})
+	add := func(path string, r route) {
+		for m := range r {
+			out = append(out, Route{m, path})
 		}
 	}
 	for p, r := range s.exact {
@@ -444,17 +444,15 @@ func (s *Server) Routes() []Route {
 }
 
 // allow lists the methods of r for the Allow header.
-func (r *route) allow() string {
+func (r route) allow() string {
 	var m []string
-	if r.get != nil {
-		m = append(m, "GET", "HEAD")
+	for k := range r {
+		m = append(m, k)
+		if k == http.MethodGet {
+			m = append(m, http.MethodHead)
+		}
 	}
-	if r.post != nil {
-		m = append(m, "POST")
-	}
-	if r.del != nil {
-		m = append(m, "DELETE")
-	}
+	sort.Strings(m)
 	return strings.Join(m, ", ")
 }
 

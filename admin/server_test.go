@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -285,6 +286,10 @@ func TestAuth(t *testing.T) {
 		{"readyz without token", request{method: "GET", path: "/readyz"}, 401},
 		{"unknown path without token", request{method: "GET", path: "/nope"}, 401},
 		{"healthz without token", request{method: "GET", path: "/healthz"}, 200},
+		{"healthz HEAD without token", request{method: "HEAD", path: "/healthz"}, 200},
+		{"healthz POST without token", request{method: "POST", path: "/healthz"}, 401},
+		{"DELETE without token", request{method: "DELETE", path: "/storage_service/slow_query"}, 401},
+		{"unusual method without token", request{method: "PROPFIND", path: "/system/logger"}, 401},
 		{"right token", request{method: "GET", path: "/storage_service/slow_query", header: map[string]string{"Authorization": "Bearer " + token}}, 200},
 		{"scheme in lower case", request{method: "GET", path: "/system/logger", header: map[string]string{"Authorization": "bearer " + token}}, 200},
 	}
@@ -307,6 +312,26 @@ func TestAuth(t *testing.T) {
 		header: map[string]string{"Authorization": "Bearer " + token}})
 	if got := f.tr.Config().Enable; status != 200 || !got {
 		t.Errorf("authorized change: status %d, enable %v; want 200, true", status, got)
+	}
+}
+
+// TestRoutesListsEveryMethod checks that Routes lists the methods of every route, DELETE
+// included, as it reads them from the table that routes requests.
+func TestRoutesListsEveryMethod(t *testing.T) {
+	tr := tracing.New(tracing.Options{})
+	t.Cleanup(func() { tr.Close(context.Background()) })
+	s := admin.New(admin.Config{}, newFakeTracer(), nil, admin.WithTraceFilter(tr))
+	routes := s.Routes()
+	for _, want := range []admin.Route{
+		{Method: "DELETE", Path: "/tracecar/trace_filter"},
+		{Method: "GET", Path: "/tracecar/trace_filter"},
+		{Method: "POST", Path: "/tracecar/trace_filter"},
+		{Method: "GET", Path: "/healthz"},
+		{Method: "POST", Path: "/system/logger/"},
+	} {
+		if !slices.Contains(routes, want) {
+			t.Errorf("Routes() = %v; want it to hold %v", routes, want)
+		}
 	}
 }
 

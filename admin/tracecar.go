@@ -17,7 +17,8 @@ const (
 	MaxSlowLogLimit     = 100000
 )
 
-// getSlowLog serves GET /tracecar/slow_log?limit=N: recorded sessions, newest first.
+// getSlowLog serves GET /tracecar/slow_log?limit=N&trace_id=T: recorded sessions, newest
+// first; with trace_id, only the sessions of that W3C trace.
 func (s *Server) getSlowLog(ctx *fasthttp.RequestCtx, _ string) error {
 	limit := int64(DefaultSlowLogLimit)
 	if v := ctx.QueryArgs().Peek("limit"); v != nil {
@@ -27,7 +28,16 @@ func (s *Server) getSlowLog(ctx *fasthttp.RequestCtx, _ string) error {
 		}
 		limit = n
 	}
-	out := s.tr.SlowLog(int(limit))
+	var out []tracing.Session
+	if v := ctx.QueryArgs().Peek("trace_id"); v != nil {
+		id, err := traceIDParam(v)
+		if err != nil {
+			return err
+		}
+		out = sessionsOfTrace(s.tr.SlowLog(0), id, int(limit))
+	} else {
+		out = s.tr.SlowLog(int(limit))
+	}
 	if out == nil {
 		out = []tracing.Session{}
 	}
@@ -45,7 +55,7 @@ func (s *Server) getSession(ctx *fasthttp.RequestCtx, id string) error {
 
 // Status is the JSON of GET /tracecar/status.
 type Status struct {
-	// Mode is the tracing mode: off, fast, full or sampled; "" without a tracer.
+	// Mode is the tracing mode: off, fast, full, sampled or parent; "" without a tracer.
 	Mode string `json:"mode"`
 	// SlowQuery and TraceProbability are the configuration, as the Scylla endpoints show it.
 	SlowQuery        *SlowQuery `json:"slow_query,omitempty"`
@@ -56,6 +66,8 @@ type Status struct {
 	SinkDropped map[string]uint64 `json:"sink_dropped"`
 	// SinkErrors counts, per sink, the writes that failed.
 	SinkErrors map[string]uint64 `json:"sink_errors"`
+	// TraceContext is how requests' W3C trace contexts are read and followed.
+	TraceContext *TraceContextStatus `json:"trace_context,omitempty"`
 	// Guardrail is the overhead guardrail's state.
 	Guardrail Guardrail `json:"guardrail"`
 	// Loggers maps each logger to its level.
@@ -91,6 +103,12 @@ func (s *Server) getStatus(ctx *fasthttp.RequestCtx, _ string) error {
 		}
 		for k, v := range stats.Errors {
 			st.SinkErrors[k] = v
+		}
+		if s.ctxKeys != nil {
+			st.TraceContext = &TraceContextStatus{
+				TraceContext: TraceContext{FollowClientSampling: cfg.FollowClientSampling, Keys: s.ctxKeys},
+				Invalid:      stats.TraceContextInvalid,
+			}
 		}
 	}
 	if s.guardrail != nil {

@@ -56,7 +56,7 @@ func (c *apiClient) do(ctx context.Context, a api, method, path, query string) (
 // apply runs a mode's HTTP steps in order.
 func (c *apiClient) apply(ctx context.Context, m *mode) error {
 	for _, s := range m.steps {
-		if s.target != "" {
+		if s.target != "" || s.tc != "" {
 			continue
 		}
 		if _, err := c.do(ctx, s.api, s.method, s.path, s.query); err != nil {
@@ -90,6 +90,8 @@ const (
 	pathGuardrail       = "/tracecar/guardrail"
 	// Statement statistics on or off.
 	pathStatementStats = "/tracecar/statement_stats"
+	// Parent-based sampling on or off.
+	pathTraceContext = "/tracecar/trace_context"
 )
 
 // snapshot reads the state that the modes' steps change. It returns notes for steps whose
@@ -111,12 +113,13 @@ func (c *apiClient) snapshot(ctx context.Context, modes []*mode) (*savedState, [
 	}
 	for _, m := range modes {
 		for _, s := range m.steps {
-			if s.target != "" {
+			if s.target != "" || s.tc != "" {
 				continue
 			}
 			k := stateKey{s.api, s.path}
 			switch {
 			case s.path == pathSlowQuery || s.path == pathProbability || s.path == pathNodeProbability || s.path == pathGuardrail || s.path == pathStatementStats ||
+				s.path == pathTraceContext ||
 				strings.HasPrefix(s.path, pathLoggers+"/") && len(s.path) > len(pathLoggers)+1:
 				if err := add(k); err != nil {
 					return nil, nil, err
@@ -204,6 +207,17 @@ func (c *apiClient) read(ctx context.Context, k stateKey) (string, error) {
 			return bad(errors.New("want enabled"))
 		}
 		return fmt.Sprintf("enable=%t", *st.Enabled), nil
+	case k.path == pathTraceContext:
+		var tc struct {
+			Follow *bool `json:"follow_client_sampling"`
+		}
+		if err := json.Unmarshal(body, &tc); err != nil {
+			return bad(err)
+		}
+		if tc.Follow == nil {
+			return bad(errors.New("want follow_client_sampling"))
+		}
+		return fmt.Sprintf("follow_client_sampling=%t", *tc.Follow), nil
 	case k.path == pathProbability || k.path == pathNodeProbability:
 		p, err := adminapi.ParseProbability(body)
 		if err != nil {

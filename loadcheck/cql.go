@@ -155,10 +155,21 @@ func (s *cqlSession) newOp(ctx context.Context, w int, wl *workload) Op {
 	}
 	ins := s.s.Query(cqlInsert, wargs...).Consistency(s.cl).Idempotent(true).WithContext(ctx)
 	sel := s.s.Query(cqlSelect, key).Consistency(s.cl).Idempotent(true).WithContext(ctx)
+	tp := newTraceparent(wl.traceContext)
+	if tp != nil {
+		// One payload per worker, its traceparent rewritten in place before each request:
+		// a worker's requests go out one at a time, after gocql has encoded the last.
+		payload := map[string][]byte{traceparentKey: tp}
+		ins.CustomPayload(payload)
+		sel.CustomPayload(payload)
+	}
 	pop := &wl.pop
 	writeFrac := wl.writeFrac
 	return func(context.Context) (int, error) {
 		putKey(key, pop.next(rng))
+		if tp != nil {
+			fillTraceparent(rng, tp)
+		}
 		if writeFrac >= 1 || writeFrac > 0 && rng.Float64() < writeFrac {
 			fillValues(rng, cols)
 			return 1, ins.Exec()

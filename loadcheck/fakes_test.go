@@ -23,6 +23,7 @@ type fakeAPI struct {
 	thresh  int64
 	ttl     int64
 	prob    string
+	follow  bool // follow_client_sampling
 	loggers map[string]string
 	posts   []string
 
@@ -152,6 +153,15 @@ func (a *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 			a.ttl = n
 		}
+	case r.URL.Path == pathTraceContext && r.Method == http.MethodGet:
+		json.NewEncoder(w).Encode(map[string]any{"follow_client_sampling": a.follow, "keys": []string{"traceparent"}})
+	case r.URL.Path == pathTraceContext && r.Method == http.MethodPost:
+		b, ok := parseBool(q.Get("follow_client_sampling"))
+		if !ok {
+			bad("follow_client_sampling")
+			return
+		}
+		a.follow = b
 	case r.URL.Path == pathProbability && r.Method == http.MethodGet:
 		fmt.Fprint(w, a.prob)
 	case r.URL.Path == pathProbability && r.Method == http.MethodPost:
@@ -207,6 +217,7 @@ type fakeDriver struct {
 	mu      sync.Mutex
 	conns   map[string]int
 	schemas int
+	ctxs    map[string]bool // the trace contexts the workers' operations were built with
 	// api, when set, is charged for every operation through fakeSidecar (see fakeAPI.op),
 	// with cpuJitter·k more for the k-th session, so that rounds differ a little.
 	api       *fakeAPI
@@ -254,7 +265,13 @@ func (s *fakeSession) createSchema(context.Context) error {
 
 func (s *fakeSession) missing(context.Context, []int64) (bool, error) { return false, nil }
 
-func (s *fakeSession) newOp(context.Context, int, *workload) Op {
+func (s *fakeSession) newOp(_ context.Context, _ int, wl *workload) Op {
+	s.d.mu.Lock()
+	if s.d.ctxs == nil {
+		s.d.ctxs = map[string]bool{}
+	}
+	s.d.ctxs[wl.traceContext] = true
+	s.d.mu.Unlock()
 	return func(context.Context) (int, error) {
 		s.d.clk.advance(s.cost)
 		if s.api != nil {

@@ -120,6 +120,11 @@ type Config struct {
 	Connections int           // connections per host; default 2
 	Timeout     time.Duration // per request; default 10s
 
+	// TraceContext puts a fresh W3C traceparent in the custom payload of every request:
+	// TraceContextSampled (the sampled flag set), TraceContextUnsampled, or
+	// TraceContextNone (the default: no payload). A mode's trace-context= step overrides it.
+	TraceContext string
+
 	// MaxOverhead are the budgets: the largest cost of a mode on a metric that it may show
 	// significantly. ParseBudgets reads them from --max-overhead.
 	MaxOverhead []Budget
@@ -186,6 +191,9 @@ func (c *Config) setDefaults() {
 	if c.Compression == "" {
 		c.Compression = DefaultCompression
 	}
+	if c.TraceContext == "" {
+		c.TraceContext = TraceContextNone
+	}
 	if c.Connections == 0 {
 		c.Connections = DefaultConnections
 	}
@@ -239,6 +247,9 @@ func (c *Config) check() (*workload, error) {
 		c.Compression = strings.ToLower(c.Compression)
 	default:
 		return nil, usageErrorf("--compression %q: want none, lz4 or snappy", c.Compression)
+	}
+	if !validTraceContext(c.TraceContext) {
+		return nil, usageErrorf("--trace-context %q: want sampled, unsampled or none", c.TraceContext)
 	}
 	if _, err := gocql.ParseConsistencyWrapper(c.CL); err != nil {
 		return nil, usageErrorf("--cl %q: want ANY, ONE, TWO, THREE, QUORUM, ALL, LOCAL_QUORUM, EACH_QUORUM or LOCAL_ONE", c.CL)
@@ -436,8 +447,12 @@ func (c *checker) printHeader() {
 		rounds = fmt.Sprintf("%d to %d rounds (until every difference from %s is known to ±%g%% of its sidecar CPU per op)",
 			cfg.Rounds, cfg.MaxRounds, c.baseline, cfg.TargetError)
 	}
-	c.out.printf(", pop %s, %s, %s after a %v warmup, %d workers, %s, cl %s, compression %s\n",
+	c.out.printf(", pop %s, %s, %s after a %v warmup, %d workers, %s, cl %s, compression %s",
 		c.wl.pop, rounds, limit, cfg.Warmup, cfg.Concurrency, rate, strings.ToUpper(cfg.CL), cfg.Compression)
+	if cfg.TraceContext != TraceContextNone {
+		c.out.printf(", a %s W3C trace context on every request", cfg.TraceContext)
+	}
+	c.out.printf("\n")
 	for _, m := range c.modes {
 		c.out.printf("  %-10s -> %-21s %s\n", m.name, m.target, m.spec)
 	}
@@ -507,6 +522,10 @@ func (c *checker) runMode(ctx context.Context, m *mode, round, pos int) (*runRes
 
 	wl := *c.wl
 	wl.pop = wl.pop.fresh()
+	wl.traceContext = cfg.TraceContext
+	if m.traceContext != "" {
+		wl.traceContext = m.traceContext
+	}
 	ops := make([]Op, cfg.Concurrency)
 	for w := range ops {
 		ops[w] = s.newOp(ctx, w, &wl)

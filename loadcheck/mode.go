@@ -30,10 +30,12 @@ var builtinModes = map[string]string{
 	"guardrail":  "POST /storage_service/slow_query?enable=true&fast=false;POST /storage_service/trace_probability?probability=0;POST /tracecar/guardrail?added_p99=200us&cpu=2&window=1s&cooldown=1h&restore=false",
 	"sampled":    "POST /storage_service/slow_query?enable=false;POST /storage_service/trace_probability?probability=0.01",
 	"stats":      specOffSteps + ";POST /tracecar/statement_stats?enable=true", // off plus statement statistics
+	// Parent-based sampling alone, with every request's W3C context sampled.
+	"parent": specOffSteps + ";POST /tracecar/trace_context?follow_client_sampling=true;trace-context=sampled",
 }
 
 // builtinOrder is the order in which the built-in modes are listed in messages.
-var builtinOrder = []string{"direct", "off", "fast", "full", "debug", "node-debug", "node-trace", "sampled", "guardrail", "stats"}
+var builtinOrder = []string{"direct", "off", "fast", "full", "debug", "node-debug", "node-trace", "sampled", "parent", "guardrail", "stats"}
 
 // defaultModes are the modes run when Config.Modes is empty and a sidecar is configured.
 // Read only.
@@ -54,9 +56,11 @@ func (a api) String() string {
 	return "sidecar"
 }
 
-// step is one step of a mode SPEC: an HTTP call, or a change of load target.
+// step is one step of a mode SPEC: an HTTP call, a change of load target, or the trace
+// context the load carries.
 type step struct {
 	target string // non-empty for target=…: "node", "sidecar" or HOST:PORT
+	tc     string // non-empty for trace-context=…: sampled, unsampled or none
 	api    api
 	method string
 	path   string
@@ -66,6 +70,9 @@ type step struct {
 func (s step) String() string {
 	if s.target != "" {
 		return "target=" + s.target
+	}
+	if s.tc != "" {
+		return "trace-context=" + s.tc
 	}
 	p := s.method + " " + s.path
 	if s.query != "" {
@@ -83,6 +90,9 @@ type mode struct {
 	spec   string
 	steps  []step
 	target string
+	// traceContext is the mode's trace-context= step, overriding Config.TraceContext; ""
+	// without one.
+	traceContext string
 }
 
 var modeNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
@@ -104,11 +114,12 @@ func parseModeFlag(s string) (name, spec string, err error) {
 }
 
 // parseSpec parses a mode SPEC: steps separated by ';', each one of
-// "POST /path?query" (the sidecar's admin API), "node:POST /path?query" (the node's API)
-// or "target=HOST:PORT" (also target=node and target=sidecar).
+// "POST /path?query" (the sidecar's admin API), "node:POST /path?query" (the node's API),
+// "target=HOST:PORT" (also target=node and target=sidecar) or
+// "trace-context=sampled|unsampled|none" (the W3C context the mode's requests carry).
 func parseSpec(spec string) ([]step, error) {
 	var steps []step
-	targets := 0
+	targets, contexts := 0, 0
 	for _, raw := range strings.Split(spec, ";") {
 		s := strings.TrimSpace(raw)
 		if s == "" {
@@ -123,6 +134,15 @@ func parseSpec(spec string) ([]step, error) {
 			}
 			targets++
 			steps = append(steps, step{target: t})
+			continue
+		}
+		if rest, ok := strings.CutPrefix(s, "trace-context="); ok {
+			tc := strings.TrimSpace(rest)
+			if !validTraceContext(tc) {
+				return nil, fmt.Errorf("step %q: want trace-context=sampled, trace-context=unsampled or trace-context=none", s)
+			}
+			contexts++
+			steps = append(steps, step{tc: tc})
 			continue
 		}
 		st := step{api: apiAdmin}
@@ -146,6 +166,9 @@ func parseSpec(spec string) ([]step, error) {
 	}
 	if targets > 1 {
 		return nil, fmt.Errorf("SPEC %q has more than one target= step", spec)
+	}
+	if contexts > 1 {
+		return nil, fmt.Errorf("SPEC %q has more than one trace-context= step", spec)
 	}
 	return steps, nil
 }
@@ -203,6 +226,8 @@ func resolveModes(cfg *Config) ([]*mode, string, error) {
 		m := &mode{name: n, spec: spec, steps: steps, target: "sidecar"}
 		for _, s := range steps {
 			switch {
+			case s.tc != "":
+				m.traceContext = s.tc
 			case s.target != "":
 				m.target = s.target
 			case s.api == apiAdmin && cfg.Admin == "":

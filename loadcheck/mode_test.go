@@ -28,6 +28,9 @@ func TestParseSpec(t *testing.T) {
 		{spec: "target=localhost", wantErr: "want target=HOST:PORT"},
 		{spec: "target=a:1;target=b:2", wantErr: "more than one target"},
 		{spec: " ; ", wantErr: "empty SPEC"},
+		{spec: "trace-context=sampled;POST /a", want: []string{"trace-context=sampled", "POST /a"}},
+		{spec: "trace-context=maybe", wantErr: "want trace-context=sampled"},
+		{spec: "trace-context=none;trace-context=sampled", wantErr: "more than one trace-context"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.spec, func(t *testing.T) {

@@ -247,6 +247,7 @@ type Settings struct {
 	CL             string  `json:"cl"`
 	Compression    string  `json:"compression"`
 	Connections    int     `json:"connections"`
+	TraceContext   string  `json:"trace_context"`
 }
 
 // CPUSummary is the client's CPU cost over all runs, set beside cassandra-stress's.
@@ -372,7 +373,7 @@ func (c *checker) report(started time.Time) *Report {
 			Workload: c.wl.name, WriteFrac: c.wl.writeFrac, Pop: c.wl.pop.String(), Rounds: len(c.order),
 			DurationS: cfg.Duration.Seconds(), WarmupS: cfg.Warmup.Seconds(), Ops: cfg.Ops,
 			Concurrency: cfg.Concurrency, Rate: cfg.Rate, CL: strings.ToUpper(cfg.CL), Compression: cfg.Compression,
-			Connections: cfg.Connections,
+			Connections: cfg.Connections, TraceContext: cfg.TraceContext,
 		},
 		Notes: c.notes,
 	}

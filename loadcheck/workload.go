@@ -169,6 +169,9 @@ type workload struct {
 	name      string // write, read or mixed
 	writeFrac float64
 	pop       population
+	// traceContext is the W3C trace context each request carries in its custom payload:
+	// TraceContextSampled, TraceContextUnsampled, or "" and TraceContextNone for none.
+	traceContext string
 }
 
 // parseWorkload builds the workload from the Workload, Ratio and Pop settings.

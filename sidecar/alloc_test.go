@@ -2,6 +2,7 @@ package sidecar
 
 import (
 	"net/netip"
+	"slices"
 	"testing"
 
 	"github.com/tracecar/tracecar/internal/cql"
@@ -63,15 +64,19 @@ func (pc *pathConn) one() int {
 
 // TestRequestPathAllocs asserts that the proxy's per-request work (the request's
 // inspection, its in-flight record, tracing on both sides, the metrics, the counters and the notices
-// of frames written) allocates nothing with tracing off, and in fast mode for requests
-// that are not slow. Both the goroutine path and the event loop run exactly this per frame.
+// of frames written) allocates nothing with tracing off, in fast mode for requests that are
+// not slow, and in full mode for requests that are not slow (each gets a session and its
+// five events, then is not recorded). Both the goroutine path and the event loop run
+// exactly this per frame.
 func TestRequestPathAllocs(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		cfg  tracing.Config
+		name   string
+		cfg    tracing.Config
+		traced bool // every request gets a session
 	}{
-		{"off", tracing.DefaultConfig()},
-		{"fast below threshold", tracing.Config{Enable: true, Fast: true, ThresholdMicros: 1e12}},
+		{"off", tracing.DefaultConfig(), false},
+		{"fast below threshold", tracing.Config{Enable: true, Fast: true, ThresholdMicros: 1e12}, false},
+		{"full below threshold", tracing.Config{Enable: true, ThresholdMicros: 1e12}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pc := newPathConn(t, tc.cfg)
@@ -83,11 +88,45 @@ func TestRequestPathAllocs(t *testing.T) {
 			for range 2048 { // grow the stream table and the tracing records
 				one()
 			}
+			before := pc.tr.Stats().Traced
 			if n := testing.AllocsPerRun(1000, one); n != 0 {
 				t.Errorf("%v allocations per request; want 0", n)
 			}
-			if tc.cfg.Enable && pc.tr.Stats().Traced != 0 {
-				t.Errorf("traced %d requests; want none below the threshold", pc.tr.Stats().Traced)
+			st := pc.tr.Stats()
+			switch {
+			case tc.traced && st.Traced-before < 1000:
+				t.Errorf("traced %d of the last 1001 requests; want all", st.Traced-before)
+			case !tc.traced && st.Traced != 0:
+				t.Errorf("traced %d requests; want none below the threshold", st.Traced)
+			}
+			if st.SlowSessions != 0 {
+				t.Errorf("recorded %d sessions; want none below the threshold", st.SlowSessions)
+			}
+			if !tc.traced {
+				return
+			}
+			// The same path with threshold 0 records what it traced: the five events.
+			cfg := tc.cfg
+			cfg.ThresholdMicros = 0
+			if err := pc.tr.SetConfig(cfg); err != nil {
+				t.Fatal(err)
+			}
+			one()
+			var got []string
+			waitFor(t, "the session of a request at threshold 0", func() bool {
+				ss := pc.tr.SlowLog(1)
+				if len(ss) == 0 {
+					return false
+				}
+				got = got[:0]
+				for _, e := range ss[0].Events {
+					got = append(got, e.Activity)
+				}
+				return true
+			})
+			want := []string{tracing.EventReceived, tracing.EventParsed, tracing.EventSentToNode, tracing.EventNodeResponded, tracing.EventResponseSent}
+			if !slices.Equal(got, want) {
+				t.Errorf("events %q; want %q", got, want)
 			}
 		})
 	}

@@ -4,12 +4,9 @@ import (
 	"bufio"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/netip"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,66 +17,26 @@ import (
 	"github.com/tracecar/tracecar/tracing"
 )
 
-// goroutinesOnly keeps every connection on the goroutine path, as Config.NoEventLoop does
-// for one Proxy: TRACECAR_EVENT_LOOP=off sets it for the process, so that test suites
-// (this package's, and those that start a sidecar in process, as reliability's) run on
-// that path, as `tracecar sidecar` does.
-var goroutinesOnly = os.Getenv("TRACECAR_EVENT_LOOP") == "off"
-
 // compressors are indexed by conn.comp.
 var compressors = [...]cql.Compressor{nil, cql.LZ4{}, cql.Snappy{}}
 
-// errWriteTimeout bounds the last frames written to a client that is being closed: the
-// error frames of a failed node, or a ProtocolError.
-var errWriteTimeout = 5 * time.Second // a variable for tests
-
-// Causes of the end of a connection on the goroutine path (see conn.stop). A client's
-// error or EOF, and a malformed client frame (*protocolError), are the others.
-var (
-	errNodeWrite  = errors.New("write to node failed")
-	errNodeLost   = errors.New("node connection lost")
-	errClientGone = errors.New("client connection closed")
-	errDrained    = errors.New("drained")
-	errShutdown   = errors.New("closed by the proxy")
-)
-
-// connState is where a connection is on its way to closed. It only moves forward (see
-// conn.advance):
-//
-//	open → draining → ending → closed
-//
-// draining is set by Proxy.drain, ending by conn.stop with the cause, and closed when both
-// sockets are closed. A state may be skipped.
-type connState int32
-
-const (
-	stateOpen     connState = iota
-	stateDraining           // no new request is read; the last answer ends the connection
-	stateEnding             // a cause is recorded: the last frames are being written
-	stateClosed             // both sockets are closed
-)
-
-// protocolError is a malformed frame from a client: the connection is answered with a
-// ProtocolError on stream and closed.
-type protocolError struct {
-	stream int16
-	msg    string
-}
-
-func (e *protocolError) Error() string { return "malformed frame from client: " + e.msg }
-
-// conn is one client connection and its node connection. Two goroutines work on it: the
-// request goroutine (serve) reads the client and writes the node, and the response
-// goroutine (responses) reads the node and writes the client. Each owns its reader, its
-// writer and its scratch buffers; they share only the stream table, the atomics, and the
-// state and cause of the connection's end (see stop).
+// conn is one client connection and its node connection. It is carried by one of two
+// transports. On the goroutine path two goroutines work on it: the request goroutine
+// (serve) reads the client and writes the node, and the response goroutine (responses)
+// reads the node and writes the client; each owns its reader, its writer and its scratch
+// buffers, and they share only the stream table, the atomics, and the state and cause of
+// the connection's end (shutdown.go). On the event loop, its loop does the work of both
+// goroutines (loopState).
 type conn struct {
 	p      *Proxy
 	group  *group
 	client net.Conn
 	node   net.Conn // set under mu by open, before the response goroutine starts
 	log    zerolog.Logger
-	tr     *tracing.Conn // nil without a tracer
+	// traceOn says that log's level, fixed when the connection is made, lets trace lines
+	// through (traceFrame).
+	traceOn bool
+	tr      *tracing.Conn // nil without a tracer
 
 	clientAddr netip.AddrPort
 	nodeAddr   netip.AddrPort
@@ -115,13 +72,15 @@ type conn struct {
 	// doneQ are the traced responses written to toClient since its last flush.
 	doneQ []tracing.Ticket
 
-	// Ending: see "Ending a connection" in the package doc. state is a connState; it only
-	// moves forward, by compare-and-swap, so that the frame loops and the event loop read
-	// it without mu. cause is written under mu before state becomes stateEnding.
-	state    atomic.Int32
-	cause    error
-	reqDone  chan struct{} // closed when the request goroutine stops reading
-	respDone chan struct{} // closed when the response goroutine ends
+	// Ending, on either transport: see shutdown.go. state is a connState; it only moves
+	// forward, by compare-and-swap, so that the frame loops and the event loop read it
+	// without mu. cause is written under mu before state becomes stateEnding.
+	state   atomic.Int32
+	cause   error
+	reqDone chan struct{} // closed when the request goroutine stops reading
+	// done is closed once the transport closed the connection for good: the response
+	// goroutine ended, or the loop closed it.
+	done chan struct{}
 	// mu serialises the changes of state and their effect on the sockets with setting node
 	// and with toLoop.
 	mu        sync.Mutex
@@ -136,7 +95,7 @@ func (p *Proxy) newConn(nc net.Conn, g *group) *conn {
 		client:     nc,
 		clientAddr: addrPort(nc.RemoteAddr()),
 		reqDone:    make(chan struct{}),
-		respDone:   make(chan struct{}),
+		done:       make(chan struct{}),
 	}
 	// A connection bound for an event loop uses its own reader and writer only for the
 	// version gate: small ones, or 1,000 connections would leave 32 MiB of garbage behind.
@@ -159,6 +118,7 @@ func (p *Proxy) newConn(nc net.Conn, g *group) *conn {
 		c.peerPort = c.advertise.Port()
 	}
 	c.log = p.log.With().Str("client", c.clientAddr.String()).Logger()
+	c.traceOn = c.log.GetLevel() <= zerolog.TraceLevel
 	p.register(c)
 	return c
 }
@@ -180,8 +140,9 @@ func addrPort(a net.Addr) netip.AddrPort {
 
 func (c *conn) compressor() cql.Compressor { return compressors[c.comp.Load()] }
 
-// serve runs the connection: the version gate, the node dial, then the request loop. It
-// returns once both goroutines have ended.
+// serve runs the connection: the version gate and the node dial, then the transport, an
+// event loop when the connection can move to one, else the goroutine path. It returns
+// once the transport has closed the connection.
 func (c *conn) serve(ctx context.Context) {
 	defer c.finish()
 	if err := c.open(ctx); err != nil {
@@ -191,159 +152,10 @@ func (c *conn) serve(ctx context.Context) {
 		c.closeAll()
 		return
 	}
-	if !c.p.cfg.NoEventLoop && !goroutinesOnly && c.toLoop() {
-		<-c.loopDone
-		return
+	if c.p.noLoop || !c.toLoop() {
+		c.runGoroutines()
 	}
-	c.startGoroutinePath()
-	go c.responses()
-	err := c.requests()
-	close(c.reqDone)
-	c.requestsEnded(err)
-	<-c.respDone
-}
-
-// requestsEnded stops the connection for the reason the request loop ended with err,
-// unless it is a drained read with requests still in flight: then the response goroutine
-// stops it after the last answer.
-func (c *conn) requestsEnded(err error) {
-	var pe *protocolError
-	switch {
-	case c.getState() >= stateEnding:
-		// Stopped by the response goroutine or the proxy: that cause stands.
-	case isTimeout(err) && c.getState() == stateDraining:
-		// reqDone is closed before this check, and the response goroutine checks reqDone
-		// after taking a stream: one of the two sees the last answer.
-		if c.streams.len() == 0 {
-			c.stop(errDrained)
-		}
-	case errors.As(err, &pe):
-		c.log.Warn().Str("error", pe.msg).Msg("malformed frame from client: closing its connection")
-		c.stop(pe)
-	case errors.Is(err, errNodeWrite):
-		c.stop(err)
-	default:
-		if !isClosed(err) {
-			c.log.Debug().Err(err).Msg("client read")
-		}
-		c.stop(fmt.Errorf("%w: %w", errClientGone, err))
-	}
-}
-
-// getState returns the connection's state.
-func (c *conn) getState() connState { return connState(c.state.Load()) }
-
-// draining reports whether the connection reads no new requests: it is draining, ending
-// or closed.
-func (c *conn) draining() bool { return c.getState() >= stateDraining }
-
-// advance moves the state forward to s, and reports whether it moved: it does not when the
-// connection already is at s or beyond.
-func (c *conn) advance(s connState) bool {
-	for {
-		old := c.state.Load()
-		if connState(old) >= s {
-			return false
-		}
-		if c.state.CompareAndSwap(old, int32(s)) {
-			return true
-		}
-	}
-}
-
-// stop ends a connection on the goroutine path for cause, from any goroutine; the first
-// cause stands, a later one is dropped. It wakes both goroutines: the request goroutine's
-// read of the client fails at once, and so does the response goroutine's read of the node,
-// which is closed (nothing more goes to it). The response goroutine then writes the last
-// frames and closes the connection: see close.
-func (c *conn) stop(cause error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.inLoop() || c.getState() >= stateEnding {
-		return
-	}
-	c.cause = cause
-	c.advance(stateEnding)
-	if c.node != nil {
-		c.node.Close()
-	}
-	c.client.SetReadDeadline(time.Unix(1, 0))
-	if cause != errDrained {
-		// The response goroutine may be blocked writing to a client that does not read:
-		// the last frames get errWriteTimeout, as on the event loop.
-		c.client.SetWriteDeadline(time.Now().Add(errWriteTimeout))
-	}
-}
-
-// close is the goroutine path's one close path, run by the response goroutine once both
-// loops have stopped: it writes what the cause calls for after what is queued for the
-// client (a ProtocolError for a malformed client frame; a Server error for each request in
-// flight when the node was lost or could not be written), then closes both sockets.
-func (c *conn) close() {
-	<-c.reqDone
-	c.mu.Lock()
-	cause := c.cause
-	closed := c.getState() == stateClosed
-	c.mu.Unlock()
-	if !closed {
-		c.client.SetWriteDeadline(time.Now().Add(errWriteTimeout))
-		var pe *protocolError
-		switch {
-		case errors.As(cause, &pe):
-			c.writeError(pe.stream, cql.ErrCodeProtocol, pe.msg)
-		case errors.Is(cause, errNodeLost) || errors.Is(cause, errNodeWrite):
-			c.nodeLost(cause)
-		}
-		c.toClient.flush()
-	}
-	c.closeAll()
-}
-
-// finish releases what the connection holds once both goroutines have ended.
-func (c *conn) finish() {
-	c.closeAll()
-	if c.tr != nil {
-		c.tr.Close()
-	}
-	c.p.unregister(c)
-}
-
-// closeAll closes both sockets at once, if they are not closed yet; a connection in a loop
-// is closed by its loop. It is safe for concurrent use.
-func (c *conn) closeAll() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.getState() == stateClosed {
-		return
-	}
-	if c.inLoop() {
-		c.postLoop(cmdClose)
-		return
-	}
-	if c.getState() < stateEnding {
-		c.cause = errShutdown
-	}
-	c.advance(stateClosed)
-	c.client.Close()
-	if c.node != nil {
-		c.node.Close()
-	}
-}
-
-// drain stops reading the client: requests already read are answered, new ones are not
-// read. The connection closes when its last request in flight is answered. It is safe for
-// concurrent use.
-func (c *conn) drain() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.advance(stateDraining) {
-		return
-	}
-	if c.inLoop() {
-		c.postLoop(cmdDrain)
-		return
-	}
-	c.client.SetReadDeadline(time.Unix(1, 0))
+	<-c.done
 }
 
 // open answers frames of unsupported versions until one of version 3 or 4 arrives, then
@@ -371,7 +183,8 @@ func (c *conn) open(ctx context.Context) error {
 		// Answer the first request so the driver sees why; Overloaded tells it that the
 		// request was not processed and may go to another node.
 		if hb, perr := c.cr.Peek(cql.HeaderSize); perr == nil {
-			c.writeError(int16(binary.BigEndian.Uint16(hb[2:4])), cql.ErrCodeOverloaded, "tracecar: "+err.Error())
+			h, _ := cql.ParseHeader(hb)
+			c.writeError(h.Stream, cql.ErrCodeOverloaded, "tracecar: "+err.Error())
 			c.client.SetWriteDeadline(time.Now().Add(errWriteTimeout))
 			c.toClient.flush()
 		}
@@ -396,19 +209,6 @@ func (c *conn) open(ctx context.Context) error {
 	return nil
 }
 
-// startGoroutinePath sets up the buffers of the goroutine path.
-func (c *conn) startGoroutinePath() {
-	c.nr = bufio.NewReaderSize(c.node, readBufferSize)
-	c.toNode = newFrameWriter(c.node, writeBufferSize)
-	if c.cr.Size() < readBufferSize {
-		// Bound for a loop that could not take it: full-size buffers, the small reader's
-		// bytes read first, and what the gate queued for the client written out.
-		c.cr = bufio.NewReaderSize(c.cr, readBufferSize)
-		c.toClient.flush()
-		c.toClient = newFrameWriter(c.client, writeBufferSize)
-	}
-}
-
 // gateBufferSize is the size of the client reader and writer of a connection bound for an
 // event loop: they hold the first frames until the move (an OPTIONS or a STARTUP, or a
 // frame of a version to refuse); a larger first frame is still read whole.
@@ -418,7 +218,7 @@ const gateBufferSize = 1 << 10
 // plain TCP on both sides, and the loop not turned off.
 func (p *Proxy) loopBound(nc net.Conn) bool {
 	_, tcp := nc.(*net.TCPConn)
-	return tcp && p.nodeTLS == nil && !p.cfg.NoEventLoop && !goroutinesOnly
+	return tcp && p.nodeTLS == nil && !p.noLoop
 }
 
 // wrote tells tracing that the frames of tickets went out: requests to the node (Sent),
@@ -509,251 +309,5 @@ func (c *conn) frameBuffered(r *bufio.Reader) bool {
 // writeError queues an ERROR frame for the client. It is used by the goroutine that owns
 // toClient.
 func (c *conn) writeError(stream int16, code int32, msg string) error {
-	h := cql.Header{Version: cql.ResponseBit | c.version, Stream: stream}
-	f := cql.AppendFrame(nil, h, cql.Error{Code: code, Message: msg})
-	return c.toClient.write(f)
+	return c.toClient.write(c.appendError(nil, stream, code, msg))
 }
-
-// requests is the request loop: it forwards the client's frames to the node until the
-// client goes away, sends a malformed frame, is drained, or the node cannot be written.
-func (c *conn) requests() error {
-	r := c.cr
-	for {
-		hb, err := r.Peek(cql.HeaderSize)
-		if err != nil {
-			if len(hb) > 0 {
-				return noEOF(err)
-			}
-			return err
-		}
-		h, perr := c.requestHeader(hb)
-		if perr != nil {
-			return perr
-		}
-		n := cql.HeaderSize + int(h.Length)
-		if e := c.log.Trace(); e != nil {
-			e.Str("op", h.Opcode.String()).Int16("stream", h.Stream).Int("bytes", n).Msg("frame from client")
-		}
-
-		var frame []byte
-		peeked := n <= r.Size()
-		switch {
-		case peeked:
-			if frame, err = r.Peek(n); err != nil {
-				return noEOF(err)
-			}
-		case c.tr != nil || c.readsBody(h.Opcode):
-			if c.reqBuf, err = c.readWhole(r, n); err != nil {
-				return err
-			}
-			frame = c.reqBuf
-		}
-
-		if t := c.request(h, frame, n); t.Events() {
-			c.sentQ = append(c.sentQ, t)
-		}
-
-		switch {
-		case frame == nil:
-			err = c.toNode.copyFrame(r, n)
-		case peeked:
-			err = c.toNode.write(frame)
-			r.Discard(n)
-		default:
-			err = c.toNode.write(frame)
-			c.p.held.release(n)
-			if cap(c.reqBuf) > maxKeptBuffer {
-				c.reqBuf = nil
-			}
-		}
-		if err == nil && !frameReady(r) {
-			if err = c.toNode.flush(); err == nil {
-				c.wrote(c.sentQ, false)
-				c.sentQ = c.sentQ[:0]
-			}
-		}
-		if err != nil {
-			if c.toNode.err != nil {
-				return fmt.Errorf("%w: %w", errNodeWrite, err)
-			}
-			return err // the client went away in the middle of a frame
-		}
-	}
-}
-
-// requestHeader parses and checks the header of a client's frame.
-func (c *conn) requestHeader(hb []byte) (cql.Header, error) {
-	h := cql.Header{
-		Version: hb[0],
-		Flags:   hb[1],
-		Stream:  int16(binary.BigEndian.Uint16(hb[2:4])),
-		Opcode:  cql.Opcode(hb[4]),
-		Length:  binary.BigEndian.Uint32(hb[5:9]),
-	}
-	switch {
-	case h.Version != cql.V3 && h.Version != cql.V4:
-		if h.Version&cql.ResponseBit != 0 {
-			return h, &protocolError{stream: h.Stream, msg: "response frame sent by a client"}
-		}
-		return h, &protocolError{stream: h.Stream, msg: cql.UnsupportedVersionMessage(h.Version)}
-	}
-	if pe := c.tooBig(h.Stream, h.Length); pe != nil {
-		return h, pe
-	}
-	return h, nil
-}
-
-// responses is the response goroutine: it forwards the node's frames to the client until
-// the response loop ends, stops the connection for that reason unless it was stopped
-// already, and closes it.
-func (c *conn) responses() {
-	defer close(c.respDone)
-	err := c.forwardResponses()
-	switch {
-	case err == nil:
-		c.stop(errDrained)
-	case errors.Is(err, errClientGone):
-		c.stop(err)
-	default:
-		c.stop(fmt.Errorf("%w: %w", errNodeLost, err))
-	}
-	c.close()
-}
-
-// nodeLost queues an error for each request in flight once the node connection failed
-// for cause. The request goroutine has stopped, so that set is final.
-func (c *conn) nodeLost(cause error) {
-	c.p.nodeFailures.Add(1)
-	c.lost = c.streams.takeAll(c.lost[:0])
-	c.log.Warn().Err(cause).Str("node", c.nodeAddr.String()).Int("in_flight", len(c.lost)).
-		Msg("node connection lost: failing the requests in flight and closing the client connection")
-	msg := fmt.Sprintf("tracecar: connection to node %s lost", c.p.cfg.NodeAddr)
-	for _, r := range c.lost {
-		if c.writeError(r.stream, cql.ErrCodeServer, msg) != nil {
-			break
-		}
-	}
-}
-
-// requestsStopped reports whether the request goroutine has stopped reading.
-func (c *conn) requestsStopped() bool {
-	select {
-	case <-c.reqDone:
-		return true
-	default:
-		return false
-	}
-}
-
-// forwardResponses is the response loop. It returns nil when the connection was drained,
-// errClientGone when the client could not be written, and the node read error otherwise.
-func (c *conn) forwardResponses() error {
-	r := c.nr
-	var arrived int64 // when the last read from the node returned, if metrics are on
-	for {
-		fill := r.Buffered() < cql.HeaderSize
-		hb, err := r.Peek(cql.HeaderSize)
-		if err != nil {
-			return err
-		}
-		h, err := c.responseHeader(hb)
-		if err != nil {
-			return err
-		}
-		n := cql.HeaderSize + int(h.Length)
-		if e := c.log.Trace(); e != nil {
-			e.Str("op", h.Opcode.String()).Int16("stream", h.Stream).Int("bytes", n).Msg("frame from node")
-		}
-
-		var req inflight
-		left := -1
-		if h.Stream >= 0 {
-			req, _, left = c.streams.take(h.Stream)
-		}
-		event := h.Stream < 0 && h.Opcode == cql.OpEvent
-		var frame []byte
-		fill = fill || r.Buffered() < n
-		switch {
-		case n <= r.Size():
-			if frame, err = r.Peek(n); err != nil {
-				return err
-			}
-		case c.tr != nil || req.kind != kindNone || event || req.stat.WantsBody(h.Opcode):
-			if c.respBuf, err = cql.AppendRead(c.respBuf[:0], r, n); err != nil {
-				return err
-			}
-			frame = c.respBuf
-		}
-
-		// The response arrived when the read that completed it returned: one clock read per
-		// read from the node, shared by every frame that read delivered. It is the response
-		// time that tracing and statement statistics see, and the start of the added latency.
-		if fill {
-			arrived = 0
-		}
-		if arrived == 0 && (c.p.metrics != nil || req.stat.Active()) {
-			arrived = tracing.Now()
-		}
-		out, done := c.response(h, frame, req, arrived)
-		if done.Events() {
-			c.doneQ = append(c.doneQ, done)
-		}
-
-		switch {
-		case frame == nil:
-			inc(&c.counters.bytesOut, uint64(n))
-			err = c.toClient.copyFrame(r, n)
-		default:
-			inc(&c.counters.bytesOut, uint64(len(out)))
-			err = c.toClient.write(out)
-			if n <= r.Size() {
-				r.Discard(n)
-			} else if cap(c.respBuf) > maxKeptBuffer {
-				c.respBuf = nil
-			}
-		}
-		c.queued(req, arrived)
-		drained := left == 0 && c.draining() && c.requestsStopped()
-		if err == nil && (drained || !frameReady(r)) {
-			if err = c.toClient.flush(); err == nil {
-				c.wrote(c.doneQ, true)
-				c.doneQ = c.doneQ[:0]
-			}
-		}
-		if err != nil {
-			if c.toClient.err != nil {
-				return errClientGone
-			}
-			return err // the node went away in the middle of a frame
-		}
-		if drained {
-			return nil
-		}
-	}
-}
-
-// responseHeader parses and checks the header of a node's frame. A malformed one counts as
-// a failure of the node connection.
-func (c *conn) responseHeader(hb []byte) (cql.Header, error) {
-	h := cql.Header{
-		Version: hb[0],
-		Flags:   hb[1],
-		Stream:  int16(binary.BigEndian.Uint16(hb[2:4])),
-		Opcode:  cql.Opcode(hb[4]),
-		Length:  binary.BigEndian.Uint32(hb[5:9]),
-	}
-	if v := h.Version &^ cql.ResponseBit; h.Version&cql.ResponseBit == 0 || v != cql.V3 && v != cql.V4 {
-		return h, fmt.Errorf("malformed frame from node: version byte 0x%02x", h.Version)
-	}
-	if h.Length > cql.MaxBodySize {
-		return h, fmt.Errorf("malformed frame from node: body of %d bytes exceeds the maximum of %d", h.Length, cql.MaxBodySize)
-	}
-	return h, nil
-}
-
-// isClosed reports whether err only says that a connection ended.
-func isClosed(err error) bool {
-	return errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || errors.Is(err, errClientGone)
-}
-
-func isTimeout(err error) bool { return errors.Is(err, os.ErrDeadlineExceeded) }

@@ -11,7 +11,11 @@ const (
 	cmdClose
 )
 
-type loopState struct{ loopDone chan struct{} }
+type loopState struct{}
+
+type loopGroup struct{}
+
+var processLoops loopGroup
 
 func (c *conn) toLoop() bool              { return false }
 func (c *conn) inLoop() bool              { return false }

@@ -31,7 +31,7 @@ func connsInLoop(p *Proxy) (inLoop, all int) {
 // TestEventLoopCarriesPlaintext checks that a plaintext connection moves to the event
 // loop by default, and stays on goroutines with NoEventLoop.
 func TestEventLoopCarriesPlaintext(t *testing.T) {
-	if goroutinesOnly {
+	if eventLoopOff() {
 		t.Skip("TRACECAR_EVENT_LOOP=off")
 	}
 	for _, noLoop := range []bool{false, true} {

@@ -66,10 +66,6 @@ func (c *conn) learnPrepared(f *cql.Frame, req inflight) {
 	c.p.prepared.Put(info.ID, st)
 }
 
-func isIdent(c byte) bool {
-	return 'a' <= c|0x20 && c|0x20 <= 'z' || '0' <= c && c <= '9' || c == '_'
-}
-
 // responseBody returns the header of a response, its prefix, its message body
 // (decompressed, once, by the view f) and the compressor to re-encode it with (nil when it
 // was not compressed).

@@ -1,10 +1,10 @@
 package sidecar
 
 import (
-	"bytes"
 	"sync"
 
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/cql/cqltext"
 )
 
 // The proxy rewrites the answers to queries on system.local, system.peers and
@@ -48,161 +48,96 @@ func statementStart(q []byte, inSystem, cut bool) (k rewriteKind, known bool, sc
 }
 
 // statementScan reads q from sc. open is where a token may go on beyond q: its end when q
-// is cut, nowhere (-1) otherwise.
+// is cut, nowhere (-1) otherwise. The tokens are cqltext's; on a cut q, an Open one is
+// not known.
 func statementScan(q []byte, inSystem bool, open int, sc scan) (rewriteKind, bool, scan) {
+	cut := open >= 0
 	if !sc.selected {
-		s, e := nextToken(q, 0)
+		t := cqltext.NextSignificant(q, 0)
 		switch {
-		case e == open:
+		case cut && t.Open():
 			return kindNone, false, sc
-		case equalWord(q[s:e], "use"):
+		case cqltext.IsKeyword(q, t, "use"):
 			return kindUse, true, sc
-		case !equalWord(q[s:e], "select"):
+		case !cqltext.IsKeyword(q, t, "select"):
 			return kindNone, true, sc
 		}
-		sc = scan{at: e, selected: true}
+		sc = scan{at: t.End, selected: true}
 	}
 	if !sc.from {
 		i, depth := sc.at, sc.depth
 		for {
-			s, e := nextToken(q, i)
+			t := cqltext.NextSignificant(q, i)
 			switch {
-			case e == open:
+			case cut && t.Open():
 				return kindNone, false, scan{at: i, depth: depth, selected: true}
-			case s == e:
+			case t.Kind == cqltext.EOF:
 				return kindNone, true, sc
 			}
-			i = e
-			if t := q[s:e]; t[0] == '(' {
+			i = t.End
+			if cqltext.IsPunct(q, t, "(") {
 				depth++
-			} else if t[0] == ')' {
+			} else if cqltext.IsPunct(q, t, ")") {
 				depth--
-			} else if depth == 0 && equalWord(t, "from") {
+			} else if depth == 0 && cqltext.IsKeyword(q, t, "from") {
 				break
 			}
 		}
 		sc = scan{at: i, selected: true, from: true}
 	}
-	k, known := tableRef(q, sc.at, inSystem, open)
+	k, known := tableRef(q, sc.at, inSystem, open >= 0)
 	return k, known, sc
 }
 
-// tableRef reads the table reference at i: [keyspace '.'] table. open is as in
-// statementStart.
-func tableRef(q []byte, i int, inSystem bool, open int) (rewriteKind, bool) {
-	s, e := nextToken(q, i)
-	first := q[s:e]
-	ds, de := nextToken(q, e)
-	if de == open {
+// tableRef reads the table reference at i: [keyspace '.'] table. On a cut q, it is not
+// known while one of its tokens is Open.
+func tableRef(q []byte, i int, inSystem, cut bool) (rewriteKind, bool) {
+	first := cqltext.NextSignificant(q, i)
+	dot := cqltext.NextSignificant(q, first.End)
+	if cut && (first.Open() || dot.Open()) {
 		return kindNone, false
 	}
-	if de-ds == 1 && q[ds] == '.' {
-		if !nameIs(first, "system") {
+	if cqltext.IsPunct(q, dot, ".") {
+		if !cqltext.NameIs(q, first, "system") {
 			return kindNone, true
 		}
-		ts, te := nextToken(q, de)
-		if te == open {
+		table := cqltext.NextSignificant(q, dot.End)
+		if cut && table.Open() {
 			return kindNone, false
 		}
-		return systemTableName(q[ts:te]), true
+		return systemTableToken(q, table), true
 	}
 	if !inSystem {
 		return kindNone, true
 	}
-	return systemTableName(first), true
+	return systemTableToken(q, first), true
 }
 
-func systemTableName(t []byte) rewriteKind {
+// systemTableToken returns the system table that the name token t names, by CQL's rule
+// for a name's case.
+func systemTableToken(q []byte, t cqltext.Token) rewriteKind {
 	switch {
-	case nameIs(t, "local"):
+	case cqltext.NameIs(q, t, "local"):
 		return kindLocal
-	case nameIs(t, "peers"):
+	case cqltext.NameIs(q, t, "peers"):
 		return kindPeers
-	case nameIs(t, "peers_v2"):
+	case cqltext.NameIs(q, t, "peers_v2"):
 		return kindPeersV2
 	}
 	return kindNone
 }
 
-// nameIs reports whether the identifier token t names name (lower case): unquoted in any
-// case, or quoted exactly.
-func nameIs(t []byte, name string) bool {
-	if len(t) >= 2 && t[0] == '"' {
-		return string(t[1:len(t)-1]) == name
+// systemTable returns the system table named name, as a result's metadata gives it.
+func systemTable(name string) rewriteKind {
+	switch name {
+	case "local":
+		return kindLocal
+	case "peers":
+		return kindPeers
+	case "peers_v2":
+		return kindPeersV2
 	}
-	return equalWord(t, name)
-}
-
-// equalWord reports whether the token t is the word w (lower case), in any case.
-func equalWord(t []byte, w string) bool {
-	if len(t) != len(w) {
-		return false
-	}
-	for i := range len(t) {
-		c := t[i]
-		if 'A' <= c && c <= 'Z' {
-			c |= 0x20
-		}
-		if c != w[i] {
-			return false
-		}
-	}
-	return true
-}
-
-// nextToken returns the bounds of the first token at or after i, after spaces and comments
-// (--, // and /* */): a word, a number, a quoted name ("…", with "" inside), a string
-// ('…' with ” inside, or $$…$$), or one other byte. At the end of q it returns len(q) twice.
-func nextToken(q []byte, i int) (int, int) {
-	for i < len(q) {
-		switch c := q[i]; {
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
-			i++
-		case c == '-' && i+1 < len(q) && q[i+1] == '-', c == '/' && i+1 < len(q) && q[i+1] == '/':
-			if j := bytes.IndexByte(q[i:], '\n'); j >= 0 {
-				i += j + 1
-			} else {
-				i = len(q)
-			}
-		case c == '/' && i+1 < len(q) && q[i+1] == '*':
-			if j := bytes.Index(q[i+2:], []byte("*/")); j >= 0 {
-				i += j + 4
-			} else {
-				i = len(q)
-			}
-		case c == '\'' || c == '"':
-			return i, quotedEnd(q, i, c)
-		case c == '$' && i+1 < len(q) && q[i+1] == '$':
-			if j := bytes.Index(q[i+2:], []byte("$$")); j >= 0 {
-				return i, i + j + 4
-			}
-			return i, len(q)
-		case isIdent(c):
-			j := i + 1
-			for j < len(q) && isIdent(q[j]) {
-				j++
-			}
-			return i, j
-		default:
-			return i, i + 1
-		}
-	}
-	return len(q), len(q)
-}
-
-// quotedEnd returns the end of the literal opened by quote at i; a doubled quote inside
-// does not close it.
-func quotedEnd(q []byte, i int, quote byte) int {
-	for j := i + 1; j < len(q); j++ {
-		if q[j] == quote {
-			if j+1 < len(q) && q[j+1] == quote {
-				j++
-				continue
-			}
-			return j + 1
-		}
-	}
-	return len(q)
+	return kindNone
 }
 
 // Prepared statements are found by their PREPARE; a sidecar that did not see it (it was
@@ -253,7 +188,7 @@ func (c *conn) probeResult(m cql.Message, req inflight) bool {
 		// Without metadata (a node that ignored the request for it) nothing can be
 		// learnt; the id is not probed again, so that the hot path does not pay twice.
 		if m.Metadata.Flags&cql.RowsNoMetadata == 0 && len(cols) > 0 && cols[0].Keyspace == "system" {
-			kind = systemTableName([]byte(cols[0].Table))
+			kind = systemTable(cols[0].Table)
 		}
 		if kind == kindNone {
 			c.p.checked.add(req.probe)

@@ -35,3 +35,30 @@ func TestInspectExecuteProbesOnce(t *testing.T) {
 		t.Errorf("inspect of a checked EXECUTE allocates %.1f times; want 0", n)
 	}
 }
+
+// TestStatementTableNames: a table reference follows CQL's rule for a name's case, as
+// cqltext reads it; a quoted name must be written exactly, and an unterminated one names
+// nothing.
+func TestStatementTableNames(t *testing.T) {
+	tests := []struct {
+		q    string
+		want rewriteKind
+	}{
+		{"SELECT * FROM SYSTEM.LOCAL", kindLocal},
+		{`SELECT * FROM "system"."peers_v2"`, kindPeersV2},
+		{`SELECT * FROM "System".local`, kindNone},
+		{`SELECT * FROM system."Local"`, kindNone},
+		{`SELECT * FROM system."local`, kindNone},
+		{`SELECT * FROM system."lo""cal"`, kindNone},
+		{"SELECT deadbeef-0000-4000-8000-00000000cafe FROM system.peers", kindPeers},
+		{"SELECT a FROM system.local_x", kindNone},
+		{"SELECT a FROM system -- .local\n.peers", kindPeers},
+		{"SELECT f(a, (b)) AS \"FROM\" FROM system.local", kindLocal},
+		{"SELECT * FROM system.'local'", kindNone},
+	}
+	for _, tt := range tests {
+		if got := statementTable([]byte(tt.q), false); got != tt.want {
+			t.Errorf("statementTable(%q) = %#x; want %#x", tt.q, got, tt.want)
+		}
+	}
+}

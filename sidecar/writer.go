@@ -2,7 +2,6 @@ package sidecar
 
 import (
 	"bufio"
-	"encoding/binary"
 	"io"
 
 	"github.com/tracecar/tracecar/internal/cql"
@@ -95,7 +94,7 @@ func frameReady(r *bufio.Reader) bool {
 		return false
 	}
 	h, _ := r.Peek(cql.HeaderSize)
-	return uint64(n) >= cql.HeaderSize+uint64(binary.BigEndian.Uint32(h[5:9]))
+	return uint64(n) >= frameSize(h)
 }
 
 func noEOF(err error) error {

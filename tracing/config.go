@@ -30,6 +30,15 @@
 // goes back to the Conn when End (fast mode) or Done is done with it; a Ticket that never
 // gets its End (a connection that ends with requests in flight) is left to the GC.
 //
+// # Trace context
+//
+// A request's W3C trace context, a traceparent (and tracestate) in its custom payload
+// (tracecontext.go), makes its session a span of the caller's trace: the Session carries
+// TraceID and ParentSpanID, and the OTel sink starts the span with the caller's span as its
+// remote parent. With Config.FollowClientSampling a request whose context is sampled is
+// traced as a sampled one is, in mode "parent". The context is read only from requests
+// that have FlagCustomPayload, and only where tracing looks at the request anyway.
+//
 // The prepared-statement registry (Statements) is learnt by the caller, which sees every
 // PREPARE and its RESULT (cql.ReadPrepared); tracing reads the query text of an EXECUTE from
 // it. Requests are counted once, by the caller (Tracer.CountRequests).
@@ -56,6 +65,10 @@ type Config struct {
 	TTLSeconds int64 `json:"ttl"`
 	// Probability is the share of requests traced fully, in [0,1], whatever their duration.
 	Probability float64 `json:"-"`
+	// FollowClientSampling traces fully, and records whatever its duration, every request
+	// whose W3C trace context (in its custom payload) has the sampled flag: parent-based
+	// sampling, mode "parent". Requests without it are left to the other fields.
+	FollowClientSampling bool `json:"-"`
 }
 
 // Defaults of Config, as in ScyllaDB.
@@ -71,7 +84,8 @@ func DefaultConfig() Config {
 }
 
 // Mode names the tracing mode the configuration puts the data path in: "off", "fast",
-// "full", or "sampled" when only the probability is set.
+// "full", "sampled" when only the probability is set, or "parent" when only
+// FollowClientSampling is.
 func (c Config) Mode() string {
 	switch {
 	case c.Enable && c.Fast:
@@ -80,6 +94,8 @@ func (c Config) Mode() string {
 		return "full"
 	case c.Probability > 0:
 		return "sampled"
+	case c.FollowClientSampling:
+		return "parent"
 	}
 	return "off"
 }

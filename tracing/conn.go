@@ -73,6 +73,12 @@ type record struct {
 	err         string
 	thresholdUS int64
 	rows        int // the RESULT Rows count, or -1
+
+	// The request's W3C trace context (its State copied into state), and whether it has
+	// been read from the request yet: fast mode may leave that to a slow request's End.
+	ctx     TraceContext
+	state   []byte
+	ctxRead bool
 }
 
 // Conn is the tracing state of one client connection: its addresses, its username and
@@ -150,20 +156,31 @@ func (c *Conn) release(r *record) {
 func (c *Conn) Begin(f *cql.Frame, now int64) Ticket {
 	h := &f.Header
 	s := c.t.snap.Load()
-	if s.off && h.Flags&cql.FlagTracing == 0 || !traceable(h.Opcode) || h.Stream < 0 || len(f.Raw()) < cql.HeaderSize {
+	if s.off && h.Flags&cql.FlagTracing == 0 && (!s.follow || h.Flags&cql.FlagCustomPayload == 0) ||
+		!traceable(h.Opcode) || h.Stream < 0 || len(f.Raw()) < cql.HeaderSize {
 		return Ticket{}
 	}
 	if flt := c.t.filter.Load(); flt != nil && !c.match(flt, f) {
 		return Ticket{}
 	}
+	// The trace context decides first when parent-based sampling is on; otherwise it is
+	// read only for a request that is traced anyway. A request without a custom payload
+	// never pays for it.
+	var tc TraceContext
+	read := false
+	if s.follow && h.Flags&cql.FlagCustomPayload != 0 {
+		tc, read = c.t.readContext(f.CustomPayload()), true
+	}
 	var mode string
 	switch {
 	case h.Flags&cql.FlagTracing != 0:
 		mode = ModeClient
+	case tc.Sampled():
+		mode = ModeParent
 	case s.sample && (s.sampleAll || c.t.rand() < s.sampleBelow):
 		mode = ModeSampled
 	case s.fast:
-		return c.beginFast(s, f, now)
+		return c.beginFast(s, f, now, &tc, read)
 	case s.enabled:
 		mode = ModeFull
 	default:
@@ -181,6 +198,11 @@ func (c *Conn) Begin(f *cql.Frame, now int64) Ticket {
 	r.decodeErr, r.err = "", ""
 	r.nodeID, r.hasNodeID = [16]byte{}, false
 	r.rows = -1
+	if !read && h.Flags&cql.FlagCustomPayload != 0 {
+		tc = c.t.readContext(f.CustomPayload())
+	}
+	r.setContext(&tc)
+	r.ctxRead = true
 	body, err := f.Message()
 	if err == nil {
 		err = walkRequest(h.Opcode, body, &params{})
@@ -190,7 +212,7 @@ func (c *Conn) Begin(f *cql.Frame, now int64) Ticket {
 	}
 	r.buf = append(r.buf[:0], body...)
 	r.parsed = c.t.now()
-	if mode == ModeSampled {
+	if mode == ModeSampled || mode == ModeParent {
 		f.Raw()[1] |= cql.FlagTracing
 	}
 	c.traced.Store(c.traced.Load() + 1) // single writer: no locked add needed
@@ -199,8 +221,10 @@ func (c *Conn) Begin(f *cql.Frame, now int64) Ticket {
 
 // beginFast starts a fast-mode request: its start time and a copy of its frame, or of its
 // message when the view holds it decompressed, so that a slow request is never
-// decompressed twice.
-func (c *Conn) beginFast(s *snapshot, f *cql.Frame, now int64) Ticket {
+// decompressed twice. tc is the request's trace context when read is set; otherwise it is
+// read here when that is cheap (the body is not compressed, or already decompressed), and
+// else left to a slow request's End, which decompresses the copy anyway.
+func (c *Conn) beginFast(s *snapshot, f *cql.Frame, now int64, tc *TraceContext, read bool) Ticket {
 	h := &f.Header
 	if now == 0 {
 		now = c.t.now()
@@ -226,6 +250,11 @@ func (c *Conn) beginFast(s *snapshot, f *cql.Frame, now int64) Ticket {
 		}
 	}
 	r.buf = append(r.buf[:0], src[:n]...)
+	if !read && h.Flags&cql.FlagCustomPayload != 0 && (!f.Compressed() || f.Decompressed()) {
+		*tc, read = c.t.readContext(f.CustomPayload()), true
+	}
+	r.setContext(tc)
+	r.ctxRead = read
 	return Ticket{r: r, seq: seq}
 }
 
@@ -301,7 +330,11 @@ func slow(durUS, thresholdUS int64) bool { return durUS > thresholdUS || thresho
 // recordFast builds and records the session of a slow fast-mode request.
 func (c *Conn) recordFast(r *record, d int64, f *cql.Frame) {
 	c.t.tracedResp.Add(1)
-	ps := c.decodeFast(r)
+	ps, view := c.decodeFast(r)
+	if !r.ctxRead && view && r.flags&cql.FlagCustomPayload != 0 {
+		tc := c.t.readContext(c.fast.CustomPayload())
+		r.setContext(&tc)
+	}
 	if r.trunc {
 		ps["truncated"] = "request of " + itoa(r.size) + " bytes, " + itoa(len(r.buf)) + " kept"
 	}
@@ -321,6 +354,8 @@ func (c *Conn) recordFast(r *record, d int64, f *cql.Frame) {
 		Events:      []Event{},
 		Error:       ri.err,
 	}
+	r.annotate(sess)
+	c.exemplar(r.op, d, sess)
 	c.t.record(sess)
 }
 
@@ -335,7 +370,7 @@ func (c *Conn) respond(r *record, f *cql.Frame, now int64) []byte {
 	r.err = ri.err
 	r.nodeID, r.hasNodeID = ri.tracingID, ri.hasTracingID
 	r.rows = responseRows(f)
-	if r.mode == ModeSampled && ri.hasTracingID {
+	if (r.mode == ModeSampled || r.mode == ModeParent) && ri.hasTracingID {
 		return c.stripTracingID(f)
 	}
 	return f.Raw()
@@ -430,9 +465,18 @@ func (c *Conn) finish(r *record) {
 		Events:      evs,
 		Error:       r.err,
 	}
+	r.annotate(sess)
+	c.exemplar(r.op, d, sess)
 	nodeID, hasNodeID := r.nodeID, r.hasNodeID
 	c.release(r)
 	c.t.submit(sess, nodeID, hasNodeID)
+}
+
+// exemplar hands a recorded session that continues a caller's trace to Options.Exemplar.
+func (c *Conn) exemplar(op cql.Opcode, d int64, s *Session) {
+	if f := c.t.opts.Exemplar; f != nil && s.TraceID != "" {
+		f(op, time.Duration(d), s.TraceID)
+	}
 }
 
 // Close ends the connection's tracing: sessions of requests still in flight are dropped,

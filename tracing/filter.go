@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/cql/cqltext"
 	"github.com/tracecar/tracecar/tracing/statements"
 )
 
@@ -38,11 +39,35 @@ func (e *FilterError) Error() string {
 	return fmt.Sprintf("bad %s %q: want %s", e.Param, e.Value, e.Want)
 }
 
+// filterName reads a keyspace or table name of a filter by CQL's rule, as a statement's
+// target is read: unquoted it folds to lower case, "Quoted" keeps its case.
+func filterName(v string) (string, bool) {
+	t := cqltext.Next(v, 0)
+	if t.End != len(v) || t.Unterminated() || t.Kind != cqltext.Ident && t.Kind != cqltext.QuotedIdent {
+		return "", false
+	}
+	return cqltext.Name(v, t), true
+}
+
 // ParseFilter builds a Filter from parameters named as in FilterParams. It returns a
 // *FilterError naming the first bad one.
 func ParseFilter(p map[string]string) (Filter, error) {
 	var f Filter
-	f.Keyspace, f.Table, f.User = strings.ToLower(p["keyspace"]), strings.ToLower(p["table"]), p["user"]
+	f.User = p["user"]
+	for _, n := range [...]struct {
+		param string
+		dst   *string
+	}{{"keyspace", &f.Keyspace}, {"table", &f.Table}} {
+		v, ok := p[n.param]
+		if !ok || v == "" {
+			continue
+		}
+		name, ok := filterName(v)
+		if !ok {
+			return Filter{}, &FilterError{n.param, v, `a CQL name: unquoted (matched in lower case, as CQL folds it), or "Quoted" to match its case`}
+		}
+		*n.dst = name
+	}
 	if s, ok := p["client"]; ok {
 		pfx, err := netip.ParsePrefix(s)
 		if err != nil {

@@ -71,3 +71,44 @@ func TestFilterMatching(t *testing.T) {
 		})
 	}
 }
+
+// TestFilterNamesFollowCQLCase: a filter's keyspace and table are read as CQL reads the
+// statement's: unquoted they fold to lower case, quoted they keep their case.
+func TestFilterNamesFollowCQLCase(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		params map[string]string
+		want   int // of the two queries, on "Shop".t and on shop.t
+	}{
+		{"quoted matches its case", map[string]string{"keyspace": `"Shop"`}, 1},
+		{"unquoted folds", map[string]string{"keyspace": "SHOP"}, 1},
+		{"quoted table", map[string]string{"table": `"t"`}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := New(Options{})
+			defer mustClose(t, tr)
+			mustConfig(t, tr, Config{Enable: true, Fast: true})
+			c := newCaller(tr, netip.MustParseAddrPort("10.1.2.3:5000"), netip.MustParseAddrPort("10.9.9.9:9042"))
+			defer c.Close()
+			f, err := ParseFilter(tc.params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr.SetFilter(f)
+			for i, q := range []string{`SELECT v FROM "Shop".t`, "SELECT v FROM shop.t"} {
+				h, fr := mustRequest(t, reqHeader(int16(1+i), 0), cql.Query{Query: q, Params: cql.QueryParams{Consistency: cql.One}}, nil)
+				c.OnRequest(h, fr, nil)
+				rh, rf := mustResponse(t, respHeader(int16(1+i), 0), cql.ResponsePrefix{}, cql.VoidResult{}, nil)
+				c.OnResponse(rh, rf, nil)
+			}
+			if got := len(tr.SlowLog(100)); got != tc.want {
+				t.Errorf("%d sessions recorded, want %d", got, tc.want)
+			}
+		})
+	}
+	for _, bad := range []string{"shop.t", `"Shop`, "a b", "'shop'"} {
+		if _, err := ParseFilter(map[string]string{"keyspace": bad}); err == nil {
+			t.Errorf("keyspace %q accepted; want a FilterError", bad)
+		}
+	}
+}

@@ -252,8 +252,9 @@ func (*OTelSink) Name() string { return "otel" }
 // node" plus their own elapsed time.
 func (o *OTelSink) Write(_ context.Context, s *Session) error {
 	sc := describe(s)
-	// A root span per session: the write context only bounds the call.
-	_, span := o.tracer.Start(context.Background(), sc.spanName(),
+	// A root span per session, or a child of the caller's span when the request carried
+	// its trace context: the write context only bounds the call.
+	_, span := o.tracer.Start(remoteParent(s), sc.spanName(),
 		trace.WithTimestamp(s.StartedAt),
 		trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(sc.attributes(s, o.dup)...))
@@ -277,6 +278,47 @@ func (o *OTelSink) Write(_ context.Context, s *Session) error {
 	o.ended.Add(1) // before End, which blocks while the batch queue is full
 	span.End(trace.WithTimestamp(s.StartedAt.Add(time.Duration(s.DurationUS) * time.Microsecond)))
 	return nil
+}
+
+// remoteParent returns a context holding the caller's span as the remote parent of the
+// session's span, when the session carries a trace context, so that the span joins the
+// caller's trace (same trace id, the caller's span as its parent, its tracestate kept);
+// otherwise context.Background(), and the span is a root.
+func remoteParent(s *Session) context.Context {
+	ctx := context.Background()
+	if s.TraceID == "" {
+		return ctx
+	}
+	tid, err := trace.TraceIDFromHex(s.TraceID)
+	if err != nil {
+		return ctx
+	}
+	sid, err := trace.SpanIDFromHex(s.ParentSpanID)
+	if err != nil {
+		return ctx
+	}
+	// The tracestate was validated on the data path; one the SDK reads otherwise is dropped
+	// rather than losing the parent.
+	ts, _ := trace.ParseTraceState(normalizeState(s.TraceState))
+	psc := trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: tid, SpanID: sid, TraceFlags: trace.TraceFlags(s.traceFlags), TraceState: ts, Remote: true,
+	})
+	return trace.ContextWithRemoteSpanContext(ctx, psc)
+}
+
+// normalizeState returns a tracestate without the spaces and tabs around its members and
+// without empty members, which the specification allows and the SDK's parser does not.
+func normalizeState(v string) string {
+	if !strings.ContainsAny(v, " \t") && !strings.Contains(v, ",,") && !strings.HasPrefix(v, ",") && !strings.HasSuffix(v, ",") {
+		return v
+	}
+	var kept []string
+	for _, m := range strings.Split(v, ",") {
+		if m = strings.Trim(m, " \t"); m != "" {
+			kept = append(kept, m)
+		}
+	}
+	return strings.Join(kept, ",")
 }
 
 // ForceFlush exports the spans the batch processor holds.

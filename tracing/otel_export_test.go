@@ -246,11 +246,15 @@ func TestParseTarget(t *testing.T) {
 		{"SELECT * FROM ks.t WHERE k = ?", "SELECT", "ks", "t"},
 		{"select v from t", "SELECT", "", "t"},
 		{`SELECT v FROM "Ks"."My""T"`, "SELECT", "Ks", `My"T`},
+		{"SELECT v FROM Ks.MyT", "SELECT", "ks", "myt"}, // unquoted names fold to lower case, as statements.Target has them
+		{"SELECT a, b, c, d, e, f, g FROM ks.t", "SELECT", "ks", "t"},
+		{"select v from \"from\".t", "SELECT", "from", "t"},
 		{"INSERT INTO ks.t (k, v) VALUES (?, ?)", "INSERT", "ks", "t"},
 		{"UPDATE t SET v = 1 WHERE k = 2", "UPDATE", "", "t"},
 		{"DELETE FROM ks.t WHERE k = 1", "DELETE", "ks", "t"},
 		{"TRUNCATE TABLE ks.t", "TRUNCATE", "ks", "t"},
 		{"USE ks", "USE", "ks", ""},
+		{`USE "MyKs"`, "USE", "MyKs", ""},
 		{"CREATE KEYSPACE x WITH replication = {}", "CREATE", "", ""},
 		{"", "", "", ""},
 	}

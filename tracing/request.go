@@ -253,26 +253,28 @@ func indexed(k string, i int) string {
 
 // decodeFast builds the parameters of a slow fast-mode request from the copy its record
 // keeps: the frame, decompressed here (the sidecar had not), or its message, decompressed
-// by the sidecar already. The copy may be truncated; what could be read is kept.
-func (c *Conn) decodeFast(r *record) map[string]string {
+// by the sidecar already. The copy may be truncated; what could be read is kept. view
+// reports whether c.fast is now a view of the copied frame, whose custom payload can be read.
+func (c *Conn) decodeFast(r *record) (ps map[string]string, view bool) {
 	m := make(map[string]string, 6)
 	body := r.buf
 	if !r.plain {
 		h, err := cql.ParseHeader(r.buf)
 		if err != nil {
 			m["decode_error"] = err.Error()
-			return m
+			return m, false
 		}
 		c.fast.Reset(h, r.buf, r.comp)
 		if body, err = c.fast.Message(); err != nil {
 			m["decode_error"] = err.Error()
-			return m
+			return m, true
 		}
+		view = true
 	}
 	if err := walkRequest(r.op, body, c.t.params(m)); err != nil {
 		m["decode_error"] = err.Error()
 	}
-	return m
+	return m, view
 }
 
 // responseInfo is what a traced session needs from a response: the node's tracing id and

@@ -8,6 +8,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/cql/cqltext"
+	"github.com/tracecar/tracecar/tracing/statements"
 )
 
 // semconv is what the OpenTelemetry database conventions for Cassandra
@@ -198,100 +200,16 @@ func errorCode(e string) (string, bool) {
 
 // parseTarget reads the operation and the table a CQL statement acts upon, and its
 // keyspace when the table is qualified: "SELECT v FROM ks.t WHERE …" gives SELECT, ks, t.
-// It only tokenizes; a statement it does not know gives its first word and no table.
+// The keyspace and table are statements.Target's, so that a span names them as the
+// statement statistics and the trace filter do, by CQL's rule for a name's case (the
+// conventions ask for the names as the database knows them: KS.T is ks.t, "Ks"."T" is
+// Ks.T). A statement it does not know gives its first word and no table.
 func parseTarget(q string) (op, keyspace, table string) {
-	toks := cqlTokens(q, 12)
-	if len(toks) == 0 {
-		return "", "", ""
+	if first := cqltext.NextSignificant(q, 0); first.Kind == cqltext.Ident {
+		op = strings.ToUpper(q[first.Start:first.End])
 	}
-	op = strings.ToUpper(toks[0])
-	after := func(word string) int {
-		for i, t := range toks {
-			if strings.EqualFold(t, word) {
-				return i + 1
-			}
-		}
-		return -1
-	}
-	i := -1
-	switch op {
-	case "SELECT", "DELETE":
-		i = after("FROM")
-	case "INSERT":
-		i = after("INTO")
-	case "UPDATE":
-		i = 1
-	case "TRUNCATE":
-		i = 1
-		if len(toks) > 2 && strings.EqualFold(toks[1], "TABLE") {
-			i = 2
-		}
-	case "USE":
-		if len(toks) > 1 {
-			return op, unquote(toks[1]), ""
-		}
-		return op, "", ""
-	}
-	if i <= 0 || i >= len(toks) || toks[i] == "." || toks[i] == "(" {
-		return op, "", ""
-	}
-	table = unquote(toks[i])
-	if i+2 < len(toks) && toks[i+1] == "." {
-		keyspace, table = table, unquote(toks[i+2])
-	}
+	keyspace, table = statements.Target(q)
 	return op, keyspace, table
-}
-
-// cqlTokens splits the start of q into at most n tokens: words, quoted names, and single
-// punctuation characters; string literals are one token.
-func cqlTokens(q string, n int) []string {
-	var toks []string
-	for i := 0; i < len(q) && len(toks) < n; {
-		c := q[i]
-		switch {
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
-			i++
-		case c == '"' || c == '\'':
-			j := i + 1
-			for j < len(q) {
-				if q[j] == c {
-					if j+1 < len(q) && q[j+1] == c {
-						j += 2
-						continue
-					}
-					break
-				}
-				j++
-			}
-			end := min(j+1, len(q))
-			toks = append(toks, q[i:end])
-			i = end
-		case isWord(c):
-			j := i
-			for j < len(q) && isWord(q[j]) {
-				j++
-			}
-			toks = append(toks, q[i:j])
-			i = j
-		default:
-			toks = append(toks, q[i:i+1])
-			i++
-		}
-	}
-	return toks
-}
-
-func isWord(c byte) bool {
-	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
-}
-
-// unquote returns a name without its quotes; the conventions want names as the
-// application wrote them, without case normalization.
-func unquote(t string) string {
-	if len(t) >= 2 && t[0] == '"' && t[len(t)-1] == '"' {
-		return strings.ReplaceAll(t[1:len(t)-1], `""`, `"`)
-	}
-	return t
 }
 
 // redactLiterals replaces the literal values of a CQL statement with "?", as the

@@ -8,6 +8,9 @@ const (
 	ModeFull    = "full"
 	ModeSampled = "sampled"
 	ModeClient  = "client"
+	// ModeParent is a request traced because its W3C trace context has the sampled flag
+	// and Config.FollowClientSampling is on.
+	ModeParent = "parent"
 )
 
 // Event sources.
@@ -32,6 +35,14 @@ type Session struct {
 	Parameters  map[string]string `json:"parameters"`
 	Events      []Event           `json:"events"`
 	Error       string            `json:"error,omitempty"`
+	// TraceID and ParentSpanID are the caller's W3C trace id and span id, in lower-case
+	// hex, when the request carried a valid trace context; the session is then a span of
+	// that trace, a child of that span. TraceState is the request's tracestate, kept for
+	// the span.
+	TraceID      string `json:"trace_id,omitempty"`
+	ParentSpanID string `json:"parent_span_id,omitempty"`
+	TraceState   string `json:"trace_state,omitempty"`
+	traceFlags   byte   // the caller's trace flags, for the span's remote parent
 }
 
 // Event is one step of a session. SourceElapsedUS counts from the start of the session as

@@ -123,7 +123,7 @@ func (*LogSink) Name() string { return "log" }
 // for sampled and client ones.
 func (l *LogSink) Write(_ context.Context, s *Session) error {
 	msg := "slow query"
-	if s.Mode == ModeSampled || s.Mode == ModeClient {
+	if s.Mode == ModeSampled || s.Mode == ModeClient || s.Mode == ModeParent {
 		msg = "traced query"
 	}
 	e := l.log.Info().
@@ -139,6 +139,9 @@ func (l *LogSink) Write(_ context.Context, s *Session) error {
 		Int("events", len(s.Events))
 	if s.Error != "" {
 		e = e.Str("error", s.Error)
+	}
+	if s.TraceID != "" {
+		e = e.Str("trace_id", s.TraceID).Str("parent_span_id", s.ParentSpanID)
 	}
 	e.Msg(msg)
 	return nil

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/tracecar/tracecar/internal/cql"
 )
 
 // Defaults of Options.
@@ -66,6 +68,15 @@ type Options struct {
 	// It runs on the data path and must be short and safe for concurrent use; the
 	// runtime guardrail feeds its added-latency figure from it.
 	AddedLatency func(time.Duration)
+	// TraceContextKeys are the custom payload keys a request's W3C traceparent is read
+	// from, tried in order; the first one present counts. Nil means TraceparentKey alone.
+	// The tracestate is read from TracestateKey in any case.
+	TraceContextKeys []string
+	// Exemplar, when set, is called for each recorded session that carries a trace
+	// context, with its opcode, its duration and its trace id in hex, so that the latency
+	// histograms can carry an exemplar that links to the trace. It runs on the data path
+	// of recorded sessions only, and must be short and safe for concurrent use.
+	Exemplar func(op cql.Opcode, d time.Duration, traceID string)
 	// Rand returns uniform random numbers for sampling. It must be safe for concurrent
 	// use. Nil means math/rand/v2's Uint64, which keeps per-thread state and does not
 	// contend.
@@ -94,6 +105,9 @@ type Stats struct {
 	// OTLPExport counts the failed exports of the OTel sink, and the spans they lost; nil
 	// without one.
 	OTLPExport *ExportStats `json:"otlp_export,omitempty"`
+	// TraceContextInvalid counts, per InvalidReason, the trace contexts that were ignored
+	// because they were malformed; every reason is present.
+	TraceContextInvalid map[string]uint64 `json:"trace_context_invalid"`
 }
 
 // exportCounter is a sink that counts failed exports, as OTelSink does.
@@ -110,6 +124,7 @@ type snapshot struct {
 	sample      bool  // Probability > 0
 	sampleAll   bool  // Probability == 1 (or close enough)
 	sampleBelow uint64
+	follow      bool // FollowClientSampling
 	// gen changes every time a Config with Enable=false is installed, so that a fast
 	// slot armed before tracing was switched off is not matched to a later response.
 	gen uint32
@@ -123,6 +138,7 @@ func newSnapshot(c Config, gen uint32) *snapshot {
 		fast:        c.Enable && c.Fast,
 		thresholdUS: c.ThresholdMicros,
 		sample:      c.Probability > 0,
+		follow:      c.FollowClientSampling,
 		gen:         gen,
 	}
 	if s.sample {
@@ -150,6 +166,9 @@ type Tracer struct {
 	queues []*sinkQueue
 	fetch  *fetcher               // nil without Options.NodeEvents
 	filter atomic.Pointer[Filter] // nil: every request
+
+	ctxKeys    []string // Options.TraceContextKeys
+	ctxInvalid [numInvalidReasons]atomic.Uint64
 
 	slow         atomic.Uint64
 	tracedResp   atomic.Uint64 // fast sessions counted on the response side
@@ -190,6 +209,10 @@ func New(o Options) *Tracer {
 		ring:  newRing(o.RingSize),
 		prep:  NewStatements(DefaultPreparedSize),
 		conns: make(map[*Conn]struct{}),
+	}
+	t.ctxKeys = append(t.ctxKeys, o.TraceContextKeys...)
+	if len(t.ctxKeys) == 0 {
+		t.ctxKeys = []string{TraceparentKey}
 	}
 	if reflect.ValueOf(o.Logger).IsZero() {
 		t.log = zerolog.Nop()
@@ -291,6 +314,10 @@ func (t *Tracer) Stats() Stats {
 	}
 	if t.fetch != nil {
 		st.Dropped["node_events"] = t.fetch.dropped.Load()
+	}
+	st.TraceContextInvalid = make(map[string]uint64, numInvalidReasons-1)
+	for r := ReasonLength; r < numInvalidReasons; r++ {
+		st.TraceContextInvalid[r.String()] = t.ctxInvalid[r].Load()
 	}
 	return st
 }

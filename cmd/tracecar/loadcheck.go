@@ -86,6 +86,7 @@ func parseLoadcheckFlags(args []string, stderr io.Writer) (loadcheckFlags, error
 	fs.BoolVar(&lf.unthrottled, "unthrottled", false, "against a deployment, run without --rate: saturate the node and sidecar on purpose")
 	fs.StringVar(&cfg.CL, "cl", loadcheck.DefaultCL, "consistency level")
 	fs.StringVar(&cfg.Compression, "compression", loadcheck.DefaultCompression, "frame compression: none, lz4 or snappy")
+	fs.StringVar(&cfg.TraceContext, "trace-context", loadcheck.TraceContextNone, "a fresh W3C traceparent in every request's custom payload: sampled, unsampled or none (the built-in mode parent sends sampled ones)")
 	fs.IntVar(&cfg.Connections, "connections", loadcheck.DefaultConnections, "connections per host")
 	fs.DurationVar(&cfg.Timeout, "timeout", loadcheck.DefaultTimeout, "request timeout")
 	overhead := fs.String("max-overhead", "", "budgets `MODE=[METRIC:]LIMIT,...`, METRIC one of ops (op rate, %; the default without --rate), cpu (sidecar CPU per op, % or absolute such as +0.5us; the default with --rate), node-cpu (same for the node), p99 (client p99, %), added-p99 (sidecar's added latency p99, absolute such as 200us); e.g. fast=5%,full=cpu:+0.5us: exit 3 when a mode is over a budget significantly (p < 0.05)")

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -57,6 +58,10 @@ type stackConfig struct {
 	CQLSink             bool
 	QueryLiterals       bool // keep literal values in recorded query text
 	MaxQueryLen         int  // bound on recorded query text, bytes
+	// TraceContextKeys are the custom payload keys of a request's W3C traceparent; nil
+	// means "traceparent". FollowClientSampling starts with parent-based sampling on.
+	TraceContextKeys     []string
+	FollowClientSampling bool
 	// TLS is the client-facing CQL listener's TLS; nil means plaintext.
 	TLS *tls.Config
 	// NodeUsername and NodePassword log in to a node with PasswordAuthenticator, for what
@@ -163,7 +168,12 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 		MaxQueryLen:   cfg.MaxQueryLen,
 		Logger:        *reg.Logger(logs.Tracing),
 		SlowLog:       reg.Logger(logs.SlowLog),
+
+		TraceContextKeys: cfg.TraceContextKeys,
 	}
+	m := metrics.New()
+	m.SetConnectionLimit(cfg.MaxConnections)
+	opts.Exemplar = m.Exemplar
 	if cfg.QueryLiterals {
 		tlog.Warn().Msg("--trace-query-literals: recorded query text keeps its literal values, which may hold personal data or secrets (role and user passwords are still redacted)")
 	}
@@ -177,10 +187,18 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 	added := new(guardrail.AddedLatency)
 	opts.AddedLatency = added.Observe
 	st.tracer = tracing.New(opts)
+	if cfg.FollowClientSampling {
+		if err := st.tracer.UpdateConfig(func(c tracing.Config) tracing.Config {
+			c.FollowClientSampling = true
+			return c
+		}); err != nil {
+			return fail(err)
+		}
+	}
 	st.guard = guardrail.NewController(guardrail.Config{Tracer: st.tracer, Source: guardrailSource(st.tracer, added),
 		Budget: cfg.Guardrail, Logger: reg.Logger(logs.Tracing)})
 	adminOpts := []admin.Option{admin.WithGuardrailControl(st.guard), admin.WithCollector(st.guard.Collector()),
-		admin.WithCollector(st.guard.StateCollector())}
+		admin.WithCollector(st.guard.StateCollector()), admin.WithTraceContextKeys(st.tracer.TraceContextKeys())}
 	if st.NodeAPI != "" {
 		nodeCfg := nodeapi.Config{Kind: nodeKind, URL: st.NodeAPI}
 		if nodeKind == nodeapi.KindTracecar {
@@ -195,8 +213,6 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 	st.closers = append([]func(context.Context) error{st.tracer.Close}, st.closers...)
 	stmts, stmtOpts := newStatements(cfg.Statements)
 	adminOpts = append(adminOpts, append(stmtOpts, admin.WithTraceFilter(st.tracer))...)
-	m := metrics.New()
-	m.SetConnectionLimit(cfg.MaxConnections)
 	st.proxy = sidecar.New(sidecar.Config{
 		NodeAddr:               st.Node,
 		AdvertiseAddr:          cfg.AdvertiseAddr,
@@ -274,6 +290,25 @@ func (st *stack) stop() error {
 	return err
 }
 
+// traceContextKeys parses --trace-context-key: custom payload keys, comma-separated, each
+// a non-empty [string] of the protocol (at most 65535 bytes) given once.
+func traceContextKeys(v string) ([]string, error) {
+	var keys []string
+	for _, k := range strings.Split(v, ",") {
+		k = strings.TrimSpace(k)
+		switch {
+		case k == "":
+			return nil, usageErrorf("--trace-context-key %q: want custom payload keys, comma-separated, such as traceparent,x-traceparent", v)
+		case len(k) > 65535:
+			return nil, usageErrorf("--trace-context-key: a key of %d bytes; a CQL [string] holds at most 65535", len(k))
+		case slices.Contains(keys, k):
+			return nil, usageErrorf("--trace-context-key: %q given twice", k)
+		}
+		keys = append(keys, k)
+	}
+	return keys, nil
+}
+
 // tokenFromEnv sets an empty token from TRACECAR_ADMIN_TOKEN. The flag's default stays
 // empty, so that a usage message never prints the token.
 func tokenFromEnv(tok *string) {
@@ -312,6 +347,8 @@ func runSidecar(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.IntVar(&cfg.MaxQueryLen, "trace-max-query-len", tracing.DefaultMaxQueryLen, "bytes of query text kept in a trace record; longer text is cut and marked")
 	fs.IntVar(&cfg.RingSize, "ring-size", tracing.DefaultRingSize, "sessions kept in memory for /tracecar/slow_log")
 	fs.BoolVar(&cfg.CQLSink, "cql-sink", false, "also write slow-query records into the node's tracecar_traces keyspace, with TTL")
+	fs.BoolVar(&cfg.FollowClientSampling, "follow-client-sampling", false, "parent-based sampling: trace fully, with the node's own trace, every request whose W3C trace context (custom payload) has the sampled flag (also POST /tracecar/trace_context)")
+	ctxKeys := fs.String("trace-context-key", tracing.TraceparentKey, "custom payload `keys` a request's W3C traceparent is read from, comma-separated, tried in order")
 	serverTLS := addServerTLSFlags(fs)
 	nodeTLS := addNodeTLSFlags(fs)
 	clusterFile := fs.String("cluster-file", "", "file mapping peer node addresses to their sidecars', one NODE=SIDECAR a line, when sidecars are not on their nodes' IPs at --peer-port")
@@ -359,6 +396,9 @@ func runSidecar(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if cfg.RingSize <= 0 {
 		return usageErrorf("--ring-size must be positive, got %d", cfg.RingSize)
+	}
+	if cfg.TraceContextKeys, err = traceContextKeys(*ctxKeys); err != nil {
+		return err
 	}
 	if cfg.OTLPEndpoint != "" && cfg.OTLPEndpoint != "stdout" {
 		if _, err := tracing.TracesURL(cfg.OTLPEndpoint); err != nil || !strings.Contains(cfg.OTLPEndpoint, "://") {

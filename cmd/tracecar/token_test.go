@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -59,10 +60,19 @@ func routeURL(base string, r admin.Route) string {
 	return base + path
 }
 
+// unusualMethods are sent to every path besides the methods the servers list, so that a
+// method served outside the route table, or a path that answers any method, is seen too.
+var unusualMethods = []string{
+	http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+	http.MethodDelete, http.MethodOptions, http.MethodTrace, "PROPFIND", "FOO",
+}
+
 // TestOneTokenEverySurface starts the embedded stack with an admin token and calls every
-// route of the sidecar's admin API and of the embedded node's API, as the servers list
-// them, without the token and with a wrong one: each is a 401 (but /healthz), and the same
-// call with the token is not. The token never shows in the logs.
+// path of the sidecar's admin API and of the embedded node's API, as the servers' own route
+// tables list them, with every method they list and the unusual ones: without the token, or
+// with a wrong one, each is a 401 (but GET and HEAD /healthz); with the token, a listed
+// route is served and any other method is a 405, so that the list holds everything served.
+// The token never shows in the logs.
 func TestOneTokenEverySurface(t *testing.T) {
 	const token = "s3cret-token-value"
 	var logBuf lockedBuffer
@@ -91,26 +101,44 @@ func TestOneTokenEverySurface(t *testing.T) {
 		if len(s.routes) < 5 {
 			t.Fatalf("%s lists %d routes: %v", s.name, len(s.routes), s.routes)
 		}
+		listed := map[admin.Route]bool{}
+		methods := append([]string(nil), unusualMethods...)
 		// An unknown path is refused before routing, so that it reveals nothing either.
-		s.routes = append(s.routes, admin.Route{Method: http.MethodGet, Path: "/no/such/path"})
+		paths := []string{"/no/such/path"}
 		for _, r := range s.routes {
-			url := routeURL(s.base, r)
-			for _, auth := range []string{"", "Bearer wrong", "Basic " + token, "Bearer " + token + "x"} {
-				code, body := call(t, r.Method, url, auth)
-				want := http.StatusUnauthorized
-				if r.Path == "/healthz" {
-					want = http.StatusOK
-				}
-				if code != want {
-					t.Errorf("%s: %s %s with Authorization %q: %d %s; want %d", s.name, r.Method, url, auth, code, body, want)
-				}
+			listed[r] = true
+			if !slices.Contains(methods, r.Method) {
+				methods = append(methods, r.Method)
 			}
-			if r.Path == "/no/such/path" {
-				continue
+			if !slices.Contains(paths, r.Path) {
+				paths = append(paths, r.Path)
 			}
-			code, body := call(t, r.Method, url, "Bearer "+token)
-			if code == http.StatusUnauthorized || strings.Contains(body, "no endpoint") || code == http.StatusMethodNotAllowed {
-				t.Errorf("%s: %s %s with the token: %d %s; want it served", s.name, r.Method, url, code, body)
+		}
+		for _, path := range paths {
+			for _, m := range methods {
+				url := routeURL(s.base, admin.Route{Method: m, Path: path})
+				for _, auth := range []string{"", "Bearer wrong", "Basic " + token, "Bearer " + token + "x"} {
+					code, body := call(t, m, url, auth)
+					want := http.StatusUnauthorized
+					if path == "/healthz" && (m == http.MethodGet || m == http.MethodHead) {
+						want = http.StatusOK
+					}
+					if code != want {
+						t.Errorf("%s: %s %s with Authorization %q: %d %s; want %d", s.name, m, url, auth, code, body, want)
+					}
+				}
+				if path == "/no/such/path" {
+					continue
+				}
+				code, body := call(t, m, url, "Bearer "+token)
+				served := listed[admin.Route{Method: m, Path: path}] ||
+					m == http.MethodHead && listed[admin.Route{Method: http.MethodGet, Path: path}]
+				switch {
+				case served && (code == http.StatusUnauthorized || strings.Contains(body, "no endpoint") || code == http.StatusMethodNotAllowed):
+					t.Errorf("%s: %s %s with the token: %d %s; want it served", s.name, m, url, code, body)
+				case !served && code != http.StatusMethodNotAllowed:
+					t.Errorf("%s: %s %s with the token: %d %s; want 405, as Routes does not list it", s.name, m, url, code, body)
+				}
 			}
 		}
 	}

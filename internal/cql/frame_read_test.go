@@ -114,3 +114,33 @@ func TestReadFrameMax(t *testing.T) {
 		t.Fatalf("message = %q, want %q", got, want)
 	}
 }
+
+// TestParseHeaderErrors checks that a header ParseHeader refuses still gives its fields
+// when all 9 bytes are there, so that a server can answer on the frame's stream.
+func TestParseHeaderErrors(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		b       []byte
+		want    Header
+		wantErr error
+	}{
+		{name: "version 5", b: AppendHeader(nil, Header{Version: 5, Stream: 7, Opcode: OpQuery, Length: 3}),
+			want: Header{Version: 5, Stream: 7, Opcode: OpQuery, Length: 3}, wantErr: &UnsupportedVersionError{Version: 5}},
+		{name: "response of version 5", b: AppendHeader(nil, Header{Version: ResponseBit | 5, Stream: -1}),
+			want: Header{Version: ResponseBit | 5, Stream: -1}, wantErr: &UnsupportedVersionError{Version: 5}},
+		{name: "too big", b: AppendHeader(nil, Header{Version: V4, Stream: 2, Length: MaxBodySize + 1}),
+			want: Header{Version: V4, Stream: 2, Length: MaxBodySize + 1}, wantErr: ErrFrameTooBig},
+		{name: "short with version 5", b: []byte{5, 0, 0}, wantErr: &UnsupportedVersionError{Version: 5}},
+		{name: "short", b: []byte{V4, 0, 0}, wantErr: io.ErrUnexpectedEOF},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h, err := ParseHeader(tt.b)
+			if h != tt.want {
+				t.Errorf("got header %+v; want %+v", h, tt.want)
+			}
+			if err == nil || err.Error() != tt.wantErr.Error() {
+				t.Errorf("got error %v; want %v", err, tt.wantErr)
+			}
+		})
+	}
+}

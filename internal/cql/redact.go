@@ -3,6 +3,8 @@ package cql
 import (
 	"strings"
 	"unicode/utf8"
+
+	"github.com/tracecar/tracecar/internal/cql/cqltext"
 )
 
 // TruncatedMark ends a query text that NormalizeQuery cut at its maximum length.
@@ -54,37 +56,19 @@ func NormalizeQuery(q string, keepLiterals bool, maxLen int) (string, bool) {
 	return out, truncated
 }
 
-// tokenKind is the kind of one lexical token of CQL text.
-type tokenKind uint8
-
-const (
-	tokSpace   tokenKind = iota // whitespace
-	tokComment                  // -- or // to the end of the line, or /* … */
-	tokString                   // '…' or $$…$$, possibly unterminated
-	tokQIdent                   // "…", a quoted identifier
-	tokIdent                    // an identifier or keyword
-	tokLiteral                  // a number, blob, UUID, duration, boolean, NaN or Infinity
-	tokPunct                    // one byte of anything else
-)
-
-// redactor lexes q once and writes the normalized text to out.
+// redactor reads q once, through cqltext's Scanner, and writes the normalized text to out.
 type redactor struct {
 	q    string
 	keep bool
 	out  []byte
 
 	// The two previous significant tokens (not space or comment), for the PASSWORD rule.
-	prev, prev2 token
+	prev, prev2 cqltext.Token
 	// role is set when the statement is CREATE or ALTER of a ROLE or USER.
 	role   bool
-	nsig   int    // significant tokens seen
-	first  string // the first significant token, if an identifier
+	nsig   int           // significant tokens seen
+	first  cqltext.Token // the first significant token
 	groups []group
-}
-
-type token struct {
-	kind tokenKind
-	text string
 }
 
 // group is an open [ or { whose content may collapse into one "?".
@@ -95,70 +79,67 @@ type group struct {
 }
 
 func (r *redactor) run() {
-	for i := 0; i < len(r.q); {
-		kind, n := r.lex(i)
-		text := r.q[i : i+n]
-		i += n
-		r.emit(token{kind, text})
+	s := cqltext.NewScanner(r.q)
+	for t := s.Next(); t.Kind != cqltext.EOF; t = s.Next() {
+		r.emit(t)
 	}
 }
 
 // emit writes one token, redacted when it must be, and tracks the collection groups.
-func (r *redactor) emit(t token) {
-	switch t.kind {
-	case tokSpace, tokComment:
-		r.out = append(r.out, t.text...)
+func (r *redactor) emit(t cqltext.Token) {
+	text := r.q[t.Start:t.End]
+	switch {
+	case t.Kind == cqltext.Space || t.Kind == cqltext.Comment:
+		r.out = append(r.out, text...)
 		return
-	case tokString:
+	case t.Kind == cqltext.String:
 		if !r.keep || r.role || r.afterPassword() {
 			r.out = append(r.out, '?')
 		} else {
-			r.out = append(r.out, t.text...)
+			r.out = append(r.out, text...)
 		}
-	case tokLiteral:
+	case cqltext.Constant(r.q, t):
 		if r.keep {
-			r.out = append(r.out, t.text...)
+			r.out = append(r.out, text...)
 		} else {
 			r.out = append(r.out, '?')
 		}
-	case tokIdent, tokQIdent:
-		r.out = append(r.out, t.text...)
+	case t.Kind == cqltext.Ident || t.Kind == cqltext.QuotedIdent:
+		r.out = append(r.out, text...)
 		if len(r.groups) > 0 {
 			r.groups[len(r.groups)-1].literals = false
 		}
-	case tokPunct:
-		r.punct(t.text[0])
+	default:
+		r.punct(text)
 	}
 	r.nsig++
-	if t.kind == tokIdent {
-		switch r.nsig {
-		case 1:
-			r.first = t.text
-		case 2:
-			r.role = (strings.EqualFold(r.first, "create") || strings.EqualFold(r.first, "alter")) &&
-				(strings.EqualFold(t.text, "role") || strings.EqualFold(t.text, "user"))
-		}
+	switch r.nsig {
+	case 1:
+		r.first = t
+	case 2:
+		r.role = (cqltext.IsKeyword(r.q, r.first, "create") || cqltext.IsKeyword(r.q, r.first, "alter")) &&
+			(cqltext.IsKeyword(r.q, t, "role") || cqltext.IsKeyword(r.q, t, "user"))
 	}
-	if t.kind == tokPunct && t.text == ";" {
-		r.nsig, r.first, r.role = 0, "", false // a new statement (cqlsh-style text)
+	if cqltext.IsPunct(r.q, t, ";") {
+		r.nsig, r.first, r.role = 0, cqltext.Token{}, false // a new statement (cqlsh-style text)
 	}
 	r.prev2, r.prev = r.prev, t
 }
 
-// punct writes one punctuation byte, opening or closing a collection group.
-func (r *redactor) punct(b byte) {
-	switch b {
-	case '[', '{':
+// punct writes one punctuation token, opening or closing a collection group.
+func (r *redactor) punct(p string) {
+	switch p {
+	case "[", "{":
 		close := byte(']')
-		if b == '{' {
+		if p == "{" {
 			close = '}'
 		}
 		r.groups = append(r.groups, group{at: len(r.out), close: close, literals: true})
-		r.out = append(r.out, b)
-	case ']', '}':
+		r.out = append(r.out, p...)
+	case "]", "}":
 		n := len(r.groups)
-		if n == 0 || r.groups[n-1].close != b {
-			r.out = append(r.out, b)
+		if n == 0 || r.groups[n-1].close != p[0] {
+			r.out = append(r.out, p...)
 			return
 		}
 		g := r.groups[n-1]
@@ -168,12 +149,12 @@ func (r *redactor) punct(b byte) {
 			r.out = append(r.out[:g.at], '?')
 			return
 		}
-		r.out = append(r.out, b)
+		r.out = append(r.out, p...)
 		if !g.literals && n > 1 {
 			r.groups[n-2].literals = false
 		}
 	default:
-		r.out = append(r.out, b)
+		r.out = append(r.out, p...)
 	}
 }
 
@@ -181,147 +162,14 @@ func (r *redactor) punct(b byte) {
 // or a 'password' key, possibly with = or : between.
 func (r *redactor) afterPassword() bool {
 	p := r.prev
-	if p.kind == tokPunct && (p.text == "=" || p.text == ":") {
+	if cqltext.IsPunct(r.q, p, "=") || cqltext.IsPunct(r.q, p, ":") {
 		p = r.prev2
 	}
-	switch p.kind {
-	case tokIdent:
-		return strings.EqualFold(p.text, "password")
-	case tokString:
-		return strings.EqualFold(strings.Trim(p.text, "'$"), "password")
+	switch p.Kind {
+	case cqltext.Ident:
+		return cqltext.IsKeyword(r.q, p, "password")
+	case cqltext.String:
+		return strings.EqualFold(cqltext.StringValue(r.q, p), "password")
 	}
 	return false
 }
-
-// lex returns the kind and length of the token at q[i:].
-func (r *redactor) lex(i int) (tokenKind, int) {
-	q := r.q
-	c := q[i]
-	switch {
-	case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v':
-		j := i + 1
-		for j < len(q) && (q[j] == ' ' || q[j] == '\t' || q[j] == '\n' || q[j] == '\r' || q[j] == '\f' || q[j] == '\v') {
-			j++
-		}
-		return tokSpace, j - i
-	case c == '-' && at(q, i+1) == '-', c == '/' && at(q, i+1) == '/':
-		j := strings.IndexByte(q[i:], '\n')
-		if j < 0 {
-			return tokComment, len(q) - i
-		}
-		return tokComment, j
-	case c == '/' && at(q, i+1) == '*':
-		j := strings.Index(q[i+2:], "*/")
-		if j < 0 {
-			return tokComment, len(q) - i
-		}
-		return tokComment, j + 4
-	case c == '\'':
-		return tokString, quoted(q, i, '\'')
-	case c == '"':
-		return tokQIdent, quoted(q, i, '"')
-	case c == '$' && at(q, i+1) == '$':
-		j := strings.Index(q[i+2:], "$$")
-		if j < 0 {
-			return tokString, len(q) - i
-		}
-		return tokString, j + 4
-	}
-	if n := uuidLen(q[i:]); n > 0 {
-		return tokLiteral, n
-	}
-	switch {
-	case isDigit(c), c == '-' && isDigit(at(q, i+1)) && r.signAllowed(),
-		c == '.' && isDigit(at(q, i+1)):
-		return tokLiteral, numberLen(q, i)
-	case isIdentStart(c):
-		j := i + 1
-		for j < len(q) && isIdentPart(q[j]) {
-			j++
-		}
-		if w := q[i:j]; strings.EqualFold(w, "true") || strings.EqualFold(w, "false") ||
-			strings.EqualFold(w, "nan") || strings.EqualFold(w, "infinity") {
-			return tokLiteral, j - i
-		}
-		return tokIdent, j - i
-	}
-	return tokPunct, 1
-}
-
-// signAllowed reports whether a '-' here starts a negative number rather than being an
-// operator: it follows no operand.
-func (r *redactor) signAllowed() bool {
-	switch r.prev.kind {
-	case tokIdent, tokQIdent, tokLiteral, tokString:
-		return false
-	case tokPunct:
-		return r.prev.text != ")" && r.prev.text != "]" && r.prev.text != "}" && r.prev.text != "?"
-	}
-	return true
-}
-
-// quoted returns the length of the quoted token at q[i:], whose quote doubles as its own
-// escape; an unterminated one runs to the end.
-func quoted(q string, i int, quote byte) int {
-	for j := i + 1; j < len(q); j++ {
-		if q[j] != quote {
-			continue
-		}
-		if at(q, j+1) == quote {
-			j++
-			continue
-		}
-		return j + 1 - i
-	}
-	return len(q) - i
-}
-
-// numberLen returns the length of the number, blob or duration at q[i:]: an optional sign,
-// then letters, digits, dots and exponent signs (1e-3, 0xCAFE, 1h30m, 1.5).
-func numberLen(q string, i int) int {
-	j := i + 1
-	for j < len(q) {
-		c := q[j]
-		switch {
-		case isIdentPart(c) || c == '.':
-			j++
-		case (c == '-' || c == '+') && (q[j-1] == 'e' || q[j-1] == 'E') && isDigit(at(q, j+1)) && !strings.HasPrefix(q[i:], "0x") && !strings.HasPrefix(q[i:], "0X"):
-			j++
-		default:
-			return j - i
-		}
-	}
-	return j - i
-}
-
-// uuidLen returns 36 when q starts with a UUID not followed by an identifier character.
-func uuidLen(q string) int {
-	if len(q) < 36 || len(q) > 36 && isIdentPart(q[36]) {
-		return 0
-	}
-	for k := 0; k < 36; k++ {
-		switch k {
-		case 8, 13, 18, 23:
-			if q[k] != '-' {
-				return 0
-			}
-		default:
-			if !isHex(q[k]) {
-				return 0
-			}
-		}
-	}
-	return 36
-}
-
-func at(q string, i int) byte {
-	if i < len(q) {
-		return q[i]
-	}
-	return 0
-}
-
-func isDigit(c byte) bool      { return c >= '0' && c <= '9' }
-func isHex(c byte) bool        { return isDigit(c) || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
-func isIdentStart(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' }
-func isIdentPart(c byte) bool  { return isIdentStart(c) || isDigit(c) }

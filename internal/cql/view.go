@@ -62,15 +62,15 @@ var ErrNoBody = errors.New("frame body not available")
 // when h.Flags has FlagCompression. raw may be nil for a frame streamed through unread:
 // the view then has a header and no body. f keeps no reference to raw after the next Reset.
 func (f *Frame) Reset(h Header, raw []byte, comp Compressor) {
-	f.Header, f.raw = h, raw
+	// Only what the have bits do not guard is set: the readers fill the rest, with the
+	// bit that says it is there, so that a frame nobody reads costs a few stores.
+	f.Header, f.raw, f.have = h, raw, 0
 	f.comp = nil
 	if h.Flags&FlagCompression != 0 {
 		f.comp = comp
-	}
-	f.have, f.bodyErr = 0, nil
-	f.body, f.msg, f.payload = nil, nil, nil
-	if cap(f.buf) > maxKeptFrameBuffer {
-		f.buf = nil
+		if cap(f.buf) > maxKeptFrameBuffer {
+			f.buf = nil
+		}
 	}
 }
 
@@ -136,11 +136,16 @@ func (f *Frame) Message() ([]byte, error) {
 
 func (f *Frame) readMessage() {
 	f.have |= haveMsg
+	f.msg, f.payload = nil, nil
 	body, err := f.Body()
 	if err != nil {
 		return
 	}
 	flags := f.Header.Flags
+	if flags&(FlagTracing|FlagWarning|FlagCustomPayload) == 0 {
+		f.msg = body // the common case: no prefix
+		return
+	}
 	d := Decoder{b: body}
 	if f.Header.IsResponse() {
 		if flags&FlagTracing != 0 {
@@ -276,7 +281,7 @@ func (f *Frame) Replace(raw, body []byte) {
 	comp := f.comp
 	f.Reset(h, raw, comp)
 	if body != nil {
-		f.body, f.have = body, haveBody
+		f.body, f.bodyErr, f.have = body, nil, haveBody
 	}
 }
 
@@ -302,65 +307,86 @@ type Statement struct {
 }
 
 // Statement returns what a QUERY, PREPARE, EXECUTE or BATCH request says of its statement,
-// and false for another opcode or a body it cannot read. It reads the body at most once.
-func (f *Frame) Statement() (Statement, bool) {
+// and false for another opcode or a body it cannot read. It reads the body at most once;
+// the Statement belongs to f and is valid until the next Reset or Replace.
+func (f *Frame) Statement() (*Statement, bool) {
 	if f.have&haveStmt == 0 {
 		f.have |= haveStmt
-		f.stmt = f.readStatement()
+		f.readStatement()
 	}
-	return f.stmt, f.stmt.Count > 0
+	return &f.stmt, f.stmt.Count > 0
 }
 
-func (f *Frame) readStatement() Statement {
-	s := Statement{FlagsAt: -1}
+// readStatement fills f.stmt. It reads the notation by hand rather than through a Decoder:
+// it runs on every QUERY the proxy inspects, and the common case is a few bounds checks.
+func (f *Frame) readStatement() {
+	s := &f.stmt
+	*s = Statement{FlagsAt: -1}
 	op := f.Header.Opcode
 	if op != OpQuery && op != OpPrepare && op != OpExecute && op != OpBatch {
-		return s
+		return
 	}
 	msg, err := f.Message()
 	if err != nil {
-		return s
+		return
 	}
-	d := Decoder{b: msg}
+	var rest []byte
 	switch op {
 	case OpQuery, OpPrepare:
-		s.Query = d.LongStringBytes()
+		if len(msg) < 4 {
+			return
+		}
+		n := int(int32(binary.BigEndian.Uint32(msg)))
+		if n < 0 || n > len(msg)-4 {
+			return
+		}
+		s.Query, rest = msg[4:4+n:4+n], msg[4+n:]
 	case OpExecute:
-		s.ID = d.ShortBytes()
+		if len(msg) < 2 {
+			return
+		}
+		n := int(binary.BigEndian.Uint16(msg))
+		if n > len(msg)-2 {
+			return
+		}
+		s.ID, rest = msg[2:2+n:2+n], msg[2+n:]
 	case OpBatch:
-		d.Byte() // the batch type
-		n := int(d.Short())
-		if n == 0 || d.err != nil {
-			return Statement{FlagsAt: -1}
-		}
-		if d.Byte() == 0 {
-			s.Query = d.LongStringBytes()
-		} else {
-			s.ID = d.ShortBytes()
-		}
-		if d.err != nil {
-			return Statement{FlagsAt: -1}
-		}
-		s.Count = n
-		return s
-	}
-	if d.err != nil {
-		return Statement{FlagsAt: -1}
+		f.readBatchStatement(msg)
+		return
 	}
 	s.Count = 1
 	if op == OpPrepare {
-		return s
+		return
 	}
-	s.Params = d.b
-	if len(d.b) < 3 {
-		return s
+	s.Params = rest
+	if len(rest) < 3 {
+		return
 	}
-	s.Consistency = Consistency(binary.BigEndian.Uint16(d.b))
-	s.Flags = d.b[2]
+	s.Consistency = Consistency(binary.BigEndian.Uint16(rest))
+	s.Flags = rest[2]
 	if !f.Compressed() {
-		s.FlagsAt = len(f.raw) - len(d.b) + 2
+		s.FlagsAt = len(f.raw) - len(rest) + 2
 	}
-	return s
+}
+
+// readBatchStatement fills f.stmt from a BATCH: its first statement and their count.
+func (f *Frame) readBatchStatement(msg []byte) {
+	d := Decoder{b: msg}
+	d.Byte() // the batch type
+	n := int(d.Short())
+	if n == 0 || d.err != nil {
+		return
+	}
+	var q, id []byte
+	if d.Byte() == 0 {
+		q = d.LongStringBytes()
+	} else {
+		id = d.ShortBytes()
+	}
+	if d.err != nil {
+		return
+	}
+	f.stmt.Query, f.stmt.ID, f.stmt.Count = q, id, n
 }
 
 // NewFrame returns a view of the frame made of h and the uncompressed body, with h.Length

@@ -113,6 +113,9 @@ type Metrics struct {
 	// requests, when set, gives the request counts by opcode that a component keeps
 	// anyway (the sidecar's), added to those counted with Request.
 	requests atomic.Pointer[func() map[cql.Opcode]uint64]
+	// exemplars are the latest exemplar of each latency bucket, by opcode label: rare (a
+	// recorded session that continues a caller's trace), so not striped.
+	exemplars [numLabels][numBuckets + 1]atomic.Pointer[prometheus.Exemplar]
 }
 
 // New returns Metrics registered in a registry of their own. Every opcode's series exists
@@ -169,6 +172,28 @@ func (m *Metrics) Latency(op cql.Opcode, d time.Duration) {
 	c := &m.shard().ops[labelOf[op]]
 	c.buckets[i].Add(1)
 	c.sumNS.Add(uint64(ns))
+}
+
+// ExemplarLabel is the label of a latency exemplar: the W3C trace id it links to.
+const ExemplarLabel = "trace_id"
+
+// Exemplar makes traceID the exemplar of the tracecar_request_duration_seconds bucket that
+// d falls in, for opcode op: the bucket's latest, served in OpenMetrics so that a scraper
+// goes from a latency to the trace of a request that had it. It does not count a request
+// (Latency does). It is for requests that were recorded with a trace context, not for
+// every request: it allocates.
+func (m *Metrics) Exemplar(op cql.Opcode, d time.Duration, traceID string) {
+	if m == nil || traceID == "" {
+		return
+	}
+	ns := max(int64(d), 0)
+	i := 0
+	for i < numBuckets && ns > boundsNS[i] {
+		i++
+	}
+	m.exemplars[labelOf[op]][i].Store(&prometheus.Exemplar{
+		Value: float64(ns) / 1e9, Labels: prometheus.Labels{ExemplarLabel: traceID}, Timestamp: time.Now(),
+	})
 }
 
 // AddedLatency records d, the time a request spent in the sidecar itself rather than in
@@ -251,6 +276,25 @@ var (
 // collector sums the shards when scraped.
 type collector struct{ m *Metrics }
 
+// withExemplars attaches the exemplars of opcode label l to its latency histogram h, each
+// to the bucket its value falls in.
+func (c collector) withExemplars(h prometheus.Metric, l int) prometheus.Metric {
+	var exs []prometheus.Exemplar
+	for b := range c.m.exemplars[l] {
+		if e := c.m.exemplars[l][b].Load(); e != nil {
+			exs = append(exs, *e)
+		}
+	}
+	if len(exs) == 0 {
+		return h
+	}
+	m, err := prometheus.NewMetricWithExemplars(h, exs...)
+	if err != nil { // a trace id is 32 hex digits, well within OpenMetrics' label limits
+		return h
+	}
+	return m
+}
+
 // Describe sends the descriptions of the series.
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- requestsDesc
@@ -288,7 +332,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 			cumulative[upper] = total
 		}
 		total += counts[numBuckets]
-		ch <- prometheus.MustNewConstHistogram(latencyDesc, total, float64(sumNS)/1e9, cumulative, name)
+		ch <- c.withExemplars(prometheus.MustNewConstHistogram(latencyDesc, total, float64(sumNS)/1e9, cumulative, name), l)
 	}
 	var addedCounts [numAddedBuckets + 1]uint64
 	var addedSumNS uint64

@@ -190,15 +190,9 @@ func (e *Engine) timestamp(x *execCtx) int64 {
 
 // Query runs an unprepared statement. Parsed statements are cached by keyspace and text.
 func (e *Engine) Query(s *Session, query string, p *cql.QueryParams, tr Tracer) (cql.Message, error) {
-	if tr != nil {
-		tr.Event("Parsing " + query)
-	}
-	pr, err := e.statement(s, query)
+	pr, err := e.statement(s, query, tr)
 	if err != nil {
 		return nil, err
-	}
-	if tr != nil {
-		tr.Event("Preparing statement")
 	}
 	return e.run(s, pr, p, tr)
 }
@@ -206,15 +200,9 @@ func (e *Engine) Query(s *Session, query string, p *cql.QueryParams, tr Tracer) 
 // Prepare parses and compiles a statement and returns its id and metadata. The id is the
 // MD5 of the keyspace and the query text, so it is stable across restarts.
 func (e *Engine) Prepare(s *Session, query string, tr Tracer) (cql.PreparedResult, error) {
-	if tr != nil {
-		tr.Event("Parsing " + query)
-	}
-	pr, err := e.statement(s, query)
+	pr, err := e.statement(s, query, tr)
 	if err != nil {
 		return cql.PreparedResult{}, err
-	}
-	if tr != nil {
-		tr.Event("Preparing statement")
 	}
 	cp, err := e.plan(pr)
 	if err != nil {
@@ -256,13 +244,22 @@ func hexString(b []byte) string {
 }
 
 // statement returns the cached or newly parsed and described statement.
-func (e *Engine) statement(s *Session, query string) (*prepared, error) {
+//
+// Its trace events say which of the two happened, each as it starts: "Parsing <query>" and
+// "Preparing statement" when it parses and compiles, "Statement found in cache" when not.
+func (e *Engine) statement(s *Session, query string, tr Tracer) (*prepared, error) {
 	k := cacheKey{ks: s.Keyspace, query: query}
 	e.cacheMu.RLock()
 	pr := e.cache[k]
 	e.cacheMu.RUnlock()
 	if pr != nil {
+		if tr != nil {
+			tr.Event("Statement found in cache")
+		}
 		return pr, nil
+	}
+	if tr != nil {
+		tr.Event("Parsing " + query)
 	}
 	ps, err := parse(query)
 	if err != nil {
@@ -271,6 +268,9 @@ func (e *Engine) statement(s *Session, query string) (*prepared, error) {
 	pr = &prepared{query: query, ks: s.Keyspace, ps: ps}
 	sum := md5.Sum([]byte(s.Keyspace + query))
 	pr.id = sum[:]
+	if tr != nil {
+		tr.Event("Preparing statement")
+	}
 	if _, err := e.plan(pr); err != nil {
 		return nil, err
 	}
@@ -388,10 +388,7 @@ func (e *Engine) Batch(s *Session, b *cql.Batch, tr Tracer) (cql.Message, error)
 				return nil, &cql.Error{Code: cql.ErrCodeUnprepared, Message: "Prepared query with ID " + hexString(q.ID) + " not found", UnpreparedID: q.ID}
 			}
 		} else {
-			if tr != nil {
-				tr.Event("Parsing " + q.Query)
-			}
-			if pr, err = e.statement(s, q.Query); err != nil {
+			if pr, err = e.statement(s, q.Query, tr); err != nil {
 				return nil, err
 			}
 		}

@@ -597,6 +597,13 @@ func (p *selectPlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 			return nil, err
 		}
 		multiSort = p.ordered && len(pks) > 1
+		if x.tr != nil {
+			if len(pks) == 1 {
+				x.tr.Event("Executing single-partition query on " + t.name)
+			} else {
+				x.tr.Event("Executing query on " + itoa(len(pks)) + " partitions of " + t.name)
+			}
+		}
 		if multiSort {
 			r.want = int(limit)
 		}
@@ -619,6 +626,9 @@ func (p *selectPlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 			r.readPartitionKey(d, pks[i], st)
 		}
 	} else {
+		if x.tr != nil {
+			x.tr.Event("Scanning the partitions of " + t.name)
+		}
 		parts := t.load(x.s).scan()
 		start := 0
 		if state != nil {
@@ -641,10 +651,7 @@ func (p *selectPlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 		}
 	}
 	if x.tr != nil {
-		x.tr.Event("Executing single-partition query on " + t.name)
-		x.tr.Event("Acquiring sstable references")
-		x.tr.Event("Merging memtable contents")
-		x.tr.Event("Read " + itoa(len(r.rows)) + " live rows and 0 tombstone cells")
+		x.tr.Event("Read " + itoa(len(r.rows)) + " live rows")
 	}
 	if p.aggregate {
 		row := make([][]byte, len(p.out))

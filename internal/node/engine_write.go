@@ -934,6 +934,7 @@ func (p *writePlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 	m.conds = condVals
 	applied := true
 	var existing [][]byte
+	mutations := 0 // rows, ranges or partitions written to the in-memory store
 	d := t.data.Load()
 	for _, pk := range pks {
 		m.pk = own(pk)
@@ -966,6 +967,8 @@ func (p *writePlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 			if !m.applied {
 				applied = false
 				existing = m.existing
+			} else {
+				mutations++
 			}
 			if p.del && m.delRange != nil && p.ckRange == nil {
 				m.delRange = nil
@@ -973,9 +976,11 @@ func (p *writePlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 		}
 	}
 	if x.tr != nil {
-		x.tr.Event("Determining replicas for mutation")
-		x.tr.Event("Appending to commitlog")
-		x.tr.Event("Adding to " + t.name + " memtable")
+		if applied {
+			x.tr.Event("Applied " + itoa(mutations) + " mutations to " + t.name)
+		} else {
+			x.tr.Event("Condition not met on " + t.name + ": " + itoa(mutations) + " mutations applied")
+		}
 	}
 	if p.cond != condNone {
 		row := [][]byte{encBool(applied)}

@@ -71,28 +71,41 @@ const Keyspace = "tracecar_traces"
 const DefaultReplication = "{'class': 'SimpleStrategy', 'replication_factor': 2}"
 
 // schema follows ScyllaDB's system_traces (tracing/trace_keyspace_helper.cc), minus
-// sessions_time_idx.
+// sessions_time_idx, plus the W3C trace context of a session (traceColumns) in sessions and
+// node_slow_log.
 var schema = []string{
 	`CREATE TABLE IF NOT EXISTS ` + Keyspace + `.sessions (session_id uuid, command text, client inet,
 		coordinator inet, duration int, parameters map<text, text>, request text, started_at timestamp,
-		request_size int, response_size int, username text, PRIMARY KEY ((session_id)))`,
+		request_size int, response_size int, username text, trace_id text, parent_span_id text,
+		PRIMARY KEY ((session_id)))`,
 	`CREATE TABLE IF NOT EXISTS ` + Keyspace + `.events (session_id uuid, event_id timeuuid, activity text,
 		source inet, source_elapsed int, thread text, scylla_parent_id bigint, scylla_span_id bigint,
 		PRIMARY KEY ((session_id), event_id))`,
 	`CREATE TABLE IF NOT EXISTS ` + Keyspace + `.node_slow_log (node_ip inet, shard int, session_id uuid,
 		date timestamp, start_time timeuuid, command text, duration int, parameters map<text, text>,
-		source_ip inet, table_names set<text>, username text, PRIMARY KEY (start_time, node_ip, shard))`,
+		source_ip inet, table_names set<text>, username text, trace_id text, parent_span_id text,
+		PRIMARY KEY (start_time, node_ip, shard))`,
 	`CREATE TABLE IF NOT EXISTS ` + Keyspace + `.node_slow_log_time_idx (minute timestamp, started_at timestamp,
 		session_id uuid, start_time timeuuid, node_ip inet, shard int, PRIMARY KEY (minute, started_at, session_id))`,
 }
 
+// traceColumns are the columns that sessions and node_slow_log have beyond ScyllaDB's
+// schema: the caller's W3C trace id and span id, in lower-case hex, null without a trace
+// context. Tables created before they existed get them with ALTER TABLE … ADD.
+var traceColumns = []string{"trace_id", "parent_span_id"}
+
+// tablesWithTraceColumns are the tables that hold traceColumns.
+var tablesWithTraceColumns = []string{"sessions", "node_slow_log"}
+
 const (
 	insertSession = `INSERT INTO ` + Keyspace + `.sessions (session_id, command, client, coordinator, duration,
-		parameters, request, started_at, username) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) USING TTL ?`
+		parameters, request, started_at, username, trace_id, parent_span_id)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TTL ?`
 	insertEvent = `INSERT INTO ` + Keyspace + `.events (session_id, event_id, activity, source, source_elapsed,
 		thread) VALUES (?, ?, ?, ?, ?, ?) USING TTL ?`
 	insertSlowLog = `INSERT INTO ` + Keyspace + `.node_slow_log (node_ip, shard, session_id, date, start_time,
-		command, duration, parameters, source_ip, username) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TTL ?`
+		command, duration, parameters, source_ip, username, trace_id, parent_span_id)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TTL ?`
 	insertSlowLogIdx = `INSERT INTO ` + Keyspace + `.node_slow_log_time_idx (minute, started_at, session_id,
 		start_time, node_ip, shard) VALUES (?, ?, ?, ?, ?, ?) USING TTL ?`
 )
@@ -140,7 +153,36 @@ func (t *TableSink) setup(ctx context.Context) error {
 			return fmt.Errorf("create %s: %w", strings.Fields(st)[5], err)
 		}
 	}
+	for _, table := range tablesWithTraceColumns {
+		if err := t.addColumns(ctx, table, traceColumns); err != nil {
+			return err
+		}
+	}
 	t.ready = true
+	return nil
+}
+
+// addColumns adds to table those of the text columns cols that it lacks: a table created by
+// an older tracecar has none of them, and CREATE TABLE IF NOT EXISTS leaves it as it is.
+func (t *TableSink) addColumns(ctx context.Context, table string, cols []string) error {
+	have := map[string]bool{}
+	iter := t.s.Query(`SELECT column_name FROM system_schema.columns WHERE keyspace_name = ? AND table_name = ?`,
+		Keyspace, table).WithContext(ctx).Iter()
+	var name string
+	for iter.Scan(&name) {
+		have[name] = true
+	}
+	if err := iter.Close(); err != nil {
+		return fmt.Errorf("read the columns of %s.%s: %w", Keyspace, table, err)
+	}
+	for _, c := range cols {
+		if have[c] {
+			continue
+		}
+		if err := t.s.Query(`ALTER TABLE ` + Keyspace + `.` + table + ` ADD ` + c + ` text`).WithContext(ctx).Exec(); err != nil {
+			return fmt.Errorf("add column %s to %s.%s: %w", c, Keyspace, table, err)
+		}
+	}
 	return nil
 }
 
@@ -168,7 +210,8 @@ func (t *TableSink) Write(ctx context.Context, s *tracing.Session) error {
 	started := s.StartedAt.UTC().Truncate(time.Millisecond)
 
 	b := t.s.NewBatch(gocql.UnloggedBatch).WithContext(ctx)
-	b.Query(insertSession, sid, s.Command, client, coord, dur, params, s.Request, started, s.Username, ttl)
+	traceID, parentID := nullable(s.TraceID), nullable(s.ParentSpanID)
+	b.Query(insertSession, sid, s.Command, client, coord, dur, params, s.Request, started, s.Username, traceID, parentID, ttl)
 	var sentUS int64
 	for _, e := range s.Events {
 		at := e.SourceElapsedUS
@@ -183,7 +226,7 @@ func (t *TableSink) Write(ctx context.Context, s *tracing.Session) error {
 	}
 	if s.Mode == tracing.ModeFast || s.Mode == tracing.ModeFull {
 		start := gocql.UUID(cql.NewTimeUUID(s.StartedAt))
-		b.Query(insertSlowLog, coord, 0, sid, started, start, statement(s), dur, params, client, s.Username, ttl)
+		b.Query(insertSlowLog, coord, 0, sid, started, start, statement(s), dur, params, client, s.Username, traceID, parentID, ttl)
 		b.Query(insertSlowLogIdx, started.Truncate(time.Minute), started, sid, start, coord, 0, ttl)
 	}
 	if err := t.s.ExecuteBatch(b); err != nil {
@@ -212,6 +255,15 @@ func statement(s *tracing.Session) string {
 		return s.Command
 	}
 	return strings.Join(qs, "; ")
+}
+
+// nullable returns nil (null) for "", so that a session without a trace context writes no
+// value rather than an empty string.
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 // inet returns the IP of an "addr:port" or bare address, or nil (null) when it has none.

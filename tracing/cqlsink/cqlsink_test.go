@@ -117,7 +117,8 @@ func TestTableSink(t *testing.T) {
 			{Activity: tracing.EventSentToNode, Source: tracing.SourceSidecar, SourceElapsedUS: 10},
 			{Activity: "Parsing a statement", Source: tracing.SourceNode, SourceElapsedUS: 3},
 		},
-		Error: "read timeout (0x1200): timed out",
+		Error:   "read timeout (0x1200): timed out",
+		TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", ParentSpanID: "00f067aa0ba902b7",
 	}
 	sampled := &tracing.Session{
 		ID: cql.FormatUUID(cql.NewTimeUUID(started)), StartedAt: started, DurationUS: 5,
@@ -158,6 +159,24 @@ func TestTableSink(t *testing.T) {
 		if user != "alice" {
 			t.Errorf("%s username = %q; want the connection's, alice", table, user)
 		}
+	}
+
+	for _, table := range []string{"sessions", "node_slow_log"} {
+		var traceID, parentID string
+		if err := s.Query(`SELECT trace_id, parent_span_id FROM tracecar_traces.`+table+` WHERE session_id = ? ALLOW FILTERING`, id).Scan(&traceID, &parentID); err != nil {
+			t.Fatalf("read %s trace context: %v", table, err)
+		}
+		if traceID != slow.TraceID || parentID != slow.ParentSpanID {
+			t.Errorf("%s trace_id %q parent_span_id %q; want the session's, %q %q", table, traceID, parentID, slow.TraceID, slow.ParentSpanID)
+		}
+	}
+	var noTrace *string
+	if err := s.Query(`SELECT trace_id FROM tracecar_traces.sessions WHERE session_id = ?`,
+		gocql.UUID(must(cql.ParseUUID(sampled.ID)))).Scan(&noTrace); err != nil {
+		t.Fatalf("read the sampled session's trace_id: %v", err)
+	}
+	if noTrace != nil {
+		t.Errorf("trace_id of a session without a trace context = %q; want null", *noTrace)
 	}
 
 	var ttl int

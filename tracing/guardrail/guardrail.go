@@ -8,8 +8,9 @@
 //   - tracing's share of the sidecar's CPU;
 //   - the sink drop rate.
 //
-// On a breach it steps down one level per window: the trace probability to 0 first, then
-// full to fast, then fast to off. With Budget.Restore the user's configuration comes back
+// On a breach it steps down one level per window: the trace probability to 0 and
+// parent-based sampling (following the client's sampled flag) off first, then full to
+// fast, then fast to off. With Budget.Restore the user's configuration comes back
 // once the cooldown has passed and the figures have recovered (with hysteresis: every
 // known figure at most half its budget). A configuration change made by a user always
 // wins: it becomes the configuration to guard, and a pending restore is dropped.
@@ -153,13 +154,17 @@ type Figures struct {
 	DropsPerSec float64 `json:"drops_per_s"`
 }
 
-// Level names what tracing costs in a configuration: "off", "fast", "full" or "sampled",
-// with "+sampled" when a mode is on together with a probability. The guardrail's steps go
-// from one level to a cheaper one.
+// Level names what tracing costs in a configuration: "off", "fast", "full", "sampled" or
+// "parent", with "+sampled" when a mode is on together with a probability and "+parent"
+// when parent-based sampling is on besides another mode. The guardrail's steps go from one
+// level to a cheaper one.
 func Level(c tracing.Config) string {
 	m := c.Mode()
 	if c.Enable && c.Probability > 0 {
-		return m + "+sampled"
+		m += "+sampled"
+	}
+	if c.FollowClientSampling && m != "parent" {
+		m += "+parent"
 	}
 	return m
 }
@@ -167,8 +172,9 @@ func Level(c tracing.Config) string {
 // stepDown returns the configuration one level cheaper than c, and false when c is off.
 func stepDown(c tracing.Config) (tracing.Config, bool) {
 	switch {
-	case c.Probability > 0:
-		c.Probability = 0
+	case c.Probability > 0 || c.FollowClientSampling:
+		// Both trace a share of requests fully, with the node's own trace: one step.
+		c.Probability, c.FollowClientSampling = 0, false
 	case c.Enable && !c.Fast:
 		c.Fast = true
 	case c.Enable:
@@ -182,8 +188,10 @@ func stepDown(c tracing.Config) (tracing.Config, bool) {
 // perRequestCost is the CPU a request costs tracing at each level, from the Go benchmarks
 // of the tracing package (README: fast 86–180 ns, full 570 ns, a recorded session with
 // events about 2.4 µs). A sampled request is also decoded, recorded and has the node's
-// events fetched, so it is counted at 10 µs. These are estimates: the guardrail uses them
-// only until it has measured a window with tracing off.
+// events fetched, so it is counted at 10 µs. The share of requests that parent-based
+// sampling traces is the callers' choice, unknown here, so it adds nothing to the estimate.
+// These are estimates: the guardrail uses them only until it has measured a window with
+// tracing off.
 func perRequestCost(c tracing.Config) time.Duration {
 	var ns float64
 	switch {

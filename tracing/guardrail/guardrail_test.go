@@ -389,3 +389,36 @@ func TestSliverOfAWindowIsNotJudged(t *testing.T) {
 		t.Fatalf("action %+v, %d windows, figures %+v; want a step in the first window, over all its requests", a, g.windows, g.figures)
 	}
 }
+
+// TestParentSamplingStepsWithProbability checks that parent-based sampling (following the
+// client's sampled flag) is stepped down in the first step, together with the probability,
+// and that the levels name it.
+func TestParentSamplingStepsWithProbability(t *testing.T) {
+	tests := []struct {
+		name  string
+		cfg   tracing.Config
+		steps string
+	}{
+		{"parent alone", tracing.Config{FollowClientSampling: true}, "parent>off"},
+		{"full and parent", tracing.Config{Enable: true, FollowClientSampling: true}, "full+parent>full full>fast fast>off"},
+		{"fast, sampled and parent", tracing.Config{Enable: true, Fast: true, Probability: 0.1, FollowClientSampling: true},
+			"fast+sampled+parent>fast fast>off"},
+		{"sampled and parent", tracing.Config{Probability: 0.1, FollowClientSampling: true}, "sampled+parent>off"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for c := tt.cfg; ; {
+				next, more := stepDown(c)
+				if !more {
+					break
+				}
+				got = append(got, Level(c)+">"+Level(next))
+				c = next
+			}
+			if s := strings.Join(got, " "); s != tt.steps {
+				t.Errorf("steps %q; want %q", s, tt.steps)
+			}
+		})
+	}
+}

@@ -1,6 +1,10 @@
 package statements
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/tracecar/tracecar/internal/cql/cqltext"
+)
 
 // verb is what a statement does, from its first keyword.
 type verb uint8
@@ -25,109 +29,83 @@ type shape struct {
 	system         bool // reads or writes a system keyspace
 }
 
-// words splits normalized CQL text into upper-cased words and single punctuation marks,
-// skipping quoted strings; quoted identifiers keep their case, without the quotes.
-func words(q string) []string {
-	var out []string
-	for i := 0; i < len(q); {
-		c := q[i]
-		switch {
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
-			i++
-		case c == '"':
-			j := i + 1
-			for j < len(q) && q[j] != '"' {
-				j++
-			}
-			out = append(out, q[i+1:min(j, len(q))])
-			i = j + 1
-		case c == '\'':
-			j := i + 1
-			for j < len(q) && q[j] != '\'' {
-				j++
-			}
-			out = append(out, "?")
-			i = j + 1
-		case isWord(c):
-			j := i
-			for j < len(q) && isWord(q[j]) {
-				j++
-			}
-			out = append(out, strings.ToUpper(q[i:j]))
-			i = j
-		default:
-			out = append(out, q[i:i+1])
-			i++
-		}
-		if len(out) > 4096 {
-			break
-		}
-	}
-	return out
-}
-
-func isWord(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '$'
-}
-
-// classify reads the shape of a statement's normalized text. Unqualified table names take
-// keyspace "" (the connection's USE keyspace is not tracked).
+// classify reads the shape of a statement's text through cqltext: its verb, the table it
+// names (see Target), and the words that make anti-patterns (IF, ALLOW FILTERING, SELECT
+// *). Unqualified table names take keyspace "" (the connection's USE keyspace is not
+// tracked). It reads the normalized text of an entry as well as a statement's own.
 func classify(q string) shape {
-	w := words(q)
 	var s shape
-	if len(w) == 0 {
-		return s
-	}
-	tableAt := -1
-	switch w[0] {
-	case "SELECT":
+	first := cqltext.NextSignificant(q, 0)
+	kw := func(t cqltext.Token, w string) bool { return cqltext.IsKeyword(q, t, w) }
+	switch {
+	case kw(first, "select"):
 		s.verb = verbSelect
-		s.selectStar = len(w) > 1 && w[1] == "*"
-		tableAt = indexOf(w, "FROM") + 1
-	case "INSERT":
+	case kw(first, "insert"):
 		s.verb = verbInsert
-		tableAt = indexOf(w, "INTO") + 1
-	case "UPDATE":
+	case kw(first, "update"):
 		s.verb = verbUpdate
-		tableAt = 1
-	case "DELETE":
+	case kw(first, "delete"):
 		s.verb = verbDelete
-		tableAt = indexOf(w, "FROM") + 1
-	case "BEGIN":
+	case kw(first, "begin"):
 		s.verb = verbBatch
 	}
-	if tableAt > 0 && tableAt < len(w) {
-		name := w[tableAt]
-		if tableAt+2 < len(w) && w[tableAt+1] == "." {
-			s.keyspace, s.table = strings.ToLower(name), strings.ToLower(w[tableAt+2])
-		} else {
-			s.table = strings.ToLower(name)
+	// The table reference follows UPDATE, TRUNCATE [TABLE] and USE at once, and the
+	// first FROM or INTO outside parentheses of the others.
+	refAt := "" // the keyword the table reference follows
+	switch {
+	case s.verb == verbSelect, s.verb == verbDelete:
+		refAt = "from"
+	case s.verb == verbInsert:
+		refAt = "into"
+	case s.verb == verbUpdate:
+		s.keyspace, s.table = tableRef(q, first.End)
+	case kw(first, "truncate"):
+		i := first.End
+		if t := cqltext.NextSignificant(q, i); kw(t, "table") && isName(cqltext.NextSignificant(q, t.End)) {
+			i = t.End
 		}
+		s.keyspace, s.table = tableRef(q, i)
+	case kw(first, "use"):
+		s.keyspace = cqltext.Name(q, cqltext.NextSignificant(q, first.End))
 	}
-	for i, x := range w {
-		switch x {
-		case "IF":
-			if s.verb != verbSelect {
-				s.lwt = true
-			}
-		case "ALLOW":
-			if i+1 < len(w) && w[i+1] == "FILTERING" {
-				s.allowFiltering = true
-			}
+	second := cqltext.NextSignificant(q, first.End)
+	s.selectStar = s.verb == verbSelect && cqltext.IsPunct(q, second, "*")
+	depth := 0
+	prev := first
+	for t := second; t.Kind != cqltext.EOF; prev, t = t, cqltext.NextSignificant(q, t.End) {
+		switch {
+		case cqltext.IsPunct(q, t, "("):
+			depth++
+		case cqltext.IsPunct(q, t, ")"):
+			depth--
+		case kw(t, "if"):
+			s.lwt = s.lwt || s.verb != verbSelect
+		case kw(t, "filtering") && kw(prev, "allow"):
+			s.allowFiltering = true
+		case refAt != "" && depth == 0 && kw(t, refAt):
+			s.keyspace, s.table = tableRef(q, t.End)
+			refAt = ""
 		}
 	}
 	s.system = isSystemKeyspace(s.keyspace)
 	return s
 }
 
-func indexOf(w []string, x string) int {
-	for i, y := range w {
-		if y == x {
-			return i
-		}
+// tableRef reads the table reference at q[i:], [keyspace '.'] table, and returns its
+// names by CQL's rule for their case.
+func tableRef(q string, i int) (keyspace, table string) {
+	name := cqltext.NextSignificant(q, i)
+	if !isName(name) {
+		return "", ""
 	}
-	return -1
+	dot := cqltext.NextSignificant(q, name.End)
+	if !cqltext.IsPunct(q, dot, ".") {
+		return "", cqltext.Name(q, name)
+	}
+	return cqltext.Name(q, name), cqltext.Name(q, cqltext.NextSignificant(q, dot.End))
 }
+
+func isName(t cqltext.Token) bool { return t.Kind == cqltext.Ident || t.Kind == cqltext.QuotedIdent }
 
 // isSystemKeyspace reports whether ks is one of the node's own keyspaces, which drivers
 // query on their control connection (system, system_schema, system_traces, ...).
@@ -138,8 +116,12 @@ func isSystemKeyspace(ks string) bool {
 // dmlOrSelect reports whether the statement reads or writes rows.
 func (s shape) dmlOrSelect() bool { return s.verb >= verbSelect && s.verb <= verbDelete }
 
-// Target returns the keyspace and table that a statement's text names, lower-cased; the
-// keyspace is "" for an unqualified table.
+// Target returns the keyspace and the table that a statement's text names: the table
+// after the FROM of a SELECT or DELETE, the INTO of an INSERT, UPDATE or TRUNCATE [TABLE],
+// qualified by its keyspace or not, and the keyspace of a USE. Both follow CQL's rule for
+// a name's case, as the node does: an unquoted name is lower-cased, a quoted one is as
+// written, without its quotes. The keyspace is "" for an unqualified table, and both are
+// "" for any other statement. It is safe for concurrent use.
 func Target(text string) (keyspace, table string) {
 	s := classify(text)
 	return s.keyspace, s.table

@@ -1,7 +1,7 @@
-// Package deploy holds no Go code: it is the tests of what deploy/ ships, the Prometheus
-// rules and their unit tests, the Grafana dashboard, the container image and the examples,
-// each run against the real tool it is for (promtool, Prometheus, buildah).
-package deploy_test
+// Package deploytest tests what deploy/ ships, the Prometheus rules and their unit tests,
+// the Grafana dashboard, the container image and the examples, each against the real tool
+// it is for (promtool, Prometheus, buildah, systemd-analyze). It has no code of its own.
+package deploytest_test
 
 import (
 	"bufio"
@@ -37,6 +37,12 @@ func requireTool(tb testing.TB, name, pkg string) string {
 	return ""
 }
 
+// repo and deploy are the module's root and its deploy/ folder, from this package's.
+const (
+	repo   = "../../.."
+	deploy = repo + "/deploy"
+)
+
 var (
 	binOnce sync.Once
 	binDir  string // removed by TestMain
@@ -64,7 +70,7 @@ func mustBinary(tb testing.TB) string {
 		}
 		binPath = filepath.Join(binDir, "tracecar")
 		cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", binPath, "./cmd/tracecar")
-		cmd.Dir = ".."
+		cmd.Dir = repo
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			binErr = fmt.Errorf("go build: %v\n%s", err, out)
@@ -154,8 +160,8 @@ func (p *proc) waitLine(tb testing.TB, re *regexp.Regexp) []string {
 // TestPromtoolRules checks the rule files and runs their unit tests with promtool.
 func TestPromtoolRules(t *testing.T) {
 	promtool := requireTool(t, "promtool", "prometheus")
-	rules, _ := filepath.Glob("prometheus/*.rules.yml")
-	tests, _ := filepath.Glob("prometheus/tests/*.yml")
+	rules, _ := filepath.Glob(deploy + "/prometheus/*.rules.yml")
+	tests, _ := filepath.Glob(deploy + "/prometheus/tests/*.yml")
 	if len(rules) != 2 || len(tests) != 2 {
 		t.Fatalf("rules %v, tests %v; want the recording and alert rules and a test of each", rules, tests)
 	}
@@ -194,13 +200,13 @@ type dashboard struct {
 
 func mustDashboard(tb testing.TB) dashboard {
 	tb.Helper()
-	b, err := os.ReadFile("grafana/tracecar.json")
+	b, err := os.ReadFile(deploy + "/grafana/tracecar.json")
 	if err != nil {
 		tb.Fatal(err)
 	}
 	var d dashboard
 	if err := json.Unmarshal(b, &d); err != nil {
-		tb.Fatalf("grafana/tracecar.json: %v", err)
+		tb.Fatalf("deploy/grafana/tracecar.json: %v", err)
 	}
 	return d
 }
@@ -230,7 +236,7 @@ func TestDashboardShape(t *testing.T) {
 	for _, v := range d.Templating.List {
 		vars[v.Name] = true
 	}
-	rules, err := os.ReadFile("prometheus/recording.rules.yml")
+	rules, err := os.ReadFile(deploy + "/prometheus/recording.rules.yml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -399,7 +405,7 @@ func TestPrometheusScrapesSidecars(t *testing.T) {
 	defer stop()
 
 	promPort := freePort(t, "127.0.0.1")
-	abs, _ := filepath.Abs("prometheus")
+	abs, _ := filepath.Abs(deploy + "/prometheus")
 	cfg := fmt.Sprintf(`global:
   scrape_interval: 1s
   evaluation_interval: 1s
@@ -420,7 +426,7 @@ scrape_configs:
 
 	// Every recording rule, and every dashboard query, returns data.
 	queries := dashboardQueries(mustDashboard(t))
-	rules, err := os.ReadFile("prometheus/recording.rules.yml")
+	rules, err := os.ReadFile(deploy + "/prometheus/recording.rules.yml")
 	if err != nil {
 		t.Fatal(err)
 	}

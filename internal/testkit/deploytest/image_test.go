@@ -1,4 +1,4 @@
-package deploy_test
+package deploytest_test
 
 import (
 	"bytes"
@@ -30,7 +30,7 @@ func TestImage(t *testing.T) {
 	buildah := requireTool(t, "buildah", "buildah")
 	bin := mustBinary(t)
 	image := fmt.Sprintf("localhost/tracecar-test:%d", os.Getpid())
-	build := exec.Command("./build-image.sh", image)
+	build := exec.Command(deploy+"/build-image.sh", image)
 	build.Env = append(os.Environ(), "TRACECAR_BIN="+bin)
 	var stderr bytes.Buffer
 	build.Stderr = &stderr
@@ -215,7 +215,7 @@ func TestExamples(t *testing.T) {
 		t.Skip("python3-yaml is not installed (.ci/run installs it)")
 	}
 	raw, err := exec.Command(py, "-c", "import json, sys, yaml; print(json.dumps(list(yaml.safe_load_all(open(sys.argv[1])))))",
-		"kubernetes/pod.yaml").Output()
+		deploy+"/kubernetes/pod.yaml").Output()
 	if err != nil {
 		t.Fatalf("kubernetes/pod.yaml is not YAML: %v", err)
 	}
@@ -272,7 +272,7 @@ func TestExamples(t *testing.T) {
 	podArgs := strings.ReplaceAll(strings.Join(tc.Args, "\x00"), "$(POD_IP)", "127.0.0.1")
 	checkParses(t, bin, "pod", strings.Split(podArgs, "\x00"))
 
-	unit, err := os.ReadFile("systemd/tracecar.service")
+	unit, err := os.ReadFile(deploy + "/systemd/tracecar.service")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,167 @@
+package sidecar
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/tracing/statements"
+)
+
+// Defaults of Config.
+const (
+	DefaultDrainTimeout = 10 * time.Second
+	DefaultDialTimeout  = 5 * time.Second
+
+	// DefaultMaxRequestDataInFlight is the default of Config.MaxRequestDataInFlight.
+	DefaultMaxRequestDataInFlight = 128 << 20
+)
+
+// Sizes of the per-connection buffers. A connection holds two readers and two writers of
+// these sizes, plus a table of its requests in flight; frames larger than a reader's buffer
+// are streamed through, or held in a scratch buffer when they must be read whole.
+const (
+	readBufferSize  = 16 << 10
+	writeBufferSize = 16 << 10
+)
+
+// Config configures a Proxy. Only NodeAddr is required; the zero value of every other field
+// selects its default.
+type Config struct {
+	// NodeAddr is the node's CQL address, host:port. Each client connection dials it.
+	NodeAddr string
+	// AdvertiseAddr is the address written into system.local's rpc_address (and its
+	// native_port/rpc_port), and into events that name the node: an IP, or IP:port. Empty
+	// means the local address of each client's connection; an IP without a port takes the
+	// port of that local address.
+	AdvertiseAddr string
+	// PeerPort is the port written into peers' native_port and into events that name
+	// other nodes, assuming a sidecar beside every node. Zero means the advertised port.
+	PeerPort int
+	// Peers maps other nodes' addresses to their sidecars' when the convention behind
+	// PeerPort does not hold (see PeerMap). Nil means the convention.
+	Peers *PeerMap
+	// DrainTimeout bounds how long Serve waits, once its context is done, for in-flight
+	// requests to be answered before it closes the connections. Zero means
+	// DefaultDrainTimeout.
+	DrainTimeout time.Duration
+	// DialTimeout bounds a dial to the node. Zero means DefaultDialTimeout.
+	DialTimeout time.Duration
+	// MaxFrameSize is the largest frame, header included, accepted from a client; a larger
+	// one gets Cassandra's ProtocolError on its stream and closes the connection. Until the
+	// handshake is done the limit is cql.MaxStartupFrameSize. Frames from the node are
+	// bounded by cql.MaxBodySize only, as the node is trusted to honour its own limit.
+	// Zero means cql.DefaultMaxFrameSize (16 MiB); more than cql.MaxBodySize is an error.
+	MaxFrameSize int
+	// MaxConnections bounds the client connections open at once; a connection accepted
+	// beyond it is closed at once, and a warning is logged. Zero means no limit.
+	MaxConnections int
+	// MaxRequestDataInFlight bounds the bytes of the client frames that all connections
+	// together hold whole (frames over 16 KiB that the proxy reads, not streams), as
+	// Cassandra's native_transport_max_request_data_in_flight: a connection whose frame
+	// does not fit waits, without reading, until others are forwarded. Zero means
+	// DefaultMaxRequestDataInFlight; it is raised to MaxFrameSize if smaller.
+	MaxRequestDataInFlight int
+	// Logger is the "sidecar" logger: a debug line per request and a trace line per frame,
+	// plus connection-level lines. Nil means no logging.
+	Logger *zerolog.Logger
+	// NoEventLoop keeps every connection on the goroutine path (two goroutines per
+	// connection). By default plaintext TCP connections move to the event loop once open.
+	NoEventLoop bool
+	// Metrics receives per-request counts and latencies. Nil means none.
+	Metrics Metrics
+	// Statements receives each request and its response for per-statement statistics.
+	// Nil means none.
+	Statements StatementStats
+	// TLS, when set, makes clients speak TLS to the proxy: it must hold a certificate, and
+	// with ClientAuth set to tls.RequireAndVerifyClientCert and ClientCAs, clients must
+	// present a certificate (mTLS). A client that fails the handshake, a plaintext one say,
+	// is logged with the reason and disconnected. Nil means plaintext.
+	TLS *tls.Config
+	// NodeTLS, when set, makes the proxy speak TLS to the node, with this client
+	// configuration (RootCAs, a client certificate). An empty ServerName is set to the
+	// host of NodeAddr. Nil means plaintext.
+	NodeTLS *tls.Config
+}
+
+// StatementStats is the data path's hook for per-statement statistics;
+// *statements.Stats implements it. Its methods are called from every connection's
+// goroutines at once. Enabled is one atomic load; Request is called for a PREPARE, and
+// for any other request only while Enabled; Response is called for each response whose
+// request's Ticket is active, at the point where the response is matched to its request.
+type StatementStats interface {
+	Enabled() bool
+	// Request sees a request, through the view the proxy decoded it into, and its
+	// arrival time (tracing.Now).
+	Request(f *cql.Frame, now int64) statements.Ticket
+	// Response sees the response, through its view, and its arrival time. It reads from
+	// the view only what it needs.
+	Response(t statements.Ticket, f *cql.Frame, now int64)
+}
+
+// Metrics is what the proxy reports per request. Its methods are called on the data path,
+// from every connection's goroutines at once, so they must be safe for concurrent use,
+// cheap, and allocation-free. *metrics.Metrics implements it.
+type Metrics interface {
+	// CountRequests sets where the requests series reads its counts by opcode: the
+	// proxy's own request counter, so that the data path counts a request once.
+	CountRequests(func() map[cql.Opcode]uint64)
+	// Latency records the time from a request's arrival until its response was queued for
+	// the client.
+	Latency(op cql.Opcode, d time.Duration)
+	// AddedLatency records the time a response spent in the sidecar itself: from the read
+	// that brought it from the node until it was queued for the client.
+	AddedLatency(d time.Duration)
+	// ConnOpened and ConnClosed count client connections.
+	ConnOpened()
+	ConnClosed()
+}
+
+// check returns the first error of cfg, whose defaults New has filled in, and the address
+// that AdvertiseAddr names (a zero Addr when it is empty).
+func (cfg *Config) check() (advertise netip.AddrPort, err error) {
+	switch {
+	case cfg.NodeAddr == "":
+		return advertise, errors.New("sidecar: no node address")
+	case cfg.MaxFrameSize < cql.HeaderSize || cfg.MaxFrameSize > cql.MaxBodySize:
+		return advertise, fmt.Errorf("sidecar: max frame size %d: want %d to %d bytes", cfg.MaxFrameSize, cql.HeaderSize, cql.MaxBodySize)
+	case cfg.MaxRequestDataInFlight < 0:
+		return advertise, fmt.Errorf("sidecar: max request data in flight %d: want 0 (the default) or more", cfg.MaxRequestDataInFlight)
+	case cfg.MaxConnections < 0:
+		return advertise, fmt.Errorf("sidecar: max connections %d: want 0 (no limit) or more", cfg.MaxConnections)
+	case cfg.PeerPort < 0 || cfg.PeerPort > 65535:
+		return advertise, fmt.Errorf("sidecar: peer port %d: want 0 to 65535", cfg.PeerPort)
+	}
+	if cfg.AdvertiseAddr != "" {
+		if advertise, err = parseAdvertise(cfg.AdvertiseAddr); err != nil {
+			return advertise, err
+		}
+	}
+	if cfg.TLS != nil && len(cfg.TLS.Certificates) == 0 && cfg.TLS.GetCertificate == nil {
+		return advertise, errors.New("sidecar: client TLS configuration has no certificate")
+	}
+	return advertise, nil
+}
+
+// parseAdvertise accepts an IP or an IP:port.
+func parseAdvertise(s string) (netip.AddrPort, error) {
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), nil
+	}
+	if a, err := netip.ParseAddr(s); err == nil {
+		return netip.AddrPortFrom(a.Unmap(), 0), nil
+	}
+	return netip.AddrPort{}, fmt.Errorf("sidecar: advertise address %q: want an IP or IP:port", s)
+}
+
+// eventLoopOff reports whether TRACECAR_EVENT_LOOP=off keeps every connection of the
+// process on the goroutine path, as Config.NoEventLoop does for one Proxy: so that test
+// suites (this package's, and those that start a sidecar in process, as reliability's) run
+// on that path, as `tracecar sidecar` does.
+func eventLoopOff() bool { return os.Getenv("TRACECAR_EVENT_LOOP") == "off" }

@@ -1,0 +1,106 @@
+// Package sidecar is tracecar's CQL proxy. It sits in front of one node: every client
+// connection gets a connection of its own to the node, and frames go through as bytes, with
+// their stream ids, so that authentication, USE, REGISTER, prepared statements and
+// compression stay the client's own.
+//
+// The proxy decodes only what it must. It reads the version of a connection's first frame
+// (to answer versions other than 3 and 4 as Cassandra does), the COMPRESSION option of
+// STARTUP, and the text of QUERY and PREPARE requests and the id of EXECUTE requests, to
+// find the queries on system.local, system.peers and system.peers_v2. Only the responses to
+// those, and TOPOLOGY_CHANGE and STATUS_CHANGE events, are decoded and re-encoded, with the
+// node's addresses replaced by the sidecar's, so that drivers never route around it.
+//
+// # Transports
+//
+// The proxy is two layers. A transport moves bytes: it reads sockets, finds the frames in
+// what it read, writes them to the other side with backpressure, and ends the connection
+// through the one state machine below. The per-frame work (pipeline.go, with rewrite.go,
+// statement.go and limits.go) is what is done to one frame, whatever carried it. Between
+// them, transport.go holds what both transports do with a frame once its header is in:
+// reading and checking the header (cql.ParseHeader), the choice of reading a large frame
+// whole or streaming it through, taking the request from the stream table for a response,
+// the clock read per read, and what follows a queued response.
+//
+// A connection starts on its own goroutine (conn.serve), which answers unsupported protocol
+// versions and dials the node. Then a plaintext TCP connection moves to an event loop
+// (loop.go, loopio.go): a goroutine locked to an OS thread, around a level-triggered epoll
+// set of non-blocking sockets, one loop per two of GOMAXPROCS (TRACECAR_EVENT_LOOPS=n
+// overrides), shared by every Proxy of the process. A loop waits in a raw epoll_wait and
+// keeps its P, so GOMAXPROCS grows by one per loop; reads and writes are raw system calls
+// too, as they never block. Every ready socket is read into the loop's one buffer, every
+// whole frame in it gets the per-frame work and is appended to one output buffer, and that
+// goes out in one write; what the peer does not take waits for EPOLLOUT, and the socket
+// that fed it is not read until it is gone (backpressure). A frame larger than the read
+// buffer is gathered on its own, in a buffer that grows as its bytes arrive, and a client's
+// is charged to Config.MaxRequestDataInFlight as on the goroutine path (limits.go).
+// Connections that are not plain TCP (TLS: crypto/tls needs a net.Conn), and every
+// connection when Config.NoEventLoop is set or TRACECAR_EVENT_LOOP=off, take the goroutine
+// path instead (goroutines.go): one goroutine per direction, reading frames from one side
+// and writing them to the other, flushing only when no whole frame is left in its input
+// buffer, so frames that arrive together leave in one syscall there too.
+//
+// # Per-request work
+//
+// Both paths do the same work on each frame, through conn.request and conn.response:
+// request inspects a request (STARTUP compression; OPTIONS; the AUTH_RESPONSE username;
+// QUERY, PREPARE and EXECUTE of system tables by table reference, with the EXECUTE probe of
+// statement.go; the text of a PREPARE), hands it to statement statistics
+// (Config.Statements) and to tracing (tracing.Conn.Begin: one atomic load when tracing is
+// off), records it in the connection's stream table with the Tickets of both, and counts
+// it; the transport takes the record by stream id (conn.requestFor), and response notes the
+// end of the handshake, hands the response to statement statistics and tracing (End, with
+// the record's Ticket), learns a prepared statement from a RESULT Prepared into the one
+// prepared-statement registry (shared with tracing), filters SUPPORTED, rewrites system
+// tables and events, and records the latency. The stream table entry (inflight) is the one
+// per-request record: tracing keeps none of its own. After the write that carried a traced
+// frame, the path tells tracing (conn.wrote: Sent for requests, Done for responses); the
+// frame writers know nothing of tracing. Each request is counted once, in the connection's
+// counters, which the metrics and the tracer read (Proxy.Stats). Neither request nor
+// response allocates with tracing off or in fast mode below the threshold
+// (TestRequestPathAllocs); BenchmarkRequestPath measures them per mode.
+//
+// # Ending a connection
+//
+// On both transports a connection ends through one state machine, conn.state
+// (shutdown.go), that only moves forward, by compare-and-swap, so that the frame loops and
+// the event loop read it with one atomic load:
+//
+//	open → draining → ending → closed
+//
+// Any state may be skipped: a connection ends without draining, and closeAll goes straight
+// to closed. The transitions are the same functions on both transports (conn.advance;
+// conn.end, which records the cause, the first cause standing); what a state does to the
+// sockets is the transport's.
+//
+//   - draining (conn.drain, from Proxy.drain): no new request is read, and the connection
+//     ends with cause "drained" when the last request in flight is answered. On the
+//     goroutine path the client's read deadline is set in the past, so the request
+//     goroutine forwards what its reader holds and stops, and the last answer is seen by
+//     whichever goroutine comes last (the request goroutine when nothing is in flight as it
+//     stops; else the response goroutine once it answers the last one). On the loop, the
+//     command posted to it stops reading the client (loop.drain), and the loop closes the
+//     connection once the last answer is written.
+//   - ending (conn.end): a cause is recorded, and the last frames it calls for
+//     (conn.lastFrames: the ProtocolError for a malformed client frame; a Server error for
+//     each request in flight when the node was lost or could not be written) are written
+//     after what is queued for the client, within errWriteTimeout, so that no last frame
+//     waits on a client that does not read. On the goroutine path conn.stop, from either
+//     goroutine, ends the connection for any cause (a client EOF or read error, a malformed
+//     client frame, a failed node read or write, a client write error, or drained): it
+//     closes the node socket, which ends the response goroutine's read, and sets the
+//     client's read deadline in the past, which ends the request goroutine's. On the loop,
+//     loop.end does so only for the causes that owe the client frames; the others (client
+//     EOF or error, a client write error, drained) go straight to closed.
+//   - closed: both sockets are closed. On the goroutine path this is conn.close, the one
+//     close path, on the response goroutine once the request goroutine has stopped (so the
+//     set of requests in flight is final), and closeAll. On the loop it is loop.close, run
+//     on the loop, which every end leads to and which releases the connection's goroutine
+//     in serve. closeAll skips to closed at once, or posts to the loop.
+//
+// The cause is a field written under conn.mu rather than a context: the goroutines block
+// in reads, which a context cannot interrupt, and each wakes from its socket (closed, or a
+// deadline in the past) anyway. conn.mu also serialises these steps with setting the node
+// socket and with the move to a loop (toLoop), so that drain and closeAll either act on the
+// goroutine path or post to the loop. Once a connection is on a loop, only the loop moves
+// it past draining.
+package sidecar

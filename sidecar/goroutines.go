@@ -1,0 +1,301 @@
+package sidecar
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/tracecar/tracecar/internal/cql"
+)
+
+// The goroutine path: one goroutine per direction, each reading frames from one side with
+// a bufio.Reader and writing them to the other through a frameWriter (see the package doc).
+// It carries TLS connections, and every connection with Config.NoEventLoop.
+
+// runGoroutines carries the connection on the goroutine path: the request loop runs on the
+// calling goroutine, the response loop on a goroutine of its own, which closes the
+// connection once both have stopped (close) and then closes c.done.
+func (c *conn) runGoroutines() {
+	c.startGoroutinePath()
+	go c.responses()
+	err := c.requests()
+	close(c.reqDone)
+	c.requestsEnded(err)
+}
+
+// startGoroutinePath sets up the buffers of the goroutine path.
+func (c *conn) startGoroutinePath() {
+	c.nr = bufio.NewReaderSize(c.node, readBufferSize)
+	c.toNode = newFrameWriter(c.node, writeBufferSize)
+	if c.cr.Size() < readBufferSize {
+		// Bound for a loop that could not take it: full-size buffers, the small reader's
+		// bytes read first, and what the gate queued for the client written out.
+		c.cr = bufio.NewReaderSize(c.cr, readBufferSize)
+		c.toClient.flush()
+		c.toClient = newFrameWriter(c.client, writeBufferSize)
+	}
+}
+
+// requests is the request loop: it forwards the client's frames to the node until the
+// client goes away, sends a malformed frame, is drained, or the node cannot be written.
+func (c *conn) requests() error {
+	r := c.cr
+	for {
+		hb, err := r.Peek(cql.HeaderSize)
+		if err != nil {
+			if len(hb) > 0 {
+				return noEOF(err)
+			}
+			return err
+		}
+		h, pe := c.requestHeader(hb)
+		if pe != nil {
+			return pe
+		}
+		c.traceFrame(h, true)
+		if err := c.forwardRequest(r, h); err != nil {
+			return err
+		}
+	}
+}
+
+// forwardRequest forwards the request at the head of r, whose header h is checked, to the
+// node, after the per-frame work, and flushes when no whole frame follows it.
+func (c *conn) forwardRequest(r *bufio.Reader, h cql.Header) error {
+	n := cql.HeaderSize + int(h.Length)
+	frame, err := c.readRequest(r, h, n)
+	if err != nil {
+		return err
+	}
+	if t := c.request(h, frame, n); t.Events() {
+		c.sentQ = append(c.sentQ, t)
+	}
+	switch {
+	case frame == nil:
+		err = c.toNode.copyFrame(r, n)
+	case n <= r.Size():
+		err = c.toNode.write(frame)
+		r.Discard(n)
+	default:
+		err = c.toNode.write(frame)
+		c.p.held.release(n)
+		if cap(c.reqBuf) > maxKeptBuffer {
+			c.reqBuf = nil
+		}
+	}
+	if err == nil && !frameReady(r) {
+		if err = c.toNode.flush(); err == nil {
+			c.wrote(c.sentQ, false)
+			c.sentQ = c.sentQ[:0]
+		}
+	}
+	if err != nil && c.toNode.err != nil {
+		return fmt.Errorf("%w: %w", errNodeWrite, err)
+	}
+	return err // nil, or the client went away in the middle of a frame
+}
+
+// readRequest returns the request of n bytes at the head of r: in r's buffer when it fits
+// there, read whole into reqBuf when the proxy reads it (see requestWhole), or nil when it
+// is streamed through unread.
+func (c *conn) readRequest(r *bufio.Reader, h cql.Header, n int) ([]byte, error) {
+	switch {
+	case n <= r.Size():
+		frame, err := r.Peek(n)
+		if err != nil {
+			return nil, noEOF(err)
+		}
+		return frame, nil
+	case c.requestWhole(h):
+		var err error
+		if c.reqBuf, err = c.readWhole(r, n); err != nil {
+			return nil, err
+		}
+		return c.reqBuf, nil
+	}
+	return nil, nil
+}
+
+// responses is the response goroutine: it forwards the node's frames to the client until
+// the response loop ends, stops the connection for that reason unless it was stopped
+// already, and closes it.
+func (c *conn) responses() {
+	defer close(c.done)
+	err := c.forwardResponses()
+	switch {
+	case err == nil:
+		c.stop(errDrained)
+	case errors.Is(err, errClientGone):
+		c.stop(err)
+	default:
+		c.stop(fmt.Errorf("%w: %w", errNodeLost, err))
+	}
+	c.close()
+}
+
+// forwardResponses is the response loop. It returns nil when the connection was drained,
+// errClientGone when the client could not be written, and the node read error otherwise.
+func (c *conn) forwardResponses() error {
+	r := c.nr
+	var arrived int64 // when the last read from the node returned, once a frame needed it
+	for {
+		fill := r.Buffered() < cql.HeaderSize
+		hb, err := r.Peek(cql.HeaderSize)
+		if err != nil {
+			return err
+		}
+		h, err := c.responseHeader(hb)
+		if err != nil {
+			return err
+		}
+		c.traceFrame(h, false)
+		// The response arrived when the read that completed it returned: one clock read per
+		// read from the node, shared by every frame that read delivered (see arrival).
+		if fill || r.Buffered() < cql.HeaderSize+int(h.Length) {
+			arrived = 0
+		}
+		drained, err := c.forwardResponse(r, h, &arrived)
+		if err != nil || drained {
+			return err
+		}
+	}
+}
+
+// forwardResponse forwards the response at the head of r, whose header h is checked, to
+// the client, after the per-frame work, and flushes when no whole frame follows it or the
+// connection is drained. arrived is when the read that brought it returned, 0 until a frame
+// of that read needs it. It reports whether this was the answer a drained connection
+// waited for.
+func (c *conn) forwardResponse(r *bufio.Reader, h cql.Header, arrived *int64) (bool, error) {
+	n := cql.HeaderSize + int(h.Length)
+	var req inflight
+	left := c.requestFor(h, &req)
+	frame, err := c.readResponse(r, h, &req, n)
+	if err != nil {
+		return false, err
+	}
+	*arrived = c.arrival(*arrived, req.stat.Active())
+	out, done := c.response(h, frame, req, *arrived)
+	if done.Events() {
+		c.doneQ = append(c.doneQ, done)
+	}
+	size := len(out)
+	switch {
+	case frame == nil:
+		size = n
+		err = c.toClient.copyFrame(r, n)
+	default:
+		err = c.toClient.write(out)
+		if n <= r.Size() {
+			r.Discard(n)
+		} else if cap(c.respBuf) > maxKeptBuffer {
+			c.respBuf = nil
+		}
+	}
+	c.queued(req, *arrived)
+	drained := c.answered(left, size) && c.requestsStopped()
+	if err == nil && (drained || !frameReady(r)) {
+		if err = c.toClient.flush(); err == nil {
+			c.wrote(c.doneQ, true)
+			c.doneQ = c.doneQ[:0]
+		}
+	}
+	if err != nil && c.toClient.err != nil {
+		return false, errClientGone
+	}
+	return drained, err // err: the node went away in the middle of a frame
+}
+
+// readResponse returns the response of n bytes at the head of r: in r's buffer when it
+// fits there, read whole into respBuf when the proxy reads it (see responseWhole), or nil
+// when it is streamed through unread.
+func (c *conn) readResponse(r *bufio.Reader, h cql.Header, req *inflight, n int) ([]byte, error) {
+	switch {
+	case n <= r.Size():
+		return r.Peek(n)
+	case c.responseWhole(h, req):
+		var err error
+		if c.respBuf, err = cql.AppendRead(c.respBuf[:0], r, n); err != nil {
+			return nil, err
+		}
+		return c.respBuf, nil
+	}
+	return nil, nil
+}
+
+// requestsStopped reports whether the request goroutine has stopped reading.
+func (c *conn) requestsStopped() bool {
+	select {
+	case <-c.reqDone:
+		return true
+	default:
+		return false
+	}
+}
+
+// requestsEnded stops the connection for the reason the request loop ended with err,
+// unless it is a drained read with requests still in flight: then the response goroutine
+// stops it after the last answer.
+func (c *conn) requestsEnded(err error) {
+	var pe *protocolError
+	switch {
+	case c.getState() >= stateEnding:
+		// Stopped by the response goroutine or the proxy: that cause stands.
+	case isTimeout(err) && c.getState() == stateDraining:
+		// reqDone is closed before this check, and the response goroutine checks reqDone
+		// after taking a stream: one of the two sees the last answer.
+		if c.streams.len() == 0 {
+			c.stop(errDrained)
+		}
+	case errors.As(err, &pe):
+		c.stop(pe)
+	case errors.Is(err, errNodeWrite):
+		c.stop(err)
+	default:
+		if !isClosed(err) {
+			c.log.Debug().Err(err).Msg("client read")
+		}
+		c.stop(fmt.Errorf("%w: %w", errClientGone, err))
+	}
+}
+
+// stop ends a connection on the goroutine path for cause, from any goroutine; the first
+// cause stands, a later one is dropped. It wakes both goroutines: the request goroutine's
+// read of the client fails at once, and so does the response goroutine's read of the node,
+// which is closed (nothing more goes to it). The response goroutine then writes the last
+// frames and closes the connection: see close.
+func (c *conn) stop(cause error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.inLoop() || !c.end(cause) {
+		return
+	}
+	if c.node != nil {
+		c.node.Close()
+	}
+	c.client.SetReadDeadline(time.Unix(1, 0))
+	if cause != errDrained {
+		// The response goroutine may be blocked writing to a client that does not read:
+		// the last frames get errWriteTimeout, as on the event loop.
+		c.client.SetWriteDeadline(time.Now().Add(errWriteTimeout))
+	}
+}
+
+// close is the goroutine path's one close path, run by the response goroutine once both
+// loops have stopped: it writes what the cause calls for after what is queued for the
+// client (a ProtocolError for a malformed client frame; a Server error for each request in
+// flight when the node was lost or could not be written), then closes both sockets.
+func (c *conn) close() {
+	<-c.reqDone
+	c.mu.Lock()
+	cause := c.cause
+	closed := c.getState() == stateClosed
+	c.mu.Unlock()
+	if !closed {
+		c.client.SetWriteDeadline(time.Now().Add(errWriteTimeout))
+		c.toClient.write(c.lastFrames(nil, cause))
+		c.toClient.flush()
+	}
+	c.closeAll()
+}

@@ -1,0 +1,377 @@
+//go:build linux
+
+package sidecar
+
+import (
+	"fmt"
+	"io"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/tracing"
+)
+
+// The bytes of the event loop: reading a socket, finding the whole frames in what it
+// brought, and writing them to the peer, with the backpressure of a peer that does not take
+// them (see the package doc). What is done to each frame is transport.go's and
+// pipeline.go's; the end of a connection is loop.go's.
+
+// loopReadSize is the shared read buffer of a loop: one read takes up to this much of what
+// a socket holds.
+const loopReadSize = 64 << 10
+
+// side is one socket of a connection in a loop.
+type side struct {
+	c      *conn
+	fd     int
+	client bool
+	peer   *side
+
+	pend    []byte           // the start of a frame read from this socket, waiting for its rest
+	need    int              // the size of the frame at the head of pend, once its header is in
+	out     []byte           // bytes for this socket that it did not take yet
+	tickets []tracing.Ticket // traced requests or responses in out, for conn.wrote
+	events  uint32           // the epoll events registered
+	paused  bool             // reading stopped: the peer has output pending, or draining
+	// held is what the frame gathered in pend holds of the proxy-wide budget of client
+	// frames held whole (Config.MaxRequestDataInFlight), 0 when none; budgetWait says that
+	// reading is stopped until that budget has room for it.
+	held       int
+	budgetWait bool
+}
+
+// sysRead and sysWrite are read(2) and write(2) on a non-blocking socket: they never
+// block, so they skip the runtime's syscall bookkeeping (entersyscall, and exitsyscall's
+// wake-up of another thread), which costs more than the call itself at a frame a time.
+func sysRead(fd int, p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	r, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+	if e != 0 {
+		return -1, e
+	}
+	return int(r), nil
+}
+
+func sysWrite(fd int, p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	r, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+	if e != 0 {
+		return -1, e
+	}
+	return int(r), nil
+}
+
+// setEvents updates the epoll events of s: EPOLLIN unless paused, EPOLLOUT while output
+// is pending.
+func (l *loop) setEvents(s *side) {
+	var e uint32
+	if !s.paused {
+		e |= unix.EPOLLIN
+	}
+	if len(s.out) > 0 {
+		e |= unix.EPOLLOUT
+	}
+	if e == s.events {
+		return
+	}
+	s.events = e
+	ev := unix.EpollEvent{Events: e, Fd: int32(s.fd)}
+	unix.EpollCtl(l.epfd, unix.EPOLL_CTL_MOD, s.fd, &ev)
+}
+
+// read takes what socket s holds and forwards every whole frame in it.
+func (l *loop) read(s *side) {
+	buf := l.rbuf
+	have := 0
+	gather := s.need > len(buf)
+	if gather {
+		// A frame larger than the shared buffer is gathered in pend, which grows as its
+		// bytes arrive, by doubling (as cql.AppendRead), and never ahead of them: a length
+		// field that lies costs no more memory than the bytes actually sent.
+		s.pend = gatherRoom(s.pend, s.need)
+		buf = s.pend[:cap(s.pend)]
+		have = len(s.pend)
+	} else {
+		have = copy(buf, s.pend)
+	}
+	n, err := sysRead(s.fd, buf[have:])
+	switch {
+	case err == unix.EAGAIN || err == unix.EINTR:
+		return
+	case err != nil || n == 0:
+		l.readEnded(s, err)
+		return
+	}
+	if gather && have+n < s.need {
+		s.pend = s.pend[:have+n] // not whole yet
+		return
+	}
+	s.pend = s.pend[:0]
+	l.frames(s, buf[:have+n])
+}
+
+// gatherRoom returns pend, the start of a frame of need bytes, with room for more of it:
+// when pend is full it is copied to a buffer twice as large (at least loopReadSize, at most
+// need), so that its capacity stays within twice the bytes received.
+func gatherRoom(pend []byte, need int) []byte {
+	if len(pend) < cap(pend) {
+		return pend
+	}
+	nb := make([]byte, len(pend), min(need, max(2*cap(pend), loopReadSize)))
+	copy(nb, pend)
+	return nb
+}
+
+// frames forwards the whole frames at the head of data, read from s, to its peer, and keeps
+// the rest in s.pend.
+func (l *loop) frames(s *side, data []byte) {
+	c, d := s.c, s.peer
+	b := batch{out: d.out, tickets: l.tickets[:0]}
+	if b.direct = len(b.out) == 0; b.direct {
+		b.out = l.wbuf[:0]
+	}
+	pos := l.relay(s, data, &b)
+	l.keep(s, data[pos:], b.need, pos > 0)
+	if b.direct {
+		l.wbuf = b.out[:0]
+		if cap(l.wbuf) > maxKeptBuffer {
+			l.wbuf = nil
+		}
+	}
+	l.tickets = b.tickets[:0]
+	if len(b.out) > 0 {
+		l.send(d, b.out, b.direct, b.tickets)
+		if c.getState() == stateClosed {
+			return
+		}
+	}
+	switch {
+	case b.bad != nil:
+		l.end(c, b.bad)
+	case b.nodeErr != nil:
+		l.end(c, fmt.Errorf("%w: %w", errNodeLost, b.nodeErr))
+	case b.drained && len(d.out) == 0:
+		l.close(c)
+	}
+}
+
+// batch is what the frames of one read become: the bytes for the peer, and what is left to
+// do once they are sent.
+type batch struct {
+	out     []byte           // for the peer: d.out, or the loop's scratch buffer
+	direct  bool             // out is the scratch buffer: d had no output pending
+	tickets []tracing.Ticket // the traced frames in out, for conn.wrote
+	arrived int64            // when the read returned, once a response needed it (arrival)
+	drained bool             // a response was the answer a drained connection waited for
+	need    int              // the size of a frame whose header is in and whose rest is not
+	bad     *protocolError   // a malformed client frame ends the connection
+	nodeErr error            // so does a malformed node frame
+}
+
+// relay does the per-frame work on each whole frame at the head of data, read from s,
+// appending what goes to the peer to b, and returns the bytes it took. It stops at the
+// first frame that is not whole, or malformed. It works on locals, written to b at the
+// end, as this loop runs per frame.
+func (l *loop) relay(s *side, data []byte, b *batch) int {
+	c := s.c
+	out, tickets, arrived, drained := b.out, b.tickets, b.arrived, false
+	pos := 0
+	for len(data)-pos >= cql.HeaderSize {
+		hb := data[pos : pos+cql.HeaderSize]
+		var h cql.Header
+		var bad *protocolError
+		var err error
+		if s.client {
+			h, bad = c.requestHeader(hb)
+		} else {
+			h, err = c.responseHeader(hb)
+		}
+		if bad != nil || err != nil {
+			b.bad, b.nodeErr = bad, err
+			break
+		}
+		n := cql.HeaderSize + int(h.Length)
+		if len(data)-pos < n {
+			b.need = n
+			break
+		}
+		frame := data[pos : pos+n]
+		pos += n
+		c.traceFrame(h, s.client)
+		if s.client {
+			if t := c.request(h, frame, n); t.Events() {
+				tickets = append(tickets, t)
+			}
+			out = append(out, frame...)
+			continue
+		}
+		var req inflight
+		left := c.requestFor(h, &req)
+		arrived = c.arrival(arrived, req.stat.Active())
+		f, done := c.response(h, frame, req, arrived)
+		if done.Events() {
+			tickets = append(tickets, done)
+		}
+		out = append(out, f...)
+		c.queued(req, arrived)
+		drained = c.answered(left, len(f)) || drained
+	}
+	b.out, b.tickets, b.arrived, b.drained = out, tickets, arrived, drained
+	return pos
+}
+
+// keep keeps rest, the start of a frame of need bytes (0 while its header is not in), in
+// s.pend for the next read. Once frames were forwarded (took), a frame gathered whole gives
+// its share of the budget back; a client frame to be gathered whole is charged to it.
+func (l *loop) keep(s *side, rest []byte, need int, took bool) {
+	if s.held > 0 && took {
+		s.c.p.held.release(s.held)
+		s.held = 0
+	}
+	s.need = need
+	if cap(s.pend) > maxKeptBuffer && len(rest) <= loopReadSize {
+		s.pend = nil // a large frame's buffer is not kept
+	}
+	s.pend = append(s.pend[:0], rest...)
+	if s.client && s.need > len(l.rbuf) && s.held == 0 {
+		l.holdFrame(s)
+	}
+}
+
+// send writes out to d. When d takes only part of it, the rest waits in d.out for
+// EPOLLOUT, and reading from d's peer stops until it is written. direct says that out is the
+// loop's scratch buffer rather than d.out. tickets are the traced frames in out: tracing
+// is told once they are written.
+func (l *loop) send(d *side, out []byte, direct bool, tickets []tracing.Ticket) {
+	if !direct {
+		// d.out was already waiting for EPOLLOUT: just queue behind it.
+		d.out = out
+		d.tickets = append(d.tickets, tickets...)
+		return
+	}
+	n, err := sysWrite(d.fd, out)
+	if err != nil && err != unix.EAGAIN && err != unix.EINTR {
+		l.writeFailed(d, err)
+		return
+	}
+	n = max(n, 0)
+	if n == len(out) {
+		d.c.wrote(tickets, d.client)
+		return
+	}
+	d.out = append(d.out[:0], out[n:]...)
+	d.tickets = append(d.tickets[:0], tickets...)
+	l.setEvents(d)
+	d.peer.paused = true
+	l.setEvents(d.peer)
+}
+
+// writeOut writes the output that d holds, on EPOLLOUT.
+func (l *loop) writeOut(d *side) {
+	if len(d.out) == 0 {
+		l.setEvents(d)
+		return
+	}
+	n, err := sysWrite(d.fd, d.out)
+	if err != nil && err != unix.EAGAIN && err != unix.EINTR {
+		l.writeFailed(d, err)
+		return
+	}
+	n = max(n, 0)
+	if n < len(d.out) {
+		d.out = d.out[:copy(d.out, d.out[n:])]
+		return
+	}
+	d.out = d.out[:0]
+	if cap(d.out) > maxKeptBuffer {
+		d.out = nil
+	}
+	c := d.c
+	c.wrote(d.tickets, d.client)
+	clear(d.tickets)
+	d.tickets = d.tickets[:0]
+	l.setEvents(d)
+	switch {
+	case c.getState() == stateEnding:
+		l.close(c) // the last frames are out
+		return
+	case d.client && c.draining() && c.streams.len() == 0:
+		l.close(c)
+		return
+	}
+	src := d.peer
+	if src.paused && !src.budgetWait && !(src.client && c.draining()) {
+		src.paused = false
+		l.setEvents(src)
+	}
+}
+
+// writeFailed handles a write error on d: the node is lost, or the client is gone.
+func (l *loop) writeFailed(d *side, err error) {
+	if d.client {
+		l.close(d.c)
+		return
+	}
+	l.end(d.c, fmt.Errorf("%w: %w", errNodeWrite, err))
+}
+
+// readEnded handles the end of reading s: EOF or an error.
+func (l *loop) readEnded(s *side, err error) {
+	c := s.c
+	if !s.client {
+		if err == nil {
+			err = io.EOF
+		}
+		l.end(c, fmt.Errorf("%w: %w", errNodeLost, err))
+		return
+	}
+	if err != nil {
+		c.log.Debug().Err(err).Msg("client read")
+	}
+	l.close(c)
+}
+
+// holdFrame charges the client frame that s is about to gather whole (larger than the
+// read buffer) to the proxy-wide budget of frames held whole, as readWhole does on the
+// goroutine path. While the budget has no room, s is not read: its frame stays in the
+// client's socket and the client's writes block, which is the backpressure; retryBudget
+// tries again every budgetPoll.
+func (l *loop) holdFrame(s *side) {
+	if s.c.p.held.tryAcquire(int64(s.need)) {
+		s.held = s.need
+		return
+	}
+	s.budgetWait = true
+	s.paused = true
+	l.setEvents(s)
+	l.waiting = append(l.waiting, s)
+}
+
+// retryBudget resumes the connections waiting for the budget that now fits their frame.
+// A connection closed or drained meanwhile stops waiting (a drained one is not read again).
+func (l *loop) retryBudget() {
+	kept := l.waiting[:0]
+	for _, s := range l.waiting {
+		c := s.c
+		switch {
+		case c.draining(): // or ending, or closed
+			s.budgetWait = false
+		case c.p.held.tryAcquire(int64(s.need)):
+			s.held, s.budgetWait = s.need, false
+			if len(s.peer.out) == 0 {
+				s.paused = false
+				l.setEvents(s)
+			}
+		default:
+			kept = append(kept, s)
+		}
+	}
+	clear(l.waiting[len(kept):])
+	l.waiting = kept
+}

@@ -1,0 +1,130 @@
+package sidecar
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/tracing"
+)
+
+// The glue between the transports and the per-frame work (see "Transports" in the package
+// doc): both the goroutine path (goroutines.go) and the event loop (loopio.go) move bytes,
+// find the frames in them and apply backpressure; what they do with one frame once its
+// header is in is here, so that they do it alike. The version gate (conn.open) reads the
+// 8-byte headers of versions 1 and 2 itself, as cql.ParseHeader does not.
+
+// requestHeader parses and checks the header of a client's frame: a response, a version
+// other than 3 or 4, or a frame over the connection's limit is a protocolError.
+func (c *conn) requestHeader(hb []byte) (cql.Header, *protocolError) {
+	h, err := cql.ParseHeader(hb)
+	switch {
+	case h.IsResponse():
+		return h, &protocolError{stream: h.Stream, msg: "response frame sent by a client"}
+	case err != nil && err != cql.ErrFrameTooBig:
+		return h, &protocolError{stream: h.Stream, msg: cql.UnsupportedVersionMessage(h.Version)}
+	}
+	// A length over cql.MaxBodySize is over the limit too. tooBig, which counts and words
+	// the refusal, is called only for a frame over the limit.
+	if uint64(h.Length)+cql.HeaderSize > c.frameLimit() {
+		return h, c.tooBig(h.Stream, h.Length)
+	}
+	return h, nil
+}
+
+// responseHeader parses and checks the header of a node's frame. A malformed one counts as
+// a failure of the node connection.
+func (c *conn) responseHeader(hb []byte) (cql.Header, error) {
+	h, err := cql.ParseHeader(hb)
+	switch {
+	case !h.IsResponse() || err != nil && err != cql.ErrFrameTooBig:
+		return h, fmt.Errorf("malformed frame from node: version byte 0x%02x", hb[0])
+	case err != nil:
+		return h, fmt.Errorf("malformed frame from node: body of %d bytes exceeds the maximum of %d", h.Length, cql.MaxBodySize)
+	}
+	return h, nil
+}
+
+// frameSize returns the size, header included, that the v3/v4 header at the start of hb
+// claims for its frame, before the header is checked: the one reader of the length field
+// beside cql.ParseHeader, for the tests of whether a whole frame is buffered.
+func frameSize(hb []byte) uint64 {
+	return cql.HeaderSize + uint64(binary.BigEndian.Uint32(hb[5:9]))
+}
+
+// appendError appends an ERROR frame for the client to f.
+func (c *conn) appendError(f []byte, stream int16, code int32, msg string) []byte {
+	h := cql.Header{Version: cql.ResponseBit | c.version, Stream: stream}
+	return cql.AppendFrame(f, h, cql.Error{Code: code, Message: msg})
+}
+
+// traceFrame logs a frame whose header is checked, at trace level. It looks at traceOn
+// first, so that the frame loops pay one load per frame for it.
+func (c *conn) traceFrame(h cql.Header, fromClient bool) {
+	if c.traceOn {
+		c.logFrame(h, fromClient)
+	}
+}
+
+func (c *conn) logFrame(h cql.Header, fromClient bool) {
+	if e := c.log.Trace(); e != nil {
+		msg := "frame from node"
+		if fromClient {
+			msg = "frame from client"
+		}
+		e.Str("op", h.Opcode.String()).Int16("stream", h.Stream).Int("bytes", cql.HeaderSize+int(h.Length)).Msg(msg)
+	}
+}
+
+// A frame that fits the reader's buffer is read whole on both paths; a larger one is read
+// whole, into a scratch buffer, only when the per-frame work reads it (requestWhole,
+// responseWhole), and otherwise streamed through unread (frame nil in request and
+// response). The event loop gathers every larger frame whole, so only the goroutine path
+// asks.
+
+// requestWhole reports whether a client frame with header h, too large for the reader's
+// buffer, is read whole rather than streamed through.
+func (c *conn) requestWhole(h cql.Header) bool {
+	return c.tr != nil || c.readsBody(h.Opcode)
+}
+
+// responseWhole reports whether a node frame with header h, answering req and too large for
+// the reader's buffer, is read whole rather than streamed through.
+func (c *conn) responseWhole(h cql.Header, req *inflight) bool {
+	event := h.Stream < 0 && h.Opcode == cql.OpEvent
+	return c.tr != nil || req.kind != kindNone || event || req.stat.WantsBody(h.Opcode)
+}
+
+// requestFor takes from the stream table into req the request that the response with
+// header h answers, and returns how many requests stay in flight, -1 for an event; req is
+// left zero for an event, or a stream with no request in flight. req is the caller's, not a
+// result, so that the record is not copied once more per response.
+func (c *conn) requestFor(h cql.Header, req *inflight) (left int) {
+	if h.Stream < 0 {
+		return -1
+	}
+	*req, _, left = c.streams.take(h.Stream)
+	return left
+}
+
+// arrival returns when a response arrived: arrived, the time of the read from the node
+// that brought it, or now when that time was not read yet and metrics or the statement
+// statistics of its request (stat: its Ticket is active) need it. The caller keeps the
+// time for the read: every frame that read delivered shares one clock read. It is the
+// response time that tracing and statement statistics see, and the start of the added
+// latency.
+func (c *conn) arrival(arrived int64, stat bool) int64 {
+	if arrived == 0 && (stat || c.p.metrics != nil) {
+		return tracing.Now()
+	}
+	return arrived
+}
+
+// answered is what follows a response of size bytes once it is queued for the client and
+// its metrics are recorded (conn.queued), on either path: its bytes are counted, and it
+// reports whether it was the answer a drained connection waited for (left is what
+// requestFor left in flight).
+func (c *conn) answered(left, size int) bool {
+	inc(&c.counters.bytesOut, uint64(size))
+	return left == 0 && c.draining()
+}
