@@ -39,9 +39,12 @@ var topOps = []string{"QUERY", "EXECUTE", "BATCH"}
 // topInFlight is how many requests in flight each host is asked for.
 const topInFlight = 20
 
-// hostSample is one reading of one host.
+// hostSample is one reading of one host. Its request counters and its statements are
+// read one right after the other, and each with its own time (at, stmtAt), so that their
+// rates agree even when a host is slow to answer one reading.
 type hostSample struct {
-	at      time.Time
+	at      time.Time // of the /metrics read
+	stmtAt  time.Time // of the statements read
 	err     error
 	status  adminapi.Status
 	statsOn bool
@@ -56,9 +59,56 @@ type stmtKey struct {
 	prepared bool
 }
 
-// sample reads one host.
+// sample reads one host. The request counters (/metrics) and the statements are read at
+// once, in parallel, so that their differences over an interval cover the same time even
+// while the load changes (as when drivers start) and the host is slow to answer.
 func (c *client) sample(ctx context.Context, base string) hostSample {
-	s := hostSample{at: time.Now()}
+	var s hostSample
+	max, on, err := c.statementStats(ctx, base)
+	if err != nil {
+		s.err = err
+		return s
+	}
+	s.statsOn = on
+	var metrics, list []byte
+	var lerr error
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		start := time.Now()
+		metrics, err = c.request(ctx, http.MethodGet, base+adminapi.PathMetrics, nil)
+		s.at = midpoint(start, time.Now())
+	})
+	if max > 0 {
+		wg.Go(func() {
+			start := time.Now()
+			list, lerr = c.request(ctx, http.MethodGet, base+"/tracecar/statements?sort=calls&histogram=true&limit="+strconv.Itoa(max), nil)
+			s.stmtAt = midpoint(start, time.Now())
+		})
+	}
+	wg.Wait()
+	if s.err = cmp.Or(err, lerr); s.err != nil {
+		return s
+	}
+	rm, err := adminapi.ParseRequestMetrics(metrics)
+	if err != nil {
+		s.err = err
+		return s
+	}
+	for _, op := range topOps {
+		s.ops += rm.Requests[op]
+		s.latency = s.latency.Add(rm.Latency[op])
+	}
+	s.stmts = map[stmtKey]statements.Statement{}
+	if list != nil {
+		var sts []statements.Statement
+		if err := json.Unmarshal(list, &sts); err != nil {
+			s.err = fmt.Errorf("bad statements response: %w", err)
+			return s
+		}
+		for _, st := range sts {
+			s.stmts[stmtKey{st.Statement, st.Prepared}] = st
+		}
+	}
 	get := func(path string) []byte {
 		if s.err != nil {
 			return nil
@@ -67,64 +117,37 @@ func (c *client) sample(ctx context.Context, base string) hostSample {
 		b, s.err = c.request(ctx, http.MethodGet, base+path, nil)
 		return b
 	}
-	if b := get(adminapi.PathMetrics); b != nil {
-		rm, err := adminapi.ParseRequestMetrics(b)
-		if err != nil {
-			s.err = err
-			return s
-		}
-		for _, op := range topOps {
-			s.ops += rm.Requests[op]
-			s.latency = s.latency.Add(rm.Latency[op])
-		}
-	}
 	if b := get(adminapi.PathStatus); b != nil {
 		s.status, s.err = adminapi.ParseStatus(b)
 	}
 	if b := get(adminapi.PathQueries + "?limit=" + strconv.Itoa(topInFlight)); b != nil {
 		s.queries, s.err = adminapi.ParseQueries(b)
 	}
-	if s.err != nil {
-		return s
-	}
-	// Statement statistics are optional: a sidecar without them is still shown.
-	list, on, err := c.statementList(ctx, base)
-	if err != nil {
-		s.err = err
-		return s
-	}
-	s.statsOn = on
-	s.stmts = make(map[stmtKey]statements.Statement, len(list))
-	for _, st := range list {
-		s.stmts[stmtKey{st.Statement, st.Prepared}] = st
-	}
 	return s
 }
 
-// statementList reads every statement of a host with its histogram, and whether
-// statistics are on.
-func (c *client) statementList(ctx context.Context, base string) ([]statements.Statement, bool, error) {
+// statementStats reads how many statements a host's statistics may hold (0: the host
+// has none) and whether they are on.
+func (c *client) statementStats(ctx context.Context, base string) (max int, on bool, err error) {
 	b, err := c.request(ctx, http.MethodGet, base+"/tracecar/statement_stats", nil)
 	if err != nil {
 		if e, ok := err.(*adminapi.Error); ok && e.Status == http.StatusNotFound {
-			return nil, false, nil
+			return 0, false, nil
 		}
-		return nil, false, err
+		return 0, false, err
 	}
 	var st struct {
 		Enabled bool `json:"enabled"`
 		Max     int  `json:"max"`
-		Entries int  `json:"entries"`
 	}
 	if err := json.Unmarshal(b, &st); err != nil || st.Max < 1 {
-		return nil, false, fmt.Errorf("bad statement_stats response %q", b)
+		return 0, false, fmt.Errorf("bad statement_stats response %q", b)
 	}
-	if st.Entries == 0 {
-		return nil, st.Enabled, nil
-	}
-	list, err := c.statements(ctx, base)
-	return list, st.Enabled, err
+	return st.Max, st.Enabled, nil
 }
+
+// midpoint is the middle of a request: the best guess of when the host took its counts.
+func midpoint(a, b time.Time) time.Time { return a.Add(b.Sub(a) / 2) }
 
 // sampleAll reads every host in parallel.
 func (c *client) sampleAll(ctx context.Context, hosts []string) []hostSample {
@@ -189,7 +212,7 @@ type inflightRow struct {
 // hosts (prev is nil on the first refresh), with statements sorted by order.
 func buildView(hosts []string, prev, cur []hostSample, order string) topView {
 	v := topView{sort: order, cluster: hostRow{host: "cluster", total: len(hosts)}}
-	var dts []time.Duration
+	var dts, stmtDts []time.Duration
 	var clusterLat adminapi.Histogram
 	var clusterOps uint64
 	var deltas [][]statements.Statement
@@ -220,6 +243,7 @@ func buildView(hosts []string, prev, cur []hostSample, order string) topView {
 		if c.err == nil && prev != nil && p.err == nil && !p.at.IsZero() {
 			dt := c.at.Sub(p.at)
 			dts = append(dts, dt)
+			stmtDts = append(stmtDts, cmp.Or(c.stmtAt.Sub(p.stmtAt), dt))
 			lat := c.latency.Sub(p.latency)
 			ops := uint64(0)
 			if c.ops >= p.ops {
@@ -249,11 +273,8 @@ func buildView(hosts []string, prev, cur []hostSample, order string) topView {
 	if len(dts) == 0 {
 		return v
 	}
-	var total time.Duration
-	for _, d := range dts {
-		total += d
-	}
-	v.interval = total / time.Duration(len(dts))
+	v.interval = mean(dts)
+	stmtInterval := mean(stmtDts)
 	v.cluster.opsPerSec = perSecond(clusterOps, v.interval)
 	v.cluster.p50, v.cluster.hasLatency = clusterLat.Quantile(0.5)
 	v.cluster.p99, _ = clusterLat.Quantile(0.99)
@@ -268,9 +289,9 @@ func buildView(hosts []string, prev, cur []hostSample, order string) topView {
 			continue
 		}
 		r := stmtRow{text: m.Statement, prepared: m.Prepared, totalUS: m.TotalTimeUS, calls: m.Calls,
-			errors: m.ErrorCount(), callsPerSec: perSecond(m.Calls, v.interval), meanUS: m.MeanUS, p99US: m.P99US,
+			errors: m.ErrorCount(), callsPerSec: perSecond(m.Calls, stmtInterval), meanUS: m.MeanUS, p99US: m.P99US,
 			anti: m.AntiPatterns}
-		r.errorsPer = perSecond(r.errors, v.interval)
+		r.errorsPer = perSecond(r.errors, stmtInterval)
 		if allUS > 0 {
 			r.share = float64(m.TotalTimeUS) / float64(allUS)
 		}
@@ -348,6 +369,14 @@ func boolCompare(a, b bool) int {
 		return 1
 	}
 	return -1
+}
+
+func mean(ds []time.Duration) time.Duration {
+	var total time.Duration
+	for _, d := range ds {
+		total += d
+	}
+	return total / time.Duration(len(ds))
 }
 
 func perSecond(n uint64, d time.Duration) float64 {
