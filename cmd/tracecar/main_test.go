@@ -241,6 +241,13 @@ const guardrailDelay = 10 * time.Millisecond
 // for delay before passing it on, until the test ends. It returns its address.
 func mustDelayRelay(tb testing.TB, target string, delay time.Duration) string {
 	tb.Helper()
+	return mustRelay(tb, target, func() { time.Sleep(delay) })
+}
+
+// mustRelay relays TCP connections to target until the test ends, calling hold before it
+// passes on each chunk a client sent. It returns its address.
+func mustRelay(tb testing.TB, target string, hold func()) string {
+	tb.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
@@ -287,7 +294,7 @@ func mustDelayRelay(tb testing.TB, target string, delay time.Duration) string {
 					if err != nil {
 						return
 					}
-					time.Sleep(delay)
+					hold()
 					if _, err := n.Write(buf[:k]); err != nil {
 						return
 					}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -52,58 +51,9 @@ func (r *holdRelay) wait() {
 // mustHoldRelay starts a holdRelay to target until the test ends.
 func mustHoldRelay(tb testing.TB, target string) *holdRelay {
 	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	r := &holdRelay{addr: ln.Addr().String()}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	tb.Cleanup(func() {
-		r.release()
-		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			n, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			mu.Lock()
-			conns = append(conns, c, n)
-			mu.Unlock()
-			wg.Go(func() {
-				defer n.Close()
-				buf := make([]byte, 64<<10)
-				for {
-					k, err := c.Read(buf)
-					if err != nil {
-						return
-					}
-					r.wait()
-					if _, err := n.Write(buf[:k]); err != nil {
-						return
-					}
-				}
-			})
-			wg.Go(func() {
-				defer c.Close()
-				io.Copy(c, n)
-			})
-		}
-	})
+	r := &holdRelay{}
+	r.addr = mustRelay(tb, target, r.wait)
+	tb.Cleanup(r.release) // first: the relay's own cleanup waits for its goroutines
 	return r
 }
 

@@ -10,33 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tracecar/tracecar/internal/testkit/drivertest"
 )
-
-// requireTool skips tb, or fails it when TRACECAR_REQUIRE_DRIVERS is set (as in CI, where
-// .ci/run installs it), unless the program name is on the PATH. It returns its path.
-func requireTool(tb testing.TB, name, pkg string) string {
-	tb.Helper()
-	p, err := exec.LookPath(name)
-	if err == nil {
-		return p
-	}
-	if os.Getenv("TRACECAR_REQUIRE_DRIVERS") != "" {
-		tb.Fatalf("%s is not installed (Debian package %s), and TRACECAR_REQUIRE_DRIVERS is set", name, pkg)
-	}
-	tb.Skipf("%s is not installed (Debian package %s; .ci/run installs it)", name, pkg)
-	return ""
-}
-
-// requirePythonDriver is requireTool for the DataStax Python driver.
-func requirePythonDriver(tb testing.TB) {
-	tb.Helper()
-	if err := exec.Command("/usr/bin/python3", "-c", "import cassandra").Run(); err != nil {
-		if os.Getenv("TRACECAR_REQUIRE_DRIVERS") != "" {
-			tb.Fatal("the DataStax Python driver is not installed, and TRACECAR_REQUIRE_DRIVERS is set")
-		}
-		tb.Skip("the DataStax Python driver is not installed (.ci/run installs it)")
-	}
-}
 
 // topLoadScript is a Python-driver workload for one sidecar, until it is killed (at most
 // SECS seconds): per round three prepared INSERTs and one prepared SELECT, and every tenth
@@ -151,8 +127,8 @@ func TestTopUnderTmux(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs load")
 	}
-	bin := requireTool(t, "tmux", "tmux")
-	requirePythonDriver(t)
+	bin := drivertest.RequireTool(t, "tmux", "tmux")
+	drivertest.RequirePython(t)
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

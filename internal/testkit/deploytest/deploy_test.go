@@ -20,22 +20,9 @@ import (
 	"sync"
 	"testing"
 	"time"
-)
 
-// requireTool returns the path of the program name, or skips tb (fails it when
-// TRACECAR_REQUIRE_DRIVERS is set, as in CI, where .ci/run installs pkg).
-func requireTool(tb testing.TB, name, pkg string) string {
-	tb.Helper()
-	p, err := exec.LookPath(name)
-	if err == nil {
-		return p
-	}
-	if os.Getenv("TRACECAR_REQUIRE_DRIVERS") != "" {
-		tb.Fatalf("%s is not installed (Debian package %s), and TRACECAR_REQUIRE_DRIVERS is set", name, pkg)
-	}
-	tb.Skipf("%s is not installed (Debian package %s; .ci/run installs it)", name, pkg)
-	return ""
-}
+	"github.com/tracecar/tracecar/internal/testkit/drivertest"
+)
 
 // repo and deploy are the module's root and its deploy/ folder, from this package's.
 const (
@@ -159,7 +146,7 @@ func (p *proc) waitLine(tb testing.TB, re *regexp.Regexp) []string {
 
 // TestPromtoolRules checks the rule files and runs their unit tests with promtool.
 func TestPromtoolRules(t *testing.T) {
-	promtool := requireTool(t, "promtool", "prometheus")
+	promtool := drivertest.RequireTool(t, "promtool", "prometheus")
 	rules, _ := filepath.Glob(deploy + "/prometheus/*.rules.yml")
 	tests, _ := filepath.Glob(deploy + "/prometheus/tests/*.yml")
 	if len(rules) != 2 || len(tests) != 2 {
@@ -367,7 +354,7 @@ func TestPrometheusScrapesSidecars(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a Prometheus, a cluster and load")
 	}
-	prom := requireTool(t, "prometheus", "prometheus")
+	prom := drivertest.RequireTool(t, "prometheus", "prometheus")
 	bin := mustBinary(t)
 	dir := t.TempDir()
 	ips := []string{"127.0.0.1", "127.0.0.2", "127.0.0.3"}

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/gocql/gocql"
+
+	"github.com/tracecar/tracecar/internal/testkit/drivertest"
 )
 
 // TestImage builds the image with deploy/build-image.sh (buildah bud, FROM scratch) from
@@ -27,7 +29,7 @@ func TestImage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds an image")
 	}
-	buildah := requireTool(t, "buildah", "buildah")
+	buildah := drivertest.RequireTool(t, "buildah", "buildah")
 	bin := mustBinary(t)
 	image := fmt.Sprintf("localhost/tracecar-test:%d", os.Getpid())
 	build := exec.Command(deploy+"/build-image.sh", image)

@@ -34,6 +34,18 @@ func missing(tb testing.TB, what string) {
 	tb.Skipf("%s is not installed (.ci/run installs it)", what)
 }
 
+// RequireTool returns the path of the program name, or skips tb (fails it when
+// TRACECAR_REQUIRE_DRIVERS is set) unless it is on the PATH; pkg is the Debian package
+// that has it, for the message.
+func RequireTool(tb testing.TB, name, pkg string) string {
+	tb.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		missing(tb, name+" (Debian package "+pkg+")")
+	}
+	return p
+}
+
 // Options select the target and the variant of a suite run.
 type Options struct {
 	Host        string
