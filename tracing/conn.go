@@ -9,78 +9,6 @@ import (
 	"github.com/tracecar/tracecar/internal/cql"
 )
 
-// Ticket is the tracing record of one request, from Begin to End: the caller keeps it with
-// its own record of the request in flight (the sidecar's stream table entry), so tracing
-// keeps no per-stream state of its own. The zero Ticket is a request that is not traced,
-// which End passes through at the cost of one compare.
-type Ticket struct {
-	r      *record
-	seq    uint32 // r.seq at Begin: a later use of the record is not this request
-	events bool   // traced with events (full, sampled, client): Sent and Done apply
-}
-
-// Traced reports whether the request is traced: End has work to do.
-func (t Ticket) Traced() bool { return t.r != nil }
-
-// Events reports whether the request is traced with events, so that its "sent to node"
-// and "response sent" events are wanted: the caller calls Sent after the write that
-// carried the request, and Done after the write that carried its response.
-func (t Ticket) Events() bool { return t.events }
-
-// Sent notes that the request went out to the node at at (from Now). The caller calls it
-// on the request side, after the write that carried the request; it does nothing for a
-// Ticket without events, or one whose request has already ended.
-func (t Ticket) Sent(at int64) {
-	if t.events && t.r.seq.Load() == t.seq {
-		t.r.sent.CompareAndSwap(0, at)
-	}
-}
-
-// record is what tracing keeps of one request in flight. A fast-mode record holds the
-// start time and a copy of the request frame, so that a slow request can be decoded after
-// its response; a record traced with events holds the decompressed body and the times of
-// its events. Records are reused through the Conn's free list: Begin takes one, and End
-// (fast mode) or Done gives it back.
-type record struct {
-	seq atomic.Uint32 // incremented by each Begin that takes the record
-
-	mode    string
-	op      cql.Opcode
-	flags   byte // the client's own flags
-	version byte
-	start   int64
-	gen     uint32 // fast mode: the Config generation at Begin
-
-	// Fast mode: the request frame, cut to Options.CaptureMax bytes.
-	comp  cql.Compressor
-	size  int // the whole frame's size, when buf is cut
-	trunc bool
-	plain bool // buf is the decompressed message, not the frame
-
-	// buf is the request frame or, when plain, its decompressed message (fast mode), or
-	// its decompressed message (traced with events).
-	buf []byte
-
-	// Traced with events. sent is set by Ticket.Sent on the request side, and read on the
-	// response side, hence atomic.
-	parsed      int64
-	sent        atomic.Int64
-	responded   int64
-	respSent    int64
-	decodeErr   string
-	nodeID      [16]byte
-	hasNodeID   bool
-	err         string
-	thresholdUS int64
-	rows        int // the RESULT Rows count, or -1
-
-	// The request's W3C trace context (its State copied into state), and whether it has
-	// been read from the request yet: fast mode may leave that to a slow request's End.
-	ctx     TraceContext
-	state   []byte
-	ctxRead bool
-}
-
 // Conn is the tracing state of one client connection: its addresses, its username and
 // scratch buffers; per-request state travels in Tickets. The request side (Begin,
 // Ticket.Sent) must be called from one goroutine at a time, and the response side (End,
@@ -191,13 +119,7 @@ func (c *Conn) Begin(f *cql.Frame, now int64) Ticket {
 	}
 	r := c.take()
 	seq := r.seq.Add(1)
-	r.mode, r.op, r.flags, r.version = mode, h.Opcode, h.Flags, h.ProtoVersion()
-	r.start, r.thresholdUS = now, s.thresholdUS
-	r.sent.Store(0)
-	r.responded, r.respSent = 0, 0
-	r.decodeErr, r.err = "", ""
-	r.nodeID, r.hasNodeID = [16]byte{}, false
-	r.rows = -1
+	r.reset(mode, h, now, s.thresholdUS)
 	if !read && h.Flags&cql.FlagCustomPayload != 0 {
 		tc = c.t.readContext(f.CustomPayload())
 	}
@@ -407,23 +329,10 @@ func (c *Conn) stripTracingID(f *cql.Frame) []byte {
 	return out
 }
 
-// finish builds the session of a request traced with events, records it when it is slow,
-// or sampled, or the client's own, and releases the record.
-func (c *Conn) finish(r *record) {
-	end := r.respSent
-	if end == 0 {
-		end = r.responded
-	}
-	d := end - r.start
-	if f := c.t.opts.AddedLatency; f != nil {
-		if sent := r.sent.Load(); sent != 0 && r.responded >= sent {
-			f(time.Duration(d - (r.responded - sent)))
-		}
-	}
-	if r.mode == ModeFull && !slow(d/1000, r.thresholdUS) {
-		c.release(r)
-		return
-	}
+// session builds the session record of a request traced with events that ended at end
+// (from Now), d after it started: its parameters, decoded from the body its record kept,
+// and its events. Only a session that is recorded is built.
+func (c *Conn) session(r *record, end, d int64) *Session {
 	now := c.t.now()
 	wallEnd := time.Now().Add(-time.Duration(now - end))
 	started := wallEnd.Add(-time.Duration(d))
@@ -451,7 +360,7 @@ func (c *Conn) finish(r *record) {
 	if r.hasNodeID {
 		id = r.nodeID // the node's session id, so the two traces match
 	}
-	sess := &Session{
+	return &Session{
 		ID:          formatUUID(id),
 		StartedAt:   started,
 		DurationUS:  d / 1000,
@@ -465,6 +374,26 @@ func (c *Conn) finish(r *record) {
 		Events:      evs,
 		Error:       r.err,
 	}
+}
+
+// finish builds the session of a request traced with events, records it when it is slow,
+// or sampled, or the client's own, and releases the record.
+func (c *Conn) finish(r *record) {
+	end := r.respSent
+	if end == 0 {
+		end = r.responded
+	}
+	d := end - r.start
+	if f := c.t.opts.AddedLatency; f != nil {
+		if sent := r.sent.Load(); sent != 0 && r.responded >= sent {
+			f(time.Duration(d - (r.responded - sent)))
+		}
+	}
+	if r.mode == ModeFull && !slow(d/1000, r.thresholdUS) {
+		c.release(r)
+		return
+	}
+	sess := c.session(r, end, d)
 	r.annotate(sess)
 	c.exemplar(r.op, d, sess)
 	nodeID, hasNodeID := r.nodeID, r.hasNodeID
