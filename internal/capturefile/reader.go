@@ -388,3 +388,27 @@ func Read(r io.Reader) (*Capture, error) {
 		}
 	}
 }
+
+// Contents returns the bytes of every entry of the capture in r, decompressed and
+// checked, as they were written: for an audit of what a file holds, such as a search for
+// a value that must not be there, which the compressed bytes could hide.
+func Contents(r io.Reader) ([]byte, error) {
+	cr, err := NewReader(r)
+	if err != nil {
+		return nil, err
+	}
+	var out []byte
+	for {
+		for len(cr.rest) > 0 {
+			if _, err := cr.Next(); err != nil {
+				return nil, err
+			}
+		}
+		if err := cr.readChunk(); err == io.EOF {
+			return out, nil
+		} else if err != nil {
+			return nil, err
+		}
+		out = append(out, cr.rest...)
+	}
+}

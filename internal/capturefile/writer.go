@@ -149,6 +149,9 @@ func (w *Writer) Record(r *Record, keep bool) error {
 		b = binary.AppendUvarint(b, uint64(p.Statement))
 		b = binary.AppendUvarint(b, uint64(len(p.Lens)))
 		for j, n := range p.Lens {
+			if keep && n > 0 && (j >= len(p.Values) || p.Values[j] == nil) {
+				n = LenUnknown // a value withheld even with values=keep: a literal, a password
+			}
 			b = binary.AppendVarint(b, int64(n))
 			if keep && n > 0 && j < len(p.Values) {
 				b = append(b, p.Values[j][:n]...)
