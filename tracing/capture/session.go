@@ -52,11 +52,10 @@ type Record struct {
 type Session struct {
 	c       *Capture
 	start   int64 // tracing.Now() at the start
-	queue   chan *Record
-	free    chan *Record
+	queue   *ring // requests for the writer
+	free    *ring // Records to reuse
 	conns   atomic.Uint32
 	dropped atomic.Uint64
-	queued  atomic.Uint64
 	done    chan struct{} // closed when the writer has ended
 }
 
@@ -66,12 +65,10 @@ func (s *Session) NewConn() uint32 { return s.conns.Add(1) }
 
 // take returns a Record to fill.
 func (s *Session) take() *Record {
-	select {
-	case r := <-s.free:
+	if r := s.free.pop(); r != nil {
 		return r
-	default:
-		return &Record{}
 	}
+	return &Record{}
 }
 
 // release gives a Record back for reuse.
@@ -80,10 +77,7 @@ func (s *Session) release(r *Record) {
 		r.buf = nil
 	}
 	r.ks = nil
-	select {
-	case s.free <- r:
-	default:
-	}
+	s.free.push(r)
 }
 
 // Request sees a request of n bytes through the view f that the sidecar decoded it into,
@@ -163,10 +157,7 @@ func (s *Session) Response(r *Record, f *cql.Frame, arrived int64) {
 			r.kind = int32(binary.BigEndian.Uint32(rest))
 		}
 	}
-	select {
-	case s.queue <- r:
-		s.queued.Add(1)
-	default:
+	if !s.queue.push(r) {
 		s.dropped.Add(1)
 		s.release(r)
 	}
@@ -189,3 +180,6 @@ func message(f *cql.Frame, n int) []byte {
 	}
 	return rest
 }
+
+// Response is r's Session's Response: the caller need not keep the Session.
+func (r *Record) Response(f *cql.Frame, arrived int64) { r.s.Response(r, f, arrived) }

@@ -35,6 +35,13 @@ type catalog struct {
 	keyspaces map[string]bool
 	vals      [][]byte
 	lens      []int32
+	// Scratch, reused for each record: the cache key, and the parts' slices (the file's
+	// writer copies a record at once).
+	key     []byte
+	partBuf []capturefile.Part
+	slab    []int32
+	keys    []byte
+	kvals   [][]byte
 }
 
 func (st *catalog) init(w *writer) {
@@ -56,6 +63,7 @@ type stmtInfo struct {
 
 // parts fills rec's statement parts and query parameters from r.
 func (st *catalog) parts(r *Record, rec *capturefile.Record) error {
+	st.partBuf, st.slab, st.keys, st.kvals = st.partBuf[:0], st.slab[:0], st.keys[:0], st.kvals[:0]
 	text := r.buf[:r.textLen]
 	ks := rec.Keyspace
 	switch r.op {
@@ -73,7 +81,8 @@ func (st *catalog) parts(r *Record, rec *capturefile.Record) error {
 			rec.Consistency, rec.Serial, rec.PageSize, rec.QueryFlags = qp.cl, qp.serial, qp.pageSize, qp.flags
 			p.vals, p.lens = st.vals, st.lens
 		}
-		rec.Parts = []capturefile.Part{st.part(p, r.cut)}
+		st.partBuf = append(st.partBuf, st.part(p, r.cut))
+		rec.Parts = st.partBuf
 	case cql.OpPrepare:
 		// The statement as EXECUTEs run it, when the answer gave its id.
 		var info *stmtInfo
@@ -82,7 +91,8 @@ func (st *catalog) parts(r *Record, rec *capturefile.Record) error {
 		} else {
 			info = st.query(text, ks, true)
 		}
-		rec.Parts = []capturefile.Part{{Statement: info.id}}
+		st.partBuf = append(st.partBuf, capturefile.Part{Statement: info.id})
+		rec.Parts = st.partBuf
 	case cql.OpBatch:
 		st.batch(r, rec)
 	}
@@ -105,11 +115,12 @@ func (st *catalog) part(p part, cut bool) capturefile.Part {
 		return out
 	}
 	n := len(p.lens) + len(info.lits)
-	out.Lens = make([]int32, 0, n)
-	out.Lens = append(out.Lens, p.lens...)
+	at := len(st.slab)
+	st.slab = append(st.slab, p.lens...)
 	for _, l := range info.lits {
-		out.Lens = append(out.Lens, int32(len(l)))
+		st.slab = append(st.slab, int32(len(l)))
 	}
+	out.Lens = st.slab[at:len(st.slab):len(st.slab)]
 	if info.secret {
 		for i := range out.Lens {
 			if out.Lens[i] >= 0 {
@@ -123,8 +134,8 @@ func (st *catalog) part(p part, cut bool) capturefile.Part {
 		out.Values = make([][]byte, n)
 		copy(out.Values, p.vals)
 	}
+	st.kvals = st.kvals[:0]
 	if len(info.pk) > 0 && (info.nbound < 0 || info.nbound == len(p.lens)) {
-		key := make([][]byte, 0, len(info.pk))
 		for _, i := range info.pk {
 			var v []byte
 			switch {
@@ -138,9 +149,11 @@ func (st *catalog) part(p part, cut bool) capturefile.Part {
 			default:
 				return out
 			}
-			key = append(key, v)
+			st.kvals = append(st.kvals, v)
 		}
-		out.Key = st.w.keyHash(key)
+		at := len(st.keys)
+		st.keys = st.w.keyHash(st.keys, st.kvals)
+		out.Key = st.keys[at:len(st.keys):len(st.keys)]
 	}
 	return out
 }
@@ -167,11 +180,11 @@ func (st *catalog) batch(r *Record, rec *capturefile.Record) {
 			v, unset := d.Value()
 			p.vals, p.lens = appendValue(p.vals, p.lens, v, unset)
 		}
+		st.partBuf = append(st.partBuf, st.part(p, d.Err() != nil))
+		rec.Parts = st.partBuf
 		if d.Err() != nil {
-			rec.Parts = append(rec.Parts, st.part(p, true))
 			return
 		}
-		rec.Parts = append(rec.Parts, st.part(p, false))
 	}
 	if d.Err() != nil || r.cut {
 		return
@@ -240,23 +253,25 @@ func readParams(b []byte, p *qparams, st *catalog) {
 	}
 }
 
-// cached returns the info of key, or nil.
-func (st *catalog) cached(key string) *stmtInfo {
-	return st.cache[key]
+// cacheKey sets st.key to kind, the keyspace in use and text, and returns the cached info
+// of that key, or nil.
+func (st *catalog) cacheKey(kind byte, ks string, text []byte) *stmtInfo {
+	st.key = append(append(append(append(st.key[:0], kind, 0), ks...), 0), text...)
+	return st.cache[string(st.key)]
 }
 
-func (st *catalog) remember(key string, info *stmtInfo) *stmtInfo {
+// remember caches info under st.key.
+func (st *catalog) remember(info *stmtInfo) *stmtInfo {
 	if len(st.cache) >= maxCached {
 		st.cache = map[string]*stmtInfo{}
 	}
-	st.cache[key] = info
+	st.cache[string(st.key)] = info
 	return info
 }
 
 // prepared returns the info of the prepared statement id, from the sidecar's registry.
 func (st *catalog) prepared(id []byte, ksInUse string) *stmtInfo {
-	key := "p\x00" + ksInUse + "\x00" + string(id)
-	if info := st.cached(key); info != nil {
+	if info := st.cacheKey('p', ksInUse, id); info != nil {
 		return info
 	}
 	var ps *tracing.Statement
@@ -268,7 +283,7 @@ func (st *catalog) prepared(id []byte, ksInUse string) *stmtInfo {
 	if ps == nil {
 		// Prepared before the sidecar saw it: known by id only, and not replayable.
 		def := capturefile.Statement{Prepared: true, Verb: "other", Text: "<prepared statement 0x" + hex.EncodeToString(id) + ">"}
-		return st.remember(key, &stmtInfo{id: st.define("p\x00"+def.Text, def), nbound: -1})
+		return st.remember(&stmtInfo{id: st.define("p\x00"+def.Text, def), nbound: -1})
 	}
 	ks := ksInUse
 	if ps.Keyspace != "" {
@@ -281,23 +296,27 @@ func (st *catalog) prepared(id []byte, ksInUse string) *stmtInfo {
 	if binds == nil {
 		binds = []cql.ColumnSpec{} // known to have none
 	}
+	key := append([]byte(nil), st.key...) // describe may read a schema, not the key
 	info := st.describe(ps.Query, ks, true, binds, ps.PKIndexes)
-	return st.remember(key, info)
+	st.key = key
+	return st.remember(info)
 }
 
 // query returns the info of a statement sent as text: a QUERY's or a batch's, or, with
 // prepare, a PREPARE's whose answer did not say its id (its bound variables are then
 // unknown).
 func (st *catalog) query(text []byte, ksInUse string, prepare bool) *stmtInfo {
-	kind := "q"
+	kind := byte('q')
 	if prepare {
-		kind = "P"
+		kind = 'P'
 	}
-	key := kind + "\x00" + ksInUse + "\x00" + string(text)
-	if info := st.cached(key); info != nil {
+	if info := st.cacheKey(kind, ksInUse, text); info != nil {
 		return info
 	}
-	return st.remember(key, st.describe(string(text), ksInUse, prepare, nil, nil))
+	key := append([]byte(nil), st.key...)
+	info := st.describe(string(text), ksInUse, prepare, nil, nil)
+	st.key = key
+	return st.remember(info)
 }
 
 // describe makes the info of a statement's text, and its entry when it is new. binds are

@@ -63,8 +63,8 @@ func newWriter(c *Capture, final string, o Options, key []byte, started time.Tim
 		bw: bufio.NewWriterSize(f, 256<<10), key: key, mac: hmac.New(sha256.New, key),
 		keep: o.Values == capturefile.ValuesKeep, stopCh: make(chan string, 1),
 	}
-	w.s = &Session{c: c, start: tracing.Now(), queue: make(chan *Record, QueueSize),
-		free: make(chan *Record, QueueSize), done: make(chan struct{})}
+	w.s = &Session{c: c, start: tracing.Now(), queue: newRing(QueueSize),
+		free: newRing(QueueSize), done: make(chan struct{})}
 	w.st.init(w)
 	fail := func(err error) (*writer, error) {
 		f.Close()
@@ -141,19 +141,18 @@ func (w *writer) run() {
 // its size limit.
 func (w *writer) drain() (string, error) {
 	for {
-		select {
-		case r := <-w.s.queue:
-			err := w.write(r)
-			w.s.release(r)
-			if err != nil {
-				return "", err
-			}
-			if w.w.Written()+int64(w.w.Pending()) >= w.opts.MaxBytes {
-				w.stop("max_bytes")
-				return "max_bytes", nil
-			}
-		default:
+		r := w.s.queue.pop()
+		if r == nil {
 			return "", nil
+		}
+		err := w.write(r)
+		w.s.release(r)
+		if err != nil {
+			return "", err
+		}
+		if w.w.Written()+int64(w.w.Pending()) >= w.opts.MaxBytes {
+			w.stop("max_bytes")
+			return "max_bytes", nil
 		}
 	}
 }
@@ -225,8 +224,8 @@ func (w *writer) write(r *Record) error {
 	return nil
 }
 
-// keyHash returns the keyed hash of a partition key made of vals.
-func (w *writer) keyHash(vals [][]byte) []byte {
+// keyHash appends the keyed hash of a partition key made of vals to dst.
+func (w *writer) keyHash(dst []byte, vals [][]byte) []byte {
 	w.mac.Reset()
 	var n [2]byte
 	for _, v := range vals {
@@ -235,7 +234,7 @@ func (w *writer) keyHash(vals [][]byte) []byte {
 		w.mac.Write(v)
 	}
 	var sum [sha256.Size]byte
-	return append([]byte(nil), w.mac.Sum(sum[:0])[:capturefile.KeyLen]...)
+	return append(dst, w.mac.Sum(sum[:0])[:capturefile.KeyLen]...)
 }
 
 // schemaTable returns the table's schema, reading it from the node and writing its entries
