@@ -124,6 +124,7 @@ func (c *conn) rewriteResult(f *cql.Frame, req inflight) []byte {
 	case cql.SetKeyspaceResult:
 		if req.kind == kindUse {
 			c.inSystem.Store(m.Keyspace == "system")
+			c.capt.keyspace.Store(&m.Keyspace)
 		}
 	case cql.RowsResult:
 		if req.kind&kindPrepare != 0 {
