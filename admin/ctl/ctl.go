@@ -10,6 +10,7 @@
 //	tracecar ctl [--hosts …] statements [--sort total_time|calls|p99|errors] [--limit 20] [--json]
 //	tracecar ctl [--hosts …] trace-filter [--keyspace K] [--table T] [--user U] [--client CIDR]
 //	             [--statement S] [--opcode OP] [--clear]
+//	tracecar ctl [--hosts …] capture start [--duration 60s] [--max-bytes 256MiB] [--values shape|keep] | stop | status
 //
 // Every host gets the request in parallel; a host that fails does not stop the others. A
 // change is read back from each host after it is applied, so the table shows what each host
@@ -48,6 +49,7 @@ const (
 	Status           = "status"
 	Statements       = "statements"   // merged per-statement statistics (see statements.go)
 	TraceFilter      = "trace-filter" // the trace filter
+	Capture          = "capture"      // the workload capture: start, stop or status (see capture.go)
 )
 
 // Command is what ctl does on every host: an optional change, then a read of the state it
@@ -143,6 +145,8 @@ func opOf(cmd Command) (op, error) {
 			return op{}, errors.New("ctl: status changes nothing")
 		}
 		return op{get: adminapi.PathStatus, show: showStatus}, nil
+	case Capture:
+		o = op{get: pathCapture, show: showCapture}
 	case TraceFilter:
 		o = op{get: pathTraceFilter, show: showTraceFilter}
 		if cmd.Clear {
