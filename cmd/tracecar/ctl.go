@@ -49,6 +49,9 @@ commands:
   trace-filter [--keyspace K] [--table T] [--user U] [--client CIDR] [--statement S] [--opcode OP] [--clear]
                            trace only matching requests (flags ANDed); --clear removes the filter;
                            with no flags, show it
+  capture start [--duration 60s] [--max-bytes 256MiB] [--values shape|keep] | stop | status
+                           capture the workload's shape to each sidecar's --capture-dir;
+                           stop waits until the file is complete
 --hosts defaults to 127.0.0.1:10000; a host without a port gets :10000, and may be an
 http:// or https:// URL. --hosts-from-cql HOST:PORT instead reaches every sidecar of a
 cluster, as listed in system.local and system.peers read through that sidecar, each at
@@ -104,8 +107,10 @@ func parseCtlFlags(args []string) (ctl.Config, error) {
 		build = func(a []string) (ctl.Command, error) { return ctlStatements(&c, a) }
 	case "trace-filter":
 		build = func(a []string) (ctl.Command, error) { return ctlTraceFilter(&c, a) }
+	case "capture":
+		build = func(a []string) (ctl.Command, error) { return ctlCapture(&c, a) }
 	default:
-		return ctl.Config{}, usageErrorf("unknown command %q: want slow-query, trace-probability, logger, status, statements or trace-filter", rest[0])
+		return ctl.Config{}, usageErrorf("unknown command %q: want slow-query, trace-probability, logger, status, statements, trace-filter or capture", rest[0])
 	}
 	cmd, err := build(rest[1:])
 	if err != nil {
