@@ -42,8 +42,13 @@ type replay struct {
 	// conns is the number of captured connections that carried replayed requests.
 	conns int
 	// keys are the distinct partition keys of the replayed requests.
-	keys     [][]byte
-	span     time.Duration
+	keys [][]byte
+	// keyIndex finds a key by the values the replay sends for it, so that a run counts
+	// the keys it sent, not the ones it meant to; collisions counts the keys whose values
+	// cannot be told apart from another's (a tinyint key, say).
+	keyIndex   map[string]int
+	collisions int
+	span       time.Duration
 	captured capturefile.Summary
 	// ksMap maps a captured keyspace to the one the replay writes to; tableNames a
 	// captured ks.table to its name in CQL text, where it is renamed.
@@ -233,6 +238,21 @@ func (rp *replay) plan() error {
 	// order they were answered: play them in the order they arrived.
 	slices.SortStableFunc(rp.ops, func(a, b replayOp) int { return cmp.Compare(a.at, b.at) })
 	rp.span = rp.ops[len(rp.ops)-1].at
+	rp.keyIndex = map[string]int{}
+	for _, op := range rp.ops {
+		for j, p := range op.rec.Parts {
+			k := op.keys[j]
+			if k < 0 {
+				continue
+			}
+			b := sentKey(nil, c.Statements[p.Statement], &p, rp.keys[k])
+			if o, ok := rp.keyIndex[string(b)]; !ok {
+				rp.keyIndex[string(b)] = k
+			} else if o != k {
+				rp.collisions++
+			}
+		}
+	}
 	rp.conns = len(conns)
 	for _, t := range tables {
 		rp.tables = append(rp.tables, t)
@@ -532,6 +552,21 @@ func (rp *replay) mapText(st *capturefile.Statement) (string, error) {
 	}
 	b.WriteString(text[last:])
 	return b.String(), nil
+}
+
+// sentKey appends to dst the values the replay sends for the partition key of part p of
+// a request of st, whose keyed hash is key, each preceded by its length.
+func sentKey(dst []byte, st *capturefile.Statement, p *capturefile.Part, key []byte) []byte {
+	for comp, j := range st.PK {
+		n := int32(-1)
+		if j < len(p.Lens) {
+			n = p.Lens[j]
+		}
+		v := keyValue(key, comp, st.Values[j].Type, n)
+		dst = append(dst, byte(len(v)>>8), byte(len(v)))
+		dst = append(dst, v...)
+	}
+	return dst
 }
 
 // keyHex returns a key's hash as the reports show it.

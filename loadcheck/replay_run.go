@@ -269,7 +269,8 @@ func (t *replayTable) rowValues(rp *replay, k, i int) []cql.Value {
 type replayRun struct {
 	stmts  map[uint32]*atomic.Int64
 	errs   map[uint32]*atomic.Int64
-	keys   []atomic.Int64
+	keys   []atomic.Int64 // by key, as the values sent name it
+	other  atomic.Int64   // keys sent that name none of the capture's
 	ops    atomic.Int64
 	failed atomic.Int64
 }
@@ -363,7 +364,8 @@ func (s *replaySession) schedule(cfg *Config, workers int, limit time.Duration) 
 func (s *replaySession) worker() indexedOp {
 	rp := s.rp
 	fill := map[[2]int64][]byte{} // filler values by type index and length, made once
-	var body []byte
+	var body, key []byte
+	var sent []int
 	return func(ctx context.Context, i int64) (int, error) {
 		op := &rp.ops[i]
 		ci := op.conn % len(s.conns)
@@ -379,9 +381,11 @@ func (s *replaySession) worker() indexedOp {
 			params.Flags |= cql.QuerySerialConsistency
 			params.SerialConsistency = cql.Consistency(r.Serial)
 		}
+		sent = sent[:0]
 		switch cql.Opcode(r.Opcode) {
 		case cql.OpQuery, cql.OpExecute:
-			text, vals := s.values(first, &r.Parts[0], op.keys[0], r, fill)
+			text, vals := s.values(first, &r.Parts[0], op.keys[0], r, fill, &key)
+			sent = append(sent, s.sentKey(key))
 			if len(vals) > 0 {
 				params.Flags |= cql.QueryValues
 				params.Values = vals
@@ -403,7 +407,8 @@ func (s *replaySession) worker() indexedOp {
 				SerialConsistency: params.SerialConsistency}
 			for j := range r.Parts {
 				st := rp.stmts[r.Parts[j].Statement]
-				text, vals := s.values(st, &r.Parts[j], op.keys[j], r, fill)
+				text, vals := s.values(st, &r.Parts[j], op.keys[j], r, fill, &key)
+				sent = append(sent, s.sentKey(key))
 				q := cql.BatchQuery{Values: vals}
 				if st.def.Prepared {
 					q.Prepared, q.ID = true, s.ids[ci][st.def.ID]
@@ -426,12 +431,12 @@ func (s *replaySession) worker() indexedOp {
 				}
 			}
 			if err == nil {
-				s.count(op, false)
+				s.count(op, false, sent)
 				return rows, nil
 			}
 		}
 		if ctx.Err() == nil {
-			s.count(op, true)
+			s.count(op, true, sent)
 		}
 		return 0, err
 	}
@@ -451,7 +456,20 @@ func (s *replaySession) reprepare(ctx context.Context, ci int) error {
 	return nil
 }
 
-func (s *replaySession) count(op *replayOp, failed bool) {
+// sentKey returns the key whose values key holds (see sentKey in replay.go), -1 for
+// none, -2 for values that name none of the capture's keys.
+func (s *replaySession) sentKey(key []byte) int {
+	if len(key) == 0 {
+		return -1
+	}
+	if k, ok := s.rp.keyIndex[string(key)]; ok {
+		return k
+	}
+	return -2
+}
+
+// count counts a request replayed, and the keys it sent.
+func (s *replaySession) count(op *replayOp, failed bool, sent []int) {
 	run := s.run
 	run.ops.Add(1)
 	if failed {
@@ -462,16 +480,21 @@ func (s *replaySession) count(op *replayOp, failed bool) {
 		if failed {
 			run.errs[p.Statement].Add(1)
 		}
-		if k := op.keys[j]; k >= 0 {
+		switch k := sent[j]; {
+		case k >= 0:
 			run.keys[k].Add(1)
+		case k == -2:
+			run.other.Add(1)
 		}
 	}
 }
 
 // values returns the text of a statement sent as text, its literals filled in, and the
 // bound values of one part of a request.
-func (s *replaySession) values(st *replayStmt, p *capturefile.Part, key int, r *capturefile.Record, fill map[[2]int64][]byte) (string, []cql.Value) {
+func (s *replaySession) values(st *replayStmt, p *capturefile.Part, key int, r *capturefile.Record, fill map[[2]int64][]byte, sent *[]byte) (string, []cql.Value) {
 	def := st.def
+	*sent = (*sent)[:0]
+	comps := make([][]byte, len(def.PK))
 	value := func(j int) []byte {
 		v := def.Values[j]
 		n := int32(-1)
@@ -481,7 +504,9 @@ func (s *replaySession) values(st *replayStmt, p *capturefile.Part, key int, r *
 		if key >= 0 {
 			for comp, pk := range def.PK {
 				if pk == j {
-					return keyValue(s.rp.keys[key], comp, v.Type, n)
+					b := keyValue(s.rp.keys[key], comp, v.Type, n)
+					comps[comp] = b
+					return b
 				}
 			}
 		}
@@ -532,6 +557,15 @@ func (s *replaySession) values(st *replayStmt, p *capturefile.Part, key int, r *
 		}
 		b.WriteString(text[last:])
 		text = b.String()
+	}
+	for _, c := range comps {
+		if c == nil {
+			return text, vals
+		}
+	}
+	for _, c := range comps {
+		*sent = append(*sent, byte(len(c)>>8), byte(len(c)))
+		*sent = append(*sent, c...)
 	}
 	return text, vals
 }
@@ -600,6 +634,11 @@ type ReplayStatement struct {
 type ReplayKeys struct {
 	Distinct int         `json:"distinct"`
 	Top      []ReplayKey `json:"top"`
+	// Collisions counts the captured keys whose replayed values are another's (a key of
+	// a type with few values, such as tinyint); Unmatched the requests per run whose key
+	// values named none of the capture's keys (0 unless the replay is broken).
+	Collisions int     `json:"collisions"`
+	Unmatched  float64 `json:"unmatched"`
 }
 
 // ReplayKey is one key's share of the requests that name a key, in %.
@@ -654,7 +693,10 @@ func (c *checker) replayReport() *ReplayReport {
 		a, b := rep.Statements[i], rep.Statements[j]
 		return a.Captured > b.Captured || a.Captured == b.Captured && a.ID < b.ID
 	})
-	rep.Keys.Distinct = len(rp.keys)
+	rep.Keys.Distinct, rep.Keys.Collisions = len(rp.keys), rp.collisions
+	for _, r := range runs {
+		rep.Keys.Unmatched += float64(r.other.Load()) / float64(len(runs))
+	}
 	order := make([]int, len(rp.keys))
 	for i := range order {
 		order[i] = i
@@ -668,6 +710,7 @@ func (c *checker) replayReport() *ReplayReport {
 		for k := range r.keys {
 			replayedWithKey += r.keys[k].Load()
 		}
+		replayedWithKey += r.other.Load()
 	}
 	for _, k := range order[:min(len(order), capturefile.TopKeys)] {
 		rk := ReplayKey{Key: keyHex(rp.keys[k])}
