@@ -49,7 +49,7 @@ type replay struct {
 	keyIndex   map[string]int
 	collisions int
 	span       time.Duration
-	captured capturefile.Summary
+	captured   capturefile.Summary
 	// ksMap maps a captured keyspace to the one the replay writes to; tableNames a
 	// captured ks.table to its name in CQL text, where it is renamed.
 	ksMap      map[string]string
