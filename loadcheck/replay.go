@@ -390,7 +390,7 @@ func (rp *replay) table(ks, name string, tables map[string]*replayTable) (*repla
 	}
 	for _, c := range ct.Columns {
 		if err := checkType(c.Type); err != nil {
-			return nil, fmt.Errorf("the node cannot be given table %s.%s: column %s has type %s: %v", ks, name, c.Name, c.Type, err)
+			return nil, fmt.Errorf("capture file %s: table %s.%s cannot be created for the replay: column %s has type %s: %v", rp.path, ks, name, c.Name, c.Type, err)
 		}
 		switch c.Kind {
 		case capturefile.PartitionKey:
@@ -403,7 +403,7 @@ func (rp *replay) table(ks, name string, tables map[string]*replayTable) (*repla
 		}
 	}
 	if len(t.pk) == 0 {
-		return nil, fmt.Errorf("the node cannot be given table %s.%s: the capture names no partition key column", ks, name)
+		return nil, fmt.Errorf("capture file %s: table %s.%s cannot be created for the replay: the capture names no partition key column", rp.path, ks, name)
 	}
 	byPos := func(a, b capturefile.Column) int { return a.Position - b.Position }
 	slices.SortFunc(t.pk, byPos)

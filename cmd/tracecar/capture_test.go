@@ -50,7 +50,8 @@ var plainColumns = []capturefile.Column{
 
 // TestCaptureBadInput gives every reader of a capture file a bad one: a truncated file,
 // a corrupt one, one of another format version, a schema the replay cannot create; and the
-// sidecar a capture directory it cannot use. Each exits 1 with an error that names the
+// sidecar a capture directory it cannot use. The table the node refuses is found on the
+// embedded default, whose node is started for it. Each exits 1 with an error that names the
 // file and the problem, and writes nothing: no output, no report, no directory.
 func TestCaptureBadInput(t *testing.T) {
 	dir := t.TempDir()
@@ -67,6 +68,7 @@ func TestCaptureBadInput(t *testing.T) {
 	binary.BigEndian.PutUint16(v[len(capturefile.Magic):], 7)
 	os.WriteFile(version, v, 0o600)
 	udt := writeCapture(t, dir, "udt.tcap", append(plainColumns[:1:1], capturefile.Column{Name: "home", Type: "frozen<address>", Kind: capturefile.Regular, Position: -1}))
+	mixed := writeCapture(t, dir, "mixed.tcap", append(plainColumns[:2:2], capturefile.Column{Name: "hits", Type: "counter", Kind: capturefile.Regular, Position: -1}))
 	notDir := filepath.Join(dir, "a-file")
 	os.WriteFile(notDir, nil, 0o600)
 	report := filepath.Join(dir, "report.json")
@@ -84,7 +86,9 @@ func TestCaptureBadInput(t *testing.T) {
 		{"replay, corrupt", []string{"loadcheck", "--workload", "replay:" + corrupt, "--json", report}, []string{corrupt, "corrupt"}},
 		{"replay, another version", []string{"loadcheck", "--workload", "replay:" + version, "--json", report}, []string{"capture format version 7"}},
 		{"replay, a schema the node cannot be given", []string{"loadcheck", "--workload", "replay:" + udt, "--json", report},
-			[]string{"table ks.t", "column home has type frozen<address>", "user-defined type"}},
+			[]string{udt, "table ks.t cannot be created", "column home has type frozen<address>", "user-defined type"}},
+		{"replay, a table the node refuses", []string{"loadcheck", "--workload", "replay:" + mixed, "--json", report, "--modes", "off", "--rounds", "1"},
+			[]string{"cannot create table ks.t of the capture", "Cannot mix counter and non counter columns", "nothing was replayed"}},
 		{"sidecar, a capture directory that is a file", []string{"sidecar", "--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0", "--capture-dir", notDir},
 			[]string{"--capture-dir", notDir}},
 		{"sidecar, a capture directory under a file", []string{"sidecar", "--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0", "--capture-dir", filepath.Join(notDir, "sub")},
@@ -99,6 +103,7 @@ func TestCaptureBadInput(t *testing.T) {
 			if code != exitRuntime {
 				t.Fatalf("exit %d; want %d\n%s\n%s", code, exitRuntime, out.String(), errb.String())
 			}
+			t.Logf("%s", strings.TrimSpace(errb.String()))
 			for _, w := range tt.want {
 				if !strings.Contains(errb.String(), w) {
 					t.Errorf("stderr %q lacks %q", errb.String(), w)
