@@ -2,6 +2,9 @@ package capture
 
 import (
 	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"io"
 	"context"
 	"errors"
 	"os"
@@ -292,6 +295,38 @@ func TestSlotColumns(t *testing.T) {
 		got := slotColumns(norm, sl)
 		if strings.Join(got, ",") != strings.Join(tt.want, ",") {
 			t.Errorf("%s: columns %q; want %q (normalized %s, slots %+v)", tt.raw, got, tt.want, norm, sl)
+		}
+	}
+}
+
+// BenchmarkWriterRecord is the writer's work on one captured EXECUTE (three bound
+// values, a key hashed): what a capture costs the sidecar per request, off the data path.
+func BenchmarkWriterRecord(b *testing.B) {
+	r := mustRig(b)
+	if _, err := r.c.Start(Options{MaxBytes: 1 << 40, Duration: MaxDuration}); err != nil {
+		b.Fatal(err)
+	}
+	s := r.c.Active()
+	r.c.mu.Lock()
+	w := r.c.cur
+	r.c.mu.Unlock()
+	w.stop("stopped") // the writer's goroutine ends; the benchmark drives write itself
+	<-s.done
+	w.w, _ = capturefile.NewWriter(io.Discard)
+	w.mac = hmac.New(sha256.New, []byte("a key"))
+	body := cql.Execute{ID: prepID, Params: cql.QueryParams{Consistency: cql.LocalOne, Flags: cql.QueryValues,
+		Values: []cql.Value{{Bytes: []byte("alice")}, {Bytes: []byte{0, 0, 0, 1}}, {Bytes: []byte(marker)}}}}.AppendBody(nil, cql.V4)
+	req := view(cql.Header{Version: cql.V4, Stream: 1, Opcode: cql.OpExecute}, body)
+	resp := view(cql.Header{Version: cql.V4 | cql.ResponseBit, Stream: 1, Opcode: cql.OpResult}, cql.VoidResult{}.AppendBody(nil, cql.V4))
+	rec := s.Request(req, 1, nil, tracing.Now(), len(req.Raw()))
+	rec.respOp, rec.rows = resp.Header.Opcode, -1
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := w.write(rec); err != nil {
+			b.Fatal(err)
+		}
+		if w.w.Pending() > 512<<10 {
+			w.w.Flush()
 		}
 	}
 }

@@ -18,6 +18,12 @@ import (
 // QueueSize bounds the Records waiting for the writer.
 const QueueSize = 16384
 
+// freeSize bounds the Records kept for reuse: about what arrives between two drains of
+// the writer at tens of thousands of requests a second, so that the Records in use stay
+// few and warm in the cache (a Record taken from a longer queue of free ones has gone
+// cold); a burst beyond it allocates.
+const freeSize = 1024
+
 // maxCopy bounds what Request copies of one request: a larger statement is captured
 // without its values (capturefile.LenUnknown), and a longer text is cut.
 const maxCopy = 64 << 10

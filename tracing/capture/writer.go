@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"hash/maphash"
 	"os"
 	"strings"
 	"sync"
@@ -42,6 +43,15 @@ type writer struct {
 	mac     hash.Hash
 	key     []byte
 	keep    bool
+	sum     []byte
+	// hashes caches the keyed hashes of recent keys, in memory only: a hot key is hashed
+	// once, and HMAC-SHA256 is most of the writer's work per request. It is direct-mapped
+	// by a 64-bit fingerprint of the key's values (maphash, seeded per capture), and holds
+	// no pointer, so that the collector never scans it.
+	hashes []hashEntry
+	seed   maphash.Seed
+	hkey   []byte
+	rec    capturefile.Record
 
 	records atomic.Uint64
 	bytes   atomic.Int64
@@ -64,7 +74,7 @@ func newWriter(c *Capture, final string, o Options, key []byte, started time.Tim
 		keep: o.Values == capturefile.ValuesKeep, stopCh: make(chan string, 1),
 	}
 	w.s = &Session{c: c, start: tracing.Now(), queue: newRing(QueueSize),
-		free: newRing(QueueSize), done: make(chan struct{})}
+		free: newRing(freeSize), done: make(chan struct{})}
 	w.st.init(w)
 	fail := func(err error) (*writer, error) {
 		f.Close()
@@ -186,12 +196,14 @@ func (w *writer) finish(reason string, err error) {
 	}
 	clear(w.key)
 	w.mac.Reset()
+	w.hashes = nil
 	w.c.ended(w, res)
 }
 
 // write turns one Record into a file record.
 func (w *writer) write(r *Record) error {
-	rec := capturefile.Record{
+	rec := &w.rec
+	*rec = capturefile.Record{
 		AtUS: (r.at - w.s.start) / 1000, Conn: r.conn, Opcode: byte(r.op), Flags: r.flags,
 		Consistency: -1, Serial: -1, PageSize: -1, BatchType: -1,
 		RespOpcode: byte(r.respOp), Rows: r.rows, LatencyUS: max(r.latency, 0) / 1000,
@@ -206,16 +218,16 @@ func (w *writer) write(r *Record) error {
 	case cql.OpError:
 		rec.ErrorCode = r.kind
 	}
-	if err := w.st.parts(r, &rec); err != nil {
+	if err := w.st.parts(r, rec); err != nil {
 		return err
 	}
-	err := w.w.Record(&rec, w.keep)
+	err := w.w.Record(rec, w.keep)
 	if errors.Is(err, capturefile.ErrValueTooLong) {
 		// A record of huge kept values: its values are left out, not the record.
 		for i := range rec.Parts {
 			rec.Parts[i].Values = nil
 		}
-		err = w.w.Record(&rec, false)
+		err = w.w.Record(rec, false)
 	}
 	if err != nil {
 		return err
@@ -224,17 +236,34 @@ func (w *writer) write(r *Record) error {
 	return nil
 }
 
+// hashSlots is the size of the cache of keyed hashes: 1 MiB.
+const hashSlots = 1 << 16
+
+type hashEntry struct {
+	fp uint64 // the fingerprint of the key's values; 0 for an empty slot
+	h  [capturefile.KeyLen]byte
+}
+
 // keyHash appends the keyed hash of a partition key made of vals to dst.
 func (w *writer) keyHash(dst []byte, vals [][]byte) []byte {
-	w.mac.Reset()
-	var n [2]byte
+	w.hkey = w.hkey[:0]
 	for _, v := range vals {
-		n[0], n[1] = byte(len(v)>>8), byte(len(v))
-		w.mac.Write(n[:])
-		w.mac.Write(v)
+		w.hkey = append(w.hkey, byte(len(v)>>8), byte(len(v)))
+		w.hkey = append(w.hkey, v...)
 	}
-	var sum [sha256.Size]byte
-	return append(dst, w.mac.Sum(sum[:0])[:capturefile.KeyLen]...)
+	if w.hashes == nil {
+		w.hashes, w.seed = make([]hashEntry, hashSlots), maphash.MakeSeed()
+	}
+	fp := maphash.Bytes(w.seed, w.hkey) | 1
+	e := &w.hashes[fp&(hashSlots-1)]
+	if e.fp != fp {
+		w.mac.Reset()
+		w.mac.Write(w.hkey)
+		w.sum = w.mac.Sum(w.sum[:0])
+		e.fp = fp
+		copy(e.h[:], w.sum)
+	}
+	return append(dst, e.h[:]...)
 }
 
 // schemaTable returns the table's schema, reading it from the node and writing its entries
