@@ -2,11 +2,11 @@ package capture
 
 import (
 	"bytes"
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
-	"io"
-	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
