@@ -24,7 +24,7 @@ import (
 // a request never wakes it: the data path's send finds no receiver waiting), turns each
 // Record into a file record, and flushes a chunk every flushEvery.
 const (
-	drainEvery = 10 * time.Millisecond
+	drainEvery = 50 * time.Millisecond
 	flushEvery = time.Second
 	// schemaTimeout bounds one read of the schema from the node.
 	schemaTimeout = 5 * time.Second
