@@ -62,6 +62,7 @@ type Session struct {
 	free    *ring // Records to reuse
 	conns   atomic.Uint32
 	dropped atomic.Uint64
+	ended   atomic.Bool   // the writer has ended: a late response is not queued
 	done    chan struct{} // closed when the writer has ended
 }
 
@@ -136,6 +137,9 @@ func (s *Session) Request(f *cql.Frame, conn uint32, ks *string, now int64, n in
 // tracing.Now), and queues r for the writer, or drops it when the queue is full. r must
 // not be used afterwards.
 func (s *Session) Response(r *Record, f *cql.Frame, arrived int64) {
+	if s.ended.Load() {
+		return // the answer to a request captured just before the end
+	}
 	h := &f.Header
 	r.respOp, r.kind, r.rows = h.Opcode, 0, -1
 	r.respLen = uint32(cql.HeaderSize) + h.Length

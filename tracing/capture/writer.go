@@ -194,6 +194,7 @@ func (w *writer) finish(reason string, err error) {
 		res.Error, res.Reason = err.Error(), "error"
 		res.File = ""
 	}
+	w.s.ended.Store(true)
 	clear(w.key)
 	w.mac.Reset()
 	w.hashes = nil
