@@ -149,12 +149,14 @@ func (s *stripe) record(resp, svc time.Duration, rows int, err error) {
 // runner is the state shared by the workers of one phase.
 type runner struct {
 	phase
-	stop    atomic.Bool
-	next    atomic.Int64
-	start   time.Duration
-	end     time.Duration // 0: no deadline
-	period  float64       // ns between scheduled operations; 0: closed loop
-	stripes []*stripe
+	stop atomic.Bool
+	// lastSent is the latest actual start of an operation of a schedule.
+	lastSent atomic.Int64
+	next     atomic.Int64
+	start    time.Duration
+	end      time.Duration // 0: no deadline
+	period   float64       // ns between scheduled operations; 0: closed loop
+	stripes  []*stripe
 }
 
 // runPhase runs ops[i] on worker i until the phase's duration or operation count is
@@ -231,8 +233,10 @@ func runPhase(ctx context.Context, p phase, ops []Op) *phaseResult {
 	}
 	elapsed := last - r.start
 	if s := p.schedule; s != nil && len(s.at) > 0 && !r.stop.Load() && r.end == 0 {
-		// A schedule spans its last intended start at least, as a fixed rate its duration.
-		elapsed = max(elapsed, s.at[len(s.at)-1])
+		// A schedule's span runs to its last operation's start, intended or actual (when
+		// the target fell behind): as at a fixed rate, the op rate is what was sent, and
+		// a last straggler's wait shows in the latency, not in the rate.
+		elapsed = max(s.at[len(s.at)-1], time.Duration(r.lastSent.Load())-r.start)
 	}
 	if r.period > 0 && p.duration > elapsed && !r.stop.Load() {
 		// At a fixed rate the schedule, not the last completion, defines the span:
@@ -299,6 +303,12 @@ func (r *runner) work(ctx context.Context, st *stripe, op Op, w int) time.Durati
 		var rows int
 		var err error
 		if idx >= 0 {
+			for {
+				l := r.lastSent.Load()
+				if int64(sent) <= l || r.lastSent.CompareAndSwap(l, int64(sent)) {
+					break
+				}
+			}
 			rows, err = r.schedule.ops[w](ctx, idx)
 		} else {
 			rows, err = op(ctx)

@@ -266,11 +266,11 @@ func TestCaptureReplayPython(t *testing.T) {
 
 	// At the recorded timing, the captured op rate.
 	r1 := filepath.Join(dir, "replay1x.json")
-	mustRun(t, exitOK, "loadcheck", "--workload", "replay:"+file, "--modes", "off", "--json", r1, "--rounds", "1",
+	out1 := mustRun(t, exitOK, "loadcheck", "--workload", "replay:"+file, "--modes", "off", "--json", r1, "--rounds", "1",
 		"--target-error", "0", "--warmup", "0", "--replay-speed", "1x")
 	rep1, _ := mustReport(t, r1)
 	if got, want := rep1.Modes[0].OpRate, rep1.Replay.CapturedOpRate; math.Abs(got-want) > 0.05*want {
-		t.Errorf("at 1x: %.0f op/s, captured %.0f op/s: more than 5%% apart", got, want)
+		t.Errorf("at 1x: %.0f op/s, captured %.0f op/s: more than 5%% apart\n%s", got, want, out1)
 	} else {
 		t.Logf("at 1x: %.0f op/s, captured %.0f op/s", got, want)
 	}
