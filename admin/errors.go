@@ -9,6 +9,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/tracecar/tracecar/tracing"
+	"github.com/tracecar/tracecar/tracing/capture"
 	"github.com/tracecar/tracecar/tracing/guardrail"
 )
 
@@ -42,8 +43,10 @@ func statusOf(err error) *Error {
 	switch {
 	case errors.As(err, &e):
 		return e
-	case errors.Is(err, tracing.ErrInvalidConfig), errors.Is(err, guardrail.ErrInvalidBudget):
+	case errors.Is(err, tracing.ErrInvalidConfig), errors.Is(err, guardrail.ErrInvalidBudget), errors.Is(err, capture.ErrInvalid):
 		return &Error{Code: http.StatusBadRequest, Message: err.Error()}
+	case errors.Is(err, capture.ErrRunning), errors.Is(err, capture.ErrNoDir):
+		return &Error{Code: http.StatusConflict, Message: err.Error()}
 	}
 	return &Error{Code: http.StatusInternalServerError, Message: err.Error()}
 }

@@ -145,6 +145,7 @@ type Server struct {
 	guardrail  func() Guardrail
 	guardCtl   GuardrailControl
 	stmts      Statements  // nil: no statement statistics endpoints
+	capture    Capture     // nil: no capture endpoints
 	filter     TraceFilter // nil: no trace filter endpoints
 	ctxKeys    []string    // the tracer's trace context keys; nil: no trace context endpoint
 	node       Node        // nil: no node: loggers, nothing applied to the node
@@ -246,6 +247,9 @@ func New(cfg Config, tr Tracer, logs Loggers, opts ...Option) *Server {
 		s.exact["/tracecar/statement_stats"] = route{http.MethodGet: s.getStatementStats, http.MethodPost: s.setStatementStats}
 		s.exact["/tracecar/statements"] = route{http.MethodGet: s.getStatements}
 		s.exact["/tracecar/statements/reset"] = route{http.MethodPost: s.resetStatements}
+	}
+	if s.capture != nil {
+		s.exact["/tracecar/capture"] = route{http.MethodGet: s.getCapture, http.MethodPost: s.setCapture}
 	}
 	if s.node != nil {
 		s.exact["/tracecar/node/trace_probability"] = route{http.MethodGet: s.getNodeProbability, http.MethodPost: s.setNodeProbability}

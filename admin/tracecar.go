@@ -9,6 +9,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/tracecar/tracecar/tracing"
+	"github.com/tracecar/tracecar/tracing/capture"
 )
 
 // Limits of /tracecar/slow_log.
@@ -72,6 +73,8 @@ type Status struct {
 	Guardrail Guardrail `json:"guardrail"`
 	// Loggers maps each logger to its level.
 	Loggers map[string]string `json:"loggers"`
+	// Capture is the workload capture's state, with its warning for values=keep.
+	Capture *capture.Status `json:"capture,omitempty"`
 	// UptimeSeconds is the time since the server was created.
 	UptimeSeconds int64 `json:"uptime_s"`
 }
@@ -113,6 +116,10 @@ func (s *Server) getStatus(ctx *fasthttp.RequestCtx, _ string) error {
 	}
 	if s.guardrail != nil {
 		st.Guardrail = s.guardrail()
+	}
+	if s.capture != nil {
+		cs := s.capture.Status()
+		st.Capture = &cs
 	}
 	for _, n := range s.logs.Names() {
 		if l, err := s.logs.Level(n); err == nil {

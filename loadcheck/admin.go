@@ -92,6 +92,8 @@ const (
 	pathStatementStats = "/tracecar/statement_stats"
 	// Parent-based sampling on or off.
 	pathTraceContext = "/tracecar/trace_context"
+	// The workload capture: a mode that starts one has it stopped after each run.
+	pathCapture = "/tracecar/capture"
 )
 
 // snapshot reads the state that the modes' steps change. It returns notes for steps whose
@@ -119,7 +121,7 @@ func (c *apiClient) snapshot(ctx context.Context, modes []*mode) (*savedState, [
 			k := stateKey{s.api, s.path}
 			switch {
 			case s.path == pathSlowQuery || s.path == pathProbability || s.path == pathNodeProbability || s.path == pathGuardrail || s.path == pathStatementStats ||
-				s.path == pathTraceContext ||
+				s.path == pathTraceContext || s.path == pathCapture ||
 				strings.HasPrefix(s.path, pathLoggers+"/") && len(s.path) > len(pathLoggers)+1:
 				if err := add(k); err != nil {
 					return nil, nil, err
@@ -218,6 +220,17 @@ func (c *apiClient) read(ctx context.Context, k stateKey) (string, error) {
 			return bad(errors.New("want follow_client_sampling"))
 		}
 		return fmt.Sprintf("follow_client_sampling=%t", *tc.Follow), nil
+	case k.path == pathCapture:
+		var cs struct {
+			State string `json:"state"`
+		}
+		if err := json.Unmarshal(body, &cs); err != nil || cs.State == "" {
+			return bad(fmt.Errorf("want a state: %s", body))
+		}
+		if cs.State != "off" {
+			return bad(errors.New("a capture is running: loadcheck would stop it, so it does not start"))
+		}
+		return "enable=false", nil
 	case k.path == pathProbability || k.path == pathNodeProbability:
 		p, err := adminapi.ParseProbability(body)
 		if err != nil {

@@ -110,7 +110,7 @@ type Config struct {
 	Warmup   time.Duration // warmup before each run; default DefaultWarmup, negative for none
 	Ops      int64         // operations per run; when > 0 it replaces Duration
 
-	Workload    string        // write, read or mixed; default write
+	Workload    string        // write, read, mixed, or replay:FILE (a capture file); default write
 	Ratio       string        // mixed workload weights, e.g. write=1,read=9
 	Pop         string        // seq=1..N, uniform(1..N) or gaussian(1..N); default uniform(1..100000)
 	Concurrency int           // workers; default 32
@@ -119,6 +119,16 @@ type Config struct {
 	Compression string        // none, lz4 or snappy
 	Connections int           // connections per host; default 2
 	Timeout     time.Duration // per request; default 10s
+
+	// ReplaySpeed is the speed of a replay: "1x" (the default, the recorded timing), "2x",
+	// a factor, or "max" (as fast as the workers go). ReplayConnections is its number of
+	// connections; zero means as many as the capture's. ReplayKeyspace is the keyspace a
+	// replay creates its tables in; against a deployment it is required (the replay
+	// never writes into the captured keyspaces), on the embedded node the captured names
+	// are kept when it is empty.
+	ReplaySpeed       string
+	ReplayConnections int
+	ReplayKeyspace    string
 
 	// TraceContext puts a fresh W3C traceparent in the custom payload of every request:
 	// TraceContextSampled (the sampled flag set), TraceContextUnsampled, or
@@ -349,6 +359,8 @@ type checker struct {
 	notes    []string
 	done     int
 	total    int
+	// replayRuns are the measured runs' counts of a replay.
+	replayRuns []*replayRun
 }
 
 func (c *checker) run(ctx context.Context) (rep *Report, err error) {
@@ -374,7 +386,11 @@ func (c *checker) run(ctx context.Context) (rep *Report, err error) {
 			c.out.printf("note: %s\n", n)
 		}
 	}
-	if err := c.prepare(ctx); err != nil {
+	if c.wl.replay != nil {
+		if err := c.prepareReplay(ctx); err != nil {
+			return nil, err
+		}
+	} else if err := c.prepare(ctx); err != nil {
 		return nil, err
 	}
 
@@ -405,8 +421,12 @@ func (c *checker) run(ctx context.Context) (rep *Report, err error) {
 	}
 	rep = c.report(started)
 	rep.Cluster = c.clusterReport()
+	if c.wl.replay != nil {
+		rep.Replay = c.replayReport()
+	}
 	c.out.clearStatus()
 	printComparison(c.out, rep)
+	printReplay(c.out, rep)
 	printGuardrail(c.out, rep)
 	printCluster(c.out, rep)
 	if err := writeReports(c.cfg, rep); err != nil {
@@ -438,6 +458,21 @@ func (c *checker) printHeader() {
 		rate = fmt.Sprintf("fixed rate %s op/s (open loop)", commas(cfg.Rate))
 	}
 	c.out.printf("tracecar loadcheck: modes %s, baseline %s\n", strings.Join(names, ", "), c.baseline)
+	pop := c.wl.pop.String()
+	if rp := c.wl.replay; rp != nil {
+		rate = "the recorded timing (open loop)"
+		switch {
+		case rp.speed == 0 && cfg.Rate > 0:
+			rate = fmt.Sprintf("the recorded order at a fixed rate of %s op/s (open loop)", commas(cfg.Rate))
+		case rp.speed == 0:
+			rate = "as fast as the workers go"
+		case rp.speed != 1:
+			rate = fmt.Sprintf("the recorded timing at %gx (open loop)", rp.speed)
+		}
+		limit = fmt.Sprintf("%d captured requests per run (%.1fs captured)", len(rp.ops), rp.span.Seconds())
+		pop = "the capture's keys"
+		c.out.printf("replay of %s over %d connections; %s\n", rp.path, rp.connections(cfg), rp.skipSummary())
+	}
 	c.out.printf("workload %s", c.wl.name)
 	if c.wl.name == "mixed" {
 		c.out.printf(" (write fraction %.3g)", c.wl.writeFrac)
@@ -448,7 +483,7 @@ func (c *checker) printHeader() {
 			cfg.Rounds, cfg.MaxRounds, c.baseline, cfg.TargetError)
 	}
 	c.out.printf(", pop %s, %s, %s after a %v warmup, %d workers, %s, cl %s, compression %s",
-		c.wl.pop, rounds, limit, cfg.Warmup, cfg.Concurrency, rate, strings.ToUpper(cfg.CL), cfg.Compression)
+		pop, rounds, limit, cfg.Warmup, cfg.Concurrency, rate, strings.ToUpper(cfg.CL), cfg.Compression)
 	if cfg.TraceContext != TraceContextNone {
 		c.out.printf(", a %s W3C trace context on every request", cfg.TraceContext)
 	}
@@ -514,6 +549,9 @@ func (c *checker) runMode(ctx context.Context, m *mode, round, pos int) (*runRes
 			c.out.printf("warning: %v\n", err)
 		}
 	}()
+	if c.wl.replay != nil {
+		return c.runReplayMode(ctx, m, round, pos)
+	}
 	s, err := c.env.driver.connect(ctx, cfg, m.target)
 	if err != nil {
 		return nil, fmt.Errorf("mode %s: %w", m.name, err)

@@ -30,12 +30,14 @@ var builtinModes = map[string]string{
 	"guardrail":  "POST /storage_service/slow_query?enable=true&fast=false;POST /storage_service/trace_probability?probability=0;POST /tracecar/guardrail?added_p99=200us&cpu=2&window=1s&cooldown=1h&restore=false",
 	"sampled":    "POST /storage_service/slow_query?enable=false;POST /storage_service/trace_probability?probability=0.01",
 	"stats":      specOffSteps + ";POST /tracecar/statement_stats?enable=true", // off plus statement statistics
+	// Off plus a workload capture (the sidecar's --capture-dir), stopped after each run.
+	"capture": specOffSteps + ";POST /tracecar/capture?enable=true&duration=1h&max_bytes=4GiB",
 	// Parent-based sampling alone, with every request's W3C context sampled.
 	"parent": specOffSteps + ";POST /tracecar/trace_context?follow_client_sampling=true;trace-context=sampled",
 }
 
 // builtinOrder is the order in which the built-in modes are listed in messages.
-var builtinOrder = []string{"direct", "off", "fast", "full", "debug", "node-debug", "node-trace", "sampled", "parent", "guardrail", "stats"}
+var builtinOrder = []string{"direct", "off", "fast", "full", "debug", "node-debug", "node-trace", "sampled", "parent", "guardrail", "stats", "capture"}
 
 // defaultModes are the modes run when Config.Modes is empty and a sidecar is configured.
 // Read only.

@@ -285,6 +285,8 @@ type Report struct {
 	// Cluster is, against a cluster of sidecars (several --admin URLs), the requests each
 	// sidecar saw in each mode's runs.
 	Cluster *ClusterReport `json:"cluster,omitempty"`
+	// Replay compares a replay with its capture (--workload replay:FILE).
+	Replay *ReplayReport `json:"replay,omitempty"`
 }
 
 // Mode returns the result of the named mode, or nil.

@@ -81,6 +81,28 @@ type phase struct {
 	// onInterval, when set, is called from one goroutine after each interval with the
 	// interval's figures and histograms, which are reused after it returns.
 	onInterval func(iv Interval, resp, svc *hdrhistogram.Histogram)
+	// schedule, when set, replaces the workers' ops and the rate: operation i is
+	// schedule.ops[w](ctx, i), on the worker w that takes it (see replay_run.go).
+	schedule *schedule
+}
+
+// indexedOp performs operation i of a schedule.
+type indexedOp func(ctx context.Context, i int64) (rows int, err error)
+
+// schedule is a phase of numbered operations, each at its own intended time: the
+// recorded timing of a replay, as open-loop and coordinated-omission-correct as a fixed
+// rate. With at nil, the n operations run as fast as the workers go (a closed loop).
+type schedule struct {
+	at  []time.Duration // operation i's intended start, from the phase's start
+	n   int64           // the operations, when at is nil
+	ops []indexedOp     // by worker
+}
+
+func (s *schedule) len() int64 {
+	if s.at != nil {
+		return int64(len(s.at))
+	}
+	return s.n
 }
 
 // phaseResult holds the figures of one phase. Response time runs from the intended start
@@ -127,12 +149,14 @@ func (s *stripe) record(resp, svc time.Duration, rows int, err error) {
 // runner is the state shared by the workers of one phase.
 type runner struct {
 	phase
-	stop    atomic.Bool
-	next    atomic.Int64
-	start   time.Duration
-	end     time.Duration // 0: no deadline
-	period  float64       // ns between scheduled operations; 0: closed loop
-	stripes []*stripe
+	stop atomic.Bool
+	// lastSent is the latest actual start of an operation of a schedule.
+	lastSent atomic.Int64
+	next     atomic.Int64
+	start    time.Duration
+	end      time.Duration // 0: no deadline
+	period   float64       // ns between scheduled operations; 0: closed loop
+	stripes  []*stripe
 }
 
 // runPhase runs ops[i] on worker i until the phase's duration or operation count is
@@ -148,7 +172,7 @@ func runPhase(ctx context.Context, p phase, ops []Op) *phaseResult {
 	for i := range r.stripes {
 		r.stripes[i] = &stripe{resp: newHist(), svc: newHist()}
 	}
-	if p.rate > 0 {
+	if p.rate > 0 && p.schedule == nil {
 		r.period = float64(time.Second) / p.rate
 	}
 
@@ -172,7 +196,7 @@ func runPhase(ctx context.Context, p phase, ops []Op) *phaseResult {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			exits[w] = r.work(ctx, r.stripes[w%len(r.stripes)], ops[w])
+			exits[w] = r.work(ctx, r.stripes[w%len(r.stripes)], ops[w], w)
 		}()
 	}
 	finished := make(chan struct{})
@@ -208,6 +232,12 @@ func runPhase(ctx context.Context, p phase, ops []Op) *phaseResult {
 		last = max(last, e)
 	}
 	elapsed := last - r.start
+	if s := p.schedule; s != nil && len(s.at) > 0 && !r.stop.Load() && r.end == 0 {
+		// A schedule's span runs to its last operation's start, intended or actual (when
+		// the target fell behind): as at a fixed rate, the op rate is what was sent, and
+		// a last straggler's wait shows in the latency, not in the rate.
+		elapsed = max(s.at[len(s.at)-1], time.Duration(r.lastSent.Load())-r.start)
+	}
 	if r.period > 0 && p.duration > elapsed && !r.stop.Load() {
 		// At a fixed rate the schedule, not the last completion, defines the span:
 		// a worker that finds its next slot past the deadline leaves early.
@@ -224,11 +254,26 @@ func runPhase(ctx context.Context, p phase, ops []Op) *phaseResult {
 }
 
 // work is one worker's loop. It returns the clock time at which the worker stopped.
-func (r *runner) work(ctx context.Context, st *stripe, op Op) time.Duration {
+func (r *runner) work(ctx context.Context, st *stripe, op Op, w int) time.Duration {
 	clk := r.clock
 	for !r.stop.Load() {
 		var intended time.Duration
-		if r.period > 0 {
+		idx := int64(-1)
+		if s := r.schedule; s != nil {
+			idx = r.next.Add(1) - 1
+			if idx >= s.len() {
+				break
+			}
+			if s.at != nil {
+				intended = r.start + s.at[idx]
+				if r.end > 0 && intended >= r.end {
+					break
+				}
+				if clk.sleepUntil(ctx, intended) != nil {
+					break
+				}
+			}
+		} else if r.period > 0 {
 			i := r.next.Add(1) - 1
 			if r.ops > 0 && i >= r.ops {
 				break
@@ -249,13 +294,25 @@ func (r *runner) work(ctx context.Context, st *stripe, op Op) time.Duration {
 			break
 		}
 		sent := clk.now()
-		if r.period == 0 {
+		if r.period == 0 && (r.schedule == nil || r.schedule.at == nil) {
 			if r.end > 0 && sent >= r.end {
 				break
 			}
 			intended = sent
 		}
-		rows, err := op(ctx)
+		var rows int
+		var err error
+		if idx >= 0 {
+			for {
+				l := r.lastSent.Load()
+				if int64(sent) <= l || r.lastSent.CompareAndSwap(l, int64(sent)) {
+					break
+				}
+			}
+			rows, err = r.schedule.ops[w](ctx, idx)
+		} else {
+			rows, err = op(ctx)
+		}
 		done := clk.now()
 		if err != nil && ctx.Err() != nil {
 			break

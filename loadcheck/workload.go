@@ -172,11 +172,27 @@ type workload struct {
 	// traceContext is the W3C trace context each request carries in its custom payload:
 	// TraceContextSampled, TraceContextUnsampled, or "" and TraceContextNone for none.
 	traceContext string
+	// replay is the capture a replay plays, nil for the built-in workloads.
+	replay *replay
 }
 
 // parseWorkload builds the workload from the Workload, Ratio and Pop settings.
 func parseWorkload(cfg *Config) (*workload, error) {
 	w := &workload{name: cfg.Workload}
+	if path, ok := strings.CutPrefix(cfg.Workload, ReplayPrefix); ok {
+		if cfg.Ratio != "" {
+			return nil, usageErrorf("--ratio applies to --workload mixed, not a replay")
+		}
+		rp, err := loadReplay(cfg, path)
+		if err != nil {
+			return nil, err
+		}
+		w.name, w.replay = "replay", rp
+		return w, nil
+	}
+	if cfg.ReplaySpeed != "" || cfg.ReplayConnections != 0 {
+		return nil, usageErrorf("--replay-speed and --replay-connections apply to --workload replay:FILE")
+	}
 	switch cfg.Workload {
 	case "write":
 		w.writeFrac = 1
@@ -189,7 +205,7 @@ func parseWorkload(cfg *Config) (*workload, error) {
 		}
 		w.writeFrac = wr / (wr + rd)
 	default:
-		return nil, usageErrorf("--workload %q: want write, read or mixed", cfg.Workload)
+		return nil, usageErrorf("--workload %q: want write, read, mixed or replay:FILE (a capture file)", cfg.Workload)
 	}
 	if cfg.Ratio != "" && cfg.Workload != "mixed" {
 		return nil, usageErrorf("--ratio applies to --workload mixed, not %s", cfg.Workload)

@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/tracing/capture"
 	"github.com/tracecar/tracecar/tracing/statements"
 )
 
@@ -79,6 +80,9 @@ type Config struct {
 	// Statements receives each request and its response for per-statement statistics.
 	// Nil means none.
 	Statements StatementStats
+	// Capture is the workload capture, which sees every request and its response while it
+	// runs. Nil means none.
+	Capture *capture.Capture
 	// TLS, when set, makes clients speak TLS to the proxy: it must hold a certificate, and
 	// with ClientAuth set to tls.RequireAndVerifyClientCert and ClientCAs, clients must
 	// present a certificate (mTLS). A client that fails the handshake, a plaintext one say,

@@ -51,6 +51,7 @@ type conn struct {
 
 	streams  streamTable
 	counters connCounters
+	capt     captureState // the workload capture (capture.go)
 
 	// Request goroutine.
 	cr     *bufio.Reader

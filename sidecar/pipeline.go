@@ -52,6 +52,11 @@ func (c *conn) request(h cql.Header, frame []byte, n int) tracing.Ticket {
 		if c.tr != nil {
 			req.trace = c.tr.Begin(f, now)
 		}
+		if cp := c.p.capture; cp != nil {
+			if s := cp.Active(); s != nil {
+				req.capt = c.captureRequest(s, f, now, n)
+			}
+		}
 		c.streams.put(req)
 	}
 	// The one request counter: metrics and tracing read it (Proxy.New).
@@ -102,6 +107,9 @@ func (c *conn) response(h cql.Header, frame []byte, req inflight, arrived int64)
 		out = c.rewriteResult(f, req)
 	case h.Stream < 0 && h.Opcode == cql.OpEvent:
 		out = c.rewriteEvent(f)
+	}
+	if req.capt != nil {
+		captureResponse(req.capt, f, arrived)
 	}
 	inc(&c.counters.responses, 1)
 	return out, done

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/tracing"
+	"github.com/tracecar/tracecar/tracing/capture"
 )
 
 // Stats are a Proxy's counters since New.
@@ -61,6 +62,7 @@ type Proxy struct {
 	log       *zerolog.Logger
 	metrics   Metrics
 	stmts     StatementStats
+	capture   *capture.Capture // nil: no workload capture
 	maxFrame  uint32
 	advertise netip.AddrPort // zero Addr: the client connection's local address
 	cfgErr    error
@@ -106,6 +108,7 @@ func New(cfg Config, tr *tracing.Tracer) *Proxy {
 		log:      cfg.Logger,
 		metrics:  cfg.Metrics,
 		stmts:    cfg.Statements,
+		capture:  cfg.Capture,
 		maxFrame: uint32(cfg.MaxFrameSize),
 		noLoop:   cfg.NoEventLoop || eventLoopOff(),
 		loops:    &processLoops,

@@ -53,9 +53,12 @@ func (c *conn) learnPrepared(f *cql.Frame, req inflight) {
 		return
 	}
 	st := tracing.Statement{Query: req.query, Keyspace: string(info.Keyspace)}
-	if req.kind&kindPrepare != 0 && !skipRewrite.Load() {
-		if m, err := cql.DecodeResult(body, h.ProtoVersion()); err == nil {
-			if pr, ok := m.(cql.PreparedResult); ok {
+	// The bound variables are learnt too, for the workload capture (their types, and
+	// which make the partition key). A PREPARE is rare, so it may pay for a decode.
+	if m, err := cql.DecodeResult(body, h.ProtoVersion()); err == nil {
+		if pr, ok := m.(cql.PreparedResult); ok {
+			st.Binds, st.PKIndexes = pr.Metadata.Columns, pr.Metadata.PKIndexes
+			if req.kind&kindPrepare != 0 && !skipRewrite.Load() {
 				st.System, st.Columns = uint8(req.kind&kindTable), pr.ResultMetadata.Columns
 			}
 		}
@@ -121,6 +124,7 @@ func (c *conn) rewriteResult(f *cql.Frame, req inflight) []byte {
 	case cql.SetKeyspaceResult:
 		if req.kind == kindUse {
 			c.inSystem.Store(m.Keyspace == "system")
+			c.capt.keyspace.Store(&m.Keyspace)
 		}
 	case cql.RowsResult:
 		if req.kind&kindPrepare != 0 {

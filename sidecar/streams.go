@@ -6,6 +6,7 @@ import (
 
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/tracing"
+	"github.com/tracecar/tracecar/tracing/capture"
 	"github.com/tracecar/tracecar/tracing/statements"
 )
 
@@ -23,6 +24,7 @@ type inflight struct {
 	stat   statements.Ticket  // the request's statement statistics, see StatementStats
 	probe  string             // the statement id of an EXECUTE probed for its table (statement.go)
 	query  string             // the text of a PREPARE, for the prepared-statement registry
+	capt   *capture.Record    // the request's workload capture record, nil when not captured
 }
 
 // streamTable holds the requests of one connection that are waiting for their response,

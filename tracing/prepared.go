@@ -18,6 +18,11 @@ type Statement struct {
 	// Keyspace is the statement's keyspace, from the metadata of its RESULT Prepared
 	// (learnt with Query); empty when the metadata named none.
 	Keyspace string
+	// Binds are the statement's bound variables, and PKIndexes those that make its
+	// partition key (protocol v4 and later), from the metadata of its RESULT Prepared
+	// (learnt with Query).
+	Binds     []cql.ColumnSpec
+	PKIndexes []uint16
 	// System names the system table the statement reads, in the sidecar's terms
 	// (system.local, peers or peers_v2, for the address rewrite); 0 for any other.
 	System uint8
@@ -57,6 +62,7 @@ func (p *Statements) Put(id []byte, st Statement) {
 		merged := *old
 		if st.Query != "" {
 			merged.Query, merged.Keyspace = st.Query, st.Keyspace
+			merged.Binds, merged.PKIndexes = st.Binds, st.PKIndexes
 		}
 		if st.System != 0 {
 			merged.System, merged.Columns = st.System, st.Columns

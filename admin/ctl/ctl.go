@@ -12,6 +12,7 @@
 //	             [--statement S] [--opcode OP] [--clear]
 //	tracecar ctl [--hosts …] ready
 //	tracecar ctl [--hosts …] top [--interval 2s] [--sort total_time|calls|p99|errors] [--per-host] [--count N]
+//	tracecar ctl [--hosts …] capture start [--duration 60s] [--max-bytes 256MiB] [--values shape|keep] | stop | status
 //
 // Every host gets the request in parallel; a host that fails does not stop the others. A
 // change is read back from each host after it is applied, so the table shows what each host
@@ -52,6 +53,7 @@ const (
 	TraceFilter      = "trace-filter" // the trace filter
 	Top              = "top"          // the live view (see top.go)
 	Ready            = "ready"        // GET /readyz: exit 0 only when every host's node is reachable
+	Capture          = "capture"      // the workload capture: start, stop or status (see capture.go)
 )
 
 // Command is what ctl does on every host: an optional change, then a read of the state it
@@ -165,6 +167,8 @@ func opOf(cmd Command) (op, error) {
 			return op{}, errors.New("ctl: ready changes nothing")
 		}
 		return op{get: "/readyz", show: func([]byte) (string, error) { return "ready", nil }}, nil
+	case Capture:
+		o = op{get: pathCapture, show: showCapture}
 	case TraceFilter:
 		o = op{get: pathTraceFilter, show: showTraceFilter}
 		if cmd.Clear {

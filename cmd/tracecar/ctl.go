@@ -57,6 +57,9 @@ commands:
                            their share of the interval's time; the longest requests in flight.
                            Keys: t c p e sort, s next sort, h per-host rows, space pause, q quit.
                            Plain lines, one refresh after another, when stdout is not a terminal
+  capture start [--duration 60s] [--max-bytes 256MiB] [--values shape|keep] | stop | status
+                           capture the workload's shape to each sidecar's --capture-dir;
+                           stop waits until the file is complete
 --hosts defaults to 127.0.0.1:10000; a host without a port gets :10000, and may be an
 http:// or https:// URL. --hosts-from-cql HOST:PORT instead reaches every sidecar of a
 cluster, as listed in system.local and system.peers read through that sidecar, each at
@@ -116,8 +119,10 @@ func parseCtlFlags(args []string) (ctl.Config, error) {
 		build = func(a []string) (ctl.Command, error) { return ctlTraceFilter(&c, a) }
 	case "top":
 		build = func(a []string) (ctl.Command, error) { return ctlTop(&c, a) }
+	case "capture":
+		build = func(a []string) (ctl.Command, error) { return ctlCapture(&c, a) }
 	default:
-		return ctl.Config{}, usageErrorf("unknown command %q: want slow-query, trace-probability, logger, status, statements, trace-filter, ready or top", rest[0])
+		return ctl.Config{}, usageErrorf("unknown command %q: want slow-query, trace-probability, logger, status, statements, trace-filter, ready, top or capture", rest[0])
 	}
 	cmd, err := build(rest[1:])
 	if err != nil {

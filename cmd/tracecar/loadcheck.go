@@ -78,7 +78,10 @@ func parseLoadcheckFlags(args []string, stderr io.Writer) (loadcheckFlags, error
 	fs.DurationVar(&cfg.Warmup, "warmup", loadcheck.DefaultWarmup, "warmup before each run; 0 for none")
 	fs.Int64Var(&cfg.Ops, "n", 0, "operations per run; replaces --duration when > 0")
 	fs.Int64Var(&cfg.Ops, "ops", 0, "same as -n")
-	fs.StringVar(&cfg.Workload, "workload", loadcheck.DefaultWorkload, "write, read or mixed")
+	fs.StringVar(&cfg.Workload, "workload", loadcheck.DefaultWorkload, "write, read, mixed, or replay:FILE, a capture file (tracecar ctl capture) played back")
+	fs.StringVar(&cfg.ReplaySpeed, "replay-speed", "", "a replay's speed: 1x (the recorded timing, the default), 2x, a factor such as 0.5, or max (as fast as the workers go)")
+	fs.IntVar(&cfg.ReplayConnections, "replay-connections", 0, "a replay's connections per run (default: as many as the capture's)")
+	fs.StringVar(&cfg.ReplayKeyspace, "replay-keyspace", "", "`NAME` of the keyspace a replay creates its tables in and owns; required against a deployment (the replay never writes into the captured keyspaces)")
 	fs.StringVar(&cfg.Ratio, "ratio", "", "operation weights of the mixed workload (default "+loadcheck.DefaultRatio+")")
 	fs.StringVar(&cfg.Pop, "pop", loadcheck.DefaultPop, "partition keys: seq=1..N, uniform(1..N) or gaussian(1..N)")
 	fs.IntVar(&cfg.Concurrency, "concurrency", loadcheck.DefaultConcurrency, "number of workers")
@@ -161,10 +164,19 @@ func parseLoadcheckFlags(args []string, stderr io.Writer) (loadcheckFlags, error
 			"loadcheck measures a deployment only with its node (for the direct mode and the node's figures); " +
 			"give no --node, --sidecar or --admin to measure a node and sidecar it starts itself")
 	}
+	replay := strings.HasPrefix(cfg.Workload, loadcheck.ReplayPrefix)
 	switch {
+	case set["replay-connections"] && cfg.ReplayConnections < 1:
+		return lf, usageErrorf("--replay-connections %d: want at least 1", cfg.ReplayConnections)
+	case lf.deployment() && replay && cfg.ReplayKeyspace == "":
+		return lf, usageErrorf("a replay against a deployment needs --replay-keyspace NAME: a keyspace the replay owns, " +
+			"where it creates the capture's tables; it never writes into the captured keyspaces")
+	case lf.deployment() && replay && cfg.Rate == 0 && !set["replay-speed"]:
+		return lf, usageErrorf("a replay against a deployment needs --replay-speed (1x, 2x, max) or --rate OP/S, given on purpose: " +
+			"the replay then sends the capture's load, or more, to a production node")
 	case lf.unthrottled && cfg.Rate > 0:
 		return lf, usageErrorf("--unthrottled and --rate %v contradict each other: give one", cfg.Rate)
-	case lf.deployment() && cfg.Rate == 0 && !lf.unthrottled:
+	case lf.deployment() && cfg.Rate == 0 && !lf.unthrottled && !(replay && set["replay-speed"]):
 		return lf, usageErrorf("against a deployment (--node, --sidecar or --admin), give --rate OP/S: " +
 			"without it loadcheck runs a closed loop as fast as the node answers, which saturates a production node and its sidecar; " +
 			"at a fixed rate the verdict comes from CPU per op and added latency instead of the op rate. " +

@@ -25,6 +25,7 @@ commands:
   sidecar    run the CQL proxy with slow-query tracing and the admin API
   loadcheck  measure what each tracing and logging mode costs
   ctl        change tracing or log levels on one or more sidecars
+  capture    dump or summarise a workload capture file (capture dump|stats FILE)
 
 Run 'tracecar <command> -h' for the flags of a command.
 `
@@ -45,6 +46,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = runLoadcheck(ctx, args[1:], stdout, stderr)
 	case "ctl":
 		err = runCtl(ctx, args[1:], stdout, stderr)
+	case "capture":
+		err = runCapture(ctx, args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

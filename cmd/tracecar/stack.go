@@ -83,6 +83,9 @@ type stackConfig struct {
 	Peers *sidecar.PeerMap
 
 	Statements statementsConfig // per-statement statistics (see statements.go)
+
+	// CaptureDir is where workload captures are written; "" refuses them (see capture.go).
+	CaptureDir string
 }
 
 // stack is a running sidecar, its admin API and, when embedded, its node.
@@ -187,6 +190,10 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 	added := new(guardrail.AddedLatency)
 	opts.AddedLatency = added.Observe
 	st.tracer = tracing.New(opts)
+	capt, err := newCapture(cfg, st.Node, st.tracer.Statements(), sinks.schema, reg)
+	if err != nil {
+		return fail(err)
+	}
 	if cfg.FollowClientSampling {
 		if err := st.tracer.UpdateConfig(func(c tracing.Config) tracing.Config {
 			c.FollowClientSampling = true
@@ -212,7 +219,10 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 	}
 	st.closers = append([]func(context.Context) error{st.tracer.Close}, st.closers...)
 	stmts, stmtOpts := newStatements(cfg.Statements)
-	adminOpts = append(adminOpts, append(stmtOpts, admin.WithTraceFilter(st.tracer))...)
+	adminOpts = append(adminOpts, append(stmtOpts, admin.WithTraceFilter(st.tracer), admin.WithCapture(capt))...)
+	// The capture ends first, once the proxy has drained: its file is complete before
+	// the node session that reads the schema closes.
+	st.closers = append([]func(context.Context) error{capt.Close}, st.closers...)
 	st.proxy = sidecar.New(sidecar.Config{
 		NodeAddr:               st.Node,
 		AdvertiseAddr:          cfg.AdvertiseAddr,
@@ -227,6 +237,7 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 		Logger:                 reg.Logger(logs.Sidecar),
 		Metrics:                m,
 		Statements:             stmts,
+		Capture:                capt,
 		NoEventLoop:            os.Getenv("TRACECAR_EVENT_LOOP") == "off", // README: Performance
 	}, st.tracer)
 
@@ -360,6 +371,7 @@ func runSidecar(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	lf := addLogFlags(fs)
 	gf := addGuardFlags(fs)
 	addStatementFlags(fs, &cfg.Statements)
+	addCaptureFlags(fs, &cfg)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

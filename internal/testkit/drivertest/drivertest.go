@@ -142,3 +142,7 @@ func run(tb testing.TB, env []string, name string, args ...string) {
 	}
 	tb.Logf("%s", out)
 }
+
+// ScriptPath returns the path of a script in scripts/, for a test that runs it itself
+// (with its own standard input, say).
+func ScriptPath(name string) string { return filepath.Join(scriptsDir(), name) }

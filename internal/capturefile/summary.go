@@ -1,0 +1,245 @@
+package capturefile
+
+import (
+	"cmp"
+	"encoding/hex"
+	"math"
+	"slices"
+
+	"github.com/tracecar/tracecar/internal/cql"
+)
+
+// Summary is what `tracecar capture stats` shows of a capture.
+type Summary struct {
+	Records int     `json:"records"`
+	Dropped uint64  `json:"dropped"`
+	SpanS   float64 `json:"span_s"`
+	// OpRate is the rate of the requests that run statements, over the span between the
+	// first and the last of them.
+	OpRate float64 `json:"op_rate"`
+	// Opcodes counts the requests by opcode.
+	Opcodes map[string]int `json:"opcodes"`
+	// Mix counts the statements run by verb (select, insert, update, delete, ...): batches
+	// count each of their statements.
+	Mix        map[string]int     `json:"mix"`
+	Reads      int                `json:"reads"`
+	Writes     int                `json:"writes"`
+	Errors     int                `json:"errors"`
+	Statements []StatementSummary `json:"statements"`
+	Keys       KeySummary         `json:"keys"`
+	// Latency is the latency the sidecar saw, µs, over the requests that run statements.
+	Latency   Percentiles `json:"latency_us"`
+	ReqBytes  Percentiles `json:"request_bytes"`
+	RespBytes Percentiles `json:"response_bytes"`
+	// Values are the bound values' sizes, by CQL type.
+	Values []TypeSizes `json:"values"`
+}
+
+// StatementSummary is one statement's share of a capture.
+type StatementSummary struct {
+	ID       uint32  `json:"id"`
+	Text     string  `json:"text"`
+	Verb     string  `json:"verb"`
+	Prepared bool    `json:"prepared"`
+	Count    int     `json:"count"`
+	SharePct float64 `json:"share_pct"`
+	Errors   int     `json:"errors"`
+	Rows     int64   `json:"rows"`
+	P50US    int64   `json:"p50_us"`
+	P99US    int64   `json:"p99_us"`
+}
+
+// KeySummary is how the partition keys repeat.
+type KeySummary struct {
+	// WithKey counts the statements run whose partition key is known.
+	WithKey  int        `json:"with_key"`
+	Distinct int        `json:"distinct"`
+	Top      []KeyCount `json:"top"`
+}
+
+// KeyCount is one key's count: the hex of its keyed hash, never its value.
+type KeyCount struct {
+	Key      string  `json:"key"`
+	Count    int     `json:"count"`
+	SharePct float64 `json:"share_pct"`
+}
+
+// Percentiles of a set of figures.
+type Percentiles struct {
+	Count int     `json:"count"`
+	Mean  float64 `json:"mean"`
+	P50   int64   `json:"p50"`
+	P95   int64   `json:"p95"`
+	P99   int64   `json:"p99"`
+	P999  int64   `json:"p999"`
+	Max   int64   `json:"max"`
+}
+
+// TypeSizes are the sizes of the bound values of one type.
+type TypeSizes struct {
+	Type    string  `json:"type"`
+	Count   int     `json:"count"`
+	Nulls   int     `json:"nulls"`
+	MeanLen float64 `json:"mean_len"`
+	MaxLen  int32   `json:"max_len"`
+}
+
+// PercentilesOf returns the percentiles of v, which it sorts.
+func PercentilesOf(v []int64) Percentiles {
+	p := Percentiles{Count: len(v)}
+	if len(v) == 0 {
+		return p
+	}
+	slices.Sort(v)
+	var sum float64
+	for _, x := range v {
+		sum += float64(x)
+	}
+	at := func(q float64) int64 {
+		i := int(math.Ceil(q*float64(len(v)))) - 1
+		return v[min(max(i, 0), len(v)-1)]
+	}
+	p.Mean = sum / float64(len(v))
+	p.P50, p.P95, p.P99, p.P999, p.Max = at(0.50), at(0.95), at(0.99), at(0.999), v[len(v)-1]
+	return p
+}
+
+// Reading reports whether a verb reads rows, and Writing whether it writes them.
+func Reading(verb string) bool { return verb == "select" }
+
+// Writing reports whether a verb writes rows.
+func Writing(verb string) bool {
+	return verb == "insert" || verb == "update" || verb == "delete" || verb == "batch"
+}
+
+// TopKeys is how many keys Summarize lists.
+const TopKeys = 10
+
+// Summarize returns the summary of c.
+func Summarize(c *Capture) Summary {
+	s := Summary{Records: len(c.Records), Dropped: c.End.Dropped, Opcodes: map[string]int{}, Mix: map[string]int{}}
+	type stmtAcc struct {
+		StatementSummary
+		lat []int64
+	}
+	byID := map[uint32]*stmtAcc{}
+	keys := map[string]int{}
+	sizes := map[string]*TypeSizes{}
+	var lat, req, resp []int64
+	first, last := int64(-1), int64(0)
+	ran := 0
+	for i := range c.Records {
+		r := &c.Records[i]
+		s.Opcodes[cql.Opcode(r.Opcode).String()]++
+		req = append(req, int64(r.ReqBytes))
+		resp = append(resp, int64(r.RespBytes))
+		failed := r.RespOpcode == OpError
+		if failed {
+			s.Errors++
+		}
+		if len(r.Parts) == 0 || r.Opcode == byte(cql.OpPrepare) {
+			continue
+		}
+		ran++
+		if first < 0 {
+			first = r.AtUS
+		}
+		last = max(last, r.AtUS)
+		lat = append(lat, r.LatencyUS)
+		for _, p := range r.Parts {
+			st := c.Statements[p.Statement]
+			verb := "other"
+			if st != nil {
+				verb = st.Verb
+			}
+			s.Mix[verb]++
+			switch {
+			case Reading(verb):
+				s.Reads++
+			case Writing(verb):
+				s.Writes++
+			}
+			a := byID[p.Statement]
+			if a == nil {
+				a = &stmtAcc{StatementSummary: StatementSummary{ID: p.Statement, Verb: verb}}
+				if st != nil {
+					a.Text, a.Prepared = st.Text, st.Prepared
+				} else {
+					a.Text = "<unknown statement>"
+				}
+				byID[p.Statement] = a
+			}
+			a.Count++
+			if failed {
+				a.Errors++
+			}
+			if r.Rows > 0 {
+				a.Rows += int64(r.Rows)
+			}
+			a.lat = append(a.lat, r.LatencyUS)
+			if p.Key != nil {
+				keys[string(p.Key)]++
+				s.Keys.WithKey++
+			}
+			if st != nil {
+				for j, n := range p.Lens {
+					if j >= len(st.Values) || st.Values[j].Literal != "" {
+						continue
+					}
+					t := cmp.Or(st.Values[j].Type, "unknown")
+					ts := sizes[t]
+					if ts == nil {
+						ts = &TypeSizes{Type: t}
+						sizes[t] = ts
+					}
+					ts.Count++
+					if n < 0 {
+						ts.Nulls++
+						continue
+					}
+					ts.MeanLen += float64(n)
+					ts.MaxLen = max(ts.MaxLen, n)
+				}
+			}
+		}
+	}
+	total := 0
+	for _, a := range byID {
+		total += a.Count
+	}
+	for _, a := range byID {
+		p := PercentilesOf(a.lat)
+		a.P50US, a.P99US = p.P50, p.P99
+		if total > 0 {
+			a.SharePct = 100 * float64(a.Count) / float64(total)
+		}
+		s.Statements = append(s.Statements, a.StatementSummary)
+	}
+	slices.SortFunc(s.Statements, func(a, b StatementSummary) int {
+		return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.ID, b.ID))
+	})
+	s.Keys.Distinct = len(keys)
+	for k, n := range keys {
+		s.Keys.Top = append(s.Keys.Top, KeyCount{Key: hex.EncodeToString([]byte(k)), Count: n,
+			SharePct: 100 * float64(n) / float64(s.Keys.WithKey)})
+	}
+	slices.SortFunc(s.Keys.Top, func(a, b KeyCount) int { return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Key, b.Key)) })
+	if len(s.Keys.Top) > TopKeys {
+		s.Keys.Top = s.Keys.Top[:TopKeys]
+	}
+	for _, ts := range sizes {
+		if n := ts.Count - ts.Nulls; n > 0 {
+			ts.MeanLen /= float64(n)
+		}
+		s.Values = append(s.Values, *ts)
+	}
+	slices.SortFunc(s.Values, func(a, b TypeSizes) int { return cmp.Compare(a.Type, b.Type) })
+	if ran > 0 {
+		s.SpanS = float64(last-first) / 1e6
+		if s.SpanS > 0 {
+			s.OpRate = float64(ran) / s.SpanS
+		}
+	}
+	s.Latency, s.ReqBytes, s.RespBytes = PercentilesOf(lat), PercentilesOf(req), PercentilesOf(resp)
+	return s
+}

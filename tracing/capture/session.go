@@ -1,0 +1,195 @@
+package capture
+
+import (
+	"encoding/binary"
+	"sync/atomic"
+
+	"github.com/tracecar/tracecar/internal/capturefile"
+	"github.com/tracecar/tracecar/internal/cql"
+)
+
+// The data path: what a capture costs a request. Request copies from the frame's view
+// what the writer needs (the statement's text or id, and its parameters) into a reused
+// Record, and Response adds what the response says (its kind, error code, row count) and
+// queues the Record for the writer: no parsing beyond the view's, no clock read but the
+// one the sidecar makes anyway when it has one, no allocation once the free list holds
+// enough Records, and never a wait: a full queue drops the request and counts it.
+
+// QueueSize bounds the Records waiting for the writer.
+const QueueSize = 16384
+
+// freeSize bounds the Records kept for reuse: about what arrives between two drains of
+// the writer at tens of thousands of requests a second, so that the Records in use stay
+// few and warm in the cache (a Record taken from a longer queue of free ones has gone
+// cold); a burst beyond it allocates.
+const freeSize = 1024
+
+// maxCopy bounds what Request copies of one request: a larger statement is captured
+// without its values (capturefile.LenUnknown), and a longer text is cut.
+const maxCopy = 64 << 10
+
+// maxKept is the largest buffer a Record keeps for the next request.
+const maxKept = 4 << 10
+
+// Record is one request in a capture, from Request to Response, then queued for the
+// writer. The caller keeps it with its record of the request in flight; a nil *Record is
+// a request that is not captured.
+type Record struct {
+	s       *Session
+	conn    uint32
+	at      int64 // tracing.Now() at arrival
+	op      cql.Opcode
+	flags   byte
+	ks      *string // the connection's keyspace in use
+	reqLen  uint32
+	textLen int    // buf[:textLen] is a QUERY's or PREPARE's text, or an EXECUTE's id
+	buf     []byte // the text or id, then the query parameters; a BATCH's whole message
+	cut     bool   // the parameters were not copied (over maxCopy)
+
+	respOp  cql.Opcode
+	kind    int32 // RESULT kind, or ERROR code
+	rows    int32
+	respLen uint32
+	latency int64 // ns
+}
+
+// Session is one capture from its start to its end: the queue and the counters that the
+// data path writes. Its methods are safe for concurrent use.
+type Session struct {
+	c       *Capture
+	start   int64 // tracing.Now() at the start
+	queue   *ring // requests for the writer
+	free    *ring // Records to reuse
+	conns   atomic.Uint32
+	dropped atomic.Uint64
+	ended   atomic.Bool   // the writer has ended: a late response is not queued
+	done    chan struct{} // closed when the writer has ended
+}
+
+// NewConn returns the number of a connection in this capture, from 1: a connection asks
+// once, on its first request captured.
+func (s *Session) NewConn() uint32 { return s.conns.Add(1) }
+
+// take returns a Record to fill.
+func (s *Session) take() *Record {
+	if r := s.free.pop(); r != nil {
+		return r
+	}
+	return &Record{}
+}
+
+// release gives a Record back for reuse.
+func (s *Session) release(r *Record) {
+	if cap(r.buf) > maxKept {
+		r.buf = nil
+	}
+	r.ks = nil
+	s.free.push(r)
+}
+
+// Request sees a request of n bytes through the view f that the sidecar decoded it into,
+// on connection conn, whose keyspace in use is ks (nil for none), arrived at now (from
+// tracing.Now). It returns the Record that the caller passes to Response with the
+// response, or nil for a request that is not captured (an event, a stream the proxy does
+// not follow). It does not retain f or its bytes.
+func (s *Session) Request(f *cql.Frame, conn uint32, ks *string, now int64, n int) *Record {
+	h := &f.Header
+	if h.Stream < 0 {
+		return nil
+	}
+	r := s.take()
+	r.s, r.conn, r.at, r.op, r.flags, r.ks = s, conn, now, h.Opcode, h.Flags, ks
+	r.reqLen = uint32(n)
+	r.buf, r.textLen, r.cut = r.buf[:0], 0, false
+	switch h.Opcode {
+	case cql.OpQuery, cql.OpPrepare, cql.OpExecute:
+		st, ok := f.Statement()
+		if !ok {
+			break
+		}
+		text := st.Query
+		if h.Opcode == cql.OpExecute {
+			text = st.ID
+		}
+		text = text[:min(len(text), maxCopy)]
+		r.buf = append(r.buf, text...)
+		r.textLen = len(text)
+		if len(st.Params) <= maxCopy {
+			r.buf = append(r.buf, st.Params...)
+		} else {
+			r.cut = true
+		}
+	case cql.OpBatch:
+		msg, err := f.Message()
+		if err != nil {
+			break
+		}
+		if len(msg) > maxCopy {
+			r.cut = true
+			msg = msg[:maxCopy]
+		}
+		r.buf = append(r.buf, msg...)
+	}
+	return r
+}
+
+// Response sees the response to r's request through its view f, arrived at arrived (from
+// tracing.Now), and queues r for the writer, or drops it when the queue is full. r must
+// not be used afterwards.
+func (s *Session) Response(r *Record, f *cql.Frame, arrived int64) {
+	if s.ended.Load() {
+		return // the answer to a request captured just before the end
+	}
+	h := &f.Header
+	r.respOp, r.kind, r.rows = h.Opcode, 0, -1
+	r.respLen = uint32(cql.HeaderSize) + h.Length
+	r.latency = arrived - r.at
+	switch h.Opcode {
+	case cql.OpResult:
+		if rest := message(f, 1024); len(rest) >= 4 {
+			r.kind = int32(binary.BigEndian.Uint32(rest))
+			switch r.kind {
+			case capturefile.ResultRows:
+				if n, ok := cql.RowsCount(rest); ok {
+					r.rows = int32(n)
+				}
+			case capturefile.ResultPrepared:
+				// The id that EXECUTEs will name, after the PREPARE's text.
+				if len(rest) >= 6 && r.op == cql.OpPrepare {
+					if n := int(binary.BigEndian.Uint16(rest[4:])); 6+n <= len(rest) {
+						r.buf = append(r.buf[:r.textLen], rest[6:6+n]...)
+					}
+				}
+			}
+		}
+	case cql.OpError:
+		if rest := message(f, 16); len(rest) >= 4 {
+			r.kind = int32(binary.BigEndian.Uint32(rest))
+		}
+	}
+	if !s.queue.push(r) {
+		s.dropped.Add(1)
+		s.release(r)
+	}
+}
+
+// message returns the response's message after its prefix: the whole of it when the body
+// is plain or already decompressed, else the start of it that n bytes of body hold, so
+// that a compressed response is never decompressed whole for the capture alone.
+func message(f *cql.Frame, n int) []byte {
+	if !f.Compressed() || f.Decompressed() {
+		m, err := f.Message()
+		if err != nil {
+			return nil
+		}
+		return m
+	}
+	rest, err := cql.SkipResponsePrefix(f.Header.Flags, f.Start(n))
+	if err != nil {
+		return nil
+	}
+	return rest
+}
+
+// Response is r's Session's Response: the caller need not keep the Session.
+func (r *Record) Response(f *cql.Frame, arrived int64) { r.s.Response(r, f, arrived) }

@@ -1,0 +1,761 @@
+package capture
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"math/big"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/tracecar/tracecar/internal/capturefile"
+	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/cql/cqltext"
+	"github.com/tracecar/tracecar/tracing"
+	"github.com/tracecar/tracecar/tracing/statements"
+)
+
+// What the writer knows of the statements it has met: each gets a statement entry the
+// first time, with its values described (from a prepared statement's bound variables, or
+// from the text and the table's schema), and a cached info for its records.
+
+// maxCached bounds the cache of statements by raw text or id; past it the cache starts
+// afresh (the entries written stay valid).
+const maxCached = 10000
+
+// maxText bounds a statement's text in the file.
+const maxText = 64 << 10
+
+type catalog struct {
+	w         *writer
+	cache     map[string]*stmtInfo // by kind, keyspace in use and raw text, or by prepared id
+	byText    map[string]uint32    // statement ids by their entry's identity
+	next      uint32
+	tables    map[string]*capturefile.Table
+	keyspaces map[string]bool
+	vals      [][]byte
+	lens      []int32
+	// Scratch, reused for each record: the cache key, and the parts' slices (the file's
+	// writer copies a record at once).
+	key     []byte
+	partBuf []capturefile.Part
+	slab    []int32
+	keys    []byte
+	kvals   [][]byte
+}
+
+func (st *catalog) init(w *writer) {
+	st.w = w
+	st.cache = map[string]*stmtInfo{}
+	st.byText = map[string]uint32{}
+	st.tables = map[string]*capturefile.Table{}
+	st.keyspaces = map[string]bool{}
+}
+
+// stmtInfo is what a record of a statement needs.
+type stmtInfo struct {
+	id     uint32
+	nbound int      // bound values that the statement's values start with; -1: unknown
+	lits   [][]byte // the literals' values, serialized as bound values of their types
+	pk     []int    // the values that make the partition key
+	secret bool     // a role or user statement: no value, nor its length, is recorded
+}
+
+// parts fills rec's statement parts and query parameters from r.
+func (st *catalog) parts(r *Record, rec *capturefile.Record) error {
+	st.partBuf, st.slab, st.keys, st.kvals = st.partBuf[:0], st.slab[:0], st.keys[:0], st.kvals[:0]
+	text := r.buf[:r.textLen]
+	ks := rec.Keyspace
+	switch r.op {
+	case cql.OpQuery, cql.OpExecute:
+		var info *stmtInfo
+		if r.op == cql.OpQuery {
+			info = st.query(text, ks, false)
+		} else {
+			info = st.prepared(text, ks)
+		}
+		p := part{info: info}
+		if !r.cut {
+			var qp qparams
+			readParams(r.buf[r.textLen:], &qp, st)
+			rec.Consistency, rec.Serial, rec.PageSize, rec.QueryFlags = qp.cl, qp.serial, qp.pageSize, qp.flags
+			p.vals, p.lens = st.vals, st.lens
+		}
+		st.partBuf = append(st.partBuf, st.part(p, r.cut))
+		rec.Parts = st.partBuf
+	case cql.OpPrepare:
+		// The statement as EXECUTEs run it, when the answer gave its id.
+		var info *stmtInfo
+		if id := r.buf[r.textLen:]; len(id) > 0 {
+			info = st.prepared(id, ks)
+		} else {
+			info = st.query(text, ks, true)
+		}
+		st.partBuf = append(st.partBuf, capturefile.Part{Statement: info.id})
+		rec.Parts = st.partBuf
+	case cql.OpBatch:
+		st.batch(r, rec)
+	}
+	return nil
+}
+
+// part is one statement of a request, with its bound values as the request holds them.
+type part struct {
+	info *stmtInfo
+	vals [][]byte // nil entries for null and unset values
+	lens []int32
+}
+
+// part returns the file's part for p: the values' lengths (bound, then literals), their
+// bytes with values=keep, and the keyed hash of the partition key.
+func (st *catalog) part(p part, cut bool) capturefile.Part {
+	info := p.info
+	out := capturefile.Part{Statement: info.id}
+	if cut {
+		return out
+	}
+	n := len(p.lens) + len(info.lits)
+	at := len(st.slab)
+	st.slab = append(st.slab, p.lens...)
+	for _, l := range info.lits {
+		st.slab = append(st.slab, int32(len(l)))
+	}
+	out.Lens = st.slab[at:len(st.slab):len(st.slab)]
+	if info.secret {
+		for i := range out.Lens {
+			if out.Lens[i] >= 0 {
+				out.Lens[i] = capturefile.LenUnknown
+			}
+		}
+		return out
+	}
+	if st.w.keep {
+		// Only bound values: a literal is in the text already, unless it was redacted.
+		out.Values = make([][]byte, n)
+		copy(out.Values, p.vals)
+	}
+	st.kvals = st.kvals[:0]
+	if len(info.pk) > 0 && (info.nbound < 0 || info.nbound == len(p.lens)) {
+		for _, i := range info.pk {
+			var v []byte
+			switch {
+			case i < len(p.vals):
+				v = p.vals[i]
+				if p.lens[i] < 0 {
+					return out // a null key: no key
+				}
+			case i-len(p.vals) < len(info.lits):
+				v = info.lits[i-len(p.vals)]
+			default:
+				return out
+			}
+			st.kvals = append(st.kvals, v)
+		}
+		at := len(st.keys)
+		st.keys = st.w.keyHash(st.keys, st.kvals)
+		out.Key = st.keys[at:len(st.keys):len(st.keys)]
+	}
+	return out
+}
+
+// batch fills rec from a BATCH message.
+func (st *catalog) batch(r *Record, rec *capturefile.Record) {
+	var d cql.Decoder
+	d.Reset(r.buf)
+	rec.BatchType = int(d.Byte())
+	n := int(d.Short())
+	if d.Err() != nil {
+		return
+	}
+	for i := 0; i < n && d.Err() == nil; i++ {
+		var info *stmtInfo
+		if d.Byte() == 0 {
+			info = st.query(d.LongStringBytes(), rec.Keyspace, false)
+		} else {
+			info = st.prepared(d.ShortBytes(), rec.Keyspace)
+		}
+		nv := int(d.Short())
+		p := part{info: info}
+		for j := 0; j < nv && d.Err() == nil; j++ {
+			v, unset := d.Value()
+			p.vals, p.lens = appendValue(p.vals, p.lens, v, unset)
+		}
+		st.partBuf = append(st.partBuf, st.part(p, d.Err() != nil))
+		rec.Parts = st.partBuf
+		if d.Err() != nil {
+			return
+		}
+	}
+	if d.Err() != nil || r.cut {
+		return
+	}
+	rec.Consistency = int(d.Consistency())
+	flags := d.Byte()
+	rec.QueryFlags = flags
+	if flags&cql.QuerySerialConsistency != 0 {
+		rec.Serial = int(d.Consistency())
+	}
+	if d.Err() != nil {
+		rec.Consistency, rec.Serial, rec.QueryFlags = -1, -1, 0
+	}
+}
+
+func appendValue(vals [][]byte, lens []int32, v []byte, unset bool) ([][]byte, []int32) {
+	switch {
+	case unset:
+		return append(vals, nil), append(lens, capturefile.LenUnset)
+	case v == nil:
+		return append(vals, nil), append(lens, capturefile.LenNull)
+	}
+	return append(vals, v), append(lens, int32(len(v)))
+}
+
+// qparams are a QUERY's or an EXECUTE's query parameters.
+type qparams struct {
+	cl, serial int
+	flags      byte
+	pageSize   int32
+}
+
+// readParams reads <query_parameters>, the values into st.vals and st.lens (aliasing b).
+func readParams(b []byte, p *qparams, st *catalog) {
+	*p = qparams{cl: -1, serial: -1, pageSize: -1}
+	st.vals, st.lens = st.vals[:0], st.lens[:0]
+	var d cql.Decoder
+	d.Reset(b)
+	cl := d.Consistency()
+	flags := d.Byte()
+	if d.Err() != nil {
+		return
+	}
+	p.cl, p.flags = int(cl), flags
+	if flags&cql.QueryValues != 0 {
+		n := int(d.Short())
+		for ; n > 0 && d.Err() == nil; n-- {
+			if flags&cql.QueryNamedValues != 0 {
+				d.StringBytes()
+			}
+			v, unset := d.Value()
+			st.vals, st.lens = appendValue(st.vals, st.lens, v, unset)
+		}
+	}
+	if flags&cql.QueryPageSize != 0 {
+		p.pageSize = d.Int()
+	}
+	if flags&cql.QueryPagingState != 0 {
+		d.Bytes()
+	}
+	if flags&cql.QuerySerialConsistency != 0 {
+		p.serial = int(d.Consistency())
+	}
+	if d.Err() != nil {
+		p.pageSize, p.serial = -1, -1
+	}
+}
+
+// cacheKey sets st.key to kind, the keyspace in use and text, and returns the cached info
+// of that key, or nil.
+func (st *catalog) cacheKey(kind byte, ks string, text []byte) *stmtInfo {
+	st.key = append(append(append(append(st.key[:0], kind, 0), ks...), 0), text...)
+	return st.cache[string(st.key)]
+}
+
+// remember caches info under st.key.
+func (st *catalog) remember(info *stmtInfo) *stmtInfo {
+	if len(st.cache) >= maxCached {
+		st.cache = map[string]*stmtInfo{}
+	}
+	st.cache[string(st.key)] = info
+	return info
+}
+
+// prepared returns the info of the prepared statement id, from the sidecar's registry.
+func (st *catalog) prepared(id []byte, ksInUse string) *stmtInfo {
+	if info := st.cacheKey('p', ksInUse, id); info != nil {
+		return info
+	}
+	var ps *tracing.Statement
+	if reg := st.w.c.cfg.Statements; reg != nil {
+		if s := reg.Lookup(id); s != nil && s.Query != "" {
+			ps = s
+		}
+	}
+	if ps == nil {
+		// Prepared before the sidecar saw it: known by id only, and not replayable.
+		def := capturefile.Statement{Prepared: true, Verb: "other", Text: "<prepared statement 0x" + hex.EncodeToString(id) + ">"}
+		return st.remember(&stmtInfo{id: st.define("p\x00"+def.Text, def), nbound: -1})
+	}
+	ks := ksInUse
+	if ps.Keyspace != "" {
+		ks = ps.Keyspace
+	}
+	if len(ps.Binds) > 0 && ps.Binds[0].Keyspace != "" {
+		ks = ps.Binds[0].Keyspace
+	}
+	binds := ps.Binds
+	if binds == nil {
+		binds = []cql.ColumnSpec{} // known to have none
+	}
+	key := append([]byte(nil), st.key...) // describe may read a schema, not the key
+	info := st.describe(ps.Query, ks, true, binds, ps.PKIndexes)
+	st.key = key
+	return st.remember(info)
+}
+
+// query returns the info of a statement sent as text: a QUERY's or a batch's, or, with
+// prepare, a PREPARE's whose answer did not say its id (its bound variables are then
+// unknown).
+func (st *catalog) query(text []byte, ksInUse string, prepare bool) *stmtInfo {
+	kind := byte('q')
+	if prepare {
+		kind = 'P'
+	}
+	if info := st.cacheKey(kind, ksInUse, text); info != nil {
+		return info
+	}
+	key := append([]byte(nil), st.key...)
+	info := st.describe(string(text), ksInUse, prepare, nil, nil)
+	st.key = key
+	return st.remember(info)
+}
+
+// describe makes the info of a statement's text, and its entry when it is new. binds are
+// a prepared statement's bound variables, when known; pk its partition key indexes.
+func (st *catalog) describe(raw, ks string, prepared bool, binds []cql.ColumnSpec, pkIdx []uint16) *stmtInfo {
+	raw = raw[:min(len(raw), maxText)]
+	norm, _ := cql.NormalizeQuery(raw, st.w.keep, 0)
+	sl := slotsOf(raw, norm)
+	tks, table := statements.Target(norm)
+	if tks == "" && table != "" {
+		tks = ks
+	}
+	def := capturefile.Statement{Prepared: prepared, Text: norm, Verb: verbOf(norm), Keyspace: tks, Table: table,
+		System: isSystemKeyspace(tks)}
+	var tbl *capturefile.Table
+	if table != "" && !def.System && tks != "" {
+		tbl = st.w.schemaTable(tks, table)
+	}
+	cols := slotColumns(norm, sl)
+	info := &stmtInfo{nbound: -1, secret: roleStatement(norm)}
+	// The bound values first, in their order.
+	nb := 0
+	for i, s := range sl {
+		if s.literal != "" {
+			continue
+		}
+		v := capturefile.Value{Column: cols[i], At: -1}
+		if prepared && nb < len(binds) {
+			v.Column, v.Type = binds[nb].Name, binds[nb].Type.String()
+		} else {
+			v.Type = columnType(tbl, v.Column)
+		}
+		def.Values = append(def.Values, v)
+		nb++
+	}
+	// A prepared statement whose bound variables are known has exactly those.
+	if prepared && binds != nil {
+		for ; nb < len(binds); nb++ {
+			def.Values = append(def.Values, capturefile.Value{Column: binds[nb].Name, Type: binds[nb].Type.String(), At: -1})
+		}
+		def.Values = def.Values[:len(binds)]
+		info.nbound = len(binds)
+	} else if !prepared {
+		info.nbound = nb
+	}
+	nbound := len(def.Values)
+	for i, s := range sl {
+		if s.literal == "" {
+			continue
+		}
+		typ := columnType(tbl, cols[i])
+		if typ == "" {
+			typ = literalType(s.literal)
+		}
+		def.Values = append(def.Values, capturefile.Value{Column: cols[i], Type: typ, Literal: s.literal, At: s.at})
+		info.lits = append(info.lits, literalValue(s.text, s.literal, typ))
+	}
+	// The partition key: the prepared statement's own indexes, else the values whose
+	// columns are the table's partition key.
+	if len(pkIdx) > 0 {
+		for _, i := range pkIdx {
+			info.pk = append(info.pk, int(i))
+		}
+	} else if tbl != nil && def.Verb != "ddl" {
+		info.pk = keyValues(tbl, def.Values)
+	}
+	if len(info.pk) > 0 && info.pk[len(info.pk)-1] >= len(def.Values) {
+		info.pk = nil
+	}
+	def.PK = info.pk
+	// Values past the bound ones belong to literals; an unknown number of bound values
+	// (a prepared statement not seen prepared) leaves them unreliable.
+	if prepared && binds == nil {
+		info.lits, info.pk, def.PK = nil, nil, nil
+		def.Values = def.Values[:nbound]
+		info.nbound = -1
+	}
+	ident := "q"
+	switch {
+	case prepared && binds == nil:
+		ident = "P" // apart from the same text's entry with its bound variables
+	case prepared:
+		ident = "p"
+	}
+	info.id = st.define(ident+"\x00"+tks+"\x00"+norm, def)
+	return info
+}
+
+// define returns the id of the statement entry ident, writing def as a new entry first.
+func (st *catalog) define(ident string, def capturefile.Statement) uint32 {
+	if id, ok := st.byText[ident]; ok {
+		return id
+	}
+	st.next++
+	def.ID = st.next
+	st.byText[ident] = def.ID
+	st.w.w.Statement(def)
+	return def.ID
+}
+
+// keyValues returns the indexes of vals that give each partition key column of t once, by
+// equality, in key order; nil when one is missing or given more than once.
+func keyValues(t *capturefile.Table, vals []capturefile.Value) []int {
+	var key []capturefile.Column
+	for _, c := range t.Columns {
+		if c.Kind == capturefile.PartitionKey {
+			key = append(key, c)
+		}
+	}
+	if len(key) == 0 {
+		return nil
+	}
+	slices.SortFunc(key, func(a, b capturefile.Column) int { return a.Position - b.Position })
+	out := make([]int, 0, len(key))
+	for _, c := range key {
+		at := -1
+		for i, v := range vals {
+			if v.Column == c.Name {
+				if at >= 0 {
+					return nil
+				}
+				at = i
+			}
+		}
+		if at < 0 {
+			return nil
+		}
+		out = append(out, at)
+	}
+	return out
+}
+
+// columnType returns the CQL type of column name in t: the table's, or that of a LIMIT,
+// TTL or TIMESTAMP clause.
+func columnType(t *capturefile.Table, name string) string {
+	switch name {
+	case "[limit]", "[ttl]":
+		return "int"
+	case "[timestamp]":
+		return "bigint"
+	case "":
+		return ""
+	}
+	if t == nil {
+		return ""
+	}
+	for _, c := range t.Columns {
+		if c.Name == name {
+			return c.Type
+		}
+	}
+	return ""
+}
+
+// verbOf returns what a statement does, from its first word.
+func verbOf(text string) string {
+	t := cqltext.NextSignificant(text, 0)
+	for _, v := range []string{"select", "insert", "update", "delete", "use"} {
+		if cqltext.IsKeyword(text, t, v) {
+			return v
+		}
+	}
+	switch {
+	case cqltext.IsKeyword(text, t, "begin"), cqltext.IsKeyword(text, t, "apply"):
+		return "batch"
+	case cqltext.IsKeyword(text, t, "create"), cqltext.IsKeyword(text, t, "alter"), cqltext.IsKeyword(text, t, "drop"),
+		cqltext.IsKeyword(text, t, "truncate"):
+		return "ddl"
+	}
+	return "other"
+}
+
+// roleStatement reports whether text creates or alters a role or user, whose values are
+// passwords.
+func roleStatement(text string) bool {
+	t := cqltext.NextSignificant(text, 0)
+	if !cqltext.IsKeyword(text, t, "create") && !cqltext.IsKeyword(text, t, "alter") {
+		return false
+	}
+	n := cqltext.NextSignificant(text, t.End)
+	return cqltext.IsKeyword(text, n, "role") || cqltext.IsKeyword(text, n, "user")
+}
+
+// slot is one value place of a statement's normalized text: a bind marker, or a literal
+// that normalization replaced by '?'.
+type slot struct {
+	at      int    // offset of the '?' in the normalized text; -1 for a named marker
+	tok     int    // index of its token among the normalized text's significant tokens
+	literal string // the literal's kind, "" for a bind marker
+	text    string // the literal as written in the raw text
+}
+
+// slotsOf walks raw and its normalized form together and returns the value places of the
+// normalized text, in order. Normalization changes literals only (a literal, or a
+// collection of literals, becomes one '?'), so the two texts have the same tokens
+// elsewhere; at the first difference that is not that, it stops.
+func slotsOf(raw, norm string) []slot {
+	rs, ns := cqltext.NewScanner(raw), cqltext.NewScanner(norm)
+	next := func(s *cqltext.Scanner[string]) cqltext.Token {
+		for {
+			t := s.Next()
+			if t.Kind != cqltext.Space && t.Kind != cqltext.Comment {
+				return t
+			}
+		}
+	}
+	var out []slot
+	for idx := 0; ; idx++ {
+		r, n := next(&rs), next(&ns)
+		if n.Kind == cqltext.EOF || r.Kind == cqltext.EOF {
+			return out
+		}
+		rt, nt := raw[r.Start:r.End], norm[n.Start:n.End]
+		switch {
+		case rt == nt && nt == "?":
+			out = append(out, slot{at: n.Start, tok: idx})
+		case rt == nt && nt == ":":
+			// A named bind marker, :name.
+			out = append(out, slot{at: -1, tok: idx})
+		case rt == nt:
+		case nt == "?" && (rt == "[" || rt == "{"):
+			start, depth := r.Start, 1
+			for depth > 0 {
+				t := next(&rs)
+				if t.Kind == cqltext.EOF {
+					return out
+				}
+				switch raw[t.Start:t.End] {
+				case "[", "{":
+					depth++
+				case "]", "}":
+					depth--
+				}
+				r = t
+			}
+			kind := "collection"
+			if rt == "[" {
+				kind = "list"
+			}
+			out = append(out, slot{at: n.Start, tok: idx, literal: kind, text: raw[start:r.End]})
+		case nt == "?":
+			out = append(out, slot{at: n.Start, tok: idx, literal: literalKind(raw, r), text: rt})
+		default:
+			return out
+		}
+	}
+}
+
+// literalKind names the kind of a literal token.
+func literalKind(text string, t cqltext.Token) string {
+	switch t.Kind {
+	case cqltext.String:
+		return "string"
+	case cqltext.Integer:
+		return "integer"
+	case cqltext.Float:
+		return "float"
+	case cqltext.Blob:
+		return "blob"
+	case cqltext.UUID:
+		return "uuid"
+	case cqltext.Duration:
+		return "duration"
+	}
+	if cqltext.IsKeyword(text, t, "true") || cqltext.IsKeyword(text, t, "false") {
+		return "boolean"
+	}
+	return "float" // NaN, Infinity
+}
+
+// literalType is the CQL type a literal of kind most likely has when its column is not
+// known.
+func literalType(kind string) string {
+	switch kind {
+	case "string":
+		return "text"
+	case "integer":
+		return "int"
+	case "float":
+		return "double"
+	case "list":
+		return "list<text>"
+	case "collection":
+		return "set<text>"
+	}
+	return kind // blob, uuid, boolean, duration
+}
+
+// literalValue returns a literal's value serialized as a bound value of typ, so that the
+// same key hashes alike bound or written in the text; the literal's own text for a type it
+// does not convert.
+func literalValue(text, kind, typ string) []byte {
+	switch kind {
+	case "string":
+		if strings.HasPrefix(text, "$$") && strings.HasSuffix(text, "$$") && len(text) >= 4 {
+			return []byte(text[2 : len(text)-2])
+		}
+		if len(text) >= 2 {
+			return []byte(strings.ReplaceAll(text[1:len(text)-1], "''", "'"))
+		}
+	case "integer":
+		var size int
+		switch typ {
+		case "int", "date":
+			size = 4
+		case "bigint", "counter", "timestamp", "time":
+			size = 8
+		case "smallint":
+			size = 2
+		case "tinyint":
+			size = 1
+		case "varint":
+			if b, ok := new(big.Int).SetString(text, 10); ok {
+				return varint(b)
+			}
+		}
+		if v, err := strconv.ParseInt(text, 10, 64); err == nil && size > 0 {
+			var b [8]byte
+			binary.BigEndian.PutUint64(b[:], uint64(v))
+			return append([]byte(nil), b[8-size:]...)
+		}
+	case "uuid":
+		if b, err := hex.DecodeString(strings.ReplaceAll(text, "-", "")); err == nil && len(b) == 16 {
+			return b
+		}
+	case "blob":
+		if b, err := hex.DecodeString(text[2:]); err == nil {
+			return b
+		}
+	case "boolean":
+		if strings.EqualFold(text, "true") {
+			return []byte{1}
+		}
+		return []byte{0}
+	}
+	return []byte(text)
+}
+
+// varint returns b as a CQL varint: big-endian two's complement, in the fewest bytes.
+func varint(b *big.Int) []byte {
+	if b.Sign() >= 0 {
+		out := b.Bytes()
+		if len(out) == 0 || out[0]&0x80 != 0 {
+			out = append([]byte{0}, out...)
+		}
+		return out
+	}
+	// Negative: 2^(8n) + b for the smallest n that keeps the sign bit.
+	n := (b.BitLen() + 8) / 8
+	m := new(big.Int).Lsh(big.NewInt(1), uint(8*n))
+	out := m.Add(m, b).Bytes()
+	for len(out) < n {
+		out = append([]byte{0xff}, out...)
+	}
+	return out
+}
+
+// slotColumns returns the column each slot of norm is for (see capturefile.Value.Column),
+// "" when it cannot be told: the column compared with (c = ?, c < ?, c IN (?, ?)), set
+// (SET c = ?, c = c + ?) or inserted (INSERT INTO t (a, b) VALUES (?, ?)), or [limit],
+// [ttl] and [timestamp].
+func slotColumns(norm string, sl []slot) []string {
+	var toks []cqltext.Token
+	for t := cqltext.NextSignificant(norm, 0); t.Kind != cqltext.EOF; t = cqltext.NextSignificant(norm, t.End) {
+		toks = append(toks, t)
+	}
+	kw := func(i int, w string) bool { return i >= 0 && i < len(toks) && cqltext.IsKeyword(norm, toks[i], w) }
+	punct := func(i int, p string) bool { return i >= 0 && i < len(toks) && cqltext.IsPunct(norm, toks[i], p) }
+	name := func(i int) string {
+		if i < 0 || i >= len(toks) || toks[i].Kind != cqltext.Ident && toks[i].Kind != cqltext.QuotedIdent {
+			return ""
+		}
+		return cqltext.Name(norm, toks[i])
+	}
+	// An INSERT's columns, and where its VALUES list opens.
+	var insertCols []string
+	valuesAt := -1
+	if kw(0, "insert") {
+		i := 0
+		for i < len(toks) && !punct(i, "(") {
+			i++
+		}
+		for i++; i < len(toks) && !punct(i, ")"); i++ {
+			if n := name(i); n != "" {
+				insertCols = append(insertCols, n)
+			}
+		}
+		for ; i < len(toks); i++ {
+			if kw(i, "values") && punct(i+1, "(") {
+				valuesAt = i + 1
+				break
+			}
+		}
+	}
+	out := make([]string, len(sl))
+	for k, s := range sl {
+		j := s.tok
+		if valuesAt >= 0 && j > valuesAt {
+			// The place of the value in the VALUES list, at its first level.
+			depth, pos := 0, 0
+			for i := valuesAt + 1; i < j; i++ {
+				switch {
+				case punct(i, "(") || punct(i, "[") || punct(i, "{"):
+					depth++
+				case punct(i, ")") || punct(i, "]") || punct(i, "}"):
+					depth--
+				case depth == 0 && punct(i, ","):
+					pos++
+				}
+			}
+			if depth == 0 && pos < len(insertCols) {
+				out[k] = insertCols[pos]
+				continue
+			}
+		}
+		switch {
+		case kw(j-1, "limit"):
+			out[k] = "[limit]"
+		case kw(j-1, "ttl"):
+			out[k] = "[ttl]"
+		case kw(j-1, "timestamp") && (kw(j-2, "using") || kw(j-2, "and")):
+			out[k] = "[timestamp]"
+		case punct(j-1, "=") || punct(j-1, "<") || punct(j-1, ">") || punct(j-1, "<=") || punct(j-1, ">=") || punct(j-1, "!=") ||
+			kw(j-1, "contains"):
+			out[k] = name(j - 2)
+		case punct(j-1, "+") || punct(j-1, "-"):
+			if punct(j-3, "=") {
+				out[k] = name(j - 4)
+			}
+		case punct(j-1, "(") || punct(j-1, ","):
+			// c IN (?, ?): back to the list's opening.
+			i := j - 1
+			for i >= 0 && !punct(i, "(") {
+				i--
+			}
+			if kw(i-1, "in") {
+				out[k] = name(i - 2)
+			}
+		}
+	}
+	return out
+}
