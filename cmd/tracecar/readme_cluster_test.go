@@ -68,15 +68,19 @@ func startREADMECluster(t *testing.T) (map[string]string, []string) {
 	lines := readmeBlock(t, "## A cluster: one sidecar per node")
 
 	// Every port the block names gets a port that is free on 127.0.0.1 to 3.
+	// The listeners stay open until every port is picked, so that two of the block's ports
+	// never get the same one (as --listen and --api of one node once did).
 	ports := map[string]string{}
+	var held []net.Listener
 	for _, p := range regexp.MustCompile(`(?::|port=)(\d{4,5})\b`).FindAllStringSubmatch(strings.Join(lines, "\n"), -1) {
 		if _, ok := ports[p[1]]; !ok {
 			lns := clustertest.ListenSamePort(t, 3)
 			ports[p[1]] = fmt.Sprint(lns[0].Addr().(*net.TCPAddr).Port)
-			for _, ln := range lns {
-				ln.Close()
-			}
+			held = append(held, lns...)
 		}
+	}
+	for _, ln := range held {
+		ln.Close()
 	}
 	portRE := regexp.MustCompile(`(:|port=)(\d{4,5})\b`)
 	local := func(s string) string {
