@@ -1,7 +1,5 @@
 package node
 
-import "github.com/tracecar/tracecar/internal/cql"
-
 // The AST of the supported CQL subset. Identifiers are already case-folded: unquoted names
 // are lower case, quoted names keep their case.
 
@@ -12,10 +10,21 @@ type tableName struct{ ks, name string }
 type useStmt struct{ keyspace string }
 
 type createKeyspaceStmt struct {
-	name          string
-	ifNotExists   bool
+	name        string
+	ifNotExists bool
+	opts        keyspaceOpts
+}
+
+// keyspaceOpts are the WITH options of CREATE and ALTER KEYSPACE; nil means not given.
+type keyspaceOpts struct {
 	replication   map[string]string
-	durableWrites bool
+	durableWrites *bool
+}
+
+// optValue is the value of a table's WITH option: a constant's text, or a map.
+type optValue struct {
+	text string
+	m    map[string]string
 }
 
 type dropKeyspaceStmt struct {
@@ -25,8 +34,7 @@ type dropKeyspaceStmt struct {
 
 type colDef struct {
 	name   string
-	typ    cql.TypeInfo
-	text   string // the type as system_schema.columns shows it
+	ref    *typeRef
 	static bool
 }
 
@@ -42,7 +50,7 @@ type createTableStmt struct {
 	pk          []string
 	ck          []string
 	order       []ordering
-	options     map[string]string
+	options     map[string]optValue
 	compact     bool
 }
 
@@ -52,6 +60,37 @@ type dropTableStmt struct {
 }
 
 type truncateStmt struct{ table tableName }
+
+type alterKeyspaceStmt struct {
+	name     string
+	ifExists bool
+	opts     keyspaceOpts
+}
+
+type alterOp uint8
+
+const (
+	alterAdd alterOp = iota
+	alterDrop
+	alterRename
+	alterOptions
+	alterType        // ALTER col TYPE t: refused, as in Cassandra 4
+	alterDropCompact // DROP COMPACT STORAGE: disabled, as by default in Cassandra 4.1
+)
+
+type rename struct{ from, to string }
+
+type alterTableStmt struct {
+	table    tableName
+	ifExists bool
+	op       alterOp
+	ifColumn bool // ADD IF NOT EXISTS, DROP IF EXISTS, RENAME IF EXISTS
+	add      []colDef
+	drop     []string
+	ts       *int64 // DROP ... USING TIMESTAMP
+	renames  []rename
+	opts     map[string]optValue
+}
 
 // unsupportedStmt is a statement that parses but that the node rejects with Invalid.
 type unsupportedStmt struct{ what string }
@@ -174,6 +213,8 @@ func (*dropKeyspaceStmt) stmtName() string   { return "DROP KEYSPACE" }
 func (*createTableStmt) stmtName() string    { return "CREATE TABLE" }
 func (*dropTableStmt) stmtName() string      { return "DROP TABLE" }
 func (*truncateStmt) stmtName() string       { return "TRUNCATE" }
+func (*alterKeyspaceStmt) stmtName() string  { return "ALTER KEYSPACE" }
+func (*alterTableStmt) stmtName() string     { return "ALTER TABLE" }
 func (*unsupportedStmt) stmtName() string    { return "UNSUPPORTED" }
 func (*insertStmt) stmtName() string         { return "INSERT" }
 func (*updateStmt) stmtName() string         { return "UPDATE" }

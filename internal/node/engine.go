@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -90,6 +91,7 @@ type compiled struct {
 	p      plan
 	meta   cql.PreparedMetadata
 	result cql.RowsMetadata
+	tables []*tableStore // the tables it reads or writes
 }
 
 // plan is a statement compiled against one schema version.
@@ -299,7 +301,7 @@ func (e *Engine) plan(pr *prepared) (*compiled, error) {
 			cp.binds[i].Name = n
 		}
 	}
-	c := &compiled{gen: sc.gen, p: p, meta: cql.PreparedMetadata{Columns: cp.binds, PKIndexes: cp.pkIndexes}, result: cp.result}
+	c := &compiled{gen: sc.gen, p: p, meta: cql.PreparedMetadata{Columns: cp.binds, PKIndexes: cp.pkIndexes}, result: cp.result, tables: cp.tables}
 	pr.plan.Store(c)
 	return c, nil
 }
@@ -455,19 +457,14 @@ type compiler struct {
 	names     []string
 	pkIndexes []uint16
 	result    cql.RowsMetadata
+	tables    []*tableStore
 }
 
 func (c *compiler) compile(st statement) (plan, error) {
 	switch st := st.(type) {
 	case *useStmt:
 		return &usePlan{ks: st.keyspace}, c.noMarkers()
-	case *createKeyspaceStmt:
-		return &ddlPlan{st: st}, c.noMarkers()
-	case *dropKeyspaceStmt:
-		return &ddlPlan{st: st}, c.noMarkers()
-	case *createTableStmt:
-		return &ddlPlan{st: st, ks: c.ks}, c.noMarkers()
-	case *dropTableStmt:
+	case *createKeyspaceStmt, *dropKeyspaceStmt, *alterKeyspaceStmt, *createTableStmt, *dropTableStmt, *alterTableStmt:
 		return &ddlPlan{st: st, ks: c.ks}, c.noMarkers()
 	case *truncateStmt:
 		t, err := c.table(st.table)
@@ -525,6 +522,9 @@ func (c *compiler) table(tn tableName) (*table, error) {
 	t := k.tables[tn.name]
 	if t == nil {
 		return nil, invalidf("unconfigured table %s", tn.name)
+	}
+	if !slices.Contains(c.tables, t.tableStore) {
+		c.tables = append(c.tables, t.tableStore)
 	}
 	return t, nil
 }

@@ -908,8 +908,7 @@ func (r *selectRun) value(col *column, pkVals [][]byte, part *partition, row *ro
 		if part.static == nil {
 			return nil
 		}
-		c := &part.static.cells[col.pos]
-		if c.live(r.now) {
+		if c := part.static.cell(col.pos); c != nil && c.live(r.now) {
 			return c.v
 		}
 		return nil
@@ -917,8 +916,7 @@ func (r *selectRun) value(col *column, pkVals [][]byte, part *partition, row *ro
 	if row == nil {
 		return nil
 	}
-	c := &row.cells[col.pos]
-	if c.live(r.now) {
+	if c := row.cell(col.pos); c != nil && c.live(r.now) {
 		return c.v
 	}
 	return nil
@@ -1055,12 +1053,12 @@ func (r *selectRun) cellOf(col *column, part *partition, row *row) *cell {
 		if part.static == nil {
 			return nil
 		}
-		return &part.static.cells[col.pos]
+		return part.static.cell(col.pos)
 	}
 	if row == nil {
 		return nil
 	}
-	return &row.cells[col.pos]
+	return row.cell(col.pos)
 }
 
 // fullRow returns a row's values in SELECT * order. The caller holds the shard lock.

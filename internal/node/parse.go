@@ -85,6 +85,12 @@ func (p *parser) failf(format string, args ...any) {
 	panic(&syntaxError{msg: msg})
 }
 
+// failPlain fails with a message that, like Cassandra's checks after parsing, carries no
+// position.
+func (p *parser) failPlain(format string, args ...any) {
+	panic(&syntaxError{msg: fmt.Sprintf(format, args...)})
+}
+
 func (p *parser) unexpected() {
 	if p.tok.kind == tEOF {
 		p.failf("mismatched input '<EOF>' expecting an identifier or keyword")
@@ -235,7 +241,10 @@ func (p *parser) statement() statement {
 		p.advance()
 		p.acceptKeyword("table")
 		return &truncateStmt{table: p.tableName()}
-	case "alter", "grant", "revoke", "list":
+	case "alter":
+		p.advance()
+		return p.alterStmt()
+	case "grant", "revoke", "list":
 		what := strings.ToUpper(p.tok.text)
 		p.skipRest()
 		return &unsupportedStmt{what: what + " statements are not supported by the embedded node"}
@@ -257,27 +266,11 @@ func (p *parser) skipRest() {
 func (p *parser) createStmt() statement {
 	switch {
 	case p.acceptKeyword("keyspace"), p.acceptKeyword("schema"):
-		st := &createKeyspaceStmt{durableWrites: true}
+		st := &createKeyspaceStmt{}
 		st.ifNotExists = p.ifNotExists()
 		st.name = p.ident()
 		p.expectKeyword("with")
-		for {
-			opt := p.identAny()
-			p.expectPunct("=")
-			switch opt {
-			case "replication":
-				st.replication = p.stringMap()
-			case "durable_writes":
-				v := p.tok
-				p.advance()
-				st.durableWrites = !strings.EqualFold(v.text, "false")
-			default:
-				p.optionValue()
-			}
-			if !p.acceptKeyword("and") {
-				break
-			}
-		}
+		st.opts = p.keyspaceOptions()
 		return st
 	case p.acceptKeyword("table"), p.acceptKeyword("columnfamily"):
 		return p.createTable()
@@ -313,7 +306,35 @@ func (p *parser) dropStmt() statement {
 	return nil
 }
 
-// stringMap reads {'k': 'v', ...} with string or number values.
+// keyspaceOptions reads the options of CREATE and ALTER KEYSPACE.
+func (p *parser) keyspaceOptions() keyspaceOpts {
+	var o keyspaceOpts
+	for {
+		opt := p.identAny()
+		p.expectPunct("=")
+		v := p.option()
+		switch opt {
+		case "replication":
+			if v.m == nil {
+				p.failPlain("Invalid value for property 'replication'. It should be a map.")
+			}
+			o.replication = v.m
+		case "durable_writes":
+			b := strings.EqualFold(v.text, "true")
+			if !b && !strings.EqualFold(v.text, "false") {
+				p.failPlain("Invalid boolean value %s for 'durable_writes' property", v.text)
+			}
+			o.durableWrites = &b
+		default:
+			p.failPlain("Unknown property '%s'", opt)
+		}
+		if !p.acceptKeyword("and") {
+			return o
+		}
+	}
+}
+
+// stringMap reads {'k': 'v', ...} with constant values.
 func (p *parser) stringMap() map[string]string {
 	p.expectPunct("{")
 	m := map[string]string{}
@@ -327,7 +348,7 @@ func (p *parser) stringMap() map[string]string {
 		k := p.tok.text
 		p.advance()
 		p.expectPunct(":")
-		m[k] = p.optionValue()
+		m[k] = p.constantText()
 		if !p.acceptPunct(",") {
 			break
 		}
@@ -336,23 +357,16 @@ func (p *parser) stringMap() map[string]string {
 	return m
 }
 
-// optionValue reads a constant or a map as the value of a WITH option and returns its text.
-func (p *parser) optionValue() string {
+// option reads a constant or a map as the value of a WITH option.
+func (p *parser) option() optValue {
 	if p.isPunct("{") {
-		m := p.stringMap()
-		var b strings.Builder
-		b.WriteByte('{')
-		first := true
-		for k, v := range m {
-			if !first {
-				b.WriteString(", ")
-			}
-			first = false
-			b.WriteString(k + ": " + v)
-		}
-		b.WriteByte('}')
-		return b.String()
+		return optValue{m: p.stringMap()}
 	}
+	return optValue{text: p.constantText()}
+}
+
+// constantText reads a constant and returns its text.
+func (p *parser) constantText() string {
 	neg := p.acceptPunct("-")
 	switch p.tok.kind {
 	case tString, tInt, tFloat, tIdent, tQuotedIdent, tHex, tUUID:
@@ -368,7 +382,7 @@ func (p *parser) optionValue() string {
 }
 
 func (p *parser) createTable() statement {
-	st := &createTableStmt{options: map[string]string{}}
+	st := &createTableStmt{options: map[string]optValue{}}
 	st.ifNotExists = p.ifNotExists()
 	st.table = p.tableName()
 	p.expectPunct("(")
@@ -397,7 +411,7 @@ func (p *parser) createTable() statement {
 			p.expectPunct(")")
 		} else {
 			c := colDef{name: p.ident()}
-			c.typ, c.text = p.typ(0)
+			c.ref = p.typ(0)
 			if p.acceptKeyword("static") {
 				c.static = true
 			}
@@ -447,7 +461,7 @@ func (p *parser) createTable() statement {
 			default:
 				name := p.identAny()
 				p.expectPunct("=")
-				st.options[name] = p.optionValue()
+				st.options[name] = p.option()
 			}
 			if !p.acceptKeyword("and") {
 				break
@@ -466,9 +480,8 @@ var simpleTypes = map[string]cql.TypeID{
 	"duration": cql.TypeDuration,
 }
 
-// typ reads a CQL type and returns it with its canonical spelling, as system_schema shows
-// it (frozen<> is kept in the text; the node stores every collection whole either way).
-func (p *parser) typ(depth int) (cql.TypeInfo, string) {
+// typ reads a CQL type as written; user-defined types are resolved when the statement runs.
+func (p *parser) typ(depth int) *typeRef {
 	if depth > maxNesting {
 		p.failf("type nesting too deep")
 	}
@@ -476,56 +489,42 @@ func (p *parser) typ(depth int) (cql.TypeInfo, string) {
 		p.unexpected()
 	}
 	name := strings.ToLower(p.tok.text)
-	if id, ok := simpleTypes[name]; ok && p.tok.kind == tIdent {
+	if _, ok := simpleTypes[name]; ok && p.tok.kind == tIdent {
 		p.advance()
-		t := cql.TypeInfo{ID: id}
-		return t, t.String()
+		return &typeRef{name: name}
 	}
-	if p.tok.kind == tIdent {
+	if p.tok.kind == tIdent && p.peek(1).kind == tPunct && p.peek(1).text == "<" {
 		switch name {
 		case "frozen":
 			p.advance()
-			p.expectPunct("<")
-			t, s := p.typ(depth + 1)
-			p.expectPunct(">")
-			return t, "frozen<" + s + ">"
-		case "list", "set":
 			p.advance()
-			p.expectPunct("<")
-			e, s := p.typ(depth + 1)
+			t := p.typ(depth + 1)
 			p.expectPunct(">")
-			if name == "list" {
-				return cql.ListOf(e), "list<" + s + ">"
-			}
-			return cql.SetOf(e), "set<" + s + ">"
-		case "map":
+			t.frozen = true
+			return t
+		case "list", "set", "map", "tuple":
 			p.advance()
-			p.expectPunct("<")
-			k, ks := p.typ(depth + 1)
-			p.expectPunct(",")
-			v, vs := p.typ(depth + 1)
-			p.expectPunct(">")
-			return cql.MapOf(k, v), "map<" + ks + ", " + vs + ">"
-		case "tuple":
 			p.advance()
-			p.expectPunct("<")
-			t := cql.TypeInfo{ID: cql.TypeTuple}
-			var parts []string
+			t := &typeRef{name: name}
 			for {
-				e, s := p.typ(depth + 1)
-				t.Elems = append(t.Elems, e)
-				parts = append(parts, s)
+				t.args = append(t.args, p.typ(depth+1))
 				if !p.acceptPunct(",") {
 					break
 				}
 			}
 			p.expectPunct(">")
-			return t, "frozen<tuple<" + strings.Join(parts, ", ") + ">>"
+			if want := map[string]int{"list": 1, "set": 1, "map": 2}[name]; want > 0 && len(t.args) != want {
+				p.failf("%s takes %d type arguments, got %d", name, want, len(t.args))
+			}
+			return t
 		}
 	}
-	// A user-defined type name: the executor rejects it with a clear message.
+	// A user-defined type, perhaps qualified by its keyspace.
 	n := p.ident()
-	return cql.TypeInfo{ID: cql.TypeUDT, Name: n}, n
+	if p.acceptPunct(".") {
+		return &typeRef{ks: n, name: p.identAny()}
+	}
+	return &typeRef{name: n}
 }
 
 func (p *parser) marker(name string) *term {
@@ -1049,6 +1048,8 @@ func (p *parser) batchStmt() statement {
 		}
 	}
 }
+
+func upper(s string) string { return strings.ToUpper(s) }
 
 // atoiLimited parses a non-negative decimal int that fits in an int32.
 func atoiLimited(s string) (int, bool) {

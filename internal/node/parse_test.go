@@ -113,7 +113,11 @@ func TestLiterals(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			typ := tp.stmt.(*createTableStmt).cols[0].typ
+			ct, err := resolver{ks: "ks"}.resolve(tp.stmt.(*createTableStmt).cols[0].ref)
+			if err != nil {
+				t.Fatal(err)
+			}
+			typ := ct.info
 			b, err := literal(ps.stmt.(*insertStmt).vals[1], typ, "v")
 			got := render(typ, b)
 			if err != nil {

@@ -165,10 +165,10 @@ func (d *tableData) apply(t *table, m *mutation, now int64) error {
 				var c *cell
 				if cv.col.kind == kindStatic {
 					if p != nil && p.static != nil {
-						c = &p.static.cells[cv.col.pos]
+						c = p.static.cell(cv.col.pos)
 					}
 				} else if r != nil {
-					c = &r.cells[cv.col.pos]
+					c = r.cell(cv.col.pos)
 				}
 				if c != nil && c.live(now) {
 					vals[i] = c.v
@@ -262,11 +262,29 @@ func (d *tableData) apply(t *table, m *mutation, now int64) error {
 			}
 			target = p.static
 		}
+		if op.pos >= len(target.cells) {
+			target.grow(len(t.cells))
+		}
 		if err := target.cells[op.pos].apply(col, op, m, now); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// cell returns the cell of slot pos, or nil in a row written before the column was added.
+func (r *row) cell(pos int) *cell {
+	if pos < len(r.cells) {
+		return &r.cells[pos]
+	}
+	return nil
+}
+
+// grow gives the row n cells, for columns added after it was written.
+func (r *row) grow(n int) {
+	for len(r.cells) < n {
+		r.cells = append(r.cells, cell{ts: noTS})
+	}
 }
 
 // live reports whether the row has a live marker or a live cell.

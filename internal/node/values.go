@@ -107,6 +107,22 @@ func encTextMap(m map[string]string) []byte {
 	return b
 }
 
+// encBlobMap serializes a map<text, blob>, sorted by key.
+func encBlobMap(m map[string][]byte) []byte {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	elems := make([][]byte, 0, 2*len(keys))
+	for _, k := range keys {
+		elems = append(elems, []byte(k), m[k])
+	}
+	b := encCollection(elems)
+	binary.BigEndian.PutUint32(b, uint32(len(keys)))
+	return b
+}
+
 // decCollection splits a serialized collection into its elements (2 per map entry).
 func decCollection(b []byte, perEntry int) ([][]byte, bool) {
 	if len(b) < 4 {

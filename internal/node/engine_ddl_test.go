@@ -1,0 +1,48 @@
+package node
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/tracecar/tracecar/internal/cql"
+)
+
+// TestAlterEvents checks the SCHEMA_CHANGE of each ALTER, that schema_version changes with
+// it, and that a prepared statement of an altered table is forgotten (Unprepared) while one
+// of a table whose options alone changed is kept.
+func TestAlterEvents(t *testing.T) {
+	e, s := newTestEngine(t, "CREATE TABLE t (k int PRIMARY KEY, v int)", "CREATE TABLE u (k int PRIMARY KEY, v int)")
+	var got []string
+	e.OnSchemaChange(func(c cql.SchemaChange) { got = append(got, c.ChangeType+" "+c.Target+" "+c.Keyspace+" "+c.Name) })
+	pt := mustPrepare(t, e, s, "SELECT * FROM t WHERE k = ?")
+	pu := mustPrepare(t, e, s, "SELECT * FROM u WHERE k = ?")
+	steps := []string{
+		"ALTER TABLE t ADD w int",
+		"ALTER TABLE u WITH comment = 'x'",
+		"ALTER KEYSPACE ks WITH durable_writes = false",
+		"ALTER TABLE IF EXISTS nope ADD x int", // no change, no event
+	}
+	for _, q := range steps {
+		v := e.SchemaVersion()
+		m := mustExec(t, e, s, q)
+		_, changed := m.(cql.SchemaChangeResult)
+		if changed == (v == e.SchemaVersion()) {
+			t.Errorf("%s: result %T, and schema_version changed: %v", q, m, v != e.SchemaVersion())
+		}
+	}
+	want := []string{"UPDATED TABLE ks t", "UPDATED TABLE ks u", "UPDATED KEYSPACE ks "}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("events:\n got  %q\n want %q", got, want)
+	}
+	one := &cql.QueryParams{Values: []cql.Value{{Bytes: encInt(1)}}}
+	if _, err := e.Execute(s, pt.ID, one, nil); cqlErr(err) == nil || cqlErr(err).Code != cql.ErrCodeUnprepared {
+		t.Errorf("EXECUTE after ALTER TABLE ADD: got %v; want Unprepared", err)
+	}
+	if _, err := e.Execute(s, pu.ID, one, nil); err != nil {
+		t.Errorf("EXECUTE after ALTER TABLE WITH: %v", err)
+	}
+	again := mustPrepare(t, e, s, "SELECT * FROM t WHERE k = ?")
+	if n := len(again.ResultMetadata.Columns); n != 3 {
+		t.Errorf("prepared again: %d result columns; want 3", n)
+	}
+}

@@ -1,0 +1,119 @@
+package node
+
+import "strconv"
+
+// The parsing of ALTER and of the schema statements beyond keyspaces and tables.
+
+func (p *parser) alterStmt() statement {
+	switch {
+	case p.acceptKeyword("keyspace"), p.acceptKeyword("schema"):
+		st := &alterKeyspaceStmt{}
+		st.ifExists = p.ifExists()
+		st.name = p.ident()
+		p.expectKeyword("with")
+		st.opts = p.keyspaceOptions()
+		return st
+	case p.acceptKeyword("table"), p.acceptKeyword("columnfamily"):
+		return p.alterTable()
+	}
+	return p.unsupported("ALTER")
+}
+
+// unsupported consumes the statement and returns its refusal, naming it by its first words.
+func (p *parser) unsupported(verb string) statement {
+	what := verb
+	if p.tok.kind == tIdent {
+		what += " " + upper(p.tok.text)
+	}
+	p.skipRest()
+	return &unsupportedStmt{what: what + " is not supported by the embedded node"}
+}
+
+func (p *parser) alterTable() statement {
+	st := &alterTableStmt{}
+	st.ifExists = p.ifExists()
+	st.table = p.tableName()
+	switch {
+	case p.acceptKeyword("add"):
+		st.op = alterAdd
+		st.ifColumn = p.ifNotExists()
+		column := func() {
+			c := colDef{name: p.ident()}
+			c.ref = p.typ(0)
+			c.static = p.acceptKeyword("static")
+			st.add = append(st.add, c)
+		}
+		if p.acceptPunct("(") {
+			for {
+				column()
+				if !p.acceptPunct(",") {
+					break
+				}
+			}
+			p.expectPunct(")")
+		} else {
+			column()
+		}
+	case p.acceptKeyword("drop"):
+		if p.acceptKeyword("compact") {
+			p.expectKeyword("storage")
+			st.op = alterDropCompact
+			return st
+		}
+		st.op = alterDrop
+		st.ifColumn = p.ifExists()
+		if p.acceptPunct("(") {
+			for {
+				st.drop = append(st.drop, p.ident())
+				if !p.acceptPunct(",") {
+					break
+				}
+			}
+			p.expectPunct(")")
+		} else {
+			st.drop = []string{p.ident()}
+		}
+		if p.acceptKeyword("using") {
+			p.expectKeyword("timestamp")
+			if p.tok.kind != tInt {
+				p.unexpected()
+			}
+			v, err := strconv.ParseInt(p.tok.text, 10, 64)
+			if err != nil {
+				p.failf("Invalid timestamp %s", p.tok.text)
+			}
+			p.advance()
+			st.ts = &v
+		}
+	case p.acceptKeyword("rename"):
+		st.op = alterRename
+		st.ifColumn = p.ifExists()
+		for {
+			from := p.ident()
+			p.expectKeyword("to")
+			st.renames = append(st.renames, rename{from: from, to: p.ident()})
+			if !p.acceptKeyword("and") {
+				break
+			}
+		}
+	case p.acceptKeyword("with"):
+		st.op = alterOptions
+		st.opts = map[string]optValue{}
+		for {
+			name := p.identAny()
+			p.expectPunct("=")
+			st.opts[name] = p.option()
+			if !p.acceptKeyword("and") {
+				break
+			}
+		}
+	case p.acceptKeyword("alter"):
+		p.ident()
+		p.expectKeyword("type")
+		p.typ(0)
+		st.op = alterType
+	default:
+		p.unexpected()
+	}
+	return st
+}
