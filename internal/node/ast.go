@@ -80,6 +80,26 @@ const (
 
 type rename struct{ from, to string }
 
+type createTypeStmt struct {
+	name        tableName
+	ifNotExists bool
+	fields      []colDef
+}
+
+type alterTypeStmt struct {
+	name     tableName
+	ifExists bool
+	op       alterOp // alterAdd, alterRename or alterType
+	ifField  bool
+	add      colDef
+	renames  []rename
+}
+
+type dropTypeStmt struct {
+	name     tableName
+	ifExists bool
+}
+
 type alterTableStmt struct {
 	table    tableName
 	ifExists bool
@@ -114,10 +134,11 @@ const (
 )
 
 type assignment struct {
-	col string
-	op  assignOp
-	key *term
-	val *term
+	col   string
+	field string // u.f = v, on a non-frozen user type
+	op    assignOp
+	key   *term
+	val   *term
 }
 
 type updateStmt struct {
@@ -130,8 +151,9 @@ type updateStmt struct {
 }
 
 type deleteTarget struct {
-	col string
-	key *term // m[k] or l[i]
+	col   string
+	key   *term  // m[k] or l[i]
+	field string // u.f
 }
 
 type deleteStmt struct {
@@ -180,12 +202,13 @@ const (
 )
 
 type selector struct {
-	kind  selKind
-	col   string
-	cols  []string // token() arguments
-	fn    *term    // constant function such as now()
-	alias string
-	text  string // the name Cassandra gives the result column when there is no alias
+	kind   selKind
+	col    string
+	fields []string // u.a.b: field selection
+	cols   []string // token() arguments
+	fn     *term    // constant function such as now()
+	alias  string
+	text   string // the name Cassandra gives the result column when there is no alias
 }
 
 type selectStmt struct {
@@ -215,6 +238,9 @@ func (*dropTableStmt) stmtName() string      { return "DROP TABLE" }
 func (*truncateStmt) stmtName() string       { return "TRUNCATE" }
 func (*alterKeyspaceStmt) stmtName() string  { return "ALTER KEYSPACE" }
 func (*alterTableStmt) stmtName() string     { return "ALTER TABLE" }
+func (*createTypeStmt) stmtName() string     { return "CREATE TYPE" }
+func (*alterTypeStmt) stmtName() string      { return "ALTER TYPE" }
+func (*dropTypeStmt) stmtName() string       { return "DROP TYPE" }
 func (*unsupportedStmt) stmtName() string    { return "UNSUPPORTED" }
 func (*insertStmt) stmtName() string         { return "INSERT" }
 func (*updateStmt) stmtName() string         { return "UPDATE" }
@@ -232,6 +258,7 @@ const (
 	termMap
 	termFunc
 	termTuple
+	termUDT // {field: value, ...}
 )
 
 type litKind uint8
@@ -259,11 +286,12 @@ var litNames = [...]string{"STRING", "INTEGER", "FLOAT", "BOOLEAN", "NULL", "HEX
 type term struct {
 	kind  termKind
 	lit   litKind
-	text  string  // constant text (with a leading '-' for negative numbers)
-	idx   int     // bind marker index
-	name  string  // named marker name, or function name
-	elems []*term // list, set, tuple elements, function arguments, or map keys
-	vals  []*term // map values
+	text  string   // constant text (with a leading '-' for negative numbers)
+	idx   int      // bind marker index
+	name  string   // named marker name, or function name
+	elems []*term  // list, set, tuple elements, function arguments, map keys, or UDT values
+	vals  []*term  // map values
+	names []string // UDT field names
 }
 
 // parsedStmt is a parsed statement with its bind markers.

@@ -144,6 +144,12 @@ func (d *ddl) apply(st statement) (*cql.SchemaChange, error) {
 		return d.alterTable(st)
 	case *dropTableStmt:
 		return d.dropTable(st)
+	case *createTypeStmt:
+		return d.createType(st)
+	case *alterTypeStmt:
+		return d.alterType(st)
+	case *dropTypeStmt:
+		return d.dropType(st)
 	}
 	return nil, invalidf("unsupported schema statement")
 }

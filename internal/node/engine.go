@@ -464,7 +464,8 @@ func (c *compiler) compile(st statement) (plan, error) {
 	switch st := st.(type) {
 	case *useStmt:
 		return &usePlan{ks: st.keyspace}, c.noMarkers()
-	case *createKeyspaceStmt, *dropKeyspaceStmt, *alterKeyspaceStmt, *createTableStmt, *dropTableStmt, *alterTableStmt:
+	case *createKeyspaceStmt, *dropKeyspaceStmt, *alterKeyspaceStmt, *createTableStmt, *dropTableStmt, *alterTableStmt,
+		*createTypeStmt, *alterTypeStmt, *dropTypeStmt:
 		return &ddlPlan{st: st, ks: c.ks}, c.noMarkers()
 	case *truncateStmt:
 		t, err := c.table(st.table)

@@ -46,3 +46,23 @@ func TestAlterEvents(t *testing.T) {
 		t.Errorf("prepared again: %d result columns; want 3", n)
 	}
 }
+
+// TestTypeEvents checks the events of CREATE, ALTER and DROP TYPE: ALTER TYPE also updates,
+// with their own events, the types and tables that use the type.
+func TestTypeEvents(t *testing.T) {
+	e, s := newTestEngine(t, "CREATE TYPE a (x int)", "CREATE TYPE b (y frozen<a>)",
+		"CREATE TABLE t (k int PRIMARY KEY, v frozen<b>)", "CREATE TABLE u (k int PRIMARY KEY, v int)")
+	var got []string
+	e.OnSchemaChange(func(c cql.SchemaChange) { got = append(got, c.ChangeType+" "+c.Target+" "+c.Keyspace+" "+c.Name) })
+	mustExec(t, e, s, "ALTER TYPE a ADD z int")
+	mustExec(t, e, s, "CREATE TYPE c (x int)")
+	mustExec(t, e, s, "DROP TYPE c")
+	want := []string{"UPDATED TYPE ks a", "UPDATED TYPE ks b", "UPDATED TABLE ks t", "CREATED TYPE ks c", "DROPPED TYPE ks c"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("events:\n got  %q\n want %q", got, want)
+	}
+	pr := mustPrepare(t, e, s, "SELECT v FROM t WHERE k = ?")
+	if f := pr.ResultMetadata.Columns[0].Type.Fields[0].Type.Fields; len(f) != 2 || f[1].Name != "z" {
+		t.Errorf("the column's type after ALTER TYPE: %v; want b's field y of type a with x and z", pr.ResultMetadata.Columns[0].Type)
+	}
+}

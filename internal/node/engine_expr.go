@@ -3,6 +3,7 @@ package node
 import (
 	"crypto/rand"
 	"encoding/binary"
+	"slices"
 
 	"github.com/tracecar/tracecar/internal/cql"
 )
@@ -47,6 +48,51 @@ func (c *compiler) compileTermDepth(t *term, typ cql.TypeInfo, spec cql.ColumnSp
 		return &expr{kind: exBind, idx: t.idx, typ: typ, col: col}, nil
 	case termFunc:
 		return c.compileFunc(t, typ, spec, depth)
+	case termTuple, termUDT:
+		if !hasMarker(t) {
+			b, err := literal(t, typ, col)
+			if err != nil {
+				return nil, err
+			}
+			return &expr{kind: exConst, b: b, typ: typ, col: col}, nil
+		}
+		x := &expr{kind: exColl, typ: typ, col: col}
+		types := componentTypes(typ)
+		switch {
+		case typ.ID == cql.TypeTuple && t.kind == termTuple:
+			if len(t.elems) > len(types) {
+				return nil, invalidf("Invalid tuple literal for %s: too many elements. Type %s expects %d but got %d", col, cqlTypeText(typ), len(types), len(t.elems))
+			}
+			x.elems = make([]*expr, len(types))
+			for i, el := range t.elems {
+				s := spec
+				s.Name = col + "[" + itoa(i) + "]"
+				ex, err := c.compileTermDepth(el, types[i], s, depth+1)
+				if err != nil {
+					return nil, err
+				}
+				x.elems[i] = ex
+			}
+		case typ.ID == cql.TypeUDT && t.kind == termUDT:
+			x.elems = make([]*expr, len(types))
+			for i, n := range t.names {
+				f := slices.IndexFunc(typ.Fields, func(f cql.Field) bool { return f.Name == n })
+				if f < 0 {
+					return nil, invalidf("Unknown field '%s' in value of user defined type %s", n, typ.Name)
+				}
+				s := spec
+				s.Name = col + "." + n
+				ex, err := c.compileTermDepth(t.elems[i], types[f], s, depth+1)
+				if err != nil {
+					return nil, err
+				}
+				x.elems[f] = ex
+			}
+		default:
+			_, err := literal(t, typ, col)
+			return nil, err
+		}
+		return x, nil
 	case termList, termSet, termMap:
 		if !hasMarker(t) {
 			b, err := literal(t, typ, col)
@@ -190,6 +236,22 @@ func (x *expr) eval(ex *execCtx) (b []byte, unset bool, err error) {
 		}
 		return v.Bytes, false, nil
 	case exColl:
+		if isTupleLike(x.typ) {
+			elems := make([][]byte, len(x.elems))
+			for i, el := range x.elems {
+				if el == nil {
+					continue
+				}
+				b, unset, err := el.eval(ex)
+				if err != nil {
+					return nil, false, err
+				}
+				if !unset {
+					elems[i] = b
+				}
+			}
+			return encTuple(elems), false, nil
+		}
 		elems := make([][]byte, 0, len(x.elems))
 		for _, el := range x.elems {
 			b, unset, err := el.eval(ex)

@@ -23,9 +23,10 @@ const (
 )
 
 type outCol struct {
-	src srcKind
-	idx int
-	fn  *expr
+	src  srcKind
+	idx  int
+	fn   *expr
+	path []int // field selection: the field positions, outermost first
 }
 
 // rowFilter is a restriction checked against each row (ALLOW FILTERING, system tables).
@@ -240,8 +241,24 @@ func (c *compiler) selection(p *selectPlan, st *selectStmt) error {
 			if col == nil {
 				return invalidf("Undefined column name %s in table %s.%s", s.col, t.ks, t.name)
 			}
-			p.out = append(p.out, colSrc(col))
-			p.specs = append(p.specs, spec(name, col.typ))
+			o := colSrc(col)
+			typ := col.typ
+			sel, text := col.name, col.text
+			for _, f := range s.fields {
+				if !isUDT(typ) {
+					return invalidf("Invalid field selection: %s of type %s is not a user type", sel, text)
+				}
+				i := slices.IndexFunc(typ.Fields, func(x cql.Field) bool { return x.Name == f })
+				if i < 0 {
+					return invalidf("%s of type %s has no field %s", sel, text, f)
+				}
+				o.path = append(o.path, i)
+				typ = typ.Fields[i].Type
+				sel += "." + f
+				text = cqlTypeText(typ)
+			}
+			p.out = append(p.out, o)
+			p.specs = append(p.specs, spec(name, typ))
 		case selCount:
 			p.aggregate = true
 			p.out = append(p.out, outCol{src: srcCount})
@@ -1044,8 +1061,26 @@ func (r *selectRun) build(pkVals [][]byte, part *partition, row *row) [][]byte {
 		case srcFunc:
 			out[i], _, _ = o.fn.eval(r.x)
 		}
+		if o.path != nil {
+			out[i] = fieldOf(out[i], o.path)
+		}
 	}
 	return out
+}
+
+// fieldOf selects a field, through nested user types, of a user type value.
+func fieldOf(b []byte, path []int) []byte {
+	for _, f := range path {
+		if b == nil {
+			return nil
+		}
+		elems, ok := decTuple(b)
+		if !ok || f >= len(elems) {
+			return nil
+		}
+		b = elems[f]
+	}
+	return b
 }
 
 func (r *selectRun) cellOf(col *column, part *partition, row *row) *cell {

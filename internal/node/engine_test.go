@@ -267,7 +267,7 @@ func TestErrors(t *testing.T) {
 		{"filtering", "SELECT * FROM t WHERE v = 'a'", 0, cql.ErrCodeInvalid, "ALLOW FILTERING"},
 		{"order without key", "SELECT * FROM t ORDER BY c DESC", 0, cql.ErrCodeInvalid, "ORDER BY is only supported when the partition key is restricted"},
 		{"index", "CREATE INDEX ON t (v)", 0, cql.ErrCodeInvalid, "not supported"},
-		{"type", "CREATE TYPE ty (a int)", 0, cql.ErrCodeInvalid, "not supported"},
+		{"type", "CREATE TYPE ty (a int, a text)", 0, cql.ErrCodeInvalid, "Duplicate field name 'a' in type 'ty'"},
 		{"drop system", "DROP KEYSPACE system", 0, cql.ErrCodeUnauthorized, "not user-modifiable"},
 		{"write system", "INSERT INTO system.local (key) VALUES ('x')", 0, cql.ErrCodeUnauthorized, "not user-modifiable"},
 		{"no replication class", "CREATE KEYSPACE k2 WITH replication = {'replication_factor': 1}", 0, cql.ErrCodeConfig, "Missing replication strategy class"},

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"slices"
 	"unsafe"
 
 	"github.com/tracecar/tracecar/internal/cql"
@@ -368,11 +369,39 @@ func joinNames(n []string) string {
 
 // writeOp is a compiled cell operation.
 type writeOp struct {
-	pos  int
-	kind cellOpKind
-	val  *expr
-	key  *expr
-	neg  bool // counter decrement
+	pos   int
+	kind  cellOpKind
+	val   *expr
+	key   *expr
+	neg   bool // counter decrement
+	field int  // cellSetField: the field's position
+}
+
+// fieldPosition checks an operation on field f of column col, a non-frozen user type,
+// and returns the field's position. op spells the operation for the error messages.
+func fieldPosition(col *column, f, op string) (int, error) {
+	if !isUDT(col.typ) {
+		return 0, invalidf("Invalid operation (%s) for non-UDT column %s", op, col.name)
+	}
+	if col.frozen {
+		return 0, invalidf("Invalid operation (%s) for frozen UDT column %s", op, col.name)
+	}
+	i := slices.IndexFunc(col.typ.Fields, func(x cql.Field) bool { return x.Name == f })
+	if i < 0 {
+		return 0, invalidf("UDT column %s does not have a field named %s", col.name, f)
+	}
+	return i, nil
+}
+
+// termText spells a term for an error message: a constant as written, anything else "?".
+func termText(t *term) string {
+	if t != nil && t.kind == termConst {
+		if t.lit == litString {
+			return "'" + t.text + "'"
+		}
+		return t.text
+	}
+	return "?"
 }
 
 // writePlan is a compiled INSERT, UPDATE or DELETE.
@@ -627,6 +656,22 @@ func (c *compiler) update(st *updateStmt) (plan, error) {
 		spec := cql.ColumnSpec{Keyspace: t.ks, Table: t.name, Name: col.name, Type: col.typ}
 		op := writeOp{pos: col.pos}
 		isCounter := col.typ.ID == cql.TypeCounter
+		if a.field != "" {
+			f, err := fieldPosition(col, a.field, col.name+"."+a.field+" = "+termText(a.val))
+			if err != nil {
+				return nil, err
+			}
+			op.kind, op.field = cellSetField, f
+			spec.Name, spec.Type = col.name+"."+a.field, col.typ.Fields[f].Type
+			if op.val, err = c.compileTerm(a.val, spec.Type, spec); err != nil {
+				return nil, err
+			}
+			p.ops = append(p.ops, op)
+			continue
+		}
+		if a.op != assignSet && isCollection(col.typ) && col.frozen {
+			return nil, invalidf("Invalid operation (%s = %s + ?) for frozen collection column %s", col.name, col.name, col.name)
+		}
 		switch a.op {
 		case assignSet:
 			if isCounter {
@@ -740,6 +785,15 @@ func (c *compiler) delete(st *deleteStmt) (plan, error) {
 			static = false
 		}
 		op := writeOp{pos: col.pos, kind: cellSet}
+		if d.field != "" {
+			f, err := fieldPosition(col, d.field, "DELETE "+col.name+"."+d.field)
+			if err != nil {
+				return nil, err
+			}
+			op.kind, op.field = cellSetField, f
+			p.ops = append(p.ops, op)
+			continue
+		}
 		if d.key != nil {
 			var kt cql.TypeInfo
 			switch col.typ.ID {
@@ -854,7 +908,7 @@ func (p *writePlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 	}
 	for i := range p.ops {
 		o := &p.ops[i]
-		op := cellOp{pos: o.pos, kind: o.kind}
+		op := cellOp{pos: o.pos, kind: o.kind, field: o.field}
 		if o.val != nil {
 			b, unset, err := o.val.eval(x)
 			if err != nil {
@@ -863,7 +917,7 @@ func (p *writePlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 			if unset {
 				continue
 			}
-			if o.kind != cellSet && o.kind != cellSetKey && b == nil {
+			if o.kind != cellSet && o.kind != cellSetKey && o.kind != cellSetField && b == nil {
 				return nil, invalidf("Invalid null value for %s operation on %s", p.name, t.cells[o.pos].name)
 			}
 			if o.neg {

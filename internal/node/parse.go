@@ -274,7 +274,22 @@ func (p *parser) createStmt() statement {
 		return st
 	case p.acceptKeyword("table"), p.acceptKeyword("columnfamily"):
 		return p.createTable()
-	case p.isKeyword("index"), p.isKeyword("custom"), p.isKeyword("type"), p.isKeyword("function"),
+	case p.acceptKeyword("type"):
+		st := &createTypeStmt{}
+		st.ifNotExists = p.ifNotExists()
+		st.name = p.tableName()
+		p.expectPunct("(")
+		for {
+			f := colDef{name: p.identAny()}
+			f.ref = p.typ(0)
+			st.fields = append(st.fields, f)
+			if !p.acceptPunct(",") {
+				break
+			}
+		}
+		p.expectPunct(")")
+		return st
+	case p.isKeyword("index"), p.isKeyword("custom"), p.isKeyword("function"),
 		p.isKeyword("aggregate"), p.isKeyword("materialized"), p.isKeyword("trigger"), p.isKeyword("role"),
 		p.isKeyword("user"), p.isKeyword("or"):
 		what := strings.ToUpper(p.tok.text)
@@ -296,6 +311,11 @@ func (p *parser) dropStmt() statement {
 		st := &dropTableStmt{}
 		st.ifExists = p.ifExists()
 		st.table = p.tableName()
+		return st
+	case p.acceptKeyword("type"):
+		st := &dropTypeStmt{}
+		st.ifExists = p.ifExists()
+		st.name = p.tableName()
 		return st
 	case p.tok.kind == tIdent:
 		what := strings.ToUpper(p.tok.text)
@@ -587,6 +607,10 @@ func (p *parser) valueDepth(depth int) *term {
 			}
 			return l
 		case "{":
+			if n := p.peek(1); (n.kind == tQuotedIdent || n.kind == tIdent && !literalWord(n.text)) &&
+				p.peek(2).kind == tPunct && p.peek(2).text == ":" {
+				return p.udtLiteral(depth)
+			}
 			p.advance()
 			if p.acceptPunct("}") {
 				return &term{kind: termMap}
@@ -653,6 +677,31 @@ func (p *parser) valueDepth(depth int) *term {
 	return nil
 }
 
+// literalWord reports whether an identifier-like token is a constant (true, null, NaN...).
+func literalWord(s string) bool {
+	switch strings.ToLower(s) {
+	case "true", "false", "null", "nan", "infinity":
+		return true
+	}
+	return false
+}
+
+// udtLiteral reads {field: value, ...}.
+func (p *parser) udtLiteral(depth int) *term {
+	p.expectPunct("{")
+	u := &term{kind: termUDT}
+	for {
+		u.names = append(u.names, p.identAny())
+		p.expectPunct(":")
+		u.elems = append(u.elems, p.valueDepth(depth+1))
+		if !p.acceptPunct(",") {
+			break
+		}
+	}
+	p.expectPunct("}")
+	return u
+}
+
 func (p *parser) using(ttl, ts **term) {
 	if !p.acceptKeyword("using") {
 		return
@@ -707,6 +756,16 @@ func (p *parser) updateStmt() statement {
 	for {
 		col := p.ident()
 		a := assignment{col: col}
+		if p.acceptPunct(".") {
+			a.field = p.identAny()
+			p.expectPunct("=")
+			a.val = p.value()
+			st.assigns = append(st.assigns, a)
+			if !p.acceptPunct(",") {
+				break
+			}
+			continue
+		}
 		if p.acceptPunct("[") {
 			a.op = assignKey
 			a.key = p.value()
@@ -770,7 +829,9 @@ func (p *parser) deleteStmt() statement {
 	if !p.isKeyword("from") {
 		for {
 			d := deleteTarget{col: p.ident()}
-			if p.acceptPunct("[") {
+			if p.acceptPunct(".") {
+				d.field = p.identAny()
+			} else if p.acceptPunct("[") {
 				d.key = p.value()
 				p.expectPunct("]")
 			}
@@ -1001,6 +1062,11 @@ func (p *parser) selector() selector {
 	} else {
 		s.col = p.ident()
 		s.text = s.col
+		for p.acceptPunct(".") {
+			f := p.identAny()
+			s.fields = append(s.fields, f)
+			s.text += "." + f
+		}
 	}
 	if p.acceptKeyword("as") {
 		s.alias = p.ident()

@@ -15,6 +15,8 @@ func (p *parser) alterStmt() statement {
 		return st
 	case p.acceptKeyword("table"), p.acceptKeyword("columnfamily"):
 		return p.alterTable()
+	case p.acceptKeyword("type"):
+		return p.alterType()
 	}
 	return p.unsupported("ALTER")
 }
@@ -109,6 +111,38 @@ func (p *parser) alterTable() statement {
 		}
 	case p.acceptKeyword("alter"):
 		p.ident()
+		p.expectKeyword("type")
+		p.typ(0)
+		st.op = alterType
+	default:
+		p.unexpected()
+	}
+	return st
+}
+
+func (p *parser) alterType() statement {
+	st := &alterTypeStmt{}
+	st.ifExists = p.ifExists()
+	st.name = p.tableName()
+	switch {
+	case p.acceptKeyword("add"):
+		st.op = alterAdd
+		st.ifField = p.ifNotExists()
+		st.add = colDef{name: p.identAny()}
+		st.add.ref = p.typ(0)
+	case p.acceptKeyword("rename"):
+		st.op = alterRename
+		st.ifField = p.ifExists()
+		for {
+			from := p.identAny()
+			p.expectKeyword("to")
+			st.renames = append(st.renames, rename{from: from, to: p.identAny()})
+			if !p.acceptKeyword("and") {
+				break
+			}
+		}
+	case p.acceptKeyword("alter"):
+		p.identAny()
 		p.expectKeyword("type")
 		p.typ(0)
 		st.op = alterType

@@ -99,10 +99,11 @@ func (d *tableData) shard(token int64) *shard { return &d.shards[shardOf(token)]
 
 // cellOp is a write to one cell.
 type cellOp struct {
-	pos  int
-	kind cellOpKind
-	v    []byte // the value, or the operand of a collection operation
-	key  []byte // map key or list index for cellSetKey / cellDelKey
+	pos   int
+	kind  cellOpKind
+	v     []byte // the value, or the operand of a collection operation
+	key   []byte // map key or list index for cellSetKey / cellDelKey
+	field int    // the field of cellSetField
 }
 
 type cellOpKind uint8
@@ -115,6 +116,7 @@ const (
 	cellSetKey                       // m[k] = v, l[i] = v
 	cellDelKey                       // DELETE m[k], l[i]
 	cellCounterAdd                   // counter += v
+	cellSetField                     // u.f = v on a non-frozen user type (nil deletes the field)
 )
 
 // mutation is a write to one row (or a deletion) of one partition.
@@ -402,6 +404,18 @@ func (c *cell) apply(col *column, op *cellOp, m *mutation, now int64) error {
 // collectionOp computes the new value of a collection (or counter) cell.
 func collectionOp(col *column, op *cellOp, old []byte) ([]byte, error) {
 	t := col.typ
+	if op.kind == cellSetField {
+		elems, _ := decTuple(old)
+		for len(elems) < len(t.Fields) {
+			elems = append(elems, nil)
+		}
+		elems = slices.Clone(elems)
+		elems[op.field] = op.v
+		if !slices.ContainsFunc(elems, func(e []byte) bool { return e != nil }) {
+			return nil, nil
+		}
+		return encTuple(elems), nil
+	}
 	if op.kind == cellCounterAdd {
 		var a int64
 		if len(old) == 8 {

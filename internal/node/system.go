@@ -198,6 +198,7 @@ func (e *Engine) refreshSystem(sc *schema) {
 	tables := fresh("system_schema", "tables")
 	columns := fresh("system_schema", "columns")
 	dropped := fresh("system_schema", "dropped_columns")
+	types := fresh("system_schema", "types")
 	vkss := fresh("system_virtual_schema", "keyspaces")
 	vtables := fresh("system_virtual_schema", "tables")
 	vcolumns := fresh("system_virtual_schema", "columns")
@@ -213,6 +214,14 @@ func (e *Engine) refreshSystem(sc *schema) {
 		} else {
 			kss.put(map[string][]byte{"keyspace_name": encText(k.name), "durable_writes": encBool(k.durableWrites),
 				"replication": encTextMap(k.replication)})
+		}
+		for _, u := range k.types {
+			fieldTypes := make([]string, len(u.fields))
+			for i, f := range u.fields {
+				fieldTypes[i] = f.text
+			}
+			types.put(map[string][]byte{"keyspace_name": encText(k.name), "type_name": encText(u.name),
+				"field_names": encTextList(u.fieldNames), "field_types": encTextList(fieldTypes)})
 		}
 		for _, t := range k.tables {
 			if k.virtual {
@@ -249,7 +258,7 @@ func (e *Engine) refreshSystem(sc *schema) {
 			}
 		}
 	}
-	publish(kss, tables, columns, dropped, vkss, vtables, vcolumns)
+	publish(kss, tables, columns, dropped, types, vkss, vtables, vcolumns)
 }
 
 func tableRow(k *keyspace, t *table) map[string][]byte {

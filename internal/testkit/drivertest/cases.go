@@ -311,11 +311,59 @@ func renderCQL(info gocql.TypeInfo, data []byte) string {
 		}
 		return "(" + strings.Join(parts, ", ") + ")"
 	}
+	if c, ok := info.(gocql.CollectionType); ok && (tupleLike(c.Elem) || c.Key != nil && tupleLike(c.Key)) {
+		// gocql decodes a null field of a user type in a collection as a zero value:
+		// split the collection here, so that its user types are rendered as above.
+		return renderCollection(c, data)
+	}
 	ptr := info.New()
 	if err := gocql.Unmarshal(info, data, ptr); err != nil {
 		return "!" + err.Error()
 	}
 	return renderGo(info, reflect.ValueOf(ptr).Elem().Interface())
+}
+
+func tupleLike(t gocql.TypeInfo) bool {
+	switch t.(type) {
+	case gocql.UDTTypeInfo, gocql.TupleTypeInfo:
+		return true
+	}
+	return false
+}
+
+func renderCollection(c gocql.CollectionType, data []byte) string {
+	if len(data) < 4 {
+		return "!short collection"
+	}
+	n := int(binary.BigEndian.Uint32(data))
+	data = data[4:]
+	next := func() []byte {
+		if len(data) < 4 {
+			return nil
+		}
+		l := int32(binary.BigEndian.Uint32(data))
+		data = data[4:]
+		if l < 0 || int(l) > len(data) {
+			return nil
+		}
+		v := data[:l]
+		data = data[l:]
+		return v
+	}
+	parts := make([]string, 0, n)
+	for i := 0; i < n; i++ {
+		if c.Type() == gocql.TypeMap {
+			k := renderCQL(c.Key, next())
+			parts = append(parts, k+": "+renderCQL(c.Elem, next()))
+		} else {
+			parts = append(parts, renderCQL(c.Elem, next()))
+		}
+	}
+	if c.Type() == gocql.TypeList {
+		return "[" + strings.Join(parts, ", ") + "]"
+	}
+	slices.Sort(parts)
+	return "{" + strings.Join(parts, ", ") + "}"
 }
 
 // renderGo renders a value gocql decoded for type info.
