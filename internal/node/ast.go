@@ -199,12 +199,14 @@ const (
 	selTTL
 	selToken
 	selFunc
+	selAgg // min, max, sum, avg, count(col)
 )
 
 type selector struct {
 	kind   selKind
 	col    string
 	fields []string // u.a.b: field selection
+	agg    string   // selAgg: the aggregate's name
 	cols   []string // token() arguments
 	fn     *term    // constant function such as now()
 	alias  string
@@ -218,6 +220,7 @@ type selectStmt struct {
 	json           bool
 	sels           []selector
 	where          []relation
+	groupBy        []string
 	orderBy        []ordering
 	limit          *term
 	partLimit      *term

@@ -23,10 +23,12 @@ const (
 )
 
 type outCol struct {
-	src  srcKind
-	idx  int
-	fn   *expr
-	path []int // field selection: the field positions, outermost first
+	src     srcKind
+	idx     int
+	fn      *expr
+	path    []int // field selection: the field positions, outermost first
+	agg     aggKind
+	argType cql.TypeInfo // an aggregate's argument type
 }
 
 // rowFilter is a restriction checked against each row (ALLOW FILTERING, system tables).
@@ -42,8 +44,11 @@ type selectPlan struct {
 	t         *table
 	out       []outCol
 	specs     []cql.ColumnSpec
-	aggregate bool // count(*): one row
+	aggregate bool // aggregates: one row, or one per group with GROUP BY
 	distinct  bool
+	grouped   bool // aggregates or GROUP BY: rows are folded into groups
+	groupBy   bool
+	groupCK   int // with GROUP BY, the clustering columns of the group key; -1: one group
 
 	pk       []*colRestr // all = or IN, or nil for a scan
 	token    *colRestr
@@ -71,6 +76,9 @@ func (c *compiler) selectPlan(st *selectStmt) (plan, error) {
 	}
 	w, err := c.where(t, st.where)
 	if err != nil {
+		return nil, err
+	}
+	if err := groupBy(p, st, w); err != nil {
 		return nil, err
 	}
 	system := c.sc.keyspaces[t.ks].system || t.virtual
@@ -173,6 +181,57 @@ func (c *compiler) selectPlan(st *selectStmt) (plan, error) {
 	return p, nil
 }
 
+// groupBy checks GROUP BY as Cassandra does: a prefix of the primary key in its order, where
+// columns restricted by = may be left out, and never only a part of the partition key.
+func groupBy(p *selectPlan, st *selectStmt, w *whereInfo) error {
+	p.groupCK = -1
+	p.groupBy = len(st.groupBy) > 0
+	p.grouped = p.aggregate || p.groupBy
+	if !p.groupBy {
+		return nil
+	}
+	t := p.t
+	keys := append(slices.Clone(t.pk), t.ck...)
+	eq := func(c *column) bool {
+		r := w.ck
+		if c.kind == kindPartitionKey {
+			r = w.pk
+		}
+		return r[c.pos] != nil && r[c.pos].eq != nil
+	}
+	i, prefix := 0, 0
+	for _, g := range st.groupBy {
+		col := t.byName[g]
+		if col == nil {
+			return invalidf("Undefined column name %s in table %s.%s", g, t.ks, t.name)
+		}
+		if col.kind != kindPartitionKey && col.kind != kindClustering {
+			return invalidf("Group by is currently only supported on the columns of the PRIMARY KEY, got %s", g)
+		}
+		for {
+			if i >= len(keys) {
+				return invalidf("Group by currently only support groups of columns following their declared order in the PRIMARY KEY")
+			}
+			k := keys[i]
+			i++
+			if k.kind == kindClustering {
+				prefix++
+			}
+			if k == col {
+				break
+			}
+			if !eq(k) {
+				return invalidf("Group by currently only support groups of columns following their declared order in the PRIMARY KEY")
+			}
+		}
+	}
+	if i < len(keys) && keys[i].kind == kindPartitionKey {
+		return invalidf("Group by is not supported on only a part of the partition key")
+	}
+	p.groupCK = prefix
+	return nil
+}
+
 func (c *compiler) addFilters(p *selectPlan, r *colRestr) {
 	col := r.col
 	if r.eq != nil {
@@ -261,8 +320,23 @@ func (c *compiler) selection(p *selectPlan, st *selectStmt) error {
 			p.specs = append(p.specs, spec(name, typ))
 		case selCount:
 			p.aggregate = true
-			p.out = append(p.out, outCol{src: srcCount})
+			p.out = append(p.out, outCol{src: srcCount, agg: aggCountRows})
 			p.specs = append(p.specs, spec(name, cql.TypeInfo{ID: cql.TypeBigint}))
+		case selAgg:
+			col := t.byName[s.col]
+			if col == nil {
+				return invalidf("Undefined column name %s in table %s.%s", s.col, t.ks, t.name)
+			}
+			kind := aggKinds[s.agg]
+			rt, err := aggResultType(s.agg, kind, col.typ)
+			if err != nil {
+				return err
+			}
+			o := colSrc(col)
+			o.agg, o.argType = kind, col.typ
+			p.aggregate = true
+			p.out = append(p.out, o)
+			p.specs = append(p.specs, spec(name, rt))
 		case selWritetime, selTTL:
 			col := t.byName[s.col]
 			if col == nil {
@@ -501,8 +575,13 @@ type selectRun struct {
 	want     int   // stop once this many rows are collected (-1: no bound)
 	pageSize int64 // -1: no paging
 	count    int64
-	first    [][]byte // first row, for aggregates
 	partLim  int64
+
+	// Aggregation (selectPlan.grouped).
+	g          groupState
+	wantGroups int       // stop before the group after this many (-1: no bound)
+	stop       bool      // the page or the limit is full
+	groupEnd   pageState // the position of the current group's last row
 
 	// position of the last collected row
 	lastPK   []byte
@@ -546,11 +625,12 @@ func (p *selectPlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 		r.partLim = int64(v)
 	}
 	pageSize := int64(-1)
-	if x.p != nil && x.p.Flags&cql.QueryPageSize != 0 && x.p.PageSize > 0 && !p.aggregate {
+	paged := !p.aggregate || p.groupBy // an aggregate without GROUP BY is one row, never paged
+	if x.p != nil && x.p.Flags&cql.QueryPageSize != 0 && x.p.PageSize > 0 && paged {
 		pageSize = int64(x.p.PageSize)
 	}
 	var state *pageState
-	if x.p != nil && x.p.Flags&cql.QueryPagingState != 0 && len(x.p.PagingState) > 0 && !p.aggregate {
+	if x.p != nil && x.p.Flags&cql.QueryPagingState != 0 && len(x.p.PagingState) > 0 && paged {
 		var ok bool
 		if state, ok = decodePageState(x.p.PagingState); !ok {
 			return nil, &cql.Error{Code: cql.ErrCodeProtocol, Message: "Invalid value for the paging state"}
@@ -602,10 +682,19 @@ func (p *selectPlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 	if pageSize > 0 && (bound < 0 || pageSize < bound) {
 		bound = pageSize + 1
 	}
-	if p.aggregate {
-		bound = limit
-	}
 	r.want = int(bound)
+	r.wantGroups = -1
+	if p.grouped {
+		// Groups, not rows, fill pages and limits; an aggregate without GROUP BY reads
+		// everything, whatever its LIMIT.
+		r.want = -1
+		if p.groupBy {
+			r.wantGroups = int(limit)
+			if pageSize > 0 && (limit < 0 || pageSize < limit) {
+				r.wantGroups = int(pageSize)
+			}
+		}
+	}
 	r.pageSize = pageSize
 	multiSort := false
 	if p.pk != nil {
@@ -613,7 +702,7 @@ func (p *selectPlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 		if err != nil {
 			return nil, err
 		}
-		multiSort = p.ordered && len(pks) > 1
+		multiSort = p.ordered && len(pks) > 1 && !p.grouped
 		if x.tr != nil {
 			if len(pks) == 1 {
 				x.tr.Event("Executing single-partition query on " + t.name)
@@ -670,16 +759,25 @@ func (p *selectPlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 	if x.tr != nil {
 		x.tr.Event("Read " + itoa(len(r.rows)) + " live rows")
 	}
-	if p.aggregate {
-		row := make([][]byte, len(p.out))
-		for i, o := range p.out {
-			if o.src == srcCount {
-				row[i] = encBigint(r.count)
-			} else if r.first != nil {
-				row[i] = r.first[i]
-			}
+	if p.grouped {
+		if r.g.started {
+			r.finishGroup()
 		}
-		return p.result(x, [][][]byte{row}, nil), nil
+		if !p.groupBy {
+			if len(r.rows) == 0 {
+				return p.result(x, [][][]byte{r.emptyAggregate()}, nil), nil
+			}
+			return p.result(x, r.rows[:1], nil), nil
+		}
+		var paging []byte
+		if r.stop && pageSize > 0 && (limit < 0 || pageSize < limit) {
+			rem := int64(-1)
+			if limit >= 0 {
+				rem = limit - int64(len(r.rows))
+			}
+			paging = encodePageState(&pageState{remaining: rem, pk: r.pagePK, ck: r.pageCK, partDone: r.pageDone, partCount: r.pageN})
+		}
+		return p.result(x, r.rows, paging), nil
 	}
 	rows := r.rows
 	if multiSort {
@@ -716,7 +814,7 @@ func (p *selectPlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 	return p.result(x, rows, paging), nil
 }
 
-func (r *selectRun) full() bool { return r.want >= 0 && len(r.rows) >= r.want }
+func (r *selectRun) full() bool { return r.stop || r.want >= 0 && len(r.rows) >= r.want }
 
 func (r *selectRun) tokenMatches(tok int64) bool {
 	tr := r.p.token
@@ -805,13 +903,16 @@ func (r *selectRun) readPartition(part *partition, st *pageState) {
 	}
 	emitted := false
 	emit := func(row *row) bool {
-		if r.partLim >= 0 && r.partN >= r.partLim {
+		if !p.grouped && r.partLim >= 0 && r.partN >= r.partLim {
 			return false
 		}
 		if !r.matches(pkVals, part, row) {
 			return true
 		}
 		emitted = true
+		if p.grouped {
+			return r.addGrouped(pkVals, part, row)
+		}
 		r.add(pkVals, part, row)
 		return !r.full()
 	}
@@ -1004,14 +1105,6 @@ func (r *selectRun) add(pkVals [][]byte, part *partition, row *row) {
 	p := r.p
 	t := p.t
 	r.partN++
-	if p.aggregate {
-		r.count++
-		if r.first == nil {
-			r.first = r.build(pkVals, part, row)
-		}
-		r.rows = append(r.rows, nil)
-		return
-	}
 	out := r.build(pkVals, part, row)
 	r.rows = append(r.rows, out)
 	if p.ordered && len(p.pk) > 0 {
@@ -1033,39 +1126,46 @@ func (r *selectRun) add(pkVals [][]byte, part *partition, row *row) {
 }
 
 func (r *selectRun) build(pkVals [][]byte, part *partition, row *row) [][]byte {
-	p := r.p
-	t := p.t
-	out := make([][]byte, len(p.out))
-	for i, o := range p.out {
-		switch o.src {
-		case srcPK:
-			out[i] = pkVals[o.idx]
-		case srcCK:
-			if row != nil {
-				out[i] = row.ck[o.idx]
-			}
-		case srcCell:
-			out[i] = r.value(t.cells[o.idx], pkVals, part, row)
-		case srcWritetime, srcTTL:
-			c := r.cellOf(t.cells[o.idx], part, row)
-			if c == nil || !c.live(r.now) {
-				continue
-			}
-			if o.src == srcWritetime {
-				out[i] = encBigint(c.ts)
-			} else if c.exp > 0 {
-				out[i] = encInt(int32(c.exp - r.now))
-			}
-		case srcToken:
-			out[i] = encBigint(part.token)
-		case srcFunc:
-			out[i], _, _ = o.fn.eval(r.x)
-		}
-		if o.path != nil {
-			out[i] = fieldOf(out[i], o.path)
-		}
+	out := make([][]byte, len(r.p.out))
+	for i := range r.p.out {
+		out[i] = r.outValue(&r.p.out[i], pkVals, part, row)
 	}
 	return out
+}
+
+// outValue computes one selector of a row.
+func (r *selectRun) outValue(o *outCol, pkVals [][]byte, part *partition, row *row) []byte {
+	t := r.p.t
+	var v []byte
+	switch o.src {
+	case srcPK:
+		v = pkVals[o.idx]
+	case srcCK:
+		if row != nil {
+			v = row.ck[o.idx]
+		}
+	case srcCell:
+		v = r.value(t.cells[o.idx], pkVals, part, row)
+	case srcWritetime, srcTTL:
+		c := r.cellOf(t.cells[o.idx], part, row)
+		if c == nil || !c.live(r.now) {
+			return nil
+		}
+		if o.src == srcWritetime {
+			return encBigint(c.ts)
+		} else if c.exp > 0 {
+			return encInt(int32(c.exp - r.now))
+		}
+		return nil
+	case srcToken:
+		v = encBigint(part.token)
+	case srcFunc:
+		v, _, _ = o.fn.eval(r.x)
+	}
+	if o.path != nil {
+		v = fieldOf(v, o.path)
+	}
+	return v
 }
 
 // fieldOf selects a field, through nested user types, of a user type value.

@@ -974,8 +974,14 @@ func (p *parser) selectStmt() statement {
 	if p.acceptKeyword("where") {
 		st.where = p.relations()
 	}
-	if p.isKeyword("group") {
-		p.failf("GROUP BY is not supported by the embedded node")
+	if p.acceptKeyword("group") {
+		p.expectKeyword("by")
+		for {
+			st.groupBy = append(st.groupBy, p.ident())
+			if !p.acceptPunct(",") {
+				break
+			}
+		}
 	}
 	if p.acceptKeyword("order") {
 		p.expectKeyword("by")
@@ -1018,21 +1024,34 @@ func (p *parser) limitValue() *term {
 
 func (p *parser) selector() selector {
 	var s selector
+	if p.tok.kind == tIdent && strings.EqualFold(p.tok.text, "system") && p.peek(1).kind == tPunct && p.peek(1).text == "." &&
+		p.peek(2).kind == tIdent && p.peek(3).kind == tPunct && p.peek(3).text == "(" {
+		// system.fn(...): the native functions, named with their keyspace.
+		p.advance()
+		p.advance()
+	}
 	if p.tok.kind == tIdent && p.peek(1).kind == tPunct && p.peek(1).text == "(" {
 		fn := strings.ToLower(p.tok.text)
 		switch fn {
 		case "count":
 			p.advance()
 			p.advance()
+			s.kind, s.text = selCount, "count"
 			if !p.acceptPunct("*") {
 				if p.tok.kind == tInt && p.tok.text == "1" {
 					p.advance()
 				} else {
 					s.col = p.ident()
+					s.kind, s.agg, s.text = selAgg, "count", "system.count("+s.col+")"
 				}
 			}
 			p.expectPunct(")")
-			s.kind, s.text = selCount, "count"
+		case "min", "max", "sum", "avg":
+			p.advance()
+			p.advance()
+			s.col = p.ident()
+			p.expectPunct(")")
+			s.kind, s.agg, s.text = selAgg, fn, "system."+fn+"("+s.col+")"
 		case "writetime", "ttl":
 			p.advance()
 			p.advance()
