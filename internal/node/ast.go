@@ -119,6 +119,8 @@ type insertStmt struct {
 	table       tableName
 	cols        []string
 	vals        []*term
+	json        *term // INSERT JSON: the string or its marker
+	jsonUnset   bool  // DEFAULT UNSET
 	ifNotExists bool
 	ttl, ts     *term
 }
@@ -199,7 +201,8 @@ const (
 	selTTL
 	selToken
 	selFunc
-	selAgg // min, max, sum, avg, count(col)
+	selAgg    // min, max, sum, avg, count(col)
+	selToJSON // toJson(col)
 )
 
 type selector struct {

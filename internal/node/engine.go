@@ -108,6 +108,9 @@ type execCtx struct {
 	now   time.Time
 	batch bool // inside a batch: use the batch's timestamp
 	ts    int64
+	// INSERT JSON: the values of the table's columns, in table.cols order.
+	json      [][]byte
+	jsonUnset []bool
 }
 
 // NewEngine returns an Engine with the system keyspaces and no user keyspaces.

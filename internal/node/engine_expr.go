@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"slices"
+	"strings"
 
 	"github.com/tracecar/tracecar/internal/cql"
 )
@@ -15,6 +16,7 @@ const (
 	exBind
 	exColl
 	exFunc
+	exJSON // a column of INSERT JSON: execCtx.json[idx]
 )
 
 // expr is a compiled term: its value is known at compile time, bound at execution, or
@@ -198,6 +200,25 @@ func (c *compiler) compileFunc(t *term, typ cql.TypeInfo, spec cql.ColumnSpec, d
 		}
 		x.args = []*expr{arg}
 		rt = cql.TypeTimeUUID
+	case "fromjson":
+		if err := want(1); err != nil {
+			return nil, err
+		}
+		s := spec
+		s.Name = "fromjson(" + spec.Name + ")"
+		arg, err := c.compileTermDepth(t.elems[0], cql.TypeInfo{ID: cql.TypeVarchar}, s, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		x.args = []*expr{arg}
+		if arg.kind == exConst {
+			b, err := fromJSONText(arg.b, typ, spec.Name)
+			if err != nil {
+				return nil, err
+			}
+			return &expr{kind: exConst, b: b, typ: typ, col: spec.Name}, nil
+		}
+		return x, nil
 	default:
 		return nil, invalidf("Unknown function '%s'", t.name)
 	}
@@ -268,6 +289,8 @@ func (x *expr) eval(ex *execCtx) (b []byte, unset bool, err error) {
 		return normalizeCollection(x.typ, b), false, nil
 	case exFunc:
 		return x.evalFunc(ex)
+	case exJSON:
+		return ex.json[x.idx], ex.jsonUnset[x.idx], nil
 	}
 	return nil, false, invalidf("bad expression")
 }
@@ -305,6 +328,9 @@ func (x *expr) evalFunc(ex *execCtx) ([]byte, bool, error) {
 			return encInt(int32(uint32(ms/86400000 + 1<<31))), false, nil
 		}
 		return encBigint(ms), false, nil
+	case "fromjson":
+		b, err := fromJSONText(arg, x.typ, x.col)
+		return b, false, err
 	case "mintimeuuid", "maxtimeuuid":
 		ms, _ := int64Value(arg)
 		ts := uint64(ms*10000) + 0x01B21DD213814000
@@ -320,4 +346,31 @@ func (x *expr) evalFunc(ex *execCtx) ([]byte, bool, error) {
 		return u[:], false, nil
 	}
 	return nil, false, invalidf("Unknown function '%s'", x.fn)
+}
+
+// fromJSONText is fromJson(): the JSON text b as a value of type t, for column col.
+func fromJSONText(b []byte, t cql.TypeInfo, col string) ([]byte, error) {
+	if b == nil {
+		return nil, nil
+	}
+	v, err := decodeJSON(string(b))
+	if err != nil {
+		return nil, functionFailure("system", "fromjson", []string{"text"}, "Could not decode JSON string '"+string(b)+"': "+err.Error())
+	}
+	out, err := fromJSON(v, t, 0)
+	if err != nil {
+		return nil, functionFailure("system", "fromjson", []string{"text"}, err.Error())
+	}
+	if out != nil {
+		if err := validate(t, out, col); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// functionFailure is the FunctionFailure error (0x1400) of function ks.fn(args...).
+func functionFailure(ks, fn string, args []string, msg string) *cql.Error {
+	extra := cql.AppendStringList(cql.AppendString(cql.AppendString(nil, ks), fn), args)
+	return &cql.Error{Code: cql.ErrCodeFunctionFailure, Message: "execution of '" + ks + "." + fn + "[" + strings.Join(args, ", ") + "]' failed: " + msg, Extra: extra}
 }

@@ -28,7 +28,8 @@ type outCol struct {
 	fn      *expr
 	path    []int // field selection: the field positions, outermost first
 	agg     aggKind
-	argType cql.TypeInfo // an aggregate's argument type
+	argType cql.TypeInfo // the argument's type, for an aggregate or toJson
+	toJSON  bool
 }
 
 // rowFilter is a restriction checked against each row (ALLOW FILTERING, system tables).
@@ -44,7 +45,8 @@ type selectPlan struct {
 	t         *table
 	out       []outCol
 	specs     []cql.ColumnSpec
-	aggregate bool // aggregates: one row, or one per group with GROUP BY
+	jsonSpecs []cql.ColumnSpec // SELECT JSON: the selectors, folded into one [json] column
+	aggregate bool             // aggregates: one row, or one per group with GROUP BY
 	distinct  bool
 	grouped   bool // aggregates or GROUP BY: rows are folded into groups
 	groupBy   bool
@@ -66,9 +68,6 @@ func (c *compiler) selectPlan(st *selectStmt) (plan, error) {
 	t, err := c.table(st.table)
 	if err != nil {
 		return nil, err
-	}
-	if st.json {
-		return nil, invalidf("SELECT JSON is not supported by the embedded node")
 	}
 	p := &selectPlan{t: t, distinct: st.distinct}
 	if err := c.selection(p, st); err != nil {
@@ -176,6 +175,11 @@ func (c *compiler) selectPlan(st *selectStmt) (plan, error) {
 		if p.partLim, err = c.compileTerm(st.partLimit, spec.Type, spec); err != nil {
 			return nil, err
 		}
+	}
+	if st.json {
+		// One text column, each row an object of the selectors.
+		p.jsonSpecs = p.specs
+		p.specs = []cql.ColumnSpec{{Keyspace: t.ks, Table: t.name, Name: "[json]", Type: cql.TypeInfo{ID: cql.TypeVarchar}}}
 	}
 	c.result = cql.RowsMetadata{Columns: p.specs, ColumnCount: len(p.specs)}
 	return p, nil
@@ -322,6 +326,15 @@ func (c *compiler) selection(p *selectPlan, st *selectStmt) error {
 			p.aggregate = true
 			p.out = append(p.out, outCol{src: srcCount, agg: aggCountRows})
 			p.specs = append(p.specs, spec(name, cql.TypeInfo{ID: cql.TypeBigint}))
+		case selToJSON:
+			col := t.byName[s.col]
+			if col == nil {
+				return invalidf("Undefined column name %s in table %s.%s", s.col, t.ks, t.name)
+			}
+			o := colSrc(col)
+			o.toJSON, o.argType = true, col.typ
+			p.out = append(p.out, o)
+			p.specs = append(p.specs, spec(name, cql.TypeInfo{ID: cql.TypeVarchar}))
 		case selAgg:
 			col := t.byName[s.col]
 			if col == nil {
@@ -867,6 +880,11 @@ func (p *selectPlan) result(x *execCtx, rows [][][]byte, paging []byte) cql.Mess
 	if rows == nil {
 		rows = [][][]byte{}
 	}
+	if p.jsonSpecs != nil {
+		for i, row := range rows {
+			rows[i] = [][]byte{rowJSON(p.jsonSpecs, row)}
+		}
+	}
 	return cql.RowsResult{Metadata: md, Rows: rows}
 }
 
@@ -1164,6 +1182,9 @@ func (r *selectRun) outValue(o *outCol, pkVals [][]byte, part *partition, row *r
 	}
 	if o.path != nil {
 		v = fieldOf(v, o.path)
+	}
+	if o.toJSON {
+		v = []byte(toJSON(o.argType, v))
 	}
 	return v
 }

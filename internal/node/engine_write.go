@@ -197,6 +197,9 @@ func (c *compiler) where(t *table, rels []relation) (*whereInfo, error) {
 				cr.inMarker = x
 			}
 		case opLt, opLe, opGt, opGe:
+			if referencesDuration(col.typ) {
+				return nil, invalidf("Slice restrictions are not supported on duration columns")
+			}
 			x, err := c.compileTerm(r.val, col.typ, spec)
 			if err != nil {
 				return nil, err
@@ -451,6 +454,9 @@ func (c *compiler) compileConds(t *table, rels []relation) ([]condition, error) 
 		}
 		spec := cql.ColumnSpec{Keyspace: t.ks, Table: t.name, Name: col.name, Type: col.typ}
 		cd := condition{col: col, op: r.op}
+		if (r.op == opLt || r.op == opLe || r.op == opGt || r.op == opGe) && referencesDuration(col.typ) {
+			return nil, invalidf("Slice conditions ( %s ) are not supported on durations", relOpNames[r.op])
+		}
 		switch r.op {
 		case opEq, opNe, opLt, opLe, opGt, opGe:
 			x, err := c.compileTerm(r.val, col.typ, spec)
@@ -555,6 +561,9 @@ func (c *compiler) insert(st *insertStmt) (plan, error) {
 	if st.ifNotExists {
 		p.cond = condNotExists
 	}
+	if st.json != nil {
+		return c.insertJSON(st, t, p)
+	}
 	seen := map[string]bool{}
 	for i, name := range st.cols {
 		col := t.byName[name]
@@ -620,6 +629,70 @@ func (c *compiler) setPKIndexes(t *table, pk []*colRestr) {
 		idx = append(idx, uint16(r.eq.idx))
 	}
 	c.pkIndexes = idx
+}
+
+// insertJSON compiles INSERT JSON: every column takes its value from the decoded JSON
+// (execCtx.json), which a constant gives once, here, and a marker on each execution.
+func (c *compiler) insertJSON(st *insertStmt, t *table, p *writePlan) (plan, error) {
+	if t.counter {
+		return nil, invalidf("INSERT statements are not allowed on counter tables, use UPDATE instead")
+	}
+	spec := cql.ColumnSpec{Keyspace: t.ks, Table: t.name, Name: "[json]", Type: cql.TypeInfo{ID: cql.TypeVarchar}}
+	text, err := c.compileTerm(st.json, spec.Type, spec)
+	if err != nil {
+		return nil, err
+	}
+	jp := &jsonInsert{w: p, text: text, unsetDefault: st.jsonUnset}
+	if text.kind == exConst {
+		if jp.vals, jp.unset, err = jsonValues(t, string(text.b), st.jsonUnset); err != nil {
+			return nil, err
+		}
+	}
+	for i, col := range t.cols {
+		x := &expr{kind: exJSON, idx: i, typ: col.typ, col: col.name}
+		switch col.kind {
+		case kindPartitionKey:
+			p.keys.pk[col.pos] = &colRestr{col: col, eq: x}
+		case kindClustering:
+			p.keys.ck[col.pos] = &colRestr{col: col, eq: x}
+		default:
+			p.ops = append(p.ops, writeOp{pos: col.pos, kind: cellSet, val: x})
+		}
+	}
+	if p.ttl, p.ts, err = c.usingTerms(t, st.ttl, st.ts); err != nil {
+		return nil, err
+	}
+	if p.cond != condNone {
+		p.lwtSpecs = c.lwtSpecs(t)
+	}
+	return jp, nil
+}
+
+// jsonInsert is a compiled INSERT JSON: the JSON's values, then the write.
+type jsonInsert struct {
+	w            *writePlan
+	text         *expr
+	unsetDefault bool
+	vals         [][]byte // a constant JSON's values
+	unset        []bool
+}
+
+func (p *jsonInsert) exec(e *Engine, x *execCtx) (cql.Message, error) {
+	if p.vals != nil {
+		x.json, x.jsonUnset = p.vals, p.unset
+		return p.w.exec(e, x)
+	}
+	b, unset, err := p.text.eval(x)
+	if err != nil {
+		return nil, err
+	}
+	if b == nil || unset {
+		return nil, invalidf("Got null for INSERT JSON values")
+	}
+	if x.json, x.jsonUnset, err = jsonValues(p.w.t, string(b), p.unsetDefault); err != nil {
+		return nil, err
+	}
+	return p.w.exec(e, x)
 }
 
 func (c *compiler) update(st *updateStmt) (plan, error) {

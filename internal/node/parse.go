@@ -588,7 +588,7 @@ func (p *parser) valueDepth(depth int) *term {
 				p.advance()
 				p.advance()
 				return &term{kind: termConst, lit: litFloat, text: "-" + strings.ToLower(n.text)}
-			case n.kind == tDuration:
+			case n.kind == tDuration || n.kind == tIdent && isISODuration(n.text):
 				p.advance()
 				p.advance()
 				return &term{kind: termConst, lit: litDuration, text: "-" + n.text}
@@ -657,6 +657,10 @@ func (p *parser) valueDepth(depth int) *term {
 			p.advance()
 			return &term{kind: termConst, lit: litFloat, text: lower}
 		}
+		if isISODuration(t.text) {
+			p.advance()
+			return &term{kind: termConst, lit: litDuration, text: t.text}
+		}
 		if p.peek(1).kind == tPunct && p.peek(1).text == "(" {
 			p.advance()
 			p.advance()
@@ -724,8 +728,26 @@ func (p *parser) using(ttl, ts **term) {
 func (p *parser) insertStmt() statement {
 	p.expectKeyword("into")
 	st := &insertStmt{table: p.tableName()}
-	if p.isKeyword("json") {
-		p.failf("INSERT JSON is not supported by the embedded node")
+	if p.acceptKeyword("json") {
+		switch p.tok.kind {
+		case tString:
+			st.json = &term{kind: termConst, lit: litString, text: p.tok.text}
+			p.advance()
+		case tMarker, tNamedMarker:
+			st.json = p.value()
+		default:
+			p.unexpected()
+		}
+		if p.acceptKeyword("default") {
+			if !p.acceptKeyword("unset") {
+				p.expectKeyword("null")
+			} else {
+				st.jsonUnset = true
+			}
+		}
+		st.ifNotExists = p.ifNotExists()
+		p.using(&st.ttl, &st.ts)
+		return st
 	}
 	p.expectPunct("(")
 	for {
@@ -1052,6 +1074,12 @@ func (p *parser) selector() selector {
 			s.col = p.ident()
 			p.expectPunct(")")
 			s.kind, s.agg, s.text = selAgg, fn, "system."+fn+"("+s.col+")"
+		case "tojson":
+			p.advance()
+			p.advance()
+			s.col = p.ident()
+			p.expectPunct(")")
+			s.kind, s.text = selToJSON, "system.tojson("+s.col+")"
 		case "writetime", "ttl":
 			p.advance()
 			p.advance()

@@ -234,6 +234,14 @@ func validate(t cql.TypeInfo, b []byte, col string) error {
 		if len(b) < 4 {
 			return invalidf("Invalid decimal value for %s", col)
 		}
+	case cql.TypeDuration:
+		d, ok := decDuration(b)
+		if !ok {
+			return invalidf("Invalid duration value for %s", col)
+		}
+		if !d.sameSign() {
+			return invalidf("The duration months, days and nanoseconds must be all of the same sign (%d, %d, %d)", d.months, d.days, d.nanos)
+		}
 	case cql.TypeUDT, cql.TypeTuple:
 		elems, ok := decTuple(b)
 		types := componentTypes(t)
@@ -493,7 +501,17 @@ func literalDepth(t *term, typ cql.TypeInfo, col string, depth int) ([]byte, err
 		}
 		return bad()
 	case cql.TypeDuration:
-		return nil, invalidf("duration values are not supported by the embedded node")
+		if t.lit != litDuration {
+			return bad()
+		}
+		d, err := parseDuration(t.text)
+		if err != nil {
+			return nil, invalidf("Unable to convert '%s' to a duration", t.text)
+		}
+		if !d.sameSign() {
+			return nil, invalidf("The duration months, days and nanoseconds must be all of the same sign (%d, %d, %d)", d.months, d.days, d.nanos)
+		}
+		return encDuration(d), nil
 	}
 	return nil, invalidf("type %s is not supported by the embedded node", typ.String())
 }

@@ -34,7 +34,8 @@ type Suite struct {
 // in CQL literal style (strings quoted, sets and map entries sorted by their text, user
 // types as {field: value} in field order, tuples as (a, b), durations as 1mo2d3ns), and
 // " pages=N" when Page is set; "error 0xCODE message" for an error (for AlreadyExists the
-// message is "already exists: ks[.table]", all that the Python driver shows of it).
+// message is "already exists: ks[.table]", all that the Python driver shows of it). A tuple
+// column of nulls only is rendered null: gocql cannot tell it from a null tuple.
 type Case struct {
 	Name string `json:"name"`
 	// Query is run as a simple statement when there are no Values, and else prepared.
@@ -104,8 +105,14 @@ func RunGocqlCases(tb testing.TB, o Options, s Suite) []string {
 			s.Close()
 		}
 	}()
-	session := func(login string) *gocql.Session {
-		if sess := sessions[login]; sess != nil {
+	// A conditional statement runs as gocql's ScanCAS runs it, without skip_metadata: its
+	// columns depend on the outcome, and its prepared result metadata is empty.
+	session := func(login string, lwt bool) *gocql.Session {
+		key := login
+		if lwt {
+			key += "\x00lwt"
+		}
+		if sess := sessions[key]; sess != nil {
 			return sess
 		}
 		oo := o
@@ -114,16 +121,17 @@ func RunGocqlCases(tb testing.TB, o Options, s Suite) []string {
 		}
 		c := Cluster(oo)
 		c.Keyspace = s.Keyspace
+		c.DisableSkipMetadata = lwt
 		sess, err := c.CreateSession()
 		if err != nil {
 			tb.Fatalf("gocql connect as %q: %v", login, err)
 		}
-		sessions[login] = sess
+		sessions[key] = sess
 		return sess
 	}
 	out := make([]string, len(s.Cases))
 	for i, c := range s.Cases {
-		out[i] = gocqlCase(session(c.As), c)
+		out[i] = gocqlCase(session(c.As, conditional(c.Query)), c)
 	}
 	return out
 }
@@ -167,12 +175,20 @@ func gocqlCase(s *gocql.Session, c Case) string {
 			j := 0
 			for _, col := range cols {
 				if t, ok := col.TypeInfo.(gocql.TupleTypeInfo); ok {
+					// gocql splits a tuple column into its elements, so that a null tuple
+					// looks like one of nulls: both are rendered null, by both runners.
 					var parts []string
+					null := true
 					for range t.Elems {
 						parts = append(parts, cells[j].render())
+						null = null && cells[j].null
 						j++
 					}
-					vs = append(vs, "("+strings.Join(parts, ", ")+")")
+					if null {
+						vs = append(vs, "null")
+					} else {
+						vs = append(vs, "("+strings.Join(parts, ", ")+")")
+					}
 					continue
 				}
 				vs = append(vs, cells[j].render())
@@ -205,6 +221,13 @@ func gocqlCase(s *gocql.Session, c Case) string {
 	return res
 }
 
+// conditional reports whether a statement is a lightweight transaction (or a batch, which
+// may hold one).
+func conditional(q string) bool {
+	u := " " + strings.ToUpper(strings.Join(strings.Fields(q), " ")) + " "
+	return strings.Contains(u, " IF ") || strings.HasPrefix(u, " BEGIN ")
+}
+
 func errorOutcome(err error) string {
 	var exists *gocql.RequestErrAlreadyExists
 	if errors.As(err, &exists) {
@@ -222,7 +245,8 @@ func errorOutcome(err error) string {
 }
 
 // goValue converts a JSON value of a case to what gocql binds: integers to int64, other
-// numbers to float64, {"$udt": {...}} to a map of fields, lists and maps element-wise.
+// numbers to float64, {"$udt": {...}} to a map of fields, {"$duration": [months, days,
+// nanoseconds]} to a gocql.Duration, lists and maps element-wise.
 func goValue(v any) any {
 	switch v := v.(type) {
 	case json.Number:
@@ -240,6 +264,13 @@ func goValue(v any) any {
 	case map[string]any:
 		if u, ok := v["$udt"].(map[string]any); ok && len(v) == 1 {
 			return goValue(u)
+		}
+		if d, ok := v["$duration"].([]any); ok && len(v) == 1 && len(d) == 3 {
+			n := make([]int64, 3)
+			for i, e := range d {
+				n[i], _ = e.(json.Number).Int64()
+			}
+			return gocql.Duration{Months: int32(n[0]), Days: int32(n[1]), Nanoseconds: n[2]}
 		}
 		out := make(map[string]any, len(v))
 		for k, e := range v {
