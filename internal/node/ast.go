@@ -100,6 +100,28 @@ type dropTypeStmt struct {
 	ifExists bool
 }
 
+type createIndexStmt struct {
+	name        string
+	ks          string // the keyspace of a name written ks.name
+	ifNotExists bool
+	table       tableName
+	col         string
+	kind        indexKind
+	custom      bool
+	class       string
+}
+
+type dropIndexStmt struct {
+	name     tableName
+	ifExists bool
+}
+
+// viewStmt is ALTER or DROP MATERIALIZED VIEW.
+type viewStmt struct {
+	name     tableName
+	ifExists bool
+}
+
 type alterTableStmt struct {
 	table    tableName
 	ifExists bool
@@ -179,12 +201,14 @@ const (
 	opNe
 	opContains
 	opContainsKey
+	opMapEq // m[k] = v
 )
 
-var relOpNames = [...]string{"=", "<", "<=", ">", ">=", "IN", "!=", "CONTAINS", "CONTAINS KEY"}
+var relOpNames = [...]string{"=", "<", "<=", ">", ">=", "IN", "!=", "CONTAINS", "CONTAINS KEY", "="}
 
 type relation struct {
 	col   string
+	key   *term    // m[k] = v
 	cols  []string // token(a, b) arguments
 	token bool
 	op    relOp
@@ -247,6 +271,9 @@ func (*alterTableStmt) stmtName() string     { return "ALTER TABLE" }
 func (*createTypeStmt) stmtName() string     { return "CREATE TYPE" }
 func (*alterTypeStmt) stmtName() string      { return "ALTER TYPE" }
 func (*dropTypeStmt) stmtName() string       { return "DROP TYPE" }
+func (*createIndexStmt) stmtName() string    { return "CREATE INDEX" }
+func (*dropIndexStmt) stmtName() string      { return "DROP INDEX" }
+func (*viewStmt) stmtName() string           { return "MATERIALIZED VIEW" }
 func (*unsupportedStmt) stmtName() string    { return "UNSUPPORTED" }
 func (*insertStmt) stmtName() string         { return "INSERT" }
 func (*updateStmt) stmtName() string         { return "UPDATE" }

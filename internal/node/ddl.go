@@ -150,6 +150,12 @@ func (d *ddl) apply(st statement) (*cql.SchemaChange, error) {
 		return d.alterType(st)
 	case *dropTypeStmt:
 		return d.dropType(st)
+	case *createIndexStmt:
+		return d.createIndex(st)
+	case *dropIndexStmt:
+		return d.dropIndex(st)
+	case *viewStmt:
+		return d.view(st)
 	}
 	return nil, invalidf("unsupported schema statement")
 }

@@ -468,7 +468,7 @@ func (c *compiler) compile(st statement) (plan, error) {
 	case *useStmt:
 		return &usePlan{ks: st.keyspace}, c.noMarkers()
 	case *createKeyspaceStmt, *dropKeyspaceStmt, *alterKeyspaceStmt, *createTableStmt, *dropTableStmt, *alterTableStmt,
-		*createTypeStmt, *alterTypeStmt, *dropTypeStmt:
+		*createTypeStmt, *alterTypeStmt, *dropTypeStmt, *createIndexStmt, *dropIndexStmt, *viewStmt:
 		return &ddlPlan{st: st, ks: c.ks}, c.noMarkers()
 	case *truncateStmt:
 		t, err := c.table(st.table)

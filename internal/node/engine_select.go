@@ -37,6 +37,7 @@ type rowFilter struct {
 	col  *column
 	op   relOp
 	val  *expr
+	key  *expr   // m[key] = val
 	vals []*expr // IN list
 	in   *expr   // IN ? marker
 }
@@ -82,6 +83,7 @@ func (c *compiler) selectPlan(st *selectStmt) (plan, error) {
 	}
 	system := c.sc.keyspaces[t.ks].system || t.virtual
 	needFiltering := false
+	var filtered []*colRestr // clustering restrictions answered by filtering
 	// Partition key.
 	allEq := true
 	anyPK := false
@@ -122,6 +124,7 @@ func (c *compiler) selectPlan(st *selectStmt) (plan, error) {
 		case gap || p.ckRange != nil || len(r.others) > 0 || (r.isEq() && r.isRange()):
 			needFiltering = true
 			c.addFilters(p, r)
+			filtered = append(filtered, r)
 		case r.isEq():
 			p.ckEq = append(p.ckEq, r)
 		default:
@@ -135,6 +138,16 @@ func (c *compiler) selectPlan(st *selectStmt) (plan, error) {
 	for _, r := range w.regular {
 		needFiltering = true
 		c.addFilters(p, r)
+	}
+	// The restrictions that an index or filtering answers.
+	viaIndex := slices.Clone(w.regular)
+	for _, r := range append(slices.Clone(w.pk), w.ck...) {
+		if r != nil && (p.pk == nil || slices.Contains(filtered, r)) {
+			viaIndex = append(viaIndex, r)
+		}
+	}
+	if indexServes(t, viaIndex) {
+		needFiltering = false
 	}
 	if needFiltering && !st.allowFiltering && !system && (p.pk == nil && (anyPK || len(w.regular) > 0 || p.hasCKRes) || len(w.regular) > 0 || len(p.filters) > 0) {
 		return nil, invalidf("Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING")
@@ -260,15 +273,22 @@ func (c *compiler) addFilters(p *selectPlan, r *colRestr) {
 	}
 	for _, o := range r.others {
 		typ := col.typ
+		var key *expr
+		spec := cql.ColumnSpec{Keyspace: p.t.ks, Table: p.t.name, Name: col.name}
 		switch o.op {
 		case opContains:
 			typ = elemType(col.typ)
 		case opContainsKey:
 			typ = keyType(col.typ)
+		case opMapEq:
+			ks := spec
+			ks.Name, ks.Type = "key("+col.name+")", keyType(col.typ)
+			key, _ = c.compileTerm(o.key, ks.Type, ks)
+			typ, spec.Name = elemType(col.typ), "value("+col.name+")"
 		}
-		spec := cql.ColumnSpec{Keyspace: p.t.ks, Table: p.t.name, Name: col.name, Type: typ}
+		spec.Type = typ
 		x, _ := c.compileTerm(o.val, typ, spec)
-		p.filters = append(p.filters, rowFilter{col: col, op: o.op, val: x})
+		p.filters = append(p.filters, rowFilter{col: col, op: o.op, val: x, key: key})
 	}
 }
 
@@ -491,6 +511,7 @@ func boundValue(e *expr, col string, x *execCtx) ([]byte, error) {
 type filterVals struct {
 	f    *rowFilter
 	v    []byte
+	k    []byte // the map key of m[k] = v
 	list [][]byte
 }
 
@@ -687,6 +708,11 @@ func (p *selectPlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 				return nil, err
 			}
 			fv.v = b
+			if f.key != nil {
+				if fv.k, err = boundValue(f.key, f.col.name, x); err != nil {
+					return nil, err
+				}
+			}
 		}
 		r.filters = append(r.filters, fv)
 	}
@@ -1085,6 +1111,18 @@ func (r *selectRun) matches(pkVals [][]byte, part *partition, row *row) bool {
 			for _, w := range fv.list {
 				if v != nil && compareValues(typ, v, w) == 0 {
 					found = true
+					break
+				}
+			}
+			if !found {
+				return false
+			}
+		case opMapEq:
+			elems, _ := decCollection(v, 2)
+			found := false
+			for j := 0; j+1 < len(elems); j += 2 {
+				if compareValues(keyType(typ), elems[j], fv.k) == 0 {
+					found = compareValues(elemType(typ), elems[j+1], fv.v) == 0
 					break
 				}
 			}

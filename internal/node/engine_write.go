@@ -228,7 +228,19 @@ func (c *compiler) where(t *table, rels []relation) (*whereInfo, error) {
 					return nil, invalidf("Cannot use CONTAINS KEY on non-map column %s", col.name)
 				}
 				typ = keyType(col.typ)
+			case opMapEq:
+				if col.typ.ID != cql.TypeMap || col.frozen {
+					return nil, invalidf("Column \"%s\" cannot be used as a map", col.name)
+				}
+				ks := spec
+				ks.Name, ks.Type = "key("+col.name+")", keyType(col.typ)
+				if _, err := c.compileTerm(r.key, ks.Type, ks); err != nil {
+					return nil, err
+				}
+				typ = elemType(col.typ)
+				spec.Name = "value(" + col.name + ")"
 			}
+			spec.Type = typ
 			if _, err := c.compileTerm(r.val, typ, spec); err != nil {
 				return nil, err
 			}

@@ -289,8 +289,12 @@ func (p *parser) createStmt() statement {
 		}
 		p.expectPunct(")")
 		return st
-	case p.isKeyword("index"), p.isKeyword("custom"), p.isKeyword("function"),
-		p.isKeyword("aggregate"), p.isKeyword("materialized"), p.isKeyword("trigger"), p.isKeyword("role"),
+	case p.isKeyword("index"), p.isKeyword("custom"):
+		return p.createIndex()
+	case p.isKeyword("materialized"):
+		p.skipRest()
+		return &unsupportedStmt{what: "Materialized views are disabled. Enable in cassandra.yaml to use."}
+	case p.isKeyword("function"), p.isKeyword("aggregate"), p.isKeyword("trigger"), p.isKeyword("role"),
 		p.isKeyword("user"), p.isKeyword("or"):
 		what := strings.ToUpper(p.tok.text)
 		p.skipRest()
@@ -314,6 +318,17 @@ func (p *parser) dropStmt() statement {
 		return st
 	case p.acceptKeyword("type"):
 		st := &dropTypeStmt{}
+		st.ifExists = p.ifExists()
+		st.name = p.tableName()
+		return st
+	case p.acceptKeyword("index"):
+		st := &dropIndexStmt{}
+		st.ifExists = p.ifExists()
+		st.name = p.tableName()
+		return st
+	case p.acceptKeyword("materialized"):
+		p.expectKeyword("view")
+		st := &viewStmt{}
 		st.ifExists = p.ifExists()
 		st.name = p.tableName()
 		return st
@@ -912,6 +927,13 @@ func (p *parser) relation() relation {
 			p.failf("multi-column relations are not supported by the embedded node")
 		}
 		r.col = p.ident()
+		if p.acceptPunct("[") {
+			r.key = p.value()
+			p.expectPunct("]")
+			p.expectPunct("=")
+			r.op, r.val = opMapEq, p.value()
+			return r
+		}
 	}
 	switch {
 	case p.tok.kind == tPunct:

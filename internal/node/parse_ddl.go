@@ -1,6 +1,9 @@
 package node
 
-import "strconv"
+import (
+	"strconv"
+	"strings"
+)
 
 // The parsing of ALTER and of the schema statements beyond keyspaces and tables.
 
@@ -17,6 +20,14 @@ func (p *parser) alterStmt() statement {
 		return p.alterTable()
 	case p.acceptKeyword("type"):
 		return p.alterType()
+	case p.acceptKeyword("materialized"):
+		p.expectKeyword("view")
+		st := &viewStmt{}
+		st.ifExists = p.ifExists()
+		st.name = p.tableName()
+		p.expectKeyword("with")
+		p.skipRest()
+		return st
 	}
 	return p.unsupported("ALTER")
 }
@@ -148,6 +159,54 @@ func (p *parser) alterType() statement {
 		st.op = alterType
 	default:
 		p.unexpected()
+	}
+	return st
+}
+
+// createIndex reads CREATE [CUSTOM] INDEX [IF NOT EXISTS] [name] ON table (target)
+// [USING 'class' [WITH OPTIONS = {...}]].
+func (p *parser) createIndex() statement {
+	st := &createIndexStmt{}
+	st.custom = p.acceptKeyword("custom")
+	p.expectKeyword("index")
+	st.ifNotExists = p.ifNotExists()
+	if !p.isKeyword("on") {
+		n := p.tableName()
+		st.ks, st.name = n.ks, n.name
+	}
+	p.expectKeyword("on")
+	st.table = p.tableName()
+	if st.table.ks == "" {
+		st.table.ks = st.ks
+	}
+	p.expectPunct("(")
+	if !p.isPunct(")") {
+		kinds := map[string]indexKind{"values": indexValues, "keys": indexKeys, "entries": indexEntries, "full": indexFull}
+		if k, ok := kinds[strings.ToLower(p.tok.text)]; ok && p.tok.kind == tIdent && p.peek(1).kind == tPunct && p.peek(1).text == "(" {
+			p.advance()
+			p.advance()
+			st.kind = k
+			st.col = p.ident()
+			p.expectPunct(")")
+		} else {
+			st.col = p.ident()
+		}
+	}
+	p.expectPunct(")")
+	if p.acceptKeyword("using") {
+		if p.tok.kind != tString {
+			p.unexpected()
+		}
+		st.class = p.tok.text
+		p.advance()
+		if p.acceptKeyword("with") {
+			p.expectKeyword("options")
+			p.expectPunct("=")
+			p.stringMap()
+		}
+	}
+	if st.custom && st.class == "" {
+		p.failf("mismatched input %s expecting K_USING", p.quote(p.tok))
 	}
 	return st
 }

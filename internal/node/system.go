@@ -199,6 +199,7 @@ func (e *Engine) refreshSystem(sc *schema) {
 	columns := fresh("system_schema", "columns")
 	dropped := fresh("system_schema", "dropped_columns")
 	types := fresh("system_schema", "types")
+	indexes := fresh("system_schema", "indexes")
 	vkss := fresh("system_virtual_schema", "keyspaces")
 	vtables := fresh("system_virtual_schema", "tables")
 	vcolumns := fresh("system_virtual_schema", "columns")
@@ -230,6 +231,11 @@ func (e *Engine) refreshSystem(sc *schema) {
 			} else {
 				tables.put(tableRow(k, t))
 			}
+			for _, ix := range t.indexes {
+				indexes.put(map[string][]byte{"keyspace_name": encText(k.name), "table_name": encText(t.name),
+					"index_name": encText(ix.name), "kind": encText("COMPOSITES"),
+					"options": encTextMap(map[string]string{"target": ix.target()})})
+			}
 			for _, dc := range t.droppedC {
 				dropped.put(map[string][]byte{"keyspace_name": encText(k.name), "table_name": encText(t.name),
 					"column_name": encText(dc.name), "dropped_time": encBigint(dc.at / 1000),
@@ -258,7 +264,7 @@ func (e *Engine) refreshSystem(sc *schema) {
 			}
 		}
 	}
-	publish(kss, tables, columns, dropped, types, vkss, vtables, vcolumns)
+	publish(kss, tables, columns, dropped, types, indexes, vkss, vtables, vcolumns)
 }
 
 func tableRow(k *keyspace, t *table) map[string][]byte {
