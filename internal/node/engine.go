@@ -111,6 +111,7 @@ type execCtx struct {
 	// INSERT JSON: the values of the table's columns, in table.cols order.
 	json      [][]byte
 	jsonUnset []bool
+	noCond    bool // a conditional batch's statements, whose conditions it checked
 }
 
 // NewEngine returns an Engine with the system keyspaces and no user keyspaces.
@@ -377,11 +378,7 @@ func (e *Engine) Batch(s *Session, b *cql.Batch, tr Tracer) (cql.Message, error)
 	} else {
 		x.ts = e.timestamp(&x)
 	}
-	type step struct {
-		pl   plan
-		vals []cql.Value
-	}
-	steps := make([]step, 0, len(b.Queries))
+	steps := make([]batchStep, 0, len(b.Queries))
 	for i, q := range b.Queries {
 		var pr *prepared
 		var err error
@@ -414,18 +411,20 @@ func (e *Engine) Batch(s *Session, b *cql.Batch, tr Tracer) (cql.Message, error)
 		if err != nil {
 			return nil, err
 		}
-		steps = append(steps, step{cp.p, vals})
+		steps = append(steps, batchStep{cp.p, vals})
 	}
-	for _, st := range steps {
-		x.vals = st.vals
-		if _, err := st.pl.exec(e, &x); err != nil {
-			return nil, err
-		}
+	m, err := e.runBatch(&x, steps, false)
+	if err != nil {
+		return nil, err
 	}
 	if tr != nil {
-		tr.Event("Applied batch of " + itoa(len(steps)) + " mutations")
+		if r, ok := m.(cql.RowsResult); ok && len(r.Rows) > 0 && len(r.Rows[0]) > 0 && r.Rows[0][0][0] == 0 {
+			tr.Event("Conditions not met: batch of " + itoa(len(steps)) + " statements not applied")
+		} else {
+			tr.Event("Applied batch of " + itoa(len(steps)) + " mutations")
+		}
 	}
-	return cql.VoidResult{}, nil
+	return m, nil
 }
 
 func itoa(n int) string {

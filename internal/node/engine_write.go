@@ -690,21 +690,27 @@ type jsonInsert struct {
 }
 
 func (p *jsonInsert) exec(e *Engine, x *execCtx) (cql.Message, error) {
-	if p.vals != nil {
-		x.json, x.jsonUnset = p.vals, p.unset
-		return p.w.exec(e, x)
-	}
-	b, unset, err := p.text.eval(x)
-	if err != nil {
-		return nil, err
-	}
-	if b == nil || unset {
-		return nil, invalidf("Got null for INSERT JSON values")
-	}
-	if x.json, x.jsonUnset, err = jsonValues(p.w.t, string(b), p.unsetDefault); err != nil {
+	if err := p.load(x); err != nil {
 		return nil, err
 	}
 	return p.w.exec(e, x)
+}
+
+// load puts the JSON's values in x.
+func (p *jsonInsert) load(x *execCtx) error {
+	if p.vals != nil {
+		x.json, x.jsonUnset = p.vals, p.unset
+		return nil
+	}
+	b, unset, err := p.text.eval(x)
+	if err != nil {
+		return err
+	}
+	if b == nil || unset {
+		return invalidf("Got null for INSERT JSON values")
+	}
+	x.json, x.jsonUnset, err = jsonValues(p.w.t, string(b), p.unsetDefault)
+	return err
 }
 
 func (c *compiler) update(st *updateStmt) (plan, error) {
@@ -934,6 +940,16 @@ func (p *writePlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 	if t.dropped.Load() {
 		return nil, invalidf("unconfigured table %s", t.name)
 	}
+	cond := p.cond
+	if x.noCond {
+		cond = condNone // a conditional batch checked the conditions already
+	}
+	if cond != condNone {
+		// Conditional writes of a table, batches of them included, are serialized, as
+		// Paxos orders the LWTs of a partition.
+		t.casMu.Lock()
+		defer t.casMu.Unlock()
+	}
 	now := x.now.Unix()
 	m := mutation{marker: p.marker}
 	ts, ok, err := evalTimestamp(p.ts, x)
@@ -1099,7 +1115,7 @@ func (p *writePlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 			case p.del && m.delRange == nil:
 				m.delRow = true
 			}
-			m.cond = p.cond
+			m.cond = cond
 			if err := d.apply(t, &m, now); err != nil {
 				return nil, err
 			}
@@ -1121,15 +1137,15 @@ func (p *writePlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 			x.tr.Event("Condition not met on " + t.name + ": " + itoa(mutations) + " mutations applied")
 		}
 	}
-	if p.cond != condNone {
+	if cond != condNone {
 		row := [][]byte{encBool(applied)}
 		specs := p.lwtSpecs
 		if !applied && existing != nil {
 			row = append(row, existing...)
 			specs = append([]cql.ColumnSpec{}, specs...)
 			if p.cond == condIf {
-				for _, cd := range p.conds {
-					specs = append(specs, cql.ColumnSpec{Keyspace: t.ks, Table: t.name, Name: cd.col.name, Type: cd.col.typ})
+				for _, col := range condColumns(condVals) {
+					specs = append(specs, cql.ColumnSpec{Keyspace: t.ks, Table: t.name, Name: col.name, Type: col.typ})
 				}
 			} else {
 				specs = append(specs, t.starSpecs...)
@@ -1177,9 +1193,6 @@ func (c *compiler) batch(st *batchStmt) (plan, error) {
 			return nil, err
 		}
 		c.pkIndexes = pk
-		if wp, ok := sp.(*writePlan); ok && wp.cond != condNone {
-			return nil, invalidf("conditional statements in batches are not supported by the embedded node")
-		}
 		p.plans = append(p.plans, sp)
 	}
 	c.result = cql.RowsMetadata{}
@@ -1207,12 +1220,11 @@ func (p *batchPlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 		bx.ts = e.timestamp(x)
 	}
 	bx.batch = true
-	for _, sp := range p.plans {
-		if _, err := sp.exec(e, &bx); err != nil {
-			return nil, err
-		}
+	steps := make([]batchStep, len(p.plans))
+	for i, sp := range p.plans {
+		steps[i] = batchStep{pl: sp, vals: x.vals}
 	}
-	return cql.VoidResult{}, nil
+	return e.runBatch(&bx, steps, p.ts != nil)
 }
 
 // evalTimestamp evaluates a USING TIMESTAMP term; ok is false when there is none, or its

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"sync"
 	"sync/atomic"
 
 	"github.com/tracecar/tracecar/internal/cql"
@@ -46,6 +47,8 @@ type tableStore struct {
 	perNode atomic.Pointer[[]*tableData]
 	// dropped is set when the table leaves the schema, so compiled plans recompile.
 	dropped atomic.Bool
+	// casMu serializes the table's conditional writes.
+	casMu sync.Mutex
 }
 
 // table is a table's schema and its data. The schema fields are immutable once published;

@@ -17,7 +17,7 @@ import uuid
 from cassandra import AlreadyExists
 from cassandra.auth import PlainTextAuthProvider
 from cassandra.cluster import Cluster
-from cassandra.query import SimpleStatement, tuple_factory
+from cassandra.query import BatchStatement, SimpleStatement, tuple_factory
 from cassandra.util import Date, Duration, SortedSet, Time
 
 host = os.environ.get("CQL_HOST", "127.0.0.1")
@@ -140,8 +140,24 @@ def error_outcome(e):
     return "error 0x%04x %s" % (code, message)
 
 
+def run_batch(s, case):
+    batch = BatchStatement()
+    for e in case["batch"]:
+        if e.get("values") is not None:
+            batch.add(s.prepare(e["q"]), [py_value(v) for v in e["values"]])
+        else:
+            batch.add(SimpleStatement(e["q"]))
+    rs = s.execute(batch)
+    if not rs.column_names:
+        return "ok"
+    return "rows(" + ",".join(rs.column_names) + "): " + " | ".join(
+        ",".join(render_column(v) for v in row) for row in rs.current_rows)
+
+
 def run(case):
     s = session(case.get("as", ""))
+    if "batch" in case:
+        return run_batch(s, case)
     page = case.get("page", 0)
     values = case.get("values")
     if values is not None:
