@@ -116,6 +116,38 @@ type dropIndexStmt struct {
 	ifExists bool
 }
 
+type createFunctionStmt struct {
+	name         tableName
+	orReplace    bool
+	ifNotExists  bool
+	argNames     []string
+	argTypes     []*typeRef
+	calledOnNull bool
+	ret          *typeRef
+	language     string
+	body         string
+}
+
+type createAggregateStmt struct {
+	name        tableName
+	orReplace   bool
+	ifNotExists bool
+	argTypes    []*typeRef
+	stateFunc   string
+	stateType   *typeRef
+	finalFunc   string
+	initCond    *term
+}
+
+// dropFunctionStmt is DROP FUNCTION or DROP AGGREGATE.
+type dropFunctionStmt struct {
+	aggregate bool
+	name      tableName
+	ifExists  bool
+	args      []*typeRef
+	hasArgs   bool
+}
+
 // viewStmt is ALTER or DROP MATERIALIZED VIEW.
 type viewStmt struct {
 	name     tableName
@@ -227,6 +259,7 @@ const (
 	selFunc
 	selAgg    // min, max, sum, avg, count(col)
 	selToJSON // toJson(col)
+	selUDF    // a call of a user-defined function or aggregate
 )
 
 type selector struct {
@@ -234,6 +267,7 @@ type selector struct {
 	col    string
 	fields []string // u.a.b: field selection
 	agg    string   // selAgg: the aggregate's name
+	fnKs   string   // selUDF: the function's keyspace, when written ks.f
 	cols   []string // token() arguments
 	fn     *term    // constant function such as now()
 	alias  string
@@ -274,12 +308,17 @@ func (*dropTypeStmt) stmtName() string       { return "DROP TYPE" }
 func (*createIndexStmt) stmtName() string    { return "CREATE INDEX" }
 func (*dropIndexStmt) stmtName() string      { return "DROP INDEX" }
 func (*viewStmt) stmtName() string           { return "MATERIALIZED VIEW" }
-func (*unsupportedStmt) stmtName() string    { return "UNSUPPORTED" }
-func (*insertStmt) stmtName() string         { return "INSERT" }
-func (*updateStmt) stmtName() string         { return "UPDATE" }
-func (*deleteStmt) stmtName() string         { return "DELETE" }
-func (*selectStmt) stmtName() string         { return "SELECT" }
-func (*batchStmt) stmtName() string          { return "BATCH" }
+func (*createFunctionStmt) stmtName() string { return "CREATE FUNCTION" }
+func (*createAggregateStmt) stmtName() string {
+	return "CREATE AGGREGATE"
+}
+func (*dropFunctionStmt) stmtName() string { return "DROP FUNCTION" }
+func (*unsupportedStmt) stmtName() string  { return "UNSUPPORTED" }
+func (*insertStmt) stmtName() string       { return "INSERT" }
+func (*updateStmt) stmtName() string       { return "UPDATE" }
+func (*deleteStmt) stmtName() string       { return "DELETE" }
+func (*selectStmt) stmtName() string       { return "SELECT" }
+func (*batchStmt) stmtName() string        { return "BATCH" }
 
 type termKind uint8
 

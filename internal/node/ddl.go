@@ -156,6 +156,12 @@ func (d *ddl) apply(st statement) (*cql.SchemaChange, error) {
 		return d.dropIndex(st)
 	case *viewStmt:
 		return d.view(st)
+	case *createFunctionStmt:
+		return d.createFunction(st)
+	case *createAggregateStmt:
+		return d.createAggregate(st)
+	case *dropFunctionStmt:
+		return d.dropFunction(st)
 	}
 	return nil, invalidf("unsupported schema statement")
 }

@@ -467,7 +467,8 @@ func (c *compiler) compile(st statement) (plan, error) {
 	case *useStmt:
 		return &usePlan{ks: st.keyspace}, c.noMarkers()
 	case *createKeyspaceStmt, *dropKeyspaceStmt, *alterKeyspaceStmt, *createTableStmt, *dropTableStmt, *alterTableStmt,
-		*createTypeStmt, *alterTypeStmt, *dropTypeStmt, *createIndexStmt, *dropIndexStmt, *viewStmt:
+		*createTypeStmt, *alterTypeStmt, *dropTypeStmt, *createIndexStmt, *dropIndexStmt, *viewStmt,
+		*createFunctionStmt, *createAggregateStmt, *dropFunctionStmt:
 		return &ddlPlan{st: st, ks: c.ks}, c.noMarkers()
 	case *truncateStmt:
 		t, err := c.table(st.table)

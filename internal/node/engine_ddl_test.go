@@ -66,3 +66,25 @@ func TestTypeEvents(t *testing.T) {
 		t.Errorf("the column's type after ALTER TYPE: %v; want b's field y of type a with x and z", pr.ResultMetadata.Columns[0].Type)
 	}
 }
+
+// TestFunctionEvents checks the events of function and aggregate DDL, which carry the
+// argument types.
+func TestFunctionEvents(t *testing.T) {
+	e, s := newTestEngine(t)
+	var got []string
+	e.OnSchemaChange(func(c cql.SchemaChange) {
+		got = append(got, fmt.Sprint(c.ChangeType, " ", c.Target, " ", c.Keyspace, " ", c.Name, " ", c.ArgTypes))
+	})
+	mustExec(t, e, s, "CREATE FUNCTION f(a int, b list<text>) CALLED ON NULL INPUT RETURNS int LANGUAGE java AS 'return a;'")
+	mustExec(t, e, s, "CREATE OR REPLACE FUNCTION f(a int, b list<text>) CALLED ON NULL INPUT RETURNS int LANGUAGE java AS 'return 0;'")
+	mustExec(t, e, s, "CREATE FUNCTION g(s int, v int) CALLED ON NULL INPUT RETURNS int LANGUAGE java AS 'return s;'")
+	mustExec(t, e, s, "CREATE AGGREGATE a(int) SFUNC g STYPE int")
+	mustExec(t, e, s, "DROP AGGREGATE a(int)")
+	mustExec(t, e, s, "DROP FUNCTION f")
+	want := []string{"CREATED FUNCTION ks f [int list<text>]", "UPDATED FUNCTION ks f [int list<text>]",
+		"CREATED FUNCTION ks g [int int]", "CREATED AGGREGATE ks a [int]", "DROPPED AGGREGATE ks a [int]",
+		"DROPPED FUNCTION ks f [int list<text>]"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("events:\n got  %q\n want %q", got, want)
+	}
+}

@@ -220,6 +220,9 @@ func (c *compiler) compileFunc(t *term, typ cql.TypeInfo, spec cql.ColumnSpec, d
 		}
 		return x, nil
 	default:
+		if err := udfCall(c.sc.keyspaces[spec.Keyspace], spec.Keyspace, t.name); !strings.HasPrefix(err.Error(), "Unknown") {
+			return nil, err
+		}
 		return nil, invalidf("Unknown function '%s'", t.name)
 	}
 	if rt != cql.TypeTimeUUID && rt != cql.TypeUUID && rt != cql.TypeDate || t.name == "currentdate" || t.name == "todate" {

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/tracecar/tracecar/internal/cql"
 )
@@ -346,6 +347,12 @@ func (c *compiler) selection(p *selectPlan, st *selectStmt) error {
 			p.aggregate = true
 			p.out = append(p.out, outCol{src: srcCount, agg: aggCountRows})
 			p.specs = append(p.specs, spec(name, cql.TypeInfo{ID: cql.TypeBigint}))
+		case selUDF:
+			ks := s.fnKs
+			if ks == "" {
+				ks = t.ks
+			}
+			return udfCall(c.sc.keyspaces[ks], ks, s.fn.name)
 		case selToJSON:
 			col := t.byName[s.col]
 			if col == nil {
@@ -417,6 +424,9 @@ func (c *compiler) selection(p *selectPlan, st *selectStmt) error {
 			case "tounixtimestamp":
 				rt = cql.TypeBigint
 			default:
+				if err := udfCall(c.sc.keyspaces[t.ks], t.ks, s.fn.name); !strings.HasPrefix(err.Error(), "Unknown") {
+					return err
+				}
 				return invalidf("Unknown function '%s'", s.fn.name)
 			}
 			x, err := c.compileFunc(s.fn, cql.TypeInfo{ID: rt}, spec(name, cql.TypeInfo{ID: rt}), 0)

@@ -294,8 +294,9 @@ func (p *parser) createStmt() statement {
 	case p.isKeyword("materialized"):
 		p.skipRest()
 		return &unsupportedStmt{what: "Materialized views are disabled. Enable in cassandra.yaml to use."}
-	case p.isKeyword("function"), p.isKeyword("aggregate"), p.isKeyword("trigger"), p.isKeyword("role"),
-		p.isKeyword("user"), p.isKeyword("or"):
+	case p.isKeyword("function"), p.isKeyword("aggregate"), p.isKeyword("or"):
+		return p.createFunction()
+	case p.isKeyword("trigger"), p.isKeyword("role"), p.isKeyword("user"):
 		what := strings.ToUpper(p.tok.text)
 		p.skipRest()
 		return &unsupportedStmt{what: "CREATE " + what + " is not supported by the embedded node"}
@@ -320,6 +321,24 @@ func (p *parser) dropStmt() statement {
 		st := &dropTypeStmt{}
 		st.ifExists = p.ifExists()
 		st.name = p.tableName()
+		return st
+	case p.isKeyword("function"), p.isKeyword("aggregate"):
+		st := &dropFunctionStmt{aggregate: p.isKeyword("aggregate")}
+		p.advance()
+		st.ifExists = p.ifExists()
+		st.name = p.tableName()
+		if p.acceptPunct("(") {
+			st.hasArgs = true
+			if !p.acceptPunct(")") {
+				for {
+					st.args = append(st.args, p.typ(0))
+					if !p.acceptPunct(",") {
+						break
+					}
+				}
+				p.expectPunct(")")
+			}
+		}
 		return st
 	case p.acceptKeyword("index"):
 		st := &dropIndexStmt{}
@@ -1124,10 +1143,43 @@ func (p *parser) selector() selector {
 			p.expectPunct(")")
 			s.kind, s.text = selToken, "system.token("+strings.Join(s.cols, ", ")+")"
 		default:
+			if a := p.peek(2); a.kind == tQuotedIdent || a.kind == tIdent && !literalWord(a.text) && !(p.peek(3).kind == tPunct && p.peek(3).text == "(") {
+				// f(col, ...): a user-defined function or aggregate of columns.
+				s.kind, s.fn = selUDF, &term{kind: termFunc, name: fn}
+				p.advance()
+				p.advance()
+				var args []string
+				for !p.acceptPunct(")") {
+					args = append(args, p.ident())
+					if !p.acceptPunct(",") {
+						p.expectPunct(")")
+						break
+					}
+				}
+				s.text = fn + "(" + strings.Join(args, ", ") + ")"
+				break
+			}
 			s.kind = selFunc
 			s.fn = p.value()
 			s.text = "system." + fn + "()"
 		}
+	} else if p.tok.kind == tIdent && p.peek(1).kind == tPunct && p.peek(1).text == "." && p.peek(2).kind == tIdent &&
+		p.peek(3).kind == tPunct && p.peek(3).text == "(" {
+		// ks.f(...): a user-defined function or aggregate.
+		s.kind, s.fnKs = selUDF, p.ident()
+		p.advance()
+		s.fn = &term{kind: termFunc, name: strings.ToLower(p.tok.text)}
+		p.advance()
+		p.advance()
+		var args []string
+		for !p.acceptPunct(")") {
+			args = append(args, p.ident())
+			if !p.acceptPunct(",") {
+				p.expectPunct(")")
+				break
+			}
+		}
+		s.text = s.fnKs + "." + s.fn.name + "(" + strings.Join(args, ", ") + ")"
 	} else {
 		s.col = p.ident()
 		s.text = s.col

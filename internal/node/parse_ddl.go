@@ -210,3 +210,81 @@ func (p *parser) createIndex() statement {
 	}
 	return st
 }
+
+// createFunction reads CREATE [OR REPLACE] FUNCTION and CREATE [OR REPLACE] AGGREGATE.
+func (p *parser) createFunction() statement {
+	orReplace := false
+	if p.acceptKeyword("or") {
+		p.expectKeyword("replace")
+		orReplace = true
+	}
+	if p.acceptKeyword("aggregate") {
+		st := &createAggregateStmt{orReplace: orReplace}
+		st.ifNotExists = p.ifNotExists()
+		st.name = p.tableName()
+		p.expectPunct("(")
+		if !p.acceptPunct(")") {
+			for {
+				st.argTypes = append(st.argTypes, p.typ(0))
+				if !p.acceptPunct(",") {
+					break
+				}
+			}
+			p.expectPunct(")")
+		}
+		p.expectKeyword("sfunc")
+		st.stateFunc = p.ident()
+		p.expectKeyword("stype")
+		st.stateType = p.typ(0)
+		if p.acceptKeyword("finalfunc") {
+			st.finalFunc = p.ident()
+		}
+		if p.acceptKeyword("initcond") {
+			st.initCond = p.value()
+		}
+		if orReplace && st.ifNotExists {
+			p.failPlain("Cannot use both 'OR REPLACE' and 'IF NOT EXISTS' directives")
+		}
+		return st
+	}
+	p.expectKeyword("function")
+	st := &createFunctionStmt{orReplace: orReplace}
+	st.ifNotExists = p.ifNotExists()
+	st.name = p.tableName()
+	p.expectPunct("(")
+	if !p.acceptPunct(")") {
+		for {
+			st.argNames = append(st.argNames, p.identAny())
+			st.argTypes = append(st.argTypes, p.typ(0))
+			if !p.acceptPunct(",") {
+				break
+			}
+		}
+		p.expectPunct(")")
+	}
+	switch {
+	case p.acceptKeyword("called"):
+		st.calledOnNull = true
+	case p.acceptKeyword("returns"):
+		p.expectKeyword("null")
+	default:
+		p.unexpected()
+	}
+	p.expectKeyword("on")
+	p.expectKeyword("null")
+	p.expectKeyword("input")
+	p.expectKeyword("returns")
+	st.ret = p.typ(0)
+	p.expectKeyword("language")
+	st.language = strings.ToLower(p.identAny())
+	p.expectKeyword("as")
+	if p.tok.kind != tString {
+		p.unexpected()
+	}
+	st.body = p.tok.text
+	p.advance()
+	if orReplace && st.ifNotExists {
+		p.failPlain("Cannot use both 'OR REPLACE' and 'IF NOT EXISTS' directives")
+	}
+	return st
+}

@@ -200,6 +200,8 @@ func (e *Engine) refreshSystem(sc *schema) {
 	dropped := fresh("system_schema", "dropped_columns")
 	types := fresh("system_schema", "types")
 	indexes := fresh("system_schema", "indexes")
+	functions := fresh("system_schema", "functions")
+	aggregates := fresh("system_schema", "aggregates")
 	vkss := fresh("system_virtual_schema", "keyspaces")
 	vtables := fresh("system_virtual_schema", "tables")
 	vcolumns := fresh("system_virtual_schema", "columns")
@@ -215,6 +217,24 @@ func (e *Engine) refreshSystem(sc *schema) {
 		} else {
 			kss.put(map[string][]byte{"keyspace_name": encText(k.name), "durable_writes": encBool(k.durableWrites),
 				"replication": encTextMap(k.replication)})
+		}
+		for _, f := range k.functions {
+			functions.put(map[string][]byte{"keyspace_name": encText(k.name), "function_name": encText(f.name),
+				"argument_types": encTextList(typeTexts(f.argTypes)), "argument_names": encTextList(f.argNames),
+				"body": encText(f.body), "called_on_null_input": encBool(f.calledOnNull), "language": encText(f.language),
+				"return_type": encText(f.ret.text)})
+		}
+		for _, a := range k.aggregates {
+			row := map[string][]byte{"keyspace_name": encText(k.name), "aggregate_name": encText(a.name),
+				"argument_types": encTextList(typeTexts(a.argTypes)), "return_type": encText(a.ret.text),
+				"state_func": encText(a.stateFunc), "state_type": encText(a.stateType.text)}
+			if a.finalFunc != "" {
+				row["final_func"] = encText(a.finalFunc)
+			}
+			if a.initCond != "" {
+				row["initcond"] = encText(a.initCond)
+			}
+			aggregates.put(row)
 		}
 		for _, u := range k.types {
 			fieldTypes := make([]string, len(u.fields))
@@ -264,7 +284,7 @@ func (e *Engine) refreshSystem(sc *schema) {
 			}
 		}
 	}
-	publish(kss, tables, columns, dropped, types, indexes, vkss, vtables, vcolumns)
+	publish(kss, tables, columns, dropped, types, indexes, functions, aggregates, vkss, vtables, vcolumns)
 }
 
 func tableRow(k *keyspace, t *table) map[string][]byte {
