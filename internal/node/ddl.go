@@ -167,6 +167,9 @@ func (d *ddl) apply(st statement) (*cql.SchemaChange, error) {
 }
 
 func (d *ddl) createKeyspace(st *createKeyspaceStmt) (*cql.SchemaChange, error) {
+	if err := d.require("CREATE", resource{kind: resAllKeyspaces}); err != nil {
+		return nil, err
+	}
 	if !validName(st.name) {
 		return nil, invalidf("Keyspace name must not be empty, more than 48 characters long, or contain non-alphanumeric-underscore characters (got \"%s\")", st.name)
 	}
@@ -181,12 +184,16 @@ func (d *ddl) createKeyspace(st *createKeyspaceStmt) (*cql.SchemaChange, error) 
 		return nil, err
 	}
 	durable := st.opts.durableWrites == nil || *st.opts.durableWrites
+	d.created(resource{kind: resKeyspace, ks: st.name})
 	d.n.keyspaces[st.name] = &keyspace{name: st.name, replication: repl, durableWrites: durable, tables: map[string]*table{},
 		types: map[string]*userType{}, functions: map[string]*function{}, aggregates: map[string]*aggregate{}}
 	return &cql.SchemaChange{ChangeType: "CREATED", Target: cql.TargetKeyspace, Keyspace: st.name}, nil
 }
 
 func (d *ddl) alterKeyspace(st *alterKeyspaceStmt) (*cql.SchemaChange, error) {
+	if err := d.require("ALTER", resource{kind: resKeyspace, ks: st.name}); err != nil {
+		return nil, err
+	}
 	k := d.sc.keyspaces[st.name]
 	if k == nil {
 		if st.ifExists {
@@ -212,6 +219,9 @@ func (d *ddl) alterKeyspace(st *alterKeyspaceStmt) (*cql.SchemaChange, error) {
 }
 
 func (d *ddl) dropKeyspace(st *dropKeyspaceStmt) (*cql.SchemaChange, error) {
+	if err := d.require("DROP", resource{kind: resKeyspace, ks: st.name}); err != nil {
+		return nil, err
+	}
 	k := d.sc.keyspaces[st.name]
 	if k == nil {
 		if st.ifExists {
@@ -223,6 +233,8 @@ func (d *ddl) dropKeyspace(st *dropKeyspaceStmt) (*cql.SchemaChange, error) {
 		return nil, err
 	}
 	delete(d.n.keyspaces, st.name)
+	d.dropped(resource{kind: resKeyspace, ks: st.name})
+	d.dropped(resource{kind: resKeyspaceFunctions, ks: st.name})
 	for _, t := range k.tables {
 		d.stale[t.tableStore] = true
 	}
@@ -237,6 +249,9 @@ func (d *ddl) dropKeyspace(st *dropKeyspaceStmt) (*cql.SchemaChange, error) {
 func (d *ddl) createTable(st *createTableStmt) (*cql.SchemaChange, error) {
 	ksName, err := d.keyspaceName(st.table.ks)
 	if err != nil {
+		return nil, err
+	}
+	if err := d.require("CREATE", resource{kind: resKeyspace, ks: ksName}); err != nil {
 		return nil, err
 	}
 	k := d.sc.keyspaces[ksName]
@@ -261,6 +276,7 @@ func (d *ddl) createTable(st *createTableStmt) (*cql.SchemaChange, error) {
 	}
 	t.id = newSchemaVersion()
 	t.finish()
+	d.created(resource{kind: resTable, ks: ksName, name: t.name})
 	d.mutable(ksName).tables[t.name] = t
 	return &cql.SchemaChange{ChangeType: "CREATED", Target: cql.TargetTable, Keyspace: ksName, Name: t.name}, nil
 }
@@ -284,10 +300,14 @@ func (d *ddl) dropTable(st *dropTableStmt) (*cql.SchemaChange, error) {
 		}
 		return nil, invalidf("Table '%s.%s' doesn't exist", ksName, st.table.name)
 	}
+	if err := d.require("DROP", resource{kind: resTable, ks: ksName, name: t.name}); err != nil {
+		return nil, err
+	}
 	if err := modifiable(k, "DROP", "<table "+ksName+"."+t.name+">"); err != nil {
 		return nil, err
 	}
 	delete(d.mutable(ksName).tables, t.name)
+	d.dropped(resource{kind: resTable, ks: ksName, name: t.name})
 	d.stale[t.tableStore] = true
 	d.after = append(d.after, func() { t.dropped.Store(true) })
 	return &cql.SchemaChange{ChangeType: "DROPPED", Target: cql.TargetTable, Keyspace: ksName, Name: t.name}, nil
@@ -311,6 +331,9 @@ func (d *ddl) alterTable(st *alterTableStmt) (*cql.SchemaChange, error) {
 			return nil, nil
 		}
 		return nil, invalidf("Table '%s.%s' doesn't exist", ksName, st.table.name)
+	}
+	if err := d.require("ALTER", resource{kind: resTable, ks: ksName, name: t.name}); err != nil {
+		return nil, err
 	}
 	if err := modifiable(k, "ALTER", "<table "+ksName+"."+t.name+">"); err != nil {
 		return nil, err

@@ -18,6 +18,9 @@ import (
 // concurrent use; each connection has its own.
 type Session struct {
 	Keyspace string
+	// User is the role the connection logged in as (Engine.Login), when the engine has
+	// roles (EngineConfig.Auth).
+	User string
 	// Node is the index, in EngineConfig.Nodes, of the node the session reached: it picks
 	// the system.local and system.peers that the session reads. Zero is the first node.
 	Node int
@@ -42,6 +45,12 @@ type EngineConfig struct {
 	// with its own system.local and system.peers; Session.Node says which one a session
 	// reached. Empty means one node at RPCAddr, in datacenter1, rack1, with 16 tokens.
 	Nodes []NodeInfo
+	// Auth, as "USER:PASS", gives the engine roles and permissions, as a Cassandra node
+	// with PasswordAuthenticator and CassandraAuthorizer: USER is its first superuser
+	// (Cassandra's is cassandra/cassandra), and Session.User must be a role that holds the
+	// permissions each statement needs. Empty means everyone is anonymous and nothing is
+	// checked, as with AllowAllAuthenticator.
+	Auth string
 }
 
 // Engine executes CQL against in-memory tables: the user's keyspaces and the system
@@ -65,6 +74,8 @@ type Engine struct {
 	listeners []func(cql.SchemaChange)
 
 	lastTS atomic.Int64 // last write timestamp handed out, to keep them increasing
+
+	auth *authState
 }
 
 type cacheKey struct{ ks, query string }
@@ -92,6 +103,7 @@ type compiled struct {
 	meta   cql.PreparedMetadata
 	result cql.RowsMetadata
 	tables []*tableStore // the tables it reads or writes
+	needs  []need        // the permissions it needs, when the engine has roles
 }
 
 // plan is a statement compiled against one schema version.
@@ -139,6 +151,10 @@ func NewEngine(cfg EngineConfig) *Engine {
 	sc.version = newSchemaVersion()
 	e.schema.Store(sc)
 	e.refreshSystem(sc)
+	e.auth = newAuthState(cfg.Auth)
+	e.auth.mu.Lock()
+	e.refreshAuth()
+	e.auth.mu.Unlock()
 	return e
 }
 
@@ -305,7 +321,7 @@ func (e *Engine) plan(pr *prepared) (*compiled, error) {
 			cp.binds[i].Name = n
 		}
 	}
-	c := &compiled{gen: sc.gen, p: p, meta: cql.PreparedMetadata{Columns: cp.binds, PKIndexes: cp.pkIndexes}, result: cp.result, tables: cp.tables}
+	c := &compiled{gen: sc.gen, p: p, meta: cql.PreparedMetadata{Columns: cp.binds, PKIndexes: cp.pkIndexes}, result: cp.result, tables: cp.tables, needs: cp.needs}
 	pr.plan.Store(c)
 	return c, nil
 }
@@ -324,6 +340,11 @@ func (e *Engine) run(s *Session, pr *prepared, p *cql.QueryParams, tr Tracer) (c
 	x.vals, err = bindValues(cp, p)
 	if err != nil {
 		return nil, err
+	}
+	if e.auth.enabled && len(cp.needs) > 0 {
+		if err := e.authorize(s, cp.needs); err != nil {
+			return nil, err
+		}
 	}
 	return cp.p.exec(e, x)
 }
@@ -411,6 +432,11 @@ func (e *Engine) Batch(s *Session, b *cql.Batch, tr Tracer) (cql.Message, error)
 		if err != nil {
 			return nil, err
 		}
+		if e.auth.enabled && len(cp.needs) > 0 {
+			if err := e.authorize(s, cp.needs); err != nil {
+				return nil, err
+			}
+		}
 		steps = append(steps, batchStep{cp.p, vals})
 	}
 	m, err := e.runBatch(&x, steps, false)
@@ -460,6 +486,7 @@ type compiler struct {
 	pkIndexes []uint16
 	result    cql.RowsMetadata
 	tables    []*tableStore
+	needs     []need
 }
 
 func (c *compiler) compile(st statement) (plan, error) {
@@ -478,9 +505,12 @@ func (c *compiler) compile(st statement) (plan, error) {
 		if t.virtual || c.sc.keyspaces[t.ks].system {
 			return nil, &cql.Error{Code: cql.ErrCodeUnauthorized, Message: t.ks + " keyspace is not user-modifiable"}
 		}
+		c.tableNeeds(t, "MODIFY")
 		return &truncatePlan{t: t}, nil
 	case *unsupportedStmt:
 		return nil, invalidf("%s", st.what)
+	case *roleStmt, *grantStmt, *grantRoleStmt, *listRolesStmt, *listPermsStmt:
+		return &authPlan{st: st}, c.noMarkers()
 	case *insertStmt:
 		return c.insert(st)
 	case *updateStmt:

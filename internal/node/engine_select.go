@@ -71,6 +71,7 @@ func (c *compiler) selectPlan(st *selectStmt) (plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.tableNeeds(t, "SELECT")
 	p := &selectPlan{t: t, distinct: st.distinct}
 	if err := c.selection(p, st); err != nil {
 		return nil, err

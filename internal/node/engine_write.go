@@ -555,6 +555,7 @@ func (c *compiler) writable(t *table) error {
 	if t.virtual || c.sc.keyspaces[t.ks].system && t.ks != "system_traces" {
 		return &cql.Error{Code: cql.ErrCodeUnauthorized, Message: t.ks + " keyspace is not user-modifiable."}
 	}
+	c.tableNeeds(t, "MODIFY")
 	return nil
 }
 

@@ -78,6 +78,9 @@ func (d *ddl) functionKeyspace(name tableName) (*keyspace, error) {
 	if k == nil {
 		return nil, invalidf("Keyspace '%s' doesn't exist", ksName)
 	}
+	if err := d.require("CREATE", resource{kind: resKeyspaceFunctions, ks: k.name}); err != nil {
+		return nil, err
+	}
 	if err := modifiable(k, "CREATE", "<all functions in "+k.name+">"); err != nil {
 		return nil, err
 	}
@@ -135,6 +138,7 @@ func (d *ddl) createFunction(st *createFunctionStmt) (*cql.SchemaChange, error) 
 		change = "UPDATED"
 	}
 	d.mutable(k.name).functions[f.signature()] = f
+	d.created(resource{kind: resFunction, ks: k.name, name: f.name, argText: typeTexts(args)})
 	return &cql.SchemaChange{ChangeType: change, Target: cql.TargetFunction, Keyspace: k.name, Name: f.name, ArgTypes: typeTexts(args)}, nil
 }
 
@@ -201,6 +205,7 @@ func (d *ddl) createAggregate(st *createAggregateStmt) (*cql.SchemaChange, error
 		change = "UPDATED"
 	}
 	d.mutable(k.name).aggregates[a.signature()] = a
+	d.created(resource{kind: resFunction, ks: k.name, name: a.name, argText: typeTexts(args)})
 	return &cql.SchemaChange{ChangeType: change, Target: cql.TargetAggregate, Keyspace: k.name, Name: a.name, ArgTypes: typeTexts(args)}, nil
 }
 
@@ -261,9 +266,20 @@ func (d *ddl) dropFunction(st *dropFunctionStmt) (*cql.SchemaChange, error) {
 			return nil, invalidf("'DROP %s %s' matches multiple function definitions; specify the argument types by issuing a statement like 'DROP %s %s (type, type, ...)'. You can use cqlsh 'DESCRIBE %s %s' command to find all overloads", verb, st.name.name, verb, st.name.name, verb, st.name.name)
 		}
 	}
+	var args []ctype
+	if st.aggregate {
+		args = k.aggregates[key].argTypes
+	} else {
+		args = k.functions[key].argTypes
+	}
+	fres := resource{kind: resFunction, ks: ksName, name: st.name.name, argText: typeTexts(args)}
+	if err := d.require("DROP", fres); err != nil {
+		return nil, err
+	}
 	if err := modifiable(k, "DROP", "<function "+full+">"); err != nil {
 		return nil, err
 	}
+	d.dropped(fres)
 	nk := d.mutable(ksName)
 	if st.aggregate {
 		a := k.aggregates[key]

@@ -112,6 +112,9 @@ func (d *ddl) createIndex(st *createIndexStmt) (*cql.SchemaChange, error) {
 	if t == nil {
 		return nil, invalidf("Table '%s' doesn't exist", st.table.name)
 	}
+	if err := d.require("ALTER", resource{kind: resTable, ks: ksName, name: t.name}); err != nil {
+		return nil, err
+	}
 	if err := modifiable(k, "ALTER", "<table "+ksName+"."+t.name+">"); err != nil {
 		return nil, err
 	}
@@ -215,6 +218,9 @@ func (d *ddl) dropIndex(st *dropIndexStmt) (*cql.SchemaChange, error) {
 			return nil, nil
 		}
 		return nil, invalidf("Index '%s.%s' doesn't exist'", ksName, st.name.name)
+	}
+	if err := d.require("ALTER", resource{kind: resTable, ks: ksName, name: t.name}); err != nil {
+		return nil, err
 	}
 	if err := modifiable(k, "ALTER", "<table "+ksName+"."+t.name+">"); err != nil {
 		return nil, err

@@ -244,10 +244,13 @@ func (p *parser) statement() statement {
 	case "alter":
 		p.advance()
 		return p.alterStmt()
-	case "grant", "revoke", "list":
-		what := strings.ToUpper(p.tok.text)
-		p.skipRest()
-		return &unsupportedStmt{what: what + " statements are not supported by the embedded node"}
+	case "grant", "revoke":
+		revoke := p.isKeyword("revoke")
+		p.advance()
+		return p.grant(revoke)
+	case "list":
+		p.advance()
+		return p.list()
 	}
 	p.unexpected()
 	return nil
@@ -296,7 +299,9 @@ func (p *parser) createStmt() statement {
 		return &unsupportedStmt{what: "Materialized views are disabled. Enable in cassandra.yaml to use."}
 	case p.isKeyword("function"), p.isKeyword("aggregate"), p.isKeyword("or"):
 		return p.createFunction()
-	case p.isKeyword("trigger"), p.isKeyword("role"), p.isKeyword("user"):
+	case p.isKeyword("role"), p.isKeyword("user"):
+		return p.roleStatement(roleCreate)
+	case p.isKeyword("trigger"):
 		what := strings.ToUpper(p.tok.text)
 		p.skipRest()
 		return &unsupportedStmt{what: "CREATE " + what + " is not supported by the embedded node"}
@@ -340,6 +345,8 @@ func (p *parser) dropStmt() statement {
 			}
 		}
 		return st
+	case p.isKeyword("role"), p.isKeyword("user"):
+		return p.roleStatement(roleDrop)
 	case p.acceptKeyword("index"):
 		st := &dropIndexStmt{}
 		st.ifExists = p.ifExists()

@@ -20,6 +20,8 @@ func (p *parser) alterStmt() statement {
 		return p.alterTable()
 	case p.acceptKeyword("type"):
 		return p.alterType()
+	case p.isKeyword("role"), p.isKeyword("user"):
+		return p.roleStatement(roleAlter)
 	case p.acceptKeyword("materialized"):
 		p.expectKeyword("view")
 		st := &viewStmt{}

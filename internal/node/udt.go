@@ -30,6 +30,9 @@ func (d *ddl) createType(st *createTypeStmt) (*cql.SchemaChange, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := d.require("CREATE", resource{kind: resKeyspace, ks: k.name}); err != nil {
+		return nil, err
+	}
 	if err := modifiable(k, "CREATE", "<all tables in "+k.name+">"); err != nil {
 		return nil, err
 	}
@@ -94,6 +97,9 @@ func (d *ddl) alterType(st *alterTypeStmt) (*cql.SchemaChange, error) {
 			return nil, nil
 		}
 		return nil, invalidf("Type %s.%s doesn't exist", ksName, st.name.name)
+	}
+	if err := d.require("ALTER", resource{kind: resKeyspace, ks: k.name}); err != nil {
+		return nil, err
 	}
 	if err := modifiable(k, "ALTER", "<all tables in "+k.name+">"); err != nil {
 		return nil, err
@@ -259,6 +265,9 @@ func (d *ddl) dropType(st *dropTypeStmt) (*cql.SchemaChange, error) {
 			return nil, nil
 		}
 		return nil, invalidf("Type '%s.%s' doesn't exist", ksName, st.name.name)
+	}
+	if err := d.require("DROP", resource{kind: resKeyspace, ks: k.name}); err != nil {
+		return nil, err
 	}
 	if err := modifiable(k, "DROP", "<all tables in "+k.name+">"); err != nil {
 		return nil, err
