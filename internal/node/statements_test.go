@@ -1,13 +1,17 @@
 package node_test
 
 import (
+	"bytes"
 	"context"
 	"net"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gocql/gocql"
 
 	"github.com/tracecar/tracecar/internal/node"
 	"github.com/tracecar/tracecar/internal/testkit/drivertest"
@@ -87,4 +91,66 @@ func mustSidecar(tb testing.TB, nodeAddr netip.AddrPort) netip.AddrPort {
 		}
 	})
 	return netip.MustParseAddrPort(ln.Addr().String())
+}
+
+// TestDriverMetadata checks that the drivers' metadata APIs show every kind of schema
+// object the node has: user types, tables, indexes, views (none: the node refuses them),
+// functions and aggregates. The Python driver creates them and reports its
+// cluster.metadata.keyspaces[k] (testdata/metadata_python.json); gocql's KeyspaceMetadata
+// reads the same objects.
+func TestDriverMetadata(t *testing.T) {
+	if testing.Short() {
+		t.Skip("driver suites are slow")
+	}
+	want, err := os.ReadFile("testdata/metadata_python.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, via := range []string{"direct", "sidecar"} {
+		t.Run(via, func(t *testing.T) {
+			_, ap := mustServe(t, node.Config{})
+			if via == "sidecar" {
+				ap = mustSidecar(t, ap)
+			}
+			o := options(ap, "none")
+			o.Keyspace = "meta"
+			got := bytes.TrimSpace(drivertest.PythonMetadata(t, o))
+			if !bytes.Equal(got, bytes.TrimSpace(want)) {
+				t.Errorf("the Python driver's metadata:\n got  %s\n want %s", got, bytes.TrimSpace(want))
+			}
+			s, err := drivertest.Cluster(o).CreateSession()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			km, err := s.KeyspaceMetadata("meta")
+			if err != nil {
+				t.Fatalf("gocql KeyspaceMetadata: %v", err)
+			}
+			var ut []string
+			if u := km.UserTypes["address"]; u != nil {
+				for i, f := range u.FieldNames {
+					ut = append(ut, f+" "+u.FieldTypes[i].Type().String())
+				}
+			}
+			if got := strings.Join(ut, ", "); got != "street text, zip int, city text" {
+				t.Errorf("gocql UserTypes[address]: %q; want street text, zip int, city text", got)
+			}
+			tbl := km.Tables["u"]
+			if tbl == nil || len(tbl.Columns) != 4 || tbl.Columns["n"] == nil || tbl.Columns["v"] == nil || tbl.Columns["a"] == nil || tbl.Columns["a"].Validator != "frozen<address>" {
+				t.Errorf("gocql Tables[u]: %+v; want columns k, a (frozen<address>), n and v", tbl)
+			}
+			f := km.Functions["acc"]
+			if f == nil || strings.Join(f.ArgumentNames, ",") != "s,v" || f.ReturnType.Type() != gocql.TypeInt || f.Body != "return s + v;" || !f.CalledOnNullInput || f.Language != "java" {
+				t.Errorf("gocql Functions[acc]: %+v", f)
+			}
+			a := km.Aggregates["total"]
+			if a == nil || a.StateFunc.Name != "acc" || a.FinalFunc.Name != "fin" || a.InitCond != "0" || a.ReturnType.Type() != gocql.TypeBigInt || a.StateType.Type() != gocql.TypeInt {
+				t.Errorf("gocql Aggregates[total]: %+v", a)
+			}
+			if len(km.MaterializedViews) != 0 {
+				t.Errorf("gocql MaterializedViews: %v; want none", km.MaterializedViews)
+			}
+		})
+	}
 }

@@ -94,6 +94,15 @@ func RunPythonCases(tb testing.TB, o Options, path string) []string {
 	return outcomes
 }
 
+// PythonMetadata runs scripts/python_metadata.py, which creates one object of each kind in
+// keyspace o.Keyspace and returns, as JSON, what the Python driver's metadata API makes of
+// them.
+func PythonMetadata(tb testing.TB, o Options) []byte {
+	tb.Helper()
+	RequirePython(tb)
+	return output(tb, o.env(), Python, filepath.Join(scriptsDir(), "python_metadata.py"))
+}
+
 // RunGocqlCases runs the suite with gocql and returns the outcome of each case, in order.
 func RunGocqlCases(tb testing.TB, o Options, s Suite) []string {
 	tb.Helper()
