@@ -1010,7 +1010,7 @@ func (p *writePlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 	}
 	for i := range p.ops {
 		o := &p.ops[i]
-		op := cellOp{pos: o.pos, kind: o.kind, field: o.field}
+		op := cellOp{pos: o.pos, kind: o.kind, field: uint16(o.field)}
 		if o.val != nil {
 			b, unset, err := o.val.eval(x)
 			if err != nil {

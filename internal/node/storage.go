@@ -101,9 +101,9 @@ func (d *tableData) shard(token int64) *shard { return &d.shards[shardOf(token)]
 type cellOp struct {
 	pos   int
 	kind  cellOpKind
+	field uint16 // the field of cellSetField (in kind's padding: the write path's ops stay 64 bytes)
 	v     []byte // the value, or the operand of a collection operation
 	key   []byte // map key or list index for cellSetKey / cellDelKey
-	field int    // the field of cellSetField
 }
 
 type cellOpKind uint8
@@ -456,7 +456,7 @@ func collectionOp(col *column, op *cellOp, old []byte) ([]byte, error) {
 			elems = append(elems, nil)
 		}
 		elems = slices.Clone(elems)
-		elems[op.field] = op.v
+		elems[int(op.field)] = op.v
 		if !slices.ContainsFunc(elems, func(e []byte) bool { return e != nil }) {
 			return nil, nil
 		}

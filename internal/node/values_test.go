@@ -87,7 +87,7 @@ func fuzzValue(ti uint8, a, b []byte) {
 		}
 	}
 	if isUDT(typ) {
-		_, _ = collectionOp(&column{name: "c", typ: typ}, &cellOp{kind: cellSetField, v: b, field: int(ti) % 2}, a)
+		_, _ = collectionOp(&column{name: "c", typ: typ}, &cellOp{kind: cellSetField, v: b, field: uint16(ti % 2)}, a)
 	}
 	// JSON renders whatever was bound, and reads back what it rendered.
 	if validate(typ, a, "c") == nil {
