@@ -31,6 +31,7 @@ type outCol struct {
 	agg     aggKind
 	argType cql.TypeInfo // the argument's type, for an aggregate or toJson
 	toJSON  bool
+	derived bool // a field or toJson of the column, not the column itself
 }
 
 // rowFilter is a restriction checked against each row (ALLOW FILTERING, system tables).
@@ -337,7 +338,7 @@ func (c *compiler) selection(p *selectPlan, st *selectStmt) error {
 				if i < 0 {
 					return invalidf("%s of type %s has no field %s", sel, text, f)
 				}
-				o.path = append(o.path, i)
+				o.path, o.derived = append(o.path, i), true
 				typ = typ.Fields[i].Type
 				sel += "." + f
 				text = cqlTypeText(typ)
@@ -360,7 +361,7 @@ func (c *compiler) selection(p *selectPlan, st *selectStmt) error {
 				return invalidf("Undefined column name %s in table %s.%s", s.col, t.ks, t.name)
 			}
 			o := colSrc(col)
-			o.toJSON, o.argType = true, col.typ
+			o.toJSON, o.argType, o.derived = true, col.typ, true
 			p.out = append(p.out, o)
 			p.specs = append(p.specs, spec(name, cql.TypeInfo{ID: cql.TypeVarchar}))
 		case selAgg:
@@ -1193,9 +1194,19 @@ func (r *selectRun) add(pkVals [][]byte, part *partition, row *row) {
 }
 
 func (r *selectRun) build(pkVals [][]byte, part *partition, row *row) [][]byte {
+	t := r.p.t
 	out := make([][]byte, len(r.p.out))
 	for i := range r.p.out {
-		out[i] = r.outValue(&r.p.out[i], pkVals, part, row)
+		o := &r.p.out[i]
+		// The columns of SELECT * and plain selectors, inline: the read path's hot loop.
+		switch {
+		case o.src == srcCell && !o.derived:
+			out[i] = r.value(t.cells[o.idx], pkVals, part, row)
+		case o.src == srcPK && !o.derived:
+			out[i] = pkVals[o.idx]
+		default:
+			out[i] = r.outValue(o, pkVals, part, row)
+		}
 	}
 	return out
 }
