@@ -244,6 +244,9 @@ func (p *parser) statement() statement {
 	case "alter":
 		p.advance()
 		return p.alterStmt()
+	case "describe", "desc":
+		p.skipRest()
+		return &unsupportedStmt{what: "DESCRIBE statements are not supported by the embedded node (the drivers' metadata APIs describe the schema from system_schema)"}
 	case "grant", "revoke":
 		revoke := p.isKeyword("revoke")
 		p.advance()
