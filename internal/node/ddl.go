@@ -531,12 +531,6 @@ func (r *row) clear(slots []int) {
 	}
 }
 
-// atoiTimestamp parses a USING TIMESTAMP of ALTER TABLE DROP.
-func atoiTimestamp(s string) (int64, bool) {
-	v, err := strconv.ParseInt(s, 10, 64)
-	return v, err == nil
-}
-
 // replication validates and normalizes a keyspace's replication map as Cassandra stores it.
 // NetworkTopologyStrategy's replication_factor expands to every data center in dcs.
 func replication(m map[string]string, dcs []string) (map[string]string, error) {
