@@ -29,7 +29,6 @@ type roleInfo struct {
 	login       bool
 	salt, hash  []byte // SHA-256 of salt and password; nil: no password
 	memberOf    []string
-	dcs         []string            // the data centers it may log in from; nil: all
 	permissions map[string][]string // resource key → permissions, in permissionNames order
 	resources   map[string]resource
 }
@@ -336,6 +335,11 @@ func (e *Engine) roleChange(user string, st *roleStmt) error {
 	if o.options {
 		return invalidf("org.apache.cassandra.auth.CassandraRoleManager doesn't support OPTIONS")
 	}
+	if o.dcs != nil || o.allDCs {
+		// Cassandra's default network_authorizer, which the node is like: every role may
+		// log in from every data center.
+		return invalidf("ACCESS TO DATACENTERS operations not supported by AllowAllNetworkAuthorizer")
+	}
 	r := a.roles[st.name]
 	switch st.op {
 	case roleCreate:
@@ -361,9 +365,6 @@ func (e *Engine) roleChange(user string, st *roleStmt) error {
 		if o.password != nil {
 			r.setPassword(*o.password)
 		}
-		if o.dcs != nil {
-			r.dcs = *o.dcs
-		}
 		a.roles[r.name] = r
 		if !a.isSuper(user) {
 			// Cassandra grants its creator every permission on a new role.
@@ -385,7 +386,7 @@ func (e *Engine) roleChange(user string, st *roleStmt) error {
 				return unauthorized("You aren't allowed to alter your own superuser status or that of a role granted to you")
 			}
 		}
-		if !self || o.login != nil || o.superuser != nil || o.dcs != nil || o.allDCs {
+		if !self || o.login != nil || o.superuser != nil {
 			if !a.has(user, "ALTER", resource{kind: resRole, name: st.name}) {
 				return unauthorized("User %s does not have sufficient privileges to perform the requested operation", user)
 			}
@@ -398,12 +399,6 @@ func (e *Engine) roleChange(user string, st *roleStmt) error {
 		}
 		if o.password != nil {
 			r.setPassword(*o.password)
-		}
-		if o.dcs != nil {
-			r.dcs = *o.dcs
-		}
-		if o.allDCs {
-			r.dcs = nil
 		}
 		return nil
 	}
@@ -565,12 +560,7 @@ func (e *Engine) listRoles(user string, st *listRolesStmt) (cql.Message, error) 
 		roles = a.rolesOf(user, true)
 	}
 	sort.Slice(roles, func(i, j int) bool { return roles[i].name < roles[j].name })
-	dcs := func(r *roleInfo) []byte {
-		if r.dcs == nil {
-			return encText("ALL")
-		}
-		return encText(strings.Join(r.dcs, ", "))
-	}
+	dcs := func(*roleInfo) []byte { return encText("ALL") } // AllowAllNetworkAuthorizer
 	var rows [][][]byte
 	if st.users {
 		specs := []cql.ColumnSpec{authSpec("users", "name", text), authSpec("users", "super", boolean), authSpec("users", "datacenters", text)}
@@ -707,8 +697,8 @@ func (e *Engine) refreshAuth() {
 	fresh := func(name string) *rowWriter {
 		return &rowWriter{t: sc.table("system_auth", name), d: newTableData(), ts: ts, now: now.Unix()}
 	}
-	roles, members, perms, index, network := fresh("roles"), fresh("role_members"), fresh("role_permissions"),
-		fresh("resource_role_permissons_index"), fresh("network_permissions")
+	roles, members, perms, index := fresh("roles"), fresh("role_members"), fresh("role_permissions"),
+		fresh("resource_role_permissons_index")
 	for _, r := range e.auth.roles {
 		row := map[string][]byte{"role": encText(r.name), "can_login": encBool(r.login), "is_superuser": encBool(r.super),
 			"salted_hash": r.saltedHash()}
@@ -723,11 +713,8 @@ func (e *Engine) refreshAuth() {
 			perms.put(map[string][]byte{"role": encText(r.name), "resource": encText(key), "permissions": encTextSet(ps)})
 			index.put(map[string][]byte{"resource": encText(key), "role": encText(r.name)})
 		}
-		if r.dcs != nil {
-			network.put(map[string][]byte{"role": encText(r.name), "dcs": encTextSet(r.dcs)})
-		}
 	}
-	for _, w := range []*rowWriter{roles, members, perms, index, network} {
+	for _, w := range []*rowWriter{roles, members, perms, index} {
 		w.t.data.Store(w.d)
 	}
 }

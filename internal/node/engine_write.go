@@ -465,6 +465,9 @@ func (c *compiler) compileConds(t *table, rels []relation) ([]condition, error) 
 			return nil, invalidf("PRIMARY KEY column '%s' cannot have IF conditions", col.name)
 		}
 		spec := cql.ColumnSpec{Keyspace: t.ks, Table: t.name, Name: col.name, Type: col.typ}
+		if r.key != nil {
+			return nil, invalidf("IF conditions on map elements (%s[...]) are not supported by the embedded node", col.name)
+		}
 		cd := condition{col: col, op: r.op}
 		if (r.op == opLt || r.op == opLe || r.op == opGt || r.op == opGe) && referencesDuration(col.typ) {
 			return nil, invalidf("Slice conditions ( %s ) are not supported on durations", relOpNames[r.op])
