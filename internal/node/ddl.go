@@ -390,6 +390,11 @@ func (d *ddl) alterTable(st *alterTableStmt) (*cql.SchemaChange, error) {
 			changed = true
 		}
 	case alterDrop:
+		if st.ts != nil {
+			// Cassandra keeps a dropped column's cells newer than the timestamp, to show
+			// them again if the column comes back; the node drops a column's data whole.
+			return nil, invalidf("ALTER TABLE DROP ... USING TIMESTAMP is not supported by the embedded node")
+		}
 		var cleared []int
 		for _, n := range st.drop {
 			col := nt.column(n)
@@ -409,9 +414,6 @@ func (d *ddl) alterTable(st *alterTableStmt) (*cql.SchemaChange, error) {
 				return nil, invalidf("Cannot drop column %s because it has dependent secondary indexes (%s)", n, strings.Join(names, ", "))
 			}
 			at := d.x.now.UnixMicro()
-			if st.ts != nil {
-				at = *st.ts
-			}
 			nt.droppedC = slices.DeleteFunc(nt.droppedC, func(dc droppedColumn) bool { return dc.name == n })
 			nt.droppedC = append(nt.droppedC, droppedColumn{name: n, text: col.text, kind: col.kind, at: at})
 			nt.cells[col.pos] = nil
