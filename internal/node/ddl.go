@@ -274,7 +274,9 @@ func (d *ddl) createTable(st *createTableStmt) (*cql.SchemaChange, error) {
 	if err != nil {
 		return nil, err
 	}
-	t.id = newSchemaVersion()
+	if !t.idGiven {
+		t.id = newSchemaVersion()
+	}
 	t.finish()
 	d.created(resource{kind: resTable, ks: ksName, name: t.name})
 	d.mutable(ksName).tables[t.name] = t

@@ -56,6 +56,7 @@ type tableStore struct {
 type table struct {
 	ks, name string
 	id       [16]byte
+	idGiven  bool      // CREATE TABLE ... WITH id = ...
 	cols     []*column // SELECT * order: partition key, clustering, then the rest by name
 	byName   map[string]*column
 	pk       []*column

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"encoding/hex"
 	"fmt"
 	"maps"
 	"strconv"
@@ -49,6 +50,11 @@ func (t *table) setOptions(opts map[string]optValue, create bool) error {
 		kind, ok := tableOptionKinds[name]
 		if !ok {
 			if name == "id" && create {
+				u, err := hex.DecodeString(strings.ReplaceAll(v.text, "-", ""))
+				if err != nil || len(u) != 16 {
+					return configf("Invalid table id %s", v.text)
+				}
+				t.id, t.idGiven = [16]byte(u), true
 				continue
 			}
 			return syntaxf("Unknown property '%s'", name)
