@@ -1,7 +1,5 @@
 package node
 
-import "github.com/tracecar/tracecar/internal/cql"
-
 // The AST of the supported CQL subset. Identifiers are already case-folded: unquoted names
 // are lower case, quoted names keep their case.
 
@@ -12,10 +10,21 @@ type tableName struct{ ks, name string }
 type useStmt struct{ keyspace string }
 
 type createKeyspaceStmt struct {
-	name          string
-	ifNotExists   bool
+	name        string
+	ifNotExists bool
+	opts        keyspaceOpts
+}
+
+// keyspaceOpts are the WITH options of CREATE and ALTER KEYSPACE; nil means not given.
+type keyspaceOpts struct {
 	replication   map[string]string
-	durableWrites bool
+	durableWrites *bool
+}
+
+// optValue is the value of a table's WITH option: a constant's text, or a map.
+type optValue struct {
+	text string
+	m    map[string]string
 }
 
 type dropKeyspaceStmt struct {
@@ -25,8 +34,7 @@ type dropKeyspaceStmt struct {
 
 type colDef struct {
 	name   string
-	typ    cql.TypeInfo
-	text   string // the type as system_schema.columns shows it
+	ref    *typeRef
 	static bool
 }
 
@@ -42,7 +50,7 @@ type createTableStmt struct {
 	pk          []string
 	ck          []string
 	order       []ordering
-	options     map[string]string
+	options     map[string]optValue
 	compact     bool
 }
 
@@ -53,6 +61,111 @@ type dropTableStmt struct {
 
 type truncateStmt struct{ table tableName }
 
+type alterKeyspaceStmt struct {
+	name     string
+	ifExists bool
+	opts     keyspaceOpts
+}
+
+type alterOp uint8
+
+const (
+	alterAdd alterOp = iota
+	alterDrop
+	alterRename
+	alterOptions
+	alterType        // ALTER col TYPE t: refused, as in Cassandra 4
+	alterDropCompact // DROP COMPACT STORAGE: disabled, as by default in Cassandra 4.1
+)
+
+type rename struct{ from, to string }
+
+type createTypeStmt struct {
+	name        tableName
+	ifNotExists bool
+	fields      []colDef
+}
+
+type alterTypeStmt struct {
+	name     tableName
+	ifExists bool
+	op       alterOp // alterAdd, alterRename or alterType
+	ifField  bool
+	add      colDef
+	renames  []rename
+}
+
+type dropTypeStmt struct {
+	name     tableName
+	ifExists bool
+}
+
+type createIndexStmt struct {
+	name        string
+	ks          string // the keyspace of a name written ks.name
+	ifNotExists bool
+	table       tableName
+	col         string
+	kind        indexKind
+	custom      bool
+	class       string
+}
+
+type dropIndexStmt struct {
+	name     tableName
+	ifExists bool
+}
+
+type createFunctionStmt struct {
+	name         tableName
+	orReplace    bool
+	ifNotExists  bool
+	argNames     []string
+	argTypes     []*typeRef
+	calledOnNull bool
+	ret          *typeRef
+	language     string
+	body         string
+}
+
+type createAggregateStmt struct {
+	name        tableName
+	orReplace   bool
+	ifNotExists bool
+	argTypes    []*typeRef
+	stateFunc   string
+	stateType   *typeRef
+	finalFunc   string
+	initCond    *term
+}
+
+// dropFunctionStmt is DROP FUNCTION or DROP AGGREGATE.
+type dropFunctionStmt struct {
+	aggregate bool
+	name      tableName
+	ifExists  bool
+	args      []*typeRef
+	hasArgs   bool
+}
+
+// viewStmt is ALTER or DROP MATERIALIZED VIEW.
+type viewStmt struct {
+	name     tableName
+	ifExists bool
+}
+
+type alterTableStmt struct {
+	table    tableName
+	ifExists bool
+	op       alterOp
+	ifColumn bool // ADD IF NOT EXISTS, DROP IF EXISTS, RENAME IF EXISTS
+	add      []colDef
+	drop     []string
+	ts       *int64 // DROP ... USING TIMESTAMP
+	renames  []rename
+	opts     map[string]optValue
+}
+
 // unsupportedStmt is a statement that parses but that the node rejects with Invalid.
 type unsupportedStmt struct{ what string }
 
@@ -60,6 +173,8 @@ type insertStmt struct {
 	table       tableName
 	cols        []string
 	vals        []*term
+	json        *term // INSERT JSON: the string or its marker
+	jsonUnset   bool  // DEFAULT UNSET
 	ifNotExists bool
 	ttl, ts     *term
 }
@@ -75,10 +190,11 @@ const (
 )
 
 type assignment struct {
-	col string
-	op  assignOp
-	key *term
-	val *term
+	col   string
+	field string // u.f = v, on a non-frozen user type
+	op    assignOp
+	key   *term
+	val   *term
 }
 
 type updateStmt struct {
@@ -91,8 +207,9 @@ type updateStmt struct {
 }
 
 type deleteTarget struct {
-	col string
-	key *term // m[k] or l[i]
+	col   string
+	key   *term  // m[k] or l[i]
+	field string // u.f
 }
 
 type deleteStmt struct {
@@ -116,12 +233,14 @@ const (
 	opNe
 	opContains
 	opContainsKey
+	opMapEq // m[k] = v
 )
 
-var relOpNames = [...]string{"=", "<", "<=", ">", ">=", "IN", "!=", "CONTAINS", "CONTAINS KEY"}
+var relOpNames = [...]string{"=", "<", "<=", ">", ">=", "IN", "!=", "CONTAINS", "CONTAINS KEY", "="}
 
 type relation struct {
 	col   string
+	key   *term    // m[k] = v
 	cols  []string // token(a, b) arguments
 	token bool
 	op    relOp
@@ -138,15 +257,21 @@ const (
 	selTTL
 	selToken
 	selFunc
+	selAgg    // min, max, sum, avg, count(col)
+	selToJSON // toJson(col)
+	selUDF    // a call of a user-defined function or aggregate
 )
 
 type selector struct {
-	kind  selKind
-	col   string
-	cols  []string // token() arguments
-	fn    *term    // constant function such as now()
-	alias string
-	text  string // the name Cassandra gives the result column when there is no alias
+	kind   selKind
+	col    string
+	fields []string // u.a.b: field selection
+	agg    string   // selAgg: the aggregate's name
+	fnKs   string   // selUDF: the function's keyspace, when written ks.f
+	cols   []string // token() arguments
+	fn     *term    // constant function such as now()
+	alias  string
+	text   string // the name Cassandra gives the result column when there is no alias
 }
 
 type selectStmt struct {
@@ -156,6 +281,7 @@ type selectStmt struct {
 	json           bool
 	sels           []selector
 	where          []relation
+	groupBy        []string
 	orderBy        []ordering
 	limit          *term
 	partLimit      *term
@@ -174,12 +300,25 @@ func (*dropKeyspaceStmt) stmtName() string   { return "DROP KEYSPACE" }
 func (*createTableStmt) stmtName() string    { return "CREATE TABLE" }
 func (*dropTableStmt) stmtName() string      { return "DROP TABLE" }
 func (*truncateStmt) stmtName() string       { return "TRUNCATE" }
-func (*unsupportedStmt) stmtName() string    { return "UNSUPPORTED" }
-func (*insertStmt) stmtName() string         { return "INSERT" }
-func (*updateStmt) stmtName() string         { return "UPDATE" }
-func (*deleteStmt) stmtName() string         { return "DELETE" }
-func (*selectStmt) stmtName() string         { return "SELECT" }
-func (*batchStmt) stmtName() string          { return "BATCH" }
+func (*alterKeyspaceStmt) stmtName() string  { return "ALTER KEYSPACE" }
+func (*alterTableStmt) stmtName() string     { return "ALTER TABLE" }
+func (*createTypeStmt) stmtName() string     { return "CREATE TYPE" }
+func (*alterTypeStmt) stmtName() string      { return "ALTER TYPE" }
+func (*dropTypeStmt) stmtName() string       { return "DROP TYPE" }
+func (*createIndexStmt) stmtName() string    { return "CREATE INDEX" }
+func (*dropIndexStmt) stmtName() string      { return "DROP INDEX" }
+func (*viewStmt) stmtName() string           { return "MATERIALIZED VIEW" }
+func (*createFunctionStmt) stmtName() string { return "CREATE FUNCTION" }
+func (*createAggregateStmt) stmtName() string {
+	return "CREATE AGGREGATE"
+}
+func (*dropFunctionStmt) stmtName() string { return "DROP FUNCTION" }
+func (*unsupportedStmt) stmtName() string  { return "UNSUPPORTED" }
+func (*insertStmt) stmtName() string       { return "INSERT" }
+func (*updateStmt) stmtName() string       { return "UPDATE" }
+func (*deleteStmt) stmtName() string       { return "DELETE" }
+func (*selectStmt) stmtName() string       { return "SELECT" }
+func (*batchStmt) stmtName() string        { return "BATCH" }
 
 type termKind uint8
 
@@ -191,6 +330,7 @@ const (
 	termMap
 	termFunc
 	termTuple
+	termUDT // {field: value, ...}
 )
 
 type litKind uint8
@@ -218,11 +358,12 @@ var litNames = [...]string{"STRING", "INTEGER", "FLOAT", "BOOLEAN", "NULL", "HEX
 type term struct {
 	kind  termKind
 	lit   litKind
-	text  string  // constant text (with a leading '-' for negative numbers)
-	idx   int     // bind marker index
-	name  string  // named marker name, or function name
-	elems []*term // list, set, tuple elements, function arguments, or map keys
-	vals  []*term // map values
+	text  string   // constant text (with a leading '-' for negative numbers)
+	idx   int      // bind marker index
+	name  string   // named marker name, or function name
+	elems []*term  // list, set, tuple elements, function arguments, map keys, or UDT values
+	vals  []*term  // map values
+	names []string // UDT field names
 }
 
 // parsedStmt is a parsed statement with its bind markers.

@@ -83,7 +83,7 @@ func NewCluster(cfg ClusterConfig, lns []net.Listener) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
-	e := NewEngine(EngineConfig{RPCAddr: addrs[0], ClusterName: cfg.ClusterName, Nodes: nodes})
+	e := NewEngine(EngineConfig{RPCAddr: addrs[0], ClusterName: cfg.ClusterName, Nodes: nodes, Auth: cfg.Auth})
 	c := &Cluster{engine: e, startc: make(chan startReq), quit: make(chan struct{})}
 	for i, ln := range lns {
 		srv := New(Config{Auth: cfg.Auth, TLS: cfg.TLS, Logger: cfg.Logger, MaxFrameSize: cfg.MaxFrameSize, ScyllaSupported: cfg.ScyllaSupported, ClusterName: cfg.ClusterName, Engine: e, Node: i})

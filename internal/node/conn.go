@@ -3,7 +3,6 @@ package node
 import (
 	"bufio"
 	"bytes"
-	"crypto/subtle"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -314,12 +313,12 @@ func (c *conn) authResponse(h cql.Header, body []byte) error {
 		c.sendError(h, cql.Error{Code: cql.ErrCodeBadCredentials, Message: "Authentication failed: malformed SASL PLAIN token"})
 		return nil
 	}
-	userOK := subtle.ConstantTimeCompare(parts[1], []byte(c.s.user)) == 1
-	passOK := subtle.ConstantTimeCompare(parts[2], []byte(c.s.pass)) == 1
-	if !userOK || !passOK {
-		c.sendError(h, cql.Error{Code: cql.ErrCodeBadCredentials, Message: "Provided username " + string(parts[1]) + " and/or password are incorrect"})
+	role, err := c.s.engine.Login(string(parts[1]), string(parts[2]))
+	if err != nil {
+		c.sendError(h, toCQLError(err))
 		return nil
 	}
+	c.sess.User = role
 	c.ready = true
 	c.send(h, 0, cql.ResponsePrefix{}, cql.AuthSuccess{})
 	return nil

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +18,9 @@ import (
 // concurrent use; each connection has its own.
 type Session struct {
 	Keyspace string
+	// User is the role the connection logged in as (Engine.Login), when the engine has
+	// roles (EngineConfig.Auth).
+	User string
 	// Node is the index, in EngineConfig.Nodes, of the node the session reached: it picks
 	// the system.local and system.peers that the session reads. Zero is the first node.
 	Node int
@@ -41,6 +45,12 @@ type EngineConfig struct {
 	// with its own system.local and system.peers; Session.Node says which one a session
 	// reached. Empty means one node at RPCAddr, in datacenter1, rack1, with 16 tokens.
 	Nodes []NodeInfo
+	// Auth, as "USER:PASS", gives the engine roles and permissions, as a Cassandra node
+	// with PasswordAuthenticator and CassandraAuthorizer: USER is its first superuser
+	// (Cassandra's is cassandra/cassandra), and Session.User must be a role that holds the
+	// permissions each statement needs. Empty means everyone is anonymous and nothing is
+	// checked, as with AllowAllAuthenticator.
+	Auth string
 }
 
 // Engine executes CQL against in-memory tables: the user's keyspaces and the system
@@ -64,6 +74,8 @@ type Engine struct {
 	listeners []func(cql.SchemaChange)
 
 	lastTS atomic.Int64 // last write timestamp handed out, to keep them increasing
+
+	auth *authState
 }
 
 type cacheKey struct{ ks, query string }
@@ -90,6 +102,8 @@ type compiled struct {
 	p      plan
 	meta   cql.PreparedMetadata
 	result cql.RowsMetadata
+	tables []*tableStore // the tables it reads or writes
+	needs  []need        // the permissions it needs, when the engine has roles
 }
 
 // plan is a statement compiled against one schema version.
@@ -106,6 +120,10 @@ type execCtx struct {
 	now   time.Time
 	batch bool // inside a batch: use the batch's timestamp
 	ts    int64
+	// INSERT JSON: the values of the table's columns, in table.cols order.
+	json      [][]byte
+	jsonUnset []bool
+	noCond    bool // a conditional batch's statements, whose conditions it checked
 }
 
 // NewEngine returns an Engine with the system keyspaces and no user keyspaces.
@@ -133,6 +151,10 @@ func NewEngine(cfg EngineConfig) *Engine {
 	sc.version = newSchemaVersion()
 	e.schema.Store(sc)
 	e.refreshSystem(sc)
+	e.auth = newAuthState(cfg.Auth)
+	e.auth.mu.Lock()
+	e.refreshAuth()
+	e.auth.mu.Unlock()
 	return e
 }
 
@@ -299,7 +321,7 @@ func (e *Engine) plan(pr *prepared) (*compiled, error) {
 			cp.binds[i].Name = n
 		}
 	}
-	c := &compiled{gen: sc.gen, p: p, meta: cql.PreparedMetadata{Columns: cp.binds, PKIndexes: cp.pkIndexes}, result: cp.result}
+	c := &compiled{gen: sc.gen, p: p, meta: cql.PreparedMetadata{Columns: cp.binds, PKIndexes: cp.pkIndexes}, result: cp.result, tables: cp.tables, needs: cp.needs}
 	pr.plan.Store(c)
 	return c, nil
 }
@@ -318,6 +340,11 @@ func (e *Engine) run(s *Session, pr *prepared, p *cql.QueryParams, tr Tracer) (c
 	x.vals, err = bindValues(cp, p)
 	if err != nil {
 		return nil, err
+	}
+	if e.auth.enabled && len(cp.needs) > 0 {
+		if err := e.authorize(s, cp.needs); err != nil {
+			return nil, err
+		}
 	}
 	return cp.p.exec(e, x)
 }
@@ -372,11 +399,7 @@ func (e *Engine) Batch(s *Session, b *cql.Batch, tr Tracer) (cql.Message, error)
 	} else {
 		x.ts = e.timestamp(&x)
 	}
-	type step struct {
-		pl   plan
-		vals []cql.Value
-	}
-	steps := make([]step, 0, len(b.Queries))
+	steps := make([]batchStep, 0, len(b.Queries))
 	for i, q := range b.Queries {
 		var pr *prepared
 		var err error
@@ -409,18 +432,25 @@ func (e *Engine) Batch(s *Session, b *cql.Batch, tr Tracer) (cql.Message, error)
 		if err != nil {
 			return nil, err
 		}
-		steps = append(steps, step{cp.p, vals})
-	}
-	for _, st := range steps {
-		x.vals = st.vals
-		if _, err := st.pl.exec(e, &x); err != nil {
-			return nil, err
+		if e.auth.enabled && len(cp.needs) > 0 {
+			if err := e.authorize(s, cp.needs); err != nil {
+				return nil, err
+			}
 		}
+		steps = append(steps, batchStep{cp.p, vals})
+	}
+	m, err := e.runBatch(&x, steps, false)
+	if err != nil {
+		return nil, err
 	}
 	if tr != nil {
-		tr.Event("Applied batch of " + itoa(len(steps)) + " mutations")
+		if r, ok := m.(cql.RowsResult); ok && len(r.Rows) > 0 && len(r.Rows[0]) > 0 && r.Rows[0][0][0] == 0 {
+			tr.Event("Conditions not met: batch of " + itoa(len(steps)) + " statements not applied")
+		} else {
+			tr.Event("Applied batch of " + itoa(len(steps)) + " mutations")
+		}
 	}
-	return cql.VoidResult{}, nil
+	return m, nil
 }
 
 func itoa(n int) string {
@@ -455,19 +485,17 @@ type compiler struct {
 	names     []string
 	pkIndexes []uint16
 	result    cql.RowsMetadata
+	tables    []*tableStore
+	needs     []need
 }
 
 func (c *compiler) compile(st statement) (plan, error) {
 	switch st := st.(type) {
 	case *useStmt:
 		return &usePlan{ks: st.keyspace}, c.noMarkers()
-	case *createKeyspaceStmt:
-		return &ddlPlan{st: st}, c.noMarkers()
-	case *dropKeyspaceStmt:
-		return &ddlPlan{st: st}, c.noMarkers()
-	case *createTableStmt:
-		return &ddlPlan{st: st, ks: c.ks}, c.noMarkers()
-	case *dropTableStmt:
+	case *createKeyspaceStmt, *dropKeyspaceStmt, *alterKeyspaceStmt, *createTableStmt, *dropTableStmt, *alterTableStmt,
+		*createTypeStmt, *alterTypeStmt, *dropTypeStmt, *createIndexStmt, *dropIndexStmt, *viewStmt,
+		*createFunctionStmt, *createAggregateStmt, *dropFunctionStmt:
 		return &ddlPlan{st: st, ks: c.ks}, c.noMarkers()
 	case *truncateStmt:
 		t, err := c.table(st.table)
@@ -477,9 +505,12 @@ func (c *compiler) compile(st statement) (plan, error) {
 		if t.virtual || c.sc.keyspaces[t.ks].system {
 			return nil, &cql.Error{Code: cql.ErrCodeUnauthorized, Message: t.ks + " keyspace is not user-modifiable"}
 		}
+		c.tableNeeds(t, "MODIFY")
 		return &truncatePlan{t: t}, nil
 	case *unsupportedStmt:
 		return nil, invalidf("%s", st.what)
+	case *roleStmt, *grantStmt, *grantRoleStmt, *listRolesStmt, *listPermsStmt:
+		return &authPlan{st: st}, c.noMarkers()
 	case *insertStmt:
 		return c.insert(st)
 	case *updateStmt:
@@ -525,6 +556,9 @@ func (c *compiler) table(tn tableName) (*table, error) {
 	t := k.tables[tn.name]
 	if t == nil {
 		return nil, invalidf("unconfigured table %s", tn.name)
+	}
+	if !slices.Contains(c.tables, t.tableStore) {
+		c.tables = append(c.tables, t.tableStore)
 	}
 	return t, nil
 }

@@ -3,6 +3,8 @@ package node
 import (
 	"crypto/rand"
 	"encoding/binary"
+	"slices"
+	"strings"
 
 	"github.com/tracecar/tracecar/internal/cql"
 )
@@ -14,6 +16,7 @@ const (
 	exBind
 	exColl
 	exFunc
+	exJSON // a column of INSERT JSON: execCtx.json[idx]
 )
 
 // expr is a compiled term: its value is known at compile time, bound at execution, or
@@ -47,6 +50,51 @@ func (c *compiler) compileTermDepth(t *term, typ cql.TypeInfo, spec cql.ColumnSp
 		return &expr{kind: exBind, idx: t.idx, typ: typ, col: col}, nil
 	case termFunc:
 		return c.compileFunc(t, typ, spec, depth)
+	case termTuple, termUDT:
+		if !hasMarker(t) {
+			b, err := literal(t, typ, col)
+			if err != nil {
+				return nil, err
+			}
+			return &expr{kind: exConst, b: b, typ: typ, col: col}, nil
+		}
+		x := &expr{kind: exColl, typ: typ, col: col}
+		types := componentTypes(typ)
+		switch {
+		case typ.ID == cql.TypeTuple && t.kind == termTuple:
+			if len(t.elems) > len(types) {
+				return nil, invalidf("Invalid tuple literal for %s: too many elements. Type %s expects %d but got %d", col, cqlTypeText(typ), len(types), len(t.elems))
+			}
+			x.elems = make([]*expr, len(types))
+			for i, el := range t.elems {
+				s := spec
+				s.Name = col + "[" + itoa(i) + "]"
+				ex, err := c.compileTermDepth(el, types[i], s, depth+1)
+				if err != nil {
+					return nil, err
+				}
+				x.elems[i] = ex
+			}
+		case typ.ID == cql.TypeUDT && t.kind == termUDT:
+			x.elems = make([]*expr, len(types))
+			for i, n := range t.names {
+				f := slices.IndexFunc(typ.Fields, func(f cql.Field) bool { return f.Name == n })
+				if f < 0 {
+					return nil, invalidf("Unknown field '%s' in value of user defined type %s", n, typ.Name)
+				}
+				s := spec
+				s.Name = col + "." + n
+				ex, err := c.compileTermDepth(t.elems[i], types[f], s, depth+1)
+				if err != nil {
+					return nil, err
+				}
+				x.elems[f] = ex
+			}
+		default:
+			_, err := literal(t, typ, col)
+			return nil, err
+		}
+		return x, nil
 	case termList, termSet, termMap:
 		if !hasMarker(t) {
 			b, err := literal(t, typ, col)
@@ -152,7 +200,29 @@ func (c *compiler) compileFunc(t *term, typ cql.TypeInfo, spec cql.ColumnSpec, d
 		}
 		x.args = []*expr{arg}
 		rt = cql.TypeTimeUUID
+	case "fromjson":
+		if err := want(1); err != nil {
+			return nil, err
+		}
+		s := spec
+		s.Name = "fromjson(" + spec.Name + ")"
+		arg, err := c.compileTermDepth(t.elems[0], cql.TypeInfo{ID: cql.TypeVarchar}, s, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		x.args = []*expr{arg}
+		if arg.kind == exConst {
+			b, err := fromJSONText(arg.b, typ, spec.Name)
+			if err != nil {
+				return nil, err
+			}
+			return &expr{kind: exConst, b: b, typ: typ, col: spec.Name}, nil
+		}
+		return x, nil
 	default:
+		if err := udfCall(c.sc.keyspaces[spec.Keyspace], spec.Keyspace, t.name); !strings.HasPrefix(err.Error(), "Unknown") {
+			return nil, err
+		}
 		return nil, invalidf("Unknown function '%s'", t.name)
 	}
 	if rt != cql.TypeTimeUUID && rt != cql.TypeUUID && rt != cql.TypeDate || t.name == "currentdate" || t.name == "todate" {
@@ -190,6 +260,22 @@ func (x *expr) eval(ex *execCtx) (b []byte, unset bool, err error) {
 		}
 		return v.Bytes, false, nil
 	case exColl:
+		if isTupleLike(x.typ) {
+			elems := make([][]byte, len(x.elems))
+			for i, el := range x.elems {
+				if el == nil {
+					continue
+				}
+				b, unset, err := el.eval(ex)
+				if err != nil {
+					return nil, false, err
+				}
+				if !unset {
+					elems[i] = b
+				}
+			}
+			return encTuple(elems), false, nil
+		}
 		elems := make([][]byte, 0, len(x.elems))
 		for _, el := range x.elems {
 			b, unset, err := el.eval(ex)
@@ -206,6 +292,8 @@ func (x *expr) eval(ex *execCtx) (b []byte, unset bool, err error) {
 		return normalizeCollection(x.typ, b), false, nil
 	case exFunc:
 		return x.evalFunc(ex)
+	case exJSON:
+		return ex.json[x.idx], ex.jsonUnset[x.idx], nil
 	}
 	return nil, false, invalidf("bad expression")
 }
@@ -243,6 +331,9 @@ func (x *expr) evalFunc(ex *execCtx) ([]byte, bool, error) {
 			return encInt(int32(uint32(ms/86400000 + 1<<31))), false, nil
 		}
 		return encBigint(ms), false, nil
+	case "fromjson":
+		b, err := fromJSONText(arg, x.typ, x.col)
+		return b, false, err
 	case "mintimeuuid", "maxtimeuuid":
 		ms, _ := int64Value(arg)
 		ts := uint64(ms*10000) + 0x01B21DD213814000
@@ -258,4 +349,31 @@ func (x *expr) evalFunc(ex *execCtx) ([]byte, bool, error) {
 		return u[:], false, nil
 	}
 	return nil, false, invalidf("Unknown function '%s'", x.fn)
+}
+
+// fromJSONText is fromJson(): the JSON text b as a value of type t, for column col.
+func fromJSONText(b []byte, t cql.TypeInfo, col string) ([]byte, error) {
+	if b == nil {
+		return nil, nil
+	}
+	v, err := decodeJSON(string(b))
+	if err != nil {
+		return nil, functionFailure("system", "fromjson", []string{"text"}, "Could not decode JSON string '"+string(b)+"': "+err.Error())
+	}
+	out, err := fromJSON(v, t, 0)
+	if err != nil {
+		return nil, functionFailure("system", "fromjson", []string{"text"}, err.Error())
+	}
+	if out != nil {
+		if err := validate(t, out, col); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// functionFailure is the FunctionFailure error (0x1400) of function ks.fn(args...).
+func functionFailure(ks, fn string, args []string, msg string) *cql.Error {
+	extra := cql.AppendStringList(cql.AppendString(cql.AppendString(nil, ks), fn), args)
+	return &cql.Error{Code: cql.ErrCodeFunctionFailure, Message: "execution of '" + ks + "." + fn + "[" + strings.Join(args, ", ") + "]' failed: " + msg, Extra: extra}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/tracecar/tracecar/internal/cql"
 )
@@ -23,9 +24,14 @@ const (
 )
 
 type outCol struct {
-	src srcKind
-	idx int
-	fn  *expr
+	src     srcKind
+	idx     int
+	fn      *expr
+	path    []int // field selection: the field positions, outermost first
+	agg     aggKind
+	argType cql.TypeInfo // the argument's type, for an aggregate or toJson
+	toJSON  bool
+	derived bool // a field or toJson of the column, not the column itself
 }
 
 // rowFilter is a restriction checked against each row (ALLOW FILTERING, system tables).
@@ -33,6 +39,7 @@ type rowFilter struct {
 	col  *column
 	op   relOp
 	val  *expr
+	key  *expr   // m[key] = val
 	vals []*expr // IN list
 	in   *expr   // IN ? marker
 }
@@ -41,8 +48,12 @@ type selectPlan struct {
 	t         *table
 	out       []outCol
 	specs     []cql.ColumnSpec
-	aggregate bool // count(*): one row
+	jsonSpecs []cql.ColumnSpec // SELECT JSON: the selectors, folded into one [json] column
+	aggregate bool             // aggregates: one row, or one per group with GROUP BY
 	distinct  bool
+	grouped   bool // aggregates or GROUP BY: rows are folded into groups
+	groupBy   bool
+	groupCK   int // with GROUP BY, the clustering columns of the group key; -1: one group
 
 	pk       []*colRestr // all = or IN, or nil for a scan
 	token    *colRestr
@@ -61,9 +72,7 @@ func (c *compiler) selectPlan(st *selectStmt) (plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	if st.json {
-		return nil, invalidf("SELECT JSON is not supported by the embedded node")
-	}
+	c.tableNeeds(t, "SELECT")
 	p := &selectPlan{t: t, distinct: st.distinct}
 	if err := c.selection(p, st); err != nil {
 		return nil, err
@@ -72,8 +81,12 @@ func (c *compiler) selectPlan(st *selectStmt) (plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := groupBy(p, st, w); err != nil {
+		return nil, err
+	}
 	system := c.sc.keyspaces[t.ks].system || t.virtual
 	needFiltering := false
+	var filtered []*colRestr // clustering restrictions answered by filtering
 	// Partition key.
 	allEq := true
 	anyPK := false
@@ -114,6 +127,7 @@ func (c *compiler) selectPlan(st *selectStmt) (plan, error) {
 		case gap || p.ckRange != nil || len(r.others) > 0 || (r.isEq() && r.isRange()):
 			needFiltering = true
 			c.addFilters(p, r)
+			filtered = append(filtered, r)
 		case r.isEq():
 			p.ckEq = append(p.ckEq, r)
 		default:
@@ -127,6 +141,16 @@ func (c *compiler) selectPlan(st *selectStmt) (plan, error) {
 	for _, r := range w.regular {
 		needFiltering = true
 		c.addFilters(p, r)
+	}
+	// The restrictions that an index or filtering answers.
+	viaIndex := slices.Clone(w.regular)
+	for _, r := range append(slices.Clone(w.pk), w.ck...) {
+		if r != nil && (p.pk == nil || slices.Contains(filtered, r)) {
+			viaIndex = append(viaIndex, r)
+		}
+	}
+	if indexServes(t, viaIndex) {
+		needFiltering = false
 	}
 	if needFiltering && !st.allowFiltering && !system && (p.pk == nil && (anyPK || len(w.regular) > 0 || p.hasCKRes) || len(w.regular) > 0 || len(p.filters) > 0) {
 		return nil, invalidf("Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING")
@@ -168,8 +192,64 @@ func (c *compiler) selectPlan(st *selectStmt) (plan, error) {
 			return nil, err
 		}
 	}
+	if st.json {
+		// One text column, each row an object of the selectors.
+		p.jsonSpecs = p.specs
+		p.specs = []cql.ColumnSpec{{Keyspace: t.ks, Table: t.name, Name: "[json]", Type: cql.TypeInfo{ID: cql.TypeVarchar}}}
+	}
 	c.result = cql.RowsMetadata{Columns: p.specs, ColumnCount: len(p.specs)}
 	return p, nil
+}
+
+// groupBy checks GROUP BY as Cassandra does: a prefix of the primary key in its order, where
+// columns restricted by = may be left out, and never only a part of the partition key.
+func groupBy(p *selectPlan, st *selectStmt, w *whereInfo) error {
+	p.groupCK = -1
+	p.groupBy = len(st.groupBy) > 0
+	p.grouped = p.aggregate || p.groupBy
+	if !p.groupBy {
+		return nil
+	}
+	t := p.t
+	keys := append(slices.Clone(t.pk), t.ck...)
+	eq := func(c *column) bool {
+		r := w.ck
+		if c.kind == kindPartitionKey {
+			r = w.pk
+		}
+		return r[c.pos] != nil && r[c.pos].eq != nil
+	}
+	i, prefix := 0, 0
+	for _, g := range st.groupBy {
+		col := t.byName[g]
+		if col == nil {
+			return invalidf("Undefined column name %s in table %s.%s", g, t.ks, t.name)
+		}
+		if col.kind != kindPartitionKey && col.kind != kindClustering {
+			return invalidf("Group by is currently only supported on the columns of the PRIMARY KEY, got %s", g)
+		}
+		for {
+			if i >= len(keys) {
+				return invalidf("Group by currently only support groups of columns following their declared order in the PRIMARY KEY")
+			}
+			k := keys[i]
+			i++
+			if k.kind == kindClustering {
+				prefix++
+			}
+			if k == col {
+				break
+			}
+			if !eq(k) {
+				return invalidf("Group by currently only support groups of columns following their declared order in the PRIMARY KEY")
+			}
+		}
+	}
+	if i < len(keys) && keys[i].kind == kindPartitionKey {
+		return invalidf("Group by is not supported on only a part of the partition key")
+	}
+	p.groupCK = prefix
+	return nil
 }
 
 func (c *compiler) addFilters(p *selectPlan, r *colRestr) {
@@ -196,15 +276,22 @@ func (c *compiler) addFilters(p *selectPlan, r *colRestr) {
 	}
 	for _, o := range r.others {
 		typ := col.typ
+		var key *expr
+		spec := cql.ColumnSpec{Keyspace: p.t.ks, Table: p.t.name, Name: col.name}
 		switch o.op {
 		case opContains:
 			typ = elemType(col.typ)
 		case opContainsKey:
 			typ = keyType(col.typ)
+		case opMapEq:
+			ks := spec
+			ks.Name, ks.Type = "key("+col.name+")", keyType(col.typ)
+			key, _ = c.compileTerm(o.key, ks.Type, ks)
+			typ, spec.Name = elemType(col.typ), "value("+col.name+")"
 		}
-		spec := cql.ColumnSpec{Keyspace: p.t.ks, Table: p.t.name, Name: col.name, Type: typ}
+		spec.Type = typ
 		x, _ := c.compileTerm(o.val, typ, spec)
-		p.filters = append(p.filters, rowFilter{col: col, op: o.op, val: x})
+		p.filters = append(p.filters, rowFilter{col: col, op: o.op, val: x, key: key})
 	}
 }
 
@@ -240,12 +327,58 @@ func (c *compiler) selection(p *selectPlan, st *selectStmt) error {
 			if col == nil {
 				return invalidf("Undefined column name %s in table %s.%s", s.col, t.ks, t.name)
 			}
-			p.out = append(p.out, colSrc(col))
-			p.specs = append(p.specs, spec(name, col.typ))
+			o := colSrc(col)
+			typ := col.typ
+			sel, text := col.name, col.text
+			for _, f := range s.fields {
+				if !isUDT(typ) {
+					return invalidf("Invalid field selection: %s of type %s is not a user type", sel, text)
+				}
+				i := slices.IndexFunc(typ.Fields, func(x cql.Field) bool { return x.Name == f })
+				if i < 0 {
+					return invalidf("%s of type %s has no field %s", sel, text, f)
+				}
+				o.path, o.derived = append(o.path, i), true
+				typ = typ.Fields[i].Type
+				sel += "." + f
+				text = cqlTypeText(typ)
+			}
+			p.out = append(p.out, o)
+			p.specs = append(p.specs, spec(name, typ))
 		case selCount:
 			p.aggregate = true
-			p.out = append(p.out, outCol{src: srcCount})
+			p.out = append(p.out, outCol{src: srcCount, agg: aggCountRows})
 			p.specs = append(p.specs, spec(name, cql.TypeInfo{ID: cql.TypeBigint}))
+		case selUDF:
+			ks := s.fnKs
+			if ks == "" {
+				ks = t.ks
+			}
+			return udfCall(c.sc.keyspaces[ks], ks, s.fn.name)
+		case selToJSON:
+			col := t.byName[s.col]
+			if col == nil {
+				return invalidf("Undefined column name %s in table %s.%s", s.col, t.ks, t.name)
+			}
+			o := colSrc(col)
+			o.toJSON, o.argType, o.derived = true, col.typ, true
+			p.out = append(p.out, o)
+			p.specs = append(p.specs, spec(name, cql.TypeInfo{ID: cql.TypeVarchar}))
+		case selAgg:
+			col := t.byName[s.col]
+			if col == nil {
+				return invalidf("Undefined column name %s in table %s.%s", s.col, t.ks, t.name)
+			}
+			kind := aggKinds[s.agg]
+			rt, err := aggResultType(s.agg, kind, col.typ)
+			if err != nil {
+				return err
+			}
+			o := colSrc(col)
+			o.agg, o.argType = kind, col.typ
+			p.aggregate = true
+			p.out = append(p.out, o)
+			p.specs = append(p.specs, spec(name, rt))
 		case selWritetime, selTTL:
 			col := t.byName[s.col]
 			if col == nil {
@@ -293,6 +426,9 @@ func (c *compiler) selection(p *selectPlan, st *selectStmt) error {
 			case "tounixtimestamp":
 				rt = cql.TypeBigint
 			default:
+				if err := udfCall(c.sc.keyspaces[t.ks], t.ks, s.fn.name); !strings.HasPrefix(err.Error(), "Unknown") {
+					return err
+				}
 				return invalidf("Unknown function '%s'", s.fn.name)
 			}
 			x, err := c.compileFunc(s.fn, cql.TypeInfo{ID: rt}, spec(name, cql.TypeInfo{ID: rt}), 0)
@@ -387,6 +523,7 @@ func boundValue(e *expr, col string, x *execCtx) ([]byte, error) {
 type filterVals struct {
 	f    *rowFilter
 	v    []byte
+	k    []byte // the map key of m[k] = v
 	list [][]byte
 }
 
@@ -484,8 +621,13 @@ type selectRun struct {
 	want     int   // stop once this many rows are collected (-1: no bound)
 	pageSize int64 // -1: no paging
 	count    int64
-	first    [][]byte // first row, for aggregates
 	partLim  int64
+
+	// Aggregation (selectPlan.grouped).
+	g          groupState
+	wantGroups int       // stop before the group after this many (-1: no bound)
+	stop       bool      // the page or the limit is full
+	groupEnd   pageState // the position of the current group's last row
 
 	// position of the last collected row
 	lastPK   []byte
@@ -529,11 +671,12 @@ func (p *selectPlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 		r.partLim = int64(v)
 	}
 	pageSize := int64(-1)
-	if x.p != nil && x.p.Flags&cql.QueryPageSize != 0 && x.p.PageSize > 0 && !p.aggregate {
+	paged := !p.aggregate || p.groupBy // an aggregate without GROUP BY is one row, never paged
+	if x.p != nil && x.p.Flags&cql.QueryPageSize != 0 && x.p.PageSize > 0 && paged {
 		pageSize = int64(x.p.PageSize)
 	}
 	var state *pageState
-	if x.p != nil && x.p.Flags&cql.QueryPagingState != 0 && len(x.p.PagingState) > 0 && !p.aggregate {
+	if x.p != nil && x.p.Flags&cql.QueryPagingState != 0 && len(x.p.PagingState) > 0 && paged {
 		var ok bool
 		if state, ok = decodePageState(x.p.PagingState); !ok {
 			return nil, &cql.Error{Code: cql.ErrCodeProtocol, Message: "Invalid value for the paging state"}
@@ -577,6 +720,11 @@ func (p *selectPlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 				return nil, err
 			}
 			fv.v = b
+			if f.key != nil {
+				if fv.k, err = boundValue(f.key, f.col.name, x); err != nil {
+					return nil, err
+				}
+			}
 		}
 		r.filters = append(r.filters, fv)
 	}
@@ -585,10 +733,19 @@ func (p *selectPlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 	if pageSize > 0 && (bound < 0 || pageSize < bound) {
 		bound = pageSize + 1
 	}
-	if p.aggregate {
-		bound = limit
-	}
 	r.want = int(bound)
+	r.wantGroups = -1
+	if p.grouped {
+		// Groups, not rows, fill pages and limits; an aggregate without GROUP BY reads
+		// everything, whatever its LIMIT.
+		r.want = -1
+		if p.groupBy {
+			r.wantGroups = int(limit)
+			if pageSize > 0 && (limit < 0 || pageSize < limit) {
+				r.wantGroups = int(pageSize)
+			}
+		}
+	}
 	r.pageSize = pageSize
 	multiSort := false
 	if p.pk != nil {
@@ -596,7 +753,7 @@ func (p *selectPlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 		if err != nil {
 			return nil, err
 		}
-		multiSort = p.ordered && len(pks) > 1
+		multiSort = p.ordered && len(pks) > 1 && !p.grouped
 		if x.tr != nil {
 			if len(pks) == 1 {
 				x.tr.Event("Executing single-partition query on " + t.name)
@@ -653,16 +810,25 @@ func (p *selectPlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 	if x.tr != nil {
 		x.tr.Event("Read " + itoa(len(r.rows)) + " live rows")
 	}
-	if p.aggregate {
-		row := make([][]byte, len(p.out))
-		for i, o := range p.out {
-			if o.src == srcCount {
-				row[i] = encBigint(r.count)
-			} else if r.first != nil {
-				row[i] = r.first[i]
-			}
+	if p.grouped {
+		if r.g.started {
+			r.finishGroup()
 		}
-		return p.result(x, [][][]byte{row}, nil), nil
+		if !p.groupBy {
+			if len(r.rows) == 0 {
+				return p.result(x, [][][]byte{r.emptyAggregate()}, nil), nil
+			}
+			return p.result(x, r.rows[:1], nil), nil
+		}
+		var paging []byte
+		if r.stop && pageSize > 0 && (limit < 0 || pageSize < limit) {
+			rem := int64(-1)
+			if limit >= 0 {
+				rem = limit - int64(len(r.rows))
+			}
+			paging = encodePageState(&pageState{remaining: rem, pk: r.pagePK, ck: r.pageCK, partDone: r.pageDone, partCount: r.pageN})
+		}
+		return p.result(x, r.rows, paging), nil
 	}
 	rows := r.rows
 	if multiSort {
@@ -699,7 +865,7 @@ func (p *selectPlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 	return p.result(x, rows, paging), nil
 }
 
-func (r *selectRun) full() bool { return r.want >= 0 && len(r.rows) >= r.want }
+func (r *selectRun) full() bool { return r.stop || r.want >= 0 && len(r.rows) >= r.want }
 
 func (r *selectRun) tokenMatches(tok int64) bool {
 	tr := r.p.token
@@ -752,6 +918,11 @@ func (p *selectPlan) result(x *execCtx, rows [][][]byte, paging []byte) cql.Mess
 	if rows == nil {
 		rows = [][][]byte{}
 	}
+	if p.jsonSpecs != nil {
+		for i, row := range rows {
+			rows[i] = [][]byte{rowJSON(p.jsonSpecs, row)}
+		}
+	}
 	return cql.RowsResult{Metadata: md, Rows: rows}
 }
 
@@ -788,13 +959,16 @@ func (r *selectRun) readPartition(part *partition, st *pageState) {
 	}
 	emitted := false
 	emit := func(row *row) bool {
-		if r.partLim >= 0 && r.partN >= r.partLim {
+		if !p.grouped && r.partLim >= 0 && r.partN >= r.partLim {
 			return false
 		}
 		if !r.matches(pkVals, part, row) {
 			return true
 		}
 		emitted = true
+		if p.grouped {
+			return r.addGrouped(pkVals, part, row)
+		}
 		r.add(pkVals, part, row)
 		return !r.full()
 	}
@@ -908,8 +1082,7 @@ func (r *selectRun) value(col *column, pkVals [][]byte, part *partition, row *ro
 		if part.static == nil {
 			return nil
 		}
-		c := &part.static.cells[col.pos]
-		if c.live(r.now) {
+		if c := part.static.cell(col.pos); c != nil && c.live(r.now) {
 			return c.v
 		}
 		return nil
@@ -917,8 +1090,7 @@ func (r *selectRun) value(col *column, pkVals [][]byte, part *partition, row *ro
 	if row == nil {
 		return nil
 	}
-	c := &row.cells[col.pos]
-	if c.live(r.now) {
+	if c := row.cell(col.pos); c != nil && c.live(r.now) {
 		return c.v
 	}
 	return nil
@@ -957,6 +1129,18 @@ func (r *selectRun) matches(pkVals [][]byte, part *partition, row *row) bool {
 			if !found {
 				return false
 			}
+		case opMapEq:
+			elems, _ := decCollection(v, 2)
+			found := false
+			for j := 0; j+1 < len(elems); j += 2 {
+				if compareValues(keyType(typ), elems[j], fv.k) == 0 {
+					found = compareValues(elemType(typ), elems[j+1], fv.v) == 0
+					break
+				}
+			}
+			if !found {
+				return false
+			}
 		case opContains, opContainsKey:
 			per := elemsPerEntry(typ)
 			elems, _ := decCollection(v, per)
@@ -989,14 +1173,6 @@ func (r *selectRun) add(pkVals [][]byte, part *partition, row *row) {
 	p := r.p
 	t := p.t
 	r.partN++
-	if p.aggregate {
-		r.count++
-		if r.first == nil {
-			r.first = r.build(pkVals, part, row)
-		}
-		r.rows = append(r.rows, nil)
-		return
-	}
 	out := r.build(pkVals, part, row)
 	r.rows = append(r.rows, out)
 	if p.ordered && len(p.pk) > 0 {
@@ -1018,36 +1194,74 @@ func (r *selectRun) add(pkVals [][]byte, part *partition, row *row) {
 }
 
 func (r *selectRun) build(pkVals [][]byte, part *partition, row *row) [][]byte {
-	p := r.p
-	t := p.t
-	out := make([][]byte, len(p.out))
-	for i, o := range p.out {
-		switch o.src {
-		case srcPK:
-			out[i] = pkVals[o.idx]
-		case srcCK:
-			if row != nil {
-				out[i] = row.ck[o.idx]
-			}
-		case srcCell:
+	t := r.p.t
+	out := make([][]byte, len(r.p.out))
+	for i := range r.p.out {
+		o := &r.p.out[i]
+		// The columns of SELECT * and plain selectors, inline: the read path's hot loop.
+		switch {
+		case o.src == srcCell && !o.derived:
 			out[i] = r.value(t.cells[o.idx], pkVals, part, row)
-		case srcWritetime, srcTTL:
-			c := r.cellOf(t.cells[o.idx], part, row)
-			if c == nil || !c.live(r.now) {
-				continue
-			}
-			if o.src == srcWritetime {
-				out[i] = encBigint(c.ts)
-			} else if c.exp > 0 {
-				out[i] = encInt(int32(c.exp - r.now))
-			}
-		case srcToken:
-			out[i] = encBigint(part.token)
-		case srcFunc:
-			out[i], _, _ = o.fn.eval(r.x)
+		case o.src == srcPK && !o.derived:
+			out[i] = pkVals[o.idx]
+		default:
+			out[i] = r.outValue(o, pkVals, part, row)
 		}
 	}
 	return out
+}
+
+// outValue computes one selector of a row.
+func (r *selectRun) outValue(o *outCol, pkVals [][]byte, part *partition, row *row) []byte {
+	t := r.p.t
+	var v []byte
+	switch o.src {
+	case srcPK:
+		v = pkVals[o.idx]
+	case srcCK:
+		if row != nil {
+			v = row.ck[o.idx]
+		}
+	case srcCell:
+		v = r.value(t.cells[o.idx], pkVals, part, row)
+	case srcWritetime, srcTTL:
+		c := r.cellOf(t.cells[o.idx], part, row)
+		if c == nil || !c.live(r.now) {
+			return nil
+		}
+		if o.src == srcWritetime {
+			return encBigint(c.ts)
+		} else if c.exp > 0 {
+			return encInt(int32(c.exp - r.now))
+		}
+		return nil
+	case srcToken:
+		v = encBigint(part.token)
+	case srcFunc:
+		v, _, _ = o.fn.eval(r.x)
+	}
+	if o.path != nil {
+		v = fieldOf(v, o.path)
+	}
+	if o.toJSON {
+		v = []byte(toJSON(o.argType, v))
+	}
+	return v
+}
+
+// fieldOf selects a field, through nested user types, of a user type value.
+func fieldOf(b []byte, path []int) []byte {
+	for _, f := range path {
+		if b == nil {
+			return nil
+		}
+		elems, ok := decTuple(b)
+		if !ok || f >= len(elems) {
+			return nil
+		}
+		b = elems[f]
+	}
+	return b
 }
 
 func (r *selectRun) cellOf(col *column, part *partition, row *row) *cell {
@@ -1055,12 +1269,12 @@ func (r *selectRun) cellOf(col *column, part *partition, row *row) *cell {
 		if part.static == nil {
 			return nil
 		}
-		return &part.static.cells[col.pos]
+		return part.static.cell(col.pos)
 	}
 	if row == nil {
 		return nil
 	}
-	return &row.cells[col.pos]
+	return row.cell(col.pos)
 }
 
 // fullRow returns a row's values in SELECT * order. The caller holds the shard lock.

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"slices"
 	"unsafe"
 
 	"github.com/tracecar/tracecar/internal/cql"
@@ -196,6 +197,9 @@ func (c *compiler) where(t *table, rels []relation) (*whereInfo, error) {
 				cr.inMarker = x
 			}
 		case opLt, opLe, opGt, opGe:
+			if referencesDuration(col.typ) {
+				return nil, invalidf("Slice restrictions are not supported on duration columns")
+			}
 			x, err := c.compileTerm(r.val, col.typ, spec)
 			if err != nil {
 				return nil, err
@@ -224,7 +228,19 @@ func (c *compiler) where(t *table, rels []relation) (*whereInfo, error) {
 					return nil, invalidf("Cannot use CONTAINS KEY on non-map column %s", col.name)
 				}
 				typ = keyType(col.typ)
+			case opMapEq:
+				if col.typ.ID != cql.TypeMap || col.frozen {
+					return nil, invalidf("Column \"%s\" cannot be used as a map", col.name)
+				}
+				ks := spec
+				ks.Name, ks.Type = "key("+col.name+")", keyType(col.typ)
+				if _, err := c.compileTerm(r.key, ks.Type, ks); err != nil {
+					return nil, err
+				}
+				typ = elemType(col.typ)
+				spec.Name = "value(" + col.name + ")"
 			}
+			spec.Type = typ
 			if _, err := c.compileTerm(r.val, typ, spec); err != nil {
 				return nil, err
 			}
@@ -368,11 +384,39 @@ func joinNames(n []string) string {
 
 // writeOp is a compiled cell operation.
 type writeOp struct {
-	pos  int
-	kind cellOpKind
-	val  *expr
-	key  *expr
-	neg  bool // counter decrement
+	pos   int
+	kind  cellOpKind
+	val   *expr
+	key   *expr
+	neg   bool // counter decrement
+	field int  // cellSetField: the field's position
+}
+
+// fieldPosition checks an operation on field f of column col, a non-frozen user type,
+// and returns the field's position. op spells the operation for the error messages.
+func fieldPosition(col *column, f, op string) (int, error) {
+	if !isUDT(col.typ) {
+		return 0, invalidf("Invalid operation (%s) for non-UDT column %s", op, col.name)
+	}
+	if col.frozen {
+		return 0, invalidf("Invalid operation (%s) for frozen UDT column %s", op, col.name)
+	}
+	i := slices.IndexFunc(col.typ.Fields, func(x cql.Field) bool { return x.Name == f })
+	if i < 0 {
+		return 0, invalidf("UDT column %s does not have a field named %s", col.name, f)
+	}
+	return i, nil
+}
+
+// termText spells a term for an error message: a constant as written, anything else "?".
+func termText(t *term) string {
+	if t != nil && t.kind == termConst {
+		if t.lit == litString {
+			return "'" + t.text + "'"
+		}
+		return t.text
+	}
+	return "?"
 }
 
 // writePlan is a compiled INSERT, UPDATE or DELETE.
@@ -421,7 +465,13 @@ func (c *compiler) compileConds(t *table, rels []relation) ([]condition, error) 
 			return nil, invalidf("PRIMARY KEY column '%s' cannot have IF conditions", col.name)
 		}
 		spec := cql.ColumnSpec{Keyspace: t.ks, Table: t.name, Name: col.name, Type: col.typ}
+		if r.key != nil {
+			return nil, invalidf("IF conditions on map elements (%s[...]) are not supported by the embedded node", col.name)
+		}
 		cd := condition{col: col, op: r.op}
+		if (r.op == opLt || r.op == opLe || r.op == opGt || r.op == opGe) && referencesDuration(col.typ) {
+			return nil, invalidf("Slice conditions ( %s ) are not supported on durations", relOpNames[r.op])
+		}
 		switch r.op {
 		case opEq, opNe, opLt, opLe, opGt, opGe:
 			x, err := c.compileTerm(r.val, col.typ, spec)
@@ -508,6 +558,7 @@ func (c *compiler) writable(t *table) error {
 	if t.virtual || c.sc.keyspaces[t.ks].system && t.ks != "system_traces" {
 		return &cql.Error{Code: cql.ErrCodeUnauthorized, Message: t.ks + " keyspace is not user-modifiable."}
 	}
+	c.tableNeeds(t, "MODIFY")
 	return nil
 }
 
@@ -525,6 +576,9 @@ func (c *compiler) insert(st *insertStmt) (plan, error) {
 	p := &writePlan{t: t, marker: true, keys: &keyPlan{t: t, pk: make([]*colRestr, len(t.pk)), ck: make([]*colRestr, len(t.ck))}, name: "INSERT"}
 	if st.ifNotExists {
 		p.cond = condNotExists
+	}
+	if st.json != nil {
+		return c.insertJSON(st, t, p)
 	}
 	seen := map[string]bool{}
 	for i, name := range st.cols {
@@ -593,6 +647,76 @@ func (c *compiler) setPKIndexes(t *table, pk []*colRestr) {
 	c.pkIndexes = idx
 }
 
+// insertJSON compiles INSERT JSON: every column takes its value from the decoded JSON
+// (execCtx.json), which a constant gives once, here, and a marker on each execution.
+func (c *compiler) insertJSON(st *insertStmt, t *table, p *writePlan) (plan, error) {
+	if t.counter {
+		return nil, invalidf("INSERT statements are not allowed on counter tables, use UPDATE instead")
+	}
+	spec := cql.ColumnSpec{Keyspace: t.ks, Table: t.name, Name: "[json]", Type: cql.TypeInfo{ID: cql.TypeVarchar}}
+	text, err := c.compileTerm(st.json, spec.Type, spec)
+	if err != nil {
+		return nil, err
+	}
+	jp := &jsonInsert{w: p, text: text, unsetDefault: st.jsonUnset}
+	if text.kind == exConst {
+		if jp.vals, jp.unset, err = jsonValues(t, string(text.b), st.jsonUnset); err != nil {
+			return nil, err
+		}
+	}
+	for i, col := range t.cols {
+		x := &expr{kind: exJSON, idx: i, typ: col.typ, col: col.name}
+		switch col.kind {
+		case kindPartitionKey:
+			p.keys.pk[col.pos] = &colRestr{col: col, eq: x}
+		case kindClustering:
+			p.keys.ck[col.pos] = &colRestr{col: col, eq: x}
+		default:
+			p.ops = append(p.ops, writeOp{pos: col.pos, kind: cellSet, val: x})
+		}
+	}
+	if p.ttl, p.ts, err = c.usingTerms(t, st.ttl, st.ts); err != nil {
+		return nil, err
+	}
+	if p.cond != condNone {
+		p.lwtSpecs = c.lwtSpecs(t)
+	}
+	return jp, nil
+}
+
+// jsonInsert is a compiled INSERT JSON: the JSON's values, then the write.
+type jsonInsert struct {
+	w            *writePlan
+	text         *expr
+	unsetDefault bool
+	vals         [][]byte // a constant JSON's values
+	unset        []bool
+}
+
+func (p *jsonInsert) exec(e *Engine, x *execCtx) (cql.Message, error) {
+	if err := p.load(x); err != nil {
+		return nil, err
+	}
+	return p.w.exec(e, x)
+}
+
+// load puts the JSON's values in x.
+func (p *jsonInsert) load(x *execCtx) error {
+	if p.vals != nil {
+		x.json, x.jsonUnset = p.vals, p.unset
+		return nil
+	}
+	b, unset, err := p.text.eval(x)
+	if err != nil {
+		return err
+	}
+	if b == nil || unset {
+		return invalidf("Got null for INSERT JSON values")
+	}
+	x.json, x.jsonUnset, err = jsonValues(p.w.t, string(b), p.unsetDefault)
+	return err
+}
+
 func (c *compiler) update(st *updateStmt) (plan, error) {
 	t, err := c.table(st.table)
 	if err != nil {
@@ -627,6 +751,22 @@ func (c *compiler) update(st *updateStmt) (plan, error) {
 		spec := cql.ColumnSpec{Keyspace: t.ks, Table: t.name, Name: col.name, Type: col.typ}
 		op := writeOp{pos: col.pos}
 		isCounter := col.typ.ID == cql.TypeCounter
+		if a.field != "" {
+			f, err := fieldPosition(col, a.field, col.name+"."+a.field+" = "+termText(a.val))
+			if err != nil {
+				return nil, err
+			}
+			op.kind, op.field = cellSetField, f
+			spec.Name, spec.Type = col.name+"."+a.field, col.typ.Fields[f].Type
+			if op.val, err = c.compileTerm(a.val, spec.Type, spec); err != nil {
+				return nil, err
+			}
+			p.ops = append(p.ops, op)
+			continue
+		}
+		if a.op != assignSet && isCollection(col.typ) && col.frozen {
+			return nil, invalidf("Invalid operation (%s = %s + ?) for frozen collection column %s", col.name, col.name, col.name)
+		}
 		switch a.op {
 		case assignSet:
 			if isCounter {
@@ -740,6 +880,15 @@ func (c *compiler) delete(st *deleteStmt) (plan, error) {
 			static = false
 		}
 		op := writeOp{pos: col.pos, kind: cellSet}
+		if d.field != "" {
+			f, err := fieldPosition(col, d.field, "DELETE "+col.name+"."+d.field)
+			if err != nil {
+				return nil, err
+			}
+			op.kind, op.field = cellSetField, f
+			p.ops = append(p.ops, op)
+			continue
+		}
 		if d.key != nil {
 			var kt cql.TypeInfo
 			switch col.typ.ID {
@@ -794,6 +943,16 @@ func (p *writePlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 	t := p.t
 	if t.dropped.Load() {
 		return nil, invalidf("unconfigured table %s", t.name)
+	}
+	cond := p.cond
+	if x.noCond {
+		cond = condNone // a conditional batch checked the conditions already
+	}
+	if cond != condNone {
+		// Conditional writes of a table, batches of them included, are serialized, as
+		// Paxos orders the LWTs of a partition.
+		t.casMu.Lock()
+		defer t.casMu.Unlock()
 	}
 	now := x.now.Unix()
 	m := mutation{marker: p.marker}
@@ -854,7 +1013,7 @@ func (p *writePlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 	}
 	for i := range p.ops {
 		o := &p.ops[i]
-		op := cellOp{pos: o.pos, kind: o.kind}
+		op := cellOp{pos: o.pos, kind: o.kind, field: uint16(o.field)}
 		if o.val != nil {
 			b, unset, err := o.val.eval(x)
 			if err != nil {
@@ -863,7 +1022,7 @@ func (p *writePlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 			if unset {
 				continue
 			}
-			if o.kind != cellSet && o.kind != cellSetKey && b == nil {
+			if o.kind != cellSet && o.kind != cellSetKey && o.kind != cellSetField && b == nil {
 				return nil, invalidf("Invalid null value for %s operation on %s", p.name, t.cells[o.pos].name)
 			}
 			if o.neg {
@@ -960,7 +1119,7 @@ func (p *writePlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 			case p.del && m.delRange == nil:
 				m.delRow = true
 			}
-			m.cond = p.cond
+			m.cond = cond
 			if err := d.apply(t, &m, now); err != nil {
 				return nil, err
 			}
@@ -982,15 +1141,15 @@ func (p *writePlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 			x.tr.Event("Condition not met on " + t.name + ": " + itoa(mutations) + " mutations applied")
 		}
 	}
-	if p.cond != condNone {
+	if cond != condNone {
 		row := [][]byte{encBool(applied)}
 		specs := p.lwtSpecs
 		if !applied && existing != nil {
 			row = append(row, existing...)
 			specs = append([]cql.ColumnSpec{}, specs...)
 			if p.cond == condIf {
-				for _, cd := range p.conds {
-					specs = append(specs, cql.ColumnSpec{Keyspace: t.ks, Table: t.name, Name: cd.col.name, Type: cd.col.typ})
+				for _, col := range condColumns(condVals) {
+					specs = append(specs, cql.ColumnSpec{Keyspace: t.ks, Table: t.name, Name: col.name, Type: col.typ})
 				}
 			} else {
 				specs = append(specs, t.starSpecs...)
@@ -1038,9 +1197,6 @@ func (c *compiler) batch(st *batchStmt) (plan, error) {
 			return nil, err
 		}
 		c.pkIndexes = pk
-		if wp, ok := sp.(*writePlan); ok && wp.cond != condNone {
-			return nil, invalidf("conditional statements in batches are not supported by the embedded node")
-		}
 		p.plans = append(p.plans, sp)
 	}
 	c.result = cql.RowsMetadata{}
@@ -1068,12 +1224,11 @@ func (p *batchPlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 		bx.ts = e.timestamp(x)
 	}
 	bx.batch = true
-	for _, sp := range p.plans {
-		if _, err := sp.exec(e, &bx); err != nil {
-			return nil, err
-		}
+	steps := make([]batchStep, len(p.plans))
+	for i, sp := range p.plans {
+		steps[i] = batchStep{pl: sp, vals: x.vals}
 	}
-	return cql.VoidResult{}, nil
+	return e.runBatch(&bx, steps, p.ts != nil)
 }
 
 // evalTimestamp evaluates a USING TIMESTAMP term; ok is false when there is none, or its

@@ -85,6 +85,12 @@ func (p *parser) failf(format string, args ...any) {
 	panic(&syntaxError{msg: msg})
 }
 
+// failPlain fails with a message that, like Cassandra's checks after parsing, carries no
+// position.
+func (p *parser) failPlain(format string, args ...any) {
+	panic(&syntaxError{msg: fmt.Sprintf(format, args...)})
+}
+
 func (p *parser) unexpected() {
 	if p.tok.kind == tEOF {
 		p.failf("mismatched input '<EOF>' expecting an identifier or keyword")
@@ -235,10 +241,19 @@ func (p *parser) statement() statement {
 		p.advance()
 		p.acceptKeyword("table")
 		return &truncateStmt{table: p.tableName()}
-	case "alter", "grant", "revoke", "list":
-		what := strings.ToUpper(p.tok.text)
+	case "alter":
+		p.advance()
+		return p.alterStmt()
+	case "describe", "desc":
 		p.skipRest()
-		return &unsupportedStmt{what: what + " statements are not supported by the embedded node"}
+		return &unsupportedStmt{what: "DESCRIBE statements are not supported by the embedded node (the drivers' metadata APIs describe the schema from system_schema)"}
+	case "grant", "revoke":
+		revoke := p.isKeyword("revoke")
+		p.advance()
+		return p.grant(revoke)
+	case "list":
+		p.advance()
+		return p.list()
 	}
 	p.unexpected()
 	return nil
@@ -257,33 +272,39 @@ func (p *parser) skipRest() {
 func (p *parser) createStmt() statement {
 	switch {
 	case p.acceptKeyword("keyspace"), p.acceptKeyword("schema"):
-		st := &createKeyspaceStmt{durableWrites: true}
+		st := &createKeyspaceStmt{}
 		st.ifNotExists = p.ifNotExists()
 		st.name = p.ident()
 		p.expectKeyword("with")
-		for {
-			opt := p.identAny()
-			p.expectPunct("=")
-			switch opt {
-			case "replication":
-				st.replication = p.stringMap()
-			case "durable_writes":
-				v := p.tok
-				p.advance()
-				st.durableWrites = !strings.EqualFold(v.text, "false")
-			default:
-				p.optionValue()
-			}
-			if !p.acceptKeyword("and") {
-				break
-			}
-		}
+		st.opts = p.keyspaceOptions()
 		return st
 	case p.acceptKeyword("table"), p.acceptKeyword("columnfamily"):
 		return p.createTable()
-	case p.isKeyword("index"), p.isKeyword("custom"), p.isKeyword("type"), p.isKeyword("function"),
-		p.isKeyword("aggregate"), p.isKeyword("materialized"), p.isKeyword("trigger"), p.isKeyword("role"),
-		p.isKeyword("user"), p.isKeyword("or"):
+	case p.acceptKeyword("type"):
+		st := &createTypeStmt{}
+		st.ifNotExists = p.ifNotExists()
+		st.name = p.tableName()
+		p.expectPunct("(")
+		for {
+			f := colDef{name: p.identAny()}
+			f.ref = p.typ(0)
+			st.fields = append(st.fields, f)
+			if !p.acceptPunct(",") {
+				break
+			}
+		}
+		p.expectPunct(")")
+		return st
+	case p.isKeyword("index"), p.isKeyword("custom"):
+		return p.createIndex()
+	case p.isKeyword("materialized"):
+		p.skipRest()
+		return &unsupportedStmt{what: "Materialized views are disabled. Enable in cassandra.yaml to use."}
+	case p.isKeyword("function"), p.isKeyword("aggregate"), p.isKeyword("or"):
+		return p.createFunction()
+	case p.isKeyword("role"), p.isKeyword("user"):
+		return p.roleStatement(roleCreate)
+	case p.isKeyword("trigger"):
 		what := strings.ToUpper(p.tok.text)
 		p.skipRest()
 		return &unsupportedStmt{what: "CREATE " + what + " is not supported by the embedded node"}
@@ -304,6 +325,42 @@ func (p *parser) dropStmt() statement {
 		st.ifExists = p.ifExists()
 		st.table = p.tableName()
 		return st
+	case p.acceptKeyword("type"):
+		st := &dropTypeStmt{}
+		st.ifExists = p.ifExists()
+		st.name = p.tableName()
+		return st
+	case p.isKeyword("function"), p.isKeyword("aggregate"):
+		st := &dropFunctionStmt{aggregate: p.isKeyword("aggregate")}
+		p.advance()
+		st.ifExists = p.ifExists()
+		st.name = p.tableName()
+		if p.acceptPunct("(") {
+			st.hasArgs = true
+			if !p.acceptPunct(")") {
+				for {
+					st.args = append(st.args, p.typ(0))
+					if !p.acceptPunct(",") {
+						break
+					}
+				}
+				p.expectPunct(")")
+			}
+		}
+		return st
+	case p.isKeyword("role"), p.isKeyword("user"):
+		return p.roleStatement(roleDrop)
+	case p.acceptKeyword("index"):
+		st := &dropIndexStmt{}
+		st.ifExists = p.ifExists()
+		st.name = p.tableName()
+		return st
+	case p.acceptKeyword("materialized"):
+		p.expectKeyword("view")
+		st := &viewStmt{}
+		st.ifExists = p.ifExists()
+		st.name = p.tableName()
+		return st
 	case p.tok.kind == tIdent:
 		what := strings.ToUpper(p.tok.text)
 		p.skipRest()
@@ -313,7 +370,35 @@ func (p *parser) dropStmt() statement {
 	return nil
 }
 
-// stringMap reads {'k': 'v', ...} with string or number values.
+// keyspaceOptions reads the options of CREATE and ALTER KEYSPACE.
+func (p *parser) keyspaceOptions() keyspaceOpts {
+	var o keyspaceOpts
+	for {
+		opt := p.identAny()
+		p.expectPunct("=")
+		v := p.option()
+		switch opt {
+		case "replication":
+			if v.m == nil {
+				p.failPlain("Invalid value for property 'replication'. It should be a map.")
+			}
+			o.replication = v.m
+		case "durable_writes":
+			b := strings.EqualFold(v.text, "true")
+			if !b && !strings.EqualFold(v.text, "false") {
+				p.failPlain("Invalid boolean value %s for 'durable_writes' property", v.text)
+			}
+			o.durableWrites = &b
+		default:
+			p.failPlain("Unknown property '%s'", opt)
+		}
+		if !p.acceptKeyword("and") {
+			return o
+		}
+	}
+}
+
+// stringMap reads {'k': 'v', ...} with constant values.
 func (p *parser) stringMap() map[string]string {
 	p.expectPunct("{")
 	m := map[string]string{}
@@ -327,7 +412,7 @@ func (p *parser) stringMap() map[string]string {
 		k := p.tok.text
 		p.advance()
 		p.expectPunct(":")
-		m[k] = p.optionValue()
+		m[k] = p.constantText()
 		if !p.acceptPunct(",") {
 			break
 		}
@@ -336,23 +421,16 @@ func (p *parser) stringMap() map[string]string {
 	return m
 }
 
-// optionValue reads a constant or a map as the value of a WITH option and returns its text.
-func (p *parser) optionValue() string {
+// option reads a constant or a map as the value of a WITH option.
+func (p *parser) option() optValue {
 	if p.isPunct("{") {
-		m := p.stringMap()
-		var b strings.Builder
-		b.WriteByte('{')
-		first := true
-		for k, v := range m {
-			if !first {
-				b.WriteString(", ")
-			}
-			first = false
-			b.WriteString(k + ": " + v)
-		}
-		b.WriteByte('}')
-		return b.String()
+		return optValue{m: p.stringMap()}
 	}
+	return optValue{text: p.constantText()}
+}
+
+// constantText reads a constant and returns its text.
+func (p *parser) constantText() string {
 	neg := p.acceptPunct("-")
 	switch p.tok.kind {
 	case tString, tInt, tFloat, tIdent, tQuotedIdent, tHex, tUUID:
@@ -368,7 +446,7 @@ func (p *parser) optionValue() string {
 }
 
 func (p *parser) createTable() statement {
-	st := &createTableStmt{options: map[string]string{}}
+	st := &createTableStmt{options: map[string]optValue{}}
 	st.ifNotExists = p.ifNotExists()
 	st.table = p.tableName()
 	p.expectPunct("(")
@@ -397,7 +475,7 @@ func (p *parser) createTable() statement {
 			p.expectPunct(")")
 		} else {
 			c := colDef{name: p.ident()}
-			c.typ, c.text = p.typ(0)
+			c.ref = p.typ(0)
 			if p.acceptKeyword("static") {
 				c.static = true
 			}
@@ -447,7 +525,7 @@ func (p *parser) createTable() statement {
 			default:
 				name := p.identAny()
 				p.expectPunct("=")
-				st.options[name] = p.optionValue()
+				st.options[name] = p.option()
 			}
 			if !p.acceptKeyword("and") {
 				break
@@ -466,9 +544,8 @@ var simpleTypes = map[string]cql.TypeID{
 	"duration": cql.TypeDuration,
 }
 
-// typ reads a CQL type and returns it with its canonical spelling, as system_schema shows
-// it (frozen<> is kept in the text; the node stores every collection whole either way).
-func (p *parser) typ(depth int) (cql.TypeInfo, string) {
+// typ reads a CQL type as written; user-defined types are resolved when the statement runs.
+func (p *parser) typ(depth int) *typeRef {
 	if depth > maxNesting {
 		p.failf("type nesting too deep")
 	}
@@ -476,56 +553,42 @@ func (p *parser) typ(depth int) (cql.TypeInfo, string) {
 		p.unexpected()
 	}
 	name := strings.ToLower(p.tok.text)
-	if id, ok := simpleTypes[name]; ok && p.tok.kind == tIdent {
+	if _, ok := simpleTypes[name]; ok && p.tok.kind == tIdent {
 		p.advance()
-		t := cql.TypeInfo{ID: id}
-		return t, t.String()
+		return &typeRef{name: name}
 	}
-	if p.tok.kind == tIdent {
+	if p.tok.kind == tIdent && p.peek(1).kind == tPunct && p.peek(1).text == "<" {
 		switch name {
 		case "frozen":
 			p.advance()
-			p.expectPunct("<")
-			t, s := p.typ(depth + 1)
-			p.expectPunct(">")
-			return t, "frozen<" + s + ">"
-		case "list", "set":
 			p.advance()
-			p.expectPunct("<")
-			e, s := p.typ(depth + 1)
+			t := p.typ(depth + 1)
 			p.expectPunct(">")
-			if name == "list" {
-				return cql.ListOf(e), "list<" + s + ">"
-			}
-			return cql.SetOf(e), "set<" + s + ">"
-		case "map":
+			t.frozen = true
+			return t
+		case "list", "set", "map", "tuple":
 			p.advance()
-			p.expectPunct("<")
-			k, ks := p.typ(depth + 1)
-			p.expectPunct(",")
-			v, vs := p.typ(depth + 1)
-			p.expectPunct(">")
-			return cql.MapOf(k, v), "map<" + ks + ", " + vs + ">"
-		case "tuple":
 			p.advance()
-			p.expectPunct("<")
-			t := cql.TypeInfo{ID: cql.TypeTuple}
-			var parts []string
+			t := &typeRef{name: name}
 			for {
-				e, s := p.typ(depth + 1)
-				t.Elems = append(t.Elems, e)
-				parts = append(parts, s)
+				t.args = append(t.args, p.typ(depth+1))
 				if !p.acceptPunct(",") {
 					break
 				}
 			}
 			p.expectPunct(">")
-			return t, "frozen<tuple<" + strings.Join(parts, ", ") + ">>"
+			if want := map[string]int{"list": 1, "set": 1, "map": 2}[name]; want > 0 && len(t.args) != want {
+				p.failf("%s takes %d type arguments, got %d", name, want, len(t.args))
+			}
+			return t
 		}
 	}
-	// A user-defined type name: the executor rejects it with a clear message.
+	// A user-defined type, perhaps qualified by its keyspace.
 	n := p.ident()
-	return cql.TypeInfo{ID: cql.TypeUDT, Name: n}, n
+	if p.acceptPunct(".") {
+		return &typeRef{ks: n, name: p.identAny()}
+	}
+	return &typeRef{name: n}
 }
 
 func (p *parser) marker(name string) *term {
@@ -569,7 +632,7 @@ func (p *parser) valueDepth(depth int) *term {
 				p.advance()
 				p.advance()
 				return &term{kind: termConst, lit: litFloat, text: "-" + strings.ToLower(n.text)}
-			case n.kind == tDuration:
+			case n.kind == tDuration || n.kind == tIdent && isISODuration(n.text):
 				p.advance()
 				p.advance()
 				return &term{kind: termConst, lit: litDuration, text: "-" + n.text}
@@ -588,6 +651,10 @@ func (p *parser) valueDepth(depth int) *term {
 			}
 			return l
 		case "{":
+			if n := p.peek(1); (n.kind == tQuotedIdent || n.kind == tIdent && !literalWord(n.text)) &&
+				p.peek(2).kind == tPunct && p.peek(2).text == ":" {
+				return p.udtLiteral(depth)
+			}
 			p.advance()
 			if p.acceptPunct("}") {
 				return &term{kind: termMap}
@@ -634,6 +701,10 @@ func (p *parser) valueDepth(depth int) *term {
 			p.advance()
 			return &term{kind: termConst, lit: litFloat, text: lower}
 		}
+		if isISODuration(t.text) {
+			p.advance()
+			return &term{kind: termConst, lit: litDuration, text: t.text}
+		}
 		if p.peek(1).kind == tPunct && p.peek(1).text == "(" {
 			p.advance()
 			p.advance()
@@ -652,6 +723,31 @@ func (p *parser) valueDepth(depth int) *term {
 	}
 	p.unexpected()
 	return nil
+}
+
+// literalWord reports whether an identifier-like token is a constant (true, null, NaN...).
+func literalWord(s string) bool {
+	switch strings.ToLower(s) {
+	case "true", "false", "null", "nan", "infinity":
+		return true
+	}
+	return false
+}
+
+// udtLiteral reads {field: value, ...}.
+func (p *parser) udtLiteral(depth int) *term {
+	p.expectPunct("{")
+	u := &term{kind: termUDT}
+	for {
+		u.names = append(u.names, p.identAny())
+		p.expectPunct(":")
+		u.elems = append(u.elems, p.valueDepth(depth+1))
+		if !p.acceptPunct(",") {
+			break
+		}
+	}
+	p.expectPunct("}")
+	return u
 }
 
 func (p *parser) using(ttl, ts **term) {
@@ -676,8 +772,26 @@ func (p *parser) using(ttl, ts **term) {
 func (p *parser) insertStmt() statement {
 	p.expectKeyword("into")
 	st := &insertStmt{table: p.tableName()}
-	if p.isKeyword("json") {
-		p.failf("INSERT JSON is not supported by the embedded node")
+	if p.acceptKeyword("json") {
+		switch p.tok.kind {
+		case tString:
+			st.json = &term{kind: termConst, lit: litString, text: p.tok.text}
+			p.advance()
+		case tMarker, tNamedMarker:
+			st.json = p.value()
+		default:
+			p.unexpected()
+		}
+		if p.acceptKeyword("default") {
+			if !p.acceptKeyword("unset") {
+				p.expectKeyword("null")
+			} else {
+				st.jsonUnset = true
+			}
+		}
+		st.ifNotExists = p.ifNotExists()
+		p.using(&st.ttl, &st.ts)
+		return st
 	}
 	p.expectPunct("(")
 	for {
@@ -708,6 +822,16 @@ func (p *parser) updateStmt() statement {
 	for {
 		col := p.ident()
 		a := assignment{col: col}
+		if p.acceptPunct(".") {
+			a.field = p.identAny()
+			p.expectPunct("=")
+			a.val = p.value()
+			st.assigns = append(st.assigns, a)
+			if !p.acceptPunct(",") {
+				break
+			}
+			continue
+		}
 		if p.acceptPunct("[") {
 			a.op = assignKey
 			a.key = p.value()
@@ -771,7 +895,9 @@ func (p *parser) deleteStmt() statement {
 	if !p.isKeyword("from") {
 		for {
 			d := deleteTarget{col: p.ident()}
-			if p.acceptPunct("[") {
+			if p.acceptPunct(".") {
+				d.field = p.identAny()
+			} else if p.acceptPunct("[") {
 				d.key = p.value()
 				p.expectPunct("]")
 			}
@@ -830,6 +956,13 @@ func (p *parser) relation() relation {
 			p.failf("multi-column relations are not supported by the embedded node")
 		}
 		r.col = p.ident()
+		if p.acceptPunct("[") {
+			r.key = p.value()
+			p.expectPunct("]")
+			p.expectPunct("=")
+			r.op, r.val = opMapEq, p.value()
+			return r
+		}
 	}
 	switch {
 	case p.tok.kind == tPunct:
@@ -914,8 +1047,14 @@ func (p *parser) selectStmt() statement {
 	if p.acceptKeyword("where") {
 		st.where = p.relations()
 	}
-	if p.isKeyword("group") {
-		p.failf("GROUP BY is not supported by the embedded node")
+	if p.acceptKeyword("group") {
+		p.expectKeyword("by")
+		for {
+			st.groupBy = append(st.groupBy, p.ident())
+			if !p.acceptPunct(",") {
+				break
+			}
+		}
 	}
 	if p.acceptKeyword("order") {
 		p.expectKeyword("by")
@@ -958,21 +1097,40 @@ func (p *parser) limitValue() *term {
 
 func (p *parser) selector() selector {
 	var s selector
+	if p.tok.kind == tIdent && strings.EqualFold(p.tok.text, "system") && p.peek(1).kind == tPunct && p.peek(1).text == "." &&
+		p.peek(2).kind == tIdent && p.peek(3).kind == tPunct && p.peek(3).text == "(" {
+		// system.fn(...): the native functions, named with their keyspace.
+		p.advance()
+		p.advance()
+	}
 	if p.tok.kind == tIdent && p.peek(1).kind == tPunct && p.peek(1).text == "(" {
 		fn := strings.ToLower(p.tok.text)
 		switch fn {
 		case "count":
 			p.advance()
 			p.advance()
+			s.kind, s.text = selCount, "count"
 			if !p.acceptPunct("*") {
 				if p.tok.kind == tInt && p.tok.text == "1" {
 					p.advance()
 				} else {
 					s.col = p.ident()
+					s.kind, s.agg, s.text = selAgg, "count", "system.count("+s.col+")"
 				}
 			}
 			p.expectPunct(")")
-			s.kind, s.text = selCount, "count"
+		case "min", "max", "sum", "avg":
+			p.advance()
+			p.advance()
+			s.col = p.ident()
+			p.expectPunct(")")
+			s.kind, s.agg, s.text = selAgg, fn, "system."+fn+"("+s.col+")"
+		case "tojson":
+			p.advance()
+			p.advance()
+			s.col = p.ident()
+			p.expectPunct(")")
+			s.kind, s.text = selToJSON, "system.tojson("+s.col+")"
 		case "writetime", "ttl":
 			p.advance()
 			p.advance()
@@ -995,13 +1153,51 @@ func (p *parser) selector() selector {
 			p.expectPunct(")")
 			s.kind, s.text = selToken, "system.token("+strings.Join(s.cols, ", ")+")"
 		default:
+			if a := p.peek(2); a.kind == tQuotedIdent || a.kind == tIdent && !literalWord(a.text) && !(p.peek(3).kind == tPunct && p.peek(3).text == "(") {
+				// f(col, ...): a user-defined function or aggregate of columns.
+				s.kind, s.fn = selUDF, &term{kind: termFunc, name: fn}
+				p.advance()
+				p.advance()
+				var args []string
+				for !p.acceptPunct(")") {
+					args = append(args, p.ident())
+					if !p.acceptPunct(",") {
+						p.expectPunct(")")
+						break
+					}
+				}
+				s.text = fn + "(" + strings.Join(args, ", ") + ")"
+				break
+			}
 			s.kind = selFunc
 			s.fn = p.value()
 			s.text = "system." + fn + "()"
 		}
+	} else if p.tok.kind == tIdent && p.peek(1).kind == tPunct && p.peek(1).text == "." && p.peek(2).kind == tIdent &&
+		p.peek(3).kind == tPunct && p.peek(3).text == "(" {
+		// ks.f(...): a user-defined function or aggregate.
+		s.kind, s.fnKs = selUDF, p.ident()
+		p.advance()
+		s.fn = &term{kind: termFunc, name: strings.ToLower(p.tok.text)}
+		p.advance()
+		p.advance()
+		var args []string
+		for !p.acceptPunct(")") {
+			args = append(args, p.ident())
+			if !p.acceptPunct(",") {
+				p.expectPunct(")")
+				break
+			}
+		}
+		s.text = s.fnKs + "." + s.fn.name + "(" + strings.Join(args, ", ") + ")"
 	} else {
 		s.col = p.ident()
 		s.text = s.col
+		for p.acceptPunct(".") {
+			f := p.identAny()
+			s.fields = append(s.fields, f)
+			s.text += "." + f
+		}
 	}
 	if p.acceptKeyword("as") {
 		s.alias = p.ident()
@@ -1049,6 +1245,8 @@ func (p *parser) batchStmt() statement {
 		}
 	}
 }
+
+func upper(s string) string { return strings.ToUpper(s) }
 
 // atoiLimited parses a non-negative decimal int that fits in an int32.
 func atoiLimited(s string) (int, bool) {

@@ -25,7 +25,8 @@ func TestParse(t *testing.T) {
 		{"DROP KEYSPACE k", "DROP KEYSPACE", nil},
 		{"TRUNCATE TABLE t", "TRUNCATE", nil},
 		{"USE \"MyKs\"", "USE", nil},
-		{"CREATE INDEX ON t (a)", "UNSUPPORTED", nil},
+		{"CREATE INDEX ON t (a)", "CREATE INDEX", nil},
+		{"CREATE MATERIALIZED VIEW v AS SELECT * FROM t WHERE a IS NOT NULL PRIMARY KEY (a)", "UNSUPPORTED", nil},
 		{"INSERT INTO t (a, b, c, d, e) VALUES (-1.5e3, 0xff, 123e4567-e89b-12d3-a456-426614174000, NaN, -Infinity)", "INSERT", nil},
 		{"INSERT INTO t (a) VALUES ($$it's$$)", "INSERT", nil},
 	}
@@ -113,7 +114,11 @@ func TestLiterals(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			typ := tp.stmt.(*createTableStmt).cols[0].typ
+			ct, err := resolver{ks: "ks"}.resolve(tp.stmt.(*createTableStmt).cols[0].ref)
+			if err != nil {
+				t.Fatal(err)
+			}
+			typ := ct.info
 			b, err := literal(ps.stmt.(*insertStmt).vals[1], typ, "v")
 			got := render(typ, b)
 			if err != nil {
@@ -159,12 +164,36 @@ func FuzzParse(f *testing.F) {
 		"DROP TABLE IF EXISTS t", "TRUNCATE t", "USE ks", "SELECT now(), uuid() FROM t",
 		"INSERT INTO t (k) VALUES (123e4567-e89b-12d3-a456-426614174000)", "'unterminated", "/* open", "$$",
 		"SELECT * FROM t WHERE token(k) > -9223372036854775808",
+		// Schema changes, user types, indexes, JSON, aggregates, roles, LWT batches, UDFs.
+		"ALTER TABLE t ADD (x int, y list<frozen<ty>>)", "ALTER TABLE t DROP IF EXISTS x USING TIMESTAMP 5",
+		"ALTER TABLE t RENAME c TO c2 AND k TO k2", "ALTER TABLE t WITH comment = 'x' AND compaction = {'class': 'LeveledCompactionStrategy'}",
+		"ALTER KEYSPACE ks WITH replication = {'class': 'NetworkTopologyStrategy', 'datacenter1': 3} AND durable_writes = false",
+		"CREATE TYPE IF NOT EXISTS ty2 (a int, b frozen<ty>, c map<text, frozen<list<int>>>)",
+		"ALTER TYPE ty ADD z text", "ALTER TYPE ty RENAME a TO aa AND b TO bb", "DROP TYPE IF EXISTS ty2",
+		"INSERT INTO t (k, c, u, nu, tu) VALUES (1, 'a', {a: 1, b: 'x'}, {b: ?}, (1, 'y'))",
+		"UPDATE t SET nu.a = 3 WHERE k = 1 AND c = 'a'", "DELETE nu.b FROM t WHERE k = 1 AND c = 'a'",
+		"SELECT u.a, nu.b, toJson(u) FROM t WHERE k = 1", "SELECT JSON * FROM t",
+		`INSERT INTO t JSON '{"k": 1, "c": "x", "l": [1], "u": {"a": 2}, "du": "1h"}' DEFAULT UNSET IF NOT EXISTS`,
+		"INSERT INTO t JSON ?", "INSERT INTO t (k, c, l) VALUES (2, 'b', fromJson('[1, 2]'))",
+		"INSERT INTO t (k, c, du) VALUES (3, 'c', P1Y2M3DT4H5M6S)", "UPDATE t SET du = -1h30m WHERE k = 3 AND c = 'c'",
+		"SELECT k, count(*), max(n), min(v), sum(n), avg(n), count(v) FROM t GROUP BY k PER PARTITION LIMIT 1 LIMIT 2",
+		"SELECT k, c, sum(n) FROM t WHERE k = 1 GROUP BY c",
+		"CREATE INDEX IF NOT EXISTS ON t (n)", "CREATE INDEX ON t (keys(m))", "CREATE INDEX e ON t (entries(m))",
+		"SELECT * FROM t WHERE m['a'] = 1", "SELECT * FROM t WHERE l CONTAINS 1", "DROP INDEX IF EXISTS t_n_idx",
+		"CREATE MATERIALIZED VIEW mv AS SELECT * FROM t WHERE k IS NOT NULL PRIMARY KEY (k)", "DROP MATERIALIZED VIEW IF EXISTS mv",
+		"CREATE ROLE IF NOT EXISTS r WITH PASSWORD = 'p' AND LOGIN = true AND SUPERUSER = false", "GRANT SELECT ON ks.t TO r",
+		"GRANT r TO s", "REVOKE ALL PERMISSIONS ON ALL KEYSPACES FROM r", "LIST ALL PERMISSIONS OF r NORECURSIVE",
+		"LIST ROLES OF r", "CREATE USER u WITH PASSWORD 'p' NOSUPERUSER", "DROP ROLE IF EXISTS r",
+		"BEGIN BATCH UPDATE t SET n = 1 WHERE k = 1 AND c = 'a' IF n = null; INSERT INTO t (k, c) VALUES (1, 'b') IF NOT EXISTS; APPLY BATCH",
+		"CREATE OR REPLACE FUNCTION f(a int, b list<text>) CALLED ON NULL INPUT RETURNS int LANGUAGE java AS 'return a;'",
+		"CREATE AGGREGATE IF NOT EXISTS ag(int) SFUNC f2 STYPE int FINALFUNC f3 INITCOND 0", "SELECT f(n, l) FROM t",
+		"DROP FUNCTION IF EXISTS f(int, list<text>)", "DROP AGGREGATE ag",
 	}
 	for _, s := range seeds {
 		f.Add(s)
 	}
-	e, s := newTestEngine(f,
-		"CREATE TABLE t (k int, c text, v blob, l list<int>, s set<text>, m map<text, double>, n int, PRIMARY KEY (k, c))")
+	e, s := newTestEngine(f, "CREATE TYPE ty (a int, b text)",
+		"CREATE TABLE t (k int, c text, v blob, l list<int>, s set<text>, m map<text, double>, n int, u frozen<ty>, nu ty, tu tuple<int, text>, du duration, PRIMARY KEY (k, c))")
 	f.Fuzz(func(t *testing.T, q string) {
 		_, _ = parse(q)
 		sess := *s

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"sync"
 	"sync/atomic"
 
 	"github.com/tracecar/tracecar/internal/cql"
@@ -24,14 +25,30 @@ var colKindNames = [...]string{"partition_key", "clustering", "regular", "static
 
 // column is a column of a table. It is immutable once its table is published.
 type column struct {
-	name string
-	typ  cql.TypeInfo
-	text string // the type's spelling in system_schema.columns
-	kind colKind
+	name   string
+	typ    cql.TypeInfo
+	text   string // the type's spelling in system_schema.columns
+	ref    *typeRef
+	frozen bool // a single cell: a native type, or a frozen collection or user type
+	kind   colKind
 	// pos is the position among the partition key or clustering columns; for regular and
-	// static columns it is the index into a row's cells.
+	// static columns it is the slot of the column's cell in a row. A slot is never reused:
+	// ALTER TABLE ADD takes a new one, so rows written before it are shorter (row.cell).
 	pos  int
 	desc bool
+}
+
+// tableStore is what the schema versions of one table share: its data, and whether it was
+// dropped. ALTER TABLE publishes a new table with the same store.
+type tableStore struct {
+	data atomic.Pointer[tableData]
+	// perNode, for system.local and the peers tables of a cluster, holds each node's own
+	// rows; data holds the first node's. See table.load.
+	perNode atomic.Pointer[[]*tableData]
+	// dropped is set when the table leaves the schema, so compiled plans recompile.
+	dropped atomic.Bool
+	// casMu serializes the table's conditional writes.
+	casMu sync.Mutex
 }
 
 // table is a table's schema and its data. The schema fields are immutable once published;
@@ -39,25 +56,33 @@ type column struct {
 type table struct {
 	ks, name string
 	id       [16]byte
+	idGiven  bool      // CREATE TABLE ... WITH id = ...
 	cols     []*column // SELECT * order: partition key, clustering, then the rest by name
 	byName   map[string]*column
 	pk       []*column
 	ck       []*column
-	cells    []*column // regular and static columns, indexed by column.pos
-	options  map[string]string
+	cells    []*column // regular and static columns by slot (column.pos); nil for a dropped one
+	static   bool      // the table has static columns
+	counter  bool      // a counter table
+	compact  bool
+	options  map[string]optValue
 	comment  string
 	virtual  bool
 	ttl      int32 // default_time_to_live
+	indexes  []*index
+	droppedC []droppedColumn
 
-	data atomic.Pointer[tableData]
-	// perNode, for system.local and the peers tables of a cluster, holds each node's own
-	// rows; data holds the first node's. See table.load.
-	perNode atomic.Pointer[[]*tableData]
-	// dropped is set when the table leaves the schema, so compiled plans recompile.
-	dropped atomic.Bool
+	*tableStore
 
 	// starSpecs is the result metadata of SELECT *.
 	starSpecs []cql.ColumnSpec
+}
+
+// droppedColumn is a row of system_schema.dropped_columns.
+type droppedColumn struct {
+	name, text string
+	kind       colKind
+	at         int64 // microseconds
 }
 
 // keyspace is a keyspace's schema. It is immutable once published; DDL publishes a copy.
@@ -66,6 +91,9 @@ type keyspace struct {
 	replication   map[string]string
 	durableWrites bool
 	tables        map[string]*table
+	types         map[string]*userType
+	functions     map[string]*function // by signature, name(type, ...)
+	aggregates    map[string]*aggregate
 	system        bool // a local system keyspace: its tables refuse DDL
 	virtual       bool // listed in system_virtual_schema instead of system_schema
 }
@@ -85,7 +113,7 @@ func (s *schema) table(ks, name string) *table {
 	return k.tables[name]
 }
 
-// clone copies the keyspace map and the named keyspace so that one can be changed.
+// clone copies the keyspace map so that one keyspace can be replaced.
 func (s *schema) clone() *schema {
 	n := &schema{keyspaces: maps.Clone(s.keyspaces), gen: s.gen + 1}
 	return n
@@ -95,24 +123,46 @@ func (k *keyspace) clone() *keyspace {
 	n := *k
 	n.tables = maps.Clone(k.tables)
 	n.replication = maps.Clone(k.replication)
+	n.types = maps.Clone(k.types)
+	n.functions = maps.Clone(k.functions)
+	n.aggregates = maps.Clone(k.aggregates)
+	if n.types == nil {
+		n.types = map[string]*userType{}
+	}
+	if n.functions == nil {
+		n.functions = map[string]*function{}
+	}
+	if n.aggregates == nil {
+		n.aggregates = map[string]*aggregate{}
+	}
 	return &n
 }
 
+// resolver returns the resolver of the keyspace's user types.
+func (k *keyspace) resolver() resolver { return resolver{ks: k.name, types: k.types} }
+
 // newTable builds a table from a CREATE TABLE statement, validating it as Cassandra does.
-func newTable(ks string, st *createTableStmt) (*table, error) {
-	t := &table{ks: ks, name: st.table.name, byName: map[string]*column{}, options: st.options}
+func newTable(ks string, st *createTableStmt, rs resolver) (*table, error) {
+	t := &table{ks: ks, name: st.table.name, byName: map[string]*column{}, options: map[string]optValue{},
+		compact: st.compact, tableStore: &tableStore{}}
 	if len(st.pk) == 0 {
 		return nil, invalidf("No PRIMARY KEY specifed for table '%s' (exactly one required)", t.name)
 	}
 	defs := map[string]colDef{}
+	types := map[string]ctype{}
 	for _, c := range st.cols {
 		if _, dup := defs[c.name]; dup {
 			return nil, invalidf("Duplicate column '%s' declaration for table %s.%s", c.name, ks, t.name)
 		}
-		if err := checkType(c.typ, c.name); err != nil {
+		ct, err := rs.resolve(c.ref)
+		if err != nil {
+			return nil, err
+		}
+		if err := checkNonFrozenUDT(rs, ct, ""); err != nil {
 			return nil, err
 		}
 		defs[c.name] = c
+		types[c.name] = ct
 	}
 	seen := map[string]bool{}
 	keyColumn := func(n string, kind colKind, i int) (*column, error) {
@@ -124,13 +174,24 @@ func newTable(ks string, st *createTableStmt) (*table, error) {
 			return nil, invalidf("Duplicate column '%s' in PRIMARY KEY", n)
 		}
 		seen[n] = true
+		ct := types[n]
+		if !ct.frozen {
+			what := "collection"
+			if isUDT(ct.info) {
+				what = "user-defined"
+			}
+			return nil, invalidf("Invalid non-frozen %s type %s for PRIMARY KEY column '%s'", what, ct.text, n)
+		}
 		if d.static {
 			return nil, invalidf("Static column %s cannot be part of the PRIMARY KEY", n)
 		}
-		if kind == kindPartitionKey && d.typ.ID == cql.TypeCounter {
+		if ct.info.ID == cql.TypeCounter {
 			return nil, invalidf("counter type is not supported for PRIMARY KEY column '%s'", n)
 		}
-		return &column{name: n, typ: d.typ, text: d.text, kind: kind, pos: i}, nil
+		if referencesDuration(ct.info) {
+			return nil, invalidf("duration type is not supported for PRIMARY KEY column '%s'", n)
+		}
+		return &column{name: n, typ: ct.info, text: ct.text, ref: d.ref, frozen: true, kind: kind, pos: i}, nil
 	}
 	for i, n := range st.pk {
 		c, err := keyColumn(n, kindPartitionKey, i)
@@ -167,7 +228,8 @@ func newTable(ks string, st *createTableStmt) (*table, error) {
 			}
 			k = kindStatic
 		}
-		rest = append(rest, &column{name: c.name, typ: c.typ, text: c.text, kind: k})
+		ct := types[c.name]
+		rest = append(rest, &column{name: c.name, typ: ct.info, text: ct.text, ref: c.ref, frozen: ct.frozen, kind: k})
 	}
 	counters := 0
 	for _, c := range rest {
@@ -178,67 +240,71 @@ func newTable(ks string, st *createTableStmt) (*table, error) {
 	if counters > 0 && counters < len(rest) {
 		return nil, invalidf("Cannot mix counter and non counter columns in the same table")
 	}
+	t.counter = counters > 0
 	if len(rest) > 0 && st.compact && len(t.ck) > 0 && len(rest) > 1 {
 		return nil, invalidf("COMPACT STORAGE with composite PRIMARY KEY allows no more than one column not part of the PRIMARY KEY (got: %d)", len(rest))
 	}
-	if v, ok := st.options["default_time_to_live"]; ok {
-		n, ok := atoiLimited(v)
-		if !ok || n < 0 {
-			return nil, invalidf("default_time_to_live must be greater than or equal to 0 (got %s)", v)
-		}
-		t.ttl = int32(n)
+	if err := t.setOptions(st.options, true); err != nil {
+		return nil, err
 	}
-	if v, ok := st.options["comment"]; ok {
-		t.comment = v
+	sortColumns(rest)
+	for i, c := range rest {
+		c.pos = i
 	}
-	t.finish(rest)
+	t.cells = rest
+	t.finish()
+	t.data.Store(newTableData())
 	return t, nil
 }
 
-// checkType rejects the types that the node does not store.
-func checkType(t cql.TypeInfo, col string) error {
-	switch t.ID {
-	case cql.TypeUDT:
-		return invalidf("Unknown type %s (user-defined types are not supported by the embedded node)", t.Name)
-	case cql.TypeTuple, cql.TypeDuration:
-		return invalidf("type %s of column %s is not supported by the embedded node", t.String(), col)
-	case cql.TypeList, cql.TypeSet, cql.TypeMap:
-		if t.Key != nil {
-			if err := checkType(*t.Key, col); err != nil {
-				return err
-			}
-		}
-		if t.Elem != nil {
-			if err := checkType(*t.Elem, col); err != nil {
-				return err
-			}
-			if t.Elem.ID == cql.TypeCounter || t.Key != nil && t.Key.ID == cql.TypeCounter {
-				return invalidf("Counters are not allowed inside collections: %s", t.String())
+// checkNonFrozenUDT refuses a non-frozen user type with a non-frozen collection field, which
+// Cassandra does not support.
+func checkNonFrozenUDT(rs resolver, ct ctype, col string) error {
+	if !isUDT(ct.info) || ct.frozen {
+		return nil
+	}
+	if u := rs.types[ct.info.Name]; u != nil {
+		for _, f := range u.fields {
+			if !f.frozen {
+				if col != "" {
+					return invalidf("Non-frozen UDTs with nested non-frozen collections are not supported for column %s", col)
+				}
+				return invalidf("Non-frozen UDTs with nested non-frozen collections are not supported")
 			}
 		}
 	}
 	return nil
 }
 
-// finish orders the columns and fills the derived fields. rest holds the regular and
-// static columns.
-func (t *table) finish(rest []*column) {
+// sortColumns orders regular and static columns as SELECT * shows them: static first,
+// then by name.
+func sortColumns(rest []*column) {
 	sort.Slice(rest, func(i, j int) bool {
 		if rest[i].kind != rest[j].kind {
 			return rest[i].kind == kindStatic
 		}
 		return rest[i].name < rest[j].name
 	})
-	t.cols = t.cols[:0]
+}
+
+// finish fills the derived fields from pk, ck and cells.
+func (t *table) finish() {
+	var rest []*column
+	for _, c := range t.cells {
+		if c != nil {
+			rest = append(rest, c)
+		}
+	}
+	sortColumns(rest)
+	t.cols = make([]*column, 0, len(t.pk)+len(t.ck)+len(rest))
 	t.cols = append(t.cols, t.pk...)
 	t.cols = append(t.cols, t.ck...)
-	for i, c := range rest {
-		c.pos = i
-		t.cols = append(t.cols, c)
-	}
-	t.cells = rest
+	t.cols = append(t.cols, rest...)
+	t.byName = make(map[string]*column, len(t.cols))
+	t.static = false
 	for _, c := range t.cols {
 		t.byName[c.name] = c
+		t.static = t.static || c.kind == kindStatic
 	}
 	t.starSpecs = make([]cql.ColumnSpec, len(t.cols))
 	for i, c := range t.cols {
@@ -247,12 +313,18 @@ func (t *table) finish(rest []*column) {
 	if t.id == ([16]byte{}) {
 		t.id = nameUUID(t.ks + "." + t.name)
 	}
-	t.data.Store(newTableData())
 }
 
 // hasStatic reports whether the table has static columns.
-func (t *table) hasStatic() bool {
-	return len(t.cells) > 0 && t.cells[0].kind == kindStatic
+func (t *table) hasStatic() bool { return t.static }
+
+// alter returns a copy of the table's schema to change and publish, sharing its store.
+func (t *table) alter() *table {
+	n := &table{ks: t.ks, name: t.name, id: t.id, pk: slices.Clone(t.pk), ck: slices.Clone(t.ck),
+		cells: slices.Clone(t.cells), counter: t.counter, compact: t.compact, options: maps.Clone(t.options),
+		comment: t.comment, virtual: t.virtual, ttl: t.ttl, indexes: slices.Clone(t.indexes),
+		droppedC: slices.Clone(t.droppedC), tableStore: t.tableStore}
+	return n
 }
 
 // nameUUID derives a stable version 3 uuid from a name.
@@ -271,7 +343,7 @@ func mustTable(ks, cqlText string) *table {
 		panic("node: bad built-in table: " + err.Error() + ": " + cqlText)
 	}
 	st := ps.stmt.(*createTableStmt)
-	t, err := newTable(ks, st)
+	t, err := newTable(ks, st, resolver{ks: ks})
 	if err != nil {
 		panic("node: bad built-in table: " + err.Error() + ": " + cqlText)
 	}

@@ -31,7 +31,9 @@ import (
 
 // Config configures a Server. The zero value serves an unauthenticated node.
 type Config struct {
-	// Auth, as "USER:PASS", turns on PasswordAuthenticator (SASL PLAIN). Empty means no auth.
+	// Auth, as "USER:PASS", turns on PasswordAuthenticator (SASL PLAIN) and, in the engine
+	// Serve creates, roles and permissions (EngineConfig.Auth), USER being the first
+	// superuser. Empty means no auth.
 	Auth string
 	// Logger is the "node" logger. At debug level it writes one line per request, which has
 	// a real cost, as in CASSANDRA-14318. Nil means no logging.
@@ -145,7 +147,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.mu.Lock()
 	s.addr = ap
 	if s.engine == nil {
-		s.engine = NewEngine(EngineConfig{RPCAddr: ap, ClusterName: s.cfg.ClusterName})
+		s.engine = NewEngine(EngineConfig{RPCAddr: ap, ClusterName: s.cfg.ClusterName, Auth: s.cfg.Auth})
 		s.engine.OnSchemaChange(s.broadcastSchemaChange)
 	}
 	s.mu.Unlock()

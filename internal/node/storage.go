@@ -99,10 +99,11 @@ func (d *tableData) shard(token int64) *shard { return &d.shards[shardOf(token)]
 
 // cellOp is a write to one cell.
 type cellOp struct {
-	pos  int
-	kind cellOpKind
-	v    []byte // the value, or the operand of a collection operation
-	key  []byte // map key or list index for cellSetKey / cellDelKey
+	pos   int
+	kind  cellOpKind
+	field uint16 // the field of cellSetField (in kind's padding: the write path's ops stay 64 bytes)
+	v     []byte // the value, or the operand of a collection operation
+	key   []byte // map key or list index for cellSetKey / cellDelKey
 }
 
 type cellOpKind uint8
@@ -115,6 +116,7 @@ const (
 	cellSetKey                       // m[k] = v, l[i] = v
 	cellDelKey                       // DELETE m[k], l[i]
 	cellCounterAdd                   // counter += v
+	cellSetField                     // u.f = v on a non-frozen user type (nil deletes the field)
 )
 
 // mutation is a write to one row (or a deletion) of one partition.
@@ -148,44 +150,8 @@ func (d *tableData) apply(t *table, m *mutation, now int64) error {
 	defer sh.mu.Unlock()
 	p := sh.parts[string(m.pk)]
 	if m.cond != condNone {
-		var r *row
-		if p != nil {
-			if m.ck == nil && len(t.ck) == 0 && len(p.rows) > 0 {
-				r = p.rows[0]
-			} else if i, ok := p.find(t, m.ck); ok {
-				r = p.rows[i]
-			}
-		}
-		exists := r != nil && r.live(now)
-		if m.cond == condIf {
-			ok := true
-			vals := make([][]byte, len(m.conds))
-			for i := range m.conds {
-				cv := &m.conds[i]
-				var c *cell
-				if cv.col.kind == kindStatic {
-					if p != nil && p.static != nil {
-						c = &p.static.cells[cv.col.pos]
-					}
-				} else if r != nil {
-					c = &r.cells[cv.col.pos]
-				}
-				if c != nil && c.live(now) {
-					vals[i] = c.v
-				}
-				if !cv.holds(vals[i]) {
-					ok = false
-				}
-			}
-			if !ok {
-				m.applied, m.existing = false, vals
-				return nil
-			}
-		} else if exists == (m.cond == condNotExists) {
-			m.applied = false
-			if exists {
-				m.existing = fullRow(t, p, r, now)
-			}
+		if ok, existing := checkCond(t, p, m.ck, m.cond, m.conds, now); !ok {
+			m.applied, m.existing = false, existing
 			return nil
 		}
 	}
@@ -262,11 +228,111 @@ func (d *tableData) apply(t *table, m *mutation, now int64) error {
 			}
 			target = p.static
 		}
+		if op.pos >= len(target.cells) {
+			target.grow(len(t.cells))
+		}
 		if err := target.cells[op.pos].apply(col, op, m, now); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// cell returns the cell of slot pos, or nil in a row written before the column was added.
+func (r *row) cell(pos int) *cell {
+	if pos < len(r.cells) {
+		return &r.cells[pos]
+	}
+	return nil
+}
+
+// grow gives the row n cells, for columns added after it was written.
+func (r *row) grow(n int) {
+	for len(r.cells) < n {
+		r.cells = append(r.cells, cell{ts: noTS})
+	}
+}
+
+// checkCond evaluates a conditional write's condition on partition p (nil when absent), for
+// the row of clustering key ck. When it does not hold it also returns what Cassandra shows
+// beside [applied] = false: for IF EXISTS and IF NOT EXISTS the row (SELECT * order), for
+// IF the values of the condition's columns (condColumns), and nothing when the row those
+// would come from does not exist. The caller holds the shard lock.
+func checkCond(t *table, p *partition, ck [][]byte, cond uint8, conds []condVal, now int64) (bool, [][]byte) {
+	var r *row
+	if p != nil {
+		if ck == nil && len(t.ck) == 0 && len(p.rows) > 0 {
+			r = p.rows[0]
+		} else if i, ok := p.find(t, ck); ok && ck != nil {
+			r = p.rows[i]
+		}
+	}
+	exists := r != nil && r.live(now)
+	if cond != condIf {
+		if exists != (cond == condNotExists) {
+			return true, nil
+		}
+		if exists {
+			return false, fullRow(t, p, r, now)
+		}
+		return false, nil
+	}
+	ok := true
+	staticOnly := true
+	for i := range conds {
+		cv := &conds[i]
+		var c *cell
+		if cv.col.kind == kindStatic {
+			if p != nil && p.static != nil {
+				c = p.static.cell(cv.col.pos)
+			}
+		} else {
+			staticOnly = false
+			if r != nil {
+				c = r.cell(cv.col.pos)
+			}
+		}
+		var v []byte
+		if c != nil && c.live(now) {
+			v = c.v
+		}
+		if !cv.holds(v) {
+			ok = false
+		}
+	}
+	if ok {
+		return true, nil
+	}
+	if !exists && !(staticOnly && p != nil && p.static != nil && p.static.live(now)) {
+		return false, nil
+	}
+	cols := condColumns(conds)
+	vals := make([][]byte, len(cols))
+	for i, col := range cols {
+		var c *cell
+		if col.kind == kindStatic {
+			if p != nil && p.static != nil {
+				c = p.static.cell(col.pos)
+			}
+		} else if r != nil {
+			c = r.cell(col.pos)
+		}
+		if c != nil && c.live(now) {
+			vals[i] = c.v
+		}
+	}
+	return false, vals
+}
+
+// condColumns returns the columns of an IF, each once, in the order of the conditions.
+func condColumns(conds []condVal) []*column {
+	var out []*column
+	for i := range conds {
+		if !slices.Contains(out, conds[i].col) {
+			out = append(out, conds[i].col)
+		}
+	}
+	return out
 }
 
 // live reports whether the row has a live marker or a live cell.
@@ -384,6 +450,18 @@ func (c *cell) apply(col *column, op *cellOp, m *mutation, now int64) error {
 // collectionOp computes the new value of a collection (or counter) cell.
 func collectionOp(col *column, op *cellOp, old []byte) ([]byte, error) {
 	t := col.typ
+	if op.kind == cellSetField {
+		elems, _ := decTuple(old)
+		for len(elems) < len(t.Fields) {
+			elems = append(elems, nil)
+		}
+		elems = slices.Clone(elems)
+		elems[int(op.field)] = op.v
+		if !slices.ContainsFunc(elems, func(e []byte) bool { return e != nil }) {
+			return nil, nil
+		}
+		return encTuple(elems), nil
+	}
 	if op.kind == cellCounterAdd {
 		var a int64
 		if len(old) == 8 {

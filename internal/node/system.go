@@ -5,9 +5,8 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
-
-	"github.com/tracecar/tracecar/internal/cql"
 )
 
 // The system keyspaces are real tables in storage, with Cassandra 4.1's names and types.
@@ -198,6 +197,11 @@ func (e *Engine) refreshSystem(sc *schema) {
 	kss := fresh("system_schema", "keyspaces")
 	tables := fresh("system_schema", "tables")
 	columns := fresh("system_schema", "columns")
+	dropped := fresh("system_schema", "dropped_columns")
+	types := fresh("system_schema", "types")
+	indexes := fresh("system_schema", "indexes")
+	functions := fresh("system_schema", "functions")
+	aggregates := fresh("system_schema", "aggregates")
 	vkss := fresh("system_virtual_schema", "keyspaces")
 	vtables := fresh("system_virtual_schema", "tables")
 	vcolumns := fresh("system_virtual_schema", "columns")
@@ -214,12 +218,48 @@ func (e *Engine) refreshSystem(sc *schema) {
 			kss.put(map[string][]byte{"keyspace_name": encText(k.name), "durable_writes": encBool(k.durableWrites),
 				"replication": encTextMap(k.replication)})
 		}
+		for _, f := range k.functions {
+			functions.put(map[string][]byte{"keyspace_name": encText(k.name), "function_name": encText(f.name),
+				"argument_types": encTextList(typeTexts(f.argTypes)), "argument_names": encTextList(f.argNames),
+				"body": encText(f.body), "called_on_null_input": encBool(f.calledOnNull), "language": encText(f.language),
+				"return_type": encText(f.ret.text)})
+		}
+		for _, a := range k.aggregates {
+			row := map[string][]byte{"keyspace_name": encText(k.name), "aggregate_name": encText(a.name),
+				"argument_types": encTextList(typeTexts(a.argTypes)), "return_type": encText(a.ret.text),
+				"state_func": encText(a.stateFunc), "state_type": encText(a.stateType.text)}
+			if a.finalFunc != "" {
+				row["final_func"] = encText(a.finalFunc)
+			}
+			if a.initCond != "" {
+				row["initcond"] = encText(a.initCond)
+			}
+			aggregates.put(row)
+		}
+		for _, u := range k.types {
+			fieldTypes := make([]string, len(u.fields))
+			for i, f := range u.fields {
+				fieldTypes[i] = f.text
+			}
+			types.put(map[string][]byte{"keyspace_name": encText(k.name), "type_name": encText(u.name),
+				"field_names": encTextList(u.fieldNames), "field_types": encTextList(fieldTypes)})
+		}
 		for _, t := range k.tables {
 			if k.virtual {
 				vtables.put(map[string][]byte{"keyspace_name": encText(k.name), "table_name": encText(t.name),
 					"comment": encText(t.comment)})
 			} else {
 				tables.put(tableRow(k, t))
+			}
+			for _, ix := range t.indexes {
+				indexes.put(map[string][]byte{"keyspace_name": encText(k.name), "table_name": encText(t.name),
+					"index_name": encText(ix.name), "kind": encText("COMPOSITES"),
+					"options": encTextMap(map[string]string{"target": ix.target()})})
+			}
+			for _, dc := range t.droppedC {
+				dropped.put(map[string][]byte{"keyspace_name": encText(k.name), "table_name": encText(t.name),
+					"column_name": encText(dc.name), "dropped_time": encBigint(dc.at / 1000),
+					"kind": encText(colKindNames[dc.kind]), "type": encText(dc.text)})
 			}
 			cw := columns
 			if k.virtual {
@@ -244,13 +284,13 @@ func (e *Engine) refreshSystem(sc *schema) {
 			}
 		}
 	}
-	publish(kss, tables, columns, vkss, vtables, vcolumns)
+	publish(kss, tables, columns, dropped, types, indexes, functions, aggregates, vkss, vtables, vcolumns)
 }
 
 func tableRow(k *keyspace, t *table) map[string][]byte {
 	opt := func(name, def string) string {
 		if v, ok := t.options[name]; ok {
-			return v
+			return v.text
 		}
 		return def
 	}
@@ -267,38 +307,42 @@ func tableRow(k *keyspace, t *table) map[string][]byte {
 		return encInt(def)
 	}
 	flags := []string{"compound"}
-	if k.system && k.name == "system" {
-		flags = []string{"compound"}
+	if t.counter {
+		flags = append(flags, "counter")
 	}
 	gc := int32(864000)
 	if k.system {
 		gc = 0
 	}
+	ext := map[string][]byte{}
+	for k, v := range t.optMapOr("extensions", nil) {
+		ext[k] = []byte(v)
+	}
 	return map[string][]byte{
 		"keyspace_name": encText(k.name), "table_name": encText(t.name),
-		"additional_write_policy": encText("99p"),
+		"additional_write_policy": encText(opt("additional_write_policy", "99p")),
 		"bloom_filter_fp_chance":  float("bloom_filter_fp_chance", 0.01),
-		"caching":                 encTextMap(map[string]string{"keys": "ALL", "rows_per_partition": "NONE"}),
-		"cdc":                     encBool(false),
+		"caching":                 encTextMap(t.optMapOr("caching", map[string]string{"keys": "ALL", "rows_per_partition": "NONE"})),
+		"cdc":                     encBool(strings.EqualFold(opt("cdc", "false"), "true")),
 		"comment":                 encText(t.comment),
-		"compaction": encTextMap(map[string]string{"class": "org.apache.cassandra.db.compaction.SizeTieredCompactionStrategy",
-			"max_threshold": "32", "min_threshold": "4"}),
-		"compression": encTextMap(map[string]string{"chunk_length_in_kb": "16",
-			"class": "org.apache.cassandra.io.compress.LZ4Compressor"}),
-		"crc_check_chance":            encDouble(1),
+		"compaction": encTextMap(t.optMapOr("compaction", map[string]string{"class": "org.apache.cassandra.db.compaction.SizeTieredCompactionStrategy",
+			"max_threshold": "32", "min_threshold": "4"})),
+		"compression": encTextMap(t.optMapOr("compression", map[string]string{"chunk_length_in_kb": "16",
+			"class": "org.apache.cassandra.io.compress.LZ4Compressor"})),
+		"crc_check_chance":            float("crc_check_chance", 1),
 		"dclocal_read_repair_chance":  encDouble(0),
 		"default_time_to_live":        encInt(t.ttl),
-		"extensions":                  encCollection(nil),
+		"extensions":                  encBlobMap(ext),
 		"flags":                       encTextSet(flags),
 		"gc_grace_seconds":            integer("gc_grace_seconds", gc),
 		"id":                          encUUID(t.id),
-		"max_index_interval":          encInt(2048),
-		"memtable":                    encText("default"),
-		"memtable_flush_period_in_ms": encInt(0),
-		"min_index_interval":          encInt(128),
-		"read_repair":                 encText("BLOCKING"),
+		"max_index_interval":          integer("max_index_interval", 2048),
+		"memtable":                    encText(opt("memtable", "default")),
+		"memtable_flush_period_in_ms": integer("memtable_flush_period_in_ms", 0),
+		"min_index_interval":          integer("min_index_interval", 128),
+		"read_repair":                 encText(opt("read_repair", "BLOCKING")),
 		"read_repair_chance":          encDouble(0),
-		"speculative_retry":           encText("99p"),
+		"speculative_retry":           encText(opt("speculative_retry", "99p")),
 	}
 }
 
@@ -360,195 +404,4 @@ func (e *Engine) WriteTrace(ts TraceSession) {
 		"duration": encInt(int32(min(ts.Duration.Microseconds(), math.MaxInt32))), "parameters": encTextMap(params),
 		"request": encText(ts.Request), "started_at": encTimestamp(ts.StartedAt),
 	})
-}
-
-// ddlPlan executes schema statements.
-type ddlPlan struct {
-	st statement
-	ks string // the session keyspace at preparation
-}
-
-func (p *ddlPlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
-	e.ddlMu.Lock()
-	sc := e.schema.Load()
-	n := sc.clone()
-	change, err := p.apply(e, sc, n, x)
-	if err != nil || change == nil {
-		e.ddlMu.Unlock()
-		if err != nil {
-			return nil, err
-		}
-		return cql.VoidResult{}, nil
-	}
-	n.version = newSchemaVersion()
-	e.refreshSystem(n)
-	e.schema.Store(n)
-	e.ddlMu.Unlock()
-	if x.tr != nil {
-		x.tr.Event("Schema change: " + change.ChangeType + " " + change.Target + " " + change.Keyspace + " " + change.Name)
-	}
-	e.notify(*change)
-	return cql.SchemaChangeResult{Change: *change}, nil
-}
-
-func validName(s string) bool {
-	if s == "" || len(s) > 48 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
-			return false
-		}
-	}
-	return true
-}
-
-// apply changes n (a clone of sc) and returns the change, or nil when nothing changed.
-func (p *ddlPlan) apply(e *Engine, sc, n *schema, x *execCtx) (*cql.SchemaChange, error) {
-	switch st := p.st.(type) {
-	case *createKeyspaceStmt:
-		if !validName(st.name) {
-			return nil, invalidf("Keyspace name must not be empty, more than 48 characters long, or contain non-alphanumeric-underscore characters (got \"%s\")", st.name)
-		}
-		if sc.keyspaces[st.name] != nil {
-			if st.ifNotExists {
-				return nil, nil
-			}
-			return nil, &cql.Error{Code: cql.ErrCodeAlreadyExists, Message: "Keyspace '" + st.name + "' already exists", Keyspace: st.name}
-		}
-		repl, err := replication(st.replication, dataCenters(e.nodes))
-		if err != nil {
-			return nil, err
-		}
-		n.keyspaces[st.name] = &keyspace{name: st.name, replication: repl, durableWrites: st.durableWrites, tables: map[string]*table{}}
-		return &cql.SchemaChange{ChangeType: "CREATED", Target: cql.TargetKeyspace, Keyspace: st.name}, nil
-	case *dropKeyspaceStmt:
-		k := sc.keyspaces[st.name]
-		if k == nil {
-			if st.ifExists {
-				return nil, nil
-			}
-			return nil, &cql.Error{Code: cql.ErrCodeConfig, Message: "Cannot drop non existing keyspace '" + st.name + "'."}
-		}
-		if k.system {
-			return nil, &cql.Error{Code: cql.ErrCodeUnauthorized, Message: st.name + " keyspace is not user-modifiable."}
-		}
-		delete(n.keyspaces, st.name)
-		for _, t := range k.tables {
-			t.dropped.Store(true)
-		}
-		return &cql.SchemaChange{ChangeType: "DROPPED", Target: cql.TargetKeyspace, Keyspace: st.name}, nil
-	case *createTableStmt:
-		ksName, err := keyspaceOf(st.table.ks, p.ks, x.s.Keyspace)
-		if err != nil {
-			return nil, err
-		}
-		k := sc.keyspaces[ksName]
-		if k == nil {
-			return nil, invalidf("Keyspace '%s' doesn't exist", ksName)
-		}
-		if k.system {
-			return nil, &cql.Error{Code: cql.ErrCodeUnauthorized, Message: ksName + " keyspace is not user-modifiable."}
-		}
-		if !validName(st.table.name) {
-			return nil, invalidf("Table name must not be empty, more than 48 characters long, or contain non-alphanumeric-underscore characters (got \"%s\")", st.table.name)
-		}
-		if k.tables[st.table.name] != nil {
-			if st.ifNotExists {
-				return nil, nil
-			}
-			return nil, &cql.Error{Code: cql.ErrCodeAlreadyExists, Message: "Cannot add already existing table \"" + st.table.name + "\" to keyspace \"" + ksName + "\"", Keyspace: ksName, Table: st.table.name}
-		}
-		t, err := newTable(ksName, st)
-		if err != nil {
-			return nil, err
-		}
-		t.id = newSchemaVersion()
-		nk := k.clone()
-		nk.tables[t.name] = t
-		n.keyspaces[ksName] = nk
-		return &cql.SchemaChange{ChangeType: "CREATED", Target: cql.TargetTable, Keyspace: ksName, Name: t.name}, nil
-	case *dropTableStmt:
-		ksName, err := keyspaceOf(st.table.ks, p.ks, x.s.Keyspace)
-		if err != nil {
-			return nil, err
-		}
-		k := sc.keyspaces[ksName]
-		if k == nil {
-			if st.ifExists {
-				return nil, nil
-			}
-			return nil, invalidf("Keyspace '%s' doesn't exist", ksName)
-		}
-		t := k.tables[st.table.name]
-		if t == nil {
-			if st.ifExists {
-				return nil, nil
-			}
-			return nil, invalidf("Table '%s.%s' doesn't exist", ksName, st.table.name)
-		}
-		if k.system {
-			return nil, &cql.Error{Code: cql.ErrCodeUnauthorized, Message: ksName + " keyspace is not user-modifiable."}
-		}
-		nk := k.clone()
-		delete(nk.tables, t.name)
-		n.keyspaces[ksName] = nk
-		t.dropped.Store(true)
-		return &cql.SchemaChange{ChangeType: "DROPPED", Target: cql.TargetTable, Keyspace: ksName, Name: t.name}, nil
-	}
-	return nil, invalidf("unsupported schema statement")
-}
-
-// replication validates and normalizes a keyspace's replication map as Cassandra stores it.
-// NetworkTopologyStrategy's replication_factor expands to every data center in dcs.
-func replication(m map[string]string, dcs []string) (map[string]string, error) {
-	class, ok := m["class"]
-	if !ok {
-		return nil, &cql.Error{Code: cql.ErrCodeConfig, Message: "Missing replication strategy class"}
-	}
-	out := map[string]string{}
-	switch class {
-	case "SimpleStrategy", simpleStrategy:
-		out["class"] = simpleStrategy
-		rf, ok := m["replication_factor"]
-		if !ok {
-			return nil, &cql.Error{Code: cql.ErrCodeConfig, Message: "SimpleStrategy requires a replication_factor strategy option."}
-		}
-		if n, err := strconv.Atoi(rf); err != nil || n < 0 {
-			return nil, &cql.Error{Code: cql.ErrCodeConfig, Message: "Replication factor must be non-negative; found " + rf}
-		}
-		out["replication_factor"] = rf
-		for k := range m {
-			if k != "class" && k != "replication_factor" {
-				return nil, &cql.Error{Code: cql.ErrCodeConfig, Message: "Unrecognized strategy option {" + k + "} passed to SimpleStrategy for keyspace"}
-			}
-		}
-	case "NetworkTopologyStrategy", ntsStrategy:
-		out["class"] = ntsStrategy
-		for k, v := range m {
-			if k == "class" {
-				continue
-			}
-			if n, err := strconv.Atoi(v); err != nil || n < 0 {
-				return nil, &cql.Error{Code: cql.ErrCodeConfig, Message: "Replication factor must be non-negative; found " + v}
-			}
-			if k == "replication_factor" {
-				// Cassandra expands it to every known data center, and an explicit
-				// data center wins over it.
-				for _, dc := range dcs {
-					if _, ok := m[dc]; !ok {
-						out[dc] = v
-					}
-				}
-				continue
-			}
-			out[k] = v
-		}
-	case "LocalStrategy", localStrategy:
-		return nil, &cql.Error{Code: cql.ErrCodeConfig, Message: "Unable to use given strategy class: LocalStrategy is reserved for internal use."}
-	default:
-		return nil, &cql.Error{Code: cql.ErrCodeConfig, Message: "Unable to find replication strategy class '" + class + "'"}
-	}
-	return out, nil
 }

@@ -107,6 +107,22 @@ func encTextMap(m map[string]string) []byte {
 	return b
 }
 
+// encBlobMap serializes a map<text, blob>, sorted by key.
+func encBlobMap(m map[string][]byte) []byte {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	elems := make([][]byte, 0, 2*len(keys))
+	for _, k := range keys {
+		elems = append(elems, []byte(k), m[k])
+	}
+	b := encCollection(elems)
+	binary.BigEndian.PutUint32(b, uint32(len(keys)))
+	return b
+}
+
 // decCollection splits a serialized collection into its elements (2 per map entry).
 func decCollection(b []byte, perEntry int) ([][]byte, bool) {
 	if len(b) < 4 {
@@ -218,6 +234,27 @@ func validate(t cql.TypeInfo, b []byte, col string) error {
 		if len(b) < 4 {
 			return invalidf("Invalid decimal value for %s", col)
 		}
+	case cql.TypeDuration:
+		d, ok := decDuration(b)
+		if !ok {
+			return invalidf("Invalid duration value for %s", col)
+		}
+		if !d.sameSign() {
+			return invalidf("The duration months, days and nanoseconds must be all of the same sign (%d, %d, %d)", d.months, d.days, d.nanos)
+		}
+	case cql.TypeUDT, cql.TypeTuple:
+		elems, ok := decTuple(b)
+		types := componentTypes(t)
+		if !ok || len(elems) > len(types) {
+			return invalidf("Invalid %s value for %s: it has more components than its type, or is malformed", cqlTypeText(t), col)
+		}
+		for i, e := range elems {
+			if e != nil {
+				if err := validate(types[i], e, col); err != nil {
+					return err
+				}
+			}
+		}
 	case cql.TypeList, cql.TypeSet, cql.TypeMap:
 		elems, ok := decCollection(b, elemsPerEntry(t))
 		if !ok {
@@ -297,7 +334,9 @@ func literalDepth(t *term, typ cql.TypeInfo, col string, depth int) ([]byte, err
 	case termList, termSet, termMap:
 		return collectionLiteral(t, typ, col, depth)
 	case termTuple:
-		return nil, invalidf("Invalid tuple literal for %s of type %s", col, typ.String())
+		return tupleLiteral(t, typ, col, depth)
+	case termUDT:
+		return udtLiteral(t, typ, col, depth)
 	case termFunc:
 		return nil, invalidf("function %s() is not supported here", t.name)
 	case termBind:
@@ -462,7 +501,17 @@ func literalDepth(t *term, typ cql.TypeInfo, col string, depth int) ([]byte, err
 		}
 		return bad()
 	case cql.TypeDuration:
-		return nil, invalidf("duration values are not supported by the embedded node")
+		if t.lit != litDuration {
+			return bad()
+		}
+		d, err := parseDuration(t.text)
+		if err != nil {
+			return nil, invalidf("Unable to convert '%s' to a duration", t.text)
+		}
+		if !d.sameSign() {
+			return nil, invalidf("The duration months, days and nanoseconds must be all of the same sign (%d, %d, %d)", d.months, d.days, d.nanos)
+		}
+		return encDuration(d), nil
 	}
 	return nil, invalidf("type %s is not supported by the embedded node", typ.String())
 }
@@ -692,6 +741,101 @@ func kindName(t *term) string {
 	return "value"
 }
 
+// encTuple serializes the components of a tuple or user type value; nil is null.
+func encTuple(elems [][]byte) []byte {
+	n := 0
+	for _, e := range elems {
+		n += 4 + len(e)
+	}
+	b := make([]byte, 0, n)
+	for _, e := range elems {
+		if e == nil {
+			b = binary.BigEndian.AppendUint32(b, 0xFFFFFFFF)
+			continue
+		}
+		b = binary.BigEndian.AppendUint32(b, uint32(len(e)))
+		b = append(b, e...)
+	}
+	return b
+}
+
+// decTuple splits a tuple or user type value into its components, nil for null. A value
+// may have fewer components than its type (a user type that gained fields since).
+func decTuple(b []byte) ([][]byte, bool) {
+	var out [][]byte
+	for len(b) > 0 {
+		if len(b) < 4 {
+			return nil, false
+		}
+		l := int32(binary.BigEndian.Uint32(b))
+		b = b[4:]
+		if l < 0 {
+			out = append(out, nil)
+			continue
+		}
+		if int(l) > len(b) {
+			return nil, false
+		}
+		out = append(out, b[:l:l])
+		b = b[l:]
+	}
+	return out, true
+}
+
+// cqlTypeText spells a type as Cassandra's messages do: user types and tuples frozen.
+func cqlTypeText(t cql.TypeInfo) string {
+	switch t.ID {
+	case cql.TypeUDT:
+		return "frozen<" + quoteName(t.Name) + ">"
+	case cql.TypeTuple:
+		parts := make([]string, len(t.Elems))
+		for i, e := range t.Elems {
+			parts[i] = cqlTypeText(e)
+		}
+		return "frozen<tuple<" + strings.Join(parts, ", ") + ">>"
+	}
+	return t.String()
+}
+
+// tupleLiteral converts (a, b, ...) for a tuple type.
+func tupleLiteral(t *term, typ cql.TypeInfo, col string, depth int) ([]byte, error) {
+	if typ.ID != cql.TypeTuple {
+		return nil, invalidf("Invalid tuple type literal for %s of type %s", col, cqlTypeText(typ))
+	}
+	if len(t.elems) > len(typ.Elems) {
+		return nil, invalidf("Invalid tuple literal for %s: too many elements. Type %s expects %d but got %d", col, cqlTypeText(typ), len(typ.Elems), len(t.elems))
+	}
+	elems := make([][]byte, len(typ.Elems))
+	for i, e := range t.elems {
+		b, err := literalDepth(e, typ.Elems[i], col, depth+1)
+		if err != nil {
+			return nil, invalidf("Invalid tuple literal for %s: component %d is not of type %s", col, i, cqlTypeText(typ.Elems[i]))
+		}
+		elems[i] = b
+	}
+	return encTuple(elems), nil
+}
+
+// udtLiteral converts {field: value, ...} for a user type; fields not given are null.
+func udtLiteral(t *term, typ cql.TypeInfo, col string, depth int) ([]byte, error) {
+	if typ.ID != cql.TypeUDT {
+		return nil, invalidf("Invalid user type literal for %s of type %s", col, cqlTypeText(typ))
+	}
+	elems := make([][]byte, len(typ.Fields))
+	for i, n := range t.names {
+		f := slices.IndexFunc(typ.Fields, func(f cql.Field) bool { return f.Name == n })
+		if f < 0 {
+			return nil, invalidf("Unknown field '%s' in value of user defined type %s", n, typ.Name)
+		}
+		b, err := literalDepth(t.elems[i], typ.Fields[f].Type, col, depth+1)
+		if err != nil {
+			return nil, invalidf("Invalid user type literal for %s: field %s is not of type %s", col, n, cqlTypeText(typ.Fields[f].Type))
+		}
+		elems[f] = b
+	}
+	return encTuple(elems), nil
+}
+
 // compareValues orders two serialized values of type t as Cassandra's comparators do.
 // Empty values sort first.
 func compareValues(t cql.TypeInfo, a, b []byte) int {
@@ -743,6 +887,26 @@ func compareValues(t cql.TypeInfo, a, b []byte) int {
 				return cmpSignedBytes(a[8:], b[8:])
 			}
 			return bytes.Compare(a, b)
+		}
+	case cql.TypeUDT, cql.TypeTuple:
+		ea, oka := decTuple(a)
+		eb, okb := decTuple(b)
+		if oka && okb {
+			types := componentTypes(t)
+			for i := 0; i < len(ea) && i < len(eb) && i < len(types); i++ {
+				switch {
+				case ea[i] == nil && eb[i] == nil:
+				case ea[i] == nil:
+					return -1
+				case eb[i] == nil:
+					return 1
+				default:
+					if c := compareValues(types[i], ea[i], eb[i]); c != 0 {
+						return c
+					}
+				}
+			}
+			return cmp.Compare(len(ea), len(eb))
 		}
 	case cql.TypeList, cql.TypeSet, cql.TypeMap:
 		per := elemsPerEntry(t)

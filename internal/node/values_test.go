@@ -54,28 +54,46 @@ func timeUUID(ts uint32, node byte) []byte {
 	return u
 }
 
-// FuzzValues checks that validation, comparison and collection updates never panic on
-// bound bytes.
+// fuzzTypes are the types FuzzValues reads its bytes as.
+var fuzzTypes = []cql.TypeInfo{
+	cql.ListOf(cql.Simple(cql.TypeInt)), cql.SetOf(cql.Simple(cql.TypeVarchar)),
+	cql.MapOf(cql.Simple(cql.TypeVarchar), cql.Simple(cql.TypeDouble)), cql.Simple(cql.TypeVarint),
+	cql.Simple(cql.TypeTimeUUID), cql.Simple(cql.TypeDecimal), cql.Simple(cql.TypeUUID),
+	cql.Simple(cql.TypeFloat), cql.Simple(cql.TypeInet), cql.Simple(cql.TypeASCII),
+	cql.MapOf(cql.Simple(cql.TypeInt), cql.ListOf(cql.Simple(cql.TypeBlob))),
+	cql.Simple(cql.TypeDuration), {ID: cql.TypeTuple, Elems: []cql.TypeInfo{cql.Simple(cql.TypeInt), cql.Simple(cql.TypeVarchar)}},
+	{ID: cql.TypeUDT, Keyspace: "ks", Name: "u", Fields: []cql.Field{{Name: "a", Type: cql.Simple(cql.TypeInt)},
+		{Name: "b", Type: cql.ListOf(cql.Simple(cql.TypeVarchar))}}},
+	cql.Simple(cql.TypeDate), cql.Simple(cql.TypeTimestamp), cql.Simple(cql.TypeTime),
+}
+
+// FuzzValues checks that validation, comparison, collection and field updates, field
+// selection and JSON never panic on bound bytes.
 func FuzzValues(f *testing.F) {
 	f.Add(uint8(0), []byte{0, 0, 0, 1, 0, 0, 0, 1, 7}, []byte{0, 0, 0, 0})
 	f.Add(uint8(5), []byte{0x7f, 0xff, 0xff, 0xff, 1}, []byte{0, 0, 0, 2, 9})
-	types := []cql.TypeInfo{
-		cql.ListOf(cql.Simple(cql.TypeInt)), cql.SetOf(cql.Simple(cql.TypeVarchar)),
-		cql.MapOf(cql.Simple(cql.TypeVarchar), cql.Simple(cql.TypeDouble)), cql.Simple(cql.TypeVarint),
-		cql.Simple(cql.TypeTimeUUID), cql.Simple(cql.TypeDecimal), cql.Simple(cql.TypeUUID),
-		cql.Simple(cql.TypeFloat), cql.Simple(cql.TypeInet), cql.Simple(cql.TypeASCII),
-		cql.MapOf(cql.Simple(cql.TypeInt), cql.ListOf(cql.Simple(cql.TypeBlob))),
-	}
-	f.Fuzz(func(t *testing.T, ti uint8, a, b []byte) {
-		typ := types[int(ti)%len(types)]
-		_ = validate(typ, a, "c")
-		_ = compareValues(typ, a, b)
-		_ = normalizeCollection(typ, a)
-		if isCollection(typ) {
-			col := &column{name: "c", typ: typ}
-			for _, k := range []cellOpKind{cellAppend, cellPrepend, cellRemove, cellSetKey, cellDelKey} {
-				_, _ = collectionOp(col, &cellOp{kind: k, v: b, key: encInt(0)}, a)
-			}
+	f.Fuzz(func(t *testing.T, ti uint8, a, b []byte) { fuzzValue(ti, a, b) })
+}
+
+func fuzzValue(ti uint8, a, b []byte) {
+	typ := fuzzTypes[int(ti)%len(fuzzTypes)]
+	_ = validate(typ, a, "c")
+	_ = compareValues(typ, a, b)
+	_ = normalizeCollection(typ, a)
+	if isCollection(typ) {
+		col := &column{name: "c", typ: typ}
+		for _, k := range []cellOpKind{cellAppend, cellPrepend, cellRemove, cellSetKey, cellDelKey} {
+			_, _ = collectionOp(col, &cellOp{kind: k, v: b, key: encInt(0)}, a)
 		}
-	})
+	}
+	if isUDT(typ) {
+		_, _ = collectionOp(&column{name: "c", typ: typ}, &cellOp{kind: cellSetField, v: b, field: uint16(ti % 2)}, a)
+	}
+	// JSON renders whatever was bound, and reads back what it rendered.
+	if validate(typ, a, "c") == nil {
+		if v, err := decodeJSON(toJSON(typ, a)); err == nil {
+			_, _ = fromJSON(v, typ, 0)
+		}
+	}
+	_ = fieldOf(a, []int{int(ti) % 3})
 }

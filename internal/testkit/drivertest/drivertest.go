@@ -6,6 +6,7 @@
 package drivertest
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -128,6 +129,26 @@ func RunNodeJS(tb testing.TB, o Options) {
 		missing(tb, "the Node.js cassandra-driver (npm install cassandra-driver@4, with NODE_PATH)")
 	}
 	run(tb, o.env(), "node", filepath.Join(scriptsDir(), "node_suite.js"))
+}
+
+// output runs a driver script and returns its standard output; its standard error goes to
+// the test log, and a failure fails tb with both.
+func output(tb testing.TB, env []string, name string, args ...string) []byte {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = env
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		tb.Fatalf("%s %v: %v\n%s\n%s", name, args, err, out, stderr.Bytes())
+	}
+	if stderr.Len() > 0 {
+		tb.Logf("%s", stderr.Bytes())
+	}
+	return out
 }
 
 func run(tb testing.TB, env []string, name string, args ...string) {

@@ -1,0 +1,743 @@
+package node
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/tracecar/tracecar/internal/cql"
+)
+
+// Roles and permissions, as Cassandra 4.1 with PasswordAuthenticator, CassandraAuthorizer
+// and CassandraRoleManager: roles with their logins, passwords, superuser status and the
+// roles granted to them; permissions on keyspaces, tables, roles and functions, inherited
+// along each resource's parents and through granted roles; the system_auth tables that show
+// them. Without EngineConfig.Auth the node is like a Cassandra node with
+// AllowAllAuthenticator: everyone is anonymous, nothing is checked, and role statements
+// are refused as Cassandra refuses them to an anonymous user.
+
+// roleInfo is a role. It is guarded by authState.mu.
+type roleInfo struct {
+	name        string
+	super       bool
+	login       bool
+	salt, hash  []byte // SHA-256 of salt and password; nil: no password
+	memberOf    []string
+	permissions map[string][]string // resource key → permissions, in permissionNames order
+	resources   map[string]resource
+}
+
+// authState is the engine's roles. It is safe for concurrent use.
+type authState struct {
+	enabled bool // set once, by NewEngine
+	mu      sync.RWMutex
+	roles   map[string]*roleInfo
+}
+
+func newAuthState(login string) *authState {
+	a := &authState{roles: map[string]*roleInfo{}}
+	if u, pw, ok := strings.Cut(login, ":"); ok && u != "" {
+		a.enabled = true
+		r := &roleInfo{name: u, super: true, login: true, permissions: map[string][]string{}, resources: map[string]resource{}}
+		r.setPassword(pw)
+		a.roles[u] = r
+	}
+	return a
+}
+
+func (r *roleInfo) setPassword(pw string) {
+	r.salt = make([]byte, 16)
+	_, _ = rand.Read(r.salt)
+	h := sha256.Sum256(append(append([]byte{}, r.salt...), pw...))
+	r.hash = h[:]
+}
+
+// saltedHash is the role's password as system_auth.roles shows it. Cassandra keeps a bcrypt
+// hash; the node keeps a salted SHA-256, spelled so that no one takes it for bcrypt.
+func (r *roleInfo) saltedHash() []byte {
+	if r.hash == nil {
+		return nil
+	}
+	return []byte("$sha256$" + hex.EncodeToString(r.salt) + "$" + hex.EncodeToString(r.hash))
+}
+
+// Login checks a login and returns the role's name. It is safe for concurrent use.
+func (e *Engine) Login(user, password string) (string, error) {
+	bad := &cql.Error{Code: cql.ErrCodeBadCredentials, Message: "Provided username " + user + " and/or password are incorrect"}
+	a := e.auth
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	r := a.roles[user]
+	if r == nil || r.hash == nil {
+		return "", bad
+	}
+	h := sha256.Sum256(append(append([]byte{}, r.salt...), password...))
+	if subtle.ConstantTimeCompare(h[:], r.hash) != 1 {
+		return "", bad
+	}
+	if !r.login {
+		return "", &cql.Error{Code: cql.ErrCodeBadCredentials, Message: user + " is not permitted to log in"}
+	}
+	return r.name, nil
+}
+
+// String names the resource as Cassandra's messages do: <table ks.t>.
+func (r resource) String() string {
+	switch r.kind {
+	case resAllKeyspaces:
+		return "<all keyspaces>"
+	case resKeyspace:
+		return "<keyspace " + r.ks + ">"
+	case resTable:
+		return "<table " + r.ks + "." + r.name + ">"
+	case resAllRoles:
+		return "<all roles>"
+	case resRole:
+		return "<role " + r.name + ">"
+	case resAllFunctions:
+		return "<all functions>"
+	case resKeyspaceFunctions:
+		return "<all functions in " + r.ks + ">"
+	}
+	return "<function " + r.ks + "." + r.name + "(" + strings.Join(r.argText, ", ") + ")>"
+}
+
+// key is the resource's name in system_auth, as Cassandra's IResource.getName: data/ks/t.
+func (r resource) key() string {
+	switch r.kind {
+	case resAllKeyspaces:
+		return "data"
+	case resKeyspace:
+		return "data/" + r.ks
+	case resTable:
+		return "data/" + r.ks + "/" + r.name
+	case resAllRoles:
+		return "roles"
+	case resRole:
+		return "roles/" + r.name
+	case resAllFunctions:
+		return "functions"
+	case resKeyspaceFunctions:
+		return "functions/" + r.ks
+	}
+	return "functions/" + r.ks + "/" + r.name + "[" + strings.Join(r.argText, "^") + "]"
+}
+
+// parent returns the resource a permission on r is inherited from.
+func (r resource) parent() (resource, bool) {
+	switch r.kind {
+	case resKeyspace:
+		return resource{kind: resAllKeyspaces}, true
+	case resTable:
+		return resource{kind: resKeyspace, ks: r.ks}, true
+	case resRole:
+		return resource{kind: resAllRoles}, true
+	case resKeyspaceFunctions:
+		return resource{kind: resAllFunctions}, true
+	case resFunction:
+		return resource{kind: resKeyspaceFunctions, ks: r.ks}, true
+	}
+	return resource{}, false
+}
+
+// applicable lists the permissions that apply to the resource, in Cassandra's order.
+func (r resource) applicable() []string {
+	switch r.kind {
+	case resAllKeyspaces, resKeyspace:
+		return []string{"CREATE", "ALTER", "DROP", "SELECT", "MODIFY", "AUTHORIZE"}
+	case resTable:
+		return []string{"ALTER", "DROP", "SELECT", "MODIFY", "AUTHORIZE"}
+	case resAllRoles:
+		return []string{"CREATE", "ALTER", "DROP", "AUTHORIZE", "DESCRIBE"}
+	case resRole:
+		return []string{"ALTER", "DROP", "AUTHORIZE"}
+	case resAllFunctions, resKeyspaceFunctions:
+		return []string{"CREATE", "ALTER", "DROP", "AUTHORIZE", "EXECUTE"}
+	}
+	return []string{"ALTER", "DROP", "AUTHORIZE", "EXECUTE"}
+}
+
+func (r resource) className() string {
+	switch r.kind {
+	case resAllRoles, resRole:
+		return "RoleResource"
+	case resAllFunctions, resKeyspaceFunctions, resFunction:
+		return "FunctionResource"
+	}
+	return "DataResource"
+}
+
+// exists reports whether the resource is in the schema (or among the roles).
+func (e *Engine) exists(r resource) bool {
+	sc := e.schema.Load()
+	switch r.kind {
+	case resKeyspace, resKeyspaceFunctions:
+		return sc.keyspaces[r.ks] != nil
+	case resTable:
+		return sc.table(r.ks, r.name) != nil
+	case resRole:
+		return e.auth.roles[r.name] != nil
+	case resFunction:
+		k := sc.keyspaces[r.ks]
+		return k != nil && (k.functions[r.name+"("+strings.Join(r.argText, ", ")+")"] != nil || k.aggregates[r.name+"("+strings.Join(r.argText, ", ")+")"] != nil)
+	}
+	return true
+}
+
+// need is a permission a statement needs.
+type need struct {
+	perm string
+	res  resource
+}
+
+// readableSystem lists the keyspaces every role may read: what drivers read on connect and
+// for their metadata and traces.
+var readableSystem = map[string]bool{"system": true, "system_schema": true, "system_virtual_schema": true,
+	"system_views": true, "system_traces": true}
+
+// rolesOf returns the role and every role granted to it, recursively. The caller holds
+// a.mu.
+func (a *authState) rolesOf(name string, recursive bool) []*roleInfo {
+	var out []*roleInfo
+	seen := map[string]bool{}
+	var walk func(n string, depth int)
+	walk = func(n string, depth int) {
+		r := a.roles[n]
+		if r == nil || seen[n] {
+			return
+		}
+		seen[n] = true
+		out = append(out, r)
+		if recursive || depth == 0 {
+			for _, m := range r.memberOf {
+				if recursive {
+					walk(m, depth+1)
+				} else if mr := a.roles[m]; mr != nil && !seen[m] {
+					seen[m] = true
+					out = append(out, mr)
+				}
+			}
+		}
+	}
+	walk(name, 0)
+	return out
+}
+
+// isSuper reports whether a role, or one granted to it, is a superuser. The caller holds
+// a.mu.
+func (a *authState) isSuper(name string) bool {
+	for _, r := range a.rolesOf(name, true) {
+		if r.super {
+			return true
+		}
+	}
+	return false
+}
+
+// has reports whether role name holds perm on res or one of its parents. The caller holds
+// a.mu.
+func (a *authState) has(name, perm string, res resource) bool {
+	if a.isSuper(name) {
+		return true
+	}
+	roles := a.rolesOf(name, true)
+	for r, ok := res, true; ok; r, ok = r.parent() {
+		for _, role := range roles {
+			if slices.Contains(role.permissions[r.key()], perm) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func unauthorized(format string, args ...any) *cql.Error {
+	return &cql.Error{Code: cql.ErrCodeUnauthorized, Message: fmt.Sprintf(format, args...)}
+}
+
+// authorize checks that the session's role holds the permissions a statement needs.
+func (e *Engine) authorize(s *Session, needs []need) error {
+	a := e.auth
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	if s == nil || s.User == "" {
+		return unauthorized("You have not logged in")
+	}
+	for _, n := range needs {
+		if !a.has(s.User, n.perm, n.res) {
+			return unauthorized("User %s has no %s permission on %s or any of its parents", s.User, n.perm, n.res)
+		}
+	}
+	return nil
+}
+
+// tableNeeds records that the statement needs perm on table t: SELECT or MODIFY. Schema
+// statements check theirs when they run (ddl.require).
+func (c *compiler) tableNeeds(t *table, perm string) {
+	if perm == "SELECT" && readableSystem[t.ks] {
+		return
+	}
+	c.needs = append(c.needs, need{perm: perm, res: resource{kind: resTable, ks: t.ks, name: t.name}})
+}
+
+// authPlan runs a role or permission statement.
+type authPlan struct{ st statement }
+
+func (p *authPlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
+	a := e.auth
+	if !a.enabled || x.s == nil || x.s.User == "" {
+		return nil, unauthorized("You have to be logged in and not anonymous to perform this request")
+	}
+	switch st := p.st.(type) {
+	case *listRolesStmt:
+		a.mu.RLock()
+		defer a.mu.RUnlock()
+		return e.listRoles(x.s.User, st)
+	case *listPermsStmt:
+		a.mu.RLock()
+		defer a.mu.RUnlock()
+		return e.listPermissions(x.s, st)
+	}
+	e.ddlMu.Lock() // with schema changes, so that GRANT sees the resources that exist
+	defer e.ddlMu.Unlock()
+	a.mu.Lock()
+	var err error
+	switch st := p.st.(type) {
+	case *roleStmt:
+		err = e.roleChange(x.s.User, st)
+	case *grantStmt:
+		err = e.grantPermissions(x.s, st)
+	case *grantRoleStmt:
+		err = e.grantRole(x.s.User, st)
+	}
+	if err == nil {
+		e.refreshAuth()
+	}
+	a.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return cql.VoidResult{}, nil
+}
+
+func (e *Engine) roleChange(user string, st *roleStmt) error {
+	a := e.auth
+	o := st.opts
+	if o.hashed {
+		return invalidf("HASHED PASSWORD is not supported by the embedded node: it keeps its own hashes, not bcrypt ones")
+	}
+	if o.options {
+		return invalidf("org.apache.cassandra.auth.CassandraRoleManager doesn't support OPTIONS")
+	}
+	if o.dcs != nil || o.allDCs {
+		// Cassandra's default network_authorizer, which the node is like: every role may
+		// log in from every data center.
+		return invalidf("ACCESS TO DATACENTERS operations not supported by AllowAllNetworkAuthorizer")
+	}
+	r := a.roles[st.name]
+	switch st.op {
+	case roleCreate:
+		if !a.has(user, "CREATE", resource{kind: resAllRoles}) {
+			return unauthorized("User %s has no CREATE permission on <all roles> or any of its parents", user)
+		}
+		if o.superuser != nil && *o.superuser && !a.isSuper(user) {
+			return unauthorized("Only superusers can create a role with superuser status")
+		}
+		if r != nil {
+			if st.ifExists {
+				return nil
+			}
+			return invalidf("%s already exists", st.name)
+		}
+		r = &roleInfo{name: st.name, permissions: map[string][]string{}, resources: map[string]resource{}}
+		if o.login != nil {
+			r.login = *o.login
+		}
+		if o.superuser != nil {
+			r.super = *o.superuser
+		}
+		if o.password != nil {
+			r.setPassword(*o.password)
+		}
+		a.roles[r.name] = r
+		if !a.isSuper(user) {
+			// Cassandra grants its creator every permission on a new role.
+			res := resource{kind: resRole, name: r.name}
+			creator := a.roles[user]
+			creator.permissions[res.key()], creator.resources[res.key()] = res.applicable(), res
+		}
+		return nil
+	case roleAlter:
+		if r == nil {
+			return invalidf("%s doesn't exist", st.name)
+		}
+		self := st.name == user
+		if o.superuser != nil {
+			if !a.isSuper(user) {
+				return unauthorized("Only superusers are allowed to alter superuser status")
+			}
+			if slices.ContainsFunc(a.rolesOf(user, true), func(g *roleInfo) bool { return g.name == st.name }) {
+				return unauthorized("You aren't allowed to alter your own superuser status or that of a role granted to you")
+			}
+		}
+		if !self || o.login != nil || o.superuser != nil {
+			if !a.has(user, "ALTER", resource{kind: resRole, name: st.name}) {
+				return unauthorized("User %s does not have sufficient privileges to perform the requested operation", user)
+			}
+		}
+		if o.login != nil {
+			r.login = *o.login
+		}
+		if o.superuser != nil {
+			r.super = *o.superuser
+		}
+		if o.password != nil {
+			r.setPassword(*o.password)
+		}
+		return nil
+	}
+	if r == nil {
+		if st.ifExists {
+			return nil
+		}
+		return invalidf("%s doesn't exist", st.name)
+	}
+	if st.name == user {
+		return invalidf("Cannot DROP primary role for current login")
+	}
+	if !a.has(user, "DROP", resource{kind: resRole, name: st.name}) {
+		return unauthorized("User %s has no DROP permission on <role %s> or any of its parents", user, st.name)
+	}
+	if r.super && !a.isSuper(user) {
+		return unauthorized("Only superusers can drop a role with superuser status")
+	}
+	delete(a.roles, st.name)
+	res := resource{kind: resRole, name: st.name}
+	for _, o := range a.roles {
+		o.memberOf = slices.DeleteFunc(o.memberOf, func(m string) bool { return m == st.name })
+		delete(o.permissions, res.key())
+		delete(o.resources, res.key())
+	}
+	return nil
+}
+
+// resolveResource completes and checks the resource of GRANT, REVOKE or LIST PERMISSIONS.
+func (e *Engine) resolveResource(s *Session, r resource) (resource, error) {
+	if (r.kind == resTable || r.kind == resFunction) && r.ks == "" {
+		if s.Keyspace == "" {
+			return r, invalidf("No keyspace has been specified. USE a keyspace, or explicitly specify keyspace.tablename")
+		}
+		r.ks = s.Keyspace
+	}
+	if r.kind == resFunction {
+		k := e.schema.Load().keyspaces[r.ks]
+		if k == nil {
+			return r, invalidf("Resource %s doesn't exist", r)
+		}
+		args, err := resolveArgs(k.resolver(), r.args)
+		if err != nil {
+			return r, err
+		}
+		r.argText = typeTexts(args)
+	}
+	if !e.exists(r) {
+		return r, invalidf("Resource %s doesn't exist", r)
+	}
+	return r, nil
+}
+
+func (e *Engine) grantPermissions(s *Session, st *grantStmt) error {
+	a := e.auth
+	user := s.User
+	if a.roles[st.role] == nil {
+		return invalidf("Role %s doesn't exist", st.role)
+	}
+	res, err := e.resolveResource(s, st.res)
+	if err != nil {
+		return err
+	}
+	perms := st.perms
+	if perms == nil {
+		perms = res.applicable()
+	}
+	var unsupported []string
+	for _, p := range perms {
+		if !slices.Contains(res.applicable(), p) {
+			unsupported = append(unsupported, p)
+		}
+	}
+	if len(unsupported) > 0 {
+		return invalidf("Resource type %s does not support the requested permissions: [%s]", res.className(), strings.Join(unsupported, ", "))
+	}
+	if !a.has(user, "AUTHORIZE", res) {
+		return unauthorized("User %s has no AUTHORIZE permission on %s or any of its parents", user, res)
+	}
+	for _, p := range perms {
+		if !a.has(user, p, res) {
+			return unauthorized("User %s has no %s permission on %s or any of its parents", user, p, res)
+		}
+	}
+	r := a.roles[st.role]
+	cur := r.permissions[res.key()]
+	var next []string
+	for _, p := range permissionNames {
+		in := slices.Contains(cur, p)
+		if slices.Contains(perms, p) {
+			in = !st.revoke
+		}
+		if in {
+			next = append(next, p)
+		}
+	}
+	if len(next) == 0 {
+		delete(r.permissions, res.key())
+		delete(r.resources, res.key())
+	} else {
+		r.permissions[res.key()], r.resources[res.key()] = next, res
+	}
+	return nil
+}
+
+func (e *Engine) grantRole(user string, st *grantRoleStmt) error {
+	a := e.auth
+	role, grantee := a.roles[st.role], a.roles[st.whom]
+	if role == nil {
+		return invalidf("%s doesn't exist", st.role)
+	}
+	if grantee == nil {
+		return invalidf("%s doesn't exist", st.whom)
+	}
+	if !a.has(user, "AUTHORIZE", resource{kind: resRole, name: st.role}) {
+		return unauthorized("User %s has no AUTHORIZE permission on <role %s> or any of its parents", user, st.role)
+	}
+	if st.revoke {
+		if !slices.Contains(grantee.memberOf, st.role) {
+			return invalidf("%s is not a member of %s", st.whom, st.role)
+		}
+		grantee.memberOf = slices.DeleteFunc(grantee.memberOf, func(m string) bool { return m == st.role })
+		return nil
+	}
+	if slices.ContainsFunc(a.rolesOf(st.whom, true), func(r *roleInfo) bool { return r.name == st.role }) {
+		return invalidf("%s is a member of %s", st.whom, st.role)
+	}
+	if slices.ContainsFunc(a.rolesOf(st.role, true), func(r *roleInfo) bool { return r.name == st.whom }) {
+		return invalidf("%s is a member of %s", st.role, st.whom)
+	}
+	grantee.memberOf = append(grantee.memberOf, st.role)
+	slices.Sort(grantee.memberOf)
+	return nil
+}
+
+func authSpec(table, name string, t cql.TypeInfo) cql.ColumnSpec {
+	return cql.ColumnSpec{Keyspace: "system_auth", Table: table, Name: name, Type: t}
+}
+
+func (e *Engine) listRoles(user string, st *listRolesStmt) (cql.Message, error) {
+	a := e.auth
+	text, boolean := cql.TypeInfo{ID: cql.TypeVarchar}, cql.TypeInfo{ID: cql.TypeBoolean}
+	var roles []*roleInfo
+	describeAll := a.has(user, "DESCRIBE", resource{kind: resAllRoles})
+	switch {
+	case st.of != "":
+		if a.roles[st.of] == nil {
+			return nil, invalidf("%s doesn't exist", st.of)
+		}
+		if !describeAll && !slices.ContainsFunc(a.rolesOf(user, true), func(r *roleInfo) bool { return r.name == st.of }) {
+			return nil, unauthorized("You are not authorized to view roles granted to %s ", st.of)
+		}
+		roles = a.rolesOf(st.of, !st.norecursive)
+	case describeAll:
+		for _, r := range a.roles {
+			roles = append(roles, r)
+		}
+	default:
+		roles = a.rolesOf(user, true)
+	}
+	sort.Slice(roles, func(i, j int) bool { return roles[i].name < roles[j].name })
+	dcs := func(*roleInfo) []byte { return encText("ALL") } // AllowAllNetworkAuthorizer
+	var rows [][][]byte
+	if st.users {
+		specs := []cql.ColumnSpec{authSpec("users", "name", text), authSpec("users", "super", boolean), authSpec("users", "datacenters", text)}
+		for _, r := range roles {
+			if r.login {
+				rows = append(rows, [][]byte{encText(r.name), encBool(a.isSuper(r.name)), dcs(r)})
+			}
+		}
+		return cql.RowsResult{Metadata: cql.RowsMetadata{Columns: specs, ColumnCount: len(specs)}, Rows: rows}, nil
+	}
+	specs := []cql.ColumnSpec{authSpec("roles", "role", text), authSpec("roles", "super", boolean),
+		authSpec("roles", "login", boolean), authSpec("roles", "options", cql.MapOf(text, text)), authSpec("roles", "datacenters", text)}
+	for _, r := range roles {
+		rows = append(rows, [][]byte{encText(r.name), encBool(r.super), encBool(r.login), encTextMap(nil), dcs(r)})
+	}
+	return cql.RowsResult{Metadata: cql.RowsMetadata{Columns: specs, ColumnCount: len(specs)}, Rows: rows}, nil
+}
+
+func (e *Engine) listPermissions(s *Session, st *listPermsStmt) (cql.Message, error) {
+	a := e.auth
+	user := s.User
+	if st.of != "" && a.roles[st.of] == nil {
+		return nil, invalidf("%s doesn't exist", st.of)
+	}
+	var res *resource
+	if st.res != nil {
+		r, err := e.resolveResource(s, *st.res)
+		if err != nil {
+			return nil, err
+		}
+		res = &r
+	}
+	if !a.has(user, "DESCRIBE", resource{kind: resAllRoles}) {
+		if st.of == "" {
+			return nil, unauthorized("You are not authorized to view everyone's permissions")
+		}
+		if !slices.ContainsFunc(a.rolesOf(user, true), func(r *roleInfo) bool { return r.name == st.of }) {
+			return nil, unauthorized("You are not authorized to view %s's permissions", st.of)
+		}
+	}
+	var roles []*roleInfo
+	switch {
+	case st.of != "" && st.norecursive:
+		roles = []*roleInfo{a.roles[st.of]} // its own permissions, none it inherits
+	case st.of != "":
+		roles = a.rolesOf(st.of, true)
+	default:
+		for _, r := range a.roles {
+			roles = append(roles, r)
+		}
+	}
+	// The resources asked about: one and its parents, or all of them.
+	onChain := func(key string) bool {
+		if res == nil {
+			return true
+		}
+		for r, ok := *res, true; ok; r, ok = r.parent() {
+			if r.key() == key {
+				return true
+			}
+		}
+		return false
+	}
+	type detail struct {
+		role, key string
+		res       resource
+		perm      int
+	}
+	var details []detail
+	for _, r := range roles {
+		for key, perms := range r.permissions {
+			if !onChain(key) {
+				continue
+			}
+			for _, p := range perms {
+				if st.perms == nil || slices.Contains(st.perms, p) {
+					details = append(details, detail{r.name, key, r.resources[key], slices.Index(permissionNames, p)})
+				}
+			}
+		}
+	}
+	sort.Slice(details, func(i, j int) bool {
+		a, b := details[i], details[j]
+		if a.role != b.role {
+			return a.role < b.role
+		}
+		if a.key != b.key {
+			return a.key < b.key
+		}
+		return a.perm < b.perm
+	})
+	text := cql.TypeInfo{ID: cql.TypeVarchar}
+	specs := []cql.ColumnSpec{authSpec("permissions", "role", text), authSpec("permissions", "username", text),
+		authSpec("permissions", "resource", text), authSpec("permissions", "permission", text)}
+	var rows [][][]byte
+	for _, d := range details {
+		rows = append(rows, [][]byte{encText(d.role), encText(d.role), encText(d.res.String()), encText(permissionNames[d.perm])})
+	}
+	return cql.RowsResult{Metadata: cql.RowsMetadata{Columns: specs, ColumnCount: len(specs)}, Rows: rows}, nil
+}
+
+// forget removes the permissions on a resource that left the schema, and on its children,
+// as Cassandra's AuthSchemaChangeListener does.
+func (a *authState) forget(res resource) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	prefix := res.key()
+	for _, r := range a.roles {
+		for key := range r.permissions {
+			if key == prefix || strings.HasPrefix(key, prefix+"/") {
+				delete(r.permissions, key)
+				delete(r.resources, key)
+			}
+		}
+	}
+}
+
+// grantCreator gives a role that is no superuser every permission on what it created.
+func (a *authState) grantCreator(user string, res resource) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	r := a.roles[user]
+	if r == nil || a.isSuper(user) {
+		return
+	}
+	r.permissions[res.key()], r.resources[res.key()] = res.applicable(), res
+}
+
+// refreshAuth rewrites the system_auth tables. The caller holds a.mu.
+func (e *Engine) refreshAuth() {
+	sc := e.schema.Load()
+	now := e.cfg.Now()
+	ts := now.UnixMicro()
+	fresh := func(name string) *rowWriter {
+		return &rowWriter{t: sc.table("system_auth", name), d: newTableData(), ts: ts, now: now.Unix()}
+	}
+	roles, members, perms, index := fresh("roles"), fresh("role_members"), fresh("role_permissions"),
+		fresh("resource_role_permissons_index")
+	for _, r := range e.auth.roles {
+		row := map[string][]byte{"role": encText(r.name), "can_login": encBool(r.login), "is_superuser": encBool(r.super),
+			"salted_hash": r.saltedHash()}
+		if len(r.memberOf) > 0 {
+			row["member_of"] = encTextSet(r.memberOf)
+		}
+		roles.put(row)
+		for _, m := range r.memberOf {
+			members.put(map[string][]byte{"role": encText(m), "member": encText(r.name)})
+		}
+		for key, ps := range r.permissions {
+			perms.put(map[string][]byte{"role": encText(r.name), "resource": encText(key), "permissions": encTextSet(ps)})
+			index.put(map[string][]byte{"resource": encText(key), "role": encText(r.name)})
+		}
+	}
+	for _, w := range []*rowWriter{roles, members, perms, index} {
+		w.t.data.Store(w.d)
+	}
+}
+
+// require checks, when the engine has roles, that the session's role holds perm on res.
+func (d *ddl) require(perm string, res resource) error {
+	if !d.e.auth.enabled {
+		return nil
+	}
+	return d.e.authorize(d.x.s, []need{{perm: perm, res: res}})
+}
+
+// created grants the creator of res every permission on it, and dropped forgets the
+// permissions on res, once the schema change is published.
+func (d *ddl) created(res resource) {
+	if d.e.auth.enabled && d.x.s != nil {
+		user := d.x.s.User
+		d.after = append(d.after, func() { d.e.auth.grantCreator(user, res) })
+	}
+}
+
+func (d *ddl) dropped(res resource) {
+	if d.e.auth.enabled {
+		d.after = append(d.after, func() { d.e.auth.forget(res) })
+	}
+}

@@ -1,0 +1,387 @@
+package node
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/tracecar/tracecar/internal/cql"
+)
+
+// User-defined functions and aggregates: their DDL, checked as Cassandra 4.1 checks it,
+// their system_schema.functions and system_schema.aggregates rows, and their events. The
+// node runs no Java: calling one is refused with a message that says so.
+
+// function is a user-defined function. It is immutable once published.
+type function struct {
+	ks, name     string
+	argNames     []string
+	argRefs      []*typeRef
+	argTypes     []ctype
+	retRef       *typeRef
+	ret          ctype
+	calledOnNull bool
+	language     string
+	body         string
+}
+
+// aggregate is a user-defined aggregate. It is immutable once published.
+type aggregate struct {
+	ks, name  string
+	argRefs   []*typeRef
+	argTypes  []ctype
+	stateFunc string
+	stateType ctype
+	finalFunc string
+	ret       ctype
+	initCond  string // the CQL literal; "" for none
+}
+
+func typeTexts(ts []ctype) []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = t.text
+	}
+	return out
+}
+
+// signature is a function's key among its overloads: name(type, ...).
+func signature(name string, args []ctype) string {
+	return name + "(" + strings.Join(typeTexts(args), ", ") + ")"
+}
+
+func (f *function) signature() string  { return signature(f.name, f.argTypes) }
+func (a *aggregate) signature() string { return signature(a.name, a.argTypes) }
+
+// resolveArgs resolves argument types, which may not be frozen (tuples aside).
+func resolveArgs(rs resolver, refs []*typeRef) ([]ctype, error) {
+	out := make([]ctype, len(refs))
+	for i, r := range refs {
+		if r.frozen && r.name != "tuple" {
+			return nil, invalidf("Argument '%s' cannot be frozen; remove frozen<> modifier from '%s'", r, r)
+		}
+		ct, err := rs.resolve(r)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = ct
+	}
+	return out, nil
+}
+
+func (d *ddl) functionKeyspace(name tableName) (*keyspace, error) {
+	ksName, err := d.keyspaceName(name.ks)
+	if err != nil {
+		return nil, err
+	}
+	k := d.sc.keyspaces[ksName]
+	if k == nil {
+		return nil, invalidf("Keyspace '%s' doesn't exist", ksName)
+	}
+	if err := d.require("CREATE", resource{kind: resKeyspaceFunctions, ks: k.name}); err != nil {
+		return nil, err
+	}
+	if err := modifiable(k, "CREATE", "<all functions in "+k.name+">"); err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
+func (d *ddl) createFunction(st *createFunctionStmt) (*cql.SchemaChange, error) {
+	for i, n := range st.argNames {
+		if slices.Index(st.argNames, n) != i {
+			return nil, invalidf("Duplicate argument names for given function %s with argument names %s", st.name.name, "["+strings.Join(st.argNames, ", ")+"]")
+		}
+	}
+	if st.ret.frozen && st.ret.name != "tuple" {
+		return nil, invalidf("Return type '%s' cannot be frozen; remove frozen<> modifier from '%s'", st.ret, st.ret)
+	}
+	k, err := d.functionKeyspace(st.name)
+	if err != nil {
+		return nil, err
+	}
+	rs := k.resolver()
+	args, err := resolveArgs(rs, st.argTypes)
+	if err != nil {
+		return nil, err
+	}
+	ret, err := rs.resolve(st.ret)
+	if err != nil {
+		return nil, err
+	}
+	if st.language != "java" && st.language != "javascript" {
+		return nil, invalidf("Invalid language '%s' for function '%s.%s'", st.language, k.name, st.name.name)
+	}
+	f := &function{ks: k.name, name: st.name.name, argNames: st.argNames, argRefs: st.argTypes, argTypes: args,
+		retRef: st.ret, ret: ret, calledOnNull: st.calledOnNull, language: st.language, body: st.body}
+	change := "CREATED"
+	if k.aggregates[f.signature()] != nil {
+		return nil, invalidf("Function '%s' cannot replace an aggregate", f.name)
+	}
+	if old := k.functions[f.signature()]; old != nil {
+		if st.ifNotExists {
+			return nil, nil
+		}
+		if !st.orReplace {
+			return nil, invalidf("Function '%s' already exists", f.name)
+		}
+		if old.calledOnNull != f.calledOnNull {
+			what := "RETURNS NULL ON NULL INPUT"
+			if f.calledOnNull {
+				what = "CALLED ON NULL INPUT"
+			}
+			return nil, invalidf("Function '%s' must have %s directive", f.name, what)
+		}
+		if old.ret.text != f.ret.text {
+			return nil, invalidf("Cannot replace function '%s', the new return type %s is not compatible with the return type %s of existing function", f.name, f.ret.text, old.ret.text)
+		}
+		change = "UPDATED"
+	}
+	d.mutable(k.name).functions[f.signature()] = f
+	d.created(resource{kind: resFunction, ks: k.name, name: f.name, argText: typeTexts(args)})
+	return &cql.SchemaChange{ChangeType: change, Target: cql.TargetFunction, Keyspace: k.name, Name: f.name, ArgTypes: typeTexts(args)}, nil
+}
+
+func (d *ddl) createAggregate(st *createAggregateStmt) (*cql.SchemaChange, error) {
+	if st.stateType.frozen && st.stateType.name != "tuple" {
+		return nil, invalidf("State type '%s' cannot be frozen; remove frozen<> modifier from '%s'", st.stateType, st.stateType)
+	}
+	k, err := d.functionKeyspace(st.name)
+	if err != nil {
+		return nil, err
+	}
+	rs := k.resolver()
+	args, err := resolveArgs(rs, st.argTypes)
+	if err != nil {
+		return nil, err
+	}
+	stype, err := rs.resolve(st.stateType)
+	if err != nil {
+		return nil, err
+	}
+	sfArgs := append([]ctype{stype}, args...)
+	sfText := k.name + "." + signature(st.stateFunc, sfArgs)
+	sf := k.functions[signature(st.stateFunc, sfArgs)]
+	if sf == nil {
+		if k.aggregates[signature(st.stateFunc, sfArgs)] != nil {
+			return nil, invalidf("State function %s isn't a scalar function", sfText)
+		}
+		return nil, invalidf("State function %s doesn't exist", sfText)
+	}
+	if sf.ret.text != stype.text {
+		return nil, invalidf("State function %s return type must be the same as the first argument type - check STYPE, argument and return types", sfText)
+	}
+	a := &aggregate{ks: k.name, name: st.name.name, argRefs: st.argTypes, argTypes: args, stateFunc: st.stateFunc,
+		stateType: stype, ret: sf.ret}
+	if st.finalFunc != "" {
+		ffText := k.name + "." + signature(st.finalFunc, []ctype{stype})
+		ff := k.functions[signature(st.finalFunc, []ctype{stype})]
+		if ff == nil {
+			return nil, invalidf("Final function %s doesn't exist", ffText)
+		}
+		a.finalFunc, a.ret = st.finalFunc, ff.ret
+	}
+	if st.initCond != nil {
+		b, err := literal(st.initCond, stype.info, "INITCOND")
+		if err != nil {
+			return nil, invalidf("Invalid value for INITCOND of type %s", stype.text)
+		}
+		a.initCond = cqlLiteral(stype.info, b)
+	}
+	change := "CREATED"
+	if k.functions[a.signature()] != nil {
+		return nil, invalidf("Aggregate '%s' cannot replace a function", a.name)
+	}
+	if old := k.aggregates[a.signature()]; old != nil {
+		if st.ifNotExists {
+			return nil, nil
+		}
+		if !st.orReplace {
+			return nil, invalidf("Aggregate '%s' already exists", a.name)
+		}
+		if old.ret.text != a.ret.text {
+			return nil, invalidf("Cannot replace aggregate '%s', the new return type %s isn't compatible with the return type %s of existing function", a.name, a.ret.text, old.ret.text)
+		}
+		change = "UPDATED"
+	}
+	d.mutable(k.name).aggregates[a.signature()] = a
+	d.created(resource{kind: resFunction, ks: k.name, name: a.name, argText: typeTexts(args)})
+	return &cql.SchemaChange{ChangeType: change, Target: cql.TargetAggregate, Keyspace: k.name, Name: a.name, ArgTypes: typeTexts(args)}, nil
+}
+
+func (d *ddl) dropFunction(st *dropFunctionStmt) (*cql.SchemaChange, error) {
+	ksName, err := d.keyspaceName(st.name.ks)
+	if err != nil {
+		return nil, err
+	}
+	k := d.sc.keyspaces[ksName]
+	if k == nil {
+		if st.ifExists {
+			return nil, nil
+		}
+		return nil, invalidf("Keyspace '%s' doesn't exist", ksName)
+	}
+	what, verb := "Function", "FUNCTION"
+	if st.aggregate {
+		what, verb = "Aggregate", "AGGREGATE"
+	}
+	full := ksName + "." + st.name.name
+	var keys []string
+	if st.aggregate {
+		for key, a := range k.aggregates {
+			if a.name == st.name.name {
+				keys = append(keys, key)
+			}
+		}
+	} else {
+		for key, f := range k.functions {
+			if f.name == st.name.name {
+				keys = append(keys, key)
+			}
+		}
+	}
+	var key string
+	if st.hasArgs {
+		args, err := resolveArgs(k.resolver(), st.args)
+		if err != nil {
+			return nil, err
+		}
+		key = signature(st.name.name, args)
+		if !slices.Contains(keys, key) {
+			if st.ifExists {
+				return nil, nil
+			}
+			return nil, invalidf("%s '%s(%s)' doesn't exist", what, full, strings.Join(typeTexts(args), ", "))
+		}
+	} else {
+		switch len(keys) {
+		case 0:
+			if st.ifExists {
+				return nil, nil
+			}
+			return nil, invalidf("%s '%s' doesn't exist", what, full)
+		case 1:
+			key = keys[0]
+		default:
+			return nil, invalidf("'DROP %s %s' matches multiple function definitions; specify the argument types by issuing a statement like 'DROP %s %s (type, type, ...)'. You can use cqlsh 'DESCRIBE %s %s' command to find all overloads", verb, st.name.name, verb, st.name.name, verb, st.name.name)
+		}
+	}
+	var args []ctype
+	if st.aggregate {
+		args = k.aggregates[key].argTypes
+	} else {
+		args = k.functions[key].argTypes
+	}
+	fres := resource{kind: resFunction, ks: ksName, name: st.name.name, argText: typeTexts(args)}
+	if err := d.require("DROP", fres); err != nil {
+		return nil, err
+	}
+	if err := modifiable(k, "DROP", "<function "+full+">"); err != nil {
+		return nil, err
+	}
+	d.dropped(fres)
+	nk := d.mutable(ksName)
+	if st.aggregate {
+		a := k.aggregates[key]
+		delete(nk.aggregates, key)
+		return &cql.SchemaChange{ChangeType: "DROPPED", Target: cql.TargetAggregate, Keyspace: ksName, Name: a.name, ArgTypes: typeTexts(a.argTypes)}, nil
+	}
+	f := k.functions[key]
+	var users []string
+	for _, a := range sortedAggregates(k) {
+		sfKey := signature(a.stateFunc, append([]ctype{a.stateType}, a.argTypes...))
+		if sfKey == key || a.finalFunc != "" && signature(a.finalFunc, []ctype{a.stateType}) == key {
+			users = append(users, a.ks+"."+a.name)
+		}
+	}
+	if len(users) > 0 {
+		return nil, invalidf("Function '%s' is still referenced by aggregates %s", full, strings.Join(users, ", "))
+	}
+	delete(nk.functions, key)
+	return &cql.SchemaChange{ChangeType: "DROPPED", Target: cql.TargetFunction, Keyspace: ksName, Name: f.name, ArgTypes: typeTexts(f.argTypes)}, nil
+}
+
+func sortedAggregates(k *keyspace) []*aggregate {
+	out := make([]*aggregate, 0, len(k.aggregates))
+	for _, a := range k.aggregates {
+		out = append(out, a)
+	}
+	slices.SortFunc(out, func(a, b *aggregate) int { return strings.Compare(a.signature(), b.signature()) })
+	return out
+}
+
+// udfCall refuses a call of a user-defined function or aggregate, which the node cannot
+// run; a name that is neither is an unknown function.
+func udfCall(k *keyspace, ks, name string) error {
+	if k != nil {
+		for _, f := range k.functions {
+			if f.name == name {
+				return invalidf("Executing the user-defined function %s.%s is not supported by the embedded node: it does not run %s function bodies", ks, name, f.language)
+			}
+		}
+		for _, a := range k.aggregates {
+			if a.name == name {
+				return invalidf("Executing the user-defined aggregate %s.%s is not supported by the embedded node: it does not run the Java of its functions", ks, name)
+			}
+		}
+	}
+	return invalidf("Unknown function %s.%s", ks, name)
+}
+
+// cqlLiteral spells a serialized value as a CQL literal, as Cassandra stores an INITCOND.
+func cqlLiteral(t cql.TypeInfo, b []byte) string {
+	if b == nil {
+		return "null"
+	}
+	switch t.ID {
+	case cql.TypeASCII, cql.TypeVarchar, cql.TypeInet, cql.TypeTimestamp, cql.TypeDate, cql.TypeTime, cql.TypeDuration:
+		if t.ID != cql.TypeASCII && t.ID != cql.TypeVarchar {
+			s := toJSON(t, b)
+			return "'" + strings.Trim(s, `"`) + "'"
+		}
+		return "'" + strings.ReplaceAll(string(b), "'", "''") + "'"
+	case cql.TypeBoolean:
+		return strconv.FormatBool(len(b) > 0 && b[0] != 0)
+	case cql.TypeBlob:
+		return strings.Trim(toJSON(t, b), `"`)
+	case cql.TypeUUID, cql.TypeTimeUUID:
+		return strings.Trim(toJSON(t, b), `"`)
+	case cql.TypeList, cql.TypeSet, cql.TypeMap:
+		per := elemsPerEntry(t)
+		elems, _ := decCollection(b, per)
+		var parts []string
+		for i := 0; i < len(elems); i += per {
+			if per == 2 {
+				parts = append(parts, cqlLiteral(keyType(t), elems[i])+": "+cqlLiteral(elemType(t), elems[i+1]))
+			} else {
+				parts = append(parts, cqlLiteral(elemType(t), elems[i]))
+			}
+		}
+		if t.ID == cql.TypeList {
+			return "[" + strings.Join(parts, ", ") + "]"
+		}
+		return "{" + strings.Join(parts, ", ") + "}"
+	case cql.TypeTuple, cql.TypeUDT:
+		elems, _ := decTuple(b)
+		types := componentTypes(t)
+		var parts []string
+		for i, ct := range types {
+			var v []byte
+			if i < len(elems) {
+				v = elems[i]
+			}
+			if t.ID == cql.TypeUDT {
+				parts = append(parts, quoteName(t.Fields[i].Name)+": "+cqlLiteral(ct, v))
+			} else {
+				parts = append(parts, cqlLiteral(ct, v))
+			}
+		}
+		if t.ID == cql.TypeUDT {
+			return "{" + strings.Join(parts, ", ") + "}"
+		}
+		return "(" + strings.Join(parts, ", ") + ")"
+	case cql.TypeFloat, cql.TypeDouble:
+		return toJSON(t, b)
+	}
+	return toJSON(t, b)
+}

@@ -1,0 +1,239 @@
+package node
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/tracecar/tracecar/internal/cql"
+)
+
+// typeRef is a CQL type as a statement writes it. User-defined types are names until the
+// statement runs against a schema, which resolves them (resolver.resolve).
+type typeRef struct {
+	name   string // a native type, list, set, map, tuple, or a user type's name
+	ks     string // the keyspace of a user type written ks.name
+	frozen bool   // written frozen<...>
+	args   []*typeRef
+}
+
+// String spells the type as the statement wrote it, for error messages.
+func (r *typeRef) String() string {
+	var s string
+	switch r.name {
+	case "list", "set", "map", "tuple":
+		parts := make([]string, len(r.args))
+		for i, a := range r.args {
+			parts[i] = a.String()
+		}
+		s = r.name + "<" + strings.Join(parts, ", ") + ">"
+	default:
+		s = r.name
+		if r.ks != "" {
+			s = r.ks + "." + r.name
+		}
+	}
+	if r.frozen {
+		return "frozen<" + s + ">"
+	}
+	return s
+}
+
+// isCounter reports whether the type is counter.
+func (r *typeRef) isCounter() bool { return r.name == "counter" && r.args == nil }
+
+// nativeType returns the native type named by r, if it is one.
+func (r *typeRef) nativeType() (cql.TypeID, bool) {
+	if r.args != nil || r.ks != "" {
+		return 0, false
+	}
+	id, ok := simpleTypes[r.name]
+	return id, ok
+}
+
+// ctype is a resolved type: what the protocol sends, how system_schema spells it, and
+// whether it is frozen (a single cell). Native types are frozen; collections and user types
+// are not unless declared so or nested in something frozen.
+type ctype struct {
+	info   cql.TypeInfo
+	text   string
+	frozen bool
+}
+
+// userType is a user-defined type of a keyspace. It is immutable once published; ALTER TYPE
+// publishes a new one.
+type userType struct {
+	ks, name   string
+	fieldNames []string
+	fieldRefs  []*typeRef // as declared, to resolve them again when a type they use changes
+	fields     []ctype
+}
+
+// info returns the type as the protocol describes it.
+func (u *userType) info() cql.TypeInfo {
+	t := cql.TypeInfo{ID: cql.TypeUDT, Keyspace: u.ks, Name: u.name, Fields: make([]cql.Field, len(u.fields))}
+	for i, f := range u.fields {
+		t.Fields[i] = cql.Field{Name: u.fieldNames[i], Type: f.info}
+	}
+	return t
+}
+
+// field returns the position of the field named n, or -1.
+func (u *userType) field(n string) int { return slices.Index(u.fieldNames, n) }
+
+// uses reports whether the type refers, at any depth, to the user type named name.
+func (r *typeRef) uses(name string) bool {
+	if r.args == nil && r.name == name {
+		if _, native := simpleTypes[r.name]; !native || r.ks != "" {
+			return true
+		}
+	}
+	for _, a := range r.args {
+		if a.uses(name) {
+			return true
+		}
+	}
+	return false
+}
+
+// resolver resolves type references in one keyspace, against its user types.
+type resolver struct {
+	ks    string
+	types map[string]*userType
+}
+
+// resolve resolves r. Everything inside a frozen type is frozen; collections and user types
+// nested in a non-frozen collection must be frozen, as in Cassandra.
+func (rs resolver) resolve(r *typeRef) (ctype, error) {
+	return rs.resolveIn(r, false, 0)
+}
+
+func (rs resolver) resolveIn(r *typeRef, frozen bool, depth int) (ctype, error) {
+	if depth > maxNesting {
+		return ctype{}, invalidf("type nesting too deep")
+	}
+	frozen = frozen || r.frozen
+	if id, ok := r.nativeType(); ok {
+		if r.frozen {
+			return ctype{}, invalidf("frozen<> is only allowed on collections, tuples, and user-defined types (got %s)", r.name)
+		}
+		t := cql.TypeInfo{ID: id}
+		return ctype{info: t, text: t.String(), frozen: true}, nil
+	}
+	wrap := func(s string) string {
+		if frozen {
+			return "frozen<" + s + ">"
+		}
+		return s
+	}
+	switch r.name {
+	case "list", "set", "map":
+		if r.args == nil {
+			break
+		}
+		elems := make([]ctype, len(r.args))
+		for i, a := range r.args {
+			e, err := rs.resolveIn(a, frozen, depth+1)
+			if err != nil {
+				return ctype{}, err
+			}
+			if !frozen && !e.frozen {
+				what := "collections"
+				if e.info.ID == cql.TypeUDT {
+					what = "UDTs"
+				}
+				return ctype{}, invalidf("Non-frozen %s are not allowed inside collections: %s", what, r)
+			}
+			if e.info.ID == cql.TypeCounter {
+				return ctype{}, invalidf("Counters are not allowed inside collections: %s", r)
+			}
+			elems[i] = e
+		}
+		switch r.name {
+		case "list":
+			return ctype{info: cql.ListOf(elems[0].info), text: wrap("list<" + elems[0].text + ">"), frozen: frozen}, nil
+		case "set":
+			if elems[0].info.ID == cql.TypeDuration {
+				return ctype{}, invalidf("Durations are not allowed inside sets: %s", r)
+			}
+			return ctype{info: cql.SetOf(elems[0].info), text: wrap("set<" + elems[0].text + ">"), frozen: frozen}, nil
+		}
+		if elems[0].info.ID == cql.TypeDuration {
+			return ctype{}, invalidf("Durations are not allowed as map keys: %s", r)
+		}
+		return ctype{info: cql.MapOf(elems[0].info, elems[1].info), text: wrap("map<" + elems[0].text + ", " + elems[1].text + ">"), frozen: frozen}, nil
+	case "tuple":
+		if r.args == nil {
+			break
+		}
+		t := cql.TypeInfo{ID: cql.TypeTuple}
+		parts := make([]string, len(r.args))
+		for i, a := range r.args {
+			e, err := rs.resolveIn(a, true, depth+1)
+			if err != nil {
+				return ctype{}, err
+			}
+			if e.info.ID == cql.TypeCounter {
+				return ctype{}, invalidf("Counters are not allowed inside tuples")
+			}
+			t.Elems = append(t.Elems, e.info)
+			parts[i] = e.text
+		}
+		return ctype{info: t, text: "frozen<tuple<" + strings.Join(parts, ", ") + ">>", frozen: true}, nil
+	}
+	// A user-defined type.
+	if r.ks != "" && r.ks != rs.ks {
+		return ctype{}, invalidf("Statement on keyspace %s cannot refer to a user type in keyspace %s; user types can only be used in the keyspace they are defined in", rs.ks, r.ks)
+	}
+	u := rs.types[r.name]
+	if u == nil {
+		return ctype{}, invalidf("Unknown type %s.%s", rs.ks, r.name)
+	}
+	return ctype{info: u.info(), text: wrap(quoteName(u.name)), frozen: frozen}, nil
+}
+
+// quoteName quotes a name the way Cassandra prints it: as is when it needs no quotes.
+func quoteName(n string) string {
+	plain := n != "" && !reserved[n]
+	for i := 0; i < len(n) && plain; i++ {
+		c := n[i]
+		plain = c >= 'a' && c <= 'z' || c == '_' || i > 0 && c >= '0' && c <= '9'
+	}
+	if plain {
+		return n
+	}
+	return `"` + strings.ReplaceAll(n, `"`, `""`) + `"`
+}
+
+// isUDT reports whether t is a user-defined type.
+func isUDT(t cql.TypeInfo) bool { return t.ID == cql.TypeUDT }
+
+// isTupleLike reports whether values of t are a sequence of [bytes]: tuples and user types.
+func isTupleLike(t cql.TypeInfo) bool { return t.ID == cql.TypeUDT || t.ID == cql.TypeTuple }
+
+// componentTypes returns the types of a tuple's elements or a user type's fields.
+func componentTypes(t cql.TypeInfo) []cql.TypeInfo {
+	if t.ID == cql.TypeTuple {
+		return t.Elems
+	}
+	out := make([]cql.TypeInfo, len(t.Fields))
+	for i, f := range t.Fields {
+		out[i] = f.Type
+	}
+	return out
+}
+
+// referencesDuration reports whether t is or contains duration.
+func referencesDuration(t cql.TypeInfo) bool {
+	if t.ID == cql.TypeDuration {
+		return true
+	}
+	if t.Elem != nil && referencesDuration(*t.Elem) || t.Key != nil && referencesDuration(*t.Key) {
+		return true
+	}
+	for _, c := range componentTypes(t) {
+		if referencesDuration(c) {
+			return true
+		}
+	}
+	return false
+}

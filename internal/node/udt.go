@@ -1,0 +1,335 @@
+package node
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/tracecar/tracecar/internal/cql"
+)
+
+// User-defined types: CREATE, ALTER and DROP TYPE. A type's fields are resolved when it is
+// created; ALTER TYPE resolves again every type and table of the keyspace that uses it.
+
+func (d *ddl) typeKeyspace(name tableName) (*keyspace, error) {
+	ksName, err := d.keyspaceName(name.ks)
+	if err != nil {
+		return nil, err
+	}
+	k := d.sc.keyspaces[ksName]
+	if k == nil {
+		return nil, invalidf("Keyspace '%s' doesn't exist", ksName)
+	}
+	return k, nil
+}
+
+// typeName is how Cassandra names a user type in messages: ks.name.
+func typeName(ks, name string) string { return quoteName(ks) + "." + quoteName(name) }
+
+func (d *ddl) createType(st *createTypeStmt) (*cql.SchemaChange, error) {
+	k, err := d.typeKeyspace(st.name)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.require("CREATE", resource{kind: resKeyspace, ks: k.name}); err != nil {
+		return nil, err
+	}
+	if err := modifiable(k, "CREATE", "<all tables in "+k.name+">"); err != nil {
+		return nil, err
+	}
+	if k.types[st.name.name] != nil {
+		if st.ifNotExists {
+			return nil, nil
+		}
+		return nil, invalidf("A user type with name '%s' already exists", st.name.name)
+	}
+	u := &userType{ks: k.name, name: st.name.name}
+	for _, f := range st.fields {
+		if slices.Contains(u.fieldNames, f.name) {
+			return nil, invalidf("Duplicate field name '%s' in type '%s'", f.name, st.name.name)
+		}
+		u.fieldNames = append(u.fieldNames, f.name)
+		u.fieldRefs = append(u.fieldRefs, f.ref)
+	}
+	for _, r := range u.fieldRefs {
+		if r.isCounter() {
+			return nil, invalidf("A user type cannot contain counters")
+		}
+	}
+	for _, r := range u.fieldRefs {
+		if _, native := r.nativeType(); !native && r.args == nil && !r.frozen {
+			if _, known := k.types[r.name]; known || r.name == u.name {
+				return nil, invalidf("A user type cannot contain non-frozen UDTs")
+			}
+		}
+	}
+	if err := u.resolve(k.resolver()); err != nil {
+		return nil, err
+	}
+	d.mutable(k.name).types[u.name] = u
+	return &cql.SchemaChange{ChangeType: "CREATED", Target: cql.TargetType, Keyspace: k.name, Name: u.name}, nil
+}
+
+// resolve resolves the type's fields against rs.
+func (u *userType) resolve(rs resolver) error {
+	u.fields = make([]ctype, len(u.fieldRefs))
+	for i, r := range u.fieldRefs {
+		ct, err := rs.resolve(r)
+		if err != nil {
+			return err
+		}
+		u.fields[i] = ct
+	}
+	return nil
+}
+
+func (d *ddl) alterType(st *alterTypeStmt) (*cql.SchemaChange, error) {
+	ksName, err := d.keyspaceName(st.name.ks)
+	if err != nil {
+		return nil, err
+	}
+	k := d.sc.keyspaces[ksName]
+	var u *userType
+	if k != nil {
+		u = k.types[st.name.name]
+	}
+	if u == nil {
+		if st.ifExists {
+			return nil, nil
+		}
+		return nil, invalidf("Type %s.%s doesn't exist", ksName, st.name.name)
+	}
+	if err := d.require("ALTER", resource{kind: resKeyspace, ks: k.name}); err != nil {
+		return nil, err
+	}
+	if err := modifiable(k, "ALTER", "<all tables in "+k.name+">"); err != nil {
+		return nil, err
+	}
+	full := typeName(u.ks, u.name)
+	nu := &userType{ks: u.ks, name: u.name, fieldNames: slices.Clone(u.fieldNames), fieldRefs: slices.Clone(u.fieldRefs)}
+	switch st.op {
+	case alterType:
+		return nil, invalidf("Altering field types is no longer supported")
+	case alterAdd:
+		if u.field(st.add.name) >= 0 {
+			if st.ifField {
+				return nil, nil
+			}
+			return nil, invalidf("Cannot add field %s to type %s: a field with name %s already exists", st.add.name, full, st.add.name)
+		}
+		if st.add.ref.uses(u.name) {
+			return nil, invalidf("Cannot add new field %s of type %s to user type %s as it would create a circular reference", st.add.name, st.add.ref, full)
+		}
+		var inKey []string
+		for _, t := range sortedTables(k) {
+			for _, c := range t.pk {
+				if c.ref.uses(u.name) {
+					inKey = append(inKey, tableString(t))
+					break
+				}
+			}
+		}
+		if len(inKey) > 0 {
+			return nil, invalidf("Cannot add new field %s of type %s to user type %s as the type is being used in partition key by the following tables: %s", st.add.name, st.add.ref, full, strings.Join(inKey, ", "))
+		}
+		nu.fieldNames = append(nu.fieldNames, st.add.name)
+		nu.fieldRefs = append(nu.fieldRefs, st.add.ref)
+	case alterRename:
+		changed := false
+		for _, r := range st.renames {
+			i := nu.field(r.from)
+			if i < 0 {
+				if st.ifField {
+					continue
+				}
+				return nil, invalidf("Unkown field %s in user type %s", r.from, full)
+			}
+			nu.fieldNames[i] = r.to
+			changed = true
+		}
+		for i, n := range nu.fieldNames {
+			if slices.Index(nu.fieldNames, n) != i {
+				return nil, invalidf("Duplicate field name %s in type %s", n, u.ks)
+			}
+		}
+		if !changed {
+			return nil, nil
+		}
+	}
+	nk := d.mutable(k.name)
+	nk.types[u.name] = nu
+	if err := nu.resolve(nk.resolver()); err != nil {
+		return nil, err
+	}
+	if err := d.retype(nk, u.name); err != nil {
+		return nil, err
+	}
+	return &cql.SchemaChange{ChangeType: "UPDATED", Target: cql.TargetType, Keyspace: k.name, Name: u.name}, nil
+}
+
+// retype resolves again, in keyspace k of the new schema, every user type and table that
+// uses the user type changed, after it changed, and records their events.
+func (d *ddl) retype(k *keyspace, changed string) error {
+	names := []string{changed}
+	for len(names) > 0 {
+		n := names[0]
+		names = names[1:]
+		for _, u := range sortedTypes(k) {
+			if u.name == n || !slices.ContainsFunc(u.fieldRefs, func(r *typeRef) bool { return r.uses(n) }) {
+				continue
+			}
+			nu := &userType{ks: u.ks, name: u.name, fieldNames: u.fieldNames, fieldRefs: u.fieldRefs}
+			if err := nu.resolve(k.resolver()); err != nil {
+				return err
+			}
+			k.types[u.name] = nu
+			d.events = append(d.events, cql.SchemaChange{ChangeType: "UPDATED", Target: cql.TargetType, Keyspace: k.name, Name: u.name})
+			names = append(names, u.name)
+		}
+	}
+	rs := k.resolver()
+	for _, t := range sortedTables(k) {
+		nt := t.alter()
+		touched := false
+		retypeCols := func(cols []*column) error {
+			for i, c := range cols {
+				if c == nil || !c.ref.uses(changed) && !usesAny(c.ref, k, changed) {
+					continue
+				}
+				ct, err := rs.resolve(c.ref)
+				if err != nil {
+					return err
+				}
+				nc := *c
+				nc.typ, nc.text = ct.info, ct.text
+				cols[i] = &nc
+				touched = true
+			}
+			return nil
+		}
+		for _, cols := range [][]*column{nt.pk, nt.ck, nt.cells} {
+			if err := retypeCols(cols); err != nil {
+				return err
+			}
+		}
+		if !touched {
+			continue
+		}
+		nt.finish()
+		k.tables[t.name] = nt
+		d.stale[t.tableStore] = true
+		d.events = append(d.events, cql.SchemaChange{ChangeType: "UPDATED", Target: cql.TargetTable, Keyspace: k.name, Name: t.name})
+	}
+	return nil
+}
+
+// usesAny reports whether r uses, through other user types of k, the type named changed.
+func usesAny(r *typeRef, k *keyspace, changed string) bool {
+	seen := map[string]bool{}
+	var walk func(r *typeRef) bool
+	walk = func(r *typeRef) bool {
+		if r.uses(changed) {
+			return true
+		}
+		if r.args == nil {
+			if u := k.types[r.name]; u != nil && !seen[u.name] {
+				seen[u.name] = true
+				for _, f := range u.fieldRefs {
+					if walk(f) {
+						return true
+					}
+				}
+			}
+		}
+		for _, a := range r.args {
+			if walk(a) {
+				return true
+			}
+		}
+		return false
+	}
+	return walk(r)
+}
+
+func (d *ddl) dropType(st *dropTypeStmt) (*cql.SchemaChange, error) {
+	ksName, err := d.keyspaceName(st.name.ks)
+	if err != nil {
+		return nil, err
+	}
+	k := d.sc.keyspaces[ksName]
+	var u *userType
+	if k != nil {
+		u = k.types[st.name.name]
+	}
+	if u == nil {
+		if st.ifExists {
+			return nil, nil
+		}
+		return nil, invalidf("Type '%s.%s' doesn't exist", ksName, st.name.name)
+	}
+	if err := d.require("DROP", resource{kind: resKeyspace, ks: k.name}); err != nil {
+		return nil, err
+	}
+	if err := modifiable(k, "DROP", "<all tables in "+k.name+">"); err != nil {
+		return nil, err
+	}
+	full := u.ks + "." + u.name
+	var fns []string
+	for _, f := range sortedFunctions(k) {
+		for _, a := range append(slices.Clone(f.argRefs), f.retRef) {
+			if a != nil && usesAny(a, k, u.name) {
+				fns = append(fns, f.ks+"."+f.name)
+				break
+			}
+		}
+	}
+	if len(fns) > 0 {
+		return nil, invalidf("Cannot drop user type '%s' as it is still used by functions %s", full, strings.Join(fns, ", "))
+	}
+	var types []string
+	for _, o := range sortedTypes(k) {
+		if o.name != u.name && slices.ContainsFunc(o.fieldRefs, func(r *typeRef) bool { return r.uses(u.name) }) {
+			types = append(types, o.name)
+		}
+	}
+	if len(types) > 0 {
+		return nil, invalidf("Cannot drop user type '%s' as it is still used by user types %s", full, strings.Join(types, ", "))
+	}
+	var tables []string
+	for _, t := range sortedTables(k) {
+		if slices.ContainsFunc(t.cols, func(c *column) bool { return c.ref.uses(u.name) }) {
+			tables = append(tables, t.name)
+		}
+	}
+	if len(tables) > 0 {
+		return nil, invalidf("Cannot drop user type '%s' as it is still used by tables %s", full, strings.Join(tables, ", "))
+	}
+	delete(d.mutable(k.name).types, u.name)
+	return &cql.SchemaChange{ChangeType: "DROPPED", Target: cql.TargetType, Keyspace: k.name, Name: u.name}, nil
+}
+
+func sortedTables(k *keyspace) []*table {
+	out := make([]*table, 0, len(k.tables))
+	for _, t := range k.tables {
+		out = append(out, t)
+	}
+	slices.SortFunc(out, func(a, b *table) int { return strings.Compare(a.name, b.name) })
+	return out
+}
+
+func sortedTypes(k *keyspace) []*userType {
+	out := make([]*userType, 0, len(k.types))
+	for _, u := range k.types {
+		out = append(out, u)
+	}
+	slices.SortFunc(out, func(a, b *userType) int { return strings.Compare(a.name, b.name) })
+	return out
+}
+
+func sortedFunctions(k *keyspace) []*function {
+	out := make([]*function, 0, len(k.functions))
+	for _, f := range k.functions {
+		out = append(out, f)
+	}
+	slices.SortFunc(out, func(a, b *function) int { return strings.Compare(a.signature(), b.signature()) })
+	return out
+}
