@@ -74,8 +74,10 @@ type Proxy struct {
 	mu      sync.Mutex
 	conns   map[*conn]struct{}
 	retired counts // counters of closed connections
+	serving *group // the group of the Serve call running, for adopted connections
 
 	accepted     atomic.Uint64
+	adopted      atomic.Uint64 // connections handed over by an old process (handover.go)
 	nodeFailures atomic.Uint64
 	rejected     atomic.Uint64
 	limitCounters
@@ -151,6 +153,7 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 	defer stop()
 
 	g := &group{}
+	p.setServing(g)
 	var err error
 	var delay time.Duration
 	for {
@@ -175,6 +178,7 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 		if p.refuse(nc) {
 			continue
 		}
+		p.accepted.Add(1)
 		c := p.newConn(p.acceptTLS(nc), g)
 		g.wg.Add(1)
 		go func() {
@@ -183,8 +187,17 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 		}()
 	}
 	ln.Close()
+	p.setServing(nil)
 	p.drain(g)
 	return err
+}
+
+// setServing records the group of the Serve call running, which adopted connections join
+// (Adopt), or nil once it stops accepting.
+func (p *Proxy) setServing(g *group) {
+	p.mu.Lock()
+	p.serving = g
+	p.mu.Unlock()
 }
 
 // retryAccept reports whether an accept error may go away by itself.
@@ -313,7 +326,6 @@ func (p *Proxy) register(c *conn) {
 	p.mu.Lock()
 	p.conns[c] = struct{}{}
 	p.mu.Unlock()
-	p.accepted.Add(1)
 	if p.metrics != nil {
 		p.metrics.ConnOpened()
 	}
