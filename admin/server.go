@@ -155,6 +155,9 @@ type Server struct {
 	started    time.Time
 	addr       atomic.Pointer[string]
 
+	process   func() Process // nil: no process in the status (see WithProcess)
+	writeGate func() error   // nil: changes always allowed (see WithWriteGate)
+
 	nodes        NodeControl // nil: no node control endpoints (see WithNodeControl)
 	nodeStateErr func(error) bool
 
@@ -368,6 +371,9 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		allow := r.allow()
 		ctx.Response.Header.Set("Allow", allow)
 		writeError(ctx, errorf(http.StatusMethodNotAllowed, "method %s not allowed on %s: allowed are %s", ctx.Method(), path, allow))
+		return
+	}
+	if s.gated(ctx, method) {
 		return
 	}
 	if err := h(ctx, arg); err != nil {

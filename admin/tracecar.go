@@ -74,6 +74,8 @@ type Status struct {
 	Loggers map[string]string `json:"loggers"`
 	// UptimeSeconds is the time since the server was created.
 	UptimeSeconds int64 `json:"uptime_s"`
+	// Process is the sidecar process, and the one it took over, if any.
+	Process *Process `json:"process,omitempty"`
 }
 
 // Counters are the request counters in Status.
@@ -113,6 +115,10 @@ func (s *Server) getStatus(ctx *fasthttp.RequestCtx, _ string) error {
 	}
 	if s.guardrail != nil {
 		st.Guardrail = s.guardrail()
+	}
+	if s.process != nil {
+		p := s.process()
+		st.Process = &p
 	}
 	for _, n := range s.logs.Names() {
 		if l, err := s.logs.Level(n); err == nil {

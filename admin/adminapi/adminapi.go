@@ -200,6 +200,19 @@ type Status struct {
 		State  string `json:"state"`
 		Detail string `json:"detail"`
 	} `json:"guardrail"`
+	Process *struct {
+		PID         int       `json:"pid"`
+		StartedAt   time.Time `json:"started_at"`
+		Predecessor *struct {
+			PID       int       `json:"pid"`
+			StartedAt time.Time `json:"started_at"`
+		} `json:"predecessor"`
+		Handover *struct {
+			Received            int  `json:"connections_received"`
+			ClosedByPredecessor int  `json:"connections_closed_by_predecessor"`
+			Done                bool `json:"done"`
+		} `json:"handover"`
+	} `json:"process"`
 }
 
 // ParseStatus decodes GET /tracecar/status.

@@ -1,0 +1,69 @@
+package admin
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// Process is the process part of /tracecar/status: this sidecar process and how it came to
+// be, started afresh or by taking another over (tracecar sidecar --takeover).
+type Process struct {
+	PID       int       `json:"pid"`
+	StartedAt time.Time `json:"started_at"`
+	// ControlSocket is where a successor connects to take this process over; empty when
+	// there is none.
+	ControlSocket string `json:"control_socket,omitempty"`
+	// Predecessor is the process this one took over; nil for a process started afresh.
+	Predecessor *ProcessPeer `json:"predecessor,omitempty"`
+	// Handover is the handover that made this process; nil for one started afresh.
+	Handover *Handover `json:"handover,omitempty"`
+}
+
+// ProcessPeer is another sidecar process.
+type ProcessPeer struct {
+	PID       int       `json:"pid"`
+	StartedAt time.Time `json:"started_at"`
+}
+
+// Handover describes the handover from the predecessor.
+type Handover struct {
+	// At is when the listeners and the runtime state were received.
+	At time.Time `json:"at"`
+	// Received counts the client connections this process took over.
+	Received int `json:"connections_received"`
+	// ClosedByPredecessor counts those the predecessor drained and closed instead (TLS,
+	// or not quiet within its drain timeout), as it reported at the end.
+	ClosedByPredecessor int `json:"connections_closed_by_predecessor"`
+	// Done is false while the connections are arriving, and stays false when the
+	// predecessor went away before it was done (this process keeps what it received).
+	Done bool `json:"done"`
+}
+
+// WithProcess makes /tracecar/status report the process that f describes.
+func WithProcess(f func() Process) Option {
+	return func(s *Server) { s.process = f }
+}
+
+// WithWriteGate makes every request that is not a GET (or HEAD) ask gate first: while it
+// returns an error, such requests get 503 with its message and the connection is closed.
+// A sidecar that hands itself over to a new process refuses changes this way, so that no
+// change is made to the state it has handed over.
+func WithWriteGate(gate func() error) Option {
+	return func(s *Server) { s.writeGate = gate }
+}
+
+// gated answers a request that the write gate refuses, and reports whether it did.
+func (s *Server) gated(ctx *fasthttp.RequestCtx, method string) bool {
+	if s.writeGate == nil || method == http.MethodGet {
+		return false
+	}
+	err := s.writeGate()
+	if err == nil {
+		return false
+	}
+	ctx.SetConnectionClose()
+	writeError(ctx, errorf(http.StatusServiceUnavailable, "%v", err))
+	return true
+}
