@@ -1,0 +1,581 @@
+package reliability
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gocql/gocql"
+
+	"github.com/tracecar/tracecar/admin"
+	"github.com/tracecar/tracecar/internal/testkit/drivertest"
+)
+
+// The sidecar's own upgrade (README: Upgrade without dropping a connection), with real
+// processes: `tracecar node`, `tracecar sidecar` and `tracecar sidecar --takeover`, built
+// by the test, and real drivers.
+
+// proc is a tracecar process of a handover test: its stdout lines, and its stderr (the
+// logs) in a file that a failing test prints.
+type proc struct {
+	name   string
+	cmd    *exec.Cmd
+	lines  chan string
+	logs   string
+	exited chan struct{}
+	err    error // once exited
+}
+
+// procEnv is the environment of the children: the event loop on whatever the test process
+// runs (CI runs this suite again with TRACECAR_EVENT_LOOP=off, which would keep every
+// connection on the goroutine path, where it cannot move).
+func procEnv() []string {
+	return slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "TRACECAR_EVENT_LOOP") })
+}
+
+func startProc(t *testing.T, name, bin string, args ...string) *proc {
+	t.Helper()
+	logs := filepath.Join(t.TempDir(), name+".log")
+	f, err := os.Create(logs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = procEnv()
+	cmd.Stderr = f
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{name: name, cmd: cmd, lines: make(chan string, 64), logs: logs, exited: make(chan struct{})}
+	go func() {
+		s := bufio.NewScanner(out)
+		for s.Scan() {
+			fmt.Fprintln(f, "stdout: "+s.Text())
+			select {
+			case p.lines <- s.Text():
+			default:
+			}
+		}
+		p.err = cmd.Wait()
+		f.Close()
+		close(p.exited)
+	}()
+	t.Cleanup(func() {
+		p.stop()
+		if t.Failed() {
+			b, _ := os.ReadFile(logs)
+			t.Logf("%s (pid %d) logs:\n%s", name, cmd.Process.Pid, b)
+		}
+	})
+	return p
+}
+
+// stop ends the process, with SIGINT first, and waits for it.
+func (p *proc) stop() {
+	select {
+	case <-p.exited:
+		return
+	default:
+	}
+	p.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-p.exited:
+	case <-time.After(testTimeout):
+		p.cmd.Process.Kill()
+		<-p.exited
+	}
+}
+
+// kill sends SIGKILL and waits for the process to be gone.
+func (p *proc) kill(t *testing.T) {
+	t.Helper()
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.exited
+}
+
+// await returns the submatches of the next stdout line that matches re.
+func (p *proc) await(t *testing.T, re *regexp.Regexp) []string {
+	t.Helper()
+	deadline := time.After(testTimeout)
+	for {
+		select {
+		case l := <-p.lines:
+			if m := re.FindStringSubmatch(l); m != nil {
+				return m
+			}
+		case <-p.exited:
+			t.Fatalf("%s exited (%v) before printing a line matching %s", p.name, p.err, re)
+		case <-deadline:
+			t.Fatalf("%s printed no line matching %s", p.name, re)
+		}
+	}
+}
+
+// exitCode waits for the process to exit and returns its code.
+func (p *proc) exitCode(t *testing.T) int {
+	t.Helper()
+	select {
+	case <-p.exited:
+	case <-time.After(testTimeout):
+		t.Fatalf("%s did not exit", p.name)
+	}
+	var ee *exec.ExitError
+	if errors.As(p.err, &ee) {
+		return ee.ExitCode()
+	}
+	if p.err != nil {
+		return -1
+	}
+	return 0
+}
+
+// logged reports whether the process's logs hold s.
+func (p *proc) logged(s string) bool {
+	b, _ := os.ReadFile(p.logs)
+	return strings.Contains(string(b), s)
+}
+
+// cluster is a node and the sidecar process in front of it, replaced by takeovers.
+type cluster struct {
+	bin       string
+	node      *proc
+	nodeAddr  string
+	nodeAPI   string
+	ctl       string
+	args      []string // the sidecar's flags but --takeover
+	sc        *proc
+	addr, api string
+	n         int // sidecar processes so far
+}
+
+var (
+	nodeCQLRe  = regexp.MustCompile(`CQL on (\S+)`)
+	nodeAPIRe  = regexp.MustCompile(`API on (\S+)`)
+	sidecarRe  = regexp.MustCompile(`CQL on (\S+) -> node \S+, admin API (\S+)`)
+	tookOverRe = regexp.MustCompile(`took over (\d+) connections from process (\d+) \((\d+) closed there instead\)`)
+)
+
+// startCluster starts a node (with nodeArgs) and a sidecar (with scArgs) in front of it.
+func startCluster(t *testing.T, nodeArgs, scArgs []string) *cluster {
+	t.Helper()
+	c := &cluster{bin: buildTracecar(t), ctl: filepath.Join(t.TempDir(), "ctl.sock")}
+	c.node = startProc(t, "node", c.bin, append([]string{"node", "--listen", "127.0.0.1:0", "--api", "127.0.0.1:0"}, nodeArgs...)...)
+	c.nodeAddr = c.node.await(t, nodeCQLRe)[1]
+	c.nodeAPI = c.node.await(t, nodeAPIRe)[1]
+	c.args = append([]string{"sidecar", "--listen", "127.0.0.1:0", "--node", c.nodeAddr, "--admin", "127.0.0.1:0",
+		"--control-socket", c.ctl, "--drain-timeout", "5s"}, scArgs...)
+	c.sc = c.startSidecar(t, false)
+	return c
+}
+
+func (c *cluster) startSidecar(t *testing.T, takeover bool) *proc {
+	t.Helper()
+	c.n++
+	args := c.args
+	if takeover {
+		args = append(slices.Clone(args), "--takeover")
+	}
+	p := startProc(t, fmt.Sprintf("sidecar-%d", c.n), c.bin, args...)
+	m := p.await(t, sidecarRe)
+	if c.addr != "" && m[1] != c.addr {
+		t.Fatalf("%s listens on %s; want the predecessor's %s", p.name, m[1], c.addr)
+	}
+	c.addr, c.api = m[1], m[2]
+	return p
+}
+
+// takeover replaces the sidecar process by a new one, and returns the new one once it has
+// taken every connection over, and the old one has exited 0; with the number of
+// connections it took over, and when its handover began and ended.
+func (c *cluster) takeover(t *testing.T) (moved int, from, to time.Time) {
+	t.Helper()
+	from = time.Now()
+	old := c.sc
+	c.sc = c.startSidecar(t, true)
+	m := c.sc.await(t, tookOverRe)
+	to = time.Now()
+	moved, _ = strconv.Atoi(m[1])
+	if closed := m[3]; closed != "0" {
+		t.Errorf("%s: %s connections closed by the predecessor; want 0", c.sc.name, closed)
+	}
+	if code := old.exitCode(t); code != 0 {
+		t.Errorf("%s exited %d after the takeover; want 0", old.name, code)
+	}
+	return moved, from, to
+}
+
+// status returns the sidecar's /tracecar/status.
+func (c *cluster) status(t *testing.T) admin.Status {
+	t.Helper()
+	var st admin.Status
+	if err := json.Unmarshal(c.get(t, "/tracecar/status"), &st); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func (c *cluster) get(t *testing.T, path string) []byte {
+	t.Helper()
+	return httpDo(t, http.MethodGet, c.api+path)
+}
+
+func (c *cluster) post(t *testing.T, path string) {
+	t.Helper()
+	httpDo(t, http.MethodPost, c.api+path)
+}
+
+func httpDo(t *testing.T, method, u string) []byte {
+	t.Helper()
+	req, _ := http.NewRequest(method, u, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode/100 != 2 {
+		t.Fatalf("%s %s: %s %s", method, u, resp.Status, b)
+	}
+	return b
+}
+
+// metric returns the value of the series (name and labels, as /metrics writes it) at api.
+func metric(t *testing.T, api, series string) float64 {
+	t.Helper()
+	for _, l := range strings.Split(string(httpDo(t, http.MethodGet, api+"/metrics")), "\n") {
+		if v, ok := strings.CutPrefix(l, series+" "); ok {
+			f, _ := strconv.ParseFloat(v, 64)
+			return f
+		}
+	}
+	t.Fatalf("%s/metrics has no %s", api, series)
+	return 0
+}
+
+// nodeAccepted is the client connections the node has accepted.
+func (c *cluster) nodeAccepted(t *testing.T) float64 {
+	return metric(t, c.nodeAPI, "tracecar_node_connections_accepted_total")
+}
+
+// runtimeSettings changes every runtime setting the handover carries away from its
+// default, and returns how the admin API reads them.
+func (c *cluster) runtimeSettings(t *testing.T, change bool) string {
+	t.Helper()
+	if change {
+		for _, p := range []string{
+			"/storage_service/slow_query?enable=true&fast=true&threshold=250000&ttl=3600",
+			"/storage_service/trace_probability?probability=0.0005",
+			"/system/logger/admin?level=debug",
+			"/tracecar/trace_filter?keyspace=audit", // no request of the load: none is traced, so no new process fetches node events over connections of its own
+			"/tracecar/guardrail?cpu=90&window=30s",
+			"/tracecar/statement_stats?enable=true",
+		} {
+			c.post(t, p)
+		}
+	}
+	var b strings.Builder
+	for _, p := range []string{"/storage_service/slow_query", "/storage_service/trace_probability", "/storage_service/logging_level",
+		"/tracecar/trace_filter", "/tracecar/guardrail", "/tracecar/statement_stats"} {
+		body := string(c.get(t, p))
+		var m map[string]any
+		json.Unmarshal([]byte(body), &m)
+		switch p {
+		case "/tracecar/guardrail":
+			body = fmt.Sprint(m["budget"], m["state"]) // not its windows and figures, which move on
+		case "/tracecar/statement_stats":
+			body = fmt.Sprint(m["enabled"], m["max"]) // not the entries, which the load makes
+		}
+		fmt.Fprintf(&b, "%s %s\n", p, strings.TrimSpace(body))
+	}
+	return b.String()
+}
+
+// rateLoad runs requests at a fixed rate, open loop: each has a scheduled start, and its
+// latency runs from that start (so that a stall counts for every request it delays).
+type rateLoad struct {
+	start   time.Time
+	mu      sync.Mutex
+	samples []sample
+	failed  atomic.Int64
+	lastErr atomic.Value
+	stop    chan struct{}
+	once    sync.Once
+	wg      sync.WaitGroup
+}
+
+type sample struct {
+	at  time.Duration // scheduled start, since the load began
+	lat time.Duration
+}
+
+// startRateLoad runs op at rate per second on workers goroutines until end.
+func startRateLoad(rate, workers int, op func(i int) error) *rateLoad {
+	l := &rateLoad{start: time.Now(), stop: make(chan struct{})}
+	next := make(chan int, workers)
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		defer close(next)
+		for i := 0; ; i++ {
+			at := l.start.Add(time.Duration(i) * time.Second / time.Duration(rate))
+			if d := time.Until(at); d > 0 {
+				select {
+				case <-time.After(d):
+				case <-l.stop:
+					return
+				}
+			}
+			select {
+			case next <- i:
+			case <-l.stop:
+				return
+			}
+		}
+	}()
+	for range workers {
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			for i := range next {
+				at := time.Duration(i) * time.Second / time.Duration(rate)
+				err := op(i)
+				lat := time.Since(l.start) - at
+				if err != nil {
+					l.failed.Add(1)
+					l.lastErr.Store(err.Error())
+					continue
+				}
+				l.mu.Lock()
+				l.samples = append(l.samples, sample{at, lat})
+				l.mu.Unlock()
+			}
+		}()
+	}
+	return l
+}
+
+func (l *rateLoad) end() {
+	l.once.Do(func() { close(l.stop) })
+	l.wg.Wait()
+}
+
+// window is a span of a load, since its start.
+type window struct{ from, to time.Duration }
+
+// p99s returns the p99 latency of the requests scheduled inside the windows, and of the
+// others, with their counts.
+func p99s(samples []sample, windows []window) (in, out time.Duration, nIn, nOut int) {
+	var a, b []time.Duration
+	for _, s := range samples {
+		if slices.ContainsFunc(windows, func(w window) bool { return s.at >= w.from && s.at <= w.to }) {
+			a = append(a, s.lat)
+		} else {
+			b = append(b, s.lat)
+		}
+	}
+	return p99(a), p99(b), len(a), len(b)
+}
+
+func p99(d []time.Duration) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	slices.Sort(d)
+	return d[(len(d)*99+99)/100-1]
+}
+
+// handoverWindows are the spans of the handovers in a load: from the start of each new
+// process until it reported every connection taken over, plus a margin for the requests
+// that queued behind the move.
+func handoverWindow(l time.Time, from, to time.Time) window {
+	return window{from.Sub(l), to.Sub(l) + 50*time.Millisecond}
+}
+
+func gocqlSession(t *testing.T, addr string, edit func(*gocql.ClusterConfig)) *gocql.Session {
+	t.Helper()
+	return sessionWith(t, addr, edit)
+}
+
+// TestHandoverGocqlLoad replaces the sidecar three times by a new process while gocql
+// sends 3,000 requests a second through it: no request fails, neither the node nor any new
+// sidecar accepts a connection (every one is moved), the runtime settings are the same
+// after as before, and each old process exits 0.
+func TestHandoverGocqlLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs processes")
+	}
+	c := startCluster(t, nil, nil)
+	before := c.runtimeSettings(t, true)
+	s := gocqlSession(t, c.addr, nil)
+	mustExec(t, s, "CREATE KEYSPACE IF NOT EXISTS ho WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
+	mustExec(t, s, "CREATE TABLE IF NOT EXISTS ho.kv (k int PRIMARY KEY, v text)")
+	l := startRateLoad(3000, 64, func(i int) error {
+		if i%2 == 0 {
+			return s.Query("INSERT INTO ho.kv (k, v) VALUES (?, ?)", i%100000, "v").Exec()
+		}
+		var v string
+		err := s.Query("SELECT v FROM ho.kv WHERE k = ?", (i-1)%100000).Scan(&v)
+		if errors.Is(err, gocql.ErrNotFound) {
+			err = nil
+		}
+		return err
+	})
+	defer l.end()
+	time.Sleep(3 * time.Second)
+	nodeBefore := c.nodeAccepted(t)
+	conns := c.status(t).Process
+	var windows []window
+	for i := range 3 {
+		moved, from, to := c.takeover(t)
+		windows = append(windows, handoverWindow(l.start, from, to))
+		if moved == 0 {
+			t.Errorf("takeover %d moved no connection", i+1)
+		}
+		if got := metric(t, c.api, "tracecar_client_connections_accepted_total"); got != 0 {
+			t.Errorf("takeover %d: the new sidecar accepted %v connections; want 0 (every one moved)", i+1, got)
+		}
+		if got := metric(t, c.api, `tracecar_handover_connections_total{outcome="moved"}`); int(got) != moved {
+			t.Errorf("takeover %d: tracecar_handover_connections_total{outcome=\"moved\"} %v; want %d", i+1, got, moved)
+		}
+		st := c.status(t)
+		if p := st.Process; p == nil || p.Predecessor == nil || p.Handover == nil || !p.Handover.Done || p.Handover.Received != moved {
+			t.Errorf("takeover %d: status process %+v; want a predecessor and a done handover of %d connections", i+1, p, moved)
+		}
+		time.Sleep(2 * time.Second)
+	}
+	l.end()
+	if f := l.failed.Load(); f != 0 {
+		t.Errorf("%d requests failed (last: %v); want 0", f, l.lastErr.Load())
+	}
+	if got := c.nodeAccepted(t); got != nodeBefore {
+		t.Errorf("the node accepted %v connections during the takeovers; want 0", got-nodeBefore)
+	}
+	if after := c.runtimeSettings(t, false); after != before {
+		t.Errorf("runtime settings after 3 takeovers:\n%s\nwant as before:\n%s", after, before)
+	}
+	in, out, nIn, nOut := p99s(l.samples, windows)
+	t.Logf("FIGURE gocql at 3000/s, 3 takeovers: p99 %v during the handovers (%d requests), %v otherwise (%d requests); first process %+v",
+		in, nIn, out, nOut, conns)
+	if in > 2*out {
+		t.Errorf("p99 during the handovers %v; want at most twice the steady %v", in, out)
+	}
+}
+
+// driverReport is what testdata/handover_load.{py,js} print at the end.
+type driverReport struct {
+	OK      int          `json:"ok"`
+	Failed  int          `json:"failed"`
+	Errors  []string     `json:"errors"`
+	Samples [][2]float64 `json:"samples"`
+}
+
+// runDriverLoad runs a driver's load script (name, args) against the sidecar at rate while
+// the sidecar is replaced three times, and checks what TestHandoverGocqlLoad checks.
+func runDriverLoad(t *testing.T, rate int, name string, args ...string) {
+	c := startCluster(t, nil, nil)
+	before := c.runtimeSettings(t, true)
+	host, port, _ := strings.Cut(c.addr, ":")
+	cmd := exec.Command(name, args...)
+	cmd.Env = append(os.Environ(), "CQL_HOST="+host, "CQL_PORT="+port, "RATE="+strconv.Itoa(rate))
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	lines := bufio.NewScanner(stdout)
+	lines.Buffer(nil, 64<<20)
+	if !lines.Scan() || lines.Text() != "ready" {
+		cmd.Wait()
+		t.Fatalf("%s did not start its load: %q\n%s", name, lines.Text(), stderr.String())
+	}
+	start := time.Now()
+	time.Sleep(3 * time.Second)
+	nodeBefore := c.nodeAccepted(t)
+	var windows []window
+	for i := range 3 {
+		moved, from, to := c.takeover(t)
+		windows = append(windows, handoverWindow(start, from, to))
+		if moved == 0 {
+			t.Errorf("takeover %d moved no connection", i+1)
+		}
+		if got := metric(t, c.api, "tracecar_client_connections_accepted_total"); got != 0 {
+			t.Errorf("takeover %d: the new sidecar accepted %v connections; want 0 (every one moved)", i+1, got)
+		}
+		time.Sleep(2 * time.Second)
+	}
+	fmt.Fprintln(stdin, "stop")
+	stdin.Close()
+	var report []byte
+	for lines.Scan() {
+		if b := lines.Bytes(); len(b) > 0 && b[0] == '{' {
+			report = b
+			break
+		}
+		t.Logf("%s: %s", name, lines.Text())
+	}
+	if report == nil {
+		t.Fatalf("%s printed no report: %v\n%s", name, lines.Err(), stderr.String())
+	}
+	var r driverReport
+	if err := json.Unmarshal(report, &r); err != nil {
+		t.Fatalf("%s report: %v", name, err)
+	}
+	cmd.Wait()
+	if r.Failed != 0 || r.OK == 0 {
+		t.Errorf("%s: %d requests failed, %d succeeded (errors: %q); want none failed", name, r.Failed, r.OK, r.Errors)
+	}
+	if got := c.nodeAccepted(t); got != nodeBefore {
+		t.Errorf("the node accepted %v connections during the takeovers; want 0", got-nodeBefore)
+	}
+	if after := c.runtimeSettings(t, false); after != before {
+		t.Errorf("runtime settings after 3 takeovers:\n%s\nwant as before:\n%s", after, before)
+	}
+	samples := make([]sample, len(r.Samples))
+	for i, s := range r.Samples {
+		samples[i] = sample{time.Duration(s[0] * float64(time.Millisecond)), time.Duration(s[1] * float64(time.Millisecond))}
+	}
+	in, out, nIn, nOut := p99s(samples, windows)
+	t.Logf("FIGURE %s at %d/s, 3 takeovers: p99 %v during the handovers (%d requests), %v otherwise (%d requests)",
+		filepath.Base(name), rate, in, nIn, out, nOut)
+	if in > 2*out {
+		t.Errorf("p99 during the handovers %v; want at most twice the steady %v", in, out)
+	}
+}
+
+func TestHandoverPythonLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs processes")
+	}
+	drivertest.RequirePython(t)
+	runDriverLoad(t, 1000, drivertest.Python, filepath.Join("testdata", "handover_load.py"))
+}
+
+func TestHandoverNodeJSLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs processes")
+	}
+	drivertest.RequireNodeJS(t)
+	runDriverLoad(t, 1000, "node", filepath.Join("testdata", "handover_load.js"))
+}
