@@ -291,6 +291,9 @@ func (h *handoverState) process() admin.Process {
 	p := admin.Process{PID: self.PID, StartedAt: self.StartedAt, ControlSocket: h.controlSocket, Predecessor: h.pred}
 	if h.received != nil {
 		r := *h.received
+		if !r.Done && r.Received == 0 {
+			r.Received = int(h.st.proxy.Adopted()) // so far
+		}
 		p.Handover = &r
 	}
 	return p

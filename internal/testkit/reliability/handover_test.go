@@ -2,10 +2,13 @@ package reliability
 
 import (
 	"bufio"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -23,6 +26,7 @@ import (
 	"github.com/gocql/gocql"
 
 	"github.com/tracecar/tracecar/admin"
+	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/internal/testkit/drivertest"
 )
 
@@ -578,4 +582,126 @@ func TestHandoverNodeJSLoad(t *testing.T) {
 	}
 	drivertest.RequireNodeJS(t)
 	runDriverLoad(t, 1000, "node", filepath.Join("testdata", "handover_load.js"))
+}
+
+// rawConn is a CQL connection the test speaks frames on itself.
+type rawConn struct {
+	t *testing.T
+	c net.Conn
+	r *bufio.Reader
+}
+
+func dialRaw(t *testing.T, addr string) *rawConn {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, testTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &rawConn{t: t, c: c, r: bufio.NewReader(c)}
+}
+
+func (rc *rawConn) send(stream int16, m cql.Message) {
+	rc.t.Helper()
+	if _, err := rc.c.Write(cql.AppendFrame(nil, cql.Header{Version: cql.V4, Stream: stream}, m)); err != nil {
+		rc.t.Fatalf("write: %v", err)
+	}
+}
+
+// recv reads the next frame, within testTimeout.
+func (rc *rawConn) recv() (cql.Header, []byte) {
+	rc.t.Helper()
+	rc.c.SetReadDeadline(time.Now().Add(testTimeout))
+	h, body, _, err := cql.ReadFrame(rc.r, nil)
+	if err != nil {
+		rc.t.Fatalf("read: %v", err)
+	}
+	return h, body
+}
+
+// expect reads the next frame and fails unless it has opcode op on stream.
+func (rc *rawConn) expect(stream int16, op cql.Opcode) []byte {
+	rc.t.Helper()
+	h, body := rc.recv()
+	if h.Stream != stream || h.Opcode != op {
+		rc.t.Fatalf("got %v on stream %d (%q); want %v on stream %d", h.Opcode, h.Stream, body, op, stream)
+	}
+	return body
+}
+
+func plainToken(user, pass string) []byte { return []byte("\x00" + user + "\x00" + pass) }
+
+// TestHandoverConnectionState moves connections in every state a CQL connection has
+// between two frames, through a takeover by a new process, against a node with
+// authentication: a gocql session with lz4 whose connections ran USE (its queries name no
+// keyspace), a raw connection in the middle of its authentication (AUTHENTICATE received,
+// AUTH_RESPONSE not sent), and a raw one registered for schema events. Each keeps working
+// after the takeover, and an event fired afterwards reaches the registered one.
+func TestHandoverConnectionState(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs processes")
+	}
+	c := startCluster(t, []string{"--auth", "cassandra:cassandra"}, nil)
+	admin := sessionWith(t, c.addr, func(cc *gocql.ClusterConfig) {
+		cc.Authenticator = gocql.PasswordAuthenticator{Username: "cassandra", Password: "cassandra"}
+	})
+	mustExec(t, admin, "CREATE KEYSPACE IF NOT EXISTS st WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
+	mustExec(t, admin, "CREATE TABLE IF NOT EXISTS st.kv (k int PRIMARY KEY, v text)")
+	used := sessionWith(t, c.addr, func(cc *gocql.ClusterConfig) {
+		cc.Authenticator = gocql.PasswordAuthenticator{Username: "cassandra", Password: "cassandra"}
+		cc.Compressor = drivertest.Compressor("lz4")
+		cc.Keyspace = "st" // USE st on every connection
+	})
+	mustExec(t, used, "INSERT INTO kv (k, v) VALUES (1, 'before')")
+
+	midAuth := dialRaw(t, c.addr)
+	midAuth.send(0, cql.Startup{Options: map[string]string{"CQL_VERSION": "3.0.0"}})
+	midAuth.expect(0, cql.OpAuthenticate)
+
+	events := dialRaw(t, c.addr)
+	events.send(0, cql.Startup{Options: map[string]string{"CQL_VERSION": "3.0.0"}})
+	events.expect(0, cql.OpAuthenticate)
+	events.send(1, cql.AuthResponse{Token: plainToken("cassandra", "cassandra")})
+	events.expect(1, cql.OpAuthSuccess)
+	events.send(2, cql.Register{Events: []string{cql.EventSchemaChange}})
+	events.expect(2, cql.OpReady)
+
+	nodeBefore := c.nodeAccepted(t)
+	for i := range 2 {
+		moved, _, _ := c.takeover(t)
+		if want := int(c.status(t).Process.Handover.Received); moved != want || moved < 2+2*3 {
+			t.Errorf("takeover %d moved %d connections (status %d); want every one: 2 raw and 3 per session at least", i+1, moved, want)
+		}
+	}
+	if got := metric(t, c.api, "tracecar_client_connections_accepted_total"); got != 0 {
+		t.Errorf("the new sidecar accepted %v connections; want 0", got)
+	}
+	if got := c.nodeAccepted(t); got != nodeBefore {
+		t.Errorf("the node accepted %v connections during the takeovers; want 0", got-nodeBefore)
+	}
+
+	// The session with lz4, after USE: its queries name no keyspace. Its handshake is done,
+	// so a frame over the 64 KiB allowed before it passes (200 KiB of random text, which
+	// lz4 cannot shrink below 64 KiB).
+	mustExec(t, used, "INSERT INTO kv (k, v) VALUES (2, 'after')")
+	big := make([]byte, 150<<10)
+	rand.Read(big)
+	mustExec(t, used, "INSERT INTO kv (k, v) VALUES (3, ?)", base64.StdEncoding.EncodeToString(big))
+	var v string
+	if err := used.Query("SELECT v FROM kv WHERE k = 1").Scan(&v); err != nil || v != "before" {
+		t.Errorf("after the takeovers, SELECT with the keyspace of USE: %q, %v; want %q", v, err, "before")
+	}
+	// Authentication finishes with the new process.
+	midAuth.send(1, cql.AuthResponse{Token: plainToken("cassandra", "cassandra")})
+	midAuth.expect(1, cql.OpAuthSuccess)
+	midAuth.send(2, cql.Query{Query: "SELECT v FROM st.kv WHERE k = 2", Params: cql.QueryParams{Consistency: cql.One}})
+	midAuth.expect(2, cql.OpResult)
+	// An event fired now reaches the registered connection.
+	mustExec(t, admin, "CREATE TABLE st.fired_after (k int PRIMARY KEY)")
+	body := events.expect(-1, cql.OpEvent)
+	if !strings.Contains(string(body), "fired_after") {
+		t.Errorf("event %q; want the SCHEMA_CHANGE of st.fired_after", body)
+	}
+	events.send(3, cql.Options{})
+	events.expect(3, cql.OpSupported)
 }
