@@ -46,17 +46,20 @@ func WithProcess(f func() Process) Option {
 	return func(s *Server) { s.process = f }
 }
 
-// WithWriteGate makes every request that is not a GET (or HEAD) ask gate first: while it
-// returns an error, such requests get 503 with its message and the connection is closed.
+// WithWriteGate makes every request ask gate first: while it returns an error, requests
+// other than GET (and HEAD) get 503 with its message, and every response closes its
+// connection.
 // A sidecar that hands itself over to a new process refuses changes this way, so that no
 // change is made to the state it has handed over.
 func WithWriteGate(gate func() error) Option {
 	return func(s *Server) { s.writeGate = gate }
 }
 
-// gated answers a request that the write gate refuses, and reports whether it did.
+// gated answers a request that the write gate refuses, and reports whether it did. While
+// the gate is closed every response closes its connection, reads too: the listener is the
+// new process's, and a client's next connection reaches it.
 func (s *Server) gated(ctx *fasthttp.RequestCtx, method string) bool {
-	if s.writeGate == nil || method == http.MethodGet {
+	if s.writeGate == nil {
 		return false
 	}
 	err := s.writeGate()
@@ -64,6 +67,9 @@ func (s *Server) gated(ctx *fasthttp.RequestCtx, method string) bool {
 		return false
 	}
 	ctx.SetConnectionClose()
+	if method == http.MethodGet {
+		return false
+	}
 	writeError(ctx, errorf(http.StatusServiceUnavailable, "%v", err))
 	return true
 }

@@ -705,3 +705,311 @@ func TestHandoverConnectionState(t *testing.T) {
 	events.send(3, cql.Options{})
 	events.expect(3, cql.OpSupported)
 }
+
+// relay is a TCP relay between the sidecar and the node, in the test process, that can hold
+// back what the node sends on one of its connections: a request on it then stays in flight
+// for as long as the test wants, and a handover waits for it.
+type relay struct {
+	ln     net.Listener
+	target string
+
+	mu      sync.Mutex
+	tagNext bool
+	tagged  chan *relayConn
+}
+
+type relayConn struct {
+	hold    atomic.Bool
+	release chan struct{}
+}
+
+func startRelay(t *testing.T, target string) *relay {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &relay{ln: ln, target: target, tagged: make(chan *relayConn, 1)}
+	var wg sync.WaitGroup
+	var conns []net.Conn
+	var connsMu sync.Mutex
+	var released []*relayConn
+	t.Cleanup(func() {
+		ln.Close()
+		connsMu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		for _, rc := range released {
+			rc.free()
+		}
+		connsMu.Unlock()
+		wg.Wait()
+	})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			a, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			b, err := net.Dial("tcp", target)
+			if err != nil {
+				a.Close()
+				continue
+			}
+			rc := &relayConn{release: make(chan struct{})}
+			r.mu.Lock()
+			if r.tagNext {
+				r.tagNext = false
+				r.tagged <- rc
+			}
+			r.mu.Unlock()
+			connsMu.Lock()
+			conns = append(conns, a, b)
+			released = append(released, rc)
+			connsMu.Unlock()
+			wg.Add(2)
+			go func() {
+				defer wg.Done()
+				io.Copy(b, a)
+				b.Close()
+			}()
+			go func() {
+				defer wg.Done()
+				defer a.Close()
+				buf := make([]byte, 64<<10)
+				for {
+					n, err := b.Read(buf)
+					if n > 0 && rc.hold.Load() {
+						<-rc.release
+					}
+					if n > 0 {
+						if _, werr := a.Write(buf[:n]); werr != nil {
+							return
+						}
+					}
+					if err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return r
+}
+
+func (rc *relayConn) free() {
+	select {
+	case <-rc.release:
+	default:
+		close(rc.release)
+	}
+}
+
+// stuckConn opens a raw connection through the sidecar whose request the relay holds back:
+// it is never quiet, so a handover waits for it until its drain timeout.
+func (c *cluster) stuckConn(t *testing.T, r *relay) (*rawConn, *relayConn) {
+	t.Helper()
+	r.mu.Lock()
+	r.tagNext = true
+	r.mu.Unlock()
+	rc := dialRaw(t, c.addr)
+	rc.send(0, cql.Startup{Options: map[string]string{"CQL_VERSION": "3.0.0"}})
+	rc.expect(0, cql.OpReady)
+	var held *relayConn
+	select {
+	case held = <-r.tagged:
+	case <-time.After(testTimeout):
+		t.Fatal("the relay saw no connection for the stuck client")
+	}
+	held.hold.Store(true)
+	rc.send(1, cql.Query{Query: "SELECT release_version FROM system.local", Params: cql.QueryParams{Consistency: cql.One}})
+	return rc, held
+}
+
+// ackLoad writes unique keys through s at rate, and keeps those acknowledged.
+type ackLoad struct {
+	*rateLoad
+	mu    sync.Mutex
+	acked []int
+}
+
+func startAckLoad(s *gocql.Session, rate int) *ackLoad {
+	a := &ackLoad{}
+	a.rateLoad = startRateLoad(rate, 32, func(i int) error {
+		err := s.Query("INSERT INTO ho.ack (k) VALUES (?)", i).Exec()
+		if err == nil {
+			a.mu.Lock()
+			a.acked = append(a.acked, i)
+			a.mu.Unlock()
+		}
+		return err
+	})
+	return a
+}
+
+// checkAcked fails unless every acknowledged write can be read back through s.
+func (a *ackLoad) checkAcked(t *testing.T, s *gocql.Session) {
+	t.Helper()
+	a.mu.Lock()
+	acked := slices.Clone(a.acked)
+	a.mu.Unlock()
+	lost := 0
+	for _, k := range acked {
+		var got int
+		if err := s.Query("SELECT k FROM ho.ack WHERE k = ?", k).Scan(&got); err != nil {
+			lost++
+		}
+	}
+	if lost > 0 || len(acked) == 0 {
+		t.Errorf("%d of %d acknowledged writes cannot be read back; want every one", lost, len(acked))
+	}
+}
+
+// recovery returns how long after at the first request scheduled after it completed.
+func (l *rateLoad) recovery(at time.Duration) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	best := time.Duration(-1)
+	for _, s := range l.samples {
+		if s.at >= at && (best < 0 || s.at+s.lat < best) {
+			best = s.at + s.lat
+		}
+	}
+	if best < 0 {
+		return -1
+	}
+	return best - at
+}
+
+// waitStatus polls the sidecar's status until cond holds.
+func (c *cluster) waitStatus(t *testing.T, what string, cond func(admin.Status) bool) {
+	t.Helper()
+	deadline := time.Now().Add(testTimeout)
+	for time.Now().Before(deadline) {
+		if cond(c.status(t)) {
+			return
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	t.Fatalf("the sidecar's status never showed %s", what)
+}
+
+func startKillCluster(t *testing.T) (*cluster, *relay, *gocql.Session) {
+	t.Helper()
+	bin := buildTracecar(t)
+	node := startProc(t, "node", bin, "node", "--listen", "127.0.0.1:0", "--api", "127.0.0.1:0")
+	nodeAddr := node.await(t, nodeCQLRe)[1]
+	nodeAPI := node.await(t, nodeAPIRe)[1]
+	r := startRelay(t, nodeAddr)
+	c := &cluster{bin: bin, node: node, nodeAddr: nodeAddr, nodeAPI: nodeAPI, ctl: filepath.Join(t.TempDir(), "ctl.sock")}
+	c.args = []string{"sidecar", "--listen", "127.0.0.1:0", "--node", r.ln.Addr().String(), "--admin", "127.0.0.1:0",
+		"--control-socket", c.ctl, "--drain-timeout", "20s"}
+	c.sc = c.startSidecar(t, false)
+	s := sessionWith(t, c.addr, nil)
+	mustExec(t, s, "CREATE KEYSPACE IF NOT EXISTS ho WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
+	mustExec(t, s, "CREATE TABLE IF NOT EXISTS ho.ack (k int PRIMARY KEY)")
+	return c, r, s
+}
+
+// TestHandoverKillOldMidway kills the old process (SIGKILL) in the middle of a handover,
+// while it waits for a connection with a request in flight: the new process keeps the
+// listeners and every connection it took over (the gocql load does not see it), the one
+// the old process still held closes, and a later takeover works.
+func TestHandoverKillOldMidway(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs processes")
+	}
+	c, r, s := startKillCluster(t)
+	l := startAckLoad(s, 1000)
+	defer l.end()
+	time.Sleep(time.Second)
+	stuck, _ := c.stuckConn(t, r)
+	conns := int(metric(t, c.api, "tracecar_client_connections"))
+	old := c.sc
+	c.sc = c.startSidecar(t, true)
+	c.waitStatus(t, "every connection but the stuck one moved", func(st admin.Status) bool {
+		return st.Process != nil && st.Process.Handover != nil && st.Process.Handover.Received == conns-1
+	})
+	old.kill(t)
+	m := c.sc.await(t, tookOverRe)
+	if m[1] != strconv.Itoa(conns-1) {
+		t.Errorf("the new process took over %s connections; want %d (all but the stuck one)", m[1], conns-1)
+	}
+	// The stuck connection was the old process's only: it closed with it.
+	stuck.c.SetReadDeadline(time.Now().Add(testTimeout))
+	if _, _, _, err := cql.ReadFrame(stuck.r, nil); err == nil {
+		t.Error("the stuck connection got a frame; want it closed with the process that held it")
+	}
+	time.Sleep(time.Second)
+	// The listeners and the control socket live on: a new connection and a new takeover.
+	sessionWith(t, c.addr, nil)
+	if moved, _, _ := c.takeover(t); moved < conns-1 {
+		t.Errorf("a later takeover moved %d connections; want at least %d", moved, conns-1)
+	}
+	time.Sleep(500 * time.Millisecond)
+	l.end()
+	if f := l.failed.Load(); f != 0 {
+		t.Errorf("%d requests failed (last: %v); want 0: every driver connection had moved", f, l.lastErr.Load())
+	}
+	l.checkAcked(t, sessionWith(t, c.addr, nil))
+	if st := c.status(t); st.Process.Predecessor == nil {
+		t.Errorf("status %+v; want a predecessor", st.Process)
+	}
+}
+
+// TestHandoverKillNewMidway kills the new process (SIGKILL) in the middle of a handover: the
+// old one keeps its listeners and the connection it had not moved (whose request is then
+// answered by it), the driver reconnects to it on its own, and every acknowledged write is
+// there; a later takeover works.
+func TestHandoverKillNewMidway(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs processes")
+	}
+	c, r, s := startKillCluster(t)
+	l := startAckLoad(s, 1000)
+	defer l.end()
+	time.Sleep(time.Second)
+	stuck, held := c.stuckConn(t, r)
+	conns := int(metric(t, c.api, "tracecar_client_connections"))
+	old, oldAddr, oldAPI := c.sc, c.addr, c.api
+	nw := c.startSidecar(t, true)
+	c.waitStatus(t, "every connection but the stuck one moved", func(st admin.Status) bool {
+		return st.Process != nil && st.Process.Handover != nil && st.Process.Handover.Received == conns-1
+	})
+	killedAt := time.Since(l.start)
+	nw.kill(t)
+	c.sc, c.addr, c.api = old, oldAddr, oldAPI
+	// The old process serves on: the stuck connection's request is answered by it.
+	held.free()
+	stuck.expect(1, cql.OpResult)
+	waitFor(t, "the old process to log the failed handover", func() bool { return old.logged("handover failed: this process serves on") })
+	time.Sleep(3 * time.Second)
+	if st := c.status(t); st.Process == nil || st.Process.PID != old.cmd.Process.Pid {
+		t.Errorf("status %+v; want the old process %d", st.Process, old.cmd.Process.Pid)
+	}
+	rec := l.recovery(killedAt)
+	t.Logf("FIGURE new process killed mid-handover: gocql (ReconnectInterval 200ms) back after %v; %d requests failed meanwhile", rec, l.failed.Load())
+	if rec < 0 {
+		t.Error("no request succeeded after the new process was killed")
+	}
+	if moved, _, _ := c.takeover(t); moved == 0 {
+		t.Error("a later takeover moved no connection")
+	}
+	time.Sleep(500 * time.Millisecond)
+	l.end()
+	l.checkAcked(t, sessionWith(t, c.addr, nil))
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(testTimeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
