@@ -1013,3 +1013,122 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// driverProc is a driver's load script running against the sidecar.
+type driverProc struct {
+	name  string
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	lines *bufio.Scanner
+	errs  *strings.Builder
+	start time.Time
+}
+
+func startDriverLoad(t *testing.T, addr string, rate int, name string, args ...string) *driverProc {
+	t.Helper()
+	host, port, _ := strings.Cut(addr, ":")
+	d := &driverProc{name: filepath.Base(name), cmd: exec.Command(name, args...), errs: &strings.Builder{}}
+	d.cmd.Env = append(os.Environ(), "CQL_HOST="+host, "CQL_PORT="+port, "RATE="+strconv.Itoa(rate))
+	d.stdin, _ = d.cmd.StdinPipe()
+	stdout, _ := d.cmd.StdoutPipe()
+	d.cmd.Stderr = d.errs
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.cmd.Process.Kill(); d.cmd.Wait() })
+	d.lines = bufio.NewScanner(stdout)
+	d.lines.Buffer(nil, 64<<20)
+	if !d.lines.Scan() || d.lines.Text() != "ready" {
+		t.Fatalf("%s did not start its load: %q\n%s", name, d.lines.Text(), d.errs)
+	}
+	d.start = time.Now()
+	return d
+}
+
+// report stops the load and returns what it measured.
+func (d *driverProc) report(t *testing.T) driverReport {
+	t.Helper()
+	fmt.Fprintln(d.stdin, "stop")
+	d.stdin.Close()
+	var r driverReport
+	for d.lines.Scan() {
+		if b := d.lines.Bytes(); len(b) > 0 && b[0] == '{' {
+			if err := json.Unmarshal(b, &r); err != nil {
+				t.Fatalf("%s report: %v", d.name, err)
+			}
+			return r
+		}
+	}
+	t.Fatalf("%s printed no report: %v\n%s", d.name, d.lines.Err(), d.errs)
+	return r
+}
+
+func (r driverReport) load(start time.Time) *rateLoad {
+	l := &rateLoad{start: start}
+	for _, s := range r.Samples {
+		l.samples = append(l.samples, sample{time.Duration(s[0] * float64(time.Millisecond)), time.Duration(s[1] * float64(time.Millisecond))})
+	}
+	return l
+}
+
+// TestSidecarCrashRecovery kills the sidecar (SIGKILL) under load from gocql, the Python
+// driver and the Node.js driver, each with its default reconnection settings, and starts it
+// again at once, as a supervisor does (systemd's Restart=always): each driver gets its
+// requests through again on its own, and the test reports how long each took.
+func TestSidecarCrashRecovery(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs processes")
+	}
+	drivertest.RequirePython(t)
+	drivertest.RequireNodeJS(t)
+	c := startCluster(t, nil, nil)
+	host, port, _ := strings.Cut(c.addr, ":")
+	p, _ := strconv.Atoi(port)
+	cc := drivertest.Cluster(drivertest.Options{Host: host, Port: p}) // gocql's defaults for reconnection
+	s, err := cc.CreateSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	mustExec(t, s, "CREATE KEYSPACE IF NOT EXISTS ho WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
+	mustExec(t, s, "CREATE TABLE IF NOT EXISTS ho.kv (k int PRIMARY KEY, v text)")
+	gl := startRateLoad(200, 16, func(i int) error {
+		return s.Query("INSERT INTO ho.kv (k, v) VALUES (?, ?)", i%100000, "v").Exec()
+	})
+	defer gl.end()
+	py := startDriverLoad(t, c.addr, 200, drivertest.Python, filepath.Join("testdata", "handover_load.py"))
+	js := startDriverLoad(t, c.addr, 200, "node", filepath.Join("testdata", "handover_load.js"))
+	time.Sleep(2 * time.Second)
+	killed := time.Now()
+	c.sc.kill(t)
+	// The supervisor starts it again at once, on the same address.
+	args := slices.Clone(c.args)
+	args[slices.Index(args, "--listen")+1] = c.addr
+	c.args = args
+	c.sc = c.startSidecar(t, false)
+	restarted := time.Since(killed)
+	// gocql's default takes seconds: wait for it, boundedly.
+	for time.Since(killed) < 90*time.Second && gl.recovery(killed.Sub(gl.start)) < 0 {
+		time.Sleep(100 * time.Millisecond)
+	}
+	gl.end()
+	time.Sleep(3 * time.Second) // the other drivers reconnect within seconds by default
+	type result struct {
+		name string
+		l    *rateLoad
+		fail int64
+	}
+	results := []result{{"gocql", gl, gl.failed.Load()}}
+	for _, d := range []*driverProc{py, js} {
+		r := d.report(t)
+		results = append(results, result{d.name, r.load(d.start), int64(r.Failed)})
+	}
+	for _, r := range results {
+		rec := r.l.recovery(killed.Sub(r.l.start))
+		t.Logf("FIGURE crash and restart (sidecar back %v after the kill): %s got a request through %v after the kill, with its default settings; %d requests failed",
+			restarted.Round(time.Millisecond), r.name, rec.Round(time.Millisecond), r.fail)
+		if rec < 0 {
+			t.Errorf("%s got no request through after the restart", r.name)
+		}
+	}
+}
