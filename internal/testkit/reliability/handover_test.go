@@ -3,6 +3,7 @@ package reliability
 import (
 	"bufio"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -28,6 +29,7 @@ import (
 	"github.com/tracecar/tracecar/admin"
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/internal/testkit/drivertest"
+	"github.com/tracecar/tracecar/internal/testkit/tlstest"
 )
 
 // The sidecar's own upgrade (README: Upgrade without dropping a connection), with real
@@ -1130,5 +1132,97 @@ func TestSidecarCrashRecovery(t *testing.T) {
 		if rec < 0 {
 			t.Errorf("%s got no request through after the restart", r.name)
 		}
+	}
+}
+
+// TestHandoverTLSDrains takes over a sidecar whose clients speak TLS: TLS connections
+// cannot move, so the old process drains and closes each, with a log line, counts them as
+// closed, and the driver reconnects to the new process on its own.
+func TestHandoverTLSDrains(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs processes")
+	}
+	pki := tlstest.New(t)
+	c := startCluster(t, nil, []string{"--tls-cert", pki.ServerCert, "--tls-key", pki.ServerKey})
+	s := sessionWith(t, c.addr, func(cc *gocql.ClusterConfig) {
+		cc.SslOpts = &gocql.SslOptions{CaPath: pki.CA, EnableHostVerification: false}
+	})
+	mustExec(t, s, "CREATE KEYSPACE IF NOT EXISTS ho WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
+	mustExec(t, s, "CREATE TABLE IF NOT EXISTS ho.kv (k int PRIMARY KEY, v text)")
+	l := startRateLoad(200, 8, func(i int) error {
+		return s.Query("INSERT INTO ho.kv (k, v) VALUES (?, ?)", i%1000, "v").Exec()
+	})
+	defer l.end()
+	time.Sleep(time.Second)
+	conns := int(metric(t, c.api, "tracecar_client_connections"))
+	old := c.sc
+	c.sc = c.startSidecar(t, true)
+	m := c.sc.await(t, tookOverRe)
+	if m[1] != "0" || m[3] != strconv.Itoa(conns) {
+		t.Errorf("took over %s connections, %s closed by the predecessor; want 0 moved and all %d closed (TLS)", m[1], m[3], conns)
+	}
+	if code := old.exitCode(t); code != 0 {
+		t.Errorf("the old process exited %d; want 0", code)
+	}
+	if !old.logged("a TLS connection cannot move") {
+		t.Error("the old process logged no line for the TLS connections it closed")
+	}
+	if got := metric(t, c.api, `tracecar_handover_connections_total{outcome="closed"}`); int(got) != conns {
+		t.Errorf(`tracecar_handover_connections_total{outcome="closed"} %v; want %d`, got, conns)
+	}
+	drainedAt := time.Since(l.start)
+	time.Sleep(3 * time.Second)
+	rec := l.recovery(drainedAt)
+	l.end()
+	t.Logf("FIGURE TLS takeover: %d connections drained and closed; gocql (ReconnectInterval 200ms) through again %v after; %d requests failed (sent as their connection closed)",
+		conns, rec, l.failed.Load())
+	if rec < 0 {
+		t.Error("gocql got no request through after the takeover")
+	}
+	if got := metric(t, c.api, "tracecar_client_connections_accepted_total"); got < float64(conns) {
+		t.Errorf("the new process accepted %v connections; want the driver's %d again", got, conns)
+	}
+}
+
+// TestSidecarSIGHUP: SIGHUP reopens --log-file (after logrotate moved it) and re-reads the
+// TLS certificate for the connections accepted after it.
+func TestSidecarSIGHUP(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs processes")
+	}
+	pki := tlstest.New(t)
+	logFile := filepath.Join(t.TempDir(), "sidecar.log")
+	c := startCluster(t, nil, []string{"--tls-cert", pki.ServerCert, "--tls-key", pki.ServerKey, "--log-file", logFile})
+	leaf := func() []byte {
+		conn, err := tls.Dial("tcp", c.addr, &tls.Config{InsecureSkipVerify: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		return conn.ConnectionState().PeerCertificates[0].Raw
+	}
+	first := leaf()
+	if err := os.Rename(logFile, logFile+".1"); err != nil {
+		t.Fatal(err)
+	}
+	renewed := tlstest.New(t)
+	for _, f := range [][2]string{{renewed.ServerCert, pki.ServerCert}, {renewed.ServerKey, pki.ServerKey}} {
+		b, _ := os.ReadFile(f[0])
+		if err := os.WriteFile(f[1], b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.sc.cmd.Process.Signal(syscall.SIGHUP)
+	waitFor(t, "a new log file with the SIGHUP line", func() bool {
+		b, _ := os.ReadFile(logFile)
+		return strings.Contains(string(b), "SIGHUP: TLS certificate re-read")
+	})
+	if got := leaf(); string(got) == string(first) {
+		t.Error("a connection after SIGHUP got the old certificate; want the renewed one")
+	}
+	select {
+	case <-c.sc.exited:
+		t.Fatal("the sidecar exited on SIGHUP")
+	default:
 	}
 }
