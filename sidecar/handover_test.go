@@ -177,6 +177,9 @@ func mustSchema(tb testing.TB, s *gocql.Session) {
 // without lz4): no request fails, the node sees no new connection, and every connection is
 // adopted by the new proxy, none accepted anew.
 func TestHandoverMovesConnections(t *testing.T) {
+	if eventLoopOff() {
+		t.Skip("TRACECAR_EVENT_LOOP=off: connections on the goroutine path do not move (TestHandoverGoroutinePathDrains)")
+	}
 	for _, comp := range []string{"none", "lz4"} {
 		t.Run(comp, func(t *testing.T) {
 			n := mustNode(t, node.Config{}, nodeAddr)
@@ -222,6 +225,9 @@ func TestHandoverMovesConnections(t *testing.T) {
 // TestHandoverCarriesPendingBytes moves a connection whose client has sent half a frame and
 // whose node has sent half an event: the new proxy forwards each once its rest arrives.
 func TestHandoverCarriesPendingBytes(t *testing.T) {
+	if eventLoopOff() {
+		t.Skip("TRACECAR_EVENT_LOOP=off: connections on the goroutine path do not move (TestHandoverGoroutinePathDrains)")
+	}
 	fn := mustFakeNode(t)
 	hp := mustHandoverPair(t, Config{}, fn.addr())
 	tc := mustDial(t, hp.addr)
@@ -261,4 +267,89 @@ func TestHandoverCarriesPendingBytes(t *testing.T) {
 	if st := nw.Stats(); st.TotalRequests() != 1 || st.Responses != 2 {
 		t.Errorf("new proxy forwarded %d requests and %d responses; want 1 and 2 (the halves it finished)", st.TotalRequests(), st.Responses)
 	}
+}
+
+// expect reads a frame and fails unless it has opcode op on stream.
+func (tc *testClient) expect(stream int16, op cql.Opcode) {
+	tc.tb.Helper()
+	if h, body := tc.recv(); h.Stream != stream || h.Opcode != op {
+		tc.tb.Fatalf("got %v on stream %d (%q); want %v on stream %d", h.Opcode, h.Stream, body, op, stream)
+	}
+}
+
+// TestHandoverGoroutinePathDrains: a connection on the goroutine path (as TLS ones are)
+// does not move: the old proxy drains it and closes it, and counts it as closed.
+func TestHandoverGoroutinePathDrains(t *testing.T) {
+	n := mustNode(t, node.Config{}, nodeAddr)
+	hp := mustHandoverPair(t, Config{NoEventLoop: true}, n.addr)
+	tc := mustDial(t, hp.addr)
+	tc.send(frame(cql.V4, 0, 0, cql.OpOptions, nil))
+	tc.expect(0, cql.OpSupported)
+	_, oldRes, newRes := hp.handover(t, Config{})
+	if oldRes.Moved != 0 || oldRes.Closed != 1 || newRes.Moved != 0 || newRes.Closed != 1 {
+		t.Errorf("old %+v, new %+v; want 0 moved and 1 closed on both sides", oldRes, newRes)
+	}
+	tc.expectClosed()
+}
+
+// TestHandoverSuccessorGone: a successor that goes away (here, before acknowledging the
+// connection it received) leaves the connection with the old proxy, which serves it on.
+func TestHandoverSuccessorGone(t *testing.T) {
+	if eventLoopOff() {
+		t.Skip("TRACECAR_EVENT_LOOP=off: connections on the goroutine path do not move")
+	}
+	n := mustNode(t, node.Config{}, nodeAddr)
+	hp := mustHandoverPair(t, Config{}, n.addr)
+	tc := mustDial(t, hp.addr)
+	tc.send(startupFrame(0))
+	tc.expect(0, cql.OpReady)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() {
+		s, err := AcceptSuccessor(hp.ctlLn)
+		if err != nil {
+			errc <- err
+			return
+		}
+		f, _ := hp.ln.Pause()
+		if err := s.Offer(ctx, []ListenerFile{{Name: "cql", File: f}}, nil); err != nil {
+			errc <- err
+			return
+		}
+		_, err = hp.old.Handoff(ctx, s)
+		errc <- err
+	}()
+	pred, err := DialPredecessor(ctx, filepath.Join(hp.ctlDir, "ctl.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, _, err := pred.Receive(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files["cql"].Close()
+	pred.Ready()
+	// The connection arrives; this successor dies before it acknowledges it.
+	kind, _, fds, err := pred.ctl.recv()
+	if err != nil || kind != msgConn || len(fds) != 2 {
+		t.Fatalf("got %q with %d descriptors, %v; want a connection", kind, len(fds), err)
+	}
+	closeFDs(fds)
+	pred.Close()
+	if err := recvWithin(t, errc); err == nil {
+		t.Fatal("Handoff succeeded; want the successor's going away")
+	}
+	if err := hp.ln.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	tc.send(frame(cql.V4, 0, 1, cql.OpQuery, queryBody("SELECT release_version FROM system.local")))
+	tc.expect(1, cql.OpResult)
+	if got := hp.old.Stats().Connections; got != 1 {
+		t.Errorf("old proxy has %d connections; want the one it kept", got)
+	}
+	// The listener serves again.
+	tc2 := mustDial(t, hp.addr)
+	tc2.send(frame(cql.V4, 0, 0, cql.OpOptions, nil))
+	tc2.expect(0, cql.OpSupported)
 }
