@@ -56,13 +56,18 @@ func procEnv() []string {
 
 func startProc(t *testing.T, name, bin string, args ...string) *proc {
 	t.Helper()
+	return startProcEnv(t, name, bin, nil, args...)
+}
+
+func startProcEnv(t *testing.T, name, bin string, env []string, args ...string) *proc {
+	t.Helper()
 	logs := filepath.Join(t.TempDir(), name+".log")
 	f, err := os.Create(logs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, args...)
-	cmd.Env = procEnv()
+	cmd.Env = append(procEnv(), env...)
 	cmd.Stderr = f
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -162,6 +167,7 @@ func (p *proc) logged(s string) bool {
 
 // cluster is a node and the sidecar process in front of it, replaced by takeovers.
 type cluster struct {
+	env       []string // more environment for the sidecars
 	bin       string
 	node      *proc
 	nodeAddr  string
@@ -200,7 +206,7 @@ func (c *cluster) startSidecar(t *testing.T, takeover bool) *proc {
 	if takeover {
 		args = append(slices.Clone(args), "--takeover")
 	}
-	p := startProc(t, fmt.Sprintf("sidecar-%d", c.n), c.bin, args...)
+	p := startProcEnv(t, fmt.Sprintf("sidecar-%d", c.n), c.bin, c.env, args...)
 	m := p.await(t, sidecarRe)
 	if c.addr != "" && m[1] != c.addr {
 		t.Fatalf("%s listens on %s; want the predecessor's %s", p.name, m[1], c.addr)
@@ -1224,5 +1230,53 @@ func TestSidecarSIGHUP(t *testing.T) {
 	case <-c.sc.exited:
 		t.Fatal("the sidecar exited on SIGHUP")
 	default:
+	}
+}
+
+// TestSupervisorNotify: under systemd (Type=notify, NotifyAccess=all; NOTIFY_SOCKET set), a
+// sidecar says READY=1 once it serves, and a takeover says MAINPID= with its own pid, so
+// that systemd follows the new process (README: the systemd unit).
+func TestSupervisorNotify(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs processes")
+	}
+	path := filepath.Join(t.TempDir(), "notify.sock")
+	ln, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	got := make(chan string, 8)
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := ln.Read(buf)
+			if err != nil {
+				return
+			}
+			got <- string(buf[:n])
+		}
+	}()
+	next := func() string {
+		select {
+		case m := <-got:
+			return m
+		case <-time.After(testTimeout):
+			t.Fatal("no notification")
+			return ""
+		}
+	}
+	bin := buildTracecar(t)
+	node := startProc(t, "node", bin, "node", "--listen", "127.0.0.1:0")
+	c := &cluster{bin: bin, node: node, nodeAddr: node.await(t, nodeCQLRe)[1], env: []string{"NOTIFY_SOCKET=" + path},
+		ctl: filepath.Join(t.TempDir(), "ctl.sock")}
+	c.args = []string{"sidecar", "--listen", "127.0.0.1:0", "--node", c.nodeAddr, "--admin", "127.0.0.1:0", "--control-socket", c.ctl}
+	c.sc = c.startSidecar(t, false)
+	if m := next(); m != "READY=1" {
+		t.Errorf("first process: %q; want READY=1", m)
+	}
+	c.takeover(t)
+	if m, want := next(), fmt.Sprintf("MAINPID=%d\nREADY=1", c.sc.cmd.Process.Pid); m != want {
+		t.Errorf("after the takeover: %q; want %q", m, want)
 	}
 }
