@@ -63,23 +63,8 @@ const (
 	msgEnd       msgKind = 'E'
 )
 
-// ErrControlInUse is returned by ListenControl when a live process serves the control
-// socket already: a second sidecar takes it over with --takeover.
-var ErrControlInUse = errors.New("a live process serves this control socket")
-
 // errPeerGone is a control connection closed by its other end.
 var errPeerGone = errors.New("the other process closed the control socket")
-
-// Peer is a sidecar process on the other end of a handover.
-type Peer struct {
-	PID       int       `json:"pid"`
-	StartedAt time.Time `json:"started_at"`
-}
-
-// Self is this process as a Peer: its pid, and when the process started.
-func Self() Peer { return Peer{PID: os.Getpid(), StartedAt: processStart} }
-
-var processStart = time.Now()
 
 type hello struct {
 	Proto int `json:"proto"`
@@ -274,13 +259,6 @@ func ListenControl(path string) (*net.UnixListener, error) {
 		return nil, fmt.Errorf("control socket %s: %w", path, err)
 	}
 	return ln, nil
-}
-
-// ListenerFile is a listening socket handed to a successor: its name (such as "cql" or
-// "admin") and a duplicate of its descriptor.
-type ListenerFile struct {
-	Name string
-	File *os.File
 }
 
 // Successor is the new process on the other end of the control socket, as the old process

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"time"
 
 	"github.com/tracecar/tracecar/internal/cql"
 )
@@ -37,6 +38,32 @@ import (
 // A connection's place in the handover does not touch its state machine (shutdown.go):
 // while it moves it is open, paused on its loop; once acknowledged it goes straight to
 // closed in the old process, with the cause errMoved.
+
+// ErrControlInUse is returned by ListenControl when a live process serves the control
+// socket already: a second sidecar takes it over with --takeover.
+var ErrControlInUse = errors.New("a live process serves this control socket")
+
+// ErrHandoverUnsupported is returned by the handover's functions on systems other than
+// Linux.
+var ErrHandoverUnsupported = errors.New("sidecar: a handover needs Linux")
+
+// Peer is a sidecar process on the other end of a handover.
+type Peer struct {
+	PID       int       `json:"pid"`
+	StartedAt time.Time `json:"started_at"`
+}
+
+// Self is this process as a Peer: its pid, and when the process started.
+func Self() Peer { return Peer{PID: os.Getpid(), StartedAt: processStart} }
+
+var processStart = time.Now()
+
+// ListenerFile is a listening socket handed to a successor: its name (such as "cql" or
+// "admin") and a duplicate of its descriptor.
+type ListenerFile struct {
+	Name string
+	File *os.File
+}
 
 // errMoved is the cause of the end of a connection that moved to another process.
 var errMoved = errors.New("moved to the successor process")

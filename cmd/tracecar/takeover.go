@@ -386,15 +386,22 @@ func serveSidecar(ctx context.Context, cfg stackConfig, hf *handoverFlags, live 
 			setCtl(in.control)
 			st.serveControl(ctx, in.control, handedOver)
 		}()
-	} else if cfg.controlSocket != "" {
-		l, err := sidecar.ListenControl(cfg.controlSocket)
-		if err != nil {
-			st.stop()
-			return err
+	} else {
+		if cfg.controlSocket != "" {
+			l, err := sidecar.ListenControl(cfg.controlSocket)
+			switch {
+			case errors.Is(err, sidecar.ErrHandoverUnsupported):
+				log.Warn().Err(err).Msg("no control socket: this process cannot be taken over")
+				st.ho.controlSocket = ""
+			case err != nil:
+				st.stop()
+				return err
+			default:
+				setCtl(l)
+				go st.serveControl(ctx, l, handedOver)
+			}
 		}
-		setCtl(l)
 		notifySupervisor("READY=1")
-		go st.serveControl(ctx, l, handedOver)
 	}
 	err = runStack(ctx, st, handedOver, hup, live, stdout)
 	ctlMu.Lock()
