@@ -308,6 +308,12 @@ func (h *handoverState) writeGate() error {
 	return nil
 }
 
+func (h *handoverState) setControlSocket(path string) {
+	h.mu.Lock()
+	h.controlSocket = path
+	h.mu.Unlock()
+}
+
 func (h *handoverState) setGate(reason string) {
 	h.mu.Lock()
 	h.gate = reason
@@ -357,7 +363,7 @@ func serveSidecar(ctx context.Context, cfg stackConfig, hf *handoverFlags, live 
 	fmt.Fprintf(stdout, "tracecar sidecar: CQL on %s -> node %s, admin API %s\n", st.Sidecar, st.Node, st.Admin)
 	if cfg.controlSocket == "" && hf.controlSocket != "none" {
 		cfg.controlSocket = defaultControlSocket(st.Sidecar)
-		st.ho.controlSocket = cfg.controlSocket
+		st.ho.setControlSocket(cfg.controlSocket)
 	}
 	handedOver := make(chan struct{})
 	var ctl *net.UnixListener
@@ -392,7 +398,7 @@ func serveSidecar(ctx context.Context, cfg stackConfig, hf *handoverFlags, live 
 			switch {
 			case errors.Is(err, sidecar.ErrHandoverUnsupported):
 				log.Warn().Err(err).Msg("no control socket: this process cannot be taken over")
-				st.ho.controlSocket = ""
+				st.ho.setControlSocket("")
 			case err != nil:
 				st.stop()
 				return err
