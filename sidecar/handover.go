@@ -97,10 +97,11 @@ type ackMsg struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-// doneMsg ends a handover with its counts.
+// doneMsg ends a handover with its counts, and the caller's final bytes.
 type doneMsg struct {
-	Moved  int `json:"moved"`
-	Closed int `json:"closed"`
+	Moved  int    `json:"moved"`
+	Closed int    `json:"closed"`
+	Final  []byte `json:"final,omitempty"`
 }
 
 // HandoffResult counts the connections of a handover.
@@ -110,6 +111,9 @@ type HandoffResult struct {
 	// Closed counts the connections the old process closed instead: TLS ones, and those
 	// not quiet within DrainTimeout or refused by the successor (drained first).
 	Closed int
+	// Final is what the old process's caller sent once every connection had moved or
+	// ended (Handoff's final): what it counted until the end. Adopt returns it.
+	Final []byte
 }
 
 // connHandover is what a connection adopted from another process holds until its

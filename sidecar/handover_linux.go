@@ -200,6 +200,7 @@ type handoff struct {
 	draining []*conn // ending here: TLS, refused, not quiet in time
 	expired  bool
 	res      HandoffResult
+	final    func() []byte
 }
 
 // Handoff moves the proxy's connections to the successor s, which already serves the
@@ -209,12 +210,16 @@ type handoff struct {
 // once every connection has moved or ended, and the successor has acknowledged the end of
 // the handover.
 //
+// When every connection has moved or ended, final (when not nil) gives the bytes that go
+// to the successor with the end, which Adopt returns there: what this process counted
+// until then.
+//
 // When the successor goes away before that (or ctx is done), every connection it has not
 // acknowledged is served here again, and Handoff returns the error: the caller serves on,
 // with its listeners.
-func (p *Proxy) Handoff(ctx context.Context, s *Successor) (HandoffResult, error) {
+func (p *Proxy) Handoff(ctx context.Context, s *Successor, final func() []byte) (HandoffResult, error) {
 	h := &handoff{p: p, s: s, replies: newMoveQueue(), events: make(chan peerEvent, 64),
-		seen: make(map[*conn]bool), sent: make(map[uint64]*transit)}
+		seen: make(map[*conn]bool), sent: make(map[uint64]*transit), final: final}
 	go h.readPeer()
 	p.log.Info().Int("successor_pid", s.peer.PID).Int("connections", p.Stats().Connections).
 		Dur("timeout", p.cfg.DrainTimeout).Msg("handover: moving the connections to the successor")
@@ -286,7 +291,11 @@ func (h *handoff) run(ctx context.Context) (HandoffResult, error) {
 		}
 	}
 	h.res.Closed = len(h.draining)
-	if err := h.s.ctl.sendJSON(msgDone, doneMsg{Moved: h.res.Moved, Closed: h.res.Closed}); err != nil {
+	done := doneMsg{Moved: h.res.Moved, Closed: h.res.Closed}
+	if h.final != nil {
+		done.Final = h.final()
+	}
+	if err := h.s.ctl.sendJSON(msgDone, done); err != nil {
 		return h.res, err
 	}
 	ev := <-h.events
@@ -536,7 +545,7 @@ func (p *Proxy) Adopt(ctx context.Context, pred *Predecessor) (HandoffResult, er
 			closeFDs(fds)
 			var d doneMsg
 			json.Unmarshal(body, &d)
-			res.Closed = d.Closed
+			res.Closed, res.Final = d.Closed, d.Final
 			if err := pred.ctl.send(msgEnd, nil); err != nil {
 				return res, err
 			}

@@ -55,7 +55,7 @@ func (*Predecessor) Ready() error { return ErrHandoverUnsupported }
 func (*Predecessor) Close() error { return nil }
 
 // Handoff fails: see ErrHandoverUnsupported.
-func (p *Proxy) Handoff(context.Context, *Successor) (HandoffResult, error) {
+func (p *Proxy) Handoff(context.Context, *Successor, func() []byte) (HandoffResult, error) {
 	return HandoffResult{}, ErrHandoverUnsupported
 }
 

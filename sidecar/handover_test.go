@@ -72,7 +72,7 @@ func (hp *handoverPair) handover(tb testing.TB, cfg Config) (nw *testProxy, oldR
 			oldDone <- result{err: err}
 			return
 		}
-		res, err := hp.old.Handoff(ctx, s)
+		res, err := hp.old.Handoff(ctx, s, nil)
 		oldDone <- result{res, err}
 	}()
 	pred, err := DialPredecessor(ctx, filepath.Join(hp.ctlDir, "ctl.sock"))
@@ -317,7 +317,7 @@ func TestHandoverSuccessorGone(t *testing.T) {
 			errc <- err
 			return
 		}
-		_, err = hp.old.Handoff(ctx, s)
+		_, err = hp.old.Handoff(ctx, s, nil)
 		errc <- err
 	}()
 	pred, err := DialPredecessor(ctx, filepath.Join(hp.ctlDir, "ctl.sock"))

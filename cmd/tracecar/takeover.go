@@ -213,6 +213,32 @@ func (st *stack) exportState() runtimeState {
 	return s
 }
 
+// finalState is what the old process sends once its connections have moved: the
+// statement statistics it gathered, to the end (finalRuntime).
+func (st *stack) finalState() []byte {
+	b, _ := json.Marshal(finalRuntime{Statements: st.stmts.List("calls", 0, true)})
+	return b
+}
+
+// finalRuntime is what counts until the end of a handover: the statement statistics (the
+// successor has counted its own requests meanwhile, and adds these).
+type finalRuntime struct {
+	Statements []statements.Statement `json:"statements,omitempty"`
+}
+
+// restoreFinal adds what the predecessor counted to the end.
+func (st *stack) restoreFinal(b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	var f finalRuntime
+	if err := json.Unmarshal(b, &f); err != nil {
+		return err
+	}
+	st.stmts.Import(f.Statements)
+	return nil
+}
+
 // restore installs the runtime state a predecessor handed over, before the stack serves:
 // it wins over the flags, as the changes made through the admin API would have.
 func (st *stack) restore(in *inheritance) error {
@@ -387,6 +413,9 @@ func serveSidecar(ctx context.Context, cfg stackConfig, hf *handoverFlags, live 
 			if err != nil {
 				log.Warn().Err(err).Msg("takeover: serving what the predecessor handed over")
 			}
+			if ferr := st.restoreFinal(res.Final); ferr != nil {
+				log.Warn().Err(ferr).Msg("takeover: the predecessor's statement statistics are lost")
+			}
 			st.ho.adopted(res, err == nil)
 			fmt.Fprintf(stdout, "tracecar sidecar: took over %d connections from process %d (%d closed there instead)\n", res.Moved, pred.PID, res.Closed)
 			setCtl(in.control)
@@ -485,7 +514,7 @@ func (st *stack) handoff(ctx context.Context, succ *sidecar.Successor, ctl *net.
 	if err != nil {
 		return resume(fmt.Errorf("offer the listeners: %w", err))
 	}
-	res, err := st.proxy.Handoff(ctx, succ)
+	res, err := st.proxy.Handoff(ctx, succ, st.finalState)
 	st.ho.count(res)
 	if err != nil {
 		return resume(err)

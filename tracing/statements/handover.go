@@ -1,5 +1,10 @@
 package statements
 
+import (
+	"slices"
+	"time"
+)
+
 // Prepared is a prepared statement's text as statement statistics learnt it, for a
 // handover to another process.
 type Prepared struct {
@@ -29,5 +34,57 @@ func (s *Stats) PreparedStatements() []Prepared {
 func (s *Stats) LearnPrepared(ps []Prepared) {
 	for _, p := range ps {
 		s.learn(p.ID, p.Text, p.Cols)
+	}
+}
+
+// Import adds the statistics that another process gathered, as its List with histograms
+// gives them, to this one's: each statement's counts, latency histogram, rows, errors,
+// consistency levels and first and last times go to the entry of the same text, made if
+// needed. The anti-pattern counters are not carried: they are Prometheus counters of their
+// process. Import the prepared statements first (LearnPrepared), so that a prepared
+// statement's entry knows its columns. It is safe for concurrent use.
+func (s *Stats) Import(sts []Statement) {
+	cols := map[string]int{}
+	s.mu.RLock()
+	for _, p := range s.prep {
+		cols[p.text] = p.cols
+	}
+	s.mu.RUnlock()
+	mono := func(t time.Time) int64 { return s.baseMono + int64(t.Sub(s.baseWall)) }
+	for _, st := range sts {
+		c, ok := cols[st.Statement]
+		if !ok || !st.Prepared {
+			c = -1
+		}
+		e := s.entry(key{st.Statement, st.Prepared}, c)
+		fresh := e.calls.Load() == 0 // made now: its times are the imported ones
+		e.calls.Add(st.Calls)
+		e.totalUS.Add(st.TotalTimeUS)
+		for {
+			old := e.maxUS.Load()
+			if st.MaxUS <= old || e.maxUS.CompareAndSwap(old, st.MaxUS) {
+				break
+			}
+		}
+		e.rows.Add(st.Rows)
+		for name, n := range st.Errors {
+			if i := slices.Index(errNames[:], name); i >= 0 {
+				e.errs[i].Add(n)
+			}
+		}
+		for i := range e.cls {
+			e.cls[i].Add(st.Consistency[clName(i)])
+		}
+		for _, b := range st.Histogram {
+			if b[0] < NumBuckets {
+				e.hist[b[0]].Add(b[1])
+			}
+		}
+		if f := mono(st.FirstSeen); !st.FirstSeen.IsZero() && (fresh || f < e.first.Load()) {
+			e.first.Store(f)
+		}
+		if l := mono(st.LastSeen); fresh || l > e.last.Load() {
+			e.last.Store(l)
+		}
 	}
 }

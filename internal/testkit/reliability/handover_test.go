@@ -484,6 +484,21 @@ func TestHandoverGocqlLoad(t *testing.T) {
 	if after := c.runtimeSettings(t, false); after != before {
 		t.Errorf("runtime settings after 3 takeovers:\n%s\nwant as before:\n%s", after, before)
 	}
+	// Statement statistics moved with the processes: the last one counts every request.
+	var stmts []struct {
+		Statement string `json:"statement"`
+		Calls     int    `json:"calls"`
+	}
+	json.Unmarshal(c.get(t, "/tracecar/statements?limit=100"), &stmts)
+	calls := 0
+	for _, st := range stmts {
+		if strings.Contains(st.Statement, "ho.kv") && !strings.HasPrefix(st.Statement, "CREATE") {
+			calls += st.Calls
+		}
+	}
+	if calls < len(l.samples) {
+		t.Errorf("statement statistics of the last process count %d requests on ho.kv; want the %d of the whole load (carried over)", calls, len(l.samples))
+	}
 	in, out, nIn, nOut := p99s(l.samples, windows)
 	t.Logf("FIGURE gocql at 3000/s, 3 takeovers: p99 %v during the handovers (%d requests), %v otherwise (%d requests); first process %+v",
 		in, nIn, out, nOut, conns)
