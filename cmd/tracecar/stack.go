@@ -361,7 +361,7 @@ func runSidecar(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.StringVar(&cfg.Admin, "admin", "127.0.0.1:10000", "admin REST API address")
 	fs.StringVar(&cfg.AdvertiseAddr, "advertise-address", "", "address written into system.local/peers rpc_address (default: the local address of each client connection)")
 	fs.IntVar(&cfg.PeerPort, "peer-port", 0, "port of the sidecars beside peer nodes (default: the advertised port)")
-	fs.DurationVar(&cfg.DrainTimeout, "drain-timeout", 10*time.Second, "how long shutdown waits for in-flight requests")
+	fs.DurationVar(&cfg.DrainTimeout, "drain-timeout", 10*time.Second, "how long shutdown, or a handover to a new process (--takeover), waits for in-flight requests")
 	fs.StringVar(&cfg.AdminToken, "admin-token", "", "bearer token required by the admin API, and by the embedded node's API (default $TRACECAR_ADMIN_TOKEN)")
 	fs.StringVar(&cfg.AdminTLSCert, "admin-tls-cert", "", "PEM certificate: serve the admin API over HTTPS")
 	fs.StringVar(&cfg.AdminTLSKey, "admin-tls-key", "", "PEM key for --admin-tls-cert")
