@@ -31,6 +31,11 @@ type ProcessPeer struct {
 type Handover struct {
 	// At is when the listeners and the runtime state were received.
 	At time.Time `json:"at"`
+	// ConnectionsFrom is when this process, serving, asked for the connections, and
+	// ConnectionsTo when the last had arrived (zero until then): the span in which clients
+	// may wait for their connection to move.
+	ConnectionsFrom time.Time `json:"connections_from"`
+	ConnectionsTo   time.Time `json:"connections_to,omitzero"`
 	// Received counts the client connections this process took over.
 	Received int `json:"connections_received"`
 	// ClosedByPredecessor counts those the predecessor drained and closed instead (TLS,

@@ -221,10 +221,11 @@ func (p *Proxy) adoptConn(m movedConn, clientFD, nodeFD int, g *group) (*conn, e
 	return c, nil
 }
 
-// serveAdopted runs an adopted connection as serve runs an accepted one once open.
-func (c *conn) serveAdopted() {
+// serveAdopted runs an adopted connection as serve runs an accepted one once open: on the
+// goroutine path unless it is on a loop already.
+func (c *conn) serveAdopted(inLoop bool) {
 	defer c.finish()
-	if c.p.noLoop || !c.toLoop() {
+	if !inLoop {
 		c.runGoroutines()
 	}
 	<-c.done

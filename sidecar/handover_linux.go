@@ -530,6 +530,12 @@ func (p *Proxy) Adopt(ctx context.Context, pred *Predecessor) (HandoffResult, er
 	for t := time.Now(); p.servingGroup() == nil && time.Since(t) < 5*time.Second && ctx.Err() == nil; {
 		time.Sleep(time.Millisecond)
 	}
+	// The event loops start with the first connection (raising GOMAXPROCS, which stops the
+	// world, and locking a thread each): start them now, not while a client waits for its
+	// connection to arrive.
+	if !p.noLoop {
+		p.loops.pick()
+	}
 	for {
 		kind, body, fds, err := pred.ctl.recv()
 		if err != nil {
@@ -591,11 +597,14 @@ func (p *Proxy) adoptOne(pred *Predecessor, body []byte, fds []int) int {
 	}
 	// Acknowledged before either socket is read: from here it is this process's, and the
 	// predecessor closes its descriptors. A failed ack means the predecessor is gone, and
-	// with it its descriptors: the connection is this process's all the same.
+	// with it its descriptors: the connection is this process's all the same. Its client
+	// waits until a transport reads it: the move to a loop is made here, without waiting
+	// for a goroutine to start.
 	pred.ctl.sendJSON(msgAck, ackMsg{ID: m.ID, OK: true})
+	inLoop := !p.noLoop && c.toLoop()
 	go func() {
 		defer g.wg.Done()
-		c.serveAdopted()
+		c.serveAdopted(inLoop)
 	}()
 	return 1
 }

@@ -346,12 +346,27 @@ func (h *handoverState) setGate(reason string) {
 	h.mu.Unlock()
 }
 
+// asked records that this process, serving, asks for the predecessor's connections.
+func (h *handoverState) asked() {
+	h.mu.Lock()
+	h.received.ConnectionsFrom = time.Now()
+	h.mu.Unlock()
+}
+
 // adopted records the end of the takeover of the predecessor's connections.
 func (h *handoverState) adopted(res sidecar.HandoffResult, done bool) {
 	h.mu.Lock()
 	h.received.Received, h.received.ClosedByPredecessor, h.received.Done = res.Moved, res.Closed, done
+	h.received.ConnectionsTo = time.Now()
 	h.mu.Unlock()
 	h.count(res)
+}
+
+// connectionsTook is how long the connections took to arrive.
+func (h *handoverState) connectionsTook() time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.received.ConnectionsTo.Sub(h.received.ConnectionsFrom)
 }
 
 func (h *handoverState) count(res sidecar.HandoffResult) {
@@ -403,12 +418,14 @@ func serveSidecar(ctx context.Context, cfg stackConfig, hf *handoverFlags, live 
 		pred := in.pred.Peer()
 		fmt.Fprintf(stdout, "tracecar sidecar: took over process %d (started %s): its listeners and runtime state; its connections follow\n",
 			pred.PID, pred.StartedAt.Format(time.RFC3339))
+		st.ho.asked()
 		if err := in.pred.Ready(); err != nil {
 			log.Warn().Err(err).Msg("takeover: the predecessor went away before its connections: serving its listeners")
 		}
 		notifySupervisor(fmt.Sprintf("MAINPID=%d\nREADY=1", os.Getpid()))
 		go func() {
 			res, err := st.proxy.Adopt(ctx, in.pred)
+			st.ho.adopted(res, err == nil)
 			in.pred.Close()
 			if err != nil {
 				log.Warn().Err(err).Msg("takeover: serving what the predecessor handed over")
@@ -416,8 +433,8 @@ func serveSidecar(ctx context.Context, cfg stackConfig, hf *handoverFlags, live 
 			if ferr := st.restoreFinal(res.Final); ferr != nil {
 				log.Warn().Err(ferr).Msg("takeover: the predecessor's statement statistics are lost")
 			}
-			st.ho.adopted(res, err == nil)
-			fmt.Fprintf(stdout, "tracecar sidecar: took over %d connections from process %d (%d closed there instead)\n", res.Moved, pred.PID, res.Closed)
+			fmt.Fprintf(stdout, "tracecar sidecar: took over %d connections from process %d (%d closed there instead) in %v\n",
+				res.Moved, pred.PID, res.Closed, st.ho.connectionsTook().Round(time.Microsecond))
 			setCtl(in.control)
 			st.serveControl(ctx, in.control, handedOver)
 		}()
