@@ -156,7 +156,9 @@ type Server struct {
 	started    time.Time
 	addr       atomic.Pointer[string]
 
-	queries QueriesFunc // nil: no /tracecar/queries
+	queries   QueriesFunc    // nil: no /tracecar/queries
+	process   func() Process // nil: no process in the status (see WithProcess)
+	writeGate func() error   // nil: changes always allowed (see WithWriteGate)
 
 	nodes        NodeControl // nil: no node control endpoints (see WithNodeControl)
 	nodeStateErr func(error) bool
@@ -376,6 +378,9 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		allow := r.allow()
 		ctx.Response.Header.Set("Allow", allow)
 		writeError(ctx, errorf(http.StatusMethodNotAllowed, "method %s not allowed on %s: allowed are %s", ctx.Method(), path, allow))
+		return
+	}
+	if s.gated(ctx, method) {
 		return
 	}
 	if err := h(ctx, arg); err != nil {

@@ -77,6 +77,8 @@ type Status struct {
 	Capture *capture.Status `json:"capture,omitempty"`
 	// UptimeSeconds is the time since the server was created.
 	UptimeSeconds int64 `json:"uptime_s"`
+	// Process is the sidecar process, and the one it took over, if any.
+	Process *Process `json:"process,omitempty"`
 }
 
 // Counters are the request counters in Status.
@@ -120,6 +122,10 @@ func (s *Server) getStatus(ctx *fasthttp.RequestCtx, _ string) error {
 	if s.capture != nil {
 		cs := s.capture.Status()
 		st.Capture = &cs
+	}
+	if s.process != nil {
+		p := s.process()
+		st.Process = &p
 	}
 	for _, n := range s.logs.Names() {
 		if l, err := s.logs.Level(n); err == nil {

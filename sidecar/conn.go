@@ -85,7 +85,8 @@ type conn struct {
 	// mu serialises the changes of state and their effect on the sockets with setting node
 	// and with toLoop.
 	mu        sync.Mutex
-	loopState // the event loop's, once the connection moved to one
+	loopState              // the event loop's, once the connection moved to one
+	handover  connHandover // what an old process handed over (handover.go)
 }
 
 func (p *Proxy) newConn(nc net.Conn, g *group) *conn {

@@ -103,4 +103,14 @@
 // socket and with the move to a loop (toLoop), so that drain and closeAll either act on the
 // goroutine path or post to the loop. Once a connection is on a loop, only the loop moves
 // it past draining.
+//
+// # Handover
+//
+// A connection on an event loop can move to another process between two frames
+// (handover.go): Proxy.Handoff takes it to a quiet point on its loop, detaches its two
+// sockets with the bytes read and not forwarded, and sends them over the control socket
+// (control_linux.go); Proxy.Adopt in the new process makes it one of its own. This does
+// not touch the state machine above: a moving connection stays open, and once the new
+// process has acknowledged it, it goes straight to closed here. Connections on the
+// goroutine path drain instead.
 package sidecar

@@ -26,7 +26,7 @@ func (c *conn) runGoroutines() {
 
 // startGoroutinePath sets up the buffers of the goroutine path.
 func (c *conn) startGoroutinePath() {
-	c.nr = bufio.NewReaderSize(c.node, readBufferSize)
+	c.nr = bufio.NewReaderSize(c.nodeReader(), readBufferSize)
 	c.toNode = newFrameWriter(c.node, writeBufferSize)
 	if c.cr.Size() < readBufferSize {
 		// Bound for a loop that could not take it: full-size buffers, the small reader's

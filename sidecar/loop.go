@@ -54,6 +54,7 @@ const (
 type loopCmd struct {
 	kind loopCmdKind
 	c    *conn
+	h    *handoverCmd // a handover's command (handover_linux.go)
 }
 
 // loopGroup is a set of event loops, started on first use. It is safe for concurrent use.
@@ -206,7 +207,7 @@ func (c *conn) toLoop() bool {
 	c.node.Close()
 	cs, ns := &c.sides[0], &c.sides[1]
 	*cs = side{c: c, fd: cfd, client: true, peer: ns}
-	*ns = side{c: c, fd: nfd, peer: cs}
+	*ns = side{c: c, fd: nfd, peer: cs, pend: c.takeNodePend()}
 	if n := c.cr.Buffered(); n > 0 {
 		b, _ := c.cr.Peek(n)
 		cs.pend = append([]byte(nil), b...)
@@ -230,6 +231,7 @@ type loopState struct {
 	sides [2]side // the client, the node
 	// lastDeadline bounds the writing of the last frames, once the connection is ending.
 	lastDeadline time.Time
+	move         loopMove // its part in a handover (handover_linux.go)
 }
 
 // run is the loop goroutine.
@@ -276,6 +278,9 @@ func (l *loop) run() {
 				// Reported even while reading is paused: the socket is dead.
 				l.readEnded(s, errors.New("connection reset"))
 			}
+			if s.c.move.moving {
+				l.tryMove(s.c)
+			}
 		}
 	}
 }
@@ -319,6 +324,8 @@ func (l *loop) commands() {
 			l.drain(c)
 		case cmdClose:
 			l.close(c)
+		default:
+			l.handover(cmd)
 		}
 	}
 }
@@ -338,6 +345,12 @@ func (l *loop) add(c *conn) {
 	}
 	if c.draining() {
 		l.drain(c)
+	}
+	// What an old process read from the node and did not forward (handover.go).
+	if len(ns.pend) > 0 && c.getState() != stateClosed {
+		data := ns.pend
+		ns.pend = nil
+		l.frames(ns, data)
 	}
 	if len(cs.pend) > 0 && c.getState() != stateClosed {
 		data := cs.pend
@@ -426,6 +439,9 @@ func discard(fd int, buf []byte) {
 func (l *loop) close(c *conn) {
 	if !c.advance(stateClosed) {
 		return
+	}
+	if c.move.moving {
+		l.moveOver(c, moveEnded)
 	}
 	for i := range c.sides {
 		s := &c.sides[i]

@@ -306,7 +306,7 @@ func (l *loop) writeOut(d *side) {
 		return
 	}
 	src := d.peer
-	if src.paused && !src.budgetWait && !(src.client && c.draining()) {
+	if src.paused && !src.budgetWait && !(src.client && (c.draining() || c.move.moving)) {
 		src.paused = false
 		l.setEvents(src)
 	}
@@ -364,7 +364,7 @@ func (l *loop) retryBudget() {
 			s.budgetWait = false
 		case c.p.held.tryAcquire(int64(s.need)):
 			s.held, s.budgetWait = s.need, false
-			if len(s.peer.out) == 0 {
+			if len(s.peer.out) == 0 && !c.move.moving {
 				s.paused = false
 				l.setEvents(s)
 			}

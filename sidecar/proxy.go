@@ -76,8 +76,10 @@ type Proxy struct {
 	mu      sync.Mutex
 	conns   map[*conn]struct{}
 	retired counts // counters of closed connections
+	serving *group // the group of the Serve call running, for adopted connections
 
 	accepted     atomic.Uint64
+	adopted      atomic.Uint64 // connections handed over by an old process (handover.go)
 	nodeFailures atomic.Uint64
 	rejected     atomic.Uint64
 	limitCounters
@@ -154,6 +156,7 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 	defer stop()
 
 	g := &group{}
+	p.setServing(g)
 	var err error
 	var delay time.Duration
 	for {
@@ -178,6 +181,7 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 		if p.refuse(nc) {
 			continue
 		}
+		p.accepted.Add(1)
 		c := p.newConn(p.acceptTLS(nc), g)
 		g.wg.Add(1)
 		go func() {
@@ -186,8 +190,17 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 		}()
 	}
 	ln.Close()
+	p.setServing(nil)
 	p.drain(g)
 	return err
+}
+
+// setServing records the group of the Serve call running, which adopted connections join
+// (Adopt), or nil once it stops accepting.
+func (p *Proxy) setServing(g *group) {
+	p.mu.Lock()
+	p.serving = g
+	p.mu.Unlock()
 }
 
 // retryAccept reports whether an accept error may go away by itself.
@@ -316,7 +329,6 @@ func (p *Proxy) register(c *conn) {
 	p.mu.Lock()
 	p.conns[c] = struct{}{}
 	p.mu.Unlock()
-	p.accepted.Add(1)
 	if p.metrics != nil {
 		p.metrics.ConnOpened()
 	}

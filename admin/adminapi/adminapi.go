@@ -203,6 +203,19 @@ type Status struct {
 		Level     string `json:"level"`
 		UserLevel string `json:"user_level"`
 	} `json:"guardrail"`
+	Process *struct {
+		PID         int       `json:"pid"`
+		StartedAt   time.Time `json:"started_at"`
+		Predecessor *struct {
+			PID       int       `json:"pid"`
+			StartedAt time.Time `json:"started_at"`
+		} `json:"predecessor"`
+		Handover *struct {
+			Received            int  `json:"connections_received"`
+			ClosedByPredecessor int  `json:"connections_closed_by_predecessor"`
+			Done                bool `json:"done"`
+		} `json:"handover"`
+	} `json:"process"`
 }
 
 // ParseStatus decodes GET /tracecar/status.

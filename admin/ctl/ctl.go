@@ -249,6 +249,18 @@ func showStatus(body []byte) (string, error) {
 			s += " (" + st.Guardrail.Detail + ")"
 		}
 	}
+	if p := st.Process; p != nil {
+		s += fmt.Sprintf(" pid=%d started=%s", p.PID, p.StartedAt.UTC().Format(time.RFC3339))
+		if pr := p.Predecessor; pr != nil {
+			s += fmt.Sprintf(" predecessor=%d (started %s)", pr.PID, pr.StartedAt.UTC().Format(time.RFC3339))
+		}
+		if h := p.Handover; h != nil {
+			s += fmt.Sprintf(" handover_received=%d handover_closed=%d", h.Received, h.ClosedByPredecessor)
+			if !h.Done {
+				s += " (handover not done)"
+			}
+		}
+	}
 	return s, nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel"
 
 	"github.com/tracecar/tracecar/admin"
@@ -23,6 +24,7 @@ import (
 	"github.com/tracecar/tracecar/sidecar"
 	"github.com/tracecar/tracecar/tracing"
 	"github.com/tracecar/tracecar/tracing/guardrail"
+	"github.com/tracecar/tracecar/tracing/statements"
 )
 
 // newNodeAPI returns the node's REST API: its loggers and its own trace probability, with
@@ -37,6 +39,9 @@ func newNodeAPI(srv *node.Server, reg *logs.Registry, token string, insecure boo
 		},
 		func(c tracing.Config) error { return srv.SetTraceProbability(c.Probability) },
 	)
+	accepted := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tracecar_node_connections_accepted_total",
+		Help: "Client connections the node accepted."}, func() float64 { return float64(srv.Accepted()) })
+	opts = append(opts, admin.WithCollector(accepted))
 	return admin.New(admin.Config{Token: token, Insecure: insecure, Logger: reg.Logger(logs.Admin)}, tr, reg, opts...)
 }
 
@@ -86,6 +91,10 @@ type stackConfig struct {
 
 	// CaptureDir is where workload captures are written; "" refuses them (see capture.go).
 	CaptureDir string
+	// The handover (takeover.go): what a predecessor handed over (nil: started afresh),
+	// and the control socket, for the status.
+	inherit       *inheritance
+	controlSocket string
 }
 
 // stack is a running sidecar, its admin API and, when embedded, its node.
@@ -102,6 +111,14 @@ type stack struct {
 	front, back serverGroup
 	exited      chan struct{} // closed when any server returns
 	exitOnce    sync.Once
+
+	// For a handover (takeover.go): the listeners it pauses and hands over, the runtime
+	// state it hands over, and what /tracecar/status and /metrics say of it.
+	cqlLn, adminLn *sidecar.Listener
+	reg            *logs.Registry
+	stmts          *statements.Stats
+	embedded       bool // the node runs in this process: no handover
+	ho             *handoverState
 }
 
 // serverGroup is a set of running servers sharing a cancel.
@@ -128,9 +145,11 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 	backCtx, backCancel := context.WithCancel(context.WithoutCancel(ctx))
 	ctx, cancel := context.WithCancel(ctx)
 	st := &stack{
-		front:  serverGroup{cancel: cancel, errc: make(chan error, 4)},
-		back:   serverGroup{cancel: backCancel, errc: make(chan error, 4)},
-		exited: make(chan struct{}),
+		front:    serverGroup{cancel: cancel, errc: make(chan error, 4)},
+		back:     serverGroup{cancel: backCancel, errc: make(chan error, 4)},
+		exited:   make(chan struct{}),
+		reg:      reg,
+		embedded: cfg.Node == "",
 	}
 	fail := func(err error) (*stack, error) {
 		st.stop()
@@ -219,10 +238,13 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 	}
 	st.closers = append([]func(context.Context) error{st.tracer.Close}, st.closers...)
 	stmts, stmtOpts := newStatements(cfg.Statements)
+	st.stmts = stmts
 	adminOpts = append(adminOpts, append(stmtOpts, admin.WithTraceFilter(st.tracer), admin.WithCapture(capt))...)
 	// The capture ends first, once the proxy has drained: its file is complete before
 	// the node session that reads the schema closes.
 	st.closers = append([]func(context.Context) error{capt.Close}, st.closers...)
+	st.ho = newHandoverState(st, cfg)
+	adminOpts = append(adminOpts, st.ho.adminOptions()...)
 	st.proxy = sidecar.New(sidecar.Config{
 		NodeAddr:               st.Node,
 		AdvertiseAddr:          cfg.AdvertiseAddr,
@@ -241,9 +263,9 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 		NoEventLoop:            os.Getenv("TRACECAR_EVENT_LOOP") == "off", // README: Performance
 	}, st.tracer)
 
-	pln, err := net.Listen("tcp", cfg.Listen)
+	pln, err := cfg.inherit.listener("cql", cfg.Listen)
 	if err != nil {
-		return fail(fmt.Errorf("listen %s: %w", cfg.Listen, err))
+		return fail(err)
 	}
 	st.Sidecar = pln.Addr().String()
 	st.api = admin.New(admin.Config{
@@ -257,18 +279,24 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 		}
 		return c.Close()
 	}))...)
-	aln, err := net.Listen("tcp", cfg.Admin)
+	aln, err := cfg.inherit.listener("admin", cfg.Admin)
 	if err != nil {
 		pln.Close()
-		return fail(fmt.Errorf("listen %s: %w", cfg.Admin, err))
+		return fail(err)
 	}
 	scheme := "http://"
 	if cfg.AdminTLSCert != "" {
 		scheme = "https://"
 	}
 	st.Admin = scheme + aln.Addr().String()
-	st.goServe(&st.front, func() error { return st.proxy.Serve(ctx, pln) })
-	st.goServe(&st.front, func() error { return st.api.Serve(ctx, aln) })
+	if err := st.restore(cfg.inherit); err != nil {
+		pln.Close()
+		aln.Close()
+		return fail(err)
+	}
+	st.cqlLn, st.adminLn = sidecar.NewListener(pln), sidecar.NewListener(aln)
+	st.goServe(&st.front, func() error { return st.proxy.Serve(ctx, st.cqlLn) })
+	st.goServe(&st.front, func() error { return st.api.Serve(ctx, st.adminLn) })
 	st.goServe(&st.front, func() error { st.guard.Run(ctx); return nil })
 	return st, nil
 }
@@ -344,7 +372,7 @@ func runSidecar(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.StringVar(&cfg.Admin, "admin", "127.0.0.1:10000", "admin REST API address")
 	fs.StringVar(&cfg.AdvertiseAddr, "advertise-address", "", "address written into system.local/peers rpc_address (default: the local address of each client connection)")
 	fs.IntVar(&cfg.PeerPort, "peer-port", 0, "port of the sidecars beside peer nodes (default: the advertised port)")
-	fs.DurationVar(&cfg.DrainTimeout, "drain-timeout", 10*time.Second, "how long shutdown waits for in-flight requests")
+	fs.DurationVar(&cfg.DrainTimeout, "drain-timeout", 10*time.Second, "how long shutdown, or a handover to a new process (--takeover), waits for in-flight requests")
 	fs.StringVar(&cfg.AdminToken, "admin-token", "", "bearer token required by the admin API, and by the embedded node's API (default $TRACECAR_ADMIN_TOKEN)")
 	fs.StringVar(&cfg.AdminTLSCert, "admin-tls-cert", "", "PEM certificate: serve the admin API over HTTPS")
 	fs.StringVar(&cfg.AdminTLSKey, "admin-tls-key", "", "PEM key for --admin-tls-cert")
@@ -372,6 +400,7 @@ func runSidecar(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	gf := addGuardFlags(fs)
 	addStatementFlags(fs, &cfg.Statements)
 	addCaptureFlags(fs, &cfg)
+	hf := addHandoverFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -426,27 +455,42 @@ func runSidecar(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if cfg.NodePassword != "" && cfg.NodeUsername == "" {
 		return usageErrorf("--node-password (or TRACECAR_NODE_PASSWORD) needs --node-username")
 	}
+	if err := hf.check(&cfg); err != nil {
+		return err
+	}
 	reg, err := lf.registry(stderr)
 	if err != nil {
 		return err
 	}
 	defer reg.Close()
-	st, err := startStack(ctx, cfg, reg, stdout)
-	if err != nil {
+	live := &liveSettings{logs: lf, stderr: stderr, tls: serverTLS}
+	if cfg.TLS, err = live.reloadableTLS(cfg.TLS); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "tracecar sidecar: CQL on %s -> node %s, admin API %s\n", st.Sidecar, st.Node, st.Admin)
-	select {
-	case <-ctx.Done():
-		fmt.Fprintln(stdout, "tracecar sidecar: shutting down, draining in-flight requests")
-		return st.stop()
-	case <-st.exited:
-		if err := st.stop(); err != nil {
-			return err
+	return serveSidecar(ctx, cfg, hf, live, reg, stdout)
+}
+
+// runStack runs a started stack until ctx is done, a server stops, or the process handed
+// itself over (handedOver is closed), serving SIGHUP on hup meanwhile.
+func runStack(ctx context.Context, st *stack, handedOver <-chan struct{}, hup <-chan os.Signal, live *liveSettings, stdout io.Writer) error {
+	for {
+		select {
+		case <-hup:
+			live.reload(st.reg)
+		case <-handedOver:
+			fmt.Fprintln(stdout, "tracecar sidecar: handed over to the successor; exiting")
+			return st.stop()
+		case <-ctx.Done():
+			fmt.Fprintln(stdout, "tracecar sidecar: shutting down, draining in-flight requests")
+			return st.stop()
+		case <-st.exited:
+			if err := st.stop(); err != nil {
+				return err
+			}
+			if ctx.Err() != nil {
+				return nil // a shutdown that began before this select ran: the servers saw it first
+			}
+			return errors.New("a server stopped unexpectedly")
 		}
-		if ctx.Err() != nil {
-			return nil // a shutdown that began before this select ran: the servers saw it first
-		}
-		return errors.New("a server stopped unexpectedly")
 	}
 }

@@ -59,8 +59,11 @@ type Config struct {
 // Registry holds the named loggers. It is safe for concurrent use. A nil *Registry hands
 // out disabled loggers and reports no names, so that code under test can run without one.
 type Registry struct {
-	base  zerolog.Logger // carries the writer and the timestamp; level trace, no sampler
-	close io.Closer      // the log file, if the registry opened one
+	base zerolog.Logger // carries the writer and the timestamp; level trace, no sampler
+	out  swapWriter     // where base writes: replaced by Reopen
+
+	fileMu sync.Mutex
+	close  io.Closer // the log file, if the registry opened one
 
 	mu      sync.Mutex
 	names   []string
@@ -129,34 +132,81 @@ func New(cfg Config) (*Registry, error) {
 		}
 	}
 	r := &Registry{loggers: make(map[string]*entry), def: lvl}
+	w, f, err := destination(cfg)
+	if err != nil {
+		return nil, err
+	}
+	r.out.w.Store(&w)
+	if f != nil {
+		r.close = f
+	}
+	r.base = zerolog.New(&r.out).Level(zerolog.TraceLevel).With().Timestamp().Logger()
+	for _, n := range DefaultNames {
+		r.add(n)
+	}
+	return r, nil
+}
+
+// destination returns the writer that cfg's Format and File (or Writer) make, and the file
+// it opened, if any.
+func destination(cfg Config) (io.Writer, *os.File, error) {
 	w := cfg.Writer
 	if w == nil {
 		w = os.Stderr
 	}
 	color := cfg.File == "" && cfg.Writer == nil
+	var f *os.File
 	if cfg.File != "" {
-		f, err := os.OpenFile(cfg.File, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-		if err != nil {
-			return nil, fmt.Errorf("open log file: %w", err)
+		var err error
+		if f, err = os.OpenFile(cfg.File, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644); err != nil {
+			return nil, nil, fmt.Errorf("open log file: %w", err)
 		}
-		w, r.close = f, f
+		w = f
 	}
 	switch strings.ToLower(cfg.Format) {
 	case "", "console":
 		w = zerolog.ConsoleWriter{Out: w, NoColor: !color, TimeFormat: "2006-01-02T15:04:05.000Z07:00"}
 	case "json":
 	default:
-		if r.close != nil {
-			r.close.Close()
+		if f != nil {
+			f.Close()
 		}
-		return nil, fmt.Errorf("log format %q: allowed are console, json", cfg.Format)
+		return nil, nil, fmt.Errorf("log format %q: allowed are console, json", cfg.Format)
 	}
 	// Loggers share the writer; the lock keeps lines whole whatever the writer is.
-	r.base = zerolog.New(zerolog.SyncWriter(w)).Level(zerolog.TraceLevel).With().Timestamp().Logger()
-	for _, n := range DefaultNames {
-		r.add(n)
+	return zerolog.SyncWriter(w), f, nil
+}
+
+// swapWriter is the registry's writer, which Reopen replaces while loggers write.
+type swapWriter struct{ w atomic.Pointer[io.Writer] }
+
+func (s *swapWriter) Write(p []byte) (int, error) { return (*s.w.Load()).Write(p) }
+
+// Reopen sends every logger's lines to the destination that cfg's Format and File (or
+// Writer) name from now on, and closes the log file it opened before, if any: a SIGHUP
+// after logrotate moved the file, or a new format. Levels stay as they are; cfg.Level is
+// ignored. On error nothing changes. It is safe for concurrent use with logging.
+func (r *Registry) Reopen(cfg Config) error {
+	if r == nil {
+		return nil
 	}
-	return r, nil
+	w, f, err := destination(cfg)
+	if err != nil {
+		return err
+	}
+	r.fileMu.Lock()
+	defer r.fileMu.Unlock()
+	r.out.w.Store(&w)
+	old := r.close
+	r.close = nil
+	if f != nil {
+		r.close = f
+	}
+	if old != nil {
+		// A line being written to the old file now still has its descriptor until it returns.
+		old.Close()
+	}
+	return nil
 }
 
 // add creates the logger called name. r.mu must be held, or r not yet shared.
@@ -292,7 +342,12 @@ func (r *Registry) SetAll(level string) error {
 // Close closes the log file if the registry opened one. Loggers stay usable, but their
 // lines to a closed file are lost.
 func (r *Registry) Close() error {
-	if r == nil || r.close == nil {
+	if r == nil {
+		return nil
+	}
+	r.fileMu.Lock()
+	defer r.fileMu.Unlock()
+	if r.close == nil {
 		return nil
 	}
 	return r.close.Close()

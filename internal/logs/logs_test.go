@@ -346,3 +346,32 @@ func BenchmarkStaticLevel(b *testing.B) {
 		l.Debug().Str("client", "127.0.0.1:50123").Int("stream", 7).Msg("request")
 	}
 }
+
+func TestReopen(t *testing.T) {
+	dir := t.TempDir()
+	first, second := filepath.Join(dir, "a.log"), filepath.Join(dir, "b.log")
+	r, err := New(Config{File: first, Format: "console"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	log := r.Logger(Sidecar)
+	r.SetLevel(Sidecar, "debug")
+	log.Info().Msg("before")
+	if err := r.Reopen(Config{File: second, Format: "json", Level: "error"}); err != nil {
+		t.Fatal(err)
+	}
+	log.Debug().Msg("after")
+	if err := r.Reopen(Config{Format: "yaml"}); err == nil {
+		t.Error("Reopen with format yaml succeeded; want an error")
+	}
+	log.Info().Msg("still")
+	a, _ := os.ReadFile(first)
+	b, _ := os.ReadFile(second)
+	if !strings.Contains(string(a), "before") || strings.Contains(string(a), "after") {
+		t.Errorf("first file %q; want the line before Reopen only", a)
+	}
+	if !strings.Contains(string(b), `"message":"after"`) || !strings.Contains(string(b), `"message":"still"`) {
+		t.Errorf("second file %q; want the lines after Reopen, in JSON, at the level set before", b)
+	}
+}

@@ -74,6 +74,7 @@ type Server struct {
 	addr     netip.AddrPort
 	prob     atomic.Uint64 // math.Float64bits of the node's trace probability
 	requests atomic.Uint64
+	accepted atomic.Uint64
 }
 
 // PasswordAuthenticator is the authenticator class name sent in AUTHENTICATE.
@@ -121,6 +122,9 @@ func (s *Server) SetTraceProbability(p float64) error {
 
 // Requests returns the number of requests served since start.
 func (s *Server) Requests() uint64 { return s.requests.Load() }
+
+// Accepted returns the number of client connections accepted since start.
+func (s *Server) Accepted() uint64 { return s.accepted.Load() }
 
 // maxFrame returns the largest frame, header included, accepted from an authenticated client.
 func (s *Server) maxFrame() int {
@@ -176,6 +180,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			}
 			return fmt.Errorf("node: accept: %w", err)
 		}
+		s.accepted.Add(1)
 		if tc, ok := nc.(*net.TCPConn); ok {
 			tc.SetNoDelay(true)
 		}

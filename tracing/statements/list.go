@@ -64,7 +64,7 @@ func (s *Stats) List(order string, limit int, withHistogram bool) []Statement {
 			Keyspace: e.shape.keyspace, Table: e.shape.table,
 			Calls: e.calls.Load(), TotalTimeUS: e.totalUS.Load(), MaxUS: e.maxUS.Load(),
 			Rows: e.rows.Load(), Errors: map[string]uint64{}, Consistency: map[string]uint64{},
-			FirstSeen: s.wall(e.first), LastSeen: s.wall(e.last.Load()),
+			FirstSeen: s.wall(e.first.Load()), LastSeen: s.wall(e.last.Load()),
 			AntiPatterns: e.antiPatterns(),
 		}
 		st.P50US = quantile(&dense, n, 0.5, st.MaxUS)

@@ -362,8 +362,9 @@ func (s *Stats) entry(k key, cols int) *Entry {
 	if len(s.entries) >= s.max {
 		s.evictLocked()
 	}
-	e = &Entry{key: k, shape: sh, cols: cols, first: s.now()}
-	e.last.Store(e.first)
+	e = &Entry{key: k, shape: sh, cols: cols}
+	e.first.Store(s.now())
+	e.last.Store(e.first.Load())
 	for kind := range e.anti {
 		e.anti[kind] = s.anti.counter(antiKind(kind), sh.keyspace, sh.table)
 	}

@@ -57,7 +57,7 @@ type Entry struct {
 	rows    atomic.Uint64
 	errs    [numErrCodes]atomic.Uint64
 	cls     [numCLs]atomic.Uint64
-	first   int64 // monotonic
+	first   atomic.Int64 // monotonic; written once made, but by Import
 	last    atomic.Int64
 	hist    histogram
 	anti    [numKinds]*atomic.Uint64

@@ -462,3 +462,38 @@ func (c *countingLZ4) Decompress(dst, src []byte) ([]byte, error) {
 	c.full++
 	return c.LZ4.Decompress(dst, src)
 }
+
+// TestImportCarriesStatistics: what one Stats lists (with histograms) and its prepared
+// statements, imported into another, list the same there, and go on counting.
+func TestImportCarriesStatistics(t *testing.T) {
+	a, c := newStats(t, 0)
+	prepare(t, a, "SELECT v FROM ks.t WHERE k = ?", "id1", 1)
+	exec := body(cql.Execute{ID: []byte("id1"), Params: cql.QueryParams{Consistency: cql.LocalOne,
+		Flags: cql.QueryValues, Values: []cql.Value{{Bytes: []byte{0, 0, 0, 1}}}}})
+	for i := 1; i <= 50; i++ {
+		call(a, c, cql.OpExecute, exec, cql.OpResult, rows(2), int64(i*10))
+	}
+	call(a, c, cql.OpExecute, exec, cql.OpError, body(cql.Error{Code: cql.ErrCodeReadTimeout, Message: "timeout", Extra: make([]byte, 9)}), 900)
+	call(a, c, cql.OpQuery, query("SELECT * FROM ks.t WHERE k = 1", cql.Quorum, 0), cql.OpResult, rows(1), 30)
+	want := a.List("calls", 0, true)
+
+	b, bc := newStats(t, 0)
+	bc.t = c.t
+	b.LearnPrepared(a.PreparedStatements())
+	b.Import(want)
+	got := b.List("calls", 0, true)
+	if len(got) != len(want) {
+		t.Fatalf("%d statements imported; want %d", len(got), len(want))
+	}
+	for _, w := range want {
+		g := find(t, got, w.Statement, w.Prepared)
+		if fmt.Sprint(g) != fmt.Sprint(w) {
+			t.Errorf("imported\n%+v\nwant\n%+v", g, w)
+		}
+	}
+	// The prepared id is known in b: an EXECUTE counts under its text.
+	call(b, bc, cql.OpExecute, exec, cql.OpResult, rows(2), 10)
+	if st := find(t, b.List("calls", 0, false), "SELECT v FROM ks.t WHERE k = ?", true); st.Calls != 52 {
+		t.Errorf("calls %d after one more EXECUTE; want 52", st.Calls)
+	}
+}

@@ -1,0 +1,78 @@
+package tracing
+
+import "strings"
+
+// What a sidecar hands to the process that takes it over (the handover; see the sidecar
+// package): the configuration, the filter and the prepared-statement registry, each in a
+// form that survives JSON.
+
+// ConfigState is a Config with every field in JSON, Probability and FollowClientSampling
+// included, for a handover to another process. It is a plain value.
+type ConfigState struct {
+	Enable               bool    `json:"enable"`
+	Fast                 bool    `json:"fast"`
+	ThresholdMicros      int64   `json:"threshold_us"`
+	TTLSeconds           int64   `json:"ttl_s"`
+	Probability          float64 `json:"probability"`
+	FollowClientSampling bool    `json:"follow_client_sampling"`
+}
+
+// State returns c as a ConfigState.
+func (c Config) State() ConfigState {
+	return ConfigState{c.Enable, c.Fast, c.ThresholdMicros, c.TTLSeconds, c.Probability, c.FollowClientSampling}
+}
+
+// Config returns the Config that s holds.
+func (s ConfigState) Config() Config {
+	return Config{s.Enable, s.Fast, s.ThresholdMicros, s.TTLSeconds, s.Probability, s.FollowClientSampling}
+}
+
+// Params returns the parameters that ParseFilter makes f from again; nil for the zero
+// Filter. Keyspace and table names are quoted, so that they keep their case.
+func (f Filter) Params() map[string]string {
+	if f.IsZero() {
+		return nil
+	}
+	p := map[string]string{}
+	quote := func(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }
+	if f.Keyspace != "" {
+		p["keyspace"] = quote(f.Keyspace)
+	}
+	if f.Table != "" {
+		p["table"] = quote(f.Table)
+	}
+	if f.User != "" {
+		p["user"] = f.User
+	}
+	if f.Client.IsValid() {
+		p["client"] = f.Client.String()
+	}
+	if f.Statement != "" {
+		p["statement"] = f.Statement
+	}
+	if f.Opcode != "" {
+		p["opcode"] = f.Opcode
+	}
+	return p
+}
+
+// PreparedEntry is one statement of a registry, for a handover.
+type PreparedEntry struct {
+	ID        []byte `json:"id"`
+	Statement `json:"statement"`
+}
+
+// Entries returns the registry's statements, oldest first, so that Put in that order
+// makes the same registry. It is safe for concurrent use.
+func (p *Statements) Entries() []PreparedEntry {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	out := make([]PreparedEntry, 0, len(p.order))
+	for i := range p.order {
+		k := p.order[(p.head+i)%len(p.order)]
+		if st := p.m[k]; st != nil {
+			out = append(out, PreparedEntry{ID: []byte(k), Statement: *st})
+		}
+	}
+	return out
+}
