@@ -95,6 +95,10 @@ type stackConfig struct {
 	// and the control socket, for the status.
 	inherit       *inheritance
 	controlSocket string
+	// controlDefault says controlSocket is the default path, not one given with
+	// --control-socket: a sidecar that cannot serve it (a FROM scratch image has no
+	// temporary folder) runs on without one, and says so.
+	controlDefault bool
 }
 
 // stack is a running sidecar, its admin API and, when embedded, its node.

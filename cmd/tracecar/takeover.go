@@ -69,7 +69,7 @@ func (f *handoverFlags) check(cfg *stackConfig) error {
 			}
 			return nil // named after the port bound, once bound (serveSidecar)
 		}
-		cfg.controlSocket = defaultControlSocket(cfg.Listen)
+		cfg.controlSocket, cfg.controlDefault = defaultControlSocket(cfg.Listen), true
 	}
 	if len(cfg.controlSocket) > 107 {
 		return usageErrorf("--control-socket %q: a Unix socket path has at most 107 bytes", cfg.controlSocket)
@@ -403,7 +403,7 @@ func serveSidecar(ctx context.Context, cfg stackConfig, hf *handoverFlags, live 
 	}
 	fmt.Fprintf(stdout, "tracecar sidecar: CQL on %s -> node %s, admin API %s\n", st.Sidecar, st.Node, st.Admin)
 	if cfg.controlSocket == "" && hf.controlSocket != "none" {
-		cfg.controlSocket = defaultControlSocket(st.Sidecar)
+		cfg.controlSocket, cfg.controlDefault = defaultControlSocket(st.Sidecar), true
 		st.ho.setControlSocket(cfg.controlSocket)
 	}
 	handedOver := make(chan struct{})
@@ -444,6 +444,10 @@ func serveSidecar(ctx context.Context, cfg stackConfig, hf *handoverFlags, live 
 			switch {
 			case errors.Is(err, sidecar.ErrHandoverUnsupported):
 				log.Warn().Err(err).Msg("no control socket: this process cannot be taken over")
+				st.ho.setControlSocket("")
+			case err != nil && cfg.controlDefault:
+				log.Warn().Err(err).Str("control_socket", cfg.controlSocket).
+					Msg("no control socket at the default path: this process cannot be taken over (give --control-socket PATH)")
 				st.ho.setControlSocket("")
 			case err != nil:
 				st.stop()
