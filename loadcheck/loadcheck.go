@@ -602,33 +602,11 @@ func (c *checker) runMode(ctx context.Context, m *mode, round, pos int) (*runRes
 			}
 		},
 	}
-	seen0, err := c.api.requests(ctx)
+	mr, err := c.measure(ctx, m, p, ops)
 	if err != nil {
-		return nil, fmt.Errorf("mode %s: read the requests each sidecar saw: %w", m.name, err)
-	}
-	sc0, nd0 := c.scrape(ctx)
-	cpu0 := cpuTime()
-	res := runPhase(ctx, p, ops)
-	cpu := cpuTime() - cpu0
-	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	seen1, err := c.api.requests(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("mode %s: read the requests each sidecar saw: %w", m.name, err)
-	}
-	sc1, nd1 := c.scrape(ctx)
-	var pc procCPU
-	if sc0.hasCPU && sc1.hasCPU {
-		pc.sidecar, pc.hasSidecar = sc1.cpu-sc0.cpu, true
-	}
-	if sc0.hasUser && sc1.hasUser {
-		pc.sidecarUser, pc.hasSidecarUser = sc1.user-sc0.user, true
-	}
-	if nd0.hasCPU && nd1.hasCPU {
-		pc.node, pc.hasNode = nd1.cpu-nd0.cpu, true
-	}
-	pc.added = sc1.added.sub(sc0.added)
+	res, cpu, pc, seen0, seen1 := mr.res, mr.cpu, mr.pc, mr.seen0, mr.seen1
 	if hlog != nil {
 		if err := hlog.close(); hlogErr == nil {
 			hlogErr = err
@@ -675,4 +653,46 @@ func (c *checker) status(m *mode, round int, what string, runSeconds float64) {
 		eta = fmt.Sprintf(", about %s left", time.Duration(left*float64(time.Second)).Round(time.Second))
 	}
 	c.out.status(fmt.Sprintf("[%d/%d] %s round %d: %s%s", c.done+1, c.total, m.name, round+1, what, eta))
+}
+
+// measured is what one run of a mode measured: the phase's result, the load checker's
+// own CPU, the sidecar's and the node's CPU and added latency, and the requests each
+// sidecar saw before and after.
+type measured struct {
+	res          *phaseResult
+	cpu          time.Duration
+	pc           procCPU
+	seen0, seen1 []uint64
+}
+
+// measure runs the phase p over ops, with the readings of the sidecars' and the node's
+// counters taken before and after it that every run (built-in or replay) reports.
+func (c *checker) measure(ctx context.Context, m *mode, p phase, ops []Op) (measured, error) {
+	var r measured
+	var err error
+	if r.seen0, err = c.api.requests(ctx); err != nil {
+		return r, fmt.Errorf("mode %s: read the requests each sidecar saw: %w", m.name, err)
+	}
+	sc0, nd0 := c.scrape(ctx)
+	cpu0 := cpuTime()
+	r.res = runPhase(ctx, p, ops)
+	r.cpu = cpuTime() - cpu0
+	if err := ctx.Err(); err != nil {
+		return r, err
+	}
+	if r.seen1, err = c.api.requests(ctx); err != nil {
+		return r, fmt.Errorf("mode %s: read the requests each sidecar saw: %w", m.name, err)
+	}
+	sc1, nd1 := c.scrape(ctx)
+	if sc0.hasCPU && sc1.hasCPU {
+		r.pc.sidecar, r.pc.hasSidecar = sc1.cpu-sc0.cpu, true
+	}
+	if sc0.hasUser && sc1.hasUser {
+		r.pc.sidecarUser, r.pc.hasSidecarUser = sc1.user-sc0.user, true
+	}
+	if nd0.hasCPU && nd1.hasCPU {
+		r.pc.node, r.pc.hasNode = nd1.cpu-nd0.cpu, true
+	}
+	r.pc.added = sc1.added.sub(sc0.added)
+	return r, nil
 }

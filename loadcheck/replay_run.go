@@ -808,33 +808,11 @@ func (c *checker) runReplayMode(ctx context.Context, m *mode, round, pos int) (*
 			c.status(m, round, fmt.Sprintf("%.0fs, %s op/s, p99 %.2f ms", iv.TimeS, commas(iv.OpRate), iv.P99Ms), iv.TimeS)
 		}}
 	wall := time.Now()
-	seen0, err := c.api.requests(ctx)
+	mr, err := c.measure(ctx, m, p, ops)
 	if err != nil {
-		return nil, fmt.Errorf("mode %s: read the requests each sidecar saw: %w", m.name, err)
-	}
-	sc0, nd0 := c.scrape(ctx)
-	cpu0 := cpuTime()
-	res := runPhase(ctx, p, ops)
-	cpu := cpuTime() - cpu0
-	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	seen1, err := c.api.requests(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("mode %s: read the requests each sidecar saw: %w", m.name, err)
-	}
-	sc1, nd1 := c.scrape(ctx)
-	var pc procCPU
-	if sc0.hasCPU && sc1.hasCPU {
-		pc.sidecar, pc.hasSidecar = sc1.cpu-sc0.cpu, true
-	}
-	if sc0.hasUser && sc1.hasUser {
-		pc.sidecarUser, pc.hasSidecarUser = sc1.user-sc0.user, true
-	}
-	if nd0.hasCPU && nd1.hasCPU {
-		pc.node, pc.hasNode = nd1.cpu-nd0.cpu, true
-	}
-	pc.added = sc1.added.sub(sc0.added)
+	res, cpu, pc, seen0, seen1 := mr.res, mr.cpu, mr.pc, mr.seen0, mr.seen1
 	c.replayRuns = append(c.replayRuns, s.run)
 	rr := newRunResult(m, round, pos, wall, res, cpu, pc)
 	rr.Sidecars = sidecarDelta(cfg.admins(), seen0, seen1)
