@@ -405,8 +405,9 @@ func runSidecar(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	addStatementFlags(fs, &cfg.Statements)
 	addCaptureFlags(fs, &cfg)
 	hf := addHandoverFlags(fs)
-	if err := parseFlags(fs, args); err != nil {
-		return err
+	cf, perr := parseSidecarFlags(fs, args)
+	if perr != nil {
+		return perr
 	}
 	if err := cfg.Statements.check(); err != nil {
 		return err
@@ -467,7 +468,7 @@ func runSidecar(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	defer reg.Close()
-	live := &liveSettings{logs: lf, stderr: stderr, tls: serverTLS}
+	live := &liveSettings{logs: lf, stderr: stderr, tls: serverTLS, fs: fs, config: cf}
 	if cfg.TLS, err = live.reloadableTLS(cfg.TLS); err != nil {
 		return err
 	}

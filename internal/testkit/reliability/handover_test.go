@@ -1335,3 +1335,33 @@ func TestSupervisorNotify(t *testing.T) {
 		t.Errorf("after the takeover: %q; want %q", m, want)
 	}
 }
+
+// TestSidecarSIGHUPConfig: with --config, SIGHUP re-reads the file: a new log format and
+// file take effect at once, and a changed setting that needs a new process is logged so.
+func TestSidecarSIGHUPConfig(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs processes")
+	}
+	dir := t.TempDir()
+	first, second, config := filepath.Join(dir, "first.log"), filepath.Join(dir, "second.log"), filepath.Join(dir, "sidecar.conf")
+	write := func(lines ...string) {
+		if err := os.WriteFile(config, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("# the sidecar's logs", "log-format console", "--log-file="+first, "max-connections 100")
+	c := startCluster(t, nil, []string{"--config", config})
+	write("log-format json", "log-file "+second, "max-connections 7")
+	c.sc.cmd.Process.Signal(syscall.SIGHUP)
+	waitFor(t, "JSON lines in the new log file", func() bool {
+		b, _ := os.ReadFile(second)
+		return strings.Contains(string(b), `"message":"SIGHUP: log destination reopened"`)
+	})
+	b, _ := os.ReadFile(first)
+	if !strings.Contains(string(b), "SIGHUP: --max-connections changed: it takes effect in a new process") {
+		t.Errorf("the log has no line for the changed --max-connections:\n%s", b)
+	}
+	if strings.Contains(string(b), `"message"`) {
+		t.Errorf("the first log file has JSON lines; want console lines only:\n%s", b)
+	}
+}
