@@ -269,7 +269,7 @@ func (c *conn) rejectVersion(v byte) error {
 		return noEOF(err)
 	}
 	c.p.rejected.Add(1)
-	msg := cql.UnsupportedVersionMessage(v)
+	msg := cql.UnsupportedVersionMessage(v, cql.V4)
 	c.log.Debug().Uint8("version", v).Msg("unsupported protocol version")
 	body := cql.Error{Code: cql.ErrCodeProtocol, Message: msg}.AppendBody(nil, cql.V4)
 	var f []byte

@@ -215,7 +215,7 @@ func TestVersionGate(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := cql.UnsupportedVersionMessage(tt.version &^ cql.ResponseBit); e.Code != cql.ErrCodeProtocol || e.Message != want {
+			if want := cql.UnsupportedVersionMessage(tt.version&^cql.ResponseBit, cql.V4); e.Code != cql.ErrCodeProtocol || e.Message != want {
 				t.Errorf("got error 0x%04x %q; want 0x%04x %q", e.Code, e.Message, cql.ErrCodeProtocol, want)
 			}
 

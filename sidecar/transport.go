@@ -22,7 +22,7 @@ func (c *conn) requestHeader(hb []byte) (cql.Header, *protocolError) {
 	case h.IsResponse():
 		return h, &protocolError{stream: h.Stream, msg: "response frame sent by a client"}
 	case err != nil && err != cql.ErrFrameTooBig:
-		return h, &protocolError{stream: h.Stream, msg: cql.UnsupportedVersionMessage(h.Version)}
+		return h, &protocolError{stream: h.Stream, msg: cql.UnsupportedVersionMessage(h.Version, cql.V4)}
 	}
 	// A length over cql.MaxBodySize is over the limit too. tooBig, which counts and words
 	// the refusal, is called only for a frame over the limit.

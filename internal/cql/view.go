@@ -290,14 +290,17 @@ type Statement struct {
 	ID []byte
 	// Count is the number of statements of a BATCH, and 1 otherwise.
 	Count int
-	// Consistency and Flags are a QUERY's or an EXECUTE's query parameters.
+	// Consistency and Flags are a QUERY's or an EXECUTE's query parameters; Flags is the
+	// first byte of v5's [int] flags.
 	Consistency Consistency
 	Flags       byte
 	// FlagsAt is the offset in the frame of the query parameters' flags byte of an
-	// uncompressed QUERY or EXECUTE, where a proxy may change them in place, or -1.
+	// uncompressed QUERY or EXECUTE (in v5, of the last byte of the [int]: the one that
+	// holds Flags), where a proxy may change them in place, or -1.
 	FlagsAt int
 	// Params are a QUERY's or an EXECUTE's query parameters, from the consistency on
-	// (which may be cut short); they alias the frame's body.
+	// (which may be cut short), of the frame's protocol version; they alias the frame's
+	// body.
 	Params []byte
 }
 
@@ -327,6 +330,9 @@ func (f *Frame) readStatement() Statement {
 		s.Query = d.LongStringBytes()
 	case OpExecute:
 		s.ID = d.ShortBytes()
+		if f.Header.ProtoVersion() >= V5 {
+			d.ShortBytes() // the result metadata id
+		}
 	case OpBatch:
 		d.Byte() // the batch type
 		n := int(d.Short())
@@ -352,13 +358,17 @@ func (f *Frame) readStatement() Statement {
 		return s
 	}
 	s.Params = d.b
-	if len(d.b) < 3 {
+	at := 2 // the offset of Flags in the parameters
+	if f.Header.ProtoVersion() >= V5 {
+		at = 5
+	}
+	if len(d.b) <= at {
 		return s
 	}
 	s.Consistency = Consistency(binary.BigEndian.Uint16(d.b))
-	s.Flags = d.b[2]
+	s.Flags = d.b[at]
 	if !f.Compressed() {
-		s.FlagsAt = len(f.raw) - len(d.b) + 2
+		s.FlagsAt = len(f.raw) - len(d.b) + at
 	}
 	return s
 }

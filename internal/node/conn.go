@@ -136,7 +136,7 @@ func (c *conn) rejectVersion(v byte) {
 	if n <= maxRejectBody {
 		io.CopyN(io.Discard, c.br, int64(n))
 	}
-	body := cql.Error{Code: cql.ErrCodeProtocol, Message: cql.UnsupportedVersionMessage(v)}.AppendBody(nil, cql.V4)
+	body := cql.Error{Code: cql.ErrCodeProtocol, Message: cql.UnsupportedVersionMessage(v, cql.V4)}.AppendBody(nil, cql.V4)
 	var out []byte
 	if v < cql.V3 {
 		out = append(out, cql.ResponseBit|v, 0, byte(stream), byte(cql.OpError))
@@ -374,7 +374,7 @@ func (c *conn) request(h cql.Header, body []byte) {
 		}
 	case cql.OpPrepare:
 		var p cql.Prepare
-		if p, err = cql.DecodePrepare(body); err == nil {
+		if p, err = cql.DecodePrepare(body, h.ProtoVersion()); err == nil {
 			request = "Preparing CQL3 query"
 			command = "PREPARE"
 			if tr != nil {

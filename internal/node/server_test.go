@@ -211,7 +211,7 @@ func badFrames() []badFrame {
 			want: []reply{{stream: 5, op: cql.OpError, code: protocol, msg: cql.FrameTooBigMessage(0x7fffffff, cql.MaxStartupFrameSize)}}},
 		// "G" is read as version 0x47, "E" as flags and "T " as the stream.
 		{name: "garbage", bytes: []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"),
-			want: []reply{{stream: 0x5420, op: cql.OpError, code: protocol, msg: cql.UnsupportedVersionMessage(0x47)}}},
+			want: []reply{{stream: 0x5420, op: cql.OpError, code: protocol, msg: cql.UnsupportedVersionMessage(0x47, cql.V4)}}},
 		{name: "lying query body", bytes: append(startup, append(cql.AppendHeader(nil, cql.Header{Version: cql.V4, Stream: 2, Opcode: cql.OpQuery, Length: 6}), 0xff, 0xff, 0xff, 0xff, 0, 1)...),
 			want: []reply{ready, {stream: 2, op: cql.OpError, code: protocol, msg: "Invalid message body: cql: malformed message"}}, keepsOpen: true},
 		{name: "compressed without negotiation", bytes: append(startup, func() []byte {
