@@ -795,7 +795,7 @@ func (p *writePlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 	if t.dropped.Load() {
 		return nil, invalidf("unconfigured table %s", t.name)
 	}
-	now := x.now.Unix()
+	now := x.seconds()
 	m := mutation{marker: p.marker}
 	ts, ok, err := evalTimestamp(p.ts, x)
 	if err != nil {
