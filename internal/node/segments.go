@@ -105,6 +105,9 @@ func (c *conn) readSegmentFrame(limit int) (cql.Header, []byte, error) {
 			return cql.Header{}, nil, err
 		}
 		_, _, frames, err := sg.r.Next(sg.buf)
+		if sg.r.Gathering() && cap(sg.buf) > connBufferSize {
+			sg.buf = nil // the segment is part of the large frame the reader holds
+		}
 		var tb *frameTooBig
 		switch {
 		case errors.As(err, &tb):

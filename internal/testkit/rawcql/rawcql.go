@@ -53,7 +53,7 @@ func DialOnly(tb testing.TB, addr string, version byte) *Conn {
 	}
 	nc.SetDeadline(time.Now().Add(10 * time.Second))
 	tb.Cleanup(func() { nc.Close() })
-	return &Conn{nc: nc, r: bufio.NewReaderSize(nc, 64<<10), version: version}
+	return &Conn{nc: nc, r: bufio.NewReaderSize(nc, 4<<10), version: version}
 }
 
 // Started switches the connection as a driver does once its STARTUP is answered: frame
