@@ -68,8 +68,11 @@ func (p *Proxy) speaks(v byte) bool { return v >= cql.V3 && v <= p.maxVersion() 
 
 // beginV5 notes a v5 STARTUP, with lz4 when it asked for it: the frames of a v5
 // connection are never compressed themselves, so the connection's frame compression stays
-// none.
+// none. Only the first STARTUP counts: the format of the segments is the connection's.
 func (c *conn) beginV5(lz4 bool) {
+	if c.v5.startup.Load() {
+		return
+	}
 	c.v5.lz4.Store(lz4)
 	c.v5.fromClient.LZ4, c.v5.fromNode.LZ4 = lz4, lz4
 	c.v5.fromClient.CheckLarge = c.checkLargeRequest

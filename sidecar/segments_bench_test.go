@@ -97,10 +97,55 @@ func TestRequestPathAllocsV5(t *testing.T) {
 	}
 }
 
-// BenchmarkRequestPathV5 is BenchmarkRequestPath at v5: the same per-frame work, plus the
-// segment layer (both CRCs of a segment each way, lz4 decompression of each with lz4),
-// segments forwarded as they came. The difference from BenchmarkRequestPath is what v5
-// costs per request.
+// oneLegacy is pathConnV5.one for a v4 connection: the per-frame work of the transports
+// on one request frame and one response frame, header checks included, as relay does it.
+func (pc *pathConnV5) oneLegacy(tb testing.TB) int {
+	c := pc.c
+	pc.stream = (pc.stream + 1) % v5Streams
+	req, resp := pc.reqs[pc.stream], pc.resps[pc.stream]
+	h, pe := c.requestHeader(req)
+	if pe != nil {
+		tb.Fatal(pe)
+	}
+	c.traceFrame(h, true)
+	if tk := c.request(h, req, len(req)); tk.Events() {
+		pc.sent = append(pc.sent[:0], tk)
+		c.wrote(pc.sent, false)
+	}
+	rh, err := c.responseHeader(resp)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	c.traceFrame(rh, false)
+	var r inflight
+	left := c.requestFor(rh, &r)
+	arrived := c.arrival(0, r.stat.Active())
+	out, d := c.response(rh, resp, r, arrived)
+	c.queued(r, arrived)
+	c.answered(left, len(out))
+	if d.Events() {
+		pc.done = append(pc.done[:0], d)
+		c.wrote(pc.done, true)
+	}
+	return len(out)
+}
+
+// newPathConnV4 is newPathConnV5 for a v4 connection: the same frames, unframed.
+func newPathConnV4(tb testing.TB, cfg tracing.Config) *pathConnV5 {
+	tb.Helper()
+	pc := &pathConnV5{pathConn: newPathConn(tb, cfg)}
+	body := cql.Query{Query: "INSERT INTO ks.t (k, v) VALUES (1, 2)", Params: cql.QueryParams{Consistency: cql.One}}.AppendBody(nil, cql.V4)
+	for s := range v5Streams {
+		pc.reqs = append(pc.reqs, frame(cql.V4, 0, int16(s), cql.OpQuery, body))
+		pc.resps = append(pc.resps, frame(cql.ResponseBit|cql.V4, 0, int16(s), cql.OpResult, voidBody()))
+	}
+	return pc
+}
+
+// BenchmarkRequestPathV5 is the transports' per-frame work on one request and its
+// response, header checks included, at v4 (frames) and at v5 (each in a segment, both
+// CRCs checked, lz4 decompressed with lz4, forwarded as it came), per tracing mode: the
+// difference between v4 and v5 is what v5's framing costs the sidecar per request.
 func BenchmarkRequestPathV5(b *testing.B) {
 	for _, tc := range []struct {
 		name string
@@ -110,18 +155,75 @@ func BenchmarkRequestPathV5(b *testing.B) {
 		{"fast", tracing.Config{Enable: true, Fast: true, ThresholdMicros: 1e12}},
 		{"full", tracing.Config{Enable: true, ThresholdMicros: 1e12}},
 	} {
-		for _, lz4 := range []bool{false, true} {
-			name := tc.name
-			if lz4 {
-				name += "/lz4"
-			}
-			b.Run(name, func(b *testing.B) {
-				pc := newPathConnV5(b, tc.cfg, lz4)
+		for _, framing := range []string{"v4", "v5", "v5-lz4"} {
+			b.Run(tc.name+"/"+framing, func(b *testing.B) {
+				one := func() {}
+				switch framing {
+				case "v4":
+					pc := newPathConnV4(b, tc.cfg)
+					one = func() { pc.oneLegacy(b) }
+				default:
+					pc := newPathConnV5(b, tc.cfg, framing == "v5-lz4")
+					one = func() { pc.one(b) }
+				}
 				b.ReportAllocs()
 				for b.Loop() {
-					pc.one(b)
+					one()
 				}
 			})
 		}
 	}
+}
+
+// FuzzV5Segments feeds the segment layer of both sides what a client or a node may send:
+// raw bytes read as segments (lying lengths, bad CRCs), and the fuzzer's bytes as frames
+// inside valid segments, lz4 or not, cut at the fuzzer's byte as two reads would. It must
+// never panic; what it forwards must be valid segments whose frames line up.
+func FuzzV5Segments(f *testing.F) {
+	q := frame(cql.V5, 0, 1, cql.OpQuery, cql.Query{Query: "SELECT * FROM system.local", Params: cql.QueryParams{Consistency: cql.One}}.AppendBody(nil, cql.V5))
+	f.Add(q, false, false, uint16(3))
+	f.Add(q, true, true, uint16(40))
+	f.Add(cql.AppendSegments(nil, q, false), false, true, uint16(7))
+	f.Add(frame(cql.ResponseBit|cql.V5, 0, 1, cql.OpResult, voidBody()), false, false, uint16(0))
+	f.Fuzz(func(t *testing.T, b []byte, lz4, raw bool, cut uint16) {
+		for _, client := range []bool{true, false} {
+			pc := newPathConnV5(t, tracing.Config{Enable: true, ThresholdMicros: 0}, lz4)
+			c := pc.c
+			in := b
+			if !raw {
+				in = cql.AppendSegments(nil, b, lz4)
+			}
+			at := int(cut) % (len(in) + 1)
+			pend := append([]byte(nil), in[:at]...)
+			rest := in[at:]
+			check := cql.SegmentReader{LZ4: lz4}
+			for round := 0; round < 2; round++ {
+				for len(pend) > 0 {
+					n, err := c.segmentHead(pend, client)
+					if err != nil || n == 0 || n > len(pend) {
+						break
+					}
+					var out []byte
+					if client {
+						out, _, err = c.requestSegment(pend[:n], nil)
+					} else {
+						var arrived int64
+						out, _, _, err = c.responseSegment(pend[:n], &arrived, nil)
+					}
+					if err != nil {
+						return
+					}
+					for len(out) > 0 {
+						m, _, _, err := check.Next(out)
+						if err != nil || m == 0 {
+							t.Fatalf("forwarded %x: %d, %v; want whole, valid segments", out, m, err)
+						}
+						out = out[m:]
+					}
+					pend = pend[n:]
+				}
+				pend, rest = append(pend, rest...), nil
+			}
+		}
+	})
 }

@@ -324,7 +324,8 @@ func (c *conn) startup(h cql.Header, body []byte) error {
 			c.sendError(h, protocolError("Unsupported compression algorithm for protocol version V5: "+comp.Name()))
 			return nil
 		}
-		c.segments, c.segLZ4, comp = true, comp != nil, nil
+		// The first STARTUP chose the segments' format for good.
+		c.segments, c.segLZ4, comp = c.seg == nil, comp != nil, nil
 	}
 	c.started, c.comp = true, comp
 	if c.s.user != "" {
