@@ -48,6 +48,7 @@ func (cqlDriver) connect(ctx context.Context, cfg *Config, addr string) (session
 		c.PoolConfig.HostSelectionPolicy = gocql.TokenAwareHostPolicy(gocql.RoundRobinHostPolicy())
 	}
 	c.Consistency = cl
+	c.ProtoVersion = cfg.ProtocolVersion // 0: negotiated
 	c.Timeout = cfg.Timeout
 	c.ConnectTimeout = 5 * time.Second
 	c.NumConns = cfg.Connections

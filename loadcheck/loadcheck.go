@@ -110,15 +110,19 @@ type Config struct {
 	Warmup   time.Duration // warmup before each run; default DefaultWarmup, negative for none
 	Ops      int64         // operations per run; when > 0 it replaces Duration
 
-	Workload    string        // write, read, mixed, or replay:FILE (a capture file); default write
-	Ratio       string        // mixed workload weights, e.g. write=1,read=9
-	Pop         string        // seq=1..N, uniform(1..N) or gaussian(1..N); default uniform(1..100000)
-	Concurrency int           // workers; default 32
-	Rate        float64       // target op/s over all workers; 0 runs a closed loop
-	CL          string        // consistency level; default LOCAL_ONE
-	Compression string        // none, lz4 or snappy
-	Connections int           // connections per host; default 2
-	Timeout     time.Duration // per request; default 10s
+	Workload    string  // write, read, mixed, or replay:FILE (a capture file); default write
+	Ratio       string  // mixed workload weights, e.g. write=1,read=9
+	Pop         string  // seq=1..N, uniform(1..N) or gaussian(1..N); default uniform(1..100000)
+	Concurrency int     // workers; default 32
+	Rate        float64 // target op/s over all workers; 0 runs a closed loop
+	CL          string  // consistency level; default LOCAL_ONE
+	Compression string  // none, lz4 or snappy
+	// ProtocolVersion pins the CQL protocol version of the load's client, 3 or 4; 0 lets
+	// it negotiate (v4 against a node of v4 or more). Its client, gocql v1.7, has no v5:
+	// 5 is a usage error that says so.
+	ProtocolVersion int
+	Connections     int           // connections per host; default 2
+	Timeout         time.Duration // per request; default 10s
 
 	// ReplaySpeed is the speed of a replay: "1x" (the default, the recorded timing), "2x",
 	// a factor, or "max" (as fast as the workers go). ReplayConnections is its number of
@@ -257,6 +261,13 @@ func (c *Config) check() (*workload, error) {
 		c.Compression = strings.ToLower(c.Compression)
 	default:
 		return nil, usageErrorf("--compression %q: want none, lz4 or snappy", c.Compression)
+	}
+	switch c.ProtocolVersion {
+	case 0, 3, 4:
+	case 5:
+		return nil, usageErrorf("--protocol-version 5: the load checker's client, gocql v1.7, speaks v3 and v4 only; measure v5 with a v5 client (the Python driver) or the sidecar's BenchmarkRequestPathV5")
+	default:
+		return nil, usageErrorf("--protocol-version %d: want 3 or 4 (0: negotiated)", c.ProtocolVersion)
 	}
 	if !validTraceContext(c.TraceContext) {
 		return nil, usageErrorf("--trace-context %q: want sampled, unsampled or none", c.TraceContext)

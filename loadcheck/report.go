@@ -246,6 +246,7 @@ type Settings struct {
 	Rate           float64 `json:"rate"`
 	CL             string  `json:"cl"`
 	Compression    string  `json:"compression"`
+	Protocol       int     `json:"protocol_version,omitempty"` // 0: negotiated
 	Connections    int     `json:"connections"`
 	TraceContext   string  `json:"trace_context"`
 }
@@ -375,7 +376,7 @@ func (c *checker) report(started time.Time) *Report {
 			Workload: c.wl.name, WriteFrac: c.wl.writeFrac, Pop: c.wl.pop.String(), Rounds: len(c.order),
 			DurationS: cfg.Duration.Seconds(), WarmupS: cfg.Warmup.Seconds(), Ops: cfg.Ops,
 			Concurrency: cfg.Concurrency, Rate: cfg.Rate, CL: strings.ToUpper(cfg.CL), Compression: cfg.Compression,
-			Connections: cfg.Connections, TraceContext: cfg.TraceContext,
+			Protocol: cfg.ProtocolVersion, Connections: cfg.Connections, TraceContext: cfg.TraceContext,
 		},
 		Notes: c.notes,
 	}

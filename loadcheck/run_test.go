@@ -174,6 +174,8 @@ func TestRunUsageErrors(t *testing.T) {
 		{"bad ratio", func(c *Config) { c.Workload, c.Ratio = "mixed", "write=1,delete=2" }, `unknown operation "delete"`},
 		{"bad cl", func(c *Config) { c.CL = "MOST" }, `--cl "MOST"`},
 		{"bad compression", func(c *Config) { c.Compression = "zstd" }, `--compression "zstd"`},
+		{"protocol v5", func(c *Config) { c.ProtocolVersion = 5 }, "speaks v3 and v4 only"},
+		{"protocol v2", func(c *Config) { c.ProtocolVersion = 2 }, "--protocol-version 2: want 3 or 4"},
 		{"negative rate", func(c *Config) { c.Rate = -1 }, "--rate"},
 		{"bad spec", func(c *Config) { c.ModeSpecs = map[string]string{"x": "GET /y"} }, "mode x"},
 		{"zero rounds", func(c *Config) { c.Rounds = -1 }, "--rounds"},

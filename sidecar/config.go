@@ -92,6 +92,10 @@ type Config struct {
 	// configuration (RootCAs, a client certificate). An empty ServerName is set to the
 	// host of NodeAddr. Nil means plaintext.
 	NodeTLS *tls.Config
+	// MaxProtocolVersion is the highest protocol version the proxy lets through, 3 to 5:
+	// a client that offers a higher one gets Cassandra's ProtocolError and steps down. Zero
+	// means 5; 4 is for nodes without v5 (ScyllaDB, Cassandra 3).
+	MaxProtocolVersion int
 }
 
 // StatementStats is the data path's hook for per-statement statistics;
@@ -141,6 +145,8 @@ func (cfg *Config) check() (advertise netip.AddrPort, err error) {
 		return advertise, fmt.Errorf("sidecar: max connections %d: want 0 (no limit) or more", cfg.MaxConnections)
 	case cfg.PeerPort < 0 || cfg.PeerPort > 65535:
 		return advertise, fmt.Errorf("sidecar: peer port %d: want 0 to 65535", cfg.PeerPort)
+	case cfg.MaxProtocolVersion != 0 && (cfg.MaxProtocolVersion < int(cql.V3) || cfg.MaxProtocolVersion > int(cql.MaxVersion)):
+		return advertise, fmt.Errorf("sidecar: max protocol version %d: want 3, 4 or 5", cfg.MaxProtocolVersion)
 	}
 	if cfg.AdvertiseAddr != "" {
 		if advertise, err = parseAdvertise(cfg.AdvertiseAddr); err != nil {

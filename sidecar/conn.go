@@ -87,6 +87,8 @@ type conn struct {
 	mu        sync.Mutex
 	loopState              // the event loop's, once the connection moved to one
 	handover  connHandover // what an old process handed over (handover.go)
+
+	v5 v5conn // protocol v5's segments, once the handshake is done (segments.go)
 }
 
 func (p *Proxy) newConn(nc net.Conn, g *group) *conn {
@@ -160,8 +162,9 @@ func (c *conn) serve(ctx context.Context) {
 	<-c.done
 }
 
-// open answers frames of unsupported versions until one of version 3 or 4 arrives, then
-// dials the node. On error the client has been answered as well as it could be.
+// open answers frames of unsupported versions until one of version 3, 4 or 5 (up to
+// Config.MaxProtocolVersion) arrives, then dials the node. On error the client has been
+// answered as well as it could be.
 func (c *conn) open(ctx context.Context) error {
 	for {
 		b, err := c.cr.Peek(1)
@@ -169,7 +172,7 @@ func (c *conn) open(ctx context.Context) error {
 			return err
 		}
 		v := b[0]
-		if v == cql.V3 || v == cql.V4 {
+		if c.p.speaks(v) {
 			c.version = v
 			break
 		}
@@ -240,11 +243,11 @@ func (c *conn) wrote(tickets []tracing.Ticket, toClient bool) {
 	}
 }
 
-// rejectVersion answers a frame of protocol version v, which is not 3 or 4, with the
-// ProtocolError that Cassandra sends, so that drivers step down. Versions 1 and 2 have an
-// 8-byte header with a one-byte stream id; later ones have the 9-byte header, and the
-// answer is written as version 4. The client may then send a supported version on this
-// connection or another.
+// rejectVersion answers a frame of protocol version v, which the proxy does not let
+// through, with the ProtocolError that Cassandra sends, so that drivers step down. Versions
+// 1 and 2 have an 8-byte header with a one-byte stream id; later ones have the 9-byte
+// header, and the answer is written as version 4, which every driver parses. The client
+// may then send a supported version on this connection or another.
 func (c *conn) rejectVersion(v byte) error {
 	if v&cql.ResponseBit != 0 || v == 0 {
 		return &protocolError{msg: fmt.Sprintf("invalid version byte 0x%02x", v)}
@@ -271,7 +274,7 @@ func (c *conn) rejectVersion(v byte) error {
 		return noEOF(err)
 	}
 	c.p.rejected.Add(1)
-	msg := cql.UnsupportedVersionMessage(v)
+	msg := cql.UnsupportedVersionMessage(v, c.p.maxVersion())
 	c.log.Debug().Uint8("version", v).Msg("unsupported protocol version")
 	body := cql.Error{Code: cql.ErrCodeProtocol, Message: msg}.AppendBody(nil, cql.V4)
 	var f []byte

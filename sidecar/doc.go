@@ -4,7 +4,8 @@
 // compression stay the client's own.
 //
 // The proxy decodes only what it must. It reads the version of a connection's first frame
-// (to answer versions other than 3 and 4 as Cassandra does), the COMPRESSION option of
+// (to answer versions other than 3, 4 and 5 as Cassandra does; Config.MaxProtocolVersion
+// lowers the highest, for nodes without v5), the COMPRESSION option of
 // STARTUP, and the text of QUERY and PREPARE requests and the id of EXECUTE requests, to
 // find the queries on system.local, system.peers and system.peers_v2. Only the responses to
 // those, and TOPOLOGY_CHANGE and STATUS_CHANGE events, are decoded and re-encoded, with the
@@ -38,6 +39,26 @@
 // path instead (goroutines.go): one goroutine per direction, reading frames from one side
 // and writing them to the other, flushing only when no whole frame is left in its input
 // buffer, so frames that arrive together leave in one syscall there too.
+//
+// # Protocol v5
+//
+// A v5 connection carries its frames in segments (each with a CRC24 on its header and a
+// CRC32 on its payload, lz4-compressed or not) once its handshake is done: the READY or
+// AUTHENTICATE that answers its STARTUP is the node's last unframed frame, and the switch
+// for both directions (segments.go). The segments are a layer of the transport, between
+// the bytes and the frames, on both paths (segments_loop.go for the event loop): whole
+// segments are read (their CRCs checked, their frames lined up with them, an lz4 payload
+// decompressed, a frame larger than a segment gathered from its segments as they arrive)
+// and every frame in them gets the per-frame work below, exactly as a v4 frame does. A
+// segment none of whose frames changed is forwarded as it came, CRCs and compression
+// included, so the common path re-encodes nothing; a frame changed in place (the tracing
+// flag of a sampled request, the probe's skip-metadata bit) gives its uncompressed segment
+// a fresh CRC32 only; a segment whose frames changed otherwise (a system table rewritten,
+// a tracing id stripped), an lz4 one changed in place, and a large frame are segmented
+// again with fresh CRCs (Stats.Resegmented counts them). The proxy's own frames to a v5
+// client (a ProtocolError, the errors of a lost node) go in segments too. A client segment
+// that fails its checks gets a ProtocolError on stream 0 and its connection closes; one
+// from the node counts as a failure of the node connection.
 //
 // # Per-request work
 //

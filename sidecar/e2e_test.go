@@ -152,6 +152,7 @@ func TestE2EPythonDriverSuite(t *testing.T) {
 			tp := mustProxyApart(t, Config{}, nil, n)
 			o := sidecarOptions(tp, comp)
 			o.Keyspace = "py_" + comp
+			o.Protocol = 5 // at its defaults the driver reaches v5 through the sidecar
 			drivertest.RunPython(t, o)
 			checkNoBypass(t, n, tp)
 		})

@@ -43,6 +43,11 @@ func (c *conn) requests() error {
 	r := c.cr
 	for {
 		hb, err := r.Peek(cql.HeaderSize)
+		if c.v5.client.Load() {
+			// The client has the answer to its v5 STARTUP: it sends segments (a segment is
+			// larger than a header, so the wait for one above was no mistake).
+			return c.requestSegments(r)
+		}
 		if err != nil {
 			if len(hb) > 0 {
 				return noEOF(err)
@@ -159,6 +164,9 @@ func (c *conn) forwardResponses() error {
 		if err != nil || drained {
 			return err
 		}
+		if c.v5.node {
+			return c.responseSegments(r, arrived) // the node's READY was its last frame
+		}
 	}
 }
 
@@ -177,6 +185,9 @@ func (c *conn) forwardResponse(r *bufio.Reader, h cql.Header, arrived *int64) (b
 	}
 	*arrived = c.arrival(*arrived, req.stat.Active())
 	out, done := c.response(h, frame, req, *arrived)
+	if req.op == cql.OpStartup {
+		c.segmentsAfter(h.Opcode)
+	}
 	if done.Events() {
 		c.doneQ = append(c.doneQ, done)
 	}

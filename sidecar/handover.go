@@ -68,21 +68,24 @@ type ListenerFile struct {
 // errMoved is the cause of the end of a connection that moved to another process.
 var errMoved = errors.New("moved to the successor process")
 
-// Framing modes of a moved connection: how its bytes are cut into frames. Protocol v5's
-// segments will carry their own state beside the mode.
-const framingFrames = "frames" // v3 and v4: frames directly on the socket
+// Framing modes of a moved connection: how its bytes are cut into frames.
+const (
+	framingFrames   = "frames"   // v3 and v4, and v5 before its handshake's end: frames on the socket
+	framingSegments = "segments" // v5 after READY or AUTHENTICATE: segments both ways (segments.go)
+)
 
 // movedConn is what a connection carries to the next process besides its two sockets.
 // Fields are added, never changed, so that a newer process reads an older one's; a process
 // refuses a framing mode or version it does not know.
 type movedConn struct {
 	ID          uint64 `json:"id"`
-	Version     byte   `json:"version"`               // protocol version
-	Framing     string `json:"framing"`               // framingFrames
-	Compression string `json:"compression,omitempty"` // "lz4" or "snappy", from STARTUP
-	Ready       bool   `json:"ready"`                 // the handshake is done (limits.go)
-	InSystem    bool   `json:"in_system,omitempty"`   // USE system (statement.go)
-	User        string `json:"user,omitempty"`        // the SASL PLAIN username, for tracing
+	Version     byte   `json:"version"`                // protocol version
+	Framing     string `json:"framing"`                // framingFrames or framingSegments
+	SegmentsLZ4 bool   `json:"segments_lz4,omitempty"` // the segments have the lz4 form
+	Compression string `json:"compression,omitempty"`  // "lz4" or "snappy", from STARTUP
+	Ready       bool   `json:"ready"`                  // the handshake is done (limits.go)
+	InSystem    bool   `json:"in_system,omitempty"`    // USE system (statement.go)
+	User        string `json:"user,omitempty"`         // the SASL PLAIN username, for tracing
 	// ClientPending and NodePending are the bytes read from each socket and not forwarded
 	// yet: the start of a frame.
 	ClientPending []byte `json:"client_pending,omitempty"`
@@ -165,6 +168,9 @@ func (c *conn) movedState(id uint64, clientPend, nodePend []byte) movedConn {
 		ClientPending: clientPend,
 		NodePending:   nodePend,
 	}
+	if c.v5.node {
+		m.Framing, m.SegmentsLZ4 = framingSegments, c.v5.lz4.Load()
+	}
 	if c.tr != nil {
 		m.User = c.tr.User()
 	}
@@ -180,10 +186,12 @@ func (p *Proxy) adoptConn(m movedConn, clientFD, nodeFD int, g *group) (*conn, e
 	defer nf.Close()
 	comp, ok := compressionIndex(m.Compression)
 	switch {
-	case m.Framing != framingFrames:
+	case m.Framing != framingFrames && m.Framing != framingSegments:
 		return nil, fmt.Errorf("framing %q is not known here", m.Framing)
-	case m.Version != cql.V3 && m.Version != cql.V4:
-		return nil, fmt.Errorf("protocol version %d is not served here", m.Version)
+	case !p.speaks(m.Version):
+		return nil, fmt.Errorf("protocol version %d is not served here (--max-protocol-version %d)", m.Version, p.maxVersion())
+	case m.Framing == framingSegments && m.Version < cql.V5:
+		return nil, fmt.Errorf("segments at protocol version %d", m.Version)
 	case !ok:
 		return nil, fmt.Errorf("compression %q is not known here", m.Compression)
 	}
@@ -202,6 +210,13 @@ func (p *Proxy) adoptConn(m movedConn, clientFD, nodeFD int, g *group) (*conn, e
 	c.comp.Store(comp)
 	c.ready.Store(m.Ready)
 	c.inSystem.Store(m.InSystem)
+	if m.Framing == framingSegments {
+		// The handshake ended in the old process: segments both ways, as segmentsAfter
+		// leaves a connection.
+		c.beginV5(m.SegmentsLZ4)
+		c.v5.node = true
+		c.v5.client.Store(true)
+	}
 	c.node = node
 	c.nodeAddr = addrPort(node.RemoteAddr())
 	if p.tr != nil {

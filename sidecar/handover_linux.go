@@ -140,6 +140,11 @@ func (l *loop) tryMove(c *conn) {
 	if c.streams.len() != 0 || len(cs.out) != 0 || len(ns.out) != 0 {
 		return
 	}
+	if c.v5.fromClient.Gathering() || c.v5.fromNode.Gathering() {
+		// v5: a frame larger than a segment, half gathered from its segments (a STARTUP
+		// not answered yet, after which the segments start, is a request in flight).
+		return
+	}
 	var d detached
 	for i := range c.sides {
 		s := &c.sides[i]

@@ -180,6 +180,9 @@ type batch struct {
 // end, as this loop runs per frame.
 func (l *loop) relay(s *side, data []byte, b *batch) int {
 	c := s.c
+	if s.client && c.v5.client.Load() || !s.client && c.v5.node {
+		return l.relaySegments(s, data, b)
+	}
 	out, tickets, arrived, drained := b.out, b.tickets, b.arrived, false
 	pos := 0
 	for len(data)-pos >= cql.HeaderSize {
@@ -221,6 +224,11 @@ func (l *loop) relay(s *side, data []byte, b *batch) int {
 		out = append(out, f...)
 		c.queued(req, arrived)
 		drained = c.answered(left, len(f)) || drained
+		if req.op == cql.OpStartup && c.segmentsAfter(h.Opcode) {
+			// What follows the answer to a v5 STARTUP is segments.
+			b.out, b.tickets, b.arrived, b.drained = out, tickets, arrived, drained
+			return pos + l.relaySegments(s, data[pos:], b)
+		}
 	}
 	b.out, b.tickets, b.arrived, b.drained = out, tickets, arrived, drained
 	return pos

@@ -221,6 +221,7 @@ func (c *conn) inspectExecute(f *cql.Frame) (rewriteKind, *tracing.Statement, st
 	// Ask for the result metadata, to learn from it whether the statement reads a system
 	// table: the frame is changed in place, as it is forwarded.
 	f.Raw()[st.FlagsAt] &^= cql.QuerySkipMetadata
+	c.v5.edited = true
 	return kindProbe, nil, string(st.ID)
 }
 
@@ -309,6 +310,10 @@ func (c *conn) startup(body []byte) {
 		i = 1
 	case comp.Name() == "snappy":
 		i = 2
+	}
+	if c.version == cql.V5 {
+		c.beginV5(i == 1) // v5 compresses segments, never frames
+		return
 	}
 	c.comp.Store(i)
 }

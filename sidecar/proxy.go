@@ -43,6 +43,11 @@ type Stats struct {
 	TooBig uint64
 	// Bytes forwarded each way, counted on the client side.
 	BytesFromClients, BytesToClients uint64
+	// Segments counts the protocol v5 segments read, from clients and from the node;
+	// Resegmented those not forwarded as they came: a frame in them changed (they got a
+	// fresh CRC, or their frames were segmented again), or they ended a frame larger than
+	// a segment, which is segmented again whole.
+	Segments, Resegmented uint64
 }
 
 // TotalRequests returns the sum of Requests.
@@ -287,6 +292,8 @@ func (p *Proxy) Stats() Stats {
 		Rewritten:        sum.rewritten,
 		BytesFromClients: sum.bytesIn,
 		BytesToClients:   sum.bytesOut,
+		Segments:         sum.segments[0] + sum.segments[1],
+		Resegmented:      sum.resegmented[0] + sum.resegmented[1],
 	}
 	for op, v := range sum.requests {
 		if v != 0 {
@@ -304,12 +311,15 @@ type connCounters struct {
 	responses atomic.Uint64
 	rewritten atomic.Uint64
 	bytesOut  atomic.Uint64 // response bytes written to the client
+	// v5 segments read and re-encoded, by side: 0 from the client, 1 from the node.
+	segments, resegmented [2]atomic.Uint64
 }
 
 // counts are summed connCounters.
 type counts struct {
 	requests                                [32]uint64
 	bytesIn, responses, rewritten, bytesOut uint64
+	segments, resegmented                   [2]uint64
 }
 
 func inc(v *atomic.Uint64, n uint64) { v.Store(v.Load() + n) }
@@ -322,6 +332,10 @@ func (c *connCounters) addTo(sum *counts) {
 	sum.responses += c.responses.Load()
 	sum.rewritten += c.rewritten.Load()
 	sum.bytesOut += c.bytesOut.Load()
+	for i := range c.segments {
+		sum.segments[i] += c.segments[i].Load()
+		sum.resegmented[i] += c.resegmented[i].Load()
+	}
 }
 
 // register adds c to the live connections.

@@ -154,22 +154,31 @@ func TestCoalescing(t *testing.T) {
 func TestVersionGate(t *testing.T) {
 	node := mustFakeNode(t)
 	p := mustProxy(t, Config{NodeAddr: node.addr()})
+	p4 := mustProxy(t, Config{NodeAddr: node.addr(), MaxProtocolVersion: 4})
 	tests := []struct {
 		name        string
+		max         byte // Config.MaxProtocolVersion, 0 for the default
 		version     byte
 		stream      int16
 		wantVersion byte // of the answer
 	}{
-		{"v5", 5, 3, 0x84},
-		{"v6", 6, 0, 0x84},
-		{"dse v1", 0x41, 1, 0x84},
-		{"dse v2", 0x42, 9, 0x84},
-		{"v2", 2, 4, 0x82},
-		{"v1", 1, 2, 0x81},
+		{"v5 with max 4", 4, 5, 3, 0x84},
+		{"v6", 0, 6, 0, 0x84},
+		{"v6 with max 4", 4, 6, 5, 0x84},
+		{"dse v1", 0, 0x41, 1, 0x84},
+		{"dse v2", 0, 0x42, 9, 0x84},
+		{"v2", 0, 2, 4, 0x82},
+		{"v1", 0, 1, 2, 0x81},
 	}
+	rejected := map[*testProxy]uint64{}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := mustDial(t, p.addr)
+			tp, max := p, cql.V5
+			if tt.max != 0 {
+				tp, max = p4, tt.max
+			}
+			rejected[tp]++
+			c := mustDial(t, tp.addr)
 			startup := cql.Startup{Options: map[string]string{"CQL_VERSION": "3.0.0"}}.AppendBody(nil, cql.V4)
 			var req []byte
 			if tt.version <= 2 {
@@ -215,7 +224,7 @@ func TestVersionGate(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := cql.UnsupportedVersionMessage(tt.version &^ cql.ResponseBit); e.Code != cql.ErrCodeProtocol || e.Message != want {
+			if want := cql.UnsupportedVersionMessage(tt.version&^cql.ResponseBit, max); e.Code != cql.ErrCodeProtocol || e.Message != want {
 				t.Errorf("got error 0x%04x %q; want 0x%04x %q", e.Code, e.Message, cql.ErrCodeProtocol, want)
 			}
 
@@ -227,8 +236,10 @@ func TestVersionGate(t *testing.T) {
 			}
 		})
 	}
-	if got := p.Stats().Rejected; got != uint64(len(tests)) {
-		t.Errorf("Stats().Rejected = %d; want %d", got, len(tests))
+	for tp, want := range rejected {
+		if got := tp.Stats().Rejected; got != want {
+			t.Errorf("Stats().Rejected = %d; want %d", got, want)
+		}
 	}
 }
 
@@ -823,9 +834,9 @@ func TestGateAnswerThenLoopOrFallback(t *testing.T) {
 			}
 			tp := mustProxyWith(t, p, nil)
 			c := mustDial(t, tp.addr)
-			c.send(frame(5, 0, 1, cql.OpOptions, nil), frame(cql.V4, 0, 2, cql.OpQuery, queryBody("SELECT 1")))
+			c.send(frame(6, 0, 1, cql.OpOptions, nil), frame(cql.V4, 0, 2, cql.OpQuery, queryBody("SELECT 1")))
 			if h, _ := c.recv(); h.Opcode != cql.OpError || h.Stream != 1 {
-				t.Fatalf("v5 frame: got %s on stream %d; want the ProtocolError on stream 1", h.Opcode, h.Stream)
+				t.Fatalf("v6 frame: got %s on stream %d; want the ProtocolError on stream 1", h.Opcode, h.Stream)
 			}
 			if h, _ := c.recv(); h.Stream != 2 || h.Opcode != cql.OpResult {
 				t.Fatalf("v4 frame: got %s on stream %d; want its RESULT on stream 2", h.Opcode, h.Stream)

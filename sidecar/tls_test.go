@@ -54,10 +54,12 @@ func TestTLSGocqlSuite(t *testing.T) {
 
 // TestTLSPythonDriver is the acceptance test: the Python driver connects over TLS (its
 // ssl_context, with a client certificate) through the sidecar to a TLS node, and runs its
-// suite of queries.
+// suite of queries, at v5: segments over TLS, on the goroutine path.
 func TestTLSPythonDriver(t *testing.T) {
 	st := mustTLSStack(t)
-	drivertest.RunPython(t, st.options(true))
+	o := st.options(true)
+	o.Protocol = 5
+	drivertest.RunPython(t, o)
 	checkNoBypass(t, st.node, st.proxy)
 }
 

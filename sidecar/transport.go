@@ -15,14 +15,17 @@ import (
 // 8-byte headers of versions 1 and 2 itself, as cql.ParseHeader does not.
 
 // requestHeader parses and checks the header of a client's frame: a response, a version
-// other than 3 or 4, or a frame over the connection's limit is a protocolError.
+// other than 3, 4 or 5, a change to or from v5 on the connection (v5 frames the bytes
+// otherwise), or a frame over the connection's limit is a protocolError.
 func (c *conn) requestHeader(hb []byte) (cql.Header, *protocolError) {
 	h, err := cql.ParseHeader(hb)
 	switch {
 	case h.IsResponse():
 		return h, &protocolError{stream: h.Stream, msg: "response frame sent by a client"}
 	case err != nil && err != cql.ErrFrameTooBig:
-		return h, &protocolError{stream: h.Stream, msg: cql.UnsupportedVersionMessage(h.Version)}
+		return h, &protocolError{stream: h.Stream, msg: cql.UnsupportedVersionMessage(h.Version, c.p.maxVersion())}
+	case h.Version != c.version && (h.Version == cql.V5 || c.version == cql.V5):
+		return h, &protocolError{stream: h.Stream, msg: "Invalid message version. Got " + itoa(int(h.Version)) + " but previous messages on this connection had version " + itoa(int(c.version))}
 	}
 	// A length over cql.MaxBodySize is over the limit too. tooBig, which counts and words
 	// the refusal, is called only for a frame over the limit.
@@ -52,9 +55,13 @@ func frameSize(hb []byte) uint64 {
 	return cql.HeaderSize + uint64(binary.BigEndian.Uint32(hb[5:9]))
 }
 
-// appendError appends an ERROR frame for the client to f.
+// appendError appends an ERROR frame for the client to f, in a segment of its own once
+// the client reads segments (protocol v5).
 func (c *conn) appendError(f []byte, stream int16, code int32, msg string) []byte {
 	h := cql.Header{Version: cql.ResponseBit | c.version, Stream: stream}
+	if c.v5.client.Load() {
+		return cql.AppendSegments(f, cql.AppendFrame(nil, h, cql.Error{Code: code, Message: msg}), c.v5.lz4.Load())
+	}
 	return cql.AppendFrame(f, h, cql.Error{Code: code, Message: msg})
 }
 

@@ -127,7 +127,7 @@ func (c *Conn) Begin(f *cql.Frame, now int64) Ticket {
 	r.ctxRead = true
 	body, err := f.Message()
 	if err == nil {
-		err = walkRequest(h.Opcode, body, &params{})
+		err = walkRequest(h.Opcode, h.ProtoVersion(), body, &params{})
 	}
 	if err != nil {
 		r.decodeErr = err.Error()
@@ -338,7 +338,7 @@ func (c *Conn) session(r *record, end, d int64) *Session {
 	started := wallEnd.Add(-time.Duration(d))
 
 	ps := make(map[string]string, 6)
-	if err := walkRequest(r.op, r.buf, c.t.params(ps)); err != nil {
+	if err := walkRequest(r.op, r.version, r.buf, c.t.params(ps)); err != nil {
 		ps["decode_error"] = err.Error()
 	}
 	if r.rows >= 0 {

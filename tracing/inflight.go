@@ -19,12 +19,13 @@ const maxPeek = 16 << 10
 // Peek is a copy of the request that a Ticket's record holds, taken by Ticket.Peek and read
 // by Tracer.Describe. The zero Peek holds nothing.
 type Peek struct {
-	op    cql.Opcode
-	mode  string
-	start int64
-	buf   []byte // the request frame (fast mode, not plain) or its decompressed message
-	plain bool
-	comp  cql.Compressor
+	op      cql.Opcode
+	version byte // the protocol version
+	mode    string
+	start   int64
+	buf     []byte // the request frame (fast mode, not plain) or its decompressed message
+	plain   bool
+	comp    cql.Compressor
 }
 
 // Held reports whether p holds a request.
@@ -53,7 +54,7 @@ func (t Ticket) Peek() Peek {
 	if r == nil || r.seq.Load() != t.seq {
 		return Peek{}
 	}
-	p := Peek{op: r.op, mode: r.mode, start: r.start, plain: r.plain || t.events, comp: r.comp}
+	p := Peek{op: r.op, version: r.version, mode: r.mode, start: r.start, plain: r.plain || t.events, comp: r.comp}
 	n := min(len(r.buf), maxPeek)
 	if n < len(r.buf) && !p.plain && r.flags&cql.FlagCompression != 0 {
 		n = 0 // a cut compressed body cannot be read
@@ -99,7 +100,7 @@ func (t *Tracer) Describe(p Peek) InFlight {
 		}
 	}
 	ps := make(map[string]string, 8)
-	walkRequest(p.op, body, t.params(ps)) // a cut request keeps what was read before the cut
+	walkRequest(p.op, p.version, body, t.params(ps)) // a cut request keeps what was read before the cut
 	sc := describe(&Session{Command: p.op.String(), Parameters: ps})
 	in := InFlight{Mode: p.mode, Keyspace: sc.namespace, Table: sc.collection, Consistency: ps["consistency_level"]}
 	if p.op != cql.OpBatch {

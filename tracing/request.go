@@ -103,9 +103,10 @@ func renderValue(v []byte, unset, bind bool) string {
 	return "0x" + hex.EncodeToString(v)
 }
 
-// walkRequest reads a request body (decompressed, custom payload removed) of opcode op
-// into p. On malformed or truncated input, p keeps what was read before the error.
-func walkRequest(op cql.Opcode, body []byte, p *params) error {
+// walkRequest reads a request body (decompressed, custom payload removed) of opcode op and
+// protocol version into p. On malformed or truncated input, p keeps what was read before
+// the error.
+func walkRequest(op cql.Opcode, version byte, body []byte, p *params) error {
 	var d cql.Decoder
 	d.Reset(body)
 	switch op {
@@ -114,27 +115,30 @@ func walkRequest(op cql.Opcode, body []byte, p *params) error {
 		if d.Err() == nil {
 			p.query("query", q)
 		}
-		walkQueryParams(&d, p, -1)
+		walkQueryParams(&d, version, p, -1)
 	case cql.OpExecute:
 		id := d.ShortBytes()
 		if d.Err() == nil {
 			p.prepared(-1, id)
 		}
-		walkQueryParams(&d, p, -1)
+		if version >= cql.V5 {
+			d.ShortBytes() // the result metadata id
+		}
+		walkQueryParams(&d, version, p, -1)
 	case cql.OpPrepare:
 		q := d.LongStringBytes()
 		if d.Err() == nil {
 			p.query("query", q)
 		}
 	case cql.OpBatch:
-		return walkBatch(body, p)
+		return walkBatch(body, version, p)
 	}
 	return d.Err()
 }
 
-func walkQueryParams(d *cql.Decoder, p *params, stmt int) {
+func walkQueryParams(d *cql.Decoder, version byte, p *params, stmt int) {
 	cl := d.Consistency()
-	flags := d.Byte()
+	flags, ext := d.QueryFlags(version)
 	if d.Err() != nil {
 		return
 	}
@@ -169,24 +173,44 @@ func walkQueryParams(d *cql.Decoder, p *params, stmt int) {
 	if flags&cql.QueryDefaultTimestamp != 0 {
 		d.Long()
 	}
+	walkV5Params(d, version, flags, ext, p)
+}
+
+// walkV5Params reads what v5 adds after the timestamp: the keyspace and now_in_seconds.
+func walkV5Params(d *cql.Decoder, version, flags byte, ext uint32, p *params) {
+	if version < cql.V5 {
+		return
+	}
+	if flags&cql.QueryWithKeyspace != 0 {
+		ks := d.StringBytes()
+		if d.Err() == nil && p.m != nil {
+			p.set("keyspace", string(ks))
+		}
+	}
+	if ext&cql.QueryNowInSeconds != 0 {
+		n := d.Int()
+		if d.Err() == nil && p.m != nil {
+			p.set("now_in_seconds", strconv.Itoa(int(n)))
+		}
+	}
 }
 
 var batchTypes = [...]string{cql.BatchLogged: "LOGGED", cql.BatchUnlogged: "UNLOGGED", cql.BatchCounter: "COUNTER"}
 
 // walkBatch reads a BATCH. Whether values carry names is told by flags that come after
 // the statements, so it tries unnamed values first, as Cassandra writes them.
-func walkBatch(body []byte, p *params) error {
+func walkBatch(body []byte, version byte, p *params) error {
 	if p.m == nil {
-		if err := walkBatchAs(body, p, false); err != nil {
-			return walkBatchAs(body, p, true)
+		if err := walkBatchAs(body, version, p, false); err != nil {
+			return walkBatchAs(body, version, p, true)
 		}
 		return nil
 	}
-	named := walkBatchAs(body, &params{}, false) != nil && walkBatchAs(body, &params{}, true) == nil
-	return walkBatchAs(body, p, named)
+	named := walkBatchAs(body, version, &params{}, false) != nil && walkBatchAs(body, version, &params{}, true) == nil
+	return walkBatchAs(body, version, p, named)
 }
 
-func walkBatchAs(body []byte, p *params, named bool) error {
+func walkBatchAs(body []byte, version byte, p *params, named bool) error {
 	var d cql.Decoder
 	d.Reset(body)
 	typ := d.Byte()
@@ -224,7 +248,7 @@ func walkBatchAs(body []byte, p *params, named bool) error {
 		}
 	}
 	cl := d.Consistency()
-	flags := d.Byte()
+	flags, ext := d.QueryFlags(version)
 	if d.Err() != nil {
 		return d.Err()
 	}
@@ -238,6 +262,7 @@ func walkBatchAs(body []byte, p *params, named bool) error {
 	if flags&cql.QueryDefaultTimestamp != 0 {
 		d.Long()
 	}
+	walkV5Params(&d, version, flags, ext, p)
 	if d.Err() == nil && d.Len() != 0 {
 		return cql.ErrMalformed
 	}
@@ -271,7 +296,7 @@ func (c *Conn) decodeFast(r *record) (ps map[string]string, view bool) {
 		}
 		view = true
 	}
-	if err := walkRequest(r.op, body, c.t.params(m)); err != nil {
+	if err := walkRequest(r.op, r.version, body, c.t.params(m)); err != nil {
 		m["decode_error"] = err.Error()
 	}
 	return m, view

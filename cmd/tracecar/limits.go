@@ -74,6 +74,24 @@ func (b *byteSize) Set(s string) error {
 // goroutines), so the default bounds that to about 320 MiB.
 const defaultMaxConnections = 4096
 
+// maxProtocolVersionFlag adds --max-protocol-version to fs; check reads it back.
+func maxProtocolVersionFlag(fs *flag.FlagSet, what string) *protocolVersion {
+	v := &protocolVersion{n: int(cql.MaxVersion)}
+	fs.IntVar(&v.n, "max-protocol-version", int(cql.MaxVersion), "highest CQL protocol version "+what+", 3 to 5; a client offering a higher one gets Cassandra's ProtocolError and steps down (4 for nodes without v5: ScyllaDB, Cassandra 3)")
+	return v
+}
+
+// protocolVersion is the value of --max-protocol-version.
+type protocolVersion struct{ n int }
+
+// check returns the version, or a usage error when it is not 3, 4 or 5.
+func (v *protocolVersion) check() (int, error) {
+	if v.n < int(cql.V3) || v.n > int(cql.MaxVersion) {
+		return 0, usageErrorf("--max-protocol-version must be 3, 4 or 5, got %d", v.n)
+	}
+	return v.n, nil
+}
+
 // maxFrameSizeFlag adds --max-frame-size to fs, as Cassandra's native_transport_max_frame_size.
 func maxFrameSizeFlag(fs *flag.FlagSet) *byteSize {
 	b := &byteSize{n: cql.DefaultMaxFrameSize, min: cql.MaxStartupFrameSize, max: cql.MaxBodySize}

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"context"
+	"errors"
+	"io"
 	"strings"
 	"testing"
 )
@@ -37,6 +40,24 @@ func TestMaxFrameSizeFlag(t *testing.T) {
 		err := runNode(t.Context(), append(args, "--listen", "127.0.0.1:0", "--api", ""), &out, &out)
 		if err == nil || !strings.Contains(err.Error(), "max-frame-size") {
 			t.Errorf("node %v: error %v, want a usage error naming --max-frame-size", args, err)
+		}
+	}
+}
+
+func TestMaxProtocolVersionFlag(t *testing.T) {
+	for _, v := range []string{"2", "6"} {
+		for name, run := range map[string]func(context.Context, []string, io.Writer, io.Writer) error{"node": runNode, "sidecar": runSidecar} {
+			var out strings.Builder
+			args := []string{"--max-protocol-version", v, "--listen", "127.0.0.1:0"}
+			if name == "node" {
+				args = append(args, "--api", "")
+			} else {
+				args = append(args, "--admin", "127.0.0.1:0", "--node", "127.0.0.1:1")
+			}
+			err := run(t.Context(), args, &out, &out)
+			if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "max-protocol-version") {
+				t.Errorf("%s --max-protocol-version %s: error %v, want a usage error naming --max-protocol-version", name, v, err)
+			}
 		}
 	}
 }

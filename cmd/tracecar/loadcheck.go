@@ -89,6 +89,7 @@ func parseLoadcheckFlags(args []string, stderr io.Writer) (loadcheckFlags, error
 	fs.BoolVar(&lf.unthrottled, "unthrottled", false, "against a deployment, run without --rate: saturate the node and sidecar on purpose")
 	fs.StringVar(&cfg.CL, "cl", loadcheck.DefaultCL, "consistency level")
 	fs.StringVar(&cfg.Compression, "compression", loadcheck.DefaultCompression, "frame compression: none, lz4 or snappy")
+	fs.IntVar(&cfg.ProtocolVersion, "protocol-version", 0, "CQL protocol `version` of the load's client: 3 or 4, or 0 to negotiate (v4); its client, gocql v1.7, has no v5")
 	fs.StringVar(&cfg.TraceContext, "trace-context", loadcheck.TraceContextNone, "a fresh W3C traceparent in every request's custom payload: sampled, unsampled or none (the built-in mode parent sends sampled ones)")
 	fs.IntVar(&cfg.Connections, "connections", loadcheck.DefaultConnections, "connections per host")
 	fs.DurationVar(&cfg.Timeout, "timeout", loadcheck.DefaultTimeout, "request timeout")

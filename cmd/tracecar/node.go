@@ -31,6 +31,7 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	dcs := fs.String("dcs", "", "data centers, as NAME:NODES,… (e.g. dc1:2,dc2:2); racks rack1, rack2, … within each")
 	nodeControl := fs.Bool("allow-node-control", false, "for failover tests only: serve POST /tracecar/node/stop?node=i and /tracecar/node/start?node=i on the API")
 	maxFrame := maxFrameSizeFlag(fs)
+	maxVersion := maxProtocolVersionFlag(fs, "the node speaks")
 	scylla := fs.Bool("scylla-supported", false, "answer OPTIONS with ScyllaDB's SUPPORTED keys too (SCYLLA_SHARD, SCYLLA_NR_SHARDS, SCYLLA_SHARD_AWARE_PORT, …), to test shard-aware drivers")
 	lf := addLogFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
@@ -39,6 +40,10 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	tokenFromEnv(token)
 	nodeGC()
 	tlsCfg, err := serverTLS.config()
+	if err != nil {
+		return err
+	}
+	version, err := maxVersion.check()
 	if err != nil {
 		return err
 	}
@@ -68,7 +73,7 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	cluster, err := node.NewCluster(node.ClusterConfig{
 		NumTokens: *numTokens, DCs: layout.dcs, Auth: *auth, TLS: tlsCfg, Logger: reg.Logger(logs.Node),
-		MaxFrameSize: maxFrame.n, ScyllaSupported: *scylla,
+		MaxFrameSize: maxFrame.n, ScyllaSupported: *scylla, MaxProtocolVersion: byte(version),
 	}, lns)
 	if err != nil {
 		closeAll(lns)

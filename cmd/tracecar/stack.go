@@ -76,6 +76,7 @@ type stackConfig struct {
 	// CQL sink and the node-event fetch. Nil means plaintext.
 	NodeTLS            *tls.Config
 	MaxFrameSize       int // bytes, header included; zero means the default
+	MaxProtocolVersion int // the highest version the proxy lets through; zero means 5
 	MaxConnections     int // zero means no limit
 	MaxRequestInFlight int // bytes of client frames held whole; zero means the default
 
@@ -172,7 +173,7 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 			nln.Close()
 			return fail(fmt.Errorf("listen for the embedded node's API: %w", err))
 		}
-		srv := node.New(node.Config{Logger: reg.Logger(logs.Node), MaxFrameSize: cfg.MaxFrameSize})
+		srv := node.New(node.Config{Logger: reg.Logger(logs.Node), MaxFrameSize: cfg.MaxFrameSize, MaxProtocolVersion: byte(cfg.MaxProtocolVersion)})
 		st.Node, st.NodeAPI = nln.Addr().String(), "http://"+aln.Addr().String()
 		nodeKind = nodeapi.KindTracecar
 		st.goServe(&st.back, func() error { return srv.Serve(backCtx, nln) })
@@ -258,6 +259,7 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 		TLS:                    cfg.TLS,
 		NodeTLS:                cfg.NodeTLS,
 		MaxFrameSize:           cfg.MaxFrameSize,
+		MaxProtocolVersion:     cfg.MaxProtocolVersion,
 		MaxConnections:         cfg.MaxConnections,
 		MaxRequestDataInFlight: cfg.MaxRequestInFlight,
 		Logger:                 reg.Logger(logs.Sidecar),
@@ -397,6 +399,7 @@ func runSidecar(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	clusterFile := fs.String("cluster-file", "", "file mapping peer node addresses to their sidecars', one NODE=SIDECAR a line, when sidecars are not on their nodes' IPs at --peer-port")
 	peers := fs.String("peers", "", "the same mapping as --cluster-file, as NODE=SIDECAR,…")
 	maxFrame := maxFrameSizeFlag(fs)
+	maxVersion := maxProtocolVersionFlag(fs, "the sidecar lets through")
 	inFlight := &byteSize{n: sidecar.DefaultMaxRequestDataInFlight, min: 64 << 10, max: 1 << 40}
 	fs.Var(inFlight, "max-request-data-in-flight", "bytes of large client frames all connections may hold at once, as a `size`; a frame that does not fit waits, its connection unread (at least --max-frame-size)")
 	fs.IntVar(&cfg.MaxConnections, "max-connections", defaultMaxConnections, "client connections held at once; more are closed on accept, with a warning in the log (0: no limit)")
@@ -425,6 +428,9 @@ func runSidecar(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	cfg.MaxFrameSize = maxFrame.n
 	cfg.MaxRequestInFlight = inFlight.n
+	if cfg.MaxProtocolVersion, err = maxVersion.check(); err != nil {
+		return err
+	}
 	if cfg.MaxConnections < 0 {
 		return usageErrorf("--max-connections must be 0 (no limit) or more, got %d", cfg.MaxConnections)
 	}

@@ -1,5 +1,7 @@
-// Package cql implements the Cassandra native protocol, versions 3 and 4: the frame header,
-// opcodes, the notation types of the spec, message bodies and lz4/snappy body compression.
+// Package cql implements the Cassandra native protocol, versions 3, 4 and 5: the frame
+// header, opcodes, the notation types of the spec, message bodies, lz4/snappy body
+// compression, and v5's segments (segment.go: the framing of v5 once its handshake is done,
+// with its CRCs and lz4 per segment).
 //
 // The package does no I/O policy and starts no goroutines. Decoders work on byte slices that
 // the caller owns, never panic on malformed input, and never allocate more than the input's

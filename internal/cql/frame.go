@@ -7,7 +7,7 @@ import (
 	"io"
 )
 
-// HeaderSize is the size of a v3/v4 frame header.
+// HeaderSize is the size of a v3, v4 or v5 frame header (v5 calls a frame an envelope).
 const HeaderSize = 9
 
 // MaxBodySize is the largest frame body any decoder accepts, whatever its configuration:
@@ -33,6 +33,10 @@ func FrameTooBigMessage(bodyLen uint32, max int) string {
 const (
 	V3 byte = 3
 	V4 byte = 4
+	V5 byte = 5
+
+	// MaxVersion is the highest protocol version of this package.
+	MaxVersion = V5
 
 	// ResponseBit is set in the version byte of every frame sent by a server.
 	ResponseBit byte = 0x80
@@ -94,23 +98,28 @@ var (
 	ErrFrameTooBig = errors.New("cql: frame body too big")
 )
 
-// UnsupportedVersionError reports a frame whose protocol version is not 3 or 4.
+// UnsupportedVersionError reports a frame whose protocol version is not 3, 4 or 5.
 type UnsupportedVersionError struct {
 	Version byte // without the response bit
 }
 
 // Error returns the message Cassandra sends for the version, see UnsupportedVersionMessage.
 func (e *UnsupportedVersionError) Error() string {
-	return UnsupportedVersionMessage(e.Version)
+	return UnsupportedVersionMessage(e.Version, MaxVersion)
 }
 
 // UnsupportedVersionMessage is the text Cassandra sends in the ProtocolError for a version
-// it does not speak; drivers parse it to downgrade.
-func UnsupportedVersionMessage(v byte) string {
-	return fmt.Sprintf("Invalid or unsupported protocol version (%d); the lowest supported version is 3 and the greatest is 4", v)
+// v it does not speak, when the greatest it speaks is max; drivers parse it to downgrade
+// (gocql reads the greatest version from it, the Python driver looks for its first words).
+func UnsupportedVersionMessage(v, max byte) string {
+	return fmt.Sprintf("Invalid or unsupported protocol version (%d); the lowest supported version is 3 and the greatest is %d", v, max)
 }
 
-// Header is a v3/v4 frame header. The zero value is not a valid header.
+// SupportedVersion reports whether v, without the response bit, is a protocol version
+// this package speaks: 3, 4 or 5.
+func SupportedVersion(v byte) bool { return v >= V3 && v <= V5 }
+
+// Header is a v3, v4 or v5 frame header. The zero value is not a valid header.
 type Header struct {
 	Version byte // including ResponseBit for responses
 	Flags   byte
@@ -125,7 +134,7 @@ func (h Header) IsResponse() bool { return h.Version&ResponseBit != 0 }
 // ProtoVersion returns the version without the response bit.
 func (h Header) ProtoVersion() byte { return h.Version &^ ResponseBit }
 
-// ParseHeader decodes the 9-byte header at the start of b. A version other than 3 or 4
+// ParseHeader decodes the 9-byte header at the start of b. A version other than 3, 4 or 5
 // gives an *UnsupportedVersionError, with the fields of b read as a v3/v4 header when b
 // holds 9 bytes, so that a server can answer on the frame's stream (versions 1 and 2 have
 // an 8-byte header: callers that answer old clients inspect b[0] themselves). A length over
@@ -136,7 +145,7 @@ func ParseHeader(b []byte) (Header, error) {
 	}
 	v := b[0] &^ ResponseBit
 	if len(b) < HeaderSize {
-		if v != V3 && v != V4 {
+		if !SupportedVersion(v) {
 			return Header{}, &UnsupportedVersionError{Version: v}
 		}
 		return Header{}, io.ErrUnexpectedEOF
@@ -148,7 +157,7 @@ func ParseHeader(b []byte) (Header, error) {
 	n := binary.BigEndian.Uint32(b[5:9])
 	var err error
 	switch {
-	case v != V3 && v != V4:
+	case !SupportedVersion(v):
 		err = &UnsupportedVersionError{Version: v}
 	case n > MaxBodySize:
 		err = ErrFrameTooBig
@@ -186,7 +195,7 @@ func ReadFrameMax(r io.Reader, buf []byte, max int) (h Header, body []byte, out 
 	if _, err = io.ReadFull(r, buf[:1]); err != nil {
 		return h, nil, buf, err
 	}
-	if v := buf[0] &^ ResponseBit; v != V3 && v != V4 {
+	if v := buf[0] &^ ResponseBit; !SupportedVersion(v) {
 		return h, nil, buf, &UnsupportedVersionError{Version: v}
 	}
 	if _, err = io.ReadFull(r, buf[1:HeaderSize]); err != nil {

@@ -124,13 +124,15 @@ func TestParseHeaderErrors(t *testing.T) {
 		want    Header
 		wantErr error
 	}{
-		{name: "version 5", b: AppendHeader(nil, Header{Version: 5, Stream: 7, Opcode: OpQuery, Length: 3}),
-			want: Header{Version: 5, Stream: 7, Opcode: OpQuery, Length: 3}, wantErr: &UnsupportedVersionError{Version: 5}},
-		{name: "response of version 5", b: AppendHeader(nil, Header{Version: ResponseBit | 5, Stream: -1}),
-			want: Header{Version: ResponseBit | 5, Stream: -1}, wantErr: &UnsupportedVersionError{Version: 5}},
+		{name: "version 6", b: AppendHeader(nil, Header{Version: 6, Stream: 7, Opcode: OpQuery, Length: 3}),
+			want: Header{Version: 6, Stream: 7, Opcode: OpQuery, Length: 3}, wantErr: &UnsupportedVersionError{Version: 6}},
+		{name: "response of version 6", b: AppendHeader(nil, Header{Version: ResponseBit | 6, Stream: -1}),
+			want: Header{Version: ResponseBit | 6, Stream: -1}, wantErr: &UnsupportedVersionError{Version: 6}},
+		{name: "version 2", b: AppendHeader(nil, Header{Version: 2, Stream: 1}),
+			want: Header{Version: 2, Stream: 1}, wantErr: &UnsupportedVersionError{Version: 2}},
 		{name: "too big", b: AppendHeader(nil, Header{Version: V4, Stream: 2, Length: MaxBodySize + 1}),
 			want: Header{Version: V4, Stream: 2, Length: MaxBodySize + 1}, wantErr: ErrFrameTooBig},
-		{name: "short with version 5", b: []byte{5, 0, 0}, wantErr: &UnsupportedVersionError{Version: 5}},
+		{name: "short with version 6", b: []byte{6, 0, 0}, wantErr: &UnsupportedVersionError{Version: 6}},
 		{name: "short", b: []byte{V4, 0, 0}, wantErr: io.ErrUnexpectedEOF},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

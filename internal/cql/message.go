@@ -115,7 +115,7 @@ func DecodeBody(op Opcode, version byte, body []byte) (Message, error) {
 	case OpResult:
 		return DecodeResult(body, version)
 	case OpPrepare:
-		return DecodePrepare(body)
+		return DecodePrepare(body, version)
 	case OpExecute:
 		return DecodeExecute(body, version)
 	case OpRegister:

@@ -53,6 +53,9 @@ func RowsCount(body []byte) (n int, ok bool) {
 	if flags&RowsHasMorePages != 0 {
 		d.Bytes()
 	}
+	if flags&RowsMetadataChanged != 0 {
+		d.ShortBytes()
+	}
 	if flags&RowsNoMetadata == 0 {
 		d.skipColumns(int(cols), flags&RowsGlobalTableSpec != 0)
 	}
@@ -87,6 +90,9 @@ func ReadPrepared(body []byte, version byte) (p PreparedInfo, ok bool) {
 	p = PreparedInfo{ID: d.ShortBytes(), ResultColumns: -1}
 	if d.err != nil {
 		return PreparedInfo{}, false
+	}
+	if version >= V5 {
+		d.ShortBytes() // the result metadata id
 	}
 	flags := d.Int()
 	n := d.Int()

@@ -28,28 +28,67 @@ const (
 	QuerySerialConsistency byte = 0x10
 	QueryDefaultTimestamp  byte = 0x20
 	QueryNamedValues       byte = 0x40
+	// QueryWithKeyspace (protocol v5) carries the keyspace the statement runs in, over
+	// the connection's (QUERY, BATCH; PrepareWithKeyspace for PREPARE).
+	QueryWithKeyspace byte = 0x80
 )
 
-// QueryParams are the <query_parameters> of QUERY and EXECUTE. Flags is the source of
-// truth: an optional field is encoded only when its flag is set, whatever its value, and
-// the decoder leaves the fields of absent flags zero. A QueryParams is safe for concurrent
-// use when not modified.
+// QueryNowInSeconds is a flag of protocol v5's [int] query flags beyond the first byte,
+// kept in QueryParams.ExtFlags and Batch.ExtFlags: the request carries the time it runs at
+// (now_in_seconds), for TTL liveness and deletion times.
+const QueryNowInSeconds uint32 = 0x0100
+
+// PrepareWithKeyspace is the flag of a v5 PREPARE that carries the keyspace the statement
+// is prepared in.
+const PrepareWithKeyspace uint32 = 0x01
+
+// QueryParams are the <query_parameters> of QUERY and EXECUTE. Flags (with ExtFlags) is
+// the source of truth: an optional field is encoded only when its flag is set, whatever
+// its value, and the decoder leaves the fields of absent flags zero. A QueryParams is safe
+// for concurrent use when not modified.
 type QueryParams struct {
 	Consistency Consistency
-	Flags       byte
-	Values      []Value
+	// Flags are the flags of v3 and v4, a [byte], and the first byte of v5's [int].
+	Flags byte
+	// ExtFlags are the rest of v5's flags, as on the wire (QueryNowInSeconds); its first
+	// byte is ignored. Versions 3 and 4 have none.
+	ExtFlags uint32
+	Values   []Value
 	// Names holds the value names when Flags has QueryNamedValues: Names[i] names Values[i].
 	Names             []string
 	PageSize          int32
 	PagingState       []byte
 	SerialConsistency Consistency
 	Timestamp         int64 // microseconds since the epoch
+	// Keyspace (v5, with QueryWithKeyspace) is the keyspace the statement runs in.
+	Keyspace string
+	// NowInSeconds (v5, with QueryNowInSeconds in ExtFlags) is the time the request runs
+	// at, in seconds since the epoch.
+	NowInSeconds int32
 }
 
-// AppendQueryParams appends p as <query_parameters> for protocol v3 or v4.
-func AppendQueryParams(b []byte, p QueryParams, _ byte) []byte {
+// appendFlags appends query flags: a [byte] before v5, an [int] from v5 on.
+func appendFlags(b []byte, flags byte, ext uint32, version byte) []byte {
+	if version >= V5 {
+		return AppendInt(b, int32(ext&^0xff|uint32(flags)))
+	}
+	return append(b, flags)
+}
+
+// QueryFlags reads query flags of the given version: a [byte] before v5, an [int] from v5
+// on, returned as its first byte and the rest.
+func (d *Decoder) QueryFlags(version byte) (flags byte, ext uint32) {
+	if version >= V5 {
+		v := uint32(d.Int())
+		return byte(v), v &^ 0xff
+	}
+	return d.Byte(), 0
+}
+
+// AppendQueryParams appends p as <query_parameters> for the protocol version.
+func AppendQueryParams(b []byte, p QueryParams, version byte) []byte {
 	b = AppendShort(b, uint16(p.Consistency))
-	b = append(b, p.Flags)
+	b = appendFlags(b, p.Flags, p.ExtFlags, version)
 	if p.Flags&QueryValues != 0 {
 		b = appendValues(b, p.Flags, p.Names, p.Values)
 	}
@@ -64,6 +103,14 @@ func AppendQueryParams(b []byte, p QueryParams, _ byte) []byte {
 	}
 	if p.Flags&QueryDefaultTimestamp != 0 {
 		b = AppendLong(b, p.Timestamp)
+	}
+	if version >= V5 {
+		if p.Flags&QueryWithKeyspace != 0 {
+			b = AppendString(b, p.Keyspace)
+		}
+		if p.ExtFlags&QueryNowInSeconds != 0 {
+			b = AppendInt(b, p.NowInSeconds)
+		}
 	}
 	return b
 }
@@ -83,9 +130,10 @@ func appendValues(b []byte, flags byte, names []string, values []Value) []byte {
 	return b
 }
 
-// QueryParams reads <query_parameters>. Slices alias the body.
-func (d *Decoder) QueryParams(_ byte) QueryParams {
-	p := QueryParams{Consistency: d.Consistency(), Flags: d.Byte()}
+// QueryParams reads <query_parameters> of the protocol version. Slices alias the body.
+func (d *Decoder) QueryParams(version byte) QueryParams {
+	p := QueryParams{Consistency: d.Consistency()}
+	p.Flags, p.ExtFlags = d.QueryFlags(version)
 	if p.Flags&QueryValues != 0 {
 		p.Names, p.Values = d.values(p.Flags)
 	}
@@ -100,6 +148,14 @@ func (d *Decoder) QueryParams(_ byte) QueryParams {
 	}
 	if p.Flags&QueryDefaultTimestamp != 0 {
 		p.Timestamp = d.Long()
+	}
+	if version >= V5 {
+		if p.Flags&QueryWithKeyspace != 0 {
+			p.Keyspace = d.String()
+		}
+		if p.ExtFlags&QueryNowInSeconds != 0 {
+			p.NowInSeconds = d.Int()
+		}
 	}
 	return p
 }
@@ -157,18 +213,36 @@ func DecodeQuery(body []byte, version byte) (Query, error) {
 }
 
 // Prepare is a PREPARE request. It is safe for concurrent use.
-type Prepare struct{ Query string }
+type Prepare struct {
+	Query string
+	// Keyspace (protocol v5) is the keyspace the statement is prepared in, over the
+	// connection's; empty means the connection's.
+	Keyspace string
+}
 
 // Opcode returns OpPrepare.
 func (Prepare) Opcode() Opcode { return OpPrepare }
 
-// AppendBody appends the query as a [long string].
-func (m Prepare) AppendBody(b []byte, _ byte) []byte { return AppendLongString(b, m.Query) }
+// AppendBody appends the query as a [long string], and from v5 on the [int] flags and the
+// keyspace.
+func (m Prepare) AppendBody(b []byte, version byte) []byte {
+	b = AppendLongString(b, m.Query)
+	if version < V5 {
+		return b
+	}
+	if m.Keyspace == "" {
+		return AppendInt(b, 0)
+	}
+	return AppendString(AppendInt(b, int32(PrepareWithKeyspace)), m.Keyspace)
+}
 
-// DecodePrepare decodes a PREPARE body of protocol v3 or v4.
-func DecodePrepare(body []byte) (Prepare, error) {
+// DecodePrepare decodes a PREPARE body of the protocol version.
+func DecodePrepare(body []byte, version byte) (Prepare, error) {
 	d := Decoder{b: body}
 	m := Prepare{Query: d.LongString()}
+	if version >= V5 && uint32(d.Int())&PrepareWithKeyspace != 0 {
+		m.Keyspace = d.String()
+	}
 	if err := finish(&d); err != nil {
 		return Prepare{}, err
 	}
@@ -178,22 +252,33 @@ func DecodePrepare(body []byte) (Prepare, error) {
 // Execute is an EXECUTE request for a prepared statement. It is safe for concurrent use
 // when not modified.
 type Execute struct {
-	ID     []byte
-	Params QueryParams
+	ID []byte
+	// ResultMetadataID (protocol v5) is the id of the result metadata the client holds for
+	// the statement, from its Prepared result or a later Rows result that changed it.
+	ResultMetadataID []byte
+	Params           QueryParams
 }
 
 // Opcode returns OpExecute.
 func (Execute) Opcode() Opcode { return OpExecute }
 
-// AppendBody appends the statement id and the parameters.
+// AppendBody appends the statement id (and from v5 on the result metadata id) and the
+// parameters.
 func (m Execute) AppendBody(b []byte, version byte) []byte {
-	return AppendQueryParams(AppendShortBytes(b, m.ID), m.Params, version)
+	b = AppendShortBytes(b, m.ID)
+	if version >= V5 {
+		b = AppendShortBytes(b, m.ResultMetadataID)
+	}
+	return AppendQueryParams(b, m.Params, version)
 }
 
-// DecodeExecute decodes an EXECUTE body. The id, values and paging state alias body.
+// DecodeExecute decodes an EXECUTE body. The ids, values and paging state alias body.
 func DecodeExecute(body []byte, version byte) (Execute, error) {
 	d := Decoder{b: body}
 	m := Execute{ID: d.ShortBytes()}
+	if version >= V5 {
+		m.ResultMetadataID = d.ShortBytes()
+	}
 	m.Params = d.QueryParams(version)
 	if err := finish(&d); err != nil {
 		return Execute{}, err
@@ -220,22 +305,26 @@ type BatchQuery struct {
 }
 
 // Batch is a BATCH request. Flags uses the bits QuerySerialConsistency,
-// QueryDefaultTimestamp and QueryNamedValues, and is the source of truth for which optional
-// fields are encoded. It is safe for concurrent use when not modified.
+// QueryDefaultTimestamp and QueryNamedValues (and in v5 QueryWithKeyspace, and ExtFlags
+// QueryNowInSeconds), and is the source of truth for which optional fields are encoded.
+// It is safe for concurrent use when not modified.
 type Batch struct {
 	Type              byte // BatchLogged, BatchUnlogged or BatchCounter
 	Queries           []BatchQuery
 	Consistency       Consistency
 	Flags             byte
+	ExtFlags          uint32 // v5's flags beyond the first byte, as in QueryParams
 	SerialConsistency Consistency
-	Timestamp         int64 // microseconds since the epoch
+	Timestamp         int64  // microseconds since the epoch
+	Keyspace          string // v5, with QueryWithKeyspace
+	NowInSeconds      int32  // v5, with QueryNowInSeconds in ExtFlags
 }
 
 // Opcode returns OpBatch.
 func (Batch) Opcode() Opcode { return OpBatch }
 
 // AppendBody appends the batch.
-func (m Batch) AppendBody(b []byte, _ byte) []byte {
+func (m Batch) AppendBody(b []byte, version byte) []byte {
 	b = append(b, m.Type)
 	b = AppendShort(b, uint16(len(m.Queries)))
 	for _, q := range m.Queries {
@@ -247,12 +336,20 @@ func (m Batch) AppendBody(b []byte, _ byte) []byte {
 		b = appendValues(b, m.Flags, q.Names, q.Values)
 	}
 	b = AppendShort(b, uint16(m.Consistency))
-	b = append(b, m.Flags)
+	b = appendFlags(b, m.Flags, m.ExtFlags, version)
 	if m.Flags&QuerySerialConsistency != 0 {
 		b = AppendShort(b, uint16(m.SerialConsistency))
 	}
 	if m.Flags&QueryDefaultTimestamp != 0 {
 		b = AppendLong(b, m.Timestamp)
+	}
+	if version >= V5 {
+		if m.Flags&QueryWithKeyspace != 0 {
+			b = AppendString(b, m.Keyspace)
+		}
+		if m.ExtFlags&QueryNowInSeconds != 0 {
+			b = AppendInt(b, m.NowInSeconds)
+		}
 	}
 	return b
 }
@@ -261,10 +358,10 @@ func (m Batch) AppendBody(b []byte, _ byte) []byte {
 //
 // Whether values carry names is told by the flags, which come after the statements, so the
 // body is read as unnamed values first and, when that does not fit, as named values.
-func DecodeBatch(body []byte, _ byte) (Batch, error) {
-	m, err := decodeBatch(body, false)
+func DecodeBatch(body []byte, version byte) (Batch, error) {
+	m, err := decodeBatch(body, version, false)
 	if err != nil {
-		if m2, err2 := decodeBatch(body, true); err2 == nil {
+		if m2, err2 := decodeBatch(body, version, true); err2 == nil {
 			return m2, nil
 		}
 		return Batch{}, err
@@ -272,7 +369,7 @@ func DecodeBatch(body []byte, _ byte) (Batch, error) {
 	return m, nil
 }
 
-func decodeBatch(body []byte, named bool) (Batch, error) {
+func decodeBatch(body []byte, version byte, named bool) (Batch, error) {
 	var vflags byte
 	if named {
 		vflags = QueryNamedValues
@@ -301,12 +398,20 @@ func decodeBatch(body []byte, named bool) (Batch, error) {
 		q.Names, q.Values = d.values(vflags)
 	}
 	m.Consistency = d.Consistency()
-	m.Flags = d.Byte()
+	m.Flags, m.ExtFlags = d.QueryFlags(version)
 	if m.Flags&QuerySerialConsistency != 0 {
 		m.SerialConsistency = d.Consistency()
 	}
 	if m.Flags&QueryDefaultTimestamp != 0 {
 		m.Timestamp = d.Long()
+	}
+	if version >= V5 {
+		if m.Flags&QueryWithKeyspace != 0 {
+			m.Keyspace = d.String()
+		}
+		if m.ExtFlags&QueryNowInSeconds != 0 {
+			m.NowInSeconds = d.Int()
+		}
 	}
 	if err := finish(&d); err != nil {
 		return Batch{}, err

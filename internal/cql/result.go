@@ -14,6 +14,10 @@ const (
 	RowsGlobalTableSpec int32 = 0x01
 	RowsHasMorePages    int32 = 0x02
 	RowsNoMetadata      int32 = 0x04
+	// RowsMetadataChanged (protocol v5) says that the result metadata of the prepared
+	// statement changed since the id the EXECUTE named: the metadata is sent in full, with
+	// its new id (RowsMetadata.NewMetadataID), which later EXECUTEs name.
+	RowsMetadataChanged int32 = 0x08
 )
 
 // ColumnSpec describes one column of a result or one bound variable of a prepared
@@ -32,11 +36,15 @@ type ColumnSpec struct {
 // len(Columns) is written as the count. When decoding, Flags and ColumnCount are as on the
 // wire, and every column carries its keyspace and table even when the wire used a global
 // table spec.
+//
+// NewMetadataID, with RowsMetadataChanged in Flags, is written after the paging state and
+// read back from there.
 type RowsMetadata struct {
-	Flags       int32
-	ColumnCount int
-	PagingState []byte
-	Columns     []ColumnSpec
+	Flags         int32
+	ColumnCount   int
+	PagingState   []byte
+	NewMetadataID []byte
+	Columns       []ColumnSpec
 }
 
 // PreparedMetadata is the <metadata> of a Prepared result: the bound variables. PKIndexes
@@ -93,6 +101,9 @@ func AppendRowsMetadata(b []byte, md RowsMetadata) []byte {
 	if flags&RowsHasMorePages != 0 {
 		b = AppendBytes(b, md.PagingState)
 	}
+	if flags&RowsMetadataChanged != 0 {
+		b = AppendShortBytes(b, md.NewMetadataID)
+	}
 	if flags&RowsNoMetadata == 0 {
 		b = appendColumns(b, global, md.Columns)
 	}
@@ -138,6 +149,9 @@ func (d *Decoder) RowsMetadata() RowsMetadata {
 	md.ColumnCount = int(n)
 	if md.Flags&RowsHasMorePages != 0 {
 		md.PagingState = d.Bytes()
+	}
+	if md.Flags&RowsMetadataChanged != 0 {
+		md.NewMetadataID = d.ShortBytes()
 	}
 	if md.Flags&RowsNoMetadata == 0 {
 		md.Columns = d.columns(md.ColumnCount, md.Flags&RowsGlobalTableSpec != 0)
@@ -238,17 +252,24 @@ func (m SetKeyspaceResult) AppendBody(b []byte, _ byte) []byte {
 // PreparedResult is a RESULT of kind Prepared. It is safe for concurrent use when not
 // modified.
 type PreparedResult struct {
-	ID             []byte
-	Metadata       PreparedMetadata
-	ResultMetadata RowsMetadata
+	ID []byte
+	// ResultMetadataID (protocol v5) identifies ResultMetadata: EXECUTEs name it, and a
+	// Rows result tells when it changed (RowsMetadataChanged).
+	ResultMetadataID []byte
+	Metadata         PreparedMetadata
+	ResultMetadata   RowsMetadata
 }
 
 // Opcode returns OpResult.
 func (PreparedResult) Opcode() Opcode { return OpResult }
 
-// AppendBody appends the kind, the id and both metadata.
+// AppendBody appends the kind, the id (and from v5 on the result metadata id) and both
+// metadata.
 func (m PreparedResult) AppendBody(b []byte, version byte) []byte {
 	b = AppendShortBytes(AppendInt(b, ResultPrepared), m.ID)
+	if version >= V5 {
+		b = AppendShortBytes(b, m.ResultMetadataID)
+	}
 	b = AppendPreparedMetadata(b, m.Metadata, version)
 	return AppendRowsMetadata(b, m.ResultMetadata)
 }
@@ -280,6 +301,9 @@ func DecodeResult(body []byte, version byte) (Message, error) {
 		m = SetKeyspaceResult{Keyspace: d.String()}
 	case ResultPrepared:
 		r := PreparedResult{ID: d.ShortBytes()}
+		if version >= V5 {
+			r.ResultMetadataID = d.ShortBytes()
+		}
 		r.Metadata = d.PreparedMetadata(version)
 		r.ResultMetadata = d.RowsMetadata()
 		m = r

@@ -295,14 +295,17 @@ type Statement struct {
 	ID []byte
 	// Count is the number of statements of a BATCH, and 1 otherwise.
 	Count int
-	// Consistency and Flags are a QUERY's or an EXECUTE's query parameters.
+	// Consistency and Flags are a QUERY's or an EXECUTE's query parameters; Flags is the
+	// first byte of v5's [int] flags.
 	Consistency Consistency
 	Flags       byte
 	// FlagsAt is the offset in the frame of the query parameters' flags byte of an
-	// uncompressed QUERY or EXECUTE, where a proxy may change them in place, or -1.
+	// uncompressed QUERY or EXECUTE (in v5, of the last byte of the [int]: the one that
+	// holds Flags), where a proxy may change them in place, or -1.
 	FlagsAt int
 	// Params are a QUERY's or an EXECUTE's query parameters, from the consistency on
-	// (which may be cut short); they alias the frame's body.
+	// (which may be cut short), of the frame's protocol version; they alias the frame's
+	// body.
 	Params []byte
 }
 
@@ -350,6 +353,16 @@ func (f *Frame) readStatement() {
 			return
 		}
 		s.ID, rest = msg[2:2+n:2+n], msg[2+n:]
+		if f.Header.ProtoVersion() >= V5 { // the result metadata id
+			if len(rest) < 2 {
+				return
+			}
+			m := int(binary.BigEndian.Uint16(rest))
+			if m > len(rest)-2 {
+				return
+			}
+			rest = rest[2+m:]
+		}
 	case OpBatch:
 		f.readBatchStatement(msg)
 		return
@@ -359,13 +372,17 @@ func (f *Frame) readStatement() {
 		return
 	}
 	s.Params = rest
-	if len(rest) < 3 {
+	at := 2 // the offset of Flags in the parameters: a byte, or in v5 the low byte of an [int]
+	if f.Header.ProtoVersion() >= V5 {
+		at = 5
+	}
+	if len(rest) <= at {
 		return
 	}
 	s.Consistency = Consistency(binary.BigEndian.Uint16(rest))
-	s.Flags = rest[2]
+	s.Flags = rest[at]
 	if !f.Compressed() {
-		s.FlagsAt = len(f.raw) - len(rest) + 2
+		s.FlagsAt = len(f.raw) - len(rest) + at
 	}
 }
 

@@ -23,14 +23,16 @@ type ClusterConfig struct {
 	NumTokens int
 	// DCs lays the nodes out in data centers; empty means all in datacenter1.
 	DCs []DC
-	// Auth, TLS, Logger, ClusterName, MaxFrameSize and ScyllaSupported are as in Config,
+	// Auth, TLS, Logger, ClusterName, MaxFrameSize, ScyllaSupported and
+	// MaxProtocolVersion are as in Config,
 	// for every node.
-	Auth            string
-	TLS             *tls.Config
-	Logger          *zerolog.Logger
-	ClusterName     string
-	MaxFrameSize    int
-	ScyllaSupported bool
+	Auth               string
+	TLS                *tls.Config
+	Logger             *zerolog.Logger
+	ClusterName        string
+	MaxFrameSize       int
+	ScyllaSupported    bool
+	MaxProtocolVersion byte
 }
 
 // Cluster is an embedded cluster: one Server per listener, all sharing one Engine, so
@@ -86,7 +88,7 @@ func NewCluster(cfg ClusterConfig, lns []net.Listener) (*Cluster, error) {
 	e := NewEngine(EngineConfig{RPCAddr: addrs[0], ClusterName: cfg.ClusterName, Nodes: nodes, Auth: cfg.Auth})
 	c := &Cluster{engine: e, startc: make(chan startReq), quit: make(chan struct{})}
 	for i, ln := range lns {
-		srv := New(Config{Auth: cfg.Auth, TLS: cfg.TLS, Logger: cfg.Logger, MaxFrameSize: cfg.MaxFrameSize, ScyllaSupported: cfg.ScyllaSupported, ClusterName: cfg.ClusterName, Engine: e, Node: i})
+		srv := New(Config{Auth: cfg.Auth, TLS: cfg.TLS, Logger: cfg.Logger, MaxFrameSize: cfg.MaxFrameSize, ScyllaSupported: cfg.ScyllaSupported, MaxProtocolVersion: cfg.MaxProtocolVersion, ClusterName: cfg.ClusterName, Engine: e, Node: i})
 		c.nodes = append(c.nodes, &clusterNode{srv: srv, addr: addrs[i], ln: ln})
 	}
 	return c, nil

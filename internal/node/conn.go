@@ -49,10 +49,16 @@ type conn struct {
 	w  writer
 
 	version byte
-	comp    cql.Compressor
-	ready   bool // STARTUP done and, with auth on, authenticated
-	started bool // STARTUP received
+	comp    cql.Compressor // of frame bodies: never in v5, which compresses segments
+	ready   bool           // STARTUP done and, with auth on, authenticated
+	started bool           // STARTUP received
 	sess    Session
+	// seg is the segment reader of a v5 connection once its handshake is done; nil before
+	// and on v3 and v4. segments says that the answer to STARTUP being written is the last
+	// unframed frame: after it, both ways are segments (lz4 ones with segLZ4).
+	seg      *segIn
+	segments bool
+	segLZ4   bool
 
 	// The event types the connection REGISTERed for.
 	wantsSchemaEvents, wantsStatusEvents, wantsTopologyEvents atomic.Bool
@@ -73,32 +79,51 @@ func newConn(s *Server, nc net.Conn) *conn {
 	return c
 }
 
+// frameLimit returns the largest frame, header included, that the client may send now.
+func (c *conn) frameLimit() int {
+	if !c.ready {
+		return min(c.s.maxFrame(), cql.MaxStartupFrameSize)
+	}
+	return c.s.maxFrame()
+}
+
 func (c *conn) serve() {
 	defer c.nc.Close()
 	for {
-		first, err := c.br.Peek(1)
-		if err != nil {
-			return
-		}
-		if v := first[0] &^ cql.ResponseBit; v != cql.V3 && v != cql.V4 {
-			c.rejectVersion(v)
-			return
-		}
-		limit := c.s.maxFrame()
-		if !c.ready {
-			limit = min(limit, cql.MaxStartupFrameSize)
-		}
-		h, body, in, err := cql.ReadFrameMax(c.br, c.in, limit)
-		c.in = in
-		if cap(c.in) > maxKeptBuffer {
-			c.in = nil // a rare large frame does not stay with an idle connection
+		limit := c.frameLimit()
+		var h cql.Header
+		var body []byte
+		var err error
+		if c.seg != nil {
+			h, body, err = c.readSegmentFrame(limit)
+		} else {
+			first, perr := c.br.Peek(1)
+			if perr != nil {
+				return
+			}
+			if v := first[0] &^ cql.ResponseBit; !c.s.speaks(v) {
+				c.rejectVersion(v)
+				return
+			}
+			var in []byte
+			h, body, in, err = cql.ReadFrameMax(c.br, c.in, limit)
+			c.in = in
+			if cap(c.in) > maxKeptBuffer {
+				c.in = nil // a rare large frame does not stay with an idle connection
+			}
 		}
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, net.ErrClosed) {
 				c.s.logger().Debug().Err(err).Stringer("client", c.nc.RemoteAddr()).Msg("closing connection on bad frame")
 			}
-			if errors.Is(err, cql.ErrFrameTooBig) {
+			var bad *errSegment
+			switch {
+			case errors.Is(err, cql.ErrFrameTooBig):
 				c.sendError(h, protocolError(cql.FrameTooBigMessage(h.Length, limit)))
+				c.w.write(c.out, true)
+			case errors.As(err, &bad):
+				// As Cassandra does with a corrupt frame: a ProtocolError, and the close.
+				c.sendError(cql.Header{Version: cql.V5}, protocolError("Invalid segment: "+bad.err.Error()))
 				c.w.write(c.out, true)
 			}
 			return
@@ -107,14 +132,18 @@ func (c *conn) serve() {
 			c.w.write(c.out, true) // the error that closes the connection goes out first
 			return
 		}
-		if err := c.w.write(c.out, c.br.Buffered() == 0); err != nil {
+		if err := c.w.write(c.out, c.idle() || c.segments); err != nil {
 			return
 		}
 		c.out = c.out[:0]
+		if c.segments {
+			c.segments = false
+			c.startSegments(c.segLZ4)
+		}
 	}
 }
 
-// rejectVersion answers a frame of a protocol version other than 3 and 4 with the
+// rejectVersion answers a frame of a protocol version the node does not speak with the
 // ProtocolError that Cassandra sends, in a header the client can parse, then closes.
 func (c *conn) rejectVersion(v byte) {
 	var stream uint16
@@ -135,7 +164,7 @@ func (c *conn) rejectVersion(v byte) {
 	if n <= maxRejectBody {
 		io.CopyN(io.Discard, c.br, int64(n))
 	}
-	body := cql.Error{Code: cql.ErrCodeProtocol, Message: cql.UnsupportedVersionMessage(v)}.AppendBody(nil, cql.V4)
+	body := cql.Error{Code: cql.ErrCodeProtocol, Message: cql.UnsupportedVersionMessage(v, c.s.maxVersion())}.AppendBody(nil, cql.V4)
 	var out []byte
 	if v < cql.V3 {
 		out = append(out, cql.ResponseBit|v, 0, byte(stream), byte(cql.OpError))
@@ -194,7 +223,8 @@ func (c *conn) handle(h cql.Header, body []byte) error {
 		c.sendError(h, protocolError("Invalid message version. Got "+strconv.Itoa(int(h.ProtoVersion()))+" but previous messages on this connection had version "+strconv.Itoa(int(c.version))))
 		return nil
 	}
-	if h.Flags&cql.FlagCompression != 0 {
+	if h.Flags&cql.FlagCompression != 0 && h.ProtoVersion() < cql.V5 {
+		// v5 compresses segments, not frames: the flag is deprecated and ignored there.
 		if c.comp == nil {
 			c.sendError(h, protocolError("Frame is compressed but no compression was negotiated in STARTUP"))
 			return errClose
@@ -220,7 +250,7 @@ func (c *conn) handle(h cql.Header, body []byte) error {
 		opts := map[string][]string{
 			"CQL_VERSION":       {"3.4.6"},
 			"COMPRESSION":       {"lz4", "snappy"},
-			"PROTOCOL_VERSIONS": {"3/v3", "4/v4"},
+			"PROTOCOL_VERSIONS": c.s.protocolVersions(),
 		}
 		if c.s.cfg.ScyllaSupported {
 			maps.Copy(opts, ScyllaSupportedOptions)
@@ -286,6 +316,15 @@ func (c *conn) startup(h cql.Header, body []byte) error {
 			c.sendError(h, protocolError("Unknown compression algorithm: "+name))
 			return nil
 		}
+	}
+	if h.ProtoVersion() >= cql.V5 {
+		// v5 compresses segments, with lz4 only; frames are never compressed.
+		if comp != nil && comp.Name() != "lz4" {
+			c.sendError(h, protocolError("Unsupported compression algorithm for protocol version V5: "+comp.Name()))
+			return nil
+		}
+		// The first STARTUP chose the segments' format for good.
+		c.segments, c.segLZ4, comp = c.seg == nil, comp != nil, nil
 	}
 	c.started, c.comp = true, comp
 	if c.s.user != "" {
@@ -369,11 +408,11 @@ func (c *conn) request(h cql.Header, body []byte) {
 				params = map[string]string{"query": q.Query, "consistency_level": q.Params.Consistency.String()}
 			}
 			c.logRequest(h, q.Query)
-			res, err = c.s.engine.Query(&c.sess, q.Query, &q.Params, etr)
+			res, err = c.s.engine.Query(c.session(q.Params.Flags&cql.QueryWithKeyspace != 0, q.Params.Keyspace), q.Query, &q.Params, etr)
 		}
 	case cql.OpPrepare:
 		var p cql.Prepare
-		if p, err = cql.DecodePrepare(body); err == nil {
+		if p, err = cql.DecodePrepare(body, h.ProtoVersion()); err == nil {
 			request = "Preparing CQL3 query"
 			command = "PREPARE"
 			if tr != nil {
@@ -381,7 +420,7 @@ func (c *conn) request(h cql.Header, body []byte) {
 			}
 			c.logRequest(h, p.Query)
 			var pr cql.PreparedResult
-			if pr, err = c.s.engine.Prepare(&c.sess, p.Query, etr); err == nil {
+			if pr, err = c.s.engine.Prepare(c.session(p.Keyspace != "", p.Keyspace), p.Query, etr); err == nil {
 				res = pr
 			}
 		}
@@ -394,7 +433,11 @@ func (c *conn) request(h cql.Header, body []byte) {
 				params = map[string]string{"consistency_level": e.Params.Consistency.String()}
 			}
 			c.logRequest(h, hex.EncodeToString(e.ID))
-			res, err = c.s.engine.Execute(&c.sess, e.ID, &e.Params, etr)
+			if h.ProtoVersion() >= cql.V5 {
+				res, err = c.s.engine.ExecuteMetadata(&c.sess, e.ID, e.ResultMetadataID, &e.Params, etr)
+			} else {
+				res, err = c.s.engine.Execute(&c.sess, e.ID, &e.Params, etr)
+			}
 		}
 	case cql.OpBatch:
 		var b cql.Batch
@@ -405,7 +448,7 @@ func (c *conn) request(h cql.Header, body []byte) {
 				params = map[string]string{"consistency_level": b.Consistency.String()}
 			}
 			c.logRequest(h, "batch")
-			res, err = c.s.engine.Batch(&c.sess, &b, etr)
+			res, err = c.s.engine.Batch(c.session(b.Flags&cql.QueryWithKeyspace != 0, b.Keyspace), &b, etr)
 		}
 	}
 	if err != nil {
@@ -434,6 +477,17 @@ func (c *conn) request(h cql.Header, body []byte) {
 		return
 	}
 	c.send(h, cql.FlagTracing, cql.ResponsePrefix{TracingID: tr.id, HasTracingID: true}, res)
+}
+
+// session returns the session a request runs in: the connection's, or, for a v5 request
+// that names its keyspace, a copy in that keyspace (a USE in it does not outlive it).
+func (c *conn) session(withKeyspace bool, ks string) *Session {
+	if !withKeyspace || ks == "" {
+		return &c.sess
+	}
+	s := c.sess
+	s.Keyspace = ks
+	return &s
 }
 
 // toCQLError maps an engine error to the ERROR message sent to the client.

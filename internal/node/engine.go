@@ -104,6 +104,10 @@ type compiled struct {
 	result cql.RowsMetadata
 	tables []*tableStore // the tables it reads or writes
 	needs  []need        // the permissions it needs, when the engine has roles
+
+	// resultID is the result metadata id of protocol v5 (resultMetadataID): it changes
+	// when the result's columns do.
+	resultID []byte
 }
 
 // plan is a statement compiled against one schema version.
@@ -124,6 +128,23 @@ type execCtx struct {
 	json      [][]byte
 	jsonUnset []bool
 	noCond    bool // a conditional batch's statements, whose conditions it checked
+	// nowSecs, when not 0, is the request's now_in_seconds (protocol v5): TTLs and
+	// liveness are reckoned from it rather than from now, while write timestamps still
+	// come from the clock, as in Cassandra.
+	nowSecs int64
+	// checkResult says that the request named the result metadata id it holds (a v5
+	// EXECUTE), resultID: a Rows result whose metadata has another id carries it in full,
+	// with the new id (selectPlan.result).
+	checkResult bool
+	resultID    []byte
+}
+
+// seconds returns the time, in seconds, that TTLs and liveness are reckoned from.
+func (x *execCtx) seconds() int64 {
+	if x.nowSecs != 0 {
+		return x.nowSecs
+	}
+	return x.now.Unix()
 }
 
 // NewEngine returns an Engine with the system keyspaces and no user keyspaces.
@@ -237,12 +258,25 @@ func (e *Engine) Prepare(s *Session, query string, tr Tracer) (cql.PreparedResul
 	}
 	e.prepared[string(pr.id)] = pr
 	e.prepMu.Unlock()
-	return cql.PreparedResult{ID: pr.id, Metadata: cp.meta, ResultMetadata: cp.result}, nil
+	return cql.PreparedResult{ID: pr.id, ResultMetadataID: cp.resultID, Metadata: cp.meta, ResultMetadata: cp.result}, nil
 }
 
 // Execute runs a prepared statement. An unknown id gives an Unprepared error, upon which
 // drivers prepare again.
 func (e *Engine) Execute(s *Session, id []byte, p *cql.QueryParams, tr Tracer) (cql.Message, error) {
+	return e.execute(s, id, p, tr, false, nil)
+}
+
+// ExecuteMetadata runs a prepared statement for a client of protocol v5, which names
+// the id of the result metadata it holds (from the Prepared result, or a later Rows
+// result). When the statement's result metadata has another id now (its table's columns
+// changed, CASSANDRA-10786), a Rows result carries the metadata in full, even when the
+// client asked to skip it, with the cql.RowsMetadataChanged flag and the new id.
+func (e *Engine) ExecuteMetadata(s *Session, id, resultMetadataID []byte, p *cql.QueryParams, tr Tracer) (cql.Message, error) {
+	return e.execute(s, id, p, tr, true, resultMetadataID)
+}
+
+func (e *Engine) execute(s *Session, id []byte, p *cql.QueryParams, tr Tracer, check bool, resultID []byte) (cql.Message, error) {
 	e.prepMu.RLock()
 	pr := e.prepared[string(id)]
 	e.prepMu.RUnlock()
@@ -252,7 +286,7 @@ func (e *Engine) Execute(s *Session, id []byte, p *cql.QueryParams, tr Tracer) (
 	if tr != nil {
 		tr.Event("Executing prepared statement")
 	}
-	return e.run(s, pr, p, tr)
+	return e.runChecked(s, pr, p, tr, check, resultID)
 }
 
 func hexString(b []byte) string {
@@ -322,17 +356,29 @@ func (e *Engine) plan(pr *prepared) (*compiled, error) {
 		}
 	}
 	c := &compiled{gen: sc.gen, p: p, meta: cql.PreparedMetadata{Columns: cp.binds, PKIndexes: cp.pkIndexes}, result: cp.result, tables: cp.tables, needs: cp.needs}
+	c.resultID = resultMetadataID(c.result)
+	if sp, ok := p.(*selectPlan); ok {
+		sp.resultID = c.resultID
+	}
 	pr.plan.Store(c)
 	return c, nil
 }
 
 func (e *Engine) run(s *Session, pr *prepared, p *cql.QueryParams, tr Tracer) (cql.Message, error) {
+	return e.runChecked(s, pr, p, tr, false, nil)
+}
+
+// runChecked runs pr; check and resultID are a v5 EXECUTE's (see ExecuteMetadata).
+func (e *Engine) runChecked(s *Session, pr *prepared, p *cql.QueryParams, tr Tracer, check bool, resultID []byte) (cql.Message, error) {
 	cp, err := e.plan(pr)
 	if err != nil {
 		return nil, err
 	}
 	x := ctxPool.Get().(*execCtx)
-	*x = execCtx{s: s, p: p, tr: tr, now: e.cfg.Now()}
+	*x = execCtx{s: s, p: p, tr: tr, now: e.cfg.Now(), checkResult: check, resultID: resultID}
+	if p != nil && p.ExtFlags&cql.QueryNowInSeconds != 0 {
+		x.nowSecs = int64(p.NowInSeconds)
+	}
 	defer func() {
 		*x = execCtx{}
 		ctxPool.Put(x)
@@ -394,6 +440,9 @@ func orderValues(cp *compiled, vals []cql.Value, names []string) ([]cql.Value, e
 // timestamp.
 func (e *Engine) Batch(s *Session, b *cql.Batch, tr Tracer) (cql.Message, error) {
 	x := execCtx{s: s, tr: tr, now: e.cfg.Now(), batch: true}
+	if b.ExtFlags&cql.QueryNowInSeconds != 0 {
+		x.nowSecs = int64(b.NowInSeconds)
+	}
 	if b.Flags&cql.QueryDefaultTimestamp != 0 && b.Timestamp != 0 {
 		x.ts = b.Timestamp
 	} else {

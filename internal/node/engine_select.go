@@ -65,6 +65,8 @@ type selectPlan struct {
 	limit    *expr
 	partLim  *expr
 	hasCKRes bool
+	// resultID is the result metadata id of specs, set by Engine.plan.
+	resultID []byte
 }
 
 func (c *compiler) selectPlan(st *selectStmt) (plan, error) {
@@ -646,7 +648,7 @@ func (p *selectPlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 	if t.dropped.Load() {
 		return nil, invalidf("unconfigured table %s", t.name)
 	}
-	r := &selectRun{p: p, x: x, now: x.now.Unix(), want: -1, partLim: -1}
+	r := &selectRun{p: p, x: x, now: x.seconds(), want: -1, partLim: -1}
 	limit := int64(-1)
 	if p.limit != nil {
 		b, err := boundValue(p.limit, "[limit]", x)
@@ -911,7 +913,13 @@ func (p *selectPlan) result(x *execCtx, rows [][][]byte, paging []byte) cql.Mess
 	if paging != nil {
 		md.Flags |= cql.RowsHasMorePages
 	}
-	if x.p != nil && x.p.Flags&cql.QuerySkipMetadata != 0 {
+	switch {
+	case x.checkResult && !bytes.Equal(x.resultID, p.resultID):
+		// The client's metadata is not the statement's any more (v5): it gets the new one
+		// whether or not it asked to skip it.
+		md.Flags |= cql.RowsMetadataChanged
+		md.NewMetadataID = p.resultID
+	case x.p != nil && x.p.Flags&cql.QuerySkipMetadata != 0:
 		md.Flags |= cql.RowsNoMetadata
 		md.Columns = nil
 	}

@@ -954,7 +954,7 @@ func (p *writePlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 		t.casMu.Lock()
 		defer t.casMu.Unlock()
 	}
-	now := x.now.Unix()
+	now := x.seconds()
 	m := mutation{marker: p.marker}
 	ts, ok, err := evalTimestamp(p.ts, x)
 	if err != nil {

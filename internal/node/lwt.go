@@ -135,7 +135,7 @@ func (e *Engine) casBatch(x *execCtx, steps []batchStep, usingTS bool) (cql.Mess
 	}
 	t.casMu.Lock()
 	defer t.casMu.Unlock()
-	now := x.now.Unix()
+	now := x.seconds()
 	d := t.data.Load()
 	sh := d.shard(murmur3Token(pk))
 	sh.mu.RLock()

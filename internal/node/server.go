@@ -1,6 +1,7 @@
 // Package node is tracecar's embedded in-memory CQL node: a single-node Cassandra 4.1
-// look-alike that speaks protocol v3 and v4, so that gocql, the DataStax Python driver and
-// the Node.js driver run against it unchanged. It is the default target of the sidecar and
+// look-alike that speaks protocol v3, v4 and v5 (segments with CRCs, lz4 or not; the
+// result metadata id of prepared statements), so that gocql, the DataStax Python driver
+// and the Node.js driver run against it unchanged. It is the default target of the sidecar and
 // the load checker, and the fixture of every end-to-end test.
 //
 // Server handles connections (handshake, auth, compression, tracing, write coalescing);
@@ -58,10 +59,14 @@ type Config struct {
 	// (ScyllaSupportedOptions), so that shard-aware drivers, and the sidecar's removal of
 	// the shard-aware port, can be tested against the node.
 	ScyllaSupported bool
+	// MaxProtocolVersion is the highest protocol version the node speaks, 3 to 5; a client
+	// offering a higher one gets Cassandra's ProtocolError and steps down. Zero means 5,
+	// as Cassandra 4.1; 4 makes the node a v4 one (ScyllaDB, Cassandra 3).
+	MaxProtocolVersion byte
 }
 
 // Server is the embedded in-memory CQL node: a single-node Cassandra 4 look-alike speaking
-// protocol v3 and v4. It is safe for concurrent use.
+// protocol v3, v4 and v5 (up to Config.MaxProtocolVersion). It is safe for concurrent use.
 type Server struct {
 	cfg    Config
 	user   string
@@ -230,12 +235,20 @@ type writer struct {
 	mu  sync.Mutex
 	w   *bufio.Writer
 	err error
+	// seg says that the frames go out as v5 segments (lz4 ones with lz4), pend holds the
+	// frames of the segment being filled, sbuf the segments encoded (segments.go).
+	seg, lz4   bool
+	pend, sbuf []byte
 }
 
 func (w *writer) write(b []byte, flush bool) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.err != nil {
+		return w.err
+	}
+	if w.seg {
+		w.err = w.writeSegments(b, flush)
 		return w.err
 	}
 	if _, err := w.w.Write(b); err != nil {

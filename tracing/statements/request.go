@@ -71,7 +71,7 @@ func (s *Stats) Request(f *cql.Frame, now int64) Ticket {
 		} else {
 			e = s.executeEntry(st.ID)
 		}
-		p = readParams(&d)
+		p = readParams(&d, f.Header.ProtoVersion())
 		switch {
 		case d.Err() != nil:
 			p = params{cl: 0xffff}

@@ -9,12 +9,12 @@ type params struct {
 	pageSize  int32 // 0 when absent
 }
 
-// readParams reads <query_parameters> (v3/v4) up to the page size, without allocating
+// readParams reads <query_parameters> of the protocol version up to the page size, without allocating
 // (cql.Decoder.QueryParams makes the values' slices).
-func readParams(d *cql.Decoder) params {
+func readParams(d *cql.Decoder, version byte) params {
 	var p params
 	p.cl = d.Consistency()
-	flags := d.Byte()
+	flags, _ := d.QueryFlags(version)
 	if flags&cql.QueryValues != 0 {
 		n := d.Short()
 		p.hasValues = n > 0

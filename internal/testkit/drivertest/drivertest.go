@@ -8,6 +8,7 @@ package drivertest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -58,6 +59,9 @@ type Options struct {
 	// checking the server's certificate against Host. TLSCert and TLSKey add a client
 	// certificate (gocql and Python).
 	TLSCA, TLSCert, TLSKey string
+	// Protocol is the protocol version the Python driver, left to negotiate, must reach;
+	// 0 means any of 3, 4 and 5.
+	Protocol int
 }
 
 func (o Options) env() []string {
@@ -74,6 +78,9 @@ func (o Options) env() []string {
 	}
 	if o.TLSCA != "" {
 		env = append(env, "CQL_TLS_CA="+o.TLSCA, "CQL_TLS_CERT="+o.TLSCert, "CQL_TLS_KEY="+o.TLSKey)
+	}
+	if o.Protocol != 0 {
+		env = append(env, "CQL_PROTOCOL="+strconv.Itoa(o.Protocol))
 	}
 	return env
 }
@@ -101,6 +108,33 @@ func RunPython(tb testing.TB, o Options) {
 		missing(tb, "the DataStax Python driver (python3-cassandra, python3-lz4, python3-snappy)")
 	}
 	run(tb, o.env(), Python, filepath.Join(scriptsDir(), "python_suite.py"))
+}
+
+// RunPythonResultMetadata runs CASSANDRA-10786 with the Python driver (python_result_metadata.py):
+// a prepared SELECT * executed again after its table's columns changed, by ALTER TABLE
+// (change "alter") or by DROP and CREATE ("recreate"), with the protocol version o.Protocol
+// (0: negotiated). At v5 the rows must carry the new column. It fails tb, saying so, when
+// the node refuses ALTER TABLE.
+func RunPythonResultMetadata(tb testing.TB, o Options, change string) {
+	tb.Helper()
+	RequirePython(tb)
+	env := append(o.env(), "CQL_CHANGE="+change)
+	if o.Keyspace == "" {
+		env = append(env, "CQL_KEYSPACE=py_meta_"+change)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, Python, filepath.Join(scriptsDir(), "python_result_metadata.py"))
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit) && exit.ExitCode() == 3:
+		tb.Fatalf("needs ALTER TABLE in the embedded node, which refused it:\n%s", out)
+	case err != nil:
+		tb.Fatalf("python_result_metadata.py (%s): %v\n%s", change, err, out)
+	}
+	tb.Logf("%s", out)
 }
 
 // RequireNodeJS skips tb, or fails it when TRACECAR_REQUIRE_DRIVERS is set, unless node and

@@ -554,20 +554,25 @@ func TestHandoverGocqlLoad(t *testing.T) {
 
 // driverReport is what testdata/handover_load.{py,js} print at the end.
 type driverReport struct {
-	OK      int          `json:"ok"`
-	Failed  int          `json:"failed"`
-	Errors  []string     `json:"errors"`
-	Samples [][2]float64 `json:"samples"`
+	OK     int      `json:"ok"`
+	Failed int      `json:"failed"`
+	Errors []string `json:"errors"`
+	// Protocol is the version the driver reached, when it says (the Python driver).
+	Protocol int          `json:"protocol_version"`
+	Samples  [][2]float64 `json:"samples"`
 }
 
 // runDriverLoad runs a driver's load script (name, args) against the sidecar at rate while
-// the sidecar is replaced three times, and checks what TestHandoverGocqlLoad checks.
-func runDriverLoad(t *testing.T, rate int, name string, args ...string) {
+// the sidecar is replaced three times, and checks what TestHandoverGocqlLoad checks. env
+// is added to the script's environment; protocol, when not 0, is the protocol version the
+// script must report.
+func runDriverLoad(t *testing.T, rate int, env []string, protocol int, name string, args ...string) {
 	c := startCluster(t, nil, nil)
 	before := c.runtimeSettings(t, true)
 	host, port, _ := strings.Cut(c.addr, ":")
 	cmd := exec.Command(name, args...)
 	cmd.Env = append(os.Environ(), "CQL_HOST="+host, "CQL_PORT="+port, "RATE="+strconv.Itoa(rate))
+	cmd.Env = append(cmd.Env, env...)
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
 	var stderr strings.Builder
@@ -615,6 +620,9 @@ func runDriverLoad(t *testing.T, rate int, name string, args ...string) {
 		t.Fatalf("%s report: %v", name, err)
 	}
 	cmd.Wait()
+	if protocol != 0 && r.Protocol != protocol {
+		t.Errorf("%s reached protocol v%d through the sidecar; want v%d", name, r.Protocol, protocol)
+	}
 	if r.Failed != 0 || r.OK == 0 {
 		t.Errorf("%s: %d requests failed, %d succeeded (errors: %q); want none failed", name, r.Failed, r.OK, r.Errors)
 	}
@@ -636,7 +644,17 @@ func TestHandoverPythonLoad(t *testing.T) {
 		t.Skip("builds the binary and runs processes")
 	}
 	drivertest.RequirePython(t)
-	runDriverLoad(t, 1000, drivertest.Python, filepath.Join("testdata", "handover_load.py"))
+	runDriverLoad(t, 1000, nil, 5, drivertest.Python, filepath.Join("testdata", "handover_load.py"))
+}
+
+// TestHandoverPythonV5LZ4 is TestHandoverPythonLoad with lz4: protocol v5's compressed
+// segments move with their connections (the successor reads them in the lz4 form).
+func TestHandoverPythonV5LZ4(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs processes")
+	}
+	drivertest.RequirePython(t)
+	runDriverLoad(t, 1000, []string{"COMPRESSION=lz4"}, 5, drivertest.Python, filepath.Join("testdata", "handover_load.py"))
 }
 
 func TestHandoverNodeJSLoad(t *testing.T) {
@@ -644,7 +662,7 @@ func TestHandoverNodeJSLoad(t *testing.T) {
 		t.Skip("builds the binary and runs processes")
 	}
 	drivertest.RequireNodeJS(t)
-	runDriverLoad(t, 1000, "node", filepath.Join("testdata", "handover_load.js"))
+	runDriverLoad(t, 1000, nil, 0, "node", filepath.Join("testdata", "handover_load.js"))
 }
 
 // rawConn is a CQL connection the test speaks frames on itself.

@@ -1,8 +1,10 @@
 """Interoperability suite for the DataStax Python driver (Debian python3-cassandra 3.25).
 
 Runs against a tracecar node or sidecar given by CQL_HOST and CQL_PORT, with compression
-CQL_COMPRESSION (none, lz4 or snappy) and optional CQL_USER/CQL_PASS. Prints one line per
-check and exits non-zero on the first failure.
+CQL_COMPRESSION (none, lz4 or snappy) and optional CQL_USER/CQL_PASS. The driver is left to
+negotiate the protocol version, which must come out as CQL_PROTOCOL when it is set (the
+driver tries v5 first), and as 3, 4 or 5 otherwise. Prints one line per check and exits
+non-zero on the first failure.
 """
 import os
 import sys
@@ -24,6 +26,7 @@ host = os.environ.get("CQL_HOST", "127.0.0.1")
 port = int(os.environ.get("CQL_PORT", "9042"))
 comp = os.environ.get("CQL_COMPRESSION", "none")
 ks = os.environ.get("CQL_KEYSPACE", "py_suite")
+want_protocol = [int(os.environ["CQL_PROTOCOL"])] if os.environ.get("CQL_PROTOCOL") else [3, 4, 5]
 
 
 def check(name, cond, detail=""):
@@ -49,7 +52,8 @@ if os.environ.get("CQL_TLS_CA"):
     kwargs["ssl_options"] = {"server_hostname": host}
 cluster = Cluster([host], **kwargs)
 session = cluster.connect()
-check("connect (protocol v%d, compression %s)" % (cluster.protocol_version, comp), cluster.protocol_version in (3, 4))
+check("connect (protocol v%d, compression %s)" % (cluster.protocol_version, comp), cluster.protocol_version in want_protocol,
+      "want protocol %s" % want_protocol)
 if os.environ.get("CQL_TLS_CA"):
     sock = cluster.control_connection._connection._socket
     check("connected over TLS (%s)" % sock.version(), isinstance(sock, ssl.SSLSocket), str(type(sock)))

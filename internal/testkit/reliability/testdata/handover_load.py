@@ -1,9 +1,11 @@
 """A steady load through a sidecar while it is replaced, with the DataStax Python driver.
 
 CQL_HOST, CQL_PORT: the sidecar; RATE: requests a second (prepared writes and reads, open
-loop: each has a scheduled start, and its latency runs from that start). Prints "ready" once
-the load runs, and on "stop" (a line on stdin) one JSON line: the counts, the first errors,
-and every request's [scheduled start ms, latency ms] since the load began.
+loop: each has a scheduled start, and its latency runs from that start); COMPRESSION: lz4,
+or none (the default). The protocol version is the driver's own choice (v5 through a sidecar
+that speaks it). Prints "ready" once the load runs, and on "stop" (a line on stdin) one JSON
+line: the counts, the first errors, the protocol version, and every request's [scheduled
+start ms, latency ms] since the load began.
 """
 import json
 import os
@@ -17,7 +19,8 @@ host = os.environ.get("CQL_HOST", "127.0.0.1")
 port = int(os.environ.get("CQL_PORT", "9042"))
 rate = int(os.environ.get("RATE", "1000"))
 
-cluster = Cluster([host], port=port, compression=False, connect_timeout=10)
+compression = os.environ.get("COMPRESSION", "none")
+cluster = Cluster([host], port=port, compression=False if compression == "none" else compression, connect_timeout=10)
 session = cluster.connect()
 session.execute("CREATE KEYSPACE IF NOT EXISTS ho_py WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
 session.execute("CREATE TABLE IF NOT EXISTS ho_py.kv (k int PRIMARY KEY, v text)")
@@ -77,5 +80,6 @@ t.join()
 for _ in range(256):
     inflight.acquire(timeout=15)
 with lock:
-    print(json.dumps({"ok": len(samples), "failed": failed[0], "errors": errors, "samples": samples}), flush=True)
+    print(json.dumps({"ok": len(samples), "failed": failed[0], "errors": errors,
+                      "protocol_version": cluster.protocol_version, "samples": samples}), flush=True)
 cluster.shutdown()

@@ -1,0 +1,419 @@
+package sidecar
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"sync/atomic"
+
+	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/tracing"
+)
+
+// Protocol v5's segments, a layer of the transport between the bytes and the frames (see
+// "Protocol v5" in the package doc). A v5 connection starts unframed, as v4 does; the READY
+// or AUTHENTICATE that answers its STARTUP is the node's last unframed frame and the
+// switch for both directions: what the node sends after it, and what the client sends once
+// it has it, are segments. Both transports then read whole segments (cql.SegmentReader
+// checks their CRCs and that their frames line up with them), hand each frame to the same
+// per-frame work as v4 (conn.request, conn.response), and forward the segment itself when
+// no frame in it changed, so that the common path re-encodes nothing and computes no CRC
+// but the reader's. A segment whose frames changed (a rewritten system table, a stripped
+// tracing id, a flag set in place) is re-segmented with fresh CRCs, and so is a frame
+// larger than a segment, which is gathered whole from its segments first.
+
+// v5conn is what a connection holds for protocol v5's segments.
+type v5conn struct {
+	// startup says that a v5 STARTUP was forwarded: its READY or AUTHENTICATE starts the
+	// segments. lz4 says that it asked for lz4: the segments have the lz4 header.
+	startup, lz4 atomic.Bool
+	// client says that the client sends segments: the answer to its STARTUP is on its way
+	// to it. The request side reads it; the response side sets it.
+	client atomic.Bool
+	// node says that the node sends segments (response side only).
+	node bool
+	// edited is set by the per-frame work when it changed the request it handled in place
+	// (request side only).
+	edited bool
+
+	fromClient, fromNode cql.SegmentReader
+	// reqOut and respOut hold the segments of frames that changed, one per side.
+	reqOut, respOut []byte
+	// respFrames gathers the frames of a node segment once one of them changed.
+	respFrames []byte
+	// respSeg holds a node segment larger than the response reader's buffer (goroutine
+	// path; the request side uses reqBuf, charged to the budget of frames held whole).
+	respSeg []byte
+}
+
+// reader returns the segment reader of a side: the client's, or the node's.
+func (v *v5conn) reader(client bool) *cql.SegmentReader {
+	if client {
+		return &v.fromClient
+	}
+	return &v.fromNode
+}
+
+// maxVersion returns the highest protocol version the proxy lets through.
+func (p *Proxy) maxVersion() byte {
+	if v := p.cfg.MaxProtocolVersion; v >= int(cql.V3) && v < int(cql.MaxVersion) {
+		return byte(v)
+	}
+	return cql.MaxVersion
+}
+
+// speaks reports whether the proxy lets protocol version v (without the response bit)
+// through.
+func (p *Proxy) speaks(v byte) bool { return v >= cql.V3 && v <= p.maxVersion() }
+
+// beginV5 notes a v5 STARTUP, with lz4 when it asked for it: the frames of a v5
+// connection are never compressed themselves, so the connection's frame compression stays
+// none. Only the first STARTUP counts: the format of the segments is the connection's.
+func (c *conn) beginV5(lz4 bool) {
+	if c.v5.startup.Load() {
+		return
+	}
+	c.v5.lz4.Store(lz4)
+	c.v5.fromClient.LZ4, c.v5.fromNode.LZ4 = lz4, lz4
+	c.v5.fromClient.CheckLarge = c.checkLargeRequest
+	c.v5.fromNode.CheckLarge = c.checkLargeResponse
+	c.v5.startup.Store(true)
+}
+
+// segmentsAfter reports whether the response with opcode op, answering a STARTUP, starts
+// the segments, and starts them: it must come before the response is queued for the
+// client, which sends segments once it has it.
+func (c *conn) segmentsAfter(op cql.Opcode) bool {
+	if !c.v5.startup.Load() || op != cql.OpReady && op != cql.OpAuthenticate || c.v5.node {
+		return false
+	}
+	c.v5.node = true
+	c.v5.client.Store(true)
+	return true
+}
+
+// checkLargeRequest refuses a client frame larger than a segment by its header, before
+// it is gathered, as requestHeader does any frame.
+func (c *conn) checkLargeRequest(hb []byte) error {
+	if _, pe := c.requestHeader(hb); pe != nil {
+		return pe
+	}
+	return nil
+}
+
+// checkLargeResponse refuses a node frame larger than a segment whose header is malformed.
+func (c *conn) checkLargeResponse(hb []byte) error {
+	_, err := c.responseHeader(hb)
+	return err
+}
+
+// maxStartupSegment bounds a client's segments until its handshake is done, as
+// cql.MaxStartupFrameSize bounds its frames: an unauthenticated client cannot make the
+// proxy hold a segment larger than a frame it could send unframed.
+const maxStartupSegment = cql.MaxStartupFrameSize + cql.SegmentHeaderSizeLZ4 + cql.SegmentTrailerSize
+
+// segmentHead reads the header of the segment at the start of hb, from the client when
+// client is set: its size on the wire, 0 when the header is not all there. A bad CRC is a
+// protocolError for a client, a failure of the node connection for the node.
+func (c *conn) segmentHead(hb []byte, client bool) (int, error) {
+	if !client {
+		n, err := c.v5.fromNode.Peek(hb)
+		if err != nil {
+			return 0, errors.New("malformed segment from node: header CRC mismatch")
+		}
+		return n, nil
+	}
+	n, err := c.v5.fromClient.Peek(hb)
+	switch {
+	case err != nil:
+		return 0, badSegment(err)
+	case n > maxStartupSegment && !c.ready.Load():
+		c.p.tooBig.Add(1)
+		return 0, &protocolError{msg: "Invalid segment: a payload of " + itoa(n) + " bytes before authentication"}
+	}
+	return n, nil
+}
+
+// badSegment is the protocolError for a client segment that fails its checks: the client
+// is answered on stream 0, as Cassandra answers a corrupt frame, and closed.
+func badSegment(err error) *protocolError {
+	var pe *protocolError
+	if errors.As(err, &pe) {
+		return pe
+	}
+	return &protocolError{msg: "Invalid segment: " + segmentProblem(err)}
+}
+
+func segmentProblem(err error) string {
+	switch {
+	case errors.Is(err, cql.ErrSegmentCRC):
+		return "CRC mismatch"
+	case errors.Is(err, cql.ErrSegmentFraming):
+		return "its frames do not line up with it"
+	case errors.Is(err, cql.ErrFrameTooBig):
+		return "a frame over the maximum size"
+	}
+	return err.Error()
+}
+
+// requestSegment does the per-frame work on the frames of seg, one whole segment from the
+// client, and returns what goes to the node: seg itself when no frame in it changed (with a
+// fresh CRC when one was changed in place), else its frames re-segmented; nil for a
+// segment that only continues a large frame. tickets gathers the traced requests.
+func (c *conn) requestSegment(seg []byte, tickets []tracing.Ticket) ([]byte, []tracing.Ticket, error) {
+	rd := &c.v5.fromClient
+	_, _, frames, err := rd.Next(seg)
+	if err != nil {
+		return nil, tickets, badSegment(err)
+	}
+	inc(&c.counters.segments[0], 1)
+	if frames == nil {
+		return nil, tickets, nil
+	}
+	changed := false
+	for rest := frames; len(rest) > 0; {
+		h, pe := c.requestHeader(rest)
+		if pe != nil {
+			return nil, tickets, pe
+		}
+		n := cql.HeaderSize + int(h.Length)
+		frame := rest[:n]
+		rest = rest[n:]
+		c.traceFrame(h, true)
+		h.Flags &^= cql.FlagCompression // v5 compresses segments, not frames
+		flags := frame[1]
+		c.v5.edited = false
+		if t := c.request(h, frame, n); t.Events() {
+			tickets = append(tickets, t)
+		}
+		changed = changed || frame[1] != flags || c.v5.edited
+	}
+	if !changed && rd.SelfContained() {
+		return seg, tickets, nil // forwarded as it came
+	}
+	inc(&c.counters.resegmented[0], 1)
+	if rd.InPlace() {
+		// Its frames changed in place, in the segment: only its CRC is new.
+		binary.LittleEndian.PutUint32(seg[len(seg)-cql.SegmentTrailerSize:], cql.CRC32(frames))
+		return seg, tickets, nil
+	}
+	c.v5.reqOut = cql.AppendSegments(c.v5.reqOut[:0], frames, rd.LZ4)
+	if cap(c.v5.reqOut) > maxKeptBuffer {
+		defer func() { c.v5.reqOut = nil }()
+	}
+	return c.v5.reqOut, tickets, nil
+}
+
+// responseSegment does the per-frame work on the frames of seg, one whole segment from the
+// node, and returns what goes to the client: seg itself when no frame in it changed, else
+// its frames re-segmented; nil for a segment that only continues a large frame. arrived is
+// when the read that brought seg returned, 0 until a frame needs it (see arrival); tickets
+// gathers the traced responses; drained reports the answer a drained connection waited
+// for.
+func (c *conn) responseSegment(seg []byte, arrived *int64, tickets []tracing.Ticket) (out []byte, _ []tracing.Ticket, drained bool, err error) {
+	rd := &c.v5.fromNode
+	_, _, frames, err := rd.Next(seg)
+	if err != nil {
+		return nil, tickets, false, errors.New("malformed segment from node: " + segmentProblem(err))
+	}
+	inc(&c.counters.segments[1], 1)
+	if frames == nil {
+		return nil, tickets, false, nil
+	}
+	// A large frame is always re-segmented; the frames of a self-contained segment are
+	// gathered again only from the first one that changed.
+	changed := !rd.SelfContained()
+	acc := c.v5.respFrames[:0]
+	for rest := frames; len(rest) > 0; {
+		h, err := c.responseHeader(rest)
+		if err != nil {
+			return nil, tickets, drained, err
+		}
+		n := cql.HeaderSize + int(h.Length)
+		frame := rest[:n]
+		rest = rest[n:]
+		c.traceFrame(h, false)
+		h.Flags &^= cql.FlagCompression
+		var req inflight
+		left := c.requestFor(h, &req)
+		*arrived = c.arrival(*arrived, req.stat.Active())
+		flags := frame[1]
+		f, done := c.response(h, frame, req, *arrived)
+		if done.Events() {
+			tickets = append(tickets, done)
+		}
+		if !changed && (len(f) != n || &f[0] != &frame[0] || frame[1] != flags) {
+			changed = true
+			acc = append(acc, frames[:len(frames)-len(rest)-n]...)
+		}
+		if changed {
+			acc = append(acc, f...)
+		}
+		c.queued(req, *arrived)
+		drained = c.answered(left, len(f)) || drained
+	}
+	c.v5.respFrames = acc
+	if cap(acc) > maxKeptBuffer {
+		c.v5.respFrames = nil
+	}
+	if !changed {
+		return seg, tickets, drained, nil
+	}
+	inc(&c.counters.resegmented[1], 1)
+	c.v5.respOut = cql.AppendSegments(c.v5.respOut[:0], acc, rd.LZ4)
+	out = c.v5.respOut
+	if cap(out) > maxKeptBuffer {
+		c.v5.respOut = nil
+	}
+	return out, tickets, drained, nil
+}
+
+// segmentReady reports whether r holds a whole segment of the side rd reads, so that
+// reading it will not block; the goroutine path flushes when it does not.
+func segmentReady(r *bufio.Reader, rd *cql.SegmentReader) bool {
+	hs := rd.HeaderSize()
+	if r.Buffered() < hs {
+		return false
+	}
+	hb, _ := r.Peek(hs)
+	n, err := rd.Peek(hb)
+	return err != nil || n > 0 && r.Buffered() >= n
+}
+
+// The goroutine path's segment loops.
+
+// requestSegments is the request loop once the client sends segments: it forwards them to
+// the node, after the per-frame work, until the client goes away, sends a malformed
+// segment or frame, is drained, or the node cannot be written.
+func (c *conn) requestSegments(r *bufio.Reader) error {
+	rd := &c.v5.fromClient
+	for {
+		hb, err := r.Peek(rd.HeaderSize())
+		if err != nil {
+			if len(hb) > 0 {
+				return noEOF(err)
+			}
+			return err
+		}
+		size, err := c.segmentHead(hb, true)
+		if err != nil {
+			return err
+		}
+		var seg []byte
+		if size <= r.Size() {
+			if seg, err = r.Peek(size); err != nil {
+				return noEOF(err)
+			}
+		} else {
+			// Held whole, charged to the budget of frames held whole, as a large frame.
+			if c.reqBuf, err = c.readWhole(r, size); err != nil {
+				return err
+			}
+			seg = c.reqBuf
+		}
+		out, tickets, err := c.requestSegment(seg, c.sentQ)
+		c.sentQ = tickets
+		if err == nil && out != nil {
+			err = c.toNode.write(out)
+		}
+		if size <= r.Size() {
+			r.Discard(size)
+		} else {
+			c.p.held.release(size)
+			if cap(c.reqBuf) > maxKeptBuffer || rd.Gathering() {
+				c.reqBuf = nil // a large frame's segment: the frame is held once, by rd
+			}
+		}
+		if err == nil && !segmentReady(r, rd) {
+			if err = c.toNode.flush(); err == nil {
+				c.wrote(c.sentQ, false)
+				c.sentQ = c.sentQ[:0]
+			}
+		}
+		if err != nil {
+			if c.toNode.err != nil {
+				return errors.Join(errNodeWrite, err)
+			}
+			return err
+		}
+	}
+}
+
+// responseSegments is the response loop once the node sends segments. It returns as
+// forwardResponses does.
+func (c *conn) responseSegments(r *bufio.Reader, arrived int64) error {
+	rd := &c.v5.fromNode
+	for {
+		fill := r.Buffered() < rd.HeaderSize()
+		hb, err := r.Peek(rd.HeaderSize())
+		if err != nil {
+			return err
+		}
+		size, err := c.segmentHead(hb, false)
+		if err != nil {
+			return err
+		}
+		var seg []byte
+		if fill || r.Buffered() < size {
+			arrived = 0
+		}
+		if size <= r.Size() {
+			if seg, err = r.Peek(size); err != nil {
+				return err
+			}
+		} else {
+			if c.v5.respSeg, err = cql.AppendRead(c.v5.respSeg[:0], r, size); err != nil {
+				return err
+			}
+			seg = c.v5.respSeg
+		}
+		out, tickets, drained, err := c.responseSegment(seg, &arrived, c.doneQ)
+		c.doneQ = tickets
+		if err != nil {
+			return err
+		}
+		if out != nil {
+			err = c.toClient.write(out)
+		}
+		if size <= r.Size() {
+			r.Discard(size)
+		} else if cap(c.v5.respSeg) > maxKeptBuffer || rd.Gathering() {
+			c.v5.respSeg = nil
+		}
+		drained = drained && c.requestsStopped()
+		if err == nil && (drained || !segmentReady(r, rd)) {
+			if err = c.toClient.flush(); err == nil {
+				c.wrote(c.doneQ, true)
+				c.doneQ = c.doneQ[:0]
+			}
+		}
+		switch {
+		case err != nil && c.toClient.err != nil:
+			return errClientGone
+		case err != nil || drained:
+			return err
+		}
+	}
+}
+
+func itoa(n int) string {
+	var b [20]byte
+	i := len(b)
+	u := uint64(n)
+	if n < 0 {
+		u = uint64(-n)
+	}
+	for {
+		i--
+		b[i] = byte('0' + u%10)
+		u /= 10
+		if u == 0 {
+			break
+		}
+	}
+	if n < 0 {
+		i--
+		b[i] = '-'
+	}
+	return string(b[i:])
+}

@@ -1,0 +1,55 @@
+//go:build linux
+
+package sidecar
+
+// relaySegments is relay for a side that sends v5 segments: it does the per-frame work on
+// the frames of each whole segment at the head of data, read from s, appending what goes
+// to the peer to b, and returns the bytes it took. It stops at the first segment that is
+// not whole (b.need is its size once its header is in), or malformed.
+func (l *loop) relaySegments(s *side, data []byte, b *batch) int {
+	c := s.c
+	pos := 0
+	hs := c.v5.fromNode.HeaderSize()
+	for len(data)-pos >= hs {
+		n, err := c.segmentHead(data[pos:], s.client)
+		if err != nil {
+			b.setErr(s.client, err)
+			break
+		}
+		if len(data)-pos < n {
+			b.need = n
+			break
+		}
+		seg := data[pos : pos+n]
+		pos += n
+		var out []byte
+		if s.client {
+			out, b.tickets, err = c.requestSegment(seg, b.tickets)
+		} else {
+			var drained bool
+			out, b.tickets, drained, err = c.responseSegment(seg, &b.arrived, b.tickets)
+			b.drained = b.drained || drained
+		}
+		if err != nil {
+			b.setErr(s.client, err)
+			break
+		}
+		b.out = append(b.out, out...)
+	}
+	if c.v5.reader(s.client).Gathering() && cap(s.pend) > loopReadSize {
+		// The segment that grew pend is now part of the large frame the reader gathers:
+		// pend is not kept, so that the frame is held once.
+		s.pend = nil
+	}
+	return pos
+}
+
+// setErr records why the frames of a read stopped: a malformed client segment or frame
+// (a protocolError), or a malformed node one.
+func (b *batch) setErr(client bool, err error) {
+	if !client {
+		b.nodeErr = err
+		return
+	}
+	b.bad = badSegment(err)
+}
