@@ -31,7 +31,7 @@ func benchNode(tb testing.TB) string {
 			}
 			go func() {
 				defer c.Close()
-				r := bufio.NewReaderSize(c, 64<<10)
+				r := newFrameReader(c, 64<<10)
 				w := bufio.NewWriterSize(c, 64<<10)
 				resp := frame(cql.ResponseBit|cql.V4, 0, 0, cql.OpResult, voidBody())
 				for {

@@ -1,7 +1,6 @@
 package sidecar
 
 import (
-	"bufio"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -54,7 +53,7 @@ type conn struct {
 	capt     captureState // the workload capture (capture.go)
 
 	// Request goroutine.
-	cr     *bufio.Reader
+	cr     *frameReader
 	toNode *frameWriter
 	reqBuf []byte // frames larger than cr's buffer
 	// sentQ are the traced requests written to toNode since its last flush: tracing is
@@ -65,7 +64,7 @@ type conn struct {
 	reqFrame cql.Frame
 
 	// Response goroutine (the request goroutine until the node is dialled).
-	nr        *bufio.Reader
+	nr        *frameReader
 	toClient  *frameWriter
 	respBuf   []byte
 	respFrame cql.Frame // the view of the response being handled
@@ -107,7 +106,7 @@ func (p *Proxy) newConn(nc net.Conn, g *group) *conn {
 	if p.loopBound(nc) {
 		size = gateBufferSize
 	}
-	c.cr, c.toClient = bufio.NewReaderSize(nc, size), newFrameWriter(nc, size)
+	c.cr, c.toClient = newFrameReader(nc, size), newFrameWriter(nc, size)
 	local := addrPort(nc.LocalAddr())
 	c.advertise = local
 	if a := p.advertise; a.Addr().IsValid() {
@@ -145,21 +144,25 @@ func addrPort(a net.Addr) netip.AddrPort {
 func (c *conn) compressor() cql.Compressor { return compressors[c.comp.Load()] }
 
 // serve runs the connection: the version gate and the node dial, then the transport, an
-// event loop when the connection can move to one, else the goroutine path. It returns
-// once the transport has closed the connection.
+// event loop when the connection can move to one, else the goroutine path. On the goroutine
+// path it returns once the connection is closed; a connection on a loop is the loop's, and
+// serve returns at once, so that an idle connection there costs no goroutine stack: the
+// loop retires it when it closes it.
 func (c *conn) serve(ctx context.Context) {
-	defer c.finish()
 	if err := c.open(ctx); err != nil {
 		if !isClosed(err) {
 			c.log.Debug().Err(err).Msg("connection not opened")
 		}
 		c.closeAll()
+		c.retire()
 		return
 	}
-	if c.p.noLoop || !c.toLoop() {
-		c.runGoroutines()
+	if !c.p.noLoop && c.toLoop() {
+		return
 	}
+	c.runGoroutines()
 	<-c.done
+	c.retire()
 }
 
 // open answers frames of unsupported versions until one of version 3, 4 or 5 (up to
@@ -296,7 +299,7 @@ func (c *conn) rejectVersion(v byte) error {
 }
 
 // frameBuffered reports whether r holds the whole next frame, whatever its version.
-func (c *conn) frameBuffered(r *bufio.Reader) bool {
+func (c *conn) frameBuffered(r *frameReader) bool {
 	if r.Buffered() == 0 {
 		return false
 	}

@@ -1,7 +1,6 @@
 package sidecar
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"time"
@@ -10,7 +9,7 @@ import (
 )
 
 // The goroutine path: one goroutine per direction, each reading frames from one side with
-// a bufio.Reader and writing them to the other through a frameWriter (see the package doc).
+// a frameReader and writing them to the other through a frameWriter (see the package doc).
 // It carries TLS connections, and every connection with Config.NoEventLoop.
 
 // runGoroutines carries the connection on the goroutine path: the request loop runs on the
@@ -26,15 +25,13 @@ func (c *conn) runGoroutines() {
 
 // startGoroutinePath sets up the buffers of the goroutine path.
 func (c *conn) startGoroutinePath() {
-	c.nr = bufio.NewReaderSize(c.nodeReader(), readBufferSize)
+	c.nr = newFrameReader(c.node, readBufferSize)
+	c.nr.preload(c.takeNodePend())
 	c.toNode = newFrameWriter(c.node, writeBufferSize)
-	if c.cr.Size() < readBufferSize {
-		// Bound for a loop that could not take it: full-size buffers, the small reader's
-		// bytes read first, and what the gate queued for the client written out.
-		c.cr = bufio.NewReaderSize(c.cr, readBufferSize)
-		c.toClient.flush()
-		c.toClient = newFrameWriter(c.client, writeBufferSize)
-	}
+	// A connection bound for a loop that could not take it has the gate's small reader and
+	// writer: they grow to full size, what they hold kept.
+	c.cr.grow(readBufferSize)
+	c.toClient.grow(writeBufferSize)
 }
 
 // requests is the request loop: it forwards the client's frames to the node until the
@@ -67,7 +64,7 @@ func (c *conn) requests() error {
 
 // forwardRequest forwards the request at the head of r, whose header h is checked, to the
 // node, after the per-frame work, and flushes when no whole frame follows it.
-func (c *conn) forwardRequest(r *bufio.Reader, h cql.Header) error {
+func (c *conn) forwardRequest(r *frameReader, h cql.Header) error {
 	n := cql.HeaderSize + int(h.Length)
 	frame, err := c.readRequest(r, h, n)
 	if err != nil {
@@ -104,7 +101,7 @@ func (c *conn) forwardRequest(r *bufio.Reader, h cql.Header) error {
 // readRequest returns the request of n bytes at the head of r: in r's buffer when it fits
 // there, read whole into reqBuf when the proxy reads it (see requestWhole), or nil when it
 // is streamed through unread.
-func (c *conn) readRequest(r *bufio.Reader, h cql.Header, n int) ([]byte, error) {
+func (c *conn) readRequest(r *frameReader, h cql.Header, n int) ([]byte, error) {
 	switch {
 	case n <= r.Size():
 		frame, err := r.Peek(n)
@@ -175,7 +172,7 @@ func (c *conn) forwardResponses() error {
 // connection is drained. arrived is when the read that brought it returned, 0 until a frame
 // of that read needs it. It reports whether this was the answer a drained connection
 // waited for.
-func (c *conn) forwardResponse(r *bufio.Reader, h cql.Header, arrived *int64) (bool, error) {
+func (c *conn) forwardResponse(r *frameReader, h cql.Header, arrived *int64) (bool, error) {
 	n := cql.HeaderSize + int(h.Length)
 	var req inflight
 	left := c.requestFor(h, &req)
@@ -221,7 +218,7 @@ func (c *conn) forwardResponse(r *bufio.Reader, h cql.Header, arrived *int64) (b
 // readResponse returns the response of n bytes at the head of r: in r's buffer when it
 // fits there, read whole into respBuf when the proxy reads it (see responseWhole), or nil
 // when it is streamed through unread.
-func (c *conn) readResponse(r *bufio.Reader, h cql.Header, req *inflight, n int) ([]byte, error) {
+func (c *conn) readResponse(r *frameReader, h cql.Header, req *inflight, n int) ([]byte, error) {
 	switch {
 	case n <= r.Size():
 		return r.Peek(n)

@@ -1,11 +1,8 @@
 package sidecar
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"time"
@@ -125,18 +122,7 @@ type connHandover struct {
 	nodePend []byte // bytes read from the node by the old process and not forwarded yet
 }
 
-// nodeReader returns what the goroutine path reads the node from: the node socket, after
-// the bytes an old process read from it, for an adopted connection.
-func (c *conn) nodeReader() io.Reader {
-	if len(c.handover.nodePend) == 0 {
-		return c.node
-	}
-	r := io.MultiReader(bytes.NewReader(c.handover.nodePend), c.node)
-	c.handover.nodePend = nil
-	return r
-}
-
-// takeNodePend returns, for the event loop, the bytes an old process read from the node
+// takeNodePend returns, for either transport, the bytes an old process read from the node
 // and did not forward.
 func (c *conn) takeNodePend() []byte {
 	b := c.handover.nodePend
@@ -228,22 +214,19 @@ func (p *Proxy) adoptConn(m movedConn, clientFD, nodeFD int, g *group) (*conn, e
 	if n := len(m.ClientPending); n > 0 {
 		// The bytes the old process read go first, into the client reader, where both
 		// transports take what a connection's gate read (toLoop, startGoroutinePath).
-		c.cr = bufio.NewReaderSize(io.MultiReader(bytes.NewReader(m.ClientPending), client), max(c.cr.Size(), n))
-		c.cr.Peek(n)
+		c.cr.preload(m.ClientPending)
 	}
 	c.handover.nodePend = m.NodePending
 	c.log.Debug().Str("node", c.nodeAddr.String()).Uint8("version", c.version).Msg("connection adopted from the predecessor process")
 	return c, nil
 }
 
-// serveAdopted runs an adopted connection as serve runs an accepted one once open: on the
-// goroutine path unless it is on a loop already.
-func (c *conn) serveAdopted(inLoop bool) {
-	defer c.finish()
-	if !inLoop {
-		c.runGoroutines()
-	}
+// serveAdopted runs an adopted connection that stays off the loops on the goroutine path,
+// as serve runs an accepted one once open.
+func (c *conn) serveAdopted() {
+	c.runGoroutines()
 	<-c.done
+	c.retire()
 }
 
 // finishMoved ends a connection that moved to another process, in this one: its sockets
@@ -255,7 +238,7 @@ func (c *conn) finishMoved() {
 	}
 	c.mu.Unlock()
 	if c.advance(stateClosed) {
-		close(c.done)
+		c.closedOnLoop()
 	}
 }
 

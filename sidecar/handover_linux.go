@@ -606,10 +606,8 @@ func (p *Proxy) adoptOne(pred *Predecessor, body []byte, fds []int) int {
 	// waits until a transport reads it: the move to a loop is made here, without waiting
 	// for a goroutine to start.
 	pred.ctl.sendJSON(msgAck, ackMsg{ID: m.ID, OK: true})
-	inLoop := !p.noLoop && c.toLoop()
-	go func() {
-		defer g.wg.Done()
-		c.serveAdopted(inLoop)
-	}()
+	if p.noLoop || !c.toLoop() {
+		go c.serveAdopted() // else the loop retires it (closedOnLoop)
+	}
 	return 1
 }

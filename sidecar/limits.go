@@ -1,7 +1,6 @@
 package sidecar
 
 import (
-	"bufio"
 	"net"
 	"os"
 	"sync"
@@ -135,7 +134,7 @@ func (c *conn) rewriteSupported(f *cql.Frame) []byte {
 // releases n from c.p.held once the frame is forwarded. While it waits the connection
 // reads nothing: that is the backpressure. It gives up when the connection closes, its
 // node connection fails, or the proxy drains.
-func (c *conn) readWhole(r *bufio.Reader, n int) ([]byte, error) {
+func (c *conn) readWhole(r *frameReader, n int) ([]byte, error) {
 	if !c.p.held.acquire(int64(n), c.draining) {
 		if c.getState() == stateDraining {
 			return c.reqBuf, os.ErrDeadlineExceeded // as a drained read: see requestsEnded

@@ -212,7 +212,8 @@ func (c *conn) toLoop() bool {
 		b, _ := c.cr.Peek(n)
 		cs.pend = append([]byte(nil), b...)
 	}
-	c.cr, c.toClient = nil, nil // the loop's buffers serve from here on
+	c.cr.Discard(c.cr.Buffered()) // its buffer goes back to the pool
+	c.cr, c.toClient = nil, nil   // the loop's buffers serve from here on
 	c.lp = l
 	l.post(loopCmd{kind: cmdAdd, c: c})
 	return true
@@ -451,15 +452,17 @@ func (l *loop) close(c *conn) {
 		}
 		discard(s.fd, l.rbuf)
 		unix.Close(s.fd)
+		putBuffer(s.pend)
+		putBuffer(s.out)
 		s.pend, s.out, s.tickets = nil, nil, nil
 		if s.held > 0 {
 			c.p.held.release(s.held)
 			s.held = 0
 		}
 	}
-	close(c.done)
-	// The loop never gives up its P by itself (see wait), so a goroutine it readies could
-	// wait in that P's run queue until another P steals it: yield, so that the
-	// connection's goroutine in serve runs and the connection is unregistered.
+	c.closedOnLoop()
+	// The loop never gives up its P by itself (see wait), so a goroutine it starts could
+	// wait in that P's run queue until another P steals it: yield, so that the goroutine
+	// that retires the connection runs and the connection is unregistered.
 	runtime.Gosched()
 }

@@ -123,8 +123,8 @@ func gatherRoom(pend []byte, need int) []byte {
 	if len(pend) < cap(pend) {
 		return pend
 	}
-	nb := make([]byte, len(pend), min(need, max(2*cap(pend), loopReadSize)))
-	copy(nb, pend)
+	nb := append(getBuffer(min(need, max(2*cap(pend), loopReadSize))), pend...)
+	putBuffer(pend)
 	return nb
 }
 
@@ -243,13 +243,26 @@ func (l *loop) keep(s *side, rest []byte, need int, took bool) {
 		s.held = 0
 	}
 	s.need = need
-	if cap(s.pend) > maxKeptBuffer && len(rest) <= loopReadSize {
-		s.pend = nil // a large frame's buffer is not kept
-	}
-	s.pend = append(s.pend[:0], rest...)
+	s.pend = keepPend(s.pend, rest)
 	if s.client && s.need > len(l.rbuf) && s.held == 0 {
 		l.holdFrame(s)
 	}
+}
+
+// keepPend returns pend holding rest, which may be in pend already. An empty pend goes back
+// to the pool, so that a connection whose frames are all forwarded holds no buffer; a large
+// frame's buffer is not kept for a small rest.
+func keepPend(pend, rest []byte) []byte {
+	switch {
+	case len(rest) == 0:
+		putBuffer(pend)
+		return nil
+	case cap(pend) < len(rest) || cap(pend) > maxKeptBuffer && len(rest) <= loopReadSize:
+		nb := append(getBuffer(len(rest)), rest...)
+		putBuffer(pend) // after the copy: rest may be in it
+		return nb
+	}
+	return append(pend[:0], rest...)
 }
 
 // send writes out to d. When d takes only part of it, the rest waits in d.out for
@@ -272,6 +285,9 @@ func (l *loop) send(d *side, out []byte, direct bool, tickets []tracing.Ticket) 
 	if n == len(out) {
 		d.c.wrote(tickets, d.client)
 		return
+	}
+	if d.out == nil {
+		d.out = getBuffer(len(out) - n)
 	}
 	d.out = append(d.out[:0], out[n:]...)
 	d.tickets = append(d.tickets[:0], tickets...)
@@ -296,10 +312,8 @@ func (l *loop) writeOut(d *side) {
 		d.out = d.out[:copy(d.out, d.out[n:])]
 		return
 	}
-	d.out = d.out[:0]
-	if cap(d.out) > maxKeptBuffer {
-		d.out = nil
-	}
+	putBuffer(d.out) // all out: an idle connection holds no output buffer
+	d.out = nil
 	c := d.c
 	c.wrote(d.tickets, d.client)
 	clear(d.tickets)

@@ -188,11 +188,8 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 		}
 		p.accepted.Add(1)
 		c := p.newConn(p.acceptTLS(nc), g)
-		g.wg.Add(1)
-		go func() {
-			defer g.wg.Done()
-			c.serve(ctx)
-		}()
+		g.wg.Add(1) // done by retire
+		go c.serve(ctx)
 	}
 	ln.Close()
 	p.setServing(nil)

@@ -1,7 +1,6 @@
 package sidecar
 
 import (
-	"bufio"
 	"encoding/binary"
 	"errors"
 	"sync/atomic"
@@ -270,7 +269,7 @@ func (c *conn) responseSegment(seg []byte, arrived *int64, tickets []tracing.Tic
 
 // segmentReady reports whether r holds a whole segment of the side rd reads, so that
 // reading it will not block; the goroutine path flushes when it does not.
-func segmentReady(r *bufio.Reader, rd *cql.SegmentReader) bool {
+func segmentReady(r *frameReader, rd *cql.SegmentReader) bool {
 	hs := rd.HeaderSize()
 	if r.Buffered() < hs {
 		return false
@@ -285,7 +284,7 @@ func segmentReady(r *bufio.Reader, rd *cql.SegmentReader) bool {
 // requestSegments is the request loop once the client sends segments: it forwards them to
 // the node, after the per-frame work, until the client goes away, sends a malformed
 // segment or frame, is drained, or the node cannot be written.
-func (c *conn) requestSegments(r *bufio.Reader) error {
+func (c *conn) requestSegments(r *frameReader) error {
 	rd := &c.v5.fromClient
 	for {
 		hb, err := r.Peek(rd.HeaderSize())
@@ -341,7 +340,7 @@ func (c *conn) requestSegments(r *bufio.Reader) error {
 
 // responseSegments is the response loop once the node sends segments. It returns as
 // forwardResponses does.
-func (c *conn) responseSegments(r *bufio.Reader, arrived int64) error {
+func (c *conn) responseSegments(r *frameReader, arrived int64) error {
 	rd := &c.v5.fromNode
 	for {
 		fill := r.Buffered() < rd.HeaderSize()

@@ -148,6 +148,22 @@ func (c *conn) finish() {
 	c.p.unregister(c)
 }
 
+// retire finishes a closed connection and takes it out of its Serve call's group, which
+// drain waits for: on the goroutine that ran it on the goroutine path, on a goroutine of
+// its own once a loop closed it (closedOnLoop).
+func (c *conn) retire() {
+	c.finish()
+	c.group.wg.Done()
+}
+
+// closedOnLoop is the last step of a connection closed on its loop, or moved to another
+// process from it: serve returned when it moved to the loop, so the connection is retired
+// here, on a goroutine, as finish takes locks that the loop must not wait for.
+func (c *conn) closedOnLoop() {
+	close(c.done)
+	go c.retire()
+}
+
 // lastFrames appends to f what the cause of a connection's end calls for, written to the
 // client after what is queued for it and before the close, on either path: the
 // ProtocolError for a malformed client frame, or a Server error for each request in

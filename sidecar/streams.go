@@ -3,6 +3,7 @@ package sidecar
 import (
 	"math/bits"
 	"sync"
+	"unsafe"
 
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/tracing"
@@ -32,7 +33,9 @@ type inflight struct {
 // node reader takes. It is an open-addressing hash table with linear probing and
 // backward-shift deletion, so that a steady stream of requests neither allocates nor leaves
 // tombstones; its size follows the connection's concurrency (at most 32768 requests), not
-// the spread of stream ids that drivers such as gocql rotate through.
+// the spread of stream ids that drivers such as gocql rotate through. Its slots come from a
+// pool with the first request and go back once none is in flight, so that an idle
+// connection holds none (64 slots are 7.5 KiB).
 type streamTable struct {
 	mu    sync.Mutex
 	slots []inflight // len is a power of two
@@ -41,6 +44,31 @@ type streamTable struct {
 }
 
 const minStreamSlots = 64
+
+// slotPools hold the slots of empty tables, one pool per size from minStreamSlots to the
+// largest (65,536 slots: 32,768 requests at a load of one half). They store the first slot,
+// so that a Put does not allocate an interface box for a slice header; a table is all zero
+// once empty (take clears what it removes), as a new one must be.
+var slotPools [11]sync.Pool
+
+func slotPool(size int) *sync.Pool {
+	return &slotPools[bits.TrailingZeros(uint(size))-bits.TrailingZeros(minStreamSlots)]
+}
+
+func getSlots(size int) []inflight {
+	if p, _ := slotPool(size).Get().(*inflight); p != nil {
+		return unsafe.Slice(p, size)
+	}
+	return make([]inflight, size)
+}
+
+// release gives the slots of an empty table back. t.mu must be held.
+func (t *streamTable) release() {
+	if t.n == 0 && t.slots != nil {
+		slotPool(len(t.slots)).Put(&t.slots[0])
+		t.slots = nil
+	}
+}
 
 func (t *streamTable) index(stream int16) int {
 	// Fibonacci hashing: the top bits of the product spread sequential ids.
@@ -80,7 +108,7 @@ func (t *streamTable) grow() {
 	if size < minStreamSlots {
 		size = minStreamSlots
 	}
-	t.slots = make([]inflight, size)
+	t.slots = getSlots(size)
 	t.shift = uint8(32 - bits.Len(uint(size-1)))
 	mask := size - 1
 	for _, r := range old {
@@ -92,6 +120,10 @@ func (t *streamTable) grow() {
 			i = (i + 1) & mask
 		}
 		t.slots[i] = r
+	}
+	if old != nil {
+		clear(old)
+		slotPool(len(old)).Put(&old[0])
 	}
 }
 
@@ -136,6 +168,7 @@ func (t *streamTable) take(stream int16) (inflight, bool, int) {
 	t.slots[i] = inflight{}
 	t.n--
 	n := t.n
+	t.release()
 	t.mu.Unlock()
 	return r, true, n
 }
@@ -158,6 +191,7 @@ func (t *streamTable) takeAll(dst []inflight) []inflight {
 		}
 	}
 	t.n = 0
+	t.release()
 	t.mu.Unlock()
 	return dst
 }

@@ -1,7 +1,6 @@
 package sidecar
 
 import (
-	"bufio"
 	"io"
 
 	"github.com/tracecar/tracecar/internal/cql"
@@ -11,16 +10,29 @@ import (
 // appends the frames it forwards, and flushes only when its input has no complete frame
 // left, so that frames that arrive together leave in one syscall (CASSANDRA-5422). Its
 // buffer is fixed, so a writer that cannot keep up blocks the reader that feeds it, which
-// is the backpressure a slow peer needs. A frameWriter is owned by one goroutine, and knows
-// nothing of what it carries: its owner tells tracing after a flush (conn.wrote).
+// is the backpressure a slow peer needs. The buffer comes from the pool with the first frame
+// and goes back after each flush, so that an idle connection holds none (buffers.go). A
+// frameWriter is owned by one goroutine, and knows nothing of what it carries: its owner
+// tells tracing after a flush (conn.wrote).
 type frameWriter struct {
-	w   io.Writer
-	buf []byte // pending bytes; cap is the buffer size and never grows
-	err error  // first write error; every later call returns it
+	w    io.Writer
+	size int    // the buffer size; it never grows
+	buf  []byte // pending bytes, nil when none
+	err  error  // first write error; every later call returns it
 }
 
 func newFrameWriter(w io.Writer, size int) *frameWriter {
-	return &frameWriter{w: w, buf: make([]byte, 0, size)}
+	return &frameWriter{w: w, size: size}
+}
+
+// grow makes the buffer size, larger than now, for the frames queued from here on.
+func (fw *frameWriter) grow(size int) {
+	fw.size = max(fw.size, size)
+	if len(fw.buf) > 0 && cap(fw.buf) < fw.size {
+		nb := append(getBuffer(fw.size), fw.buf...)
+		putBuffer(fw.buf)
+		fw.buf = nb
+	}
 }
 
 // write queues frame, flushing first when it does not fit. A frame larger than the buffer
@@ -29,17 +41,20 @@ func (fw *frameWriter) write(frame []byte) error {
 	if fw.err != nil {
 		return fw.err
 	}
-	if len(fw.buf)+len(frame) > cap(fw.buf) {
+	if len(fw.buf)+len(frame) > fw.size {
 		if err := fw.flush(); err != nil {
 			return err
 		}
-		if len(frame) > cap(fw.buf) {
+		if len(frame) > fw.size {
 			if _, err := fw.w.Write(frame); err != nil {
 				fw.err = err
 				return err
 			}
 			return nil
 		}
+	}
+	if fw.buf == nil {
+		fw.buf = getBuffer(fw.size)
 	}
 	fw.buf = append(fw.buf, frame...)
 	return nil
@@ -48,7 +63,7 @@ func (fw *frameWriter) write(frame []byte) error {
 // copyFrame forwards a frame of n bytes that starts at the head of r without holding it
 // whole: its parts go straight from r's buffer to the writer. The pending frames are
 // flushed first, so that the order of frames is kept.
-func (fw *frameWriter) copyFrame(r *bufio.Reader, n int) error {
+func (fw *frameWriter) copyFrame(r *frameReader, n int) error {
 	if err := fw.flush(); err != nil {
 		return err
 	}
@@ -78,7 +93,8 @@ func (fw *frameWriter) flush() error {
 		return nil
 	}
 	_, err := fw.w.Write(fw.buf)
-	fw.buf = fw.buf[:0]
+	putBuffer(fw.buf) // everything queued is out, or never will be
+	fw.buf = nil
 	if err != nil {
 		fw.err = err
 		return err
@@ -88,7 +104,7 @@ func (fw *frameWriter) flush() error {
 
 // frameReady reports whether r holds a whole v3/v4 frame, so that reading it will not block.
 // The owner of a frameWriter flushes when it does not.
-func frameReady(r *bufio.Reader) bool {
+func frameReady(r *frameReader) bool {
 	n := r.Buffered()
 	if n < cql.HeaderSize {
 		return false
