@@ -24,9 +24,10 @@ const (
 	DefaultMaxRequestDataInFlight = 128 << 20
 )
 
-// Sizes of the per-connection buffers. A connection holds two readers and two writers of
-// these sizes, plus a table of its requests in flight; frames larger than a reader's buffer
-// are streamed through, or held in a scratch buffer when they must be read whole.
+// Sizes of the per-connection buffers of the goroutine path. A connection there has two
+// readers and two writers of these sizes, whose buffers come from a pool only while they
+// hold bytes (buffers.go); frames larger than a reader's buffer are streamed through, or held
+// in a scratch buffer when they must be read whole.
 const (
 	readBufferSize  = 16 << 10
 	writeBufferSize = 16 << 10
