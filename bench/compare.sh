@@ -78,8 +78,9 @@ sleep 2
 
 modes="direct haproxy off fast full sampled"
 [ -n "$S2P" ] && modes="$modes $EXTRA_LABEL"
-# a loadcheck that refuses to saturate a deployment without --rate takes --unthrottled
-unth=; "$TC" loadcheck -h 2>&1 | grep -q -- '-unthrottled' && unth=--unthrottled
+# a loadcheck that refuses to saturate a deployment without --rate takes --unthrottled; its help is read whole,
+# since grep -q in a pipe closes it early and, under pipefail, the help's SIGPIPE (1 run in 5) read as "no flag"
+unth=; grep -q -- '-unthrottled' <<<"$("$TC" loadcheck -h 2>&1)" && unth=--unthrottled
 # CPU time of a process in µs: the sum of its threads' run time in the scheduler (schedstat, in ns).
 ticks() { if [ -n "$1" ]; then cat /proc/"$1"/task/*/schedstat | awk '{s += $1} END {printf "%d", s / 1000}'; else echo 0; fi; }
 
