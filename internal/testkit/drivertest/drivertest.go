@@ -137,6 +137,20 @@ func RunPythonResultMetadata(tb testing.TB, o Options, change string) {
 	tb.Logf("%s", out)
 }
 
+// RunPythonResultMetadataCases runs RunPythonResultMetadata for each way of changing the
+// columns ("recreate", "alter") at v5 and at v4, as subtests of t, with o for the target.
+func RunPythonResultMetadataCases(t *testing.T, o Options) {
+	for _, change := range []string{"recreate", "alter"} {
+		for _, v := range []int{5, 4} {
+			t.Run(change+"/v"+string(rune('0'+v)), func(t *testing.T) {
+				o := o
+				o.Protocol = v
+				RunPythonResultMetadata(t, o, change)
+			})
+		}
+	}
+}
+
 // RequireNodeJS skips tb, or fails it when TRACECAR_REQUIRE_DRIVERS is set, unless node and
 // the cassandra-driver module (through NODE_PATH) are installed.
 func RequireNodeJS(tb testing.TB) {
