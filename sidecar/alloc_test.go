@@ -29,7 +29,7 @@ func newPathConn(tb testing.TB, cfg tracing.Config) *pathConn {
 		tb.Fatal(err)
 	}
 	p := New(Config{NodeAddr: "127.0.0.1:9042", Metrics: metrics.New()}, tr)
-	c := &conn{p: p, log: nopLogger, version: cql.V4}
+	c := &conn{p: p, version: cql.V4, views: new(frameViews)}
 	ap := netip.MustParseAddrPort("127.0.0.1:1")
 	c.tr = tr.NewConn(ap, ap)
 	tb.Cleanup(c.tr.Close)

@@ -31,9 +31,8 @@ type conn struct {
 	group  *group
 	client net.Conn
 	node   net.Conn // set under mu by open, before the response goroutine starts
-	log    zerolog.Logger
-	// traceOn says that log's level, fixed when the connection is made, lets trace lines
-	// through (traceFrame).
+	// traceOn says that the proxy's log level, fixed when the connection is made, lets trace
+	// lines through (traceFrame).
 	traceOn bool
 	tr      *tracing.Conn // nil without a tracer
 
@@ -59,16 +58,17 @@ type conn struct {
 	// sentQ are the traced requests written to toNode since its last flush: tracing is
 	// told they were sent once the flush returns.
 	sentQ []tracing.Ticket
-	// reqFrame is the view of the request being handled, decoded once for every reader
-	// (pipeline.go).
-	reqFrame cql.Frame
+	// views are the views of the request and of the response being handled, each decoded
+	// once for every reader (pipeline.go): the connection's own on the goroutine path, where
+	// its two goroutines use one each, and its loop's once it moved to one, where the loop
+	// handles one frame at a time (a view is 330 bytes, kept by every idle connection).
+	views *frameViews
 
 	// Response goroutine (the request goroutine until the node is dialled).
-	nr        *frameReader
-	toClient  *frameWriter
-	respBuf   []byte
-	respFrame cql.Frame // the view of the response being handled
-	lost      []inflight
+	nr       *frameReader
+	toClient *frameWriter
+	respBuf  []byte
+	lost     []inflight
 	// doneQ are the traced responses written to toClient since its last flush.
 	doneQ []tracing.Ticket
 
@@ -87,8 +87,29 @@ type conn struct {
 	loopState              // the event loop's, once the connection moved to one
 	handover  connHandover // what an old process handed over (handover.go)
 
-	v5 v5conn // protocol v5's segments, once the handshake is done (segments.go)
+	// v5 is protocol v5's segment state (segments.go), for a connection of version 5 only:
+	// set with the version, before either side reads, and nil for the others, which it
+	// would cost 270 bytes each.
+	v5 *v5conn
 }
+
+// setVersion fixes the connection's protocol version, before the node is dialled.
+func (c *conn) setVersion(v byte) {
+	c.version = v
+	if v == cql.V5 {
+		c.v5 = new(v5conn)
+	}
+}
+
+// segmentsFromClient reports whether the client sends segments (protocol v5, once it has
+// the answer to its STARTUP); request side.
+func (c *conn) segmentsFromClient() bool { return c.v5 != nil && c.v5.client.Load() }
+
+// segmentsFromNode reports whether the node sends segments; response side.
+func (c *conn) segmentsFromNode() bool { return c.v5 != nil && c.v5.node }
+
+// frameViews are the views of one request and one response (conn.views).
+type frameViews struct{ req, resp cql.Frame }
 
 func (p *Proxy) newConn(nc net.Conn, g *group) *conn {
 	setNoDelay(nc)
@@ -99,6 +120,7 @@ func (p *Proxy) newConn(nc net.Conn, g *group) *conn {
 		clientAddr: addrPort(nc.RemoteAddr()),
 		reqDone:    make(chan struct{}),
 		done:       make(chan struct{}),
+		views:      new(frameViews),
 	}
 	// A connection bound for an event loop uses its own reader and writer only for the
 	// version gate: small ones, or 1,000 connections would leave 32 MiB of garbage behind.
@@ -120,10 +142,24 @@ func (p *Proxy) newConn(nc net.Conn, g *group) *conn {
 	if c.peerPort == 0 {
 		c.peerPort = c.advertise.Port()
 	}
-	c.log = p.log.With().Str("client", c.clientAddr.String()).Logger()
-	c.traceOn = c.log.GetLevel() <= zerolog.TraceLevel
+	c.traceOn = p.log.GetLevel() <= zerolog.TraceLevel
 	p.register(c)
 	return c
+}
+
+// debug and warn return a line about the connection, or nil (on which zerolog's methods do
+// nothing) when such lines are off: a line of the proxy's logger with the client's address.
+// A connection has no logger of its own, whose context would cost an idle connection 600
+// bytes.
+func (c *conn) debug() *zerolog.Event { return withClient(c.p.log.Debug(), c) }
+
+func (c *conn) warn() *zerolog.Event { return withClient(c.p.log.Warn(), c) }
+
+func withClient(e *zerolog.Event, c *conn) *zerolog.Event {
+	if e == nil {
+		return nil
+	}
+	return e.Str("client", c.clientAddr.String())
 }
 
 func setNoDelay(c net.Conn) {
@@ -151,7 +187,7 @@ func (c *conn) compressor() cql.Compressor { return compressors[c.comp.Load()] }
 func (c *conn) serve(ctx context.Context) {
 	if err := c.open(ctx); err != nil {
 		if !isClosed(err) {
-			c.log.Debug().Err(err).Msg("connection not opened")
+			c.debug().Err(err).Msg("connection not opened")
 		}
 		c.closeAll()
 		c.retire()
@@ -176,7 +212,7 @@ func (c *conn) open(ctx context.Context) error {
 		}
 		v := b[0]
 		if c.p.speaks(v) {
-			c.version = v
+			c.setVersion(v)
 			break
 		}
 		if err := c.rejectVersion(v); err != nil {
@@ -187,7 +223,7 @@ func (c *conn) open(ctx context.Context) error {
 	if err != nil {
 		err = fmt.Errorf("connect to node %s: %w", c.p.cfg.NodeAddr, err)
 		c.p.nodeFailures.Add(1)
-		c.log.Warn().Err(err).Msg("node unreachable")
+		c.warn().Err(err).Msg("node unreachable")
 		// Answer the first request so the driver sees why; Overloaded tells it that the
 		// request was not processed and may go to another node.
 		if hb, perr := c.cr.Peek(cql.HeaderSize); perr == nil {
@@ -213,7 +249,7 @@ func (c *conn) open(ctx context.Context) error {
 	if c.p.tr != nil {
 		c.tr = c.p.tr.NewConn(c.clientAddr, c.nodeAddr)
 	}
-	c.log.Debug().Str("node", c.nodeAddr.String()).Uint8("version", c.version).Msg("connection opened")
+	c.debug().Str("node", c.nodeAddr.String()).Uint8("version", c.version).Msg("connection opened")
 	return nil
 }
 
@@ -278,7 +314,7 @@ func (c *conn) rejectVersion(v byte) error {
 	}
 	c.p.rejected.Add(1)
 	msg := cql.UnsupportedVersionMessage(v, c.p.maxVersion())
-	c.log.Debug().Uint8("version", v).Msg("unsupported protocol version")
+	c.debug().Uint8("version", v).Msg("unsupported protocol version")
 	body := cql.Error{Code: cql.ErrCodeProtocol, Message: msg}.AppendBody(nil, cql.V4)
 	var f []byte
 	if v <= 2 {

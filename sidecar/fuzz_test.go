@@ -4,8 +4,6 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/rs/zerolog"
-
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/tracing"
 )
@@ -14,10 +12,10 @@ import (
 func fuzzConn(comp int32) *conn {
 	c := &conn{
 		p:         New(Config{NodeAddr: "127.0.0.1:9042"}, nil),
-		log:       zerolog.Nop(),
 		advertise: netip.MustParseAddrPort("192.0.2.1:9042"),
 		nodeAddr:  netip.MustParseAddrPort("127.0.0.1:9042"),
 		peerPort:  9042,
+		views:     new(frameViews),
 	}
 	c.comp.Store(comp % int32(len(compressors)))
 	return c

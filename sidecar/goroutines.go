@@ -40,7 +40,7 @@ func (c *conn) requests() error {
 	r := c.cr
 	for {
 		hb, err := r.Peek(cql.HeaderSize)
-		if c.v5.client.Load() {
+		if c.segmentsFromClient() {
 			// The client has the answer to its v5 STARTUP: it sends segments (a segment is
 			// larger than a header, so the wait for one above was no mistake).
 			return c.requestSegments(r)
@@ -161,7 +161,7 @@ func (c *conn) forwardResponses() error {
 		if err != nil || drained {
 			return err
 		}
-		if c.v5.node {
+		if c.segmentsFromNode() {
 			return c.responseSegments(r, arrived) // the node's READY was its last frame
 		}
 	}
@@ -262,7 +262,7 @@ func (c *conn) requestsEnded(err error) {
 		c.stop(err)
 	default:
 		if !isClosed(err) {
-			c.log.Debug().Err(err).Msg("client read")
+			c.debug().Err(err).Msg("client read")
 		}
 		c.stop(fmt.Errorf("%w: %w", errClientGone, err))
 	}

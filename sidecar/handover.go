@@ -154,7 +154,7 @@ func (c *conn) movedState(id uint64, clientPend, nodePend []byte) movedConn {
 		ClientPending: clientPend,
 		NodePending:   nodePend,
 	}
-	if c.v5.node {
+	if c.segmentsFromNode() {
 		m.Framing, m.SegmentsLZ4 = framingSegments, c.v5.lz4.Load()
 	}
 	if c.tr != nil {
@@ -192,7 +192,7 @@ func (p *Proxy) adoptConn(m movedConn, clientFD, nodeFD int, g *group) (*conn, e
 	}
 	p.adopted.Add(1)
 	c := p.newConn(client, g)
-	c.version = m.Version
+	c.setVersion(m.Version)
 	c.comp.Store(comp)
 	c.ready.Store(m.Ready)
 	c.inSystem.Store(m.InSystem)
@@ -217,7 +217,7 @@ func (p *Proxy) adoptConn(m movedConn, clientFD, nodeFD int, g *group) (*conn, e
 		c.cr.preload(m.ClientPending)
 	}
 	c.handover.nodePend = m.NodePending
-	c.log.Debug().Str("node", c.nodeAddr.String()).Uint8("version", c.version).Msg("connection adopted from the predecessor process")
+	c.debug().Str("node", c.nodeAddr.String()).Uint8("version", c.version).Msg("connection adopted from the predecessor process")
 	return c, nil
 }
 

@@ -140,7 +140,7 @@ func (l *loop) tryMove(c *conn) {
 	if c.streams.len() != 0 || len(cs.out) != 0 || len(ns.out) != 0 {
 		return
 	}
-	if c.v5.fromClient.Gathering() || c.v5.fromNode.Gathering() {
+	if c.v5 != nil && (c.v5.fromClient.Gathering() || c.v5.fromNode.Gathering()) {
 		// v5: a frame larger than a segment, half gathered from its segments (a STARTUP
 		// not answered yet, after which the segments start, is a request in flight).
 		return
@@ -321,13 +321,14 @@ func (h *handoff) scan() {
 		}
 		c.mu.Lock()
 		st, inLoop := c.getState(), c.inLoop()
+		bound := !inLoop && h.p.loopBound(c.client) // toLoop drops c.client, under mu
 		c.mu.Unlock()
 		switch {
 		case st == stateOpen && inLoop:
 			h.seen[c] = true
 			h.moving++
 			c.lp.post(loopCmd{kind: cmdMove, c: c, h: &handoverCmd{replies: h.replies}})
-		case st == stateOpen && h.p.loopBound(c.client) && !h.expired:
+		case st == stateOpen && bound && !h.expired:
 			// Still in the version gate, or dialling the node: it reaches a loop soon.
 		default:
 			h.seen[c] = true

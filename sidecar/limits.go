@@ -122,7 +122,7 @@ func (c *conn) rewriteSupported(f *cql.Frame) []byte {
 	if !found {
 		return frame
 	}
-	c.log.Debug().Msg("SUPPORTED: removed the shard-aware ports")
+	c.debug().Msg("SUPPORTED: removed the shard-aware ports")
 	if out, ok := c.encode(h, prefix, m, comp); ok {
 		return out
 	}

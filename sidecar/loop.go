@@ -39,6 +39,7 @@ type loop struct {
 	waiting []*side // client sides waiting for the budget of frames held whole
 	rbuf    []byte
 	wbuf    []byte
+	views   frameViews // the frame views of every connection of the loop (conn.views)
 	tickets []tracing.Ticket
 	events  []unix.EpollEvent
 }
@@ -177,7 +178,7 @@ func (c *conn) toLoop() bool {
 	}
 	l, err := c.p.loops.pick()
 	if err != nil {
-		c.log.Warn().Err(err).Msg("event loop unavailable: using goroutines")
+		c.warn().Err(err).Msg("event loop unavailable: using goroutines")
 		return false
 	}
 	// Hold mu while the sockets change hands, so that closeAll and drain either ran before
@@ -205,6 +206,10 @@ func (c *conn) toLoop() bool {
 	// otherwise be woken for every packet as well; the duplicates keep them open.
 	c.client.Close()
 	c.node.Close()
+	// The closed originals are dropped: with their addresses they are half a kilobyte that
+	// an idle connection would keep. What reads them later (closeAll, drain) asks inLoop
+	// first, under mu.
+	c.client, c.node = nil, nil
 	cs, ns := &c.sides[0], &c.sides[1]
 	*cs = side{c: c, fd: cfd, client: true, peer: ns}
 	*ns = side{c: c, fd: nfd, peer: cs, pend: c.takeNodePend()}
@@ -333,12 +338,13 @@ func (l *loop) commands() {
 
 // add registers a connection's sockets, and forwards the frames its client reader held.
 func (l *loop) add(c *conn) {
+	c.views = &l.views
 	cs, ns := &c.sides[0], &c.sides[1]
 	for _, s := range []*side{cs, ns} {
 		s.events = unix.EPOLLIN
 		ev := unix.EpollEvent{Events: s.events, Fd: int32(s.fd)}
 		if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, s.fd, &ev); err != nil {
-			c.log.Warn().Err(err).Msg("event loop: epoll_ctl")
+			c.warn().Err(err).Msg("event loop: epoll_ctl")
 			l.close(c)
 			return
 		}

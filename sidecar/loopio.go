@@ -180,7 +180,7 @@ type batch struct {
 // end, as this loop runs per frame.
 func (l *loop) relay(s *side, data []byte, b *batch) int {
 	c := s.c
-	if s.client && c.v5.client.Load() || !s.client && c.v5.node {
+	if s.client && c.segmentsFromClient() || !s.client && c.segmentsFromNode() {
 		return l.relaySegments(s, data, b)
 	}
 	out, tickets, arrived, drained := b.out, b.tickets, b.arrived, false
@@ -354,7 +354,7 @@ func (l *loop) readEnded(s *side, err error) {
 		return
 	}
 	if err != nil {
-		c.log.Debug().Err(err).Msg("client read")
+		c.debug().Err(err).Msg("client read")
 	}
 	l.close(c)
 }

@@ -202,7 +202,7 @@ func (c *conn) rewriteBroadcast(cols []cql.ColumnSpec, rows [][][]byte) bool {
 // unmappedPeer warns, once per address, of a peer that the map does not name.
 func (c *conn) unmappedPeer(node netip.AddrPort) {
 	if _, seen := c.p.cfg.Peers.warned.LoadOrStore(node, true); !seen {
-		c.log.Warn().Str("peer", node.String()).Uint16("peer_port", c.peerPort).
+		c.warn().Str("peer", node.String()).Uint16("peer_port", c.peerPort).
 			Msg("peer node missing from the cluster map: rewriting only its port, by the convention")
 	}
 }

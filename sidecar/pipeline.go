@@ -21,10 +21,10 @@ import (
 // it, from the one place that reads the client. It returns the Ticket when the request is
 // traced with events: the caller passes it to wrote once the frame is written.
 //
-// The frame is decoded once, into c.reqFrame, which every reader of it shares: the rewrite,
+// The frame is decoded once, into c.views.req, which every reader of it shares: the rewrite,
 // statement statistics and tracing. None decompresses or re-walks the body on its own.
 func (c *conn) request(h cql.Header, frame []byte, n int) tracing.Ticket {
-	f := &c.reqFrame
+	f := &c.views.req
 	f.Reset(h, frame, c.compressor())
 	var req inflight
 	var now int64
@@ -62,7 +62,7 @@ func (c *conn) request(h cql.Header, frame []byte, n int) tracing.Ticket {
 	// The one request counter: metrics and tracing read it (Proxy.New).
 	inc(&c.counters.requests[min(int(h.Opcode), 31)], 1)
 	inc(&c.counters.bytesIn, uint64(n))
-	if e := c.log.Debug(); e != nil {
+	if e := c.debug(); e != nil {
 		e.Str("op", h.Opcode.String()).Int16("stream", h.Stream).Int("bytes", n).Msg("request")
 	}
 	if req.trace.Events() {
@@ -80,9 +80,9 @@ func (c *conn) request(h cql.Header, frame []byte, n int) tracing.Ticket {
 // read that brought it returned (0 without metrics or statement statistics). The caller
 // calls queued once the frame is queued for the client.
 //
-// Like a request, the response is decoded once, into c.respFrame, for every reader.
+// Like a request, the response is decoded once, into c.views.resp, for every reader.
 func (c *conn) response(h cql.Header, frame []byte, req inflight, arrived int64) ([]byte, tracing.Ticket) {
-	f := &c.respFrame
+	f := &c.views.resp
 	f.Reset(h, frame, c.compressor())
 	if h.Stream >= 0 {
 		c.noteHandshake(h.Opcode)
@@ -221,7 +221,9 @@ func (c *conn) inspectExecute(f *cql.Frame) (rewriteKind, *tracing.Statement, st
 	// Ask for the result metadata, to learn from it whether the statement reads a system
 	// table: the frame is changed in place, as it is forwarded.
 	f.Raw()[st.FlagsAt] &^= cql.QuerySkipMetadata
-	c.v5.edited = true
+	if c.v5 != nil {
+		c.v5.edited = true
+	}
 	return kindProbe, nil, string(st.ID)
 }
 

@@ -88,7 +88,7 @@ func responseBody(f *cql.Frame) (cql.Header, cql.ResponsePrefix, []byte, cql.Com
 func (c *conn) encode(h cql.Header, prefix cql.ResponsePrefix, m cql.Message, comp cql.Compressor) ([]byte, bool) {
 	out, err := cql.AppendResponseFrame(nil, h, prefix, m, comp)
 	if err != nil {
-		c.log.Warn().Err(err).Msg("re-encode rewritten response")
+		c.warn().Err(err).Msg("re-encode rewritten response")
 		return nil, false
 	}
 	inc(&c.counters.rewritten, 1)
@@ -109,7 +109,7 @@ func (c *conn) rewriteResult(f *cql.Frame, req inflight) []byte {
 	}
 	msg, err := cql.DecodeResult(body, h.ProtoVersion())
 	if err != nil {
-		c.log.Warn().Err(err).Msg("decode system table result; forwarding it unchanged")
+		c.warn().Err(err).Msg("decode system table result; forwarding it unchanged")
 		return frame
 	}
 	if req.kind == kindProbe {
@@ -201,7 +201,7 @@ func (c *conn) rewriteEvent(f *cql.Frame) []byte {
 	if addr == ev.Addr {
 		return frame
 	}
-	c.log.Debug().Str("event", ev.Type).Str("change", ev.Change).Str("addr", ev.Addr.String()).
+	c.debug().Str("event", ev.Type).Str("change", ev.Change).Str("addr", ev.Addr.String()).
 		Str("rewritten", addr.String()).Msg("event address rewritten")
 	ev.Addr = addr
 	if out, ok := c.encode(h, prefix, ev, comp); ok {

@@ -83,7 +83,7 @@ func (c *conn) beginV5(lz4 bool) {
 // the segments, and starts them: it must come before the response is queued for the
 // client, which sends segments once it has it.
 func (c *conn) segmentsAfter(op cql.Opcode) bool {
-	if !c.v5.startup.Load() || op != cql.OpReady && op != cql.OpAuthenticate || c.v5.node {
+	if c.v5 == nil || !c.v5.startup.Load() || op != cql.OpReady && op != cql.OpAuthenticate || c.v5.node {
 		return false
 	}
 	c.v5.node = true

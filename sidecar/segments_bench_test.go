@@ -22,7 +22,7 @@ func newPathConnV5(tb testing.TB, cfg tracing.Config, lz4 bool) *pathConnV5 {
 	tb.Helper()
 	pc := &pathConnV5{pathConn: newPathConn(tb, cfg)}
 	c := pc.c
-	c.version = cql.V5
+	c.setVersion(cql.V5)
 	c.beginV5(lz4)
 	c.segmentsAfter(cql.OpReady)
 	body := cql.Query{Query: "INSERT INTO ks.t (k, v) VALUES (1, 2)", Params: cql.QueryParams{Consistency: cql.One}}.AppendBody(nil, cql.V5)

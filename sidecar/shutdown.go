@@ -172,7 +172,7 @@ func (c *conn) lastFrames(f []byte, cause error) []byte {
 	var pe *protocolError
 	switch {
 	case errors.As(cause, &pe):
-		c.log.Warn().Str("error", pe.msg).Msg("malformed frame from client: closing its connection")
+		c.warn().Str("error", pe.msg).Msg("malformed frame from client: closing its connection")
 		return c.appendError(f, pe.stream, cql.ErrCodeProtocol, pe.msg)
 	case errors.Is(cause, errNodeLost) || errors.Is(cause, errNodeWrite):
 		return c.nodeLost(f, cause)
@@ -186,7 +186,7 @@ func (c *conn) lastFrames(f []byte, cause error) []byte {
 func (c *conn) nodeLost(f []byte, cause error) []byte {
 	c.p.nodeFailures.Add(1)
 	c.lost = c.streams.takeAll(c.lost[:0])
-	c.log.Warn().Err(cause).Str("node", c.nodeAddr.String()).Int("in_flight", len(c.lost)).
+	c.warn().Err(cause).Str("node", c.nodeAddr.String()).Int("in_flight", len(c.lost)).
 		Msg("node connection lost: failing the requests in flight and closing the client connection")
 	msg := fmt.Sprintf("tracecar: connection to node %s lost", c.p.cfg.NodeAddr)
 	for _, r := range c.lost {

@@ -59,7 +59,7 @@ func frameSize(hb []byte) uint64 {
 // the client reads segments (protocol v5).
 func (c *conn) appendError(f []byte, stream int16, code int32, msg string) []byte {
 	h := cql.Header{Version: cql.ResponseBit | c.version, Stream: stream}
-	if c.v5.client.Load() {
+	if c.segmentsFromClient() {
 		return cql.AppendSegments(f, cql.AppendFrame(nil, h, cql.Error{Code: code, Message: msg}), c.v5.lz4.Load())
 	}
 	return cql.AppendFrame(f, h, cql.Error{Code: code, Message: msg})
@@ -74,12 +74,12 @@ func (c *conn) traceFrame(h cql.Header, fromClient bool) {
 }
 
 func (c *conn) logFrame(h cql.Header, fromClient bool) {
-	if e := c.log.Trace(); e != nil {
+	if e := c.p.log.Trace(); e != nil {
 		msg := "frame from node"
 		if fromClient {
 			msg = "frame from client"
 		}
-		e.Str("op", h.Opcode.String()).Int16("stream", h.Stream).Int("bytes", cql.HeaderSize+int(h.Length)).Msg(msg)
+		e.Str("client", c.clientAddr.String()).Str("op", h.Opcode.String()).Int16("stream", h.Stream).Int("bytes", cql.HeaderSize+int(h.Length)).Msg(msg)
 	}
 }
 

@@ -7,14 +7,14 @@ import (
 
 // inspectFrame is inspect on a view of frame, as request builds it.
 func (c *conn) inspectFrame(h cql.Header, frame []byte) (rewriteKind, *tracing.Statement, string) {
-	c.reqFrame.Reset(h, frame, c.compressor())
-	return c.inspect(&c.reqFrame)
+	c.views.req.Reset(h, frame, c.compressor())
+	return c.inspect(&c.views.req)
 }
 
 // respView is the view of a response frame, as response builds it; nil for a frame whose
 // header cannot be read.
 func (c *conn) respView(frame []byte) *cql.Frame {
 	h, _ := cql.ParseHeader(frame)
-	c.respFrame.Reset(h, frame, c.compressor())
-	return &c.respFrame
+	c.views.resp.Reset(h, frame, c.compressor())
+	return &c.views.resp
 }
