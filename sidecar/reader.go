@@ -19,10 +19,17 @@ type frameReader struct {
 	buf  []byte          // nil while empty
 	r, w int             // buf[r:w] is unread
 	err  error           // the error of the last read, returned once the buffer is consumed
+
+	// readFD is rawRead as a func value, made once: a closure made per read would be an
+	// allocation per read. rawN and rawErr are what its last call read.
+	readFD func(fd uintptr) bool
+	rawN   int
+	rawErr error
 }
 
 func newFrameReader(src io.Reader, size int) *frameReader {
 	r := &frameReader{size: size}
+	r.readFD = r.rawRead
 	r.reset(src)
 	return r
 }
@@ -183,30 +190,33 @@ func (r *frameReader) waitFill() {
 
 // rawFill is waitFill on a plain TCP socket.
 func (r *frameReader) rawFill() {
-	var n int
-	var rerr error
-	err := r.raw.Read(func(fd uintptr) bool {
-		buf := getBuffer(r.size)
-		buf = buf[:cap(buf)]
-		n, rerr = syscall.Read(int(fd), buf)
-		n = max(n, 0)
-		if rerr == syscall.EAGAIN || rerr == syscall.EINTR {
-			putBuffer(buf)
-			return false // wait for the poller, holding no buffer
-		}
-		if n > 0 {
-			r.buf, r.r, r.w = buf, 0, n
-		} else {
-			putBuffer(buf)
-		}
-		return true
-	})
+	r.rawN, r.rawErr = 0, nil
+	err := r.raw.Read(r.readFD)
 	switch {
 	case err != nil:
 		r.err = err // a deadline, or the socket closed
-	case rerr != nil:
-		r.err = &net.OpError{Op: "read", Net: "tcp", Err: rerr}
-	case n == 0:
+	case r.rawErr != nil:
+		r.err = &net.OpError{Op: "read", Net: "tcp", Err: r.rawErr}
+	case r.rawN == 0:
 		r.err = io.EOF
 	}
+}
+
+// rawRead reads the socket fd into a pooled buffer, which it keeps only when bytes came;
+// it returns false, to wait for the poller holding no buffer, when none are there yet.
+func (r *frameReader) rawRead(fd uintptr) bool {
+	buf := getBuffer(r.size)
+	buf = buf[:cap(buf)]
+	n, err := syscall.Read(int(fd), buf)
+	if err == syscall.EAGAIN || err == syscall.EINTR {
+		putBuffer(buf)
+		return false
+	}
+	r.rawN, r.rawErr = max(n, 0), err
+	if n > 0 {
+		r.buf, r.r, r.w = buf, 0, n
+	} else {
+		putBuffer(buf)
+	}
+	return true
 }
