@@ -107,12 +107,20 @@ func LazyNodeEvents(c *Connector) tracing.NodeEventSource { return lazyEvents{c}
 
 type lazyEvents struct{ c *Connector }
 
-func (l lazyEvents) Events(ctx context.Context, id [16]byte) ([]tracing.Event, bool, error) {
+func (l lazyEvents) Finished(ctx context.Context, ids [][16]byte) ([]bool, error) {
 	s, err := l.c.Session(ctx)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
-	return NewNodeEvents(s).Events(ctx, id)
+	return NewNodeEvents(s).Finished(ctx, ids)
+}
+
+func (l lazyEvents) Events(ctx context.Context, ids [][16]byte) ([][]tracing.Event, error) {
+	s, err := l.c.Session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return NewNodeEvents(s).Events(ctx, ids)
 }
 
 // LazyTableSink is a TableSink that connects through c on its first write.
