@@ -93,69 +93,87 @@ func (f *fetcher) dueAfter(d time.Duration) time.Time {
 	return f.epoch.Add((at + fetchTick - 1) / fetchTick * fetchTick)
 }
 
+// run waits for a first session, then wakes once per tick of the grid while any wait: it
+// takes the sessions offered since the last tick and asks the node about those due. A
+// session offered while others wait does not wake it, so that a sampled session costs no
+// goroutine wake-up of its own.
 func (f *fetcher) run() {
 	defer close(f.exited)
 	var waiting fetchQueue // by due time
-	var armed time.Time    // when the timer fires; zero: not armed
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	batch := make([]*fetchItem, 0, MaxNodeEventBatch)
 	var seq uint64
+	take := func(it *fetchItem) {
+		seq++
+		it.due, it.seq = f.dueAfter(fetchDelays[0]), seq
+		heap.Push(&waiting, it)
+	}
 	for {
-		in := f.ch
-		if len(waiting) >= f.limit {
-			in = nil // full: leave new items in the channel, which then drops
+		if len(waiting) == 0 {
+			select {
+			case it := <-f.ch:
+				take(it)
+			case ctx := <-f.stopCh:
+				f.drain(ctx, waiting)
+				return
+			}
 		}
-		// Most sessions share a due time on the grid: the timer moves only when the
-		// earliest one changes.
-		if len(waiting) > 0 && !waiting[0].due.Equal(armed) {
-			armed = waiting[0].due
-			timer.Reset(max(time.Until(armed), 0))
-		}
+		// The next point of the grid, or now when the earliest session is overdue.
+		timer.Reset(max(min(time.Until(waiting[0].due), time.Until(f.dueAfter(time.Nanosecond))), 0))
 		select {
-		case it := <-in:
-			seq++
-			it.due, it.seq = f.dueAfter(fetchDelays[0]), seq
-			heap.Push(&waiting, it)
 		case <-timer.C:
-			armed = time.Time{}
-			now := time.Now()
-			for len(waiting) > 0 && !waiting[0].due.After(now) {
-				batch = batch[:0]
-				for len(batch) < MaxNodeEventBatch && len(waiting) > 0 && !waiting[0].due.After(now) {
-					batch = append(batch, heap.Pop(&waiting).(*fetchItem))
-				}
-				for _, it := range f.look(context.Background(), batch) {
-					heap.Push(&waiting, it)
-				}
-			}
 		case ctx := <-f.stopCh:
-			// Record what is held; one last look at the events of each while ctx allows.
-		drain:
-			for {
-				select {
-				case it := <-f.ch:
-					waiting = append(waiting, it)
-				default:
-					break drain
-				}
-			}
-			for _, it := range waiting {
-				it.attempt = len(fetchDelays) // the last look: recorded whatever it finds
-			}
-			for len(waiting) > 0 {
-				n := min(len(waiting), MaxNodeEventBatch)
-				if ctx.Err() == nil {
-					f.read(ctx, waiting[:n])
-				} else {
-					for _, it := range waiting[:n] {
-						f.record(it.s)
-					}
-				}
-				waiting = waiting[n:]
-			}
+			f.drain(ctx, waiting)
 			return
 		}
+		for len(waiting) < f.limit { // full: leave new items in the channel, which then drops
+			select {
+			case it := <-f.ch:
+				take(it)
+				continue
+			default:
+			}
+			break
+		}
+		now := time.Now()
+		for len(waiting) > 0 && !waiting[0].due.After(now) {
+			batch = batch[:0]
+			for len(batch) < MaxNodeEventBatch && len(waiting) > 0 && !waiting[0].due.After(now) {
+				batch = append(batch, heap.Pop(&waiting).(*fetchItem))
+			}
+			for _, it := range f.look(context.Background(), batch) {
+				heap.Push(&waiting, it)
+			}
+		}
+	}
+}
+
+// drain records what the fetcher holds and what is offered still, with one last look at
+// the events of each while ctx allows.
+func (f *fetcher) drain(ctx context.Context, waiting []*fetchItem) {
+	for {
+		select {
+		case it := <-f.ch:
+			waiting = append(waiting, it)
+			continue
+		default:
+		}
+		break
+	}
+	for _, it := range waiting {
+		it.attempt = len(fetchDelays) // the last look: recorded whatever it finds
+	}
+	for len(waiting) > 0 {
+		n := min(len(waiting), MaxNodeEventBatch)
+		if ctx.Err() == nil {
+			f.read(ctx, waiting[:n])
+		} else {
+			for _, it := range waiting[:n] {
+				f.record(it.s)
+			}
+		}
+		waiting = waiting[n:]
 	}
 }
 
