@@ -73,6 +73,10 @@ func (c *Connector) Session(ctx context.Context) (*gocql.Session, error) {
 	cc.Events.DisableTopologyEvents = true
 	cc.HostFilter = gocql.WhiteListHostFilter(host)
 	cc.Consistency = gocql.One
+	// Each query goes out at once: they are few (a node-event fetch is two queries per
+	// tick, whatever the sessions), and gocql's coalescing costs a timer and a goroutine
+	// wake-up per write.
+	cc.WriteCoalesceWaitTime = 0
 	cc.Logger = log.New(io.Discard, "", 0) // failures come back as errors, logged by the tracer
 	if c.Username != "" {
 		cc.Authenticator = gocql.PasswordAuthenticator{Username: c.Username, Password: c.Password}
