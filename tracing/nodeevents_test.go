@@ -13,8 +13,9 @@ import (
 	"github.com/tracecar/tracecar/internal/cql"
 )
 
-// flakyNode fails a session's first look, reports it unfinished at its second and
-// finished from its third on; it counts the looks and the reads of each session's events.
+// flakyNode fails a look that includes a session's first, reports a session unfinished
+// at its second look and finished from its third on; it counts the looks and the reads of
+// each session's events.
 type flakyNode struct {
 	mu       sync.Mutex
 	looks    map[[16]byte]int
@@ -93,19 +94,24 @@ func mustFetchAll(tb testing.TB, node NodeEventSource, n int) (*fetcher, []*Sess
 func TestFetcherRetries(t *testing.T) {
 	node := newFlakyNode()
 	const n = 20
-	f, got := mustFetchAll(t, node, n) // the third look at each comes after about 70 ms
+	f, got := mustFetchAll(t, node, n) // the third look at each comes after about 300 ms
+	if len(got) != n {
+		t.Errorf("%d sessions recorded; want %d", len(got), n)
+	}
 	for _, s := range got {
 		if fmt.Sprint(activities(s.Events)) != "[sidecar:sent to node node:a node:b]" {
 			t.Errorf("session %s events = %v; want the node's complete trace", s.ID, activities(s.Events))
 		}
 	}
+	// Sessions offered together are looked at together, 3 times; one that straddles a
+	// tick of the grid may share a failed look with later ones, and be looked at once more.
 	for id, c := range node.looks {
-		if c != 3 || node.reads[id] != 1 {
-			t.Errorf("session %x looked at %d times, its events read %d times; want 3 and 1", id[0], c, node.reads[id])
+		if c < 3 || node.reads[id] != 1 {
+			t.Errorf("session %x looked at %d times, its events read %d times; want at least 3, and once", id[0], c, node.reads[id])
 		}
 	}
-	if f.failed.Load() != n {
-		t.Errorf("failed = %d; want %d", f.failed.Load(), n)
+	if f.failed.Load() < n {
+		t.Errorf("failed = %d; want at least %d, a failed look for each session", f.failed.Load(), n)
 	}
 }
 
