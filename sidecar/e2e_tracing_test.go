@@ -236,6 +236,61 @@ func TestE2ETracingSampled(t *testing.T) {
 	}
 }
 
+// TestE2ESampledNodeQueries checks what the node is asked for the traces of sampled
+// requests: a few queries for many sessions, not two per session, and every session still
+// gets the node's events. The queries are the node's requests that did not come through
+// the sidecar.
+func TestE2ESampledNodeQueries(t *testing.T) {
+	st := mustTracedStack(t, tracing.Options{}, tracing.Config{Probability: 1, ThresholdMicros: tracing.DefaultThresholdMicros, TTLSeconds: 60},
+		func(s *gocql.Session) tracing.Options { return tracing.Options{NodeEvents: cqlsink.NewNodeEvents(s)} })
+	s := st.session(t, "none")
+	workload(t, s, "fetches", "x") // the schema, and the fetcher's statements prepared
+	quiet := func() (node, proxy uint64) {
+		waitFor(t, "every traced session recorded", func() bool {
+			ss := st.tr.Stats()
+			return ss.Traced == ss.SlowSessions
+		})
+		return st.node.srv.Requests(), st.tr.Stats().Requests
+	}
+	node0, proxy0 := quiet()
+
+	const n = 300
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			var v string
+			errs <- s.Query("SELECT v FROM fetches.kv WHERE k = ?", 1).Consistency(gocql.LocalOne).Scan(&v)
+		}()
+		if i%30 == 29 {
+			time.Sleep(10 * time.Millisecond) // spread over a few of the fetcher's ticks
+		}
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatalf("select: %v", err)
+		}
+	}
+	node1, proxy1 := quiet()
+
+	fetches := (node1 - node0) - (proxy1 - proxy0)
+	t.Logf("%d sampled requests, %d node queries for their traces", n, fetches)
+	if fetches > n/10 {
+		t.Errorf("the node got %d queries for the traces of %d sampled requests; want a few per batch of sessions, not per session", fetches, n)
+	}
+	withEvents := 0
+	for _, sess := range st.tr.SlowLog(0) {
+		if sess.Parameters["query"] == "SELECT v FROM fetches.kv WHERE k = ?" {
+			if len(activities(sess, tracing.SourceNode)) == 0 {
+				t.Errorf("session %s has no node events: %v", sess.ID, sess.Events)
+			}
+			withEvents++
+		}
+	}
+	if withEvents < n {
+		t.Errorf("%d sessions of the select recorded; want at least %d", withEvents, n)
+	}
+}
+
 func TestE2EClientTracing(t *testing.T) {
 	st := mustTracedStack(t, tracing.Options{}, tracing.DefaultConfig(), nil) // tracing off
 	s := st.session(t, "none")

@@ -1,6 +1,8 @@
 package tracing
 
 import (
+	"context"
+	"syscall"
 	"testing"
 
 	"github.com/tracecar/tracecar/internal/cql"
@@ -96,4 +98,59 @@ func BenchmarkFastSharedClock(b *testing.B) {
 	for b.Loop() {
 		one()
 	}
+}
+
+// BenchmarkSampled is a sampled request (probability 1) whose response carries the node's
+// tracing id, which is stripped: the session is built and recorded with the node's events
+// merged in, from a source that answers at once. It reports the CPU of the whole process
+// per request (cpu-µs/op), the fetcher's goroutine included, besides the data path's own
+// time (ns/op).
+func BenchmarkSampled(b *testing.B) {
+	node := &fakeNode{complete: 1, events: []Event{
+		{Activity: "Parsing a statement", SourceElapsedUS: 3},
+		{Activity: "Executing single-partition query", SourceElapsedUS: 20},
+		{Activity: "Request complete", SourceElapsedUS: 40},
+	}}
+	tr := New(Options{NodeEvents: node})
+	defer mustClose(b, tr)
+	k := newCaller(tr, testClient, testCoord)
+	defer k.Close()
+	prepare(b, k, 1)
+	mustConfig(b, tr, Config{Probability: 1})
+	c := k.Conn
+	h, f, _, _ := benchFrames(b)
+	rh, orig := mustResponse(b, respHeader(42, cql.FlagTracing), cql.ResponsePrefix{TracingID: nodeID}, cql.VoidResult{}, nil)
+	rf := make([]byte, len(orig))
+	var rq, rs cql.Frame
+	one := func() {
+		rq.Reset(h, f, nil)
+		t := c.Begin(&rq, 0)
+		t.Sent(Now())
+		copy(rf, orig) // the tracing id is stripped in place
+		rs.Reset(rh, rf, nil)
+		_, t = c.End(t, &rs, 0)
+		c.Done(t, 0)
+	}
+	one()
+	b.ReportAllocs()
+	cpu0 := processCPU(b)
+	b.ResetTimer()
+	for b.Loop() {
+		one()
+	}
+	b.StopTimer()
+	if err := tr.Close(context.Background()); err != nil { // the fetcher's last sessions
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(processCPU(b)-cpu0)/1e3/float64(b.N), "cpu-µs/op")
+}
+
+// processCPU returns the CPU time of the process so far, in ns.
+func processCPU(tb testing.TB) int64 {
+	tb.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
 }

@@ -195,10 +195,12 @@ func (c *Conn) User() string {
 // End sees the response to the request of t before the sidecar forwards it, through the
 // view f that the sidecar decoded the frame into, and returns the frame to forward and the
 // Ticket that Done takes. The frame is f.Raw() or, for a sampled request whose client did
-// not ask for tracing, a copy without the tracing id (length fixed, body re-compressed
-// when compressed) in a buffer owned by c that stays valid until the next End; f is then
-// replaced by a view of the copy, so that later readers see what is forwarded. now, from
-// Now, is the response's arrival; 0 makes End read the clock when it needs it.
+// not ask for tracing, the frame without the tracing id (length fixed): for an uncompressed
+// body, the end of f.Raw(), rewritten in place (so the caller must forward what End returns,
+// not f.Raw()); for a compressed one, a copy with the body re-compressed, in a buffer owned
+// by c that stays valid until the next End. f is then replaced by a view of that frame, so
+// that later readers see what is forwarded. now, from Now, is the response's arrival; 0
+// makes End read the clock when it needs it.
 //
 // For a zero Ticket it is one compare. In fast mode it reads the clock (unless now is
 // given), and a slow request is decoded and recorded here; the returned Ticket is zero. A
@@ -299,19 +301,28 @@ func (c *Conn) respond(r *record, f *cql.Frame, now int64) []byte {
 }
 
 // stripTracingID returns the frame of f without the 16-byte tracing id at the start of its
-// body and without FlagTracing, and makes f a view of that frame. The body was
-// decompressed by readResponse, when compressed; it is re-compressed here.
+// body and without FlagTracing, and makes f a view of that frame. An uncompressed frame is
+// changed in place, in the only bytes that change: its header moves 16 bytes on, over the
+// id, and the frame is the end of f.Raw(). A compressed body was decompressed by
+// readResponse; it is re-compressed here, into c.out.
 func (c *Conn) stripTracingID(f *cql.Frame) []byte {
 	frame := f.Raw()
 	body, err := f.Body()
 	if err != nil || len(body) < 16 {
 		return frame
 	}
+	comp := f.Compressor()
+	if comp == nil {
+		out := frame[16:]
+		copy(out[:cql.HeaderSize], frame[:cql.HeaderSize])
+		out[1] &^= cql.FlagTracing
+		cql.SetBodyLength(out, len(out)-cql.HeaderSize)
+		f.Replace(out, nil) // its body is out's own
+		return out
+	}
 	out := append(c.out[:0], frame[:cql.HeaderSize]...)
 	out[1] &^= cql.FlagTracing
-	if comp := f.Compressor(); comp == nil {
-		out = append(out, body[16:]...)
-	} else if out, err = comp.Compress(out, body[16:]); err != nil {
+	if out, err = comp.Compress(out, body[16:]); err != nil {
 		c.t.log.Warn().Err(err).Msg("re-compress response without tracing id; forwarding it unchanged")
 		return frame
 	}
@@ -321,11 +332,7 @@ func (c *Conn) stripTracingID(f *cql.Frame) []byte {
 	} else {
 		c.out = nil // valid for the caller until the GC takes it
 	}
-	if f.Compressor() == nil {
-		f.Replace(out, nil) // its body is out's own
-	} else {
-		f.Replace(out, body[16:])
-	}
+	f.Replace(out, body[16:])
 	return out
 }
 

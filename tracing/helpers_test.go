@@ -140,21 +140,36 @@ func (m *memSink) sessions() []*Session {
 	return append([]*Session(nil), m.got...)
 }
 
-// fakeNode is a NodeEventSource that reports the session complete on the nth call.
+// fakeNode is a NodeEventSource that reports every session finished from its nth look (a
+// Finished call) on, each with events.
 type fakeNode struct {
 	mu       sync.Mutex
-	calls    int
-	complete int // the call (1-based) that reports complete
-	events   []Event
-	asked    [][16]byte
+	looks    int        // Finished calls
+	complete int        // the look (1-based) from which sessions are finished
+	events   []Event    // every session's
+	asked    [][16]byte // the ids whose events were read, in order
 }
 
-func (f *fakeNode) Events(_ context.Context, id [16]byte) ([]Event, bool, error) {
+func (f *fakeNode) Finished(_ context.Context, ids [][16]byte) ([]bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.calls++
-	f.asked = append(f.asked, id)
-	return f.events, f.calls >= f.complete, nil
+	f.looks++
+	done := make([]bool, len(ids))
+	for i := range done {
+		done[i] = f.looks >= f.complete
+	}
+	return done, nil
+}
+
+func (f *fakeNode) Events(_ context.Context, ids [][16]byte) ([][]Event, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.asked = append(f.asked, ids...)
+	evs := make([][]Event, len(ids))
+	for i := range evs {
+		evs[i] = f.events
+	}
+	return evs, nil
 }
 
 func activities(evs []Event) []string {

@@ -10,14 +10,23 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// NodeEventSource fetches a node's own trace events for a session it traced because the
-// request carried the tracing flag (sampled and client sessions).
+// NodeEventSource reads a node's own trace of the sessions it traced because the request
+// carried the tracing flag (sampled and client sessions). The Tracer asks about many
+// sessions at once, at most MaxNodeEventBatch in a call: whether the node has finished
+// them, a bounded number of times, and then the events of each once, when the node has
+// finished it (or when the Tracer stops waiting for it).
 type NodeEventSource interface {
-	// Events returns the events the node has written so far for sessionID, and whether
-	// the node has finished the session (so no more will come). The Tracer asks again
-	// while complete is false, a bounded number of times.
-	Events(ctx context.Context, sessionID [16]byte) (events []Event, complete bool, err error)
+	// Finished reports, for each of ids in order, whether the node has finished writing
+	// that session's trace, so that no more events will come.
+	Finished(ctx context.Context, ids [][16]byte) ([]bool, error)
+	// Events returns the events the node has written so far for each of ids, in order.
+	Events(ctx context.Context, ids [][16]byte) ([][]Event, error)
 }
+
+// MaxNodeEventBatch is the most session ids the Tracer passes to one NodeEventSource call:
+// ScyllaDB's default bound on the partition keys that one query may restrict with IN
+// (max_partition_key_restrictions_per_query).
+const MaxNodeEventBatch = 100
 
 // Fetch schedule: the node writes its trace asynchronously, so the first look waits a
 // little and later ones back off, up to about 6 s in all.
@@ -26,15 +35,23 @@ var fetchDelays = []time.Duration{
 	500 * time.Millisecond, 1 * time.Second, 2 * time.Second, 2 * time.Second,
 }
 
-// fetchTimeout bounds one Events call.
+// fetchTick is the grid that looks at the node fall on: the sessions that come due within
+// one tick are asked about together, so that the node is asked twice per tick and not
+// twice per session. A tick costs the sidecar about 100 µs of CPU whatever the sessions, so
+// the fixed cost is about 1 ms per second of sampling; the price is that a sampled session
+// is recorded up to that much later.
+const fetchTick = 100 * time.Millisecond
+
+// fetchTimeout bounds one call to the source.
 const fetchTimeout = 2 * time.Second
 
 type fetchItem struct {
 	s       *Session
 	id      [16]byte
-	attempt int
+	attempt int       // looks taken
+	offered time.Time // when the session ended
 	due     time.Time
-	events  []Event // the last events seen
+	seq     uint64 // the order of offers: sessions due together are recorded in that order
 }
 
 // fetcher is the bounded worker that merges node events into sessions before they are
@@ -45,16 +62,17 @@ type fetcher struct {
 	limit   int
 	record  func(*Session)
 	log     zerolog.Logger
+	epoch   time.Time // the origin of the fetchTick grid
 	stopCh  chan context.Context
 	exited  chan struct{}
 	dropped atomic.Uint64
-	failed  atomic.Uint64
+	failed  atomic.Uint64 // sessions whose look at the node failed, once per look
 }
 
 func newFetcher(src NodeEventSource, size int, record func(*Session), log zerolog.Logger) *fetcher {
 	f := &fetcher{
 		src: src, ch: make(chan *fetchItem, size), limit: size, record: record, log: log,
-		stopCh: make(chan context.Context, 1), exited: make(chan struct{}),
+		epoch: time.Now(), stopCh: make(chan context.Context, 1), exited: make(chan struct{}),
 	}
 	go f.run()
 	return f
@@ -63,7 +81,7 @@ func newFetcher(src NodeEventSource, size int, record func(*Session), log zerolo
 // offer queues s for node events, or reports false when the queue is full.
 func (f *fetcher) offer(s *Session, id [16]byte) bool {
 	select {
-	case f.ch <- &fetchItem{s: s, id: id}:
+	case f.ch <- &fetchItem{s: s, id: id, offered: time.Now()}:
 		return true
 	default:
 		f.dropped.Add(1)
@@ -71,64 +89,108 @@ func (f *fetcher) offer(s *Session, id [16]byte) bool {
 	}
 }
 
+// dueAt returns the first point of the fetchTick grid at or after t.
+func (f *fetcher) dueAt(t time.Time) time.Time {
+	at := t.Sub(f.epoch)
+	return f.epoch.Add((at + fetchTick - 1) / fetchTick * fetchTick)
+}
+
+// run waits for a first session, then wakes once per tick of the grid while any wait: it
+// takes the sessions offered since the last tick and asks the node about those due. A
+// session offered while others wait does not wake it, so that a sampled session costs no
+// goroutine wake-up of its own.
 func (f *fetcher) run() {
 	defer close(f.exited)
 	var waiting fetchQueue // by due time
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	batch := make([]*fetchItem, 0, MaxNodeEventBatch)
+	var seq uint64
+	take := func(it *fetchItem) {
+		seq++
+		// From its offer, not from now: the sessions offered since the last tick come
+		// due with those taken at once.
+		it.due, it.seq = f.dueAt(it.offered.Add(fetchDelays[0])), seq
+		heap.Push(&waiting, it)
+	}
 	for {
-		in := f.ch
-		if len(waiting) >= f.limit {
-			in = nil // full: leave new items in the channel, which then drops
+		if len(waiting) == 0 {
+			select {
+			case it := <-f.ch:
+				take(it)
+			case ctx := <-f.stopCh:
+				f.drain(ctx, waiting)
+				return
+			}
 		}
-		wait := time.Hour
-		if len(waiting) > 0 {
-			wait = max(time.Until(waiting[0].due), 0)
-		}
-		timer.Reset(wait)
+		// The next point of the grid, or now when the earliest session is overdue.
+		timer.Reset(max(min(time.Until(waiting[0].due), time.Until(f.dueAt(time.Now().Add(time.Nanosecond)))), 0))
 		select {
-		case it := <-in:
-			it.due = time.Now().Add(fetchDelays[0])
-			heap.Push(&waiting, it)
 		case <-timer.C:
-			now := time.Now()
-			for len(waiting) > 0 && !waiting[0].due.After(now) {
-				it := heap.Pop(&waiting).(*fetchItem)
-				if !f.attempt(context.Background(), it) {
-					heap.Push(&waiting, it)
-				}
-			}
 		case ctx := <-f.stopCh:
-			// Record what is held; one last look for each while ctx allows.
-		drain:
-			for {
-				select {
-				case it := <-f.ch:
-					waiting = append(waiting, it)
-				default:
-					break drain
-				}
-			}
-			for _, it := range waiting {
-				if ctx.Err() == nil {
-					it.attempt = len(fetchDelays) - 1 // the last one
-					f.attempt(ctx, it)
-				} else {
-					f.finish(it)
-				}
-			}
+			f.drain(ctx, waiting)
 			return
+		}
+		for len(waiting) < f.limit { // full: leave new items in the channel, which then drops
+			select {
+			case it := <-f.ch:
+				take(it)
+				continue
+			default:
+			}
+			break
+		}
+		now := time.Now()
+		for len(waiting) > 0 && !waiting[0].due.After(now) {
+			batch = batch[:0]
+			for len(batch) < MaxNodeEventBatch && len(waiting) > 0 && !waiting[0].due.After(now) {
+				batch = append(batch, heap.Pop(&waiting).(*fetchItem))
+			}
+			for _, it := range f.look(context.Background(), batch) {
+				heap.Push(&waiting, it)
+			}
 		}
 	}
 }
 
-// fetchQueue is a min-heap of fetch items by due time.
+// drain records what the fetcher holds and what is offered still, with one last look at
+// the events of each while ctx allows.
+func (f *fetcher) drain(ctx context.Context, waiting []*fetchItem) {
+	for {
+		select {
+		case it := <-f.ch:
+			waiting = append(waiting, it)
+			continue
+		default:
+		}
+		break
+	}
+	for _, it := range waiting {
+		it.attempt = len(fetchDelays) // the last look: recorded whatever it finds
+	}
+	for len(waiting) > 0 {
+		n := min(len(waiting), MaxNodeEventBatch)
+		if ctx.Err() == nil {
+			f.read(ctx, waiting[:n])
+		} else {
+			for _, it := range waiting[:n] {
+				f.record(it.s)
+			}
+		}
+		waiting = waiting[n:]
+	}
+}
+
+// fetchQueue is a min-heap of fetch items by due time, then by offer.
 type fetchQueue []*fetchItem
 
-func (q fetchQueue) Len() int           { return len(q) }
-func (q fetchQueue) Less(i, j int) bool { return q[i].due.Before(q[j].due) }
-func (q fetchQueue) Swap(i, j int)      { q[i], q[j] = q[j], q[i] }
-func (q *fetchQueue) Push(x any)        { *q = append(*q, x.(*fetchItem)) }
+func (q fetchQueue) Len() int { return len(q) }
+func (q fetchQueue) Less(i, j int) bool {
+	a, b := q[i], q[j]
+	return a.due.Before(b.due) || a.due.Equal(b.due) && a.seq < b.seq
+}
+func (q fetchQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *fetchQueue) Push(x any)   { *q = append(*q, x.(*fetchItem)) }
 func (q *fetchQueue) Pop() any {
 	old := *q
 	it := old[len(old)-1]
@@ -137,29 +199,58 @@ func (q *fetchQueue) Pop() any {
 	return it
 }
 
-// attempt asks the node once and reports whether it is done with it (recorded).
-func (f *fetcher) attempt(ctx context.Context, it *fetchItem) bool {
-	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
-	evs, complete, err := f.ask(ctx, it.id)
-	cancel()
+// look asks the node whether it has finished the sessions of batch, reads the events of
+// those it has and of those out of looks, once, and records them. It returns the others,
+// due again.
+func (f *fetcher) look(ctx context.Context, batch []*fetchItem) (again []*fetchItem) {
+	done, err := ask(ctx, batch, f.src.Finished)
+	if err == nil && len(done) != len(batch) {
+		err = fmt.Errorf("node answered for %d sessions of %d", len(done), len(batch))
+	}
 	if err != nil {
-		f.failed.Add(1)
-		f.log.Debug().Err(err).Str("session_id", it.s.ID).Int("attempt", it.attempt).Msg("fetch node events")
-	} else {
-		it.events = evs
+		f.failed.Add(uint64(len(batch)))
+		f.log.Debug().Err(err).Int("sessions", len(batch)).Msg("ask the node whether its traces are finished")
 	}
-	it.attempt++
-	if complete || it.attempt >= len(fetchDelays) {
-		f.finish(it)
-		return true
+	var read []*fetchItem
+	for i, it := range batch {
+		it.attempt++
+		if err == nil && done[i] || it.attempt >= len(fetchDelays) {
+			read = append(read, it)
+			continue
+		}
+		it.due = f.dueAt(time.Now().Add(fetchDelays[it.attempt]))
+		again = append(again, it)
 	}
-	it.due = time.Now().Add(fetchDelays[it.attempt])
-	return false
+	if len(read) > 0 {
+		again = append(again, f.read(ctx, read)...)
+	}
+	return again
 }
 
-func (f *fetcher) finish(it *fetchItem) {
-	it.s.Events = mergeNodeEvents(it.s.Events, it.events)
-	f.record(it.s)
+// read reads the node's events of items and records them with those events merged in. When
+// the read fails, it returns the items that have looks left, due again, and records the
+// others without node events.
+func (f *fetcher) read(ctx context.Context, items []*fetchItem) (again []*fetchItem) {
+	evs, err := ask(ctx, items, f.src.Events)
+	if err == nil && len(evs) != len(items) {
+		err = fmt.Errorf("node answered for %d sessions of %d", len(evs), len(items))
+	}
+	if err != nil {
+		f.failed.Add(uint64(len(items)))
+		f.log.Debug().Err(err).Int("sessions", len(items)).Msg("fetch node events")
+	}
+	for i, it := range items {
+		switch {
+		case err == nil:
+			it.s.Events = mergeNodeEvents(it.s.Events, evs[i])
+		case it.attempt < len(fetchDelays) && ctx.Err() == nil:
+			it.due = f.dueAt(time.Now().Add(fetchDelays[it.attempt]))
+			again = append(again, it)
+			continue
+		}
+		f.record(it.s)
+	}
+	return again
 }
 
 // mergeNodeEvents returns the sidecar's events with the node's inserted after "sent to
@@ -208,24 +299,31 @@ func (f *fetcher) stop(ctx context.Context) error {
 	}
 }
 
-// ask calls the source, and gives up when ctx is done even if the source does not: a
-// driver blocked in a write to a node that does not read would otherwise hold the fetcher,
-// the sessions it holds, and the Tracer's Close. The abandoned call ends on its own.
-func (f *fetcher) ask(ctx context.Context, id [16]byte) ([]Event, bool, error) {
+// ask calls a source method with the ids of items, within fetchTimeout, and gives up when
+// ctx is done even if the source does not: a driver blocked in a write to a node that does
+// not read would otherwise hold the fetcher, the sessions it holds, and the Tracer's
+// Close. The abandoned call ends on its own.
+func ask[T any](ctx context.Context, items []*fetchItem, call func(context.Context, [][16]byte) (T, error)) (T, error) {
+	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
+	defer cancel()
+	ids := make([][16]byte, len(items))
+	for i, it := range items {
+		ids[i] = it.id
+	}
 	type answer struct {
-		evs      []Event
-		complete bool
-		err      error
+		v   T
+		err error
 	}
 	ch := make(chan answer, 1)
 	go func() {
-		evs, complete, err := f.src.Events(ctx, id)
-		ch <- answer{evs, complete, err}
+		v, err := call(ctx, ids)
+		ch <- answer{v, err}
 	}()
 	select {
 	case a := <-ch:
-		return a.evs, a.complete, a.err
+		return a.v, a.err
 	case <-ctx.Done():
-		return nil, false, ctx.Err()
+		var zero T
+		return zero, ctx.Err()
 	}
 }

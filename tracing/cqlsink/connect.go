@@ -73,6 +73,10 @@ func (c *Connector) Session(ctx context.Context) (*gocql.Session, error) {
 	cc.Events.DisableTopologyEvents = true
 	cc.HostFilter = gocql.WhiteListHostFilter(host)
 	cc.Consistency = gocql.One
+	// Each query goes out at once: they are few (a node-event fetch is two queries per
+	// tick, whatever the sessions), and gocql's coalescing costs a timer and a goroutine
+	// wake-up per write.
+	cc.WriteCoalesceWaitTime = 0
 	cc.Logger = log.New(io.Discard, "", 0) // failures come back as errors, logged by the tracer
 	if c.Username != "" {
 		cc.Authenticator = gocql.PasswordAuthenticator{Username: c.Username, Password: c.Password}
@@ -107,12 +111,20 @@ func LazyNodeEvents(c *Connector) tracing.NodeEventSource { return lazyEvents{c}
 
 type lazyEvents struct{ c *Connector }
 
-func (l lazyEvents) Events(ctx context.Context, id [16]byte) ([]tracing.Event, bool, error) {
+func (l lazyEvents) Finished(ctx context.Context, ids [][16]byte) ([]bool, error) {
 	s, err := l.c.Session(ctx)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
-	return NewNodeEvents(s).Events(ctx, id)
+	return NewNodeEvents(s).Finished(ctx, ids)
+}
+
+func (l lazyEvents) Events(ctx context.Context, ids [][16]byte) ([][]tracing.Event, error) {
+	s, err := l.c.Session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return NewNodeEvents(s).Events(ctx, ids)
 }
 
 // LazyTableSink is a TableSink that connects through c on its first write.

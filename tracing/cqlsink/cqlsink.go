@@ -10,7 +10,6 @@ package cqlsink
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -25,8 +24,9 @@ import (
 )
 
 // NodeEvents is a tracing.NodeEventSource reading system_traces.sessions and
-// system_traces.events. A session is complete once the node has written its duration,
-// which Cassandra and ScyllaDB do last. It is safe for concurrent use, as gocql is.
+// system_traces.events, many sessions in one query (session_id IN ?). A session is
+// finished once the node has written its duration, which Cassandra and ScyllaDB do last.
+// It is safe for concurrent use, as gocql is.
 type NodeEvents struct {
 	s *gocql.Session
 }
@@ -34,34 +34,59 @@ type NodeEvents struct {
 // NewNodeEvents returns a NodeEvents querying through s.
 func NewNodeEvents(s *gocql.Session) *NodeEvents { return &NodeEvents{s: s} }
 
-// Events returns the node's events of the session sessionID, as tracing.Event with
-// Source "node", and whether the node has finished writing it.
-func (n *NodeEvents) Events(ctx context.Context, sessionID [16]byte) ([]tracing.Event, bool, error) {
-	id := gocql.UUID(sessionID)
-	var duration *int
-	err := n.s.Query(`SELECT duration FROM system_traces.sessions WHERE session_id = ?`, id).
-		WithContext(ctx).Consistency(gocql.One).Scan(&duration)
-	switch {
-	case errors.Is(err, gocql.ErrNotFound):
-		return nil, false, nil // not written yet
-	case err != nil:
-		return nil, false, fmt.Errorf("read system_traces.sessions: %w", err)
+// uuids returns ids as gocql binds a list<uuid>, and their positions by id.
+func uuids(ids [][16]byte) ([]gocql.UUID, map[gocql.UUID][]int) {
+	list := make([]gocql.UUID, len(ids))
+	at := make(map[gocql.UUID][]int, len(ids))
+	for i, id := range ids {
+		list[i] = gocql.UUID(id)
+		at[list[i]] = append(at[list[i]], i)
 	}
-	iter := n.s.Query(`SELECT event_id, activity, source_elapsed FROM system_traces.events WHERE session_id = ?`, id).
+	return list, at
+}
+
+// Finished reports, for each of ids, whether the node has written the session's duration,
+// in one query.
+func (n *NodeEvents) Finished(ctx context.Context, ids [][16]byte) ([]bool, error) {
+	list, at := uuids(ids)
+	done := make([]bool, len(ids))
+	iter := n.s.Query(`SELECT session_id, duration FROM system_traces.sessions WHERE session_id IN ?`, list).
 		WithContext(ctx).Consistency(gocql.One).Iter()
-	var evs []tracing.Event
-	var eventID gocql.UUID
-	var activity string
-	var elapsed int
-	for iter.Scan(&eventID, &activity, &elapsed) {
-		// The event id is a time UUID: the node's own clock when the event happened.
-		evs = append(evs, tracing.Event{Activity: activity, Source: tracing.SourceNode, SourceElapsedUS: int64(elapsed),
-			Time: eventID.Time()})
+	var id gocql.UUID
+	var duration *int
+	for iter.Scan(&id, &duration) {
+		for _, i := range at[id] {
+			done[i] = duration != nil
+		}
+		duration = nil
 	}
 	if err := iter.Close(); err != nil {
-		return nil, false, fmt.Errorf("read system_traces.events: %w", err)
+		return nil, fmt.Errorf("read system_traces.sessions: %w", err)
 	}
-	return evs, duration != nil, nil
+	return done, nil
+}
+
+// Events returns the node's events of each of ids, as tracing.Event with Source "node",
+// in one query.
+func (n *NodeEvents) Events(ctx context.Context, ids [][16]byte) ([][]tracing.Event, error) {
+	list, at := uuids(ids)
+	evs := make([][]tracing.Event, len(ids))
+	iter := n.s.Query(`SELECT session_id, event_id, activity, source_elapsed FROM system_traces.events WHERE session_id IN ?`, list).
+		WithContext(ctx).Consistency(gocql.One).Iter()
+	var id, eventID gocql.UUID
+	var activity string
+	var elapsed int
+	for iter.Scan(&id, &eventID, &activity, &elapsed) {
+		// The event id is a time UUID: the node's own clock when the event happened.
+		e := tracing.Event{Activity: activity, Source: tracing.SourceNode, SourceElapsedUS: int64(elapsed), Time: eventID.Time()}
+		for _, i := range at[id] {
+			evs[i] = append(evs[i], e)
+		}
+	}
+	if err := iter.Close(); err != nil {
+		return nil, fmt.Errorf("read system_traces.events: %w", err)
+	}
+	return evs, nil
 }
 
 // Keyspace is the keyspace TableSink writes.

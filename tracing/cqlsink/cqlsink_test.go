@@ -63,41 +63,99 @@ func TestNodeEvents(t *testing.T) {
 			{ID: cql.NewTimeUUID(time.Now()), Activity: "Processing a statement", SourceElapsed: 40 * time.Microsecond},
 		},
 	})
-	// A session the node is still writing: no duration yet.
+	// A session the node is still writing: an event, and no duration yet.
 	if err := s.Query(`INSERT INTO system_traces.sessions (session_id, request) VALUES (?, ?)`,
 		gocql.UUID(partial), "Execute CQL3 query").Exec(); err != nil {
 		t.Fatalf("insert partial session: %v", err)
 	}
+	if err := s.Query(`INSERT INTO system_traces.events (session_id, event_id, activity, source_elapsed) VALUES (?, ?, ?, ?)`,
+		gocql.UUID(partial), gocql.TimeUUID(), "Parsing another", 7).Exec(); err != nil {
+		t.Fatalf("insert partial event: %v", err)
+	}
 
+	// One call asks about all of them, the finished one twice.
+	ids := [][16]byte{done, partial, missing, done}
+	fin, err := ne.Finished(ctx, ids)
+	if err != nil {
+		t.Fatalf("Finished: %v", err)
+	}
+	if got, want := fmt.Sprint(fin), "[true false false true]"; got != want {
+		t.Errorf("Finished = %s; want %s", got, want)
+	}
+	evs, err := ne.Events(ctx, ids)
+	if err != nil {
+		t.Fatalf("Events: %v", err)
+	}
+	if len(evs) != len(ids) {
+		t.Fatalf("Events returned %d lists; want %d", len(evs), len(ids))
+	}
+	for _, e := range evs[0] {
+		if e.Activity == "Parsing a statement" && !e.Time.Equal(parsedAt) {
+			t.Errorf("event %q at %v; want %v, the time in its event_id", e.Activity, e.Time, parsedAt)
+		}
+	}
 	tests := []struct {
-		name         string
-		id           [16]byte
-		wantEvents   string
-		wantComplete bool
+		name string
+		i    int
+		want string
 	}{
-		{name: "complete", id: done, wantComplete: true,
-			wantEvents: "[{Parsing a statement node 5 0001-01-01 00:00:00 +0000 UTC} {Processing a statement node 40 0001-01-01 00:00:00 +0000 UTC}]"},
-		{name: "still writing", id: partial, wantEvents: "[]"},
-		{name: "not written yet", id: missing, wantEvents: "[]"},
+		{name: "finished", i: 0, want: "[Parsing a statement/node/5 Processing a statement/node/40]"},
+		{name: "still writing", i: 1, want: "[Parsing another/node/7]"},
+		{name: "not written yet", i: 2, want: "[]"},
+		{name: "asked twice", i: 3, want: "[Parsing a statement/node/5 Processing a statement/node/40]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			evs, complete, err := ne.Events(ctx, tt.id)
-			if err != nil {
-				t.Fatalf("Events: %v", err)
+			got := make([]string, 0, len(evs[tt.i]))
+			for _, e := range evs[tt.i] {
+				got = append(got, fmt.Sprintf("%s/%s/%d", e.Activity, e.Source, e.SourceElapsedUS))
 			}
-			for _, e := range evs {
-				if e.Activity == "Parsing a statement" && !e.Time.Equal(parsedAt) {
-					t.Errorf("event %q at %v; want %v, the time in its event_id", e.Activity, e.Time, parsedAt)
-				}
-			}
-			for i := range evs {
-				evs[i].Time = time.Time{}
-			}
-			if got := fmt.Sprint(evs); complete != tt.wantComplete || got != tt.wantEvents && !(len(evs) == 0 && tt.wantEvents == "[]") {
-				t.Errorf("Events = %s, %v; want %s, %v", got, complete, tt.wantEvents, tt.wantComplete)
+			if fmt.Sprint(got) != tt.want {
+				t.Errorf("events = %v; want %s", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestNodeEventsOneQueryPerCall checks that Finished and Events ask the node once for a
+// whole batch of sessions: the node receives one request per call, whatever the number of
+// sessions (gocql prepares each statement once, on the first call).
+func TestNodeEventsOneQueryPerCall(t *testing.T) {
+	srv, s := mustNode(t)
+	ne := NewNodeEvents(s)
+	ctx := context.Background()
+	ids := make([][16]byte, tracing.MaxNodeEventBatch)
+	for i := range ids {
+		ids[i] = cql.NewTimeUUID(time.Now())
+		srv.Engine().WriteTrace(node.TraceSession{
+			ID: ids[i], Client: netip.MustParseAddr("127.0.0.1"), Coordinator: netip.MustParseAddr("127.0.0.1"),
+			Duration: time.Millisecond, StartedAt: time.Now(),
+			Events: []node.TraceEvent{{ID: cql.NewTimeUUID(time.Now()), Activity: "Parsing a statement"}},
+		})
+	}
+	// The first calls prepare the statements.
+	if _, err := ne.Finished(ctx, ids[:1]); err != nil {
+		t.Fatalf("Finished: %v", err)
+	}
+	if _, err := ne.Events(ctx, ids[:1]); err != nil {
+		t.Fatalf("Events: %v", err)
+	}
+	before := srv.Requests()
+	fin, err := ne.Finished(ctx, ids)
+	if err != nil {
+		t.Fatalf("Finished: %v", err)
+	}
+	evs, err := ne.Events(ctx, ids)
+	if err != nil {
+		t.Fatalf("Events: %v", err)
+	}
+	if got := srv.Requests() - before; got != 2 {
+		t.Errorf("the node got %d requests for %d sessions; want 2, one per call", got, len(ids))
+	}
+	for i := range ids {
+		if !fin[i] || len(evs[i]) != 1 {
+			t.Fatalf("session %d: finished %v, %d events; want finished, 1 event", i, fin[i], len(evs[i]))
+		}
 	}
 }
 
