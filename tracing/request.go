@@ -289,6 +289,9 @@ func (c *Conn) decodeFast(r *record) (ps map[string]string, view bool) {
 			m["decode_error"] = err.Error()
 			return m, false
 		}
+		if c.fast == nil {
+			c.fast = new(cql.Frame)
+		}
 		c.fast.Reset(h, r.buf, r.comp)
 		if body, err = c.fast.Message(); err != nil {
 			m["decode_error"] = err.Error()
