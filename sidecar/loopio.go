@@ -40,6 +40,9 @@ type side struct {
 	// reading is stopped until that budget has room for it.
 	held       int
 	budgetWait bool
+	// awaitLarge says that the budget waited for is a v5 frame's that the next segment in
+	// pend starts (awaitBudget): once it is held, pend is read again as it is.
+	awaitLarge bool
 }
 
 // sysRead and sysWrite are read(2) and write(2) on a non-blocking socket: they never
@@ -138,6 +141,9 @@ func (l *loop) frames(s *side, data []byte) {
 	}
 	pos := l.relay(s, data, &b)
 	l.keep(s, data[pos:], b.need, pos > 0)
+	if b.await > 0 {
+		l.awaitBudget(s, b.await)
+	}
 	if b.direct {
 		l.wbuf = b.out[:0]
 		if cap(l.wbuf) > maxKeptBuffer {
@@ -170,6 +176,7 @@ type batch struct {
 	arrived int64            // when the read returned, once a response needed it (arrival)
 	drained bool             // a response was the answer a drained connection waited for
 	need    int              // the size of a frame whose header is in and whose rest is not
+	await   int              // the size of a v5 frame that waits for the budget (holdLarge)
 	bad     *protocolError   // a malformed client frame ends the connection
 	nodeErr error            // so does a malformed node frame
 }
@@ -244,7 +251,7 @@ func (l *loop) keep(s *side, rest []byte, need int, took bool) {
 	}
 	s.need = need
 	s.pend = keepPend(s.pend, rest)
-	if s.client && s.need > len(l.rbuf) && s.held == 0 {
+	if s.client && s.need > len(l.rbuf) && s.held == 0 && !s.c.gatheringLarge() {
 		l.holdFrame(s)
 	}
 }
@@ -375,10 +382,41 @@ func (l *loop) holdFrame(s *side) {
 	l.waiting = append(l.waiting, s)
 }
 
+// awaitBudget makes a client side whose next v5 segment starts a frame of size bytes, for
+// which the budget of frames held whole has no room (holdLarge), wait for that share as
+// holdFrame does for a v4 frame: what the side holds for the segment itself goes back
+// first, since the frame's share covers it.
+func (l *loop) awaitBudget(s *side, size int) {
+	if s.held > 0 {
+		s.c.p.held.release(s.held)
+		s.held = 0
+	}
+	if s.budgetWait {
+		return
+	}
+	s.need, s.awaitLarge = size, true
+	l.holdFrame(s)
+	if !s.budgetWait {
+		l.largeGranted(s) // room came meanwhile, from another loop
+	}
+}
+
+// largeGranted reads pend again once the side holds the share of the v5 frame its next
+// segment starts: its segments are read as they come from here on (need is theirs again, not
+// the frame's), and holdLarge gives the share to the frame. pend may hold the whole frame
+// already, so waiting for more bytes could wait for ever.
+func (l *loop) largeGranted(s *side) {
+	s.need, s.awaitLarge = 0, false
+	data := s.pend
+	s.pend = s.pend[:0]
+	l.frames(s, data)
+}
+
 // retryBudget resumes the connections waiting for the budget that now fits their frame.
 // A connection closed or drained meanwhile stops waiting (a drained one is not read again).
 func (l *loop) retryBudget() {
 	kept := l.waiting[:0]
+	var granted []*side
 	for _, s := range l.waiting {
 		c := s.c
 		switch {
@@ -390,10 +428,18 @@ func (l *loop) retryBudget() {
 				s.paused = false
 				l.setEvents(s)
 			}
+			if s.awaitLarge {
+				granted = append(granted, s)
+			}
 		default:
 			kept = append(kept, s)
 		}
 	}
 	clear(l.waiting[len(kept):])
 	l.waiting = kept
+	for _, s := range granted { // after the list is settled: frames may add to it
+		if s.c.getState() != stateClosed {
+			l.largeGranted(s)
+		}
+	}
 }

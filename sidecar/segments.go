@@ -3,6 +3,7 @@ package sidecar
 import (
 	"encoding/binary"
 	"errors"
+	"os"
 	"sync/atomic"
 
 	"github.com/tracecar/tracecar/internal/cql"
@@ -34,6 +35,10 @@ type v5conn struct {
 	// edited is set by the per-frame work when it changed the request it handled in place
 	// (request side only).
 	edited bool
+	// largeHeld is what the client frame gathered from its segments (larger than a segment)
+	// holds of the proxy-wide budget of frames held whole, from its first segment to its
+	// last (request side only; holdLarge).
+	largeHeld int
 
 	fromClient, fromNode cql.SegmentReader
 	// reqOut and respOut hold the segments of frames that changed, one per side.
@@ -94,10 +99,59 @@ func (c *conn) segmentsAfter(op cql.Opcode) bool {
 // checkLargeRequest refuses a client frame larger than a segment by its header, before
 // it is gathered, as requestHeader does any frame.
 func (c *conn) checkLargeRequest(hb []byte) error {
-	if _, pe := c.requestHeader(hb); pe != nil {
+	h, pe := c.requestHeader(hb)
+	if pe != nil {
 		return pe
 	}
+	return c.holdLarge(cql.HeaderSize + int(h.Length))
+}
+
+// errAwaitBudget stops the event loop's reading of a client segment that starts a large
+// frame while the budget of frames held whole has no room for it: the segment stays
+// unread, and the loop waits for the budget as for a v4 frame (holdFrame).
+type errAwaitBudget struct{ size int }
+
+func (e errAwaitBudget) Error() string { return "waiting for the budget of frames held whole" }
+
+// holdLarge charges a client frame of size bytes, about to be gathered from its segments,
+// to the budget of frames held whole, as v4 charges a frame larger than the read buffer
+// (readWhole, holdFrame): many connections that each send a large frame slowly then hold
+// at most the budget together. The goroutine path waits for room; the event loop cannot, and
+// returns errAwaitBudget unless the loop has waited already (the side holds the share).
+func (c *conn) holdLarge(size int) error {
+	if c.lp != nil {
+		cs := &c.sides[0]
+		if cs.held < size && !c.p.held.tryAcquire(int64(size)) {
+			return errAwaitBudget{size}
+		}
+		if cs.held >= size {
+			size, cs.held = cs.held, 0 // the loop's wait got it: the frame holds it now
+		}
+		c.v5.largeHeld = size
+		return nil
+	}
+	if !c.p.held.acquire(int64(size), c.draining) {
+		if c.getState() == stateDraining {
+			return os.ErrDeadlineExceeded // as a drained read: see requestsEnded
+		}
+		return errClientGone
+	}
+	c.v5.largeHeld = size
 	return nil
+}
+
+// gatheringLarge reports whether the client frame being gathered from its segments holds its
+// share of the budget: its segments are part of it, and are not charged again (they would
+// wait for a share the frame itself holds).
+func (c *conn) gatheringLarge() bool { return c.v5 != nil && c.v5.largeHeld > 0 }
+
+// releaseLarge gives back what a large client frame held of the budget: once it is whole,
+// or when the connection ends.
+func (c *conn) releaseLarge() {
+	if c.v5 != nil && c.v5.largeHeld > 0 {
+		c.p.held.release(c.v5.largeHeld)
+		c.v5.largeHeld = 0
+	}
 }
 
 // checkLargeResponse refuses a node frame larger than a segment whose header is malformed.
@@ -163,11 +217,17 @@ func (c *conn) requestSegment(seg []byte, tickets []tracing.Ticket) ([]byte, []t
 	rd := &c.v5.fromClient
 	_, _, frames, err := rd.Next(seg)
 	if err != nil {
+		if errors.As(err, new(errAwaitBudget)) || errors.Is(err, errClientGone) || errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil, tickets, err
+		}
 		return nil, tickets, badSegment(err)
 	}
 	inc(&c.counters.segments[0], 1)
 	if frames == nil {
 		return nil, tickets, nil
+	}
+	if !rd.Gathering() {
+		c.releaseLarge() // the large frame is whole: it is forwarded below
 	}
 	changed := false
 	for rest := frames; len(rest) > 0; {
@@ -286,6 +346,7 @@ func segmentReady(r *frameReader, rd *cql.SegmentReader) bool {
 // segment or frame, is drained, or the node cannot be written.
 func (c *conn) requestSegments(r *frameReader) error {
 	rd := &c.v5.fromClient
+	defer c.releaseLarge()
 	for {
 		hb, err := r.Peek(rd.HeaderSize())
 		if err != nil {
@@ -304,8 +365,15 @@ func (c *conn) requestSegments(r *frameReader) error {
 				return noEOF(err)
 			}
 		} else {
-			// Held whole, charged to the budget of frames held whole, as a large frame.
-			if c.reqBuf, err = c.readWhole(r, size); err != nil {
+			// Held whole, charged to the budget of frames held whole, as a large frame;
+			// the charge is given back before its frames are read, so that the large frame
+			// it may start (holdLarge) never waits for a share this connection holds.
+			if c.gatheringLarge() {
+				c.reqBuf, err = cql.AppendRead(c.reqBuf[:0], r, size) // part of the frame's share
+			} else if c.reqBuf, err = c.readWhole(r, size); err == nil {
+				c.p.held.release(size)
+			}
+			if err != nil {
 				return err
 			}
 			seg = c.reqBuf
@@ -318,7 +386,6 @@ func (c *conn) requestSegments(r *frameReader) error {
 		if size <= r.Size() {
 			r.Discard(size)
 		} else {
-			c.p.held.release(size)
 			if cap(c.reqBuf) > maxKeptBuffer || rd.Gathering() {
 				c.reqBuf = nil // a large frame's segment: the frame is held once, by rd
 			}

@@ -2,6 +2,8 @@
 
 package sidecar
 
+import "errors"
+
 // relaySegments is relay for a side that sends v5 segments: it does the per-frame work on
 // the frames of each whole segment at the head of data, read from s, appending what goes
 // to the peer to b, and returns the bytes it took. It stops at the first segment that is
@@ -25,6 +27,14 @@ func (l *loop) relaySegments(s *side, data []byte, b *batch) int {
 		var out []byte
 		if s.client {
 			out, b.tickets, err = c.requestSegment(seg, b.tickets)
+			var wait errAwaitBudget
+			if errors.As(err, &wait) {
+				// The segment starts a frame that the budget has no room for: it stays
+				// unread, and the side waits for the frame's share (frames, awaitBudget).
+				pos -= n
+				b.await = wait.size
+				break
+			}
 		} else {
 			var drained bool
 			out, b.tickets, drained, err = c.responseSegment(seg, &b.arrived, b.tickets)

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/gocql/gocql"
 
@@ -511,4 +512,69 @@ func TestV5ResultMetadataThroughProxy(t *testing.T) {
 	if c3 != 3 {
 		t.Errorf("c = %d; want 3", c3)
 	}
+}
+
+// TestLargeV5FramesShareTheBudget is TestLargeFramesShareTheBudget at v5: a client frame
+// larger than a segment is charged to the proxy-wide budget of frames held whole from its
+// first segment, before it is gathered, the budget never holds more than its size, a
+// connection whose frame does not fit is read again once a frame ahead of it is forwarded,
+// and closing a connection with a frame half sent gives its share back.
+func TestLargeV5FramesShareTheBudget(t *testing.T) {
+	n := mustNode(t, node.Config{}, nodeAddr)
+	query := cql.Query{Query: "SELECT " + strings.Repeat("x", 1<<20), Params: cql.QueryParams{Consistency: cql.One}}
+	size := int64(len(cql.AppendFrame(nil, cql.Header{Version: cql.V5}, query)))
+	tp := mustProxyApart(t, Config{MaxFrameSize: int(size), MaxRequestDataInFlight: int(2 * size)}, nil, n)
+	used := func() int64 {
+		tp.held.mu.Lock()
+		defer tp.held.mu.Unlock()
+		return tp.held.used
+	}
+	waitUsed := func(want int64) {
+		t.Helper()
+		deadline := time.Now().Add(testTimeout)
+		for used() != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("budget in use %d; want %d", used(), want)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	var cs []*rawcql.Conn
+	var rests [][]byte
+	for i := range 3 {
+		c := rawcql.Dial(t, tp.addr, cql.V5, "")
+		segs := c.Segments(c.Frame(query, 0))
+		var rd cql.SegmentReader
+		first, err := rd.Peek(segs)
+		if err != nil || first == 0 || first >= len(segs) {
+			t.Fatalf("first segment of %d bytes in %d: %v", first, len(segs), err)
+		}
+		// The first segment: the frame's header is in, and the frame is to be gathered.
+		if err := c.Write(segs[:first]); err != nil {
+			t.Fatal(err)
+		}
+		cs, rests = append(cs, c), append(rests, segs[first:])
+		if i < 2 {
+			waitUsed(int64(i+1) * size)
+		}
+	}
+	time.Sleep(50 * time.Millisecond) // the third has had its chance to take a share
+	if got := used(); got != 2*size {
+		t.Fatalf("budget in use %d with a third frame waiting; want %d", got, 2*size)
+	}
+	answered := func(i int) {
+		t.Helper()
+		if err := cs[i].Write(rests[i]); err != nil {
+			t.Fatal(err)
+		}
+		if h, body, err := cs[i].Recv(); err != nil || h.Opcode != cql.OpError {
+			t.Fatalf("frame %d: %+v %q, %v; want the node's answer (a syntax error)", i+1, h, body, err)
+		}
+	}
+	// The first frame completes and is forwarded: the third connection gets its share.
+	answered(0)
+	answered(2)
+	waitUsed(size) // the second frame, still half sent
+	cs[1].Net().Close()
+	waitUsed(0)
 }
