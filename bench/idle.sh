@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What an idle connection costs: the resident memory per connection of a sidecar on the event loop, a sidecar
 # on the goroutine path (TRACECAR_EVENT_LOOP=off) and an HAProxy TCP relay, side by side in one run, each its own
-# process in front of the same embedded node. bench/idleconns opens N connections to each relay, takes each
+# process in front of the same embedded node. internal/testkit/idleconns opens N connections to each relay, takes each
 # through OPTIONS and STARTUP (protocol v4), lets them sit idle for WAIT, and reports VmRSS before and after.
 #
 #   bench/idle.sh [TRACECAR_BINARY]       from a clone; builds ./cmd/tracecar when no binary is given
@@ -15,7 +15,7 @@ if [ -z "$bin" ]; then
   go build -o "$W/tracecar" ./cmd/tracecar
   bin=$W/tracecar
 fi
-go build -o "$W/idleconns" ./bench/idleconns
+go build -o "$W/idleconns" ./internal/testkit/idleconns
 # Every connection is a socket in the tool and in its relay, and two sockets in the node per relay.
 ulimit -n $((4 * N + 1000))
 
