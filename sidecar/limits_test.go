@@ -200,6 +200,26 @@ func TestByteBudget(t *testing.T) {
 	}
 }
 
+// budgetProbe returns what b has in use, and a wait until that is want.
+func budgetProbe(t *testing.T, b *byteBudget) (used func() int64, waitUsed func(want int64)) {
+	used = func() int64 {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.used
+	}
+	waitUsed = func(want int64) {
+		t.Helper()
+		deadline := time.Now().Add(testTimeout)
+		for used() != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("budget in use %d; want %d", used(), want)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	return used, waitUsed
+}
+
 // TestLargeFramesShareTheBudget: on either data path, a frame larger than the read buffers
 // is charged to the proxy-wide budget of frames held whole (MaxRequestDataInFlight) before
 // its body is read, the budget never holds more than its size, and a connection whose
@@ -211,21 +231,7 @@ func TestLargeFramesShareTheBudget(t *testing.T) {
 	node := readyNode(t)
 	// The budget is raised to MaxFrameSize when smaller: the frame size is the limit.
 	p := mustProxy(t, Config{NodeAddr: node.addr(), MaxFrameSize: int(size), MaxRequestDataInFlight: int(2 * size)})
-	used := func() int64 {
-		p.held.mu.Lock()
-		defer p.held.mu.Unlock()
-		return p.held.used
-	}
-	waitUsed := func(want int64) {
-		t.Helper()
-		deadline := time.Now().Add(testTimeout)
-		for used() != want {
-			if time.Now().After(deadline) {
-				t.Fatalf("budget in use %d; want %d", used(), want)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
+	used, waitUsed := budgetProbe(t, &p.held)
 	payload := bytes.Repeat([]byte{'q'}, body)
 	var cs []*testClient
 	for i := range 3 {

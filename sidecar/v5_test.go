@@ -524,21 +524,7 @@ func TestLargeV5FramesShareTheBudget(t *testing.T) {
 	query := cql.Query{Query: "SELECT " + strings.Repeat("x", 1<<20), Params: cql.QueryParams{Consistency: cql.One}}
 	size := int64(len(cql.AppendFrame(nil, cql.Header{Version: cql.V5}, query)))
 	tp := mustProxyApart(t, Config{MaxFrameSize: int(size), MaxRequestDataInFlight: int(2 * size)}, nil, n)
-	used := func() int64 {
-		tp.held.mu.Lock()
-		defer tp.held.mu.Unlock()
-		return tp.held.used
-	}
-	waitUsed := func(want int64) {
-		t.Helper()
-		deadline := time.Now().Add(testTimeout)
-		for used() != want {
-			if time.Now().After(deadline) {
-				t.Fatalf("budget in use %d; want %d", used(), want)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
+	used, waitUsed := budgetProbe(t, &tp.held)
 	var cs []*rawcql.Conn
 	var rests [][]byte
 	for i := range 3 {
