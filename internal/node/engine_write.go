@@ -506,6 +506,33 @@ type condVal struct {
 	list [][]byte
 }
 
+// evalConds appends to vals the values of the conditions conds (IF col op value, or IN a
+// list) for the execution x.
+func evalConds(vals []condVal, conds []condition, x *execCtx) ([]condVal, error) {
+	for _, cd := range conds {
+		cv := condVal{col: cd.col, op: cd.op}
+		if cd.val != nil {
+			b, unset, err := cd.val.eval(x)
+			if err != nil {
+				return nil, err
+			}
+			if unset {
+				return nil, invalidf("Invalid unset value for column %s", cd.col.name)
+			}
+			cv.v = b
+		}
+		for _, v := range cd.vals {
+			b, _, err := v.eval(x)
+			if err != nil {
+				return nil, err
+			}
+			cv.list = append(cv.list, b)
+		}
+		vals = append(vals, cv)
+	}
+	return vals, nil
+}
+
 func (cv *condVal) holds(v []byte) bool {
 	typ := cv.col.typ
 	switch cv.op {
@@ -1068,27 +1095,9 @@ func (p *writePlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 		}
 		m.delRange = f
 	}
-	var condVals []condVal
-	for _, cd := range p.conds {
-		cv := condVal{col: cd.col, op: cd.op}
-		if cd.val != nil {
-			b, unset, err := cd.val.eval(x)
-			if err != nil {
-				return nil, err
-			}
-			if unset {
-				return nil, invalidf("Invalid unset value for column %s", cd.col.name)
-			}
-			cv.v = b
-		}
-		for _, v := range cd.vals {
-			b, _, err := v.eval(x)
-			if err != nil {
-				return nil, err
-			}
-			cv.list = append(cv.list, b)
-		}
-		condVals = append(condVals, cv)
+	condVals, err := evalConds(nil, p.conds, x)
+	if err != nil {
+		return nil, err
 	}
 	m.conds = condVals
 	applied := true

@@ -107,26 +107,8 @@ func (e *Engine) casBatch(x *execCtx, steps []batchStep, usingTS bool) (cql.Mess
 			}
 			cs.ck = cks[0]
 		}
-		for _, cd := range w.conds {
-			cv := condVal{col: cd.col, op: cd.op}
-			if cd.val != nil {
-				b, unset, err := cd.val.eval(x)
-				if err != nil {
-					return nil, err
-				}
-				if unset {
-					return nil, invalidf("Invalid unset value for column %s", cd.col.name)
-				}
-				cv.v = b
-			}
-			for _, v := range cd.vals {
-				b, _, err := v.eval(x)
-				if err != nil {
-					return nil, err
-				}
-				cv.list = append(cv.list, b)
-			}
-			cs.conds = append(cs.conds, cv)
+		if cs.conds, err = evalConds(cs.conds, w.conds, x); err != nil {
+			return nil, err
 		}
 		cas = append(cas, cs)
 	}

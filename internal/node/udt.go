@@ -82,26 +82,38 @@ func (u *userType) resolve(rs resolver) error {
 	return nil
 }
 
-func (d *ddl) alterType(st *alterTypeStmt) (*cql.SchemaChange, error) {
-	ksName, err := d.keyspaceName(st.name.ks)
+// typeToChange returns the type that ALTER TYPE or DROP TYPE (verb) names, and its keyspace,
+// once the user may change it. missing is the error's format (keyspace, name) when it does
+// not exist, which Cassandra words differently for the two; with IF EXISTS a missing type is
+// a nil type and no error.
+func (d *ddl) typeToChange(name tableName, ifExists bool, verb, missing string) (*keyspace, *userType, error) {
+	ksName, err := d.keyspaceName(name.ks)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	k := d.sc.keyspaces[ksName]
 	var u *userType
 	if k != nil {
-		u = k.types[st.name.name]
+		u = k.types[name.name]
 	}
 	if u == nil {
-		if st.ifExists {
-			return nil, nil
+		if ifExists {
+			return nil, nil, nil
 		}
-		return nil, invalidf("Type %s.%s doesn't exist", ksName, st.name.name)
+		return nil, nil, invalidf(missing, ksName, name.name)
 	}
-	if err := d.require("ALTER", resource{kind: resKeyspace, ks: k.name}); err != nil {
-		return nil, err
+	if err := d.require(verb, resource{kind: resKeyspace, ks: k.name}); err != nil {
+		return nil, nil, err
 	}
-	if err := modifiable(k, "ALTER", "<all tables in "+k.name+">"); err != nil {
+	if err := modifiable(k, verb, "<all tables in "+k.name+">"); err != nil {
+		return nil, nil, err
+	}
+	return k, u, nil
+}
+
+func (d *ddl) alterType(st *alterTypeStmt) (*cql.SchemaChange, error) {
+	k, u, err := d.typeToChange(st.name, st.ifExists, "ALTER", "Type %s.%s doesn't exist")
+	if u == nil {
 		return nil, err
 	}
 	full := typeName(u.ks, u.name)
@@ -251,25 +263,8 @@ func usesAny(r *typeRef, k *keyspace, changed string) bool {
 }
 
 func (d *ddl) dropType(st *dropTypeStmt) (*cql.SchemaChange, error) {
-	ksName, err := d.keyspaceName(st.name.ks)
-	if err != nil {
-		return nil, err
-	}
-	k := d.sc.keyspaces[ksName]
-	var u *userType
-	if k != nil {
-		u = k.types[st.name.name]
-	}
+	k, u, err := d.typeToChange(st.name, st.ifExists, "DROP", "Type '%s.%s' doesn't exist")
 	if u == nil {
-		if st.ifExists {
-			return nil, nil
-		}
-		return nil, invalidf("Type '%s.%s' doesn't exist", ksName, st.name.name)
-	}
-	if err := d.require("DROP", resource{kind: resKeyspace, ks: k.name}); err != nil {
-		return nil, err
-	}
-	if err := modifiable(k, "DROP", "<all tables in "+k.name+">"); err != nil {
 		return nil, err
 	}
 	full := u.ks + "." + u.name
