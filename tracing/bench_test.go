@@ -154,3 +154,26 @@ func processCPU(tb testing.TB) int64 {
 	}
 	return ru.Utime.Nano() + ru.Stime.Nano()
 }
+
+// BenchmarkSessionParams is the parameters of a recorded session for a cassandra-stress
+// write: an EXECUTE of a prepared INSERT with six bound values, redacted.
+func BenchmarkSessionParams(b *testing.B) {
+	tr := New(Options{})
+	defer mustClose(b, tr)
+	tr.Statements().Put(testID, Statement{
+		Query:    `INSERT INTO keyspace1.standard1 (key, "C0", "C1", "C2", "C3", "C4") VALUES (?, ?, ?, ?, ?, ?)`,
+		Keyspace: "keyspace1",
+	})
+	values := [][]byte{make([]byte, 10)}
+	for range 5 {
+		values = append(values, make([]byte, 34))
+	}
+	body := executeMsg(values...).AppendBody(nil, cql.V4)
+	b.ReportAllocs()
+	for b.Loop() {
+		ps := make(map[string]string, 6)
+		if err := walkRequest(cql.OpExecute, cql.V4, body, tr.params(ps)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

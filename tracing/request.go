@@ -44,11 +44,10 @@ const maxKeptScratch = 1 << 20
 // validates it without allocating: full mode does that for the "request parsed" event and
 // builds the map only for a session that is recorded.
 type params struct {
-	m        map[string]string
-	bind     bool
-	prep     *Statements
-	literals bool // keep literal values in query text
-	maxLen   int  // bound on query text; 0: none
+	m       map[string]string
+	bind    bool
+	prep    *Statements
+	queries *queryCache // normalizes query text
 }
 
 func (p *params) set(k, v string) {
@@ -62,9 +61,14 @@ func (p *params) value(stmt, i int, v []byte, unset bool) {
 	if p.m == nil {
 		return
 	}
-	k := "param[" + strconv.Itoa(i) + "]"
-	if stmt >= 0 {
+	var k string
+	switch {
+	case stmt >= 0:
 		k = "param[" + strconv.Itoa(stmt) + "][" + strconv.Itoa(i) + "]"
+	case i < len(paramKeys):
+		k = paramKeys[i]
+	default:
+		k = "param[" + strconv.Itoa(i) + "]"
 	}
 	p.m[k] = renderValue(v, unset, p.bind)
 }
@@ -77,7 +81,7 @@ func (p *params) prepared(stmt int, id []byte) {
 		return
 	}
 	if st := p.prep.Lookup(id); st != nil && st.Query != "" {
-		p.query(indexed("query", stmt), []byte(st.Query))
+		p.queryText(indexed("query", stmt), st.Query)
 		if st.Keyspace != "" {
 			p.m[indexed("keyspace", stmt)] = st.Keyspace
 		}
@@ -89,14 +93,35 @@ func (p *params) prepared(stmt int, id []byte) {
 // maxBoundValue is how much of a bound value BindValues shows.
 const maxBoundValue = 256
 
+// paramKeys are the names of the first bound values of a statement, and redactedValues
+// the text of a redacted value of each of the first lengths: every recorded session
+// names its values, so that they cost no allocation.
+var (
+	paramKeys      [64]string
+	redactedValues [256]string
+)
+
+func init() {
+	for i := range paramKeys {
+		paramKeys[i] = "param[" + strconv.Itoa(i) + "]"
+	}
+	for n := range redactedValues {
+		redactedValues[n] = redacted(n)
+	}
+}
+
+func redacted(n int) string { return "<redacted: " + strconv.Itoa(n) + " bytes>" }
+
 func renderValue(v []byte, unset, bind bool) string {
 	switch {
 	case unset:
 		return "<unset>"
 	case v == nil:
 		return "null"
+	case !bind && len(v) < len(redactedValues):
+		return redactedValues[len(v)]
 	case !bind:
-		return "<redacted: " + strconv.Itoa(len(v)) + " bytes>"
+		return redacted(len(v))
 	case len(v) > maxBoundValue:
 		return "0x" + hex.EncodeToString(v[:maxBoundValue]) + "… (" + strconv.Itoa(len(v)) + " bytes)"
 	}

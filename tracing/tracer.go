@@ -156,16 +156,17 @@ func newSnapshot(c Config, gen uint32) *snapshot {
 // map, the slow-log ring and the sink queues. Create it with New. A Tracer is safe for
 // concurrent use; each client connection gets its own Conn from NewConn.
 type Tracer struct {
-	snap   atomic.Pointer[snapshot]
-	cfgMu  sync.Mutex // serialises writers of snap
-	opts   Options
-	log    zerolog.Logger
-	rand   func() uint64
-	ring   *ring
-	prep   *Statements
-	queues []*sinkQueue
-	fetch  *fetcher               // nil without Options.NodeEvents
-	filter atomic.Pointer[Filter] // nil: every request
+	snap    atomic.Pointer[snapshot]
+	cfgMu   sync.Mutex // serialises writers of snap
+	opts    Options
+	log     zerolog.Logger
+	rand    func() uint64
+	ring    *ring
+	prep    *Statements
+	queries *queryCache
+	queues  []*sinkQueue
+	fetch   *fetcher               // nil without Options.NodeEvents
+	filter  atomic.Pointer[Filter] // nil: every request
 
 	ctxKeys    []string // Options.TraceContextKeys
 	ctxInvalid [numInvalidReasons]atomic.Uint64
@@ -203,12 +204,13 @@ func New(o Options) *Tracer {
 		o.MaxQueryLen = 0
 	}
 	t := &Tracer{
-		opts:  o,
-		log:   o.Logger,
-		rand:  o.Rand,
-		ring:  newRing(o.RingSize),
-		prep:  NewStatements(DefaultPreparedSize),
-		conns: make(map[*Conn]struct{}),
+		opts:    o,
+		log:     o.Logger,
+		rand:    o.Rand,
+		ring:    newRing(o.RingSize),
+		prep:    NewStatements(DefaultPreparedSize),
+		queries: newQueryCache(o.QueryLiterals, o.MaxQueryLen),
+		conns:   make(map[*Conn]struct{}),
 	}
 	t.ctxKeys = append(t.ctxKeys, o.TraceContextKeys...)
 	if len(t.ctxKeys) == 0 {

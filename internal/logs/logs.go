@@ -165,7 +165,7 @@ func destination(cfg Config) (io.Writer, *os.File, error) {
 	}
 	switch strings.ToLower(cfg.Format) {
 	case "", "console":
-		w = zerolog.ConsoleWriter{Out: w, NoColor: !color, TimeFormat: "2006-01-02T15:04:05.000Z07:00"}
+		w = newConsoleWriter(w, !color, "2006-01-02T15:04:05.000Z07:00")
 	case "json":
 	default:
 		if f != nil {
