@@ -30,18 +30,18 @@ type conn struct {
 	p      *Proxy
 	group  *group
 	client net.Conn
-	node   net.Conn // set under mu by open, before the response goroutine starts
-	// traceOn says that the proxy's log level, fixed when the connection is made, lets trace
-	// lines through (traceFrame).
-	traceOn bool
-	tr      *tracing.Conn // nil without a tracer
+	node   net.Conn      // set under mu by open, before the response goroutine starts
+	tr     *tracing.Conn // nil without a tracer
 
 	clientAddr netip.AddrPort
 	nodeAddr   netip.AddrPort
 	advertise  netip.AddrPort // written into system.local and events about the node
 	peerPort   uint16         // written into peers and events about other nodes
 
-	version byte         // the protocol version of the first accepted frame
+	version byte // the protocol version of the first accepted frame
+	// traceOn says that the proxy's log level, fixed when the connection is made, lets trace
+	// lines through (traceFrame).
+	traceOn bool
 	comp    atomic.Int32 // index into compressors, set by STARTUP
 	ready   atomic.Bool  // handshake done: the full frame limit applies, see limits.go
 	// inSystem is set when USE made system the connection's keyspace (statement.go).
@@ -51,33 +51,23 @@ type conn struct {
 	counters connCounters
 	capt     captureState // the workload capture (capture.go)
 
-	// Request goroutine.
-	cr     *frameReader
-	toNode *frameWriter
-	reqBuf []byte // frames larger than cr's buffer
-	// sentQ are the traced requests written to toNode since its last flush: tracing is
-	// told they were sent once the flush returns.
-	sentQ []tracing.Ticket
+	// The version gate's reader and writer of the client, and the goroutine path's.
+	cr       *frameReader
+	toClient *frameWriter
 	// views are the views of the request and of the response being handled, each decoded
 	// once for every reader (pipeline.go): the connection's own on the goroutine path, where
 	// its two goroutines use one each, and its loop's once it moved to one, where the loop
 	// handles one frame at a time (a view is 330 bytes, kept by every idle connection).
 	views *frameViews
-
-	// Response goroutine (the request goroutine until the node is dialled).
-	nr       *frameReader
-	toClient *frameWriter
-	respBuf  []byte
-	lost     []inflight
-	// doneQ are the traced responses written to toClient since its last flush.
-	doneQ []tracing.Ticket
+	lost  []inflight // the requests failed when the node was lost (nodeLost)
+	// goPath is the rest of the goroutine path's state, nil on a loop (goroutines.go).
+	*goPath
 
 	// Ending, on either transport: see shutdown.go. state is a connState; it only moves
 	// forward, by compare-and-swap, so that the frame loops and the event loop read it
 	// without mu. cause is written under mu before state becomes stateEnding.
-	state   atomic.Int32
-	cause   error
-	reqDone chan struct{} // closed when the request goroutine stops reading
+	state atomic.Int32
+	cause error
 	// done is closed once the transport closed the connection for good: the response
 	// goroutine ended, or the loop closed it.
 	done chan struct{}
@@ -86,6 +76,7 @@ type conn struct {
 	mu        sync.Mutex
 	loopState              // the event loop's, once the connection moved to one
 	handover  connHandover // what an old process handed over (handover.go)
+	park      *parkState   // an idle connection's parking on the goroutine path (park.go), or nil
 
 	// v5 is protocol v5's segment state (segments.go), for a connection of version 5 only:
 	// set with the version, before either side reads, and nil for the others, which it
@@ -118,9 +109,7 @@ func (p *Proxy) newConn(nc net.Conn, g *group) *conn {
 		group:      g,
 		client:     nc,
 		clientAddr: addrPort(nc.RemoteAddr()),
-		reqDone:    make(chan struct{}),
 		done:       make(chan struct{}),
-		views:      new(frameViews),
 	}
 	// A connection bound for an event loop uses its own reader and writer only for the
 	// version gate: small ones, or 1,000 connections would leave 32 MiB of garbage behind.
@@ -197,8 +186,6 @@ func (c *conn) serve(ctx context.Context) {
 		return
 	}
 	c.runGoroutines()
-	<-c.done
-	c.retire()
 }
 
 // open answers frames of unsupported versions until one of version 3, 4 or 5 (up to

@@ -6,25 +6,63 @@ import (
 	"time"
 
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/tracing"
 )
 
 // The goroutine path: one goroutine per direction, each reading frames from one side with
 // a frameReader and writing them to the other through a frameWriter (see the package doc).
 // It carries TLS connections, and every connection with Config.NoEventLoop.
 
+// goPath is what only the goroutine path keeps of a connection, besides the version gate's
+// reader and writer of the client, which it takes over: a connection on a loop has none.
+type goPath struct {
+	// Request goroutine.
+	toNode *frameWriter
+	reqBuf []byte // frames larger than cr's buffer
+	// sentQ are the traced requests written to toNode since its last flush: tracing is
+	// told they were sent once the flush returns.
+	sentQ []tracing.Ticket
+	// reqDone is closed when the request goroutine stops reading.
+	reqDone chan struct{}
+
+	// Response goroutine.
+	nr      *frameReader
+	respBuf []byte
+	// doneQ are the traced responses written to toClient since its last flush.
+	doneQ []tracing.Ticket
+}
+
 // runGoroutines carries the connection on the goroutine path: the request loop runs on the
 // calling goroutine, the response loop on a goroutine of its own, which closes the
-// connection once both have stopped (close) and then closes c.done.
+// connection once both have stopped (close) and then closes c.done. It returns when the
+// connection is closed and retired, or when its request side parked (park.go).
 func (c *conn) runGoroutines() {
 	c.startGoroutinePath()
-	go c.responses()
+	c.startParking()
+	go c.runResponses()
+	c.runRequests()
+}
+
+// runRequests runs the request loop until it ends, then retires the connection once it is
+// closed; or until the side parks, when a new goroutine runs it on its next read.
+func (c *conn) runRequests() {
 	err := c.requests()
+	for err == errParked {
+		if c.parkSide(sideRequests) {
+			return
+		}
+		err = c.requests()
+	}
 	close(c.reqDone)
 	c.requestsEnded(err)
+	<-c.done
+	c.retire()
 }
 
 // startGoroutinePath sets up the buffers of the goroutine path.
 func (c *conn) startGoroutinePath() {
+	c.goPath = &goPath{reqDone: make(chan struct{})}
+	c.views = new(frameViews)
 	c.nr = newFrameReader(c.node, readBufferSize)
 	c.nr.preload(c.takeNodePend())
 	c.toNode = newFrameWriter(c.node, writeBufferSize)
@@ -39,7 +77,7 @@ func (c *conn) startGoroutinePath() {
 func (c *conn) requests() error {
 	r := c.cr
 	for {
-		hb, err := r.Peek(cql.HeaderSize)
+		hb, err := r.next()
 		if c.segmentsFromClient() {
 			// The client has the answer to its v5 STARTUP: it sends segments (a segment is
 			// larger than a header, so the wait for one above was no mistake).
@@ -59,6 +97,7 @@ func (c *conn) requests() error {
 		if err := c.forwardRequest(r, h); err != nil {
 			return err
 		}
+		c.parkAfter(r, h.Opcode)
 	}
 }
 
@@ -119,12 +158,18 @@ func (c *conn) readRequest(r *frameReader, h cql.Header, n int) ([]byte, error) 
 	return nil, nil
 }
 
-// responses is the response goroutine: it forwards the node's frames to the client until
-// the response loop ends, stops the connection for that reason unless it was stopped
-// already, and closes it.
-func (c *conn) responses() {
-	defer close(c.done)
+// runResponses is the response goroutine: it forwards the node's frames to the client
+// until the response loop ends, stops the connection for that reason unless it was stopped
+// already, and closes it. When the side parks, a new goroutine runs it on its next read.
+func (c *conn) runResponses() {
 	err := c.forwardResponses()
+	for err == errParked {
+		if c.parkSide(sideResponses) {
+			return
+		}
+		err = c.forwardResponses()
+	}
+	defer close(c.done)
 	switch {
 	case err == nil:
 		c.stop(errDrained)
@@ -143,7 +188,7 @@ func (c *conn) forwardResponses() error {
 	var arrived int64 // when the last read from the node returned, once a frame needed it
 	for {
 		fill := r.Buffered() < cql.HeaderSize
-		hb, err := r.Peek(cql.HeaderSize)
+		hb, err := r.next()
 		if err != nil {
 			return err
 		}
@@ -161,6 +206,7 @@ func (c *conn) forwardResponses() error {
 		if err != nil || drained {
 			return err
 		}
+		c.parkAfter(r, h.Opcode)
 		if c.segmentsFromNode() {
 			return c.responseSegments(r, arrived) // the node's READY was its last frame
 		}
@@ -279,6 +325,7 @@ func (c *conn) stop(cause error) {
 	if c.inLoop() || !c.end(cause) {
 		return
 	}
+	c.unparkAll()
 	if c.node != nil {
 		c.node.Close()
 	}

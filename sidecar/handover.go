@@ -225,8 +225,6 @@ func (p *Proxy) adoptConn(m movedConn, clientFD, nodeFD int, g *group) (*conn, e
 // as serve runs an accepted one once open.
 func (c *conn) serveAdopted() {
 	c.runGoroutines()
-	<-c.done
-	c.retire()
 }
 
 // finishMoved ends a connection that moved to another process, in this one: its sockets

@@ -60,7 +60,7 @@ func (c *conn) request(h cql.Header, frame []byte, n int) tracing.Ticket {
 		c.streams.put(req)
 	}
 	// The one request counter: metrics and tracing read it (Proxy.New).
-	inc(&c.counters.requests[min(int(h.Opcode), 31)], 1)
+	inc(&c.counters.requests[requestSlot(h.Opcode)], 1)
 	inc(&c.counters.bytesIn, uint64(n))
 	if e := c.debug(); e != nil {
 		e.Str("op", h.Opcode.String()).Int16("stream", h.Stream).Int("bytes", n).Msg("request")

@@ -303,8 +303,10 @@ func (p *Proxy) Stats() Stats {
 // connCounters are the counters of one connection. Each is written by one goroutine only,
 // with a load and a store rather than a locked add, and read by Stats.
 type connCounters struct {
-	requests  [32]atomic.Uint64 // by opcode; opcodes above 31 count as 31
-	bytesIn   atomic.Uint64     // request bytes read from the client
+	// requests are by opcode: a request's is below 16 (AUTH_RESPONSE is 15), and a frame
+	// with a higher one counts as 0 (ERROR, which no request is), apart from the real ones.
+	requests  [16]atomic.Uint64
+	bytesIn   atomic.Uint64 // request bytes read from the client
 	responses atomic.Uint64
 	rewritten atomic.Uint64
 	bytesOut  atomic.Uint64 // response bytes written to the client
@@ -314,12 +316,20 @@ type connCounters struct {
 
 // counts are summed connCounters.
 type counts struct {
-	requests                                [32]uint64
+	requests                                [16]uint64
 	bytesIn, responses, rewritten, bytesOut uint64
 	segments, resegmented                   [2]uint64
 }
 
 func inc(v *atomic.Uint64, n uint64) { v.Store(v.Load() + n) }
+
+// requestSlot returns the index of connCounters.requests that counts a request of opcode op.
+func requestSlot(op cql.Opcode) int {
+	if op >= 16 {
+		return 0
+	}
+	return int(op)
+}
 
 func (c *connCounters) addTo(sum *counts) {
 	for i := range c.requests {

@@ -5,6 +5,8 @@ import (
 	"io"
 	"net"
 	"syscall"
+
+	"github.com/tracecar/tracecar/internal/cql"
 )
 
 // frameReader is the buffered reader of one side of a connection on the goroutine path (and
@@ -25,6 +27,14 @@ type frameReader struct {
 	readFD func(fd uintptr) bool
 	rawN   int
 	rawErr error
+
+	// idle, when set, says what to do when a read of src ends at a read deadline (see
+	// park.go); between is set while the reader waits for the start of a frame (next).
+	idle    func(between bool) idleAction
+	between bool
+	// parkNow has the next wait between frames park at once, without a read, when nothing
+	// is buffered: set by a side once the handshake needs no more of it (park.go).
+	parkNow bool
 }
 
 func newFrameReader(src io.Reader, size int) *frameReader {
@@ -114,6 +124,19 @@ func (r *frameReader) Peek(n int) ([]byte, error) {
 	return r.buf[r.r : r.r+n], nil
 }
 
+// next returns the header of the next frame, as Peek(cql.HeaderSize), waiting between
+// frames: there, and only there, a side may park.
+func (r *frameReader) next() ([]byte, error) {
+	if r.parkNow && r.Buffered() == 0 {
+		r.parkNow = false
+		return nil, errParked
+	}
+	r.between = true
+	hb, err := r.Peek(cql.HeaderSize)
+	r.between = false
+	return hb, err
+}
+
 // Discard skips the next n bytes, reading src for those not buffered yet.
 func (r *frameReader) Discard(n int) (int, error) {
 	done := 0
@@ -145,7 +168,12 @@ func (r *frameReader) Read(p []byte) (int, error) {
 			r.err = nil
 			return 0, err
 		}
-		return r.src.Read(p) // a large frame streamed or read whole: no buffer needed
+		for {
+			n, err := r.src.Read(p) // a large frame streamed or read whole: no buffer needed
+			if err == nil || r.idle == nil || !isTimeout(err) || r.idle(false) != idleRetry {
+				return n, err
+			}
+		}
 	}
 	n := copy(p, r.buf[r.r:r.w])
 	r.r += n
@@ -157,15 +185,23 @@ func (r *frameReader) Read(p []byte) (int, error) {
 func (r *frameReader) fill() {
 	if r.buf == nil {
 		r.waitFill()
-		return
+	} else {
+		r.slide()
+		n, err := r.src.Read(r.buf[r.w:])
+		r.w += n
+		if err != nil {
+			r.err = err
+		} else if n == 0 {
+			r.err = io.ErrNoProgress
+		}
 	}
-	r.slide()
-	n, err := r.src.Read(r.buf[r.w:])
-	r.w += n
-	if err != nil {
-		r.err = err
-	} else if n == 0 {
-		r.err = io.ErrNoProgress
+	if r.err != nil && r.idle != nil && isTimeout(r.err) {
+		switch r.idle(r.between && r.buf == nil) {
+		case idleRetry:
+			r.err = nil // the callers read again
+		case idlePark:
+			r.err = errParked
+		}
 	}
 }
 

@@ -114,6 +114,7 @@ func (c *conn) drain() {
 		c.postLoop(cmdDrain)
 		return
 	}
+	c.unpark(sideRequests, 0)
 	c.client.SetReadDeadline(time.Unix(1, 0))
 }
 
@@ -133,6 +134,7 @@ func (c *conn) closeAll() {
 		c.cause = errShutdown
 	}
 	c.advance(stateClosed)
+	c.unparkAll()
 	c.client.Close()
 	if c.node != nil {
 		c.node.Close()
@@ -142,6 +144,7 @@ func (c *conn) closeAll() {
 // finish releases what the connection holds once its transport has closed it.
 func (c *conn) finish() {
 	c.closeAll()
+	c.stopParking()
 	if c.tr != nil {
 		c.tr.Close()
 	}

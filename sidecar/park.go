@@ -1,0 +1,217 @@
+package sidecar
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/tracecar/tracecar/internal/cql"
+)
+
+// Parking: an idle connection on the goroutine path keeps no goroutine.
+//
+// Each side of a connection on the goroutine path is a goroutine blocked in a read, and a
+// goroutine that forwarded frames keeps the stack it grew to (4 to 8 KiB) while it waits:
+// two per connection, most of what an idle connection cost. So a side that has had nothing
+// to do for a while parks: its goroutine returns, and the process's parker (park_linux.go)
+// watches its socket instead, in an epoll set of its own; the first byte, or the peer's
+// close, starts a new goroutine for the side, which reads on where the old one stopped.
+// Nothing is lost in between: a parked side holds nothing unread and nothing unwritten.
+//
+//   - The parker looks at the connections every parkIdle. A connection whose byte counts
+//     did not move since its last look, and is open, is asked to park: the read deadline of
+//     each side still running is put in the past (park.want).
+//   - The side's reader, whose read ends at that deadline, asks conn.timedOut what to do:
+//     park, when it waits between frames holding nothing; otherwise read on (the deadline
+//     cleared), or end as before when the deadline was drain's or stop's.
+//   - The side's goroutine returns to runRequests or runResponses with errParked, which
+//     hands the socket to the parker (parkSide) unless the connection started to end in
+//     between; then it reads on.
+//   - A side also parks at once after the last frame of the handshake it carries (STARTUP
+//     or AUTH_RESPONSE from the client, READY or AUTH_SUCCESS from the node) when nothing
+//     follows it: most connections of a driver's pool then sit idle, and a burst of new
+//     connections never holds a goroutine each (parkAfter).
+//   - drain, stop and closeAll, which wake the goroutines to end a connection, start the
+//     parked ones first (unparkAll), under mu: they end as before.
+//
+// Only plain TCP connections of protocol v3 and v4 park: a TLS connection's reader may
+// hold a decrypted record the socket does not show, and v5's segment loops are not taught
+// to. Without epoll (park_other.go) nothing parks.
+
+// parkIdle is how long a connection has nothing to do before its sides park: between one
+// and two of these after its last frame, in nanoseconds. A variable for tests.
+var parkIdle atomic.Int64
+
+func init() { parkIdle.Store(int64(time.Second)) }
+
+// errParked ends a side's frame loop when its goroutine is to park (frameReader.idle).
+var errParked = errors.New("parked")
+
+// The sides of a connection on the goroutine path.
+const (
+	sideRequests  = 0 // the request goroutine: reads the client
+	sideResponses = 1 // the response goroutine: reads the node
+)
+
+// idleAction is what a frameReader does when a read of its socket ends at a deadline.
+type idleAction uint8
+
+const (
+	idleFail  idleAction = iota // the deadline's error stands (drain, stop)
+	idleRetry                   // read on: the deadline was the parker's, and is cleared
+	idlePark                    // return errParked: the side parks
+)
+
+// parkState is a connection's part in parking. All but seen is under conn.mu.
+type parkState struct {
+	pk    *parker // nil: the connection does not park
+	want  [2]bool // the parker asked the side to park: its read deadline is in the past
+	token [2]uint64
+	seen  uint64 // the parker's: the connection's byte count at its last look
+}
+
+// startParking lets the connection park when it can (see the package's parking notes):
+// on the goroutine path, before its goroutines start.
+func (c *conn) startParking() {
+	pk := theParker()
+	if pk == nil || c.v5 != nil || c.cr.raw == nil || c.nr.raw == nil {
+		return
+	}
+	c.mu.Lock()
+	c.park = &parkState{pk: pk} // under mu, which drain, stop and closeAll read it under
+	c.mu.Unlock()
+	c.cr.idle = c.requestsIdle
+	c.nr.idle = c.responsesIdle
+	pk.add(c)
+}
+
+// parkAfter has the side that reads r park at its next wait between frames, when the frame
+// it forwarded, of opcode op, ends the handshake's part of that side (see above).
+func (c *conn) parkAfter(r *frameReader, op cql.Opcode) {
+	switch op {
+	case cql.OpStartup, cql.OpAuthResponse, cql.OpReady, cql.OpAuthSuccess:
+		r.parkNow = r.idle != nil
+	}
+}
+
+func (c *conn) requestsIdle(between bool) idleAction  { return c.timedOut(sideRequests, between) }
+func (c *conn) responsesIdle(between bool) idleAction { return c.timedOut(sideResponses, between) }
+
+// timedOut is what side s does when its read ended at a read deadline; between says that
+// its reader holds nothing and waits for a frame. A deadline the parker did not set is
+// drain's or stop's, on the client: the read fails, as without parking.
+func (c *conn) timedOut(s int, between bool) idleAction {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.park == nil || !c.park.want[s] || s == sideRequests && c.draining() {
+		return idleFail
+	}
+	c.park.want[s] = false
+	c.socket(s).SetReadDeadline(time.Time{})
+	if !between || c.getState() != stateOpen {
+		return idleRetry
+	}
+	return idlePark
+}
+
+// socket returns the socket that side s reads.
+func (c *conn) socket(s int) interface{ SetReadDeadline(time.Time) error } {
+	if s == sideRequests {
+		return c.client
+	}
+	return c.node
+}
+
+// rawSocket returns the socket that side s reads, to hand to the parker.
+func (c *conn) rawSocket(s int) syscall.RawConn {
+	if s == sideRequests {
+		return c.cr.raw
+	}
+	return c.nr.raw
+}
+
+// parkSide hands side s, whose goroutine returned with errParked, to the parker, and
+// reports whether it did: it does not once the connection started to end (a drain, a stop
+// or a close came in between, which found nothing parked to wake), and then the goroutine
+// reads on.
+func (c *conn) parkSide(s int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.getState() != stateOpen {
+		return false
+	}
+	tok, ok := c.park.pk.watch(c, s, c.rawSocket(s))
+	if !ok {
+		return false
+	}
+	c.park.token[s] = tok
+	if c.park.token[1-s] != 0 {
+		// Both sides parked: nobody reads a frame, and the views go back to the pool.
+		viewPool.Put(c.views)
+		c.views = nil
+	}
+	return true
+}
+
+// viewPool holds the frame views of connections whose sides are both parked.
+var viewPool = sync.Pool{New: func() any { return new(frameViews) }}
+
+// unpark starts a goroutine for side s if it is parked, its socket taken back from the
+// parker; by the parker when the socket has something, and by unparkAll. c.mu must be held.
+// token, when not 0, is the parking the parker found ready: an older one is over already.
+func (c *conn) unpark(s int, token uint64) {
+	if c.park == nil {
+		return
+	}
+	t := c.park.token[s]
+	if t == 0 || token != 0 && token != t {
+		return
+	}
+	c.park.token[s] = 0
+	c.park.pk.unwatch(t, c.rawSocket(s))
+	if c.views == nil {
+		c.views = viewPool.Get().(*frameViews)
+	}
+	if s == sideRequests {
+		go c.runRequests()
+	} else {
+		go c.runResponses()
+	}
+}
+
+// unparkAll starts the parked sides, before what ends a connection wakes them (drain,
+// stop, closeAll): they end as the running ones do. c.mu must be held.
+func (c *conn) unparkAll() {
+	if c.park != nil {
+		c.unpark(sideRequests, 0)
+		c.unpark(sideResponses, 0)
+	}
+}
+
+// askPark is the parker's look at the connection: when it moved no byte since the last
+// look and is open, the sides still running are asked to park. Only the parker calls it.
+func (c *conn) askPark() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.counters.bytesIn.Load() + c.counters.bytesOut.Load()
+	idle := n == c.park.seen
+	c.park.seen = n
+	if !idle || c.getState() != stateOpen {
+		return
+	}
+	for s := range 2 {
+		if c.park.token[s] == 0 && !c.park.want[s] {
+			c.park.want[s] = true
+			c.socket(s).SetReadDeadline(time.Unix(1, 0))
+		}
+	}
+}
+
+// stopParking takes the connection out of the parker's looks, once it is closed.
+func (c *conn) stopParking() {
+	if c.park != nil {
+		c.park.pk.remove(c)
+	}
+}
