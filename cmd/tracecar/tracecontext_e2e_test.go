@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -591,8 +592,12 @@ func mustPrometheus(tb testing.TB, target string) string {
 			tb.Fatalf("prometheus exited:\n%s", out.String())
 		case <-time.After(200 * time.Millisecond):
 		}
-		if status, _ := call(tb, "GET", base+"/-/ready", ""); status == 200 {
-			return base
+		// Not listening yet is what this loop waits out: a refused connection is retried.
+		if resp, err := http.Get(base + "/-/ready"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return base
+			}
 		}
 	}
 	tb.Fatalf("prometheus did not become ready:\n%s", out.String())
