@@ -437,6 +437,18 @@ func literal(v []byte, lit string) int {
 	return 0
 }
 
+// digits returns the end of the run of decimal digits at v[i:], or 0 when there is none.
+func digits(v []byte, i int) int {
+	start := i
+	for i < len(v) && '0' <= v[i] && v[i] <= '9' {
+		i++
+	}
+	if i == start {
+		return 0
+	}
+	return i
+}
+
 // number returns the length of the JSON number at the start of v, or 0.
 func number(v []byte) int {
 	i := 0
@@ -447,19 +459,12 @@ func number(v []byte) int {
 	case i < len(v) && v[i] == '0':
 		i++
 	case i < len(v) && '1' <= v[i] && v[i] <= '9':
-		for i < len(v) && '0' <= v[i] && v[i] <= '9' {
-			i++
-		}
+		i = digits(v, i)
 	default:
 		return 0
 	}
 	if i < len(v) && v[i] == '.' {
-		i++
-		start := i
-		for i < len(v) && '0' <= v[i] && v[i] <= '9' {
-			i++
-		}
-		if i == start {
+		if i = digits(v, i+1); i == 0 {
 			return 0
 		}
 	}
@@ -468,11 +473,7 @@ func number(v []byte) int {
 		if i < len(v) && (v[i] == '+' || v[i] == '-') {
 			i++
 		}
-		start := i
-		for i < len(v) && '0' <= v[i] && v[i] <= '9' {
-			i++
-		}
-		if i == start {
+		if i = digits(v, i); i == 0 {
 			return 0
 		}
 	}
