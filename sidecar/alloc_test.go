@@ -31,8 +31,8 @@ func newPathConn(tb testing.TB, cfg tracing.Config) *pathConn {
 	p := New(Config{NodeAddr: "127.0.0.1:9042", Metrics: metrics.New()}, tr)
 	c := &conn{p: p, version: cql.V4, views: new(frameViews)}
 	ap := netip.MustParseAddrPort("127.0.0.1:1")
-	c.tr = tr.NewConn(ap, ap)
-	tb.Cleanup(c.tr.Close)
+	c.clientAddr, c.nodeAddr = ap, ap
+	tb.Cleanup(c.finishTrace)
 	pc := &pathConn{c: c, tr: tr}
 	pc.req = frame(cql.V4, 0, 0, cql.OpQuery, queryBody("INSERT INTO ks.t (k, v) VALUES (1, 2)"))
 	pc.resp = frame(cql.ResponseBit|cql.V4, 0, 0, cql.OpResult, voidBody())

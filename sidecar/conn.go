@@ -30,8 +30,12 @@ type conn struct {
 	p      *Proxy
 	group  *group
 	client net.Conn
-	node   net.Conn      // set under mu by open, before the response goroutine starts
-	tr     *tracing.Conn // nil without a tracer
+	node   net.Conn // set under mu by open, before the response goroutine starts
+	// tr is the connection's tracing state: nil until its first request that tracing
+	// considers (traceConn), and always without a tracer. It is written by the request side
+	// only; the response side reads it for requests traced, which were put in the stream
+	// table after it was set.
+	tr atomic.Pointer[tracing.Conn]
 
 	clientAddr netip.AddrPort
 	nodeAddr   netip.AddrPort
@@ -68,9 +72,10 @@ type conn struct {
 	// without mu. cause is written under mu before state becomes stateEnding.
 	state atomic.Int32
 	cause error
-	// done is closed once the transport closed the connection for good: the response
-	// goroutine ended, or the loop closed it.
-	done chan struct{}
+	// closed is set once the transport closed the connection for good: the response
+	// goroutine ended, or the loop closed it (on the goroutine path goPath.respDone is
+	// closed then too).
+	closed atomic.Bool
 	// mu serialises the changes of state and their effect on the sockets with setting node
 	// and with toLoop.
 	mu        sync.Mutex
@@ -82,6 +87,18 @@ type conn struct {
 	// set with the version, before either side reads, and nil for the others, which it
 	// would cost 270 bytes each.
 	v5 *v5conn
+}
+
+// traceConn returns the connection's tracing state, made on first use; request side
+// only, and only with a tracer (Proxy.tr). An idle connection, or one of a node with
+// tracing off, never holds one (it is about 230 bytes with its registration).
+func (c *conn) traceConn() *tracing.Conn {
+	if t := c.tr.Load(); t != nil {
+		return t
+	}
+	t := c.p.tr.NewConn(c.clientAddr, c.nodeAddr)
+	c.tr.Store(t)
+	return t
 }
 
 // setVersion fixes the connection's protocol version, before the node is dialled.
@@ -109,7 +126,6 @@ func (p *Proxy) newConn(nc net.Conn, g *group) *conn {
 		group:      g,
 		client:     nc,
 		clientAddr: addrPort(nc.RemoteAddr()),
-		done:       make(chan struct{}),
 	}
 	// A connection bound for an event loop uses its own reader and writer only for the
 	// version gate: small ones, or 1,000 connections would leave 32 MiB of garbage behind.
@@ -233,9 +249,6 @@ func (c *conn) open(ctx context.Context) error {
 		return errClientGone
 	}
 	c.nodeAddr = addrPort(nc.RemoteAddr())
-	if c.p.tr != nil {
-		c.tr = c.p.tr.NewConn(c.clientAddr, c.nodeAddr)
-	}
 	c.debug().Str("node", c.nodeAddr.String()).Uint8("version", c.version).Msg("connection opened")
 	return nil
 }
@@ -262,7 +275,7 @@ func (c *conn) wrote(tickets []tracing.Ticket, toClient bool) {
 	now := tracing.Now()
 	for _, t := range tickets {
 		if toClient {
-			c.tr.Done(t, now)
+			c.tr.Load().Done(t, now)
 		} else {
 			t.Sent(now)
 		}

@@ -107,8 +107,8 @@ func TestDecodedOnce(t *testing.T) {
 					c.p = New(Config{NodeAddr: "127.0.0.1:9042", Statements: st, Metrics: metrics.New()}, tr)
 					c.p.rememberStmt(sysID, kindLocal, localColumns())
 					ap := netip.MustParseAddrPort("127.0.0.1:1")
-					c.tr = tr.NewConn(ap, ap)
-					t.Cleanup(c.tr.Close)
+					c.clientAddr, c.nodeAddr = ap, ap
+					t.Cleanup(c.finishTrace)
 
 					for i, ex := range exchanges {
 						stream := int16(i + 1)

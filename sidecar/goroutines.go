@@ -22,8 +22,9 @@ type goPath struct {
 	// sentQ are the traced requests written to toNode since its last flush: tracing is
 	// told they were sent once the flush returns.
 	sentQ []tracing.Ticket
-	// reqDone is closed when the request goroutine stops reading.
-	reqDone chan struct{}
+	// reqDone is closed when the request goroutine stops reading, respDone when the
+	// response goroutine closed the connection (conn.closed).
+	reqDone, respDone chan struct{}
 
 	// Response goroutine.
 	nr      *frameReader
@@ -34,7 +35,7 @@ type goPath struct {
 
 // runGoroutines carries the connection on the goroutine path: the request loop runs on the
 // calling goroutine, the response loop on a goroutine of its own, which closes the
-// connection once both have stopped (close) and then closes c.done. It returns when the
+// connection once both have stopped (close) and then closes respDone. It returns when the
 // connection is closed and retired, or when its request side parked (park.go).
 func (c *conn) runGoroutines() {
 	c.startGoroutinePath()
@@ -55,13 +56,13 @@ func (c *conn) runRequests() {
 	}
 	close(c.reqDone)
 	c.requestsEnded(err)
-	<-c.done
+	<-c.respDone
 	c.retire()
 }
 
 // startGoroutinePath sets up the buffers of the goroutine path.
 func (c *conn) startGoroutinePath() {
-	c.goPath = &goPath{reqDone: make(chan struct{})}
+	c.goPath = &goPath{reqDone: make(chan struct{}), respDone: make(chan struct{})}
 	c.views = new(frameViews)
 	c.nr = newFrameReader(c.node, readBufferSize)
 	c.nr.preload(c.takeNodePend())
@@ -169,7 +170,10 @@ func (c *conn) runResponses() {
 		}
 		err = c.forwardResponses()
 	}
-	defer close(c.done)
+	defer func() {
+		c.closed.Store(true)
+		close(c.respDone)
+	}()
 	switch {
 	case err == nil:
 		c.stop(errDrained)

@@ -157,8 +157,8 @@ func (c *conn) movedState(id uint64, clientPend, nodePend []byte) movedConn {
 	if c.segmentsFromNode() {
 		m.Framing, m.SegmentsLZ4 = framingSegments, c.v5.lz4.Load()
 	}
-	if c.tr != nil {
-		m.User = c.tr.User()
+	if t := c.tr.Load(); t != nil {
+		m.User = t.User()
 	}
 	return m
 }
@@ -205,11 +205,8 @@ func (p *Proxy) adoptConn(m movedConn, clientFD, nodeFD int, g *group) (*conn, e
 	}
 	c.node = node
 	c.nodeAddr = addrPort(node.RemoteAddr())
-	if p.tr != nil {
-		c.tr = p.tr.NewConn(c.clientAddr, c.nodeAddr)
-		if m.User != "" {
-			c.tr.SetUser(m.User)
-		}
+	if p.tr != nil && m.User != "" {
+		c.traceConn().SetUser(m.User)
 	}
 	if n := len(m.ClientPending); n > 0 {
 		// The bytes the old process read go first, into the client reader, where both

@@ -149,7 +149,7 @@ func (l *loop) tryMove(c *conn) {
 	for i := range c.sides {
 		s := &c.sides[i]
 		unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, s.fd, nil)
-		delete(l.sides, int32(s.fd))
+		l.setSide(s.fd, nil)
 		d.fds[i] = s.fd
 		if s.held > 0 {
 			c.p.held.release(s.held)
@@ -449,9 +449,7 @@ func (h *handoff) finished() bool {
 		return false
 	}
 	for _, c := range h.draining {
-		select {
-		case <-c.done:
-		default:
+		if !c.closed.Load() {
 			return false
 		}
 	}

@@ -34,7 +34,7 @@ type loop struct {
 	cmds []loopCmd
 
 	// Loop goroutine only.
-	sides   map[int32]*side
+	sides   []*side // by file descriptor: a socket's number is small and reused, a map lookup per event is not free
 	closing []*conn // connections writing their last frames, by lastDeadline
 	waiting []*side // client sides waiting for the budget of frames held whole
 	rbuf    []byte
@@ -120,7 +120,6 @@ func newLoop() (*loop, error) {
 	return &loop{
 		epfd:   epfd,
 		wakefd: wfd,
-		sides:  make(map[int32]*side),
 		rbuf:   make([]byte, loopReadSize),
 		events: make([]unix.EpollEvent, 128),
 	}, nil
@@ -266,13 +265,13 @@ func (l *loop) run() {
 				l.commands()
 				continue
 			}
-			s := l.sides[ev.Fd]
+			s := l.side(ev.Fd)
 			if s == nil {
 				continue // closed earlier in this batch
 			}
 			if ev.Events&unix.EPOLLOUT != 0 {
 				l.writeOut(s)
-				if l.sides[ev.Fd] != s {
+				if l.side(ev.Fd) != s {
 					continue
 				}
 			}
@@ -313,6 +312,26 @@ func (l *loop) wait() (int, error) {
 // waits for the budget of frames held whole.
 const loopWaitMillis = 1000
 
+// side returns the side whose socket is fd, or nil.
+func (l *loop) side(fd int32) *side {
+	if uint32(fd) < uint32(len(l.sides)) {
+		return l.sides[fd]
+	}
+	return nil
+}
+
+// setSide records s as the side of socket fd (nil: none).
+func (l *loop) setSide(fd int, s *side) {
+	if fd >= len(l.sides) {
+		if s == nil {
+			return
+		}
+		l.sides = append(l.sides, make([]*side, fd+1-len(l.sides))...)
+		l.sides = l.sides[:cap(l.sides)]
+	}
+	l.sides[fd] = s
+}
+
 // commands runs the commands posted to the loop.
 func (l *loop) commands() {
 	var b [8]byte
@@ -348,7 +367,7 @@ func (l *loop) add(c *conn) {
 			l.close(c)
 			return
 		}
-		l.sides[int32(s.fd)] = s
+		l.setSide(s.fd, s)
 	}
 	if c.draining() {
 		l.drain(c)
@@ -452,9 +471,9 @@ func (l *loop) close(c *conn) {
 	}
 	for i := range c.sides {
 		s := &c.sides[i]
-		if l.sides[int32(s.fd)] == s {
+		if l.side(int32(s.fd)) == s {
 			unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, s.fd, nil)
-			delete(l.sides, int32(s.fd))
+			l.setSide(s.fd, nil)
 		}
 		discard(s.fd, l.rbuf)
 		unix.Close(s.fd)

@@ -49,8 +49,8 @@ func (c *conn) request(h cql.Header, frame []byte, n int) tracing.Ticket {
 			now = tracing.Now()
 			req.start = now
 		}
-		if c.tr != nil {
-			req.trace = c.tr.Begin(f, now)
+		if t := c.p.tr; t != nil && t.Considers(&f.Header) {
+			req.trace = c.traceConn().Begin(f, now)
 		}
 		if cp := c.p.capture; cp != nil {
 			if s := cp.Active(); s != nil {
@@ -93,7 +93,7 @@ func (c *conn) response(h cql.Header, frame []byte, req inflight, arrived int64)
 	out := frame
 	var done tracing.Ticket
 	if req.trace.Traced() {
-		out, done = c.tr.End(req.trace, f, arrived)
+		out, done = c.tr.Load().End(req.trace, f, arrived)
 	}
 	switch {
 	case frame == nil:
@@ -155,7 +155,7 @@ func (c *conn) inspect(f *cql.Frame) (rewriteKind, *tracing.Statement, string) {
 	case cql.OpOptions:
 		return kindOptions, nil, ""
 	case cql.OpAuthResponse:
-		if c.tr != nil {
+		if c.p.tr != nil {
 			c.authResponse(f)
 		}
 	case cql.OpQuery, cql.OpPrepare:
@@ -267,7 +267,7 @@ func (c *conn) authResponse(f *cql.Frame) {
 		defer clear(body)
 	}
 	if user, ok := saslPlainUser(body); ok {
-		c.tr.SetUser(user)
+		c.traceConn().SetUser(user)
 	}
 }
 

@@ -70,9 +70,7 @@ func (p *Proxy) Queries(min time.Duration, limit int) []Query {
 		t := &c.streams
 		t.mu.Lock()
 		if t.n > 0 {
-			// c.tr is written by open before any request is put into the table, so an
-			// entry seen under the table's lock orders this read after that write.
-			tr := c.tr
+			tr := c.tr.Load()
 			for i := range t.slots {
 				s := &t.slots[i]
 				if !s.used {

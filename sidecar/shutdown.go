@@ -141,13 +141,18 @@ func (c *conn) closeAll() {
 	}
 }
 
+// finishTrace closes the connection's tracing state, if it has one.
+func (c *conn) finishTrace() {
+	if t := c.tr.Load(); t != nil {
+		t.Close()
+	}
+}
+
 // finish releases what the connection holds once its transport has closed it.
 func (c *conn) finish() {
 	c.closeAll()
 	c.stopParking()
-	if c.tr != nil {
-		c.tr.Close()
-	}
+	c.finishTrace()
 	c.p.unregister(c)
 }
 
@@ -163,7 +168,7 @@ func (c *conn) retire() {
 // process from it: serve returned when it moved to the loop, so the connection is retired
 // here, on a goroutine, as finish takes locks that the loop must not wait for.
 func (c *conn) closedOnLoop() {
-	close(c.done)
+	c.closed.Store(true)
 	go c.retire()
 }
 

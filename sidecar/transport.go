@@ -92,14 +92,14 @@ func (c *conn) logFrame(h cql.Header, fromClient bool) {
 // requestWhole reports whether a client frame with header h, too large for the reader's
 // buffer, is read whole rather than streamed through.
 func (c *conn) requestWhole(h cql.Header) bool {
-	return c.tr != nil || c.readsBody(h.Opcode)
+	return c.p.tr != nil || c.readsBody(h.Opcode)
 }
 
 // responseWhole reports whether a node frame with header h, answering req and too large for
 // the reader's buffer, is read whole rather than streamed through.
 func (c *conn) responseWhole(h cql.Header, req *inflight) bool {
 	event := h.Stream < 0 && h.Opcode == cql.OpEvent
-	return c.tr != nil || req.kind != kindNone || event || req.stat.WantsBody(h.Opcode)
+	return c.p.tr != nil || req.kind != kindNone || event || req.stat.WantsBody(h.Opcode)
 }
 
 // requestFor takes from the stream table into req the request that the response with

@@ -37,6 +37,19 @@ type Conn struct {
 	closeOnce sync.Once
 }
 
+// Considers reports whether Begin could trace a request with header h under the
+// configuration in force: false for what no mode traces (tracing off and no tracing flag
+// or trace context asked for, an opcode never traced, an event's stream). A caller may
+// leave a connection without a Conn until its first request considered: most connections
+// of an idle pool, or of a node with tracing off, never need one. It is one atomic load
+// and a compare.
+func (t *Tracer) Considers(h *cql.Header) bool { return t.snap.Load().considers(h) }
+
+func (s *snapshot) considers(h *cql.Header) bool {
+	return !(s.off && h.Flags&cql.FlagTracing == 0 && (!s.follow || h.Flags&cql.FlagCustomPayload == 0)) &&
+		traceable(h.Opcode) && h.Stream >= 0
+}
+
 // maxFreeRecords bounds the records a Conn keeps for reuse: about its concurrency.
 const maxFreeRecords = 256
 
@@ -86,8 +99,7 @@ func (c *Conn) release(r *record) {
 func (c *Conn) Begin(f *cql.Frame, now int64) Ticket {
 	h := &f.Header
 	s := c.t.snap.Load()
-	if s.off && h.Flags&cql.FlagTracing == 0 && (!s.follow || h.Flags&cql.FlagCustomPayload == 0) ||
-		!traceable(h.Opcode) || h.Stream < 0 || len(f.Raw()) < cql.HeaderSize {
+	if !s.considers(h) || len(f.Raw()) < cql.HeaderSize {
 		return Ticket{}
 	}
 	if flt := c.t.filter.Load(); flt != nil && !c.match(flt, f) {
