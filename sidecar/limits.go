@@ -1,6 +1,7 @@
 package sidecar
 
 import (
+	"bytes"
 	"net"
 	"os"
 	"sync"
@@ -102,8 +103,19 @@ var bypassKeys = [...]string{"SCYLLA_SHARD_AWARE_PORT", "SCYLLA_SHARD_AWARE_PORT
 // the proxy, or frame itself when it has none of them. The other SCYLLA_* keys (shard
 // count, partitioner, sharding algorithm) pass: a driver may still compute shards, it just
 // cannot reach them by another port.
+//
+// A node answers every connection's OPTIONS with the same frame but for its stream id, so
+// the last one rewritten is kept (Proxy.supported): a frame like it costs a copy, not the
+// decoding of its multimap and an encoding (about 1.2 KiB of garbage for every new
+// connection).
 func (c *conn) rewriteSupported(f *cql.Frame) []byte {
 	frame := f.Raw()
+	if last := c.p.supported.Load(); last != nil && last.matches(frame) {
+		if last.out == nil {
+			return frame
+		}
+		return c.rewroteSupported(last.withStream(frame))
+	}
 	h, prefix, body, comp, ok := responseBody(f)
 	if !ok || h.Opcode != cql.OpSupported {
 		return frame
@@ -120,13 +132,41 @@ func (c *conn) rewriteSupported(f *cql.Frame) []byte {
 		}
 	}
 	if !found {
+		c.p.supported.Store(&supportedRewrite{in: bytes.Clone(frame)})
 		return frame
 	}
-	c.debug().Msg("SUPPORTED: removed the shard-aware ports")
-	if out, ok := c.encode(h, prefix, m, comp); ok {
-		return out
+	out, err := cql.AppendResponseFrame(nil, h, prefix, m, comp)
+	if err != nil {
+		c.warn().Err(err).Msg("re-encode rewritten response")
+		return frame
 	}
-	return frame
+	c.p.supported.Store(&supportedRewrite{in: bytes.Clone(frame), out: bytes.Clone(out)})
+	return c.rewroteSupported(out)
+}
+
+// rewroteSupported counts and logs a SUPPORTED rewritten, and returns out.
+func (c *conn) rewroteSupported(out []byte) []byte {
+	inc(&c.counters.rewritten, 1)
+	c.debug().Msg("SUPPORTED: removed the shard-aware ports")
+	return out
+}
+
+// supportedRewrite is a SUPPORTED frame from the node and its rewrite (nil: it needed
+// none). Both are immutable once stored.
+type supportedRewrite struct{ in, out []byte }
+
+// matches reports whether frame is r.in but for the stream id (bytes 2 and 3 of a header
+// of protocol v3 and later).
+func (r *supportedRewrite) matches(frame []byte) bool {
+	return len(frame) == len(r.in) && len(frame) >= cql.HeaderSize &&
+		bytes.Equal(frame[:2], r.in[:2]) && bytes.Equal(frame[4:], r.in[4:])
+}
+
+// withStream returns a copy of r.out with the stream id of frame.
+func (r *supportedRewrite) withStream(frame []byte) []byte {
+	out := bytes.Clone(r.out)
+	copy(out[2:4], frame[2:4])
+	return out
 }
 
 // readWhole reads the frame of n bytes at the head of r into the connection's scratch

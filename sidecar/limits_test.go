@@ -2,7 +2,10 @@ package sidecar
 
 import (
 	"bytes"
+	"encoding/binary"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -260,4 +263,58 @@ func TestLargeFramesShareTheBudget(t *testing.T) {
 	waitUsed(size) // the second frame, still half read
 	cs[1].c.Close()
 	waitUsed(0)
+}
+
+// TestSupportedRewriteReused checks the rewrite kept for the node's next SUPPORTED
+// (Proxy.supported): each connection's answer keeps its own stream id and its own values
+// (ScyllaDB's SCYLLA_SHARD differs from one connection to the next), a SUPPORTED without
+// the ports passes unchanged, and nothing goes through stale. The node encodes its options
+// in one order, as a real one does, so that an answer like the last one is reused.
+func TestSupportedRewriteReused(t *testing.T) {
+	node := mustFakeNode(t)
+	var mu sync.Mutex
+	answers := 0
+	node.handle = func(fc *fakeConn, h cql.Header, _ []byte) {
+		mu.Lock()
+		i := answers
+		answers++
+		mu.Unlock()
+		opts := [][2]string{{"CQL_VERSION", "3.4.6"}, {"SCYLLA_SHARD", strconv.Itoa(i / 2 % 2)}}
+		if i%3 != 2 {
+			opts = append(opts, [2]string{"SCYLLA_SHARD_AWARE_PORT", "19042"})
+		}
+		body := binary.BigEndian.AppendUint16(nil, uint16(len(opts)))
+		for _, kv := range opts {
+			// [string] key, then a [string list] of one value
+			body = appendString(binary.BigEndian.AppendUint16(appendString(body, kv[0]), 1), kv[1])
+		}
+		fc.send(frame(cql.ResponseBit|h.Version, 0, h.Stream, cql.OpSupported, body))
+	}
+	p := mustProxy(t, Config{NodeAddr: node.addr()})
+	for i := range 12 {
+		c := mustDial(t, p.addr)
+		stream := int16(10 + i)
+		c.send(frame(cql.V4, 0, stream, cql.OpOptions, nil))
+		h, body := c.recv()
+		m, err := cql.DecodeSupported(body)
+		if err != nil || h.Opcode != cql.OpSupported || h.Stream != stream {
+			t.Fatalf("connection %d: got %s on stream %d (%v); want SUPPORTED on stream %d", i, h.Opcode, h.Stream, err, stream)
+		}
+		if v, ok := m.Options["SCYLLA_SHARD_AWARE_PORT"]; ok {
+			t.Errorf("connection %d: SUPPORTED carries SCYLLA_SHARD_AWARE_PORT=%v through the sidecar", i, v)
+		}
+		if got, want := m.Options["SCYLLA_SHARD"], strconv.Itoa(i/2%2); len(got) != 1 || got[0] != want {
+			t.Errorf("connection %d: SCYLLA_SHARD = %v; want [%s] (the node's answer to this connection)", i, got, want)
+		}
+		c.c.Close()
+	}
+	// Of every three answers two had the ports removed.
+	if got := p.Stats().Rewritten; got != 8 {
+		t.Errorf("Stats().Rewritten = %d; want 8", got)
+	}
+}
+
+// appendString appends a CQL [string].
+func appendString(b []byte, s string) []byte {
+	return append(binary.BigEndian.AppendUint16(b, uint16(len(s))), s...)
 }

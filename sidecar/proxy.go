@@ -93,6 +93,9 @@ type Proxy struct {
 	checked  checkedStmts               // prepared ids that read no system table
 	prepared *tracing.Statements        // the prepared-statement registry, shared with tr
 	nodeRPC  atomic.Pointer[netip.Addr] // the rpc_address the node reported
+	// supported is the last SUPPORTED rewritten (rewriteSupported): the node answers every
+	// connection's OPTIONS alike.
+	supported atomic.Pointer[supportedRewrite]
 }
 
 var nopLogger = zerolog.Nop()
