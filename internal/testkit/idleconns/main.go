@@ -5,7 +5,14 @@
 // every target is measured, so the figures of one run are side by side. bench/idle.sh runs
 // it against a sidecar on the event loop, one on the goroutine path and HAProxy.
 //
-//	idleconns -n 2000 -wait 5s loop=127.0.0.1:29701=PID goroutines=127.0.0.1:29702=PID ...
+// With -more M it then opens M connections more to the same target, waits again and reads
+// the memory a third time: the cost of those is a connection's marginal cost, without what
+// a relay pays once whatever the number of connections. A Go process pays such a step in
+// its first collections (the collector's own metadata, about 1.5 MB in a sidecar that has
+// not collected yet; a process collects at least every two minutes), which the first n
+// would otherwise share.
+//
+//	idleconns -n 2000 -more 2000 -wait 5s loop=127.0.0.1:29701=PID goroutines=127.0.0.1:29702=PID ...
 package main
 
 import (
@@ -25,14 +32,19 @@ import (
 func main() {
 	n := flag.Int("n", 2000, "connections per target")
 	wait := flag.Duration("wait", 5*time.Second, "idle time before the second reading")
+	more := flag.Int("more", 0, "connections opened next, whose cost is reported apart (marginal cost); 0: none")
 	hold := flag.Duration("hold", 0, "how long the connections stay open once all are measured (for a heap profile)")
 	flag.Parse()
-	if flag.NArg() == 0 {
-		fmt.Fprintln(os.Stderr, "usage: idleconns [-n N] [-wait D] name=host:port=pid ...")
+	if flag.NArg() == 0 || *n <= 0 || *more < 0 {
+		fmt.Fprintln(os.Stderr, "usage: idleconns [-n N>0] [-more M>=0] [-wait D] [-hold D] name=host:port=pid ...")
 		os.Exit(2)
 	}
 	var held []net.Conn
-	fmt.Printf("%-12s %10s %10s %10s\n", "relay", "before MB", "after MB", "KiB/conn")
+	if *more > 0 {
+		fmt.Printf("%-12s %10s %10s %10s %10s %12s\n", "relay", "before MB", "after MB", "KiB/conn", "then MB", "next KiB/conn")
+	} else {
+		fmt.Printf("%-12s %10s %10s %10s\n", "relay", "before MB", "after MB", "KiB/conn")
+	}
 	for _, arg := range flag.Args() {
 		name, addr, pid, err := parseTarget(arg)
 		if err != nil {
@@ -56,8 +68,25 @@ func main() {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
-		fmt.Printf("%-12s %10.1f %10.1f %10.2f\n", name, float64(before)/1024, float64(after)/1024,
+		fmt.Printf("%-12s %10.1f %10.1f %10.2f", name, float64(before)/1024, float64(after)/1024,
 			float64(after-before)/float64(*n))
+		if *more == 0 {
+			fmt.Println()
+			continue
+		}
+		conns, err = openIdle(addr, *more)
+		held = append(held, conns...)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "\n%s: %v\n", name, err)
+			os.Exit(1)
+		}
+		time.Sleep(*wait)
+		then, err := rss(pid)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		fmt.Printf(" %10.1f %12.2f\n", float64(then)/1024, float64(then-after)/float64(*more))
 	}
 	time.Sleep(*hold)
 	for _, c := range held {
