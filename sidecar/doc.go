@@ -24,7 +24,7 @@
 //
 // A connection starts on its own goroutine (conn.serve), which answers unsupported protocol
 // versions and dials the node. Then a plaintext TCP connection moves to an event loop
-// (loop.go, loopio.go): a goroutine locked to an OS thread, around a level-triggered epoll
+// (loop.go, loopio.go): a goroutine, not locked to its OS thread, around a level-triggered epoll
 // set of non-blocking sockets, one loop per two of GOMAXPROCS (TRACECAR_EVENT_LOOPS=n
 // overrides), shared by every Proxy of the process. A loop waits in a raw epoll_wait and
 // keeps its P, so GOMAXPROCS grows by one per loop; reads and writes are raw system calls

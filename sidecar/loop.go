@@ -20,7 +20,7 @@ import (
 )
 
 // The event loop carries plaintext TCP connections once they are open (see the package
-// doc). A loop is one goroutine locked to its OS thread around a level-triggered epoll set;
+// doc). A loop is one goroutine around a level-triggered epoll set;
 // it owns the sockets of its connections (duplicated file descriptors, taken from the
 // runtime's poller) and everything per connection that the two goroutines of the goroutine
 // path own. It never blocks but in epoll_wait.
@@ -239,9 +239,12 @@ type loopState struct {
 	move         loopMove // its part in a handover (handover_linux.go)
 }
 
-// run is the loop goroutine.
+// run is the loop goroutine. It is not locked to its OS thread: the runtime preempts it
+// about 50 times a second (its raw wait looks like a goroutine that runs long, see wait),
+// and a locked goroutine preempted hands its P to another thread and is handed it back
+// (futex wake-ups and two context switches each time), where an unlocked one is simply
+// run again by the thread that was running it.
 func (l *loop) run() {
-	runtime.LockOSThread()
 	for {
 		n, err := l.wait()
 		if err != nil {
