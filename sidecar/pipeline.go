@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/tracing"
 )
@@ -62,8 +64,10 @@ func (c *conn) request(h cql.Header, frame []byte, n int) tracing.Ticket {
 	// The one request counter: metrics and tracing read it (Proxy.New).
 	inc(&c.counters.requests[requestSlot(h.Opcode)], 1)
 	inc(&c.counters.bytesIn, uint64(n))
-	if e := c.debug(); e != nil {
-		e.Str("op", h.Opcode.String()).Int16("stream", h.Stream).Int("bytes", n).Msg("request")
+	if c.p.logs(zerolog.DebugLevel) {
+		if e := c.debug(); e != nil {
+			e.Str("op", h.Opcode.String()).Int16("stream", h.Stream).Int("bytes", n).Msg("request")
+		}
 	}
 	if req.trace.Events() {
 		return req.trace

@@ -271,6 +271,12 @@ func (p *Proxy) connsOf(g *group) []*conn {
 	return cs
 }
 
+// logs reports whether lines at lvl may be written: false when Config.LogGate says that
+// they are off, true without a gate (zerolog decides). It is inlined.
+func (p *Proxy) logs(lvl zerolog.Level) bool {
+	return !p.cfg.LogGate.Valid() || p.cfg.LogGate.Enabled(lvl)
+}
+
 // Stats returns the proxy's counters. It is safe for concurrent use.
 func (p *Proxy) Stats() Stats {
 	p.mu.Lock()

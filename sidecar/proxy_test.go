@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/logs"
 )
 
 func TestForwardPreservesStreamsAndBytes(t *testing.T) {
@@ -849,5 +850,53 @@ func TestGateAnswerThenLoopOrFallback(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestLogGateFollowsTheRegistry checks the log gate (Config.LogGate) against a registry's
+// logger whose level changes while one connection is open, as the REST API changes it: a
+// gate that went stale, or that let nothing through, fails it.
+func TestLogGateFollowsTheRegistry(t *testing.T) {
+	node := mustFakeNode(t)
+	var buf syncBuffer
+	reg, err := logs.New(logs.Config{Format: "json", Writer: &buf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := mustProxy(t, Config{NodeAddr: node.addr(), Logger: reg.Logger(logs.Sidecar), LogGate: reg.Gate(logs.Sidecar)})
+	c := mustDial(t, p.addr)
+	stream := int16(0)
+	lines := func(level string) string {
+		if err := reg.SetLevel(logs.Sidecar, level); err != nil {
+			t.Fatal(err)
+		}
+		from := len(buf.String())
+		for range 3 {
+			stream++
+			c.send(frame(cql.V4, 0, stream, cql.OpQuery, queryBody("SELECT * FROM ks.t")))
+			c.recv()
+		}
+		return buf.String()[from:]
+	}
+	for _, step := range []struct {
+		level      string
+		want, dont []string
+	}{
+		{"info", nil, []string{`"message":"request"`, `"message":"frame from client"`}},
+		{"trace", []string{`"message":"request"`, `"message":"frame from client"`, `"message":"frame from node"`}, nil},
+		{"debug", []string{`"message":"request"`}, []string{`"message":"frame from client"`}},
+		{"info", nil, []string{`"message":"request"`, `"message":"frame from node"`}},
+	} {
+		out := lines(step.level)
+		for _, w := range step.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("at %s the log lacks %s:\n%s", step.level, w, out)
+			}
+		}
+		for _, w := range step.dont {
+			if strings.Contains(out, w) {
+				t.Errorf("at %s the log has %s:\n%s", step.level, w, out)
+			}
+		}
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/rs/zerolog"
+
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/tracing"
 )
@@ -65,10 +67,10 @@ func (c *conn) appendError(f []byte, stream int16, code int32, msg string) []byt
 	return cql.AppendFrame(f, h, cql.Error{Code: code, Message: msg})
 }
 
-// traceFrame logs a frame whose header is checked, at trace level. It looks at traceOn
-// first, so that the frame loops pay one load per frame for it.
+// traceFrame logs a frame whose header is checked, at trace level. It looks at traceOn and
+// the log gate first, so that the frame loops pay a load or two per frame for it.
 func (c *conn) traceFrame(h cql.Header, fromClient bool) {
-	if c.traceOn {
+	if c.traceOn && c.p.logs(zerolog.TraceLevel) {
 		c.logFrame(h, fromClient)
 	}
 }

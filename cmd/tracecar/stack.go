@@ -263,6 +263,7 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 		MaxConnections:         cfg.MaxConnections,
 		MaxRequestDataInFlight: cfg.MaxRequestInFlight,
 		Logger:                 reg.Logger(logs.Sidecar),
+		LogGate:                reg.Gate(logs.Sidecar),
 		Metrics:                m,
 		Statements:             stmts,
 		Capture:                capt,

@@ -273,6 +273,9 @@ func (g Gate) Enabled(lvl zerolog.Level) bool {
 	return g.s != nil && int32(lvl) >= g.s.lvl.Load()
 }
 
+// Valid reports whether g is a logger's gate, not the zero Gate.
+func (g Gate) Valid() bool { return g.s != nil }
+
 // lookup returns the entry called name, or ErrUnknownLogger.
 func (r *Registry) lookup(name string) (*entry, error) {
 	if r == nil {
