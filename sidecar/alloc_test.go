@@ -47,7 +47,7 @@ func (pc *pathConn) one() int {
 	c := pc.c
 	pc.stream = (pc.stream + 1) & 1023
 	pc.rh.Stream, pc.sh.Stream = pc.stream, pc.stream
-	if tk := c.request(pc.rh, pc.req, len(pc.req)); tk.Events() {
+	if tk := c.request(pc.rh, pc.req, len(pc.req), 0); tk.Events() {
 		pc.sent = append(pc.sent[:0], tk)
 		c.wrote(pc.sent, false)
 	}

@@ -110,7 +110,7 @@ func (c *conn) forwardRequest(r *frameReader, h cql.Header) error {
 	if err != nil {
 		return err
 	}
-	if t := c.request(h, frame, n); t.Events() {
+	if t := c.request(h, frame, n, 0); t.Events() {
 		c.sentQ = append(c.sentQ, t)
 	}
 	switch {

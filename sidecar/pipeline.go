@@ -25,7 +25,11 @@ import (
 //
 // The frame is decoded once, into c.views.req, which every reader of it shares: the rewrite,
 // statement statistics and tracing. None decompresses or re-walks the body on its own.
-func (c *conn) request(h cql.Header, frame []byte, n int) tracing.Ticket {
+//
+// arrived is when the read that brought the frame returned, or 0: the event loop reads the
+// clock once per read (arrival), for every request that read delivered, as for responses;
+// with 0 the request reads the clock itself when it needs it.
+func (c *conn) request(h cql.Header, frame []byte, n int, arrived int64) tracing.Ticket {
 	f := &c.views.req
 	f.Reset(h, frame, c.compressor())
 	var req inflight
@@ -38,7 +42,7 @@ func (c *conn) request(h cql.Header, frame []byte, n int) tracing.Ticket {
 			}
 		}
 		if st := c.p.stmts; st != nil && h.Stream >= 0 && (h.Opcode == cql.OpPrepare || st.Enabled()) {
-			now = tracing.Now()
+			now = readTime(arrived)
 			req.start = now
 			req.stat = st.Request(f, now)
 		}
@@ -48,7 +52,7 @@ func (c *conn) request(h cql.Header, frame []byte, n int) tracing.Ticket {
 	if h.Stream >= 0 {
 		req.stream, req.op = h.Stream, h.Opcode
 		if c.p.metrics != nil && now == 0 {
-			now = tracing.Now()
+			now = readTime(arrived)
 			req.start = now
 		}
 		if t := c.p.tr; t != nil && t.Considers(&f.Header) {
@@ -117,6 +121,15 @@ func (c *conn) response(h cql.Header, frame []byte, req inflight, arrived int64)
 	}
 	inc(&c.counters.responses, 1)
 	return out, done
+}
+
+// readTime returns arrived, when the read that brought a frame returned, or the time now
+// when it is 0.
+func readTime(arrived int64) int64 {
+	if arrived != 0 {
+		return arrived
+	}
+	return tracing.Now()
 }
 
 // queued records the metrics of a response once it is queued for the client: the second

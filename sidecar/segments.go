@@ -242,7 +242,7 @@ func (c *conn) requestSegment(seg []byte, tickets []tracing.Ticket) ([]byte, []t
 		h.Flags &^= cql.FlagCompression // v5 compresses segments, not frames
 		flags := frame[1]
 		c.v5.edited = false
-		if t := c.request(h, frame, n); t.Events() {
+		if t := c.request(h, frame, n, 0); t.Events() {
 			tickets = append(tickets, t)
 		}
 		changed = changed || frame[1] != flags || c.v5.edited
