@@ -107,6 +107,12 @@ func (c *child) rssKiB() uint64 {
 // heapInuse reads go_memstats_heap_inuse_bytes from an admin API's /metrics.
 func heapInuse(t *testing.T, api string) float64 {
 	t.Helper()
+	return metricValue(t, api, "go_memstats_heap_inuse_bytes")
+}
+
+// metricValue reads the unlabelled metric name from an admin API's /metrics.
+func metricValue(t *testing.T, api, name string) float64 {
+	t.Helper()
 	resp, err := http.Get(api + "/metrics")
 	if err != nil {
 		t.Fatal(err)
@@ -114,13 +120,43 @@ func heapInuse(t *testing.T, api string) float64 {
 	defer resp.Body.Close()
 	s := bufio.NewScanner(resp.Body)
 	for s.Scan() {
-		if v, ok := strings.CutPrefix(s.Text(), "go_memstats_heap_inuse_bytes "); ok {
+		if v, ok := strings.CutPrefix(s.Text(), name+" "); ok {
 			f, _ := strconv.ParseFloat(v, 64)
 			return f
 		}
 	}
-	t.Fatalf("%s/metrics has no go_memstats_heap_inuse_bytes", api)
+	t.Fatalf("%s/metrics has no %s", api, name)
 	return 0
+}
+
+// TestChildProcessGCPercents checks the GOGC that `tracecar node` and `tracecar sidecar
+// --node` run with, from their own /metrics: 400 for the node (cmd/tracecar, nodeGC) and
+// Go's 100 for the sidecar, which a lower GOGC would cost CPU in sampled mode (README,
+// "Idle connections"), or the environment's GOGC for both when it is set.
+func TestChildProcessGCPercents(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := buildTracecar(t)
+	nodeProc := startChild(t, bin, "node", "--listen", "127.0.0.1:0", "--api", "127.0.0.1:0")
+	nodeAddr := nodeProc.await(t, regexp.MustCompile(`CQL on (\S+)`))[1]
+	nodeAPI := nodeProc.await(t, regexp.MustCompile(`API on (\S+)`))[1]
+	sc := startChild(t, bin, "sidecar", "--listen", "127.0.0.1:0", "--node", nodeAddr, "--admin", "127.0.0.1:0")
+	scAPI := sc.await(t, regexp.MustCompile(`CQL on \S+ -> node \S+, admin API (\S+)`))[1]
+	wantNode, wantSidecar := 400.0, 100.0
+	if v, ok := os.LookupEnv("GOGC"); ok {
+		env, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			t.Skipf("GOGC=%q is not a number", v)
+		}
+		wantNode, wantSidecar = env, env
+	}
+	if got := metricValue(t, nodeAPI, "go_gc_gogc_percent"); got != wantNode {
+		t.Errorf("tracecar node runs with GOGC %v; want %v", got, wantNode)
+	}
+	if got := metricValue(t, scAPI, "go_gc_gogc_percent"); got != wantSidecar {
+		t.Errorf("tracecar sidecar --node runs with GOGC %v; want %v", got, wantSidecar)
+	}
 }
 
 // TestHostileFramesChildProcesses runs the acceptance case against real processes, as the
