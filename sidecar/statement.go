@@ -2,6 +2,7 @@ package sidecar
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/internal/cql/cqltext"
@@ -154,28 +155,77 @@ const kindProbe rewriteKind = 0x80
 // ids are not probed.
 const maxCheckedStmts = 1 << 16
 
-// checkedStmts is the set of prepared ids known not to read a system table.
+// checkedStmts is the set of prepared ids known not to read a system table. Every EXECUTE
+// asks it, from every loop and goroutine, and ids are added once each: has reads an
+// immutable map through an atomic pointer, without a lock (a read lock's shared counter
+// moved between the cores on every EXECUTE); add puts an id in a small map under a lock,
+// merged into a new immutable one once it holds an eighth as many ids (at once while there
+// are few), so that the copies cost about nine per id in all. An id added since the last
+// merge is found under the lock.
 type checkedStmts struct {
-	mu  sync.RWMutex
-	ids map[string]struct{}
+	frozen atomic.Pointer[map[string]struct{}]
+	mu     sync.Mutex
+	recent map[string]struct{}
+	n      atomic.Int64 // ids in both
 }
 
 func (s *checkedStmts) has(id []byte) (found, full bool) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	_, found = s.ids[string(id)]
-	return found, len(s.ids) >= maxCheckedStmts
+	if m := s.frozen.Load(); m != nil {
+		if _, found = (*m)[string(id)]; found {
+			return true, false
+		}
+	}
+	full = s.n.Load() >= maxCheckedStmts
+	if s.n.Load() == int64(s.frozenLen()) {
+		return false, full
+	}
+	s.mu.Lock()
+	_, found = s.recent[string(id)]
+	s.mu.Unlock()
+	return found, full
+}
+
+func (s *checkedStmts) frozenLen() int {
+	if m := s.frozen.Load(); m != nil {
+		return len(*m)
+	}
+	return 0
 }
 
 func (s *checkedStmts) add(id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.ids == nil {
-		s.ids = make(map[string]struct{})
+	if s.n.Load() >= maxCheckedStmts {
+		return
 	}
-	if len(s.ids) < maxCheckedStmts {
-		s.ids[id] = struct{}{}
+	old := s.frozen.Load()
+	if old != nil {
+		if _, ok := (*old)[id]; ok {
+			return
+		}
 	}
+	if _, ok := s.recent[id]; ok {
+		return
+	}
+	if s.recent == nil {
+		s.recent = make(map[string]struct{})
+	}
+	s.recent[id] = struct{}{}
+	s.n.Add(1)
+	if len(s.recent) < s.frozenLen()/8 {
+		return
+	}
+	m := make(map[string]struct{}, s.frozenLen()+len(s.recent))
+	if old != nil {
+		for k := range *old {
+			m[k] = struct{}{}
+		}
+	}
+	for k := range s.recent {
+		m[k] = struct{}{}
+	}
+	s.frozen.Store(&m)
+	clear(s.recent)
 }
 
 // probeResult learns from the response to a probed EXECUTE whether its statement reads a

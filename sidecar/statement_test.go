@@ -1,6 +1,8 @@
 package sidecar
 
 import (
+	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/tracecar/tracecar/internal/cql"
@@ -60,5 +62,54 @@ func TestStatementTableNames(t *testing.T) {
 		if got := statementTable([]byte(tt.q), false); got != tt.want {
 			t.Errorf("statementTable(%q) = %#x; want %#x", tt.q, got, tt.want)
 		}
+	}
+}
+
+// TestCheckedStmts checks the set of ids known to read no system table: every id added is
+// found, whether merged into the lock-free map yet or not, one never added is not, and the
+// set reports full at maxCheckedStmts and takes no more; with concurrent readers (run it
+// under -race).
+func TestCheckedStmts(t *testing.T) {
+	var s checkedStmts
+	id := func(i int) string { return fmt.Sprintf("id-%06d", i) }
+	var readers sync.WaitGroup
+	stop := make(chan struct{})
+	for range 2 {
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				s.has([]byte(id(i % 1000)))
+			}
+		}()
+	}
+	for i := range maxCheckedStmts + 10 {
+		s.add(id(i))
+		if i < 3000 || i%997 == 0 {
+			for _, j := range []int{i, i / 2, 0} {
+				if found, _ := s.has([]byte(id(j))); !found {
+					t.Fatalf("after %d adds, id %d not found", i+1, j)
+				}
+			}
+			if found, _ := s.has([]byte(id(i + 1))); found {
+				t.Fatalf("after %d adds, id %d, never added, found", i+1, i+1)
+			}
+		}
+	}
+	close(stop)
+	readers.Wait()
+	if found, full := s.has([]byte("never")); found || !full {
+		t.Errorf("has(never) = %v, %v at the cap; want false, true", found, full)
+	}
+	if found, _ := s.has([]byte(id(maxCheckedStmts + 5))); found {
+		t.Errorf("an id added beyond the cap was kept")
+	}
+	if got := s.n.Load(); got != maxCheckedStmts {
+		t.Errorf("%d ids kept; want %d", got, maxCheckedStmts)
 	}
 }
