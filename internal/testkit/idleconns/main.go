@@ -51,41 +51,15 @@ func main() {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(2)
 		}
-		before, err := rss(pid)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		conns, err := openIdle(addr, *n)
-		held = append(held, conns...)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
-			os.Exit(1)
-		}
-		time.Sleep(*wait)
-		after, err := rss(pid)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
+		before := mustRSS(pid)
+		after := openAndWait(name, addr, pid, *n, *wait, &held)
 		fmt.Printf("%-12s %10.1f %10.1f %10.2f", name, float64(before)/1024, float64(after)/1024,
 			float64(after-before)/float64(*n))
 		if *more == 0 {
 			fmt.Println()
 			continue
 		}
-		conns, err = openIdle(addr, *more)
-		held = append(held, conns...)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "\n%s: %v\n", name, err)
-			os.Exit(1)
-		}
-		time.Sleep(*wait)
-		then, err := rss(pid)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
+		then := openAndWait(name, addr, pid, *more, *wait, &held)
 		fmt.Printf(" %10.1f %12.2f\n", float64(then)/1024, float64(then-after)/float64(*more))
 	}
 	time.Sleep(*hold)
@@ -104,6 +78,29 @@ func parseTarget(arg string) (name, addr string, pid int, err error) {
 		return "", "", 0, fmt.Errorf("target %q: pid: %w", arg, err)
 	}
 	return parts[0], parts[1], pid, nil
+}
+
+// openAndWait opens n idle connections to the relay at addr, adds them to held, waits, and
+// returns the relay's resident memory then, in KiB. It exits on failure.
+func openAndWait(name, addr string, pid, n int, wait time.Duration, held *[]net.Conn) int64 {
+	conns, err := openIdle(addr, n)
+	*held = append(*held, conns...)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "\n%s: %v\n", name, err)
+		os.Exit(1)
+	}
+	time.Sleep(wait)
+	return mustRSS(pid)
+}
+
+// mustRSS returns rss(pid), or exits.
+func mustRSS(pid int) int64 {
+	kib, err := rss(pid)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	return kib
 }
 
 // rss returns the resident memory of process pid, in KiB.
