@@ -114,7 +114,9 @@ func (c *conn) rewriteSupported(f *cql.Frame) []byte {
 		if last.out == nil {
 			return frame
 		}
-		return c.rewroteSupported(last.withStream(frame))
+		inc(&c.counters.rewritten, 1) // as encode counts the first
+		c.debug().Msg(supportedRewritten)
+		return last.withStream(frame)
 	}
 	h, prefix, body, comp, ok := responseBody(f)
 	if !ok || h.Opcode != cql.OpSupported {
@@ -135,21 +137,16 @@ func (c *conn) rewriteSupported(f *cql.Frame) []byte {
 		c.p.supported.Store(&supportedRewrite{in: bytes.Clone(frame)})
 		return frame
 	}
-	out, err := cql.AppendResponseFrame(nil, h, prefix, m, comp)
-	if err != nil {
-		c.warn().Err(err).Msg("re-encode rewritten response")
+	out, ok := c.encode(h, prefix, m, comp)
+	if !ok {
 		return frame
 	}
 	c.p.supported.Store(&supportedRewrite{in: bytes.Clone(frame), out: bytes.Clone(out)})
-	return c.rewroteSupported(out)
-}
-
-// rewroteSupported counts and logs a SUPPORTED rewritten, and returns out.
-func (c *conn) rewroteSupported(out []byte) []byte {
-	inc(&c.counters.rewritten, 1)
-	c.debug().Msg("SUPPORTED: removed the shard-aware ports")
+	c.debug().Msg(supportedRewritten)
 	return out
 }
+
+const supportedRewritten = "SUPPORTED: removed the shard-aware ports"
 
 // supportedRewrite is a SUPPORTED frame from the node and its rewrite (nil: it needed
 // none). Both are immutable once stored.

@@ -175,9 +175,10 @@ func (s *checkedStmts) has(id []byte) (found, full bool) {
 			return true, false
 		}
 	}
-	full = s.n.Load() >= maxCheckedStmts
-	if s.n.Load() == int64(s.frozenLen()) {
-		return false, full
+	n := s.n.Load()
+	full = n >= maxCheckedStmts
+	if n == int64(s.frozenLen()) {
+		return false, full // nothing added since the last merge
 	}
 	s.mu.Lock()
 	_, found = s.recent[string(id)]
