@@ -52,6 +52,15 @@ type Case struct {
 	// of Query; one with values is prepared.
 	Batch []BatchEntry `json:"batch,omitempty"`
 	Want  string       `json:"want"`
+	// OrWant lists other outcomes that are as right as Want, for a value that depends on
+	// the clock: ttl() read right after a write USING TTL 100 is 100, or 99 when a second
+	// boundary fell between the two statements (Cassandra counts whole seconds too).
+	OrWant []string `json:"or_want,omitempty"`
+}
+
+// Accepts reports whether got is the outcome the case wants, or one of the others it takes.
+func (c Case) Accepts(got string) bool {
+	return got == c.Want || slices.Contains(c.OrWant, got)
 }
 
 // BatchEntry is one statement of a Case's BATCH message.
