@@ -20,6 +20,7 @@ type pathConn struct {
 	rh, sh     cql.Header
 	stream     int16
 	sent, done []tracing.Ticket
+	answers    []metrics.Answer
 }
 
 func newPathConn(tb testing.TB, cfg tracing.Config) *pathConn {
@@ -54,7 +55,13 @@ func (pc *pathConn) one() int {
 	r, _, _ := c.streams.take(pc.stream)
 	now := tracing.Now()
 	out, d := c.response(pc.sh, pc.resp, r, now)
-	c.queued(r, now)
+	if pc.stream&1 == 0 {
+		c.queued(r, now) // the goroutine path's metrics
+	} else {
+		// The event loop's, for the responses of one read.
+		pc.answers = append(pc.answers[:0], metrics.Answer{Start: r.start, Op: r.op})
+		c.p.metrics.Answered(pc.answers, now, tracing.Now())
+	}
 	if d.Events() {
 		pc.done = append(pc.done[:0], d)
 		c.wrote(pc.done, true)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/internal/logs"
+	"github.com/tracecar/tracecar/internal/metrics"
 	"github.com/tracecar/tracecar/tracing"
 )
 
@@ -119,8 +120,12 @@ type nopMetrics struct {
 func (m *nopMetrics) CountRequests(f func() map[cql.Opcode]uint64) { m.requests = f }
 func (m *nopMetrics) Latency(cql.Opcode, time.Duration)            { m.latencies.Add(1) }
 func (m *nopMetrics) AddedLatency(time.Duration)                   { m.added.Add(1) }
-func (m *nopMetrics) ConnOpened()                                  {}
-func (m *nopMetrics) ConnClosed()                                  {}
+func (m *nopMetrics) Answered(a []metrics.Answer, _, _ int64) {
+	m.latencies.Add(int64(len(a)))
+	m.added.Add(int64(len(a)))
+}
+func (m *nopMetrics) ConnOpened() {}
+func (m *nopMetrics) ConnClosed() {}
 
 // BenchmarkDirect is the baseline: the client talks to the node with no proxy.
 func BenchmarkDirect(b *testing.B) {

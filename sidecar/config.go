@@ -12,6 +12,7 @@ import (
 
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/internal/logs"
+	"github.com/tracecar/tracecar/internal/metrics"
 	"github.com/tracecar/tracecar/tracing/capture"
 	"github.com/tracecar/tracecar/tracing/statements"
 )
@@ -134,6 +135,10 @@ type Metrics interface {
 	// AddedLatency records the time a response spent in the sidecar itself: from the read
 	// that brought it from the node until it was queued for the client.
 	AddedLatency(d time.Duration)
+	// Answered records, as Latency and AddedLatency, the requests whose responses arrived
+	// in one read at arrived and were queued for the client together at now (tracing.Now
+	// nanoseconds): the event loop's way, one clock read for a read's responses.
+	Answered(answers []metrics.Answer, arrived, now int64)
 	// ConnOpened and ConnClosed count client connections.
 	ConnOpened()
 	ConnClosed()

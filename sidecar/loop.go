@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/tracecar/tracecar/internal/metrics"
 	"github.com/tracecar/tracecar/tracing"
 )
 
@@ -41,6 +42,7 @@ type loop struct {
 	wbuf    []byte
 	views   frameViews // the frame views of every connection of the loop (conn.views)
 	tickets []tracing.Ticket
+	answers []metrics.Answer
 	events  []unix.EpollEvent
 }
 

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/metrics"
 	"github.com/tracecar/tracecar/tracing"
 )
 
@@ -139,7 +140,7 @@ func gatherRoom(pend []byte, need int) []byte {
 // the rest in s.pend.
 func (l *loop) frames(s *side, data []byte) {
 	c, d := s.c, s.peer
-	b := batch{out: d.out, tickets: l.tickets[:0]}
+	b := batch{out: d.out, tickets: l.tickets[:0], answers: l.answers[:0]}
 	if b.direct = len(b.out) == 0; b.direct {
 		b.out = l.wbuf[:0]
 	}
@@ -155,6 +156,12 @@ func (l *loop) frames(s *side, data []byte) {
 		}
 	}
 	l.tickets = b.tickets[:0]
+	if len(b.answers) > 0 {
+		// The responses of this read are queued for the client: one clock read records
+		// them all (conn.queued is the goroutine path's, a frame at a time).
+		c.p.metrics.Answered(b.answers, b.arrived, tracing.Now())
+		l.answers = b.answers[:0]
+	}
 	if len(b.out) > 0 {
 		l.send(d, b.out, b.direct, b.tickets)
 		if c.getState() == stateClosed {
@@ -177,6 +184,7 @@ type batch struct {
 	out     []byte           // for the peer: d.out, or the loop's scratch buffer
 	direct  bool             // out is the scratch buffer: d had no output pending
 	tickets []tracing.Ticket // the traced frames in out, for conn.wrote
+	answers []metrics.Answer // the requests answered by the responses in out, for metrics
 	arrived int64            // when the read returned, once a frame needed it (arrival)
 	drained bool             // a response was the answer a drained connection waited for
 	need    int              // the size of a frame whose header is in and whose rest is not
@@ -194,7 +202,7 @@ func (l *loop) relay(s *side, data []byte, b *batch) int {
 	if s.client && c.segmentsFromClient() || !s.client && c.segmentsFromNode() {
 		return l.relaySegments(s, data, b)
 	}
-	out, tickets, arrived, drained := b.out, b.tickets, b.arrived, false
+	out, tickets, answers, arrived, drained := b.out, b.tickets, b.answers, b.arrived, false
 	pos := 0
 	for len(data)-pos >= cql.HeaderSize {
 		hb := data[pos : pos+cql.HeaderSize]
@@ -236,15 +244,17 @@ func (l *loop) relay(s *side, data []byte, b *batch) int {
 			tickets = append(tickets, done)
 		}
 		out = append(out, f...)
-		c.queued(req, arrived)
+		if req.used && c.p.metrics != nil {
+			answers = append(answers, metrics.Answer{Start: req.start, Op: req.op})
+		}
 		drained = c.answered(left, len(f)) || drained
 		if req.op == cql.OpStartup && c.segmentsAfter(h.Opcode) {
 			// What follows the answer to a v5 STARTUP is segments.
-			b.out, b.tickets, b.arrived, b.drained = out, tickets, arrived, drained
+			b.out, b.tickets, b.answers, b.arrived, b.drained = out, tickets, answers, arrived, drained
 			return pos + l.relaySegments(s, data[pos:], b)
 		}
 	}
-	b.out, b.tickets, b.arrived, b.drained = out, tickets, arrived, drained
+	b.out, b.tickets, b.answers, b.arrived, b.drained = out, tickets, answers, arrived, drained
 	return pos
 }
 

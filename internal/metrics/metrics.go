@@ -165,13 +165,57 @@ func (m *Metrics) Latency(op cql.Opcode, d time.Duration) {
 		return
 	}
 	ns := max(int64(d), 0)
+	c := &m.shard().ops[labelOf[op]]
+	c.buckets[latencyBucket(ns)].Add(1)
+	c.sumNS.Add(uint64(ns))
+}
+
+// latencyBucket returns the index of the tracecar_request_duration_seconds bucket of a
+// latency of ns nanoseconds (numBuckets: +Inf).
+func latencyBucket(ns int64) int {
 	i := 0
 	for i < numBuckets && ns > boundsNS[i] {
 		i++
 	}
-	c := &m.shard().ops[labelOf[op]]
-	c.buckets[i].Add(1)
-	c.sumNS.Add(uint64(ns))
+	return i
+}
+
+// addedBucket is latencyBucket for tracecar_added_latency_seconds.
+func addedBucket(ns int64) int {
+	i := 0
+	for i < numAddedBuckets && ns > addedBoundsNS[i] {
+		i++
+	}
+	return i
+}
+
+// Answer is a request whose response was sent: its opcode, and when it arrived in
+// nanoseconds, on the clock of Answered's now.
+type Answer struct {
+	Start int64
+	Op    cql.Opcode
+}
+
+// Answered records requests whose responses arrived together, in one read at arrived, and
+// were sent together at now (nanoseconds, on one clock): the latency of each request, as
+// Latency, and the added latency of the responses, as AddedLatency, which they share. It
+// is what a transport that handles a read's frames as a batch calls once for the batch,
+// with one clock read.
+func (m *Metrics) Answered(answers []Answer, arrived, now int64) {
+	if m == nil || len(answers) == 0 {
+		return
+	}
+	sh := m.shard()
+	for _, a := range answers {
+		ns := max(now-a.Start, 0)
+		c := &sh.ops[labelOf[a.Op]]
+		c.buckets[latencyBucket(ns)].Add(1)
+		c.sumNS.Add(uint64(ns))
+	}
+	ns := max(now-arrived, 0)
+	n := uint64(len(answers))
+	sh.added[addedBucket(ns)].Add(n)
+	sh.addedSumNS.Add(n * uint64(ns))
 }
 
 // ExemplarLabel is the label of a latency exemplar: the W3C trace id it links to.
@@ -187,11 +231,7 @@ func (m *Metrics) Exemplar(op cql.Opcode, d time.Duration, traceID string) {
 		return
 	}
 	ns := max(int64(d), 0)
-	i := 0
-	for i < numBuckets && ns > boundsNS[i] {
-		i++
-	}
-	m.exemplars[labelOf[op]][i].Store(&prometheus.Exemplar{
+	m.exemplars[labelOf[op]][latencyBucket(ns)].Store(&prometheus.Exemplar{
 		Value: float64(ns) / 1e9, Labels: prometheus.Labels{ExemplarLabel: traceID}, Timestamp: time.Now(),
 	})
 }
@@ -204,12 +244,8 @@ func (m *Metrics) AddedLatency(d time.Duration) {
 		return
 	}
 	ns := max(int64(d), 0)
-	i := 0
-	for i < numAddedBuckets && ns > addedBoundsNS[i] {
-		i++
-	}
 	sh := m.shard()
-	sh.added[i].Add(1)
+	sh.added[addedBucket(ns)].Add(1)
 	sh.addedSumNS.Add(uint64(ns))
 }
 

@@ -290,3 +290,34 @@ func TestCountRequestsFromSource(t *testing.T) {
 		}
 	}
 }
+
+// TestAnsweredIsLatencyAndAddedLatency checks that recording a read's responses at once
+// (Answered) gives the very series that recording them one by one gives.
+func TestAnsweredIsLatencyAndAddedLatency(t *testing.T) {
+	const arrived, now = int64(50_000_000), int64(53_000_000)
+	answers := []Answer{
+		{Start: now - int64(3*time.Millisecond), Op: cql.OpQuery},
+		{Start: now - int64(100*time.Microsecond), Op: cql.OpQuery},
+		{Start: now - int64(time.Minute), Op: cql.OpExecute},
+		{Start: now + 5, Op: cql.OpBatch}, // a clock that went back: 0
+		{Start: now - 7, Op: cql.Opcode(0x42)},
+	}
+	one, batch := New(), New()
+	for _, a := range answers {
+		one.Latency(a.Op, time.Duration(now-a.Start))
+		one.AddedLatency(time.Duration(now - arrived))
+	}
+	batch.Answered(answers, arrived, now)
+	batch.Answered(nil, arrived, now)
+	want, got := gather(t, one), gather(t, batch)
+	for _, name := range []string{"tracecar_request_duration_seconds", "tracecar_added_latency_seconds"} {
+		if len(want[name]) == 0 {
+			t.Fatalf("no %s series", name)
+		}
+		for op, w := range want[name] {
+			if g := got[name][op]; g.GetHistogram().String() != w.GetHistogram().String() {
+				t.Errorf("%s{opcode=%q}:\n got  %v\n want %v", name, op, g.GetHistogram(), w.GetHistogram())
+			}
+		}
+	}
+}
