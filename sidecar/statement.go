@@ -157,40 +157,32 @@ const maxCheckedStmts = 1 << 16
 
 // checkedStmts is the set of prepared ids known not to read a system table. Every EXECUTE
 // asks it, from every loop and goroutine, and ids are added once each: has reads an
-// immutable map through an atomic pointer, without a lock (a read lock's shared counter
-// moved between the cores on every EXECUTE); add puts an id in a small map under a lock,
-// merged into a new immutable one once it holds an eighth as many ids (at once while there
-// are few), so that the copies cost about nine per id in all. An id added since the last
-// merge is found under the lock.
+// immutable set (idSet) through an atomic pointer, without a lock (a read lock's shared
+// counter moved between the cores on every EXECUTE); add puts an id in a small map under a
+// lock, merged into a new immutable set once it holds an eighth as many ids (at once while
+// there are few), so that the copies cost about nine per id in all. An id added since the
+// last merge is found under the lock.
 type checkedStmts struct {
-	frozen atomic.Pointer[map[string]struct{}]
+	frozen atomic.Pointer[idSet]
 	mu     sync.Mutex
 	recent map[string]struct{}
 	n      atomic.Int64 // ids in both
 }
 
 func (s *checkedStmts) has(id []byte) (found, full bool) {
-	if m := s.frozen.Load(); m != nil {
-		if _, found = (*m)[string(id)]; found {
-			return true, false
-		}
+	frozen := s.frozen.Load()
+	if frozen.has(id) {
+		return true, false
 	}
 	n := s.n.Load()
 	full = n >= maxCheckedStmts
-	if n == int64(s.frozenLen()) {
+	if n == int64(frozen.len()) {
 		return false, full // nothing added since the last merge
 	}
 	s.mu.Lock()
 	_, found = s.recent[string(id)]
 	s.mu.Unlock()
 	return found, full
-}
-
-func (s *checkedStmts) frozenLen() int {
-	if m := s.frozen.Load(); m != nil {
-		return len(*m)
-	}
-	return 0
 }
 
 func (s *checkedStmts) add(id string) {
@@ -200,10 +192,8 @@ func (s *checkedStmts) add(id string) {
 		return
 	}
 	old := s.frozen.Load()
-	if old != nil {
-		if _, ok := (*old)[id]; ok {
-			return
-		}
+	if old.has([]byte(id)) {
+		return
 	}
 	if _, ok := s.recent[id]; ok {
 		return
@@ -213,19 +203,10 @@ func (s *checkedStmts) add(id string) {
 	}
 	s.recent[id] = struct{}{}
 	s.n.Add(1)
-	if len(s.recent) < s.frozenLen()/8 {
+	if len(s.recent) < old.len()/8 {
 		return
 	}
-	m := make(map[string]struct{}, s.frozenLen()+len(s.recent))
-	if old != nil {
-		for k := range *old {
-			m[k] = struct{}{}
-		}
-	}
-	for k := range s.recent {
-		m[k] = struct{}{}
-	}
-	s.frozen.Store(&m)
+	s.frozen.Store(newIDSet(old, s.recent))
 	clear(s.recent)
 }
 
