@@ -54,7 +54,7 @@ func (pc *pathConn) one() int {
 	}
 	r, _, _ := c.streams.take(pc.stream)
 	now := tracing.Now()
-	out, d := c.response(pc.sh, pc.resp, r, now)
+	out, d := c.response(pc.sh, pc.resp, &r, now)
 	if pc.stream&1 == 0 {
 		c.queued(r, now) // the goroutine path's metrics
 	} else {

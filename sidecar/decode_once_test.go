@@ -141,7 +141,7 @@ func TestDecodedOnce(t *testing.T) {
 							t.Fatal(err)
 						}
 						rh, _ = cql.ParseHeader(respF)
-						out, done := c.response(rh, respF, req, tracing.Now())
+						out, done := c.response(rh, respF, &req, tracing.Now())
 						if done.Events() {
 							c.wrote([]tracing.Ticket{done}, true)
 						}

@@ -231,7 +231,7 @@ func (c *conn) forwardResponse(r *frameReader, h cql.Header, arrived *int64) (bo
 		return false, err
 	}
 	*arrived = c.arrival(*arrived, req.stat.Active())
-	out, done := c.response(h, frame, req, *arrived)
+	out, done := c.response(h, frame, &req, *arrived)
 	if req.op == cql.OpStartup {
 		c.segmentsAfter(h.Opcode)
 	}

@@ -239,7 +239,7 @@ func (l *loop) relay(s *side, data []byte, b *batch) int {
 		var req inflight
 		left := c.requestFor(h, &req)
 		arrived = c.arrival(arrived, req.stat.Active())
-		f, done := c.response(h, frame, req, arrived)
+		f, done := c.response(h, frame, &req, arrived)
 		if done.Events() {
 			tickets = append(tickets, done)
 		}

@@ -63,7 +63,7 @@ func (c *conn) request(h cql.Header, frame []byte, n int, arrived int64) tracing
 				req.capt = c.captureRequest(s, f, now, n)
 			}
 		}
-		c.streams.put(req)
+		c.streams.put(&req)
 	}
 	// The one request counter: metrics and tracing read it (Proxy.New).
 	inc(&c.counters.requests[requestSlot(h.Opcode)], 1)
@@ -89,7 +89,7 @@ func (c *conn) request(h cql.Header, frame []byte, n int, arrived int64) tracing
 // calls queued once the frame is queued for the client.
 //
 // Like a request, the response is decoded once, into c.views.resp, for every reader.
-func (c *conn) response(h cql.Header, frame []byte, req inflight, arrived int64) ([]byte, tracing.Ticket) {
+func (c *conn) response(h cql.Header, frame []byte, req *inflight, arrived int64) ([]byte, tracing.Ticket) {
 	f := &c.views.resp
 	f.Reset(h, frame, c.compressor())
 	if h.Stream >= 0 {
@@ -107,12 +107,12 @@ func (c *conn) response(h cql.Header, frame []byte, req inflight, arrived int64)
 	case frame == nil:
 	case req.op == cql.OpPrepare && req.used:
 		if h.Opcode == cql.OpResult {
-			c.learnPrepared(f, req)
+			c.learnPrepared(f, *req)
 		}
 	case req.kind == kindOptions:
 		out = c.rewriteSupported(f)
 	case req.kind != kindNone:
-		out = c.rewriteResult(f, req)
+		out = c.rewriteResult(f, *req)
 	case h.Stream < 0 && h.Opcode == cql.OpEvent:
 		out = c.rewriteEvent(f)
 	}

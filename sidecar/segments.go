@@ -297,7 +297,7 @@ func (c *conn) responseSegment(seg []byte, arrived *int64, tickets []tracing.Tic
 		left := c.requestFor(h, &req)
 		*arrived = c.arrival(*arrived, req.stat.Active())
 		flags := frame[1]
-		f, done := c.response(h, frame, req, *arrived)
+		f, done := c.response(h, frame, &req, *arrived)
 		if done.Events() {
 			tickets = append(tickets, done)
 		}

@@ -120,7 +120,7 @@ func (pc *pathConnV5) oneLegacy(tb testing.TB) int {
 	var r inflight
 	left := c.requestFor(rh, &r)
 	arrived := c.arrival(0, r.stat.Active())
-	out, d := c.response(rh, resp, r, arrived)
+	out, d := c.response(rh, resp, &r, arrived)
 	c.queued(r, arrived)
 	c.answered(left, len(out))
 	if d.Events() {

@@ -75,9 +75,10 @@ func (t *streamTable) index(stream int16) int {
 	return int((uint32(uint16(stream)) * 2654435769) >> t.shift)
 }
 
-// put records r and returns the number of requests in flight. A request that reuses the
-// stream id of one still in flight (a client bug) replaces it.
-func (t *streamTable) put(r inflight) int {
+// put records a copy of r and returns the number of requests in flight. A request that
+// reuses the stream id of one still in flight (a client bug) replaces it. r is passed, and
+// taken (takeInto), by pointer: the record is 120 bytes, copied once each way.
+func (t *streamTable) put(r *inflight) int {
 	r.used = true
 	t.mu.Lock()
 	if 2*(t.n+1) > len(t.slots) {
@@ -87,12 +88,12 @@ func (t *streamTable) put(r inflight) int {
 	for i := t.index(r.stream); ; i = (i + 1) & mask {
 		s := &t.slots[i]
 		if !s.used {
-			*s = r
+			*s = *r
 			t.n++
 			break
 		}
 		if s.stream == r.stream {
-			*s = r
+			*s = *r
 			break
 		}
 	}
@@ -130,25 +131,33 @@ func (t *streamTable) grow() {
 // take removes and returns the request with the given stream id, and the number of requests
 // still in flight.
 func (t *streamTable) take(stream int16) (inflight, bool, int) {
+	var r inflight
+	ok, n := t.takeInto(stream, &r)
+	return r, ok, n
+}
+
+// takeInto is take into *dst, which is left as it was when no request has the stream id.
+func (t *streamTable) takeInto(stream int16, dst *inflight) (bool, int) {
 	t.mu.Lock()
 	if t.n == 0 {
 		t.mu.Unlock()
-		return inflight{}, false, 0
+		return false, 0
 	}
 	mask := len(t.slots) - 1
 	i := t.index(stream)
 	for {
 		s := &t.slots[i]
 		if !s.used {
+			n := t.n
 			t.mu.Unlock()
-			return inflight{}, false, t.n
+			return false, n
 		}
 		if s.stream == stream {
 			break
 		}
 		i = (i + 1) & mask
 	}
-	r := t.slots[i]
+	*dst = t.slots[i]
 	// Backward-shift deletion: move later members of the probe run into the hole, so that
 	// lookups never need tombstones.
 	j := i
@@ -170,7 +179,7 @@ func (t *streamTable) take(stream int16) (inflight, bool, int) {
 	n := t.n
 	t.release()
 	t.mu.Unlock()
-	return r, true, n
+	return true, n
 }
 
 // len returns the number of requests in flight.

@@ -26,7 +26,7 @@ func TestStreamTableMatchesMap(t *testing.T) {
 				if _, ok := model[s]; !ok && r.IntN(3) > 0 {
 					op := cql.Opcode(r.IntN(16))
 					model[s] = op
-					if n := tab.put(inflight{stream: s, op: op}); n != len(model) {
+					if n := tab.put(&inflight{stream: s, op: op}); n != len(model) {
 						t.Fatalf("step %d: put returned %d in flight; want %d", i, n, len(model))
 					}
 					continue
@@ -56,8 +56,8 @@ func TestStreamTableMatchesMap(t *testing.T) {
 
 func TestStreamTableReusedStream(t *testing.T) {
 	var tab streamTable
-	tab.put(inflight{stream: 7, op: cql.OpQuery})
-	if n := tab.put(inflight{stream: 7, op: cql.OpExecute}); n != 1 {
+	tab.put(&inflight{stream: 7, op: cql.OpQuery})
+	if n := tab.put(&inflight{stream: 7, op: cql.OpExecute}); n != 1 {
 		t.Errorf("put of a stream in flight returned %d; want 1 (replaced)", n)
 	}
 	got, ok, n := tab.take(7)

@@ -112,7 +112,7 @@ func (c *conn) requestFor(h cql.Header, req *inflight) (left int) {
 	if h.Stream < 0 {
 		return -1
 	}
-	*req, _, left = c.streams.take(h.Stream)
+	_, left = c.streams.takeInto(h.Stream, req)
 	return left
 }
 
