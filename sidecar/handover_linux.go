@@ -146,6 +146,7 @@ func (l *loop) tryMove(c *conn) {
 		return
 	}
 	var d detached
+	c.streams.spare = nil // its table is empty (and holds no slots), and leaves this loop
 	for i := range c.sides {
 		s := &c.sides[i]
 		unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, s.fd, nil)

@@ -43,6 +43,7 @@ type loop struct {
 	views   frameViews // the frame views of every connection of the loop (conn.views)
 	tickets []tracing.Ticket
 	answers []metrics.Answer
+	spare   spareSlots // the empty stream tables of its connections (streamTable.spare)
 	events  []unix.EpollEvent
 }
 
@@ -363,6 +364,7 @@ func (l *loop) commands() {
 // add registers a connection's sockets, and forwards the frames its client reader held.
 func (l *loop) add(c *conn) {
 	c.views = &l.views
+	c.streams.spare = &l.spare
 	cs, ns := &c.sides[0], &c.sides[1]
 	for _, s := range []*side{cs, ns} {
 		s.events = unix.EPOLLIN
@@ -471,6 +473,7 @@ func (l *loop) close(c *conn) {
 	if !c.advance(stateClosed) {
 		return
 	}
+	c.streams.spare = nil // what empties the table from here on is not this loop
 	if c.move.moving {
 		l.moveOver(c, moveEnded)
 	}
