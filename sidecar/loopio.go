@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/rs/zerolog"
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/internal/metrics"
 	"github.com/tracecar/tracecar/tracing"
@@ -203,6 +204,8 @@ func (l *loop) relay(s *side, data []byte, b *batch) int {
 		return l.relaySegments(s, data, b)
 	}
 	out, tickets, answers, arrived, drained := b.out, b.tickets, b.answers, b.arrived, false
+	// Whether frames are logged at trace level is asked once for the read's frames.
+	logFrames := c.traceOn && c.p.logs(zerolog.TraceLevel)
 	pos := 0
 	for len(data)-pos >= cql.HeaderSize {
 		hb := data[pos : pos+cql.HeaderSize]
@@ -225,7 +228,9 @@ func (l *loop) relay(s *side, data []byte, b *batch) int {
 		}
 		frame := data[pos : pos+n]
 		pos += n
-		c.traceFrame(h, s.client)
+		if logFrames {
+			c.logFrame(h, s.client)
+		}
 		if s.client {
 			// One clock read per read from the client, shared by every request it
 			// delivered, as for responses.
