@@ -106,8 +106,9 @@ func (c *conn) responseWhole(h cql.Header, req *inflight) bool {
 
 // requestFor takes from the stream table into req the request that the response with
 // header h answers, and returns how many requests stay in flight, -1 for an event; req is
-// left zero for an event, or a stream with no request in flight. req is the caller's, not a
-// result, so that the record is not copied once more per response.
+// left as it was, zero as every caller passes it, for an event or a stream with no request
+// in flight. req is the caller's, not a result, so that the record is not copied once more
+// per response.
 func (c *conn) requestFor(h cql.Header, req *inflight) (left int) {
 	if h.Stream < 0 {
 		return -1

@@ -164,26 +164,27 @@ func (m *Metrics) Latency(op cql.Opcode, d time.Duration) {
 	if m == nil {
 		return
 	}
-	ns := max(int64(d), 0)
-	c := &m.shard().ops[labelOf[op]]
-	c.buckets[latencyBucket(ns)].Add(1)
+	m.shard().latency(op, max(int64(d), 0))
+}
+
+// latency records a request with opcode op that took ns ≥ 0 nanoseconds.
+func (sh *shard) latency(op cql.Opcode, ns int64) {
+	c := &sh.ops[labelOf[op]]
+	c.buckets[bucketOf(ns, boundsNS[:])].Add(1)
 	c.sumNS.Add(uint64(ns))
 }
 
-// latencyBucket returns the index of the tracecar_request_duration_seconds bucket of a
-// latency of ns nanoseconds (numBuckets: +Inf).
-func latencyBucket(ns int64) int {
-	i := 0
-	for i < numBuckets && ns > boundsNS[i] {
-		i++
-	}
-	return i
+// addedLatency records n responses that each spent ns ≥ 0 nanoseconds in the sidecar.
+func (sh *shard) addedLatency(ns int64, n uint64) {
+	sh.added[bucketOf(ns, addedBoundsNS[:])].Add(n)
+	sh.addedSumNS.Add(n * uint64(ns))
 }
 
-// addedBucket is latencyBucket for tracecar_added_latency_seconds.
-func addedBucket(ns int64) int {
+// bucketOf returns the index of the histogram bucket of ns among the upper bounds bounds
+// (len(bounds): +Inf).
+func bucketOf(ns int64, bounds []int64) int {
 	i := 0
-	for i < numAddedBuckets && ns > addedBoundsNS[i] {
+	for i < len(bounds) && ns > bounds[i] {
 		i++
 	}
 	return i
@@ -207,15 +208,9 @@ func (m *Metrics) Answered(answers []Answer, arrived, now int64) {
 	}
 	sh := m.shard()
 	for _, a := range answers {
-		ns := max(now-a.Start, 0)
-		c := &sh.ops[labelOf[a.Op]]
-		c.buckets[latencyBucket(ns)].Add(1)
-		c.sumNS.Add(uint64(ns))
+		sh.latency(a.Op, max(now-a.Start, 0))
 	}
-	ns := max(now-arrived, 0)
-	n := uint64(len(answers))
-	sh.added[addedBucket(ns)].Add(n)
-	sh.addedSumNS.Add(n * uint64(ns))
+	sh.addedLatency(max(now-arrived, 0), uint64(len(answers)))
 }
 
 // ExemplarLabel is the label of a latency exemplar: the W3C trace id it links to.
@@ -231,7 +226,7 @@ func (m *Metrics) Exemplar(op cql.Opcode, d time.Duration, traceID string) {
 		return
 	}
 	ns := max(int64(d), 0)
-	m.exemplars[labelOf[op]][latencyBucket(ns)].Store(&prometheus.Exemplar{
+	m.exemplars[labelOf[op]][bucketOf(ns, boundsNS[:])].Store(&prometheus.Exemplar{
 		Value: float64(ns) / 1e9, Labels: prometheus.Labels{ExemplarLabel: traceID}, Timestamp: time.Now(),
 	})
 }
@@ -243,10 +238,7 @@ func (m *Metrics) AddedLatency(d time.Duration) {
 	if m == nil {
 		return
 	}
-	ns := max(int64(d), 0)
-	sh := m.shard()
-	sh.added[addedBucket(ns)].Add(1)
-	sh.addedSumNS.Add(uint64(ns))
+	m.shard().addedLatency(max(int64(d), 0), 1)
 }
 
 // ConnOpened counts a client connection that opened.
