@@ -3,7 +3,6 @@ package sidecar
 import (
 	"bytes"
 	"encoding/binary"
-	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -312,18 +311,12 @@ func saslPlainUser(body []byte) (string, bool) {
 
 // startup notes the compression that a STARTUP asks for. Its body is never compressed.
 func (c *conn) startup(body []byte) {
-	m, err := cql.DecodeStartup(body)
+	name, err := cql.StartupCompression(body)
 	if err != nil {
 		return // the node answers it
 	}
-	var name string
-	for k, v := range m.Options {
-		if strings.EqualFold(k, "COMPRESSION") {
-			name = v
-		}
-	}
 	var i int32
-	switch comp := cql.CompressorByName(name); {
+	switch comp := cql.CompressorByName(string(name)); {
 	case comp == nil:
 	case comp.Name() == "lz4":
 		i = 1

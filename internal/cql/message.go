@@ -1,6 +1,7 @@
 package cql
 
 import (
+	"bytes"
 	"fmt"
 	"net/netip"
 	"sync"
@@ -164,6 +165,31 @@ func DecodeStartup(body []byte) (Startup, error) {
 	}
 	return m, nil
 }
+
+// StartupCompression returns the COMPRESSION option of a STARTUP body (its key in any
+// case, the last one if repeated; nil without one), or the error DecodeStartup gives. It
+// aliases body and allocates nothing: a relay that wants only this option reads it for
+// every new connection.
+func StartupCompression(body []byte) ([]byte, error) {
+	d := Decoder{b: body}
+	n := int(d.Short())
+	if d.err != nil || n*4 > len(d.b) {
+		d.fail()
+	}
+	var v []byte
+	for i := 0; i < n && d.err == nil; i++ {
+		k, val := d.StringBytes(), d.StringBytes()
+		if bytes.EqualFold(k, compressionKey) {
+			v = val
+		}
+	}
+	if err := finish(&d); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+var compressionKey = []byte("COMPRESSION")
 
 // Options is an OPTIONS request, which has an empty body. It is safe for concurrent use.
 type Options struct{}

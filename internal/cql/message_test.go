@@ -509,3 +509,77 @@ func TestRowsHeaderFastPath(t *testing.T) {
 		t.Fatalf("decoded %+v", r)
 	}
 }
+
+// TestSupportedBytesAreStable encodes one SUPPORTED many times: a node answers every OPTIONS
+// with the same bytes (map order would change them from one connection to the next), its
+// keys in order.
+func TestSupportedBytesAreStable(t *testing.T) {
+	m := Supported{Options: map[string][]string{
+		"PROTOCOL_VERSIONS": {"3/v3", "4/v4", "5/v5"},
+		"CQL_VERSION":       {"3.4.6"},
+		"COMPRESSION":       {"lz4", "snappy"},
+		"SCYLLA_SHARD":      {"0"},
+		"SCYLLA_NR_SHARDS":  {"2"},
+	}}
+	first := m.AppendBody(nil, V4)
+	for i := range 50 {
+		if got := m.AppendBody(nil, V4); !bytes.Equal(got, first) {
+			t.Fatalf("encoding %d differs from the first:\n%x\n%x", i+1, got, first)
+		}
+	}
+	d := NewDecoder(first)
+	var keys []string
+	for range d.Short() {
+		keys = append(keys, d.String())
+		d.StringList()
+	}
+	want := []string{"COMPRESSION", "CQL_VERSION", "PROTOCOL_VERSIONS", "SCYLLA_NR_SHARDS", "SCYLLA_SHARD"}
+	if d.Err() != nil || !reflect.DeepEqual(keys, want) {
+		t.Errorf("keys %v (error %v); want %v", keys, d.Err(), want)
+	}
+}
+
+// TestStartupCompression reads the COMPRESSION option of STARTUP bodies as DecodeStartup
+// does (a key in any case; an error for the same bodies), without allocating.
+func TestStartupCompression(t *testing.T) {
+	body := func(kv ...string) []byte {
+		b := AppendShort(nil, uint16(len(kv)/2))
+		for _, s := range kv {
+			b = AppendString(b, s)
+		}
+		return b
+	}
+	for _, tc := range []struct {
+		name string
+		body []byte
+		want string
+		err  bool
+	}{
+		{"none", body("CQL_VERSION", "3.0.0"), "", false},
+		{"lz4", body("CQL_VERSION", "3.0.0", "COMPRESSION", "lz4"), "lz4", false},
+		{"lower-case key", body("compression", "snappy", "DRIVER_NAME", "x"), "snappy", false},
+		{"empty map", body(), "", false},
+		{"empty body", nil, "", true},
+		{"truncated", body("COMPRESSION", "lz4")[:9], "", true},
+		{"trailing bytes", append(body("COMPRESSION", "lz4"), 0), "", true},
+		{"count beyond the body", []byte{0xff, 0xff, 0, 0}, "", true},
+	} {
+		got, err := StartupCompression(tc.body)
+		if (err != nil) != tc.err || string(got) != tc.want {
+			t.Errorf("%s: got %q, %v; want %q, error %v", tc.name, got, err, tc.want, tc.err)
+		}
+		m, derr := DecodeStartup(tc.body)
+		if (derr != nil) != (err != nil) {
+			t.Errorf("%s: error %v; DecodeStartup's %v", tc.name, err, derr)
+		}
+		for k, v := range m.Options {
+			if strings.EqualFold(k, "COMPRESSION") && v != string(got) {
+				t.Errorf("%s: %q; DecodeStartup has %q", tc.name, got, v)
+			}
+		}
+	}
+	b := body("CQL_VERSION", "3.0.0", "DRIVER_NAME", "gocql", "COMPRESSION", "lz4")
+	if n := testing.AllocsPerRun(100, func() { StartupCompression(b) }); n != 0 {
+		t.Errorf("%v allocations per call; want 0", n)
+	}
+}

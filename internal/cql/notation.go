@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"net/netip"
+	"slices"
 )
 
 // Decoder reads the spec's notation types ([int], [string], [bytes], …) from a body. It
@@ -331,11 +332,19 @@ func AppendStringMap(b []byte, m map[string]string) []byte {
 	return b
 }
 
-// AppendStringMultimap appends a [string multimap].
+// AppendStringMultimap appends a [string multimap], its keys in order: a node answers
+// every OPTIONS with the same bytes, as Cassandra and ScyllaDB do (a relay may then
+// recognise the SUPPORTED it rewrote before, see sidecar's rewriteSupported).
 func AppendStringMultimap(b []byte, m map[string][]string) []byte {
 	b = AppendShort(b, uint16(len(m)))
-	for k, v := range m {
-		b = AppendStringList(AppendString(b, k), v)
+	var small [16]string
+	keys := small[:0]
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		b = AppendStringList(AppendString(b, k), m[k])
 	}
 	return b
 }
