@@ -75,11 +75,22 @@ type loopGroup struct {
 // for every Proxy that a process (a test binary, say) creates, and leave them behind.
 var processLoops loopGroup
 
-// pick returns a loop for a new connection, starting the loops on first use: one per two
+// pick returns a loop for a new connection, starting the loops if need be (start): one per two
 // of GOMAXPROCS (at least one), as the node and the clients need CPU too and one loop
 // serving more sockets per wake-up does more per system call; TRACECAR_EVENT_LOOPS=n
 // overrides that.
 func (g *loopGroup) pick() (*loop, error) {
+	if err := g.start(); err != nil {
+		return nil, err
+	}
+	return g.loops[int(g.next.Add(1))%len(g.loops)], nil
+}
+
+// start starts the loops, once; later calls return what the first did. Serve calls it
+// before it accepts, so that the loops' fixed cost (their buffers, the Ps they add, which
+// take their own caches of heap spans) is paid when the sidecar starts, and neither by the
+// first client's connection nor counted in what connections cost.
+func (g *loopGroup) start() error {
 	g.once.Do(func() {
 		n := max(1, runtime.GOMAXPROCS(0)/2)
 		if v, err := strconv.Atoi(os.Getenv("TRACECAR_EVENT_LOOPS")); err == nil && v > 0 {
@@ -98,10 +109,7 @@ func (g *loopGroup) pick() (*loop, error) {
 			go l.run()
 		}
 	})
-	if g.err != nil {
-		return nil, g.err
-	}
-	return g.loops[int(g.next.Add(1))%len(g.loops)], nil
+	return g.err
 }
 
 func newLoop() (*loop, error) {

@@ -17,6 +17,8 @@ type loopGroup struct{}
 
 var processLoops loopGroup
 
+func (g *loopGroup) start() error { return nil }
+
 func (c *conn) toLoop() bool              { return false }
 func (c *conn) inLoop() bool              { return false }
 func (c *conn) postLoop(kind loopCmdKind) {}

@@ -165,6 +165,9 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 
 	g := &group{}
 	p.setServing(g)
+	if !p.noLoop && p.nodeTLS == nil {
+		p.loops.start() // an error is reported with each connection that falls back (toLoop)
+	}
 	var err error
 	var delay time.Duration
 	for {
