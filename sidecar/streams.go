@@ -35,33 +35,49 @@ type inflight struct {
 // tombstones; its size follows the connection's concurrency (at most 32768 requests), not
 // the spread of stream ids that drivers such as gocql rotate through. Its slots come from a
 // pool with the first request and go back once none is in flight, so that an idle
-// connection holds none (64 slots are 7.5 KiB).
+// connection holds none.
 type streamTable struct {
 	mu    sync.Mutex
 	slots []inflight // len is a power of two
 	shift uint8      // 32 - log2(len(slots))
-	n     int
-	// spare, when set, is the event loop's own store of the smallest tables, which serves
-	// this table instead of slotPools: it is set while the connection is on that loop, whose
+	// last is log2 of the size the table had when it last emptied (0 before): its next
+	// slots are that many, so that a connection that empties its table between bursts of
+	// requests does not grow it again from minStreamSlots each time.
+	last uint8
+	n    int
+	// spare, when set, is the event loop's own store of small tables, which serves this
+	// table instead of slotPools: it is set while the connection is on that loop, whose
 	// goroutine alone then grows and empties the table.
 	spare *spareSlots
 }
 
-// spareSlots keeps a few empty tables of minStreamSlots slots for the connections of one
-// event loop: a connection with one request in flight at a time empties its table with
-// each response, and a sync.Pool's Get and Put for each (pinning the P, the pool's
-// per-P queue) cost about 1.4% of the sidecar's CPU in mode off under perf. It is the
-// loop goroutine's only; beyond maxSpareSlots, tables go back to the pool.
+// spareSlots keeps a few empty tables of each size up to maxSpareSize slots for the
+// connections of one event loop: a connection with few requests in flight empties its
+// table with each response, and a sync.Pool's Get and Put for each (pinning the P, the
+// pool's per-P queue) cost about 1.4% of the sidecar's CPU in mode off under perf. It is
+// the loop goroutine's only; beyond maxSpareSlots of a size, tables go back to the pool.
 type spareSlots struct {
-	free []*inflight
+	free [maxSpareLog - minSlotsLog + 1][]*inflight // by log2 of the size
 }
 
-const maxSpareSlots = 8
+const (
+	maxSpareSlots = 8
+	maxSpareLog   = 6 // the largest spare tables have 64 slots
+)
+
+// spares returns the loop's spare tables of size slots, or nil when it keeps none of that
+// size (or the table is not on a loop).
+func (t *streamTable) spares(size int) *[]*inflight {
+	if t.spare == nil || size > 1<<maxSpareLog {
+		return nil
+	}
+	return &t.spare.free[bits.TrailingZeros(uint(size))-minSlotsLog]
+}
 
 func (t *streamTable) getSlots(size int) []inflight {
-	if sp := t.spare; sp != nil && size == minStreamSlots && len(sp.free) > 0 {
-		p := sp.free[len(sp.free)-1]
-		sp.free = sp.free[:len(sp.free)-1]
+	if free := t.spares(size); free != nil && len(*free) > 0 {
+		p := (*free)[len(*free)-1]
+		*free = (*free)[:len(*free)-1]
 		return unsafe.Slice(p, size)
 	}
 	return getSlots(size)
@@ -69,20 +85,30 @@ func (t *streamTable) getSlots(size int) []inflight {
 
 // putSlots gives slots, all zero, back.
 func (t *streamTable) putSlots(slots []inflight) {
-	if sp := t.spare; sp != nil && len(slots) == minStreamSlots && len(sp.free) < maxSpareSlots {
-		sp.free = append(sp.free, &slots[0])
+	if free := t.spares(len(slots)); free != nil && len(*free) < maxSpareSlots {
+		*free = append(*free, &slots[0])
 		return
 	}
 	slotPool(len(slots)).Put(&slots[0])
 }
 
-const minStreamSlots = 64
+// minStreamSlots is the size of a new table: 16 slots (1.9 KiB) hold 7 requests before it
+// grows. A connection in its handshake, or with one request at a time, needs no more, and
+// a burst of new connections leaves the pool holding their tables (64 slots were 7.5 KiB
+// each, about a fifth of what 2,000 new idle connections cost the sidecar's RSS).
+const minStreamSlots = 1 << minSlotsLog
 
 // slotPools hold the slots of empty tables, one pool per size from minStreamSlots to the
-// largest (65,536 slots: 32,768 requests at a load of one half). They store the first slot,
+// largest, maxStreamSlots (32,768 requests at a load of one half). They store the first slot,
 // so that a Put does not allocate an interface box for a slice header; a table is all zero
 // once empty (take clears what it removes), as a new one must be.
-var slotPools [11]sync.Pool
+var slotPools [maxSlotsLog - minSlotsLog + 1]sync.Pool
+
+const (
+	minSlotsLog    = 4 // minStreamSlots is 1<<minSlotsLog
+	maxSlotsLog    = 16
+	maxStreamSlots = 1 << maxSlotsLog
+)
 
 func slotPool(size int) *sync.Pool {
 	return &slotPools[bits.TrailingZeros(uint(size))-bits.TrailingZeros(minStreamSlots)]
@@ -98,6 +124,7 @@ func getSlots(size int) []inflight {
 // release gives the slots of an empty table back. t.mu must be held.
 func (t *streamTable) release() {
 	if t.n == 0 && t.slots != nil {
+		t.last = uint8(bits.TrailingZeros(uint(len(t.slots))))
 		t.putSlots(t.slots)
 		t.slots = nil
 	}
@@ -139,8 +166,8 @@ func (t *streamTable) put(r *inflight) int {
 func (t *streamTable) grow() {
 	old := t.slots
 	size := 2 * len(old)
-	if size < minStreamSlots {
-		size = minStreamSlots
+	if old == nil {
+		size = max(minStreamSlots, 1<<t.last)
 	}
 	t.slots = t.getSlots(size)
 	t.shift = uint8(32 - bits.Len(uint(size-1)))

@@ -62,8 +62,8 @@ func TestStreamTableMatchesMap(t *testing.T) {
 			})
 		}
 	}
-	if len(spare.free) == 0 || len(spare.free) > maxSpareSlots {
-		t.Errorf("the loop keeps %d spare tables; want 1 to %d", len(spare.free), maxSpareSlots)
+	if n := spare.count(); n == 0 || n > len(spare.free)*maxSpareSlots {
+		t.Errorf("the loop keeps %d spare tables; want 1 to %d", n, len(spare.free)*maxSpareSlots)
 	}
 }
 
@@ -95,7 +95,60 @@ func TestStreamTableSpareReused(t *testing.T) {
 	if len(seen) != 2 {
 		t.Errorf("the tables used %d different slot arrays; want the 2 spares, reused", len(seen))
 	}
-	if len(spare.free) != 2 {
-		t.Errorf("%d spare tables after both emptied; want 2", len(spare.free))
+	if n := spare.count(); n != 2 {
+		t.Errorf("%d spare tables after both emptied; want 2", n)
+	}
+}
+
+// count returns the number of spare tables, of every size.
+func (sp *spareSlots) count() int {
+	n := 0
+	for _, f := range sp.free {
+		n += len(f)
+	}
+	return n
+}
+
+// TestStreamTableSize: a new table is small (a connection in its handshake, or with one
+// request at a time, holds minStreamSlots slots), and one that grew and emptied starts
+// again at the size it had, from the loop's spares up to 64 slots, instead of growing again
+// from the smallest with every burst of requests.
+func TestStreamTableSize(t *testing.T) {
+	var spare spareSlots
+	tab := streamTable{spare: &spare}
+	tab.put(&inflight{stream: 1, op: cql.OpStartup})
+	if len(tab.slots) != minStreamSlots {
+		t.Fatalf("a new table has %d slots; want %d", len(tab.slots), minStreamSlots)
+	}
+	tab.take(1)
+	var last *inflight // the slots the previous burst ended with
+	for round, burst := range []int{20, 20, 100, 100} {
+		for i := range burst {
+			tab.put(&inflight{stream: int16(i), op: cql.OpQuery})
+			if i == 0 && round%2 == 1 {
+				// The burst before was as large: the table starts at the size it needs.
+				if want := 4 * burst; len(tab.slots) < 2*burst || len(tab.slots) > want {
+					t.Errorf("round %d: the first request of %d gets %d slots; want what the last burst grew to", round, burst, len(tab.slots))
+				}
+				if burst <= 32 && &tab.slots[0] != last {
+					t.Errorf("round %d: the table of 64 slots is not the loop's spare", round)
+				}
+			}
+		}
+		if size := len(tab.slots); size < 2*burst || size > 4*burst {
+			t.Fatalf("round %d: %d in flight in %d slots", round, burst, size)
+		}
+		last = &tab.slots[0]
+		for i := range burst {
+			if _, ok, _ := tab.take(int16(i)); !ok {
+				t.Fatalf("round %d: request %d lost", round, i)
+			}
+		}
+		if tab.slots != nil {
+			t.Fatalf("round %d: an empty table holds %d slots", round, len(tab.slots))
+		}
+	}
+	if n := len(spare.free[len(spare.free)-1]); n != 1 {
+		t.Errorf("%d spare tables of 64 slots; want the one the bursts of 20 used", n)
 	}
 }
