@@ -22,3 +22,5 @@ func (g *loopGroup) start() error { return nil }
 func (c *conn) toLoop() bool              { return false }
 func (c *conn) inLoop() bool              { return false }
 func (c *conn) postLoop(kind loopCmdKind) {}
+
+func (c *conn) holdLargeOnLoop(size int) (bool, error) { return false, nil }

@@ -119,16 +119,8 @@ func (e errAwaitBudget) Error() string { return "waiting for the budget of frame
 // at most the budget together. The goroutine path waits for room; the event loop cannot, and
 // returns errAwaitBudget unless the loop has waited already (the side holds the share).
 func (c *conn) holdLarge(size int) error {
-	if c.lp != nil {
-		cs := &c.sides[0]
-		if cs.held < size && !c.p.held.tryAcquire(int64(size)) {
-			return errAwaitBudget{size}
-		}
-		if cs.held >= size {
-			size, cs.held = cs.held, 0 // the loop's wait got it: the frame holds it now
-		}
-		c.v5.largeHeld = size
-		return nil
+	if onLoop, err := c.holdLargeOnLoop(size); onLoop {
+		return err
 	}
 	if !c.p.held.acquire(int64(size), c.draining) {
 		if c.getState() == stateDraining {

@@ -63,3 +63,20 @@ func (b *batch) setErr(client bool, err error) {
 	}
 	b.bad = badSegment(err)
 }
+
+// holdLargeOnLoop is holdLarge for a connection on an event loop (onLoop true), which
+// cannot wait for room.
+func (c *conn) holdLargeOnLoop(size int) (onLoop bool, err error) {
+	if c.lp == nil {
+		return false, nil
+	}
+	cs := &c.sides[0]
+	if cs.held < size && !c.p.held.tryAcquire(int64(size)) {
+		return true, errAwaitBudget{size}
+	}
+	if cs.held >= size {
+		size, cs.held = cs.held, 0 // the loop's wait got it: the frame holds it now
+	}
+	c.v5.largeHeld = size
+	return true, nil
+}
