@@ -41,8 +41,8 @@ type streamTable struct {
 	slots []inflight // len is a power of two
 	shift uint8      // 32 - log2(len(slots))
 	// last is log2 of the size the table had when it last emptied (0 before): its next
-	// slots are that many, so that a connection that empties its table between bursts of
-	// requests does not grow it again from minStreamSlots each time.
+	// slots are that many, up to 64, so that a connection that empties its table between
+	// bursts of requests does not grow it again from minStreamSlots each time.
 	last uint8
 	n    int
 	// spare, when set, is the event loop's own store of small tables, which serves this
@@ -51,7 +51,7 @@ type streamTable struct {
 	spare *spareSlots
 }
 
-// spareSlots keeps a few empty tables of each size up to maxSpareSize slots for the
+// spareSlots keeps a few empty tables of each size up to 64 slots (maxSpareLog) for the
 // connections of one event loop: a connection with few requests in flight empties its
 // table with each response, and a sync.Pool's Get and Put for each (pinning the P, the
 // pool's per-P queue) cost about 1.4% of the sidecar's CPU in mode off under perf. It is
@@ -167,7 +167,9 @@ func (t *streamTable) grow() {
 	old := t.slots
 	size := 2 * len(old)
 	if old == nil {
-		size = max(minStreamSlots, 1<<t.last)
+		// At most a spare's size: one burst of thousands must not make every later
+		// request after an idle spell take a table of that size again.
+		size = max(minStreamSlots, 1<<min(t.last, maxSpareLog))
 	}
 	t.slots = t.getSlots(size)
 	t.shift = uint8(32 - bits.Len(uint(size-1)))
