@@ -3,11 +3,14 @@
 # direct, an HAProxy TCP relay, and the sidecar with tracing off, fast, full and sampled. Each process runs on its
 # own on loopback; every run sends a fixed number of write operations with `tracecar loadcheck`; CPU comes from
 # the scheduler's per-thread run time (/proc/PID/task/*/schedstat, nanoseconds; user+system) before and after the
-# run, summed over the process's threads: /proc/PID/stat's ticks (10 ms) would quantize a run's figure by ±0.1 µs/op. Rounds alternate the order of the modes, so drift
-# between rounds shows up as spread, not as bias. Figures are the mean over rounds ± the standard error.
+# run, summed over the process's threads: /proc/PID/stat's ticks (10 ms) would quantize a run's figure by ±0.1 µs/op.
+# Rounds alternate the order of the modes, and their number is even by default, so every mode runs as often early as
+# late and drift between rounds shows up as spread, not as bias. Figures are the mean over rounds ± the standard
+# error; under each table, the figures of the acceptance (off against HAProxy, each mode against the one before it)
+# are paired within each round, where the two runs are next to each other, and given as the median and the rounds.
 #
 #   bench/compare.sh [--readme] [--out FILE]                   from a clone; builds ./cmd/tracecar
-#   N=100000 R=3 RATE=10000 TASKSET=1 BASE_PORT=29140 ...        ops per run, rounds, the fixed rate, pinning, ports
+#   N=100000 R=4 RATE=10000 TASKSET=1 BASE_PORT=29140 ...        ops per run, rounds, the fixed rate, pinning, ports
 #   EXTRA_SIDECAR='TRACECAR_EVENT_LOOP=off' EXTRA_LABEL=goroutines   also measure a second sidecar (tracing off)
 #   CQLPROXY=/path/to/cql-proxy ZDMPROXY=/path/to/zdm-proxy ...     also measure the CQL proxies a user would pick
 #                                                                    instead (either or both)
@@ -25,7 +28,7 @@
 # second node's CPU, which neither column counts, is given under each table.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-N=${N:-100000}; R=${R:-3}; RATE=${RATE:-10000}; TASKSET=${TASKSET:-}; BASE_PORT=${BASE_PORT:-29140}
+N=${N:-100000}; R=${R:-4}; RATE=${RATE:-10000}; TASKSET=${TASKSET:-}; BASE_PORT=${BASE_PORT:-29140}
 EXTRA_SIDECAR=${EXTRA_SIDECAR:-}; EXTRA_LABEL=${EXTRA_LABEL:-extra}
 CQLPROXY=${CQLPROXY:-}; ZDMPROXY=${ZDMPROXY:-}
 out=bench/results.md readme=
@@ -215,6 +218,29 @@ if zdmrev:
 if peers:
     print(textwrap.fill("The CQL proxies a user would pick instead each run as their own process in front of the same"
                         " node: " + "; ".join(peers) + ".", width=116, break_on_hyphens=False))
+# The acceptance-style figures, paired within each round: the two runs of a pair are next to each other in every
+# round's order (haproxy and off, full and sampled), so drift between rounds cancels instead of adding to the spread.
+def paired(setting):
+    by = {}
+    for r in rows:
+        if r["setting"] == setting:
+            by.setdefault(r["round"], {})[r["mode"]] = r
+    def line(name, f, fmt):
+        xs = [f(m) for m in by.values() if all(k in m for k in ("haproxy", "off", "fast", "full", "sampled"))]
+        if xs:
+            med = sorted(xs)[len(xs) // 2] if len(xs) % 2 else sum(sorted(xs)[len(xs) // 2 - 1:len(xs) // 2 + 1]) / 2
+            print(f"| {name} | **{fmt(med)}** | {', '.join(fmt(x) for x in xs)} |")
+    relay = lambda m, k: us(m[k]["relay_ticks"])
+    ratio, diff = (lambda x: f"{x:.2f}"), (lambda x: f"{x:+.2f}")
+    print()
+    print("| paired in each round | median | rounds |")
+    print("|---|---|---|")
+    line("sidecar off ÷ HAProxy, relay CPU", lambda m: relay(m, "off") / us(m["haproxy"]["haproxy_ticks"]), ratio)
+    line("sidecar off ÷ HAProxy, p99", lambda m: float(m["off"]["p99_ms"]) / float(m["haproxy"]["p99_ms"]), ratio)
+    line("fast − off, relay µs/op", lambda m: relay(m, "fast") - relay(m, "off"), diff)
+    line("full − off, relay µs/op", lambda m: relay(m, "full") - relay(m, "off"), diff)
+    line("sampled − full, relay µs/op", lambda m: relay(m, "sampled") - relay(m, "full"), diff)
+    line("sampled ÷ full, node CPU", lambda m: us(m["sampled"]["node_ticks"]) / us(m["full"]["node_ticks"]), ratio)
 print()
 for setting in dict.fromkeys(r["setting"] for r in rows):
     title = "unthrottled" if setting == "unthrottled" else f"fixed rate, {int(setting):,} op/s"
@@ -230,6 +256,7 @@ for setting in dict.fromkeys(r["setting"] for r in rows):
         print(f"| {label} | {fmt([float(r['op_rate']) for r in rs], 0)} | {fmt([float(r['p99_ms']) for r in rs])} | "
               f"{fmt([us(r['node_ticks']) for r in rs])} | {'–' if mode == 'direct' else fmt([relay(r) for r in rs])} | "
               f"{fmt([us(r['node_ticks']) + relay(r) for r in rs])} |")
+    paired(setting)
     zs = [r for r in rows if r["setting"] == setting and r["mode"] == "zdmproxy"]
     if zs:
         print()
