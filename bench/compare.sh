@@ -149,9 +149,13 @@ modes="direct haproxy off fast full sampled"
 unth=; grep -q -- '-unthrottled' <<<"$("$TC" loadcheck -h 2>&1)" && unth=--unthrottled
 # CPU time of a process in µs: the sum of its threads' run time in the scheduler (schedstat, in ns).
 ticks() { if [ -n "$1" ]; then cat /proc/"$1"/task/*/schedstat | awk '{s += $1} END {printf "%d", s / 1000}'; else echo 0; fi; }
+# The CPUs' time in /proc/stat's ticks, "steal total": on a VM, steal is the time the hypervisor ran something else
+# while this machine had work. The scheduler's run time leaves it out (with paravirtual steal accounting), but the
+# other tenants' work evicts caches, so a run with much of it is a run on a slower machine: the table says how much.
+cpustat() { awk '$1 == "cpu" {t = 0; for (i = 2; i <= 9; i++) t += $i; print $9, t; exit}' /proc/stat; }
 
 # relay_ticks are the sidecar's or the peer's under test; node2_ticks zdm-proxy's target node's (0 without one).
-echo "setting,round,mode,ops,op_rate,p99_ms,node_ticks,relay_ticks,haproxy_ticks,node2_ticks" >"$W/runs.csv"
+echo "setting,round,mode,ops,op_rate,p99_ms,node_ticks,relay_ticks,haproxy_ticks,node2_ticks,steal_pct" >"$W/runs.csv"
 cols=9; [ -n "$N2P" ] && cols=10  # the progress lines on stderr show node2_ticks only when there is a second node
 for setting in unthrottled "$RATE"; do
   if [ "$setting" = unthrottled ]; then rate=(${unth:+$unth}); else rate=(--rate "$setting"); fi
@@ -168,22 +172,24 @@ for setting in unthrottled "$RATE"; do
       esac
       sc=$SP
       case $m in "$EXTRA_LABEL") sc=$S2P ;; cqlproxy) sc=$CPP ;; zdmproxy) sc=$ZPP ;; esac
-      a_n=$(ticks $NP) a_s=$(ticks $sc) a_h=$(ticks $HP) a_2=$(ticks "$N2P")
+      a_n=$(ticks $NP) a_s=$(ticks $sc) a_h=$(ticks $HP) a_2=$(ticks "$N2P") a_c=$(cpustat)
       "$TC" loadcheck --node "$node" --sidecar "$sidecar" --admin "http://$admin" "${args[@]}" --rounds 1 \
         --warmup 0s -n "$N" "${rate[@]}" --json "$W/run.json" >"$W/run.txt" 2>&1 ||
         { echo "loadcheck failed for $m:" >&2; tail -5 "$W/run.txt" >&2
           case $m in cqlproxy | zdmproxy) echo "the tail of $m's log:" >&2; tail -n 20 "$W/$m.log" >&2 ;; esac
           exit 1; }
-      b_n=$(ticks $NP) b_s=$(ticks $sc) b_h=$(ticks $HP) b_2=$(ticks "$N2P")
+      b_n=$(ticks $NP) b_s=$(ticks $sc) b_h=$(ticks $HP) b_2=$(ticks "$N2P") b_c=$(cpustat)
       python3 - "$W/run.json" "$setting" "$r" "$m" "$N" $((b_n - a_n)) $((b_s - a_s)) $((b_h - a_h)) \
-        $((b_2 - a_2)) >>"$W/runs.csv" <<'PY'
+        $((b_2 - a_2)) "$a_c" "$b_c" >>"$W/runs.csv" <<'PY'
 import json, sys
-f, setting, r, m, n, dn, ds, dh, d2 = sys.argv[1:]
+f, setting, r, m, n, dn, ds, dh, d2, a_c, b_c = sys.argv[1:]
 mode = json.load(open(f))["modes"][0]
 p99 = mode["p99_ms"]
-print(",".join(map(str, [setting, r, m, n, round(mode["op_rate"], 1), p99, dn, ds, dh, d2])))
+(s0, t0), (s1, t1) = map(int, a_c.split()), map(int, b_c.split())
+steal = round(100 * (s1 - s0) / (t1 - t0), 1) if t1 > t0 else 0.0
+print(",".join(map(str, [setting, r, m, n, round(mode["op_rate"], 1), p99, dn, ds, dh, d2, steal])))
 PY
-      tail -1 "$W/runs.csv" | cut -d, -f1-"$cols" >&2
+      tail -1 "$W/runs.csv" | cut -d, -f1-"$cols",11 >&2
     done
   done
 done
@@ -209,6 +215,11 @@ print(f"`bench/compare.sh` at {rev}, {date}, on {host} ({cpus} CPUs, {model}); {
 print(f"operations per mode and setting, 32 workers; " + ("node pinned to CPU 0, relays to CPU 1 with taskset." if pinned else "no taskset pinning."))
 print("CPU is each process's run time (user+system, from the scheduler's per-thread schedstat) per operation, in µs;")
 print("figures are mean ± standard error over rounds.")
+steals = sorted(float(r["steal_pct"]) for r in rows)
+if steals:
+    print(f"The hypervisor took {steals[len(steals) // 2]:.1f}% of the CPUs' time in the median run (steal, from"
+          f" /proc/stat; {steals[0]:.1f}–{steals[-1]:.1f}% over the runs). Run time does not count it, but a machine whose"
+          " cores the host shares runs every process slower and less evenly.")
 # A peer's commit is "?" when its binary does not carry one, and empty when the peer was not run.
 built = lambda name, c: f"{name} at {c}" if c != "?" else f"{name} (commit unknown: built without -buildvcs)"
 peers = [built("datastax/cql-proxy", cqlrev)] if cqlrev else []
