@@ -217,9 +217,10 @@ print("CPU is each process's run time (user+system, from the scheduler's per-thr
 print("figures are mean ± standard error over rounds.")
 steals = sorted(float(r["steal_pct"]) for r in rows)
 if steals:
-    print(f"The hypervisor took {steals[len(steals) // 2]:.1f}% of the CPUs' time in the median run (steal, from"
-          f" /proc/stat; {steals[0]:.1f}–{steals[-1]:.1f}% over the runs). Run time does not count it, but a machine whose"
-          " cores the host shares runs every process slower and less evenly.")
+    print(textwrap.fill(f"The hypervisor took {steals[len(steals) // 2]:.1f}% of the CPUs' time in the median run"
+                        f" (steal, from /proc/stat; {steals[0]:.1f}–{steals[-1]:.1f}% over the runs). Run time does not"
+                        " count it, but a machine whose cores the host shares runs every process slower and less"
+                        " evenly.", width=116, break_on_hyphens=False))
 # A peer's commit is "?" when its binary does not carry one, and empty when the peer was not run.
 built = lambda name, c: f"{name} at {c}" if c != "?" else f"{name} (commit unknown: built without -buildvcs)"
 peers = [built("datastax/cql-proxy", cqlrev)] if cqlrev else []
