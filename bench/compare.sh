@@ -6,8 +6,8 @@
 # run, summed over the process's threads: /proc/PID/stat's ticks (10 ms) would quantize a run's figure by ±0.1 µs/op.
 # Rounds alternate the order of the modes, and their number is even by default, so every mode runs as often early as
 # late and drift between rounds shows up as spread, not as bias. Figures are the mean over rounds ± the standard
-# error; under each table, the figures of the acceptance (off against HAProxy, each mode against the one before it)
-# are paired within each round, where the two runs are next to each other, and given as the median and the rounds.
+# error; under each table, the figures the targets are about (off against HAProxy, fast and full against off,
+# sampled against full) are paired within each round and given as the median and each round's value.
 #
 #   bench/compare.sh [--readme] [--out FILE]                   from a clone; builds ./cmd/tracecar
 #   N=100000 R=4 RATE=10000 TASKSET=1 BASE_PORT=29140 ...        ops per run, rounds, the fixed rate, pinning, ports
@@ -197,7 +197,7 @@ done
 host=$(uname -n) cpus=$(nproc) model=$(awk -F': ' '/model name/{print $2; exit}' /proc/cpuinfo)
 python3 - "$W/runs.csv" "$(getconf CLK_TCK)" "$N" "$R" "$RATE" "${TASKSET:+yes}" "$host" "$cpus" "$model" \
   "$(date -u '+%Y-%m-%d %H:%M UTC')" "$rev" "${CPP:+${cqlrev:-?}}" "${ZPP:+${zdmrev:-?}}" >"$W/table.md" <<'PY'
-import csv, math, sys, textwrap
+import csv, math, statistics, sys, textwrap
 runs, hz, n, rounds, rate, pinned, host, cpus, model, date, rev, cqlrev, zdmrev = sys.argv[1:]
 hz, n = int(hz), int(n)
 rows = list(csv.DictReader(open(runs)))
@@ -230,8 +230,8 @@ if zdmrev:
 if peers:
     print(textwrap.fill("The CQL proxies a user would pick instead each run as their own process in front of the same"
                         " node: " + "; ".join(peers) + ".", width=116, break_on_hyphens=False))
-# The acceptance-style figures, paired within each round: the two runs of a pair are next to each other in every
-# round's order (haproxy and off, full and sampled), so drift between rounds cancels instead of adding to the spread.
+# The figures the targets are about, paired within each round: haproxy and off, off and fast, full and sampled are
+# next to each other in every round's order, so drift between rounds cancels instead of adding to the spread.
 def paired(setting):
     by = {}
     for r in rows:
@@ -240,18 +240,17 @@ def paired(setting):
     def line(name, f, fmt):
         xs = [f(m) for m in by.values() if all(k in m for k in ("haproxy", "off", "fast", "full", "sampled"))]
         if xs:
-            med = sorted(xs)[len(xs) // 2] if len(xs) % 2 else sum(sorted(xs)[len(xs) // 2 - 1:len(xs) // 2 + 1]) / 2
-            print(f"| {name} | **{fmt(med)}** | {', '.join(fmt(x) for x in xs)} |")
-    relay = lambda m, k: us(m[k]["relay_ticks"])
+            print(f"| {name} | **{fmt(statistics.median(xs))}** | {', '.join(fmt(x) for x in xs)} |")
+    cpu = lambda m, k: us(m[k]["relay_ticks"])
     ratio, diff = (lambda x: f"{x:.2f}"), (lambda x: f"{x:+.2f}")
     print()
     print("| paired in each round | median | rounds |")
     print("|---|---|---|")
-    line("sidecar off ÷ HAProxy, relay CPU", lambda m: relay(m, "off") / us(m["haproxy"]["haproxy_ticks"]), ratio)
+    line("sidecar off ÷ HAProxy, relay CPU", lambda m: cpu(m, "off") / us(m["haproxy"]["haproxy_ticks"]), ratio)
     line("sidecar off ÷ HAProxy, p99", lambda m: float(m["off"]["p99_ms"]) / float(m["haproxy"]["p99_ms"]), ratio)
-    line("fast − off, relay µs/op", lambda m: relay(m, "fast") - relay(m, "off"), diff)
-    line("full − off, relay µs/op", lambda m: relay(m, "full") - relay(m, "off"), diff)
-    line("sampled − full, relay µs/op", lambda m: relay(m, "sampled") - relay(m, "full"), diff)
+    line("fast − off, relay µs/op", lambda m: cpu(m, "fast") - cpu(m, "off"), diff)
+    line("full − off, relay µs/op", lambda m: cpu(m, "full") - cpu(m, "off"), diff)
+    line("sampled − full, relay µs/op", lambda m: cpu(m, "sampled") - cpu(m, "full"), diff)
     line("sampled ÷ full, node CPU", lambda m: us(m["sampled"]["node_ticks"]) / us(m["full"]["node_ticks"]), ratio)
 print()
 for setting in dict.fromkeys(r["setting"] for r in rows):
