@@ -257,8 +257,9 @@ type keyPlan struct {
 	ck []*colRestr // only the restricted equality prefix
 }
 
-// partitionKeys returns every partition key addressed (a cartesian product for IN).
-func (k *keyPlan) partitionKeys(x *execCtx) ([][]byte, error) {
+// partitionKeys returns every partition key addressed (a cartesian product for IN). A single
+// key is returned in one, the caller's, so that the common write allocates no slice for it.
+func (k *keyPlan) partitionKeys(x *execCtx, one *[1][]byte) ([][]byte, error) {
 	if len(k.pk) == 1 && k.pk[0].eq != nil {
 		b, unset, err := k.pk[0].eq.eval(x)
 		if err != nil {
@@ -276,7 +277,8 @@ func (k *keyPlan) partitionKeys(x *execCtx) ([][]byte, error) {
 		if len(b) > maxKeyLen {
 			return nil, invalidf("Key length of %d is longer than maximum of %d", len(b), maxKeyLen)
 		}
-		return [][]byte{b}, nil
+		one[0] = b
+		return one[:], nil
 	}
 	combos, err := product(k.pk, x)
 	if err != nil {
@@ -1014,7 +1016,8 @@ func (p *writePlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 	if ttl > 0 {
 		m.ttl, m.exp = ttl, now+int64(ttl)
 	}
-	pks, err := p.keys.partitionKeys(x)
+	var onePK [1][]byte
+	pks, err := p.keys.partitionKeys(x, &onePK)
 	if err != nil {
 		return nil, err
 	}
@@ -1087,7 +1090,6 @@ func (p *writePlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 		ops[i].v = own(ops[i].v)
 		ops[i].key = own(ops[i].key)
 	}
-	m.ops = ops
 	if p.del && p.ckRange != nil {
 		f, err := ckFilterFor(t, p.ckRange, p.keys.ck, x)
 		if err != nil {
@@ -1129,7 +1131,7 @@ func (p *writePlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 				m.delRow = true
 			}
 			m.cond = cond
-			if err := d.apply(t, &m, now); err != nil {
+			if err := d.apply(t, &m, ops, now); err != nil {
 				return nil, err
 			}
 			if !m.applied {

@@ -81,7 +81,8 @@ func (e *Engine) casBatch(x *execCtx, steps []batchStep, usingTS bool) (cql.Mess
 				return nil, err
 			}
 		}
-		pks, err := w.keys.partitionKeys(x)
+		var onePK [1][]byte
+		pks, err := w.keys.partitionKeys(x, &onePK)
 		if err != nil {
 			return nil, err
 		}

@@ -128,7 +128,6 @@ type mutation struct {
 	exp    int64
 	ttl    int32
 	marker bool // INSERT: set the row marker
-	ops    []cellOp
 
 	// Deletions.
 	delPartition bool
@@ -141,9 +140,12 @@ type mutation struct {
 	existing [][]byte
 }
 
-// apply performs m on t's data. For a conditional write it sets m.applied, and m.existing
-// to the current row when the condition fails.
-func (d *tableData) apply(t *table, m *mutation, now int64) error {
+// apply performs m, with its cell operations ops, on t's data. For a conditional write it
+// sets m.applied, and m.existing to the current row when the condition fails. ops is not a
+// field of m: apply keeps what m's pointers reach (its keys, the values of ops), and a slice
+// in m would take its backing array with them, so that a caller's fixed array of operations
+// (writePlan.exec's) would move to the heap, 512 bytes with every write.
+func (d *tableData) apply(t *table, m *mutation, ops []cellOp, now int64) error {
 	m.applied, m.existing = true, nil
 	sh := d.shard(m.token)
 	sh.mu.Lock()
@@ -184,8 +186,8 @@ func (d *tableData) apply(t *table, m *mutation, now int64) error {
 	}
 	var r *row
 	needRow := m.marker || m.delRow
-	for i := range m.ops {
-		if t.cells[m.ops[i].pos].kind != kindStatic {
+	for i := range ops {
+		if t.cells[ops[i].pos].kind != kindStatic {
 			needRow = true
 		}
 	}
@@ -218,8 +220,8 @@ func (d *tableData) apply(t *table, m *mutation, now int64) error {
 			r.marker = liveness{ts: m.ts, exp: m.exp, ttl: m.ttl}
 		}
 	}
-	for i := range m.ops {
-		op := &m.ops[i]
+	for i := range ops {
+		op := &ops[i]
 		col := t.cells[op.pos]
 		target := r
 		if col.kind == kindStatic {

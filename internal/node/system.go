@@ -167,15 +167,16 @@ func (w *rowWriter) put(vals map[string][]byte) {
 	}
 	m := mutation{pk: encodePK(pk), ts: w.ts, marker: true, ck: ck}
 	m.token = murmur3Token(m.pk)
+	var ops []cellOp
 	for _, c := range t.cells {
 		if v, ok := vals[c.name]; ok && v != nil {
-			m.ops = append(m.ops, cellOp{pos: c.pos, kind: cellSet, v: v})
+			ops = append(ops, cellOp{pos: c.pos, kind: cellSet, v: v})
 		}
 	}
 	if t.ttl > 0 {
 		m.ttl, m.exp = t.ttl, w.now+int64(t.ttl)
 	}
-	_ = w.d.apply(t, &m, w.now)
+	_ = w.d.apply(t, &m, ops, w.now)
 }
 
 // refreshSystem rewrites system.local and the schema tables for sc.
