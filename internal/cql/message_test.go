@@ -583,3 +583,44 @@ func TestStartupCompression(t *testing.T) {
 		t.Errorf("%v allocations per call; want 0", n)
 	}
 }
+
+// TestDecodeExecuteInto decodes EXECUTEs into one Execute: each decodes as DecodeExecute
+// would, the values of a second one of no more values go into the first one's array without
+// allocating, and a malformed one leaves *m zero but for that array.
+func TestDecodeExecuteInto(t *testing.T) {
+	body := func(vals ...string) []byte {
+		p := QueryParams{Consistency: Quorum, Flags: QueryValues}
+		for _, v := range vals {
+			p.Values = append(p.Values, Value{Bytes: []byte(v)})
+		}
+		return Execute{ID: []byte{0xca, 0xfe}, Params: p}.AppendBody(nil, V4)
+	}
+	var m Execute
+	for _, vals := range [][]string{{"a", "bb", "ccc"}, {"d", "e"}, {"f", "g", "h"}} {
+		b := body(vals...)
+		want, err := DecodeExecute(b, V4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := DecodeExecuteInto(&m, b, V4); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(m, want) {
+			t.Fatalf("DecodeExecuteInto = %+v; DecodeExecute gave %+v", m, want)
+		}
+	}
+	first := &m.Params.Values[0]
+	b := body("x", "y")
+	if n := testing.AllocsPerRun(100, func() { _ = DecodeExecuteInto(&m, b, V4) }); n != 0 {
+		t.Errorf("decoding into an Execute that has room for the values allocates %v times; want 0", n)
+	}
+	if &m.Params.Values[0] != first {
+		t.Error("the values did not go into the array of the earlier EXECUTE's")
+	}
+	if err := DecodeExecuteInto(&m, b[:len(b)-1], V4); err == nil {
+		t.Fatal("a truncated EXECUTE decoded without an error")
+	}
+	if m.ID != nil || len(m.Params.Values) != 0 || cap(m.Params.Values) < 3 {
+		t.Errorf("after an error: ID %x, %d values in an array of %d; want none, none, the array kept", m.ID, len(m.Params.Values), cap(m.Params.Values))
+	}
+}

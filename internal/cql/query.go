@@ -131,11 +131,15 @@ func appendValues(b []byte, flags byte, names []string, values []Value) []byte {
 }
 
 // QueryParams reads <query_parameters> of the protocol version. Slices alias the body.
-func (d *Decoder) QueryParams(version byte) QueryParams {
+func (d *Decoder) QueryParams(version byte) QueryParams { return d.queryParams(version, nil) }
+
+// queryParams is QueryParams, with the values in spare's backing array when it is large
+// enough.
+func (d *Decoder) queryParams(version byte, spare []Value) QueryParams {
 	p := QueryParams{Consistency: d.Consistency()}
 	p.Flags, p.ExtFlags = d.QueryFlags(version)
 	if p.Flags&QueryValues != 0 {
-		p.Names, p.Values = d.values(p.Flags)
+		p.Names, p.Values = d.values(p.Flags, spare)
 	}
 	if p.Flags&QueryPageSize != 0 {
 		p.PageSize = d.Int()
@@ -160,7 +164,8 @@ func (d *Decoder) QueryParams(version byte) QueryParams {
 	return p
 }
 
-func (d *Decoder) values(flags byte) ([]string, []Value) {
+// values decodes n values, into spare's backing array when it holds n.
+func (d *Decoder) values(flags byte, spare []Value) ([]string, []Value) {
 	n := int(d.Short())
 	min := 4
 	if flags&QueryNamedValues != 0 {
@@ -177,7 +182,12 @@ func (d *Decoder) values(flags byte) ([]string, []Value) {
 	if flags&QueryNamedValues != 0 {
 		names = make([]string, n)
 	}
-	values := make([]Value, n)
+	values := spare[:0]
+	if cap(values) >= n {
+		values = values[:n]
+	} else {
+		values = make([]Value, n)
+	}
 	for i := 0; i < n && d.err == nil; i++ {
 		if names != nil {
 			names[i] = d.String()
@@ -274,16 +284,28 @@ func (m Execute) AppendBody(b []byte, version byte) []byte {
 
 // DecodeExecute decodes an EXECUTE body. The ids, values and paging state alias body.
 func DecodeExecute(body []byte, version byte) (Execute, error) {
+	var m Execute
+	err := DecodeExecuteInto(&m, body, version)
+	return m, err
+}
+
+// DecodeExecuteInto is DecodeExecute into *m, whose Params.Values' backing array it reuses
+// when it is large enough: a server that handles a connection's requests one at a time
+// decodes each into the same Execute and allocates nothing for its bound values. On an
+// error *m is zero but for that array.
+func DecodeExecuteInto(m *Execute, body []byte, version byte) error {
+	spare := m.Params.Values[:0]
 	d := Decoder{b: body}
-	m := Execute{ID: d.ShortBytes()}
+	*m = Execute{ID: d.ShortBytes()}
 	if version >= V5 {
 		m.ResultMetadataID = d.ShortBytes()
 	}
-	m.Params = d.QueryParams(version)
+	m.Params = d.queryParams(version, spare)
 	if err := finish(&d); err != nil {
-		return Execute{}, err
+		*m = Execute{Params: QueryParams{Values: spare}}
+		return err
 	}
-	return m, nil
+	return nil
 }
 
 // Batch types.
@@ -395,7 +417,7 @@ func decodeBatch(body []byte, version byte, named bool) (Batch, error) {
 		default:
 			d.fail()
 		}
-		q.Names, q.Values = d.values(vflags)
+		q.Names, q.Values = d.values(vflags, nil)
 	}
 	m.Consistency = d.Consistency()
 	m.Flags, m.ExtFlags = d.QueryFlags(version)

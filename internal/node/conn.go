@@ -67,6 +67,10 @@ type conn struct {
 	dbuf []byte // decompressed body
 	out  []byte // response being built
 	peer netip.Addr
+	// exec is the EXECUTE being handled (the connection handles one request at a time):
+	// decoded in place, its bound values reuse one backing array (cql.DecodeExecuteInto),
+	// which request would otherwise allocate, with the Execute, for every request.
+	exec cql.Execute
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -425,8 +429,8 @@ func (c *conn) request(h cql.Header, body []byte) {
 			}
 		}
 	case cql.OpExecute:
-		var e cql.Execute
-		if e, err = cql.DecodeExecute(body, h.ProtoVersion()); err == nil {
+		e := &c.exec
+		if err = cql.DecodeExecuteInto(e, body, h.ProtoVersion()); err == nil {
 			command = "EXECUTE"
 			request = "Execute CQL3 prepared query"
 			if tr != nil {
@@ -439,6 +443,11 @@ func (c *conn) request(h cql.Header, body []byte) {
 				res, err = c.s.engine.Execute(&c.sess, e.ID, &e.Params, etr)
 			}
 		}
+		// Keep the values' array, and nothing that it or e pointed into: a large frame's
+		// buffer, which serve lets go, must not stay with an idle connection.
+		v := e.Params.Values
+		clear(v)
+		*e = cql.Execute{Params: cql.QueryParams{Values: v[:0]}}
 	case cql.OpBatch:
 		var b cql.Batch
 		if b, err = cql.DecodeBatch(body, h.ProtoVersion()); err == nil {
