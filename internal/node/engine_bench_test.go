@@ -2,7 +2,9 @@ package node
 
 import (
 	"encoding/binary"
+	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/tracecar/tracecar/internal/cql"
 )
@@ -158,5 +160,26 @@ func TestInsertAllocs(t *testing.T) {
 	})
 	if allocs > 1 {
 		t.Errorf("an INSERT into an existing partition allocates %v times; want at most 1", allocs)
+	}
+}
+
+// BenchmarkWriteTrace stores the trace of a sampled write: its session and the events the
+// node records for one (TestTraceEventsAreWhatTheNodeDoes), each session a new partition.
+func BenchmarkWriteTrace(b *testing.B) {
+	e := NewEngine(EngineConfig{})
+	src := netip.MustParseAddr("127.0.0.1")
+	start := time.Now()
+	ts := TraceSession{Client: netip.MustParseAddr("127.0.0.2"), Command: "EXECUTE", Coordinator: src,
+		Duration: 300 * time.Microsecond, Parameters: map[string]string{"consistency_level": "ONE"},
+		Request: "Execute CQL3 prepared query", StartedAt: start}
+	for _, a := range []string{"Parsing", "Preparing statement", "Determining replicas for mutation",
+		"Appending to commitlog", "Adding to standard1 memtable", "Applied 1 mutations to standard1", "Request complete"} {
+		ts.Events = append(ts.Events, TraceEvent{ID: cql.NewTimeUUID(start), Activity: a, Source: src,
+			SourceElapsed: 20 * time.Microsecond, Thread: "Native-Transport-Requests-1"})
+	}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		binary.BigEndian.PutUint64(ts.ID[:], uint64(i))
+		e.WriteTrace(ts)
 	}
 }

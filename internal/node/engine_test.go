@@ -719,6 +719,20 @@ func TestTraces(t *testing.T) {
 	if got, want := rowsText(t, m), "Parsing 127.0.0.1 10 t1; Done 127.0.0.1 20 t1"; got != want {
 		t.Errorf("events: got %q; want %q", got, want)
 	}
+	for _, q := range []string{
+		"SELECT ttl(activity) FROM system_traces.events WHERE session_id = ?",
+		"SELECT ttl(request) FROM system_traces.sessions WHERE session_id = ?",
+	} {
+		m, err = e.Query(s, q, p, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range m.(cql.RowsResult).Rows {
+			if ttl := int32(binary.BigEndian.Uint32(r[0])); ttl <= 86000 || ttl > 86400 {
+				t.Errorf("%s: %d; want Cassandra's one day", q, ttl)
+			}
+		}
+	}
 }
 
 // recTracer records activities, and calls on (when set) with each one as it is emitted.
@@ -835,5 +849,39 @@ func TestConcurrentAccess(t *testing.T) {
 	wg.Wait()
 	if got := rowsText(t, mustExec(t, e, s, "SELECT count(*) FROM t")); got != "300" {
 		t.Errorf("count: got %s; want 300", got)
+	}
+}
+
+// TestTraceWriterValues holds traceWriter's values to the encoders every other table's
+// rows use.
+
+// TestTraceWriterValues holds traceWriter's values to the encoders every other table's
+// rows use.
+func TestTraceWriterValues(t *testing.T) {
+	var w traceWriter
+	for _, m := range []map[string]string{nil, {}, {"query": "SELECT 1"}, {"b": "2", "a": "1", "consistency_level": "ONE", "page_size": "5000", "z": ""}} {
+		if got, want := w.textMap(m), encTextMap(m); !bytes.Equal(got, want) {
+			t.Errorf("textMap(%v) = %x; encTextMap gives %x", m, got, want)
+		}
+	}
+	for _, a := range []netip.Addr{{}, netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("::ffff:10.0.0.1"), netip.MustParseAddr("2001:db8::1")} {
+		if got, want := w.inet(a), encInet(a); !bytes.Equal(got, want) || (got == nil) != (want == nil) {
+			t.Errorf("inet(%v) = %x; encInet gives %x", a, got, want)
+		}
+	}
+	if got, want := w.int32(-7), encInt(-7); !bytes.Equal(got, want) {
+		t.Errorf("int32(-7) = %x; want %x", got, want)
+	}
+	start := time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)
+	if got, want := w.int64(start.UnixMilli()), encTimestamp(start); !bytes.Equal(got, want) {
+		t.Errorf("int64 of a timestamp = %x; want %x", got, want)
+	}
+	// What it handed out stays as it was while the buffer grows.
+	a := w.text("first")
+	for range 100 {
+		w.text("more text to grow the buffer")
+	}
+	if string(a) != "first" || cap(a) != len(a) {
+		t.Errorf("an earlier value became %q (cap %d)", a, cap(a))
 	}
 }

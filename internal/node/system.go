@@ -1,6 +1,8 @@
 package node
 
 import (
+	"cmp"
+	"encoding/binary"
 	"math"
 	"net/netip"
 	"slices"
@@ -372,6 +374,10 @@ type TraceEvent struct {
 // WriteTrace stores a finished trace in system_traces.sessions and system_traces.events,
 // with Cassandra's one-day TTL. The session row is written last, so that a reader that
 // sees its duration sees the events too. It is safe for concurrent use.
+//
+// A sampled request pays for it, so it writes the rows directly (traceWriter) rather than
+// through rowWriter's map of column names: all the session's values go into one buffer,
+// and each row's cell operations stay on the stack.
 func (e *Engine) WriteTrace(ts TraceSession) {
 	sc := e.schema.Load()
 	sessions := sc.table("system_traces", "sessions")
@@ -380,29 +386,131 @@ func (e *Engine) WriteTrace(ts TraceSession) {
 		return
 	}
 	now := e.cfg.Now()
-	wts := now.UnixMicro()
-	port := encInt(int32(e.cfg.RPCAddr.Port()))
-	ew := &rowWriter{t: events, d: events.data.Load(), ts: wts, now: now.Unix()}
+	params := ts.Parameters
+	cmd := cmp.Or(ts.Command, "QUERY")
+	size := 64 + len(cmd) + len(ts.Request)
+	for k, v := range params {
+		size += 8 + len(k) + len(v)
+	}
 	for _, ev := range ts.Events {
-		ew.put(map[string][]byte{
-			"session_id": encUUID(ts.ID), "event_id": encUUID(ev.ID), "activity": encText(ev.Activity),
-			"source": encInet(ev.Source), "source_elapsed": encInt(int32(ev.SourceElapsed.Microseconds())),
-			"source_port": port, "thread": encText(ev.Thread),
+		size += 48 + len(ev.Activity) + len(ev.Thread)
+	}
+	w := traceWriter{buf: make([]byte, 0, size), ts: now.UnixMicro(), now: now.Unix()}
+	id := w.bytes(ts.ID[:])
+	port := w.int32(int32(e.cfg.RPCAddr.Port()))
+
+	ev := traceColumns(events, "activity", "source", "source_elapsed", "source_port", "thread")
+	ed := events.data.Load()
+	for i := range ts.Events {
+		x := &ts.Events[i]
+		w.put(events, ed, id, w.bytes(x.ID[:]), &ev, [traceCols][]byte{
+			w.text(x.Activity), w.inet(x.Source), w.int32(int32(x.SourceElapsed.Microseconds())), port, w.text(x.Thread),
 		})
 	}
-	params := ts.Parameters
-	if params == nil {
-		params = map[string]string{}
-	}
-	cmd := ts.Command
-	if cmd == "" {
-		cmd = "QUERY"
-	}
-	sw := &rowWriter{t: sessions, d: sessions.data.Load(), ts: wts, now: now.Unix()}
-	sw.put(map[string][]byte{
-		"session_id": encUUID(ts.ID), "client": encInet(ts.Client), "command": encText(cmd),
-		"coordinator": encInet(ts.Coordinator), "coordinator_port": port,
-		"duration": encInt(int32(min(ts.Duration.Microseconds(), math.MaxInt32))), "parameters": encTextMap(params),
-		"request": encText(ts.Request), "started_at": encTimestamp(ts.StartedAt),
+	sn := traceColumns(sessions, "client", "command", "coordinator", "coordinator_port", "duration", "parameters",
+		"request", "started_at")
+	w.put(sessions, sessions.data.Load(), id, nil, &sn, [traceCols][]byte{
+		w.inet(ts.Client), w.text(cmd), w.inet(ts.Coordinator), port,
+		w.int32(int32(min(ts.Duration.Microseconds(), math.MaxInt32))), w.textMap(params), w.text(ts.Request),
+		w.int64(ts.StartedAt.UnixMilli()),
 	})
+}
+
+// traceCols is the most regular columns a system_traces row of WriteTrace's has.
+const traceCols = 8
+
+// traceColumns returns the columns of t named, in order; a column the table lacks is nil.
+func traceColumns(t *table, names ...string) [traceCols]*column {
+	var cols [traceCols]*column
+	for i, n := range names {
+		cols[i] = t.byName[n]
+	}
+	return cols
+}
+
+// traceWriter writes the rows of one trace, their values appended to one buffer that the
+// rows then own: buf only grows, so that what it handed out stays as it was.
+type traceWriter struct {
+	buf []byte
+	ts  int64 // write timestamp, µs
+	now int64 // s
+}
+
+func (w *traceWriter) owned(start int) []byte { return w.buf[start:len(w.buf):len(w.buf)] }
+
+func (w *traceWriter) bytes(b []byte) []byte {
+	start := len(w.buf)
+	w.buf = append(w.buf, b...)
+	return w.owned(start)
+}
+
+func (w *traceWriter) text(s string) []byte {
+	start := len(w.buf)
+	w.buf = append(w.buf, s...)
+	return w.owned(start)
+}
+
+func (w *traceWriter) int32(v int32) []byte {
+	start := len(w.buf)
+	w.buf = binary.BigEndian.AppendUint32(w.buf, uint32(v))
+	return w.owned(start)
+}
+
+func (w *traceWriter) int64(v int64) []byte {
+	start := len(w.buf)
+	w.buf = binary.BigEndian.AppendUint64(w.buf, uint64(v))
+	return w.owned(start)
+}
+
+// inet is encInet's value, nil for the zero address.
+func (w *traceWriter) inet(a netip.Addr) []byte {
+	if !a.IsValid() {
+		return nil
+	}
+	if a = a.Unmap(); a.Is4() {
+		b := a.As4()
+		return w.bytes(b[:])
+	}
+	b := a.As16()
+	return w.bytes(b[:])
+}
+
+// textMap is encTextMap's value.
+func (w *traceWriter) textMap(m map[string]string) []byte {
+	var few [4]string
+	keys := few[:0]
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	start := len(w.buf)
+	w.buf = binary.BigEndian.AppendUint32(w.buf, uint32(len(keys)))
+	for _, k := range keys {
+		w.buf = binary.BigEndian.AppendUint32(w.buf, uint32(len(k)))
+		w.buf = append(w.buf, k...)
+		w.buf = binary.BigEndian.AppendUint32(w.buf, uint32(len(m[k])))
+		w.buf = append(w.buf, m[k]...)
+	}
+	return w.owned(start)
+}
+
+// put writes the row of partition key pk and clustering key ck (nil for a table without
+// one) with vals[i] in cols[i]; a nil value or column is skipped, as rowWriter.put skips
+// nil values.
+func (w *traceWriter) put(t *table, d *tableData, pk, ck []byte, cols *[traceCols]*column, vals [traceCols][]byte) {
+	m := mutation{pk: pk, token: murmur3Token(pk), ts: w.ts, marker: true}
+	if len(t.ck) > 0 {
+		m.ck = [][]byte{ck}
+	}
+	if t.ttl > 0 {
+		m.ttl, m.exp = t.ttl, w.now+int64(t.ttl)
+	}
+	var opsBuf [traceCols]cellOp
+	ops := opsBuf[:0]
+	for i, c := range cols {
+		if c != nil && vals[i] != nil {
+			ops = append(ops, cellOp{pos: c.pos, kind: cellSet, v: vals[i]})
+		}
+	}
+	_ = d.apply(t, &m, ops, w.now)
 }
