@@ -7,6 +7,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"net"
+	"runtime"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -193,5 +196,65 @@ func TestGatherRoomFollowsBytes(t *testing.T) {
 	}
 	if cap(pend) != need {
 		t.Errorf("capacity %d for a frame of %d bytes; want exactly its size", cap(pend), need)
+	}
+}
+
+// loopGoroutineStates returns the scheduler states of the event loops' goroutines, from a
+// dump of every goroutine ("running", "syscall", ...).
+func loopGoroutineStates() []string {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	var states []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if !strings.Contains(g, "sidecar.(*loop).run(") {
+			continue
+		}
+		head, _, _ := strings.Cut(g, "\n")
+		if _, st, ok := strings.Cut(head, "["); ok {
+			st, _, _ = strings.Cut(st, "]")
+			st, _, _ = strings.Cut(st, ",")
+			states = append(states, st)
+		}
+	}
+	return states
+}
+
+// TestIdleLoopWaitsInTheRuntime: a loop with nothing to do for a few milliseconds waits as
+// an ordinary system call (the goroutine dump says "syscall"), so that the runtime takes
+// its P back and neither sysmon nor the preemption signal wakes an idle sidecar; a raw wait
+// shows as "running". The next request is answered as before.
+func TestIdleLoopWaitsInTheRuntime(t *testing.T) {
+	if eventLoopOff() {
+		t.Skip("TRACECAR_EVENT_LOOP=off")
+	}
+	n := mustFakeNode(t)
+	tp := mustProxy(t, Config{NodeAddr: n.addr()})
+	c := mustDial(t, tp.addr)
+	for stream := int16(1); stream <= 3; stream++ {
+		c.send(frame(cql.V4, 0, stream, cql.OpQuery, queryBody("SELECT * FROM ks.t")))
+		if h, _ := c.recv(); h.Stream != stream || h.Opcode != cql.OpResult {
+			t.Fatalf("got %+v; want RESULT on stream %d", h, stream)
+		}
+		if in, _ := connsInLoop(tp.Proxy); in != 1 {
+			t.Fatalf("%d connections in a loop; want 1", in)
+		}
+		deadline := time.Now().Add(20 * time.Second) // the loops are the process's: other tests may keep them busy
+		for {
+			states := loopGoroutineStates()
+			if len(states) > 0 && !slices.ContainsFunc(states, func(s string) bool { return s != "syscall" }) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("after a request, the loops' goroutines are %q 20 s later; want all in a system call", states)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 	}
 }
