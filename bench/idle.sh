@@ -5,7 +5,8 @@
 # through OPTIONS and STARTUP (protocol v4), lets them sit idle for WAIT, and reports VmRSS before and after; then
 # it opens MORE connections more and reports what those cost each: the marginal cost of a connection, without the
 # steps a relay takes once (a Go process's collector allocates about 1.5 MB of metadata in its first collections,
-# which the first N share; HAProxy grows its pools). MORE=0 skips it.
+# which the first N share; HAProxy grows its pools). MORE=0 skips it. It also gives the CPU each relay takes while
+# its connections sit idle, in ms per second.
 #
 #   bench/idle.sh [TRACECAR_BINARY]       from a clone; builds ./cmd/tracecar when no binary is given
 #   N=2000 MORE=2000 WAIT=5s BASE_PORT=29700   connections per relay, then more, idle time, first port used (10)

@@ -12,6 +12,10 @@
 // not collected yet; a process collects at least every two minutes), which the first n
 // would otherwise share.
 //
+// It also gives the CPU each relay takes while its connections sit idle (milliseconds per
+// second, from the scheduler's per-thread run time in /proc/PID/task/*/schedstat, over the
+// second half of the last wait): what a relay costs a node that is not serving anything.
+//
 //	idleconns -n 2000 -more 2000 -wait 5s loop=127.0.0.1:29701=PID goroutines=127.0.0.1:29702=PID ...
 package main
 
@@ -41,9 +45,9 @@ func main() {
 	}
 	var held []net.Conn
 	if *more > 0 {
-		fmt.Printf("%-12s %10s %10s %10s %10s %12s\n", "relay", "before MB", "after MB", "KiB/conn", "then MB", "next KiB/conn")
+		fmt.Printf("%-12s %10s %10s %10s %10s %12s %12s\n", "relay", "before MB", "after MB", "KiB/conn", "then MB", "next KiB/conn", "idle CPU ms/s")
 	} else {
-		fmt.Printf("%-12s %10s %10s %10s\n", "relay", "before MB", "after MB", "KiB/conn")
+		fmt.Printf("%-12s %10s %10s %10s %12s\n", "relay", "before MB", "after MB", "KiB/conn", "idle CPU ms/s")
 	}
 	for _, arg := range flag.Args() {
 		name, addr, pid, err := parseTarget(arg)
@@ -52,15 +56,15 @@ func main() {
 			os.Exit(2)
 		}
 		before := mustRSS(pid)
-		after := openAndWait(name, addr, pid, *n, *wait, &held)
+		after, idle := openAndWait(name, addr, pid, *n, *wait, &held)
 		fmt.Printf("%-12s %10.1f %10.1f %10.2f", name, float64(before)/1024, float64(after)/1024,
 			float64(after-before)/float64(*n))
 		if *more == 0 {
-			fmt.Println()
+			fmt.Printf(" %12.2f\n", idle)
 			continue
 		}
-		then := openAndWait(name, addr, pid, *more, *wait, &held)
-		fmt.Printf(" %10.1f %12.2f\n", float64(then)/1024, float64(then-after)/float64(*more))
+		then, idle := openAndWait(name, addr, pid, *more, *wait, &held)
+		fmt.Printf(" %10.1f %12.2f %12.2f\n", float64(then)/1024, float64(then-after)/float64(*more), idle)
 	}
 	time.Sleep(*hold)
 	for _, c := range held {
@@ -81,16 +85,42 @@ func parseTarget(arg string) (name, addr string, pid int, err error) {
 }
 
 // openAndWait opens n idle connections to the relay at addr, adds them to held, waits, and
-// returns the relay's resident memory then, in KiB. It exits on failure.
-func openAndWait(name, addr string, pid, n int, wait time.Duration, held *[]net.Conn) int64 {
+// returns the relay's resident memory then, in KiB, and the CPU it took in the second half
+// of the wait, in ms per second. It exits on failure.
+func openAndWait(name, addr string, pid, n int, wait time.Duration, held *[]net.Conn) (int64, float64) {
 	conns, err := openIdle(addr, n)
 	*held = append(*held, conns...)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "\n%s: %v\n", name, err)
 		os.Exit(1)
 	}
-	time.Sleep(wait)
-	return mustRSS(pid)
+	time.Sleep(wait / 2)
+	cpu0, t0 := mustCPU(pid), time.Now()
+	time.Sleep(wait - wait/2)
+	cpu := float64(mustCPU(pid)-cpu0) / 1e6 / time.Since(t0).Seconds()
+	return mustRSS(pid), cpu
+}
+
+// mustCPU returns the run time of every thread of process pid so far, in ns, or exits.
+func mustCPU(pid int) int64 {
+	dir := fmt.Sprintf("/proc/%d/task", pid)
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	var ns int64
+	for _, t := range tasks {
+		b, err := os.ReadFile(dir + "/" + t.Name() + "/schedstat")
+		if err != nil {
+			continue // the thread exited since the listing
+		}
+		if f := strings.Fields(string(b)); len(f) > 0 {
+			v, _ := strconv.ParseInt(f[0], 10, 64)
+			ns += v
+		}
+	}
+	return ns
 }
 
 // mustRSS returns rss(pid), or exits.
