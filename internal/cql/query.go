@@ -164,7 +164,7 @@ func (d *Decoder) queryParams(version byte, spare []Value) QueryParams {
 	return p
 }
 
-// values decodes n values, into spare's backing array when it holds n.
+// values decodes the values, into spare's backing array when it has room for them all.
 func (d *Decoder) values(flags byte, spare []Value) ([]string, []Value) {
 	n := int(d.Short())
 	min := 4

@@ -3,6 +3,7 @@ package node
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -852,21 +853,39 @@ func TestConcurrentAccess(t *testing.T) {
 	}
 }
 
-// TestTraceWriterValues holds traceWriter's values to the encoders every other table's
-// rows use.
-
-// TestTraceWriterValues holds traceWriter's values to the encoders every other table's
-// rows use.
+// TestTraceWriterValues holds traceWriter's values to the serialized forms Cassandra
+// stores, which the encoders of every other table's rows share (appendTextMap, appendInet).
 func TestTraceWriterValues(t *testing.T) {
 	var w traceWriter
-	for _, m := range []map[string]string{nil, {}, {"query": "SELECT 1"}, {"b": "2", "a": "1", "consistency_level": "ONE", "page_size": "5000", "z": ""}} {
-		if got, want := w.textMap(m), encTextMap(m); !bytes.Equal(got, want) {
-			t.Errorf("textMap(%v) = %x; encTextMap gives %x", m, got, want)
+	for _, tt := range []struct {
+		m    map[string]string
+		want string
+	}{
+		{nil, "00000000"},
+		{map[string]string{}, "00000000"},
+		{map[string]string{"query": "SELECT 1"}, "00000001" + "00000005" + "7175657279" + "00000008" + "53454c4543542031"},
+		{map[string]string{"b": "2", "a": "1", "z": ""}, "00000003" + "00000001" + "61" + "00000001" + "31" +
+			"00000001" + "62" + "00000001" + "32" + "00000001" + "7a" + "00000000"},
+	} {
+		if got := hex.EncodeToString(w.textMap(tt.m)); got != tt.want {
+			t.Errorf("textMap(%v) = %s; want %s", tt.m, got, tt.want)
+		}
+		if got := hex.EncodeToString(encTextMap(tt.m)); got != tt.want {
+			t.Errorf("encTextMap(%v) = %s; want %s", tt.m, got, tt.want)
 		}
 	}
-	for _, a := range []netip.Addr{{}, netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("::ffff:10.0.0.1"), netip.MustParseAddr("2001:db8::1")} {
-		if got, want := w.inet(a), encInet(a); !bytes.Equal(got, want) || (got == nil) != (want == nil) {
-			t.Errorf("inet(%v) = %x; encInet gives %x", a, got, want)
+	for _, tt := range []struct {
+		a    netip.Addr
+		want string
+	}{
+		{netip.Addr{}, ""},
+		{netip.MustParseAddr("127.0.0.1"), "7f000001"},
+		{netip.MustParseAddr("::ffff:10.0.0.1"), "0a000001"},
+		{netip.MustParseAddr("2001:db8::1"), "20010db8000000000000000000000001"},
+	} {
+		got, enc := w.inet(tt.a), encInet(tt.a)
+		if hex.EncodeToString(got) != tt.want || hex.EncodeToString(enc) != tt.want || (got == nil) != !tt.a.IsValid() || (enc == nil) != !tt.a.IsValid() {
+			t.Errorf("inet(%v) = %x, encInet %x; want %s", tt.a, got, enc, tt.want)
 		}
 	}
 	if got, want := w.int32(-7), encInt(-7); !bytes.Equal(got, want) {

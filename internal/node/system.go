@@ -388,7 +388,7 @@ func (e *Engine) WriteTrace(ts TraceSession) {
 	now := e.cfg.Now()
 	params := ts.Parameters
 	cmd := cmp.Or(ts.Command, "QUERY")
-	size := 64 + len(cmd) + len(ts.Request)
+	size := 96 + len(cmd) + len(ts.Request) // the session row's fixed-size values: 68 bytes at most
 	for k, v := range params {
 		size += 8 + len(k) + len(v)
 	}
@@ -467,30 +467,15 @@ func (w *traceWriter) inet(a netip.Addr) []byte {
 	if !a.IsValid() {
 		return nil
 	}
-	if a = a.Unmap(); a.Is4() {
-		b := a.As4()
-		return w.bytes(b[:])
-	}
-	b := a.As16()
-	return w.bytes(b[:])
+	start := len(w.buf)
+	w.buf = appendInet(w.buf, a)
+	return w.owned(start)
 }
 
 // textMap is encTextMap's value.
 func (w *traceWriter) textMap(m map[string]string) []byte {
-	var few [4]string
-	keys := few[:0]
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
 	start := len(w.buf)
-	w.buf = binary.BigEndian.AppendUint32(w.buf, uint32(len(keys)))
-	for _, k := range keys {
-		w.buf = binary.BigEndian.AppendUint32(w.buf, uint32(len(k)))
-		w.buf = append(w.buf, k...)
-		w.buf = binary.BigEndian.AppendUint32(w.buf, uint32(len(m[k])))
-		w.buf = append(w.buf, m[k]...)
-	}
+	w.buf = appendTextMap(w.buf, m)
 	return w.owned(start)
 }
 

@@ -42,16 +42,22 @@ func encBool(v bool) []byte {
 }
 func encDouble(v float64) []byte { return encBigint(int64(math.Float64bits(v))) }
 
+// encInet serializes an inet, nil for the zero address.
 func encInet(a netip.Addr) []byte {
 	if !a.IsValid() {
 		return nil
 	}
-	if a.Is4() || a.Is4In6() {
-		b := a.Unmap().As4()
-		return b[:]
+	return appendInet(nil, a)
+}
+
+// appendInet appends a's bytes: 4 for an IPv4 address (also one mapped into IPv6), else 16.
+func appendInet(b []byte, a netip.Addr) []byte {
+	if a = a.Unmap(); a.Is4() {
+		v := a.As4()
+		return append(b, v[:]...)
 	}
-	b := a.As16()
-	return b[:]
+	v := a.As16()
+	return append(b, v[:]...)
 }
 
 func encTimestamp(t time.Time) []byte { return encBigint(t.UnixMilli()) }
@@ -92,18 +98,23 @@ func encTextSet(l []string) []byte {
 }
 
 // encTextMap serializes a map<text, text>, sorted by key.
-func encTextMap(m map[string]string) []byte {
-	keys := make([]string, 0, len(m))
+func encTextMap(m map[string]string) []byte { return appendTextMap(nil, m) }
+
+// appendTextMap appends encTextMap's value.
+func appendTextMap(b []byte, m map[string]string) []byte {
+	var few [4]string
+	keys := few[:0]
 	for k := range m {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	elems := make([][]byte, 0, 2*len(keys))
+	b = binary.BigEndian.AppendUint32(b, uint32(len(keys)))
 	for _, k := range keys {
-		elems = append(elems, []byte(k), []byte(m[k]))
+		b = binary.BigEndian.AppendUint32(b, uint32(len(k)))
+		b = append(b, k...)
+		b = binary.BigEndian.AppendUint32(b, uint32(len(m[k])))
+		b = append(b, m[k]...)
 	}
-	b := encCollection(elems)
-	binary.BigEndian.PutUint32(b, uint32(len(keys)))
 	return b
 }
 
