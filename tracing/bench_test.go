@@ -186,9 +186,22 @@ func BenchmarkSessionParams(b *testing.B) {
 // and Conns, about 40 MB, do not fit in a core's caches. What it measures is the cache
 // lines that fast mode touches per request. It must be 0 allocs/op.
 func BenchmarkFastCold(b *testing.B) {
+	benchCold(b, Config{Enable: true, Fast: true, ThresholdMicros: 1e12})
+}
+
+// BenchmarkFullCold is BenchmarkFastCold in full mode: the cache lines that a request's
+// session and its five events touch when its Conn and record are out of the caches, the
+// bound of what full mode can add a request at a moderate rate. It must be 0 allocs/op.
+func BenchmarkFullCold(b *testing.B) {
+	benchCold(b, Config{Enable: true, ThresholdMicros: 1e12})
+}
+
+// benchCold runs requests below the threshold in mode cfg, each on one of coldConns
+// connections in shuffled order (BenchmarkFastCold).
+func benchCold(b *testing.B, cfg Config) {
 	tr := New(Options{})
 	defer mustClose(b, tr)
-	mustConfig(b, tr, Config{Enable: true, Fast: true, ThresholdMicros: 1e12})
+	mustConfig(b, tr, cfg)
 	const coldConns = 1 << 16
 	conns := make([]*Conn, coldConns)
 	for i := range conns {
@@ -209,8 +222,12 @@ func BenchmarkFastCold(b *testing.B) {
 		i++
 		rq.Reset(h, f, nil)
 		t := c.Begin(&rq, now)
+		if t.Events() {
+			t.Sent(now + 10)
+		}
 		rs.Reset(rh, rf, nil)
-		c.End(t, &rs, now+1000)
+		_, t = c.End(t, &rs, now+1000)
+		c.Done(t, now+1010)
 	}
 	for range coldConns {
 		one() // each connection's first record and its buffer are allocated once
