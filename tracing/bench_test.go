@@ -11,7 +11,7 @@ import (
 
 // benchFrames returns a cassandra-stress-like read: an EXECUTE of a prepared SELECT with a
 // 10-byte key, and its Rows response of one row of six 34-byte columns.
-func benchFrames(b *testing.B) (cql.Header, []byte, cql.Header, []byte) {
+func benchFrames(b testing.TB) (cql.Header, []byte, cql.Header, []byte) {
 	b.Helper()
 	h, f := mustRequest(b, reqHeader(42, 0), executeMsg([]byte("0123456789")), nil)
 	cols := []cql.ColumnSpec{{Keyspace: "keyspace1", Table: "standard1", Name: "key", Type: cql.Simple(cql.TypeBlob)}}
@@ -200,25 +200,39 @@ func BenchmarkFullCold(b *testing.B) {
 // connections in shuffled order (BenchmarkFastCold).
 func benchCold(b *testing.B, cfg Config) {
 	tr := New(Options{})
-	defer mustClose(b, tr)
+	b.Cleanup(func() { mustClose(b, tr) }) // after coldLoop's connections are closed
 	mustConfig(b, tr, cfg)
-	const coldConns = 1 << 16
-	conns := make([]*Conn, coldConns)
+	one := coldLoop(b, tr, 1<<16)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		one()
+	}
+}
+
+// coldLoop opens n connections (a power of two) on tr and returns a function that runs
+// one request below the threshold and its response on the next of them, in an order no
+// prefetcher guesses, ending it as the sidecar does (Sent after the request's write, Done
+// after the response's), so that its record goes back to its Conn. Every connection has
+// run one request when it returns: its first record and buffer are allocated.
+func coldLoop(tb testing.TB, tr *Tracer, n int) func() {
+	tb.Helper()
+	conns := make([]*Conn, n)
 	for i := range conns {
 		conns[i] = tr.NewConn(testClient, testCoord)
 	}
 	rand.New(rand.NewPCG(1, 2)).Shuffle(len(conns), func(i, j int) { conns[i], conns[j] = conns[j], conns[i] })
-	defer func() {
+	tb.Cleanup(func() {
 		for _, c := range conns {
 			c.Close()
 		}
-	}()
-	h, f, rh, rf := benchFrames(b)
+	})
+	h, f, rh, rf := benchFrames(tb)
 	now := Now()
 	var rq, rs cql.Frame
 	i := 0
 	one := func() {
-		c := conns[i&(coldConns-1)]
+		c := conns[i&(n-1)]
 		i++
 		rq.Reset(h, f, nil)
 		t := c.Begin(&rq, now)
@@ -229,12 +243,32 @@ func benchCold(b *testing.B, cfg Config) {
 		_, t = c.End(t, &rs, now+1000)
 		c.Done(t, now+1010)
 	}
-	for range coldConns {
-		one() // each connection's first record and its buffer are allocated once
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
+	for range n {
 		one()
+	}
+	return one
+}
+
+// TestColdLoopAllocs asserts that a request below the threshold allocates nothing in fast
+// and full mode when each goes to another of many connections: the record a request took
+// goes back to its own Conn's free list once the request ends, however many connections
+// ran in between (a record that is not given back makes every later request allocate).
+func TestColdLoopAllocs(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"fast", Config{Enable: true, Fast: true, ThresholdMicros: 1e12}},
+		{"full", Config{Enable: true, ThresholdMicros: 1e12}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := New(Options{})
+			t.Cleanup(func() { mustClose(t, tr) })
+			mustConfig(t, tr, tc.cfg)
+			one := coldLoop(t, tr, 1<<10)
+			if n := testing.AllocsPerRun(4<<10, one); n != 0 {
+				t.Fatalf("%v allocations per request over %d connections, want 0", n, 1<<10)
+			}
+		})
 	}
 }
