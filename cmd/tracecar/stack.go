@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
 	"go.opentelemetry.io/otel"
 
 	"github.com/tracecar/tracecar/admin"
@@ -21,6 +22,7 @@ import (
 	"github.com/tracecar/tracecar/internal/metrics"
 	"github.com/tracecar/tracecar/internal/node"
 	"github.com/tracecar/tracecar/internal/nodeapi"
+	"github.com/tracecar/tracecar/internal/schedpolicy"
 	"github.com/tracecar/tracecar/sidecar"
 	"github.com/tracecar/tracecar/tracing"
 	"github.com/tracecar/tracecar/tracing/guardrail"
@@ -404,6 +406,7 @@ func runSidecar(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	inFlight := &byteSize{n: sidecar.DefaultMaxRequestDataInFlight, min: 64 << 10, max: 1 << 40}
 	fs.Var(inFlight, "max-request-data-in-flight", "bytes of large client frames all connections may hold at once, as a `size`; a frame that does not fit waits, its connection unread (at least --max-frame-size)")
 	fs.IntVar(&cfg.MaxConnections, "max-connections", defaultMaxConnections, "client connections held at once; more are closed on accept, with a warning in the log (0: no limit)")
+	schedFlag := fs.String("sched-policy", schedpolicy.Batch.String(), "Linux scheduling `policy` of the sidecar's threads: batch (SCHED_BATCH: a packet that wakes the sidecar never preempts the node or the application, which finish their burst of writes first; fewer wake-ups per request) or normal (SCHED_OTHER, the system's default)")
 	lf := addLogFlags(fs)
 	gf := addGuardFlags(fs)
 	addStatementFlags(fs, &cfg.Statements)
@@ -434,6 +437,10 @@ func runSidecar(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if cfg.MaxConnections < 0 {
 		return usageErrorf("--max-connections must be 0 (no limit) or more, got %d", cfg.MaxConnections)
+	}
+	policy, err := schedpolicy.Parse(*schedFlag)
+	if err != nil {
+		return usageErrorf("--sched-policy: %v", err)
 	}
 	if err = gf.fill(&cfg); err != nil {
 		return err
@@ -475,11 +482,28 @@ func runSidecar(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	defer reg.Close()
+	applySchedPolicy(policy, reg.Logger(logs.Sidecar))
 	live := &liveSettings{logs: lf, stderr: stderr, tls: serverTLS, fs: fs, config: cf}
 	if cfg.TLS, err = live.reloadableTLS(cfg.TLS); err != nil {
 		return err
 	}
 	return serveSidecar(ctx, cfg, hf, live, reg, stdout)
+}
+
+// applySchedPolicy puts every thread of the process, and so every thread started later,
+// under the scheduling policy p (see package schedpolicy), before the sidecar starts its
+// event loops. A policy that cannot be set is a warning, not a failure: the sidecar works
+// the same under either, at a different cost per request.
+func applySchedPolicy(p schedpolicy.Policy, log *zerolog.Logger) {
+	n, err := schedpolicy.Apply(p)
+	switch {
+	case errors.Is(err, schedpolicy.ErrUnsupported):
+		log.Debug().Str("sched_policy", p.String()).Msg("scheduling policy: not on Linux, left as it is")
+	case err != nil:
+		log.Warn().Err(err).Str("sched_policy", p.String()).Msg("scheduling policy not set; threads keep the system's (--sched-policy)")
+	default:
+		log.Info().Str("sched_policy", p.String()).Int("threads", n).Msg("threads run under " + p.KernelName())
+	}
 }
 
 // runStack runs a started stack until ctx is done, a server stops, or the process handed
