@@ -15,6 +15,10 @@ type Process struct {
 	// ControlSocket is where a successor connects to take this process over; empty when
 	// there is none.
 	ControlSocket string `json:"control_socket,omitempty"`
+	// SchedPolicy is the scheduling policy the process's threads run under, as the
+	// sidecar's --sched-policy names it (batch or normal); empty when none was set (not
+	// Linux, or refused by the system).
+	SchedPolicy string `json:"sched_policy,omitempty"`
 	// Predecessor is the process this one took over; nil for a process started afresh.
 	Predecessor *ProcessPeer `json:"predecessor,omitempty"`
 	// Handover is the handover that made this process; nil for one started afresh.

@@ -206,6 +206,7 @@ type Status struct {
 	Process *struct {
 		PID         int       `json:"pid"`
 		StartedAt   time.Time `json:"started_at"`
+		SchedPolicy string    `json:"sched_policy"`
 		Predecessor *struct {
 			PID       int       `json:"pid"`
 			StartedAt time.Time `json:"started_at"`

@@ -251,6 +251,9 @@ func showStatus(body []byte) (string, error) {
 	}
 	if p := st.Process; p != nil {
 		s += fmt.Sprintf(" pid=%d started=%s", p.PID, p.StartedAt.UTC().Format(time.RFC3339))
+		if p.SchedPolicy != "" {
+			s += " sched=" + p.SchedPolicy
+		}
 		if pr := p.Predecessor; pr != nil {
 			s += fmt.Sprintf(" predecessor=%d (started %s)", pr.PID, pr.StartedAt.UTC().Format(time.RFC3339))
 		}

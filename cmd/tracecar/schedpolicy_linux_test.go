@@ -4,6 +4,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"regexp"
@@ -20,19 +21,20 @@ import (
 // default --sched-policy and with --sched-policy normal, sends gocql requests through it
 // (so that the runtime starts the threads a loaded sidecar has), and checks the
 // scheduling policy of every one of its threads: SCHED_BATCH by default, SCHED_OTHER with
-// normal.
+// normal. /tracecar/status and `tracecar ctl status` name the policy.
 func TestSidecarSchedPolicy(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		args []string
-		want uint32
+		name  string
+		args  []string
+		want  uint32
+		name2 string // in /tracecar/status
 	}{
-		{"default", nil, unix.SCHED_BATCH},
-		{"normal", []string{"--sched-policy", "normal"}, unix.SCHED_NORMAL},
-		{"batch", []string{"--sched-policy", "batch"}, unix.SCHED_BATCH},
+		{"default", nil, unix.SCHED_BATCH, "batch"},
+		{"normal", []string{"--sched-policy", "normal"}, unix.SCHED_NORMAL, "normal"},
+		{"batch", []string{"--sched-policy", "batch"}, unix.SCHED_BATCH, "batch"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			pid, addr := mustSidecarProcess(t, tc.args...)
+			pid, addr, adminAddr := mustSidecarProcess(t, tc.args...)
 			s := mustSession(t, addr)
 			defer s.Close()
 			for i := range 200 {
@@ -52,6 +54,22 @@ func TestSidecarSchedPolicy(t *testing.T) {
 					t.Errorf("thread %d of the sidecar has policy %d; want %d", tid, p, tc.want)
 				}
 			}
+			var st struct {
+				Process struct {
+					PID         int    `json:"pid"`
+					SchedPolicy string `json:"sched_policy"`
+				} `json:"process"`
+			}
+			if err := json.Unmarshal(mustAdmin(t, adminAddr, "GET", "/tracecar/status"), &st); err != nil {
+				t.Fatal(err)
+			}
+			if st.Process.PID != pid || st.Process.SchedPolicy != tc.name2 {
+				t.Errorf("/tracecar/status process: pid %d, sched_policy %q; want %d, %q", st.Process.PID, st.Process.SchedPolicy, pid, tc.name2)
+			}
+			code, out, errOut := runCtlArgs("--hosts", strings.TrimPrefix(adminAddr, "http://"), "status")
+			if code != 0 || !strings.Contains(out, " sched="+tc.name2) {
+				t.Errorf("tracecar ctl status: exit %d, %q %q; want 0 and sched=%s", code, out, errOut, tc.name2)
+			}
 		})
 	}
 	// A policy that does not exist is a usage error, before anything starts.
@@ -62,9 +80,9 @@ func TestSidecarSchedPolicy(t *testing.T) {
 }
 
 // mustSidecarProcess starts `tracecar sidecar` with an embedded node, in a process of its
-// own (this test binary, run as tracecar), until the test ends, and returns its pid and
-// CQL address.
-func mustSidecarProcess(tb testing.TB, args ...string) (int, string) {
+// own (this test binary, run as tracecar), until the test ends, and returns its pid, its
+// CQL address and its admin API's URL.
+func mustSidecarProcess(tb testing.TB, args ...string) (int, string, string) {
 	tb.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -90,7 +108,7 @@ func mustSidecarProcess(tb testing.TB, args ...string) (int, string) {
 			tb.Errorf("the sidecar did not exit within 30s of SIGTERM")
 		}
 	})
-	re := regexp.MustCompile(`CQL on (\S+) -> node`)
+	re := regexp.MustCompile(`CQL on (\S+) -> node \S+, admin API (\S+)`)
 	sc := bufio.NewScanner(out)
 	for sc.Scan() {
 		if m := re.FindStringSubmatch(sc.Text()); m != nil {
@@ -98,9 +116,9 @@ func mustSidecarProcess(tb testing.TB, args ...string) (int, string) {
 				for sc.Scan() {
 				}
 			}()
-			return cmd.Process.Pid, m[1]
+			return cmd.Process.Pid, m[1], m[2]
 		}
 	}
 	tb.Fatalf("the sidecar printed no CQL address")
-	return 0, ""
+	return 0, "", ""
 }

@@ -102,6 +102,9 @@ type stackConfig struct {
 	// --control-socket: a sidecar that cannot serve it (a FROM scratch image has no
 	// temporary folder) runs on without one, and says so.
 	controlDefault bool
+	// schedPolicy is the scheduling policy the process's threads run under, as
+	// --sched-policy names it, for the status; "" when none was set (applySchedPolicy).
+	schedPolicy string
 }
 
 // stack is a running sidecar, its admin API and, when embedded, its node.
@@ -482,7 +485,7 @@ func runSidecar(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	defer reg.Close()
-	applySchedPolicy(policy, reg.Logger(logs.Sidecar))
+	cfg.schedPolicy = applySchedPolicy(policy, reg.Logger(logs.Sidecar))
 	live := &liveSettings{logs: lf, stderr: stderr, tls: serverTLS, fs: fs, config: cf}
 	if cfg.TLS, err = live.reloadableTLS(cfg.TLS); err != nil {
 		return err
@@ -493,17 +496,20 @@ func runSidecar(ctx context.Context, args []string, stdout, stderr io.Writer) er
 // applySchedPolicy puts every thread of the process, and so every thread started later,
 // under the scheduling policy p (see package schedpolicy), before the sidecar starts its
 // event loops. A policy that cannot be set is a warning, not a failure: the sidecar works
-// the same under either, at a different cost per request.
-func applySchedPolicy(p schedpolicy.Policy, log *zerolog.Logger) {
+// the same under either, at a different cost per request. It returns the policy's name
+// once it is set, "" otherwise.
+func applySchedPolicy(p schedpolicy.Policy, log *zerolog.Logger) string {
 	n, err := schedpolicy.Apply(p)
 	switch {
 	case errors.Is(err, schedpolicy.ErrUnsupported):
 		log.Debug().Str("sched_policy", p.String()).Msg("scheduling policy: not on Linux, left as it is")
+		return ""
 	case err != nil:
 		log.Warn().Err(err).Str("sched_policy", p.String()).Msg("scheduling policy not set; threads keep the system's (--sched-policy)")
-	default:
-		log.Info().Str("sched_policy", p.String()).Int("threads", n).Msg("threads run under " + p.KernelName())
+		return ""
 	}
+	log.Info().Str("sched_policy", p.String()).Int("threads", n).Msg("threads run under " + p.KernelName())
+	return p.String()
 }
 
 // runStack runs a started stack until ctx is done, a server stops, or the process handed

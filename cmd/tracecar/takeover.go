@@ -279,6 +279,7 @@ func (st *stack) restore(in *inheritance) error {
 type handoverState struct {
 	st            *stack
 	controlSocket string
+	schedPolicy   string
 	conns         *prometheus.CounterVec
 
 	mu       sync.Mutex
@@ -288,7 +289,7 @@ type handoverState struct {
 }
 
 func newHandoverState(st *stack, cfg stackConfig) *handoverState {
-	h := &handoverState{st: st, controlSocket: cfg.controlSocket,
+	h := &handoverState{st: st, controlSocket: cfg.controlSocket, schedPolicy: cfg.schedPolicy,
 		conns: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tracecar_handover_connections_total",
 			Help: "Client connections of handovers to a new process: moved (taken over by this process from its predecessor, or by the successor from this one), or closed instead (TLS, or not quiet within --drain-timeout)."},
 			[]string{"outcome"})}
@@ -314,7 +315,8 @@ func (h *handoverState) process() admin.Process {
 	self := sidecar.Self()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	p := admin.Process{PID: self.PID, StartedAt: self.StartedAt, ControlSocket: h.controlSocket, Predecessor: h.pred}
+	p := admin.Process{PID: self.PID, StartedAt: self.StartedAt, ControlSocket: h.controlSocket, Predecessor: h.pred,
+		SchedPolicy: h.schedPolicy}
 	if h.received != nil {
 		r := *h.received
 		if !r.Done && r.Received == 0 {
