@@ -42,26 +42,23 @@ func Apply(p Policy) (changed int, err error) {
 // applyOnce sets p on every thread that has another policy and returns how many it set.
 func applyOnce(p Policy) (int, error) {
 	want := p.kernel()
-	tids, err := threads(os.Getpid())
+	attrs, err := threadAttrs(os.Getpid())
 	if err != nil {
 		return 0, err
 	}
 	n := 0
-	for _, tid := range tids {
-		attr, err := unix.SchedGetAttr(tid, 0)
-		if errors.Is(err, unix.ESRCH) {
-			continue // the thread exited
-		}
-		if err != nil {
-			return n, fmt.Errorf("sched_getattr of thread %d: %w", tid, err)
-		}
+	for tid, attr := range attrs {
 		if attr.Policy == want {
 			continue
 		}
 		attr.Policy = want
 		attr.Priority = 0
 		attr.Flags = 0
-		if err := unix.SchedSetAttr(tid, attr, 0); err != nil && !errors.Is(err, unix.ESRCH) {
+		err := unix.SchedSetAttr(tid, attr, 0)
+		switch {
+		case errors.Is(err, unix.ESRCH):
+			continue // the thread exited
+		case err != nil:
 			return n, fmt.Errorf("sched_setattr %s on thread %d: %w", p.KernelName(), tid, err)
 		}
 		n++
@@ -70,38 +67,40 @@ func applyOnce(p Policy) (int, error) {
 }
 
 // Threads returns the scheduling policy of every thread of process pid, by thread id: the
-// kernel's number (0 SCHED_OTHER, 3 SCHED_BATCH; sched(7)), as /proc gives it.
+// kernel's number (0 SCHED_OTHER, 3 SCHED_BATCH; sched(7)), as sched_getattr(2) gives it.
 func Threads(pid int) (map[int]uint32, error) {
-	tids, err := threads(pid)
+	attrs, err := threadAttrs(pid)
 	if err != nil {
 		return nil, err
 	}
-	m := make(map[int]uint32, len(tids))
-	for _, tid := range tids {
-		attr, err := unix.SchedGetAttr(tid, 0)
-		if errors.Is(err, unix.ESRCH) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("sched_getattr of thread %d: %w", tid, err)
-		}
+	m := make(map[int]uint32, len(attrs))
+	for tid, attr := range attrs {
 		m[tid] = attr.Policy
 	}
 	return m, nil
 }
 
-// threads returns the thread ids of process pid.
-func threads(pid int) ([]int, error) {
-	dir := "/proc/" + strconv.Itoa(pid) + "/task"
-	ents, err := os.ReadDir(dir)
+// threadAttrs returns the scheduling attributes of every thread of process pid, by thread
+// id; a thread that exits meanwhile is left out.
+func threadAttrs(pid int) (map[int]*unix.SchedAttr, error) {
+	ents, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
 	if err != nil {
 		return nil, fmt.Errorf("list threads: %w", err)
 	}
-	tids := make([]int, 0, len(ents))
+	attrs := make(map[int]*unix.SchedAttr, len(ents))
 	for _, e := range ents {
-		if tid, err := strconv.Atoi(e.Name()); err == nil {
-			tids = append(tids, tid)
+		tid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
 		}
+		attr, err := unix.SchedGetAttr(tid, 0)
+		switch {
+		case errors.Is(err, unix.ESRCH):
+			continue // the thread exited
+		case err != nil:
+			return nil, fmt.Errorf("sched_getattr of thread %d: %w", tid, err)
+		}
+		attrs[tid] = attr
 	}
-	return tids, nil
+	return attrs, nil
 }
