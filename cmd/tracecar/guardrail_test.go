@@ -90,8 +90,15 @@ func look(tb testing.TB, c *adminClient) observed {
 	var st struct {
 		Guardrail guardrail.Status `json:"guardrail"`
 	}
-	for path, v := range map[string]any{"/storage_service/slow_query": &sq, "/storage_service/trace_probability": &p, "/tracecar/status": &st} {
-		if err := c.get(path, v); err != nil {
+	// The status is read last, so that it is never older than the level read before it: a
+	// step between the reads shows in both or in the status alone (a map's random order read
+	// the status first at times, and a step between the reads then showed the new level
+	// with the old status).
+	for _, r := range []struct {
+		path string
+		v    any
+	}{{"/storage_service/slow_query", &sq}, {"/storage_service/trace_probability", &p}, {"/tracecar/status", &st}} {
+		if err := c.get(r.path, r.v); err != nil {
 			tb.Fatal(err)
 		}
 	}
