@@ -173,9 +173,12 @@ func BenchmarkSessionParams(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		ps := make(map[string]string, 6)
-		if err := walkRequest(cql.OpExecute, cql.V4, body, tr.params(ps)); err != nil {
-			b.Fatal(err)
+		var req cql.Request
+		req.Parse(cql.OpExecute, cql.V4, body)
+		if req.Err != nil {
+			b.Fatal(req.Err)
 		}
+		tr.params(ps).request(&req)
 	}
 }
 

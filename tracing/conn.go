@@ -75,7 +75,7 @@ func (c *Conn) take() *record {
 // release gives a record back once its request has ended; response side.
 func (c *Conn) release(r *record) {
 	if cap(r.buf) > maxPooledBody {
-		r.buf = nil
+		r.buf, r.req = nil, cql.Request{} // and the request's arrays, sized like it
 	}
 	r.comp = nil
 	c.freeMu.Lock()
@@ -139,14 +139,12 @@ func (c *Conn) Begin(f *cql.Frame, now int64) Ticket {
 	}
 	r.setContext(&tc)
 	r.ctxRead = true
-	body, err := f.Message()
-	if err == nil {
-		err = walkRequest(h.Opcode, h.ProtoVersion(), body, &params{})
+	req, _ := f.Request()
+	if req.Err != nil {
+		r.decodeErr = req.Err.Error()
 	}
-	if err != nil {
-		r.decodeErr = err.Error()
-	}
-	r.buf = append(r.buf[:0], body...)
+	r.buf = req.CopyTo(&r.req, r.buf)
+	r.parsedReq = true
 	r.parsed = c.t.now()
 	if mode == ModeSampled || mode == ModeParent {
 		f.Raw()[1] |= cql.FlagTracing
@@ -166,15 +164,23 @@ func (c *Conn) beginFast(s *snapshot, f *cql.Frame, now int64, tc *TraceContext,
 		now = c.t.now()
 	}
 	r := c.take()
-	seq := r.seq.Add(1)
+	r.seq.Add(1)
 	r.mode, r.op, r.flags, r.version = ModeFast, h.Opcode, h.Flags, h.ProtoVersion()
 	r.start, r.gen, r.comp = now, s.gen, f.Compressor()
 	src := f.Raw()
-	r.plain = false
-	if f.Decompressed() {
+	r.plain, r.parsedReq = false, false
+	if f.Decompressed() || f.RequestParsed() {
 		if msg, err := f.Message(); err == nil {
 			src, r.plain = msg, true
 		}
+	}
+	if r.plain && f.RequestParsed() && len(src) <= c.t.opts.CaptureMax {
+		// Another reader parsed the request: keep it parsed, so that a slow request is
+		// never parsed again.
+		req, _ := f.Request()
+		r.buf = req.CopyTo(&r.req, r.buf)
+		r.parsedReq, r.size, r.trunc = true, len(src), false
+		return c.fastContext(f, r, tc, read)
 	}
 	r.size = len(src)
 	n := len(src)
@@ -186,12 +192,18 @@ func (c *Conn) beginFast(s *snapshot, f *cql.Frame, now int64, tc *TraceContext,
 		}
 	}
 	r.buf = append(r.buf[:0], src[:n]...)
-	if !read && h.Flags&cql.FlagCustomPayload != 0 && (!f.Compressed() || f.Decompressed()) {
+	return c.fastContext(f, r, tc, read)
+}
+
+// fastContext notes the trace context of a fast-mode request in its record, reading it
+// when that is cheap, and returns its Ticket.
+func (c *Conn) fastContext(f *cql.Frame, r *record, tc *TraceContext, read bool) Ticket {
+	if !read && f.Header.Flags&cql.FlagCustomPayload != 0 && (!f.Compressed() || f.Decompressed()) {
 		*tc, read = c.t.readContext(f.CustomPayload()), true
 	}
 	r.setContext(tc)
 	r.ctxRead = read
-	return Ticket{r: r, seq: seq}
+	return Ticket{r: r, seq: r.seq.Load()}
 }
 
 // SetUser attaches the username the client authenticated with (never its password) to
@@ -359,8 +371,9 @@ func (c *Conn) session(r *record, end, d int64) *Session {
 	started := wallEnd.Add(-time.Duration(d))
 
 	ps := make(map[string]string, 6)
-	if err := walkRequest(r.op, r.version, r.buf, c.t.params(ps)); err != nil {
-		ps["decode_error"] = err.Error()
+	c.t.params(ps).request(&r.req)
+	if r.req.Err != nil {
+		ps["decode_error"] = r.req.Err.Error()
 	}
 	if r.rows >= 0 {
 		ps["returned_rows"] = itoa(r.rows)

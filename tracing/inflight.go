@@ -87,20 +87,24 @@ func (t *Tracer) Describe(p Peek) InFlight {
 	if !p.Held() {
 		return InFlight{}
 	}
-	body := p.buf
-	if !p.plain {
+	var req cql.Request
+	if p.plain {
+		req.Parse(p.op, p.version, p.buf)
+	} else {
 		h, err := cql.ParseHeader(p.buf)
 		if err != nil {
 			return InFlight{Mode: p.mode}
 		}
 		var f cql.Frame
 		f.Reset(h, p.buf, p.comp)
-		if body, err = f.Message(); err != nil {
+		if _, err := f.Message(); err != nil {
 			return InFlight{Mode: p.mode}
 		}
+		r, _ := f.Request()
+		req = *r
 	}
 	ps := make(map[string]string, 8)
-	walkRequest(p.op, p.version, body, t.params(ps)) // a cut request keeps what was read before the cut
+	t.params(ps).request(&req) // a cut request keeps what was read before the cut
 	sc := describe(&Session{Command: p.op.String(), Parameters: ps})
 	in := InFlight{Mode: p.mode, Keyspace: sc.namespace, Table: sc.collection, Consistency: ps["consistency_level"]}
 	if p.op != cql.OpBatch {

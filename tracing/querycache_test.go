@@ -93,9 +93,11 @@ func TestManyBoundValues(t *testing.T) {
 		values = append(values, make([]byte, i*7)) // lengths past len(redactedValues) too
 	}
 	ps := map[string]string{}
-	if err := walkRequest(cql.OpExecute, cql.V4, executeMsg(values...).AppendBody(nil, cql.V4), tr.params(ps)); err != nil {
-		t.Fatal(err)
+	var req cql.Request
+	if req.Parse(cql.OpExecute, cql.V4, executeMsg(values...).AppendBody(nil, cql.V4)); req.Err != nil {
+		t.Fatal(req.Err)
 	}
+	tr.params(ps).request(&req)
 	for i, v := range values {
 		k, want := fmt.Sprintf("param[%d]", i), fmt.Sprintf("<redacted: %d bytes>", len(v))
 		if got := ps[k]; got != want {

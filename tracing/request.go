@@ -128,170 +128,84 @@ func renderValue(v []byte, unset, bind bool) string {
 	return "0x" + hex.EncodeToString(v)
 }
 
-// walkRequest reads a request body (decompressed, custom payload removed) of opcode op and
-// protocol version into p. On malformed or truncated input, p keeps what was read before
-// the error.
-func walkRequest(op cql.Opcode, version byte, body []byte, p *params) error {
-	var d cql.Decoder
-	d.Reset(body)
-	switch op {
-	case cql.OpQuery:
-		q := d.LongStringBytes()
-		if d.Err() == nil {
-			p.query("query", q)
+// request records the parameters of the parsed request r into p, as the session record
+// shows them. A request that could not be read whole shows what was read before the
+// error; its error is the caller's to record.
+func (p *params) request(r *cql.Request) {
+	if p.m == nil {
+		return
+	}
+	switch r.Opcode {
+	case cql.OpQuery, cql.OpPrepare:
+		if r.Query != nil {
+			p.query("query", r.Query)
 		}
-		walkQueryParams(&d, version, p, -1)
 	case cql.OpExecute:
-		id := d.ShortBytes()
-		if d.Err() == nil {
-			p.prepared(-1, id)
-		}
-		if version >= cql.V5 {
-			d.ShortBytes() // the result metadata id
-		}
-		walkQueryParams(&d, version, p, -1)
-	case cql.OpPrepare:
-		q := d.LongStringBytes()
-		if d.Err() == nil {
-			p.query("query", q)
+		if r.ID != nil {
+			p.prepared(-1, r.ID)
 		}
 	case cql.OpBatch:
-		return walkBatch(body, version, p)
-	}
-	return d.Err()
-}
-
-func walkQueryParams(d *cql.Decoder, version byte, p *params, stmt int) {
-	cl := d.Consistency()
-	flags, ext := d.QueryFlags(version)
-	if d.Err() != nil {
+		p.batch(r)
 		return
 	}
-	p.set("consistency_level", cl.String())
-	if flags&cql.QueryValues != 0 {
-		n := int(d.Short())
-		for i := 0; i < n && d.Err() == nil; i++ {
-			if flags&cql.QueryNamedValues != 0 {
-				d.StringBytes()
-			}
-			v, unset := d.Value()
-			if d.Err() == nil {
-				p.value(stmt, i, v, unset)
-			}
-		}
+	if r.Opcode != cql.OpPrepare {
+		p.queryParams(r, -1)
 	}
-	if flags&cql.QueryPageSize != 0 {
-		n := d.Int()
-		if d.Err() == nil && p.m != nil {
-			p.set("page_size", strconv.Itoa(int(n)))
-		}
-	}
-	if flags&cql.QueryPagingState != 0 {
-		d.Bytes()
-	}
-	if flags&cql.QuerySerialConsistency != 0 {
-		sc := d.Consistency()
-		if d.Err() == nil {
-			p.set("serial_consistency_level", sc.String())
-		}
-	}
-	if flags&cql.QueryDefaultTimestamp != 0 {
-		d.Long()
-	}
-	walkV5Params(d, version, flags, ext, p)
 }
 
-// walkV5Params reads what v5 adds after the timestamp: the keyspace and now_in_seconds.
-func walkV5Params(d *cql.Decoder, version, flags byte, ext uint32, p *params) {
-	if version < cql.V5 {
+// queryParams records the query parameters of r: a QUERY's or EXECUTE's, with their
+// values, or a BATCH's (stmt < 0 always; a batch's values are its statements').
+func (p *params) queryParams(r *cql.Request, stmt int) {
+	if !r.HasParams {
 		return
 	}
-	if flags&cql.QueryWithKeyspace != 0 {
-		ks := d.StringBytes()
-		if d.Err() == nil && p.m != nil {
-			p.set("keyspace", string(ks))
-		}
+	qp := &r.Params
+	p.set("consistency_level", qp.Consistency.String())
+	for i, v := range qp.Values {
+		p.value(stmt, i, v.Bytes, v.Unset)
 	}
-	if ext&cql.QueryNowInSeconds != 0 {
-		n := d.Int()
-		if d.Err() == nil && p.m != nil {
-			p.set("now_in_seconds", strconv.Itoa(int(n)))
+	if r.Err != nil {
+		return // what follows the values was not read
+	}
+	if qp.HasPageSize() {
+		p.set("page_size", strconv.Itoa(int(qp.PageSize)))
+	}
+	if qp.HasSerialConsistency() {
+		p.set("serial_consistency_level", qp.SerialConsistency.String())
+	}
+	if r.Version >= cql.V5 {
+		if qp.Flags&cql.QueryWithKeyspace != 0 {
+			p.set("keyspace", string(qp.Keyspace))
+		}
+		if qp.ExtFlags&cql.QueryNowInSeconds != 0 {
+			p.set("now_in_seconds", strconv.Itoa(int(qp.NowInSeconds)))
 		}
 	}
 }
 
 var batchTypes = [...]string{cql.BatchLogged: "LOGGED", cql.BatchUnlogged: "UNLOGGED", cql.BatchCounter: "COUNTER"}
 
-// walkBatch reads a BATCH. Whether values carry names is told by flags that come after
-// the statements, so it tries unnamed values first, as Cassandra writes them.
-func walkBatch(body []byte, version byte, p *params) error {
-	if p.m == nil {
-		if err := walkBatchAs(body, version, p, false); err != nil {
-			return walkBatchAs(body, version, p, true)
+// batch records a BATCH: its type, each statement's text (or prepared id) and values, and
+// its parameters.
+func (p *params) batch(r *cql.Request) {
+	if r.Batch == nil && r.Err != nil {
+		return
+	}
+	if int(r.BatchType) < len(batchTypes) {
+		p.set("batch_type", batchTypes[r.BatchType])
+	}
+	for i := range r.Batch {
+		s := &r.Batch[i]
+		if s.Prepared {
+			p.prepared(i, s.ID)
+		} else {
+			p.query(indexed("query", i), s.Query)
 		}
-		return nil
-	}
-	named := walkBatchAs(body, version, &params{}, false) != nil && walkBatchAs(body, version, &params{}, true) == nil
-	return walkBatchAs(body, version, p, named)
-}
-
-func walkBatchAs(body []byte, version byte, p *params, named bool) error {
-	var d cql.Decoder
-	d.Reset(body)
-	typ := d.Byte()
-	n := int(d.Short())
-	if d.Err() != nil {
-		return d.Err()
-	}
-	if int(typ) < len(batchTypes) {
-		p.set("batch_type", batchTypes[typ])
-	}
-	for i := 0; i < n && d.Err() == nil; i++ {
-		switch d.Byte() {
-		case 0:
-			q := d.LongStringBytes()
-			if d.Err() == nil {
-				p.query(indexed("query", i), q)
-			}
-		case 1:
-			id := d.ShortBytes()
-			if d.Err() == nil && p.m != nil {
-				p.prepared(i, id)
-			}
-		default:
-			return cql.ErrMalformed
-		}
-		nv := int(d.Short())
-		for j := 0; j < nv && d.Err() == nil; j++ {
-			if named {
-				d.StringBytes()
-			}
-			v, unset := d.Value()
-			if d.Err() == nil {
-				p.value(i, j, v, unset)
-			}
+		for j, v := range s.Values {
+			p.value(i, j, v.Bytes, v.Unset)
 		}
 	}
-	cl := d.Consistency()
-	flags, ext := d.QueryFlags(version)
-	if d.Err() != nil {
-		return d.Err()
-	}
-	p.set("consistency_level", cl.String())
-	if flags&cql.QuerySerialConsistency != 0 {
-		sc := d.Consistency()
-		if d.Err() == nil {
-			p.set("serial_consistency_level", sc.String())
-		}
-	}
-	if flags&cql.QueryDefaultTimestamp != 0 {
-		d.Long()
-	}
-	walkV5Params(&d, version, flags, ext, p)
-	if d.Err() == nil && d.Len() != 0 {
-		return cql.ErrMalformed
-	}
-	return d.Err()
+	p.queryParams(r, -1)
 }
 
 func indexed(k string, i int) string {
@@ -301,14 +215,20 @@ func indexed(k string, i int) string {
 	return k + "[" + strconv.Itoa(i) + "]"
 }
 
-// decodeFast builds the parameters of a slow fast-mode request from the copy its record
-// keeps: the frame, decompressed here (the sidecar had not), or its message, decompressed
-// by the sidecar already. The copy may be truncated; what could be read is kept. view
-// reports whether c.fast is now a view of the copied frame, whose custom payload can be read.
+// decodeFast builds the parameters of a slow fast-mode request from what its record
+// kept: the request, when another reader had parsed it already and Begin copied it, or
+// else a copy of the frame (decompressed here, when the sidecar had not) or of its
+// message, parsed here. The copy may be truncated; what could be read is kept. view
+// reports whether c.fast is now a view of the copied frame, whose custom payload can be
+// read.
 func (c *Conn) decodeFast(r *record) (ps map[string]string, view bool) {
 	m := make(map[string]string, 6)
-	body := r.buf
-	if !r.plain {
+	req := &r.req
+	switch {
+	case r.parsedReq:
+	case r.plain:
+		req.Parse(r.op, r.version, r.buf)
+	default:
 		h, err := cql.ParseHeader(r.buf)
 		if err != nil {
 			m["decode_error"] = err.Error()
@@ -318,14 +238,12 @@ func (c *Conn) decodeFast(r *record) (ps map[string]string, view bool) {
 			c.fast = new(cql.Frame)
 		}
 		c.fast.Reset(h, r.buf, r.comp)
-		if body, err = c.fast.Message(); err != nil {
-			m["decode_error"] = err.Error()
-			return m, true
-		}
+		req, _ = c.fast.Request()
 		view = true
 	}
-	if err := walkRequest(r.op, r.version, body, c.t.params(m)); err != nil {
-		m["decode_error"] = err.Error()
+	c.t.params(m).request(req)
+	if req.Err != nil {
+		m["decode_error"] = req.Err.Error()
 	}
 	return m, view
 }

@@ -54,6 +54,11 @@ type record struct {
 	trunc bool
 	plain bool // buf is the decompressed message, not the frame
 
+	// req is the request parsed, its slices in buf, when parsedReq is set: always with
+	// events, and in fast mode when another reader had parsed it already.
+	req       cql.Request
+	parsedReq bool
+
 	// buf is the request frame or, when plain, its decompressed message (fast mode), or
 	// its decompressed message (traced with events).
 	buf []byte

@@ -26,6 +26,8 @@
 //	6 record     binary Record, below
 //	7 end        JSON End: when and why the capture ended, the records written, the
 //	             requests dropped. Always the last entry: a file without it is truncated.
+//	8 conn       JSON Conn: a connection's protocol version, before its first record
+//	             (files written before this entry existed have none)
 //
 // The header of the capture is the header entry together with the schema entries: a
 // keyspace's and a table's entries come before the first statement that touches them, and

@@ -39,6 +39,7 @@ type Entry struct {
 	Table     *Table
 	Statement *Statement
 	Name      *Name
+	Conn      *Conn
 	Record    *Record
 	End       *End
 }
@@ -52,6 +53,7 @@ type Reader struct {
 	rest   []byte // entries of the current chunk not yet read
 	keep   bool
 	names  map[uint32]string
+	conns  map[uint32]byte // protocol versions
 	lastAt int64
 	seen   int // entries read
 	ended  bool
@@ -76,7 +78,7 @@ func NewReader(r io.Reader) (*Reader, error) {
 	if v := binary.BigEndian.Uint16(pre[len(Magic):]); v != Version {
 		return nil, &VersionError{Version: v}
 	}
-	return &Reader{r: br, off: int64(len(pre)), names: map[uint32]string{}}, nil
+	return &Reader{r: br, off: int64(len(pre)), names: map[uint32]string{}, conns: map[uint32]byte{}}, nil
 }
 
 // Next returns the next entry. At the end of a file that ends with its end entry it returns
@@ -126,8 +128,16 @@ func (r *Reader) Next() (Entry, error) {
 		if err = json.Unmarshal(payload, e.Name); err == nil {
 			r.names[e.Name.ID] = e.Name.Name
 		}
+	case KindConn:
+		e.Conn = new(Conn)
+		if err = json.Unmarshal(payload, e.Conn); err == nil {
+			r.conns[e.Conn.Conn] = e.Conn.ProtocolVersion
+		}
 	case KindRecord:
 		e.Record, err = r.record(payload)
+		if err == nil {
+			e.Record.ProtocolVersion = r.conns[e.Record.Conn]
+		}
 		r.Records++
 	case KindEnd:
 		e.End = new(End)

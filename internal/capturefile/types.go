@@ -25,6 +25,7 @@ const (
 	KindName      Kind = 5
 	KindRecord    Kind = 6
 	KindEnd       Kind = 7
+	KindConn      Kind = 8
 )
 
 // The values policies of Header.Values.
@@ -140,6 +141,14 @@ type Name struct {
 	Name string `json:"name"`
 }
 
+// Conn is a client connection's protocol version, written before the connection's first
+// record (and again if it changes), so that a reader knows at which version each request
+// was sent.
+type Conn struct {
+	Conn            uint32 `json:"conn"`
+	ProtocolVersion byte   `json:"protocol_version"`
+}
+
 // End is the last entry of a capture.
 type End struct {
 	EndedAt time.Time `json:"ended_at"`
@@ -159,6 +168,9 @@ type Record struct {
 	// Opcode and Flags are the request frame's.
 	Opcode byte
 	Flags  byte
+	// ProtocolVersion is the protocol version the connection spoke (3, 4 or 5), from the
+	// connection's entry; 0 in a file written before connections had entries.
+	ProtocolVersion byte
 	// Keyspace is the connection's keyspace in use, "" for none.
 	Keyspace string
 	// Consistency and Serial are the query parameters' consistencies, -1 when absent.

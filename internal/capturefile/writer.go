@@ -24,14 +24,16 @@ type Writer struct {
 	written int64 // bytes written to w
 	err     error
 	// names of keyspaces in use, by name
-	names  map[string]uint32
+	names map[string]uint32
+	// protocol versions of connections, by number
+	conns  map[uint32]byte
 	lastAt int64
 }
 
 // NewWriter writes the preamble to w and returns a Writer. Its first entry must be the
 // header.
 func NewWriter(w io.Writer) (*Writer, error) {
-	cw := &Writer{w: w, names: map[string]uint32{}}
+	cw := &Writer{w: w, names: map[string]uint32{}, conns: map[uint32]byte{}}
 	pre := make([]byte, 0, len(Magic)+2)
 	pre = append(pre, Magic...)
 	pre = binary.BigEndian.AppendUint16(pre, Version)
@@ -131,6 +133,12 @@ func (w *Writer) Record(r *Record, keep bool) error {
 	ks, err := w.name(r.Keyspace)
 	if err != nil {
 		return err
+	}
+	if v, ok := w.conns[r.Conn]; r.ProtocolVersion != 0 && (!ok || v != r.ProtocolVersion) {
+		if err := w.json(KindConn, Conn{Conn: r.Conn, ProtocolVersion: r.ProtocolVersion}); err != nil {
+			return err
+		}
+		w.conns[r.Conn] = r.ProtocolVersion
 	}
 	b := w.scratch[:0]
 	b = binary.AppendVarint(b, r.AtUS-w.lastAt)

@@ -81,6 +81,7 @@ func (LZ4) Compress(dst, src []byte) ([]byte, error) {
 
 // Decompress appends the decompressed body of a length-prefixed lz4 block to dst.
 func (LZ4) Decompress(dst, src []byte) ([]byte, error) {
+	countWork(WorkDecompress, src)
 	if len(src) < 4 {
 		return dst, ErrMalformed
 	}
@@ -125,6 +126,7 @@ func (Snappy) Compress(dst, src []byte) ([]byte, error) {
 
 // Decompress appends the decompressed snappy block to dst.
 func (Snappy) Decompress(dst, src []byte) ([]byte, error) {
+	countWork(WorkDecompress, src)
 	n, err := snappy.DecodedLen(src)
 	if err != nil || n < 0 || !plausibleSize(uint64(n), len(src)) {
 		return dst, ErrMalformed

@@ -30,6 +30,10 @@ type Frame struct {
 	payload []byte // the custom payload as a [bytes map], without copying; aliases body
 	trace   [16]byte
 	stmt    Statement
+	// req is the parsed request, made on the first Request and kept with its arrays for
+	// the frames after: a connection that never needs one (most responses' views, every
+	// connection with nothing that reads parameters) keeps a nil pointer, not 400 bytes.
+	req *Request
 
 	buf      []byte // decompressed bodies
 	start    []byte // a compressed body's start, read by Start; grown on first use
@@ -44,6 +48,7 @@ const (
 	haveStmt              // stmt is set
 	haveStart             // start[:startN] is set
 	haveTrace             // trace is the response's tracing id
+	haveReq               // req is the request parsed
 )
 
 // StartSize is the most of a compressed body that Start decompresses without decompressing
@@ -285,7 +290,9 @@ func (f *Frame) Replace(raw, body []byte) {
 	}
 }
 
-// Statement is what a request says of its statement, read once by Frame.Statement.
+// Statement is what a request says of its statement, read once by Frame.Statement: the
+// few fields that the proxy reads on every QUERY and EXECUTE it inspects, without walking
+// the values. A reader of the parameters takes Frame.Request.
 type Statement struct {
 	// Query is the text of a QUERY or PREPARE, or of a BATCH's first statement when it is
 	// a query; it aliases the frame's body.
@@ -303,10 +310,6 @@ type Statement struct {
 	// uncompressed QUERY or EXECUTE (in v5, of the last byte of the [int]: the one that
 	// holds Flags), where a proxy may change them in place, or -1.
 	FlagsAt int
-	// Params are a QUERY's or an EXECUTE's query parameters, from the consistency on
-	// (which may be cut short), of the frame's protocol version; they alias the frame's
-	// body.
-	Params []byte
 }
 
 // Statement returns what a QUERY, PREPARE, EXECUTE or BATCH request says of its statement,
@@ -318,6 +321,50 @@ func (f *Frame) Statement() (*Statement, bool) {
 		f.readStatement()
 	}
 	return &f.stmt, f.stmt.Count > 0
+}
+
+// Request returns what a QUERY, PREPARE, EXECUTE or BATCH request says, parsed at the
+// frame's own protocol version (v3, v4 or v5): its statement, its query parameters, a
+// BATCH's statements and parameters, a v5 EXECUTE's result metadata id. It returns false
+// for another opcode, or a body whose statement cannot be read (Request.Err says why; a
+// request cut short keeps what was read). It parses at most once per frame, for every
+// reader; the Request belongs to f and is valid until the next Reset or Replace.
+func (f *Frame) Request() (*Request, bool) {
+	if f.have&haveReq == 0 {
+		f.have |= haveReq
+		f.readRequest()
+	}
+	return f.req, f.req.Parsed()
+}
+
+// RequestParsed reports whether Request has parsed the frame's request, so that a reader
+// who wants it later may copy it (Request.CopyTo) rather than parse a copy of the frame.
+func (f *Frame) RequestParsed() bool { return f.have&haveReq != 0 && f.req.Parsed() }
+
+// maxKeptValues bounds the values a Frame's Request keeps room for after a request with
+// more, so that a rare huge BATCH does not pin memory.
+const maxKeptValues = 4096
+
+func (f *Frame) readRequest() {
+	if f.req == nil {
+		f.req = new(Request)
+	} else if cap(f.req.values) > maxKeptValues || cap(f.req.batch) > maxKeptValues {
+		*f.req = Request{}
+	}
+	op, version := f.Header.Opcode, f.Header.ProtoVersion()
+	switch op {
+	case OpQuery, OpPrepare, OpExecute, OpBatch:
+	default:
+		f.req.reset(op, version, nil)
+		return
+	}
+	msg, err := f.Message()
+	if err != nil {
+		f.req.reset(op, version, nil)
+		f.req.Err = err
+		return
+	}
+	f.req.Parse(op, version, msg)
 }
 
 // readStatement fills f.stmt. It reads the notation by hand rather than through a Decoder:
@@ -371,7 +418,6 @@ func (f *Frame) readStatement() {
 	if op == OpPrepare {
 		return
 	}
-	s.Params = rest
 	at := 2 // the offset of Flags in the parameters: a byte, or in v5 the low byte of an [int]
 	if f.Header.ProtoVersion() >= V5 {
 		at = 5

@@ -2,6 +2,7 @@ package capture
 
 import (
 	"encoding/binary"
+	"errors"
 	"sync/atomic"
 
 	"github.com/tracecar/tracecar/internal/capturefile"
@@ -40,11 +41,15 @@ type Record struct {
 	at      int64 // tracing.Now() at arrival
 	op      cql.Opcode
 	flags   byte
+	version byte    // the protocol version
 	ks      *string // the connection's keyspace in use
 	reqLen  uint32
-	textLen int    // buf[:textLen] is a QUERY's or PREPARE's text, or an EXECUTE's id
-	buf     []byte // the text or id, then the query parameters; a BATCH's whole message
-	cut     bool   // the parameters were not copied (over maxCopy)
+	// req is the request, parsed by the frame's view and copied into buf; over maxCopy,
+	// only its statements' texts, cut, without values or parameters (cut).
+	req    cql.Request
+	buf    []byte
+	cut    bool
+	prepID []byte // the id a PREPARE's answer gave
 
 	respOp  cql.Opcode
 	kind    int32 // RESULT kind, or ERROR code
@@ -81,7 +86,7 @@ func (s *Session) take() *Record {
 // release gives a Record back for reuse.
 func (s *Session) release(r *Record) {
 	if cap(r.buf) > maxKept {
-		r.buf = nil
+		r.buf, r.req = nil, cql.Request{} // and the request's arrays, sized like it
 	}
 	r.ks = nil
 	s.free.push(r)
@@ -99,39 +104,41 @@ func (s *Session) Request(f *cql.Frame, conn uint32, ks *string, now int64, n in
 	}
 	r := s.take()
 	r.s, r.conn, r.at, r.op, r.flags, r.ks = s, conn, now, h.Opcode, h.Flags, ks
-	r.reqLen = uint32(n)
-	r.buf, r.textLen, r.cut = r.buf[:0], 0, false
-	switch h.Opcode {
-	case cql.OpQuery, cql.OpPrepare, cql.OpExecute:
-		st, ok := f.Statement()
-		if !ok {
-			break
-		}
-		text := st.Query
-		if h.Opcode == cql.OpExecute {
-			text = st.ID
-		}
-		text = text[:min(len(text), maxCopy)]
-		r.buf = append(r.buf, text...)
-		r.textLen = len(text)
-		if len(st.Params) <= maxCopy {
-			r.buf = append(r.buf, st.Params...)
-		} else {
-			r.cut = true
-		}
-	case cql.OpBatch:
-		msg, err := f.Message()
-		if err != nil {
-			break
-		}
-		if len(msg) > maxCopy {
-			r.cut = true
-			msg = msg[:maxCopy]
-		}
-		r.buf = append(r.buf, msg...)
+	r.version, r.reqLen = h.ProtoVersion(), uint32(n)
+	r.cut, r.prepID = false, r.prepID[:0]
+	req, _ := f.Request()
+	if req.Len() <= maxCopy {
+		r.buf = req.CopyTo(&r.req, r.buf)
+	} else {
+		r.cut = true
+		r.buf = cutCopy(req, &r.req, r.buf)
 	}
 	return r
 }
+
+// cutCopy makes dst the statements of req, each text cut to what maxCopy holds in all,
+// without values or parameters, for a request too large to copy whole. It allocates: such
+// requests are rare.
+func cutCopy(req *cql.Request, dst *cql.Request, buf []byte) []byte {
+	*dst = cql.Request{Opcode: req.Opcode, Version: req.Version, BatchType: req.BatchType, Err: errCut}
+	buf = make([]byte, 0, maxCopy)
+	keep := func(b []byte) []byte {
+		if b == nil {
+			return nil
+		}
+		at := len(buf)
+		buf = append(buf, b[:min(len(b), maxCopy-at)]...)
+		return buf[at:len(buf):len(buf)]
+	}
+	dst.Query, dst.ID = keep(req.Query), keep(req.ID)
+	for _, st := range req.Batch {
+		dst.Batch = append(dst.Batch, cql.BatchStatement{Prepared: st.Prepared, Query: keep(st.Query), ID: keep(st.ID)})
+	}
+	return buf
+}
+
+// errCut is the error of a request that the capture kept cut.
+var errCut = errors.New("request over the capture's copy limit")
 
 // Response sees the response to r's request through its view f, arrived at arrived (from
 // tracing.Now), and queues r for the writer, or drops it when the queue is full. r must
@@ -157,7 +164,7 @@ func (s *Session) Response(r *Record, f *cql.Frame, arrived int64) {
 				// The id that EXECUTEs will name, after the PREPARE's text.
 				if len(rest) >= 6 && r.op == cql.OpPrepare {
 					if n := int(binary.BigEndian.Uint16(rest[4:])); 6+n <= len(rest) {
-						r.buf = append(r.buf[:r.textLen], rest[6:6+n]...)
+						r.prepID = append(r.prepID[:0], rest[6:6+n]...)
 					}
 				}
 			}

@@ -61,24 +61,30 @@ type stmtInfo struct {
 	secret bool     // a role or user statement: no value, nor its length, is recorded
 }
 
-// parts fills rec's statement parts and query parameters from r.
+// parts fills rec's statement parts and query parameters from r, whose request the
+// frame's view parsed at the connection's protocol version.
 func (st *catalog) parts(r *Record, rec *capturefile.Record) error {
 	st.partBuf, st.slab, st.keys, st.kvals = st.partBuf[:0], st.slab[:0], st.keys[:0], st.kvals[:0]
-	text := r.buf[:r.textLen]
+	req := &r.req
+	if !req.Parsed() {
+		return nil
+	}
 	ks := rec.Keyspace
 	switch r.op {
 	case cql.OpQuery, cql.OpExecute:
 		var info *stmtInfo
 		if r.op == cql.OpQuery {
-			info = st.query(text, ks, false)
+			info = st.query(req.Query, ks, false)
 		} else {
-			info = st.prepared(text, ks)
+			info = st.prepared(req.ID, ks)
 		}
 		p := part{info: info}
 		if !r.cut {
-			var qp qparams
-			readParams(r.buf[r.textLen:], &qp, st)
-			rec.Consistency, rec.Serial, rec.PageSize, rec.QueryFlags = qp.cl, qp.serial, qp.pageSize, qp.flags
+			st.params(req, rec)
+			st.vals, st.lens = st.vals[:0], st.lens[:0]
+			for _, v := range req.Params.Values {
+				st.vals, st.lens = appendValue(st.vals, st.lens, v.Bytes, v.Unset)
+			}
 			p.vals, p.lens = st.vals, st.lens
 		}
 		st.partBuf = append(st.partBuf, st.part(p, r.cut))
@@ -86,10 +92,10 @@ func (st *catalog) parts(r *Record, rec *capturefile.Record) error {
 	case cql.OpPrepare:
 		// The statement as EXECUTEs run it, when the answer gave its id.
 		var info *stmtInfo
-		if id := r.buf[r.textLen:]; len(id) > 0 {
-			info = st.prepared(id, ks)
+		if len(r.prepID) > 0 {
+			info = st.prepared(r.prepID, ks)
 		} else {
-			info = st.query(text, ks, true)
+			info = st.query(req.Query, ks, true)
 		}
 		st.partBuf = append(st.partBuf, capturefile.Part{Statement: info.id})
 		rec.Parts = st.partBuf
@@ -97,6 +103,26 @@ func (st *catalog) parts(r *Record, rec *capturefile.Record) error {
 		st.batch(r, rec)
 	}
 	return nil
+}
+
+// params sets rec's query parameters from req's: the consistency and flags when they were
+// read, the page size and serial consistency when the request was read whole.
+func (st *catalog) params(req *cql.Request, rec *capturefile.Record) {
+	rec.Consistency, rec.Serial, rec.PageSize, rec.QueryFlags = -1, -1, -1, 0
+	if !req.HasParams {
+		return
+	}
+	qp := &req.Params
+	rec.Consistency, rec.QueryFlags = int(qp.Consistency), qp.Flags
+	if req.Err != nil {
+		return
+	}
+	if qp.HasPageSize() {
+		rec.PageSize = qp.PageSize
+	}
+	if qp.HasSerialConsistency() {
+		rec.Serial = int(qp.SerialConsistency)
+	}
 }
 
 // part is one statement of a request, with its bound values as the request holds them.
@@ -158,45 +184,33 @@ func (st *catalog) part(p part, cut bool) capturefile.Part {
 	return out
 }
 
-// batch fills rec from a BATCH message.
+// batch fills rec from a BATCH: a part per statement, and the batch's parameters.
 func (st *catalog) batch(r *Record, rec *capturefile.Record) {
-	var d cql.Decoder
-	d.Reset(r.buf)
-	rec.BatchType = int(d.Byte())
-	n := int(d.Short())
-	if d.Err() != nil {
-		return
-	}
-	for i := 0; i < n && d.Err() == nil; i++ {
+	req := &r.req
+	rec.BatchType = int(req.BatchType)
+	for i := range req.Batch {
+		bs := &req.Batch[i]
 		var info *stmtInfo
-		if d.Byte() == 0 {
-			info = st.query(d.LongStringBytes(), rec.Keyspace, false)
+		if bs.Prepared {
+			info = st.prepared(bs.ID, rec.Keyspace)
 		} else {
-			info = st.prepared(d.ShortBytes(), rec.Keyspace)
+			info = st.query(bs.Query, rec.Keyspace, false)
 		}
-		nv := int(d.Short())
 		p := part{info: info}
-		for j := 0; j < nv && d.Err() == nil; j++ {
-			v, unset := d.Value()
-			p.vals, p.lens = appendValue(p.vals, p.lens, v, unset)
+		for _, v := range bs.Values {
+			p.vals, p.lens = appendValue(p.vals, p.lens, v.Bytes, v.Unset)
 		}
-		st.partBuf = append(st.partBuf, st.part(p, d.Err() != nil))
+		// The last statement read of a batch cut short may have lost values.
+		cut := r.cut || req.Err != nil && i == len(req.Batch)-1
+		st.partBuf = append(st.partBuf, st.part(p, cut))
 		rec.Parts = st.partBuf
-		if d.Err() != nil {
-			return
-		}
 	}
-	if d.Err() != nil || r.cut {
+	if req.Err != nil || r.cut {
 		return
 	}
-	rec.Consistency = int(d.Consistency())
-	flags := d.Byte()
-	rec.QueryFlags = flags
-	if flags&cql.QuerySerialConsistency != 0 {
-		rec.Serial = int(d.Consistency())
-	}
-	if d.Err() != nil {
-		rec.Consistency, rec.Serial, rec.QueryFlags = -1, -1, 0
+	rec.Consistency, rec.QueryFlags = int(req.Params.Consistency), req.Params.Flags
+	if req.Params.HasSerialConsistency() {
+		rec.Serial = int(req.Params.SerialConsistency)
 	}
 }
 
@@ -208,49 +222,6 @@ func appendValue(vals [][]byte, lens []int32, v []byte, unset bool) ([][]byte, [
 		return append(vals, nil), append(lens, capturefile.LenNull)
 	}
 	return append(vals, v), append(lens, int32(len(v)))
-}
-
-// qparams are a QUERY's or an EXECUTE's query parameters.
-type qparams struct {
-	cl, serial int
-	flags      byte
-	pageSize   int32
-}
-
-// readParams reads <query_parameters>, the values into st.vals and st.lens (aliasing b).
-func readParams(b []byte, p *qparams, st *catalog) {
-	*p = qparams{cl: -1, serial: -1, pageSize: -1}
-	st.vals, st.lens = st.vals[:0], st.lens[:0]
-	var d cql.Decoder
-	d.Reset(b)
-	cl := d.Consistency()
-	flags := d.Byte()
-	if d.Err() != nil {
-		return
-	}
-	p.cl, p.flags = int(cl), flags
-	if flags&cql.QueryValues != 0 {
-		n := int(d.Short())
-		for ; n > 0 && d.Err() == nil; n-- {
-			if flags&cql.QueryNamedValues != 0 {
-				d.StringBytes()
-			}
-			v, unset := d.Value()
-			st.vals, st.lens = appendValue(st.vals, st.lens, v, unset)
-		}
-	}
-	if flags&cql.QueryPageSize != 0 {
-		p.pageSize = d.Int()
-	}
-	if flags&cql.QueryPagingState != 0 {
-		d.Bytes()
-	}
-	if flags&cql.QuerySerialConsistency != 0 {
-		p.serial = int(d.Consistency())
-	}
-	if d.Err() != nil {
-		p.pageSize, p.serial = -1, -1
-	}
 }
 
 // cacheKey sets st.key to kind, the keyspace in use and text, and returns the cached info

@@ -205,7 +205,7 @@ func (w *writer) finish(reason string, err error) {
 func (w *writer) write(r *Record) error {
 	rec := &w.rec
 	*rec = capturefile.Record{
-		AtUS: (r.at - w.s.start) / 1000, Conn: r.conn, Opcode: byte(r.op), Flags: r.flags,
+		AtUS: (r.at - w.s.start) / 1000, Conn: r.conn, Opcode: byte(r.op), Flags: r.flags, ProtocolVersion: r.version,
 		Consistency: -1, Serial: -1, PageSize: -1, BatchType: -1,
 		RespOpcode: byte(r.respOp), Rows: r.rows, LatencyUS: max(r.latency, 0) / 1000,
 		ReqBytes: r.reqLen, RespBytes: r.respLen,

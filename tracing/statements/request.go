@@ -56,36 +56,25 @@ func (s *Stats) Request(f *cql.Frame, now int64) Ticket {
 	if !s.on.Load() {
 		return Ticket{}
 	}
+	req, ok := f.Request()
+	if !ok {
+		return Ticket{}
+	}
 	var e *Entry
 	var p params
 	switch op {
 	case cql.OpQuery, cql.OpExecute:
-		st, ok := f.Statement()
-		if !ok {
-			return Ticket{}
-		}
-		var d cql.Decoder
-		d.Reset(st.Params)
 		if op == cql.OpQuery {
-			e = s.queryEntry(st.Query)
+			e = s.queryEntry(req.Query)
 		} else {
-			e = s.executeEntry(st.ID)
+			e = s.executeEntry(req.ID)
 		}
-		p = readParams(&d, f.Header.ProtoVersion())
-		switch {
-		case d.Err() != nil:
-			p = params{cl: 0xffff}
-		case op == cql.OpQuery && e.shape.dmlOrSelect() && !e.shape.system && (p.hasValues || e.literals()):
+		p = paramsOf(req)
+		if op == cql.OpQuery && p.cl != 0xffff && e.shape.dmlOrSelect() && !e.shape.system && (p.hasValues || e.literals()) {
 			e.count(kindUnprepared)
 		}
 	case cql.OpBatch:
-		msg, err := f.Message()
-		if err != nil {
-			return Ticket{}
-		}
-		var d cql.Decoder
-		d.Reset(msg)
-		if e, p = s.batchEntry(&d); e == nil {
+		if e, p = s.batchEntry(req); e == nil {
 			return Ticket{}
 		}
 	default:
@@ -253,31 +242,30 @@ func (s *Stats) executeEntry(id []byte) *Entry {
 	return e
 }
 
-// batchText reads the kind and the statement of one of a BATCH's statements, and returns
-// its text (normalized for a query; the prepared text, or the id, for a prepared one) and
-// whether it is prepared.
-func (s *Stats) batchText(d *cql.Decoder) (string, bool) {
-	if d.Byte() == 0 {
-		text, _ := cql.NormalizeQuery(string(d.LongStringBytes()), false, maxTextLen)
+// batchText returns the text of one of a BATCH's statements (normalized for a query; the
+// prepared text, or the id, for a prepared one) and whether it is prepared.
+func (s *Stats) batchText(st *cql.BatchStatement) (string, bool) {
+	if !st.Prepared {
+		text, _ := cql.NormalizeQuery(string(st.Query), false, maxTextLen)
 		return text, false
 	}
-	id := d.ShortBytes()
 	s.mu.RLock()
-	p := s.prep[string(id)]
+	p := s.prep[string(st.ID)]
 	s.mu.RUnlock()
 	if p != nil {
 		return p.text, true
 	}
-	return "<prepared statement 0x" + hex.EncodeToString(id) + ">", true
+	return "<prepared statement 0x" + hex.EncodeToString(st.ID) + ">", true
 }
 
 // batchEntry returns the entry of a BATCH, keyed by its type and its statements' texts.
 // Batches allocate their key on every request.
-func (s *Stats) batchEntry(d *cql.Decoder) (*Entry, params) {
-	typ := d.Byte()
-	n := int(d.Short())
+func (s *Stats) batchEntry(req *cql.Request) (*Entry, params) {
+	if req.Err != nil {
+		return nil, params{}
+	}
 	var b strings.Builder
-	switch typ {
+	switch req.BatchType {
 	case cql.BatchLogged:
 		b.WriteString("BATCH LOGGED: ")
 	case cql.BatchUnlogged:
@@ -289,44 +277,38 @@ func (s *Stats) batchEntry(d *cql.Decoder) (*Entry, params) {
 	var first []byte
 	samePartition := true
 	var sh shape
-	for i := 0; i < n && d.Err() == nil; i++ {
+	for i := range req.Batch {
+		st := &req.Batch[i]
 		if i > 0 {
 			b.WriteString("; ")
 		}
-		text, isPrepared := s.batchText(d)
+		text, isPrepared := s.batchText(st)
 		prepared = prepared && isPrepared
 		if i == 0 {
 			sh = classify(text)
 		}
 		b.WriteString(text)
-		vn := int(d.Short())
-		for j := 0; j < vn && d.Err() == nil; j++ {
-			v, _ := d.Value()
-			if j == 0 {
-				if i == 0 {
-					first = v
-				} else if string(v) != string(first) {
-					samePartition = false
-				}
+		switch {
+		case len(st.Values) == 0:
+			if i > 0 {
+				samePartition = false
 			}
-		}
-		if vn == 0 && i > 0 {
+		case i == 0:
+			first = st.Values[0].Bytes
+		case string(st.Values[0].Bytes) != string(first):
 			samePartition = false
 		}
 		if b.Len() > maxTextLen {
 			break
 		}
 	}
-	if d.Err() != nil {
-		return nil, params{}
-	}
-	p := params{cl: d.Consistency()}
+	p := params{cl: req.Params.Consistency}
 	e := s.entry(key{text: b.String(), prepared: prepared}, -1)
 	if e.shape.verb == verbBatch || e.shape.keyspace == "" {
 		// The batch's keyspace and table are its first statement's.
 		e.shape.keyspace, e.shape.table, e.shape.system = sh.keyspace, sh.table, sh.system
 	}
-	if typ == cql.BatchLogged && n > 1 && !samePartition && !e.shape.system {
+	if req.BatchType == cql.BatchLogged && len(req.Batch) > 1 && !samePartition && !e.shape.system {
 		e.count(kindLoggedBatchMultiPartition)
 	}
 	return e, p
