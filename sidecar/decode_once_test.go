@@ -3,8 +3,13 @@ package sidecar
 import (
 	"context"
 	"net/netip"
+	"path/filepath"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/tracecar/tracecar/internal/capturefile"
+	"github.com/tracecar/tracecar/tracing/capture"
 
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/internal/metrics"
@@ -12,33 +17,42 @@ import (
 	"github.com/tracecar/tracecar/tracing/statements"
 )
 
-// bodyCounter counts the full decompressions of each compressed body, by its bytes: a
-// request's and its response's are told apart, and so are the decompressions of a frame
-// and of a copy of it.
-type bodyCounter struct {
-	cql.Compressor
-	n map[string]int
+// workCounter counts the work that internal/cql does for each frame, by the bytes it was
+// done on: a request's and its response's are told apart, and a copy of a frame counts as
+// the frame. The counting is in cql itself (cql.CountWork), so that no reader escapes it,
+// not even one that takes its own decompressor.
+type workCounter struct {
+	mu sync.Mutex
+	n  map[cql.Work]map[string]int
 }
 
-func (c *bodyCounter) Decompress(dst, src []byte) ([]byte, error) {
-	c.n[string(src)]++
-	return c.Compressor.Decompress(dst, src)
+func newWorkCounter(t *testing.T) *workCounter {
+	w := &workCounter{n: map[cql.Work]map[string]int{cql.WorkDecompress: {}, cql.WorkParse: {}}}
+	t.Cleanup(cql.CountWork(func(k cql.Work, b []byte) {
+		w.mu.Lock()
+		w.n[k][string(b)]++
+		w.mu.Unlock()
+	}))
+	return w
 }
 
-// count returns how often the body of frame was decompressed, and forgets it.
-func (c *bodyCounter) count(frame []byte) int {
-	k := string(frame[cql.HeaderSize:])
-	n := c.n[k]
-	delete(c.n, k)
+// take returns how often work k was done on b, and forgets it.
+func (w *workCounter) take(k cql.Work, b []byte) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := w.n[k][string(b)]
+	delete(w.n[k], string(b))
 	return n
 }
 
-// TestDecodedOnce: whatever the tracing mode, with statement statistics and a trace
-// filter that reads the statement, a compressed request (lz4 and snappy) is decompressed
-// at most once between its arrival and the end of its response, and so is its compressed
-// response: every reader (the system-table rewrite, the EXECUTE learner, statement
-// statistics, the trace filter, tracing's Begin and End, a slow fast-mode request's
-// record, the stripping of a sampled response's tracing id) reads the one view.
+// TestDecodedOnce: whatever the tracing mode, with statement statistics or not, a trace
+// filter that reads the statement or not, and a workload capture or not, at protocol v4 (compressed with lz4 or
+// snappy, or not) and v5, a request is decompressed at most once between its arrival and
+// the end of its response, and so is its compressed response; and the request is parsed
+// (its statement, query parameters and BATCH) at most once. Every reader (the system-table
+// rewrite, the EXECUTE learner, statement statistics, the trace filter, tracing's Begin
+// and End, a slow fast-mode request's record, the capture, the stripping of a sampled
+// response's tracing id) reads the one view.
 func TestDecodedOnce(t *testing.T) {
 	modes := []struct {
 		name   string
@@ -56,21 +70,25 @@ func TestDecodedOnce(t *testing.T) {
 		req  cql.Message
 		resp cql.Message
 	}
+	sysID := []byte("system-local-id!")
 	local := rowsBody("local", localColumns(), false,
 		[][]byte{text("local"), text("dc"), ip("10.0.0.1"), port(9042), ip("10.0.0.1")})
 	localRows, err := cql.DecodeResult(local, cql.V4)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sysID := []byte("system-local-id!")
+	values := cql.QueryParams{Consistency: cql.LocalQuorum, Flags: cql.QueryValues | cql.QueryPageSize | cql.QuerySerialConsistency,
+		Values: []cql.Value{{Bytes: []byte("key")}, {Bytes: nil}}, PageSize: 100, SerialConsistency: cql.LocalSerial}
 	exchanges := []exchange{
 		{"insert", cql.Query{Query: insertQuery(1024), Params: cql.QueryParams{Consistency: cql.One}}, cql.VoidResult{}},
 		{"select local", cql.Query{Query: "SELECT * FROM system.local WHERE key = 'local'", Params: cql.QueryParams{Consistency: cql.One}}, localRows},
-		{"long select", cql.Query{Query: longSelect(), Params: cql.QueryParams{Consistency: cql.One}}, cql.VoidResult{}},
+		{"long select", cql.Query{Query: longSelect(), Params: values}, cql.VoidResult{}},
 		{"prepare", cql.Prepare{Query: "SELECT * FROM ks.t WHERE k = ?"},
 			cql.PreparedResult{ID: []byte("user-statement-1"), ResultMetadata: cql.RowsMetadata{Columns: localColumns()}}},
-		{"execute", cql.Execute{ID: sysID, Params: cql.QueryParams{Consistency: cql.One}}, localRows},
-		{"batch", cql.Batch{Queries: []cql.BatchQuery{{Query: "INSERT INTO ks.t (k) VALUES (1)"}, {Prepared: true, ID: []byte("user-statement-1")}}, Consistency: cql.One}, cql.VoidResult{}},
+		{"execute", cql.Execute{ID: sysID, ResultMetadataID: []byte("md"), Params: cql.QueryParams{Consistency: cql.One}}, localRows},
+		{"execute values", cql.Execute{ID: []byte("user-statement-1"), ResultMetadataID: []byte("md"), Params: values}, cql.VoidResult{}},
+		{"batch", cql.Batch{Queries: []cql.BatchQuery{{Query: "INSERT INTO ks.t (k) VALUES (1)"},
+			{Prepared: true, ID: []byte("user-statement-1"), Values: []cql.Value{{Bytes: []byte("k")}}}}, Consistency: cql.One}, cql.VoidResult{}},
 	}
 	filters := []struct {
 		name string
@@ -80,87 +98,134 @@ func TestDecodedOnce(t *testing.T) {
 		{"keyspace filter", map[string]string{"keyspace": "ks"}},
 		{"statement filter", map[string]string{"statement": "SELECT"}},
 	}
-	for ci, comp := range []cql.Compressor{cql.LZ4{}, cql.Snappy{}} {
+	wires := []struct {
+		name    string
+		version byte
+		comp    int32 // index in compressors: 0 none, 1 lz4, 2 snappy
+	}{
+		{"v4/lz4", cql.V4, 1}, {"v4/snappy", cql.V4, 2}, {"v4/plain", cql.V4, 0},
+		{"v5", cql.V5, 0}, // v5 compresses segments, never frames
+	}
+	for _, wire := range wires {
 		for _, m := range modes {
 			for _, fl := range filters {
-				t.Run(comp.Name()+"/"+m.name+"/"+fl.name, func(t *testing.T) {
-					bc := &bodyCounter{Compressor: comp, n: map[string]int{}}
-					orig := compressors[ci+1]
-					compressors[ci+1] = bc
-					t.Cleanup(func() { compressors[ci+1] = orig })
+				for i := range 4 {
+					stats, capt := i&1 != 0, i&2 != 0
+					name := wire.name + "/" + m.name + "/" + fl.name
+					if stats {
+						name += "/statements"
+					}
+					if capt {
+						name += "/capture"
+					}
+					t.Run(name, func(t *testing.T) {
+						wc := newWorkCounter(t)
+						tr := tracing.New(tracing.Options{})
+						t.Cleanup(func() { tr.Close(context.Background()) })
+						if err := tr.SetConfig(m.cfg); err != nil {
+							t.Fatal(err)
+						}
+						if fl.f != nil {
+							flt, err := tracing.ParseFilter(fl.f)
+							if err != nil {
+								t.Fatal(err)
+							}
+							tr.SetFilter(flt)
+						}
+						st := statements.New(statements.Options{})
+						st.SetEnabled(stats)
+						c := fuzzConn(wire.comp)
+						c.p = New(Config{NodeAddr: "127.0.0.1:9042", Statements: st, Metrics: metrics.New()}, tr)
+						c.p.rememberStmt(sysID, kindLocal, localColumns())
+						dir := filepath.Join(t.TempDir(), "captures")
+						cp := capture.New(capture.Config{Dir: dir, Statements: c.p.prepared})
+						t.Cleanup(func() { cp.Close(context.Background()) })
+						if err := capture.CheckDir(dir); err != nil {
+							t.Fatal(err)
+						}
+						if capt {
+							if _, err := cp.Start(capture.Options{}); err != nil {
+								t.Fatal(err)
+							}
+							c.p.capture = cp
+						}
+						ap := netip.MustParseAddrPort("127.0.0.1:1")
+						c.clientAddr, c.nodeAddr = ap, ap
+						t.Cleanup(c.finishTrace)
+						comp := compressors[wire.comp]
 
-					tr := tracing.New(tracing.Options{})
-					t.Cleanup(func() { tr.Close(context.Background()) })
-					if err := tr.SetConfig(m.cfg); err != nil {
-						t.Fatal(err)
-					}
-					if fl.f != nil {
-						flt, err := tracing.ParseFilter(fl.f)
+						for i, ex := range exchanges {
+							stream := int16(i + 1)
+							var flags byte
+							if m.client {
+								flags = cql.FlagTracing
+							}
+							reqF, err := cql.AppendFrameCompressed(nil, cql.Header{Version: wire.version, Flags: flags, Stream: stream}, ex.req, comp)
+							if err != nil {
+								t.Fatal(err)
+							}
+							h, _ := cql.ParseHeader(reqF)
+							sentBody := string(reqF[cql.HeaderSize:])
+							msg := ex.req.AppendBody(nil, wire.version)
+							if tk := c.request(h, reqF, len(reqF), 0); tk.Events() {
+								c.wrote([]tracing.Ticket{tk}, false)
+							}
+							req, ok, _ := c.streams.take(stream)
+							if !ok {
+								t.Fatalf("%s: not in flight", ex.name)
+							}
+							// The node answers with a tracing id when the forwarded request asked for one.
+							rh := cql.Header{Version: cql.ResponseBit | wire.version, Stream: stream}
+							var prefix cql.ResponsePrefix
+							if reqF[1]&cql.FlagTracing != 0 {
+								rh.Flags |= cql.FlagTracing
+								prefix = cql.ResponsePrefix{TracingID: cql.NewTimeUUID(time.Now()), HasTracingID: true}
+							}
+							respF, err := cql.AppendResponseFrame(nil, rh, prefix, ex.resp, comp)
+							if err != nil {
+								t.Fatal(err)
+							}
+							rh, _ = cql.ParseHeader(respF)
+							out, done := c.response(rh, respF, &req, tracing.Now())
+							if done.Events() {
+								c.wrote([]tracing.Ticket{done}, true)
+							}
+							if len(out) < cql.HeaderSize {
+								t.Fatalf("%s: response of %d bytes forwarded", ex.name, len(out))
+							}
+							if n := wc.take(cql.WorkDecompress, []byte(sentBody)); n > 1 {
+								t.Errorf("%s: request decompressed %d times; want at most once", ex.name, n)
+							}
+							if n := wc.take(cql.WorkDecompress, respF[cql.HeaderSize:]); n > 1 {
+								t.Errorf("%s: response decompressed %d times; want at most once", ex.name, n)
+							}
+							if n := wc.take(cql.WorkParse, msg); n > 1 {
+								t.Errorf("%s: request parsed %d times; want at most once", ex.name, n)
+							}
+						}
+						if !capt {
+							return
+						}
+						// The capture saw every request, parsed at its version: each of its
+						// records names its statements.
+						done, err := cp.Stop(context.Background())
 						if err != nil {
 							t.Fatal(err)
 						}
-						tr.SetFilter(flt)
-					}
-					st := statements.New(statements.Options{})
-					st.SetEnabled(true)
-					c := fuzzConn(int32(ci + 1))
-					c.p = New(Config{NodeAddr: "127.0.0.1:9042", Statements: st, Metrics: metrics.New()}, tr)
-					c.p.rememberStmt(sysID, kindLocal, localColumns())
-					ap := netip.MustParseAddrPort("127.0.0.1:1")
-					c.clientAddr, c.nodeAddr = ap, ap
-					t.Cleanup(c.finishTrace)
-
-					for i, ex := range exchanges {
-						stream := int16(i + 1)
-						var flags byte
-						if m.client {
-							flags = cql.FlagTracing
-						}
-						reqF, err := cql.AppendFrameCompressed(nil, cql.Header{Version: cql.V4, Flags: flags, Stream: stream}, ex.req, comp)
+						file, err := capturefile.ReadFile(done.Last.File)
 						if err != nil {
 							t.Fatal(err)
 						}
-						h, _ := cql.ParseHeader(reqF)
-						sentBody := string(reqF[cql.HeaderSize:])
-						if tk := c.request(h, reqF, len(reqF), 0); tk.Events() {
-							c.wrote([]tracing.Ticket{tk}, false)
+						if len(file.Records) != len(exchanges) {
+							t.Fatalf("capture: %d records; want %d", len(file.Records), len(exchanges))
 						}
-						req, ok, _ := c.streams.take(stream)
-						if !ok {
-							t.Fatalf("%s: not in flight", ex.name)
+						for i, r := range file.Records {
+							if len(r.Parts) == 0 || r.ProtocolVersion != wire.version {
+								t.Errorf("capture record %d: %d parts, protocol v%d; want its statements at v%d", i, len(r.Parts), r.ProtocolVersion, wire.version)
+							}
 						}
-						// The node answers with a tracing id when the forwarded request asked for one.
-						rh := cql.Header{Version: cql.ResponseBit | cql.V4, Stream: stream}
-						var prefix cql.ResponsePrefix
-						if reqF[1]&cql.FlagTracing != 0 {
-							rh.Flags |= cql.FlagTracing
-							prefix = cql.ResponsePrefix{TracingID: cql.NewTimeUUID(time.Now()), HasTracingID: true}
-						}
-						respF, err := cql.AppendResponseFrame(nil, rh, prefix, ex.resp, comp)
-						if err != nil {
-							t.Fatal(err)
-						}
-						rh, _ = cql.ParseHeader(respF)
-						out, done := c.response(rh, respF, &req, tracing.Now())
-						if done.Events() {
-							c.wrote([]tracing.Ticket{done}, true)
-						}
-						if len(out) < cql.HeaderSize {
-							t.Fatalf("%s: response of %d bytes forwarded", ex.name, len(out))
-						}
-						if n := bc.n[sentBody]; n > 1 {
-							t.Errorf("%s: request decompressed %d times; want at most once", ex.name, n)
-						}
-						if n := bc.count(respF); n > 1 {
-							t.Errorf("%s: response decompressed %d times; want at most once", ex.name, n)
-						}
-						delete(bc.n, sentBody)
-						for body, n := range bc.n {
-							t.Errorf("%s: %d decompressions of a body that is neither the request nor the response (%d bytes)", ex.name, n, len(body))
-						}
-						clear(bc.n)
-					}
-				})
+					})
+				}
 			}
 		}
 	}

@@ -54,13 +54,19 @@ func (c *conn) request(h cql.Header, frame []byte, n int, arrived int64) tracing
 			now = readTime(arrived)
 			req.start = now
 		}
-		if t := c.p.tr; t != nil && t.Considers(&f.Header) {
-			req.trace = c.traceConn().Begin(f, now)
-		}
+		// The capture parses the request: it goes before tracing, whose fast mode then
+		// keeps the request parsed rather than parse a copy of it again when it is slow.
 		if cp := c.p.capture; cp != nil {
 			if s := cp.Active(); s != nil {
+				if now == 0 {
+					now = readTime(arrived)
+					req.start = now
+				}
 				req.capt = c.captureRequest(s, f, now, n)
 			}
+		}
+		if t := c.p.tr; t != nil && t.Considers(&f.Header) {
+			req.trace = c.traceConn().Begin(f, now)
 		}
 		c.streams.put(&req)
 	}
