@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -10,6 +11,8 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -166,6 +169,7 @@ type dumpRecord struct {
 	Type        string     `json:"type"`
 	TimeUS      int64      `json:"t_us"`
 	Conn        uint32     `json:"conn"`
+	Protocol    byte       `json:"protocol_version,omitempty"`
 	Op          string     `json:"op"`
 	Keyspace    string     `json:"keyspace,omitempty"`
 	Consistency string     `json:"consistency,omitempty"`
@@ -215,7 +219,7 @@ func dumpCapture(w io.Writer, c *capturefile.Capture) error {
 	}
 	for i := range c.Records {
 		r := &c.Records[i]
-		d := dumpRecord{Type: "record", TimeUS: r.AtUS, Conn: r.Conn, Op: cql.Opcode(r.Opcode).String(), Keyspace: r.Keyspace,
+		d := dumpRecord{Type: "record", TimeUS: r.AtUS, Conn: r.Conn, Protocol: r.ProtocolVersion, Op: cql.Opcode(r.Opcode).String(), Keyspace: r.Keyspace,
 			Flags: r.QueryFlags, Response: cql.Opcode(r.RespOpcode).String(), LatencyUS: r.LatencyUS, ReqBytes: r.ReqBytes, RespBytes: r.RespBytes}
 		if r.Consistency >= 0 {
 			d.Consistency = cql.Consistency(r.Consistency).String()
@@ -284,6 +288,7 @@ func printSummary(w io.Writer, c *capturefile.Capture, s capturefile.Summary) {
 		h.TracecarVersion, h.Values, c.End.EndedAt.Format(time.RFC3339), c.End.Reason)
 	fmt.Fprintf(w, "%d records over %.1f s: %.0f statements/s; %d dropped (queue full); %d errors\n",
 		s.Records, s.SpanS, s.OpRate, s.Dropped, s.Errors)
+	fmt.Fprintf(w, "protocol versions: %s\n", counted(s.ProtocolVersions))
 	fmt.Fprintf(w, "mix: %d reads, %d writes", s.Reads, s.Writes)
 	for _, v := range []string{"select", "insert", "update", "delete", "batch", "use", "ddl", "other"} {
 		if n := s.Mix[v]; n > 0 {
@@ -296,7 +301,7 @@ func printSummary(w io.Writer, c *capturefile.Capture, s capturefile.Summary) {
 	fmt.Fprintf(w, "request bytes: mean %.0f, p99 %d, max %d; response bytes: mean %.0f, p99 %d, max %d\n\n",
 		s.ReqBytes.Mean, s.ReqBytes.P99, s.ReqBytes.Max, s.RespBytes.Mean, s.RespBytes.P99, s.RespBytes.Max)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "COUNT\tSHARE\tERRORS\tROWS\tP50_US\tP99_US\tPREP\t  STATEMENT")
+	fmt.Fprintln(tw, "COUNT\tSHARE\tERRORS\tROWS\tP50_US\tP99_US\tPREP\tCONSISTENCY\tPAGE_SIZE\t  STATEMENT")
 	for _, st := range s.Statements {
 		prep := "no"
 		if st.Prepared {
@@ -306,7 +311,8 @@ func printSummary(w io.Writer, c *capturefile.Capture, s capturefile.Summary) {
 		if len(text) > 90 {
 			text = text[:90] + "…"
 		}
-		fmt.Fprintf(tw, "%d\t%.1f%%\t%d\t%d\t%d\t%d\t%s\t  %s\n", st.Count, st.SharePct, st.Errors, st.Rows, st.P50US, st.P99US, prep, text)
+		fmt.Fprintf(tw, "%d\t%.1f%%\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t  %s\n", st.Count, st.SharePct, st.Errors, st.Rows, st.P50US, st.P99US, prep,
+			counted(st.Consistency), counted(st.PageSizes), text)
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\nkeys: %d distinct among %d statements with a known partition key; the hottest (keyed hashes, not values):\n", s.Keys.Distinct, s.Keys.WithKey)
@@ -320,4 +326,21 @@ func printSummary(w io.Writer, c *capturefile.Capture, s capturefile.Summary) {
 		}
 		fmt.Fprintf(w, "bound values: %s\n", strings.Join(parts, "; "))
 	}
+}
+
+// counted prints counts by name, the largest first: "LOCAL_ONE 120, QUORUM 3", or "-".
+func counted(m map[string]int) string {
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	slices.SortFunc(names, func(a, b string) int { return cmp.Or(cmp.Compare(m[b], m[a]), cmp.Compare(a, b)) })
+	parts := make([]string, len(names))
+	for i, k := range names {
+		parts[i] = k + " " + strconv.Itoa(m[k])
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ", ")
 }

@@ -5,12 +5,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -27,8 +29,9 @@ const captureMarker = "MARKER-31c9f0d2e7"
 
 // mustCapturePython runs the Python workload (capture_workload.py) through the sidecar of
 // st for seconds while a capture with values runs, and returns the capture file and the
-// counts the script sent.
-func mustCapturePython(t *testing.T, st *stack, seconds float64, values string) (string, map[string]int) {
+// counts the script sent. env adds to the script's environment (WORKLOAD_REQUESTS,
+// WORKLOAD_EXTRAS, PROTOCOL_VERSION: see the script).
+func mustCapturePython(t *testing.T, st *stack, seconds float64, values string, env ...string) (string, map[string]int) {
 	t.Helper()
 	host, port := splitHostPort(t, st.Sidecar)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -36,6 +39,7 @@ func mustCapturePython(t *testing.T, st *stack, seconds float64, values string) 
 	cmd := exec.CommandContext(ctx, drivertest.Python, drivertest.ScriptPath("capture_workload.py"))
 	cmd.Env = append(os.Environ(), "CQL_HOST="+host, "CQL_PORT="+port, "MARKER="+captureMarker,
 		"WORKLOAD_SECONDS="+strconv.FormatFloat(seconds, 'f', -1, 64), "WORKLOAD_IN_FLIGHT=4")
+	cmd.Env = append(cmd.Env, env...)
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
 	var stderr bytes.Buffer
@@ -296,4 +300,85 @@ func TestCaptureReplayPython(t *testing.T) {
 		t.Errorf("the deployment replay did not print its breach:\n%s", out)
 	}
 	t.Logf("the test took %v", time.Since(started).Round(time.Second))
+}
+
+// TestCaptureProtocolVersions: the capture reads each request at its connection's own
+// protocol version. The Python driver sends the same requests (a fixed count from a fixed
+// seed: prepared and unprepared statements, BATCHes, reads paged with a paging state) once
+// at its default, v5, and once at v4. `capture stats` gives the same statements, counts,
+// key distribution, consistency levels and page sizes both times, and the replay of the v5
+// capture reproduces its statement counts within 1%.
+func TestCaptureProtocolVersions(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the Python driver and load")
+	}
+	drivertest.RequirePython(t)
+	dir := t.TempDir()
+	st := mustStack(t, stackConfig{CaptureDir: filepath.Join(dir, "captures")})
+	type statement struct {
+		Count       int
+		Consistency map[string]int
+		PageSizes   map[string]int
+	}
+	type shape struct {
+		statements map[string]statement // by text, prepared or not
+		withKey    int
+		distinct   int
+		top        []int
+	}
+	capture := func(env ...string) (string, capturefile.Summary, shape, map[string]int) {
+		file, counts := mustCapturePython(t, st, 0, "shape", append(env, "WORKLOAD_REQUESTS=3000", "WORKLOAD_EXTRAS=1")...)
+		var sum capturefile.Summary
+		if err := json.Unmarshal([]byte(mustRun(t, exitOK, "capture", "stats", "--json", file)), &sum); err != nil {
+			t.Fatal(err)
+		}
+		sh := shape{statements: map[string]statement{}, withKey: sum.Keys.WithKey, distinct: sum.Keys.Distinct}
+		for _, s := range sum.Statements {
+			if strings.Contains(s.Text, "capture_app.") {
+				sh.statements[fmt.Sprintf("%s (prepared %v)", s.Text, s.Prepared)] = statement{s.Count, s.Consistency, s.PageSizes}
+			}
+		}
+		for _, k := range sum.Keys.Top {
+			sh.top = append(sh.top, k.Count)
+		}
+		return file, sum, sh, counts
+	}
+	v5File, v5Sum, v5, v5Counts := capture()
+	_, v4Sum, v4, v4Counts := capture("PROTOCOL_VERSION=4")
+	if v5Counts["protocol_version"] != 5 || v4Counts["protocol_version"] != 4 {
+		t.Fatalf("the driver negotiated v%d by default and v%d when asked for v4; want 5 and 4", v5Counts["protocol_version"], v4Counts["protocol_version"])
+	}
+	if v5Sum.ProtocolVersions["v5"] == 0 || v5Sum.ProtocolVersions["v4"] != 0 || v4Sum.ProtocolVersions["v4"] == 0 || v4Sum.ProtocolVersions["v5"] != 0 {
+		t.Errorf("protocol versions: default %v, v4 %v", v5Sum.ProtocolVersions, v4Sum.ProtocolVersions)
+	}
+	if v5Counts["batch"] == 0 || v5Counts["paged"] == 0 || v5Counts["pages"] <= v5Counts["paged"] {
+		t.Fatalf("the workload sent %v: no batch or no paging", v5Counts)
+	}
+	if len(v5.statements) < 6 {
+		t.Errorf("v5: %d statements of the application captured; want at least 6: %v", len(v5.statements), v5.statements)
+	}
+	if !reflect.DeepEqual(v5.statements, v4.statements) {
+		t.Errorf("statements differ:\nv5 %v\nv4 %v", v5.statements, v4.statements)
+	}
+	if v5.withKey != v4.withKey || v5.distinct != v4.distinct || !reflect.DeepEqual(v5.top, v4.top) {
+		t.Errorf("keys differ: v5 %d with a key, %d distinct, top %v; v4 %d, %d, %v", v5.withKey, v5.distinct, v5.top, v4.withKey, v4.distinct, v4.top)
+	}
+	if v5.withKey < 2000 || v5.distinct < 100 {
+		t.Errorf("v5: %d statements with a key, %d distinct: the keys were not read", v5.withKey, v5.distinct)
+	}
+	t.Logf("v5 and v4: %d application statements, %d with a key, %d distinct keys, the hottest %v", len(v5.statements), v5.withKey, v5.distinct, v5.top)
+
+	// The replay of the v5 capture runs what it captured.
+	rj := filepath.Join(dir, "replay-v5.json")
+	mustRun(t, exitOK, "loadcheck", "--workload", "replay:"+v5File, "--modes", "off", "--json", rj,
+		"--rounds", "1", "--target-error", "0", "--warmup", "0", "--replay-speed", "max")
+	rep, _ := mustReport(t, rj)
+	if len(rep.Replay.Statements) < len(v5.statements) {
+		t.Errorf("replayed statements %+v; want the %d captured", rep.Replay.Statements, len(v5.statements))
+	}
+	for _, s := range rep.Replay.Statements {
+		if math.Abs(s.Replayed-float64(s.Captured)) > 0.01*float64(s.Captured) {
+			t.Errorf("%s: replayed %.0f, captured %d: more than 1%% apart", s.Query, s.Replayed, s.Captured)
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"math"
 	"slices"
+	"strconv"
 
 	"github.com/tracecar/tracecar/internal/cql"
 )
@@ -19,6 +20,9 @@ type Summary struct {
 	OpRate float64 `json:"op_rate"`
 	// Opcodes counts the requests by opcode.
 	Opcodes map[string]int `json:"opcodes"`
+	// ProtocolVersions counts the requests by the protocol version of their connection
+	// ("v4", "v5"; "unknown" in a file that does not say).
+	ProtocolVersions map[string]int `json:"protocol_versions"`
 	// Mix counts the statements run by verb (select, insert, update, delete, ...): batches
 	// count each of their statements.
 	Mix        map[string]int     `json:"mix"`
@@ -47,6 +51,11 @@ type StatementSummary struct {
 	Rows     int64   `json:"rows"`
 	P50US    int64   `json:"p50_us"`
 	P99US    int64   `json:"p99_us"`
+	// Consistency counts the statement's runs by consistency level, and PageSizes by page
+	// size ("none" when the request set none). A batch's statements count the batch's
+	// consistency, and no page size.
+	Consistency map[string]int `json:"consistency"`
+	PageSizes   map[string]int `json:"page_sizes"`
 }
 
 // KeySummary is how the partition keys repeat.
@@ -112,12 +121,29 @@ func Writing(verb string) bool {
 	return verb == "insert" || verb == "update" || verb == "delete" || verb == "batch"
 }
 
+// protocolName names protocol version v as a summary counts it.
+func protocolName(v byte) string {
+	if v == 0 {
+		return "unknown"
+	}
+	return "v" + strconv.Itoa(int(v))
+}
+
+// pageSizeName names a page size as a summary counts it.
+func pageSizeName(n int32) string {
+	if n < 0 {
+		return "none"
+	}
+	return strconv.Itoa(int(n))
+}
+
 // TopKeys is how many keys Summarize lists.
 const TopKeys = 10
 
 // Summarize returns the summary of c.
 func Summarize(c *Capture) Summary {
-	s := Summary{Records: len(c.Records), Dropped: c.End.Dropped, Opcodes: map[string]int{}, Mix: map[string]int{}}
+	s := Summary{Records: len(c.Records), Dropped: c.End.Dropped, Opcodes: map[string]int{}, Mix: map[string]int{},
+		ProtocolVersions: map[string]int{}}
 	type stmtAcc struct {
 		StatementSummary
 		lat []int64
@@ -131,6 +157,7 @@ func Summarize(c *Capture) Summary {
 	for i := range c.Records {
 		r := &c.Records[i]
 		s.Opcodes[cql.Opcode(r.Opcode).String()]++
+		s.ProtocolVersions[protocolName(r.ProtocolVersion)]++
 		req = append(req, int64(r.ReqBytes))
 		resp = append(resp, int64(r.RespBytes))
 		failed := r.RespOpcode == OpError
@@ -161,7 +188,8 @@ func Summarize(c *Capture) Summary {
 			}
 			a := byID[p.Statement]
 			if a == nil {
-				a = &stmtAcc{StatementSummary: StatementSummary{ID: p.Statement, Verb: verb}}
+				a = &stmtAcc{StatementSummary: StatementSummary{ID: p.Statement, Verb: verb,
+					Consistency: map[string]int{}, PageSizes: map[string]int{}}}
 				if st != nil {
 					a.Text, a.Prepared = st.Text, st.Prepared
 				} else {
@@ -170,6 +198,12 @@ func Summarize(c *Capture) Summary {
 				byID[p.Statement] = a
 			}
 			a.Count++
+			if r.Consistency >= 0 {
+				a.Consistency[cql.Consistency(r.Consistency).String()]++
+			}
+			if r.Opcode != byte(cql.OpBatch) {
+				a.PageSizes[pageSizeName(r.PageSize)]++
+			}
 			if failed {
 				a.Errors++
 			}
