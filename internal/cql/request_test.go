@@ -247,3 +247,43 @@ func TestCountWork(t *testing.T) {
 		t.Errorf("after stop: %d parses counted; want 1", parses)
 	}
 }
+
+// FuzzRequest: Request never panics on any body, and where the server's decoders
+// (DecodeQuery, DecodeExecute, DecodeBatch, DecodePrepare) read a body whole, Request reads
+// the same request, and so does a copy of it.
+func FuzzRequest(f *testing.F) {
+	for _, v := range []byte{V3, V4, V5} {
+		for _, c := range requestCases(v) {
+			f.Add(byte(c.m.Opcode()), v, c.m.AppendBody(nil, v))
+		}
+	}
+	f.Fuzz(func(t *testing.T, op, v byte, body []byte) {
+		version := fuzzVersion(v)
+		var r Request
+		r.Parse(Opcode(op), version, body)
+		var cp Request
+		r.CopyTo(&cp, nil)
+		var want Message
+		var err error
+		switch Opcode(op) {
+		case OpQuery:
+			want, err = DecodeQuery(body, version)
+		case OpExecute:
+			want, err = DecodeExecute(body, version)
+		case OpBatch:
+			want, err = DecodeBatch(body, version)
+		case OpPrepare:
+			want, err = DecodePrepare(body, version)
+		default:
+			return
+		}
+		if err != nil {
+			return
+		}
+		if r.Err != nil {
+			t.Fatalf("the decoder reads %#v; Request fails: %v", want, r.Err)
+		}
+		sameMessage(t, fromRequest(&r), want, version)
+		sameMessage(t, fromRequest(&cp), want, version)
+	})
+}
