@@ -174,10 +174,10 @@ func (p *params) queryParams(r *cql.Request, stmt int) {
 		p.set("serial_consistency_level", qp.SerialConsistency.String())
 	}
 	if r.Version >= cql.V5 {
-		if qp.Flags&cql.QueryWithKeyspace != 0 {
+		if qp.HasKeyspace() {
 			p.set("keyspace", string(qp.Keyspace))
 		}
-		if qp.ExtFlags&cql.QueryNowInSeconds != 0 {
+		if qp.HasNowInSeconds() {
 			p.set("now_in_seconds", strconv.Itoa(int(qp.NowInSeconds)))
 		}
 	}

@@ -79,6 +79,12 @@ func (p *Params) HasPageSize() bool { return p.Flags&QueryPageSize != 0 }
 // HasSerialConsistency reports whether the request carries a serial consistency.
 func (p *Params) HasSerialConsistency() bool { return p.Flags&QuerySerialConsistency != 0 }
 
+// HasKeyspace reports whether the request names the keyspace it runs in (v5).
+func (p *Params) HasKeyspace() bool { return p.Flags&QueryWithKeyspace != 0 }
+
+// HasNowInSeconds reports whether the request carries the time it runs at (v5).
+func (p *Params) HasNowInSeconds() bool { return p.ExtFlags&QueryNowInSeconds != 0 }
+
 // BatchStatement is one statement of a BATCH: a query's text, or a prepared statement's id,
 // and its bound values.
 type BatchStatement struct {
