@@ -1,5 +1,7 @@
 package cql
 
+import "sync"
+
 // Value is a bound value of a QUERY, EXECUTE or BATCH. A nil Bytes with Unset false is
 // null; Unset (protocol v4) leaves the column unchanged. An empty non-nil Bytes is an empty
 // value, which differs from null.
@@ -130,73 +132,6 @@ func appendValues(b []byte, flags byte, names []string, values []Value) []byte {
 	return b
 }
 
-// QueryParams reads <query_parameters> of the protocol version. Slices alias the body.
-func (d *Decoder) QueryParams(version byte) QueryParams { return d.queryParams(version, nil) }
-
-// queryParams is QueryParams, with the values in spare's backing array when it is large
-// enough.
-func (d *Decoder) queryParams(version byte, spare []Value) QueryParams {
-	p := QueryParams{Consistency: d.Consistency()}
-	p.Flags, p.ExtFlags = d.QueryFlags(version)
-	if p.Flags&QueryValues != 0 {
-		p.Names, p.Values = d.values(p.Flags, spare)
-	}
-	if p.Flags&QueryPageSize != 0 {
-		p.PageSize = d.Int()
-	}
-	if p.Flags&QueryPagingState != 0 {
-		p.PagingState = d.Bytes()
-	}
-	if p.Flags&QuerySerialConsistency != 0 {
-		p.SerialConsistency = d.Consistency()
-	}
-	if p.Flags&QueryDefaultTimestamp != 0 {
-		p.Timestamp = d.Long()
-	}
-	if version >= V5 {
-		if p.Flags&QueryWithKeyspace != 0 {
-			p.Keyspace = d.String()
-		}
-		if p.ExtFlags&QueryNowInSeconds != 0 {
-			p.NowInSeconds = d.Int()
-		}
-	}
-	return p
-}
-
-// values decodes the values, into spare's backing array when it has room for them all.
-func (d *Decoder) values(flags byte, spare []Value) ([]string, []Value) {
-	n := int(d.Short())
-	min := 4
-	if flags&QueryNamedValues != 0 {
-		min = 6
-	}
-	if d.err != nil || n*min > len(d.b) {
-		d.fail()
-		return nil, nil
-	}
-	if n == 0 {
-		return nil, nil
-	}
-	var names []string
-	if flags&QueryNamedValues != 0 {
-		names = make([]string, n)
-	}
-	values := spare[:0]
-	if cap(values) >= n {
-		values = values[:n]
-	} else {
-		values = make([]Value, n)
-	}
-	for i := 0; i < n && d.err == nil; i++ {
-		if names != nil {
-			names[i] = d.String()
-		}
-		values[i].Bytes, values[i].Unset = d.Value()
-	}
-	return names, values
-}
-
 // Query is a QUERY request. It is safe for concurrent use when not modified.
 type Query struct {
 	Query  string
@@ -213,13 +148,12 @@ func (m Query) AppendBody(b []byte, version byte) []byte {
 
 // DecodeQuery decodes a QUERY body. Values and the paging state alias body.
 func DecodeQuery(body []byte, version byte) (Query, error) {
-	d := Decoder{b: body}
-	m := Query{Query: d.LongString()}
-	m.Params = d.QueryParams(version)
-	if err := finish(&d); err != nil {
+	r := requests.Get().(*Request)
+	defer putRequest(r)
+	if err := r.decode(OpQuery, version, body); err != nil {
 		return Query{}, err
 	}
-	return m, nil
+	return Query{Query: string(r.Query), Params: r.Params.owned(nil)}, nil
 }
 
 // Prepare is a PREPARE request. It is safe for concurrent use.
@@ -295,16 +229,13 @@ func DecodeExecute(body []byte, version byte) (Execute, error) {
 // error *m is zero but for that array.
 func DecodeExecuteInto(m *Execute, body []byte, version byte) error {
 	spare := m.Params.Values[:0]
-	d := Decoder{b: body}
-	*m = Execute{ID: d.ShortBytes()}
-	if version >= V5 {
-		m.ResultMetadataID = d.ShortBytes()
-	}
-	m.Params = d.queryParams(version, spare)
-	if err := finish(&d); err != nil {
+	r := requests.Get().(*Request)
+	defer putRequest(r)
+	if err := r.decode(OpExecute, version, body); err != nil {
 		*m = Execute{Params: QueryParams{Values: spare}}
 		return err
 	}
+	*m = Execute{ID: r.ID, ResultMetadataID: r.ResultMetadataID, Params: r.Params.owned(spare)}
 	return nil
 }
 
@@ -381,65 +312,84 @@ func (m Batch) AppendBody(b []byte, version byte) []byte {
 // Whether values carry names is told by the flags, which come after the statements, so the
 // body is read as unnamed values first and, when that does not fit, as named values.
 func DecodeBatch(body []byte, version byte) (Batch, error) {
-	m, err := decodeBatch(body, version, false)
-	if err != nil {
-		if m2, err2 := decodeBatch(body, version, true); err2 == nil {
-			return m2, nil
-		}
+	r := requests.Get().(*Request)
+	defer putRequest(r)
+	if err := r.decode(OpBatch, version, body); err != nil {
 		return Batch{}, err
+	}
+	p := r.Params.owned(nil)
+	m := Batch{Type: r.BatchType, Consistency: p.Consistency, Flags: p.Flags, ExtFlags: p.ExtFlags,
+		SerialConsistency: p.SerialConsistency, Timestamp: p.Timestamp, Keyspace: p.Keyspace, NowInSeconds: p.NowInSeconds}
+	if len(r.Batch) > 0 {
+		m.Queries = make([]BatchQuery, len(r.Batch))
+	}
+	for i, st := range r.Batch {
+		q := &m.Queries[i]
+		q.Prepared, q.ID = st.Prepared, st.ID
+		if !st.Prepared {
+			q.Query = string(st.Query)
+		}
+		q.Values, q.Names = ownedValues(st.Values, st.Names, nil)
 	}
 	return m, nil
 }
 
-func decodeBatch(body []byte, version byte, named bool) (Batch, error) {
-	var vflags byte
-	if named {
-		vflags = QueryNamedValues
+// requests holds the Requests that the server's decoders parse into: their arrays are
+// reused, and what the decoders return is copied out of them.
+var requests = sync.Pool{New: func() any { return new(Request) }}
+
+// putRequest gives r back to requests, without the message it last held (its arrays keep
+// slices of it until they are reused, unless they grew past maxKeptValues).
+func putRequest(r *Request) {
+	if cap(r.values) > maxKeptValues || cap(r.batch) > maxKeptValues {
+		*r = Request{}
 	}
-	d := Decoder{b: body}
-	m := Batch{Type: d.Byte()}
-	n := int(d.Short())
-	// Each statement takes at least 5 bytes: kind, a 2-byte id length and a value count.
-	if d.err != nil || n*5 > len(d.b) {
-		return Batch{}, ErrMalformed
+	r.reset(0, 0, nil)
+	requests.Put(r)
+}
+
+// decode parses body as the server's decoders read it: whole, or an error. A server's
+// parse is its own work, not a reader's of a proxied frame, so it is not counted.
+func (r *Request) decode(op Opcode, version byte, body []byte) error {
+	r.parse(op, version, body)
+	switch {
+	case r.Err != nil:
+		return r.Err
+	case r.trailing:
+		return ErrMalformed
 	}
-	if n > 0 {
-		m.Queries = make([]BatchQuery, n)
+	return nil
+}
+
+// owned returns p as a QueryParams, with its values in spare's backing array when it is
+// large enough. Values and the paging state still alias the message.
+func (p *Params) owned(spare []Value) QueryParams {
+	q := QueryParams{Consistency: p.Consistency, Flags: p.Flags, ExtFlags: p.ExtFlags, PageSize: p.PageSize,
+		PagingState: p.PagingState, SerialConsistency: p.SerialConsistency, Timestamp: p.Timestamp,
+		Keyspace: string(p.Keyspace), NowInSeconds: p.NowInSeconds}
+	q.Values, q.Names = ownedValues(p.Values, p.Names, spare)
+	return q
+}
+
+// ownedValues copies values (into spare when it has room) and names, as a decoded message
+// holds them.
+func ownedValues(values []Value, names [][]byte, spare []Value) ([]Value, []string) {
+	if len(values) == 0 {
+		return nil, nil
 	}
-	for i := 0; i < n && d.err == nil; i++ {
-		q := &m.Queries[i]
-		switch d.Byte() {
-		case 0:
-			q.Query = d.LongString()
-		case 1:
-			q.Prepared = true
-			q.ID = d.ShortBytes()
-		default:
-			d.fail()
+	var out []Value
+	if cap(spare) >= len(values) {
+		out = spare[:len(values)]
+	} else {
+		out = make([]Value, len(values))
+	}
+	copy(out, values)
+	var ns []string
+	if len(names) > 0 {
+		ns = make([]string, len(names))
+		for i, n := range names {
+			ns[i] = string(n)
 		}
-		q.Names, q.Values = d.values(vflags, nil)
 	}
-	m.Consistency = d.Consistency()
-	m.Flags, m.ExtFlags = d.QueryFlags(version)
-	if m.Flags&QuerySerialConsistency != 0 {
-		m.SerialConsistency = d.Consistency()
-	}
-	if m.Flags&QueryDefaultTimestamp != 0 {
-		m.Timestamp = d.Long()
-	}
-	if version >= V5 {
-		if m.Flags&QueryWithKeyspace != 0 {
-			m.Keyspace = d.String()
-		}
-		if m.ExtFlags&QueryNowInSeconds != 0 {
-			m.NowInSeconds = d.Int()
-		}
-	}
-	if err := finish(&d); err != nil {
-		return Batch{}, err
-	}
-	if (m.Flags&QueryNamedValues != 0) != named {
-		return Batch{}, ErrMalformed
-	}
-	return m, nil
+	return out, ns
 }

@@ -117,6 +117,10 @@ func (r *Request) Parsed() bool {
 // holds a message and no frame, such as a server. Parse counts as a parse (CountWork).
 func (r *Request) Parse(op Opcode, version byte, msg []byte) {
 	countWork(WorkParse, msg)
+	r.parse(op, version, msg)
+}
+
+func (r *Request) parse(op Opcode, version byte, msg []byte) {
 	r.reset(op, version, msg)
 	var d Decoder
 	d.Reset(msg)
