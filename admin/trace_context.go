@@ -86,16 +86,3 @@ func traceIDParam(v []byte) (string, error) {
 	return string(v), nil
 }
 
-// sessionsOfTrace returns up to limit of sessions whose trace id is id, in their order.
-func sessionsOfTrace(sessions []tracing.Session, id string, limit int) []tracing.Session {
-	out := []tracing.Session{}
-	for _, s := range sessions {
-		if s.TraceID == id {
-			out = append(out, s)
-			if len(out) == limit {
-				break
-			}
-		}
-	}
-	return out
-}

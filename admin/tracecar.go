@@ -3,7 +3,6 @@ package admin
 import (
 	"context"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -11,39 +10,6 @@ import (
 	"github.com/tracecar/tracecar/tracing"
 	"github.com/tracecar/tracecar/tracing/capture"
 )
-
-// Limits of /tracecar/slow_log.
-const (
-	DefaultSlowLogLimit = 100
-	MaxSlowLogLimit     = 100000
-)
-
-// getSlowLog serves GET /tracecar/slow_log?limit=N&trace_id=T: recorded sessions, newest
-// first; with trace_id, only the sessions of that W3C trace.
-func (s *Server) getSlowLog(ctx *fasthttp.RequestCtx, _ string) error {
-	limit := int64(DefaultSlowLogLimit)
-	if v := ctx.QueryArgs().Peek("limit"); v != nil {
-		n, err := strconv.ParseInt(string(v), 10, 64)
-		if err != nil || n < 1 || n > MaxSlowLogLimit {
-			return badParam("limit", string(v), "an integer from 1 to "+strconv.Itoa(MaxSlowLogLimit))
-		}
-		limit = n
-	}
-	var out []tracing.Session
-	if v := ctx.QueryArgs().Peek("trace_id"); v != nil {
-		id, err := traceIDParam(v)
-		if err != nil {
-			return err
-		}
-		out = sessionsOfTrace(s.tr.SlowLog(0), id, int(limit))
-	} else {
-		out = s.tr.SlowLog(int(limit))
-	}
-	if out == nil {
-		out = []tracing.Session{}
-	}
-	return writeJSON(ctx, out)
-}
 
 // getSession serves GET /tracecar/sessions/{id}.
 func (s *Server) getSession(ctx *fasthttp.RequestCtx, id string) error {

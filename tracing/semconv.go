@@ -24,6 +24,15 @@ type semconv struct {
 
 // describe reads the conventions' fields from s: the keyspace and table from the query
 // text (ks.table), or the keyspace from the prepared statement's metadata.
+// Target returns the keyspace and table that the session's statement reads or writes, as
+// its span names them (db.namespace, db.collection.name): from ks.table in its text, else
+// the keyspace of its prepared statement or request; "" where unknown. A BATCH's is its
+// first statement's keyspace, and its table when all its statements share it.
+func (s *Session) Target() (keyspace, table string) {
+	sc := describe(s)
+	return sc.namespace, sc.collection
+}
+
 func describe(s *Session) semconv {
 	sc := semconv{batchSize: -1}
 	if s.Command == "BATCH" {
