@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tracecar/tracecar/internal/lifecycle"
 	"github.com/tracecar/tracecar/internal/tlsconfig"
 	"github.com/tracecar/tracecar/loadcheck"
 )
@@ -266,19 +267,32 @@ func runLoadcheck(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	cfg.Progress = isTerminal(stdout)
 
 	if !lf.deployment() {
-		st, err := startChildren(ctx, stdout)
-		if err != nil {
-			return err
-		}
-		failed := true
-		defer func() { st.stop(failed) }()
-		cfg.Node, cfg.Sidecar, cfg.Admin, cfg.NodeAPI = st.node, st.sidecar, st.admin, st.nodeAPI
-		cfg.NodeMetrics = st.nodeAPI + "/metrics"
-		_, err = loadcheck.Run(ctx, cfg)
-		failed = err != nil && !errors.Is(err, loadcheck.ErrGuardrail)
-		return err
+		return runWithChildren(ctx, cfg, stdout)
 	}
 	_, err = loadcheck.Run(ctx, cfg)
+	return err
+}
+
+// runWithChildren runs the load check against a node and a sidecar that it starts as
+// child processes. The run and the children are the actors of one lifecycle group: the
+// run's end stops the children. Their folder is kept after a run that failed.
+func runWithChildren(ctx context.Context, cfg loadcheck.Config, stdout io.Writer) error {
+	st, err := startChildren(ctx, stdout)
+	if err != nil {
+		return err
+	}
+	cfg.Node, cfg.Sidecar, cfg.Admin, cfg.NodeAPI = st.node, st.sidecar, st.admin, st.nodeAPI
+	cfg.NodeMetrics = st.nodeAPI + "/metrics"
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var g lifecycle.Group
+	g.Add(func() error {
+		_, err := loadcheck.Run(runCtx, cfg)
+		return err
+	}, func(error) { cancel() })
+	st.join(&g)
+	err = g.Run()
+	st.remove(err != nil && !errors.Is(err, loadcheck.ErrGuardrail))
 	return err
 }
 
