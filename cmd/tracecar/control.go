@@ -87,10 +87,14 @@ func defaultControlSocket(listen string) string {
 // concurrent use.
 type controlSocket struct {
 	handedOver chan struct{} // closed once a successor took this process over
+	stopped    chan struct{} // closed by stop
 
-	mu      sync.Mutex
-	ln      *net.UnixListener
-	stopped bool
+	mu sync.Mutex
+	ln *net.UnixListener
+}
+
+func newControlSocket() *controlSocket {
+	return &controlSocket{handedOver: make(chan struct{}), stopped: make(chan struct{})}
 }
 
 // serve records ln as the socket served, and reports whether to serve it: not once stop
@@ -98,8 +102,10 @@ type controlSocket struct {
 func (c *controlSocket) serve(ln *net.UnixListener) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.stopped {
+	select {
+	case <-c.stopped:
 		return false
+	default:
 	}
 	c.ln = ln
 	return true
@@ -109,7 +115,7 @@ func (c *controlSocket) serve(ln *net.UnixListener) bool {
 func (c *controlSocket) stop() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.stopped = true
+	close(c.stopped)
 	if c.ln != nil {
 		c.ln.SetDeadline(time.Unix(1, 0))
 	}
@@ -160,7 +166,7 @@ func (st *stack) joinControl(ctx context.Context, g *lifecycle.Group, cfg stackC
 			return
 		default:
 			ctl.serve(l)
-			g.Add(func() error { return st.serveControl(ctx, l, ctl.handedOver, stdout) }, func(error) { ctl.interrupt(st) })
+			g.Add(func() error { return st.controlActor(ctx, l, ctl, stdout) }, func(error) { ctl.interrupt(st) })
 		}
 	}
 	notifySupervisor("READY=1")
@@ -168,24 +174,36 @@ func (st *stack) joinControl(ctx context.Context, g *lifecycle.Group, cfg stackC
 
 // serveControl serves the control socket: each new process that connects takes this one
 // over, one at a time. When one has, it closes handedOver and returns. A handover that fails
-// leaves this process serving on, and the socket open to the next. It returns nil.
-func (st *stack) serveControl(ctx context.Context, ln *net.UnixListener, handedOver chan<- struct{}, stdout io.Writer) error {
+// leaves this process serving on, and the socket open to the next.
+func (st *stack) serveControl(ctx context.Context, ln *net.UnixListener, handedOver chan<- struct{}) {
 	log := st.reg.Logger(logs.Sidecar)
 	for {
 		succ, err := sidecar.AcceptSuccessor(ln)
 		if err != nil {
-			return nil // stopped: the process is stopping
+			return // stopped: the process is stopping (or the socket failed: it serves on without)
 		}
 		if err := st.handoff(ctx, succ, ln, log); err != nil {
 			log.Warn().Err(err).Int("successor_pid", succ.Peer().PID).Msg("handover failed: this process serves on")
 			continue
 		}
 		close(handedOver)
+		return
+	}
+}
+
+// controlActor is the execute of the control socket's actor: it serves ln, and returns
+// nil once a successor took this process over, which stops the group, or once the group
+// stopped it. A socket that fails to accept leaves the process serving on without one.
+func (st *stack) controlActor(ctx context.Context, ln *net.UnixListener, ctl *controlSocket, stdout io.Writer) error {
+	st.serveControl(ctx, ln, ctl.handedOver)
+	select {
+	case <-ctl.handedOver:
 		if !st.stopping.Load() {
 			fmt.Fprintln(stdout, "tracecar sidecar: handed over to the successor; exiting")
 		}
-		return nil
+	case <-ctl.stopped:
 	}
+	return nil
 }
 
 // handoff hands this process over to succ: it pauses the listeners and the admin API's

@@ -51,7 +51,7 @@ func serveSidecar(ctx context.Context, cfg stackConfig, hf *handoverFlags, live 
 	var g lifecycle.Group
 	st.join(ctx, &g)
 	joinSignals(ctx, &g, st, hup, live, stdout)
-	ctl := &controlSocket{handedOver: make(chan struct{})}
+	ctl := newControlSocket()
 	if in := cfg.inherit; in != nil {
 		st.joinTakeover(ctx, &g, in, ctl, stdout)
 	} else {

@@ -140,7 +140,7 @@ func (st *stack) joinTakeover(ctx context.Context, g *lifecycle.Group, in *inher
 		if !ctl.serve(in.control) {
 			return nil
 		}
-		return st.serveControl(ctx, in.control, ctl.handedOver, stdout)
+		return st.controlActor(ctx, in.control, ctl, stdout)
 	}, func(error) {
 		cancel()
 		ctl.interrupt(st)
