@@ -69,8 +69,7 @@ func (st *stack) startTracer(ctx context.Context, cfg stackConfig, m *metrics.Me
 
 // adminOptions returns what the admin API serves besides the tracer: the guardrail, the
 // node's API, the statement statistics, the trace filter, the capture and the handover's
-// status. The tracer and the capture join the stack's closers, the capture first: its file
-// is complete before the node session that reads the schema closes.
+// status. The tracer and the capture join the stack's closers.
 func (st *stack) adminOptions(cfg stackConfig, nodeKind string, capt *capture.Capture) ([]admin.Option, error) {
 	adminOpts := []admin.Option{admin.WithGuardrailControl(st.guard), admin.WithCollector(st.guard.Collector()),
 		admin.WithCollector(st.guard.StateCollector()), admin.WithTraceContextKeys(st.tracer.TraceContextKeys())}
