@@ -67,8 +67,8 @@ type stackConfig struct {
 
 	// CaptureDir is where workload captures are written; "" refuses them (see capture.go).
 	CaptureDir string
-	// The handover (takeover.go): what a predecessor handed over (nil: started afresh),
-	// and the control socket, for the status.
+	// The handover (takeover.go, control.go): what a predecessor handed over (nil: started
+	// afresh), and the control socket, for the status.
 	inherit       *inheritance
 	controlSocket string
 	// controlDefault says controlSocket is the default path, not one given with
@@ -106,8 +106,9 @@ type stack struct {
 	done chan struct{}
 	err  error
 
-	// For a handover (takeover.go): the listeners it pauses and hands over, the runtime
-	// state it hands over, and what /tracecar/status and /metrics say of it.
+	// For a handover (control.go, runtime_state.go, handover_status.go): the listeners it
+	// pauses and hands over, the runtime state it hands over, and what /tracecar/status and
+	// /metrics say of it.
 	cqlLn, adminLn *sidecar.Listener
 	reg            *logs.Registry
 	stmts          *statements.Stats
