@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"time"
+
+	"github.com/tracecar/tracecar/internal/lifecycle"
 )
 
 // childEnv marks a process that loadcheck started, so that a test binary, re-executed as
@@ -141,25 +143,49 @@ func (st *childStack) start(ctx context.Context, exe, name string, want []*regex
 	return got, nil
 }
 
-// stop ends the children: SIGTERM to their process group, so that the sidecar drains, then
-// SIGKILL to whatever is left after 10 s. The run's folder is removed unless keep.
+// join adds the children to g, as one actor that returns once they have exited: its
+// interrupt ends them (end). A child that exits on its own does not stop the group: the
+// load check goes on and reports what it meets, as it did before the group.
+func (st *childStack) join(g *lifecycle.Group) {
+	quit := make(chan struct{})
+	g.Add(func() error {
+		<-quit
+		st.end()
+		return nil
+	}, func(error) { close(quit) })
+}
+
+// stop ends the children and removes the run's folder unless keep: for a stack that no
+// group runs.
 func (st *childStack) stop(keep bool) {
-	if st.pgid != 0 {
-		signalGroup(st.pgid, false)
-		deadline := time.After(10 * time.Second)
-	wait:
-		for _, w := range st.waits {
-			select {
-			case <-w:
-			case <-deadline:
-				break wait
-			}
-		}
-		signalGroup(st.pgid, true)
-		for _, w := range st.waits {
-			<-w
+	st.end()
+	st.remove(keep)
+}
+
+// end ends the children: SIGTERM to their process group, so that the sidecar drains, then
+// SIGKILL to whatever is left after 10 s.
+func (st *childStack) end() {
+	if st.pgid == 0 {
+		return
+	}
+	signalGroup(st.pgid, false)
+	deadline := time.After(10 * time.Second)
+wait:
+	for _, w := range st.waits {
+		select {
+		case <-w:
+		case <-deadline:
+			break wait
 		}
 	}
+	signalGroup(st.pgid, true)
+	for _, w := range st.waits {
+		<-w
+	}
+}
+
+// remove removes the run's folder unless keep.
+func (st *childStack) remove(keep bool) {
 	if !keep {
 		os.RemoveAll(st.dir)
 	}

@@ -13,82 +13,105 @@ import (
 	"strings"
 
 	"github.com/tracecar/tracecar/admin"
+	"github.com/tracecar/tracecar/internal/lifecycle"
 	"github.com/tracecar/tracecar/internal/logs"
 	"github.com/tracecar/tracecar/internal/node"
 )
 
+// nodeFlags are the flags of "tracecar node".
+type nodeFlags struct {
+	listen, api, auth, token, dcs     *string
+	insecure, sameIP, control, scylla *bool
+	nodes, numTokens                  *int
+	serverTLS                         *serverTLSFlags
+	maxFrame                          *byteSize
+	maxVersion                        *protocolVersion
+	logs                              logFlags
+}
+
+func addNodeFlags(fs *flag.FlagSet) nodeFlags {
+	return nodeFlags{
+		listen:     fs.String("listen", "127.0.0.1:9042", "CQL native protocol address (of node 1 with --nodes)"),
+		api:        fs.String("api", "127.0.0.1:10001", "REST API address (loggers, trace_probability; of node 1 with --nodes); empty disables it"),
+		auth:       fs.String("auth", "", "USER:PASS turns on PasswordAuthenticator"),
+		token:      fs.String("api-token", "", "bearer token required by the REST API (default $TRACECAR_ADMIN_TOKEN)"),
+		insecure:   fs.Bool("api-insecure", false, "allow the REST API on a non-loopback address without a token"),
+		serverTLS:  addServerTLSFlags(fs),
+		nodes:      fs.Int("nodes", 1, "number of nodes: node i listens on the --listen IP + i-1 (127.0.0.<i>), same port, one shared storage"),
+		sameIP:     fs.Bool("nodes-same-ip", false, "with --nodes: one IP, consecutive ports, instead of consecutive IPs"),
+		numTokens:  fs.Int("num-tokens", node.DefaultNumTokens, "tokens per node; the ring is split evenly between the nodes"),
+		dcs:        fs.String("dcs", "", "data centers, as NAME:NODES,… (e.g. dc1:2,dc2:2); racks rack1, rack2, … within each"),
+		control:    fs.Bool("allow-node-control", false, "for failover tests only: serve POST /tracecar/node/stop?node=i and /tracecar/node/start?node=i on the API"),
+		maxFrame:   maxFrameSizeFlag(fs),
+		maxVersion: maxProtocolVersionFlag(fs, "the node speaks"),
+		scylla:     fs.Bool("scylla-supported", false, "answer OPTIONS with ScyllaDB's SUPPORTED keys too (SCYLLA_SHARD, SCYLLA_NR_SHARDS, SCYLLA_SHARD_AWARE_PORT, …), to test shard-aware drivers"),
+		logs:       addLogFlags(fs),
+	}
+}
+
 func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("node", stderr)
-	listen := fs.String("listen", "127.0.0.1:9042", "CQL native protocol address (of node 1 with --nodes)")
-	api := fs.String("api", "127.0.0.1:10001", "REST API address (loggers, trace_probability; of node 1 with --nodes); empty disables it")
-	auth := fs.String("auth", "", "USER:PASS turns on PasswordAuthenticator")
-	token := fs.String("api-token", "", "bearer token required by the REST API (default $TRACECAR_ADMIN_TOKEN)")
-	insecure := fs.Bool("api-insecure", false, "allow the REST API on a non-loopback address without a token")
-	serverTLS := addServerTLSFlags(fs)
-	nodes := fs.Int("nodes", 1, "number of nodes: node i listens on the --listen IP + i-1 (127.0.0.<i>), same port, one shared storage")
-	sameIP := fs.Bool("nodes-same-ip", false, "with --nodes: one IP, consecutive ports, instead of consecutive IPs")
-	numTokens := fs.Int("num-tokens", node.DefaultNumTokens, "tokens per node; the ring is split evenly between the nodes")
-	dcs := fs.String("dcs", "", "data centers, as NAME:NODES,… (e.g. dc1:2,dc2:2); racks rack1, rack2, … within each")
-	nodeControl := fs.Bool("allow-node-control", false, "for failover tests only: serve POST /tracecar/node/stop?node=i and /tracecar/node/start?node=i on the API")
-	maxFrame := maxFrameSizeFlag(fs)
-	maxVersion := maxProtocolVersionFlag(fs, "the node speaks")
-	scylla := fs.Bool("scylla-supported", false, "answer OPTIONS with ScyllaDB's SUPPORTED keys too (SCYLLA_SHARD, SCYLLA_NR_SHARDS, SCYLLA_SHARD_AWARE_PORT, …), to test shard-aware drivers")
-	lf := addLogFlags(fs)
+	f := addNodeFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	tokenFromEnv(token)
+	tokenFromEnv(f.token)
 	nodeGC()
-	tlsCfg, err := serverTLS.config()
+	tlsCfg, err := f.serverTLS.config()
 	if err != nil {
 		return err
 	}
-	version, err := maxVersion.check()
+	version, err := f.maxVersion.check()
 	if err != nil {
 		return err
 	}
-	if *auth != "" && !strings.Contains(*auth, ":") {
-		return usageErrorf("--auth must be USER:PASS, got %q", *auth)
+	if *f.auth != "" && !strings.Contains(*f.auth, ":") {
+		return usageErrorf("--auth must be USER:PASS, got %q", *f.auth)
 	}
-	layout, err := nodeLayout(fs, *nodes, *numTokens, *dcs)
+	layout, err := nodeLayout(fs, *f.nodes, *f.numTokens, *f.dcs)
 	if err != nil {
 		return err
 	}
-	reg, err := lf.registry(stderr)
+	reg, err := f.logs.registry(stderr)
 	if err != nil {
 		return err
 	}
 	defer reg.Close()
 
-	lns, err := listenNodes(*listen, layout.nodes, *sameIP)
+	lns, err := listenNodes(*f.listen, layout.nodes, *f.sameIP)
 	if err != nil {
 		return err
 	}
 	var alns []net.Listener
-	if *api != "" {
-		if alns, err = listenNodes(*api, layout.nodes, *sameIP); err != nil {
+	if *f.api != "" {
+		if alns, err = listenNodes(*f.api, layout.nodes, *f.sameIP); err != nil {
 			closeAll(lns)
 			return err
 		}
 	}
 	cluster, err := node.NewCluster(node.ClusterConfig{
-		NumTokens: *numTokens, DCs: layout.dcs, Auth: *auth, TLS: tlsCfg, Logger: reg.Logger(logs.Node),
-		MaxFrameSize: maxFrame.n, ScyllaSupported: *scylla, MaxProtocolVersion: byte(version),
+		NumTokens: *f.numTokens, DCs: layout.dcs, Auth: *f.auth, TLS: tlsCfg, Logger: reg.Logger(logs.Node),
+		MaxFrameSize: f.maxFrame.n, ScyllaSupported: *f.scylla, MaxProtocolVersion: byte(version),
 	}, lns)
 	if err != nil {
 		closeAll(lns)
 		closeAll(alns)
 		return usageErrorf("%v", err)
 	}
-	// Every server ends when the first one does, and the node returns once all have, so
-	// that none logs after the log files are closed.
+	return serveNodes(ctx, cluster, lns, alns, f, reg, stdout)
+}
+
+// serveNodes serves the cluster and each node's API in one lifecycle group: every server
+// ends when the first one does, and the node returns once all have, so that none logs after
+// the log files are closed. A shutdown (ctx done) returns nil.
+func serveNodes(ctx context.Context, cluster *node.Cluster, lns, alns []net.Listener, f nodeFlags, reg *logs.Registry, stdout io.Writer) error {
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	errc := make(chan error, 1+len(alns))
-	go func() { errc <- cluster.Serve(ctx) }()
+	var g lifecycle.Group
+	g.Add(func() error { return cluster.Serve(ctx) }, func(error) { cancel() })
 	var opts []admin.Option
-	if *nodeControl {
+	if *f.control {
 		opts = append(opts, admin.WithNodeControl(cluster, func(err error) bool { return errors.Is(err, node.ErrNodeState) }))
 	}
 	for i := range lns {
@@ -100,17 +123,11 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if alns != nil {
 			fmt.Fprintf(stdout, "%s: API on http://%s\n", who, alns[i].Addr())
 			srv, aln := cluster.Node(i), alns[i]
-			api := newNodeAPI(srv, reg, *token, *insecure, opts...)
-			go func() { errc <- api.Serve(ctx, aln) }()
+			api := newNodeAPI(srv, reg, *f.token, *f.insecure, opts...)
+			g.Add(func() error { return api.Serve(ctx, aln) }, func(error) { cancel() })
 		}
 	}
-	err = <-errc
-	cancel()
-	for range len(alns) {
-		if e := <-errc; err == nil {
-			err = e
-		}
-	}
+	err := g.Run()
 	if parent.Err() != nil {
 		return nil
 	}

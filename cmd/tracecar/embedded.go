@@ -1,0 +1,56 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tracecar/tracecar/admin"
+	"github.com/tracecar/tracecar/internal/logs"
+	"github.com/tracecar/tracecar/internal/node"
+	"github.com/tracecar/tracecar/tracing"
+)
+
+// embedNode builds the embedded node, and its API, that a sidecar without --node runs in
+// its own process, on loopback ports; they serve in the stack's back.
+func (st *stack) embedNode(cfg stackConfig, out io.Writer) error {
+	nln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("listen for the embedded node: %w", err)
+	}
+	aln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		nln.Close()
+		return fmt.Errorf("listen for the embedded node's API: %w", err)
+	}
+	st.unserved = append(st.unserved, nln, aln)
+	srv := node.New(node.Config{Logger: st.reg.Logger(logs.Node), MaxFrameSize: cfg.MaxFrameSize, MaxProtocolVersion: byte(cfg.MaxProtocolVersion)})
+	st.Node, st.NodeAPI = nln.Addr().String(), "http://"+aln.Addr().String()
+	st.nodeAPI = newNodeAPI(srv, st.reg, cfg.AdminToken, false) // the sidecar's token: one for every admin surface
+	st.back = append(st.back,
+		func(ctx context.Context) error { return srv.Serve(ctx, nln) },
+		func(ctx context.Context) error { return st.nodeAPI.Serve(ctx, aln) })
+	fmt.Fprintf(out, "tracecar: started an embedded node on %s (API %s)\n", st.Node, st.NodeAPI)
+	return nil
+}
+
+// newNodeAPI returns the node's REST API: its loggers and its own trace probability, with
+// the same handlers, token and loopback rule as the sidecar's admin API. An empty token
+// leaves it open, which only a loopback address or insecure allows.
+func newNodeAPI(srv *node.Server, reg *logs.Registry, token string, insecure bool, opts ...admin.Option) *admin.Server {
+	tr := admin.ConfigOnly(
+		func() tracing.Config {
+			c := tracing.DefaultConfig()
+			c.Probability = srv.TraceProbability()
+			return c
+		},
+		func(c tracing.Config) error { return srv.SetTraceProbability(c.Probability) },
+	)
+	accepted := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tracecar_node_connections_accepted_total",
+		Help: "Client connections the node accepted."}, func() float64 { return float64(srv.Accepted()) })
+	opts = append(opts, admin.WithCollector(accepted))
+	return admin.New(admin.Config{Token: token, Insecure: insecure, Logger: reg.Logger(logs.Admin)}, tr, reg, opts...)
+}

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/tracecar/tracecar/tracing"
+	"github.com/tracecar/tracecar/tracing/guardrail"
+	"github.com/tracecar/tracecar/tracing/statements"
+)
+
+// runtimeState is what can change at runtime, through the admin API or the guardrail, and
+// so moves to the successor rather than being read from its flags.
+type runtimeState struct {
+	Tracing           tracing.ConfigState     `json:"tracing"`
+	Filter            map[string]string       `json:"trace_filter,omitempty"`
+	Loggers           map[string]string       `json:"loggers"`
+	Guardrail         guardrail.State         `json:"guardrail"`
+	StatementStats    bool                    `json:"statement_stats"`
+	StatementPrepared []statements.Prepared   `json:"statement_prepared,omitempty"`
+	Prepared          []tracing.PreparedEntry `json:"prepared,omitempty"`
+}
+
+// exportState returns the stack's runtime state.
+func (st *stack) exportState() runtimeState {
+	s := runtimeState{
+		Tracing:           st.tracer.Config().State(),
+		Filter:            st.tracer.Filter().Params(),
+		Loggers:           map[string]string{},
+		Guardrail:         st.guard.State(),
+		StatementStats:    st.stmts.Enabled(),
+		StatementPrepared: st.stmts.PreparedStatements(),
+		Prepared:          st.tracer.Statements().Entries(),
+	}
+	for _, n := range st.reg.Names() {
+		if l, err := st.reg.Level(n); err == nil {
+			s.Loggers[n] = l
+		}
+	}
+	return s
+}
+
+// finalState is what the old process sends once its connections have moved: the
+// statement statistics it gathered, to the end (finalRuntime).
+func (st *stack) finalState() []byte {
+	b, _ := json.Marshal(finalRuntime{Statements: st.stmts.List("calls", 0, true)})
+	return b
+}
+
+// finalRuntime is what counts until the end of a handover: the statement statistics (the
+// successor has counted its own requests meanwhile, and adds these).
+type finalRuntime struct {
+	Statements []statements.Statement `json:"statements,omitempty"`
+}
+
+// restoreFinal adds what the predecessor counted to the end.
+func (st *stack) restoreFinal(b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	var f finalRuntime
+	if err := json.Unmarshal(b, &f); err != nil {
+		return err
+	}
+	st.stmts.Import(f.Statements)
+	return nil
+}
+
+// restore installs the runtime state a predecessor handed over, before the stack serves:
+// it wins over the flags, as the changes made through the admin API would have.
+func (st *stack) restore(in *inheritance) error {
+	if in == nil {
+		return nil
+	}
+	s := in.state
+	if err := st.tracer.SetConfig(s.Tracing.Config()); err != nil {
+		return fmt.Errorf("inherited tracing configuration: %w", err)
+	}
+	if err := st.guard.Restore(s.Guardrail); err != nil {
+		return fmt.Errorf("inherited guardrail: %w", err)
+	}
+	if s.Filter != nil {
+		f, err := tracing.ParseFilter(s.Filter)
+		if err != nil {
+			return fmt.Errorf("inherited trace filter: %w", err)
+		}
+		st.tracer.SetFilter(f)
+	}
+	for name, level := range s.Loggers {
+		st.reg.Logger(name)
+		if err := st.reg.SetLevel(name, level); err != nil {
+			return fmt.Errorf("inherited logger %s: %w", name, err)
+		}
+	}
+	st.stmts.SetEnabled(s.StatementStats)
+	st.stmts.LearnPrepared(s.StatementPrepared)
+	reg := st.tracer.Statements()
+	for _, e := range s.Prepared {
+		reg.Put(e.ID, e.Statement)
+	}
+	return nil
+}

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"context"
+	"net"
+	"os"
+
+	"go.opentelemetry.io/otel"
+
+	"github.com/tracecar/tracecar/admin"
+	"github.com/tracecar/tracecar/internal/logs"
+	"github.com/tracecar/tracecar/internal/metrics"
+	"github.com/tracecar/tracecar/internal/nodeapi"
+	"github.com/tracecar/tracecar/sidecar"
+	"github.com/tracecar/tracecar/tracing"
+	"github.com/tracecar/tracecar/tracing/capture"
+	"github.com/tracecar/tracecar/tracing/guardrail"
+)
+
+// startTracer builds the stack's tracer, with its sinks, the workload capture and the
+// guardrail. The sinks' closer joins the stack's closers.
+func (st *stack) startTracer(ctx context.Context, cfg stackConfig, m *metrics.Metrics) (*capture.Capture, error) {
+	// The OTel SDK reports export failures (a dead collector) through a global handler that
+	// prints to stderr; send them to the tracing logger instead, once per process.
+	tlog := st.reg.Logger(logs.Tracing)
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+		tlog.Warn().Err(err).Msg("OpenTelemetry export")
+	}))
+	opts := tracing.Options{
+		RingSize:      cfg.RingSize,
+		BindValues:    cfg.BindValues,
+		QueryLiterals: cfg.QueryLiterals,
+		MaxQueryLen:   cfg.MaxQueryLen,
+		Logger:        *st.reg.Logger(logs.Tracing),
+		SlowLog:       st.reg.Logger(logs.SlowLog),
+
+		TraceContextKeys: cfg.TraceContextKeys,
+	}
+	opts.Exemplar = m.Exemplar
+	if cfg.QueryLiterals {
+		tlog.Warn().Msg("--trace-query-literals: recorded query text keeps its literal values, which may hold personal data or secrets (role and user passwords are still redacted)")
+	}
+	sinks, closeSinks, err := buildSinks(ctx, cfg, st.Node, func() int64 { return st.tracer.Config().TTLSeconds }, *tlog)
+	if err != nil {
+		return nil, err
+	}
+	opts.Sinks = sinks.sinks
+	opts.NodeEvents = sinks.nodeEvents
+	st.closers = append(st.closers, closeSinks)
+	added := new(guardrail.AddedLatency)
+	opts.AddedLatency = added.Observe
+	st.tracer = tracing.New(opts)
+	capt, err := newCapture(cfg, st.Node, st.tracer.Statements(), sinks.schema, st.reg)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.FollowClientSampling {
+		if err := st.tracer.UpdateConfig(func(c tracing.Config) tracing.Config {
+			c.FollowClientSampling = true
+			return c
+		}); err != nil {
+			return nil, err
+		}
+	}
+	st.guard = guardrail.NewController(guardrail.Config{Tracer: st.tracer, Source: guardrailSource(st.tracer, added),
+		Budget: cfg.Guardrail, Logger: st.reg.Logger(logs.Tracing)})
+	return capt, nil
+}
+
+// adminOptions returns what the admin API serves besides the tracer: the guardrail, the
+// node's API, the statement statistics, the trace filter, the capture and the handover's
+// status. The tracer and the capture join the stack's closers.
+func (st *stack) adminOptions(cfg stackConfig, nodeKind string, capt *capture.Capture) ([]admin.Option, error) {
+	adminOpts := []admin.Option{admin.WithGuardrailControl(st.guard), admin.WithCollector(st.guard.Collector()),
+		admin.WithCollector(st.guard.StateCollector()), admin.WithTraceContextKeys(st.tracer.TraceContextKeys())}
+	if st.NodeAPI != "" {
+		nodeCfg := nodeapi.Config{Kind: nodeKind, URL: st.NodeAPI}
+		if nodeKind == nodeapi.KindTracecar {
+			nodeCfg.Token = cfg.AdminToken // one token for every tracecar admin surface
+		}
+		nc, err := nodeapi.New(nodeCfg)
+		if err != nil {
+			return nil, err
+		}
+		adminOpts = append(adminOpts, admin.WithNode(nc, cfg.NodeApply))
+	}
+	st.closers = append([]func(context.Context) error{st.tracer.Close}, st.closers...)
+	stmts, stmtOpts := newStatements(cfg.Statements)
+	st.stmts = stmts
+	adminOpts = append(adminOpts, append(stmtOpts, admin.WithTraceFilter(st.tracer), admin.WithCapture(capt))...)
+	// The capture ends first, once the proxy has drained: its file is complete before
+	// the node session that reads the schema closes.
+	st.closers = append([]func(context.Context) error{capt.Close}, st.closers...)
+	st.ho = newHandoverState(st, cfg)
+	return append(adminOpts, st.ho.adminOptions()...), nil
+}
+
+// proxyConfig is the configuration of the stack's proxy.
+func (st *stack) proxyConfig(cfg stackConfig, m *metrics.Metrics, capt *capture.Capture) sidecar.Config {
+	return sidecar.Config{
+		NodeAddr:               st.Node,
+		AdvertiseAddr:          cfg.AdvertiseAddr,
+		PeerPort:               cfg.PeerPort,
+		Peers:                  cfg.Peers,
+		DrainTimeout:           cfg.DrainTimeout,
+		TLS:                    cfg.TLS,
+		NodeTLS:                cfg.NodeTLS,
+		MaxFrameSize:           cfg.MaxFrameSize,
+		MaxProtocolVersion:     cfg.MaxProtocolVersion,
+		MaxConnections:         cfg.MaxConnections,
+		MaxRequestDataInFlight: cfg.MaxRequestInFlight,
+		Logger:                 st.reg.Logger(logs.Sidecar),
+		LogGate:                st.reg.Gate(logs.Sidecar),
+		Metrics:                m,
+		Statements:             st.stmts,
+		Capture:                capt,
+		NoEventLoop:            os.Getenv("TRACECAR_EVENT_LOOP") == "off", // README: Performance
+	}
+}
+
+// listen binds the CQL listener and the admin API's (inherited from a predecessor, when
+// there is one), installs the inherited runtime state, and readies the front: the proxy,
+// the admin API and the guardrail.
+func (st *stack) listen(cfg stackConfig, adminOpts []admin.Option) error {
+	pln, err := cfg.inherit.listener("cql", cfg.Listen)
+	if err != nil {
+		return err
+	}
+	st.Sidecar = pln.Addr().String()
+	st.api = admin.New(admin.Config{
+		Addr: cfg.Admin, Token: cfg.AdminToken, TLSCert: cfg.AdminTLSCert, TLSKey: cfg.AdminTLSKey, Insecure: cfg.AdminInsecure,
+		Logger: st.reg.Logger(logs.Admin),
+	}, st.guard.User(st.tracer), st.reg, append(adminOpts, admin.WithQueries(queriesOf(st.proxy)), admin.WithReady(st.nodeReady))...)
+	aln, err := cfg.inherit.listener("admin", cfg.Admin)
+	if err != nil {
+		pln.Close()
+		return err
+	}
+	scheme := "http://"
+	if cfg.AdminTLSCert != "" {
+		scheme = "https://"
+	}
+	st.Admin = scheme + aln.Addr().String()
+	if err := st.restore(cfg.inherit); err != nil {
+		pln.Close()
+		aln.Close()
+		return err
+	}
+	st.cqlLn, st.adminLn = sidecar.NewListener(pln), sidecar.NewListener(aln)
+	st.front = append(st.front,
+		func(ctx context.Context) error { return st.proxy.Serve(ctx, st.cqlLn) },
+		func(ctx context.Context) error { return st.api.Serve(ctx, st.adminLn) },
+		func(ctx context.Context) error { st.guard.Run(ctx); return nil })
+	return nil
+}
+
+// nodeReady is the admin API's readiness check: the node accepts a connection.
+func (st *stack) nodeReady(ctx context.Context) error {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", st.Node)
+	if err != nil {
+		return err
+	}
+	return c.Close()
+}
