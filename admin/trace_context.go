@@ -85,4 +85,3 @@ func traceIDParam(v []byte) (string, error) {
 	}
 	return string(v), nil
 }
-
