@@ -140,12 +140,19 @@ func New(cfg Config) (*Registry, error) {
 	if f != nil {
 		r.close = f
 	}
+	// Microseconds, in console and JSON lines alike, so that a line can be matched to the
+	// node's logs and to the API's nanosecond times. zerolog reads the format from its
+	// package, the one global the registry owns.
+	zerolog.TimeFieldFormat = TimeFormat
 	r.base = zerolog.New(&r.out).Level(zerolog.TraceLevel).With().Timestamp().Logger()
 	for _, n := range DefaultNames {
 		r.add(n)
 	}
 	return r, nil
 }
+
+// TimeFormat is the time of every log line, console or JSON: RFC 3339 with microseconds.
+const TimeFormat = "2006-01-02T15:04:05.000000Z07:00"
 
 // destination returns the writer that cfg's Format and File (or Writer) make, and the file
 // it opened, if any.
@@ -165,7 +172,7 @@ func destination(cfg Config) (io.Writer, *os.File, error) {
 	}
 	switch strings.ToLower(cfg.Format) {
 	case "", "console":
-		w = newConsoleWriter(w, !color, "2006-01-02T15:04:05.000Z07:00")
+		w = newConsoleWriter(w, !color, TimeFormat)
 	case "json":
 	default:
 		if f != nil {

@@ -7,10 +7,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 )
@@ -373,5 +375,46 @@ func TestReopen(t *testing.T) {
 	}
 	if !strings.Contains(string(b), `"message":"after"`) || !strings.Contains(string(b), `"message":"still"`) {
 		t.Errorf("second file %q; want the lines after Reopen, in JSON, at the level set before", b)
+	}
+}
+
+// TestTimestampsInMicroseconds: console and JSON lines give their time to the microsecond,
+// not the second (issue 47, finding 6: `15:12:03.000Z`).
+func TestTimestampsInMicroseconds(t *testing.T) {
+	re := regexp.MustCompile(`\d{2}:\d{2}:\d{2}\.(\d+)`)
+	for _, format := range []string{"console", "json"} {
+		var buf bytes.Buffer
+		r, err := New(Config{Format: format, Writer: &buf})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			r.Logger("sidecar").Info().Msg("hello")
+			time.Sleep(time.Millisecond)
+		}
+		r.Close()
+		// A time cut to the second shows no fraction, or (console) a fraction of zeros; three
+		// lines a millisecond apart cannot all fall on a whole second.
+		precise := false
+		for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+			m := re.FindStringSubmatch(line)
+			if m == nil || len(m[1]) != 6 {
+				t.Errorf("%s: line %q; want a time with 6 fractional digits", format, line)
+				continue
+			}
+			precise = precise || m[1] != "000000"
+			if format == "json" {
+				var v struct{ Time string }
+				if err := json.Unmarshal([]byte(line), &v); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := time.Parse(time.RFC3339Nano, v.Time); err != nil {
+					t.Errorf("json time %q: %v", v.Time, err)
+				}
+			}
+		}
+		if !precise {
+			t.Errorf("%s: every time is a whole second:\n%s", format, buf.String())
+		}
 	}
 }
