@@ -208,3 +208,39 @@ func TestGuardrailEndpoint(t *testing.T) {
 		t.Fatalf("status: %d %s; want the guardrail's state", status, body)
 	}
 }
+
+// TestLoggingLevelListsEveryLogger: GET /storage_service/logging_level lists every logger
+// that GET /system/logger lists, the node's included, each with its level (issue 47,
+// finding 8: it listed 6 where /system/logger listed 12).
+func TestLoggingLevelListsEveryLogger(t *testing.T) {
+	_, nodeLogs, nc := embeddedNode(t)
+	f := mustServe(t, admin.Config{}, newFakeTracer(), admin.WithNode(nc, admin.NodeApply{TraceProbability: true}))
+	if err := nodeLogs.SetLevel("node", "debug"); err != nil {
+		t.Fatal(err)
+	}
+	status, body := do(t, client, f.url, request{method: "GET", path: "/system/logger"})
+	var names []string
+	if status != 200 || json.Unmarshal([]byte(body), &names) != nil {
+		t.Fatalf("GET /system/logger: %d %s", status, body)
+	}
+	status, body = do(t, client, f.url, request{method: "GET", path: "/storage_service/logging_level"})
+	var levels []struct{ Key, Value string }
+	if status != 200 || json.Unmarshal([]byte(body), &levels) != nil {
+		t.Fatalf("GET /storage_service/logging_level: %d %s", status, body)
+	}
+	got := map[string]string{}
+	for _, kv := range levels {
+		got[kv.Key] = kv.Value
+	}
+	for _, n := range names {
+		if _, ok := got[n]; !ok {
+			t.Errorf("logger %s is in /system/logger but not in logging_level", n)
+		}
+	}
+	if len(levels) != len(names) {
+		t.Errorf("logging_level lists %d loggers, /system/logger %d", len(levels), len(names))
+	}
+	if got["node:node"] != "debug" {
+		t.Errorf("node:node at %q in logging_level; want debug", got["node:node"])
+	}
+}

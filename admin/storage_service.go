@@ -181,7 +181,8 @@ type keyValue struct {
 	Value string `json:"value"`
 }
 
-// getLoggingLevels serves GET /storage_service/logging_level.
+// getLoggingLevels serves GET /storage_service/logging_level: every logger that GET
+// /system/logger lists, the node's (node:NAME) included, with its level.
 func (s *Server) getLoggingLevels(ctx *fasthttp.RequestCtx, _ string) error {
 	out := []keyValue{}
 	for _, n := range s.logs.Names() {
@@ -190,6 +191,18 @@ func (s *Server) getLoggingLevels(ctx *fasthttp.RequestCtx, _ string) error {
 			continue // removed since Names
 		}
 		out = append(out, keyValue{n, l})
+	}
+	if names := s.nodeLoggers(); len(names) > 0 {
+		c, cancel := nodeContext()
+		defer cancel()
+		for _, name := range names {
+			n, _ := nodeName(name)
+			l, err := s.node.Level(c, n)
+			if err != nil {
+				return nodeError("logger "+name, err)
+			}
+			out = append(out, keyValue{name, l})
+		}
 	}
 	return writeJSON(ctx, out)
 }
