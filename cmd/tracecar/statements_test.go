@@ -16,8 +16,8 @@ import (
 )
 
 // statementsScript is the Python-driver workload of TestStatementStatsPythonDriver: three
-// prepared statements called 1,000, 100 and 10 times, and 50 unprepared SELECTs that differ
-// only in their literal. The driver's own control queries (system.local, system.peers,
+// prepared statements called 1,000, 100 and 10 times, 50 unprepared SELECTs that differ
+// only in their literal, and 5 full scans (SELECT count(*)). The driver's own control queries (system.local, system.peers,
 // system_schema.*) and the DDL run through the sidecar too.
 const statementsScript = `
 import os, sys
@@ -39,6 +39,8 @@ for i in range(10):
     s.execute(upd, (i + 1, i))
 for i in range(50):
     s.execute("SELECT v FROM stmt_ks.t WHERE k = %d" % (i + 500))
+for i in range(5):
+    assert s.execute("SELECT count(*) FROM stmt_ks.t").one()[0] == 1000
 cluster.shutdown()
 print("done")
 `
@@ -91,6 +93,7 @@ func TestStatementStatsPythonDriver(t *testing.T) {
 		{"SELECT v FROM stmt_ks.t WHERE k = ?", true, 100},
 		{"SELECT v FROM stmt_ks.t WHERE k = ?", false, 50},
 		{"UPDATE stmt_ks.t SET v = ? WHERE k = ?", true, 10},
+		{"SELECT count(*) FROM stmt_ks.t", false, 5},
 	}
 	if len(ours) != len(want) {
 		t.Fatalf("statements on stmt_ks: %+v, want %d entries", ours, len(want))
@@ -125,6 +128,10 @@ func TestStatementStatsPythonDriver(t *testing.T) {
 	}
 	if unprepared != 50 || series[`{keyspace="stmt_ks",kind="unprepared",table="t"}`] != 50 {
 		t.Errorf("unprepared anti-patterns: %v, want 50 on stmt_ks.t", series)
+	}
+	// The five SELECT count(*) read every partition: full scans (issue 47, finding 11).
+	if n := series[`{keyspace="stmt_ks",kind="full_scan",table="t"}`]; n != 5 {
+		t.Errorf("full_scan anti-patterns on stmt_ks.t: %v; want 5 (the SELECT count(*))", n)
 	}
 
 	// Off: nothing more is counted; reset empties the list.

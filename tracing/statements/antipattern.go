@@ -22,13 +22,14 @@ const (
 	kindCLAny
 	kindSerialWithoutLWT
 	kindSelectStar
+	kindFullScan
 	numKinds
 )
 
 // AntiPatternKinds are the kind label values of tracecar_cql_antipatterns_total, by antiKind.
 var AntiPatternKinds = [numKinds]string{
 	"unprepared", "allow_filtering", "unpaged_read", "logged_batch_multi_partition",
-	"cl_all", "cl_any", "serial_without_lwt", "select_star",
+	"cl_all", "cl_any", "serial_without_lwt", "select_star", "full_scan",
 }
 
 // selectStarColumns is the number of columns above which SELECT * counts.

@@ -26,7 +26,11 @@ type shape struct {
 	lwt            bool // has an IF clause
 	allowFiltering bool
 	selectStar     bool
-	system         bool // reads or writes a system keyspace
+	// fullScan: a SELECT that restricts no partition key, so that the node reads every
+	// partition of the table: no WHERE (SELECT count(*) FROM t among them), or ALLOW
+	// FILTERING.
+	fullScan bool
+	system   bool // reads or writes a system keyspace
 }
 
 // classify reads the shape of a statement's text through cqltext: its verb, the table it
@@ -71,6 +75,7 @@ func classify(q string) shape {
 	second := cqltext.NextSignificant(q, first.End)
 	s.selectStar = s.verb == verbSelect && cqltext.IsPunct(q, second, "*")
 	depth := 0
+	where := false
 	prev := first
 	for t := second; t.Kind != cqltext.EOF; prev, t = t, cqltext.NextSignificant(q, t.End) {
 		switch {
@@ -82,11 +87,14 @@ func classify(q string) shape {
 			s.lwt = s.lwt || s.verb != verbSelect
 		case kw(t, "filtering") && kw(prev, "allow"):
 			s.allowFiltering = true
+		case depth == 0 && kw(t, "where"):
+			where = true
 		case refAt != "" && depth == 0 && kw(t, refAt):
 			s.keyspace, s.table = tableRef(q, t.End)
 			refAt = ""
 		}
 	}
+	s.fullScan = s.verb == verbSelect && s.table != "" && (!where || s.allowFiltering)
 	s.system = isSystemKeyspace(s.keyspace)
 	return s
 }

@@ -80,9 +80,12 @@ func TestClassify(t *testing.T) {
 		q    string
 		want shape
 	}{
-		{"SELECT * FROM ks.t WHERE v > 1 ALLOW FILTERING", shape{verb: verbSelect, keyspace: "ks", table: "t", allowFiltering: true, selectStar: true}},
-		{"SELECT * FROM ks.t WHERE v IN (SELECT) allow\nfiltering", shape{verb: verbSelect, keyspace: "ks", table: "t", allowFiltering: true, selectStar: true}},
-		{`SELECT "allow" filtering FROM t`, shape{verb: verbSelect, table: "t"}},
+		{"SELECT * FROM ks.t WHERE v > 1 ALLOW FILTERING", shape{verb: verbSelect, keyspace: "ks", table: "t", allowFiltering: true, selectStar: true, fullScan: true}},
+		{"SELECT * FROM ks.t WHERE v IN (SELECT) allow\nfiltering", shape{verb: verbSelect, keyspace: "ks", table: "t", allowFiltering: true, selectStar: true, fullScan: true}},
+		{`SELECT "allow" filtering FROM t`, shape{verb: verbSelect, table: "t", fullScan: true}},
+		{"SELECT count(*) FROM ks.t", shape{verb: verbSelect, keyspace: "ks", table: "t", fullScan: true}},
+		{"SELECT v FROM ks.t WHERE k = ? /* no WHERE */", shape{verb: verbSelect, keyspace: "ks", table: "t"}},
+		{"SELECT v FROM ks.t WHERE k IN (SELECT x FROM y)", shape{verb: verbSelect, keyspace: "ks", table: "t"}},
 		{"SELECT * FROM t WHERE c = 'ALLOW FILTERING'", shape{verb: verbSelect, table: "t", selectStar: true}},
 		{"UPDATE t SET v = 1 WHERE k = 1 IF v = 0", shape{verb: verbUpdate, table: "t", lwt: true}},
 		{`UPDATE t SET "IF" = 1 WHERE k = 1`, shape{verb: verbUpdate, table: "t"}},

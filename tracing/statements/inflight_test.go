@@ -19,8 +19,8 @@ func TestStatementAntiPatterns(t *testing.T) {
 	call(a, ca, cql.OpExecute, body(cql.Execute{ID: []byte("ok"), Params: cql.QueryParams{Consistency: cql.One, Flags: cql.QueryPageSize, PageSize: 10}}), cql.OpResult, rows(1), 1)
 
 	norm := "SELECT v FROM ks.t WHERE v = ? ALLOW FILTERING"
-	if got := find(t, a.List("calls", 0, false), norm, false).AntiPatterns; !slices.Equal(got, []string{"unprepared", "allow_filtering"}) {
-		t.Errorf("sidecar a: antipatterns %q; want unprepared, allow_filtering", got)
+	if got := find(t, a.List("calls", 0, false), norm, false).AntiPatterns; !slices.Equal(got, []string{"unprepared", "allow_filtering", "full_scan"}) {
+		t.Errorf("sidecar a: antipatterns %q; want unprepared, allow_filtering, full_scan", got)
 	}
 	if got := find(t, a.List("calls", 0, false), "SELECT v FROM ks.t WHERE k = ?", true).AntiPatterns; got != nil {
 		t.Errorf("a paged, prepared SELECT at ONE: antipatterns %q; want none", got)
@@ -29,8 +29,8 @@ func TestStatementAntiPatterns(t *testing.T) {
 	if !ok {
 		t.Fatal("Merge said a histogram is missing")
 	}
-	if got := find(t, merged, norm, false).AntiPatterns; !slices.Equal(got, []string{"unprepared", "allow_filtering", "cl_all"}) {
-		t.Errorf("merged: antipatterns %q; want unprepared, allow_filtering, cl_all", got)
+	if got := find(t, merged, norm, false).AntiPatterns; !slices.Equal(got, []string{"unprepared", "allow_filtering", "cl_all", "full_scan"}) {
+		t.Errorf("merged: antipatterns %q; want unprepared, allow_filtering, cl_all, full_scan", got)
 	}
 }
 

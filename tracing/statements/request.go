@@ -105,6 +105,9 @@ func (s *Stats) countRequest(e *Entry, p params) {
 	if e.shape.allowFiltering {
 		e.count(kindAllowFiltering)
 	}
+	if e.shape.fullScan {
+		e.count(kindFullScan)
+	}
 	if e.shape.selectStar && e.cols > selectStarColumns {
 		e.count(kindSelectStar)
 	}

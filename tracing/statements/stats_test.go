@@ -185,6 +185,8 @@ func TestAntiPatterns(t *testing.T) {
 	call(s, c, cql.OpQuery, query("SELECT v FROM ks.a WHERE v = ? ALLOW FILTERING", cql.One, 100, []byte{1}), cql.OpResult, rows(0), 1)
 	call(s, c, cql.OpQuery, query("SELECT v FROM ks.b", cql.One, 0), cql.OpResult, rows(0), 1)
 	call(s, c, cql.OpQuery, query("SELECT v FROM ks.c", cql.All, 10), cql.OpResult, rows(0), 1)
+	call(s, c, cql.OpQuery, query("SELECT count(*) FROM ks.h", cql.One, 100), cql.OpResult, rows(0), 1)
+	call(s, c, cql.OpQuery, query("SELECT v FROM ks.i WHERE k IN (SELECT 1) AND c = ?", cql.One, 100, []byte{1}), cql.OpResult, rows(0), 1)
 	call(s, c, cql.OpQuery, query("INSERT INTO ks.d (k) VALUES (?)", cql.Any, 0, []byte{1}), cql.OpResult, body(cql.VoidResult{}), 1)
 	call(s, c, cql.OpQuery, query("UPDATE ks.e SET v = ? WHERE k = ?", cql.Serial, 0, []byte{1}, []byte{2}), cql.OpResult, body(cql.VoidResult{}), 1)
 	call(s, c, cql.OpQuery, query("UPDATE ks.f SET v = ? WHERE k = ? IF v = ?", cql.Serial, 0, []byte{1}, []byte{2}, []byte{3}), cql.OpResult, body(cql.VoidResult{}), 1)
@@ -215,6 +217,8 @@ func TestAntiPatterns(t *testing.T) {
 		{"serial_without_lwt", "e", 1}, {"serial_without_lwt", "f", 0},
 		{"select_star", "wide", 1}, {"select_star", "narrow", 0},
 		{"logged_batch_multi_partition", "g", 1},
+		{"full_scan", "a", 1}, {"full_scan", "b", 1}, {"full_scan", "c", 1}, {"full_scan", "h", 1},
+		{"full_scan", "i", 0}, {"full_scan", "wide", 0}, {"full_scan", "d", 0},
 	} {
 		if got := s.AntiPatterns(tt.kind, "ks", tt.table); got != tt.want {
 			t.Errorf("%s on ks.%s: %d, want %d", tt.kind, tt.table, got, tt.want)
