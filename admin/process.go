@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/tracecar/tracecar/internal/buildinfo"
 )
 
 // Process is the process part of /tracecar/status: this sidecar process and how it came to
@@ -23,6 +25,8 @@ type Process struct {
 	Predecessor *ProcessPeer `json:"predecessor,omitempty"`
 	// Handover is the handover that made this process; nil for one started afresh.
 	Handover *Handover `json:"handover,omitempty"`
+	// Build is the running binary: tracecar's version, its VCS revision, the Go version.
+	Build buildinfo.Info `json:"build"`
 }
 
 // ProcessPeer is another sidecar process.
@@ -50,7 +54,11 @@ type Handover struct {
 	Done bool `json:"done"`
 }
 
-// WithProcess makes /tracecar/status report the process that f describes.
+// build is the running binary, as /tracecar/status names it.
+var build = buildinfo.Read()
+
+// WithProcess makes /tracecar/status report the process that f describes, and the binary
+// it runs (Process.Build, unless f sets it).
 func WithProcess(f func() Process) Option {
 	return func(s *Server) { s.process = f }
 }

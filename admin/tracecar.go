@@ -91,6 +91,9 @@ func (s *Server) getStatus(ctx *fasthttp.RequestCtx, _ string) error {
 	}
 	if s.process != nil {
 		p := s.process()
+		if p.Build.Version == "" {
+			p.Build = build
+		}
 		st.Process = &p
 	}
 	for _, n := range s.logs.Names() {

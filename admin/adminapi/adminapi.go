@@ -16,6 +16,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tracecar/tracecar/internal/buildinfo"
 )
 
 // Paths of the endpoints this package decodes.
@@ -216,6 +218,7 @@ type Status struct {
 			ClosedByPredecessor int  `json:"connections_closed_by_predecessor"`
 			Done                bool `json:"done"`
 		} `json:"handover"`
+		Build buildinfo.Info `json:"build"`
 	} `json:"process"`
 }
 

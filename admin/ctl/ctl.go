@@ -254,6 +254,13 @@ func showStatus(body []byte) (string, error) {
 		if p.SchedPolicy != "" {
 			s += " sched=" + p.SchedPolicy
 		}
+		if b := p.Build; b.Version != "" {
+			s += " version=" + b.Version
+			if r := b.ShortRevision(); r != "" {
+				s += " revision=" + r
+			}
+			s += " go=" + b.GoVersion
+		}
 		if pr := p.Predecessor; pr != nil {
 			s += fmt.Sprintf(" predecessor=%d (started %s)", pr.PID, pr.StartedAt.UTC().Format(time.RFC3339))
 		}

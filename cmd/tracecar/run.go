@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/tracecar/tracecar/internal/buildinfo"
 	"github.com/tracecar/tracecar/loadcheck"
 )
 
@@ -26,6 +27,7 @@ commands:
   loadcheck  measure what each tracing and logging mode costs
   ctl        change tracing or log levels on one or more sidecars
   capture    dump or summarise a workload capture file (capture dump|stats FILE)
+  version    print the version, the VCS revision and the Go version (also --version)
 
 Run 'tracecar <command> -h' for the flags of a command.
 `
@@ -48,6 +50,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = runCtl(ctx, args[1:], stdout, stderr)
 	case "capture":
 		err = runCapture(ctx, args[1:], stdout, stderr)
+	case "version", "--version", "-version":
+		if len(args) > 1 {
+			fmt.Fprintf(stderr, "tracecar: version takes no arguments, got %q\n", args[1])
+			return exitUsage
+		}
+		fmt.Fprintln(stdout, buildinfo.Read())
+		return exitOK
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/tracecar/tracecar/internal/buildinfo"
 	"github.com/tracecar/tracecar/internal/cql"
 )
 
@@ -297,6 +298,9 @@ var (
 		"Time requests spent in the sidecar itself, not waiting on the node: from the read of the node's response off the socket until it was queued for the client.", nil, nil)
 	connsDesc = prometheus.NewDesc("tracecar_client_connections",
 		"Client connections open now.", nil, nil)
+	buildDesc = prometheus.NewDesc("tracecar_build_info",
+		"Always 1: the labels name the running tracecar's version, VCS revision and Go version.",
+		[]string{"version", "revision", "goversion"}, nil)
 	limitDesc = prometheus.NewDesc("tracecar_client_connections_limit",
 		"The most client connections held at once (--max-connections); absent when there is no limit.", nil, nil)
 )
@@ -330,6 +334,7 @@ func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- addedDesc
 	ch <- connsDesc
 	ch <- limitDesc
+	ch <- buildDesc
 }
 
 // Collect sends the sums over the shards. A request counted during the scrape may show in
@@ -383,4 +388,8 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	if n := c.m.limit.Load(); n > 0 {
 		ch <- prometheus.MustNewConstMetric(limitDesc, prometheus.GaugeValue, float64(n))
 	}
+	ch <- prometheus.MustNewConstMetric(buildDesc, prometheus.GaugeValue, 1, build.Version, build.Revision, build.GoVersion)
 }
+
+// build is the running binary, for tracecar_build_info.
+var build = buildinfo.Read()

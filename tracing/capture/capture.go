@@ -23,7 +23,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -31,6 +30,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/tracecar/tracecar/internal/buildinfo"
 	"github.com/tracecar/tracecar/internal/capturefile"
 	"github.com/tracecar/tracecar/tracing"
 )
@@ -180,15 +180,10 @@ func CheckDir(dir string) error {
 // Version returns the tracecar version written in capture headers: the module's version
 // and VCS revision as the binary records them.
 func Version() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "tracecar (unknown build)"
-	}
-	v := "tracecar " + bi.Main.Version
-	for _, s := range bi.Settings {
-		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-			v += " " + s.Value[:12]
-		}
+	b := buildinfo.Read()
+	v := "tracecar " + b.Version
+	if r := b.ShortRevision(); r != "" {
+		v += " " + r
 	}
 	return v
 }
