@@ -28,6 +28,27 @@ var metricNames = map[string]string{
 	MetricAddedP99: "added-latency p99",
 }
 
+// BudgetMetrics are the metrics a budget can name, in the order help lists them, each with
+// the limit it takes: the one list that the flag's help, its errors and the verdicts read.
+var BudgetMetrics = []struct{ Name, Limit string }{
+	{MetricOps, "op rate, %; the default without --rate"},
+	{MetricCPU, "sidecar CPU per op, % or absolute such as +0.5us; the default with --rate"},
+	{MetricUserCPU, "the user-space part of the sidecar's CPU per op, % or +0.5us"},
+	{MetricNodeCPU, "node CPU per op, % or +0.5us"},
+	{MetricP99, "client p99, %"},
+	{MetricAddedP99, "the sidecar's added-latency p99, absolute such as 200us"},
+}
+
+// BudgetMetricsHelp lists the budget metrics for a help text: "ops (op rate, %; …), cpu
+// (…), …".
+func BudgetMetricsHelp() string {
+	parts := make([]string, len(BudgetMetrics))
+	for i, m := range BudgetMetrics {
+		parts[i] = m.Name + " (" + m.Limit + ")"
+	}
+	return strings.Join(parts, ", ")
+}
+
 // Budget is one --max-overhead entry: the largest cost of a mode, against the baseline, on
 // one metric, that a run may show significantly.
 type Budget struct {
@@ -82,7 +103,7 @@ func ParseBudgets(s string) ([]Budget, error) {
 		return nil, nil
 	}
 	bad := func(part, why string) error {
-		return usageErrorf("--max-overhead %q: %s; want MODE=[METRIC:]LIMIT,... with METRIC ops (default, %%), cpu (%% or +0.5us), cpu-user (the same), node-cpu (%% or +0.5us), p99 (%%) or added-p99 (200us), e.g. fast=5%%,full=cpu:+0.5us", part, why)
+		return usageErrorf("--max-overhead %q: %s; want MODE=[METRIC:]LIMIT,... with METRIC one of %s; e.g. fast=5%%,full=cpu:+0.5us", part, why, BudgetMetricsHelp())
 	}
 	var out []Budget
 	seen := map[[2]string]bool{}

@@ -143,7 +143,7 @@ func (lf *loadcheckFlags) addClientFlags(fs *flag.FlagSet) {
 
 // addBudgetFlags defines the budgets whose breach exits 3.
 func (lf *loadcheckFlags) addBudgetFlags(fs *flag.FlagSet) {
-	fs.StringVar(&lf.maxOverhead, "max-overhead", "", "budgets `MODE=[METRIC:]LIMIT,...`, METRIC one of ops (op rate, %; the default without --rate), cpu (sidecar CPU per op, % or absolute such as +0.5us; the default with --rate), node-cpu (same for the node), p99 (client p99, %), added-p99 (sidecar's added latency p99, absolute such as 200us); e.g. fast=5%,full=cpu:+0.5us: exit 3 when a mode is over a budget significantly (p < 0.05)")
+	fs.StringVar(&lf.maxOverhead, "max-overhead", "", "budgets `MODE=[METRIC:]LIMIT,...`, METRIC one of "+loadcheck.BudgetMetricsHelp()+"; e.g. fast=5%,full=cpu:+0.5us: exit 3 when a mode is over a budget significantly (p < 0.05)")
 }
 
 // addReportFlags defines the files the report is written to.

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"flag"
 	"io"
@@ -128,6 +130,21 @@ func TestParseLoadcheckFlagsHelp(t *testing.T) {
 		"-workload", "-ratio", "-pop", "-concurrency", "-rate", "-cl", "-compression", "-max-overhead", "-unthrottled", "-target-error", "-max-rounds", "-node-metrics", "-json", "-csv", "-html", "-hdr-log"} {
 		if !strings.Contains(b.String(), "  "+f+" ") && !strings.Contains(b.String(), "  "+f+"\n") {
 			t.Errorf("help lacks %s", f)
+		}
+	}
+}
+
+// TestLoadcheckHelpListsBudgetMetrics: `loadcheck -h` names every metric a budget takes,
+// cpu-user among them (issue 47, finding 12: the docs named it, the help did not).
+func TestLoadcheckHelpListsBudgetMetrics(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"loadcheck", "-h"}, &out, &errOut); code != exitOK {
+		t.Fatalf("loadcheck -h: exit %d", code)
+	}
+	help := out.String() + errOut.String()
+	for _, m := range loadcheck.BudgetMetrics {
+		if !strings.Contains(help, m.Name+" (") {
+			t.Errorf("loadcheck -h does not name the budget metric %s", m.Name)
 		}
 	}
 }
