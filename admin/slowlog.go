@@ -11,6 +11,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/tracecar/tracecar/tracing"
+	"github.com/tracecar/tracecar/tracing/statements"
 )
 
 // Limits of /tracecar/slow_log.
@@ -31,11 +32,6 @@ const (
 var SlowLogParams = []string{"limit", "min_duration", "keyspace", "table", "user", "client", "since", "until",
 	"trace_id", "sort", "include_system"}
 
-// SystemKeyspaces are the keyspaces whose queries include_system=false hides: the ones
-// drivers read on their own.
-var SystemKeyspaces = []string{"system", "system_schema", "system_auth", "system_traces", "system_views",
-	"system_distributed", "system_virtual_schema"}
-
 // SlowLogQuery is a query of the slow log: which sessions, in which order, how many. The
 // zero value matches every session, newest first, the default limit.
 type SlowLogQuery struct {
@@ -48,7 +44,7 @@ type SlowLogQuery struct {
 	Since, Until  time.Time
 	TraceID       string
 	ByDuration    bool // slowest first, rather than newest first
-	ExcludeSystem bool
+	ExcludeSystem bool // hide queries of the node's own keyspaces (statements.IsSystemKeyspace)
 }
 
 // parseSlowLogQuery reads and checks every parameter before any is used: an unknown or
@@ -154,7 +150,7 @@ func (q *SlowLogQuery) Match(s *tracing.Session) bool {
 		return true
 	}
 	ks, table := s.Target()
-	if q.ExcludeSystem && slices.Contains(SystemKeyspaces, ks) {
+	if q.ExcludeSystem && statements.IsSystemKeyspace(ks) {
 		return false
 	}
 	if q.Keyspace != "" && ks != q.Keyspace {

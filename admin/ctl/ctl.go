@@ -70,6 +70,9 @@ type Command struct {
 	Sort  string
 	Limit int
 	JSON  bool
+	// IncludeSystem shows the queries of the node's own keyspaces (system, system_schema…),
+	// which the drivers send on their own; Statements and Top hide them by default.
+	IncludeSystem bool
 
 	// Top: the refresh interval (0: DefaultTopInterval), the per-host rows, and how many
 	// refreshes to show before returning (0: until quit).

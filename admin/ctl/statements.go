@@ -36,25 +36,39 @@ func runStatements(ctx context.Context, cfg Config, stdout io.Writer) error {
 		return err
 	}
 	lists := make([][]statements.Statement, len(cfg.Hosts))
+	on := make([]bool, len(cfg.Hosts))
 	errs := make([]error, len(cfg.Hosts))
 	var wg sync.WaitGroup
 	for i, h := range cfg.Hosts {
-		wg.Go(func() { lists[i], errs[i] = cl.statements(ctx, h) })
+		wg.Go(func() { lists[i], on[i], errs[i] = cl.statements(ctx, h) })
 	}
 	wg.Wait()
 	var failed error
 	var ok [][]statements.Statement
+	off := 0
 	for i, err := range errs {
-		if err != nil {
+		host := strings.TrimPrefix(cfg.Hosts[i], "http://")
+		switch {
+		case err != nil:
 			failed = ErrHostFailed
-			fmt.Fprintf(stdout, "%s: error: %v\n", strings.TrimPrefix(cfg.Hosts[i], "http://"), err)
+			fmt.Fprintf(stdout, "%s: error: %v\n", host, err)
 			continue
+		case !on[i]:
+			off++
+			fmt.Fprintf(stdout, "%s: statement statistics are off: turn them on with curl -X POST '%s/tracecar/statement_stats?enable=true' (or start the sidecar with --statement-stats)\n",
+				host, cfg.Hosts[i])
 		}
 		ok = append(ok, lists[i])
+	}
+	if off > 0 && off == len(ok) && failed == nil {
+		return ErrStatsOff
 	}
 	merged, complete := statements.Merge(ok...)
 	if !complete {
 		return errors.New("ctl: a host sent statements without histogram buckets: they cannot be merged")
+	}
+	if !cmd.IncludeSystem {
+		merged = slices.DeleteFunc(merged, func(s statements.Statement) bool { return statements.IsSystemKeyspace(s.Keyspace) })
 	}
 	statements.SortStatements(merged, cmd.Sort)
 	if len(merged) > cmd.Limit {
@@ -75,27 +89,29 @@ func runStatements(ctx context.Context, cfg Config, stdout io.Writer) error {
 	return failed
 }
 
-// statements reads one host's statements, all of them, with histogram buckets.
-func (c *client) statements(ctx context.Context, base string) ([]statements.Statement, error) {
-	b, err := c.request(ctx, http.MethodGet, base+"/tracecar/statement_stats", nil)
+// ErrStatsOff is returned by a statements command when no host it read keeps statement
+// statistics: there is nothing to show, and the output says how to turn them on.
+var ErrStatsOff = errors.New("ctl: statement statistics are off on every host")
+
+// statements reads one host's statements, all of them, with histogram buckets, and
+// whether its statistics are on.
+func (c *client) statements(ctx context.Context, base string) ([]statements.Statement, bool, error) {
+	max, on, err := c.statementStats(ctx, base)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	var st struct {
-		Max int `json:"max"`
+	if max < 1 {
+		return nil, false, nil // no statement statistics on this host
 	}
-	if err := json.Unmarshal(b, &st); err != nil || st.Max < 1 {
-		return nil, fmt.Errorf("bad statement_stats response %q", b)
-	}
-	b, err = c.request(ctx, http.MethodGet, base+"/tracecar/statements?sort=calls&histogram=true&limit="+strconv.Itoa(st.Max), nil)
+	b, err := c.request(ctx, http.MethodGet, base+"/tracecar/statements?sort=calls&histogram=true&limit="+strconv.Itoa(max), nil)
 	if err != nil {
-		return nil, err
+		return nil, on, err
 	}
 	var out []statements.Statement
 	if err := json.Unmarshal(b, &out); err != nil {
-		return nil, fmt.Errorf("bad statements response: %w", err)
+		return nil, on, fmt.Errorf("bad statements response: %w", err)
 	}
-	return out, nil
+	return out, on, nil
 }
 
 // maxShownText bounds the statement text in the table.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"slices"
@@ -470,6 +471,11 @@ func (t *top) readings(ctx context.Context) <-chan []hostSample {
 		defer tick.Stop()
 		for {
 			s := t.cl.sampleAll(ctx, t.hosts)
+			if !t.cmd.IncludeSystem {
+				for i := range s {
+					maps.DeleteFunc(s[i].stmts, func(_ stmtKey, st statements.Statement) bool { return statements.IsSystemKeyspace(st.Keyspace) })
+				}
+			}
 			select {
 			case ch <- s:
 			case <-ctx.Done():

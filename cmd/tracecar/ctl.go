@@ -308,6 +308,7 @@ func ctlStatements(c *common, args []string) (ctl.Command, error) {
 	order := fs.String("sort", "total_time", "sort by total_time, calls, p99 or errors")
 	limit := fs.Int("limit", 20, "statements shown")
 	asJSON := fs.Bool("json", false, "print the merged statements as JSON")
+	system := fs.Bool("include-system", false, "show the queries of the node's own keyspaces (system, system_schema…) that drivers send on their own")
 	if err := parseCtlArgs(fs, args); err != nil {
 		return ctl.Command{}, err
 	}
@@ -320,7 +321,7 @@ func ctlStatements(c *common, args []string) (ctl.Command, error) {
 	if *limit < 1 {
 		return ctl.Command{}, usageErrorf("statements: --limit must be at least 1, got %d", *limit)
 	}
-	return ctl.Command{Name: ctl.Statements, Sort: *order, Limit: *limit, JSON: *asJSON}, nil
+	return ctl.Command{Name: ctl.Statements, Sort: *order, Limit: *limit, JSON: *asJSON, IncludeSystem: *system}, nil
 }
 
 func ctlTraceFilter(c *common, args []string) (ctl.Command, error) {
@@ -361,6 +362,7 @@ func ctlTop(c *common, args []string) (ctl.Command, error) {
 	perHost := fs.Bool("per-host", false, "show a row per host under the cluster's (key h)")
 	count := fs.Int("count", 0, "refreshes shown before exiting (0: until q)")
 	limit := fs.Int("limit", 20, "statements per refresh in plain lines")
+	system := fs.Bool("include-system", false, "show the queries of the node's own keyspaces (system, system_schema…) that drivers send on their own")
 	if err := parseCtlArgs(fs, args); err != nil {
 		return ctl.Command{}, err
 	}
@@ -379,7 +381,7 @@ func ctlTop(c *common, args []string) (ctl.Command, error) {
 	if *limit < 1 {
 		return ctl.Command{}, usageErrorf("top: --limit must be at least 1, got %d", *limit)
 	}
-	return ctl.Command{Name: ctl.Top, Interval: *interval, Sort: *order, PerHost: *perHost, Count: *count, Limit: *limit}, nil
+	return ctl.Command{Name: ctl.Top, Interval: *interval, Sort: *order, PerHost: *perHost, Count: *count, Limit: *limit, IncludeSystem: *system}, nil
 }
 
 func ctlReady(c *common, args []string) (ctl.Command, error) {

@@ -301,7 +301,7 @@ func (st *catalog) describe(raw, ks string, prepared bool, binds []cql.ColumnSpe
 		tks = ks
 	}
 	def := capturefile.Statement{Prepared: prepared, Text: norm, Verb: verbOf(norm), Keyspace: tks, Table: table,
-		System: isSystemKeyspace(tks)}
+		System: statements.IsSystemKeyspace(tks)}
 	var tbl *capturefile.Table
 	if table != "" && !def.System && tks != "" {
 		tbl = st.w.schemaTable(tks, table)

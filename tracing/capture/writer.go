@@ -10,7 +10,6 @@ import (
 	"hash"
 	"hash/maphash"
 	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -304,7 +303,3 @@ func (w *writer) schemaTable(ks, table string) *capturefile.Table {
 	return t
 }
 
-// isSystemKeyspace reports whether ks is one of the node's own keyspaces.
-func isSystemKeyspace(ks string) bool {
-	return ks == "system" || strings.HasPrefix(ks, "system_")
-}

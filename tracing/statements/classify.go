@@ -95,7 +95,7 @@ func classify(q string) shape {
 		}
 	}
 	s.fullScan = s.verb == verbSelect && s.table != "" && (!where || s.allowFiltering)
-	s.system = isSystemKeyspace(s.keyspace)
+	s.system = IsSystemKeyspace(s.keyspace)
 	return s
 }
 
@@ -115,9 +115,11 @@ func tableRef(q string, i int) (keyspace, table string) {
 
 func isName(t cqltext.Token) bool { return t.Kind == cqltext.Ident || t.Kind == cqltext.QuotedIdent }
 
-// isSystemKeyspace reports whether ks is one of the node's own keyspaces, which drivers
-// query on their control connection (system, system_schema, system_traces, ...).
-func isSystemKeyspace(ks string) bool {
+// IsSystemKeyspace reports whether ks is one of the node's own keyspaces, which drivers
+// query on their control connection (system, system_schema, system_auth, system_traces,
+// system_views, ...): the queries that views of the application's statements leave out
+// unless asked. It is safe for concurrent use.
+func IsSystemKeyspace(ks string) bool {
 	return ks == "system" || strings.HasPrefix(ks, "system_")
 }
 
