@@ -302,4 +302,3 @@ func (w *writer) schemaTable(ks, table string) *capturefile.Table {
 	w.w.Table(*t)
 	return t
 }
-
