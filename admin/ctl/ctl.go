@@ -12,6 +12,9 @@
 //	             [--statement S] [--opcode OP] [--clear]
 //	tracecar ctl [--hosts …] ready
 //	tracecar ctl [--hosts …] top [--interval 2s] [--sort total_time|calls|p99|errors] [--per-host] [--count N]
+//	tracecar ctl [--hosts …] slow-log [--sort time|duration] [--limit 20] [--min-duration D] [--keyspace K]
+//	             [--table T] [--user U] [--client CIDR] [--since T] [--until T] [--trace-id ID] [--include-system] [--json]
+//	tracecar ctl [--hosts …] trace SESSION_ID
 //	tracecar ctl [--hosts …] capture start [--duration 60s] [--max-bytes 256MiB] [--values shape|keep] | stop | status
 //
 // Every host gets the request in parallel; a host that fails does not stop the others. A
@@ -70,6 +73,11 @@ type Command struct {
 	Sort  string
 	Limit int
 	JSON  bool
+	// SlowLog: the filters, as GET /tracecar/slow_log takes them (Sort and Limit are
+	// the command's own). Trace: the session id.
+	Query   url.Values
+	Session string
+
 	// IncludeSystem shows the queries of the node's own keyspaces (system, system_schema…),
 	// which the drivers send on their own; Statements and Top hide them by default.
 	IncludeSystem bool
@@ -113,6 +121,10 @@ func Run(ctx context.Context, cfg Config, stdout io.Writer) error {
 		return runStatements(ctx, cfg, stdout)
 	case Top:
 		return runTop(ctx, cfg, stdout)
+	case SlowLog:
+		return runSlowLog(ctx, cfg, stdout)
+	case Trace:
+		return runTrace(ctx, cfg, stdout)
 	}
 	o, err := opOf(cfg.Command)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tracecar/tracecar/admin"
 	"github.com/tracecar/tracecar/admin/ctl"
 	"github.com/tracecar/tracecar/internal/logs"
 	"github.com/tracecar/tracecar/tracing"
@@ -46,12 +47,18 @@ commands:
   status                   show mode, counters, sink drops and guardrail state
   ready                    exit 0 when every host's node is reachable (GET /readyz), else 1: a
                            readiness probe for an API that needs a token
-  statements [--sort total_time|calls|p99|errors] [--limit 20] [--json]
-                           per-statement statistics of every host, merged by statement
+  statements [--sort total_time|calls|p99|errors] [--limit 20] [--json] [--include-system]
+                           per-statement statistics of every host, merged by statement; the
+                           drivers' own system queries only with --include-system
+  slow-log [--sort time|duration] [--limit 20] [--min-duration 100ms] [--keyspace K] [--table T]
+           [--user U] [--client CIDR] [--since T] [--until T] [--trace-id ID] [--include-system] [--json]
+                           the recorded sessions of every host, newest (or slowest) first, one
+                           line each; T is an RFC 3339 time
+  trace SESSION_ID         one session and its events, the node's included, as cqlsh's TRACING ON
   trace-filter [--keyspace K] [--table T] [--user U] [--client CIDR] [--statement S] [--opcode OP] [--clear]
                            trace only matching requests (flags ANDed); --clear removes the filter;
                            with no flags, show it
-  top [--interval 2s] [--sort total_time|calls|p99|errors] [--per-host] [--count N] [--limit 20]
+  top [--interval 2s] [--sort total_time|calls|p99|errors] [--per-host] [--count N] [--limit 20] [--include-system]
                            a live view of every host, refreshed in place: op/s and p50/p99 from the
                            merged histograms, tracing mode, guardrail, sink drops; statements by
                            their share of the interval's time; the longest requests in flight.
@@ -121,8 +128,12 @@ func parseCtlFlags(args []string) (ctl.Config, error) {
 		build = func(a []string) (ctl.Command, error) { return ctlTop(&c, a) }
 	case "capture":
 		build = func(a []string) (ctl.Command, error) { return ctlCapture(&c, a) }
+	case "slow-log":
+		build = func(a []string) (ctl.Command, error) { return ctlSlowLog(&c, a) }
+	case "trace":
+		build = func(a []string) (ctl.Command, error) { return ctlTrace(&c, a) }
 	default:
-		return ctl.Config{}, usageErrorf("unknown command %q: want slow-query, trace-probability, logger, status, statements, trace-filter, ready, top or capture", rest[0])
+		return ctl.Config{}, usageErrorf("unknown command %q: want slow-query, trace-probability, logger, status, statements, slow-log, trace, trace-filter, ready, top or capture", rest[0])
 	}
 	cmd, err := build(rest[1:])
 	if err != nil {
@@ -394,4 +405,61 @@ func ctlReady(c *common, args []string) (ctl.Command, error) {
 		return ctl.Command{}, usageErrorf("ready takes no arguments, got %q", fs.Args())
 	}
 	return ctl.Command{Name: ctl.Ready}, nil
+}
+
+// slowLogFlags are ctl slow-log's filters: each flag is the GET /tracecar/slow_log
+// parameter of the same name, with - for _.
+var slowLogFlags = []struct{ flag, param, usage string }{
+	{"min-duration", "min_duration", "only sessions at least this long, such as 100ms"},
+	{"keyspace", "keyspace", "only statements on this keyspace"},
+	{"table", "table", "only statements on this table, or keyspace.table"},
+	{"user", "user", "only sessions of this user"},
+	{"client", "client", "only sessions from this client address or CIDR"},
+	{"since", "since", "only sessions started at or after this RFC 3339 time"},
+	{"until", "until", "only sessions started at or before this RFC 3339 time"},
+	{"trace-id", "trace_id", "only sessions of this W3C trace"},
+}
+
+func ctlSlowLog(c *common, args []string) (ctl.Command, error) {
+	fs := ctlFlagSet("slow-log")
+	c.register(fs)
+	order := fs.String("sort", "time", "time (newest first) or duration (slowest first)")
+	limit := fs.Int("limit", ctl.DefaultSlowLogLimit, "sessions shown")
+	asJSON := fs.Bool("json", false, "print the sessions as JSON")
+	system := fs.Bool("include-system", false, "show the queries of the node's own keyspaces (system, system_schema…) that drivers send on their own")
+	vals := make([]*string, len(slowLogFlags))
+	for i, f := range slowLogFlags {
+		vals[i] = fs.String(f.flag, "", f.usage)
+	}
+	if err := parseCtlArgs(fs, args); err != nil {
+		return ctl.Command{}, err
+	}
+	if fs.NArg() > 0 {
+		return ctl.Command{}, usageErrorf("slow-log takes only flags, got %q", fs.Args())
+	}
+	if *order != "time" && *order != "duration" {
+		return ctl.Command{}, usageErrorf("slow-log: --sort %q: want time (newest first) or duration (slowest first)", *order)
+	}
+	if *limit < 1 || *limit > admin.MaxSlowLogLimit {
+		return ctl.Command{}, usageErrorf("slow-log: --limit %d: want 1 to %d", *limit, admin.MaxSlowLogLimit)
+	}
+	q := url.Values{}
+	for i, f := range slowLogFlags {
+		if *vals[i] != "" {
+			q.Set(f.param, *vals[i])
+		}
+	}
+	return ctl.Command{Name: ctl.SlowLog, Sort: *order, Limit: *limit, JSON: *asJSON, IncludeSystem: *system, Query: q}, nil
+}
+
+func ctlTrace(c *common, args []string) (ctl.Command, error) {
+	fs := ctlFlagSet("trace")
+	c.register(fs)
+	if err := parseCtlArgs(fs, args); err != nil {
+		return ctl.Command{}, err
+	}
+	if fs.NArg() != 1 || fs.Arg(0) == "" {
+		return ctl.Command{}, usageErrorf("trace takes one session id (from slow-log), got %q", fs.Args())
+	}
+	return ctl.Command{Name: ctl.Trace, Session: fs.Arg(0)}, nil
 }
