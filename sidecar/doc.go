@@ -127,10 +127,11 @@
 //
 // # Handover
 //
-// A connection on an event loop can move to another process between two frames
-// (handover.go): Proxy.Handoff takes it to a quiet point on its loop, detaches its two
-// sockets with the bytes read and not forwarded, and sends them over the control socket
-// (control_linux.go); Proxy.Adopt in the new process makes it one of its own. This does
+// A connection on an event loop can move to another process between two frames (package
+// handover, which sidecar imports and which declares what it needs of the proxy;
+// handover.go and move_linux.go here): Proxy.Handoff takes it to a quiet point on its
+// loop, detaches its two sockets with the bytes read and not forwarded, and sends them over
+// the control socket; Proxy.Adopt in the new process makes it one of its own. This does
 // not touch the state machine above: a moving connection stays open, and once the new
 // process has acknowledged it, it goes straight to closed here. Connections on the
 // goroutine path drain instead.

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tracecar/tracecar/internal/metrics"
+	"github.com/tracecar/tracecar/sidecar/handover"
 	"github.com/tracecar/tracecar/tracing"
 )
 
@@ -61,7 +62,7 @@ const (
 type loopCmd struct {
 	kind loopCmdKind
 	c    *conn
-	h    *handoverCmd // a handover's command (handover_linux.go)
+	h    *handoverCmd // a handover's command (move_linux.go)
 }
 
 // loopGroup is a set of event loops, started on first use. It is safe for concurrent use.
@@ -250,7 +251,7 @@ type loopState struct {
 	sides [2]side // the client, the node
 	// lastDeadline bounds the writing of the last frames, once the connection is ending.
 	lastDeadline time.Time
-	move         loopMove // its part in a handover (handover_linux.go)
+	move         loopMove // its part in a handover (move_linux.go)
 }
 
 // run is the loop goroutine. It is not locked to its OS thread: while it is busy the
@@ -503,7 +504,7 @@ func (l *loop) close(c *conn) {
 	}
 	c.streams.spare = nil // what empties the table from here on is not this loop
 	if c.move.moving {
-		l.moveOver(c, moveEnded)
+		l.moveOver(c, handover.Ended)
 	}
 	for i := range c.sides {
 		s := &c.sides[i]
