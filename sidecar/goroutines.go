@@ -3,6 +3,7 @@ package sidecar
 import (
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/tracecar/tracecar/internal/cql"
@@ -110,8 +111,12 @@ func (c *conn) forwardRequest(r *frameReader, h cql.Header) error {
 	if err != nil {
 		return err
 	}
-	if t := c.request(h, frame, n, 0); t.Events() {
+	t, fx := c.request(h, frame, n, 0)
+	if t.Events() {
 		c.sentQ = append(c.sentQ, t)
+	}
+	if fx != 0 {
+		c.apply(fx)
 	}
 	switch {
 	case frame == nil:
@@ -357,4 +362,23 @@ func (c *conn) close() {
 		c.toClient.flush()
 	}
 	c.closeAll()
+}
+
+// readWhole reads the frame of n bytes at the head of r into the connection's scratch
+// buffer, once the proxy-wide budget of frames held whole has room for it; the caller
+// releases n from c.p.held once the frame is forwarded. While it waits the connection
+// reads nothing: that is the backpressure. It gives up when the connection closes, its
+// node connection fails, or the proxy drains.
+func (c *conn) readWhole(r *frameReader, n int) ([]byte, error) {
+	if !c.p.held.acquire(int64(n), c.draining) {
+		if c.getState() == stateDraining {
+			return c.reqBuf, os.ErrDeadlineExceeded // as a drained read: see requestsEnded
+		}
+		return c.reqBuf, errClientGone
+	}
+	buf, err := cql.AppendRead(c.reqBuf[:0], r, n)
+	if err != nil {
+		c.p.held.release(n)
+	}
+	return buf, err
 }

@@ -235,8 +235,12 @@ func (l *loop) relay(s *side, data []byte, b *batch) int {
 			// One clock read per read from the client, shared by every request it
 			// delivered, as for responses.
 			arrived = c.arrival(arrived, c.p.stmts != nil)
-			if t := c.request(h, frame, n, arrived); t.Events() {
+			t, fx := c.request(h, frame, n, arrived)
+			if t.Events() {
 				tickets = append(tickets, t)
+			}
+			if fx != 0 {
+				c.apply(fx)
 			}
 			out = append(out, frame...)
 			continue

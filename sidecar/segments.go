@@ -32,9 +32,6 @@ type v5conn struct {
 	client atomic.Bool
 	// node says that the node sends segments (response side only).
 	node bool
-	// edited is set by the per-frame work when it changed the request it handled in place
-	// (request side only).
-	edited bool
 	// largeHeld is what the client frame gathered from its segments (larger than a segment)
 	// holds of the proxy-wide budget of frames held whole, from its first segment to its
 	// last (request side only; holdLarge).
@@ -69,6 +66,15 @@ func (p *Proxy) maxVersion() byte {
 // speaks reports whether the proxy lets protocol version v (without the response bit)
 // through.
 func (p *Proxy) speaks(v byte) bool { return v >= cql.V3 && v <= p.maxVersion() }
+
+// apply makes the change of framing that the per-frame work on a request returned
+// (pipeline.request): a v5 STARTUP begins the segments. A frame changed in place
+// (fxEdited) needs a fresh CRC only in a segment, which requestSegment sees.
+func (c *conn) apply(fx effect) {
+	if fx&fxSegments != 0 {
+		c.beginV5(fx&fxSegmentsLZ4 != 0)
+	}
+}
 
 // beginV5 notes a v5 STARTUP, with lz4 when it asked for it: the frames of a v5
 // connection are never compressed themselves, so the connection's frame compression stays
@@ -233,11 +239,14 @@ func (c *conn) requestSegment(seg []byte, tickets []tracing.Ticket) ([]byte, []t
 		c.traceFrame(h, true)
 		h.Flags &^= cql.FlagCompression // v5 compresses segments, not frames
 		flags := frame[1]
-		c.v5.edited = false
-		if t := c.request(h, frame, n, 0); t.Events() {
+		t, fx := c.request(h, frame, n, 0)
+		if t.Events() {
 			tickets = append(tickets, t)
 		}
-		changed = changed || frame[1] != flags || c.v5.edited
+		if fx != 0 {
+			c.apply(fx)
+		}
+		changed = changed || frame[1] != flags || fx&fxEdited != 0
 	}
 	if !changed && rd.SelfContained() {
 		return seg, tickets, nil // forwarded as it came

@@ -108,7 +108,7 @@ func (pc *pathConnV5) oneLegacy(tb testing.TB) int {
 		tb.Fatal(pe)
 	}
 	c.traceFrame(h, true)
-	if tk := c.request(h, req, len(req), 0); tk.Events() {
+	if tk, _ := c.request(h, req, len(req), 0); tk.Events() {
 		pc.sent = append(pc.sent[:0], tk)
 		c.wrote(pc.sent, false)
 	}

@@ -6,6 +6,8 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tracecar/tracecar/internal/cql"
@@ -70,16 +72,35 @@ type protocolError struct {
 
 func (e *protocolError) Error() string { return "malformed frame from client: " + e.msg }
 
+// lifecycle is the end of a connection, the same on both transports: its state, which
+// only moves forward, and the first cause. What a state does to the sockets is the
+// transport's (conn.drain, conn.closeAll, the goroutine path's stop and close, the loop's
+// end and close). A connection embeds it; its zero value is open.
+type lifecycle struct {
+	// state is a connState; it only moves forward, by compare-and-swap, so that the frame
+	// loops and the event loop read it without mu. cause is written under mu before state
+	// becomes stateEnding.
+	state atomic.Int32
+	cause error
+	// closed is set once the transport closed the connection for good: the response
+	// goroutine ended, or the loop closed it (on the goroutine path goPath.respDone is
+	// closed then too).
+	closed atomic.Bool
+	// mu serialises the changes of state and their effect on the sockets with setting the
+	// node socket and with the move to a loop (conn.toLoop).
+	mu sync.Mutex
+}
+
 // getState returns the connection's state.
-func (c *conn) getState() connState { return connState(c.state.Load()) }
+func (c *lifecycle) getState() connState { return connState(c.state.Load()) }
 
 // draining reports whether the connection reads no new requests: it is draining, ending
 // or closed.
-func (c *conn) draining() bool { return c.getState() >= stateDraining }
+func (c *lifecycle) draining() bool { return c.getState() >= stateDraining }
 
 // advance moves the state forward to s, and reports whether it moved: it does not when the
 // connection already is at s or beyond.
-func (c *conn) advance(s connState) bool {
+func (c *lifecycle) advance(s connState) bool {
 	for {
 		old := c.state.Load()
 		if connState(old) >= s {
@@ -93,7 +114,7 @@ func (c *conn) advance(s connState) bool {
 
 // end moves the connection to ending for cause, on either path, and reports whether it
 // did: the first cause stands, a later one is dropped. c.mu must be held.
-func (c *conn) end(cause error) bool {
+func (c *lifecycle) end(cause error) bool {
 	if c.getState() >= stateEnding {
 		return false
 	}
