@@ -131,7 +131,7 @@ func (c *conn) serve(ctx context.Context) {
 	if !c.p.noLoop && c.toLoop() {
 		return
 	}
-	c.runGoroutines()
+	goroutines{c}.runGoroutines()
 }
 
 // open answers frames of unsupported versions until one of version 3, 4 or 5 (up to

@@ -154,7 +154,7 @@ func (p *Proxy) adoptConn(m handover.State, clientFD, nodeFD int, g *group) (*co
 	if m.Framing == handover.FramingSegments {
 		// The handshake ended in the old process: segments both ways, as segmentsAfter
 		// leaves a connection.
-		c.beginV5(m.SegmentsLZ4)
+		segments{c}.beginV5(m.SegmentsLZ4)
 		c.v5.node = true
 		c.v5.client.Store(true)
 	}
@@ -176,7 +176,7 @@ func (p *Proxy) adoptConn(m handover.State, clientFD, nodeFD int, g *group) (*co
 // serveAdopted runs an adopted connection that stays off the loops on the goroutine path,
 // as serve runs an accepted one once open.
 func (c *conn) serveAdopted() {
-	c.runGoroutines()
+	goroutines{c}.runGoroutines()
 }
 
 // finishMoved ends a connection that moved to another process, in this one: its sockets

@@ -522,7 +522,7 @@ func (l *loop) close(c *conn) {
 			s.held = 0
 		}
 	}
-	c.releaseLarge()
+	segments{c}.releaseLarge()
 	c.closedOnLoop()
 	// The loop never gives up its P by itself (see wait), so a goroutine it starts could
 	// wait in that P's run queue until another P steals it: yield, so that the goroutine

@@ -257,7 +257,7 @@ func (l *loop) relay(s *side, data []byte, b *batch) int {
 			answers = append(answers, metrics.Answer{Start: req.start, Op: req.op})
 		}
 		drained = c.answered(left, len(f)) || drained
-		if req.op == cql.OpStartup && c.segmentsAfter(h.Opcode) {
+		if req.op == cql.OpStartup && (segments{c}).segmentsAfter(h.Opcode) {
 			// What follows the answer to a v5 STARTUP is segments.
 			b.out, b.tickets, b.answers, b.arrived, b.drained = out, tickets, answers, arrived, drained
 			return pos + l.relaySegments(s, data[pos:], b)
@@ -277,7 +277,7 @@ func (l *loop) keep(s *side, rest []byte, need int, took bool) {
 	}
 	s.need = need
 	s.pend = keepPend(s.pend, rest)
-	if s.client && s.need > len(l.rbuf) && s.held == 0 && !s.c.gatheringLarge() {
+	if s.client && s.need > len(l.rbuf) && s.held == 0 && !(segments{s.c}).gatheringLarge() {
 		l.holdFrame(s)
 	}
 }

@@ -72,7 +72,7 @@ type parkState struct {
 
 // startParking lets the connection park when it can (see the package's parking notes):
 // on the goroutine path, before its goroutines start.
-func (c *conn) startParking() {
+func (c goroutines) startParking() {
 	pk := handover.ProcessParker()
 	if pk == nil || c.v5 != nil || c.cr.raw == nil || c.nr.raw == nil {
 		return
@@ -82,25 +82,25 @@ func (c *conn) startParking() {
 	c.mu.Unlock()
 	c.cr.idle = c.requestsIdle
 	c.nr.idle = c.responsesIdle
-	pk.Add((*parking)(c))
+	pk.Add((*parking)(c.conn))
 }
 
 // parkAfter has the side that reads r park at its next wait between frames, when the frame
 // it forwarded, of opcode op, ends the handshake's part of that side (see above).
-func (c *conn) parkAfter(r *frameReader, op cql.Opcode) {
+func (c goroutines) parkAfter(r *frameReader, op cql.Opcode) {
 	switch op {
 	case cql.OpStartup, cql.OpAuthResponse, cql.OpReady, cql.OpAuthSuccess:
 		r.parkNow = r.idle != nil
 	}
 }
 
-func (c *conn) requestsIdle(between bool) idleAction  { return c.timedOut(sideRequests, between) }
-func (c *conn) responsesIdle(between bool) idleAction { return c.timedOut(sideResponses, between) }
+func (c goroutines) requestsIdle(between bool) idleAction  { return c.timedOut(sideRequests, between) }
+func (c goroutines) responsesIdle(between bool) idleAction { return c.timedOut(sideResponses, between) }
 
 // timedOut is what side s does when its read ended at a read deadline; between says that
 // its reader holds nothing and waits for a frame. A deadline the parker did not set is
 // drain's or stop's, on the client: the read fails, as without parking.
-func (c *conn) timedOut(s int, between bool) idleAction {
+func (c goroutines) timedOut(s int, between bool) idleAction {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.park == nil || !c.park.want[s] || s == sideRequests && c.draining() {
@@ -115,7 +115,7 @@ func (c *conn) timedOut(s int, between bool) idleAction {
 }
 
 // socket returns the socket that side s reads.
-func (c *conn) socket(s int) interface{ SetReadDeadline(time.Time) error } {
+func (c goroutines) socket(s int) interface{ SetReadDeadline(time.Time) error } {
 	if s == sideRequests {
 		return c.client
 	}
@@ -123,7 +123,7 @@ func (c *conn) socket(s int) interface{ SetReadDeadline(time.Time) error } {
 }
 
 // rawSocket returns the socket that side s reads, to hand to the parker.
-func (c *conn) rawSocket(s int) syscall.RawConn {
+func (c goroutines) rawSocket(s int) syscall.RawConn {
 	if s == sideRequests {
 		return c.cr.raw
 	}
@@ -134,13 +134,13 @@ func (c *conn) rawSocket(s int) syscall.RawConn {
 // reports whether it did: it does not once the connection started to end (a drain, a stop
 // or a close came in between, which found nothing parked to wake), and then the goroutine
 // reads on.
-func (c *conn) parkSide(s int) bool {
+func (c goroutines) parkSide(s int) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.getState() != stateOpen {
 		return false
 	}
-	tok, ok := c.park.pk.Watch((*parking)(c), s, c.rawSocket(s))
+	tok, ok := c.park.pk.Watch((*parking)(c.conn), s, c.rawSocket(s))
 	if !ok {
 		return false
 	}
@@ -159,7 +159,7 @@ var viewPool = sync.Pool{New: func() any { return new(frameViews) }}
 // unpark starts a goroutine for side s if it is parked, its socket taken back from the
 // parker; by the parker when the socket has something, and by unparkAll. c.mu must be held.
 // token, when not 0, is the parking the parker found ready: an older one is over already.
-func (c *conn) unpark(s int, token uint64) {
+func (c goroutines) unpark(s int, token uint64) {
 	if c.park == nil {
 		return
 	}
@@ -181,7 +181,7 @@ func (c *conn) unpark(s int, token uint64) {
 
 // unparkAll starts the parked sides, before what ends a connection wakes them (drain,
 // stop, closeAll): they end as the running ones do. c.mu must be held.
-func (c *conn) unparkAll() {
+func (c goroutines) unparkAll() {
 	if c.park != nil {
 		c.unpark(sideRequests, 0)
 		c.unpark(sideResponses, 0)
@@ -193,7 +193,7 @@ type parking conn
 
 // Unpark starts side s, whose socket the parker found ready for its parking tok.
 func (pc *parking) Unpark(s int, tok uint64) {
-	c := (*conn)(pc)
+	c := goroutines{(*conn)(pc)}
 	c.mu.Lock()
 	c.unpark(s, tok)
 	c.mu.Unlock()
@@ -202,7 +202,7 @@ func (pc *parking) Unpark(s int, tok uint64) {
 // AskPark is the parker's look at the connection: when it moved no byte since the last
 // look and is open, the sides still running are asked to park. Only the parker calls it.
 func (pc *parking) AskPark() {
-	c := (*conn)(pc)
+	c := goroutines{(*conn)(pc)}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n := c.counters.bytesIn.Load() + c.counters.bytesOut.Load()
@@ -220,8 +220,8 @@ func (pc *parking) AskPark() {
 }
 
 // stopParking takes the connection out of the parker's looks, once it is closed.
-func (c *conn) stopParking() {
+func (c goroutines) stopParking() {
 	if c.park != nil {
-		c.park.pk.Remove((*parking)(c))
+		c.park.pk.Remove((*parking)(c.conn))
 	}
 }

@@ -135,7 +135,7 @@ func (c *conn) drain() {
 		c.postLoop(cmdDrain)
 		return
 	}
-	c.unpark(sideRequests, 0)
+	goroutines{c}.unpark(sideRequests, 0)
 	c.client.SetReadDeadline(time.Unix(1, 0))
 }
 
@@ -155,7 +155,7 @@ func (c *conn) closeAll() {
 		c.cause = errShutdown
 	}
 	c.advance(stateClosed)
-	c.unparkAll()
+	goroutines{c}.unparkAll()
 	c.client.Close()
 	if c.node != nil {
 		c.node.Close()
@@ -172,7 +172,7 @@ func (c *conn) finishTrace() {
 // finish releases what the connection holds once its transport has closed it.
 func (c *conn) finish() {
 	c.closeAll()
-	c.stopParking()
+	goroutines{c}.stopParking()
 	c.finishTrace()
 	c.p.unregister(c)
 }

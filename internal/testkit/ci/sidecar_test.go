@@ -17,6 +17,10 @@ import (
 	"testing"
 )
 
+// maxMethods is the most methods a type of the proxy may have: a type with more does
+// several things, which its methods' files should say as types of their own.
+const maxMethods = 40
+
 // sidecarDir is the proxy's folder, from this package's.
 const sidecarDir = "../../../sidecar"
 
@@ -58,6 +62,30 @@ func receiver(fd *ast.FuncDecl) string {
 	return ""
 }
 
+// TestSidecarTypesAreSmall: no type of package sidecar, or of its packages, has more than
+// maxMethods methods (value and pointer receivers together): sidecar.conn had 110, the
+// pipeline, both transports, the end and the handover in one.
+func TestSidecarTypesAreSmall(t *testing.T) {
+	for _, dir := range []string{sidecarDir, filepath.Join(sidecarDir, "handover")} {
+		_, files := parseDir(t, dir)
+		count := make(map[string]int)
+		for _, f := range files {
+			for _, d := range f.Decls {
+				if fd, ok := d.(*ast.FuncDecl); ok {
+					if r := receiver(fd); r != "" {
+						count[r]++
+					}
+				}
+			}
+		}
+		for typ, n := range count {
+			if n > maxMethods {
+				t.Errorf("%s: type %s has %d methods; want at most %d: split what it does into types of their own", filepath.Base(dir), typ, n, maxMethods)
+			}
+		}
+	}
+}
+
 // The pipeline is the per-frame work on one connection's protocol state; the transports
 // (the event loop, the goroutine path, v5's segments) own the bytes, the sockets and the
 // framing, and call it. pipelineType names the pipeline's type, and transportTypes the
@@ -65,7 +93,7 @@ func receiver(fd *ast.FuncDecl) string {
 // framing, the pipeline returns that effect for the transport to apply.
 const pipelineType = "pipeline"
 
-var transportTypes = []string{"conn", "goPath", "loopState", "v5conn", "side", "loop", "frameReader", "frameWriter", "parkState", "connHandover"}
+var transportTypes = []string{"conn", "goroutines", "goPath", "loop", "loopState", "side", "segments", "v5conn", "frameReader", "frameWriter", "parkState", "connHandover"}
 
 // TestPipelineNamesNoTransport: the files of the pipeline (those that declare its
 // methods) name no field of a transport and no transport type, and declare no method of
