@@ -64,7 +64,7 @@ func (c *conn) segmentsFromClient() bool { return c.v5 != nil && c.v5.client.Loa
 // segmentsFromNode reports whether the node sends segments; response side.
 func (c *conn) segmentsFromNode() bool { return c.v5 != nil && c.v5.node }
 
-// frameViews are the views of one request and one response (conn.views).
+// frameViews are the views of one request and one response (pipeline.views).
 type frameViews struct{ req, resp cql.Frame }
 
 func (p *Proxy) newConn(nc net.Conn, g *group) *conn {

@@ -85,7 +85,7 @@ func (c *conn) takeNodePend() []byte {
 	return b
 }
 
-// compressionNames are the names of compressors, by conn.comp.
+// compressionNames are the names of compressors, by pipeline.comp.
 var compressionNames = [...]string{"", "lz4", "snappy"}
 
 func compressionIndex(name string) (int32, bool) {

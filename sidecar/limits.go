@@ -49,7 +49,7 @@ func (c *pipeline) tooBig(stream int16, n uint32) *protocolError {
 }
 
 // noteHandshake raises the frame limit once the node has answered STARTUP with READY, or
-// authentication with AUTH_SUCCESS. It is called by conn.response, on either data path.
+// authentication with AUTH_SUCCESS. It is called by pipeline.response, on either data path.
 func (c *pipeline) noteHandshake(op cql.Opcode) {
 	if (op == cql.OpReady || op == cql.OpAuthSuccess) && !c.ready.Load() {
 		c.ready.Store(true)

@@ -41,7 +41,7 @@ type loop struct {
 	waiting []*side // client sides waiting for the budget of frames held whole
 	rbuf    []byte
 	wbuf    []byte
-	views   frameViews // the frame views of every connection of the loop (conn.views)
+	views   frameViews // the frame views of every connection of the loop (pipeline.views)
 	tickets []tracing.Ticket
 	answers []metrics.Answer
 	spare   spareSlots // the empty stream tables of its connections (streamTable.spare)
@@ -245,7 +245,7 @@ func (c *conn) inLoop() bool { return c.lp != nil }
 func (c *conn) postLoop(kind loopCmdKind) { c.lp.post(loopCmd{kind: kind, c: c}) }
 
 // loopState is what a connection in a loop holds: the loop, and its two sockets. Where the
-// connection is on its way to closed is conn.state, as on the goroutine path.
+// connection is on its way to closed is its lifecycle, as on the goroutine path.
 type loopState struct {
 	lp    *loop
 	sides [2]side // the client, the node

@@ -71,7 +71,7 @@ const (
 	fxSegmentsLZ4
 )
 
-// compressors are indexed by conn.comp.
+// compressors are indexed by pipeline.comp.
 var compressors = [...]cql.Compressor{nil, cql.LZ4{}, cql.Snappy{}}
 
 // traceConn returns the connection's tracing state, made on first use; request side

@@ -16,7 +16,7 @@ import (
 // switch for both directions: what the node sends after it, and what the client sends once
 // it has it, are segments. Both transports then read whole segments (cql.SegmentReader
 // checks their CRCs and that their frames line up with them), hand each frame to the same
-// per-frame work as v4 (conn.request, conn.response), and forward the segment itself when
+// per-frame work as v4 (pipeline.request, pipeline.response), and forward the segment itself when
 // no frame in it changed, so that the common path re-encodes nothing and computes no CRC
 // but the reader's. A segment whose frames changed (a rewritten system table, a stripped
 // tracing id, a flag set in place) is re-segmented with fresh CRCs, and so is a frame

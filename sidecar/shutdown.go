@@ -13,7 +13,7 @@ import (
 	"github.com/tracecar/tracecar/internal/cql"
 )
 
-// The end of a connection is one state machine on both transports, conn.state (see
+// The end of a connection is one state machine on both transports, its lifecycle (see
 // "Ending a connection" in the package doc):
 //
 //	open → draining → ending → closed
@@ -33,7 +33,7 @@ import (
 // error frames of a failed node, or a ProtocolError.
 var errWriteTimeout = 5 * time.Second // a variable for tests
 
-// Causes of the end of a connection (conn.end). A client's error or EOF, and a malformed
+// Causes of the end of a connection (lifecycle.end). A client's error or EOF, and a malformed
 // client frame (*protocolError), are the others. The event loop ends with a cause only a
 // connection that owes the client last frames (a malformed frame, a lost node or a failed
 // write to it); one that owes nothing (client gone, drained, closed by the proxy) goes
@@ -47,11 +47,11 @@ var (
 )
 
 // connState is where a connection is on its way to closed. It only moves forward (see
-// conn.advance):
+// lifecycle.advance):
 //
 //	open → draining → ending → closed
 //
-// draining is set by conn.drain (from Proxy.drain), ending by conn.end with the cause, and
+// draining is set by conn.drain (from Proxy.drain), ending by lifecycle.end with the cause, and
 // closed when both sockets are closed (closeAll, close, loop.close). A state may be
 // skipped.
 type connState int32
