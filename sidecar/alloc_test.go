@@ -30,7 +30,7 @@ func newPathConn(tb testing.TB, cfg tracing.Config) *pathConn {
 		tb.Fatal(err)
 	}
 	p := New(Config{NodeAddr: "127.0.0.1:9042", Metrics: metrics.New()}, tr)
-	c := &conn{p: p, version: cql.V4, views: new(frameViews)}
+	c := &conn{pipeline: pipeline{p: p, version: cql.V4, views: new(frameViews)}}
 	ap := netip.MustParseAddrPort("127.0.0.1:1")
 	c.clientAddr, c.nodeAddr = ap, ap
 	tb.Cleanup(c.finishTrace)
@@ -48,7 +48,7 @@ func (pc *pathConn) one() int {
 	c := pc.c
 	pc.stream = (pc.stream + 1) & 1023
 	pc.rh.Stream, pc.sh.Stream = pc.stream, pc.stream
-	if tk := c.request(pc.rh, pc.req, len(pc.req), 0); tk.Events() {
+	if tk, _ := c.request(pc.rh, pc.req, len(pc.req), 0); tk.Events() {
 		pc.sent = append(pc.sent[:0], tk)
 		c.wrote(pc.sent, false)
 	}

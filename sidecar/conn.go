@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -15,9 +13,6 @@ import (
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/tracing"
 )
-
-// compressors are indexed by conn.comp.
-var compressors = [...]cql.Compressor{nil, cql.LZ4{}, cql.Snappy{}}
 
 // conn is one client connection and its node connection. It is carried by one of two
 // transports. On the goroutine path two goroutines work on it: the request goroutine
@@ -27,58 +22,23 @@ var compressors = [...]cql.Compressor{nil, cql.LZ4{}, cql.Snappy{}}
 // the connection's end (shutdown.go). On the event loop, its loop does the work of both
 // goroutines (loopState).
 type conn struct {
-	p      *Proxy
+	// pipeline is the connection's protocol state and the per-frame work on it (protocol.go,
+	// pipeline.go): the transports below call it, and apply what it returns.
+	pipeline
+
 	group  *group
 	client net.Conn
 	node   net.Conn // set under mu by open, before the response goroutine starts
-	// tr is the connection's tracing state: nil until its first request that tracing
-	// considers (traceConn), and always without a tracer. It is written by the request side
-	// only; the response side reads it for requests traced, which were put in the stream
-	// table after it was set.
-	tr atomic.Pointer[tracing.Conn]
-
-	clientAddr netip.AddrPort
-	nodeAddr   netip.AddrPort
-	advertise  netip.AddrPort // written into system.local and events about the node
-	peerPort   uint16         // written into peers and events about other nodes
-
-	version byte // the protocol version of the first accepted frame
-	// traceOn says that the proxy's log level, fixed when the connection is made, lets trace
-	// lines through (traceFrame).
-	traceOn bool
-	comp    atomic.Int32 // index into compressors, set by STARTUP
-	ready   atomic.Bool  // handshake done: the full frame limit applies, see limits.go
-	// inSystem is set when USE made system the connection's keyspace (statement.go).
-	inSystem atomic.Bool
-
-	streams  streamTable
-	counters connCounters
-	capt     captureState // the workload capture (capture.go)
 
 	// The version gate's reader and writer of the client, and the goroutine path's.
 	cr       *frameReader
 	toClient *frameWriter
-	// views are the views of the request and of the response being handled, each decoded
-	// once for every reader (pipeline.go): the connection's own on the goroutine path, where
-	// its two goroutines use one each, and its loop's once it moved to one, where the loop
-	// handles one frame at a time (a view is 330 bytes, kept by every idle connection).
-	views *frameViews
-	lost  []inflight // the requests failed when the node was lost (nodeLost)
+	lost     []inflight // the requests failed when the node was lost (nodeLost)
 	// goPath is the rest of the goroutine path's state, nil on a loop (goroutines.go).
 	*goPath
 
-	// Ending, on either transport: see shutdown.go. state is a connState; it only moves
-	// forward, by compare-and-swap, so that the frame loops and the event loop read it
-	// without mu. cause is written under mu before state becomes stateEnding.
-	state atomic.Int32
-	cause error
-	// closed is set once the transport closed the connection for good: the response
-	// goroutine ended, or the loop closed it (on the goroutine path goPath.respDone is
-	// closed then too).
-	closed atomic.Bool
-	// mu serialises the changes of state and their effect on the sockets with setting node
-	// and with toLoop.
-	mu        sync.Mutex
+	// lifecycle is the connection's end, on either transport (shutdown.go).
+	lifecycle
 	loopState              // the event loop's, once the connection moved to one
 	handover  connHandover // what an old process handed over (handover.go)
 	park      *parkState   // an idle connection's parking on the goroutine path (park.go), or nil
@@ -87,18 +47,6 @@ type conn struct {
 	// set with the version, before either side reads, and nil for the others, which it
 	// would cost 270 bytes each.
 	v5 *v5conn
-}
-
-// traceConn returns the connection's tracing state, made on first use; request side
-// only, and only with a tracer (Proxy.tr). An idle connection, or one of a node with
-// tracing off, never holds one (it is about 230 bytes with its registration).
-func (c *conn) traceConn() *tracing.Conn {
-	if t := c.tr.Load(); t != nil {
-		return t
-	}
-	t := c.p.tr.NewConn(c.clientAddr, c.nodeAddr)
-	c.tr.Store(t)
-	return t
 }
 
 // setVersion fixes the connection's protocol version, before the node is dialled.
@@ -116,16 +64,15 @@ func (c *conn) segmentsFromClient() bool { return c.v5 != nil && c.v5.client.Loa
 // segmentsFromNode reports whether the node sends segments; response side.
 func (c *conn) segmentsFromNode() bool { return c.v5 != nil && c.v5.node }
 
-// frameViews are the views of one request and one response (conn.views).
+// frameViews are the views of one request and one response (pipeline.views).
 type frameViews struct{ req, resp cql.Frame }
 
 func (p *Proxy) newConn(nc net.Conn, g *group) *conn {
 	setNoDelay(nc)
 	c := &conn{
-		p:          p,
-		group:      g,
-		client:     nc,
-		clientAddr: addrPort(nc.RemoteAddr()),
+		pipeline: pipeline{p: p, clientAddr: addrPort(nc.RemoteAddr())},
+		group:    g,
+		client:   nc,
 	}
 	// A connection bound for an event loop uses its own reader and writer only for the
 	// version gate: small ones, or 1,000 connections would leave 32 MiB of garbage behind.
@@ -152,21 +99,6 @@ func (p *Proxy) newConn(nc net.Conn, g *group) *conn {
 	return c
 }
 
-// debug and warn return a line about the connection, or nil (on which zerolog's methods do
-// nothing) when such lines are off: a line of the proxy's logger with the client's address.
-// A connection has no logger of its own, whose context would cost an idle connection 600
-// bytes.
-func (c *conn) debug() *zerolog.Event { return withClient(c.p.log.Debug(), c) }
-
-func (c *conn) warn() *zerolog.Event { return withClient(c.p.log.Warn(), c) }
-
-func withClient(e *zerolog.Event, c *conn) *zerolog.Event {
-	if e == nil {
-		return nil
-	}
-	return e.Str("client", c.clientAddr.String())
-}
-
 func setNoDelay(c net.Conn) {
 	if tc, ok := c.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
@@ -181,8 +113,6 @@ func addrPort(a net.Addr) netip.AddrPort {
 	ap, _ := netip.ParseAddrPort(a.String())
 	return ap
 }
-
-func (c *conn) compressor() cql.Compressor { return compressors[c.comp.Load()] }
 
 // serve runs the connection: the version gate and the node dial, then the transport, an
 // event loop when the connection can move to one, else the goroutine path. On the goroutine
@@ -201,7 +131,7 @@ func (c *conn) serve(ctx context.Context) {
 	if !c.p.noLoop && c.toLoop() {
 		return
 	}
-	c.runGoroutines()
+	goroutines{c}.runGoroutines()
 }
 
 // open answers frames of unsupported versions until one of version 3, 4 or 5 (up to

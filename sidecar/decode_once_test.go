@@ -167,7 +167,7 @@ func TestDecodedOnce(t *testing.T) {
 							h, _ := cql.ParseHeader(reqF)
 							sentBody := string(reqF[cql.HeaderSize:])
 							msg := ex.req.AppendBody(nil, wire.version)
-							if tk := c.request(h, reqF, len(reqF), 0); tk.Events() {
+							if tk, _ := c.request(h, reqF, len(reqF), 0); tk.Events() {
 								c.wrote([]tracing.Ticket{tk}, false)
 							}
 							req, ok, _ := c.streams.take(stream)

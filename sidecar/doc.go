@@ -15,9 +15,16 @@
 //
 // The proxy is two layers. A transport moves bytes: it reads sockets, finds the frames in
 // what it read, writes them to the other side with backpressure, and ends the connection
-// through the one state machine below. The per-frame work (pipeline.go, with rewrite.go,
-// statement.go and limits.go) is what is done to one frame, whatever carried it. Between
-// them, transport.go holds what both transports do with a frame once its header is in:
+// through the one state machine below (the connection's lifecycle). The per-frame work,
+// the pipeline (protocol.go and pipeline.go, with rewrite.go, statement.go, limits.go,
+// peers.go and capture.go), is what is done to one frame, whatever carried it, on the
+// connection's protocol state; it touches no socket, buffer or segment, and where a frame
+// changes the framing (a v5 STARTUP, a frame changed in place) it returns that effect, which
+// the transport applies (conn.apply). A conn embeds its pipeline and its lifecycle; the
+// goroutine path and v5's segments are types that embed the conn (goroutines, segments),
+// and the event loop's sides hold theirs, so that the arrows point one way, transport →
+// conn → pipeline, and every per-frame call is a direct call. Between the two layers,
+// transport.go holds what both transports do with a frame once its header is in:
 // reading and checking the header (cql.ParseHeader), the choice of reading a large frame
 // whole or streaming it through, taking the request from the stream table for a response,
 // the clock read per read, and what follows a queued response.
@@ -36,7 +43,7 @@
 // is charged to Config.MaxRequestDataInFlight as on the goroutine path (limits.go).
 // Connections that are not plain TCP (TLS: crypto/tls needs a net.Conn), and every
 // connection when Config.NoEventLoop is set or TRACECAR_EVENT_LOOP=off, take the goroutine
-// path instead (goroutines.go): one goroutine per direction, reading frames from one side
+// path instead (goroutines.go, type goroutines): one goroutine per direction, reading frames from one side
 // and writing them to the other, flushing only when no whole frame is left in its input
 // buffer, so frames that arrive together leave in one syscall there too.
 //
@@ -45,7 +52,7 @@
 // A v5 connection carries its frames in segments (each with a CRC24 on its header and a
 // CRC32 on its payload, lz4-compressed or not) once its handshake is done: the READY or
 // AUTHENTICATE that answers its STARTUP is the node's last unframed frame, and the switch
-// for both directions (segments.go). The segments are a layer of the transport, between
+// for both directions (segments.go, type segments). The segments are a layer of the transport, between
 // the bytes and the frames, on both paths (segments_loop.go for the event loop): whole
 // segments are read (their CRCs checked, their frames lined up with them, an lz4 payload
 // decompressed, a frame larger than a segment gathered from its segments as they arrive)
@@ -62,7 +69,7 @@
 //
 // # Per-request work
 //
-// Both paths do the same work on each frame, through conn.request and conn.response:
+// Both paths do the same work on each frame, through pipeline.request and pipeline.response:
 // request inspects a request (STARTUP compression; OPTIONS; the AUTH_RESPONSE username;
 // QUERY, PREPARE and EXECUTE of system tables by table reference, with the EXECUTE probe of
 // statement.go; the text of a PREPARE), hands it to statement statistics
@@ -82,15 +89,15 @@
 //
 // # Ending a connection
 //
-// On both transports a connection ends through one state machine, conn.state
+// On both transports a connection ends through one state machine, its lifecycle
 // (shutdown.go), that only moves forward, by compare-and-swap, so that the frame loops and
 // the event loop read it with one atomic load:
 //
 //	open → draining → ending → closed
 //
 // Any state may be skipped: a connection ends without draining, and closeAll goes straight
-// to closed. The transitions are the same functions on both transports (conn.advance;
-// conn.end, which records the cause, the first cause standing); what a state does to the
+// to closed. The transitions are the same functions on both transports (lifecycle.advance;
+// lifecycle.end, which records the cause, the first cause standing); what a state does to the
 // sockets is the transport's.
 //
 //   - draining (conn.drain, from Proxy.drain): no new request is read, and the connection
@@ -101,7 +108,7 @@
 //     stops; else the response goroutine once it answers the last one). On the loop, the
 //     command posted to it stops reading the client (loop.drain), and the loop closes the
 //     connection once the last answer is written.
-//   - ending (conn.end): a cause is recorded, and the last frames it calls for
+//   - ending (lifecycle.end): a cause is recorded, and the last frames it calls for
 //     (conn.lastFrames: the ProtocolError for a malformed client frame; a Server error for
 //     each request in flight when the node was lost or could not be written) are written
 //     after what is queued for the client, within errWriteTimeout, so that no last frame
@@ -127,10 +134,11 @@
 //
 // # Handover
 //
-// A connection on an event loop can move to another process between two frames
-// (handover.go): Proxy.Handoff takes it to a quiet point on its loop, detaches its two
-// sockets with the bytes read and not forwarded, and sends them over the control socket
-// (control_linux.go); Proxy.Adopt in the new process makes it one of its own. This does
+// A connection on an event loop can move to another process between two frames (package
+// handover, which sidecar imports and which declares what it needs of the proxy;
+// handover.go and move_linux.go here): Proxy.Handoff takes it to a quiet point on its
+// loop, detaches its two sockets with the bytes read and not forwarded, and sends them over
+// the control socket; Proxy.Adopt in the new process makes it one of its own. This does
 // not touch the state machine above: a moving connection stays open, and once the new
 // process has acknowledged it, it goes straight to closed here. Connections on the
 // goroutine path drain instead.

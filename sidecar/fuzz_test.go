@@ -10,13 +10,13 @@ import (
 
 // fuzzConn is a conn with no sockets, for the parsing code.
 func fuzzConn(comp int32) *conn {
-	c := &conn{
+	c := &conn{pipeline: pipeline{
 		p:         New(Config{NodeAddr: "127.0.0.1:9042"}, nil),
 		advertise: netip.MustParseAddrPort("192.0.2.1:9042"),
 		nodeAddr:  netip.MustParseAddrPort("127.0.0.1:9042"),
 		peerPort:  9042,
 		views:     new(frameViews),
-	}
+	}}
 	c.comp.Store(comp % int32(len(compressors)))
 	return c
 }

@@ -3,6 +3,7 @@ package sidecar
 import (
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/tracecar/tracecar/internal/cql"
@@ -12,6 +13,12 @@ import (
 // The goroutine path: one goroutine per direction, each reading frames from one side with
 // a frameReader and writing them to the other through a frameWriter (see the package doc).
 // It carries TLS connections, and every connection with Config.NoEventLoop.
+
+// goroutines is a connection as the goroutine path carries it: the methods of that
+// transport, on the connection whose goPath it reads. It embeds the connection, so that the
+// per-frame calls of the pipeline and of the common transport code (transport.go) are the
+// direct calls on the connection they were, with the one pointer as receiver.
+type goroutines struct{ *conn }
 
 // goPath is what only the goroutine path keeps of a connection, besides the version gate's
 // reader and writer of the client, which it takes over: a connection on a loop has none.
@@ -37,7 +44,7 @@ type goPath struct {
 // calling goroutine, the response loop on a goroutine of its own, which closes the
 // connection once both have stopped (close) and then closes respDone. It returns when the
 // connection is closed and retired, or when its request side parked (park.go).
-func (c *conn) runGoroutines() {
+func (c goroutines) runGoroutines() {
 	c.startGoroutinePath()
 	c.startParking()
 	go c.runResponses()
@@ -46,7 +53,7 @@ func (c *conn) runGoroutines() {
 
 // runRequests runs the request loop until it ends, then retires the connection once it is
 // closed; or until the side parks, when a new goroutine runs it on its next read.
-func (c *conn) runRequests() {
+func (c goroutines) runRequests() {
 	err := c.requests()
 	for err == errParked {
 		if c.parkSide(sideRequests) {
@@ -61,7 +68,7 @@ func (c *conn) runRequests() {
 }
 
 // startGoroutinePath sets up the buffers of the goroutine path.
-func (c *conn) startGoroutinePath() {
+func (c goroutines) startGoroutinePath() {
 	c.goPath = &goPath{reqDone: make(chan struct{}), respDone: make(chan struct{})}
 	c.views = new(frameViews)
 	c.nr = newFrameReader(c.node, readBufferSize)
@@ -75,7 +82,7 @@ func (c *conn) startGoroutinePath() {
 
 // requests is the request loop: it forwards the client's frames to the node until the
 // client goes away, sends a malformed frame, is drained, or the node cannot be written.
-func (c *conn) requests() error {
+func (c goroutines) requests() error {
 	r := c.cr
 	for {
 		hb, err := r.next()
@@ -104,14 +111,18 @@ func (c *conn) requests() error {
 
 // forwardRequest forwards the request at the head of r, whose header h is checked, to the
 // node, after the per-frame work, and flushes when no whole frame follows it.
-func (c *conn) forwardRequest(r *frameReader, h cql.Header) error {
+func (c goroutines) forwardRequest(r *frameReader, h cql.Header) error {
 	n := cql.HeaderSize + int(h.Length)
 	frame, err := c.readRequest(r, h, n)
 	if err != nil {
 		return err
 	}
-	if t := c.request(h, frame, n, 0); t.Events() {
+	t, fx := c.request(h, frame, n, 0)
+	if t.Events() {
 		c.sentQ = append(c.sentQ, t)
+	}
+	if fx != 0 {
+		c.apply(fx)
 	}
 	switch {
 	case frame == nil:
@@ -141,7 +152,7 @@ func (c *conn) forwardRequest(r *frameReader, h cql.Header) error {
 // readRequest returns the request of n bytes at the head of r: in r's buffer when it fits
 // there, read whole into reqBuf when the proxy reads it (see requestWhole), or nil when it
 // is streamed through unread.
-func (c *conn) readRequest(r *frameReader, h cql.Header, n int) ([]byte, error) {
+func (c goroutines) readRequest(r *frameReader, h cql.Header, n int) ([]byte, error) {
 	switch {
 	case n <= r.Size():
 		frame, err := r.Peek(n)
@@ -162,7 +173,7 @@ func (c *conn) readRequest(r *frameReader, h cql.Header, n int) ([]byte, error) 
 // runResponses is the response goroutine: it forwards the node's frames to the client
 // until the response loop ends, stops the connection for that reason unless it was stopped
 // already, and closes it. When the side parks, a new goroutine runs it on its next read.
-func (c *conn) runResponses() {
+func (c goroutines) runResponses() {
 	err := c.forwardResponses()
 	for err == errParked {
 		if c.parkSide(sideResponses) {
@@ -187,7 +198,7 @@ func (c *conn) runResponses() {
 
 // forwardResponses is the response loop. It returns nil when the connection was drained,
 // errClientGone when the client could not be written, and the node read error otherwise.
-func (c *conn) forwardResponses() error {
+func (c goroutines) forwardResponses() error {
 	r := c.nr
 	var arrived int64 // when the last read from the node returned, once a frame needed it
 	for {
@@ -222,7 +233,7 @@ func (c *conn) forwardResponses() error {
 // connection is drained. arrived is when the read that brought it returned, 0 until a frame
 // of that read needs it. It reports whether this was the answer a drained connection
 // waited for.
-func (c *conn) forwardResponse(r *frameReader, h cql.Header, arrived *int64) (bool, error) {
+func (c goroutines) forwardResponse(r *frameReader, h cql.Header, arrived *int64) (bool, error) {
 	n := cql.HeaderSize + int(h.Length)
 	var req inflight
 	left := c.requestFor(h, &req)
@@ -233,7 +244,7 @@ func (c *conn) forwardResponse(r *frameReader, h cql.Header, arrived *int64) (bo
 	*arrived = c.arrival(*arrived, req.stat.Active())
 	out, done := c.response(h, frame, &req, *arrived)
 	if req.op == cql.OpStartup {
-		c.segmentsAfter(h.Opcode)
+		segments{c.conn}.segmentsAfter(h.Opcode)
 	}
 	if done.Events() {
 		c.doneQ = append(c.doneQ, done)
@@ -268,7 +279,7 @@ func (c *conn) forwardResponse(r *frameReader, h cql.Header, arrived *int64) (bo
 // readResponse returns the response of n bytes at the head of r: in r's buffer when it
 // fits there, read whole into respBuf when the proxy reads it (see responseWhole), or nil
 // when it is streamed through unread.
-func (c *conn) readResponse(r *frameReader, h cql.Header, req *inflight, n int) ([]byte, error) {
+func (c goroutines) readResponse(r *frameReader, h cql.Header, req *inflight, n int) ([]byte, error) {
 	switch {
 	case n <= r.Size():
 		return r.Peek(n)
@@ -283,7 +294,7 @@ func (c *conn) readResponse(r *frameReader, h cql.Header, req *inflight, n int) 
 }
 
 // requestsStopped reports whether the request goroutine has stopped reading.
-func (c *conn) requestsStopped() bool {
+func (c goroutines) requestsStopped() bool {
 	select {
 	case <-c.reqDone:
 		return true
@@ -295,7 +306,7 @@ func (c *conn) requestsStopped() bool {
 // requestsEnded stops the connection for the reason the request loop ended with err,
 // unless it is a drained read with requests still in flight: then the response goroutine
 // stops it after the last answer.
-func (c *conn) requestsEnded(err error) {
+func (c goroutines) requestsEnded(err error) {
 	var pe *protocolError
 	switch {
 	case c.getState() >= stateEnding:
@@ -323,7 +334,7 @@ func (c *conn) requestsEnded(err error) {
 // read of the client fails at once, and so does the response goroutine's read of the node,
 // which is closed (nothing more goes to it). The response goroutine then writes the last
 // frames and closes the connection: see close.
-func (c *conn) stop(cause error) {
+func (c goroutines) stop(cause error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.inLoop() || !c.end(cause) {
@@ -345,7 +356,7 @@ func (c *conn) stop(cause error) {
 // loops have stopped: it writes what the cause calls for after what is queued for the
 // client (a ProtocolError for a malformed client frame; a Server error for each request in
 // flight when the node was lost or could not be written), then closes both sockets.
-func (c *conn) close() {
+func (c goroutines) close() {
 	<-c.reqDone
 	c.mu.Lock()
 	cause := c.cause
@@ -357,4 +368,23 @@ func (c *conn) close() {
 		c.toClient.flush()
 	}
 	c.closeAll()
+}
+
+// readWhole reads the frame of n bytes at the head of r into the connection's scratch
+// buffer, once the proxy-wide budget of frames held whole has room for it; the caller
+// releases n from c.p.held once the frame is forwarded. While it waits the connection
+// reads nothing: that is the backpressure. It gives up when the connection closes, its
+// node connection fails, or the proxy drains.
+func (c goroutines) readWhole(r *frameReader, n int) ([]byte, error) {
+	if !c.p.held.acquire(int64(n), c.draining) {
+		if c.getState() == stateDraining {
+			return c.reqBuf, os.ErrDeadlineExceeded // as a drained read: see requestsEnded
+		}
+		return c.reqBuf, errClientGone
+	}
+	buf, err := cql.AppendRead(c.reqBuf[:0], r, n)
+	if err != nil {
+		c.p.held.release(n)
+	}
+	return buf, err
 }

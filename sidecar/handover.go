@@ -1,36 +1,23 @@
 package sidecar
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
 	"os"
-	"time"
 
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/sidecar/handover"
 )
 
-// A handover moves a running proxy's connections to a new process, between two frames, so
-// that a driver sees nothing of an upgrade (control_linux.go has the exchange on the
-// control socket, handover_linux.go the moves):
-//
-//   - Proxy.Handoff, in the old process, takes each plaintext connection on an event loop
-//     to a quiet point: the loop stops reading its client, forwards what the node still
-//     answers, and once no request is in flight and nothing waits to be written, takes
-//     both sockets out of its epoll set, with the bytes it read and did not forward yet
-//     (the start of a frame from either side). These, and the connection's state
-//     (movedConn), go to the new process over SCM_RIGHTS. The old process closes its
-//     descriptors only once the new one has acknowledged the connection, which it does
-//     before it reads either socket: so a connection is served by one process at any time,
-//     and when the new process dies before acknowledging, the old one serves on.
-//   - Proxy.Adopt, in the new process, makes each received connection one of its own, on
-//     an event loop (or the goroutine path), without the version gate or a node dial: the
-//     node connection, with its authentication, keyspace and event registrations, is the
-//     one the old process had.
-//
-// Connections on the goroutine path (TLS on either side, or the event loop off) cannot move
-// (Go's TLS state cannot be handed over): they drain and close, as they do at a shutdown,
-// and the drivers reconnect, to the new process.
+// A handover moves a running proxy's connections to a new process, between two frames
+// (package handover has the exchange on the control socket, the old process's run and the
+// new one's). This file is the proxy's side of it: the names of package handover that
+// cmd/tracecar uses, the state a connection exports and imports, and what package handover
+// needs of the proxy (handover.Source, handover.Conn, handover.Sink), which the proxy
+// provides through types of its own (handoverProxy, movingConn), so that none of it is
+// among conn's methods. The event loop's part of a move is in move_linux.go.
 //
 // A connection's place in the handover does not touch its state machine (shutdown.go):
 // while it moves it is open, paused on its loop; once acknowledged it goes straight to
@@ -38,83 +25,51 @@ import (
 
 // ErrControlInUse is returned by ListenControl when a live process serves the control
 // socket already: a second sidecar takes it over with --takeover.
-var ErrControlInUse = errors.New("a live process serves this control socket")
+var ErrControlInUse = handover.ErrControlInUse
 
 // ErrHandoverUnsupported is returned by the handover's functions on systems other than
 // Linux.
-var ErrHandoverUnsupported = errors.New("sidecar: a handover needs Linux")
+var ErrHandoverUnsupported = handover.ErrHandoverUnsupported
 
 // Peer is a sidecar process on the other end of a handover.
-type Peer struct {
-	PID       int       `json:"pid"`
-	StartedAt time.Time `json:"started_at"`
-}
+type Peer = handover.Peer
 
 // Self is this process as a Peer: its pid, and when the process started.
-func Self() Peer { return Peer{PID: os.Getpid(), StartedAt: processStart} }
-
-var processStart = time.Now()
+func Self() Peer { return handover.Self() }
 
 // ListenerFile is a listening socket handed to a successor: its name (such as "cql" or
 // "admin") and a duplicate of its descriptor.
-type ListenerFile struct {
-	Name string
-	File *os.File
+type ListenerFile = handover.ListenerFile
+
+// HandoffResult counts the connections of a handover.
+type HandoffResult = handover.Result
+
+// Successor is the new process on the other end of the control socket, as the old process
+// sees it (handover.Successor).
+type Successor = handover.Successor
+
+// Predecessor is the old process on the other end of the control socket, as the new
+// process sees it (handover.Predecessor).
+type Predecessor = handover.Predecessor
+
+// ListenControl listens on the control socket at path, with mode 0600 (see
+// handover.ListenControl).
+func ListenControl(path string) (*net.UnixListener, error) { return handover.ListenControl(path) }
+
+// AcceptSuccessor waits on ln for a new process that takes this one over (see
+// handover.AcceptSuccessor).
+func AcceptSuccessor(ln *net.UnixListener) (*Successor, error) {
+	return handover.AcceptSuccessor(ln)
+}
+
+// DialPredecessor connects to the old process's control socket at path and says hello
+// (see handover.DialPredecessor).
+func DialPredecessor(ctx context.Context, path string) (*Predecessor, error) {
+	return handover.DialPredecessor(ctx, path)
 }
 
 // errMoved is the cause of the end of a connection that moved to another process.
 var errMoved = errors.New("moved to the successor process")
-
-// Framing modes of a moved connection: how its bytes are cut into frames.
-const (
-	framingFrames   = "frames"   // v3 and v4, and v5 before its handshake's end: frames on the socket
-	framingSegments = "segments" // v5 after READY or AUTHENTICATE: segments both ways (segments.go)
-)
-
-// movedConn is what a connection carries to the next process besides its two sockets.
-// Fields are added, never changed, so that a newer process reads an older one's; a process
-// refuses a framing mode or version it does not know.
-type movedConn struct {
-	ID          uint64 `json:"id"`
-	Version     byte   `json:"version"`                // protocol version
-	Framing     string `json:"framing"`                // framingFrames or framingSegments
-	SegmentsLZ4 bool   `json:"segments_lz4,omitempty"` // the segments have the lz4 form
-	Compression string `json:"compression,omitempty"`  // "lz4" or "snappy", from STARTUP
-	Ready       bool   `json:"ready"`                  // the handshake is done (limits.go)
-	InSystem    bool   `json:"in_system,omitempty"`    // USE system (statement.go)
-	User        string `json:"user,omitempty"`         // the SASL PLAIN username, for tracing
-	// ClientPending and NodePending are the bytes read from each socket and not forwarded
-	// yet: the start of a frame.
-	ClientPending []byte `json:"client_pending,omitempty"`
-	NodePending   []byte `json:"node_pending,omitempty"`
-}
-
-// ackMsg answers a movedConn: OK once the new process serves it, else why not (the old
-// process then serves it on, and drains it).
-type ackMsg struct {
-	ID     uint64 `json:"id"`
-	OK     bool   `json:"ok"`
-	Reason string `json:"reason,omitempty"`
-}
-
-// doneMsg ends a handover with its counts, and the caller's final bytes.
-type doneMsg struct {
-	Moved  int    `json:"moved"`
-	Closed int    `json:"closed"`
-	Final  []byte `json:"final,omitempty"`
-}
-
-// HandoffResult counts the connections of a handover.
-type HandoffResult struct {
-	// Moved counts the connections the successor took over.
-	Moved int
-	// Closed counts the connections the old process closed instead: TLS ones, and those
-	// not quiet within DrainTimeout or refused by the successor (drained first).
-	Closed int
-	// Final is what the old process's caller sent once every connection had moved or
-	// ended (Handoff's final): what it counted until the end. Adopt returns it.
-	Final []byte
-}
 
 // connHandover is what a connection adopted from another process holds until its
 // transport takes it.
@@ -130,7 +85,7 @@ func (c *conn) takeNodePend() []byte {
 	return b
 }
 
-// compressionNames are the names of compressors, by conn.comp.
+// compressionNames are the names of compressors, by pipeline.comp.
 var compressionNames = [...]string{"", "lz4", "snappy"}
 
 func compressionIndex(name string) (int32, bool) {
@@ -143,11 +98,11 @@ func compressionIndex(name string) (int32, bool) {
 }
 
 // movedState returns the state of c to hand over, with the pending bytes.
-func (c *conn) movedState(id uint64, clientPend, nodePend []byte) movedConn {
-	m := movedConn{
+func (c *conn) movedState(id uint64, clientPend, nodePend []byte) handover.State {
+	m := handover.State{
 		ID:            id,
 		Version:       c.version,
-		Framing:       framingFrames,
+		Framing:       handover.FramingFrames,
 		Compression:   compressionNames[c.comp.Load()],
 		Ready:         c.ready.Load(),
 		InSystem:      c.inSystem.Load(),
@@ -155,7 +110,7 @@ func (c *conn) movedState(id uint64, clientPend, nodePend []byte) movedConn {
 		NodePending:   nodePend,
 	}
 	if c.segmentsFromNode() {
-		m.Framing, m.SegmentsLZ4 = framingSegments, c.v5.lz4.Load()
+		m.Framing, m.SegmentsLZ4 = handover.FramingSegments, c.v5.lz4.Load()
 	}
 	if t := c.tr.Load(); t != nil {
 		m.User = t.User()
@@ -166,17 +121,17 @@ func (c *conn) movedState(id uint64, clientPend, nodePend []byte) movedConn {
 // adoptConn makes a connection of p from the sockets and the state an old process handed
 // over, in group g: set up as open would leave it, without reading either socket. The
 // descriptors are p's from here on, also on error.
-func (p *Proxy) adoptConn(m movedConn, clientFD, nodeFD int, g *group) (*conn, error) {
+func (p *Proxy) adoptConn(m handover.State, clientFD, nodeFD int, g *group) (*conn, error) {
 	cf, nf := os.NewFile(uintptr(clientFD), "client"), os.NewFile(uintptr(nodeFD), "node")
 	defer cf.Close()
 	defer nf.Close()
 	comp, ok := compressionIndex(m.Compression)
 	switch {
-	case m.Framing != framingFrames && m.Framing != framingSegments:
+	case m.Framing != handover.FramingFrames && m.Framing != handover.FramingSegments:
 		return nil, fmt.Errorf("framing %q is not known here", m.Framing)
 	case !p.speaks(m.Version):
 		return nil, fmt.Errorf("protocol version %d is not served here (--max-protocol-version %d)", m.Version, p.maxVersion())
-	case m.Framing == framingSegments && m.Version < cql.V5:
+	case m.Framing == handover.FramingSegments && m.Version < cql.V5:
 		return nil, fmt.Errorf("segments at protocol version %d", m.Version)
 	case !ok:
 		return nil, fmt.Errorf("compression %q is not known here", m.Compression)
@@ -196,10 +151,10 @@ func (p *Proxy) adoptConn(m movedConn, clientFD, nodeFD int, g *group) (*conn, e
 	c.comp.Store(comp)
 	c.ready.Store(m.Ready)
 	c.inSystem.Store(m.InSystem)
-	if m.Framing == framingSegments {
+	if m.Framing == handover.FramingSegments {
 		// The handshake ended in the old process: segments both ways, as segmentsAfter
 		// leaves a connection.
-		c.beginV5(m.SegmentsLZ4)
+		segments{c}.beginV5(m.SegmentsLZ4)
 		c.v5.node = true
 		c.v5.client.Store(true)
 	}
@@ -221,7 +176,7 @@ func (p *Proxy) adoptConn(m movedConn, clientFD, nodeFD int, g *group) (*conn, e
 // serveAdopted runs an adopted connection that stays off the loops on the goroutine path,
 // as serve runs an accepted one once open.
 func (c *conn) serveAdopted() {
-	c.runGoroutines()
+	goroutines{c}.runGoroutines()
 }
 
 // finishMoved ends a connection that moved to another process, in this one: its sockets

@@ -4,6 +4,7 @@ package sidecar
 
 import (
 	"context"
+	"errors"
 	"net"
 	"path/filepath"
 	"sync"
@@ -12,10 +13,12 @@ import (
 	"time"
 
 	"github.com/gocql/gocql"
+	"github.com/rs/zerolog"
 
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/internal/node"
 	"github.com/tracecar/tracecar/internal/testkit/drivertest"
+	"github.com/tracecar/tracecar/sidecar/handover"
 	"github.com/tracecar/tracecar/tracing"
 )
 
@@ -331,12 +334,13 @@ func TestHandoverSuccessorGone(t *testing.T) {
 	files["cql"].Close()
 	pred.Ready()
 	// The connection arrives; this successor dies before it acknowledges it.
-	kind, _, fds, err := pred.ctl.recv()
-	if err != nil || kind != msgConn || len(fds) != 2 {
-		t.Fatalf("got %q with %d descriptors, %v; want a connection", kind, len(fds), err)
+	dying := &dyingSink{pred: pred}
+	if _, err := handover.Adopt(ctx, dying, pred); err == nil {
+		t.Fatal("Adopt succeeded; want the successor's going away")
 	}
-	closeFDs(fds)
-	pred.Close()
+	if dying.got != 1 {
+		t.Fatalf("the successor received %d connections; want 1", dying.got)
+	}
 	if err := recvWithin(t, errc); err == nil {
 		t.Fatal("Handoff succeeded; want the successor's going away")
 	}
@@ -352,4 +356,21 @@ func TestHandoverSuccessorGone(t *testing.T) {
 	tc2 := mustDial(t, hp.addr)
 	tc2.send(frame(cql.V4, 0, 0, cql.OpOptions, nil))
 	tc2.expect(0, cql.OpSupported)
+}
+
+// dyingSink is a successor that goes away when its first connection arrives, before it
+// acknowledges it: its Import closes the control connection.
+type dyingSink struct {
+	pred *Predecessor
+	got  int
+}
+
+func (d *dyingSink) Serving() bool        { return true }
+func (d *dyingSink) StartLoops()          {}
+func (d *dyingSink) Log() *zerolog.Logger { return &nopLogger }
+
+func (d *dyingSink) Import(handover.State, int, int) (func(), error) {
+	d.got++
+	d.pred.Close()
+	return nil, errors.New("the successor dies")
 }

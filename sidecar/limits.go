@@ -3,7 +3,6 @@ package sidecar
 import (
 	"bytes"
 	"net"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,7 +30,7 @@ import (
 //     every frame larger than its read buffer, so it charges all of those.
 
 // frameLimit returns the largest frame, header included, that the client may send now.
-func (c *conn) frameLimit() uint64 {
+func (c *pipeline) frameLimit() uint64 {
 	if !c.ready.Load() {
 		return min(cql.MaxStartupFrameSize, uint64(c.p.maxFrame))
 	}
@@ -40,7 +39,7 @@ func (c *conn) frameLimit() uint64 {
 
 // tooBig returns the ProtocolError for a frame whose claimed body of n bytes is over the
 // connection's limit, or nil. Its text is Cassandra 4's.
-func (c *conn) tooBig(stream int16, n uint32) *protocolError {
+func (c *pipeline) tooBig(stream int16, n uint32) *protocolError {
 	limit := c.frameLimit()
 	if uint64(n)+cql.HeaderSize <= limit {
 		return nil
@@ -50,8 +49,8 @@ func (c *conn) tooBig(stream int16, n uint32) *protocolError {
 }
 
 // noteHandshake raises the frame limit once the node has answered STARTUP with READY, or
-// authentication with AUTH_SUCCESS. It is called by conn.response, on either data path.
-func (c *conn) noteHandshake(op cql.Opcode) {
+// authentication with AUTH_SUCCESS. It is called by pipeline.response, on either data path.
+func (c *pipeline) noteHandshake(op cql.Opcode) {
 	if (op == cql.OpReady || op == cql.OpAuthSuccess) && !c.ready.Load() {
 		c.ready.Store(true)
 	}
@@ -108,7 +107,7 @@ var bypassKeys = [...]string{"SCYLLA_SHARD_AWARE_PORT", "SCYLLA_SHARD_AWARE_PORT
 // the last one rewritten is kept (Proxy.supported): a frame like it costs a copy, not the
 // decoding of its multimap and an encoding (about 1.2 KiB of garbage for every new
 // connection).
-func (c *conn) rewriteSupported(f *cql.Frame) []byte {
+func (c *pipeline) rewriteSupported(f *cql.Frame) []byte {
 	frame := f.Raw()
 	if last := c.p.supported.Load(); last != nil && last.matches(frame) {
 		if last.out == nil {
@@ -164,25 +163,6 @@ func (r *supportedRewrite) withStream(frame []byte) []byte {
 	out := bytes.Clone(r.out)
 	copy(out[2:4], frame[2:4])
 	return out
-}
-
-// readWhole reads the frame of n bytes at the head of r into the connection's scratch
-// buffer, once the proxy-wide budget of frames held whole has room for it; the caller
-// releases n from c.p.held once the frame is forwarded. While it waits the connection
-// reads nothing: that is the backpressure. It gives up when the connection closes, its
-// node connection fails, or the proxy drains.
-func (c *conn) readWhole(r *frameReader, n int) ([]byte, error) {
-	if !c.p.held.acquire(int64(n), c.draining) {
-		if c.getState() == stateDraining {
-			return c.reqBuf, os.ErrDeadlineExceeded // as a drained read: see requestsEnded
-		}
-		return c.reqBuf, errClientGone
-	}
-	buf, err := cql.AppendRead(c.reqBuf[:0], r, n)
-	if err != nil {
-		c.p.held.release(n)
-	}
-	return buf, err
 }
 
 // byteBudget is a counting semaphore of bytes. Its zero value is not usable: call init.

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tracecar/tracecar/internal/metrics"
+	"github.com/tracecar/tracecar/sidecar/handover"
 	"github.com/tracecar/tracecar/tracing"
 )
 
@@ -40,7 +41,7 @@ type loop struct {
 	waiting []*side // client sides waiting for the budget of frames held whole
 	rbuf    []byte
 	wbuf    []byte
-	views   frameViews // the frame views of every connection of the loop (conn.views)
+	views   frameViews // the frame views of every connection of the loop (pipeline.views)
 	tickets []tracing.Ticket
 	answers []metrics.Answer
 	spare   spareSlots // the empty stream tables of its connections (streamTable.spare)
@@ -61,7 +62,7 @@ const (
 type loopCmd struct {
 	kind loopCmdKind
 	c    *conn
-	h    *handoverCmd // a handover's command (handover_linux.go)
+	h    *handoverCmd // a handover's command (move_linux.go)
 }
 
 // loopGroup is a set of event loops, started on first use. It is safe for concurrent use.
@@ -244,13 +245,13 @@ func (c *conn) inLoop() bool { return c.lp != nil }
 func (c *conn) postLoop(kind loopCmdKind) { c.lp.post(loopCmd{kind: kind, c: c}) }
 
 // loopState is what a connection in a loop holds: the loop, and its two sockets. Where the
-// connection is on its way to closed is conn.state, as on the goroutine path.
+// connection is on its way to closed is its lifecycle, as on the goroutine path.
 type loopState struct {
 	lp    *loop
 	sides [2]side // the client, the node
 	// lastDeadline bounds the writing of the last frames, once the connection is ending.
 	lastDeadline time.Time
-	move         loopMove // its part in a handover (handover_linux.go)
+	move         loopMove // its part in a handover (move_linux.go)
 }
 
 // run is the loop goroutine. It is not locked to its OS thread: while it is busy the
@@ -503,7 +504,7 @@ func (l *loop) close(c *conn) {
 	}
 	c.streams.spare = nil // what empties the table from here on is not this loop
 	if c.move.moving {
-		l.moveOver(c, moveEnded)
+		l.moveOver(c, handover.Ended)
 	}
 	for i := range c.sides {
 		s := &c.sides[i]
@@ -521,7 +522,7 @@ func (l *loop) close(c *conn) {
 			s.held = 0
 		}
 	}
-	c.releaseLarge()
+	segments{c}.releaseLarge()
 	c.closedOnLoop()
 	// The loop never gives up its P by itself (see wait), so a goroutine it starts could
 	// wait in that P's run queue until another P steals it: yield, so that the goroutine

@@ -23,4 +23,4 @@ func (c *conn) toLoop() bool              { return false }
 func (c *conn) inLoop() bool              { return false }
 func (c *conn) postLoop(kind loopCmdKind) {}
 
-func (c *conn) holdLargeOnLoop(size int) (bool, error) { return false, nil }
+func (c segments) holdLargeOnLoop(size int) (bool, error) { return false, nil }

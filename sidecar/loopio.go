@@ -235,8 +235,12 @@ func (l *loop) relay(s *side, data []byte, b *batch) int {
 			// One clock read per read from the client, shared by every request it
 			// delivered, as for responses.
 			arrived = c.arrival(arrived, c.p.stmts != nil)
-			if t := c.request(h, frame, n, arrived); t.Events() {
+			t, fx := c.request(h, frame, n, arrived)
+			if t.Events() {
 				tickets = append(tickets, t)
+			}
+			if fx != 0 {
+				c.apply(fx)
 			}
 			out = append(out, frame...)
 			continue
@@ -253,7 +257,7 @@ func (l *loop) relay(s *side, data []byte, b *batch) int {
 			answers = append(answers, metrics.Answer{Start: req.start, Op: req.op})
 		}
 		drained = c.answered(left, len(f)) || drained
-		if req.op == cql.OpStartup && c.segmentsAfter(h.Opcode) {
+		if req.op == cql.OpStartup && (segments{c}).segmentsAfter(h.Opcode) {
 			// What follows the answer to a v5 STARTUP is segments.
 			b.out, b.tickets, b.answers, b.arrived, b.drained = out, tickets, answers, arrived, drained
 			return pos + l.relaySegments(s, data[pos:], b)
@@ -273,7 +277,7 @@ func (l *loop) keep(s *side, rest []byte, need int, took bool) {
 	}
 	s.need = need
 	s.pend = keepPend(s.pend, rest)
-	if s.client && s.need > len(l.rbuf) && s.held == 0 && !s.c.gatheringLarge() {
+	if s.client && s.need > len(l.rbuf) && s.held == 0 && !(segments{s.c}).gatheringLarge() {
 		l.holdFrame(s)
 	}
 }

@@ -3,11 +3,11 @@ package sidecar
 import (
 	"errors"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/sidecar/handover"
 )
 
 // Parking: an idle connection on the goroutine path keeps no goroutine.
@@ -15,7 +15,7 @@ import (
 // Each side of a connection on the goroutine path is a goroutine blocked in a read, and a
 // goroutine that forwarded frames keeps the stack it grew to (4 to 8 KiB) while it waits:
 // two per connection, most of what an idle connection cost. So a side that has had nothing
-// to do for a while parks: its goroutine returns, and the process's parker (park_linux.go)
+// to do for a while parks: its goroutine returns, and the process's parker (package handover)
 // watches its socket instead, in an epoll set of its own; the first byte, or the peer's
 // close, starts a new goroutine for the side, which reads on where the old one stopped.
 // Nothing is lost in between: a parked side holds nothing unread and nothing unwritten.
@@ -38,13 +38,11 @@ import (
 //
 // Only plain TCP connections of protocol v3 and v4 park: a TLS connection's reader may
 // hold a decrypted record the socket does not show, and v5's segment loops are not taught
-// to. Without epoll (park_other.go) nothing parks.
+// to. Without epoll nothing parks.
 
 // parkIdle is how long a connection has nothing to do before its sides park: between one
-// and two of these after its last frame, in nanoseconds. A variable for tests.
-var parkIdle atomic.Int64
-
-func init() { parkIdle.Store(int64(time.Second)) }
+// and two of these after its last frame, in nanoseconds (handover.ParkIdle).
+var parkIdle = &handover.ParkIdle
 
 // errParked ends a side's frame loop when its goroutine is to park (frameReader.idle).
 var errParked = errors.New("parked")
@@ -66,16 +64,16 @@ const (
 
 // parkState is a connection's part in parking. All but seen is under conn.mu.
 type parkState struct {
-	pk    *parker // nil: the connection does not park
-	want  [2]bool // the parker asked the side to park: its read deadline is in the past
+	pk    *handover.Parker // nil: the connection does not park
+	want  [2]bool          // the parker asked the side to park: its read deadline is in the past
 	token [2]uint64
 	seen  uint64 // the parker's: the connection's byte count at its last look
 }
 
 // startParking lets the connection park when it can (see the package's parking notes):
 // on the goroutine path, before its goroutines start.
-func (c *conn) startParking() {
-	pk := theParker()
+func (c goroutines) startParking() {
+	pk := handover.ProcessParker()
 	if pk == nil || c.v5 != nil || c.cr.raw == nil || c.nr.raw == nil {
 		return
 	}
@@ -84,25 +82,25 @@ func (c *conn) startParking() {
 	c.mu.Unlock()
 	c.cr.idle = c.requestsIdle
 	c.nr.idle = c.responsesIdle
-	pk.add(c)
+	pk.Add((*parking)(c.conn))
 }
 
 // parkAfter has the side that reads r park at its next wait between frames, when the frame
 // it forwarded, of opcode op, ends the handshake's part of that side (see above).
-func (c *conn) parkAfter(r *frameReader, op cql.Opcode) {
+func (c goroutines) parkAfter(r *frameReader, op cql.Opcode) {
 	switch op {
 	case cql.OpStartup, cql.OpAuthResponse, cql.OpReady, cql.OpAuthSuccess:
 		r.parkNow = r.idle != nil
 	}
 }
 
-func (c *conn) requestsIdle(between bool) idleAction  { return c.timedOut(sideRequests, between) }
-func (c *conn) responsesIdle(between bool) idleAction { return c.timedOut(sideResponses, between) }
+func (c goroutines) requestsIdle(between bool) idleAction  { return c.timedOut(sideRequests, between) }
+func (c goroutines) responsesIdle(between bool) idleAction { return c.timedOut(sideResponses, between) }
 
 // timedOut is what side s does when its read ended at a read deadline; between says that
 // its reader holds nothing and waits for a frame. A deadline the parker did not set is
 // drain's or stop's, on the client: the read fails, as without parking.
-func (c *conn) timedOut(s int, between bool) idleAction {
+func (c goroutines) timedOut(s int, between bool) idleAction {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.park == nil || !c.park.want[s] || s == sideRequests && c.draining() {
@@ -117,7 +115,7 @@ func (c *conn) timedOut(s int, between bool) idleAction {
 }
 
 // socket returns the socket that side s reads.
-func (c *conn) socket(s int) interface{ SetReadDeadline(time.Time) error } {
+func (c goroutines) socket(s int) interface{ SetReadDeadline(time.Time) error } {
 	if s == sideRequests {
 		return c.client
 	}
@@ -125,7 +123,7 @@ func (c *conn) socket(s int) interface{ SetReadDeadline(time.Time) error } {
 }
 
 // rawSocket returns the socket that side s reads, to hand to the parker.
-func (c *conn) rawSocket(s int) syscall.RawConn {
+func (c goroutines) rawSocket(s int) syscall.RawConn {
 	if s == sideRequests {
 		return c.cr.raw
 	}
@@ -136,13 +134,13 @@ func (c *conn) rawSocket(s int) syscall.RawConn {
 // reports whether it did: it does not once the connection started to end (a drain, a stop
 // or a close came in between, which found nothing parked to wake), and then the goroutine
 // reads on.
-func (c *conn) parkSide(s int) bool {
+func (c goroutines) parkSide(s int) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.getState() != stateOpen {
 		return false
 	}
-	tok, ok := c.park.pk.watch(c, s, c.rawSocket(s))
+	tok, ok := c.park.pk.Watch((*parking)(c.conn), s, c.rawSocket(s))
 	if !ok {
 		return false
 	}
@@ -161,7 +159,7 @@ var viewPool = sync.Pool{New: func() any { return new(frameViews) }}
 // unpark starts a goroutine for side s if it is parked, its socket taken back from the
 // parker; by the parker when the socket has something, and by unparkAll. c.mu must be held.
 // token, when not 0, is the parking the parker found ready: an older one is over already.
-func (c *conn) unpark(s int, token uint64) {
+func (c goroutines) unpark(s int, token uint64) {
 	if c.park == nil {
 		return
 	}
@@ -170,7 +168,7 @@ func (c *conn) unpark(s int, token uint64) {
 		return
 	}
 	c.park.token[s] = 0
-	c.park.pk.unwatch(t, c.rawSocket(s))
+	c.park.pk.Unwatch(t, c.rawSocket(s))
 	if c.views == nil {
 		c.views = viewPool.Get().(*frameViews)
 	}
@@ -183,16 +181,28 @@ func (c *conn) unpark(s int, token uint64) {
 
 // unparkAll starts the parked sides, before what ends a connection wakes them (drain,
 // stop, closeAll): they end as the running ones do. c.mu must be held.
-func (c *conn) unparkAll() {
+func (c goroutines) unparkAll() {
 	if c.park != nil {
 		c.unpark(sideRequests, 0)
 		c.unpark(sideResponses, 0)
 	}
 }
 
-// askPark is the parker's look at the connection: when it moved no byte since the last
+// parking is a connection as the process's parker sees it (handover.Parkable).
+type parking conn
+
+// Unpark starts side s, whose socket the parker found ready for its parking tok.
+func (pc *parking) Unpark(s int, tok uint64) {
+	c := goroutines{(*conn)(pc)}
+	c.mu.Lock()
+	c.unpark(s, tok)
+	c.mu.Unlock()
+}
+
+// AskPark is the parker's look at the connection: when it moved no byte since the last
 // look and is open, the sides still running are asked to park. Only the parker calls it.
-func (c *conn) askPark() {
+func (pc *parking) AskPark() {
+	c := goroutines{(*conn)(pc)}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n := c.counters.bytesIn.Load() + c.counters.bytesOut.Load()
@@ -210,8 +220,8 @@ func (c *conn) askPark() {
 }
 
 // stopParking takes the connection out of the parker's looks, once it is closed.
-func (c *conn) stopParking() {
+func (c goroutines) stopParking() {
 	if c.park != nil {
-		c.park.pk.remove(c)
+		c.park.pk.Remove((*parking)(c.conn))
 	}
 }

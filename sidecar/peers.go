@@ -183,7 +183,7 @@ func (m *PeerMap) rewritePeerRows(cols []cql.ColumnSpec, rows [][][]byte, peerPo
 // sidecars are mapped: gocql matches STATUS and TOPOLOGY events to the host of its control
 // connection by that column, and those events name the sidecar. (By the convention the
 // sidecar shares its node's IP, and the column is right as it is.)
-func (c *conn) rewriteBroadcast(cols []cql.ColumnSpec, rows [][][]byte) bool {
+func (c *pipeline) rewriteBroadcast(cols []cql.ColumnSpec, rows [][][]byte) bool {
 	changed := false
 	for j, col := range cols {
 		if col.Type.ID != cql.TypeInet || col.Name != "broadcast_address" {
@@ -200,7 +200,7 @@ func (c *conn) rewriteBroadcast(cols []cql.ColumnSpec, rows [][][]byte) bool {
 }
 
 // unmappedPeer warns, once per address, of a peer that the map does not name.
-func (c *conn) unmappedPeer(node netip.AddrPort) {
+func (c *pipeline) unmappedPeer(node netip.AddrPort) {
 	if _, seen := c.p.cfg.Peers.warned.LoadOrStore(node, true); !seen {
 		c.warn().Str("peer", node.String()).Uint16("peer_port", c.peerPort).
 			Msg("peer node missing from the cluster map: rewriting only its port, by the convention")

@@ -20,7 +20,8 @@ import (
 // tracing Ticket (the one per-request record), and counts it. frame is the whole frame, or
 // nil when it is streamed through unread. Both the goroutine path and the event loop call
 // it, from the one place that reads the client. It returns the Ticket when the request is
-// traced with events: the caller passes it to wrote once the frame is written.
+// traced with events: the caller passes it to wrote once the frame is written; and the
+// effect of the request on the framing, which the caller applies (conn.apply).
 //
 // The frame is decoded once, into c.views.req, which every reader of it shares: the rewrite,
 // statement statistics and tracing. None decompresses or re-walks the body on its own.
@@ -28,13 +29,14 @@ import (
 // arrived is when the read that brought the frame returned, or 0: the event loop reads the
 // clock once per read (arrival), for every request that read delivered, as for responses;
 // with 0 the request reads the clock itself when it needs it.
-func (c *conn) request(h cql.Header, frame []byte, n int, arrived int64) tracing.Ticket {
+func (c *pipeline) request(h cql.Header, frame []byte, n int, arrived int64) (tracing.Ticket, effect) {
 	f := &c.views.req
 	f.Reset(h, frame, c.compressor())
 	var req inflight
 	var now int64
+	var fx effect
 	if frame != nil {
-		req.kind, req.stmt, req.probe = c.inspect(f)
+		req.kind, req.stmt, req.probe, fx = c.inspect(f)
 		if h.Opcode == cql.OpPrepare && h.Stream >= 0 {
 			if st, ok := f.Statement(); ok {
 				req.query = string(st.Query)
@@ -79,9 +81,9 @@ func (c *conn) request(h cql.Header, frame []byte, n int, arrived int64) tracing
 		}
 	}
 	if req.trace.Events() {
-		return req.trace
+		return req.trace, fx
 	}
-	return tracing.Ticket{}
+	return tracing.Ticket{}, fx
 }
 
 // response does the proxy's work on a response frame for the request req (zero for events
@@ -94,7 +96,7 @@ func (c *conn) request(h cql.Header, frame []byte, n int, arrived int64) tracing
 // calls queued once the frame is queued for the client.
 //
 // Like a request, the response is decoded once, into c.views.resp, for every reader.
-func (c *conn) response(h cql.Header, frame []byte, req *inflight, arrived int64) ([]byte, tracing.Ticket) {
+func (c *pipeline) response(h cql.Header, frame []byte, req *inflight, arrived int64) ([]byte, tracing.Ticket) {
 	f := &c.views.resp
 	f.Reset(h, frame, c.compressor())
 	if h.Stream >= 0 {
@@ -143,7 +145,7 @@ func readTime(arrived int64) int64 {
 // tracing, rewriting, the copy into the client's buffer); the request's way in is not
 // measured, to keep to these reads. arrived is when the read that brought the response
 // from the node returned.
-func (c *conn) queued(req inflight, arrived int64) {
+func (c *pipeline) queued(req inflight, arrived int64) {
 	if m := c.p.metrics; m != nil && req.used {
 		now := tracing.Now()
 		m.Latency(req.op, time.Duration(now-req.start))
@@ -152,7 +154,7 @@ func (c *conn) queued(req inflight, arrived int64) {
 }
 
 // readsBody reports whether the proxy itself reads the body of requests with opcode op.
-func (c *conn) readsBody(op cql.Opcode) bool {
+func (c *pipeline) readsBody(op cql.Opcode) bool {
 	switch op {
 	case cql.OpStartup, cql.OpQuery, cql.OpPrepare:
 		return true
@@ -169,29 +171,34 @@ func (c *conn) readsBody(op cql.Opcode) bool {
 const maxKeptBuffer = 1 << 20
 
 // inspect reads what the proxy needs from a request: the compression of a STARTUP, and
-// whether a QUERY, PREPARE or EXECUTE reads system.local or system.peers.
-func (c *conn) inspect(f *cql.Frame) (rewriteKind, *tracing.Statement, string) {
+// whether a QUERY, PREPARE or EXECUTE reads system.local or system.peers. Its effect is
+// what the request asks of the transport: the segments of a v5 STARTUP, or the fresh CRC
+// of a frame changed in place (the probe of an EXECUTE).
+func (c *pipeline) inspect(f *cql.Frame) (k rewriteKind, ps *tracing.Statement, probe string, fx effect) {
 	switch f.Header.Opcode {
 	case cql.OpStartup:
-		c.startup(f.Raw()[cql.HeaderSize:])
+		fx = c.startup(f.Raw()[cql.HeaderSize:])
 	case cql.OpOptions:
-		return kindOptions, nil, ""
+		k = kindOptions
 	case cql.OpAuthResponse:
 		if c.p.tr != nil {
 			c.authResponse(f)
 		}
 	case cql.OpQuery, cql.OpPrepare:
-		return c.inspectQuery(f)
+		k, ps, probe = c.inspectQuery(f)
 	case cql.OpExecute:
-		return c.inspectExecute(f)
+		k, ps, probe = c.inspectExecute(f)
+		if k == kindProbe {
+			fx = fxEdited // its skip-metadata bit, cleared in place
+		}
 	}
-	return kindNone, nil, ""
+	return k, ps, probe, fx
 }
 
 // inspectQuery reads whether a QUERY or PREPARE reads a system table, or is a USE. A
 // compressed QUERY is read from the start of its body first, and whole only when the
 // answer lies beyond that start.
-func (c *conn) inspectQuery(f *cql.Frame) (rewriteKind, *tracing.Statement, string) {
+func (c *pipeline) inspectQuery(f *cql.Frame) (rewriteKind, *tracing.Statement, string) {
 	h := f.Header
 	var sc scan // how far the start of a compressed QUERY was read
 	if h.Opcode == cql.OpQuery && f.Compressed() {
@@ -218,7 +225,7 @@ func (c *conn) inspectQuery(f *cql.Frame) (rewriteKind, *tracing.Statement, stri
 // inspectExecute returns what the response to an EXECUTE needs: the rewrite of a known
 // system statement (from the prepared-statement registry), a probe of an id not seen
 // before (with that id), or nothing.
-func (c *conn) inspectExecute(f *cql.Frame) (rewriteKind, *tracing.Statement, string) {
+func (c *pipeline) inspectExecute(f *cql.Frame) (rewriteKind, *tracing.Statement, string) {
 	known := c.p.prepared.HasSystem()
 	if f.Compressed() && !known {
 		// A compressed body cannot be changed in place, so it is not probed, and
@@ -243,9 +250,6 @@ func (c *conn) inspectExecute(f *cql.Frame) (rewriteKind, *tracing.Statement, st
 	// Ask for the result metadata, to learn from it whether the statement reads a system
 	// table: the frame is changed in place, as it is forwarded.
 	f.Raw()[st.FlagsAt] &^= cql.QuerySkipMetadata
-	if c.v5 != nil {
-		c.v5.edited = true
-	}
 	return kindProbe, nil, string(st.ID)
 }
 
@@ -259,7 +263,7 @@ const queryPrefix = 128
 // comment longer than the start, a custom payload before the statement), and the body must
 // be read whole, its statement from sc on. A body whose start cannot be read is left to the
 // node: kindNone.
-func (c *conn) queryStart(f *cql.Frame) (k rewriteKind, known bool, sc scan) {
+func (c *pipeline) queryStart(f *cql.Frame) (k rewriteKind, known bool, sc scan) {
 	if f.Header.Flags&cql.FlagCustomPayload != 0 {
 		return kindNone, false, sc
 	}
@@ -280,7 +284,7 @@ func (c *conn) queryStart(f *cql.Frame) (k rewriteKind, known bool, sc scan) {
 // authResponse takes the username from a SASL PLAIN AUTH_RESPONSE ("authzid NUL authcid
 // NUL password") for the connection's trace records. Only the username is copied; a
 // decompressed copy of the token, which holds the password, is zeroed.
-func (c *conn) authResponse(f *cql.Frame) {
+func (c *pipeline) authResponse(f *cql.Frame) {
 	body, err := f.Message()
 	if err != nil {
 		return
@@ -315,11 +319,12 @@ func saslPlainUser(body []byte) (string, bool) {
 	return string(rest[:j]), true
 }
 
-// startup notes the compression that a STARTUP asks for. Its body is never compressed.
-func (c *conn) startup(body []byte) {
+// startup notes the compression that a STARTUP asks for. Its body is never compressed. A
+// v5 STARTUP returns the segments, which the transport begins (conn.beginV5).
+func (c *pipeline) startup(body []byte) effect {
 	name, err := cql.StartupCompression(body)
 	if err != nil {
-		return // the node answers it
+		return 0 // the node answers it
 	}
 	var i int32
 	switch comp := cql.CompressorByName(string(name)); {
@@ -330,8 +335,11 @@ func (c *conn) startup(body []byte) {
 		i = 2
 	}
 	if c.version == cql.V5 {
-		c.beginV5(i == 1) // v5 compresses segments, never frames
-		return
+		if i == 1 { // v5 compresses segments, never frames
+			return fxSegments | fxSegmentsLZ4
+		}
+		return fxSegments
 	}
 	c.comp.Store(i)
+	return 0
 }

@@ -52,53 +52,7 @@ type Query struct {
 // out.
 func (p *Proxy) Queries(min time.Duration, limit int) []Query {
 	now := tracing.Now()
-	p.mu.Lock()
-	conns := make([]*conn, 0, len(p.conns))
-	for c := range p.conns {
-		conns = append(conns, c)
-	}
-	p.mu.Unlock()
-
-	type found struct {
-		c     *conn
-		tr    *tracing.Conn
-		req   inflight
-		start int64 // 0: unknown
-	}
-	var all []found
-	for _, c := range conns {
-		t := &c.streams
-		t.mu.Lock()
-		if t.n > 0 {
-			tr := c.tr.Load()
-			for i := range t.slots {
-				s := &t.slots[i]
-				if !s.used {
-					continue
-				}
-				start := cmp.Or(s.start, s.stat.Start(), s.trace.Start())
-				if start == 0 && min > 0 {
-					continue
-				}
-				if start != 0 && time.Duration(now-start) < min {
-					continue
-				}
-				all = append(all, found{c: c, tr: tr, req: *s, start: start})
-			}
-		}
-		t.mu.Unlock()
-	}
-	slices.SortFunc(all, func(a, b found) int {
-		switch {
-		case a.start == b.start:
-			return cmp.Compare(a.req.stream, b.req.stream)
-		case a.start == 0:
-			return 1
-		case b.start == 0:
-			return -1
-		}
-		return cmp.Compare(a.start, b.start)
-	})
+	all := p.inFlight(now, min)
 	if limit > 0 && len(all) > limit {
 		all = all[:limit]
 	}
@@ -132,6 +86,61 @@ func (p *Proxy) Queries(min time.Duration, limit int) []Query {
 		out = append(out, q)
 	}
 	return out
+}
+
+// foundQuery is a request in flight found by the first pass of Queries.
+type foundQuery struct {
+	c     *conn
+	tr    *tracing.Conn
+	req   inflight
+	start int64 // 0: unknown
+}
+
+// inFlight is the first pass of Queries: the requests in flight for at least min at now
+// (those of unknown start only when min is 0), oldest first, unknown last.
+func (p *Proxy) inFlight(now int64, min time.Duration) []foundQuery {
+	p.mu.Lock()
+	conns := make([]*conn, 0, len(p.conns))
+	for c := range p.conns {
+		conns = append(conns, c)
+	}
+	p.mu.Unlock()
+
+	var all []foundQuery
+	for _, c := range conns {
+		t := &c.streams
+		t.mu.Lock()
+		if t.n > 0 {
+			tr := c.tr.Load()
+			for i := range t.slots {
+				s := &t.slots[i]
+				if !s.used {
+					continue
+				}
+				start := cmp.Or(s.start, s.stat.Start(), s.trace.Start())
+				if start == 0 && min > 0 {
+					continue
+				}
+				if start != 0 && time.Duration(now-start) < min {
+					continue
+				}
+				all = append(all, foundQuery{c: c, tr: tr, req: *s, start: start})
+			}
+		}
+		t.mu.Unlock()
+	}
+	slices.SortFunc(all, func(a, b foundQuery) int {
+		switch {
+		case a.start == b.start:
+			return cmp.Compare(a.req.stream, b.req.stream)
+		case a.start == 0:
+			return 1
+		case b.start == 0:
+			return -1
+		}
+		return cmp.Compare(a.start, b.start)
+	})
+	return all
 }
 
 // redact normalizes statement text as the tracer's session records do: a prepared

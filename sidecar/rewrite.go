@@ -42,7 +42,7 @@ func (p *Proxy) rememberStmt(id []byte, kind rewriteKind, cols []cql.ColumnSpec)
 // text and keyspace, and, for a statement on a system table, that table and the result
 // columns. Every PREPARE is learnt, whatever the tracing mode, so that tracing finds the
 // text of statements prepared while it was off.
-func (c *conn) learnPrepared(f *cql.Frame, req inflight) {
+func (c *pipeline) learnPrepared(f *cql.Frame, req inflight) {
 	h := f.Header
 	body, err := f.Message()
 	if err != nil || h.Opcode != cql.OpResult {
@@ -85,7 +85,7 @@ func responseBody(f *cql.Frame) (cql.Header, cql.ResponsePrefix, []byte, cql.Com
 }
 
 // encode re-encodes a response with its header and prefix, compressed as it was.
-func (c *conn) encode(h cql.Header, prefix cql.ResponsePrefix, m cql.Message, comp cql.Compressor) ([]byte, bool) {
+func (c *pipeline) encode(h cql.Header, prefix cql.ResponsePrefix, m cql.Message, comp cql.Compressor) ([]byte, bool) {
 	out, err := cql.AppendResponseFrame(nil, h, prefix, m, comp)
 	if err != nil {
 		c.warn().Err(err).Msg("re-encode rewritten response")
@@ -98,7 +98,7 @@ func (c *conn) encode(h cql.Header, prefix cql.ResponsePrefix, m cql.Message, co
 // rewriteResult returns the response to a request on a system table with the node's
 // addresses replaced, or frame itself when there is nothing to replace. The response to a
 // PREPARE of such a statement is returned unchanged, and its id remembered.
-func (c *conn) rewriteResult(f *cql.Frame, req inflight) []byte {
+func (c *pipeline) rewriteResult(f *cql.Frame, req inflight) []byte {
 	frame := f.Raw()
 	if skipRewrite.Load() {
 		return frame
@@ -147,7 +147,7 @@ func (c *conn) rewriteResult(f *cql.Frame, req inflight) []byte {
 // rpc_address and broadcast_address become the advertised address and the native port its port; in the peers
 // tables the native port becomes the peer port, as a sidecar is assumed beside every
 // node. It reports whether it changed anything.
-func (c *conn) rewriteRows(kind rewriteKind, cols []cql.ColumnSpec, rows [][][]byte) bool {
+func (c *pipeline) rewriteRows(kind rewriteKind, cols []cql.ColumnSpec, rows [][][]byte) bool {
 	if kind != kindLocal && c.p.cfg.Peers != nil {
 		return c.p.cfg.Peers.rewritePeerRows(cols, rows, c.peerPort, c.unmappedPeer)
 	}
@@ -187,7 +187,7 @@ func (c *conn) rewriteRows(kind rewriteKind, cols []cql.ColumnSpec, rows [][][]b
 
 // rewriteEvent returns a TOPOLOGY_CHANGE or STATUS_CHANGE event with the node's address
 // replaced by the advertised one, and other nodes' ports by the peer port.
-func (c *conn) rewriteEvent(f *cql.Frame) []byte {
+func (c *pipeline) rewriteEvent(f *cql.Frame) []byte {
 	frame := f.Raw()
 	h, prefix, body, comp, ok := responseBody(f)
 	if !ok {
@@ -212,7 +212,7 @@ func (c *conn) rewriteEvent(f *cql.Frame) []byte {
 
 // eventAddr maps a node address named by an event: the node behind this sidecar becomes the
 // advertised address, another node its own IP with the peer port.
-func (c *conn) eventAddr(a netip.AddrPort) netip.AddrPort {
+func (c *pipeline) eventAddr(a netip.AddrPort) netip.AddrPort {
 	ip := a.Addr().Unmap()
 	if ip == c.nodeAddr.Addr() && a.Port() == c.nodeAddr.Port() {
 		return c.advertise

@@ -16,11 +16,17 @@ import (
 // switch for both directions: what the node sends after it, and what the client sends once
 // it has it, are segments. Both transports then read whole segments (cql.SegmentReader
 // checks their CRCs and that their frames line up with them), hand each frame to the same
-// per-frame work as v4 (conn.request, conn.response), and forward the segment itself when
+// per-frame work as v4 (pipeline.request, pipeline.response), and forward the segment itself when
 // no frame in it changed, so that the common path re-encodes nothing and computes no CRC
 // but the reader's. A segment whose frames changed (a rewritten system table, a stripped
 // tracing id, a flag set in place) is re-segmented with fresh CRCs, and so is a frame
 // larger than a segment, which is gathered whole from its segments first.
+
+// segments is a connection as v5's segments carry it: the methods of that layer of the
+// transports, between the bytes and the frames, on the connection whose v5conn it reads.
+// Both transports use it. It embeds the connection, so that the per-frame calls of the
+// pipeline are the direct calls on the connection they were.
+type segments struct{ *conn }
 
 // v5conn is what a connection holds for protocol v5's segments.
 type v5conn struct {
@@ -32,9 +38,6 @@ type v5conn struct {
 	client atomic.Bool
 	// node says that the node sends segments (response side only).
 	node bool
-	// edited is set by the per-frame work when it changed the request it handled in place
-	// (request side only).
-	edited bool
 	// largeHeld is what the client frame gathered from its segments (larger than a segment)
 	// holds of the proxy-wide budget of frames held whole, from its first segment to its
 	// last (request side only; holdLarge).
@@ -70,10 +73,19 @@ func (p *Proxy) maxVersion() byte {
 // through.
 func (p *Proxy) speaks(v byte) bool { return v >= cql.V3 && v <= p.maxVersion() }
 
+// apply makes the change of framing that the per-frame work on a request returned
+// (pipeline.request): a v5 STARTUP begins the segments. A frame changed in place
+// (fxEdited) needs a fresh CRC only in a segment, which requestSegment sees.
+func (c *conn) apply(fx effect) {
+	if fx&fxSegments != 0 {
+		segments{c}.beginV5(fx&fxSegmentsLZ4 != 0)
+	}
+}
+
 // beginV5 notes a v5 STARTUP, with lz4 when it asked for it: the frames of a v5
 // connection are never compressed themselves, so the connection's frame compression stays
 // none. Only the first STARTUP counts: the format of the segments is the connection's.
-func (c *conn) beginV5(lz4 bool) {
+func (c segments) beginV5(lz4 bool) {
 	if c.v5.startup.Load() {
 		return
 	}
@@ -87,7 +99,7 @@ func (c *conn) beginV5(lz4 bool) {
 // segmentsAfter reports whether the response with opcode op, answering a STARTUP, starts
 // the segments, and starts them: it must come before the response is queued for the
 // client, which sends segments once it has it.
-func (c *conn) segmentsAfter(op cql.Opcode) bool {
+func (c segments) segmentsAfter(op cql.Opcode) bool {
 	if c.v5 == nil || !c.v5.startup.Load() || op != cql.OpReady && op != cql.OpAuthenticate || c.v5.node {
 		return false
 	}
@@ -98,7 +110,7 @@ func (c *conn) segmentsAfter(op cql.Opcode) bool {
 
 // checkLargeRequest refuses a client frame larger than a segment by its header, before
 // it is gathered, as requestHeader does any frame.
-func (c *conn) checkLargeRequest(hb []byte) error {
+func (c segments) checkLargeRequest(hb []byte) error {
 	h, pe := c.requestHeader(hb)
 	if pe != nil {
 		return pe
@@ -118,7 +130,7 @@ func (e errAwaitBudget) Error() string { return "waiting for the budget of frame
 // (readWhole, holdFrame): many connections that each send a large frame slowly then hold
 // at most the budget together. The goroutine path waits for room; the event loop cannot, and
 // returns errAwaitBudget unless the loop has waited already (the side holds the share).
-func (c *conn) holdLarge(size int) error {
+func (c segments) holdLarge(size int) error {
 	if onLoop, err := c.holdLargeOnLoop(size); onLoop {
 		return err
 	}
@@ -135,11 +147,11 @@ func (c *conn) holdLarge(size int) error {
 // gatheringLarge reports whether the client frame being gathered from its segments holds its
 // share of the budget: its segments are part of it, and are not charged again (they would
 // wait for a share the frame itself holds).
-func (c *conn) gatheringLarge() bool { return c.v5 != nil && c.v5.largeHeld > 0 }
+func (c segments) gatheringLarge() bool { return c.v5 != nil && c.v5.largeHeld > 0 }
 
 // releaseLarge gives back what a large client frame held of the budget: once it is whole,
 // or when the connection ends.
-func (c *conn) releaseLarge() {
+func (c segments) releaseLarge() {
 	if c.v5 != nil && c.v5.largeHeld > 0 {
 		c.p.held.release(c.v5.largeHeld)
 		c.v5.largeHeld = 0
@@ -147,7 +159,7 @@ func (c *conn) releaseLarge() {
 }
 
 // checkLargeResponse refuses a node frame larger than a segment whose header is malformed.
-func (c *conn) checkLargeResponse(hb []byte) error {
+func (c segments) checkLargeResponse(hb []byte) error {
 	_, err := c.responseHeader(hb)
 	return err
 }
@@ -160,7 +172,7 @@ const maxStartupSegment = cql.MaxStartupFrameSize + cql.SegmentHeaderSizeLZ4 + c
 // segmentHead reads the header of the segment at the start of hb, from the client when
 // client is set: its size on the wire, 0 when the header is not all there. A bad CRC is a
 // protocolError for a client, a failure of the node connection for the node.
-func (c *conn) segmentHead(hb []byte, client bool) (int, error) {
+func (c segments) segmentHead(hb []byte, client bool) (int, error) {
 	if !client {
 		n, err := c.v5.fromNode.Peek(hb)
 		if err != nil {
@@ -205,7 +217,7 @@ func segmentProblem(err error) string {
 // client, and returns what goes to the node: seg itself when no frame in it changed (with a
 // fresh CRC when one was changed in place), else its frames re-segmented; nil for a
 // segment that only continues a large frame. tickets gathers the traced requests.
-func (c *conn) requestSegment(seg []byte, tickets []tracing.Ticket) ([]byte, []tracing.Ticket, error) {
+func (c segments) requestSegment(seg []byte, tickets []tracing.Ticket) ([]byte, []tracing.Ticket, error) {
 	rd := &c.v5.fromClient
 	_, _, frames, err := rd.Next(seg)
 	if err != nil {
@@ -233,11 +245,14 @@ func (c *conn) requestSegment(seg []byte, tickets []tracing.Ticket) ([]byte, []t
 		c.traceFrame(h, true)
 		h.Flags &^= cql.FlagCompression // v5 compresses segments, not frames
 		flags := frame[1]
-		c.v5.edited = false
-		if t := c.request(h, frame, n, 0); t.Events() {
+		t, fx := c.request(h, frame, n, 0)
+		if t.Events() {
 			tickets = append(tickets, t)
 		}
-		changed = changed || frame[1] != flags || c.v5.edited
+		if fx != 0 {
+			c.apply(fx)
+		}
+		changed = changed || frame[1] != flags || fx&fxEdited != 0
 	}
 	if !changed && rd.SelfContained() {
 		return seg, tickets, nil // forwarded as it came
@@ -261,7 +276,7 @@ func (c *conn) requestSegment(seg []byte, tickets []tracing.Ticket) ([]byte, []t
 // when the read that brought seg returned, 0 until a frame needs it (see arrival); tickets
 // gathers the traced responses; drained reports the answer a drained connection waited
 // for.
-func (c *conn) responseSegment(seg []byte, arrived *int64, tickets []tracing.Ticket) (out []byte, _ []tracing.Ticket, drained bool, err error) {
+func (c segments) responseSegment(seg []byte, arrived *int64, tickets []tracing.Ticket) (out []byte, _ []tracing.Ticket, drained bool, err error) {
 	rd := &c.v5.fromNode
 	_, _, frames, err := rd.Next(seg)
 	if err != nil {
@@ -336,9 +351,9 @@ func segmentReady(r *frameReader, rd *cql.SegmentReader) bool {
 // requestSegments is the request loop once the client sends segments: it forwards them to
 // the node, after the per-frame work, until the client goes away, sends a malformed
 // segment or frame, is drained, or the node cannot be written.
-func (c *conn) requestSegments(r *frameReader) error {
+func (c goroutines) requestSegments(r *frameReader) error {
 	rd := &c.v5.fromClient
-	defer c.releaseLarge()
+	defer segments{c.conn}.releaseLarge()
 	for {
 		hb, err := r.Peek(rd.HeaderSize())
 		if err != nil {
@@ -347,7 +362,7 @@ func (c *conn) requestSegments(r *frameReader) error {
 			}
 			return err
 		}
-		size, err := c.segmentHead(hb, true)
+		size, err := segments{c.conn}.segmentHead(hb, true)
 		if err != nil {
 			return err
 		}
@@ -360,7 +375,7 @@ func (c *conn) requestSegments(r *frameReader) error {
 			// Held whole, charged to the budget of frames held whole, as a large frame;
 			// the charge is given back before its frames are read, so that the large frame
 			// it may start (holdLarge) never waits for a share this connection holds.
-			if c.gatheringLarge() {
+			if (segments{c.conn}).gatheringLarge() {
 				c.reqBuf, err = cql.AppendRead(c.reqBuf[:0], r, size) // part of the frame's share
 			} else if c.reqBuf, err = c.readWhole(r, size); err == nil {
 				c.p.held.release(size)
@@ -370,7 +385,7 @@ func (c *conn) requestSegments(r *frameReader) error {
 			}
 			seg = c.reqBuf
 		}
-		out, tickets, err := c.requestSegment(seg, c.sentQ)
+		out, tickets, err := segments{c.conn}.requestSegment(seg, c.sentQ)
 		c.sentQ = tickets
 		if err == nil && out != nil {
 			err = c.toNode.write(out)
@@ -399,7 +414,7 @@ func (c *conn) requestSegments(r *frameReader) error {
 
 // responseSegments is the response loop once the node sends segments. It returns as
 // forwardResponses does.
-func (c *conn) responseSegments(r *frameReader, arrived int64) error {
+func (c goroutines) responseSegments(r *frameReader, arrived int64) error {
 	rd := &c.v5.fromNode
 	for {
 		fill := r.Buffered() < rd.HeaderSize()
@@ -407,7 +422,7 @@ func (c *conn) responseSegments(r *frameReader, arrived int64) error {
 		if err != nil {
 			return err
 		}
-		size, err := c.segmentHead(hb, false)
+		size, err := segments{c.conn}.segmentHead(hb, false)
 		if err != nil {
 			return err
 		}
@@ -425,7 +440,7 @@ func (c *conn) responseSegments(r *frameReader, arrived int64) error {
 			}
 			seg = c.v5.respSeg
 		}
-		out, tickets, drained, err := c.responseSegment(seg, &arrived, c.doneQ)
+		out, tickets, drained, err := segments{c.conn}.responseSegment(seg, &arrived, c.doneQ)
 		c.doneQ = tickets
 		if err != nil {
 			return err

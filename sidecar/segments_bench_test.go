@@ -23,8 +23,8 @@ func newPathConnV5(tb testing.TB, cfg tracing.Config, lz4 bool) *pathConnV5 {
 	pc := &pathConnV5{pathConn: newPathConn(tb, cfg)}
 	c := pc.c
 	c.setVersion(cql.V5)
-	c.beginV5(lz4)
-	c.segmentsAfter(cql.OpReady)
+	segments{c}.beginV5(lz4)
+	segments{c}.segmentsAfter(cql.OpReady)
 	body := cql.Query{Query: "INSERT INTO ks.t (k, v) VALUES (1, 2)", Params: cql.QueryParams{Consistency: cql.One}}.AppendBody(nil, cql.V5)
 	for s := range v5Streams {
 		req := frame(cql.V5, 0, int16(s), cql.OpQuery, body)
@@ -40,7 +40,7 @@ func newPathConnV5(tb testing.TB, cfg tracing.Config, lz4 bool) *pathConnV5 {
 func (pc *pathConnV5) one(tb testing.TB) int {
 	c := pc.c
 	pc.stream = (pc.stream + 1) % v5Streams
-	out, sent, err := c.requestSegment(pc.reqs[pc.stream], pc.sent[:0])
+	out, sent, err := segments{c}.requestSegment(pc.reqs[pc.stream], pc.sent[:0])
 	if err != nil || len(out) != len(pc.reqs[pc.stream]) {
 		tb.Fatalf("request segment: %d bytes, %v", len(out), err)
 	}
@@ -49,7 +49,7 @@ func (pc *pathConnV5) one(tb testing.TB) int {
 	}
 	pc.sent = sent
 	pc.arrived = 0
-	out, done, _, err := c.responseSegment(pc.resps[pc.stream], &pc.arrived, pc.done[:0])
+	out, done, _, err := segments{c}.responseSegment(pc.resps[pc.stream], &pc.arrived, pc.done[:0])
 	if err != nil {
 		tb.Fatalf("response segment: %v", err)
 	}
@@ -108,7 +108,7 @@ func (pc *pathConnV5) oneLegacy(tb testing.TB) int {
 		tb.Fatal(pe)
 	}
 	c.traceFrame(h, true)
-	if tk := c.request(h, req, len(req), 0); tk.Events() {
+	if tk, _ := c.request(h, req, len(req), 0); tk.Events() {
 		pc.sent = append(pc.sent[:0], tk)
 		c.wrote(pc.sent, false)
 	}
@@ -199,16 +199,16 @@ func FuzzV5Segments(f *testing.F) {
 			check := cql.SegmentReader{LZ4: lz4}
 			for round := 0; round < 2; round++ {
 				for len(pend) > 0 {
-					n, err := c.segmentHead(pend, client)
+					n, err := segments{c}.segmentHead(pend, client)
 					if err != nil || n == 0 || n > len(pend) {
 						break
 					}
 					var out []byte
 					if client {
-						out, _, err = c.requestSegment(pend[:n], nil)
+						out, _, err = segments{c}.requestSegment(pend[:n], nil)
 					} else {
 						var arrived int64
-						out, _, _, err = c.responseSegment(pend[:n], &arrived, nil)
+						out, _, _, err = segments{c}.responseSegment(pend[:n], &arrived, nil)
 					}
 					if err != nil {
 						return

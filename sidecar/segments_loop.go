@@ -9,7 +9,7 @@ import "errors"
 // to the peer to b, and returns the bytes it took. It stops at the first segment that is
 // not whole (b.need is its size once its header is in), or malformed.
 func (l *loop) relaySegments(s *side, data []byte, b *batch) int {
-	c := s.c
+	c := segments{s.c}
 	pos := 0
 	hs := c.v5.fromNode.HeaderSize()
 	for len(data)-pos >= hs {
@@ -66,7 +66,7 @@ func (b *batch) setErr(client bool, err error) {
 
 // holdLargeOnLoop is holdLarge for a connection on an event loop (onLoop true), which
 // cannot wait for room.
-func (c *conn) holdLargeOnLoop(size int) (onLoop bool, err error) {
+func (c segments) holdLargeOnLoop(size int) (onLoop bool, err error) {
 	if c.lp == nil {
 		return false, nil
 	}

@@ -6,12 +6,14 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tracecar/tracecar/internal/cql"
 )
 
-// The end of a connection is one state machine on both transports, conn.state (see
+// The end of a connection is one state machine on both transports, its lifecycle (see
 // "Ending a connection" in the package doc):
 //
 //	open → draining → ending → closed
@@ -31,7 +33,7 @@ import (
 // error frames of a failed node, or a ProtocolError.
 var errWriteTimeout = 5 * time.Second // a variable for tests
 
-// Causes of the end of a connection (conn.end). A client's error or EOF, and a malformed
+// Causes of the end of a connection (lifecycle.end). A client's error or EOF, and a malformed
 // client frame (*protocolError), are the others. The event loop ends with a cause only a
 // connection that owes the client last frames (a malformed frame, a lost node or a failed
 // write to it); one that owes nothing (client gone, drained, closed by the proxy) goes
@@ -45,11 +47,11 @@ var (
 )
 
 // connState is where a connection is on its way to closed. It only moves forward (see
-// conn.advance):
+// lifecycle.advance):
 //
 //	open → draining → ending → closed
 //
-// draining is set by conn.drain (from Proxy.drain), ending by conn.end with the cause, and
+// draining is set by conn.drain (from Proxy.drain), ending by lifecycle.end with the cause, and
 // closed when both sockets are closed (closeAll, close, loop.close). A state may be
 // skipped.
 type connState int32
@@ -70,16 +72,35 @@ type protocolError struct {
 
 func (e *protocolError) Error() string { return "malformed frame from client: " + e.msg }
 
+// lifecycle is the end of a connection, the same on both transports: its state, which
+// only moves forward, and the first cause. What a state does to the sockets is the
+// transport's (conn.drain, conn.closeAll, the goroutine path's stop and close, the loop's
+// end and close). A connection embeds it; its zero value is open.
+type lifecycle struct {
+	// state is a connState; it only moves forward, by compare-and-swap, so that the frame
+	// loops and the event loop read it without mu. cause is written under mu before state
+	// becomes stateEnding.
+	state atomic.Int32
+	cause error
+	// closed is set once the transport closed the connection for good: the response
+	// goroutine ended, or the loop closed it (on the goroutine path goPath.respDone is
+	// closed then too).
+	closed atomic.Bool
+	// mu serialises the changes of state and their effect on the sockets with setting the
+	// node socket and with the move to a loop (conn.toLoop).
+	mu sync.Mutex
+}
+
 // getState returns the connection's state.
-func (c *conn) getState() connState { return connState(c.state.Load()) }
+func (c *lifecycle) getState() connState { return connState(c.state.Load()) }
 
 // draining reports whether the connection reads no new requests: it is draining, ending
 // or closed.
-func (c *conn) draining() bool { return c.getState() >= stateDraining }
+func (c *lifecycle) draining() bool { return c.getState() >= stateDraining }
 
 // advance moves the state forward to s, and reports whether it moved: it does not when the
 // connection already is at s or beyond.
-func (c *conn) advance(s connState) bool {
+func (c *lifecycle) advance(s connState) bool {
 	for {
 		old := c.state.Load()
 		if connState(old) >= s {
@@ -93,7 +114,7 @@ func (c *conn) advance(s connState) bool {
 
 // end moves the connection to ending for cause, on either path, and reports whether it
 // did: the first cause stands, a later one is dropped. c.mu must be held.
-func (c *conn) end(cause error) bool {
+func (c *lifecycle) end(cause error) bool {
 	if c.getState() >= stateEnding {
 		return false
 	}
@@ -114,7 +135,7 @@ func (c *conn) drain() {
 		c.postLoop(cmdDrain)
 		return
 	}
-	c.unpark(sideRequests, 0)
+	goroutines{c}.unpark(sideRequests, 0)
 	c.client.SetReadDeadline(time.Unix(1, 0))
 }
 
@@ -134,7 +155,7 @@ func (c *conn) closeAll() {
 		c.cause = errShutdown
 	}
 	c.advance(stateClosed)
-	c.unparkAll()
+	goroutines{c}.unparkAll()
 	c.client.Close()
 	if c.node != nil {
 		c.node.Close()
@@ -151,7 +172,7 @@ func (c *conn) finishTrace() {
 // finish releases what the connection holds once its transport has closed it.
 func (c *conn) finish() {
 	c.closeAll()
-	c.stopParking()
+	goroutines{c}.stopParking()
 	c.finishTrace()
 	c.p.unregister(c)
 }

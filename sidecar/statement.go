@@ -212,7 +212,7 @@ func (s *checkedStmts) add(id string) {
 
 // probeResult learns from the response to a probed EXECUTE whether its statement reads a
 // system table, and rewrites the rows when it does.
-func (c *conn) probeResult(m cql.Message, req inflight) bool {
+func (c *pipeline) probeResult(m cql.Message, req inflight) bool {
 	switch m := m.(type) {
 	case cql.RowsResult:
 		cols := m.Metadata.Columns

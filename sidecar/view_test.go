@@ -5,10 +5,15 @@ import (
 	"github.com/tracecar/tracecar/tracing"
 )
 
-// inspectFrame is inspect on a view of frame, as request builds it.
+// inspectFrame is inspect on a view of frame, as request builds it, with its effect
+// applied as the transports apply it.
 func (c *conn) inspectFrame(h cql.Header, frame []byte) (rewriteKind, *tracing.Statement, string) {
 	c.views.req.Reset(h, frame, c.compressor())
-	return c.inspect(&c.views.req)
+	k, st, probe, fx := c.inspect(&c.views.req)
+	if fx != 0 {
+		c.apply(fx)
+	}
+	return k, st, probe
 }
 
 // respView is the view of a response frame, as response builds it; nil for a frame whose

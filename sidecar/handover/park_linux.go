@@ -1,4 +1,4 @@
-package sidecar
+package handover
 
 import (
 	"sync"
@@ -8,58 +8,61 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// parker watches the sockets of parked sides in an epoll set of its own, one goroutine
-// for the process, and looks every parkIdle for connections to park (see park.go). A
+// ProcessParker watches the sockets of parked sides in an epoll set of its own, one
+// goroutine for the process, and looks every ParkIdle for connections to park (package
+// sidecar's park.go says how a connection parks). A
 // socket is added and removed through its RawConn's Control, which keeps the descriptor
 // open meanwhile, so that a socket closed and its number reused cannot be mistaken for it;
-// the epoll data is a token, never the descriptor.
-type parker struct {
+// the epoll data is a token, never the descriptor. Its methods are safe for concurrent use.
+type Parker struct {
 	epfd int
 
 	mu     sync.Mutex
-	conns  map[*conn]struct{} // the connections that may park
+	conns  map[Parkable]struct{} // the connections that may park
 	parked map[uint64]parkedSide
 	next   uint64 // the last token given
 }
 
 type parkedSide struct {
-	c *conn
+	c Parkable
 	s int
 }
 
 var (
 	parkerOnce    sync.Once
-	processParker *parker // nil when epoll is not to be had
+	processParker *Parker // nil when epoll is not to be had
 )
 
-// theParker returns the process's parker, started on first use, or nil.
-func theParker() *parker {
+// ProcessParker returns the process's parker, started on first use, or nil.
+func ProcessParker() *Parker {
 	parkerOnce.Do(func() {
 		epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 		if err != nil {
 			return
 		}
-		processParker = &parker{epfd: epfd, conns: make(map[*conn]struct{}), parked: make(map[uint64]parkedSide)}
+		processParker = &Parker{epfd: epfd, conns: make(map[Parkable]struct{}), parked: make(map[uint64]parkedSide)}
 		go processParker.run()
 	})
 	return processParker
 }
 
-func (pk *parker) add(c *conn) {
+// Add has the parker look at c every ParkIdle.
+func (pk *Parker) Add(c Parkable) {
 	pk.mu.Lock()
 	pk.conns[c] = struct{}{}
 	pk.mu.Unlock()
 }
 
-func (pk *parker) remove(c *conn) {
+// Remove ends the parker's looks at c.
+func (pk *Parker) Remove(c Parkable) {
 	pk.mu.Lock()
 	delete(pk.conns, c)
 	pk.mu.Unlock()
 }
 
-// watch adds the socket of c's side s to the set, for one readiness, and returns its
+// Watch adds the socket of c's side s to the set, for one readiness, and returns its
 // token; it reports false when the socket could not be added (it is closed).
-func (pk *parker) watch(c *conn, s int, rc syscall.RawConn) (uint64, bool) {
+func (pk *Parker) Watch(c Parkable, s int, rc syscall.RawConn) (uint64, bool) {
 	pk.mu.Lock()
 	pk.next++
 	tok := pk.next
@@ -77,13 +80,13 @@ func (pk *parker) watch(c *conn, s int, rc syscall.RawConn) (uint64, bool) {
 	return tok, true
 }
 
-// unwatch takes the socket of parking tok out of the set.
-func (pk *parker) unwatch(tok uint64, rc syscall.RawConn) {
+// Unwatch takes the socket of parking tok out of the set.
+func (pk *Parker) Unwatch(tok uint64, rc syscall.RawConn) {
 	pk.forget(tok)
 	rc.Control(func(fd uintptr) { unix.EpollCtl(pk.epfd, unix.EPOLL_CTL_DEL, int(fd), nil) })
 }
 
-func (pk *parker) forget(tok uint64) {
+func (pk *Parker) forget(tok uint64) {
 	pk.mu.Lock()
 	delete(pk.parked, tok)
 	pk.mu.Unlock()
@@ -91,12 +94,12 @@ func (pk *parker) forget(tok uint64) {
 
 // run is the parker's goroutine: it starts the sides whose sockets are ready, and looks
 // for connections to park every parkIdle.
-func (pk *parker) run() {
+func (pk *Parker) run() {
 	events := make([]unix.EpollEvent, 128)
-	var conns []*conn
+	var conns []Parkable
 	last := time.Now()
 	for {
-		every := time.Duration(parkIdle.Load())
+		every := time.Duration(ParkIdle.Load())
 		n, err := unix.EpollWait(pk.epfd, events, int(every/time.Millisecond))
 		if err != nil {
 			n = 0 // EINTR
@@ -107,9 +110,7 @@ func (pk *parker) run() {
 			ps, ok := pk.parked[tok]
 			pk.mu.Unlock()
 			if ok {
-				ps.c.mu.Lock()
-				ps.c.unpark(ps.s, tok)
-				ps.c.mu.Unlock()
+				ps.c.Unpark(ps.s, tok)
 			}
 		}
 		if time.Since(last) < every {
@@ -123,7 +124,7 @@ func (pk *parker) run() {
 		}
 		pk.mu.Unlock()
 		for _, c := range conns {
-			c.askPark()
+			c.AskPark()
 		}
 		clear(conns)
 	}

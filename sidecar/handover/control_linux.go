@@ -1,6 +1,6 @@
 //go:build linux
 
-package sidecar
+package handover
 
 import (
 	"context"
@@ -415,7 +415,7 @@ func (p *Predecessor) Receive(ctx context.Context) (map[string]*os.File, []byte,
 }
 
 // Ready tells the predecessor that this process serves the listeners: it then hands over
-// its connections (see Proxy.Adopt).
+// its connections (see Adopt).
 func (p *Predecessor) Ready() error { return p.ctl.send(msgReady, nil) }
 
 // Close closes the control connection.

@@ -1,0 +1,247 @@
+package ci_test
+
+import (
+	"fmt"
+	"go/ast"
+	"go/build"
+	"go/importer"
+	"go/parser"
+	"go/token"
+	"go/types"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// maxMethods is the most methods a type of the proxy may have: a type with more does
+// several things, which its methods' files should say as types of their own.
+const maxMethods = 40
+
+// sidecarDir is the proxy's folder, from this package's.
+const sidecarDir = "../../../sidecar"
+
+// parseDir parses the product files of the package in dir (tests excluded) that build on
+// this system, with their comments.
+func parseDir(t *testing.T, dir string) (*token.FileSet, map[string]*ast.File) {
+	t.Helper()
+	bp, err := build.ImportDir(dir, 0)
+	if err != nil {
+		t.Fatalf("%s: %v", dir, err)
+	}
+	fset := token.NewFileSet()
+	files := make(map[string]*ast.File)
+	for _, name := range bp.GoFiles {
+		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[name] = f
+	}
+	return fset, files
+}
+
+// receiver returns the name of the type of a method's receiver, or "" for a function.
+func receiver(fd *ast.FuncDecl) string {
+	if fd.Recv == nil || len(fd.Recv.List) == 0 {
+		return ""
+	}
+	x := fd.Recv.List[0].Type
+	if s, ok := x.(*ast.StarExpr); ok {
+		x = s.X
+	}
+	if ix, ok := x.(*ast.IndexExpr); ok {
+		x = ix.X
+	}
+	if id, ok := x.(*ast.Ident); ok {
+		return id.Name
+	}
+	return ""
+}
+
+// TestSidecarTypesAreSmall: no type of package sidecar, or of its packages, has more than
+// maxMethods methods (value and pointer receivers together): sidecar.conn had 110, the
+// pipeline, both transports, the end and the handover in one.
+func TestSidecarTypesAreSmall(t *testing.T) {
+	for _, dir := range []string{sidecarDir, filepath.Join(sidecarDir, "handover")} {
+		_, files := parseDir(t, dir)
+		count := make(map[string]int)
+		for _, f := range files {
+			for _, d := range f.Decls {
+				if fd, ok := d.(*ast.FuncDecl); ok {
+					if r := receiver(fd); r != "" {
+						count[r]++
+					}
+				}
+			}
+		}
+		for typ, n := range count {
+			if n > maxMethods {
+				t.Errorf("%s: type %s has %d methods; want at most %d: split what it does into types of their own", filepath.Base(dir), typ, n, maxMethods)
+			}
+		}
+	}
+}
+
+// maxLines is the longest a function of the proxy may be, from its func line to its
+// closing brace.
+const maxLines = 80
+
+// TestSidecarFunctionsAreShort: no function of package sidecar, or of its packages, is
+// longer than maxLines lines.
+func TestSidecarFunctionsAreShort(t *testing.T) {
+	for _, dir := range []string{sidecarDir, filepath.Join(sidecarDir, "handover")} {
+		fset, files := parseDir(t, dir)
+		for name, f := range files {
+			for _, d := range f.Decls {
+				fd, ok := d.(*ast.FuncDecl)
+				if !ok || fd.Body == nil {
+					continue
+				}
+				if n := fset.Position(fd.End()).Line - fset.Position(fd.Pos()).Line + 1; n > maxLines {
+					t.Errorf("%s/%s: %s is %d lines; want at most %d", filepath.Base(dir), name, fd.Name.Name, n, maxLines)
+				}
+			}
+		}
+	}
+}
+
+// The pipeline is the per-frame work on one connection's protocol state; the transports
+// (the event loop, the goroutine path, v5's segments) own the bytes, the sockets and the
+// framing, and call it. pipelineType names the pipeline's type, and transportTypes the
+// transports' structs, whose fields the pipeline never names: where a frame changes the
+// framing, the pipeline returns that effect for the transport to apply.
+const pipelineType = "pipeline"
+
+var transportTypes = []string{"conn", "goroutines", "goPath", "loop", "loopState", "side", "segments", "v5conn", "frameReader", "frameWriter", "parkState", "connHandover"}
+
+// TestPipelineNamesNoTransport: the files of the pipeline (those that declare its
+// methods) name no field of a transport and no transport type, and declare no method of
+// one. The package is type-checked, so that a field is told from another of the same name.
+func TestPipelineNamesNoTransport(t *testing.T) {
+	fset, files, pkg, info := typeCheck(t, sidecarDir, module+"sidecar")
+	transportFields := make(map[*types.Var]string) // → the transport type
+	isTransport := make(map[types.Object]bool)
+	for _, n := range transportTypes {
+		obj := pkg.Scope().Lookup(n)
+		if obj == nil {
+			t.Fatalf("no type %s in package sidecar", n)
+		}
+		isTransport[obj] = true
+		st, ok := obj.Type().Underlying().(*types.Struct)
+		if !ok {
+			continue
+		}
+		for i := range st.NumFields() {
+			if f := st.Field(i); !f.Embedded() {
+				transportFields[f] = n
+			}
+		}
+	}
+	var pipelineFiles []string
+	for name, f := range files {
+		for _, d := range f.Decls {
+			if fd, ok := d.(*ast.FuncDecl); ok && receiver(fd) == pipelineType {
+				pipelineFiles = append(pipelineFiles, name)
+				break
+			}
+		}
+	}
+	if len(pipelineFiles) == 0 {
+		t.Fatalf("no file of package sidecar declares a method of %s", pipelineType)
+	}
+	sort.Strings(pipelineFiles)
+	for _, name := range pipelineFiles {
+		f := files[name]
+		for _, d := range f.Decls {
+			fd, ok := d.(*ast.FuncDecl)
+			if ok && isTransport[pkg.Scope().Lookup(receiver(fd))] {
+				t.Errorf("%s: %s is a method of the transport type %s, in a file of the pipeline", name, fd.Name.Name, receiver(fd))
+				continue
+			}
+			ast.Inspect(d, func(n ast.Node) bool {
+				switch x := n.(type) {
+				case *ast.SelectorExpr:
+					if sel := info.Selections[x]; sel != nil && sel.Kind() == types.FieldVal {
+						if v, ok := sel.Obj().(*types.Var); ok && transportFields[v] != "" {
+							t.Errorf("%s: %s names %s.%s, a field of a transport: return the effect for the transport to apply", fset.Position(x.Pos()), exprString(x), transportFields[v], v.Name())
+						}
+					}
+				case *ast.Ident:
+					if obj := info.Uses[x]; obj != nil && isTransport[obj] {
+						t.Errorf("%s: names the transport type %s", fset.Position(x.Pos()), x.Name)
+					}
+				}
+				return true
+			})
+		}
+	}
+}
+
+// typeCheck parses and type-checks the product files of the package in dir, whose import
+// path is path, against the export data of its dependencies (go list -export).
+func typeCheck(t *testing.T, dir, path string) (*token.FileSet, map[string]*ast.File, *types.Package, *types.Info) {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-export", "-deps", "-f", "{{.ImportPath}}={{.Export}}", path).Output()
+	if err != nil {
+		t.Fatalf("go list -export: %v", err)
+	}
+	exports := make(map[string]string)
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if p, file, ok := strings.Cut(line, "="); ok && file != "" {
+			exports[p] = file
+		}
+	}
+	fset, files := parseDir(t, dir)
+	imp := importer.ForCompiler(fset, "gc", func(p string) (io.ReadCloser, error) {
+		file, ok := exports[p]
+		if !ok {
+			return nil, fmt.Errorf("no export data for %s", p)
+		}
+		return os.Open(file)
+	})
+	list := make([]*ast.File, 0, len(files))
+	for _, f := range files {
+		list = append(list, f)
+	}
+	info := &types.Info{Selections: make(map[*ast.SelectorExpr]*types.Selection), Uses: make(map[*ast.Ident]types.Object)}
+	pkg, err := (&types.Config{Importer: imp}).Check(path, fset, list, info)
+	if err != nil {
+		t.Fatalf("type-check %s: %v", path, err)
+	}
+	return fset, files, pkg, info
+}
+
+func exprString(x ast.Expr) string {
+	switch x := x.(type) {
+	case *ast.Ident:
+		return x.Name
+	case *ast.SelectorExpr:
+		return exprString(x.X) + "." + x.Sel.Name
+	case *ast.StarExpr:
+		return "*" + exprString(x.X)
+	case *ast.CallExpr:
+		return exprString(x.Fun) + "(…)"
+	}
+	return "…"
+}
+
+// TestHandoverPointsOneWay: the proxy imports its handover, never the other way: package
+// handover declares what it needs of the proxy (Source, Conn, Sink, Parkable), so that the
+// per-frame code reaches no handover through an interface, and the handover can be read,
+// and tested, without the proxy.
+func TestHandoverPointsOneWay(t *testing.T) {
+	for _, p := range listPackages(t) {
+		if !strings.HasPrefix(p.ImportPath, module+"sidecar/") {
+			continue
+		}
+		for _, imp := range p.Imports {
+			if imp == module+"sidecar" {
+				t.Errorf("%s imports %s: the arrow points from the proxy to its parts", p.ImportPath, imp)
+			}
+		}
+	}
+}
