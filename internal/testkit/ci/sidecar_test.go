@@ -86,29 +86,6 @@ func TestSidecarTypesAreSmall(t *testing.T) {
 	}
 }
 
-// maxLines is the longest a function of the proxy may be, from its func line to its
-// closing brace.
-const maxLines = 80
-
-// TestSidecarFunctionsAreShort: no function of package sidecar, or of its packages, is
-// longer than maxLines lines.
-func TestSidecarFunctionsAreShort(t *testing.T) {
-	for _, dir := range []string{sidecarDir, filepath.Join(sidecarDir, "handover")} {
-		fset, files := parseDir(t, dir)
-		for name, f := range files {
-			for _, d := range f.Decls {
-				fd, ok := d.(*ast.FuncDecl)
-				if !ok || fd.Body == nil {
-					continue
-				}
-				if n := fset.Position(fd.End()).Line - fset.Position(fd.Pos()).Line + 1; n > maxLines {
-					t.Errorf("%s/%s: %s is %d lines; want at most %d", filepath.Base(dir), name, fd.Name.Name, n, maxLines)
-				}
-			}
-		}
-	}
-}
-
 // The pipeline is the per-frame work on one connection's protocol state; the transports
 // (the event loop, the goroutine path, v5's segments) own the bytes, the sockets and the
 // framing, and call it. pipelineType names the pipeline's type, and transportTypes the
