@@ -218,6 +218,8 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 	st.closers = append(st.closers, closeSinks)
 	added := new(guardrail.AddedLatency)
 	opts.AddedLatency = added.Observe
+	work := new(guardrail.Meter)
+	opts.Work = work
 	st.tracer = tracing.New(opts)
 	capt, err := newCapture(cfg, st.Node, st.tracer.Statements(), sinks.schema, reg)
 	if err != nil {
@@ -231,7 +233,7 @@ func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io
 			return fail(err)
 		}
 	}
-	st.guard = guardrail.NewController(guardrail.Config{Tracer: st.tracer, Source: guardrailSource(st.tracer, added),
+	st.guard = guardrail.NewController(guardrail.Config{Tracer: st.tracer, Source: guardrailSource(st.tracer, added, work),
 		Budget: cfg.Guardrail, Logger: reg.Logger(logs.Tracing)})
 	adminOpts := []admin.Option{admin.WithGuardrailControl(st.guard), admin.WithCollector(st.guard.Collector()),
 		admin.WithCollector(st.guard.StateCollector()), admin.WithTraceContextKeys(st.tracer.TraceContextKeys())}
