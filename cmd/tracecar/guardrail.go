@@ -112,6 +112,7 @@ func guardrailSource(tr *tracing.Tracer, added *guardrail.AddedLatency, work *gu
 		}
 		s.CPU, s.CPUOK = guardrail.ProcessCPU()
 		s.TracingCPU, s.TracingOps, s.TracingCPUOK = work.CPU()
+		s.GCCPU, s.GCCPUOK = guardrail.GCCPU()
 		return s
 	})
 }

@@ -140,6 +140,12 @@ type Sample struct {
 	TracingCPU   time.Duration
 	TracingOps   uint64
 	TracingCPUOK bool
+	// GCCPU is the garbage collector's CPU time (runtime/metrics); GCCPUOK is false
+	// where it is not read. The request path allocates nothing with tracing off (fast
+	// under the threshold too), so the heap the collector works through is, under load,
+	// mostly tracing's: an attributed figure counts it as tracing's.
+	GCCPU   time.Duration
+	GCCPUOK bool
 }
 
 // Figures are what the guardrail measured over one window. A figure it could not measure
@@ -408,11 +414,16 @@ func (g *Guard) measure(now time.Time, s Sample, cur tracing.Config) Figures {
 		// pieces of work, which come one per recorded session and fetch.
 		work := s.TracingCPU - g.prev.TracingCPU
 		ops := s.TracingOps - g.prev.TracingOps
+		gc := ""
+		if s.GCCPUOK && g.prev.GCCPUOK && s.GCCPU >= g.prev.GCCPU {
+			work += s.GCCPU - g.prev.GCCPU
+			gc = " and the garbage collector's"
+		}
 		f.CPUPercent = min(100, 100*float64(work)/float64(cpu))
 		f.CPUErrPercent = f.CPUPercent / math.Sqrt(float64(max(ops, 1)))
 		f.TracingCPUPerRequestUS = float64(work) / float64(time.Microsecond) / float64(f.Requests)
 		f.CPUMethod = "attributed"
-		f.CPUFrom = fmt.Sprintf("this window's counted tracing work (%d pieces), no window with tracing off yet", ops)
+		f.CPUFrom = fmt.Sprintf("this window's counted tracing work (%d pieces)%s, no window with tracing off yet", ops, gc)
 	default:
 		f.CPUMethod, f.FailClosed = "unknown", g.budget.CPUPercent > 0
 	}

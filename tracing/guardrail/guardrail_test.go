@@ -496,3 +496,21 @@ func TestFailsClosed(t *testing.T) {
 		t.Errorf("off window figures %+v; want measured", g.figures)
 	}
 }
+
+// TestAttributedCountsGC checks that an attributed figure counts the garbage collector's
+// CPU as tracing's: with tracing off the request path allocates nothing.
+func TestAttributedCountsGC(t *testing.T) {
+	cur := tracing.Config{Probability: 0.01}
+	g := NewGuard(Budget{CPUPercent: 50, Window: time.Second}, cur)
+	f := newFeed()
+	f.tracing = time.Microsecond
+	f.s.GCCPUOK = true
+	now, s := f.window(0, 0, 0, 0, 0, 0)
+	g.Evaluate(now, s, cur)
+	f.s.GCCPU += 5 * time.Millisecond // 0.5 µs per request of the window's 10000
+	now, s = f.window(time.Second, 10000, 10*time.Microsecond, 0, 0, 0)
+	g.Evaluate(now, s, cur)
+	if fig := g.figures; math.Abs(fig.TracingCPUPerRequestUS-1.5) > 1e-9 || !strings.Contains(fig.CPUFrom, "garbage collector") {
+		t.Errorf("figures %+v; want 1.5 µs per request, the collector's included", fig)
+	}
+}
