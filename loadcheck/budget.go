@@ -95,6 +95,18 @@ func (b Budget) format(v, err float64) string {
 	}
 }
 
+// formatOne prints a value in the budget's unit.
+func (b Budget) formatOne(v float64) string {
+	switch {
+	case !b.Absolute:
+		return fmt.Sprintf("%+.2f%%", v)
+	case b.Metric == MetricAddedP99:
+		return fmt.Sprintf("%+.1f µs", v*1e3)
+	default:
+		return fmt.Sprintf("%+.3f µs/op", v)
+	}
+}
+
 // ParseBudgets parses the --max-overhead value: MODE=[METRIC:]LIMIT entries separated by
 // commas, such as "fast=5%", "fast=cpu:+0.5us" or "full=added-p99:200us". Errors wrap
 // ErrUsage.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -38,12 +39,19 @@ func compare(rep *Report) {
 	}
 }
 
-// judge applies the budgets: a mode breaches a budget when its cost on the budget's metric
-// is over the limit and the difference from the baseline is significant. A budget without
-// a metric judges CPU per op at a fixed rate, where the op rate is fixed by design, and the
-// op rate otherwise.
-func judge(rep *Report, budgets []Budget, fixedRate bool) ([]Verdict, []Breach) {
+// judge applies the budgets under rule (VerdictBreach when empty). Each budget's cost is
+// tested against its limit, not against zero: under breach a budget fails the run when
+// the cost is significantly above the limit, after Holm's adjustment over the budgets;
+// under prove a budget fails it unless the upper one-sided 95% bound is under the limit.
+// A budget without a metric judges CPU per op at a fixed rate, where the op rate is fixed
+// by design, and the op rate otherwise.
+func judge(rep *Report, budgets []Budget, fixedRate bool, rule string) ([]Verdict, []Breach) {
+	if rule == "" {
+		rule = VerdictBreach
+	}
 	verdicts, breaches := []Verdict{}, []Breach{}
+	var ests []*estimate
+	var units []Budget
 	for _, b := range budgets {
 		m := rep.Mode(b.Mode)
 		if m == nil {
@@ -55,58 +63,83 @@ func judge(rep *Report, budgets []Budget, fixedRate bool) ([]Verdict, []Breach) 
 				b.Metric = MetricCPU
 			}
 		}
-		v := decideBudget(*m, b, rep.Baseline)
-		verdicts = append(verdicts, v)
+		v, e := decideBudget(*m, b, rep.Baseline)
+		v.Verdict, v.Outcome = rule, OutcomeUnknown
+		verdicts, ests, units = append(verdicts, v), append(ests, e), append(units, b)
+	}
+	applyVerdict(verdicts, ests, rule, units)
+	for i := range verdicts {
+		v := &verdicts[i]
+		v.PAdjusted = v.PValue
+		switch {
+		case v.verdictText != "":
+			v.Reason += ", " + v.verdictText
+		case ests[i] != nil && rule == VerdictProve:
+			v.Breached = true
+			v.Outcome, v.RoundsNeeded = OutcomeNotResolved, 2
+			v.Reason += fmt.Sprintf(", not resolved: showing it within its %s budget needs at least 2 rounds", units[i])
+		case ests[i] != nil:
+			v.Reason += fmt.Sprintf(", %s its %s budget, but a test needs at least 2 rounds", map[bool]string{true: "over", false: "within"}[v.Value > v.Limit], units[i])
+		case rule == VerdictProve && v.Mode != rep.Baseline:
+			v.Breached = true
+			v.Reason += ": under --verdict prove, a budget that cannot be judged is not shown within"
+		}
 		if v.Breached {
-			breaches = append(breaches, Breach{Mode: m.Name, Metric: v.Metric, Limit: v.Limit, Value: v.Value,
+			p := 0.0
+			if v.PValue != nil {
+				p = *v.PValue
+			}
+			breaches = append(breaches, Breach{Mode: v.Mode, Metric: v.Metric, Limit: v.Limit, Value: v.Value,
 				ValueErr: v.ValueErr, Unit: v.Unit, BudgetPct: v.BudgetPct,
-				DegradationPct: v.DegradationPct, DegradationErr: v.DegradationErr, PValue: *v.PValue})
+				DegradationPct: v.DegradationPct, DegradationErr: v.DegradationErr, PValue: p,
+				Verdict: v.Verdict, Outcome: v.Outcome, RoundsNeeded: v.RoundsNeeded})
 		}
 	}
 	return verdicts, breaches
 }
 
-// decideBudget judges one mode against one budget, on any metric.
-func decideBudget(m ModeResult, b Budget, baseline string) Verdict {
-	if b.Metric == MetricOps || b.Metric == "" {
-		v := decide(m, b.Limit, baseline)
-		v.Metric, v.Limit, v.Value, v.ValueErr, v.Unit = MetricOps, b.Limit, m.DegradationPct, m.DegradationErr, "%"
-		return v
-	}
-	d := m.diffs[b.Metric]
-	v := Verdict{Mode: m.Name, Metric: b.Metric, Limit: b.Limit, Unit: b.unit()}
+// decideBudget describes one mode's cost against one budget, on any metric, and returns
+// the estimate to test against the limit; nil when there is none (the baseline itself, or
+// an unknown figure), with the reason saying why.
+func decideBudget(m ModeResult, b Budget, baseline string) (Verdict, *estimate) {
 	what := metricNames[b.Metric]
+	v := Verdict{Mode: m.Name, Metric: b.Metric, Limit: b.Limit, Unit: b.unit()}
 	if m.Name == baseline {
 		v.Reason = fmt.Sprintf("%s is the baseline", m.Name)
-		return v
+		return v, nil
 	}
+	var e estimate
+	if b.Metric == MetricOps {
+		v.Unit, v.BudgetPct, v.DegradationPct, v.DegradationErr = "%", b.Limit, m.DegradationPct, m.DegradationErr
+		e = estimate{value: m.DegradationPct, stderr: m.DegradationErr, n: len(m.Rounds)}
+		switch {
+		case m.PairedPValue != nil:
+			e.value, e.stderr, e.df, e.test = m.PairedDegradationPct, m.PairedDegradationErr, float64(len(m.Rounds)-1), "paired t"
+		case m.DF != nil:
+			e.df, e.test = *m.DF, "Welch t"
+		}
+		v.Value, v.ValueErr = finite(e.value), finite(e.stderr)
+		v.Reason = fmt.Sprintf("%s costs %.2f%% ± %.2f%% of %s's op rate", m.Name, v.Value, v.ValueErr, baseline)
+		if m.fixedCostOnly() {
+			v.Reason += " (" + fixedCostNote + ")"
+		}
+		return v, &e
+	}
+	d := m.diffs[b.Metric]
 	if !d.ok {
 		v.Reason = fmt.Sprintf("%s: %s is unknown, so its %s budget cannot be judged", m.Name, what, b)
-		return v
+		return v, nil
 	}
-	v.Value, v.ValueErr = d.diff, d.diffErr
+	e = estimate{value: d.diff, stderr: d.diffErr, df: d.df, n: d.n, test: d.test}
 	if !b.Absolute {
-		v.Value, v.ValueErr = d.pct, d.pctErr
+		e.value, e.stderr = d.pct, d.pctErr
 	}
-	v.Value, v.ValueErr = finite(v.Value), finite(v.ValueErr)
-	p, test := d.welchP, "Welch"
-	if d.pairedP != nil {
-		p, test = d.pairedP, "paired"
+	v.Value, v.ValueErr = finite(e.value), finite(e.stderr)
+	v.Reason = fmt.Sprintf("%s adds %s to %s's %s", m.Name, b.format(v.Value, v.ValueErr), baseline, what)
+	if m.fixedCostOnly() {
+		v.Reason += " (" + fixedCostNote + ")"
 	}
-	v.PValue = p
-	cost := fmt.Sprintf("%s adds %s to %s's %s", m.Name, b.format(v.Value, v.ValueErr), baseline, what)
-	switch {
-	case v.Value <= b.Limit:
-		v.Reason = fmt.Sprintf("%s, within its %s budget", cost, b)
-	case p == nil:
-		v.Reason = fmt.Sprintf("%s, over its %s budget, but significance needs at least 2 rounds", cost, b)
-	case *p >= Significance:
-		v.Reason = fmt.Sprintf("%s, over its %s budget but not significantly (%s p = %.3g ≥ %g)", cost, b, test, *p, Significance)
-	default:
-		v.Breached = true
-		v.Reason = fmt.Sprintf("%s, over its %s budget (%s p = %.3g < %g)", cost, b, test, *p, Significance)
-	}
-	return v
+	return v, &e
 }
 
 // metricDiff compares a per-round figure of a mode with the baseline's.
@@ -118,6 +151,8 @@ type metricDiff struct {
 	pct, pctErr     float64 // the same, in percent of the baseline's mean
 	pairedP, welchP *float64
 	minDetect       float64 // smallest |diff| a two-sided test at Significance could detect
+	df              float64 // of diffErr: n−1 paired, Welch's otherwise; 0 without a test
+	test            string  // "paired t" or "Welch t"
 }
 
 // compareMetric compares mode's per-round values with base's. Nil slices mean unknown.
@@ -132,7 +167,7 @@ func compareMetric(mode, base []float64) metricDiff {
 		p := t.p
 		d.welchP = &p
 		d.diffErr = math.Hypot(sm.stderr, sb.stderr)
-		df = t.df
+		df, d.test = t.df, "Welch t"
 	}
 	if len(mode) == len(base) && len(mode) >= 2 {
 		ds := make([]float64, len(mode))
@@ -140,13 +175,14 @@ func compareMetric(mode, base []float64) metricDiff {
 			ds[i] = mode[i] - base[i]
 		}
 		s := summarize(ds)
-		d.diff, d.diffErr, df = s.mean, s.stderr, float64(s.n-1)
+		d.diff, d.diffErr, df, d.test = s.mean, s.stderr, float64(s.n-1), "paired t"
 		if t := oneSampleT(ds); t.ok {
 			p := t.p
 			d.pairedP = &p
 		}
 	}
 	if df > 0 {
+		d.df = df
 		d.minDetect = tQuantile(1-Significance/2, df) * d.diffErr
 	}
 	if sb.mean != 0 {
@@ -255,34 +291,6 @@ func compareMetrics(rep *Report) {
 	}
 }
 
-// decide judges one mode against its budget. Significance comes from the paired t-test
-// over rounds when there is one: every round runs every mode once, in alternating order,
-// so a round is a block, and pairing removes the drift of a busy machine between rounds,
-// which the Welch test (still reported as p_value) counts as noise.
-func decide(m ModeResult, budget float64, baseline string) Verdict {
-	p, test := m.PValue, "Welch"
-	if m.PairedPValue != nil {
-		p, test = m.PairedPValue, "paired"
-	}
-	v := Verdict{Mode: m.Name, BudgetPct: budget, DegradationPct: m.DegradationPct,
-		DegradationErr: m.DegradationErr, PValue: p}
-	cost := fmt.Sprintf("%s costs %.2f%% ± %.2f%% of %s's op rate", m.Name, m.DegradationPct, m.DegradationErr, baseline)
-	switch {
-	case m.Name == baseline:
-		v.Reason = fmt.Sprintf("%s is the baseline", m.Name)
-	case m.DegradationPct <= budget:
-		v.Reason = fmt.Sprintf("%s, within its %g%% budget", cost, budget)
-	case p == nil:
-		v.Reason = fmt.Sprintf("%s, over its %g%% budget, but significance needs at least 2 rounds", cost, budget)
-	case *p >= Significance:
-		v.Reason = fmt.Sprintf("%s, over its %g%% budget but not significantly (%s p = %.3g ≥ %g)", cost, budget, test, *p, Significance)
-	default:
-		v.Breached = true
-		v.Reason = fmt.Sprintf("%s, over its %g%% budget (%s p = %.3g < %g)", cost, budget, test, *p, Significance)
-	}
-	return v
-}
-
 func median(xs []float64) float64 {
 	if len(xs) == 0 {
 		return 0
@@ -322,6 +330,35 @@ func (c *checker) precise(started time.Time) bool {
 	c.out.printf("\nAfter %d rounds: the widest error is %s's, %.2f%% of %s's %s (target %g%%): %s\n",
 		len(c.order), mode, worst, c.baseline, what, c.cfg.TargetError, next)
 	return done
+}
+
+// resolved reports whether the rounds so far resolve every budget under --verdict prove:
+// each is shown within its limit or shown over it. Under breach it is always true: more
+// rounds chosen from the data would make a breach likelier than the level says. It prints
+// the budgets still open.
+func (c *checker) resolved(started time.Time) bool {
+	if c.cfg.Verdict != VerdictProve || len(c.cfg.MaxOverhead) == 0 {
+		return true
+	}
+	rep := c.report(started)
+	var open []string
+	reachable := false
+	for _, v := range rep.Guardrail {
+		if v.Outcome == OutcomeNotResolved || v.Outcome == OutcomeUnknown && v.Breached {
+			open = append(open, fmt.Sprintf("%s %s (%s)", v.Mode, v.Metric, needText(v.RoundsNeeded, len(c.order))))
+			reachable = reachable || v.RoundsNeeded <= c.cfg.MaxRounds
+		}
+	}
+	if len(open) == 0 {
+		return true
+	}
+	if !reachable {
+		c.out.printf("After %d rounds, not resolved under --verdict prove: %s: more than --max-rounds %d, so no more rounds\n",
+			len(c.order), strings.Join(open, ", "), c.cfg.MaxRounds)
+		return true
+	}
+	c.out.printf("After %d rounds, not resolved under --verdict prove: %s: another round\n", len(c.order), strings.Join(open, ", "))
+	return false
 }
 
 // precisionOf returns the standard error of m's difference from the baseline in percent of

@@ -286,9 +286,11 @@ func overheadChart(b *strings.Builder, rep *Report, budgets map[string]float64) 
 }
 
 func writeHTML(w io.Writer, rep *Report) error {
-	budgets := map[string]float64{}
+	budgets := map[string]float64{} // the op-rate budgets, which the op-rate chart draws
 	for _, v := range rep.Guardrail {
-		budgets[v.Mode] = v.BudgetPct
+		if v.Metric == MetricOps {
+			budgets[v.Mode] = v.BudgetPct
+		}
 	}
 	var b strings.Builder
 	b.WriteString("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n")
@@ -344,12 +346,19 @@ func writeHTML(w io.Writer, rep *Report) error {
 		b.WriteString("</ul>\n</section>\n")
 	}
 
-	b.WriteString("<section id=\"throughput\">\n<h2>Throughput over time</h2>\n")
+	// The overhead comes first, in the figures the verdicts test: the sidecar's CPU per op
+	// and its added-latency p99 over the baseline; the op rate second.
+	b.WriteString("<section id=\"overhead\">\n<h2>Overhead versus " + esc(rep.Baseline) + "</h2>\n")
+	b.WriteString("<h3>Sidecar CPU per op</h3>\n")
+	diffChart(&b, rep, "chart-cpu", MetricCPU, "µs/op", 1)
+	b.WriteString("<h3>Added-latency p99</h3>\n")
+	diffChart(&b, rep, "chart-added-p99", MetricAddedP99, "µs", 1e3)
+	b.WriteString("<h3>Op rate</h3>\n")
+	overheadChart(&b, rep, budgets)
+	b.WriteString("</section>\n<section id=\"throughput\">\n<h2>Throughput over time</h2>\n")
 	throughputChart(&b, rep)
 	b.WriteString("</section>\n<section id=\"latency\">\n<h2>Latency percentiles</h2>\n")
 	latencyChart(&b, rep)
-	b.WriteString("</section>\n<section id=\"overhead\">\n<h2>Overhead versus " + esc(rep.Baseline) + "</h2>\n")
-	overheadChart(&b, rep, budgets)
 	b.WriteString("</section>\n</body>\n</html>\n")
 	_, err := io.WriteString(w, b.String())
 	return err

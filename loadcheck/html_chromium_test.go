@@ -21,7 +21,7 @@ import (
 const chromium = "/usr/bin/chromium"
 
 // Size of the browser window, and so of the screenshot.
-const shotW, shotH = 1280, 2000
+const shotW, shotH = 1280, 4000
 
 // mustChromium skips tb when Chromium is not installed, or fails it when
 // TRACECAR_REQUIRE_DRIVERS is set, as in CI.
@@ -103,9 +103,15 @@ func TestHTMLReportInChromium(t *testing.T) {
 		}{
 			{"chart-throughput", "throughput over time", []string{"<polyline"}},
 			{"chart-latency", "latency percentiles", []string{"<polyline"}},
-			{"chart-overhead", "overhead with error bars", []string{`class="bar"`, `class="errorbar"`}},
+			{"chart-cpu", "sidecar CPU per op over the baseline, with 95% bounds and limits", []string{`class="bar"`, `class="interval"`, `class="limit"`, "limit +0.3 µs/op", "limit +1 µs/op"}},
+			{"chart-added-p99", "added-latency p99 over the baseline, with 95% bounds and a limit", []string{`class="bar"`, `class="interval"`, `class="limit"`, "limit +20 µs"}},
+			{"chart-overhead", "op rate overhead with error bars", []string{`class="bar"`, `class="errorbar"`}},
 		}
 		ok := true
+		// The verdicts' quantities come first: CPU, then added latency, then the op rate.
+		if a, b, c := strings.Index(dom, `id="chart-cpu"`), strings.Index(dom, `id="chart-added-p99"`), strings.Index(dom, `id="chart-overhead"`); !(a >= 0 && a < b && b < c) {
+			t.Errorf("charts at %d, %d, %d in the DOM; want chart-cpu, chart-added-p99, then chart-overhead", a, b, c)
+		}
 		for _, c := range charts {
 			svg := regexp.MustCompile(`(?s)<svg[^>]*\bid="` + c.id + `".*?</svg>`).FindString(dom)
 			if svg == "" {
@@ -165,15 +171,21 @@ func TestHTMLReportInChromium(t *testing.T) {
 			t.Errorf("screenshot has %d distinct colours; want at least 20 (text, axes, a line per mode)", len(colours))
 		}
 		for i, name := range []string{"off", "fast", "full"} {
-			// The two legend swatches above the window's bottom are 288 pixels; the lines
-			// add hundreds. (The overhead chart's bars are mostly below a window of this
-			// height.)
+			// The window holds the whole page: the overhead bars (fast's and full's, on the
+			// CPU and added-latency charts), the legend swatches and the lines.
 			c := mustHexColor(t, modeColor(i))
 			n := colours[c]
 			t.Logf("%s: %d pixels of %s", name, n, modeColor(i))
 			if n < 400 {
 				t.Errorf("screenshot has %d pixels of %s's colour %s; want at least 400 (its swatches and its lines)", n, name, modeColor(i))
 			}
+		}
+		// The budgets' limits are dashed lines and labels in one red: four limits on the
+		// CPU and added-latency charts, and two op-rate budgets.
+		red := mustHexColor(t, "#b00020")
+		t.Logf("limits: %d pixels of #b00020", colours[red])
+		if colours[red] < 300 {
+			t.Errorf("screenshot has %d pixels of the limits' colour #b00020; want at least 300", colours[red])
 		}
 	})
 }

@@ -142,6 +142,15 @@ type Config struct {
 	// MaxOverhead are the budgets: the largest cost of a mode on a metric that it may show
 	// significantly. ParseBudgets reads them from --max-overhead.
 	MaxOverhead []Budget
+	// Verdict is the rule that turns the budgets into an exit: VerdictBreach (the
+	// default) fails only on a budget shown over its limit; VerdictProve fails unless
+	// every budget is shown within its limit, and with TargetError runs more rounds, up to
+	// MaxRounds, while a budget is not resolved.
+	Verdict string
+	// Threshold, when set, is the slow-query threshold of the built-in fast and full
+	// modes (and of guardrail, which runs full); nil leaves the sidecar's own (500ms by
+	// default), where a fast request records nothing.
+	Threshold *time.Duration
 
 	// SidecarMetrics and NodeMetrics are the URLs of the sidecar's and the node's
 	// Prometheus /metrics, read before and after each run for their CPU time and the
@@ -234,6 +243,9 @@ func (c *Config) setDefaults() {
 	if c.Out == nil {
 		c.Out = io.Discard
 	}
+	if c.Verdict == "" {
+		c.Verdict = VerdictBreach
+	}
 }
 
 // check validates the settings that do not depend on the targets.
@@ -255,6 +267,12 @@ func (c *Config) check() (*workload, error) {
 		return nil, usageErrorf("--timeout %v: want a positive duration", c.Timeout)
 	case c.TargetError < 0 || math.IsNaN(c.TargetError) || math.IsInf(c.TargetError, 0):
 		return nil, usageErrorf("--target-error %v: want a percentage > 0, or 0 for exactly --rounds rounds", c.TargetError)
+	}
+	if c.Verdict != VerdictBreach && c.Verdict != VerdictProve {
+		return nil, usageErrorf("--verdict %q: want breach (exit 3 when a budget is shown over its limit) or prove (exit 3 unless every budget is shown within it)", c.Verdict)
+	}
+	if c.Threshold != nil && *c.Threshold < 0 {
+		return nil, usageErrorf("--threshold %v: want a duration of 0 (every request recorded) or more", *c.Threshold)
 	}
 	switch strings.ToLower(c.Compression) {
 	case "none", "lz4", "snappy":
@@ -381,6 +399,9 @@ func (c *checker) run(ctx context.Context) (rep *Report, err error) {
 		return nil, fmt.Errorf("read the state the modes change: %w", err)
 	}
 	c.state, c.notes = state, append(c.notes, notes...)
+	for _, m := range c.modes {
+		m.settings = settingsOf(m, c.cfg.Sidecar, c.state)
+	}
 	defer func() {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
@@ -409,7 +430,7 @@ func (c *checker) run(ctx context.Context) (rep *Report, err error) {
 	c.total = c.cfg.Rounds * len(c.modes)
 	for r := 0; r < c.cfg.MaxRounds; r++ {
 		if r >= c.cfg.Rounds {
-			if c.cfg.TargetError <= 0 || c.precise(started) {
+			if c.cfg.TargetError <= 0 || c.precise(started) && c.resolved(started) {
 				break
 			}
 			c.total += len(c.modes)
@@ -447,7 +468,14 @@ func (c *checker) run(ctx context.Context) (rep *Report, err error) {
 		names := make([]string, len(rep.Breaches))
 		for i, b := range rep.Breaches {
 			bud := Budget{Metric: b.Metric, Limit: b.Limit, Absolute: b.Unit != "%"}
-			names[i] = fmt.Sprintf("%s %s %s > %s", b.Mode, b.Metric, bud.format(b.Value, b.ValueErr), bud)
+			switch b.Outcome {
+			case OutcomeOver:
+				names[i] = fmt.Sprintf("%s %s %s > %s", b.Mode, b.Metric, bud.format(b.Value, b.ValueErr), bud)
+			case OutcomeNotResolved:
+				names[i] = fmt.Sprintf("%s %s %s not resolved against %s (about %d rounds needed)", b.Mode, b.Metric, bud.format(b.Value, b.ValueErr), bud, b.RoundsNeeded)
+			default:
+				names[i] = fmt.Sprintf("%s %s %s not shown within %s", b.Mode, b.Metric, bud.format(b.Value, b.ValueErr), bud)
+			}
 		}
 		return rep, fmt.Errorf("%w: %s", ErrGuardrail, strings.Join(names, ", "))
 	}
@@ -501,6 +529,9 @@ func (c *checker) printHeader() {
 	c.out.printf("\n")
 	for _, m := range c.modes {
 		c.out.printf("  %-10s -> %-21s %s\n", m.name, m.target, m.spec)
+		if m.settings != nil {
+			c.out.printf("  %-10s    effective: %s\n", "", m.settings)
+		}
 	}
 }
 
@@ -697,6 +728,9 @@ func (c *checker) measure(ctx context.Context, m *mode, p phase, ops []Op) (meas
 	sc1, nd1 := c.scrape(ctx)
 	if sc0.hasCPU && sc1.hasCPU {
 		r.pc.sidecar, r.pc.hasSidecar = sc1.cpu-sc0.cpu, true
+	}
+	if sc0.hasSessions && sc1.hasSessions {
+		r.pc.sessions, r.pc.hasSessions = int64(sc1.sessions-sc0.sessions), true
 	}
 	if sc0.hasUser && sc1.hasUser {
 		r.pc.sidecarUser, r.pc.hasSidecarUser = sc1.user-sc0.user, true

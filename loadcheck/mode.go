@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Built-in mode specs. Every sidecar mode sets both tracing knobs, so that its figures do
@@ -34,6 +35,21 @@ var builtinModes = map[string]string{
 	"capture": specOffSteps + ";POST /tracecar/capture?enable=true&duration=1h&max_bytes=4GiB",
 	// Parent-based sampling alone, with every request's W3C context sampled.
 	"parent": specOffSteps + ";POST /tracecar/trace_context?follow_client_sampling=true;trace-context=sampled",
+}
+
+// thresholdModes are the built-in modes that --threshold sets the slow-query threshold of.
+var thresholdModes = map[string]bool{"fast": true, "full": true, "guardrail": true}
+
+// withThreshold adds the threshold, in microseconds as the API takes it, to a spec's
+// slow_query steps that enable tracing.
+func withThreshold(spec string, d time.Duration) string {
+	steps := strings.Split(spec, ";")
+	for i, st := range steps {
+		if strings.HasPrefix(st, "POST "+pathSlowQuery+"?") && strings.Contains(st, "enable=true") {
+			steps[i] = fmt.Sprintf("%s&threshold=%d", st, d.Microseconds())
+		}
+	}
+	return strings.Join(steps, ";")
 }
 
 // builtinOrder is the order in which the built-in modes are listed in messages.
@@ -95,6 +111,8 @@ type mode struct {
 	// traceContext is the mode's trace-context= step, overriding Config.TraceContext; ""
 	// without one.
 	traceContext string
+	// settings are its effective tracing settings, known once the state is read.
+	settings *ModeSettings
 }
 
 var modeNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
@@ -216,6 +234,9 @@ func resolveModes(cfg *Config) ([]*mode, string, error) {
 		spec, ok := cfg.ModeSpecs[n]
 		if !ok {
 			spec, ok = builtinModes[n]
+			if ok && cfg.Threshold != nil && thresholdModes[n] {
+				spec = withThreshold(spec, *cfg.Threshold)
+			}
 		}
 		if !ok {
 			return nil, "", usageErrorf("unknown mode %q: the built-in modes are %s; define others with --mode NAME=SPEC",

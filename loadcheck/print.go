@@ -123,8 +123,12 @@ func printComparison(p *printer, rep *Report) {
 		if m.AddedP99Ms != nil {
 			base := rep.Mode(rep.Baseline)
 			if base != nil && base.AddedP99Ms != nil {
-				fmt.Fprintf(&b, "%s: added latency p50 %.1f µs, p99 %.1f µs (%s: %.1f µs, %.1f µs)\n",
+				fmt.Fprintf(&b, "%s: added latency p50 %.1f µs, p99 %.1f µs (%s: %.1f µs, %.1f µs)",
 					m.Name, *m.AddedP50Ms*1e3, *m.AddedP99Ms*1e3, rep.Baseline, *base.AddedP50Ms*1e3, *base.AddedP99Ms*1e3)
+				if m.fixedCostOnly() {
+					b.WriteString(" [" + fixedCostNote + "]")
+				}
+				b.WriteString("\n")
 			}
 		}
 		if fixed {
@@ -215,6 +219,9 @@ func diffLine(m *ModeResult, metric, baseline string) string {
 	}
 	line := fmt.Sprintf("%s: %s %+.3f ± %.3f µs/op (%+.2f%% ± %.2f%%) vs %s (%s)", m.Name, metricNames[metric],
 		d.diff, d.diffErr, finite(d.pct), finite(d.pctErr), baseline, sig)
+	if m.fixedCostOnly() {
+		line += " [" + fixedCostNote + "]"
+	}
 	if d.minDetect > 0 {
 		line += fmt.Sprintf("; at this noise, below %.3f µs/op cannot be told from zero", d.minDetect)
 	}
@@ -292,6 +299,18 @@ func comparisonRows(rep *Report) []comparisonRow {
 			return "-"
 		}
 		return fmt.Sprintf("%.2g", *m.PairedPValue)
+	})
+	row("threshold", func(m *ModeResult) string {
+		if m.Settings == nil || m.Settings.ThresholdUs == nil || !m.Settings.recordsSlow() {
+			return "-"
+		}
+		return (time.Duration(*m.Settings.ThresholdUs) * time.Microsecond).String()
+	})
+	row("sessions recorded", func(m *ModeResult) string {
+		if m.SessionsRecorded == nil {
+			return "-"
+		}
+		return commas(float64(*m.SessionsRecorded))
 	})
 	row("", func(*ModeResult) string { return "" })
 	f := func(v float64) string { return fmt.Sprintf("%.3f", v) }

@@ -88,6 +88,9 @@ type RunResult struct {
 	AddedP50Ms *float64   `json:"added_p50_ms"`
 	AddedP99Ms *float64   `json:"added_p99_ms"`
 	Intervals  []Interval `json:"intervals"`
+	// SessionsRecorded is the sessions the sidecar recorded during the run
+	// (tracecar_slow_sessions_total); null when unknown.
+	SessionsRecorded *int64 `json:"sessions_recorded"`
 
 	// Sidecars are the requests each sidecar of a cluster saw during the run.
 	Sidecars []SidecarRequests `json:"sidecars,omitempty"`
@@ -96,17 +99,22 @@ type RunResult struct {
 // ModeResult is one mode over all rounds. Rates are means over rounds; latencies come from
 // the merged histograms of its runs.
 type ModeResult struct {
-	Name         string    `json:"name"`
-	Spec         string    `json:"spec"`
-	Target       string    `json:"target"`
-	Baseline     bool      `json:"baseline"`
-	OpRate       float64   `json:"op_rate"`
-	OpRateStdev  float64   `json:"op_rate_stdev"`
-	OpRateStderr float64   `json:"op_rate_stderr"`
-	OpRateMedian float64   `json:"op_rate_median"`
-	Rounds       []float64 `json:"rounds"` // op rate of each round
-	PkRate       float64   `json:"pk_rate"`
-	RowRate      float64   `json:"row_rate"`
+	Name string `json:"name"`
+	Spec string `json:"spec"`
+	// Settings are the mode's effective tracing settings on the sidecar (null for a mode
+	// that bypasses it); SessionsRecorded is the sessions its runs recorded (null when
+	// unknown). A fast or full mode that recorded none measured the fixed cost alone.
+	Settings         *ModeSettings `json:"settings"`
+	SessionsRecorded *int64        `json:"sessions_recorded"`
+	Target           string        `json:"target"`
+	Baseline         bool          `json:"baseline"`
+	OpRate           float64       `json:"op_rate"`
+	OpRateStdev      float64       `json:"op_rate_stdev"`
+	OpRateStderr     float64       `json:"op_rate_stderr"`
+	OpRateMedian     float64       `json:"op_rate_median"`
+	Rounds           []float64     `json:"rounds"` // op rate of each round
+	PkRate           float64       `json:"pk_rate"`
+	RowRate          float64       `json:"row_rate"`
 	Latency
 	Service Latency `json:"service"`
 	Ops     int64   `json:"ops"`
@@ -192,7 +200,8 @@ type PairDiff struct {
 	PValue *float64 `json:"p_value"` // paired t-test, or Welch's without pairs
 }
 
-// Breach is a mode whose cost on a metric is over its budget and significant. The
+// Breach is a budget whose verdict fails the run: under breach, a cost shown over its
+// limit; under prove, a cost not shown within it. The
 // budget_pct and degradation fields are the op-rate ones, kept for the ops metric; limit,
 // value and unit hold every metric's.
 type Breach struct {
@@ -206,22 +215,52 @@ type Breach struct {
 	DegradationPct float64 `json:"degradation_pct"`
 	DegradationErr float64 `json:"degradation_err"`
 	PValue         float64 `json:"p_value"`
+	// Verdict and Outcome are the verdict's: under prove a budget not shown within its
+	// limit (not resolved, or unknown) fails the run too.
+	Verdict      string `json:"verdict"`
+	Outcome      string `json:"outcome"`
+	RoundsNeeded int    `json:"rounds_needed,omitempty"`
 }
 
 // Verdict is the guardrail's decision on one budget.
 type Verdict struct {
-	Mode           string   `json:"mode"`
-	Metric         string   `json:"metric"`
-	Limit          float64  `json:"limit"`
-	Value          float64  `json:"value"`
-	ValueErr       float64  `json:"value_err"`
-	Unit           string   `json:"unit"`
-	BudgetPct      float64  `json:"budget_pct"`
-	DegradationPct float64  `json:"degradation_pct"`
-	DegradationErr float64  `json:"degradation_err"`
-	PValue         *float64 `json:"p_value"`
-	Breached       bool     `json:"breached"`
-	Reason         string   `json:"reason"`
+	Mode           string  `json:"mode"`
+	Metric         string  `json:"metric"`
+	Limit          float64 `json:"limit"`
+	Value          float64 `json:"value"`
+	ValueErr       float64 `json:"value_err"`
+	Unit           string  `json:"unit"`
+	BudgetPct      float64 `json:"budget_pct"`
+	DegradationPct float64 `json:"degradation_pct"`
+	DegradationErr float64 `json:"degradation_err"`
+	// PValue is the verdict's p-value, adjusted for the number of budgets when the rule
+	// calls for it (PAdjusted, the same); POneSided is the unadjusted one.
+	PValue   *float64 `json:"p_value"`
+	Breached bool     `json:"breached"` // the verdict fails the run: exit 3
+	Reason   string   `json:"reason"`
+
+	// Verdict is the rule: breach (fail when a budget is shown over its limit) or prove
+	// (fail unless every budget is shown within it). Outcome is within, over, not
+	// resolved or unknown. Value is the estimate (mode − baseline), ValueErr its standard
+	// error; Lower95 and Upper95 are its one-sided 95% bounds, each the bound a one-sided
+	// test at p < 0.05 uses (together, a two-sided 90% interval). T is (value − limit) /
+	// stderr with DF degrees of freedom, from Test: a paired t-test by round when the
+	// rounds pair, else Welch's. Adjustment says how the p-value was adjusted for several
+	// budgets. RoundsNeeded is, for a budget not resolved, the rounds in all that the
+	// observed variance says would resolve it.
+	Verdict      string   `json:"verdict"`
+	Outcome      string   `json:"outcome"`
+	Test         string   `json:"test,omitempty"`
+	T            *float64 `json:"t"`
+	DF           *float64 `json:"df"`
+	Lower95      *float64 `json:"lower95"`
+	Upper95      *float64 `json:"upper95"`
+	POneSided    *float64 `json:"p_one_sided"`
+	PAdjusted    *float64 `json:"p_adjusted"`
+	Adjustment   string   `json:"adjustment,omitempty"`
+	RoundsNeeded int      `json:"rounds_needed,omitempty"`
+
+	verdictText string // the rule's clause of Reason
 }
 
 // Settings records how the check ran.
@@ -290,6 +329,15 @@ type Report struct {
 	Replay *ReplayReport `json:"replay,omitempty"`
 }
 
+// fixedCostOnly reports whether a mode that traces by the threshold recorded no session:
+// its figures are the fixed cost of tracing, without the recording.
+func (m *ModeResult) fixedCostOnly() bool {
+	return m.Settings.recordsSlow() && m.SessionsRecorded != nil && *m.SessionsRecorded == 0
+}
+
+// fixedCostNote is what the figures of such a mode say next to them.
+const fixedCostNote = "measured the fixed cost only: no request was over the threshold"
+
 // Mode returns the result of the named mode, or nil.
 func (r *Report) Mode(name string) *ModeResult {
 	for i := range r.Modes {
@@ -313,6 +361,8 @@ type procCPU struct {
 	hasSidecar, hasNode bool
 	sidecarUser         float64 // the user-space part of sidecar
 	hasSidecarUser      bool
+	sessions            int64 // sessions the sidecar recorded
+	hasSessions         bool
 	added               bucket
 }
 
@@ -348,6 +398,10 @@ func newRunResult(m *mode, round, pos int, started time.Time, res *phaseResult, 
 		rr.NodeCPUUsPerOp = ptr(pc.node * 1e6 / float64(res.ops))
 	}
 	rr.AddedP50Ms, rr.AddedP99Ms = addedPercentiles(pc.added)
+	if pc.hasSessions {
+		n := pc.sessions
+		rr.SessionsRecorded = &n
+	}
 	return rr
 }
 
@@ -386,13 +440,13 @@ func (c *checker) report(started time.Time) *Report {
 	compare(rep)
 	compareMetrics(rep)
 	comparePrevious(rep)
-	rep.Guardrail, rep.Breaches = judge(rep, cfg.MaxOverhead, cfg.Rate > 0)
+	rep.Guardrail, rep.Breaches = judge(rep, cfg.MaxOverhead, cfg.Rate > 0, cfg.Verdict)
 	rep.CPU = cpuSummary(rep.Modes, cfg.Embedded)
 	return rep
 }
 
 func modeResult(m *mode, runs []*runResult, baseline bool) ModeResult {
-	mr := ModeResult{Name: m.name, Spec: m.spec, Target: m.target, Baseline: baseline,
+	mr := ModeResult{Name: m.name, Spec: m.spec, Target: m.target, Baseline: baseline, Settings: m.settings,
 		resp: newHist(), svc: newHist(), Rounds: []float64{}, Runs: []RunResult{}}
 	var dur float64
 	for _, r := range runs {
@@ -421,6 +475,20 @@ func modeResult(m *mode, runs []*runResult, baseline bool) ModeResult {
 		mr.NodeCPUUsPerOp, mr.NodeCPUUsPerOpStderr = ptr(s.mean), ptr(s.stderr)
 	}
 	mr.AddedP50Ms, mr.AddedP99Ms = addedPercentiles(mr.added)
+	if len(runs) > 0 {
+		var n int64
+		known := true
+		for _, r := range runs {
+			if r.SessionsRecorded == nil {
+				known = false
+				break
+			}
+			n += *r.SessionsRecorded
+		}
+		if known {
+			mr.SessionsRecorded = &n
+		}
+	}
 	s := summarize(mr.Rounds)
 	mr.OpRate, mr.OpRateStdev, mr.OpRateStderr = s.mean, s.stdev, s.stderr
 	mr.OpRateMedian = median(mr.Rounds)

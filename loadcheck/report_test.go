@@ -74,36 +74,6 @@ func TestMergedPercentiles(t *testing.T) {
 	}
 }
 
-func TestDecide(t *testing.T) {
-	p := func(v float64) *float64 { return &v }
-	tests := []struct {
-		name     string
-		m        ModeResult
-		budget   float64
-		breached bool
-		reason   string
-	}{
-		{"over and significant", ModeResult{Name: "fast", DegradationPct: 7.9, DegradationErr: 0.8, PValue: p(0.003)}, 5, true, "over its 5% budget (Welch p = 0.003 < 0.05)"},
-		{"over, not significant", ModeResult{Name: "fast", DegradationPct: 7.9, DegradationErr: 6, PValue: p(0.2)}, 5, false, "not significantly (Welch p = 0.2 ≥ 0.05)"},
-		{"paired test decides: drift between rounds", ModeResult{Name: "fast", DegradationPct: 36, PValue: p(0.071), PairedPValue: p(0.026)}, 5, true, "over its 5% budget (paired p = 0.026 < 0.05)"},
-		{"paired test decides: not significant", ModeResult{Name: "fast", DegradationPct: 7.9, PValue: p(0.01), PairedPValue: p(0.3)}, 5, false, "not significantly (paired p = 0.3 ≥ 0.05)"},
-		{"at the threshold", ModeResult{Name: "fast", DegradationPct: 7.9, PValue: p(0.05)}, 5, false, "not significantly"},
-		{"within", ModeResult{Name: "full", DegradationPct: 12, PValue: p(1e-9)}, 20, false, "within its 20% budget"},
-		{"equal to the budget", ModeResult{Name: "full", DegradationPct: 20, PValue: p(1e-9)}, 20, false, "within"},
-		{"faster", ModeResult{Name: "full", DegradationPct: -3, PValue: p(1e-9)}, 0, false, "within"},
-		{"one round", ModeResult{Name: "fast", DegradationPct: 50}, 5, false, "needs at least 2 rounds"},
-		{"baseline", ModeResult{Name: "off", PValue: p(1)}, 0, false, "is the baseline"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			v := decide(tt.m, tt.budget, "off")
-			if v.Breached != tt.breached || !strings.Contains(v.Reason, tt.reason) {
-				t.Errorf("decide = %v, %q; want %v, containing %q", v.Breached, v.Reason, tt.breached, tt.reason)
-			}
-		})
-	}
-}
-
 func TestCompare(t *testing.T) {
 	rep := &Report{Baseline: "baseline", Modes: []ModeResult{
 		{Name: "baseline", Rounds: scyllaBaseline},
@@ -163,6 +133,10 @@ func TestIntervalLine(t *testing.T) {
 func sampleReport(t *testing.T) *Report {
 	t.Helper()
 	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	// Sidecar CPU per op and added-latency p99 per round: off about 10 µs/op and 3 µs,
+	// fast 0.2 µs/op and 1 µs more, full 0.9 µs/op and 8 µs more, with some spread.
+	cpu := map[string]float64{"off": 10, "fast": 10.2, "full": 10.9}
+	added := map[string]float64{"off": 0.003, "fast": 0.004, "full": 0.011}
 	mk := func(name string, rates []float64, latUs int64) ModeResult {
 		var runs []*runResult
 		for i, r := range rates {
@@ -170,8 +144,10 @@ func sampleReport(t *testing.T) *Report {
 			rr.resp.RecordValues(latUs, 1000)
 			rr.resp.RecordValue(latUs * 20)
 			rr.svc.RecordValues(latUs, 1001)
+			wobble := 0.05 * float64(i%3-1) * float64(len(name)%3+1)
 			rr.RunResult = RunResult{Round: i + 1, Position: 1, OpRate: r, Ops: 1001, StartedAt: start.Add(time.Duration(i) * 10 * time.Second),
-				Intervals: []Interval{{StartS: 0, TimeS: 1, OpRate: r * 0.99}, {StartS: 1, TimeS: 2, OpRate: r * 1.01}}}
+				Intervals:         []Interval{{StartS: 0, TimeS: 1, OpRate: r * 0.99}, {StartS: 1, TimeS: 2, OpRate: r * 1.01}},
+				SidecarCPUUsPerOp: ptr(cpu[name] + wobble), AddedP99Ms: ptr(added[name] * (1 + wobble))}
 			runs = append(runs, rr)
 		}
 		return modeResult(&mode{name: name, spec: builtinModes[name], target: "127.0.0.1:9043"}, runs, name == "off")
@@ -179,7 +155,10 @@ func sampleReport(t *testing.T) *Report {
 	rep := &Report{StartedAt: start, Baseline: "off", Settings: Settings{Rounds: 5, Workload: "write", Pop: "uniform(1..100)", DurationS: 3},
 		Modes: []ModeResult{mk("off", scyllaBaseline, 500), mk("fast", scyllaFast, 550), mk("full", scyllaNoFast, 600)}}
 	compare(rep)
-	rep.Guardrail, rep.Breaches = judge(rep, []Budget{{Mode: "fast", Limit: 5}, {Mode: "full", Limit: 20}}, false)
+	compareMetrics(rep)
+	rep.Guardrail, rep.Breaches = judge(rep, []Budget{{Mode: "fast", Limit: 5}, {Mode: "full", Limit: 20},
+		{Mode: "fast", Metric: MetricCPU, Limit: 0.3, Absolute: true}, {Mode: "full", Metric: MetricCPU, Limit: 1, Absolute: true},
+		{Mode: "full", Metric: MetricAddedP99, Limit: 0.02, Absolute: true}}, false, VerdictBreach)
 	return rep
 }
 

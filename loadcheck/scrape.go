@@ -25,6 +25,8 @@ const (
 	seriesUserCPU = "tracecar_process_cpu_user_seconds_total"
 	// seriesAdded is the sidecar's histogram of the time responses spend in it.
 	seriesAdded = "tracecar_added_latency_seconds"
+	// seriesSessions counts the sessions the sidecar recorded: slow, sampled and client ones.
+	seriesSessions = "tracecar_slow_sessions_total"
 )
 
 // sample is what one scrape of a process's /metrics tells: its CPU time and the buckets of
@@ -36,6 +38,9 @@ type sample struct {
 	user    float64 // user-space seconds, when hasUser
 	hasUser bool
 	added   bucket // cumulative counts; nil without the histogram
+	// sessions is the sidecar's count of recorded sessions, when hasSessions.
+	sessions    float64
+	hasSessions bool
 }
 
 // bucket is a cumulative Prometheus histogram: counts[i] observations ≤ bounds[i], and
@@ -73,6 +78,7 @@ func parseSample(r io.Reader) (sample, error) {
 		s.cpu, s.hasCPU = v, true
 	}
 	s.user, s.hasUser = counterValue(mfs[seriesUserCPU])
+	s.sessions, s.hasSessions = counterValue(mfs[seriesSessions])
 	if mf := mfs[seriesAdded]; mf != nil && len(mf.GetMetric()) > 0 {
 		h := mf.GetMetric()[0].GetHistogram()
 		for _, b := range h.GetBucket() {

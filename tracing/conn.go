@@ -427,6 +427,10 @@ func (c *Conn) finish(r *record) {
 		c.release(r)
 		return
 	}
+	if w := c.t.opts.Work; w != nil {
+		mark := w.Begin()
+		defer w.End(mark)
+	}
 	sess := c.session(r, end, d)
 	r.annotate(sess)
 	c.exemplar(r.op, d, sess)

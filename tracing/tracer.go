@@ -77,6 +77,9 @@ type Options struct {
 	// histograms can carry an exemplar that links to the trace. It runs on the data path
 	// of recorded sessions only, and must be short and safe for concurrent use.
 	Exemplar func(op cql.Opcode, d time.Duration, traceID string)
+	// Work, when set, counts the CPU time of the work tracing adds to recorded sessions
+	// (see WorkMeter), for the runtime guardrail.
+	Work WorkMeter
 	// Rand returns uniform random numbers for sampling. It must be safe for concurrent
 	// use. Nil means math/rand/v2's Uint64, which keeps per-thread state and does not
 	// contend.
@@ -224,13 +227,16 @@ func New(o Options) *Tracer {
 	}
 	t.snap.Store(newSnapshot(DefaultConfig(), 0))
 	if o.SlowLog != nil {
-		t.queues = append(t.queues, newSinkQueue(NewLogSink(*o.SlowLog), o.QueueSize, t.log))
+		t.queues = append(t.queues, newSinkQueue(metered(NewLogSink(*o.SlowLog), o.Work), o.QueueSize, t.log))
 	}
 	for _, s := range o.Sinks {
-		t.queues = append(t.queues, newSinkQueue(s, o.QueueSize, t.log))
+		t.queues = append(t.queues, newSinkQueue(metered(s, o.Work), o.QueueSize, t.log))
 	}
 	if o.NodeEvents != nil {
-		src := redactedEvents{o.NodeEvents, o.QueryLiterals, o.MaxQueryLen}
+		var src NodeEventSource = redactedEvents{o.NodeEvents, o.QueryLiterals, o.MaxQueryLen}
+		if o.Work != nil {
+			src = meteredEvents{src, o.Work}
+		}
 		t.fetch = newFetcher(src, o.QueueSize, t.record, t.log)
 	}
 	return t
@@ -309,7 +315,7 @@ func (t *Tracer) Stats() Stats {
 	for _, q := range t.queues {
 		st.Dropped[q.name] += q.dropped.Load()
 		st.Errors[q.name] += q.errors.Load()
-		if ec, ok := q.sink.(exportCounter); ok {
+		if ec, ok := unmetered(q.sink).(exportCounter); ok {
 			es := ec.ExportStats()
 			st.OTLPExport = &es
 		}

@@ -101,8 +101,9 @@ func parseNodeApply(s string) (admin.NodeApply, error) {
 }
 
 // guardrailSource reads the guardrail's counters: requests and sink drops from the
-// tracer, the added latency from the tracer's AddedLatency hook, and the process's CPU.
-func guardrailSource(tr *tracing.Tracer, added *guardrail.AddedLatency) guardrail.Source {
+// tracer, the added latency from the tracer's AddedLatency hook, the process's CPU, and
+// the CPU of tracing's work that work counted.
+func guardrailSource(tr *tracing.Tracer, added *guardrail.AddedLatency, work *guardrail.Meter) guardrail.Source {
 	return guardrail.SourceFunc(func() guardrail.Sample {
 		st := tr.Stats()
 		s := guardrail.Sample{Requests: st.Requests, Added: added.Histogram()}
@@ -110,6 +111,8 @@ func guardrailSource(tr *tracing.Tracer, added *guardrail.AddedLatency) guardrai
 			s.Dropped += n
 		}
 		s.CPU, s.CPUOK = guardrail.ProcessCPU()
+		s.TracingCPU, s.TracingOps, s.TracingCPUOK = work.CPU()
+		s.GCCPU, s.GCCPUOK = guardrail.GCCPU()
 		return s
 	})
 }

@@ -143,7 +143,8 @@ func (lf *loadcheckFlags) addClientFlags(fs *flag.FlagSet) {
 
 // addBudgetFlags defines the budgets whose breach exits 3.
 func (lf *loadcheckFlags) addBudgetFlags(fs *flag.FlagSet) {
-	fs.StringVar(&lf.maxOverhead, "max-overhead", "", "budgets `MODE=[METRIC:]LIMIT,...`, METRIC one of "+loadcheck.BudgetMetricsHelp()+"; e.g. fast=5%,full=cpu:+0.5us: exit 3 when a mode is over a budget significantly (p < 0.05)")
+	fs.StringVar(&lf.maxOverhead, "max-overhead", "", "budgets `MODE=[METRIC:]LIMIT,...`, METRIC one of "+loadcheck.BudgetMetricsHelp()+"; e.g. fast=5%,full=cpu:+0.5us: exit 3 as --verdict says")
+	verdictFlags(fs, &lf.cfg)
 }
 
 // addReportFlags defines the files the report is written to.

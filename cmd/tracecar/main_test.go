@@ -206,29 +206,34 @@ func TestLoadcheckGuardrail(t *testing.T) {
 			Guardrail []struct {
 				Mode           string   `json:"mode"`
 				DegradationPct float64  `json:"degradation_pct"`
-				DegradationErr float64  `json:"degradation_err"`
+				Value          float64  `json:"value"`
+				ValueErr       float64  `json:"value_err"`
+				Lower95        *float64 `json:"lower95"`
+				Upper95        *float64 `json:"upper95"`
 				PValue         *float64 `json:"p_value"`
+				Outcome        string   `json:"outcome"`
 				Breached       bool     `json:"breached"`
 			} `json:"guardrail"`
 		}
 		if err := json.Unmarshal(b, &rep); err != nil {
 			t.Fatal(err)
 		}
-		if len(rep.Guardrail) != 1 || !rep.Guardrail[0].Breached || rep.Guardrail[0].PValue == nil {
+		if len(rep.Guardrail) != 1 || !rep.Guardrail[0].Breached || rep.Guardrail[0].PValue == nil || rep.Guardrail[0].Outcome != "over" || rep.Guardrail[0].Lower95 == nil {
 			t.Fatalf("report guardrail %+v; want one breached verdict with a p-value", rep.Guardrail)
 		}
 		v := rep.Guardrail[0]
 		if v.DegradationPct < 50 {
 			t.Errorf("slow costs %.2f%% of direct's op rate; want a large gap (> 50%%)", v.DegradationPct)
 		}
-		// Word for word, with the numbers of the report.
-		line := fmt.Sprintf("GUARDRAIL BREACHED on op rate: slow costs %.2f%% ± %.2f%% of direct's op rate, over its 0.1%% budget (paired p = %.3g < 0.05)\n",
-			v.DegradationPct, v.DegradationErr, *v.PValue)
+		// Word for word, with the numbers of the report: the paired estimate, tested
+		// against the limit.
+		line := fmt.Sprintf("GUARDRAIL BREACHED on op rate: slow costs %.2f%% ± %.2f%% of direct's op rate, significantly over its 0.1%% budget (one-sided 95%% bounds %+.2f%% to %+.2f%%; one-sided paired t against the limit, H0: at most the limit: t = ",
+			v.Value, v.ValueErr, *v.Lower95, *v.Upper95)
 		t.Logf("%s", strings.TrimSpace(line))
 		if !strings.Contains(out.String(), line) {
 			t.Errorf("stdout lacks the breach line\n%q\n%s", line, out.String())
 		}
-		if want := fmt.Sprintf("tracecar: guardrail breached: slow ops %+.2f%% ± %.2f%% > 0.1%%\n", v.DegradationPct, v.DegradationErr); errb.String() != want {
+		if want := fmt.Sprintf("tracecar: guardrail breached: slow ops %+.2f%% ± %.2f%% > 0.1%%\n", v.Value, v.ValueErr); errb.String() != want {
 			t.Errorf("stderr %q; want %q", errb.String(), want)
 		}
 	})

@@ -49,6 +49,8 @@ func (st *stack) startTracer(ctx context.Context, cfg stackConfig, m *metrics.Me
 	st.closers = append(st.closers, closeSinks)
 	added := new(guardrail.AddedLatency)
 	opts.AddedLatency = added.Observe
+	work := new(guardrail.Meter)
+	opts.Work = work
 	st.tracer = tracing.New(opts)
 	capt, err := newCapture(cfg, st.Node, st.tracer.Statements(), sinks.schema, st.reg)
 	if err != nil {
@@ -62,7 +64,7 @@ func (st *stack) startTracer(ctx context.Context, cfg stackConfig, m *metrics.Me
 			return nil, err
 		}
 	}
-	st.guard = guardrail.NewController(guardrail.Config{Tracer: st.tracer, Source: guardrailSource(st.tracer, added),
+	st.guard = guardrail.NewController(guardrail.Config{Tracer: st.tracer, Source: guardrailSource(st.tracer, added, work),
 		Budget: cfg.Guardrail, Logger: st.reg.Logger(logs.Tracing)})
 	return capt, nil
 }

@@ -8,6 +8,11 @@
 //   - tracing's share of the sidecar's CPU;
 //   - the sink drop rate.
 //
+// Tracing's share of the CPU is measured, never assumed: against the CPU per request of
+// windows with tracing off when the guardrail has run one ("measured"), else from the CPU
+// time of the work tracing adds, counted where it happens by a Meter ("attributed").
+// Until it has either, it fails closed: a window with load over a CPU budget steps down.
+//
 // On a breach it steps down one level per window: the trace probability to 0 and
 // parent-based sampling (following the client's sampled flag) off first, then full to
 // fast, then fast to off. With Budget.Restore the user's configuration comes back
@@ -129,6 +134,18 @@ type Sample struct {
 	Dropped uint64
 	// Added is the cumulative histogram of the added latency per request.
 	Added Histogram
+	// TracingCPU is the CPU time of the work tracing added, counted where it happened
+	// (Meter), over TracingOps pieces of work; TracingCPUOK is false where it is not
+	// counted.
+	TracingCPU   time.Duration
+	TracingOps   uint64
+	TracingCPUOK bool
+	// GCCPU is the garbage collector's CPU time (runtime/metrics); GCCPUOK is false
+	// where it is not read. The request path allocates nothing with tracing off (fast
+	// under the threshold too), so the heap the collector works through is, under load,
+	// mostly tracing's: an attributed figure counts it as tracing's.
+	GCCPU   time.Duration
+	GCCPUOK bool
 }
 
 // Figures are what the guardrail measured over one window. A figure it could not measure
@@ -143,11 +160,19 @@ type Figures struct {
 	AddedP99US   float64 `json:"added_p99_us"`
 	AddedSamples uint64  `json:"added_samples"`
 	// CPUPercent is tracing's share of the sidecar's CPU, in %; -1 when unknown. CPUMethod
-	// says how it was found: "baseline" (CPU per request against a window with tracing
-	// off) or "estimate" (the benchmarked cost per request of the level, over the CPU
-	// measured).
-	CPUPercent float64 `json:"cpu_pct"`
-	CPUMethod  string  `json:"cpu_method,omitempty"`
+	// says how it was found: "measured" (the CPU per request of the windows at this level
+	// against those with tracing off), "attributed" (the CPU time of the work tracing
+	// added, counted where it happened, over the process's) or "unknown". CPUFrom names
+	// the windows it came from, and CPUErrPercent is its standard error, in percentage
+	// points (-1 when unknown). TracingCPUPerRequestUS is tracing's CPU per request, in
+	// µs. FailClosed is true when a CPU budget is set and the share is unknown: the
+	// guardrail then counts the window as over it.
+	CPUPercent             float64 `json:"cpu_pct"`
+	CPUMethod              string  `json:"cpu_method,omitempty"`
+	CPUFrom                string  `json:"cpu_from,omitempty"`
+	CPUErrPercent          float64 `json:"cpu_err_pct"`
+	TracingCPUPerRequestUS float64 `json:"tracing_cpu_per_request_us"`
+	FailClosed             bool    `json:"fail_closed,omitempty"`
 	// CPUPerRequestUS is the sidecar's CPU per request in the window, in µs.
 	CPUPerRequestUS float64 `json:"cpu_per_request_us"`
 	// DropsPerSec is the rate of sessions dropped by full sink queues.
@@ -185,24 +210,39 @@ func stepDown(c tracing.Config) (tracing.Config, bool) {
 	return c, true
 }
 
-// perRequestCost is the CPU a request costs tracing at each level, from the Go benchmarks
-// of the tracing package (README: fast 86–180 ns, full 570 ns, a recorded session with
-// events about 2.4 µs). A sampled request is also decoded, recorded and has the node's
-// events fetched, so it is counted at 10 µs. The share of requests that parent-based
-// sampling traces is the callers' choice, unknown here, so it adds nothing to the estimate.
-// These are estimates: the guardrail uses them only until it has measured a window with
-// tracing off.
-func perRequestCost(c tracing.Config) time.Duration {
-	var ns float64
-	switch {
-	case c.Enable && c.Fast:
-		ns = 180
-	case c.Enable:
-		ns = 570
-	}
-	ns += c.Probability * 10000
-	return time.Duration(ns)
+// levelCPU is the CPU per request, in µs, of the windows judged at one level: their
+// count, mean and sum of squared deviations (Welford), for the mean's standard error.
+type levelCPU struct {
+	n        int
+	mean, m2 float64
 }
+
+func (l *levelCPU) add(x float64) {
+	l.n++
+	d := x - l.mean
+	l.mean += d / float64(l.n)
+	l.m2 += d * (x - l.mean)
+}
+
+// variance of the mean: the windows' variance over n, 0 with one window.
+func (l *levelCPU) meanVar() float64 {
+	if l.n < 2 {
+		return 0
+	}
+	return l.m2 / float64(l.n-1) / float64(l.n)
+}
+
+// windowVar is the variance of one window's figure: 0 with one window.
+func (l *levelCPU) windowVar() float64 {
+	if l.n < 2 {
+		return 0
+	}
+	return l.m2 / float64(l.n-1)
+}
+
+// maxLevelWindows bounds the windows a level's figure remembers, so that it follows a
+// load that changes: past it, the oldest weigh less (the count stops growing).
+const maxLevelWindows = 30
 
 // Action is what Guard.Evaluate decided.
 type Action struct {
@@ -232,9 +272,8 @@ type Guard struct {
 	steppedDown bool
 	lastStep    time.Time
 
-	// baseCPU is the CPU per request of the latest window with tracing off.
-	baseCPU     time.Duration
-	haveBaseCPU bool
+	// levels are the CPU per request measured at each level the sidecar has run.
+	levels map[string]*levelCPU
 
 	windows   int // evaluated since the last UserChanged or SetBudget
 	figures   Figures
@@ -330,20 +369,63 @@ func (g *Guard) measure(now time.Time, s Sample, cur tracing.Config) Figures {
 	if f.AddedSamples >= MinLatencySamples {
 		f.AddedP99US = float64(added.Quantile(0.99)) / float64(time.Microsecond)
 	}
-	if s.CPUOK && g.prev.CPUOK && f.Requests >= MinCPURequests && s.CPU > g.prev.CPU {
-		cpu := s.CPU - g.prev.CPU
-		perReq := cpu / time.Duration(f.Requests)
-		f.CPUPerRequestUS = float64(perReq) / float64(time.Microsecond)
-		switch {
-		case Level(cur) == "off":
-			g.baseCPU, g.haveBaseCPU = perReq, true
-			f.CPUPercent, f.CPUMethod = 0, "baseline"
-		case g.haveBaseCPU:
-			f.CPUPercent, f.CPUMethod = max(0, 100*float64(perReq-g.baseCPU)/float64(perReq)), "baseline"
-		default:
-			est := perRequestCost(cur) * time.Duration(f.Requests)
-			f.CPUPercent, f.CPUMethod = min(100, 100*float64(est)/float64(cpu)), "estimate"
+	f.CPUErrPercent = -1
+	if f.Requests < MinCPURequests {
+		return f // an idle window says nothing about tracing's cost: not judged
+	}
+	level := Level(cur)
+	if !s.CPUOK || !g.prev.CPUOK || s.CPU <= g.prev.CPU {
+		f.CPUMethod, f.FailClosed = "unknown", level != "off" && g.budget.CPUPercent > 0
+		return f
+	}
+	cpu := s.CPU - g.prev.CPU
+	perReq := float64(cpu) / float64(time.Microsecond) / float64(f.Requests)
+	f.CPUPerRequestUS = perReq
+	if g.levels == nil {
+		g.levels = map[string]*levelCPU{}
+	}
+	l := g.levels[level]
+	if l == nil {
+		l = &levelCPU{}
+		g.levels[level] = l
+	}
+	if l.n >= maxLevelWindows {
+		l.n = maxLevelWindows - 1
+	}
+	l.add(perReq)
+	off := g.levels["off"]
+	switch {
+	case level == "off":
+		f.CPUPercent, f.CPUErrPercent, f.CPUMethod = 0, 0, "measured"
+		f.CPUFrom = fmt.Sprintf("this window, with tracing off (%d off windows)", l.n)
+	case off != nil:
+		// This window against the windows with tracing off: what the level adds per
+		// request, as a share of this window's CPU per request. Its error combines the
+		// spread of the windows at this level with the off mean's error.
+		extra := perReq - off.mean
+		f.TracingCPUPerRequestUS = max(0, extra)
+		f.CPUPercent = min(100, max(0, 100*extra/perReq))
+		f.CPUErrPercent = 100 * math.Sqrt(off.meanVar()+l.windowVar()) / perReq
+		f.CPUMethod = "measured"
+		f.CPUFrom = fmt.Sprintf("this window at %s against %d windows with tracing off", level, off.n)
+	case s.TracingCPUOK && g.prev.TracingCPUOK && s.TracingCPU >= g.prev.TracingCPU:
+		// No window with tracing off yet: the CPU of the work tracing added, counted
+		// where it happened, over the process's. Its error is the counting noise of the
+		// pieces of work, which come one per recorded session and fetch.
+		work := s.TracingCPU - g.prev.TracingCPU
+		ops := s.TracingOps - g.prev.TracingOps
+		gc := ""
+		if s.GCCPUOK && g.prev.GCCPUOK && s.GCCPU >= g.prev.GCCPU {
+			work += s.GCCPU - g.prev.GCCPU
+			gc = " and the garbage collector's"
 		}
+		f.CPUPercent = min(100, 100*float64(work)/float64(cpu))
+		f.CPUErrPercent = f.CPUPercent / math.Sqrt(float64(max(ops, 1)))
+		f.TracingCPUPerRequestUS = float64(work) / float64(time.Microsecond) / float64(f.Requests)
+		f.CPUMethod = "attributed"
+		f.CPUFrom = fmt.Sprintf("this window's counted tracing work (%d pieces)%s, no window with tracing off yet", ops, gc)
+	default:
+		f.CPUMethod, f.FailClosed = "unknown", g.budget.CPUPercent > 0
 	}
 	return f
 }
@@ -355,7 +437,7 @@ func (g *Guard) breaches(f Figures) ([]string, string) {
 	if b.AddedP99 > 0 && f.AddedP99US >= 0 && f.AddedP99US > float64(b.AddedP99)/float64(time.Microsecond) {
 		r = append(r, "added_p99")
 	}
-	if b.CPUPercent > 0 && f.CPUPercent >= 0 && f.CPUPercent > b.CPUPercent {
+	if b.CPUPercent > 0 && (f.CPUPercent >= 0 && f.CPUPercent > b.CPUPercent || f.FailClosed) {
 		r = append(r, "cpu")
 	}
 	if b.DropsPerSec > 0 && f.DropsPerSec > b.DropsPerSec {
@@ -370,7 +452,7 @@ func (g *Guard) recovered(f Figures) bool {
 	if b.AddedP99 > 0 && f.AddedP99US >= 0 && f.AddedP99US > Hysteresis*float64(b.AddedP99)/float64(time.Microsecond) {
 		return false
 	}
-	if b.CPUPercent > 0 && f.CPUPercent >= 0 && f.CPUPercent > Hysteresis*b.CPUPercent {
+	if b.CPUPercent > 0 && (f.CPUPercent >= 0 && f.CPUPercent > Hysteresis*b.CPUPercent || f.FailClosed) {
 		return false
 	}
 	if b.DropsPerSec > 0 && f.DropsPerSec > Hysteresis*b.DropsPerSec {
@@ -387,8 +469,19 @@ func (g *Guard) describe(f Figures) string {
 		}
 		return fmt.Sprintf(format, v)
 	}
+	cpu := fig(f.CPUPercent, "%.2f%%")
+	if f.CPUErrPercent >= 0 && f.CPUPercent >= 0 {
+		cpu += fmt.Sprintf(" ± %.2f", f.CPUErrPercent)
+	}
+	how := f.CPUMethod
+	if f.CPUFrom != "" {
+		how += ": " + f.CPUFrom
+	}
+	if f.FailClosed {
+		how += "; failing closed: no window with tracing off and no count of tracing's work, so the CPU budget counts as breached"
+	}
 	return fmt.Sprintf("added_p99=%s cpu=%s (%s) drops=%.1f/s over %.1fs, %d requests; budget %s",
-		fig(f.AddedP99US, "%.0fus"), fig(f.CPUPercent, "%.2f%%"), f.CPUMethod, f.DropsPerSec, f.WindowSeconds, f.Requests, g.budget)
+		fig(f.AddedP99US, "%.0fus"), cpu, how, f.DropsPerSec, f.WindowSeconds, f.Requests, g.budget)
 }
 
 // Status is the guardrail's state as GET /tracecar/status and GET /tracecar/guardrail
@@ -478,6 +571,12 @@ func (g *Guard) Status(cur tracing.Config) Status {
 		}
 	case g.breaching:
 		st.Detail = "over budget, but tracing is already off"
+	}
+	if g.measured && g.figures.FailClosed {
+		if st.Detail != "" {
+			st.Detail += "; "
+		}
+		st.Detail += "tracing's CPU share is not known yet (no window with tracing off, no count of its work): failing closed, the CPU budget counts as breached"
 	}
 	return st
 }

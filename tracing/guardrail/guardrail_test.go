@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,9 @@ import (
 type feed struct {
 	s   Sample
 	now time.Time
+	// tracing is the CPU per request of the work tracing adds, counted by a Meter; zero
+	// leaves it uncounted.
+	tracing time.Duration
 }
 
 func newFeed() *feed {
@@ -31,6 +35,11 @@ func (f *feed) window(d time.Duration, requests uint64, cpuPerReq time.Duration,
 	f.now = f.now.Add(d)
 	f.s.Requests += requests
 	f.s.CPU += cpuPerReq * time.Duration(requests)
+	if f.tracing > 0 {
+		f.s.TracingCPU += f.tracing * time.Duration(requests)
+		f.s.TracingOps += requests / 100
+		f.s.TracingCPUOK = true
+	}
 	f.s.Dropped += drops
 	counts := append([]uint64(nil), f.s.Added.Counts...)
 	i := 0
@@ -51,12 +60,14 @@ func fullSampled() tracing.Config {
 func TestStepsDownOneLevelPerWindow(t *testing.T) {
 	g := NewGuard(Budget{CPUPercent: 1, Window: time.Second, Cooldown: time.Minute}, fullSampled())
 	f := newFeed()
+	f.tracing = 500 * time.Nanosecond
 	cur := fullSampled()
 	now, s := f.window(0, 0, 0, 0, 0, 0)
 	if a := g.Evaluate(now, s, cur); a.Kind != "" {
 		t.Fatalf("first sample: got action %+v; want none", a)
 	}
-	// 4 µs of CPU per request: every level's estimated cost is above 1% of it.
+	// 4 µs of CPU per request, of which tracing's counted work is 0.5 µs: 12.5% at every
+	// level, above 1%.
 	var got []string
 	for range 5 {
 		now, s = f.window(time.Second, 1000, 4*time.Microsecond, 0, 0, 0)
@@ -127,15 +138,15 @@ func TestCPUBaseline(t *testing.T) {
 	g.Evaluate(now, s, off)
 	now, s = f.window(10*time.Second, 1000, 4*time.Microsecond, 0, 0, 0)
 	g.Evaluate(now, s, off) // the baseline: 4 µs per request with tracing off
-	if g.figures.CPUMethod != "baseline" || g.figures.CPUPercent != 0 {
+	if g.figures.CPUMethod != "measured" || g.figures.CPUPercent != 0 {
 		t.Fatalf("off window figures %+v; want a 0%% baseline", g.figures)
 	}
 	g.UserChanged(full)
 	now, s = f.window(time.Millisecond, 0, 0, 0, 0, 0)
 	g.Evaluate(now, s, full)
 	now, s = f.window(10*time.Second, 1000, 4400*time.Nanosecond, 0, 0, 0) // +10%: within budget
-	if a := g.Evaluate(now, s, full); a.Kind != "" || g.figures.CPUMethod != "baseline" {
-		t.Fatalf("at +10%%: action %+v, figures %+v; want none, by baseline", a, g.figures)
+	if a := g.Evaluate(now, s, full); a.Kind != "" || g.figures.CPUMethod != "measured" || !strings.Contains(g.figures.CPUFrom, "against 1 windows with tracing off") {
+		t.Fatalf("at +10%%: action %+v, figures %+v; want none, measured against the off window", a, g.figures)
 	}
 	now, s = f.window(10*time.Second, 1000, 5*time.Microsecond, 0, 0, 0) // 20% of 5 µs is tracing's: at budget, not over
 	if a := g.Evaluate(now, s, full); a.Kind != "" {
@@ -420,5 +431,86 @@ func TestParentSamplingStepsWithProbability(t *testing.T) {
 				t.Errorf("steps %q; want %q", s, tt.steps)
 			}
 		})
+	}
+}
+
+// TestAttributedCPU starts a guardrail with tracing on, probability 0.01, never having
+// seen a window with tracing off: tracing's share is what its counted work says, 1.3 µs
+// of each request's 10 µs (1% of requests recorded at 130 µs each, as with console
+// logs), 13%, not the 0.67 µs (6.7%) that the constants of the past assumed (10 µs per
+// sampled request and 570 ns per full one). A 1% budget steps it down to full in the first
+// window, where the counted work is gone.
+func TestAttributedCPU(t *testing.T) {
+	cur := tracing.DefaultConfig()
+	cur.Enable, cur.Probability = true, 0.01
+	g := NewGuard(Budget{CPUPercent: 1, Window: time.Second}, cur)
+	f := newFeed()
+	f.tracing = 1300 * time.Nanosecond
+	now, s := f.window(0, 0, 0, 0, 0, 0)
+	g.Evaluate(now, s, cur)
+	now, s = f.window(time.Second, 10000, 10*time.Microsecond, 0, 0, 0)
+	a := g.Evaluate(now, s, cur)
+	fig := g.figures
+	if fig.CPUMethod != "attributed" || math.Abs(fig.CPUPercent-13) > 0.01 || math.Abs(fig.TracingCPUPerRequestUS-1.3) > 1e-9 {
+		t.Fatalf("figures %+v; want 13%% (1.3 µs per request), attributed", fig)
+	}
+	if fig.CPUErrPercent <= 0 || !strings.Contains(fig.CPUFrom, "no window with tracing off yet") {
+		t.Errorf("figures %+v; want an error and the window it came from", fig)
+	}
+	if a.Kind != "step" || a.To != "full" || !strings.Contains(a.Detail, "attributed") {
+		t.Fatalf("action %+v; want a step to full, saying the figure was attributed", a)
+	}
+	cur = a.Config
+	f.tracing = 5 * time.Nanosecond // full records nothing under the threshold
+	now, s = f.window(time.Second, 10000, 10*time.Microsecond, 0, 0, 0)
+	if a := g.Evaluate(now, s, cur); a.Kind != "" || g.figures.CPUPercent > 1 {
+		t.Fatalf("at full: action %+v, figures %+v; want none, under 1%%", a, g.figures)
+	}
+	st := g.Status(cur)
+	if st.Figures == nil || st.Figures.CPUMethod != "attributed" || st.Figures.CPUErrPercent < 0 {
+		t.Errorf("status %+v; want the attributed figure with its error", st)
+	}
+}
+
+// TestFailsClosed checks that without a window with tracing off and without a count of
+// tracing's work, a CPU budget counts as breached, and that the status says why.
+func TestFailsClosed(t *testing.T) {
+	cur := fullSampled()
+	g := NewGuard(Budget{CPUPercent: 50, Window: time.Second}, cur)
+	f := newFeed()
+	now, s := f.window(0, 0, 0, 0, 0, 0)
+	g.Evaluate(now, s, cur)
+	now, s = f.window(time.Second, 1000, 10*time.Microsecond, 0, 0, 0)
+	a := g.Evaluate(now, s, cur)
+	if a.Kind != "step" || a.Reason != "cpu" || !g.figures.FailClosed || g.figures.CPUPercent != -1 || !strings.Contains(a.Detail, "failing closed") {
+		t.Fatalf("action %+v, figures %+v; want a cpu step, failing closed", a, g.figures)
+	}
+	if st := g.Status(a.Config); !strings.Contains(st.Detail, "failing closed") {
+		t.Errorf("status detail %q; want it to say it fails closed", st.Detail)
+	}
+	// Stepped down to off, the window is measured: 0%, and no longer failing closed.
+	off := tracing.DefaultConfig()
+	now, s = f.window(time.Second, 1000, 10*time.Microsecond, 0, 0, 0)
+	g.Evaluate(now, s, off)
+	if g.figures.FailClosed || g.figures.CPUMethod != "measured" {
+		t.Errorf("off window figures %+v; want measured", g.figures)
+	}
+}
+
+// TestAttributedCountsGC checks that an attributed figure counts the garbage collector's
+// CPU as tracing's: with tracing off the request path allocates nothing.
+func TestAttributedCountsGC(t *testing.T) {
+	cur := tracing.Config{Probability: 0.01}
+	g := NewGuard(Budget{CPUPercent: 50, Window: time.Second}, cur)
+	f := newFeed()
+	f.tracing = time.Microsecond
+	f.s.GCCPUOK = true
+	now, s := f.window(0, 0, 0, 0, 0, 0)
+	g.Evaluate(now, s, cur)
+	f.s.GCCPU += 5 * time.Millisecond // 0.5 µs per request of the window's 10000
+	now, s = f.window(time.Second, 10000, 10*time.Microsecond, 0, 0, 0)
+	g.Evaluate(now, s, cur)
+	if fig := g.figures; math.Abs(fig.TracingCPUPerRequestUS-1.5) > 1e-9 || !strings.Contains(fig.CPUFrom, "garbage collector") {
+		t.Errorf("figures %+v; want 1.5 µs per request, the collector's included", fig)
 	}
 }

@@ -1,0 +1,61 @@
+package tracing
+
+import "context"
+
+// WorkMeter counts the CPU time of the work that tracing adds to the requests it records,
+// where that work happens: building a recorded session (decoding its request, its
+// events), the node-event fetch, and the sinks' writes. Begin returns a mark and End adds
+// the CPU time since it; the runtime guardrail attributes the sidecar's CPU to tracing
+// from the total. A request that is not recorded (off, fast or full under the threshold)
+// never reaches it. Implementations must be safe for concurrent use and not allocate.
+type WorkMeter interface {
+	Begin() int64
+	End(mark int64)
+}
+
+// meteredSink is a Sink whose writes a WorkMeter counts.
+type meteredSink struct {
+	Sink
+	w WorkMeter
+}
+
+func (m meteredSink) Write(ctx context.Context, s *Session) error {
+	mark := m.w.Begin()
+	defer m.w.End(mark)
+	return m.Sink.Write(ctx, s)
+}
+
+// meteredEvents is a NodeEventSource whose calls a WorkMeter counts: the calling
+// goroutine's share of the fetch, which is where the node's rows are decoded.
+type meteredEvents struct {
+	src NodeEventSource
+	w   WorkMeter
+}
+
+func (m meteredEvents) Finished(ctx context.Context, ids [][16]byte) ([]bool, error) {
+	mark := m.w.Begin()
+	defer m.w.End(mark)
+	return m.src.Finished(ctx, ids)
+}
+
+func (m meteredEvents) Events(ctx context.Context, ids [][16]byte) ([][]Event, error) {
+	mark := m.w.Begin()
+	defer m.w.End(mark)
+	return m.src.Events(ctx, ids)
+}
+
+// metered wraps s in w when w is set.
+func metered(s Sink, w WorkMeter) Sink {
+	if w == nil {
+		return s
+	}
+	return meteredSink{s, w}
+}
+
+// unmetered returns the sink that s meters, or s.
+func unmetered(s Sink) Sink {
+	if m, ok := s.(meteredSink); ok {
+		return m.Sink
+	}
+	return s
+}
