@@ -186,6 +186,7 @@ var docPort = regexp.MustCompile(`(127\.0\.0\.1:|localhost:)(\d{4,5})\b`)
 // their output, or fails t. There:
 //   - ./tracecar (and tracecar, on the PATH) is this test binary run as the command;
 //   - `go build -o tracecar ./cmd/tracecar` is skipped, as ./tracecar is there already;
+//   - curl fails on an HTTP error (--fail-with-body);
 //   - each of docPorts on 127.0.0.1 is a free port, `tracecar sidecar` listens on the
 //     free ports of 9043 and 10000 unless the line says where, and `tracecar ctl` reaches
 //     the one of 10000 unless it names --hosts;
@@ -218,6 +219,13 @@ exec %q "$@"
 `, childEnv, ports["9043"], ports["10000"], ports["10000"], self)
 	if err := os.WriteFile(filepath.Join(dir, "tracecar"), []byte(wrapper), 0o755); err != nil {
 		t.Fatal(err)
+	}
+	// curl fails the block on an HTTP error, as a reader would see one.
+	if curl, err := exec.LookPath("curl"); err == nil {
+		w := fmt.Sprintf("#!/bin/sh\nexec %q --fail-with-body -sS \"$@\"\n", curl)
+		if err := os.WriteFile(filepath.Join(dir, "curl"), []byte(w), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	local := func(s string) string {
