@@ -186,7 +186,7 @@ func stepDown(c tracing.Config) (tracing.Config, bool) {
 }
 
 // perRequestCost is the CPU a request costs tracing at each level, from the Go benchmarks
-// of the tracing package (README: fast 86–180 ns, full 570 ns, a recorded session with
+// of the tracing package (docs/performance.md: fast 86–180 ns, full 570 ns, a recorded session with
 // events about 2.4 µs). A sampled request is also decoded, recorded and has the node's
 // events fetched, so it is counted at 10 µs. The share of requests that parent-based
 // sampling traces is the callers' choice, unknown here, so it adds nothing to the estimate.
