@@ -389,7 +389,8 @@ func githubAnchor(h string) string {
 }
 
 // TestREADMEShape checks what a reader meets first: a README of at most 200 lines, the first
-// slow_query curl within its first 80, and the two commands as .ci/run finds them.
+// slow_query curl and every toggle within its first 80, and the two commands as .ci/run
+// finds them.
 func TestREADMEShape(t *testing.T) {
 	lines := strings.Split(strings.TrimSuffix(readDoc(t, "README.md"), "\n"), "\n")
 	if len(lines) > 200 {
@@ -400,6 +401,19 @@ func TestREADMEShape(t *testing.T) {
 	})
 	if first < 0 || first >= 80 {
 		t.Errorf("README.md's first curl of /storage_service/slow_query is on line %d; want it within the first 80", first+1)
+	}
+	toggles := slices.Index(lines, "## Toggles")
+	end := -1
+	if toggles >= 0 {
+		for _, b := range shBlocks("README.md", strings.Join(lines, "\n")) {
+			if b.line > toggles {
+				end = b.line + len(b.lines) // the closing fence, 1-based
+				break
+			}
+		}
+	}
+	if end < 0 || end > 80 {
+		t.Errorf("README.md's toggles block ends on line %d; want every toggle within the first 80 lines", end)
 	}
 	for _, want := range []string{
 		"go run ./cmd/tracecar loadcheck   # the main job",
