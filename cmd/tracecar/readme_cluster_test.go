@@ -20,16 +20,12 @@ import (
 	"github.com/tracecar/tracecar/internal/testkit/drivertest"
 )
 
-// readmeBlock returns the lines of the first sh block after heading in README.md.
-func readmeBlock(tb testing.TB, heading string) []string {
+// readmeBlock returns the lines of the first sh block after heading in the document file.
+func readmeBlock(tb testing.TB, file, heading string) []string {
 	tb.Helper()
-	b, err := os.ReadFile("../../README.md")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	_, rest, ok := strings.Cut(string(b), "\n"+heading+"\n")
+	_, rest, ok := strings.Cut(readDoc(tb, file), "\n"+heading+"\n")
 	if !ok {
-		tb.Fatalf("README.md has no heading %q", heading)
+		tb.Fatalf("%s has no heading %q", file, heading)
 	}
 	_, rest, ok = strings.Cut(rest, "```sh\n")
 	block, _, ok2 := strings.Cut(rest, "\n```\n")
@@ -39,7 +35,7 @@ func readmeBlock(tb testing.TB, heading string) []string {
 	return strings.Split(block, "\n")
 }
 
-// TestREADMEClusterBlock runs the README's cluster block as written, on free ports instead
+// TestREADMEClusterBlock runs the cluster block of docs/deploy.md as written, on free ports instead
 // of its fixed ones: `tracecar node --nodes 3`, three sidecars, and the Python driver's
 // queries through one sidecar, which must find the three sidecars and read its write back.
 func TestREADMEClusterBlock(t *testing.T) {
@@ -51,21 +47,21 @@ func TestREADMEClusterBlock(t *testing.T) {
 	cmd.Stdin = strings.NewReader(strings.Join(script, "\n") + "\n")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("the README's Python: %v\n%s", err, out)
+		t.Fatalf("docs/deploy.md's Python: %v\n%s", err, out)
 	}
 	sc := ports["9043"]
 	want := fmt.Sprintf("['127.0.0.1:%s', '127.0.0.2:%s', '127.0.0.3:%s']\nhello cluster\n", sc, sc, sc)
 	if !strings.HasSuffix(string(out), want) {
-		t.Errorf("the README's Python printed:\n%s\nwant it to end with:\n%s", out, want)
+		t.Errorf("docs/deploy.md's Python printed:\n%s\nwant it to end with:\n%s", out, want)
 	}
 }
 
-// startREADMECluster starts the processes of the README's cluster block in-process, each of
+// startREADMECluster starts the processes of the cluster block of docs/deploy.md in-process, each of
 // its ports replaced by a free one, until the test ends. It returns the README's ports
 // mapped to the ones used, and the block's Python script with its ports replaced.
 func startREADMECluster(t *testing.T) (map[string]string, []string) {
 	t.Helper()
-	lines := readmeBlock(t, "## A cluster: one sidecar per node")
+	lines := readmeBlock(t, "docs/deploy.md", "## A cluster: one sidecar per node")
 
 	// Every port the block names gets a port that is free on 127.0.0.1 to 3.
 	// The listeners stay open until every port is picked, so that two of the block's ports
@@ -127,11 +123,11 @@ func startREADMECluster(t *testing.T) (map[string]string, []string) {
 		case line == "python3 - <<'EOF'":
 			inScript = true
 		default:
-			t.Fatalf("the test does not know how to run README line %q", line)
+			t.Fatalf("the test does not know how to run docs/deploy.md line %q", line)
 		}
 	}
 	if len(listens) != 4 || len(script) == 0 {
-		t.Fatalf("README block: %d listeners and %d lines of Python; want a node, 3 sidecars and a script", len(listens), len(script))
+		t.Fatalf("docs/deploy.md block: %d listeners and %d lines of Python; want a node, 3 sidecars and a script", len(listens), len(script))
 	}
 	for _, a := range append(listens, apis...) {
 		waitListening(t, a)

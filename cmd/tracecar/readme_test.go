@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"reflect"
 	"regexp"
 	"slices"
@@ -24,21 +23,34 @@ const readmeHost = "127.0.0.1:10000"
 // readmeToken is the admin token of the stack the README's lines run against.
 const readmeToken = "readme-token"
 
-// TestREADMECurl runs every curl line of the README's "## Admin API" section, parsed from
-// README.md itself, in order, against a real stack: an embedded node, a sidecar that has
-// carried traffic, and its admin API with a token configured. Each line runs twice: as
-// written, when it must get 401 unless it sends the token or asks for /healthz; then with the
-// token, when it must get 200 and a body that matches what the README says of it: the JSON
-// example in its comment, the effect of a POST on the matching GET, and the parts that the
-// comment names. It also checks that the section covers every endpoint.
+// curlSections are the parts of the documents whose curl lines TestREADMECurl runs: the
+// README's toggles, and the admin API of docs/operate.md.
+var curlSections = []struct{ file, heading string }{
+	{"README.md", "## Toggles"},
+	{"docs/operate.md", "## Admin API"},
+}
+
+// TestREADMECurl runs every curl line of the README's "## Toggles" section and of the "##
+// Admin API" section of docs/operate.md, parsed from the documents themselves, in order,
+// against a real stack: an embedded node, a sidecar that has carried traffic, and its admin
+// API with a token configured. Each line runs twice: as written, when it must get 401
+// unless it sends the token or asks for /healthz; then with the token, when it must get 200
+// and a body that matches what the document says of it: the JSON example in its comment,
+// the effect of a POST on the matching GET, and the parts that the comment names. A
+// `tracecar ctl` line after a curl line is its twin: from the state before the curl line, it
+// must make the same state (for a POST), or succeed and print something (for a GET). It
+// also checks that the sections cover every endpoint.
 func TestREADMECurl(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := curlLines(t, string(b))
-	if len(lines) == 0 {
-		t.Fatal("no curl lines in the README's Admin API section")
+	var lines []readmeLine
+	for _, sec := range curlSections {
+		l := curlLines(t, docSection(t, sec.file, sec.heading))
+		if len(l) == 0 {
+			t.Fatalf("no curl lines in %s, %s", sec.file, sec.heading)
+		}
+		for i := range l {
+			l[i].file = sec.file
+		}
+		lines = append(lines, l...)
 	}
 
 	st := mustStack(t, stackConfig{AdminToken: readmeToken})
@@ -60,11 +72,44 @@ func TestREADMECurl(t *testing.T) {
 
 	vars := map[string]string{"TRACECAR_ADMIN_TOKEN": readmeToken}
 	covered := map[string]bool{}
+	// For a ctl twin: the state before the last curl line, and after it, when it was a POST.
+	var before, after adminState
+	lastPost := false
 	for _, line := range lines {
-		name := line.cmd
+		name := line.file + ": " + line.cmd
 		if line.assign != "" {
-			name = line.assign + "=$(" + line.cmd + " | jq -r '" + line.jq + "')"
+			name = line.file + ": " + line.assign + "=$(" + line.cmd + " | jq -r '" + line.jq + "')"
 		}
+		if line.ctl {
+			t.Run(name, func(t *testing.T) {
+				rc := &readmeClient{t: t, base: base}
+				words, err := shellWords(line.cmd, vars)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if lastPost {
+					rc.restore(before)
+				}
+				args := append([]string{"ctl", "--hosts", host, "--token", readmeToken}, words[2:]...)
+				var stdout, stderr strings.Builder
+				if code := run(t.Context(), args, &stdout, &stderr); code != exitOK {
+					t.Fatalf("tracecar %s: exit %d\n%s%s", strings.Join(args, " "), code, stdout.String(), stderr.String())
+				}
+				if !lastPost {
+					if stdout.Len() == 0 {
+						t.Errorf("tracecar %s printed nothing", strings.Join(args, " "))
+					}
+					return
+				}
+				if got := rc.state(); !reflect.DeepEqual(got, after) {
+					t.Errorf("after the ctl twin the state is %+v; want %+v, as after the curl line before it", got, after)
+				}
+			})
+			lastPost = false
+			continue
+		}
+		before = rc.state()
+		lastPost = false
 		t.Run(name, func(t *testing.T) {
 			rc := &readmeClient{t: t, base: base}
 			words, err := shellWords(line.cmd, vars)
@@ -112,6 +157,10 @@ func TestREADMECurl(t *testing.T) {
 				return
 			}
 			rc.checkBody(line, req, body, st)
+			if req.Method == "POST" {
+				lastPost = true
+				after = rc.state()
+			}
 		})
 	}
 	for _, e := range []string{
@@ -122,7 +171,7 @@ func TestREADMECurl(t *testing.T) {
 		"GET /tracecar/status", "GET /metrics", "GET /healthz", "GET /readyz",
 	} {
 		if !covered[e] {
-			t.Errorf("the README's Admin API section has no curl line for %s", e)
+			t.Errorf("no curl line for %s in docs/operate.md, \"## Admin API\"", e)
 		}
 	}
 }
@@ -444,6 +493,8 @@ func endpointOf(path string) string {
 // readmeLine is a command of the README: a curl line, or NAME=$(curl … | jq -r 'FILTER'),
 // with the comment line above it.
 type readmeLine struct {
+	file    string // the document
+	ctl     bool   // a tracecar ctl line: cmd is the command
 	comment string
 	cmd     string // the curl command
 	assign  string // NAME, for an assignment
@@ -452,53 +503,87 @@ type readmeLine struct {
 
 var assignLine = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*)=\$\((curl .*) \| jq -r '([^']*)'\)$`)
 
-// curlLines returns the curl lines and assignments in the sh blocks of the README's
-// "## Admin API" section, with backslash continuations joined, each with its comment.
-func curlLines(tb testing.TB, readme string) []readmeLine {
+// curlLines returns the curl lines, assignments and tracecar ctl lines in the sh blocks of
+// section, with backslash continuations joined, each with its comment. A block marked
+// "<!-- not run: … -->" is left out.
+func curlLines(tb testing.TB, section string) []readmeLine {
 	tb.Helper()
-	_, section, ok := strings.Cut(readme, "\n## Admin API\n")
-	if !ok {
-		tb.Fatal("README has no \"## Admin API\" section")
-	}
-	if i := strings.Index(section, "\n## "); i >= 0 {
-		section = section[:i]
-	}
 	var out []readmeLine
-	inSh := false
-	var cont, comment string
-	for _, l := range strings.Split(section, "\n") {
-		switch {
-		case !inSh && strings.HasPrefix(l, "```sh"):
-			inSh = true
-			continue
-		case inSh && strings.HasPrefix(l, "```"):
-			inSh = false
-			continue
-		case !inSh:
+	for _, b := range shBlocks("", section) {
+		if strings.HasPrefix(b.marker, "not run: ") {
 			continue
 		}
-		if cont != "" {
-			l = cont + " " + strings.TrimSpace(l)
-			cont = ""
-		}
-		if strings.HasSuffix(l, "\\") {
-			cont = strings.TrimSuffix(l, "\\")
-			continue
-		}
-		switch {
-		case strings.HasPrefix(l, "#"):
-			comment = strings.TrimSpace(strings.TrimPrefix(l, "#"))
-			continue
-		case strings.HasPrefix(l, "curl "):
-			out = append(out, readmeLine{comment: comment, cmd: l})
-		default:
-			if m := assignLine.FindStringSubmatch(l); m != nil {
-				out = append(out, readmeLine{comment: comment, cmd: m[2], assign: m[1], jq: m[3]})
+		var cont, comment string
+		for _, l := range b.lines {
+			if cont != "" {
+				l = cont + " " + strings.TrimSpace(l)
+				cont = ""
 			}
+			if strings.HasSuffix(l, "\\") {
+				cont = strings.TrimSuffix(l, "\\")
+				continue
+			}
+			switch {
+			case strings.HasPrefix(l, "#"):
+				comment = strings.TrimSpace(strings.TrimPrefix(l, "#"))
+				continue
+			case strings.HasPrefix(l, "curl "):
+				out = append(out, readmeLine{comment: comment, cmd: l})
+			case strings.HasPrefix(l, "./tracecar ctl ") || l == "./tracecar ctl":
+				out = append(out, readmeLine{comment: comment, cmd: l, ctl: true})
+			default:
+				if m := assignLine.FindStringSubmatch(l); m != nil {
+					out = append(out, readmeLine{comment: comment, cmd: m[2], assign: m[1], jq: m[3]})
+				}
+			}
+			comment = ""
 		}
-		comment = ""
 	}
 	return out
+}
+
+// adminState is what the toggles change: the slow-query settings, the trace probability
+// and the loggers' levels.
+type adminState struct {
+	SlowQuery   map[string]any
+	Probability float64
+	Loggers     map[string]string
+}
+
+// state reads the admin state.
+func (c *readmeClient) state() adminState {
+	c.t.Helper()
+	var st adminState
+	c.getJSON("/storage_service/slow_query", &st.SlowQuery)
+	c.getJSON("/storage_service/trace_probability", &st.Probability)
+	var levels []struct{ Key, Value string }
+	c.getJSON("/storage_service/logging_level", &levels)
+	st.Loggers = map[string]string{}
+	for _, l := range levels {
+		st.Loggers[l.Key] = l.Value
+	}
+	return st
+}
+
+// restore sets the admin state back to st.
+func (c *readmeClient) restore(st adminState) {
+	c.t.Helper()
+	q := url.Values{}
+	for k, v := range st.SlowQuery {
+		if f, ok := v.(float64); ok {
+			q.Set(k, strconv.FormatFloat(f, 'f', -1, 64))
+		} else {
+			q.Set(k, fmt.Sprint(v))
+		}
+	}
+	c.mustOK("POST", "/storage_service/slow_query?"+q.Encode())
+	c.mustOK("POST", "/storage_service/trace_probability?probability="+strconv.FormatFloat(st.Probability, 'g', -1, 64))
+	now := c.state()
+	for name, level := range st.Loggers {
+		if now.Loggers[name] != level {
+			c.mustOK("POST", "/system/logger/"+url.PathEscape(name)+"?level="+level)
+		}
+	}
 }
 
 var varRef = regexp.MustCompile(`^\$(\{[A-Za-z_][A-Za-z0-9_]*\}|[A-Za-z_][A-Za-z0-9_]*)`)

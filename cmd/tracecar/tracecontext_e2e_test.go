@@ -25,19 +25,15 @@ import (
 	"github.com/tracecar/tracecar/tracing"
 )
 
-// traceContextHeading is the README section whose snippets these tests run.
+// traceContextHeading is the section of docs/tracing.md whose snippets these tests run.
 const traceContextHeading = "## Follow a request from the application into the database"
 
 // readmeSnippet returns the first block of language lang under traceContextHeading.
 func readmeSnippet(tb testing.TB, lang string) string {
 	tb.Helper()
-	b, err := os.ReadFile("../../README.md")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	_, rest, ok := strings.Cut(string(b), "\n"+traceContextHeading+"\n")
+	_, rest, ok := strings.Cut(readDoc(tb, "docs/tracing.md"), "\n"+traceContextHeading+"\n")
 	if !ok {
-		tb.Fatalf("README.md has no heading %q", traceContextHeading)
+		tb.Fatalf("docs/tracing.md has no heading %q", traceContextHeading)
 	}
 	if i := strings.Index(rest, "\n## "); i >= 0 {
 		rest = rest[:i]
@@ -73,7 +69,7 @@ func slowLog(tb testing.TB, base string) []tracing.Session {
 	return out
 }
 
-// schema creates demo.kv, the table of the README's snippets, through s.
+// schema creates demo.kv, the table of docs/tracing.md's snippets, through s.
 func schema(tb testing.TB, s *gocql.Session) {
 	tb.Helper()
 	for _, q := range []string{
@@ -88,7 +84,7 @@ func schema(tb testing.TB, s *gocql.Session) {
 
 // readGocql reads k's value through session, as a step of the application's trace in ctx:
 // the OpenTelemetry propagator writes the W3C context of ctx's span into the request's
-// custom payload. The README shows this function as it is.
+// custom payload. docs/tracing.md shows this function as it is.
 func readGocql(ctx context.Context, session *gocql.Session, k string) (string, error) {
 	carrier := propagation.MapCarrier{}
 	propagation.TraceContext{}.Inject(ctx, carrier) // traceparent, and tracestate if any
@@ -101,8 +97,8 @@ func readGocql(ctx context.Context, session *gocql.Session, k string) (string, e
 	return v, err
 }
 
-// TestREADMEGocqlSnippet checks that the README's Go block is readGocql as this file has it,
-// so that the README shows the code the test runs.
+// TestREADMEGocqlSnippet checks that docs/tracing.md's Go block is readGocql as this file has it,
+// so that the page shows the code the test runs.
 func TestREADMEGocqlSnippet(t *testing.T) {
 	src, err := os.ReadFile("tracecontext_e2e_test.go")
 	if err != nil {
@@ -110,7 +106,7 @@ func TestREADMEGocqlSnippet(t *testing.T) {
 	}
 	block := readmeSnippet(t, "go")
 	if !strings.Contains(string(src), block) {
-		t.Errorf("the README's go block under %q is not readGocql as tracecontext_e2e_test.go has it:\n%s", traceContextHeading, block)
+		t.Errorf("docs/tracing.md's go block under %q is not readGocql as tracecontext_e2e_test.go has it:\n%s", traceContextHeading, block)
 	}
 }
 
@@ -187,7 +183,7 @@ func TestTraceContextGocql(t *testing.T) {
 	checkAllCarry(t, st.Admin, sc.TraceID().String(), sc.SpanID().String(), n)
 }
 
-// TestTraceContextPythonDriver runs the README's Python snippet (the Python driver's
+// TestTraceContextPythonDriver runs docs/tracing.md's Python snippet (the Python driver's
 // custom_payload= with a traceparent made by hand) and checks that every recorded session
 // has the trace id and span id it printed.
 func TestTraceContextPythonDriver(t *testing.T) {
@@ -202,11 +198,11 @@ func TestTraceContextPythonDriver(t *testing.T) {
 	cmd.Env = append(os.Environ(), "CQL_HOST="+host, "CQL_PORT="+port)
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("the README's Python: %v\n%s", err, out)
+		t.Fatalf("docs/tracing.md's Python: %v\n%s", err, out)
 	}
 	tc, why := tracing.ParseTraceparent([]byte(strings.TrimSpace(lastLine(string(out)))))
 	if why != 0 {
-		t.Fatalf("the README's Python printed %q: not a traceparent (%s)", out, why)
+		t.Fatalf("docs/tracing.md's Python printed %q: not a traceparent (%s)", out, why)
 	}
 	checkAllCarry(t, st.Admin, fmt.Sprintf("%x", tc.TraceID), fmt.Sprintf("%x", tc.SpanID), 20)
 }
@@ -405,7 +401,7 @@ func TestMalformedTraceContextsEndToEnd(t *testing.T) {
 	}
 }
 
-// otelNodePackages are the npm packages of the README's Node.js snippet, pinned to versions
+// otelNodePackages are the npm packages of docs/tracing.md's Node.js snippet, pinned to versions
 // that install on Node.js 20; .ci/run installs them into NODE_PATH.
 var otelNodePackages = []string{
 	"@opentelemetry/api", "@opentelemetry/sdk-trace-base", "@opentelemetry/exporter-trace-otlp-http",
@@ -478,7 +474,7 @@ func (j *jaeger) traceByID(tb testing.TB, id string, n int) ([]jaegerSpan, map[s
 	}
 }
 
-// TestJaegerNodeJSOTelSDK is the acceptance test of trace context end to end: the README's
+// TestJaegerNodeJSOTelSDK is the acceptance test of trace context end to end: docs/tracing.md's
 // Node.js program, with the real OpenTelemetry JS SDK from npm exporting OTLP to a real
 // Jaeger, starts a span, puts its traceparent in the Node.js driver's customPayload and runs
 // prepared statements through the sidecar (full mode, threshold 0), which exports to the
@@ -506,7 +502,7 @@ func TestJaegerNodeJSOTelSDK(t *testing.T) {
 	cmd.Env = append(os.Environ(), "CQL_HOST="+host, "CQL_PORT="+port)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("the README's Node.js program: %v\n%s", err, out)
+		t.Fatalf("docs/tracing.md's Node.js program: %v\n%s", err, out)
 	}
 	var traceID, spanID string
 	sc := bufio.NewScanner(strings.NewReader(string(out)))

@@ -74,7 +74,7 @@ func (s *Stats) AntiPatterns(kind, ks, table string) uint64 {
 }
 
 var antiDesc = prometheus.NewDesc("tracecar_cql_antipatterns_total",
-	"CQL requests that follow an anti-pattern (see README, \"Which statements hurt?\"), counted while statement statistics are on.",
+	"CQL requests that follow an anti-pattern (see docs/tracing.md, \"CQL anti-patterns\"), counted while statement statistics are on.",
 	[]string{"kind", "keyspace", "table"}, nil)
 
 var evictedDesc = prometheus.NewDesc("tracecar_statement_stats_evicted_total",

@@ -24,7 +24,7 @@ import (
 // the binary built here, and runs it with buildah (chroot isolation, host network): with
 // no arguments it prints the usage; as a sidecar in front of a node started outside it,
 // it serves gocql, as a user that is not root. The image's size goes to the log (and to
-// the README).
+// docs/deploy.md).
 func TestImage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds an image")

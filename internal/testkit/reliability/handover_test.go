@@ -32,7 +32,7 @@ import (
 	"github.com/tracecar/tracecar/internal/testkit/tlstest"
 )
 
-// The sidecar's own upgrade (README: Upgrade without dropping a connection), with real
+// The sidecar's own upgrade (docs/deploy.md: Upgrade without dropping a connection), with real
 // processes: `tracecar node`, `tracecar sidecar` and `tracecar sidecar --takeover`, built
 // by the test, and real drivers.
 
@@ -1308,7 +1308,7 @@ func TestSidecarSIGHUP(t *testing.T) {
 
 // TestSupervisorNotify: under systemd (Type=notify, NotifyAccess=all; NOTIFY_SOCKET set), a
 // sidecar says READY=1 once it serves, and a takeover says MAINPID= with its own pid, so
-// that systemd follows the new process (README: the systemd unit).
+// that systemd follows the new process (docs/deploy.md: the systemd unit).
 func TestSupervisorNotify(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs processes")

@@ -131,7 +131,7 @@ func metricValue(t *testing.T, api, name string) float64 {
 
 // TestChildProcessGCPercents checks the GOGC that `tracecar node` and `tracecar sidecar
 // --node` run with, from their own /metrics: 400 for the node (cmd/tracecar, nodeGC) and
-// Go's 100 for the sidecar, which a lower GOGC would cost CPU in sampled mode (README,
+// Go's 100 for the sidecar, which a lower GOGC would cost CPU in sampled mode (docs/architecture.md,
 // "Idle connections"), or the environment's GOGC for both when it is set.
 func TestChildProcessGCPercents(t *testing.T) {
 	if testing.Short() {
