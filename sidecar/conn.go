@@ -244,7 +244,7 @@ func (c *conn) rejectVersion(v byte) error {
 	}
 	c.p.rejected.Add(1)
 	msg := cql.UnsupportedVersionMessage(v, c.p.maxVersion())
-	c.debug().Uint8("version", v).Msg("unsupported protocol version")
+	logVersionProbe(c.debug(), v, c.p.maxVersion())
 	body := cql.Error{Code: cql.ErrCodeProtocol, Message: msg}.AppendBody(nil, cql.V4)
 	var f []byte
 	if v <= 2 {
@@ -284,4 +284,27 @@ func (c *conn) frameBuffered(r *frameReader) bool {
 // toClient.
 func (c *conn) writeError(stream int16, code int32, msg string) error {
 	return c.toClient.write(c.appendError(nil, stream, code, msg))
+}
+
+// The DataStax drivers' DSE protocol versions, which they offer first to learn whether the
+// node is DataStax Enterprise.
+const (
+	dseV1 = 0x41
+	dseV2 = 0x42
+)
+
+// logVersionProbe logs, at debug, a version the proxy answered with Cassandra's
+// ProtocolError: the normal step of a driver's negotiation, never an error. A DataStax
+// driver's first offer is a DSE version (0x41, 0x42), and it is named as that probe.
+func logVersionProbe(e *zerolog.Event, v, max byte) {
+	if e == nil {
+		return
+	}
+	e = e.Str("version", fmt.Sprintf("0x%02x", v))
+	switch v {
+	case dseV1, dseV2:
+		e.Msgf("a driver's DSE protocol probe (DSE_V%d), answered as Cassandra answers it: the driver steps down to a Cassandra version", v-dseV1+1)
+	default:
+		e.Msgf("the client offered protocol version %d; answered with Cassandra's ProtocolError (versions 3 to %d), so that it steps down", v, max)
+	}
 }
