@@ -424,3 +424,18 @@ func TestREADMEShape(t *testing.T) {
 		}
 	}
 }
+
+// TestDocsServicesRunFromABinary: a long-running service in the README or docs/ (the
+// sidecar, the node) runs from a built binary, never from `go run`: a SIGTERM to the PID
+// that `go run` prints stops the go tool, and the service lives on, orphaned (issue 47,
+// finding 10). The one-shot main job, `go run ./cmd/tracecar loadcheck`, stays.
+func TestDocsServicesRunFromABinary(t *testing.T) {
+	service := regexp.MustCompile(`go run (\./cmd/tracecar|github\.com/tracecar/tracecar/cmd/tracecar)\S*\s+(sidecar|node)\b`)
+	for _, doc := range docFiles(t) {
+		for i, line := range strings.Split(readDoc(t, doc), "\n") {
+			if service.MatchString(line) {
+				t.Errorf("%s:%d: %q starts a service with go run; build it (go build -o tracecar ./cmd/tracecar) and run ./tracecar", doc, i+1, line)
+			}
+		}
+	}
+}
