@@ -140,10 +140,6 @@ func New(cfg Config) (*Registry, error) {
 	if f != nil {
 		r.close = f
 	}
-	// Microseconds, in console and JSON lines alike, so that a line can be matched to the
-	// node's logs and to the API's nanosecond times. zerolog reads the format from its
-	// package, the one global the registry owns.
-	zerolog.TimeFieldFormat = TimeFormat
 	r.base = zerolog.New(&r.out).Level(zerolog.TraceLevel).With().Timestamp().Logger()
 	for _, n := range DefaultNames {
 		r.add(n)
@@ -151,8 +147,14 @@ func New(cfg Config) (*Registry, error) {
 	return r, nil
 }
 
-// TimeFormat is the time of every log line, console or JSON: RFC 3339 with microseconds.
+// TimeFormat is the time of every log line, console or JSON: RFC 3339 with microseconds,
+// so that a line can be matched to the node's logs and to the API's nanosecond times.
 const TimeFormat = "2006-01-02T15:04:05.000000Z07:00"
+
+// zerolog reads the time format from a variable of its package, the one global that this
+// package owns; it is set before main runs, so that no logger ever reads it while it is
+// written.
+func init() { zerolog.TimeFieldFormat = TimeFormat }
 
 // destination returns the writer that cfg's Format and File (or Writer) make, and the file
 // it opened, if any.
