@@ -474,6 +474,7 @@ func (t *top) readings(ctx context.Context) <-chan []hostSample {
 			if !t.cmd.IncludeSystem {
 				for i := range s {
 					maps.DeleteFunc(s[i].stmts, func(_ stmtKey, st statements.Statement) bool { return statements.IsSystemKeyspace(st.Keyspace) })
+					s[i].queries = slices.DeleteFunc(s[i].queries, func(q adminapi.Query) bool { return statements.IsSystemKeyspace(q.Keyspace) })
 				}
 			}
 			select {
