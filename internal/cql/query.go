@@ -1,7 +1,5 @@
 package cql
 
-import "sync"
-
 // Value is a bound value of a QUERY, EXECUTE or BATCH. A nil Bytes with Unset false is
 // null; Unset (protocol v4) leaves the column unchanged. An empty non-nil Bytes is an empty
 // value, which differs from null.
@@ -148,12 +146,11 @@ func (m Query) AppendBody(b []byte, version byte) []byte {
 
 // DecodeQuery decodes a QUERY body. Values and the paging state alias body.
 func DecodeQuery(body []byte, version byte) (Query, error) {
-	r := requests.Get().(*Request)
-	defer putRequest(r)
+	var r Request
 	if err := r.decode(OpQuery, version, body); err != nil {
 		return Query{}, err
 	}
-	return Query{Query: string(r.Query), Params: r.Params.owned(nil)}, nil
+	return Query{Query: string(r.Query), Params: r.Params.owned()}, nil
 }
 
 // Prepare is a PREPARE request. It is safe for concurrent use.
@@ -229,13 +226,17 @@ func DecodeExecute(body []byte, version byte) (Execute, error) {
 // error *m is zero but for that array.
 func DecodeExecuteInto(m *Execute, body []byte, version byte) error {
 	spare := m.Params.Values[:0]
-	r := requests.Get().(*Request)
-	defer putRequest(r)
+	var r Request
+	r.values = spare // the values are read into it
 	if err := r.decode(OpExecute, version, body); err != nil {
 		*m = Execute{Params: QueryParams{Values: spare}}
 		return err
 	}
-	*m = Execute{ID: r.ID, ResultMetadataID: r.ResultMetadataID, Params: r.Params.owned(spare)}
+	q := r.Params.owned()
+	if len(q.Values) > 0 {
+		q.Values = r.values[:len(q.Values)] // with the array's whole capacity, for the next EXECUTE
+	}
+	*m = Execute{ID: r.ID, ResultMetadataID: r.ResultMetadataID, Params: q}
 	return nil
 }
 
@@ -312,12 +313,11 @@ func (m Batch) AppendBody(b []byte, version byte) []byte {
 // Whether values carry names is told by the flags, which come after the statements, so the
 // body is read as unnamed values first and, when that does not fit, as named values.
 func DecodeBatch(body []byte, version byte) (Batch, error) {
-	r := requests.Get().(*Request)
-	defer putRequest(r)
+	var r Request
 	if err := r.decode(OpBatch, version, body); err != nil {
 		return Batch{}, err
 	}
-	p := r.Params.owned(nil)
+	p := r.Params.owned()
 	m := Batch{Type: r.BatchType, Consistency: p.Consistency, Flags: p.Flags, ExtFlags: p.ExtFlags,
 		SerialConsistency: p.SerialConsistency, Timestamp: p.Timestamp, Keyspace: p.Keyspace, NowInSeconds: p.NowInSeconds}
 	if len(r.Batch) > 0 {
@@ -329,23 +329,9 @@ func DecodeBatch(body []byte, version byte) (Batch, error) {
 		if !st.Prepared {
 			q.Query = string(st.Query)
 		}
-		q.Values, q.Names = ownedValues(st.Values, st.Names, nil)
+		q.Values, q.Names = st.Values, nameStrings(st.Names)
 	}
 	return m, nil
-}
-
-// requests holds the Requests that the server's decoders parse into: their arrays are
-// reused, and what the decoders return is copied out of them.
-var requests = sync.Pool{New: func() any { return new(Request) }}
-
-// putRequest gives r back to requests, without the message it last held (its arrays keep
-// slices of it until they are reused, unless they grew past maxKeptValues).
-func putRequest(r *Request) {
-	if cap(r.values) > maxKeptValues || cap(r.batch) > maxKeptValues {
-		*r = Request{}
-	}
-	r.reset(0, 0, nil)
-	requests.Put(r)
 }
 
 // decode parses body as the server's decoders read it: whole, or an error. A server's
@@ -361,35 +347,23 @@ func (r *Request) decode(op Opcode, version byte, body []byte) error {
 	return nil
 }
 
-// owned returns p as a QueryParams, with its values in spare's backing array when it is
-// large enough. Values and the paging state still alias the message.
-func (p *Params) owned(spare []Value) QueryParams {
-	q := QueryParams{Consistency: p.Consistency, Flags: p.Flags, ExtFlags: p.ExtFlags, PageSize: p.PageSize,
+// owned returns p as a QueryParams. Its values are p's, in the array the request read
+// them into, which the server's decoders own; the values and the paging state alias the
+// message.
+func (p *Params) owned() QueryParams {
+	return QueryParams{Consistency: p.Consistency, Flags: p.Flags, ExtFlags: p.ExtFlags, PageSize: p.PageSize,
 		PagingState: p.PagingState, SerialConsistency: p.SerialConsistency, Timestamp: p.Timestamp,
-		Keyspace: string(p.Keyspace), NowInSeconds: p.NowInSeconds}
-	q.Values, q.Names = ownedValues(p.Values, p.Names, spare)
-	return q
+		Keyspace: string(p.Keyspace), NowInSeconds: p.NowInSeconds, Values: p.Values, Names: nameStrings(p.Names)}
 }
 
-// ownedValues copies values (into spare when it has room) and names, as a decoded message
-// holds them.
-func ownedValues(values []Value, names [][]byte, spare []Value) ([]Value, []string) {
-	if len(values) == 0 {
-		return nil, nil
+// nameStrings returns names as strings, or nil for none.
+func nameStrings(names [][]byte) []string {
+	if len(names) == 0 {
+		return nil
 	}
-	var out []Value
-	if cap(spare) >= len(values) {
-		out = spare[:len(values)]
-	} else {
-		out = make([]Value, len(values))
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = string(n)
 	}
-	copy(out, values)
-	var ns []string
-	if len(names) > 0 {
-		ns = make([]string, len(names))
-		for i, n := range names {
-			ns[i] = string(n)
-		}
-	}
-	return out, ns
+	return out
 }

@@ -1,6 +1,9 @@
 package cql
 
-import "unsafe"
+import (
+	"slices"
+	"unsafe"
+)
 
 // Request is what a QUERY, PREPARE, EXECUTE or BATCH request says, parsed by
 // Frame.Request at the frame's own protocol version: the statement, the query parameters,
@@ -194,6 +197,9 @@ func (r *Request) readValues(d *Decoder, named bool) {
 	// Each value read takes at least 4 bytes, so a count larger than the message stops at
 	// its end: the arrays never grow past what the message holds.
 	n := int(d.Short())
+	// Room for them at once, as far as the message can hold them (a value takes at least 4
+	// bytes), so that a bogus count cannot make a large array.
+	r.values = slices.Grow(r.values, min(n, d.Len()/4))
 	for i := 0; i < n && d.Err() == nil; i++ {
 		var name []byte
 		if named {
