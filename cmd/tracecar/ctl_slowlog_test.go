@@ -25,14 +25,7 @@ func TestCtlSlowLogAndTrace(t *testing.T) {
 	}
 	s := mustSession(t, st.Sidecar)
 	defer s.Close()
-	for _, q := range []string{
-		"CREATE KEYSPACE IF NOT EXISTS ctl_slow WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
-		"CREATE TABLE IF NOT EXISTS ctl_slow.kv (k int PRIMARY KEY, v text)",
-	} {
-		if err := s.Query(q).Exec(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	mustKeyValueTable(t, s, "ctl_slow", "text")
 	for i := range 30 {
 		if err := s.Query("INSERT INTO ctl_slow.kv (k, v) VALUES (?, ?)", i, strings.Repeat("v", i*100)).Exec(); err != nil {
 			t.Fatal(err)

@@ -31,14 +31,7 @@ func TestCtlStatementsHidesSystemAndSaysWhenOff(t *testing.T) {
 	mustAdmin(t, st.Admin, "POST", "/tracecar/statement_stats?enable=true")
 	s := mustSession(t, st.Sidecar) // its control connection reads system tables now
 	defer s.Close()
-	for _, q := range []string{
-		"CREATE KEYSPACE IF NOT EXISTS ctl_app WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
-		"CREATE TABLE IF NOT EXISTS ctl_app.kv (k int PRIMARY KEY, v int)",
-	} {
-		if err := s.Query(q).Exec(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	mustKeyValueTable(t, s, "ctl_app", "int")
 	load := func(n int) {
 		for i := range n {
 			if err := s.Query("INSERT INTO ctl_app.kv (k, v) VALUES (?, ?)", i, i).Exec(); err != nil {

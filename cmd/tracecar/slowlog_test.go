@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gocql/gocql"
+
 	"github.com/tracecar/tracecar/admin"
 	"github.com/tracecar/tracecar/tracing"
 	"github.com/tracecar/tracecar/tracing/statements"
@@ -24,14 +26,7 @@ func TestSlowLogFiltersWithGocql(t *testing.T) {
 	}
 	s := mustSession(t, st.Sidecar)
 	defer s.Close()
-	for _, q := range []string{
-		"CREATE KEYSPACE IF NOT EXISTS slowlog_app WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
-		"CREATE TABLE IF NOT EXISTS slowlog_app.kv (k int PRIMARY KEY, v text)",
-	} {
-		if err := s.Query(q).Exec(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	mustKeyValueTable(t, s, "slowlog_app", "text")
 	const n = 50
 	for i := range n {
 		if err := s.Query("INSERT INTO slowlog_app.kv (k, v) VALUES (?, ?)", i, "v").Exec(); err != nil {
@@ -93,5 +88,19 @@ func TestSlowLogFiltersWithGocql(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 400 {
 		t.Errorf("an unknown parameter: %s; want 400", resp.Status)
+	}
+}
+
+// mustKeyValueTable creates keyspace ks with a table kv (k int PRIMARY KEY, v of type
+// valueType) through s, for a test's application traffic.
+func mustKeyValueTable(t *testing.T, s *gocql.Session, ks, valueType string) {
+	t.Helper()
+	for _, q := range []string{
+		"CREATE KEYSPACE IF NOT EXISTS " + ks + " WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
+		"CREATE TABLE IF NOT EXISTS " + ks + ".kv (k int PRIMARY KEY, v " + valueType + ")",
+	} {
+		if err := s.Query(q).Exec(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
