@@ -1,7 +1,6 @@
 package sidecar
 
 import (
-	"net/netip"
 	"slices"
 	"testing"
 
@@ -30,10 +29,8 @@ func newPathConn(tb testing.TB, cfg tracing.Config) *pathConn {
 		tb.Fatal(err)
 	}
 	p := New(Config{NodeAddr: "127.0.0.1:9042", Metrics: metrics.New()}, tr)
-	c := &conn{pipeline: pipeline{p: p, version: cql.V4, views: new(frameViews)}}
-	ap := netip.MustParseAddrPort("127.0.0.1:1")
-	c.clientAddr, c.nodeAddr = ap, ap
-	tb.Cleanup(c.finishTrace)
+	c := socketlessConn(p, cql.V4)
+	tb.Cleanup(c.EndTracing)
 	pc := &pathConn{c: c, tr: tr}
 	pc.req = frame(cql.V4, 0, 0, cql.OpQuery, queryBody("INSERT INTO ks.t (k, v) VALUES (1, 2)"))
 	pc.resp = frame(cql.ResponseBit|cql.V4, 0, 0, cql.OpResult, voidBody())
@@ -48,23 +45,23 @@ func (pc *pathConn) one() int {
 	c := pc.c
 	pc.stream = (pc.stream + 1) & 1023
 	pc.rh.Stream, pc.sh.Stream = pc.stream, pc.stream
-	if tk, _ := c.request(pc.rh, pc.req, len(pc.req), 0); tk.Events() {
+	if tk, _ := c.Request(pc.rh, pc.req, len(pc.req), 0); tk.Events() {
 		pc.sent = append(pc.sent[:0], tk)
-		c.wrote(pc.sent, false)
+		c.Wrote(pc.sent, false)
 	}
-	r, _, _ := c.streams.take(pc.stream)
+	r, _, _ := c.Streams.Take(pc.stream)
 	now := tracing.Now()
-	out, d := c.response(pc.sh, pc.resp, &r, now)
+	out, d := c.Response(pc.sh, pc.resp, &r, now)
 	if pc.stream&1 == 0 {
-		c.queued(r, now) // the goroutine path's metrics
+		c.Queued(r, now) // the goroutine path's metrics
 	} else {
 		// The event loop's, for the responses of one read.
-		pc.answers = append(pc.answers[:0], metrics.Answer{Start: r.start, Op: r.op})
-		c.p.metrics.Answered(pc.answers, now, tracing.Now())
+		pc.answers = append(pc.answers[:0], metrics.Answer{Start: r.Start, Op: r.Op})
+		c.p.sh.Metrics.Answered(pc.answers, now, tracing.Now())
 	}
 	if d.Events() {
 		pc.done = append(pc.done[:0], d)
-		c.wrote(pc.done, true)
+		c.Wrote(pc.done, true)
 	}
 	return len(out)
 }

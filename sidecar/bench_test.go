@@ -58,16 +58,6 @@ func benchNode(tb testing.TB) string {
 	return ln.Addr().String()
 }
 
-// executeFrame is an EXECUTE of a 16-byte id with two bound values, as a driver sends for a
-// prepared INSERT.
-func executeFrame(stream int16) []byte {
-	m := cql.Execute{ID: []byte("0123456789abcdef"), Params: cql.QueryParams{
-		Consistency: cql.LocalOne, Flags: cql.QueryValues | cql.QuerySkipMetadata,
-		Values: []cql.Value{{Bytes: make([]byte, 8)}, {Bytes: make([]byte, 34)}},
-	}}
-	return cql.AppendFrame(nil, cql.Header{Version: cql.V4, Stream: stream}, m)
-}
-
 // benchRoundTrips sends requests with up to depth in flight and reads every response;
 // each b.N is one request and its response.
 func benchRoundTrips(b *testing.B, addr string, depth int) {

@@ -67,3 +67,7 @@ func putBuffer(b []byte) {
 	buffersInUse.Add(-1)
 	bufferPools[i].Put(unsafe.SliceData(b[:1]))
 }
+
+// maxKeptBuffer is the largest scratch buffer kept between frames; a larger one, grown for
+// a rare large frame, is released so that an idle connection stays small.
+const maxKeptBuffer = 1 << 20

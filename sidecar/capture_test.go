@@ -17,11 +17,11 @@ func newCapturePathConn(tb testing.TB) (*pathConn, *capture.Capture) {
 	tb.Helper()
 	pc := newPathConn(tb, tracing.DefaultConfig())
 	dir := filepath.Join(tb.TempDir(), "captures")
-	cp := capture.New(capture.Config{Dir: dir, Statements: pc.c.p.prepared})
+	cp := capture.New(capture.Config{Dir: dir, Statements: pc.c.p.sh.Prepared})
 	if err := capture.CheckDir(dir); err != nil {
 		tb.Fatal(err)
 	}
-	pc.c.p.capture = cp
+	pc.c.p.sh.Capture = cp
 	tb.Cleanup(func() { cp.Close(context.Background()) })
 	return pc, cp
 }

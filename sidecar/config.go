@@ -8,13 +8,13 @@ import (
 	"os"
 	"time"
 
+	"github.com/tracecar/tracecar/sidecar/pipeline"
+
 	"github.com/rs/zerolog"
 
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/internal/logs"
-	"github.com/tracecar/tracecar/internal/metrics"
 	"github.com/tracecar/tracecar/tracing/capture"
-	"github.com/tracecar/tracecar/tracing/statements"
 )
 
 // Defaults of Config.
@@ -107,42 +107,13 @@ type Config struct {
 	MaxProtocolVersion int
 }
 
-// StatementStats is the data path's hook for per-statement statistics;
-// *statements.Stats implements it. Its methods are called from every connection's
-// goroutines at once. Enabled is one atomic load; Request is called for a PREPARE, and
-// for any other request only while Enabled; Response is called for each response whose
-// request's Ticket is active, at the point where the response is matched to its request.
-type StatementStats interface {
-	Enabled() bool
-	// Request sees a request, through the view the proxy decoded it into, and its
-	// arrival time (tracing.Now).
-	Request(f *cql.Frame, now int64) statements.Ticket
-	// Response sees the response, through its view, and its arrival time. It reads from
-	// the view only what it needs.
-	Response(t statements.Ticket, f *cql.Frame, now int64)
-}
+// StatementStats is the data path's hook for per-statement statistics; *statements.Stats
+// implements it (see pipeline.StatementStats).
+type StatementStats = pipeline.StatementStats
 
-// Metrics is what the proxy reports per request. Its methods are called on the data path,
-// from every connection's goroutines at once, so they must be safe for concurrent use,
-// cheap, and allocation-free. *metrics.Metrics implements it.
-type Metrics interface {
-	// CountRequests sets where the requests series reads its counts by opcode: the
-	// proxy's own request counter, so that the data path counts a request once.
-	CountRequests(func() map[cql.Opcode]uint64)
-	// Latency records the time from a request's arrival until its response was queued for
-	// the client.
-	Latency(op cql.Opcode, d time.Duration)
-	// AddedLatency records the time a response spent in the sidecar itself: from the read
-	// that brought it from the node until it was queued for the client.
-	AddedLatency(d time.Duration)
-	// Answered records, as Latency and AddedLatency, the requests whose responses arrived
-	// in one read at arrived and were queued for the client together at now (tracing.Now
-	// nanoseconds): the event loop's way, one clock read for a read's responses.
-	Answered(answers []metrics.Answer, arrived, now int64)
-	// ConnOpened and ConnClosed count client connections.
-	ConnOpened()
-	ConnClosed()
-}
+// Metrics is what the proxy reports per request; *metrics.Metrics implements it (see
+// pipeline.Metrics).
+type Metrics = pipeline.Metrics
 
 // check returns the first error of cfg, whose defaults New has filled in, and the address
 // that AdvertiseAddr names (a zero Addr when it is empty).
@@ -162,7 +133,7 @@ func (cfg *Config) check() (advertise netip.AddrPort, err error) {
 		return advertise, fmt.Errorf("sidecar: max protocol version %d: want 3, 4 or 5", cfg.MaxProtocolVersion)
 	}
 	if cfg.AdvertiseAddr != "" {
-		if advertise, err = parseAdvertise(cfg.AdvertiseAddr); err != nil {
+		if advertise, err = pipeline.ParseAdvertise(cfg.AdvertiseAddr); err != nil {
 			return advertise, err
 		}
 	}
@@ -172,19 +143,15 @@ func (cfg *Config) check() (advertise netip.AddrPort, err error) {
 	return advertise, nil
 }
 
-// parseAdvertise accepts an IP or an IP:port.
-func parseAdvertise(s string) (netip.AddrPort, error) {
-	if ap, err := netip.ParseAddrPort(s); err == nil {
-		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), nil
-	}
-	if a, err := netip.ParseAddr(s); err == nil {
-		return netip.AddrPortFrom(a.Unmap(), 0), nil
-	}
-	return netip.AddrPort{}, fmt.Errorf("sidecar: advertise address %q: want an IP or IP:port", s)
-}
-
 // eventLoopOff reports whether TRACECAR_EVENT_LOOP=off keeps every connection of the
 // process on the goroutine path, as Config.NoEventLoop does for one Proxy: so that test
 // suites (this package's, and those that start a sidecar in process, as reliability's) run
 // on that path, as `tracecar sidecar` does.
 func eventLoopOff() bool { return os.Getenv("TRACECAR_EVENT_LOOP") == "off" }
+
+// PeerMap maps the CQL addresses of other nodes to the addresses of their sidecars (see
+// pipeline.PeerMap).
+type PeerMap = pipeline.PeerMap
+
+// ParsePeerMap parses a --peers value (see pipeline.ParsePeerMap).
+func ParsePeerMap(text string) (*PeerMap, error) { return pipeline.ParsePeerMap(text) }

@@ -8,10 +8,11 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/tracecar/tracecar/sidecar/pipeline"
+
 	"github.com/rs/zerolog"
 
 	"github.com/tracecar/tracecar/internal/cql"
-	"github.com/tracecar/tracecar/tracing"
 )
 
 // conn is one client connection and its node connection. It is carried by one of two
@@ -22,10 +23,11 @@ import (
 // the connection's end (shutdown.go). On the event loop, its loop does the work of both
 // goroutines (loopState).
 type conn struct {
-	// pipeline is the connection's protocol state and the per-frame work on it (protocol.go,
-	// pipeline.go): the transports below call it, and apply what it returns.
-	pipeline
+	// Conn is the connection's protocol state and the per-frame work on it (protocol.go,
+	// Conn.go): the transports below call it, and apply what it returns.
+	pipeline.Conn
 
+	p      *Proxy
 	group  *group
 	client net.Conn
 	node   net.Conn // set under mu by open, before the response goroutine starts
@@ -33,7 +35,7 @@ type conn struct {
 	// The version gate's reader and writer of the client, and the goroutine path's.
 	cr       *frameReader
 	toClient *frameWriter
-	lost     []inflight // the requests failed when the node was lost (nodeLost)
+	lost     []pipeline.Inflight // the requests failed when the node was lost (nodeLost)
 	// goPath is the rest of the goroutine path's state, nil on a loop (goroutines.go).
 	*goPath
 
@@ -51,7 +53,7 @@ type conn struct {
 
 // setVersion fixes the connection's protocol version, before the node is dialled.
 func (c *conn) setVersion(v byte) {
-	c.version = v
+	c.Version = v
 	if v == cql.V5 {
 		c.v5 = new(v5conn)
 	}
@@ -64,15 +66,12 @@ func (c *conn) segmentsFromClient() bool { return c.v5 != nil && c.v5.client.Loa
 // segmentsFromNode reports whether the node sends segments; response side.
 func (c *conn) segmentsFromNode() bool { return c.v5 != nil && c.v5.node }
 
-// frameViews are the views of one request and one response (pipeline.views).
-type frameViews struct{ req, resp cql.Frame }
-
 func (p *Proxy) newConn(nc net.Conn, g *group) *conn {
 	setNoDelay(nc)
 	c := &conn{
-		pipeline: pipeline{p: p, clientAddr: addrPort(nc.RemoteAddr())},
-		group:    g,
-		client:   nc,
+		p:      p,
+		group:  g,
+		client: nc,
 	}
 	// A connection bound for an event loop uses its own reader and writer only for the
 	// version gate: small ones, or 1,000 connections would leave 32 MiB of garbage behind.
@@ -81,20 +80,7 @@ func (p *Proxy) newConn(nc net.Conn, g *group) *conn {
 		size = gateBufferSize
 	}
 	c.cr, c.toClient = newFrameReader(nc, size), newFrameWriter(nc, size)
-	local := addrPort(nc.LocalAddr())
-	c.advertise = local
-	if a := p.advertise; a.Addr().IsValid() {
-		port := a.Port()
-		if port == 0 {
-			port = local.Port()
-		}
-		c.advertise = netip.AddrPortFrom(a.Addr(), port)
-	}
-	c.peerPort = uint16(p.cfg.PeerPort)
-	if c.peerPort == 0 {
-		c.peerPort = c.advertise.Port()
-	}
-	c.traceOn = p.log.GetLevel() <= zerolog.TraceLevel
+	c.Init(p.sh, addrPort(nc.RemoteAddr()), addrPort(nc.LocalAddr()), p.sh.Log.GetLevel() <= zerolog.TraceLevel)
 	p.register(c)
 	return c
 }
@@ -122,7 +108,7 @@ func addrPort(a net.Addr) netip.AddrPort {
 func (c *conn) serve(ctx context.Context) {
 	if err := c.open(ctx); err != nil {
 		if !isClosed(err) {
-			c.debug().Err(err).Msg("connection not opened")
+			c.Debug().Err(err).Msg("connection not opened")
 		}
 		c.closeAll()
 		c.retire()
@@ -156,7 +142,7 @@ func (c *conn) open(ctx context.Context) error {
 	if err != nil {
 		err = fmt.Errorf("connect to node %s: %w", c.p.cfg.NodeAddr, err)
 		c.p.nodeFailures.Add(1)
-		c.warn().Err(err).Msg("node unreachable")
+		c.Warn().Err(err).Msg("node unreachable")
 		// Answer the first request so the driver sees why; Overloaded tells it that the
 		// request was not processed and may go to another node.
 		if hb, perr := c.cr.Peek(cql.HeaderSize); perr == nil {
@@ -178,8 +164,8 @@ func (c *conn) open(ctx context.Context) error {
 		nc.Close() // closeAll ran while we dialled
 		return errClientGone
 	}
-	c.nodeAddr = addrPort(nc.RemoteAddr())
-	c.debug().Str("node", c.nodeAddr.String()).Uint8("version", c.version).Msg("connection opened")
+	c.NodeAddr = addrPort(nc.RemoteAddr())
+	c.Debug().Str("node", c.NodeAddr.String()).Uint8("version", c.Version).Msg("connection opened")
 	return nil
 }
 
@@ -195,23 +181,6 @@ func (p *Proxy) loopBound(nc net.Conn) bool {
 	return tcp && p.nodeTLS == nil && !p.noLoop
 }
 
-// wrote tells tracing that the frames of tickets went out: requests to the node (Sent),
-// or responses to the client (Done). Both paths call it after the write that carried them,
-// from the side that owns tickets; only requests traced with events are listed.
-func (c *conn) wrote(tickets []tracing.Ticket, toClient bool) {
-	if len(tickets) == 0 {
-		return
-	}
-	now := tracing.Now()
-	for _, t := range tickets {
-		if toClient {
-			c.tr.Load().Done(t, now)
-		} else {
-			t.Sent(now)
-		}
-	}
-}
-
 // rejectVersion answers a frame of protocol version v, which the proxy does not let
 // through, with the ProtocolError that Cassandra sends, so that drivers step down. Versions
 // 1 and 2 have an 8-byte header with a one-byte stream id; later ones have the 9-byte
@@ -219,7 +188,7 @@ func (c *conn) wrote(tickets []tracing.Ticket, toClient bool) {
 // may then send a supported version on this connection or another.
 func (c *conn) rejectVersion(v byte) error {
 	if v&cql.ResponseBit != 0 || v == 0 {
-		return &protocolError{msg: fmt.Sprintf("invalid version byte 0x%02x", v)}
+		return &pipeline.ProtocolError{Msg: fmt.Sprintf("invalid version byte 0x%02x", v)}
 	}
 	hsize := cql.HeaderSize
 	if v <= 2 {
@@ -236,7 +205,7 @@ func (c *conn) rejectVersion(v byte) error {
 	} else {
 		stream = int16(binary.BigEndian.Uint16(hb[2:4]))
 	}
-	if pe := c.tooBig(stream, n); pe != nil {
+	if pe := c.TooBig(stream, n); pe != nil {
 		return pe
 	}
 	if _, err := c.cr.Discard(hsize + int(n)); err != nil {
@@ -244,7 +213,7 @@ func (c *conn) rejectVersion(v byte) error {
 	}
 	c.p.rejected.Add(1)
 	msg := cql.UnsupportedVersionMessage(v, c.p.maxVersion())
-	logVersionProbe(c.debug(), v, c.p.maxVersion())
+	logVersionProbe(c.Debug(), v, c.p.maxVersion())
 	body := cql.Error{Code: cql.ErrCodeProtocol, Message: msg}.AppendBody(nil, cql.V4)
 	var f []byte
 	if v <= 2 {

@@ -6,6 +6,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/tracecar/tracecar/sidecar/pipeline"
+
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/tracing"
 )
@@ -70,7 +72,7 @@ func (c goroutines) runRequests() {
 // startGoroutinePath sets up the buffers of the goroutine path.
 func (c goroutines) startGoroutinePath() {
 	c.goPath = &goPath{reqDone: make(chan struct{}), respDone: make(chan struct{})}
-	c.views = new(frameViews)
+	c.Views = new(pipeline.Views)
 	c.nr = newFrameReader(c.node, readBufferSize)
 	c.nr.preload(c.takeNodePend())
 	c.toNode = newFrameWriter(c.node, writeBufferSize)
@@ -117,7 +119,7 @@ func (c goroutines) forwardRequest(r *frameReader, h cql.Header) error {
 	if err != nil {
 		return err
 	}
-	t, fx := c.request(h, frame, n, 0)
+	t, fx := c.Request(h, frame, n, 0)
 	if t.Events() {
 		c.sentQ = append(c.sentQ, t)
 	}
@@ -139,7 +141,7 @@ func (c goroutines) forwardRequest(r *frameReader, h cql.Header) error {
 	}
 	if err == nil && !frameReady(r) {
 		if err = c.toNode.flush(); err == nil {
-			c.wrote(c.sentQ, false)
+			c.Wrote(c.sentQ, false)
 			c.sentQ = c.sentQ[:0]
 		}
 	}
@@ -150,7 +152,7 @@ func (c goroutines) forwardRequest(r *frameReader, h cql.Header) error {
 }
 
 // readRequest returns the request of n bytes at the head of r: in r's buffer when it fits
-// there, read whole into reqBuf when the proxy reads it (see requestWhole), or nil when it
+// there, read whole into reqBuf when the proxy reads it (see pipeline.Conn.ReadsRequest), or nil when it
 // is streamed through unread.
 func (c goroutines) readRequest(r *frameReader, h cql.Header, n int) ([]byte, error) {
 	switch {
@@ -160,7 +162,7 @@ func (c goroutines) readRequest(r *frameReader, h cql.Header, n int) ([]byte, er
 			return nil, noEOF(err)
 		}
 		return frame, nil
-	case c.requestWhole(h):
+	case c.ReadsRequest(h):
 		var err error
 		if c.reqBuf, err = c.readWhole(r, n); err != nil {
 			return nil, err
@@ -235,15 +237,15 @@ func (c goroutines) forwardResponses() error {
 // waited for.
 func (c goroutines) forwardResponse(r *frameReader, h cql.Header, arrived *int64) (bool, error) {
 	n := cql.HeaderSize + int(h.Length)
-	var req inflight
+	var req pipeline.Inflight
 	left := c.requestFor(h, &req)
 	frame, err := c.readResponse(r, h, &req, n)
 	if err != nil {
 		return false, err
 	}
-	*arrived = c.arrival(*arrived, req.stat.Active())
-	out, done := c.response(h, frame, &req, *arrived)
-	if req.op == cql.OpStartup {
+	*arrived = c.Arrival(*arrived, &req)
+	out, done := c.Response(h, frame, &req, *arrived)
+	if req.Op == cql.OpStartup {
 		segments{c.conn}.segmentsAfter(h.Opcode)
 	}
 	if done.Events() {
@@ -262,11 +264,11 @@ func (c goroutines) forwardResponse(r *frameReader, h cql.Header, arrived *int64
 			c.respBuf = nil
 		}
 	}
-	c.queued(req, *arrived)
+	c.Queued(req, *arrived)
 	drained := c.answered(left, size) && c.requestsStopped()
 	if err == nil && (drained || !frameReady(r)) {
 		if err = c.toClient.flush(); err == nil {
-			c.wrote(c.doneQ, true)
+			c.Wrote(c.doneQ, true)
 			c.doneQ = c.doneQ[:0]
 		}
 	}
@@ -277,13 +279,13 @@ func (c goroutines) forwardResponse(r *frameReader, h cql.Header, arrived *int64
 }
 
 // readResponse returns the response of n bytes at the head of r: in r's buffer when it
-// fits there, read whole into respBuf when the proxy reads it (see responseWhole), or nil
+// fits there, read whole into respBuf when the proxy reads it (see pipeline.Conn.ReadsResponse), or nil
 // when it is streamed through unread.
-func (c goroutines) readResponse(r *frameReader, h cql.Header, req *inflight, n int) ([]byte, error) {
+func (c goroutines) readResponse(r *frameReader, h cql.Header, req *pipeline.Inflight, n int) ([]byte, error) {
 	switch {
 	case n <= r.Size():
 		return r.Peek(n)
-	case c.responseWhole(h, req):
+	case c.ReadsResponse(h, req):
 		var err error
 		if c.respBuf, err = cql.AppendRead(c.respBuf[:0], r, n); err != nil {
 			return nil, err
@@ -307,14 +309,14 @@ func (c goroutines) requestsStopped() bool {
 // unless it is a drained read with requests still in flight: then the response goroutine
 // stops it after the last answer.
 func (c goroutines) requestsEnded(err error) {
-	var pe *protocolError
+	var pe *pipeline.ProtocolError
 	switch {
 	case c.getState() >= stateEnding:
 		// Stopped by the response goroutine or the proxy: that cause stands.
 	case isTimeout(err) && c.getState() == stateDraining:
 		// reqDone is closed before this check, and the response goroutine checks reqDone
 		// after taking a stream: one of the two sees the last answer.
-		if c.streams.len() == 0 {
+		if c.Streams.Len() == 0 {
 			c.stop(errDrained)
 		}
 	case errors.As(err, &pe):
@@ -323,7 +325,7 @@ func (c goroutines) requestsEnded(err error) {
 		c.stop(err)
 	default:
 		if !isClosed(err) {
-			c.debug().Err(err).Msg("client read")
+			c.Debug().Err(err).Msg("client read")
 		}
 		c.stop(fmt.Errorf("%w: %w", errClientGone, err))
 	}

@@ -7,6 +7,8 @@ import (
 	"net"
 	"os"
 
+	"github.com/tracecar/tracecar/sidecar/pipeline"
+
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/sidecar/handover"
 )
@@ -85,35 +87,22 @@ func (c *conn) takeNodePend() []byte {
 	return b
 }
 
-// compressionNames are the names of compressors, by pipeline.comp.
-var compressionNames = [...]string{"", "lz4", "snappy"}
-
-func compressionIndex(name string) (int32, bool) {
-	for i, n := range compressionNames {
-		if n == name {
-			return int32(i), true
-		}
-	}
-	return 0, false
-}
-
 // movedState returns the state of c to hand over, with the pending bytes.
 func (c *conn) movedState(id uint64, clientPend, nodePend []byte) handover.State {
+	s := c.State()
 	m := handover.State{
 		ID:            id,
-		Version:       c.version,
+		Version:       s.Version,
 		Framing:       handover.FramingFrames,
-		Compression:   compressionNames[c.comp.Load()],
-		Ready:         c.ready.Load(),
-		InSystem:      c.inSystem.Load(),
+		Compression:   s.Compression,
+		Ready:         s.Ready,
+		InSystem:      s.InSystem,
+		User:          s.User,
 		ClientPending: clientPend,
 		NodePending:   nodePend,
 	}
 	if c.segmentsFromNode() {
 		m.Framing, m.SegmentsLZ4 = handover.FramingSegments, c.v5.lz4.Load()
-	}
-	if t := c.tr.Load(); t != nil {
-		m.User = t.User()
 	}
 	return m
 }
@@ -125,7 +114,8 @@ func (p *Proxy) adoptConn(m handover.State, clientFD, nodeFD int, g *group) (*co
 	cf, nf := os.NewFile(uintptr(clientFD), "client"), os.NewFile(uintptr(nodeFD), "node")
 	defer cf.Close()
 	defer nf.Close()
-	comp, ok := compressionIndex(m.Compression)
+	s := pipeline.State{Version: m.Version, Compression: m.Compression, Ready: m.Ready, InSystem: m.InSystem, User: m.User}
+	stateErr := pipeline.CheckState(s)
 	switch {
 	case m.Framing != handover.FramingFrames && m.Framing != handover.FramingSegments:
 		return nil, fmt.Errorf("framing %q is not known here", m.Framing)
@@ -133,8 +123,8 @@ func (p *Proxy) adoptConn(m handover.State, clientFD, nodeFD int, g *group) (*co
 		return nil, fmt.Errorf("protocol version %d is not served here (--max-protocol-version %d)", m.Version, p.maxVersion())
 	case m.Framing == handover.FramingSegments && m.Version < cql.V5:
 		return nil, fmt.Errorf("segments at protocol version %d", m.Version)
-	case !ok:
-		return nil, fmt.Errorf("compression %q is not known here", m.Compression)
+	case stateErr != nil:
+		return nil, stateErr
 	}
 	client, err := net.FileConn(cf)
 	if err != nil {
@@ -148,9 +138,6 @@ func (p *Proxy) adoptConn(m handover.State, clientFD, nodeFD int, g *group) (*co
 	p.adopted.Add(1)
 	c := p.newConn(client, g)
 	c.setVersion(m.Version)
-	c.comp.Store(comp)
-	c.ready.Store(m.Ready)
-	c.inSystem.Store(m.InSystem)
 	if m.Framing == handover.FramingSegments {
 		// The handshake ended in the old process: segments both ways, as segmentsAfter
 		// leaves a connection.
@@ -159,17 +146,15 @@ func (p *Proxy) adoptConn(m handover.State, clientFD, nodeFD int, g *group) (*co
 		c.v5.client.Store(true)
 	}
 	c.node = node
-	c.nodeAddr = addrPort(node.RemoteAddr())
-	if p.tr != nil && m.User != "" {
-		c.traceConn().SetUser(m.User)
-	}
+	c.NodeAddr = addrPort(node.RemoteAddr())
+	c.Restore(s) // after the node address, which the tracing state names
 	if n := len(m.ClientPending); n > 0 {
 		// The bytes the old process read go first, into the client reader, where both
 		// transports take what a connection's gate read (toLoop, startGoroutinePath).
 		c.cr.preload(m.ClientPending)
 	}
 	c.handover.nodePend = m.NodePending
-	c.debug().Str("node", c.nodeAddr.String()).Uint8("version", c.version).Msg("connection adopted from the predecessor process")
+	c.Debug().Str("node", c.NodeAddr.String()).Uint8("version", c.Version).Msg("connection adopted from the predecessor process")
 	return c, nil
 }
 

@@ -6,10 +6,14 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/tracecar/tracecar/internal/testkit/frames"
+	"github.com/tracecar/tracecar/sidecar/pipeline"
 
 	"github.com/tracecar/tracecar/internal/cql"
 )
@@ -18,19 +22,19 @@ import (
 // of hanging it. Nothing is asserted about time.
 const testTimeout = 20 * time.Second
 
-// frame builds a frame with the given header fields and body.
-func frame(version, flags byte, stream int16, op cql.Opcode, body []byte) []byte {
-	f := cql.AppendHeader(nil, cql.Header{Version: version, Flags: flags, Stream: stream, Opcode: op, Length: uint32(len(body))})
-	return append(f, body...)
-}
-
-// queryBody is the body of a QUERY of q at consistency ONE without values.
-func queryBody(q string) []byte {
-	return cql.Query{Query: q, Params: cql.QueryParams{Consistency: cql.One}}.AppendBody(nil, cql.V4)
-}
-
-// voidBody is the body of a RESULT Void.
-func voidBody() []byte { return cql.VoidResult{}.AppendBody(nil, cql.V4) }
+// The frames and bodies the tests send and answer with.
+var (
+	frame          = frames.Frame
+	queryBody      = frames.QueryBody
+	voidBody       = frames.VoidBody
+	executeFrame   = frames.ExecuteFrame
+	rowsBody       = frames.RowsBody
+	localColumns   = frames.LocalColumns
+	peersV2Columns = frames.PeersV2Columns
+	ip             = frames.IP
+	port           = frames.Port
+	text           = frames.Text
+)
 
 // fakeNode is a goroutine speaking frames: by default it answers every request with a
 // RESULT Void on the request's stream. Tests replace handle to answer otherwise.
@@ -286,4 +290,15 @@ func recvWithin[T any](tb testing.TB, ch <-chan T) T {
 		var zero T
 		return zero
 	}
+}
+
+// socketlessConn is a connection of p at protocol version v without sockets, for driving
+// the per-frame work that both transports run.
+func socketlessConn(p *Proxy, v byte) *conn {
+	c := &conn{p: p}
+	ap := netip.MustParseAddrPort("127.0.0.1:1")
+	c.Init(p.sh, ap, ap, false)
+	c.Version, c.NodeAddr = v, ap
+	c.Views = new(pipeline.Views)
+	return c
 }

@@ -1,13 +1,10 @@
 package sidecar
 
 import (
-	"bytes"
 	"net"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/tracecar/tracecar/internal/cql"
 )
 
 // What a hostile or broken client can make the proxy hold is bounded here:
@@ -28,33 +25,6 @@ import (
 //     in readWhole; the event loop, which must not block, stops reading the connection and
 //     retries every budgetPoll (loop.holdFrame, loop.retryBudget). The loop holds whole
 //     every frame larger than its read buffer, so it charges all of those.
-
-// frameLimit returns the largest frame, header included, that the client may send now.
-func (c *pipeline) frameLimit() uint64 {
-	if !c.ready.Load() {
-		return min(cql.MaxStartupFrameSize, uint64(c.p.maxFrame))
-	}
-	return uint64(c.p.maxFrame)
-}
-
-// tooBig returns the ProtocolError for a frame whose claimed body of n bytes is over the
-// connection's limit, or nil. Its text is Cassandra 4's.
-func (c *pipeline) tooBig(stream int16, n uint32) *protocolError {
-	limit := c.frameLimit()
-	if uint64(n)+cql.HeaderSize <= limit {
-		return nil
-	}
-	c.p.tooBig.Add(1)
-	return &protocolError{stream: stream, msg: cql.FrameTooBigMessage(n, int(limit))}
-}
-
-// noteHandshake raises the frame limit once the node has answered STARTUP with READY, or
-// authentication with AUTH_SUCCESS. It is called by pipeline.response, on either data path.
-func (c *pipeline) noteHandshake(op cql.Opcode) {
-	if (op == cql.OpReady || op == cql.OpAuthSuccess) && !c.ready.Load() {
-		c.ready.Store(true)
-	}
-}
 
 // refuseLogEvery spaces the log lines about refused connections.
 const refuseLogEvery = 10 * time.Second
@@ -78,7 +48,7 @@ func (p *Proxy) refuse(nc net.Conn) bool {
 	now := time.Now().UnixNano()
 	if last := p.refusedLogged.Load(); now-last >= int64(refuseLogEvery) && p.refusedLogged.CompareAndSwap(last, now) {
 		p.refusedUnlogged.Add(-n)
-		p.log.Warn().Int("max_connections", p.cfg.MaxConnections).Int("open", open).Int64("refused", n).
+		p.sh.Log.Warn().Int("max_connections", p.cfg.MaxConnections).Int("open", open).Int64("refused", n).
 			Str("client", nc.RemoteAddr().String()).
 			Msg("connection limit reached (--max-connections): closing new client connections until some end")
 	}
@@ -92,77 +62,6 @@ type limitCounters struct {
 	refusedUnlogged atomic.Int64  // refused since the last log line
 	refusedLogged   atomic.Int64  // unix nanoseconds of the last log line
 	tooBig          atomic.Uint64 // frames refused for their size
-}
-
-// Keys that SUPPORTED must not carry through the proxy: they name ports of the node that a
-// shard-aware driver (ScyllaDB's) would connect to directly, around the sidecar.
-var bypassKeys = [...]string{"SCYLLA_SHARD_AWARE_PORT", "SCYLLA_SHARD_AWARE_PORT_SSL"}
-
-// rewriteSupported returns a SUPPORTED response without the keys that let a driver bypass
-// the proxy, or frame itself when it has none of them. The other SCYLLA_* keys (shard
-// count, partitioner, sharding algorithm) pass: a driver may still compute shards, it just
-// cannot reach them by another port.
-//
-// A node answers every connection's OPTIONS with the same frame but for its stream id, so
-// the last one rewritten is kept (Proxy.supported): a frame like it costs a copy, not the
-// decoding of its multimap and an encoding (about 1.2 KiB of garbage for every new
-// connection).
-func (c *pipeline) rewriteSupported(f *cql.Frame) []byte {
-	frame := f.Raw()
-	if last := c.p.supported.Load(); last != nil && last.matches(frame) {
-		if last.out == nil {
-			return frame
-		}
-		inc(&c.counters.rewritten, 1) // as encode counts the first
-		c.debug().Msg(supportedRewritten)
-		return last.withStream(frame)
-	}
-	h, prefix, body, comp, ok := responseBody(f)
-	if !ok || h.Opcode != cql.OpSupported {
-		return frame
-	}
-	m, err := cql.DecodeSupported(body)
-	if err != nil {
-		return frame
-	}
-	found := false
-	for _, k := range bypassKeys {
-		if _, ok := m.Options[k]; ok {
-			delete(m.Options, k)
-			found = true
-		}
-	}
-	if !found {
-		c.p.supported.Store(&supportedRewrite{in: bytes.Clone(frame)})
-		return frame
-	}
-	out, ok := c.encode(h, prefix, m, comp)
-	if !ok {
-		return frame
-	}
-	c.p.supported.Store(&supportedRewrite{in: bytes.Clone(frame), out: bytes.Clone(out)})
-	c.debug().Msg(supportedRewritten)
-	return out
-}
-
-const supportedRewritten = "SUPPORTED: removed the shard-aware ports"
-
-// supportedRewrite is a SUPPORTED frame from the node and its rewrite (nil: it needed
-// none). Both are immutable once stored.
-type supportedRewrite struct{ in, out []byte }
-
-// matches reports whether frame is r.in but for the stream id (bytes 2 and 3 of a header
-// of protocol v3 and later).
-func (r *supportedRewrite) matches(frame []byte) bool {
-	return len(frame) == len(r.in) && len(frame) >= cql.HeaderSize &&
-		bytes.Equal(frame[:2], r.in[:2]) && bytes.Equal(frame[4:], r.in[4:])
-}
-
-// withStream returns a copy of r.out with the stream id of frame.
-func (r *supportedRewrite) withStream(frame []byte) []byte {
-	out := bytes.Clone(r.out)
-	copy(out[2:4], frame[2:4])
-	return out
 }
 
 // byteBudget is a counting semaphore of bytes. Its zero value is not usable: call init.

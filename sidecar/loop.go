@@ -14,6 +14,8 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/tracecar/tracecar/sidecar/pipeline"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/tracecar/tracecar/internal/metrics"
@@ -41,10 +43,10 @@ type loop struct {
 	waiting []*side // client sides waiting for the budget of frames held whole
 	rbuf    []byte
 	wbuf    []byte
-	views   frameViews // the frame views of every connection of the loop (pipeline.views)
+	views   pipeline.Views // the frame views of every connection of the loop (pipeline.views)
 	tickets []tracing.Ticket
 	answers []metrics.Answer
-	spare   spareSlots // the empty stream tables of its connections (streamTable.spare)
+	spare   pipeline.SpareSlots // the empty stream tables of its connections (streamTable.spare)
 	events  []unix.EpollEvent
 	// idle says that the last raw wait saw nothing for rawWaitMillis: the next wait tells
 	// the runtime it blocks (wait).
@@ -192,7 +194,7 @@ func (c *conn) toLoop() bool {
 	}
 	l, err := c.p.loops.pick()
 	if err != nil {
-		c.warn().Err(err).Msg("event loop unavailable: using goroutines")
+		c.Warn().Err(err).Msg("event loop unavailable: using goroutines")
 		return false
 	}
 	// Hold mu while the sockets change hands, so that closeAll and drain either ran before
@@ -392,14 +394,14 @@ func (l *loop) commands() {
 
 // add registers a connection's sockets, and forwards the frames its client reader held.
 func (l *loop) add(c *conn) {
-	c.views = &l.views
-	c.streams.spare = &l.spare
+	c.Views = &l.views
+	c.Streams.SetSpares(&l.spare)
 	cs, ns := &c.sides[0], &c.sides[1]
 	for _, s := range []*side{cs, ns} {
 		s.events = unix.EPOLLIN
 		ev := unix.EpollEvent{Events: s.events, Fd: int32(s.fd)}
 		if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, s.fd, &ev); err != nil {
-			c.warn().Err(err).Msg("event loop: epoll_ctl")
+			c.Warn().Err(err).Msg("event loop: epoll_ctl")
 			l.close(c)
 			return
 		}
@@ -480,7 +482,7 @@ func (l *loop) drain(c *conn) {
 	cs := &c.sides[0]
 	cs.paused = true
 	l.setEvents(cs)
-	if c.streams.len() == 0 && len(cs.out) == 0 {
+	if c.Streams.Len() == 0 && len(cs.out) == 0 {
 		l.close(c)
 	}
 }
@@ -502,7 +504,7 @@ func (l *loop) close(c *conn) {
 	if !c.advance(stateClosed) {
 		return
 	}
-	c.streams.spare = nil // what empties the table from here on is not this loop
+	c.Streams.SetSpares(nil) // what empties the table from here on is not this loop
 	if c.move.moving {
 		l.moveOver(c, handover.Ended)
 	}

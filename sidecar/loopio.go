@@ -7,9 +7,12 @@ import (
 	"io"
 	"unsafe"
 
+	"github.com/tracecar/tracecar/sidecar/pipeline"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/rs/zerolog"
+
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/internal/metrics"
 	"github.com/tracecar/tracecar/tracing"
@@ -160,7 +163,7 @@ func (l *loop) frames(s *side, data []byte) {
 	if len(b.answers) > 0 {
 		// The responses of this read are queued for the client: one clock read records
 		// them all (conn.queued is the goroutine path's, a frame at a time).
-		c.p.metrics.Answered(b.answers, b.arrived, tracing.Now())
+		c.p.sh.Metrics.Answered(b.answers, b.arrived, tracing.Now())
 		l.answers = b.answers[:0]
 	}
 	if len(b.out) > 0 {
@@ -182,16 +185,16 @@ func (l *loop) frames(s *side, data []byte) {
 // batch is what the frames of one read become: the bytes for the peer, and what is left to
 // do once they are sent.
 type batch struct {
-	out     []byte           // for the peer: d.out, or the loop's scratch buffer
-	direct  bool             // out is the scratch buffer: d had no output pending
-	tickets []tracing.Ticket // the traced frames in out, for conn.wrote
-	answers []metrics.Answer // the requests answered by the responses in out, for metrics
-	arrived int64            // when the read returned, once a frame needed it (arrival)
-	drained bool             // a response was the answer a drained connection waited for
-	need    int              // the size of a frame whose header is in and whose rest is not
-	await   int              // the size of a v5 frame that waits for the budget (holdLarge)
-	bad     *protocolError   // a malformed client frame ends the connection
-	nodeErr error            // so does a malformed node frame
+	out     []byte                  // for the peer: d.out, or the loop's scratch buffer
+	direct  bool                    // out is the scratch buffer: d had no output pending
+	tickets []tracing.Ticket        // the traced frames in out, for conn.wrote
+	answers []metrics.Answer        // the requests answered by the responses in out, for metrics
+	arrived int64                   // when the read returned, once a frame needed it (arrival)
+	drained bool                    // a response was the answer a drained connection waited for
+	need    int                     // the size of a frame whose header is in and whose rest is not
+	await   int                     // the size of a v5 frame that waits for the budget (holdLarge)
+	bad     *pipeline.ProtocolError // a malformed client frame ends the connection
+	nodeErr error                   // so does a malformed node frame
 }
 
 // relay does the per-frame work on each whole frame at the head of data, read from s,
@@ -205,12 +208,12 @@ func (l *loop) relay(s *side, data []byte, b *batch) int {
 	}
 	out, tickets, answers, arrived, drained := b.out, b.tickets, b.answers, b.arrived, false
 	// Whether frames are logged at trace level is asked once for the read's frames.
-	logFrames := c.traceOn && c.p.logs(zerolog.TraceLevel)
+	logFrames := c.TraceOn && c.p.logs(zerolog.TraceLevel)
 	pos := 0
 	for len(data)-pos >= cql.HeaderSize {
 		hb := data[pos : pos+cql.HeaderSize]
 		var h cql.Header
-		var bad *protocolError
+		var bad *pipeline.ProtocolError
 		var err error
 		if s.client {
 			h, bad = c.requestHeader(hb)
@@ -234,8 +237,8 @@ func (l *loop) relay(s *side, data []byte, b *batch) int {
 		if s.client {
 			// One clock read per read from the client, shared by every request it
 			// delivered, as for responses.
-			arrived = c.arrival(arrived, c.p.stmts != nil)
-			t, fx := c.request(h, frame, n, arrived)
+			arrived = c.RequestArrival(arrived)
+			t, fx := c.Request(h, frame, n, arrived)
 			if t.Events() {
 				tickets = append(tickets, t)
 			}
@@ -245,19 +248,19 @@ func (l *loop) relay(s *side, data []byte, b *batch) int {
 			out = append(out, frame...)
 			continue
 		}
-		var req inflight
+		var req pipeline.Inflight
 		left := c.requestFor(h, &req)
-		arrived = c.arrival(arrived, req.stat.Active())
-		f, done := c.response(h, frame, &req, arrived)
+		arrived = c.Arrival(arrived, &req)
+		f, done := c.Response(h, frame, &req, arrived)
 		if done.Events() {
 			tickets = append(tickets, done)
 		}
 		out = append(out, f...)
-		if req.used && c.p.metrics != nil {
-			answers = append(answers, metrics.Answer{Start: req.start, Op: req.op})
+		if req.Used && c.p.sh.Metrics != nil {
+			answers = append(answers, metrics.Answer{Start: req.Start, Op: req.Op})
 		}
 		drained = c.answered(left, len(f)) || drained
-		if req.op == cql.OpStartup && (segments{c}).segmentsAfter(h.Opcode) {
+		if req.Op == cql.OpStartup && (segments{c}).segmentsAfter(h.Opcode) {
 			// What follows the answer to a v5 STARTUP is segments.
 			b.out, b.tickets, b.answers, b.arrived, b.drained = out, tickets, answers, arrived, drained
 			return pos + l.relaySegments(s, data[pos:], b)
@@ -316,7 +319,7 @@ func (l *loop) send(d *side, out []byte, direct bool, tickets []tracing.Ticket) 
 	}
 	n = max(n, 0)
 	if n == len(out) {
-		d.c.wrote(tickets, d.client)
+		d.c.Wrote(tickets, d.client)
 		return
 	}
 	if d.out == nil {
@@ -348,7 +351,7 @@ func (l *loop) writeOut(d *side) {
 	putBuffer(d.out) // all out: an idle connection holds no output buffer
 	d.out = nil
 	c := d.c
-	c.wrote(d.tickets, d.client)
+	c.Wrote(d.tickets, d.client)
 	clear(d.tickets)
 	d.tickets = d.tickets[:0]
 	l.setEvents(d)
@@ -356,7 +359,7 @@ func (l *loop) writeOut(d *side) {
 	case c.getState() == stateEnding:
 		l.close(c) // the last frames are out
 		return
-	case d.client && c.draining() && c.streams.len() == 0:
+	case d.client && c.draining() && c.Streams.Len() == 0:
 		l.close(c)
 		return
 	}
@@ -387,7 +390,7 @@ func (l *loop) readEnded(s *side, err error) {
 		return
 	}
 	if err != nil {
-		c.debug().Err(err).Msg("client read")
+		c.Debug().Err(err).Msg("client read")
 	}
 	l.close(c)
 }

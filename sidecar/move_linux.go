@@ -90,7 +90,7 @@ func (l *loop) tryMove(c *conn) {
 		return
 	}
 	cs, ns := &c.sides[0], &c.sides[1]
-	if c.streams.len() != 0 || len(cs.out) != 0 || len(ns.out) != 0 {
+	if c.Streams.Len() != 0 || len(cs.out) != 0 || len(ns.out) != 0 {
 		return
 	}
 	if c.v5 != nil && (c.v5.fromClient.Gathering() || c.v5.fromNode.Gathering()) {
@@ -99,7 +99,7 @@ func (l *loop) tryMove(c *conn) {
 		return
 	}
 	var d handover.Detached
-	c.streams.spare = nil // its table is empty (and holds no slots), and leaves this loop
+	c.Streams.SetSpares(nil) // its table is empty (and holds no slots), and leaves this loop
 	for i := range c.sides {
 		s := &c.sides[i]
 		unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, s.fd, nil)
@@ -205,7 +205,7 @@ func (hp *handoverProxy) Immovable() string {
 
 func (hp *handoverProxy) DrainTimeout() time.Duration { return hp.cfg.DrainTimeout }
 func (hp *handoverProxy) Connections() int            { return hp.p().Stats().Connections }
-func (hp *handoverProxy) Log() *zerolog.Logger        { return hp.log }
+func (hp *handoverProxy) Log() *zerolog.Logger        { return hp.sh.Log }
 func (hp *handoverProxy) Serving() bool               { return hp.p().servingGroup() != nil }
 
 func (hp *handoverProxy) StartLoops() {
@@ -281,7 +281,7 @@ func (m *movingConn) Closed() bool   { return m.c().getState() == stateClosed }
 func (m *movingConn) Released() bool { return m.closed.Load() }
 func (m *movingConn) Drain()         { m.c().drain() }
 func (m *movingConn) CloseAll()      { m.c().closeAll() }
-func (m *movingConn) Client() string { return m.clientAddr.String() }
+func (m *movingConn) Client() string { return m.ClientAddr.String() }
 func (m *movingConn) Moved()         { m.c().finishMoved() }
 
 func (m *movingConn) Export(id uint64, d handover.Detached) handover.State {

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/tracecar/tracecar/sidecar/pipeline"
+
 	"github.com/gocql/gocql"
 
 	"github.com/tracecar/tracecar/internal/node"
@@ -132,8 +134,8 @@ func TestE2ENoBypassDefaultGocql(t *testing.T) {
 // TestE2ENoBypassCatchesBrokenRewrite is the mutation check: with the system table rewrite
 // switched off, the driver learns the node's own address, and the no-bypass test must fail.
 func TestE2ENoBypassCatchesBrokenRewrite(t *testing.T) {
-	was := skipRewrite.Swap(true)
-	t.Cleanup(func() { skipRewrite.Store(was) })
+	was := pipeline.SkipRewrite.Swap(true)
+	t.Cleanup(func() { pipeline.SkipRewrite.Store(was) })
 	err := defaultGocqlBypass(t)
 	if err == nil {
 		t.Fatal("the no-bypass check passed with the system table rewrite switched off; want it to fail")

@@ -4,4 +4,6 @@ package sidecar
 
 // The broken build: `go test -tags tracecar_norewrite ./sidecar/` forwards system table
 // responses unchanged, and the no-bypass tests must fail.
-func init() { skipRewrite.Store(true) }
+import "github.com/tracecar/tracecar/sidecar/pipeline"
+
+func init() { pipeline.SkipRewrite.Store(true) }

@@ -6,6 +6,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tracecar/tracecar/sidecar/pipeline"
+
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/sidecar/handover"
 )
@@ -147,14 +149,14 @@ func (c goroutines) parkSide(s int) bool {
 	c.park.token[s] = tok
 	if c.park.token[1-s] != 0 {
 		// Both sides parked: nobody reads a frame, and the views go back to the pool.
-		viewPool.Put(c.views)
-		c.views = nil
+		viewPool.Put(c.Views)
+		c.Views = nil
 	}
 	return true
 }
 
 // viewPool holds the frame views of connections whose sides are both parked.
-var viewPool = sync.Pool{New: func() any { return new(frameViews) }}
+var viewPool = sync.Pool{New: func() any { return new(pipeline.Views) }}
 
 // unpark starts a goroutine for side s if it is parked, its socket taken back from the
 // parker; by the parker when the socket has something, and by unparkAll. c.mu must be held.
@@ -169,8 +171,8 @@ func (c goroutines) unpark(s int, token uint64) {
 	}
 	c.park.token[s] = 0
 	c.park.pk.Unwatch(t, c.rawSocket(s))
-	if c.views == nil {
-		c.views = viewPool.Get().(*frameViews)
+	if c.Views == nil {
+		c.Views = viewPool.Get().(*pipeline.Views)
 	}
 	if s == sideRequests {
 		go c.runRequests()
@@ -205,7 +207,7 @@ func (pc *parking) AskPark() {
 	c := goroutines{(*conn)(pc)}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	n := c.counters.bytesIn.Load() + c.counters.bytesOut.Load()
+	n := c.Counters.BytesIn.Load() + c.Counters.BytesOut.Load()
 	idle := n == c.park.seen
 	c.park.seen = n
 	if !idle || c.getState() != stateOpen {

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"net"
 	"net/netip"
+	"strings"
 	"sync"
 	"testing"
 
@@ -63,7 +64,7 @@ func (s *peerShim) accept() {
 				}
 				buf = b
 				if h.Opcode == cql.OpQuery && h.Flags&cql.FlagCompression == 0 {
-					if q, err := cql.DecodeQuery(body, h.ProtoVersion()); err == nil && statementTable([]byte(q.Query), false) == kindPeersV2 {
+					if q, err := cql.DecodeQuery(body, h.ProtoVersion()); err == nil && strings.Contains(strings.ToLower(q.Query), "system.peers_v2") {
 						mu.Lock()
 						peersStreams[h.Stream] = true
 						mu.Unlock()

@@ -7,17 +7,17 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/netip"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/tracecar/tracecar/sidecar/pipeline"
+
 	"github.com/rs/zerolog"
 
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/tracing"
-	"github.com/tracecar/tracecar/tracing/capture"
 )
 
 // Stats are a Proxy's counters since New.
@@ -62,26 +62,23 @@ func (s Stats) TotalRequests() uint64 {
 // Proxy relays CQL connections to one node. Create it with New and run it with Serve. A
 // Proxy is safe for concurrent use.
 type Proxy struct {
-	cfg       Config
-	tr        *tracing.Tracer
-	log       *zerolog.Logger
-	metrics   Metrics
-	stmts     StatementStats
-	capture   *capture.Capture // nil: no workload capture
-	maxFrame  uint32
-	advertise netip.AddrPort // zero Addr: the client connection's local address
-	cfgErr    error
-	nodeTLS   *tls.Config // Config.NodeTLS with its ServerName set
-	noLoop    bool        // Config.NoEventLoop, or TRACECAR_EVENT_LOOP=off
-	loops     *loopGroup  // the event loops: the process's (processLoops)
+	cfg Config
+	// sh is what the pipelines of the proxy's connections share: the tracer, statement
+	// statistics, the capture, the metrics and the logger, the limits and addresses, and
+	// what the proxy learns from the node for every connection (sidecar/pipeline).
+	sh      *pipeline.Shared
+	cfgErr  error
+	nodeTLS *tls.Config // Config.NodeTLS with its ServerName set
+	noLoop  bool        // Config.NoEventLoop, or TRACECAR_EVENT_LOOP=off
+	loops   *loopGroup  // the event loops: the process's (processLoops)
 
 	// dial opens a node connection; tests replace it.
 	dial func(ctx context.Context) (net.Conn, error)
 
 	mu      sync.Mutex
 	conns   map[*conn]struct{}
-	retired counts // counters of closed connections
-	serving *group // the group of the Serve call running, for adopted connections
+	retired pipeline.Counts // counters of closed connections
+	serving *group          // the group of the Serve call running, for adopted connections
 
 	accepted     atomic.Uint64
 	adopted      atomic.Uint64 // connections handed over by an old process (handover.go)
@@ -89,13 +86,6 @@ type Proxy struct {
 	rejected     atomic.Uint64
 	limitCounters
 	held byteBudget // bytes of client frames held whole, see limits.go
-
-	checked  checkedStmts               // prepared ids that read no system table
-	prepared *tracing.Statements        // the prepared-statement registry, shared with tr
-	nodeRPC  atomic.Pointer[netip.Addr] // the rpc_address the node reported
-	// supported is the last SUPPORTED rewritten (rewriteSupported): the node answers every
-	// connection's OPTIONS alike.
-	supported atomic.Pointer[supportedRewrite]
 }
 
 var nopLogger = zerolog.Nop()
@@ -113,32 +103,33 @@ func New(cfg Config, tr *tracing.Tracer) *Proxy {
 		cfg.MaxFrameSize = cql.DefaultMaxFrameSize
 	}
 	p := &Proxy{
-		cfg:      cfg,
-		tr:       tr,
-		log:      cfg.Logger,
-		metrics:  cfg.Metrics,
-		stmts:    cfg.Statements,
-		capture:  cfg.Capture,
-		maxFrame: uint32(cfg.MaxFrameSize),
-		noLoop:   cfg.NoEventLoop || eventLoopOff(),
-		loops:    &processLoops,
-		conns:    make(map[*conn]struct{}),
+		cfg:    cfg,
+		noLoop: cfg.NoEventLoop || eventLoopOff(),
+		loops:  &processLoops,
+		conns:  make(map[*conn]struct{}),
 	}
-	if p.log == nil {
-		p.log = &nopLogger
-	}
+	advertise, err := cfg.check()
+	p.cfgErr = err
+	p.sh = pipeline.NewShared(pipeline.Settings{
+		Tracer:     tr,
+		Log:        cmp.Or(cfg.Logger, &nopLogger),
+		LogGate:    cfg.LogGate,
+		Metrics:    cfg.Metrics,
+		Statements: cfg.Statements,
+		Capture:    cfg.Capture,
+		Peers:      cfg.Peers,
+		MaxFrame:   uint32(cfg.MaxFrameSize),
+		Advertise:  advertise,
+		PeerPort:   uint16(cfg.PeerPort),
+	})
 	p.held.init(int64(max(cmp.Or(cfg.MaxRequestDataInFlight, DefaultMaxRequestDataInFlight), cfg.MaxFrameSize)))
 	// One request counter per connection, read by the metrics and the tracer.
-	if p.metrics != nil {
-		p.metrics.CountRequests(func() map[cql.Opcode]uint64 { return p.Stats().Requests })
+	if m := p.sh.Metrics; m != nil {
+		m.CountRequests(func() map[cql.Opcode]uint64 { return p.Stats().Requests })
 	}
 	if tr != nil {
 		tr.CountRequests(func() uint64 { return p.Stats().TotalRequests() })
-		p.prepared = tr.Statements()
-	} else {
-		p.prepared = tracing.NewStatements(tracing.DefaultPreparedSize)
 	}
-	p.advertise, p.cfgErr = cfg.check()
 	p.nodeTLS = nodeTLSConfig(cfg.NodeTLS, cfg.NodeAddr)
 	d := net.Dialer{Timeout: cfg.DialTimeout}
 	p.dial = func(ctx context.Context) (net.Conn, error) {
@@ -179,7 +170,7 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 			if retryAccept(aerr) {
 				// Out of file descriptors, or a transient failure: back off as net/http does.
 				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
-				p.log.Warn().Err(aerr).Dur("retry_in", delay).Msg("accept")
+				p.sh.Log.Warn().Err(aerr).Dur("retry_in", delay).Msg("accept")
 				if sleep(ctx, delay) {
 					continue
 				}
@@ -237,7 +228,7 @@ type group struct{ wg sync.WaitGroup }
 func (p *Proxy) drain(g *group) {
 	conns := p.connsOf(g)
 	if len(conns) > 0 {
-		p.log.Info().Int("connections", len(conns)).Dur("timeout", p.cfg.DrainTimeout).Msg("draining")
+		p.sh.Log.Info().Int("connections", len(conns)).Dur("timeout", p.cfg.DrainTimeout).Msg("draining")
 	}
 	for _, c := range conns {
 		c.drain()
@@ -255,7 +246,7 @@ func (p *Proxy) drain(g *group) {
 	case <-t.C:
 	}
 	conns = p.connsOf(g)
-	p.log.Warn().Int("connections", len(conns)).Msg("drain timeout: closing connections with requests in flight")
+	p.sh.Log.Warn().Int("connections", len(conns)).Msg("drain timeout: closing connections with requests in flight")
 	for _, c := range conns {
 		c.closeAll()
 	}
@@ -276,9 +267,7 @@ func (p *Proxy) connsOf(g *group) []*conn {
 
 // logs reports whether lines at lvl may be written: false when Config.LogGate says that
 // they are off, true without a gate (zerolog decides). It is inlined.
-func (p *Proxy) logs(lvl zerolog.Level) bool {
-	return !p.cfg.LogGate.Valid() || p.cfg.LogGate.Enabled(lvl)
-}
+func (p *Proxy) logs(lvl zerolog.Level) bool { return p.sh.Logs(lvl) }
 
 // Stats returns the proxy's counters. It is safe for concurrent use.
 func (p *Proxy) Stats() Stats {
@@ -286,7 +275,7 @@ func (p *Proxy) Stats() Stats {
 	sum := p.retired
 	n := len(p.conns)
 	for c := range p.conns {
-		c.counters.addTo(&sum)
+		c.Counters.AddTo(&sum)
 	}
 	p.mu.Unlock()
 	st := Stats{
@@ -295,16 +284,16 @@ func (p *Proxy) Stats() Stats {
 		NodeFailures:     p.nodeFailures.Load(),
 		Rejected:         p.rejected.Load(),
 		Refused:          p.refused.Load(),
-		TooBig:           p.tooBig.Load(),
+		TooBig:           p.sh.TooBig.Load(),
 		Requests:         make(map[cql.Opcode]uint64),
-		Responses:        sum.responses,
-		Rewritten:        sum.rewritten,
-		BytesFromClients: sum.bytesIn,
-		BytesToClients:   sum.bytesOut,
-		Segments:         sum.segments[0] + sum.segments[1],
-		Resegmented:      sum.resegmented[0] + sum.resegmented[1],
+		Responses:        sum.Responses,
+		Rewritten:        sum.Rewritten,
+		BytesFromClients: sum.BytesIn,
+		BytesToClients:   sum.BytesOut,
+		Segments:         sum.Segments[0] + sum.Segments[1],
+		Resegmented:      sum.Resegmented[0] + sum.Resegmented[1],
 	}
-	for op, v := range sum.requests {
+	for op, v := range sum.Requests {
 		if v != 0 {
 			st.Requests[cql.Opcode(op)] = v
 		}
@@ -312,58 +301,13 @@ func (p *Proxy) Stats() Stats {
 	return st
 }
 
-// connCounters are the counters of one connection. Each is written by one goroutine only,
-// with a load and a store rather than a locked add, and read by Stats.
-type connCounters struct {
-	// requests are by opcode: a request's is below 16 (AUTH_RESPONSE is 15), and a frame
-	// with a higher one counts as 0 (ERROR, which no request is), apart from the real ones.
-	requests  [16]atomic.Uint64
-	bytesIn   atomic.Uint64 // request bytes read from the client
-	responses atomic.Uint64
-	rewritten atomic.Uint64
-	bytesOut  atomic.Uint64 // response bytes written to the client
-	// v5 segments read and re-encoded, by side: 0 from the client, 1 from the node.
-	segments, resegmented [2]atomic.Uint64
-}
-
-// counts are summed connCounters.
-type counts struct {
-	requests                                [16]uint64
-	bytesIn, responses, rewritten, bytesOut uint64
-	segments, resegmented                   [2]uint64
-}
-
-func inc(v *atomic.Uint64, n uint64) { v.Store(v.Load() + n) }
-
-// requestSlot returns the index of connCounters.requests that counts a request of opcode op.
-func requestSlot(op cql.Opcode) int {
-	if op >= 16 {
-		return 0
-	}
-	return int(op)
-}
-
-func (c *connCounters) addTo(sum *counts) {
-	for i := range c.requests {
-		sum.requests[i] += c.requests[i].Load()
-	}
-	sum.bytesIn += c.bytesIn.Load()
-	sum.responses += c.responses.Load()
-	sum.rewritten += c.rewritten.Load()
-	sum.bytesOut += c.bytesOut.Load()
-	for i := range c.segments {
-		sum.segments[i] += c.segments[i].Load()
-		sum.resegmented[i] += c.resegmented[i].Load()
-	}
-}
-
 // register adds c to the live connections.
 func (p *Proxy) register(c *conn) {
 	p.mu.Lock()
 	p.conns[c] = struct{}{}
 	p.mu.Unlock()
-	if p.metrics != nil {
-		p.metrics.ConnOpened()
+	if p.sh.Metrics != nil {
+		p.sh.Metrics.ConnOpened()
 	}
 }
 
@@ -371,9 +315,9 @@ func (p *Proxy) register(c *conn) {
 func (p *Proxy) unregister(c *conn) {
 	p.mu.Lock()
 	delete(p.conns, c)
-	c.counters.addTo(&p.retired)
+	c.Counters.AddTo(&p.retired)
 	p.mu.Unlock()
-	if p.metrics != nil {
-		p.metrics.ConnClosed()
+	if p.sh.Metrics != nil {
+		p.sh.Metrics.ConnClosed()
 	}
 }

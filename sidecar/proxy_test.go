@@ -374,40 +374,6 @@ func TestMalformedFrameClosesOnlyThatClient(t *testing.T) {
 	}
 }
 
-// rowsBody builds a RESULT Rows body with the given columns of system.table.
-func rowsBody(table string, cols []cql.ColumnSpec, noMetadata bool, rows ...[][]byte) []byte {
-	for i := range cols {
-		cols[i].Keyspace, cols[i].Table = "system", table
-	}
-	md := cql.RowsMetadata{Columns: cols, ColumnCount: len(cols)}
-	if noMetadata {
-		md.Flags = cql.RowsNoMetadata
-	}
-	return cql.RowsResult{Metadata: md, Rows: rows}.AppendBody(nil, cql.V4)
-}
-
-func localColumns() []cql.ColumnSpec {
-	return []cql.ColumnSpec{
-		{Name: "key", Type: cql.Simple(cql.TypeVarchar)},
-		{Name: "data_center", Type: cql.Simple(cql.TypeVarchar)},
-		{Name: "rpc_address", Type: cql.Simple(cql.TypeInet)},
-		{Name: "rpc_port", Type: cql.Simple(cql.TypeInt)},
-		{Name: "broadcast_address", Type: cql.Simple(cql.TypeInet)},
-	}
-}
-
-func peersV2Columns() []cql.ColumnSpec {
-	return []cql.ColumnSpec{
-		{Name: "peer", Type: cql.Simple(cql.TypeInet)},
-		{Name: "native_address", Type: cql.Simple(cql.TypeInet)},
-		{Name: "native_port", Type: cql.Simple(cql.TypeInt)},
-	}
-}
-
-func ip(s string) []byte   { return netip.MustParseAddr(s).AsSlice() }
-func port(n int) []byte    { return binary.BigEndian.AppendUint32(nil, uint32(n)) }
-func text(s string) []byte { return []byte(s) }
-
 func TestSystemTableRewrite(t *testing.T) {
 	nodeLocal := [][]byte{text("local"), text("datacenter1"), ip("10.9.9.9"), port(9042), ip("10.9.9.9")}
 	peer := [][]byte{ip("10.0.0.2"), ip("10.0.0.2"), port(9042)}

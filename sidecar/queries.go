@@ -6,6 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/tracecar/tracecar/sidecar/pipeline"
+
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/tracing"
 )
@@ -59,11 +61,11 @@ func (p *Proxy) Queries(min time.Duration, limit int) []Query {
 
 	out := make([]Query, 0, len(all))
 	for _, f := range all {
-		pk, still := f.c.streams.recheck(f.req)
+		pk, still := f.c.Streams.Recheck(f.req)
 		if !still {
 			continue // answered since the first pass
 		}
-		q := Query{Client: f.c.clientAddr, Opcode: f.req.op, Stream: f.req.stream, Elapsed: -1}
+		q := Query{Client: f.c.ClientAddr, Opcode: f.req.Op, Stream: f.req.Stream, Elapsed: -1}
 		if f.start != 0 {
 			q.Elapsed = max(time.Duration(now-f.start), 0)
 		}
@@ -71,7 +73,7 @@ func (p *Proxy) Queries(min time.Duration, limit int) []Query {
 			q.User = f.tr.User()
 		}
 		if pk.Held() {
-			in := p.tr.Describe(pk)
+			in := p.sh.Tracer.Describe(pk)
 			q.TraceMode = in.Mode
 			if in.Query != "" {
 				q.Statement, q.Keyspace, q.Table, q.Consistency = in.Query, in.Keyspace, in.Table, in.Consistency
@@ -79,7 +81,7 @@ func (p *Proxy) Queries(min time.Duration, limit int) []Query {
 			}
 		}
 		if q.From == "" {
-			if text, ks, table, ok := f.req.stat.Statement(); ok {
+			if text, ks, table, ok := f.req.Statement(); ok {
 				q.Statement, q.Keyspace, q.Table, q.From = p.redact(text), ks, table, FromStatements
 			}
 		}
@@ -92,7 +94,7 @@ func (p *Proxy) Queries(min time.Duration, limit int) []Query {
 type foundQuery struct {
 	c     *conn
 	tr    *tracing.Conn
-	req   inflight
+	req   pipeline.Inflight
 	start int64 // 0: unknown
 }
 
@@ -108,31 +110,15 @@ func (p *Proxy) inFlight(now int64, min time.Duration) []foundQuery {
 
 	var all []foundQuery
 	for _, c := range conns {
-		t := &c.streams
-		t.mu.Lock()
-		if t.n > 0 {
-			tr := c.tr.Load()
-			for i := range t.slots {
-				s := &t.slots[i]
-				if !s.used {
-					continue
-				}
-				start := cmp.Or(s.start, s.stat.Start(), s.trace.Start())
-				if start == 0 && min > 0 {
-					continue
-				}
-				if start != 0 && time.Duration(now-start) < min {
-					continue
-				}
-				all = append(all, foundQuery{c: c, tr: tr, req: *s, start: start})
-			}
-		}
-		t.mu.Unlock()
+		tr := c.Tracing()
+		c.Streams.InFlight(now, min, func(req pipeline.Inflight, start int64) {
+			all = append(all, foundQuery{c: c, tr: tr, req: req, start: start})
+		})
 	}
 	slices.SortFunc(all, func(a, b foundQuery) int {
 		switch {
 		case a.start == b.start:
-			return cmp.Compare(a.req.stream, b.req.stream)
+			return cmp.Compare(a.req.Stream, b.req.Stream)
 		case a.start == 0:
 			return 1
 		case b.start == 0:
@@ -146,34 +132,9 @@ func (p *Proxy) inFlight(now int64, min time.Duration) []foundQuery {
 // redact normalizes statement text as the tracer's session records do: a prepared
 // statement's entry keeps the text its PREPARE sent.
 func (p *Proxy) redact(q string) string {
-	if p.tr != nil {
-		return p.tr.RedactQuery(q)
+	if p.sh.Tracer != nil {
+		return p.sh.Tracer.RedactQuery(q)
 	}
 	text, _ := cql.NormalizeQuery(q, false, tracing.DefaultMaxQueryLen)
 	return text
-}
-
-// recheck reports whether req, copied from the table earlier, is still in flight (its
-// stream holds the same entry: a request answered since, or answered and followed by
-// another on its stream, is not), and then copies its tracing record, under the table's
-// lock, so that the response side cannot end it meanwhile.
-func (t *streamTable) recheck(req inflight) (tracing.Peek, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.n == 0 {
-		return tracing.Peek{}, false
-	}
-	mask := len(t.slots) - 1
-	for i := t.index(req.stream); ; i = (i + 1) & mask {
-		s := &t.slots[i]
-		switch {
-		case !s.used:
-			return tracing.Peek{}, false
-		case s.stream == req.stream:
-			if *s != req {
-				return tracing.Peek{}, false
-			}
-			return s.trace.Peek(), true
-		}
-	}
 }

@@ -6,6 +6,8 @@ import (
 	"os"
 	"sync/atomic"
 
+	"github.com/tracecar/tracecar/sidecar/pipeline"
+
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/tracing"
 )
@@ -76,9 +78,9 @@ func (p *Proxy) speaks(v byte) bool { return v >= cql.V3 && v <= p.maxVersion() 
 // apply makes the change of framing that the per-frame work on a request returned
 // (pipeline.request): a v5 STARTUP begins the segments. A frame changed in place
 // (fxEdited) needs a fresh CRC only in a segment, which requestSegment sees.
-func (c *conn) apply(fx effect) {
-	if fx&fxSegments != 0 {
-		segments{c}.beginV5(fx&fxSegmentsLZ4 != 0)
+func (c *conn) apply(fx pipeline.Effect) {
+	if fx&pipeline.FxSegments != 0 {
+		segments{c}.beginV5(fx&pipeline.FxSegmentsLZ4 != 0)
 	}
 }
 
@@ -184,21 +186,21 @@ func (c segments) segmentHead(hb []byte, client bool) (int, error) {
 	switch {
 	case err != nil:
 		return 0, badSegment(err)
-	case n > maxStartupSegment && !c.ready.Load():
-		c.p.tooBig.Add(1)
-		return 0, &protocolError{msg: "Invalid segment: a payload of " + itoa(n) + " bytes before authentication"}
+	case n > maxStartupSegment && !c.Ready():
+		c.p.sh.TooBig.Add(1)
+		return 0, &pipeline.ProtocolError{Msg: "Invalid segment: a payload of " + itoa(n) + " bytes before authentication"}
 	}
 	return n, nil
 }
 
 // badSegment is the protocolError for a client segment that fails its checks: the client
 // is answered on stream 0, as Cassandra answers a corrupt frame, and closed.
-func badSegment(err error) *protocolError {
-	var pe *protocolError
+func badSegment(err error) *pipeline.ProtocolError {
+	var pe *pipeline.ProtocolError
 	if errors.As(err, &pe) {
 		return pe
 	}
-	return &protocolError{msg: "Invalid segment: " + segmentProblem(err)}
+	return &pipeline.ProtocolError{Msg: "Invalid segment: " + segmentProblem(err)}
 }
 
 func segmentProblem(err error) string {
@@ -226,7 +228,7 @@ func (c segments) requestSegment(seg []byte, tickets []tracing.Ticket) ([]byte, 
 		}
 		return nil, tickets, badSegment(err)
 	}
-	inc(&c.counters.segments[0], 1)
+	pipeline.Inc(&c.Counters.Segments[0], 1)
 	if frames == nil {
 		return nil, tickets, nil
 	}
@@ -245,19 +247,19 @@ func (c segments) requestSegment(seg []byte, tickets []tracing.Ticket) ([]byte, 
 		c.traceFrame(h, true)
 		h.Flags &^= cql.FlagCompression // v5 compresses segments, not frames
 		flags := frame[1]
-		t, fx := c.request(h, frame, n, 0)
+		t, fx := c.Request(h, frame, n, 0)
 		if t.Events() {
 			tickets = append(tickets, t)
 		}
 		if fx != 0 {
 			c.apply(fx)
 		}
-		changed = changed || frame[1] != flags || fx&fxEdited != 0
+		changed = changed || frame[1] != flags || fx&pipeline.FxEdited != 0
 	}
 	if !changed && rd.SelfContained() {
 		return seg, tickets, nil // forwarded as it came
 	}
-	inc(&c.counters.resegmented[0], 1)
+	pipeline.Inc(&c.Counters.Resegmented[0], 1)
 	if rd.InPlace() {
 		// Its frames changed in place, in the segment: only its CRC is new.
 		binary.LittleEndian.PutUint32(seg[len(seg)-cql.SegmentTrailerSize:], cql.CRC32(frames))
@@ -282,7 +284,7 @@ func (c segments) responseSegment(seg []byte, arrived *int64, tickets []tracing.
 	if err != nil {
 		return nil, tickets, false, errors.New("malformed segment from node: " + segmentProblem(err))
 	}
-	inc(&c.counters.segments[1], 1)
+	pipeline.Inc(&c.Counters.Segments[1], 1)
 	if frames == nil {
 		return nil, tickets, false, nil
 	}
@@ -300,11 +302,11 @@ func (c segments) responseSegment(seg []byte, arrived *int64, tickets []tracing.
 		rest = rest[n:]
 		c.traceFrame(h, false)
 		h.Flags &^= cql.FlagCompression
-		var req inflight
+		var req pipeline.Inflight
 		left := c.requestFor(h, &req)
-		*arrived = c.arrival(*arrived, req.stat.Active())
+		*arrived = c.Arrival(*arrived, &req)
 		flags := frame[1]
-		f, done := c.response(h, frame, &req, *arrived)
+		f, done := c.Response(h, frame, &req, *arrived)
 		if done.Events() {
 			tickets = append(tickets, done)
 		}
@@ -315,7 +317,7 @@ func (c segments) responseSegment(seg []byte, arrived *int64, tickets []tracing.
 		if changed {
 			acc = append(acc, f...)
 		}
-		c.queued(req, *arrived)
+		c.Queued(req, *arrived)
 		drained = c.answered(left, len(f)) || drained
 	}
 	c.v5.respFrames = acc
@@ -325,7 +327,7 @@ func (c segments) responseSegment(seg []byte, arrived *int64, tickets []tracing.
 	if !changed {
 		return seg, tickets, drained, nil
 	}
-	inc(&c.counters.resegmented[1], 1)
+	pipeline.Inc(&c.Counters.Resegmented[1], 1)
 	c.v5.respOut = cql.AppendSegments(c.v5.respOut[:0], acc, rd.LZ4)
 	out = c.v5.respOut
 	if cap(out) > maxKeptBuffer {
@@ -399,7 +401,7 @@ func (c goroutines) requestSegments(r *frameReader) error {
 		}
 		if err == nil && !segmentReady(r, rd) {
 			if err = c.toNode.flush(); err == nil {
-				c.wrote(c.sentQ, false)
+				c.Wrote(c.sentQ, false)
 				c.sentQ = c.sentQ[:0]
 			}
 		}
@@ -456,7 +458,7 @@ func (c goroutines) responseSegments(r *frameReader, arrived int64) error {
 		drained = drained && c.requestsStopped()
 		if err == nil && (drained || !segmentReady(r, rd)) {
 			if err = c.toClient.flush(); err == nil {
-				c.wrote(c.doneQ, true)
+				c.Wrote(c.doneQ, true)
 				c.doneQ = c.doneQ[:0]
 			}
 		}

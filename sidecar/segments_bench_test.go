@@ -3,6 +3,8 @@ package sidecar
 import (
 	"testing"
 
+	"github.com/tracecar/tracecar/sidecar/pipeline"
+
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/tracing"
 )
@@ -45,7 +47,7 @@ func (pc *pathConnV5) one(tb testing.TB) int {
 		tb.Fatalf("request segment: %d bytes, %v", len(out), err)
 	}
 	if len(sent) > 0 {
-		c.wrote(sent, false)
+		c.Wrote(sent, false)
 	}
 	pc.sent = sent
 	pc.arrived = 0
@@ -54,7 +56,7 @@ func (pc *pathConnV5) one(tb testing.TB) int {
 		tb.Fatalf("response segment: %v", err)
 	}
 	if len(done) > 0 {
-		c.wrote(done, true)
+		c.Wrote(done, true)
 	}
 	pc.done = done
 	return len(out)
@@ -108,24 +110,24 @@ func (pc *pathConnV5) oneLegacy(tb testing.TB) int {
 		tb.Fatal(pe)
 	}
 	c.traceFrame(h, true)
-	if tk, _ := c.request(h, req, len(req), 0); tk.Events() {
+	if tk, _ := c.Request(h, req, len(req), 0); tk.Events() {
 		pc.sent = append(pc.sent[:0], tk)
-		c.wrote(pc.sent, false)
+		c.Wrote(pc.sent, false)
 	}
 	rh, err := c.responseHeader(resp)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	c.traceFrame(rh, false)
-	var r inflight
+	var r pipeline.Inflight
 	left := c.requestFor(rh, &r)
-	arrived := c.arrival(0, r.stat.Active())
-	out, d := c.response(rh, resp, &r, arrived)
-	c.queued(r, arrived)
+	arrived := c.Arrival(0, &r)
+	out, d := c.Response(rh, resp, &r, arrived)
+	c.Queued(r, arrived)
 	c.answered(left, len(out))
 	if d.Events() {
 		pc.done = append(pc.done[:0], d)
-		c.wrote(pc.done, true)
+		c.Wrote(pc.done, true)
 	}
 	return len(out)
 }

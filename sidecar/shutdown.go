@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tracecar/tracecar/sidecar/pipeline"
+
 	"github.com/tracecar/tracecar/internal/cql"
 )
 
@@ -62,15 +64,6 @@ const (
 	stateEnding             // a cause is recorded: the last frames are being written
 	stateClosed             // both sockets are closed
 )
-
-// protocolError is a malformed frame from a client: the connection is answered with a
-// ProtocolError on stream and closed.
-type protocolError struct {
-	stream int16
-	msg    string
-}
-
-func (e *protocolError) Error() string { return "malformed frame from client: " + e.msg }
 
 // lifecycle is the end of a connection, the same on both transports: its state, which
 // only moves forward, and the first cause. What a state does to the sockets is the
@@ -162,18 +155,11 @@ func (c *conn) closeAll() {
 	}
 }
 
-// finishTrace closes the connection's tracing state, if it has one.
-func (c *conn) finishTrace() {
-	if t := c.tr.Load(); t != nil {
-		t.Close()
-	}
-}
-
 // finish releases what the connection holds once its transport has closed it.
 func (c *conn) finish() {
 	c.closeAll()
 	goroutines{c}.stopParking()
-	c.finishTrace()
+	c.EndTracing()
 	c.p.unregister(c)
 }
 
@@ -198,11 +184,11 @@ func (c *conn) closedOnLoop() {
 // ProtocolError for a malformed client frame, or a Server error for each request in
 // flight when the node was lost or could not be written. Nothing else is owed.
 func (c *conn) lastFrames(f []byte, cause error) []byte {
-	var pe *protocolError
+	var pe *pipeline.ProtocolError
 	switch {
 	case errors.As(cause, &pe):
-		c.warn().Str("error", pe.msg).Msg("malformed frame from client: closing its connection")
-		return c.appendError(f, pe.stream, cql.ErrCodeProtocol, pe.msg)
+		c.Warn().Str("error", pe.Msg).Msg("malformed frame from client: closing its connection")
+		return c.appendError(f, pe.Stream, cql.ErrCodeProtocol, pe.Msg)
 	case errors.Is(cause, errNodeLost) || errors.Is(cause, errNodeWrite):
 		return c.nodeLost(f, cause)
 	}
@@ -214,12 +200,12 @@ func (c *conn) lastFrames(f []byte, cause error) []byte {
 // final.
 func (c *conn) nodeLost(f []byte, cause error) []byte {
 	c.p.nodeFailures.Add(1)
-	c.lost = c.streams.takeAll(c.lost[:0])
-	c.warn().Err(cause).Str("node", c.nodeAddr.String()).Int("in_flight", len(c.lost)).
+	c.lost = c.Streams.TakeAll(c.lost[:0])
+	c.Warn().Err(cause).Str("node", c.NodeAddr.String()).Int("in_flight", len(c.lost)).
 		Msg("node connection lost: failing the requests in flight and closing the client connection")
 	msg := fmt.Sprintf("tracecar: connection to node %s lost", c.p.cfg.NodeAddr)
 	for _, r := range c.lost {
-		f = c.appendError(f, r.stream, cql.ErrCodeServer, msg)
+		f = c.appendError(f, r.Stream, cql.ErrCodeServer, msg)
 	}
 	return f
 }

@@ -23,7 +23,7 @@ func (p *Proxy) acceptTLS(nc net.Conn) net.Conn {
 		return nc
 	}
 	setNoDelay(nc)
-	return tlsconfig.ServerConn(nc, p.cfg.TLS, p.log)
+	return tlsconfig.ServerConn(nc, p.cfg.TLS, p.sh.Log)
 }
 
 // dialTLS performs the TLS handshake with the node over nc, which it closes on failure.

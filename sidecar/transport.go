@@ -4,10 +4,11 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/tracecar/tracecar/sidecar/pipeline"
+
 	"github.com/rs/zerolog"
 
 	"github.com/tracecar/tracecar/internal/cql"
-	"github.com/tracecar/tracecar/tracing"
 )
 
 // The glue between the transports and the per-frame work (see "Transports" in the package
@@ -19,20 +20,20 @@ import (
 // requestHeader parses and checks the header of a client's frame: a response, a version
 // other than 3, 4 or 5, a change to or from v5 on the connection (v5 frames the bytes
 // otherwise), or a frame over the connection's limit is a protocolError.
-func (c *conn) requestHeader(hb []byte) (cql.Header, *protocolError) {
+func (c *conn) requestHeader(hb []byte) (cql.Header, *pipeline.ProtocolError) {
 	h, err := cql.ParseHeader(hb)
 	switch {
 	case h.IsResponse():
-		return h, &protocolError{stream: h.Stream, msg: "response frame sent by a client"}
+		return h, &pipeline.ProtocolError{Stream: h.Stream, Msg: "response frame sent by a client"}
 	case err != nil && err != cql.ErrFrameTooBig:
-		return h, &protocolError{stream: h.Stream, msg: cql.UnsupportedVersionMessage(h.Version, c.p.maxVersion())}
-	case h.Version != c.version && (h.Version == cql.V5 || c.version == cql.V5):
-		return h, &protocolError{stream: h.Stream, msg: "Invalid message version. Got " + itoa(int(h.Version)) + " but previous messages on this connection had version " + itoa(int(c.version))}
+		return h, &pipeline.ProtocolError{Stream: h.Stream, Msg: cql.UnsupportedVersionMessage(h.Version, c.p.maxVersion())}
+	case h.Version != c.Version && (h.Version == cql.V5 || c.Version == cql.V5):
+		return h, &pipeline.ProtocolError{Stream: h.Stream, Msg: "Invalid message version. Got " + itoa(int(h.Version)) + " but previous messages on this connection had version " + itoa(int(c.Version))}
 	}
 	// A length over cql.MaxBodySize is over the limit too. tooBig, which counts and words
 	// the refusal, is called only for a frame over the limit.
-	if uint64(h.Length)+cql.HeaderSize > c.frameLimit() {
-		return h, c.tooBig(h.Stream, h.Length)
+	if uint64(h.Length)+cql.HeaderSize > c.FrameLimit() {
+		return h, c.TooBig(h.Stream, h.Length)
 	}
 	return h, nil
 }
@@ -60,7 +61,7 @@ func frameSize(hb []byte) uint64 {
 // appendError appends an ERROR frame for the client to f, in a segment of its own once
 // the client reads segments (protocol v5).
 func (c *conn) appendError(f []byte, stream int16, code int32, msg string) []byte {
-	h := cql.Header{Version: cql.ResponseBit | c.version, Stream: stream}
+	h := cql.Header{Version: cql.ResponseBit | c.Version, Stream: stream}
 	if c.segmentsFromClient() {
 		return cql.AppendSegments(f, cql.AppendFrame(nil, h, cql.Error{Code: code, Message: msg}), c.v5.lz4.Load())
 	}
@@ -70,18 +71,18 @@ func (c *conn) appendError(f []byte, stream int16, code int32, msg string) []byt
 // traceFrame logs a frame whose header is checked, at trace level. It looks at traceOn and
 // the log gate first, so that the frame loops pay a load or two per frame for it.
 func (c *conn) traceFrame(h cql.Header, fromClient bool) {
-	if c.traceOn && c.p.logs(zerolog.TraceLevel) {
+	if c.TraceOn && c.p.logs(zerolog.TraceLevel) {
 		c.logFrame(h, fromClient)
 	}
 }
 
 func (c *conn) logFrame(h cql.Header, fromClient bool) {
-	if e := c.p.log.Trace(); e != nil {
+	if e := c.p.sh.Log.Trace(); e != nil {
 		msg := "frame from node"
 		if fromClient {
 			msg = "frame from client"
 		}
-		e.Str("client", c.clientAddr.String()).Str("op", h.Opcode.String()).Int16("stream", h.Stream).Int("bytes", cql.HeaderSize+int(h.Length)).Msg(msg)
+		e.Str("client", c.ClientAddr.String()).Str("op", h.Opcode.String()).Int16("stream", h.Stream).Int("bytes", cql.HeaderSize+int(h.Length)).Msg(msg)
 	}
 }
 
@@ -91,43 +92,17 @@ func (c *conn) logFrame(h cql.Header, fromClient bool) {
 // response). The event loop gathers every larger frame whole, so only the goroutine path
 // asks.
 
-// requestWhole reports whether a client frame with header h, too large for the reader's
-// buffer, is read whole rather than streamed through.
-func (c *conn) requestWhole(h cql.Header) bool {
-	return c.p.tr != nil || c.readsBody(h.Opcode)
-}
-
-// responseWhole reports whether a node frame with header h, answering req and too large for
-// the reader's buffer, is read whole rather than streamed through.
-func (c *conn) responseWhole(h cql.Header, req *inflight) bool {
-	event := h.Stream < 0 && h.Opcode == cql.OpEvent
-	return c.p.tr != nil || req.kind != kindNone || event || req.stat.WantsBody(h.Opcode)
-}
-
 // requestFor takes from the stream table into req the request that the response with
 // header h answers, and returns how many requests stay in flight, -1 for an event; req is
 // left as it was, zero as every caller passes it, for an event or a stream with no request
 // in flight. req is the caller's, not a result, so that the record is not copied once more
 // per response.
-func (c *conn) requestFor(h cql.Header, req *inflight) (left int) {
+func (c *conn) requestFor(h cql.Header, req *pipeline.Inflight) (left int) {
 	if h.Stream < 0 {
 		return -1
 	}
-	_, left = c.streams.takeInto(h.Stream, req)
+	_, left = c.Streams.TakeInto(h.Stream, req)
 	return left
-}
-
-// arrival returns when a response arrived: arrived, the time of the read from the node
-// that brought it, or now when that time was not read yet and metrics or the statement
-// statistics of its request (stat: its Ticket is active) need it. The caller keeps the
-// time for the read: every frame that read delivered shares one clock read. It is the
-// response time that tracing and statement statistics see, and the start of the added
-// latency.
-func (c *conn) arrival(arrived int64, stat bool) int64 {
-	if arrived == 0 && (stat || c.p.metrics != nil) {
-		return tracing.Now()
-	}
-	return arrived
 }
 
 // answered is what follows a response of size bytes once it is queued for the client and
@@ -135,6 +110,6 @@ func (c *conn) arrival(arrived int64, stat bool) int64 {
 // reports whether it was the answer a drained connection waited for (left is what
 // requestFor left in flight).
 func (c *conn) answered(left, size int) bool {
-	inc(&c.counters.bytesOut, uint64(size))
+	pipeline.Inc(&c.Counters.BytesOut, uint64(size))
 	return left == 0 && c.draining()
 }

@@ -1,4 +1,4 @@
-package sidecar
+package pipeline
 
 import (
 	"encoding/binary"
@@ -9,9 +9,10 @@ import (
 	"github.com/tracecar/tracecar/tracing"
 )
 
-// skipRewrite, set only by tests, forwards system table responses unchanged: the broken
+// SkipRewrite, set only by tests (the tracecar_norewrite build, and the test that shows the
+// no-bypass test fails without the rewrite), forwards system table responses unchanged: the broken
 // build that the no-bypass tests must catch. It is read on the system table path only.
-var skipRewrite atomic.Bool
+var SkipRewrite atomic.Bool
 
 // rewriteKind says what the response to a request needs: nothing (the common path), or the
 // addresses of a system table rewritten.
@@ -33,8 +34,8 @@ const (
 // rememberStmt notes in the prepared-statement registry that the statement id reads the
 // system table of kind, with the result columns from its Prepared response, for the Rows
 // responses that skip their metadata: an EXECUTE probed for its table (statement.go).
-func (p *Proxy) rememberStmt(id []byte, kind rewriteKind, cols []cql.ColumnSpec) {
-	p.prepared.Put(id, tracing.Statement{System: uint8(kind), Columns: cols})
+func (s *Shared) rememberStmt(id []byte, kind rewriteKind, cols []cql.ColumnSpec) {
+	s.Prepared.Put(id, tracing.Statement{System: uint8(kind), Columns: cols})
 }
 
 // learnPrepared puts what the RESULT Prepared frame answering the PREPARE req tells into
@@ -42,7 +43,7 @@ func (p *Proxy) rememberStmt(id []byte, kind rewriteKind, cols []cql.ColumnSpec)
 // text and keyspace, and, for a statement on a system table, that table and the result
 // columns. Every PREPARE is learnt, whatever the tracing mode, so that tracing finds the
 // text of statements prepared while it was off.
-func (c *pipeline) learnPrepared(f *cql.Frame, req inflight) {
+func (c *Conn) learnPrepared(f *cql.Frame, req Inflight) {
 	h := f.Header
 	body, err := f.Message()
 	if err != nil || h.Opcode != cql.OpResult {
@@ -58,7 +59,7 @@ func (c *pipeline) learnPrepared(f *cql.Frame, req inflight) {
 	if m, err := cql.DecodeResult(body, h.ProtoVersion()); err == nil {
 		if pr, ok := m.(cql.PreparedResult); ok {
 			st.Binds, st.PKIndexes = pr.Metadata.Columns, pr.Metadata.PKIndexes
-			if req.kind&kindPrepare != 0 && !skipRewrite.Load() {
+			if req.kind&kindPrepare != 0 && !SkipRewrite.Load() {
 				st.System, st.Columns = uint8(req.kind&kindTable), pr.ResultMetadata.Columns
 			}
 		}
@@ -66,7 +67,7 @@ func (c *pipeline) learnPrepared(f *cql.Frame, req inflight) {
 	if st.Query == "" && st.System == 0 {
 		return
 	}
-	c.p.prepared.Put(info.ID, st)
+	c.sh.Prepared.Put(info.ID, st)
 }
 
 // responseBody returns the header of a response, its prefix, its message body
@@ -85,22 +86,22 @@ func responseBody(f *cql.Frame) (cql.Header, cql.ResponsePrefix, []byte, cql.Com
 }
 
 // encode re-encodes a response with its header and prefix, compressed as it was.
-func (c *pipeline) encode(h cql.Header, prefix cql.ResponsePrefix, m cql.Message, comp cql.Compressor) ([]byte, bool) {
+func (c *Conn) encode(h cql.Header, prefix cql.ResponsePrefix, m cql.Message, comp cql.Compressor) ([]byte, bool) {
 	out, err := cql.AppendResponseFrame(nil, h, prefix, m, comp)
 	if err != nil {
-		c.warn().Err(err).Msg("re-encode rewritten response")
+		c.Warn().Err(err).Msg("re-encode rewritten response")
 		return nil, false
 	}
-	inc(&c.counters.rewritten, 1)
+	Inc(&c.Counters.Rewritten, 1)
 	return out, true
 }
 
 // rewriteResult returns the response to a request on a system table with the node's
 // addresses replaced, or frame itself when there is nothing to replace. The response to a
 // PREPARE of such a statement is returned unchanged, and its id remembered.
-func (c *pipeline) rewriteResult(f *cql.Frame, req inflight) []byte {
+func (c *Conn) rewriteResult(f *cql.Frame, req Inflight) []byte {
 	frame := f.Raw()
-	if skipRewrite.Load() {
+	if SkipRewrite.Load() {
 		return frame
 	}
 	h, prefix, body, comp, ok := responseBody(f)
@@ -109,7 +110,7 @@ func (c *pipeline) rewriteResult(f *cql.Frame, req inflight) []byte {
 	}
 	msg, err := cql.DecodeResult(body, h.ProtoVersion())
 	if err != nil {
-		c.warn().Err(err).Msg("decode system table result; forwarding it unchanged")
+		c.Warn().Err(err).Msg("decode system table result; forwarding it unchanged")
 		return frame
 	}
 	if req.kind == kindProbe {
@@ -147,11 +148,11 @@ func (c *pipeline) rewriteResult(f *cql.Frame, req inflight) []byte {
 // rpc_address and broadcast_address become the advertised address and the native port its port; in the peers
 // tables the native port becomes the peer port, as a sidecar is assumed beside every
 // node. It reports whether it changed anything.
-func (c *pipeline) rewriteRows(kind rewriteKind, cols []cql.ColumnSpec, rows [][][]byte) bool {
-	if kind != kindLocal && c.p.cfg.Peers != nil {
-		return c.p.cfg.Peers.rewritePeerRows(cols, rows, c.peerPort, c.unmappedPeer)
+func (c *Conn) rewriteRows(kind rewriteKind, cols []cql.ColumnSpec, rows [][][]byte) bool {
+	if kind != kindLocal && c.sh.Peers != nil {
+		return c.sh.Peers.rewritePeerRows(cols, rows, c.peerPort, c.unmappedPeer)
 	}
-	changed := kind == kindLocal && c.p.cfg.Peers != nil && c.rewriteBroadcast(cols, rows)
+	changed := kind == kindLocal && c.sh.Peers != nil && c.rewriteBroadcast(cols, rows)
 	for j, col := range cols {
 		var val []byte
 		switch {
@@ -175,7 +176,7 @@ func (c *pipeline) rewriteRows(kind rewriteKind, cols []cql.ColumnSpec, rows [][
 			if col.Type.ID == cql.TypeInet {
 				if a, ok := netip.AddrFromSlice(row[j]); ok {
 					a = a.Unmap()
-					c.p.nodeRPC.Store(&a)
+					c.sh.nodeRPC.Store(&a)
 				}
 			}
 			row[j] = val
@@ -187,7 +188,7 @@ func (c *pipeline) rewriteRows(kind rewriteKind, cols []cql.ColumnSpec, rows [][
 
 // rewriteEvent returns a TOPOLOGY_CHANGE or STATUS_CHANGE event with the node's address
 // replaced by the advertised one, and other nodes' ports by the peer port.
-func (c *pipeline) rewriteEvent(f *cql.Frame) []byte {
+func (c *Conn) rewriteEvent(f *cql.Frame) []byte {
 	frame := f.Raw()
 	h, prefix, body, comp, ok := responseBody(f)
 	if !ok {
@@ -201,7 +202,7 @@ func (c *pipeline) rewriteEvent(f *cql.Frame) []byte {
 	if addr == ev.Addr {
 		return frame
 	}
-	c.debug().Str("event", ev.Type).Str("change", ev.Change).Str("addr", ev.Addr.String()).
+	c.Debug().Str("event", ev.Type).Str("change", ev.Change).Str("addr", ev.Addr.String()).
 		Str("rewritten", addr.String()).Msg("event address rewritten")
 	ev.Addr = addr
 	if out, ok := c.encode(h, prefix, ev, comp); ok {
@@ -212,15 +213,15 @@ func (c *pipeline) rewriteEvent(f *cql.Frame) []byte {
 
 // eventAddr maps a node address named by an event: the node behind this sidecar becomes the
 // advertised address, another node its own IP with the peer port.
-func (c *pipeline) eventAddr(a netip.AddrPort) netip.AddrPort {
+func (c *Conn) eventAddr(a netip.AddrPort) netip.AddrPort {
 	ip := a.Addr().Unmap()
-	if ip == c.nodeAddr.Addr() && a.Port() == c.nodeAddr.Port() {
+	if ip == c.NodeAddr.Addr() && a.Port() == c.NodeAddr.Port() {
 		return c.advertise
 	}
-	if sc, ok := c.p.cfg.Peers.eventPeer(a, c.peerPort); ok {
+	if sc, ok := c.sh.Peers.eventPeer(a, c.peerPort); ok {
 		return sc
 	}
-	if rpc := c.p.nodeRPC.Load(); rpc != nil && ip == *rpc {
+	if rpc := c.sh.nodeRPC.Load(); rpc != nil && ip == *rpc {
 		return c.advertise
 	}
 	return netip.AddrPortFrom(ip, c.peerPort)

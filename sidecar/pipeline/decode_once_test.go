@@ -1,4 +1,4 @@
-package sidecar
+package pipeline
 
 import (
 	"context"
@@ -135,10 +135,10 @@ func TestDecodedOnce(t *testing.T) {
 						st := statements.New(statements.Options{})
 						st.SetEnabled(stats)
 						c := fuzzConn(wire.comp)
-						c.p = New(Config{NodeAddr: "127.0.0.1:9042", Statements: st, Metrics: metrics.New()}, tr)
-						c.p.rememberStmt(sysID, kindLocal, localColumns())
+						c.sh = NewShared(Settings{Tracer: tr, Log: &nopLogger, MaxFrame: cql.DefaultMaxFrameSize, Statements: st, Metrics: metrics.New()})
+						c.sh.rememberStmt(sysID, kindLocal, localColumns())
 						dir := filepath.Join(t.TempDir(), "captures")
-						cp := capture.New(capture.Config{Dir: dir, Statements: c.p.prepared})
+						cp := capture.New(capture.Config{Dir: dir, Statements: c.sh.Prepared})
 						t.Cleanup(func() { cp.Close(context.Background()) })
 						if err := capture.CheckDir(dir); err != nil {
 							t.Fatal(err)
@@ -147,11 +147,11 @@ func TestDecodedOnce(t *testing.T) {
 							if _, err := cp.Start(capture.Options{}); err != nil {
 								t.Fatal(err)
 							}
-							c.p.capture = cp
+							c.sh.Capture = cp
 						}
 						ap := netip.MustParseAddrPort("127.0.0.1:1")
-						c.clientAddr, c.nodeAddr = ap, ap
-						t.Cleanup(c.finishTrace)
+						c.ClientAddr, c.NodeAddr = ap, ap
+						t.Cleanup(c.EndTracing)
 						comp := compressors[wire.comp]
 
 						for i, ex := range exchanges {
@@ -167,10 +167,10 @@ func TestDecodedOnce(t *testing.T) {
 							h, _ := cql.ParseHeader(reqF)
 							sentBody := string(reqF[cql.HeaderSize:])
 							msg := ex.req.AppendBody(nil, wire.version)
-							if tk, _ := c.request(h, reqF, len(reqF), 0); tk.Events() {
-								c.wrote([]tracing.Ticket{tk}, false)
+							if tk, _ := c.Request(h, reqF, len(reqF), 0); tk.Events() {
+								c.Wrote([]tracing.Ticket{tk}, false)
 							}
-							req, ok, _ := c.streams.take(stream)
+							req, ok, _ := c.Streams.Take(stream)
 							if !ok {
 								t.Fatalf("%s: not in flight", ex.name)
 							}
@@ -186,9 +186,9 @@ func TestDecodedOnce(t *testing.T) {
 								t.Fatal(err)
 							}
 							rh, _ = cql.ParseHeader(respF)
-							out, done := c.response(rh, respF, &req, tracing.Now())
+							out, done := c.Response(rh, respF, &req, tracing.Now())
 							if done.Events() {
-								c.wrote([]tracing.Ticket{done}, true)
+								c.Wrote([]tracing.Ticket{done}, true)
 							}
 							if len(out) < cql.HeaderSize {
 								t.Fatalf("%s: response of %d bytes forwarded", ex.name, len(out))

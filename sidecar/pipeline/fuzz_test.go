@@ -1,4 +1,4 @@
-package sidecar
+package pipeline
 
 import (
 	"net/netip"
@@ -9,14 +9,12 @@ import (
 )
 
 // fuzzConn is a conn with no sockets, for the parsing code.
-func fuzzConn(comp int32) *conn {
-	c := &conn{pipeline: pipeline{
-		p:         New(Config{NodeAddr: "127.0.0.1:9042"}, nil),
-		advertise: netip.MustParseAddrPort("192.0.2.1:9042"),
-		nodeAddr:  netip.MustParseAddrPort("127.0.0.1:9042"),
-		peerPort:  9042,
-		views:     new(frameViews),
-	}}
+func fuzzConn(comp int32) *Conn {
+	c := new(Conn)
+	sh := NewShared(Settings{Log: &nopLogger, MaxFrame: cql.DefaultMaxFrameSize, Advertise: netip.MustParseAddrPort("192.0.2.1:9042")})
+	c.Init(sh, netip.MustParseAddrPort("127.0.0.1:1"), netip.MustParseAddrPort("127.0.0.1:9042"), false)
+	c.NodeAddr = netip.MustParseAddrPort("127.0.0.1:9042")
+	c.Views = new(Views)
 	c.comp.Store(comp % int32(len(compressors)))
 	return c
 }
@@ -34,7 +32,7 @@ func FuzzInspect(f *testing.F) {
 	f.Add(byte(cql.OpQuery), cql.FlagCompression, int32(2), sn)
 	f.Fuzz(func(t *testing.T, op, flags byte, comp int32, body []byte) {
 		c := fuzzConn(comp & 3)
-		c.p.rememberStmt([]byte{0, 0}, kindLocal, nil)
+		c.sh.rememberStmt([]byte{0, 0}, kindLocal, nil)
 		h := cql.Header{Version: cql.V4, Flags: flags, Opcode: cql.Opcode(op), Length: uint32(len(body))}
 		c.inspectFrame(h, append(cql.AppendHeader(nil, h), body...))
 	})
@@ -58,7 +56,7 @@ func FuzzRewrite(f *testing.F) {
 			h.Stream = -1
 			out = c.rewriteEvent(c.respView(fr))
 		} else {
-			out = c.rewriteResult(c.respView(fr), inflight{kind: rewriteKind(kind), stmt: &tracing.Statement{System: uint8(kindLocal), Columns: localColumns()}})
+			out = c.rewriteResult(c.respView(fr), Inflight{kind: rewriteKind(kind), stmt: &tracing.Statement{System: uint8(kindLocal), Columns: localColumns()}})
 		}
 		if got, err := cql.ParseHeader(out); err != nil || int(got.Length) != len(out)-cql.HeaderSize {
 			t.Fatalf("rewrite returned a frame with header %+v (%v) and %d bytes", got, err, len(out))

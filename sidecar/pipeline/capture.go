@@ -1,4 +1,4 @@
-package sidecar
+package pipeline
 
 import (
 	"sync/atomic"
@@ -26,7 +26,7 @@ type captureState struct {
 
 // captureRequest hands the request in f, of n bytes, arrived at now (0: not read yet), to
 // the running capture s, and returns its record for the stream table.
-func (c *pipeline) captureRequest(s *capture.Session, f *cql.Frame, now int64, n int) *capture.Record {
+func (c *Conn) captureRequest(s *capture.Session, f *cql.Frame, now int64, n int) *capture.Record {
 	if c.capt.sess != s {
 		c.capt.sess, c.capt.id = s, s.NewConn()
 	}

@@ -1,4 +1,4 @@
-package sidecar
+package pipeline
 
 import (
 	"crypto/md5"

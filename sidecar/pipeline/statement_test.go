@@ -1,4 +1,4 @@
-package sidecar
+package pipeline
 
 import (
 	"fmt"
@@ -25,7 +25,7 @@ func TestInspectExecuteProbesOnce(t *testing.T) {
 	}
 	// The node answers with rows of a user table: the id is not probed again.
 	rows := cql.RowsResult{Metadata: cql.RowsMetadata{Columns: []cql.ColumnSpec{{Keyspace: "ks", Table: "t", Name: "v", Type: cql.Simple(cql.TypeInt)}}, ColumnCount: 1}}
-	c.probeResult(rows, inflight{kind: kind, probe: id})
+	c.probeResult(rows, Inflight{kind: kind, probe: id})
 	f = executeFrame(2)
 	if kind, _, _ := c.inspectFrame(h, f); kind != kindNone {
 		t.Fatalf("EXECUTE of a checked id: kind %#x, want none", kind)

@@ -1,4 +1,4 @@
-package sidecar
+package pipeline
 
 import (
 	"sync"
@@ -212,7 +212,7 @@ func (s *checkedStmts) add(id string) {
 
 // probeResult learns from the response to a probed EXECUTE whether its statement reads a
 // system table, and rewrites the rows when it does.
-func (c *pipeline) probeResult(m cql.Message, req inflight) bool {
+func (c *Conn) probeResult(m cql.Message, req Inflight) bool {
 	switch m := m.(type) {
 	case cql.RowsResult:
 		cols := m.Metadata.Columns
@@ -223,13 +223,13 @@ func (c *pipeline) probeResult(m cql.Message, req inflight) bool {
 			kind = systemTable(cols[0].Table)
 		}
 		if kind == kindNone {
-			c.p.checked.add(req.probe)
+			c.sh.checked.add(req.probe)
 			return false
 		}
-		c.p.rememberStmt([]byte(req.probe), kind, cols)
+		c.sh.rememberStmt([]byte(req.probe), kind, cols)
 		return c.rewriteRows(kind, cols, m.Rows)
 	case cql.VoidResult:
-		c.p.checked.add(req.probe)
+		c.sh.checked.add(req.probe)
 	}
 	return false
 }

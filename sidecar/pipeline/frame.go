@@ -1,4 +1,4 @@
-package sidecar
+package pipeline
 
 import (
 	"bytes"
@@ -15,26 +15,26 @@ import (
 // bytes: what is done to one request frame before it is forwarded (request), and to one
 // response frame (response). Both paths, the goroutine path and the event loop, call these.
 
-// request does the proxy's work on a request frame of n bytes before it is forwarded: it
-// reads what the rewrite needs, hands the request to tracing, records it in flight with its
-// tracing Ticket (the one per-request record), and counts it. frame is the whole frame, or
+// Request does the proxy's work on a Request frame of n bytes before it is forwarded: it
+// reads what the rewrite needs, hands the Request to tracing, records it in flight with its
+// tracing Ticket (the one per-Request record), and counts it. frame is the whole frame, or
 // nil when it is streamed through unread. Both the goroutine path and the event loop call
-// it, from the one place that reads the client. It returns the Ticket when the request is
+// it, from the one place that reads the client. It returns the Ticket when the Request is
 // traced with events: the caller passes it to wrote once the frame is written; and the
-// effect of the request on the framing, which the caller applies (conn.apply).
+// effect of the Request on the framing, which the caller applies (conn.apply).
 //
 // The frame is decoded once, into c.views.req, which every reader of it shares: the rewrite,
 // statement statistics and tracing. None decompresses or re-walks the body on its own.
 //
 // arrived is when the read that brought the frame returned, or 0: the event loop reads the
-// clock once per read (arrival), for every request that read delivered, as for responses;
-// with 0 the request reads the clock itself when it needs it.
-func (c *pipeline) request(h cql.Header, frame []byte, n int, arrived int64) (tracing.Ticket, effect) {
-	f := &c.views.req
+// clock once per read (arrival), for every Request that read delivered, as for responses;
+// with 0 the Request reads the clock itself when it needs it.
+func (c *Conn) Request(h cql.Header, frame []byte, n int, arrived int64) (tracing.Ticket, Effect) {
+	f := &c.Views.req
 	f.Reset(h, frame, c.compressor())
-	var req inflight
+	var req Inflight
 	var now int64
-	var fx effect
+	var fx Effect
 	if frame != nil {
 		req.kind, req.stmt, req.probe, fx = c.inspect(f)
 		if h.Opcode == cql.OpPrepare && h.Stream >= 0 {
@@ -42,41 +42,41 @@ func (c *pipeline) request(h cql.Header, frame []byte, n int, arrived int64) (tr
 				req.query = string(st.Query)
 			}
 		}
-		if st := c.p.stmts; st != nil && h.Stream >= 0 && (h.Opcode == cql.OpPrepare || st.Enabled()) {
+		if st := c.sh.Statements; st != nil && h.Stream >= 0 && (h.Opcode == cql.OpPrepare || st.Enabled()) {
 			now = readTime(arrived)
-			req.start = now
+			req.Start = now
 			req.stat = st.Request(f, now)
 		}
 	}
 	// One clock read serves the latency metric, statement statistics and fast-mode
 	// tracing.
 	if h.Stream >= 0 {
-		req.stream, req.op = h.Stream, h.Opcode
-		if c.p.metrics != nil && now == 0 {
+		req.Stream, req.Op = h.Stream, h.Opcode
+		if c.sh.Metrics != nil && now == 0 {
 			now = readTime(arrived)
-			req.start = now
+			req.Start = now
 		}
 		// The capture parses the request: it goes before tracing, whose fast mode then
 		// keeps the request parsed rather than parse a copy of it again when it is slow.
-		if cp := c.p.capture; cp != nil {
+		if cp := c.sh.Capture; cp != nil {
 			if s := cp.Active(); s != nil {
 				if now == 0 {
 					now = readTime(arrived)
-					req.start = now
+					req.Start = now
 				}
 				req.capt = c.captureRequest(s, f, now, n)
 			}
 		}
-		if t := c.p.tr; t != nil && t.Considers(&f.Header) {
-			req.trace = c.traceConn().Begin(f, now)
+		if t := c.sh.Tracer; t != nil && t.Considers(&f.Header) {
+			req.trace = c.TraceConn().Begin(f, now)
 		}
-		c.streams.put(&req)
+		c.Streams.put(&req)
 	}
 	// The one request counter: metrics and tracing read it (Proxy.New).
-	inc(&c.counters.requests[requestSlot(h.Opcode)], 1)
-	inc(&c.counters.bytesIn, uint64(n))
-	if c.p.logs(zerolog.DebugLevel) {
-		if e := c.debug(); e != nil {
+	Inc(&c.Counters.Requests[RequestSlot(h.Opcode)], 1)
+	Inc(&c.Counters.BytesIn, uint64(n))
+	if c.sh.Logs(zerolog.DebugLevel) {
+		if e := c.Debug(); e != nil {
 			e.Str("op", h.Opcode.String()).Int16("stream", h.Stream).Int("bytes", n).Msg("request")
 		}
 	}
@@ -86,7 +86,7 @@ func (c *pipeline) request(h cql.Header, frame []byte, n int, arrived int64) (tr
 	return tracing.Ticket{}, fx
 }
 
-// response does the proxy's work on a response frame for the request req (zero for events
+// Response does the proxy's work on a Response frame for the request req (zero for events
 // and unknown streams): the end of the handshake, statement statistics, tracing, learning
 // prepared statements, and the rewrite of SUPPORTED, system tables and events. It returns
 // the frame to forward, which is frame itself unless it was rewritten (frame is nil for a
@@ -95,15 +95,15 @@ func (c *pipeline) request(h cql.Header, frame []byte, n int, arrived int64) (tr
 // read that brought it returned (0 without metrics or statement statistics). The caller
 // calls queued once the frame is queued for the client.
 //
-// Like a request, the response is decoded once, into c.views.resp, for every reader.
-func (c *pipeline) response(h cql.Header, frame []byte, req *inflight, arrived int64) ([]byte, tracing.Ticket) {
-	f := &c.views.resp
+// Like a request, the Response is decoded once, into c.views.resp, for every reader.
+func (c *Conn) Response(h cql.Header, frame []byte, req *Inflight, arrived int64) ([]byte, tracing.Ticket) {
+	f := &c.Views.resp
 	f.Reset(h, frame, c.compressor())
 	if h.Stream >= 0 {
 		c.noteHandshake(h.Opcode)
 	}
 	if req.stat.Active() {
-		c.p.stmts.Response(req.stat, f, arrived)
+		c.sh.Statements.Response(req.stat, f, arrived)
 	}
 	out := frame
 	var done tracing.Ticket
@@ -112,7 +112,7 @@ func (c *pipeline) response(h cql.Header, frame []byte, req *inflight, arrived i
 	}
 	switch {
 	case frame == nil:
-	case req.op == cql.OpPrepare && req.used:
+	case req.Op == cql.OpPrepare && req.Used:
 		if h.Opcode == cql.OpResult {
 			c.learnPrepared(f, *req)
 		}
@@ -126,7 +126,7 @@ func (c *pipeline) response(h cql.Header, frame []byte, req *inflight, arrived i
 	if req.capt != nil {
 		captureResponse(req.capt, f, arrived)
 	}
-	inc(&c.counters.responses, 1)
+	Inc(&c.Counters.Responses, 1)
 	return out, done
 }
 
@@ -139,49 +139,45 @@ func readTime(arrived int64) int64 {
 	return tracing.Now()
 }
 
-// queued records the metrics of a response once it is queued for the client: the second
+// Queued records the metrics of a response once it is Queued for the client: the second
 // clock read of a request, after the one at its arrival. The added latency is the
 // response's way through the sidecar (its wait behind earlier frames of the same read,
 // tracing, rewriting, the copy into the client's buffer); the request's way in is not
 // measured, to keep to these reads. arrived is when the read that brought the response
 // from the node returned.
-func (c *pipeline) queued(req inflight, arrived int64) {
-	if m := c.p.metrics; m != nil && req.used {
+func (c *Conn) Queued(req Inflight, arrived int64) {
+	if m := c.sh.Metrics; m != nil && req.Used {
 		now := tracing.Now()
-		m.Latency(req.op, time.Duration(now-req.start))
+		m.Latency(req.Op, time.Duration(now-req.Start))
 		m.AddedLatency(time.Duration(now - arrived))
 	}
 }
 
-// readsBody reports whether the proxy itself reads the body of requests with opcode op.
-func (c *pipeline) readsBody(op cql.Opcode) bool {
+// ReadsBody reports whether the proxy itself reads the body of requests with opcode op.
+func (c *Conn) ReadsBody(op cql.Opcode) bool {
 	switch op {
 	case cql.OpStartup, cql.OpQuery, cql.OpPrepare:
 		return true
 	case cql.OpExecute:
-		return c.p.prepared.HasSystem() || c.p.stmts != nil && c.p.stmts.Enabled()
+		return c.sh.Prepared.HasSystem() || c.sh.Statements != nil && c.sh.Statements.Enabled()
 	case cql.OpBatch:
-		return c.p.stmts != nil && c.p.stmts.Enabled()
+		return c.sh.Statements != nil && c.sh.Statements.Enabled()
 	}
 	return false
 }
-
-// maxKeptBuffer is the largest scratch buffer kept between frames; a larger one, grown for
-// a rare large frame, is released so that an idle connection stays small.
-const maxKeptBuffer = 1 << 20
 
 // inspect reads what the proxy needs from a request: the compression of a STARTUP, and
 // whether a QUERY, PREPARE or EXECUTE reads system.local or system.peers. Its effect is
 // what the request asks of the transport: the segments of a v5 STARTUP, or the fresh CRC
 // of a frame changed in place (the probe of an EXECUTE).
-func (c *pipeline) inspect(f *cql.Frame) (k rewriteKind, ps *tracing.Statement, probe string, fx effect) {
+func (c *Conn) inspect(f *cql.Frame) (k rewriteKind, ps *tracing.Statement, probe string, fx Effect) {
 	switch f.Header.Opcode {
 	case cql.OpStartup:
 		fx = c.startup(f.Raw()[cql.HeaderSize:])
 	case cql.OpOptions:
 		k = kindOptions
 	case cql.OpAuthResponse:
-		if c.p.tr != nil {
+		if c.sh.Tracer != nil {
 			c.authResponse(f)
 		}
 	case cql.OpQuery, cql.OpPrepare:
@@ -189,7 +185,7 @@ func (c *pipeline) inspect(f *cql.Frame) (k rewriteKind, ps *tracing.Statement, 
 	case cql.OpExecute:
 		k, ps, probe = c.inspectExecute(f)
 		if k == kindProbe {
-			fx = fxEdited // its skip-metadata bit, cleared in place
+			fx = FxEdited // its skip-metadata bit, cleared in place
 		}
 	}
 	return k, ps, probe, fx
@@ -198,7 +194,7 @@ func (c *pipeline) inspect(f *cql.Frame) (k rewriteKind, ps *tracing.Statement, 
 // inspectQuery reads whether a QUERY or PREPARE reads a system table, or is a USE. A
 // compressed QUERY is read from the start of its body first, and whole only when the
 // answer lies beyond that start.
-func (c *pipeline) inspectQuery(f *cql.Frame) (rewriteKind, *tracing.Statement, string) {
+func (c *Conn) inspectQuery(f *cql.Frame) (rewriteKind, *tracing.Statement, string) {
 	h := f.Header
 	var sc scan // how far the start of a compressed QUERY was read
 	if h.Opcode == cql.OpQuery && f.Compressed() {
@@ -225,8 +221,8 @@ func (c *pipeline) inspectQuery(f *cql.Frame) (rewriteKind, *tracing.Statement, 
 // inspectExecute returns what the response to an EXECUTE needs: the rewrite of a known
 // system statement (from the prepared-statement registry), a probe of an id not seen
 // before (with that id), or nothing.
-func (c *pipeline) inspectExecute(f *cql.Frame) (rewriteKind, *tracing.Statement, string) {
-	known := c.p.prepared.HasSystem()
+func (c *Conn) inspectExecute(f *cql.Frame) (rewriteKind, *tracing.Statement, string) {
+	known := c.sh.Prepared.HasSystem()
 	if f.Compressed() && !known {
 		// A compressed body cannot be changed in place, so it is not probed, and
 		// decompressing every EXECUTE to look for known ids would cost the hot path.
@@ -237,11 +233,11 @@ func (c *pipeline) inspectExecute(f *cql.Frame) (rewriteKind, *tracing.Statement
 		return kindNone, nil, ""
 	}
 	if known {
-		if ps := c.p.prepared.Lookup(st.ID); ps != nil && ps.System != 0 {
+		if ps := c.sh.Prepared.Lookup(st.ID); ps != nil && ps.System != 0 {
 			return rewriteKind(ps.System), ps, ""
 		}
 	}
-	if found, full := c.p.checked.has(st.ID); found || full {
+	if found, full := c.sh.checked.has(st.ID); found || full {
 		return kindNone, nil, ""
 	}
 	if st.FlagsAt < 0 {
@@ -263,7 +259,7 @@ const queryPrefix = 128
 // comment longer than the start, a custom payload before the statement), and the body must
 // be read whole, its statement from sc on. A body whose start cannot be read is left to the
 // node: kindNone.
-func (c *pipeline) queryStart(f *cql.Frame) (k rewriteKind, known bool, sc scan) {
+func (c *Conn) queryStart(f *cql.Frame) (k rewriteKind, known bool, sc scan) {
 	if f.Header.Flags&cql.FlagCustomPayload != 0 {
 		return kindNone, false, sc
 	}
@@ -284,7 +280,7 @@ func (c *pipeline) queryStart(f *cql.Frame) (k rewriteKind, known bool, sc scan)
 // authResponse takes the username from a SASL PLAIN AUTH_RESPONSE ("authzid NUL authcid
 // NUL password") for the connection's trace records. Only the username is copied; a
 // decompressed copy of the token, which holds the password, is zeroed.
-func (c *pipeline) authResponse(f *cql.Frame) {
+func (c *Conn) authResponse(f *cql.Frame) {
 	body, err := f.Message()
 	if err != nil {
 		return
@@ -293,7 +289,7 @@ func (c *pipeline) authResponse(f *cql.Frame) {
 		defer clear(body)
 	}
 	if user, ok := saslPlainUser(body); ok {
-		c.traceConn().SetUser(user)
+		c.TraceConn().SetUser(user)
 	}
 }
 
@@ -321,7 +317,7 @@ func saslPlainUser(body []byte) (string, bool) {
 
 // startup notes the compression that a STARTUP asks for. Its body is never compressed. A
 // v5 STARTUP returns the segments, which the transport begins (conn.beginV5).
-func (c *pipeline) startup(body []byte) effect {
+func (c *Conn) startup(body []byte) Effect {
 	name, err := cql.StartupCompression(body)
 	if err != nil {
 		return 0 // the node answers it
@@ -334,12 +330,47 @@ func (c *pipeline) startup(body []byte) effect {
 	case comp.Name() == "snappy":
 		i = 2
 	}
-	if c.version == cql.V5 {
+	if c.Version == cql.V5 {
 		if i == 1 { // v5 compresses segments, never frames
-			return fxSegments | fxSegmentsLZ4
+			return FxSegments | FxSegmentsLZ4
 		}
-		return fxSegments
+		return FxSegments
 	}
 	c.comp.Store(i)
 	return 0
+}
+
+// ReadsRequest reports whether a client frame with header h, too large for the transport's
+// read buffer, is read whole for the work on it rather than streamed through unread.
+func (c *Conn) ReadsRequest(h cql.Header) bool {
+	return c.sh.Tracer != nil || c.ReadsBody(h.Opcode)
+}
+
+// ReadsResponse reports whether a node frame with header h, answering req and too large
+// for the transport's read buffer, is read whole rather than streamed through unread.
+func (c *Conn) ReadsResponse(h cql.Header, req *Inflight) bool {
+	event := h.Stream < 0 && h.Opcode == cql.OpEvent
+	return c.sh.Tracer != nil || req.kind != kindNone || event || req.stat.WantsBody(h.Opcode)
+}
+
+// Arrival returns when the response to req arrived: arrived, the time of the read from the
+// node that brought it, or now when that time was not read yet and metrics or the
+// statement statistics of req need it. The transport keeps the time for the read: every
+// frame that read delivered shares one clock read. It is the response time that tracing
+// and statement statistics see, and the start of the added latency.
+func (c *Conn) Arrival(arrived int64, req *Inflight) int64 {
+	if arrived == 0 && (req.stat.Active() || c.sh.Metrics != nil) {
+		return tracing.Now()
+	}
+	return arrived
+}
+
+// RequestArrival returns when the read from the client that brought requests returned:
+// arrived, or now when that time was not read yet and metrics or statement statistics
+// need it. Every request that read delivered shares one clock read.
+func (c *Conn) RequestArrival(arrived int64) int64 {
+	if arrived == 0 && (c.sh.Statements != nil || c.sh.Metrics != nil) {
+		return tracing.Now()
+	}
+	return arrived
 }

@@ -1,8 +1,10 @@
-package sidecar
+package pipeline
 
 import (
+	"cmp"
 	"math/bits"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/tracecar/tracecar/internal/cql"
@@ -11,15 +13,15 @@ import (
 	"github.com/tracecar/tracecar/tracing/statements"
 )
 
-// inflight is what the proxy remembers about a request between forwarding it and seeing its
+// Inflight is what the proxy remembers about a request between forwarding it and seeing its
 // response: the one per-request record of the data path. Tracing and statement statistics
 // keep their state for the request in it too (trace, stat).
-type inflight struct {
-	start  int64              // tracing.Now() at arrival; set only when metrics are on
+type Inflight struct {
+	Start  int64              // tracing.Now() at arrival; set only when metrics are on
 	stmt   *tracing.Statement // the system statement an EXECUTE runs, or nil
-	stream int16              // the request's stream id
-	used   bool               // the slot holds a request
-	op     cql.Opcode         // the request's opcode
+	Stream int16              // the request's stream id
+	Used   bool               // the slot holds a request
+	Op     cql.Opcode         // the request's opcode
 	kind   rewriteKind        // what its response needs, kindNone on the common path
 	trace  tracing.Ticket     // the request's tracing record, zero when not traced
 	stat   statements.Ticket  // the request's statement statistics, see StatementStats
@@ -28,7 +30,7 @@ type inflight struct {
 	capt   *capture.Record    // the request's workload capture record, nil when not captured
 }
 
-// streamTable holds the requests of one connection that are waiting for their response,
+// StreamTable holds the requests of one connection that are waiting for their response,
 // keyed by stream id. Both directions of a connection use it: the client reader adds, the
 // node reader takes. It is an open-addressing hash table with linear probing and
 // backward-shift deletion, so that a steady stream of requests neither allocates nor leaves
@@ -36,9 +38,9 @@ type inflight struct {
 // the spread of stream ids that drivers such as gocql rotate through. Its slots come from a
 // pool with the first request and go back once none is in flight, so that an idle
 // connection holds none.
-type streamTable struct {
+type StreamTable struct {
 	mu    sync.Mutex
-	slots []inflight // len is a power of two
+	slots []Inflight // len is a power of two
 	shift uint8      // 32 - log2(len(slots))
 	// last is log2 of the size the table had when it last emptied (0 before): its next
 	// slots are that many, up to 64, so that a connection that empties its table between
@@ -48,16 +50,16 @@ type streamTable struct {
 	// spare, when set, is the event loop's own store of small tables, which serves this
 	// table instead of slotPools: it is set while the connection is on that loop, whose
 	// goroutine alone then grows and empties the table.
-	spare *spareSlots
+	spare *SpareSlots
 }
 
-// spareSlots keeps a few empty tables of each size up to 64 slots (maxSpareLog) for the
+// SpareSlots keeps a few empty tables of each size up to 64 slots (maxSpareLog) for the
 // connections of one event loop: a connection with few requests in flight empties its
 // table with each response, and a sync.Pool's Get and Put for each (pinning the P, the
 // pool's per-P queue) cost about 1.4% of the sidecar's CPU in mode off under perf. It is
 // the loop goroutine's only; beyond maxSpareSlots of a size, tables go back to the pool.
-type spareSlots struct {
-	free [maxSpareLog - minSlotsLog + 1][]*inflight // by log2 of the size
+type SpareSlots struct {
+	free [maxSpareLog - minSlotsLog + 1][]*Inflight // by log2 of the size
 }
 
 const (
@@ -67,14 +69,14 @@ const (
 
 // spares returns the loop's spare tables of size slots, or nil when it keeps none of that
 // size (or the table is not on a loop).
-func (t *streamTable) spares(size int) *[]*inflight {
+func (t *StreamTable) spares(size int) *[]*Inflight {
 	if t.spare == nil || size > 1<<maxSpareLog {
 		return nil
 	}
 	return &t.spare.free[bits.TrailingZeros(uint(size))-minSlotsLog]
 }
 
-func (t *streamTable) getSlots(size int) []inflight {
+func (t *StreamTable) getSlots(size int) []Inflight {
 	if free := t.spares(size); free != nil && len(*free) > 0 {
 		p := (*free)[len(*free)-1]
 		*free = (*free)[:len(*free)-1]
@@ -84,7 +86,7 @@ func (t *streamTable) getSlots(size int) []inflight {
 }
 
 // putSlots gives slots, all zero, back.
-func (t *streamTable) putSlots(slots []inflight) {
+func (t *StreamTable) putSlots(slots []Inflight) {
 	if free := t.spares(len(slots)); free != nil && len(*free) < maxSpareSlots {
 		*free = append(*free, &slots[0])
 		return
@@ -114,15 +116,15 @@ func slotPool(size int) *sync.Pool {
 	return &slotPools[bits.TrailingZeros(uint(size))-bits.TrailingZeros(minStreamSlots)]
 }
 
-func getSlots(size int) []inflight {
-	if p, _ := slotPool(size).Get().(*inflight); p != nil {
+func getSlots(size int) []Inflight {
+	if p, _ := slotPool(size).Get().(*Inflight); p != nil {
 		return unsafe.Slice(p, size)
 	}
-	return make([]inflight, size)
+	return make([]Inflight, size)
 }
 
 // release gives the slots of an empty table back. t.mu must be held.
-func (t *streamTable) release() {
+func (t *StreamTable) release() {
 	if t.n == 0 && t.slots != nil {
 		t.last = uint8(bits.TrailingZeros(uint(len(t.slots))))
 		t.putSlots(t.slots)
@@ -130,7 +132,7 @@ func (t *streamTable) release() {
 	}
 }
 
-func (t *streamTable) index(stream int16) int {
+func (t *StreamTable) index(stream int16) int {
 	// Fibonacci hashing: the top bits of the product spread sequential ids.
 	return int((uint32(uint16(stream)) * 2654435769) >> t.shift)
 }
@@ -138,21 +140,21 @@ func (t *streamTable) index(stream int16) int {
 // put records a copy of r and returns the number of requests in flight. A request that
 // reuses the stream id of one still in flight (a client bug) replaces it. r is passed, and
 // taken (takeInto), by pointer: the record is 120 bytes, copied once each way.
-func (t *streamTable) put(r *inflight) int {
-	r.used = true
+func (t *StreamTable) put(r *Inflight) int {
+	r.Used = true
 	t.mu.Lock()
 	if 2*(t.n+1) > len(t.slots) {
 		t.grow()
 	}
 	mask := len(t.slots) - 1
-	for i := t.index(r.stream); ; i = (i + 1) & mask {
+	for i := t.index(r.Stream); ; i = (i + 1) & mask {
 		s := &t.slots[i]
-		if !s.used {
+		if !s.Used {
 			*s = *r
 			t.n++
 			break
 		}
-		if s.stream == r.stream {
+		if s.Stream == r.Stream {
 			*s = *r
 			break
 		}
@@ -163,7 +165,7 @@ func (t *streamTable) put(r *inflight) int {
 }
 
 // grow doubles the table. t.mu must be held.
-func (t *streamTable) grow() {
+func (t *StreamTable) grow() {
 	old := t.slots
 	size := 2 * len(old)
 	if old == nil {
@@ -175,11 +177,11 @@ func (t *streamTable) grow() {
 	t.shift = uint8(32 - bits.Len(uint(size-1)))
 	mask := size - 1
 	for _, r := range old {
-		if !r.used {
+		if !r.Used {
 			continue
 		}
-		i := t.index(r.stream)
-		for t.slots[i].used {
+		i := t.index(r.Stream)
+		for t.slots[i].Used {
 			i = (i + 1) & mask
 		}
 		t.slots[i] = r
@@ -192,14 +194,14 @@ func (t *streamTable) grow() {
 
 // take removes and returns the request with the given stream id, and the number of requests
 // still in flight.
-func (t *streamTable) take(stream int16) (inflight, bool, int) {
-	var r inflight
-	ok, n := t.takeInto(stream, &r)
+func (t *StreamTable) Take(stream int16) (Inflight, bool, int) {
+	var r Inflight
+	ok, n := t.TakeInto(stream, &r)
 	return r, ok, n
 }
 
-// takeInto is take into *dst, which is left as it was when no request has the stream id.
-func (t *streamTable) takeInto(stream int16, dst *inflight) (bool, int) {
+// TakeInto is take into *dst, which is left as it was when no request has the stream id.
+func (t *StreamTable) TakeInto(stream int16, dst *Inflight) (bool, int) {
 	t.mu.Lock()
 	if t.n == 0 {
 		t.mu.Unlock()
@@ -209,12 +211,12 @@ func (t *streamTable) takeInto(stream int16, dst *inflight) (bool, int) {
 	i := t.index(stream)
 	for {
 		s := &t.slots[i]
-		if !s.used {
+		if !s.Used {
 			n := t.n
 			t.mu.Unlock()
 			return false, n
 		}
-		if s.stream == stream {
+		if s.Stream == stream {
 			break
 		}
 		i = (i + 1) & mask
@@ -226,17 +228,17 @@ func (t *streamTable) takeInto(stream int16, dst *inflight) (bool, int) {
 	for {
 		j = (j + 1) & mask
 		s := &t.slots[j]
-		if !s.used {
+		if !s.Used {
 			break
 		}
-		home := t.index(s.stream)
+		home := t.index(s.Stream)
 		// s may fill the hole at i only if its home is not within (i, j].
 		if (j > i && (home <= i || home > j)) || (j < i && home <= i && home > j) {
 			t.slots[i] = *s
 			i = j
 		}
 	}
-	t.slots[i] = inflight{}
+	t.slots[i] = Inflight{}
 	t.n--
 	n := t.n
 	t.release()
@@ -244,25 +246,88 @@ func (t *streamTable) takeInto(stream int16, dst *inflight) (bool, int) {
 	return true, n
 }
 
-// len returns the number of requests in flight.
-func (t *streamTable) len() int {
+// Len returns the number of requests in flight.
+func (t *StreamTable) Len() int {
 	t.mu.Lock()
 	n := t.n
 	t.mu.Unlock()
 	return n
 }
 
-// takeAll removes every request and appends it to dst.
-func (t *streamTable) takeAll(dst []inflight) []inflight {
+// TakeAll removes every request and appends it to dst.
+func (t *StreamTable) TakeAll(dst []Inflight) []Inflight {
 	t.mu.Lock()
 	for i := range t.slots {
-		if t.slots[i].used {
+		if t.slots[i].Used {
 			dst = append(dst, t.slots[i])
-			t.slots[i] = inflight{}
+			t.slots[i] = Inflight{}
 		}
 	}
 	t.n = 0
 	t.release()
 	t.mu.Unlock()
 	return dst
+}
+
+// Recheck reports whether req, copied from the table earlier, is still in flight (its
+// stream holds the same entry: a request answered since, or answered and followed by
+// another on its stream, is not), and then copies its tracing record, under the table's
+// lock, so that the response side cannot end it meanwhile.
+func (t *StreamTable) Recheck(req Inflight) (tracing.Peek, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.n == 0 {
+		return tracing.Peek{}, false
+	}
+	mask := len(t.slots) - 1
+	for i := t.index(req.Stream); ; i = (i + 1) & mask {
+		s := &t.slots[i]
+		switch {
+		case !s.Used:
+			return tracing.Peek{}, false
+		case s.Stream == req.Stream:
+			if *s != req {
+				return tracing.Peek{}, false
+			}
+			return s.trace.Peek(), true
+		}
+	}
+}
+
+// SetSpares makes the event loop's store of small tables serve this table, while the
+// connection is on that loop (nil: the pool serves it). Only the loop's goroutine may call
+// it, and only it grows and empties the table meanwhile.
+func (t *StreamTable) SetSpares(s *SpareSlots) { t.spare = s }
+
+// InFlight calls found, under the table's lock, for each request in flight for at least
+// min at now (tracing.Now), with its start: the earliest that metrics, statement
+// statistics or tracing recorded, 0 when none did (such requests are found only when min is
+// 0). It is for the in-flight view, which takes the lock briefly, as the data path does
+// for a put or a take.
+func (t *StreamTable) InFlight(now int64, min time.Duration, found func(req Inflight, start int64)) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.n == 0 {
+		return
+	}
+	for i := range t.slots {
+		s := &t.slots[i]
+		if !s.Used {
+			continue
+		}
+		start := cmp.Or(s.Start, s.stat.Start(), s.trace.Start())
+		if start == 0 && min > 0 {
+			continue
+		}
+		if start != 0 && time.Duration(now-start) < min {
+			continue
+		}
+		found(*s, start)
+	}
+}
+
+// Statement returns the statement of the request, as its statement statistics entry holds
+// it, while statement statistics are on.
+func (r *Inflight) Statement() (text, keyspace, table string, ok bool) {
+	return r.stat.Statement()
 }

@@ -1,4 +1,4 @@
-package sidecar
+package pipeline
 
 import (
 	"fmt"
@@ -77,8 +77,8 @@ func benchRequest(b *testing.B, q string) {
 			b.SetBytes(int64(len(f)))
 			b.ReportAllocs()
 			for b.Loop() {
-				c.request(h, f, len(f), 0)
-				c.streams.take(h.Stream)
+				c.Request(h, f, len(f), 0)
+				c.Streams.Take(h.Stream)
 			}
 		})
 	}
@@ -157,8 +157,8 @@ func TestCompressedQueryDecompressedOnlyWhenNeeded(t *testing.T) {
 					t.Fatal(err)
 				}
 				cc.full = 0
-				c.request(h, f, len(f), 0)
-				req, ok, _ := c.streams.take(h.Stream)
+				c.Request(h, f, len(f), 0)
+				req, ok, _ := c.Streams.Take(h.Stream)
 				if !ok || req.kind != tt.kind {
 					t.Errorf("%s: kind %#x (in flight %v); want %#x", tt.name, req.kind, ok, tt.kind)
 				}
@@ -204,7 +204,7 @@ func TestStatisticsGetWholeCompressedBody(t *testing.T) {
 			st := statements.New(statements.Options{})
 			st.SetEnabled(true)
 			c := fuzzConn(int32(i + 1))
-			c.p = New(Config{NodeAddr: "127.0.0.1:9042", Statements: st}, nil)
+			c.sh.Statements = st
 			prepare, err := cql.AppendFrameCompressed(nil, cql.Header{Version: cql.V4, Stream: 1},
 				cql.Prepare{Query: "SELECT * FROM system.peers WHERE peer = ?"}, comp)
 			if err != nil {
@@ -213,11 +213,11 @@ func TestStatisticsGetWholeCompressedBody(t *testing.T) {
 			for _, f := range [][]byte{compressedFrame(t, insertQuery(1024), comp), compressedFrame(t, "SELECT * FROM system.local", comp), compressedFrame(t, longSelect(), comp), prepare} {
 				h, _ := cql.ParseHeader(f)
 				cc.full = 0
-				c.request(h, f, len(f), 0)
+				c.Request(h, f, len(f), 0)
 				if cc.full != 1 {
 					t.Errorf("%s of %d bytes: %d full decompressions; want 1", h.Opcode, len(f), cc.full)
 				}
-				req, _, _ := c.streams.take(h.Stream)
+				req, _, _ := c.Streams.Take(h.Stream)
 				resp := frame(cql.ResponseBit|cql.V4, 0, h.Stream, cql.OpResult, voidBody())
 				st.Response(req.stat, c.respView(resp), tracing.Now())
 			}

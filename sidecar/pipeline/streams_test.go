@@ -1,4 +1,4 @@
-package sidecar
+package pipeline
 
 import (
 	"math/rand/v2"
@@ -16,7 +16,7 @@ func TestStreamTableMatchesMap(t *testing.T) {
 		{"whole range", func(r *rand.Rand) int16 { return int16(r.IntN(1 << 15)) }},
 		{"gocql-like buckets", func(r *rand.Rand) int16 { return int16(r.IntN(512)*64 + r.IntN(3)) }},
 	}
-	var spare spareSlots // what an event loop lends its connections' tables
+	var spare SpareSlots // what an event loop lends its connections' tables
 	for _, tt := range tests {
 		for _, withSpare := range []bool{false, true} {
 			name := tt.name
@@ -25,7 +25,7 @@ func TestStreamTableMatchesMap(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				r := rand.New(rand.NewPCG(1, 2))
-				var tab streamTable
+				var tab StreamTable
 				if withSpare {
 					tab.spare = &spare
 				}
@@ -35,29 +35,29 @@ func TestStreamTableMatchesMap(t *testing.T) {
 					if _, ok := model[s]; !ok && r.IntN(3) > 0 {
 						op := cql.Opcode(r.IntN(16))
 						model[s] = op
-						if n := tab.put(&inflight{stream: s, op: op}); n != len(model) {
+						if n := tab.put(&Inflight{Stream: s, Op: op}); n != len(model) {
 							t.Fatalf("step %d: put returned %d in flight; want %d", i, n, len(model))
 						}
 						continue
 					}
-					got, ok, n := tab.take(s)
+					got, ok, n := tab.Take(s)
 					want, wantOK := model[s]
 					delete(model, s)
-					if ok != wantOK || ok && (got.op != want || got.stream != s) || n != len(model) {
+					if ok != wantOK || ok && (got.Op != want || got.Stream != s) || n != len(model) {
 						t.Fatalf("step %d: take(%d) = %+v, %v, %d; want op %s, %v, %d", i, s, got, ok, n, want, wantOK, len(model))
 					}
 				}
-				all := tab.takeAll(nil)
+				all := tab.TakeAll(nil)
 				if len(all) != len(model) {
 					t.Errorf("takeAll returned %d requests; want %d", len(all), len(model))
 				}
 				for _, r := range all {
-					if model[r.stream] != r.op {
-						t.Errorf("takeAll returned stream %d op %s; want op %s", r.stream, r.op, model[r.stream])
+					if model[r.Stream] != r.Op {
+						t.Errorf("takeAll returned stream %d op %s; want op %s", r.Stream, r.Op, model[r.Stream])
 					}
 				}
-				if tab.len() != 0 {
-					t.Errorf("len() after takeAll = %d; want 0", tab.len())
+				if tab.Len() != 0 {
+					t.Errorf("len() after takeAll = %d; want 0", tab.Len())
 				}
 			})
 		}
@@ -71,26 +71,26 @@ func TestStreamTableMatchesMap(t *testing.T) {
 // request in flight at a time do: the loop's two spare tables serve them again and again,
 // all zero each time, and never one to both at once.
 func TestStreamTableSpareReused(t *testing.T) {
-	var spare spareSlots
-	a, b := streamTable{spare: &spare}, streamTable{spare: &spare}
-	seen := map[*inflight]bool{}
+	var spare SpareSlots
+	a, b := StreamTable{spare: &spare}, StreamTable{spare: &spare}
+	seen := map[*Inflight]bool{}
 	for i := range 100 {
 		s := int16(i % 40)
-		a.put(&inflight{stream: s, op: cql.OpExecute, probe: "x"})
-		b.put(&inflight{stream: s, op: cql.OpBatch})
+		a.put(&Inflight{Stream: s, Op: cql.OpExecute, probe: "x"})
+		b.put(&Inflight{Stream: s, Op: cql.OpBatch})
 		if &a.slots[0] == &b.slots[0] {
 			t.Fatalf("request %d: two tables share the loop's spare slots", i)
 		}
 		seen[&a.slots[0]], seen[&b.slots[0]] = true, true
 		for j := range a.slots {
-			if r := a.slots[j]; r.used && (r.stream != s || r.probe != "x") || !r.used && r != (inflight{}) {
+			if r := a.slots[j]; r.Used && (r.Stream != s || r.probe != "x") || !r.Used && r != (Inflight{}) {
 				t.Fatalf("request %d: slot %d holds %+v, left from an earlier request", i, j, r)
 			}
 		}
-		if got, ok, _ := a.take(s); !ok || got.op != cql.OpExecute {
+		if got, ok, _ := a.Take(s); !ok || got.Op != cql.OpExecute {
 			t.Fatalf("take(%d) = %+v, %v", s, got, ok)
 		}
-		b.take(s)
+		b.Take(s)
 	}
 	if len(seen) != 2 {
 		t.Errorf("the tables used %d different slot arrays; want the 2 spares, reused", len(seen))
@@ -101,7 +101,7 @@ func TestStreamTableSpareReused(t *testing.T) {
 }
 
 // count returns the number of spare tables, of every size.
-func (sp *spareSlots) count() int {
+func (sp *SpareSlots) count() int {
 	n := 0
 	for _, f := range sp.free {
 		n += len(f)
@@ -114,17 +114,17 @@ func (sp *spareSlots) count() int {
 // again at the size it had, from the loop's spares up to 64 slots, instead of growing again
 // from the smallest with every burst of requests.
 func TestStreamTableSize(t *testing.T) {
-	var spare spareSlots
-	tab := streamTable{spare: &spare}
-	tab.put(&inflight{stream: 1, op: cql.OpStartup})
+	var spare SpareSlots
+	tab := StreamTable{spare: &spare}
+	tab.put(&Inflight{Stream: 1, Op: cql.OpStartup})
 	if len(tab.slots) != minStreamSlots {
 		t.Fatalf("a new table has %d slots; want %d", len(tab.slots), minStreamSlots)
 	}
-	tab.take(1)
-	var last []inflight // the slots the previous burst ended with
+	tab.Take(1)
+	var last []Inflight // the slots the previous burst ended with
 	for round, burst := range []int{20, 20, 100, 100} {
 		for i := range burst {
-			tab.put(&inflight{stream: int16(i), op: cql.OpQuery})
+			tab.put(&Inflight{Stream: int16(i), Op: cql.OpQuery})
 			if i == 0 && round%2 == 1 {
 				// The burst before was as large: the table starts at the size it grew to,
 				// up to 64 slots (a burst of thousands is not remembered).
@@ -145,7 +145,7 @@ func TestStreamTableSize(t *testing.T) {
 		}
 		last = tab.slots
 		for i := range burst {
-			if _, ok, _ := tab.take(int16(i)); !ok {
+			if _, ok, _ := tab.Take(int16(i)); !ok {
 				t.Fatalf("round %d: request %d lost", round, i)
 			}
 		}

@@ -1,4 +1,4 @@
-package sidecar
+package pipeline
 
 import (
 	"bufio"
@@ -60,7 +60,7 @@ func (m *PeerMap) add(entry string) error {
 		nodeStr, scStr = f[0], f[1]
 	}
 	nodeStr, scStr = strings.TrimSpace(nodeStr), strings.TrimSpace(scStr)
-	sc, err := parseAdvertise(scStr)
+	sc, err := ParseAdvertise(scStr)
 	if err != nil {
 		return fmt.Errorf("sidecar address %q: want IP or IP:port", scStr)
 	}
@@ -183,7 +183,7 @@ func (m *PeerMap) rewritePeerRows(cols []cql.ColumnSpec, rows [][][]byte, peerPo
 // sidecars are mapped: gocql matches STATUS and TOPOLOGY events to the host of its control
 // connection by that column, and those events name the sidecar. (By the convention the
 // sidecar shares its node's IP, and the column is right as it is.)
-func (c *pipeline) rewriteBroadcast(cols []cql.ColumnSpec, rows [][][]byte) bool {
+func (c *Conn) rewriteBroadcast(cols []cql.ColumnSpec, rows [][][]byte) bool {
 	changed := false
 	for j, col := range cols {
 		if col.Type.ID != cql.TypeInet || col.Name != "broadcast_address" {
@@ -200,9 +200,9 @@ func (c *pipeline) rewriteBroadcast(cols []cql.ColumnSpec, rows [][][]byte) bool
 }
 
 // unmappedPeer warns, once per address, of a peer that the map does not name.
-func (c *pipeline) unmappedPeer(node netip.AddrPort) {
-	if _, seen := c.p.cfg.Peers.warned.LoadOrStore(node, true); !seen {
-		c.warn().Str("peer", node.String()).Uint16("peer_port", c.peerPort).
+func (c *Conn) unmappedPeer(node netip.AddrPort) {
+	if _, seen := c.sh.Peers.warned.LoadOrStore(node, true); !seen {
+		c.Warn().Str("peer", node.String()).Uint16("peer_port", c.peerPort).
 			Msg("peer node missing from the cluster map: rewriting only its port, by the convention")
 	}
 }
@@ -210,4 +210,15 @@ func (c *pipeline) unmappedPeer(node netip.AddrPort) {
 // eventPeer maps the address in an event about another node through m.
 func (m *PeerMap) eventPeer(a netip.AddrPort, peerPort uint16) (netip.AddrPort, bool) {
 	return m.Lookup(a.Addr(), a.Port(), peerPort)
+}
+
+// ParseAdvertise accepts an IP or an IP:port.
+func ParseAdvertise(s string) (netip.AddrPort, error) {
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), nil
+	}
+	if a, err := netip.ParseAddr(s); err == nil {
+		return netip.AddrPortFrom(a.Unmap(), 0), nil
+	}
+	return netip.AddrPort{}, fmt.Errorf("sidecar: advertise address %q: want an IP or IP:port", s)
 }

@@ -1,0 +1,105 @@
+package pipeline
+
+import (
+	"net/netip"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/logs"
+	"github.com/tracecar/tracecar/internal/metrics"
+	"github.com/tracecar/tracecar/tracing"
+	"github.com/tracecar/tracecar/tracing/capture"
+	"github.com/tracecar/tracecar/tracing/statements"
+)
+
+// Settings are what a proxy gives the pipelines of its connections: its tracer and hooks,
+// its limits and the addresses it advertises. Nil hooks are off.
+type Settings struct {
+	Tracer     *tracing.Tracer  // nil: no tracing
+	Log        *zerolog.Logger  // never nil
+	LogGate    logs.Gate        // the logger's level switch, when it has one
+	Metrics    Metrics          // nil: no per-request metrics
+	Statements StatementStats   // nil: no statement statistics
+	Capture    *capture.Capture // nil: no workload capture
+	Peers      *PeerMap         // nil: other nodes' addresses are not rewritten
+	MaxFrame   uint32           // the largest frame, header included, once the handshake is done
+	// Advertise is the address written into system.local and events about the node; a
+	// zero Addr means each connection's own local address, and a zero port its port.
+	Advertise netip.AddrPort
+	PeerPort  uint16 // written into peers and events about other nodes; 0: the advertised port
+}
+
+// Shared is what the pipelines of one proxy's connections share: the Settings, and what
+// they learn from the node for every connection (the prepared statements that read system
+// tables, the node's rpc_address, the last SUPPORTED rewritten) and count together. It is
+// safe for concurrent use.
+type Shared struct {
+	Settings
+	// Prepared is the prepared-statement registry, the tracer's when there is one.
+	Prepared *tracing.Statements
+	// TooBig counts the frames refused for their size.
+	TooBig atomic.Uint64
+
+	checked checkedStmts               // prepared ids that read no system table
+	nodeRPC atomic.Pointer[netip.Addr] // the rpc_address the node reported
+	// supported is the last SUPPORTED rewritten (rewriteSupported): the node answers every
+	// connection's OPTIONS alike.
+	supported atomic.Pointer[supportedRewrite]
+}
+
+// NewShared returns the shared state of a proxy's pipelines.
+func NewShared(s Settings) *Shared {
+	sh := &Shared{Settings: s}
+	if s.Tracer != nil {
+		sh.Prepared = s.Tracer.Statements()
+	} else {
+		sh.Prepared = tracing.NewStatements(tracing.DefaultPreparedSize)
+	}
+	return sh
+}
+
+// Logs reports whether lines at lvl may be written: false when the log gate says that they
+// are off, true without a gate (zerolog decides). It is inlined.
+func (s *Shared) Logs(lvl zerolog.Level) bool {
+	return !s.LogGate.Valid() || s.LogGate.Enabled(lvl)
+}
+
+// StatementStats is the data path's hook for per-statement statistics;
+// *statements.Stats implements it. Its methods are called from every connection's
+// goroutines at once. Enabled is one atomic load; Request is called for a PREPARE, and
+// for any other request only while Enabled; Response is called for each response whose
+// request's Ticket is active, at the point where the response is matched to its request.
+type StatementStats interface {
+	Enabled() bool
+	// Request sees a request, through the view the proxy decoded it into, and its
+	// arrival time (tracing.Now).
+	Request(f *cql.Frame, now int64) statements.Ticket
+	// Response sees the response, through its view, and its arrival time. It reads from
+	// the view only what it needs.
+	Response(t statements.Ticket, f *cql.Frame, now int64)
+}
+
+// Metrics is what the proxy reports per request. Its methods are called on the data path,
+// from every connection's goroutines at once, so they must be safe for concurrent use,
+// cheap, and allocation-free. *metrics.Metrics implements it.
+type Metrics interface {
+	// CountRequests sets where the requests series reads its counts by opcode: the
+	// proxy's own request counter, so that the data path counts a request once.
+	CountRequests(func() map[cql.Opcode]uint64)
+	// Latency records the time from a request's arrival until its response was queued for
+	// the client.
+	Latency(op cql.Opcode, d time.Duration)
+	// AddedLatency records the time a response spent in the sidecar itself: from the read
+	// that brought it from the node until it was queued for the client.
+	AddedLatency(d time.Duration)
+	// Answered records, as Latency and AddedLatency, the requests whose responses arrived
+	// in one read at arrived and were queued for the client together at now (tracing.Now
+	// nanoseconds): the event loop's way, one clock read for a read's responses.
+	Answered(answers []metrics.Answer, arrived, now int64)
+	// ConnOpened and ConnClosed count client connections.
+	ConnOpened()
+	ConnClosed()
+}
