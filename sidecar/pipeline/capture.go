@@ -1,8 +1,6 @@
 package pipeline
 
 import (
-	"sync/atomic"
-
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/tracing"
 	"github.com/tracecar/tracecar/tracing/capture"
@@ -12,17 +10,6 @@ import (
 // running they cost one atomic load per request (Capture.Active) and nothing per
 // response; while one runs, the request and its response are handed to it through the
 // views the pipeline decoded them into.
-
-// captureState is a connection's part in the workload capture.
-type captureState struct {
-	// sess is the capture the connection last took part in, and id its number there:
-	// request side only.
-	sess *capture.Session
-	id   uint32
-	// keyspace is the connection's keyspace in use, set by the answer to a USE, which the
-	// proxy reads anyway (rewrite.go); read by the request side.
-	keyspace atomic.Pointer[string]
-}
 
 // captureRequest hands the request in f, of n bytes, arrived at now (0: not read yet), to
 // the running capture s, and returns its record for the stream table.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/tracing"
+	"github.com/tracecar/tracecar/tracing/capture"
 )
 
 // Conn is one connection's protocol state and the per-frame work on it (frame.go, with
@@ -227,4 +228,15 @@ func (c *Conn) EndTracing() {
 	if t := c.Tracing(); t != nil {
 		t.Close()
 	}
+}
+
+// captureState is a connection's part in the workload capture.
+type captureState struct {
+	// sess is the capture the connection last took part in, and id its number there:
+	// request side only.
+	sess *capture.Session
+	id   uint32
+	// keyspace is the connection's keyspace in use, set by the answer to a USE, which the
+	// proxy reads anyway (rewrite.go); read by the request side.
+	keyspace atomic.Pointer[string]
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"math/bits"
 	"math/rand/v2"
+	"sync"
+	"sync/atomic"
 )
 
 // idSet is an immutable set of prepared statement ids, for checkedStmts. Cassandra and
@@ -111,4 +113,63 @@ func (s *idSet) insert(k idKey) {
 	}
 	s.slots[i] = k
 	s.n++
+}
+
+// maxCheckedStmts bounds the ids remembered as not reading a system table; beyond it, new
+// ids are not probed.
+const maxCheckedStmts = 1 << 16
+
+// checkedStmts is the set of prepared ids known not to read a system table. Every EXECUTE
+// asks it, from every loop and goroutine, and ids are added once each: has reads an
+// immutable set (idSet) through an atomic pointer, without a lock (a read lock's shared
+// counter moved between the cores on every EXECUTE); add puts an id in a small map under a
+// lock, merged into a new immutable set once it holds an eighth as many ids (at once while
+// there are few), so that the copies cost about nine per id in all. An id added since the
+// last merge is found under the lock.
+type checkedStmts struct {
+	frozen atomic.Pointer[idSet]
+	mu     sync.Mutex
+	recent map[string]struct{}
+	n      atomic.Int64 // ids in both
+}
+
+func (s *checkedStmts) has(id []byte) (found, full bool) {
+	frozen := s.frozen.Load()
+	if frozen.has(id) {
+		return true, false
+	}
+	n := s.n.Load()
+	full = n >= maxCheckedStmts
+	if n == int64(frozen.len()) {
+		return false, full // nothing added since the last merge
+	}
+	s.mu.Lock()
+	_, found = s.recent[string(id)]
+	s.mu.Unlock()
+	return found, full
+}
+
+func (s *checkedStmts) add(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.n.Load() >= maxCheckedStmts {
+		return
+	}
+	old := s.frozen.Load()
+	if old.has([]byte(id)) {
+		return
+	}
+	if _, ok := s.recent[id]; ok {
+		return
+	}
+	if s.recent == nil {
+		s.recent = make(map[string]struct{})
+	}
+	s.recent[id] = struct{}{}
+	s.n.Add(1)
+	if len(s.recent) < old.len()/8 {
+		return
+	}
+	s.frozen.Store(newIDSet(old, s.recent))
+	clear(s.recent)
 }

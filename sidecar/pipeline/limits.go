@@ -85,21 +85,3 @@ func (c *Conn) rewriteSupported(f *cql.Frame) []byte {
 }
 
 const supportedRewritten = "SUPPORTED: removed the shard-aware ports"
-
-// supportedRewrite is a SUPPORTED frame from the node and its rewrite (nil: it needed
-// none). Both are immutable once stored.
-type supportedRewrite struct{ in, out []byte }
-
-// matches reports whether frame is r.in but for the stream id (bytes 2 and 3 of a header
-// of protocol v3 and later).
-func (r *supportedRewrite) matches(frame []byte) bool {
-	return len(frame) == len(r.in) && len(frame) >= cql.HeaderSize &&
-		bytes.Equal(frame[:2], r.in[:2]) && bytes.Equal(frame[4:], r.in[4:])
-}
-
-// withStream returns a copy of r.out with the stream id of frame.
-func (r *supportedRewrite) withStream(frame []byte) []byte {
-	out := bytes.Clone(r.out)
-	copy(out[2:4], frame[2:4])
-	return out
-}

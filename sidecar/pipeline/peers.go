@@ -179,34 +179,6 @@ func (m *PeerMap) rewritePeerRows(cols []cql.ColumnSpec, rows [][][]byte, peerPo
 	return changed
 }
 
-// rewriteBroadcast sets system.local's broadcast_address to the advertised IP when the
-// sidecars are mapped: gocql matches STATUS and TOPOLOGY events to the host of its control
-// connection by that column, and those events name the sidecar. (By the convention the
-// sidecar shares its node's IP, and the column is right as it is.)
-func (c *Conn) rewriteBroadcast(cols []cql.ColumnSpec, rows [][][]byte) bool {
-	changed := false
-	for j, col := range cols {
-		if col.Type.ID != cql.TypeInet || col.Name != "broadcast_address" {
-			continue
-		}
-		for _, row := range rows {
-			if j < len(row) && row[j] != nil {
-				row[j] = c.advertise.Addr().AsSlice()
-				changed = true
-			}
-		}
-	}
-	return changed
-}
-
-// unmappedPeer warns, once per address, of a peer that the map does not name.
-func (c *Conn) unmappedPeer(node netip.AddrPort) {
-	if _, seen := c.sh.Peers.warned.LoadOrStore(node, true); !seen {
-		c.Warn().Str("peer", node.String()).Uint16("peer_port", c.peerPort).
-			Msg("peer node missing from the cluster map: rewriting only its port, by the convention")
-	}
-}
-
 // eventPeer maps the address in an event about another node through m.
 func (m *PeerMap) eventPeer(a netip.AddrPort, peerPort uint16) (netip.AddrPort, bool) {
 	return m.Lookup(a.Addr(), a.Port(), peerPort)

@@ -14,30 +14,6 @@ import (
 // build that the no-bypass tests must catch. It is read on the system table path only.
 var SkipRewrite atomic.Bool
 
-// rewriteKind says what the response to a request needs: nothing (the common path), or the
-// addresses of a system table rewritten.
-type rewriteKind uint8
-
-const (
-	kindNone    rewriteKind = 0
-	kindLocal   rewriteKind = 1 // system.local
-	kindPeers   rewriteKind = 2 // system.peers
-	kindPeersV2 rewriteKind = 3 // system.peers_v2
-	kindTable   rewriteKind = 0x0f
-	kindOptions rewriteKind = 0x20 // OPTIONS: SUPPORTED loses the bypass keys, see limits.go
-
-	// kindPrepare marks a PREPARE of a statement on the table in the low bits: its
-	// response tells the id that later EXECUTEs use.
-	kindPrepare rewriteKind = 0x10
-)
-
-// rememberStmt notes in the prepared-statement registry that the statement id reads the
-// system table of kind, with the result columns from its Prepared response, for the Rows
-// responses that skip their metadata: an EXECUTE probed for its table (statement.go).
-func (s *Shared) rememberStmt(id []byte, kind rewriteKind, cols []cql.ColumnSpec) {
-	s.Prepared.Put(id, tracing.Statement{System: uint8(kind), Columns: cols})
-}
-
 // learnPrepared puts what the RESULT Prepared frame answering the PREPARE req tells into
 // the one prepared-statement registry (shared with tracing): the statement id, its query
 // text and keyspace, and, for a statement on a system table, that table and the result
@@ -225,4 +201,56 @@ func (c *Conn) eventAddr(a netip.AddrPort) netip.AddrPort {
 		return c.advertise
 	}
 	return netip.AddrPortFrom(ip, c.peerPort)
+}
+
+// rewriteBroadcast sets system.local's broadcast_address to the advertised IP when the
+// sidecars are mapped: gocql matches STATUS and TOPOLOGY events to the host of its control
+// connection by that column, and those events name the sidecar. (By the convention the
+// sidecar shares its node's IP, and the column is right as it is.)
+func (c *Conn) rewriteBroadcast(cols []cql.ColumnSpec, rows [][][]byte) bool {
+	changed := false
+	for j, col := range cols {
+		if col.Type.ID != cql.TypeInet || col.Name != "broadcast_address" {
+			continue
+		}
+		for _, row := range rows {
+			if j < len(row) && row[j] != nil {
+				row[j] = c.advertise.Addr().AsSlice()
+				changed = true
+			}
+		}
+	}
+	return changed
+}
+
+// unmappedPeer warns, once per address, of a peer that the map does not name.
+func (c *Conn) unmappedPeer(node netip.AddrPort) {
+	if _, seen := c.sh.Peers.warned.LoadOrStore(node, true); !seen {
+		c.Warn().Str("peer", node.String()).Uint16("peer_port", c.peerPort).
+			Msg("peer node missing from the cluster map: rewriting only its port, by the convention")
+	}
+}
+
+// probeResult learns from the response to a probed EXECUTE whether its statement reads a
+// system table, and rewrites the rows when it does.
+func (c *Conn) probeResult(m cql.Message, req Inflight) bool {
+	switch m := m.(type) {
+	case cql.RowsResult:
+		cols := m.Metadata.Columns
+		kind := kindNone
+		// Without metadata (a node that ignored the request for it) nothing can be
+		// learnt; the id is not probed again, so that the hot path does not pay twice.
+		if m.Metadata.Flags&cql.RowsNoMetadata == 0 && len(cols) > 0 && cols[0].Keyspace == "system" {
+			kind = systemTable(cols[0].Table)
+		}
+		if kind == kindNone {
+			c.sh.checked.add(req.probe)
+			return false
+		}
+		c.sh.rememberStmt([]byte(req.probe), kind, cols)
+		return c.rewriteRows(kind, cols, m.Rows)
+	case cql.VoidResult:
+		c.sh.checked.add(req.probe)
+	}
+	return false
 }

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"net/netip"
 	"sync/atomic"
 	"time"
@@ -102,4 +103,29 @@ type Metrics interface {
 	// ConnOpened and ConnClosed count client connections.
 	ConnOpened()
 	ConnClosed()
+}
+
+// supportedRewrite is a SUPPORTED frame from the node and its rewrite (nil: it needed
+// none). Both are immutable once stored.
+type supportedRewrite struct{ in, out []byte }
+
+// matches reports whether frame is r.in but for the stream id (bytes 2 and 3 of a header
+// of protocol v3 and later).
+func (r *supportedRewrite) matches(frame []byte) bool {
+	return len(frame) == len(r.in) && len(frame) >= cql.HeaderSize &&
+		bytes.Equal(frame[:2], r.in[:2]) && bytes.Equal(frame[4:], r.in[4:])
+}
+
+// withStream returns a copy of r.out with the stream id of frame.
+func (r *supportedRewrite) withStream(frame []byte) []byte {
+	out := bytes.Clone(r.out)
+	copy(out[2:4], frame[2:4])
+	return out
+}
+
+// rememberStmt notes in the prepared-statement registry that the statement id reads the
+// system table of kind, with the result columns from its Prepared response, for the Rows
+// responses that skip their metadata: an EXECUTE probed for its table (statement.go).
+func (s *Shared) rememberStmt(id []byte, kind rewriteKind, cols []cql.ColumnSpec) {
+	s.Prepared.Put(id, tracing.Statement{System: uint8(kind), Columns: cols})
 }

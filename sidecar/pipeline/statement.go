@@ -1,10 +1,6 @@
 package pipeline
 
 import (
-	"sync"
-	"sync/atomic"
-
-	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/internal/cql/cqltext"
 )
 
@@ -13,9 +9,6 @@ import (
 // the table after the FROM of a SELECT, qualified by its keyspace or by the connection's
 // keyspace (set by USE). Text inside string literals, comments and quoted names never
 // counts, so a user's query that mentions 'system.local' in a literal is left alone.
-
-// kindUse marks a USE statement: its answer sets the connection's keyspace.
-const kindUse rewriteKind = 0x40
 
 // statementTable returns the system table that the CQL statement q reads (kindLocal,
 // kindPeers, kindPeersV2), kindUse for a USE statement, or kindNone. inSystem says whether
@@ -147,89 +140,3 @@ func systemTable(name string) rewriteKind {
 // driver handles as the protocol says), and the keyspace and table there tell whether the
 // statement reads a system table. Each id is probed once; the ids found not to are kept in
 // a bounded set.
-
-// kindProbe marks an EXECUTE of a statement id not seen before.
-const kindProbe rewriteKind = 0x80
-
-// maxCheckedStmts bounds the ids remembered as not reading a system table; beyond it, new
-// ids are not probed.
-const maxCheckedStmts = 1 << 16
-
-// checkedStmts is the set of prepared ids known not to read a system table. Every EXECUTE
-// asks it, from every loop and goroutine, and ids are added once each: has reads an
-// immutable set (idSet) through an atomic pointer, without a lock (a read lock's shared
-// counter moved between the cores on every EXECUTE); add puts an id in a small map under a
-// lock, merged into a new immutable set once it holds an eighth as many ids (at once while
-// there are few), so that the copies cost about nine per id in all. An id added since the
-// last merge is found under the lock.
-type checkedStmts struct {
-	frozen atomic.Pointer[idSet]
-	mu     sync.Mutex
-	recent map[string]struct{}
-	n      atomic.Int64 // ids in both
-}
-
-func (s *checkedStmts) has(id []byte) (found, full bool) {
-	frozen := s.frozen.Load()
-	if frozen.has(id) {
-		return true, false
-	}
-	n := s.n.Load()
-	full = n >= maxCheckedStmts
-	if n == int64(frozen.len()) {
-		return false, full // nothing added since the last merge
-	}
-	s.mu.Lock()
-	_, found = s.recent[string(id)]
-	s.mu.Unlock()
-	return found, full
-}
-
-func (s *checkedStmts) add(id string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.n.Load() >= maxCheckedStmts {
-		return
-	}
-	old := s.frozen.Load()
-	if old.has([]byte(id)) {
-		return
-	}
-	if _, ok := s.recent[id]; ok {
-		return
-	}
-	if s.recent == nil {
-		s.recent = make(map[string]struct{})
-	}
-	s.recent[id] = struct{}{}
-	s.n.Add(1)
-	if len(s.recent) < old.len()/8 {
-		return
-	}
-	s.frozen.Store(newIDSet(old, s.recent))
-	clear(s.recent)
-}
-
-// probeResult learns from the response to a probed EXECUTE whether its statement reads a
-// system table, and rewrites the rows when it does.
-func (c *Conn) probeResult(m cql.Message, req Inflight) bool {
-	switch m := m.(type) {
-	case cql.RowsResult:
-		cols := m.Metadata.Columns
-		kind := kindNone
-		// Without metadata (a node that ignored the request for it) nothing can be
-		// learnt; the id is not probed again, so that the hot path does not pay twice.
-		if m.Metadata.Flags&cql.RowsNoMetadata == 0 && len(cols) > 0 && cols[0].Keyspace == "system" {
-			kind = systemTable(cols[0].Table)
-		}
-		if kind == kindNone {
-			c.sh.checked.add(req.probe)
-			return false
-		}
-		c.sh.rememberStmt([]byte(req.probe), kind, cols)
-		return c.rewriteRows(kind, cols, m.Rows)
-	case cql.VoidResult:
-		c.sh.checked.add(req.probe)
-	}
-	return false
-}
