@@ -1,6 +1,7 @@
 package tracing
 
 import (
+	"math"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -139,12 +140,9 @@ func (c *Conn) Begin(f *cql.Frame, now int64) Ticket {
 	}
 	r.setContext(&tc)
 	r.ctxRead = true
-	req, _ := f.Request()
-	if req.Err != nil {
-		r.decodeErr = req.Err.Error()
-	}
-	r.buf = req.CopyTo(&r.req, r.buf)
-	r.parsedReq = true
+	// The request is kept as it came, whole, and parsed only when its session is built:
+	// most full-mode requests are fast and never recorded (keep).
+	c.keep(f, r, math.MaxInt)
 	r.parsed = c.t.now()
 	if mode == ModeSampled || mode == ModeParent {
 		f.Raw()[1] |= cql.FlagTracing
@@ -166,7 +164,18 @@ func (c *Conn) beginFast(s *snapshot, f *cql.Frame, now int64, tc *TraceContext,
 	r := c.take()
 	r.seq.Add(1)
 	r.mode, r.op, r.flags, r.version = ModeFast, h.Opcode, h.Flags, h.ProtoVersion()
-	r.start, r.gen, r.comp = now, s.gen, f.Compressor()
+	r.start, r.gen = now, s.gen
+	c.keep(f, r, c.t.opts.CaptureMax)
+	return c.fastContext(f, r, tc, read)
+}
+
+// keep copies the request of f into its record, cut to max bytes, for a session built
+// later: the request parsed, when another reader parsed it already, so that it is never
+// parsed again; else its message, when the view holds it decompressed, so that it is
+// never decompressed again; else the frame as it came. A record that is never recorded
+// (a request under the threshold) costs a copy, not a parse.
+func (c *Conn) keep(f *cql.Frame, r *record, max int) {
+	r.comp = f.Compressor()
 	src := f.Raw()
 	r.plain, r.parsedReq = false, false
 	if f.Decompressed() || f.RequestParsed() {
@@ -174,25 +183,22 @@ func (c *Conn) beginFast(s *snapshot, f *cql.Frame, now int64, tc *TraceContext,
 			src, r.plain = msg, true
 		}
 	}
-	if r.plain && f.RequestParsed() && len(src) <= c.t.opts.CaptureMax {
-		// Another reader parsed the request: keep it parsed, so that a slow request is
-		// never parsed again.
+	if r.plain && f.RequestParsed() && len(src) <= max {
 		req, _ := f.Request()
 		r.buf = req.CopyTo(&r.req, r.buf)
 		r.parsedReq, r.size, r.trunc = true, len(src), false
-		return c.fastContext(f, r, tc, read)
+		return
 	}
 	r.size = len(src)
 	n := len(src)
-	r.trunc = n > c.t.opts.CaptureMax
+	r.trunc = n > max
 	if r.trunc {
-		n = c.t.opts.CaptureMax
-		if h.Flags&cql.FlagCompression != 0 && !r.plain {
+		n = max
+		if f.Header.Flags&cql.FlagCompression != 0 && !r.plain {
 			n = cql.HeaderSize // a cut compressed body cannot be read: keep the header
 		}
 	}
 	r.buf = append(r.buf[:0], src[:n]...)
-	return c.fastContext(f, r, tc, read)
 }
 
 // fastContext notes the trace context of a fast-mode request in its record, reading it
@@ -280,7 +286,7 @@ func slow(durUS, thresholdUS int64) bool { return durUS > thresholdUS || thresho
 // recordFast builds and records the session of a slow fast-mode request.
 func (c *Conn) recordFast(r *record, d int64, f *cql.Frame) {
 	c.t.tracedResp.Add(1)
-	ps, view := c.decodeFast(r)
+	ps, view := c.decodeKept(r)
 	if !r.ctxRead && view && r.flags&cql.FlagCustomPayload != 0 {
 		tc := c.t.readContext(c.fast.CustomPayload())
 		r.setContext(&tc)
@@ -370,11 +376,7 @@ func (c *Conn) session(r *record, end, d int64) *Session {
 	wallEnd := time.Now().Add(-time.Duration(now - end))
 	started := wallEnd.Add(-time.Duration(d))
 
-	ps := make(map[string]string, 6)
-	c.t.params(ps).request(&r.req)
-	if r.req.Err != nil {
-		ps["decode_error"] = r.req.Err.Error()
-	}
+	ps, _ := c.decodeKept(r)
 	if r.rows >= 0 {
 		ps["returned_rows"] = itoa(r.rows)
 	}

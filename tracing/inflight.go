@@ -54,7 +54,7 @@ func (t Ticket) Peek() Peek {
 	if r == nil || r.seq.Load() != t.seq {
 		return Peek{}
 	}
-	p := Peek{op: r.op, version: r.version, mode: r.mode, start: r.start, plain: r.plain || t.events, comp: r.comp}
+	p := Peek{op: r.op, version: r.version, mode: r.mode, start: r.start, plain: r.plain, comp: r.comp}
 	n := min(len(r.buf), maxPeek)
 	if n < len(r.buf) && !p.plain && r.flags&cql.FlagCompression != 0 {
 		n = 0 // a cut compressed body cannot be read

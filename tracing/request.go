@@ -215,13 +215,13 @@ func indexed(k string, i int) string {
 	return k + "[" + strconv.Itoa(i) + "]"
 }
 
-// decodeFast builds the parameters of a slow fast-mode request from what its record
-// kept: the request, when another reader had parsed it already and Begin copied it, or
-// else a copy of the frame (decompressed here, when the sidecar had not) or of its
-// message, parsed here. The copy may be truncated; what could be read is kept. view
-// reports whether c.fast is now a view of the copied frame, whose custom payload can be
-// read.
-func (c *Conn) decodeFast(r *record) (ps map[string]string, view bool) {
+// decodeKept builds the parameters of a request whose session is recorded from what its
+// record kept (Conn.keep): the request, when another reader had parsed it already and
+// Begin copied it, or else a copy of the frame (decompressed here, when the sidecar had
+// not) or of its message, parsed here. A fast-mode copy may be truncated; what could be
+// read is kept. view reports whether c.fast is now a view of the copied frame, whose
+// custom payload can be read. Response side only.
+func (c *Conn) decodeKept(r *record) (ps map[string]string, view bool) {
 	m := make(map[string]string, 6)
 	req := &r.req
 	switch {

@@ -48,19 +48,19 @@ type record struct {
 	start   int64
 	gen     uint32 // fast mode: the Config generation at Begin
 
-	// Fast mode: the request frame, cut to Options.CaptureMax bytes.
+	// The request as Begin kept it (Conn.keep): in fast mode cut to Options.CaptureMax
+	// bytes, with events whole.
 	comp  cql.Compressor
 	size  int // the whole frame's size, when buf is cut
 	trunc bool
 	plain bool // buf is the decompressed message, not the frame
 
-	// req is the request parsed, its slices in buf, when parsedReq is set: always with
-	// events, and in fast mode when another reader had parsed it already.
+	// req is the request parsed, its slices in buf, when parsedReq is set: when another
+	// reader had parsed it already, or once its session was built.
 	req       cql.Request
 	parsedReq bool
 
-	// buf is the request frame or, when plain, its decompressed message (fast mode), or
-	// its decompressed message (traced with events).
+	// buf is the request frame or, when plain, its decompressed message.
 	buf []byte
 
 	// Traced with events. sent is set by Ticket.Sent on the request side, and read on the
@@ -69,7 +69,6 @@ type record struct {
 	sent        atomic.Int64
 	responded   int64
 	respSent    int64
-	decodeErr   string
 	nodeID      [16]byte
 	hasNodeID   bool
 	err         string
@@ -89,7 +88,7 @@ func (r *record) reset(mode string, h *cql.Header, now, thresholdUS int64) {
 	r.start, r.thresholdUS = now, thresholdUS
 	r.sent.Store(0)
 	r.responded, r.respSent = 0, 0
-	r.decodeErr, r.err = "", ""
+	r.err = ""
 	r.nodeID, r.hasNodeID = [16]byte{}, false
 	r.rows = -1
 }
