@@ -134,6 +134,19 @@ type Config struct {
 	ReplayConnections int
 	ReplayKeyspace    string
 
+	// Profile is the path of a cassandra-stress user profile (YAML) to run instead of the
+	// built-in workloads, and OpsMix its operations' weights, NAME=W,... or ops(NAME=W,...)
+	// with NAME insert or one of its queries (default insert=1). Preload bounds the
+	// partitions written before the first run for the profile's queries (0:
+	// DefaultPreload; negative: none). PageSize is its queries' page size (0:
+	// DefaultPageSize).
+	Profile  string
+	OpsMix   string
+	Preload  int64
+	PageSize int
+	// keyspace is the keyspace of the sessions: a profile's, once created.
+	keyspace string
+
 	// TraceContext puts a fresh W3C traceparent in the custom payload of every request:
 	// TraceContextSampled (the sampled flag set), TraceContextUnsampled, or
 	// TraceContextNone (the default: no payload). A mode's trace-context= step overrides it.
@@ -246,6 +259,9 @@ func (c *Config) setDefaults() {
 	if c.Verdict == "" {
 		c.Verdict = VerdictBreach
 	}
+	if c.PageSize == 0 {
+		c.PageSize = DefaultPageSize
+	}
 }
 
 // check validates the settings that do not depend on the targets.
@@ -265,6 +281,8 @@ func (c *Config) check() (*workload, error) {
 		return nil, usageErrorf("--connections %d: want at least 1", c.Connections)
 	case c.Timeout < 0:
 		return nil, usageErrorf("--timeout %v: want a positive duration", c.Timeout)
+	case c.PageSize < 1:
+		return nil, usageErrorf("--page-size %d: want at least 1 row", c.PageSize)
 	case c.TargetError < 0 || math.IsNaN(c.TargetError) || math.IsInf(c.TargetError, 0):
 		return nil, usageErrorf("--target-error %v: want a percentage > 0, or 0 for exactly --rounds rounds", c.TargetError)
 	}
@@ -422,6 +440,10 @@ func (c *checker) run(ctx context.Context) (rep *Report, err error) {
 		if err := c.prepareReplay(ctx); err != nil {
 			return nil, err
 		}
+	} else if c.wl.profile != nil {
+		if err := c.prepareProfile(ctx); err != nil {
+			return nil, err
+		}
 	} else if err := c.prepare(ctx); err != nil {
 		return nil, err
 	}
@@ -513,6 +535,9 @@ func (c *checker) printHeader() {
 		c.out.printf("replay of %s over %d connections; %s\n", rp.path, rp.connections(cfg), rp.skipSummary())
 	}
 	c.out.printf("workload %s", c.wl.name)
+	if p := c.wl.profile; p != nil {
+		c.out.printf(" %s (keyspace %s, table %s) %s", p.path, p.keyspace, p.table, p.mixString())
+	}
 	if c.wl.name == "mixed" {
 		c.out.printf(" (write fraction %.3g)", c.wl.writeFrac)
 	}
@@ -606,6 +631,9 @@ func (c *checker) runMode(ctx context.Context, m *mode, round, pos int) (*runRes
 	if m.traceContext != "" {
 		wl.traceContext = m.traceContext
 	}
+	if wl.profile != nil {
+		wl.stats = newProfileStats(wl.profile)
+	}
 	ops := make([]Op, cfg.Concurrency)
 	for w := range ops {
 		ops[w] = s.newOp(ctx, w, &wl)
@@ -617,6 +645,9 @@ func (c *checker) runMode(ctx context.Context, m *mode, round, pos int) (*runRes
 			return nil, err
 		}
 		c.out.printf("Warmed up for %.1fs: %s ops, %s errors\n", warm.elapsed.Seconds(), commas(float64(warm.ops)), commas(float64(warm.errs)))
+		if wl.stats != nil {
+			wl.stats.reset()
+		}
 	}
 
 	var hlog *hdrLog
@@ -659,6 +690,14 @@ func (c *checker) runMode(ctx context.Context, m *mode, round, pos int) (*runRes
 		return nil, fmt.Errorf("hdr log: %w", hlogErr)
 	}
 	rr := newRunResult(m, round, pos, wall, res, cpu, pc)
+	if wl.stats != nil {
+		var parts int64
+		rr.PerOp, parts = wl.stats.results(wl.profile, res.elapsed)
+		rr.Partitions = parts
+		if s := res.elapsed.Seconds(); s > 0 {
+			rr.PkRate = float64(parts) / s
+		}
+	}
 	rr.Sidecars = sidecarDelta(cfg.admins(), seen0, seen1)
 	printResults(c.out, rr, cfg.Rate > 0)
 	return rr, nil
