@@ -689,8 +689,6 @@ func (m ModeResult) MarshalJSON() ([]byte, error) {
 	}
 	return json.Marshal(struct {
 		modeResultJSON
-		Ops        []OpResult `json:"ops"`
-		OpsTotal   int64      `json:"ops_total"`
-		Partitions int64      `json:"partitions"`
-	}{modeResultJSON(m), m.PerOp, m.Ops, m.Partitions})
+		Ops []OpResult `json:"ops"`
+	}{modeResultJSON(m), m.PerOp})
 }

@@ -194,8 +194,11 @@ type ModeResult struct {
 	// PerOp are a profile's operations over the mode's runs. The JSON puts them in "ops",
 	// where the built-in workloads have the operation count (then in "ops_total").
 	PerOp []OpResult `json:"-"`
-	// Partitions are the partitions a profile's operations wrote or returned.
-	Partitions int64 `json:"-"`
+	// OpsTotal is, for a profile, the operations (Ops, which the JSON gives as "ops" for
+	// the built-in workloads), and Partitions the partitions its operations wrote or
+	// returned; both absent for the built-in workloads.
+	OpsTotal   int64 `json:"ops_total,omitempty"`
+	Partitions int64 `json:"partitions,omitempty"`
 
 	resp, svc *hdrhistogram.Histogram
 	added     bucket
@@ -509,6 +512,7 @@ func modeResult(m *mode, runs []*runResult, baseline bool) ModeResult {
 		for _, r := range runs {
 			mr.Partitions += r.Partitions
 		}
+		mr.OpsTotal = mr.Ops
 		if mr.Ops > 0 {
 			mr.PkRate = mr.OpRate * float64(mr.Partitions) / float64(mr.Ops)
 		}
