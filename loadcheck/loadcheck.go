@@ -301,9 +301,14 @@ func (c *Config) check() (*workload, error) {
 	switch c.ProtocolVersion {
 	case 0, 3, 4:
 	case 5:
-		return nil, usageErrorf("--protocol-version 5: the load checker's client, gocql v1.7, speaks v3 and v4 only; measure v5 with a v5 client (the Python driver) or the sidecar's BenchmarkRequestPathV5")
+		if c.Compression == "snappy" {
+			return nil, usageErrorf("--protocol-version 5 --compression snappy: v5 compresses its segments with lz4 only; want none or lz4")
+		}
+		if c.TraceContext != TraceContextNone {
+			return nil, usageErrorf("--protocol-version 5 --trace-context %s: the v5 client sends no custom payload yet; want none", c.TraceContext)
+		}
 	default:
-		return nil, usageErrorf("--protocol-version %d: want 3 or 4 (0: negotiated)", c.ProtocolVersion)
+		return nil, usageErrorf("--protocol-version %d: want 3, 4 or 5 (0: negotiated)", c.ProtocolVersion)
 	}
 	if !validTraceContext(c.TraceContext) {
 		return nil, usageErrorf("--trace-context %q: want sampled, unsampled or none", c.TraceContext)
@@ -358,7 +363,11 @@ type env struct {
 // Concurrent Runs are safe, but checks of one deployment at once disturb each other's
 // figures and state restores.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
-	return run(ctx, cfg, env{clock: newRealClock(), driver: cqlDriver{}})
+	var d driver = cqlDriver{}
+	if cfg.ProtocolVersion == 5 {
+		d = wireDriver{} // gocql v1.7 has no v5
+	}
+	return run(ctx, cfg, env{clock: newRealClock(), driver: d})
 }
 
 func run(ctx context.Context, cfg Config, e env) (*Report, error) {
@@ -551,7 +560,7 @@ func (c *checker) printHeader() {
 	if cfg.TraceContext != TraceContextNone {
 		c.out.printf(", a %s W3C trace context on every request", cfg.TraceContext)
 	}
-	c.out.printf("\n")
+	c.out.printf(", %s\n", protocolString(cfg.ProtocolVersion))
 	for _, m := range c.modes {
 		c.out.printf("  %-10s -> %-21s %s\n", m.name, m.target, m.spec)
 		if m.settings != nil {
@@ -779,4 +788,15 @@ func (c *checker) measure(ctx context.Context, m *mode, p phase, ops []Op) (meas
 	}
 	r.pc.added = sc1.added.sub(sc0.added)
 	return r, nil
+}
+
+// protocolString says which protocol version the load runs at, and through which client.
+func protocolString(v int) string {
+	switch v {
+	case 0:
+		return "protocol negotiated (v4), through gocql"
+	case 5:
+		return "protocol v5, through loadcheck's own CQL client"
+	}
+	return fmt.Sprintf("protocol v%d, through gocql", v)
 }

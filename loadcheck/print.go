@@ -126,7 +126,7 @@ func printComparison(p *printer, rep *Report) {
 		}
 		fmt.Fprintln(tw)
 	}
-	b.WriteString("\nComparison (op rate in op/s, latency in ms; baseline " + rep.Baseline + ")\n")
+	b.WriteString("\nComparison (op rate in op/s, latency in ms; baseline " + rep.Baseline + "; " + protocolString(rep.Settings.Protocol) + ")\n")
 	row("op rate", func(m *ModeResult) string { return m.Name })
 	for _, cr := range comparisonRows(rep) {
 		row(cr.label, cr.cell)

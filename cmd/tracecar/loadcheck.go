@@ -167,7 +167,7 @@ func (lf *loadcheckFlags) addClientFlags(fs *flag.FlagSet) {
 	cfg := &lf.cfg
 	fs.StringVar(&cfg.CL, "cl", loadcheck.DefaultCL, "consistency level")
 	fs.StringVar(&cfg.Compression, "compression", loadcheck.DefaultCompression, "frame compression: none, lz4 or snappy")
-	fs.IntVar(&cfg.ProtocolVersion, "protocol-version", 0, "CQL protocol `version` of the load's client: 3 or 4, or 0 to negotiate (v4); its client, gocql v1.7, has no v5")
+	fs.IntVar(&cfg.ProtocolVersion, "protocol-version", 0, "CQL protocol `version` of the load: 3, 4 or 5, or 0 to negotiate (v4); 5 runs through loadcheck's own CQL client, as gocql v1.7 has no v5")
 	fs.StringVar(&cfg.TraceContext, "trace-context", loadcheck.TraceContextNone, "a fresh W3C traceparent in every request's custom payload: sampled, unsampled or none (the built-in mode parent sends sampled ones)")
 	fs.IntVar(&cfg.Connections, "connections", loadcheck.DefaultConnections, "connections per host")
 	fs.DurationVar(&cfg.Timeout, "timeout", loadcheck.DefaultTimeout, "request timeout")

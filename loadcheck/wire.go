@@ -1,0 +1,172 @@
+package loadcheck
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/gocql/gocql"
+	"github.com/tracecar/tracecar/internal/cql"
+)
+
+// wireDriver drives the load through loadcheck's own CQL client, the replay's (rconn),
+// which speaks protocol v5: gocql v1.7 stops at v4. Its sessions open --connections
+// connections to the one target, and each worker sends on one of them.
+type wireDriver struct{}
+
+func (wireDriver) connect(ctx context.Context, cfg *Config, addr string) (session, error) {
+	gcl, err := gocql.ParseConsistencyWrapper(cfg.CL)
+	if err != nil {
+		return nil, usageErrorf("--cl %q: %v", cfg.CL, err)
+	}
+	s := &wireSession{cfg: cfg, cl: cql.Consistency(gcl)}
+	for range cfg.Connections {
+		c, err := dialReplay(ctx, cfg, addr)
+		if err != nil {
+			s.close()
+			return nil, fmt.Errorf("connect to %s: %w", addr, err)
+		}
+		s.conns = append(s.conns, c)
+		if cfg.keyspace != "" {
+			if err := c.query(ctx, "USE "+quoteName(cfg.keyspace)); err != nil {
+				s.close()
+				return nil, fmt.Errorf("connect to %s: keyspace %s: %w", addr, cfg.keyspace, err)
+			}
+		}
+	}
+	return s, nil
+}
+
+// wireSession is a session of the wire client. Statements are prepared on each
+// connection once, on first use.
+type wireSession struct {
+	cfg   *Config
+	cl    cql.Consistency
+	conns []*rconn
+	mu    sync.Mutex
+	ids   map[string][][]byte // statement text → id on each connection
+}
+
+func (s *wireSession) close() {
+	for _, c := range s.conns {
+		c.close()
+	}
+}
+
+// prepared returns text's statement id on every connection, preparing it the first time.
+func (s *wireSession) prepared(ctx context.Context, text string) ([][]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ids, ok := s.ids[text]; ok {
+		return ids, nil
+	}
+	ids := make([][]byte, len(s.conns))
+	for i, c := range s.conns {
+		id, err := c.prepare(ctx, text)
+		if err != nil {
+			return nil, fmt.Errorf("prepare %s: %w", text, err)
+		}
+		ids[i] = id
+	}
+	if s.ids == nil {
+		s.ids = map[string][][]byte{}
+	}
+	s.ids[text] = ids
+	return ids, nil
+}
+
+func (s *wireSession) createSchema(ctx context.Context) error {
+	for _, stmt := range []string{cqlKeyspace, cqlTable} {
+		if err := s.conns[0].query(ctx, stmt); err != nil {
+			return fmt.Errorf("create schema: %s: %w", stmt, err)
+		}
+	}
+	return nil
+}
+
+func (s *wireSession) missing(ctx context.Context, keys []int64) (bool, error) {
+	ids, err := s.prepared(ctx, cqlSelect)
+	if err != nil {
+		return false, err
+	}
+	key := make([]byte, keyLen)
+	for _, k := range keys {
+		putKey(key, k)
+		p := cql.QueryParams{Consistency: s.cl, Flags: cql.QueryValues, Values: []cql.Value{{Bytes: key}}}
+		r, err := s.conns[0].do(ctx, cql.OpExecute, s.conns[0].execute(nil, ids[0], p), true)
+		if err != nil {
+			return false, fmt.Errorf("check population: %w", err)
+		}
+		n, err := result(r)
+		if err != nil {
+			return false, fmt.Errorf("check population: %w", err)
+		}
+		if n == 0 {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// newOp builds worker w's operation, as cqlSession's: its values are rewritten in place and
+// its request bodies built into one buffer, so that a request allocates only its response.
+func (s *wireSession) newOp(ctx context.Context, w int, wl *workload) Op {
+	if wl.profile != nil {
+		return func(context.Context) (int, error) { return 0, fmt.Errorf("profiles at v5: not yet") }
+	}
+	ci := w % len(s.conns)
+	conn := s.conns[ci]
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(w)))
+	key := make([]byte, keyLen)
+	cols := make([][]byte, colCount)
+	wvals := []cql.Value{{Bytes: key}, {}, {}, {}, {}, {}}
+	for i := range cols {
+		cols[i] = make([]byte, colLen)
+		wvals[i+1].Bytes = cols[i]
+	}
+	rvals := []cql.Value{{Bytes: key}}
+	var ins, sel []byte
+	var prepErr error
+	if wl.writeFrac > 0 {
+		ids, err := s.prepared(ctx, cqlInsert)
+		ins, prepErr = idOf(ids, ci), err
+	}
+	if wl.writeFrac < 1 && prepErr == nil {
+		ids, err := s.prepared(ctx, cqlSelect)
+		sel, prepErr = idOf(ids, ci), err
+	}
+	pop := &wl.pop
+	writeFrac := wl.writeFrac
+	var body []byte
+	return func(ctx context.Context) (int, error) {
+		if prepErr != nil {
+			return 0, prepErr
+		}
+		putKey(key, pop.next(rng))
+		p := cql.QueryParams{Consistency: s.cl, Flags: cql.QueryValues, Values: rvals}
+		id, write := sel, writeFrac >= 1 || writeFrac > 0 && rng.Float64() < writeFrac
+		if write {
+			fillValues(rng, cols)
+			p.Values, id = wvals, ins
+		}
+		body = conn.execute(body[:0], id, p)
+		r, err := conn.do(ctx, cql.OpExecute, body, true)
+		if err != nil {
+			return 0, err
+		}
+		n, err := result(r)
+		if write {
+			n = 1
+		}
+		return n, err
+	}
+}
+
+func idOf(ids [][]byte, i int) []byte {
+	if ids == nil {
+		return nil
+	}
+	return ids[i]
+}
