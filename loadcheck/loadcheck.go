@@ -304,9 +304,6 @@ func (c *Config) check() (*workload, error) {
 		if c.Compression == "snappy" {
 			return nil, usageErrorf("--protocol-version 5 --compression snappy: v5 compresses its segments with lz4 only; want none or lz4")
 		}
-		if c.TraceContext != TraceContextNone {
-			return nil, usageErrorf("--protocol-version 5 --trace-context %s: the v5 client sends no custom payload yet; want none", c.TraceContext)
-		}
 	default:
 		return nil, usageErrorf("--protocol-version %d: want 3, 4 or 5 (0: negotiated)", c.ProtocolVersion)
 	}
@@ -363,11 +360,22 @@ type env struct {
 // Concurrent Runs are safe, but checks of one deployment at once disturb each other's
 // figures and state restores.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
-	var d driver = cqlDriver{}
-	if cfg.ProtocolVersion == 5 {
-		d = wireDriver{} // gocql v1.7 has no v5
+	return run(ctx, cfg, env{clock: newRealClock(), driver: chooseDriver(&cfg)})
+}
+
+// chooseDriver picks the load's client: loadcheck's own CQL client at v5 (gocql v1.7 has
+// no v5), for a profile (it costs the client less CPU per op than gocql: loadcheck.md),
+// and when a mode sets its protocol version, so that modes differ by the version alone;
+// gocql otherwise, and at v3, which the own client does not speak.
+func chooseDriver(cfg *Config) driver {
+	perMode := false
+	for _, spec := range cfg.ModeSpecs {
+		perMode = perMode || strings.Contains(spec, "protocol-version=")
 	}
-	return run(ctx, cfg, env{clock: newRealClock(), driver: d})
+	if cfg.ProtocolVersion == 5 || cfg.ProtocolVersion != 3 && (cfg.Profile != "" || perMode) {
+		return wireDriver{}
+	}
+	return cqlDriver{}
 }
 
 func run(ctx context.Context, cfg Config, e env) (*Report, error) {
@@ -381,6 +389,9 @@ func run(ctx context.Context, cfg Config, e env) (*Report, error) {
 	}
 	modes, baseline, err := resolveModes(&cfg)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkWire(&cfg, modes, e.driver); err != nil {
 		return nil, err
 	}
 	if err := checkBudgets(cfg.MaxOverhead, modes); err != nil {
@@ -628,7 +639,13 @@ func (c *checker) runMode(ctx context.Context, m *mode, round, pos int) (*runRes
 	if c.wl.replay != nil {
 		return c.runReplayMode(ctx, m, round, pos)
 	}
-	s, err := c.env.driver.connect(ctx, cfg, m.target)
+	mcfg := cfg
+	if m.protocol != 0 {
+		copied := *cfg
+		copied.ProtocolVersion = m.protocol
+		mcfg = &copied
+	}
+	s, err := c.env.driver.connect(ctx, mcfg, m.target)
 	if err != nil {
 		return nil, fmt.Errorf("mode %s: %w", m.name, err)
 	}
@@ -799,4 +816,23 @@ func protocolString(v int) string {
 		return "protocol v5, through loadcheck's own CQL client"
 	}
 	return fmt.Sprintf("protocol v%d, through gocql", v)
+}
+
+// checkWire refuses what loadcheck's own CQL client cannot do: a trace context (it sends no
+// custom payload yet), and a mode's protocol-version= step in a run at v3 through gocql.
+func checkWire(cfg *Config, modes []*mode, d driver) error {
+	_, wire := d.(wireDriver)
+	for _, m := range modes {
+		if m.protocol != 0 && !wire {
+			return usageErrorf("mode %s: protocol-version=%d needs loadcheck's own CQL client, which does not speak --protocol-version %d", m.name, m.protocol, cfg.ProtocolVersion)
+		}
+		tc := cfg.TraceContext
+		if m.traceContext != "" {
+			tc = m.traceContext
+		}
+		if wire && tc != TraceContextNone {
+			return usageErrorf("mode %s: a %s trace context needs gocql's custom payloads, and this run goes through loadcheck's own CQL client (%s); run it with --protocol-version 4 and without --profile or a protocol-version= step", m.name, tc, protocolString(cfg.ProtocolVersion))
+		}
+	}
+	return nil
 }

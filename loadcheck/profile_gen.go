@@ -105,47 +105,40 @@ func encodeValue(typ string, n int64, r []byte) []byte {
 	return valueOf(t, int32(min(n, 1<<20)), r)
 }
 
-// ppart is one partition: its seed, key values and clustering values by level.
+// ppart is one partition: its seed, key values, and the count of each clustering level's
+// values; those values are made when a row needs them.
 type ppart struct {
 	seed   int64
 	key    [][]byte
-	levels [][][]byte
+	counts []int64
 	rows   int64
 }
 
-// partition computes the partition with seed. Clustering values that repeat (a type with
-// few values, or a small population) count once.
+// partition computes the partition with seed. A clustering level's values are its
+// column's values for the indexes 0 to its count − 1; values that repeat (a boolean, a
+// small population) make fewer distinct rows than the counts say.
 func (g *gen) partition(t *ptable, seed int64, dst *ppart) {
 	dst.seed = seed
 	dst.key = dst.key[:0]
 	for _, c := range t.pk {
 		dst.key = append(dst.key, g.value(c, seed, seed))
 	}
-	dst.levels = dst.levels[:0]
+	dst.counts = dst.counts[:0]
 	dst.rows = 1
 	for _, c := range t.ck {
 		g.seed(uint64(seed), c.salt^0x5bd1e995)
 		n := max(c.spec.cluster.sample(g.r, -1), 1)
-		vals := make([][]byte, 0, n)
-		seen := make(map[string]bool, n)
-		for i := range n {
-			v := g.value(c, seed, i)
-			if !seen[string(v)] {
-				seen[string(v)] = true
-				vals = append(vals, v)
-			}
-		}
-		dst.levels = append(dst.levels, vals)
-		dst.rows *= int64(len(vals))
+		dst.counts = append(dst.counts, n)
+		dst.rows *= n
 	}
 }
 
-// clustering returns the value of clustering level l for row i of part.
-func (part *ppart) clustering(l int, i int64) []byte {
-	for k := len(part.levels) - 1; k > l; k-- {
-		i /= int64(len(part.levels[k]))
+// clusteringIndex returns the index of clustering level l's value in row i of part.
+func (part *ppart) clusteringIndex(l int, i int64) int64 {
+	for k := len(part.counts) - 1; k > l; k-- {
+		i /= part.counts[k]
 	}
-	return part.levels[l][i%int64(len(part.levels[l]))]
+	return i % part.counts[l]
 }
 
 // colValue returns column c's value in row i of part.
@@ -154,7 +147,7 @@ func (g *gen) colValue(t *ptable, c *pcol, part *ppart, i int64) []byte {
 	case "partition_key":
 		return part.key[c.pos]
 	case "clustering":
-		return part.clustering(c.pos, i)
+		return g.value(c, part.seed, part.clusteringIndex(c.pos, i))
 	case "static":
 		return g.value(c, part.seed, -2)
 	}

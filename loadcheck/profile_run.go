@@ -169,6 +169,19 @@ func isAlreadyExists(err error) bool {
 func (c *checker) prepareProfile(ctx context.Context) error {
 	p := c.wl.profile
 	target := c.modes[0].target
+	if _, ok := c.env.driver.(wireDriver); ok {
+		// The schema, the table's description and the preload go through gocql at v4:
+		// only the measured runs need v5.
+		setup := *c
+		cfg := *c.cfg
+		cfg.ProtocolVersion = 0
+		setup.cfg, setup.env.driver = &cfg, cqlDriver{}
+		if err := setup.prepareProfile(ctx); err != nil {
+			return err
+		}
+		c.cfg.keyspace = cfg.keyspace
+		return nil
+	}
 	if p.keyspaceDefinition != "" {
 		s, err := c.env.driver.connect(ctx, c.cfg, target)
 		if err != nil {
@@ -517,11 +530,6 @@ func (s *cqlSession) newProfileOp(ctx context.Context, w int, wl *workload, cfg 
 	var part ppart
 	pop := &wl.pop
 	stats := wl.stats
-	current := make([]float64, len(p.mix))
-	total := 0.0
-	for _, o := range p.mix {
-		total += o.weight
-	}
 	queries := make([]*gocql.Query, len(p.mix))
 	args := make([][]any, len(p.mix))
 	var tp []byte
@@ -550,16 +558,9 @@ func (s *cqlSession) newProfileOp(ctx context.Context, w int, wl *workload, cfg 
 	}
 	btype := p.batchType()
 	var pick []int64
+	next := newMixer(p)
 	return func(ctx context.Context) (int, error) {
-		// Smooth weighted round robin: the largest current weight runs, then pays the total.
-		best := 0
-		for i, o := range p.mix {
-			current[i] += o.weight
-			if current[i] > current[best] {
-				best = i
-			}
-		}
-		current[best] -= total
+		best := next()
 		if tp != nil {
 			fillTraceparent(rng, tp)
 		}
@@ -611,16 +612,7 @@ func (p *profile) runInsert(ctx context.Context, s *cqlSession, g *gen, part *pp
 	b.SetConsistency(s.cl)
 	for range n {
 		g.partition(p.t, pop.next(rng), part)
-		ratio := p.insert.selectR.sample(rng)
-		*pick = (*pick)[:0]
-		for i := range part.rows {
-			if ratio >= 1 || rng.Float64() < ratio {
-				*pick = append(*pick, i)
-			}
-		}
-		if len(*pick) == 0 {
-			*pick = append(*pick, rng.Int64N(part.rows))
-		}
+		*pick = p.pickRows(part, rng, (*pick)[:0])
 		for _, i := range *pick {
 			args := make([]any, len(p.insertCols))
 			for j, c := range p.insertCols {
@@ -691,4 +683,41 @@ func (m ModeResult) MarshalJSON() ([]byte, error) {
 		modeResultJSON
 		Ops []OpResult `json:"ops"`
 	}{modeResultJSON(m), m.PerOp})
+}
+
+// newMixer returns a worker's chooser of the mix's next operation: a smooth weighted round
+// robin (the largest current weight runs, then pays the total), so that the mix holds
+// exactly over every cycle.
+func newMixer(p *profile) func() int {
+	current := make([]float64, len(p.mix))
+	total := 0.0
+	for _, o := range p.mix {
+		total += o.weight
+	}
+	return func() int {
+		best := 0
+		for i, o := range p.mix {
+			current[i] += o.weight
+			if current[i] > current[best] {
+				best = i
+			}
+		}
+		current[best] -= total
+		return best
+	}
+}
+
+// pickRows appends to dst the rows of part that an insert writes: each with the
+// probability the select ratio draws, and at least one.
+func (p *profile) pickRows(part *ppart, rng *rand.Rand, dst []int64) []int64 {
+	ratio := p.insert.selectR.sample(rng)
+	for i := range part.rows {
+		if ratio >= 1 || rng.Float64() < ratio {
+			dst = append(dst, i)
+		}
+	}
+	if len(dst) == 0 {
+		dst = append(dst, rng.Int64N(part.rows))
+	}
+	return dst
 }

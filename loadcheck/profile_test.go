@@ -282,16 +282,17 @@ func TestPartitionDeterministic(t *testing.T) {
 		ck: []*pcol{newPcol("c1", "int", "clustering", 0, false, spec("c1", "fixed(3)")), newPcol("c2", "bigint", "clustering", 1, true, spec("c2", "fixed(4)"))},
 	}
 	var a, b, c ppart
-	newGen().partition(tb, 42, &a)
-	newGen().partition(tb, 42, &b)
+	ga, gb := newGen(), newGen()
+	ga.partition(tb, 42, &a)
+	gb.partition(tb, 42, &b)
 	newGen().partition(tb, 43, &c)
 	if a.rows != 12 || string(a.key[0]) != string(b.key[0]) || string(a.key[0]) == string(c.key[0]) {
 		t.Fatalf("partitions: rows %d, keys %q %q %q", a.rows, a.key[0], b.key[0], c.key[0])
 	}
 	seen := map[string]bool{}
 	for i := range a.rows {
-		k := string(a.clustering(0, i)) + "/" + string(a.clustering(1, i))
-		if string(b.clustering(0, i))+"/"+string(b.clustering(1, i)) != k {
+		k := string(ga.colValue(tb, tb.ck[0], &a, i)) + "/" + string(ga.colValue(tb, tb.ck[1], &a, i))
+		if string(gb.colValue(tb, tb.ck[0], &b, i))+"/"+string(gb.colValue(tb, tb.ck[1], &b, i)) != k {
 			t.Errorf("row %d differs between two workers", i)
 		}
 		seen[k] = true

@@ -114,7 +114,7 @@ func (s *wireSession) missing(ctx context.Context, keys []int64) (bool, error) {
 // its request bodies built into one buffer, so that a request allocates only its response.
 func (s *wireSession) newOp(ctx context.Context, w int, wl *workload) Op {
 	if wl.profile != nil {
-		return func(context.Context) (int, error) { return 0, fmt.Errorf("profiles at v5: not yet") }
+		return s.newProfileOp(ctx, w, wl)
 	}
 	ci := w % len(s.conns)
 	conn := s.conns[ci]
@@ -169,4 +169,144 @@ func idOf(ids [][]byte, i int) []byte {
 		return nil
 	}
 	return ids[i]
+}
+
+// wireStmt is a profile statement prepared on the wire session: its ids by connection and
+// its consistencies.
+type wireStmt struct {
+	ids    [][]byte
+	cl     cql.Consistency
+	serial cql.Consistency // 0: none
+	err    error
+}
+
+func (s *wireSession) stmt(ctx context.Context, text, cl, serial string) *wireStmt {
+	st := &wireStmt{cl: s.cl}
+	st.ids, st.err = s.prepared(ctx, text)
+	if cl != "" {
+		c, _ := gocql.ParseConsistencyWrapper(cl)
+		st.cl = cql.Consistency(c)
+	}
+	switch serial {
+	case "SERIAL":
+		st.serial = cql.Serial
+	case "LOCAL_SERIAL":
+		st.serial = cql.LocalSerial
+	}
+	return st
+}
+
+// newProfileOp is cqlSession.newProfileOp on the wire client: the same mix, data and
+// counts, each request built into the worker's own buffer.
+func (s *wireSession) newProfileOp(ctx context.Context, w int, wl *workload) Op {
+	p := wl.profile
+	ci := w % len(s.conns)
+	conn := s.conns[ci]
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(w)))
+	g := newGen()
+	var part ppart
+	pop := &wl.pop
+	stats := wl.stats
+	next := newMixer(p)
+	stmts := make([]*wireStmt, len(p.mix))
+	for i, o := range p.mix {
+		if o.query != nil {
+			stmts[i] = s.stmt(ctx, o.query.cql, o.query.cl, o.query.serialCL)
+		} else {
+			stmts[i] = s.stmt(ctx, p.insertStmt, "", "")
+		}
+	}
+	btype := cql.BatchLogged
+	switch p.batchType() {
+	case gocql.UnloggedBatch:
+		btype = cql.BatchUnlogged
+	case gocql.CounterBatch:
+		btype = cql.BatchCounter
+	}
+	var body []byte
+	var vals []cql.Value
+	var pick []int64
+	var batch cql.Batch
+	do := func(ctx context.Context, op cql.Opcode) (int, []byte, error) {
+		r, err := conn.do(ctx, op, body, true)
+		if err != nil {
+			return 0, nil, err
+		}
+		if r.h.Opcode == cql.OpResult {
+			n, state, _ := cql.RowsPage(r.msg)
+			return n, state, nil
+		}
+		_, err = result(r)
+		return 0, nil, err
+	}
+	read := func(ctx context.Context, st *wireStmt, q *querySpec) (int64, error) {
+		row := rng.Int64N(part.rows)
+		vals = vals[:0]
+		for _, c := range q.binds {
+			if q.multirow {
+				row = rng.Int64N(part.rows)
+			}
+			vals = append(vals, cql.Value{Bytes: g.colValue(p.t, c, &part, row)})
+		}
+		params := cql.QueryParams{Consistency: st.cl, Flags: cql.QueryValues | cql.QueryPageSize, Values: vals, PageSize: int32(s.cfg.PageSize)}
+		if st.serial != 0 {
+			params.Flags |= cql.QuerySerialConsistency
+			params.SerialConsistency = st.serial
+		}
+		var rows int64
+		for {
+			body = conn.execute(body[:0], st.ids[ci], params)
+			n, state, err := do(ctx, cql.OpExecute)
+			rows += int64(n)
+			if err != nil || len(state) == 0 {
+				return rows, err
+			}
+			params.Flags |= cql.QueryPagingState
+			params.PagingState = state
+		}
+	}
+	insert := func(ctx context.Context, st *wireStmt) (rows, parts int64, err error) {
+		batch = cql.Batch{Type: btype, Consistency: st.cl, Queries: batch.Queries[:0]}
+		n := max(p.insert.partitions.sample(rng, -1), 1)
+		for range n {
+			g.partition(p.t, pop.next(rng), &part)
+			pick = p.pickRows(&part, rng, pick[:0])
+			for _, i := range pick {
+				qv := make([]cql.Value, len(p.insertCols))
+				for j, c := range p.insertCols {
+					qv[j] = cql.Value{Bytes: g.colValue(p.t, c, &part, i)}
+				}
+				batch.Queries = append(batch.Queries, cql.BatchQuery{Prepared: true, ID: st.ids[ci], Values: qv})
+			}
+			parts++
+		}
+		rows = int64(len(batch.Queries))
+		if rows == 1 {
+			body = conn.execute(body[:0], st.ids[ci], cql.QueryParams{Consistency: st.cl, Flags: cql.QueryValues, Values: batch.Queries[0].Values})
+			_, _, err = do(ctx, cql.OpExecute)
+			return rows, parts, err
+		}
+		body = batch.AppendBody(body[:0], conn.version)
+		_, _, err = do(ctx, cql.OpBatch)
+		return rows, parts, err
+	}
+	return func(ctx context.Context) (int, error) {
+		best := next()
+		st := stmts[best]
+		if st.err != nil {
+			return 0, st.err
+		}
+		start := time.Now()
+		var rows, parts int64
+		var err error
+		if q := p.mix[best].query; q != nil {
+			g.partition(p.t, pop.next(rng), &part)
+			rows, err = read(ctx, st, q)
+			parts = min(rows, 1)
+		} else {
+			rows, parts, err = insert(ctx, st)
+		}
+		stats.ops[best].record(time.Since(start), rows, parts, err)
+		return int(rows), err
+	}
 }

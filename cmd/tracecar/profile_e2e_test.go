@@ -235,3 +235,71 @@ func TestLoadcheckProfileErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestLoadcheckProtocolV5 runs the built-in write workload and a profile at protocol v5
+// through the sidecar, the write workload against a mode that differs by its protocol
+// alone (protocol-version=4), and the profile also at v3 through gocql. It logs the
+// sidecar's CPU per op at v5 against v4 in the same run; the bar itself is a measurement
+// (loadcheck.md), not a timed assertion.
+func TestLoadcheckProtocolV5(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs load against the embedded default")
+	}
+	dir := t.TempDir()
+	rj := filepath.Join(dir, "write.json")
+	off := "POST /storage_service/slow_query?enable=false;POST /storage_service/trace_probability?probability=0"
+	out := mustRun(t, exitOK, "loadcheck", "--protocol-version", "5", "--modes", "off,fast,off-v4",
+		"--mode", "off-v4="+off+";protocol-version=4", "--rounds", "2", "--duration", "500ms", "--warmup", "100ms",
+		"--target-error", "0", "--concurrency", "8", "--json", rj)
+	if !strings.Contains(out, "protocol v5, through loadcheck's own CQL client") {
+		t.Errorf("the output does not say which version ran:\n%s", out)
+	}
+	raw, err := os.ReadFile(rj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Settings struct {
+			Protocol int `json:"protocol_version"`
+		} `json:"settings"`
+		Modes []struct {
+			Name       string   `json:"name"`
+			Ops        int64    `json:"ops"`
+			Errors     int64    `json:"errors"`
+			SidecarCPU *float64 `json:"sidecar_cpu_us_per_op"`
+			Diff       *float64 `json:"sidecar_cpu_us_per_op_diff"`
+			DiffErr    *float64 `json:"sidecar_cpu_us_per_op_diff_stderr"`
+		} `json:"modes"`
+	}
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Settings.Protocol != 5 || len(rep.Modes) != 3 {
+		t.Fatalf("protocol %d, %d modes; want 5 and 3", rep.Settings.Protocol, len(rep.Modes))
+	}
+	for _, m := range rep.Modes {
+		if m.Ops == 0 || m.Errors != 0 || m.SidecarCPU == nil {
+			t.Errorf("mode %s: %d ops, %d errors, sidecar CPU %v; want ops, no error, the sidecar's CPU", m.Name, m.Ops, m.Errors, m.SidecarCPU)
+		}
+		if m.Name == "off-v4" && m.Diff != nil && m.DiffErr != nil {
+			t.Logf("sidecar CPU per op at v4 %.3f µs, v5 − v4 = %+.3f ± %.3f µs (in the same run)", *m.SidecarCPU, -*m.Diff, *m.DiffErr)
+		}
+	}
+
+	for _, version := range []string{"5", "3"} {
+		pj := filepath.Join(dir, "profile-v"+version+".json")
+		out := mustRun(t, exitOK, "loadcheck", "--protocol-version", version, "--profile", filepath.Join(profileDir, "partition_select.yaml"),
+			"--ops", "insert=1,partition-select=4", "--pop", "seq=1..50", "--modes", "off", "--rounds", "1", "--duration", "400ms",
+			"--warmup", "0", "--target-error", "0", "--concurrency", "4", "--json", pj)
+		if !strings.Contains(out, "protocol v"+version) {
+			t.Errorf("v%s: the output does not say which version ran", version)
+		}
+		ops := byName(mustProfileReport(t, pj).Modes[0].Ops)
+		if o := ops["partition-select"]; o.Count == 0 || o.Errors != 0 || o.Rows != 10*o.Count {
+			t.Errorf("v%s: partition-select %+v; want 10 rows a read, no error", version, o)
+		}
+		if o := ops["insert"]; o.Count == 0 || o.Errors != 0 || o.Rows != 10*o.Count {
+			t.Errorf("v%s: insert %+v; want 10 rows an insert, no error", version, o)
+		}
+	}
+}
