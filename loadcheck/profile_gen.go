@@ -74,6 +74,23 @@ func (g *gen) value(c *pcol, seed, ordinal int64) []byte {
 	id := c.spec.population.sample(g.r, ordinal)
 	g.seed(uint64(id), c.salt)
 	n := c.spec.size.sample(g.r, ordinal)
+	switch c.typ {
+	case "text", "varchar", "ascii", "blob":
+		// The common case, made straight from the source: letters and digits (valid
+		// UTF-8 and ASCII), or any bytes.
+		out := make([]byte, min(max(n, 0), 1<<20))
+		var w uint64
+		for i := range out {
+			if i%8 == 0 {
+				w = g.r.Uint64()
+			}
+			out[i] = byte(w >> (8 * (i % 8)))
+			if c.typ != "blob" {
+				out[i] = alnum[int(out[i])%len(alnum)]
+			}
+		}
+		return out
+	}
 	for i := 0; i < len(g.buf); i += 8 {
 		binary.LittleEndian.PutUint64(g.buf[i:], g.r.Uint64())
 	}
