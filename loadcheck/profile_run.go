@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sort"
 	"strings"
@@ -78,8 +79,12 @@ func (s *opStats) record(d time.Duration, rows, parts int64, err error) {
 	s.mu.Unlock()
 }
 
-// profileStats are the per-operation counts of one run, by index in the mix.
-type profileStats struct{ ops []*opStats }
+// profileStats are the per-operation counts of one run, by index in the mix, and the
+// run's next slot in the mix's cycle.
+type profileStats struct {
+	ops  []*opStats
+	next atomic.Int64
+}
 
 func newProfileStats(p *profile) *profileStats {
 	s := &profileStats{ops: make([]*opStats, len(p.mix))}
@@ -558,7 +563,7 @@ func (s *cqlSession) newProfileOp(ctx context.Context, w int, wl *workload, cfg 
 	}
 	btype := p.batchType()
 	var pick []int64
-	next := newMixer(p)
+	next := newMixer(p, stats)
 	return func(ctx context.Context) (int, error) {
 		best := next()
 		if tp != nil {
@@ -685,16 +690,31 @@ func (m ModeResult) MarshalJSON() ([]byte, error) {
 	}{modeResultJSON(m), m.PerOp})
 }
 
-// newMixer returns a worker's chooser of the mix's next operation: a smooth weighted round
-// robin (the largest current weight runs, then pays the total), so that the mix holds
-// exactly over every cycle.
-func newMixer(p *profile) func() int {
-	current := make([]float64, len(p.mix))
+// newMixer returns a worker's chooser of the mix's next operation. Every worker of a run
+// takes the next slot of one shared cycle, a smooth weighted round robin of the weights
+// (the largest current weight runs, then pays the total), so that the mix of the run holds
+// to within one cycle, however the operations spread over the workers.
+func newMixer(p *profile, stats *profileStats) func() int {
+	cycle := p.cycle()
+	return func() int { return cycle[(stats.next.Add(1)-1)%int64(len(cycle))] }
+}
+
+// cycle returns the order of one cycle of the mix: as many slots as the weights add up to
+// when they are whole numbers (up to 10,000), else 10,000.
+func (p *profile) cycle() []int {
 	total := 0.0
+	whole := true
 	for _, o := range p.mix {
 		total += o.weight
+		whole = whole && o.weight == math.Trunc(o.weight)
 	}
-	return func() int {
+	n := 10000
+	if whole && total <= 10000 {
+		n = int(total)
+	}
+	current := make([]float64, len(p.mix))
+	out := make([]int, n)
+	for k := range out {
 		best := 0
 		for i, o := range p.mix {
 			current[i] += o.weight
@@ -703,8 +723,9 @@ func newMixer(p *profile) func() int {
 			}
 		}
 		current[best] -= total
-		return best
+		out[k] = best
 	}
+	return out
 }
 
 // pickRows appends to dst the rows of part that an insert writes: each with the

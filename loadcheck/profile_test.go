@@ -301,3 +301,35 @@ func TestPartitionDeterministic(t *testing.T) {
 		t.Errorf("%d distinct rows; want 12", len(seen))
 	}
 }
+
+// TestMixCycle: one cycle holds each operation as often as its weight, spread out.
+func TestMixCycle(t *testing.T) {
+	p := &profile{mix: []opWeight{{name: "a", weight: 1}, {name: "b", weight: 1}, {name: "c", weight: 4}}}
+	c := p.cycle()
+	counts := map[int]int{}
+	for _, i := range c {
+		counts[i]++
+	}
+	if len(c) != 6 || counts[0] != 1 || counts[1] != 1 || counts[2] != 4 {
+		t.Errorf("cycle %v; want 6 slots, 1, 1 and 4", c)
+	}
+	p = &profile{mix: []opWeight{{name: "a", weight: 0.5}, {name: "b", weight: 1.5}}}
+	c = p.cycle()
+	n := 0
+	for _, i := range c {
+		if i == 0 {
+			n++
+		}
+	}
+	if len(c) != 10000 || n != 2500 {
+		t.Errorf("a 0.5:1.5 cycle has %d slots, %d of a; want 10000 and 2500", len(c), n)
+	}
+	stats := newProfileStats(p)
+	next := newMixer(p, stats)
+	for range 4 {
+		next()
+	}
+	if stats.next.Load() != 4 {
+		t.Errorf("the run's slot is %d after 4 operations", stats.next.Load())
+	}
+}

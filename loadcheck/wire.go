@@ -207,7 +207,7 @@ func (s *wireSession) newProfileOp(ctx context.Context, w int, wl *workload) Op 
 	var part ppart
 	pop := &wl.pop
 	stats := wl.stats
-	next := newMixer(p)
+	next := newMixer(p, stats)
 	stmts := make([]*wireStmt, len(p.mix))
 	for i, o := range p.mix {
 		if o.query != nil {
