@@ -181,19 +181,28 @@ type wireStmt struct {
 }
 
 func (s *wireSession) stmt(ctx context.Context, text, cl, serial string) *wireStmt {
-	st := &wireStmt{cl: s.cl}
+	st := &wireStmt{}
 	st.ids, st.err = s.prepared(ctx, text)
+	st.cl, st.serial = consistencies(s.cl, cl, serial)
+	return st
+}
+
+// consistencies returns a query's consistency (its consistencyLevel, else the run's --cl)
+// and serial consistency (0 without serialConsistencyLevel), both checked when the
+// profile was read.
+func consistencies(def cql.Consistency, cl, serial string) (cql.Consistency, cql.Consistency) {
+	c := def
 	if cl != "" {
-		c, _ := gocql.ParseConsistencyWrapper(cl)
-		st.cl = cql.Consistency(c)
+		g, _ := gocql.ParseConsistencyWrapper(cl)
+		c = cql.Consistency(g)
 	}
 	switch serial {
 	case "SERIAL":
-		st.serial = cql.Serial
+		return c, cql.Serial
 	case "LOCAL_SERIAL":
-		st.serial = cql.LocalSerial
+		return c, cql.LocalSerial
 	}
-	return st
+	return c, 0
 }
 
 // newProfileOp is cqlSession.newProfileOp on the wire client: the same mix, data and
