@@ -3,7 +3,9 @@
 // spreadsheet, and with the statistics to trust the result.
 //
 // A run sends a cassandra-stress-like workload (keyspace1.standard1, prepared statements,
-// through gocql) to a target for a fixed time or number of operations, after a warmup.
+// through gocql), a cassandra-stress user profile, or the replay of a capture to a target
+// for a fixed time or number of operations, after a warmup. Profiles, replays and
+// protocol v5 go through loadcheck's own CQL client (replay_conn.go, wire.go).
 // A mode is a set of admin-API calls made before its runs (and undone after each one) plus
 // the target its load goes to. Every round runs every mode once, in an order that
 // alternates between rounds. Per mode, the op rates of the rounds give a mean, stdev and
