@@ -56,7 +56,7 @@ func (c *apiClient) do(ctx context.Context, a api, method, path, query string) (
 // apply runs a mode's HTTP steps in order.
 func (c *apiClient) apply(ctx context.Context, m *mode) error {
 	for _, s := range m.steps {
-		if s.target != "" || s.tc != "" {
+		if s.target != "" || s.tc != "" || s.proto != 0 {
 			continue
 		}
 		if _, err := c.do(ctx, s.api, s.method, s.path, s.query); err != nil {
@@ -115,7 +115,7 @@ func (c *apiClient) snapshot(ctx context.Context, modes []*mode) (*savedState, [
 	}
 	for _, m := range modes {
 		for _, s := range m.steps {
-			if s.target != "" || s.tc != "" {
+			if s.target != "" || s.tc != "" || s.proto != 0 {
 				continue
 			}
 			k := stateKey{s.api, s.path}

@@ -72,7 +72,7 @@ func (ca *clusterAPI) scrape(ctx context.Context, url string, a api) (sample, er
 func (ca *clusterAPI) apply(ctx context.Context, m *mode) error {
 	for _, c := range ca.each {
 		for _, s := range m.steps {
-			if s.target != "" || s.api == apiNode && c != ca.each[0] {
+			if s.target != "" || s.tc != "" || s.proto != 0 || s.api == apiNode && c != ca.each[0] {
 				continue
 			}
 			if _, err := c.do(ctx, s.api, s.method, s.path, s.query); err != nil {

@@ -48,6 +48,7 @@ func (cqlDriver) connect(ctx context.Context, cfg *Config, addr string) (session
 		c.PoolConfig.HostSelectionPolicy = gocql.TokenAwareHostPolicy(gocql.RoundRobinHostPolicy())
 	}
 	c.Consistency = cl
+	c.Keyspace = cfg.keyspace
 	c.ProtoVersion = cfg.ProtocolVersion // 0: negotiated
 	c.Timeout = cfg.Timeout
 	c.ConnectTimeout = 5 * time.Second
@@ -86,7 +87,7 @@ func (cqlDriver) connect(ctx context.Context, cfg *Config, addr string) (session
 		if r.err != nil {
 			return nil, fmt.Errorf("connect to %s: %w (loadcheck uses only that host: the rpc_address in its system.local must be the address dialed)", addr, r.err)
 		}
-		return &cqlSession{s: r.s, cl: cl}, nil
+		return &cqlSession{s: r.s, cl: cl, cfg: cfg}, nil
 	case <-ctx.Done():
 		go func() {
 			if r := <-ch; r.s != nil {
@@ -113,8 +114,9 @@ func pinFilter(ips []net.IPAddr, port int) gocql.HostFilter {
 }
 
 type cqlSession struct {
-	s  *gocql.Session
-	cl gocql.Consistency
+	s   *gocql.Session
+	cl  gocql.Consistency
+	cfg *Config
 }
 
 func (s *cqlSession) createSchema(ctx context.Context) error {
@@ -146,6 +148,9 @@ func (s *cqlSession) missing(ctx context.Context, keys []int64) (bool, error) {
 // per operation, only the key and column bytes change in place, so the loop allocates
 // nothing beyond what gocql does itself.
 func (s *cqlSession) newOp(ctx context.Context, w int, wl *workload) Op {
+	if wl.profile != nil {
+		return s.newProfileOp(ctx, w, wl, s.cfg)
+	}
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(w)))
 	key := make([]byte, keyLen)
 	cols := make([][]byte, colCount)

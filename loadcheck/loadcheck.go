@@ -3,7 +3,9 @@
 // spreadsheet, and with the statistics to trust the result.
 //
 // A run sends a cassandra-stress-like workload (keyspace1.standard1, prepared statements,
-// through gocql) to a target for a fixed time or number of operations, after a warmup.
+// through gocql), a cassandra-stress user profile, or the replay of a capture to a target
+// for a fixed time or number of operations, after a warmup. Profiles, replays and
+// protocol v5 go through loadcheck's own CQL client (replay_conn.go, wire.go).
 // A mode is a set of admin-API calls made before its runs (and undone after each one) plus
 // the target its load goes to. Every round runs every mode once, in an order that
 // alternates between rounds. Per mode, the op rates of the rounds give a mean, stdev and
@@ -134,6 +136,19 @@ type Config struct {
 	ReplayConnections int
 	ReplayKeyspace    string
 
+	// Profile is the path of a cassandra-stress user profile (YAML) to run instead of the
+	// built-in workloads, and OpsMix its operations' weights, NAME=W,... or ops(NAME=W,...)
+	// with NAME insert or one of its queries (default insert=1). Preload bounds the
+	// partitions written before the first run for the profile's queries (0:
+	// DefaultPreload; negative: none). PageSize is its queries' page size (0:
+	// DefaultPageSize).
+	Profile  string
+	OpsMix   string
+	Preload  int64
+	PageSize int
+	// keyspace is the keyspace of the sessions: a profile's, once created.
+	keyspace string
+
 	// TraceContext puts a fresh W3C traceparent in the custom payload of every request:
 	// TraceContextSampled (the sampled flag set), TraceContextUnsampled, or
 	// TraceContextNone (the default: no payload). A mode's trace-context= step overrides it.
@@ -246,6 +261,9 @@ func (c *Config) setDefaults() {
 	if c.Verdict == "" {
 		c.Verdict = VerdictBreach
 	}
+	if c.PageSize == 0 {
+		c.PageSize = DefaultPageSize
+	}
 }
 
 // check validates the settings that do not depend on the targets.
@@ -265,6 +283,8 @@ func (c *Config) check() (*workload, error) {
 		return nil, usageErrorf("--connections %d: want at least 1", c.Connections)
 	case c.Timeout < 0:
 		return nil, usageErrorf("--timeout %v: want a positive duration", c.Timeout)
+	case c.PageSize < 1:
+		return nil, usageErrorf("--page-size %d: want at least 1 row", c.PageSize)
 	case c.TargetError < 0 || math.IsNaN(c.TargetError) || math.IsInf(c.TargetError, 0):
 		return nil, usageErrorf("--target-error %v: want a percentage > 0, or 0 for exactly --rounds rounds", c.TargetError)
 	}
@@ -283,9 +303,11 @@ func (c *Config) check() (*workload, error) {
 	switch c.ProtocolVersion {
 	case 0, 3, 4:
 	case 5:
-		return nil, usageErrorf("--protocol-version 5: the load checker's client, gocql v1.7, speaks v3 and v4 only; measure v5 with a v5 client (the Python driver) or the sidecar's BenchmarkRequestPathV5")
+		if c.Compression == "snappy" {
+			return nil, usageErrorf("--protocol-version 5 --compression snappy: v5 compresses its segments with lz4 only; want none or lz4")
+		}
 	default:
-		return nil, usageErrorf("--protocol-version %d: want 3 or 4 (0: negotiated)", c.ProtocolVersion)
+		return nil, usageErrorf("--protocol-version %d: want 3, 4 or 5 (0: negotiated)", c.ProtocolVersion)
 	}
 	if !validTraceContext(c.TraceContext) {
 		return nil, usageErrorf("--trace-context %q: want sampled, unsampled or none", c.TraceContext)
@@ -340,7 +362,22 @@ type env struct {
 // Concurrent Runs are safe, but checks of one deployment at once disturb each other's
 // figures and state restores.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
-	return run(ctx, cfg, env{clock: newRealClock(), driver: cqlDriver{}})
+	return run(ctx, cfg, env{clock: newRealClock(), driver: chooseDriver(&cfg)})
+}
+
+// chooseDriver picks the load's client: loadcheck's own CQL client at v5 (gocql v1.7 has
+// no v5), for a profile (it costs the client less CPU per op than gocql: loadcheck.md),
+// and when a mode sets its protocol version, so that modes differ by the version alone;
+// gocql otherwise, and at v3, which the own client does not speak.
+func chooseDriver(cfg *Config) driver {
+	perMode := false
+	for _, spec := range cfg.ModeSpecs {
+		perMode = perMode || strings.Contains(spec, "protocol-version=")
+	}
+	if cfg.ProtocolVersion == 5 || cfg.ProtocolVersion != 3 && (cfg.Profile != "" || perMode) {
+		return wireDriver{}
+	}
+	return cqlDriver{}
 }
 
 func run(ctx context.Context, cfg Config, e env) (*Report, error) {
@@ -354,6 +391,9 @@ func run(ctx context.Context, cfg Config, e env) (*Report, error) {
 	}
 	modes, baseline, err := resolveModes(&cfg)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkWire(&cfg, modes, e.driver); err != nil {
 		return nil, err
 	}
 	if err := checkBudgets(cfg.MaxOverhead, modes); err != nil {
@@ -420,6 +460,10 @@ func (c *checker) run(ctx context.Context) (rep *Report, err error) {
 	}
 	if c.wl.replay != nil {
 		if err := c.prepareReplay(ctx); err != nil {
+			return nil, err
+		}
+	} else if c.wl.profile != nil {
+		if err := c.prepareProfile(ctx); err != nil {
 			return nil, err
 		}
 	} else if err := c.prepare(ctx); err != nil {
@@ -513,6 +557,9 @@ func (c *checker) printHeader() {
 		c.out.printf("replay of %s over %d connections; %s\n", rp.path, rp.connections(cfg), rp.skipSummary())
 	}
 	c.out.printf("workload %s", c.wl.name)
+	if p := c.wl.profile; p != nil {
+		c.out.printf(" %s (keyspace %s, table %s) %s", p.path, p.keyspace, p.table, p.mixString())
+	}
 	if c.wl.name == "mixed" {
 		c.out.printf(" (write fraction %.3g)", c.wl.writeFrac)
 	}
@@ -526,7 +573,7 @@ func (c *checker) printHeader() {
 	if cfg.TraceContext != TraceContextNone {
 		c.out.printf(", a %s W3C trace context on every request", cfg.TraceContext)
 	}
-	c.out.printf("\n")
+	c.out.printf(", %s\n", protocolString(cfg.ProtocolVersion))
 	for _, m := range c.modes {
 		c.out.printf("  %-10s -> %-21s %s\n", m.name, m.target, m.spec)
 		if m.settings != nil {
@@ -594,7 +641,13 @@ func (c *checker) runMode(ctx context.Context, m *mode, round, pos int) (*runRes
 	if c.wl.replay != nil {
 		return c.runReplayMode(ctx, m, round, pos)
 	}
-	s, err := c.env.driver.connect(ctx, cfg, m.target)
+	mcfg := cfg
+	if m.protocol != 0 {
+		copied := *cfg
+		copied.ProtocolVersion = m.protocol
+		mcfg = &copied
+	}
+	s, err := c.env.driver.connect(ctx, mcfg, m.target)
 	if err != nil {
 		return nil, fmt.Errorf("mode %s: %w", m.name, err)
 	}
@@ -605,6 +658,9 @@ func (c *checker) runMode(ctx context.Context, m *mode, round, pos int) (*runRes
 	wl.traceContext = cfg.TraceContext
 	if m.traceContext != "" {
 		wl.traceContext = m.traceContext
+	}
+	if wl.profile != nil {
+		wl.stats = newProfileStats(wl.profile)
 	}
 	ops := make([]Op, cfg.Concurrency)
 	for w := range ops {
@@ -617,6 +673,9 @@ func (c *checker) runMode(ctx context.Context, m *mode, round, pos int) (*runRes
 			return nil, err
 		}
 		c.out.printf("Warmed up for %.1fs: %s ops, %s errors\n", warm.elapsed.Seconds(), commas(float64(warm.ops)), commas(float64(warm.errs)))
+		if wl.stats != nil {
+			wl.stats.reset()
+		}
 	}
 
 	var hlog *hdrLog
@@ -659,6 +718,14 @@ func (c *checker) runMode(ctx context.Context, m *mode, round, pos int) (*runRes
 		return nil, fmt.Errorf("hdr log: %w", hlogErr)
 	}
 	rr := newRunResult(m, round, pos, wall, res, cpu, pc)
+	if wl.stats != nil {
+		var parts int64
+		rr.PerOp, parts = wl.stats.results(wl.profile, res.elapsed)
+		rr.Partitions = parts
+		if s := res.elapsed.Seconds(); s > 0 {
+			rr.PkRate = float64(parts) / s
+		}
+	}
 	rr.Sidecars = sidecarDelta(cfg.admins(), seen0, seen1)
 	printResults(c.out, rr, cfg.Rate > 0)
 	return rr, nil
@@ -740,4 +807,34 @@ func (c *checker) measure(ctx context.Context, m *mode, p phase, ops []Op) (meas
 	}
 	r.pc.added = sc1.added.sub(sc0.added)
 	return r, nil
+}
+
+// protocolString says which protocol version the load runs at, and through which client.
+func protocolString(v int) string {
+	switch v {
+	case 0:
+		return "protocol negotiated (v4), through gocql"
+	case 5:
+		return "protocol v5, through loadcheck's own CQL client"
+	}
+	return fmt.Sprintf("protocol v%d, through gocql", v)
+}
+
+// checkWire refuses what loadcheck's own CQL client cannot do: a trace context (it sends no
+// custom payload yet), and a mode's protocol-version= step in a run at v3 through gocql.
+func checkWire(cfg *Config, modes []*mode, d driver) error {
+	_, wire := d.(wireDriver)
+	for _, m := range modes {
+		if m.protocol != 0 && !wire {
+			return usageErrorf("mode %s: protocol-version=%d needs loadcheck's own CQL client, which does not speak --protocol-version %d", m.name, m.protocol, cfg.ProtocolVersion)
+		}
+		tc := cfg.TraceContext
+		if m.traceContext != "" {
+			tc = m.traceContext
+		}
+		if wire && tc != TraceContextNone {
+			return usageErrorf("mode %s: a %s trace context needs gocql's custom payloads, and this run goes through loadcheck's own CQL client (%s); run it with --protocol-version 4 and without --profile or a protocol-version= step", m.name, tc, protocolString(cfg.ProtocolVersion))
+		}
+	}
+	return nil
 }

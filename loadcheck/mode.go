@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -79,6 +80,7 @@ func (a api) String() string {
 type step struct {
 	target string // non-empty for target=…: "node", "sidecar" or HOST:PORT
 	tc     string // non-empty for trace-context=…: sampled, unsampled or none
+	proto  int    // non-zero for protocol-version=4 or 5
 	api    api
 	method string
 	path   string
@@ -91,6 +93,9 @@ func (s step) String() string {
 	}
 	if s.tc != "" {
 		return "trace-context=" + s.tc
+	}
+	if s.proto != 0 {
+		return "protocol-version=" + strconv.Itoa(s.proto)
 	}
 	p := s.method + " " + s.path
 	if s.query != "" {
@@ -111,6 +116,10 @@ type mode struct {
 	// traceContext is the mode's trace-context= step, overriding Config.TraceContext; ""
 	// without one.
 	traceContext string
+	// protocol is the mode's protocol-version= step, overriding Config.ProtocolVersion; 0
+	// without one. Such a run goes through loadcheck's own CQL client at every version, so
+	// that two modes differ by their protocol alone.
+	protocol int
 	// settings are its effective tracing settings, known once the state is read.
 	settings *ModeSettings
 }
@@ -163,6 +172,14 @@ func parseSpec(spec string) ([]step, error) {
 			}
 			contexts++
 			steps = append(steps, step{tc: tc})
+			continue
+		}
+		if rest, ok := strings.CutPrefix(s, "protocol-version="); ok {
+			v, err := strconv.Atoi(strings.TrimSpace(rest))
+			if err != nil || v != 4 && v != 5 {
+				return nil, fmt.Errorf("step %q: want protocol-version=4 or protocol-version=5", s)
+			}
+			steps = append(steps, step{proto: v})
 			continue
 		}
 		st := step{api: apiAdmin}
@@ -251,6 +268,8 @@ func resolveModes(cfg *Config) ([]*mode, string, error) {
 			switch {
 			case s.tc != "":
 				m.traceContext = s.tc
+			case s.proto != 0:
+				m.protocol = s.proto
 			case s.target != "":
 				m.target = s.target
 			case s.api == apiAdmin && cfg.Admin == "":

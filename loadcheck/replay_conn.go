@@ -26,14 +26,25 @@ type rconn struct {
 	nc      net.Conn
 	comp    cql.Compressor
 	wmu     sync.Mutex
-	bw      *bufio.Writer
 	free    chan int16
 	waiters []chan rresp
 	done    chan struct{}
 	errMu   sync.Mutex
 	err     error
-	buf     []byte // the writer's frame, under wmu
+	buf     []byte // the frames queued for the writer, back to back, under wmu
+	kick    chan struct{}
 	timeout time.Duration
+	// version is the protocol version of the connection's frames: V4, or V5, whose frames
+	// travel in segments once STARTUP has been answered (framed, under wmu; the reader
+	// switches when it delivers READY). v5 compresses segments, never frames.
+	version byte
+	framed  bool
+	lz4     bool
+	seg     []byte // the writer's segments, under wmu
+	// metaIDs are the result metadata ids of the statements prepared on the connection, by
+	// statement id (v5).
+	metaMu  sync.RWMutex
+	metaIDs map[string][]byte
 }
 
 // rresp is a response: its header and its message (after the prefix), decompressed.
@@ -65,8 +76,14 @@ func dialReplay(ctx context.Context, cfg *Config, addr string) (*rconn, error) {
 	if tc, ok := nc.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 	}
-	c := &rconn{nc: nc, bw: bufio.NewWriterSize(nc, 64<<10), free: make(chan int16, replayStreams),
-		waiters: make([]chan rresp, replayStreams), done: make(chan struct{}), timeout: cfg.Timeout}
+	c := &rconn{nc: nc, free: make(chan int16, replayStreams),
+		waiters: make([]chan rresp, replayStreams), done: make(chan struct{}), timeout: cfg.Timeout, version: cql.V4}
+	c.kick = make(chan struct{}, 1)
+	go c.write()
+	if cfg.ProtocolVersion == 5 {
+		c.version = cql.V5
+		c.lz4 = cfg.Compression == "lz4"
+	}
 	for i := range replayStreams {
 		c.free <- int16(i)
 		c.waiters[i] = make(chan rresp, 1)
@@ -79,7 +96,7 @@ func dialReplay(ctx context.Context, cfg *Config, addr string) (*rconn, error) {
 		opts["COMPRESSION"] = "snappy"
 	}
 	go c.read()
-	r, err := c.do(ctx, cql.OpStartup, cql.Startup{Options: opts}.AppendBody(nil, cql.V4), false)
+	r, err := c.do(ctx, cql.OpStartup, cql.Startup{Options: opts}.AppendBody(nil, c.version), false)
 	if err != nil {
 		c.close()
 		return nil, fmt.Errorf("replay: STARTUP to %s: %w", addr, err)
@@ -92,6 +109,12 @@ func dialReplay(ctx context.Context, cfg *Config, addr string) (*rconn, error) {
 	default:
 		c.close()
 		return nil, fmt.Errorf("replay: STARTUP to %s: answered with %s", addr, r.h.Opcode)
+	}
+	if c.version == cql.V5 {
+		c.wmu.Lock()
+		c.framed = true // from here on, every frame goes in segments, compressed there
+		c.wmu.Unlock()
+		return c, nil
 	}
 	c.comp = cql.CompressorByName(opts["COMPRESSION"])
 	return c, nil
@@ -132,6 +155,11 @@ func (c *rconn) read() {
 			c.nc.Close()
 			return
 		}
+		if c.version == cql.V5 && h.Opcode == cql.OpReady {
+			c.deliver(h, body)
+			c.readSegments(br)
+			return
+		}
 		if h.Stream < 0 || int(h.Stream) >= replayStreams {
 			continue // events
 		}
@@ -143,14 +171,93 @@ func (c *rconn) read() {
 			}
 			body = dec
 		}
-		msg, err := cql.SkipResponsePrefix(h.Flags, body)
-		if err != nil {
-			msg = nil
-		}
+		c.deliver(h, body)
+	}
+}
+
+// write sends the queued frames whenever a request kicks it: all of them in one write
+// (in segments on a v5 connection), as the drivers coalesce, so that a busy connection
+// costs the sidecar one read for many requests. It ends with the connection.
+func (c *rconn) write() {
+	var out, seg []byte
+	for {
 		select {
-		case c.waiters[h.Stream] <- rresp{h: h, msg: append([]byte(nil), msg...)}:
-		default: // a response nobody waits for (timed out)
+		case <-c.kick:
+		case <-c.done:
+			return
 		}
+		c.wmu.Lock()
+		out, c.buf = c.buf, out[:0]
+		framed := c.framed
+		c.wmu.Unlock()
+		if len(out) == 0 {
+			continue
+		}
+		w := out
+		if framed {
+			seg = cql.AppendSegments(seg[:0], out, c.lz4)
+			w = seg
+		}
+		if _, err := c.nc.Write(w); err != nil {
+			c.fail(fmt.Errorf("replay: write: %w", err))
+			c.nc.Close()
+			return
+		}
+	}
+}
+
+// deliver hands a response to the request waiting on its stream.
+func (c *rconn) deliver(h cql.Header, body []byte) {
+	if h.Stream < 0 || int(h.Stream) >= replayStreams {
+		return // events
+	}
+	msg, err := cql.SkipResponsePrefix(h.Flags, body)
+	if err != nil {
+		msg = nil
+	}
+	select {
+	case c.waiters[h.Stream] <- rresp{h: h, msg: append([]byte(nil), msg...)}:
+	default: // a response nobody waits for (timed out)
+	}
+}
+
+// readSegments reads the responses of a v5 connection after READY: segments, each
+// carrying whole frames or a part of a large one.
+func (c *rconn) readSegments(br *bufio.Reader) {
+	sr := cql.SegmentReader{LZ4: c.lz4}
+	var in []byte
+	fail := func(err error) {
+		c.fail(fmt.Errorf("replay connection: %w", err))
+		c.nc.Close()
+	}
+	for {
+		n, need, frames, err := sr.Next(in)
+		if err != nil {
+			fail(err)
+			return
+		}
+		if n == 0 {
+			want := max(need-len(in), 1)
+			if need == 0 {
+				want = max(sr.HeaderSize()-len(in), 1)
+			}
+			if in, err = cql.AppendRead(in, br, want); err != nil {
+				fail(err)
+				return
+			}
+			continue
+		}
+		for len(frames) >= cql.HeaderSize {
+			h, err := cql.ParseHeader(frames)
+			if err != nil {
+				fail(err)
+				return
+			}
+			end := cql.HeaderSize + int(h.Length)
+			c.deliver(h, frames[cql.HeaderSize:end])
+			frames = frames[end:]
+		}
+		in = append(in[:0], in[n:]...)
 	}
 }
 
@@ -169,27 +276,32 @@ func (c *rconn) do(ctx context.Context, op cql.Opcode, body []byte, compress boo
 	case <-ch:
 	default:
 	}
-	h := cql.Header{Version: cql.V4, Stream: stream, Opcode: op}
+	h := cql.Header{Version: c.version, Stream: stream, Opcode: op}
 	c.wmu.Lock()
-	frame := c.buf[:0]
+	start := len(c.buf)
 	var err error
-	if compress && c.comp != nil {
+	if compress && c.comp != nil && !c.framed {
 		h.Flags |= cql.FlagCompression
-		frame = cql.AppendHeader(frame, h)
-		frame, err = c.comp.Compress(frame, body)
-		cql.SetBodyLength(frame, len(frame)-cql.HeaderSize)
+		c.buf = cql.AppendHeader(c.buf, h)
+		var frame []byte
+		frame, err = c.comp.Compress(c.buf, body)
+		if err == nil {
+			c.buf = frame
+			cql.SetBodyLength(c.buf[start:], len(c.buf)-start-cql.HeaderSize)
+		} else {
+			c.buf = c.buf[:start]
+		}
 	} else {
 		h.Length = uint32(len(body))
-		frame = append(cql.AppendHeader(frame, h), body...)
+		c.buf = append(cql.AppendHeader(c.buf, h), body...)
 	}
-	if err == nil {
-		_, err = c.bw.Write(frame)
-	}
-	if err == nil {
-		err = c.bw.Flush()
-	}
-	c.buf = frame
 	c.wmu.Unlock()
+	if err == nil {
+		select { // the writer sends every frame queued by then, in one write
+		case c.kick <- struct{}{}:
+		default:
+		}
+	}
 	if err != nil {
 		c.free <- stream
 		return rresp{}, fmt.Errorf("replay: write: %w", err)
@@ -231,7 +343,7 @@ func result(r rresp) (int, error) {
 // query runs a statement as text, without values, at consistency ONE: the schema's and
 // the preload's DDL.
 func (c *rconn) query(ctx context.Context, text string) error {
-	body := cql.Query{Query: text, Params: cql.QueryParams{Consistency: cql.One}}.AppendBody(nil, cql.V4)
+	body := cql.Query{Query: text, Params: cql.QueryParams{Consistency: cql.One}}.AppendBody(nil, c.version)
 	r, err := c.do(ctx, cql.OpQuery, body, true)
 	if err != nil {
 		return err
@@ -242,7 +354,7 @@ func (c *rconn) query(ctx context.Context, text string) error {
 
 // prepare prepares text and returns its id.
 func (c *rconn) prepare(ctx context.Context, text string) ([]byte, error) {
-	r, err := c.do(ctx, cql.OpPrepare, cql.Prepare{Query: text}.AppendBody(nil, cql.V4), true)
+	r, err := c.do(ctx, cql.OpPrepare, cql.Prepare{Query: text}.AppendBody(nil, c.version), true)
 	if err != nil {
 		return nil, err
 	}
@@ -250,9 +362,30 @@ func (c *rconn) prepare(ctx context.Context, text string) ([]byte, error) {
 		_, err := result(r)
 		return nil, err
 	}
-	p, ok := cql.ReadPrepared(r.msg, cql.V4)
+	p, ok := cql.ReadPrepared(r.msg, c.version)
 	if !ok {
 		return nil, errors.New("replay: PREPARE answered without a statement id")
 	}
-	return append([]byte(nil), p.ID...), nil
+	id := append([]byte(nil), p.ID...)
+	if p.ResultMetadataID != nil {
+		c.metaMu.Lock()
+		if c.metaIDs == nil {
+			c.metaIDs = map[string][]byte{}
+		}
+		c.metaIDs[string(id)] = append([]byte(nil), p.ResultMetadataID...)
+		c.metaMu.Unlock()
+	}
+	return id, nil
+}
+
+// execute returns the EXECUTE of the statement id with params, at the connection's
+// version (from v5 with the statement's result metadata id).
+func (c *rconn) execute(dst, id []byte, params cql.QueryParams) []byte {
+	e := cql.Execute{ID: id, Params: params}
+	if c.version >= cql.V5 {
+		c.metaMu.RLock()
+		e.ResultMetadataID = c.metaIDs[string(id)]
+		c.metaMu.RUnlock()
+	}
+	return e.AppendBody(dst, c.version)
 }

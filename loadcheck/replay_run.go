@@ -87,7 +87,7 @@ func (c *checker) prepareReplay(ctx context.Context) error {
 
 func keyspaceExists(ctx context.Context, conn *rconn, ks string) (bool, error) {
 	body := cql.Query{Query: "SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = '" +
-		strings.ReplaceAll(ks, "'", "''") + "'", Params: cql.QueryParams{Consistency: cql.One}}.AppendBody(nil, cql.V4)
+		strings.ReplaceAll(ks, "'", "''") + "'", Params: cql.QueryParams{Consistency: cql.One}}.AppendBody(nil, conn.version)
 	r, err := conn.do(ctx, cql.OpQuery, body, true)
 	if err != nil {
 		return false, err
@@ -174,8 +174,8 @@ func (c *checker) preload(ctx context.Context, conn *rconn) error {
 					return
 				}
 				r := rows[i]
-				body := cql.Execute{ID: ids[r.t], Params: cql.QueryParams{Consistency: cql.One, Flags: cql.QueryValues,
-					Values: r.t.rowValues(rp, r.key, r.i)}}.AppendBody(nil, cql.V4)
+				body := conn.execute(nil, ids[r.t], cql.QueryParams{Consistency: cql.One, Flags: cql.QueryValues,
+					Values: r.t.rowValues(rp, r.key, r.i)})
 				resp, err := conn.do(ctx, cql.OpExecute, body, true)
 				if err == nil {
 					_, err = result(resp)
@@ -396,10 +396,10 @@ func (s *replaySession) worker() indexedOp {
 			}
 			if first.def.Prepared {
 				opcode = cql.OpExecute
-				body = cql.Execute{ID: s.ids[ci][first.def.ID], Params: params}.AppendBody(body[:0], cql.V4)
+				body = conn.execute(body[:0], s.ids[ci][first.def.ID], params)
 			} else {
 				opcode = cql.OpQuery
-				body = cql.Query{Query: text, Params: params}.AppendBody(body[:0], cql.V4)
+				body = cql.Query{Query: text, Params: params}.AppendBody(body[:0], conn.version)
 			}
 		case cql.OpBatch:
 			opcode = cql.OpBatch
@@ -417,7 +417,7 @@ func (s *replaySession) worker() indexedOp {
 				}
 				b.Queries = append(b.Queries, q)
 			}
-			body = b.AppendBody(body[:0], cql.V4)
+			body = b.AppendBody(body[:0], conn.version)
 		}
 		resp, err := conn.do(ctx, opcode, body, true)
 		if err == nil {

@@ -94,6 +94,11 @@ type RunResult struct {
 
 	// Sidecars are the requests each sidecar of a cluster saw during the run.
 	Sidecars []SidecarRequests `json:"sidecars,omitempty"`
+
+	// PerOp are a profile's operations in the run, and Partitions the partitions they
+	// wrote or returned; absent for the built-in workloads.
+	PerOp      []OpResult `json:"per_op,omitempty"`
+	Partitions int64      `json:"partitions,omitempty"`
 }
 
 // ModeResult is one mode over all rounds. Rates are means over rounds; latencies come from
@@ -185,6 +190,15 @@ type ModeResult struct {
 	VsPrevious []PairDiff `json:"vs_previous,omitempty"`
 
 	Runs []RunResult `json:"runs"`
+
+	// PerOp are a profile's operations over the mode's runs. The JSON puts them in "ops",
+	// where the built-in workloads have the operation count (then in "ops_total").
+	PerOp []OpResult `json:"-"`
+	// OpsTotal is, for a profile, the operations (Ops, which the JSON gives as "ops" for
+	// the built-in workloads), and Partitions the partitions its operations wrote or
+	// returned; both absent for the built-in workloads.
+	OpsTotal   int64 `json:"ops_total,omitempty"`
+	Partitions int64 `json:"partitions,omitempty"`
 
 	resp, svc *hdrhistogram.Histogram
 	added     bucket
@@ -493,6 +507,16 @@ func modeResult(m *mode, runs []*runResult, baseline bool) ModeResult {
 	mr.OpRate, mr.OpRateStdev, mr.OpRateStderr = s.mean, s.stdev, s.stderr
 	mr.OpRateMedian = median(mr.Rounds)
 	mr.PkRate = mr.OpRate
+	if len(runs) > 0 && runs[0].PerOp != nil {
+		mr.PerOp = mergeOps(runs)
+		for _, r := range runs {
+			mr.Partitions += r.Partitions
+		}
+		mr.OpsTotal = mr.Ops
+		if mr.Ops > 0 {
+			mr.PkRate = mr.OpRate * float64(mr.Partitions) / float64(mr.Ops)
+		}
+	}
 	if mr.Ops > 0 {
 		mr.RowRate = mr.OpRate * float64(mr.Rows) / float64(mr.Ops)
 		mr.CPUUsPerOp = mr.CPUSeconds * 1e6 / float64(mr.Ops)

@@ -174,12 +174,19 @@ type workload struct {
 	traceContext string
 	// replay is the capture a replay plays, nil for the built-in workloads.
 	replay *replay
+	// profile is the user profile a profile workload runs, and stats its operations'
+	// figures in the current run.
+	profile *profile
+	stats   *profileStats
 }
 
 // parseWorkload builds the workload from the Workload, Ratio and Pop settings.
 func parseWorkload(cfg *Config) (*workload, error) {
 	w := &workload{name: cfg.Workload}
 	if path, ok := strings.CutPrefix(cfg.Workload, ReplayPrefix); ok {
+		if cfg.Profile != "" {
+			return nil, usageErrorf("--profile and --workload replay:FILE: give one workload")
+		}
 		if cfg.Ratio != "" {
 			return nil, usageErrorf("--ratio applies to --workload mixed, not a replay")
 		}
@@ -192,6 +199,12 @@ func parseWorkload(cfg *Config) (*workload, error) {
 	}
 	if cfg.ReplaySpeed != "" || cfg.ReplayConnections != 0 {
 		return nil, usageErrorf("--replay-speed and --replay-connections apply to --workload replay:FILE")
+	}
+	if cfg.Profile != "" {
+		return parseProfileWorkload(cfg)
+	}
+	if cfg.OpsMix != "" {
+		return nil, usageErrorf("--ops %q: an operations mix needs --profile FILE.yaml (the built-in workloads take --workload and --ratio; --ops N is -n)", cfg.OpsMix)
 	}
 	switch cfg.Workload {
 	case "write":

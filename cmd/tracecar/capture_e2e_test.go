@@ -368,17 +368,25 @@ func TestCaptureProtocolVersions(t *testing.T) {
 	}
 	t.Logf("v5 and v4: %d application statements, %d with a key, %d distinct keys, the hottest %v", len(v5.statements), v5.withKey, v5.distinct, v5.top)
 
-	// The replay of the v5 capture runs what it captured.
-	rj := filepath.Join(dir, "replay-v5.json")
-	mustRun(t, exitOK, "loadcheck", "--workload", "replay:"+v5File, "--modes", "off", "--json", rj,
-		"--rounds", "1", "--target-error", "0", "--warmup", "0", "--replay-speed", "max")
-	rep, _ := mustReport(t, rj)
-	if len(rep.Replay.Statements) < len(v5.statements) {
-		t.Errorf("replayed statements %+v; want the %d captured", rep.Replay.Statements, len(v5.statements))
-	}
-	for _, s := range rep.Replay.Statements {
-		if math.Abs(s.Replayed-float64(s.Captured)) > 0.01*float64(s.Captured) {
-			t.Errorf("%s: replayed %.0f, captured %d: more than 1%% apart", s.Query, s.Replayed, s.Captured)
+	// The replay of the v5 capture runs what it captured, at v4 (the default) and at v5.
+	for _, version := range []string{"0", "5"} {
+		rj := filepath.Join(dir, "replay-v5-at-"+version+".json")
+		out := mustRun(t, exitOK, "loadcheck", "--workload", "replay:"+v5File, "--modes", "off", "--json", rj,
+			"--rounds", "1", "--target-error", "0", "--warmup", "0", "--replay-speed", "max", "--protocol-version", version)
+		if version == "5" && !strings.Contains(out, "protocol v5") {
+			t.Errorf("the replay at --protocol-version 5 does not say so:\n%s", out)
+		}
+		rep, _ := mustReport(t, rj)
+		if len(rep.Replay.Statements) < len(v5.statements) {
+			t.Errorf("at %s: replayed statements %+v; want the %d captured", version, rep.Replay.Statements, len(v5.statements))
+		}
+		for _, s := range rep.Replay.Statements {
+			if math.Abs(s.Replayed-float64(s.Captured)) > 0.01*float64(s.Captured) {
+				t.Errorf("at %s: %s: replayed %.0f, captured %d: more than 1%% apart", version, s.Query, s.Replayed, s.Captured)
+			}
+		}
+		if rep.Modes[0].Errors != 0 {
+			t.Errorf("at %s: %d errors", version, rep.Modes[0].Errors)
 		}
 	}
 }

@@ -57,6 +57,7 @@ func startChildren(ctx context.Context, stdout io.Writer) (*childStack, error) {
 	st.node, st.nodeAPI = nodeOut[0][1], "http://"+nodeOut[1][1]
 	scOut, err := st.start(ctx, exe, "sidecar", []*regexp.Regexp{sidecarRE},
 		"sidecar", "--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0", "--node", st.node,
+		"--node-api", st.nodeAPI, "--node-kind", "tracecar", // for the node- modes
 		"--log-format", "json", "--log-file", filepath.Join(dir, "sidecar.log"),
 		"--capture-dir", filepath.Join(dir, "captures")) // for the mode capture
 	if err != nil {

@@ -113,7 +113,36 @@ func (lf *loadcheckFlags) addModeFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&cfg.Duration, "duration", loadcheck.DefaultDuration, "measured time per run")
 	fs.DurationVar(&cfg.Warmup, "warmup", loadcheck.DefaultWarmup, "warmup before each run; 0 for none")
 	fs.Int64Var(&cfg.Ops, "n", 0, "operations per run; replaces --duration when > 0")
-	fs.Int64Var(&cfg.Ops, "ops", 0, "same as -n")
+	fs.Var(opsFlag{cfg}, "ops", "same as -n with a `COUNT`; with --profile, the operations' weights: insert=1,read1=9 or ops(insert=1,read1=9)")
+}
+
+// opsFlag is --ops: a count (as -n) or a profile's operations mix (as cassandra-stress's
+// ops(...)).
+type opsFlag struct{ cfg *loadcheck.Config }
+
+func (f opsFlag) String() string {
+	if f.cfg == nil {
+		return ""
+	}
+	if f.cfg.OpsMix != "" {
+		return f.cfg.OpsMix
+	}
+	if f.cfg.Ops != 0 {
+		return strconv.FormatInt(f.cfg.Ops, 10)
+	}
+	return ""
+}
+
+func (f opsFlag) Set(s string) error {
+	if n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64); err == nil {
+		f.cfg.Ops = n
+		return nil
+	}
+	if !strings.Contains(s, "=") {
+		return fmt.Errorf("want a count of operations per run, or a profile's mix such as insert=1,read1=9")
+	}
+	f.cfg.OpsMix = s
+	return nil
 }
 
 // addWorkloadFlags defines the load: its operations, keys, workers and rate.
@@ -123,6 +152,9 @@ func (lf *loadcheckFlags) addWorkloadFlags(fs *flag.FlagSet) {
 	fs.StringVar(&cfg.ReplaySpeed, "replay-speed", "", "a replay's speed: 1x (the recorded timing, the default), 2x, a factor such as 0.5, or max (as fast as the workers go)")
 	fs.IntVar(&cfg.ReplayConnections, "replay-connections", 0, "a replay's connections per run (default: as many as the capture's)")
 	fs.StringVar(&cfg.ReplayKeyspace, "replay-keyspace", "", "`NAME` of the keyspace a replay creates its tables in and owns; required against a deployment (the replay never writes into the captured keyspaces)")
+	fs.StringVar(&cfg.Profile, "profile", "", "a cassandra-stress user profile, `FILE`.yaml, to run instead of the built-in workloads: its keyspace, table, columnspec, insert and queries, mixed by --ops")
+	fs.Int64Var(&cfg.Preload, "preload", loadcheck.DefaultPreload, "with --profile, write at most `N` partitions of --pop before the first run, so that its queries find rows (0: none)")
+	fs.IntVar(&cfg.PageSize, "page-size", loadcheck.DefaultPageSize, "with --profile, the `ROWS` per page of its queries (every page is read)")
 	fs.StringVar(&cfg.Ratio, "ratio", "", "operation weights of the mixed workload (default "+loadcheck.DefaultRatio+")")
 	fs.StringVar(&cfg.Pop, "pop", loadcheck.DefaultPop, "partition keys: seq=1..N, uniform(1..N) or gaussian(1..N)")
 	fs.IntVar(&cfg.Concurrency, "concurrency", loadcheck.DefaultConcurrency, "number of workers")
@@ -135,7 +167,7 @@ func (lf *loadcheckFlags) addClientFlags(fs *flag.FlagSet) {
 	cfg := &lf.cfg
 	fs.StringVar(&cfg.CL, "cl", loadcheck.DefaultCL, "consistency level")
 	fs.StringVar(&cfg.Compression, "compression", loadcheck.DefaultCompression, "frame compression: none, lz4 or snappy")
-	fs.IntVar(&cfg.ProtocolVersion, "protocol-version", 0, "CQL protocol `version` of the load's client: 3 or 4, or 0 to negotiate (v4); its client, gocql v1.7, has no v5")
+	fs.IntVar(&cfg.ProtocolVersion, "protocol-version", 0, "CQL protocol `version` of the load: 3, 4 or 5, or 0 to negotiate (v4); 5 runs through loadcheck's own CQL client, as gocql v1.7 has no v5")
 	fs.StringVar(&cfg.TraceContext, "trace-context", loadcheck.TraceContextNone, "a fresh W3C traceparent in every request's custom payload: sampled, unsampled or none (the built-in mode parent sends sampled ones)")
 	fs.IntVar(&cfg.Connections, "connections", loadcheck.DefaultConnections, "connections per host")
 	fs.DurationVar(&cfg.Timeout, "timeout", loadcheck.DefaultTimeout, "request timeout")
@@ -174,6 +206,12 @@ func (lf *loadcheckFlags) checkRun(set map[string]bool) error {
 	}
 	if set["warmup"] && cfg.Warmup == 0 {
 		cfg.Warmup = -1 // explicit: no warmup
+	}
+	if cfg.Preload < 0 {
+		return usageErrorf("--preload %d: want a number of partitions, 0 for none", cfg.Preload)
+	}
+	if cfg.Preload == 0 {
+		cfg.Preload = -1 // explicit: no preload
 	}
 	switch {
 	case set["rounds"] && cfg.Rounds < 1:

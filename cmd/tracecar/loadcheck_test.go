@@ -48,6 +48,11 @@ func TestParseLoadcheckFlags(t *testing.T) {
 		{"load shape", []string{"-n", "1000", "--rate", "30000/s", "--concurrency", "4", "--workload", "read", "--pop", "seq=1..1M", "--cl", "quorum", "--compression", "lz4"}, func(c loadcheck.Config) bool {
 			return c.Ops == 1000 && c.Rate == 30000 && c.Concurrency == 4 && c.Workload == "read" && c.Pop == "seq=1..1M" && c.CL == "quorum" && c.Compression == "lz4"
 		}},
+		{"--ops as a count", []string{"--ops", "1000"}, func(c loadcheck.Config) bool { return c.Ops == 1000 && c.OpsMix == "" }},
+		{"--ops as a profile's mix", []string{"--profile", profileDir + "/partition_select.yaml", "--ops", "ops(insert=1,partition-select=9)", "--preload", "50", "--page-size", "100"}, func(c loadcheck.Config) bool {
+			return c.Ops == 0 && c.OpsMix == "ops(insert=1,partition-select=9)" && c.Profile == profileDir+"/partition_select.yaml" && c.Preload == 50 && c.PageSize == 100
+		}},
+		{"no preload", []string{"--profile", profileDir + "/partition_select.yaml", "--preload", "0"}, func(c loadcheck.Config) bool { return c.Preload < 0 }},
 		{"ratio implies mixed", []string{"--ratio", "write=1,read=3"}, func(c loadcheck.Config) bool { return c.Workload == "mixed" && c.Ratio == "write=1,read=3" }},
 		{"no warmup", []string{"--warmup", "0"}, func(c loadcheck.Config) bool { return c.Warmup < 0 }},
 		{"reports", []string{"--json", "a.json", "--csv", "a.csv", "--html", "a.html", "--hdr-log", "d", "--duration", "10s"}, func(c loadcheck.Config) bool {
@@ -76,6 +81,8 @@ func TestParseLoadcheckFlagsErrors(t *testing.T) {
 		{[]string{"extra"}, `unexpected argument "extra"`},
 		{[]string{"--rounds", "x"}, "invalid value"},
 		{[]string{"--rounds", "0"}, "--rounds 0"},
+		{[]string{"--ops", "many"}, "want a count of operations per run, or a profile's mix"},
+		{[]string{"--preload", "-1"}, "--preload -1"},
 		{[]string{"--duration", "0s"}, "--duration 0s"},
 		{[]string{"--concurrency", "0"}, "--concurrency 0"},
 		{[]string{"--rate", "fast"}, `--rate "fast"`},

@@ -41,17 +41,24 @@ func SkipResponsePrefix(flags byte, body []byte) ([]byte, error) {
 // that LZ4Prefix decompresses, gives the count of the whole body, and one cut before it
 // gives ok false, never a wrong count.
 func RowsCount(body []byte) (n int, ok bool) {
+	n, _, ok = RowsPage(body)
+	return n, ok
+}
+
+// RowsPage is RowsCount that also returns the paging state of a page that has more after
+// it (nil for the last page); it aliases body.
+func RowsPage(body []byte) (n int, pagingState []byte, ok bool) {
 	d := Decoder{b: body}
 	if d.Int() != ResultRows {
-		return 0, false
+		return 0, nil, false
 	}
 	flags := d.Int()
 	cols := d.Int()
 	if cols < 0 {
-		return 0, false
+		return 0, nil, false
 	}
 	if flags&RowsHasMorePages != 0 {
-		d.Bytes()
+		pagingState = d.Bytes()
 	}
 	if flags&RowsMetadataChanged != 0 {
 		d.ShortBytes()
@@ -61,9 +68,9 @@ func RowsCount(body []byte) (n int, ok bool) {
 	}
 	c := d.Int()
 	if d.err != nil || c < 0 {
-		return 0, false
+		return 0, nil, false
 	}
-	return int(c), true
+	return int(c), pagingState, true
 }
 
 // PreparedInfo is what ReadPrepared reads of a RESULT Prepared. Its slices alias the body.
@@ -76,6 +83,9 @@ type PreparedInfo struct {
 	// ResultColumns is the column count of the result metadata, -1 when the body ends or
 	// is malformed before it.
 	ResultColumns int
+	// ResultMetadataID (protocol v5) is the id of the result metadata, which an EXECUTE
+	// of the statement names; nil before v5.
+	ResultMetadataID []byte
 }
 
 // ReadPrepared reads the statement id, the keyspace and the result column count of a
@@ -92,7 +102,7 @@ func ReadPrepared(body []byte, version byte) (p PreparedInfo, ok bool) {
 		return PreparedInfo{}, false
 	}
 	if version >= V5 {
-		d.ShortBytes() // the result metadata id
+		p.ResultMetadataID = d.ShortBytes()
 	}
 	flags := d.Int()
 	n := d.Int()

@@ -1,0 +1,264 @@
+package loadcheck
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync/atomic"
+)
+
+// The distributions of cassandra-stress's user profiles (OptionDistribution): the sizes,
+// populations and clustering counts of a profile's columns, and an insert's partitions and
+// select ratio. A spec is NAME(min..max[,params]), case-insensitive, with a leading ~ that
+// inverts it (~exp(1..10) yields 10 most often) and bounds that take a k, m or b suffix.
+
+type distKind int
+
+const (
+	distFixed distKind = iota
+	distUniform
+	distGaussian
+	distExp
+	distExtreme
+	distQExtreme
+	distSeq
+)
+
+// distNames maps each name and alias that cassandra-stress accepts to its kind. Its
+// weibull alias points at nothing in cassandra-stress itself (a lookup bug); here it is
+// the extreme distribution it names.
+var distNames = map[string]distKind{
+	"fixed": distFixed, "uniform": distUniform, "seq": distSeq,
+	"gaussian": distGaussian, "gauss": distGaussian, "normal": distGaussian, "norm": distGaussian,
+	"exp": distExp, "extreme": distExtreme, "extr": distExtreme, "weibull": distExtreme,
+	"qextreme": distQExtreme, "qextr": distQExtreme,
+}
+
+const distForms = "FIXED(n), UNIFORM(min..max), SEQ(min..max), GAUSSIAN(min..max[,stdvrng]), GAUSSIAN(min..max,mean,stdev), EXP(min..max), EXTREME(min..max,shape) or QEXTREME(min..max,shape,quantas), with an optional leading ~ and k/m/b suffixes"
+
+// dist is one parsed distribution. Its sampling methods are safe for concurrent use with
+// a random source per caller.
+type dist struct {
+	spec     string
+	kind     distKind
+	min, max int64
+	inverse  bool
+	mean     float64 // gaussian's mean; exp's mean
+	stdev    float64 // gaussian
+	shape    float64 // extreme, qextreme
+	scale    float64 // extreme, qextreme
+	quantas  int64   // qextreme
+	seq      *atomic.Int64
+}
+
+var distRE = regexp.MustCompile(`^(~?)(\w+)\((.*)\)$`)
+
+// parseDist parses a distribution spec as cassandra-stress does.
+func parseDist(s string) (*dist, error) {
+	spec := strings.TrimSpace(s)
+	m := distRE.FindStringSubmatch(strings.ReplaceAll(spec, " ", ""))
+	if m == nil {
+		return nil, fmt.Errorf("distribution %q: want %s", s, distForms)
+	}
+	kind, ok := distNames[strings.ToLower(m[2])]
+	if !ok {
+		return nil, fmt.Errorf("distribution %q: unknown name %q; want %s", s, m[2], distForms)
+	}
+	d := &dist{spec: spec, kind: kind, inverse: m[1] == "~"}
+	params := strings.Split(m[3], ",")
+	bad := func(why string) (*dist, error) {
+		return nil, fmt.Errorf("distribution %q: %s; want %s", s, why, distForms)
+	}
+	want := map[distKind][2]int{distFixed: {1, 1}, distUniform: {1, 1}, distSeq: {1, 1},
+		distGaussian: {1, 3}, distExp: {1, 1}, distExtreme: {2, 2}, distQExtreme: {3, 3}}[kind]
+	if len(params) < want[0] || len(params) > want[1] {
+		return bad(fmt.Sprintf("%d parameters", len(params)))
+	}
+	if kind == distFixed {
+		v, err := parseLong(params[0])
+		if err != nil {
+			return bad(err.Error())
+		}
+		d.min, d.max = v, v
+		return d, nil
+	}
+	lo, hi, ok := strings.Cut(params[0], "..")
+	if !ok {
+		return bad("the first parameter must be a range min..max")
+	}
+	var err error
+	if d.min, err = parseLong(lo); err != nil {
+		return bad(err.Error())
+	}
+	if d.max, err = parseLong(strings.TrimLeft(hi, ".")); err != nil {
+		return bad(err.Error())
+	}
+	if d.max < d.min {
+		return bad("max is below min")
+	}
+	floats := make([]float64, len(params)-1)
+	for i, p := range params[1:] {
+		if floats[i], err = strconv.ParseFloat(p, 64); err != nil || math.IsNaN(floats[i]) || math.IsInf(floats[i], 0) {
+			return bad(fmt.Sprintf("%q is not a number", p))
+		}
+	}
+	// The bound of exp and extreme: the value that all but √(1/(max−min)) of the mass
+	// lies below lands on max, as cassandra-stress sets their mean and scale.
+	tail := 0.5 * math.Log(math.Max(float64(d.max-d.min), 2))
+	switch kind {
+	case distGaussian:
+		switch len(floats) {
+		case 2:
+			d.mean, d.stdev = floats[0], floats[1]
+		default:
+			stdvrng := 3.0
+			if len(floats) == 1 {
+				stdvrng = floats[0]
+			}
+			if !(stdvrng > 0) {
+				return bad("stdvrng must be positive")
+			}
+			d.mean = float64(d.min+d.max) / 2
+			d.stdev = float64(d.max-d.min) / 2 / stdvrng
+		}
+		if d.stdev < 0 {
+			return bad("stdev must not be negative")
+		}
+	case distExp:
+		d.mean = float64(d.max-d.min) / tail
+	case distExtreme, distQExtreme:
+		d.shape = floats[0]
+		if !(d.shape > 0) {
+			return bad("shape must be positive")
+		}
+		d.scale = float64(d.max-d.min) / math.Pow(tail, 1/d.shape)
+		if kind == distQExtreme {
+			d.quantas = int64(floats[1])
+			if float64(d.quantas) != floats[1] || d.quantas < 1 {
+				return bad("quantas must be a positive integer")
+			}
+		}
+	case distSeq:
+		d.seq = new(atomic.Int64)
+	}
+	return d, nil
+}
+
+// parseLong reads an integer with cassandra-stress's optional suffix: k (thousand),
+// m (million) or b (billion), in either case.
+func parseLong(s string) (int64, error) {
+	s = strings.ToLower(strings.TrimSpace(s))
+	if s == "" {
+		return 0, fmt.Errorf("an empty number")
+	}
+	mult := int64(1)
+	switch s[len(s)-1] {
+	case 'k':
+		mult = 1e3
+	case 'm':
+		mult = 1e6
+	case 'b':
+		mult = 1e9
+	}
+	if mult > 1 {
+		s = s[:len(s)-1]
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n > math.MaxInt64/mult || n < math.MinInt64/mult {
+		return 0, fmt.Errorf("%q is not an integer", s)
+	}
+	return n * mult, nil
+}
+
+func (d *dist) String() string { return d.spec }
+
+// span is the number of values between min and max.
+func (d *dist) span() int64 { return d.max - d.min + 1 }
+
+// sample draws a value with r. ordinal places a SEQ draw: the partition seed, the
+// clustering index or the row index the value is for, or -1 to take the next of the
+// distribution's own shared sequence.
+func (d *dist) sample(r *rand.Rand, ordinal int64) int64 {
+	v := d.raw(r, ordinal)
+	if d.inverse {
+		v = d.max - (v - d.min)
+	}
+	return v
+}
+
+func (d *dist) raw(r *rand.Rand, ordinal int64) int64 {
+	switch d.kind {
+	case distFixed:
+		return d.min
+	case distUniform:
+		return d.min + r.Int64N(d.span())
+	case distSeq:
+		if ordinal < 0 {
+			ordinal = d.seq.Add(1) - 1
+		}
+		return d.min + ((ordinal%d.span())+d.span())%d.span()
+	case distGaussian:
+		return d.clamp(d.mean + r.NormFloat64()*d.stdev)
+	case distExp:
+		return d.clamp(float64(d.min) + r.ExpFloat64()*d.mean)
+	case distExtreme:
+		return d.clamp(float64(d.min) + d.weibull(r))
+	case distQExtreme:
+		// A quantum drawn from the extreme distribution, then a value uniform inside it.
+		q := d.clamp(float64(d.min)+d.weibull(r)) - d.min
+		width := max(d.span()/d.quantas, 1)
+		lo := d.min + (q/width)*width
+		return min(lo+r.Int64N(width), d.max)
+	}
+	return d.min
+}
+
+func (d *dist) weibull(r *rand.Rand) float64 {
+	u := 1 - r.Float64() // (0, 1]
+	return d.scale * math.Pow(-math.Log(u), 1/d.shape)
+}
+
+func (d *dist) clamp(v float64) int64 {
+	switch {
+	case math.IsNaN(v) || v <= float64(d.min):
+		return d.min
+	case v >= float64(d.max):
+		return d.max
+	}
+	return int64(math.Round(v))
+}
+
+// ratioDist is cassandra-stress's ratio distribution, DIST/DIVISOR, such as
+// uniform(1..10)/10: a fraction, as an insert's select.
+type ratioDist struct {
+	d       *dist
+	divisor float64
+}
+
+func parseRatioDist(s string) (ratioDist, error) {
+	i := strings.LastIndex(s, "/")
+	if i < 0 {
+		return ratioDist{}, fmt.Errorf("ratio %q: want DIST/DIVISOR such as uniform(1..10)/10 or fixed(1)/1", s)
+	}
+	d, err := parseDist(s[:i])
+	if err != nil {
+		return ratioDist{}, fmt.Errorf("ratio %q: %v", s, err)
+	}
+	div, err := strconv.ParseFloat(strings.TrimSpace(s[i+1:]), 64)
+	if err != nil || !(div > 0) || math.IsInf(div, 0) {
+		return ratioDist{}, fmt.Errorf("ratio %q: the divisor %q must be a positive number", s, s[i+1:])
+	}
+	return ratioDist{d: d, divisor: div}, nil
+}
+
+func (r ratioDist) String() string {
+	return r.d.spec + "/" + strconv.FormatFloat(r.divisor, 'g', -1, 64)
+}
+
+// sample draws a fraction in [0, 1].
+func (r ratioDist) sample(rng *rand.Rand) float64 {
+	return math.Min(math.Max(float64(r.d.sample(rng, -1))/r.divisor, 0), 1)
+}

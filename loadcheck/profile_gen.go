@@ -1,0 +1,219 @@
+package loadcheck
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"strings"
+
+	"github.com/tracecar/tracecar/internal/cql/cqltext"
+)
+
+// A profile's data, as cassandra-stress makes it: every value is a function of the
+// partition's seed (drawn from --pop), the column and the row, so that a query binds the
+// key and clustering values of a row that a write made. A column's population draws the
+// value's identity (so fixed(1) gives every partition the same value), its size the
+// value's length (a collection's element count), and a clustering column's cluster the
+// number of its distinct values under each parent; a partition's rows are every
+// combination of its clustering values.
+
+// pcol is a column of the profile's table, as the node describes it.
+type pcol struct {
+	name    string
+	typ     string // as system_schema.columns spells it
+	kind    string // partition_key, clustering, regular or static
+	pos     int
+	desc    bool
+	spec    *columnSpec
+	salt    uint64
+	counter bool
+}
+
+// ptable is the profile's table: its key columns in order, then the others.
+type ptable struct {
+	pk, ck, regular []*pcol
+	byName          map[string]*pcol
+	counter         bool
+}
+
+func (t *ptable) all() []*pcol {
+	out := append(append(append([]*pcol(nil), t.pk...), t.ck...), t.regular...)
+	return out
+}
+
+func newPcol(name, typ, kind string, pos int, desc bool, spec *columnSpec) *pcol {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	return &pcol{name: name, typ: typ, kind: kind, pos: pos, desc: desc, spec: spec,
+		salt: h.Sum64(), counter: typ == "counter"}
+}
+
+// gen is a worker's deterministic random source, reseeded for every value. It is not safe
+// for concurrent use.
+type gen struct {
+	pcg *rand.PCG
+	r   *rand.Rand
+	buf [64]byte
+}
+
+func newGen() *gen {
+	pcg := rand.NewPCG(0, 0)
+	return &gen{pcg: pcg, r: rand.New(pcg)}
+}
+
+func (g *gen) seed(a, b uint64) { g.pcg.Seed(a, b^0x9e3779b97f4a7c15) }
+
+// value returns column c's value for ordinal (the partition seed for a partition key
+// column, the clustering index, or the row index) of the partition with seed.
+func (g *gen) value(c *pcol, seed, ordinal int64) []byte {
+	if c.counter {
+		return []byte{0, 0, 0, 0, 0, 0, 0, 1}
+	}
+	g.seed(uint64(seed), c.salt+uint64(ordinal)*0xbf58476d1ce4e5b9)
+	id := c.spec.population.sample(g.r, ordinal)
+	g.seed(uint64(id), c.salt)
+	n := c.spec.size.sample(g.r, ordinal)
+	switch c.typ {
+	case "text", "varchar", "ascii", "blob":
+		// The common case, made straight from the source: letters and digits (valid
+		// UTF-8 and ASCII), or any bytes.
+		out := make([]byte, min(max(n, 0), 1<<20))
+		var w uint64
+		for i := range out {
+			if i%8 == 0 {
+				w = g.r.Uint64()
+			}
+			out[i] = byte(w >> (8 * (i % 8)))
+			if c.typ != "blob" {
+				out[i] = alnum[int(out[i])%len(alnum)]
+			}
+		}
+		return out
+	}
+	for i := 0; i < len(g.buf); i += 8 {
+		binary.LittleEndian.PutUint64(g.buf[i:], g.r.Uint64())
+	}
+	return encodeValue(c.typ, n, g.buf[:])
+}
+
+// encodeValue returns a value of typ from the random bytes r: n is a text or blob's
+// length and a collection's element count.
+func encodeValue(typ string, n int64, r []byte) []byte {
+	n = max(n, 0)
+	t := strings.TrimSpace(typ)
+	if inner, ok := strings.CutPrefix(t, "frozen<"); ok {
+		t = strings.TrimSuffix(inner, ">")
+	}
+	switch {
+	case t == "time":
+		v := binary.BigEndian.Uint64(r) % (86400 * 1e9)
+		return binary.BigEndian.AppendUint64(nil, v)
+	case strings.HasPrefix(t, "list<"), strings.HasPrefix(t, "set<"):
+		per := 4 + elemLen(t[strings.IndexByte(t, '<')+1:len(t)-1])
+		return valueOf(t, int32(4+min(n, 64)*int64(per)), r)
+	case strings.HasPrefix(t, "map<"):
+		kv := splitTypes(t[4 : len(t)-1])
+		if len(kv) == 2 {
+			per := 8 + elemLen(kv[0]) + elemLen(kv[1])
+			return valueOf(t, int32(4+min(n, 64)*int64(per)), r)
+		}
+	}
+	return valueOf(t, int32(min(n, 1<<20)), r)
+}
+
+// ppart is one partition: its seed, key values, and the count of each clustering level's
+// values; those values are made when a row needs them.
+type ppart struct {
+	seed   int64
+	key    [][]byte
+	counts []int64
+	rows   int64
+}
+
+// partition computes the partition with seed. A clustering level's values are its
+// column's values for the indexes 0 to its count − 1; values that repeat (a boolean, a
+// small population) make fewer distinct rows than the counts say.
+func (g *gen) partition(t *ptable, seed int64, dst *ppart) {
+	dst.seed = seed
+	dst.key = dst.key[:0]
+	for _, c := range t.pk {
+		dst.key = append(dst.key, g.value(c, seed, seed))
+	}
+	dst.counts = dst.counts[:0]
+	dst.rows = 1
+	for _, c := range t.ck {
+		g.seed(uint64(seed), c.salt^0x5bd1e995)
+		n := max(c.spec.cluster.sample(g.r, -1), 1)
+		dst.counts = append(dst.counts, n)
+		dst.rows *= n
+	}
+}
+
+// clusteringIndex returns the index of clustering level l's value in row i of part.
+func (part *ppart) clusteringIndex(l int, i int64) int64 {
+	for k := len(part.counts) - 1; k > l; k-- {
+		i /= part.counts[k]
+	}
+	return i % part.counts[l]
+}
+
+// colValue returns column c's value in row i of part.
+func (g *gen) colValue(t *ptable, c *pcol, part *ppart, i int64) []byte {
+	switch c.kind {
+	case "partition_key":
+		return part.key[c.pos]
+	case "clustering":
+		return g.value(c, part.seed, part.clusteringIndex(c.pos, i))
+	case "static":
+		return g.value(c, part.seed, -2)
+	}
+	return g.value(c, part.seed, i)
+}
+
+// bindColumns returns the column each ? of a statement binds: the name before the
+// comparison (=, <, >, <=, >=, !=, CONTAINS) or the arithmetic (c = c + ?) it follows.
+// Any other ?, and a named :marker, cannot be bound from columnspec.
+func bindColumns(text string) ([]string, error) {
+	var out []string
+	var prev [3]cqltext.Token // the last significant tokens, prev[0] the latest
+	for i := 0; ; {
+		t := cqltext.Next(text, i)
+		i = t.End
+		switch t.Kind {
+		case cqltext.EOF:
+			return out, nil
+		case cqltext.Space, cqltext.Comment:
+			continue
+		}
+		if cqltext.IsPunct(text, t, ":") {
+			return nil, fmt.Errorf("the named marker at offset %d cannot be bound: use ?", t.Start)
+		}
+		if cqltext.IsPunct(text, t, "?") {
+			name := ""
+			op := prev[0]
+			switch {
+			case isComparison(text, op) && isName(prev[1]):
+				name = cqltext.Name(text, prev[1])
+			case (cqltext.IsPunct(text, op, "+") || cqltext.IsPunct(text, op, "-")) && isName(prev[1]):
+				name = cqltext.Name(text, prev[1])
+			}
+			if name == "" {
+				return nil, fmt.Errorf("the ? at offset %d cannot be bound from columnspec: it must follow a column and =, <, >, <=, >=, != or CONTAINS (as in pk = ?); LIMIT ?, IN ?, tuples and function arguments are not supported", t.Start)
+			}
+			out = append(out, name)
+		}
+		prev[2], prev[1], prev[0] = prev[1], prev[0], t
+	}
+}
+
+func isName(t cqltext.Token) bool { return t.Kind == cqltext.Ident || t.Kind == cqltext.QuotedIdent }
+
+func isComparison(text string, t cqltext.Token) bool {
+	for _, p := range []string{"=", "<", ">", "<=", ">=", "!="} {
+		if cqltext.IsPunct(text, t, p) {
+			return true
+		}
+	}
+	return cqltext.IsKeyword(text, t, "contains")
+}

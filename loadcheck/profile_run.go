@@ -1,0 +1,744 @@
+package loadcheck
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/gocql/gocql"
+)
+
+// How a profile drives load, through gocql as the built-in workloads do: an insert writes
+// the rows its select ratio picks of its partitions (one statement, or a batch of the
+// profile's batchtype); a query binds its ? from one row of a partition (samerow) or from
+// any of its rows (multirow), and reads every page. Each operation counts the rows and the
+// partitions it wrote or returned.
+
+// DefaultPreload bounds the partitions a profile's reads draw that loadcheck writes before
+// the first measured run.
+const DefaultPreload = 10000
+
+// DefaultPageSize is the page size of a profile's queries, the drivers' usual.
+const DefaultPageSize = 5000
+
+// preloadBatch is the most statements of one preload batch.
+const preloadBatch = 100
+
+func parseCL(s string) (gocql.Consistency, error) { return gocql.ParseConsistencyWrapper(s) }
+
+// rawValue is a value already in its wire form, sent as is.
+type rawValue []byte
+
+// MarshalCQL returns the value as it is: it was made for the column's type.
+func (v rawValue) MarshalCQL(gocql.TypeInfo) ([]byte, error) { return v, nil }
+
+// OpResult is one operation of a profile over a run or a mode: its count, rates, the rows
+// and partitions it wrote or returned, and its latency (service time, from the send).
+type OpResult struct {
+	Name       string  `json:"name"`
+	Count      int64   `json:"count"`
+	OpRate     float64 `json:"op_rate"`
+	Rows       int64   `json:"rows"`
+	Partitions int64   `json:"partitions"`
+	Errors     int64   `json:"errors"`
+	P50Ms      float64 `json:"p50_ms"`
+	P99Ms      float64 `json:"p99_ms"`
+	// RowRate and PkRate are the rows and partitions per second; MeanMs the mean latency.
+	RowRate float64 `json:"row_rate"`
+	PkRate  float64 `json:"pk_rate"`
+	MeanMs  float64 `json:"mean_ms"`
+	hist    *hdrhistogram.Histogram
+}
+
+// opStats counts one operation of a run. Safe for concurrent use.
+type opStats struct {
+	mu                      sync.Mutex
+	count, rows, parts, err int64
+	hist                    *hdrhistogram.Histogram
+}
+
+func (s *opStats) record(d time.Duration, rows, parts int64, err error) {
+	s.mu.Lock()
+	if err != nil {
+		s.err++
+	} else {
+		s.count++
+		s.rows += rows
+		s.parts += parts
+		s.hist.RecordValue(micros(d))
+	}
+	s.mu.Unlock()
+}
+
+// profileStats are the per-operation counts of one run, by index in the mix, and the
+// run's next slot in the mix's cycle.
+type profileStats struct {
+	ops  []*opStats
+	next atomic.Int64
+}
+
+func newProfileStats(p *profile) *profileStats {
+	s := &profileStats{ops: make([]*opStats, len(p.mix))}
+	for i := range s.ops {
+		s.ops[i] = &opStats{hist: newHist()}
+	}
+	return s
+}
+
+// reset forgets the warmup.
+func (s *profileStats) reset() {
+	for _, o := range s.ops {
+		o.mu.Lock()
+		o.count, o.rows, o.parts, o.err = 0, 0, 0, 0
+		o.hist.Reset()
+		o.mu.Unlock()
+	}
+}
+
+// results returns the run's figures over elapsed, and its partitions.
+func (s *profileStats) results(p *profile, elapsed time.Duration) ([]OpResult, int64) {
+	out := make([]OpResult, len(s.ops))
+	var parts int64
+	for i, o := range s.ops {
+		o.mu.Lock()
+		h := hdrhistogram.Import(o.hist.Export())
+		out[i] = OpResult{Name: p.mix[i].name, Count: o.count, Rows: o.rows, Partitions: o.parts, Errors: o.err, hist: h}
+		o.mu.Unlock()
+		parts += out[i].Partitions
+		out[i].finish(elapsed.Seconds())
+	}
+	return out, parts
+}
+
+func (r *OpResult) finish(seconds float64) {
+	if seconds > 0 {
+		r.OpRate = float64(r.Count) / seconds
+		r.RowRate = float64(r.Rows) / seconds
+		r.PkRate = float64(r.Partitions) / seconds
+	}
+	l := latencyOf(r.hist)
+	r.P50Ms, r.P99Ms, r.MeanMs = l.P50Ms, l.P99Ms, l.MeanMs
+}
+
+// mergeOps sums the runs' figures of each operation, rates being over the runs' total time.
+func mergeOps(runs []*runResult) []OpResult {
+	var out []OpResult
+	var seconds float64
+	for _, r := range runs {
+		seconds += r.DurationS
+		for i, o := range r.PerOp {
+			if i >= len(out) {
+				out = append(out, OpResult{Name: o.Name, hist: newHist()})
+			}
+			m := &out[i]
+			m.Count += o.Count
+			m.Rows += o.Rows
+			m.Partitions += o.Partitions
+			m.Errors += o.Errors
+			if o.hist != nil {
+				m.hist.Merge(o.hist)
+			}
+		}
+	}
+	for i := range out {
+		out[i].finish(seconds)
+	}
+	return out
+}
+
+// profileSession is what a profile needs of a session beyond the built-in workloads:
+// gocql's.
+type profileSession interface {
+	gocqlSession() *gocql.Session
+}
+
+func (s *cqlSession) gocqlSession() *gocql.Session { return s.s }
+
+// isAlreadyExists reports whether the node answered that what a definition creates exists.
+func isAlreadyExists(err error) bool {
+	var ae *gocql.RequestErrAlreadyExists
+	return errors.As(err, &ae)
+}
+
+// prepareProfile creates the profile's keyspace, table and extra definitions, reads the
+// table from the node, checks the queries, and preloads the partitions reads draw.
+func (c *checker) prepareProfile(ctx context.Context) error {
+	p := c.wl.profile
+	target := c.modes[0].target
+	if _, ok := c.env.driver.(wireDriver); ok {
+		// The schema, the table's description and the preload go through gocql at v4:
+		// only the measured runs need v5.
+		setup := *c
+		cfg := *c.cfg
+		cfg.ProtocolVersion = 0
+		setup.cfg, setup.env.driver = &cfg, cqlDriver{}
+		if err := setup.prepareProfile(ctx); err != nil {
+			return err
+		}
+		c.cfg.keyspace = cfg.keyspace
+		return nil
+	}
+	if p.keyspaceDefinition != "" {
+		s, err := c.env.driver.connect(ctx, c.cfg, target)
+		if err != nil {
+			return err
+		}
+		err = c.define(ctx, s, "keyspace_definition", p.keyspaceDefinition)
+		s.close()
+		if err != nil {
+			return err
+		}
+	}
+	c.cfg.keyspace = p.keyspace
+	s, err := c.env.driver.connect(ctx, c.cfg, target)
+	if err != nil {
+		return fmt.Errorf("profile %s: keyspace %s: %w", p.path, p.keyspace, err)
+	}
+	defer s.close()
+	if p.tableDefinition != "" {
+		if err := c.define(ctx, s, "table_definition", p.tableDefinition); err != nil {
+			return err
+		}
+	}
+	for _, d := range p.extraDefinitions {
+		if err := c.define(ctx, s, "extra_definitions", d); err != nil {
+			return err
+		}
+	}
+	gs, ok := s.(profileSession)
+	if !ok {
+		return fmt.Errorf("profile: this driver cannot run profiles")
+	}
+	if err := p.readTable(ctx, gs.gocqlSession()); err != nil {
+		return err
+	}
+	if err := c.preloadProfile(ctx, s); err != nil {
+		return err
+	}
+	return p.tryQueries(ctx, gs.gocqlSession(), c.wl.pop.min)
+}
+
+// define runs one of the profile's definitions; the node's refusal is a usage error that
+// names the key and passes the node's message on, except that what exists already is kept.
+func (c *checker) define(ctx context.Context, s session, key, stmt string) error {
+	gs, ok := s.(profileSession)
+	if !ok {
+		return fmt.Errorf("profile: this driver cannot run profiles")
+	}
+	err := gs.gocqlSession().Query(stmt).WithContext(ctx).Exec()
+	if err == nil || isAlreadyExists(err) {
+		return nil
+	}
+	var re gocql.RequestError
+	if errors.As(err, &re) {
+		return usageErrorf("--profile %s: %s (line %d): the node refused it: %v", c.wl.profile.path, key, c.wl.profile.lines[key], err)
+	}
+	return fmt.Errorf("profile %s: %s: %w", c.wl.profile.path, key, err)
+}
+
+// readTable reads the table's columns from the node and joins them with the columnspec.
+func (p *profile) readTable(ctx context.Context, s *gocql.Session) error {
+	it := s.Query(`SELECT column_name, kind, position, type, clustering_order FROM system_schema.columns WHERE keyspace_name = ? AND table_name = ?`,
+		p.keyspace, p.table).WithContext(ctx).Iter()
+	t := &ptable{byName: map[string]*pcol{}}
+	var name, kind, typ, order string
+	var pos int
+	for it.Scan(&name, &kind, &pos, &typ, &order) {
+		spec := p.columns[name]
+		if spec == nil {
+			spec = &columnSpec{name: name, size: mustDist("", defaultColumnSize),
+				population: mustDist("", defaultColumnPopulation), cluster: mustDist("", defaultColumnCluster)}
+		}
+		col := newPcol(name, typ, kind, pos, strings.EqualFold(order, "desc"), spec)
+		if err := checkType(typ); err != nil {
+			return profileError(p.path, max(spec.line, p.lines["table_definition"]), "column %s of type %s: not supported: %v", name, typ, err)
+		}
+		switch kind {
+		case "partition_key":
+			t.pk = append(t.pk, col)
+		case "clustering":
+			t.ck = append(t.ck, col)
+		default:
+			t.regular = append(t.regular, col)
+		}
+		t.counter = t.counter || col.counter
+		t.byName[name] = col
+	}
+	if err := it.Close(); err != nil {
+		return fmt.Errorf("profile %s: read table %s.%s from system_schema: %w", p.path, p.keyspace, p.table, err)
+	}
+	if len(t.pk) == 0 {
+		return profileError(p.path, p.lines["table"], "table %s.%s does not exist on the node: give its table_definition", p.keyspace, p.table)
+	}
+	sort.Slice(t.pk, func(i, j int) bool { return t.pk[i].pos < t.pk[j].pos })
+	sort.Slice(t.ck, func(i, j int) bool { return t.ck[i].pos < t.ck[j].pos })
+	sort.Slice(t.regular, func(i, j int) bool { return t.regular[i].name < t.regular[j].name })
+	for i, c := range t.pk {
+		c.pos = i
+	}
+	for i, c := range t.ck {
+		c.pos = i
+	}
+	for name, spec := range p.columns {
+		if t.byName[name] == nil {
+			return profileError(p.path, spec.line, "columnspec name %q: table %s.%s has no such column", name, p.keyspace, p.table)
+		}
+	}
+	if t.counter && p.insert.batchType != "" && p.insert.batchType != batchCounter {
+		return profileError(p.path, p.insert.line, "insert batchtype %s: a table of counters takes COUNTER batches", p.insert.batchType)
+	}
+	if !t.counter && p.insert.batchType == batchCounter {
+		return profileError(p.path, p.insert.line, "insert batchtype COUNTER: table %s.%s has no counter column", p.keyspace, p.table)
+	}
+	for _, q := range p.queries {
+		names, err := bindColumns(q.cql)
+		if err != nil {
+			return profileError(p.path, q.line, "query %s: %v", q.name, err)
+		}
+		q.binds = q.binds[:0]
+		for _, n := range names {
+			col := t.byName[n]
+			if col == nil {
+				return profileError(p.path, q.line, "query %s: a ? binds column %q, which table %s.%s does not have, so columnspec cannot bind it", q.name, n, p.keyspace, p.table)
+			}
+			q.binds = append(q.binds, col)
+		}
+	}
+	p.t = t
+	return p.buildInsert()
+}
+
+// buildInsert makes the insert statements: INSERT of every column, or an UPDATE for
+// counters (c = c + ?) and for a condition (… IF condition). The preload writes with the
+// plain statement: the insert's without its condition.
+func (p *profile) buildInsert() error {
+	t := p.t
+	var names, marks []string
+	for _, c := range t.all() {
+		names = append(names, quoteName(c.name))
+		marks = append(marks, "?")
+	}
+	p.plainInsert = "INSERT INTO " + quoteName(p.table) + " (" + strings.Join(names, ", ") + ") VALUES (" + strings.Join(marks, ", ") + ")"
+	p.plainCols = t.all()
+	update, updateCols := p.update()
+	if t.counter {
+		p.plainInsert, p.plainCols = update, updateCols
+	}
+	p.insertStmt, p.insertCols = p.plainInsert, p.plainCols
+	if p.insert.condition == "" {
+		return nil
+	}
+	if t.counter {
+		return profileError(p.path, p.insert.line, "insert condition: a table of counters takes no condition")
+	}
+	if update != "" {
+		p.insertStmt, p.insertCols = update, updateCols
+	}
+	names, err := bindColumns(p.insert.condition)
+	if err != nil {
+		return profileError(p.path, p.insert.line, "insert condition: %v", err)
+	}
+	p.insertStmt += " IF " + p.insert.condition
+	p.insertCols = append([]*pcol(nil), p.insertCols...)
+	for _, n := range names {
+		col := t.byName[n]
+		if col == nil {
+			return profileError(p.path, p.insert.line, "insert condition: a ? binds column %q, which the table does not have", n)
+		}
+		p.insertCols = append(p.insertCols, col)
+	}
+	return nil
+}
+
+// update returns UPDATE … SET every regular column (c = c + ? for a counter) WHERE the
+// key, and the columns it binds; "" for a table of key columns only.
+func (p *profile) update() (string, []*pcol) {
+	t := p.t
+	if len(t.regular) == 0 {
+		return "", nil
+	}
+	var set, where []string
+	var cols []*pcol
+	for _, c := range t.regular {
+		if c.counter {
+			set = append(set, quoteName(c.name)+" = "+quoteName(c.name)+" + ?")
+		} else {
+			set = append(set, quoteName(c.name)+" = ?")
+		}
+		cols = append(cols, c)
+	}
+	for _, c := range append(append([]*pcol(nil), t.pk...), t.ck...) {
+		where = append(where, quoteName(c.name)+" = ?")
+		cols = append(cols, c)
+	}
+	return "UPDATE " + quoteName(p.table) + " SET " + strings.Join(set, ", ") + " WHERE " + strings.Join(where, " AND "), cols
+}
+
+// batchType is the insert's batch type: the profile's, or LOGGED (COUNTER for counters).
+func (p *profile) batchType() gocql.BatchType {
+	switch {
+	case p.t.counter || p.insert.batchType == batchCounter:
+		return gocql.CounterBatch
+	case p.insert.batchType == batchUnlogged:
+		return gocql.UnloggedBatch
+	}
+	return gocql.LoggedBatch
+}
+
+// preloadCount is the number of partitions the preload writes: the population's, up to
+// the bound.
+func (c *checker) preloadCount() int64 {
+	bound := c.cfg.Preload
+	if bound == 0 {
+		bound = DefaultPreload
+	}
+	if bound < 0 {
+		return 0
+	}
+	return min(c.wl.pop.size(), bound)
+}
+
+// preloadProfile writes every row of the partitions the reads draw, up to the bound.
+func (c *checker) preloadProfile(ctx context.Context, s session) error {
+	p := c.wl.profile
+	n := c.preloadCount()
+	if !p.reads() || n == 0 {
+		return nil
+	}
+	gs := s.(profileSession).gocqlSession()
+	bound := c.cfg.Preload
+	if bound == 0 {
+		bound = DefaultPreload
+	}
+	c.out.printf("Preloading %s partitions (seeds %d..%d of --pop %s; bound --preload %s) through %s ...\n",
+		commas(float64(n)), c.wl.pop.min, c.wl.pop.min+n-1, c.wl.pop, commas(float64(bound)), c.modes[0].target)
+	if n < c.wl.pop.size() {
+		c.out.printf("warning: --pop %s has %s partitions, more than the %s preloaded: reads of the others find nothing (their rows show it)\n",
+			c.wl.pop, commas(float64(c.wl.pop.size())), commas(float64(n)))
+	}
+	var next, rows, done atomic.Int64
+	started := time.Now()
+	ops := make([]Op, c.cfg.Concurrency)
+	for w := range ops {
+		g := newGen()
+		var part ppart
+		ops[w] = func(ctx context.Context) (int, error) {
+			seed := c.wl.pop.min + next.Add(1) - 1
+			g.partition(p.t, seed, &part)
+			written, err := p.writeRows(ctx, gs, g, &part, nil, gocql.UnloggedBatch, true, c.cfg)
+			rows.Add(written)
+			if d := done.Add(1); c.out.progress && d%100 == 0 {
+				c.out.status(fmt.Sprintf("preload: %s of %s partitions, %s rows", commas(float64(d)), commas(float64(n)), commas(float64(rows.Load()))))
+			}
+			return int(written), err
+		}
+	}
+	res := runPhase(ctx, phase{clock: c.env.clock, workers: c.cfg.Concurrency, ops: n}, ops)
+	c.out.clearStatus()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if res.errs > 0 {
+		return fmt.Errorf("preload: %d of %d partitions failed, the first with: %w", res.errs, n, res.firstErr)
+	}
+	c.out.printf("Preloaded %s partitions, %s rows, in %.1fs\n", commas(float64(res.ops)), commas(float64(rows.Load())), time.Since(started).Seconds())
+	return nil
+}
+
+// writeRows writes the rows of part that pick selects (all when nil), in batches of
+// typ (of preloadBatch statements at most when plain, for the preload); it returns the
+// rows written.
+func (p *profile) writeRows(ctx context.Context, s *gocql.Session, g *gen, part *ppart, pick []int64, typ gocql.BatchType, plain bool, cfg *Config) (int64, error) {
+	stmt, cols := p.insertStmt, p.insertCols
+	if plain {
+		stmt, cols = p.plainInsert, p.plainCols
+		if p.t.counter {
+			typ = gocql.CounterBatch
+		}
+	}
+	var written int64
+	var b *gocql.Batch
+	flush := func() error {
+		if b == nil || len(b.Entries) == 0 {
+			return nil
+		}
+		err := s.ExecuteBatch(b)
+		b = nil
+		return err
+	}
+	rows := part.rows
+	if pick != nil {
+		rows = int64(len(pick))
+	}
+	for k := range rows {
+		i := k
+		if pick != nil {
+			i = pick[k]
+		}
+		args := make([]any, len(cols))
+		for j, c := range cols {
+			args[j] = rawValue(g.colValue(p.t, c, part, i))
+		}
+		if b == nil {
+			b = s.NewBatch(typ).WithContext(ctx)
+		}
+		b.Query(stmt, args...)
+		written++
+		if plain && len(b.Entries) >= preloadBatch {
+			if err := flush(); err != nil {
+				return written, err
+			}
+		}
+	}
+	return written, flush()
+}
+
+// tryQueries runs each query once, so that one the node refuses is reported before any
+// run, with its line.
+func (p *profile) tryQueries(ctx context.Context, s *gocql.Session, seed int64) error {
+	g := newGen()
+	var part ppart
+	g.partition(p.t, seed, &part)
+	for _, q := range p.queries {
+		args := make([]any, len(q.binds))
+		for j, c := range q.binds {
+			args[j] = rawValue(g.colValue(p.t, c, &part, 0))
+		}
+		it := s.Query(q.cql, args...).WithContext(ctx).PageSize(1).Iter()
+		if err := it.Close(); err != nil {
+			var re gocql.RequestError
+			if errors.As(err, &re) {
+				return profileError(p.path, q.line, "query %s: the node refused it: %v", q.name, err)
+			}
+			return fmt.Errorf("profile %s: query %s: %w", p.path, q.name, err)
+		}
+	}
+	return nil
+}
+
+// newProfileOp returns worker w's operation: each call runs the next operation of the mix
+// (a smooth weighted round robin, so that the mix holds exactly over every cycle) and
+// records it in stats.
+func (s *cqlSession) newProfileOp(ctx context.Context, w int, wl *workload, cfg *Config) Op {
+	p := wl.profile
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(w)))
+	g := newGen()
+	var part ppart
+	pop := &wl.pop
+	stats := wl.stats
+	queries := make([]*gocql.Query, len(p.mix))
+	args := make([][]any, len(p.mix))
+	var tp []byte
+	if wl.traceContext != TraceContextNone && wl.traceContext != "" {
+		tp = newTraceparent(wl.traceContext)
+	}
+	for i, o := range p.mix {
+		if o.query == nil {
+			continue
+		}
+		q := o.query
+		cl := s.cl
+		if q.cl != "" {
+			cl, _ = parseCL(q.cl)
+		}
+		args[i] = make([]any, len(q.binds))
+		queries[i] = s.s.Query(q.cql).Consistency(cl).PageSize(cfg.PageSize).WithContext(ctx)
+		if q.serialCL == "LOCAL_SERIAL" {
+			queries[i].SerialConsistency(gocql.LocalSerial)
+		} else if q.serialCL == "SERIAL" {
+			queries[i].SerialConsistency(gocql.Serial)
+		}
+		if tp != nil {
+			queries[i].CustomPayload(map[string][]byte{traceparentKey: tp})
+		}
+	}
+	btype := p.batchType()
+	var pick []int64
+	next := newMixer(p, stats)
+	return func(ctx context.Context) (int, error) {
+		best := next()
+		if tp != nil {
+			fillTraceparent(rng, tp)
+		}
+		start := time.Now()
+		var rows, parts int64
+		var err error
+		if q := p.mix[best].query; q != nil {
+			g.partition(p.t, pop.next(rng), &part)
+			rows, err = runQuery(queries[best], args[best], q, p.t, g, &part, rng)
+			parts = min(rows, 1)
+		} else {
+			rows, parts, err = p.runInsert(ctx, s, g, &part, pop, rng, btype, &pick, cfg)
+		}
+		stats.ops[best].record(time.Since(start), rows, parts, err)
+		return int(rows), err
+	}
+}
+
+// runQuery binds q from part's rows and reads every page; it returns the rows returned.
+func runQuery(gq *gocql.Query, args []any, q *querySpec, t *ptable, g *gen, part *ppart, rng *rand.Rand) (int64, error) {
+	row := rng.Int64N(part.rows)
+	for j, c := range q.binds {
+		if q.multirow {
+			row = rng.Int64N(part.rows)
+		}
+		args[j] = rawValue(g.colValue(t, c, part, row))
+	}
+	gq.Bind(args...)
+	var rows int64
+	var state []byte
+	for {
+		it := gq.PageState(state).Iter()
+		rows += int64(it.NumRows())
+		state = it.PageState()
+		if err := it.Close(); err != nil {
+			return rows, err
+		}
+		if len(state) == 0 {
+			return rows, nil
+		}
+	}
+}
+
+// runInsert writes the rows that the select ratio picks of the partitions the insert's
+// partitions distribution draws: one statement alone, else a batch.
+func (p *profile) runInsert(ctx context.Context, s *cqlSession, g *gen, part *ppart, pop *population, rng *rand.Rand, btype gocql.BatchType, pick *[]int64, cfg *Config) (rows, parts int64, err error) {
+	n := max(p.insert.partitions.sample(rng, -1), 1)
+	b := s.s.NewBatch(btype).WithContext(ctx)
+	b.SetConsistency(s.cl)
+	for range n {
+		g.partition(p.t, pop.next(rng), part)
+		*pick = p.pickRows(part, rng, (*pick)[:0])
+		for _, i := range *pick {
+			args := make([]any, len(p.insertCols))
+			for j, c := range p.insertCols {
+				args[j] = rawValue(g.colValue(p.t, c, part, i))
+			}
+			b.Query(p.insertStmt, args...)
+		}
+		parts++
+	}
+	rows = int64(len(b.Entries))
+	if rows == 1 {
+		e := b.Entries[0]
+		return rows, parts, s.s.Query(e.Stmt, e.Args...).Consistency(s.cl).WithContext(ctx).Exec()
+	}
+	if p.insert.condition != "" {
+		_, _, err := s.s.ExecuteBatchCAS(b)
+		return rows, parts, err
+	}
+	return rows, parts, s.s.ExecuteBatch(b)
+}
+
+// parseProfileWorkload loads --profile and its --ops mix.
+func parseProfileWorkload(cfg *Config) (*workload, error) {
+	switch cfg.Workload {
+	case "", DefaultWorkload, "profile":
+	default:
+		return nil, usageErrorf("--workload %s and --profile: a profile's operations are its --ops mix; give one workload", cfg.Workload)
+	}
+	if cfg.Ratio != "" {
+		return nil, usageErrorf("--ratio applies to --workload mixed; a profile's mix is --ops, such as insert=1,read1=9")
+	}
+	p, err := loadProfile(cfg.Profile)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.parseMix(cfg.OpsMix); err != nil {
+		return nil, err
+	}
+	pop, err := parsePop(cfg.Pop)
+	if err != nil {
+		return nil, err
+	}
+	w := &workload{name: "profile", profile: p, pop: pop}
+	for _, o := range p.mix {
+		if o.query == nil {
+			w.writeFrac += o.weight
+		}
+	}
+	total := 0.0
+	for _, o := range p.mix {
+		total += o.weight
+	}
+	w.writeFrac /= total
+	return w, nil
+}
+
+// modeResultJSON is ModeResult without its MarshalJSON.
+type modeResultJSON ModeResult
+
+// MarshalJSON writes a mode; for a profile, "ops" holds its operations
+// ([{"name","count","op_rate","rows","partitions","errors","p50_ms","p99_ms",…}]) and
+// "ops_total" the count that "ops" holds for the built-in workloads.
+func (m ModeResult) MarshalJSON() ([]byte, error) {
+	if m.PerOp == nil {
+		return json.Marshal(modeResultJSON(m))
+	}
+	return json.Marshal(struct {
+		modeResultJSON
+		Ops []OpResult `json:"ops"`
+	}{modeResultJSON(m), m.PerOp})
+}
+
+// newMixer returns a worker's chooser of the mix's next operation. Every worker of a run
+// takes the next slot of one shared cycle, a smooth weighted round robin of the weights
+// (the largest current weight runs, then pays the total), so that the mix of the run holds
+// to within one cycle, however the operations spread over the workers.
+func newMixer(p *profile, stats *profileStats) func() int {
+	cycle := p.cycle()
+	return func() int { return cycle[(stats.next.Add(1)-1)%int64(len(cycle))] }
+}
+
+// cycle returns the order of one cycle of the mix: as many slots as the weights add up to
+// when they are whole numbers (up to 10,000), else 10,000.
+func (p *profile) cycle() []int {
+	total := 0.0
+	whole := true
+	for _, o := range p.mix {
+		total += o.weight
+		whole = whole && o.weight == math.Trunc(o.weight)
+	}
+	n := 10000
+	if whole && total <= 10000 {
+		n = int(total)
+	}
+	current := make([]float64, len(p.mix))
+	out := make([]int, n)
+	for k := range out {
+		best := 0
+		for i, o := range p.mix {
+			current[i] += o.weight
+			if current[i] > current[best] {
+				best = i
+			}
+		}
+		current[best] -= total
+		out[k] = best
+	}
+	return out
+}
+
+// pickRows appends to dst the rows of part that an insert writes: each with the
+// probability the select ratio draws, and at least one.
+func (p *profile) pickRows(part *ppart, rng *rand.Rand, dst []int64) []int64 {
+	ratio := p.insert.selectR.sample(rng)
+	for i := range part.rows {
+		if ratio >= 1 || rng.Float64() < ratio {
+			dst = append(dst, i)
+		}
+	}
+	if len(dst) == 0 {
+		dst = append(dst, rng.Int64N(part.rows))
+	}
+	return dst
+}
