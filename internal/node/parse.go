@@ -549,6 +549,14 @@ func (p *parser) typ(depth int) *typeRef {
 	if depth > maxNesting {
 		p.failf("type nesting too deep")
 	}
+	if p.tok.kind == tString {
+		r, msg := classNameType(p.tok.text)
+		if msg != "" {
+			p.failPlain("%s", msg)
+		}
+		p.advance()
+		return r
+	}
 	if p.tok.kind != tIdent && p.tok.kind != tQuotedIdent {
 		p.unexpected()
 	}
