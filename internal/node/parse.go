@@ -1174,7 +1174,7 @@ func (p *parser) selector() selector {
 						break
 					}
 				}
-				s.text = fn + "(" + strings.Join(args, ", ") + ")"
+				s.text, s.cols = fn+"("+strings.Join(args, ", ")+")", args
 				break
 			}
 			s.kind = selFunc
