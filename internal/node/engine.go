@@ -128,10 +128,12 @@ type execCtx struct {
 	json      [][]byte
 	jsonUnset []bool
 	noCond    bool // a conditional batch's statements, whose conditions it checked
-	// nowSecs, when not 0, is the request's now_in_seconds (protocol v5): TTLs and
+	// nowSecs, when hasNow, is the request's now_in_seconds (protocol v5; 0 is a time like
+	// any other, the epoch): TTLs and
 	// liveness are reckoned from it rather than from now, while write timestamps still
 	// come from the clock, as in Cassandra.
 	nowSecs int64
+	hasNow  bool
 	// checkResult says that the request named the result metadata id it holds (a v5
 	// EXECUTE), resultID: a Rows result whose metadata has another id carries it in full,
 	// with the new id (selectPlan.result).
@@ -141,7 +143,7 @@ type execCtx struct {
 
 // seconds returns the time, in seconds, that TTLs and liveness are reckoned from.
 func (x *execCtx) seconds() int64 {
-	if x.nowSecs != 0 {
+	if x.hasNow {
 		return x.nowSecs
 	}
 	return x.now.Unix()
@@ -377,7 +379,7 @@ func (e *Engine) runChecked(s *Session, pr *prepared, p *cql.QueryParams, tr Tra
 	x := ctxPool.Get().(*execCtx)
 	*x = execCtx{s: s, p: p, tr: tr, now: e.cfg.Now(), checkResult: check, resultID: resultID}
 	if p != nil && p.ExtFlags&cql.QueryNowInSeconds != 0 {
-		x.nowSecs = int64(p.NowInSeconds)
+		x.nowSecs, x.hasNow = int64(p.NowInSeconds), true
 	}
 	defer func() {
 		*x = execCtx{}
@@ -441,7 +443,7 @@ func orderValues(cp *compiled, vals []cql.Value, names []string) ([]cql.Value, e
 func (e *Engine) Batch(s *Session, b *cql.Batch, tr Tracer) (cql.Message, error) {
 	x := execCtx{s: s, tr: tr, now: e.cfg.Now(), batch: true}
 	if b.ExtFlags&cql.QueryNowInSeconds != 0 {
-		x.nowSecs = int64(b.NowInSeconds)
+		x.nowSecs, x.hasNow = int64(b.NowInSeconds), true
 	}
 	if b.Flags&cql.QueryDefaultTimestamp != 0 && b.Timestamp != 0 {
 		x.ts = b.Timestamp
