@@ -51,6 +51,9 @@ type EngineConfig struct {
 	// permissions each statement needs. Empty means everyone is anonymous and nothing is
 	// checked, as with AllowAllAuthenticator.
 	Auth string
+	// NoMaterializedViews refuses CREATE MATERIALIZED VIEW with Cassandra 4.1's default
+	// answer (materialized_views_enabled: false). The zero value has them, as ScyllaDB.
+	NoMaterializedViews bool
 }
 
 // Engine executes CQL against in-memory tables: the user's keyspaces and the system
@@ -545,7 +548,7 @@ func (c *compiler) compile(st statement) (plan, error) {
 	case *useStmt:
 		return &usePlan{ks: st.keyspace}, c.noMarkers()
 	case *createKeyspaceStmt, *dropKeyspaceStmt, *alterKeyspaceStmt, *createTableStmt, *dropTableStmt, *alterTableStmt,
-		*createTypeStmt, *alterTypeStmt, *dropTypeStmt, *createIndexStmt, *dropIndexStmt, *viewStmt,
+		*createTypeStmt, *alterTypeStmt, *dropTypeStmt, *createIndexStmt, *dropIndexStmt, *viewStmt, *createViewStmt,
 		*createFunctionStmt, *createAggregateStmt, *dropFunctionStmt:
 		return &ddlPlan{st: st, ks: c.ks}, c.noMarkers()
 	case *truncateStmt:
@@ -555,6 +558,9 @@ func (c *compiler) compile(st statement) (plan, error) {
 		}
 		if t.virtual || c.sc.keyspaces[t.ks].system {
 			return nil, &cql.Error{Code: cql.ErrCodeUnauthorized, Message: t.ks + " keyspace is not user-modifiable"}
+		}
+		if t.view != nil {
+			return nil, invalidf("Cannot TRUNCATE materialized view directly; must truncate base table instead")
 		}
 		c.tableNeeds(t, "MODIFY")
 		return &truncatePlan{t: t}, nil
@@ -637,7 +643,12 @@ func (p *truncatePlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 	if p.t.dropped.Load() {
 		return nil, invalidf("unconfigured table %s", p.t.name)
 	}
+	p.t.viewMu.Lock()
 	p.t.data.Store(newTableData())
+	for _, l := range p.t.views {
+		l.v.data.Store(newTableData())
+	}
+	p.t.viewMu.Unlock()
 	if x.tr != nil {
 		x.tr.Event("Truncated table " + p.t.ks + "." + p.t.name)
 	}
