@@ -642,3 +642,33 @@ func (d *ddl) addToViews(k *keyspace, views []string, bc *column) {
 		d.events = append(d.events, cql.SchemaChange{ChangeType: "UPDATED", Target: cql.TargetTable, Keyspace: k.name, Name: vn})
 	}
 }
+
+// renameInViews renames a key column of a base table in its views too, as Cassandra does:
+// in their keys and their WHERE clauses.
+func (d *ddl) renameInViews(k *keyspace, views []string, from, to string) {
+	for _, vn := range views {
+		v := d.mutable(k.name).tables[vn]
+		nv := v.alter()
+		for _, keys := range [][]*column{nv.pk, nv.ck} {
+			for i, c := range keys {
+				if c.name == from {
+					renamed := *c
+					renamed.name = to
+					keys[i] = &renamed
+				}
+			}
+		}
+		def := *v.view
+		def.notNull = slices.Clone(def.notNull)
+		for i, n := range def.notNull {
+			if n == from {
+				def.notNull[i] = to
+			}
+		}
+		nv.view = &def
+		nv.finish()
+		d.mutable(k.name).tables[vn] = nv
+		d.stale[v.tableStore] = true
+		d.events = append(d.events, cql.SchemaChange{ChangeType: "UPDATED", Target: cql.TargetTable, Keyspace: k.name, Name: vn})
+	}
+}
