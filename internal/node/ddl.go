@@ -475,6 +475,7 @@ func (d *ddl) alterTable(st *alterTableStmt) (*cql.SchemaChange, error) {
 					keys[i] = &renamed
 				}
 			}
+			d.renameInViews(k, views, r.from, r.to)
 			changed = true
 		}
 	case alterOptions:

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bytes"
 	"slices"
 	"strings"
 
@@ -383,90 +384,149 @@ func (e *Engine) buildView(ks, baseName, viewName string) {
 	base.viewMu.Lock()
 	defer base.viewMu.Unlock()
 	now := e.cfg.Now().Unix()
-	for _, p := range base.data.Load().scan() {
-		pkVals, ok := decodePK(p.key, len(base.pk))
+	d := base.data.Load()
+	for _, p := range d.scan() {
+		var pkBuf [4][]byte
+		pkVals, ok := decodePKInto(pkBuf[:0], p.key, len(base.pk))
 		if !ok {
 			continue
 		}
-		sh := base.data.Load().shard(p.token)
+		sh := d.shard(p.token)
 		sh.mu.RLock()
-		rows := snapshotRows(p, nil, true)
-		sh.mu.RUnlock()
-		for i := range rows {
-			l.update(pkVals, nil, &rows[i], now)
-		}
-	}
-}
-
-// snapshotRows copies the rows of p that a mutation changes: all of them (all), or the one
-// of clustering key ck. The caller holds p's shard lock.
-func snapshotRows(p *partition, t *table, all bool, ck ...[][]byte) []row {
-	if p == nil {
-		return nil
-	}
-	var out []row
-	keep := func(r *row) {
-		c := *r
-		c.cells = slices.Clone(r.cells)
-		out = append(out, c)
-	}
-	if all {
 		for _, r := range p.rows {
-			keep(r)
+			if r.live(now) {
+				if k := l.key(pkVals, r, true, now); k.ok {
+					l.v.data.Load().putRow(l, k, r, now)
+				}
+			}
 		}
-		return out
+		sh.mu.RUnlock()
 	}
-	if i, found := p.find(t, ck[0]); found {
-		keep(p.rows[i])
-	}
-	return out
 }
 
-// applyWithViews applies m to t, a base table of views, and updates the views.
+// viewKey is the key of a view row: its encoded partition key and clustering values; ok
+// is false when there is no view row (a key column is null).
+type viewKey struct {
+	pk []byte
+	ck [][]byte
+	ok bool
+}
+
+func (k *viewKey) same(o *viewKey) bool {
+	if !bytes.Equal(k.pk, o.pk) || len(k.ck) != len(o.ck) {
+		return false
+	}
+	for i := range k.ck {
+		if !bytes.Equal(k.ck[i], o.ck[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// oldRow is a base row as it was before a write: its clustering key and, per view, the
+// key of its view row.
+type oldRow struct {
+	ck   [][]byte
+	keys []viewKey
+}
+
+// oldKeys returns the view keys of base row r, one per view. The caller holds r's shard
+// lock; the keys hold only values, which never change once written.
+func (t *table) oldKeys(pkVals [][]byte, r *row, now int64) []viewKey {
+	keys := make([]viewKey, len(t.views))
+	for j, l := range t.views {
+		keys[j] = l.key(pkVals, r, false, now)
+	}
+	return keys
+}
+
+// applyWithViews applies m to t, a base table of views, and updates the views: it reads
+// the view keys of the rows m changes before it, and after it replaces their view rows
+// from the rows as they are, under the base shard's lock (a base shard's lock is taken
+// before a view shard's, never after).
 func (t *table) applyWithViews(d *tableData, m *mutation, ops []cellOp, now int64) error {
 	t.viewMu.Lock()
 	defer t.viewMu.Unlock()
 	all := m.delPartition || m.delRange != nil || len(t.ck) == 0
-	if !all && m.ck == nil {
+	var pkBuf [4][]byte
+	pkVals, ok := decodePKInto(pkBuf[:0], m.pk, len(t.pk))
+	if !ok || !all && m.ck == nil {
 		return d.apply(t, m, ops, now) // static cells only, which views do not have
 	}
 	sh := d.shard(m.token)
+	var old []oldRow
 	sh.mu.RLock()
-	before := snapshotRows(sh.parts[string(m.pk)], t, all, m.ck)
-	sh.mu.RUnlock()
-	if err := d.apply(t, m, ops, now); err != nil {
-		return err
-	}
-	sh.mu.RLock()
-	after := snapshotRows(sh.parts[string(m.pk)], t, all, m.ck)
-	sh.mu.RUnlock()
-	if len(before) == 0 && len(after) == 0 {
-		return nil
-	}
-	pkVals, ok := decodePK(m.pk, len(t.pk))
-	if !ok {
-		return nil
-	}
-	for _, l := range t.views {
-		j := 0
-		for i := range before {
-			// Rows before and after are both in clustering order: pair them.
-			for j < len(after) && compareCK(t, after[j].ck, before[i].ck) < 0 {
-				l.update(pkVals, nil, &after[j], now)
-				j++
-			}
-			if j < len(after) && compareCK(t, after[j].ck, before[i].ck) == 0 {
-				l.update(pkVals, &before[i], &after[j], now)
-				j++
-			} else {
-				l.update(pkVals, &before[i], nil, now)
+	if p := sh.parts[string(m.pk)]; p != nil { // the same partition as m.part: apply never removes one
+		for _, r := range p.rows {
+			if all || compareCK(t, r.ck, m.ck) == 0 {
+				old = append(old, oldRow{ck: r.ck, keys: t.oldKeys(pkVals, r, now)})
 			}
 		}
-		for ; j < len(after); j++ {
-			l.update(pkVals, nil, &after[j], now)
+	}
+	sh.mu.RUnlock()
+	if err := d.apply(t, m, ops, now); err != nil || !m.applied {
+		return err // a condition that did not hold changed nothing
+	}
+	sh.mu.RLock()
+	defer sh.mu.RUnlock()
+	p := m.part
+	var rows []*row
+	if p != nil {
+		rows = p.rows
+		if !all {
+			rows = nil
+			if i, found := p.find(t, m.ck); found {
+				rows = p.rows[i : i+1]
+			}
 		}
+	}
+	// Both lists are in clustering order: pair them.
+	j := 0
+	for i := range old {
+		for j < len(rows) && compareCK(t, rows[j].ck, old[i].ck) < 0 {
+			t.replaceViews(nil, pkVals, rows[j], now)
+			j++
+		}
+		if j < len(rows) && compareCK(t, rows[j].ck, old[i].ck) == 0 {
+			t.replaceViews(old[i].keys, pkVals, rows[j], now)
+			j++
+		} else {
+			t.replaceViews(old[i].keys, pkVals, nil, now)
+		}
+	}
+	for ; j < len(rows); j++ {
+		t.replaceViews(nil, pkVals, rows[j], now)
 	}
 	return nil
+}
+
+// replaceViews replaces, in every view, the view row of a base row whose view keys were
+// old (nil: it had none) by the one of the row as it is now (nil: gone).
+func (t *table) replaceViews(old []viewKey, pkVals [][]byte, r *row, now int64) {
+	for j, l := range t.views {
+		var nk viewKey
+		if r != nil && r.live(now) {
+			nk = l.key(pkVals, r, true, now)
+		}
+		vd := l.v.data.Load()
+		if old != nil && old[j].ok && !(nk.ok && old[j].same(&nk)) {
+			vd.removeRow(l.v, old[j].pk, old[j].ck)
+		}
+		if nk.ok {
+			vd.putRow(l, nk, r, now)
+		}
+	}
+}
+
+// decodePKInto is decodePK, appending to out: with an array on the caller's stack, a write
+// allocates nothing for it.
+func decodePKInto(out [][]byte, b []byte, n int) ([][]byte, bool) {
+	if n == 1 {
+		return append(out, b), true
+	}
+	vals, ok := decodePK(b, n)
+	return append(out, vals...), ok
 }
 
 // baseValue returns the value of base column c in a row of partition key pkVals: a live
@@ -485,75 +545,59 @@ func baseValue(c *column, pkVals [][]byte, r *row, live bool, now int64) []byte 
 	return cl.v
 }
 
-// viewKey returns the view row's partition key and clustering values for base row r, or
-// ok false when a view key column is null.
-func (l *viewLink) viewKey(pkVals [][]byte, r *row, live bool, now int64) (pk [][]byte, ck [][]byte, ok bool) {
-	pk = make([][]byte, len(l.pk))
-	for i, c := range l.pk {
+// key returns the key of the view row of base row r (live: from its live cells only).
+func (l *viewLink) key(pkVals [][]byte, r *row, live bool, now int64) viewKey {
+	var pkBuf [4][]byte
+	pk := pkBuf[:0]
+	for _, c := range l.pk {
 		if c == nil {
-			return nil, nil, false
+			return viewKey{}
 		}
-		if pk[i] = baseValue(c, pkVals, r, live, now); pk[i] == nil {
-			return nil, nil, false
+		v := baseValue(c, pkVals, r, live, now)
+		if v == nil {
+			return viewKey{}
 		}
+		pk = append(pk, v)
 	}
+	k := viewKey{pk: encodePK(pk), ok: true}
 	if len(l.ck) > 0 {
-		ck = make([][]byte, len(l.ck))
+		k.ck = make([][]byte, len(l.ck))
 	}
 	for i, c := range l.ck {
 		if c == nil {
-			return nil, nil, false
+			return viewKey{}
 		}
-		if ck[i] = baseValue(c, pkVals, r, live, now); ck[i] == nil {
-			return nil, nil, false
+		if k.ck[i] = baseValue(c, pkVals, r, live, now); k.ck[i] == nil {
+			return viewKey{}
 		}
 	}
-	return pk, ck, true
+	return k
 }
 
-// update replaces the view row of base row before (nil: none) by the one of after.
-func (l *viewLink) update(pkVals [][]byte, before, after *row, now int64) {
-	vd := l.v.data.Load()
-	if before != nil {
-		if pk, ck, ok := l.viewKey(pkVals, before, false, now); ok {
-			vd.removeRow(l.v, encodePK(pk), ck)
-		}
-	}
-	if after == nil || !after.live(now) {
-		return
-	}
-	pk, ck, ok := l.viewKey(pkVals, after, true, now)
-	if !ok {
-		return
-	}
-	vd.putRow(l.v, encodePK(pk), l.viewRow(after, ck, now))
-}
-
-// viewRow builds the view row of base row r: its cells, and a marker that keeps it alive
+// fill makes dst the view row of base row r: its cells, and a marker that keeps it alive
 // as long as the base row (or, with a regular column in the view key, as that column's
 // cell), expiring with them.
-func (l *viewLink) viewRow(r *row, ck [][]byte, now int64) *row {
-	vr := newRow(ck, len(l.cells))
+func (l *viewLink) fill(dst, r *row, now int64) {
 	var capExp int64
 	if l.keyCol != nil {
 		kc := r.cell(l.keyCol.pos)
-		vr.marker = liveness{ts: kc.ts, exp: kc.exp, ttl: kc.ttl}
+		dst.marker = liveness{ts: kc.ts, exp: kc.exp, ttl: kc.ttl}
 		capExp = kc.exp
 	} else {
-		vr.marker = rowLiveness(r, now)
+		dst.marker = rowLiveness(r, now)
 	}
 	for i, bc := range l.cells {
+		dst.cells[i] = cell{ts: noTS}
 		if bc == nil {
 			continue
 		}
 		if c := r.cell(bc.pos); c != nil && c.live(now) {
-			vr.cells[i] = *c
+			dst.cells[i] = *c
 			if capExp != 0 && (c.exp == 0 || c.exp > capExp) {
-				vr.cells[i].exp, vr.cells[i].ttl = capExp, vr.marker.ttl
+				dst.cells[i].exp, dst.cells[i].ttl = capExp, dst.marker.ttl
 			}
 		}
 	}
-	return vr
 }
 
 // rowLiveness is how long base row r lives: the newest timestamp of its live marker and
@@ -583,25 +627,39 @@ func rowLiveness(r *row, now int64) liveness {
 	return out
 }
 
-// putRow stores r, replacing the row of the same clustering key, in partition pk of a
-// view.
-func (d *tableData) putRow(v *table, pk []byte, r *row) {
-	token := murmur3Token(pk)
+// putRow stores the view row of base row r at key k of view l.v, replacing the row there.
+// A new partition keeps its first row inline, as the base's do.
+func (d *tableData) putRow(l *viewLink, k viewKey, r *row, now int64) {
+	v := l.v
+	token := murmur3Token(k.pk)
 	sh := d.shard(token)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	p := sh.parts[string(pk)]
-	if p == nil {
-		p = &partition{key: pk, token: token, del: noTS}
-		sh.parts[unsafeString(pk)] = p
+	p := sh.parts[string(k.pk)]
+	var dst *row
+	switch {
+	case p == nil:
+		p = &partition{key: k.pk, token: token, del: noTS}
+		sh.parts[unsafeString(k.pk)] = p
 		d.version.Add(1)
+		dst = &p.first
+		initRow(dst, k.ck, len(l.cells))
+		p.firstRef[0] = dst
+		p.rows = p.firstRef[:]
+	default:
+		i, found := p.find(v, k.ck)
+		if found {
+			dst = p.rows[i]
+			dst.ck, dst.del = k.ck, noTS
+			if len(dst.cells) != len(l.cells) {
+				dst.cells = make([]cell, len(l.cells))
+			}
+		} else {
+			dst = newRow(k.ck, len(l.cells))
+			p.rows = slices.Insert(p.rows, i, dst)
+		}
 	}
-	i, found := p.find(v, r.ck)
-	if found {
-		p.rows[i] = r
-		return
-	}
-	p.rows = slices.Insert(p.rows, i, r)
+	l.fill(dst, r, now)
 }
 
 // removeRow removes the row of clustering key ck from partition pk of a view, and the
