@@ -396,7 +396,7 @@ func (e *Engine) buildView(ks, baseName, viewName string) {
 		for _, r := range p.rows {
 			if r.live(now) {
 				if k := l.key(pkVals, r, true, now); k.ok {
-					l.v.data.Load().putRow(l, k, r, now)
+					l.v.data.Load().putRow(l, &k, r, now)
 				}
 			}
 		}
@@ -404,20 +404,32 @@ func (e *Engine) buildView(ks, baseName, viewName string) {
 	}
 }
 
-// viewKey is the key of a view row: its encoded partition key and clustering values; ok
-// is false when there is no view row (a key column is null).
+// viewKey is the key of a view row: its encoded partition key and clustering values (up
+// to four in the key itself, so that a write's keys stay on its stack); ok is false when
+// there is no view row (a key column is null).
 type viewKey struct {
-	pk []byte
-	ck [][]byte
-	ok bool
+	pk     []byte
+	ckBuf  [4][]byte
+	nck    int
+	ckHeap [][]byte // more than four clustering columns
+	ok     bool
+}
+
+// ck returns the clustering values; they must be copied to be kept.
+func (k *viewKey) ck() [][]byte {
+	if k.ckHeap != nil {
+		return k.ckHeap
+	}
+	return k.ckBuf[:k.nck]
 }
 
 func (k *viewKey) same(o *viewKey) bool {
-	if !bytes.Equal(k.pk, o.pk) || len(k.ck) != len(o.ck) {
+	a, b := k.ck(), o.ck()
+	if !bytes.Equal(k.pk, o.pk) || len(a) != len(b) {
 		return false
 	}
-	for i := range k.ck {
-		if !bytes.Equal(k.ck[i], o.ck[i]) {
+	for i := range a {
+		if !bytes.Equal(a[i], b[i]) {
 			return false
 		}
 	}
@@ -448,13 +460,16 @@ func (t *table) oldKeys(pkVals [][]byte, r *row, now int64) []viewKey {
 func (t *table) applyWithViews(d *tableData, m *mutation, ops []cellOp, now int64) error {
 	t.viewMu.Lock()
 	defer t.viewMu.Unlock()
-	all := m.delPartition || m.delRange != nil || len(t.ck) == 0
+	all := m.delPartition || m.delRange != nil
 	var pkBuf [4][]byte
 	pkVals, ok := decodePKInto(pkBuf[:0], m.pk, len(t.pk))
-	if !ok || !all && m.ck == nil {
+	if !ok || !all && len(t.ck) > 0 && m.ck == nil {
 		return d.apply(t, m, ops, now) // static cells only, which views do not have
 	}
 	sh := d.shard(m.token)
+	if !all {
+		return t.applyRowWithViews(d, sh, m, ops, pkVals, now)
+	}
 	var old []oldRow
 	sh.mu.RLock()
 	if p := sh.parts[string(m.pk)]; p != nil { // the same partition as m.part: apply never removes one
@@ -501,6 +516,43 @@ func (t *table) applyWithViews(d *tableData, m *mutation, ops []cellOp, now int6
 	return nil
 }
 
+// applyRowWithViews is applyWithViews for a write to one row, the common case: the view
+// keys it reads before the write stay on its stack (up to two views).
+func (t *table) applyRowWithViews(d *tableData, sh *shard, m *mutation, ops []cellOp, pkVals [][]byte, now int64) error {
+	var keyBuf [2]viewKey
+	keys := keyBuf[:0]
+	if len(t.views) > len(keyBuf) {
+		keys = make([]viewKey, 0, len(t.views))
+	}
+	had := false
+	sh.mu.RLock()
+	if p := sh.parts[string(m.pk)]; p != nil {
+		if i, found := p.find(t, m.ck); found {
+			had = true
+			for _, l := range t.views {
+				keys = append(keys, l.key(pkVals, p.rows[i], false, now))
+			}
+		}
+	}
+	sh.mu.RUnlock()
+	if err := d.apply(t, m, ops, now); err != nil || !m.applied {
+		return err // a condition that did not hold changed nothing
+	}
+	sh.mu.RLock()
+	defer sh.mu.RUnlock()
+	var r *row
+	if p := m.part; p != nil {
+		if i, found := p.find(t, m.ck); found {
+			r = p.rows[i]
+		}
+	}
+	if !had {
+		keys = nil
+	}
+	t.replaceViews(keys, pkVals, r, now)
+	return nil
+}
+
 // replaceViews replaces, in every view, the view row of a base row whose view keys were
 // old (nil: it had none) by the one of the row as it is now (nil: gone).
 func (t *table) replaceViews(old []viewKey, pkVals [][]byte, r *row, now int64) {
@@ -511,10 +563,10 @@ func (t *table) replaceViews(old []viewKey, pkVals [][]byte, r *row, now int64) 
 		}
 		vd := l.v.data.Load()
 		if old != nil && old[j].ok && !(nk.ok && old[j].same(&nk)) {
-			vd.removeRow(l.v, old[j].pk, old[j].ck)
+			vd.removeRow(l.v, old[j].pk, old[j].ck())
 		}
 		if nk.ok {
-			vd.putRow(l, nk, r, now)
+			vd.putRow(l, &nk, r, now)
 		}
 	}
 }
@@ -559,15 +611,17 @@ func (l *viewLink) key(pkVals [][]byte, r *row, live bool, now int64) viewKey {
 		}
 		pk = append(pk, v)
 	}
-	k := viewKey{pk: encodePK(pk), ok: true}
-	if len(l.ck) > 0 {
-		k.ck = make([][]byte, len(l.ck))
+	k := viewKey{pk: encodePK(pk), ok: true, nck: len(l.ck)}
+	ck := k.ckBuf[:]
+	if len(l.ck) > len(k.ckBuf) {
+		k.ckHeap = make([][]byte, len(l.ck))
+		ck = k.ckHeap
 	}
 	for i, c := range l.ck {
 		if c == nil {
 			return viewKey{}
 		}
-		if k.ck[i] = baseValue(c, pkVals, r, live, now); k.ck[i] == nil {
+		if ck[i] = baseValue(c, pkVals, r, live, now); ck[i] == nil {
 			return viewKey{}
 		}
 	}
@@ -627,10 +681,19 @@ func rowLiveness(r *row, now int64) liveness {
 	return out
 }
 
+// viewPart is a view partition with room for its first row's clustering values and cells,
+// so that a new one is one allocation.
+type viewPart struct {
+	partition
+	ck    [2][]byte
+	cells [6]cell
+}
+
 // putRow stores the view row of base row r at key k of view l.v, replacing the row there.
 // A new partition keeps its first row inline, as the base's do.
-func (d *tableData) putRow(l *viewLink, k viewKey, r *row, now int64) {
+func (d *tableData) putRow(l *viewLink, k *viewKey, r *row, now int64) {
 	v := l.v
+	ck := k.ck()
 	token := murmur3Token(k.pk)
 	sh := d.shard(token)
 	sh.mu.Lock()
@@ -639,23 +702,35 @@ func (d *tableData) putRow(l *viewLink, k viewKey, r *row, now int64) {
 	var dst *row
 	switch {
 	case p == nil:
-		p = &partition{key: k.pk, token: token, del: noTS}
+		vp := &viewPart{partition: partition{key: k.pk, token: token, del: noTS}}
+		p = &vp.partition
 		sh.parts[unsafeString(k.pk)] = p
 		d.version.Add(1)
 		dst = &p.first
-		initRow(dst, k.ck, len(l.cells))
+		*dst = row{del: noTS, marker: liveness{ts: noTS}}
+		if len(ck) <= len(vp.ck) {
+			dst.ck = vp.ck[:len(ck):len(ck)]
+			copy(dst.ck, ck)
+		} else {
+			dst.ck = slices.Clone(ck)
+		}
+		if len(l.cells) <= len(vp.cells) {
+			dst.cells = vp.cells[:len(l.cells):len(l.cells)]
+		} else {
+			dst.cells = make([]cell, len(l.cells))
+		}
 		p.firstRef[0] = dst
 		p.rows = p.firstRef[:]
 	default:
-		i, found := p.find(v, k.ck)
+		i, found := p.find(v, ck)
 		if found {
-			dst = p.rows[i]
-			dst.ck, dst.del = k.ck, noTS
+			dst = p.rows[i] // its clustering values are ck's already
+			dst.del = noTS
 			if len(dst.cells) != len(l.cells) {
 				dst.cells = make([]cell, len(l.cells))
 			}
 		} else {
-			dst = newRow(k.ck, len(l.cells))
+			dst = newRow(slices.Clone(ck), len(l.cells))
 			p.rows = slices.Insert(p.rows, i, dst)
 		}
 	}
