@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/tracecar/tracecar/internal/cql"
 )
@@ -180,6 +181,8 @@ func (c *compiler) compileFunc(t *term, typ cql.TypeInfo, spec cql.ColumnSpec, d
 		rt = cql.TypeTimestamp
 	case "currentdate":
 		rt = cql.TypeDate
+	case "currenttime":
+		rt = cql.TypeTime
 	case "fromjson":
 		if err := want(1); err != nil {
 			return nil, err
@@ -317,6 +320,9 @@ func (x *expr) evalFunc(ex *execCtx) ([]byte, bool, error) {
 		return encTimestamp(ex.now), false, nil
 	case "currentdate":
 		return encInt(int32(uint32(ex.now.Unix()/86400 + 1<<31))), false, nil
+	case "currenttime":
+		// Nanoseconds since midnight UTC.
+		return encBigint(ex.now.UTC().Sub(ex.now.UTC().Truncate(24 * time.Hour)).Nanoseconds()), false, nil
 	case "fromjson":
 		b, err := fromJSONText(arg, x.typ, x.col)
 		return b, false, err

@@ -440,6 +440,8 @@ func (c *compiler) selection(p *selectPlan, st *selectStmt) error {
 				rt = cql.TypeTimestamp
 			case "currentdate":
 				rt = cql.TypeDate
+			case "currenttime":
+				rt = cql.TypeTime
 			default:
 				if argT, ok := convArgType(s.fn.name); ok {
 					ret, _, err := convResult(s.fn.name, argT, "?")
