@@ -24,6 +24,10 @@ var classTypes = map[string]string{
 // types, by their class names, in system_schema and in result metadata.
 var customClasses = map[string]bool{"LexicalUUIDType": true}
 
+// otherClasses are 4.1's other marshal classes: real, but not types the node stores.
+var otherClasses = map[string]bool{"CompositeType": true, "DynamicCompositeType": true, "EmptyType": true,
+	"UserType": true, "PartitionerDefinedOrder": true, "LocalByPartionerType": true}
+
 // classNameType parses a type given by its class name, with parameters for collections,
 // tuples and frozen types (ListType(Int32Type), FrozenType(MapType(...)), ...). The error
 // is Cassandra's, naming the class it does not know.
@@ -34,6 +38,9 @@ func classNameType(s string) (*typeRef, string) {
 		msg = "Syntax error parsing '" + s + "' at char " + strconv.Itoa(cp.pos) + ": unexpected character '" + cp.src[cp.pos:cp.pos+1] + "'"
 	}
 	if msg != "" {
+		if strings.HasPrefix(msg, "the type ") {
+			return nil, strings.ToUpper(msg[:1]) + msg[1:]
+		}
 		if strings.HasPrefix(msg, "Unable") {
 			return nil, "Error setting type " + s + ": " + msg
 		}
@@ -113,6 +120,9 @@ func (cp *classParser) parse(depth int) (*typeRef, string) {
 	want := map[string]int{"ListType": 1, "SetType": 1, "MapType": 2, "FrozenType": 1, "ReversedType": 1, "TupleType": -1}
 	n, ok := want[short]
 	if !ok {
+		if otherClasses[short] {
+			return nil, "the type " + full + " is not supported by the embedded node"
+		}
 		return nil, "Unable to find abstract-type class '" + full + "'"
 	}
 	if n > 0 && len(args) != n || len(args) == 0 {
