@@ -22,6 +22,7 @@ import (
 type nodeFlags struct {
 	listen, api, auth, token, dcs     *string
 	insecure, sameIP, control, scylla *bool
+	views                             *bool
 	nodes, numTokens                  *int
 	serverTLS                         *serverTLSFlags
 	maxFrame                          *byteSize
@@ -46,6 +47,7 @@ func addNodeFlags(fs *flag.FlagSet) nodeFlags {
 		maxVersion: maxProtocolVersionFlag(fs, "the node speaks"),
 		scylla:     fs.Bool("scylla-supported", false, "answer OPTIONS with ScyllaDB's SUPPORTED keys too (SCYLLA_SHARD, SCYLLA_NR_SHARDS, SCYLLA_SHARD_AWARE_PORT, …), to test shard-aware drivers"),
 		logs:       addLogFlags(fs),
+		views:      fs.Bool("materialized-views", true, "materialized views, on as in ScyllaDB; false refuses CREATE MATERIALIZED VIEW as a stock Cassandra 4.1 does"),
 	}
 }
 
@@ -92,6 +94,7 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	cluster, err := node.NewCluster(node.ClusterConfig{
 		NumTokens: *f.numTokens, DCs: layout.dcs, Auth: *f.auth, TLS: tlsCfg, Logger: reg.Logger(logs.Node),
 		MaxFrameSize: f.maxFrame.n, ScyllaSupported: *f.scylla, MaxProtocolVersion: byte(version),
+		NoMaterializedViews: !*f.views,
 	}, lns)
 	if err != nil {
 		closeAll(lns)

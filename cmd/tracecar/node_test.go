@@ -101,3 +101,68 @@ func TestNodeGCPercent(t *testing.T) {
 		t.Errorf("GC percent %d with GOGC=150; want the environment's 150", got)
 	}
 }
+
+// TestNodeMaterializedViewsFlag: `tracecar node` has materialized views by default, as
+// ScyllaDB; --materialized-views=false refuses them with stock Cassandra 4.1's message.
+func TestNodeMaterializedViewsFlag(t *testing.T) {
+	for _, tc := range []struct {
+		flag, want string
+	}{
+		{"", ""},
+		{"--materialized-views=false", "Materialized views are disabled. Enable in cassandra.yaml to use."},
+	} {
+		t.Run("views"+tc.flag, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			pr, pw := io.Pipe()
+			done := make(chan int, 1)
+			args := []string{"node", "--listen", "127.0.0.1:0", "--api", "", "--log-file", t.TempDir() + "/node.log"}
+			if tc.flag != "" {
+				args = append(args, tc.flag)
+			}
+			go func() {
+				done <- run(ctx, args, pw, io.Discard)
+				pw.Close()
+			}()
+			cqlRE := regexp.MustCompile(`CQL on (\S+)`)
+			var cqlAddr string
+			sc := bufio.NewScanner(pr)
+			for cqlAddr == "" && sc.Scan() {
+				if m := cqlRE.FindStringSubmatch(sc.Text()); m != nil {
+					cqlAddr = m[1]
+				}
+			}
+			if cqlAddr == "" {
+				cancel()
+				t.Fatalf("no address line from tracecar node (exit %d)", <-done)
+			}
+			go io.Copy(io.Discard, pr)
+			host, port, _ := strings.Cut(cqlAddr, ":")
+			c := gocql.NewCluster(host)
+			c.Port = atoi(t, port)
+			c.Timeout = 10 * time.Second
+			s, err := c.CreateSession()
+			if err != nil {
+				t.Fatalf("gocql to the node: %v", err)
+			}
+			for _, q := range []string{
+				"CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
+				"CREATE TABLE ks.t (k int, c int, PRIMARY KEY (k, c))",
+			} {
+				if err := s.Query(q).Exec(); err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+			}
+			err = s.Query("CREATE MATERIALIZED VIEW ks.v AS SELECT * FROM ks.t WHERE k IS NOT NULL AND c IS NOT NULL PRIMARY KEY (c, k)").Exec()
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if got != tc.want {
+				t.Errorf("CREATE MATERIALIZED VIEW: got %q; want %q", got, tc.want)
+			}
+			s.Close()
+			cancel()
+			mustExitOK(t, done)
+		})
+	}
+}

@@ -152,6 +152,23 @@ type dropFunctionStmt struct {
 type viewStmt struct {
 	name     tableName
 	ifExists bool
+	alter    bool                // ALTER ... WITH opts; DROP otherwise
+	opts     map[string]optValue // ALTER's options
+}
+
+// createViewStmt is CREATE MATERIALIZED VIEW.
+type createViewStmt struct {
+	name        tableName
+	base        tableName
+	ifNotExists bool
+	star        bool
+	cols        []string // the selected columns, without SELECT *
+	aliased     string   // a selector with an alias, which 4.1 refuses
+	notNull     []string // WHERE col IS NOT NULL, in order
+	others      []string // columns with other restrictions, which the node does not filter on
+	pk, ck      []string
+	order       []ordering
+	options     map[string]optValue
 }
 
 type alterTableStmt struct {
@@ -308,6 +325,7 @@ func (*dropTypeStmt) stmtName() string       { return "DROP TYPE" }
 func (*createIndexStmt) stmtName() string    { return "CREATE INDEX" }
 func (*dropIndexStmt) stmtName() string      { return "DROP INDEX" }
 func (*viewStmt) stmtName() string           { return "MATERIALIZED VIEW" }
+func (*createViewStmt) stmtName() string     { return "CREATE MATERIALIZED VIEW" }
 func (*createFunctionStmt) stmtName() string { return "CREATE FUNCTION" }
 func (*createAggregateStmt) stmtName() string {
 	return "CREATE AGGREGATE"

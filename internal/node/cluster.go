@@ -23,16 +23,16 @@ type ClusterConfig struct {
 	NumTokens int
 	// DCs lays the nodes out in data centers; empty means all in datacenter1.
 	DCs []DC
-	// Auth, TLS, Logger, ClusterName, MaxFrameSize, ScyllaSupported and
-	// MaxProtocolVersion are as in Config,
-	// for every node.
-	Auth               string
-	TLS                *tls.Config
-	Logger             *zerolog.Logger
-	ClusterName        string
-	MaxFrameSize       int
-	ScyllaSupported    bool
-	MaxProtocolVersion byte
+	// Auth, TLS, Logger, ClusterName, MaxFrameSize, ScyllaSupported,
+	// MaxProtocolVersion and NoMaterializedViews are as in Config, for every node.
+	Auth                string
+	TLS                 *tls.Config
+	Logger              *zerolog.Logger
+	ClusterName         string
+	MaxFrameSize        int
+	ScyllaSupported     bool
+	MaxProtocolVersion  byte
+	NoMaterializedViews bool
 }
 
 // Cluster is an embedded cluster: one Server per listener, all sharing one Engine, so
@@ -85,7 +85,8 @@ func NewCluster(cfg ClusterConfig, lns []net.Listener) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
-	e := NewEngine(EngineConfig{RPCAddr: addrs[0], ClusterName: cfg.ClusterName, Nodes: nodes, Auth: cfg.Auth})
+	e := NewEngine(EngineConfig{RPCAddr: addrs[0], ClusterName: cfg.ClusterName, Nodes: nodes, Auth: cfg.Auth,
+		NoMaterializedViews: cfg.NoMaterializedViews})
 	c := &Cluster{engine: e, startc: make(chan startReq), quit: make(chan struct{})}
 	for i, ln := range lns {
 		srv := New(Config{Auth: cfg.Auth, TLS: cfg.TLS, Logger: cfg.Logger, MaxFrameSize: cfg.MaxFrameSize, ScyllaSupported: cfg.ScyllaSupported, MaxProtocolVersion: cfg.MaxProtocolVersion, ClusterName: cfg.ClusterName, Engine: e, Node: i})

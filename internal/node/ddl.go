@@ -42,6 +42,7 @@ func (p *ddlPlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 		}
 		return cql.VoidResult{}, nil
 	}
+	d.relinkViews()
 	d.n.version = newSchemaVersion()
 	e.refreshSystem(d.n)
 	e.schema.Store(d.n)
@@ -156,6 +157,8 @@ func (d *ddl) apply(st statement) (*cql.SchemaChange, error) {
 		return d.dropIndex(st)
 	case *viewStmt:
 		return d.view(st)
+	case *createViewStmt:
+		return d.createView(st)
 	case *createFunctionStmt:
 		return d.createFunction(st)
 	case *createAggregateStmt:
@@ -308,6 +311,13 @@ func (d *ddl) dropTable(st *dropTableStmt) (*cql.SchemaChange, error) {
 	if err := modifiable(k, "DROP", "<table "+ksName+"."+t.name+">"); err != nil {
 		return nil, err
 	}
+	if t.view != nil {
+		return nil, invalidf("Cannot use DROP TABLE on a materialized view. Please use DROP MATERIALIZED VIEW instead.")
+	}
+	if len(viewsOf(k, t.name)) > 0 {
+		// 4.1 names the keyspace here, not the views (its format string's arguments).
+		return nil, invalidf("Cannot drop a table when materialized views still depend on it (%s)", ksName)
+	}
 	delete(d.mutable(ksName).tables, t.name)
 	d.dropped(resource{kind: resTable, ks: ksName, name: t.name})
 	d.stale[t.tableStore] = true
@@ -340,6 +350,10 @@ func (d *ddl) alterTable(st *alterTableStmt) (*cql.SchemaChange, error) {
 	if err := modifiable(k, "ALTER", "<table "+ksName+"."+t.name+">"); err != nil {
 		return nil, err
 	}
+	if t.view != nil {
+		return nil, invalidf("Cannot use ALTER TABLE on a materialized view; use ALTER MATERIALIZED VIEW instead")
+	}
+	views := viewsOf(k, t.name)
 	nt := t.alter()
 	changed := false // the columns changed: prepared statements of the table are stale
 	switch st.op {
@@ -390,6 +404,9 @@ func (d *ddl) alterTable(st *alterTableStmt) (*cql.SchemaChange, error) {
 			}
 			nt.cells = append(nt.cells, &column{name: c.name, typ: ct.info, text: ct.text, ref: c.ref, frozen: ct.frozen, kind: kind, pos: len(nt.cells)})
 			changed = true
+			if !c.static {
+				d.addToViews(k, views, nt.cells[len(nt.cells)-1])
+			}
 		}
 	case alterDrop:
 		if st.ts != nil {
@@ -414,6 +431,9 @@ func (d *ddl) alterTable(st *alterTableStmt) (*cql.SchemaChange, error) {
 			}
 			if names := t.indexesOn(n); len(names) > 0 {
 				return nil, invalidf("Cannot drop column %s because it has dependent secondary indexes (%s)", n, strings.Join(names, ", "))
+			}
+			if len(views) > 0 {
+				return nil, invalidf("Cannot drop column %s on base table %s with materialized views", n, t.name)
 			}
 			at := d.x.now.UnixMicro()
 			nt.droppedC = slices.DeleteFunc(nt.droppedC, func(dc droppedColumn) bool { return dc.name == n })
@@ -455,6 +475,7 @@ func (d *ddl) alterTable(st *alterTableStmt) (*cql.SchemaChange, error) {
 					keys[i] = &renamed
 				}
 			}
+			d.renameInViews(k, views, r.from, r.to)
 			changed = true
 		}
 	case alterOptions:

@@ -51,6 +51,9 @@ type EngineConfig struct {
 	// permissions each statement needs. Empty means everyone is anonymous and nothing is
 	// checked, as with AllowAllAuthenticator.
 	Auth string
+	// NoMaterializedViews refuses CREATE MATERIALIZED VIEW with Cassandra 4.1's default
+	// answer (materialized_views_enabled: false). The zero value has them, as ScyllaDB.
+	NoMaterializedViews bool
 }
 
 // Engine executes CQL against in-memory tables: the user's keyspaces and the system
@@ -128,10 +131,12 @@ type execCtx struct {
 	json      [][]byte
 	jsonUnset []bool
 	noCond    bool // a conditional batch's statements, whose conditions it checked
-	// nowSecs, when not 0, is the request's now_in_seconds (protocol v5): TTLs and
+	// nowSecs, when hasNow, is the request's now_in_seconds (protocol v5; 0 is a time like
+	// any other, the epoch): TTLs and
 	// liveness are reckoned from it rather than from now, while write timestamps still
 	// come from the clock, as in Cassandra.
 	nowSecs int64
+	hasNow  bool
 	// checkResult says that the request named the result metadata id it holds (a v5
 	// EXECUTE), resultID: a Rows result whose metadata has another id carries it in full,
 	// with the new id (selectPlan.result).
@@ -141,7 +146,7 @@ type execCtx struct {
 
 // seconds returns the time, in seconds, that TTLs and liveness are reckoned from.
 func (x *execCtx) seconds() int64 {
-	if x.nowSecs != 0 {
+	if x.hasNow {
 		return x.nowSecs
 	}
 	return x.now.Unix()
@@ -377,7 +382,7 @@ func (e *Engine) runChecked(s *Session, pr *prepared, p *cql.QueryParams, tr Tra
 	x := ctxPool.Get().(*execCtx)
 	*x = execCtx{s: s, p: p, tr: tr, now: e.cfg.Now(), checkResult: check, resultID: resultID}
 	if p != nil && p.ExtFlags&cql.QueryNowInSeconds != 0 {
-		x.nowSecs = int64(p.NowInSeconds)
+		x.nowSecs, x.hasNow = int64(p.NowInSeconds), true
 	}
 	defer func() {
 		*x = execCtx{}
@@ -441,7 +446,7 @@ func orderValues(cp *compiled, vals []cql.Value, names []string) ([]cql.Value, e
 func (e *Engine) Batch(s *Session, b *cql.Batch, tr Tracer) (cql.Message, error) {
 	x := execCtx{s: s, tr: tr, now: e.cfg.Now(), batch: true}
 	if b.ExtFlags&cql.QueryNowInSeconds != 0 {
-		x.nowSecs = int64(b.NowInSeconds)
+		x.nowSecs, x.hasNow = int64(b.NowInSeconds), true
 	}
 	if b.Flags&cql.QueryDefaultTimestamp != 0 && b.Timestamp != 0 {
 		x.ts = b.Timestamp
@@ -543,7 +548,7 @@ func (c *compiler) compile(st statement) (plan, error) {
 	case *useStmt:
 		return &usePlan{ks: st.keyspace}, c.noMarkers()
 	case *createKeyspaceStmt, *dropKeyspaceStmt, *alterKeyspaceStmt, *createTableStmt, *dropTableStmt, *alterTableStmt,
-		*createTypeStmt, *alterTypeStmt, *dropTypeStmt, *createIndexStmt, *dropIndexStmt, *viewStmt,
+		*createTypeStmt, *alterTypeStmt, *dropTypeStmt, *createIndexStmt, *dropIndexStmt, *viewStmt, *createViewStmt,
 		*createFunctionStmt, *createAggregateStmt, *dropFunctionStmt:
 		return &ddlPlan{st: st, ks: c.ks}, c.noMarkers()
 	case *truncateStmt:
@@ -553,6 +558,9 @@ func (c *compiler) compile(st statement) (plan, error) {
 		}
 		if t.virtual || c.sc.keyspaces[t.ks].system {
 			return nil, &cql.Error{Code: cql.ErrCodeUnauthorized, Message: t.ks + " keyspace is not user-modifiable"}
+		}
+		if t.view != nil {
+			return nil, invalidf("Cannot TRUNCATE materialized view directly; must truncate base table instead")
 		}
 		c.tableNeeds(t, "MODIFY")
 		return &truncatePlan{t: t}, nil
@@ -635,7 +643,12 @@ func (p *truncatePlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 	if p.t.dropped.Load() {
 		return nil, invalidf("unconfigured table %s", p.t.name)
 	}
+	p.t.viewMu.Lock()
 	p.t.data.Store(newTableData())
+	for _, l := range p.t.views {
+		l.v.data.Store(newTableData())
+	}
+	p.t.viewMu.Unlock()
 	if x.tr != nil {
 		x.tr.Event("Truncated table " + p.t.ks + "." + p.t.name)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/tracecar/tracecar/internal/cql"
 )
@@ -180,26 +181,8 @@ func (c *compiler) compileFunc(t *term, typ cql.TypeInfo, spec cql.ColumnSpec, d
 		rt = cql.TypeTimestamp
 	case "currentdate":
 		rt = cql.TypeDate
-	case "totimestamp", "tounixtimestamp", "todate":
-		if err := want(1); err != nil {
-			return nil, err
-		}
-		arg, err := c.compileTermDepth(t.elems[0], cql.TypeInfo{ID: cql.TypeTimeUUID}, spec, depth+1)
-		if err != nil {
-			return nil, err
-		}
-		x.args = []*expr{arg}
-		rt = map[string]cql.TypeID{"totimestamp": cql.TypeTimestamp, "tounixtimestamp": cql.TypeBigint, "todate": cql.TypeDate}[t.name]
-	case "mintimeuuid", "maxtimeuuid":
-		if err := want(1); err != nil {
-			return nil, err
-		}
-		arg, err := c.compileTermDepth(t.elems[0], cql.TypeInfo{ID: cql.TypeTimestamp}, spec, depth+1)
-		if err != nil {
-			return nil, err
-		}
-		x.args = []*expr{arg}
-		rt = cql.TypeTimeUUID
+	case "currenttime":
+		rt = cql.TypeTime
 	case "fromjson":
 		if err := want(1); err != nil {
 			return nil, err
@@ -220,6 +203,22 @@ func (c *compiler) compileFunc(t *term, typ cql.TypeInfo, spec cql.ColumnSpec, d
 		}
 		return x, nil
 	default:
+		if argT, ok := convArgType(t.name); ok {
+			if err := want(1); err != nil {
+				return nil, err
+			}
+			arg, err := c.compileTermDepth(t.elems[0], argT, spec, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			ret, _, err := convResult(t.name, argT, "?")
+			if err != nil {
+				return nil, err
+			}
+			x.args = []*expr{arg}
+			rt = ret.ID
+			break
+		}
 		if err := udfCall(c.sc.keyspaces[spec.Keyspace], spec.Keyspace, t.name); !strings.HasPrefix(err.Error(), "Unknown") {
 			return nil, err
 		}
@@ -321,32 +320,19 @@ func (x *expr) evalFunc(ex *execCtx) ([]byte, bool, error) {
 		return encTimestamp(ex.now), false, nil
 	case "currentdate":
 		return encInt(int32(uint32(ex.now.Unix()/86400 + 1<<31))), false, nil
-	case "totimestamp", "tounixtimestamp", "todate":
-		if len(arg) != 16 {
-			return nil, false, invalidf("Invalid argument to %s: a timeuuid is required", x.fn)
-		}
-		ms := int64(uuidTime(arg)-0x01B21DD213814000) / 10000
-		switch x.fn {
-		case "todate":
-			return encInt(int32(uint32(ms/86400000 + 1<<31))), false, nil
-		}
-		return encBigint(ms), false, nil
+	case "currenttime":
+		// Nanoseconds since midnight UTC.
+		return encBigint(ex.now.UTC().Sub(ex.now.UTC().Truncate(24 * time.Hour)).Nanoseconds()), false, nil
 	case "fromjson":
 		b, err := fromJSONText(arg, x.typ, x.col)
 		return b, false, err
-	case "mintimeuuid", "maxtimeuuid":
-		ms, _ := int64Value(arg)
-		ts := uint64(ms*10000) + 0x01B21DD213814000
-		var u [16]byte
-		binary.BigEndian.PutUint32(u[0:4], uint32(ts))
-		binary.BigEndian.PutUint16(u[4:6], uint16(ts>>32))
-		binary.BigEndian.PutUint16(u[6:8], uint16(ts>>48)&0x0FFF|0x1000)
-		if x.fn == "mintimeuuid" {
-			copy(u[8:], []byte{0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80})
-		} else {
-			copy(u[8:], []byte{0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f})
+	default:
+		if len(x.args) == 1 {
+			if ret, ok, _ := convResult(x.fn, x.args[0].typ, ""); ok {
+				b, err := applyConv(x.fn, x.args[0].typ, ret, arg)
+				return b, false, err
+			}
 		}
-		return u[:], false, nil
 	}
 	return nil, false, invalidf("Unknown function '%s'", x.fn)
 }

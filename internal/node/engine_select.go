@@ -32,6 +32,10 @@ type outCol struct {
 	argType cql.TypeInfo // the argument's type, for an aggregate or toJson
 	toJSON  bool
 	derived bool // a field or toJson of the column, not the column itself
+	// conv is a native conversion of the column (dateOf(c), textAsBlob(c)); argType is the
+	// column's type, convRet the result's.
+	conv    string
+	convRet cql.TypeInfo
 }
 
 // rowFilter is a restriction checked against each row (ALLOW FILTERING, system tables).
@@ -352,6 +356,17 @@ func (c *compiler) selection(p *selectPlan, st *selectStmt) error {
 			p.out = append(p.out, outCol{src: srcCount, agg: aggCountRows})
 			p.specs = append(p.specs, spec(name, cql.TypeInfo{ID: cql.TypeBigint}))
 		case selUDF:
+			if o, typ, ok, err := c.convSelector(t, s); ok || err != nil {
+				if err != nil {
+					return err
+				}
+				if s.alias == "" {
+					name = "system." + s.fn.name + "(" + s.cols[0] + ")"
+				}
+				p.out = append(p.out, o)
+				p.specs = append(p.specs, spec(name, typ))
+				break
+			}
 			ks := s.fnKs
 			if ks == "" {
 				ks = t.ks
@@ -421,13 +436,21 @@ func (c *compiler) selection(p *selectPlan, st *selectStmt) error {
 				rt = cql.TypeTimeUUID
 			case "uuid":
 				rt = cql.TypeUUID
-			case "currenttimestamp", "totimestamp":
+			case "currenttimestamp":
 				rt = cql.TypeTimestamp
-			case "currentdate", "todate":
+			case "currentdate":
 				rt = cql.TypeDate
-			case "tounixtimestamp":
-				rt = cql.TypeBigint
+			case "currenttime":
+				rt = cql.TypeTime
 			default:
+				if argT, ok := convArgType(s.fn.name); ok {
+					ret, _, err := convResult(s.fn.name, argT, "?")
+					if err != nil {
+						return err
+					}
+					rt = ret.ID
+					break
+				}
 				if err := udfCall(c.sc.keyspaces[t.ks], t.ks, s.fn.name); !strings.HasPrefix(err.Error(), "Unknown") {
 					return err
 				}
@@ -1248,6 +1271,9 @@ func (r *selectRun) outValue(o *outCol, pkVals [][]byte, part *partition, row *r
 	case srcFunc:
 		v, _, _ = o.fn.eval(r.x)
 	}
+	if o.conv != "" {
+		v, _ = applyConv(o.conv, o.argType, o.convRet, v)
+	}
 	if o.path != nil {
 		v = fieldOf(v, o.path)
 	}
@@ -1297,4 +1323,31 @@ func fullRow(t *table, part *partition, row *row, now int64) [][]byte {
 		out = append(out, r.value(col, pkVals, part, row))
 	}
 	return out
+}
+
+// convSelector compiles f(col), where f is a native conversion (dateOf, toTimestamp,
+// blobAsText, ...), into a selector of the column; ok is false for another function.
+func (c *compiler) convSelector(t *table, s selector) (outCol, cql.TypeInfo, bool, error) {
+	if s.fnKs != "" && s.fnKs != "system" || len(s.cols) != 1 {
+		return outCol{}, cql.TypeInfo{}, false, nil
+	}
+	if _, ok := convArgType(s.fn.name); !ok {
+		return outCol{}, cql.TypeInfo{}, false, nil
+	}
+	col := t.byName[s.cols[0]]
+	if col == nil {
+		return outCol{}, cql.TypeInfo{}, true, invalidf("Undefined column name %s in table %s.%s", s.cols[0], t.ks, t.name)
+	}
+	ret, _, err := convResult(s.fn.name, col.typ, col.name)
+	if err != nil {
+		return outCol{}, cql.TypeInfo{}, true, err
+	}
+	o := outCol{src: srcCell, idx: col.pos, derived: true, conv: s.fn.name, argType: col.typ, convRet: ret}
+	switch col.kind {
+	case kindPartitionKey:
+		o.src = srcPK
+	case kindClustering:
+		o.src = srcCK
+	}
+	return o, ret, true, nil
 }

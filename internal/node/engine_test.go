@@ -268,7 +268,7 @@ func TestErrors(t *testing.T) {
 		{"filtering", "SELECT * FROM t WHERE v = 'a'", 0, cql.ErrCodeInvalid, "ALLOW FILTERING"},
 		{"order without key", "SELECT * FROM t ORDER BY c DESC", 0, cql.ErrCodeInvalid, "ORDER BY is only supported when the partition key is restricted"},
 		{"index", "CREATE INDEX ON t (k)", 0, cql.ErrCodeInvalid, "Cannot create secondary index on the only partition key column k"},
-		{"view", "CREATE MATERIALIZED VIEW v AS SELECT * FROM t WHERE k IS NOT NULL PRIMARY KEY (k)", 0, cql.ErrCodeInvalid, "Materialized views are disabled. Enable in cassandra.yaml to use."},
+		{"view", "CREATE MATERIALIZED VIEW v AS SELECT * FROM t WHERE k IS NOT NULL PRIMARY KEY (k)", 0, cql.ErrCodeInvalid, "Cannot create materialized view 'v' without primary key columns c from base table 't'"},
 		{"type", "CREATE TYPE ty (a int, a text)", 0, cql.ErrCodeInvalid, "Duplicate field name 'a' in type 'ty'"},
 		{"drop system", "DROP KEYSPACE system", 0, cql.ErrCodeUnauthorized, "not user-modifiable"},
 		{"write system", "INSERT INTO system.local (key) VALUES ('x')", 0, cql.ErrCodeUnauthorized, "not user-modifiable"},

@@ -584,6 +584,9 @@ func (c *compiler) usingTerms(t *table, ttl, ts *term) (*expr, *expr, error) {
 }
 
 func (c *compiler) writable(t *table) error {
+	if t.view != nil {
+		return invalidf("Cannot directly modify a materialized view")
+	}
 	if t.virtual || c.sc.keyspaces[t.ks].system && t.ks != "system_traces" {
 		return &cql.Error{Code: cql.ErrCodeUnauthorized, Message: t.ks + " keyspace is not user-modifiable."}
 	}
@@ -1131,7 +1134,13 @@ func (p *writePlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 				m.delRow = true
 			}
 			m.cond = cond
-			if err := d.apply(t, &m, ops, now); err != nil {
+			var err error
+			if len(t.views) == 0 {
+				err = d.apply(t, &m, ops, now)
+			} else {
+				err = t.applyWithViews(d, &m, ops, now)
+			}
+			if err != nil {
 				return nil, err
 			}
 			if !m.applied {

@@ -297,9 +297,9 @@ func (p *parser) createStmt() statement {
 		return st
 	case p.isKeyword("index"), p.isKeyword("custom"):
 		return p.createIndex()
-	case p.isKeyword("materialized"):
-		p.skipRest()
-		return &unsupportedStmt{what: "Materialized views are disabled. Enable in cassandra.yaml to use."}
+	case p.acceptKeyword("materialized"):
+		p.expectKeyword("view")
+		return p.createView()
 	case p.isKeyword("function"), p.isKeyword("aggregate"), p.isKeyword("or"):
 		return p.createFunction()
 	case p.isKeyword("role"), p.isKeyword("user"):
@@ -457,22 +457,7 @@ func (p *parser) createTable() statement {
 			if st.pk != nil {
 				p.failf("Multiple PRIMARY KEYs specified (exactly one required)")
 			}
-			p.expectPunct("(")
-			if p.acceptPunct("(") {
-				for {
-					st.pk = append(st.pk, p.ident())
-					if !p.acceptPunct(",") {
-						break
-					}
-				}
-				p.expectPunct(")")
-			} else {
-				st.pk = []string{p.ident()}
-			}
-			for p.acceptPunct(",") {
-				st.ck = append(st.ck, p.ident())
-			}
-			p.expectPunct(")")
+			st.pk, st.ck = p.primaryKey()
 		} else {
 			c := colDef{name: p.ident()}
 			c.ref = p.typ(0)
@@ -501,23 +486,7 @@ func (p *parser) createTable() statement {
 		for {
 			switch {
 			case p.isKeyword("clustering"):
-				p.advance()
-				p.expectKeyword("order")
-				p.expectKeyword("by")
-				p.expectPunct("(")
-				for {
-					o := ordering{col: p.ident()}
-					if p.acceptKeyword("desc") {
-						o.desc = true
-					} else {
-						p.acceptKeyword("asc")
-					}
-					st.order = append(st.order, o)
-					if !p.acceptPunct(",") {
-						break
-					}
-				}
-				p.expectPunct(")")
+				st.order = p.clusteringOrder()
 			case p.isKeyword("compact"):
 				p.advance()
 				p.expectKeyword("storage")
@@ -548,6 +517,14 @@ var simpleTypes = map[string]cql.TypeID{
 func (p *parser) typ(depth int) *typeRef {
 	if depth > maxNesting {
 		p.failf("type nesting too deep")
+	}
+	if p.tok.kind == tString {
+		r, msg := classNameType(p.tok.text)
+		if msg != "" {
+			p.failPlain("%s", msg)
+		}
+		p.advance()
+		return r
 	}
 	if p.tok.kind != tIdent && p.tok.kind != tQuotedIdent {
 		p.unexpected()
@@ -1166,7 +1143,7 @@ func (p *parser) selector() selector {
 						break
 					}
 				}
-				s.text = fn + "(" + strings.Join(args, ", ") + ")"
+				s.text, s.cols = fn+"("+strings.Join(args, ", ")+")", args
 				break
 			}
 			s.kind = selFunc
@@ -1252,4 +1229,115 @@ func upper(s string) string { return strings.ToUpper(s) }
 func atoiLimited(s string) (int, bool) {
 	n, err := strconv.ParseInt(s, 10, 32)
 	return int(n), err == nil
+}
+
+// primaryKey reads (a, b), ((a, b), c) or (a, c, d): the partition key and clustering
+// columns. The opening parenthesis is the current token.
+func (p *parser) primaryKey() (pk, ck []string) {
+	p.expectPunct("(")
+	if p.acceptPunct("(") {
+		for {
+			pk = append(pk, p.ident())
+			if !p.acceptPunct(",") {
+				break
+			}
+		}
+		p.expectPunct(")")
+	} else {
+		pk = []string{p.ident()}
+	}
+	for p.acceptPunct(",") {
+		ck = append(ck, p.ident())
+	}
+	p.expectPunct(")")
+	return pk, ck
+}
+
+// clusteringOrder reads CLUSTERING ORDER BY (c [ASC|DESC], ...).
+func (p *parser) clusteringOrder() []ordering {
+	p.expectKeyword("clustering")
+	p.expectKeyword("order")
+	p.expectKeyword("by")
+	p.expectPunct("(")
+	var out []ordering
+	for {
+		o := ordering{col: p.ident()}
+		if p.acceptKeyword("desc") {
+			o.desc = true
+		} else {
+			p.acceptKeyword("asc")
+		}
+		out = append(out, o)
+		if !p.acceptPunct(",") {
+			break
+		}
+	}
+	p.expectPunct(")")
+	return out
+}
+
+// createView reads the rest of CREATE MATERIALIZED VIEW [IF NOT EXISTS] v AS SELECT ...
+// FROM t WHERE ... PRIMARY KEY (...) [WITH ...].
+func (p *parser) createView() statement {
+	st := &createViewStmt{options: map[string]optValue{}}
+	st.ifNotExists = p.ifNotExists()
+	st.name = p.tableName()
+	p.expectKeyword("as")
+	p.expectKeyword("select")
+	if p.acceptPunct("*") {
+		st.star = true
+	} else {
+		for {
+			c := p.ident()
+			if p.acceptKeyword("as") {
+				st.aliased = c + " AS " + p.ident()
+			}
+			st.cols = append(st.cols, c)
+			if !p.acceptPunct(",") {
+				break
+			}
+		}
+	}
+	p.expectKeyword("from")
+	st.base = p.tableName()
+	if p.acceptKeyword("where") {
+		for {
+			if p.tok.kind == tIdent || p.tok.kind == tQuotedIdent {
+				if n := p.peek(1); n.kind == tIdent && strings.EqualFold(n.text, "is") {
+					c := p.ident()
+					p.expectKeyword("is")
+					p.expectKeyword("not")
+					p.expectKeyword("null")
+					st.notNull = append(st.notNull, c)
+					if !p.acceptKeyword("and") {
+						break
+					}
+					continue
+				}
+			}
+			r := p.relation()
+			st.others = append(st.others, r.col)
+			if !p.acceptKeyword("and") {
+				break
+			}
+		}
+	}
+	p.expectKeyword("primary")
+	p.expectKeyword("key")
+	st.pk, st.ck = p.primaryKey()
+	if p.acceptKeyword("with") {
+		for {
+			if p.isKeyword("clustering") {
+				st.order = p.clusteringOrder()
+			} else {
+				name := p.identAny()
+				p.expectPunct("=")
+				st.options[name] = p.option()
+			}
+			if !p.acceptKeyword("and") {
+				break
+			}
+		}
+	}
+	return st
 }

@@ -24,11 +24,18 @@ func (p *parser) alterStmt() statement {
 		return p.roleStatement(roleAlter)
 	case p.acceptKeyword("materialized"):
 		p.expectKeyword("view")
-		st := &viewStmt{}
+		st := &viewStmt{alter: true, opts: map[string]optValue{}}
 		st.ifExists = p.ifExists()
 		st.name = p.tableName()
 		p.expectKeyword("with")
-		p.skipRest()
+		for {
+			name := p.identAny()
+			p.expectPunct("=")
+			st.opts[name] = p.option()
+			if !p.acceptKeyword("and") {
+				break
+			}
+		}
 		return st
 	}
 	return p.unsupported("ALTER")

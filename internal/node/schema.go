@@ -49,6 +49,9 @@ type tableStore struct {
 	dropped atomic.Bool
 	// casMu serializes the table's conditional writes.
 	casMu sync.Mutex
+	// viewMu serializes the writes to a base table of materialized views, so that each
+	// reads the rows it changes as they were before it and after it (view.go).
+	viewMu sync.Mutex
 }
 
 // table is a table's schema and its data. The schema fields are immutable once published;
@@ -71,6 +74,11 @@ type table struct {
 	ttl      int32 // default_time_to_live
 	indexes  []*index
 	droppedC []droppedColumn
+	// view is set on a materialized view: its definition (view.go).
+	view *viewDef
+	// views are the materialized views of a base table, linked to this version of it; they
+	// are linked again whenever the schema of the keyspace changes (ddl.relinkViews).
+	views []*viewLink
 
 	*tableStore
 
@@ -323,7 +331,7 @@ func (t *table) alter() *table {
 	n := &table{ks: t.ks, name: t.name, id: t.id, pk: slices.Clone(t.pk), ck: slices.Clone(t.ck),
 		cells: slices.Clone(t.cells), counter: t.counter, compact: t.compact, options: maps.Clone(t.options),
 		comment: t.comment, virtual: t.virtual, ttl: t.ttl, indexes: slices.Clone(t.indexes),
-		droppedC: slices.Clone(t.droppedC), tableStore: t.tableStore}
+		droppedC: slices.Clone(t.droppedC), view: t.view, tableStore: t.tableStore}
 	return n
 }
 

@@ -63,6 +63,9 @@ type Config struct {
 	// offering a higher one gets Cassandra's ProtocolError and steps down. Zero means 5,
 	// as Cassandra 4.1; 4 makes the node a v4 one (ScyllaDB, Cassandra 3).
 	MaxProtocolVersion byte
+	// NoMaterializedViews refuses materialized views as a stock Cassandra 4.1 does
+	// (EngineConfig.NoMaterializedViews); the zero value has them, as ScyllaDB.
+	NoMaterializedViews bool
 }
 
 // Server is the embedded in-memory CQL node: a single-node Cassandra 4 look-alike speaking
@@ -156,7 +159,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.mu.Lock()
 	s.addr = ap
 	if s.engine == nil {
-		s.engine = NewEngine(EngineConfig{RPCAddr: ap, ClusterName: s.cfg.ClusterName, Auth: s.cfg.Auth})
+		s.engine = NewEngine(EngineConfig{RPCAddr: ap, ClusterName: s.cfg.ClusterName, Auth: s.cfg.Auth,
+			NoMaterializedViews: s.cfg.NoMaterializedViews})
 		s.engine.OnSchemaChange(s.broadcastSchemaChange)
 	}
 	s.mu.Unlock()

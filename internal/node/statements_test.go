@@ -94,8 +94,8 @@ func mustSidecar(tb testing.TB, nodeAddr netip.AddrPort) netip.AddrPort {
 }
 
 // TestDriverMetadata checks that the drivers' metadata APIs show every kind of schema
-// object the node has: user types, tables, indexes, views (none: the node refuses them),
-// functions and aggregates. The Python driver creates them and reports its
+// object the node has: user types, tables, indexes, a materialized view, functions and
+// aggregates. The Python driver creates them and reports its
 // cluster.metadata.keyspaces[k] (testdata/metadata_python.json); gocql's KeyspaceMetadata
 // reads the same objects.
 func TestDriverMetadata(t *testing.T) {
@@ -148,8 +148,10 @@ func TestDriverMetadata(t *testing.T) {
 			if a == nil || a.StateFunc.Name != "acc" || a.FinalFunc.Name != "fin" || a.InitCond != "0" || a.ReturnType.Type() != gocql.TypeBigInt || a.StateType.Type() != gocql.TypeInt {
 				t.Errorf("gocql Aggregates[total]: %+v", a)
 			}
-			if len(km.MaterializedViews) != 0 {
-				t.Errorf("gocql MaterializedViews: %v; want none", km.MaterializedViews)
+			mv := km.MaterializedViews["by_v"]
+			if len(km.MaterializedViews) != 1 || mv == nil || mv.BaseTable != tbl || mv.IncludeAllColumns || mv.Comment != "u by v" ||
+				mv.GcGraceSeconds != 864000 || mv.Id == (gocql.UUID{}) || mv.BaseTableId == (gocql.UUID{}) {
+				t.Errorf("gocql MaterializedViews: %+v; want by_v, of u, comment 'u by v'", km.MaterializedViews)
 			}
 		})
 	}

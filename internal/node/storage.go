@@ -138,6 +138,9 @@ type mutation struct {
 	conds    []condVal
 	applied  bool
 	existing [][]byte
+	// part is set by apply to the partition it found or created (nil if none), which the
+	// maintenance of views reads again without another lookup.
+	part *partition
 }
 
 // apply performs m, with its cell operations ops, on t's data. For a conditional write it
@@ -146,11 +149,12 @@ type mutation struct {
 // in m would take its backing array with them, so that a caller's fixed array of operations
 // (writePlan.exec's) would move to the heap, 512 bytes with every write.
 func (d *tableData) apply(t *table, m *mutation, ops []cellOp, now int64) error {
-	m.applied, m.existing = true, nil
+	m.applied, m.existing, m.part = true, nil, nil
 	sh := d.shard(m.token)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	p := sh.parts[string(m.pk)]
+	m.part = p
 	if m.cond != condNone {
 		if ok, existing := checkCond(t, p, m.ck, m.cond, m.conds, now); !ok {
 			m.applied, m.existing = false, existing
@@ -164,6 +168,7 @@ func (d *tableData) apply(t *table, m *mutation, ops []cellOp, now int64) error 
 		p = &partition{key: m.pk, token: m.token, del: noTS}
 		sh.parts[unsafeString(m.pk)] = p
 		d.version.Add(1)
+		m.part = p
 	}
 	switch {
 	case m.delPartition:

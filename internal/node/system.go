@@ -205,6 +205,7 @@ func (e *Engine) refreshSystem(sc *schema) {
 	indexes := fresh("system_schema", "indexes")
 	functions := fresh("system_schema", "functions")
 	aggregates := fresh("system_schema", "aggregates")
+	views := fresh("system_schema", "views")
 	vkss := fresh("system_virtual_schema", "keyspaces")
 	vtables := fresh("system_virtual_schema", "tables")
 	vcolumns := fresh("system_virtual_schema", "columns")
@@ -248,10 +249,13 @@ func (e *Engine) refreshSystem(sc *schema) {
 				"field_names": encTextList(u.fieldNames), "field_types": encTextList(fieldTypes)})
 		}
 		for _, t := range k.tables {
-			if k.virtual {
+			switch {
+			case k.virtual:
 				vtables.put(map[string][]byte{"keyspace_name": encText(k.name), "table_name": encText(t.name),
 					"comment": encText(t.comment)})
-			} else {
+			case t.view != nil:
+				views.put(viewRow(k, t))
+			default:
 				tables.put(tableRow(k, t))
 			}
 			for _, ix := range t.indexes {
@@ -287,7 +291,20 @@ func (e *Engine) refreshSystem(sc *schema) {
 			}
 		}
 	}
-	publish(kss, tables, columns, dropped, types, indexes, functions, aggregates, vkss, vtables, vcolumns)
+	publish(kss, tables, columns, dropped, types, indexes, functions, aggregates, views, vkss, vtables, vcolumns)
+}
+
+// viewRow is a view's row of system_schema.views: its options as a table's, and its base.
+func viewRow(k *keyspace, t *table) map[string][]byte {
+	row := tableRow(k, t)
+	delete(row, "table_name")
+	delete(row, "flags")
+	row["view_name"] = encText(t.name)
+	row["base_table_name"] = encText(t.view.base)
+	row["base_table_id"] = encUUID(t.view.baseID)
+	row["include_all_columns"] = encBool(t.view.includeAll)
+	row["where_clause"] = encText(t.view.whereClause())
+	return row
 }
 
 func tableRow(k *keyspace, t *table) map[string][]byte {

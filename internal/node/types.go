@@ -14,13 +14,16 @@ type typeRef struct {
 	ks     string // the keyspace of a user type written ks.name
 	frozen bool   // written frozen<...>
 	args   []*typeRef
+	custom bool // a custom type given by its class name (name is the class)
 }
 
 // String spells the type as the statement wrote it, for error messages.
 func (r *typeRef) String() string {
 	var s string
-	switch r.name {
-	case "list", "set", "map", "tuple":
+	switch {
+	case r.custom:
+		s = "'" + r.name + "'"
+	case r.args != nil && (r.name == "list" || r.name == "set" || r.name == "map" || r.name == "tuple"):
 		parts := make([]string, len(r.args))
 		for i, a := range r.args {
 			parts[i] = a.String()
@@ -43,7 +46,7 @@ func (r *typeRef) isCounter() bool { return r.name == "counter" && r.args == nil
 
 // nativeType returns the native type named by r, if it is one.
 func (r *typeRef) nativeType() (cql.TypeID, bool) {
-	if r.args != nil || r.ks != "" {
+	if r.args != nil || r.ks != "" || r.custom {
 		return 0, false
 	}
 	id, ok := simpleTypes[r.name]
@@ -82,7 +85,7 @@ func (u *userType) field(n string) int { return slices.Index(u.fieldNames, n) }
 
 // uses reports whether the type refers, at any depth, to the user type named name.
 func (r *typeRef) uses(name string) bool {
-	if r.args == nil && r.name == name {
+	if r.args == nil && r.name == name && !r.custom {
 		if _, native := simpleTypes[r.name]; !native || r.ks != "" {
 			return true
 		}
@@ -112,6 +115,10 @@ func (rs resolver) resolveIn(r *typeRef, frozen bool, depth int) (ctype, error) 
 		return ctype{}, invalidf("type nesting too deep")
 	}
 	frozen = frozen || r.frozen
+	if r.custom {
+		t := cql.TypeInfo{ID: cql.TypeCustom, Custom: r.name}
+		return ctype{info: t, text: "'" + r.name + "'", frozen: true}, nil
+	}
 	if id, ok := r.nativeType(); ok {
 		if r.frozen {
 			return ctype{}, invalidf("frozen<> is only allowed on collections, tuples, and user-defined types (got %s)", r.name)

@@ -328,3 +328,18 @@ func TestMetadataChangeV4Gocql(t *testing.T) {
 	}
 	t.Logf("v4 after the change, the second gocql session reads %v (err %v) from the row k=1, v=2, c=3: c is not seen, and its cell is read as v (CASSANDRA-10786)", m, err)
 }
+
+// TestNowInSecondsPython: v5's now_in_seconds with the Python driver at v5, directly and
+// through a sidecar: a write USING TTL 20 at N by QUERY, EXECUTE and BATCH reads TTL 10 at
+// N + 10, and is gone at N + 20 and at the wall clock; N = 0 included.
+func TestNowInSecondsPython(t *testing.T) {
+	for _, via := range []string{"direct", "sidecar"} {
+		t.Run(via, func(t *testing.T) {
+			_, ap := mustServe(t, node.Config{})
+			if via == "sidecar" {
+				ap = mustSidecar(t, ap)
+			}
+			drivertest.RunPythonNowInSeconds(t, options(ap, "lz4"))
+		})
+	}
+}

@@ -223,6 +223,10 @@ func validate(t cql.TypeInfo, b []byte, col string) error {
 		return invalidf("Expected %d or 0 byte %s for %s (%d)", n, t.String(), col, len(b))
 	}
 	switch t.ID {
+	case cql.TypeCustom:
+		if isLexicalUUID(t) && len(b) != 16 {
+			return invalidf("Expected 16 or 0 byte uuid for %s (%d)", col, len(b))
+		}
 	case cql.TypeASCII:
 		for _, c := range b {
 			if c >= 0x80 {
@@ -438,6 +442,17 @@ func literalDepth(t *term, typ cql.TypeInfo, col string, depth int) ([]byte, err
 			return bad()
 		}
 		return b, nil
+	case cql.TypeCustom:
+		// A custom type takes a blob constant; LexicalUUIDType a uuid too.
+		if t.lit == litHex && len(t.text)%2 == 0 {
+			if b, err := hex.DecodeString(t.text[2:]); err == nil {
+				return append([]byte{}, b...), validate(typ, b, col)
+			}
+		}
+		if t.lit != litUUID || !isLexicalUUID(typ) {
+			return bad()
+		}
+		return hex.DecodeString(strings.ReplaceAll(t.text, "-", ""))
 	case cql.TypeUUID, cql.TypeTimeUUID:
 		if t.lit != litUUID {
 			return bad()
@@ -885,6 +900,14 @@ func compareValues(t cql.TypeInfo, a, b []byte) int {
 			}
 			return cmpSignedBytes(a[8:], b[8:])
 		}
+	case cql.TypeCustom:
+		if isLexicalUUID(t) && len(a) == 16 && len(b) == 16 {
+			// java.util.UUID.compareTo: the two halves as signed longs.
+			if c := cmp.Compare(int64(binary.BigEndian.Uint64(a)), int64(binary.BigEndian.Uint64(b))); c != 0 {
+				return c
+			}
+			return cmp.Compare(int64(binary.BigEndian.Uint64(a[8:])), int64(binary.BigEndian.Uint64(b[8:])))
+		}
 	case cql.TypeUUID:
 		if len(a) == 16 && len(b) == 16 {
 			va, vb := a[6]>>4, b[6]>>4
@@ -995,4 +1018,9 @@ func int64Value(b []byte) (int64, bool) {
 		return 0, false
 	}
 	return int64(binary.BigEndian.Uint64(b)), true
+}
+
+// isLexicalUUID reports whether t is the custom type LexicalUUIDType.
+func isLexicalUUID(t cql.TypeInfo) bool {
+	return t.ID == cql.TypeCustom && t.Custom == marshalPackage+"LexicalUUIDType"
 }

@@ -51,7 +51,9 @@ type Case struct {
 	// Batch, when set, sends these statements in one BATCH message (a logged batch) instead
 	// of Query; one with values is prepared.
 	Batch []BatchEntry `json:"batch,omitempty"`
-	Want  string       `json:"want"`
+	// SleepMS waits this long before the statement: past a TTL, say.
+	SleepMS int    `json:"sleep_ms,omitempty"`
+	Want    string `json:"want"`
 	// OrWant lists other outcomes that are as right as Want, for a value that depends on
 	// the clock: ttl() read right after a write USING TTL 100 is 100, or 99 when a second
 	// boundary fell between the two statements (Cassandra counts whole seconds too).
@@ -158,6 +160,7 @@ func RunGocqlCases(tb testing.TB, o Options, s Suite) []string {
 	}
 	out := make([]string, len(s.Cases))
 	for i, c := range s.Cases {
+		time.Sleep(time.Duration(c.SleepMS) * time.Millisecond)
 		if c.Batch != nil {
 			out[i] = gocqlBatch(session(c.As, true), c)
 			continue

@@ -215,3 +215,11 @@ func run(tb testing.TB, env []string, name string, args ...string) {
 // ScriptPath returns the path of a script in scripts/, for a test that runs it itself
 // (with its own standard input, say).
 func ScriptPath(name string) string { return filepath.Join(scriptsDir(), name) }
+
+// RunPythonNowInSeconds checks v5's now_in_seconds on QUERY, EXECUTE and BATCH with the
+// Python driver (python_now_in_seconds.py), which must negotiate v5.
+func RunPythonNowInSeconds(tb testing.TB, o Options) {
+	tb.Helper()
+	RequirePython(tb)
+	run(tb, o.env(), Python, filepath.Join(scriptsDir(), "python_now_in_seconds.py"))
+}

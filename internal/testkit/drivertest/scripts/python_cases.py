@@ -11,6 +11,7 @@ import math
 import os
 import re
 import sys
+import time
 import types
 import uuid
 
@@ -191,6 +192,7 @@ def run(case):
 
 outcomes = []
 for case in suite["cases"]:
+    time.sleep(case.get("sleep_ms", 0) / 1000.0)
     try:
         outcome = run(case)
     except Exception as e:  # every failure is an outcome to compare

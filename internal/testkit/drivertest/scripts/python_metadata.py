@@ -30,6 +30,8 @@ for q in [
     "ALTER TABLE %s.u DROP l" % ks,
     "CREATE INDEX ON %s.u (v)" % ks,
     "CREATE INDEX by_n ON %s.u (n)" % ks,
+    "CREATE MATERIALIZED VIEW %s.by_v AS SELECT k, v, n FROM %s.u WHERE v IS NOT NULL AND k IS NOT NULL "
+    "PRIMARY KEY (v, k) WITH CLUSTERING ORDER BY (k DESC) AND comment = 'u by v'" % (ks, ks),
     "CREATE FUNCTION %s.acc(s int, v int) CALLED ON NULL INPUT RETURNS int LANGUAGE java AS 'return s + v;'" % ks,
     "CREATE FUNCTION %s.fin(s int) RETURNS NULL ON NULL INPUT RETURNS bigint LANGUAGE java AS 'return (long) s;'" % ks,
     "CREATE AGGREGATE %s.total(int) SFUNC acc STYPE int FINALFUNC fin INITCOND 0" % ks,
@@ -42,10 +44,15 @@ out = {
     "user_types": {n: {"field_names": list(t.field_names), "field_types": list(t.field_types)}
                    for n, t in m.user_types.items()},
     "tables": {n: {"columns": {c: col.cql_type for c, col in t.columns.items()},
-                   "indexes": sorted(t.indexes)} for n, t in m.tables.items()},
+                   "indexes": sorted(t.indexes), "views": sorted(t.views)} for n, t in m.tables.items()},
     "indexes": {n: {"table": i.table_name, "kind": i.kind, "options": dict(i.index_options)}
                 for n, i in m.indexes.items()},
-    "views": sorted(m.views),
+    "views": {n: {"base_table_name": v.base_table_name, "include_all_columns": v.include_all_columns,
+                  "where_clause": v.where_clause, "partition_key": [c.name for c in v.partition_key],
+                  "clustering_key": [c.name for c in v.clustering_key],
+                  "columns": {c: col.cql_type for c, col in v.columns.items()},
+                  "clustering_order": {c: col.is_reversed for c, col in v.columns.items()},
+                  "comment": v.options.get("comment")} for n, v in m.views.items()},
     "functions": {n: {"argument_names": list(f.argument_names), "argument_types": list(f.argument_types),
                       "return_type": f.return_type, "language": f.language, "body": f.body,
                       "called_on_null_input": f.called_on_null_input} for n, f in m.functions.items()},
@@ -57,6 +64,7 @@ out = {
 # The driver's DESCRIBE of the keyspace walks every object.
 cql = m.export_as_string()
 out["export_has"] = [w for w in ["CREATE TYPE %s.address" % ks, "CREATE TABLE %s.u" % ks, "CREATE INDEX by_n",
+                                 "CREATE MATERIALIZED VIEW %s.by_v AS" % ks,
                                  "CREATE FUNCTION %s.acc" % ks, "CREATE AGGREGATE %s.total" % ks] if w in cql]
 cluster.shutdown()
 print(json.dumps(out, sort_keys=True))
