@@ -99,6 +99,8 @@ func NewCluster(cfg ClusterConfig, lns []net.Listener) (*Cluster, error) {
 		n := &clusterNode{srv: srv, addr: addrs[i], ln: ln}
 		if i < len(cfg.ShardAware) && cfg.ShardAware[i] != nil {
 			n.aln, n.aaddr = cfg.ShardAware[i], cfg.ShardAware[i].Addr().String()
+			// SUPPORTED names the port from the start, before its listener is served.
+			srv.awarePort.Store(int32(n.aln.Addr().(*net.TCPAddr).Port))
 		}
 		c.nodes = append(c.nodes, n)
 	}
@@ -113,6 +115,9 @@ func (c *Cluster) Node(i int) *Server { return c.nodes[i].srv }
 
 // Addr returns node i's CQL address.
 func (c *Cluster) Addr(i int) netip.AddrPort { return c.nodes[i].addr }
+
+// ShardAwareAddr returns node i's shard-aware address, empty without one.
+func (c *Cluster) ShardAwareAddr(i int) string { return c.nodes[i].aaddr }
 
 // Engine returns the engine the nodes share.
 func (c *Cluster) Engine() *Engine { return c.engine }
