@@ -37,6 +37,8 @@ type ClusterConfig struct {
 	// shard-aware listener (Server.ServeShardAware), in the order of the CQL listeners.
 	Shards     int
 	ShardAware []net.Listener
+	// ScyllaOverride is as in Config, for every node.
+	ScyllaOverride map[string][]string
 }
 
 // Cluster is an embedded cluster: one Server per listener, all sharing one Engine, so
@@ -95,7 +97,7 @@ func NewCluster(cfg ClusterConfig, lns []net.Listener) (*Cluster, error) {
 		NoMaterializedViews: cfg.NoMaterializedViews})
 	c := &Cluster{engine: e, startc: make(chan startReq), quit: make(chan struct{})}
 	for i, ln := range lns {
-		srv := New(Config{Auth: cfg.Auth, TLS: cfg.TLS, Logger: cfg.Logger, MaxFrameSize: cfg.MaxFrameSize, ScyllaSupported: cfg.ScyllaSupported, MaxProtocolVersion: cfg.MaxProtocolVersion, ClusterName: cfg.ClusterName, Engine: e, Node: i, Shards: cfg.Shards})
+		srv := New(Config{Auth: cfg.Auth, TLS: cfg.TLS, Logger: cfg.Logger, MaxFrameSize: cfg.MaxFrameSize, ScyllaSupported: cfg.ScyllaSupported, MaxProtocolVersion: cfg.MaxProtocolVersion, ClusterName: cfg.ClusterName, Engine: e, Node: i, Shards: cfg.Shards, ScyllaOverride: cfg.ScyllaOverride})
 		n := &clusterNode{srv: srv, addr: addrs[i], ln: ln}
 		if i < len(cfg.ShardAware) && cfg.ShardAware[i] != nil {
 			n.aln, n.aaddr = cfg.ShardAware[i], cfg.ShardAware[i].Addr().String()

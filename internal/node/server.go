@@ -74,6 +74,10 @@ type Config struct {
 	// (CrossShardRequests). Zero means ScyllaSupportedOptions' one shard and no
 	// shard-aware port.
 	Shards int
+	// ScyllaOverride, with ScyllaSupported, is written over the SCYLLA_* keys of every
+	// SUPPORTED (a nil value removes the key): for tests of how clients and the sidecar
+	// take malformed ones. Nil changes nothing.
+	ScyllaOverride map[string][]string
 }
 
 // Server is the embedded in-memory CQL node: a single-node Cassandra 4 look-alike speaking

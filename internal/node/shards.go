@@ -49,11 +49,18 @@ func (s *Server) sharding() sharding.Info {
 func (c *conn) scyllaOptions(opts map[string][]string) {
 	if c.s.shardConns == nil {
 		maps.Copy(opts, ScyllaSupportedOptions)
-		return
+	} else {
+		in := c.s.sharding()
+		in.Shard = c.shard
+		maps.Copy(opts, in.Options())
 	}
-	in := c.s.sharding()
-	in.Shard = c.shard
-	maps.Copy(opts, in.Options())
+	for k, v := range c.s.cfg.ScyllaOverride {
+		if v == nil {
+			delete(opts, k)
+		} else {
+			opts[k] = v
+		}
+	}
 }
 
 // CrossShardRequests returns the number of EXECUTEs whose partition key is owned by

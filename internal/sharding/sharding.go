@@ -235,9 +235,15 @@ func RoutingKey(dst []byte, values ...[]byte) ([]byte, bool) {
 		if v == nil || len(v) > 0xffff {
 			return dst[:n], false
 		}
-		dst = append(dst, byte(len(v)>>8), byte(len(v)))
-		dst = append(dst, v...)
-		dst = append(dst, 0)
+		dst = AppendComponent(dst, v)
 	}
 	return dst, true
+}
+
+// AppendComponent appends v as one component of a composite partition key: a 2-byte
+// length, the bytes and a 0 byte. v must be at most 65535 bytes long.
+func AppendComponent(dst, v []byte) []byte {
+	dst = append(dst, byte(len(v)>>8), byte(len(v)))
+	dst = append(dst, v...)
+	return append(dst, 0)
 }

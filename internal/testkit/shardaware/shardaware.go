@@ -138,6 +138,9 @@ func (c *Client) dialOrdinary(tb testing.TB, cfg Config, addr string) {
 	tb.Helper()
 	for i := range c.Info.NrShards {
 		rc := rawcql.NewConn(tb, mustDial(tb, cfg, addr, 0), cfg.Version)
+		if _, err := Options(rc); err != nil { // as drivers do
+			tb.Fatal(err)
+		}
 		rc.Startup(tb, "")
 		c.Conns[i] = rc
 		c.Ports[i] = rc.Net().LocalAddr().(*net.TCPAddr).Port
@@ -234,16 +237,10 @@ func (c *Client) Shard(pr cql.PreparedResult, values [][]byte) int {
 // fails tb on an error. It returns the index of the connection used.
 func (c *Client) Execute(tb testing.TB, pr cql.PreparedResult, values ...[]byte) int {
 	tb.Helper()
-	shard := max(c.Shard(pr, values), 0)
-	if c.ordinary {
-		shard, c.next = c.next, (c.next+1)%len(c.Conns)
+	shard, err := c.TryExecute(pr, values...)
+	if err != nil {
+		tb.Fatalf("EXECUTE on shard %d: %v", shard, err)
 	}
-	p := cql.QueryParams{Consistency: cql.One, Flags: cql.QueryValues}
-	for _, v := range values {
-		p.Values = append(p.Values, cql.Value{Bytes: v})
-	}
-	c.Conns[shard].MustResult(tb, cql.Execute{ID: pr.ID, ResultMetadataID: pr.ResultMetadataID, Params: p})
-	c.Sent[shard]++
 	return shard
 }
 
@@ -254,4 +251,22 @@ func (c *Client) Close() {
 			rc.Net().Close()
 		}
 	}
+}
+
+// TryExecute is Execute that returns an error rather than failing a test, for load run
+// from another goroutine than the test's.
+func (c *Client) TryExecute(pr cql.PreparedResult, values ...[]byte) (int, error) {
+	shard := max(c.Shard(pr, values), 0)
+	if c.ordinary {
+		shard, c.next = c.next, (c.next+1)%len(c.Conns)
+	}
+	p := cql.QueryParams{Consistency: cql.One, Flags: cql.QueryValues}
+	for _, v := range values {
+		p.Values = append(p.Values, cql.Value{Bytes: v})
+	}
+	if _, err := c.Conns[shard].Result(cql.Execute{ID: pr.ID, ResultMetadataID: pr.ResultMetadataID, Params: p}); err != nil {
+		return shard, err
+	}
+	c.Sent[shard]++
+	return shard, nil
 }
