@@ -158,6 +158,7 @@ type Server struct {
 
 	queries   QueriesFunc    // nil: no /tracecar/queries
 	process   func() Process // nil: no process in the status (see WithProcess)
+	shards    func() *Shards // nil: no shards in the status (see WithShards)
 	writeGate func() error   // nil: changes always allowed (see WithWriteGate)
 
 	nodes        NodeControl // nil: no node control endpoints (see WithNodeControl)

@@ -45,6 +45,8 @@ type Status struct {
 	UptimeSeconds int64 `json:"uptime_s"`
 	// Process is the sidecar process, and the one it took over, if any.
 	Process *Process `json:"process,omitempty"`
+	// Shards are the ScyllaDB shard figures, once there are any.
+	Shards *Shards `json:"shards,omitempty"`
 }
 
 // Counters are the request counters in Status.
@@ -95,6 +97,9 @@ func (s *Server) getStatus(ctx *fasthttp.RequestCtx, _ string) error {
 			p.Build = build
 		}
 		st.Process = &p
+	}
+	if s.shards != nil {
+		st.Shards = s.shards()
 	}
 	for _, n := range s.logs.Names() {
 		if l, err := s.logs.Level(n); err == nil {

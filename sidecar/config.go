@@ -105,6 +105,12 @@ type Config struct {
 	// a client that offers a higher one gets Cassandra's ProtocolError and steps down. Zero
 	// means 5; 4 is for nodes without v5 (ScyllaDB, Cassandra 3).
 	MaxProtocolVersion int
+	// ShardAwareHost, when set, makes the proxy listen on this host with the node's
+	// shard-aware port number (SCYLLA_SHARD_AWARE_PORT, or _SSL with TLS) as soon as a
+	// client's OPTIONS brings the node's SUPPORTED that names it with more than one shard,
+	// and advertise it in its place; ServeShardAwareAuto serves it. Empty means no such
+	// listener: ServeShardAware serves one the caller made, or none.
+	ShardAwareHost string
 }
 
 // StatementStats is the data path's hook for per-statement statistics; *statements.Stats

@@ -66,7 +66,9 @@ func (c *conn) segmentsFromClient() bool { return c.v5 != nil && c.v5.client.Loa
 // segmentsFromNode reports whether the node sends segments; response side.
 func (c *conn) segmentsFromNode() bool { return c.v5 != nil && c.v5.node }
 
-func (p *Proxy) newConn(nc net.Conn, g *group) *conn {
+// newConn makes a connection of client socket nc in group g; aware says it came on the
+// shard-aware port, so that it advertises the ordinary one.
+func (p *Proxy) newConn(nc net.Conn, g *group, aware bool) *conn {
 	setNoDelay(nc)
 	c := &conn{
 		p:      p,
@@ -80,7 +82,7 @@ func (p *Proxy) newConn(nc net.Conn, g *group) *conn {
 		size = gateBufferSize
 	}
 	c.cr, c.toClient = newFrameReader(nc, size), newFrameWriter(nc, size)
-	c.Init(p.sh, addrPort(nc.RemoteAddr()), addrPort(nc.LocalAddr()), p.sh.Log.GetLevel() <= zerolog.TraceLevel)
+	c.Init(p.sh, addrPort(nc.RemoteAddr()), p.advertisedLocal(nc, aware), p.sh.Log.GetLevel() <= zerolog.TraceLevel)
 	p.register(c)
 	return c
 }
@@ -138,7 +140,13 @@ func (c *conn) open(ctx context.Context) error {
 			return err
 		}
 	}
-	nc, err := c.p.dial(ctx)
+	var nc net.Conn
+	var err error
+	if c.group != nil && c.group.aware {
+		nc, err = c.dialShard(ctx)
+	} else {
+		nc, err = c.p.dial(ctx)
+	}
 	if err != nil {
 		err = fmt.Errorf("connect to node %s: %w", c.p.cfg.NodeAddr, err)
 		c.p.nodeFailures.Add(1)

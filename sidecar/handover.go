@@ -104,6 +104,10 @@ func (c *conn) movedState(id uint64, clientPend, nodePend []byte) handover.State
 	if c.segmentsFromNode() {
 		m.Framing, m.SegmentsLZ4 = handover.FramingSegments, c.v5.lz4.Load()
 	}
+	m.ShardAware = c.group != nil && c.group.aware
+	if in, ok := c.Shard().Info(); ok {
+		m.Shard = &handover.Shard{Shard: in.Shard, NrShards: in.NrShards, IgnoreMSB: in.IgnoreMSB}
+	}
 	return m
 }
 
@@ -136,7 +140,7 @@ func (p *Proxy) adoptConn(m handover.State, clientFD, nodeFD int, g *group) (*co
 		return nil, fmt.Errorf("node socket: %w", err)
 	}
 	p.adopted.Add(1)
-	c := p.newConn(client, g)
+	c := p.newConn(client, g, m.ShardAware)
 	c.setVersion(m.Version)
 	if m.Framing == handover.FramingSegments {
 		// The handshake ended in the old process: segments both ways, as segmentsAfter
@@ -148,6 +152,7 @@ func (p *Proxy) adoptConn(m handover.State, clientFD, nodeFD int, g *group) (*co
 	c.node = node
 	c.NodeAddr = addrPort(node.RemoteAddr())
 	c.Restore(s) // after the node address, which the tracing state names
+	c.adoptShard(m)
 	if n := len(m.ClientPending); n > 0 {
 		// The bytes the old process read go first, into the client reader, where both
 		// transports take what a connection's gate read (toLoop, startGoroutinePath).

@@ -163,7 +163,9 @@ func (l *loop) frames(s *side, data []byte) {
 	if len(b.answers) > 0 {
 		// The responses of this read are queued for the client: one clock read records
 		// them all (conn.queued is the goroutine path's, a frame at a time).
-		c.p.sh.Metrics.Answered(b.answers, b.arrived, tracing.Now())
+		now := tracing.Now()
+		c.p.sh.Metrics.Answered(b.answers, b.arrived, now)
+		c.Shard().Added(len(b.answers), now-b.arrived)
 		l.answers = b.answers[:0]
 	}
 	if len(b.out) > 0 {

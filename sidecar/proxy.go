@@ -86,6 +86,8 @@ type Proxy struct {
 	rejected     atomic.Uint64
 	limitCounters
 	held byteBudget // bytes of client frames held whole, see limits.go
+	// shards is the state of ScyllaDB's shard-awareness (shards.go).
+	shards shardProxy
 }
 
 var nopLogger = zerolog.Nop()
@@ -122,6 +124,8 @@ func New(cfg Config, tr *tracing.Tracer) *Proxy {
 		Advertise:  advertise,
 		PeerPort:   uint16(cfg.PeerPort),
 	})
+	p.sh.LearnSharding = p.learnSharding
+	p.shards.auto = make(chan net.Listener, 1)
 	p.held.init(int64(max(cmp.Or(cfg.MaxRequestDataInFlight, DefaultMaxRequestDataInFlight), cfg.MaxFrameSize)))
 	// One request counter per connection, read by the metrics and the tracer.
 	if m := p.sh.Metrics; m != nil {
@@ -147,15 +151,25 @@ func New(cfg Config, tr *tracing.Tracer) *Proxy {
 // for up to DrainTimeout, closes the connections that remain, and returns once all of its
 // connections have ended: nil when ctx ended it, the accept error otherwise.
 func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
+	return p.serve(ctx, ln, false)
+}
+
+// serve is Serve, for the shard-aware port when aware (ServeShardAware).
+func (p *Proxy) serve(ctx context.Context, ln net.Listener, aware bool) error {
 	if p.cfgErr != nil {
 		ln.Close()
 		return p.cfgErr
 	}
+	if ta, ok := ln.Addr().(*net.TCPAddr); ok && !aware {
+		p.shards.ordinaryPort.Store(int32(ta.Port))
+	}
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
 
-	g := &group{}
-	p.setServing(g)
+	g := &group{aware: aware}
+	if !aware {
+		p.setServing(g)
+	}
 	if !p.noLoop && p.nodeTLS == nil {
 		p.loops.start() // an error is reported with each connection that falls back (toLoop)
 	}
@@ -184,12 +198,14 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 			continue
 		}
 		p.accepted.Add(1)
-		c := p.newConn(p.acceptTLS(nc), g)
+		c := p.newConn(p.acceptTLS(nc), g, aware)
 		g.wg.Add(1) // done by retire
 		go c.serve(ctx)
 	}
 	ln.Close()
-	p.setServing(nil)
+	if !aware {
+		p.setServing(nil)
+	}
 	p.drain(g)
 	return err
 }
@@ -221,7 +237,13 @@ func sleep(ctx context.Context, d time.Duration) bool {
 }
 
 // group is the set of connections accepted by one Serve call.
-type group struct{ wg sync.WaitGroup }
+type group struct {
+	wg sync.WaitGroup
+	// aware says it is ServeShardAware's, whose connections get a node connection on the
+	// shard they ask for (shards.go); a connection learns it from its group, which costs
+	// it no field of its own.
+	aware bool
+}
 
 // drain stops the connections of g from reading new requests, waits up to DrainTimeout for
 // their requests in flight, then closes what remains and waits for it to end.
@@ -316,6 +338,7 @@ func (p *Proxy) unregister(c *conn) {
 	p.mu.Lock()
 	delete(p.conns, c)
 	c.Counters.AddTo(&p.retired)
+	p.retireShard(c)
 	p.mu.Unlock()
 	if p.sh.Metrics != nil {
 		p.sh.Metrics.ConnClosed()

@@ -220,6 +220,10 @@ type Status struct {
 		} `json:"handover"`
 		Build buildinfo.Info `json:"build"`
 	} `json:"process"`
+	Shards *struct {
+		RequestsByShard    map[string]uint64 `json:"requests_by_shard"`
+		CrossShardRequests uint64            `json:"cross_shard_requests"`
+	} `json:"shards"`
 }
 
 // ParseStatus decodes GET /tracecar/status.

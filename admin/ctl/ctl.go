@@ -264,6 +264,9 @@ func showStatus(body []byte) (string, error) {
 			s += " (" + st.Guardrail.Detail + ")"
 		}
 	}
+	if sh := st.Shards; sh != nil {
+		s += fmt.Sprintf(" cross_shard=%d shard_requests=%s", sh.CrossShardRequests, byShard(sh.RequestsByShard))
+	}
 	if p := st.Process; p != nil {
 		s += fmt.Sprintf(" pid=%d started=%s", p.PID, p.StartedAt.UTC().Format(time.RFC3339))
 		if p.SchedPolicy != "" {
@@ -375,4 +378,25 @@ func printTable(w io.Writer, results []result) bool {
 	}
 	tw.Flush()
 	return ok
+}
+
+// byShard formats requests by shard as 0:n,1:n,… in shard order.
+func byShard(m map[string]uint64) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		a, _ := strconv.Atoi(keys[i])
+		b, _ := strconv.Atoi(keys[j])
+		return a < b
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + ":" + strconv.FormatUint(m[k], 10)
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ",")
 }

@@ -187,6 +187,11 @@ type hostRow struct {
 	guardrail   string
 	drops       uint64 // sessions dropped by full sink queues, since start
 	dropsDelta  uint64 // of those, in the interval
+	// cross counts the requests sent to a ScyllaDB shard that does not own their token,
+	// since start, of shardReqs requests on connections whose shard is known; hasShards
+	// says the sidecar reported shards.
+	cross, shardReqs uint64
+	hasShards        bool
 }
 
 // stmtRow is one statement over the interval.
@@ -230,6 +235,12 @@ func buildView(hosts []string, prev, cur []hostSample, order string) topView {
 			for _, n := range c.status.SinkDropped {
 				row.drops += n
 			}
+			if sh := c.status.Shards; sh != nil {
+				row.hasShards, row.cross = true, sh.CrossShardRequests
+				for _, n := range sh.RequestsByShard {
+					row.shardReqs += n
+				}
+			}
 			modes[row.mode]++
 			probs[row.probability]++
 			guards[row.guardrail]++
@@ -260,6 +271,9 @@ func buildView(hosts []string, prev, cur []hostSample, order string) topView {
 		}
 		v.cluster.drops += row.drops
 		v.cluster.dropsDelta += row.dropsDelta
+		v.cluster.cross += row.cross
+		v.cluster.shardReqs += row.shardReqs
+		v.cluster.hasShards = v.cluster.hasShards || row.hasShards
 		v.hosts = append(v.hosts, row)
 		for _, q := range c.queries {
 			v.inflight = append(v.inflight, inflightRow{host: row.host, q: q})

@@ -67,8 +67,9 @@ func render(v topView, o screenOpts) []textLine {
 				add(styleWarn, "  %-24s error: %v", h.host, h.err)
 				continue
 			}
-			add(styleNormal, "  %-24s %10s %8s %8s  %-10s %-6s %-12s %d (+%d)", h.host, rate(h.opsPerSec, v.interval),
-				latency(h.p50, h.hasLatency), latency(h.p99, h.hasLatency), h.mode, h.probability, h.guardrail, h.drops, h.dropsDelta)
+			add(styleNormal, "  %-24s %10s %8s %8s  %-10s %-6s %-12s %d (+%d)%s", h.host, rate(h.opsPerSec, v.interval),
+				latency(h.p50, h.hasLatency), latency(h.p99, h.hasLatency), h.mode, h.probability, h.guardrail, h.drops, h.dropsDelta,
+				crossShard(h, "  cross-shard "))
 		}
 	}
 	out = append(out, textLine{})
@@ -116,7 +117,20 @@ func render(v topView, o screenOpts) []textLine {
 func hostFigures(h hostRow, interval time.Duration) string {
 	return fmt.Sprintf("%s op/s  p50 %s  p99 %s  mode %s  probability %s  guardrail %s  sink drops %d (+%d)",
 		rate(h.opsPerSec, interval), latency(h.p50, h.hasLatency), latency(h.p99, h.hasLatency),
-		h.mode, h.probability, h.guardrail, h.drops, h.dropsDelta)
+		h.mode, h.probability, h.guardrail, h.drops, h.dropsDelta) + crossShard(h, "  cross-shard ")
+}
+
+// crossShard formats the requests sent to a shard that does not own their token, and
+// their share, after label; empty when the host reported no shards.
+func crossShard(h hostRow, label string) string {
+	if !h.hasShards {
+		return ""
+	}
+	share := 0.0
+	if h.shardReqs > 0 {
+		share = 100 * float64(h.cross) / float64(h.shardReqs)
+	}
+	return fmt.Sprintf("%s%d (%.1f%%)", label, h.cross, share)
 }
 
 // printPlain writes one refresh as plain lines: one for the cluster, one per host, one per
@@ -127,14 +141,18 @@ func printPlain(w io.Writer, v topView, limit int) {
 		at, v.cluster.up, v.cluster.total, shortDuration(v.interval), v.sort, rate(v.cluster.opsPerSec, v.interval),
 		latency(v.cluster.p50, v.cluster.hasLatency), latency(v.cluster.p99, v.cluster.hasLatency),
 		quoteIfSpaced(v.cluster.mode), quoteIfSpaced(v.cluster.probability), quoteIfSpaced(v.cluster.guardrail), v.cluster.drops)
+	// The cluster's cross-shard requests, when a host reported shards, on a line of its own.
+	if v.cluster.hasShards {
+		fmt.Fprintf(w, "%s shards cross_shard=%d shard_requests=%d\n", at, v.cluster.cross, v.cluster.shardReqs)
+	}
 	for _, h := range v.hosts {
 		if h.err != nil {
 			fmt.Fprintf(w, "%s host=%s error=%q\n", at, h.host, h.err.Error())
 			continue
 		}
-		fmt.Fprintf(w, "%s host=%s ops_per_s=%s p50=%s p99=%s mode=%s probability=%s guardrail=%s sink_drops=%d\n",
+		fmt.Fprintf(w, "%s host=%s ops_per_s=%s p50=%s p99=%s mode=%s probability=%s guardrail=%s sink_drops=%d%s\n",
 			at, h.host, rate(h.opsPerSec, v.interval), latency(h.p50, h.hasLatency), latency(h.p99, h.hasLatency),
-			h.mode, h.probability, h.guardrail, h.drops)
+			h.mode, h.probability, h.guardrail, h.drops, plainCrossShard(h))
 	}
 	if v.interval > 0 {
 		fmt.Fprintf(w, "%s statements active=%d calls_per_s=%.1f stats_off_hosts=%d\n", at, len(v.stmts), v.calls, v.statsOff)
@@ -270,4 +288,13 @@ func fit(s string, width int) string {
 		return s
 	}
 	return string(r[:width-1]) + "…"
+}
+
+// plainCrossShard is a host's cross-shard figures for the plain output, empty when it
+// reported no shards.
+func plainCrossShard(h hostRow) string {
+	if !h.hasShards {
+		return ""
+	}
+	return fmt.Sprintf(" cross_shard=%d shard_requests=%d", h.cross, h.shardReqs)
 }

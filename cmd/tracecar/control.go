@@ -220,7 +220,7 @@ func (st *stack) handoff(ctx context.Context, succ *sidecar.Successor, ctl *net.
 	st.ho.setGate(fmt.Sprintf("this sidecar (pid %d) is handing over to process %d: send changes to the new process once it serves", os.Getpid(), peer.PID))
 	resume := func(err error) error {
 		st.ho.setGate("")
-		if rerr := errors.Join(st.cqlLn.Resume(), st.adminLn.Resume()); rerr != nil {
+		if rerr := errors.Join(st.cqlLn.Resume(), st.adminLn.Resume(), st.resumeShardAware()); rerr != nil {
 			log.Error().Err(rerr).Msg("handover: could not resume accepting")
 		}
 		return err
@@ -233,6 +233,14 @@ func (st *stack) handoff(ctx context.Context, succ *sidecar.Successor, ctl *net.
 	if err != nil {
 		return resume(err)
 	}
+	files := []sidecar.ListenerFile{{Name: "cql", File: cf}, {Name: "admin", File: af}}
+	if st.awareLn != nil {
+		sf, err := st.awareLn.Pause()
+		if err != nil {
+			return resume(err)
+		}
+		files = append(files, sidecar.ListenerFile{Name: "shard-aware", File: sf})
+	}
 	ctlFile, err := ctl.File()
 	if err != nil {
 		return resume(err)
@@ -243,7 +251,7 @@ func (st *stack) handoff(ctx context.Context, succ *sidecar.Successor, ctl *net.
 		return resume(err)
 	}
 	offerCtx, cancel := context.WithTimeout(ctx, takeoverTimeout)
-	err = succ.Offer(offerCtx, []sidecar.ListenerFile{{Name: "cql", File: cf}, {Name: "admin", File: af}, {Name: "control", File: ctlFile}}, state)
+	err = succ.Offer(offerCtx, append(files, sidecar.ListenerFile{Name: "control", File: ctlFile}), state)
 	cancel()
 	if err != nil {
 		return resume(fmt.Errorf("offer the listeners: %w", err))

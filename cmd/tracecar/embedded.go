@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -52,5 +53,17 @@ func newNodeAPI(srv *node.Server, reg *logs.Registry, token string, insecure boo
 	accepted := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tracecar_node_connections_accepted_total",
 		Help: "Client connections the node accepted."}, func() float64 { return float64(srv.Accepted()) })
 	opts = append(opts, admin.WithCollector(accepted))
+	if shards := srv.ShardConnections(); shards != nil {
+		cross := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tracecar_node_cross_shard_requests_total",
+			Help: "EXECUTEs whose partition key another shard owns than their connection's (with --shards)."},
+			func() float64 { return float64(srv.CrossShardRequests()) })
+		opts = append(opts, admin.WithCollector(cross))
+		for i := range shards {
+			g := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tracecar_node_shard_connections",
+				Help: "Open client connections per shard (with --shards).", ConstLabels: prometheus.Labels{"shard": strconv.Itoa(i)}},
+				func() float64 { return float64(srv.ShardConnections()[i]) })
+			opts = append(opts, admin.WithCollector(g))
+		}
+	}
 	return admin.New(admin.Config{Token: token, Insecure: insecure, Logger: reg.Logger(logs.Admin)}, tr, reg, opts...)
 }

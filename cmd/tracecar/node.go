@@ -16,6 +16,7 @@ import (
 	"github.com/tracecar/tracecar/internal/lifecycle"
 	"github.com/tracecar/tracecar/internal/logs"
 	"github.com/tracecar/tracecar/internal/node"
+	"github.com/tracecar/tracecar/internal/sharding"
 )
 
 // nodeFlags are the flags of "tracecar node".
@@ -23,7 +24,8 @@ type nodeFlags struct {
 	listen, api, auth, token, dcs     *string
 	insecure, sameIP, control, scylla *bool
 	views                             *bool
-	nodes, numTokens                  *int
+	nodes, numTokens, shards          *int
+	shardAware                        *string
 	serverTLS                         *serverTLSFlags
 	maxFrame                          *byteSize
 	maxVersion                        *protocolVersion
@@ -46,9 +48,44 @@ func addNodeFlags(fs *flag.FlagSet) nodeFlags {
 		maxFrame:   maxFrameSizeFlag(fs),
 		maxVersion: maxProtocolVersionFlag(fs, "the node speaks"),
 		scylla:     fs.Bool("scylla-supported", false, "answer OPTIONS with ScyllaDB's SUPPORTED keys too (SCYLLA_SHARD, SCYLLA_NR_SHARDS, SCYLLA_SHARD_AWARE_PORT, …), to test shard-aware drivers"),
+		shards:     fs.Int("shards", 0, "with --scylla-supported: emulate ScyllaDB's sharding with N shards (1 to 4096): a shard-aware port, SCYLLA_SHARD per connection, cross-shard requests counted in /metrics; 0 means none"),
+		shardAware: fs.String("shard-aware-listen", "", "with --shards: the shard-aware port's address (of node 1 with --nodes); default the --listen IP on port 19042 (19142 with TLS), or port 0 when --listen's is 0"),
 		logs:       addLogFlags(fs),
 		views:      fs.Bool("materialized-views", true, "materialized views, on as in ScyllaDB; false refuses CREATE MATERIALIZED VIEW as a stock Cassandra 4.1 does"),
 	}
+}
+
+// listenShardAware checks --shards and --shard-aware-listen and listens on each node's
+// shard-aware port; nil without --shards.
+func (f nodeFlags) listenShardAware(nodes int, tlsOn bool) ([]net.Listener, error) {
+	n := *f.shards
+	switch {
+	case n == 0:
+		if *f.shardAware != "" {
+			return nil, usageErrorf("--shard-aware-listen needs --shards")
+		}
+		return nil, nil
+	case n < 0 || n > sharding.MaxShards:
+		return nil, usageErrorf("--shards must be from 1 to %d, got %d", sharding.MaxShards, n)
+	case !*f.scylla:
+		return nil, usageErrorf("--shards needs --scylla-supported: only a ScyllaDB node has shards")
+	}
+	addr := *f.shardAware
+	if addr == "" {
+		ap, err := netip.ParseAddrPort(*f.listen)
+		if err != nil {
+			return nil, usageErrorf("--shards: --listen %q must be IP:PORT, or give --shard-aware-listen", *f.listen)
+		}
+		port := uint16(19042)
+		if tlsOn {
+			port = 19142
+		}
+		if ap.Port() == 0 {
+			port = 0
+		}
+		addr = netip.AddrPortFrom(ap.Addr(), port).String()
+	}
+	return listenNodes(addr, nodes, *f.sameIP)
 }
 
 func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -84,6 +121,12 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	awareLns, err := f.listenShardAware(layout.nodes, tlsCfg != nil)
+	if err != nil {
+		closeAll(lns)
+		return err
+	}
+	lns = append(lns, awareLns...)
 	var alns []net.Listener
 	if *f.api != "" {
 		if alns, err = listenNodes(*f.api, layout.nodes, *f.sameIP); err != nil {
@@ -94,14 +137,14 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	cluster, err := node.NewCluster(node.ClusterConfig{
 		NumTokens: *f.numTokens, DCs: layout.dcs, Auth: *f.auth, TLS: tlsCfg, Logger: reg.Logger(logs.Node),
 		MaxFrameSize: f.maxFrame.n, ScyllaSupported: *f.scylla, MaxProtocolVersion: byte(version),
-		NoMaterializedViews: !*f.views,
-	}, lns)
+		NoMaterializedViews: !*f.views, Shards: *f.shards, ShardAware: awareLns,
+	}, lns[:layout.nodes])
 	if err != nil {
 		closeAll(lns)
 		closeAll(alns)
 		return usageErrorf("%v", err)
 	}
-	return serveNodes(ctx, cluster, lns, alns, f, reg, stdout)
+	return serveNodes(ctx, cluster, lns[:layout.nodes], alns, f, reg, stdout)
 }
 
 // serveNodes serves the cluster and each node's API in one lifecycle group: every server
@@ -123,6 +166,9 @@ func serveNodes(ctx context.Context, cluster *node.Cluster, lns, alns []net.List
 			who = fmt.Sprintf("tracecar node %d", i+1)
 		}
 		fmt.Fprintf(stdout, "%s: CQL on %s\n", who, lns[i].Addr())
+		if a := cluster.ShardAwareAddr(i); a != "" {
+			fmt.Fprintf(stdout, "%s: shard-aware port on %s (%d shards)\n", who, a, *f.shards)
+		}
 		if alns != nil {
 			fmt.Fprintf(stdout, "%s: API on http://%s\n", who, alns[i].Addr())
 			srv, aln := cluster.Node(i), alns[i]

@@ -44,6 +44,9 @@ func serveSidecar(ctx context.Context, cfg stackConfig, hf *handoverFlags, live 
 		return err
 	}
 	fmt.Fprintf(stdout, "tracecar sidecar: CQL on %s -> node %s, admin API %s\n", st.Sidecar, st.Node, st.Admin)
+	if st.ShardAware != "" {
+		fmt.Fprintf(stdout, "tracecar sidecar: shard-aware port on %s\n", st.ShardAware)
+	}
 	if cfg.controlSocket == "" && hf.controlSocket != "none" {
 		cfg.controlSocket, cfg.controlDefault = defaultControlSocket(st.Sidecar), true
 		st.ho.setControlSocket(cfg.controlSocket)

@@ -92,6 +92,7 @@ func addAddressFlags(fs *flag.FlagSet, cfg *stackConfig) {
 	fs.StringVar(&cfg.AdvertiseAddr, "advertise-address", "", "address written into system.local/peers rpc_address (default: the local address of each client connection)")
 	fs.IntVar(&cfg.PeerPort, "peer-port", 0, "port of the sidecars beside peer nodes (default: the advertised port)")
 	fs.DurationVar(&cfg.DrainTimeout, "drain-timeout", 10*time.Second, "how long shutdown, or a handover to a new process (--takeover), waits for in-flight requests")
+	fs.StringVar(&cfg.ShardAwareListen, "shard-aware-listen", "", "ScyllaDB's shard-aware port of the sidecar, as IP:PORT, or off; default: the --listen IP with the node's shard-aware port number, once a client's OPTIONS shows the node has several shards")
 }
 
 // addAdminFlags defines the admin API's token and TLS.
@@ -146,6 +147,9 @@ func (f *sidecarFlags) checkTransport(cfg *stackConfig) (schedpolicy.Policy, err
 	cfg.MaxFrameSize = f.maxFrame.n
 	cfg.MaxRequestInFlight = f.inFlight.n
 	if cfg.MaxProtocolVersion, err = f.maxVersion.check(); err != nil {
+		return none, err
+	}
+	if err := checkShardAwareListen(cfg.ShardAwareListen); err != nil {
 		return none, err
 	}
 	if cfg.MaxConnections < 0 {

@@ -54,6 +54,9 @@ type stackConfig struct {
 	MaxProtocolVersion int // the highest version the proxy lets through; zero means 5
 	MaxConnections     int // zero means no limit
 	MaxRequestInFlight int // bytes of client frames held whole; zero means the default
+	// ShardAwareListen is the sidecar's shard-aware port (--shard-aware-listen): IP:PORT,
+	// "off", or "" for the --listen IP with the node's port number, once learnt.
+	ShardAwareListen string
 
 	// The runtime guardrail and the node's management API (see guardrail.go).
 	Guardrail guardrail.Budget
@@ -84,6 +87,7 @@ type stackConfig struct {
 // run by the lifecycle group it joins (join).
 type stack struct {
 	Sidecar, Admin, Node, NodeAPI string // addresses
+	ShardAware                    string // the shard-aware port's, when given as IP:PORT
 	tracer                        *tracing.Tracer
 	guard                         *guardrail.Controller
 	proxy                         *sidecar.Proxy
@@ -110,6 +114,7 @@ type stack struct {
 	// pauses and hands over, the runtime state it hands over, and what /tracecar/status and
 	// /metrics say of it.
 	cqlLn, adminLn *sidecar.Listener
+	awareLn        *sidecar.Listener // the shard-aware one, when given as IP:PORT
 	reg            *logs.Registry
 	stmts          *statements.Stats
 	embedded       bool // the node runs in this process: no handover

@@ -94,7 +94,7 @@ func (st *stack) adminOptions(cfg stackConfig, nodeKind string, capt *capture.Ca
 	// the node session that reads the schema closes.
 	st.closers = append([]func(context.Context) error{capt.Close}, st.closers...)
 	st.ho = newHandoverState(st, cfg)
-	return append(adminOpts, st.ho.adminOptions()...), nil
+	return append(append(adminOpts, st.ho.adminOptions()...), st.shardOptions()...), nil
 }
 
 // proxyConfig is the configuration of the stack's proxy.
@@ -117,6 +117,7 @@ func (st *stack) proxyConfig(cfg stackConfig, m *metrics.Metrics, capt *capture.
 		Statements:             st.stmts,
 		Capture:                capt,
 		NoEventLoop:            os.Getenv("TRACECAR_EVENT_LOOP") == "off", // README: Performance
+		ShardAwareHost:         shardAwareHost(cfg),
 	}
 }
 
@@ -149,6 +150,11 @@ func (st *stack) listen(cfg stackConfig, adminOpts []admin.Option) error {
 		return err
 	}
 	st.cqlLn, st.adminLn = sidecar.NewListener(pln), sidecar.NewListener(aln)
+	if err := st.listenShardAware(cfg); err != nil {
+		pln.Close()
+		aln.Close()
+		return err
+	}
 	st.front = append(st.front,
 		func(ctx context.Context) error { return st.proxy.Serve(ctx, st.cqlLn) },
 		func(ctx context.Context) error { return st.api.Serve(ctx, st.adminLn) },

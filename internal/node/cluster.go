@@ -33,6 +33,12 @@ type ClusterConfig struct {
 	ScyllaSupported     bool
 	MaxProtocolVersion  byte
 	NoMaterializedViews bool
+	// Shards is as in Config, for every node. ShardAware, when set, holds each node's
+	// shard-aware listener (Server.ServeShardAware), in the order of the CQL listeners.
+	Shards     int
+	ShardAware []net.Listener
+	// ScyllaOverride is as in Config, for every node.
+	ScyllaOverride map[string][]string
 }
 
 // Cluster is an embedded cluster: one Server per listener, all sharing one Engine, so
@@ -57,6 +63,8 @@ type clusterNode struct {
 
 	// Guarded by Cluster.mu.
 	ln     net.Listener
+	aln    net.Listener // the shard-aware one, or nil
+	aaddr  string
 	cancel context.CancelFunc
 	done   chan struct{} // closed when Serve returns
 	up     bool
@@ -89,8 +97,14 @@ func NewCluster(cfg ClusterConfig, lns []net.Listener) (*Cluster, error) {
 		NoMaterializedViews: cfg.NoMaterializedViews})
 	c := &Cluster{engine: e, startc: make(chan startReq), quit: make(chan struct{})}
 	for i, ln := range lns {
-		srv := New(Config{Auth: cfg.Auth, TLS: cfg.TLS, Logger: cfg.Logger, MaxFrameSize: cfg.MaxFrameSize, ScyllaSupported: cfg.ScyllaSupported, MaxProtocolVersion: cfg.MaxProtocolVersion, ClusterName: cfg.ClusterName, Engine: e, Node: i})
-		c.nodes = append(c.nodes, &clusterNode{srv: srv, addr: addrs[i], ln: ln})
+		srv := New(Config{Auth: cfg.Auth, TLS: cfg.TLS, Logger: cfg.Logger, MaxFrameSize: cfg.MaxFrameSize, ScyllaSupported: cfg.ScyllaSupported, MaxProtocolVersion: cfg.MaxProtocolVersion, ClusterName: cfg.ClusterName, Engine: e, Node: i, Shards: cfg.Shards, ScyllaOverride: cfg.ScyllaOverride})
+		n := &clusterNode{srv: srv, addr: addrs[i], ln: ln}
+		if i < len(cfg.ShardAware) && cfg.ShardAware[i] != nil {
+			n.aln, n.aaddr = cfg.ShardAware[i], cfg.ShardAware[i].Addr().String()
+			// SUPPORTED names the port from the start, before its listener is served.
+			srv.awarePort.Store(int32(n.aln.Addr().(*net.TCPAddr).Port))
+		}
+		c.nodes = append(c.nodes, n)
 	}
 	return c, nil
 }
@@ -103,6 +117,9 @@ func (c *Cluster) Node(i int) *Server { return c.nodes[i].srv }
 
 // Addr returns node i's CQL address.
 func (c *Cluster) Addr(i int) netip.AddrPort { return c.nodes[i].addr }
+
+// ShardAwareAddr returns node i's shard-aware address, empty without one.
+func (c *Cluster) ShardAwareAddr(i int) string { return c.nodes[i].aaddr }
 
 // Engine returns the engine the nodes share.
 func (c *Cluster) Engine() *Engine { return c.engine }
@@ -117,7 +134,7 @@ func (c *Cluster) Up(i int) bool {
 // Serve runs every node until ctx is done, and serves Start meanwhile. It returns nil when
 // ctx ended it, or the first error of a node that failed on its own. Call it once.
 func (c *Cluster) Serve(ctx context.Context) error {
-	errc := make(chan error, len(c.nodes))
+	errc := make(chan error, 2*len(c.nodes))
 	c.mu.Lock()
 	c.serving = true
 	for i := range c.nodes {
@@ -161,10 +178,25 @@ func (c *Cluster) run(ctx context.Context, i int, errc chan<- error) {
 	n := c.nodes[i]
 	nctx, cancel := context.WithCancel(ctx)
 	n.cancel, n.done, n.up = cancel, make(chan struct{}), true
-	ln, done := n.ln, n.done
+	ln, aln, done := n.ln, n.aln, n.done
+	var awareDone chan struct{}
+	if aln != nil {
+		awareDone = make(chan struct{})
+		go func() {
+			defer close(awareDone)
+			if err := n.srv.ServeShardAware(nctx, aln); err != nil {
+				errc <- fmt.Errorf("node %d shard-aware port: %w", i+1, err)
+			}
+		}()
+	}
 	go func() {
 		defer close(done)
-		if err := n.srv.Serve(nctx, ln); err != nil {
+		err := n.srv.Serve(nctx, ln)
+		if awareDone != nil {
+			cancel()
+			<-awareDone
+		}
+		if err != nil {
 			errc <- fmt.Errorf("node %d: %w", i+1, err)
 		}
 	}()
@@ -229,6 +261,12 @@ func (c *Cluster) start(ctx context.Context, i int, errc chan<- error) error {
 		return fmt.Errorf("node %d: listen again on %s: %w", i+1, n.addr, err)
 	}
 	n.ln = ln
+	if n.aln != nil {
+		if n.aln, err = listenAgain(ctx, n.aaddr); err != nil {
+			ln.Close()
+			return fmt.Errorf("node %d: listen again on %s: %w", i+1, n.aaddr, err)
+		}
+	}
 	c.run(ctx, i, errc)
 	return nil
 }

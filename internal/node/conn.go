@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
-	"maps"
 	"net"
 	"net/netip"
 	"strconv"
@@ -71,6 +70,10 @@ type conn struct {
 	// decoded in place, its bound values reuse one backing array (cql.DecodeExecuteInto),
 	// which request would otherwise allocate, with the Execute, for every request.
 	exec cql.Execute
+	// shard is the connection's shard (Config.Shards); rk the routing key of the last
+	// EXECUTE counted.
+	shard int
+	rk    []byte
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -257,7 +260,7 @@ func (c *conn) handle(h cql.Header, body []byte) error {
 			"PROTOCOL_VERSIONS": c.s.protocolVersions(),
 		}
 		if c.s.cfg.ScyllaSupported {
-			maps.Copy(opts, ScyllaSupportedOptions)
+			c.scyllaOptions(opts)
 		}
 		c.send(h, 0, cql.ResponsePrefix{}, cql.Supported{Options: opts})
 		return nil
@@ -441,6 +444,9 @@ func (c *conn) request(h cql.Header, body []byte) {
 				res, err = c.s.engine.ExecuteMetadata(&c.sess, e.ID, e.ResultMetadataID, &e.Params, etr)
 			} else {
 				res, err = c.s.engine.Execute(&c.sess, e.ID, &e.Params, etr)
+			}
+			if c.s.shardConns != nil {
+				c.countShard(e)
 			}
 		}
 		// Keep the values' array, and nothing that it or e pointed into: a large frame's

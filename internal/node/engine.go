@@ -294,6 +294,22 @@ func (e *Engine) execute(s *Session, id []byte, p *cql.QueryParams, tr Tracer, c
 	return e.runChecked(s, pr, p, tr, check, resultID)
 }
 
+// PartitionKeyIndexes returns the bind markers that make the partition key of prepared
+// statement id, in the key's order, as its PREPARED result gives them: nil when the
+// statement is unknown or its key is not all bound.
+func (e *Engine) PartitionKeyIndexes(id []byte) []uint16 {
+	e.prepMu.RLock()
+	pr := e.prepared[string(id)]
+	e.prepMu.RUnlock()
+	if pr == nil {
+		return nil
+	}
+	if c := pr.plan.Load(); c != nil {
+		return c.meta.PKIndexes
+	}
+	return nil
+}
+
 func hexString(b []byte) string {
 	const digits = "0123456789abcdef"
 	out := make([]byte, 0, 2+2*len(b))

@@ -737,6 +737,8 @@ func (p *parser) using(ttl, ts **term) {
 			*ttl = p.value()
 		case p.acceptKeyword("timestamp"):
 			*ts = p.value()
+		case p.acceptKeyword("timeout"):
+			p.usingTimeout()
 		default:
 			p.unexpected()
 		}
@@ -1060,7 +1062,31 @@ func (p *parser) selectStmt() statement {
 		p.expectKeyword("filtering")
 		st.allowFiltering = true
 	}
+	p.scyllaSelectTail()
 	return st
+}
+
+// scyllaSelectTail accepts ScyllaDB's extensions at the end of a SELECT, which its drivers
+// and tools send: BYPASS CACHE (a hint about the row cache, which the node has not) and
+// USING TIMEOUT.
+func (p *parser) scyllaSelectTail() {
+	if p.acceptKeyword("bypass") {
+		p.expectKeyword("cache")
+	}
+	if p.acceptKeyword("using") {
+		p.expectKeyword("timeout")
+		p.usingTimeout()
+	}
+}
+
+// usingTimeout reads the duration of ScyllaDB's USING TIMEOUT, which the node accepts
+// and does not apply (it answers long before any timeout). Only a literal duration is
+// taken, as ScyllaDB's drivers send it (5000ms); a bind marker is refused.
+func (p *parser) usingTimeout() {
+	if p.tok.kind != tDuration {
+		p.failf("USING TIMEOUT takes a literal duration such as 5000ms or 2s, got %s", p.quote(p.tok))
+	}
+	p.advance()
 }
 
 func (p *parser) limitValue() *term {

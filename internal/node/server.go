@@ -66,6 +66,18 @@ type Config struct {
 	// NoMaterializedViews refuses materialized views as a stock Cassandra 4.1 does
 	// (EngineConfig.NoMaterializedViews); the zero value has them, as ScyllaDB.
 	NoMaterializedViews bool
+	// Shards, with ScyllaSupported, makes the node emulate ScyllaDB's sharding: each
+	// connection belongs to one of Shards shards, reported in SUPPORTED as SCYLLA_SHARD; a
+	// connection on the shard-aware port (ServeShardAware) gets the shard source port %
+	// Shards, one on the ordinary port the shard with the fewest connections; and an EXECUTE
+	// whose partition key another shard owns (biased-token-round-robin) is counted
+	// (CrossShardRequests). Zero means ScyllaSupportedOptions' one shard and no
+	// shard-aware port.
+	Shards int
+	// ScyllaOverride, with ScyllaSupported, is written over the SCYLLA_* keys of every
+	// SUPPORTED (a nil value removes the key): for tests of how clients and the sidecar
+	// take malformed ones. Nil changes nothing.
+	ScyllaOverride map[string][]string
 }
 
 // Server is the embedded in-memory CQL node: a single-node Cassandra 4 look-alike speaking
@@ -83,6 +95,10 @@ type Server struct {
 	prob     atomic.Uint64 // math.Float64bits of the node's trace probability
 	requests atomic.Uint64
 	accepted atomic.Uint64
+
+	shardConns []atomic.Int64 // connections per shard, when Config.Shards > 0
+	crossShard atomic.Uint64
+	awarePort  atomic.Int32 // of ServeShardAware's listener
 }
 
 // PasswordAuthenticator is the authenticator class name sent in AUTHENTICATE.
@@ -92,6 +108,9 @@ const PasswordAuthenticator = "org.apache.cassandra.auth.PasswordAuthenticator"
 // listening address, so that system.local reports it.
 func New(cfg Config) *Server {
 	s := &Server{cfg: cfg, conns: make(map[*conn]struct{}), nop: zerolog.Nop()}
+	if cfg.Shards > 0 {
+		s.shardConns = make([]atomic.Int64, cfg.Shards)
+	}
 	if u, p, ok := strings.Cut(cfg.Auth, ":"); ok {
 		s.user, s.pass = u, p
 	}
@@ -164,7 +183,27 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		s.engine.OnSchemaChange(s.broadcastSchemaChange)
 	}
 	s.mu.Unlock()
+	return s.serve(ctx, ln, false)
+}
 
+// ServeShardAware accepts connections on ln, the node's shard-aware port, until ctx is
+// done: a connection from source port p belongs to shard p % Config.Shards, and SUPPORTED
+// names ln's port as SCYLLA_SHARD_AWARE_PORT (SCYLLA_SHARD_AWARE_PORT_SSL with TLS). It
+// needs Config.Shards and an engine: Config.Engine, or Serve started first.
+func (s *Server) ServeShardAware(ctx context.Context, ln net.Listener) error {
+	if s.cfg.Shards <= 0 {
+		ln.Close()
+		return errors.New("node: a shard-aware port needs Config.Shards")
+	}
+	ap, err := netip.ParseAddrPort(ln.Addr().String())
+	if err != nil {
+		return fmt.Errorf("node: listener address %s: %w", ln.Addr(), err)
+	}
+	s.awarePort.Store(int32(ap.Port()))
+	return s.serve(ctx, ln, true)
+}
+
+func (s *Server) serve(ctx context.Context, ln net.Listener, aware bool) error {
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
 	var wg sync.WaitGroup
@@ -196,6 +235,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		c := newConn(s, s.wrapTLS(nc))
 		s.mu.Lock()
 		s.conns[c] = struct{}{}
+		c.shard = s.assignShard(nc.RemoteAddr(), aware)
 		s.mu.Unlock()
 		wg.Add(1)
 		go func() {
@@ -203,6 +243,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			c.serve()
 			s.mu.Lock()
 			delete(s.conns, c)
+			if s.shardConns != nil {
+				s.shardConns[c.shard].Add(-1)
+			}
 			s.mu.Unlock()
 		}()
 	}

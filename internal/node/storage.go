@@ -5,13 +5,13 @@ import (
 	"cmp"
 	"encoding/binary"
 	"math"
-	"math/bits"
 	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
 
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/sharding"
 )
 
 // Storage keeps every value as its serialized bytes. Stored byte slices are never
@@ -685,108 +685,5 @@ func decodePK(b []byte, n int) ([][]byte, bool) {
 	return out, len(b) == 0
 }
 
-// murmur3Token is Cassandra's Murmur3Partitioner token: the first 64 bits of MurmurHash3
-// x64 128 with seed 0, including Cassandra's sign extension of tail bytes.
-func murmur3Token(data []byte) int64 {
-	const c1, c2 = 0x87c37b91114253d5, 0x4cf5ad432745937f
-	var h1, h2 uint64
-	n := len(data)
-	nblocks := n / 16
-	for i := 0; i < nblocks; i++ {
-		k1 := binary.LittleEndian.Uint64(data[i*16:])
-		k2 := binary.LittleEndian.Uint64(data[i*16+8:])
-		k1 *= c1
-		k1 = bits.RotateLeft64(k1, 31)
-		k1 *= c2
-		h1 ^= k1
-		h1 = bits.RotateLeft64(h1, 27)
-		h1 += h2
-		h1 = h1*5 + 0x52dce729
-		k2 *= c2
-		k2 = bits.RotateLeft64(k2, 33)
-		k2 *= c1
-		h2 ^= k2
-		h2 = bits.RotateLeft64(h2, 31)
-		h2 += h1
-		h2 = h2*5 + 0x38495ab5
-	}
-	tail := data[nblocks*16:]
-	var k1, k2 uint64
-	sx := func(i int) uint64 { return uint64(int64(int8(tail[i]))) }
-	switch len(tail) & 15 {
-	case 15:
-		k2 ^= sx(14) << 48
-		fallthrough
-	case 14:
-		k2 ^= sx(13) << 40
-		fallthrough
-	case 13:
-		k2 ^= sx(12) << 32
-		fallthrough
-	case 12:
-		k2 ^= sx(11) << 24
-		fallthrough
-	case 11:
-		k2 ^= sx(10) << 16
-		fallthrough
-	case 10:
-		k2 ^= sx(9) << 8
-		fallthrough
-	case 9:
-		k2 ^= sx(8)
-		k2 *= c2
-		k2 = bits.RotateLeft64(k2, 33)
-		k2 *= c1
-		h2 ^= k2
-		fallthrough
-	case 8:
-		k1 ^= sx(7) << 56
-		fallthrough
-	case 7:
-		k1 ^= sx(6) << 48
-		fallthrough
-	case 6:
-		k1 ^= sx(5) << 40
-		fallthrough
-	case 5:
-		k1 ^= sx(4) << 32
-		fallthrough
-	case 4:
-		k1 ^= sx(3) << 24
-		fallthrough
-	case 3:
-		k1 ^= sx(2) << 16
-		fallthrough
-	case 2:
-		k1 ^= sx(1) << 8
-		fallthrough
-	case 1:
-		k1 ^= sx(0)
-		k1 *= c1
-		k1 = bits.RotateLeft64(k1, 31)
-		k1 *= c2
-		h1 ^= k1
-	}
-	h1 ^= uint64(n)
-	h2 ^= uint64(n)
-	h1 += h2
-	h2 += h1
-	h1 = fmix64(h1)
-	h2 = fmix64(h2)
-	h1 += h2
-	tok := int64(h1)
-	if tok == math.MinInt64 {
-		// Cassandra maps the minimum token to the maximum.
-		return math.MaxInt64
-	}
-	return tok
-}
-
-func fmix64(k uint64) uint64 {
-	k ^= k >> 33
-	k *= 0xff51afd7ed558ccd
-	k ^= k >> 33
-	k *= 0xc4ceb9fe1a85ec53
-	k ^= k >> 33
-	return k
-}
+// murmur3Token is Cassandra's Murmur3Partitioner token, as the sidecar computes it too.
+func murmur3Token(data []byte) int64 { return sharding.Token(data) }

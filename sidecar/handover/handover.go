@@ -84,6 +84,18 @@ type State struct {
 	// yet: the start of a frame.
 	ClientPending []byte `json:"client_pending,omitempty"`
 	NodePending   []byte `json:"node_pending,omitempty"`
+	// ShardAware says the connection came on the shard-aware port; Shard is its ScyllaDB
+	// shard, from its node's SUPPORTED, nil when none is known. The node connection, and
+	// so the shard, moves with it.
+	ShardAware bool   `json:"shard_aware,omitempty"`
+	Shard      *Shard `json:"shard,omitempty"`
+}
+
+// Shard is a connection's ScyllaDB shard, and the sharding that owns tokens.
+type Shard struct {
+	Shard     int  `json:"shard"`
+	NrShards  int  `json:"nr_shards"`
+	IgnoreMSB uint `json:"ignore_msb"`
 }
 
 // ackMsg answers a State: OK once the new process serves it, else why not (the old

@@ -52,6 +52,10 @@ type Conn struct {
 	ready   atomic.Bool  // handshake done: the full frame limit applies, see limits.go
 	// inSystem is set when USE made system the connection's keyspace (statement.go).
 	inSystem atomic.Bool
+	// shard is the connection's ScyllaDB shard and its counters, from its node's SUPPORTED
+	// (response side, rewriteSupported), nil when the node did not name one of several
+	// shards: a connection to a node without shards pays only this pointer (shards.go).
+	shard atomic.Pointer[shardConn]
 
 	Streams  StreamTable
 	Counters Counters

@@ -37,6 +37,9 @@ func (c *Conn) Request(h cql.Header, frame []byte, n int, arrived int64) (tracin
 	var fx Effect
 	if frame != nil {
 		req.kind, req.stmt, req.probe, fx = c.inspect(f)
+		if sc := c.shard.Load(); sc != nil && h.Opcode == cql.OpExecute {
+			c.sh.countShard(f, sc)
+		}
 		if h.Opcode == cql.OpPrepare && h.Stream >= 0 {
 			if st, ok := f.Statement(); ok {
 				req.query = string(st.Query)
@@ -150,6 +153,7 @@ func (c *Conn) Queued(req Inflight, arrived int64) {
 		now := tracing.Now()
 		m.Latency(req.Op, time.Duration(now-req.Start))
 		m.AddedLatency(time.Duration(now - arrived))
+		c.Shard().Added(1, now-arrived)
 	}
 }
 
@@ -159,7 +163,7 @@ func (c *Conn) ReadsBody(op cql.Opcode) bool {
 	case cql.OpStartup, cql.OpQuery, cql.OpPrepare:
 		return true
 	case cql.OpExecute:
-		return c.sh.Prepared.HasSystem() || c.sh.Statements != nil && c.sh.Statements.Enabled()
+		return c.sh.Prepared.HasSystem() || c.sh.Statements != nil && c.sh.Statements.Enabled() || c.shard.Load() != nil
 	case cql.OpBatch:
 		return c.sh.Statements != nil && c.sh.Statements.Enabled()
 	}

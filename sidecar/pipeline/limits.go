@@ -4,6 +4,7 @@ import (
 	"bytes"
 
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/sharding"
 )
 
 // FrameLimit returns the largest frame, header included, that the client may send now.
@@ -33,22 +34,29 @@ func (c *Conn) noteHandshake(op cql.Opcode) {
 	}
 }
 
-// Keys that SUPPORTED must not carry through the proxy: they name ports of the node that a
-// shard-aware driver (ScyllaDB's) would connect to directly, around the sidecar.
-var bypassKeys = [...]string{"SCYLLA_SHARD_AWARE_PORT", "SCYLLA_SHARD_AWARE_PORT_SSL"}
+// Keys that SUPPORTED must not carry through the proxy as the node wrote them: they name
+// ports of the node that a shard-aware driver (ScyllaDB's) would connect to directly,
+// around the sidecar. They are replaced by the proxy's own shard-aware ports when it has
+// them (shards.go), and removed otherwise.
+var bypassKeys = [...]string{sharding.KeyAwarePort, sharding.KeyAwarePortSSL}
 
-// rewriteSupported returns a SUPPORTED response without the keys that let a driver bypass
-// the proxy, or frame itself when it has none of them. The other SCYLLA_* keys (shard
-// count, partitioner, sharding algorithm) pass: a driver may still compute shards, it just
-// cannot reach them by another port.
+// rewriteSupported returns a SUPPORTED response whose shard-aware ports are the proxy's
+// (or absent), or frame itself when it names none. The other SCYLLA_* keys (the
+// connection's shard, the shard count, partitioner, sharding algorithm) pass, so that the
+// node's SCYLLA_SHARD for this connection reaches the client unchanged. It also records
+// the connection's shard, for the per-shard figures.
 //
-// A node answers every connection's OPTIONS with the same frame but for its stream id, so
-// the last one rewritten is kept (Proxy.supported): a frame like it costs a copy, not the
-// decoding of its multimap and an encoding (about 1.2 KiB of garbage for every new
-// connection).
+// A node answers every connection's OPTIONS with the same frame but for its stream id (and,
+// with shards, SCYLLA_SHARD), so the last ones rewritten are kept, one per shard
+// (Shared.supported): a frame like one of them costs a copy, not the decoding of its
+// multimap and an encoding (about 1.2 KiB of garbage for every new connection).
 func (c *Conn) rewriteSupported(f *cql.Frame) []byte {
 	frame := f.Raw()
-	if last := c.sh.supported.Load(); last != nil && last.matches(frame) {
+	ports := c.sh.ShardAwarePorts()
+	if last := c.sh.supported.find(frame, ports); last != nil {
+		if last.shard != nil {
+			c.shard.Store(&shardConn{info: *last.shard}) // once per connection
+		}
 		if last.out == nil {
 			return frame
 		}
@@ -64,24 +72,24 @@ func (c *Conn) rewriteSupported(f *cql.Frame) []byte {
 	if err != nil {
 		return frame
 	}
-	found := false
-	for _, k := range bypassKeys {
-		if _, ok := m.Options[k]; ok {
-			delete(m.Options, k)
-			found = true
-		}
+	sc, usable := learnShard(c, m.Options)
+	entry := &supportedRewrite{in: bytes.Clone(frame), ports: ports}
+	if sc != nil {
+		entry.shard = &sc.info
+		c.shard.Store(sc)
 	}
-	if !found {
-		c.sh.supported.Store(&supportedRewrite{in: bytes.Clone(frame)})
+	if !c.sh.replacePorts(m.Options, usable) {
+		c.sh.supported.store(entry)
 		return frame
 	}
 	out, ok := c.encode(h, prefix, m, comp)
 	if !ok {
 		return frame
 	}
-	c.sh.supported.Store(&supportedRewrite{in: bytes.Clone(frame), out: bytes.Clone(out)})
+	entry.out = bytes.Clone(out)
+	c.sh.supported.store(entry)
 	c.Debug().Msg(supportedRewritten)
 	return out
 }
 
-const supportedRewritten = "SUPPORTED: removed the shard-aware ports"
+const supportedRewritten = "SUPPORTED: the shard-aware ports are the sidecar's, or removed"

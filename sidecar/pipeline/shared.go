@@ -11,6 +11,7 @@ import (
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/internal/logs"
 	"github.com/tracecar/tracecar/internal/metrics"
+	"github.com/tracecar/tracecar/internal/sharding"
 	"github.com/tracecar/tracecar/tracing"
 	"github.com/tracecar/tracecar/tracing/capture"
 	"github.com/tracecar/tracecar/tracing/statements"
@@ -31,6 +32,12 @@ type Settings struct {
 	// zero Addr means each connection's own local address, and a zero port its port.
 	Advertise netip.AddrPort
 	PeerPort  uint16 // written into peers and events about other nodes; 0: the advertised port
+	// LearnSharding, when set, sees the sharding of every well-formed SUPPORTED that
+	// names some (ScyllaDB's), before the answer is rewritten: the proxy learns the node's
+	// shard count and shard-aware ports from it, and may then listen on a shard-aware port
+	// of its own (SetShardAwarePort). It is called on the data path, rarely (a frame like
+	// one rewritten already is not decoded again).
+	LearnSharding func(sharding.Info)
 }
 
 // Shared is what the pipelines of one proxy's connections share: the Settings, and what
@@ -46,9 +53,10 @@ type Shared struct {
 
 	checked checkedStmts               // prepared ids that read no system table
 	nodeRPC atomic.Pointer[netip.Addr] // the rpc_address the node reported
-	// supported is the last SUPPORTED rewritten (rewriteSupported): the node answers every
-	// connection's OPTIONS alike.
-	supported atomic.Pointer[supportedRewrite]
+	// supported are the last SUPPORTED answers rewritten (rewriteSupported), one per shard
+	// of a ScyllaDB node: the node answers every connection's OPTIONS alike but for that.
+	supported supportedCache
+	shards    shardShared // ScyllaDB's shards (shards.go)
 }
 
 // NewShared returns the shared state of a proxy's pipelines.
@@ -106,8 +114,37 @@ type Metrics interface {
 }
 
 // supportedRewrite is a SUPPORTED frame from the node and its rewrite (nil: it needed
-// none). Both are immutable once stored.
-type supportedRewrite struct{ in, out []byte }
+// none), with the proxy's shard-aware ports it was made for and the sharding it names (nil
+// when not one of several shards). All are immutable once stored.
+type supportedRewrite struct {
+	in, out []byte
+	ports   [2]int32
+	shard   *sharding.Info
+}
+
+// supportedCache keeps the last SUPPORTED frames rewritten, one per shard of a node of
+// up to len(entries) shards (ScyllaDB's SCYLLA_SHARD makes each shard's answer its own), so
+// that a frame like one of them costs a copy. It is safe for concurrent use.
+type supportedCache struct {
+	entries [8]atomic.Pointer[supportedRewrite]
+	next    atomic.Uint32
+}
+
+// find returns the entry made for frame (but for its stream id) with the proxy's
+// shard-aware ports, or nil.
+func (s *supportedCache) find(frame []byte, ports [2]int32) *supportedRewrite {
+	for i := range s.entries {
+		if e := s.entries[i].Load(); e != nil && e.ports == ports && e.matches(frame) {
+			return e
+		}
+	}
+	return nil
+}
+
+// store keeps e in place of the oldest entry.
+func (s *supportedCache) store(e *supportedRewrite) {
+	s.entries[(s.next.Add(1)-1)%uint32(len(s.entries))].Store(e)
+}
 
 // matches reports whether frame is r.in but for the stream id (bytes 2 and 3 of a header
 // of protocol v3 and later).

@@ -31,6 +31,9 @@ type shape struct {
 	// FILTERING.
 	fullScan bool
 	system   bool // reads or writes a system keyspace
+	// ScyllaDB's extensions: USING TIMEOUT (on any statement, with TTL and TIMESTAMP or
+	// not) and BYPASS CACHE (a SELECT that leaves the row cache alone).
+	usingTimeout, bypassCache bool
 }
 
 // classify reads the shape of a statement's text through cqltext: its verb, the table it
@@ -87,6 +90,10 @@ func classify(q string) shape {
 			s.lwt = s.lwt || s.verb != verbSelect
 		case kw(t, "filtering") && kw(prev, "allow"):
 			s.allowFiltering = true
+		case depth == 0 && kw(t, "timeout") && (kw(prev, "using") || kw(prev, "and")):
+			s.usingTimeout = true
+		case depth == 0 && kw(t, "cache") && kw(prev, "bypass"):
+			s.bypassCache = true
 		case depth == 0 && kw(t, "where"):
 			where = true
 		case refAt != "" && depth == 0 && kw(t, refAt):

@@ -100,6 +100,15 @@ func TestClassify(t *testing.T) {
 		{"SELECT * FROM", shape{verb: verbSelect, selectStar: true}},
 		{"SELECT * FROM ks.", shape{verb: verbSelect, keyspace: "ks", selectStar: true}},
 		{"", shape{}},
+		// ScyllaDB's extensions, as its drivers and tools send them.
+		{"SELECT * FROM system.local WHERE key='local' USING TIMEOUT 5000ms", shape{verb: verbSelect, keyspace: "system", table: "local", selectStar: true, system: true, usingTimeout: true}},
+		{"SELECT v FROM ks.t WHERE k = ? BYPASS CACHE", shape{verb: verbSelect, keyspace: "ks", table: "t", bypassCache: true}},
+		{"SELECT v FROM ks.t ALLOW FILTERING BYPASS CACHE USING TIMEOUT 1s", shape{verb: verbSelect, keyspace: "ks", table: "t", allowFiltering: true, fullScan: true, bypassCache: true, usingTimeout: true}},
+		{"INSERT INTO ks.t (k) VALUES (1) USING TTL 5 AND TIMEOUT 1s", shape{verb: verbInsert, keyspace: "ks", table: "t", usingTimeout: true}},
+		{"UPDATE ks.t USING TIMEOUT 10ms SET v = 1 WHERE k = 1", shape{verb: verbUpdate, keyspace: "ks", table: "t", usingTimeout: true}},
+		{"DELETE FROM ks.t USING TIMEOUT 1s WHERE k = 1", shape{verb: verbDelete, keyspace: "ks", table: "t", usingTimeout: true}},
+		{"BEGIN BATCH USING TIMEOUT 1s INSERT INTO ks.t (k) VALUES (1) APPLY BATCH", shape{verb: verbBatch, usingTimeout: true}},
+		{"SELECT timeout FROM ks.t WHERE k = 1", shape{verb: verbSelect, keyspace: "ks", table: "t"}},
 	}
 	for _, tt := range tests {
 		if got := classify(tt.q); got != tt.want {

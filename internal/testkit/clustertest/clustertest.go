@@ -69,10 +69,23 @@ func listenSamePort(ips []netip.Addr) ([]net.Listener, error) {
 // IP returns 127.0.0.i, the address of node i (from 1).
 func IP(i int) netip.Addr { return netip.AddrFrom4([4]byte{127, 0, 0, byte(i)}) }
 
-// StartCluster starts n nodes on 127.0.0.1 … 127.0.0.n, one port, until the test ends.
+// StartCluster starts n nodes on 127.0.0.1 … 127.0.0.n, one port, until the test ends. With
+// cfg.Shards and no cfg.ShardAware, each node also gets a shard-aware port of its own.
 func StartCluster(tb testing.TB, n int, cfg node.ClusterConfig) *node.Cluster {
 	tb.Helper()
-	c, err := node.NewCluster(cfg, ListenSamePort(tb, n))
+	lns := ListenSamePort(tb, n)
+	if cfg.Shards > 0 && cfg.ShardAware == nil {
+		// Each node's shard-aware port, on its IP, on a port of its own.
+		for _, ln := range lns {
+			ap := netip.MustParseAddrPort(ln.Addr().String())
+			aln, err := net.Listen("tcp", netip.AddrPortFrom(ap.Addr(), 0).String())
+			if err != nil {
+				tb.Fatal(err)
+			}
+			cfg.ShardAware = append(cfg.ShardAware, aln)
+		}
+	}
+	c, err := node.NewCluster(cfg, lns)
 	if err != nil {
 		tb.Fatal(err)
 	}

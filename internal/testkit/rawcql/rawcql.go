@@ -32,15 +32,7 @@ type Conn struct {
 func Dial(tb testing.TB, addr string, version byte, compression string) *Conn {
 	tb.Helper()
 	c := DialOnly(tb, addr, version)
-	opts := map[string]string{"CQL_VERSION": "3.0.0"}
-	if compression != "" {
-		opts["COMPRESSION"] = compression
-	}
-	h, body, err := c.Do(cql.Startup{Options: opts})
-	if err != nil || h.Opcode != cql.OpReady {
-		tb.Fatalf("STARTUP v%d %q: got %s %x, %v; want READY", version, compression, h.Opcode, body, err)
-	}
-	c.Started(compression)
+	c.Startup(tb, compression)
 	return c
 }
 
@@ -51,9 +43,30 @@ func DialOnly(tb testing.TB, addr string, version byte) *Conn {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	return NewConn(tb, nc, version)
+}
+
+// NewConn is DialOnly on a connection the caller made (from a chosen local port, or over
+// TLS): every read and write must finish within 10 s, and nc is closed when the test ends.
+func NewConn(tb testing.TB, nc net.Conn, version byte) *Conn {
 	nc.SetDeadline(time.Now().Add(10 * time.Second))
 	tb.Cleanup(func() { nc.Close() })
 	return &Conn{nc: nc, r: bufio.NewReaderSize(nc, 4<<10), version: version}
+}
+
+// Startup sends STARTUP with the compression ("", "lz4" or "snappy"), fails tb unless the
+// answer is READY, and switches the connection as Started does.
+func (c *Conn) Startup(tb testing.TB, compression string) {
+	tb.Helper()
+	opts := map[string]string{"CQL_VERSION": "3.0.0"}
+	if compression != "" {
+		opts["COMPRESSION"] = compression
+	}
+	h, body, err := c.Do(cql.Startup{Options: opts})
+	if err != nil || h.Opcode != cql.OpReady {
+		tb.Fatalf("STARTUP v%d %q: got %s %x, %v; want READY", c.version, compression, h.Opcode, body, err)
+	}
+	c.Started(compression)
 }
 
 // Started switches the connection as a driver does once its STARTUP is answered: frame
