@@ -16,9 +16,8 @@
 // The proxy is two layers. A transport moves bytes: it reads sockets, finds the frames in
 // what it read, writes them to the other side with backpressure, and ends the connection
 // through the one state machine below (the connection's lifecycle). The per-frame work,
-// the pipeline (protocol.go and pipeline.go, with rewrite.go, statement.go, limits.go,
-// peers.go and capture.go), is what is done to one frame, whatever carried it, on the
-// connection's protocol state; it touches no socket, buffer or segment, and where a frame
+// the pipeline (package sidecar/pipeline), is what is done to one frame, whatever carried
+// it, on the connection's protocol state; it touches no socket, buffer or segment, and where a frame
 // changes the framing (a v5 STARTUP, a frame changed in place) it returns that effect, which
 // the transport applies (conn.apply). A conn embeds its pipeline and its lifecycle; the
 // goroutine path and v5's segments are types that embed the conn (goroutines, segments),

@@ -4,7 +4,6 @@ import (
 	"bytes"
 
 	"github.com/tracecar/tracecar/internal/cql"
-	"github.com/tracecar/tracecar/internal/sharding"
 )
 
 // FrameLimit returns the largest frame, header included, that the client may send now.
@@ -33,12 +32,6 @@ func (c *Conn) noteHandshake(op cql.Opcode) {
 		c.ready.Store(true)
 	}
 }
-
-// Keys that SUPPORTED must not carry through the proxy as the node wrote them: they name
-// ports of the node that a shard-aware driver (ScyllaDB's) would connect to directly,
-// around the sidecar. They are replaced by the proxy's own shard-aware ports when it has
-// them (shards.go), and removed otherwise.
-var bypassKeys = [...]string{sharding.KeyAwarePort, sharding.KeyAwarePortSSL}
 
 // rewriteSupported returns a SUPPORTED response whose shard-aware ports are the proxy's
 // (or absent), or frame itself when it names none. The other SCYLLA_* keys (the

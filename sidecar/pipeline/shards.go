@@ -3,7 +3,6 @@ package pipeline
 import (
 	"errors"
 	"strconv"
-	"sync/atomic"
 
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/internal/sharding"
@@ -14,23 +13,6 @@ import (
 // in place of the node's (rewriteSupported); and each EXECUTE whose partition key another
 // shard owns than its connection's (countShard). The transports' part, the node
 // connection on the shard a client asked for, is package sidecar's.
-
-// shardConn is what a connection knows of its shard, from the SUPPORTED of its node
-// connection (info, immutable once set), and its counters: the EXECUTEs whose partition
-// key another shard owns (request side), and the time its responses spent in the proxy
-// (response side), each written by one side only.
-type shardConn struct {
-	info              sharding.Info // Shard is the connection's
-	cross, addedNanos atomic.Uint64
-}
-
-// shardShared is the proxy-wide part: its shard-aware ports, and the malformed SUPPORTED
-// answers it saw.
-type shardShared struct {
-	awarePort, awarePortSSL atomic.Int32
-	malformed               atomic.Uint64
-	warnedMalformed         atomic.Bool
-}
 
 // SetShardAwarePort records the proxy's shard-aware port, the TLS one with tls, which
 // SUPPORTED names from then on in place of the node's.
