@@ -74,7 +74,7 @@
 // statement.go; the text of a PREPARE), hands it to statement statistics
 // (Config.Statements) and to tracing (tracing.Conn.Begin: one atomic load when tracing is
 // off), records it in the connection's stream table with the Tickets of both, and counts
-// it; the transport takes the record by stream id (conn.requestFor), and response notes the
+// it; the transport takes the record by stream id (pipeline.StreamTable.RequestFor), and response notes the
 // end of the handshake, hands the response to statement statistics and tracing (End, with
 // the record's Ticket), learns a prepared statement from a RESULT Prepared into the one
 // prepared-statement registry (shared with tracing), filters SUPPORTED, rewrites system

@@ -238,7 +238,7 @@ func (c goroutines) forwardResponses() error {
 func (c goroutines) forwardResponse(r *frameReader, h cql.Header, arrived *int64) (bool, error) {
 	n := cql.HeaderSize + int(h.Length)
 	var req pipeline.Inflight
-	left := c.requestFor(h, &req)
+	left := c.Streams.RequestFor(h, &req)
 	frame, err := c.readResponse(r, h, &req, n)
 	if err != nil {
 		return false, err
@@ -265,7 +265,8 @@ func (c goroutines) forwardResponse(r *frameReader, h cql.Header, arrived *int64
 		}
 	}
 	c.Queued(req, *arrived)
-	drained := c.answered(left, size) && c.requestsStopped()
+	c.Counters.Answered(size)
+	drained := c.lastAnswer(left) && c.requestsStopped()
 	if err == nil && (drained || !frameReady(r)) {
 		if err = c.toClient.flush(); err == nil {
 			c.Wrote(c.doneQ, true)

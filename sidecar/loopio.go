@@ -251,7 +251,7 @@ func (l *loop) relay(s *side, data []byte, b *batch) int {
 			continue
 		}
 		var req pipeline.Inflight
-		left := c.requestFor(h, &req)
+		left := c.Streams.RequestFor(h, &req)
 		arrived = c.Arrival(arrived, &req)
 		f, done := c.Response(h, frame, &req, arrived)
 		if done.Events() {
@@ -261,7 +261,8 @@ func (l *loop) relay(s *side, data []byte, b *batch) int {
 		if req.Used && c.p.sh.Metrics != nil {
 			answers = append(answers, metrics.Answer{Start: req.Start, Op: req.Op})
 		}
-		drained = c.answered(left, len(f)) || drained
+		c.Counters.Answered(len(f))
+		drained = c.lastAnswer(left) || drained
 		if req.Op == cql.OpStartup && (segments{c}).segmentsAfter(h.Opcode) {
 			// What follows the answer to a v5 STARTUP is segments.
 			b.out, b.tickets, b.answers, b.arrived, b.drained = out, tickets, answers, arrived, drained

@@ -303,7 +303,7 @@ func (c segments) responseSegment(seg []byte, arrived *int64, tickets []tracing.
 		c.traceFrame(h, false)
 		h.Flags &^= cql.FlagCompression
 		var req pipeline.Inflight
-		left := c.requestFor(h, &req)
+		left := c.Streams.RequestFor(h, &req)
 		*arrived = c.Arrival(*arrived, &req)
 		flags := frame[1]
 		f, done := c.Response(h, frame, &req, *arrived)
@@ -318,7 +318,8 @@ func (c segments) responseSegment(seg []byte, arrived *int64, tickets []tracing.
 			acc = append(acc, f...)
 		}
 		c.Queued(req, *arrived)
-		drained = c.answered(left, len(f)) || drained
+		c.Counters.Answered(len(f))
+		drained = c.lastAnswer(left) || drained
 	}
 	c.v5.respFrames = acc
 	if cap(acc) > maxKeptBuffer {

@@ -120,11 +120,11 @@ func (pc *pathConnV5) oneLegacy(tb testing.TB) int {
 	}
 	c.traceFrame(rh, false)
 	var r pipeline.Inflight
-	left := c.requestFor(rh, &r)
+	c.Streams.RequestFor(rh, &r)
 	arrived := c.Arrival(0, &r)
 	out, d := c.Response(rh, resp, &r, arrived)
 	c.Queued(r, arrived)
-	c.answered(left, len(out))
+	c.Counters.Answered(len(out))
 	if d.Events() {
 		pc.done = append(pc.done[:0], d)
 		c.Wrote(pc.done, true)

@@ -91,25 +91,3 @@ func (c *conn) logFrame(h cql.Header, fromClient bool) {
 // responseWhole), and otherwise streamed through unread (frame nil in request and
 // response). The event loop gathers every larger frame whole, so only the goroutine path
 // asks.
-
-// requestFor takes from the stream table into req the request that the response with
-// header h answers, and returns how many requests stay in flight, -1 for an event; req is
-// left as it was, zero as every caller passes it, for an event or a stream with no request
-// in flight. req is the caller's, not a result, so that the record is not copied once more
-// per response.
-func (c *conn) requestFor(h cql.Header, req *pipeline.Inflight) (left int) {
-	if h.Stream < 0 {
-		return -1
-	}
-	_, left = c.Streams.TakeInto(h.Stream, req)
-	return left
-}
-
-// answered is what follows a response of size bytes once it is queued for the client and
-// its metrics are recorded (conn.queued), on either path: its bytes are counted, and it
-// reports whether it was the answer a drained connection waited for (left is what
-// requestFor left in flight).
-func (c *conn) answered(left, size int) bool {
-	pipeline.Inc(&c.Counters.BytesOut, uint64(size))
-	return left == 0 && c.draining()
-}

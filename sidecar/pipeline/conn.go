@@ -289,3 +289,7 @@ func (c *Counters) AddTo(sum *Counts) {
 		sum.Resegmented[i] += c.Resegmented[i].Load()
 	}
 }
+
+// Answered counts a response of size bytes once it is queued for the client and its
+// metrics are recorded (Conn.Queued), on either transport.
+func (c *Counters) Answered(size int) { Inc(&c.BytesOut, uint64(size)) }

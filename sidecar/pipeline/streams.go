@@ -331,3 +331,16 @@ func (t *StreamTable) InFlight(now int64, min time.Duration, found func(req Infl
 func (r *Inflight) Statement() (text, keyspace, table string, ok bool) {
 	return r.stat.Statement()
 }
+
+// RequestFor takes from the stream table into req the request that the response with
+// header h answers, and returns how many requests stay in flight, -1 for an event; req is
+// left as it was, zero as every caller passes it, for an event or a stream with no request
+// in flight. req is the caller's, not a result, so that the record is not copied once more
+// per response.
+func (t *StreamTable) RequestFor(h cql.Header, req *Inflight) (left int) {
+	if h.Stream < 0 {
+		return -1
+	}
+	_, left = t.TakeInto(h.Stream, req)
+	return left
+}
