@@ -1,0 +1,72 @@
+package audit
+
+import (
+	"context"
+	"sync"
+	"testing"
+)
+
+type memSink struct {
+	mu   sync.Mutex
+	recs []Record
+	gate chan struct{}
+}
+
+func (m *memSink) Name() string { return "mem" }
+func (m *memSink) Write(_ context.Context, recs []Record) error {
+	if m.gate != nil {
+		<-m.gate
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.recs = append(m.recs, recs...)
+	return nil
+}
+func (m *memSink) Sync(context.Context) error  { return nil }
+func (m *memSink) Close(context.Context) error { return nil }
+
+func TestWantsFilters(t *testing.T) {
+	l := New(Block, 8)
+	defer l.Close(context.Background())
+	if l.Enabled() || l.Wants(DML, "ks", "t", "u") {
+		t.Fatal("a new log audits something")
+	}
+	l.Set(Settings{Enabled: true, Categories: 1<<DML | 1<<AUTH, Tables: map[string]bool{"ks.t": true},
+		ExcludeUsers: map[string]bool{"bob": true}})
+	for _, c := range []struct {
+		cat       Category
+		ks, table string
+		user      string
+		want      bool
+	}{
+		{DML, "ks", "t", "alice", true},
+		{DML, "ks", "u", "alice", false},
+		{DML, "ks", "t", "bob", false},
+		{QUERY, "ks", "t", "alice", false},
+		{AUTH, "", "", "alice", true},
+	} {
+		if got := l.Wants(c.cat, c.ks, c.table, c.user); got != c.want {
+			t.Errorf("Wants(%v, %s.%s, %s) = %v, want %v", c.cat, c.ks, c.table, c.user, got, c.want)
+		}
+	}
+}
+
+func TestDropCountsAndCloseWrites(t *testing.T) {
+	m := &memSink{gate: make(chan struct{})}
+	l := New(Drop, 2, m)
+	for range 10 {
+		l.Add(Record{Operation: "x"})
+	}
+	// The worker holds at most one batch at the gate (what was queued when it woke, at most
+	// three) and the queue two more records.
+	if d := l.Dropped(); d < 5 {
+		t.Errorf("dropped %d of 10 with a queue of 2 and a stuck sink; want at least 5", d)
+	}
+	close(m.gate)
+	if err := l.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := uint64(len(m.recs)) + l.Dropped(); got != 10 {
+		t.Errorf("written %d + dropped %d != 10", len(m.recs), l.Dropped())
+	}
+}
