@@ -86,8 +86,14 @@ type Log struct {
 	cfg      Config
 	sinks    []*sinkQueue
 	counts   [numCategories]atomic.Uint64
-	stop     chan struct{} // closed by Close: the writers drain and end
+	stop     chan struct{} // closed by Close: blocked adds give up, the writers get ready to end
 	stopOnce sync.Once
+	// adding is held (read) by every add while it queues a record, and taken by Close once
+	// stop is closed: then closed is set, and sealed closed, so that a writer drains for
+	// the last time only when no add can queue any more.
+	adding sync.RWMutex
+	closed bool
+	sealed chan struct{}
 }
 
 // New returns a Log writing to sinks behind a queue of size records each, with nothing
@@ -112,7 +118,7 @@ func Open(cfg Config) *Log {
 	if cfg.Logger == nil {
 		cfg.Logger = &nopLogger
 	}
-	l := &Log{cfg: cfg, stop: make(chan struct{})}
+	l := &Log{cfg: cfg, stop: make(chan struct{}), sealed: make(chan struct{})}
 	l.settings.Store(&Settings{})
 	for _, s := range cfg.Sinks {
 		q := &sinkQueue{sink: s, q: make(chan Record, cfg.Queue), kick: make(chan struct{}, 1),
@@ -168,9 +174,11 @@ func (l *Log) Wants(c Category, keyspace, table, user string) bool {
 // Close drops r, counted.
 func (l *Log) Add(r Record) {
 	l.prepare(&r)
+	l.adding.RLock()
 	for _, q := range l.sinks {
 		q.add(r, l.cfg.Policy, nil)
 	}
+	l.adding.RUnlock()
 }
 
 // Submit queues r as Add does, but waits under Block only until ctx is done: then r is
@@ -179,11 +187,13 @@ func (l *Log) Add(r Record) {
 func (l *Log) Submit(ctx context.Context, r Record) error {
 	l.prepare(&r)
 	var err error
+	l.adding.RLock()
 	for _, q := range l.sinks {
 		if e := q.add(r, l.cfg.Policy, ctx.Done()); e != nil && err == nil {
 			err = e
 		}
 	}
+	l.adding.RUnlock()
 	if err == errCancelled {
 		err = ctx.Err()
 	}
@@ -230,7 +240,13 @@ func (l *Log) Err() error {
 // ctx is done loses what it holds, counted as dropped. Records added after Close are
 // dropped and counted.
 func (l *Log) Close(ctx context.Context) error {
-	l.stopOnce.Do(func() { close(l.stop) })
+	l.stopOnce.Do(func() {
+		close(l.stop)
+		l.adding.Lock()
+		l.closed = true
+		l.adding.Unlock()
+		close(l.sealed)
+	})
 	var first error
 	for _, q := range l.sinks {
 		select {

@@ -38,9 +38,13 @@ type failure struct {
 	since time.Time
 }
 
-// add queues r. Under Block it waits for room until cancel (nil: for ever) or the Log's
+// add queues r, with the Log's adding lock held for reading. Under Block it waits for room until cancel (nil: for ever) or the Log's
 // stop; under Drop it never waits.
 func (q *sinkQueue) add(r Record, p Policy, cancel <-chan struct{}) error {
+	if q.log.closed {
+		q.dropped.Add(1)
+		return ErrClosed
+	}
 	select {
 	case q.q <- r:
 		q.kicked()
@@ -113,7 +117,7 @@ func (q *sinkQueue) run() {
 				dirty = !q.sync()
 			}
 		case <-q.log.stop:
-			q.drain(batch)
+			<-q.log.sealed
 			q.closeErr = q.close()
 			return
 		}
