@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"net/url"
 	"strconv"
 	"strings"
@@ -82,7 +83,7 @@ func (st *stack) newAudit(cfg stackConfig) error {
 	if a.Dir != "" {
 		f, err := audit.NewFile(audit.FileConfig{Dir: a.Dir, MaxSize: int64(a.MaxSize.n), MaxFiles: a.MaxFiles})
 		if err != nil {
-			return usageErrorf("--audit-dir: %v", err)
+			return fmt.Errorf("--audit-dir %s: %w", a.Dir, err)
 		}
 		sinks = append(sinks, f)
 	}
