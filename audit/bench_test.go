@@ -51,6 +51,26 @@ func BenchmarkMarshalJSON(b *testing.B) {
 	}
 }
 
+// TestWantsAllocs: the data path's checks allocate nothing, every filter set.
+func TestWantsAllocs(t *testing.T) {
+	l := New(Block, 8)
+	defer l.Close(context.Background())
+	s, err := ParseSettings(Settings{}, map[string]string{"enable": "true", "categories": "DML,QUERY",
+		"keyspaces": "shop,ks", "tables": "shop.carts,ks.customer_orders_by_day_and_region", "exclude_users": "bob"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Set(s)
+	if !l.Wants(DML, "shop", "carts", "alice") || l.Wants(DML, "shop", "orders", "alice") {
+		t.Fatal("the filters do not hold")
+	}
+	if n := testing.AllocsPerRun(1000, func() {
+		_ = l.Enabled() && l.Wants(DML, "shop", "carts", "alice") && l.Wants(QUERY, "ks", "customer_orders_by_day_and_region", "alice")
+	}); n != 0 {
+		t.Errorf("Enabled and Wants: %v allocs; want 0", n)
+	}
+}
+
 // TestAddAllocs: adding a record allocates nothing on the request's goroutine.
 func TestAddAllocs(t *testing.T) {
 	c := &countingSink{}
