@@ -138,3 +138,85 @@ func waitUntil(tb testing.TB, cond func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestSidecarAuditFullDiskBlock runs `tracecar sidecar --audit-dir` on a real full disk
+// under --audit-policy block: once the writer holds one record and the queue (1) another, an
+// admin change waits for room; freed space lets it resume, answered 200, and every record
+// is in the file, none dropped.
+func TestSidecarAuditFullDiskBlock(t *testing.T) {
+	mnt, filler := smalldisk.Full(t)
+	dir := filepath.Join(mnt, "audit")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pr, pw := io.Pipe()
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"sidecar", "--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0", "--log-level", "warn",
+			"--audit-dir", dir, "--audit-queue", "1", "--audit-categories", "ADMIN"}, pw, io.Discard)
+		pw.Close()
+	}()
+	m := awaitLine(t, pr, regexp.MustCompile(`admin API (\S+)`))
+	if m == nil {
+		cancel()
+		t.Fatalf("no address line (exit %d)", <-done)
+	}
+	api := m[1]
+	post := func(path string) int {
+		resp, err := http.Post(api+path, "", nil)
+		if err != nil {
+			t.Error(err)
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	metric := func(series string) string {
+		resp, err := http.Get(api + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if m := regexp.MustCompile(regexp.QuoteMeta(series) + ` (\d+)`).FindStringSubmatch(string(b)); m != nil {
+			return m[1]
+		}
+		return ""
+	}
+	// The writer takes the first record and fails on it; the second fills the queue.
+	post("/storage_service/trace_probability?probability=0.001")
+	waitUntil(t, func() bool { return metric(`tracecar_audit_sink_up{sink="file"}`) == "0" })
+	post("/storage_service/trace_probability?probability=0.002")
+	waited := make(chan int, 1)
+	go func() { waited <- post("/storage_service/trace_probability?probability=0.003") }()
+	waitUntil(t, func() bool { return metric(`tracecar_audit_waits_total{sink="file"}`) == "1" })
+	select {
+	case code := <-waited:
+		t.Fatalf("the change with the disk full and the queue full was answered (%d) before space was freed", code)
+	default:
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	if code := <-waited; code != 200 {
+		t.Fatalf("the change that waited: %d; want 200", code)
+	}
+	waitUntil(t, func() bool { return metric(`tracecar_audit_written_total{sink="file"}`) == "3" })
+	if d := metric(`tracecar_audit_dropped_total{sink="file"}`); d != "0" {
+		t.Errorf("dropped %s under block; want 0", d)
+	}
+	cancel()
+	if code := <-done; code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	files, _ := audit.Files(dir)
+	var all bytes.Buffer
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		all.Write(b)
+	}
+	for _, p := range []string{"0.001", "0.002", "0.003"} {
+		if n := strings.Count(all.String(), "probability="+p+`"`); n != 1 {
+			t.Errorf("the change to %s is in the file %d times; want once:\n%s", p, n, all.String())
+		}
+	}
+}
