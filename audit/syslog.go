@@ -134,10 +134,12 @@ type Syslog struct {
 	hostname string
 	pid      string
 
-	mu   sync.Mutex
-	conn net.Conn
-	buf  bytes.Buffer
-	js   bytes.Buffer
+	mu     sync.Mutex
+	conn   net.Conn
+	buf    bytes.Buffer // the messages of a Write
+	ends   []int        // where each ends in buf
+	js     bytes.Buffer
+	failed *failedBatch // what the last Write sent, if it failed
 }
 
 // NewSyslog returns a Syslog sending to t. It connects on its first Write.
@@ -157,10 +159,46 @@ func NewSyslog(t SyslogTarget) *Syslog {
 // Name is "syslog".
 func (s *Syslog) Name() string { return "syslog" }
 
-// Write sends recs, in order. On an error, the records before the failing one were sent.
+// Write sends recs, in order. When it fails, it remembers how many of them were sent
+// (handed whole to the kernel), and the Log's retry, a Write of the same records, skips
+// those.
 func (s *Syslog) Write(ctx context.Context, recs []Record) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	skip := s.resume(recs)
+	sent, err := s.write(ctx, recs[skip:])
+	if err != nil {
+		s.failed = &failedBatch{n: len(recs), first: recs[0], last: recs[len(recs)-1], sent: skip + sent}
+	}
+	return err
+}
+
+// failedBatch is what a failed Write sent of its records.
+type failedBatch struct {
+	n           int
+	first, last Record
+	sent        int
+}
+
+// resume returns how many of recs were sent already, when they are the records of the
+// Write that failed last.
+func (s *Syslog) resume(recs []Record) int {
+	f := s.failed
+	s.failed = nil
+	if f == nil || len(recs) != f.n || recs[0] != f.first || recs[len(recs)-1] != f.last {
+		return 0
+	}
+	return f.sent
+}
+
+// write sends recs and returns how many were sent.
+func (s *Syslog) write(ctx context.Context, recs []Record) (int, error) {
+	if len(recs) == 0 {
+		return 0, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
 	if s.conn != nil && s.stream && peerClosed(s.conn) {
 		s.drop()
 	}
@@ -169,29 +207,18 @@ func (s *Syslog) Write(ctx context.Context, recs []Record) error {
 	fresh := s.conn == nil
 	if fresh {
 		if err := s.dial(ctx); err != nil {
-			return err
+			return 0, err
 		}
-	}
-	if !s.stream {
-		for i := range recs {
-			s.buf.Reset()
-			if err := s.format(&s.buf, &recs[i]); err != nil {
-				return err
-			}
-			if err := s.send(ctx, s.buf.Bytes(), fresh); err != nil {
-				return err
-			}
-			fresh = false
-		}
-		return nil
 	}
 	s.buf.Reset()
+	s.ends = s.ends[:0]
 	for i := range recs {
 		if err := s.format(&s.buf, &recs[i]); err != nil {
-			return err
+			return 0, err
 		}
+		s.ends = append(s.ends, s.buf.Len())
 	}
-	return s.send(ctx, s.buf.Bytes(), fresh)
+	return s.send(ctx, fresh)
 }
 
 // Sync has nothing to do: each Write sends all it is given.
@@ -216,49 +243,60 @@ func (s *Syslog) drop() {
 // reading must show as an error, not as a sink that hangs.
 const writeTimeout = 10 * time.Second
 
-// send writes b on the connection, connecting first if needed, and once more on a new
-// connection if one that had worked fails. fresh says the connection is new.
-func (s *Syslog) send(ctx context.Context, b []byte, fresh bool) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if s.conn == nil {
-		if err := s.dial(ctx); err != nil {
-			return err
+// send sends the messages in buf, ending at ends: a datagram each, or all in one write
+// on a stream. A connection that had worked and fails is replaced once, and what was not
+// sent whole is sent again on the new one. It returns how many messages were sent.
+func (s *Syslog) send(ctx context.Context, fresh bool) (int, error) {
+	b := s.buf.Bytes()
+	sent, off := 0, 0
+	retried := false
+	for sent < len(s.ends) {
+		end := s.ends[sent]
+		if s.stream {
+			end = len(b)
 		}
-		fresh = true
-	}
-	err := s.write(ctx, b)
-	if err == nil {
-		return nil
-	}
-	s.drop()
-	if fresh || s.target.Network == "udp" {
-		return fmt.Errorf("syslog %s: %w", s.target, err)
-	}
-	stream := s.stream
-	if err := s.dial(ctx); err != nil {
-		return err
-	}
-	if s.stream != stream {
-		// A unix:// socket changed type: b is framed for the other one.
-		return fmt.Errorf("syslog %s: the socket changed type; reconnected", s.target)
-	}
-	if err := s.write(ctx, b); err != nil {
+		n, err := s.writeConn(ctx, b[off:end])
+		off += n
+		for sent < len(s.ends) && s.ends[sent] <= off {
+			sent++
+		}
+		if err == nil {
+			fresh = false
+			continue
+		}
 		s.drop()
-		return fmt.Errorf("syslog %s: %w", s.target, err)
+		if s.target.Network == "udp" && sent > 0 && errors.Is(err, syscall.ECONNREFUSED) {
+			// The refusal answers the datagram before: that one was lost.
+			sent--
+		}
+		// Over UDP a new socket would hide the refusal the old one reported.
+		if fresh || retried || s.target.Network == "udp" {
+			return sent, fmt.Errorf("syslog %s: %w", s.target, err)
+		}
+		retried, fresh = true, true
+		stream := s.stream
+		if err := s.dial(ctx); err != nil {
+			return sent, err
+		}
+		if s.stream != stream {
+			// A unix:// socket changed type: the messages are framed for the other one.
+			return sent, fmt.Errorf("syslog %s: the socket changed type; reconnected", s.target)
+		}
+		off = 0
+		if sent > 0 {
+			off = s.ends[sent-1]
+		}
 	}
-	return nil
+	return sent, nil
 }
 
-func (s *Syslog) write(ctx context.Context, b []byte) error {
+func (s *Syslog) writeConn(ctx context.Context, b []byte) (int, error) {
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		deadline = time.Now().Add(writeTimeout)
 	}
 	s.conn.SetWriteDeadline(deadline)
-	_, err := s.conn.Write(b)
-	return err
+	return s.conn.Write(b)
 }
 
 func (s *Syslog) dial(ctx context.Context) error {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -372,5 +373,89 @@ func TestParseSyslogTarget(t *testing.T) {
 				t.Errorf("String() = %q reads back as %+v, %v", got.String(), back, err)
 			}
 		})
+	}
+}
+
+// readFrame reads one octet-counted message from r, byte by byte, so that r's writer is
+// told exactly what was taken.
+func readFrame(r io.Reader) (string, error) {
+	var n int
+	var c [1]byte
+	for {
+		if _, err := io.ReadFull(r, c[:]); err != nil {
+			return "", err
+		}
+		if c[0] == ' ' {
+			break
+		}
+		n = n*10 + int(c[0]-'0')
+	}
+	msg := make([]byte, n)
+	_, err := io.ReadFull(r, msg)
+	return string(msg), err
+}
+
+// TestSyslogRetrySendsEachRecordOnce: a stream that breaks after two of four messages,
+// with no daemon to connect to again, fails the Write; the Log's retry of the same
+// records sends the last two only, once the daemon is back.
+func TestSyslogRetrySendsEachRecordOnce(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "stream.sock")
+	target, err := ParseSyslogTarget("unixstream://" + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewSyslog(target)
+	defer s.Close(ctx)
+	client, server := net.Pipe()
+	s.conn = client // a connection that worked
+	go func() {
+		for range 2 {
+			readFrame(server)
+		}
+		server.Close()
+	}()
+	recs := auditRecords("once", 4)
+	if err := s.Write(ctx, recs); err == nil {
+		t.Fatal("Write on a broken stream with no daemon to reconnect to returned nil")
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	got := make(chan []string, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			got <- nil
+			return
+		}
+		defer c.Close()
+		var msgs []string
+		for {
+			m, err := readFrame(c)
+			if err != nil || strings.Contains(m, "end-0") {
+				got <- msgs
+				return
+			}
+			msgs = append(msgs, m)
+		}
+	}()
+	if err := s.Write(ctx, recs); err != nil {
+		t.Fatalf("the retry: %v", err)
+	}
+	if err := s.Write(ctx, auditRecords("end", 1)); err != nil {
+		t.Fatalf("Write: %v", err)
+	}
+	msgs := <-got
+	var ops []string
+	for _, m := range msgs {
+		var r Record
+		json.Unmarshal([]byte(m[strings.Index(m, "{"):]), &r)
+		ops = append(ops, r.Operation[strings.Index(r.Operation, "once"):][:6])
+	}
+	if fmt.Sprint(ops) != "[once-2 once-3]" {
+		t.Errorf("after the retry the daemon received %v; want [once-2 once-3], the records not sent before", ops)
 	}
 }

@@ -74,7 +74,8 @@ type Sessioner interface {
 //
 // It is safe for concurrent use.
 type Table struct {
-	// Node is the node's address, for records whose Node is not an address.
+	// Node is the node's address, for records whose Node is not an address. Unset, it is
+	// read from the node's system.local when the sink connects.
 	Node netip.Addr
 
 	sessions Sessioner
@@ -82,7 +83,8 @@ type Table struct {
 	mu      sync.Mutex
 	session *gocql.Session // the session the table was set up on
 	insert  string
-	extra   bool // the table has error_code and batch_id
+	extra   bool         // the table has error_code and batch_id
+	failed  *failedBatch // the last Write, if it failed
 }
 
 // NewTable returns a Table writing through the sessions of s. It connects on its first
@@ -92,25 +94,55 @@ func NewTable(s Sessioner) *Table { return &Table{sessions: s} }
 // Name is "table".
 func (t *Table) Name() string { return "table" }
 
-// Write inserts recs.
+// Write inserts recs. The Log retries a failed Write with the same records: the rows of
+// a retry have the event_time of the first try, so that a batch the node applied before
+// failing (a timeout) is written over, not twice.
 func (t *Table) Write(ctx context.Context, recs []audit.Record) error {
+	if len(recs) == 0 {
+		return nil
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	ids := t.resume(recs)
 	s, err := t.setup(ctx)
+	if err == nil {
+		for i := 0; i < len(recs) && err == nil; {
+			var n int
+			var b *gocql.Batch
+			if n, b, err = t.batch(s, recs[i:], ids[i:]); err == nil {
+				if err = s.ExecuteBatch(b.WithContext(ctx)); err != nil {
+					err = fmt.Errorf("write %s.%s: %w", Keyspace, TableName, err)
+				}
+			}
+			i += n
+		}
+	}
 	if err != nil {
-		return err
+		t.failed = &failedBatch{n: len(recs), first: recs[0], last: recs[len(recs)-1], ids: ids}
 	}
-	for len(recs) > 0 {
-		n, b, err := t.batch(s, recs)
-		if err != nil {
-			return err
-		}
-		if err := s.ExecuteBatch(b.WithContext(ctx)); err != nil {
-			return fmt.Errorf("write %s.%s: %w", Keyspace, TableName, err)
-		}
-		recs = recs[n:]
+	return err
+}
+
+// failedBatch is a Write that failed, and the event_time of its rows.
+type failedBatch struct {
+	n           int
+	first, last audit.Record
+	ids         []gocql.UUID
+}
+
+// resume returns the event_time of each of recs: those of the Write that failed last
+// when recs are its records, else new ones.
+func (t *Table) resume(recs []audit.Record) []gocql.UUID {
+	f := t.failed
+	t.failed = nil
+	if f != nil && len(recs) == f.n && recs[0] == f.first && recs[len(recs)-1] == f.last {
+		return f.ids
 	}
-	return nil
+	ids := make([]gocql.UUID, len(recs))
+	for i := range recs {
+		ids[i] = gocql.UUIDFromTime(recs[i].EventTime)
+	}
+	return ids
 }
 
 // Sync has nothing to do: a Write returns once the node has answered.
@@ -121,7 +153,7 @@ func (t *Table) Close(context.Context) error { return nil }
 
 // batch makes the UNLOGGED batch for the first records of recs that share a partition,
 // within the bounds, and says how many it took.
-func (t *Table) batch(s *gocql.Session, recs []audit.Record) (int, *gocql.Batch, error) {
+func (t *Table) batch(s *gocql.Session, recs []audit.Record, ids []gocql.UUID) (int, *gocql.Batch, error) {
 	b := s.NewBatch(gocql.UnloggedBatch)
 	b.Cons = gocql.One
 	var day time.Time
@@ -139,7 +171,7 @@ func (t *Table) batch(s *gocql.Session, recs []audit.Record) (int, *gocql.Batch,
 			break
 		}
 		day, node = d, a
-		vals := []any{d, net.IP(a.AsSlice()), gocql.UUIDFromTime(r.EventTime), r.Category,
+		vals := []any{d, net.IP(a.AsSlice()), ids[n], r.Category,
 			r.Consistency, r.Table, r.Keyspace, r.Operation, inet(r.Source), r.Username, r.Error}
 		if t.extra {
 			vals = append(vals, r.ErrorCode, r.BatchID)
@@ -186,6 +218,11 @@ func (t *Table) setup(ctx context.Context) (*gocql.Session, error) {
 	if s == t.session {
 		return s, nil
 	}
+	if !t.Node.IsValid() {
+		if t.Node, err = localAddr(ctx, s); err != nil {
+			return nil, err
+		}
+	}
 	if err := createSchema(ctx, s); err != nil {
 		return nil, err
 	}
@@ -211,6 +248,23 @@ func (t *Table) setup(ctx context.Context) (*gocql.Session, error) {
 		strings.Join(names, ", "), strings.TrimSuffix(strings.Repeat("?, ", len(names)), ", "))
 	t.session = s
 	return s, nil
+}
+
+// localAddr returns the node's address as it gives it in system.local: its
+// rpc_address, or its broadcast_address when it listens on every address.
+func localAddr(ctx context.Context, s *gocql.Session) (netip.Addr, error) {
+	var rpc, broadcast net.IP
+	err := s.Query(`SELECT rpc_address, broadcast_address FROM system.local WHERE key = 'local'`).
+		WithContext(ctx).Scan(&rpc, &broadcast)
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("read the node's address from system.local: %w", err)
+	}
+	for _, ip := range []net.IP{rpc, broadcast} {
+		if a, ok := netip.AddrFromSlice(ip); ok && !a.Unmap().IsUnspecified() {
+			return a.Unmap(), nil
+		}
+	}
+	return netip.Addr{}, fmt.Errorf("system.local gives no address for the node (rpc_address %v, broadcast_address %v)", rpc, broadcast)
 }
 
 // createSchema creates the keyspace and the table, unless they exist.
