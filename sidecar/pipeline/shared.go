@@ -8,6 +8,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/tracecar/tracecar/audit"
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/internal/logs"
 	"github.com/tracecar/tracecar/internal/metrics"
@@ -38,6 +39,9 @@ type Settings struct {
 	// of its own (SetShardAwarePort). It is called on the data path, rarely (a frame like
 	// one rewritten already is not decoded again).
 	LearnSharding func(sharding.Info)
+	// Audit is the audit log: the data path checks Audit.Enabled (one atomic load), then
+	// Audit.Wants, and gives Audit.Add a record once the node has answered. Nil: no audit.
+	Audit *audit.Log
 }
 
 // Shared is what the pipelines of one proxy's connections share: the Settings, and what
