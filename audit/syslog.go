@@ -3,10 +3,8 @@ package audit
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/url"
 	"os"
@@ -138,7 +136,8 @@ type Syslog struct {
 	conn   net.Conn
 	buf    bytes.Buffer // the messages of a Write
 	ends   []int        // where each ends in buf
-	js     bytes.Buffer
+	js     []byte       // a record's JSON
+	head   []byte       // a message's header
 	failed *failedBatch // what the last Write sent, if it failed
 }
 
@@ -151,7 +150,7 @@ func NewSyslog(t SyslogTarget) *Syslog {
 	return &Syslog{
 		target:   t,
 		stream:   t.Network == "tcp" || t.Network == "unixstream",
-		hostname: printASCII(host, 255),
+		hostname: string(appendPrintASCII(nil, host, 255)),
 		pid:      strconv.Itoa(os.Getpid()),
 	}
 }
@@ -213,9 +212,7 @@ func (s *Syslog) write(ctx context.Context, recs []Record) (int, error) {
 	s.buf.Reset()
 	s.ends = s.ends[:0]
 	for i := range recs {
-		if err := s.format(&s.buf, &recs[i]); err != nil {
-			return 0, err
-		}
+		s.format(&s.buf, &recs[i])
 		s.ends = append(s.ends, s.buf.Len())
 	}
 	return s.send(ctx, fresh)
@@ -353,59 +350,66 @@ func peerClosed(c net.Conn) bool {
 }
 
 // format appends the message for r to buf, framed for a stream.
-func (s *Syslog) format(buf *bytes.Buffer, r *Record) error {
-	s.js.Reset()
-	enc := json.NewEncoder(&s.js)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(r); err != nil {
-		return fmt.Errorf("syslog: encode record: %w", err)
-	}
-	body := bytes.TrimSuffix(s.js.Bytes(), []byte("\n"))
+func (s *Syslog) format(buf *bytes.Buffer, r *Record) {
+	s.js = r.AppendJSON(s.js[:0])
 	severity := severityNotice
 	if r.Error {
 		severity = severityWarning
 	}
-	ts := "-"
-	if !r.EventTime.IsZero() {
-		ts = r.EventTime.UTC().Format("2006-01-02T15:04:05.000000Z")
+	h := append(s.head[:0], '<')
+	h = strconv.AppendInt(h, int64(s.target.Facility*8+severity), 10)
+	h = append(h, ">1 "...)
+	if r.EventTime.IsZero() {
+		h = append(h, '-')
+	} else {
+		h = r.EventTime.UTC().AppendFormat(h, "2006-01-02T15:04:05.000000Z")
 	}
-	msgid := printASCII(r.Category, 32)
-	head := fmt.Sprintf("<%d>1 %s %s tracecar-audit %s %s - ", s.target.Facility*8+severity, ts, s.hostname, s.pid, msgid)
+	h = append(h, ' ')
+	h = append(h, s.hostname...)
+	h = append(h, " tracecar-audit "...)
+	h = append(h, s.pid...)
+	h = append(h, ' ')
+	h = appendPrintASCII(h, r.Category, 32)
+	h = append(h, " - "...)
+	s.head = h
 	if s.stream {
-		fmt.Fprintf(buf, "%d ", len(head)+asciiLen(body))
+		var n [20]byte
+		buf.Write(strconv.AppendInt(n[:0], int64(len(h)+asciiLen(s.js)), 10))
+		buf.WriteByte(' ')
 	}
-	buf.WriteString(head)
-	writeASCII(buf, body)
-	return nil
+	buf.Write(h)
+	writeASCII(buf, s.js)
 }
 
-// printASCII returns s as an RFC 5424 header field: printable ASCII without spaces, at
-// most max bytes, or the NILVALUE "-" when empty.
-func printASCII(s string, max int) string {
-	var b strings.Builder
-	for i := 0; i < len(s) && b.Len() < max; i++ {
+// appendPrintASCII appends s as an RFC 5424 header field: printable ASCII without
+// spaces, at most max bytes, or the NILVALUE "-" when that leaves nothing.
+func appendPrintASCII(b []byte, s string, max int) []byte {
+	n := len(b)
+	for i := 0; i < len(s) && len(b)-n < max; i++ {
 		if c := s[i]; c > 32 && c < 127 {
-			b.WriteByte(c)
+			b = append(b, c)
 		}
 	}
-	if b.Len() == 0 {
-		return "-"
+	if len(b) == n {
+		b = append(b, '-')
 	}
-	return b.String()
+	return b
 }
 
 // asciiLen is the length of writeASCII's output for js.
 func asciiLen(js []byte) int {
-	n := 0
-	for len(js) > 0 {
-		r, size := utf8.DecodeRune(js)
-		js = js[size:]
-		switch {
-		case r < utf8.RuneSelf:
-			n++
-		case r > 0xFFFF:
+	n := len(js)
+	for i := 0; i < len(js); {
+		if js[i] < utf8.RuneSelf {
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(js[i:])
+		i += size
+		n -= size
+		if r > 0xFFFF {
 			n += 12
-		default:
+		} else {
 			n += 6
 		}
 	}
@@ -414,25 +418,28 @@ func asciiLen(js []byte) int {
 
 // writeASCII writes the JSON js with every non-ASCII character escaped as \uXXXX (a
 // surrogate pair above U+FFFF). Outside its strings JSON is ASCII already, and
-// encoding/json has replaced any invalid UTF-8 with U+FFFD.
-func writeASCII(w io.ByteWriter, js []byte) {
+// Record.AppendJSON, as encoding/json, has replaced any invalid UTF-8 with U+FFFD.
+func writeASCII(buf *bytes.Buffer, js []byte) {
 	const hex = "0123456789abcdef"
 	esc := func(u rune) {
-		for _, c := range []byte{'\\', 'u', hex[u>>12&15], hex[u>>8&15], hex[u>>4&15], hex[u&15]} {
-			w.WriteByte(c)
-		}
+		buf.Write([]byte{'\\', 'u', hex[u>>12&15], hex[u>>8&15], hex[u>>4&15], hex[u&15]})
 	}
 	for len(js) > 0 {
+		i := 0
+		for i < len(js) && js[i] < utf8.RuneSelf {
+			i++
+		}
+		buf.Write(js[:i])
+		if js = js[i:]; len(js) == 0 {
+			return
+		}
 		r, size := utf8.DecodeRune(js)
 		js = js[size:]
-		switch {
-		case r < utf8.RuneSelf:
-			w.WriteByte(byte(r))
-		case r > 0xFFFF:
+		if r > 0xFFFF {
 			hi, lo := utf16.EncodeRune(r)
 			esc(hi)
 			esc(lo)
-		default:
+		} else {
 			esc(r)
 		}
 	}
