@@ -3,8 +3,11 @@ package admin
 import (
 	"context"
 	"errors"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -135,6 +138,38 @@ func (s *Server) auditChange(ctx *fasthttp.RequestCtx, code int, always bool) {
 	}
 }
 
+// readableQuery encodes v as a query string sorted by name, escaping only what would be
+// ambiguous (&, =, %, +, #, spaces and control bytes), so that "categories=DDL,DML" reads
+// as it was meant.
+func readableQuery(v url.Values) string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(v)) {
+		for _, val := range v[k] {
+			if b.Len() > 0 {
+				b.WriteByte('&')
+			}
+			escapeQuery(&b, k)
+			b.WriteByte('=')
+			escapeQuery(&b, val)
+		}
+	}
+	return b.String()
+}
+
+func escapeQuery(b *strings.Builder, s string) {
+	const hex = "0123456789ABCDEF"
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c <= ' ' || c == 0x7f || c == '&' || c == '=' || c == '%' || c == '+' || c == '#':
+			b.WriteByte('%')
+			b.WriteByte(hex[c>>4])
+			b.WriteByte(hex[c&15])
+		default:
+			b.WriteByte(c)
+		}
+	}
+}
+
 // maxAdminOperation bounds the operation text of an ADMIN record.
 const maxAdminOperation = 1024
 
@@ -152,7 +187,7 @@ func adminOperation(ctx *fasthttp.RequestCtx) string {
 		}
 	}
 	op := string(ctx.Method()) + " " + string(ctx.Path())
-	if q := v.Encode(); q != "" {
+	if q := readableQuery(v); q != "" {
 		op += "?" + q
 	}
 	if len(op) > maxAdminOperation {
