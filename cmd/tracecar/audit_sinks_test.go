@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -113,5 +114,71 @@ func TestAuditSyslogFlagErrors(t *testing.T) {
 		if !strings.Contains(stderr.String(), "--audit-syslog") || !strings.Contains(stderr.String(), audit.SyslogForms) {
 			t.Errorf("--audit-syslog %s: stderr %q; want the flag and the forms allowed", v, stderr.String())
 		}
+	}
+}
+
+// TestSidecarAuditSyslogFailureInReadyz: with the syslog daemon gone, /readyz says the
+// syslog sink is failing and why; once it is back, the record held arrives and /readyz is
+// ready again.
+func TestSidecarAuditSyslogFailureInReadyz(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "log.sock")
+	pc, err := net.ListenPacket("unixgram", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := mustStack(t, stackConfig{Audit: mustAuditFlags(t, "--audit-syslog", "unixgram://"+sock)})
+	pc.Close()
+	os.Remove(sock)
+	post := func(path string) {
+		t.Helper()
+		resp, err := http.Post(st.Admin+path, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	readyz := func() (int, string) {
+		t.Helper()
+		resp, err := http.Get(st.Admin + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	post("/storage_service/slow_query?enable=true&threshold=1000")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, body := readyz()
+		if code == http.StatusServiceUnavailable && strings.Contains(body, "syslog") && strings.Contains(body, sock) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz with the syslog daemon gone: %d %q; want 503 naming the syslog sink and its socket", code, body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	pc, err = net.ListenPacket("unixgram", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	pc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	buf := make([]byte, 64<<10)
+	n, _, err := pc.ReadFrom(buf)
+	if err != nil || !strings.Contains(string(buf[:n]), "slow_query?enable=true") {
+		t.Fatalf("after the daemon came back: %q, %v; want the record held while it was gone", buf[:n], err)
+	}
+	for {
+		code, body := readyz()
+		if code == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline.Add(10 * time.Second)) {
+			t.Fatalf("/readyz once the daemon is back: %d %q; want 200", code, body)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
