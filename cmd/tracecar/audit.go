@@ -11,6 +11,7 @@ import (
 
 	"github.com/tracecar/tracecar/admin/ctl"
 	"github.com/tracecar/tracecar/audit"
+	"github.com/tracecar/tracecar/audit/auditsink"
 	"github.com/tracecar/tracecar/internal/logs"
 )
 
@@ -20,6 +21,8 @@ import (
 // sidecar starts with (a handover's inherited settings win over them).
 type auditConfig struct {
 	Dir      string        // --audit-dir: JSON lines there; "" no file sink
+	Syslog   string        // --audit-syslog: an RFC 5424 target; "" no syslog sink
+	Table    bool          // --audit-table: ScyllaDB's audit.audit_log in the node
 	Policy   string        // block or drop
 	Fsync    time.Duration // the file sink's fsync interval
 	MaxSize  *byteSize     // a file's size before it is rotated
@@ -29,20 +32,23 @@ type auditConfig struct {
 	// The settings at start, as the API's parameters spell them.
 	Categories, Keyspaces, Tables, ExcludeUsers string
 
-	policy   audit.Policy   // checked Policy
-	settings audit.Settings // checked settings
+	policy   audit.Policy       // checked Policy
+	settings audit.Settings     // checked settings
+	syslog   audit.SyslogTarget // checked Syslog
 }
 
 // addAuditFlags defines the flags of the audit log.
 func addAuditFlags(fs *flag.FlagSet, a *auditConfig) {
 	fs.StringVar(&a.Dir, "audit-dir", "", "`DIR` for the audit log as JSON lines, created with mode 0700, files 0600; empty: no file sink")
+	fs.StringVar(&a.Syslog, "audit-syslog", "", "`TARGET` for the audit log as RFC 5424 syslog messages: unix:///dev/log, unixgram:///PATH, unixstream:///PATH, udp://HOST:PORT or tcp://HOST:PORT (octet counting), optionally ?facility=NAME (default authpriv); empty: no syslog sink")
+	fs.BoolVar(&a.Table, "audit-table", false, "write the audit log into the node's audit.audit_log table (ScyllaDB's schema, plus error_code and batch_id), created if absent, over the sidecar's node session")
 	fs.StringVar(&a.Policy, "audit-policy", "block", "what a sink that falls behind or fails does: block (requests wait on the bounded queue, as Cassandra's audit block: true) or drop (requests never wait; each dropped record is counted)")
 	fs.DurationVar(&a.Fsync, "audit-fsync", time.Second, "how often the audit file is fsynced (also at rotation and stop): a record is on disk at most this long after it was written")
 	a.MaxSize = &byteSize{n: audit.DefaultMaxFileSize, min: 64 << 10, max: 1 << 40}
 	fs.Var(a.MaxSize, "audit-max-file-size", "an audit file's `size` before it is rotated, such as 100MiB")
 	fs.IntVar(&a.MaxFiles, "audit-max-files", audit.DefaultMaxFiles, "audit files kept in --audit-dir, the current one included; the oldest are removed")
 	fs.IntVar(&a.Queue, "audit-queue", audit.DefaultQueue, "audit records held in memory per sink before --audit-policy applies")
-	fs.BoolVar(&a.Enable, "audit-enable", true, "audit from the start when a sink is given (--audit-dir); false starts with the audit off, for POST /tracecar/audit?enable=true")
+	fs.BoolVar(&a.Enable, "audit-enable", true, "audit from the start when a sink is given (--audit-dir, --audit-syslog, --audit-table); false starts with the audit off, for POST /tracecar/audit?enable=true")
 	fs.StringVar(&a.Categories, "audit-categories", audit.DefaultCategories, "audited categories, comma-separated: AUTH, DDL, DCL, DML, QUERY, ADMIN (as ScyllaDB's audit_categories)")
 	fs.StringVar(&a.Keyspaces, "audit-keyspaces", "", "audit DDL, DML and QUERY in these keyspaces only, comma-separated; empty: every keyspace")
 	fs.StringVar(&a.Tables, "audit-tables", "", "audit DDL, DML and QUERY on these tables only, as keyspace.table, comma-separated; empty: every table")
@@ -69,7 +75,12 @@ func (a *auditConfig) check() error {
 	if err != nil {
 		return usageErrorf("--audit-%v", strings.Replace(err.Error(), "exclude_users", "exclude-users", 1))
 	}
-	s.Enabled = a.Enable && a.Dir != ""
+	if a.Syslog != "" {
+		if a.syslog, err = audit.ParseSyslogTarget(a.Syslog); err != nil {
+			return usageErrorf("--audit-syslog: %v", err)
+		}
+	}
+	s.Enabled = a.Enable && (a.Dir != "" || a.Syslog != "" || a.Table)
 	a.settings = s
 	return nil
 }
@@ -86,6 +97,13 @@ func (st *stack) newAudit(cfg stackConfig) error {
 			return fmt.Errorf("--audit-dir %s: %w", a.Dir, err)
 		}
 		sinks = append(sinks, f)
+	}
+	if a.Syslog != "" {
+		sinks = append(sinks, audit.NewSyslog(a.syslog))
+	}
+	if a.Table {
+		// The node session the tracing sinks share; the audit log is closed before it.
+		sinks = append(sinks, auditsink.NewTable(st.nodeSession))
 	}
 	st.audit = audit.Open(audit.Config{Policy: a.policy, Queue: a.Queue, Sync: a.Fsync, Node: st.Node,
 		Sinks: sinks, Logger: st.reg.Logger(logs.Admin)})

@@ -16,6 +16,7 @@ type sinkSet struct {
 	sinks      []tracing.Sink
 	nodeEvents tracing.NodeEventSource
 	schema     capture.SchemaSource // for the workload capture
+	node       *cqlsink.Connector   // the node session they share, for the audit table too
 }
 
 // buildSinks creates the sinks that cfg asks for, and the source of the node's own trace
@@ -24,7 +25,7 @@ type sinkSet struct {
 // the tracer closes the sinks themselves.
 func buildSinks(ctx context.Context, cfg stackConfig, nodeAddr string, ttl func() int64, log zerolog.Logger) (sinkSet, func(context.Context) error, error) {
 	conn := &cqlsink.Connector{Addr: nodeAddr, Username: cfg.NodeUsername, Password: cfg.NodePassword, TLS: cfg.NodeTLS}
-	set := sinkSet{nodeEvents: cqlsink.LazyNodeEvents(conn), schema: cqlsink.LazySchema(conn)}
+	set := sinkSet{nodeEvents: cqlsink.LazyNodeEvents(conn), schema: cqlsink.LazySchema(conn), node: conn}
 	closer := func(context.Context) error { conn.Close(); return nil }
 	if cfg.OTLPEndpoint != "" || tracing.EnvEndpointSet() {
 		s, err := tracing.NewOTelSink(ctx, tracing.OTelOptions{

@@ -17,6 +17,7 @@ import (
 	"github.com/tracecar/tracecar/internal/nodeapi"
 	"github.com/tracecar/tracecar/sidecar"
 	"github.com/tracecar/tracecar/tracing"
+	"github.com/tracecar/tracecar/tracing/cqlsink"
 	"github.com/tracecar/tracecar/tracing/guardrail"
 	"github.com/tracecar/tracecar/tracing/statements"
 )
@@ -121,7 +122,8 @@ type stack struct {
 	reg            *logs.Registry
 	stmts          *statements.Stats
 	audit          *audit.Log
-	embedded       bool // the node runs in this process: no handover
+	nodeSession    *cqlsink.Connector // the tracing sinks' node session, shared with the audit table
+	embedded       bool               // the node runs in this process: no handover
 	ho             *handoverState
 }
 

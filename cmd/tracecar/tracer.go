@@ -46,6 +46,7 @@ func (st *stack) startTracer(ctx context.Context, cfg stackConfig, m *metrics.Me
 	}
 	opts.Sinks = sinks.sinks
 	opts.NodeEvents = sinks.nodeEvents
+	st.nodeSession = sinks.node
 	st.closers = append(st.closers, closeSinks)
 	added := new(guardrail.AddedLatency)
 	opts.AddedLatency = added.Observe
