@@ -1,7 +1,6 @@
 package sidecar
 
 import (
-	"errors"
 	"sync"
 	"syscall"
 	"time"
@@ -45,24 +44,6 @@ import (
 // parkIdle is how long a connection has nothing to do before its sides park: between one
 // and two of these after its last frame, in nanoseconds (handover.ParkIdle).
 var parkIdle = &handover.ParkIdle
-
-// errParked ends a side's frame loop when its goroutine is to park (frameReader.idle).
-var errParked = errors.New("parked")
-
-// The sides of a connection on the goroutine path.
-const (
-	sideRequests  = 0 // the request goroutine: reads the client
-	sideResponses = 1 // the response goroutine: reads the node
-)
-
-// idleAction is what a frameReader does when a read of its socket ends at a deadline.
-type idleAction uint8
-
-const (
-	idleFail  idleAction = iota // the deadline's error stands (drain, stop)
-	idleRetry                   // read on: the deadline was the parker's, and is cleared
-	idlePark                    // return errParked: the side parks
-)
 
 // parkState is a connection's part in parking. All but seen is under conn.mu.
 type parkState struct {
@@ -227,3 +208,9 @@ func (c goroutines) stopParking() {
 		c.park.pk.Remove((*parking)(c.conn))
 	}
 }
+
+// The sides of a connection on the goroutine path.
+const (
+	sideRequests  = 0 // the request goroutine: reads the client
+	sideResponses = 1 // the response goroutine: reads the node
+)

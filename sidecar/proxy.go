@@ -344,3 +344,33 @@ func (p *Proxy) unregister(c *conn) {
 		p.sh.Metrics.ConnClosed()
 	}
 }
+
+// refuseLogEvery spaces the log lines about refused connections.
+const refuseLogEvery = 10 * time.Second
+
+// refuse closes nc, just accepted, when MaxConnections connections are open, and reports
+// whether it did. As Cassandra's ConnectionLimitHandler does, the client gets nothing but
+// the close; a driver then tries another host or retries later. The first refusal is
+// logged at once, later ones once per refuseLogEvery with their count.
+func (p *Proxy) refuse(nc net.Conn) bool {
+	if p.cfg.MaxConnections <= 0 {
+		return false
+	}
+	p.mu.Lock()
+	open := len(p.conns)
+	p.mu.Unlock()
+	if open < p.cfg.MaxConnections {
+		return false
+	}
+	p.refused.Add(1) // before the close, which the client sees
+	n := p.refusedUnlogged.Add(1)
+	now := time.Now().UnixNano()
+	if last := p.refusedLogged.Load(); now-last >= int64(refuseLogEvery) && p.refusedLogged.CompareAndSwap(last, now) {
+		p.refusedUnlogged.Add(-n)
+		p.sh.Log.Warn().Int("max_connections", p.cfg.MaxConnections).Int("open", open).Int64("refused", n).
+			Str("client", nc.RemoteAddr().String()).
+			Msg("connection limit reached (--max-connections): closing new client connections until some end")
+	}
+	nc.Close()
+	return true
+}

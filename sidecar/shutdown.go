@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"time"
 
 	"github.com/tracecar/tracecar/sidecar/pipeline"
@@ -145,5 +144,3 @@ func (c *conn) nodeLost(f []byte, cause error) []byte {
 func isClosed(err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || errors.Is(err, errClientGone)
 }
-
-func isTimeout(err error) bool { return errors.Is(err, os.ErrDeadlineExceeded) }

@@ -1,7 +1,6 @@
 package sidecar
 
 import (
-	"encoding/binary"
 	"fmt"
 
 	"github.com/tracecar/tracecar/sidecar/pipeline"
@@ -49,13 +48,6 @@ func (c *conn) responseHeader(hb []byte) (cql.Header, error) {
 		return h, fmt.Errorf("malformed frame from node: body of %d bytes exceeds the maximum of %d", h.Length, cql.MaxBodySize)
 	}
 	return h, nil
-}
-
-// frameSize returns the size, header included, that the v3/v4 header at the start of hb
-// claims for its frame, before the header is checked: the one reader of the length field
-// beside cql.ParseHeader, for the tests of whether a whole frame is buffered.
-func frameSize(hb []byte) uint64 {
-	return cql.HeaderSize + uint64(binary.BigEndian.Uint32(hb[5:9]))
 }
 
 // appendError appends an ERROR frame for the client to f, in a segment of its own once
