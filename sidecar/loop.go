@@ -185,14 +185,14 @@ func dupFD(nc net.Conn) (int, error) {
 // toLoop moves an open connection to an event loop, with whatever its client reader
 // already holds. It reports false, and changes nothing, when the connection cannot go (not
 // plain TCP: TLS connections stay on the goroutine path).
-func (c *conn) toLoop() bool {
+func (c *conn) toLoop(g *loopGroup) bool {
 	if _, ok := c.client.(*net.TCPConn); !ok {
 		return false
 	}
 	if _, ok := c.node.(*net.TCPConn); !ok {
 		return false
 	}
-	l, err := c.p.loops.pick()
+	l, err := g.pick()
 	if err != nil {
 		c.Warn().Err(err).Msg("event loop unavailable: using goroutines")
 		return false

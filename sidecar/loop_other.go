@@ -19,7 +19,7 @@ var processLoops loopGroup
 
 func (g *loopGroup) start() error { return nil }
 
-func (c *conn) toLoop() bool              { return false }
+func (c *conn) toLoop(*loopGroup) bool    { return false }
 func (c *conn) inLoop() bool              { return false }
 func (c *conn) postLoop(kind loopCmdKind) {}
 

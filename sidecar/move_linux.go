@@ -4,11 +4,8 @@ package sidecar
 
 import (
 	"bytes"
-	"context"
 	"errors"
-	"time"
 
-	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
 	"github.com/tracecar/tracecar/sidecar/handover"
@@ -16,8 +13,8 @@ import (
 
 // The event loop's part in a handover (see handover.go and package handover): the loop
 // commands that take a connection to a quiet point and detach it, or serve it again; and
-// what package handover needs of the proxy and of its connections (handover.Source,
-// handover.Sink, handover.Conn), on types of their own.
+// what package handover needs of a connection (handover.Conn), on a type of its own. The
+// proxy's part is in handover_linux.go.
 
 // Loop commands of a handover, beside those of loop.go.
 const (
@@ -132,113 +129,6 @@ func (l *loop) moveOver(c *conn, o handover.Outcome) {
 	q.Put(handover.Reply{Conn: (*movingConn)(c), Outcome: o})
 }
 
-func (p *Proxy) servingGroup() *group {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.serving
-}
-
-// allConns returns the proxy's connections.
-func (p *Proxy) allConns() []*conn {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	cs := make([]*conn, 0, len(p.conns))
-	for c := range p.conns {
-		cs = append(cs, c)
-	}
-	return cs
-}
-
-// handoverProxy is the proxy as package handover sees it: handover.Source in the old
-// process, handover.Sink in the new one.
-type handoverProxy Proxy
-
-func (hp *handoverProxy) p() *Proxy { return (*Proxy)(hp) }
-
-// Handoff moves the proxy's connections to the successor s, which already serves the
-// listeners (Successor.Offer): each plaintext connection on an event loop moves at a quiet
-// point, waiting at most DrainTimeout for it; the others (TLS, the goroutine path, and
-// those not quiet in time) drain and close here, and are counted and logged. It returns
-// once every connection has moved or ended, and the successor has acknowledged the end of
-// the handover.
-//
-// When every connection has moved or ended, final (when not nil) gives the bytes that go
-// to the successor with the end, which Adopt returns there: what this process counted
-// until then.
-//
-// When the successor goes away before that (or ctx is done), every connection it has not
-// acknowledged is served here again, and Handoff returns the error: the caller serves on,
-// with its listeners.
-func (p *Proxy) Handoff(ctx context.Context, s *Successor, final func() []byte) (HandoffResult, error) {
-	return handover.Handoff(ctx, (*handoverProxy)(p), s, final)
-}
-
-// Adopt takes over the connections that the predecessor hands over (Proxy.Handoff there),
-// each served here from the moment it is acknowledged, as one of the connections of the
-// Serve call running (which must be), and ending with it. It returns once the predecessor
-// says the handover is done, or goes away (the connections adopted until then are served
-// on; the others are the predecessor's, which kept them or died with them), or ctx is
-// done.
-func (p *Proxy) Adopt(ctx context.Context, pred *Predecessor) (HandoffResult, error) {
-	return handover.Adopt(ctx, (*handoverProxy)(p), pred)
-}
-
-func (hp *handoverProxy) Conns() []handover.Conn {
-	cs := hp.p().allConns()
-	hs := make([]handover.Conn, len(cs))
-	for i, c := range cs {
-		hs[i] = (*movingConn)(c)
-	}
-	return hs
-}
-
-// Immovable says why a connection on the goroutine path cannot move.
-func (hp *handoverProxy) Immovable() string {
-	switch {
-	case hp.cfg.TLS != nil:
-		return "a TLS connection cannot move (Go's TLS state stays in its process)"
-	case hp.nodeTLS != nil:
-		return "a connection with TLS to the node cannot move (Go's TLS state stays in its process)"
-	}
-	return "a connection on the goroutine path (the event loop is off) cannot move"
-}
-
-func (hp *handoverProxy) DrainTimeout() time.Duration { return hp.cfg.DrainTimeout }
-func (hp *handoverProxy) Connections() int            { return hp.p().Stats().Connections }
-func (hp *handoverProxy) Log() *zerolog.Logger        { return hp.sh.Log }
-func (hp *handoverProxy) Serving() bool               { return hp.p().servingGroup() != nil }
-
-func (hp *handoverProxy) StartLoops() {
-	if !hp.noLoop {
-		hp.loops.pick()
-	}
-}
-
-// Import adopts one connection in the group of the Serve call running; serve, once it is
-// acknowledged, moves it to a loop (or starts its goroutines).
-func (hp *handoverProxy) Import(m handover.State, clientFD, nodeFD int) (func(), error) {
-	p := hp.p()
-	p.mu.Lock()
-	g := p.serving
-	if g != nil {
-		g.wg.Add(1)
-	}
-	p.mu.Unlock()
-	if g == nil {
-		return nil, errors.New("the proxy is not serving")
-	}
-	c, err := p.adoptConn(m, clientFD, nodeFD, g)
-	if err != nil {
-		g.wg.Done()
-		return nil, err
-	}
-	return func() {
-		if p.noLoop || !c.toLoop() {
-			go c.serveAdopted() // else the loop retires it (closedOnLoop)
-		}
-	}, nil
-}
-
 // movingConn is a connection as package handover sees it (handover.Conn).
 type movingConn conn
 
@@ -286,4 +176,44 @@ func (m *movingConn) Moved()         { m.c().finishMoved() }
 
 func (m *movingConn) Export(id uint64, d handover.Detached) handover.State {
 	return m.c().movedState(id, d.ClientPend, d.NodePend)
+}
+
+// errMoved is the cause of the end of a connection that moved to another process.
+var errMoved = errors.New("moved to the successor process")
+
+// movedState returns the state of c to hand over, with the pending bytes.
+func (c *conn) movedState(id uint64, clientPend, nodePend []byte) handover.State {
+	s := c.State()
+	m := handover.State{
+		ID:            id,
+		Version:       s.Version,
+		Framing:       handover.FramingFrames,
+		Compression:   s.Compression,
+		Ready:         s.Ready,
+		InSystem:      s.InSystem,
+		User:          s.User,
+		ClientPending: clientPend,
+		NodePending:   nodePend,
+	}
+	if c.segmentsFromNode() {
+		m.Framing, m.SegmentsLZ4 = handover.FramingSegments, c.v5.lz4.Load()
+	}
+	m.ShardAware = c.group != nil && c.group.aware
+	if in, ok := c.Shard().Info(); ok {
+		m.Shard = &handover.Shard{Shard: in.Shard, NrShards: in.NrShards, IgnoreMSB: in.IgnoreMSB}
+	}
+	return m
+}
+
+// finishMoved ends a connection that moved to another process, in this one: its sockets
+// are the other process's, and this one's descriptors are closed already.
+func (c *conn) finishMoved() {
+	c.mu.Lock()
+	if c.getState() < stateEnding {
+		c.cause = errMoved
+	}
+	c.mu.Unlock()
+	if c.advance(stateClosed) {
+		c.closedOnLoop()
+	}
 }

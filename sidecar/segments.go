@@ -63,18 +63,6 @@ func (v *v5conn) reader(client bool) *cql.SegmentReader {
 	return &v.fromNode
 }
 
-// maxVersion returns the highest protocol version the proxy lets through.
-func (p *Proxy) maxVersion() byte {
-	if v := p.cfg.MaxProtocolVersion; v >= int(cql.V3) && v < int(cql.MaxVersion) {
-		return byte(v)
-	}
-	return cql.MaxVersion
-}
-
-// speaks reports whether the proxy lets protocol version v (without the response bit)
-// through.
-func (p *Proxy) speaks(v byte) bool { return v >= cql.V3 && v <= p.maxVersion() }
-
 // apply makes the change of framing that the per-frame work on a request returned
 // (pipeline.request): a v5 STARTUP begins the segments. A frame changed in place
 // (fxEdited) needs a fresh CRC only in a segment, which requestSegment sees.

@@ -90,7 +90,7 @@ func (c *conn) finish() {
 	c.closeAll()
 	goroutines{c}.stopParking()
 	c.EndTracing()
-	c.p.unregister(c)
+	c.p.forget(c)
 }
 
 // retire finishes a closed connection and takes it out of its Serve call's group, which
