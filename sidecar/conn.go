@@ -17,13 +17,15 @@ import (
 	"github.com/tracecar/tracecar/internal/cql"
 )
 
-// conn is one client connection and its node connection. It is carried by one of two
-// transports. On the goroutine path two goroutines work on it: the request goroutine
-// (serve) reads the client and writes the node, and the response goroutine (responses)
-// reads the node and writes the client; each owns its reader, its writer and its scratch
-// buffers, and they share only the stream table, the atomics, and the state and cause of
-// the connection's end (shutdown.go). On the event loop, its loop does the work of both
-// goroutines (loopState).
+// conn is one client connection and its node connection: the connection's core, which
+// both transports carry (see "Layers" in the package doc). On the goroutine path two
+// goroutines work on it: the request goroutine reads the client and writes the node, and
+// the response goroutine reads the node and writes the client; each owns its reader, its
+// writer and its scratch buffers (goroutines.go, type goroutines), and they share only the
+// stream table, the atomics, and the state and cause of the connection's end
+// (shutdown.go). On the event loop, its loop does the work of both goroutines (loopconn.go,
+// type loopConn). The transports' own state is in their types, which point at the conn;
+// the conn reaches its transport only through carrier, on its ending.
 type conn struct {
 	// Conn is the connection's protocol state and the per-frame work on it (protocol.go,
 	// Conn.go): the transports below call it, and apply what it returns.
@@ -32,25 +34,46 @@ type conn struct {
 	p      *connEnv
 	group  *group
 	client net.Conn
-	node   net.Conn // set under mu by open, before the response goroutine starts
+	node   net.Conn // set under mu by Proxy.openConn, before the response goroutine starts
 
 	// The version gate's reader and writer of the client, and the goroutine path's.
 	cr       *frameReader
 	toClient *frameWriter
 	lost     []pipeline.Inflight // the requests failed when the node was lost (nodeLost)
-	// goPath is the rest of the goroutine path's state, nil on a loop (goroutines.go).
-	*goPath
 
 	// lifecycle is the connection's end, on either transport (shutdown.go).
 	lifecycle
-	loopState              // the event loop's, once the connection moved to one
-	handover  connHandover // what an old process handed over (handover.go)
-	park      *parkState   // an idle connection's parking on the goroutine path (park.go), or nil
+	// carrier is the transport's part in that end, where the transports differ; set under
+	// mu by the transport that takes the connection (the event loop, or the goroutine
+	// path's parking), nil otherwise.
+	carrier  carrier
+	handover connHandover // what an old process handed over (handover.go)
 
 	// v5 is protocol v5's segment state (segments.go), for a connection of version 5 only:
 	// set with the version, before either side reads, and nil for the others, which it
 	// would cost 270 bytes each.
 	v5 *v5conn
+}
+
+// carrier is what the connection's core asks of the transport that carries it, where the
+// transports differ: the event loop (loopConn) does a connection's drain and close on its
+// loop, and the goroutine path's parking (parkState) wakes the parked sides first. Its
+// calls are on the connection's ending, and for a v5 frame larger than a segment; none is
+// per frame.
+type carrier interface {
+	// post hands the drain (draining) or the close of the connection to the transport, and
+	// reports whether it took it (the event loop); else the core acts on the sockets.
+	// c.mu is held.
+	post(draining bool) bool
+	// wake starts what of the connection sleeps (parked sides), so that it sees the drain
+	// (draining: the request side) or the close. c.mu is held.
+	wake(draining bool)
+	// release lets go of the transport's hold on the connection once it is finished.
+	release()
+	// holdLarge charges a client frame gathered from v5 segments to the budget of frames
+	// held whole, when the transport cannot wait for room (segments.holdLarge), and reports
+	// whether it did.
+	holdLarge(size int) (handled bool, err error)
 }
 
 // connEnv is what a connection uses of its proxy, and no more (conn.p): the configuration,
@@ -197,12 +220,6 @@ func (c *conn) frameBuffered(r *frameReader) bool {
 	return frameReady(r)
 }
 
-// writeError queues an ERROR frame for the client. It is used by the goroutine that owns
-// toClient.
-func (c *conn) writeError(stream int16, code int32, msg string) error {
-	return c.toClient.write(c.appendError(nil, stream, code, msg))
-}
-
 // The DataStax drivers' DSE protocol versions, which they offer first to learn whether the
 // node is DataStax Enterprise.
 const (
@@ -247,4 +264,37 @@ func (c *conn) takeNodePend() []byte {
 	b := c.handover.nodePend
 	c.handover.nodePend = nil
 	return b
+}
+
+// v5conn is what a connection holds for protocol v5's segments.
+type v5conn struct {
+	// startup says that a v5 STARTUP was forwarded: its READY or AUTHENTICATE starts the
+	// segments. lz4 says that it asked for lz4: the segments have the lz4 header.
+	startup, lz4 atomic.Bool
+	// client says that the client sends segments: the answer to its STARTUP is on its way
+	// to it. The request side reads it; the response side sets it.
+	client atomic.Bool
+	// node says that the node sends segments (response side only).
+	node bool
+	// largeHeld is what the client frame gathered from its segments (larger than a segment)
+	// holds of the proxy-wide budget of frames held whole, from its first segment to its
+	// last (request side only; holdLarge).
+	largeHeld int
+
+	fromClient, fromNode cql.SegmentReader
+	// reqOut and respOut hold the segments of frames that changed, one per side.
+	reqOut, respOut []byte
+	// respFrames gathers the frames of a node segment once one of them changed.
+	respFrames []byte
+	// respSeg holds a node segment larger than the response reader's buffer (goroutine
+	// path; the request side uses reqBuf, charged to the budget of frames held whole).
+	respSeg []byte
+}
+
+// reader returns the segment reader of a side: the client's, or the node's.
+func (v *v5conn) reader(client bool) *cql.SegmentReader {
+	if client {
+		return &v.fromClient
+	}
+	return &v.fromNode
 }

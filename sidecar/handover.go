@@ -124,7 +124,7 @@ func (p *Proxy) adoptConn(m handover.State, clientFD, nodeFD int, g *group) (*co
 // serveAdopted runs an adopted connection that stays off the loops on the goroutine path,
 // as serve runs an accepted one once open.
 func (c *conn) serveAdopted() {
-	goroutines{c}.runGoroutines()
+	runGoroutines(c)
 }
 
 // Accepted returns the number of client connections accepted since New; connections

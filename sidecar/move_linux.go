@@ -16,68 +16,16 @@ import (
 // what package handover needs of a connection (handover.Conn), on a type of its own. The
 // proxy's part is in handover_linux.go.
 
-// Loop commands of a handover, beside those of loop.go.
+// Loop commands of a handover, beside those of loopconn.go.
 const (
 	cmdMove       loopCmdKind = iota + 16 // take the connection to a quiet point and detach it
 	cmdMoveCancel                         // stop a move not yet detached; the client is read again
 	cmdAttach                             // serve a detached connection again (the successor failed)
 )
 
-// handoverCmd is the argument of a handover's loop command.
-type handoverCmd struct {
-	replies *handover.Replies // cmdMove: where the outcome goes
-	d       handover.Detached // cmdAttach: the sockets and bytes to serve again
-}
-
-// loopMove is a connection's part in a move, on its loop; loop goroutine only.
-type loopMove struct {
-	moving  bool
-	replies *handover.Replies
-}
-
-// handover runs a handover's loop command.
-func (l *loop) handover(cmd loopCmd) {
-	c := cmd.c
-	switch cmd.kind {
-	case cmdMove:
-		if c.getState() != stateOpen || c.move.moving || c.sides[0].fd < 0 {
-			cmd.h.replies.Put(handover.Reply{Conn: (*movingConn)(c), Outcome: handover.Refused})
-			return
-		}
-		c.move = loopMove{moving: true, replies: cmd.h.replies}
-		cs := &c.sides[0]
-		cs.paused = true
-		l.setEvents(cs)
-		l.tryMove(c)
-	case cmdMoveCancel:
-		if !c.move.moving {
-			return // its outcome is on its way already
-		}
-		q := c.move.replies
-		c.move = loopMove{}
-		cs, ns := &c.sides[0], &c.sides[1]
-		if c.getState() == stateOpen && !cs.budgetWait && len(ns.out) == 0 {
-			cs.paused = false
-			l.setEvents(cs)
-		}
-		q.Put(handover.Reply{Conn: (*movingConn)(c), Outcome: handover.Canceled})
-	case cmdAttach:
-		d := cmd.h.d
-		if c.getState() == stateClosed {
-			unix.Close(d.FDs[0])
-			unix.Close(d.FDs[1])
-			return
-		}
-		cs, ns := &c.sides[0], &c.sides[1]
-		cs.fd, ns.fd = d.FDs[0], d.FDs[1]
-		cs.pend, ns.pend = d.ClientPend, d.NodePend
-		l.add(c)
-	}
-}
-
 // tryMove detaches a moving connection once it is quiet: no request in flight, and nothing
 // waiting to be written either way. The loop calls it after each event of the connection.
-func (l *loop) tryMove(c *conn) {
+func (l *loop) tryMove(c *loopConn) {
 	if !c.move.moving {
 		return
 	}
@@ -119,14 +67,14 @@ func (l *loop) tryMove(c *conn) {
 	*ns = side{c: c, fd: -1, peer: cs}
 	q := c.move.replies
 	c.move = loopMove{}
-	q.Put(handover.Reply{Conn: (*movingConn)(c), Outcome: handover.Detach, Detached: d})
+	q.Put(handover.Reply{Conn: (*movingConn)(c.conn), Outcome: handover.Detach, Detached: d})
 }
 
 // moveOver ends a move that will not detach.
-func (l *loop) moveOver(c *conn, o handover.Outcome) {
+func (l *loop) moveOver(c *loopConn, o handover.Outcome) {
 	q := c.move.replies
 	c.move = loopMove{}
-	q.Put(handover.Reply{Conn: (*movingConn)(c), Outcome: o})
+	q.Put(handover.Reply{Conn: (*movingConn)(c.conn), Outcome: o})
 }
 
 // movingConn is a connection as package handover sees it (handover.Conn).
@@ -149,21 +97,27 @@ func (m *movingConn) Where() handover.Where {
 	return handover.Elsewhere
 }
 
+// lc returns the connection as its loop carries it, or nil.
+func (m *movingConn) lc() *loopConn {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.c().onLoop()
+}
+
 func (m *movingConn) Move(q *handover.Replies) {
-	m.lp.post(loopCmd{kind: cmdMove, c: m.c(), h: &handoverCmd{replies: q}})
+	lc := m.lc()
+	lc.lp.post(loopCmd{kind: cmdMove, c: lc, h: &handoverCmd{replies: q}})
 }
 
 func (m *movingConn) Cancel() {
-	m.mu.Lock()
-	lp := m.lp
-	m.mu.Unlock()
-	if lp != nil {
-		lp.post(loopCmd{kind: cmdMoveCancel, c: m.c()}) // ignored unless it is moving
+	if lc := m.lc(); lc != nil {
+		lc.lp.post(loopCmd{kind: cmdMoveCancel, c: lc}) // ignored unless it is moving
 	}
 }
 
 func (m *movingConn) Attach(d handover.Detached) {
-	m.lp.post(loopCmd{kind: cmdAttach, c: m.c(), h: &handoverCmd{d: d}})
+	lc := m.lc()
+	lc.lp.post(loopCmd{kind: cmdAttach, c: lc, h: &handoverCmd{d: d}})
 }
 
 func (m *movingConn) Open() bool     { return m.c().getState() == stateOpen }

@@ -36,10 +36,10 @@ func (p *Proxy) newConn(nc net.Conn, g *group, aware bool) *conn {
 	return c
 }
 
-// serve runs the connection: the version gate and the node dial, then the transport, an
+// serveConn runs connection c: the version gate and the node dial, then the transport, an
 // event loop when the connection can move to one, else the goroutine path. On the goroutine
 // path it returns once the connection is closed; a connection on a loop is the loop's, and
-// serve returns at once, so that an idle connection there costs no goroutine stack: the
+// serveConn returns at once, so that an idle connection there costs no goroutine stack: the
 // loop retires it when it closes it.
 func (p *Proxy) serveConn(ctx context.Context, c *conn) {
 	if err := p.openConn(ctx, c); err != nil {
@@ -53,10 +53,10 @@ func (p *Proxy) serveConn(ctx context.Context, c *conn) {
 	if !p.noLoop && c.toLoop(p.loops) {
 		return
 	}
-	goroutines{c}.runGoroutines()
+	runGoroutines(c)
 }
 
-// open answers frames of unsupported versions until one of version 3, 4 or 5 (up to
+// openConn answers c's frames of unsupported versions until one of version 3, 4 or 5 (up to
 // Config.MaxProtocolVersion) arrives, then dials the node. On error the client has been
 // answered as well as it could be.
 func (p *Proxy) openConn(ctx context.Context, c *conn) error {

@@ -54,11 +54,12 @@ func (c *conn) drain() {
 	if !c.advance(stateDraining) {
 		return
 	}
-	if c.inLoop() {
-		c.postLoop(cmdDrain)
-		return
+	if c.carrier != nil {
+		if c.carrier.post(true) {
+			return
+		}
+		c.carrier.wake(true)
 	}
-	goroutines{c}.unpark(sideRequests, 0)
 	c.client.SetReadDeadline(time.Unix(1, 0))
 }
 
@@ -70,15 +71,16 @@ func (c *conn) closeAll() {
 	if c.getState() == stateClosed {
 		return
 	}
-	if c.inLoop() {
-		c.postLoop(cmdClose)
+	if c.carrier != nil && c.carrier.post(false) {
 		return
 	}
 	if c.getState() < stateEnding {
 		c.cause = errShutdown
 	}
 	c.advance(stateClosed)
-	goroutines{c}.unparkAll()
+	if c.carrier != nil {
+		c.carrier.wake(false)
+	}
 	c.client.Close()
 	if c.node != nil {
 		c.node.Close()
@@ -88,7 +90,12 @@ func (c *conn) closeAll() {
 // finish releases what the connection holds once its transport has closed it.
 func (c *conn) finish() {
 	c.closeAll()
-	goroutines{c}.stopParking()
+	c.mu.Lock()
+	cr := c.carrier
+	c.mu.Unlock()
+	if cr != nil {
+		cr.release()
+	}
 	c.EndTracing()
 	c.p.forget(c)
 }
