@@ -2,11 +2,13 @@ package sidecar
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"fmt"
 	"net"
 	"net/netip"
-	"time"
+	"sync"
+	"sync/atomic"
 
 	"github.com/tracecar/tracecar/sidecar/pipeline"
 
@@ -15,40 +17,109 @@ import (
 	"github.com/tracecar/tracecar/internal/cql"
 )
 
-// conn is one client connection and its node connection. It is carried by one of two
-// transports. On the goroutine path two goroutines work on it: the request goroutine
-// (serve) reads the client and writes the node, and the response goroutine (responses)
-// reads the node and writes the client; each owns its reader, its writer and its scratch
-// buffers, and they share only the stream table, the atomics, and the state and cause of
-// the connection's end (shutdown.go). On the event loop, its loop does the work of both
-// goroutines (loopState).
+// conn is one client connection and its node connection: the connection's core, which
+// both transports carry (see "Layers" in the package doc). On the goroutine path two
+// goroutines work on it: the request goroutine reads the client and writes the node, and
+// the response goroutine reads the node and writes the client; each owns its reader, its
+// writer and its scratch buffers (goroutines.go, type goroutines), and they share only the
+// stream table, the atomics, and the state and cause of the connection's end
+// (shutdown.go). On the event loop, its loop does the work of both goroutines (loopconn.go,
+// type loopConn). The transports' own state is in their types, which point at the conn;
+// the conn reaches its transport only through carrier, on its ending.
 type conn struct {
 	// Conn is the connection's protocol state and the per-frame work on it (protocol.go,
 	// Conn.go): the transports below call it, and apply what it returns.
 	pipeline.Conn
 
-	p      *Proxy
+	p      *connEnv
 	group  *group
 	client net.Conn
-	node   net.Conn // set under mu by open, before the response goroutine starts
+	node   net.Conn // set under mu by Proxy.openConn, before the response goroutine starts
 
 	// The version gate's reader and writer of the client, and the goroutine path's.
 	cr       *frameReader
 	toClient *frameWriter
 	lost     []pipeline.Inflight // the requests failed when the node was lost (nodeLost)
-	// goPath is the rest of the goroutine path's state, nil on a loop (goroutines.go).
-	*goPath
 
 	// lifecycle is the connection's end, on either transport (shutdown.go).
 	lifecycle
-	loopState              // the event loop's, once the connection moved to one
-	handover  connHandover // what an old process handed over (handover.go)
-	park      *parkState   // an idle connection's parking on the goroutine path (park.go), or nil
+	// carrier is the transport's part in that end, where the transports differ; set under
+	// mu by the transport that takes the connection (the event loop, or the goroutine
+	// path's parking), nil otherwise.
+	carrier  carrier
+	handover connHandover // what an old process handed over (handover.go)
 
 	// v5 is protocol v5's segment state (segments.go), for a connection of version 5 only:
 	// set with the version, before either side reads, and nil for the others, which it
 	// would cost 270 bytes each.
 	v5 *v5conn
+}
+
+// carrier is what the connection's core asks of the transport that carries it, where the
+// transports differ: the event loop (loopConn) does a connection's drain and close on its
+// loop, and the goroutine path's parking (parkState) wakes the parked sides first. Its
+// calls are on the connection's ending, and for a v5 frame larger than a segment; none is
+// per frame.
+type carrier interface {
+	// post hands the drain (draining) or the close of the connection to the transport, and
+	// reports whether it took it (the event loop); else the core acts on the sockets.
+	// c.mu is held.
+	post(draining bool) bool
+	// wake starts what of the connection sleeps (parked sides), so that it sees the drain
+	// (draining: the request side) or the close. c.mu is held.
+	wake(draining bool)
+	// release lets go of the transport's hold on the connection once it is finished.
+	release()
+	// holdLarge charges a client frame gathered from v5 segments to the budget of frames
+	// held whole, when the transport cannot wait for room (segments.holdLarge), and reports
+	// whether it did.
+	holdLarge(size int) (handled bool, err error)
+}
+
+// connEnv is what a connection uses of its proxy, and no more (conn.p): the configuration,
+// what the pipelines share, the dial, the counters a connection adds to and the budget of
+// frames held whole. A Proxy embeds it, so that the connection's files point down to it
+// rather than up to the Proxy that registers and serves them.
+type connEnv struct {
+	cfg Config
+	// sh is what the pipelines of the proxy's connections share: the tracer, statement
+	// statistics, the capture, the metrics and the logger, the limits and addresses, and
+	// what the proxy learns from the node for every connection (sidecar/pipeline).
+	sh      *pipeline.Shared
+	nodeTLS *tls.Config // Config.NodeTLS with its ServerName set
+	noLoop  bool        // Config.NoEventLoop, or TRACECAR_EVENT_LOOP=off
+
+	// dial opens a node connection; tests replace it.
+	dial func(ctx context.Context) (net.Conn, error)
+	// forget takes a finished connection out of the proxy's (Proxy.unregister).
+	forget func(*conn)
+
+	nodeFailures atomic.Uint64
+	rejected     atomic.Uint64
+	held         byteBudget // bytes of client frames held whole, see limits.go
+}
+
+// logs reports whether lines at lvl may be written: false when Config.LogGate says that
+// they are off, true without a gate (zerolog decides). It is inlined.
+func (p *connEnv) logs(lvl zerolog.Level) bool { return p.sh.Logs(lvl) }
+
+// maxVersion returns the highest protocol version the proxy lets through.
+func (p *connEnv) maxVersion() byte {
+	if v := p.cfg.MaxProtocolVersion; v >= int(cql.V3) && v < int(cql.MaxVersion) {
+		return byte(v)
+	}
+	return cql.MaxVersion
+}
+
+// speaks reports whether the proxy lets protocol version v (without the response bit)
+// through.
+func (p *connEnv) speaks(v byte) bool { return v >= cql.V3 && v <= p.maxVersion() }
+
+// loopBound reports whether a client connection will move to an event loop once open:
+// plain TCP on both sides, and the loop not turned off.
+func (p *connEnv) loopBound(nc net.Conn) bool {
+	_, tcp := nc.(*net.TCPConn)
+	return tcp && p.nodeTLS == nil && !p.noLoop
 }
 
 // setVersion fixes the connection's protocol version, before the node is dialled.
@@ -66,27 +137,6 @@ func (c *conn) segmentsFromClient() bool { return c.v5 != nil && c.v5.client.Loa
 // segmentsFromNode reports whether the node sends segments; response side.
 func (c *conn) segmentsFromNode() bool { return c.v5 != nil && c.v5.node }
 
-// newConn makes a connection of client socket nc in group g; aware says it came on the
-// shard-aware port, so that it advertises the ordinary one.
-func (p *Proxy) newConn(nc net.Conn, g *group, aware bool) *conn {
-	setNoDelay(nc)
-	c := &conn{
-		p:      p,
-		group:  g,
-		client: nc,
-	}
-	// A connection bound for an event loop uses its own reader and writer only for the
-	// version gate: small ones, or 1,000 connections would leave 32 MiB of garbage behind.
-	size := readBufferSize
-	if p.loopBound(nc) {
-		size = gateBufferSize
-	}
-	c.cr, c.toClient = newFrameReader(nc, size), newFrameWriter(nc, size)
-	c.Init(p.sh, addrPort(nc.RemoteAddr()), p.advertisedLocal(nc, aware), p.sh.Log.GetLevel() <= zerolog.TraceLevel)
-	p.register(c)
-	return c
-}
-
 func setNoDelay(c net.Conn) {
 	if tc, ok := c.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
@@ -100,93 +150,6 @@ func addrPort(a net.Addr) netip.AddrPort {
 	}
 	ap, _ := netip.ParseAddrPort(a.String())
 	return ap
-}
-
-// serve runs the connection: the version gate and the node dial, then the transport, an
-// event loop when the connection can move to one, else the goroutine path. On the goroutine
-// path it returns once the connection is closed; a connection on a loop is the loop's, and
-// serve returns at once, so that an idle connection there costs no goroutine stack: the
-// loop retires it when it closes it.
-func (c *conn) serve(ctx context.Context) {
-	if err := c.open(ctx); err != nil {
-		if !isClosed(err) {
-			c.Debug().Err(err).Msg("connection not opened")
-		}
-		c.closeAll()
-		c.retire()
-		return
-	}
-	if !c.p.noLoop && c.toLoop() {
-		return
-	}
-	goroutines{c}.runGoroutines()
-}
-
-// open answers frames of unsupported versions until one of version 3, 4 or 5 (up to
-// Config.MaxProtocolVersion) arrives, then dials the node. On error the client has been
-// answered as well as it could be.
-func (c *conn) open(ctx context.Context) error {
-	for {
-		b, err := c.cr.Peek(1)
-		if err != nil {
-			return err
-		}
-		v := b[0]
-		if c.p.speaks(v) {
-			c.setVersion(v)
-			break
-		}
-		if err := c.rejectVersion(v); err != nil {
-			return err
-		}
-	}
-	var nc net.Conn
-	var err error
-	if c.group != nil && c.group.aware {
-		nc, err = c.dialShard(ctx)
-	} else {
-		nc, err = c.p.dial(ctx)
-	}
-	if err != nil {
-		err = fmt.Errorf("connect to node %s: %w", c.p.cfg.NodeAddr, err)
-		c.p.nodeFailures.Add(1)
-		c.Warn().Err(err).Msg("node unreachable")
-		// Answer the first request so the driver sees why; Overloaded tells it that the
-		// request was not processed and may go to another node.
-		if hb, perr := c.cr.Peek(cql.HeaderSize); perr == nil {
-			h, _ := cql.ParseHeader(hb)
-			c.writeError(h.Stream, cql.ErrCodeOverloaded, "tracecar: "+err.Error())
-			c.client.SetWriteDeadline(time.Now().Add(errWriteTimeout))
-			c.toClient.flush()
-		}
-		return err
-	}
-	setNoDelay(nc)
-	c.mu.Lock()
-	closed := c.getState() >= stateEnding
-	if !closed {
-		c.node = nc
-	}
-	c.mu.Unlock()
-	if closed {
-		nc.Close() // closeAll ran while we dialled
-		return errClientGone
-	}
-	c.NodeAddr = addrPort(nc.RemoteAddr())
-	c.Debug().Str("node", c.NodeAddr.String()).Uint8("version", c.Version).Msg("connection opened")
-	return nil
-}
-
-// gateBufferSize is the size of the client reader and writer of a connection bound for an
-// event loop: they hold the first frames until the move (an OPTIONS or a STARTUP, or a
-// frame of a version to refuse); a larger first frame is still read whole.
-const gateBufferSize = 1 << 10
-
-// loopBound reports whether a client connection will move to an event loop once open:
-// plain TCP on both sides, and the loop not turned off.
-func (p *Proxy) loopBound(nc net.Conn) bool {
-	_, tcp := nc.(*net.TCPConn)
-	return tcp && p.nodeTLS == nil && !p.noLoop
 }
 
 // rejectVersion answers a frame of protocol version v, which the proxy does not let
@@ -257,12 +220,6 @@ func (c *conn) frameBuffered(r *frameReader) bool {
 	return frameReady(r)
 }
 
-// writeError queues an ERROR frame for the client. It is used by the goroutine that owns
-// toClient.
-func (c *conn) writeError(stream int16, code int32, msg string) error {
-	return c.toClient.write(c.appendError(nil, stream, code, msg))
-}
-
 // The DataStax drivers' DSE protocol versions, which they offer first to learn whether the
 // node is DataStax Enterprise.
 const (
@@ -284,4 +241,60 @@ func logVersionProbe(e *zerolog.Event, v, max byte) {
 	default:
 		e.Msgf("the client offered protocol version %d; answered with Cassandra's ProtocolError (versions 3 to %d), so that it steps down", v, max)
 	}
+}
+
+// group is the set of connections accepted by one Serve call.
+type group struct {
+	wg sync.WaitGroup
+	// aware says it is ServeShardAware's, whose connections get a node connection on the
+	// shard they ask for (shards.go); a connection learns it from its group, which costs
+	// it no field of its own.
+	aware bool
+}
+
+// connHandover is what a connection adopted from another process holds until its
+// transport takes it.
+type connHandover struct {
+	nodePend []byte // bytes read from the node by the old process and not forwarded yet
+}
+
+// takeNodePend returns, for either transport, the bytes an old process read from the node
+// and did not forward.
+func (c *conn) takeNodePend() []byte {
+	b := c.handover.nodePend
+	c.handover.nodePend = nil
+	return b
+}
+
+// v5conn is what a connection holds for protocol v5's segments.
+type v5conn struct {
+	// startup says that a v5 STARTUP was forwarded: its READY or AUTHENTICATE starts the
+	// segments. lz4 says that it asked for lz4: the segments have the lz4 header.
+	startup, lz4 atomic.Bool
+	// client says that the client sends segments: the answer to its STARTUP is on its way
+	// to it. The request side reads it; the response side sets it.
+	client atomic.Bool
+	// node says that the node sends segments (response side only).
+	node bool
+	// largeHeld is what the client frame gathered from its segments (larger than a segment)
+	// holds of the proxy-wide budget of frames held whole, from its first segment to its
+	// last (request side only; holdLarge).
+	largeHeld int
+
+	fromClient, fromNode cql.SegmentReader
+	// reqOut and respOut hold the segments of frames that changed, one per side.
+	reqOut, respOut []byte
+	// respFrames gathers the frames of a node segment once one of them changed.
+	respFrames []byte
+	// respSeg holds a node segment larger than the response reader's buffer (goroutine
+	// path; the request side uses reqBuf, charged to the budget of frames held whole).
+	respSeg []byte
+}
+
+// reader returns the segment reader of a side: the client's, or the node's.
+func (v *v5conn) reader(client bool) *cql.SegmentReader {
+	if client {
+		return &v.fromClient
+	}
+	return &v.fromNode
 }

@@ -11,6 +11,53 @@
 // those, and TOPOLOGY_CHANGE and STATUS_CHANGE events, are decoded and re-encoded, with the
 // node's addresses replaced by the sidecar's, so that drivers never route around it.
 //
+// # Layers
+//
+// The files of the package are layers: a file uses declarations of the files below it,
+// never of one above it (ci.TestSidecarFilesPointDown fails on a cycle, and prints it).
+// From the ground up: the ground, the connection's core, the transports (the goroutine
+// path, then the event loop), the proxy.
+//
+//	buffers.go              the pool of buffers
+//	config.go               Config, and its check
+//	lifecycle.go            a connection's state (open → draining → ending → closed), the first cause
+//	limits.go               the budget of frames held whole, the counters of refusals
+//	reader.go, writer.go    a side's buffered frame reader and writer, the idle actions
+//
+//	conn.go                 the connection's core: sockets, pipeline.Conn, lifecycle, v5's state,
+//	                        connEnv (what it uses of its Proxy), carrier (its transport, on its end)
+//	transport.go            what both transports do with a frame's header; the errors to a client
+//	shutdown.go             a connection's end on either transport: drain, closeAll, the last frames
+//	segments.go             v5's segments, the layer of both transports between bytes and frames
+//
+//	goroutines.go           the goroutine path: its state and its per-frame work, stop and close
+//	park.go                 its parking of an idle connection
+//	segments_goroutines.go  its segment loops
+//	goroutines_run.go       its goroutines and frame loops, started and unparked
+//	loopconn.go             the event loop's types: the loop, its commands, loopConn and its sides
+//	move_linux.go           the loop's part in a handover; a connection as package handover sees it
+//	loop_end.go             a connection's end on its loop: end, drain, close, expire
+//	segments_loop.go        the loop's segments
+//	loopio.go               the loop's reads, frames and writes, with backpressure
+//	loop.go                 the loops: their goroutine, commands, a connection taken (toLoop)
+//
+//	tls.go                  the TLS of a client and of the node
+//	shards.go               the shard-awareness state and the reasons of a fallback
+//	registry.go             the Proxy type, its live connections and Stats
+//	queries.go              the queries in flight (Proxy.Queries)
+//	shards_node.go          the node's sharding asked and cached, ShardStats, the shard-aware port
+//	shards_dial.go          a shard-aware connection's node dial
+//	serve.go                a connection's start: newConn, the version gate and dial, the transport
+//	proxy.go                New, Serve (accept), drain, the shard-aware Serve
+//	handover.go             the handover's exported names, adopting a connection
+//	handover_linux.go       the Proxy's part in a handover (Handoff, Adopt)
+//
+// listener.go (a pausable listener) stands apart. The connection's core reaches its
+// transport only through its carrier (the event loop's loopConn, or the goroutine path's
+// parking, parkState), and only on its end and for a v5 frame larger than a segment, never
+// per frame; the transports reach their Proxy only through connEnv, which the Proxy
+// embeds and sets up.
+//
 // # Transports
 //
 // The proxy is two layers. A transport moves bytes: it reads sockets, finds the frames in
@@ -19,18 +66,20 @@
 // the pipeline (package sidecar/pipeline), is what is done to one frame, whatever carried
 // it, on the connection's protocol state; it touches no socket, buffer or segment, and where a frame
 // changes the framing (a v5 STARTUP, a frame changed in place) it returns that effect, which
-// the transport applies (conn.apply). A conn embeds its pipeline and its lifecycle; the
-// goroutine path and v5's segments are types that embed the conn (goroutines, segments),
-// and the event loop's sides hold theirs, so that the arrows point one way, transport →
-// conn → pipeline, and every per-frame call is a direct call. Between the two layers,
+// the transport applies (conn.apply). A conn embeds its pipeline and its lifecycle; each
+// transport's state is a type of its own that points at the conn (goroutines and its
+// goPath, parkState, loopConn and its sides; segments is a view of the conn), so that the
+// arrows point one way, transport → conn → pipeline, and every per-frame call is a direct
+// call. Where the transports differ on a connection's end, the conn asks its carrier, an
+// interface that the transport sets when it takes the connection (see "Layers"). Between the two layers,
 // transport.go holds what both transports do with a frame once its header is in:
 // reading and checking the header (cql.ParseHeader), the choice of reading a large frame
 // whole or streaming it through, taking the request from the stream table for a response,
 // the clock read per read, and what follows a queued response.
 //
-// A connection starts on its own goroutine (conn.serve), which answers unsupported protocol
+// A connection starts on its own goroutine (Proxy.serveConn), which answers unsupported protocol
 // versions and dials the node. Then a plaintext TCP connection moves to an event loop
-// (loop.go, loopio.go): a goroutine, not locked to its OS thread, around a level-triggered epoll
+// (loop*.go, loopio.go): a goroutine, not locked to its OS thread, around a level-triggered epoll
 // set of non-blocking sockets, one loop per two of GOMAXPROCS (TRACECAR_EVENT_LOOPS=n
 // overrides), shared by every Proxy of the process. A loop waits in a raw epoll_wait and
 // keeps its P, so GOMAXPROCS grows by one per loop; reads and writes are raw system calls

@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/tracecar/tracecar/sidecar/handover"
 	"github.com/tracecar/tracecar/sidecar/pipeline"
 
 	"github.com/tracecar/tracecar/internal/cql"
@@ -17,10 +18,13 @@ import (
 // It carries TLS connections, and every connection with Config.NoEventLoop.
 
 // goroutines is a connection as the goroutine path carries it: the methods of that
-// transport, on the connection whose goPath it reads. It embeds the connection, so that the
-// per-frame calls of the pipeline and of the common transport code (transport.go) are the
-// direct calls on the connection they were, with the one pointer as receiver.
-type goroutines struct{ *conn }
+// transport, on the connection and its goPath. It embeds both, so that the per-frame calls
+// of the pipeline and of the common transport code (transport.go) are the direct calls on
+// the connection they were, and the goroutine path's state is one pointer away.
+type goroutines struct {
+	*conn
+	*goPath
+}
 
 // goPath is what only the goroutine path keeps of a connection, besides the version gate's
 // reader and writer of the client, which it takes over: a connection on a loop has none.
@@ -40,38 +44,14 @@ type goPath struct {
 	respBuf []byte
 	// doneQ are the traced responses written to toClient since its last flush.
 	doneQ []tracing.Ticket
+
+	// park is the connection's parking when it is idle (park.go), or nil; set under mu.
+	park *parkState
 }
 
-// runGoroutines carries the connection on the goroutine path: the request loop runs on the
-// calling goroutine, the response loop on a goroutine of its own, which closes the
-// connection once both have stopped (close) and then closes respDone. It returns when the
-// connection is closed and retired, or when its request side parked (park.go).
-func (c goroutines) runGoroutines() {
-	c.startGoroutinePath()
-	c.startParking()
-	go c.runResponses()
-	c.runRequests()
-}
-
-// runRequests runs the request loop until it ends, then retires the connection once it is
-// closed; or until the side parks, when a new goroutine runs it on its next read.
-func (c goroutines) runRequests() {
-	err := c.requests()
-	for err == errParked {
-		if c.parkSide(sideRequests) {
-			return
-		}
-		err = c.requests()
-	}
-	close(c.reqDone)
-	c.requestsEnded(err)
-	<-c.respDone
-	c.retire()
-}
-
-// startGoroutinePath sets up the buffers of the goroutine path.
-func (c goroutines) startGoroutinePath() {
-	c.goPath = &goPath{reqDone: make(chan struct{}), respDone: make(chan struct{})}
+// startGoroutinePath sets up the buffers of the goroutine path for connection cc.
+func startGoroutinePath(cc *conn) goroutines {
+	c := goroutines{cc, &goPath{reqDone: make(chan struct{}), respDone: make(chan struct{})}}
 	c.Views = new(pipeline.Views)
 	c.nr = newFrameReader(c.node, readBufferSize)
 	c.nr.preload(c.takeNodePend())
@@ -80,35 +60,7 @@ func (c goroutines) startGoroutinePath() {
 	// writer: they grow to full size, what they hold kept.
 	c.cr.grow(readBufferSize)
 	c.toClient.grow(writeBufferSize)
-}
-
-// requests is the request loop: it forwards the client's frames to the node until the
-// client goes away, sends a malformed frame, is drained, or the node cannot be written.
-func (c goroutines) requests() error {
-	r := c.cr
-	for {
-		hb, err := r.next()
-		if c.segmentsFromClient() {
-			// The client has the answer to its v5 STARTUP: it sends segments (a segment is
-			// larger than a header, so the wait for one above was no mistake).
-			return c.requestSegments(r)
-		}
-		if err != nil {
-			if len(hb) > 0 {
-				return noEOF(err)
-			}
-			return err
-		}
-		h, pe := c.requestHeader(hb)
-		if pe != nil {
-			return pe
-		}
-		c.traceFrame(h, true)
-		if err := c.forwardRequest(r, h); err != nil {
-			return err
-		}
-		c.parkAfter(r, h.Opcode)
-	}
+	return c
 }
 
 // forwardRequest forwards the request at the head of r, whose header h is checked, to the
@@ -170,64 +122,6 @@ func (c goroutines) readRequest(r *frameReader, h cql.Header, n int) ([]byte, er
 		return c.reqBuf, nil
 	}
 	return nil, nil
-}
-
-// runResponses is the response goroutine: it forwards the node's frames to the client
-// until the response loop ends, stops the connection for that reason unless it was stopped
-// already, and closes it. When the side parks, a new goroutine runs it on its next read.
-func (c goroutines) runResponses() {
-	err := c.forwardResponses()
-	for err == errParked {
-		if c.parkSide(sideResponses) {
-			return
-		}
-		err = c.forwardResponses()
-	}
-	defer func() {
-		c.closed.Store(true)
-		close(c.respDone)
-	}()
-	switch {
-	case err == nil:
-		c.stop(errDrained)
-	case errors.Is(err, errClientGone):
-		c.stop(err)
-	default:
-		c.stop(fmt.Errorf("%w: %w", errNodeLost, err))
-	}
-	c.close()
-}
-
-// forwardResponses is the response loop. It returns nil when the connection was drained,
-// errClientGone when the client could not be written, and the node read error otherwise.
-func (c goroutines) forwardResponses() error {
-	r := c.nr
-	var arrived int64 // when the last read from the node returned, once a frame needed it
-	for {
-		fill := r.Buffered() < cql.HeaderSize
-		hb, err := r.next()
-		if err != nil {
-			return err
-		}
-		h, err := c.responseHeader(hb)
-		if err != nil {
-			return err
-		}
-		c.traceFrame(h, false)
-		// The response arrived when the read that completed it returned: one clock read per
-		// read from the node, shared by every frame that read delivered (see arrival).
-		if fill || r.Buffered() < cql.HeaderSize+int(h.Length) {
-			arrived = 0
-		}
-		drained, err := c.forwardResponse(r, h, &arrived)
-		if err != nil || drained {
-			return err
-		}
-		c.parkAfter(r, h.Opcode)
-		if c.segmentsFromNode() {
-			return c.responseSegments(r, arrived) // the node's READY was its last frame
-		}
-	}
 }
 
 // forwardResponse forwards the response at the head of r, whose header h is checked, to
@@ -340,10 +234,12 @@ func (c goroutines) requestsEnded(err error) {
 func (c goroutines) stop(cause error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.inLoop() || !c.end(cause) {
+	if !c.end(cause) {
 		return
 	}
-	c.unparkAll()
+	if c.carrier != nil {
+		c.carrier.wake(false) // the parked sides (park.go)
+	}
 	if c.node != nil {
 		c.node.Close()
 	}
@@ -390,4 +286,15 @@ func (c goroutines) readWhole(r *frameReader, n int) ([]byte, error) {
 		c.p.held.release(n)
 	}
 	return buf, err
+}
+
+// parkState is a connection's part in parking, and the connection as the process's parker
+// sees it (handover.Parkable) and as its ending sees the goroutine path (carrier). All but
+// seen is under conn.mu.
+type parkState struct {
+	g     goroutines       // the connection
+	pk    *handover.Parker // nil: the connection does not park
+	want  [2]bool          // the parker asked the side to park: its read deadline is in the past
+	token [2]uint64
+	seen  uint64 // the parker's: the connection's byte count at its last look
 }

@@ -2,7 +2,6 @@ package sidecar
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -70,47 +69,6 @@ func DialPredecessor(ctx context.Context, path string) (*Predecessor, error) {
 	return handover.DialPredecessor(ctx, path)
 }
 
-// errMoved is the cause of the end of a connection that moved to another process.
-var errMoved = errors.New("moved to the successor process")
-
-// connHandover is what a connection adopted from another process holds until its
-// transport takes it.
-type connHandover struct {
-	nodePend []byte // bytes read from the node by the old process and not forwarded yet
-}
-
-// takeNodePend returns, for either transport, the bytes an old process read from the node
-// and did not forward.
-func (c *conn) takeNodePend() []byte {
-	b := c.handover.nodePend
-	c.handover.nodePend = nil
-	return b
-}
-
-// movedState returns the state of c to hand over, with the pending bytes.
-func (c *conn) movedState(id uint64, clientPend, nodePend []byte) handover.State {
-	s := c.State()
-	m := handover.State{
-		ID:            id,
-		Version:       s.Version,
-		Framing:       handover.FramingFrames,
-		Compression:   s.Compression,
-		Ready:         s.Ready,
-		InSystem:      s.InSystem,
-		User:          s.User,
-		ClientPending: clientPend,
-		NodePending:   nodePend,
-	}
-	if c.segmentsFromNode() {
-		m.Framing, m.SegmentsLZ4 = handover.FramingSegments, c.v5.lz4.Load()
-	}
-	m.ShardAware = c.group != nil && c.group.aware
-	if in, ok := c.Shard().Info(); ok {
-		m.Shard = &handover.Shard{Shard: in.Shard, NrShards: in.NrShards, IgnoreMSB: in.IgnoreMSB}
-	}
-	return m
-}
-
 // adoptConn makes a connection of p from the sockets and the state an old process handed
 // over, in group g: set up as open would leave it, without reading either socket. The
 // descriptors are p's from here on, also on error.
@@ -166,20 +124,7 @@ func (p *Proxy) adoptConn(m handover.State, clientFD, nodeFD int, g *group) (*co
 // serveAdopted runs an adopted connection that stays off the loops on the goroutine path,
 // as serve runs an accepted one once open.
 func (c *conn) serveAdopted() {
-	goroutines{c}.runGoroutines()
-}
-
-// finishMoved ends a connection that moved to another process, in this one: its sockets
-// are the other process's, and this one's descriptors are closed already.
-func (c *conn) finishMoved() {
-	c.mu.Lock()
-	if c.getState() < stateEnding {
-		c.cause = errMoved
-	}
-	c.mu.Unlock()
-	if c.advance(stateClosed) {
-		c.closedOnLoop()
-	}
+	runGoroutines(c)
 }
 
 // Accepted returns the number of client connections accepted since New; connections

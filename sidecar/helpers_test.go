@@ -295,7 +295,7 @@ func recvWithin[T any](tb testing.TB, ch <-chan T) T {
 // socketlessConn is a connection of p at protocol version v without sockets, for driving
 // the per-frame work that both transports run.
 func socketlessConn(p *Proxy, v byte) *conn {
-	c := &conn{p: p}
+	c := &conn{p: &p.connEnv}
 	ap := netip.MustParseAddrPort("127.0.0.1:1")
 	c.Init(p.sh, ap, ap, false)
 	c.Version, c.NodeAddr = v, ap

@@ -1,7 +1,6 @@
 package sidecar
 
 import (
-	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,36 +24,6 @@ import (
 //     in readWhole; the event loop, which must not block, stops reading the connection and
 //     retries every budgetPoll (loop.holdFrame, loop.retryBudget). The loop holds whole
 //     every frame larger than its read buffer, so it charges all of those.
-
-// refuseLogEvery spaces the log lines about refused connections.
-const refuseLogEvery = 10 * time.Second
-
-// refuse closes nc, just accepted, when MaxConnections connections are open, and reports
-// whether it did. As Cassandra's ConnectionLimitHandler does, the client gets nothing but
-// the close; a driver then tries another host or retries later. The first refusal is
-// logged at once, later ones once per refuseLogEvery with their count.
-func (p *Proxy) refuse(nc net.Conn) bool {
-	if p.cfg.MaxConnections <= 0 {
-		return false
-	}
-	p.mu.Lock()
-	open := len(p.conns)
-	p.mu.Unlock()
-	if open < p.cfg.MaxConnections {
-		return false
-	}
-	p.refused.Add(1) // before the close, which the client sees
-	n := p.refusedUnlogged.Add(1)
-	now := time.Now().UnixNano()
-	if last := p.refusedLogged.Load(); now-last >= int64(refuseLogEvery) && p.refusedLogged.CompareAndSwap(last, now) {
-		p.refusedUnlogged.Add(-n)
-		p.sh.Log.Warn().Int("max_connections", p.cfg.MaxConnections).Int("open", open).Int64("refused", n).
-			Str("client", nc.RemoteAddr().String()).
-			Msg("connection limit reached (--max-connections): closing new client connections until some end")
-	}
-	nc.Close()
-	return true
-}
 
 // limitCounters are the Proxy's counters of refused connections and frames.
 type limitCounters struct {

@@ -9,18 +9,12 @@ import (
 	"os"
 	"runtime"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
 	"unsafe"
 
-	"github.com/tracecar/tracecar/sidecar/pipeline"
-
 	"golang.org/x/sys/unix"
 
-	"github.com/tracecar/tracecar/internal/metrics"
 	"github.com/tracecar/tracecar/sidecar/handover"
-	"github.com/tracecar/tracecar/tracing"
 )
 
 // The event loop carries plaintext TCP connections once they are open (see the package
@@ -28,52 +22,6 @@ import (
 // it owns the sockets of its connections (duplicated file descriptors, taken from the
 // runtime's poller) and everything per connection that the two goroutines of the goroutine
 // path own. It never blocks but in epoll_wait.
-
-// loop is one event loop.
-type loop struct {
-	epfd   int
-	wakefd int // an eventfd: other goroutines post commands and write to it
-
-	mu   sync.Mutex
-	cmds []loopCmd
-
-	// Loop goroutine only.
-	sides   []*side // by file descriptor: a socket's number is small and reused, a map lookup per event is not free
-	closing []*conn // connections writing their last frames, by lastDeadline
-	waiting []*side // client sides waiting for the budget of frames held whole
-	rbuf    []byte
-	wbuf    []byte
-	views   pipeline.Views // the frame views of every connection of the loop (pipeline.views)
-	tickets []tracing.Ticket
-	answers []metrics.Answer
-	spare   pipeline.SpareSlots // the empty stream tables of its connections (streamTable.spare)
-	events  []unix.EpollEvent
-	// idle says that the last raw wait saw nothing for rawWaitMillis: the next wait tells
-	// the runtime it blocks (wait).
-	idle bool
-}
-
-type loopCmdKind uint8
-
-const (
-	cmdAdd loopCmdKind = iota
-	cmdDrain
-	cmdClose
-)
-
-type loopCmd struct {
-	kind loopCmdKind
-	c    *conn
-	h    *handoverCmd // a handover's command (move_linux.go)
-}
-
-// loopGroup is a set of event loops, started on first use. It is safe for concurrent use.
-type loopGroup struct {
-	once  sync.Once
-	err   error // why the loops could not all start: no connection goes to them
-	loops []*loop
-	next  atomic.Uint32
-}
 
 // processLoops are the loops of the process, which every Proxy uses (Proxy.loops). They
 // are not the Proxy's own: a loop holds a P for good (see wait) and runs for the life of the
@@ -142,18 +90,6 @@ func newLoop() (*loop, error) {
 	}, nil
 }
 
-// post hands a command to the loop. It is safe for concurrent use.
-func (l *loop) post(cmd loopCmd) {
-	l.mu.Lock()
-	l.cmds = append(l.cmds, cmd)
-	first := len(l.cmds) == 1
-	l.mu.Unlock()
-	if first {
-		var one = [8]byte{1}
-		unix.Write(l.wakefd, one[:])
-	}
-}
-
 // dupFD returns a duplicate of nc's socket, non-blocking and close-on-exec. It fails for
 // connections that are not plain TCP.
 func dupFD(nc net.Conn) (int, error) {
@@ -185,14 +121,14 @@ func dupFD(nc net.Conn) (int, error) {
 // toLoop moves an open connection to an event loop, with whatever its client reader
 // already holds. It reports false, and changes nothing, when the connection cannot go (not
 // plain TCP: TLS connections stay on the goroutine path).
-func (c *conn) toLoop() bool {
+func (c *conn) toLoop(g *loopGroup) bool {
 	if _, ok := c.client.(*net.TCPConn); !ok {
 		return false
 	}
 	if _, ok := c.node.(*net.TCPConn); !ok {
 		return false
 	}
-	l, err := c.p.loops.pick()
+	l, err := g.pick()
 	if err != nil {
 		c.Warn().Err(err).Msg("event loop unavailable: using goroutines")
 		return false
@@ -226,34 +162,20 @@ func (c *conn) toLoop() bool {
 	// an idle connection would keep. What reads them later (closeAll, drain) asks inLoop
 	// first, under mu.
 	c.client, c.node = nil, nil
-	cs, ns := &c.sides[0], &c.sides[1]
-	*cs = side{c: c, fd: cfd, client: true, peer: ns}
-	*ns = side{c: c, fd: nfd, peer: cs, pend: c.takeNodePend()}
+	lc := &loopConn{conn: c}
+	cs, ns := &lc.sides[0], &lc.sides[1]
+	*cs = side{c: lc, fd: cfd, client: true, peer: ns}
+	*ns = side{c: lc, fd: nfd, peer: cs, pend: c.takeNodePend()}
 	if n := c.cr.Buffered(); n > 0 {
 		b, _ := c.cr.Peek(n)
 		cs.pend = append([]byte(nil), b...)
 	}
 	c.cr.Discard(c.cr.Buffered()) // its buffer goes back to the pool
 	c.cr, c.toClient = nil, nil   // the loop's buffers serve from here on
-	c.lp = l
-	l.post(loopCmd{kind: cmdAdd, c: c})
+	lc.lp = l
+	c.carrier = lc
+	l.post(loopCmd{kind: cmdAdd, c: lc})
 	return true
-}
-
-// inLoop reports whether the connection was moved to a loop; c.mu must be held.
-func (c *conn) inLoop() bool { return c.lp != nil }
-
-// postLoop asks the connection's loop to drain or close it.
-func (c *conn) postLoop(kind loopCmdKind) { c.lp.post(loopCmd{kind: kind, c: c}) }
-
-// loopState is what a connection in a loop holds: the loop, and its two sockets. Where the
-// connection is on its way to closed is its lifecycle, as on the goroutine path.
-type loopState struct {
-	lp    *loop
-	sides [2]side // the client, the node
-	// lastDeadline bounds the writing of the last frames, once the connection is ending.
-	lastDeadline time.Time
-	move         loopMove // its part in a handover (move_linux.go)
 }
 
 // run is the loop goroutine. It is not locked to its OS thread: while it is busy the
@@ -349,26 +271,6 @@ const (
 	rawWaitMillis  = 4
 )
 
-// side returns the side whose socket is fd, or nil.
-func (l *loop) side(fd int32) *side {
-	if uint32(fd) < uint32(len(l.sides)) {
-		return l.sides[fd]
-	}
-	return nil
-}
-
-// setSide records s as the side of socket fd (nil: none).
-func (l *loop) setSide(fd int, s *side) {
-	if fd >= len(l.sides) {
-		if s == nil {
-			return
-		}
-		l.sides = append(l.sides, make([]*side, fd+1-len(l.sides))...)
-		l.sides = l.sides[:cap(l.sides)]
-	}
-	l.sides[fd] = s
-}
-
 // commands runs the commands posted to the loop.
 func (l *loop) commands() {
 	var b [8]byte
@@ -393,7 +295,7 @@ func (l *loop) commands() {
 }
 
 // add registers a connection's sockets, and forwards the frames its client reader held.
-func (l *loop) add(c *conn) {
+func (l *loop) add(c *loopConn) {
 	c.Views = &l.views
 	c.Streams.SetSpares(&l.spare)
 	cs, ns := &c.sides[0], &c.sides[1]
@@ -423,111 +325,42 @@ func (l *loop) add(c *conn) {
 	}
 }
 
-// end ends the connection for cause, unless it is ending already (the first cause
-// stands): the connection moves to ending, the node side stops, and the last frames that
-// the cause calls for (lastFrames) go to the client after what it still holds; the
-// connection closes once they are out.
-func (l *loop) end(c *conn, cause error) {
-	c.mu.Lock()
-	ending := c.end(cause)
-	c.mu.Unlock()
-	if !ending {
-		return
-	}
-	cs, ns := &c.sides[0], &c.sides[1]
-	cs.paused, ns.paused = true, true
-	ns.out = nil
-	l.setEvents(ns)
-	cs.out = c.lastFrames(cs.out, cause)
-	if len(cs.out) == 0 {
-		l.close(c)
-		return
-	}
-	n, err := sysWrite(cs.fd, cs.out)
-	if err != nil && err != unix.EAGAIN && err != unix.EINTR || n == len(cs.out) {
-		l.close(c)
-		return
-	}
-	cs.out = cs.out[:copy(cs.out, cs.out[max(n, 0):])]
-	l.setEvents(cs)
-	// The client has errWriteTimeout to take the rest, as on the goroutine path.
-	c.lastDeadline = time.Now().Add(errWriteTimeout)
-	l.closing = append(l.closing, c)
-}
-
-// expire closes the connections whose last frames were not taken in time. The loop's wait
-// is bounded, so it runs at least every loopWaitMillis.
-func (l *loop) expire() {
-	now := time.Now()
-	kept := l.closing[:0]
-	for _, c := range l.closing {
-		switch {
-		case c.getState() == stateClosed:
-		case now.After(c.lastDeadline):
-			l.close(c)
-		default:
-			kept = append(kept, c)
-		}
-	}
-	clear(l.closing[len(kept):])
-	l.closing = kept
-}
-
-// drain stops reading the client; the connection closes when its last request in flight
-// is answered. A connection ending closes once its last frames are out.
-func (l *loop) drain(c *conn) {
-	if c.getState() >= stateEnding {
-		return
-	}
-	cs := &c.sides[0]
-	cs.paused = true
-	l.setEvents(cs)
-	if c.Streams.Len() == 0 && len(cs.out) == 0 {
-		l.close(c)
-	}
-}
-
-// discard reads what a socket about to be closed holds, up to a bound: closing a socket
-// with unread input sends a reset instead of a FIN, and a reset makes the peer drop what it
-// has not read yet (the last requests to the node, the last frames to the client).
-func discard(fd int, buf []byte) {
-	for range 16 {
-		if n, err := sysRead(fd, buf); err != nil || n <= 0 {
+// handover runs a handover's loop command.
+func (l *loop) handover(cmd loopCmd) {
+	c := cmd.c
+	switch cmd.kind {
+	case cmdMove:
+		if c.getState() != stateOpen || c.move.moving || c.sides[0].fd < 0 {
+			cmd.h.replies.Put(handover.Reply{Conn: (*movingConn)(c.conn), Outcome: handover.Refused})
 			return
 		}
-	}
-}
-
-// close ends a connection in the loop, from any state: both sockets are closed and serve
-// returns.
-func (l *loop) close(c *conn) {
-	if !c.advance(stateClosed) {
-		return
-	}
-	c.Streams.SetSpares(nil) // what empties the table from here on is not this loop
-	if c.move.moving {
-		l.moveOver(c, handover.Ended)
-	}
-	for i := range c.sides {
-		s := &c.sides[i]
-		if l.side(int32(s.fd)) == s {
-			unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, s.fd, nil)
-			l.setSide(s.fd, nil)
+		c.move = loopMove{moving: true, replies: cmd.h.replies}
+		cs := &c.sides[0]
+		cs.paused = true
+		l.setEvents(cs)
+		l.tryMove(c)
+	case cmdMoveCancel:
+		if !c.move.moving {
+			return // its outcome is on its way already
 		}
-		discard(s.fd, l.rbuf)
-		unix.Close(s.fd)
-		putBuffer(s.pend)
-		putBuffer(s.out)
-		s.pend, s.out, s.tickets = nil, nil, nil
-		if s.held > 0 {
-			c.p.held.release(s.held)
-			s.held = 0
+		q := c.move.replies
+		c.move = loopMove{}
+		cs, ns := &c.sides[0], &c.sides[1]
+		if c.getState() == stateOpen && !cs.budgetWait && len(ns.out) == 0 {
+			cs.paused = false
+			l.setEvents(cs)
 		}
+		q.Put(handover.Reply{Conn: (*movingConn)(c.conn), Outcome: handover.Canceled})
+	case cmdAttach:
+		d := cmd.h.d
+		if c.getState() == stateClosed {
+			unix.Close(d.FDs[0])
+			unix.Close(d.FDs[1])
+			return
+		}
+		cs, ns := &c.sides[0], &c.sides[1]
+		cs.fd, ns.fd = d.FDs[0], d.FDs[1]
+		cs.pend, ns.pend = d.ClientPend, d.NodePend
+		l.add(c)
 	}
-	segments{c}.releaseLarge()
-	c.closedOnLoop()
-	// The loop never gives up its P by itself (see wait), so a goroutine it starts could
-	// wait in that P's run queue until another P steals it: yield, so that the goroutine
-	// that retires the connection runs and the connection is unregistered.
-	runtime.Gosched()
 }

@@ -5,7 +5,6 @@ package sidecar
 import (
 	"fmt"
 	"io"
-	"unsafe"
 
 	"github.com/tracecar/tracecar/sidecar/pipeline"
 
@@ -21,81 +20,7 @@ import (
 // The bytes of the event loop: reading a socket, finding the whole frames in what it
 // brought, and writing them to the peer, with the backpressure of a peer that does not take
 // them (see the package doc). What is done to each frame is transport.go's and
-// pipeline.go's; the end of a connection is loop.go's.
-
-// loopReadSize is the shared read buffer of a loop: one read takes up to this much of what
-// a socket holds.
-const loopReadSize = 64 << 10
-
-// side is one socket of a connection in a loop.
-type side struct {
-	c      *conn
-	fd     int
-	client bool
-	peer   *side
-
-	pend    []byte           // the start of a frame read from this socket, waiting for its rest
-	need    int              // the size of the frame at the head of pend, once its header is in
-	out     []byte           // bytes for this socket that it did not take yet
-	tickets []tracing.Ticket // traced requests or responses in out, for conn.wrote
-	events  uint32           // the epoll events registered
-	paused  bool             // reading stopped: the peer has output pending, or draining
-	// held is what the frame gathered in pend holds of the proxy-wide budget of client
-	// frames held whole (Config.MaxRequestDataInFlight), 0 when none; budgetWait says that
-	// reading is stopped until that budget has room for it.
-	held       int
-	budgetWait bool
-	// awaitLarge says that the budget waited for is a v5 frame's that the next segment in
-	// pend starts (awaitBudget): once it is held, pend is read again as it is.
-	awaitLarge bool
-}
-
-// sysRead and sysWrite are recv(2) and send(2) on a non-blocking socket: they never block,
-// so they skip the runtime's syscall bookkeeping (entersyscall, and exitsyscall's wake-up
-// of another thread), which costs more than the call itself at a frame a time. They are
-// recvfrom and sendto without an address rather than read and write, which take the file
-// layer's way into the socket (fdget_pos, vfs_read and vfs_write, about 1.4% of the
-// sidecar's CPU in mode off under perf); sendto's MSG_NOSIGNAL turns a write to a peer
-// gone into EPIPE without a SIGPIPE.
-func sysRead(fd int, p []byte) (int, error) {
-	if len(p) == 0 {
-		return 0, nil
-	}
-	r, _, e := unix.RawSyscall6(unix.SYS_RECVFROM, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), 0, 0, 0)
-	if e != 0 {
-		return -1, e
-	}
-	return int(r), nil
-}
-
-func sysWrite(fd int, p []byte) (int, error) {
-	if len(p) == 0 {
-		return 0, nil
-	}
-	r, _, e := unix.RawSyscall6(unix.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), unix.MSG_NOSIGNAL, 0, 0)
-	if e != 0 {
-		return -1, e
-	}
-	return int(r), nil
-}
-
-// setEvents updates the epoll events of s: EPOLLIN unless paused, EPOLLOUT while output
-// is pending.
-func (l *loop) setEvents(s *side) {
-	var e uint32
-	if !s.paused {
-		e |= unix.EPOLLIN
-	}
-	if len(s.out) > 0 {
-		e |= unix.EPOLLOUT
-	}
-	if e == s.events {
-		return
-	}
-	s.events = e
-	ev := unix.EpollEvent{Events: e, Fd: int32(s.fd)}
-	unix.EpollCtl(l.epfd, unix.EPOLL_CTL_MOD, s.fd, &ev)
-}
+// pipeline.go's; the end of a connection is loop_end.go's.
 
 // read takes what socket s holds and forwards every whole frame in it.
 func (l *loop) read(s *side) {
@@ -184,21 +109,6 @@ func (l *loop) frames(s *side, data []byte) {
 	}
 }
 
-// batch is what the frames of one read become: the bytes for the peer, and what is left to
-// do once they are sent.
-type batch struct {
-	out     []byte                  // for the peer: d.out, or the loop's scratch buffer
-	direct  bool                    // out is the scratch buffer: d had no output pending
-	tickets []tracing.Ticket        // the traced frames in out, for conn.wrote
-	answers []metrics.Answer        // the requests answered by the responses in out, for metrics
-	arrived int64                   // when the read returned, once a frame needed it (arrival)
-	drained bool                    // a response was the answer a drained connection waited for
-	need    int                     // the size of a frame whose header is in and whose rest is not
-	await   int                     // the size of a v5 frame that waits for the budget (holdLarge)
-	bad     *pipeline.ProtocolError // a malformed client frame ends the connection
-	nodeErr error                   // so does a malformed node frame
-}
-
 // relay does the per-frame work on each whole frame at the head of data, read from s,
 // appending what goes to the peer to b, and returns the bytes it took. It stops at the
 // first frame that is not whole, or malformed. It works on locals, written to b at the
@@ -263,7 +173,7 @@ func (l *loop) relay(s *side, data []byte, b *batch) int {
 		}
 		c.Counters.Answered(len(f))
 		drained = c.lastAnswer(left) || drained
-		if req.Op == cql.OpStartup && (segments{c}).segmentsAfter(h.Opcode) {
+		if req.Op == cql.OpStartup && (segments{c.conn}).segmentsAfter(h.Opcode) {
 			// What follows the answer to a v5 STARTUP is segments.
 			b.out, b.tickets, b.answers, b.arrived, b.drained = out, tickets, answers, arrived, drained
 			return pos + l.relaySegments(s, data[pos:], b)
@@ -283,7 +193,7 @@ func (l *loop) keep(s *side, rest []byte, need int, took bool) {
 	}
 	s.need = need
 	s.pend = keepPend(s.pend, rest)
-	if s.client && s.need > len(l.rbuf) && s.held == 0 && !(segments{s.c}).gatheringLarge() {
+	if s.client && s.need > len(l.rbuf) && s.held == 0 && !(segments{s.c.conn}).gatheringLarge() {
 		l.holdFrame(s)
 	}
 }

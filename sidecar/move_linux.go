@@ -4,11 +4,8 @@ package sidecar
 
 import (
 	"bytes"
-	"context"
 	"errors"
-	"time"
 
-	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
 	"github.com/tracecar/tracecar/sidecar/handover"
@@ -16,71 +13,19 @@ import (
 
 // The event loop's part in a handover (see handover.go and package handover): the loop
 // commands that take a connection to a quiet point and detach it, or serve it again; and
-// what package handover needs of the proxy and of its connections (handover.Source,
-// handover.Sink, handover.Conn), on types of their own.
+// what package handover needs of a connection (handover.Conn), on a type of its own. The
+// proxy's part is in handover_linux.go.
 
-// Loop commands of a handover, beside those of loop.go.
+// Loop commands of a handover, beside those of loopconn.go.
 const (
 	cmdMove       loopCmdKind = iota + 16 // take the connection to a quiet point and detach it
 	cmdMoveCancel                         // stop a move not yet detached; the client is read again
 	cmdAttach                             // serve a detached connection again (the successor failed)
 )
 
-// handoverCmd is the argument of a handover's loop command.
-type handoverCmd struct {
-	replies *handover.Replies // cmdMove: where the outcome goes
-	d       handover.Detached // cmdAttach: the sockets and bytes to serve again
-}
-
-// loopMove is a connection's part in a move, on its loop; loop goroutine only.
-type loopMove struct {
-	moving  bool
-	replies *handover.Replies
-}
-
-// handover runs a handover's loop command.
-func (l *loop) handover(cmd loopCmd) {
-	c := cmd.c
-	switch cmd.kind {
-	case cmdMove:
-		if c.getState() != stateOpen || c.move.moving || c.sides[0].fd < 0 {
-			cmd.h.replies.Put(handover.Reply{Conn: (*movingConn)(c), Outcome: handover.Refused})
-			return
-		}
-		c.move = loopMove{moving: true, replies: cmd.h.replies}
-		cs := &c.sides[0]
-		cs.paused = true
-		l.setEvents(cs)
-		l.tryMove(c)
-	case cmdMoveCancel:
-		if !c.move.moving {
-			return // its outcome is on its way already
-		}
-		q := c.move.replies
-		c.move = loopMove{}
-		cs, ns := &c.sides[0], &c.sides[1]
-		if c.getState() == stateOpen && !cs.budgetWait && len(ns.out) == 0 {
-			cs.paused = false
-			l.setEvents(cs)
-		}
-		q.Put(handover.Reply{Conn: (*movingConn)(c), Outcome: handover.Canceled})
-	case cmdAttach:
-		d := cmd.h.d
-		if c.getState() == stateClosed {
-			unix.Close(d.FDs[0])
-			unix.Close(d.FDs[1])
-			return
-		}
-		cs, ns := &c.sides[0], &c.sides[1]
-		cs.fd, ns.fd = d.FDs[0], d.FDs[1]
-		cs.pend, ns.pend = d.ClientPend, d.NodePend
-		l.add(c)
-	}
-}
-
 // tryMove detaches a moving connection once it is quiet: no request in flight, and nothing
 // waiting to be written either way. The loop calls it after each event of the connection.
-func (l *loop) tryMove(c *conn) {
+func (l *loop) tryMove(c *loopConn) {
 	if !c.move.moving {
 		return
 	}
@@ -122,121 +67,14 @@ func (l *loop) tryMove(c *conn) {
 	*ns = side{c: c, fd: -1, peer: cs}
 	q := c.move.replies
 	c.move = loopMove{}
-	q.Put(handover.Reply{Conn: (*movingConn)(c), Outcome: handover.Detach, Detached: d})
+	q.Put(handover.Reply{Conn: (*movingConn)(c.conn), Outcome: handover.Detach, Detached: d})
 }
 
 // moveOver ends a move that will not detach.
-func (l *loop) moveOver(c *conn, o handover.Outcome) {
+func (l *loop) moveOver(c *loopConn, o handover.Outcome) {
 	q := c.move.replies
 	c.move = loopMove{}
-	q.Put(handover.Reply{Conn: (*movingConn)(c), Outcome: o})
-}
-
-func (p *Proxy) servingGroup() *group {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.serving
-}
-
-// allConns returns the proxy's connections.
-func (p *Proxy) allConns() []*conn {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	cs := make([]*conn, 0, len(p.conns))
-	for c := range p.conns {
-		cs = append(cs, c)
-	}
-	return cs
-}
-
-// handoverProxy is the proxy as package handover sees it: handover.Source in the old
-// process, handover.Sink in the new one.
-type handoverProxy Proxy
-
-func (hp *handoverProxy) p() *Proxy { return (*Proxy)(hp) }
-
-// Handoff moves the proxy's connections to the successor s, which already serves the
-// listeners (Successor.Offer): each plaintext connection on an event loop moves at a quiet
-// point, waiting at most DrainTimeout for it; the others (TLS, the goroutine path, and
-// those not quiet in time) drain and close here, and are counted and logged. It returns
-// once every connection has moved or ended, and the successor has acknowledged the end of
-// the handover.
-//
-// When every connection has moved or ended, final (when not nil) gives the bytes that go
-// to the successor with the end, which Adopt returns there: what this process counted
-// until then.
-//
-// When the successor goes away before that (or ctx is done), every connection it has not
-// acknowledged is served here again, and Handoff returns the error: the caller serves on,
-// with its listeners.
-func (p *Proxy) Handoff(ctx context.Context, s *Successor, final func() []byte) (HandoffResult, error) {
-	return handover.Handoff(ctx, (*handoverProxy)(p), s, final)
-}
-
-// Adopt takes over the connections that the predecessor hands over (Proxy.Handoff there),
-// each served here from the moment it is acknowledged, as one of the connections of the
-// Serve call running (which must be), and ending with it. It returns once the predecessor
-// says the handover is done, or goes away (the connections adopted until then are served
-// on; the others are the predecessor's, which kept them or died with them), or ctx is
-// done.
-func (p *Proxy) Adopt(ctx context.Context, pred *Predecessor) (HandoffResult, error) {
-	return handover.Adopt(ctx, (*handoverProxy)(p), pred)
-}
-
-func (hp *handoverProxy) Conns() []handover.Conn {
-	cs := hp.p().allConns()
-	hs := make([]handover.Conn, len(cs))
-	for i, c := range cs {
-		hs[i] = (*movingConn)(c)
-	}
-	return hs
-}
-
-// Immovable says why a connection on the goroutine path cannot move.
-func (hp *handoverProxy) Immovable() string {
-	switch {
-	case hp.cfg.TLS != nil:
-		return "a TLS connection cannot move (Go's TLS state stays in its process)"
-	case hp.nodeTLS != nil:
-		return "a connection with TLS to the node cannot move (Go's TLS state stays in its process)"
-	}
-	return "a connection on the goroutine path (the event loop is off) cannot move"
-}
-
-func (hp *handoverProxy) DrainTimeout() time.Duration { return hp.cfg.DrainTimeout }
-func (hp *handoverProxy) Connections() int            { return hp.p().Stats().Connections }
-func (hp *handoverProxy) Log() *zerolog.Logger        { return hp.sh.Log }
-func (hp *handoverProxy) Serving() bool               { return hp.p().servingGroup() != nil }
-
-func (hp *handoverProxy) StartLoops() {
-	if !hp.noLoop {
-		hp.loops.pick()
-	}
-}
-
-// Import adopts one connection in the group of the Serve call running; serve, once it is
-// acknowledged, moves it to a loop (or starts its goroutines).
-func (hp *handoverProxy) Import(m handover.State, clientFD, nodeFD int) (func(), error) {
-	p := hp.p()
-	p.mu.Lock()
-	g := p.serving
-	if g != nil {
-		g.wg.Add(1)
-	}
-	p.mu.Unlock()
-	if g == nil {
-		return nil, errors.New("the proxy is not serving")
-	}
-	c, err := p.adoptConn(m, clientFD, nodeFD, g)
-	if err != nil {
-		g.wg.Done()
-		return nil, err
-	}
-	return func() {
-		if p.noLoop || !c.toLoop() {
-			go c.serveAdopted() // else the loop retires it (closedOnLoop)
-		}
-	}, nil
+	q.Put(handover.Reply{Conn: (*movingConn)(c.conn), Outcome: o})
 }
 
 // movingConn is a connection as package handover sees it (handover.Conn).
@@ -259,21 +97,27 @@ func (m *movingConn) Where() handover.Where {
 	return handover.Elsewhere
 }
 
+// lc returns the connection as its loop carries it, or nil.
+func (m *movingConn) lc() *loopConn {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.c().onLoop()
+}
+
 func (m *movingConn) Move(q *handover.Replies) {
-	m.lp.post(loopCmd{kind: cmdMove, c: m.c(), h: &handoverCmd{replies: q}})
+	lc := m.lc()
+	lc.lp.post(loopCmd{kind: cmdMove, c: lc, h: &handoverCmd{replies: q}})
 }
 
 func (m *movingConn) Cancel() {
-	m.mu.Lock()
-	lp := m.lp
-	m.mu.Unlock()
-	if lp != nil {
-		lp.post(loopCmd{kind: cmdMoveCancel, c: m.c()}) // ignored unless it is moving
+	if lc := m.lc(); lc != nil {
+		lc.lp.post(loopCmd{kind: cmdMoveCancel, c: lc}) // ignored unless it is moving
 	}
 }
 
 func (m *movingConn) Attach(d handover.Detached) {
-	m.lp.post(loopCmd{kind: cmdAttach, c: m.c(), h: &handoverCmd{d: d}})
+	lc := m.lc()
+	lc.lp.post(loopCmd{kind: cmdAttach, c: lc, h: &handoverCmd{d: d}})
 }
 
 func (m *movingConn) Open() bool     { return m.c().getState() == stateOpen }
@@ -286,4 +130,44 @@ func (m *movingConn) Moved()         { m.c().finishMoved() }
 
 func (m *movingConn) Export(id uint64, d handover.Detached) handover.State {
 	return m.c().movedState(id, d.ClientPend, d.NodePend)
+}
+
+// errMoved is the cause of the end of a connection that moved to another process.
+var errMoved = errors.New("moved to the successor process")
+
+// movedState returns the state of c to hand over, with the pending bytes.
+func (c *conn) movedState(id uint64, clientPend, nodePend []byte) handover.State {
+	s := c.State()
+	m := handover.State{
+		ID:            id,
+		Version:       s.Version,
+		Framing:       handover.FramingFrames,
+		Compression:   s.Compression,
+		Ready:         s.Ready,
+		InSystem:      s.InSystem,
+		User:          s.User,
+		ClientPending: clientPend,
+		NodePending:   nodePend,
+	}
+	if c.segmentsFromNode() {
+		m.Framing, m.SegmentsLZ4 = handover.FramingSegments, c.v5.lz4.Load()
+	}
+	m.ShardAware = c.group != nil && c.group.aware
+	if in, ok := c.Shard().Info(); ok {
+		m.Shard = &handover.Shard{Shard: in.Shard, NrShards: in.NrShards, IgnoreMSB: in.IgnoreMSB}
+	}
+	return m
+}
+
+// finishMoved ends a connection that moved to another process, in this one: its sockets
+// are the other process's, and this one's descriptors are closed already.
+func (c *conn) finishMoved() {
+	c.mu.Lock()
+	if c.getState() < stateEnding {
+		c.cause = errMoved
+	}
+	c.mu.Unlock()
+	if c.advance(stateClosed) {
+		c.closedOnLoop()
+	}
 }

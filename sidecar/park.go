@@ -1,7 +1,6 @@
 package sidecar
 
 import (
-	"errors"
 	"sync"
 	"syscall"
 	"time"
@@ -46,32 +45,6 @@ import (
 // and two of these after its last frame, in nanoseconds (handover.ParkIdle).
 var parkIdle = &handover.ParkIdle
 
-// errParked ends a side's frame loop when its goroutine is to park (frameReader.idle).
-var errParked = errors.New("parked")
-
-// The sides of a connection on the goroutine path.
-const (
-	sideRequests  = 0 // the request goroutine: reads the client
-	sideResponses = 1 // the response goroutine: reads the node
-)
-
-// idleAction is what a frameReader does when a read of its socket ends at a deadline.
-type idleAction uint8
-
-const (
-	idleFail  idleAction = iota // the deadline's error stands (drain, stop)
-	idleRetry                   // read on: the deadline was the parker's, and is cleared
-	idlePark                    // return errParked: the side parks
-)
-
-// parkState is a connection's part in parking. All but seen is under conn.mu.
-type parkState struct {
-	pk    *handover.Parker // nil: the connection does not park
-	want  [2]bool          // the parker asked the side to park: its read deadline is in the past
-	token [2]uint64
-	seen  uint64 // the parker's: the connection's byte count at its last look
-}
-
 // startParking lets the connection park when it can (see the package's parking notes):
 // on the goroutine path, before its goroutines start.
 func (c goroutines) startParking() {
@@ -80,11 +53,12 @@ func (c goroutines) startParking() {
 		return
 	}
 	c.mu.Lock()
-	c.park = &parkState{pk: pk} // under mu, which drain, stop and closeAll read it under
+	c.park = &parkState{g: c, pk: pk} // under mu, which drain, stop and closeAll read it under
+	c.carrier = c.park
 	c.mu.Unlock()
 	c.cr.idle = c.requestsIdle
 	c.nr.idle = c.responsesIdle
-	pk.Add((*parking)(c.conn))
+	pk.Add(c.park)
 }
 
 // parkAfter has the side that reads r park at its next wait between frames, when the frame
@@ -142,7 +116,7 @@ func (c goroutines) parkSide(s int) bool {
 	if c.getState() != stateOpen {
 		return false
 	}
-	tok, ok := c.park.pk.Watch((*parking)(c.conn), s, c.rawSocket(s))
+	tok, ok := c.park.pk.Watch(c.park, s, c.rawSocket(s))
 	if !ok {
 		return false
 	}
@@ -158,53 +132,10 @@ func (c goroutines) parkSide(s int) bool {
 // viewPool holds the frame views of connections whose sides are both parked.
 var viewPool = sync.Pool{New: func() any { return new(pipeline.Views) }}
 
-// unpark starts a goroutine for side s if it is parked, its socket taken back from the
-// parker; by the parker when the socket has something, and by unparkAll. c.mu must be held.
-// token, when not 0, is the parking the parker found ready: an older one is over already.
-func (c goroutines) unpark(s int, token uint64) {
-	if c.park == nil {
-		return
-	}
-	t := c.park.token[s]
-	if t == 0 || token != 0 && token != t {
-		return
-	}
-	c.park.token[s] = 0
-	c.park.pk.Unwatch(t, c.rawSocket(s))
-	if c.Views == nil {
-		c.Views = viewPool.Get().(*pipeline.Views)
-	}
-	if s == sideRequests {
-		go c.runRequests()
-	} else {
-		go c.runResponses()
-	}
-}
-
-// unparkAll starts the parked sides, before what ends a connection wakes them (drain,
-// stop, closeAll): they end as the running ones do. c.mu must be held.
-func (c goroutines) unparkAll() {
-	if c.park != nil {
-		c.unpark(sideRequests, 0)
-		c.unpark(sideResponses, 0)
-	}
-}
-
-// parking is a connection as the process's parker sees it (handover.Parkable).
-type parking conn
-
-// Unpark starts side s, whose socket the parker found ready for its parking tok.
-func (pc *parking) Unpark(s int, tok uint64) {
-	c := goroutines{(*conn)(pc)}
-	c.mu.Lock()
-	c.unpark(s, tok)
-	c.mu.Unlock()
-}
-
 // AskPark is the parker's look at the connection: when it moved no byte since the last
 // look and is open, the sides still running are asked to park. Only the parker calls it.
-func (pc *parking) AskPark() {
-	c := goroutines{(*conn)(pc)}
+func (ps *parkState) AskPark() {
+	c := ps.g
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n := c.Counters.BytesIn.Load() + c.Counters.BytesOut.Load()
@@ -224,6 +155,22 @@ func (pc *parking) AskPark() {
 // stopParking takes the connection out of the parker's looks, once it is closed.
 func (c goroutines) stopParking() {
 	if c.park != nil {
-		c.park.pk.Remove((*parking)(c.conn))
+		c.park.pk.Remove(c.park)
 	}
 }
+
+// post: the goroutine path drains and closes a connection on its sockets (carrier).
+func (ps *parkState) post(draining bool) bool { return false }
+
+// release takes the connection out of the parker's looks, once it is finished (carrier).
+func (ps *parkState) release() { ps.g.stopParking() }
+
+// holdLarge: a connection that parks is not of v5, and the goroutine path waits for room
+// (carrier).
+func (ps *parkState) holdLarge(int) (bool, error) { return false, nil }
+
+// The sides of a connection on the goroutine path.
+const (
+	sideRequests  = 0 // the request goroutine: reads the client
+	sideResponses = 1 // the response goroutine: reads the node
+)

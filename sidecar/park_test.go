@@ -21,8 +21,8 @@ func (p *Proxy) parkedSides() int {
 	n := 0
 	for _, c := range cs {
 		c.mu.Lock()
-		if c.park != nil {
-			for _, t := range c.park.token {
+		if ps, ok := c.carrier.(*parkState); ok {
+			for _, t := range ps.token {
 				if t != 0 {
 					n++
 				}

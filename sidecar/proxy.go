@@ -3,12 +3,9 @@ package sidecar
 import (
 	"cmp"
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -19,76 +16,6 @@ import (
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/tracing"
 )
-
-// Stats are a Proxy's counters since New.
-type Stats struct {
-	// Connections is the number of client connections open now.
-	Connections int
-	// Accepted counts the client connections accepted.
-	Accepted uint64
-	// NodeFailures counts client connections closed because their node connection failed
-	// or could not be opened.
-	NodeFailures uint64
-	// Requests counts the requests forwarded to the node, by opcode.
-	Requests map[cql.Opcode]uint64
-	// Responses counts the frames forwarded from the node to clients, events included.
-	Responses uint64
-	// Rewritten counts the responses and events whose addresses were rewritten.
-	Rewritten uint64
-	// Rejected counts the frames answered with a ProtocolError for their version.
-	Rejected uint64
-	// Refused counts the connections closed because MaxConnections were open.
-	Refused uint64
-	// TooBig counts the frames refused for their size (see Config.MaxFrameSize).
-	TooBig uint64
-	// Bytes forwarded each way, counted on the client side.
-	BytesFromClients, BytesToClients uint64
-	// Segments counts the protocol v5 segments read, from clients and from the node;
-	// Resegmented those not forwarded as they came: a frame in them changed (they got a
-	// fresh CRC, or their frames were segmented again), or they ended a frame larger than
-	// a segment, which is segmented again whole.
-	Segments, Resegmented uint64
-}
-
-// TotalRequests returns the sum of Requests.
-func (s Stats) TotalRequests() uint64 {
-	var n uint64
-	for _, v := range s.Requests {
-		n += v
-	}
-	return n
-}
-
-// Proxy relays CQL connections to one node. Create it with New and run it with Serve. A
-// Proxy is safe for concurrent use.
-type Proxy struct {
-	cfg Config
-	// sh is what the pipelines of the proxy's connections share: the tracer, statement
-	// statistics, the capture, the metrics and the logger, the limits and addresses, and
-	// what the proxy learns from the node for every connection (sidecar/pipeline).
-	sh      *pipeline.Shared
-	cfgErr  error
-	nodeTLS *tls.Config // Config.NodeTLS with its ServerName set
-	noLoop  bool        // Config.NoEventLoop, or TRACECAR_EVENT_LOOP=off
-	loops   *loopGroup  // the event loops: the process's (processLoops)
-
-	// dial opens a node connection; tests replace it.
-	dial func(ctx context.Context) (net.Conn, error)
-
-	mu      sync.Mutex
-	conns   map[*conn]struct{}
-	retired pipeline.Counts // counters of closed connections
-	serving *group          // the group of the Serve call running, for adopted connections
-
-	accepted     atomic.Uint64
-	adopted      atomic.Uint64 // connections handed over by an old process (handover.go)
-	nodeFailures atomic.Uint64
-	rejected     atomic.Uint64
-	limitCounters
-	held byteBudget // bytes of client frames held whole, see limits.go
-	// shards is the state of ScyllaDB's shard-awareness (shards.go).
-	shards shardProxy
-}
 
 var nopLogger = zerolog.Nop()
 
@@ -105,11 +32,11 @@ func New(cfg Config, tr *tracing.Tracer) *Proxy {
 		cfg.MaxFrameSize = cql.DefaultMaxFrameSize
 	}
 	p := &Proxy{
-		cfg:    cfg,
-		noLoop: cfg.NoEventLoop || eventLoopOff(),
-		loops:  &processLoops,
-		conns:  make(map[*conn]struct{}),
+		connEnv: connEnv{cfg: cfg, noLoop: cfg.NoEventLoop || eventLoopOff()},
+		loops:   &processLoops,
+		conns:   make(map[*conn]struct{}),
 	}
+	p.forget = p.unregister
 	advertise, err := cfg.check()
 	p.cfgErr = err
 	p.sh = pipeline.NewShared(pipeline.Settings{
@@ -201,7 +128,7 @@ func (p *Proxy) serve(ctx context.Context, ln net.Listener, aware bool) error {
 		p.accepted.Add(1)
 		c := p.newConn(p.acceptTLS(nc), g, aware)
 		g.wg.Add(1) // done by retire
-		go c.serve(ctx)
+		go p.serveConn(ctx, c)
 	}
 	ln.Close()
 	if !aware {
@@ -209,14 +136,6 @@ func (p *Proxy) serve(ctx context.Context, ln net.Listener, aware bool) error {
 	}
 	p.drain(g)
 	return err
-}
-
-// setServing records the group of the Serve call running, which adopted connections join
-// (Adopt), or nil once it stops accepting.
-func (p *Proxy) setServing(g *group) {
-	p.mu.Lock()
-	p.serving = g
-	p.mu.Unlock()
 }
 
 // retryAccept reports whether an accept error may go away by itself.
@@ -235,15 +154,6 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	case <-ctx.Done():
 		return false
 	}
-}
-
-// group is the set of connections accepted by one Serve call.
-type group struct {
-	wg sync.WaitGroup
-	// aware says it is ServeShardAware's, whose connections get a node connection on the
-	// shard they ask for (shards.go); a connection learns it from its group, which costs
-	// it no field of its own.
-	aware bool
 }
 
 // drain stops the connections of g from reading new requests, waits up to DrainTimeout for
@@ -276,72 +186,63 @@ func (p *Proxy) drain(g *group) {
 	<-done
 }
 
-func (p *Proxy) connsOf(g *group) []*conn {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var cs []*conn
-	for c := range p.conns {
-		if c.group == g {
-			cs = append(cs, c)
-		}
+// refuseLogEvery spaces the log lines about refused connections.
+const refuseLogEvery = 10 * time.Second
+
+// refuse closes nc, just accepted, when MaxConnections connections are open, and reports
+// whether it did. As Cassandra's ConnectionLimitHandler does, the client gets nothing but
+// the close; a driver then tries another host or retries later. The first refusal is
+// logged at once, later ones once per refuseLogEvery with their count.
+func (p *Proxy) refuse(nc net.Conn) bool {
+	if p.cfg.MaxConnections <= 0 {
+		return false
 	}
-	return cs
+	p.mu.Lock()
+	open := len(p.conns)
+	p.mu.Unlock()
+	if open < p.cfg.MaxConnections {
+		return false
+	}
+	p.refused.Add(1) // before the close, which the client sees
+	n := p.refusedUnlogged.Add(1)
+	now := time.Now().UnixNano()
+	if last := p.refusedLogged.Load(); now-last >= int64(refuseLogEvery) && p.refusedLogged.CompareAndSwap(last, now) {
+		p.refusedUnlogged.Add(-n)
+		p.sh.Log.Warn().Int("max_connections", p.cfg.MaxConnections).Int("open", open).Int64("refused", n).
+			Str("client", nc.RemoteAddr().String()).
+			Msg("connection limit reached (--max-connections): closing new client connections until some end")
+	}
+	nc.Close()
+	return true
 }
 
-// logs reports whether lines at lvl may be written: false when Config.LogGate says that
-// they are off, true without a gate (zerolog decides). It is inlined.
-func (p *Proxy) logs(lvl zerolog.Level) bool { return p.sh.Logs(lvl) }
-
-// Stats returns the proxy's counters. It is safe for concurrent use.
-func (p *Proxy) Stats() Stats {
-	p.mu.Lock()
-	sum := p.retired
-	n := len(p.conns)
-	for c := range p.conns {
-		c.Counters.AddTo(&sum)
+// ServeShardAware is Serve for the proxy's shard-aware port: a connection accepted on ln
+// from source port p gets a node connection on the node's shard-aware port from a local
+// port q with q % nr_shards == p % nr_shards, and so the shard it asked for. When the node
+// does not shard, or says so in a way the proxy cannot use, or no such local port is free,
+// the connection gets an ordinary node connection: the reason is logged and counted
+// (ShardStats.Fallbacks), and the connection works as one on the ordinary port. SUPPORTED
+// names ln's port as the shard-aware port (SCYLLA_SHARD_AWARE_PORT_SSL with Config.TLS).
+func (p *Proxy) ServeShardAware(ctx context.Context, ln net.Listener) error {
+	if ta, ok := ln.Addr().(*net.TCPAddr); ok {
+		p.sh.SetShardAwarePort(ta.Port, p.cfg.TLS != nil)
 	}
-	p.mu.Unlock()
-	st := Stats{
-		Connections:      n,
-		Accepted:         p.accepted.Load(),
-		NodeFailures:     p.nodeFailures.Load(),
-		Rejected:         p.rejected.Load(),
-		Refused:          p.refused.Load(),
-		TooBig:           p.sh.TooBig.Load(),
-		Requests:         make(map[cql.Opcode]uint64),
-		Responses:        sum.Responses,
-		Rewritten:        sum.Rewritten,
-		BytesFromClients: sum.BytesIn,
-		BytesToClients:   sum.BytesOut,
-		Segments:         sum.Segments[0] + sum.Segments[1],
-		Resegmented:      sum.Resegmented[0] + sum.Resegmented[1],
-	}
-	for op, v := range sum.Requests {
-		if v != 0 {
-			st.Requests[cql.Opcode(op)] = v
-		}
-	}
-	return st
+	return p.serve(ctx, ln, true)
 }
 
-// register adds c to the live connections.
-func (p *Proxy) register(c *conn) {
-	p.mu.Lock()
-	p.conns[c] = struct{}{}
-	p.mu.Unlock()
-	if p.sh.Metrics != nil {
-		p.sh.Metrics.ConnOpened()
+// ServeShardAwareAuto serves the shard-aware port that Config.ShardAwareHost asks for,
+// once the proxy has learnt the node's shard-aware port from a SUPPORTED that a client's
+// OPTIONS brought, until ctx is done. It returns nil when ctx ends before any port was
+// learnt (or without Config.ShardAwareHost, when ctx ends).
+func (p *Proxy) ServeShardAwareAuto(ctx context.Context) error {
+	if p.cfg.ShardAwareHost == "" {
+		<-ctx.Done() // an actor of a group that ends with the first to return
+		return nil
 	}
-}
-
-// unregister moves c's counters to the totals.
-func (p *Proxy) unregister(c *conn) {
-	p.mu.Lock()
-	delete(p.conns, c)
-	c.Counters.AddTo(&p.retired)
-	p.retireShard(c)
-	p.mu.Unlock()
-	if p.sh.Metrics != nil {
-		p.sh.Metrics.ConnClosed()
+	select {
+	case ln := <-p.shards.auto:
+		return p.ServeShardAware(ctx, ln)
+	case <-ctx.Done():
+		return nil
 	}
 }

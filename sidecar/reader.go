@@ -2,8 +2,10 @@ package sidecar
 
 import (
 	"bufio"
+	"errors"
 	"io"
 	"net"
+	"os"
 	"syscall"
 
 	"github.com/tracecar/tracecar/internal/cql"
@@ -256,3 +258,18 @@ func (r *frameReader) rawRead(fd uintptr) bool {
 	}
 	return true
 }
+
+// errParked ends a side's frame loop when its goroutine is to park (frameReader.idle).
+var errParked = errors.New("parked")
+
+// idleAction is what a frameReader does when a read of its socket ends at a deadline.
+type idleAction uint8
+
+const (
+	idleFail  idleAction = iota // the deadline's error stands (drain, stop)
+	idleRetry                   // read on: the deadline was the parker's, and is cleared
+	idlePark                    // return errParked: the side parks
+)
+
+// isTimeout reports whether err is a read that ended at its deadline.
+func isTimeout(err error) bool { return errors.Is(err, os.ErrDeadlineExceeded) }

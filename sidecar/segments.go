@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"os"
-	"sync/atomic"
 
 	"github.com/tracecar/tracecar/sidecar/pipeline"
 
@@ -29,51 +28,6 @@ import (
 // Both transports use it. It embeds the connection, so that the per-frame calls of the
 // pipeline are the direct calls on the connection they were.
 type segments struct{ *conn }
-
-// v5conn is what a connection holds for protocol v5's segments.
-type v5conn struct {
-	// startup says that a v5 STARTUP was forwarded: its READY or AUTHENTICATE starts the
-	// segments. lz4 says that it asked for lz4: the segments have the lz4 header.
-	startup, lz4 atomic.Bool
-	// client says that the client sends segments: the answer to its STARTUP is on its way
-	// to it. The request side reads it; the response side sets it.
-	client atomic.Bool
-	// node says that the node sends segments (response side only).
-	node bool
-	// largeHeld is what the client frame gathered from its segments (larger than a segment)
-	// holds of the proxy-wide budget of frames held whole, from its first segment to its
-	// last (request side only; holdLarge).
-	largeHeld int
-
-	fromClient, fromNode cql.SegmentReader
-	// reqOut and respOut hold the segments of frames that changed, one per side.
-	reqOut, respOut []byte
-	// respFrames gathers the frames of a node segment once one of them changed.
-	respFrames []byte
-	// respSeg holds a node segment larger than the response reader's buffer (goroutine
-	// path; the request side uses reqBuf, charged to the budget of frames held whole).
-	respSeg []byte
-}
-
-// reader returns the segment reader of a side: the client's, or the node's.
-func (v *v5conn) reader(client bool) *cql.SegmentReader {
-	if client {
-		return &v.fromClient
-	}
-	return &v.fromNode
-}
-
-// maxVersion returns the highest protocol version the proxy lets through.
-func (p *Proxy) maxVersion() byte {
-	if v := p.cfg.MaxProtocolVersion; v >= int(cql.V3) && v < int(cql.MaxVersion) {
-		return byte(v)
-	}
-	return cql.MaxVersion
-}
-
-// speaks reports whether the proxy lets protocol version v (without the response bit)
-// through.
-func (p *Proxy) speaks(v byte) bool { return v >= cql.V3 && v <= p.maxVersion() }
 
 // apply makes the change of framing that the per-frame work on a request returned
 // (pipeline.request): a v5 STARTUP begins the segments. A frame changed in place
@@ -133,8 +87,10 @@ func (e errAwaitBudget) Error() string { return "waiting for the budget of frame
 // at most the budget together. The goroutine path waits for room; the event loop cannot, and
 // returns errAwaitBudget unless the loop has waited already (the side holds the share).
 func (c segments) holdLarge(size int) error {
-	if onLoop, err := c.holdLargeOnLoop(size); onLoop {
-		return err
+	if c.carrier != nil {
+		if handled, err := c.carrier.holdLarge(size); handled {
+			return err
+		}
 	}
 	if !c.p.held.acquire(int64(size), c.draining) {
 		if c.getState() == stateDraining {
@@ -335,161 +291,4 @@ func (c segments) responseSegment(seg []byte, arrived *int64, tickets []tracing.
 		c.v5.respOut = nil
 	}
 	return out, tickets, drained, nil
-}
-
-// segmentReady reports whether r holds a whole segment of the side rd reads, so that
-// reading it will not block; the goroutine path flushes when it does not.
-func segmentReady(r *frameReader, rd *cql.SegmentReader) bool {
-	hs := rd.HeaderSize()
-	if r.Buffered() < hs {
-		return false
-	}
-	hb, _ := r.Peek(hs)
-	n, err := rd.Peek(hb)
-	return err != nil || n > 0 && r.Buffered() >= n
-}
-
-// The goroutine path's segment loops.
-
-// requestSegments is the request loop once the client sends segments: it forwards them to
-// the node, after the per-frame work, until the client goes away, sends a malformed
-// segment or frame, is drained, or the node cannot be written.
-func (c goroutines) requestSegments(r *frameReader) error {
-	rd := &c.v5.fromClient
-	defer segments{c.conn}.releaseLarge()
-	for {
-		hb, err := r.Peek(rd.HeaderSize())
-		if err != nil {
-			if len(hb) > 0 {
-				return noEOF(err)
-			}
-			return err
-		}
-		size, err := segments{c.conn}.segmentHead(hb, true)
-		if err != nil {
-			return err
-		}
-		var seg []byte
-		if size <= r.Size() {
-			if seg, err = r.Peek(size); err != nil {
-				return noEOF(err)
-			}
-		} else {
-			// Held whole, charged to the budget of frames held whole, as a large frame;
-			// the charge is given back before its frames are read, so that the large frame
-			// it may start (holdLarge) never waits for a share this connection holds.
-			if (segments{c.conn}).gatheringLarge() {
-				c.reqBuf, err = cql.AppendRead(c.reqBuf[:0], r, size) // part of the frame's share
-			} else if c.reqBuf, err = c.readWhole(r, size); err == nil {
-				c.p.held.release(size)
-			}
-			if err != nil {
-				return err
-			}
-			seg = c.reqBuf
-		}
-		out, tickets, err := segments{c.conn}.requestSegment(seg, c.sentQ)
-		c.sentQ = tickets
-		if err == nil && out != nil {
-			err = c.toNode.write(out)
-		}
-		if size <= r.Size() {
-			r.Discard(size)
-		} else {
-			if cap(c.reqBuf) > maxKeptBuffer || rd.Gathering() {
-				c.reqBuf = nil // a large frame's segment: the frame is held once, by rd
-			}
-		}
-		if err == nil && !segmentReady(r, rd) {
-			if err = c.toNode.flush(); err == nil {
-				c.Wrote(c.sentQ, false)
-				c.sentQ = c.sentQ[:0]
-			}
-		}
-		if err != nil {
-			if c.toNode.err != nil {
-				return errors.Join(errNodeWrite, err)
-			}
-			return err
-		}
-	}
-}
-
-// responseSegments is the response loop once the node sends segments. It returns as
-// forwardResponses does.
-func (c goroutines) responseSegments(r *frameReader, arrived int64) error {
-	rd := &c.v5.fromNode
-	for {
-		fill := r.Buffered() < rd.HeaderSize()
-		hb, err := r.Peek(rd.HeaderSize())
-		if err != nil {
-			return err
-		}
-		size, err := segments{c.conn}.segmentHead(hb, false)
-		if err != nil {
-			return err
-		}
-		var seg []byte
-		if fill || r.Buffered() < size {
-			arrived = 0
-		}
-		if size <= r.Size() {
-			if seg, err = r.Peek(size); err != nil {
-				return err
-			}
-		} else {
-			if c.v5.respSeg, err = cql.AppendRead(c.v5.respSeg[:0], r, size); err != nil {
-				return err
-			}
-			seg = c.v5.respSeg
-		}
-		out, tickets, drained, err := segments{c.conn}.responseSegment(seg, &arrived, c.doneQ)
-		c.doneQ = tickets
-		if err != nil {
-			return err
-		}
-		if out != nil {
-			err = c.toClient.write(out)
-		}
-		if size <= r.Size() {
-			r.Discard(size)
-		} else if cap(c.v5.respSeg) > maxKeptBuffer || rd.Gathering() {
-			c.v5.respSeg = nil
-		}
-		drained = drained && c.requestsStopped()
-		if err == nil && (drained || !segmentReady(r, rd)) {
-			if err = c.toClient.flush(); err == nil {
-				c.Wrote(c.doneQ, true)
-				c.doneQ = c.doneQ[:0]
-			}
-		}
-		switch {
-		case err != nil && c.toClient.err != nil:
-			return errClientGone
-		case err != nil || drained:
-			return err
-		}
-	}
-}
-
-func itoa(n int) string {
-	var b [20]byte
-	i := len(b)
-	u := uint64(n)
-	if n < 0 {
-		u = uint64(-n)
-	}
-	for {
-		i--
-		b[i] = byte('0' + u%10)
-		u /= 10
-		if u == 0 {
-			break
-		}
-	}
-	if n < 0 {
-		i--
-		b[i] = '-'
-	}
-	return string(b[i:])
 }

@@ -9,7 +9,7 @@ import "errors"
 // to the peer to b, and returns the bytes it took. It stops at the first segment that is
 // not whole (b.need is its size once its header is in), or malformed.
 func (l *loop) relaySegments(s *side, data []byte, b *batch) int {
-	c := segments{s.c}
+	c := segments{s.c.conn}
 	pos := 0
 	hs := c.v5.fromNode.HeaderSize()
 	for len(data)-pos >= hs {
@@ -64,12 +64,9 @@ func (b *batch) setErr(client bool, err error) {
 	b.bad = badSegment(err)
 }
 
-// holdLargeOnLoop is holdLarge for a connection on an event loop (onLoop true), which
+// holdLarge is segments.holdLarge for a connection on an event loop (carrier), which
 // cannot wait for room.
-func (c segments) holdLargeOnLoop(size int) (onLoop bool, err error) {
-	if c.lp == nil {
-		return false, nil
-	}
+func (c *loopConn) holdLarge(size int) (handled bool, err error) {
 	cs := &c.sides[0]
 	if cs.held < size && !c.p.held.tryAcquire(int64(size)) {
 		return true, errAwaitBudget{size}

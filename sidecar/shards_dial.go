@@ -23,8 +23,7 @@ import (
 // dialShard opens the node connection of a client connection accepted on the shard-aware
 // port from source port clientPort: on the node's shard-aware port, from a local port of
 // the same residue, or an ordinary one when that cannot be done (fallback).
-func (c *conn) dialShard(ctx context.Context) (net.Conn, error) {
-	p := c.p
+func (p *Proxy) dialShard(ctx context.Context, c *conn) (net.Conn, error) {
 	in, err := p.nodeShardingCached(ctx)
 	if err != nil {
 		reason := fallbackMalformed
@@ -35,24 +34,24 @@ func (c *conn) dialShard(ctx context.Context) (net.Conn, error) {
 		case errors.As(err, &pe):
 			reason = fallbackProbe
 		}
-		return c.fallback(ctx, reason, err)
+		return p.fallback(ctx, c, reason, err)
 	}
 	port := in.AwarePort
 	if p.nodeTLS != nil {
 		port = in.AwarePortSSL
 	}
 	if port == 0 {
-		return c.fallback(ctx, fallbackNoPort, errors.New("the node's SUPPORTED names no shard-aware port"))
+		return p.fallback(ctx, c, fallbackNoPort, errors.New("the node's SUPPORTED names no shard-aware port"))
 	}
 	host, _, err := net.SplitHostPort(p.cfg.NodeAddr)
 	if err != nil {
-		return c.fallback(ctx, fallbackNoPort, err)
+		return p.fallback(ctx, c, fallbackNoPort, err)
 	}
 	addr := net.JoinHostPort(host, strconv.Itoa(port))
 	want := int(c.ClientAddr.Port()) % in.NrShards
 	nc, err := p.dialFromResidue(ctx, addr, in.NrShards, want)
 	if errors.Is(err, errPortsExhausted) {
-		return c.fallback(ctx, fallbackPorts, err)
+		return p.fallback(ctx, c, fallbackPorts, err)
 	}
 	if err != nil {
 		return nil, err
@@ -68,8 +67,7 @@ func (c *conn) dialShard(ctx context.Context) (net.Conn, error) {
 
 // fallback counts and logs why a shard-aware connection gets an ordinary node connection,
 // and dials one.
-func (c *conn) fallback(ctx context.Context, reason int, err error) (net.Conn, error) {
-	p := c.p
+func (p *Proxy) fallback(ctx context.Context, c *conn, reason int, err error) (net.Conn, error) {
 	p.shards.fallbacks[reason].Add(1)
 	e := c.Debug()
 	if !p.shards.warned[reason].Swap(true) {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"time"
 
 	"github.com/tracecar/tracecar/sidecar/pipeline"
@@ -55,11 +54,12 @@ func (c *conn) drain() {
 	if !c.advance(stateDraining) {
 		return
 	}
-	if c.inLoop() {
-		c.postLoop(cmdDrain)
-		return
+	if c.carrier != nil {
+		if c.carrier.post(true) {
+			return
+		}
+		c.carrier.wake(true)
 	}
-	goroutines{c}.unpark(sideRequests, 0)
 	c.client.SetReadDeadline(time.Unix(1, 0))
 }
 
@@ -71,15 +71,16 @@ func (c *conn) closeAll() {
 	if c.getState() == stateClosed {
 		return
 	}
-	if c.inLoop() {
-		c.postLoop(cmdClose)
+	if c.carrier != nil && c.carrier.post(false) {
 		return
 	}
 	if c.getState() < stateEnding {
 		c.cause = errShutdown
 	}
 	c.advance(stateClosed)
-	goroutines{c}.unparkAll()
+	if c.carrier != nil {
+		c.carrier.wake(false)
+	}
 	c.client.Close()
 	if c.node != nil {
 		c.node.Close()
@@ -89,9 +90,14 @@ func (c *conn) closeAll() {
 // finish releases what the connection holds once its transport has closed it.
 func (c *conn) finish() {
 	c.closeAll()
-	goroutines{c}.stopParking()
+	c.mu.Lock()
+	cr := c.carrier
+	c.mu.Unlock()
+	if cr != nil {
+		cr.release()
+	}
 	c.EndTracing()
-	c.p.unregister(c)
+	c.p.forget(c)
 }
 
 // retire finishes a closed connection and takes it out of its Serve call's group, which
@@ -145,5 +151,3 @@ func (c *conn) nodeLost(f []byte, cause error) []byte {
 func isClosed(err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || errors.Is(err, errClientGone)
 }
-
-func isTimeout(err error) bool { return errors.Is(err, os.ErrDeadlineExceeded) }

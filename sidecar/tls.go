@@ -18,25 +18,12 @@ import (
 // handshake runs on the connection's first read, in its own goroutine, never in the accept
 // loop; when it fails (a plaintext client, no or a bad client certificate) the reason is
 // logged and the connection closes.
-func (p *Proxy) acceptTLS(nc net.Conn) net.Conn {
+func (p *connEnv) acceptTLS(nc net.Conn) net.Conn {
 	if p.cfg.TLS == nil {
 		return nc
 	}
 	setNoDelay(nc)
 	return tlsconfig.ServerConn(nc, p.cfg.TLS, p.sh.Log)
-}
-
-// dialTLS performs the TLS handshake with the node over nc, which it closes on failure.
-func (p *Proxy) dialTLS(ctx context.Context, nc net.Conn) (net.Conn, error) {
-	setNoDelay(nc)
-	tc := tls.Client(nc, p.nodeTLS)
-	ctx, cancel := context.WithTimeout(ctx, tlsconfig.HandshakeTimeout)
-	defer cancel()
-	if err := tc.HandshakeContext(ctx); err != nil {
-		nc.Close()
-		return nil, fmt.Errorf("TLS handshake with the node: %w", err)
-	}
-	return tc, nil
 }
 
 // nodeTLSConfig returns cfg with ServerName set to the node address's host when it is
@@ -52,4 +39,17 @@ func nodeTLSConfig(cfg *tls.Config, nodeAddr string) *tls.Config {
 	cfg = cfg.Clone()
 	cfg.ServerName = host
 	return cfg
+}
+
+// dialTLS performs the TLS handshake with the node over nc, which it closes on failure.
+func (p *connEnv) dialTLS(ctx context.Context, nc net.Conn) (net.Conn, error) {
+	setNoDelay(nc)
+	tc := tls.Client(nc, p.nodeTLS)
+	ctx, cancel := context.WithTimeout(ctx, tlsconfig.HandshakeTimeout)
+	defer cancel()
+	if err := tc.HandshakeContext(ctx); err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("TLS handshake with the node: %w", err)
+	}
+	return tc, nil
 }

@@ -1,7 +1,6 @@
 package sidecar
 
 import (
-	"encoding/binary"
 	"fmt"
 
 	"github.com/tracecar/tracecar/sidecar/pipeline"
@@ -14,7 +13,7 @@ import (
 // The glue between the transports and the per-frame work (see "Transports" in the package
 // doc): both the goroutine path (goroutines.go) and the event loop (loopio.go) move bytes,
 // find the frames in them and apply backpressure; what they do with one frame once its
-// header is in is here, so that they do it alike. The version gate (conn.open) reads the
+// header is in is here, so that they do it alike. The version gate (Proxy.openConn) reads the
 // 8-byte headers of versions 1 and 2 itself, as cql.ParseHeader does not.
 
 // requestHeader parses and checks the header of a client's frame: a response, a version
@@ -51,13 +50,6 @@ func (c *conn) responseHeader(hb []byte) (cql.Header, error) {
 	return h, nil
 }
 
-// frameSize returns the size, header included, that the v3/v4 header at the start of hb
-// claims for its frame, before the header is checked: the one reader of the length field
-// beside cql.ParseHeader, for the tests of whether a whole frame is buffered.
-func frameSize(hb []byte) uint64 {
-	return cql.HeaderSize + uint64(binary.BigEndian.Uint32(hb[5:9]))
-}
-
 // appendError appends an ERROR frame for the client to f, in a segment of its own once
 // the client reads segments (protocol v5).
 func (c *conn) appendError(f []byte, stream int16, code int32, msg string) []byte {
@@ -91,3 +83,31 @@ func (c *conn) logFrame(h cql.Header, fromClient bool) {
 // responseWhole), and otherwise streamed through unread (frame nil in request and
 // response). The event loop gathers every larger frame whole, so only the goroutine path
 // asks.
+
+// writeError queues an ERROR frame for the client. It is used by the goroutine that owns
+// toClient.
+func (c *conn) writeError(stream int16, code int32, msg string) error {
+	return c.toClient.write(c.appendError(nil, stream, code, msg))
+}
+
+func itoa(n int) string {
+	var b [20]byte
+	i := len(b)
+	u := uint64(n)
+	if n < 0 {
+		u = uint64(-n)
+	}
+	for {
+		i--
+		b[i] = byte('0' + u%10)
+		u /= 10
+		if u == 0 {
+			break
+		}
+	}
+	if n < 0 {
+		i--
+		b[i] = '-'
+	}
+	return string(b[i:])
+}

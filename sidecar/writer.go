@@ -1,6 +1,7 @@
 package sidecar
 
 import (
+	"encoding/binary"
 	"io"
 
 	"github.com/tracecar/tracecar/internal/cql"
@@ -118,4 +119,11 @@ func noEOF(err error) error {
 		return io.ErrUnexpectedEOF
 	}
 	return err
+}
+
+// frameSize returns the size, header included, that the v3/v4 header at the start of hb
+// claims for its frame, before the header is checked: the one reader of the length field
+// beside cql.ParseHeader, for the tests of whether a whole frame is buffered.
+func frameSize(hb []byte) uint64 {
+	return cql.HeaderSize + uint64(binary.BigEndian.Uint32(hb[5:9]))
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -200,4 +201,161 @@ func TestHandoverPointsOneWay(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestSidecarFilesPointDown: the files of package sidecar form layers (listed from the
+// ground up in sidecar/doc.go, "Layers"): a file points at another when it names one of
+// its package-level declarations (a type, a function or method, a variable, a constant,
+// or a field of a struct type declared there), and no file points back up at a file that
+// points at it, directly or through others. So the file graph has no cycle; a cycle is
+// printed, with the names each file takes from the next. The connection's core (conn.go)
+// reaches its transport only through its carrier, the transports reach the Proxy only
+// through connEnv, and the Proxy is on top.
+func TestSidecarFilesPointDown(t *testing.T) {
+	fset, files, pkg, info := typeCheck(t, sidecarDir, module+"sidecar")
+	graph := fileGraph(fset, files, pkg, info)
+	if len(graph) < 10 {
+		t.Fatalf("only %d files of package sidecar point at others: the graph is not being read", len(graph))
+	}
+	for _, scc := range stronglyConnected(graph) {
+		if len(scc) > 1 {
+			t.Errorf("%d files of package sidecar point at each other, around the cycle\n\t%s\nA file points at a file above it: move the declaration it needs down (or the code that needs it up), or reach the layer above through a func field or an interface set from there (see \"Layers\" in sidecar/doc.go)",
+				len(scc), strings.Join(cycleIn(graph, scc), "\n\t"))
+		}
+	}
+}
+
+// fileGraph returns, for each file of the package that names a package-level declaration of
+// another of its files, those files, with the names.
+func fileGraph(fset *token.FileSet, files map[string]*ast.File, pkg *types.Package, info *types.Info) map[string]map[string][]string {
+	graph := make(map[string]map[string][]string)
+	seen := make(map[[3]string]bool)
+	for name, f := range files {
+		ast.Inspect(f, func(n ast.Node) bool {
+			id, ok := n.(*ast.Ident)
+			if !ok {
+				return true
+			}
+			obj := info.Uses[id]
+			if obj == nil || obj.Pkg() != pkg || !packageLevel(obj, pkg) {
+				return true
+			}
+			to := filepath.Base(fset.Position(obj.Pos()).Filename)
+			if _, ok := files[to]; !ok || to == name || seen[[3]string{name, to, obj.Name()}] {
+				return true
+			}
+			seen[[3]string{name, to, obj.Name()}] = true
+			if graph[name] == nil {
+				graph[name] = make(map[string][]string)
+			}
+			graph[name][to] = append(graph[name][to], obj.Name())
+			return true
+		})
+	}
+	return graph
+}
+
+// packageLevel reports whether obj is declared at package level, or is a method or a
+// field (of a type declared at package level: a local type's are in its function's file).
+func packageLevel(obj types.Object, pkg *types.Package) bool {
+	switch o := obj.(type) {
+	case *types.Var:
+		return o.IsField() || o.Parent() == pkg.Scope()
+	case *types.Func:
+		return o.Parent() == pkg.Scope() || o.Signature().Recv() != nil
+	case *types.TypeName, *types.Const:
+		return o.Parent() == pkg.Scope()
+	}
+	return false
+}
+
+// stronglyConnected returns the strongly connected components of graph (Tarjan's
+// algorithm), in a fixed order.
+func stronglyConnected(graph map[string]map[string][]string) [][]string {
+	var nodes []string
+	for a := range graph {
+		nodes = append(nodes, a)
+	}
+	sort.Strings(nodes)
+	index, low, onStack := map[string]int{}, map[string]int{}, map[string]bool{}
+	var stack []string
+	var sccs [][]string
+	var visit func(v string)
+	visit = func(v string) {
+		index[v], low[v] = len(index), len(index)
+		stack = append(stack, v)
+		onStack[v] = true
+		var next []string
+		for w := range graph[v] {
+			next = append(next, w)
+		}
+		sort.Strings(next)
+		for _, w := range next {
+			if _, ok := index[w]; !ok {
+				visit(w)
+				low[v] = min(low[v], low[w])
+			} else if onStack[w] {
+				low[v] = min(low[v], index[w])
+			}
+		}
+		if low[v] == index[v] {
+			var scc []string
+			for {
+				w := stack[len(stack)-1]
+				stack = stack[:len(stack)-1]
+				onStack[w] = false
+				scc = append(scc, w)
+				if w == v {
+					break
+				}
+			}
+			sort.Strings(scc)
+			sccs = append(sccs, scc)
+		}
+	}
+	for _, v := range nodes {
+		if _, ok := index[v]; !ok {
+			visit(v)
+		}
+	}
+	return sccs
+}
+
+// cycleIn returns a shortest cycle through the first file of scc, a strongly connected
+// component of graph, as lines "a.go -> b.go [the names a.go takes from b.go]".
+func cycleIn(graph map[string]map[string][]string, scc []string) []string {
+	in := make(map[string]bool)
+	for _, v := range scc {
+		in[v] = true
+	}
+	start := scc[0]
+	prev := map[string]string{}
+	queue := []string{start}
+	for len(queue) > 0 && prev[start] == "" {
+		v := queue[0]
+		queue = queue[1:]
+		var next []string
+		for w := range graph[v] {
+			next = append(next, w)
+		}
+		sort.Strings(next)
+		for _, w := range next {
+			if _, ok := prev[w]; !ok && in[w] {
+				prev[w] = v
+				queue = append(queue, w)
+			}
+		}
+	}
+	var path []string
+	for v := start; ; {
+		p := prev[v]
+		names := append([]string(nil), graph[p][v]...)
+		sort.Strings(names)
+		path = append([]string{fmt.Sprintf("%s -> %s %v", p, v, names)}, path...)
+		v = p
+		if v == start {
+			break
+		}
+	}
+	return path
 }
