@@ -12,6 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/tracecar/tracecar/audit"
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/internal/logs"
 	"github.com/tracecar/tracecar/tracing/capture"
@@ -92,6 +93,9 @@ type Config struct {
 	// Capture is the workload capture, which sees every request and its response while it
 	// runs. Nil means none.
 	Capture *capture.Capture
+	// Audit is the audit log, which sees every request and its answer while it is on (one
+	// atomic load per request while it is off); nil: none.
+	Audit *audit.Log
 	// TLS, when set, makes clients speak TLS to the proxy: it must hold a certificate, and
 	// with ClientAuth set to tls.RequireAndVerifyClientCert and ClientCAs, clients must
 	// present a certificate (mTLS). A client that fails the handshake, a plaintext one say,

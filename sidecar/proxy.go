@@ -119,6 +119,7 @@ func New(cfg Config, tr *tracing.Tracer) *Proxy {
 		Metrics:    cfg.Metrics,
 		Statements: cfg.Statements,
 		Capture:    cfg.Capture,
+		Audit:      cfg.Audit,
 		Peers:      cfg.Peers,
 		MaxFrame:   uint32(cfg.MaxFrameSize),
 		Advertise:  advertise,

@@ -2,12 +2,14 @@ package pipeline
 
 import (
 	"bytes"
+	"hash/maphash"
 	"net/netip"
 	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/tracecar/tracecar/audit"
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/internal/logs"
 	"github.com/tracecar/tracecar/internal/metrics"
@@ -26,6 +28,7 @@ type Settings struct {
 	Metrics    Metrics          // nil: no per-request metrics
 	Statements StatementStats   // nil: no statement statistics
 	Capture    *capture.Capture // nil: no workload capture
+	Audit      *audit.Log       // nil: no audit log
 	Peers      *PeerMap         // nil: other nodes' addresses are not rewritten
 	MaxFrame   uint32           // the largest frame, header included, once the handshake is done
 	// Advertise is the address written into system.local and events about the node; a
@@ -57,11 +60,13 @@ type Shared struct {
 	// of a ScyllaDB node: the node answers every connection's OPTIONS alike but for that.
 	supported supportedCache
 	shards    shardShared // ScyllaDB's shards (shards.go)
+	audit     auditStmts  // what the audit log records of statement texts (auditstmt.go)
 }
 
 // NewShared returns the shared state of a proxy's pipelines.
 func NewShared(s Settings) *Shared {
 	sh := &Shared{Settings: s}
+	sh.audit.seed = maphash.MakeSeed()
 	if s.Tracer != nil {
 		sh.Prepared = s.Tracer.Statements()
 	} else {

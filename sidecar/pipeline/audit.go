@@ -1,0 +1,187 @@
+package pipeline
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+
+	"github.com/tracecar/tracecar/audit"
+	"github.com/tracecar/tracecar/internal/cql"
+)
+
+// The audit log on the data path. With the log off a request costs one atomic load
+// (audit.Log.Enabled) and nothing else; a response costs nothing. With it on, a request
+// whose statements are audited gets its records, made as it is read (auditConn.request)
+// and written once the node has answered, with whether it failed and the error's code
+// (auditConn.response). A login is recorded from its AUTH_RESPONSE and its answer
+// (AUTH_SUCCESS, or ERROR), with the username tried and never the password; the username
+// of a login that succeeded is the connection's, on every later record.
+
+// auditConn is a connection's part in the audit log.
+type auditConn struct {
+	// tried is the username of the last SASL PLAIN AUTH_RESPONSE (request side), and user
+	// the connection's, once the node answered it with AUTH_SUCCESS (response side). Both
+	// are learnt whether the log is on or not: once per connection, not per request.
+	tried, user atomic.Pointer[string]
+	// source and node are the client's and the node's addresses as recorded, made by the
+	// request side for its first record.
+	source, node string
+}
+
+// auditReq is the records of one audited request, waiting for its answer.
+type auditReq struct {
+	recs []audit.Record
+}
+
+// auditOn reports whether the proxy's audit log is on: one atomic load, none without a
+// log.
+func auditOn(sh *Shared) bool { return sh.Audit != nil && sh.Audit.Enabled() }
+
+// username returns the connection's logged-in user, "" before a login (or without
+// authentication).
+func (a *auditConn) username() string {
+	if u := a.user.Load(); u != nil {
+		return *u
+	}
+	return ""
+}
+
+// request makes the records of the request in f, or returns nil when it has none that the
+// log's settings want: a QUERY, EXECUTE or BATCH gives one per statement (a BATCH's
+// children share a batch_id), an AUTH_RESPONSE one login.
+func (a *auditConn) request(c *Conn, f *cql.Frame) *auditReq {
+	if a.source == "" {
+		a.source, a.node = c.ClientAddr.Addr().String(), c.NodeAddr.Addr().String()
+	}
+	r := &auditReq{}
+	switch f.Header.Opcode {
+	case cql.OpAuthResponse:
+		tried := ""
+		if u := a.tried.Load(); u != nil {
+			tried = *u
+		}
+		if c.sh.Audit.Wants(audit.AUTH, "", "", tried) {
+			r.recs = append(r.recs, a.record(audit.AUTH, "LOGIN", "", "", tried, ""))
+		}
+	case cql.OpQuery:
+		if st, ok := f.Statement(); ok {
+			a.add(c, r, c.sh.audit.get(st.Query), st.Consistency.String(), "")
+		}
+	case cql.OpExecute:
+		if st, ok := f.Statement(); ok {
+			a.add(c, r, a.prepared(c, st.ID), st.Consistency.String(), "")
+		}
+	case cql.OpBatch:
+		a.batch(c, r, f)
+	}
+	if len(r.recs) == 0 {
+		return nil
+	}
+	return r
+}
+
+// batch adds the records of a BATCH's children, which share a batch_id.
+func (a *auditConn) batch(c *Conn, r *auditReq, f *cql.Frame) {
+	req, ok := f.Request()
+	if !ok {
+		return
+	}
+	id, cl := newBatchID(), req.Params.Consistency.String()
+	for i := range req.Batch {
+		b := &req.Batch[i]
+		if b.Prepared {
+			a.add(c, r, a.prepared(c, b.ID), cl, id)
+		} else {
+			a.add(c, r, c.sh.audit.get(b.Query), cl, id)
+		}
+	}
+}
+
+// prepared returns what is recorded of the prepared statement id: its text's, when the
+// sidecar learnt it from its PREPARE, with the keyspace the node gave it; otherwise
+// "EXECUTE <hex id> /* prepared before this process: text unknown */", of category DML
+// (the category a prepared statement has most often), with no keyspace or table.
+func (a *auditConn) prepared(c *Conn, id []byte) *auditStmt {
+	if ps := c.sh.Prepared.Lookup(id); ps != nil && ps.Query != "" {
+		s := c.sh.audit.getString(ps.Query)
+		if s.keyspace == "" && s.table != "" && ps.Keyspace != "" {
+			k := *s
+			k.keyspace = ps.Keyspace
+			return &k
+		}
+		return s
+	}
+	return &auditStmt{cat: audit.DML, op: "EXECUTE " + hex.EncodeToString(id) + " " + unknownPrepared}
+}
+
+// unknownPrepared ends the operation of an EXECUTE whose text the sidecar does not know.
+const unknownPrepared = "/* prepared before this process: text unknown */"
+
+// add adds the records of the statement s (its children's, for a text BATCH) that the
+// log's settings want, with the connection's keyspace for a table named without one.
+func (a *auditConn) add(c *Conn, r *auditReq, s *auditStmt, cl, batchID string) {
+	if s.batch != nil {
+		if batchID == "" {
+			batchID = newBatchID()
+		}
+		for i := range s.batch {
+			a.add(c, r, &s.batch[i], cl, batchID)
+		}
+		return
+	}
+	ks := s.keyspace
+	if ks == "" && s.table != "" {
+		if k := c.capt.keyspace.Load(); k != nil {
+			ks = *k
+		}
+	}
+	user := a.username()
+	if c.sh.Audit.Wants(s.cat, ks, s.table, user) {
+		rec := a.record(s.cat, s.op, ks, s.table, user, cl)
+		rec.BatchID = batchID
+		r.recs = append(r.recs, rec)
+	}
+}
+
+func (a *auditConn) record(cat audit.Category, op, ks, table, user, cl string) audit.Record {
+	return audit.Record{Node: a.node, Source: a.source, Username: user, Category: cat.String(),
+		Operation: op, Keyspace: ks, Table: table, Consistency: cl}
+}
+
+// response writes the records of r once the node answered with the response in f: failed
+// when it is an ERROR, with its code. An AUTH_CHALLENGE answers a step of a login that
+// goes on: it writes nothing, and the next step's AUTH_RESPONSE is recorded with its answer.
+func (a *auditConn) response(c *Conn, f *cql.Frame, r *auditReq) {
+	if f.Header.Opcode == cql.OpAuthChallenge {
+		return
+	}
+	var code int32
+	failed := f.Header.Opcode == cql.OpError
+	if failed {
+		if body, err := f.Message(); err == nil && len(body) >= 4 {
+			code = int32(binary.BigEndian.Uint32(body))
+		}
+	}
+	now := time.Now()
+	for i := range r.recs {
+		rec := &r.recs[i]
+		rec.EventTime, rec.Error, rec.ErrorCode = now, failed, code
+		c.sh.Audit.Add(*rec)
+	}
+}
+
+// loggedIn makes the username of the last AUTH_RESPONSE the connection's, once the node
+// answered it with AUTH_SUCCESS.
+func (a *auditConn) loggedIn() { a.user.Store(a.tried.Load()) }
+
+// newBatchID returns a random (version 4) UUID for the children of one BATCH.
+func newBatchID() string {
+	var u [16]byte
+	binary.LittleEndian.PutUint64(u[:8], rand.Uint64())
+	binary.LittleEndian.PutUint64(u[8:], rand.Uint64())
+	u[6] = u[6]&0x0f | 0x40
+	u[8] = u[8]&0x3f | 0x80
+	return cql.FormatUUID(u)
+}
