@@ -2,25 +2,29 @@ package audit
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
 )
 
-// Settings say what is audited. The zero value audits nothing.
-type Settings struct {
-	Enabled bool
-	// Categories is the set of audited categories, a bit per Category (1<<c).
-	Categories uint8
-	// Keyspaces, when not empty, limits DDL, DML and QUERY records to these keyspaces.
-	Keyspaces map[string]bool
-	// Tables, when not empty, limits them to these "keyspace.table" names.
-	Tables map[string]bool
-	// ExcludeUsers are never audited.
-	ExcludeUsers map[string]bool
-}
-
-// Has reports whether c is among the audited categories.
-func (s *Settings) Has(c Category) bool { return s.Categories&(1<<c) != 0 }
+// Defaults of Config.
+const (
+	// DefaultQueue is the records each sink holds in memory before the policy applies.
+	DefaultQueue = 4096
+	// DefaultSync is how often a sink is synced (the file's fsync).
+	DefaultSync = time.Second
+	// DefaultRetry is how long a sink that failed waits before it tries again.
+	DefaultRetry = 500 * time.Millisecond
+	// flushDelay is how long a sink's writer lets records gather once one is queued, so
+	// that it wakes and writes once per burst rather than once per record; a queue that
+	// fills to half wakes it at once.
+	flushDelay = 10 * time.Millisecond
+)
 
 // Policy says what a full queue does to the request that adds a record.
 type Policy uint8
@@ -32,24 +36,96 @@ const (
 	Drop
 )
 
-// Log is the audit log: its settings, read with one atomic load per request, and a
-// bounded queue in front of its sinks. It is safe for concurrent use.
-type Log struct {
-	settings atomic.Pointer[Settings]
-	policy   Policy
-	queue    chan Record
-	sinks    []Sink
-	dropped  atomic.Uint64
-	done     chan struct{}
-	stop     sync.Once
+// String names the policy as --audit-policy does.
+func (p Policy) String() string {
+	if p == Drop {
+		return "drop"
+	}
+	return "block"
 }
 
-// New returns a Log writing to sinks behind a queue of size records, with nothing
+// ParsePolicy parses "block" or "drop".
+func ParsePolicy(s string) (Policy, error) {
+	switch s {
+	case "block":
+		return Block, nil
+	case "drop":
+		return Drop, nil
+	}
+	return Block, fmt.Errorf("%q: want block (requests wait for a sink that falls behind) or drop (records are dropped and counted)", s)
+}
+
+// ErrClosed is returned by Submit once the Log is closed.
+var ErrClosed = errors.New("audit log closed")
+
+// Config configures a Log. The zero value blocks, with DefaultQueue records per sink,
+// syncs every DefaultSync, and has no sink.
+type Config struct {
+	Policy Policy
+	// Queue is the records each sink holds before the policy applies; 0 means DefaultQueue.
+	Queue int
+	// Sync is how often each sink is synced; 0 means DefaultSync. A sink is also synced when
+	// the Log closes.
+	Sync time.Duration
+	// Retry is how long a failed sink waits before it tries the same records again; 0
+	// means DefaultRetry.
+	Retry time.Duration
+	// Node is the node the records are about, for their node field when it is empty.
+	Node string
+	// Sinks receive every record.
+	Sinks []Sink
+	// Logger reports a sink that fails and recovers. Nil logs nothing.
+	Logger *zerolog.Logger
+}
+
+// Log is the audit log: its settings, read with one atomic load per request, and a
+// bounded queue in front of each of its sinks, written by a goroutine of its own. It is
+// safe for concurrent use.
+type Log struct {
+	settings atomic.Pointer[Settings]
+	cfg      Config
+	sinks    []*sinkQueue
+	counts   [numCategories]atomic.Uint64
+	stop     chan struct{} // closed by Close: blocked adds give up, the writers get ready to end
+	stopOnce sync.Once
+	// adding is held (read) by every add while it queues a record, and taken by Close once
+	// stop is closed: then closed is set, and sealed closed, so that a writer drains for
+	// the last time only when no add can queue any more.
+	adding sync.RWMutex
+	closed bool
+	sealed chan struct{}
+}
+
+// New returns a Log writing to sinks behind a queue of size records each, with nothing
 // audited until Set. Close stops it.
 func New(policy Policy, size int, sinks ...Sink) *Log {
-	l := &Log{policy: policy, queue: make(chan Record, size), sinks: sinks, done: make(chan struct{})}
+	return Open(Config{Policy: policy, Queue: size, Sinks: sinks})
+}
+
+var nopLogger = zerolog.Nop()
+
+// Open returns a Log for cfg, with nothing audited until Set. Close stops it.
+func Open(cfg Config) *Log {
+	if cfg.Queue <= 0 {
+		cfg.Queue = DefaultQueue
+	}
+	if cfg.Sync <= 0 {
+		cfg.Sync = DefaultSync
+	}
+	if cfg.Retry <= 0 {
+		cfg.Retry = DefaultRetry
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = &nopLogger
+	}
+	l := &Log{cfg: cfg, stop: make(chan struct{}), sealed: make(chan struct{})}
 	l.settings.Store(&Settings{})
-	go l.run()
+	for _, s := range cfg.Sinks {
+		q := &sinkQueue{sink: s, q: make(chan Record, cfg.Queue), kick: make(chan struct{}, 1),
+			full: make(chan struct{}, 1), done: make(chan struct{}), abandoned: make(chan struct{}), log: l}
+		l.sinks = append(l.sinks, q)
+		go q.run()
+	}
 	return l
 }
 
@@ -62,10 +138,22 @@ func (l *Log) Settings() *Settings { return l.settings.Load() }
 // Enabled is the data path's one check: a single atomic load.
 func (l *Log) Enabled() bool { return l.settings.Load().Enabled }
 
+// HasSinks reports whether the Log writes anywhere: without a sink, enabling it would
+// audit into nothing.
+func (l *Log) HasSinks() bool { return len(l.sinks) > 0 }
+
+// Policy returns the policy.
+func (l *Log) Policy() Policy { return l.cfg.Policy }
+
+// Node returns the node the records are about (Config.Node).
+func (l *Log) Node() string { return l.cfg.Node }
+
 // Wants reports whether a record of category c on keyspace.table by user is audited.
+// The keyspace and table filters apply to DDL, DML and QUERY; AUTH, DCL and ADMIN records
+// are filtered by category and user only.
 func (l *Log) Wants(c Category, keyspace, table, user string) bool {
 	s := l.settings.Load()
-	if !s.Enabled || !s.Has(c) || s.ExcludeUsers[user] {
+	if !s.Enabled || !s.Has(c) || (len(s.ExcludeUsers) > 0 && s.ExcludeUsers[user]) {
 		return false
 	}
 	if c == AUTH || c == DCL || c == ADMIN {
@@ -80,62 +168,94 @@ func (l *Log) Wants(c Category, keyspace, table, user string) bool {
 	return true
 }
 
-// Add queues r for the sinks. Under Block it waits for room; under Drop a full queue
-// drops r and counts it.
+// Add queues r for every sink. Under Block it waits for room in a sink's queue, for as
+// long as that sink is behind or failing; under Drop a full queue drops r, counted for
+// that sink. A zero EventTime is set to now and an empty Node to Config.Node. Add after
+// Close drops r, counted.
 func (l *Log) Add(r Record) {
-	if l.policy == Drop {
-		select {
-		case l.queue <- r:
-		default:
-			l.dropped.Add(1)
-		}
-		return
+	l.prepare(&r)
+	l.adding.RLock()
+	for _, q := range l.sinks {
+		q.add(r, l.cfg.Policy, nil)
 	}
-	l.queue <- r
+	l.adding.RUnlock()
 }
 
-// Dropped counts the records dropped under Drop.
-func (l *Log) Dropped() uint64 { return l.dropped.Load() }
-
-func (l *Log) run() {
-	defer close(l.done)
-	batch := make([]Record, 0, 64)
-	for r := range l.queue {
-		batch = l.more(append(batch[:0], r))
-		for _, s := range l.sinks {
-			_ = s.Write(context.Background(), batch)
+// Submit queues r as Add does, but waits under Block only until ctx is done: then r is
+// dropped for the sinks still full, counted, and Submit returns ctx's error. The admin
+// API uses it, so that a failing sink never holds an operator's change for ever.
+func (l *Log) Submit(ctx context.Context, r Record) error {
+	l.prepare(&r)
+	var err error
+	l.adding.RLock()
+	for _, q := range l.sinks {
+		if e := q.add(r, l.cfg.Policy, ctx.Done()); e != nil && err == nil {
+			err = e
 		}
 	}
+	l.adding.RUnlock()
+	if err == errCancelled {
+		err = ctx.Err()
+	}
+	return err
 }
 
-// more adds to batch what is queued already, without waiting, up to its capacity.
-func (l *Log) more(batch []Record) []Record {
-	for len(batch) < cap(batch) {
-		select {
-		case r, ok := <-l.queue:
-			if !ok {
-				return batch
-			}
-			batch = append(batch, r)
-		default:
-			return batch
+// prepare fills r's defaults and counts it by category.
+func (l *Log) prepare(r *Record) {
+	if r.EventTime.IsZero() {
+		r.EventTime = time.Now()
+	}
+	if r.Node == "" {
+		r.Node = l.cfg.Node
+	}
+	l.counts[categoryIndex(r.Category)].Add(1)
+}
+
+// Dropped counts the records dropped by every sink.
+func (l *Log) Dropped() uint64 {
+	var n uint64
+	for _, q := range l.sinks {
+		n += q.dropped.Load()
+	}
+	return n
+}
+
+// Err returns nil when every sink works, else an error saying which fail, since when and
+// why: what /readyz reports.
+func (l *Log) Err() error {
+	var msgs []string
+	for _, q := range l.sinks {
+		if st := q.state.Load(); st != nil {
+			msgs = append(msgs, fmt.Sprintf("audit sink %s failing since %s (policy %s): %s",
+				q.sink.Name(), st.since.UTC().Format(time.RFC3339), l.cfg.Policy, st.err))
 		}
 	}
-	return batch
+	if msgs == nil {
+		return nil
+	}
+	return errors.New(strings.Join(msgs, "; "))
 }
 
-// Close writes what is queued, then syncs and closes the sinks. Add must not be called
-// after Close.
+// Close writes what is queued, then syncs and closes the sinks. A sink still failing when
+// ctx is done loses what it holds, counted as dropped. Records added after Close are
+// dropped and counted.
 func (l *Log) Close(ctx context.Context) error {
-	l.stop.Do(func() { close(l.queue) })
-	select {
-	case <-l.done:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	l.stopOnce.Do(func() {
+		close(l.stop)
+		l.adding.Lock()
+		l.closed = true
+		l.adding.Unlock()
+		close(l.sealed)
+	})
 	var first error
-	for _, s := range l.sinks {
-		if err := s.Close(ctx); err != nil && first == nil {
+	for _, q := range l.sinks {
+		select {
+		case <-q.done:
+		case <-ctx.Done():
+			q.giveUp()
+			<-q.done
+		}
+		if err := q.closeErr; err != nil && first == nil {
 			first = err
 		}
 	}

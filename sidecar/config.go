@@ -93,8 +93,8 @@ type Config struct {
 	// Capture is the workload capture, which sees every request and its response while it
 	// runs. Nil means none.
 	Capture *capture.Capture
-	// Audit is the audit log, which sees every request and its answer while it is on (one
-	// atomic load per request while it is off); nil: none.
+	// Audit is the audit log, which sees every request, login and response while it is
+	// enabled. Nil means none.
 	Audit *audit.Log
 	// TLS, when set, makes clients speak TLS to the proxy: it must hold a certificate, and
 	// with ClientAuth set to tls.RequireAndVerifyClientCert and ClientCAs, clients must

@@ -80,6 +80,7 @@ func addSidecarFlags(fs *flag.FlagSet, cfg *stackConfig) *sidecarFlags {
 	f.guard = addGuardFlags(fs)
 	addStatementFlags(fs, &cfg.Statements)
 	addCaptureFlags(fs, cfg)
+	addAuditFlags(fs, &cfg.Audit)
 	f.handover = addHandoverFlags(fs)
 	return f
 }
@@ -131,6 +132,9 @@ func addLimitFlags(fs *flag.FlagSet, cfg *stackConfig, f *sidecarFlags) {
 func (f *sidecarFlags) checkTransport(cfg *stackConfig) (schedpolicy.Policy, error) {
 	var none schedpolicy.Policy
 	if err := cfg.Statements.check(); err != nil {
+		return none, err
+	}
+	if err := cfg.Audit.check(); err != nil {
 		return none, err
 	}
 	tokenFromEnv(&cfg.AdminToken)

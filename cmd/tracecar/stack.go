@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tracecar/tracecar/admin"
+	"github.com/tracecar/tracecar/audit"
 	"github.com/tracecar/tracecar/internal/lifecycle"
 	"github.com/tracecar/tracecar/internal/logs"
 	"github.com/tracecar/tracecar/internal/metrics"
@@ -68,6 +69,8 @@ type stackConfig struct {
 
 	Statements statementsConfig // per-statement statistics (see statements.go)
 
+	Audit auditConfig // the audit log (see audit.go)
+
 	// CaptureDir is where workload captures are written; "" refuses them (see capture.go).
 	CaptureDir string
 	// The handover (takeover.go, control.go): what a predecessor handed over (nil: started
@@ -117,6 +120,7 @@ type stack struct {
 	awareLn        *sidecar.Listener // the shard-aware one, when given as IP:PORT
 	reg            *logs.Registry
 	stmts          *statements.Stats
+	audit          *audit.Log
 	embedded       bool // the node runs in this process: no handover
 	ho             *handoverState
 }
@@ -140,6 +144,9 @@ func newStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io.W
 	}
 	adminOpts, err := st.adminOptions(cfg, nodeKind, capt)
 	if err != nil {
+		return nil, st.discard(err)
+	}
+	if err := st.newAudit(cfg); err != nil {
 		return nil, st.discard(err)
 	}
 	st.proxy = sidecar.New(st.proxyConfig(cfg, m, capt), st.tracer)

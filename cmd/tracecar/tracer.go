@@ -116,6 +116,7 @@ func (st *stack) proxyConfig(cfg stackConfig, m *metrics.Metrics, capt *capture.
 		Metrics:                m,
 		Statements:             st.stmts,
 		Capture:                capt,
+		Audit:                  st.audit,
 		NoEventLoop:            os.Getenv("TRACECAR_EVENT_LOOP") == "off", // README: Performance
 		ShardAwareHost:         shardAwareHost(cfg),
 	}

@@ -28,7 +28,6 @@ type Settings struct {
 	Metrics    Metrics          // nil: no per-request metrics
 	Statements StatementStats   // nil: no statement statistics
 	Capture    *capture.Capture // nil: no workload capture
-	Audit      *audit.Log       // nil: no audit log
 	Peers      *PeerMap         // nil: other nodes' addresses are not rewritten
 	MaxFrame   uint32           // the largest frame, header included, once the handshake is done
 	// Advertise is the address written into system.local and events about the node; a
@@ -41,6 +40,9 @@ type Settings struct {
 	// of its own (SetShardAwarePort). It is called on the data path, rarely (a frame like
 	// one rewritten already is not decoded again).
 	LearnSharding func(sharding.Info)
+	// Audit is the audit log: the data path checks Audit.Enabled (one atomic load), then
+	// Audit.Wants, and gives Audit.Add a record once the node has answered. Nil: no audit.
+	Audit *audit.Log
 }
 
 // Shared is what the pipelines of one proxy's connections share: the Settings, and what
