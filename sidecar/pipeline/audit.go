@@ -33,6 +33,17 @@ type auditConn struct {
 // auditReq is the records of one audited request, waiting for its answer.
 type auditReq struct {
 	recs []audit.Record
+	// unknown are the records of EXECUTEs whose text was unknown when the request was
+	// read: looked up again once it is answered, for a statement prepared on the process
+	// that handed the connection over, whose registry arrives after the connections.
+	unknown []unknownExec
+}
+
+// unknownExec is the record (its index in auditReq.recs) of an EXECUTE of id, whose text
+// was unknown.
+type unknownExec struct {
+	rec int
+	id  string
 }
 
 // auditOn reports whether the proxy's audit log is on: one atomic load, none without a
@@ -71,7 +82,7 @@ func (a *auditConn) request(c *Conn, f *cql.Frame) *auditReq {
 		}
 	case cql.OpExecute:
 		if st, ok := f.Statement(); ok {
-			a.add(c, r, a.prepared(c, st.ID), st.Consistency.String(), "")
+			a.execute(c, r, st.ID, st.Consistency.String(), "")
 		}
 	case cql.OpBatch:
 		a.batch(c, r, f)
@@ -92,28 +103,44 @@ func (a *auditConn) batch(c *Conn, r *auditReq, f *cql.Frame) {
 	for i := range req.Batch {
 		b := &req.Batch[i]
 		if b.Prepared {
-			a.add(c, r, a.prepared(c, b.ID), cl, id)
+			a.execute(c, r, b.ID, cl, id)
 		} else {
 			a.add(c, r, c.sh.audit.get(b.Query), cl, id)
 		}
 	}
 }
 
+// execute adds the record of an EXECUTE of the prepared statement id, as add.
+func (a *auditConn) execute(c *Conn, r *auditReq, id []byte, cl, batchID string) {
+	s, known := a.prepared(c, id)
+	n := len(r.recs)
+	a.add(c, r, s, cl, batchID)
+	if !known && len(r.recs) > n {
+		r.unknown = append(r.unknown, unknownExec{n, string(id)})
+	}
+}
+
 // prepared returns what is recorded of the prepared statement id: its text's, when the
 // sidecar learnt it from its PREPARE, with the keyspace the node gave it; otherwise
 // "EXECUTE <hex id> /* prepared before this process: text unknown */", of category DML
-// (the category a prepared statement has most often), with no keyspace or table.
-func (a *auditConn) prepared(c *Conn, id []byte) *auditStmt {
+// (the category a prepared statement has most often), with no keyspace or table, and
+// false.
+func (a *auditConn) prepared(c *Conn, id []byte) (*auditStmt, bool) {
 	if ps := c.sh.Prepared.Lookup(id); ps != nil && ps.Query != "" {
-		s := c.sh.audit.getString(ps.Query)
-		if s.keyspace == "" && s.table != "" && ps.Keyspace != "" {
-			k := *s
-			k.keyspace = ps.Keyspace
-			return &k
-		}
+		return withKeyspace(c.sh.audit.getString(ps.Query), ps.Keyspace), true
+	}
+	return &auditStmt{cat: audit.DML, op: "EXECUTE " + hex.EncodeToString(id) + " " + unknownPrepared}, false
+}
+
+// withKeyspace returns s with the keyspace ks, the one a prepared statement's metadata
+// names, for a table named without its keyspace.
+func withKeyspace(s *auditStmt, ks string) *auditStmt {
+	if s.keyspace != "" || s.table == "" || ks == "" {
 		return s
 	}
-	return &auditStmt{cat: audit.DML, op: "EXECUTE " + hex.EncodeToString(id) + " " + unknownPrepared}
+	k := *s
+	k.keyspace = ks
+	return &k
 }
 
 // unknownPrepared ends the operation of an EXECUTE whose text the sidecar does not know.
@@ -162,6 +189,13 @@ func (a *auditConn) response(c *Conn, f *cql.Frame, r *auditReq) {
 	if failed {
 		if body, err := f.Message(); err == nil && len(body) >= 4 {
 			code = int32(binary.BigEndian.Uint32(body))
+		}
+	}
+	for _, u := range r.unknown {
+		if ps := c.sh.Prepared.Lookup([]byte(u.id)); ps != nil && ps.Query != "" {
+			s := withKeyspace(c.sh.audit.getString(ps.Query), ps.Keyspace)
+			rec := &r.recs[u.rec]
+			rec.Category, rec.Operation, rec.Keyspace, rec.Table = s.cat.String(), s.op, s.keyspace, s.table
 		}
 	}
 	now := time.Now()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tracecar/tracecar/audit"
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/tracing"
 )
 
 func TestClassifyStmt(t *testing.T) {
@@ -267,5 +268,25 @@ func TestAuditOffAllocs(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(1000, one); n != 0 {
 		t.Errorf("%v allocations per request with the audit log off; want 0", n)
+	}
+}
+
+// TestAuditLearnsTextLate: an EXECUTE whose text is unknown when it is read, and known by
+// the time it is answered (a statement prepared on the process that handed the connection
+// over, whose registry arrives after the connections), is recorded with its text.
+func TestAuditLearnsTextLate(t *testing.T) {
+	a := newAuditedConn(t, audit.Settings{Enabled: true, Categories: allCategories()})
+	id := []byte("prepared-id-late")
+	reqF, _ := cql.AppendFrameCompressed(nil, cql.Header{Version: cql.V4, Stream: 1}, cql.Execute{ID: id, Params: cql.QueryParams{Consistency: cql.One}}, nil)
+	respF, _ := cql.AppendResponseFrame(nil, cql.Header{Version: cql.ResponseBit | cql.V4, Stream: 1}, cql.ResponsePrefix{}, cql.VoidResult{}, nil)
+	h, _ := cql.ParseHeader(reqF)
+	rh, _ := cql.ParseHeader(respF)
+	a.c.Request(h, reqF, len(reqF), 0)
+	a.c.sh.Prepared.Put(id, tracing.Statement{Query: "DELETE FROM t WHERE k = ?", Keyspace: "ks"})
+	r, _, _ := a.c.Streams.Take(1)
+	a.c.Response(rh, respF, &r, 0)
+	recs := a.records(t)
+	if len(recs) != 1 || recs[0].Operation != "DELETE FROM t WHERE k = ?" || recs[0].Keyspace != "ks" || recs[0].Table != "t" {
+		t.Errorf("records %+v; want the DELETE's, on ks.t", recs)
 	}
 }
