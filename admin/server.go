@@ -161,6 +161,8 @@ type Server struct {
 	shards    func() *Shards // nil: no shards in the status (see WithShards)
 	writeGate func() error   // nil: changes always allowed (see WithWriteGate)
 
+	auditLog AuditLog // nil: no audit endpoint, no ADMIN records (see WithAudit)
+
 	nodes        NodeControl // nil: no node control endpoints (see WithNodeControl)
 	nodeStateErr func(error) bool
 
@@ -253,6 +255,9 @@ func New(cfg Config, tr Tracer, logs Loggers, opts ...Option) *Server {
 	}
 	if s.capture != nil {
 		s.exact["/tracecar/capture"] = route{http.MethodGet: s.getCapture, http.MethodPost: s.setCapture}
+	}
+	if s.auditLog != nil {
+		s.exact["/tracecar/audit"] = route{http.MethodGet: s.getAudit, http.MethodPost: s.setAudit}
 	}
 	if s.node != nil {
 		s.exact["/tracecar/node/trace_probability"] = route{http.MethodGet: s.getNodeProbability, http.MethodPost: s.setNodeProbability}
@@ -353,8 +358,14 @@ func (s *Server) checkOpen(a net.Addr) error {
 	return nil
 }
 
-// handle authenticates, routes and maps the handler's error to a status.
+// handle serves a request, then makes the ADMIN record of a change (audit.go).
 func (s *Server) handle(ctx *fasthttp.RequestCtx) {
+	s.serve(ctx)
+	s.auditRequest(ctx)
+}
+
+// serve authenticates, routes and maps the handler's error to a status.
+func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 	path := string(ctx.Path())
 	method := string(ctx.Method())
 	if method == http.MethodHead {

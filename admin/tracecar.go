@@ -7,6 +7,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/tracecar/tracecar/audit"
 	"github.com/tracecar/tracecar/tracing"
 	"github.com/tracecar/tracecar/tracing/capture"
 )
@@ -47,6 +48,9 @@ type Status struct {
 	Process *Process `json:"process,omitempty"`
 	// Shards are the ScyllaDB shard figures, once there are any.
 	Shards *Shards `json:"shards,omitempty"`
+	// Audit is the audit log's state: its settings, records by category, drops and each
+	// sink's state (GET /tracecar/audit).
+	Audit *audit.Status `json:"audit,omitempty"`
 }
 
 // Counters are the request counters in Status.
@@ -101,6 +105,10 @@ func (s *Server) getStatus(ctx *fasthttp.RequestCtx, _ string) error {
 	if s.shards != nil {
 		st.Shards = s.shards()
 	}
+	if s.auditLog != nil {
+		a := s.auditLog.Status()
+		st.Audit = &a
+	}
 	for _, n := range s.logs.Names() {
 		if l, err := s.logs.Level(n); err == nil {
 			st.Loggers[n] = l
@@ -128,6 +136,13 @@ func (s *Server) getReadyz(ctx *fasthttp.RequestCtx, _ string) error {
 		c, cancel := context.WithTimeout(context.Background(), readyTimeout)
 		defer cancel()
 		if err := s.ready(c); err != nil {
+			return errorf(http.StatusServiceUnavailable, "not ready: %v", err)
+		}
+	}
+	if s.auditLog != nil {
+		// A failing audit sink is never silent: its requests wait (block) or its records
+		// are dropped (drop), and either is a reason to take the sidecar out of service.
+		if err := s.auditLog.Err(); err != nil {
 			return errorf(http.StatusServiceUnavailable, "not ready: %v", err)
 		}
 	}

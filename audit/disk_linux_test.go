@@ -2,50 +2,21 @@ package audit
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tracecar/tracecar/internal/testkit/smalldisk"
 )
 
-// mustSmallDisk mounts a tmpfs of 64 KiB and fills it, and returns its directory and the
-// filler, whose removal frees the space. A test run as root fails when the mount does;
-// others skip, as only root can mount.
+// mustSmallDisk returns an audit directory on a full 64 KiB tmpfs, and the filler whose
+// removal frees the space.
 func mustSmallDisk(tb testing.TB) (dir, filler string) {
 	tb.Helper()
-	mnt := tb.TempDir()
-	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=64k,mode=0755"); err != nil {
-		if os.Geteuid() != 0 {
-			tb.Skipf("mount tmpfs: %v (needs root)", err)
-		}
-		tb.Fatalf("mount tmpfs as root: %v", err)
-	}
-	tb.Cleanup(func() {
-		if err := syscall.Unmount(mnt, 0); err != nil {
-			tb.Errorf("unmount %s: %v", mnt, err)
-		}
-	})
-	filler = filepath.Join(mnt, "filler")
-	f, err := os.Create(filler)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer f.Close()
-	for _, chunk := range []int{4096, 1} {
-		buf := make([]byte, chunk)
-		for {
-			if _, err := f.Write(buf); err != nil {
-				if !errors.Is(err, syscall.ENOSPC) {
-					tb.Fatalf("filling the tmpfs: %v", err)
-				}
-				break
-			}
-		}
-	}
+	mnt, filler := smalldisk.Full(tb)
 	return filepath.Join(mnt, "audit"), filler
 }
 

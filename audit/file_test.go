@@ -2,6 +2,7 @@ package audit
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -45,7 +46,8 @@ func rec(i int) Record {
 		Keyspace: "ks", Table: "t", Consistency: "LOCAL_QUORUM"}
 }
 
-// TestAppendJSONIsMarshal: the file's lines are Record's JSON, as encoding/json writes it.
+// TestAppendJSONIsMarshal: the file's lines are Record's JSON, as encoding/json writes it
+// (without HTML escaping).
 func TestAppendJSONIsMarshal(t *testing.T) {
 	odd := []string{"", "plain", `quote " backslash \ slash /`, "<script>&amp;</script>", "tab\tnew\nline\rcr",
 		"\x00\x01\x1f\x7f", "é ü 日本", "\u2028\u2029", "bad \xff\xfe utf8", "emoji 🎉"}
@@ -53,10 +55,13 @@ func TestAppendJSONIsMarshal(t *testing.T) {
 		r := Record{EventTime: time.Date(2026, 1, 2, 3, 4, 5, i*1000, time.FixedZone("x", 3600)), Node: s, Source: s,
 			Username: s, Category: s, Operation: s, Keyspace: s, Table: s, Consistency: s, Error: i%2 == 1,
 			ErrorCode: int32(i * 0x1000), BatchID: s}
-		want, err := json.Marshal(r)
-		if err != nil {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(r); err != nil {
 			t.Fatal(err)
 		}
+		want := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 		if got := (&r).AppendJSON(nil); string(got) != string(want) {
 			t.Errorf("AppendJSON(%q):\n got %s\nwant %s", s, got, want)
 		}

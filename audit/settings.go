@@ -83,9 +83,9 @@ func ParseSettings(base Settings, p map[string]string) (Settings, error) {
 		if !ok {
 			continue
 		}
-		set, err := parseList(v, l.parse)
-		if err != "" {
-			return base, &ParamError{l.name, err, l.want}
+		set, ok := parseList(v, l.parse)
+		if !ok {
+			return base, &ParamError{l.name, v, l.want}
 		}
 		*l.dst = set
 	}
@@ -116,21 +116,21 @@ func ParseCategory(name string) (Category, bool) {
 }
 
 // parseList parses a comma-separated list, each element through parse; "" or All is the
-// empty list (nil). It returns the element that is bad, if any.
-func parseList(v string, parse func(string) (string, bool)) (map[string]bool, string) {
+// empty list (nil). It reports false when an element is bad, an empty one included.
+func parseList(v string, parse func(string) (string, bool)) (map[string]bool, bool) {
 	v = strings.TrimSpace(v)
 	if v == "" || v == All {
-		return nil, ""
+		return nil, true
 	}
 	set := make(map[string]bool)
 	for _, e := range strings.Split(v, ",") {
 		name, ok := parse(strings.TrimSpace(e))
 		if !ok {
-			return nil, e
+			return nil, false
 		}
 		set[name] = true
 	}
-	return set, ""
+	return set, true
 }
 
 // keyspaceName checks a CQL name: letters, digits and _, lower-cased; or "quoted", kept.

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tracecar/tracecar/audit"
 	"github.com/tracecar/tracecar/internal/buildinfo"
 )
 
@@ -224,6 +225,8 @@ type Status struct {
 		RequestsByShard    map[string]uint64 `json:"requests_by_shard"`
 		CrossShardRequests uint64            `json:"cross_shard_requests"`
 	} `json:"shards"`
+	// Audit is the audit log's state; nil from a server without one.
+	Audit *audit.Status `json:"audit"`
 }
 
 // ParseStatus decodes GET /tracecar/status.

@@ -16,6 +16,7 @@
 //	             [--table T] [--user U] [--client CIDR] [--since T] [--until T] [--trace-id ID] [--include-system] [--json]
 //	tracecar ctl [--hosts …] trace SESSION_ID
 //	tracecar ctl [--hosts …] capture start [--duration 60s] [--max-bytes 256MiB] [--values shape|keep] | stop | status
+//	tracecar ctl [--hosts …] audit [--enable|--disable] [--categories L] [--keyspaces L] [--tables L] [--exclude-users L]
 //
 // Every host gets the request in parallel; a host that fails does not stop the others. A
 // change is read back from each host after it is applied, so the table shows what each host
@@ -57,6 +58,7 @@ const (
 	Top              = "top"          // the live view (see top.go)
 	Ready            = "ready"        // GET /readyz: exit 0 only when every host's node is reachable
 	Capture          = "capture"      // the workload capture: start, stop or status (see capture.go)
+	Audit            = "audit"        // the audit log: its settings, sinks and drops (see audit.go)
 )
 
 // Command is what ctl does on every host: an optional change, then a read of the state it
@@ -184,6 +186,8 @@ func opOf(cmd Command) (op, error) {
 		return op{get: "/readyz", show: func([]byte) (string, error) { return "ready", nil }}, nil
 	case Capture:
 		o = op{get: pathCapture, show: showCapture}
+	case Audit:
+		o = op{get: pathAudit, show: showAudit}
 	case TraceFilter:
 		o = op{get: pathTraceFilter, show: showTraceFilter}
 		if cmd.Clear {
@@ -263,6 +267,9 @@ func showStatus(body []byte) (string, error) {
 		if st.Guardrail.Detail != "" {
 			s += " (" + st.Guardrail.Detail + ")"
 		}
+	}
+	if a := st.Audit; a != nil && (a.Enabled || a.Dropped > 0 || a.Error != "") {
+		s += " audit=" + auditLine(*a)
 	}
 	if sh := st.Shards; sh != nil {
 		s += fmt.Sprintf(" cross_shard=%d shard_requests=%s", sh.CrossShardRequests, byShard(sh.RequestsByShard))

@@ -3,8 +3,12 @@ package main
 import (
 	"context"
 	"flag"
+	"net/url"
+	"strconv"
+	"strings"
 	"time"
 
+	"github.com/tracecar/tracecar/admin/ctl"
 	"github.com/tracecar/tracecar/audit"
 	"github.com/tracecar/tracecar/internal/logs"
 )
@@ -62,7 +66,7 @@ func (a *auditConfig) check() error {
 	p := map[string]string{"categories": a.Categories, "keyspaces": a.Keyspaces, "tables": a.Tables, "exclude_users": a.ExcludeUsers}
 	s, err := audit.ParseSettings(audit.Settings{}, p)
 	if err != nil {
-		return usageErrorf("--audit-%v", err)
+		return usageErrorf("--audit-%v", strings.Replace(err.Error(), "exclude_users", "exclude-users", 1))
 	}
 	s.Enabled = a.Enable && a.Dir != ""
 	a.settings = s
@@ -87,4 +91,54 @@ func (st *stack) newAudit(cfg stackConfig) error {
 	st.audit.Set(a.settings)
 	st.closers = append([]func(context.Context) error{st.audit.Close}, st.closers...)
 	return nil
+}
+
+// ctlAudit parses "tracecar ctl audit": with no flags it shows each host's audit log; with
+// flags it changes what they name on every host. The values are checked here first, so
+// that a typo is a usage error before any host is asked.
+func ctlAudit(c *common, args []string) (ctl.Command, error) {
+	fs := ctlFlagSet("audit")
+	c.register(fs)
+	enable := fs.Bool("enable", false, "turn the audit log on")
+	disable := fs.Bool("disable", false, "turn the audit log off (itself recorded)")
+	lists := map[string]*string{}
+	for _, p := range []struct{ flag, param, usage string }{
+		{"categories", "categories", "audited categories, comma-separated: AUTH, DDL, DCL, DML, QUERY, ADMIN"},
+		{"keyspaces", "keyspaces", "keyspaces audited (DDL, DML, QUERY), comma-separated; * for all"},
+		{"tables", "tables", "keyspace.table names audited, comma-separated; * for all"},
+		{"exclude-users", "exclude_users", "users never audited, comma-separated; * for none"},
+	} {
+		lists[p.param] = fs.String(p.flag, "", p.usage)
+	}
+	if err := parseCtlArgs(fs, args); err != nil {
+		return ctl.Command{}, err
+	}
+	if fs.NArg() > 0 {
+		return ctl.Command{}, usageErrorf("audit takes only flags, got %q", fs.Args())
+	}
+	if *enable && *disable {
+		return ctl.Command{}, usageErrorf("audit: --enable and --disable contradict each other")
+	}
+	p := url.Values{}
+	if *enable || *disable {
+		p.Set("enable", strconv.FormatBool(*enable))
+	}
+	for name, v := range lists {
+		if *v != "" {
+			p.Set(name, *v)
+		}
+	}
+	cmd := ctl.Command{Name: ctl.Audit}
+	if len(p) == 0 {
+		return cmd, nil
+	}
+	check := map[string]string{}
+	for k := range p {
+		check[k] = p.Get(k)
+	}
+	if _, err := audit.ParseSettings(audit.Settings{}, check); err != nil {
+		return ctl.Command{}, usageErrorf("audit: --%s", strings.Replace(err.Error(), "exclude_users", "exclude-users", 1))
+	}
+	cmd.Change = p
+	return cmd, nil
 }

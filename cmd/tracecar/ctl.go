@@ -67,6 +67,10 @@ commands:
   capture start [--duration 60s] [--max-bytes 256MiB] [--values shape|keep] | stop | status
                            capture the workload's shape to each sidecar's --capture-dir;
                            stop waits until the file is complete
+  audit [--enable|--disable] [--categories L] [--keyspaces L] [--tables L] [--exclude-users L]
+                           change the audit log (categories AUTH, DDL, DCL, DML, QUERY, ADMIN;
+                           lists comma-separated, * for all); with no flags, show it: settings,
+                           policy, records, drops and each sink's state
 --hosts defaults to 127.0.0.1:10000; a host without a port gets :10000, and may be an
 http:// or https:// URL. --hosts-from-cql HOST:PORT instead reaches every sidecar of a
 cluster, as listed in system.local and system.peers read through that sidecar, each at
@@ -132,8 +136,10 @@ func parseCtlFlags(args []string) (ctl.Config, error) {
 		build = func(a []string) (ctl.Command, error) { return ctlSlowLog(&c, a) }
 	case "trace":
 		build = func(a []string) (ctl.Command, error) { return ctlTrace(&c, a) }
+	case "audit":
+		build = func(a []string) (ctl.Command, error) { return ctlAudit(&c, a) }
 	default:
-		return ctl.Config{}, usageErrorf("unknown command %q: want slow-query, trace-probability, logger, status, statements, slow-log, trace, trace-filter, ready, top or capture", rest[0])
+		return ctl.Config{}, usageErrorf("unknown command %q: want slow-query, trace-probability, logger, status, statements, slow-log, trace, trace-filter, ready, top, capture or audit", rest[0])
 	}
 	cmd, err := build(rest[1:])
 	if err != nil {

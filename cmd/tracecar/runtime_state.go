@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/tracecar/tracecar/audit"
+	"github.com/tracecar/tracecar/internal/logs"
 	"github.com/tracecar/tracecar/tracing"
 	"github.com/tracecar/tracecar/tracing/guardrail"
 	"github.com/tracecar/tracecar/tracing/statements"
@@ -19,6 +21,9 @@ type runtimeState struct {
 	StatementStats    bool                    `json:"statement_stats"`
 	StatementPrepared []statements.Prepared   `json:"statement_prepared,omitempty"`
 	Prepared          []tracing.PreparedEntry `json:"prepared,omitempty"`
+	// Audit is the audit log's settings (POST /tracecar/audit); nil from a predecessor
+	// without one, whose successor keeps its flags' settings.
+	Audit *audit.View `json:"audit,omitempty"`
 }
 
 // exportState returns the stack's runtime state.
@@ -31,6 +36,10 @@ func (st *stack) exportState() runtimeState {
 		StatementStats:    st.stmts.Enabled(),
 		StatementPrepared: st.stmts.PreparedStatements(),
 		Prepared:          st.tracer.Statements().Entries(),
+	}
+	if st.audit != nil {
+		v := st.audit.Settings().View()
+		s.Audit = &v
 	}
 	for _, n := range st.reg.Names() {
 		if l, err := st.reg.Level(n); err == nil {
@@ -109,5 +118,24 @@ func (st *stack) restore(in *inheritance) error {
 	for _, e := range s.Prepared {
 		reg.Put(e.ID, e.Statement)
 	}
+	return st.restoreAudit(s.Audit)
+}
+
+// restoreAudit installs the audit settings a predecessor handed over. A successor started
+// without an audit sink cannot audit: it says so, loudly, and runs with the audit off.
+func (st *stack) restoreAudit(v *audit.View) error {
+	if v == nil {
+		return nil
+	}
+	s, err := v.Settings()
+	if err != nil {
+		return fmt.Errorf("inherited audit settings: %w", err)
+	}
+	if s.Enabled && !st.audit.HasSinks() {
+		st.reg.Logger(logs.Admin).Error().Interface("inherited", v).
+			Msg("takeover: the predecessor audited, but this process has no audit sink (--audit-dir): the audit log is OFF")
+		s.Enabled = false
+	}
+	st.audit.Set(s)
 	return nil
 }

@@ -142,11 +142,11 @@ func newStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io.W
 	if err != nil {
 		return nil, st.discard(err)
 	}
-	adminOpts, err := st.adminOptions(cfg, nodeKind, capt)
-	if err != nil {
+	if err := st.newAudit(cfg); err != nil {
 		return nil, st.discard(err)
 	}
-	if err := st.newAudit(cfg); err != nil {
+	adminOpts, err := st.adminOptions(cfg, nodeKind, capt)
+	if err != nil {
 		return nil, st.discard(err)
 	}
 	st.proxy = sidecar.New(st.proxyConfig(cfg, m, capt), st.tracer)

@@ -74,7 +74,8 @@ func (st *stack) startTracer(ctx context.Context, cfg stackConfig, m *metrics.Me
 // status. The tracer and the capture join the stack's closers.
 func (st *stack) adminOptions(cfg stackConfig, nodeKind string, capt *capture.Capture) ([]admin.Option, error) {
 	adminOpts := []admin.Option{admin.WithGuardrailControl(st.guard), admin.WithCollector(st.guard.Collector()),
-		admin.WithCollector(st.guard.StateCollector()), admin.WithTraceContextKeys(st.tracer.TraceContextKeys())}
+		admin.WithCollector(st.guard.StateCollector()), admin.WithTraceContextKeys(st.tracer.TraceContextKeys()),
+		admin.WithAudit(st.audit), admin.WithCollector(st.audit.Collector())}
 	if st.NodeAPI != "" {
 		nodeCfg := nodeapi.Config{Kind: nodeKind, URL: st.NodeAPI}
 		if nodeKind == nodeapi.KindTracecar {
