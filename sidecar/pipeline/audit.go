@@ -25,8 +25,8 @@ type auditConn struct {
 	// the connection's, once the node answered it with AUTH_SUCCESS (response side). Both
 	// are learnt whether the log is on or not: once per connection, not per request.
 	tried, user atomic.Pointer[string]
-	// source and node are the client's and the node's addresses as recorded, made by the
-	// request side for its first record.
+	// source and node are the client's and the node's addresses (IP:port) as recorded,
+	// made by the request side for its first record.
 	source, node string
 }
 
@@ -64,7 +64,7 @@ func (a *auditConn) username() string {
 // children share a batch_id), an AUTH_RESPONSE one login.
 func (a *auditConn) request(c *Conn, f *cql.Frame) *auditReq {
 	if a.source == "" {
-		a.source, a.node = c.ClientAddr.Addr().String(), c.NodeAddr.Addr().String()
+		a.source, a.node = c.ClientAddr.String(), c.NodeAddr.String()
 	}
 	r := &auditReq{}
 	switch f.Header.Opcode {
@@ -172,8 +172,9 @@ func (a *auditConn) add(c *Conn, r *auditReq, s *auditStmt, cl, batchID string) 
 	}
 }
 
+// record makes a record, at the time its request arrived.
 func (a *auditConn) record(cat audit.Category, op, ks, table, user, cl string) audit.Record {
-	return audit.Record{Node: a.node, Source: a.source, Username: user, Category: cat.String(),
+	return audit.Record{EventTime: time.Now(), Node: a.node, Source: a.source, Username: user, Category: cat.String(),
 		Operation: op, Keyspace: ks, Table: table, Consistency: cl}
 }
 
@@ -198,10 +199,9 @@ func (a *auditConn) response(c *Conn, f *cql.Frame, r *auditReq) {
 			rec.Category, rec.Operation, rec.Keyspace, rec.Table = s.cat.String(), s.op, s.keyspace, s.table
 		}
 	}
-	now := time.Now()
 	for i := range r.recs {
 		rec := &r.recs[i]
-		rec.EventTime, rec.Error, rec.ErrorCode = now, failed, code
+		rec.Error, rec.ErrorCode = failed, code
 		c.sh.Audit.Add(*rec)
 	}
 }

@@ -201,7 +201,7 @@ func TestAuditRecords(t *testing.T) {
 			r.Table != w.table || r.Consistency != w.cl || r.Error != w.err || r.ErrorCode != w.code {
 			t.Errorf("record %d = %+v; want %+v", i, r, w)
 		}
-		if r.Source != "127.0.0.1" || r.Node != "127.0.0.1" || r.EventTime.IsZero() {
+		if r.Source != "127.0.0.1:1" || r.Node != "127.0.0.1:9042" || r.EventTime.IsZero() {
 			t.Errorf("record %d: source %q, node %q, time %v; want the addresses and a time", i, r.Source, r.Node, r.EventTime)
 		}
 		switch {
