@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"encoding/binary"
-	"encoding/hex"
 	"math/rand/v2"
 	"sync/atomic"
 	"time"
@@ -37,6 +36,18 @@ type auditReq struct {
 	// read: looked up again once it is answered, for a statement prepared on the process
 	// that handed the connection over, whose registry arrives after the connections.
 	unknown []unknownExec
+	first   [1]audit.Record // recs' room for the one record of most requests
+}
+
+// appendRecord adds rec to the records of *r, made with the first one: a request none of
+// whose statements is audited allocates nothing. It returns rec's index.
+func appendRecord(r **auditReq, rec audit.Record) int {
+	if *r == nil {
+		*r = &auditReq{}
+		(*r).recs = (*r).first[:0]
+	}
+	(*r).recs = append((*r).recs, rec)
+	return len((*r).recs) - 1
 }
 
 // unknownExec is the record (its index in auditReq.recs) of an EXECUTE of id, whose text
@@ -66,7 +77,7 @@ func (a *auditConn) request(c *Conn, f *cql.Frame) *auditReq {
 	if a.source == "" {
 		a.source, a.node = c.ClientAddr.String(), c.NodeAddr.String()
 	}
-	r := &auditReq{}
+	var r *auditReq
 	switch f.Header.Opcode {
 	case cql.OpAuthResponse:
 		tried := ""
@@ -74,62 +85,46 @@ func (a *auditConn) request(c *Conn, f *cql.Frame) *auditReq {
 			tried = *u
 		}
 		if c.sh.Audit.Wants(audit.AUTH, "", "", tried) {
-			r.recs = append(r.recs, a.record(audit.AUTH, "LOGIN", "", "", tried, ""))
+			appendRecord(&r, a.record(audit.AUTH, "LOGIN", "", "", tried, ""))
 		}
 	case cql.OpQuery:
 		if st, ok := f.Statement(); ok {
-			a.add(c, r, c.sh.audit.get(st.Query), st.Consistency.String(), "")
+			a.add(c, &r, c.sh.audit.get(st.Query), st.Consistency, nil)
 		}
 	case cql.OpExecute:
 		if st, ok := f.Statement(); ok {
-			a.execute(c, r, st.ID, st.Consistency.String(), "")
+			a.execute(c, &r, st.ID, st.Consistency, nil)
 		}
 	case cql.OpBatch:
-		a.batch(c, r, f)
-	}
-	if len(r.recs) == 0 {
-		return nil
+		a.batch(c, &r, f)
 	}
 	return r
 }
 
 // batch adds the records of a BATCH's children, which share a batch_id.
-func (a *auditConn) batch(c *Conn, r *auditReq, f *cql.Frame) {
+func (a *auditConn) batch(c *Conn, r **auditReq, f *cql.Frame) {
 	req, ok := f.Request()
 	if !ok {
 		return
 	}
-	id, cl := newBatchID(), req.Params.Consistency.String()
+	var id string // made with the first record
 	for i := range req.Batch {
 		b := &req.Batch[i]
 		if b.Prepared {
-			a.execute(c, r, b.ID, cl, id)
+			a.execute(c, r, b.ID, req.Params.Consistency, &id)
 		} else {
-			a.add(c, r, c.sh.audit.get(b.Query), cl, id)
+			a.add(c, r, c.sh.audit.get(b.Query), req.Params.Consistency, &id)
 		}
 	}
 }
 
 // execute adds the record of an EXECUTE of the prepared statement id, as add.
-func (a *auditConn) execute(c *Conn, r *auditReq, id []byte, cl, batchID string) {
-	s, known := a.prepared(c, id)
-	n := len(r.recs)
-	a.add(c, r, s, cl, batchID)
-	if !known && len(r.recs) > n {
-		r.unknown = append(r.unknown, unknownExec{n, string(id)})
+func (a *auditConn) execute(c *Conn, r **auditReq, id []byte, cl cql.Consistency, batchID *string) {
+	s, known := c.sh.audit.prepared(c.sh.Prepared, id)
+	i := a.add(c, r, s, cl, batchID)
+	if !known && i >= 0 {
+		(*r).unknown = append((*r).unknown, unknownExec{i, string(id)})
 	}
-}
-
-// prepared returns what is recorded of the prepared statement id: its text's, when the
-// sidecar learnt it from its PREPARE, with the keyspace the node gave it; otherwise
-// "EXECUTE <hex id> /* prepared before this process: text unknown */", of category DML
-// (the category a prepared statement has most often), with no keyspace or table, and
-// false.
-func (a *auditConn) prepared(c *Conn, id []byte) (*auditStmt, bool) {
-	if ps := c.sh.Prepared.Lookup(id); ps != nil && ps.Query != "" {
-		return withKeyspace(c.sh.audit.getString(ps.Query), ps.Keyspace), true
-	}
-	return &auditStmt{cat: audit.DML, op: "EXECUTE " + hex.EncodeToString(id) + " " + unknownPrepared}, false
 }
 
 // withKeyspace returns s with the keyspace ks, the one a prepared statement's metadata
@@ -147,16 +142,22 @@ func withKeyspace(s *auditStmt, ks string) *auditStmt {
 const unknownPrepared = "/* prepared before this process: text unknown */"
 
 // add adds the records of the statement s (its children's, for a text BATCH) that the
-// log's settings want, with the connection's keyspace for a table named without one.
-func (a *auditConn) add(c *Conn, r *auditReq, s *auditStmt, cl, batchID string) {
+// log's settings want, with the connection's keyspace for a table named without one. The
+// records of a BATCH's children share *batchID, made with the first (nil: not in a
+// BATCH). It returns the index of the last record added, or -1.
+func (a *auditConn) add(c *Conn, r **auditReq, s *auditStmt, cl cql.Consistency, batchID *string) int {
 	if s.batch != nil {
-		if batchID == "" {
-			batchID = newBatchID()
+		var id string
+		if batchID == nil {
+			batchID = &id
 		}
+		last := -1
 		for i := range s.batch {
-			a.add(c, r, &s.batch[i], cl, batchID)
+			if j := a.add(c, r, &s.batch[i], cl, batchID); j >= 0 {
+				last = j
+			}
 		}
-		return
+		return last
 	}
 	ks := s.keyspace
 	if ks == "" && s.table != "" {
@@ -165,11 +166,17 @@ func (a *auditConn) add(c *Conn, r *auditReq, s *auditStmt, cl, batchID string) 
 		}
 	}
 	user := a.username()
-	if c.sh.Audit.Wants(s.cat, ks, s.table, user) {
-		rec := a.record(s.cat, s.op, ks, s.table, user, cl)
-		rec.BatchID = batchID
-		r.recs = append(r.recs, rec)
+	if !c.sh.Audit.Wants(s.cat, ks, s.table, user) {
+		return -1
 	}
+	rec := a.record(s.cat, s.op, ks, s.table, user, cl.String())
+	if batchID != nil {
+		if *batchID == "" {
+			*batchID = newBatchID()
+		}
+		rec.BatchID = *batchID
+	}
+	return appendRecord(r, rec)
 }
 
 // record makes a record, at the time its request arrived.
@@ -193,8 +200,7 @@ func (a *auditConn) response(c *Conn, f *cql.Frame, r *auditReq) {
 		}
 	}
 	for _, u := range r.unknown {
-		if ps := c.sh.Prepared.Lookup([]byte(u.id)); ps != nil && ps.Query != "" {
-			s := withKeyspace(c.sh.audit.getString(ps.Query), ps.Keyspace)
+		if s, known := c.sh.audit.prepared(c.sh.Prepared, []byte(u.id)); known {
 			rec := &r.recs[u.rec]
 			rec.Category, rec.Operation, rec.Keyspace, rec.Table = s.cat.String(), s.op, s.keyspace, s.table
 		}

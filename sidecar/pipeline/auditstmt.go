@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"encoding/hex"
 	"hash/maphash"
 	"strings"
 	"sync/atomic"
@@ -190,6 +191,15 @@ func batchChildren(q string) []string {
 type auditStmts struct {
 	seed  maphash.Seed
 	slots [auditCacheSlots]atomic.Pointer[auditStmt]
+	// ids are the prepared statements' by id, with the keyspace of their metadata: an
+	// EXECUTE costs a hash of its id rather than a registry lookup and a hash of its text.
+	ids [auditCacheSlots]atomic.Pointer[preparedStmt]
+}
+
+// preparedStmt is what the audit log records of the prepared statement id.
+type preparedStmt struct {
+	id string
+	s  *auditStmt
 }
 
 const (
@@ -225,4 +235,23 @@ func (c *auditStmts) getString(q string) *auditStmt {
 	s := describeStmt(q)
 	slot.Store(&s)
 	return &s
+}
+
+// prepared returns what is recorded of the prepared statement id: its text's, when the
+// registry reg learnt it from its PREPARE, with the keyspace the node gave it, and true;
+// otherwise "EXECUTE <hex id> /* prepared before this process: text unknown */", of
+// category DML (the category a prepared statement has most often), with no keyspace or
+// table, and false.
+func (c *auditStmts) prepared(reg *tracing.Statements, id []byte) (*auditStmt, bool) {
+	slot := &c.ids[maphash.Bytes(c.seed, id)%auditCacheSlots]
+	if p := slot.Load(); p != nil && p.id == string(id) {
+		return p.s, true
+	}
+	ps := reg.Lookup(id)
+	if ps == nil || ps.Query == "" {
+		return &auditStmt{cat: audit.DML, op: "EXECUTE " + hex.EncodeToString(id) + " " + unknownPrepared}, false
+	}
+	s := withKeyspace(c.getString(ps.Query), ps.Keyspace)
+	slot.Store(&preparedStmt{id: string(id), s: s})
+	return s, true
 }
