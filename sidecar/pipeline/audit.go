@@ -27,6 +27,7 @@ type auditConn struct {
 	// source and node are the client's and the node's addresses (IP:port) as recorded,
 	// made by the request side for its first record.
 	source, node string
+	at           time.Time // when the request being read arrived, request side
 }
 
 // auditReq is the records of one audited request, waiting for its answer.
@@ -73,10 +74,11 @@ func (a *auditConn) username() string {
 // request makes the records of the request in f, or returns nil when it has none that the
 // log's settings want: a QUERY, EXECUTE or BATCH gives one per statement (a BATCH's
 // children share a batch_id), an AUTH_RESPONSE one login.
-func (a *auditConn) request(c *Conn, f *cql.Frame) *auditReq {
+func (a *auditConn) request(c *Conn, f *cql.Frame, now int64) *auditReq {
 	if a.source == "" {
 		a.source, a.node = c.ClientAddr.String(), c.NodeAddr.String()
 	}
+	a.at = c.sh.audit.wallTime(now)
 	var r *auditReq
 	switch f.Header.Opcode {
 	case cql.OpAuthResponse:
@@ -179,9 +181,9 @@ func (a *auditConn) add(c *Conn, r **auditReq, s *auditStmt, cl cql.Consistency,
 	return appendRecord(r, rec)
 }
 
-// record makes a record, at the time its request arrived.
+// record makes a record of the request being read, at the time it arrived.
 func (a *auditConn) record(cat audit.Category, op, ks, table, user, cl string) audit.Record {
-	return audit.Record{EventTime: time.Now(), Node: a.node, Source: a.source, Username: user, Category: cat.String(),
+	return audit.Record{EventTime: a.at, Node: a.node, Source: a.source, Username: user, Category: cat.String(),
 		Operation: op, Keyspace: ks, Table: table, Consistency: cl}
 }
 

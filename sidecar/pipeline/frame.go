@@ -46,9 +46,6 @@ func (c *Conn) Request(h cql.Header, frame []byte, n int, arrived int64) (tracin
 				req.query = string(st.Query)
 			}
 		}
-		if h.Stream >= 0 && auditOn(c.sh) {
-			req.aud = c.audit.request(c, f)
-		}
 		if st := c.sh.Statements; st != nil && h.Stream >= 0 && (h.Opcode == cql.OpPrepare || st.Enabled()) {
 			now = readTime(arrived)
 			req.Start = now
@@ -62,6 +59,13 @@ func (c *Conn) Request(h cql.Header, frame []byte, n int, arrived int64) (tracin
 		if c.sh.Metrics != nil && now == 0 {
 			now = readTime(arrived)
 			req.Start = now
+		}
+		if frame != nil && auditOn(c.sh) {
+			if now == 0 {
+				now = readTime(arrived)
+				req.Start = now
+			}
+			req.aud = c.audit.request(c, f, now)
 		}
 		// The capture parses the request: it goes before tracing, whose fast mode then
 		// keeps the request parsed rather than parse a copy of it again when it is slow.
