@@ -87,14 +87,18 @@ func (s *Server) setAudit(ctx *fasthttp.RequestCtx, _ string) error {
 	if ns.Enabled && !s.auditLog.HasSinks() {
 		return errorf(http.StatusConflict, "the audit log has no sink: start the sidecar with --audit-dir (or another audit sink) to enable it")
 	}
-	if old.Enabled && !ns.Enabled {
-		// The record of turning the audit off is written while it is still on, whatever
-		// the categories: the last record says who stopped the audit.
+	// A change of the audit itself is recorded whatever the categories, so that no change
+	// can hide itself (dropping ADMIN from the categories, say): while the audit is on, it
+	// is recorded under the settings it changes, before they change (the record of turning
+	// the audit off is written while it is still on); when it turns the audit on, after.
+	if old.Enabled {
 		s.auditChange(ctx, http.StatusOK, true)
 		s.auditLog.Set(ns)
 	} else {
 		s.auditLog.Set(ns)
-		s.auditChange(ctx, http.StatusOK, false)
+		if ns.Enabled {
+			s.auditChange(ctx, http.StatusOK, true)
+		}
 	}
 	ctx.SetUserValue(auditedKey, true)
 	s.audit(ctx, "audit").Interface("old", old.View()).Interface("new", ns.View()).Msg("admin change")

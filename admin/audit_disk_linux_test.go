@@ -28,6 +28,12 @@ func TestAuditFullDiskDrop(t *testing.T) {
 	t.Cleanup(func() { l.Close(t.Context()) })
 	f := mustServe(t, admin.Config{}, newFakeTracer(), admin.WithAudit(l), admin.WithCollector(l.Collector()))
 	do(t, client, f.url, request{method: "POST", path: "/tracecar/audit?enable=true&categories=ADMIN"})
+	// The writer tries the first record, and fails; while it retries, its queue (2) fills
+	// and the changes that follow are dropped.
+	deadline := time.Now().Add(10 * time.Second)
+	for l.Err() == nil && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
 	const n = 30
 	for i := range n {
 		if status, body := do(t, client, f.url, request{method: "POST", path: "/storage_service/slow_query?threshold=" + strconv.Itoa(1000+i)}); status != 200 {
@@ -55,7 +61,7 @@ func TestAuditFullDiskDrop(t *testing.T) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline = time.Now().Add(10 * time.Second)
 	for l.Err() != nil && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}

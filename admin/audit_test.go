@@ -172,8 +172,9 @@ func TestAuditWithoutSink(t *testing.T) {
 
 // TestAdminChangesAudited: every change made through the API, the audit's own included,
 // is an ADMIN record with the route, its parameters, the caller's address and whether a
-// token was used; a refused change is one with its error; turning the audit off is the
-// last record, and nothing after it is recorded.
+// token was used; a refused change is one with its error; a change of the audit itself is
+// recorded whatever the categories (turning it off, dropping ADMIN, turning it on), and
+// nothing else is recorded while the audit is off or ADMIN is not among its categories.
 func TestAdminChangesAudited(t *testing.T) {
 	for _, token := range []string{"", "s3cret"} {
 		t.Run("token="+token, func(t *testing.T) {
@@ -205,8 +206,14 @@ func TestAdminChangesAudited(t *testing.T) {
 				steps = append(steps, step{request{method: "POST", path: "/storage_service/slow_query?enable=false"}, 401, "POST /storage_service/slow_query?enable=false", true})
 			}
 			steps = append(steps,
+				// Dropping ADMIN from the categories is recorded, and hides what follows.
+				step{request{method: "POST", path: "/tracecar/audit?categories=DML"}, 200, "POST /tracecar/audit?categories=DML", false},
+				step{request{method: "POST", path: "/storage_service/slow_query?enable=true"}, 200, "", false},
 				step{request{method: "POST", path: "/tracecar/audit?enable=false"}, 200, "POST /tracecar/audit?enable=false", false},
-				step{request{method: "POST", path: "/storage_service/slow_query?enable=false"}, 200, "", false})
+				step{request{method: "POST", path: "/storage_service/slow_query?enable=false"}, 200, "", false},
+				// Turning it back on is recorded even without ADMIN among the categories.
+				step{request{method: "POST", path: "/tracecar/audit?enable=true"}, 200, "POST /tracecar/audit?enable=true", false},
+				step{request{method: "POST", path: "/storage_service/slow_query?enable=true"}, 200, "", false})
 			var want []step
 			for _, s := range steps {
 				if !s.noAuth {

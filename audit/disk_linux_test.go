@@ -110,3 +110,54 @@ func TestFullDiskDrop(t *testing.T) {
 		t.Errorf("%d in the file + %d dropped != %d (written %d)", len(got), st.Dropped, n, st.Sinks[0].Written)
 	}
 }
+
+// TestFullDiskPartialBatch: a batch that only partly fits is truncated away, so that its
+// retry, once there is room, writes each record once and no line is ever cut.
+func TestFullDiskPartialBatch(t *testing.T) {
+	dir, filler := mustSmallDisk(t)
+	// One page free: less than the batch.
+	if err := os.Truncate(filler, mustSize(t, filler)-4096); err != nil {
+		t.Fatal(err)
+	}
+	f, err := NewFile(FileConfig{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch := make([]Record, 40) // about 10 KiB
+	for i := range batch {
+		batch[i] = rec(i)
+	}
+	if err := f.Write(context.Background(), batch); err == nil || !strings.Contains(err.Error(), "no space left") {
+		t.Fatalf("Write on a nearly full disk = %v; want ENOSPC", err)
+	}
+	if n := mustSize(t, f.Path()); n != 0 {
+		t.Errorf("after the failed batch the file holds %d bytes; want 0 (truncated)", n)
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Write(context.Background(), batch); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got := readRecords(t, dir)
+	if len(got) != len(batch) {
+		t.Fatalf("%d records; want %d, each once", len(got), len(batch))
+	}
+	for i, r := range got {
+		if r.Operation != batch[i].Operation {
+			t.Fatalf("record %d: %q; want %q", i, r.Operation, batch[i].Operation)
+		}
+	}
+}
+
+func mustSize(tb testing.TB, name string) int64 {
+	tb.Helper()
+	fi, err := os.Stat(name)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return fi.Size()
+}

@@ -78,8 +78,13 @@ func TestFileSink(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := Open(Config{Sync: time.Hour, Sinks: []Sink{f}})
+	// Two bursts, the second once the first is in the file: the one writer has then
+	// finished with the first batch, a sync of its own included, were there one.
 	for i := range 100 {
 		l.Add(rec(i))
+		if i == 49 {
+			waitFor(t, func() bool { return len(readRecords(t, dir)) == 50 })
+		}
 	}
 	waitFor(t, func() bool { return len(readRecords(t, dir)) == 100 })
 	if st := l.Status().Sinks[0]; st.Syncs != 0 || st.Written != 100 {

@@ -162,8 +162,14 @@ func (l *Log) Wants(c Category, keyspace, table, user string) bool {
 	if len(s.Keyspaces) > 0 && !s.Keyspaces[keyspace] {
 		return false
 	}
-	if len(s.Tables) > 0 && !s.Tables[keyspace+"."+table] {
-		return false
+	if len(s.Tables) > 0 {
+		// keyspace.table in a buffer on the stack: a map index by string(bytes) does not
+		// allocate, where keyspace+"."+table would for a name of more than 32 bytes.
+		var buf [128]byte
+		k := append(append(append(buf[:0], keyspace...), '.'), table...)
+		if !s.Tables[string(k)] {
+			return false
+		}
 	}
 	return true
 }

@@ -35,6 +35,7 @@ type ParamError struct {
 	Param, Value, Want string
 }
 
+// Error says which parameter is bad, its value, and what it accepts.
 func (e *ParamError) Error() string {
 	return fmt.Sprintf("%s %q: want %s", e.Param, e.Value, e.Want)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"net/url"
 	"strconv"
 	"strings"
@@ -82,15 +83,32 @@ func (st *stack) newAudit(cfg stackConfig) error {
 	if a.Dir != "" {
 		f, err := audit.NewFile(audit.FileConfig{Dir: a.Dir, MaxSize: int64(a.MaxSize.n), MaxFiles: a.MaxFiles})
 		if err != nil {
-			return usageErrorf("--audit-dir: %v", err)
+			return fmt.Errorf("--audit-dir %s: %w", a.Dir, err)
 		}
 		sinks = append(sinks, f)
 	}
 	st.audit = audit.Open(audit.Config{Policy: a.policy, Queue: a.Queue, Sync: a.Fsync, Node: st.Node,
 		Sinks: sinks, Logger: st.reg.Logger(logs.Admin)})
 	st.audit.Set(a.settings)
-	st.closers = append([]func(context.Context) error{st.audit.Close}, st.closers...)
+	st.closers = append([]func(context.Context) error{st.closeAudit}, st.closers...)
 	return nil
+}
+
+// auditCloseTimeout bounds how long the stop waits for an audit sink that still fails,
+// so that the closers after it (the tracer's sinks, the node session) keep their time.
+const auditCloseTimeout = 5 * time.Second
+
+// closeAudit writes what the audit log holds and syncs its sinks; a sink still failing
+// after auditCloseTimeout loses what it holds, counted as dropped and said in the error.
+func (st *stack) closeAudit(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, auditCloseTimeout)
+	defer cancel()
+	err := st.audit.Close(ctx)
+	if n := st.audit.Dropped(); n > 0 {
+		st.reg.Logger(logs.Admin).Error().Uint64("dropped", n).Err(st.audit.Err()).
+			Msg("audit log closed: records were dropped since start")
+	}
+	return err
 }
 
 // ctlAudit parses "tracecar ctl audit": with no flags it shows each host's audit log; with

@@ -95,6 +95,10 @@ func TestCtlAudit(t *testing.T) {
 	if r := ctlRow(out, a); code != 0 || !strings.Contains(r, "on categories=DML,QUERY,ADMIN") {
 		t.Errorf("read: exit %d, row %q", code, r)
 	}
+	code, out, _ = runCtlArgs("--hosts", a, "status")
+	if r := ctlRow(out, a); code != 0 || !strings.Contains(r, "audit=on categories=DML,QUERY,ADMIN") {
+		t.Errorf("status: exit %d, row %q; want the audit's line", code, r)
+	}
 	code, out, _ = runCtlArgs("--hosts", a, "audit", "--disable")
 	if r := ctlRow(out, a); code != 0 || !strings.Contains(r, " off ") || la.Enabled() {
 		t.Errorf("disable: exit %d, row %q", code, r)
