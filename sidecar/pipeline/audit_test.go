@@ -290,3 +290,27 @@ func TestAuditLearnsTextLate(t *testing.T) {
 		t.Errorf("records %+v; want the DELETE's, on ks.t", recs)
 	}
 }
+
+// TestAuditReadsWhatItNeeds: a frame too large for the transport's buffer is read whole
+// rather than streamed unread when the audit needs it: every request while the log is on,
+// and the ERROR answering an audited request (its code); not a RESULT, whose opcode is
+// enough.
+func TestAuditReadsWhatItNeeds(t *testing.T) {
+	a := newAuditedConn(t, audit.Settings{})
+	defer a.log.Close(context.Background())
+	h := cql.Header{Version: cql.V4, Opcode: cql.OpExecute}
+	if a.c.ReadsRequest(h) {
+		t.Error("an EXECUTE is read whole with the audit log off")
+	}
+	a.log.Set(audit.Settings{Enabled: true, Categories: allCategories()})
+	if !a.c.ReadsRequest(h) {
+		t.Error("an EXECUTE is streamed unread with the audit log on")
+	}
+	req := Inflight{aud: &auditReq{}}
+	if !a.c.ReadsResponse(cql.Header{Version: cql.ResponseBit | cql.V4, Opcode: cql.OpError}, &req) {
+		t.Error("the ERROR answering an audited request is streamed unread")
+	}
+	if a.c.ReadsResponse(cql.Header{Version: cql.ResponseBit | cql.V4, Opcode: cql.OpResult}, &req) {
+		t.Error("the RESULT answering an audited request is read whole")
+	}
+}
