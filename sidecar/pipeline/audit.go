@@ -3,6 +3,7 @@ package pipeline
 import (
 	"encoding/binary"
 	"math/rand/v2"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -44,11 +45,27 @@ type auditReq struct {
 // whose statements is audited allocates nothing. It returns rec's index.
 func appendRecord(r **auditReq, rec audit.Record) int {
 	if *r == nil {
-		*r = &auditReq{}
+		*r = auditReqs.Get().(*auditReq)
 		(*r).recs = (*r).first[:0]
 	}
 	(*r).recs = append((*r).recs, rec)
 	return len((*r).recs) - 1
+}
+
+// auditReqs keep the records of answered requests for the next ones: a record is copied
+// into the log's queue once answered, and a request with audit on would otherwise
+// allocate its own (a few hundred bytes) every time.
+var auditReqs = sync.Pool{New: func() any { return new(auditReq) }}
+
+// release gives r back to auditReqs, once its records are in the log; a BATCH's many
+// records are left to the collector.
+func (r *auditReq) release() {
+	if cap(r.recs) > len(r.first) || cap(r.unknown) > 4 {
+		return
+	}
+	clear(r.first[:])
+	*r = auditReq{unknown: r.unknown[:0]}
+	auditReqs.Put(r)
 }
 
 // unknownExec is the record (its index in auditReq.recs) of an EXECUTE of id, whose text
@@ -192,6 +209,7 @@ func (a *auditConn) record(cat audit.Category, op, ks, table, user, cl string) a
 // goes on: it writes nothing, and the next step's AUTH_RESPONSE is recorded with its answer.
 func (a *auditConn) response(c *Conn, f *cql.Frame, r *auditReq) {
 	if f.Header.Opcode == cql.OpAuthChallenge {
+		r.release()
 		return
 	}
 	var code int32
@@ -212,6 +230,7 @@ func (a *auditConn) response(c *Conn, f *cql.Frame, r *auditReq) {
 		rec.Error, rec.ErrorCode = failed, code
 		c.sh.Audit.Add(*rec)
 	}
+	r.release()
 }
 
 // loggedIn makes the username of the last AUTH_RESPONSE the connection's, once the node
