@@ -160,6 +160,11 @@ func (s *File) rotate() error {
 // open creates a new file, named for now (a nanosecond later when that name is taken, so
 // that names stay in the order of the files).
 func (s *File) open() error {
+	// A directory removed while the sidecar runs is made again, rather than failing
+	// every rotation from then on.
+	if err := os.MkdirAll(s.cfg.Dir, 0o700); err != nil {
+		return fmt.Errorf("audit dir: %w", err)
+	}
 	now := s.cfg.Now().UTC()
 	for i := 0; ; i++ {
 		stamp := now.Add(time.Duration(i)).Format("20060102T150405.000000000Z")

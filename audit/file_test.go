@@ -145,6 +145,29 @@ func TestFileRotation(t *testing.T) {
 	}
 }
 
+// TestFileDirRemoved: a directory removed under the sink is made again at the next file.
+func TestFileDirRemoved(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "audit")
+	r0 := rec(0)
+	f, err := NewFile(FileConfig{Dir: dir, MaxSize: int64(len(r0.AppendJSON(nil)) + 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Write(context.Background(), []Record{rec(0)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Write(context.Background(), []Record{rec(1)}); err != nil { // rotates: a new file
+		t.Fatalf("Write after the directory was removed: %v", err)
+	}
+	f.Close(context.Background())
+	if got := readRecords(t, dir); len(got) != 1 || got[0].Operation != rec(1).Operation {
+		t.Errorf("records %+v; want the one written after", got)
+	}
+}
+
 // countingSink counts its calls; failing makes Write fail.
 type countingSink struct {
 	writes, syncs, records atomic.Int64
