@@ -94,6 +94,8 @@ const (
 	pathTraceContext = "/tracecar/trace_context"
 	// The workload capture: a mode that starts one has it stopped after each run.
 	pathCapture = "/tracecar/capture"
+	// The audit log's settings, restored after each run.
+	pathAudit = "/tracecar/audit"
 )
 
 // snapshot reads the state that the modes' steps change. It returns notes for steps whose
@@ -121,7 +123,7 @@ func (c *apiClient) snapshot(ctx context.Context, modes []*mode) (*savedState, [
 			k := stateKey{s.api, s.path}
 			switch {
 			case s.path == pathSlowQuery || s.path == pathProbability || s.path == pathNodeProbability || s.path == pathGuardrail || s.path == pathStatementStats ||
-				s.path == pathTraceContext || s.path == pathCapture ||
+				s.path == pathTraceContext || s.path == pathCapture || s.path == pathAudit ||
 				strings.HasPrefix(s.path, pathLoggers+"/") && len(s.path) > len(pathLoggers)+1:
 				if err := add(k); err != nil {
 					return nil, nil, err
@@ -231,6 +233,8 @@ func (c *apiClient) read(ctx context.Context, k stateKey) (string, error) {
 			return bad(errors.New("a capture is running: loadcheck would stop it, so it does not start"))
 		}
 		return "enable=false", nil
+	case k.path == pathAudit:
+		return auditRestore(body)
 	case k.path == pathProbability || k.path == pathNodeProbability:
 		p, err := adminapi.ParseProbability(body)
 		if err != nil {
@@ -258,4 +262,54 @@ func (c *apiClient) restore(ctx context.Context, st *savedState) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// auditRestore returns the POST query that puts back the audit settings of a GET
+// /tracecar/audit body.
+func auditRestore(body []byte) (string, error) {
+	var v struct {
+		Enabled      *bool    `json:"enable"`
+		Categories   []string `json:"categories"`
+		Keyspaces    []string `json:"keyspaces"`
+		Tables       []string `json:"tables"`
+		ExcludeUsers []string `json:"exclude_users"`
+	}
+	if err := json.Unmarshal(body, &v); err != nil || v.Enabled == nil {
+		return "", fmt.Errorf("read state: GET %s: want the audit settings: %s", pathAudit, body)
+	}
+	// An empty list is "*" (the API refuses an empty value); a keyspace or table name that
+	// CQL would lower-case is quoted, so that it parses back as it is.
+	list := func(names []string, quote bool) string {
+		if len(names) == 0 {
+			return "*"
+		}
+		out := make([]string, len(names))
+		for i, n := range names {
+			out[i] = n
+			if quote {
+				out[i] = quoteNames(n)
+			}
+		}
+		return strings.Join(out, ",")
+	}
+	q := url.Values{"enable": {strconv.FormatBool(*v.Enabled)}, "keyspaces": {list(v.Keyspaces, true)},
+		"tables": {list(v.Tables, true)}, "exclude_users": {list(v.ExcludeUsers, false)}}
+	if len(v.Categories) > 0 {
+		q.Set("categories", strings.Join(v.Categories, ","))
+	}
+	return q.Encode(), nil
+}
+
+// quoteNames quotes each dot-separated part of a keyspace or keyspace.table name that is
+// not all lower-case letters, digits and underscores.
+func quoteNames(name string) string {
+	parts := strings.Split(name, ".")
+	for i, p := range parts {
+		if strings.ToLower(p) != p || strings.ContainsFunc(p, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_')
+		}) {
+			parts[i] = `"` + strings.ReplaceAll(p, `"`, `""`) + `"`
+		}
+	}
+	return strings.Join(parts, ".")
 }

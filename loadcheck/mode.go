@@ -34,6 +34,9 @@ var builtinModes = map[string]string{
 	"stats":      specOffSteps + ";POST /tracecar/statement_stats?enable=true", // off plus statement statistics
 	// Off plus a workload capture (the sidecar's --capture-dir), stopped after each run.
 	"capture": specOffSteps + ";POST /tracecar/capture?enable=true&duration=1h&max_bytes=4GiB",
+	// Off plus the audit log of DML and QUERY to a file (the sidecar's --audit-dir): every
+	// statement of a DML workload gives a record, turned off after each run.
+	"audit": specOffSteps + ";POST /tracecar/audit?enable=true&categories=DML,QUERY",
 	// Parent-based sampling alone, with every request's W3C context sampled.
 	"parent": specOffSteps + ";POST /tracecar/trace_context?follow_client_sampling=true;trace-context=sampled",
 }
@@ -54,7 +57,7 @@ func withThreshold(spec string, d time.Duration) string {
 }
 
 // builtinOrder is the order in which the built-in modes are listed in messages.
-var builtinOrder = []string{"direct", "off", "fast", "full", "debug", "node-debug", "node-trace", "sampled", "parent", "guardrail", "stats", "capture"}
+var builtinOrder = []string{"direct", "off", "fast", "full", "debug", "node-debug", "node-trace", "sampled", "parent", "guardrail", "stats", "capture", "audit"}
 
 // defaultModes are the modes run when Config.Modes is empty and a sidecar is configured.
 // Read only.

@@ -247,3 +247,22 @@ func TestUnusedModes(t *testing.T) {
 		t.Errorf("unusedModes = %v; want %v", got, want)
 	}
 }
+
+// TestAuditRestore: the audit settings a GET /tracecar/audit gives are put back by one POST
+// whose parameters the API accepts: no empty value, names quoted when CQL would change them.
+func TestAuditRestore(t *testing.T) {
+	for _, tc := range []struct{ body, want string }{
+		{`{"enable":false,"categories":["AUTH","DDL"],"keyspaces":[],"tables":[],"exclude_users":[]}`,
+			"categories=AUTH%2CDDL&enable=false&exclude_users=%2A&keyspaces=%2A&tables=%2A"},
+		{`{"enable":true,"categories":[],"keyspaces":["ks","Ks"],"tables":["ks.T"],"exclude_users":["bob"]}`,
+			"enable=true&exclude_users=bob&keyspaces=ks%2C%22Ks%22&tables=ks.%22T%22"},
+	} {
+		got, err := auditRestore([]byte(tc.body))
+		if err != nil || got != tc.want {
+			t.Errorf("auditRestore(%s) = %q, %v; want %q", tc.body, got, err, tc.want)
+		}
+	}
+	if _, err := auditRestore([]byte(`{}`)); err == nil {
+		t.Error("auditRestore({}) gave no error")
+	}
+}

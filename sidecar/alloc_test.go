@@ -1,9 +1,11 @@
 package sidecar
 
 import (
+	"context"
 	"slices"
 	"testing"
 
+	"github.com/tracecar/tracecar/audit"
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/internal/metrics"
 	"github.com/tracecar/tracecar/tracing"
@@ -77,13 +79,20 @@ func TestRequestPathAllocs(t *testing.T) {
 		name   string
 		cfg    tracing.Config
 		traced bool // every request gets a session
+		audit  bool // with an audit log, off: one atomic load
 	}{
-		{"off", tracing.DefaultConfig(), false},
-		{"fast below threshold", tracing.Config{Enable: true, Fast: true, ThresholdMicros: 1e12}, false},
-		{"full below threshold", tracing.Config{Enable: true, ThresholdMicros: 1e12}, true},
+		{"off", tracing.DefaultConfig(), false, false},
+		{"off with the audit log off", tracing.DefaultConfig(), false, true},
+		{"fast below threshold", tracing.Config{Enable: true, Fast: true, ThresholdMicros: 1e12}, false, false},
+		{"full below threshold", tracing.Config{Enable: true, ThresholdMicros: 1e12}, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pc := newPathConn(t, tc.cfg)
+			if tc.audit {
+				l := audit.New(audit.Block, 16)
+				t.Cleanup(func() { l.Close(context.Background()) })
+				pc.c.p.sh.Audit = l
+			}
 			one := func() {
 				if n := pc.one(); n != len(pc.resp) {
 					t.Fatalf("response of %d bytes; want %d", n, len(pc.resp))

@@ -2,6 +2,7 @@ package sidecar
 
 import (
 	"bufio"
+	"context"
 	"encoding/binary"
 	"io"
 	"net"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tracecar/tracecar/audit"
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/internal/logs"
 	"github.com/tracecar/tracecar/internal/metrics"
@@ -186,6 +188,38 @@ func BenchmarkRequestPath(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				pc.one()
+			}
+		})
+	}
+}
+
+// BenchmarkRequestPathAudit is BenchmarkRequestPath with tracing off and the audit log:
+// off, on for AUTH, DDL and DCL only (an INSERT is not audited), and on for DML and QUERY
+// to a JSON lines file (the writer's goroutine's CPU included).
+func BenchmarkRequestPathAudit(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		set  audit.Settings
+	}{
+		{"off", audit.Settings{}},
+		{"auth-ddl-dcl", audit.Settings{Enabled: true, Categories: 1<<audit.AUTH | 1<<audit.DDL | 1<<audit.DCL}},
+		{"dml-query-file", audit.Settings{Enabled: true, Categories: 1<<audit.DML | 1<<audit.QUERY}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			f, err := audit.NewFile(audit.FileConfig{Dir: b.TempDir()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			l := audit.Open(audit.Config{Sinks: []audit.Sink{f}})
+			l.Set(tc.set)
+			pc := newPathConn(b, tracing.DefaultConfig())
+			pc.c.p.sh.Audit = l
+			b.ReportAllocs()
+			for b.Loop() {
+				pc.one()
+			}
+			if err := l.Close(context.Background()); err != nil { // what the writer holds, in the time
+				b.Fatal(err)
 			}
 		})
 	}

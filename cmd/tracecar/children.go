@@ -59,7 +59,8 @@ func startChildren(ctx context.Context, stdout io.Writer) (*childStack, error) {
 		"sidecar", "--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0", "--node", st.node,
 		"--node-api", st.nodeAPI, "--node-kind", "tracecar", // for the node- modes
 		"--log-format", "json", "--log-file", filepath.Join(dir, "sidecar.log"),
-		"--capture-dir", filepath.Join(dir, "captures")) // for the mode capture
+		"--capture-dir", filepath.Join(dir, "captures"), // for the mode capture
+		"--audit-dir", filepath.Join(dir, "audit"), "--audit-enable=false") // for the mode audit
 	if err != nil {
 		return fail(err)
 	}

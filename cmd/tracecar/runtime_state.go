@@ -50,16 +50,21 @@ func (st *stack) exportState() runtimeState {
 }
 
 // finalState is what the old process sends once its connections have moved: the
-// statement statistics it gathered, to the end (finalRuntime).
+// statement statistics it gathered, and the prepared statements it learnt, to the end
+// (finalRuntime).
 func (st *stack) finalState() []byte {
-	b, _ := json.Marshal(finalRuntime{Statements: st.stmts.List("calls", 0, true)})
+	b, _ := json.Marshal(finalRuntime{Statements: st.stmts.List("calls", 0, true), Prepared: st.tracer.Statements().Entries()})
 	return b
 }
 
 // finalRuntime is what counts until the end of a handover: the statement statistics (the
-// successor has counted its own requests meanwhile, and adds these).
+// successor has counted its own requests meanwhile, and adds these), and the prepared
+// statements, with those prepared after the runtime state was sent: a driver that
+// prepared one on the old process executes it on the new one, whose audit records and
+// traces then show its text.
 type finalRuntime struct {
-	Statements []statements.Statement `json:"statements,omitempty"`
+	Statements []statements.Statement  `json:"statements,omitempty"`
+	Prepared   []tracing.PreparedEntry `json:"prepared,omitempty"`
 }
 
 // restoreFinal adds what the predecessor counted to the end.
@@ -72,6 +77,12 @@ func (st *stack) restoreFinal(b []byte) error {
 		return err
 	}
 	st.stmts.Import(f.Statements)
+	reg := st.tracer.Statements()
+	for _, e := range f.Prepared {
+		if reg.Lookup(e.ID) == nil {
+			reg.Put(e.ID, e.Statement)
+		}
+	}
 	return nil
 }
 

@@ -60,6 +60,7 @@ type Conn struct {
 	Streams  StreamTable
 	Counters Counters
 	capt     captureState // the workload capture (frame.go)
+	audit    auditConn    // the audit log (audit.go)
 
 	// Views are the Views of the request and of the response being handled, each decoded
 	// once for every reader (frame.go): the connection's own on the goroutine path, where
@@ -160,7 +161,7 @@ type State struct {
 	Compression string // "", "lz4" or "snappy": what STARTUP asked for frames (not v5's segments)
 	Ready       bool   // the handshake is done
 	InSystem    bool   // USE made system the connection's keyspace
-	User        string // the user that authenticated, when tracing learnt it
+	User        string // the user that authenticated, when the sidecar learnt it
 }
 
 // compressionNames are the names of compressors, by Conn.comp.
@@ -176,6 +177,9 @@ func (c *Conn) State() State {
 	}
 	if t := c.tr.Load(); t != nil {
 		s.User = t.User()
+	}
+	if u := c.audit.username(); u != "" {
+		s.User = u
 	}
 	return s
 }
@@ -195,8 +199,13 @@ func (c *Conn) Restore(s State) {
 	c.comp.Store(i)
 	c.ready.Store(s.Ready)
 	c.inSystem.Store(s.InSystem)
-	if c.sh.Tracer != nil && s.User != "" {
-		c.TraceConn().SetUser(s.User)
+	if s.User != "" {
+		u := s.User
+		c.audit.tried.Store(&u)
+		c.audit.loggedIn()
+		if c.sh.Tracer != nil {
+			c.TraceConn().SetUser(s.User)
+		}
 	}
 }
 

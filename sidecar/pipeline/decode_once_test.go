@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tracecar/tracecar/audit"
 	"github.com/tracecar/tracecar/internal/capturefile"
 	"github.com/tracecar/tracecar/tracing/capture"
 
@@ -45,7 +46,7 @@ func (w *workCounter) take(k cql.Work, b []byte) int {
 	return n
 }
 
-// TestDecodedOnce: whatever the tracing mode, with statement statistics or not, a trace
+// TestDecodedOnce: whatever the tracing mode, with statement statistics and the audit log or not, a trace
 // filter that reads the statement or not, and a workload capture or not, at protocol v4 (compressed with lz4 or
 // snappy, or not) and v5, a request is decompressed at most once between its arrival and
 // the end of its response, and so is its compressed response; and the request is parsed
@@ -113,7 +114,7 @@ func TestDecodedOnce(t *testing.T) {
 					stats, capt := i&1 != 0, i&2 != 0
 					name := wire.name + "/" + m.name + "/" + fl.name
 					if stats {
-						name += "/statements"
+						name += "/statements+audit"
 					}
 					if capt {
 						name += "/capture"
@@ -137,6 +138,12 @@ func TestDecodedOnce(t *testing.T) {
 						c := fuzzConn(wire.comp)
 						c.sh = NewShared(Settings{Tracer: tr, Log: &nopLogger, MaxFrame: cql.DefaultMaxFrameSize, Statements: st, Metrics: metrics.New()})
 						c.sh.rememberStmt(sysID, kindLocal, localColumns())
+						if stats { // and the audit log, every category audited
+							l := audit.New(audit.Drop, 64)
+							l.Set(audit.Settings{Enabled: true, Categories: allCategories()})
+							t.Cleanup(func() { l.Close(context.Background()) })
+							c.sh.Audit = l
+						}
 						dir := filepath.Join(t.TempDir(), "captures")
 						cp := capture.New(capture.Config{Dir: dir, Statements: c.sh.Prepared})
 						t.Cleanup(func() { cp.Close(context.Background()) })

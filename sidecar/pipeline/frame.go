@@ -60,6 +60,13 @@ func (c *Conn) Request(h cql.Header, frame []byte, n int, arrived int64) (tracin
 			now = readTime(arrived)
 			req.Start = now
 		}
+		if frame != nil && auditOn(c.sh) {
+			if now == 0 {
+				now = readTime(arrived)
+				req.Start = now
+			}
+			req.aud = c.audit.request(c, f, now)
+		}
 		// The capture parses the request: it goes before tracing, whose fast mode then
 		// keeps the request parsed rather than parse a copy of it again when it is slow.
 		if cp := c.sh.Capture; cp != nil {
@@ -105,6 +112,12 @@ func (c *Conn) Response(h cql.Header, frame []byte, req *Inflight, arrived int64
 	f.Reset(h, frame, c.compressor())
 	if h.Stream >= 0 {
 		c.noteHandshake(h.Opcode)
+		if req.Op == cql.OpAuthResponse && h.Opcode == cql.OpAuthSuccess {
+			c.audit.loggedIn()
+		}
+	}
+	if req.aud != nil {
+		c.audit.response(c, f, req.aud)
 	}
 	if req.stat.Active() {
 		c.sh.Statements.Response(req.stat, f, arrived)
@@ -182,9 +195,7 @@ func (c *Conn) inspect(f *cql.Frame) (k rewriteKind, ps *tracing.Statement, prob
 	case cql.OpOptions:
 		k = kindOptions
 	case cql.OpAuthResponse:
-		if c.sh.Tracer != nil {
-			c.authResponse(f)
-		}
+		c.authResponse(f)
 	case cql.OpQuery, cql.OpPrepare:
 		k, ps, probe = c.inspectQuery(f)
 	case cql.OpExecute:
@@ -283,8 +294,11 @@ func (c *Conn) queryStart(f *cql.Frame) (k rewriteKind, known bool, sc scan) {
 }
 
 // authResponse takes the username from a SASL PLAIN AUTH_RESPONSE ("authzid NUL authcid
-// NUL password") for the connection's trace records. Only the username is copied; a
-// decompressed copy of the token, which holds the password, is zeroed.
+// NUL password") for the connection's trace records and its audit records (the login's,
+// and once the node accepts it every later one's). Only the username is copied; a
+// decompressed copy of the token, which holds the password, is zeroed. It runs once per
+// login, whether tracing and the audit log are on or not, so that a log turned on later
+// knows the connection's user.
 func (c *Conn) authResponse(f *cql.Frame) {
 	body, err := f.Message()
 	if err != nil {
@@ -294,7 +308,10 @@ func (c *Conn) authResponse(f *cql.Frame) {
 		defer clear(body)
 	}
 	if user, ok := saslPlainUser(body); ok {
-		c.TraceConn().SetUser(user)
+		c.audit.tried.Store(&user)
+		if c.sh.Tracer != nil {
+			c.TraceConn().SetUser(user)
+		}
 	}
 }
 
@@ -348,14 +365,15 @@ func (c *Conn) startup(body []byte) Effect {
 // ReadsRequest reports whether a client frame with header h, too large for the transport's
 // read buffer, is read whole for the work on it rather than streamed through unread.
 func (c *Conn) ReadsRequest(h cql.Header) bool {
-	return c.sh.Tracer != nil || c.ReadsBody(h.Opcode)
+	return c.sh.Tracer != nil || c.ReadsBody(h.Opcode) || auditOn(c.sh)
 }
 
 // ReadsResponse reports whether a node frame with header h, answering req and too large
 // for the transport's read buffer, is read whole rather than streamed through unread.
 func (c *Conn) ReadsResponse(h cql.Header, req *Inflight) bool {
 	event := h.Stream < 0 && h.Opcode == cql.OpEvent
-	return c.sh.Tracer != nil || req.kind != kindNone || event || req.stat.WantsBody(h.Opcode)
+	return c.sh.Tracer != nil || req.kind != kindNone || event || req.stat.WantsBody(h.Opcode) ||
+		req.aud != nil && h.Opcode == cql.OpError
 }
 
 // Arrival returns when the response to req arrived: arrived, the time of the read from the

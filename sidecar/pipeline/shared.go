@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"bytes"
+	"hash/maphash"
 	"net/netip"
 	"sync/atomic"
 	"time"
@@ -61,11 +62,13 @@ type Shared struct {
 	// of a ScyllaDB node: the node answers every connection's OPTIONS alike but for that.
 	supported supportedCache
 	shards    shardShared // ScyllaDB's shards (shards.go)
+	audit     auditStmts  // what the audit log records of statement texts (auditstmt.go)
 }
 
 // NewShared returns the shared state of a proxy's pipelines.
 func NewShared(s Settings) *Shared {
 	sh := &Shared{Settings: s}
+	sh.audit.seed = maphash.MakeSeed()
 	if s.Tracer != nil {
 		sh.Prepared = s.Tracer.Statements()
 	} else {

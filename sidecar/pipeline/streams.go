@@ -28,6 +28,7 @@ type Inflight struct {
 	probe  string             // the statement id of an EXECUTE probed for its table (statement.go)
 	query  string             // the text of a PREPARE, for the prepared-statement registry
 	capt   *capture.Record    // the request's workload capture record, nil when not captured
+	aud    *auditReq          // the request's audit records, nil when none is audited (audit.go)
 }
 
 // StreamTable holds the requests of one connection that are waiting for their response,
