@@ -277,6 +277,7 @@ const (
 	selAgg    // min, max, sum, avg, count(col)
 	selToJSON // toJson(col)
 	selUDF    // a call of a user-defined function or aggregate
+	selCast   // CAST(col AS type), nested as written
 )
 
 type selector struct {
@@ -287,6 +288,7 @@ type selector struct {
 	fnKs   string   // selUDF: the function's keyspace, when written ks.f
 	cols   []string // token() arguments
 	fn     *term    // constant function such as now()
+	casts  []string // CAST(… AS type) of col (selCast, or an aggregate's argument): the types, innermost first
 	alias  string
 	text   string // the name Cassandra gives the result column when there is no alias
 }

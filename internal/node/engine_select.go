@@ -36,6 +36,7 @@ type outCol struct {
 	// column's type, convRet the result's.
 	conv    string
 	convRet cql.TypeInfo
+	casts   []castStep // CAST(… AS type) of the column, innermost first
 }
 
 // rowFilter is a restriction checked against each row (ALLOW FILTERING, system tables).
@@ -372,6 +373,20 @@ func (c *compiler) selection(p *selectPlan, st *selectStmt) error {
 				ks = t.ks
 			}
 			return udfCall(c.sc.keyspaces[ks], ks, s.fn.name)
+		case selCast:
+			col := t.byName[s.col]
+			if col == nil {
+				return invalidf("Undefined column name %s in table %s.%s", s.col, t.ks, t.name)
+			}
+			o, typ, text, err := castSelector(colSrc(col), col, s.casts)
+			if err != nil {
+				return err
+			}
+			if s.alias == "" {
+				name = text
+			}
+			p.out = append(p.out, o)
+			p.specs = append(p.specs, spec(name, typ))
 		case selToJSON:
 			col := t.byName[s.col]
 			if col == nil {
@@ -387,12 +402,18 @@ func (c *compiler) selection(p *selectPlan, st *selectStmt) error {
 				return invalidf("Undefined column name %s in table %s.%s", s.col, t.ks, t.name)
 			}
 			kind := aggKinds[s.agg]
-			rt, err := aggResultType(s.agg, kind, col.typ)
+			o, typ, text, err := castSelector(colSrc(col), col, s.casts)
 			if err != nil {
 				return err
 			}
-			o := colSrc(col)
-			o.agg, o.argType = kind, col.typ
+			rt, err := aggResultType(s.agg, kind, typ)
+			if err != nil {
+				return err
+			}
+			if s.alias == "" {
+				name = "system." + s.agg + "(" + text + ")"
+			}
+			o.agg, o.argType = kind, typ
 			p.aggregate = true
 			p.out = append(p.out, o)
 			p.specs = append(p.specs, spec(name, rt))
@@ -1273,6 +1294,9 @@ func (r *selectRun) outValue(o *outCol, pkVals [][]byte, part *partition, row *r
 	}
 	if o.conv != "" {
 		v, _ = applyConv(o.conv, o.argType, o.convRet, v)
+	}
+	if o.casts != nil {
+		v = applyCasts(o.casts, v)
 	}
 	if o.path != nil {
 		v = fieldOf(v, o.path)

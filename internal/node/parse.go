@@ -1125,9 +1125,12 @@ func (p *parser) selector() selector {
 		case "min", "max", "sum", "avg":
 			p.advance()
 			p.advance()
-			s.col = p.ident()
+			s.col, s.casts = p.castArg(0)
 			p.expectPunct(")")
 			s.kind, s.agg, s.text = selAgg, fn, "system."+fn+"("+s.col+")"
+		case "cast":
+			s.kind = selCast
+			s.col, s.casts = p.castArg(0)
 		case "tojson":
 			p.advance()
 			p.advance()
@@ -1206,6 +1209,28 @@ func (p *parser) selector() selector {
 		s.alias = p.ident()
 	}
 	return s
+}
+
+// castArg reads a column, or CAST(… AS type) of one, nested as deep as written: the
+// column and the types, innermost first.
+func (p *parser) castArg(depth int) (string, []string) {
+	if !(p.tok.kind == tIdent && strings.EqualFold(p.tok.text, "cast") && p.peek(1).kind == tPunct && p.peek(1).text == "(") {
+		return p.ident(), nil
+	}
+	if depth > maxNesting {
+		p.failf("CAST nesting too deep")
+	}
+	p.advance()
+	p.advance()
+	col, casts := p.castArg(depth + 1)
+	p.expectKeyword("as")
+	to := strings.ToLower(p.tok.text)
+	if _, ok := simpleTypes[to]; !ok || p.tok.kind != tIdent {
+		p.unexpected()
+	}
+	p.advance()
+	p.expectPunct(")")
+	return col, append(casts, to)
 }
 
 func (p *parser) batchStmt() statement {
