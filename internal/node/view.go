@@ -520,10 +520,10 @@ func (t *table) applyWithViews(d *tableData, m *mutation, ops []cellOp, now int6
 // of the write itself: the view keys the row had before (when it existed: had) and the row.
 // It lives on the writer's stack, with room for the keys of two views.
 type viewRead struct {
-	had    bool
-	buf    [2]viewKey
-	more   []viewKey // the keys, when there are more views than buf holds
-	row    *row
+	had  bool
+	buf  [2]viewKey
+	more []viewKey // the keys, when there are more views than buf holds
+	row  *row
 }
 
 // before reads the view keys of r, the row about to be written. The caller holds r's shard
