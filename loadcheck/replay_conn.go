@@ -2,6 +2,7 @@ package loadcheck
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -49,8 +50,13 @@ type rconn struct {
 
 // rresp is a response: its header and its message (after the prefix), decompressed.
 type rresp struct {
-	h   cql.Header
-	msg []byte
+	h cql.Header
+	// msg is the message after the response's prefix, but for a page of rows (rows set),
+	// whose row count and paging state the reader takes, so that a page is not copied.
+	msg   []byte
+	rows  bool
+	n     int
+	state []byte
 }
 
 // dialReplay opens a replay connection to addr and completes its handshake, compressed as
@@ -215,8 +221,16 @@ func (c *rconn) deliver(h cql.Header, body []byte) {
 	if err != nil {
 		msg = nil
 	}
+	r := rresp{h: h}
+	if h.Opcode == cql.OpResult {
+		r.n, r.state, r.rows = cql.RowsPage(msg)
+		r.state = bytes.Clone(r.state)
+	}
+	if !r.rows {
+		r.msg = append([]byte(nil), msg...)
+	}
 	select {
-	case c.waiters[h.Stream] <- rresp{h: h, msg: append([]byte(nil), msg...)}:
+	case c.waiters[h.Stream] <- r:
 	default: // a response nobody waits for (timed out)
 	}
 }
@@ -306,8 +320,8 @@ func (c *rconn) do(ctx context.Context, op cql.Opcode, body []byte, compress boo
 		c.free <- stream
 		return rresp{}, fmt.Errorf("replay: write: %w", err)
 	}
-	t := time.NewTimer(c.timeout)
-	defer t.Stop()
+	t := getTimer(c.timeout)
+	defer putTimer(t)
 	select {
 	case r := <-ch:
 		c.free <- stream
@@ -326,10 +340,7 @@ func (c *rconn) do(ctx context.Context, op cql.Opcode, body []byte, compress boo
 func result(r rresp) (int, error) {
 	switch r.h.Opcode {
 	case cql.OpResult:
-		if n, ok := cql.RowsCount(r.msg); ok {
-			return n, nil
-		}
-		return 0, nil
+		return r.n, nil
 	case cql.OpError:
 		e, err := cql.DecodeError(r.msg)
 		if err != nil {
@@ -388,4 +399,21 @@ func (c *rconn) execute(dst, id []byte, params cql.QueryParams) []byte {
 		c.metaMu.RUnlock()
 	}
 	return e.AppendBody(dst, c.version)
+}
+
+// timers keeps the timers of the requests that ended, so that a request does not allocate
+// one: a stopped timer's channel holds no stale value (Go 1.23), and Reset rearms it.
+var timers sync.Pool
+
+func getTimer(d time.Duration) *time.Timer {
+	if t, ok := timers.Get().(*time.Timer); ok {
+		t.Reset(d)
+		return t
+	}
+	return time.NewTimer(d)
+}
+
+func putTimer(t *time.Timer) {
+	t.Stop()
+	timers.Put(t)
 }
