@@ -33,7 +33,8 @@ type rconn struct {
 	errMu   sync.Mutex
 	err     error
 	buf     []byte // the frames queued for the writer, back to back, under wmu
-	kick    chan struct{}
+	spare   []byte // the writer's other buffer, under wmu
+	writing bool   // a request is writing the queue (the writer), under wmu
 	timeout time.Duration
 	// version is the protocol version of the connection's frames: V4, or V5, whose frames
 	// travel in segments once STARTUP has been answered (framed, under wmu; the reader
@@ -41,7 +42,7 @@ type rconn struct {
 	version byte
 	framed  bool
 	lz4     bool
-	seg     []byte // the writer's segments, under wmu
+	seg     []byte // the writer's segments, its own
 	// metaIDs are the result metadata ids of the statements prepared on the connection, by
 	// statement id (v5).
 	metaMu  sync.RWMutex
@@ -84,8 +85,6 @@ func dialReplay(ctx context.Context, cfg *Config, addr string) (*rconn, error) {
 	}
 	c := &rconn{nc: nc, free: make(chan int16, replayStreams),
 		waiters: make([]chan rresp, replayStreams), done: make(chan struct{}), timeout: cfg.Timeout, version: cql.V4}
-	c.kick = make(chan struct{}, 1)
-	go c.write()
 	if cfg.ProtocolVersion == 5 {
 		c.version = cql.V5
 		c.lz4 = cfg.Compression == "lz4"
@@ -181,35 +180,41 @@ func (c *rconn) read() {
 	}
 }
 
-// write sends the queued frames whenever a request kicks it: all of them in one write
-// (in segments on a v5 connection), as the drivers coalesce, so that a busy connection
-// costs the sidecar one read for many requests. It ends with the connection.
-func (c *rconn) write() {
-	var out, seg []byte
-	for {
-		select {
-		case <-c.kick:
-		case <-c.done:
-			return
-		}
-		c.wmu.Lock()
-		out, c.buf = c.buf, out[:0]
+// flush sends the queued frames, called with wmu held by the request that found no writer
+// at work, which becomes it: all the frames queued by then in one write (in segments on a
+// v5 connection), then those queued during that write, until none are left, as the drivers
+// coalesce, so that a busy connection costs the node one read for many requests, and a
+// request costs no goroutine switch to a writer. It returns with wmu released.
+func (c *rconn) flush() {
+	c.writing = true
+	for len(c.buf) > 0 {
+		out := c.buf
+		c.buf = c.spare[:0]
 		framed := c.framed
 		c.wmu.Unlock()
-		if len(out) == 0 {
-			continue
-		}
 		w := out
 		if framed {
-			seg = cql.AppendSegments(seg[:0], out, c.lz4)
-			w = seg
+			c.seg = cql.AppendSegments(c.seg[:0], out, c.lz4)
+			w = c.seg
 		}
-		if _, err := c.nc.Write(w); err != nil {
+		// A node that stops reading must not hold the writer past the requests' timeout:
+		// the run would never end.
+		err := c.nc.SetWriteDeadline(time.Now().Add(c.timeout))
+		if err == nil {
+			_, err = c.nc.Write(w)
+		}
+		c.wmu.Lock()
+		c.spare = out[:0]
+		if err != nil {
+			c.writing = false
+			c.wmu.Unlock()
 			c.fail(fmt.Errorf("replay: write: %w", err))
 			c.nc.Close()
 			return
 		}
 	}
+	c.writing = false
+	c.wmu.Unlock()
 }
 
 // deliver hands a response to the request waiting on its stream.
@@ -309,12 +314,11 @@ func (c *rconn) do(ctx context.Context, op cql.Opcode, body []byte, compress boo
 		h.Length = uint32(len(body))
 		c.buf = append(cql.AppendHeader(c.buf, h), body...)
 	}
-	c.wmu.Unlock()
-	if err == nil {
-		select { // the writer sends every frame queued by then, in one write
-		case c.kick <- struct{}{}:
-		default:
-		}
+	switch {
+	case err == nil && !c.writing:
+		c.flush() // releases wmu
+	default:
+		c.wmu.Unlock() // the writer at work sends the frame after the ones it is writing
 	}
 	if err != nil {
 		c.free <- stream
