@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"sync"
 	"time"
 
@@ -316,6 +317,12 @@ func (c *rconn) do(ctx context.Context, op cql.Opcode, body []byte, compress boo
 	}
 	switch {
 	case err == nil && !c.writing:
+		// Let the requests that are ready run first and queue theirs behind this one: on a
+		// connection whose responses come in bursts, one write then carries several.
+		c.writing = true
+		c.wmu.Unlock()
+		runtime.Gosched()
+		c.wmu.Lock()
 		c.flush() // releases wmu
 	default:
 		c.wmu.Unlock() // the writer at work sends the frame after the ones it is writing
