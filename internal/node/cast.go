@@ -337,3 +337,43 @@ func javaHostAddress(a netip.Addr) string {
 	}
 	return strings.Join(parts, ":")
 }
+
+// castResult applies the casts of selector s to the result of the selector just compiled,
+// the last of p's: its value (an aggregate's once aggregated), type and column name.
+func castResult(p *selectPlan, s selector) error {
+	o, sp := &p.out[len(p.out)-1], &p.specs[len(p.specs)-1]
+	typ, text := sp.Type, sp.Name
+	var steps []castStep
+	for _, to := range s.casts {
+		id := simpleTypes[to]
+		if id == typ.ID {
+			continue // a cast to its own type is ignored, as 4.1 does
+		}
+		if !castable(typ.ID, to) {
+			return invalidf("%s cannot be cast to %s", selectorColumn(s), to)
+		}
+		next := cql.TypeInfo{ID: id}
+		steps = append(steps, castStep{from: typ, to: next})
+		typ, text = next, "cast("+text+" as "+castName(to)+")"
+	}
+	if o.agg != aggNone {
+		o.post = append(o.post, steps...)
+	} else if len(steps) > 0 {
+		o.casts = append(o.casts, steps...)
+		o.derived = true
+	}
+	sp.Type, sp.Name = typ, text
+	return nil
+}
+
+// selectorColumn is the column 4.1 names in the error of a cast it has no function for:
+// the first the selector reads.
+func selectorColumn(s selector) string {
+	switch {
+	case s.col != "":
+		return s.col
+	case len(s.cols) > 0:
+		return s.cols[0]
+	}
+	return s.text
+}

@@ -36,7 +36,8 @@ type outCol struct {
 	// column's type, convRet the result's.
 	conv    string
 	convRet cql.TypeInfo
-	casts   []castStep // CAST(… AS type) of the column, innermost first
+	casts   []castStep // CAST(… AS type) of the value (of an aggregate's argument), innermost first
+	post    []castStep // CAST(… AS type) of an aggregate's result
 }
 
 // rowFilter is a restriction checked against each row (ALLOW FILTERING, system tables).
@@ -324,10 +325,7 @@ func (c *compiler) selection(p *selectPlan, st *selectStmt) error {
 		return nil
 	}
 	for _, s := range st.sels {
-		name := s.text
-		if s.alias != "" {
-			name = s.alias
-		}
+		name := s.text // the alias replaces it once the casts are applied
 		switch s.kind {
 		case selColumn:
 			col := t.byName[s.col]
@@ -361,9 +359,7 @@ func (c *compiler) selection(p *selectPlan, st *selectStmt) error {
 				if err != nil {
 					return err
 				}
-				if s.alias == "" {
-					name = "system." + s.fn.name + "(" + s.cols[0] + ")"
-				}
+				name = "system." + s.fn.name + "(" + s.cols[0] + ")"
 				p.out = append(p.out, o)
 				p.specs = append(p.specs, spec(name, typ))
 				break
@@ -373,20 +369,6 @@ func (c *compiler) selection(p *selectPlan, st *selectStmt) error {
 				ks = t.ks
 			}
 			return udfCall(c.sc.keyspaces[ks], ks, s.fn.name)
-		case selCast:
-			col := t.byName[s.col]
-			if col == nil {
-				return invalidf("Undefined column name %s in table %s.%s", s.col, t.ks, t.name)
-			}
-			o, typ, text, err := castSelector(colSrc(col), col, s.casts)
-			if err != nil {
-				return err
-			}
-			if s.alias == "" {
-				name = text
-			}
-			p.out = append(p.out, o)
-			p.specs = append(p.specs, spec(name, typ))
 		case selToJSON:
 			col := t.byName[s.col]
 			if col == nil {
@@ -402,7 +384,7 @@ func (c *compiler) selection(p *selectPlan, st *selectStmt) error {
 				return invalidf("Undefined column name %s in table %s.%s", s.col, t.ks, t.name)
 			}
 			kind := aggKinds[s.agg]
-			o, typ, text, err := castSelector(colSrc(col), col, s.casts)
+			o, typ, text, err := castSelector(colSrc(col), col, s.argCasts)
 			if err != nil {
 				return err
 			}
@@ -410,9 +392,7 @@ func (c *compiler) selection(p *selectPlan, st *selectStmt) error {
 			if err != nil {
 				return err
 			}
-			if s.alias == "" {
-				name = "system." + s.agg + "(" + text + ")"
-			}
+			name = "system." + s.agg + "(" + text + ")"
 			o.agg, o.argType = kind, typ
 			p.aggregate = true
 			p.out = append(p.out, o)
@@ -483,6 +463,14 @@ func (c *compiler) selection(p *selectPlan, st *selectStmt) error {
 			}
 			p.out = append(p.out, outCol{src: srcFunc, fn: x})
 			p.specs = append(p.specs, spec(name, cql.TypeInfo{ID: rt}))
+		}
+		if len(s.casts) > 0 {
+			if err := castResult(p, s); err != nil {
+				return err
+			}
+		}
+		if s.alias != "" {
+			p.specs[len(p.specs)-1].Name = s.alias
 		}
 	}
 	if p.distinct {
@@ -1278,15 +1266,13 @@ func (r *selectRun) outValue(o *outCol, pkVals [][]byte, part *partition, row *r
 		v = r.value(t.cells[o.idx], pkVals, part, row)
 	case srcWritetime, srcTTL:
 		c := r.cellOf(t.cells[o.idx], part, row)
-		if c == nil || !c.live(r.now) {
-			return nil
+		switch {
+		case c == nil || !c.live(r.now):
+		case o.src == srcWritetime:
+			v = encBigint(c.ts)
+		case c.exp > 0:
+			v = encInt(int32(c.exp - r.now))
 		}
-		if o.src == srcWritetime {
-			return encBigint(c.ts)
-		} else if c.exp > 0 {
-			return encInt(int32(c.exp - r.now))
-		}
-		return nil
 	case srcToken:
 		v = encBigint(part.token)
 	case srcFunc:
@@ -1295,14 +1281,14 @@ func (r *selectRun) outValue(o *outCol, pkVals [][]byte, part *partition, row *r
 	if o.conv != "" {
 		v, _ = applyConv(o.conv, o.argType, o.convRet, v)
 	}
-	if o.casts != nil {
-		v = applyCasts(o.casts, v)
-	}
 	if o.path != nil {
 		v = fieldOf(v, o.path)
 	}
 	if o.toJSON {
 		v = []byte(toJSON(o.argType, v))
+	}
+	if o.casts != nil {
+		v = applyCasts(o.casts, v)
 	}
 	return v
 }
