@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -218,6 +219,9 @@ func (c *rconn) flush() {
 	c.wmu.Unlock()
 }
 
+// voidResult is the message of every Void RESULT, which the requests only read.
+var voidResult = [4]byte{0, 0, 0, 1}
+
 // deliver hands a response to the request waiting on its stream.
 func (c *rconn) deliver(h cql.Header, body []byte) {
 	if h.Stream < 0 || int(h.Stream) >= replayStreams {
@@ -232,7 +236,11 @@ func (c *rconn) deliver(h cql.Header, body []byte) {
 		r.n, r.state, r.rows = cql.RowsPage(msg)
 		r.state = bytes.Clone(r.state)
 	}
-	if !r.rows {
+	switch {
+	case r.rows:
+	case h.Opcode == cql.OpResult && len(msg) == 4 && int32(binary.BigEndian.Uint32(msg)) == cql.ResultVoid:
+		r.msg = voidResult[:] // a write's answer: nothing to copy
+	default:
 		r.msg = append([]byte(nil), msg...)
 	}
 	select {
