@@ -28,6 +28,11 @@ type pcol struct {
 	spec    *columnSpec
 	salt    uint64
 	counter bool
+	// text is set for a text, varchar, ascii or blob column, made straight from the source;
+	// fixed is the length of a fixed-size type's value (0 for the others): the random bytes
+	// its value needs.
+	text, blob bool
+	fixed      int
 }
 
 // ptable is the profile's table: its key columns in order, then the others.
@@ -45,8 +50,16 @@ func (t *ptable) all() []*pcol {
 func newPcol(name, typ, kind string, pos int, desc bool, spec *columnSpec) *pcol {
 	h := fnv.New64a()
 	h.Write([]byte(name))
-	return &pcol{name: name, typ: typ, kind: kind, pos: pos, desc: desc, spec: spec,
+	c := &pcol{name: name, typ: typ, kind: kind, pos: pos, desc: desc, spec: spec,
 		salt: h.Sum64(), counter: typ == "counter"}
+	switch typ {
+	case "text", "varchar", "ascii", "blob":
+		c.text, c.blob = true, typ == "blob"
+	}
+	if size := typeSizes[typ]; size > 0 && typ != "time" {
+		c.fixed = size
+	}
+	return c
 }
 
 // gen is a worker's deterministic random source, reseeded for every value. It is not safe
@@ -55,6 +68,30 @@ type gen struct {
 	pcg *rand.PCG
 	r   *rand.Rand
 	buf [64]byte
+	// arena, when not nil, holds the text and fixed-size values made since reset, instead
+	// of an allocation each: for a caller that is done with them before the next reset.
+	arena []byte
+}
+
+// useArena makes g keep its values in an arena that reset empties.
+func (g *gen) useArena() { g.arena = make([]byte, 0, 4096) }
+
+// reset forgets the values made since the last one, when g keeps them in an arena.
+func (g *gen) reset() { g.arena = g.arena[:0] }
+
+// alloc returns n bytes for a value: from the arena, when g keeps one. A full arena is
+// replaced by a larger one; the values already made keep the old one alive.
+func (g *gen) alloc(n int) []byte {
+	if g.arena == nil {
+		return make([]byte, n)
+	}
+	if len(g.arena)+n > cap(g.arena) {
+		g.arena = make([]byte, 0, max(2*cap(g.arena), n))
+	}
+	end := len(g.arena) + n
+	v := g.arena[len(g.arena):end:end]
+	g.arena = g.arena[:end]
+	return v
 }
 
 func newGen() *gen {
@@ -74,22 +111,33 @@ func (g *gen) value(c *pcol, seed, ordinal int64) []byte {
 	id := c.spec.population.sample(g.r, ordinal)
 	g.seed(uint64(id), c.salt)
 	n := c.spec.size.sample(g.r, ordinal)
-	switch c.typ {
-	case "text", "varchar", "ascii", "blob":
-		// The common case, made straight from the source: letters and digits (valid
-		// UTF-8 and ASCII), or any bytes.
-		out := make([]byte, min(max(n, 0), 1<<20))
-		var w uint64
-		for i := range out {
-			if i%8 == 0 {
-				w = g.r.Uint64()
+	if c.text {
+		// The common case, made straight from the source, 8 bytes a draw: letters and
+		// digits (valid UTF-8 and ASCII), or any bytes.
+		out := g.alloc(int(min(max(n, 0), 1<<20)))
+		for i := 0; i < len(out); i += 8 {
+			w := g.r.Uint64()
+			for j := i; j < min(i+8, len(out)); j++ {
+				out[j] = byte(w)
+				w >>= 8
 			}
-			out[i] = byte(w >> (8 * (i % 8)))
-			if c.typ != "blob" {
-				out[i] = alnum[int(out[i])%len(alnum)]
+		}
+		if !c.blob {
+			for i, b := range out {
+				out[i] = alnum[int(b)%len(alnum)]
 			}
 		}
 		return out
+	}
+	if c.fixed > 0 {
+		// The bytes it takes, drawn as for any other type: the same value.
+		for i := 0; i < c.fixed; i += 8 {
+			binary.LittleEndian.PutUint64(g.buf[i:], g.r.Uint64())
+		}
+		v := g.alloc(c.fixed)
+		copy(v, g.buf[:])
+		fixValue(c.typ, v)
+		return v
 	}
 	for i := 0; i < len(g.buf); i += 8 {
 		binary.LittleEndian.PutUint64(g.buf[i:], g.r.Uint64())

@@ -351,3 +351,57 @@ func TestQueryConsistencies(t *testing.T) {
 		t.Errorf("no levels: consistency %v, serial %v; want the run's LOCAL_ONE and none", cl, serial)
 	}
 }
+
+// TestGenArena: with an arena, a row's values (text, fixed-size and other types) are the
+// ones made without it, and making them allocates nothing once the arena has grown; the
+// client's CPU per multi-row op depends on it.
+func TestGenArena(t *testing.T) {
+	spec := func(name, size, cluster string) *columnSpec {
+		return &columnSpec{name: name, size: mustDist(size, defaultColumnSize), population: mustDist("", defaultColumnPopulation), cluster: mustDist(cluster, defaultColumnCluster)}
+	}
+	tb := &ptable{
+		pk: []*pcol{newPcol("pk", "bigint", "partition_key", 0, false, spec("pk", "", ""))},
+		ck: []*pcol{newPcol("ck", "int", "clustering", 0, false, spec("ck", "", "fixed(10)"))},
+		regular: []*pcol{newPcol("v1", "text", "regular", 0, false, spec("v1", "uniform(10..100)", "")),
+			newPcol("v2", "double", "regular", 1, false, spec("v2", "", "")), newPcol("id", "timeuuid", "regular", 2, false, spec("id", "", "")),
+			newPcol("b", "blob", "regular", 3, false, spec("b", "", ""))},
+	}
+	cols := tb.all()
+	heap, arena := newGen(), newGen()
+	arena.useArena()
+	var hp, ap ppart
+	rowValues := func(g *gen, p *ppart, seed int64) [][]byte {
+		g.partition(tb, seed, p)
+		var out [][]byte
+		for i := range p.rows {
+			for _, c := range cols {
+				out = append(out, g.colValue(tb, c, p, i))
+			}
+		}
+		return out
+	}
+	for seed := int64(1); seed <= 5; seed++ {
+		arena.reset()
+		want, got := rowValues(heap, &hp, seed), rowValues(arena, &ap, seed)
+		for i := range want {
+			if string(got[i]) != string(want[i]) {
+				t.Fatalf("seed %d, value %d: %x from the arena; want %x", seed, i, got[i], want[i])
+			}
+			if c := cols[i%len(cols)]; c.typ == "timeuuid" && (len(got[i]) != 16 || got[i][6]>>4 != 1 || got[i][8]>>6 != 2) {
+				t.Fatalf("seed %d: %x is no version 1 UUID", seed, got[i])
+			}
+		}
+	}
+	allocs := testing.AllocsPerRun(100, func() {
+		arena.reset()
+		arena.partition(tb, 7, &ap)
+		for i := range ap.rows {
+			for _, c := range cols {
+				arena.colValue(tb, c, &ap, i)
+			}
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("a partition's values allocate %v times; want 0", allocs)
+	}
+}

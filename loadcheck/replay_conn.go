@@ -2,11 +2,14 @@ package loadcheck
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"sync"
 	"time"
 
@@ -32,7 +35,8 @@ type rconn struct {
 	errMu   sync.Mutex
 	err     error
 	buf     []byte // the frames queued for the writer, back to back, under wmu
-	kick    chan struct{}
+	spare   []byte // the writer's other buffer, under wmu
+	writing bool   // a request is writing the queue (the writer), under wmu
 	timeout time.Duration
 	// version is the protocol version of the connection's frames: V4, or V5, whose frames
 	// travel in segments once STARTUP has been answered (framed, under wmu; the reader
@@ -40,7 +44,7 @@ type rconn struct {
 	version byte
 	framed  bool
 	lz4     bool
-	seg     []byte // the writer's segments, under wmu
+	seg     []byte // the writer's segments, its own
 	// metaIDs are the result metadata ids of the statements prepared on the connection, by
 	// statement id (v5).
 	metaMu  sync.RWMutex
@@ -49,8 +53,13 @@ type rconn struct {
 
 // rresp is a response: its header and its message (after the prefix), decompressed.
 type rresp struct {
-	h   cql.Header
-	msg []byte
+	h cql.Header
+	// msg is the message after the response's prefix, but for a page of rows (rows set),
+	// whose row count and paging state the reader takes, so that a page is not copied.
+	msg   []byte
+	rows  bool
+	n     int
+	state []byte
 }
 
 // dialReplay opens a replay connection to addr and completes its handshake, compressed as
@@ -78,8 +87,6 @@ func dialReplay(ctx context.Context, cfg *Config, addr string) (*rconn, error) {
 	}
 	c := &rconn{nc: nc, free: make(chan int16, replayStreams),
 		waiters: make([]chan rresp, replayStreams), done: make(chan struct{}), timeout: cfg.Timeout, version: cql.V4}
-	c.kick = make(chan struct{}, 1)
-	go c.write()
 	if cfg.ProtocolVersion == 5 {
 		c.version = cql.V5
 		c.lz4 = cfg.Compression == "lz4"
@@ -175,36 +182,45 @@ func (c *rconn) read() {
 	}
 }
 
-// write sends the queued frames whenever a request kicks it: all of them in one write
-// (in segments on a v5 connection), as the drivers coalesce, so that a busy connection
-// costs the sidecar one read for many requests. It ends with the connection.
-func (c *rconn) write() {
-	var out, seg []byte
-	for {
-		select {
-		case <-c.kick:
-		case <-c.done:
-			return
-		}
-		c.wmu.Lock()
-		out, c.buf = c.buf, out[:0]
+// flush sends the queued frames, called with wmu held by the request that found no writer
+// at work, which becomes it: all the frames queued by then in one write (in segments on a
+// v5 connection), then those queued during that write, until none are left, as the drivers
+// coalesce, so that a busy connection costs the node one read for many requests, and a
+// request costs no goroutine switch to a writer. It returns with wmu released.
+func (c *rconn) flush() {
+	c.writing = true
+	for len(c.buf) > 0 {
+		out := c.buf
+		c.buf = c.spare[:0]
 		framed := c.framed
 		c.wmu.Unlock()
-		if len(out) == 0 {
-			continue
-		}
 		w := out
 		if framed {
-			seg = cql.AppendSegments(seg[:0], out, c.lz4)
-			w = seg
+			c.seg = cql.AppendSegments(c.seg[:0], out, c.lz4)
+			w = c.seg
 		}
-		if _, err := c.nc.Write(w); err != nil {
+		// A node that stops reading must not hold the writer past the requests' timeout:
+		// the run would never end.
+		err := c.nc.SetWriteDeadline(time.Now().Add(c.timeout))
+		if err == nil {
+			_, err = c.nc.Write(w)
+		}
+		c.wmu.Lock()
+		c.spare = out[:0]
+		if err != nil {
+			c.writing = false
+			c.wmu.Unlock()
 			c.fail(fmt.Errorf("replay: write: %w", err))
 			c.nc.Close()
 			return
 		}
 	}
+	c.writing = false
+	c.wmu.Unlock()
 }
+
+// voidResult is the message of every Void RESULT, which the requests only read.
+var voidResult = [4]byte{0, 0, 0, 1}
 
 // deliver hands a response to the request waiting on its stream.
 func (c *rconn) deliver(h cql.Header, body []byte) {
@@ -215,8 +231,20 @@ func (c *rconn) deliver(h cql.Header, body []byte) {
 	if err != nil {
 		msg = nil
 	}
+	r := rresp{h: h}
+	if h.Opcode == cql.OpResult {
+		r.n, r.state, r.rows = cql.RowsPage(msg)
+		r.state = bytes.Clone(r.state)
+	}
+	switch {
+	case r.rows:
+	case h.Opcode == cql.OpResult && len(msg) == 4 && int32(binary.BigEndian.Uint32(msg)) == cql.ResultVoid:
+		r.msg = voidResult[:] // a write's answer: nothing to copy
+	default:
+		r.msg = append([]byte(nil), msg...)
+	}
 	select {
-	case c.waiters[h.Stream] <- rresp{h: h, msg: append([]byte(nil), msg...)}:
+	case c.waiters[h.Stream] <- r:
 	default: // a response nobody waits for (timed out)
 	}
 }
@@ -295,19 +323,24 @@ func (c *rconn) do(ctx context.Context, op cql.Opcode, body []byte, compress boo
 		h.Length = uint32(len(body))
 		c.buf = append(cql.AppendHeader(c.buf, h), body...)
 	}
-	c.wmu.Unlock()
-	if err == nil {
-		select { // the writer sends every frame queued by then, in one write
-		case c.kick <- struct{}{}:
-		default:
-		}
+	switch {
+	case err == nil && !c.writing:
+		// Let the requests that are ready run first and queue theirs behind this one: on a
+		// connection whose responses come in bursts, one write then carries several.
+		c.writing = true
+		c.wmu.Unlock()
+		runtime.Gosched()
+		c.wmu.Lock()
+		c.flush() // releases wmu
+	default:
+		c.wmu.Unlock() // the writer at work sends the frame after the ones it is writing
 	}
 	if err != nil {
 		c.free <- stream
 		return rresp{}, fmt.Errorf("replay: write: %w", err)
 	}
-	t := time.NewTimer(c.timeout)
-	defer t.Stop()
+	t := getTimer(c.timeout)
+	defer putTimer(t)
 	select {
 	case r := <-ch:
 		c.free <- stream
@@ -326,10 +359,7 @@ func (c *rconn) do(ctx context.Context, op cql.Opcode, body []byte, compress boo
 func result(r rresp) (int, error) {
 	switch r.h.Opcode {
 	case cql.OpResult:
-		if n, ok := cql.RowsCount(r.msg); ok {
-			return n, nil
-		}
-		return 0, nil
+		return r.n, nil
 	case cql.OpError:
 		e, err := cql.DecodeError(r.msg)
 		if err != nil {
@@ -388,4 +418,21 @@ func (c *rconn) execute(dst, id []byte, params cql.QueryParams) []byte {
 		c.metaMu.RUnlock()
 	}
 	return e.AppendBody(dst, c.version)
+}
+
+// timers keeps the timers of the requests that ended, so that a request does not allocate
+// one: a stopped timer's channel holds no stale value (Go 1.23), and Reset rearms it.
+var timers sync.Pool
+
+func getTimer(d time.Duration) *time.Timer {
+	if t, ok := timers.Get().(*time.Timer); ok {
+		t.Reset(d)
+		return t
+	}
+	return time.NewTimer(d)
+}
+
+func putTimer(t *time.Timer) {
+	t.Stop()
+	timers.Put(t)
 }

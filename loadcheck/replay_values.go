@@ -72,6 +72,20 @@ func indexValue(typ string, i int, n int32) []byte {
 }
 
 // valueOf returns a value of typ and length n made from the random bytes r (at least 64).
+// fixValue makes random bytes v a valid value of fixed-size type typ.
+func fixValue(typ string, v []byte) {
+	switch typ {
+	case "uuid":
+		v[6], v[8] = v[6]&0x0f|0x40, v[8]&0x3f|0x80
+	case "timeuuid":
+		v[6], v[8] = v[6]&0x0f|0x10, v[8]&0x3f|0x80
+	case "date":
+		v[0] = 0x80 // near the epoch, a valid date
+	case "boolean":
+		v[0] &= 1
+	}
+}
+
 func valueOf(typ string, n int32, r []byte) []byte {
 	typ = strings.TrimSpace(typ)
 	if inner, ok := strings.CutPrefix(typ, "frozen<"); ok {
@@ -81,16 +95,7 @@ func valueOf(typ string, n int32, r []byte) []byte {
 	switch {
 	case simple && size > 0:
 		v := append([]byte(nil), r[:size]...)
-		switch typ {
-		case "uuid":
-			v[6], v[8] = v[6]&0x0f|0x40, v[8]&0x3f|0x80
-		case "timeuuid":
-			v[6], v[8] = v[6]&0x0f|0x10, v[8]&0x3f|0x80
-		case "date":
-			v[0] = 0x80 // near the epoch, a valid date
-		case "boolean":
-			v[0] &= 1
-		}
+		fixValue(typ, v)
 		return v
 	case simple:
 		l := int(n)

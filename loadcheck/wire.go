@@ -213,6 +213,7 @@ func (s *wireSession) newProfileOp(ctx context.Context, w int, wl *workload) Op 
 	conn := s.conns[ci]
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(w)))
 	g := newGen()
+	g.useArena() // an op's values are encoded into its request before the next op
 	var part ppart
 	pop := &wl.pop
 	stats := wl.stats
@@ -233,7 +234,7 @@ func (s *wireSession) newProfileOp(ctx context.Context, w int, wl *workload) Op 
 		btype = cql.BatchCounter
 	}
 	var body []byte
-	var vals []cql.Value
+	var vals, rowVals []cql.Value
 	var pick []int64
 	var batch cql.Batch
 	do := func(ctx context.Context, op cql.Opcode) (int, []byte, error) {
@@ -242,8 +243,7 @@ func (s *wireSession) newProfileOp(ctx context.Context, w int, wl *workload) Op 
 			return 0, nil, err
 		}
 		if r.h.Opcode == cql.OpResult {
-			n, state, _ := cql.RowsPage(r.msg)
-			return n, state, nil
+			return r.n, r.state, nil
 		}
 		_, err = result(r)
 		return 0, nil, err
@@ -277,17 +277,22 @@ func (s *wireSession) newProfileOp(ctx context.Context, w int, wl *workload) Op 
 	insert := func(ctx context.Context, st *wireStmt) (rows, parts int64, err error) {
 		batch = cql.Batch{Type: btype, Consistency: st.cl, Queries: batch.Queries[:0]}
 		n := max(p.insert.partitions.sample(rng, -1), 1)
+		rowVals = rowVals[:0]
 		for range n {
 			g.partition(p.t, pop.next(rng), &part)
 			pick = p.pickRows(&part, rng, pick[:0])
 			for _, i := range pick {
-				qv := make([]cql.Value, len(p.insertCols))
-				for j, c := range p.insertCols {
-					qv[j] = cql.Value{Bytes: g.colValue(p.t, c, &part, i)}
+				for _, c := range p.insertCols {
+					rowVals = append(rowVals, cql.Value{Bytes: g.colValue(p.t, c, &part, i)})
 				}
-				batch.Queries = append(batch.Queries, cql.BatchQuery{Prepared: true, ID: st.ids[ci], Values: qv})
+				batch.Queries = append(batch.Queries, cql.BatchQuery{Prepared: true, ID: st.ids[ci]})
 			}
 			parts++
+		}
+		// Each row's values, from one array that every op reuses (taken once it is full).
+		for j := range batch.Queries {
+			k := j * len(p.insertCols)
+			batch.Queries[j].Values = rowVals[k : k+len(p.insertCols) : k+len(p.insertCols)]
 		}
 		rows = int64(len(batch.Queries))
 		if rows == 1 {
@@ -306,6 +311,7 @@ func (s *wireSession) newProfileOp(ctx context.Context, w int, wl *workload) Op 
 			return 0, st.err
 		}
 		start := time.Now()
+		g.reset()
 		var rows, parts int64
 		var err error
 		if q := p.mix[best].query; q != nil {

@@ -321,7 +321,7 @@ func (r *selectRun) finishGroup() {
 			}
 			continue
 		}
-		out[i] = r.g.accs[i].result()
+		out[i] = applyCasts(o.post, r.g.accs[i].result())
 	}
 	r.rows = append(r.rows, out)
 	at := &r.groupEnd
@@ -335,7 +335,7 @@ func (r *selectRun) emptyAggregate() [][]byte {
 	for i, o := range r.p.out {
 		if o.agg != aggNone {
 			a := acc{kind: o.agg, typ: o.argType}
-			out[i] = a.result()
+			out[i] = applyCasts(o.post, a.result())
 		}
 	}
 	return out

@@ -280,15 +280,17 @@ const (
 )
 
 type selector struct {
-	kind   selKind
-	col    string
-	fields []string // u.a.b: field selection
-	agg    string   // selAgg: the aggregate's name
-	fnKs   string   // selUDF: the function's keyspace, when written ks.f
-	cols   []string // token() arguments
-	fn     *term    // constant function such as now()
-	alias  string
-	text   string // the name Cassandra gives the result column when there is no alias
+	kind     selKind
+	col      string
+	fields   []string // u.a.b: field selection
+	agg      string   // selAgg: the aggregate's name
+	fnKs     string   // selUDF: the function's keyspace, when written ks.f
+	cols     []string // token() arguments
+	fn       *term    // constant function such as now()
+	casts    []string // CAST(… AS type) of the selector's result, innermost first
+	argCasts []string // CAST(… AS type) of an aggregate's argument, innermost first
+	alias    string
+	text     string // the name Cassandra gives the result column when there is no alias
 }
 
 type selectStmt struct {

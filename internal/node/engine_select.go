@@ -36,6 +36,8 @@ type outCol struct {
 	// column's type, convRet the result's.
 	conv    string
 	convRet cql.TypeInfo
+	casts   []castStep // CAST(… AS type) of the value (of an aggregate's argument), innermost first
+	post    []castStep // CAST(… AS type) of an aggregate's result
 }
 
 // rowFilter is a restriction checked against each row (ALLOW FILTERING, system tables).
@@ -323,10 +325,7 @@ func (c *compiler) selection(p *selectPlan, st *selectStmt) error {
 		return nil
 	}
 	for _, s := range st.sels {
-		name := s.text
-		if s.alias != "" {
-			name = s.alias
-		}
+		name := s.text // the alias replaces it once the casts are applied
 		switch s.kind {
 		case selColumn:
 			col := t.byName[s.col]
@@ -360,9 +359,7 @@ func (c *compiler) selection(p *selectPlan, st *selectStmt) error {
 				if err != nil {
 					return err
 				}
-				if s.alias == "" {
-					name = "system." + s.fn.name + "(" + s.cols[0] + ")"
-				}
+				name = "system." + s.fn.name + "(" + s.cols[0] + ")"
 				p.out = append(p.out, o)
 				p.specs = append(p.specs, spec(name, typ))
 				break
@@ -387,12 +384,16 @@ func (c *compiler) selection(p *selectPlan, st *selectStmt) error {
 				return invalidf("Undefined column name %s in table %s.%s", s.col, t.ks, t.name)
 			}
 			kind := aggKinds[s.agg]
-			rt, err := aggResultType(s.agg, kind, col.typ)
+			o, typ, text, err := castSelector(colSrc(col), col, s.argCasts)
 			if err != nil {
 				return err
 			}
-			o := colSrc(col)
-			o.agg, o.argType = kind, col.typ
+			rt, err := aggResultType(s.agg, kind, typ)
+			if err != nil {
+				return err
+			}
+			name = "system." + s.agg + "(" + text + ")"
+			o.agg, o.argType = kind, typ
 			p.aggregate = true
 			p.out = append(p.out, o)
 			p.specs = append(p.specs, spec(name, rt))
@@ -462,6 +463,14 @@ func (c *compiler) selection(p *selectPlan, st *selectStmt) error {
 			}
 			p.out = append(p.out, outCol{src: srcFunc, fn: x})
 			p.specs = append(p.specs, spec(name, cql.TypeInfo{ID: rt}))
+		}
+		if len(s.casts) > 0 {
+			if err := castResult(p, s); err != nil {
+				return err
+			}
+		}
+		if s.alias != "" {
+			p.specs[len(p.specs)-1].Name = s.alias
 		}
 	}
 	if p.distinct {
@@ -1257,15 +1266,13 @@ func (r *selectRun) outValue(o *outCol, pkVals [][]byte, part *partition, row *r
 		v = r.value(t.cells[o.idx], pkVals, part, row)
 	case srcWritetime, srcTTL:
 		c := r.cellOf(t.cells[o.idx], part, row)
-		if c == nil || !c.live(r.now) {
-			return nil
+		switch {
+		case c == nil || !c.live(r.now):
+		case o.src == srcWritetime:
+			v = encBigint(c.ts)
+		case c.exp > 0:
+			v = encInt(int32(c.exp - r.now))
 		}
-		if o.src == srcWritetime {
-			return encBigint(c.ts)
-		} else if c.exp > 0 {
-			return encInt(int32(c.exp - r.now))
-		}
-		return nil
 	case srcToken:
 		v = encBigint(part.token)
 	case srcFunc:
@@ -1279,6 +1286,9 @@ func (r *selectRun) outValue(o *outCol, pkVals [][]byte, part *partition, row *r
 	}
 	if o.toJSON {
 		v = []byte(toJSON(o.argType, v))
+	}
+	if o.casts != nil {
+		v = applyCasts(o.casts, v)
 	}
 	return v
 }

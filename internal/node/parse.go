@@ -1099,6 +1099,16 @@ func (p *parser) limitValue() *term {
 }
 
 func (p *parser) selector() selector {
+	s := p.unaliasedSelector(0)
+	if p.acceptKeyword("as") {
+		s.alias = p.ident()
+	}
+	return s
+}
+
+// unaliasedSelector reads a selector without its alias: CAST(selector AS type) as the
+// selector it casts, with the type added to its casts.
+func (p *parser) unaliasedSelector(depth int) selector {
 	var s selector
 	if p.tok.kind == tIdent && strings.EqualFold(p.tok.text, "system") && p.peek(1).kind == tPunct && p.peek(1).text == "." &&
 		p.peek(2).kind == tIdent && p.peek(3).kind == tPunct && p.peek(3).text == "(" {
@@ -1125,9 +1135,24 @@ func (p *parser) selector() selector {
 		case "min", "max", "sum", "avg":
 			p.advance()
 			p.advance()
-			s.col = p.ident()
+			s.col, s.argCasts = p.castArg(0)
 			p.expectPunct(")")
 			s.kind, s.agg, s.text = selAgg, fn, "system."+fn+"("+s.col+")"
+		case "cast":
+			if depth > maxNesting {
+				p.failf("CAST nesting too deep")
+			}
+			p.advance()
+			p.advance()
+			s = p.unaliasedSelector(depth + 1)
+			p.expectKeyword("as")
+			to := strings.ToLower(p.tok.text)
+			if _, ok := simpleTypes[to]; !ok || p.tok.kind != tIdent {
+				p.unexpected()
+			}
+			p.advance()
+			p.expectPunct(")")
+			s.casts = append(s.casts, to)
 		case "tojson":
 			p.advance()
 			p.advance()
@@ -1202,10 +1227,29 @@ func (p *parser) selector() selector {
 			s.text += "." + f
 		}
 	}
-	if p.acceptKeyword("as") {
-		s.alias = p.ident()
-	}
 	return s
+}
+
+// castArg reads an aggregate's argument: a column, or CAST(… AS type) of one, nested as
+// deep as written: the column and the types, innermost first.
+func (p *parser) castArg(depth int) (string, []string) {
+	if !(p.tok.kind == tIdent && strings.EqualFold(p.tok.text, "cast") && p.peek(1).kind == tPunct && p.peek(1).text == "(") {
+		return p.ident(), nil
+	}
+	if depth > maxNesting {
+		p.failf("CAST nesting too deep")
+	}
+	p.advance()
+	p.advance()
+	col, casts := p.castArg(depth + 1)
+	p.expectKeyword("as")
+	to := strings.ToLower(p.tok.text)
+	if _, ok := simpleTypes[to]; !ok || p.tok.kind != tIdent {
+		p.unexpected()
+	}
+	p.advance()
+	p.expectPunct(")")
+	return col, append(casts, to)
 }
 
 func (p *parser) batchStmt() statement {

@@ -149,12 +149,23 @@ type mutation struct {
 // in m would take its backing array with them, so that a caller's fixed array of operations
 // (writePlan.exec's) would move to the heap, 512 bytes with every write.
 func (d *tableData) apply(t *table, m *mutation, ops []cellOp, now int64) error {
+	return d.applyRead(t, m, ops, now, nil, nil)
+}
+
+// applyRead is apply that, when vr is set, reads for the views of t the row m writes (of
+// partition key pkVals), in the same lookup: its view keys before the write, and the row.
+func (d *tableData) applyRead(t *table, m *mutation, ops []cellOp, now int64, pkVals [][]byte, vr *viewRead) error {
 	m.applied, m.existing, m.part = true, nil, nil
 	sh := d.shard(m.token)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	p := sh.parts[string(m.pk)]
 	m.part = p
+	if vr != nil && p != nil {
+		if i, found := p.find(t, m.ck); found {
+			vr.before(t, pkVals, p.rows[i], now)
+		}
+	}
 	if m.cond != condNone {
 		if ok, existing := checkCond(t, p, m.ck, m.cond, m.conds, now); !ok {
 			m.applied, m.existing = false, existing
@@ -207,6 +218,9 @@ func (d *tableData) apply(t *table, m *mutation, ops []cellOp, now int64) error 
 			} else {
 				r = newRow(m.ck, len(t.cells))
 				p.rows = slices.Insert(p.rows, i, r)
+			}
+			if vr != nil {
+				vr.row = r
 			}
 		} else {
 			r = p.rows[i]

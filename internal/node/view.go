@@ -516,40 +516,51 @@ func (t *table) applyWithViews(d *tableData, m *mutation, ops []cellOp, now int6
 	return nil
 }
 
-// applyRowWithViews is applyWithViews for a write to one row, the common case: the view
-// keys it reads before the write stay on its stack (up to two views).
-func (t *table) applyRowWithViews(d *tableData, sh *shard, m *mutation, ops []cellOp, pkVals [][]byte, now int64) error {
-	var keyBuf [2]viewKey
-	keys := keyBuf[:0]
-	if len(t.views) > len(keyBuf) {
-		keys = make([]viewKey, 0, len(t.views))
+// viewRead is what a write to one row of a base table reads for its views, in the lookup
+// of the write itself: the view keys the row had before (when it existed: had) and the row.
+// It lives on the writer's stack, with room for the keys of two views.
+type viewRead struct {
+	had  bool
+	buf  [2]viewKey
+	more []viewKey // the keys, when there are more views than buf holds
+	row  *row
+}
+
+// before reads the view keys of r, the row about to be written. The caller holds r's shard
+// lock.
+func (vr *viewRead) before(t *table, pkVals [][]byte, r *row, now int64) {
+	vr.had, vr.row = true, r
+	if len(t.views) > len(vr.buf) {
+		vr.more = make([]viewKey, len(t.views))
 	}
-	had := false
-	sh.mu.RLock()
-	if p := sh.parts[string(m.pk)]; p != nil {
-		if i, found := p.find(t, m.ck); found {
-			had = true
-			for _, l := range t.views {
-				keys = append(keys, l.key(pkVals, p.rows[i], false, now))
-			}
+	for j, l := range t.views {
+		k := l.key(pkVals, r, false, now)
+		if vr.more != nil {
+			vr.more[j] = k
+		} else {
+			vr.buf[j] = k
 		}
 	}
-	sh.mu.RUnlock()
-	if err := d.apply(t, m, ops, now); err != nil || !m.applied {
+}
+
+// applyRowWithViews is applyWithViews for a write to one row, the common case: the write's
+// own lookup reads the row's view keys before it and finds the row after it (no other
+// lookup of the base row), and the keys stay on its stack (up to two views).
+func (t *table) applyRowWithViews(d *tableData, sh *shard, m *mutation, ops []cellOp, pkVals [][]byte, now int64) error {
+	var vr viewRead
+	if err := d.applyRead(t, m, ops, now, pkVals, &vr); err != nil || !m.applied {
 		return err // a condition that did not hold changed nothing
+	}
+	var keys []viewKey
+	switch {
+	case vr.more != nil:
+		keys = vr.more
+	case vr.had:
+		keys = vr.buf[:len(t.views)]
 	}
 	sh.mu.RLock()
 	defer sh.mu.RUnlock()
-	var r *row
-	if p := m.part; p != nil {
-		if i, found := p.find(t, m.ck); found {
-			r = p.rows[i]
-		}
-	}
-	if !had {
-		keys = nil
-	}
-	t.replaceViews(keys, pkVals, r, now)
+	t.replaceViews(keys, pkVals, vr.row, now)
 	return nil
 }
 
@@ -689,6 +700,25 @@ type viewPart struct {
 	cells [6]cell
 }
 
+// smallViewPart is viewPart for a view of at most four cells (cassandra-stress's table keyed
+// by a regular column has four): 416 bytes instead of 512, less for the collector to scan.
+type smallViewPart struct {
+	partition
+	ck    [2][]byte
+	cells [4]cell
+}
+
+// newViewPart returns a new view partition p with room inline for its first row's
+// clustering values and n cells: that room.
+func newViewPart(p partition, n int) (*partition, [][]byte, []cell) {
+	if n <= 4 {
+		vp := &smallViewPart{partition: p}
+		return &vp.partition, vp.ck[:], vp.cells[:]
+	}
+	vp := &viewPart{partition: p}
+	return &vp.partition, vp.ck[:], vp.cells[:]
+}
+
 // putRow stores the view row of base row r at key k of view l.v, replacing the row there.
 // A new partition keeps its first row inline, as the base's do.
 func (d *tableData) putRow(l *viewLink, k *viewKey, r *row, now int64) {
@@ -702,20 +732,21 @@ func (d *tableData) putRow(l *viewLink, k *viewKey, r *row, now int64) {
 	var dst *row
 	switch {
 	case p == nil:
-		vp := &viewPart{partition: partition{key: k.pk, token: token, del: noTS}}
-		p = &vp.partition
+		var ckRoom [][]byte
+		var cellRoom []cell
+		p, ckRoom, cellRoom = newViewPart(partition{key: k.pk, token: token, del: noTS}, len(l.cells))
 		sh.parts[unsafeString(k.pk)] = p
 		d.version.Add(1)
-		dst = &p.first
-		*dst = row{del: noTS, marker: liveness{ts: noTS}}
-		if len(ck) <= len(vp.ck) {
-			dst.ck = vp.ck[:len(ck):len(ck)]
+		dst = &p.first // zero, but for these
+		dst.del, dst.marker.ts = noTS, noTS
+		if len(ck) <= len(ckRoom) {
+			dst.ck = ckRoom[:len(ck):len(ck)]
 			copy(dst.ck, ck)
 		} else {
 			dst.ck = slices.Clone(ck)
 		}
-		if len(l.cells) <= len(vp.cells) {
-			dst.cells = vp.cells[:len(l.cells):len(l.cells)]
+		if len(l.cells) <= len(cellRoom) {
+			dst.cells = cellRoom[:len(l.cells):len(l.cells)]
 		} else {
 			dst.cells = make([]cell, len(l.cells))
 		}

@@ -223,3 +223,13 @@ func RunPythonNowInSeconds(tb testing.TB, o Options) {
 	RequirePython(tb)
 	run(tb, o.env(), Python, filepath.Join(scriptsDir(), "python_now_in_seconds.py"))
 }
+
+// PythonColumnTypes runs statements with the Python driver (python_column_types.py) in
+// keyspace o.Keyspace and returns, for the first row of each that returns rows, a line per
+// column: "name|type|value", the type as the driver read it from the result metadata and
+// the value's Python repr.
+func PythonColumnTypes(tb testing.TB, o Options, stmts ...string) string {
+	tb.Helper()
+	RequirePython(tb)
+	return string(output(tb, o.env(), Python, append([]string{filepath.Join(scriptsDir(), "python_column_types.py")}, stmts...)...))
+}
