@@ -6,6 +6,7 @@ import (
 	"net"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/internal/node"
@@ -73,6 +74,13 @@ func mustShardProxy(tb testing.TB, cfg Config, n *shardedNode, prepare func(*Pro
 	done := make(chan error, 1)
 	go func() { done <- p.ServeShardAware(ctx, aln) }()
 	tb.Cleanup(func() { cancel(); <-done })
+	// ServeShardAware names its port for SUPPORTED as it starts: wait for that, or the
+	// first client's OPTIONS can be answered before it (seen under CI's load).
+	for deadline := time.Now().Add(testTimeout); p.sh.ShardAwarePorts()[0] == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			tb.Fatal("ServeShardAware did not name its port")
+		}
+	}
 	ln := listenApart(tb, "127.0.0.1", n.addr, n.aware)
 	return &shardTestProxy{testProxy: serveProxy(tb, p, ln, ln.Addr().String()), aware: aln.Addr().String()}
 }
