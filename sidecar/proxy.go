@@ -224,10 +224,17 @@ func (p *Proxy) refuse(nc net.Conn) bool {
 // (ShardStats.Fallbacks), and the connection works as one on the ordinary port. SUPPORTED
 // names ln's port as the shard-aware port (SCYLLA_SHARD_AWARE_PORT_SSL with Config.TLS).
 func (p *Proxy) ServeShardAware(ctx context.Context, ln net.Listener) error {
+	p.AdvertiseShardAware(ln)
+	return p.serve(ctx, ln, true)
+}
+
+// AdvertiseShardAware names ln's port as the shard-aware port in the SUPPORTED answers
+// from now on, as ServeShardAware does when it starts. A caller that serves ln on its own
+// goroutine calls it first, so that no client connecting in between misses the port.
+func (p *Proxy) AdvertiseShardAware(ln net.Listener) {
 	if ta, ok := ln.Addr().(*net.TCPAddr); ok {
 		p.sh.SetShardAwarePort(ta.Port, p.cfg.TLS != nil)
 	}
-	return p.serve(ctx, ln, true)
 }
 
 // ServeShardAwareAuto serves the shard-aware port that Config.ShardAwareHost asks for,

@@ -6,7 +6,6 @@ import (
 	"net"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/internal/node"
@@ -72,15 +71,11 @@ func mustShardProxy(tb testing.TB, cfg Config, n *shardedNode, prepare func(*Pro
 	aln := listenApart(tb, "127.0.0.1", n.addr, n.aware)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
+	// Named before the goroutine serves it, or the first client's OPTIONS can be answered
+	// before ServeShardAware starts (seen under CI's load).
+	p.AdvertiseShardAware(aln)
 	go func() { done <- p.ServeShardAware(ctx, aln) }()
 	tb.Cleanup(func() { cancel(); <-done })
-	// ServeShardAware names its port for SUPPORTED as it starts: wait for that, or the
-	// first client's OPTIONS can be answered before it (seen under CI's load).
-	for deadline := time.Now().Add(testTimeout); p.sh.ShardAwarePorts()[0] == 0; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			tb.Fatal("ServeShardAware did not name its port")
-		}
-	}
 	ln := listenApart(tb, "127.0.0.1", n.addr, n.aware)
 	return &shardTestProxy{testProxy: serveProxy(tb, p, ln, ln.Addr().String()), aware: aln.Addr().String()}
 }

@@ -55,6 +55,7 @@ func (st *stack) listenShardAware(cfg stackConfig) error {
 	}
 	st.awareLn = sidecar.NewListener(ln)
 	st.ShardAware = ln.Addr().String()
+	st.proxy.AdvertiseShardAware(st.awareLn) // before either port accepts
 	st.front = append(st.front, func(ctx context.Context) error { return st.proxy.ServeShardAware(ctx, st.awareLn) })
 	return nil
 }
