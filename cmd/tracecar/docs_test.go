@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -308,15 +309,25 @@ exec %q "$@"
 	return string(b)
 }
 
-// freePort returns a port that was free on 127.0.0.1 a moment ago.
+// freePort returns a port that was free on 127.0.0.1 a moment ago, below Linux's
+// ephemeral range (32768 and up): a port the kernel handed out for :0 and took back could be
+// handed out again, to the embedded node that `./tracecar sidecar` starts on :0, before the
+// block binds it (seen in CI: the sidecar's --listen refused with "address in use").
 func freePort(tb testing.TB) string {
 	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
+	const lo, hi = 20000, 32768
+	start := lo + rand.IntN(hi-lo)
+	for i := range hi - lo {
+		port := lo + (start-lo+i)%(hi-lo)
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		return fmt.Sprint(port)
 	}
-	defer ln.Close()
-	return fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)
+	tb.Fatalf("no free port in %d–%d on 127.0.0.1", lo, hi-1)
+	return ""
 }
 
 var mdLink = regexp.MustCompile(`\]\(([^)\s]+)\)`)
