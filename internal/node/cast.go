@@ -198,15 +198,7 @@ func numberOf(t cql.TypeInfo, b []byte) (number, bool) {
 func (n number) int32() int32 {
 	switch n.kind {
 	case 'f', 'd':
-		switch {
-		case math.IsNaN(n.f):
-			return 0
-		case n.f >= math.MaxInt32:
-			return math.MaxInt32
-		case n.f <= math.MinInt32:
-			return math.MinInt32
-		}
-		return int32(n.f)
+		return int32(saturate(n.f, math.MinInt32, math.MaxInt32))
 	}
 	return int32(n.int64())
 }
@@ -218,17 +210,26 @@ func (n number) int64() int64 {
 	case 'i':
 		return n.i
 	case 'f', 'd':
-		switch {
-		case math.IsNaN(n.f):
-			return 0
-		case n.f >= math.MaxInt64:
-			return math.MaxInt64
-		case n.f <= math.MinInt64:
-			return math.MinInt64
+		if n.f >= math.MaxInt64 {
+			return math.MaxInt64 // float64(MaxInt64) is 2^63, which int64() cannot hold
 		}
-		return int64(n.f)
+		return int64(saturate(n.f, math.MinInt64, math.MaxInt64))
 	}
 	return int64(lowBits(n.integer()))
+}
+
+// saturate is Java's float-to-integer narrowing before the conversion: NaN is 0, and a
+// value past an end of [lo, hi] is that end.
+func saturate(f, lo, hi float64) float64 {
+	switch {
+	case math.IsNaN(f):
+		return 0
+	case f >= hi:
+		return hi
+	case f <= lo:
+		return lo
+	}
+	return f
 }
 
 // integer is a BigInteger's value, or a BigDecimal's integer part (toBigInteger).

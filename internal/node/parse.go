@@ -1139,20 +1139,9 @@ func (p *parser) unaliasedSelector(depth int) selector {
 			p.expectPunct(")")
 			s.kind, s.agg, s.text = selAgg, fn, "system."+fn+"("+s.col+")"
 		case "cast":
-			if depth > maxNesting {
-				p.failf("CAST nesting too deep")
-			}
-			p.advance()
-			p.advance()
+			p.castOpen(depth)
 			s = p.unaliasedSelector(depth + 1)
-			p.expectKeyword("as")
-			to := strings.ToLower(p.tok.text)
-			if _, ok := simpleTypes[to]; !ok || p.tok.kind != tIdent {
-				p.unexpected()
-			}
-			p.advance()
-			p.expectPunct(")")
-			s.casts = append(s.casts, to)
+			s.casts = append(s.casts, p.castType())
 		case "tojson":
 			p.advance()
 			p.advance()
@@ -1236,12 +1225,22 @@ func (p *parser) castArg(depth int) (string, []string) {
 	if !(p.tok.kind == tIdent && strings.EqualFold(p.tok.text, "cast") && p.peek(1).kind == tPunct && p.peek(1).text == "(") {
 		return p.ident(), nil
 	}
+	p.castOpen(depth)
+	col, casts := p.castArg(depth + 1)
+	return col, append(casts, p.castType())
+}
+
+// castOpen reads the "CAST(" of a cast at nesting depth, which is bounded.
+func (p *parser) castOpen(depth int) {
 	if depth > maxNesting {
 		p.failf("CAST nesting too deep")
 	}
 	p.advance()
 	p.advance()
-	col, casts := p.castArg(depth + 1)
+}
+
+// castType reads the "AS type)" that ends a cast, and returns the type.
+func (p *parser) castType() string {
 	p.expectKeyword("as")
 	to := strings.ToLower(p.tok.text)
 	if _, ok := simpleTypes[to]; !ok || p.tok.kind != tIdent {
@@ -1249,7 +1248,7 @@ func (p *parser) castArg(depth int) (string, []string) {
 	}
 	p.advance()
 	p.expectPunct(")")
-	return col, append(casts, to)
+	return to
 }
 
 func (p *parser) batchStmt() statement {
