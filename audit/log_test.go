@@ -2,7 +2,9 @@ package audit
 
 import (
 	"context"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -68,5 +70,40 @@ func TestDropCountsAndCloseWrites(t *testing.T) {
 	}
 	if got := uint64(len(m.recs)) + l.Dropped(); got != 10 {
 		t.Errorf("written %d + dropped %d != 10", len(m.recs), l.Dropped())
+	}
+}
+
+// TestCloseRacingAdds: records added by many goroutines while Close runs are each either
+// written or counted as dropped, under both policies, with a queue small enough that adds
+// wait for room (Block) or drop (Drop) all along: none is left behind in a queue that the
+// writer no longer drains, and none waits for ever.
+func TestCloseRacingAdds(t *testing.T) {
+	for _, p := range []Policy{Block, Drop} {
+		t.Run(p.String(), func(t *testing.T) {
+			for range 20 {
+				c := &countingSink{}
+				l := Open(Config{Policy: p, Queue: 16, Sinks: []Sink{c}})
+				var added atomic.Int64
+				var wg sync.WaitGroup
+				for range 8 {
+					wg.Go(func() {
+						for i := range 2000 {
+							l.Add(rec(i))
+							added.Add(1)
+						}
+					})
+				}
+				for added.Load() < 500 {
+					runtime.Gosched()
+				}
+				if err := l.Close(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				wg.Wait()
+				if w, d := uint64(c.records.Load()), l.Dropped(); w+d != 8*2000 {
+					t.Fatalf("written %d + dropped %d = %d; want %d", w, d, w+d, 8*2000)
+				}
+			}
+		})
 	}
 }
