@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 type memSink struct {
@@ -105,5 +106,47 @@ func TestCloseRacingAdds(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// chainSink adds a record to its Log from each of its first writes, as requests do while
+// the writer writes, and notes when each write came.
+type chainSink struct {
+	l     *Log
+	mu    sync.Mutex
+	at    []time.Time
+	sizes []int
+}
+
+func (c *chainSink) Name() string { return "chain" }
+func (c *chainSink) Write(_ context.Context, recs []Record) error {
+	c.mu.Lock()
+	c.at, c.sizes = append(c.at, time.Now()), append(c.sizes, len(recs))
+	n := len(c.at)
+	c.mu.Unlock()
+	if n < 4 {
+		c.l.Add(rec(n))
+	}
+	return nil
+}
+func (c *chainSink) Sync(context.Context) error  { return nil }
+func (c *chainSink) Close(context.Context) error { return nil }
+
+// TestRecordsQueuedWhileWritingWaitForTheNextRound: a record queued while the writer writes
+// goes in its next round, after the gathering time (a timer, which never fires early), not
+// in a tail of small writes at once: one wake-up and one write per round.
+func TestRecordsQueuedWhileWritingWaitForTheNextRound(t *testing.T) {
+	c := &chainSink{}
+	l := Open(Config{Sinks: []Sink{c}, Sync: time.Hour})
+	c.l = l
+	l.Add(rec(0))
+	waitFor(t, func() bool { c.mu.Lock(); defer c.mu.Unlock(); return len(c.at) == 4 })
+	if err := l.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < len(c.at); i++ {
+		if gap := c.at[i].Sub(c.at[i-1]); gap < flushDelay || c.sizes[i] != 1 {
+			t.Errorf("write %d: %d records, %v after the last; want 1, in the next round (%v or more)", i, c.sizes[i], gap, flushDelay)
+		}
 	}
 }

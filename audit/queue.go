@@ -184,26 +184,22 @@ func (q *sinkQueue) run() {
 	}
 }
 
-// drain writes what is queued, in batches of up to maxBatch, and reports whether it wrote
-// anything. A batch that fails is retried until it is written or Close abandons the sink.
+// drain writes what is queued now, in batches of up to maxBatch, and reports whether it
+// wrote anything. A batch that fails is retried until it is written or Close abandons the
+// sink. The records queued while it writes wait for the writer's next round (the first of
+// them kicked it), rather than follow at once in a tail of ever smaller writes: a round is
+// one wake-up and one large write.
 func (q *sinkQueue) drain() bool {
-	wrote := false
-	for {
-		recs := q.take()
-		if len(recs) == 0 {
-			q.reuse(recs)
-			return wrote
+	recs := q.take()
+	defer q.reuse(recs)
+	for i := 0; i < len(recs); i += maxBatch {
+		end := min(i+maxBatch, len(recs))
+		if !q.write(recs[i:end]) {
+			q.dropped.Add(uint64(len(recs) - end))
+			return i > 0
 		}
-		for i := 0; i < len(recs); i += maxBatch {
-			if !q.write(recs[i:min(i+maxBatch, len(recs))]) {
-				q.dropped.Add(uint64(len(recs) - min(i+maxBatch, len(recs))))
-				q.reuse(recs)
-				return wrote
-			}
-		}
-		q.reuse(recs)
-		wrote = true
 	}
+	return len(recs) > 0
 }
 
 // write writes batch, retrying until it is written (true) or the sink is abandoned
@@ -260,7 +256,8 @@ func (q *sinkQueue) sync() bool {
 // close ends the writer: what is left is written (or dropped when abandoned), then the
 // sink is closed, which syncs it.
 func (q *sinkQueue) close() error {
-	q.drain()
+	for q.drain() { // no add queues any more (seal): this ends
+	}
 	if n := q.discard(); n > 0 { // only when abandoned: drain wrote the rest
 		q.dropped.Add(uint64(n))
 	}
