@@ -121,7 +121,7 @@ func (q *sinkQueue) queued() int {
 }
 
 // take returns what is queued, leaving the spare slice in its place, and wakes the adds
-// that wait for room. The writer gives the slice back with done once it is written.
+// that wait for room. The writer gives the slice back with reuse once it is written.
 func (q *sinkQueue) take() []Record {
 	q.mu.Lock()
 	recs := q.recs
