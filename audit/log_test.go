@@ -150,3 +150,24 @@ func TestRecordsQueuedWhileWritingWaitForTheNextRound(t *testing.T) {
 		}
 	}
 }
+
+// TestGatherTimeWithinSync: a writer lets records gather for flushDelay, but never for more
+// than half a sync interval, so that with a short --audit-fsync too a record is in the
+// sink's hands well within one interval.
+func TestGatherTimeWithinSync(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		sync, want time.Duration
+	}{
+		{"default", DefaultSync, flushDelay},
+		{"just over twice", 2*flushDelay + time.Millisecond, flushDelay},
+		{"short", 20 * time.Millisecond, 10 * time.Millisecond},
+		{"very short", time.Millisecond, 500 * time.Microsecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := gatherTime(tc.sync); got != tc.want {
+				t.Errorf("gatherTime(%v) = %v; want %v", tc.sync, got, tc.want)
+			}
+		})
+	}
+}

@@ -154,13 +154,14 @@ func (q *sinkQueue) run() {
 	defer close(q.done)
 	sync := time.NewTicker(q.log.cfg.Sync)
 	defer sync.Stop()
-	gather := time.NewTimer(flushDelay)
+	delay := gatherTime(q.log.cfg.Sync)
+	gather := time.NewTimer(delay)
 	gather.Stop()
 	dirty := false
 	for {
 		select {
 		case <-q.kick:
-			gather.Reset(flushDelay)
+			gather.Reset(delay)
 			select {
 			case <-gather.C:
 			case <-q.full:
