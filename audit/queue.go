@@ -189,18 +189,33 @@ func (q *sinkQueue) run() {
 // wrote anything. A batch that fails is retried until it is written or Close abandons the
 // sink. The records queued while it writes wait for the writer's next round (the first of
 // them kicked it), rather than follow at once in a tail of ever smaller writes: a round is
-// one wake-up and one large write.
+// one wake-up and one large write. But a queue left half full or more by a long write (a
+// retry, a slow disk) is taken again at once, as it would wake the writer anyway, and so
+// that a small queue does not stay full, dropping or holding records, for a round.
 func (q *sinkQueue) drain() bool {
+	wrote := false
+	for {
+		w, ok := q.drainOnce()
+		wrote = wrote || w
+		if !ok || 2*q.queued() < q.size {
+			return wrote
+		}
+	}
+}
+
+// drainOnce writes what is queued now. It reports whether it wrote anything, and false
+// for ok when the sink was abandoned.
+func (q *sinkQueue) drainOnce() (wrote, ok bool) {
 	recs := q.take()
 	defer q.reuse(recs)
 	for i := 0; i < len(recs); i += maxBatch {
 		end := min(i+maxBatch, len(recs))
 		if !q.write(recs[i:end]) {
 			q.dropped.Add(uint64(len(recs) - end))
-			return i > 0
+			return i > 0, false
 		}
 	}
-	return len(recs) > 0
+	return len(recs) > 0, true
 }
 
 // write writes batch, retrying until it is written (true) or the sink is abandoned
