@@ -81,3 +81,28 @@ func TestAddAllocs(t *testing.T) {
 		t.Errorf("Add: %v allocs; want 0", n)
 	}
 }
+
+// BenchmarkEncoder compares the file sink's encoder with AppendJSON on a run of records
+// as loadcheck's write workload gives them: the same strings, times microseconds apart.
+func BenchmarkEncoder(b *testing.B) {
+	r := Record{EventTime: time.Date(2026, 12, 6, 21, 0, 0, 0, time.Local), Node: "127.0.0.1:9042",
+		Source: "127.0.0.1:51950", Category: "DML", Consistency: "LOCAL_ONE", Keyspace: "keyspace1", Table: "standard1",
+		Operation: `INSERT INTO keyspace1.standard1 (key, "C0", "C1", "C2", "C3", "C4") VALUES (?, ?, ?, ?, ?, ?)`}
+	for _, bm := range []struct {
+		name string
+		enc  func(e *encoder, b []byte, r *Record) []byte
+	}{
+		{"AppendJSON", func(_ *encoder, b []byte, r *Record) []byte { return r.AppendJSON(b) }},
+		{"encoder", (*encoder).append},
+	} {
+		b.Run(bm.name, func(b *testing.B) {
+			var e encoder
+			buf := make([]byte, 0, 512)
+			b.ReportAllocs()
+			for b.Loop() {
+				r.EventTime = r.EventTime.Add(3 * time.Microsecond)
+				buf = bm.enc(&e, buf[:0], &r)
+			}
+		})
+	}
+}

@@ -52,6 +52,7 @@ type File struct {
 	size  int64
 	dirty bool
 	buf   []byte
+	enc   encoder
 }
 
 // NewFile returns a File sink for cfg, its directory made and checked.
@@ -96,7 +97,7 @@ func (s *File) Path() string { return s.name }
 func (s *File) Write(_ context.Context, recs []Record) error {
 	s.buf = s.buf[:0]
 	for i := range recs {
-		s.buf = append(recs[i].AppendJSON(s.buf), '\n')
+		s.buf = append(s.enc.append(s.buf, &recs[i]), '\n')
 	}
 	if s.f == nil || (s.size > 0 && s.size+int64(len(s.buf)) > s.cfg.MaxSize) {
 		if err := s.rotate(); err != nil {

@@ -15,12 +15,23 @@ var errCancelled = errors.New("audit record not queued")
 // sink: it lets records gather for a moment, writes them in one batch, syncs the sink every
 // Config.Sync (never per record), and retries a batch that failed, with the sink reported
 // as failing (Log.Err) until it succeeds.
+//
+// The queue is a slice under a mutex, which the writer swaps for an empty one to take
+// everything queued at once: an add copies its record once, into a slice that the writer
+// reuses from its start (a channel would copy it in and out again, take its lock once per
+// record on both sides, and cycle through a ring as large as the queue).
 type sinkQueue struct {
 	sink Sink
 	log  *Log
-	q    chan Record
+	size int           // Config.Queue: the most records queued before the policy applies
 	kick chan struct{} // a record was queued into an empty queue
 	full chan struct{} // the queue is half full: write now
+
+	mu     sync.Mutex
+	recs   []Record      // queued, at most size
+	room   chan struct{} // made by an add that waits for room; closed when the writer takes recs
+	closed bool          // set by Close: an add drops its record from then on
+	spare  []Record      // the writer's: the slice swapped in next (take)
 
 	written, dropped, waits, syncs atomic.Uint64
 	state                          atomic.Pointer[failure] // nil while the sink works
@@ -32,53 +43,103 @@ type sinkQueue struct {
 	closeErr    error // set before done is closed
 }
 
+// maxBatch is the most records given to one Sink.Write.
+const maxBatch = 256
+
 // failure is a failing sink's state.
 type failure struct {
 	err   string
 	since time.Time
 }
 
-// add queues r, with the Log's adding lock held for reading. Under Block it waits for room until cancel (nil: for ever) or the Log's
-// stop; under Drop it never waits.
-func (q *sinkQueue) add(r Record, p Policy, cancel <-chan struct{}) error {
-	if q.log.closed {
-		q.dropped.Add(1)
-		return ErrClosed
-	}
-	select {
-	case q.q <- r:
-		q.kicked()
-		return nil
-	default:
-	}
-	if p == Drop {
-		q.dropped.Add(1)
-		return nil
-	}
-	q.waits.Add(1)
-	q.signal(q.full)
-	select {
-	case q.q <- r:
-		q.kicked()
-		return nil
-	case <-cancel:
-		q.dropped.Add(1)
-		return errCancelled
-	case <-q.log.stop:
-		q.dropped.Add(1)
-		return ErrClosed
+// add queues a copy of *r. Under Block it waits for room until cancel (nil: for ever) or
+// the Log's stop; under Drop it never waits. Once Close has sealed the queue, r is dropped.
+func (q *sinkQueue) add(r *Record, p Policy, cancel <-chan struct{}) error {
+	waited := false
+	q.mu.Lock()
+	for {
+		if q.closed {
+			q.mu.Unlock()
+			q.dropped.Add(1)
+			return ErrClosed
+		}
+		if len(q.recs) < q.size {
+			q.recs = append(q.recs, *r)
+			n := len(q.recs)
+			q.mu.Unlock()
+			// Wake the writer for the first record of a burst, and at once for a queue half
+			// full.
+			switch {
+			case n == 1:
+				q.signal(q.kick)
+			case n >= q.size/2:
+				q.signal(q.full)
+			}
+			return nil
+		}
+		if p == Drop {
+			q.mu.Unlock()
+			q.dropped.Add(1)
+			return nil
+		}
+		if q.room == nil {
+			q.room = make(chan struct{})
+		}
+		room := q.room
+		q.mu.Unlock()
+		if !waited {
+			waited = true
+			q.waits.Add(1)
+		}
+		q.signal(q.full)
+		select {
+		case <-room:
+		case <-cancel:
+			q.dropped.Add(1)
+			return errCancelled
+		case <-q.log.stop:
+			q.dropped.Add(1)
+			return ErrClosed
+		}
+		q.mu.Lock()
 	}
 }
 
-// kicked wakes the writer for the first record of a burst, and at once for a queue half
-// full.
-func (q *sinkQueue) kicked() {
-	switch n := len(q.q); {
-	case n == 1:
-		q.signal(q.kick)
-	case n >= cap(q.q)/2:
-		q.signal(q.full)
+// seal makes every later add drop its record: Close's, once the Log is stopped, so that the
+// writer's last drain leaves nothing queued behind it.
+func (q *sinkQueue) seal() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+}
+
+// queued returns how many records wait in the queue.
+func (q *sinkQueue) queued() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.recs)
+}
+
+// take returns what is queued, leaving the spare slice in its place, and wakes the adds
+// that wait for room. The writer gives the slice back with reuse once it is written.
+func (q *sinkQueue) take() []Record {
+	q.mu.Lock()
+	recs := q.recs
+	q.recs, q.spare = q.spare[:0], nil
+	room := q.room
+	q.room = nil
+	q.mu.Unlock()
+	if room != nil {
+		close(room)
 	}
+	return recs
+}
+
+// reuse is the writer's, once recs (from take) are written or dropped: the slice is the next
+// spare, cleared so that it keeps no string alive.
+func (q *sinkQueue) reuse(recs []Record) {
+	clear(recs)
+	q.spare = recs[:0]
 }
 
 func (q *sinkQueue) signal(c chan struct{}) {
@@ -93,14 +154,14 @@ func (q *sinkQueue) run() {
 	defer close(q.done)
 	sync := time.NewTicker(q.log.cfg.Sync)
 	defer sync.Stop()
-	gather := time.NewTimer(flushDelay)
+	delay := gatherTime(q.log.cfg.Sync)
+	gather := time.NewTimer(delay)
 	gather.Stop()
-	batch := make([]Record, 0, 256)
 	dirty := false
 	for {
 		select {
 		case <-q.kick:
-			gather.Reset(flushDelay)
+			gather.Reset(delay)
 			select {
 			case <-gather.C:
 			case <-q.full:
@@ -108,12 +169,12 @@ func (q *sinkQueue) run() {
 			case <-q.log.stop:
 				gather.Stop()
 			}
-			dirty = q.drain(batch) || dirty
+			dirty = q.drain() || dirty
 		case <-q.full:
-			dirty = q.drain(batch) || dirty
+			dirty = q.drain() || dirty
 		case <-sync.C:
-			if dirty || len(q.q) > 0 {
-				dirty = q.drain(batch) || dirty
+			if dirty || q.queued() > 0 {
+				dirty = q.drain() || dirty
 				dirty = !q.sync()
 			}
 		case <-q.log.stop:
@@ -124,30 +185,37 @@ func (q *sinkQueue) run() {
 	}
 }
 
-// drain writes what is queued, in batches of up to cap(batch), and reports whether it
+// drain writes what is queued now, in batches of up to maxBatch, and reports whether it
 // wrote anything. A batch that fails is retried until it is written or Close abandons the
-// sink.
-func (q *sinkQueue) drain(batch []Record) bool {
+// sink. The records queued while it writes wait for the writer's next round (the first of
+// them kicked it), rather than follow at once in a tail of ever smaller writes: a round is
+// one wake-up and one large write. But a queue left half full or more by a long write (a
+// retry, a slow disk) is taken again at once, as it would wake the writer anyway, and so
+// that a small queue does not stay full, dropping or holding records, for a round.
+func (q *sinkQueue) drain() bool {
 	wrote := false
 	for {
-		batch = batch[:0]
-	fill:
-		for len(batch) < cap(batch) {
-			select {
-			case r := <-q.q:
-				batch = append(batch, r)
-			default:
-				break fill
-			}
-		}
-		if len(batch) == 0 {
+		w, ok := q.drainOnce()
+		wrote = wrote || w
+		if !ok || 2*q.queued() < q.size {
 			return wrote
 		}
-		if !q.write(batch) {
-			return wrote
-		}
-		wrote = true
 	}
+}
+
+// drainOnce writes what is queued now. It reports whether it wrote anything, and false
+// for ok when the sink was abandoned.
+func (q *sinkQueue) drainOnce() (wrote, ok bool) {
+	recs := q.take()
+	defer q.reuse(recs)
+	for i := 0; i < len(recs); i += maxBatch {
+		end := min(i+maxBatch, len(recs))
+		if !q.write(recs[i:end]) {
+			q.dropped.Add(uint64(len(recs) - end))
+			return i > 0, false
+		}
+	}
+	return len(recs) > 0, true
 }
 
 // write writes batch, retrying until it is written (true) or the sink is abandoned
@@ -184,15 +252,10 @@ func (q *sinkQueue) giveUp() {
 
 // discard empties the queue and returns how many records it held.
 func (q *sinkQueue) discard() int {
-	n := 0
-	for {
-		select {
-		case <-q.q:
-			n++
-		default:
-			return n
-		}
-	}
+	recs := q.take()
+	n := len(recs)
+	q.reuse(recs)
+	return n
 }
 
 // sync syncs the sink and reports whether it succeeded.
@@ -209,7 +272,8 @@ func (q *sinkQueue) sync() bool {
 // close ends the writer: what is left is written (or dropped when abandoned), then the
 // sink is closed, which syncs it.
 func (q *sinkQueue) close() error {
-	q.drain(make([]Record, 0, 256))
+	for q.drain() { // no add queues any more (seal): this ends
+	}
 	if n := q.discard(); n > 0 { // only when abandoned: drain wrote the rest
 		q.dropped.Add(uint64(n))
 	}

@@ -47,7 +47,7 @@ func (l *Log) Status() Status {
 	}
 	for _, q := range l.sinks {
 		s := SinkStatus{Name: q.sink.Name(), State: "ok", Written: q.written.Load(), Dropped: q.dropped.Load(),
-			Waits: q.waits.Load(), Queued: len(q.q), Syncs: q.syncs.Load()}
+			Waits: q.waits.Load(), Queued: q.queued(), Syncs: q.syncs.Load()}
 		if f := q.state.Load(); f != nil {
 			since := f.since.UTC()
 			s.State, s.Error, s.FailingSince = "failing", f.err, &since
@@ -106,7 +106,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descWritten, prometheus.CounterValue, float64(q.written.Load()), n)
 		ch <- prometheus.MustNewConstMetric(descDropped, prometheus.CounterValue, float64(q.dropped.Load()), n)
 		ch <- prometheus.MustNewConstMetric(descWaits, prometheus.CounterValue, float64(q.waits.Load()), n)
-		ch <- prometheus.MustNewConstMetric(descQueued, prometheus.GaugeValue, float64(len(q.q)), n)
+		ch <- prometheus.MustNewConstMetric(descQueued, prometheus.GaugeValue, float64(q.queued()), n)
 		ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, up, n)
 	}
 	on := 0.0
