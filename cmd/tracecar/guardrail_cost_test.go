@@ -162,36 +162,42 @@ func TestGuardrailCPUEstimate(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Adaptive rounds: until the difference's standard error is under 2% of off's CPU per
-	// op (about 0.25 µs/op), so that the comparison tells a right estimate from the
-	// constants of the past (0.1 µs per request at probability 0.01).
-	measure := []string{"--modes", "off,sampled", "--rounds", "4", "--max-rounds", "12", "--duration", "2s"}
+	// op (about 0.6 µs/op), or 16 rounds.
+	measure := []string{"--modes", "off,sampled", "--rounds", "4", "--max-rounds", "16", "--duration", "2s"}
 	for i, a := range deployment {
 		if a == "--target-error" {
 			deployment[i+1] = "2"
 		}
 	}
-	code, out, rep := mustLoadcheck(t, append(measure, deployment...)...)
-	sampled := rep.Mode("sampled")
-	if code != exitOK || sampled == nil || sampled.SidecarCPUUsPerOpDiff == nil {
-		t.Fatalf("loadcheck off,sampled: exit %d, no CPU difference\n%s", code, out)
-	}
-	measured, se := *sampled.SidecarCPUUsPerOpDiff, *sampled.SidecarCPUUsPerOpDiffStderr
-	t.Logf("guardrail estimate %.3f µs per request (mean of %d windows); loadcheck sampled − off %.3f ± %.3f µs/op; ratio %.2f",
-		estimate, len(est), measured, se, estimate/measured)
-	// The bar is 30% of the measurement. The measurement is noisy (its standard error here
-	// is 0.5–1.8 µs/op on a sidecar that costs about 30), so the test fails only when the
-	// difference is beyond 30% by more than two of its standard errors: the estimate is
-	// shown to be outside the bar. The constants of the past (0.1 µs per request) were. While
-	// the node was asked every 100 ms its looks cost more than the estimate counted: 2.0–2.5
-	// µs per request counted against 3.5–4.2 measured, outside the bar but within it with
-	// two standard errors in a single run; now 1.2–1.6 against about 1.6 (docs/guardrails.md).
-	diff, bar := math.Abs(estimate-measured), 0.3*max(measured, 0)
-	switch {
-	case diff > bar+2*se:
-		t.Errorf("estimate %.3f µs per request; want within 30%% (+2 SE) of the measured %.3f ± %.3f µs/op", estimate, measured, se)
-	case diff > bar:
-		t.Logf("within 30%% of the measurement only with its uncertainty")
-	default:
-		t.Logf("within 30%% of the measurement")
+	// The bar is 30% of the measurement. The measurement is noisy: its standard error here is
+	// 0.5–1.8 µs/op on a sidecar that costs about 30 per op, against 1–2 µs/op for sampling.
+	// So a measurement that puts the estimate outside the bar by more than one standard error
+	// is repeated, and the test fails when the second does too. The constants of the past (0.1
+	// µs per request) and an estimate with the meter off (0.2: the collector's CPU alone) are
+	// outside; so was the estimate while the node was asked every 100 ms, whose looks cost more
+	// than the estimate counted (2.0–2.5 µs per request counted against 3.5–4.2 measured); now
+	// 1.0–1.3 against 1.0–2.1 (docs/guardrails.md).
+	for try := 1; ; try++ {
+		code, out, rep := mustLoadcheck(t, append(measure, deployment...)...)
+		sampled := rep.Mode("sampled")
+		if code != exitOK || sampled == nil || sampled.SidecarCPUUsPerOpDiff == nil {
+			t.Fatalf("loadcheck off,sampled: exit %d, no CPU difference\n%s", code, out)
+		}
+		measured, se := *sampled.SidecarCPUUsPerOpDiff, *sampled.SidecarCPUUsPerOpDiffStderr
+		t.Logf("guardrail estimate %.3f µs per request (mean of %d windows); loadcheck sampled − off %.3f ± %.3f µs/op; ratio %.2f",
+			estimate, len(est), measured, se, estimate/measured)
+		diff, bar := math.Abs(estimate-measured), 0.3*max(measured, 0)
+		switch {
+		case diff <= bar:
+			t.Logf("within 30%% of the measurement")
+			return
+		case diff <= bar+se:
+			t.Logf("within 30%% of the measurement, with one of its standard errors")
+			return
+		case try == 1:
+			t.Logf("outside 30%% of the measurement by more than one of its standard errors: measuring again")
+		default:
+			t.Fatalf("estimate %.3f µs per request; want within 30%% (+1 SE) of the measured %.3f ± %.3f µs/op, twice outside", estimate, measured, se)
+		}
 	}
 }
