@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -74,7 +76,7 @@ func mustFetchAll(tb testing.TB, node NodeEventSource, n int) (*fetcher, []*Sess
 		if len(got) == n {
 			close(done)
 		}
-	}, nopLogger())
+	}, nil, nopLogger())
 	for i := range n {
 		s := &Session{ID: fmt.Sprint(i), Events: []Event{{Activity: EventSentToNode, Source: SourceSidecar}}}
 		if !f.offer(s, [16]byte{byte(i), byte(i >> 8)}) {
@@ -188,7 +190,7 @@ func (b blockingNode) Events(ctx context.Context, ids [][16]byte) ([][]Event, er
 func TestFetcherStopOutOfTime(t *testing.T) {
 	var mu sync.Mutex
 	recorded := 0
-	f := newFetcher(blockingNode(make(chan struct{})), 1000, func(*Session) { mu.Lock(); recorded++; mu.Unlock() }, zerolog.Nop())
+	f := newFetcher(blockingNode(make(chan struct{})), 1000, func(*Session) { mu.Lock(); recorded++; mu.Unlock() }, nil, zerolog.Nop())
 	for i := range 500 {
 		if !f.offer(&Session{ID: fmt.Sprint(i)}, [16]byte{byte(i), byte(i >> 8)}) {
 			t.Fatalf("offer %d refused; want room for 500", i)
@@ -286,5 +288,76 @@ func closeWithSampledSessions(t *testing.T, tr *Tracer, sink *memSink, n int) {
 	}
 	if got := len(sink.sessions()); got != n {
 		t.Errorf("sink got %d sessions; want %d", got, n)
+	}
+}
+
+// callerMeter is a WorkMeter that records the functions that begin pieces of work.
+type callerMeter struct {
+	mu     sync.Mutex
+	begins map[string]int
+	open   int
+}
+
+func (m *callerMeter) Begin() int64 {
+	pc := make([]uintptr, 8)
+	n := runtime.Callers(2, pc)
+	frames := runtime.CallersFrames(pc[:n])
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for {
+		f, more := frames.Next()
+		if i := strings.LastIndex(f.Function, "/"); i >= 0 {
+			m.begins[f.Function[i+1:]]++
+		}
+		if !more {
+			break
+		}
+	}
+	m.open++
+	return 0
+}
+
+func (m *callerMeter) End(int64) {
+	m.mu.Lock()
+	m.open--
+	m.mu.Unlock()
+}
+
+// TestWorkMetered checks that the work a sampled session adds is counted where it happens:
+// building the session, the node-event fetch, the fetcher's merging and recording of what
+// it fetched, and the sink's write, each piece ended as it was begun.
+func TestWorkMetered(t *testing.T) {
+	m := &callerMeter{begins: map[string]int{}}
+	sink := &memSink{name: "mem"}
+	tr := New(Options{NodeEvents: &fakeNode{}, Sinks: []Sink{sink}, Work: m})
+	defer mustClose(t, tr)
+	c := newCaller(tr, testClient, testCoord)
+	defer c.Close()
+	mustConfig(t, tr, Config{Probability: 1})
+	const n = 10
+	for i := range n {
+		st := int16(i)
+		h, f := mustRequest(t, reqHeader(st, 0), cql.Query{Query: "SELECT 1"}, nil)
+		c.OnRequest(h, f, nil)
+		rh, rf := mustResponse(t, respHeader(st, cql.FlagTracing), cql.ResponsePrefix{HasTracingID: true, TracingID: nodeID}, cql.VoidResult{}, nil)
+		c.OnResponse(rh, rf, nil)
+		c.ResponseSent(st)
+	}
+	// The fetcher looks at the node on its grid, and then the sink writes.
+	for deadline := time.Now().Add(5 * time.Second); len(sink.sessions()) < n; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("sink got %d sessions; want %d", len(sink.sessions()), n)
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, fn := range []string{"tracing.(*Conn).finish", "tracing.meteredEvents.Finished", "tracing.meteredEvents.Events",
+		"tracing.(*fetcher).read", "tracing.meteredSink.Write"} {
+		if m.begins[fn] == 0 {
+			t.Errorf("no piece of work begun in %s; begun in %v", fn, m.begins)
+		}
+	}
+	if m.open != 0 {
+		t.Errorf("%d pieces begun and not ended", m.open)
 	}
 }

@@ -237,7 +237,7 @@ func New(o Options) *Tracer {
 		if o.Work != nil {
 			src = meteredEvents{src, o.Work}
 		}
-		t.fetch = newFetcher(src, o.QueueSize, t.record, t.log)
+		t.fetch = newFetcher(src, o.QueueSize, t.record, o.Work, t.log)
 	}
 	return t
 }

@@ -67,9 +67,10 @@ func windowFigures(c *adminClient, stop <-chan struct{}) []guardrail.Figures {
 // measurement, on a sidecar with console logs started with tracing on (probability 0.01)
 // that has never seen a window with tracing off: its attributed tracing CPU per request,
 // over the windows of a run at a fixed rate, is compared with the sidecar's extra CPU per
-// op that loadcheck measures at the same rate, sampled minus off (with the constants of
-// the past, 10 µs per sampled request at p = 0.01, it was a small fraction of it; see the
-// bound at the end). Then a 1% CPU budget steps it down within 3 windows.
+// op that loadcheck measures at the same rate, sampled minus off, and must be within 30%
+// of it (with the constants of the past, 10 µs per sampled request at p = 0.01, it was a
+// small fraction of it; see the bound at the end). Then a 1% CPU budget steps it down
+// within 3 windows.
 func TestGuardrailCPUEstimate(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs load")
@@ -161,34 +162,42 @@ func TestGuardrailCPUEstimate(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Adaptive rounds: until the difference's standard error is under 2% of off's CPU per
-	// op (about 0.25 µs/op), so that the comparison tells a right estimate from the
-	// constants of the past (0.1 µs per request at probability 0.01).
-	measure := []string{"--modes", "off,sampled", "--rounds", "4", "--max-rounds", "12", "--duration", "2s"}
+	// op (about 0.6 µs/op), or 16 rounds.
+	measure := []string{"--modes", "off,sampled", "--rounds", "4", "--max-rounds", "16", "--duration", "2s"}
 	for i, a := range deployment {
 		if a == "--target-error" {
 			deployment[i+1] = "2"
 		}
 	}
-	code, out, rep := mustLoadcheck(t, append(measure, deployment...)...)
-	sampled := rep.Mode("sampled")
-	if code != exitOK || sampled == nil || sampled.SidecarCPUUsPerOpDiff == nil {
-		t.Fatalf("loadcheck off,sampled: exit %d, no CPU difference\n%s", code, out)
-	}
-	measured, se := *sampled.SidecarCPUUsPerOpDiff, *sampled.SidecarCPUUsPerOpDiffStderr
-	t.Logf("guardrail estimate %.3f µs per request (mean of %d windows); loadcheck sampled − off %.3f ± %.3f µs/op; ratio %.2f",
-		estimate, len(est), measured, se, estimate/measured)
-	// The issue's bar is 30%, which the estimate does not hold yet: it reads 15–55% low,
-	// because the request side of a sampled request (its parse and copy) is not counted
-	// (issue 45 stays open for it). What the test holds is the order of magnitude, which
-	// today's estimate has and the constants of the past (0.1 µs per request, 2–7% of the
-	// measured figure here) had not: within a factor of 3 of the measurement, one of its
-	// standard errors allowed. It says whether the 30% held.
-	switch diff := math.Abs(estimate - measured); {
-	case measured <= 0 || estimate < (measured-se)/3 || estimate > 3*(measured+se):
-		t.Errorf("estimate %.3f µs per request; want within a factor of 3 (±1 SE) of the measured %.3f ± %.3f µs/op", estimate, measured, se)
-	case diff > 0.3*measured+se:
-		t.Logf("within a factor of 3, not within 30%% (+1 SE) (issue 45's bar)")
-	default:
-		t.Logf("within 30%% (+1 SE)")
+	// The bar is 30% of the measurement. The measurement is noisy: its standard error here is
+	// 0.5–1.8 µs/op on a sidecar that costs about 30 per op, against 1–2 µs/op for sampling.
+	// So a measurement that puts the estimate outside the bar by more than one standard error
+	// is repeated, and the test fails when the second does too. The constants of the past (0.1
+	// µs per request) and an estimate with the meter off (0.2: the collector's CPU alone) are
+	// outside; so was the estimate while the node was asked every 100 ms, whose looks cost more
+	// than the estimate counted (2.0–2.5 µs per request counted against 3.5–4.2 measured); now
+	// 1.0–1.3 against 1.0–2.1 (docs/guardrails.md).
+	for try := 1; ; try++ {
+		code, out, rep := mustLoadcheck(t, append(measure, deployment...)...)
+		sampled := rep.Mode("sampled")
+		if code != exitOK || sampled == nil || sampled.SidecarCPUUsPerOpDiff == nil {
+			t.Fatalf("loadcheck off,sampled: exit %d, no CPU difference\n%s", code, out)
+		}
+		measured, se := *sampled.SidecarCPUUsPerOpDiff, *sampled.SidecarCPUUsPerOpDiffStderr
+		t.Logf("guardrail estimate %.3f µs per request (mean of %d windows); loadcheck sampled − off %.3f ± %.3f µs/op; ratio %.2f",
+			estimate, len(est), measured, se, estimate/measured)
+		diff, bar := math.Abs(estimate-measured), 0.3*max(measured, 0)
+		switch {
+		case diff <= bar:
+			t.Logf("within 30%% of the measurement")
+			return
+		case diff <= bar+se:
+			t.Logf("within 30%% of the measurement, with one of its standard errors")
+			return
+		case try == 1:
+			t.Logf("outside 30%% of the measurement by more than one of its standard errors: measuring again")
+		default:
+			t.Fatalf("estimate %.3f µs per request; want within 30%% (+1 SE) of the measured %.3f ± %.3f µs/op, twice outside", estimate, measured, se)
+		}
 	}
 }
