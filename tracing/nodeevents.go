@@ -41,9 +41,9 @@ var fetchDelays = []time.Duration{
 // driver's goroutines and the wake-ups of the fetcher and the sinks. It was about 1 ms of
 // the sidecar's CPU on a 2-core VM (perf, most of it scheduling and the driver, not the
 // fetcher's own work), so a 100 ms grid cost about 10 ms of CPU a second of sampling: at
-// probability 0.01 and 4,000 op/s, sampled − off was +4.2 ± 0.8 µs/op of sidecar CPU, and
-// +0.9 ± 0.5 with this grid (loadcheck, TestGuardrailCPUEstimate). The price is that a
-// sampled session is recorded up to a tick later.
+// probability 0.01 and 4,000 op/s, sampled − off was +3.5 to +4.2 µs/op of sidecar CPU, and
+// about +1.2 with this grid (loadcheck, TestGuardrailCPUEstimate; docs/tracing.md). The
+// price is that a sampled session is recorded up to a tick later.
 const fetchTick = 500 * time.Millisecond
 
 // fetchTimeout bounds one call to the source.
