@@ -265,13 +265,10 @@ func TestCloseWithHungNode(t *testing.T) {
 	closeWithSampledSessions(t, tr, sink, 20)
 }
 
-// closeWithSampledSessions records n sampled sessions whose node events are to be fetched,
-// then closes tr with 2 s to spare: Close must return no error, and every session must
-// have reached sink.
-func closeWithSampledSessions(t *testing.T, tr *Tracer, sink *memSink, n int) {
+// sampledRequests passes n sampled requests through c, each answered by the node with
+// its trace's session id, so that their node events are to be fetched.
+func sampledRequests(t *testing.T, c *caller, n int) {
 	t.Helper()
-	c := newCaller(tr, testClient, testCoord)
-	mustConfig(t, tr, Config{Probability: 1})
 	for i := range n {
 		st := int16(i)
 		h, f := mustRequest(t, reqHeader(st, 0), cql.Query{Query: "SELECT 1"}, nil)
@@ -280,6 +277,16 @@ func closeWithSampledSessions(t *testing.T, tr *Tracer, sink *memSink, n int) {
 		c.OnResponse(rh, rf, nil)
 		c.ResponseSent(st)
 	}
+}
+
+// closeWithSampledSessions records n sampled sessions whose node events are to be fetched,
+// then closes tr with 2 s to spare: Close must return no error, and every session must
+// have reached sink.
+func closeWithSampledSessions(t *testing.T, tr *Tracer, sink *memSink, n int) {
+	t.Helper()
+	c := newCaller(tr, testClient, testCoord)
+	mustConfig(t, tr, Config{Probability: 1})
+	sampledRequests(t, c, n)
 	c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
@@ -335,14 +342,7 @@ func TestWorkMetered(t *testing.T) {
 	defer c.Close()
 	mustConfig(t, tr, Config{Probability: 1})
 	const n = 10
-	for i := range n {
-		st := int16(i)
-		h, f := mustRequest(t, reqHeader(st, 0), cql.Query{Query: "SELECT 1"}, nil)
-		c.OnRequest(h, f, nil)
-		rh, rf := mustResponse(t, respHeader(st, cql.FlagTracing), cql.ResponsePrefix{HasTracingID: true, TracingID: nodeID}, cql.VoidResult{}, nil)
-		c.OnResponse(rh, rf, nil)
-		c.ResponseSent(st)
-	}
+	sampledRequests(t, c, n)
 	// The fetcher looks at the node on its grid, and then the sink writes.
 	for deadline := time.Now().Add(5 * time.Second); len(sink.sessions()) < n; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
