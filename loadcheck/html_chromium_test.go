@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tracecar/tracecar/internal/testkit/drivertest"
 )
 
 // chromium is the launcher of Debian's chromium package.
@@ -27,12 +29,7 @@ const shotW, shotH = 1280, 4000
 // TRACECAR_REQUIRE_DRIVERS is set, as in CI.
 func mustChromium(tb testing.TB) {
 	tb.Helper()
-	if _, err := exec.LookPath(chromium); err != nil {
-		if os.Getenv("TRACECAR_REQUIRE_DRIVERS") != "" {
-			tb.Fatalf("%s is not installed (Debian package chromium), and TRACECAR_REQUIRE_DRIVERS is set", chromium)
-		}
-		tb.Skipf("%s is not installed (Debian package chromium)", chromium)
-	}
+	drivertest.RequireTool(tb, chromium, "chromium")
 }
 
 // runChromium loads page in headless Chromium with a new profile and the extra flags, and
@@ -40,6 +37,7 @@ func mustChromium(tb testing.TB) {
 // and the background services that would fetch are off.
 func runChromium(tb testing.TB, page string, extra ...string) (stdout, log string) {
 	tb.Helper()
+	mustChromium(tb)
 	ctx, cancel := context.WithTimeout(tb.Context(), 60*time.Second)
 	defer cancel()
 	args := []string{
