@@ -119,14 +119,14 @@ func TestLoadcheckThreshold(t *testing.T) {
 // is over it, else exit 0; under prove, exit 0 and within when the upper bound is under it,
 // over when the lower bound is over it, else exit 3, not resolved, with the rounds needed.
 // It is not flaky: no outcome is asserted that a run's noise decides. It runs when
-// TRACECAR_E2E_VERDICT=1, as .ci/run's own step sets (three loadcheck runs, about 40 s).
+// TRACECAR_E2E_VERDICT=1, as .ci/run's own step sets (three loadcheck runs, about 15 s).
 func TestLoadcheckVerdictAtMeasuredCost(t *testing.T) {
 	if testing.Short() || os.Getenv("TRACECAR_E2E_VERDICT") != "1" {
 		t.Skip("set TRACECAR_E2E_VERDICT=1: three loadcheck runs (.ci/run's verdict step)")
 	}
-	// Five rounds: with three (2 df), one run in several gets a standard error far too small
-	// by chance (seen: +1.770 ± 0.011 µs/op), and its t against the limit is huge.
-	args := []string{"--modes", "off,full", "--rounds", "5", "--target-error", "0", "--duration", "1s", "--warmup", "300ms",
+	// Three short rounds: what is asserted holds whatever the noise, so the runs need only
+	// be long enough to measure (CI runs this test in its own step, and counts its time).
+	args := []string{"--modes", "off,full", "--rounds", "3", "--target-error", "0", "--duration", "500ms", "--warmup", "200ms",
 		"--rate", "5000"}
 	_, out, rep := mustLoadcheck(t, args...)
 	full := rep.Mode("full")
