@@ -197,3 +197,54 @@ func mustHexColor(tb testing.TB, s string) color.RGBA {
 	}
 	return color.RGBA{uint8(v >> 16), uint8(v >> 8), uint8(v), 0xff}
 }
+
+// TestHTMLVerdictOnFirstScreen renders the report of each outcome in headless Chromium and
+// checks, on the screenshot, that the verdict banner is painted within the first screen
+// (the top 900 pixels of a 1280-pixel-wide window) in its outcome's colour, and that a
+// not resolved run shows no breach's red banner.
+func TestHTMLVerdictOnFirstScreen(t *testing.T) {
+	mustChromium(t)
+	const firstScreen = 900
+	bg := map[string]string{RunBreached: "#fdecea", RunNotResolved: "#fff8e1", RunOK: "#e8f5e9"}
+	for want, rep := range outcomeReports(t) {
+		t.Run(want, func(t *testing.T) {
+			dir := t.ArtifactDir()
+			report := filepath.Join(dir, "report.html")
+			if err := os.WriteFile(report, []byte(htmlOf(t, rep)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			shot := filepath.Join(dir, "page.png")
+			_, log := runChromium(t, (&url.URL{Scheme: "file", Path: report}).String(), "--screenshot="+shot)
+			f, err := os.Open(shot)
+			if err != nil {
+				t.Fatalf("no screenshot: %v\n%s", err, log)
+			}
+			defer f.Close()
+			img, err := png.Decode(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			count := map[color.RGBA]int{}
+			lowest := map[color.RGBA]int{}
+			b := img.Bounds()
+			for y := b.Min.Y; y < b.Max.Y; y++ {
+				for x := b.Min.X; x < b.Max.X; x++ {
+					c := color.RGBAModel.Convert(img.At(x, y)).(color.RGBA)
+					count[c]++
+					lowest[c] = y
+				}
+			}
+			c := mustHexColor(t, bg[want])
+			t.Logf("%s banner: %d pixels of %s, the lowest at y=%d", want, count[c], bg[want], lowest[c])
+			if count[c] < 20_000 || lowest[c] >= firstScreen {
+				t.Errorf("%d pixels of the %s banner's %s, the lowest at y=%d; want a banner (20,000 pixels or more) within the first %d",
+					count[c], want, bg[want], lowest[c], firstScreen)
+			}
+			for other, o := range bg {
+				if other != want && count[mustHexColor(t, o)] > 0 {
+					t.Errorf("a %s run's page has %d pixels of the %s banner's colour", want, count[mustHexColor(t, o)], other)
+				}
+			}
+		})
+	}
+}
