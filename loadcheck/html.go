@@ -34,6 +34,7 @@ th:first-child, td:first-child { text-align: left; }
 .banner-unresolved { background: #fff8e1; border-color: #c77c00; color: #8a5a00; }
 .banner-none { background: #f5f5f5; border-color: #999; color: #333; }
 .header td, .header th { border-bottom: 1px solid #eee; }
+.header td:nth-child(2), .header th:nth-child(2) { text-align: left; }
 svg { background: #fff; border: 1px solid #eee; }
 svg text { font-size: 12px; fill: #333; }
 .axis line, .axis path { stroke: #999; }
@@ -309,7 +310,10 @@ func verdictBanner(b *strings.Builder, rep *Report) {
 		class, title = "banner-unresolved", "NOT RESOLVED: a budget is not shown within its limit; more rounds would decide"
 	}
 	if line := verdictLine(rep); line != "" {
-		title += " — " + strings.TrimPrefix(line, "Verdict: ")
+		// The line's count of budgets, after its outcome, which the title has said.
+		if i := strings.Index(line, " ("); i >= 0 {
+			title += line[i:]
+		}
 	}
 	fmt.Fprintf(b, "<section id=\"verdict\" class=\"banner %s\" data-outcome=\"%s\">\n<h2>%s</h2>\n", class, esc(rep.Outcome), esc(title))
 	if len(rep.Guardrail) > 0 {
