@@ -84,7 +84,7 @@ func RequireEnvTool(tb testing.TB, env, what string) string {
 func RequirePythonModules(tb testing.TB, pkgs string, modules ...string) {
 	tb.Helper()
 	if out, err := exec.Command(Python, "-c", "import "+strings.Join(modules, ", ")).CombinedOutput(); err != nil {
-		missing(tb, fmt.Sprintf("the Python modules %s (%s): %s", strings.Join(modules, ", "), pkgs, lastLine(out)))
+		missing(tb, fmt.Sprintf("the Python modules %s (%s; %s: %s)", strings.Join(modules, ", "), pkgs, Python, lastLine(out)))
 	}
 }
 
@@ -100,20 +100,21 @@ func RequireNodeModules(tb testing.TB, modules ...string) {
 	check := exec.Command("node", "-e", script)
 	check.Env = os.Environ()
 	if out, err := check.CombinedOutput(); err != nil {
-		missing(tb, fmt.Sprintf("the npm modules %s in NODE_PATH=%q (npm install them; .ci/run does): %s",
+		missing(tb, fmt.Sprintf("the npm modules %s (npm install them, and name their node_modules in NODE_PATH, now %q; node: %s)",
 			strings.Join(modules, " "), os.Getenv("NODE_PATH"), lastLine(out)))
 	}
 }
 
-// lastLine is the last non-empty line of a program's output, its error for Python and node.
+// lastLine is the line of a program's output that names its error (Python's ImportError,
+// node's "Error: Cannot find module ..."), or its last non-empty line.
 func lastLine(out []byte) string {
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	for i := len(lines) - 1; i >= 0; i-- {
-		if l := strings.TrimSpace(lines[i]); l != "" && !strings.HasPrefix(l, "at ") && l != "}" {
-			return l
+	for _, l := range lines {
+		if strings.Contains(l, "Error") {
+			return strings.TrimSpace(l)
 		}
 	}
-	return ""
+	return strings.TrimSpace(lines[len(lines)-1])
 }
 
 // Options select the target and the variant of a suite run.
