@@ -109,9 +109,10 @@ func RequireNodeModules(tb testing.TB, modules ...string) {
 // node's "Error: Cannot find module ..."), or its last non-empty line.
 func lastLine(out []byte) string {
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	for _, l := range lines {
-		if strings.Contains(l, "Error") {
-			return strings.TrimSpace(l)
+	for i := len(lines) - 1; i >= 0; i-- {
+		// Python's last line is its error; node's is its version, its error above.
+		if strings.Contains(lines[i], "Error") && !strings.HasPrefix(strings.TrimSpace(lines[i]), "at ") {
+			return strings.TrimSpace(lines[i])
 		}
 	}
 	return strings.TrimSpace(lines[len(lines)-1])
