@@ -209,14 +209,8 @@ func waitExit(p *proc, d time.Duration) error {
 // systemd-analyze accepts the unit.
 func TestExamples(t *testing.T) {
 	bin := mustBinary(t)
-	py := "/usr/bin/python3"
-	if err := exec.Command(py, "-c", "import yaml").Run(); err != nil {
-		if os.Getenv("TRACECAR_REQUIRE_DRIVERS") != "" {
-			t.Fatal("python3-yaml is not installed, and TRACECAR_REQUIRE_DRIVERS is set")
-		}
-		t.Skip("python3-yaml is not installed (.ci/run installs it)")
-	}
-	raw, err := exec.Command(py, "-c", "import json, sys, yaml; print(json.dumps(list(yaml.safe_load_all(open(sys.argv[1])))))",
+	drivertest.RequirePythonModules(t, "python3-yaml", "yaml")
+	raw, err := exec.Command(drivertest.Python, "-c", "import json, sys, yaml; print(json.dumps(list(yaml.safe_load_all(open(sys.argv[1])))))",
 		deploy+"/kubernetes/pod.yaml").Output()
 	if err != nil {
 		t.Fatalf("kubernetes/pod.yaml is not YAML: %v", err)
