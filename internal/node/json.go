@@ -201,6 +201,14 @@ func javaFloat(v float64, bitSize int) string {
 	mant, exp, _ := strings.Cut(e, "e")
 	x, _ := strconv.Atoi(exp)
 	digits := strings.Replace(mant, ".", "", 1)
+	if len(digits) == 1 {
+		// Java never stops at one digit: it prints the two-digit decimal nearest v, which
+		// differs from d.0 only where one digit is far from exact (4.9E-324, 1.4E-45).
+		m2, _, _ := strings.Cut(strconv.FormatFloat(v, 'e', 1, bitSize), "e")
+		if d2 := strings.Replace(m2, ".", "", 1); d2[1] != '0' {
+			digits = d2
+		}
+	}
 	if v >= 1e-3 && v < 1e7 {
 		var s string
 		switch {
