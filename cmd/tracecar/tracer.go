@@ -31,6 +31,7 @@ func (st *stack) startTracer(ctx context.Context, cfg stackConfig, m *metrics.Me
 		BindValues:    cfg.BindValues,
 		QueryLiterals: cfg.QueryLiterals,
 		MaxQueryLen:   cfg.MaxQueryLen,
+		NoNodeTracing: cfg.NoNodeTracing,
 		Logger:        *st.reg.Logger(logs.Tracing),
 		SlowLog:       st.reg.Logger(logs.SlowLog),
 
