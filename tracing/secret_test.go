@@ -57,4 +57,3 @@ func TestSecretNotAskedOfNode(t *testing.T) {
 		}
 	}
 }
-
