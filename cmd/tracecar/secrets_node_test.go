@@ -143,3 +143,58 @@ func TestNodeTraceKeepsNoPassword(t *testing.T) {
 		})
 	}
 }
+
+// TestNodeTracingOff samples every request through a sidecar with --node-tracing on and
+// off: on, the node keeps its own trace of the sidecar's sampled requests and the sessions
+// carry its events; off, the node keeps none and the sessions are the sidecar's alone.
+func TestNodeTracingOff(t *testing.T) {
+	for _, off := range []bool{false, true} {
+		t.Run(map[bool]string{false: "on", true: "off"}[off], func(t *testing.T) {
+			nodeAddr := mustAuthNode(t, "cassandra:s3cret")
+			st := mustStack(t, stackConfig{Node: nodeAddr, NodeUsername: "cassandra", NodePassword: "s3cret", NoNodeTracing: off})
+			if err := st.tracer.SetConfig(tracing.Config{Probability: 1, ThresholdMicros: tracing.DefaultThresholdMicros, TTLSeconds: 600}); err != nil {
+				t.Fatal(err)
+			}
+			client := authSession(t, st.Sidecar, "cassandra", "s3cret")
+			const marker = "SELECT release_version FROM system.local WHERE key = 'local' -- node tracing"
+			var rv string
+			if err := client.Query(marker).Scan(&rv); err != nil {
+				t.Fatal(err)
+			}
+			var sess tracing.Session
+			deadline := time.Now().Add(30 * time.Second)
+			for sess.ID == "" && time.Now().Before(deadline) {
+				for _, s := range st.tracer.SlowLog(0) {
+					if strings.HasPrefix(s.Parameters["query"], "SELECT release_version") && strings.HasSuffix(s.Parameters["query"], "-- node tracing") {
+						sess = s
+					}
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			if sess.ID == "" {
+				t.Fatal("the sidecar recorded no session of the sampled request")
+			}
+			nodeEvents := 0
+			for _, e := range sess.Events {
+				if e.Source == tracing.SourceNode {
+					nodeEvents++
+				}
+			}
+			direct := authSession(t, nodeAddr, "cassandra", "s3cret")
+			iter := direct.Query("SELECT parameters FROM system_traces.sessions").Iter()
+			traced := 0
+			var params map[string]string
+			for iter.Scan(&params) {
+				if strings.Contains(params["query"], "-- node tracing") {
+					traced++
+				}
+			}
+			if err := iter.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if got := traced > 0 && nodeEvents > 0; got == off {
+				t.Errorf("--node-tracing off=%v: the node kept %d traces of the request and the session has %d node events", off, traced, nodeEvents)
+			}
+		})
+	}
+}
