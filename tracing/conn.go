@@ -140,11 +140,14 @@ func (c *Conn) Begin(f *cql.Frame, now int64) Ticket {
 	}
 	r.setContext(&tc)
 	r.ctxRead = true
+	// Whether to ask the node is read before keep, so that keep copies what asksNode has
+	// decompressed or parsed (a BATCH) rather than have it done again.
+	ask := (mode == ModeSampled || mode == ModeParent) && c.t.asksNode(f)
 	// The request is kept as it came, whole, and parsed only when its session is built:
 	// most full-mode requests are fast and never recorded (keep).
 	c.keep(f, r, math.MaxInt)
 	r.parsed = c.t.now()
-	if (mode == ModeSampled || mode == ModeParent) && c.t.asksNode(f) {
+	if ask {
 		f.Raw()[1] |= cql.FlagTracing
 	}
 	c.traced.Store(c.traced.Load() + 1) // single writer: no locked add needed
