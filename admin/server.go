@@ -128,6 +128,21 @@ func WithGuardrailControl(g GuardrailControl) Option {
 	}
 }
 
+// NodeLogin is the state of the sidecar's own login to its node, for node events, the CQL
+// sink and the audit table, as /tracecar/status reports it: State is not_tried, ok,
+// refused or failed; Refused counts the refusals since start.
+type NodeLogin struct {
+	State   string `json:"state"`
+	User    string `json:"user"`
+	Error   string `json:"error,omitempty"`
+	Refused uint64 `json:"refused"`
+}
+
+// WithNodeLogin makes /tracecar/status report the node login that f returns.
+func WithNodeLogin(f func() NodeLogin) Option {
+	return func(s *Server) { s.nodeLogin = f }
+}
+
 // WithCollector serves c's series on /metrics too.
 func WithCollector(c prometheus.Collector) Option {
 	return func(s *Server) { s.collectors = append(s.collectors, c) }
@@ -162,6 +177,8 @@ type Server struct {
 	writeGate func() error   // nil: changes always allowed (see WithWriteGate)
 
 	auditLog AuditLog // nil: no audit endpoint, no ADMIN records (see WithAudit)
+
+	nodeLogin func() NodeLogin // nil: no node_login in the status (see WithNodeLogin)
 
 	nodes        NodeControl // nil: no node control endpoints (see WithNodeControl)
 	nodeStateErr func(error) bool

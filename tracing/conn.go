@@ -140,15 +140,50 @@ func (c *Conn) Begin(f *cql.Frame, now int64) Ticket {
 	}
 	r.setContext(&tc)
 	r.ctxRead = true
+	// Whether to ask the node is read before keep, so that keep copies what asksNode has
+	// decompressed or parsed (a BATCH) rather than have it done again.
+	ask := (mode == ModeSampled || mode == ModeParent) && c.t.asksNode(f)
 	// The request is kept as it came, whole, and parsed only when its session is built:
 	// most full-mode requests are fast and never recorded (keep).
 	c.keep(f, r, math.MaxInt)
 	r.parsed = c.t.now()
-	if mode == ModeSampled || mode == ModeParent {
+	if ask {
 		f.Raw()[1] |= cql.FlagTracing
 	}
 	c.traced.Store(c.traced.Load() + 1) // single writer: no locked add needed
 	return Ticket{r: r, seq: seq, events: true}
+}
+
+// asksNode reports whether the node may be asked to trace the request of f, which the
+// sidecar samples: not with Options.NoNodeTracing, and never for a request that carries a
+// secret (cql.CarriesSecret), which the node's trace would keep in plain text, readable by
+// other logins. An EXECUTE of a statement the sidecar never saw prepared, or a request it
+// cannot read, is not asked either: its text is unknown. The sidecar's own session is
+// recorded, redacted, either way.
+func (t *Tracer) asksNode(f *cql.Frame) bool {
+	if t.opts.NoNodeTracing {
+		return false
+	}
+	switch f.Header.Opcode {
+	case cql.OpQuery, cql.OpPrepare:
+		st, ok := f.Statement()
+		return ok && !cql.CarriesSecret(st.Query)
+	case cql.OpExecute:
+		st, ok := f.Statement()
+		return ok && !t.prep.secret(st.ID)
+	case cql.OpBatch:
+		req, ok := f.Request()
+		if !ok {
+			return false
+		}
+		for i := range req.Batch {
+			b := &req.Batch[i]
+			if b.Prepared && t.prep.secret(b.ID) || !b.Prepared && cql.CarriesSecret(b.Query) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // beginFast starts a fast-mode request: its start time and a copy of its frame, or of its

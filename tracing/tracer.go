@@ -80,6 +80,12 @@ type Options struct {
 	// Work, when set, counts the CPU time of the work tracing adds to recorded sessions
 	// (see WorkMeter), for the runtime guardrail.
 	Work WorkMeter
+	// NoNodeTracing samples without asking the node to trace (--node-tracing off): a
+	// sampled or parent-sampled request is forwarded without the CQL tracing flag, so the
+	// node keeps no trace of its own (its statement text, and on Cassandra its bound
+	// values) and the session has no node events. By default the flag is set, except on a
+	// request that carries a secret (cql.CarriesSecret), which never gets it.
+	NoNodeTracing bool
 	// Rand returns uniform random numbers for sampling. It must be safe for concurrent
 	// use. Nil means math/rand/v2's Uint64, which keeps per-thread state and does not
 	// contend.

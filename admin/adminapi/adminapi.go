@@ -227,6 +227,13 @@ type Status struct {
 	} `json:"shards"`
 	// Audit is the audit log's state; nil from a server without one.
 	Audit *audit.Status `json:"audit"`
+	// NodeLogin is the sidecar's own login to its node; nil from a server without one.
+	NodeLogin *struct {
+		State   string `json:"state"`
+		User    string `json:"user"`
+		Error   string `json:"error"`
+		Refused uint64 `json:"refused"`
+	} `json:"node_login"`
 }
 
 // ParseStatus decodes GET /tracecar/status.

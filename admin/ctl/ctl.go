@@ -271,6 +271,9 @@ func showStatus(body []byte) (string, error) {
 	if a := st.Audit; a != nil && (a.Enabled || a.Dropped > 0 || a.Error != "") {
 		s += " audit=" + auditLine(*a)
 	}
+	if l := st.NodeLogin; l != nil && (l.State == "refused" || l.State == "failed") {
+		s += fmt.Sprintf(" node_login=%s (user %q, refused %d: %s)", l.State, l.User, l.Refused, l.Error)
+	}
 	if sh := st.Shards; sh != nil {
 		s += fmt.Sprintf(" cross_shard=%d shard_requests=%s", sh.CrossShardRequests, byShard(sh.RequestsByShard))
 	}

@@ -52,6 +52,8 @@ func TestUsageErrors(t *testing.T) {
 		{"bad node kind", []string{"sidecar", "--node", "127.0.0.1:1", "--node-api", "http://127.0.0.1:1", "--node-kind", "mysql"}, `node kind "mysql"`},
 		{"slow_query on cassandra", []string{"sidecar", "--node", "127.0.0.1:1", "--node-api", "http://127.0.0.1:1", "--node-kind", "cassandra-jolokia", "--node-apply", "slow_query"}, "--node-apply slow_query needs --node-kind scylla"},
 		{"bad node apply", []string{"sidecar", "--node-apply", "everything"}, "--node-apply"},
+		{"bad node tracing", []string{"sidecar", "--node-tracing", "sometimes"}, `--node-tracing "sometimes": want on or off`},
+		{"node tracing off with the probability applied", []string{"sidecar", "--node-tracing", "off", "--node-apply", "trace_probability"}, "--node-tracing off and --node-apply trace_probability contradict"},
 		{"bad statement stats max", []string{"sidecar", "--statement-stats-max", "0"}, "--statement-stats-max must be a positive number"},
 		{"bad max query len", []string{"sidecar", "--trace-max-query-len", "0"}, "--trace-max-query-len must be a positive number"},
 	}

@@ -64,6 +64,8 @@ type stackConfig struct {
 	Guardrail guardrail.Budget
 	NodeKind  string // of NodeAPI; the embedded node's API is "tracecar"
 	NodeApply admin.NodeApply
+	// NoNodeTracing is --node-tracing off: sampled requests do not ask the node to trace.
+	NoNodeTracing bool
 
 	// Peers maps peer nodes to their sidecars (--cluster-file, --peers); nil: the convention.
 	Peers *sidecar.PeerMap

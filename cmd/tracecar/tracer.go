@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel"
 
 	"github.com/tracecar/tracecar/admin"
@@ -31,6 +32,7 @@ func (st *stack) startTracer(ctx context.Context, cfg stackConfig, m *metrics.Me
 		BindValues:    cfg.BindValues,
 		QueryLiterals: cfg.QueryLiterals,
 		MaxQueryLen:   cfg.MaxQueryLen,
+		NoNodeTracing: cfg.NoNodeTracing,
 		Logger:        *st.reg.Logger(logs.Tracing),
 		SlowLog:       st.reg.Logger(logs.SlowLog),
 
@@ -76,7 +78,11 @@ func (st *stack) startTracer(ctx context.Context, cfg stackConfig, m *metrics.Me
 func (st *stack) adminOptions(cfg stackConfig, nodeKind string, capt *capture.Capture) ([]admin.Option, error) {
 	adminOpts := []admin.Option{admin.WithGuardrailControl(st.guard), admin.WithCollector(st.guard.Collector()),
 		admin.WithCollector(st.guard.StateCollector()), admin.WithTraceContextKeys(st.tracer.TraceContextKeys()),
-		admin.WithAudit(st.audit), admin.WithCollector(st.audit.Collector())}
+		admin.WithAudit(st.audit), admin.WithCollector(st.audit.Collector()),
+		admin.WithNodeLogin(st.nodeLogin), admin.WithCollector(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "tracecar_node_login_refused_total",
+			Help: "Logins of the sidecar's own session to the node (node events, --cql-sink, the audit table) that the node refused.",
+		}, func() float64 { return float64(st.nodeSession.Login().Refused) }))}
 	if st.NodeAPI != "" {
 		nodeCfg := nodeapi.Config{Kind: nodeKind, URL: st.NodeAPI}
 		if nodeKind == nodeapi.KindTracecar {
@@ -165,12 +171,20 @@ func (st *stack) listen(cfg stackConfig, adminOpts []admin.Option) error {
 	return nil
 }
 
-// nodeReady is the admin API's readiness check: the node accepts a connection.
+// nodeReady is the admin API's readiness check: the node accepts a connection, and the
+// sidecar's own login to it is not refused.
 func (st *stack) nodeReady(ctx context.Context) error {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "tcp", st.Node)
 	if err != nil {
 		return err
 	}
-	return c.Close()
+	c.Close()
+	return st.nodeSession.Ready(ctx)
+}
+
+// nodeLogin is the state of the sidecar's own login to the node, for /tracecar/status.
+func (st *stack) nodeLogin() admin.NodeLogin {
+	l := st.nodeSession.Login()
+	return admin.NodeLogin{State: l.State, User: l.User, Error: l.Error, Refused: l.Refused}
 }

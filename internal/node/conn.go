@@ -411,6 +411,7 @@ func (c *conn) request(h cql.Header, body []byte) {
 		var q cql.Query
 		if q, err = cql.DecodeQuery(body, h.ProtoVersion()); err == nil {
 			request = "Execute CQL3 query"
+			tr, etr = c.ownTrace(clientAsked, q.Query, tr, etr)
 			if tr != nil {
 				params = map[string]string{"query": q.Query, "consistency_level": q.Params.Consistency.String()}
 			}
@@ -422,6 +423,7 @@ func (c *conn) request(h cql.Header, body []byte) {
 		if p, err = cql.DecodePrepare(body, h.ProtoVersion()); err == nil {
 			request = "Preparing CQL3 query"
 			command = "PREPARE"
+			tr, etr = c.ownTrace(clientAsked, p.Query, tr, etr)
 			if tr != nil {
 				params = map[string]string{"query": p.Query}
 			}
@@ -492,6 +494,18 @@ func (c *conn) request(h cql.Header, body []byte) {
 		return
 	}
 	c.send(h, cql.FlagTracing, cql.ResponsePrefix{TracingID: tr.id, HasTracingID: true}, res)
+}
+
+// ownTrace keeps the trace of a request that the node's own trace probability sampled,
+// unless its statement text q carries a secret (cql.CarriesSecret: a role or user
+// statement, a password): the node's trace would keep it in plain text, readable by any
+// login allowed to read system_traces. A client that sets the tracing flag itself gets its
+// trace, as from Cassandra.
+func (c *conn) ownTrace(clientAsked bool, q string, tr *trace, etr Tracer) (*trace, Tracer) {
+	if tr == nil || clientAsked || !cql.CarriesSecret(q) {
+		return tr, etr
+	}
+	return nil, nil
 }
 
 // session returns the session a request runs in: the connection's, or, for a v5 request
