@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
+	"github.com/tracecar/tracecar/internal/node/grammar"
 	"slices"
 	"sort"
 	"strings"
@@ -30,7 +31,7 @@ type roleInfo struct {
 	salt, hash  []byte // SHA-256 of salt and password; nil: no password
 	memberOf    []string
 	permissions map[string][]string // resource key → permissions, in permissionNames order
-	resources   map[string]resource
+	resources   map[string]grammar.Resource
 }
 
 // authState is the engine's roles. It is safe for concurrent use.
@@ -44,7 +45,7 @@ func newAuthState(login string) *authState {
 	a := &authState{roles: map[string]*roleInfo{}}
 	if u, pw, ok := strings.Cut(login, ":"); ok && u != "" {
 		a.enabled = true
-		r := &roleInfo{name: u, super: true, login: true, permissions: map[string][]string{}, resources: map[string]resource{}}
+		r := &roleInfo{name: u, super: true, login: true, permissions: map[string][]string{}, resources: map[string]grammar.Resource{}}
 		r.setPassword(pw)
 		a.roles[u] = r
 	}
@@ -88,18 +89,18 @@ func (e *Engine) Login(user, password string) (string, error) {
 }
 
 // exists reports whether the resource is in the schema (or among the roles).
-func (e *Engine) exists(r resource) bool {
+func (e *Engine) exists(r grammar.Resource) bool {
 	sc := e.schema.Load()
-	switch r.kind {
-	case resKeyspace, resKeyspaceFunctions:
-		return sc.keyspaces[r.ks] != nil
-	case resTable:
-		return sc.table(r.ks, r.name) != nil
-	case resRole:
-		return e.auth.roles[r.name] != nil
-	case resFunction:
-		k := sc.keyspaces[r.ks]
-		return k != nil && (k.functions[r.name+"("+strings.Join(r.argText, ", ")+")"] != nil || k.aggregates[r.name+"("+strings.Join(r.argText, ", ")+")"] != nil)
+	switch r.Kind {
+	case grammar.ResKeyspace, grammar.ResKeyspaceFunctions:
+		return sc.keyspaces[r.Ks] != nil
+	case grammar.ResTable:
+		return sc.table(r.Ks, r.Name) != nil
+	case grammar.ResRole:
+		return e.auth.roles[r.Name] != nil
+	case grammar.ResFunction:
+		k := sc.keyspaces[r.Ks]
+		return k != nil && (k.functions[r.Name+"("+strings.Join(r.ArgText, ", ")+")"] != nil || k.aggregates[r.Name+"("+strings.Join(r.ArgText, ", ")+")"] != nil)
 	}
 	return true
 }
@@ -107,7 +108,7 @@ func (e *Engine) exists(r resource) bool {
 // need is a permission a statement needs.
 type need struct {
 	perm string
-	res  resource
+	res  grammar.Resource
 }
 
 // readableSystem lists the keyspaces every role may read: what drivers read on connect and
@@ -156,14 +157,14 @@ func (a *authState) isSuper(name string) bool {
 
 // has reports whether role name holds perm on res or one of its parents. The caller holds
 // a.mu.
-func (a *authState) has(name, perm string, res resource) bool {
+func (a *authState) has(name, perm string, res grammar.Resource) bool {
 	if a.isSuper(name) {
 		return true
 	}
 	roles := a.rolesOf(name, true)
-	for r, ok := res, true; ok; r, ok = r.parent() {
+	for r, ok := res, true; ok; r, ok = r.Parent() {
 		for _, role := range roles {
-			if slices.Contains(role.permissions[r.key()], perm) {
+			if slices.Contains(role.permissions[r.Key()], perm) {
 				return true
 			}
 		}
@@ -197,11 +198,11 @@ func (c *compiler) tableNeeds(t *table, perm string) {
 	if perm == "SELECT" && readableSystem[t.ks] {
 		return
 	}
-	c.needs = append(c.needs, need{perm: perm, res: resource{kind: resTable, ks: t.ks, name: t.name}})
+	c.needs = append(c.needs, need{perm: perm, res: grammar.Resource{Kind: grammar.ResTable, Ks: t.ks, Name: t.name}})
 }
 
 // authPlan runs a role or permission statement.
-type authPlan struct{ st statement }
+type authPlan struct{ st grammar.Statement }
 
 func (p *authPlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 	a := e.auth
@@ -209,11 +210,11 @@ func (p *authPlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 		return nil, unauthorized("You have to be logged in and not anonymous to perform this request")
 	}
 	switch st := p.st.(type) {
-	case *listRolesStmt:
+	case *grammar.ListRolesStmt:
 		a.mu.RLock()
 		defer a.mu.RUnlock()
 		return e.listRoles(x.s.User, st)
-	case *listPermsStmt:
+	case *grammar.ListPermsStmt:
 		a.mu.RLock()
 		defer a.mu.RUnlock()
 		return e.listPermissions(x.s, st)
@@ -223,11 +224,11 @@ func (p *authPlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 	a.mu.Lock()
 	var err error
 	switch st := p.st.(type) {
-	case *roleStmt:
+	case *grammar.RoleStmt:
 		err = e.roleChange(x.s.User, st)
-	case *grantStmt:
+	case *grammar.GrantStmt:
 		err = e.grantPermissions(x.s, st)
-	case *grantRoleStmt:
+	case *grammar.GrantRoleStmt:
 		err = e.grantRole(x.s.User, st)
 	}
 	if err == nil {
@@ -240,125 +241,125 @@ func (p *authPlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 	return cql.VoidResult{}, nil
 }
 
-func (e *Engine) roleChange(user string, st *roleStmt) error {
+func (e *Engine) roleChange(user string, st *grammar.RoleStmt) error {
 	a := e.auth
-	o := st.opts
-	if o.hashed {
+	o := st.Opts
+	if o.Hashed {
 		return invalidf("HASHED PASSWORD is not supported by the embedded node: it keeps its own hashes, not bcrypt ones")
 	}
-	if o.options {
+	if o.Options {
 		return invalidf("org.apache.cassandra.auth.CassandraRoleManager doesn't support OPTIONS")
 	}
-	if o.dcs != nil || o.allDCs {
+	if o.Dcs != nil || o.AllDCs {
 		// Cassandra's default network_authorizer, which the node is like: every role may
 		// log in from every data center.
 		return invalidf("ACCESS TO DATACENTERS operations not supported by AllowAllNetworkAuthorizer")
 	}
-	r := a.roles[st.name]
-	switch st.op {
-	case roleCreate:
-		if !a.has(user, "CREATE", resource{kind: resAllRoles}) {
+	r := a.roles[st.Name]
+	switch st.Op {
+	case grammar.RoleCreate:
+		if !a.has(user, "CREATE", grammar.Resource{Kind: grammar.ResAllRoles}) {
 			return unauthorized("User %s has no CREATE permission on <all roles> or any of its parents", user)
 		}
-		if o.superuser != nil && *o.superuser && !a.isSuper(user) {
+		if o.Superuser != nil && *o.Superuser && !a.isSuper(user) {
 			return unauthorized("Only superusers can create a role with superuser status")
 		}
 		if r != nil {
-			if st.ifExists {
+			if st.IfExists {
 				return nil
 			}
-			return invalidf("%s already exists", st.name)
+			return invalidf("%s already exists", st.Name)
 		}
-		r = &roleInfo{name: st.name, permissions: map[string][]string{}, resources: map[string]resource{}}
-		if o.login != nil {
-			r.login = *o.login
+		r = &roleInfo{name: st.Name, permissions: map[string][]string{}, resources: map[string]grammar.Resource{}}
+		if o.Login != nil {
+			r.login = *o.Login
 		}
-		if o.superuser != nil {
-			r.super = *o.superuser
+		if o.Superuser != nil {
+			r.super = *o.Superuser
 		}
-		if o.password != nil {
-			r.setPassword(*o.password)
+		if o.Password != nil {
+			r.setPassword(*o.Password)
 		}
 		a.roles[r.name] = r
 		if !a.isSuper(user) {
 			// Cassandra grants its creator every permission on a new role.
-			res := resource{kind: resRole, name: r.name}
+			res := grammar.Resource{Kind: grammar.ResRole, Name: r.name}
 			creator := a.roles[user]
-			creator.permissions[res.key()], creator.resources[res.key()] = res.applicable(), res
+			creator.permissions[res.Key()], creator.resources[res.Key()] = res.Applicable(), res
 		}
 		return nil
-	case roleAlter:
+	case grammar.RoleAlter:
 		if r == nil {
-			return invalidf("%s doesn't exist", st.name)
+			return invalidf("%s doesn't exist", st.Name)
 		}
-		self := st.name == user
-		if o.superuser != nil {
+		self := st.Name == user
+		if o.Superuser != nil {
 			if !a.isSuper(user) {
 				return unauthorized("Only superusers are allowed to alter superuser status")
 			}
-			if slices.ContainsFunc(a.rolesOf(user, true), func(g *roleInfo) bool { return g.name == st.name }) {
+			if slices.ContainsFunc(a.rolesOf(user, true), func(g *roleInfo) bool { return g.name == st.Name }) {
 				return unauthorized("You aren't allowed to alter your own superuser status or that of a role granted to you")
 			}
 		}
-		if !self || o.login != nil || o.superuser != nil {
-			if !a.has(user, "ALTER", resource{kind: resRole, name: st.name}) {
+		if !self || o.Login != nil || o.Superuser != nil {
+			if !a.has(user, "ALTER", grammar.Resource{Kind: grammar.ResRole, Name: st.Name}) {
 				return unauthorized("User %s does not have sufficient privileges to perform the requested operation", user)
 			}
 		}
-		if o.login != nil {
-			r.login = *o.login
+		if o.Login != nil {
+			r.login = *o.Login
 		}
-		if o.superuser != nil {
-			r.super = *o.superuser
+		if o.Superuser != nil {
+			r.super = *o.Superuser
 		}
-		if o.password != nil {
-			r.setPassword(*o.password)
+		if o.Password != nil {
+			r.setPassword(*o.Password)
 		}
 		return nil
 	}
 	if r == nil {
-		if st.ifExists {
+		if st.IfExists {
 			return nil
 		}
-		return invalidf("%s doesn't exist", st.name)
+		return invalidf("%s doesn't exist", st.Name)
 	}
-	if st.name == user {
+	if st.Name == user {
 		return invalidf("Cannot DROP primary role for current login")
 	}
-	if !a.has(user, "DROP", resource{kind: resRole, name: st.name}) {
-		return unauthorized("User %s has no DROP permission on <role %s> or any of its parents", user, st.name)
+	if !a.has(user, "DROP", grammar.Resource{Kind: grammar.ResRole, Name: st.Name}) {
+		return unauthorized("User %s has no DROP permission on <role %s> or any of its parents", user, st.Name)
 	}
 	if r.super && !a.isSuper(user) {
 		return unauthorized("Only superusers can drop a role with superuser status")
 	}
-	delete(a.roles, st.name)
-	res := resource{kind: resRole, name: st.name}
+	delete(a.roles, st.Name)
+	res := grammar.Resource{Kind: grammar.ResRole, Name: st.Name}
 	for _, o := range a.roles {
-		o.memberOf = slices.DeleteFunc(o.memberOf, func(m string) bool { return m == st.name })
-		delete(o.permissions, res.key())
-		delete(o.resources, res.key())
+		o.memberOf = slices.DeleteFunc(o.memberOf, func(m string) bool { return m == st.Name })
+		delete(o.permissions, res.Key())
+		delete(o.resources, res.Key())
 	}
 	return nil
 }
 
 // resolveResource completes and checks the resource of GRANT, REVOKE or LIST PERMISSIONS.
-func (e *Engine) resolveResource(s *Session, r resource) (resource, error) {
-	if (r.kind == resTable || r.kind == resFunction) && r.ks == "" {
+func (e *Engine) resolveResource(s *Session, r grammar.Resource) (grammar.Resource, error) {
+	if (r.Kind == grammar.ResTable || r.Kind == grammar.ResFunction) && r.Ks == "" {
 		if s.Keyspace == "" {
 			return r, invalidf("No keyspace has been specified. USE a keyspace, or explicitly specify keyspace.tablename")
 		}
-		r.ks = s.Keyspace
+		r.Ks = s.Keyspace
 	}
-	if r.kind == resFunction {
-		k := e.schema.Load().keyspaces[r.ks]
+	if r.Kind == grammar.ResFunction {
+		k := e.schema.Load().keyspaces[r.Ks]
 		if k == nil {
 			return r, invalidf("Resource %s doesn't exist", r)
 		}
-		args, err := resolveArgs(k.resolver(), r.args)
+		args, err := resolveArgs(k.resolver(), r.Args)
 		if err != nil {
 			return r, err
 		}
-		r.argText = typeTexts(args)
+		r.ArgText = typeTexts(args)
 	}
 	if !e.exists(r) {
 		return r, invalidf("Resource %s doesn't exist", r)
@@ -366,28 +367,28 @@ func (e *Engine) resolveResource(s *Session, r resource) (resource, error) {
 	return r, nil
 }
 
-func (e *Engine) grantPermissions(s *Session, st *grantStmt) error {
+func (e *Engine) grantPermissions(s *Session, st *grammar.GrantStmt) error {
 	a := e.auth
 	user := s.User
-	if a.roles[st.role] == nil {
-		return invalidf("Role %s doesn't exist", st.role)
+	if a.roles[st.Role] == nil {
+		return invalidf("Role %s doesn't exist", st.Role)
 	}
-	res, err := e.resolveResource(s, st.res)
+	res, err := e.resolveResource(s, st.Res)
 	if err != nil {
 		return err
 	}
-	perms := st.perms
+	perms := st.Perms
 	if perms == nil {
-		perms = res.applicable()
+		perms = res.Applicable()
 	}
 	var unsupported []string
 	for _, p := range perms {
-		if !slices.Contains(res.applicable(), p) {
+		if !slices.Contains(res.Applicable(), p) {
 			unsupported = append(unsupported, p)
 		}
 	}
 	if len(unsupported) > 0 {
-		return invalidf("Resource type %s does not support the requested permissions: [%s]", res.className(), strings.Join(unsupported, ", "))
+		return invalidf("Resource type %s does not support the requested permissions: [%s]", res.ClassName(), strings.Join(unsupported, ", "))
 	}
 	if !a.has(user, "AUTHORIZE", res) {
 		return unauthorized("User %s has no AUTHORIZE permission on %s or any of its parents", user, res)
@@ -397,53 +398,53 @@ func (e *Engine) grantPermissions(s *Session, st *grantStmt) error {
 			return unauthorized("User %s has no %s permission on %s or any of its parents", user, p, res)
 		}
 	}
-	r := a.roles[st.role]
-	cur := r.permissions[res.key()]
+	r := a.roles[st.Role]
+	cur := r.permissions[res.Key()]
 	var next []string
-	for _, p := range permissionNames {
+	for _, p := range grammar.PermissionNames {
 		in := slices.Contains(cur, p)
 		if slices.Contains(perms, p) {
-			in = !st.revoke
+			in = !st.Revoke
 		}
 		if in {
 			next = append(next, p)
 		}
 	}
 	if len(next) == 0 {
-		delete(r.permissions, res.key())
-		delete(r.resources, res.key())
+		delete(r.permissions, res.Key())
+		delete(r.resources, res.Key())
 	} else {
-		r.permissions[res.key()], r.resources[res.key()] = next, res
+		r.permissions[res.Key()], r.resources[res.Key()] = next, res
 	}
 	return nil
 }
 
-func (e *Engine) grantRole(user string, st *grantRoleStmt) error {
+func (e *Engine) grantRole(user string, st *grammar.GrantRoleStmt) error {
 	a := e.auth
-	role, grantee := a.roles[st.role], a.roles[st.whom]
+	role, grantee := a.roles[st.Role], a.roles[st.Whom]
 	if role == nil {
-		return invalidf("%s doesn't exist", st.role)
+		return invalidf("%s doesn't exist", st.Role)
 	}
 	if grantee == nil {
-		return invalidf("%s doesn't exist", st.whom)
+		return invalidf("%s doesn't exist", st.Whom)
 	}
-	if !a.has(user, "AUTHORIZE", resource{kind: resRole, name: st.role}) {
-		return unauthorized("User %s has no AUTHORIZE permission on <role %s> or any of its parents", user, st.role)
+	if !a.has(user, "AUTHORIZE", grammar.Resource{Kind: grammar.ResRole, Name: st.Role}) {
+		return unauthorized("User %s has no AUTHORIZE permission on <role %s> or any of its parents", user, st.Role)
 	}
-	if st.revoke {
-		if !slices.Contains(grantee.memberOf, st.role) {
-			return invalidf("%s is not a member of %s", st.whom, st.role)
+	if st.Revoke {
+		if !slices.Contains(grantee.memberOf, st.Role) {
+			return invalidf("%s is not a member of %s", st.Whom, st.Role)
 		}
-		grantee.memberOf = slices.DeleteFunc(grantee.memberOf, func(m string) bool { return m == st.role })
+		grantee.memberOf = slices.DeleteFunc(grantee.memberOf, func(m string) bool { return m == st.Role })
 		return nil
 	}
-	if slices.ContainsFunc(a.rolesOf(st.whom, true), func(r *roleInfo) bool { return r.name == st.role }) {
-		return invalidf("%s is a member of %s", st.whom, st.role)
+	if slices.ContainsFunc(a.rolesOf(st.Whom, true), func(r *roleInfo) bool { return r.name == st.Role }) {
+		return invalidf("%s is a member of %s", st.Whom, st.Role)
 	}
-	if slices.ContainsFunc(a.rolesOf(st.role, true), func(r *roleInfo) bool { return r.name == st.whom }) {
-		return invalidf("%s is a member of %s", st.role, st.whom)
+	if slices.ContainsFunc(a.rolesOf(st.Role, true), func(r *roleInfo) bool { return r.name == st.Whom }) {
+		return invalidf("%s is a member of %s", st.Role, st.Whom)
 	}
-	grantee.memberOf = append(grantee.memberOf, st.role)
+	grantee.memberOf = append(grantee.memberOf, st.Role)
 	slices.Sort(grantee.memberOf)
 	return nil
 }
@@ -452,20 +453,20 @@ func authSpec(table, name string, t cql.TypeInfo) cql.ColumnSpec {
 	return cql.ColumnSpec{Keyspace: "system_auth", Table: table, Name: name, Type: t}
 }
 
-func (e *Engine) listRoles(user string, st *listRolesStmt) (cql.Message, error) {
+func (e *Engine) listRoles(user string, st *grammar.ListRolesStmt) (cql.Message, error) {
 	a := e.auth
 	text, boolean := cql.TypeInfo{ID: cql.TypeVarchar}, cql.TypeInfo{ID: cql.TypeBoolean}
 	var roles []*roleInfo
-	describeAll := a.has(user, "DESCRIBE", resource{kind: resAllRoles})
+	describeAll := a.has(user, "DESCRIBE", grammar.Resource{Kind: grammar.ResAllRoles})
 	switch {
-	case st.of != "":
-		if a.roles[st.of] == nil {
-			return nil, invalidf("%s doesn't exist", st.of)
+	case st.Of != "":
+		if a.roles[st.Of] == nil {
+			return nil, invalidf("%s doesn't exist", st.Of)
 		}
-		if !describeAll && !slices.ContainsFunc(a.rolesOf(user, true), func(r *roleInfo) bool { return r.name == st.of }) {
-			return nil, unauthorized("You are not authorized to view roles granted to %s ", st.of)
+		if !describeAll && !slices.ContainsFunc(a.rolesOf(user, true), func(r *roleInfo) bool { return r.name == st.Of }) {
+			return nil, unauthorized("You are not authorized to view roles granted to %s ", st.Of)
 		}
-		roles = a.rolesOf(st.of, !st.norecursive)
+		roles = a.rolesOf(st.Of, !st.Norecursive)
 	case describeAll:
 		for _, r := range a.roles {
 			roles = append(roles, r)
@@ -476,7 +477,7 @@ func (e *Engine) listRoles(user string, st *listRolesStmt) (cql.Message, error) 
 	sort.Slice(roles, func(i, j int) bool { return roles[i].name < roles[j].name })
 	dcs := func(*roleInfo) []byte { return encText("ALL") } // AllowAllNetworkAuthorizer
 	var rows [][][]byte
-	if st.users {
+	if st.Users {
 		specs := []cql.ColumnSpec{authSpec("users", "name", text), authSpec("users", "super", boolean), authSpec("users", "datacenters", text)}
 		for _, r := range roles {
 			if r.login {
@@ -493,34 +494,34 @@ func (e *Engine) listRoles(user string, st *listRolesStmt) (cql.Message, error) 
 	return cql.RowsResult{Metadata: cql.RowsMetadata{Columns: specs, ColumnCount: len(specs)}, Rows: rows}, nil
 }
 
-func (e *Engine) listPermissions(s *Session, st *listPermsStmt) (cql.Message, error) {
+func (e *Engine) listPermissions(s *Session, st *grammar.ListPermsStmt) (cql.Message, error) {
 	a := e.auth
 	user := s.User
-	if st.of != "" && a.roles[st.of] == nil {
-		return nil, invalidf("%s doesn't exist", st.of)
+	if st.Of != "" && a.roles[st.Of] == nil {
+		return nil, invalidf("%s doesn't exist", st.Of)
 	}
-	var res *resource
-	if st.res != nil {
-		r, err := e.resolveResource(s, *st.res)
+	var res *grammar.Resource
+	if st.Res != nil {
+		r, err := e.resolveResource(s, *st.Res)
 		if err != nil {
 			return nil, err
 		}
 		res = &r
 	}
-	if !a.has(user, "DESCRIBE", resource{kind: resAllRoles}) {
-		if st.of == "" {
+	if !a.has(user, "DESCRIBE", grammar.Resource{Kind: grammar.ResAllRoles}) {
+		if st.Of == "" {
 			return nil, unauthorized("You are not authorized to view everyone's permissions")
 		}
-		if !slices.ContainsFunc(a.rolesOf(user, true), func(r *roleInfo) bool { return r.name == st.of }) {
-			return nil, unauthorized("You are not authorized to view %s's permissions", st.of)
+		if !slices.ContainsFunc(a.rolesOf(user, true), func(r *roleInfo) bool { return r.name == st.Of }) {
+			return nil, unauthorized("You are not authorized to view %s's permissions", st.Of)
 		}
 	}
 	var roles []*roleInfo
 	switch {
-	case st.of != "" && st.norecursive:
-		roles = []*roleInfo{a.roles[st.of]} // its own permissions, none it inherits
-	case st.of != "":
-		roles = a.rolesOf(st.of, true)
+	case st.Of != "" && st.Norecursive:
+		roles = []*roleInfo{a.roles[st.Of]} // its own permissions, none it inherits
+	case st.Of != "":
+		roles = a.rolesOf(st.Of, true)
 	default:
 		for _, r := range a.roles {
 			roles = append(roles, r)
@@ -531,8 +532,8 @@ func (e *Engine) listPermissions(s *Session, st *listPermsStmt) (cql.Message, er
 		if res == nil {
 			return true
 		}
-		for r, ok := *res, true; ok; r, ok = r.parent() {
-			if r.key() == key {
+		for r, ok := *res, true; ok; r, ok = r.Parent() {
+			if r.Key() == key {
 				return true
 			}
 		}
@@ -540,7 +541,7 @@ func (e *Engine) listPermissions(s *Session, st *listPermsStmt) (cql.Message, er
 	}
 	type detail struct {
 		role, key string
-		res       resource
+		res       grammar.Resource
 		perm      int
 	}
 	var details []detail
@@ -550,8 +551,8 @@ func (e *Engine) listPermissions(s *Session, st *listPermsStmt) (cql.Message, er
 				continue
 			}
 			for _, p := range perms {
-				if st.perms == nil || slices.Contains(st.perms, p) {
-					details = append(details, detail{r.name, key, r.resources[key], slices.Index(permissionNames, p)})
+				if st.Perms == nil || slices.Contains(st.Perms, p) {
+					details = append(details, detail{r.name, key, r.resources[key], slices.Index(grammar.PermissionNames, p)})
 				}
 			}
 		}
@@ -571,17 +572,17 @@ func (e *Engine) listPermissions(s *Session, st *listPermsStmt) (cql.Message, er
 		authSpec("permissions", "resource", text), authSpec("permissions", "permission", text)}
 	var rows [][][]byte
 	for _, d := range details {
-		rows = append(rows, [][]byte{encText(d.role), encText(d.role), encText(d.res.String()), encText(permissionNames[d.perm])})
+		rows = append(rows, [][]byte{encText(d.role), encText(d.role), encText(d.res.String()), encText(grammar.PermissionNames[d.perm])})
 	}
 	return cql.RowsResult{Metadata: cql.RowsMetadata{Columns: specs, ColumnCount: len(specs)}, Rows: rows}, nil
 }
 
 // forget removes the permissions on a resource that left the schema, and on its children,
 // as Cassandra's AuthSchemaChangeListener does.
-func (a *authState) forget(res resource) {
+func (a *authState) forget(res grammar.Resource) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	prefix := res.key()
+	prefix := res.Key()
 	for _, r := range a.roles {
 		for key := range r.permissions {
 			if key == prefix || strings.HasPrefix(key, prefix+"/") {
@@ -593,14 +594,14 @@ func (a *authState) forget(res resource) {
 }
 
 // grantCreator gives a role that is no superuser every permission on what it created.
-func (a *authState) grantCreator(user string, res resource) {
+func (a *authState) grantCreator(user string, res grammar.Resource) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	r := a.roles[user]
 	if r == nil || a.isSuper(user) {
 		return
 	}
-	r.permissions[res.key()], r.resources[res.key()] = res.applicable(), res
+	r.permissions[res.Key()], r.resources[res.Key()] = res.Applicable(), res
 }
 
 // refreshAuth rewrites the system_auth tables. The caller holds a.mu.
@@ -634,7 +635,7 @@ func (e *Engine) refreshAuth() {
 }
 
 // require checks, when the engine has roles, that the session's role holds perm on res.
-func (d *ddl) require(perm string, res resource) error {
+func (d *ddl) require(perm string, res grammar.Resource) error {
 	if !d.e.auth.enabled {
 		return nil
 	}
@@ -643,14 +644,14 @@ func (d *ddl) require(perm string, res resource) error {
 
 // created grants the creator of res every permission on it, and dropped forgets the
 // permissions on res, once the schema change is published.
-func (d *ddl) created(res resource) {
+func (d *ddl) created(res grammar.Resource) {
 	if d.e.auth.enabled && d.x.s != nil {
 		user := d.x.s.User
 		d.after = append(d.after, func() { d.e.auth.grantCreator(user, res) })
 	}
 }
 
-func (d *ddl) dropped(res resource) {
+func (d *ddl) dropped(res grammar.Resource) {
 	if d.e.auth.enabled {
 		d.after = append(d.after, func() { d.e.auth.forget(res) })
 	}

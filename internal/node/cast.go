@@ -2,6 +2,7 @@ package node
 
 import (
 	"encoding/binary"
+	"github.com/tracecar/tracecar/internal/node/grammar"
 	"math"
 	"math/big"
 	"net/netip"
@@ -46,14 +47,14 @@ func castable(from cql.TypeID, to string) bool {
 	case "timestamp":
 		return from == cql.TypeTimeUUID || from == cql.TypeDate
 	}
-	id, ok := simpleTypes[to]
+	id, ok := grammar.SimpleTypes[to]
 	return ok && castNumeric[id] && (castNumeric[from] || from == cql.TypeCounter)
 }
 
 // simpleType reports whether id is a native type (not a collection, tuple, user or custom
 // type).
 func simpleType(id cql.TypeID) bool {
-	for _, v := range simpleTypes {
+	for _, v := range grammar.SimpleTypes {
 		if v == id {
 			return true
 		}
@@ -74,7 +75,7 @@ func castName(to string) string {
 func castSelector(o outCol, col *column, casts []string) (outCol, cql.TypeInfo, string, error) {
 	typ, text := col.typ, col.name
 	for _, to := range casts {
-		id := simpleTypes[to]
+		id := grammar.SimpleTypes[to]
 		if id == typ.ID {
 			continue // a cast to its own type is ignored, as 4.1 does
 		}
@@ -341,12 +342,12 @@ func javaHostAddress(a netip.Addr) string {
 
 // castResult applies the casts of selector s to the result of the selector just compiled,
 // the last of p's: its value (an aggregate's once aggregated), type and column name.
-func castResult(p *selectPlan, s selector) error {
+func castResult(p *selectPlan, s grammar.Selector) error {
 	o, sp := &p.out[len(p.out)-1], &p.specs[len(p.specs)-1]
 	typ, text := sp.Type, sp.Name
 	var steps []castStep
-	for _, to := range s.casts {
-		id := simpleTypes[to]
+	for _, to := range s.Casts {
+		id := grammar.SimpleTypes[to]
 		if id == typ.ID {
 			continue // a cast to its own type is ignored, as 4.1 does
 		}
@@ -369,12 +370,12 @@ func castResult(p *selectPlan, s selector) error {
 
 // selectorColumn is the column 4.1 names in the error of a cast it has no function for:
 // the first the selector reads.
-func selectorColumn(s selector) string {
+func selectorColumn(s grammar.Selector) string {
 	switch {
-	case s.col != "":
-		return s.col
-	case len(s.cols) > 0:
-		return s.cols[0]
+	case s.Col != "":
+		return s.Col
+	case len(s.Cols) > 0:
+		return s.Cols[0]
 	}
-	return s.text
+	return s.Text
 }

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"github.com/tracecar/tracecar/internal/node/grammar"
 	"strings"
 
 	"github.com/tracecar/tracecar/internal/cql"
@@ -92,7 +93,7 @@ func blobAsType(fn string) (cql.TypeInfo, bool) {
 	if !ok || name == "blob" {
 		return cql.TypeInfo{}, false
 	}
-	id, ok := simpleTypes[name]
+	id, ok := grammar.SimpleTypes[name]
 	return cql.TypeInfo{ID: id}, ok
 }
 
@@ -102,7 +103,7 @@ func typeAsBlob(fn string) (cql.TypeInfo, bool) {
 	if !ok || name == "blob" {
 		return cql.TypeInfo{}, false
 	}
-	id, ok := simpleTypes[name]
+	id, ok := grammar.SimpleTypes[name]
 	return cql.TypeInfo{ID: id}, ok
 }
 

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"github.com/tracecar/tracecar/internal/node/grammar"
 	"slices"
 	"strconv"
 	"strings"
@@ -10,7 +11,7 @@ import (
 
 // ddlPlan executes schema statements.
 type ddlPlan struct {
-	st statement
+	st grammar.Statement
 	ks string // the session keyspace at preparation
 }
 
@@ -131,113 +132,113 @@ func modifiable(k *keyspace, perm, resource string) error {
 }
 
 // apply changes d.n and returns the change, or nil when nothing changed.
-func (d *ddl) apply(st statement) (*cql.SchemaChange, error) {
+func (d *ddl) apply(st grammar.Statement) (*cql.SchemaChange, error) {
 	switch st := st.(type) {
-	case *createKeyspaceStmt:
+	case *grammar.CreateKeyspaceStmt:
 		return d.createKeyspace(st)
-	case *alterKeyspaceStmt:
+	case *grammar.AlterKeyspaceStmt:
 		return d.alterKeyspace(st)
-	case *dropKeyspaceStmt:
+	case *grammar.DropKeyspaceStmt:
 		return d.dropKeyspace(st)
-	case *createTableStmt:
+	case *grammar.CreateTableStmt:
 		return d.createTable(st)
-	case *alterTableStmt:
+	case *grammar.AlterTableStmt:
 		return d.alterTable(st)
-	case *dropTableStmt:
+	case *grammar.DropTableStmt:
 		return d.dropTable(st)
-	case *createTypeStmt:
+	case *grammar.CreateTypeStmt:
 		return d.createType(st)
-	case *alterTypeStmt:
+	case *grammar.AlterTypeStmt:
 		return d.alterType(st)
-	case *dropTypeStmt:
+	case *grammar.DropTypeStmt:
 		return d.dropType(st)
-	case *createIndexStmt:
+	case *grammar.CreateIndexStmt:
 		return d.createIndex(st)
-	case *dropIndexStmt:
+	case *grammar.DropIndexStmt:
 		return d.dropIndex(st)
-	case *viewStmt:
+	case *grammar.ViewStmt:
 		return d.view(st)
-	case *createViewStmt:
+	case *grammar.CreateViewStmt:
 		return d.createView(st)
-	case *createFunctionStmt:
+	case *grammar.CreateFunctionStmt:
 		return d.createFunction(st)
-	case *createAggregateStmt:
+	case *grammar.CreateAggregateStmt:
 		return d.createAggregate(st)
-	case *dropFunctionStmt:
+	case *grammar.DropFunctionStmt:
 		return d.dropFunction(st)
 	}
 	return nil, invalidf("unsupported schema statement")
 }
 
-func (d *ddl) createKeyspace(st *createKeyspaceStmt) (*cql.SchemaChange, error) {
-	if err := d.require("CREATE", resource{kind: resAllKeyspaces}); err != nil {
+func (d *ddl) createKeyspace(st *grammar.CreateKeyspaceStmt) (*cql.SchemaChange, error) {
+	if err := d.require("CREATE", grammar.Resource{Kind: grammar.ResAllKeyspaces}); err != nil {
 		return nil, err
 	}
-	if !validName(st.name) {
-		return nil, invalidf("Keyspace name must not be empty, more than 48 characters long, or contain non-alphanumeric-underscore characters (got \"%s\")", st.name)
+	if !validName(st.Name) {
+		return nil, invalidf("Keyspace name must not be empty, more than 48 characters long, or contain non-alphanumeric-underscore characters (got \"%s\")", st.Name)
 	}
-	if d.sc.keyspaces[st.name] != nil {
-		if st.ifNotExists {
+	if d.sc.keyspaces[st.Name] != nil {
+		if st.IfNotExists {
 			return nil, nil
 		}
-		return nil, &cql.Error{Code: cql.ErrCodeAlreadyExists, Message: "Keyspace '" + st.name + "' already exists", Keyspace: st.name}
+		return nil, &cql.Error{Code: cql.ErrCodeAlreadyExists, Message: "Keyspace '" + st.Name + "' already exists", Keyspace: st.Name}
 	}
-	repl, err := replication(st.opts.replication, dataCenters(d.e.nodes))
+	repl, err := replication(st.Opts.Replication, dataCenters(d.e.nodes))
 	if err != nil {
 		return nil, err
 	}
-	durable := st.opts.durableWrites == nil || *st.opts.durableWrites
-	d.created(resource{kind: resKeyspace, ks: st.name})
-	d.n.keyspaces[st.name] = &keyspace{name: st.name, replication: repl, durableWrites: durable, tables: map[string]*table{},
+	durable := st.Opts.DurableWrites == nil || *st.Opts.DurableWrites
+	d.created(grammar.Resource{Kind: grammar.ResKeyspace, Ks: st.Name})
+	d.n.keyspaces[st.Name] = &keyspace{name: st.Name, replication: repl, durableWrites: durable, tables: map[string]*table{},
 		types: map[string]*userType{}, functions: map[string]*function{}, aggregates: map[string]*aggregate{}}
-	return &cql.SchemaChange{ChangeType: "CREATED", Target: cql.TargetKeyspace, Keyspace: st.name}, nil
+	return &cql.SchemaChange{ChangeType: "CREATED", Target: cql.TargetKeyspace, Keyspace: st.Name}, nil
 }
 
-func (d *ddl) alterKeyspace(st *alterKeyspaceStmt) (*cql.SchemaChange, error) {
-	if err := d.require("ALTER", resource{kind: resKeyspace, ks: st.name}); err != nil {
+func (d *ddl) alterKeyspace(st *grammar.AlterKeyspaceStmt) (*cql.SchemaChange, error) {
+	if err := d.require("ALTER", grammar.Resource{Kind: grammar.ResKeyspace, Ks: st.Name}); err != nil {
 		return nil, err
 	}
-	k := d.sc.keyspaces[st.name]
+	k := d.sc.keyspaces[st.Name]
 	if k == nil {
-		if st.ifExists {
+		if st.IfExists {
 			return nil, nil
 		}
-		return nil, invalidf("Keyspace '%s' doesn't exist", st.name)
+		return nil, invalidf("Keyspace '%s' doesn't exist", st.Name)
 	}
 	if err := modifiable(k, "ALTER", "<keyspace "+k.name+">"); err != nil {
 		return nil, err
 	}
 	nk := d.mutable(k.name)
-	if st.opts.replication != nil {
-		repl, err := replication(st.opts.replication, dataCenters(d.e.nodes))
+	if st.Opts.Replication != nil {
+		repl, err := replication(st.Opts.Replication, dataCenters(d.e.nodes))
 		if err != nil {
 			return nil, err
 		}
 		nk.replication = repl
 	}
-	if st.opts.durableWrites != nil {
-		nk.durableWrites = *st.opts.durableWrites
+	if st.Opts.DurableWrites != nil {
+		nk.durableWrites = *st.Opts.DurableWrites
 	}
 	return &cql.SchemaChange{ChangeType: "UPDATED", Target: cql.TargetKeyspace, Keyspace: k.name}, nil
 }
 
-func (d *ddl) dropKeyspace(st *dropKeyspaceStmt) (*cql.SchemaChange, error) {
-	if err := d.require("DROP", resource{kind: resKeyspace, ks: st.name}); err != nil {
+func (d *ddl) dropKeyspace(st *grammar.DropKeyspaceStmt) (*cql.SchemaChange, error) {
+	if err := d.require("DROP", grammar.Resource{Kind: grammar.ResKeyspace, Ks: st.Name}); err != nil {
 		return nil, err
 	}
-	k := d.sc.keyspaces[st.name]
+	k := d.sc.keyspaces[st.Name]
 	if k == nil {
-		if st.ifExists {
+		if st.IfExists {
 			return nil, nil
 		}
-		return nil, &cql.Error{Code: cql.ErrCodeConfig, Message: "Cannot drop non existing keyspace '" + st.name + "'."}
+		return nil, &cql.Error{Code: cql.ErrCodeConfig, Message: "Cannot drop non existing keyspace '" + st.Name + "'."}
 	}
 	if err := modifiable(k, "DROP", "<keyspace "+k.name+">"); err != nil {
 		return nil, err
 	}
-	delete(d.n.keyspaces, st.name)
-	d.dropped(resource{kind: resKeyspace, ks: st.name})
-	d.dropped(resource{kind: resKeyspaceFunctions, ks: st.name})
+	delete(d.n.keyspaces, st.Name)
+	d.dropped(grammar.Resource{Kind: grammar.ResKeyspace, Ks: st.Name})
+	d.dropped(grammar.Resource{Kind: grammar.ResKeyspaceFunctions, Ks: st.Name})
 	for _, t := range k.tables {
 		d.stale[t.tableStore] = true
 	}
@@ -246,15 +247,15 @@ func (d *ddl) dropKeyspace(st *dropKeyspaceStmt) (*cql.SchemaChange, error) {
 			t.dropped.Store(true)
 		}
 	})
-	return &cql.SchemaChange{ChangeType: "DROPPED", Target: cql.TargetKeyspace, Keyspace: st.name}, nil
+	return &cql.SchemaChange{ChangeType: "DROPPED", Target: cql.TargetKeyspace, Keyspace: st.Name}, nil
 }
 
-func (d *ddl) createTable(st *createTableStmt) (*cql.SchemaChange, error) {
-	ksName, err := d.keyspaceName(st.table.ks)
+func (d *ddl) createTable(st *grammar.CreateTableStmt) (*cql.SchemaChange, error) {
+	ksName, err := d.keyspaceName(st.Table.Ks)
 	if err != nil {
 		return nil, err
 	}
-	if err := d.require("CREATE", resource{kind: resKeyspace, ks: ksName}); err != nil {
+	if err := d.require("CREATE", grammar.Resource{Kind: grammar.ResKeyspace, Ks: ksName}); err != nil {
 		return nil, err
 	}
 	k := d.sc.keyspaces[ksName]
@@ -264,14 +265,14 @@ func (d *ddl) createTable(st *createTableStmt) (*cql.SchemaChange, error) {
 	if err := modifiable(k, "CREATE", "<keyspace "+ksName+">"); err != nil {
 		return nil, err
 	}
-	if !validName(st.table.name) {
-		return nil, invalidf("Table name must not be empty, more than 48 characters long, or contain non-alphanumeric-underscore characters (got \"%s\")", st.table.name)
+	if !validName(st.Table.Name) {
+		return nil, invalidf("Table name must not be empty, more than 48 characters long, or contain non-alphanumeric-underscore characters (got \"%s\")", st.Table.Name)
 	}
-	if k.tables[st.table.name] != nil {
-		if st.ifNotExists {
+	if k.tables[st.Table.Name] != nil {
+		if st.IfNotExists {
 			return nil, nil
 		}
-		return nil, &cql.Error{Code: cql.ErrCodeAlreadyExists, Message: "Cannot add already existing table \"" + st.table.name + "\" to keyspace \"" + ksName + "\"", Keyspace: ksName, Table: st.table.name}
+		return nil, &cql.Error{Code: cql.ErrCodeAlreadyExists, Message: "Cannot add already existing table \"" + st.Table.Name + "\" to keyspace \"" + ksName + "\"", Keyspace: ksName, Table: st.Table.Name}
 	}
 	t, err := newTable(ksName, st, k.resolver())
 	if err != nil {
@@ -281,31 +282,31 @@ func (d *ddl) createTable(st *createTableStmt) (*cql.SchemaChange, error) {
 		t.id = newSchemaVersion()
 	}
 	t.finish()
-	d.created(resource{kind: resTable, ks: ksName, name: t.name})
+	d.created(grammar.Resource{Kind: grammar.ResTable, Ks: ksName, Name: t.name})
 	d.mutable(ksName).tables[t.name] = t
 	return &cql.SchemaChange{ChangeType: "CREATED", Target: cql.TargetTable, Keyspace: ksName, Name: t.name}, nil
 }
 
-func (d *ddl) dropTable(st *dropTableStmt) (*cql.SchemaChange, error) {
-	ksName, err := d.keyspaceName(st.table.ks)
+func (d *ddl) dropTable(st *grammar.DropTableStmt) (*cql.SchemaChange, error) {
+	ksName, err := d.keyspaceName(st.Table.Ks)
 	if err != nil {
 		return nil, err
 	}
 	k := d.sc.keyspaces[ksName]
 	if k == nil {
-		if st.ifExists {
+		if st.IfExists {
 			return nil, nil
 		}
 		return nil, invalidf("Keyspace '%s' doesn't exist", ksName)
 	}
-	t := k.tables[st.table.name]
+	t := k.tables[st.Table.Name]
 	if t == nil {
-		if st.ifExists {
+		if st.IfExists {
 			return nil, nil
 		}
-		return nil, invalidf("Table '%s.%s' doesn't exist", ksName, st.table.name)
+		return nil, invalidf("Table '%s.%s' doesn't exist", ksName, st.Table.Name)
 	}
-	if err := d.require("DROP", resource{kind: resTable, ks: ksName, name: t.name}); err != nil {
+	if err := d.require("DROP", grammar.Resource{Kind: grammar.ResTable, Ks: ksName, Name: t.name}); err != nil {
 		return nil, err
 	}
 	if err := modifiable(k, "DROP", "<table "+ksName+"."+t.name+">"); err != nil {
@@ -319,7 +320,7 @@ func (d *ddl) dropTable(st *dropTableStmt) (*cql.SchemaChange, error) {
 		return nil, invalidf("Cannot drop a table when materialized views still depend on it (%s)", ksName)
 	}
 	delete(d.mutable(ksName).tables, t.name)
-	d.dropped(resource{kind: resTable, ks: ksName, name: t.name})
+	d.dropped(grammar.Resource{Kind: grammar.ResTable, Ks: ksName, Name: t.name})
 	d.stale[t.tableStore] = true
 	d.after = append(d.after, func() { t.dropped.Store(true) })
 	return &cql.SchemaChange{ChangeType: "DROPPED", Target: cql.TargetTable, Keyspace: ksName, Name: t.name}, nil
@@ -328,23 +329,23 @@ func (d *ddl) dropTable(st *dropTableStmt) (*cql.SchemaChange, error) {
 // tableString names a table as Cassandra's TableMetadata.toString does.
 func tableString(t *table) string { return quoteName(t.ks) + "." + quoteName(t.name) }
 
-func (d *ddl) alterTable(st *alterTableStmt) (*cql.SchemaChange, error) {
-	ksName, err := d.keyspaceName(st.table.ks)
+func (d *ddl) alterTable(st *grammar.AlterTableStmt) (*cql.SchemaChange, error) {
+	ksName, err := d.keyspaceName(st.Table.Ks)
 	if err != nil {
 		return nil, err
 	}
 	k := d.sc.keyspaces[ksName]
 	var t *table
 	if k != nil {
-		t = k.tables[st.table.name]
+		t = k.tables[st.Table.Name]
 	}
 	if t == nil {
-		if st.ifExists {
+		if st.IfExists {
 			return nil, nil
 		}
-		return nil, invalidf("Table '%s.%s' doesn't exist", ksName, st.table.name)
+		return nil, invalidf("Table '%s.%s' doesn't exist", ksName, st.Table.Name)
 	}
-	if err := d.require("ALTER", resource{kind: resTable, ks: ksName, name: t.name}); err != nil {
+	if err := d.require("ALTER", grammar.Resource{Kind: grammar.ResTable, Ks: ksName, Name: t.name}); err != nil {
 		return nil, err
 	}
 	if err := modifiable(k, "ALTER", "<table "+ksName+"."+t.name+">"); err != nil {
@@ -356,69 +357,69 @@ func (d *ddl) alterTable(st *alterTableStmt) (*cql.SchemaChange, error) {
 	views := viewsOf(k, t.name)
 	nt := t.alter()
 	changed := false // the columns changed: prepared statements of the table are stale
-	switch st.op {
-	case alterAdd:
+	switch st.Op {
+	case grammar.AlterAdd:
 		rs := k.resolver()
-		for _, c := range st.add {
-			if nt.hasColumn(c.name) {
-				if st.ifColumn {
+		for _, c := range st.Add {
+			if nt.hasColumn(c.Name) {
+				if st.IfColumn {
 					continue
 				}
-				return nil, invalidf("Column with name '%s' already exists", c.name)
+				return nil, invalidf("Column with name '%s' already exists", c.Name)
 			}
 			if t.compact {
 				return nil, invalidf("Cannot add new column to a COMPACT STORAGE table")
 			}
-			if c.static && len(t.ck) == 0 {
+			if c.Static && len(t.ck) == 0 {
 				return nil, invalidf("Static columns are only useful (and thus allowed) if the table has at least one clustering column")
 			}
-			ct, err := rs.resolve(c.ref)
+			ct, err := rs.resolve(c.Ref)
 			if err != nil {
 				return nil, err
 			}
-			if err := checkNonFrozenUDT(rs, ct, c.name); err != nil {
+			if err := checkNonFrozenUDT(rs, ct, c.Name); err != nil {
 				return nil, err
 			}
 			kind := kindRegular
-			if c.static {
+			if c.Static {
 				kind = kindStatic
 			}
-			if i := slices.IndexFunc(nt.droppedC, func(dc droppedColumn) bool { return dc.name == c.name }); i >= 0 {
+			if i := slices.IndexFunc(nt.droppedC, func(dc droppedColumn) bool { return dc.name == c.Name }); i >= 0 {
 				dc := nt.droppedC[i]
 				if dc.text != ct.text {
-					return nil, invalidf("Cannot re-add previously dropped column '%s' of type %s, incompatible with previous type %s", c.name, ct.text, dc.text)
+					return nil, invalidf("Cannot re-add previously dropped column '%s' of type %s, incompatible with previous type %s", c.Name, ct.text, dc.text)
 				}
 				if dc.kind != kind {
-					return nil, invalidf("Cannot re-add previously dropped column '%s' of kind %s, incompatible with previous kind %s", c.name, strings.ToUpper(colKindNames[kind]), strings.ToUpper(colKindNames[dc.kind]))
+					return nil, invalidf("Cannot re-add previously dropped column '%s' of kind %s, incompatible with previous kind %s", c.Name, strings.ToUpper(colKindNames[kind]), strings.ToUpper(colKindNames[dc.kind]))
 				}
 				if t.counter {
-					return nil, invalidf("Cannot re-add previously dropped counter column %s", c.name)
+					return nil, invalidf("Cannot re-add previously dropped counter column %s", c.Name)
 				}
 			}
 			if isCounter := ct.info.ID == cql.TypeCounter; isCounter != t.counter {
 				// TableMetadata.validate's ConfigurationException, prefixed by the table.
 				if t.counter {
-					return nil, configf("%s.%s: Cannot have a non counter column (\"%s\") in a counter table", t.ks, t.name, c.name)
+					return nil, configf("%s.%s: Cannot have a non counter column (\"%s\") in a counter table", t.ks, t.name, c.Name)
 				}
-				return nil, configf("%s.%s: Cannot have a counter column (\"%s\") in a non counter table", t.ks, t.name, c.name)
+				return nil, configf("%s.%s: Cannot have a counter column (\"%s\") in a non counter table", t.ks, t.name, c.Name)
 			}
-			nt.cells = append(nt.cells, &column{name: c.name, typ: ct.info, text: ct.text, ref: c.ref, frozen: ct.frozen, kind: kind, pos: len(nt.cells)})
+			nt.cells = append(nt.cells, &column{name: c.Name, typ: ct.info, text: ct.text, ref: c.Ref, frozen: ct.frozen, kind: kind, pos: len(nt.cells)})
 			changed = true
-			if !c.static {
+			if !c.Static {
 				d.addToViews(k, views, nt.cells[len(nt.cells)-1])
 			}
 		}
-	case alterDrop:
-		if st.ts != nil {
+	case grammar.AlterDrop:
+		if st.Ts != nil {
 			// Cassandra keeps a dropped column's cells newer than the timestamp, to show
 			// them again if the column comes back; the node drops a column's data whole.
 			return nil, invalidf("ALTER TABLE DROP ... USING TIMESTAMP is not supported by the embedded node")
 		}
 		var cleared []int
-		for _, n := range st.drop {
+		for _, n := range st.Drop {
 			col := nt.column(n)
 			if col == nil {
-				if st.ifColumn {
+				if st.IfColumn {
 					continue
 				}
 				return nil, invalidf("Column %s was not found in table '%s'", n, tableString(t))
@@ -446,45 +447,45 @@ func (d *ddl) alterTable(st *alterTableStmt) (*cql.SchemaChange, error) {
 			store := t.tableStore
 			d.after = append(d.after, func() { store.clearSlots(cleared) })
 		}
-	case alterRename:
-		for _, r := range st.renames {
-			col := t.byName[r.from]
+	case grammar.AlterRename:
+		for _, r := range st.Renames {
+			col := t.byName[r.From]
 			if col == nil {
-				if st.ifColumn {
+				if st.IfColumn {
 					continue
 				}
-				return nil, invalidf("Column %s was not found in table %s", r.from, tableString(t))
+				return nil, invalidf("Column %s was not found in table %s", r.From, tableString(t))
 			}
 			if col.kind != kindPartitionKey && col.kind != kindClustering {
-				return nil, invalidf("Cannot rename non PRIMARY KEY column %s", r.from)
+				return nil, invalidf("Cannot rename non PRIMARY KEY column %s", r.From)
 			}
-			if t.byName[r.to] != nil {
-				return nil, invalidf("Cannot rename column %s to %s in table '%s'; another column with that name already exists", r.from, r.to, tableString(t))
+			if t.byName[r.To] != nil {
+				return nil, invalidf("Cannot rename column %s to %s in table '%s'; another column with that name already exists", r.From, r.To, tableString(t))
 			}
-			if names := t.indexesOn(r.from); len(names) > 0 {
-				return nil, invalidf("Cannot rename column %s because it has dependent secondary indexes (%s)", r.from, strings.Join(names, ", "))
+			if names := t.indexesOn(r.From); len(names) > 0 {
+				return nil, invalidf("Cannot rename column %s because it has dependent secondary indexes (%s)", r.From, strings.Join(names, ", "))
 			}
 			renamed := *col
-			renamed.name = r.to
+			renamed.name = r.To
 			keys := nt.pk
 			if col.kind == kindClustering {
 				keys = nt.ck
 			}
 			for i, c := range keys {
-				if c.name == r.from {
+				if c.name == r.From {
 					keys[i] = &renamed
 				}
 			}
-			d.renameInViews(k, views, r.from, r.to)
+			d.renameInViews(k, views, r.From, r.To)
 			changed = true
 		}
-	case alterOptions:
-		if err := nt.setOptions(st.opts, false); err != nil {
+	case grammar.AlterOptions:
+		if err := nt.setOptions(st.Opts, false); err != nil {
 			return nil, err
 		}
-	case alterType:
+	case grammar.AlterType:
 		return nil, invalidf("Altering column types is no longer supported")
-	case alterDropCompact:
+	case grammar.AlterDropCompact:
 		return nil, invalidf("DROP COMPACT STORAGE is disabled. Enable in cassandra.yaml to use.")
 	}
 	nt.finish()

@@ -4,6 +4,7 @@ import (
 	"crypto/md5"
 	"crypto/rand"
 	"errors"
+	"github.com/tracecar/tracecar/internal/node/grammar"
 	"net/netip"
 	"slices"
 	"strings"
@@ -95,7 +96,7 @@ type prepared struct {
 	id    []byte
 	query string
 	ks    string // the session keyspace when it was prepared
-	ps    *parsedStmt
+	ps    *grammar.ParsedStmt
 	plan  atomic.Pointer[compiled]
 }
 
@@ -338,7 +339,7 @@ func (e *Engine) statement(s *Session, query string, tr Tracer) (*prepared, erro
 	if tr != nil {
 		tr.Event("Parsing " + query)
 	}
-	ps, err := parse(query)
+	ps, err := grammar.Parse(query)
 	if err != nil {
 		return nil, err
 	}
@@ -366,12 +367,12 @@ func (e *Engine) plan(pr *prepared) (*compiled, error) {
 	if c := pr.plan.Load(); c != nil && c.gen == sc.gen {
 		return c, nil
 	}
-	cp := &compiler{e: e, sc: sc, ks: pr.ks, binds: make([]cql.ColumnSpec, len(pr.ps.markers)), names: pr.ps.markers}
-	p, err := cp.compile(pr.ps.stmt)
+	cp := &compiler{e: e, sc: sc, ks: pr.ks, binds: make([]cql.ColumnSpec, len(pr.ps.Markers)), names: pr.ps.Markers}
+	p, err := cp.compile(pr.ps.Stmt)
 	if err != nil {
 		return nil, err
 	}
-	for i, n := range pr.ps.markers {
+	for i, n := range pr.ps.Markers {
 		if n != "" {
 			cp.binds[i].Name = n
 		}
@@ -485,8 +486,8 @@ func (e *Engine) Batch(s *Session, b *cql.Batch, tr Tracer) (cql.Message, error)
 				return nil, err
 			}
 		}
-		switch pr.ps.stmt.(type) {
-		case *insertStmt, *updateStmt, *deleteStmt:
+		switch pr.ps.Stmt.(type) {
+		case *grammar.InsertStmt, *grammar.UpdateStmt, *grammar.DeleteStmt:
 		default:
 			return nil, invalidf("Invalid statement in batch: only UPDATE, INSERT and DELETE statements are allowed (statement %d)", i)
 		}
@@ -559,16 +560,16 @@ type compiler struct {
 	needs     []need
 }
 
-func (c *compiler) compile(st statement) (plan, error) {
+func (c *compiler) compile(st grammar.Statement) (plan, error) {
 	switch st := st.(type) {
-	case *useStmt:
-		return &usePlan{ks: st.keyspace}, c.noMarkers()
-	case *createKeyspaceStmt, *dropKeyspaceStmt, *alterKeyspaceStmt, *createTableStmt, *dropTableStmt, *alterTableStmt,
-		*createTypeStmt, *alterTypeStmt, *dropTypeStmt, *createIndexStmt, *dropIndexStmt, *viewStmt, *createViewStmt,
-		*createFunctionStmt, *createAggregateStmt, *dropFunctionStmt:
+	case *grammar.UseStmt:
+		return &usePlan{ks: st.Keyspace}, c.noMarkers()
+	case *grammar.CreateKeyspaceStmt, *grammar.DropKeyspaceStmt, *grammar.AlterKeyspaceStmt, *grammar.CreateTableStmt, *grammar.DropTableStmt, *grammar.AlterTableStmt,
+		*grammar.CreateTypeStmt, *grammar.AlterTypeStmt, *grammar.DropTypeStmt, *grammar.CreateIndexStmt, *grammar.DropIndexStmt, *grammar.ViewStmt, *grammar.CreateViewStmt,
+		*grammar.CreateFunctionStmt, *grammar.CreateAggregateStmt, *grammar.DropFunctionStmt:
 		return &ddlPlan{st: st, ks: c.ks}, c.noMarkers()
-	case *truncateStmt:
-		t, err := c.table(st.table)
+	case *grammar.TruncateStmt:
+		t, err := c.table(st.Table)
 		if err != nil {
 			return nil, err
 		}
@@ -580,19 +581,19 @@ func (c *compiler) compile(st statement) (plan, error) {
 		}
 		c.tableNeeds(t, "MODIFY")
 		return &truncatePlan{t: t}, nil
-	case *unsupportedStmt:
-		return nil, invalidf("%s", st.what)
-	case *roleStmt, *grantStmt, *grantRoleStmt, *listRolesStmt, *listPermsStmt:
+	case *grammar.UnsupportedStmt:
+		return nil, invalidf("%s", st.What)
+	case *grammar.RoleStmt, *grammar.GrantStmt, *grammar.GrantRoleStmt, *grammar.ListRolesStmt, *grammar.ListPermsStmt:
 		return &authPlan{st: st}, c.noMarkers()
-	case *insertStmt:
+	case *grammar.InsertStmt:
 		return c.insert(st)
-	case *updateStmt:
+	case *grammar.UpdateStmt:
 		return c.update(st)
-	case *deleteStmt:
+	case *grammar.DeleteStmt:
 		return c.delete(st)
-	case *selectStmt:
+	case *grammar.SelectStmt:
 		return c.selectPlan(st)
-	case *batchStmt:
+	case *grammar.BatchStmt:
 		return c.batch(st)
 	}
 	return nil, invalidf("unsupported statement")
@@ -617,8 +618,8 @@ func keyspaceOf(names ...string) (string, error) {
 }
 
 // table resolves a table name against the session keyspace.
-func (c *compiler) table(tn tableName) (*table, error) {
-	ks, err := keyspaceOf(tn.ks, c.ks)
+func (c *compiler) table(tn grammar.TableName) (*table, error) {
+	ks, err := keyspaceOf(tn.Ks, c.ks)
 	if err != nil {
 		return nil, err
 	}
@@ -626,9 +627,9 @@ func (c *compiler) table(tn tableName) (*table, error) {
 	if k == nil {
 		return nil, invalidf("Keyspace '%s' does not exist", ks)
 	}
-	t := k.tables[tn.name]
+	t := k.tables[tn.Name]
 	if t == nil {
-		return nil, invalidf("unconfigured table %s", tn.name)
+		return nil, invalidf("unconfigured table %s", tn.Name)
 	}
 	if !slices.Contains(c.tables, t.tableStore) {
 		c.tables = append(c.tables, t.tableStore)
@@ -637,9 +638,9 @@ func (c *compiler) table(tn tableName) (*table, error) {
 }
 
 // bind records the metadata of marker t, if it is one.
-func (c *compiler) bind(t *term, spec cql.ColumnSpec) {
-	if t.kind == termBind && t.idx < len(c.binds) {
-		c.binds[t.idx] = spec
+func (c *compiler) bind(t *grammar.Term, spec cql.ColumnSpec) {
+	if t.Kind == grammar.TermBind && t.Idx < len(c.binds) {
+		c.binds[t.Idx] = spec
 	}
 }
 

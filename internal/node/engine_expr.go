@@ -3,6 +3,7 @@ package node
 import (
 	"crypto/rand"
 	"encoding/binary"
+	"github.com/tracecar/tracecar/internal/node/grammar"
 	"slices"
 	"strings"
 	"time"
@@ -35,23 +36,23 @@ type expr struct {
 
 // compileTerm compiles t for a target of type typ; spec is the bind metadata given to a
 // marker in that place.
-func (c *compiler) compileTerm(t *term, typ cql.TypeInfo, spec cql.ColumnSpec) (*expr, error) {
+func (c *compiler) compileTerm(t *grammar.Term, typ cql.TypeInfo, spec cql.ColumnSpec) (*expr, error) {
 	return c.compileTermDepth(t, typ, spec, 0)
 }
 
-func (c *compiler) compileTermDepth(t *term, typ cql.TypeInfo, spec cql.ColumnSpec, depth int) (*expr, error) {
-	if depth > maxNesting {
+func (c *compiler) compileTermDepth(t *grammar.Term, typ cql.TypeInfo, spec cql.ColumnSpec, depth int) (*expr, error) {
+	if depth > grammar.MaxNesting {
 		return nil, invalidf("literal nesting too deep")
 	}
 	col := spec.Name
-	switch t.kind {
-	case termBind:
+	switch t.Kind {
+	case grammar.TermBind:
 		spec.Type = typ
 		c.bind(t, spec)
-		return &expr{kind: exBind, idx: t.idx, typ: typ, col: col}, nil
-	case termFunc:
+		return &expr{kind: exBind, idx: t.Idx, typ: typ, col: col}, nil
+	case grammar.TermFunc:
 		return c.compileFunc(t, typ, spec, depth)
-	case termTuple, termUDT:
+	case grammar.TermTuple, grammar.TermUDT:
 		if !hasMarker(t) {
 			b, err := literal(t, typ, col)
 			if err != nil {
@@ -62,12 +63,12 @@ func (c *compiler) compileTermDepth(t *term, typ cql.TypeInfo, spec cql.ColumnSp
 		x := &expr{kind: exColl, typ: typ, col: col}
 		types := componentTypes(typ)
 		switch {
-		case typ.ID == cql.TypeTuple && t.kind == termTuple:
-			if len(t.elems) > len(types) {
-				return nil, invalidf("Invalid tuple literal for %s: too many elements. Type %s expects %d but got %d", col, cqlTypeText(typ), len(types), len(t.elems))
+		case typ.ID == cql.TypeTuple && t.Kind == grammar.TermTuple:
+			if len(t.Elems) > len(types) {
+				return nil, invalidf("Invalid tuple literal for %s: too many elements. Type %s expects %d but got %d", col, cqlTypeText(typ), len(types), len(t.Elems))
 			}
 			x.elems = make([]*expr, len(types))
-			for i, el := range t.elems {
+			for i, el := range t.Elems {
 				s := spec
 				s.Name = col + "[" + itoa(i) + "]"
 				ex, err := c.compileTermDepth(el, types[i], s, depth+1)
@@ -76,16 +77,16 @@ func (c *compiler) compileTermDepth(t *term, typ cql.TypeInfo, spec cql.ColumnSp
 				}
 				x.elems[i] = ex
 			}
-		case typ.ID == cql.TypeUDT && t.kind == termUDT:
+		case typ.ID == cql.TypeUDT && t.Kind == grammar.TermUDT:
 			x.elems = make([]*expr, len(types))
-			for i, n := range t.names {
+			for i, n := range t.Names {
 				f := slices.IndexFunc(typ.Fields, func(f cql.Field) bool { return f.Name == n })
 				if f < 0 {
 					return nil, invalidf("Unknown field '%s' in value of user defined type %s", n, typ.Name)
 				}
 				s := spec
 				s.Name = col + "." + n
-				ex, err := c.compileTermDepth(t.elems[i], types[f], s, depth+1)
+				ex, err := c.compileTermDepth(t.Elems[i], types[f], s, depth+1)
 				if err != nil {
 					return nil, err
 				}
@@ -96,7 +97,7 @@ func (c *compiler) compileTermDepth(t *term, typ cql.TypeInfo, spec cql.ColumnSp
 			return nil, err
 		}
 		return x, nil
-	case termList, termSet, termMap:
+	case grammar.TermList, grammar.TermSet, grammar.TermMap:
 		if !hasMarker(t) {
 			b, err := literal(t, typ, col)
 			if err != nil {
@@ -106,10 +107,10 @@ func (c *compiler) compileTermDepth(t *term, typ cql.TypeInfo, spec cql.ColumnSp
 		}
 		x := &expr{kind: exColl, typ: typ, col: col}
 		switch {
-		case typ.ID == cql.TypeList && t.kind == termList,
-			typ.ID == cql.TypeSet && t.kind == termSet:
+		case typ.ID == cql.TypeList && t.Kind == grammar.TermList,
+			typ.ID == cql.TypeSet && t.Kind == grammar.TermSet:
 			et := elemType(typ)
-			for _, el := range t.elems {
+			for _, el := range t.Elems {
 				s := spec
 				s.Name = "value(" + col + ")"
 				ex, err := c.compileTermDepth(el, et, s, depth+1)
@@ -118,8 +119,8 @@ func (c *compiler) compileTermDepth(t *term, typ cql.TypeInfo, spec cql.ColumnSp
 				}
 				x.elems = append(x.elems, ex)
 			}
-		case typ.ID == cql.TypeMap && t.kind == termMap:
-			for i, k := range t.elems {
+		case typ.ID == cql.TypeMap && t.Kind == grammar.TermMap:
+			for i, k := range t.Elems {
 				s := spec
 				s.Name = "key(" + col + ")"
 				kx, err := c.compileTermDepth(k, keyType(typ), s, depth+1)
@@ -127,7 +128,7 @@ func (c *compiler) compileTermDepth(t *term, typ cql.TypeInfo, spec cql.ColumnSp
 					return nil, err
 				}
 				s.Name = "value(" + col + ")"
-				vx, err := c.compileTermDepth(t.vals[i], elemType(typ), s, depth+1)
+				vx, err := c.compileTermDepth(t.Vals[i], elemType(typ), s, depth+1)
 				if err != nil {
 					return nil, err
 				}
@@ -145,16 +146,16 @@ func (c *compiler) compileTermDepth(t *term, typ cql.TypeInfo, spec cql.ColumnSp
 	return &expr{kind: exConst, b: b, typ: typ, col: col}, nil
 }
 
-func hasMarker(t *term) bool {
-	if t.kind == termBind {
+func hasMarker(t *grammar.Term) bool {
+	if t.Kind == grammar.TermBind {
 		return true
 	}
-	for _, e := range t.elems {
+	for _, e := range t.Elems {
 		if hasMarker(e) {
 			return true
 		}
 	}
-	for _, e := range t.vals {
+	for _, e := range t.Vals {
 		if hasMarker(e) {
 			return true
 		}
@@ -163,16 +164,16 @@ func hasMarker(t *term) bool {
 }
 
 // The functions the node evaluates; each returns its result type.
-func (c *compiler) compileFunc(t *term, typ cql.TypeInfo, spec cql.ColumnSpec, depth int) (*expr, error) {
-	x := &expr{kind: exFunc, fn: t.name, typ: typ, col: spec.Name}
+func (c *compiler) compileFunc(t *grammar.Term, typ cql.TypeInfo, spec cql.ColumnSpec, depth int) (*expr, error) {
+	x := &expr{kind: exFunc, fn: t.Name, typ: typ, col: spec.Name}
 	want := func(n int) error {
-		if len(t.elems) != n {
-			return invalidf("Invalid number of arguments in call to function system.%s: %d required but %d provided", t.name, n, len(t.elems))
+		if len(t.Elems) != n {
+			return invalidf("Invalid number of arguments in call to function system.%s: %d required but %d provided", t.Name, n, len(t.Elems))
 		}
 		return nil
 	}
 	var rt cql.TypeID
-	switch t.name {
+	switch t.Name {
 	case "now", "currenttimeuuid":
 		rt = cql.TypeTimeUUID
 	case "uuid":
@@ -189,7 +190,7 @@ func (c *compiler) compileFunc(t *term, typ cql.TypeInfo, spec cql.ColumnSpec, d
 		}
 		s := spec
 		s.Name = "fromjson(" + spec.Name + ")"
-		arg, err := c.compileTermDepth(t.elems[0], cql.TypeInfo{ID: cql.TypeVarchar}, s, depth+1)
+		arg, err := c.compileTermDepth(t.Elems[0], cql.TypeInfo{ID: cql.TypeVarchar}, s, depth+1)
 		if err != nil {
 			return nil, err
 		}
@@ -203,15 +204,15 @@ func (c *compiler) compileFunc(t *term, typ cql.TypeInfo, spec cql.ColumnSpec, d
 		}
 		return x, nil
 	default:
-		if argT, ok := convArgType(t.name); ok {
+		if argT, ok := convArgType(t.Name); ok {
 			if err := want(1); err != nil {
 				return nil, err
 			}
-			arg, err := c.compileTermDepth(t.elems[0], argT, spec, depth+1)
+			arg, err := c.compileTermDepth(t.Elems[0], argT, spec, depth+1)
 			if err != nil {
 				return nil, err
 			}
-			ret, _, err := convResult(t.name, argT, "?")
+			ret, _, err := convResult(t.Name, argT, "?")
 			if err != nil {
 				return nil, err
 			}
@@ -219,18 +220,18 @@ func (c *compiler) compileFunc(t *term, typ cql.TypeInfo, spec cql.ColumnSpec, d
 			rt = ret.ID
 			break
 		}
-		if err := udfCall(c.sc.keyspaces[spec.Keyspace], spec.Keyspace, t.name); !strings.HasPrefix(err.Error(), "Unknown") {
+		if err := udfCall(c.sc.keyspaces[spec.Keyspace], spec.Keyspace, t.Name); !strings.HasPrefix(err.Error(), "Unknown") {
 			return nil, err
 		}
-		return nil, invalidf("Unknown function '%s'", t.name)
+		return nil, invalidf("Unknown function '%s'", t.Name)
 	}
-	if rt != cql.TypeTimeUUID && rt != cql.TypeUUID && rt != cql.TypeDate || t.name == "currentdate" || t.name == "todate" {
-		if len(t.elems) > 1 {
-			return nil, invalidf("Invalid number of arguments in call to function system.%s", t.name)
+	if rt != cql.TypeTimeUUID && rt != cql.TypeUUID && rt != cql.TypeDate || t.Name == "currentdate" || t.Name == "todate" {
+		if len(t.Elems) > 1 {
+			return nil, invalidf("Invalid number of arguments in call to function system.%s", t.Name)
 		}
 	}
 	if rt != typ.ID && !(rt == cql.TypeTimeUUID && typ.ID == cql.TypeUUID) && !(rt == cql.TypeBigint && typ.ID == cql.TypeCounter) {
-		return nil, invalidf("Type error: cannot assign result of function system.%s (type %s) to %s (type %s)", t.name, cql.TypeInfo{ID: rt}.String(), spec.Name, typ.String())
+		return nil, invalidf("Type error: cannot assign result of function system.%s (type %s) to %s (type %s)", t.Name, cql.TypeInfo{ID: rt}.String(), spec.Name, typ.String())
 	}
 	return x, nil
 }

@@ -3,6 +3,7 @@ package node
 import (
 	"bytes"
 	"encoding/binary"
+	"github.com/tracecar/tracecar/internal/node/grammar"
 	"slices"
 	"sort"
 	"strings"
@@ -43,7 +44,7 @@ type outCol struct {
 // rowFilter is a restriction checked against each row (ALLOW FILTERING, system tables).
 type rowFilter struct {
 	col  *column
-	op   relOp
+	op   grammar.RelOp
 	val  *expr
 	key  *expr   // m[key] = val
 	vals []*expr // IN list
@@ -75,17 +76,17 @@ type selectPlan struct {
 	resultID []byte
 }
 
-func (c *compiler) selectPlan(st *selectStmt) (plan, error) {
-	t, err := c.table(st.table)
+func (c *compiler) selectPlan(st *grammar.SelectStmt) (plan, error) {
+	t, err := c.table(st.Table)
 	if err != nil {
 		return nil, err
 	}
 	c.tableNeeds(t, "SELECT")
-	p := &selectPlan{t: t, distinct: st.distinct}
+	p := &selectPlan{t: t, distinct: st.Distinct}
 	if err := c.selection(p, st); err != nil {
 		return nil, err
 	}
-	w, err := c.where(t, st.where)
+	w, err := c.where(t, st.Where)
 	if err != nil {
 		return nil, err
 	}
@@ -160,26 +161,26 @@ func (c *compiler) selectPlan(st *selectStmt) (plan, error) {
 	if indexServes(t, viaIndex) {
 		needFiltering = false
 	}
-	if needFiltering && !st.allowFiltering && !system && (p.pk == nil && (anyPK || len(w.regular) > 0 || p.hasCKRes) || len(w.regular) > 0 || len(p.filters) > 0) {
+	if needFiltering && !st.AllowFiltering && !system && (p.pk == nil && (anyPK || len(w.regular) > 0 || p.hasCKRes) || len(w.regular) > 0 || len(p.filters) > 0) {
 		return nil, invalidf("Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING")
 	}
 	// ORDER BY.
-	if len(st.orderBy) > 0 {
+	if len(st.OrderBy) > 0 {
 		if p.pk == nil {
 			return nil, invalidf("ORDER BY is only supported when the partition key is restricted by an EQ or an IN.")
 		}
-		for i, o := range st.orderBy {
-			col := t.byName[o.col]
+		for i, o := range st.OrderBy {
+			col := t.byName[o.Col]
 			if col == nil {
-				return nil, invalidf("Undefined column name %s in table %s.%s", o.col, t.ks, t.name)
+				return nil, invalidf("Undefined column name %s in table %s.%s", o.Col, t.ks, t.name)
 			}
 			if col.kind != kindClustering {
-				return nil, invalidf("Order by is currently only supported on the clustered columns of the PRIMARY KEY, got %s", o.col)
+				return nil, invalidf("Order by is currently only supported on the clustered columns of the PRIMARY KEY, got %s", o.Col)
 			}
 			if col.pos != i {
 				return nil, invalidf("Order by currently only supports the ordering of columns following their declared order in the PRIMARY KEY")
 			}
-			rev := o.desc != col.desc
+			rev := o.Desc != col.desc
 			if i == 0 {
 				p.reverse = rev
 			} else if rev != p.reverse {
@@ -188,19 +189,19 @@ func (c *compiler) selectPlan(st *selectStmt) (plan, error) {
 		}
 		p.ordered = true
 	}
-	if st.limit != nil {
+	if st.Limit != nil {
 		spec := cql.ColumnSpec{Keyspace: t.ks, Table: t.name, Name: "[limit]", Type: cql.TypeInfo{ID: cql.TypeInt}}
-		if p.limit, err = c.compileTerm(st.limit, spec.Type, spec); err != nil {
+		if p.limit, err = c.compileTerm(st.Limit, spec.Type, spec); err != nil {
 			return nil, err
 		}
 	}
-	if st.partLimit != nil {
+	if st.PartLimit != nil {
 		spec := cql.ColumnSpec{Keyspace: t.ks, Table: t.name, Name: "[per_partition_limit]", Type: cql.TypeInfo{ID: cql.TypeInt}}
-		if p.partLim, err = c.compileTerm(st.partLimit, spec.Type, spec); err != nil {
+		if p.partLim, err = c.compileTerm(st.PartLimit, spec.Type, spec); err != nil {
 			return nil, err
 		}
 	}
-	if st.json {
+	if st.Json {
 		// One text column, each row an object of the selectors.
 		p.jsonSpecs = p.specs
 		p.specs = []cql.ColumnSpec{{Keyspace: t.ks, Table: t.name, Name: "[json]", Type: cql.TypeInfo{ID: cql.TypeVarchar}}}
@@ -211,9 +212,9 @@ func (c *compiler) selectPlan(st *selectStmt) (plan, error) {
 
 // groupBy checks GROUP BY as Cassandra does: a prefix of the primary key in its order, where
 // columns restricted by = may be left out, and never only a part of the partition key.
-func groupBy(p *selectPlan, st *selectStmt, w *whereInfo) error {
+func groupBy(p *selectPlan, st *grammar.SelectStmt, w *whereInfo) error {
 	p.groupCK = -1
-	p.groupBy = len(st.groupBy) > 0
+	p.groupBy = len(st.GroupBy) > 0
 	p.grouped = p.aggregate || p.groupBy
 	if !p.groupBy {
 		return nil
@@ -228,7 +229,7 @@ func groupBy(p *selectPlan, st *selectStmt, w *whereInfo) error {
 		return r[c.pos] != nil && r[c.pos].eq != nil
 	}
 	i, prefix := 0, 0
-	for _, g := range st.groupBy {
+	for _, g := range st.GroupBy {
 		col := t.byName[g]
 		if col == nil {
 			return invalidf("Undefined column name %s in table %s.%s", g, t.ks, t.name)
@@ -263,22 +264,22 @@ func groupBy(p *selectPlan, st *selectStmt, w *whereInfo) error {
 func (c *compiler) addFilters(p *selectPlan, r *colRestr) {
 	col := r.col
 	if r.eq != nil {
-		p.filters = append(p.filters, rowFilter{col: col, op: opEq, val: r.eq})
+		p.filters = append(p.filters, rowFilter{col: col, op: grammar.OpEq, val: r.eq})
 	}
 	if r.in != nil || r.inMarker != nil {
-		p.filters = append(p.filters, rowFilter{col: col, op: opIn, vals: r.in, in: r.inMarker})
+		p.filters = append(p.filters, rowFilter{col: col, op: grammar.OpIn, vals: r.in, in: r.inMarker})
 	}
 	if r.lo != nil {
-		op := opGt
+		op := grammar.OpGt
 		if r.loIncl {
-			op = opGe
+			op = grammar.OpGe
 		}
 		p.filters = append(p.filters, rowFilter{col: col, op: op, val: r.lo})
 	}
 	if r.hi != nil {
-		op := opLt
+		op := grammar.OpLt
 		if r.hiIncl {
-			op = opLe
+			op = grammar.OpLe
 		}
 		p.filters = append(p.filters, rowFilter{col: col, op: op, val: r.hi})
 	}
@@ -286,24 +287,24 @@ func (c *compiler) addFilters(p *selectPlan, r *colRestr) {
 		typ := col.typ
 		var key *expr
 		spec := cql.ColumnSpec{Keyspace: p.t.ks, Table: p.t.name, Name: col.name}
-		switch o.op {
-		case opContains:
+		switch o.Op {
+		case grammar.OpContains:
 			typ = elemType(col.typ)
-		case opContainsKey:
+		case grammar.OpContainsKey:
 			typ = keyType(col.typ)
-		case opMapEq:
+		case grammar.OpMapEq:
 			ks := spec
 			ks.Name, ks.Type = "key("+col.name+")", keyType(col.typ)
-			key, _ = c.compileTerm(o.key, ks.Type, ks)
+			key, _ = c.compileTerm(o.Key, ks.Type, ks)
 			typ, spec.Name = elemType(col.typ), "value("+col.name+")"
 		}
 		spec.Type = typ
-		x, _ := c.compileTerm(o.val, typ, spec)
-		p.filters = append(p.filters, rowFilter{col: col, op: o.op, val: x, key: key})
+		x, _ := c.compileTerm(o.Val, typ, spec)
+		p.filters = append(p.filters, rowFilter{col: col, op: o.Op, val: x, key: key})
 	}
 }
 
-func (c *compiler) selection(p *selectPlan, st *selectStmt) error {
+func (c *compiler) selection(p *selectPlan, st *grammar.SelectStmt) error {
 	t := p.t
 	spec := func(name string, typ cql.TypeInfo) cql.ColumnSpec {
 		return cql.ColumnSpec{Keyspace: t.ks, Table: t.name, Name: name, Type: typ}
@@ -317,25 +318,25 @@ func (c *compiler) selection(p *selectPlan, st *selectStmt) error {
 		}
 		return outCol{src: srcCell, idx: col.pos}
 	}
-	if st.star {
+	if st.Star {
 		for _, col := range t.cols {
 			p.out = append(p.out, colSrc(col))
 		}
 		p.specs = t.starSpecs
 		return nil
 	}
-	for _, s := range st.sels {
-		name := s.text // the alias replaces it once the casts are applied
-		switch s.kind {
-		case selColumn:
-			col := t.byName[s.col]
+	for _, s := range st.Sels {
+		name := s.Text // the alias replaces it once the casts are applied
+		switch s.Kind {
+		case grammar.SelColumn:
+			col := t.byName[s.Col]
 			if col == nil {
-				return invalidf("Undefined column name %s in table %s.%s", s.col, t.ks, t.name)
+				return invalidf("Undefined column name %s in table %s.%s", s.Col, t.ks, t.name)
 			}
 			o := colSrc(col)
 			typ := col.typ
 			sel, text := col.name, col.text
-			for _, f := range s.fields {
+			for _, f := range s.Fields {
 				if !isUDT(typ) {
 					return invalidf("Invalid field selection: %s of type %s is not a user type", sel, text)
 				}
@@ -350,60 +351,60 @@ func (c *compiler) selection(p *selectPlan, st *selectStmt) error {
 			}
 			p.out = append(p.out, o)
 			p.specs = append(p.specs, spec(name, typ))
-		case selCount:
+		case grammar.SelCount:
 			p.aggregate = true
 			p.out = append(p.out, outCol{src: srcCount, agg: aggCountRows})
 			p.specs = append(p.specs, spec(name, cql.TypeInfo{ID: cql.TypeBigint}))
-		case selUDF:
+		case grammar.SelUDF:
 			if o, typ, ok, err := c.convSelector(t, s); ok || err != nil {
 				if err != nil {
 					return err
 				}
-				name = "system." + s.fn.name + "(" + s.cols[0] + ")"
+				name = "system." + s.Fn.Name + "(" + s.Cols[0] + ")"
 				p.out = append(p.out, o)
 				p.specs = append(p.specs, spec(name, typ))
 				break
 			}
-			ks := s.fnKs
+			ks := s.FnKs
 			if ks == "" {
 				ks = t.ks
 			}
-			return udfCall(c.sc.keyspaces[ks], ks, s.fn.name)
-		case selToJSON:
-			col := t.byName[s.col]
+			return udfCall(c.sc.keyspaces[ks], ks, s.Fn.Name)
+		case grammar.SelToJSON:
+			col := t.byName[s.Col]
 			if col == nil {
-				return invalidf("Undefined column name %s in table %s.%s", s.col, t.ks, t.name)
+				return invalidf("Undefined column name %s in table %s.%s", s.Col, t.ks, t.name)
 			}
 			o := colSrc(col)
 			o.toJSON, o.argType, o.derived = true, col.typ, true
 			p.out = append(p.out, o)
 			p.specs = append(p.specs, spec(name, cql.TypeInfo{ID: cql.TypeVarchar}))
-		case selAgg:
-			col := t.byName[s.col]
+		case grammar.SelAgg:
+			col := t.byName[s.Col]
 			if col == nil {
-				return invalidf("Undefined column name %s in table %s.%s", s.col, t.ks, t.name)
+				return invalidf("Undefined column name %s in table %s.%s", s.Col, t.ks, t.name)
 			}
-			kind := aggKinds[s.agg]
-			o, typ, text, err := castSelector(colSrc(col), col, s.argCasts)
+			kind := aggKinds[s.Agg]
+			o, typ, text, err := castSelector(colSrc(col), col, s.ArgCasts)
 			if err != nil {
 				return err
 			}
-			rt, err := aggResultType(s.agg, kind, typ)
+			rt, err := aggResultType(s.Agg, kind, typ)
 			if err != nil {
 				return err
 			}
-			name = "system." + s.agg + "(" + text + ")"
+			name = "system." + s.Agg + "(" + text + ")"
 			o.agg, o.argType = kind, typ
 			p.aggregate = true
 			p.out = append(p.out, o)
 			p.specs = append(p.specs, spec(name, rt))
-		case selWritetime, selTTL:
-			col := t.byName[s.col]
+		case grammar.SelWritetime, grammar.SelTTL:
+			col := t.byName[s.Col]
 			if col == nil {
-				return invalidf("Undefined column name %s in table %s.%s", s.col, t.ks, t.name)
+				return invalidf("Undefined column name %s in table %s.%s", s.Col, t.ks, t.name)
 			}
 			fn := "writeTime"
-			if s.kind == selTTL {
+			if s.Kind == grammar.SelTTL {
 				fn = "ttl"
 			}
 			if col.kind == kindPartitionKey || col.kind == kindClustering {
@@ -412,27 +413,27 @@ func (c *compiler) selection(p *selectPlan, st *selectStmt) error {
 			if isCollection(col.typ) {
 				return invalidf("Cannot use selection function %s on non-frozen collection %s", fn, col.name)
 			}
-			if s.kind == selWritetime {
+			if s.Kind == grammar.SelWritetime {
 				p.out = append(p.out, outCol{src: srcWritetime, idx: col.pos})
 				p.specs = append(p.specs, spec(name, cql.TypeInfo{ID: cql.TypeBigint}))
 			} else {
 				p.out = append(p.out, outCol{src: srcTTL, idx: col.pos})
 				p.specs = append(p.specs, spec(name, cql.TypeInfo{ID: cql.TypeInt}))
 			}
-		case selToken:
-			if len(s.cols) != len(t.pk) {
-				return invalidf("Invalid number of arguments in call to function system.token: %d required but %d provided", len(t.pk), len(s.cols))
+		case grammar.SelToken:
+			if len(s.Cols) != len(t.pk) {
+				return invalidf("Invalid number of arguments in call to function system.token: %d required but %d provided", len(t.pk), len(s.Cols))
 			}
-			for i, n := range s.cols {
+			for i, n := range s.Cols {
 				if n != t.pk[i].name {
 					return invalidf("Type error: %s cannot be passed as argument %d of function system.token", n, i)
 				}
 			}
 			p.out = append(p.out, outCol{src: srcToken})
 			p.specs = append(p.specs, spec(name, cql.TypeInfo{ID: cql.TypeBigint}))
-		case selFunc:
+		case grammar.SelFunc:
 			var rt cql.TypeID
-			switch s.fn.name {
+			switch s.Fn.Name {
 			case "now", "currenttimeuuid":
 				rt = cql.TypeTimeUUID
 			case "uuid":
@@ -444,33 +445,33 @@ func (c *compiler) selection(p *selectPlan, st *selectStmt) error {
 			case "currenttime":
 				rt = cql.TypeTime
 			default:
-				if argT, ok := convArgType(s.fn.name); ok {
-					ret, _, err := convResult(s.fn.name, argT, "?")
+				if argT, ok := convArgType(s.Fn.Name); ok {
+					ret, _, err := convResult(s.Fn.Name, argT, "?")
 					if err != nil {
 						return err
 					}
 					rt = ret.ID
 					break
 				}
-				if err := udfCall(c.sc.keyspaces[t.ks], t.ks, s.fn.name); !strings.HasPrefix(err.Error(), "Unknown") {
+				if err := udfCall(c.sc.keyspaces[t.ks], t.ks, s.Fn.Name); !strings.HasPrefix(err.Error(), "Unknown") {
 					return err
 				}
-				return invalidf("Unknown function '%s'", s.fn.name)
+				return invalidf("Unknown function '%s'", s.Fn.Name)
 			}
-			x, err := c.compileFunc(s.fn, cql.TypeInfo{ID: rt}, spec(name, cql.TypeInfo{ID: rt}), 0)
+			x, err := c.compileFunc(s.Fn, cql.TypeInfo{ID: rt}, spec(name, cql.TypeInfo{ID: rt}), 0)
 			if err != nil {
 				return err
 			}
 			p.out = append(p.out, outCol{src: srcFunc, fn: x})
 			p.specs = append(p.specs, spec(name, cql.TypeInfo{ID: rt}))
 		}
-		if len(s.casts) > 0 {
+		if len(s.Casts) > 0 {
 			if err := castResult(p, s); err != nil {
 				return err
 			}
 		}
-		if s.alias != "" {
-			p.specs[len(p.specs)-1].Name = s.alias
+		if s.Alias != "" {
+			p.specs[len(p.specs)-1].Name = s.Alias
 		}
 	}
 	if p.distinct {
@@ -737,7 +738,7 @@ func (p *selectPlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 				return nil, err
 			}
 			fv.list, _ = decCollection(b, 1)
-		case f.op == opIn:
+		case f.op == grammar.OpIn:
 			for _, v := range f.vals {
 				b, err := boundValue(v, f.col.name, x)
 				if err != nil {
@@ -1142,23 +1143,23 @@ func (r *selectRun) matches(pkVals [][]byte, part *partition, row *row) bool {
 		v := r.value(fv.f.col, pkVals, part, row)
 		typ := fv.f.col.typ
 		switch fv.f.op {
-		case opEq:
+		case grammar.OpEq:
 			if v == nil || compareValues(typ, v, fv.v) != 0 {
 				return false
 			}
-		case opNe:
+		case grammar.OpNe:
 			if v != nil && compareValues(typ, v, fv.v) == 0 {
 				return false
 			}
-		case opLt, opLe, opGt, opGe:
+		case grammar.OpLt, grammar.OpLe, grammar.OpGt, grammar.OpGe:
 			if v == nil {
 				return false
 			}
 			c := compareValues(typ, v, fv.v)
-			if fv.f.op == opLt && c >= 0 || fv.f.op == opLe && c > 0 || fv.f.op == opGt && c <= 0 || fv.f.op == opGe && c < 0 {
+			if fv.f.op == grammar.OpLt && c >= 0 || fv.f.op == grammar.OpLe && c > 0 || fv.f.op == grammar.OpGt && c <= 0 || fv.f.op == grammar.OpGe && c < 0 {
 				return false
 			}
-		case opIn:
+		case grammar.OpIn:
 			found := false
 			for _, w := range fv.list {
 				if v != nil && compareValues(typ, v, w) == 0 {
@@ -1169,7 +1170,7 @@ func (r *selectRun) matches(pkVals [][]byte, part *partition, row *row) bool {
 			if !found {
 				return false
 			}
-		case opMapEq:
+		case grammar.OpMapEq:
 			elems, _ := decCollection(v, 2)
 			found := false
 			for j := 0; j+1 < len(elems); j += 2 {
@@ -1181,13 +1182,13 @@ func (r *selectRun) matches(pkVals [][]byte, part *partition, row *row) bool {
 			if !found {
 				return false
 			}
-		case opContains, opContainsKey:
+		case grammar.OpContains, grammar.OpContainsKey:
 			per := elemsPerEntry(typ)
 			elems, _ := decCollection(v, per)
 			et := elemType(typ)
 			off := 0
 			if typ.ID == cql.TypeMap {
-				if fv.f.op == opContainsKey {
+				if fv.f.op == grammar.OpContainsKey {
 					et = keyType(typ)
 				} else {
 					off = 1
@@ -1337,22 +1338,22 @@ func fullRow(t *table, part *partition, row *row, now int64) [][]byte {
 
 // convSelector compiles f(col), where f is a native conversion (dateOf, toTimestamp,
 // blobAsText, ...), into a selector of the column; ok is false for another function.
-func (c *compiler) convSelector(t *table, s selector) (outCol, cql.TypeInfo, bool, error) {
-	if s.fnKs != "" && s.fnKs != "system" || len(s.cols) != 1 {
+func (c *compiler) convSelector(t *table, s grammar.Selector) (outCol, cql.TypeInfo, bool, error) {
+	if s.FnKs != "" && s.FnKs != "system" || len(s.Cols) != 1 {
 		return outCol{}, cql.TypeInfo{}, false, nil
 	}
-	if _, ok := convArgType(s.fn.name); !ok {
+	if _, ok := convArgType(s.Fn.Name); !ok {
 		return outCol{}, cql.TypeInfo{}, false, nil
 	}
-	col := t.byName[s.cols[0]]
+	col := t.byName[s.Cols[0]]
 	if col == nil {
-		return outCol{}, cql.TypeInfo{}, true, invalidf("Undefined column name %s in table %s.%s", s.cols[0], t.ks, t.name)
+		return outCol{}, cql.TypeInfo{}, true, invalidf("Undefined column name %s in table %s.%s", s.Cols[0], t.ks, t.name)
 	}
-	ret, _, err := convResult(s.fn.name, col.typ, col.name)
+	ret, _, err := convResult(s.Fn.Name, col.typ, col.name)
 	if err != nil {
 		return outCol{}, cql.TypeInfo{}, true, err
 	}
-	o := outCol{src: srcCell, idx: col.pos, derived: true, conv: s.fn.name, argType: col.typ, convRet: ret}
+	o := outCol{src: srcCell, idx: col.pos, derived: true, conv: s.Fn.Name, argType: col.typ, convRet: ret}
 	switch col.kind {
 	case kindPartitionKey:
 		o.src = srcPK

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"github.com/tracecar/tracecar/internal/node/grammar"
 	"slices"
 	"unsafe"
 
@@ -22,7 +23,7 @@ type colRestr struct {
 	lo, hi   *expr
 	loIncl   bool
 	hiIncl   bool
-	others   []relation // operators handled by filtering: !=, CONTAINS...
+	others   []grammar.Relation // operators handled by filtering: !=, CONTAINS...
 }
 
 func (r *colRestr) isEq() bool { return r != nil && (r.eq != nil || r.in != nil || r.inMarker != nil) }
@@ -113,15 +114,15 @@ type whereInfo struct {
 	token   *colRestr // token(pk...) range, with col nil
 }
 
-func (c *compiler) where(t *table, rels []relation) (*whereInfo, error) {
+func (c *compiler) where(t *table, rels []grammar.Relation) (*whereInfo, error) {
 	w := &whereInfo{pk: make([]*colRestr, len(t.pk)), ck: make([]*colRestr, len(t.ck))}
 	byCol := map[string]*colRestr{}
 	for _, r := range rels {
-		if r.token {
-			if len(r.cols) != len(t.pk) {
+		if r.Token {
+			if len(r.Cols) != len(t.pk) {
 				return nil, invalidf("The token function arguments must be the partition key columns in order")
 			}
-			for i, n := range r.cols {
+			for i, n := range r.Cols {
 				if n != t.pk[i].name {
 					return nil, invalidf("The token function arguments must be in the partition key order: %s", t.pk[i].name)
 				}
@@ -130,25 +131,25 @@ func (c *compiler) where(t *table, rels []relation) (*whereInfo, error) {
 				w.token = &colRestr{}
 			}
 			spec := cql.ColumnSpec{Keyspace: t.ks, Table: t.name, Name: "partition key token", Type: cql.TypeInfo{ID: cql.TypeBigint}}
-			x, err := c.compileTerm(r.val, spec.Type, spec)
+			x, err := c.compileTerm(r.Val, spec.Type, spec)
 			if err != nil {
 				return nil, err
 			}
-			switch r.op {
-			case opGt, opGe:
-				w.token.lo, w.token.loIncl = x, r.op == opGe
-			case opLt, opLe:
-				w.token.hi, w.token.hiIncl = x, r.op == opLe
-			case opEq:
+			switch r.Op {
+			case grammar.OpGt, grammar.OpGe:
+				w.token.lo, w.token.loIncl = x, r.Op == grammar.OpGe
+			case grammar.OpLt, grammar.OpLe:
+				w.token.hi, w.token.hiIncl = x, r.Op == grammar.OpLe
+			case grammar.OpEq:
 				w.token.lo, w.token.hi, w.token.loIncl, w.token.hiIncl = x, x, true, true
 			default:
-				return nil, invalidf("Unsupported operator %s on token()", relOpNames[r.op])
+				return nil, invalidf("Unsupported operator %s on token()", grammar.RelOpNames[r.Op])
 			}
 			continue
 		}
-		col := t.byName[r.col]
+		col := t.byName[r.Col]
 		if col == nil {
-			return nil, invalidf("Undefined column name %s in table %s.%s", r.col, t.ks, t.name)
+			return nil, invalidf("Undefined column name %s in table %s.%s", r.Col, t.ks, t.name)
 		}
 		cr := byCol[col.name]
 		if cr == nil {
@@ -164,23 +165,23 @@ func (c *compiler) where(t *table, rels []relation) (*whereInfo, error) {
 			}
 		}
 		spec := cql.ColumnSpec{Keyspace: t.ks, Table: t.name, Name: col.name, Type: col.typ}
-		switch r.op {
-		case opEq:
+		switch r.Op {
+		case grammar.OpEq:
 			if cr.eq != nil || cr.in != nil || cr.inMarker != nil {
 				return nil, invalidf("%s cannot be restricted by more than one relation if it includes an Equal", col.name)
 			}
-			x, err := c.compileTerm(r.val, col.typ, spec)
+			x, err := c.compileTerm(r.Val, col.typ, spec)
 			if err != nil {
 				return nil, err
 			}
 			cr.eq = x
-		case opIn:
+		case grammar.OpIn:
 			if cr.eq != nil || cr.in != nil || cr.inMarker != nil {
 				return nil, invalidf("%s cannot be restricted by more than one relation if it includes a IN", col.name)
 			}
-			if r.vals != nil {
+			if r.Vals != nil {
 				cr.in = []*expr{}
-				for _, v := range r.vals {
+				for _, v := range r.Vals {
 					x, err := c.compileTerm(v, col.typ, spec)
 					if err != nil {
 						return nil, err
@@ -190,58 +191,58 @@ func (c *compiler) where(t *table, rels []relation) (*whereInfo, error) {
 			} else {
 				s := spec
 				s.Name = "in(" + col.name + ")"
-				x, err := c.compileTerm(r.val, cql.ListOf(col.typ), s)
+				x, err := c.compileTerm(r.Val, cql.ListOf(col.typ), s)
 				if err != nil {
 					return nil, err
 				}
 				cr.inMarker = x
 			}
-		case opLt, opLe, opGt, opGe:
+		case grammar.OpLt, grammar.OpLe, grammar.OpGt, grammar.OpGe:
 			if referencesDuration(col.typ) {
 				return nil, invalidf("Slice restrictions are not supported on duration columns")
 			}
-			x, err := c.compileTerm(r.val, col.typ, spec)
+			x, err := c.compileTerm(r.Val, col.typ, spec)
 			if err != nil {
 				return nil, err
 			}
-			if r.op == opGt || r.op == opGe {
+			if r.Op == grammar.OpGt || r.Op == grammar.OpGe {
 				if cr.lo != nil {
 					return nil, invalidf("More than one restriction was found for the start bound on %s", col.name)
 				}
-				cr.lo, cr.loIncl = x, r.op == opGe
+				cr.lo, cr.loIncl = x, r.Op == grammar.OpGe
 			} else {
 				if cr.hi != nil {
 					return nil, invalidf("More than one restriction was found for the end bound on %s", col.name)
 				}
-				cr.hi, cr.hiIncl = x, r.op == opLe
+				cr.hi, cr.hiIncl = x, r.Op == grammar.OpLe
 			}
 		default:
 			typ := col.typ
-			switch r.op {
-			case opContains:
+			switch r.Op {
+			case grammar.OpContains:
 				if !isCollection(col.typ) {
 					return nil, invalidf("Cannot use CONTAINS on non-collection column %s", col.name)
 				}
 				typ = elemType(col.typ)
-			case opContainsKey:
+			case grammar.OpContainsKey:
 				if col.typ.ID != cql.TypeMap {
 					return nil, invalidf("Cannot use CONTAINS KEY on non-map column %s", col.name)
 				}
 				typ = keyType(col.typ)
-			case opMapEq:
+			case grammar.OpMapEq:
 				if col.typ.ID != cql.TypeMap || col.frozen {
 					return nil, invalidf("Column \"%s\" cannot be used as a map", col.name)
 				}
 				ks := spec
 				ks.Name, ks.Type = "key("+col.name+")", keyType(col.typ)
-				if _, err := c.compileTerm(r.key, ks.Type, ks); err != nil {
+				if _, err := c.compileTerm(r.Key, ks.Type, ks); err != nil {
 					return nil, err
 				}
 				typ = elemType(col.typ)
 				spec.Name = "value(" + col.name + ")"
 			}
 			spec.Type = typ
-			if _, err := c.compileTerm(r.val, typ, spec); err != nil {
+			if _, err := c.compileTerm(r.Val, typ, spec); err != nil {
 				return nil, err
 			}
 			cr.others = append(cr.others, r)
@@ -324,7 +325,7 @@ func product(rs []*colRestr, x *execCtx) ([][][]byte, error) {
 }
 
 // writeKeys checks the WHERE clause of UPDATE and DELETE.
-func (c *compiler) writeKeys(t *table, rels []relation, allowPartialCK bool, staticOnly bool) (*keyPlan, *whereInfo, error) {
+func (c *compiler) writeKeys(t *table, rels []grammar.Relation, allowPartialCK bool, staticOnly bool) (*keyPlan, *whereInfo, error) {
 	w, err := c.where(t, rels)
 	if err != nil {
 		return nil, nil, err
@@ -411,12 +412,12 @@ func fieldPosition(col *column, f, op string) (int, error) {
 }
 
 // termText spells a term for an error message: a constant as written, anything else "?".
-func termText(t *term) string {
-	if t != nil && t.kind == termConst {
-		if t.lit == litString {
-			return "'" + t.text + "'"
+func termText(t *grammar.Term) string {
+	if t != nil && t.Kind == grammar.TermConst {
+		if t.Lit == grammar.LitString {
+			return "'" + t.Text + "'"
 		}
-		return t.text
+		return t.Text
 	}
 	return "?"
 }
@@ -447,45 +448,45 @@ const (
 // condition is a compiled IF clause term of UPDATE or DELETE.
 type condition struct {
 	col  *column
-	op   relOp
+	op   grammar.RelOp
 	val  *expr
 	vals []*expr
 }
 
 // compileConds compiles IF conditions on regular and static columns.
-func (c *compiler) compileConds(t *table, rels []relation) ([]condition, error) {
+func (c *compiler) compileConds(t *table, rels []grammar.Relation) ([]condition, error) {
 	var out []condition
 	for _, r := range rels {
-		if r.token {
+		if r.Token {
 			return nil, invalidf("token() is not allowed in IF conditions")
 		}
-		col := t.byName[r.col]
+		col := t.byName[r.Col]
 		if col == nil {
-			return nil, invalidf("Undefined column name %s in table %s.%s", r.col, t.ks, t.name)
+			return nil, invalidf("Undefined column name %s in table %s.%s", r.Col, t.ks, t.name)
 		}
 		if col.kind == kindPartitionKey || col.kind == kindClustering {
 			return nil, invalidf("PRIMARY KEY column '%s' cannot have IF conditions", col.name)
 		}
 		spec := cql.ColumnSpec{Keyspace: t.ks, Table: t.name, Name: col.name, Type: col.typ}
-		if r.key != nil {
+		if r.Key != nil {
 			return nil, invalidf("IF conditions on map elements (%s[...]) are not supported by the embedded node", col.name)
 		}
-		cd := condition{col: col, op: r.op}
-		if (r.op == opLt || r.op == opLe || r.op == opGt || r.op == opGe) && referencesDuration(col.typ) {
-			return nil, invalidf("Slice conditions ( %s ) are not supported on durations", relOpNames[r.op])
+		cd := condition{col: col, op: r.Op}
+		if (r.Op == grammar.OpLt || r.Op == grammar.OpLe || r.Op == grammar.OpGt || r.Op == grammar.OpGe) && referencesDuration(col.typ) {
+			return nil, invalidf("Slice conditions ( %s ) are not supported on durations", grammar.RelOpNames[r.Op])
 		}
-		switch r.op {
-		case opEq, opNe, opLt, opLe, opGt, opGe:
-			x, err := c.compileTerm(r.val, col.typ, spec)
+		switch r.Op {
+		case grammar.OpEq, grammar.OpNe, grammar.OpLt, grammar.OpLe, grammar.OpGt, grammar.OpGe:
+			x, err := c.compileTerm(r.Val, col.typ, spec)
 			if err != nil {
 				return nil, err
 			}
 			cd.val = x
-		case opIn:
-			if r.val != nil {
+		case grammar.OpIn:
+			if r.Val != nil {
 				return nil, invalidf("IN ? is not supported in IF conditions by the embedded node")
 			}
-			for _, v := range r.vals {
+			for _, v := range r.Vals {
 				x, err := c.compileTerm(v, col.typ, spec)
 				if err != nil {
 					return nil, err
@@ -493,7 +494,7 @@ func (c *compiler) compileConds(t *table, rels []relation) ([]condition, error) 
 				cd.vals = append(cd.vals, x)
 			}
 		default:
-			return nil, invalidf("Unsupported operator %s in IF condition on %s", relOpNames[r.op], col.name)
+			return nil, invalidf("Unsupported operator %s in IF condition on %s", grammar.RelOpNames[r.Op], col.name)
 		}
 		out = append(out, cd)
 	}
@@ -503,7 +504,7 @@ func (c *compiler) compileConds(t *table, rels []relation) ([]condition, error) 
 // condVal is an evaluated condition, checked under the partition lock.
 type condVal struct {
 	col  *column
-	op   relOp
+	op   grammar.RelOp
 	v    []byte
 	list [][]byte
 }
@@ -538,11 +539,11 @@ func evalConds(vals []condVal, conds []condition, x *execCtx) ([]condVal, error)
 func (cv *condVal) holds(v []byte) bool {
 	typ := cv.col.typ
 	switch cv.op {
-	case opEq:
+	case grammar.OpEq:
 		return v == nil && cv.v == nil || v != nil && cv.v != nil && compareValues(typ, v, cv.v) == 0
-	case opNe:
+	case grammar.OpNe:
 		return !(v == nil && cv.v == nil || v != nil && cv.v != nil && compareValues(typ, v, cv.v) == 0)
-	case opIn:
+	case grammar.OpIn:
 		for _, w := range cv.list {
 			if v == nil && w == nil || v != nil && w != nil && compareValues(typ, v, w) == 0 {
 				return true
@@ -555,17 +556,17 @@ func (cv *condVal) holds(v []byte) bool {
 	}
 	c := compareValues(typ, v, cv.v)
 	switch cv.op {
-	case opLt:
+	case grammar.OpLt:
 		return c < 0
-	case opLe:
+	case grammar.OpLe:
 		return c <= 0
-	case opGt:
+	case grammar.OpGt:
 		return c > 0
 	}
 	return c >= 0
 }
 
-func (c *compiler) usingTerms(t *table, ttl, ts *term) (*expr, *expr, error) {
+func (c *compiler) usingTerms(t *table, ttl, ts *grammar.Term) (*expr, *expr, error) {
 	var tx, sx *expr
 	var err error
 	if ttl != nil {
@@ -594,26 +595,26 @@ func (c *compiler) writable(t *table) error {
 	return nil
 }
 
-func (c *compiler) insert(st *insertStmt) (plan, error) {
-	t, err := c.table(st.table)
+func (c *compiler) insert(st *grammar.InsertStmt) (plan, error) {
+	t, err := c.table(st.Table)
 	if err != nil {
 		return nil, err
 	}
 	if err := c.writable(t); err != nil {
 		return nil, err
 	}
-	if len(st.cols) != len(st.vals) {
+	if len(st.Cols) != len(st.Vals) {
 		return nil, invalidf("Unmatched column names/values")
 	}
 	p := &writePlan{t: t, marker: true, keys: &keyPlan{t: t, pk: make([]*colRestr, len(t.pk)), ck: make([]*colRestr, len(t.ck))}, name: "INSERT"}
-	if st.ifNotExists {
+	if st.IfNotExists {
 		p.cond = condNotExists
 	}
-	if st.json != nil {
+	if st.Json != nil {
 		return c.insertJSON(st, t, p)
 	}
 	seen := map[string]bool{}
-	for i, name := range st.cols {
+	for i, name := range st.Cols {
 		col := t.byName[name]
 		if col == nil {
 			return nil, invalidf("Undefined column name %s in table %s.%s", name, t.ks, t.name)
@@ -623,7 +624,7 @@ func (c *compiler) insert(st *insertStmt) (plan, error) {
 		}
 		seen[name] = true
 		spec := cql.ColumnSpec{Keyspace: t.ks, Table: t.name, Name: col.name, Type: col.typ}
-		x, err := c.compileTerm(st.vals[i], col.typ, spec)
+		x, err := c.compileTerm(st.Vals[i], col.typ, spec)
 		if err != nil {
 			return nil, err
 		}
@@ -650,7 +651,7 @@ func (c *compiler) insert(st *insertStmt) (plan, error) {
 		}
 	}
 	c.setPKIndexes(t, p.keys.pk)
-	if p.ttl, p.ts, err = c.usingTerms(t, st.ttl, st.ts); err != nil {
+	if p.ttl, p.ts, err = c.usingTerms(t, st.Ttl, st.Ts); err != nil {
 		return nil, err
 	}
 	if p.cond != condNone {
@@ -681,18 +682,18 @@ func (c *compiler) setPKIndexes(t *table, pk []*colRestr) {
 
 // insertJSON compiles INSERT JSON: every column takes its value from the decoded JSON
 // (execCtx.json), which a constant gives once, here, and a marker on each execution.
-func (c *compiler) insertJSON(st *insertStmt, t *table, p *writePlan) (plan, error) {
+func (c *compiler) insertJSON(st *grammar.InsertStmt, t *table, p *writePlan) (plan, error) {
 	if t.counter {
 		return nil, invalidf("INSERT statements are not allowed on counter tables, use UPDATE instead")
 	}
 	spec := cql.ColumnSpec{Keyspace: t.ks, Table: t.name, Name: "[json]", Type: cql.TypeInfo{ID: cql.TypeVarchar}}
-	text, err := c.compileTerm(st.json, spec.Type, spec)
+	text, err := c.compileTerm(st.Json, spec.Type, spec)
 	if err != nil {
 		return nil, err
 	}
-	jp := &jsonInsert{w: p, text: text, unsetDefault: st.jsonUnset}
+	jp := &jsonInsert{w: p, text: text, unsetDefault: st.JsonUnset}
 	if text.kind == exConst {
-		if jp.vals, jp.unset, err = jsonValues(t, string(text.b), st.jsonUnset); err != nil {
+		if jp.vals, jp.unset, err = jsonValues(t, string(text.b), st.JsonUnset); err != nil {
 			return nil, err
 		}
 	}
@@ -707,7 +708,7 @@ func (c *compiler) insertJSON(st *insertStmt, t *table, p *writePlan) (plan, err
 			p.ops = append(p.ops, writeOp{pos: col.pos, kind: cellSet, val: x})
 		}
 	}
-	if p.ttl, p.ts, err = c.usingTerms(t, st.ttl, st.ts); err != nil {
+	if p.ttl, p.ts, err = c.usingTerms(t, st.Ttl, st.Ts); err != nil {
 		return nil, err
 	}
 	if p.cond != condNone {
@@ -749,8 +750,8 @@ func (p *jsonInsert) load(x *execCtx) error {
 	return err
 }
 
-func (c *compiler) update(st *updateStmt) (plan, error) {
-	t, err := c.table(st.table)
+func (c *compiler) update(st *grammar.UpdateStmt) (plan, error) {
+	t, err := c.table(st.Table)
 	if err != nil {
 		return nil, err
 	}
@@ -758,21 +759,21 @@ func (c *compiler) update(st *updateStmt) (plan, error) {
 		return nil, err
 	}
 	p := &writePlan{t: t, name: "UPDATE"}
-	if st.ifExists {
+	if st.IfExists {
 		p.cond = condExists
 	}
-	if len(st.conds) > 0 {
-		conds, err := c.compileConds(t, st.conds)
+	if len(st.Conds) > 0 {
+		conds, err := c.compileConds(t, st.Conds)
 		if err != nil {
 			return nil, err
 		}
 		p.cond, p.conds = condIf, conds
 	}
 	static := true
-	for _, a := range st.assigns {
-		col := t.byName[a.col]
+	for _, a := range st.Assigns {
+		col := t.byName[a.Col]
 		if col == nil {
-			return nil, invalidf("Undefined column name %s in table %s.%s", a.col, t.ks, t.name)
+			return nil, invalidf("Undefined column name %s in table %s.%s", a.Col, t.ks, t.name)
 		}
 		if col.kind == kindPartitionKey || col.kind == kindClustering {
 			return nil, invalidf("PRIMARY KEY part %s found in SET part", col.name)
@@ -783,46 +784,46 @@ func (c *compiler) update(st *updateStmt) (plan, error) {
 		spec := cql.ColumnSpec{Keyspace: t.ks, Table: t.name, Name: col.name, Type: col.typ}
 		op := writeOp{pos: col.pos}
 		isCounter := col.typ.ID == cql.TypeCounter
-		if a.field != "" {
-			f, err := fieldPosition(col, a.field, col.name+"."+a.field+" = "+termText(a.val))
+		if a.Field != "" {
+			f, err := fieldPosition(col, a.Field, col.name+"."+a.Field+" = "+termText(a.Val))
 			if err != nil {
 				return nil, err
 			}
 			op.kind, op.field = cellSetField, f
-			spec.Name, spec.Type = col.name+"."+a.field, col.typ.Fields[f].Type
-			if op.val, err = c.compileTerm(a.val, spec.Type, spec); err != nil {
+			spec.Name, spec.Type = col.name+"."+a.Field, col.typ.Fields[f].Type
+			if op.val, err = c.compileTerm(a.Val, spec.Type, spec); err != nil {
 				return nil, err
 			}
 			p.ops = append(p.ops, op)
 			continue
 		}
-		if a.op != assignSet && isCollection(col.typ) && col.frozen {
+		if a.Op != grammar.AssignSet && isCollection(col.typ) && col.frozen {
 			return nil, invalidf("Invalid operation (%s = %s + ?) for frozen collection column %s", col.name, col.name, col.name)
 		}
-		switch a.op {
-		case assignSet:
+		switch a.Op {
+		case grammar.AssignSet:
 			if isCounter {
 				return nil, invalidf("Cannot set the value of counter column %s (counters can only be incremented/decremented, not set)", col.name)
 			}
 			op.kind = cellSet
-			op.val, err = c.compileTerm(a.val, col.typ, spec)
-		case assignAdd, assignSub, assignPrepend:
+			op.val, err = c.compileTerm(a.Val, col.typ, spec)
+		case grammar.AssignAdd, grammar.AssignSub, grammar.AssignPrepend:
 			typ := col.typ
 			switch {
 			case isCounter:
-				if a.op == assignPrepend {
+				if a.Op == grammar.AssignPrepend {
 					return nil, invalidf("Invalid operation (%s = ? + %s) for counter column %s", col.name, col.name, col.name)
 				}
-				op.kind, op.neg = cellCounterAdd, a.op == assignSub
+				op.kind, op.neg = cellCounterAdd, a.Op == grammar.AssignSub
 				typ = cql.TypeInfo{ID: cql.TypeBigint}
 			case col.typ.ID == cql.TypeList:
-				op.kind = map[assignOp]cellOpKind{assignAdd: cellAppend, assignSub: cellRemove, assignPrepend: cellPrepend}[a.op]
+				op.kind = map[grammar.AssignOp]cellOpKind{grammar.AssignAdd: cellAppend, grammar.AssignSub: cellRemove, grammar.AssignPrepend: cellPrepend}[a.Op]
 			case col.typ.ID == cql.TypeSet || col.typ.ID == cql.TypeMap:
-				if a.op == assignPrepend {
+				if a.Op == grammar.AssignPrepend {
 					return nil, invalidf("Invalid operation (%s = ? + %s) for non list column %s", col.name, col.name, col.name)
 				}
 				op.kind = cellAppend
-				if a.op == assignSub {
+				if a.Op == grammar.AssignSub {
 					op.kind = cellRemove
 					if col.typ.ID == cql.TypeMap {
 						typ = cql.SetOf(keyType(col.typ))
@@ -832,8 +833,8 @@ func (c *compiler) update(st *updateStmt) (plan, error) {
 				return nil, invalidf("Invalid operation (%s = %s + ?) for non counter column %s", col.name, col.name, col.name)
 			}
 			spec.Type = typ
-			op.val, err = c.compileTerm(a.val, typ, spec)
-		case assignKey:
+			op.val, err = c.compileTerm(a.Val, typ, spec)
+		case grammar.AssignKey:
 			var kt cql.TypeInfo
 			switch col.typ.ID {
 			case cql.TypeMap:
@@ -849,22 +850,22 @@ func (c *compiler) update(st *updateStmt) (plan, error) {
 			if col.typ.ID == cql.TypeList {
 				ks.Name = "idx(" + col.name + ")"
 			}
-			if op.key, err = c.compileTerm(a.key, kt, ks); err != nil {
+			if op.key, err = c.compileTerm(a.Key, kt, ks); err != nil {
 				return nil, err
 			}
 			vs := spec
 			vs.Name = "value(" + col.name + ")"
-			op.val, err = c.compileTerm(a.val, elemType(col.typ), vs)
+			op.val, err = c.compileTerm(a.Val, elemType(col.typ), vs)
 		}
 		if err != nil {
 			return nil, err
 		}
 		p.ops = append(p.ops, op)
 	}
-	if p.ttl, p.ts, err = c.usingTerms(t, st.ttl, st.ts); err != nil {
+	if p.ttl, p.ts, err = c.usingTerms(t, st.Ttl, st.Ts); err != nil {
 		return nil, err
 	}
-	keys, _, err := c.writeKeys(t, st.where, false, static && len(t.ck) > 0)
+	keys, _, err := c.writeKeys(t, st.Where, false, static && len(t.ck) > 0)
 	if err != nil {
 		return nil, err
 	}
@@ -880,30 +881,30 @@ func (c *compiler) update(st *updateStmt) (plan, error) {
 	return p, nil
 }
 
-func (c *compiler) delete(st *deleteStmt) (plan, error) {
-	t, err := c.table(st.table)
+func (c *compiler) delete(st *grammar.DeleteStmt) (plan, error) {
+	t, err := c.table(st.Table)
 	if err != nil {
 		return nil, err
 	}
 	if err := c.writable(t); err != nil {
 		return nil, err
 	}
-	p := &writePlan{t: t, name: "DELETE", del: len(st.cols) == 0}
-	if st.ifExists {
+	p := &writePlan{t: t, name: "DELETE", del: len(st.Cols) == 0}
+	if st.IfExists {
 		p.cond = condExists
 	}
-	if len(st.conds) > 0 {
-		conds, err := c.compileConds(t, st.conds)
+	if len(st.Conds) > 0 {
+		conds, err := c.compileConds(t, st.Conds)
 		if err != nil {
 			return nil, err
 		}
 		p.cond, p.conds = condIf, conds
 	}
-	static := len(st.cols) > 0
-	for _, d := range st.cols {
-		col := t.byName[d.col]
+	static := len(st.Cols) > 0
+	for _, d := range st.Cols {
+		col := t.byName[d.Col]
 		if col == nil {
-			return nil, invalidf("Undefined column name %s in table %s.%s", d.col, t.ks, t.name)
+			return nil, invalidf("Undefined column name %s in table %s.%s", d.Col, t.ks, t.name)
 		}
 		if col.kind == kindPartitionKey || col.kind == kindClustering {
 			return nil, invalidf("Invalid identifier %s for deletion (should not be a PRIMARY KEY part)", col.name)
@@ -912,8 +913,8 @@ func (c *compiler) delete(st *deleteStmt) (plan, error) {
 			static = false
 		}
 		op := writeOp{pos: col.pos, kind: cellSet}
-		if d.field != "" {
-			f, err := fieldPosition(col, d.field, "DELETE "+col.name+"."+d.field)
+		if d.Field != "" {
+			f, err := fieldPosition(col, d.Field, "DELETE "+col.name+"."+d.Field)
 			if err != nil {
 				return nil, err
 			}
@@ -921,7 +922,7 @@ func (c *compiler) delete(st *deleteStmt) (plan, error) {
 			p.ops = append(p.ops, op)
 			continue
 		}
-		if d.key != nil {
+		if d.Key != nil {
 			var kt cql.TypeInfo
 			switch col.typ.ID {
 			case cql.TypeMap:
@@ -932,17 +933,17 @@ func (c *compiler) delete(st *deleteStmt) (plan, error) {
 				return nil, invalidf("Invalid element access syntax for non-collection column %s", col.name)
 			}
 			spec := cql.ColumnSpec{Keyspace: t.ks, Table: t.name, Name: "key(" + col.name + ")", Type: kt}
-			if op.key, err = c.compileTerm(d.key, kt, spec); err != nil {
+			if op.key, err = c.compileTerm(d.Key, kt, spec); err != nil {
 				return nil, err
 			}
 			op.kind = cellDelKey
 		}
 		p.ops = append(p.ops, op)
 	}
-	if _, p.ts, err = c.usingTerms(t, nil, st.ts); err != nil {
+	if _, p.ts, err = c.usingTerms(t, nil, st.Ts); err != nil {
 		return nil, err
 	}
-	keys, w, err := c.writeKeys(t, st.where, p.del, static)
+	keys, w, err := c.writeKeys(t, st.Where, p.del, static)
 	if err != nil {
 		return nil, err
 	}
@@ -1194,20 +1195,20 @@ type batchPlan struct {
 	ts    *expr
 }
 
-func (c *compiler) batch(st *batchStmt) (plan, error) {
+func (c *compiler) batch(st *grammar.BatchStmt) (plan, error) {
 	p := &batchPlan{}
-	for _, s := range st.stmts {
+	for _, s := range st.Stmts {
 		switch s := s.(type) {
-		case *insertStmt:
-			if st.ts != nil && s.ts != nil {
+		case *grammar.InsertStmt:
+			if st.Ts != nil && s.Ts != nil {
 				return nil, invalidf("Timestamp must be set either on BATCH or individual statements")
 			}
-		case *updateStmt:
-			if st.ts != nil && s.ts != nil {
+		case *grammar.UpdateStmt:
+			if st.Ts != nil && s.Ts != nil {
 				return nil, invalidf("Timestamp must be set either on BATCH or individual statements")
 			}
-		case *deleteStmt:
-			if st.ts != nil && s.ts != nil {
+		case *grammar.DeleteStmt:
+			if st.Ts != nil && s.Ts != nil {
 				return nil, invalidf("Timestamp must be set either on BATCH or individual statements")
 			}
 		}
@@ -1220,9 +1221,9 @@ func (c *compiler) batch(st *batchStmt) (plan, error) {
 		p.plans = append(p.plans, sp)
 	}
 	c.result = cql.RowsMetadata{}
-	if st.ts != nil {
+	if st.Ts != nil {
 		spec := cql.ColumnSpec{Name: "[timestamp]", Type: cql.TypeInfo{ID: cql.TypeBigint}}
-		x, err := c.compileTerm(st.ts, spec.Type, spec)
+		x, err := c.compileTerm(st.Ts, spec.Type, spec)
 		if err != nil {
 			return nil, err
 		}

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"github.com/tracecar/tracecar/internal/node/grammar"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,9 +17,9 @@ import (
 type function struct {
 	ks, name     string
 	argNames     []string
-	argRefs      []*typeRef
+	argRefs      []*grammar.TypeRef
 	argTypes     []ctype
-	retRef       *typeRef
+	retRef       *grammar.TypeRef
 	ret          ctype
 	calledOnNull bool
 	language     string
@@ -28,7 +29,7 @@ type function struct {
 // aggregate is a user-defined aggregate. It is immutable once published.
 type aggregate struct {
 	ks, name  string
-	argRefs   []*typeRef
+	argRefs   []*grammar.TypeRef
 	argTypes  []ctype
 	stateFunc string
 	stateType ctype
@@ -54,10 +55,10 @@ func (f *function) signature() string  { return signature(f.name, f.argTypes) }
 func (a *aggregate) signature() string { return signature(a.name, a.argTypes) }
 
 // resolveArgs resolves argument types, which may not be frozen (tuples aside).
-func resolveArgs(rs resolver, refs []*typeRef) ([]ctype, error) {
+func resolveArgs(rs resolver, refs []*grammar.TypeRef) ([]ctype, error) {
 	out := make([]ctype, len(refs))
 	for i, r := range refs {
-		if r.frozen && r.name != "tuple" {
+		if r.Frozen && r.Name != "tuple" {
 			return nil, invalidf("Argument '%s' cannot be frozen; remove frozen<> modifier from '%s'", r, r)
 		}
 		ct, err := rs.resolve(r)
@@ -69,8 +70,8 @@ func resolveArgs(rs resolver, refs []*typeRef) ([]ctype, error) {
 	return out, nil
 }
 
-func (d *ddl) functionKeyspace(name tableName) (*keyspace, error) {
-	ksName, err := d.keyspaceName(name.ks)
+func (d *ddl) functionKeyspace(name grammar.TableName) (*keyspace, error) {
+	ksName, err := d.keyspaceName(name.Ks)
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +79,7 @@ func (d *ddl) functionKeyspace(name tableName) (*keyspace, error) {
 	if k == nil {
 		return nil, invalidf("Keyspace '%s' doesn't exist", ksName)
 	}
-	if err := d.require("CREATE", resource{kind: resKeyspaceFunctions, ks: k.name}); err != nil {
+	if err := d.require("CREATE", grammar.Resource{Kind: grammar.ResKeyspaceFunctions, Ks: k.name}); err != nil {
 		return nil, err
 	}
 	if err := modifiable(k, "CREATE", "<all functions in "+k.name+">"); err != nil {
@@ -87,42 +88,42 @@ func (d *ddl) functionKeyspace(name tableName) (*keyspace, error) {
 	return k, nil
 }
 
-func (d *ddl) createFunction(st *createFunctionStmt) (*cql.SchemaChange, error) {
-	for i, n := range st.argNames {
-		if slices.Index(st.argNames, n) != i {
-			return nil, invalidf("Duplicate argument names for given function %s with argument names %s", st.name.name, "["+strings.Join(st.argNames, ", ")+"]")
+func (d *ddl) createFunction(st *grammar.CreateFunctionStmt) (*cql.SchemaChange, error) {
+	for i, n := range st.ArgNames {
+		if slices.Index(st.ArgNames, n) != i {
+			return nil, invalidf("Duplicate argument names for given function %s with argument names %s", st.Name.Name, "["+strings.Join(st.ArgNames, ", ")+"]")
 		}
 	}
-	if st.ret.frozen && st.ret.name != "tuple" {
-		return nil, invalidf("Return type '%s' cannot be frozen; remove frozen<> modifier from '%s'", st.ret, st.ret)
+	if st.Ret.Frozen && st.Ret.Name != "tuple" {
+		return nil, invalidf("Return type '%s' cannot be frozen; remove frozen<> modifier from '%s'", st.Ret, st.Ret)
 	}
-	k, err := d.functionKeyspace(st.name)
+	k, err := d.functionKeyspace(st.Name)
 	if err != nil {
 		return nil, err
 	}
 	rs := k.resolver()
-	args, err := resolveArgs(rs, st.argTypes)
+	args, err := resolveArgs(rs, st.ArgTypes)
 	if err != nil {
 		return nil, err
 	}
-	ret, err := rs.resolve(st.ret)
+	ret, err := rs.resolve(st.Ret)
 	if err != nil {
 		return nil, err
 	}
-	if st.language != "java" && st.language != "javascript" {
-		return nil, invalidf("Invalid language '%s' for function '%s.%s'", st.language, k.name, st.name.name)
+	if st.Language != "java" && st.Language != "javascript" {
+		return nil, invalidf("Invalid language '%s' for function '%s.%s'", st.Language, k.name, st.Name.Name)
 	}
-	f := &function{ks: k.name, name: st.name.name, argNames: st.argNames, argRefs: st.argTypes, argTypes: args,
-		retRef: st.ret, ret: ret, calledOnNull: st.calledOnNull, language: st.language, body: st.body}
+	f := &function{ks: k.name, name: st.Name.Name, argNames: st.ArgNames, argRefs: st.ArgTypes, argTypes: args,
+		retRef: st.Ret, ret: ret, calledOnNull: st.CalledOnNull, language: st.Language, body: st.Body}
 	change := "CREATED"
 	if k.aggregates[f.signature()] != nil {
 		return nil, invalidf("Function '%s' cannot replace an aggregate", f.name)
 	}
 	if old := k.functions[f.signature()]; old != nil {
-		if st.ifNotExists {
+		if st.IfNotExists {
 			return nil, nil
 		}
-		if !st.orReplace {
+		if !st.OrReplace {
 			return nil, invalidf("Function '%s' already exists", f.name)
 		}
 		if old.calledOnNull != f.calledOnNull {
@@ -138,32 +139,32 @@ func (d *ddl) createFunction(st *createFunctionStmt) (*cql.SchemaChange, error) 
 		change = "UPDATED"
 	}
 	d.mutable(k.name).functions[f.signature()] = f
-	d.created(resource{kind: resFunction, ks: k.name, name: f.name, argText: typeTexts(args)})
+	d.created(grammar.Resource{Kind: grammar.ResFunction, Ks: k.name, Name: f.name, ArgText: typeTexts(args)})
 	return &cql.SchemaChange{ChangeType: change, Target: cql.TargetFunction, Keyspace: k.name, Name: f.name, ArgTypes: typeTexts(args)}, nil
 }
 
-func (d *ddl) createAggregate(st *createAggregateStmt) (*cql.SchemaChange, error) {
-	if st.stateType.frozen && st.stateType.name != "tuple" {
-		return nil, invalidf("State type '%s' cannot be frozen; remove frozen<> modifier from '%s'", st.stateType, st.stateType)
+func (d *ddl) createAggregate(st *grammar.CreateAggregateStmt) (*cql.SchemaChange, error) {
+	if st.StateType.Frozen && st.StateType.Name != "tuple" {
+		return nil, invalidf("State type '%s' cannot be frozen; remove frozen<> modifier from '%s'", st.StateType, st.StateType)
 	}
-	k, err := d.functionKeyspace(st.name)
+	k, err := d.functionKeyspace(st.Name)
 	if err != nil {
 		return nil, err
 	}
 	rs := k.resolver()
-	args, err := resolveArgs(rs, st.argTypes)
+	args, err := resolveArgs(rs, st.ArgTypes)
 	if err != nil {
 		return nil, err
 	}
-	stype, err := rs.resolve(st.stateType)
+	stype, err := rs.resolve(st.StateType)
 	if err != nil {
 		return nil, err
 	}
 	sfArgs := append([]ctype{stype}, args...)
-	sfText := k.name + "." + signature(st.stateFunc, sfArgs)
-	sf := k.functions[signature(st.stateFunc, sfArgs)]
+	sfText := k.name + "." + signature(st.StateFunc, sfArgs)
+	sf := k.functions[signature(st.StateFunc, sfArgs)]
 	if sf == nil {
-		if k.aggregates[signature(st.stateFunc, sfArgs)] != nil {
+		if k.aggregates[signature(st.StateFunc, sfArgs)] != nil {
 			return nil, invalidf("State function %s isn't a scalar function", sfText)
 		}
 		return nil, invalidf("State function %s doesn't exist", sfText)
@@ -171,18 +172,18 @@ func (d *ddl) createAggregate(st *createAggregateStmt) (*cql.SchemaChange, error
 	if sf.ret.text != stype.text {
 		return nil, invalidf("State function %s return type must be the same as the first argument type - check STYPE, argument and return types", sfText)
 	}
-	a := &aggregate{ks: k.name, name: st.name.name, argRefs: st.argTypes, argTypes: args, stateFunc: st.stateFunc,
+	a := &aggregate{ks: k.name, name: st.Name.Name, argRefs: st.ArgTypes, argTypes: args, stateFunc: st.StateFunc,
 		stateType: stype, ret: sf.ret}
-	if st.finalFunc != "" {
-		ffText := k.name + "." + signature(st.finalFunc, []ctype{stype})
-		ff := k.functions[signature(st.finalFunc, []ctype{stype})]
+	if st.FinalFunc != "" {
+		ffText := k.name + "." + signature(st.FinalFunc, []ctype{stype})
+		ff := k.functions[signature(st.FinalFunc, []ctype{stype})]
 		if ff == nil {
 			return nil, invalidf("Final function %s doesn't exist", ffText)
 		}
-		a.finalFunc, a.ret = st.finalFunc, ff.ret
+		a.finalFunc, a.ret = st.FinalFunc, ff.ret
 	}
-	if st.initCond != nil {
-		b, err := literal(st.initCond, stype.info, "INITCOND")
+	if st.InitCond != nil {
+		b, err := literal(st.InitCond, stype.info, "INITCOND")
 		if err != nil {
 			return nil, invalidf("Invalid value for INITCOND of type %s", stype.text)
 		}
@@ -193,10 +194,10 @@ func (d *ddl) createAggregate(st *createAggregateStmt) (*cql.SchemaChange, error
 		return nil, invalidf("Aggregate '%s' cannot replace a function", a.name)
 	}
 	if old := k.aggregates[a.signature()]; old != nil {
-		if st.ifNotExists {
+		if st.IfNotExists {
 			return nil, nil
 		}
-		if !st.orReplace {
+		if !st.OrReplace {
 			return nil, invalidf("Aggregate '%s' already exists", a.name)
 		}
 		if old.ret.text != a.ret.text {
@@ -205,50 +206,50 @@ func (d *ddl) createAggregate(st *createAggregateStmt) (*cql.SchemaChange, error
 		change = "UPDATED"
 	}
 	d.mutable(k.name).aggregates[a.signature()] = a
-	d.created(resource{kind: resFunction, ks: k.name, name: a.name, argText: typeTexts(args)})
+	d.created(grammar.Resource{Kind: grammar.ResFunction, Ks: k.name, Name: a.name, ArgText: typeTexts(args)})
 	return &cql.SchemaChange{ChangeType: change, Target: cql.TargetAggregate, Keyspace: k.name, Name: a.name, ArgTypes: typeTexts(args)}, nil
 }
 
-func (d *ddl) dropFunction(st *dropFunctionStmt) (*cql.SchemaChange, error) {
-	ksName, err := d.keyspaceName(st.name.ks)
+func (d *ddl) dropFunction(st *grammar.DropFunctionStmt) (*cql.SchemaChange, error) {
+	ksName, err := d.keyspaceName(st.Name.Ks)
 	if err != nil {
 		return nil, err
 	}
 	k := d.sc.keyspaces[ksName]
 	if k == nil {
-		if st.ifExists {
+		if st.IfExists {
 			return nil, nil
 		}
 		return nil, invalidf("Keyspace '%s' doesn't exist", ksName)
 	}
 	what, verb := "Function", "FUNCTION"
-	if st.aggregate {
+	if st.Aggregate {
 		what, verb = "Aggregate", "AGGREGATE"
 	}
-	full := ksName + "." + st.name.name
+	full := ksName + "." + st.Name.Name
 	var keys []string
-	if st.aggregate {
+	if st.Aggregate {
 		for key, a := range k.aggregates {
-			if a.name == st.name.name {
+			if a.name == st.Name.Name {
 				keys = append(keys, key)
 			}
 		}
 	} else {
 		for key, f := range k.functions {
-			if f.name == st.name.name {
+			if f.name == st.Name.Name {
 				keys = append(keys, key)
 			}
 		}
 	}
 	var key string
-	if st.hasArgs {
-		args, err := resolveArgs(k.resolver(), st.args)
+	if st.HasArgs {
+		args, err := resolveArgs(k.resolver(), st.Args)
 		if err != nil {
 			return nil, err
 		}
-		key = signature(st.name.name, args)
+		key = signature(st.Name.Name, args)
 		if !slices.Contains(keys, key) {
-			if st.ifExists {
+			if st.IfExists {
 				return nil, nil
 			}
 			return nil, invalidf("%s '%s(%s)' doesn't exist", what, full, strings.Join(typeTexts(args), ", "))
@@ -256,23 +257,23 @@ func (d *ddl) dropFunction(st *dropFunctionStmt) (*cql.SchemaChange, error) {
 	} else {
 		switch len(keys) {
 		case 0:
-			if st.ifExists {
+			if st.IfExists {
 				return nil, nil
 			}
 			return nil, invalidf("%s '%s' doesn't exist", what, full)
 		case 1:
 			key = keys[0]
 		default:
-			return nil, invalidf("'DROP %s %s' matches multiple function definitions; specify the argument types by issuing a statement like 'DROP %s %s (type, type, ...)'. You can use cqlsh 'DESCRIBE %s %s' command to find all overloads", verb, st.name.name, verb, st.name.name, verb, st.name.name)
+			return nil, invalidf("'DROP %s %s' matches multiple function definitions; specify the argument types by issuing a statement like 'DROP %s %s (type, type, ...)'. You can use cqlsh 'DESCRIBE %s %s' command to find all overloads", verb, st.Name.Name, verb, st.Name.Name, verb, st.Name.Name)
 		}
 	}
 	var args []ctype
-	if st.aggregate {
+	if st.Aggregate {
 		args = k.aggregates[key].argTypes
 	} else {
 		args = k.functions[key].argTypes
 	}
-	fres := resource{kind: resFunction, ks: ksName, name: st.name.name, argText: typeTexts(args)}
+	fres := grammar.Resource{Kind: grammar.ResFunction, Ks: ksName, Name: st.Name.Name, ArgText: typeTexts(args)}
 	if err := d.require("DROP", fres); err != nil {
 		return nil, err
 	}
@@ -281,7 +282,7 @@ func (d *ddl) dropFunction(st *dropFunctionStmt) (*cql.SchemaChange, error) {
 	}
 	d.dropped(fres)
 	nk := d.mutable(ksName)
-	if st.aggregate {
+	if st.Aggregate {
 		a := k.aggregates[key]
 		delete(nk.aggregates, key)
 		return &cql.SchemaChange{ChangeType: "DROPPED", Target: cql.TargetAggregate, Keyspace: ksName, Name: a.name, ArgTypes: typeTexts(a.argTypes)}, nil

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"github.com/tracecar/tracecar/internal/node/grammar"
 	"regexp"
 	"strconv"
 	"strings"
@@ -17,28 +18,28 @@ import (
 type index struct {
 	name string
 	col  string
-	kind indexKind
+	kind grammar.IndexKind
 }
 
 // target is the index's target as system_schema.indexes shows it: v, values(l), keys(m).
 func (ix *index) target() string {
-	if ix.kind == indexSimple {
+	if ix.kind == grammar.IndexSimple {
 		return quoteName(ix.col)
 	}
-	return indexKindNames[ix.kind] + "(" + quoteName(ix.col) + ")"
+	return grammar.IndexKindNames[ix.kind] + "(" + quoteName(ix.col) + ")"
 }
 
 // serves reports whether an index of the table answers the relation op on col.
-func (t *table) serves(col *column, op relOp) bool {
+func (t *table) serves(col *column, op grammar.RelOp) bool {
 	for _, ix := range t.indexes {
 		if ix.col != col.name {
 			continue
 		}
 		switch {
-		case op == opEq && (ix.kind == indexSimple || ix.kind == indexFull),
-			op == opContains && ix.kind == indexValues,
-			op == opContainsKey && ix.kind == indexKeys,
-			op == opMapEq && ix.kind == indexEntries:
+		case op == grammar.OpEq && (ix.kind == grammar.IndexSimple || ix.kind == grammar.IndexFull),
+			op == grammar.OpContains && ix.kind == grammar.IndexValues,
+			op == grammar.OpContainsKey && ix.kind == grammar.IndexKeys,
+			op == grammar.OpMapEq && ix.kind == grammar.IndexEntries:
 			return true
 		}
 	}
@@ -53,7 +54,7 @@ func indexServes(t *table, rs []*colRestr) bool {
 	for _, r := range rs {
 		if r.eq != nil {
 			n++
-			served = served && t.serves(r.col, opEq)
+			served = served && t.serves(r.col, grammar.OpEq)
 		}
 		if r.in != nil || r.inMarker != nil {
 			n++
@@ -69,7 +70,7 @@ func indexServes(t *table, rs []*colRestr) bool {
 		}
 		for _, o := range r.others {
 			n++
-			served = served && t.serves(r.col, o.op)
+			served = served && t.serves(r.col, o.Op)
 		}
 	}
 	return n == 1 && served
@@ -77,29 +78,29 @@ func indexServes(t *table, rs []*colRestr) bool {
 
 var nonWord = regexp.MustCompile(`\W`)
 
-func (d *ddl) createIndex(st *createIndexStmt) (*cql.SchemaChange, error) {
-	if st.custom {
-		if c := strings.TrimPrefix(st.class, "org.apache.cassandra.index.sasi."); c == "SASIIndex" {
+func (d *ddl) createIndex(st *grammar.CreateIndexStmt) (*cql.SchemaChange, error) {
+	if st.Custom {
+		if c := strings.TrimPrefix(st.Class, "org.apache.cassandra.index.sasi."); c == "SASIIndex" {
 			return nil, invalidf("SASI indexes are disabled. Enable in cassandra.yaml to use.")
 		}
-		return nil, invalidf("CUSTOM indexes (%s) are not supported by the embedded node", st.class)
+		return nil, invalidf("CUSTOM indexes (%s) are not supported by the embedded node", st.Class)
 	}
-	ksName, err := d.keyspaceName(st.table.ks)
+	ksName, err := d.keyspaceName(st.Table.Ks)
 	if err != nil {
 		return nil, err
 	}
-	if st.ks != "" && st.table.ks != "" && st.ks != st.table.ks {
-		return nil, invalidf("Keyspace name '%s' doesn't match index name '%s'", st.table.ks, st.table.name)
+	if st.Ks != "" && st.Table.Ks != "" && st.Ks != st.Table.Ks {
+		return nil, invalidf("Keyspace name '%s' doesn't match index name '%s'", st.Table.Ks, st.Table.Name)
 	}
 	k := d.sc.keyspaces[ksName]
 	if k == nil {
 		return nil, invalidf("Keyspace '%s' doesn't exist", ksName)
 	}
-	t := k.tables[st.table.name]
+	t := k.tables[st.Table.Name]
 	if t == nil {
-		return nil, invalidf("Table '%s' doesn't exist", st.table.name)
+		return nil, invalidf("Table '%s' doesn't exist", st.Table.Name)
 	}
-	if err := d.require("ALTER", resource{kind: resTable, ks: ksName, name: t.name}); err != nil {
+	if err := d.require("ALTER", grammar.Resource{Kind: grammar.ResTable, Ks: ksName, Name: t.name}); err != nil {
 		return nil, err
 	}
 	if err := modifiable(k, "ALTER", "<table "+ksName+"."+t.name+">"); err != nil {
@@ -108,26 +109,26 @@ func (d *ddl) createIndex(st *createIndexStmt) (*cql.SchemaChange, error) {
 	if t.view != nil {
 		return nil, invalidf("Secondary indexes are not supported on materialized views")
 	}
-	if st.name != "" && indexNamed(k, st.name) != nil {
-		if st.ifNotExists {
+	if st.Name != "" && indexNamed(k, st.Name) != nil {
+		if st.IfNotExists {
 			return nil, nil
 		}
-		return nil, invalidf("Index '%s' already exists", st.name)
+		return nil, invalidf("Index '%s' already exists", st.Name)
 	}
 	if t.counter {
 		return nil, invalidf("Secondary indexes on counter tables aren't supported")
 	}
-	if st.col == "" {
+	if st.Col == "" {
 		return nil, invalidf("Only CUSTOM indexes can be created without specifying a target column")
 	}
-	col := t.byName[st.col]
+	col := t.byName[st.Col]
 	if col == nil {
-		return nil, invalidf("Column '%s' doesn't exist", st.col)
+		return nil, invalidf("Column '%s' doesn't exist", st.Col)
 	}
-	kind := st.kind
+	kind := st.Kind
 	coll := isCollection(col.typ)
-	if kind == indexSimple && coll && !col.frozen {
-		kind = indexValues
+	if kind == grammar.IndexSimple && coll && !col.frozen {
+		kind = grammar.IndexValues
 	}
 	if referencesDuration(col.typ) {
 		switch {
@@ -143,22 +144,22 @@ func (d *ddl) createIndex(st *createIndexStmt) (*cql.SchemaChange, error) {
 	if col.kind == kindPartitionKey && len(t.pk) == 1 {
 		return nil, invalidf("Cannot create secondary index on the only partition key column %s", col.name)
 	}
-	if coll && col.frozen && kind != indexFull {
-		return nil, invalidf("Cannot create %s() index on frozen column %s. Frozen collections are immutable and must be fully indexed by using the 'full(%s)' modifier", indexKindNames[kind], col.name, col.name)
+	if coll && col.frozen && kind != grammar.IndexFull {
+		return nil, invalidf("Cannot create %s() index on frozen column %s. Frozen collections are immutable and must be fully indexed by using the 'full(%s)' modifier", grammar.IndexKindNames[kind], col.name, col.name)
 	}
-	if !(coll && col.frozen) && kind == indexFull {
+	if !(coll && col.frozen) && kind == grammar.IndexFull {
 		return nil, invalidf("full() indexes can only be created on frozen collections")
 	}
-	if !coll && kind != indexSimple {
-		return nil, invalidf("Cannot create %s() index on %s. Non-collection columns only support simple indexes", indexKindNames[kind], col.name)
+	if !coll && kind != grammar.IndexSimple {
+		return nil, invalidf("Cannot create %s() index on %s. Non-collection columns only support simple indexes", grammar.IndexKindNames[kind], col.name)
 	}
-	if (kind == indexKeys || kind == indexEntries) && !(col.typ.ID == cql.TypeMap && !col.frozen) {
-		return nil, invalidf("Cannot create index on %s of column %s with non-map type", indexKindNames[kind], col.name)
+	if (kind == grammar.IndexKeys || kind == grammar.IndexEntries) && !(col.typ.ID == cql.TypeMap && !col.frozen) {
+		return nil, invalidf("Cannot create index on %s of column %s with non-map type", grammar.IndexKindNames[kind], col.name)
 	}
 	if isUDT(col.typ) && !col.frozen {
 		return nil, invalidf("Cannot create index on non-frozen UDT column %s", col.name)
 	}
-	name := st.name
+	name := st.Name
 	if name == "" {
 		base := nonWord.ReplaceAllString(t.name+"_"+col.name+"_idx", "")
 		name = base
@@ -168,7 +169,7 @@ func (d *ddl) createIndex(st *createIndexStmt) (*cql.SchemaChange, error) {
 	}
 	for _, ix := range t.indexes {
 		if ix.col == col.name && ix.kind == kind {
-			if st.ifNotExists {
+			if st.IfNotExists {
 				return nil, nil
 			}
 			return nil, invalidf("Index %s is a duplicate of existing index %s", name, ix.name)
@@ -193,23 +194,23 @@ func indexNamed(k *keyspace, name string) *table {
 	return nil
 }
 
-func (d *ddl) dropIndex(st *dropIndexStmt) (*cql.SchemaChange, error) {
-	ksName, err := d.keyspaceName(st.name.ks)
+func (d *ddl) dropIndex(st *grammar.DropIndexStmt) (*cql.SchemaChange, error) {
+	ksName, err := d.keyspaceName(st.Name.Ks)
 	if err != nil {
 		return nil, err
 	}
 	k := d.sc.keyspaces[ksName]
 	var t *table
 	if k != nil {
-		t = indexNamed(k, st.name.name)
+		t = indexNamed(k, st.Name.Name)
 	}
 	if t == nil {
-		if st.ifExists {
+		if st.IfExists {
 			return nil, nil
 		}
-		return nil, invalidf("Index '%s.%s' doesn't exist'", ksName, st.name.name)
+		return nil, invalidf("Index '%s.%s' doesn't exist'", ksName, st.Name.Name)
 	}
-	if err := d.require("ALTER", resource{kind: resTable, ks: ksName, name: t.name}); err != nil {
+	if err := d.require("ALTER", grammar.Resource{Kind: grammar.ResTable, Ks: ksName, Name: t.name}); err != nil {
 		return nil, err
 	}
 	if err := modifiable(k, "ALTER", "<table "+ksName+"."+t.name+">"); err != nil {
@@ -218,7 +219,7 @@ func (d *ddl) dropIndex(st *dropIndexStmt) (*cql.SchemaChange, error) {
 	nt := t.alter()
 	nt.indexes = nil
 	for _, ix := range t.indexes {
-		if ix.name != st.name.name {
+		if ix.name != st.Name.Name {
 			nt.indexes = append(nt.indexes, ix)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/tracecar/tracecar/internal/node/grammar"
 	"math"
 	"math/big"
 	"net/netip"
@@ -126,7 +127,7 @@ func toJSON(t cql.TypeInfo, b []byte) string {
 		}
 		return `"` + timeOfDay(v) + `"`
 	case cql.TypeDuration:
-		d, ok := decDuration(b)
+		d, ok := grammar.DecDuration(b)
 		if !ok {
 			return `""`
 		}
@@ -177,7 +178,7 @@ func toJSON(t cql.TypeInfo, b []byte) string {
 
 // timeOfDay spells nanoseconds since midnight as Cassandra's TimeSerializer: hh:mm:ss.nnnnnnnnn.
 func timeOfDay(ns int64) string {
-	return fmt.Sprintf("%02d:%02d:%02d.%09d", ns/nanosPerHour, ns/nanosPerMinute%60, ns/nanosPerSecond%60, ns%nanosPerSecond)
+	return fmt.Sprintf("%02d:%02d:%02d.%09d", ns/grammar.NanosPerHour, ns/grammar.NanosPerMinute%60, ns/grammar.NanosPerSecond%60, ns%grammar.NanosPerSecond)
 }
 
 // javaFloat spells a float or double as Java's Float.toString and Double.toString; JSON
@@ -333,11 +334,11 @@ func fromJSON(v any, t cql.TypeInfo, depth int) ([]byte, error) {
 	if v == nil {
 		return nil, nil
 	}
-	if depth > maxNesting {
+	if depth > grammar.MaxNesting {
 		return nil, fmt.Errorf("JSON value nested too deep")
 	}
-	constant := func(lit litKind, text string) ([]byte, error) {
-		b, err := literal(&term{kind: termConst, lit: lit, text: text}, t, "")
+	constant := func(lit grammar.LitKind, text string) ([]byte, error) {
+		b, err := literal(&grammar.Term{Kind: grammar.TermConst, Lit: lit, Text: text}, t, "")
 		if err != nil {
 			// The Java type that Cassandra's fromString names.
 			name := map[cql.TypeID]string{cql.TypeTinyint: "byte", cql.TypeSmallint: "short", cql.TypeBigint: "long", cql.TypeCounter: "long"}[t.ID]
@@ -358,7 +359,7 @@ func fromJSON(v any, t cql.TypeInfo, depth int) ([]byte, error) {
 			}
 			return nil, expected("a UTF-8 string", v)
 		}
-		return constant(litString, str)
+		return constant(grammar.LitString, str)
 	case cql.TypeBoolean:
 		if b, ok := v.(bool); ok {
 			return encBool(b), nil
@@ -377,10 +378,10 @@ func fromJSON(v any, t cql.TypeInfo, depth int) ([]byte, error) {
 		if !strings.HasPrefix(str, "0x") {
 			return nil, fmt.Errorf("String representation of blob is missing 0x prefix: %s", str)
 		}
-		return constant(litHex, str)
+		return constant(grammar.LitHex, str)
 	case cql.TypeTinyint, cql.TypeSmallint, cql.TypeInt, cql.TypeBigint, cql.TypeCounter, cql.TypeVarint:
 		if isStr {
-			return constant(litInt, strings.TrimSpace(str))
+			return constant(grammar.LitInt, strings.TrimSpace(str))
 		}
 		if !isNum || strings.ContainsAny(string(num), ".eE") {
 			names := map[cql.TypeID]string{cql.TypeTinyint: "a tinyint value", cql.TypeSmallint: "a smallint value",
@@ -388,45 +389,45 @@ func fromJSON(v any, t cql.TypeInfo, depth int) ([]byte, error) {
 				cql.TypeVarint: "an integer value"}
 			return nil, expected(names[t.ID], v)
 		}
-		return constant(litInt, string(num))
+		return constant(grammar.LitInt, string(num))
 	case cql.TypeFloat, cql.TypeDouble, cql.TypeDecimal:
 		if isStr {
-			lit := litFloat
+			lit := grammar.LitFloat
 			if _, err := strconv.ParseInt(str, 10, 64); err == nil {
-				lit = litInt
+				lit = grammar.LitInt
 			}
 			return constant(lit, str)
 		}
 		if !isNum {
 			return nil, expected(map[cql.TypeID]string{cql.TypeFloat: "a float value", cql.TypeDouble: "a double value", cql.TypeDecimal: "a decimal value"}[t.ID], v)
 		}
-		return constant(litFloat, string(num))
+		return constant(grammar.LitFloat, string(num))
 	case cql.TypeUUID, cql.TypeTimeUUID:
 		if !isStr {
 			return nil, expected("a string representation of a uuid", v)
 		}
-		return constant(litUUID, str)
+		return constant(grammar.LitUUID, str)
 	case cql.TypeTimestamp:
 		if isNum {
-			return constant(litInt, string(num))
+			return constant(grammar.LitInt, string(num))
 		}
 		if !isStr {
 			return nil, expected("a long or a datestring representation of a timestamp value", v)
 		}
-		return constant(litString, str)
+		return constant(grammar.LitString, str)
 	case cql.TypeDate, cql.TypeTime, cql.TypeInet:
 		if isNum && t.ID != cql.TypeInet {
-			return constant(litInt, string(num))
+			return constant(grammar.LitInt, string(num))
 		}
 		if !isStr {
 			return nil, expected("a string representation of a "+t.String(), v)
 		}
-		return constant(litString, str)
+		return constant(grammar.LitString, str)
 	case cql.TypeDuration:
 		if !isStr {
 			return nil, expected("a string representation of a duration", v)
 		}
-		return constant(litDuration, str)
+		return constant(grammar.LitDuration, str)
 	case cql.TypeList, cql.TypeSet, cql.TypeTuple:
 		if isStr {
 			var err error

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"github.com/tracecar/tracecar/internal/node/grammar"
 	"math/big"
 	"strings"
 	"testing"
@@ -37,28 +38,28 @@ func TestJavaNumbers(t *testing.T) {
 
 func TestDurationCodec(t *testing.T) {
 	for _, v := range []int64{0, 1, -1, 63, 64, -65, 1 << 20, -(1 << 40), 1<<62 + 5} {
-		b := appendVint(nil, v)
-		got, rest, ok := readVint(b)
+		b := grammar.AppendVint(nil, v)
+		got, rest, ok := grammar.ReadVint(b)
 		if !ok || got != v || len(rest) != 0 {
 			t.Errorf("vint %d: encoded %x, read %d %v", v, b, got, ok)
 		}
 	}
 	// Cassandra's encodings: zigzag, then the extra bytes counted in the first byte.
 	for v, want := range map[int64]string{1: "02", -1: "01", 64: "8080", -8193: "c04001"} {
-		if got := string(appendVint(nil, v)); got != string(mustHex(want)) {
+		if got := string(grammar.AppendVint(nil, v)); got != string(mustHex(want)) {
 			t.Errorf("vint %d = %x; want %s", v, got, want)
 		}
 	}
 	texts := map[string]string{"1h30m": "1h30m", "P1Y2M3DT4H5M6S": "1y2mo3d4h5m6s", "3w": "21d", "-90s": "-1m30s",
 		"1µs": "1us", "PT0S": "", "12mo": "1y"}
 	for in, want := range texts {
-		d, err := parseDuration(in)
+		d, err := grammar.ParseDuration(in)
 		if err != nil || d.String() != want {
 			t.Errorf("duration %s: %v %v; want %s", in, d, err, want)
 		}
 	}
 	for _, bad := range []string{"1x", "h", "P", "PT", "1h2"} {
-		if _, err := parseDuration(bad); err == nil {
+		if _, err := grammar.ParseDuration(bad); err == nil {
 			t.Errorf("duration %q: parsed; want an error", bad)
 		}
 	}

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"github.com/tracecar/tracecar/internal/node/grammar"
 	"strings"
 	"testing"
 
@@ -32,15 +33,15 @@ func TestParse(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.query, func(t *testing.T) {
-			ps, err := parse(tc.query)
+			ps, err := grammar.Parse(tc.query)
 			if err != nil {
 				t.Fatalf("got %v", err)
 			}
-			if got := ps.stmt.stmtName(); got != tc.kind {
+			if got := ps.Stmt.StmtName(); got != tc.kind {
 				t.Errorf("got %s; want %s", got, tc.kind)
 			}
-			if strings.Join(ps.markers, ",") != strings.Join(tc.markers, ",") || len(ps.markers) != len(tc.markers) {
-				t.Errorf("markers: got %q; want %q", ps.markers, tc.markers)
+			if strings.Join(ps.Markers, ",") != strings.Join(tc.markers, ",") || len(ps.Markers) != len(tc.markers) {
+				t.Errorf("markers: got %q; want %q", ps.Markers, tc.markers)
 			}
 		})
 	}
@@ -59,7 +60,7 @@ func TestParseErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.query, func(t *testing.T) {
-			_, err := parse(tc.query)
+			_, err := grammar.Parse(tc.query)
 			ce := cqlErr(err)
 			if ce == nil || ce.Code != cql.ErrCodeSyntax || !strings.Contains(ce.Message, tc.want) {
 				t.Errorf("got %v; want a syntax error containing %q", err, tc.want)
@@ -106,20 +107,20 @@ func TestLiterals(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.typ+" "+tc.lit, func(t *testing.T) {
-			ps, err := parse("INSERT INTO t (k, v) VALUES (0, " + tc.lit + ")")
+			ps, err := grammar.Parse("INSERT INTO t (k, v) VALUES (0, " + tc.lit + ")")
 			if err != nil {
 				t.Fatal(err)
 			}
-			tp, err := parse("CREATE TABLE t (v " + tc.typ + " PRIMARY KEY)")
+			tp, err := grammar.Parse("CREATE TABLE t (v " + tc.typ + " PRIMARY KEY)")
 			if err != nil {
 				t.Fatal(err)
 			}
-			ct, err := resolver{ks: "ks"}.resolve(tp.stmt.(*createTableStmt).cols[0].ref)
+			ct, err := resolver{ks: "ks"}.resolve(tp.Stmt.(*grammar.CreateTableStmt).Cols[0].Ref)
 			if err != nil {
 				t.Fatal(err)
 			}
 			typ := ct.info
-			b, err := literal(ps.stmt.(*insertStmt).vals[1], typ, "v")
+			b, err := literal(ps.Stmt.(*grammar.InsertStmt).Vals[1], typ, "v")
 			got := render(typ, b)
 			if err != nil {
 				got = "!"
@@ -195,7 +196,7 @@ func FuzzParse(f *testing.F) {
 	e, s := newTestEngine(f, "CREATE TYPE ty (a int, b text)",
 		"CREATE TABLE t (k int, c text, v blob, l list<int>, s set<text>, m map<text, double>, n int, u frozen<ty>, nu ty, tu tuple<int, text>, du duration, PRIMARY KEY (k, c))")
 	f.Fuzz(func(t *testing.T, q string) {
-		_, _ = parse(q)
+		_, _ = grammar.Parse(q)
 		sess := *s
 		m, err := e.Query(&sess, q, &cql.QueryParams{Flags: cql.QueryPageSize, PageSize: 3}, nil)
 		if err != nil && cqlErr(err) == nil {

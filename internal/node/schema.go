@@ -2,6 +2,7 @@ package node
 
 import (
 	"crypto/md5"
+	"github.com/tracecar/tracecar/internal/node/grammar"
 	"maps"
 	"slices"
 	"sort"
@@ -28,7 +29,7 @@ type column struct {
 	name   string
 	typ    cql.TypeInfo
 	text   string // the type's spelling in system_schema.columns
-	ref    *typeRef
+	ref    *grammar.TypeRef
 	frozen bool // a single cell: a native type, or a frozen collection or user type
 	kind   colKind
 	// pos is the position among the partition key or clustering columns; for regular and
@@ -68,7 +69,7 @@ type table struct {
 	static   bool      // the table has static columns
 	counter  bool      // a counter table
 	compact  bool
-	options  map[string]optValue
+	options  map[string]grammar.OptValue
 	comment  string
 	virtual  bool
 	ttl      int32 // default_time_to_live
@@ -150,27 +151,27 @@ func (k *keyspace) clone() *keyspace {
 func (k *keyspace) resolver() resolver { return resolver{ks: k.name, types: k.types} }
 
 // newTable builds a table from a CREATE TABLE statement, validating it as Cassandra does.
-func newTable(ks string, st *createTableStmt, rs resolver) (*table, error) {
-	t := &table{ks: ks, name: st.table.name, byName: map[string]*column{}, options: map[string]optValue{},
-		compact: st.compact, tableStore: &tableStore{}}
-	if len(st.pk) == 0 {
+func newTable(ks string, st *grammar.CreateTableStmt, rs resolver) (*table, error) {
+	t := &table{ks: ks, name: st.Table.Name, byName: map[string]*column{}, options: map[string]grammar.OptValue{},
+		compact: st.Compact, tableStore: &tableStore{}}
+	if len(st.Pk) == 0 {
 		return nil, invalidf("No PRIMARY KEY specifed for table '%s' (exactly one required)", t.name)
 	}
-	defs := map[string]colDef{}
+	defs := map[string]grammar.ColDef{}
 	types := map[string]ctype{}
-	for _, c := range st.cols {
-		if _, dup := defs[c.name]; dup {
-			return nil, invalidf("Duplicate column '%s' declaration for table %s.%s", c.name, ks, t.name)
+	for _, c := range st.Cols {
+		if _, dup := defs[c.Name]; dup {
+			return nil, invalidf("Duplicate column '%s' declaration for table %s.%s", c.Name, ks, t.name)
 		}
-		ct, err := rs.resolve(c.ref)
+		ct, err := rs.resolve(c.Ref)
 		if err != nil {
 			return nil, err
 		}
 		if err := checkNonFrozenUDT(rs, ct, ""); err != nil {
 			return nil, err
 		}
-		defs[c.name] = c
-		types[c.name] = ct
+		defs[c.Name] = c
+		types[c.Name] = ct
 	}
 	seen := map[string]bool{}
 	keyColumn := func(n string, kind colKind, i int) (*column, error) {
@@ -190,7 +191,7 @@ func newTable(ks string, st *createTableStmt, rs resolver) (*table, error) {
 			}
 			return nil, invalidf("Invalid non-frozen %s type %s for PRIMARY KEY column '%s'", what, ct.text, n)
 		}
-		if d.static {
+		if d.Static {
 			return nil, invalidf("Static column %s cannot be part of the PRIMARY KEY", n)
 		}
 		if ct.info.ID == cql.TypeCounter {
@@ -199,45 +200,45 @@ func newTable(ks string, st *createTableStmt, rs resolver) (*table, error) {
 		if referencesDuration(ct.info) {
 			return nil, invalidf("duration type is not supported for PRIMARY KEY column '%s'", n)
 		}
-		return &column{name: n, typ: ct.info, text: ct.text, ref: d.ref, frozen: true, kind: kind, pos: i}, nil
+		return &column{name: n, typ: ct.info, text: ct.text, ref: d.Ref, frozen: true, kind: kind, pos: i}, nil
 	}
-	for i, n := range st.pk {
+	for i, n := range st.Pk {
 		c, err := keyColumn(n, kindPartitionKey, i)
 		if err != nil {
 			return nil, err
 		}
 		t.pk = append(t.pk, c)
 	}
-	for i, n := range st.ck {
+	for i, n := range st.Ck {
 		c, err := keyColumn(n, kindClustering, i)
 		if err != nil {
 			return nil, err
 		}
 		t.ck = append(t.ck, c)
 	}
-	for i, o := range st.order {
-		if i >= len(t.ck) || t.ck[i].name != o.col {
-			if _, ok := defs[o.col]; !ok || !slices.Contains(st.ck, o.col) {
+	for i, o := range st.Order {
+		if i >= len(t.ck) || t.ck[i].name != o.Col {
+			if _, ok := defs[o.Col]; !ok || !slices.Contains(st.Ck, o.Col) {
 				return nil, invalidf("Only clustering key columns can be defined in CLUSTERING ORDER directive")
 			}
-			return nil, invalidf("The order of columns in the CLUSTERING ORDER directive must be the one of the clustering key (%s must appear before %s)", t.ck[i].name, o.col)
+			return nil, invalidf("The order of columns in the CLUSTERING ORDER directive must be the one of the clustering key (%s must appear before %s)", t.ck[i].name, o.Col)
 		}
-		t.ck[i].desc = o.desc
+		t.ck[i].desc = o.Desc
 	}
 	var rest []*column
-	for _, c := range st.cols {
-		if seen[c.name] {
+	for _, c := range st.Cols {
+		if seen[c.Name] {
 			continue
 		}
 		k := kindRegular
-		if c.static {
+		if c.Static {
 			if len(t.ck) == 0 {
 				return nil, invalidf("Static columns are only useful (and thus allowed) if the table has at least one clustering column")
 			}
 			k = kindStatic
 		}
-		ct := types[c.name]
-		rest = append(rest, &column{name: c.name, typ: ct.info, text: ct.text, ref: c.ref, frozen: ct.frozen, kind: k})
+		ct := types[c.Name]
+		rest = append(rest, &column{name: c.Name, typ: ct.info, text: ct.text, ref: c.Ref, frozen: ct.frozen, kind: k})
 	}
 	counters := 0
 	for _, c := range rest {
@@ -249,10 +250,10 @@ func newTable(ks string, st *createTableStmt, rs resolver) (*table, error) {
 		return nil, invalidf("Cannot mix counter and non counter columns in the same table")
 	}
 	t.counter = counters > 0
-	if len(rest) > 0 && st.compact && len(t.ck) > 0 && len(rest) > 1 {
+	if len(rest) > 0 && st.Compact && len(t.ck) > 0 && len(rest) > 1 {
 		return nil, invalidf("COMPACT STORAGE with composite PRIMARY KEY allows no more than one column not part of the PRIMARY KEY (got: %d)", len(rest))
 	}
-	if err := t.setOptions(st.options, true); err != nil {
+	if err := t.setOptions(st.Options, true); err != nil {
 		return nil, err
 	}
 	sortColumns(rest)
@@ -346,11 +347,11 @@ func nameUUID(name string) [16]byte {
 // mustTable parses a CREATE TABLE statement of a built-in table. It panics on a bad
 // definition, which is a programming error caught by the tests.
 func mustTable(ks, cqlText string) *table {
-	ps, err := parse(cqlText)
+	ps, err := grammar.Parse(cqlText)
 	if err != nil {
 		panic("node: bad built-in table: " + err.Error() + ": " + cqlText)
 	}
-	st := ps.stmt.(*createTableStmt)
+	st := ps.Stmt.(*grammar.CreateTableStmt)
 	t, err := newTable(ks, st, resolver{ks: ks})
 	if err != nil {
 		panic("node: bad built-in table: " + err.Error() + ": " + cqlText)

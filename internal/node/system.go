@@ -310,7 +310,7 @@ func viewRow(k *keyspace, t *table) map[string][]byte {
 func tableRow(k *keyspace, t *table) map[string][]byte {
 	opt := func(name, def string) string {
 		if v, ok := t.options[name]; ok {
-			return v.text
+			return v.Text
 		}
 		return def
 	}

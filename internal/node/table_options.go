@@ -3,6 +3,7 @@ package node
 import (
 	"encoding/hex"
 	"fmt"
+	"github.com/tracecar/tracecar/internal/node/grammar"
 	"maps"
 	"strconv"
 	"strings"
@@ -41,25 +42,25 @@ func configf(format string, args ...any) *cql.Error {
 }
 
 // setOptions validates and applies WITH options, over the table's current ones.
-func (t *table) setOptions(opts map[string]optValue, create bool) error {
+func (t *table) setOptions(opts map[string]grammar.OptValue, create bool) error {
 	next := maps.Clone(t.options)
 	if next == nil {
-		next = map[string]optValue{}
+		next = map[string]grammar.OptValue{}
 	}
 	for name, v := range opts {
 		kind, ok := tableOptionKinds[name]
 		if !ok {
 			if name == "id" && create {
-				u, err := hex.DecodeString(strings.ReplaceAll(v.text, "-", ""))
+				u, err := hex.DecodeString(strings.ReplaceAll(v.Text, "-", ""))
 				if err != nil || len(u) != 16 {
-					return configf("Invalid table id %s", v.text)
+					return configf("Invalid table id %s", v.Text)
 				}
 				t.id, t.idGiven = [16]byte(u), true
 				continue
 			}
 			return syntaxf("Unknown property '%s'", name)
 		}
-		if (kind == optMap) != (v.m != nil) {
+		if (kind == optMap) != (v.M != nil) {
 			if kind == optMap {
 				return syntaxf("Invalid value for property '%s'. It should be a map.", name)
 			}
@@ -67,9 +68,9 @@ func (t *table) setOptions(opts map[string]optValue, create bool) error {
 		}
 		switch kind {
 		case optInt:
-			n, err := strconv.ParseInt(v.text, 10, 32)
+			n, err := strconv.ParseInt(v.Text, 10, 32)
 			if err != nil {
-				return syntaxf("Invalid integer value %s for '%s'", v.text, name)
+				return syntaxf("Invalid integer value %s for '%s'", v.Text, name)
 			}
 			if n < 0 {
 				return configf("%s must be greater than or equal to 0 (got %d)", name, n)
@@ -78,33 +79,33 @@ func (t *table) setOptions(opts map[string]optValue, create bool) error {
 				return configf("%s must be less than or equal to %d (got %d)", name, maxTTL, n)
 			}
 		case optDouble:
-			f, err := strconv.ParseFloat(v.text, 64)
+			f, err := strconv.ParseFloat(v.Text, 64)
 			if err != nil {
-				return syntaxf("Invalid double value %s for '%s'", v.text, name)
+				return syntaxf("Invalid double value %s for '%s'", v.Text, name)
 			}
 			if name == "bloom_filter_fp_chance" && (f <= 0 || f > 1) {
-				return configf("%s must be larger than 0 and less than or equal to 1.0 (got %s)", name, v.text)
+				return configf("%s must be larger than 0 and less than or equal to 1.0 (got %s)", name, v.Text)
 			}
 			if name == "crc_check_chance" && (f < 0 || f > 1) {
 				return configf("%s should be between 0.0 and 1.0", name)
 			}
 		case optBool:
-			if !strings.EqualFold(v.text, "true") && !strings.EqualFold(v.text, "false") {
-				return syntaxf("Invalid boolean value %s for '%s'. Expected values are 'true' or 'false'", v.text, name)
+			if !strings.EqualFold(v.Text, "true") && !strings.EqualFold(v.Text, "false") {
+				return syntaxf("Invalid boolean value %s for '%s'. Expected values are 'true' or 'false'", v.Text, name)
 			}
 		}
 		next[name] = v
 	}
 	ttl := int32(0)
 	if v, ok := next["default_time_to_live"]; ok {
-		n, _ := strconv.ParseInt(v.text, 10, 32)
+		n, _ := strconv.ParseInt(v.Text, 10, 32)
 		ttl = int32(n)
 	}
 	if t.counter && ttl > 0 {
 		return invalidf("Cannot set default_time_to_live on a table with counters")
 	}
 	t.options, t.ttl = next, ttl
-	t.comment = next["comment"].text
+	t.comment = next["comment"].Text
 	return nil
 }
 
@@ -114,7 +115,7 @@ func (t *table) optMapOr(name string, def map[string]string) map[string]string {
 	if !ok {
 		return def
 	}
-	m := maps.Clone(v.m)
+	m := maps.Clone(v.M)
 	switch name {
 	case "compaction":
 		if c, ok := m["class"]; ok && !strings.Contains(c, ".") {

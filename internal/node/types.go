@@ -1,6 +1,7 @@
 package node
 
 import (
+	"github.com/tracecar/tracecar/internal/node/grammar"
 	"slices"
 	"strings"
 
@@ -21,7 +22,7 @@ type ctype struct {
 type userType struct {
 	ks, name   string
 	fieldNames []string
-	fieldRefs  []*typeRef // as declared, to resolve them again when a type they use changes
+	fieldRefs  []*grammar.TypeRef // as declared, to resolve them again when a type they use changes
 	fields     []ctype
 }
 
@@ -45,22 +46,22 @@ type resolver struct {
 
 // resolve resolves r. Everything inside a frozen type is frozen; collections and user types
 // nested in a non-frozen collection must be frozen, as in Cassandra.
-func (rs resolver) resolve(r *typeRef) (ctype, error) {
+func (rs resolver) resolve(r *grammar.TypeRef) (ctype, error) {
 	return rs.resolveIn(r, false, 0)
 }
 
-func (rs resolver) resolveIn(r *typeRef, frozen bool, depth int) (ctype, error) {
-	if depth > maxNesting {
+func (rs resolver) resolveIn(r *grammar.TypeRef, frozen bool, depth int) (ctype, error) {
+	if depth > grammar.MaxNesting {
 		return ctype{}, invalidf("type nesting too deep")
 	}
-	frozen = frozen || r.frozen
-	if r.custom {
-		t := cql.TypeInfo{ID: cql.TypeCustom, Custom: r.name}
-		return ctype{info: t, text: "'" + r.name + "'", frozen: true}, nil
+	frozen = frozen || r.Frozen
+	if r.Custom {
+		t := cql.TypeInfo{ID: cql.TypeCustom, Custom: r.Name}
+		return ctype{info: t, text: "'" + r.Name + "'", frozen: true}, nil
 	}
-	if id, ok := r.nativeType(); ok {
-		if r.frozen {
-			return ctype{}, invalidf("frozen<> is only allowed on collections, tuples, and user-defined types (got %s)", r.name)
+	if id, ok := r.NativeType(); ok {
+		if r.Frozen {
+			return ctype{}, invalidf("frozen<> is only allowed on collections, tuples, and user-defined types (got %s)", r.Name)
 		}
 		t := cql.TypeInfo{ID: id}
 		return ctype{info: t, text: t.String(), frozen: true}, nil
@@ -71,13 +72,13 @@ func (rs resolver) resolveIn(r *typeRef, frozen bool, depth int) (ctype, error) 
 		}
 		return s
 	}
-	switch r.name {
+	switch r.Name {
 	case "list", "set", "map":
-		if r.args == nil {
+		if r.Args == nil {
 			break
 		}
-		elems := make([]ctype, len(r.args))
-		for i, a := range r.args {
+		elems := make([]ctype, len(r.Args))
+		for i, a := range r.Args {
 			e, err := rs.resolveIn(a, frozen, depth+1)
 			if err != nil {
 				return ctype{}, err
@@ -94,7 +95,7 @@ func (rs resolver) resolveIn(r *typeRef, frozen bool, depth int) (ctype, error) 
 			}
 			elems[i] = e
 		}
-		switch r.name {
+		switch r.Name {
 		case "list":
 			return ctype{info: cql.ListOf(elems[0].info), text: wrap("list<" + elems[0].text + ">"), frozen: frozen}, nil
 		case "set":
@@ -108,12 +109,12 @@ func (rs resolver) resolveIn(r *typeRef, frozen bool, depth int) (ctype, error) 
 		}
 		return ctype{info: cql.MapOf(elems[0].info, elems[1].info), text: wrap("map<" + elems[0].text + ", " + elems[1].text + ">"), frozen: frozen}, nil
 	case "tuple":
-		if r.args == nil {
+		if r.Args == nil {
 			break
 		}
 		t := cql.TypeInfo{ID: cql.TypeTuple}
-		parts := make([]string, len(r.args))
-		for i, a := range r.args {
+		parts := make([]string, len(r.Args))
+		for i, a := range r.Args {
 			e, err := rs.resolveIn(a, true, depth+1)
 			if err != nil {
 				return ctype{}, err
@@ -127,19 +128,19 @@ func (rs resolver) resolveIn(r *typeRef, frozen bool, depth int) (ctype, error) 
 		return ctype{info: t, text: "frozen<tuple<" + strings.Join(parts, ", ") + ">>", frozen: true}, nil
 	}
 	// A user-defined type.
-	if r.ks != "" && r.ks != rs.ks {
-		return ctype{}, invalidf("Statement on keyspace %s cannot refer to a user type in keyspace %s; user types can only be used in the keyspace they are defined in", rs.ks, r.ks)
+	if r.Ks != "" && r.Ks != rs.ks {
+		return ctype{}, invalidf("Statement on keyspace %s cannot refer to a user type in keyspace %s; user types can only be used in the keyspace they are defined in", rs.ks, r.Ks)
 	}
-	u := rs.types[r.name]
+	u := rs.types[r.Name]
 	if u == nil {
-		return ctype{}, invalidf("Unknown type %s.%s", rs.ks, r.name)
+		return ctype{}, invalidf("Unknown type %s.%s", rs.ks, r.Name)
 	}
 	return ctype{info: u.info(), text: wrap(quoteName(u.name)), frozen: frozen}, nil
 }
 
 // quoteName quotes a name the way Cassandra prints it: as is when it needs no quotes.
 func quoteName(n string) string {
-	plain := n != "" && !reserved[n]
+	plain := n != "" && !grammar.Reserved[n]
 	for i := 0; i < len(n) && plain; i++ {
 		c := n[i]
 		plain = c >= 'a' && c <= 'z' || c == '_' || i > 0 && c >= '0' && c <= '9'

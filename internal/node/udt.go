@@ -1,6 +1,7 @@
 package node
 
 import (
+	"github.com/tracecar/tracecar/internal/node/grammar"
 	"slices"
 	"strings"
 
@@ -10,8 +11,8 @@ import (
 // User-defined types: CREATE, ALTER and DROP TYPE. A type's fields are resolved when it is
 // created; ALTER TYPE resolves again every type and table of the keyspace that uses it.
 
-func (d *ddl) typeKeyspace(name tableName) (*keyspace, error) {
-	ksName, err := d.keyspaceName(name.ks)
+func (d *ddl) typeKeyspace(name grammar.TableName) (*keyspace, error) {
+	ksName, err := d.keyspaceName(name.Ks)
 	if err != nil {
 		return nil, err
 	}
@@ -25,39 +26,39 @@ func (d *ddl) typeKeyspace(name tableName) (*keyspace, error) {
 // typeName is how Cassandra names a user type in messages: ks.name.
 func typeName(ks, name string) string { return quoteName(ks) + "." + quoteName(name) }
 
-func (d *ddl) createType(st *createTypeStmt) (*cql.SchemaChange, error) {
-	k, err := d.typeKeyspace(st.name)
+func (d *ddl) createType(st *grammar.CreateTypeStmt) (*cql.SchemaChange, error) {
+	k, err := d.typeKeyspace(st.Name)
 	if err != nil {
 		return nil, err
 	}
-	if err := d.require("CREATE", resource{kind: resKeyspace, ks: k.name}); err != nil {
+	if err := d.require("CREATE", grammar.Resource{Kind: grammar.ResKeyspace, Ks: k.name}); err != nil {
 		return nil, err
 	}
 	if err := modifiable(k, "CREATE", "<all tables in "+k.name+">"); err != nil {
 		return nil, err
 	}
-	if k.types[st.name.name] != nil {
-		if st.ifNotExists {
+	if k.types[st.Name.Name] != nil {
+		if st.IfNotExists {
 			return nil, nil
 		}
-		return nil, invalidf("A user type with name '%s' already exists", st.name.name)
+		return nil, invalidf("A user type with name '%s' already exists", st.Name.Name)
 	}
-	u := &userType{ks: k.name, name: st.name.name}
-	for _, f := range st.fields {
-		if slices.Contains(u.fieldNames, f.name) {
-			return nil, invalidf("Duplicate field name '%s' in type '%s'", f.name, st.name.name)
+	u := &userType{ks: k.name, name: st.Name.Name}
+	for _, f := range st.Fields {
+		if slices.Contains(u.fieldNames, f.Name) {
+			return nil, invalidf("Duplicate field name '%s' in type '%s'", f.Name, st.Name.Name)
 		}
-		u.fieldNames = append(u.fieldNames, f.name)
-		u.fieldRefs = append(u.fieldRefs, f.ref)
+		u.fieldNames = append(u.fieldNames, f.Name)
+		u.fieldRefs = append(u.fieldRefs, f.Ref)
 	}
 	for _, r := range u.fieldRefs {
-		if r.isCounter() {
+		if r.IsCounter() {
 			return nil, invalidf("A user type cannot contain counters")
 		}
 	}
 	for _, r := range u.fieldRefs {
-		if _, native := r.nativeType(); !native && r.args == nil && !r.frozen {
-			if _, known := k.types[r.name]; known || r.name == u.name {
+		if _, native := r.NativeType(); !native && r.Args == nil && !r.Frozen {
+			if _, known := k.types[r.Name]; known || r.Name == u.name {
 				return nil, invalidf("A user type cannot contain non-frozen UDTs")
 			}
 		}
@@ -86,23 +87,23 @@ func (u *userType) resolve(rs resolver) error {
 // once the user may change it. missing is the error's format (keyspace, name) when it does
 // not exist, which Cassandra words differently for the two; with IF EXISTS a missing type is
 // a nil type and no error.
-func (d *ddl) typeToChange(name tableName, ifExists bool, verb, missing string) (*keyspace, *userType, error) {
-	ksName, err := d.keyspaceName(name.ks)
+func (d *ddl) typeToChange(name grammar.TableName, ifExists bool, verb, missing string) (*keyspace, *userType, error) {
+	ksName, err := d.keyspaceName(name.Ks)
 	if err != nil {
 		return nil, nil, err
 	}
 	k := d.sc.keyspaces[ksName]
 	var u *userType
 	if k != nil {
-		u = k.types[name.name]
+		u = k.types[name.Name]
 	}
 	if u == nil {
 		if ifExists {
 			return nil, nil, nil
 		}
-		return nil, nil, invalidf(missing, ksName, name.name)
+		return nil, nil, invalidf(missing, ksName, name.Name)
 	}
-	if err := d.require(verb, resource{kind: resKeyspace, ks: k.name}); err != nil {
+	if err := d.require(verb, grammar.Resource{Kind: grammar.ResKeyspace, Ks: k.name}); err != nil {
 		return nil, nil, err
 	}
 	if err := modifiable(k, verb, "<all tables in "+k.name+">"); err != nil {
@@ -111,51 +112,51 @@ func (d *ddl) typeToChange(name tableName, ifExists bool, verb, missing string) 
 	return k, u, nil
 }
 
-func (d *ddl) alterType(st *alterTypeStmt) (*cql.SchemaChange, error) {
-	k, u, err := d.typeToChange(st.name, st.ifExists, "ALTER", "Type %s.%s doesn't exist")
+func (d *ddl) alterType(st *grammar.AlterTypeStmt) (*cql.SchemaChange, error) {
+	k, u, err := d.typeToChange(st.Name, st.IfExists, "ALTER", "Type %s.%s doesn't exist")
 	if u == nil {
 		return nil, err
 	}
 	full := typeName(u.ks, u.name)
 	nu := &userType{ks: u.ks, name: u.name, fieldNames: slices.Clone(u.fieldNames), fieldRefs: slices.Clone(u.fieldRefs)}
-	switch st.op {
-	case alterType:
+	switch st.Op {
+	case grammar.AlterType:
 		return nil, invalidf("Altering field types is no longer supported")
-	case alterAdd:
-		if u.field(st.add.name) >= 0 {
-			if st.ifField {
+	case grammar.AlterAdd:
+		if u.field(st.Add.Name) >= 0 {
+			if st.IfField {
 				return nil, nil
 			}
-			return nil, invalidf("Cannot add field %s to type %s: a field with name %s already exists", st.add.name, full, st.add.name)
+			return nil, invalidf("Cannot add field %s to type %s: a field with name %s already exists", st.Add.Name, full, st.Add.Name)
 		}
-		if st.add.ref.uses(u.name) {
-			return nil, invalidf("Cannot add new field %s of type %s to user type %s as it would create a circular reference", st.add.name, st.add.ref, full)
+		if st.Add.Ref.Uses(u.name) {
+			return nil, invalidf("Cannot add new field %s of type %s to user type %s as it would create a circular reference", st.Add.Name, st.Add.Ref, full)
 		}
 		var inKey []string
 		for _, t := range sortedTables(k) {
 			for _, c := range t.pk {
-				if c.ref.uses(u.name) {
+				if c.ref.Uses(u.name) {
 					inKey = append(inKey, tableString(t))
 					break
 				}
 			}
 		}
 		if len(inKey) > 0 {
-			return nil, invalidf("Cannot add new field %s of type %s to user type %s as the type is being used in partition key by the following tables: %s", st.add.name, st.add.ref, full, strings.Join(inKey, ", "))
+			return nil, invalidf("Cannot add new field %s of type %s to user type %s as the type is being used in partition key by the following tables: %s", st.Add.Name, st.Add.Ref, full, strings.Join(inKey, ", "))
 		}
-		nu.fieldNames = append(nu.fieldNames, st.add.name)
-		nu.fieldRefs = append(nu.fieldRefs, st.add.ref)
-	case alterRename:
+		nu.fieldNames = append(nu.fieldNames, st.Add.Name)
+		nu.fieldRefs = append(nu.fieldRefs, st.Add.Ref)
+	case grammar.AlterRename:
 		changed := false
-		for _, r := range st.renames {
-			i := nu.field(r.from)
+		for _, r := range st.Renames {
+			i := nu.field(r.From)
 			if i < 0 {
-				if st.ifField {
+				if st.IfField {
 					continue
 				}
-				return nil, invalidf("Unkown field %s in user type %s", r.from, full)
+				return nil, invalidf("Unkown field %s in user type %s", r.From, full)
 			}
-			nu.fieldNames[i] = r.to
+			nu.fieldNames[i] = r.To
 			changed = true
 		}
 		for i, n := range nu.fieldNames {
@@ -186,7 +187,7 @@ func (d *ddl) retype(k *keyspace, changed string) error {
 		n := names[0]
 		names = names[1:]
 		for _, u := range sortedTypes(k) {
-			if u.name == n || !slices.ContainsFunc(u.fieldRefs, func(r *typeRef) bool { return r.uses(n) }) {
+			if u.name == n || !slices.ContainsFunc(u.fieldRefs, func(r *grammar.TypeRef) bool { return r.Uses(n) }) {
 				continue
 			}
 			nu := &userType{ks: u.ks, name: u.name, fieldNames: u.fieldNames, fieldRefs: u.fieldRefs}
@@ -204,7 +205,7 @@ func (d *ddl) retype(k *keyspace, changed string) error {
 		touched := false
 		retypeCols := func(cols []*column) error {
 			for i, c := range cols {
-				if c == nil || !c.ref.uses(changed) && !usesAny(c.ref, k, changed) {
+				if c == nil || !c.ref.Uses(changed) && !usesAny(c.ref, k, changed) {
 					continue
 				}
 				ct, err := rs.resolve(c.ref)
@@ -235,15 +236,15 @@ func (d *ddl) retype(k *keyspace, changed string) error {
 }
 
 // usesAny reports whether r uses, through other user types of k, the type named changed.
-func usesAny(r *typeRef, k *keyspace, changed string) bool {
+func usesAny(r *grammar.TypeRef, k *keyspace, changed string) bool {
 	seen := map[string]bool{}
-	var walk func(r *typeRef) bool
-	walk = func(r *typeRef) bool {
-		if r.uses(changed) {
+	var walk func(r *grammar.TypeRef) bool
+	walk = func(r *grammar.TypeRef) bool {
+		if r.Uses(changed) {
 			return true
 		}
-		if r.args == nil {
-			if u := k.types[r.name]; u != nil && !seen[u.name] {
+		if r.Args == nil {
+			if u := k.types[r.Name]; u != nil && !seen[u.name] {
 				seen[u.name] = true
 				for _, f := range u.fieldRefs {
 					if walk(f) {
@@ -252,7 +253,7 @@ func usesAny(r *typeRef, k *keyspace, changed string) bool {
 				}
 			}
 		}
-		for _, a := range r.args {
+		for _, a := range r.Args {
 			if walk(a) {
 				return true
 			}
@@ -262,8 +263,8 @@ func usesAny(r *typeRef, k *keyspace, changed string) bool {
 	return walk(r)
 }
 
-func (d *ddl) dropType(st *dropTypeStmt) (*cql.SchemaChange, error) {
-	k, u, err := d.typeToChange(st.name, st.ifExists, "DROP", "Type '%s.%s' doesn't exist")
+func (d *ddl) dropType(st *grammar.DropTypeStmt) (*cql.SchemaChange, error) {
+	k, u, err := d.typeToChange(st.Name, st.IfExists, "DROP", "Type '%s.%s' doesn't exist")
 	if u == nil {
 		return nil, err
 	}
@@ -282,7 +283,7 @@ func (d *ddl) dropType(st *dropTypeStmt) (*cql.SchemaChange, error) {
 	}
 	var types []string
 	for _, o := range sortedTypes(k) {
-		if o.name != u.name && slices.ContainsFunc(o.fieldRefs, func(r *typeRef) bool { return r.uses(u.name) }) {
+		if o.name != u.name && slices.ContainsFunc(o.fieldRefs, func(r *grammar.TypeRef) bool { return r.Uses(u.name) }) {
 			types = append(types, o.name)
 		}
 	}
@@ -291,7 +292,7 @@ func (d *ddl) dropType(st *dropTypeStmt) (*cql.SchemaChange, error) {
 	}
 	var tables []string
 	for _, t := range sortedTables(k) {
-		if slices.ContainsFunc(t.cols, func(c *column) bool { return c.ref.uses(u.name) }) {
+		if slices.ContainsFunc(t.cols, func(c *column) bool { return c.ref.Uses(u.name) }) {
 			tables = append(tables, t.name)
 		}
 	}

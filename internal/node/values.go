@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"github.com/tracecar/tracecar/internal/node/grammar"
 	"math"
 	"math/big"
 	"net/netip"
@@ -26,8 +27,8 @@ func invalidf(format string, args ...any) *cql.Error {
 }
 
 // constError is Cassandra's message for a literal that does not fit its column.
-func constError(t *term, col string, typ cql.TypeInfo) *cql.Error {
-	return invalidf("Invalid %s constant (%s) for \"%s\" of type %s", litNames[t.lit], t.text, col, typ.String())
+func constError(t *grammar.Term, col string, typ cql.TypeInfo) *cql.Error {
+	return invalidf("Invalid %s constant (%s) for \"%s\" of type %s", grammar.LitNames[t.Lit], t.Text, col, typ.String())
 }
 
 func encInt(v int32) []byte     { return binary.BigEndian.AppendUint32(nil, uint32(v)) }
@@ -250,12 +251,12 @@ func validate(t cql.TypeInfo, b []byte, col string) error {
 			return invalidf("Invalid decimal value for %s", col)
 		}
 	case cql.TypeDuration:
-		d, ok := decDuration(b)
+		d, ok := grammar.DecDuration(b)
 		if !ok {
 			return invalidf("Invalid duration value for %s", col)
 		}
-		if !d.sameSign() {
-			return invalidf("The duration months, days and nanoseconds must be all of the same sign (%d, %d, %d)", d.months, d.days, d.nanos)
+		if !d.SameSign() {
+			return invalidf("The duration months, days and nanoseconds must be all of the same sign (%d, %d, %d)", d.Months, d.Days, d.Nanos)
 		}
 	case cql.TypeUDT, cql.TypeTuple:
 		elems, ok := decTuple(b)
@@ -337,50 +338,50 @@ func normalizeCollection(t cql.TypeInfo, b []byte) []byte {
 
 // literal converts a constant term to the serialization of type typ, for column col.
 // It returns nil for null.
-func literal(t *term, typ cql.TypeInfo, col string) ([]byte, error) {
+func literal(t *grammar.Term, typ cql.TypeInfo, col string) ([]byte, error) {
 	return literalDepth(t, typ, col, 0)
 }
 
-func literalDepth(t *term, typ cql.TypeInfo, col string, depth int) ([]byte, error) {
-	if depth > maxNesting {
+func literalDepth(t *grammar.Term, typ cql.TypeInfo, col string, depth int) ([]byte, error) {
+	if depth > grammar.MaxNesting {
 		return nil, invalidf("literal nesting too deep for %s", col)
 	}
-	switch t.kind {
-	case termList, termSet, termMap:
+	switch t.Kind {
+	case grammar.TermList, grammar.TermSet, grammar.TermMap:
 		return collectionLiteral(t, typ, col, depth)
-	case termTuple:
+	case grammar.TermTuple:
 		return tupleLiteral(t, typ, col, depth)
-	case termUDT:
+	case grammar.TermUDT:
 		return udtLiteral(t, typ, col, depth)
-	case termFunc:
-		return nil, invalidf("function %s() is not supported here", t.name)
-	case termBind:
+	case grammar.TermFunc:
+		return nil, invalidf("function %s() is not supported here", t.Name)
+	case grammar.TermBind:
 		return nil, invalidf("bind marker in a constant context for %s", col)
 	}
-	if t.lit == litNull {
+	if t.Lit == grammar.LitNull {
 		return nil, nil
 	}
 	bad := func() ([]byte, error) { return nil, constError(t, col, typ) }
 	switch typ.ID {
 	case cql.TypeASCII, cql.TypeVarchar:
-		if t.lit != litString {
+		if t.Lit != grammar.LitString {
 			return bad()
 		}
 		if typ.ID == cql.TypeASCII {
-			for i := 0; i < len(t.text); i++ {
-				if t.text[i] >= 0x80 {
+			for i := 0; i < len(t.Text); i++ {
+				if t.Text[i] >= 0x80 {
 					return nil, invalidf("Invalid ASCII character in string literal for %s", col)
 				}
 			}
 		}
-		return []byte(t.text), nil
+		return []byte(t.Text), nil
 	case cql.TypeBlob:
-		if t.lit != litHex {
+		if t.Lit != grammar.LitHex {
 			return bad()
 		}
-		s := t.text[2:]
+		s := t.Text[2:]
 		if len(s)%2 == 1 {
-			return nil, invalidf("Invalid HEX constant (%s) for \"%s\" of type blob: odd number of digits", t.text, col)
+			return nil, invalidf("Invalid HEX constant (%s) for \"%s\" of type blob: odd number of digits", t.Text, col)
 		}
 		b, err := hex.DecodeString(s)
 		if err != nil {
@@ -391,21 +392,21 @@ func literalDepth(t *term, typ cql.TypeInfo, col string, depth int) ([]byte, err
 		}
 		return b, nil
 	case cql.TypeBoolean:
-		if t.lit != litBool {
-			if t.lit == litString && (strings.EqualFold(t.text, "true") || strings.EqualFold(t.text, "false")) {
-				return encBool(strings.EqualFold(t.text, "true")), nil
+		if t.Lit != grammar.LitBool {
+			if t.Lit == grammar.LitString && (strings.EqualFold(t.Text, "true") || strings.EqualFold(t.Text, "false")) {
+				return encBool(strings.EqualFold(t.Text, "true")), nil
 			}
 			return bad()
 		}
-		return encBool(t.text == "true"), nil
+		return encBool(t.Text == "true"), nil
 	case cql.TypeTinyint, cql.TypeSmallint, cql.TypeInt, cql.TypeBigint, cql.TypeCounter:
-		if t.lit != litInt {
+		if t.Lit != grammar.LitInt {
 			return bad()
 		}
 		bits := map[cql.TypeID]int{cql.TypeTinyint: 8, cql.TypeSmallint: 16, cql.TypeInt: 32, cql.TypeBigint: 64, cql.TypeCounter: 64}[typ.ID]
-		v, err := strconv.ParseInt(t.text, 10, bits)
+		v, err := strconv.ParseInt(t.Text, 10, bits)
 		if err != nil {
-			return nil, invalidf("Invalid INTEGER constant (%s) for \"%s\" of type %s: out of range", t.text, col, typ.String())
+			return nil, invalidf("Invalid INTEGER constant (%s) for \"%s\" of type %s: out of range", t.Text, col, typ.String())
 		}
 		b := make([]byte, bits/8)
 		for i := range b {
@@ -413,19 +414,19 @@ func literalDepth(t *term, typ cql.TypeInfo, col string, depth int) ([]byte, err
 		}
 		return b, nil
 	case cql.TypeVarint:
-		if t.lit != litInt {
+		if t.Lit != grammar.LitInt {
 			return bad()
 		}
-		n, ok := new(big.Int).SetString(t.text, 10)
+		n, ok := new(big.Int).SetString(t.Text, 10)
 		if !ok {
 			return bad()
 		}
 		return encVarint(n), nil
 	case cql.TypeFloat, cql.TypeDouble:
-		if t.lit != litInt && t.lit != litFloat {
+		if t.Lit != grammar.LitInt && t.Lit != grammar.LitFloat {
 			return bad()
 		}
-		v, err := parseFloatLit(t.text)
+		v, err := parseFloatLit(t.Text)
 		if err != nil {
 			return bad()
 		}
@@ -434,30 +435,30 @@ func literalDepth(t *term, typ cql.TypeInfo, col string, depth int) ([]byte, err
 		}
 		return encDouble(v), nil
 	case cql.TypeDecimal:
-		if t.lit != litInt && t.lit != litFloat {
+		if t.Lit != grammar.LitInt && t.Lit != grammar.LitFloat {
 			return bad()
 		}
-		b, ok := encDecimal(t.text)
+		b, ok := encDecimal(t.Text)
 		if !ok {
 			return bad()
 		}
 		return b, nil
 	case cql.TypeCustom:
 		// A custom type takes a blob constant; LexicalUUIDType a uuid too.
-		if t.lit == litHex && len(t.text)%2 == 0 {
-			if b, err := hex.DecodeString(t.text[2:]); err == nil {
+		if t.Lit == grammar.LitHex && len(t.Text)%2 == 0 {
+			if b, err := hex.DecodeString(t.Text[2:]); err == nil {
 				return append([]byte{}, b...), validate(typ, b, col)
 			}
 		}
-		if t.lit != litUUID || !isLexicalUUID(typ) {
+		if t.Lit != grammar.LitUUID || !isLexicalUUID(typ) {
 			return bad()
 		}
-		return hex.DecodeString(strings.ReplaceAll(t.text, "-", ""))
+		return hex.DecodeString(strings.ReplaceAll(t.Text, "-", ""))
 	case cql.TypeUUID, cql.TypeTimeUUID:
-		if t.lit != litUUID {
+		if t.Lit != grammar.LitUUID {
 			return bad()
 		}
-		u, err := hex.DecodeString(strings.ReplaceAll(t.text, "-", ""))
+		u, err := hex.DecodeString(strings.ReplaceAll(t.Text, "-", ""))
 		if err != nil || len(u) != 16 {
 			return bad()
 		}
@@ -466,78 +467,78 @@ func literalDepth(t *term, typ cql.TypeInfo, col string, depth int) ([]byte, err
 		}
 		return u, nil
 	case cql.TypeInet:
-		if t.lit != litString {
+		if t.Lit != grammar.LitString {
 			return bad()
 		}
-		a, err := netip.ParseAddr(t.text)
+		a, err := netip.ParseAddr(t.Text)
 		if err != nil {
-			return nil, invalidf("Unable to make inet address from '%s'", t.text)
+			return nil, invalidf("Unable to make inet address from '%s'", t.Text)
 		}
 		return encInet(a), nil
 	case cql.TypeTimestamp:
-		switch t.lit {
-		case litInt:
-			v, err := strconv.ParseInt(t.text, 10, 64)
+		switch t.Lit {
+		case grammar.LitInt:
+			v, err := strconv.ParseInt(t.Text, 10, 64)
 			if err != nil {
 				return bad()
 			}
 			return encBigint(v), nil
-		case litString:
-			ms, ok := parseTimestamp(t.text)
+		case grammar.LitString:
+			ms, ok := parseTimestamp(t.Text)
 			if !ok {
-				return nil, invalidf("Unable to coerce '%s' to a formatted date (long)", t.text)
+				return nil, invalidf("Unable to coerce '%s' to a formatted date (long)", t.Text)
 			}
 			return encBigint(ms), nil
 		}
 		return bad()
 	case cql.TypeDate:
-		switch t.lit {
-		case litInt:
-			v, err := strconv.ParseUint(t.text, 10, 32)
+		switch t.Lit {
+		case grammar.LitInt:
+			v, err := strconv.ParseUint(t.Text, 10, 32)
 			if err != nil {
 				return bad()
 			}
 			return encInt(int32(uint32(v))), nil
-		case litString:
-			d, err := time.Parse("2006-01-02", t.text)
+		case grammar.LitString:
+			d, err := time.Parse("2006-01-02", t.Text)
 			if err != nil {
-				if v, err := strconv.ParseUint(t.text, 10, 32); err == nil {
+				if v, err := strconv.ParseUint(t.Text, 10, 32); err == nil {
 					return encInt(int32(uint32(v))), nil
 				}
-				return nil, invalidf("Unable to coerce '%s' to a formatted date (long)", t.text)
+				return nil, invalidf("Unable to coerce '%s' to a formatted date (long)", t.Text)
 			}
 			days := d.Unix() / 86400
 			return encInt(int32(uint32(days + 1<<31))), nil
 		}
 		return bad()
 	case cql.TypeTime:
-		switch t.lit {
-		case litInt:
-			v, err := strconv.ParseInt(t.text, 10, 64)
+		switch t.Lit {
+		case grammar.LitInt:
+			v, err := strconv.ParseInt(t.Text, 10, 64)
 			if err != nil || v < 0 || v >= 86400e9 {
 				return bad()
 			}
 			return encBigint(v), nil
-		case litString:
-			ns, ok := parseTimeOfDay(t.text)
+		case grammar.LitString:
+			ns, ok := parseTimeOfDay(t.Text)
 			if !ok {
-				return nil, invalidf("Unable to coerce '%s' to a formatted time (long)", t.text)
+				return nil, invalidf("Unable to coerce '%s' to a formatted time (long)", t.Text)
 			}
 			return encBigint(ns), nil
 		}
 		return bad()
 	case cql.TypeDuration:
-		if t.lit != litDuration {
+		if t.Lit != grammar.LitDuration {
 			return bad()
 		}
-		d, err := parseDuration(t.text)
+		d, err := grammar.ParseDuration(t.Text)
 		if err != nil {
-			return nil, invalidf("Unable to convert '%s' to a duration", t.text)
+			return nil, invalidf("Unable to convert '%s' to a duration", t.Text)
 		}
-		if !d.sameSign() {
-			return nil, invalidf("The duration months, days and nanoseconds must be all of the same sign (%d, %d, %d)", d.months, d.days, d.nanos)
+		if !d.SameSign() {
+			return nil, invalidf("The duration months, days and nanoseconds must be all of the same sign (%d, %d, %d)", d.Months, d.Days, d.Nanos)
 		}
-		return encDuration(d), nil
+		return grammar.EncDuration(d), nil
 	}
 	return nil, invalidf("type %s is not supported by the embedded node", typ.String())
 }
@@ -708,25 +709,25 @@ func parseTimeOfDay(s string) (int64, bool) {
 	return ns, true
 }
 
-func collectionLiteral(t *term, typ cql.TypeInfo, col string, depth int) ([]byte, error) {
+func collectionLiteral(t *grammar.Term, typ cql.TypeInfo, col string, depth int) ([]byte, error) {
 	switch typ.ID {
 	case cql.TypeList:
-		if t.kind != termList {
+		if t.Kind != grammar.TermList {
 			return nil, invalidf("Invalid %s literal for %s of type %s", kindName(t), col, typ.String())
 		}
 	case cql.TypeSet:
-		if t.kind != termSet && !(t.kind == termMap && len(t.elems) == 0) {
+		if t.Kind != grammar.TermSet && !(t.Kind == grammar.TermMap && len(t.Elems) == 0) {
 			return nil, invalidf("Invalid %s literal for %s of type %s", kindName(t), col, typ.String())
 		}
 	case cql.TypeMap:
-		if t.kind != termMap {
+		if t.Kind != grammar.TermMap {
 			return nil, invalidf("Invalid %s literal for %s of type %s", kindName(t), col, typ.String())
 		}
 	default:
 		return nil, invalidf("Invalid %s literal for %s of type %s", kindName(t), col, typ.String())
 	}
 	var elems [][]byte
-	for i, e := range t.elems {
+	for i, e := range t.Elems {
 		et := elemType(typ)
 		if typ.ID == cql.TypeMap {
 			et = keyType(typ)
@@ -740,7 +741,7 @@ func collectionLiteral(t *term, typ cql.TypeInfo, col string, depth int) ([]byte
 		}
 		elems = append(elems, b)
 		if typ.ID == cql.TypeMap {
-			v, err := literalDepth(t.vals[i], elemType(typ), col, depth+1)
+			v, err := literalDepth(t.Vals[i], elemType(typ), col, depth+1)
 			if err != nil {
 				return nil, err
 			}
@@ -755,13 +756,13 @@ func collectionLiteral(t *term, typ cql.TypeInfo, col string, depth int) ([]byte
 	return normalizeCollection(typ, b), nil
 }
 
-func kindName(t *term) string {
-	switch t.kind {
-	case termList:
+func kindName(t *grammar.Term) string {
+	switch t.Kind {
+	case grammar.TermList:
 		return "list"
-	case termSet:
+	case grammar.TermSet:
 		return "set"
-	case termMap:
+	case grammar.TermMap:
 		return "map"
 	}
 	return "value"
@@ -824,15 +825,15 @@ func cqlTypeText(t cql.TypeInfo) string {
 }
 
 // tupleLiteral converts (a, b, ...) for a tuple type.
-func tupleLiteral(t *term, typ cql.TypeInfo, col string, depth int) ([]byte, error) {
+func tupleLiteral(t *grammar.Term, typ cql.TypeInfo, col string, depth int) ([]byte, error) {
 	if typ.ID != cql.TypeTuple {
 		return nil, invalidf("Invalid tuple type literal for %s of type %s", col, cqlTypeText(typ))
 	}
-	if len(t.elems) > len(typ.Elems) {
-		return nil, invalidf("Invalid tuple literal for %s: too many elements. Type %s expects %d but got %d", col, cqlTypeText(typ), len(typ.Elems), len(t.elems))
+	if len(t.Elems) > len(typ.Elems) {
+		return nil, invalidf("Invalid tuple literal for %s: too many elements. Type %s expects %d but got %d", col, cqlTypeText(typ), len(typ.Elems), len(t.Elems))
 	}
 	elems := make([][]byte, len(typ.Elems))
-	for i, e := range t.elems {
+	for i, e := range t.Elems {
 		b, err := literalDepth(e, typ.Elems[i], col, depth+1)
 		if err != nil {
 			return nil, invalidf("Invalid tuple literal for %s: component %d is not of type %s", col, i, cqlTypeText(typ.Elems[i]))
@@ -843,17 +844,17 @@ func tupleLiteral(t *term, typ cql.TypeInfo, col string, depth int) ([]byte, err
 }
 
 // udtLiteral converts {field: value, ...} for a user type; fields not given are null.
-func udtLiteral(t *term, typ cql.TypeInfo, col string, depth int) ([]byte, error) {
+func udtLiteral(t *grammar.Term, typ cql.TypeInfo, col string, depth int) ([]byte, error) {
 	if typ.ID != cql.TypeUDT {
 		return nil, invalidf("Invalid user type literal for %s of type %s", col, cqlTypeText(typ))
 	}
 	elems := make([][]byte, len(typ.Fields))
-	for i, n := range t.names {
+	for i, n := range t.Names {
 		f := slices.IndexFunc(typ.Fields, func(f cql.Field) bool { return f.Name == n })
 		if f < 0 {
 			return nil, invalidf("Unknown field '%s' in value of user defined type %s", n, typ.Name)
 		}
-		b, err := literalDepth(t.elems[i], typ.Fields[f].Type, col, depth+1)
+		b, err := literalDepth(t.Elems[i], typ.Fields[f].Type, col, depth+1)
 		if err != nil {
 			return nil, invalidf("Invalid user type literal for %s: field %s is not of type %s", col, n, cqlTypeText(typ.Fields[f].Type))
 		}
@@ -1022,5 +1023,5 @@ func int64Value(b []byte) (int64, bool) {
 
 // isLexicalUUID reports whether t is the custom type LexicalUUIDType.
 func isLexicalUUID(t cql.TypeInfo) bool {
-	return t.ID == cql.TypeCustom && t.Custom == marshalPackage+"LexicalUUIDType"
+	return t.ID == cql.TypeCustom && t.Custom == grammar.MarshalPackage+"LexicalUUIDType"
 }

@@ -2,6 +2,7 @@ package node
 
 import (
 	"bytes"
+	"github.com/tracecar/tracecar/internal/node/grammar"
 	"slices"
 	"strings"
 
@@ -49,18 +50,18 @@ func viewsDisabled() error {
 }
 
 // createView is CREATE MATERIALIZED VIEW, checked as Cassandra 4.1's CreateViewStatement.
-func (d *ddl) createView(st *createViewStmt) (*cql.SchemaChange, error) {
+func (d *ddl) createView(st *grammar.CreateViewStmt) (*cql.SchemaChange, error) {
 	if d.e.cfg.NoMaterializedViews {
 		return nil, viewsDisabled()
 	}
-	ksName, err := d.keyspaceName(st.name.ks)
+	ksName, err := d.keyspaceName(st.Name.Ks)
 	if err != nil {
 		return nil, err
 	}
-	if st.base.ks != "" && st.base.ks != ksName {
+	if st.Base.Ks != "" && st.Base.Ks != ksName {
 		return nil, invalidf("Cannot create a materialized view on a table in a different keyspace")
 	}
-	if err := d.require("ALTER", resource{kind: resTable, ks: ksName, name: st.base.name}); err != nil {
+	if err := d.require("ALTER", grammar.Resource{Kind: grammar.ResTable, Ks: ksName, Name: st.Base.Name}); err != nil {
 		return nil, err
 	}
 	k := d.sc.keyspaces[ksName]
@@ -70,21 +71,21 @@ func (d *ddl) createView(st *createViewStmt) (*cql.SchemaChange, error) {
 	if err := modifiable(k, "CREATE", "<keyspace "+ksName+">"); err != nil {
 		return nil, err
 	}
-	base := k.tables[st.base.name]
+	base := k.tables[st.Base.Name]
 	if base == nil {
-		return nil, invalidf("Base table '%s' doesn't exist", st.base.name)
+		return nil, invalidf("Base table '%s' doesn't exist", st.Base.Name)
 	}
-	if old := k.tables[st.name.name]; old != nil {
+	if old := k.tables[st.Name.Name]; old != nil {
 		if old.view == nil {
-			return nil, invalidf("Cannot create materialized view '%s' - a table with the same name already exists", st.name.name)
+			return nil, invalidf("Cannot create materialized view '%s' - a table with the same name already exists", st.Name.Name)
 		}
-		if st.ifNotExists {
+		if st.IfNotExists {
 			return nil, nil
 		}
-		return nil, &cql.Error{Code: cql.ErrCodeAlreadyExists, Message: "Cannot add already existing table \"" + st.name.name + "\" to keyspace \"" + ksName + "\"", Keyspace: ksName, Table: st.name.name}
+		return nil, &cql.Error{Code: cql.ErrCodeAlreadyExists, Message: "Cannot add already existing table \"" + st.Name.Name + "\" to keyspace \"" + ksName + "\"", Keyspace: ksName, Table: st.Name.Name}
 	}
-	if !validName(st.name.name) {
-		return nil, invalidf("Table name must not be empty, more than 48 characters long, or contain non-alphanumeric-underscore characters (got \"%s\")", st.name.name)
+	if !validName(st.Name.Name) {
+		return nil, invalidf("Table name must not be empty, more than 48 characters long, or contain non-alphanumeric-underscore characters (got \"%s\")", st.Name.Name)
 	}
 	v, err := newView(base, st)
 	if err != nil {
@@ -97,27 +98,27 @@ func (d *ddl) createView(st *createViewStmt) (*cql.SchemaChange, error) {
 }
 
 // newView checks a view's definition against its base table and builds the view's table.
-func newView(base *table, st *createViewStmt) (*table, error) {
-	name := st.name.name
+func newView(base *table, st *grammar.CreateViewStmt) (*table, error) {
+	name := st.Name.Name
 	if base.view != nil {
 		return nil, invalidf("Materialized views cannot be created against other materialized views")
 	}
 	if base.counter {
 		return nil, invalidf("Materialized views are not supported on counter tables")
 	}
-	if gc, ok := base.options["gc_grace_seconds"]; ok && gc.text == "0" {
+	if gc, ok := base.options["gc_grace_seconds"]; ok && gc.Text == "0" {
 		return nil, invalidf("Cannot create materialized view '%s' for base table '%s' with gc_grace_seconds of 0, since this value is used to TTL undelivered updates. Setting gc_grace_seconds too low might cause undelivered updates to expire before being replayed.", name, base.name)
 	}
-	if st.aliased != "" {
-		return nil, invalidf("Cannot use aliases when defining a materialized view (got %s)", st.aliased)
+	if st.Aliased != "" {
+		return nil, invalidf("Cannot use aliases when defining a materialized view (got %s)", st.Aliased)
 	}
 	selected := map[string]bool{}
-	if st.star {
+	if st.Star {
 		for _, c := range base.cols {
 			selected[c.name] = true
 		}
 	}
-	for _, n := range st.cols {
+	for _, n := range st.Cols {
 		if base.byName[n] == nil {
 			return nil, invalidf("Undefined column name %s in table %s", n, tableString(base))
 		}
@@ -134,26 +135,26 @@ func newView(base *table, st *createViewStmt) (*table, error) {
 	if err := checkViewWhere(base, st); err != nil {
 		return nil, err
 	}
-	if _, ok := st.options["default_time_to_live"]; ok {
+	if _, ok := st.Options["default_time_to_live"]; ok {
 		return nil, invalidf("Cannot set default_time_to_live for a materialized view. Data in a materialized view always expire at the same time than the corresponding data in the parent table.")
 	}
-	v := &table{ks: base.ks, name: name, options: map[string]optValue{}, tableStore: &tableStore{},
-		view: &viewDef{base: base.name, baseID: base.id, includeAll: st.star, notNull: st.notNull}}
-	if err := v.setOptions(st.options, true); err != nil {
+	v := &table{ks: base.ks, name: name, options: map[string]grammar.OptValue{}, tableStore: &tableStore{},
+		view: &viewDef{base: base.name, baseID: base.id, includeAll: st.Star, notNull: st.NotNull}}
+	if err := v.setOptions(st.Options, true); err != nil {
 		return nil, err
 	}
 	inKey := map[string]bool{}
-	for i, n := range st.pk {
+	for i, n := range st.Pk {
 		c := *base.byName[n]
 		c.kind, c.pos, c.desc = kindPartitionKey, i, false
 		v.pk = append(v.pk, &c)
 		inKey[n] = true
 	}
-	for i, n := range st.ck {
+	for i, n := range st.Ck {
 		c := *base.byName[n]
 		c.kind, c.pos, c.desc = kindClustering, i, false
-		if i < len(st.order) {
-			c.desc = st.order[i].desc
+		if i < len(st.Order) {
+			c.desc = st.Order[i].Desc
 		}
 		v.ck = append(v.ck, &c)
 		inKey[n] = true
@@ -181,13 +182,13 @@ func newView(base *table, st *createViewStmt) (*table, error) {
 
 // checkViewKey checks the view's primary key: selected columns, each once, of types a key
 // may have, holding every key column of the base and at most one other.
-func checkViewKey(base *table, st *createViewStmt, selected map[string]bool) error {
-	name := st.name.name
-	if len(st.pk) == 0 {
+func checkViewKey(base *table, st *grammar.CreateViewStmt, selected map[string]bool) error {
+	name := st.Name.Name
+	if len(st.Pk) == 0 {
 		return invalidf("Must provide at least one partition key column for materialized view '%s'", name)
 	}
 	seen := map[string]bool{}
-	for _, n := range append(slices.Clone(st.pk), st.ck...) {
+	for _, n := range append(slices.Clone(st.Pk), st.Ck...) {
 		c := base.byName[n]
 		if c == nil || !selected[n] {
 			return invalidf("Unknown column '%s' referenced in PRIMARY KEY for materialized view '%s'", n, name)
@@ -206,10 +207,10 @@ func checkViewKey(base *table, st *createViewStmt, selected map[string]bool) err
 			return invalidf("duration type is not supported for PRIMARY KEY column '%s'", n)
 		}
 	}
-	if len(st.order) > 0 {
-		same := len(st.order) == len(st.ck)
-		for i := 0; same && i < len(st.order); i++ {
-			same = st.order[i].col == st.ck[i]
+	if len(st.Order) > 0 {
+		same := len(st.Order) == len(st.Ck)
+		for i := 0; same && i < len(st.Order); i++ {
+			same = st.Order[i].Col == st.Ck[i]
 		}
 		if !same {
 			return invalidf("Clustering key columns must exactly match columns in CLUSTERING ORDER BY directive")
@@ -224,7 +225,7 @@ func checkViewKey(base *table, st *createViewStmt, selected map[string]bool) err
 	if len(missing) > 0 {
 		return invalidf("Cannot create materialized view '%s' without primary key columns %s from base table '%s'", name, strings.Join(missing, ", "), base.name)
 	}
-	for _, n := range append(slices.Clone(st.pk), st.ck...) {
+	for _, n := range append(slices.Clone(st.Pk), st.Ck...) {
 		if k := base.byName[n].kind; k != kindPartitionKey && k != kindClustering {
 			extra = append(extra, n)
 		}
@@ -238,14 +239,14 @@ func checkViewKey(base *table, st *createViewStmt, selected map[string]bool) err
 // checkViewWhere checks the view's WHERE clause: every key column of the view restricted
 // with IS NOT NULL. Other restrictions filter the view's rows in Cassandra; the node does
 // not filter, and says so.
-func checkViewWhere(base *table, st *createViewStmt) error {
-	for _, n := range append(slices.Clone(st.notNull), st.others...) {
+func checkViewWhere(base *table, st *grammar.CreateViewStmt) error {
+	for _, n := range append(slices.Clone(st.NotNull), st.Others...) {
 		if n != "" && base.byName[n] == nil {
 			return invalidf("Undefined column name %s in table %s", n, tableString(base))
 		}
 	}
 	var illegal []string
-	for _, n := range st.others {
+	for _, n := range st.Others {
 		if n == "" {
 			return invalidf("Cannot use token relation when defining a materialized view")
 		}
@@ -257,46 +258,46 @@ func checkViewWhere(base *table, st *createViewStmt) error {
 		return invalidf("Non-primary key columns can only be restricted with 'IS NOT NULL' (got: %s restricted illegally)", strings.Join(illegal, ","))
 	}
 	var free []string
-	for _, n := range append(slices.Clone(st.pk), st.ck...) {
-		if !slices.Contains(st.notNull, n) && !slices.Contains(st.others, n) {
+	for _, n := range append(slices.Clone(st.Pk), st.Ck...) {
+		if !slices.Contains(st.NotNull, n) && !slices.Contains(st.Others, n) {
 			free = append(free, n)
 		}
 	}
 	if len(free) > 0 {
 		return invalidf("Primary key columns %s must be restricted with 'IS NOT NULL' or otherwise", strings.Join(free, ", "))
 	}
-	if len(st.others) > 0 {
-		return invalidf("A materialized view WHERE clause other than IS NOT NULL (on %s) is not supported by the embedded node", strings.Join(st.others, ", "))
+	if len(st.Others) > 0 {
+		return invalidf("A materialized view WHERE clause other than IS NOT NULL (on %s) is not supported by the embedded node", strings.Join(st.Others, ", "))
 	}
 	return nil
 }
 
 // view is ALTER MATERIALIZED VIEW ... WITH and DROP MATERIALIZED VIEW.
-func (d *ddl) view(st *viewStmt) (*cql.SchemaChange, error) {
-	ksName, err := d.keyspaceName(st.name.ks)
+func (d *ddl) view(st *grammar.ViewStmt) (*cql.SchemaChange, error) {
+	ksName, err := d.keyspaceName(st.Name.Ks)
 	if err != nil {
 		return nil, err
 	}
 	k := d.sc.keyspaces[ksName]
 	var v *table
 	if k != nil {
-		v = k.tables[st.name.name]
+		v = k.tables[st.Name.Name]
 	}
 	if v == nil || v.view == nil {
-		if st.ifExists {
+		if st.IfExists {
 			return nil, nil
 		}
-		return nil, invalidf("Materialized view '%s.%s' doesn't exist", ksName, st.name.name)
+		return nil, invalidf("Materialized view '%s.%s' doesn't exist", ksName, st.Name.Name)
 	}
-	if err := d.require("ALTER", resource{kind: resTable, ks: ksName, name: v.view.base}); err != nil {
+	if err := d.require("ALTER", grammar.Resource{Kind: grammar.ResTable, Ks: ksName, Name: v.view.base}); err != nil {
 		return nil, err
 	}
-	if st.alter {
-		if _, ok := st.opts["default_time_to_live"]; ok {
+	if st.Alter {
+		if _, ok := st.Opts["default_time_to_live"]; ok {
 			return nil, invalidf("Cannot set default_time_to_live on a materialized view. Data in a materialized view always expire at the same time than the corresponding data in the parent table.")
 		}
 		nv := v.alter()
-		if err := nv.setOptions(st.opts, false); err != nil {
+		if err := nv.setOptions(st.Opts, false); err != nil {
 			return nil, err
 		}
 		nv.finish()

@@ -1,4 +1,4 @@
-package node
+package grammar
 
 import (
 	"fmt"
@@ -9,7 +9,7 @@ import (
 )
 
 // maxNesting bounds the recursion of nested collection literals and types.
-const maxNesting = 64
+const MaxNesting = 64
 
 type parser struct {
 	lex     lexer
@@ -25,7 +25,7 @@ type syntaxError struct{ msg string }
 func (e *syntaxError) Error() string { return e.msg }
 
 // parse parses one statement. The returned error is a *cql.Error of code Syntax.
-func parse(query string) (ps *parsedStmt, err error) {
+func Parse(query string) (ps *ParsedStmt, err error) {
 	p := &parser{lex: lexer{src: query}}
 	p.advance()
 	defer func() {
@@ -45,7 +45,7 @@ func parse(query string) (ps *parsedStmt, err error) {
 	if p.tok.kind != tEOF {
 		p.failf("extraneous input %s expecting EOF", p.quote(p.tok))
 	}
-	return &parsedStmt{stmt: st, markers: p.markers}, nil
+	return &ParsedStmt{Stmt: st, Markers: p.markers}, nil
 }
 
 func (p *parser) advance() {
@@ -139,7 +139,7 @@ func (p *parser) expectPunct(s string) {
 }
 
 // reserved lists keywords that cannot be unquoted identifiers.
-var reserved = map[string]bool{
+var Reserved = map[string]bool{
 	"add": true, "allow": true, "alter": true, "and": true, "apply": true, "asc": true, "authorize": true,
 	"batch": true, "begin": true, "by": true, "columnfamily": true, "create": true, "delete": true,
 	"desc": true, "describe": true, "drop": true, "entries": true, "execute": true, "from": true,
@@ -155,7 +155,7 @@ var reserved = map[string]bool{
 func (p *parser) ident() string {
 	switch p.tok.kind {
 	case tIdent:
-		if reserved[strings.ToLower(p.tok.text)] {
+		if Reserved[strings.ToLower(p.tok.text)] {
 			p.unexpected()
 		}
 		s := strings.ToLower(p.tok.text)
@@ -181,12 +181,12 @@ func (p *parser) identAny() string {
 	return p.ident()
 }
 
-func (p *parser) tableName() tableName {
+func (p *parser) tableName() TableName {
 	first := p.ident()
 	if p.acceptPunct(".") {
-		return tableName{ks: first, name: p.identAny()}
+		return TableName{Ks: first, Name: p.identAny()}
 	}
-	return tableName{name: first}
+	return TableName{Name: first}
 }
 
 func (p *parser) ifNotExists() bool {
@@ -208,7 +208,7 @@ func (p *parser) ifExists() bool {
 	return false
 }
 
-func (p *parser) statement() statement {
+func (p *parser) statement() Statement {
 	if p.tok.kind != tIdent {
 		p.unexpected()
 	}
@@ -230,7 +230,7 @@ func (p *parser) statement() statement {
 		return p.batchStmt()
 	case "use":
 		p.advance()
-		return &useStmt{keyspace: p.identAny()}
+		return &UseStmt{Keyspace: p.identAny()}
 	case "create":
 		p.advance()
 		return p.createStmt()
@@ -240,13 +240,13 @@ func (p *parser) statement() statement {
 	case "truncate":
 		p.advance()
 		p.acceptKeyword("table")
-		return &truncateStmt{table: p.tableName()}
+		return &TruncateStmt{Table: p.tableName()}
 	case "alter":
 		p.advance()
 		return p.alterStmt()
 	case "describe", "desc":
 		p.skipRest()
-		return &unsupportedStmt{what: "DESCRIBE statements are not supported by the embedded node (the drivers' metadata APIs describe the schema from system_schema)"}
+		return &UnsupportedStmt{What: "DESCRIBE statements are not supported by the embedded node (the drivers' metadata APIs describe the schema from system_schema)"}
 	case "grant", "revoke":
 		revoke := p.isKeyword("revoke")
 		p.advance()
@@ -269,26 +269,26 @@ func (p *parser) skipRest() {
 	}
 }
 
-func (p *parser) createStmt() statement {
+func (p *parser) createStmt() Statement {
 	switch {
 	case p.acceptKeyword("keyspace"), p.acceptKeyword("schema"):
-		st := &createKeyspaceStmt{}
-		st.ifNotExists = p.ifNotExists()
-		st.name = p.ident()
+		st := &CreateKeyspaceStmt{}
+		st.IfNotExists = p.ifNotExists()
+		st.Name = p.ident()
 		p.expectKeyword("with")
-		st.opts = p.keyspaceOptions()
+		st.Opts = p.keyspaceOptions()
 		return st
 	case p.acceptKeyword("table"), p.acceptKeyword("columnfamily"):
 		return p.createTable()
 	case p.acceptKeyword("type"):
-		st := &createTypeStmt{}
-		st.ifNotExists = p.ifNotExists()
-		st.name = p.tableName()
+		st := &CreateTypeStmt{}
+		st.IfNotExists = p.ifNotExists()
+		st.Name = p.tableName()
 		p.expectPunct("(")
 		for {
-			f := colDef{name: p.identAny()}
-			f.ref = p.typ(0)
-			st.fields = append(st.fields, f)
+			f := ColDef{Name: p.identAny()}
+			f.Ref = p.typ(0)
+			st.Fields = append(st.Fields, f)
 			if !p.acceptPunct(",") {
 				break
 			}
@@ -303,43 +303,43 @@ func (p *parser) createStmt() statement {
 	case p.isKeyword("function"), p.isKeyword("aggregate"), p.isKeyword("or"):
 		return p.createFunction()
 	case p.isKeyword("role"), p.isKeyword("user"):
-		return p.roleStatement(roleCreate)
+		return p.roleStatement(RoleCreate)
 	case p.isKeyword("trigger"):
 		what := strings.ToUpper(p.tok.text)
 		p.skipRest()
-		return &unsupportedStmt{what: "CREATE " + what + " is not supported by the embedded node"}
+		return &UnsupportedStmt{What: "CREATE " + what + " is not supported by the embedded node"}
 	}
 	p.unexpected()
 	return nil
 }
 
-func (p *parser) dropStmt() statement {
+func (p *parser) dropStmt() Statement {
 	switch {
 	case p.acceptKeyword("keyspace"), p.acceptKeyword("schema"):
-		st := &dropKeyspaceStmt{}
-		st.ifExists = p.ifExists()
-		st.name = p.ident()
+		st := &DropKeyspaceStmt{}
+		st.IfExists = p.ifExists()
+		st.Name = p.ident()
 		return st
 	case p.acceptKeyword("table"), p.acceptKeyword("columnfamily"):
-		st := &dropTableStmt{}
-		st.ifExists = p.ifExists()
-		st.table = p.tableName()
+		st := &DropTableStmt{}
+		st.IfExists = p.ifExists()
+		st.Table = p.tableName()
 		return st
 	case p.acceptKeyword("type"):
-		st := &dropTypeStmt{}
-		st.ifExists = p.ifExists()
-		st.name = p.tableName()
+		st := &DropTypeStmt{}
+		st.IfExists = p.ifExists()
+		st.Name = p.tableName()
 		return st
 	case p.isKeyword("function"), p.isKeyword("aggregate"):
-		st := &dropFunctionStmt{aggregate: p.isKeyword("aggregate")}
+		st := &DropFunctionStmt{Aggregate: p.isKeyword("aggregate")}
 		p.advance()
-		st.ifExists = p.ifExists()
-		st.name = p.tableName()
+		st.IfExists = p.ifExists()
+		st.Name = p.tableName()
 		if p.acceptPunct("(") {
-			st.hasArgs = true
+			st.HasArgs = true
 			if !p.acceptPunct(")") {
 				for {
-					st.args = append(st.args, p.typ(0))
+					st.Args = append(st.Args, p.typ(0))
 					if !p.acceptPunct(",") {
 						break
 					}
@@ -351,20 +351,20 @@ func (p *parser) dropStmt() statement {
 	case p.isKeyword("role"), p.isKeyword("user"):
 		return p.roleStatement(roleDrop)
 	case p.acceptKeyword("index"):
-		st := &dropIndexStmt{}
-		st.ifExists = p.ifExists()
-		st.name = p.tableName()
+		st := &DropIndexStmt{}
+		st.IfExists = p.ifExists()
+		st.Name = p.tableName()
 		return st
 	case p.acceptKeyword("materialized"):
 		p.expectKeyword("view")
-		st := &viewStmt{}
-		st.ifExists = p.ifExists()
-		st.name = p.tableName()
+		st := &ViewStmt{}
+		st.IfExists = p.ifExists()
+		st.Name = p.tableName()
 		return st
 	case p.tok.kind == tIdent:
 		what := strings.ToUpper(p.tok.text)
 		p.skipRest()
-		return &unsupportedStmt{what: "DROP " + what + " is not supported by the embedded node"}
+		return &UnsupportedStmt{What: "DROP " + what + " is not supported by the embedded node"}
 	}
 	p.unexpected()
 	return nil
@@ -379,16 +379,16 @@ func (p *parser) keyspaceOptions() keyspaceOpts {
 		v := p.option()
 		switch opt {
 		case "replication":
-			if v.m == nil {
+			if v.M == nil {
 				p.failPlain("Invalid value for property 'replication'. It should be a map.")
 			}
-			o.replication = v.m
+			o.Replication = v.M
 		case "durable_writes":
-			b := strings.EqualFold(v.text, "true")
-			if !b && !strings.EqualFold(v.text, "false") {
-				p.failPlain("Invalid boolean value %s for 'durable_writes' property", v.text)
+			b := strings.EqualFold(v.Text, "true")
+			if !b && !strings.EqualFold(v.Text, "false") {
+				p.failPlain("Invalid boolean value %s for 'durable_writes' property", v.Text)
 			}
-			o.durableWrites = &b
+			o.DurableWrites = &b
 		default:
 			p.failPlain("Unknown property '%s'", opt)
 		}
@@ -422,11 +422,11 @@ func (p *parser) stringMap() map[string]string {
 }
 
 // option reads a constant or a map as the value of a WITH option.
-func (p *parser) option() optValue {
+func (p *parser) option() OptValue {
 	if p.isPunct("{") {
-		return optValue{m: p.stringMap()}
+		return OptValue{M: p.stringMap()}
 	}
-	return optValue{text: p.constantText()}
+	return OptValue{Text: p.constantText()}
 }
 
 // constantText reads a constant and returns its text.
@@ -445,34 +445,34 @@ func (p *parser) constantText() string {
 	return ""
 }
 
-func (p *parser) createTable() statement {
-	st := &createTableStmt{options: map[string]optValue{}}
-	st.ifNotExists = p.ifNotExists()
-	st.table = p.tableName()
+func (p *parser) createTable() Statement {
+	st := &CreateTableStmt{Options: map[string]OptValue{}}
+	st.IfNotExists = p.ifNotExists()
+	st.Table = p.tableName()
 	p.expectPunct("(")
 	for {
 		if p.isKeyword("primary") {
 			p.advance()
 			p.expectKeyword("key")
-			if st.pk != nil {
+			if st.Pk != nil {
 				p.failf("Multiple PRIMARY KEYs specified (exactly one required)")
 			}
-			st.pk, st.ck = p.primaryKey()
+			st.Pk, st.Ck = p.primaryKey()
 		} else {
-			c := colDef{name: p.ident()}
-			c.ref = p.typ(0)
+			c := ColDef{Name: p.ident()}
+			c.Ref = p.typ(0)
 			if p.acceptKeyword("static") {
-				c.static = true
+				c.Static = true
 			}
 			if p.isKeyword("primary") {
 				p.advance()
 				p.expectKeyword("key")
-				if st.pk != nil {
+				if st.Pk != nil {
 					p.failf("Multiple PRIMARY KEYs specified (exactly one required)")
 				}
-				st.pk = []string{c.name}
+				st.Pk = []string{c.Name}
 			}
-			st.cols = append(st.cols, c)
+			st.Cols = append(st.Cols, c)
 		}
 		if !p.acceptPunct(",") {
 			break
@@ -486,15 +486,15 @@ func (p *parser) createTable() statement {
 		for {
 			switch {
 			case p.isKeyword("clustering"):
-				st.order = p.clusteringOrder()
+				st.Order = p.clusteringOrder()
 			case p.isKeyword("compact"):
 				p.advance()
 				p.expectKeyword("storage")
-				st.compact = true
+				st.Compact = true
 			default:
 				name := p.identAny()
 				p.expectPunct("=")
-				st.options[name] = p.option()
+				st.Options[name] = p.option()
 			}
 			if !p.acceptKeyword("and") {
 				break
@@ -504,7 +504,7 @@ func (p *parser) createTable() statement {
 	return st
 }
 
-var simpleTypes = map[string]cql.TypeID{
+var SimpleTypes = map[string]cql.TypeID{
 	"ascii": cql.TypeASCII, "bigint": cql.TypeBigint, "blob": cql.TypeBlob, "boolean": cql.TypeBoolean,
 	"counter": cql.TypeCounter, "date": cql.TypeDate, "decimal": cql.TypeDecimal, "double": cql.TypeDouble,
 	"float": cql.TypeFloat, "inet": cql.TypeInet, "int": cql.TypeInt, "smallint": cql.TypeSmallint,
@@ -514,8 +514,8 @@ var simpleTypes = map[string]cql.TypeID{
 }
 
 // typ reads a CQL type as written; user-defined types are resolved when the statement runs.
-func (p *parser) typ(depth int) *typeRef {
-	if depth > maxNesting {
+func (p *parser) typ(depth int) *TypeRef {
+	if depth > MaxNesting {
 		p.failf("type nesting too deep")
 	}
 	if p.tok.kind == tString {
@@ -530,9 +530,9 @@ func (p *parser) typ(depth int) *typeRef {
 		p.unexpected()
 	}
 	name := strings.ToLower(p.tok.text)
-	if _, ok := simpleTypes[name]; ok && p.tok.kind == tIdent {
+	if _, ok := SimpleTypes[name]; ok && p.tok.kind == tIdent {
 		p.advance()
-		return &typeRef{name: name}
+		return &TypeRef{Name: name}
 	}
 	if p.tok.kind == tIdent && p.peek(1).kind == tPunct && p.peek(1).text == "<" {
 		switch name {
@@ -541,21 +541,21 @@ func (p *parser) typ(depth int) *typeRef {
 			p.advance()
 			t := p.typ(depth + 1)
 			p.expectPunct(">")
-			t.frozen = true
+			t.Frozen = true
 			return t
 		case "list", "set", "map", "tuple":
 			p.advance()
 			p.advance()
-			t := &typeRef{name: name}
+			t := &TypeRef{Name: name}
 			for {
-				t.args = append(t.args, p.typ(depth+1))
+				t.Args = append(t.Args, p.typ(depth+1))
 				if !p.acceptPunct(",") {
 					break
 				}
 			}
 			p.expectPunct(">")
-			if want := map[string]int{"list": 1, "set": 1, "map": 2}[name]; want > 0 && len(t.args) != want {
-				p.failf("%s takes %d type arguments, got %d", name, want, len(t.args))
+			if want := map[string]int{"list": 1, "set": 1, "map": 2}[name]; want > 0 && len(t.Args) != want {
+				p.failf("%s takes %d type arguments, got %d", name, want, len(t.Args))
 			}
 			return t
 		}
@@ -563,22 +563,22 @@ func (p *parser) typ(depth int) *typeRef {
 	// A user-defined type, perhaps qualified by its keyspace.
 	n := p.ident()
 	if p.acceptPunct(".") {
-		return &typeRef{ks: n, name: p.identAny()}
+		return &TypeRef{Ks: n, Name: p.identAny()}
 	}
-	return &typeRef{name: n}
+	return &TypeRef{Name: n}
 }
 
-func (p *parser) marker(name string) *term {
-	t := &term{kind: termBind, idx: len(p.markers), name: name}
+func (p *parser) marker(name string) *Term {
+	t := &Term{Kind: TermBind, Idx: len(p.markers), Name: name}
 	p.markers = append(p.markers, name)
 	return t
 }
 
 // value reads a term.
-func (p *parser) value() *term { return p.valueDepth(0) }
+func (p *parser) value() *Term { return p.valueDepth(0) }
 
-func (p *parser) valueDepth(depth int) *term {
-	if depth > maxNesting {
+func (p *parser) valueDepth(depth int) *Term {
+	if depth > MaxNesting {
 		p.failf("literal nesting too deep")
 	}
 	t := p.tok
@@ -591,7 +591,7 @@ func (p *parser) valueDepth(depth int) *term {
 		return p.marker(t.text)
 	case tString, tInt, tFloat, tHex, tUUID, tDuration:
 		p.advance()
-		return &term{kind: termConst, lit: literalOf[t.kind], text: t.text}
+		return &Term{Kind: TermConst, Lit: literalOf[t.kind], Text: t.text}
 	case tPunct:
 		switch t.text {
 		case "-":
@@ -600,26 +600,26 @@ func (p *parser) valueDepth(depth int) *term {
 			case n.kind == tInt || n.kind == tFloat:
 				p.advance()
 				p.advance()
-				lk := litInt
+				lk := LitInt
 				if n.kind == tFloat {
-					lk = litFloat
+					lk = LitFloat
 				}
-				return &term{kind: termConst, lit: lk, text: "-" + n.text}
+				return &Term{Kind: TermConst, Lit: lk, Text: "-" + n.text}
 			case n.kind == tIdent && (strings.EqualFold(n.text, "nan") || strings.EqualFold(n.text, "infinity")):
 				p.advance()
 				p.advance()
-				return &term{kind: termConst, lit: litFloat, text: "-" + strings.ToLower(n.text)}
+				return &Term{Kind: TermConst, Lit: LitFloat, Text: "-" + strings.ToLower(n.text)}
 			case n.kind == tDuration || n.kind == tIdent && isISODuration(n.text):
 				p.advance()
 				p.advance()
-				return &term{kind: termConst, lit: litDuration, text: "-" + n.text}
+				return &Term{Kind: TermConst, Lit: LitDuration, Text: "-" + n.text}
 			}
 		case "[":
 			p.advance()
-			l := &term{kind: termList}
+			l := &Term{Kind: TermList}
 			if !p.acceptPunct("]") {
 				for {
-					l.elems = append(l.elems, p.valueDepth(depth+1))
+					l.Elems = append(l.Elems, p.valueDepth(depth+1))
 					if !p.acceptPunct(",") {
 						break
 					}
@@ -634,30 +634,30 @@ func (p *parser) valueDepth(depth int) *term {
 			}
 			p.advance()
 			if p.acceptPunct("}") {
-				return &term{kind: termMap}
+				return &Term{Kind: TermMap}
 			}
 			first := p.valueDepth(depth + 1)
 			if p.acceptPunct(":") {
-				m := &term{kind: termMap, elems: []*term{first}, vals: []*term{p.valueDepth(depth + 1)}}
+				m := &Term{Kind: TermMap, Elems: []*Term{first}, Vals: []*Term{p.valueDepth(depth + 1)}}
 				for p.acceptPunct(",") {
-					m.elems = append(m.elems, p.valueDepth(depth+1))
+					m.Elems = append(m.Elems, p.valueDepth(depth+1))
 					p.expectPunct(":")
-					m.vals = append(m.vals, p.valueDepth(depth+1))
+					m.Vals = append(m.Vals, p.valueDepth(depth+1))
 				}
 				p.expectPunct("}")
 				return m
 			}
-			s := &term{kind: termSet, elems: []*term{first}}
+			s := &Term{Kind: TermSet, Elems: []*Term{first}}
 			for p.acceptPunct(",") {
-				s.elems = append(s.elems, p.valueDepth(depth+1))
+				s.Elems = append(s.Elems, p.valueDepth(depth+1))
 			}
 			p.expectPunct("}")
 			return s
 		case "(":
 			p.advance()
-			tu := &term{kind: termTuple}
+			tu := &Term{Kind: TermTuple}
 			for {
-				tu.elems = append(tu.elems, p.valueDepth(depth+1))
+				tu.Elems = append(tu.Elems, p.valueDepth(depth+1))
 				if !p.acceptPunct(",") {
 					break
 				}
@@ -670,25 +670,25 @@ func (p *parser) valueDepth(depth int) *term {
 		switch lower {
 		case "true", "false":
 			p.advance()
-			return &term{kind: termConst, lit: litBool, text: lower}
+			return &Term{Kind: TermConst, Lit: LitBool, Text: lower}
 		case "null":
 			p.advance()
-			return &term{kind: termConst, lit: litNull, text: "null"}
+			return &Term{Kind: TermConst, Lit: LitNull, Text: "null"}
 		case "nan", "infinity":
 			p.advance()
-			return &term{kind: termConst, lit: litFloat, text: lower}
+			return &Term{Kind: TermConst, Lit: LitFloat, Text: lower}
 		}
 		if isISODuration(t.text) {
 			p.advance()
-			return &term{kind: termConst, lit: litDuration, text: t.text}
+			return &Term{Kind: TermConst, Lit: LitDuration, Text: t.text}
 		}
 		if p.peek(1).kind == tPunct && p.peek(1).text == "(" {
 			p.advance()
 			p.advance()
-			f := &term{kind: termFunc, name: lower}
+			f := &Term{Kind: TermFunc, Name: lower}
 			if !p.acceptPunct(")") {
 				for {
-					f.elems = append(f.elems, p.valueDepth(depth+1))
+					f.Elems = append(f.Elems, p.valueDepth(depth+1))
 					if !p.acceptPunct(",") {
 						break
 					}
@@ -712,13 +712,13 @@ func literalWord(s string) bool {
 }
 
 // udtLiteral reads {field: value, ...}.
-func (p *parser) udtLiteral(depth int) *term {
+func (p *parser) udtLiteral(depth int) *Term {
 	p.expectPunct("{")
-	u := &term{kind: termUDT}
+	u := &Term{Kind: TermUDT}
 	for {
-		u.names = append(u.names, p.identAny())
+		u.Names = append(u.Names, p.identAny())
 		p.expectPunct(":")
-		u.elems = append(u.elems, p.valueDepth(depth+1))
+		u.Elems = append(u.Elems, p.valueDepth(depth+1))
 		if !p.acceptPunct(",") {
 			break
 		}
@@ -727,7 +727,7 @@ func (p *parser) udtLiteral(depth int) *term {
 	return u
 }
 
-func (p *parser) using(ttl, ts **term) {
+func (p *parser) using(ttl, ts **Term) {
 	if !p.acceptKeyword("using") {
 		return
 	}
@@ -748,16 +748,16 @@ func (p *parser) using(ttl, ts **term) {
 	}
 }
 
-func (p *parser) insertStmt() statement {
+func (p *parser) insertStmt() Statement {
 	p.expectKeyword("into")
-	st := &insertStmt{table: p.tableName()}
+	st := &InsertStmt{Table: p.tableName()}
 	if p.acceptKeyword("json") {
 		switch p.tok.kind {
 		case tString:
-			st.json = &term{kind: termConst, lit: litString, text: p.tok.text}
+			st.Json = &Term{Kind: TermConst, Lit: LitString, Text: p.tok.text}
 			p.advance()
 		case tMarker, tNamedMarker:
-			st.json = p.value()
+			st.Json = p.value()
 		default:
 			p.unexpected()
 		}
@@ -765,16 +765,16 @@ func (p *parser) insertStmt() statement {
 			if !p.acceptKeyword("unset") {
 				p.expectKeyword("null")
 			} else {
-				st.jsonUnset = true
+				st.JsonUnset = true
 			}
 		}
-		st.ifNotExists = p.ifNotExists()
-		p.using(&st.ttl, &st.ts)
+		st.IfNotExists = p.ifNotExists()
+		p.using(&st.Ttl, &st.Ts)
 		return st
 	}
 	p.expectPunct("(")
 	for {
-		st.cols = append(st.cols, p.ident())
+		st.Cols = append(st.Cols, p.ident())
 		if !p.acceptPunct(",") {
 			break
 		}
@@ -783,76 +783,76 @@ func (p *parser) insertStmt() statement {
 	p.expectKeyword("values")
 	p.expectPunct("(")
 	for {
-		st.vals = append(st.vals, p.value())
+		st.Vals = append(st.Vals, p.value())
 		if !p.acceptPunct(",") {
 			break
 		}
 	}
 	p.expectPunct(")")
-	st.ifNotExists = p.ifNotExists()
-	p.using(&st.ttl, &st.ts)
+	st.IfNotExists = p.ifNotExists()
+	p.using(&st.Ttl, &st.Ts)
 	return st
 }
 
-func (p *parser) updateStmt() statement {
-	st := &updateStmt{table: p.tableName()}
-	p.using(&st.ttl, &st.ts)
+func (p *parser) updateStmt() Statement {
+	st := &UpdateStmt{Table: p.tableName()}
+	p.using(&st.Ttl, &st.Ts)
 	p.expectKeyword("set")
 	for {
 		col := p.ident()
-		a := assignment{col: col}
+		a := assignment{Col: col}
 		if p.acceptPunct(".") {
-			a.field = p.identAny()
+			a.Field = p.identAny()
 			p.expectPunct("=")
-			a.val = p.value()
-			st.assigns = append(st.assigns, a)
+			a.Val = p.value()
+			st.Assigns = append(st.Assigns, a)
 			if !p.acceptPunct(",") {
 				break
 			}
 			continue
 		}
 		if p.acceptPunct("[") {
-			a.op = assignKey
-			a.key = p.value()
+			a.Op = AssignKey
+			a.Key = p.value()
 			p.expectPunct("]")
 			p.expectPunct("=")
-			a.val = p.value()
+			a.Val = p.value()
 		} else {
 			p.expectPunct("=")
 			if (p.tok.kind == tIdent || p.tok.kind == tQuotedIdent) && p.peek(1).kind == tPunct &&
 				(p.peek(1).text == "+" || p.peek(1).text == "-") && p.identMatches(col) {
 				p.advance()
 				if p.acceptPunct("+") {
-					a.op = assignAdd
+					a.Op = AssignAdd
 				} else {
 					p.expectPunct("-")
-					a.op = assignSub
+					a.Op = AssignSub
 				}
-				a.val = p.value()
+				a.Val = p.value()
 			} else {
-				a.val = p.value()
+				a.Val = p.value()
 				if p.acceptPunct("+") {
 					if !p.identMatches(col) {
 						p.failf("Only expressions of the form X = <value> + X are supported.")
 					}
 					p.advance()
-					a.op = assignPrepend
+					a.Op = AssignPrepend
 				}
 			}
 		}
-		st.assigns = append(st.assigns, a)
+		st.Assigns = append(st.Assigns, a)
 		if !p.acceptPunct(",") {
 			break
 		}
 	}
 	p.expectKeyword("where")
-	st.where = p.relations()
+	st.Where = p.relations()
 	if p.isKeyword("if") {
 		p.advance()
 		if p.acceptKeyword("exists") {
-			st.ifExists = true
+			st.IfExists = true
 		} else {
-			st.conds = p.relations()
+			st.Conds = p.relations()
 		}
 	}
 	return st
@@ -869,46 +869,46 @@ func (p *parser) identMatches(col string) bool {
 	return false
 }
 
-func (p *parser) deleteStmt() statement {
-	st := &deleteStmt{}
+func (p *parser) deleteStmt() Statement {
+	st := &DeleteStmt{}
 	if !p.isKeyword("from") {
 		for {
-			d := deleteTarget{col: p.ident()}
+			d := deleteTarget{Col: p.ident()}
 			if p.acceptPunct(".") {
-				d.field = p.identAny()
+				d.Field = p.identAny()
 			} else if p.acceptPunct("[") {
-				d.key = p.value()
+				d.Key = p.value()
 				p.expectPunct("]")
 			}
-			st.cols = append(st.cols, d)
+			st.Cols = append(st.Cols, d)
 			if !p.acceptPunct(",") {
 				break
 			}
 		}
 	}
 	p.expectKeyword("from")
-	st.table = p.tableName()
-	var ttl *term
-	p.using(&ttl, &st.ts)
+	st.Table = p.tableName()
+	var ttl *Term
+	p.using(&ttl, &st.Ts)
 	if ttl != nil {
 		p.failf("mismatched input 'TTL' expecting K_TIMESTAMP")
 	}
 	p.expectKeyword("where")
-	st.where = p.relations()
+	st.Where = p.relations()
 	if p.isKeyword("if") {
 		p.advance()
 		if p.acceptKeyword("exists") {
-			st.ifExists = true
+			st.IfExists = true
 		} else {
-			st.conds = p.relations()
+			st.Conds = p.relations()
 		}
 	}
 	return st
 }
 
 // relations parses relations joined by AND: a WHERE clause, or the conditions of IF.
-func (p *parser) relations() []relation {
-	var rs []relation
+func (p *parser) relations() []Relation {
+	var rs []Relation
 	for {
 		rs = append(rs, p.relation())
 		if !p.acceptKeyword("and") {
@@ -917,14 +917,14 @@ func (p *parser) relations() []relation {
 	}
 }
 
-func (p *parser) relation() relation {
-	var r relation
+func (p *parser) relation() Relation {
+	var r Relation
 	if p.isKeyword("token") && p.peek(1).kind == tPunct && p.peek(1).text == "(" {
 		p.advance()
 		p.advance()
-		r.token = true
+		r.Token = true
 		for {
-			r.cols = append(r.cols, p.ident())
+			r.Cols = append(r.Cols, p.ident())
 			if !p.acceptPunct(",") {
 				break
 			}
@@ -934,12 +934,12 @@ func (p *parser) relation() relation {
 		if p.isPunct("(") {
 			p.failf("multi-column relations are not supported by the embedded node")
 		}
-		r.col = p.ident()
+		r.Col = p.ident()
 		if p.acceptPunct("[") {
-			r.key = p.value()
+			r.Key = p.value()
 			p.expectPunct("]")
 			p.expectPunct("=")
-			r.op, r.val = opMapEq, p.value()
+			r.Op, r.Val = OpMapEq, p.value()
 			return r
 		}
 	}
@@ -947,29 +947,29 @@ func (p *parser) relation() relation {
 	case p.tok.kind == tPunct:
 		switch p.tok.text {
 		case "=":
-			r.op = opEq
+			r.Op = OpEq
 		case "<":
-			r.op = opLt
+			r.Op = OpLt
 		case "<=":
-			r.op = opLe
+			r.Op = OpLe
 		case ">":
-			r.op = opGt
+			r.Op = OpGt
 		case ">=":
-			r.op = opGe
+			r.Op = OpGe
 		case "!=":
-			r.op = opNe
+			r.Op = OpNe
 		default:
 			p.unexpected()
 		}
 		p.advance()
-		r.val = p.value()
+		r.Val = p.value()
 	case p.acceptKeyword("in"):
-		r.op = opIn
+		r.Op = OpIn
 		if p.acceptPunct("(") {
-			r.vals = []*term{}
+			r.Vals = []*Term{}
 			if !p.acceptPunct(")") {
 				for {
-					r.vals = append(r.vals, p.value())
+					r.Vals = append(r.Vals, p.value())
 					if !p.acceptPunct(",") {
 						break
 					}
@@ -980,56 +980,56 @@ func (p *parser) relation() relation {
 			switch p.tok.kind {
 			case tMarker:
 				p.advance()
-				r.val = p.marker("")
+				r.Val = p.marker("")
 			case tNamedMarker:
 				n := p.tok.text
 				p.advance()
-				r.val = p.marker(n)
+				r.Val = p.marker(n)
 			default:
 				p.unexpected()
 			}
 		}
 	case p.acceptKeyword("contains"):
-		r.op = opContains
+		r.Op = OpContains
 		if p.acceptKeyword("key") {
-			r.op = opContainsKey
+			r.Op = OpContainsKey
 		}
-		r.val = p.value()
+		r.Val = p.value()
 	default:
 		p.unexpected()
 	}
 	return r
 }
 
-func (p *parser) selectStmt() statement {
-	st := &selectStmt{}
+func (p *parser) selectStmt() Statement {
+	st := &SelectStmt{}
 	if p.acceptKeyword("json") {
-		st.json = true
+		st.Json = true
 	}
 	if p.isKeyword("distinct") && !(p.peek(1).kind == tIdent && strings.EqualFold(p.peek(1).text, "from")) &&
 		!(p.peek(1).kind == tPunct && (p.peek(1).text == "," || p.peek(1).text == "(")) {
 		p.advance()
-		st.distinct = true
+		st.Distinct = true
 	}
 	if p.acceptPunct("*") {
-		st.star = true
+		st.Star = true
 	} else {
 		for {
-			st.sels = append(st.sels, p.selector())
+			st.Sels = append(st.Sels, p.selector())
 			if !p.acceptPunct(",") {
 				break
 			}
 		}
 	}
 	p.expectKeyword("from")
-	st.table = p.tableName()
+	st.Table = p.tableName()
 	if p.acceptKeyword("where") {
-		st.where = p.relations()
+		st.Where = p.relations()
 	}
 	if p.acceptKeyword("group") {
 		p.expectKeyword("by")
 		for {
-			st.groupBy = append(st.groupBy, p.ident())
+			st.GroupBy = append(st.GroupBy, p.ident())
 			if !p.acceptPunct(",") {
 				break
 			}
@@ -1038,13 +1038,13 @@ func (p *parser) selectStmt() statement {
 	if p.acceptKeyword("order") {
 		p.expectKeyword("by")
 		for {
-			o := ordering{col: p.ident()}
+			o := ordering{Col: p.ident()}
 			if p.acceptKeyword("desc") {
-				o.desc = true
+				o.Desc = true
 			} else {
 				p.acceptKeyword("asc")
 			}
-			st.orderBy = append(st.orderBy, o)
+			st.OrderBy = append(st.OrderBy, o)
 			if !p.acceptPunct(",") {
 				break
 			}
@@ -1053,14 +1053,14 @@ func (p *parser) selectStmt() statement {
 	if p.acceptKeyword("per") {
 		p.expectKeyword("partition")
 		p.expectKeyword("limit")
-		st.partLimit = p.limitValue()
+		st.PartLimit = p.limitValue()
 	}
 	if p.acceptKeyword("limit") {
-		st.limit = p.limitValue()
+		st.Limit = p.limitValue()
 	}
 	if p.acceptKeyword("allow") {
 		p.expectKeyword("filtering")
-		st.allowFiltering = true
+		st.AllowFiltering = true
 	}
 	p.scyllaSelectTail()
 	return st
@@ -1089,7 +1089,7 @@ func (p *parser) usingTimeout() {
 	p.advance()
 }
 
-func (p *parser) limitValue() *term {
+func (p *parser) limitValue() *Term {
 	switch p.tok.kind {
 	case tInt, tMarker, tNamedMarker:
 		return p.value()
@@ -1098,18 +1098,18 @@ func (p *parser) limitValue() *term {
 	return nil
 }
 
-func (p *parser) selector() selector {
+func (p *parser) selector() Selector {
 	s := p.unaliasedSelector(0)
 	if p.acceptKeyword("as") {
-		s.alias = p.ident()
+		s.Alias = p.ident()
 	}
 	return s
 }
 
 // unaliasedSelector reads a selector without its alias: CAST(selector AS type) as the
 // selector it casts, with the type added to its casts.
-func (p *parser) unaliasedSelector(depth int) selector {
-	var s selector
+func (p *parser) unaliasedSelector(depth int) Selector {
+	var s Selector
 	if p.tok.kind == tIdent && strings.EqualFold(p.tok.text, "system") && p.peek(1).kind == tPunct && p.peek(1).text == "." &&
 		p.peek(2).kind == tIdent && p.peek(3).kind == tPunct && p.peek(3).text == "(" {
 		// system.fn(...): the native functions, named with their keyspace.
@@ -1122,57 +1122,57 @@ func (p *parser) unaliasedSelector(depth int) selector {
 		case "count":
 			p.advance()
 			p.advance()
-			s.kind, s.text = selCount, "count"
+			s.Kind, s.Text = SelCount, "count"
 			if !p.acceptPunct("*") {
 				if p.tok.kind == tInt && p.tok.text == "1" {
 					p.advance()
 				} else {
-					s.col = p.ident()
-					s.kind, s.agg, s.text = selAgg, "count", "system.count("+s.col+")"
+					s.Col = p.ident()
+					s.Kind, s.Agg, s.Text = SelAgg, "count", "system.count("+s.Col+")"
 				}
 			}
 			p.expectPunct(")")
 		case "min", "max", "sum", "avg":
 			p.advance()
 			p.advance()
-			s.col, s.argCasts = p.castArg(0)
+			s.Col, s.ArgCasts = p.castArg(0)
 			p.expectPunct(")")
-			s.kind, s.agg, s.text = selAgg, fn, "system."+fn+"("+s.col+")"
+			s.Kind, s.Agg, s.Text = SelAgg, fn, "system."+fn+"("+s.Col+")"
 		case "cast":
 			p.castOpen(depth)
 			s = p.unaliasedSelector(depth + 1)
-			s.casts = append(s.casts, p.castType())
+			s.Casts = append(s.Casts, p.castType())
 		case "tojson":
 			p.advance()
 			p.advance()
-			s.col = p.ident()
+			s.Col = p.ident()
 			p.expectPunct(")")
-			s.kind, s.text = selToJSON, "system.tojson("+s.col+")"
+			s.Kind, s.Text = SelToJSON, "system.tojson("+s.Col+")"
 		case "writetime", "ttl":
 			p.advance()
 			p.advance()
-			s.col = p.ident()
+			s.Col = p.ident()
 			p.expectPunct(")")
-			s.kind = selWritetime
+			s.Kind = SelWritetime
 			if fn == "ttl" {
-				s.kind = selTTL
+				s.Kind = SelTTL
 			}
-			s.text = fn + "(" + s.col + ")"
+			s.Text = fn + "(" + s.Col + ")"
 		case "token":
 			p.advance()
 			p.advance()
 			for {
-				s.cols = append(s.cols, p.ident())
+				s.Cols = append(s.Cols, p.ident())
 				if !p.acceptPunct(",") {
 					break
 				}
 			}
 			p.expectPunct(")")
-			s.kind, s.text = selToken, "system.token("+strings.Join(s.cols, ", ")+")"
+			s.Kind, s.Text = SelToken, "system.token("+strings.Join(s.Cols, ", ")+")"
 		default:
 			if a := p.peek(2); a.kind == tQuotedIdent || a.kind == tIdent && !literalWord(a.text) && !(p.peek(3).kind == tPunct && p.peek(3).text == "(") {
 				// f(col, ...): a user-defined function or aggregate of columns.
-				s.kind, s.fn = selUDF, &term{kind: termFunc, name: fn}
+				s.Kind, s.Fn = SelUDF, &Term{Kind: TermFunc, Name: fn}
 				p.advance()
 				p.advance()
 				var args []string
@@ -1183,19 +1183,19 @@ func (p *parser) unaliasedSelector(depth int) selector {
 						break
 					}
 				}
-				s.text, s.cols = fn+"("+strings.Join(args, ", ")+")", args
+				s.Text, s.Cols = fn+"("+strings.Join(args, ", ")+")", args
 				break
 			}
-			s.kind = selFunc
-			s.fn = p.value()
-			s.text = "system." + fn + "()"
+			s.Kind = SelFunc
+			s.Fn = p.value()
+			s.Text = "system." + fn + "()"
 		}
 	} else if p.tok.kind == tIdent && p.peek(1).kind == tPunct && p.peek(1).text == "." && p.peek(2).kind == tIdent &&
 		p.peek(3).kind == tPunct && p.peek(3).text == "(" {
 		// ks.f(...): a user-defined function or aggregate.
-		s.kind, s.fnKs = selUDF, p.ident()
+		s.Kind, s.FnKs = SelUDF, p.ident()
 		p.advance()
-		s.fn = &term{kind: termFunc, name: strings.ToLower(p.tok.text)}
+		s.Fn = &Term{Kind: TermFunc, Name: strings.ToLower(p.tok.text)}
 		p.advance()
 		p.advance()
 		var args []string
@@ -1206,14 +1206,14 @@ func (p *parser) unaliasedSelector(depth int) selector {
 				break
 			}
 		}
-		s.text = s.fnKs + "." + s.fn.name + "(" + strings.Join(args, ", ") + ")"
+		s.Text = s.FnKs + "." + s.Fn.Name + "(" + strings.Join(args, ", ") + ")"
 	} else {
-		s.col = p.ident()
-		s.text = s.col
+		s.Col = p.ident()
+		s.Text = s.Col
 		for p.acceptPunct(".") {
 			f := p.identAny()
-			s.fields = append(s.fields, f)
-			s.text += "." + f
+			s.Fields = append(s.Fields, f)
+			s.Text += "." + f
 		}
 	}
 	return s
@@ -1232,7 +1232,7 @@ func (p *parser) castArg(depth int) (string, []string) {
 
 // castOpen reads the "CAST(" of a cast at nesting depth, which is bounded.
 func (p *parser) castOpen(depth int) {
-	if depth > maxNesting {
+	if depth > MaxNesting {
 		p.failf("CAST nesting too deep")
 	}
 	p.advance()
@@ -1243,7 +1243,7 @@ func (p *parser) castOpen(depth int) {
 func (p *parser) castType() string {
 	p.expectKeyword("as")
 	to := strings.ToLower(p.tok.text)
-	if _, ok := simpleTypes[to]; !ok || p.tok.kind != tIdent {
+	if _, ok := SimpleTypes[to]; !ok || p.tok.kind != tIdent {
 		p.unexpected()
 	}
 	p.advance()
@@ -1251,8 +1251,8 @@ func (p *parser) castType() string {
 	return to
 }
 
-func (p *parser) batchStmt() statement {
-	st := &batchStmt{}
+func (p *parser) batchStmt() Statement {
+	st := &BatchStmt{}
 	switch {
 	case p.acceptKeyword("unlogged"):
 		st.typ = 1
@@ -1261,8 +1261,8 @@ func (p *parser) batchStmt() statement {
 	case p.acceptKeyword("logged"):
 	}
 	p.expectKeyword("batch")
-	var ttl *term
-	p.using(&ttl, &st.ts)
+	var ttl *Term
+	p.using(&ttl, &st.Ts)
 	if ttl != nil {
 		p.failf("mismatched input 'TTL' expecting K_TIMESTAMP")
 	}
@@ -1279,13 +1279,13 @@ func (p *parser) batchStmt() statement {
 		switch strings.ToLower(p.tok.text) {
 		case "insert":
 			p.advance()
-			st.stmts = append(st.stmts, p.insertStmt())
+			st.Stmts = append(st.Stmts, p.insertStmt())
 		case "update":
 			p.advance()
-			st.stmts = append(st.stmts, p.updateStmt())
+			st.Stmts = append(st.Stmts, p.updateStmt())
 		case "delete":
 			p.advance()
-			st.stmts = append(st.stmts, p.deleteStmt())
+			st.Stmts = append(st.Stmts, p.deleteStmt())
 		default:
 			p.failf("no viable alternative at input %s", p.quote(p.tok))
 		}
@@ -1330,9 +1330,9 @@ func (p *parser) clusteringOrder() []ordering {
 	p.expectPunct("(")
 	var out []ordering
 	for {
-		o := ordering{col: p.ident()}
+		o := ordering{Col: p.ident()}
 		if p.acceptKeyword("desc") {
-			o.desc = true
+			o.Desc = true
 		} else {
 			p.acceptKeyword("asc")
 		}
@@ -1347,28 +1347,28 @@ func (p *parser) clusteringOrder() []ordering {
 
 // createView reads the rest of CREATE MATERIALIZED VIEW [IF NOT EXISTS] v AS SELECT ...
 // FROM t WHERE ... PRIMARY KEY (...) [WITH ...].
-func (p *parser) createView() statement {
-	st := &createViewStmt{options: map[string]optValue{}}
-	st.ifNotExists = p.ifNotExists()
-	st.name = p.tableName()
+func (p *parser) createView() Statement {
+	st := &CreateViewStmt{Options: map[string]OptValue{}}
+	st.IfNotExists = p.ifNotExists()
+	st.Name = p.tableName()
 	p.expectKeyword("as")
 	p.expectKeyword("select")
 	if p.acceptPunct("*") {
-		st.star = true
+		st.Star = true
 	} else {
 		for {
 			c := p.ident()
 			if p.acceptKeyword("as") {
-				st.aliased = c + " AS " + p.ident()
+				st.Aliased = c + " AS " + p.ident()
 			}
-			st.cols = append(st.cols, c)
+			st.Cols = append(st.Cols, c)
 			if !p.acceptPunct(",") {
 				break
 			}
 		}
 	}
 	p.expectKeyword("from")
-	st.base = p.tableName()
+	st.Base = p.tableName()
 	if p.acceptKeyword("where") {
 		for {
 			if p.tok.kind == tIdent || p.tok.kind == tQuotedIdent {
@@ -1377,7 +1377,7 @@ func (p *parser) createView() statement {
 					p.expectKeyword("is")
 					p.expectKeyword("not")
 					p.expectKeyword("null")
-					st.notNull = append(st.notNull, c)
+					st.NotNull = append(st.NotNull, c)
 					if !p.acceptKeyword("and") {
 						break
 					}
@@ -1385,7 +1385,7 @@ func (p *parser) createView() statement {
 				}
 			}
 			r := p.relation()
-			st.others = append(st.others, r.col)
+			st.Others = append(st.Others, r.Col)
 			if !p.acceptKeyword("and") {
 				break
 			}
@@ -1393,15 +1393,15 @@ func (p *parser) createView() statement {
 	}
 	p.expectKeyword("primary")
 	p.expectKeyword("key")
-	st.pk, st.ck = p.primaryKey()
+	st.Pk, st.Ck = p.primaryKey()
 	if p.acceptKeyword("with") {
 		for {
 			if p.isKeyword("clustering") {
-				st.order = p.clusteringOrder()
+				st.Order = p.clusteringOrder()
 			} else {
 				name := p.identAny()
 				p.expectPunct("=")
-				st.options[name] = p.option()
+				st.Options[name] = p.option()
 			}
 			if !p.acceptKeyword("and") {
 				break

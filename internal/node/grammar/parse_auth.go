@@ -1,4 +1,4 @@
-package node
+package grammar
 
 import "strings"
 
@@ -8,83 +8,83 @@ import "strings"
 type roleOp uint8
 
 const (
-	roleCreate roleOp = iota
-	roleAlter
+	RoleCreate roleOp = iota
+	RoleAlter
 	roleDrop
 )
 
 // roleOpts are the WITH options of CREATE and ALTER ROLE; nil means not given.
 type roleOpts struct {
-	password  *string
-	hashed    bool // HASHED PASSWORD
-	login     *bool
-	superuser *bool
-	options   bool // OPTIONS = {...}
-	dcs       *[]string
-	allDCs    bool
+	Password  *string
+	Hashed    bool // HASHED PASSWORD
+	Login     *bool
+	Superuser *bool
+	Options   bool // OPTIONS = {...}
+	Dcs       *[]string
+	AllDCs    bool
 }
 
-type roleStmt struct {
-	op       roleOp
+type RoleStmt struct {
+	Op       roleOp
 	user     bool // CREATE/ALTER/DROP USER
-	name     string
-	ifExists bool // IF NOT EXISTS for CREATE
-	opts     roleOpts
+	Name     string
+	IfExists bool // IF NOT EXISTS for CREATE
+	Opts     roleOpts
 }
 
 // resKind is the kind of a resource of permissions.
 type resKind uint8
 
 const (
-	resAllKeyspaces resKind = iota
-	resKeyspace
-	resTable
-	resAllRoles
-	resRole
+	ResAllKeyspaces resKind = iota
+	ResKeyspace
+	ResTable
+	ResAllRoles
+	ResRole
 	resAllFunctions
-	resKeyspaceFunctions
-	resFunction
+	ResKeyspaceFunctions
+	ResFunction
 )
 
 // resource is what a permission is granted on, as Cassandra's DataResource, RoleResource
 // and FunctionResource.
-type resource struct {
-	kind     resKind
-	ks, name string
-	args     []*typeRef // a function's argument types, as written
-	argText  []string   // and resolved
+type Resource struct {
+	Kind     resKind
+	Ks, Name string
+	Args     []*TypeRef // a function's argument types, as written
+	ArgText  []string   // and resolved
 }
 
-type grantStmt struct {
-	revoke bool
-	perms  []string // nil: ALL PERMISSIONS
-	res    resource
-	role   string
+type GrantStmt struct {
+	Revoke bool
+	Perms  []string // nil: ALL PERMISSIONS
+	Res    Resource
+	Role   string
 }
 
-type grantRoleStmt struct {
-	revoke     bool
-	role, whom string
+type GrantRoleStmt struct {
+	Revoke     bool
+	Role, Whom string
 }
 
-type listRolesStmt struct {
-	users       bool // LIST USERS
-	of          string
-	norecursive bool
+type ListRolesStmt struct {
+	Users       bool // LIST USERS
+	Of          string
+	Norecursive bool
 }
 
-type listPermsStmt struct {
-	perms       []string // nil: ALL
-	res         *resource
-	of          string
-	norecursive bool
+type ListPermsStmt struct {
+	Perms       []string // nil: ALL
+	Res         *Resource
+	Of          string
+	Norecursive bool
 }
 
-func (*roleStmt) stmtName() string      { return "ROLE" }
-func (*grantStmt) stmtName() string     { return "GRANT" }
-func (*grantRoleStmt) stmtName() string { return "GRANT ROLE" }
-func (*listRolesStmt) stmtName() string { return "LIST ROLES" }
-func (*listPermsStmt) stmtName() string { return "LIST PERMISSIONS" }
+func (*RoleStmt) StmtName() string      { return "ROLE" }
+func (*GrantStmt) StmtName() string     { return "GRANT" }
+func (*GrantRoleStmt) StmtName() string { return "GRANT ROLE" }
+func (*ListRolesStmt) StmtName() string { return "LIST ROLES" }
+func (*ListPermsStmt) StmtName() string { return "LIST PERMISSIONS" }
 
 // roleName reads a role's name: a name (unquoted ones in lower case) or a string.
 func (p *parser) roleName() string {
@@ -97,44 +97,44 @@ func (p *parser) roleName() string {
 }
 
 // roleStatement reads CREATE, ALTER or DROP ROLE or USER, after the verb.
-func (p *parser) roleStatement(op roleOp) statement {
-	st := &roleStmt{op: op, user: p.isKeyword("user")}
+func (p *parser) roleStatement(op roleOp) Statement {
+	st := &RoleStmt{Op: op, user: p.isKeyword("user")}
 	p.advance() // ROLE or USER
 	switch op {
-	case roleCreate:
-		st.ifExists = p.ifNotExists()
+	case RoleCreate:
+		st.IfExists = p.ifNotExists()
 	case roleDrop:
-		st.ifExists = p.ifExists()
+		st.IfExists = p.ifExists()
 	}
-	st.name = p.roleName()
+	st.Name = p.roleName()
 	if op == roleDrop {
 		return st
 	}
 	if st.user {
 		// The legacy form: [WITH PASSWORD 'p'] [SUPERUSER | NOSUPERUSER]; a user logs in.
 		login := true
-		st.opts.login = &login
+		st.Opts.Login = &login
 		if p.acceptKeyword("with") {
 			p.expectKeyword("password")
 			if p.tok.kind != tString {
 				p.unexpected()
 			}
 			pw := p.tok.text
-			st.opts.password = &pw
+			st.Opts.Password = &pw
 			p.advance()
 		}
 		switch {
 		case p.acceptKeyword("superuser"):
 			b := true
-			st.opts.superuser = &b
+			st.Opts.Superuser = &b
 		case p.acceptKeyword("nosuperuser"):
 			b := false
-			st.opts.superuser = &b
+			st.Opts.Superuser = &b
 		}
 		return st
 	}
 	if !p.acceptKeyword("with") {
-		if op == roleAlter {
+		if op == RoleAlter {
 			p.expectKeyword("with")
 		}
 		return st
@@ -147,13 +147,13 @@ func (p *parser) roleStatement(op roleOp) statement {
 				p.failPlain("Invalid value for property 'PASSWORD'. It must be a string")
 			}
 			pw := p.tok.text
-			st.opts.password = &pw
+			st.Opts.Password = &pw
 			p.advance()
 		case p.acceptKeyword("hashed"):
 			p.expectKeyword("password")
 			p.expectPunct("=")
 			p.constantText()
-			st.opts.hashed = true
+			st.Opts.Hashed = true
 		case p.isKeyword("login"), p.isKeyword("superuser"):
 			name := strings.ToUpper(p.tok.text)
 			p.advance()
@@ -165,19 +165,19 @@ func (p *parser) roleStatement(op roleOp) statement {
 				p.failPlain("Invalid value for property '%s'. It must be a boolean", name)
 			}
 			if name == "LOGIN" {
-				st.opts.login = &b
+				st.Opts.Login = &b
 			} else {
-				st.opts.superuser = &b
+				st.Opts.Superuser = &b
 			}
 		case p.acceptKeyword("options"):
 			p.expectPunct("=")
 			p.stringMap()
-			st.opts.options = true
+			st.Opts.Options = true
 		case p.acceptKeyword("access"):
 			p.expectKeyword("to")
 			if p.acceptKeyword("all") {
 				p.expectKeyword("datacenters")
-				st.opts.allDCs = true
+				st.Opts.AllDCs = true
 				break
 			}
 			p.expectKeyword("datacenters")
@@ -194,7 +194,7 @@ func (p *parser) roleStatement(op roleOp) statement {
 					break
 				}
 			}
-			st.opts.dcs = &dcs
+			st.Opts.Dcs = &dcs
 		default:
 			p.unexpected()
 		}
@@ -204,7 +204,7 @@ func (p *parser) roleStatement(op roleOp) statement {
 	}
 }
 
-var permissionNames = []string{"CREATE", "ALTER", "DROP", "SELECT", "MODIFY", "AUTHORIZE", "DESCRIBE", "EXECUTE"}
+var PermissionNames = []string{"CREATE", "ALTER", "DROP", "SELECT", "MODIFY", "AUTHORIZE", "DESCRIBE", "EXECUTE"}
 
 // permissions reads ALL [PERMISSIONS] or one permission [PERMISSION]; nil is ALL.
 func (p *parser) permissions() []string {
@@ -213,7 +213,7 @@ func (p *parser) permissions() []string {
 		return nil
 	}
 	name := strings.ToUpper(p.tok.text)
-	for _, n := range permissionNames {
+	for _, n := range PermissionNames {
 		if p.tok.kind == tIdent && name == n {
 			p.advance()
 			p.acceptKeyword("permission")
@@ -226,37 +226,37 @@ func (p *parser) permissions() []string {
 
 // resource reads a resource: ALL KEYSPACES, KEYSPACE ks, [TABLE] [ks.]t, ALL ROLES, ROLE r,
 // ALL FUNCTIONS [IN KEYSPACE ks], FUNCTION [ks.]f(types).
-func (p *parser) resource() resource {
+func (p *parser) resource() Resource {
 	switch {
 	case p.acceptKeyword("all"):
 		switch {
 		case p.acceptKeyword("keyspaces"):
-			return resource{kind: resAllKeyspaces}
+			return Resource{Kind: ResAllKeyspaces}
 		case p.acceptKeyword("roles"):
-			return resource{kind: resAllRoles}
+			return Resource{Kind: ResAllRoles}
 		case p.acceptKeyword("functions"):
 			if p.acceptKeyword("in") {
 				p.expectKeyword("keyspace")
-				return resource{kind: resKeyspaceFunctions, ks: p.ident()}
+				return Resource{Kind: ResKeyspaceFunctions, Ks: p.ident()}
 			}
-			return resource{kind: resAllFunctions}
+			return Resource{Kind: resAllFunctions}
 		case p.isKeyword("mbeans"):
 			p.failPlain("MBean resources are not supported by the embedded node")
 		}
 		p.unexpected()
 	case p.acceptKeyword("keyspace"):
-		return resource{kind: resKeyspace, ks: p.ident()}
+		return Resource{Kind: ResKeyspace, Ks: p.ident()}
 	case p.acceptKeyword("role"):
-		return resource{kind: resRole, name: p.roleName()}
+		return Resource{Kind: ResRole, Name: p.roleName()}
 	case p.isKeyword("mbean"), p.isKeyword("mbeans"):
 		p.failPlain("MBean resources are not supported by the embedded node")
 	case p.acceptKeyword("function"):
 		n := p.tableName()
-		r := resource{kind: resFunction, ks: n.ks, name: n.name}
+		r := Resource{Kind: ResFunction, Ks: n.Ks, Name: n.Name}
 		p.expectPunct("(")
 		if !p.acceptPunct(")") {
 			for {
-				r.args = append(r.args, p.typ(0))
+				r.Args = append(r.Args, p.typ(0))
 				if !p.acceptPunct(",") {
 					break
 				}
@@ -267,54 +267,54 @@ func (p *parser) resource() resource {
 	}
 	p.acceptKeyword("table")
 	n := p.tableName()
-	return resource{kind: resTable, ks: n.ks, name: n.name}
+	return Resource{Kind: ResTable, Ks: n.Ks, Name: n.Name}
 }
 
 // grant reads GRANT and REVOKE, of permissions or of roles, after the verb.
-func (p *parser) grant(revoke bool) statement {
+func (p *parser) grant(revoke bool) Statement {
 	to := "to"
 	if revoke {
 		to = "from"
 	}
 	isPerm := p.isKeyword("all")
-	for _, n := range permissionNames {
+	for _, n := range PermissionNames {
 		isPerm = isPerm || p.tok.kind == tIdent && strings.EqualFold(p.tok.text, n) && !(p.peek(1).kind == tIdent && strings.EqualFold(p.peek(1).text, to))
 	}
 	if !isPerm {
-		st := &grantRoleStmt{revoke: revoke, role: p.roleName()}
+		st := &GrantRoleStmt{Revoke: revoke, Role: p.roleName()}
 		p.expectKeyword(to)
-		st.whom = p.roleName()
+		st.Whom = p.roleName()
 		return st
 	}
-	st := &grantStmt{revoke: revoke, perms: p.permissions()}
+	st := &GrantStmt{Revoke: revoke, Perms: p.permissions()}
 	p.expectKeyword("on")
-	st.res = p.resource()
+	st.Res = p.resource()
 	p.expectKeyword(to)
-	st.role = p.roleName()
+	st.Role = p.roleName()
 	return st
 }
 
 // list reads LIST ROLES, LIST USERS and LIST PERMISSIONS, after LIST.
-func (p *parser) list() statement {
+func (p *parser) list() Statement {
 	switch {
 	case p.acceptKeyword("roles"):
-		st := &listRolesStmt{}
+		st := &ListRolesStmt{}
 		if p.acceptKeyword("of") {
-			st.of = p.roleName()
+			st.Of = p.roleName()
 		}
-		st.norecursive = p.acceptKeyword("norecursive")
+		st.Norecursive = p.acceptKeyword("norecursive")
 		return st
 	case p.acceptKeyword("users"):
-		return &listRolesStmt{users: true}
+		return &ListRolesStmt{Users: true}
 	}
-	st := &listPermsStmt{perms: p.permissions()}
+	st := &ListPermsStmt{Perms: p.permissions()}
 	if p.acceptKeyword("on") {
 		r := p.resource()
-		st.res = &r
+		st.Res = &r
 	}
 	if p.acceptKeyword("of") {
-		st.of = p.roleName()
+		st.Of = p.roleName()
 	}
-	st.norecursive = p.acceptKeyword("norecursive")
+	st.Norecursive = p.acceptKeyword("norecursive")
 	return st
 }

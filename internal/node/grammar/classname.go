@@ -1,4 +1,4 @@
-package node
+package grammar
 
 import (
 	"strconv"
@@ -8,7 +8,7 @@ import (
 // The built-in types by their class names, as Cassandra's TypeParser reads a quoted type:
 // CREATE TABLE t (k int PRIMARY KEY, v 'org.apache.cassandra.db.marshal.Int32Type').
 
-const marshalPackage = "org.apache.cassandra.db.marshal."
+const MarshalPackage = "org.apache.cassandra.db.marshal."
 
 // classTypes maps the marshal classes of the native types to their CQL names.
 var classTypes = map[string]string{
@@ -31,7 +31,7 @@ var otherClasses = map[string]bool{"CompositeType": true, "DynamicCompositeType"
 // classNameType parses a type given by its class name, with parameters for collections,
 // tuples and frozen types (ListType(Int32Type), FrozenType(MapType(...)), ...). The error
 // is Cassandra's, naming the class it does not know.
-func classNameType(s string) (*typeRef, string) {
+func classNameType(s string) (*TypeRef, string) {
 	cp := classParser{src: s}
 	r, msg := cp.parse(0)
 	if msg == "" && cp.pos != len(cp.src) {
@@ -73,8 +73,8 @@ func (cp *classParser) name() string {
 	return cp.src[start:cp.pos]
 }
 
-func (cp *classParser) parse(depth int) (*typeRef, string) {
-	if depth > maxNesting {
+func (cp *classParser) parse(depth int) (*TypeRef, string) {
+	if depth > MaxNesting {
 		return nil, "type nesting too deep"
 	}
 	full := cp.name()
@@ -83,13 +83,13 @@ func (cp *classParser) parse(depth int) (*typeRef, string) {
 	}
 	short := full
 	if !strings.Contains(full, ".") {
-		full = marshalPackage + full
-	} else if strings.HasPrefix(full, marshalPackage) {
-		short = full[len(marshalPackage):]
+		full = MarshalPackage + full
+	} else if strings.HasPrefix(full, MarshalPackage) {
+		short = full[len(MarshalPackage):]
 	} else {
 		return nil, "Unable to find abstract-type class '" + full + "'"
 	}
-	var args []*typeRef
+	var args []*TypeRef
 	cp.skipBlank()
 	if cp.pos < len(cp.src) && cp.src[cp.pos] == '(' {
 		cp.pos++
@@ -112,10 +112,10 @@ func (cp *classParser) parse(depth int) (*typeRef, string) {
 		cp.pos++
 	}
 	if n, ok := classTypes[short]; ok && args == nil {
-		return &typeRef{name: n}, ""
+		return &TypeRef{Name: n}, ""
 	}
 	if customClasses[short] && args == nil {
-		return &typeRef{name: full, custom: true}, ""
+		return &TypeRef{Name: full, Custom: true}, ""
 	}
 	want := map[string]int{"ListType": 1, "SetType": 1, "MapType": 2, "FrozenType": 1, "ReversedType": 1, "TupleType": -1}
 	n, ok := want[short]
@@ -130,16 +130,16 @@ func (cp *classParser) parse(depth int) (*typeRef, string) {
 	}
 	switch short {
 	case "FrozenType":
-		args[0].frozen = true
+		args[0].Frozen = true
 		return args[0], ""
 	case "ReversedType":
 		return args[0], ""
 	case "ListType":
-		return &typeRef{name: "list", args: args}, ""
+		return &TypeRef{Name: "list", Args: args}, ""
 	case "SetType":
-		return &typeRef{name: "set", args: args}, ""
+		return &TypeRef{Name: "set", Args: args}, ""
 	case "MapType":
-		return &typeRef{name: "map", args: args}, ""
+		return &TypeRef{Name: "map", Args: args}, ""
 	}
-	return &typeRef{name: "tuple", args: args}, ""
+	return &TypeRef{Name: "tuple", Args: args}, ""
 }

@@ -1,4 +1,4 @@
-package node
+package grammar
 
 import (
 	"strconv"
@@ -7,31 +7,31 @@ import (
 
 // The parsing of ALTER and of the schema statements beyond keyspaces and tables.
 
-func (p *parser) alterStmt() statement {
+func (p *parser) alterStmt() Statement {
 	switch {
 	case p.acceptKeyword("keyspace"), p.acceptKeyword("schema"):
-		st := &alterKeyspaceStmt{}
-		st.ifExists = p.ifExists()
-		st.name = p.ident()
+		st := &AlterKeyspaceStmt{}
+		st.IfExists = p.ifExists()
+		st.Name = p.ident()
 		p.expectKeyword("with")
-		st.opts = p.keyspaceOptions()
+		st.Opts = p.keyspaceOptions()
 		return st
 	case p.acceptKeyword("table"), p.acceptKeyword("columnfamily"):
 		return p.alterTable()
 	case p.acceptKeyword("type"):
 		return p.alterType()
 	case p.isKeyword("role"), p.isKeyword("user"):
-		return p.roleStatement(roleAlter)
+		return p.roleStatement(RoleAlter)
 	case p.acceptKeyword("materialized"):
 		p.expectKeyword("view")
-		st := &viewStmt{alter: true, opts: map[string]optValue{}}
-		st.ifExists = p.ifExists()
-		st.name = p.tableName()
+		st := &ViewStmt{Alter: true, Opts: map[string]OptValue{}}
+		st.IfExists = p.ifExists()
+		st.Name = p.tableName()
 		p.expectKeyword("with")
 		for {
 			name := p.identAny()
 			p.expectPunct("=")
-			st.opts[name] = p.option()
+			st.Opts[name] = p.option()
 			if !p.acceptKeyword("and") {
 				break
 			}
@@ -42,28 +42,28 @@ func (p *parser) alterStmt() statement {
 }
 
 // unsupported consumes the statement and returns its refusal, naming it by its first words.
-func (p *parser) unsupported(verb string) statement {
+func (p *parser) unsupported(verb string) Statement {
 	what := verb
 	if p.tok.kind == tIdent {
 		what += " " + upper(p.tok.text)
 	}
 	p.skipRest()
-	return &unsupportedStmt{what: what + " is not supported by the embedded node"}
+	return &UnsupportedStmt{What: what + " is not supported by the embedded node"}
 }
 
-func (p *parser) alterTable() statement {
-	st := &alterTableStmt{}
-	st.ifExists = p.ifExists()
-	st.table = p.tableName()
+func (p *parser) alterTable() Statement {
+	st := &AlterTableStmt{}
+	st.IfExists = p.ifExists()
+	st.Table = p.tableName()
 	switch {
 	case p.acceptKeyword("add"):
-		st.op = alterAdd
-		st.ifColumn = p.ifNotExists()
+		st.Op = AlterAdd
+		st.IfColumn = p.ifNotExists()
 		column := func() {
-			c := colDef{name: p.ident()}
-			c.ref = p.typ(0)
-			c.static = p.acceptKeyword("static")
-			st.add = append(st.add, c)
+			c := ColDef{Name: p.ident()}
+			c.Ref = p.typ(0)
+			c.Static = p.acceptKeyword("static")
+			st.Add = append(st.Add, c)
 		}
 		if p.acceptPunct("(") {
 			for {
@@ -79,21 +79,21 @@ func (p *parser) alterTable() statement {
 	case p.acceptKeyword("drop"):
 		if p.acceptKeyword("compact") {
 			p.expectKeyword("storage")
-			st.op = alterDropCompact
+			st.Op = AlterDropCompact
 			return st
 		}
-		st.op = alterDrop
-		st.ifColumn = p.ifExists()
+		st.Op = AlterDrop
+		st.IfColumn = p.ifExists()
 		if p.acceptPunct("(") {
 			for {
-				st.drop = append(st.drop, p.ident())
+				st.Drop = append(st.Drop, p.ident())
 				if !p.acceptPunct(",") {
 					break
 				}
 			}
 			p.expectPunct(")")
 		} else {
-			st.drop = []string{p.ident()}
+			st.Drop = []string{p.ident()}
 		}
 		if p.acceptKeyword("using") {
 			p.expectKeyword("timestamp")
@@ -105,26 +105,26 @@ func (p *parser) alterTable() statement {
 				p.failf("Invalid timestamp %s", p.tok.text)
 			}
 			p.advance()
-			st.ts = &v
+			st.Ts = &v
 		}
 	case p.acceptKeyword("rename"):
-		st.op = alterRename
-		st.ifColumn = p.ifExists()
+		st.Op = AlterRename
+		st.IfColumn = p.ifExists()
 		for {
 			from := p.ident()
 			p.expectKeyword("to")
-			st.renames = append(st.renames, rename{from: from, to: p.ident()})
+			st.Renames = append(st.Renames, rename{From: from, To: p.ident()})
 			if !p.acceptKeyword("and") {
 				break
 			}
 		}
 	case p.acceptKeyword("with"):
-		st.op = alterOptions
-		st.opts = map[string]optValue{}
+		st.Op = AlterOptions
+		st.Opts = map[string]OptValue{}
 		for {
 			name := p.identAny()
 			p.expectPunct("=")
-			st.opts[name] = p.option()
+			st.Opts[name] = p.option()
 			if !p.acceptKeyword("and") {
 				break
 			}
@@ -133,30 +133,30 @@ func (p *parser) alterTable() statement {
 		p.ident()
 		p.expectKeyword("type")
 		p.typ(0)
-		st.op = alterType
+		st.Op = AlterType
 	default:
 		p.unexpected()
 	}
 	return st
 }
 
-func (p *parser) alterType() statement {
-	st := &alterTypeStmt{}
-	st.ifExists = p.ifExists()
-	st.name = p.tableName()
+func (p *parser) alterType() Statement {
+	st := &AlterTypeStmt{}
+	st.IfExists = p.ifExists()
+	st.Name = p.tableName()
 	switch {
 	case p.acceptKeyword("add"):
-		st.op = alterAdd
-		st.ifField = p.ifNotExists()
-		st.add = colDef{name: p.identAny()}
-		st.add.ref = p.typ(0)
+		st.Op = AlterAdd
+		st.IfField = p.ifNotExists()
+		st.Add = ColDef{Name: p.identAny()}
+		st.Add.Ref = p.typ(0)
 	case p.acceptKeyword("rename"):
-		st.op = alterRename
-		st.ifField = p.ifExists()
+		st.Op = AlterRename
+		st.IfField = p.ifExists()
 		for {
 			from := p.identAny()
 			p.expectKeyword("to")
-			st.renames = append(st.renames, rename{from: from, to: p.identAny()})
+			st.Renames = append(st.Renames, rename{From: from, To: p.identAny()})
 			if !p.acceptKeyword("and") {
 				break
 			}
@@ -165,7 +165,7 @@ func (p *parser) alterType() statement {
 		p.identAny()
 		p.expectKeyword("type")
 		p.typ(0)
-		st.op = alterType
+		st.Op = AlterType
 	default:
 		p.unexpected()
 	}
@@ -174,31 +174,31 @@ func (p *parser) alterType() statement {
 
 // createIndex reads CREATE [CUSTOM] INDEX [IF NOT EXISTS] [name] ON table (target)
 // [USING 'class' [WITH OPTIONS = {...}]].
-func (p *parser) createIndex() statement {
-	st := &createIndexStmt{}
-	st.custom = p.acceptKeyword("custom")
+func (p *parser) createIndex() Statement {
+	st := &CreateIndexStmt{}
+	st.Custom = p.acceptKeyword("custom")
 	p.expectKeyword("index")
-	st.ifNotExists = p.ifNotExists()
+	st.IfNotExists = p.ifNotExists()
 	if !p.isKeyword("on") {
 		n := p.tableName()
-		st.ks, st.name = n.ks, n.name
+		st.Ks, st.Name = n.Ks, n.Name
 	}
 	p.expectKeyword("on")
-	st.table = p.tableName()
-	if st.table.ks == "" {
-		st.table.ks = st.ks
+	st.Table = p.tableName()
+	if st.Table.Ks == "" {
+		st.Table.Ks = st.Ks
 	}
 	p.expectPunct("(")
 	if !p.isPunct(")") {
-		kinds := map[string]indexKind{"values": indexValues, "keys": indexKeys, "entries": indexEntries, "full": indexFull}
+		kinds := map[string]IndexKind{"values": IndexValues, "keys": IndexKeys, "entries": IndexEntries, "full": IndexFull}
 		if k, ok := kinds[strings.ToLower(p.tok.text)]; ok && p.tok.kind == tIdent && p.peek(1).kind == tPunct && p.peek(1).text == "(" {
 			p.advance()
 			p.advance()
-			st.kind = k
-			st.col = p.ident()
+			st.Kind = k
+			st.Col = p.ident()
 			p.expectPunct(")")
 		} else {
-			st.col = p.ident()
+			st.Col = p.ident()
 		}
 	}
 	p.expectPunct(")")
@@ -206,7 +206,7 @@ func (p *parser) createIndex() statement {
 		if p.tok.kind != tString {
 			p.unexpected()
 		}
-		st.class = p.tok.text
+		st.Class = p.tok.text
 		p.advance()
 		if p.acceptKeyword("with") {
 			p.expectKeyword("options")
@@ -214,27 +214,27 @@ func (p *parser) createIndex() statement {
 			p.stringMap()
 		}
 	}
-	if st.custom && st.class == "" {
+	if st.Custom && st.Class == "" {
 		p.failf("mismatched input %s expecting K_USING", p.quote(p.tok))
 	}
 	return st
 }
 
 // createFunction reads CREATE [OR REPLACE] FUNCTION and CREATE [OR REPLACE] AGGREGATE.
-func (p *parser) createFunction() statement {
+func (p *parser) createFunction() Statement {
 	orReplace := false
 	if p.acceptKeyword("or") {
 		p.expectKeyword("replace")
 		orReplace = true
 	}
 	if p.acceptKeyword("aggregate") {
-		st := &createAggregateStmt{orReplace: orReplace}
-		st.ifNotExists = p.ifNotExists()
-		st.name = p.tableName()
+		st := &CreateAggregateStmt{OrReplace: orReplace}
+		st.IfNotExists = p.ifNotExists()
+		st.Name = p.tableName()
 		p.expectPunct("(")
 		if !p.acceptPunct(")") {
 			for {
-				st.argTypes = append(st.argTypes, p.typ(0))
+				st.ArgTypes = append(st.ArgTypes, p.typ(0))
 				if !p.acceptPunct(",") {
 					break
 				}
@@ -242,29 +242,29 @@ func (p *parser) createFunction() statement {
 			p.expectPunct(")")
 		}
 		p.expectKeyword("sfunc")
-		st.stateFunc = p.ident()
+		st.StateFunc = p.ident()
 		p.expectKeyword("stype")
-		st.stateType = p.typ(0)
+		st.StateType = p.typ(0)
 		if p.acceptKeyword("finalfunc") {
-			st.finalFunc = p.ident()
+			st.FinalFunc = p.ident()
 		}
 		if p.acceptKeyword("initcond") {
-			st.initCond = p.value()
+			st.InitCond = p.value()
 		}
-		if orReplace && st.ifNotExists {
+		if orReplace && st.IfNotExists {
 			p.failPlain("Cannot use both 'OR REPLACE' and 'IF NOT EXISTS' directives")
 		}
 		return st
 	}
 	p.expectKeyword("function")
-	st := &createFunctionStmt{orReplace: orReplace}
-	st.ifNotExists = p.ifNotExists()
-	st.name = p.tableName()
+	st := &CreateFunctionStmt{OrReplace: orReplace}
+	st.IfNotExists = p.ifNotExists()
+	st.Name = p.tableName()
 	p.expectPunct("(")
 	if !p.acceptPunct(")") {
 		for {
-			st.argNames = append(st.argNames, p.identAny())
-			st.argTypes = append(st.argTypes, p.typ(0))
+			st.ArgNames = append(st.ArgNames, p.identAny())
+			st.ArgTypes = append(st.ArgTypes, p.typ(0))
 			if !p.acceptPunct(",") {
 				break
 			}
@@ -273,7 +273,7 @@ func (p *parser) createFunction() statement {
 	}
 	switch {
 	case p.acceptKeyword("called"):
-		st.calledOnNull = true
+		st.CalledOnNull = true
 	case p.acceptKeyword("returns"):
 		p.expectKeyword("null")
 	default:
@@ -283,16 +283,16 @@ func (p *parser) createFunction() statement {
 	p.expectKeyword("null")
 	p.expectKeyword("input")
 	p.expectKeyword("returns")
-	st.ret = p.typ(0)
+	st.Ret = p.typ(0)
 	p.expectKeyword("language")
-	st.language = strings.ToLower(p.identAny())
+	st.Language = strings.ToLower(p.identAny())
 	p.expectKeyword("as")
 	if p.tok.kind != tString {
 		p.unexpected()
 	}
-	st.body = p.tok.text
+	st.Body = p.tok.text
 	p.advance()
-	if orReplace && st.ifNotExists {
+	if orReplace && st.IfNotExists {
 		p.failPlain("Cannot use both 'OR REPLACE' and 'IF NOT EXISTS' directives")
 	}
 	return st

@@ -1,4 +1,4 @@
-package node
+package grammar
 
 import (
 	"errors"
@@ -14,14 +14,14 @@ import (
 const (
 	nanosPerMicro  = int64(1000)
 	nanosPerMilli  = 1000 * nanosPerMicro
-	nanosPerSecond = 1000 * nanosPerMilli
-	nanosPerMinute = 60 * nanosPerSecond
-	nanosPerHour   = 60 * nanosPerMinute
+	NanosPerSecond = 1000 * nanosPerMilli
+	NanosPerMinute = 60 * NanosPerSecond
+	NanosPerHour   = 60 * NanosPerMinute
 )
 
-type duration struct{ months, days, nanos int64 }
+type duration struct{ Months, Days, Nanos int64 }
 
-func appendVint(b []byte, v int64) []byte {
+func AppendVint(b []byte, v int64) []byte {
 	u := uint64(v<<1) ^ uint64(v>>63)
 	size := (639 - bits.LeadingZeros64(u|1)*9) >> 6
 	if size == 1 {
@@ -37,7 +37,7 @@ func appendVint(b []byte, v int64) []byte {
 	return append(b, buf[:size]...)
 }
 
-func readVint(b []byte) (int64, []byte, bool) {
+func ReadVint(b []byte) (int64, []byte, bool) {
 	if len(b) == 0 {
 		return 0, nil, false
 	}
@@ -56,36 +56,36 @@ func readVint(b []byte) (int64, []byte, bool) {
 	return int64(u>>1) ^ -int64(u&1), b[1+extra:], true
 }
 
-func encDuration(d duration) []byte {
-	b := appendVint(nil, d.months)
-	b = appendVint(b, d.days)
-	return appendVint(b, d.nanos)
+func EncDuration(d duration) []byte {
+	b := AppendVint(nil, d.Months)
+	b = AppendVint(b, d.Days)
+	return AppendVint(b, d.Nanos)
 }
 
-func decDuration(b []byte) (duration, bool) {
+func DecDuration(b []byte) (duration, bool) {
 	var d duration
 	var ok bool
-	if d.months, b, ok = readVint(b); !ok {
+	if d.Months, b, ok = ReadVint(b); !ok {
 		return d, false
 	}
-	if d.days, b, ok = readVint(b); !ok {
+	if d.Days, b, ok = ReadVint(b); !ok {
 		return d, false
 	}
-	if d.nanos, b, ok = readVint(b); !ok {
+	if d.Nanos, b, ok = ReadVint(b); !ok {
 		return d, false
 	}
-	return d, len(b) == 0 && d.months >= math.MinInt32 && d.months <= math.MaxInt32 && d.days >= math.MinInt32 && d.days <= math.MaxInt32
+	return d, len(b) == 0 && d.Months >= math.MinInt32 && d.Months <= math.MaxInt32 && d.Days >= math.MinInt32 && d.Days <= math.MaxInt32
 }
 
 // sameSign checks Cassandra's rule that the three parts share a sign.
-func (d duration) sameSign() bool {
-	return (d.months <= 0 && d.days <= 0 && d.nanos <= 0) || (d.months >= 0 && d.days >= 0 && d.nanos >= 0)
+func (d duration) SameSign() bool {
+	return (d.Months <= 0 && d.Days <= 0 && d.Nanos <= 0) || (d.Months >= 0 && d.Days >= 0 && d.Nanos >= 0)
 }
 
 // String spells the duration as Cassandra's Duration.toString: 1y2mo3d4h5m6s7ms8us9ns.
 func (d duration) String() string {
 	var b strings.Builder
-	if d.months < 0 || d.days < 0 || d.nanos < 0 {
+	if d.Months < 0 || d.Days < 0 || d.Nanos < 0 {
 		b.WriteByte('-')
 	}
 	part := func(v, div int64, unit string) int64 {
@@ -102,12 +102,12 @@ func (d duration) String() string {
 		}
 		return v
 	}
-	part(part(abs(d.months), 12, "y"), 1, "mo")
-	part(abs(d.days), 1, "d")
-	if d.nanos != 0 {
-		r := part(abs(d.nanos), nanosPerHour, "h")
-		r = part(r, nanosPerMinute, "m")
-		r = part(r, nanosPerSecond, "s")
+	part(part(abs(d.Months), 12, "y"), 1, "mo")
+	part(abs(d.Days), 1, "d")
+	if d.Nanos != 0 {
+		r := part(abs(d.Nanos), NanosPerHour, "h")
+		r = part(r, NanosPerMinute, "m")
+		r = part(r, NanosPerSecond, "s")
 		r = part(r, nanosPerMilli, "ms")
 		r = part(r, nanosPerMicro, "us")
 		part(r, 1, "ns")
@@ -119,14 +119,14 @@ var errDuration = errors.New("bad duration")
 
 // durationUnits are the units of the standard format, with what one of them adds.
 var durationUnits = map[string]duration{
-	"y": {months: 12}, "mo": {months: 1}, "w": {days: 7}, "d": {days: 1}, "h": {nanos: nanosPerHour},
-	"m": {nanos: nanosPerMinute}, "s": {nanos: nanosPerSecond}, "ms": {nanos: nanosPerMilli},
-	"us": {nanos: nanosPerMicro}, "µs": {nanos: nanosPerMicro}, "ns": {nanos: 1},
+	"y": {Months: 12}, "mo": {Months: 1}, "w": {Days: 7}, "d": {Days: 1}, "h": {Nanos: NanosPerHour},
+	"m": {Nanos: NanosPerMinute}, "s": {Nanos: NanosPerSecond}, "ms": {Nanos: nanosPerMilli},
+	"us": {Nanos: nanosPerMicro}, "µs": {Nanos: nanosPerMicro}, "ns": {Nanos: 1},
 }
 
 // parseDuration reads a duration literal: 1h30m (units y, mo, w, d, h, m, s, ms, us or µs,
 // ns, in any case), or ISO 8601's PnYnMnDTnHnMnS and PnW; a leading '-' negates it.
-func parseDuration(s string) (duration, error) {
+func ParseDuration(s string) (duration, error) {
 	neg := strings.HasPrefix(s, "-")
 	s = strings.TrimPrefix(s, "-")
 	var d duration
@@ -140,7 +140,7 @@ func parseDuration(s string) (duration, error) {
 		return d, err
 	}
 	if neg {
-		d = duration{-d.months, -d.days, -d.nanos}
+		d = duration{-d.Months, -d.Days, -d.Nanos}
 	}
 	return d, nil
 }
@@ -164,7 +164,7 @@ func parseUnitDuration(s string) (duration, error) {
 		if err != nil || !ok {
 			return d, errDuration
 		}
-		d = duration{d.months + n*u.months, d.days + n*u.days, d.nanos + n*u.nanos}
+		d = duration{d.Months + n*u.Months, d.Days + n*u.Days, d.Nanos + n*u.Nanos}
 		s = s[j:]
 	}
 	return d, nil
@@ -178,10 +178,10 @@ func parseISODuration(s string) (duration, error) {
 		if err != nil {
 			return d, errDuration
 		}
-		return duration{days: 7 * n}, nil
+		return duration{Days: 7 * n}, nil
 	}
 	date, clock, hasTime := strings.Cut(s, "T")
-	units := map[byte]duration{'Y': {months: 12}, 'M': {months: 1}, 'D': {days: 1}}
+	units := map[byte]duration{'Y': {Months: 12}, 'M': {Months: 1}, 'D': {Days: 1}}
 	read := func(part string, units map[byte]duration) error {
 		for part != "" {
 			i := 0
@@ -196,7 +196,7 @@ func parseISODuration(s string) (duration, error) {
 			if err != nil || !ok {
 				return errDuration
 			}
-			d = duration{d.months + n*u.months, d.days + n*u.days, d.nanos + n*u.nanos}
+			d = duration{d.Months + n*u.Months, d.Days + n*u.Days, d.Nanos + n*u.Nanos}
 			part = part[i+1:]
 		}
 		return nil
@@ -208,7 +208,7 @@ func parseISODuration(s string) (duration, error) {
 		if clock == "" {
 			return d, errDuration
 		}
-		if err := read(clock, map[byte]duration{'H': {nanos: nanosPerHour}, 'M': {nanos: nanosPerMinute}, 'S': {nanos: nanosPerSecond}}); err != nil {
+		if err := read(clock, map[byte]duration{'H': {Nanos: NanosPerHour}, 'M': {Nanos: NanosPerMinute}, 'S': {Nanos: NanosPerSecond}}); err != nil {
 			return d, err
 		}
 	}
