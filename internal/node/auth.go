@@ -6,13 +6,13 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
-	"github.com/tracecar/tracecar/internal/node/grammar"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
 
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/node/grammar"
 )
 
 // Roles and permissions, as Cassandra 4.1 with PasswordAuthenticator, CassandraAuthorizer

@@ -2,7 +2,6 @@ package node
 
 import (
 	"encoding/binary"
-	"github.com/tracecar/tracecar/internal/node/grammar"
 	"math"
 	"math/big"
 	"net/netip"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/node/grammar"
 )
 
 // CAST(x AS type) in a selection, as Cassandra 4.1's CastFcts: a number to any other

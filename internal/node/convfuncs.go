@@ -1,10 +1,10 @@
 package node
 
 import (
-	"github.com/tracecar/tracecar/internal/node/grammar"
 	"strings"
 
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/node/grammar"
 )
 
 // Cassandra 4.1's native scalar functions of one value that convert it: the time

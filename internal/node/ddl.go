@@ -1,12 +1,12 @@
 package node
 
 import (
-	"github.com/tracecar/tracecar/internal/node/grammar"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/node/grammar"
 )
 
 // ddlPlan executes schema statements.

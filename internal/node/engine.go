@@ -4,7 +4,6 @@ import (
 	"crypto/md5"
 	"crypto/rand"
 	"errors"
-	"github.com/tracecar/tracecar/internal/node/grammar"
 	"net/netip"
 	"slices"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/node/grammar"
 )
 
 // Session is per-connection state: the current keyspace set by USE. It is not safe for

@@ -3,12 +3,12 @@ package node
 import (
 	"crypto/rand"
 	"encoding/binary"
-	"github.com/tracecar/tracecar/internal/node/grammar"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/node/grammar"
 )
 
 type exprKind uint8

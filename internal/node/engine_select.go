@@ -3,12 +3,12 @@ package node
 import (
 	"bytes"
 	"encoding/binary"
-	"github.com/tracecar/tracecar/internal/node/grammar"
 	"slices"
 	"sort"
 	"strings"
 
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/node/grammar"
 )
 
 type srcKind uint8

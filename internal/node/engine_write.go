@@ -1,11 +1,11 @@
 package node
 
 import (
-	"github.com/tracecar/tracecar/internal/node/grammar"
 	"slices"
 	"unsafe"
 
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/node/grammar"
 )
 
 // maxKeyLen is the longest partition key (or key component) Cassandra accepts.

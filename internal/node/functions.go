@@ -1,12 +1,12 @@
 package node
 
 import (
-	"github.com/tracecar/tracecar/internal/node/grammar"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/node/grammar"
 )
 
 // User-defined functions and aggregates: their DDL, checked as Cassandra 4.1 checks it,

@@ -1,12 +1,12 @@
 package node
 
 import (
-	"github.com/tracecar/tracecar/internal/node/grammar"
 	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/node/grammar"
 )
 
 // Secondary indexes: CREATE and DROP INDEX, system_schema.indexes, and the queries they

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"github.com/tracecar/tracecar/internal/node/grammar"
 	"math"
 	"math/big"
 	"net/netip"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/node/grammar"
 )
 
 // JSON as Cassandra 4.1 maps it (the types' toJSONString and fromJSONObject): SELECT JSON,
@@ -536,46 +536,4 @@ func jsonKeyName(k string) string {
 		return strings.ReplaceAll(k[1:len(k)-1], `""`, `"`)
 	}
 	return strings.ToLower(k)
-}
-
-// jsonValues decodes the value of INSERT JSON into one value per column of t (in t.cols
-// order); a column the JSON leaves out is null, or unset with DEFAULT UNSET.
-func jsonValues(t *table, text string, unsetDefault bool) (vals [][]byte, unset []bool, err error) {
-	v, derr := decodeJSON(text)
-	m, ok := v.(map[string]any)
-	if derr != nil || !ok {
-		if derr == nil {
-			derr = fmt.Errorf("%s is not a JSON object", jsonClass(v))
-		}
-		return nil, nil, invalidf("Could not decode JSON string as a map: %v. (String was: %s)", derr, text)
-	}
-	vals = make([][]byte, len(t.cols))
-	unset = make([]bool, len(t.cols))
-	seen := make([]bool, len(t.cols))
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		name := jsonKeyName(k)
-		i := slices.IndexFunc(t.cols, func(c *column) bool { return c.name == name })
-		if i < 0 {
-			return nil, nil, invalidf("JSON values map contains unrecognized column: %s", name)
-		}
-		b, err := fromJSON(m[k], t.cols[i].typ, 0)
-		if err != nil {
-			return nil, nil, invalidf("Error decoding JSON value for %s: %s", name, err)
-		}
-		if b != nil {
-			if verr := validate(t.cols[i].typ, b, name); verr != nil {
-				return nil, nil, verr
-			}
-		}
-		vals[i], seen[i] = b, true
-	}
-	for i := range seen {
-		unset[i] = !seen[i] && unsetDefault
-	}
-	return vals, unset, nil
 }

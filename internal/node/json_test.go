@@ -1,10 +1,11 @@
 package node
 
 import (
-	"github.com/tracecar/tracecar/internal/node/grammar"
 	"math/big"
 	"strings"
 	"testing"
+
+	"github.com/tracecar/tracecar/internal/node/grammar"
 )
 
 func TestJavaNumbers(t *testing.T) {

@@ -1,11 +1,11 @@
 package node
 
 import (
-	"github.com/tracecar/tracecar/internal/node/grammar"
 	"strings"
 	"testing"
 
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/node/grammar"
 )
 
 func TestParse(t *testing.T) {

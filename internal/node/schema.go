@@ -2,7 +2,6 @@ package node
 
 import (
 	"crypto/md5"
-	"github.com/tracecar/tracecar/internal/node/grammar"
 	"maps"
 	"slices"
 	"sort"
@@ -10,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/node/grammar"
 )
 
 // colKind is the role of a column in its table.

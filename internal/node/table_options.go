@@ -3,12 +3,12 @@ package node
 import (
 	"encoding/hex"
 	"fmt"
-	"github.com/tracecar/tracecar/internal/node/grammar"
 	"maps"
 	"strconv"
 	"strings"
 
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/node/grammar"
 )
 
 // optKind is the kind of value a table option takes.

@@ -1,11 +1,11 @@
 package node
 
 import (
-	"github.com/tracecar/tracecar/internal/node/grammar"
 	"slices"
 	"strings"
 
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/node/grammar"
 )
 
 // ctype is a resolved type: what the protocol sends, how system_schema spells it, and

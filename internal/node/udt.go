@@ -1,11 +1,11 @@
 package node
 
 import (
-	"github.com/tracecar/tracecar/internal/node/grammar"
 	"slices"
 	"strings"
 
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/node/grammar"
 )
 
 // User-defined types: CREATE, ALTER and DROP TYPE. A type's fields are resolved when it is

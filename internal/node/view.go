@@ -2,11 +2,11 @@ package node
 
 import (
 	"bytes"
-	"github.com/tracecar/tracecar/internal/node/grammar"
 	"slices"
 	"strings"
 
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/node/grammar"
 )
 
 // Materialized views, on by default as in ScyllaDB (EngineConfig.NoMaterializedViews gives

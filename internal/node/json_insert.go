@@ -1,0 +1,48 @@
+package node
+
+import (
+	"fmt"
+	"slices"
+)
+
+// jsonValues decodes the value of INSERT JSON into one value per column of t (in t.cols
+// order); a column the JSON leaves out is null, or unset with DEFAULT UNSET.
+func jsonValues(t *table, text string, unsetDefault bool) (vals [][]byte, unset []bool, err error) {
+	v, derr := decodeJSON(text)
+	m, ok := v.(map[string]any)
+	if derr != nil || !ok {
+		if derr == nil {
+			derr = fmt.Errorf("%s is not a JSON object", jsonClass(v))
+		}
+		return nil, nil, invalidf("Could not decode JSON string as a map: %v. (String was: %s)", derr, text)
+	}
+	vals = make([][]byte, len(t.cols))
+	unset = make([]bool, len(t.cols))
+	seen := make([]bool, len(t.cols))
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		name := jsonKeyName(k)
+		i := slices.IndexFunc(t.cols, func(c *column) bool { return c.name == name })
+		if i < 0 {
+			return nil, nil, invalidf("JSON values map contains unrecognized column: %s", name)
+		}
+		b, err := fromJSON(m[k], t.cols[i].typ, 0)
+		if err != nil {
+			return nil, nil, invalidf("Error decoding JSON value for %s: %s", name, err)
+		}
+		if b != nil {
+			if verr := validate(t.cols[i].typ, b, name); verr != nil {
+				return nil, nil, verr
+			}
+		}
+		vals[i], seen[i] = b, true
+	}
+	for i := range seen {
+		unset[i] = !seen[i] && unsetDefault
+	}
+	return vals, unset, nil
+}
