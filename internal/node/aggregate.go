@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/node/cqlvalue"
 )
 
 // The native aggregates (count, min, max, sum, avg) and GROUP BY, with Cassandra 4.1's
@@ -89,7 +90,7 @@ func (a *acc) add(v []byte) {
 			a.best = v
 			return
 		}
-		c := compareValues(a.typ, v, a.best)
+		c := cqlvalue.CompareValues(a.typ, v, a.best)
 		if a.kind == aggMin && c < 0 || a.kind == aggMax && c > 0 {
 			a.best = v
 		}
@@ -110,7 +111,7 @@ func (a *acc) add(v []byte) {
 				return
 			}
 			scale := int32(binary.BigEndian.Uint32(v))
-			u := decVarint(v[4:])
+			u := cqlvalue.DecVarint(v[4:])
 			if a.big == nil {
 				a.big, a.dec = u, scale
 				return
@@ -124,7 +125,7 @@ func (a *acc) add(v []byte) {
 			}
 			a.big = new(big.Int).Add(a.big, u)
 		default:
-			n := decVarint(v)
+			n := cqlvalue.DecVarint(v)
 			if a.big == nil {
 				a.big = new(big.Int)
 			}
@@ -147,7 +148,7 @@ func pow10(n int64) *big.Int { return new(big.Int).Exp(big.NewInt(10), big.NewIn
 func (a *acc) result() []byte {
 	switch a.kind {
 	case aggCountRows, aggCount:
-		return encBigint(a.n)
+		return cqlvalue.EncBigint(a.n)
 	case aggMin, aggMax:
 		return a.best
 	}
@@ -167,24 +168,24 @@ func (a *acc) result() []byte {
 		if a.typ.ID == cql.TypeFloat {
 			return binary.BigEndian.AppendUint32(nil, math.Float32bits(float32(s)))
 		}
-		return encDouble(s)
+		return cqlvalue.EncDouble(s)
 	case cql.TypeDecimal:
 		if a.big == nil {
-			return append(encInt(0), 0)
+			return append(cqlvalue.EncInt(0), 0)
 		}
 		u := a.big
 		if a.kind == aggAvg {
 			u = divHalfEven(u, big.NewInt(a.n))
 		}
-		return append(encInt(a.dec), encVarint(u)...)
+		return append(cqlvalue.EncInt(a.dec), cqlvalue.EncVarint(u)...)
 	case cql.TypeVarint:
 		if a.big == nil {
 			return []byte{0}
 		}
 		if a.kind == aggAvg {
-			return encVarint(new(big.Int).Quo(a.big, big.NewInt(a.n)))
+			return cqlvalue.EncVarint(new(big.Int).Quo(a.big, big.NewInt(a.n)))
 		}
-		return encVarint(a.big)
+		return cqlvalue.EncVarint(a.big)
 	}
 	v := a.sum
 	if a.kind == aggAvg {
@@ -199,9 +200,9 @@ func (a *acc) result() []byte {
 	case cql.TypeSmallint:
 		return binary.BigEndian.AppendUint16(nil, uint16(v))
 	case cql.TypeInt:
-		return encInt(int32(v))
+		return cqlvalue.EncInt(int32(v))
 	}
-	return encBigint(v)
+	return cqlvalue.EncBigint(v)
 }
 
 // divHalfEven divides, rounding half to even, as BigDecimal.divide with HALF_EVEN.
@@ -253,7 +254,7 @@ func (r *selectRun) sameGroup(pk []byte, ck [][]byte) bool {
 		if i < len(g.ck) {
 			w = g.ck[i]
 		}
-		if compareValues(r.p.t.ck[i].typ, v, w) != 0 || (v == nil) != (w == nil) {
+		if cqlvalue.CompareValues(r.p.t.ck[i].typ, v, w) != 0 || (v == nil) != (w == nil) {
 			return false
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/node/cqlvalue"
 	"github.com/tracecar/tracecar/internal/node/grammar"
 )
 
@@ -475,13 +476,13 @@ func (e *Engine) listRoles(user string, st *grammar.ListRolesStmt) (cql.Message,
 		roles = a.rolesOf(user, true)
 	}
 	sort.Slice(roles, func(i, j int) bool { return roles[i].name < roles[j].name })
-	dcs := func(*roleInfo) []byte { return encText("ALL") } // AllowAllNetworkAuthorizer
+	dcs := func(*roleInfo) []byte { return cqlvalue.EncText("ALL") } // AllowAllNetworkAuthorizer
 	var rows [][][]byte
 	if st.Users {
 		specs := []cql.ColumnSpec{authSpec("users", "name", text), authSpec("users", "super", boolean), authSpec("users", "datacenters", text)}
 		for _, r := range roles {
 			if r.login {
-				rows = append(rows, [][]byte{encText(r.name), encBool(a.isSuper(r.name)), dcs(r)})
+				rows = append(rows, [][]byte{cqlvalue.EncText(r.name), cqlvalue.EncBool(a.isSuper(r.name)), dcs(r)})
 			}
 		}
 		return cql.RowsResult{Metadata: cql.RowsMetadata{Columns: specs, ColumnCount: len(specs)}, Rows: rows}, nil
@@ -489,7 +490,7 @@ func (e *Engine) listRoles(user string, st *grammar.ListRolesStmt) (cql.Message,
 	specs := []cql.ColumnSpec{authSpec("roles", "role", text), authSpec("roles", "super", boolean),
 		authSpec("roles", "login", boolean), authSpec("roles", "options", cql.MapOf(text, text)), authSpec("roles", "datacenters", text)}
 	for _, r := range roles {
-		rows = append(rows, [][]byte{encText(r.name), encBool(r.super), encBool(r.login), encTextMap(nil), dcs(r)})
+		rows = append(rows, [][]byte{cqlvalue.EncText(r.name), cqlvalue.EncBool(r.super), cqlvalue.EncBool(r.login), cqlvalue.EncTextMap(nil), dcs(r)})
 	}
 	return cql.RowsResult{Metadata: cql.RowsMetadata{Columns: specs, ColumnCount: len(specs)}, Rows: rows}, nil
 }
@@ -572,7 +573,7 @@ func (e *Engine) listPermissions(s *Session, st *grammar.ListPermsStmt) (cql.Mes
 		authSpec("permissions", "resource", text), authSpec("permissions", "permission", text)}
 	var rows [][][]byte
 	for _, d := range details {
-		rows = append(rows, [][]byte{encText(d.role), encText(d.role), encText(d.res.String()), encText(grammar.PermissionNames[d.perm])})
+		rows = append(rows, [][]byte{cqlvalue.EncText(d.role), cqlvalue.EncText(d.role), cqlvalue.EncText(d.res.String()), cqlvalue.EncText(grammar.PermissionNames[d.perm])})
 	}
 	return cql.RowsResult{Metadata: cql.RowsMetadata{Columns: specs, ColumnCount: len(specs)}, Rows: rows}, nil
 }
@@ -615,18 +616,18 @@ func (e *Engine) refreshAuth() {
 	roles, members, perms, index := fresh("roles"), fresh("role_members"), fresh("role_permissions"),
 		fresh("resource_role_permissons_index")
 	for _, r := range e.auth.roles {
-		row := map[string][]byte{"role": encText(r.name), "can_login": encBool(r.login), "is_superuser": encBool(r.super),
+		row := map[string][]byte{"role": cqlvalue.EncText(r.name), "can_login": cqlvalue.EncBool(r.login), "is_superuser": cqlvalue.EncBool(r.super),
 			"salted_hash": r.saltedHash()}
 		if len(r.memberOf) > 0 {
-			row["member_of"] = encTextSet(r.memberOf)
+			row["member_of"] = cqlvalue.EncTextSet(r.memberOf)
 		}
 		roles.put(row)
 		for _, m := range r.memberOf {
-			members.put(map[string][]byte{"role": encText(m), "member": encText(r.name)})
+			members.put(map[string][]byte{"role": cqlvalue.EncText(m), "member": cqlvalue.EncText(r.name)})
 		}
 		for key, ps := range r.permissions {
-			perms.put(map[string][]byte{"role": encText(r.name), "resource": encText(key), "permissions": encTextSet(ps)})
-			index.put(map[string][]byte{"resource": encText(key), "role": encText(r.name)})
+			perms.put(map[string][]byte{"role": cqlvalue.EncText(r.name), "resource": cqlvalue.EncText(key), "permissions": cqlvalue.EncTextSet(ps)})
+			index.put(map[string][]byte{"resource": cqlvalue.EncText(key), "role": cqlvalue.EncText(r.name)})
 		}
 	}
 	for _, w := range []*rowWriter{roles, members, perms, index} {

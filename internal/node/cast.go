@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/node/cqlvalue"
 	"github.com/tracecar/tracecar/internal/node/grammar"
 )
 
@@ -115,10 +116,10 @@ func castValue(from, to cql.TypeInfo, b []byte) []byte {
 		}
 		return []byte(s)
 	case cql.TypeDate:
-		v, _ := applyConv("todate", from, to, b)
+		v, _ := cqlvalue.ApplyConv("todate", from, to, b)
 		return v
 	case cql.TypeTimestamp:
-		v, _ := applyConv("totimestamp", from, to, b)
+		v, _ := cqlvalue.ApplyConv("totimestamp", from, to, b)
 		return v
 	}
 	n, ok := numberOf(from, b)
@@ -131,21 +132,21 @@ func castValue(from, to cql.TypeInfo, b []byte) []byte {
 	case cql.TypeSmallint:
 		return binary.BigEndian.AppendUint16(nil, uint16(n.int32()))
 	case cql.TypeInt:
-		return encInt(n.int32())
+		return cqlvalue.EncInt(n.int32())
 	case cql.TypeBigint:
-		return encBigint(n.int64())
+		return cqlvalue.EncBigint(n.int64())
 	case cql.TypeFloat:
 		return binary.BigEndian.AppendUint32(nil, math.Float32bits(n.float32()))
 	case cql.TypeDouble:
-		return encDouble(n.float64())
+		return cqlvalue.EncDouble(n.float64())
 	case cql.TypeVarint:
-		return encVarint(big.NewInt(n.int64()))
+		return cqlvalue.EncVarint(big.NewInt(n.int64()))
 	case cql.TypeDecimal:
 		d := n.float64()
 		if math.IsNaN(d) || math.IsInf(d, 0) {
 			return nil
 		}
-		v, _ := encDecimal(javaFloat(d, 64))
+		v, _ := cqlvalue.EncDecimal(cqlvalue.JavaFloat(d, 64))
 		return v
 	}
 	return nil
@@ -171,10 +172,10 @@ func numberOf(t cql.TypeInfo, b []byte) (number, bool) {
 		}
 		return number{kind: 'i', i: int64(int16(binary.BigEndian.Uint16(b)))}, true
 	case cql.TypeInt:
-		v, ok := int32Value(b)
+		v, ok := cqlvalue.Int32Value(b)
 		return number{kind: 'i', i: int64(v)}, ok
 	case cql.TypeBigint, cql.TypeCounter:
-		v, ok := int64Value(b)
+		v, ok := cqlvalue.Int64Value(b)
 		return number{kind: 'i', i: v}, ok
 	case cql.TypeFloat:
 		if len(b) != 4 {
@@ -182,15 +183,15 @@ func numberOf(t cql.TypeInfo, b []byte) (number, bool) {
 		}
 		return number{kind: 'f', f: float64(math.Float32frombits(binary.BigEndian.Uint32(b)))}, true
 	case cql.TypeDouble:
-		v, ok := int64Value(b)
+		v, ok := cqlvalue.Int64Value(b)
 		return number{kind: 'd', f: math.Float64frombits(uint64(v))}, ok
 	case cql.TypeVarint:
-		return number{kind: 'I', big: decVarint(b)}, true
+		return number{kind: 'I', big: cqlvalue.DecVarint(b)}, true
 	case cql.TypeDecimal:
 		if len(b) < 4 {
 			return number{}, false
 		}
-		return number{kind: 'D', big: decVarint(b[4:]), scale: int32(binary.BigEndian.Uint32(b))}, true
+		return number{kind: 'D', big: cqlvalue.DecVarint(b[4:]), scale: int32(binary.BigEndian.Uint32(b))}, true
 	}
 	return number{}, false
 }
@@ -266,7 +267,7 @@ func (n number) float64() float64 {
 		f, _ := new(big.Float).SetInt(n.big).Float64()
 		return f
 	}
-	f, _ := strconv.ParseFloat(javaDecimal(n.big, n.scale), 64)
+	f, _ := strconv.ParseFloat(cqlvalue.JavaDecimal(n.big, n.scale), 64)
 	return f
 }
 
@@ -281,7 +282,7 @@ func (n number) float32() float32 {
 		f, _ := new(big.Float).SetInt(n.big).Float32()
 		return f
 	}
-	f, _ := strconv.ParseFloat(javaDecimal(n.big, n.scale), 32)
+	f, _ := strconv.ParseFloat(cqlvalue.JavaDecimal(n.big, n.scale), 32)
 	return float32(f)
 }
 
@@ -306,9 +307,9 @@ func castText(t cql.TypeInfo, b []byte) (string, bool) {
 			return "-Infinity", true
 		}
 		if t.ID == cql.TypeFloat {
-			return javaFloat(n.f, 32), true
+			return cqlvalue.JavaFloat(n.f, 32), true
 		}
-		return javaFloat(n.f, 64), true
+		return cqlvalue.JavaFloat(n.f, 64), true
 	case cql.TypeInet:
 		a, ok := netip.AddrFromSlice(b)
 		if !ok {
@@ -316,10 +317,10 @@ func castText(t cql.TypeInfo, b []byte) (string, bool) {
 		}
 		return javaHostAddress(a), true
 	case cql.TypeTimestamp:
-		v, ok := int64Value(b)
+		v, ok := cqlvalue.Int64Value(b)
 		return time.UnixMilli(v).UTC().Format("2006-01-02T15:04:05.000Z"), ok
 	}
-	s := toJSON(t, b)
+	s := cqlvalue.ToJSON(t, b)
 	if s == `""` {
 		return "", false
 	}

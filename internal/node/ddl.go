@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/node/cqlvalue"
 	"github.com/tracecar/tracecar/internal/node/grammar"
 )
 
@@ -327,7 +328,7 @@ func (d *ddl) dropTable(st *grammar.DropTableStmt) (*cql.SchemaChange, error) {
 }
 
 // tableString names a table as Cassandra's TableMetadata.toString does.
-func tableString(t *table) string { return quoteName(t.ks) + "." + quoteName(t.name) }
+func tableString(t *table) string { return cqlvalue.QuoteName(t.ks) + "." + cqlvalue.QuoteName(t.name) }
 
 func (d *ddl) alterTable(st *grammar.AlterTableStmt) (*cql.SchemaChange, error) {
 	ksName, err := d.keyspaceName(st.Table.Ks)
@@ -427,7 +428,7 @@ func (d *ddl) alterTable(st *grammar.AlterTableStmt) (*cql.SchemaChange, error) 
 			if col.kind == kindPartitionKey || col.kind == kindClustering {
 				return nil, invalidf("Cannot drop PRIMARY KEY column %s", n)
 			}
-			if isUDT(col.typ) && !col.frozen {
+			if cqlvalue.IsUDT(col.typ) && !col.frozen {
 				return nil, invalidf("Cannot drop non-frozen column %s of user type %s", n, col.text)
 			}
 			if names := t.indexesOn(n); len(names) > 0 {

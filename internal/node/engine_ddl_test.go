@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/node/cqlvalue"
 )
 
 // TestAlterEvents checks the SCHEMA_CHANGE of each ALTER, that schema_version changes with
@@ -34,7 +35,7 @@ func TestAlterEvents(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("events:\n got  %q\n want %q", got, want)
 	}
-	one := &cql.QueryParams{Values: []cql.Value{{Bytes: encInt(1)}}}
+	one := &cql.QueryParams{Values: []cql.Value{{Bytes: cqlvalue.EncInt(1)}}}
 	if _, err := e.Execute(s, pt.ID, one, nil); cqlErr(err) == nil || cqlErr(err).Code != cql.ErrCodeUnprepared {
 		t.Errorf("EXECUTE after ALTER TABLE ADD: got %v; want Unprepared", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/node/cqlvalue"
 	"github.com/tracecar/tracecar/internal/node/grammar"
 )
 
@@ -54,18 +55,18 @@ func (c *compiler) compileTermDepth(t *grammar.Term, typ cql.TypeInfo, spec cql.
 		return c.compileFunc(t, typ, spec, depth)
 	case grammar.TermTuple, grammar.TermUDT:
 		if !hasMarker(t) {
-			b, err := literal(t, typ, col)
+			b, err := cqlvalue.Literal(t, typ, col)
 			if err != nil {
 				return nil, err
 			}
 			return &expr{kind: exConst, b: b, typ: typ, col: col}, nil
 		}
 		x := &expr{kind: exColl, typ: typ, col: col}
-		types := componentTypes(typ)
+		types := cqlvalue.ComponentTypes(typ)
 		switch {
 		case typ.ID == cql.TypeTuple && t.Kind == grammar.TermTuple:
 			if len(t.Elems) > len(types) {
-				return nil, invalidf("Invalid tuple literal for %s: too many elements. Type %s expects %d but got %d", col, cqlTypeText(typ), len(types), len(t.Elems))
+				return nil, invalidf("Invalid tuple literal for %s: too many elements. Type %s expects %d but got %d", col, cqlvalue.CqlTypeText(typ), len(types), len(t.Elems))
 			}
 			x.elems = make([]*expr, len(types))
 			for i, el := range t.Elems {
@@ -93,13 +94,13 @@ func (c *compiler) compileTermDepth(t *grammar.Term, typ cql.TypeInfo, spec cql.
 				x.elems[f] = ex
 			}
 		default:
-			_, err := literal(t, typ, col)
+			_, err := cqlvalue.Literal(t, typ, col)
 			return nil, err
 		}
 		return x, nil
 	case grammar.TermList, grammar.TermSet, grammar.TermMap:
 		if !hasMarker(t) {
-			b, err := literal(t, typ, col)
+			b, err := cqlvalue.Literal(t, typ, col)
 			if err != nil {
 				return nil, err
 			}
@@ -109,7 +110,7 @@ func (c *compiler) compileTermDepth(t *grammar.Term, typ cql.TypeInfo, spec cql.
 		switch {
 		case typ.ID == cql.TypeList && t.Kind == grammar.TermList,
 			typ.ID == cql.TypeSet && t.Kind == grammar.TermSet:
-			et := elemType(typ)
+			et := cqlvalue.ElemType(typ)
 			for _, el := range t.Elems {
 				s := spec
 				s.Name = "value(" + col + ")"
@@ -123,23 +124,23 @@ func (c *compiler) compileTermDepth(t *grammar.Term, typ cql.TypeInfo, spec cql.
 			for i, k := range t.Elems {
 				s := spec
 				s.Name = "key(" + col + ")"
-				kx, err := c.compileTermDepth(k, keyType(typ), s, depth+1)
+				kx, err := c.compileTermDepth(k, cqlvalue.KeyType(typ), s, depth+1)
 				if err != nil {
 					return nil, err
 				}
 				s.Name = "value(" + col + ")"
-				vx, err := c.compileTermDepth(t.Vals[i], elemType(typ), s, depth+1)
+				vx, err := c.compileTermDepth(t.Vals[i], cqlvalue.ElemType(typ), s, depth+1)
 				if err != nil {
 					return nil, err
 				}
 				x.elems = append(x.elems, kx, vx)
 			}
 		default:
-			return nil, invalidf("Invalid %s literal for %s of type %s", kindName(t), col, typ.String())
+			return nil, invalidf("Invalid %s literal for %s of type %s", cqlvalue.KindName(t), col, typ.String())
 		}
 		return x, nil
 	}
-	b, err := literal(t, typ, col)
+	b, err := cqlvalue.Literal(t, typ, col)
 	if err != nil {
 		return nil, err
 	}
@@ -204,7 +205,7 @@ func (c *compiler) compileFunc(t *grammar.Term, typ cql.TypeInfo, spec cql.Colum
 		}
 		return x, nil
 	default:
-		if argT, ok := convArgType(t.Name); ok {
+		if argT, ok := cqlvalue.ConvArgType(t.Name); ok {
 			if err := want(1); err != nil {
 				return nil, err
 			}
@@ -212,7 +213,7 @@ func (c *compiler) compileFunc(t *grammar.Term, typ cql.TypeInfo, spec cql.Colum
 			if err != nil {
 				return nil, err
 			}
-			ret, _, err := convResult(t.Name, argT, "?")
+			ret, _, err := cqlvalue.ConvResult(t.Name, argT, "?")
 			if err != nil {
 				return nil, err
 			}
@@ -252,15 +253,15 @@ func (x *expr) eval(ex *execCtx) (b []byte, unset bool, err error) {
 		if v.Bytes == nil {
 			return nil, false, nil
 		}
-		if err := validate(x.typ, v.Bytes, x.col); err != nil {
+		if err := cqlvalue.Validate(x.typ, v.Bytes, x.col); err != nil {
 			return nil, false, err
 		}
 		if x.typ.ID == cql.TypeSet || x.typ.ID == cql.TypeMap {
-			return normalizeCollection(x.typ, v.Bytes), false, nil
+			return cqlvalue.NormalizeCollection(x.typ, v.Bytes), false, nil
 		}
 		return v.Bytes, false, nil
 	case exColl:
-		if isTupleLike(x.typ) {
+		if cqlvalue.IsTupleLike(x.typ) {
 			elems := make([][]byte, len(x.elems))
 			for i, el := range x.elems {
 				if el == nil {
@@ -274,7 +275,7 @@ func (x *expr) eval(ex *execCtx) (b []byte, unset bool, err error) {
 					elems[i] = b
 				}
 			}
-			return encTuple(elems), false, nil
+			return cqlvalue.EncTuple(elems), false, nil
 		}
 		elems := make([][]byte, 0, len(x.elems))
 		for _, el := range x.elems {
@@ -287,9 +288,9 @@ func (x *expr) eval(ex *execCtx) (b []byte, unset bool, err error) {
 			}
 			elems = append(elems, b)
 		}
-		b := encCollection(elems)
-		binary.BigEndian.PutUint32(b, uint32(len(elems)/elemsPerEntry(x.typ)))
-		return normalizeCollection(x.typ, b), false, nil
+		b := cqlvalue.EncCollection(elems)
+		binary.BigEndian.PutUint32(b, uint32(len(elems)/cqlvalue.ElemsPerEntry(x.typ)))
+		return cqlvalue.NormalizeCollection(x.typ, b), false, nil
 	case exFunc:
 		return x.evalFunc(ex)
 	case exJSON:
@@ -318,19 +319,19 @@ func (x *expr) evalFunc(ex *execCtx) ([]byte, bool, error) {
 		u[8] = u[8]&0x3F | 0x80
 		return u[:], false, nil
 	case "currenttimestamp":
-		return encTimestamp(ex.now), false, nil
+		return cqlvalue.EncTimestamp(ex.now), false, nil
 	case "currentdate":
-		return encInt(int32(uint32(ex.now.Unix()/86400 + 1<<31))), false, nil
+		return cqlvalue.EncInt(int32(uint32(ex.now.Unix()/86400 + 1<<31))), false, nil
 	case "currenttime":
 		// Nanoseconds since midnight UTC.
-		return encBigint(ex.now.UTC().Sub(ex.now.UTC().Truncate(24 * time.Hour)).Nanoseconds()), false, nil
+		return cqlvalue.EncBigint(ex.now.UTC().Sub(ex.now.UTC().Truncate(24 * time.Hour)).Nanoseconds()), false, nil
 	case "fromjson":
 		b, err := fromJSONText(arg, x.typ, x.col)
 		return b, false, err
 	default:
 		if len(x.args) == 1 {
-			if ret, ok, _ := convResult(x.fn, x.args[0].typ, ""); ok {
-				b, err := applyConv(x.fn, x.args[0].typ, ret, arg)
+			if ret, ok, _ := cqlvalue.ConvResult(x.fn, x.args[0].typ, ""); ok {
+				b, err := cqlvalue.ApplyConv(x.fn, x.args[0].typ, ret, arg)
 				return b, false, err
 			}
 		}
@@ -343,16 +344,16 @@ func fromJSONText(b []byte, t cql.TypeInfo, col string) ([]byte, error) {
 	if b == nil {
 		return nil, nil
 	}
-	v, err := decodeJSON(string(b))
+	v, err := cqlvalue.DecodeJSON(string(b))
 	if err != nil {
 		return nil, functionFailure("system", "fromjson", []string{"text"}, "Could not decode JSON string '"+string(b)+"': "+err.Error())
 	}
-	out, err := fromJSON(v, t, 0)
+	out, err := cqlvalue.FromJSON(v, t, 0)
 	if err != nil {
 		return nil, functionFailure("system", "fromjson", []string{"text"}, err.Error())
 	}
 	if out != nil {
-		if err := validate(t, out, col); err != nil {
+		if err := cqlvalue.Validate(t, out, col); err != nil {
 			return nil, err
 		}
 	}

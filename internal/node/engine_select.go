@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/node/cqlvalue"
 	"github.com/tracecar/tracecar/internal/node/grammar"
 )
 
@@ -289,14 +290,14 @@ func (c *compiler) addFilters(p *selectPlan, r *colRestr) {
 		spec := cql.ColumnSpec{Keyspace: p.t.ks, Table: p.t.name, Name: col.name}
 		switch o.Op {
 		case grammar.OpContains:
-			typ = elemType(col.typ)
+			typ = cqlvalue.ElemType(col.typ)
 		case grammar.OpContainsKey:
-			typ = keyType(col.typ)
+			typ = cqlvalue.KeyType(col.typ)
 		case grammar.OpMapEq:
 			ks := spec
-			ks.Name, ks.Type = "key("+col.name+")", keyType(col.typ)
+			ks.Name, ks.Type = "key("+col.name+")", cqlvalue.KeyType(col.typ)
 			key, _ = c.compileTerm(o.Key, ks.Type, ks)
-			typ, spec.Name = elemType(col.typ), "value("+col.name+")"
+			typ, spec.Name = cqlvalue.ElemType(col.typ), "value("+col.name+")"
 		}
 		spec.Type = typ
 		x, _ := c.compileTerm(o.Val, typ, spec)
@@ -337,7 +338,7 @@ func (c *compiler) selection(p *selectPlan, st *grammar.SelectStmt) error {
 			typ := col.typ
 			sel, text := col.name, col.text
 			for _, f := range s.Fields {
-				if !isUDT(typ) {
+				if !cqlvalue.IsUDT(typ) {
 					return invalidf("Invalid field selection: %s of type %s is not a user type", sel, text)
 				}
 				i := slices.IndexFunc(typ.Fields, func(x cql.Field) bool { return x.Name == f })
@@ -347,7 +348,7 @@ func (c *compiler) selection(p *selectPlan, st *grammar.SelectStmt) error {
 				o.path, o.derived = append(o.path, i), true
 				typ = typ.Fields[i].Type
 				sel += "." + f
-				text = cqlTypeText(typ)
+				text = cqlvalue.CqlTypeText(typ)
 			}
 			p.out = append(p.out, o)
 			p.specs = append(p.specs, spec(name, typ))
@@ -410,7 +411,7 @@ func (c *compiler) selection(p *selectPlan, st *grammar.SelectStmt) error {
 			if col.kind == kindPartitionKey || col.kind == kindClustering {
 				return invalidf("Cannot use selection function %s on PRIMARY KEY part %s", fn, col.name)
 			}
-			if isCollection(col.typ) {
+			if cqlvalue.IsCollection(col.typ) {
 				return invalidf("Cannot use selection function %s on non-frozen collection %s", fn, col.name)
 			}
 			if s.Kind == grammar.SelWritetime {
@@ -445,8 +446,8 @@ func (c *compiler) selection(p *selectPlan, st *grammar.SelectStmt) error {
 			case "currenttime":
 				rt = cql.TypeTime
 			default:
-				if argT, ok := convArgType(s.Fn.Name); ok {
-					ret, _, err := convResult(s.Fn.Name, argT, "?")
+				if argT, ok := cqlvalue.ConvArgType(s.Fn.Name); ok {
+					ret, _, err := cqlvalue.ConvResult(s.Fn.Name, argT, "?")
 					if err != nil {
 						return err
 					}
@@ -688,7 +689,7 @@ func (p *selectPlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 		if err != nil {
 			return nil, err
 		}
-		v, ok := int32Value(b)
+		v, ok := cqlvalue.Int32Value(b)
 		if !ok || v <= 0 {
 			return nil, invalidf("LIMIT must be strictly positive")
 		}
@@ -699,7 +700,7 @@ func (p *selectPlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 		if err != nil {
 			return nil, err
 		}
-		v, ok := int32Value(b)
+		v, ok := cqlvalue.Int32Value(b)
 		if !ok || v <= 0 {
 			return nil, invalidf("PER PARTITION LIMIT must be strictly positive")
 		}
@@ -737,7 +738,7 @@ func (p *selectPlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 			if err != nil {
 				return nil, err
 			}
-			fv.list, _ = decCollection(b, 1)
+			fv.list, _ = cqlvalue.DecCollection(b, 1)
 		case f.op == grammar.OpIn:
 			for _, v := range f.vals {
 				b, err := boundValue(v, f.col.name, x)
@@ -906,14 +907,14 @@ func (r *selectRun) tokenMatches(tok int64) bool {
 	tr := r.p.token
 	if tr.lo != nil {
 		b, _, _ := tr.lo.eval(r.x)
-		v, ok := int64Value(b)
+		v, ok := cqlvalue.Int64Value(b)
 		if ok && (tok < v || tok == v && !tr.loIncl) {
 			return false
 		}
 	}
 	if tr.hi != nil {
 		b, _, _ := tr.hi.eval(r.x)
-		v, ok := int64Value(b)
+		v, ok := cqlvalue.Int64Value(b)
 		if ok && (tok > v || tok == v && !tr.hiIncl) {
 			return false
 		}
@@ -961,7 +962,7 @@ func (p *selectPlan) result(x *execCtx, rows [][][]byte, paging []byte) cql.Mess
 	}
 	if p.jsonSpecs != nil {
 		for i, row := range rows {
-			rows[i] = [][]byte{rowJSON(p.jsonSpecs, row)}
+			rows[i] = [][]byte{cqlvalue.RowJSON(p.jsonSpecs, row)}
 		}
 	}
 	return cql.RowsResult{Metadata: md, Rows: rows}
@@ -1067,7 +1068,7 @@ func prefixEqual(t *table, ck, prefix [][]byte) bool {
 		return false
 	}
 	for i, v := range prefix {
-		if compareValues(t.ck[i].typ, ck[i], v) != 0 {
+		if cqlvalue.CompareValues(t.ck[i].typ, ck[i], v) != 0 {
 			return false
 		}
 	}
@@ -1144,25 +1145,25 @@ func (r *selectRun) matches(pkVals [][]byte, part *partition, row *row) bool {
 		typ := fv.f.col.typ
 		switch fv.f.op {
 		case grammar.OpEq:
-			if v == nil || compareValues(typ, v, fv.v) != 0 {
+			if v == nil || cqlvalue.CompareValues(typ, v, fv.v) != 0 {
 				return false
 			}
 		case grammar.OpNe:
-			if v != nil && compareValues(typ, v, fv.v) == 0 {
+			if v != nil && cqlvalue.CompareValues(typ, v, fv.v) == 0 {
 				return false
 			}
 		case grammar.OpLt, grammar.OpLe, grammar.OpGt, grammar.OpGe:
 			if v == nil {
 				return false
 			}
-			c := compareValues(typ, v, fv.v)
+			c := cqlvalue.CompareValues(typ, v, fv.v)
 			if fv.f.op == grammar.OpLt && c >= 0 || fv.f.op == grammar.OpLe && c > 0 || fv.f.op == grammar.OpGt && c <= 0 || fv.f.op == grammar.OpGe && c < 0 {
 				return false
 			}
 		case grammar.OpIn:
 			found := false
 			for _, w := range fv.list {
-				if v != nil && compareValues(typ, v, w) == 0 {
+				if v != nil && cqlvalue.CompareValues(typ, v, w) == 0 {
 					found = true
 					break
 				}
@@ -1171,11 +1172,11 @@ func (r *selectRun) matches(pkVals [][]byte, part *partition, row *row) bool {
 				return false
 			}
 		case grammar.OpMapEq:
-			elems, _ := decCollection(v, 2)
+			elems, _ := cqlvalue.DecCollection(v, 2)
 			found := false
 			for j := 0; j+1 < len(elems); j += 2 {
-				if compareValues(keyType(typ), elems[j], fv.k) == 0 {
-					found = compareValues(elemType(typ), elems[j+1], fv.v) == 0
+				if cqlvalue.CompareValues(cqlvalue.KeyType(typ), elems[j], fv.k) == 0 {
+					found = cqlvalue.CompareValues(cqlvalue.ElemType(typ), elems[j+1], fv.v) == 0
 					break
 				}
 			}
@@ -1183,20 +1184,20 @@ func (r *selectRun) matches(pkVals [][]byte, part *partition, row *row) bool {
 				return false
 			}
 		case grammar.OpContains, grammar.OpContainsKey:
-			per := elemsPerEntry(typ)
-			elems, _ := decCollection(v, per)
-			et := elemType(typ)
+			per := cqlvalue.ElemsPerEntry(typ)
+			elems, _ := cqlvalue.DecCollection(v, per)
+			et := cqlvalue.ElemType(typ)
 			off := 0
 			if typ.ID == cql.TypeMap {
 				if fv.f.op == grammar.OpContainsKey {
-					et = keyType(typ)
+					et = cqlvalue.KeyType(typ)
 				} else {
 					off = 1
 				}
 			}
 			found := false
 			for j := off; j < len(elems); j += per {
-				if compareValues(et, elems[j], fv.v) == 0 {
+				if cqlvalue.CompareValues(et, elems[j], fv.v) == 0 {
 					found = true
 					break
 				}
@@ -1270,23 +1271,23 @@ func (r *selectRun) outValue(o *outCol, pkVals [][]byte, part *partition, row *r
 		switch {
 		case c == nil || !c.live(r.now):
 		case o.src == srcWritetime:
-			v = encBigint(c.ts)
+			v = cqlvalue.EncBigint(c.ts)
 		case c.exp > 0:
-			v = encInt(int32(c.exp - r.now))
+			v = cqlvalue.EncInt(int32(c.exp - r.now))
 		}
 	case srcToken:
-		v = encBigint(part.token)
+		v = cqlvalue.EncBigint(part.token)
 	case srcFunc:
 		v, _, _ = o.fn.eval(r.x)
 	}
 	if o.conv != "" {
-		v, _ = applyConv(o.conv, o.argType, o.convRet, v)
+		v, _ = cqlvalue.ApplyConv(o.conv, o.argType, o.convRet, v)
 	}
 	if o.path != nil {
 		v = fieldOf(v, o.path)
 	}
 	if o.toJSON {
-		v = []byte(toJSON(o.argType, v))
+		v = []byte(cqlvalue.ToJSON(o.argType, v))
 	}
 	if o.casts != nil {
 		v = applyCasts(o.casts, v)
@@ -1300,7 +1301,7 @@ func fieldOf(b []byte, path []int) []byte {
 		if b == nil {
 			return nil
 		}
-		elems, ok := decTuple(b)
+		elems, ok := cqlvalue.DecTuple(b)
 		if !ok || f >= len(elems) {
 			return nil
 		}
@@ -1342,14 +1343,14 @@ func (c *compiler) convSelector(t *table, s grammar.Selector) (outCol, cql.TypeI
 	if s.FnKs != "" && s.FnKs != "system" || len(s.Cols) != 1 {
 		return outCol{}, cql.TypeInfo{}, false, nil
 	}
-	if _, ok := convArgType(s.Fn.Name); !ok {
+	if _, ok := cqlvalue.ConvArgType(s.Fn.Name); !ok {
 		return outCol{}, cql.TypeInfo{}, false, nil
 	}
 	col := t.byName[s.Cols[0]]
 	if col == nil {
 		return outCol{}, cql.TypeInfo{}, true, invalidf("Undefined column name %s in table %s.%s", s.Cols[0], t.ks, t.name)
 	}
-	ret, _, err := convResult(s.Fn.Name, col.typ, col.name)
+	ret, _, err := cqlvalue.ConvResult(s.Fn.Name, col.typ, col.name)
 	if err != nil {
 		return outCol{}, cql.TypeInfo{}, true, err
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/node/cqlvalue"
 )
 
 // render formats a cell for comparisons in tests, from the node's own wire encoding
@@ -25,18 +26,18 @@ func render(t cql.TypeInfo, b []byte) string {
 	if b == nil {
 		return "null"
 	}
-	if isCollection(t) {
-		per := elemsPerEntry(t)
-		elems, ok := decCollection(b, per)
+	if cqlvalue.IsCollection(t) {
+		per := cqlvalue.ElemsPerEntry(t)
+		elems, ok := cqlvalue.DecCollection(b, per)
 		if !ok {
 			return "!malformed collection"
 		}
 		var parts []string
 		for i := 0; i < len(elems); i += per {
 			if per == 2 {
-				parts = append(parts, render(keyType(t), elems[i])+":"+render(elemType(t), elems[i+1]))
+				parts = append(parts, render(cqlvalue.KeyType(t), elems[i])+":"+render(cqlvalue.ElemType(t), elems[i+1]))
 			} else {
-				parts = append(parts, render(elemType(t), elems[i]))
+				parts = append(parts, render(cqlvalue.ElemType(t), elems[i]))
 			}
 		}
 		if per == 2 {
@@ -44,7 +45,7 @@ func render(t cql.TypeInfo, b []byte) string {
 		}
 		return "[" + strings.Join(parts, " ") + "]"
 	}
-	if n := fixedSize(t.ID); n > 0 && len(b) != n {
+	if n := cqlvalue.FixedSize(t.ID); n > 0 && len(b) != n {
 		return fmt.Sprintf("!%d bytes for %s", len(b), t)
 	}
 	switch t.ID {
@@ -79,12 +80,12 @@ func render(t cql.TypeInfo, b []byte) string {
 		}
 		return a.String()
 	case cql.TypeVarint:
-		return decVarint(b).String()
+		return cqlvalue.DecVarint(b).String()
 	case cql.TypeDecimal:
 		if len(b) < 4 {
 			return "!decimal"
 		}
-		return decimalString(decVarint(b[4:]), int32(binary.BigEndian.Uint32(b)))
+		return decimalString(cqlvalue.DecVarint(b[4:]), int32(binary.BigEndian.Uint32(b)))
 	}
 	return fmt.Sprintf("0x%x", b)
 }
@@ -283,7 +284,7 @@ func TestErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := &cql.QueryParams{}
 			for i := 0; i < tc.vals; i++ {
-				p.Values = append(p.Values, cql.Value{Bytes: encInt(1)})
+				p.Values = append(p.Values, cql.Value{Bytes: cqlvalue.EncInt(1)})
 			}
 			if tc.vals < 0 {
 				p.Values = []cql.Value{{Bytes: []byte{}}}
@@ -368,13 +369,13 @@ func TestExecuteNamedAndSkipMetadata(t *testing.T) {
 	e, s := newTestEngine(t, "CREATE TABLE t (k int, c int, v text, PRIMARY KEY (k, c))")
 	ins := mustPrepare(t, e, s, "INSERT INTO t (k, c, v) VALUES (:k, :c, :v)")
 	p := &cql.QueryParams{Flags: cql.QueryValues | cql.QueryNamedValues, Names: []string{"v", "k", "c"},
-		Values: []cql.Value{{Bytes: []byte("hello")}, {Bytes: encInt(1)}, {Bytes: encInt(2)}}}
+		Values: []cql.Value{{Bytes: []byte("hello")}, {Bytes: cqlvalue.EncInt(1)}, {Bytes: cqlvalue.EncInt(2)}}}
 	if _, err := e.Execute(s, ins.ID, p, nil); err != nil {
 		t.Fatal(err)
 	}
 	sel := mustPrepare(t, e, s, "SELECT v FROM t WHERE k = ? AND c = ?")
 	m, err := e.Execute(s, sel.ID, &cql.QueryParams{Flags: cql.QueryValues | cql.QuerySkipMetadata,
-		Values: []cql.Value{{Bytes: encInt(1)}, {Bytes: encInt(2)}}}, nil)
+		Values: []cql.Value{{Bytes: cqlvalue.EncInt(1)}, {Bytes: cqlvalue.EncInt(2)}}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -386,7 +387,7 @@ func TestExecuteNamedAndSkipMetadata(t *testing.T) {
 		t.Errorf("got rows %q; want [[hello]]", r.Rows)
 	}
 	// An unset value leaves the column unchanged.
-	p = &cql.QueryParams{Values: []cql.Value{{Bytes: encInt(1)}, {Bytes: encInt(2)}, {Unset: true}}}
+	p = &cql.QueryParams{Values: []cql.Value{{Bytes: cqlvalue.EncInt(1)}, {Bytes: cqlvalue.EncInt(2)}, {Unset: true}}}
 	if _, err := e.Execute(s, ins.ID, p, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -401,9 +402,9 @@ func TestPaging(t *testing.T) {
 		"CREATE TABLE p (k int PRIMARY KEY, v int)")
 	for k := 0; k < 5; k++ {
 		for c := 0; c < 7; c++ {
-			mustExec(t, e, s, "INSERT INTO t (k, c, v) VALUES (?, ?, ?)", encInt(int32(k)), encInt(int32(c)), encInt(int32(k*10+c)))
+			mustExec(t, e, s, "INSERT INTO t (k, c, v) VALUES (?, ?, ?)", cqlvalue.EncInt(int32(k)), cqlvalue.EncInt(int32(c)), cqlvalue.EncInt(int32(k*10+c)))
 		}
-		mustExec(t, e, s, "INSERT INTO p (k, v) VALUES (?, ?)", encInt(int32(k)), encInt(int32(k)))
+		mustExec(t, e, s, "INSERT INTO p (k, v) VALUES (?, ?)", cqlvalue.EncInt(int32(k)), cqlvalue.EncInt(int32(k)))
 	}
 	queries := []string{
 		"SELECT * FROM t",
@@ -576,9 +577,9 @@ func TestBatchMessage(t *testing.T) {
 	e, s := newTestEngine(t, "CREATE TABLE t (k int PRIMARY KEY, v text)")
 	ins := mustPrepare(t, e, s, "INSERT INTO t (k, v) VALUES (?, ?)")
 	b := &cql.Batch{Type: cql.BatchLogged, Queries: []cql.BatchQuery{
-		{Prepared: true, ID: ins.ID, Values: []cql.Value{{Bytes: encInt(1)}, {Bytes: []byte("a")}}},
+		{Prepared: true, ID: ins.ID, Values: []cql.Value{{Bytes: cqlvalue.EncInt(1)}, {Bytes: []byte("a")}}},
 		{Query: "INSERT INTO t (k, v) VALUES (2, 'b')"},
-		{Query: "UPDATE t SET v = ? WHERE k = ?", Values: []cql.Value{{Bytes: []byte("c")}, {Bytes: encInt(3)}}},
+		{Query: "UPDATE t SET v = ? WHERE k = ?", Values: []cql.Value{{Bytes: []byte("c")}, {Bytes: cqlvalue.EncInt(3)}}},
 	}}
 	if _, err := e.Batch(s, b, nil); err != nil {
 		t.Fatal(err)
@@ -825,8 +826,8 @@ func TestConcurrentAccess(t *testing.T) {
 			defer wg.Done()
 			s := &Session{Keyspace: "ks"}
 			for i := 0; i < 300; i++ {
-				k := encInt(int32(i % 7))
-				if _, err := e.Execute(s, ins.ID, &cql.QueryParams{Values: []cql.Value{{Bytes: k}, {Bytes: encInt(int32(i))}, {Bytes: encInt(int32(g))}}}, nil); err != nil {
+				k := cqlvalue.EncInt(int32(i % 7))
+				if _, err := e.Execute(s, ins.ID, &cql.QueryParams{Values: []cql.Value{{Bytes: k}, {Bytes: cqlvalue.EncInt(int32(i))}, {Bytes: cqlvalue.EncInt(int32(g))}}}, nil); err != nil {
 					t.Error(err)
 					return
 				}
@@ -870,7 +871,7 @@ func TestTraceWriterValues(t *testing.T) {
 		if got := hex.EncodeToString(w.textMap(tt.m)); got != tt.want {
 			t.Errorf("textMap(%v) = %s; want %s", tt.m, got, tt.want)
 		}
-		if got := hex.EncodeToString(encTextMap(tt.m)); got != tt.want {
+		if got := hex.EncodeToString(cqlvalue.EncTextMap(tt.m)); got != tt.want {
 			t.Errorf("encTextMap(%v) = %s; want %s", tt.m, got, tt.want)
 		}
 	}
@@ -883,16 +884,16 @@ func TestTraceWriterValues(t *testing.T) {
 		{netip.MustParseAddr("::ffff:10.0.0.1"), "0a000001"},
 		{netip.MustParseAddr("2001:db8::1"), "20010db8000000000000000000000001"},
 	} {
-		got, enc := w.inet(tt.a), encInet(tt.a)
+		got, enc := w.inet(tt.a), cqlvalue.EncInet(tt.a)
 		if hex.EncodeToString(got) != tt.want || hex.EncodeToString(enc) != tt.want || (got == nil) != !tt.a.IsValid() || (enc == nil) != !tt.a.IsValid() {
 			t.Errorf("inet(%v) = %x, encInet %x; want %s", tt.a, got, enc, tt.want)
 		}
 	}
-	if got, want := w.int32(-7), encInt(-7); !bytes.Equal(got, want) {
+	if got, want := w.int32(-7), cqlvalue.EncInt(-7); !bytes.Equal(got, want) {
 		t.Errorf("int32(-7) = %x; want %x", got, want)
 	}
 	start := time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)
-	if got, want := w.int64(start.UnixMilli()), encTimestamp(start); !bytes.Equal(got, want) {
+	if got, want := w.int64(start.UnixMilli()), cqlvalue.EncTimestamp(start); !bytes.Equal(got, want) {
 		t.Errorf("int64 of a timestamp = %x; want %x", got, want)
 	}
 	// What it handed out stays as it was while the buffer grows.

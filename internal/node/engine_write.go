@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/node/cqlvalue"
 	"github.com/tracecar/tracecar/internal/node/grammar"
 )
 
@@ -58,7 +59,7 @@ func (r *colRestr) values(x *execCtx) ([][]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		elems, ok := decCollection(b, 1)
+		elems, ok := cqlvalue.DecCollection(b, 1)
 		if !ok {
 			return nil, invalidf("Invalid list value for IN on %s", name)
 		}
@@ -66,7 +67,7 @@ func (r *colRestr) values(x *execCtx) ([][]byte, error) {
 			if e == nil {
 				return nil, invalidf("Invalid null value in condition for column %s", name)
 			}
-			if err := validate(r.col.typ, e, name); err != nil {
+			if err := cqlvalue.Validate(r.col.typ, e, name); err != nil {
 				return nil, err
 			}
 		}
@@ -87,10 +88,10 @@ func sortDedupe(t cql.TypeInfo, vals [][]byte) [][]byte {
 	if len(vals) < 2 {
 		return vals
 	}
-	sortBytes(vals, func(a, b []byte) int { return compareValues(t, a, b) })
+	sortBytes(vals, func(a, b []byte) int { return cqlvalue.CompareValues(t, a, b) })
 	out := vals[:1]
 	for _, v := range vals[1:] {
-		if compareValues(t, out[len(out)-1], v) != 0 {
+		if cqlvalue.CompareValues(t, out[len(out)-1], v) != 0 {
 			out = append(out, v)
 		}
 	}
@@ -198,7 +199,7 @@ func (c *compiler) where(t *table, rels []grammar.Relation) (*whereInfo, error) 
 				cr.inMarker = x
 			}
 		case grammar.OpLt, grammar.OpLe, grammar.OpGt, grammar.OpGe:
-			if referencesDuration(col.typ) {
+			if cqlvalue.ReferencesDuration(col.typ) {
 				return nil, invalidf("Slice restrictions are not supported on duration columns")
 			}
 			x, err := c.compileTerm(r.Val, col.typ, spec)
@@ -220,25 +221,25 @@ func (c *compiler) where(t *table, rels []grammar.Relation) (*whereInfo, error) 
 			typ := col.typ
 			switch r.Op {
 			case grammar.OpContains:
-				if !isCollection(col.typ) {
+				if !cqlvalue.IsCollection(col.typ) {
 					return nil, invalidf("Cannot use CONTAINS on non-collection column %s", col.name)
 				}
-				typ = elemType(col.typ)
+				typ = cqlvalue.ElemType(col.typ)
 			case grammar.OpContainsKey:
 				if col.typ.ID != cql.TypeMap {
 					return nil, invalidf("Cannot use CONTAINS KEY on non-map column %s", col.name)
 				}
-				typ = keyType(col.typ)
+				typ = cqlvalue.KeyType(col.typ)
 			case grammar.OpMapEq:
 				if col.typ.ID != cql.TypeMap || col.frozen {
 					return nil, invalidf("Column \"%s\" cannot be used as a map", col.name)
 				}
 				ks := spec
-				ks.Name, ks.Type = "key("+col.name+")", keyType(col.typ)
+				ks.Name, ks.Type = "key("+col.name+")", cqlvalue.KeyType(col.typ)
 				if _, err := c.compileTerm(r.Key, ks.Type, ks); err != nil {
 					return nil, err
 				}
-				typ = elemType(col.typ)
+				typ = cqlvalue.ElemType(col.typ)
 				spec.Name = "value(" + col.name + ")"
 			}
 			spec.Type = typ
@@ -398,7 +399,7 @@ type writeOp struct {
 // fieldPosition checks an operation on field f of column col, a non-frozen user type,
 // and returns the field's position. op spells the operation for the error messages.
 func fieldPosition(col *column, f, op string) (int, error) {
-	if !isUDT(col.typ) {
+	if !cqlvalue.IsUDT(col.typ) {
 		return 0, invalidf("Invalid operation (%s) for non-UDT column %s", op, col.name)
 	}
 	if col.frozen {
@@ -472,7 +473,7 @@ func (c *compiler) compileConds(t *table, rels []grammar.Relation) ([]condition,
 			return nil, invalidf("IF conditions on map elements (%s[...]) are not supported by the embedded node", col.name)
 		}
 		cd := condition{col: col, op: r.Op}
-		if (r.Op == grammar.OpLt || r.Op == grammar.OpLe || r.Op == grammar.OpGt || r.Op == grammar.OpGe) && referencesDuration(col.typ) {
+		if (r.Op == grammar.OpLt || r.Op == grammar.OpLe || r.Op == grammar.OpGt || r.Op == grammar.OpGe) && cqlvalue.ReferencesDuration(col.typ) {
 			return nil, invalidf("Slice conditions ( %s ) are not supported on durations", grammar.RelOpNames[r.Op])
 		}
 		switch r.Op {
@@ -540,12 +541,12 @@ func (cv *condVal) holds(v []byte) bool {
 	typ := cv.col.typ
 	switch cv.op {
 	case grammar.OpEq:
-		return v == nil && cv.v == nil || v != nil && cv.v != nil && compareValues(typ, v, cv.v) == 0
+		return v == nil && cv.v == nil || v != nil && cv.v != nil && cqlvalue.CompareValues(typ, v, cv.v) == 0
 	case grammar.OpNe:
-		return !(v == nil && cv.v == nil || v != nil && cv.v != nil && compareValues(typ, v, cv.v) == 0)
+		return !(v == nil && cv.v == nil || v != nil && cv.v != nil && cqlvalue.CompareValues(typ, v, cv.v) == 0)
 	case grammar.OpIn:
 		for _, w := range cv.list {
-			if v == nil && w == nil || v != nil && w != nil && compareValues(typ, v, w) == 0 {
+			if v == nil && w == nil || v != nil && w != nil && cqlvalue.CompareValues(typ, v, w) == 0 {
 				return true
 			}
 		}
@@ -554,7 +555,7 @@ func (cv *condVal) holds(v []byte) bool {
 	if v == nil || cv.v == nil {
 		return false
 	}
-	c := compareValues(typ, v, cv.v)
+	c := cqlvalue.CompareValues(typ, v, cv.v)
 	switch cv.op {
 	case grammar.OpLt:
 		return c < 0
@@ -797,7 +798,7 @@ func (c *compiler) update(st *grammar.UpdateStmt) (plan, error) {
 			p.ops = append(p.ops, op)
 			continue
 		}
-		if a.Op != grammar.AssignSet && isCollection(col.typ) && col.frozen {
+		if a.Op != grammar.AssignSet && cqlvalue.IsCollection(col.typ) && col.frozen {
 			return nil, invalidf("Invalid operation (%s = %s + ?) for frozen collection column %s", col.name, col.name, col.name)
 		}
 		switch a.Op {
@@ -826,7 +827,7 @@ func (c *compiler) update(st *grammar.UpdateStmt) (plan, error) {
 				if a.Op == grammar.AssignSub {
 					op.kind = cellRemove
 					if col.typ.ID == cql.TypeMap {
-						typ = cql.SetOf(keyType(col.typ))
+						typ = cql.SetOf(cqlvalue.KeyType(col.typ))
 					}
 				}
 			default:
@@ -838,7 +839,7 @@ func (c *compiler) update(st *grammar.UpdateStmt) (plan, error) {
 			var kt cql.TypeInfo
 			switch col.typ.ID {
 			case cql.TypeMap:
-				kt = keyType(col.typ)
+				kt = cqlvalue.KeyType(col.typ)
 			case cql.TypeList:
 				kt = cql.TypeInfo{ID: cql.TypeInt}
 			default:
@@ -855,7 +856,7 @@ func (c *compiler) update(st *grammar.UpdateStmt) (plan, error) {
 			}
 			vs := spec
 			vs.Name = "value(" + col.name + ")"
-			op.val, err = c.compileTerm(a.Val, elemType(col.typ), vs)
+			op.val, err = c.compileTerm(a.Val, cqlvalue.ElemType(col.typ), vs)
 		}
 		if err != nil {
 			return nil, err
@@ -926,7 +927,7 @@ func (c *compiler) delete(st *grammar.DeleteStmt) (plan, error) {
 			var kt cql.TypeInfo
 			switch col.typ.ID {
 			case cql.TypeMap:
-				kt = keyType(col.typ)
+				kt = cqlvalue.KeyType(col.typ)
 			case cql.TypeList:
 				kt = cql.TypeInfo{ID: cql.TypeInt}
 			default:
@@ -1004,7 +1005,7 @@ func (p *writePlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 			return nil, err
 		}
 		if !unset && b != nil {
-			v, ok := int32Value(b)
+			v, ok := cqlvalue.Int32Value(b)
 			if !ok {
 				return nil, invalidf("Invalid TTL value")
 			}
@@ -1060,11 +1061,11 @@ func (p *writePlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 				return nil, invalidf("Invalid null value for %s operation on %s", p.name, t.cells[o.pos].name)
 			}
 			if o.neg {
-				v, ok := int64Value(b)
+				v, ok := cqlvalue.Int64Value(b)
 				if !ok {
 					return nil, invalidf("Invalid counter increment")
 				}
-				b = encBigint(-v)
+				b = cqlvalue.EncBigint(-v)
 			}
 			op.v = b
 		}
@@ -1163,7 +1164,7 @@ func (p *writePlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 		}
 	}
 	if cond != condNone {
-		row := [][]byte{encBool(applied)}
+		row := [][]byte{cqlvalue.EncBool(applied)}
 		specs := p.lwtSpecs
 		if !applied && existing != nil {
 			row = append(row, existing...)
@@ -1262,7 +1263,7 @@ func evalTimestamp(t *expr, x *execCtx) (ts int64, ok bool, err error) {
 	if err != nil || unset || b == nil {
 		return 0, false, err
 	}
-	v, ok := int64Value(b)
+	v, ok := cqlvalue.Int64Value(b)
 	if !ok {
 		return 0, false, invalidf("Invalid timestamp value")
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/node/cqlvalue"
 	"github.com/tracecar/tracecar/internal/node/grammar"
 )
 
@@ -183,7 +184,7 @@ func (d *ddl) createAggregate(st *grammar.CreateAggregateStmt) (*cql.SchemaChang
 		a.finalFunc, a.ret = st.FinalFunc, ff.ret
 	}
 	if st.InitCond != nil {
-		b, err := literal(st.InitCond, stype.info, "INITCOND")
+		b, err := cqlvalue.Literal(st.InitCond, stype.info, "INITCOND")
 		if err != nil {
 			return nil, invalidf("Invalid value for INITCOND of type %s", stype.text)
 		}
@@ -337,25 +338,25 @@ func cqlLiteral(t cql.TypeInfo, b []byte) string {
 	switch t.ID {
 	case cql.TypeASCII, cql.TypeVarchar, cql.TypeInet, cql.TypeTimestamp, cql.TypeDate, cql.TypeTime, cql.TypeDuration:
 		if t.ID != cql.TypeASCII && t.ID != cql.TypeVarchar {
-			s := toJSON(t, b)
+			s := cqlvalue.ToJSON(t, b)
 			return "'" + strings.Trim(s, `"`) + "'"
 		}
 		return "'" + strings.ReplaceAll(string(b), "'", "''") + "'"
 	case cql.TypeBoolean:
 		return strconv.FormatBool(len(b) > 0 && b[0] != 0)
 	case cql.TypeBlob:
-		return strings.Trim(toJSON(t, b), `"`)
+		return strings.Trim(cqlvalue.ToJSON(t, b), `"`)
 	case cql.TypeUUID, cql.TypeTimeUUID:
-		return strings.Trim(toJSON(t, b), `"`)
+		return strings.Trim(cqlvalue.ToJSON(t, b), `"`)
 	case cql.TypeList, cql.TypeSet, cql.TypeMap:
-		per := elemsPerEntry(t)
-		elems, _ := decCollection(b, per)
+		per := cqlvalue.ElemsPerEntry(t)
+		elems, _ := cqlvalue.DecCollection(b, per)
 		var parts []string
 		for i := 0; i < len(elems); i += per {
 			if per == 2 {
-				parts = append(parts, cqlLiteral(keyType(t), elems[i])+": "+cqlLiteral(elemType(t), elems[i+1]))
+				parts = append(parts, cqlLiteral(cqlvalue.KeyType(t), elems[i])+": "+cqlLiteral(cqlvalue.ElemType(t), elems[i+1]))
 			} else {
-				parts = append(parts, cqlLiteral(elemType(t), elems[i]))
+				parts = append(parts, cqlLiteral(cqlvalue.ElemType(t), elems[i]))
 			}
 		}
 		if t.ID == cql.TypeList {
@@ -363,8 +364,8 @@ func cqlLiteral(t cql.TypeInfo, b []byte) string {
 		}
 		return "{" + strings.Join(parts, ", ") + "}"
 	case cql.TypeTuple, cql.TypeUDT:
-		elems, _ := decTuple(b)
-		types := componentTypes(t)
+		elems, _ := cqlvalue.DecTuple(b)
+		types := cqlvalue.ComponentTypes(t)
 		var parts []string
 		for i, ct := range types {
 			var v []byte
@@ -372,7 +373,7 @@ func cqlLiteral(t cql.TypeInfo, b []byte) string {
 				v = elems[i]
 			}
 			if t.ID == cql.TypeUDT {
-				parts = append(parts, quoteName(t.Fields[i].Name)+": "+cqlLiteral(ct, v))
+				parts = append(parts, cqlvalue.QuoteName(t.Fields[i].Name)+": "+cqlLiteral(ct, v))
 			} else {
 				parts = append(parts, cqlLiteral(ct, v))
 			}
@@ -382,7 +383,7 @@ func cqlLiteral(t cql.TypeInfo, b []byte) string {
 		}
 		return "(" + strings.Join(parts, ", ") + ")"
 	case cql.TypeFloat, cql.TypeDouble:
-		return toJSON(t, b)
+		return cqlvalue.ToJSON(t, b)
 	}
-	return toJSON(t, b)
+	return cqlvalue.ToJSON(t, b)
 }

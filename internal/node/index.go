@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/node/cqlvalue"
 	"github.com/tracecar/tracecar/internal/node/grammar"
 )
 
@@ -24,9 +25,9 @@ type index struct {
 // target is the index's target as system_schema.indexes shows it: v, values(l), keys(m).
 func (ix *index) target() string {
 	if ix.kind == grammar.IndexSimple {
-		return quoteName(ix.col)
+		return cqlvalue.QuoteName(ix.col)
 	}
-	return grammar.IndexKindNames[ix.kind] + "(" + quoteName(ix.col) + ")"
+	return grammar.IndexKindNames[ix.kind] + "(" + cqlvalue.QuoteName(ix.col) + ")"
 }
 
 // serves reports whether an index of the table answers the relation op on col.
@@ -126,17 +127,17 @@ func (d *ddl) createIndex(st *grammar.CreateIndexStmt) (*cql.SchemaChange, error
 		return nil, invalidf("Column '%s' doesn't exist", st.Col)
 	}
 	kind := st.Kind
-	coll := isCollection(col.typ)
+	coll := cqlvalue.IsCollection(col.typ)
 	if kind == grammar.IndexSimple && coll && !col.frozen {
 		kind = grammar.IndexValues
 	}
-	if referencesDuration(col.typ) {
+	if cqlvalue.ReferencesDuration(col.typ) {
 		switch {
 		case coll:
 			return nil, invalidf("Secondary indexes are not supported on collections containing durations")
 		case col.typ.ID == cql.TypeTuple:
 			return nil, invalidf("Secondary indexes are not supported on tuples containing durations")
-		case isUDT(col.typ):
+		case cqlvalue.IsUDT(col.typ):
 			return nil, invalidf("Secondary indexes are not supported on UDTs containing durations")
 		}
 		return nil, invalidf("Secondary indexes are not supported on duration columns")
@@ -156,7 +157,7 @@ func (d *ddl) createIndex(st *grammar.CreateIndexStmt) (*cql.SchemaChange, error
 	if (kind == grammar.IndexKeys || kind == grammar.IndexEntries) && !(col.typ.ID == cql.TypeMap && !col.frozen) {
 		return nil, invalidf("Cannot create index on %s of column %s with non-map type", grammar.IndexKindNames[kind], col.name)
 	}
-	if isUDT(col.typ) && !col.frozen {
+	if cqlvalue.IsUDT(col.typ) && !col.frozen {
 		return nil, invalidf("Cannot create index on non-frozen UDT column %s", col.name)
 	}
 	name := st.Name

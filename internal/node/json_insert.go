@@ -3,16 +3,18 @@ package node
 import (
 	"fmt"
 	"slices"
+
+	"github.com/tracecar/tracecar/internal/node/cqlvalue"
 )
 
 // jsonValues decodes the value of INSERT JSON into one value per column of t (in t.cols
 // order); a column the JSON leaves out is null, or unset with DEFAULT UNSET.
 func jsonValues(t *table, text string, unsetDefault bool) (vals [][]byte, unset []bool, err error) {
-	v, derr := decodeJSON(text)
+	v, derr := cqlvalue.DecodeJSON(text)
 	m, ok := v.(map[string]any)
 	if derr != nil || !ok {
 		if derr == nil {
-			derr = fmt.Errorf("%s is not a JSON object", jsonClass(v))
+			derr = fmt.Errorf("%s is not a JSON object", cqlvalue.JsonClass(v))
 		}
 		return nil, nil, invalidf("Could not decode JSON string as a map: %v. (String was: %s)", derr, text)
 	}
@@ -25,17 +27,17 @@ func jsonValues(t *table, text string, unsetDefault bool) (vals [][]byte, unset 
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		name := jsonKeyName(k)
+		name := cqlvalue.JsonKeyName(k)
 		i := slices.IndexFunc(t.cols, func(c *column) bool { return c.name == name })
 		if i < 0 {
 			return nil, nil, invalidf("JSON values map contains unrecognized column: %s", name)
 		}
-		b, err := fromJSON(m[k], t.cols[i].typ, 0)
+		b, err := cqlvalue.FromJSON(m[k], t.cols[i].typ, 0)
 		if err != nil {
 			return nil, nil, invalidf("Error decoding JSON value for %s: %s", name, err)
 		}
 		if b != nil {
-			if verr := validate(t.cols[i].typ, b, name); verr != nil {
+			if verr := cqlvalue.Validate(t.cols[i].typ, b, name); verr != nil {
 				return nil, nil, verr
 			}
 		}

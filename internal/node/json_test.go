@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tracecar/tracecar/internal/node/cqlvalue"
 	"github.com/tracecar/tracecar/internal/node/grammar"
 )
 
@@ -19,7 +20,7 @@ func TestJavaNumbers(t *testing.T) {
 		{0.1, 32, "0.1"}, {2.5, 32, "2.5"},
 	}
 	for _, tc := range floats {
-		if got := javaFloat(tc.v, tc.bits); got != tc.want {
+		if got := cqlvalue.JavaFloat(tc.v, tc.bits); got != tc.want {
 			t.Errorf("javaFloat(%v, %d) = %s; want %s", tc.v, tc.bits, got, tc.want)
 		}
 	}
@@ -31,7 +32,7 @@ func TestJavaNumbers(t *testing.T) {
 		{1250, 2, "12.50"}, {5, 0, "5"}, {-5, 3, "-0.005"}, {1, -3, "1E+3"}, {123, 10, "1.23E-8"}, {0, 2, "0.00"},
 	}
 	for _, tc := range decimals {
-		if got := javaDecimal(big.NewInt(tc.u), tc.scale); got != tc.want {
+		if got := cqlvalue.JavaDecimal(big.NewInt(tc.u), tc.scale); got != tc.want {
 			t.Errorf("javaDecimal(%d, %d) = %s; want %s", tc.u, tc.scale, got, tc.want)
 		}
 	}

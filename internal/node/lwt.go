@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/node/cqlvalue"
 )
 
 // Batches, and lightweight transactions in them: a conditional batch checks every
@@ -147,7 +148,7 @@ func (e *Engine) casBatch(x *execCtx, steps []batchStep, usingTS bool) (cql.Mess
 		}
 	}
 	specs := []cql.ColumnSpec{{Keyspace: t.ks, Table: t.name, Name: "[applied]", Type: cql.TypeInfo{ID: cql.TypeBoolean}}}
-	return cql.RowsResult{Metadata: cql.RowsMetadata{Columns: specs, ColumnCount: 1}, Rows: [][][]byte{{encBool(true)}}}, nil
+	return cql.RowsResult{Metadata: cql.RowsMetadata{Columns: specs, ColumnCount: 1}, Rows: [][][]byte{{cqlvalue.EncBool(true)}}}, nil
 }
 
 // casFailure is the result of a conditional batch whose conditions do not all hold:
@@ -197,7 +198,7 @@ func casFailure(t *table, part *partition, cas []casStep, now int64) cql.Message
 				}
 				row = nil
 			}
-			out := [][]byte{encBool(false)}
+			out := [][]byte{cqlvalue.EncBool(false)}
 			for _, c := range cols {
 				out = append(out, r.value(c, pkVals, part, row))
 			}
@@ -205,7 +206,7 @@ func casFailure(t *table, part *partition, cas []casStep, now int64) cql.Message
 		}
 	}
 	if len(rows) == 0 {
-		return cql.RowsResult{Metadata: cql.RowsMetadata{Columns: specs[:1], ColumnCount: 1}, Rows: [][][]byte{{encBool(false)}}}
+		return cql.RowsResult{Metadata: cql.RowsMetadata{Columns: specs[:1], ColumnCount: 1}, Rows: [][][]byte{{cqlvalue.EncBool(false)}}}
 	}
 	return cql.RowsResult{Metadata: cql.RowsMetadata{Columns: specs, ColumnCount: len(specs)}, Rows: rows}
 }

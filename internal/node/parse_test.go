@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/node/cqlvalue"
 	"github.com/tracecar/tracecar/internal/node/grammar"
 )
 
@@ -120,7 +121,7 @@ func TestLiterals(t *testing.T) {
 				t.Fatal(err)
 			}
 			typ := ct.info
-			b, err := literal(ps.Stmt.(*grammar.InsertStmt).Vals[1], typ, "v")
+			b, err := cqlvalue.Literal(ps.Stmt.(*grammar.InsertStmt).Vals[1], typ, "v")
 			got := render(typ, b)
 			if err != nil {
 				got = "!"

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/node/cqlvalue"
 	"github.com/tracecar/tracecar/internal/node/grammar"
 )
 
@@ -186,7 +187,7 @@ func newTable(ks string, st *grammar.CreateTableStmt, rs resolver) (*table, erro
 		ct := types[n]
 		if !ct.frozen {
 			what := "collection"
-			if isUDT(ct.info) {
+			if cqlvalue.IsUDT(ct.info) {
 				what = "user-defined"
 			}
 			return nil, invalidf("Invalid non-frozen %s type %s for PRIMARY KEY column '%s'", what, ct.text, n)
@@ -197,7 +198,7 @@ func newTable(ks string, st *grammar.CreateTableStmt, rs resolver) (*table, erro
 		if ct.info.ID == cql.TypeCounter {
 			return nil, invalidf("counter type is not supported for PRIMARY KEY column '%s'", n)
 		}
-		if referencesDuration(ct.info) {
+		if cqlvalue.ReferencesDuration(ct.info) {
 			return nil, invalidf("duration type is not supported for PRIMARY KEY column '%s'", n)
 		}
 		return &column{name: n, typ: ct.info, text: ct.text, ref: d.Ref, frozen: true, kind: kind, pos: i}, nil
@@ -269,7 +270,7 @@ func newTable(ks string, st *grammar.CreateTableStmt, rs resolver) (*table, erro
 // checkNonFrozenUDT refuses a non-frozen user type with a non-frozen collection field, which
 // Cassandra does not support.
 func checkNonFrozenUDT(rs resolver, ct ctype, col string) error {
-	if !isUDT(ct.info) || ct.frozen {
+	if !cqlvalue.IsUDT(ct.info) || ct.frozen {
 		return nil
 	}
 	if u := rs.types[ct.info.Name]; u != nil {

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/node/cqlvalue"
 	"github.com/tracecar/tracecar/internal/sharding"
 )
 
@@ -428,7 +429,7 @@ func (p *partition) find(t *table, ck [][]byte) (int, bool) {
 // order, honouring each column's DESC.
 func compareCK(t *table, a, b [][]byte) int {
 	for i := 0; i < len(a) && i < len(b); i++ {
-		c := compareValues(t.ck[i].typ, a[i], b[i])
+		c := cqlvalue.CompareValues(t.ck[i].typ, a[i], b[i])
 		if c != 0 {
 			if t.ck[i].desc {
 				return -c
@@ -472,7 +473,7 @@ func (c *cell) apply(col *column, op *cellOp, m *mutation, now int64) error {
 func collectionOp(col *column, op *cellOp, old []byte) ([]byte, error) {
 	t := col.typ
 	if op.kind == cellSetField {
-		elems, _ := decTuple(old)
+		elems, _ := cqlvalue.DecTuple(old)
 		for len(elems) < len(t.Fields) {
 			elems = append(elems, nil)
 		}
@@ -481,26 +482,26 @@ func collectionOp(col *column, op *cellOp, old []byte) ([]byte, error) {
 		if !slices.ContainsFunc(elems, func(e []byte) bool { return e != nil }) {
 			return nil, nil
 		}
-		return encTuple(elems), nil
+		return cqlvalue.EncTuple(elems), nil
 	}
 	if op.kind == cellCounterAdd {
 		var a int64
 		if len(old) == 8 {
 			a = int64(binary.BigEndian.Uint64(old))
 		}
-		b, _ := int64Value(op.v)
-		return encBigint(a + b), nil
+		b, _ := cqlvalue.Int64Value(op.v)
+		return cqlvalue.EncBigint(a + b), nil
 	}
-	per := elemsPerEntry(t)
-	cur, _ := decCollection(old, per)
+	per := cqlvalue.ElemsPerEntry(t)
+	cur, _ := cqlvalue.DecCollection(old, per)
 	argPer := per
 	if op.kind == cellRemove {
 		argPer = 1 // map - set<key>
 	}
-	arg, _ := decCollection(op.v, argPer)
-	kt := elemType(t)
+	arg, _ := cqlvalue.DecCollection(op.v, argPer)
+	kt := cqlvalue.ElemType(t)
 	if t.ID == cql.TypeMap {
-		kt = keyType(t)
+		kt = cqlvalue.KeyType(t)
 	}
 	var out [][]byte
 	switch op.kind {
@@ -526,7 +527,7 @@ func collectionOp(col *column, op *cellOp, old []byte) ([]byte, error) {
 		}
 	case cellSetKey, cellDelKey:
 		if t.ID == cql.TypeList {
-			idx, ok := int32Value(op.key)
+			idx, ok := cqlvalue.Int32Value(op.key)
 			if !ok || idx < 0 || int(idx) >= len(cur) {
 				return nil, invalidf("List index %d out of bound, list has size %d", idx, len(cur))
 			}
@@ -551,7 +552,7 @@ func collectionOp(col *column, op *cellOp, old []byte) ([]byte, error) {
 	if len(out) == 0 {
 		return nil, nil
 	}
-	b := encCollection(out)
+	b := cqlvalue.EncCollection(out)
 	binary.BigEndian.PutUint32(b, uint32(len(out)/per))
 	return b, nil
 }
@@ -561,7 +562,7 @@ func mergeSorted(kt cql.TypeInfo, a, b [][]byte, per int) [][]byte {
 	out := make([][]byte, 0, len(a)+len(b))
 	i, j := 0, 0
 	for i < len(a) && j < len(b) {
-		c := compareValues(kt, a[i], b[j])
+		c := cqlvalue.CompareValues(kt, a[i], b[j])
 		switch {
 		case c < 0:
 			out = append(out, a[i:i+per]...)
@@ -598,7 +599,7 @@ func (f *ckFilter) matches(t *table, ck [][]byte) bool {
 		return true
 	}
 	for i, v := range f.eq {
-		if i >= len(ck) || compareValues(t.ck[i].typ, ck[i], v) != 0 {
+		if i >= len(ck) || cqlvalue.CompareValues(t.ck[i].typ, ck[i], v) != 0 {
 			return false
 		}
 	}
@@ -611,13 +612,13 @@ func (f *ckFilter) matches(t *table, ck [][]byte) bool {
 	}
 	typ := t.ck[i].typ
 	if f.lo != nil {
-		c := compareValues(typ, ck[i], f.lo.vals[0])
+		c := cqlvalue.CompareValues(typ, ck[i], f.lo.vals[0])
 		if c < 0 || c == 0 && !f.lo.inclusive {
 			return false
 		}
 	}
 	if f.hi != nil {
-		c := compareValues(typ, ck[i], f.hi.vals[0])
+		c := cqlvalue.CompareValues(typ, ck[i], f.hi.vals[0])
 		if c > 0 || c == 0 && !f.hi.inclusive {
 			return false
 		}

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tracecar/tracecar/internal/node/cqlvalue"
 )
 
 // The system keyspaces are real tables in storage, with Cassandra 4.1's names and types.
@@ -217,26 +219,26 @@ func (e *Engine) refreshSystem(sc *schema) {
 	for _, n := range names {
 		k := sc.keyspaces[n]
 		if k.virtual {
-			vkss.put(map[string][]byte{"keyspace_name": encText(k.name)})
+			vkss.put(map[string][]byte{"keyspace_name": cqlvalue.EncText(k.name)})
 		} else {
-			kss.put(map[string][]byte{"keyspace_name": encText(k.name), "durable_writes": encBool(k.durableWrites),
-				"replication": encTextMap(k.replication)})
+			kss.put(map[string][]byte{"keyspace_name": cqlvalue.EncText(k.name), "durable_writes": cqlvalue.EncBool(k.durableWrites),
+				"replication": cqlvalue.EncTextMap(k.replication)})
 		}
 		for _, f := range k.functions {
-			functions.put(map[string][]byte{"keyspace_name": encText(k.name), "function_name": encText(f.name),
-				"argument_types": encTextList(typeTexts(f.argTypes)), "argument_names": encTextList(f.argNames),
-				"body": encText(f.body), "called_on_null_input": encBool(f.calledOnNull), "language": encText(f.language),
-				"return_type": encText(f.ret.text)})
+			functions.put(map[string][]byte{"keyspace_name": cqlvalue.EncText(k.name), "function_name": cqlvalue.EncText(f.name),
+				"argument_types": cqlvalue.EncTextList(typeTexts(f.argTypes)), "argument_names": cqlvalue.EncTextList(f.argNames),
+				"body": cqlvalue.EncText(f.body), "called_on_null_input": cqlvalue.EncBool(f.calledOnNull), "language": cqlvalue.EncText(f.language),
+				"return_type": cqlvalue.EncText(f.ret.text)})
 		}
 		for _, a := range k.aggregates {
-			row := map[string][]byte{"keyspace_name": encText(k.name), "aggregate_name": encText(a.name),
-				"argument_types": encTextList(typeTexts(a.argTypes)), "return_type": encText(a.ret.text),
-				"state_func": encText(a.stateFunc), "state_type": encText(a.stateType.text)}
+			row := map[string][]byte{"keyspace_name": cqlvalue.EncText(k.name), "aggregate_name": cqlvalue.EncText(a.name),
+				"argument_types": cqlvalue.EncTextList(typeTexts(a.argTypes)), "return_type": cqlvalue.EncText(a.ret.text),
+				"state_func": cqlvalue.EncText(a.stateFunc), "state_type": cqlvalue.EncText(a.stateType.text)}
 			if a.finalFunc != "" {
-				row["final_func"] = encText(a.finalFunc)
+				row["final_func"] = cqlvalue.EncText(a.finalFunc)
 			}
 			if a.initCond != "" {
-				row["initcond"] = encText(a.initCond)
+				row["initcond"] = cqlvalue.EncText(a.initCond)
 			}
 			aggregates.put(row)
 		}
@@ -245,28 +247,28 @@ func (e *Engine) refreshSystem(sc *schema) {
 			for i, f := range u.fields {
 				fieldTypes[i] = f.text
 			}
-			types.put(map[string][]byte{"keyspace_name": encText(k.name), "type_name": encText(u.name),
-				"field_names": encTextList(u.fieldNames), "field_types": encTextList(fieldTypes)})
+			types.put(map[string][]byte{"keyspace_name": cqlvalue.EncText(k.name), "type_name": cqlvalue.EncText(u.name),
+				"field_names": cqlvalue.EncTextList(u.fieldNames), "field_types": cqlvalue.EncTextList(fieldTypes)})
 		}
 		for _, t := range k.tables {
 			switch {
 			case k.virtual:
-				vtables.put(map[string][]byte{"keyspace_name": encText(k.name), "table_name": encText(t.name),
-					"comment": encText(t.comment)})
+				vtables.put(map[string][]byte{"keyspace_name": cqlvalue.EncText(k.name), "table_name": cqlvalue.EncText(t.name),
+					"comment": cqlvalue.EncText(t.comment)})
 			case t.view != nil:
 				views.put(viewRow(k, t))
 			default:
 				tables.put(tableRow(k, t))
 			}
 			for _, ix := range t.indexes {
-				indexes.put(map[string][]byte{"keyspace_name": encText(k.name), "table_name": encText(t.name),
-					"index_name": encText(ix.name), "kind": encText("COMPOSITES"),
-					"options": encTextMap(map[string]string{"target": ix.target()})})
+				indexes.put(map[string][]byte{"keyspace_name": cqlvalue.EncText(k.name), "table_name": cqlvalue.EncText(t.name),
+					"index_name": cqlvalue.EncText(ix.name), "kind": cqlvalue.EncText("COMPOSITES"),
+					"options": cqlvalue.EncTextMap(map[string]string{"target": ix.target()})})
 			}
 			for _, dc := range t.droppedC {
-				dropped.put(map[string][]byte{"keyspace_name": encText(k.name), "table_name": encText(t.name),
-					"column_name": encText(dc.name), "dropped_time": encBigint(dc.at / 1000),
-					"kind": encText(colKindNames[dc.kind]), "type": encText(dc.text)})
+				dropped.put(map[string][]byte{"keyspace_name": cqlvalue.EncText(k.name), "table_name": cqlvalue.EncText(t.name),
+					"column_name": cqlvalue.EncText(dc.name), "dropped_time": cqlvalue.EncBigint(dc.at / 1000),
+					"kind": cqlvalue.EncText(colKindNames[dc.kind]), "type": cqlvalue.EncText(dc.text)})
 			}
 			cw := columns
 			if k.virtual {
@@ -284,10 +286,10 @@ func (e *Engine) refreshSystem(sc *schema) {
 				if c.kind == kindPartitionKey || c.kind == kindClustering {
 					pos = int32(c.pos)
 				}
-				cw.put(map[string][]byte{"keyspace_name": encText(k.name), "table_name": encText(t.name),
-					"column_name": encText(c.name), "clustering_order": encText(order),
-					"column_name_bytes": []byte(c.name), "kind": encText(colKindNames[c.kind]),
-					"position": encInt(pos), "type": encText(c.text)})
+				cw.put(map[string][]byte{"keyspace_name": cqlvalue.EncText(k.name), "table_name": cqlvalue.EncText(t.name),
+					"column_name": cqlvalue.EncText(c.name), "clustering_order": cqlvalue.EncText(order),
+					"column_name_bytes": []byte(c.name), "kind": cqlvalue.EncText(colKindNames[c.kind]),
+					"position": cqlvalue.EncInt(pos), "type": cqlvalue.EncText(c.text)})
 			}
 		}
 	}
@@ -299,11 +301,11 @@ func viewRow(k *keyspace, t *table) map[string][]byte {
 	row := tableRow(k, t)
 	delete(row, "table_name")
 	delete(row, "flags")
-	row["view_name"] = encText(t.name)
-	row["base_table_name"] = encText(t.view.base)
-	row["base_table_id"] = encUUID(t.view.baseID)
-	row["include_all_columns"] = encBool(t.view.includeAll)
-	row["where_clause"] = encText(t.view.whereClause())
+	row["view_name"] = cqlvalue.EncText(t.name)
+	row["base_table_name"] = cqlvalue.EncText(t.view.base)
+	row["base_table_id"] = cqlvalue.EncUUID(t.view.baseID)
+	row["include_all_columns"] = cqlvalue.EncBool(t.view.includeAll)
+	row["where_clause"] = cqlvalue.EncText(t.view.whereClause())
 	return row
 }
 
@@ -316,15 +318,15 @@ func tableRow(k *keyspace, t *table) map[string][]byte {
 	}
 	float := func(name string, def float64) []byte {
 		if v, err := strconv.ParseFloat(opt(name, ""), 64); err == nil {
-			return encDouble(v)
+			return cqlvalue.EncDouble(v)
 		}
-		return encDouble(def)
+		return cqlvalue.EncDouble(def)
 	}
 	integer := func(name string, def int32) []byte {
 		if v, err := strconv.ParseInt(opt(name, ""), 10, 32); err == nil {
-			return encInt(int32(v))
+			return cqlvalue.EncInt(int32(v))
 		}
-		return encInt(def)
+		return cqlvalue.EncInt(def)
 	}
 	flags := []string{"compound"}
 	if t.counter {
@@ -339,30 +341,30 @@ func tableRow(k *keyspace, t *table) map[string][]byte {
 		ext[k] = []byte(v)
 	}
 	return map[string][]byte{
-		"keyspace_name": encText(k.name), "table_name": encText(t.name),
-		"additional_write_policy": encText(opt("additional_write_policy", "99p")),
+		"keyspace_name": cqlvalue.EncText(k.name), "table_name": cqlvalue.EncText(t.name),
+		"additional_write_policy": cqlvalue.EncText(opt("additional_write_policy", "99p")),
 		"bloom_filter_fp_chance":  float("bloom_filter_fp_chance", 0.01),
-		"caching":                 encTextMap(t.optMapOr("caching", map[string]string{"keys": "ALL", "rows_per_partition": "NONE"})),
-		"cdc":                     encBool(strings.EqualFold(opt("cdc", "false"), "true")),
-		"comment":                 encText(t.comment),
-		"compaction": encTextMap(t.optMapOr("compaction", map[string]string{"class": "org.apache.cassandra.db.compaction.SizeTieredCompactionStrategy",
+		"caching":                 cqlvalue.EncTextMap(t.optMapOr("caching", map[string]string{"keys": "ALL", "rows_per_partition": "NONE"})),
+		"cdc":                     cqlvalue.EncBool(strings.EqualFold(opt("cdc", "false"), "true")),
+		"comment":                 cqlvalue.EncText(t.comment),
+		"compaction": cqlvalue.EncTextMap(t.optMapOr("compaction", map[string]string{"class": "org.apache.cassandra.db.compaction.SizeTieredCompactionStrategy",
 			"max_threshold": "32", "min_threshold": "4"})),
-		"compression": encTextMap(t.optMapOr("compression", map[string]string{"chunk_length_in_kb": "16",
+		"compression": cqlvalue.EncTextMap(t.optMapOr("compression", map[string]string{"chunk_length_in_kb": "16",
 			"class": "org.apache.cassandra.io.compress.LZ4Compressor"})),
 		"crc_check_chance":            float("crc_check_chance", 1),
-		"dclocal_read_repair_chance":  encDouble(0),
-		"default_time_to_live":        encInt(t.ttl),
-		"extensions":                  encBlobMap(ext),
-		"flags":                       encTextSet(flags),
+		"dclocal_read_repair_chance":  cqlvalue.EncDouble(0),
+		"default_time_to_live":        cqlvalue.EncInt(t.ttl),
+		"extensions":                  cqlvalue.EncBlobMap(ext),
+		"flags":                       cqlvalue.EncTextSet(flags),
 		"gc_grace_seconds":            integer("gc_grace_seconds", gc),
-		"id":                          encUUID(t.id),
+		"id":                          cqlvalue.EncUUID(t.id),
 		"max_index_interval":          integer("max_index_interval", 2048),
-		"memtable":                    encText(opt("memtable", "default")),
+		"memtable":                    cqlvalue.EncText(opt("memtable", "default")),
 		"memtable_flush_period_in_ms": integer("memtable_flush_period_in_ms", 0),
 		"min_index_interval":          integer("min_index_interval", 128),
-		"read_repair":                 encText(opt("read_repair", "BLOCKING")),
-		"read_repair_chance":          encDouble(0),
-		"speculative_retry":           encText(opt("speculative_retry", "99p")),
+		"read_repair":                 cqlvalue.EncText(opt("read_repair", "BLOCKING")),
+		"read_repair_chance":          cqlvalue.EncDouble(0),
+		"speculative_retry":           cqlvalue.EncText(opt("speculative_retry", "99p")),
 	}
 }
 
@@ -485,14 +487,14 @@ func (w *traceWriter) inet(a netip.Addr) []byte {
 		return nil
 	}
 	start := len(w.buf)
-	w.buf = appendInet(w.buf, a)
+	w.buf = cqlvalue.AppendInet(w.buf, a)
 	return w.owned(start)
 }
 
 // textMap is encTextMap's value.
 func (w *traceWriter) textMap(m map[string]string) []byte {
 	start := len(w.buf)
-	w.buf = appendTextMap(w.buf, m)
+	w.buf = cqlvalue.AppendTextMap(w.buf, m)
 	return w.owned(start)
 }
 

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tracecar/tracecar/internal/node/cqlvalue"
 )
 
 // DefaultNumTokens is the number of tokens each node owns, Cassandra 4's num_tokens default.
@@ -133,7 +135,7 @@ func (e *Engine) refreshTopology(sc *schema, ts int64, now time.Time) {
 	locals := make([]*tableData, len(e.nodes))
 	peerss := make([]*tableData, len(e.nodes))
 	peersV2s := make([]*tableData, len(e.nodes))
-	version := encUUID(sc.version)
+	version := cqlvalue.EncUUID(sc.version)
 	// Nodes that share an IP (--nodes-same-ip) get distinct storage ports, which keep them
 	// apart in peers_v2 (keyed by peer and peer_port). system.peers, keyed by the IP alone,
 	// can describe only one of them, as in Cassandra.
@@ -150,15 +152,15 @@ func (e *Engine) refreshTopology(sc *schema, ts int64, now time.Time) {
 		addr := n.RPCAddr.Addr().Unmap()
 		lw := &rowWriter{t: local, d: newTableData(), ts: ts, now: now.Unix()}
 		lw.put(map[string][]byte{
-			"key": encText("local"), "bootstrapped": encText("COMPLETED"),
-			"broadcast_address": encInet(addr), "broadcast_port": encInt(storagePort[i]),
-			"cluster_name": encText(e.cfg.ClusterName), "cql_version": encText("3.4.6"),
-			"data_center": encText(n.DataCenter), "gossip_generation": encInt(int32(now.Unix())),
-			"host_id": encUUID(n.HostID), "listen_address": encInet(addr), "listen_port": encInt(storagePort[i]),
-			"native_protocol_version": encText("4"), "partitioner": encText("org.apache.cassandra.dht.Murmur3Partitioner"),
-			"rack": encText(n.Rack), "release_version": encText("4.1.0"), "rpc_address": encInet(addr),
-			"rpc_port": encInt(int32(n.RPCAddr.Port())), "schema_version": version,
-			"tokens": encTextSet(n.Tokens),
+			"key": cqlvalue.EncText("local"), "bootstrapped": cqlvalue.EncText("COMPLETED"),
+			"broadcast_address": cqlvalue.EncInet(addr), "broadcast_port": cqlvalue.EncInt(storagePort[i]),
+			"cluster_name": cqlvalue.EncText(e.cfg.ClusterName), "cql_version": cqlvalue.EncText("3.4.6"),
+			"data_center": cqlvalue.EncText(n.DataCenter), "gossip_generation": cqlvalue.EncInt(int32(now.Unix())),
+			"host_id": cqlvalue.EncUUID(n.HostID), "listen_address": cqlvalue.EncInet(addr), "listen_port": cqlvalue.EncInt(storagePort[i]),
+			"native_protocol_version": cqlvalue.EncText("4"), "partitioner": cqlvalue.EncText("org.apache.cassandra.dht.Murmur3Partitioner"),
+			"rack": cqlvalue.EncText(n.Rack), "release_version": cqlvalue.EncText("4.1.0"), "rpc_address": cqlvalue.EncInet(addr),
+			"rpc_port": cqlvalue.EncInt(int32(n.RPCAddr.Port())), "schema_version": version,
+			"tokens": cqlvalue.EncTextSet(n.Tokens),
 		})
 		pw := &rowWriter{t: peers, d: newTableData(), ts: ts, now: now.Unix()}
 		p2w := &rowWriter{t: peersV2, d: newTableData(), ts: ts, now: now.Unix()}
@@ -166,17 +168,17 @@ func (e *Engine) refreshTopology(sc *schema, ts int64, now time.Time) {
 			if j == i {
 				continue
 			}
-			paddr := encInet(p.RPCAddr.Addr().Unmap())
+			paddr := cqlvalue.EncInet(p.RPCAddr.Addr().Unmap())
 			pw.put(map[string][]byte{
-				"peer": paddr, "data_center": encText(p.DataCenter), "host_id": encUUID(p.HostID),
-				"rack": encText(p.Rack), "release_version": encText("4.1.0"), "rpc_address": paddr,
-				"schema_version": version, "tokens": encTextSet(p.Tokens),
+				"peer": paddr, "data_center": cqlvalue.EncText(p.DataCenter), "host_id": cqlvalue.EncUUID(p.HostID),
+				"rack": cqlvalue.EncText(p.Rack), "release_version": cqlvalue.EncText("4.1.0"), "rpc_address": paddr,
+				"schema_version": version, "tokens": cqlvalue.EncTextSet(p.Tokens),
 			})
 			p2w.put(map[string][]byte{
-				"peer": paddr, "peer_port": encInt(storagePort[j]), "data_center": encText(p.DataCenter),
-				"host_id": encUUID(p.HostID), "rack": encText(p.Rack), "release_version": encText("4.1.0"),
-				"native_address": paddr, "native_port": encInt(int32(p.RPCAddr.Port())),
-				"schema_version": version, "tokens": encTextSet(p.Tokens),
+				"peer": paddr, "peer_port": cqlvalue.EncInt(storagePort[j]), "data_center": cqlvalue.EncText(p.DataCenter),
+				"host_id": cqlvalue.EncUUID(p.HostID), "rack": cqlvalue.EncText(p.Rack), "release_version": cqlvalue.EncText("4.1.0"),
+				"native_address": paddr, "native_port": cqlvalue.EncInt(int32(p.RPCAddr.Port())),
+				"schema_version": version, "tokens": cqlvalue.EncTextSet(p.Tokens),
 			})
 		}
 		locals[i], peerss[i], peersV2s[i] = lw.d, pw.d, p2w.d

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/node/cqlvalue"
 	"github.com/tracecar/tracecar/internal/node/grammar"
 )
 
@@ -135,52 +136,5 @@ func (rs resolver) resolveIn(r *grammar.TypeRef, frozen bool, depth int) (ctype,
 	if u == nil {
 		return ctype{}, invalidf("Unknown type %s.%s", rs.ks, r.Name)
 	}
-	return ctype{info: u.info(), text: wrap(quoteName(u.name)), frozen: frozen}, nil
-}
-
-// quoteName quotes a name the way Cassandra prints it: as is when it needs no quotes.
-func quoteName(n string) string {
-	plain := n != "" && !grammar.Reserved[n]
-	for i := 0; i < len(n) && plain; i++ {
-		c := n[i]
-		plain = c >= 'a' && c <= 'z' || c == '_' || i > 0 && c >= '0' && c <= '9'
-	}
-	if plain {
-		return n
-	}
-	return `"` + strings.ReplaceAll(n, `"`, `""`) + `"`
-}
-
-// isUDT reports whether t is a user-defined type.
-func isUDT(t cql.TypeInfo) bool { return t.ID == cql.TypeUDT }
-
-// isTupleLike reports whether values of t are a sequence of [bytes]: tuples and user types.
-func isTupleLike(t cql.TypeInfo) bool { return t.ID == cql.TypeUDT || t.ID == cql.TypeTuple }
-
-// componentTypes returns the types of a tuple's elements or a user type's fields.
-func componentTypes(t cql.TypeInfo) []cql.TypeInfo {
-	if t.ID == cql.TypeTuple {
-		return t.Elems
-	}
-	out := make([]cql.TypeInfo, len(t.Fields))
-	for i, f := range t.Fields {
-		out[i] = f.Type
-	}
-	return out
-}
-
-// referencesDuration reports whether t is or contains duration.
-func referencesDuration(t cql.TypeInfo) bool {
-	if t.ID == cql.TypeDuration {
-		return true
-	}
-	if t.Elem != nil && referencesDuration(*t.Elem) || t.Key != nil && referencesDuration(*t.Key) {
-		return true
-	}
-	for _, c := range componentTypes(t) {
-		if referencesDuration(c) {
-			return true
-		}
-	}
-	return false
+	return ctype{info: u.info(), text: wrap(cqlvalue.QuoteName(u.name)), frozen: frozen}, nil
 }

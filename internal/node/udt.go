@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/node/cqlvalue"
 	"github.com/tracecar/tracecar/internal/node/grammar"
 )
 
@@ -24,7 +25,7 @@ func (d *ddl) typeKeyspace(name grammar.TableName) (*keyspace, error) {
 }
 
 // typeName is how Cassandra names a user type in messages: ks.name.
-func typeName(ks, name string) string { return quoteName(ks) + "." + quoteName(name) }
+func typeName(ks, name string) string { return cqlvalue.QuoteName(ks) + "." + cqlvalue.QuoteName(name) }
 
 func (d *ddl) createType(st *grammar.CreateTypeStmt) (*cql.SchemaChange, error) {
 	k, err := d.typeKeyspace(st.Name)

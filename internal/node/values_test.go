@@ -5,37 +5,38 @@ import (
 	"testing"
 
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/node/cqlvalue"
 )
 
 func TestCompareValues(t *testing.T) {
 	dec := func(lit string) []byte {
-		b, ok := encDecimal(lit)
+		b, ok := cqlvalue.EncDecimal(lit)
 		if !ok {
 			t.Fatalf("bad decimal %s", lit)
 		}
 		return b
 	}
-	huge := append(encInt(2147483647), 1)
+	huge := append(cqlvalue.EncInt(2147483647), 1)
 	tests := []struct {
 		name string
 		typ  cql.TypeID
 		a, b []byte
 		want int
 	}{
-		{"int sign", cql.TypeInt, encInt(-1), encInt(1), -1},
-		{"bigint", cql.TypeBigint, encBigint(5), encBigint(3), 1},
+		{"int sign", cql.TypeInt, cqlvalue.EncInt(-1), cqlvalue.EncInt(1), -1},
+		{"bigint", cql.TypeBigint, cqlvalue.EncBigint(5), cqlvalue.EncBigint(3), 1},
 		{"varint widths", cql.TypeVarint, []byte{0xff}, []byte{0x00, 0x80}, -1},
 		{"decimal", cql.TypeDecimal, dec("1.50"), dec("1.5"), 0},
 		{"decimal magnitude", cql.TypeDecimal, dec("-10"), dec("-9.99"), -1},
 		{"decimal hostile scale", cql.TypeDecimal, huge, dec("1"), -1},
-		{"double nan", cql.TypeDouble, encDouble(1), encDouble(nan()), -1},
+		{"double nan", cql.TypeDouble, cqlvalue.EncDouble(1), cqlvalue.EncDouble(nan()), -1},
 		{"text", cql.TypeVarchar, []byte("a"), []byte("b"), -1},
-		{"empty first", cql.TypeInt, []byte{}, encInt(-5), -1},
+		{"empty first", cql.TypeInt, []byte{}, cqlvalue.EncInt(-5), -1},
 		{"timeuuid by time", cql.TypeTimeUUID, timeUUID(2, 0xff), timeUUID(3, 0x00), -1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := compareValues(cql.TypeInfo{ID: tc.typ}, tc.a, tc.b)
+			got := cqlvalue.CompareValues(cql.TypeInfo{ID: tc.typ}, tc.a, tc.b)
 			if got != tc.want {
 				t.Errorf("got %d; want %d", got, tc.want)
 			}
@@ -77,22 +78,22 @@ func FuzzValues(f *testing.F) {
 
 func fuzzValue(ti uint8, a, b []byte) {
 	typ := fuzzTypes[int(ti)%len(fuzzTypes)]
-	_ = validate(typ, a, "c")
-	_ = compareValues(typ, a, b)
-	_ = normalizeCollection(typ, a)
-	if isCollection(typ) {
+	_ = cqlvalue.Validate(typ, a, "c")
+	_ = cqlvalue.CompareValues(typ, a, b)
+	_ = cqlvalue.NormalizeCollection(typ, a)
+	if cqlvalue.IsCollection(typ) {
 		col := &column{name: "c", typ: typ}
 		for _, k := range []cellOpKind{cellAppend, cellPrepend, cellRemove, cellSetKey, cellDelKey} {
-			_, _ = collectionOp(col, &cellOp{kind: k, v: b, key: encInt(0)}, a)
+			_, _ = collectionOp(col, &cellOp{kind: k, v: b, key: cqlvalue.EncInt(0)}, a)
 		}
 	}
-	if isUDT(typ) {
+	if cqlvalue.IsUDT(typ) {
 		_, _ = collectionOp(&column{name: "c", typ: typ}, &cellOp{kind: cellSetField, v: b, field: uint16(ti % 2)}, a)
 	}
 	// JSON renders whatever was bound, and reads back what it rendered.
-	if validate(typ, a, "c") == nil {
-		if v, err := decodeJSON(toJSON(typ, a)); err == nil {
-			_, _ = fromJSON(v, typ, 0)
+	if cqlvalue.Validate(typ, a, "c") == nil {
+		if v, err := cqlvalue.DecodeJSON(cqlvalue.ToJSON(typ, a)); err == nil {
+			_, _ = cqlvalue.FromJSON(v, typ, 0)
 		}
 	}
 	_ = fieldOf(a, []int{int(ti) % 3})

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/node/cqlvalue"
 	"github.com/tracecar/tracecar/internal/node/grammar"
 )
 
@@ -29,7 +30,7 @@ type viewDef struct {
 func (v *viewDef) whereClause() string {
 	parts := make([]string, len(v.notNull))
 	for i, c := range v.notNull {
-		parts[i] = quoteName(c) + " IS NOT NULL"
+		parts[i] = cqlvalue.QuoteName(c) + " IS NOT NULL"
 	}
 	return strings.Join(parts, " AND ")
 }
@@ -198,12 +199,12 @@ func checkViewKey(base *table, st *grammar.CreateViewStmt, selected map[string]b
 		}
 		seen[n] = true
 		if !c.frozen {
-			if isUDT(c.typ) {
+			if cqlvalue.IsUDT(c.typ) {
 				return invalidf("Invalid non-frozen user-defined type '%s' for PRIMARY KEY column '%s'", c.text, n)
 			}
 			return invalidf("Invalid non-frozen collection type '%s' for PRIMARY KEY column '%s'", c.text, n)
 		}
-		if referencesDuration(c.typ) {
+		if cqlvalue.ReferencesDuration(c.typ) {
 			return invalidf("duration type is not supported for PRIMARY KEY column '%s'", n)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/node/cqlvalue"
 )
 
 // TestViewsDisabled: with NoMaterializedViews (tracecar node --materialized-views=false)
@@ -43,7 +44,7 @@ func TestViewEvents(t *testing.T) {
 	} {
 		mustExec(t, e, s, q)
 	}
-	vals := &cql.QueryParams{Values: []cql.Value{{Bytes: encInt(1)}, {Bytes: encInt(2)}, {Bytes: encInt(3)}}}
+	vals := &cql.QueryParams{Values: []cql.Value{{Bytes: cqlvalue.EncInt(1)}, {Bytes: cqlvalue.EncInt(2)}, {Bytes: cqlvalue.EncInt(3)}}}
 	if _, err := e.Execute(s, ins.ID, vals, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package node
+package cqlvalue
 
 import (
 	"encoding/binary"
@@ -62,7 +62,7 @@ func jsonString(s string) string {
 }
 
 // toJSON renders a serialized value of type t as Cassandra's toJSONString.
-func toJSON(t cql.TypeInfo, b []byte) string {
+func ToJSON(t cql.TypeInfo, b []byte) string {
 	if b == nil {
 		return "null"
 	}
@@ -80,22 +80,22 @@ func toJSON(t cql.TypeInfo, b []byte) string {
 		if len(b) == 0 {
 			return `""`
 		}
-		return decVarint(b).String()
+		return DecVarint(b).String()
 	case cql.TypeFloat:
 		if len(b) != 4 {
 			return `""`
 		}
-		return javaFloat(float64(math.Float32frombits(binary.BigEndian.Uint32(b))), 32)
+		return JavaFloat(float64(math.Float32frombits(binary.BigEndian.Uint32(b))), 32)
 	case cql.TypeDouble:
 		if len(b) != 8 {
 			return `""`
 		}
-		return javaFloat(math.Float64frombits(binary.BigEndian.Uint64(b)), 64)
+		return JavaFloat(math.Float64frombits(binary.BigEndian.Uint64(b)), 64)
 	case cql.TypeDecimal:
 		if len(b) < 4 {
 			return `""`
 		}
-		return javaDecimal(decVarint(b[4:]), int32(binary.BigEndian.Uint32(b)))
+		return JavaDecimal(DecVarint(b[4:]), int32(binary.BigEndian.Uint32(b)))
 	case cql.TypeUUID, cql.TypeTimeUUID:
 		if len(b) != 16 {
 			return `""`
@@ -108,20 +108,20 @@ func toJSON(t cql.TypeInfo, b []byte) string {
 		}
 		return `"` + a.String() + `"`
 	case cql.TypeTimestamp:
-		v, ok := int64Value(b)
+		v, ok := Int64Value(b)
 		if !ok {
 			return `""`
 		}
 		return `"` + time.UnixMilli(v).UTC().Format("2006-01-02 15:04:05.000Z") + `"`
 	case cql.TypeDate:
-		v, ok := int32Value(b)
+		v, ok := Int32Value(b)
 		if !ok {
 			return `""`
 		}
 		days := int64(uint32(v)) - 1<<31
 		return `"` + time.Unix(days*86400, 0).UTC().Format("2006-01-02") + `"`
 	case cql.TypeTime:
-		v, ok := int64Value(b)
+		v, ok := Int64Value(b)
 		if !ok {
 			return `""`
 		}
@@ -133,43 +133,43 @@ func toJSON(t cql.TypeInfo, b []byte) string {
 		}
 		return `"` + d.String() + `"`
 	case cql.TypeList, cql.TypeSet:
-		elems, _ := decCollection(b, 1)
+		elems, _ := DecCollection(b, 1)
 		parts := make([]string, len(elems))
 		for i, e := range elems {
-			parts[i] = toJSON(elemType(t), e)
+			parts[i] = ToJSON(ElemType(t), e)
 		}
 		return "[" + strings.Join(parts, ", ") + "]"
 	case cql.TypeMap:
-		elems, _ := decCollection(b, 2)
+		elems, _ := DecCollection(b, 2)
 		parts := make([]string, 0, len(elems)/2)
 		for i := 0; i+1 < len(elems); i += 2 {
-			k := toJSON(keyType(t), elems[i])
+			k := ToJSON(KeyType(t), elems[i])
 			if !strings.HasPrefix(k, `"`) {
 				k = jsonString(k)
 			}
-			parts = append(parts, k+": "+toJSON(elemType(t), elems[i+1]))
+			parts = append(parts, k+": "+ToJSON(ElemType(t), elems[i+1]))
 		}
 		return "{" + strings.Join(parts, ", ") + "}"
 	case cql.TypeTuple:
-		elems, _ := decTuple(b)
+		elems, _ := DecTuple(b)
 		parts := make([]string, len(t.Elems))
 		for i, e := range t.Elems {
 			var v []byte
 			if i < len(elems) {
 				v = elems[i]
 			}
-			parts[i] = toJSON(e, v)
+			parts[i] = ToJSON(e, v)
 		}
 		return "[" + strings.Join(parts, ", ") + "]"
 	case cql.TypeUDT:
-		elems, _ := decTuple(b)
+		elems, _ := DecTuple(b)
 		parts := make([]string, len(t.Fields))
 		for i, f := range t.Fields {
 			var v []byte
 			if i < len(elems) {
 				v = elems[i]
 			}
-			parts[i] = jsonString(quoteName(f.Name)) + ": " + toJSON(f.Type, v)
+			parts[i] = jsonString(QuoteName(f.Name)) + ": " + ToJSON(f.Type, v)
 		}
 		return "{" + strings.Join(parts, ", ") + "}"
 	}
@@ -183,7 +183,7 @@ func timeOfDay(ns int64) string {
 
 // javaFloat spells a float or double as Java's Float.toString and Double.toString; JSON
 // has no NaN nor infinity, for which Cassandra writes null.
-func javaFloat(v float64, bitSize int) string {
+func JavaFloat(v float64, bitSize int) string {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return "null"
 	}
@@ -226,7 +226,7 @@ func javaFloat(v float64, bitSize int) string {
 }
 
 // javaDecimal spells unscaled × 10^-scale as Java's BigDecimal.toString.
-func javaDecimal(u *big.Int, scale int32) string {
+func JavaDecimal(u *big.Int, scale int32) string {
 	digits := new(big.Int).Abs(u).String()
 	sign := ""
 	if u.Sign() < 0 {
@@ -255,7 +255,7 @@ func javaDecimal(u *big.Int, scale int32) string {
 }
 
 // rowJSON renders a row as the one [json] value of SELECT JSON.
-func rowJSON(specs []cql.ColumnSpec, row [][]byte) []byte {
+func RowJSON(specs []cql.ColumnSpec, row [][]byte) []byte {
 	var b strings.Builder
 	b.WriteByte('{')
 	for i, s := range specs {
@@ -264,14 +264,14 @@ func rowJSON(specs []cql.ColumnSpec, row [][]byte) []byte {
 		}
 		b.WriteString(jsonName(s.Name))
 		b.WriteString(": ")
-		b.WriteString(toJSON(s.Type, row[i]))
+		b.WriteString(ToJSON(s.Type, row[i]))
 	}
 	b.WriteByte('}')
 	return []byte(b.String())
 }
 
 // decodeJSON parses JSON text, keeping numbers as their text.
-func decodeJSON(s string) (any, error) {
+func DecodeJSON(s string) (any, error) {
 	d := json.NewDecoder(strings.NewReader(s))
 	d.UseNumber()
 	var v any
@@ -285,7 +285,7 @@ func decodeJSON(s string) (any, error) {
 }
 
 // jsonClass is the Java class Cassandra's JSON parser makes of a value, for its messages.
-func jsonClass(v any) string {
+func JsonClass(v any) string {
 	switch v := v.(type) {
 	case string:
 		return "String"
@@ -325,12 +325,12 @@ func jsonText(v any) string {
 }
 
 func expected(what string, v any) error {
-	return fmt.Errorf("Expected %s, but got a %s: %s", what, jsonClass(v), jsonText(v))
+	return fmt.Errorf("Expected %s, but got a %s: %s", what, JsonClass(v), jsonText(v))
 }
 
 // fromJSON converts a parsed JSON value to the serialization of type t, as t's
 // fromJSONObject; nil is null.
-func fromJSON(v any, t cql.TypeInfo, depth int) ([]byte, error) {
+func FromJSON(v any, t cql.TypeInfo, depth int) ([]byte, error) {
 	if v == nil {
 		return nil, nil
 	}
@@ -338,7 +338,7 @@ func fromJSON(v any, t cql.TypeInfo, depth int) ([]byte, error) {
 		return nil, fmt.Errorf("JSON value nested too deep")
 	}
 	constant := func(lit grammar.LitKind, text string) ([]byte, error) {
-		b, err := literal(&grammar.Term{Kind: grammar.TermConst, Lit: lit, Text: text}, t, "")
+		b, err := Literal(&grammar.Term{Kind: grammar.TermConst, Lit: lit, Text: text}, t, "")
 		if err != nil {
 			// The Java type that Cassandra's fromString names.
 			name := map[cql.TypeID]string{cql.TypeTinyint: "byte", cql.TypeSmallint: "short", cql.TypeBigint: "long", cql.TypeCounter: "long"}[t.ID]
@@ -362,10 +362,10 @@ func fromJSON(v any, t cql.TypeInfo, depth int) ([]byte, error) {
 		return constant(grammar.LitString, str)
 	case cql.TypeBoolean:
 		if b, ok := v.(bool); ok {
-			return encBool(b), nil
+			return EncBool(b), nil
 		}
 		if isStr && (strings.EqualFold(str, "true") || strings.EqualFold(str, "false")) {
-			return encBool(strings.EqualFold(str, "true")), nil
+			return EncBool(strings.EqualFold(str, "true")), nil
 		}
 		if isStr {
 			return nil, fmt.Errorf("Unable to make boolean from '%s'", str)
@@ -431,7 +431,7 @@ func fromJSON(v any, t cql.TypeInfo, depth int) ([]byte, error) {
 	case cql.TypeList, cql.TypeSet, cql.TypeTuple:
 		if isStr {
 			var err error
-			if v, err = decodeJSON(str); err != nil {
+			if v, err = DecodeJSON(str); err != nil {
 				return nil, fmt.Errorf("Could not decode JSON string '%s': %v", str, err)
 			}
 		}
@@ -445,17 +445,17 @@ func fromJSON(v any, t cql.TypeInfo, depth int) ([]byte, error) {
 			}
 			elems := make([][]byte, len(t.Elems))
 			for i, e := range list {
-				b, err := fromJSON(e, t.Elems[i], depth+1)
+				b, err := FromJSON(e, t.Elems[i], depth+1)
 				if err != nil {
 					return nil, err
 				}
 				elems[i] = b
 			}
-			return encTuple(elems), nil
+			return EncTuple(elems), nil
 		}
 		elems := make([][]byte, 0, len(list))
 		for _, e := range list {
-			b, err := fromJSON(e, elemType(t), depth+1)
+			b, err := FromJSON(e, ElemType(t), depth+1)
 			if err != nil {
 				return nil, err
 			}
@@ -464,11 +464,11 @@ func fromJSON(v any, t cql.TypeInfo, depth int) ([]byte, error) {
 			}
 			elems = append(elems, b)
 		}
-		return normalizeCollection(t, encCollection(elems)), nil
+		return NormalizeCollection(t, EncCollection(elems)), nil
 	case cql.TypeMap, cql.TypeUDT:
 		if isStr {
 			var err error
-			if v, err = decodeJSON(str); err != nil {
+			if v, err = DecodeJSON(str); err != nil {
 				return nil, fmt.Errorf("Could not decode JSON string '%s': %v", str, err)
 			}
 		}
@@ -487,33 +487,33 @@ func fromJSON(v any, t cql.TypeInfo, depth int) ([]byte, error) {
 		if t.ID == cql.TypeUDT {
 			elems := make([][]byte, len(t.Fields))
 			for _, k := range keys {
-				name := jsonKeyName(k)
+				name := JsonKeyName(k)
 				i := slices.IndexFunc(t.Fields, func(f cql.Field) bool { return f.Name == name })
 				if i < 0 {
 					return nil, fmt.Errorf("Unknown field '%s' in value of user defined type %s", name, t.Name)
 				}
-				b, err := fromJSON(m[k], t.Fields[i].Type, depth+1)
+				b, err := FromJSON(m[k], t.Fields[i].Type, depth+1)
 				if err != nil {
 					return nil, err
 				}
 				elems[i] = b
 			}
-			return encTuple(elems), nil
+			return EncTuple(elems), nil
 		}
 		elems := make([][]byte, 0, 2*len(m))
-		kt := keyType(t)
+		kt := KeyType(t)
 		for _, k := range keys {
 			var kv any = k
 			if kt.ID != cql.TypeASCII && kt.ID != cql.TypeVarchar {
-				if parsed, err := decodeJSON(k); err == nil {
+				if parsed, err := DecodeJSON(k); err == nil {
 					kv = parsed
 				}
 			}
-			kb, err := fromJSON(kv, kt, depth+1)
+			kb, err := FromJSON(kv, kt, depth+1)
 			if err != nil {
 				return nil, err
 			}
-			vb, err := fromJSON(m[k], elemType(t), depth+1)
+			vb, err := FromJSON(m[k], ElemType(t), depth+1)
 			if err != nil {
 				return nil, err
 			}
@@ -522,16 +522,16 @@ func fromJSON(v any, t cql.TypeInfo, depth int) ([]byte, error) {
 			}
 			elems = append(elems, kb, vb)
 		}
-		b := encCollection(elems)
+		b := EncCollection(elems)
 		binary.BigEndian.PutUint32(b, uint32(len(m)))
-		return normalizeCollection(t, b), nil
+		return NormalizeCollection(t, b), nil
 	}
 	return nil, fmt.Errorf("JSON is not supported for type %s", t.String())
 }
 
 // jsonKeyName is the column or field a JSON key names: as written when quoted, else in
 // lower case, as CQL names are.
-func jsonKeyName(k string) string {
+func JsonKeyName(k string) string {
 	if len(k) >= 2 && k[0] == '"' && k[len(k)-1] == '"' {
 		return strings.ReplaceAll(k[1:len(k)-1], `""`, `"`)
 	}

@@ -1,4 +1,4 @@
-package node
+package cqlvalue
 
 import (
 	"strings"
@@ -17,12 +17,12 @@ const gregorianOffset = 0x01B21DD213814000
 
 // convResult returns the result type of the conversion fn of a value of type arg, or ok
 // false when fn is not one, or an error when arg is not a type it takes.
-func convResult(fn string, arg cql.TypeInfo, provided string) (cql.TypeInfo, bool, error) {
+func ConvResult(fn string, arg cql.TypeInfo, provided string) (cql.TypeInfo, bool, error) {
 	bad := func() (cql.TypeInfo, bool, error) {
 		if sigs := convOverloads[fn]; sigs != "" {
-			return cql.TypeInfo{}, true, invalidf("Invalid call to function system.%s, none of its type signatures match (known type signatures: %s)", fn, sigs)
+			return cql.TypeInfo{}, true, Invalidf("Invalid call to function system.%s, none of its type signatures match (known type signatures: %s)", fn, sigs)
 		}
-		return cql.TypeInfo{}, true, invalidf("Type error: %s cannot be passed as argument 0 of function system.%s of type %s", provided, fn, convArgText(fn))
+		return cql.TypeInfo{}, true, Invalidf("Type error: %s cannot be passed as argument 0 of function system.%s of type %s", provided, fn, convArgText(fn))
 	}
 	switch fn {
 	case "dateof", "unixtimestampof":
@@ -116,21 +116,21 @@ func convMillis(arg cql.TypeInfo, b []byte) (int64, bool) {
 		}
 		return int64(uuidTime(b)-gregorianOffset) / 10000, true
 	case cql.TypeDate:
-		d, ok := int32Value(b)
+		d, ok := Int32Value(b)
 		return (int64(uint32(d)) - 1<<31) * 86400000, ok
 	}
-	return int64Value(b)
+	return Int64Value(b)
 }
 
 // applyConv computes the conversion fn of b, a value of type arg, whose result is of type
 // ret. A null or malformed value gives null; a blob conversion checks the value.
-func applyConv(fn string, arg, ret cql.TypeInfo, b []byte) ([]byte, error) {
+func ApplyConv(fn string, arg, ret cql.TypeInfo, b []byte) ([]byte, error) {
 	if b == nil {
 		return nil, nil
 	}
 	if ret.ID == cql.TypeBlob || arg.ID == cql.TypeBlob {
-		if err := validate(ret, b, fn); err != nil {
-			return nil, invalidf("In call to function system.%s, value 0x%x is not a valid binary representation for type %s", fn, b, ret.String())
+		if err := Validate(ret, b, fn); err != nil {
+			return nil, Invalidf("In call to function system.%s, value 0x%x is not a valid binary representation for type %s", fn, b, ret.String())
 		}
 		return b, nil
 	}
@@ -144,11 +144,11 @@ func applyConv(fn string, arg, ret cql.TypeInfo, b []byte) ([]byte, error) {
 		if ms < 0 && ms%86400000 != 0 {
 			days--
 		}
-		return encInt(int32(uint32(days + 1<<31))), nil
+		return EncInt(int32(uint32(days + 1<<31))), nil
 	case cql.TypeTimeUUID:
 		return timeUUIDBound(ms, fn == "mintimeuuid"), nil
 	}
-	return encBigint(ms), nil
+	return EncBigint(ms), nil
 }
 
 // timeUUIDBound is minTimeuuid or maxTimeuuid of ms.
@@ -170,7 +170,7 @@ func timeUUIDBound(ms int64, min bool) []byte {
 
 // convArgType is the type a conversion reads a term as (a literal or a bound value): for the
 // time conversions, a timeuuid, as their first overload takes.
-func convArgType(fn string) (cql.TypeInfo, bool) {
+func ConvArgType(fn string) (cql.TypeInfo, bool) {
 	switch fn {
 	case "dateof", "unixtimestampof", "totimestamp", "todate", "tounixtimestamp":
 		return cql.TypeInfo{ID: cql.TypeTimeUUID}, true

@@ -1,4 +1,4 @@
-package node
+package cqlvalue
 
 import (
 	"bytes"
@@ -22,37 +22,37 @@ import (
 // Values are kept as their protocol serialization. This file turns CQL literals into that
 // form, validates bound values, and orders serialized values as Cassandra does.
 
-func invalidf(format string, args ...any) *cql.Error {
+func Invalidf(format string, args ...any) *cql.Error {
 	return &cql.Error{Code: cql.ErrCodeInvalid, Message: fmt.Sprintf(format, args...)}
 }
 
 // constError is Cassandra's message for a literal that does not fit its column.
 func constError(t *grammar.Term, col string, typ cql.TypeInfo) *cql.Error {
-	return invalidf("Invalid %s constant (%s) for \"%s\" of type %s", grammar.LitNames[t.Lit], t.Text, col, typ.String())
+	return Invalidf("Invalid %s constant (%s) for \"%s\" of type %s", grammar.LitNames[t.Lit], t.Text, col, typ.String())
 }
 
-func encInt(v int32) []byte     { return binary.BigEndian.AppendUint32(nil, uint32(v)) }
-func encBigint(v int64) []byte  { return binary.BigEndian.AppendUint64(nil, uint64(v)) }
-func encText(s string) []byte   { return []byte(s) }
-func encUUID(u [16]byte) []byte { return slices.Clone(u[:]) }
-func encBool(v bool) []byte {
+func EncInt(v int32) []byte     { return binary.BigEndian.AppendUint32(nil, uint32(v)) }
+func EncBigint(v int64) []byte  { return binary.BigEndian.AppendUint64(nil, uint64(v)) }
+func EncText(s string) []byte   { return []byte(s) }
+func EncUUID(u [16]byte) []byte { return slices.Clone(u[:]) }
+func EncBool(v bool) []byte {
 	if v {
 		return []byte{1}
 	}
 	return []byte{0}
 }
-func encDouble(v float64) []byte { return encBigint(int64(math.Float64bits(v))) }
+func EncDouble(v float64) []byte { return EncBigint(int64(math.Float64bits(v))) }
 
 // encInet serializes an inet, nil for the zero address.
-func encInet(a netip.Addr) []byte {
+func EncInet(a netip.Addr) []byte {
 	if !a.IsValid() {
 		return nil
 	}
-	return appendInet(nil, a)
+	return AppendInet(nil, a)
 }
 
 // appendInet appends a's bytes: 4 for an IPv4 address (also one mapped into IPv6), else 16.
-func appendInet(b []byte, a netip.Addr) []byte {
+func AppendInet(b []byte, a netip.Addr) []byte {
 	if a = a.Unmap(); a.Is4() {
 		v := a.As4()
 		return append(b, v[:]...)
@@ -61,10 +61,10 @@ func appendInet(b []byte, a netip.Addr) []byte {
 	return append(b, v[:]...)
 }
 
-func encTimestamp(t time.Time) []byte { return encBigint(t.UnixMilli()) }
+func EncTimestamp(t time.Time) []byte { return EncBigint(t.UnixMilli()) }
 
 // encCollection serializes elements that are already serialized (protocol v3+ layout).
-func encCollection(elems [][]byte) []byte {
+func EncCollection(elems [][]byte) []byte {
 	n := 4
 	for _, e := range elems {
 		n += 4 + len(e)
@@ -82,27 +82,27 @@ func encCollection(elems [][]byte) []byte {
 	return b
 }
 
-func encTextList(l []string) []byte {
+func EncTextList(l []string) []byte {
 	elems := make([][]byte, len(l))
 	for i, s := range l {
 		elems[i] = []byte(s)
 	}
-	return encCollection(elems)
+	return EncCollection(elems)
 }
 
 // encTextSet serializes a set<text>, sorted.
-func encTextSet(l []string) []byte {
+func EncTextSet(l []string) []byte {
 	s := slices.Clone(l)
 	slices.Sort(s)
 	s = slices.Compact(s)
-	return encTextList(s)
+	return EncTextList(s)
 }
 
 // encTextMap serializes a map<text, text>, sorted by key.
-func encTextMap(m map[string]string) []byte { return appendTextMap(nil, m) }
+func EncTextMap(m map[string]string) []byte { return AppendTextMap(nil, m) }
 
 // appendTextMap appends encTextMap's value.
-func appendTextMap(b []byte, m map[string]string) []byte {
+func AppendTextMap(b []byte, m map[string]string) []byte {
 	var few [4]string
 	keys := few[:0]
 	for k := range m {
@@ -120,7 +120,7 @@ func appendTextMap(b []byte, m map[string]string) []byte {
 }
 
 // encBlobMap serializes a map<text, blob>, sorted by key.
-func encBlobMap(m map[string][]byte) []byte {
+func EncBlobMap(m map[string][]byte) []byte {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
@@ -130,13 +130,13 @@ func encBlobMap(m map[string][]byte) []byte {
 	for _, k := range keys {
 		elems = append(elems, []byte(k), m[k])
 	}
-	b := encCollection(elems)
+	b := EncCollection(elems)
 	binary.BigEndian.PutUint32(b, uint32(len(keys)))
 	return b
 }
 
 // decCollection splits a serialized collection into its elements (2 per map entry).
-func decCollection(b []byte, perEntry int) ([][]byte, bool) {
+func DecCollection(b []byte, perEntry int) ([][]byte, bool) {
 	if len(b) < 4 {
 		return nil, len(b) == 0
 	}
@@ -169,25 +169,25 @@ func decCollection(b []byte, perEntry int) ([][]byte, bool) {
 }
 
 // elemsPerEntry is 2 for maps, 1 for lists and sets.
-func elemsPerEntry(t cql.TypeInfo) int {
+func ElemsPerEntry(t cql.TypeInfo) int {
 	if t.ID == cql.TypeMap {
 		return 2
 	}
 	return 1
 }
 
-func isCollection(t cql.TypeInfo) bool {
+func IsCollection(t cql.TypeInfo) bool {
 	return t.ID == cql.TypeList || t.ID == cql.TypeSet || t.ID == cql.TypeMap
 }
 
-func elemType(t cql.TypeInfo) cql.TypeInfo {
+func ElemType(t cql.TypeInfo) cql.TypeInfo {
 	if t.Elem == nil {
 		return cql.TypeInfo{ID: cql.TypeBlob}
 	}
 	return *t.Elem
 }
 
-func keyType(t cql.TypeInfo) cql.TypeInfo {
+func KeyType(t cql.TypeInfo) cql.TypeInfo {
 	if t.Key == nil {
 		return cql.TypeInfo{ID: cql.TypeBlob}
 	}
@@ -195,7 +195,7 @@ func keyType(t cql.TypeInfo) cql.TypeInfo {
 }
 
 // fixedSize is the serialized size of fixed-width types, or -1.
-func fixedSize(id cql.TypeID) int {
+func FixedSize(id cql.TypeID) int {
 	switch id {
 	case cql.TypeBoolean, cql.TypeTinyint:
 		if id == cql.TypeBoolean {
@@ -216,75 +216,75 @@ func fixedSize(id cql.TypeID) int {
 
 // validate checks a bound value against its column type, as Cassandra does before a write.
 // An empty value is accepted for every type, like Cassandra's "empty" values.
-func validate(t cql.TypeInfo, b []byte, col string) error {
+func Validate(t cql.TypeInfo, b []byte, col string) error {
 	if len(b) == 0 {
 		return nil
 	}
-	if n := fixedSize(t.ID); n > 0 && len(b) != n {
-		return invalidf("Expected %d or 0 byte %s for %s (%d)", n, t.String(), col, len(b))
+	if n := FixedSize(t.ID); n > 0 && len(b) != n {
+		return Invalidf("Expected %d or 0 byte %s for %s (%d)", n, t.String(), col, len(b))
 	}
 	switch t.ID {
 	case cql.TypeCustom:
 		if isLexicalUUID(t) && len(b) != 16 {
-			return invalidf("Expected 16 or 0 byte uuid for %s (%d)", col, len(b))
+			return Invalidf("Expected 16 or 0 byte uuid for %s (%d)", col, len(b))
 		}
 	case cql.TypeASCII:
 		for _, c := range b {
 			if c >= 0x80 {
-				return invalidf("Invalid byte for ascii: %d", c)
+				return Invalidf("Invalid byte for ascii: %d", c)
 			}
 		}
 	case cql.TypeVarchar:
 		if !utf8.Valid(b) {
-			return invalidf("Invalid UTF-8 bytes for %s", col)
+			return Invalidf("Invalid UTF-8 bytes for %s", col)
 		}
 	case cql.TypeInet:
 		if len(b) != 4 && len(b) != 16 {
-			return invalidf("Invalid inet value for %s: %d bytes", col, len(b))
+			return Invalidf("Invalid inet value for %s: %d bytes", col, len(b))
 		}
 	case cql.TypeTimeUUID:
 		if b[6]>>4 != 1 {
-			return invalidf("Unsupported UUID version %d for timeuuid column %s", b[6]>>4, col)
+			return Invalidf("Unsupported UUID version %d for timeuuid column %s", b[6]>>4, col)
 		}
 	case cql.TypeDecimal:
 		if len(b) < 4 {
-			return invalidf("Invalid decimal value for %s", col)
+			return Invalidf("Invalid decimal value for %s", col)
 		}
 	case cql.TypeDuration:
 		d, ok := grammar.DecDuration(b)
 		if !ok {
-			return invalidf("Invalid duration value for %s", col)
+			return Invalidf("Invalid duration value for %s", col)
 		}
 		if !d.SameSign() {
-			return invalidf("The duration months, days and nanoseconds must be all of the same sign (%d, %d, %d)", d.Months, d.Days, d.Nanos)
+			return Invalidf("The duration months, days and nanoseconds must be all of the same sign (%d, %d, %d)", d.Months, d.Days, d.Nanos)
 		}
 	case cql.TypeUDT, cql.TypeTuple:
-		elems, ok := decTuple(b)
-		types := componentTypes(t)
+		elems, ok := DecTuple(b)
+		types := ComponentTypes(t)
 		if !ok || len(elems) > len(types) {
-			return invalidf("Invalid %s value for %s: it has more components than its type, or is malformed", cqlTypeText(t), col)
+			return Invalidf("Invalid %s value for %s: it has more components than its type, or is malformed", CqlTypeText(t), col)
 		}
 		for i, e := range elems {
 			if e != nil {
-				if err := validate(types[i], e, col); err != nil {
+				if err := Validate(types[i], e, col); err != nil {
 					return err
 				}
 			}
 		}
 	case cql.TypeList, cql.TypeSet, cql.TypeMap:
-		elems, ok := decCollection(b, elemsPerEntry(t))
+		elems, ok := DecCollection(b, ElemsPerEntry(t))
 		if !ok {
-			return invalidf("Invalid %s value for %s: malformed collection", t.String(), col)
+			return Invalidf("Invalid %s value for %s: malformed collection", t.String(), col)
 		}
 		for i, e := range elems {
-			et := elemType(t)
+			et := ElemType(t)
 			if t.ID == cql.TypeMap && i%2 == 0 {
-				et = keyType(t)
+				et = KeyType(t)
 			}
 			if e == nil {
-				return invalidf("null is not supported inside collections")
+				return Invalidf("null is not supported inside collections")
 			}
-			if err := validate(et, e, col); err != nil {
+			if err := Validate(et, e, col); err != nil {
 				return err
 			}
 		}
@@ -294,23 +294,23 @@ func validate(t cql.TypeInfo, b []byte, col string) error {
 
 // normalizeCollection sorts and deduplicates set elements and map keys, since drivers may
 // bind them in any order.
-func normalizeCollection(t cql.TypeInfo, b []byte) []byte {
+func NormalizeCollection(t cql.TypeInfo, b []byte) []byte {
 	if (t.ID != cql.TypeSet && t.ID != cql.TypeMap) || len(b) == 0 {
 		return b
 	}
-	per := elemsPerEntry(t)
-	elems, ok := decCollection(b, per)
+	per := ElemsPerEntry(t)
+	elems, ok := DecCollection(b, per)
 	if !ok {
 		return b
 	}
 	n := len(elems) / per
-	kt := elemType(t)
+	kt := ElemType(t)
 	if t.ID == cql.TypeMap {
-		kt = keyType(t)
+		kt = KeyType(t)
 	}
 	sorted := true
 	for i := 1; i < n; i++ {
-		if compareValues(kt, elems[(i-1)*per], elems[i*per]) >= 0 {
+		if CompareValues(kt, elems[(i-1)*per], elems[i*per]) >= 0 {
 			sorted = false
 			break
 		}
@@ -322,29 +322,29 @@ func normalizeCollection(t cql.TypeInfo, b []byte) []byte {
 	for i := range idx {
 		idx[i] = i
 	}
-	slices.SortStableFunc(idx, func(a, c int) int { return compareValues(kt, elems[a*per], elems[c*per]) })
+	slices.SortStableFunc(idx, func(a, c int) int { return CompareValues(kt, elems[a*per], elems[c*per]) })
 	out := make([][]byte, 0, len(elems))
 	for j, i := range idx {
 		// Keep the last binding of a duplicated key.
-		if j+1 < len(idx) && compareValues(kt, elems[i*per], elems[idx[j+1]*per]) == 0 {
+		if j+1 < len(idx) && CompareValues(kt, elems[i*per], elems[idx[j+1]*per]) == 0 {
 			continue
 		}
 		out = append(out, elems[i*per:i*per+per]...)
 	}
-	r := encCollection(out)
+	r := EncCollection(out)
 	binary.BigEndian.PutUint32(r, uint32(len(out)/per))
 	return r
 }
 
 // literal converts a constant term to the serialization of type typ, for column col.
 // It returns nil for null.
-func literal(t *grammar.Term, typ cql.TypeInfo, col string) ([]byte, error) {
+func Literal(t *grammar.Term, typ cql.TypeInfo, col string) ([]byte, error) {
 	return literalDepth(t, typ, col, 0)
 }
 
 func literalDepth(t *grammar.Term, typ cql.TypeInfo, col string, depth int) ([]byte, error) {
 	if depth > grammar.MaxNesting {
-		return nil, invalidf("literal nesting too deep for %s", col)
+		return nil, Invalidf("literal nesting too deep for %s", col)
 	}
 	switch t.Kind {
 	case grammar.TermList, grammar.TermSet, grammar.TermMap:
@@ -354,9 +354,9 @@ func literalDepth(t *grammar.Term, typ cql.TypeInfo, col string, depth int) ([]b
 	case grammar.TermUDT:
 		return udtLiteral(t, typ, col, depth)
 	case grammar.TermFunc:
-		return nil, invalidf("function %s() is not supported here", t.Name)
+		return nil, Invalidf("function %s() is not supported here", t.Name)
 	case grammar.TermBind:
-		return nil, invalidf("bind marker in a constant context for %s", col)
+		return nil, Invalidf("bind marker in a constant context for %s", col)
 	}
 	if t.Lit == grammar.LitNull {
 		return nil, nil
@@ -370,7 +370,7 @@ func literalDepth(t *grammar.Term, typ cql.TypeInfo, col string, depth int) ([]b
 		if typ.ID == cql.TypeASCII {
 			for i := 0; i < len(t.Text); i++ {
 				if t.Text[i] >= 0x80 {
-					return nil, invalidf("Invalid ASCII character in string literal for %s", col)
+					return nil, Invalidf("Invalid ASCII character in string literal for %s", col)
 				}
 			}
 		}
@@ -381,7 +381,7 @@ func literalDepth(t *grammar.Term, typ cql.TypeInfo, col string, depth int) ([]b
 		}
 		s := t.Text[2:]
 		if len(s)%2 == 1 {
-			return nil, invalidf("Invalid HEX constant (%s) for \"%s\" of type blob: odd number of digits", t.Text, col)
+			return nil, Invalidf("Invalid HEX constant (%s) for \"%s\" of type blob: odd number of digits", t.Text, col)
 		}
 		b, err := hex.DecodeString(s)
 		if err != nil {
@@ -394,11 +394,11 @@ func literalDepth(t *grammar.Term, typ cql.TypeInfo, col string, depth int) ([]b
 	case cql.TypeBoolean:
 		if t.Lit != grammar.LitBool {
 			if t.Lit == grammar.LitString && (strings.EqualFold(t.Text, "true") || strings.EqualFold(t.Text, "false")) {
-				return encBool(strings.EqualFold(t.Text, "true")), nil
+				return EncBool(strings.EqualFold(t.Text, "true")), nil
 			}
 			return bad()
 		}
-		return encBool(t.Text == "true"), nil
+		return EncBool(t.Text == "true"), nil
 	case cql.TypeTinyint, cql.TypeSmallint, cql.TypeInt, cql.TypeBigint, cql.TypeCounter:
 		if t.Lit != grammar.LitInt {
 			return bad()
@@ -406,7 +406,7 @@ func literalDepth(t *grammar.Term, typ cql.TypeInfo, col string, depth int) ([]b
 		bits := map[cql.TypeID]int{cql.TypeTinyint: 8, cql.TypeSmallint: 16, cql.TypeInt: 32, cql.TypeBigint: 64, cql.TypeCounter: 64}[typ.ID]
 		v, err := strconv.ParseInt(t.Text, 10, bits)
 		if err != nil {
-			return nil, invalidf("Invalid INTEGER constant (%s) for \"%s\" of type %s: out of range", t.Text, col, typ.String())
+			return nil, Invalidf("Invalid INTEGER constant (%s) for \"%s\" of type %s: out of range", t.Text, col, typ.String())
 		}
 		b := make([]byte, bits/8)
 		for i := range b {
@@ -421,7 +421,7 @@ func literalDepth(t *grammar.Term, typ cql.TypeInfo, col string, depth int) ([]b
 		if !ok {
 			return bad()
 		}
-		return encVarint(n), nil
+		return EncVarint(n), nil
 	case cql.TypeFloat, cql.TypeDouble:
 		if t.Lit != grammar.LitInt && t.Lit != grammar.LitFloat {
 			return bad()
@@ -433,12 +433,12 @@ func literalDepth(t *grammar.Term, typ cql.TypeInfo, col string, depth int) ([]b
 		if typ.ID == cql.TypeFloat {
 			return binary.BigEndian.AppendUint32(nil, math.Float32bits(float32(v))), nil
 		}
-		return encDouble(v), nil
+		return EncDouble(v), nil
 	case cql.TypeDecimal:
 		if t.Lit != grammar.LitInt && t.Lit != grammar.LitFloat {
 			return bad()
 		}
-		b, ok := encDecimal(t.Text)
+		b, ok := EncDecimal(t.Text)
 		if !ok {
 			return bad()
 		}
@@ -447,7 +447,7 @@ func literalDepth(t *grammar.Term, typ cql.TypeInfo, col string, depth int) ([]b
 		// A custom type takes a blob constant; LexicalUUIDType a uuid too.
 		if t.Lit == grammar.LitHex && len(t.Text)%2 == 0 {
 			if b, err := hex.DecodeString(t.Text[2:]); err == nil {
-				return append([]byte{}, b...), validate(typ, b, col)
+				return append([]byte{}, b...), Validate(typ, b, col)
 			}
 		}
 		if t.Lit != grammar.LitUUID || !isLexicalUUID(typ) {
@@ -463,7 +463,7 @@ func literalDepth(t *grammar.Term, typ cql.TypeInfo, col string, depth int) ([]b
 			return bad()
 		}
 		if typ.ID == cql.TypeTimeUUID && u[6]>>4 != 1 {
-			return nil, invalidf("Unsupported UUID version %d for timeuuid column %s", u[6]>>4, col)
+			return nil, Invalidf("Unsupported UUID version %d for timeuuid column %s", u[6]>>4, col)
 		}
 		return u, nil
 	case cql.TypeInet:
@@ -472,9 +472,9 @@ func literalDepth(t *grammar.Term, typ cql.TypeInfo, col string, depth int) ([]b
 		}
 		a, err := netip.ParseAddr(t.Text)
 		if err != nil {
-			return nil, invalidf("Unable to make inet address from '%s'", t.Text)
+			return nil, Invalidf("Unable to make inet address from '%s'", t.Text)
 		}
-		return encInet(a), nil
+		return EncInet(a), nil
 	case cql.TypeTimestamp:
 		switch t.Lit {
 		case grammar.LitInt:
@@ -482,13 +482,13 @@ func literalDepth(t *grammar.Term, typ cql.TypeInfo, col string, depth int) ([]b
 			if err != nil {
 				return bad()
 			}
-			return encBigint(v), nil
+			return EncBigint(v), nil
 		case grammar.LitString:
 			ms, ok := parseTimestamp(t.Text)
 			if !ok {
-				return nil, invalidf("Unable to coerce '%s' to a formatted date (long)", t.Text)
+				return nil, Invalidf("Unable to coerce '%s' to a formatted date (long)", t.Text)
 			}
-			return encBigint(ms), nil
+			return EncBigint(ms), nil
 		}
 		return bad()
 	case cql.TypeDate:
@@ -498,17 +498,17 @@ func literalDepth(t *grammar.Term, typ cql.TypeInfo, col string, depth int) ([]b
 			if err != nil {
 				return bad()
 			}
-			return encInt(int32(uint32(v))), nil
+			return EncInt(int32(uint32(v))), nil
 		case grammar.LitString:
 			d, err := time.Parse("2006-01-02", t.Text)
 			if err != nil {
 				if v, err := strconv.ParseUint(t.Text, 10, 32); err == nil {
-					return encInt(int32(uint32(v))), nil
+					return EncInt(int32(uint32(v))), nil
 				}
-				return nil, invalidf("Unable to coerce '%s' to a formatted date (long)", t.Text)
+				return nil, Invalidf("Unable to coerce '%s' to a formatted date (long)", t.Text)
 			}
 			days := d.Unix() / 86400
-			return encInt(int32(uint32(days + 1<<31))), nil
+			return EncInt(int32(uint32(days + 1<<31))), nil
 		}
 		return bad()
 	case cql.TypeTime:
@@ -518,13 +518,13 @@ func literalDepth(t *grammar.Term, typ cql.TypeInfo, col string, depth int) ([]b
 			if err != nil || v < 0 || v >= 86400e9 {
 				return bad()
 			}
-			return encBigint(v), nil
+			return EncBigint(v), nil
 		case grammar.LitString:
 			ns, ok := parseTimeOfDay(t.Text)
 			if !ok {
-				return nil, invalidf("Unable to coerce '%s' to a formatted time (long)", t.Text)
+				return nil, Invalidf("Unable to coerce '%s' to a formatted time (long)", t.Text)
 			}
-			return encBigint(ns), nil
+			return EncBigint(ns), nil
 		}
 		return bad()
 	case cql.TypeDuration:
@@ -533,14 +533,14 @@ func literalDepth(t *grammar.Term, typ cql.TypeInfo, col string, depth int) ([]b
 		}
 		d, err := grammar.ParseDuration(t.Text)
 		if err != nil {
-			return nil, invalidf("Unable to convert '%s' to a duration", t.Text)
+			return nil, Invalidf("Unable to convert '%s' to a duration", t.Text)
 		}
 		if !d.SameSign() {
-			return nil, invalidf("The duration months, days and nanoseconds must be all of the same sign (%d, %d, %d)", d.Months, d.Days, d.Nanos)
+			return nil, Invalidf("The duration months, days and nanoseconds must be all of the same sign (%d, %d, %d)", d.Months, d.Days, d.Nanos)
 		}
 		return grammar.EncDuration(d), nil
 	}
-	return nil, invalidf("type %s is not supported by the embedded node", typ.String())
+	return nil, Invalidf("type %s is not supported by the embedded node", typ.String())
 }
 
 func parseFloatLit(s string) (float64, error) {
@@ -556,7 +556,7 @@ func parseFloatLit(s string) (float64, error) {
 }
 
 // encVarint encodes n in minimal big-endian two's complement.
-func encVarint(n *big.Int) []byte {
+func EncVarint(n *big.Int) []byte {
 	if n.Sign() == 0 {
 		return []byte{0}
 	}
@@ -581,7 +581,7 @@ func encVarint(n *big.Int) []byte {
 	return b
 }
 
-func decVarint(b []byte) *big.Int {
+func DecVarint(b []byte) *big.Int {
 	n := new(big.Int).SetBytes(b)
 	if len(b) > 0 && b[0]&0x80 != 0 {
 		n.Sub(n, new(big.Int).Lsh(big.NewInt(1), uint(8*len(b))))
@@ -590,7 +590,7 @@ func decVarint(b []byte) *big.Int {
 }
 
 // encDecimal encodes a decimal literal as an int scale and a varint unscaled value.
-func encDecimal(s string) ([]byte, bool) {
+func EncDecimal(s string) ([]byte, bool) {
 	mant, exp := s, 0
 	if i := strings.IndexAny(s, "eE"); i >= 0 {
 		e, err := strconv.Atoi(s[i+1:])
@@ -609,7 +609,7 @@ func encDecimal(s string) ([]byte, bool) {
 		return nil, false
 	}
 	scale -= exp
-	return append(encInt(int32(scale)), encVarint(n)...), true
+	return append(EncInt(int32(scale)), EncVarint(n)...), true
 }
 
 // compareDecimal compares two decimals without materializing 10^scale for hostile scales:
@@ -618,7 +618,7 @@ func compareDecimal(a, b []byte) int {
 	if len(a) < 4 || len(b) < 4 {
 		return bytes.Compare(a, b)
 	}
-	ua, ub := decVarint(a[4:]), decVarint(b[4:])
+	ua, ub := DecVarint(a[4:]), DecVarint(b[4:])
 	sa, sb := int64(int32(binary.BigEndian.Uint32(a))), int64(int32(binary.BigEndian.Uint32(b)))
 	if ua.Sign() != ub.Sign() || ua.Sign() == 0 {
 		return cmp.Compare(ua.Sign(), ub.Sign())
@@ -713,50 +713,50 @@ func collectionLiteral(t *grammar.Term, typ cql.TypeInfo, col string, depth int)
 	switch typ.ID {
 	case cql.TypeList:
 		if t.Kind != grammar.TermList {
-			return nil, invalidf("Invalid %s literal for %s of type %s", kindName(t), col, typ.String())
+			return nil, Invalidf("Invalid %s literal for %s of type %s", KindName(t), col, typ.String())
 		}
 	case cql.TypeSet:
 		if t.Kind != grammar.TermSet && !(t.Kind == grammar.TermMap && len(t.Elems) == 0) {
-			return nil, invalidf("Invalid %s literal for %s of type %s", kindName(t), col, typ.String())
+			return nil, Invalidf("Invalid %s literal for %s of type %s", KindName(t), col, typ.String())
 		}
 	case cql.TypeMap:
 		if t.Kind != grammar.TermMap {
-			return nil, invalidf("Invalid %s literal for %s of type %s", kindName(t), col, typ.String())
+			return nil, Invalidf("Invalid %s literal for %s of type %s", KindName(t), col, typ.String())
 		}
 	default:
-		return nil, invalidf("Invalid %s literal for %s of type %s", kindName(t), col, typ.String())
+		return nil, Invalidf("Invalid %s literal for %s of type %s", KindName(t), col, typ.String())
 	}
 	var elems [][]byte
 	for i, e := range t.Elems {
-		et := elemType(typ)
+		et := ElemType(typ)
 		if typ.ID == cql.TypeMap {
-			et = keyType(typ)
+			et = KeyType(typ)
 		}
 		b, err := literalDepth(e, et, col, depth+1)
 		if err != nil {
 			return nil, err
 		}
 		if b == nil {
-			return nil, invalidf("null is not supported inside collections")
+			return nil, Invalidf("null is not supported inside collections")
 		}
 		elems = append(elems, b)
 		if typ.ID == cql.TypeMap {
-			v, err := literalDepth(t.Vals[i], elemType(typ), col, depth+1)
+			v, err := literalDepth(t.Vals[i], ElemType(typ), col, depth+1)
 			if err != nil {
 				return nil, err
 			}
 			if v == nil {
-				return nil, invalidf("null is not supported inside collections")
+				return nil, Invalidf("null is not supported inside collections")
 			}
 			elems = append(elems, v)
 		}
 	}
-	b := encCollection(elems)
-	binary.BigEndian.PutUint32(b, uint32(len(elems)/elemsPerEntry(typ)))
-	return normalizeCollection(typ, b), nil
+	b := EncCollection(elems)
+	binary.BigEndian.PutUint32(b, uint32(len(elems)/ElemsPerEntry(typ)))
+	return NormalizeCollection(typ, b), nil
 }
 
-func kindName(t *grammar.Term) string {
+func KindName(t *grammar.Term) string {
 	switch t.Kind {
 	case grammar.TermList:
 		return "list"
@@ -769,7 +769,7 @@ func kindName(t *grammar.Term) string {
 }
 
 // encTuple serializes the components of a tuple or user type value; nil is null.
-func encTuple(elems [][]byte) []byte {
+func EncTuple(elems [][]byte) []byte {
 	n := 0
 	for _, e := range elems {
 		n += 4 + len(e)
@@ -788,7 +788,7 @@ func encTuple(elems [][]byte) []byte {
 
 // decTuple splits a tuple or user type value into its components, nil for null. A value
 // may have fewer components than its type (a user type that gained fields since).
-func decTuple(b []byte) ([][]byte, bool) {
+func DecTuple(b []byte) ([][]byte, bool) {
 	var out [][]byte
 	for len(b) > 0 {
 		if len(b) < 4 {
@@ -810,14 +810,14 @@ func decTuple(b []byte) ([][]byte, bool) {
 }
 
 // cqlTypeText spells a type as Cassandra's messages do: user types and tuples frozen.
-func cqlTypeText(t cql.TypeInfo) string {
+func CqlTypeText(t cql.TypeInfo) string {
 	switch t.ID {
 	case cql.TypeUDT:
-		return "frozen<" + quoteName(t.Name) + ">"
+		return "frozen<" + QuoteName(t.Name) + ">"
 	case cql.TypeTuple:
 		parts := make([]string, len(t.Elems))
 		for i, e := range t.Elems {
-			parts[i] = cqlTypeText(e)
+			parts[i] = CqlTypeText(e)
 		}
 		return "frozen<tuple<" + strings.Join(parts, ", ") + ">>"
 	}
@@ -827,45 +827,45 @@ func cqlTypeText(t cql.TypeInfo) string {
 // tupleLiteral converts (a, b, ...) for a tuple type.
 func tupleLiteral(t *grammar.Term, typ cql.TypeInfo, col string, depth int) ([]byte, error) {
 	if typ.ID != cql.TypeTuple {
-		return nil, invalidf("Invalid tuple type literal for %s of type %s", col, cqlTypeText(typ))
+		return nil, Invalidf("Invalid tuple type literal for %s of type %s", col, CqlTypeText(typ))
 	}
 	if len(t.Elems) > len(typ.Elems) {
-		return nil, invalidf("Invalid tuple literal for %s: too many elements. Type %s expects %d but got %d", col, cqlTypeText(typ), len(typ.Elems), len(t.Elems))
+		return nil, Invalidf("Invalid tuple literal for %s: too many elements. Type %s expects %d but got %d", col, CqlTypeText(typ), len(typ.Elems), len(t.Elems))
 	}
 	elems := make([][]byte, len(typ.Elems))
 	for i, e := range t.Elems {
 		b, err := literalDepth(e, typ.Elems[i], col, depth+1)
 		if err != nil {
-			return nil, invalidf("Invalid tuple literal for %s: component %d is not of type %s", col, i, cqlTypeText(typ.Elems[i]))
+			return nil, Invalidf("Invalid tuple literal for %s: component %d is not of type %s", col, i, CqlTypeText(typ.Elems[i]))
 		}
 		elems[i] = b
 	}
-	return encTuple(elems), nil
+	return EncTuple(elems), nil
 }
 
 // udtLiteral converts {field: value, ...} for a user type; fields not given are null.
 func udtLiteral(t *grammar.Term, typ cql.TypeInfo, col string, depth int) ([]byte, error) {
 	if typ.ID != cql.TypeUDT {
-		return nil, invalidf("Invalid user type literal for %s of type %s", col, cqlTypeText(typ))
+		return nil, Invalidf("Invalid user type literal for %s of type %s", col, CqlTypeText(typ))
 	}
 	elems := make([][]byte, len(typ.Fields))
 	for i, n := range t.Names {
 		f := slices.IndexFunc(typ.Fields, func(f cql.Field) bool { return f.Name == n })
 		if f < 0 {
-			return nil, invalidf("Unknown field '%s' in value of user defined type %s", n, typ.Name)
+			return nil, Invalidf("Unknown field '%s' in value of user defined type %s", n, typ.Name)
 		}
 		b, err := literalDepth(t.Elems[i], typ.Fields[f].Type, col, depth+1)
 		if err != nil {
-			return nil, invalidf("Invalid user type literal for %s: field %s is not of type %s", col, n, cqlTypeText(typ.Fields[f].Type))
+			return nil, Invalidf("Invalid user type literal for %s: field %s is not of type %s", col, n, CqlTypeText(typ.Fields[f].Type))
 		}
 		elems[f] = b
 	}
-	return encTuple(elems), nil
+	return EncTuple(elems), nil
 }
 
 // compareValues orders two serialized values of type t as Cassandra's comparators do.
 // Empty values sort first.
-func compareValues(t cql.TypeInfo, a, b []byte) int {
+func CompareValues(t cql.TypeInfo, a, b []byte) int {
 	if len(a) == 0 || len(b) == 0 {
 		return cmp.Compare(len(a), len(b))
 	}
@@ -881,9 +881,9 @@ func compareValues(t cql.TypeInfo, a, b []byte) int {
 			}
 			return bytes.Compare(a, b)
 		}
-		return decVarint(a).Cmp(decVarint(b))
+		return DecVarint(a).Cmp(DecVarint(b))
 	case cql.TypeVarint:
-		return decVarint(a).Cmp(decVarint(b))
+		return DecVarint(a).Cmp(DecVarint(b))
 	case cql.TypeDecimal:
 		return compareDecimal(a, b)
 	case cql.TypeFloat:
@@ -924,10 +924,10 @@ func compareValues(t cql.TypeInfo, a, b []byte) int {
 			return bytes.Compare(a, b)
 		}
 	case cql.TypeUDT, cql.TypeTuple:
-		ea, oka := decTuple(a)
-		eb, okb := decTuple(b)
+		ea, oka := DecTuple(a)
+		eb, okb := DecTuple(b)
 		if oka && okb {
-			types := componentTypes(t)
+			types := ComponentTypes(t)
 			for i := 0; i < len(ea) && i < len(eb) && i < len(types); i++ {
 				switch {
 				case ea[i] == nil && eb[i] == nil:
@@ -936,7 +936,7 @@ func compareValues(t cql.TypeInfo, a, b []byte) int {
 				case eb[i] == nil:
 					return 1
 				default:
-					if c := compareValues(types[i], ea[i], eb[i]); c != 0 {
+					if c := CompareValues(types[i], ea[i], eb[i]); c != 0 {
 						return c
 					}
 				}
@@ -944,16 +944,16 @@ func compareValues(t cql.TypeInfo, a, b []byte) int {
 			return cmp.Compare(len(ea), len(eb))
 		}
 	case cql.TypeList, cql.TypeSet, cql.TypeMap:
-		per := elemsPerEntry(t)
-		ea, oka := decCollection(a, per)
-		eb, okb := decCollection(b, per)
+		per := ElemsPerEntry(t)
+		ea, oka := DecCollection(a, per)
+		eb, okb := DecCollection(b, per)
 		if oka && okb {
 			for i := 0; i < len(ea) && i < len(eb); i++ {
-				et := elemType(t)
+				et := ElemType(t)
 				if t.ID == cql.TypeMap && i%2 == 0 {
-					et = keyType(t)
+					et = KeyType(t)
 				}
-				if c := compareValues(et, ea[i], eb[i]); c != 0 {
+				if c := CompareValues(et, ea[i], eb[i]); c != 0 {
 					return c
 				}
 			}
@@ -1007,14 +1007,14 @@ func cmpFloat(a, b float64) int {
 }
 
 // int32Value decodes a bound or literal int used for TTL, LIMIT and such.
-func int32Value(b []byte) (int32, bool) {
+func Int32Value(b []byte) (int32, bool) {
 	if len(b) != 4 {
 		return 0, false
 	}
 	return int32(binary.BigEndian.Uint32(b)), true
 }
 
-func int64Value(b []byte) (int64, bool) {
+func Int64Value(b []byte) (int64, bool) {
 	if len(b) != 8 {
 		return 0, false
 	}
