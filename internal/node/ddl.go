@@ -497,67 +497,6 @@ func (d *ddl) alterTable(st *grammar.AlterTableStmt) (*cql.SchemaChange, error) 
 	return &cql.SchemaChange{ChangeType: "UPDATED", Target: cql.TargetTable, Keyspace: ksName, Name: t.name}, nil
 }
 
-// hasColumn reports whether the table being altered has a column of that name.
-func (t *table) hasColumn(n string) bool { return t.column(n) != nil }
-
-// column finds a column by name among the key columns and the live cells.
-func (t *table) column(n string) *column {
-	for _, c := range t.pk {
-		if c.name == n {
-			return c
-		}
-	}
-	for _, c := range t.ck {
-		if c.name == n {
-			return c
-		}
-	}
-	for _, c := range t.cells {
-		if c != nil && c.name == n {
-			return c
-		}
-	}
-	return nil
-}
-
-// indexesOn returns the names of the table's indexes on column n.
-func (t *table) indexesOn(n string) []string {
-	var out []string
-	for _, ix := range t.indexes {
-		if ix.col == n {
-			out = append(out, ix.name)
-		}
-	}
-	return out
-}
-
-// clearSlots deletes the cells of dropped columns from every row, so that they neither
-// keep a row alive nor come back if a column of that name is added again.
-func (s *tableStore) clearSlots(slots []int) {
-	d := s.data.Load()
-	for i := range d.shards {
-		sh := &d.shards[i]
-		sh.mu.Lock()
-		for _, p := range sh.parts {
-			if p.static != nil {
-				p.static.clear(slots)
-			}
-			for _, r := range p.rows {
-				r.clear(slots)
-			}
-		}
-		sh.mu.Unlock()
-	}
-}
-
-func (r *row) clear(slots []int) {
-	for _, s := range slots {
-		if s < len(r.cells) {
-			r.cells[s] = cell{ts: noTS}
-		}
-	}
-}
-
 // replication validates and normalizes a keyspace's replication map as Cassandra stores it.
 // NetworkTopologyStrategy's replication_factor expands to every data center in dcs.
 func replication(m map[string]string, dcs []string) (map[string]string, error) {

@@ -810,7 +810,7 @@ func (p *selectPlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 				}
 			}
 		}
-		d := t.load(x.s)
+		d := t.load(x.s.node())
 		for i := start; i < len(pks) && !r.full(); i++ {
 			var st *pageState
 			if state != nil && i == start {
@@ -822,7 +822,7 @@ func (p *selectPlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 		if x.tr != nil {
 			x.tr.Event("Scanning the partitions of " + t.name)
 		}
-		parts := t.load(x.s).scan()
+		parts := t.load(x.s.node()).scan()
 		start := 0
 		if state != nil {
 			tok := murmur3Token(state.pk)
@@ -830,7 +830,7 @@ func (p *selectPlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 				return comparePartitions(parts[i], &partition{token: tok, key: state.pk}) >= 0
 			})
 		}
-		d := t.load(x.s)
+		d := t.load(x.s.node())
 		for i := start; i < len(parts) && !r.full(); i++ {
 			pt := parts[i]
 			if p.token != nil && !r.tokenMatches(pt.token) {
@@ -1112,30 +1112,7 @@ func (r *selectRun) iterate(part *partition, lo, hi int, f *ckFilter, after [][]
 
 // value returns a column's visible value in a row.
 func (r *selectRun) value(col *column, pkVals [][]byte, part *partition, row *row) []byte {
-	switch col.kind {
-	case kindPartitionKey:
-		return pkVals[col.pos]
-	case kindClustering:
-		if row == nil {
-			return nil
-		}
-		return row.ck[col.pos]
-	case kindStatic:
-		if part.static == nil {
-			return nil
-		}
-		if c := part.static.cell(col.pos); c != nil && c.live(r.now) {
-			return c.v
-		}
-		return nil
-	}
-	if row == nil {
-		return nil
-	}
-	if c := row.cell(col.pos); c != nil && c.live(r.now) {
-		return c.v
-	}
-	return nil
+	return cellValue(col, pkVals, part, row, r.now)
 }
 
 func (r *selectRun) matches(pkVals [][]byte, part *partition, row *row) bool {
@@ -1323,20 +1300,6 @@ func (r *selectRun) cellOf(col *column, part *partition, row *row) *cell {
 	return row.cell(col.pos)
 }
 
-// fullRow returns a row's values in SELECT * order. The caller holds the shard lock.
-func fullRow(t *table, part *partition, row *row, now int64) [][]byte {
-	r := &selectRun{p: &selectPlan{t: t}, now: now}
-	pkVals, ok := decodePK(part.key, len(t.pk))
-	if !ok {
-		return nil
-	}
-	out := make([][]byte, 0, len(t.cols))
-	for _, col := range t.cols {
-		out = append(out, r.value(col, pkVals, part, row))
-	}
-	return out
-}
-
 // convSelector compiles f(col), where f is a native conversion (dateOf, toTimestamp,
 // blobAsText, ...), into a selector of the column; ok is false for another function.
 func (c *compiler) convSelector(t *table, s grammar.Selector) (outCol, cql.TypeInfo, bool, error) {
@@ -1362,4 +1325,12 @@ func (c *compiler) convSelector(t *table, s grammar.Selector) (outCol, cql.TypeI
 		o.src = srcCK
 	}
 	return o, ret, true, nil
+}
+
+// node is the index of the node the session is connected to, 0 without a session.
+func (s *Session) node() int {
+	if s == nil {
+		return 0
+	}
+	return s.Node
 }

@@ -2,7 +2,6 @@ package node
 
 import (
 	"slices"
-	"unsafe"
 
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/internal/node/cqlvalue"
@@ -11,9 +10,6 @@ import (
 
 // maxKeyLen is the longest partition key (or key component) Cassandra accepts.
 const maxKeyLen = 65535
-
-// maxTTL is Cassandra's limit, 20 years.
-const maxTTL = 20 * 365 * 24 * 60 * 60
 
 // colRestr collects the restrictions of a WHERE clause on one column.
 type colRestr struct {
@@ -439,13 +435,6 @@ type writePlan struct {
 	conds    []condition
 }
 
-const (
-	condNone uint8 = iota
-	condNotExists
-	condExists
-	condIf // IF col = value ...
-)
-
 // condition is a compiled IF clause term of UPDATE or DELETE.
 type condition struct {
 	col  *column
@@ -502,14 +491,6 @@ func (c *compiler) compileConds(t *table, rels []grammar.Relation) ([]condition,
 	return out, nil
 }
 
-// condVal is an evaluated condition, checked under the partition lock.
-type condVal struct {
-	col  *column
-	op   grammar.RelOp
-	v    []byte
-	list [][]byte
-}
-
 // evalConds appends to vals the values of the conditions conds (IF col op value, or IN a
 // list) for the execution x.
 func evalConds(vals []condVal, conds []condition, x *execCtx) ([]condVal, error) {
@@ -535,36 +516,6 @@ func evalConds(vals []condVal, conds []condition, x *execCtx) ([]condVal, error)
 		vals = append(vals, cv)
 	}
 	return vals, nil
-}
-
-func (cv *condVal) holds(v []byte) bool {
-	typ := cv.col.typ
-	switch cv.op {
-	case grammar.OpEq:
-		return v == nil && cv.v == nil || v != nil && cv.v != nil && cqlvalue.CompareValues(typ, v, cv.v) == 0
-	case grammar.OpNe:
-		return !(v == nil && cv.v == nil || v != nil && cv.v != nil && cqlvalue.CompareValues(typ, v, cv.v) == 0)
-	case grammar.OpIn:
-		for _, w := range cv.list {
-			if v == nil && w == nil || v != nil && w != nil && cqlvalue.CompareValues(typ, v, w) == 0 {
-				return true
-			}
-		}
-		return false
-	}
-	if v == nil || cv.v == nil {
-		return false
-	}
-	c := cqlvalue.CompareValues(typ, v, cv.v)
-	switch cv.op {
-	case grammar.OpLt:
-		return c < 0
-	case grammar.OpLe:
-		return c <= 0
-	case grammar.OpGt:
-		return c > 0
-	}
-	return c >= 0
 }
 
 func (c *compiler) usingTerms(t *table, ttl, ts *grammar.Term) (*expr, *expr, error) {
@@ -1180,14 +1131,6 @@ func (p *writePlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 		return cql.RowsResult{Metadata: cql.RowsMetadata{Columns: specs, ColumnCount: len(specs)}, Rows: [][][]byte{row}}, nil
 	}
 	return cql.VoidResult{}, nil
-}
-
-// unsafeString views b as a string; b must never change afterwards.
-func unsafeString(b []byte) string {
-	if len(b) == 0 {
-		return ""
-	}
-	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
 // batchPlan is a BEGIN BATCH ... APPLY BATCH query string.

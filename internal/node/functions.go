@@ -14,31 +14,6 @@ import (
 // their system_schema.functions and system_schema.aggregates rows, and their events. The
 // node runs no Java: calling one is refused with a message that says so.
 
-// function is a user-defined function. It is immutable once published.
-type function struct {
-	ks, name     string
-	argNames     []string
-	argRefs      []*grammar.TypeRef
-	argTypes     []ctype
-	retRef       *grammar.TypeRef
-	ret          ctype
-	calledOnNull bool
-	language     string
-	body         string
-}
-
-// aggregate is a user-defined aggregate. It is immutable once published.
-type aggregate struct {
-	ks, name  string
-	argRefs   []*grammar.TypeRef
-	argTypes  []ctype
-	stateFunc string
-	stateType ctype
-	finalFunc string
-	ret       ctype
-	initCond  string // the CQL literal; "" for none
-}
-
 func typeTexts(ts []ctype) []string {
 	out := make([]string, len(ts))
 	for i, t := range ts {
@@ -46,14 +21,6 @@ func typeTexts(ts []ctype) []string {
 	}
 	return out
 }
-
-// signature is a function's key among its overloads: name(type, ...).
-func signature(name string, args []ctype) string {
-	return name + "(" + strings.Join(typeTexts(args), ", ") + ")"
-}
-
-func (f *function) signature() string  { return signature(f.name, f.argTypes) }
-func (a *aggregate) signature() string { return signature(a.name, a.argTypes) }
 
 // resolveArgs resolves argument types, which may not be frozen (tuples aside).
 func resolveArgs(rs resolver, refs []*grammar.TypeRef) ([]ctype, error) {

@@ -15,38 +15,6 @@ import (
 // scanning, in the order Cassandra's index gives (partition token, then clustering), and
 // needs no ALLOW FILTERING by Cassandra's rule.
 
-// index is a secondary index of a table. It is immutable once published.
-type index struct {
-	name string
-	col  string
-	kind grammar.IndexKind
-}
-
-// target is the index's target as system_schema.indexes shows it: v, values(l), keys(m).
-func (ix *index) target() string {
-	if ix.kind == grammar.IndexSimple {
-		return cqlvalue.QuoteName(ix.col)
-	}
-	return grammar.IndexKindNames[ix.kind] + "(" + cqlvalue.QuoteName(ix.col) + ")"
-}
-
-// serves reports whether an index of the table answers the relation op on col.
-func (t *table) serves(col *column, op grammar.RelOp) bool {
-	for _, ix := range t.indexes {
-		if ix.col != col.name {
-			continue
-		}
-		switch {
-		case op == grammar.OpEq && (ix.kind == grammar.IndexSimple || ix.kind == grammar.IndexFull),
-			op == grammar.OpContains && ix.kind == grammar.IndexValues,
-			op == grammar.OpContainsKey && ix.kind == grammar.IndexKeys,
-			op == grammar.OpMapEq && ix.kind == grammar.IndexEntries:
-			return true
-		}
-	}
-	return false
-}
-
 // indexServes applies Cassandra's rule (StatementRestrictions.needFiltering) to the
 // restrictions that an index or filtering must answer: no filtering is needed when there
 // is exactly one, and an index serves it.

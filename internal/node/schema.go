@@ -156,13 +156,13 @@ func newTable(ks string, st *grammar.CreateTableStmt, rs resolver) (*table, erro
 	t := &table{ks: ks, name: st.Table.Name, byName: map[string]*column{}, options: map[string]grammar.OptValue{},
 		compact: st.Compact, tableStore: &tableStore{}}
 	if len(st.Pk) == 0 {
-		return nil, invalidf("No PRIMARY KEY specifed for table '%s' (exactly one required)", t.name)
+		return nil, cqlvalue.Invalidf("No PRIMARY KEY specifed for table '%s' (exactly one required)", t.name)
 	}
 	defs := map[string]grammar.ColDef{}
 	types := map[string]ctype{}
 	for _, c := range st.Cols {
 		if _, dup := defs[c.Name]; dup {
-			return nil, invalidf("Duplicate column '%s' declaration for table %s.%s", c.Name, ks, t.name)
+			return nil, cqlvalue.Invalidf("Duplicate column '%s' declaration for table %s.%s", c.Name, ks, t.name)
 		}
 		ct, err := rs.resolve(c.Ref)
 		if err != nil {
@@ -178,10 +178,10 @@ func newTable(ks string, st *grammar.CreateTableStmt, rs resolver) (*table, erro
 	keyColumn := func(n string, kind colKind, i int) (*column, error) {
 		d, ok := defs[n]
 		if !ok {
-			return nil, invalidf("Unknown definition %s referenced in PRIMARY KEY", n)
+			return nil, cqlvalue.Invalidf("Unknown definition %s referenced in PRIMARY KEY", n)
 		}
 		if seen[n] {
-			return nil, invalidf("Duplicate column '%s' in PRIMARY KEY", n)
+			return nil, cqlvalue.Invalidf("Duplicate column '%s' in PRIMARY KEY", n)
 		}
 		seen[n] = true
 		ct := types[n]
@@ -190,16 +190,16 @@ func newTable(ks string, st *grammar.CreateTableStmt, rs resolver) (*table, erro
 			if cqlvalue.IsUDT(ct.info) {
 				what = "user-defined"
 			}
-			return nil, invalidf("Invalid non-frozen %s type %s for PRIMARY KEY column '%s'", what, ct.text, n)
+			return nil, cqlvalue.Invalidf("Invalid non-frozen %s type %s for PRIMARY KEY column '%s'", what, ct.text, n)
 		}
 		if d.Static {
-			return nil, invalidf("Static column %s cannot be part of the PRIMARY KEY", n)
+			return nil, cqlvalue.Invalidf("Static column %s cannot be part of the PRIMARY KEY", n)
 		}
 		if ct.info.ID == cql.TypeCounter {
-			return nil, invalidf("counter type is not supported for PRIMARY KEY column '%s'", n)
+			return nil, cqlvalue.Invalidf("counter type is not supported for PRIMARY KEY column '%s'", n)
 		}
 		if cqlvalue.ReferencesDuration(ct.info) {
-			return nil, invalidf("duration type is not supported for PRIMARY KEY column '%s'", n)
+			return nil, cqlvalue.Invalidf("duration type is not supported for PRIMARY KEY column '%s'", n)
 		}
 		return &column{name: n, typ: ct.info, text: ct.text, ref: d.Ref, frozen: true, kind: kind, pos: i}, nil
 	}
@@ -220,9 +220,9 @@ func newTable(ks string, st *grammar.CreateTableStmt, rs resolver) (*table, erro
 	for i, o := range st.Order {
 		if i >= len(t.ck) || t.ck[i].name != o.Col {
 			if _, ok := defs[o.Col]; !ok || !slices.Contains(st.Ck, o.Col) {
-				return nil, invalidf("Only clustering key columns can be defined in CLUSTERING ORDER directive")
+				return nil, cqlvalue.Invalidf("Only clustering key columns can be defined in CLUSTERING ORDER directive")
 			}
-			return nil, invalidf("The order of columns in the CLUSTERING ORDER directive must be the one of the clustering key (%s must appear before %s)", t.ck[i].name, o.Col)
+			return nil, cqlvalue.Invalidf("The order of columns in the CLUSTERING ORDER directive must be the one of the clustering key (%s must appear before %s)", t.ck[i].name, o.Col)
 		}
 		t.ck[i].desc = o.Desc
 	}
@@ -234,7 +234,7 @@ func newTable(ks string, st *grammar.CreateTableStmt, rs resolver) (*table, erro
 		k := kindRegular
 		if c.Static {
 			if len(t.ck) == 0 {
-				return nil, invalidf("Static columns are only useful (and thus allowed) if the table has at least one clustering column")
+				return nil, cqlvalue.Invalidf("Static columns are only useful (and thus allowed) if the table has at least one clustering column")
 			}
 			k = kindStatic
 		}
@@ -248,11 +248,11 @@ func newTable(ks string, st *grammar.CreateTableStmt, rs resolver) (*table, erro
 		}
 	}
 	if counters > 0 && counters < len(rest) {
-		return nil, invalidf("Cannot mix counter and non counter columns in the same table")
+		return nil, cqlvalue.Invalidf("Cannot mix counter and non counter columns in the same table")
 	}
 	t.counter = counters > 0
 	if len(rest) > 0 && st.Compact && len(t.ck) > 0 && len(rest) > 1 {
-		return nil, invalidf("COMPACT STORAGE with composite PRIMARY KEY allows no more than one column not part of the PRIMARY KEY (got: %d)", len(rest))
+		return nil, cqlvalue.Invalidf("COMPACT STORAGE with composite PRIMARY KEY allows no more than one column not part of the PRIMARY KEY (got: %d)", len(rest))
 	}
 	if err := t.setOptions(st.Options, true); err != nil {
 		return nil, err
@@ -277,9 +277,9 @@ func checkNonFrozenUDT(rs resolver, ct ctype, col string) error {
 		for _, f := range u.fields {
 			if !f.frozen {
 				if col != "" {
-					return invalidf("Non-frozen UDTs with nested non-frozen collections are not supported for column %s", col)
+					return cqlvalue.Invalidf("Non-frozen UDTs with nested non-frozen collections are not supported for column %s", col)
 				}
-				return invalidf("Non-frozen UDTs with nested non-frozen collections are not supported")
+				return cqlvalue.Invalidf("Non-frozen UDTs with nested non-frozen collections are not supported")
 			}
 		}
 	}

@@ -529,7 +529,7 @@ func collectionOp(col *column, op *cellOp, old []byte) ([]byte, error) {
 		if t.ID == cql.TypeList {
 			idx, ok := cqlvalue.Int32Value(op.key)
 			if !ok || idx < 0 || int(idx) >= len(cur) {
-				return nil, invalidf("List index %d out of bound, list has size %d", idx, len(cur))
+				return nil, cqlvalue.Invalidf("List index %d out of bound, list has size %d", idx, len(cur))
 			}
 			out = slices.Clone(cur)
 			if op.kind == cellDelKey || op.v == nil {

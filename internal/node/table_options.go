@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/node/cqlvalue"
 	"github.com/tracecar/tracecar/internal/node/grammar"
 )
 
@@ -102,7 +103,7 @@ func (t *table) setOptions(opts map[string]grammar.OptValue, create bool) error 
 		ttl = int32(n)
 	}
 	if t.counter && ttl > 0 {
-		return invalidf("Cannot set default_time_to_live on a table with counters")
+		return cqlvalue.Invalidf("Cannot set default_time_to_live on a table with counters")
 	}
 	t.options, t.ttl = next, ttl
 	t.comment = next["comment"].Text

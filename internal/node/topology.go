@@ -119,15 +119,6 @@ func dataCenters(nodes []NodeInfo) []string {
 	return out
 }
 
-// load returns the table's data as the node of session s sees it: system.local and the
-// peers tables differ from node to node, every other table is shared.
-func (t *table) load(s *Session) *tableData {
-	if pn := t.perNode.Load(); pn != nil && s != nil && s.Node > 0 && s.Node < len(*pn) {
-		return (*pn)[s.Node]
-	}
-	return t.data.Load()
-}
-
 // refreshTopology rewrites system.local, system.peers and system.peers_v2 of every node for
 // the schema sc: each node describes itself in local and every other node in the peers.
 func (e *Engine) refreshTopology(sc *schema, ts int64, now time.Time) {

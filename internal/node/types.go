@@ -53,7 +53,7 @@ func (rs resolver) resolve(r *grammar.TypeRef) (ctype, error) {
 
 func (rs resolver) resolveIn(r *grammar.TypeRef, frozen bool, depth int) (ctype, error) {
 	if depth > grammar.MaxNesting {
-		return ctype{}, invalidf("type nesting too deep")
+		return ctype{}, cqlvalue.Invalidf("type nesting too deep")
 	}
 	frozen = frozen || r.Frozen
 	if r.Custom {
@@ -62,7 +62,7 @@ func (rs resolver) resolveIn(r *grammar.TypeRef, frozen bool, depth int) (ctype,
 	}
 	if id, ok := r.NativeType(); ok {
 		if r.Frozen {
-			return ctype{}, invalidf("frozen<> is only allowed on collections, tuples, and user-defined types (got %s)", r.Name)
+			return ctype{}, cqlvalue.Invalidf("frozen<> is only allowed on collections, tuples, and user-defined types (got %s)", r.Name)
 		}
 		t := cql.TypeInfo{ID: id}
 		return ctype{info: t, text: t.String(), frozen: true}, nil
@@ -89,10 +89,10 @@ func (rs resolver) resolveIn(r *grammar.TypeRef, frozen bool, depth int) (ctype,
 				if e.info.ID == cql.TypeUDT {
 					what = "UDTs"
 				}
-				return ctype{}, invalidf("Non-frozen %s are not allowed inside collections: %s", what, r)
+				return ctype{}, cqlvalue.Invalidf("Non-frozen %s are not allowed inside collections: %s", what, r)
 			}
 			if e.info.ID == cql.TypeCounter {
-				return ctype{}, invalidf("Counters are not allowed inside collections: %s", r)
+				return ctype{}, cqlvalue.Invalidf("Counters are not allowed inside collections: %s", r)
 			}
 			elems[i] = e
 		}
@@ -101,12 +101,12 @@ func (rs resolver) resolveIn(r *grammar.TypeRef, frozen bool, depth int) (ctype,
 			return ctype{info: cql.ListOf(elems[0].info), text: wrap("list<" + elems[0].text + ">"), frozen: frozen}, nil
 		case "set":
 			if elems[0].info.ID == cql.TypeDuration {
-				return ctype{}, invalidf("Durations are not allowed inside sets: %s", r)
+				return ctype{}, cqlvalue.Invalidf("Durations are not allowed inside sets: %s", r)
 			}
 			return ctype{info: cql.SetOf(elems[0].info), text: wrap("set<" + elems[0].text + ">"), frozen: frozen}, nil
 		}
 		if elems[0].info.ID == cql.TypeDuration {
-			return ctype{}, invalidf("Durations are not allowed as map keys: %s", r)
+			return ctype{}, cqlvalue.Invalidf("Durations are not allowed as map keys: %s", r)
 		}
 		return ctype{info: cql.MapOf(elems[0].info, elems[1].info), text: wrap("map<" + elems[0].text + ", " + elems[1].text + ">"), frozen: frozen}, nil
 	case "tuple":
@@ -121,7 +121,7 @@ func (rs resolver) resolveIn(r *grammar.TypeRef, frozen bool, depth int) (ctype,
 				return ctype{}, err
 			}
 			if e.info.ID == cql.TypeCounter {
-				return ctype{}, invalidf("Counters are not allowed inside tuples")
+				return ctype{}, cqlvalue.Invalidf("Counters are not allowed inside tuples")
 			}
 			t.Elems = append(t.Elems, e.info)
 			parts[i] = e.text
@@ -130,11 +130,11 @@ func (rs resolver) resolveIn(r *grammar.TypeRef, frozen bool, depth int) (ctype,
 	}
 	// A user-defined type.
 	if r.Ks != "" && r.Ks != rs.ks {
-		return ctype{}, invalidf("Statement on keyspace %s cannot refer to a user type in keyspace %s; user types can only be used in the keyspace they are defined in", rs.ks, r.Ks)
+		return ctype{}, cqlvalue.Invalidf("Statement on keyspace %s cannot refer to a user type in keyspace %s; user types can only be used in the keyspace they are defined in", rs.ks, r.Ks)
 	}
 	u := rs.types[r.Name]
 	if u == nil {
-		return ctype{}, invalidf("Unknown type %s.%s", rs.ks, r.Name)
+		return ctype{}, cqlvalue.Invalidf("Unknown type %s.%s", rs.ks, r.Name)
 	}
 	return ctype{info: u.info(), text: wrap(cqlvalue.QuoteName(u.name)), frozen: frozen}, nil
 }

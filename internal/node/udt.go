@@ -71,19 +71,6 @@ func (d *ddl) createType(st *grammar.CreateTypeStmt) (*cql.SchemaChange, error) 
 	return &cql.SchemaChange{ChangeType: "CREATED", Target: cql.TargetType, Keyspace: k.name, Name: u.name}, nil
 }
 
-// resolve resolves the type's fields against rs.
-func (u *userType) resolve(rs resolver) error {
-	u.fields = make([]ctype, len(u.fieldRefs))
-	for i, r := range u.fieldRefs {
-		ct, err := rs.resolve(r)
-		if err != nil {
-			return err
-		}
-		u.fields[i] = ct
-	}
-	return nil
-}
-
 // typeToChange returns the type that ALTER TYPE or DROP TYPE (verb) names, and its keyspace,
 // once the user may change it. missing is the error's format (keyspace, name) when it does
 // not exist, which Cassandra words differently for the two; with IF EXISTS a missing type is
