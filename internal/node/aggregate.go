@@ -8,6 +8,7 @@ import (
 
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/internal/node/cqlvalue"
+	"github.com/tracecar/tracecar/internal/node/storage"
 )
 
 // The native aggregates (count, min, max, sum, avg) and GROUP BY, with Cassandra 4.1's
@@ -254,7 +255,7 @@ func (r *selectRun) sameGroup(pk []byte, ck [][]byte) bool {
 		if i < len(g.ck) {
 			w = g.ck[i]
 		}
-		if cqlvalue.CompareValues(r.p.t.ck[i].typ, v, w) != 0 || (v == nil) != (w == nil) {
+		if cqlvalue.CompareValues(r.p.t.Ck[i].Typ, v, w) != 0 || (v == nil) != (w == nil) {
 			return false
 		}
 	}
@@ -264,13 +265,13 @@ func (r *selectRun) sameGroup(pk []byte, ck [][]byte) bool {
 // addGrouped feeds one row to its group, finishing the previous group when a new one
 // begins. It returns false to stop reading the partition: the page or the limit is full
 // (r.stop is then set), or the partition has given its PER PARTITION LIMIT of groups.
-func (r *selectRun) addGrouped(pkVals [][]byte, part *partition, row *row) bool {
+func (r *selectRun) addGrouped(pkVals [][]byte, part *storage.Partition, row *storage.Row) bool {
 	p := r.p
 	var ck [][]byte
 	if row != nil {
-		ck = row.ck
+		ck = row.Ck
 	}
-	if !r.sameGroup(part.key, ck) {
+	if !r.sameGroup(part.Key, ck) {
 		if r.g.started {
 			r.finishGroup()
 		}
@@ -282,7 +283,7 @@ func (r *selectRun) addGrouped(pkVals [][]byte, part *partition, row *row) bool 
 			return false
 		}
 		r.partN++
-		r.g = groupState{started: true, pk: part.key, first: r.build(pkVals, part, row), accs: make([]acc, len(p.out))}
+		r.g = groupState{started: true, pk: part.Key, first: r.build(pkVals, part, row), accs: make([]acc, len(p.out))}
 		if p.groupCK > 0 && ck != nil {
 			r.g.ck = ck[:min(p.groupCK, len(ck))]
 		}
@@ -303,9 +304,9 @@ func (r *selectRun) addGrouped(pkVals [][]byte, part *partition, row *row) bool 
 	}
 	// Where the group's last row is: the page state, should the page end with it.
 	at := &r.groupEnd
-	at.pk, at.partCount = part.key, r.partN
+	at.pk, at.partCount = part.Key, r.partN
 	if row != nil {
-		at.ck, at.partDone = row.ck, len(p.t.ck) == 0
+		at.ck, at.partDone = row.Ck, len(p.t.Ck) == 0
 	} else {
 		at.ck, at.partDone = nil, true
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/internal/node/cqlvalue"
 	"github.com/tracecar/tracecar/internal/node/grammar"
+	"github.com/tracecar/tracecar/internal/node/storage"
 )
 
 // Roles and permissions, as Cassandra 4.1 with PasswordAuthenticator, CassandraAuthorizer
@@ -94,14 +95,14 @@ func (e *Engine) exists(r grammar.Resource) bool {
 	sc := e.schema.Load()
 	switch r.Kind {
 	case grammar.ResKeyspace, grammar.ResKeyspaceFunctions:
-		return sc.keyspaces[r.Ks] != nil
+		return sc.Keyspaces[r.Ks] != nil
 	case grammar.ResTable:
-		return sc.table(r.Ks, r.Name) != nil
+		return sc.Table(r.Ks, r.Name) != nil
 	case grammar.ResRole:
 		return e.auth.roles[r.Name] != nil
 	case grammar.ResFunction:
-		k := sc.keyspaces[r.Ks]
-		return k != nil && (k.functions[r.Name+"("+strings.Join(r.ArgText, ", ")+")"] != nil || k.aggregates[r.Name+"("+strings.Join(r.ArgText, ", ")+")"] != nil)
+		k := sc.Keyspaces[r.Ks]
+		return k != nil && (k.Functions[r.Name+"("+strings.Join(r.ArgText, ", ")+")"] != nil || k.Aggregates[r.Name+"("+strings.Join(r.ArgText, ", ")+")"] != nil)
 	}
 	return true
 }
@@ -195,11 +196,11 @@ func (e *Engine) authorize(s *Session, needs []need) error {
 
 // tableNeeds records that the statement needs perm on table t: SELECT or MODIFY. Schema
 // statements check theirs when they run (ddl.require).
-func (c *compiler) tableNeeds(t *table, perm string) {
-	if perm == "SELECT" && readableSystem[t.ks] {
+func (c *compiler) tableNeeds(t *storage.Table, perm string) {
+	if perm == "SELECT" && readableSystem[t.Ks] {
 		return
 	}
-	c.needs = append(c.needs, need{perm: perm, res: grammar.Resource{Kind: grammar.ResTable, Ks: t.ks, Name: t.name}})
+	c.needs = append(c.needs, need{perm: perm, res: grammar.Resource{Kind: grammar.ResTable, Ks: t.Ks, Name: t.Name}})
 }
 
 // authPlan runs a role or permission statement.
@@ -352,15 +353,15 @@ func (e *Engine) resolveResource(s *Session, r grammar.Resource) (grammar.Resour
 		r.Ks = s.Keyspace
 	}
 	if r.Kind == grammar.ResFunction {
-		k := e.schema.Load().keyspaces[r.Ks]
+		k := e.schema.Load().Keyspaces[r.Ks]
 		if k == nil {
 			return r, invalidf("Resource %s doesn't exist", r)
 		}
-		args, err := resolveArgs(k.resolver(), r.Args)
+		args, err := resolveArgs(k.Resolver(), r.Args)
 		if err != nil {
 			return r, err
 		}
-		r.ArgText = typeTexts(args)
+		r.ArgText = storage.TypeTexts(args)
 	}
 	if !e.exists(r) {
 		return r, invalidf("Resource %s doesn't exist", r)
@@ -611,7 +612,7 @@ func (e *Engine) refreshAuth() {
 	now := e.cfg.Now()
 	ts := now.UnixMicro()
 	fresh := func(name string) *rowWriter {
-		return &rowWriter{t: sc.table("system_auth", name), d: newTableData(), ts: ts, now: now.Unix()}
+		return &rowWriter{t: sc.Table("system_auth", name), d: storage.NewTableData(), ts: ts, now: now.Unix()}
 	}
 	roles, members, perms, index := fresh("roles"), fresh("role_members"), fresh("role_permissions"),
 		fresh("resource_role_permissons_index")
@@ -631,7 +632,7 @@ func (e *Engine) refreshAuth() {
 		}
 	}
 	for _, w := range []*rowWriter{roles, members, perms, index} {
-		w.t.data.Store(w.d)
+		w.t.Data.Store(w.d)
 	}
 }
 

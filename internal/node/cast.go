@@ -12,6 +12,7 @@ import (
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/internal/node/cqlvalue"
 	"github.com/tracecar/tracecar/internal/node/grammar"
+	"github.com/tracecar/tracecar/internal/node/storage"
 )
 
 // CAST(x AS type) in a selection, as Cassandra 4.1's CastFcts: a number to any other
@@ -73,15 +74,15 @@ func castName(to string) string {
 
 // castSelector compiles the casts of a column, innermost first, and returns the selector,
 // its type and the name Cassandra gives its column.
-func castSelector(o outCol, col *column, casts []string) (outCol, cql.TypeInfo, string, error) {
-	typ, text := col.typ, col.name
+func castSelector(o outCol, col *storage.Column, casts []string) (outCol, cql.TypeInfo, string, error) {
+	typ, text := col.Typ, col.Name
 	for _, to := range casts {
 		id := grammar.SimpleTypes[to]
 		if id == typ.ID {
 			continue // a cast to its own type is ignored, as 4.1 does
 		}
 		if !castable(typ.ID, to) {
-			return o, typ, text, invalidf("%s cannot be cast to %s", col.name, to)
+			return o, typ, text, invalidf("%s cannot be cast to %s", col.Name, to)
 		}
 		next := cql.TypeInfo{ID: id}
 		o.casts = append(o.casts, castStep{from: typ, to: next})

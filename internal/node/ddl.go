@@ -8,6 +8,7 @@ import (
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/internal/node/cqlvalue"
 	"github.com/tracecar/tracecar/internal/node/grammar"
+	"github.com/tracecar/tracecar/internal/node/storage"
 )
 
 // ddlPlan executes schema statements.
@@ -20,19 +21,19 @@ type ddlPlan struct {
 // what it must do once the copy is published.
 type ddl struct {
 	e      *Engine
-	sc, n  *schema
+	sc, n  *storage.Schema
 	x      *execCtx
-	ks     string               // the keyspace of unqualified names
-	cloned map[string]*keyspace // keyspaces of n already copied
-	events []cql.SchemaChange   // pushed after the change itself, for other objects it changed
-	stale  map[*tableStore]bool // tables whose prepared statements must be prepared again
-	after  []func()             // work on the data, once the new schema is published
+	ks     string                       // the keyspace of unqualified names
+	cloned map[string]*storage.Keyspace // keyspaces of n already copied
+	events []cql.SchemaChange           // pushed after the change itself, for other objects it changed
+	stale  map[*storage.TableStore]bool // tables whose prepared statements must be prepared again
+	after  []func()                     // work on the data, once the new schema is published
 }
 
 func (p *ddlPlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 	e.ddlMu.Lock()
 	sc := e.schema.Load()
-	d := &ddl{e: e, sc: sc, n: sc.clone(), x: x, ks: p.ks, cloned: map[string]*keyspace{}, stale: map[*tableStore]bool{}}
+	d := &ddl{e: e, sc: sc, n: sc.Clone(), x: x, ks: p.ks, cloned: map[string]*storage.Keyspace{}, stale: map[*storage.TableStore]bool{}}
 	if d.ks == "" && x.s != nil {
 		d.ks = x.s.Keyspace
 	}
@@ -45,7 +46,7 @@ func (p *ddlPlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 		return cql.VoidResult{}, nil
 	}
 	d.relinkViews()
-	d.n.version = newSchemaVersion()
+	d.n.Version = newSchemaVersion()
 	e.refreshSystem(d.n)
 	e.schema.Store(d.n)
 	for _, f := range d.after {
@@ -68,7 +69,7 @@ func (p *ddlPlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 // invalidatePrepared forgets the prepared statements that use one of the tables, as
 // Cassandra does when a table's columns change: their next EXECUTE gets Unprepared, and the
 // driver prepares them again, learning the new result metadata.
-func (e *Engine) invalidatePrepared(stores map[*tableStore]bool) {
+func (e *Engine) invalidatePrepared(stores map[*storage.TableStore]bool) {
 	e.prepMu.Lock()
 	defer e.prepMu.Unlock()
 	for id, pr := range e.prepared {
@@ -102,12 +103,12 @@ func validName(s string) bool {
 func (d *ddl) keyspaceName(ks string) (string, error) { return keyspaceOf(ks, d.ks) }
 
 // mutable returns the copy of keyspace name in the new schema, copying it the first time.
-func (d *ddl) mutable(name string) *keyspace {
+func (d *ddl) mutable(name string) *storage.Keyspace {
 	if k := d.cloned[name]; k != nil {
 		return k
 	}
-	k := d.n.keyspaces[name].clone()
-	d.n.keyspaces[name] = k
+	k := d.n.Keyspaces[name].Clone()
+	d.n.Keyspaces[name] = k
 	d.cloned[name] = k
 	return k
 }
@@ -119,17 +120,17 @@ var replicatedSystem = map[string]bool{"system_auth": true, "system_traces": tru
 // modifiable refuses schema changes to system keyspaces as Cassandra's ClientState does.
 // perm is CREATE, ALTER or DROP, and resource the DataResource's name, such as
 // "<table ks.t>".
-func modifiable(k *keyspace, perm, resource string) error {
-	if !k.system {
+func modifiable(k *storage.Keyspace, perm, resource string) error {
+	if !k.System {
 		return nil
 	}
-	if replicatedSystem[k.name] {
-		if perm == "ALTER" && resource == "<keyspace "+k.name+">" {
+	if replicatedSystem[k.Name] {
+		if perm == "ALTER" && resource == "<keyspace "+k.Name+">" {
 			return nil
 		}
 		return &cql.Error{Code: cql.ErrCodeUnauthorized, Message: "Cannot " + perm + " " + resource}
 	}
-	return &cql.Error{Code: cql.ErrCodeUnauthorized, Message: k.name + " keyspace is not user-modifiable."}
+	return &cql.Error{Code: cql.ErrCodeUnauthorized, Message: k.Name + " keyspace is not user-modifiable."}
 }
 
 // apply changes d.n and returns the change, or nil when nothing changed.
@@ -178,7 +179,7 @@ func (d *ddl) createKeyspace(st *grammar.CreateKeyspaceStmt) (*cql.SchemaChange,
 	if !validName(st.Name) {
 		return nil, invalidf("Keyspace name must not be empty, more than 48 characters long, or contain non-alphanumeric-underscore characters (got \"%s\")", st.Name)
 	}
-	if d.sc.keyspaces[st.Name] != nil {
+	if d.sc.Keyspaces[st.Name] != nil {
 		if st.IfNotExists {
 			return nil, nil
 		}
@@ -190,8 +191,8 @@ func (d *ddl) createKeyspace(st *grammar.CreateKeyspaceStmt) (*cql.SchemaChange,
 	}
 	durable := st.Opts.DurableWrites == nil || *st.Opts.DurableWrites
 	d.created(grammar.Resource{Kind: grammar.ResKeyspace, Ks: st.Name})
-	d.n.keyspaces[st.Name] = &keyspace{name: st.Name, replication: repl, durableWrites: durable, tables: map[string]*table{},
-		types: map[string]*userType{}, functions: map[string]*function{}, aggregates: map[string]*aggregate{}}
+	d.n.Keyspaces[st.Name] = &storage.Keyspace{Name: st.Name, Replication: repl, DurableWrites: durable, Tables: map[string]*storage.Table{},
+		Types: map[string]*storage.UserType{}, Functions: map[string]*storage.Function{}, Aggregates: map[string]*storage.Aggregate{}}
 	return &cql.SchemaChange{ChangeType: "CREATED", Target: cql.TargetKeyspace, Keyspace: st.Name}, nil
 }
 
@@ -199,53 +200,53 @@ func (d *ddl) alterKeyspace(st *grammar.AlterKeyspaceStmt) (*cql.SchemaChange, e
 	if err := d.require("ALTER", grammar.Resource{Kind: grammar.ResKeyspace, Ks: st.Name}); err != nil {
 		return nil, err
 	}
-	k := d.sc.keyspaces[st.Name]
+	k := d.sc.Keyspaces[st.Name]
 	if k == nil {
 		if st.IfExists {
 			return nil, nil
 		}
 		return nil, invalidf("Keyspace '%s' doesn't exist", st.Name)
 	}
-	if err := modifiable(k, "ALTER", "<keyspace "+k.name+">"); err != nil {
+	if err := modifiable(k, "ALTER", "<keyspace "+k.Name+">"); err != nil {
 		return nil, err
 	}
-	nk := d.mutable(k.name)
+	nk := d.mutable(k.Name)
 	if st.Opts.Replication != nil {
 		repl, err := replication(st.Opts.Replication, dataCenters(d.e.nodes))
 		if err != nil {
 			return nil, err
 		}
-		nk.replication = repl
+		nk.Replication = repl
 	}
 	if st.Opts.DurableWrites != nil {
-		nk.durableWrites = *st.Opts.DurableWrites
+		nk.DurableWrites = *st.Opts.DurableWrites
 	}
-	return &cql.SchemaChange{ChangeType: "UPDATED", Target: cql.TargetKeyspace, Keyspace: k.name}, nil
+	return &cql.SchemaChange{ChangeType: "UPDATED", Target: cql.TargetKeyspace, Keyspace: k.Name}, nil
 }
 
 func (d *ddl) dropKeyspace(st *grammar.DropKeyspaceStmt) (*cql.SchemaChange, error) {
 	if err := d.require("DROP", grammar.Resource{Kind: grammar.ResKeyspace, Ks: st.Name}); err != nil {
 		return nil, err
 	}
-	k := d.sc.keyspaces[st.Name]
+	k := d.sc.Keyspaces[st.Name]
 	if k == nil {
 		if st.IfExists {
 			return nil, nil
 		}
 		return nil, &cql.Error{Code: cql.ErrCodeConfig, Message: "Cannot drop non existing keyspace '" + st.Name + "'."}
 	}
-	if err := modifiable(k, "DROP", "<keyspace "+k.name+">"); err != nil {
+	if err := modifiable(k, "DROP", "<keyspace "+k.Name+">"); err != nil {
 		return nil, err
 	}
-	delete(d.n.keyspaces, st.Name)
+	delete(d.n.Keyspaces, st.Name)
 	d.dropped(grammar.Resource{Kind: grammar.ResKeyspace, Ks: st.Name})
 	d.dropped(grammar.Resource{Kind: grammar.ResKeyspaceFunctions, Ks: st.Name})
-	for _, t := range k.tables {
-		d.stale[t.tableStore] = true
+	for _, t := range k.Tables {
+		d.stale[t.TableStore] = true
 	}
 	d.after = append(d.after, func() {
-		for _, t := range k.tables {
-			t.dropped.Store(true)
+		for _, t := range k.Tables {
+			t.Dropped.Store(true)
 		}
 	})
 	return &cql.SchemaChange{ChangeType: "DROPPED", Target: cql.TargetKeyspace, Keyspace: st.Name}, nil
@@ -259,7 +260,7 @@ func (d *ddl) createTable(st *grammar.CreateTableStmt) (*cql.SchemaChange, error
 	if err := d.require("CREATE", grammar.Resource{Kind: grammar.ResKeyspace, Ks: ksName}); err != nil {
 		return nil, err
 	}
-	k := d.sc.keyspaces[ksName]
+	k := d.sc.Keyspaces[ksName]
 	if k == nil {
 		return nil, invalidf("Keyspace '%s' doesn't exist", ksName)
 	}
@@ -269,23 +270,23 @@ func (d *ddl) createTable(st *grammar.CreateTableStmt) (*cql.SchemaChange, error
 	if !validName(st.Table.Name) {
 		return nil, invalidf("Table name must not be empty, more than 48 characters long, or contain non-alphanumeric-underscore characters (got \"%s\")", st.Table.Name)
 	}
-	if k.tables[st.Table.Name] != nil {
+	if k.Tables[st.Table.Name] != nil {
 		if st.IfNotExists {
 			return nil, nil
 		}
 		return nil, &cql.Error{Code: cql.ErrCodeAlreadyExists, Message: "Cannot add already existing table \"" + st.Table.Name + "\" to keyspace \"" + ksName + "\"", Keyspace: ksName, Table: st.Table.Name}
 	}
-	t, err := newTable(ksName, st, k.resolver())
+	t, err := storage.NewTable(ksName, st, k.Resolver())
 	if err != nil {
 		return nil, err
 	}
-	if !t.idGiven {
-		t.id = newSchemaVersion()
+	if !t.IdGiven {
+		t.Id = newSchemaVersion()
 	}
-	t.finish()
-	d.created(grammar.Resource{Kind: grammar.ResTable, Ks: ksName, Name: t.name})
-	d.mutable(ksName).tables[t.name] = t
-	return &cql.SchemaChange{ChangeType: "CREATED", Target: cql.TargetTable, Keyspace: ksName, Name: t.name}, nil
+	t.Finish()
+	d.created(grammar.Resource{Kind: grammar.ResTable, Ks: ksName, Name: t.Name})
+	d.mutable(ksName).Tables[t.Name] = t
+	return &cql.SchemaChange{ChangeType: "CREATED", Target: cql.TargetTable, Keyspace: ksName, Name: t.Name}, nil
 }
 
 func (d *ddl) dropTable(st *grammar.DropTableStmt) (*cql.SchemaChange, error) {
@@ -293,52 +294,54 @@ func (d *ddl) dropTable(st *grammar.DropTableStmt) (*cql.SchemaChange, error) {
 	if err != nil {
 		return nil, err
 	}
-	k := d.sc.keyspaces[ksName]
+	k := d.sc.Keyspaces[ksName]
 	if k == nil {
 		if st.IfExists {
 			return nil, nil
 		}
 		return nil, invalidf("Keyspace '%s' doesn't exist", ksName)
 	}
-	t := k.tables[st.Table.Name]
+	t := k.Tables[st.Table.Name]
 	if t == nil {
 		if st.IfExists {
 			return nil, nil
 		}
 		return nil, invalidf("Table '%s.%s' doesn't exist", ksName, st.Table.Name)
 	}
-	if err := d.require("DROP", grammar.Resource{Kind: grammar.ResTable, Ks: ksName, Name: t.name}); err != nil {
+	if err := d.require("DROP", grammar.Resource{Kind: grammar.ResTable, Ks: ksName, Name: t.Name}); err != nil {
 		return nil, err
 	}
-	if err := modifiable(k, "DROP", "<table "+ksName+"."+t.name+">"); err != nil {
+	if err := modifiable(k, "DROP", "<table "+ksName+"."+t.Name+">"); err != nil {
 		return nil, err
 	}
-	if t.view != nil {
+	if t.View != nil {
 		return nil, invalidf("Cannot use DROP TABLE on a materialized view. Please use DROP MATERIALIZED VIEW instead.")
 	}
-	if len(viewsOf(k, t.name)) > 0 {
+	if len(viewsOf(k, t.Name)) > 0 {
 		// 4.1 names the keyspace here, not the views (its format string's arguments).
 		return nil, invalidf("Cannot drop a table when materialized views still depend on it (%s)", ksName)
 	}
-	delete(d.mutable(ksName).tables, t.name)
-	d.dropped(grammar.Resource{Kind: grammar.ResTable, Ks: ksName, Name: t.name})
-	d.stale[t.tableStore] = true
-	d.after = append(d.after, func() { t.dropped.Store(true) })
-	return &cql.SchemaChange{ChangeType: "DROPPED", Target: cql.TargetTable, Keyspace: ksName, Name: t.name}, nil
+	delete(d.mutable(ksName).Tables, t.Name)
+	d.dropped(grammar.Resource{Kind: grammar.ResTable, Ks: ksName, Name: t.Name})
+	d.stale[t.TableStore] = true
+	d.after = append(d.after, func() { t.Dropped.Store(true) })
+	return &cql.SchemaChange{ChangeType: "DROPPED", Target: cql.TargetTable, Keyspace: ksName, Name: t.Name}, nil
 }
 
 // tableString names a table as Cassandra's TableMetadata.toString does.
-func tableString(t *table) string { return cqlvalue.QuoteName(t.ks) + "." + cqlvalue.QuoteName(t.name) }
+func tableString(t *storage.Table) string {
+	return cqlvalue.QuoteName(t.Ks) + "." + cqlvalue.QuoteName(t.Name)
+}
 
 func (d *ddl) alterTable(st *grammar.AlterTableStmt) (*cql.SchemaChange, error) {
 	ksName, err := d.keyspaceName(st.Table.Ks)
 	if err != nil {
 		return nil, err
 	}
-	k := d.sc.keyspaces[ksName]
-	var t *table
+	k := d.sc.Keyspaces[ksName]
+	var t *storage.Table
 	if k != nil {
-		t = k.tables[st.Table.Name]
+		t = k.Tables[st.Table.Name]
 	}
 	if t == nil {
 		if st.IfExists {
@@ -346,68 +349,68 @@ func (d *ddl) alterTable(st *grammar.AlterTableStmt) (*cql.SchemaChange, error) 
 		}
 		return nil, invalidf("Table '%s.%s' doesn't exist", ksName, st.Table.Name)
 	}
-	if err := d.require("ALTER", grammar.Resource{Kind: grammar.ResTable, Ks: ksName, Name: t.name}); err != nil {
+	if err := d.require("ALTER", grammar.Resource{Kind: grammar.ResTable, Ks: ksName, Name: t.Name}); err != nil {
 		return nil, err
 	}
-	if err := modifiable(k, "ALTER", "<table "+ksName+"."+t.name+">"); err != nil {
+	if err := modifiable(k, "ALTER", "<table "+ksName+"."+t.Name+">"); err != nil {
 		return nil, err
 	}
-	if t.view != nil {
+	if t.View != nil {
 		return nil, invalidf("Cannot use ALTER TABLE on a materialized view; use ALTER MATERIALIZED VIEW instead")
 	}
-	views := viewsOf(k, t.name)
-	nt := t.alter()
+	views := viewsOf(k, t.Name)
+	nt := t.Alter()
 	changed := false // the columns changed: prepared statements of the table are stale
 	switch st.Op {
 	case grammar.AlterAdd:
-		rs := k.resolver()
+		rs := k.Resolver()
 		for _, c := range st.Add {
-			if nt.hasColumn(c.Name) {
+			if nt.HasColumn(c.Name) {
 				if st.IfColumn {
 					continue
 				}
 				return nil, invalidf("Column with name '%s' already exists", c.Name)
 			}
-			if t.compact {
+			if t.Compact {
 				return nil, invalidf("Cannot add new column to a COMPACT STORAGE table")
 			}
-			if c.Static && len(t.ck) == 0 {
+			if c.Static && len(t.Ck) == 0 {
 				return nil, invalidf("Static columns are only useful (and thus allowed) if the table has at least one clustering column")
 			}
-			ct, err := rs.resolve(c.Ref)
+			ct, err := rs.Resolve(c.Ref)
 			if err != nil {
 				return nil, err
 			}
-			if err := checkNonFrozenUDT(rs, ct, c.Name); err != nil {
+			if err := storage.CheckNonFrozenUDT(rs, ct, c.Name); err != nil {
 				return nil, err
 			}
-			kind := kindRegular
+			kind := storage.KindRegular
 			if c.Static {
-				kind = kindStatic
+				kind = storage.KindStatic
 			}
-			if i := slices.IndexFunc(nt.droppedC, func(dc droppedColumn) bool { return dc.name == c.Name }); i >= 0 {
-				dc := nt.droppedC[i]
-				if dc.text != ct.text {
-					return nil, invalidf("Cannot re-add previously dropped column '%s' of type %s, incompatible with previous type %s", c.Name, ct.text, dc.text)
+			if i := slices.IndexFunc(nt.DroppedC, func(dc storage.DroppedColumn) bool { return dc.Name == c.Name }); i >= 0 {
+				dc := nt.DroppedC[i]
+				if dc.Text != ct.Text {
+					return nil, invalidf("Cannot re-add previously dropped column '%s' of type %s, incompatible with previous type %s", c.Name, ct.Text, dc.Text)
 				}
-				if dc.kind != kind {
-					return nil, invalidf("Cannot re-add previously dropped column '%s' of kind %s, incompatible with previous kind %s", c.Name, strings.ToUpper(colKindNames[kind]), strings.ToUpper(colKindNames[dc.kind]))
+				if dc.Kind != kind {
+					return nil, invalidf("Cannot re-add previously dropped column '%s' of kind %s, incompatible with previous kind %s", c.Name, strings.ToUpper(storage.ColKindNames[kind]), strings.ToUpper(storage.ColKindNames[dc.Kind]))
 				}
-				if t.counter {
+				if t.Counter {
 					return nil, invalidf("Cannot re-add previously dropped counter column %s", c.Name)
 				}
 			}
-			if isCounter := ct.info.ID == cql.TypeCounter; isCounter != t.counter {
+			if isCounter := ct.Info.ID == cql.TypeCounter; isCounter != t.Counter {
 				// TableMetadata.validate's ConfigurationException, prefixed by the table.
-				if t.counter {
-					return nil, configf("%s.%s: Cannot have a non counter column (\"%s\") in a counter table", t.ks, t.name, c.Name)
+				if t.Counter {
+					return nil, storage.Configf("%s.%s: Cannot have a non counter column (\"%s\") in a counter table", t.Ks, t.Name, c.Name)
 				}
-				return nil, configf("%s.%s: Cannot have a counter column (\"%s\") in a non counter table", t.ks, t.name, c.Name)
+				return nil, storage.Configf("%s.%s: Cannot have a counter column (\"%s\") in a non counter table", t.Ks, t.Name, c.Name)
 			}
-			nt.cells = append(nt.cells, &column{name: c.Name, typ: ct.info, text: ct.text, ref: c.Ref, frozen: ct.frozen, kind: kind, pos: len(nt.cells)})
+			nt.Cells = append(nt.Cells, &storage.Column{Name: c.Name, Typ: ct.Info, Text: ct.Text, Ref: c.Ref, Frozen: ct.Frozen, Kind: kind, Pos: len(nt.Cells)})
 			changed = true
 			if !c.Static {
-				d.addToViews(k, views, nt.cells[len(nt.cells)-1])
+				d.addToViews(k, views, nt.Cells[len(nt.Cells)-1])
 			}
 		}
 	case grammar.AlterDrop:
@@ -418,62 +421,62 @@ func (d *ddl) alterTable(st *grammar.AlterTableStmt) (*cql.SchemaChange, error) 
 		}
 		var cleared []int
 		for _, n := range st.Drop {
-			col := nt.column(n)
+			col := nt.Column(n)
 			if col == nil {
 				if st.IfColumn {
 					continue
 				}
 				return nil, invalidf("Column %s was not found in table '%s'", n, tableString(t))
 			}
-			if col.kind == kindPartitionKey || col.kind == kindClustering {
+			if col.Kind == storage.KindPartitionKey || col.Kind == storage.KindClustering {
 				return nil, invalidf("Cannot drop PRIMARY KEY column %s", n)
 			}
-			if cqlvalue.IsUDT(col.typ) && !col.frozen {
-				return nil, invalidf("Cannot drop non-frozen column %s of user type %s", n, col.text)
+			if cqlvalue.IsUDT(col.Typ) && !col.Frozen {
+				return nil, invalidf("Cannot drop non-frozen column %s of user type %s", n, col.Text)
 			}
-			if names := t.indexesOn(n); len(names) > 0 {
+			if names := t.IndexesOn(n); len(names) > 0 {
 				return nil, invalidf("Cannot drop column %s because it has dependent secondary indexes (%s)", n, strings.Join(names, ", "))
 			}
 			if len(views) > 0 {
-				return nil, invalidf("Cannot drop column %s on base table %s with materialized views", n, t.name)
+				return nil, invalidf("Cannot drop column %s on base table %s with materialized views", n, t.Name)
 			}
 			at := d.x.now.UnixMicro()
-			nt.droppedC = slices.DeleteFunc(nt.droppedC, func(dc droppedColumn) bool { return dc.name == n })
-			nt.droppedC = append(nt.droppedC, droppedColumn{name: n, text: col.text, kind: col.kind, at: at})
-			nt.cells[col.pos] = nil
-			cleared = append(cleared, col.pos)
+			nt.DroppedC = slices.DeleteFunc(nt.DroppedC, func(dc storage.DroppedColumn) bool { return dc.Name == n })
+			nt.DroppedC = append(nt.DroppedC, storage.DroppedColumn{Name: n, Text: col.Text, Kind: col.Kind, At: at})
+			nt.Cells[col.Pos] = nil
+			cleared = append(cleared, col.Pos)
 			changed = true
 		}
 		if len(cleared) > 0 {
-			store := t.tableStore
-			d.after = append(d.after, func() { store.clearSlots(cleared) })
+			store := t.TableStore
+			d.after = append(d.after, func() { store.ClearSlots(cleared) })
 		}
 	case grammar.AlterRename:
 		for _, r := range st.Renames {
-			col := t.byName[r.From]
+			col := t.ByName[r.From]
 			if col == nil {
 				if st.IfColumn {
 					continue
 				}
 				return nil, invalidf("Column %s was not found in table %s", r.From, tableString(t))
 			}
-			if col.kind != kindPartitionKey && col.kind != kindClustering {
+			if col.Kind != storage.KindPartitionKey && col.Kind != storage.KindClustering {
 				return nil, invalidf("Cannot rename non PRIMARY KEY column %s", r.From)
 			}
-			if t.byName[r.To] != nil {
+			if t.ByName[r.To] != nil {
 				return nil, invalidf("Cannot rename column %s to %s in table '%s'; another column with that name already exists", r.From, r.To, tableString(t))
 			}
-			if names := t.indexesOn(r.From); len(names) > 0 {
+			if names := t.IndexesOn(r.From); len(names) > 0 {
 				return nil, invalidf("Cannot rename column %s because it has dependent secondary indexes (%s)", r.From, strings.Join(names, ", "))
 			}
 			renamed := *col
-			renamed.name = r.To
-			keys := nt.pk
-			if col.kind == kindClustering {
-				keys = nt.ck
+			renamed.Name = r.To
+			keys := nt.Pk
+			if col.Kind == storage.KindClustering {
+				keys = nt.Ck
 			}
 			for i, c := range keys {
-				if c.name == r.From {
+				if c.Name == r.From {
 					keys[i] = &renamed
 				}
 			}
@@ -481,7 +484,7 @@ func (d *ddl) alterTable(st *grammar.AlterTableStmt) (*cql.SchemaChange, error) 
 			changed = true
 		}
 	case grammar.AlterOptions:
-		if err := nt.setOptions(st.Opts, false); err != nil {
+		if err := nt.SetOptions(st.Opts, false); err != nil {
 			return nil, err
 		}
 	case grammar.AlterType:
@@ -489,12 +492,12 @@ func (d *ddl) alterTable(st *grammar.AlterTableStmt) (*cql.SchemaChange, error) 
 	case grammar.AlterDropCompact:
 		return nil, invalidf("DROP COMPACT STORAGE is disabled. Enable in cassandra.yaml to use.")
 	}
-	nt.finish()
-	d.mutable(ksName).tables[t.name] = nt
+	nt.Finish()
+	d.mutable(ksName).Tables[t.Name] = nt
 	if changed {
-		d.stale[t.tableStore] = true
+		d.stale[t.TableStore] = true
 	}
-	return &cql.SchemaChange{ChangeType: "UPDATED", Target: cql.TargetTable, Keyspace: ksName, Name: t.name}, nil
+	return &cql.SchemaChange{ChangeType: "UPDATED", Target: cql.TargetTable, Keyspace: ksName, Name: t.Name}, nil
 }
 
 // replication validates and normalizes a keyspace's replication map as Cassandra stores it.

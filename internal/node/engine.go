@@ -13,6 +13,7 @@ import (
 
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/internal/node/grammar"
+	"github.com/tracecar/tracecar/internal/node/storage"
 )
 
 // Session is per-connection state: the current keyspace set by USE. It is not safe for
@@ -65,7 +66,7 @@ type Engine struct {
 	tokens []string
 	nodes  []NodeInfo
 
-	schema atomic.Pointer[schema]
+	schema atomic.Pointer[storage.Schema]
 	ddlMu  sync.Mutex // serializes DDL
 
 	cacheMu sync.RWMutex
@@ -106,8 +107,8 @@ type compiled struct {
 	p      plan
 	meta   cql.PreparedMetadata
 	result cql.RowsMetadata
-	tables []*tableStore // the tables it reads or writes
-	needs  []need        // the permissions it needs, when the engine has roles
+	tables []*storage.TableStore // the tables it reads or writes
+	needs  []need                // the permissions it needs, when the engine has roles
 
 	// resultID is the result metadata id of protocol v5 (resultMetadataID): it changes
 	// when the result's columns do.
@@ -174,8 +175,8 @@ func NewEngine(cfg EngineConfig) *Engine {
 		e.nodes, _ = Topology([]netip.AddrPort{cfg.RPCAddr}, DefaultNumTokens, nil)
 	}
 	e.hostID, e.tokens = e.nodes[0].HostID, e.nodes[0].Tokens
-	sc := &schema{keyspaces: systemKeyspaces(), gen: 1}
-	sc.version = newSchemaVersion()
+	sc := &storage.Schema{Keyspaces: systemKeyspaces(), Gen: 1}
+	sc.Version = newSchemaVersion()
 	e.schema.Store(sc)
 	e.refreshSystem(sc)
 	e.auth = newAuthState(cfg.Auth)
@@ -203,7 +204,7 @@ func (e *Engine) notify(c cql.SchemaChange) {
 }
 
 // SchemaVersion returns the current schema_version, as in system.local.
-func (e *Engine) SchemaVersion() [16]byte { return e.schema.Load().version }
+func (e *Engine) SchemaVersion() [16]byte { return e.schema.Load().Version }
 
 // HostID returns the node's host_id, as in system.local.
 func (e *Engine) HostID() [16]byte { return e.hostID }
@@ -364,7 +365,7 @@ func (e *Engine) statement(s *Session, query string, tr Tracer) (*prepared, erro
 // plan returns pr's plan for the current schema, compiling it again after DDL.
 func (e *Engine) plan(pr *prepared) (*compiled, error) {
 	sc := e.schema.Load()
-	if c := pr.plan.Load(); c != nil && c.gen == sc.gen {
+	if c := pr.plan.Load(); c != nil && c.gen == sc.Gen {
 		return c, nil
 	}
 	cp := &compiler{e: e, sc: sc, ks: pr.ks, binds: make([]cql.ColumnSpec, len(pr.ps.Markers)), names: pr.ps.Markers}
@@ -377,7 +378,7 @@ func (e *Engine) plan(pr *prepared) (*compiled, error) {
 			cp.binds[i].Name = n
 		}
 	}
-	c := &compiled{gen: sc.gen, p: p, meta: cql.PreparedMetadata{Columns: cp.binds, PKIndexes: cp.pkIndexes}, result: cp.result, tables: cp.tables, needs: cp.needs}
+	c := &compiled{gen: sc.Gen, p: p, meta: cql.PreparedMetadata{Columns: cp.binds, PKIndexes: cp.pkIndexes}, result: cp.result, tables: cp.tables, needs: cp.needs}
 	c.resultID = resultMetadataID(c.result)
 	if sp, ok := p.(*selectPlan); ok {
 		sp.resultID = c.resultID
@@ -550,13 +551,13 @@ func itoa(n int) string {
 // metadata on the way.
 type compiler struct {
 	e         *Engine
-	sc        *schema
+	sc        *storage.Schema
 	ks        string
 	binds     []cql.ColumnSpec
 	names     []string
 	pkIndexes []uint16
 	result    cql.RowsMetadata
-	tables    []*tableStore
+	tables    []*storage.TableStore
 	needs     []need
 }
 
@@ -573,10 +574,10 @@ func (c *compiler) compile(st grammar.Statement) (plan, error) {
 		if err != nil {
 			return nil, err
 		}
-		if t.virtual || c.sc.keyspaces[t.ks].system {
-			return nil, &cql.Error{Code: cql.ErrCodeUnauthorized, Message: t.ks + " keyspace is not user-modifiable"}
+		if t.Virtual || c.sc.Keyspaces[t.Ks].System {
+			return nil, &cql.Error{Code: cql.ErrCodeUnauthorized, Message: t.Ks + " keyspace is not user-modifiable"}
 		}
-		if t.view != nil {
+		if t.View != nil {
 			return nil, invalidf("Cannot TRUNCATE materialized view directly; must truncate base table instead")
 		}
 		c.tableNeeds(t, "MODIFY")
@@ -618,21 +619,21 @@ func keyspaceOf(names ...string) (string, error) {
 }
 
 // table resolves a table name against the session keyspace.
-func (c *compiler) table(tn grammar.TableName) (*table, error) {
+func (c *compiler) table(tn grammar.TableName) (*storage.Table, error) {
 	ks, err := keyspaceOf(tn.Ks, c.ks)
 	if err != nil {
 		return nil, err
 	}
-	k := c.sc.keyspaces[ks]
+	k := c.sc.Keyspaces[ks]
 	if k == nil {
 		return nil, invalidf("Keyspace '%s' does not exist", ks)
 	}
-	t := k.tables[tn.Name]
+	t := k.Tables[tn.Name]
 	if t == nil {
 		return nil, invalidf("unconfigured table %s", tn.Name)
 	}
-	if !slices.Contains(c.tables, t.tableStore) {
-		c.tables = append(c.tables, t.tableStore)
+	if !slices.Contains(c.tables, t.TableStore) {
+		c.tables = append(c.tables, t.TableStore)
 	}
 	return t, nil
 }
@@ -647,27 +648,27 @@ func (c *compiler) bind(t *grammar.Term, spec cql.ColumnSpec) {
 type usePlan struct{ ks string }
 
 func (p *usePlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
-	if e.schema.Load().keyspaces[p.ks] == nil {
+	if e.schema.Load().Keyspaces[p.ks] == nil {
 		return nil, invalidf("Keyspace '%s' does not exist", p.ks)
 	}
 	x.s.Keyspace = p.ks
 	return cql.SetKeyspaceResult{Keyspace: p.ks}, nil
 }
 
-type truncatePlan struct{ t *table }
+type truncatePlan struct{ t *storage.Table }
 
 func (p *truncatePlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
-	if p.t.dropped.Load() {
-		return nil, invalidf("unconfigured table %s", p.t.name)
+	if p.t.Dropped.Load() {
+		return nil, invalidf("unconfigured table %s", p.t.Name)
 	}
-	p.t.viewMu.Lock()
-	p.t.data.Store(newTableData())
-	for _, l := range p.t.views {
-		l.v.data.Store(newTableData())
+	p.t.ViewMu.Lock()
+	p.t.Data.Store(storage.NewTableData())
+	for _, l := range p.t.Views {
+		l.V.Data.Store(storage.NewTableData())
 	}
-	p.t.viewMu.Unlock()
+	p.t.ViewMu.Unlock()
 	if x.tr != nil {
-		x.tr.Event("Truncated table " + p.t.ks + "." + p.t.name)
+		x.tr.Event("Truncated table " + p.t.Ks + "." + p.t.Name)
 	}
 	return cql.VoidResult{}, nil
 }

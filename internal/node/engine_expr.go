@@ -221,7 +221,7 @@ func (c *compiler) compileFunc(t *grammar.Term, typ cql.TypeInfo, spec cql.Colum
 			rt = ret.ID
 			break
 		}
-		if err := udfCall(c.sc.keyspaces[spec.Keyspace], spec.Keyspace, t.Name); !strings.HasPrefix(err.Error(), "Unknown") {
+		if err := udfCall(c.sc.Keyspaces[spec.Keyspace], spec.Keyspace, t.Name); !strings.HasPrefix(err.Error(), "Unknown") {
 			return nil, err
 		}
 		return nil, invalidf("Unknown function '%s'", t.Name)

@@ -10,6 +10,7 @@ import (
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/internal/node/cqlvalue"
 	"github.com/tracecar/tracecar/internal/node/grammar"
+	"github.com/tracecar/tracecar/internal/node/storage"
 )
 
 type srcKind uint8
@@ -44,7 +45,7 @@ type outCol struct {
 
 // rowFilter is a restriction checked against each row (ALLOW FILTERING, system tables).
 type rowFilter struct {
-	col  *column
+	col  *storage.Column
 	op   grammar.RelOp
 	val  *expr
 	key  *expr   // m[key] = val
@@ -53,7 +54,7 @@ type rowFilter struct {
 }
 
 type selectPlan struct {
-	t         *table
+	t         *storage.Table
 	out       []outCol
 	specs     []cql.ColumnSpec
 	jsonSpecs []cql.ColumnSpec // SELECT JSON: the selectors, folded into one [json] column
@@ -94,7 +95,7 @@ func (c *compiler) selectPlan(st *grammar.SelectStmt) (plan, error) {
 	if err := groupBy(p, st, w); err != nil {
 		return nil, err
 	}
-	system := c.sc.keyspaces[t.ks].system || t.virtual
+	system := c.sc.Keyspaces[t.Ks].System || t.Virtual
 	needFiltering := false
 	var filtered []*colRestr // clustering restrictions answered by filtering
 	// Partition key.
@@ -171,17 +172,17 @@ func (c *compiler) selectPlan(st *grammar.SelectStmt) (plan, error) {
 			return nil, invalidf("ORDER BY is only supported when the partition key is restricted by an EQ or an IN.")
 		}
 		for i, o := range st.OrderBy {
-			col := t.byName[o.Col]
+			col := t.ByName[o.Col]
 			if col == nil {
-				return nil, invalidf("Undefined column name %s in table %s.%s", o.Col, t.ks, t.name)
+				return nil, invalidf("Undefined column name %s in table %s.%s", o.Col, t.Ks, t.Name)
 			}
-			if col.kind != kindClustering {
+			if col.Kind != storage.KindClustering {
 				return nil, invalidf("Order by is currently only supported on the clustered columns of the PRIMARY KEY, got %s", o.Col)
 			}
-			if col.pos != i {
+			if col.Pos != i {
 				return nil, invalidf("Order by currently only supports the ordering of columns following their declared order in the PRIMARY KEY")
 			}
-			rev := o.Desc != col.desc
+			rev := o.Desc != col.Desc
 			if i == 0 {
 				p.reverse = rev
 			} else if rev != p.reverse {
@@ -191,13 +192,13 @@ func (c *compiler) selectPlan(st *grammar.SelectStmt) (plan, error) {
 		p.ordered = true
 	}
 	if st.Limit != nil {
-		spec := cql.ColumnSpec{Keyspace: t.ks, Table: t.name, Name: "[limit]", Type: cql.TypeInfo{ID: cql.TypeInt}}
+		spec := cql.ColumnSpec{Keyspace: t.Ks, Table: t.Name, Name: "[limit]", Type: cql.TypeInfo{ID: cql.TypeInt}}
 		if p.limit, err = c.compileTerm(st.Limit, spec.Type, spec); err != nil {
 			return nil, err
 		}
 	}
 	if st.PartLimit != nil {
-		spec := cql.ColumnSpec{Keyspace: t.ks, Table: t.name, Name: "[per_partition_limit]", Type: cql.TypeInfo{ID: cql.TypeInt}}
+		spec := cql.ColumnSpec{Keyspace: t.Ks, Table: t.Name, Name: "[per_partition_limit]", Type: cql.TypeInfo{ID: cql.TypeInt}}
 		if p.partLim, err = c.compileTerm(st.PartLimit, spec.Type, spec); err != nil {
 			return nil, err
 		}
@@ -205,7 +206,7 @@ func (c *compiler) selectPlan(st *grammar.SelectStmt) (plan, error) {
 	if st.Json {
 		// One text column, each row an object of the selectors.
 		p.jsonSpecs = p.specs
-		p.specs = []cql.ColumnSpec{{Keyspace: t.ks, Table: t.name, Name: "[json]", Type: cql.TypeInfo{ID: cql.TypeVarchar}}}
+		p.specs = []cql.ColumnSpec{{Keyspace: t.Ks, Table: t.Name, Name: "[json]", Type: cql.TypeInfo{ID: cql.TypeVarchar}}}
 	}
 	c.result = cql.RowsMetadata{Columns: p.specs, ColumnCount: len(p.specs)}
 	return p, nil
@@ -221,21 +222,21 @@ func groupBy(p *selectPlan, st *grammar.SelectStmt, w *whereInfo) error {
 		return nil
 	}
 	t := p.t
-	keys := append(slices.Clone(t.pk), t.ck...)
-	eq := func(c *column) bool {
+	keys := append(slices.Clone(t.Pk), t.Ck...)
+	eq := func(c *storage.Column) bool {
 		r := w.ck
-		if c.kind == kindPartitionKey {
+		if c.Kind == storage.KindPartitionKey {
 			r = w.pk
 		}
-		return r[c.pos] != nil && r[c.pos].eq != nil
+		return r[c.Pos] != nil && r[c.Pos].eq != nil
 	}
 	i, prefix := 0, 0
 	for _, g := range st.GroupBy {
-		col := t.byName[g]
+		col := t.ByName[g]
 		if col == nil {
-			return invalidf("Undefined column name %s in table %s.%s", g, t.ks, t.name)
+			return invalidf("Undefined column name %s in table %s.%s", g, t.Ks, t.Name)
 		}
-		if col.kind != kindPartitionKey && col.kind != kindClustering {
+		if col.Kind != storage.KindPartitionKey && col.Kind != storage.KindClustering {
 			return invalidf("Group by is currently only supported on the columns of the PRIMARY KEY, got %s", g)
 		}
 		for {
@@ -244,7 +245,7 @@ func groupBy(p *selectPlan, st *grammar.SelectStmt, w *whereInfo) error {
 			}
 			k := keys[i]
 			i++
-			if k.kind == kindClustering {
+			if k.Kind == storage.KindClustering {
 				prefix++
 			}
 			if k == col {
@@ -255,7 +256,7 @@ func groupBy(p *selectPlan, st *grammar.SelectStmt, w *whereInfo) error {
 			}
 		}
 	}
-	if i < len(keys) && keys[i].kind == kindPartitionKey {
+	if i < len(keys) && keys[i].Kind == storage.KindPartitionKey {
 		return invalidf("Group by is not supported on only a part of the partition key")
 	}
 	p.groupCK = prefix
@@ -285,19 +286,19 @@ func (c *compiler) addFilters(p *selectPlan, r *colRestr) {
 		p.filters = append(p.filters, rowFilter{col: col, op: op, val: r.hi})
 	}
 	for _, o := range r.others {
-		typ := col.typ
+		typ := col.Typ
 		var key *expr
-		spec := cql.ColumnSpec{Keyspace: p.t.ks, Table: p.t.name, Name: col.name}
+		spec := cql.ColumnSpec{Keyspace: p.t.Ks, Table: p.t.Name, Name: col.Name}
 		switch o.Op {
 		case grammar.OpContains:
-			typ = cqlvalue.ElemType(col.typ)
+			typ = cqlvalue.ElemType(col.Typ)
 		case grammar.OpContainsKey:
-			typ = cqlvalue.KeyType(col.typ)
+			typ = cqlvalue.KeyType(col.Typ)
 		case grammar.OpMapEq:
 			ks := spec
-			ks.Name, ks.Type = "key("+col.name+")", cqlvalue.KeyType(col.typ)
+			ks.Name, ks.Type = "key("+col.Name+")", cqlvalue.KeyType(col.Typ)
 			key, _ = c.compileTerm(o.Key, ks.Type, ks)
-			typ, spec.Name = cqlvalue.ElemType(col.typ), "value("+col.name+")"
+			typ, spec.Name = cqlvalue.ElemType(col.Typ), "value("+col.Name+")"
 		}
 		spec.Type = typ
 		x, _ := c.compileTerm(o.Val, typ, spec)
@@ -308,35 +309,35 @@ func (c *compiler) addFilters(p *selectPlan, r *colRestr) {
 func (c *compiler) selection(p *selectPlan, st *grammar.SelectStmt) error {
 	t := p.t
 	spec := func(name string, typ cql.TypeInfo) cql.ColumnSpec {
-		return cql.ColumnSpec{Keyspace: t.ks, Table: t.name, Name: name, Type: typ}
+		return cql.ColumnSpec{Keyspace: t.Ks, Table: t.Name, Name: name, Type: typ}
 	}
-	colSrc := func(col *column) outCol {
-		switch col.kind {
-		case kindPartitionKey:
-			return outCol{src: srcPK, idx: col.pos}
-		case kindClustering:
-			return outCol{src: srcCK, idx: col.pos}
+	colSrc := func(col *storage.Column) outCol {
+		switch col.Kind {
+		case storage.KindPartitionKey:
+			return outCol{src: srcPK, idx: col.Pos}
+		case storage.KindClustering:
+			return outCol{src: srcCK, idx: col.Pos}
 		}
-		return outCol{src: srcCell, idx: col.pos}
+		return outCol{src: srcCell, idx: col.Pos}
 	}
 	if st.Star {
-		for _, col := range t.cols {
+		for _, col := range t.Cols {
 			p.out = append(p.out, colSrc(col))
 		}
-		p.specs = t.starSpecs
+		p.specs = t.StarSpecs
 		return nil
 	}
 	for _, s := range st.Sels {
 		name := s.Text // the alias replaces it once the casts are applied
 		switch s.Kind {
 		case grammar.SelColumn:
-			col := t.byName[s.Col]
+			col := t.ByName[s.Col]
 			if col == nil {
-				return invalidf("Undefined column name %s in table %s.%s", s.Col, t.ks, t.name)
+				return invalidf("Undefined column name %s in table %s.%s", s.Col, t.Ks, t.Name)
 			}
 			o := colSrc(col)
-			typ := col.typ
-			sel, text := col.name, col.text
+			typ := col.Typ
+			sel, text := col.Name, col.Text
 			for _, f := range s.Fields {
 				if !cqlvalue.IsUDT(typ) {
 					return invalidf("Invalid field selection: %s of type %s is not a user type", sel, text)
@@ -368,22 +369,22 @@ func (c *compiler) selection(p *selectPlan, st *grammar.SelectStmt) error {
 			}
 			ks := s.FnKs
 			if ks == "" {
-				ks = t.ks
+				ks = t.Ks
 			}
-			return udfCall(c.sc.keyspaces[ks], ks, s.Fn.Name)
+			return udfCall(c.sc.Keyspaces[ks], ks, s.Fn.Name)
 		case grammar.SelToJSON:
-			col := t.byName[s.Col]
+			col := t.ByName[s.Col]
 			if col == nil {
-				return invalidf("Undefined column name %s in table %s.%s", s.Col, t.ks, t.name)
+				return invalidf("Undefined column name %s in table %s.%s", s.Col, t.Ks, t.Name)
 			}
 			o := colSrc(col)
-			o.toJSON, o.argType, o.derived = true, col.typ, true
+			o.toJSON, o.argType, o.derived = true, col.Typ, true
 			p.out = append(p.out, o)
 			p.specs = append(p.specs, spec(name, cql.TypeInfo{ID: cql.TypeVarchar}))
 		case grammar.SelAgg:
-			col := t.byName[s.Col]
+			col := t.ByName[s.Col]
 			if col == nil {
-				return invalidf("Undefined column name %s in table %s.%s", s.Col, t.ks, t.name)
+				return invalidf("Undefined column name %s in table %s.%s", s.Col, t.Ks, t.Name)
 			}
 			kind := aggKinds[s.Agg]
 			o, typ, text, err := castSelector(colSrc(col), col, s.ArgCasts)
@@ -400,33 +401,33 @@ func (c *compiler) selection(p *selectPlan, st *grammar.SelectStmt) error {
 			p.out = append(p.out, o)
 			p.specs = append(p.specs, spec(name, rt))
 		case grammar.SelWritetime, grammar.SelTTL:
-			col := t.byName[s.Col]
+			col := t.ByName[s.Col]
 			if col == nil {
-				return invalidf("Undefined column name %s in table %s.%s", s.Col, t.ks, t.name)
+				return invalidf("Undefined column name %s in table %s.%s", s.Col, t.Ks, t.Name)
 			}
 			fn := "writeTime"
 			if s.Kind == grammar.SelTTL {
 				fn = "ttl"
 			}
-			if col.kind == kindPartitionKey || col.kind == kindClustering {
-				return invalidf("Cannot use selection function %s on PRIMARY KEY part %s", fn, col.name)
+			if col.Kind == storage.KindPartitionKey || col.Kind == storage.KindClustering {
+				return invalidf("Cannot use selection function %s on PRIMARY KEY part %s", fn, col.Name)
 			}
-			if cqlvalue.IsCollection(col.typ) {
-				return invalidf("Cannot use selection function %s on non-frozen collection %s", fn, col.name)
+			if cqlvalue.IsCollection(col.Typ) {
+				return invalidf("Cannot use selection function %s on non-frozen collection %s", fn, col.Name)
 			}
 			if s.Kind == grammar.SelWritetime {
-				p.out = append(p.out, outCol{src: srcWritetime, idx: col.pos})
+				p.out = append(p.out, outCol{src: srcWritetime, idx: col.Pos})
 				p.specs = append(p.specs, spec(name, cql.TypeInfo{ID: cql.TypeBigint}))
 			} else {
-				p.out = append(p.out, outCol{src: srcTTL, idx: col.pos})
+				p.out = append(p.out, outCol{src: srcTTL, idx: col.Pos})
 				p.specs = append(p.specs, spec(name, cql.TypeInfo{ID: cql.TypeInt}))
 			}
 		case grammar.SelToken:
-			if len(s.Cols) != len(t.pk) {
-				return invalidf("Invalid number of arguments in call to function system.token: %d required but %d provided", len(t.pk), len(s.Cols))
+			if len(s.Cols) != len(t.Pk) {
+				return invalidf("Invalid number of arguments in call to function system.token: %d required but %d provided", len(t.Pk), len(s.Cols))
 			}
 			for i, n := range s.Cols {
-				if n != t.pk[i].name {
+				if n != t.Pk[i].Name {
 					return invalidf("Type error: %s cannot be passed as argument %d of function system.token", n, i)
 				}
 			}
@@ -454,7 +455,7 @@ func (c *compiler) selection(p *selectPlan, st *grammar.SelectStmt) error {
 					rt = ret.ID
 					break
 				}
-				if err := udfCall(c.sc.keyspaces[t.ks], t.ks, s.Fn.Name); !strings.HasPrefix(err.Error(), "Unknown") {
+				if err := udfCall(c.sc.Keyspaces[t.Ks], t.Ks, s.Fn.Name); !strings.HasPrefix(err.Error(), "Unknown") {
 					return err
 				}
 				return invalidf("Unknown function '%s'", s.Fn.Name)
@@ -477,7 +478,7 @@ func (c *compiler) selection(p *selectPlan, st *grammar.SelectStmt) error {
 	}
 	if p.distinct {
 		for _, o := range p.out {
-			if o.src != srcPK && !(o.src == srcCell && t.cells[o.idx].kind == kindStatic) {
+			if o.src != srcPK && !(o.src == srcCell && t.Cells[o.idx].Kind == storage.KindStatic) {
 				return invalidf("SELECT DISTINCT queries must only request partition key columns and/or static columns (not clustering or regular columns)")
 			}
 		}
@@ -487,7 +488,7 @@ func (c *compiler) selection(p *selectPlan, st *grammar.SelectStmt) error {
 
 // ckFilterFor builds the clustering filters of an equality prefix (one per IN combination)
 // plus a range on the next column.
-func ckFilterFor(t *table, w *whereInfo, eq []*colRestr, x *execCtx) (*ckFilter, error) {
+func ckFilterFor(t *storage.Table, w *whereInfo, eq []*colRestr, x *execCtx) (*storage.CkFilter, error) {
 	fs, err := ckFilters(t, eq, rangeOf(w, len(eq)), x, false)
 	if err != nil || len(fs) == 0 {
 		return nil, err
@@ -502,41 +503,41 @@ func rangeOf(w *whereInfo, i int) *colRestr {
 	return nil
 }
 
-func ckFilters(t *table, eq []*colRestr, rng *colRestr, x *execCtx, reverse bool) ([]*ckFilter, error) {
-	var lo, hi *ckBound
+func ckFilters(t *storage.Table, eq []*colRestr, rng *colRestr, x *execCtx, reverse bool) ([]*storage.CkFilter, error) {
+	var lo, hi *storage.CkBound
 	if rng != nil {
 		if rng.lo != nil {
-			b, err := boundValue(rng.lo, rng.col.name, x)
+			b, err := boundValue(rng.lo, rng.col.Name, x)
 			if err != nil {
 				return nil, err
 			}
-			lo = &ckBound{vals: [][]byte{b}, inclusive: rng.loIncl}
+			lo = &storage.CkBound{Vals: [][]byte{b}, Inclusive: rng.loIncl}
 		}
 		if rng.hi != nil {
-			b, err := boundValue(rng.hi, rng.col.name, x)
+			b, err := boundValue(rng.hi, rng.col.Name, x)
 			if err != nil {
 				return nil, err
 			}
-			hi = &ckBound{vals: [][]byte{b}, inclusive: rng.hiIncl}
+			hi = &storage.CkBound{Vals: [][]byte{b}, Inclusive: rng.hiIncl}
 		}
 	}
 	if len(eq) == 0 {
 		if lo == nil && hi == nil {
 			return nil, nil
 		}
-		return []*ckFilter{{lo: lo, hi: hi, rangeCol: 0}}, nil
+		return []*storage.CkFilter{{Lo: lo, Hi: hi, RangeCol: 0}}, nil
 	}
 	combos, err := product(eq, x)
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(combos, func(a, b [][]byte) int { return compareCK(t, a, b) })
+	slices.SortFunc(combos, func(a, b [][]byte) int { return storage.CompareCK(t, a, b) })
 	if reverse {
 		slices.Reverse(combos)
 	}
-	out := make([]*ckFilter, len(combos))
+	out := make([]*storage.CkFilter, len(combos))
 	for i, c := range combos {
-		out[i] = &ckFilter{eq: c, lo: lo, hi: hi, rangeCol: len(eq)}
+		out[i] = &storage.CkFilter{Eq: c, Lo: lo, Hi: hi, RangeCol: len(eq)}
 	}
 	return out, nil
 }
@@ -649,7 +650,7 @@ type selectRun struct {
 	p        *selectPlan
 	x        *execCtx
 	now      int64
-	cfs      []*ckFilter
+	cfs      []*storage.CkFilter
 	filters  []filterVals
 	rows     [][][]byte
 	cks      [][][]byte // clustering key of each row, for multi-partition ORDER BY
@@ -679,8 +680,8 @@ type selectRun struct {
 
 func (p *selectPlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 	t := p.t
-	if t.dropped.Load() {
-		return nil, invalidf("unconfigured table %s", t.name)
+	if t.Dropped.Load() {
+		return nil, invalidf("unconfigured table %s", t.Name)
 	}
 	r := &selectRun{p: p, x: x, now: x.seconds(), want: -1, partLim: -1}
 	limit := int64(-1)
@@ -734,14 +735,14 @@ func (p *selectPlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 		fv := filterVals{f: f}
 		switch {
 		case f.in != nil:
-			b, err := boundValue(f.in, f.col.name, x)
+			b, err := boundValue(f.in, f.col.Name, x)
 			if err != nil {
 				return nil, err
 			}
 			fv.list, _ = cqlvalue.DecCollection(b, 1)
 		case f.op == grammar.OpIn:
 			for _, v := range f.vals {
-				b, err := boundValue(v, f.col.name, x)
+				b, err := boundValue(v, f.col.Name, x)
 				if err != nil {
 					return nil, err
 				}
@@ -749,15 +750,15 @@ func (p *selectPlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 			}
 		default:
 			if f.val == nil {
-				return nil, invalidf("Unsupported restriction on %s", f.col.name)
+				return nil, invalidf("Unsupported restriction on %s", f.col.Name)
 			}
-			b, err := boundValue(f.val, f.col.name, x)
+			b, err := boundValue(f.val, f.col.Name, x)
 			if err != nil {
 				return nil, err
 			}
 			fv.v = b
 			if f.key != nil {
-				if fv.k, err = boundValue(f.key, f.col.name, x); err != nil {
+				if fv.k, err = boundValue(f.key, f.col.Name, x); err != nil {
 					return nil, err
 				}
 			}
@@ -792,9 +793,9 @@ func (p *selectPlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 		multiSort = p.ordered && len(pks) > 1 && !p.grouped
 		if x.tr != nil {
 			if len(pks) == 1 {
-				x.tr.Event("Executing single-partition query on " + t.name)
+				x.tr.Event("Executing single-partition query on " + t.Name)
 			} else {
-				x.tr.Event("Executing query on " + itoa(len(pks)) + " partitions of " + t.name)
+				x.tr.Event("Executing query on " + itoa(len(pks)) + " partitions of " + t.Name)
 			}
 		}
 		if multiSort {
@@ -810,7 +811,7 @@ func (p *selectPlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 				}
 			}
 		}
-		d := t.load(x.s.node())
+		d := t.Load(x.s.node())
 		for i := start; i < len(pks) && !r.full(); i++ {
 			var st *pageState
 			if state != nil && i == start {
@@ -820,27 +821,27 @@ func (p *selectPlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 		}
 	} else {
 		if x.tr != nil {
-			x.tr.Event("Scanning the partitions of " + t.name)
+			x.tr.Event("Scanning the partitions of " + t.Name)
 		}
-		parts := t.load(x.s.node()).scan()
+		parts := t.Load(x.s.node()).Scan()
 		start := 0
 		if state != nil {
-			tok := murmur3Token(state.pk)
+			tok := storage.Murmur3Token(state.pk)
 			start = sort.Search(len(parts), func(i int) bool {
-				return comparePartitions(parts[i], &partition{token: tok, key: state.pk}) >= 0
+				return storage.ComparePartitions(parts[i], &storage.Partition{Token: tok, Key: state.pk}) >= 0
 			})
 		}
-		d := t.load(x.s.node())
+		d := t.Load(x.s.node())
 		for i := start; i < len(parts) && !r.full(); i++ {
 			pt := parts[i]
-			if p.token != nil && !r.tokenMatches(pt.token) {
+			if p.token != nil && !r.tokenMatches(pt.Token) {
 				continue
 			}
 			var st *pageState
-			if state != nil && bytes.Equal(pt.key, state.pk) {
+			if state != nil && bytes.Equal(pt.Key, state.pk) {
 				st = state
 			}
-			r.readPartitionKey(d, pt.key, st)
+			r.readPartitionKey(d, pt.Key, st)
 		}
 	}
 	if x.tr != nil {
@@ -873,7 +874,7 @@ func (p *selectPlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 			idx[i] = i
 		}
 		sort.SliceStable(idx, func(a, b int) bool {
-			c := compareCK(t, r.cks[idx[a]], r.cks[idx[b]])
+			c := storage.CompareCK(t, r.cks[idx[a]], r.cks[idx[b]])
 			if p.reverse {
 				return c > 0
 			}
@@ -924,7 +925,7 @@ func (r *selectRun) tokenMatches(tok int64) bool {
 
 func (p *selectPlan) partitionKeys(x *execCtx, one *[1][]byte) ([][]byte, error) {
 	if len(p.pk) == 1 && p.pk[0].eq != nil {
-		b, err := boundValue(p.pk[0].eq, p.pk[0].col.name, x)
+		b, err := boundValue(p.pk[0].eq, p.pk[0].col.Name, x)
 		if err != nil {
 			return nil, err
 		}
@@ -937,7 +938,7 @@ func (p *selectPlan) partitionKeys(x *execCtx, one *[1][]byte) ([][]byte, error)
 	}
 	out := make([][]byte, len(combos))
 	for i, c := range combos {
-		out[i] = encodePK(c)
+		out[i] = storage.EncodePK(c)
 	}
 	return out, nil
 }
@@ -969,38 +970,38 @@ func (p *selectPlan) result(x *execCtx, rows [][][]byte, paging []byte) cql.Mess
 }
 
 // readPartitionKey reads one partition under its shard's read lock.
-func (r *selectRun) readPartitionKey(d *tableData, pk []byte, st *pageState) {
-	sh := d.shard(murmur3Token(pk))
-	sh.mu.RLock()
-	defer sh.mu.RUnlock()
-	part := sh.get(pk)
+func (r *selectRun) readPartitionKey(d *storage.TableData, pk []byte, st *pageState) {
+	sh := d.Shard(storage.Murmur3Token(pk))
+	sh.Mu.RLock()
+	defer sh.Mu.RUnlock()
+	part := sh.Get(pk)
 	if part == nil {
 		return
 	}
 	r.readPartition(part, st)
 }
 
-func (r *selectRun) readPartition(part *partition, st *pageState) {
+func (r *selectRun) readPartition(part *storage.Partition, st *pageState) {
 	p := r.p
 	t := p.t
 	if st != nil && st.partDone {
 		return
 	}
 	var pkVals [][]byte
-	if len(t.pk) == 1 {
-		pkVals = [][]byte{part.key}
+	if len(t.Pk) == 1 {
+		pkVals = [][]byte{part.Key}
 	} else {
 		var ok bool
-		if pkVals, ok = decodePK(part.key, len(t.pk)); !ok {
+		if pkVals, ok = storage.DecodePK(part.Key, len(t.Pk)); !ok {
 			return
 		}
 	}
-	r.lastPK, r.partN = part.key, 0
+	r.lastPK, r.partN = part.Key, 0
 	if st != nil {
 		r.partN = st.partCount
 	}
 	emitted := false
-	emit := func(row *row) bool {
+	emit := func(row *storage.Row) bool {
 		if !p.grouped && r.partLim >= 0 && r.partN >= r.partLim {
 			return false
 		}
@@ -1019,27 +1020,27 @@ func (r *selectRun) readPartition(part *partition, st *pageState) {
 	if st != nil {
 		after, hasAfter = st.ck, true
 	}
-	if len(t.ck) == 0 {
-		if !hasAfter && len(part.rows) > 0 && part.rows[0].live(r.now) {
-			emit(part.rows[0])
+	if len(t.Ck) == 0 {
+		if !hasAfter && len(part.Rows) > 0 && part.Rows[0].Live(r.now) {
+			emit(part.Rows[0])
 		}
 		return
 	}
 	if p.distinct {
-		if !hasAfter && (r.anyLiveRow(part) || part.static != nil && part.static.live(r.now)) {
+		if !hasAfter && (r.anyLiveRow(part) || part.Static != nil && part.Static.Live(r.now)) {
 			emit(nil)
 		}
 		return
 	}
 	if r.cfs == nil {
-		r.iterate(part, 0, len(part.rows), nil, after, hasAfter, emit)
+		r.iterate(part, 0, len(part.Rows), nil, after, hasAfter, emit)
 	} else {
 		for _, f := range r.cfs {
-			lo, hi := 0, len(part.rows)
-			if len(f.eq) > 0 {
-				lo = sort.Search(len(part.rows), func(i int) bool { return compareCK(t, part.rows[i].ck, f.eq) >= 0 })
+			lo, hi := 0, len(part.Rows)
+			if len(f.Eq) > 0 {
+				lo = sort.Search(len(part.Rows), func(i int) bool { return storage.CompareCK(t, part.Rows[i].Ck, f.Eq) >= 0 })
 				hi = lo
-				for hi < len(part.rows) && prefixEqual(t, part.rows[hi].ck, f.eq) {
+				for hi < len(part.Rows) && prefixEqual(t, part.Rows[hi].Ck, f.Eq) {
 					hi++
 				}
 			}
@@ -1049,26 +1050,26 @@ func (r *selectRun) readPartition(part *partition, st *pageState) {
 		}
 	}
 	// A partition with only static data shows as one row with null clustering columns.
-	if !emitted && !hasAfter && !p.hasCKRes && t.hasStatic() && part.static != nil && part.static.live(r.now) && !r.anyLiveRow(part) {
+	if !emitted && !hasAfter && !p.hasCKRes && t.HasStatic() && part.Static != nil && part.Static.Live(r.now) && !r.anyLiveRow(part) {
 		emit(nil)
 	}
 }
 
-func (r *selectRun) anyLiveRow(part *partition) bool {
-	for _, row := range part.rows {
-		if row.live(r.now) {
+func (r *selectRun) anyLiveRow(part *storage.Partition) bool {
+	for _, row := range part.Rows {
+		if row.Live(r.now) {
 			return true
 		}
 	}
 	return false
 }
 
-func prefixEqual(t *table, ck, prefix [][]byte) bool {
+func prefixEqual(t *storage.Table, ck, prefix [][]byte) bool {
 	if len(ck) < len(prefix) {
 		return false
 	}
 	for i, v := range prefix {
-		if cqlvalue.CompareValues(t.ck[i].typ, ck[i], v) != 0 {
+		if cqlvalue.CompareValues(t.Ck[i].Typ, ck[i], v) != 0 {
 			return false
 		}
 	}
@@ -1076,16 +1077,16 @@ func prefixEqual(t *table, ck, prefix [][]byte) bool {
 }
 
 // iterate visits rows[lo:hi] in query order, after the paging position.
-func (r *selectRun) iterate(part *partition, lo, hi int, f *ckFilter, after [][]byte, hasAfter bool, emit func(*row) bool) bool {
+func (r *selectRun) iterate(part *storage.Partition, lo, hi int, f *storage.CkFilter, after [][]byte, hasAfter bool, emit func(*storage.Row) bool) bool {
 	t := r.p.t
-	rows := part.rows
+	rows := part.Rows
 	if r.p.reverse {
 		for i := hi - 1; i >= lo; i-- {
 			row := rows[i]
-			if hasAfter && compareCK(t, row.ck, after) >= 0 {
+			if hasAfter && storage.CompareCK(t, row.Ck, after) >= 0 {
 				continue
 			}
-			if f != nil && !f.matches(t, row.ck) || !row.live(r.now) {
+			if f != nil && !f.Matches(t, row.Ck) || !row.Live(r.now) {
 				continue
 			}
 			if !emit(row) {
@@ -1095,12 +1096,12 @@ func (r *selectRun) iterate(part *partition, lo, hi int, f *ckFilter, after [][]
 		return true
 	}
 	if hasAfter {
-		s := sort.Search(hi-lo, func(i int) bool { return compareCK(t, rows[lo+i].ck, after) > 0 })
+		s := sort.Search(hi-lo, func(i int) bool { return storage.CompareCK(t, rows[lo+i].Ck, after) > 0 })
 		lo += s
 	}
 	for i := lo; i < hi; i++ {
 		row := rows[i]
-		if f != nil && !f.matches(t, row.ck) || !row.live(r.now) {
+		if f != nil && !f.Matches(t, row.Ck) || !row.Live(r.now) {
 			continue
 		}
 		if !emit(row) {
@@ -1111,15 +1112,15 @@ func (r *selectRun) iterate(part *partition, lo, hi int, f *ckFilter, after [][]
 }
 
 // value returns a column's visible value in a row.
-func (r *selectRun) value(col *column, pkVals [][]byte, part *partition, row *row) []byte {
-	return cellValue(col, pkVals, part, row, r.now)
+func (r *selectRun) value(col *storage.Column, pkVals [][]byte, part *storage.Partition, row *storage.Row) []byte {
+	return storage.CellValue(col, pkVals, part, row, r.now)
 }
 
-func (r *selectRun) matches(pkVals [][]byte, part *partition, row *row) bool {
+func (r *selectRun) matches(pkVals [][]byte, part *storage.Partition, row *storage.Row) bool {
 	for i := range r.filters {
 		fv := &r.filters[i]
 		v := r.value(fv.f.col, pkVals, part, row)
-		typ := fv.f.col.typ
+		typ := fv.f.col.Typ
 		switch fv.f.op {
 		case grammar.OpEq:
 			if v == nil || cqlvalue.CompareValues(typ, v, fv.v) != 0 {
@@ -1188,7 +1189,7 @@ func (r *selectRun) matches(pkVals [][]byte, part *partition, row *row) bool {
 }
 
 // add appends one output row (or counts it).
-func (r *selectRun) add(pkVals [][]byte, part *partition, row *row) {
+func (r *selectRun) add(pkVals [][]byte, part *storage.Partition, row *storage.Row) {
 	p := r.p
 	t := p.t
 	r.partN++
@@ -1196,13 +1197,13 @@ func (r *selectRun) add(pkVals [][]byte, part *partition, row *row) {
 	r.rows = append(r.rows, out)
 	if p.ordered && len(p.pk) > 0 {
 		if row != nil {
-			r.cks = append(r.cks, row.ck)
+			r.cks = append(r.cks, row.Ck)
 		} else {
 			r.cks = append(r.cks, nil)
 		}
 	}
 	if row != nil {
-		r.lastCK, r.lastDone = row.ck, len(t.ck) == 0
+		r.lastCK, r.lastDone = row.Ck, len(t.Ck) == 0
 	} else {
 		r.lastCK, r.lastDone = nil, true
 	}
@@ -1212,7 +1213,7 @@ func (r *selectRun) add(pkVals [][]byte, part *partition, row *row) {
 	}
 }
 
-func (r *selectRun) build(pkVals [][]byte, part *partition, row *row) [][]byte {
+func (r *selectRun) build(pkVals [][]byte, part *storage.Partition, row *storage.Row) [][]byte {
 	t := r.p.t
 	out := make([][]byte, len(r.p.out))
 	for i := range r.p.out {
@@ -1220,7 +1221,7 @@ func (r *selectRun) build(pkVals [][]byte, part *partition, row *row) [][]byte {
 		// The columns of SELECT * and plain selectors, inline: the read path's hot loop.
 		switch {
 		case o.src == srcCell && !o.derived:
-			out[i] = r.value(t.cells[o.idx], pkVals, part, row)
+			out[i] = r.value(t.Cells[o.idx], pkVals, part, row)
 		case o.src == srcPK && !o.derived:
 			out[i] = pkVals[o.idx]
 		default:
@@ -1231,7 +1232,7 @@ func (r *selectRun) build(pkVals [][]byte, part *partition, row *row) [][]byte {
 }
 
 // outValue computes one selector of a row.
-func (r *selectRun) outValue(o *outCol, pkVals [][]byte, part *partition, row *row) []byte {
+func (r *selectRun) outValue(o *outCol, pkVals [][]byte, part *storage.Partition, row *storage.Row) []byte {
 	t := r.p.t
 	var v []byte
 	switch o.src {
@@ -1239,21 +1240,21 @@ func (r *selectRun) outValue(o *outCol, pkVals [][]byte, part *partition, row *r
 		v = pkVals[o.idx]
 	case srcCK:
 		if row != nil {
-			v = row.ck[o.idx]
+			v = row.Ck[o.idx]
 		}
 	case srcCell:
-		v = r.value(t.cells[o.idx], pkVals, part, row)
+		v = r.value(t.Cells[o.idx], pkVals, part, row)
 	case srcWritetime, srcTTL:
-		c := r.cellOf(t.cells[o.idx], part, row)
+		c := r.cellOf(t.Cells[o.idx], part, row)
 		switch {
-		case c == nil || !c.live(r.now):
+		case c == nil || !c.Live(r.now):
 		case o.src == srcWritetime:
-			v = cqlvalue.EncBigint(c.ts)
-		case c.exp > 0:
-			v = cqlvalue.EncInt(int32(c.exp - r.now))
+			v = cqlvalue.EncBigint(c.Ts)
+		case c.Exp > 0:
+			v = cqlvalue.EncInt(int32(c.Exp - r.now))
 		}
 	case srcToken:
-		v = cqlvalue.EncBigint(part.token)
+		v = cqlvalue.EncBigint(part.Token)
 	case srcFunc:
 		v, _, _ = o.fn.eval(r.x)
 	}
@@ -1287,41 +1288,41 @@ func fieldOf(b []byte, path []int) []byte {
 	return b
 }
 
-func (r *selectRun) cellOf(col *column, part *partition, row *row) *cell {
-	if col.kind == kindStatic {
-		if part.static == nil {
+func (r *selectRun) cellOf(col *storage.Column, part *storage.Partition, row *storage.Row) *storage.Cell {
+	if col.Kind == storage.KindStatic {
+		if part.Static == nil {
 			return nil
 		}
-		return part.static.cell(col.pos)
+		return part.Static.Cell(col.Pos)
 	}
 	if row == nil {
 		return nil
 	}
-	return row.cell(col.pos)
+	return row.Cell(col.Pos)
 }
 
 // convSelector compiles f(col), where f is a native conversion (dateOf, toTimestamp,
 // blobAsText, ...), into a selector of the column; ok is false for another function.
-func (c *compiler) convSelector(t *table, s grammar.Selector) (outCol, cql.TypeInfo, bool, error) {
+func (c *compiler) convSelector(t *storage.Table, s grammar.Selector) (outCol, cql.TypeInfo, bool, error) {
 	if s.FnKs != "" && s.FnKs != "system" || len(s.Cols) != 1 {
 		return outCol{}, cql.TypeInfo{}, false, nil
 	}
 	if _, ok := cqlvalue.ConvArgType(s.Fn.Name); !ok {
 		return outCol{}, cql.TypeInfo{}, false, nil
 	}
-	col := t.byName[s.Cols[0]]
+	col := t.ByName[s.Cols[0]]
 	if col == nil {
-		return outCol{}, cql.TypeInfo{}, true, invalidf("Undefined column name %s in table %s.%s", s.Cols[0], t.ks, t.name)
+		return outCol{}, cql.TypeInfo{}, true, invalidf("Undefined column name %s in table %s.%s", s.Cols[0], t.Ks, t.Name)
 	}
-	ret, _, err := cqlvalue.ConvResult(s.Fn.Name, col.typ, col.name)
+	ret, _, err := cqlvalue.ConvResult(s.Fn.Name, col.Typ, col.Name)
 	if err != nil {
 		return outCol{}, cql.TypeInfo{}, true, err
 	}
-	o := outCol{src: srcCell, idx: col.pos, derived: true, conv: s.Fn.Name, argType: col.typ, convRet: ret}
-	switch col.kind {
-	case kindPartitionKey:
+	o := outCol{src: srcCell, idx: col.Pos, derived: true, conv: s.Fn.Name, argType: col.Typ, convRet: ret}
+	switch col.Kind {
+	case storage.KindPartitionKey:
 		o.src = srcPK
-	case kindClustering:
+	case storage.KindClustering:
 		o.src = srcCK
 	}
 	return o, ret, true, nil

@@ -6,6 +6,7 @@ import (
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/internal/node/cqlvalue"
 	"github.com/tracecar/tracecar/internal/node/grammar"
+	"github.com/tracecar/tracecar/internal/node/storage"
 )
 
 // maxKeyLen is the longest partition key (or key component) Cassandra accepts.
@@ -13,7 +14,7 @@ const maxKeyLen = 65535
 
 // colRestr collects the restrictions of a WHERE clause on one column.
 type colRestr struct {
-	col      *column
+	col      *storage.Column
 	eq       *expr
 	in       []*expr
 	inMarker *expr // IN ? bound to a list
@@ -29,7 +30,7 @@ func (r *colRestr) isRange() bool { return r != nil && (r.lo != nil || r.hi != n
 
 // values returns the sorted, deduplicated values of an = or IN restriction.
 func (r *colRestr) values(x *execCtx) ([][]byte, error) {
-	name := r.col.name
+	name := r.col.Name
 	one := func(e *expr) ([]byte, error) {
 		b, unset, err := e.eval(x)
 		if err != nil {
@@ -63,11 +64,11 @@ func (r *colRestr) values(x *execCtx) ([][]byte, error) {
 			if e == nil {
 				return nil, invalidf("Invalid null value in condition for column %s", name)
 			}
-			if err := cqlvalue.Validate(r.col.typ, e, name); err != nil {
+			if err := cqlvalue.Validate(r.col.Typ, e, name); err != nil {
 				return nil, err
 			}
 		}
-		return sortDedupe(r.col.typ, elems), nil
+		return sortDedupe(r.col.Typ, elems), nil
 	}
 	out := make([][]byte, 0, len(r.in))
 	for _, e := range r.in {
@@ -77,7 +78,7 @@ func (r *colRestr) values(x *execCtx) ([][]byte, error) {
 		}
 		out = append(out, b)
 	}
-	return sortDedupe(r.col.typ, out), nil
+	return sortDedupe(r.col.Typ, out), nil
 }
 
 func sortDedupe(t cql.TypeInfo, vals [][]byte) [][]byte {
@@ -111,23 +112,23 @@ type whereInfo struct {
 	token   *colRestr // token(pk...) range, with col nil
 }
 
-func (c *compiler) where(t *table, rels []grammar.Relation) (*whereInfo, error) {
-	w := &whereInfo{pk: make([]*colRestr, len(t.pk)), ck: make([]*colRestr, len(t.ck))}
+func (c *compiler) where(t *storage.Table, rels []grammar.Relation) (*whereInfo, error) {
+	w := &whereInfo{pk: make([]*colRestr, len(t.Pk)), ck: make([]*colRestr, len(t.Ck))}
 	byCol := map[string]*colRestr{}
 	for _, r := range rels {
 		if r.Token {
-			if len(r.Cols) != len(t.pk) {
+			if len(r.Cols) != len(t.Pk) {
 				return nil, invalidf("The token function arguments must be the partition key columns in order")
 			}
 			for i, n := range r.Cols {
-				if n != t.pk[i].name {
-					return nil, invalidf("The token function arguments must be in the partition key order: %s", t.pk[i].name)
+				if n != t.Pk[i].Name {
+					return nil, invalidf("The token function arguments must be in the partition key order: %s", t.Pk[i].Name)
 				}
 			}
 			if w.token == nil {
 				w.token = &colRestr{}
 			}
-			spec := cql.ColumnSpec{Keyspace: t.ks, Table: t.name, Name: "partition key token", Type: cql.TypeInfo{ID: cql.TypeBigint}}
+			spec := cql.ColumnSpec{Keyspace: t.Ks, Table: t.Name, Name: "partition key token", Type: cql.TypeInfo{ID: cql.TypeBigint}}
 			x, err := c.compileTerm(r.Val, spec.Type, spec)
 			if err != nil {
 				return nil, err
@@ -144,42 +145,42 @@ func (c *compiler) where(t *table, rels []grammar.Relation) (*whereInfo, error) 
 			}
 			continue
 		}
-		col := t.byName[r.Col]
+		col := t.ByName[r.Col]
 		if col == nil {
-			return nil, invalidf("Undefined column name %s in table %s.%s", r.Col, t.ks, t.name)
+			return nil, invalidf("Undefined column name %s in table %s.%s", r.Col, t.Ks, t.Name)
 		}
-		cr := byCol[col.name]
+		cr := byCol[col.Name]
 		if cr == nil {
 			cr = &colRestr{col: col}
-			byCol[col.name] = cr
-			switch col.kind {
-			case kindPartitionKey:
-				w.pk[col.pos] = cr
-			case kindClustering:
-				w.ck[col.pos] = cr
+			byCol[col.Name] = cr
+			switch col.Kind {
+			case storage.KindPartitionKey:
+				w.pk[col.Pos] = cr
+			case storage.KindClustering:
+				w.ck[col.Pos] = cr
 			default:
 				w.regular = append(w.regular, cr)
 			}
 		}
-		spec := cql.ColumnSpec{Keyspace: t.ks, Table: t.name, Name: col.name, Type: col.typ}
+		spec := cql.ColumnSpec{Keyspace: t.Ks, Table: t.Name, Name: col.Name, Type: col.Typ}
 		switch r.Op {
 		case grammar.OpEq:
 			if cr.eq != nil || cr.in != nil || cr.inMarker != nil {
-				return nil, invalidf("%s cannot be restricted by more than one relation if it includes an Equal", col.name)
+				return nil, invalidf("%s cannot be restricted by more than one relation if it includes an Equal", col.Name)
 			}
-			x, err := c.compileTerm(r.Val, col.typ, spec)
+			x, err := c.compileTerm(r.Val, col.Typ, spec)
 			if err != nil {
 				return nil, err
 			}
 			cr.eq = x
 		case grammar.OpIn:
 			if cr.eq != nil || cr.in != nil || cr.inMarker != nil {
-				return nil, invalidf("%s cannot be restricted by more than one relation if it includes a IN", col.name)
+				return nil, invalidf("%s cannot be restricted by more than one relation if it includes a IN", col.Name)
 			}
 			if r.Vals != nil {
 				cr.in = []*expr{}
 				for _, v := range r.Vals {
-					x, err := c.compileTerm(v, col.typ, spec)
+					x, err := c.compileTerm(v, col.Typ, spec)
 					if err != nil {
 						return nil, err
 					}
@@ -187,56 +188,56 @@ func (c *compiler) where(t *table, rels []grammar.Relation) (*whereInfo, error) 
 				}
 			} else {
 				s := spec
-				s.Name = "in(" + col.name + ")"
-				x, err := c.compileTerm(r.Val, cql.ListOf(col.typ), s)
+				s.Name = "in(" + col.Name + ")"
+				x, err := c.compileTerm(r.Val, cql.ListOf(col.Typ), s)
 				if err != nil {
 					return nil, err
 				}
 				cr.inMarker = x
 			}
 		case grammar.OpLt, grammar.OpLe, grammar.OpGt, grammar.OpGe:
-			if cqlvalue.ReferencesDuration(col.typ) {
+			if cqlvalue.ReferencesDuration(col.Typ) {
 				return nil, invalidf("Slice restrictions are not supported on duration columns")
 			}
-			x, err := c.compileTerm(r.Val, col.typ, spec)
+			x, err := c.compileTerm(r.Val, col.Typ, spec)
 			if err != nil {
 				return nil, err
 			}
 			if r.Op == grammar.OpGt || r.Op == grammar.OpGe {
 				if cr.lo != nil {
-					return nil, invalidf("More than one restriction was found for the start bound on %s", col.name)
+					return nil, invalidf("More than one restriction was found for the start bound on %s", col.Name)
 				}
 				cr.lo, cr.loIncl = x, r.Op == grammar.OpGe
 			} else {
 				if cr.hi != nil {
-					return nil, invalidf("More than one restriction was found for the end bound on %s", col.name)
+					return nil, invalidf("More than one restriction was found for the end bound on %s", col.Name)
 				}
 				cr.hi, cr.hiIncl = x, r.Op == grammar.OpLe
 			}
 		default:
-			typ := col.typ
+			typ := col.Typ
 			switch r.Op {
 			case grammar.OpContains:
-				if !cqlvalue.IsCollection(col.typ) {
-					return nil, invalidf("Cannot use CONTAINS on non-collection column %s", col.name)
+				if !cqlvalue.IsCollection(col.Typ) {
+					return nil, invalidf("Cannot use CONTAINS on non-collection column %s", col.Name)
 				}
-				typ = cqlvalue.ElemType(col.typ)
+				typ = cqlvalue.ElemType(col.Typ)
 			case grammar.OpContainsKey:
-				if col.typ.ID != cql.TypeMap {
-					return nil, invalidf("Cannot use CONTAINS KEY on non-map column %s", col.name)
+				if col.Typ.ID != cql.TypeMap {
+					return nil, invalidf("Cannot use CONTAINS KEY on non-map column %s", col.Name)
 				}
-				typ = cqlvalue.KeyType(col.typ)
+				typ = cqlvalue.KeyType(col.Typ)
 			case grammar.OpMapEq:
-				if col.typ.ID != cql.TypeMap || col.frozen {
-					return nil, invalidf("Column \"%s\" cannot be used as a map", col.name)
+				if col.Typ.ID != cql.TypeMap || col.Frozen {
+					return nil, invalidf("Column \"%s\" cannot be used as a map", col.Name)
 				}
 				ks := spec
-				ks.Name, ks.Type = "key("+col.name+")", cqlvalue.KeyType(col.typ)
+				ks.Name, ks.Type = "key("+col.Name+")", cqlvalue.KeyType(col.Typ)
 				if _, err := c.compileTerm(r.Key, ks.Type, ks); err != nil {
 					return nil, err
 				}
-				typ = cqlvalue.ElemType(col.typ)
-				spec.Name = "value(" + col.name + ")"
+				typ = cqlvalue.ElemType(col.Typ)
+				spec.Name = "value(" + col.Name + ")"
 			}
 			spec.Type = typ
 			if _, err := c.compileTerm(r.Val, typ, spec); err != nil {
@@ -250,7 +251,7 @@ func (c *compiler) where(t *table, rels []grammar.Relation) (*whereInfo, error) 
 
 // keyPlan computes the partition keys (and clustering keys) that a write addresses.
 type keyPlan struct {
-	t  *table
+	t  *storage.Table
 	pk []*colRestr
 	ck []*colRestr // only the restricted equality prefix
 }
@@ -264,10 +265,10 @@ func (k *keyPlan) partitionKeys(x *execCtx, one *[1][]byte) ([][]byte, error) {
 			return nil, err
 		}
 		if unset {
-			return nil, invalidf("Invalid unset value for column %s", k.pk[0].col.name)
+			return nil, invalidf("Invalid unset value for column %s", k.pk[0].col.Name)
 		}
 		if b == nil {
-			return nil, invalidf("Invalid null value in condition for column %s", k.pk[0].col.name)
+			return nil, invalidf("Invalid null value in condition for column %s", k.pk[0].col.Name)
 		}
 		if len(b) == 0 {
 			return nil, invalidf("Key may not be empty")
@@ -289,7 +290,7 @@ func (k *keyPlan) partitionKeys(x *execCtx, one *[1][]byte) ([][]byte, error) {
 				return nil, invalidf("Key length of %d is longer than maximum of %d", len(v), maxKeyLen)
 			}
 		}
-		out[i] = encodePK(c)
+		out[i] = storage.EncodePK(c)
 		if len(out[i]) == 0 {
 			return nil, invalidf("Key may not be empty")
 		}
@@ -322,13 +323,13 @@ func product(rs []*colRestr, x *execCtx) ([][][]byte, error) {
 }
 
 // writeKeys checks the WHERE clause of UPDATE and DELETE.
-func (c *compiler) writeKeys(t *table, rels []grammar.Relation, allowPartialCK bool, staticOnly bool) (*keyPlan, *whereInfo, error) {
+func (c *compiler) writeKeys(t *storage.Table, rels []grammar.Relation, allowPartialCK bool, staticOnly bool) (*keyPlan, *whereInfo, error) {
 	w, err := c.where(t, rels)
 	if err != nil {
 		return nil, nil, err
 	}
 	if len(w.regular) > 0 {
-		return nil, nil, invalidf("Non PRIMARY KEY columns found in where clause: %s", w.regular[0].col.name)
+		return nil, nil, invalidf("Non PRIMARY KEY columns found in where clause: %s", w.regular[0].col.Name)
 	}
 	if w.token != nil {
 		return nil, nil, invalidf("The token function cannot be used in WHERE clauses for UPDATE and DELETE statements")
@@ -338,9 +339,9 @@ func (c *compiler) writeKeys(t *table, rels []grammar.Relation, allowPartialCK b
 	for i, r := range w.pk {
 		if !r.isEq() {
 			if r != nil && (r.isRange() || len(r.others) > 0) {
-				return nil, nil, invalidf("Invalid operator for PRIMARY KEY part %s", t.pk[i].name)
+				return nil, nil, invalidf("Invalid operator for PRIMARY KEY part %s", t.Pk[i].Name)
 			}
-			missing = append(missing, t.pk[i].name)
+			missing = append(missing, t.Pk[i].Name)
 		}
 	}
 	if len(missing) > 0 {
@@ -348,23 +349,23 @@ func (c *compiler) writeKeys(t *table, rels []grammar.Relation, allowPartialCK b
 	}
 	for i, r := range w.ck {
 		if r != nil && len(r.others) > 0 {
-			return nil, nil, invalidf("Invalid operator for PRIMARY KEY part %s", t.ck[i].name)
+			return nil, nil, invalidf("Invalid operator for PRIMARY KEY part %s", t.Ck[i].Name)
 		}
 		if r.isEq() {
 			if len(kp.ck) != i {
-				return nil, nil, invalidf("PRIMARY KEY column \"%s\" cannot be restricted as preceding column \"%s\" is not restricted", t.ck[i].name, t.ck[i-1].name)
+				return nil, nil, invalidf("PRIMARY KEY column \"%s\" cannot be restricted as preceding column \"%s\" is not restricted", t.Ck[i].Name, t.Ck[i-1].Name)
 			}
 			kp.ck = append(kp.ck, r)
 			continue
 		}
 		if r.isRange() && !allowPartialCK {
-			return nil, nil, invalidf("Invalid operator for PRIMARY KEY part %s", t.ck[i].name)
+			return nil, nil, invalidf("Invalid operator for PRIMARY KEY part %s", t.Ck[i].Name)
 		}
 	}
-	if !allowPartialCK && !staticOnly && len(kp.ck) < len(t.ck) {
+	if !allowPartialCK && !staticOnly && len(kp.ck) < len(t.Ck) {
 		var miss []string
-		for _, col := range t.ck[len(kp.ck):] {
-			miss = append(miss, col.name)
+		for _, col := range t.Ck[len(kp.ck):] {
+			miss = append(miss, col.Name)
 		}
 		return nil, nil, invalidf("Some clustering keys are missing: %s", joinNames(miss))
 	}
@@ -385,7 +386,7 @@ func joinNames(n []string) string {
 // writeOp is a compiled cell operation.
 type writeOp struct {
 	pos   int
-	kind  cellOpKind
+	kind  storage.CellOpKind
 	val   *expr
 	key   *expr
 	neg   bool // counter decrement
@@ -394,16 +395,16 @@ type writeOp struct {
 
 // fieldPosition checks an operation on field f of column col, a non-frozen user type,
 // and returns the field's position. op spells the operation for the error messages.
-func fieldPosition(col *column, f, op string) (int, error) {
-	if !cqlvalue.IsUDT(col.typ) {
-		return 0, invalidf("Invalid operation (%s) for non-UDT column %s", op, col.name)
+func fieldPosition(col *storage.Column, f, op string) (int, error) {
+	if !cqlvalue.IsUDT(col.Typ) {
+		return 0, invalidf("Invalid operation (%s) for non-UDT column %s", op, col.Name)
 	}
-	if col.frozen {
-		return 0, invalidf("Invalid operation (%s) for frozen UDT column %s", op, col.name)
+	if col.Frozen {
+		return 0, invalidf("Invalid operation (%s) for frozen UDT column %s", op, col.Name)
 	}
-	i := slices.IndexFunc(col.typ.Fields, func(x cql.Field) bool { return x.Name == f })
+	i := slices.IndexFunc(col.Typ.Fields, func(x cql.Field) bool { return x.Name == f })
 	if i < 0 {
-		return 0, invalidf("UDT column %s does not have a field named %s", col.name, f)
+		return 0, invalidf("UDT column %s does not have a field named %s", col.Name, f)
 	}
 	return i, nil
 }
@@ -421,7 +422,7 @@ func termText(t *grammar.Term) string {
 
 // writePlan is a compiled INSERT, UPDATE or DELETE.
 type writePlan struct {
-	t        *table
+	t        *storage.Table
 	keys     *keyPlan
 	ckRange  *whereInfo // DELETE with a clustering range, or nil
 	ops      []writeOp
@@ -437,37 +438,37 @@ type writePlan struct {
 
 // condition is a compiled IF clause term of UPDATE or DELETE.
 type condition struct {
-	col  *column
+	col  *storage.Column
 	op   grammar.RelOp
 	val  *expr
 	vals []*expr
 }
 
 // compileConds compiles IF conditions on regular and static columns.
-func (c *compiler) compileConds(t *table, rels []grammar.Relation) ([]condition, error) {
+func (c *compiler) compileConds(t *storage.Table, rels []grammar.Relation) ([]condition, error) {
 	var out []condition
 	for _, r := range rels {
 		if r.Token {
 			return nil, invalidf("token() is not allowed in IF conditions")
 		}
-		col := t.byName[r.Col]
+		col := t.ByName[r.Col]
 		if col == nil {
-			return nil, invalidf("Undefined column name %s in table %s.%s", r.Col, t.ks, t.name)
+			return nil, invalidf("Undefined column name %s in table %s.%s", r.Col, t.Ks, t.Name)
 		}
-		if col.kind == kindPartitionKey || col.kind == kindClustering {
-			return nil, invalidf("PRIMARY KEY column '%s' cannot have IF conditions", col.name)
+		if col.Kind == storage.KindPartitionKey || col.Kind == storage.KindClustering {
+			return nil, invalidf("PRIMARY KEY column '%s' cannot have IF conditions", col.Name)
 		}
-		spec := cql.ColumnSpec{Keyspace: t.ks, Table: t.name, Name: col.name, Type: col.typ}
+		spec := cql.ColumnSpec{Keyspace: t.Ks, Table: t.Name, Name: col.Name, Type: col.Typ}
 		if r.Key != nil {
-			return nil, invalidf("IF conditions on map elements (%s[...]) are not supported by the embedded node", col.name)
+			return nil, invalidf("IF conditions on map elements (%s[...]) are not supported by the embedded node", col.Name)
 		}
 		cd := condition{col: col, op: r.Op}
-		if (r.Op == grammar.OpLt || r.Op == grammar.OpLe || r.Op == grammar.OpGt || r.Op == grammar.OpGe) && cqlvalue.ReferencesDuration(col.typ) {
+		if (r.Op == grammar.OpLt || r.Op == grammar.OpLe || r.Op == grammar.OpGt || r.Op == grammar.OpGe) && cqlvalue.ReferencesDuration(col.Typ) {
 			return nil, invalidf("Slice conditions ( %s ) are not supported on durations", grammar.RelOpNames[r.Op])
 		}
 		switch r.Op {
 		case grammar.OpEq, grammar.OpNe, grammar.OpLt, grammar.OpLe, grammar.OpGt, grammar.OpGe:
-			x, err := c.compileTerm(r.Val, col.typ, spec)
+			x, err := c.compileTerm(r.Val, col.Typ, spec)
 			if err != nil {
 				return nil, err
 			}
@@ -477,14 +478,14 @@ func (c *compiler) compileConds(t *table, rels []grammar.Relation) ([]condition,
 				return nil, invalidf("IN ? is not supported in IF conditions by the embedded node")
 			}
 			for _, v := range r.Vals {
-				x, err := c.compileTerm(v, col.typ, spec)
+				x, err := c.compileTerm(v, col.Typ, spec)
 				if err != nil {
 					return nil, err
 				}
 				cd.vals = append(cd.vals, x)
 			}
 		default:
-			return nil, invalidf("Unsupported operator %s in IF condition on %s", grammar.RelOpNames[r.Op], col.name)
+			return nil, invalidf("Unsupported operator %s in IF condition on %s", grammar.RelOpNames[r.Op], col.Name)
 		}
 		out = append(out, cd)
 	}
@@ -493,42 +494,42 @@ func (c *compiler) compileConds(t *table, rels []grammar.Relation) ([]condition,
 
 // evalConds appends to vals the values of the conditions conds (IF col op value, or IN a
 // list) for the execution x.
-func evalConds(vals []condVal, conds []condition, x *execCtx) ([]condVal, error) {
+func evalConds(vals []storage.CondVal, conds []condition, x *execCtx) ([]storage.CondVal, error) {
 	for _, cd := range conds {
-		cv := condVal{col: cd.col, op: cd.op}
+		cv := storage.CondVal{Col: cd.col, Op: cd.op}
 		if cd.val != nil {
 			b, unset, err := cd.val.eval(x)
 			if err != nil {
 				return nil, err
 			}
 			if unset {
-				return nil, invalidf("Invalid unset value for column %s", cd.col.name)
+				return nil, invalidf("Invalid unset value for column %s", cd.col.Name)
 			}
-			cv.v = b
+			cv.V = b
 		}
 		for _, v := range cd.vals {
 			b, _, err := v.eval(x)
 			if err != nil {
 				return nil, err
 			}
-			cv.list = append(cv.list, b)
+			cv.List = append(cv.List, b)
 		}
 		vals = append(vals, cv)
 	}
 	return vals, nil
 }
 
-func (c *compiler) usingTerms(t *table, ttl, ts *grammar.Term) (*expr, *expr, error) {
+func (c *compiler) usingTerms(t *storage.Table, ttl, ts *grammar.Term) (*expr, *expr, error) {
 	var tx, sx *expr
 	var err error
 	if ttl != nil {
-		spec := cql.ColumnSpec{Keyspace: t.ks, Table: t.name, Name: "[ttl]", Type: cql.TypeInfo{ID: cql.TypeInt}}
+		spec := cql.ColumnSpec{Keyspace: t.Ks, Table: t.Name, Name: "[ttl]", Type: cql.TypeInfo{ID: cql.TypeInt}}
 		if tx, err = c.compileTerm(ttl, spec.Type, spec); err != nil {
 			return nil, nil, err
 		}
 	}
 	if ts != nil {
-		spec := cql.ColumnSpec{Keyspace: t.ks, Table: t.name, Name: "[timestamp]", Type: cql.TypeInfo{ID: cql.TypeBigint}}
+		spec := cql.ColumnSpec{Keyspace: t.Ks, Table: t.Name, Name: "[timestamp]", Type: cql.TypeInfo{ID: cql.TypeBigint}}
 		if sx, err = c.compileTerm(ts, spec.Type, spec); err != nil {
 			return nil, nil, err
 		}
@@ -536,12 +537,12 @@ func (c *compiler) usingTerms(t *table, ttl, ts *grammar.Term) (*expr, *expr, er
 	return tx, sx, nil
 }
 
-func (c *compiler) writable(t *table) error {
-	if t.view != nil {
+func (c *compiler) writable(t *storage.Table) error {
+	if t.View != nil {
 		return invalidf("Cannot directly modify a materialized view")
 	}
-	if t.virtual || c.sc.keyspaces[t.ks].system && t.ks != "system_traces" {
-		return &cql.Error{Code: cql.ErrCodeUnauthorized, Message: t.ks + " keyspace is not user-modifiable."}
+	if t.Virtual || c.sc.Keyspaces[t.Ks].System && t.Ks != "system_traces" {
+		return &cql.Error{Code: cql.ErrCodeUnauthorized, Message: t.Ks + " keyspace is not user-modifiable."}
 	}
 	c.tableNeeds(t, "MODIFY")
 	return nil
@@ -558,55 +559,55 @@ func (c *compiler) insert(st *grammar.InsertStmt) (plan, error) {
 	if len(st.Cols) != len(st.Vals) {
 		return nil, invalidf("Unmatched column names/values")
 	}
-	p := &writePlan{t: t, marker: true, keys: &keyPlan{t: t, pk: make([]*colRestr, len(t.pk)), ck: make([]*colRestr, len(t.ck))}, name: "INSERT"}
+	p := &writePlan{t: t, marker: true, keys: &keyPlan{t: t, pk: make([]*colRestr, len(t.Pk)), ck: make([]*colRestr, len(t.Ck))}, name: "INSERT"}
 	if st.IfNotExists {
-		p.cond = condNotExists
+		p.cond = storage.CondNotExists
 	}
 	if st.Json != nil {
 		return c.insertJSON(st, t, p)
 	}
 	seen := map[string]bool{}
 	for i, name := range st.Cols {
-		col := t.byName[name]
+		col := t.ByName[name]
 		if col == nil {
-			return nil, invalidf("Undefined column name %s in table %s.%s", name, t.ks, t.name)
+			return nil, invalidf("Undefined column name %s in table %s.%s", name, t.Ks, t.Name)
 		}
 		if seen[name] {
 			return nil, invalidf("Multiple definitions found for column %s", name)
 		}
 		seen[name] = true
-		spec := cql.ColumnSpec{Keyspace: t.ks, Table: t.name, Name: col.name, Type: col.typ}
-		x, err := c.compileTerm(st.Vals[i], col.typ, spec)
+		spec := cql.ColumnSpec{Keyspace: t.Ks, Table: t.Name, Name: col.Name, Type: col.Typ}
+		x, err := c.compileTerm(st.Vals[i], col.Typ, spec)
 		if err != nil {
 			return nil, err
 		}
-		switch col.kind {
-		case kindPartitionKey:
-			p.keys.pk[col.pos] = &colRestr{col: col, eq: x}
-		case kindClustering:
-			p.keys.ck[col.pos] = &colRestr{col: col, eq: x}
+		switch col.Kind {
+		case storage.KindPartitionKey:
+			p.keys.pk[col.Pos] = &colRestr{col: col, eq: x}
+		case storage.KindClustering:
+			p.keys.ck[col.Pos] = &colRestr{col: col, eq: x}
 		default:
-			if col.typ.ID == cql.TypeCounter {
+			if col.Typ.ID == cql.TypeCounter {
 				return nil, invalidf("INSERT statements are not allowed on counter tables, use UPDATE instead")
 			}
-			p.ops = append(p.ops, writeOp{pos: col.pos, kind: cellSet, val: x})
+			p.ops = append(p.ops, writeOp{pos: col.Pos, kind: storage.CellSet, val: x})
 		}
 	}
 	for i, r := range p.keys.pk {
 		if r == nil {
-			return nil, invalidf("Some partition key parts are missing: %s", t.pk[i].name)
+			return nil, invalidf("Some partition key parts are missing: %s", t.Pk[i].Name)
 		}
 	}
 	for i, r := range p.keys.ck {
 		if r == nil {
-			return nil, invalidf("Some clustering keys are missing: %s", t.ck[i].name)
+			return nil, invalidf("Some clustering keys are missing: %s", t.Ck[i].Name)
 		}
 	}
 	c.setPKIndexes(t, p.keys.pk)
 	if p.ttl, p.ts, err = c.usingTerms(t, st.Ttl, st.Ts); err != nil {
 		return nil, err
 	}
-	if p.cond != condNone {
+	if p.cond != storage.CondNone {
 		p.lwtSpecs = c.lwtSpecs(t)
 	}
 	return p, nil
@@ -615,13 +616,13 @@ func (c *compiler) insert(st *grammar.InsertStmt) (plan, error) {
 // lwtSpecs returns the first column of a conditional write's result. Like Cassandra, the
 // prepared result metadata stays empty, since the columns depend on the outcome, so drivers
 // never skip the metadata of these results.
-func (c *compiler) lwtSpecs(t *table) []cql.ColumnSpec {
-	return []cql.ColumnSpec{{Keyspace: t.ks, Table: t.name, Name: "[applied]", Type: cql.TypeInfo{ID: cql.TypeBoolean}}}
+func (c *compiler) lwtSpecs(t *storage.Table) []cql.ColumnSpec {
+	return []cql.ColumnSpec{{Keyspace: t.Ks, Table: t.Name, Name: "[applied]", Type: cql.TypeInfo{ID: cql.TypeBoolean}}}
 }
 
 // setPKIndexes records the bind markers that make the partition key, when all of them are
 // single markers.
-func (c *compiler) setPKIndexes(t *table, pk []*colRestr) {
+func (c *compiler) setPKIndexes(t *storage.Table, pk []*colRestr) {
 	idx := make([]uint16, 0, len(pk))
 	for _, r := range pk {
 		if r == nil || r.eq == nil || r.eq.kind != exBind {
@@ -634,11 +635,11 @@ func (c *compiler) setPKIndexes(t *table, pk []*colRestr) {
 
 // insertJSON compiles INSERT JSON: every column takes its value from the decoded JSON
 // (execCtx.json), which a constant gives once, here, and a marker on each execution.
-func (c *compiler) insertJSON(st *grammar.InsertStmt, t *table, p *writePlan) (plan, error) {
-	if t.counter {
+func (c *compiler) insertJSON(st *grammar.InsertStmt, t *storage.Table, p *writePlan) (plan, error) {
+	if t.Counter {
 		return nil, invalidf("INSERT statements are not allowed on counter tables, use UPDATE instead")
 	}
-	spec := cql.ColumnSpec{Keyspace: t.ks, Table: t.name, Name: "[json]", Type: cql.TypeInfo{ID: cql.TypeVarchar}}
+	spec := cql.ColumnSpec{Keyspace: t.Ks, Table: t.Name, Name: "[json]", Type: cql.TypeInfo{ID: cql.TypeVarchar}}
 	text, err := c.compileTerm(st.Json, spec.Type, spec)
 	if err != nil {
 		return nil, err
@@ -649,21 +650,21 @@ func (c *compiler) insertJSON(st *grammar.InsertStmt, t *table, p *writePlan) (p
 			return nil, err
 		}
 	}
-	for i, col := range t.cols {
-		x := &expr{kind: exJSON, idx: i, typ: col.typ, col: col.name}
-		switch col.kind {
-		case kindPartitionKey:
-			p.keys.pk[col.pos] = &colRestr{col: col, eq: x}
-		case kindClustering:
-			p.keys.ck[col.pos] = &colRestr{col: col, eq: x}
+	for i, col := range t.Cols {
+		x := &expr{kind: exJSON, idx: i, typ: col.Typ, col: col.Name}
+		switch col.Kind {
+		case storage.KindPartitionKey:
+			p.keys.pk[col.Pos] = &colRestr{col: col, eq: x}
+		case storage.KindClustering:
+			p.keys.ck[col.Pos] = &colRestr{col: col, eq: x}
 		default:
-			p.ops = append(p.ops, writeOp{pos: col.pos, kind: cellSet, val: x})
+			p.ops = append(p.ops, writeOp{pos: col.Pos, kind: storage.CellSet, val: x})
 		}
 	}
 	if p.ttl, p.ts, err = c.usingTerms(t, st.Ttl, st.Ts); err != nil {
 		return nil, err
 	}
-	if p.cond != condNone {
+	if p.cond != storage.CondNone {
 		p.lwtSpecs = c.lwtSpecs(t)
 	}
 	return jp, nil
@@ -712,102 +713,102 @@ func (c *compiler) update(st *grammar.UpdateStmt) (plan, error) {
 	}
 	p := &writePlan{t: t, name: "UPDATE"}
 	if st.IfExists {
-		p.cond = condExists
+		p.cond = storage.CondExists
 	}
 	if len(st.Conds) > 0 {
 		conds, err := c.compileConds(t, st.Conds)
 		if err != nil {
 			return nil, err
 		}
-		p.cond, p.conds = condIf, conds
+		p.cond, p.conds = storage.CondIf, conds
 	}
 	static := true
 	for _, a := range st.Assigns {
-		col := t.byName[a.Col]
+		col := t.ByName[a.Col]
 		if col == nil {
-			return nil, invalidf("Undefined column name %s in table %s.%s", a.Col, t.ks, t.name)
+			return nil, invalidf("Undefined column name %s in table %s.%s", a.Col, t.Ks, t.Name)
 		}
-		if col.kind == kindPartitionKey || col.kind == kindClustering {
-			return nil, invalidf("PRIMARY KEY part %s found in SET part", col.name)
+		if col.Kind == storage.KindPartitionKey || col.Kind == storage.KindClustering {
+			return nil, invalidf("PRIMARY KEY part %s found in SET part", col.Name)
 		}
-		if col.kind != kindStatic {
+		if col.Kind != storage.KindStatic {
 			static = false
 		}
-		spec := cql.ColumnSpec{Keyspace: t.ks, Table: t.name, Name: col.name, Type: col.typ}
-		op := writeOp{pos: col.pos}
-		isCounter := col.typ.ID == cql.TypeCounter
+		spec := cql.ColumnSpec{Keyspace: t.Ks, Table: t.Name, Name: col.Name, Type: col.Typ}
+		op := writeOp{pos: col.Pos}
+		isCounter := col.Typ.ID == cql.TypeCounter
 		if a.Field != "" {
-			f, err := fieldPosition(col, a.Field, col.name+"."+a.Field+" = "+termText(a.Val))
+			f, err := fieldPosition(col, a.Field, col.Name+"."+a.Field+" = "+termText(a.Val))
 			if err != nil {
 				return nil, err
 			}
-			op.kind, op.field = cellSetField, f
-			spec.Name, spec.Type = col.name+"."+a.Field, col.typ.Fields[f].Type
+			op.kind, op.field = storage.CellSetField, f
+			spec.Name, spec.Type = col.Name+"."+a.Field, col.Typ.Fields[f].Type
 			if op.val, err = c.compileTerm(a.Val, spec.Type, spec); err != nil {
 				return nil, err
 			}
 			p.ops = append(p.ops, op)
 			continue
 		}
-		if a.Op != grammar.AssignSet && cqlvalue.IsCollection(col.typ) && col.frozen {
-			return nil, invalidf("Invalid operation (%s = %s + ?) for frozen collection column %s", col.name, col.name, col.name)
+		if a.Op != grammar.AssignSet && cqlvalue.IsCollection(col.Typ) && col.Frozen {
+			return nil, invalidf("Invalid operation (%s = %s + ?) for frozen collection column %s", col.Name, col.Name, col.Name)
 		}
 		switch a.Op {
 		case grammar.AssignSet:
 			if isCounter {
-				return nil, invalidf("Cannot set the value of counter column %s (counters can only be incremented/decremented, not set)", col.name)
+				return nil, invalidf("Cannot set the value of counter column %s (counters can only be incremented/decremented, not set)", col.Name)
 			}
-			op.kind = cellSet
-			op.val, err = c.compileTerm(a.Val, col.typ, spec)
+			op.kind = storage.CellSet
+			op.val, err = c.compileTerm(a.Val, col.Typ, spec)
 		case grammar.AssignAdd, grammar.AssignSub, grammar.AssignPrepend:
-			typ := col.typ
+			typ := col.Typ
 			switch {
 			case isCounter:
 				if a.Op == grammar.AssignPrepend {
-					return nil, invalidf("Invalid operation (%s = ? + %s) for counter column %s", col.name, col.name, col.name)
+					return nil, invalidf("Invalid operation (%s = ? + %s) for counter column %s", col.Name, col.Name, col.Name)
 				}
-				op.kind, op.neg = cellCounterAdd, a.Op == grammar.AssignSub
+				op.kind, op.neg = storage.CellCounterAdd, a.Op == grammar.AssignSub
 				typ = cql.TypeInfo{ID: cql.TypeBigint}
-			case col.typ.ID == cql.TypeList:
-				op.kind = map[grammar.AssignOp]cellOpKind{grammar.AssignAdd: cellAppend, grammar.AssignSub: cellRemove, grammar.AssignPrepend: cellPrepend}[a.Op]
-			case col.typ.ID == cql.TypeSet || col.typ.ID == cql.TypeMap:
+			case col.Typ.ID == cql.TypeList:
+				op.kind = map[grammar.AssignOp]storage.CellOpKind{grammar.AssignAdd: storage.CellAppend, grammar.AssignSub: storage.CellRemove, grammar.AssignPrepend: storage.CellPrepend}[a.Op]
+			case col.Typ.ID == cql.TypeSet || col.Typ.ID == cql.TypeMap:
 				if a.Op == grammar.AssignPrepend {
-					return nil, invalidf("Invalid operation (%s = ? + %s) for non list column %s", col.name, col.name, col.name)
+					return nil, invalidf("Invalid operation (%s = ? + %s) for non list column %s", col.Name, col.Name, col.Name)
 				}
-				op.kind = cellAppend
+				op.kind = storage.CellAppend
 				if a.Op == grammar.AssignSub {
-					op.kind = cellRemove
-					if col.typ.ID == cql.TypeMap {
-						typ = cql.SetOf(cqlvalue.KeyType(col.typ))
+					op.kind = storage.CellRemove
+					if col.Typ.ID == cql.TypeMap {
+						typ = cql.SetOf(cqlvalue.KeyType(col.Typ))
 					}
 				}
 			default:
-				return nil, invalidf("Invalid operation (%s = %s + ?) for non counter column %s", col.name, col.name, col.name)
+				return nil, invalidf("Invalid operation (%s = %s + ?) for non counter column %s", col.Name, col.Name, col.Name)
 			}
 			spec.Type = typ
 			op.val, err = c.compileTerm(a.Val, typ, spec)
 		case grammar.AssignKey:
 			var kt cql.TypeInfo
-			switch col.typ.ID {
+			switch col.Typ.ID {
 			case cql.TypeMap:
-				kt = cqlvalue.KeyType(col.typ)
+				kt = cqlvalue.KeyType(col.Typ)
 			case cql.TypeList:
 				kt = cql.TypeInfo{ID: cql.TypeInt}
 			default:
-				return nil, invalidf("Invalid operation (%s[?] = ?) for non list/map column %s", col.name, col.name)
+				return nil, invalidf("Invalid operation (%s[?] = ?) for non list/map column %s", col.Name, col.Name)
 			}
-			op.kind = cellSetKey
+			op.kind = storage.CellSetKey
 			ks := spec
-			ks.Name = "key(" + col.name + ")"
-			if col.typ.ID == cql.TypeList {
-				ks.Name = "idx(" + col.name + ")"
+			ks.Name = "key(" + col.Name + ")"
+			if col.Typ.ID == cql.TypeList {
+				ks.Name = "idx(" + col.Name + ")"
 			}
 			if op.key, err = c.compileTerm(a.Key, kt, ks); err != nil {
 				return nil, err
 			}
 			vs := spec
-			vs.Name = "value(" + col.name + ")"
-			op.val, err = c.compileTerm(a.Val, cqlvalue.ElemType(col.typ), vs)
+			vs.Name = "value(" + col.Name + ")"
+			op.val, err = c.compileTerm(a.Val, cqlvalue.ElemType(col.Typ), vs)
 		}
 		if err != nil {
 			return nil, err
@@ -817,17 +818,17 @@ func (c *compiler) update(st *grammar.UpdateStmt) (plan, error) {
 	if p.ttl, p.ts, err = c.usingTerms(t, st.Ttl, st.Ts); err != nil {
 		return nil, err
 	}
-	keys, _, err := c.writeKeys(t, st.Where, false, static && len(t.ck) > 0)
+	keys, _, err := c.writeKeys(t, st.Where, false, static && len(t.Ck) > 0)
 	if err != nil {
 		return nil, err
 	}
-	if static && len(t.ck) > 0 && len(keys.ck) > 0 && len(keys.ck) < len(t.ck) {
-		return nil, invalidf("Some clustering keys are missing: %s", t.ck[len(keys.ck)].name)
+	if static && len(t.Ck) > 0 && len(keys.ck) > 0 && len(keys.ck) < len(t.Ck) {
+		return nil, invalidf("Some clustering keys are missing: %s", t.Ck[len(keys.ck)].Name)
 	}
 	p.keys = keys
-	p.static = static && len(keys.ck) == 0 && len(t.ck) > 0
+	p.static = static && len(keys.ck) == 0 && len(t.Ck) > 0
 	c.setPKIndexes(t, keys.pk)
-	if p.cond != condNone {
+	if p.cond != storage.CondNone {
 		p.lwtSpecs = c.lwtSpecs(t)
 	}
 	return p, nil
@@ -843,52 +844,52 @@ func (c *compiler) delete(st *grammar.DeleteStmt) (plan, error) {
 	}
 	p := &writePlan{t: t, name: "DELETE", del: len(st.Cols) == 0}
 	if st.IfExists {
-		p.cond = condExists
+		p.cond = storage.CondExists
 	}
 	if len(st.Conds) > 0 {
 		conds, err := c.compileConds(t, st.Conds)
 		if err != nil {
 			return nil, err
 		}
-		p.cond, p.conds = condIf, conds
+		p.cond, p.conds = storage.CondIf, conds
 	}
 	static := len(st.Cols) > 0
 	for _, d := range st.Cols {
-		col := t.byName[d.Col]
+		col := t.ByName[d.Col]
 		if col == nil {
-			return nil, invalidf("Undefined column name %s in table %s.%s", d.Col, t.ks, t.name)
+			return nil, invalidf("Undefined column name %s in table %s.%s", d.Col, t.Ks, t.Name)
 		}
-		if col.kind == kindPartitionKey || col.kind == kindClustering {
-			return nil, invalidf("Invalid identifier %s for deletion (should not be a PRIMARY KEY part)", col.name)
+		if col.Kind == storage.KindPartitionKey || col.Kind == storage.KindClustering {
+			return nil, invalidf("Invalid identifier %s for deletion (should not be a PRIMARY KEY part)", col.Name)
 		}
-		if col.kind != kindStatic {
+		if col.Kind != storage.KindStatic {
 			static = false
 		}
-		op := writeOp{pos: col.pos, kind: cellSet}
+		op := writeOp{pos: col.Pos, kind: storage.CellSet}
 		if d.Field != "" {
-			f, err := fieldPosition(col, d.Field, "DELETE "+col.name+"."+d.Field)
+			f, err := fieldPosition(col, d.Field, "DELETE "+col.Name+"."+d.Field)
 			if err != nil {
 				return nil, err
 			}
-			op.kind, op.field = cellSetField, f
+			op.kind, op.field = storage.CellSetField, f
 			p.ops = append(p.ops, op)
 			continue
 		}
 		if d.Key != nil {
 			var kt cql.TypeInfo
-			switch col.typ.ID {
+			switch col.Typ.ID {
 			case cql.TypeMap:
-				kt = cqlvalue.KeyType(col.typ)
+				kt = cqlvalue.KeyType(col.Typ)
 			case cql.TypeList:
 				kt = cql.TypeInfo{ID: cql.TypeInt}
 			default:
-				return nil, invalidf("Invalid element access syntax for non-collection column %s", col.name)
+				return nil, invalidf("Invalid element access syntax for non-collection column %s", col.Name)
 			}
-			spec := cql.ColumnSpec{Keyspace: t.ks, Table: t.name, Name: "key(" + col.name + ")", Type: kt}
+			spec := cql.ColumnSpec{Keyspace: t.Ks, Table: t.Name, Name: "key(" + col.Name + ")", Type: kt}
 			if op.key, err = c.compileTerm(d.Key, kt, spec); err != nil {
 				return nil, err
 			}
-			op.kind = cellDelKey
+			op.kind = storage.CellDelKey
 		}
 		p.ops = append(p.ops, op)
 	}
@@ -900,25 +901,25 @@ func (c *compiler) delete(st *grammar.DeleteStmt) (plan, error) {
 		return nil, err
 	}
 	p.keys = keys
-	p.static = static && len(keys.ck) == 0 && len(t.ck) > 0
-	if !p.del && !p.static && len(keys.ck) < len(t.ck) {
-		return nil, invalidf("Some clustering keys are missing: %s", t.ck[len(keys.ck)].name)
+	p.static = static && len(keys.ck) == 0 && len(t.Ck) > 0
+	if !p.del && !p.static && len(keys.ck) < len(t.Ck) {
+		return nil, invalidf("Some clustering keys are missing: %s", t.Ck[len(keys.ck)].Name)
 	}
 	if p.del {
 		for i, r := range w.ck {
 			if r.isRange() {
 				if i != len(keys.ck) {
-					return nil, invalidf("PRIMARY KEY column \"%s\" cannot be restricted as preceding column \"%s\" is not restricted", t.ck[i].name, t.ck[i-1].name)
+					return nil, invalidf("PRIMARY KEY column \"%s\" cannot be restricted as preceding column \"%s\" is not restricted", t.Ck[i].Name, t.Ck[i-1].Name)
 				}
 				if r.isEq() {
-					return nil, invalidf("%s cannot be restricted by both an equality and an inequality relation", t.ck[i].name)
+					return nil, invalidf("%s cannot be restricted by both an equality and an inequality relation", t.Ck[i].Name)
 				}
 				p.ckRange = w
 			}
 		}
 	}
 	c.setPKIndexes(t, keys.pk)
-	if p.cond != condNone {
+	if p.cond != storage.CondNone {
 		p.lwtSpecs = c.lwtSpecs(t)
 	}
 	return p, nil
@@ -926,21 +927,21 @@ func (c *compiler) delete(st *grammar.DeleteStmt) (plan, error) {
 
 func (p *writePlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 	t := p.t
-	if t.dropped.Load() {
-		return nil, invalidf("unconfigured table %s", t.name)
+	if t.Dropped.Load() {
+		return nil, invalidf("unconfigured table %s", t.Name)
 	}
 	cond := p.cond
 	if x.noCond {
-		cond = condNone // a conditional batch checked the conditions already
+		cond = storage.CondNone // a conditional batch checked the conditions already
 	}
-	if cond != condNone {
+	if cond != storage.CondNone {
 		// Conditional writes of a table, batches of them included, are serialized, as
 		// Paxos orders the LWTs of a partition.
-		t.casMu.Lock()
-		defer t.casMu.Unlock()
+		t.CasMu.Lock()
+		defer t.CasMu.Unlock()
 	}
 	now := x.seconds()
-	m := mutation{marker: p.marker}
+	m := storage.Mutation{Marker: p.marker}
 	ts, ok, err := evalTimestamp(p.ts, x)
 	if err != nil {
 		return nil, err
@@ -948,8 +949,8 @@ func (p *writePlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 	if !ok {
 		ts = e.timestamp(x)
 	}
-	m.ts = ts
-	ttl := t.ttl
+	m.Ts = ts
+	ttl := t.Ttl
 	if p.ttl != nil {
 		b, unset, err := p.ttl.eval(x)
 		if err != nil {
@@ -963,14 +964,14 @@ func (p *writePlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 			if v < 0 {
 				return nil, invalidf("A TTL must be greater or equal to 0, but was %d", v)
 			}
-			if v > maxTTL {
-				return nil, invalidf("ttl is too large. requested (%d) maximum (%d)", v, maxTTL)
+			if v > storage.MaxTTL {
+				return nil, invalidf("ttl is too large. requested (%d) maximum (%d)", v, storage.MaxTTL)
 			}
 			ttl = v
 		}
 	}
 	if ttl > 0 {
-		m.ttl, m.exp = ttl, now+int64(ttl)
+		m.Ttl, m.Exp = ttl, now+int64(ttl)
 	}
 	var onePK [1][]byte
 	pks, err := p.keys.partitionKeys(x, &onePK)
@@ -986,7 +987,7 @@ func (p *writePlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 		cks = [][][]byte{nil}
 	}
 	// Evaluate the cell operations once, into an owned buffer with the keys.
-	var opsBuf [8]cellOp
+	var opsBuf [8]storage.CellOp
 	ops := opsBuf[:0]
 	size := 0
 	for _, pk := range pks {
@@ -999,7 +1000,7 @@ func (p *writePlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 	}
 	for i := range p.ops {
 		o := &p.ops[i]
-		op := cellOp{pos: o.pos, kind: o.kind, field: uint16(o.field)}
+		op := storage.CellOp{Pos: o.pos, Kind: o.kind, Field: uint16(o.field)}
 		if o.val != nil {
 			b, unset, err := o.val.eval(x)
 			if err != nil {
@@ -1008,8 +1009,8 @@ func (p *writePlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 			if unset {
 				continue
 			}
-			if o.kind != cellSet && o.kind != cellSetKey && o.kind != cellSetField && b == nil {
-				return nil, invalidf("Invalid null value for %s operation on %s", p.name, t.cells[o.pos].name)
+			if o.kind != storage.CellSet && o.kind != storage.CellSetKey && o.kind != storage.CellSetField && b == nil {
+				return nil, invalidf("Invalid null value for %s operation on %s", p.name, t.Cells[o.pos].Name)
 			}
 			if o.neg {
 				v, ok := cqlvalue.Int64Value(b)
@@ -1018,7 +1019,7 @@ func (p *writePlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 				}
 				b = cqlvalue.EncBigint(-v)
 			}
-			op.v = b
+			op.V = b
 		}
 		if o.key != nil {
 			b, unset, err := o.key.eval(x)
@@ -1026,11 +1027,11 @@ func (p *writePlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 				return nil, err
 			}
 			if unset || b == nil {
-				return nil, invalidf("Invalid null value for %s key", t.cells[o.pos].name)
+				return nil, invalidf("Invalid null value for %s key", t.Cells[o.pos].Name)
 			}
-			op.key = b
+			op.Key = b
 		}
-		size += len(op.v) + len(op.key)
+		size += len(op.V) + len(op.Key)
 		ops = append(ops, op)
 	}
 	buf := make([]byte, 0, size)
@@ -1043,89 +1044,89 @@ func (p *writePlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 		return buf[s:len(buf):len(buf)]
 	}
 	for i := range ops {
-		ops[i].v = own(ops[i].v)
-		ops[i].key = own(ops[i].key)
+		ops[i].V = own(ops[i].V)
+		ops[i].Key = own(ops[i].Key)
 	}
 	if p.del && p.ckRange != nil {
 		f, err := ckFilterFor(t, p.ckRange, p.keys.ck, x)
 		if err != nil {
 			return nil, err
 		}
-		m.delRange = f
+		m.DelRange = f
 	}
 	condVals, err := evalConds(nil, p.conds, x)
 	if err != nil {
 		return nil, err
 	}
-	m.conds = condVals
+	m.Conds = condVals
 	applied := true
 	var existing [][]byte
 	mutations := 0 // rows, ranges or partitions written to the in-memory store
-	d := t.data.Load()
+	d := t.Data.Load()
 	for _, pk := range pks {
-		m.pk = own(pk)
-		m.token = murmur3Token(m.pk)
+		m.Pk = own(pk)
+		m.Token = storage.Murmur3Token(m.Pk)
 		for _, ck := range cks {
 			if ck != nil && !p.static {
 				owned := make([][]byte, len(ck))
 				for i, v := range ck {
 					owned[i] = own(v)
 				}
-				m.ck = owned
+				m.Ck = owned
 			} else {
-				m.ck = nil
+				m.Ck = nil
 			}
 			switch {
-			case p.del && m.delRange == nil && (ck == nil || len(ck) < len(t.ck)):
+			case p.del && m.DelRange == nil && (ck == nil || len(ck) < len(t.Ck)):
 				if ck == nil || len(ck) == 0 {
-					m.delPartition = true
+					m.DelPartition = true
 				} else {
-					m.delRange = &ckFilter{eq: m.ck}
-					m.ck = nil
+					m.DelRange = &storage.CkFilter{Eq: m.Ck}
+					m.Ck = nil
 				}
-			case p.del && m.delRange == nil:
-				m.delRow = true
+			case p.del && m.DelRange == nil:
+				m.DelRow = true
 			}
-			m.cond = cond
+			m.Cond = cond
 			var err error
-			if len(t.views) == 0 {
-				err = d.apply(t, &m, ops, now)
+			if len(t.Views) == 0 {
+				err = d.Apply(t, &m, ops, now)
 			} else {
-				err = t.applyWithViews(d, &m, ops, now)
+				err = t.ApplyWithViews(d, &m, ops, now)
 			}
 			if err != nil {
 				return nil, err
 			}
-			if !m.applied {
+			if !m.Applied {
 				applied = false
-				existing = m.existing
+				existing = m.Existing
 			} else {
 				mutations++
 			}
-			if p.del && m.delRange != nil && p.ckRange == nil {
-				m.delRange = nil
+			if p.del && m.DelRange != nil && p.ckRange == nil {
+				m.DelRange = nil
 			}
 		}
 	}
 	if x.tr != nil {
 		if applied {
-			x.tr.Event("Applied " + itoa(mutations) + " mutations to " + t.name)
+			x.tr.Event("Applied " + itoa(mutations) + " mutations to " + t.Name)
 		} else {
-			x.tr.Event("Condition not met on " + t.name + ": " + itoa(mutations) + " mutations applied")
+			x.tr.Event("Condition not met on " + t.Name + ": " + itoa(mutations) + " mutations applied")
 		}
 	}
-	if cond != condNone {
+	if cond != storage.CondNone {
 		row := [][]byte{cqlvalue.EncBool(applied)}
 		specs := p.lwtSpecs
 		if !applied && existing != nil {
 			row = append(row, existing...)
 			specs = append([]cql.ColumnSpec{}, specs...)
-			if p.cond == condIf {
-				for _, col := range condColumns(condVals) {
-					specs = append(specs, cql.ColumnSpec{Keyspace: t.ks, Table: t.name, Name: col.name, Type: col.typ})
+			if p.cond == storage.CondIf {
+				for _, col := range storage.CondColumns(condVals) {
+					specs = append(specs, cql.ColumnSpec{Keyspace: t.Ks, Table: t.Name, Name: col.Name, Type: col.Typ})
 				}
 			} else {
-				specs = append(specs, t.starSpecs...)
+				specs = append(specs, t.StarSpecs...)
 			}
 		}
 		return cql.RowsResult{Metadata: cql.RowsMetadata{Columns: specs, ColumnCount: len(specs)}, Rows: [][][]byte{row}}, nil

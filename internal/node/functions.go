@@ -8,28 +8,21 @@ import (
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/internal/node/cqlvalue"
 	"github.com/tracecar/tracecar/internal/node/grammar"
+	"github.com/tracecar/tracecar/internal/node/storage"
 )
 
 // User-defined functions and aggregates: their DDL, checked as Cassandra 4.1 checks it,
 // their system_schema.functions and system_schema.aggregates rows, and their events. The
 // node runs no Java: calling one is refused with a message that says so.
 
-func typeTexts(ts []ctype) []string {
-	out := make([]string, len(ts))
-	for i, t := range ts {
-		out[i] = t.text
-	}
-	return out
-}
-
 // resolveArgs resolves argument types, which may not be frozen (tuples aside).
-func resolveArgs(rs resolver, refs []*grammar.TypeRef) ([]ctype, error) {
-	out := make([]ctype, len(refs))
+func resolveArgs(rs storage.Resolver, refs []*grammar.TypeRef) ([]storage.Ctype, error) {
+	out := make([]storage.Ctype, len(refs))
 	for i, r := range refs {
 		if r.Frozen && r.Name != "tuple" {
 			return nil, invalidf("Argument '%s' cannot be frozen; remove frozen<> modifier from '%s'", r, r)
 		}
-		ct, err := rs.resolve(r)
+		ct, err := rs.Resolve(r)
 		if err != nil {
 			return nil, err
 		}
@@ -38,19 +31,19 @@ func resolveArgs(rs resolver, refs []*grammar.TypeRef) ([]ctype, error) {
 	return out, nil
 }
 
-func (d *ddl) functionKeyspace(name grammar.TableName) (*keyspace, error) {
+func (d *ddl) functionKeyspace(name grammar.TableName) (*storage.Keyspace, error) {
 	ksName, err := d.keyspaceName(name.Ks)
 	if err != nil {
 		return nil, err
 	}
-	k := d.sc.keyspaces[ksName]
+	k := d.sc.Keyspaces[ksName]
 	if k == nil {
 		return nil, invalidf("Keyspace '%s' doesn't exist", ksName)
 	}
-	if err := d.require("CREATE", grammar.Resource{Kind: grammar.ResKeyspaceFunctions, Ks: k.name}); err != nil {
+	if err := d.require("CREATE", grammar.Resource{Kind: grammar.ResKeyspaceFunctions, Ks: k.Name}); err != nil {
 		return nil, err
 	}
-	if err := modifiable(k, "CREATE", "<all functions in "+k.name+">"); err != nil {
+	if err := modifiable(k, "CREATE", "<all functions in "+k.Name+">"); err != nil {
 		return nil, err
 	}
 	return k, nil
@@ -69,46 +62,46 @@ func (d *ddl) createFunction(st *grammar.CreateFunctionStmt) (*cql.SchemaChange,
 	if err != nil {
 		return nil, err
 	}
-	rs := k.resolver()
+	rs := k.Resolver()
 	args, err := resolveArgs(rs, st.ArgTypes)
 	if err != nil {
 		return nil, err
 	}
-	ret, err := rs.resolve(st.Ret)
+	ret, err := rs.Resolve(st.Ret)
 	if err != nil {
 		return nil, err
 	}
 	if st.Language != "java" && st.Language != "javascript" {
-		return nil, invalidf("Invalid language '%s' for function '%s.%s'", st.Language, k.name, st.Name.Name)
+		return nil, invalidf("Invalid language '%s' for function '%s.%s'", st.Language, k.Name, st.Name.Name)
 	}
-	f := &function{ks: k.name, name: st.Name.Name, argNames: st.ArgNames, argRefs: st.ArgTypes, argTypes: args,
-		retRef: st.Ret, ret: ret, calledOnNull: st.CalledOnNull, language: st.Language, body: st.Body}
+	f := &storage.Function{Ks: k.Name, Name: st.Name.Name, ArgNames: st.ArgNames, ArgRefs: st.ArgTypes, ArgTypes: args,
+		RetRef: st.Ret, Ret: ret, CalledOnNull: st.CalledOnNull, Language: st.Language, Body: st.Body}
 	change := "CREATED"
-	if k.aggregates[f.signature()] != nil {
-		return nil, invalidf("Function '%s' cannot replace an aggregate", f.name)
+	if k.Aggregates[f.Signature()] != nil {
+		return nil, invalidf("Function '%s' cannot replace an aggregate", f.Name)
 	}
-	if old := k.functions[f.signature()]; old != nil {
+	if old := k.Functions[f.Signature()]; old != nil {
 		if st.IfNotExists {
 			return nil, nil
 		}
 		if !st.OrReplace {
-			return nil, invalidf("Function '%s' already exists", f.name)
+			return nil, invalidf("Function '%s' already exists", f.Name)
 		}
-		if old.calledOnNull != f.calledOnNull {
+		if old.CalledOnNull != f.CalledOnNull {
 			what := "RETURNS NULL ON NULL INPUT"
-			if f.calledOnNull {
+			if f.CalledOnNull {
 				what = "CALLED ON NULL INPUT"
 			}
-			return nil, invalidf("Function '%s' must have %s directive", f.name, what)
+			return nil, invalidf("Function '%s' must have %s directive", f.Name, what)
 		}
-		if old.ret.text != f.ret.text {
-			return nil, invalidf("Cannot replace function '%s', the new return type %s is not compatible with the return type %s of existing function", f.name, f.ret.text, old.ret.text)
+		if old.Ret.Text != f.Ret.Text {
+			return nil, invalidf("Cannot replace function '%s', the new return type %s is not compatible with the return type %s of existing function", f.Name, f.Ret.Text, old.Ret.Text)
 		}
 		change = "UPDATED"
 	}
-	d.mutable(k.name).functions[f.signature()] = f
-	d.created(grammar.Resource{Kind: grammar.ResFunction, Ks: k.name, Name: f.name, ArgText: typeTexts(args)})
-	return &cql.SchemaChange{ChangeType: change, Target: cql.TargetFunction, Keyspace: k.name, Name: f.name, ArgTypes: typeTexts(args)}, nil
+	d.mutable(k.Name).Functions[f.Signature()] = f
+	d.created(grammar.Resource{Kind: grammar.ResFunction, Ks: k.Name, Name: f.Name, ArgText: storage.TypeTexts(args)})
+	return &cql.SchemaChange{ChangeType: change, Target: cql.TargetFunction, Keyspace: k.Name, Name: f.Name, ArgTypes: storage.TypeTexts(args)}, nil
 }
 
 func (d *ddl) createAggregate(st *grammar.CreateAggregateStmt) (*cql.SchemaChange, error) {
@@ -119,63 +112,63 @@ func (d *ddl) createAggregate(st *grammar.CreateAggregateStmt) (*cql.SchemaChang
 	if err != nil {
 		return nil, err
 	}
-	rs := k.resolver()
+	rs := k.Resolver()
 	args, err := resolveArgs(rs, st.ArgTypes)
 	if err != nil {
 		return nil, err
 	}
-	stype, err := rs.resolve(st.StateType)
+	stype, err := rs.Resolve(st.StateType)
 	if err != nil {
 		return nil, err
 	}
-	sfArgs := append([]ctype{stype}, args...)
-	sfText := k.name + "." + signature(st.StateFunc, sfArgs)
-	sf := k.functions[signature(st.StateFunc, sfArgs)]
+	sfArgs := append([]storage.Ctype{stype}, args...)
+	sfText := k.Name + "." + storage.Signature(st.StateFunc, sfArgs)
+	sf := k.Functions[storage.Signature(st.StateFunc, sfArgs)]
 	if sf == nil {
-		if k.aggregates[signature(st.StateFunc, sfArgs)] != nil {
+		if k.Aggregates[storage.Signature(st.StateFunc, sfArgs)] != nil {
 			return nil, invalidf("State function %s isn't a scalar function", sfText)
 		}
 		return nil, invalidf("State function %s doesn't exist", sfText)
 	}
-	if sf.ret.text != stype.text {
+	if sf.Ret.Text != stype.Text {
 		return nil, invalidf("State function %s return type must be the same as the first argument type - check STYPE, argument and return types", sfText)
 	}
-	a := &aggregate{ks: k.name, name: st.Name.Name, argRefs: st.ArgTypes, argTypes: args, stateFunc: st.StateFunc,
-		stateType: stype, ret: sf.ret}
+	a := &storage.Aggregate{Ks: k.Name, Name: st.Name.Name, ArgRefs: st.ArgTypes, ArgTypes: args, StateFunc: st.StateFunc,
+		StateType: stype, Ret: sf.Ret}
 	if st.FinalFunc != "" {
-		ffText := k.name + "." + signature(st.FinalFunc, []ctype{stype})
-		ff := k.functions[signature(st.FinalFunc, []ctype{stype})]
+		ffText := k.Name + "." + storage.Signature(st.FinalFunc, []storage.Ctype{stype})
+		ff := k.Functions[storage.Signature(st.FinalFunc, []storage.Ctype{stype})]
 		if ff == nil {
 			return nil, invalidf("Final function %s doesn't exist", ffText)
 		}
-		a.finalFunc, a.ret = st.FinalFunc, ff.ret
+		a.FinalFunc, a.Ret = st.FinalFunc, ff.Ret
 	}
 	if st.InitCond != nil {
-		b, err := cqlvalue.Literal(st.InitCond, stype.info, "INITCOND")
+		b, err := cqlvalue.Literal(st.InitCond, stype.Info, "INITCOND")
 		if err != nil {
-			return nil, invalidf("Invalid value for INITCOND of type %s", stype.text)
+			return nil, invalidf("Invalid value for INITCOND of type %s", stype.Text)
 		}
-		a.initCond = cqlLiteral(stype.info, b)
+		a.InitCond = cqlLiteral(stype.Info, b)
 	}
 	change := "CREATED"
-	if k.functions[a.signature()] != nil {
-		return nil, invalidf("Aggregate '%s' cannot replace a function", a.name)
+	if k.Functions[a.Signature()] != nil {
+		return nil, invalidf("Aggregate '%s' cannot replace a function", a.Name)
 	}
-	if old := k.aggregates[a.signature()]; old != nil {
+	if old := k.Aggregates[a.Signature()]; old != nil {
 		if st.IfNotExists {
 			return nil, nil
 		}
 		if !st.OrReplace {
-			return nil, invalidf("Aggregate '%s' already exists", a.name)
+			return nil, invalidf("Aggregate '%s' already exists", a.Name)
 		}
-		if old.ret.text != a.ret.text {
-			return nil, invalidf("Cannot replace aggregate '%s', the new return type %s isn't compatible with the return type %s of existing function", a.name, a.ret.text, old.ret.text)
+		if old.Ret.Text != a.Ret.Text {
+			return nil, invalidf("Cannot replace aggregate '%s', the new return type %s isn't compatible with the return type %s of existing function", a.Name, a.Ret.Text, old.Ret.Text)
 		}
 		change = "UPDATED"
 	}
-	d.mutable(k.name).aggregates[a.signature()] = a
-	d.created(grammar.Resource{Kind: grammar.ResFunction, Ks: k.name, Name: a.name, ArgText: typeTexts(args)})
-	return &cql.SchemaChange{ChangeType: change, Target: cql.TargetAggregate, Keyspace: k.name, Name: a.name, ArgTypes: typeTexts(args)}, nil
+	d.mutable(k.Name).Aggregates[a.Signature()] = a
+	d.created(grammar.Resource{Kind: grammar.ResFunction, Ks: k.Name, Name: a.Name, ArgText: storage.TypeTexts(args)})
+	return &cql.SchemaChange{ChangeType: change, Target: cql.TargetAggregate, Keyspace: k.Name, Name: a.Name, ArgTypes: storage.TypeTexts(args)}, nil
 }
 
 func (d *ddl) dropFunction(st *grammar.DropFunctionStmt) (*cql.SchemaChange, error) {
@@ -183,7 +176,7 @@ func (d *ddl) dropFunction(st *grammar.DropFunctionStmt) (*cql.SchemaChange, err
 	if err != nil {
 		return nil, err
 	}
-	k := d.sc.keyspaces[ksName]
+	k := d.sc.Keyspaces[ksName]
 	if k == nil {
 		if st.IfExists {
 			return nil, nil
@@ -197,30 +190,30 @@ func (d *ddl) dropFunction(st *grammar.DropFunctionStmt) (*cql.SchemaChange, err
 	full := ksName + "." + st.Name.Name
 	var keys []string
 	if st.Aggregate {
-		for key, a := range k.aggregates {
-			if a.name == st.Name.Name {
+		for key, a := range k.Aggregates {
+			if a.Name == st.Name.Name {
 				keys = append(keys, key)
 			}
 		}
 	} else {
-		for key, f := range k.functions {
-			if f.name == st.Name.Name {
+		for key, f := range k.Functions {
+			if f.Name == st.Name.Name {
 				keys = append(keys, key)
 			}
 		}
 	}
 	var key string
 	if st.HasArgs {
-		args, err := resolveArgs(k.resolver(), st.Args)
+		args, err := resolveArgs(k.Resolver(), st.Args)
 		if err != nil {
 			return nil, err
 		}
-		key = signature(st.Name.Name, args)
+		key = storage.Signature(st.Name.Name, args)
 		if !slices.Contains(keys, key) {
 			if st.IfExists {
 				return nil, nil
 			}
-			return nil, invalidf("%s '%s(%s)' doesn't exist", what, full, strings.Join(typeTexts(args), ", "))
+			return nil, invalidf("%s '%s(%s)' doesn't exist", what, full, strings.Join(storage.TypeTexts(args), ", "))
 		}
 	} else {
 		switch len(keys) {
@@ -235,13 +228,13 @@ func (d *ddl) dropFunction(st *grammar.DropFunctionStmt) (*cql.SchemaChange, err
 			return nil, invalidf("'DROP %s %s' matches multiple function definitions; specify the argument types by issuing a statement like 'DROP %s %s (type, type, ...)'. You can use cqlsh 'DESCRIBE %s %s' command to find all overloads", verb, st.Name.Name, verb, st.Name.Name, verb, st.Name.Name)
 		}
 	}
-	var args []ctype
+	var args []storage.Ctype
 	if st.Aggregate {
-		args = k.aggregates[key].argTypes
+		args = k.Aggregates[key].ArgTypes
 	} else {
-		args = k.functions[key].argTypes
+		args = k.Functions[key].ArgTypes
 	}
-	fres := grammar.Resource{Kind: grammar.ResFunction, Ks: ksName, Name: st.Name.Name, ArgText: typeTexts(args)}
+	fres := grammar.Resource{Kind: grammar.ResFunction, Ks: ksName, Name: st.Name.Name, ArgText: storage.TypeTexts(args)}
 	if err := d.require("DROP", fres); err != nil {
 		return nil, err
 	}
@@ -251,45 +244,45 @@ func (d *ddl) dropFunction(st *grammar.DropFunctionStmt) (*cql.SchemaChange, err
 	d.dropped(fres)
 	nk := d.mutable(ksName)
 	if st.Aggregate {
-		a := k.aggregates[key]
-		delete(nk.aggregates, key)
-		return &cql.SchemaChange{ChangeType: "DROPPED", Target: cql.TargetAggregate, Keyspace: ksName, Name: a.name, ArgTypes: typeTexts(a.argTypes)}, nil
+		a := k.Aggregates[key]
+		delete(nk.Aggregates, key)
+		return &cql.SchemaChange{ChangeType: "DROPPED", Target: cql.TargetAggregate, Keyspace: ksName, Name: a.Name, ArgTypes: storage.TypeTexts(a.ArgTypes)}, nil
 	}
-	f := k.functions[key]
+	f := k.Functions[key]
 	var users []string
 	for _, a := range sortedAggregates(k) {
-		sfKey := signature(a.stateFunc, append([]ctype{a.stateType}, a.argTypes...))
-		if sfKey == key || a.finalFunc != "" && signature(a.finalFunc, []ctype{a.stateType}) == key {
-			users = append(users, a.ks+"."+a.name)
+		sfKey := storage.Signature(a.StateFunc, append([]storage.Ctype{a.StateType}, a.ArgTypes...))
+		if sfKey == key || a.FinalFunc != "" && storage.Signature(a.FinalFunc, []storage.Ctype{a.StateType}) == key {
+			users = append(users, a.Ks+"."+a.Name)
 		}
 	}
 	if len(users) > 0 {
 		return nil, invalidf("Function '%s' is still referenced by aggregates %s", full, strings.Join(users, ", "))
 	}
-	delete(nk.functions, key)
-	return &cql.SchemaChange{ChangeType: "DROPPED", Target: cql.TargetFunction, Keyspace: ksName, Name: f.name, ArgTypes: typeTexts(f.argTypes)}, nil
+	delete(nk.Functions, key)
+	return &cql.SchemaChange{ChangeType: "DROPPED", Target: cql.TargetFunction, Keyspace: ksName, Name: f.Name, ArgTypes: storage.TypeTexts(f.ArgTypes)}, nil
 }
 
-func sortedAggregates(k *keyspace) []*aggregate {
-	out := make([]*aggregate, 0, len(k.aggregates))
-	for _, a := range k.aggregates {
+func sortedAggregates(k *storage.Keyspace) []*storage.Aggregate {
+	out := make([]*storage.Aggregate, 0, len(k.Aggregates))
+	for _, a := range k.Aggregates {
 		out = append(out, a)
 	}
-	slices.SortFunc(out, func(a, b *aggregate) int { return strings.Compare(a.signature(), b.signature()) })
+	slices.SortFunc(out, func(a, b *storage.Aggregate) int { return strings.Compare(a.Signature(), b.Signature()) })
 	return out
 }
 
 // udfCall refuses a call of a user-defined function or aggregate, which the node cannot
 // run; a name that is neither is an unknown function.
-func udfCall(k *keyspace, ks, name string) error {
+func udfCall(k *storage.Keyspace, ks, name string) error {
 	if k != nil {
-		for _, f := range k.functions {
-			if f.name == name {
-				return invalidf("Executing the user-defined function %s.%s is not supported by the embedded node: it does not run %s function bodies", ks, name, f.language)
+		for _, f := range k.Functions {
+			if f.Name == name {
+				return invalidf("Executing the user-defined function %s.%s is not supported by the embedded node: it does not run %s function bodies", ks, name, f.Language)
 			}
 		}
-		for _, a := range k.aggregates {
-			if a.name == name {
+		for _, a := range k.Aggregates {
+			if a.Name == name {
 				return invalidf("Executing the user-defined aggregate %s.%s is not supported by the embedded node: it does not run the Java of its functions", ks, name)
 			}
 		}

@@ -70,7 +70,7 @@ func TestDurationCodec(t *testing.T) {
 func TestJSONValues(t *testing.T) {
 	e, s := newTestEngine(t, "CREATE TABLE j (k int PRIMARY KEY, v text)")
 	_ = s
-	tb := e.schema.Load().table("ks", "j")
+	tb := e.schema.Load().Table("ks", "j")
 	for _, bad := range []string{"[1]", "{", `{"k": 1} x`, "null"} {
 		_, _, err := jsonValues(tb, bad, false)
 		if ce := cqlErr(err); ce == nil || !strings.HasPrefix(ce.Message, "Could not decode JSON string as a map: ") {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/internal/node/cqlvalue"
+	"github.com/tracecar/tracecar/internal/node/storage"
 )
 
 // Batches, and lightweight transactions in them: a conditional batch checks every
@@ -33,7 +34,7 @@ func writeOf(pl plan) *writePlan {
 func (e *Engine) runBatch(x *execCtx, steps []batchStep, usingTS bool) (cql.Message, error) {
 	conditional := false
 	for _, st := range steps {
-		if w := writeOf(st.pl); w != nil && w.cond != condNone {
+		if w := writeOf(st.pl); w != nil && w.cond != storage.CondNone {
 			conditional = true
 		}
 	}
@@ -53,14 +54,14 @@ func (e *Engine) runBatch(x *execCtx, steps []batchStep, usingTS bool) (cql.Mess
 type casStep struct {
 	w     *writePlan
 	ck    [][]byte
-	conds []condVal
+	conds []storage.CondVal
 }
 
 func (e *Engine) casBatch(x *execCtx, steps []batchStep, usingTS bool) (cql.Message, error) {
 	if usingTS {
 		return nil, invalidf("Cannot provide custom timestamp for conditional BATCH")
 	}
-	var t *table
+	var t *storage.Table
 	var pk []byte
 	var cas []casStep
 	for _, st := range steps {
@@ -73,7 +74,7 @@ func (e *Engine) casBatch(x *execCtx, steps []batchStep, usingTS bool) (cql.Mess
 		}
 		if t == nil {
 			t = w.t
-		} else if w.t.tableStore != t.tableStore {
+		} else if w.t.TableStore != t.TableStore {
 			return nil, invalidf("Batch with conditions cannot span multiple tables")
 		}
 		x.vals = st.vals
@@ -95,7 +96,7 @@ func (e *Engine) casBatch(x *execCtx, steps []batchStep, usingTS bool) (cql.Mess
 		} else if !bytes.Equal(pk, pks[0]) {
 			return nil, invalidf("Batch with conditions cannot span multiple partitions")
 		}
-		if w.cond == condNone {
+		if w.cond == storage.CondNone {
 			continue
 		}
 		cs := casStep{w: w}
@@ -114,19 +115,19 @@ func (e *Engine) casBatch(x *execCtx, steps []batchStep, usingTS bool) (cql.Mess
 		}
 		cas = append(cas, cs)
 	}
-	if t.dropped.Load() {
-		return nil, invalidf("unconfigured table %s", t.name)
+	if t.Dropped.Load() {
+		return nil, invalidf("unconfigured table %s", t.Name)
 	}
-	t.casMu.Lock()
-	defer t.casMu.Unlock()
+	t.CasMu.Lock()
+	defer t.CasMu.Unlock()
 	now := x.seconds()
-	d := t.data.Load()
-	sh := d.shard(murmur3Token(pk))
-	sh.mu.RLock()
-	part := sh.get(pk)
+	d := t.Data.Load()
+	sh := d.Shard(storage.Murmur3Token(pk))
+	sh.Mu.RLock()
+	part := sh.Get(pk)
 	holds := true
 	for _, cs := range cas {
-		if ok, _ := checkCond(t, part, cs.ck, cs.w.cond, cs.conds, now); !ok {
+		if ok, _ := storage.CheckCond(t, part, cs.ck, cs.w.cond, cs.conds, now); !ok {
 			holds = false
 		}
 	}
@@ -134,7 +135,7 @@ func (e *Engine) casBatch(x *execCtx, steps []batchStep, usingTS bool) (cql.Mess
 	if !holds {
 		failed = casFailure(t, part, cas, now)
 	}
-	sh.mu.RUnlock()
+	sh.Mu.RUnlock()
 	if !holds {
 		return failed, nil
 	}
@@ -147,7 +148,7 @@ func (e *Engine) casBatch(x *execCtx, steps []batchStep, usingTS bool) (cql.Mess
 			return nil, err
 		}
 	}
-	specs := []cql.ColumnSpec{{Keyspace: t.ks, Table: t.name, Name: "[applied]", Type: cql.TypeInfo{ID: cql.TypeBoolean}}}
+	specs := []cql.ColumnSpec{{Keyspace: t.Ks, Table: t.Name, Name: "[applied]", Type: cql.TypeInfo{ID: cql.TypeBoolean}}}
 	return cql.RowsResult{Metadata: cql.RowsMetadata{Columns: specs, ColumnCount: 1}, Rows: [][][]byte{{cqlvalue.EncBool(true)}}}, nil
 }
 
@@ -155,45 +156,45 @@ func (e *Engine) casBatch(x *execCtx, steps []batchStep, usingTS bool) (cql.Mess
 // [applied] = false beside each existing row the conditions read, in clustering order,
 // with the primary key and the condition columns (every column if a statement has
 // IF EXISTS or IF NOT EXISTS). The caller holds the shard lock.
-func casFailure(t *table, part *partition, cas []casStep, now int64) cql.Message {
+func casFailure(t *storage.Table, part *storage.Partition, cas []casStep, now int64) cql.Message {
 	wildcard := false
-	var conds []condVal
+	var conds []storage.CondVal
 	for _, cs := range cas {
-		if cs.w.cond != condIf {
+		if cs.w.cond != storage.CondIf {
 			wildcard = true
 		}
 		conds = append(conds, cs.conds...)
 	}
-	var cols []*column
+	var cols []*storage.Column
 	if wildcard {
-		cols = t.cols
+		cols = t.Cols
 	} else {
-		cols = append(append(slices.Clone(t.pk), t.ck...), condColumns(conds)...)
+		cols = append(append(slices.Clone(t.Pk), t.Ck...), storage.CondColumns(conds)...)
 	}
-	specs := []cql.ColumnSpec{{Keyspace: t.ks, Table: t.name, Name: "[applied]", Type: cql.TypeInfo{ID: cql.TypeBoolean}}}
+	specs := []cql.ColumnSpec{{Keyspace: t.Ks, Table: t.Name, Name: "[applied]", Type: cql.TypeInfo{ID: cql.TypeBoolean}}}
 	for _, c := range cols {
-		specs = append(specs, cql.ColumnSpec{Keyspace: t.ks, Table: t.name, Name: c.name, Type: c.typ})
+		specs = append(specs, cql.ColumnSpec{Keyspace: t.Ks, Table: t.Name, Name: c.Name, Type: c.Typ})
 	}
 	var cks [][][]byte
 	for _, cs := range cas {
-		if !slices.ContainsFunc(cks, func(ck [][]byte) bool { return compareCK(t, ck, cs.ck) == 0 && len(ck) == len(cs.ck) }) {
+		if !slices.ContainsFunc(cks, func(ck [][]byte) bool { return storage.CompareCK(t, ck, cs.ck) == 0 && len(ck) == len(cs.ck) }) {
 			cks = append(cks, cs.ck)
 		}
 	}
-	slices.SortFunc(cks, func(a, b [][]byte) int { return compareCK(t, a, b) })
+	slices.SortFunc(cks, func(a, b [][]byte) int { return storage.CompareCK(t, a, b) })
 	var rows [][][]byte
 	if part != nil {
 		r := &selectRun{p: &selectPlan{t: t}, now: now}
-		pkVals, _ := decodePK(part.key, len(t.pk))
+		pkVals, _ := storage.DecodePK(part.Key, len(t.Pk))
 		for _, ck := range cks {
-			var row *row
-			if ck == nil && len(t.ck) == 0 && len(part.rows) > 0 {
-				row = part.rows[0]
-			} else if i, ok := part.find(t, ck); ok && ck != nil {
-				row = part.rows[i]
+			var row *storage.Row
+			if ck == nil && len(t.Ck) == 0 && len(part.Rows) > 0 {
+				row = part.Rows[0]
+			} else if i, ok := part.Find(t, ck); ok && ck != nil {
+				row = part.Rows[i]
 			}
-			if row == nil || !row.live(now) {
-				if !(ck == nil && part.static != nil && part.static.live(now)) {
+			if row == nil || !row.Live(now) {
+				if !(ck == nil && part.Static != nil && part.Static.Live(now)) {
 					continue
 				}
 				row = nil

@@ -7,6 +7,7 @@ import (
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/internal/node/cqlvalue"
 	"github.com/tracecar/tracecar/internal/node/grammar"
+	"github.com/tracecar/tracecar/internal/node/storage"
 )
 
 func TestParse(t *testing.T) {
@@ -116,11 +117,11 @@ func TestLiterals(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ct, err := resolver{ks: "ks"}.resolve(tp.Stmt.(*grammar.CreateTableStmt).Cols[0].Ref)
+			ct, err := storage.Resolver{Ks: "ks"}.Resolve(tp.Stmt.(*grammar.CreateTableStmt).Cols[0].Ref)
 			if err != nil {
 				t.Fatal(err)
 			}
-			typ := ct.info
+			typ := ct.Info
 			b, err := cqlvalue.Literal(ps.Stmt.(*grammar.InsertStmt).Vals[1], typ, "v")
 			got := render(typ, b)
 			if err != nil {
@@ -146,7 +147,7 @@ func TestMurmur3Token(t *testing.T) {
 		{"\x00\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f\x10", 6662781046685680142},
 	}
 	for _, tc := range tests {
-		if got := murmur3Token([]byte(tc.key)); got != tc.want {
+		if got := storage.Murmur3Token([]byte(tc.key)); got != tc.want {
 			t.Errorf("token(%x) = %d; want %d", tc.key, got, tc.want)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tracecar/tracecar/internal/node/cqlvalue"
+	"github.com/tracecar/tracecar/internal/node/storage"
 )
 
 // The system keyspaces are real tables in storage, with Cassandra 4.1's names and types.
@@ -125,19 +126,19 @@ var systemReplication = map[string]map[string]string{
 }
 
 // systemKeyspaces builds the built-in keyspaces.
-func systemKeyspaces() map[string]*keyspace {
-	out := map[string]*keyspace{}
+func systemKeyspaces() map[string]*storage.Keyspace {
+	out := map[string]*storage.Keyspace{}
 	for name, defs := range systemTableDefs {
 		virtual := name == "system_virtual_schema" || name == "system_views"
-		k := &keyspace{name: name, durableWrites: true, tables: map[string]*table{}, system: true, virtual: virtual,
-			replication: systemReplication[name]}
+		k := &storage.Keyspace{Name: name, DurableWrites: true, Tables: map[string]*storage.Table{}, System: true, Virtual: virtual,
+			Replication: systemReplication[name]}
 		if virtual {
-			k.replication = map[string]string{}
+			k.Replication = map[string]string{}
 		}
 		for _, d := range defs {
-			t := mustTable(name, d)
-			t.virtual = virtual
-			k.tables[t.name] = t
+			t := storage.MustTable(name, d)
+			t.Virtual = virtual
+			k.Tables[t.Name] = t
 		}
 		out[name] = k
 	}
@@ -146,8 +147,8 @@ func systemKeyspaces() map[string]*keyspace {
 
 // rowWriter builds a table's rows for the system keyspaces.
 type rowWriter struct {
-	t   *table
-	d   *tableData
+	t   *storage.Table
+	d   *storage.TableData
 	ts  int64
 	now int64
 }
@@ -155,45 +156,45 @@ type rowWriter struct {
 // put writes one row given as column name to serialized value; nil values are skipped.
 func (w *rowWriter) put(vals map[string][]byte) {
 	t := w.t
-	pk := make([][]byte, len(t.pk))
-	for i, c := range t.pk {
-		pk[i] = vals[c.name]
+	pk := make([][]byte, len(t.Pk))
+	for i, c := range t.Pk {
+		pk[i] = vals[c.Name]
 	}
 	var ck [][]byte
-	if len(t.ck) > 0 {
-		ck = make([][]byte, len(t.ck))
-		for i, c := range t.ck {
-			ck[i] = vals[c.name]
+	if len(t.Ck) > 0 {
+		ck = make([][]byte, len(t.Ck))
+		for i, c := range t.Ck {
+			ck[i] = vals[c.Name]
 			if ck[i] == nil {
 				ck[i] = []byte{}
 			}
 		}
 	}
-	m := mutation{pk: encodePK(pk), ts: w.ts, marker: true, ck: ck}
-	m.token = murmur3Token(m.pk)
-	var ops []cellOp
-	for _, c := range t.cells {
-		if v, ok := vals[c.name]; ok && v != nil {
-			ops = append(ops, cellOp{pos: c.pos, kind: cellSet, v: v})
+	m := storage.Mutation{Pk: storage.EncodePK(pk), Ts: w.ts, Marker: true, Ck: ck}
+	m.Token = storage.Murmur3Token(m.Pk)
+	var ops []storage.CellOp
+	for _, c := range t.Cells {
+		if v, ok := vals[c.Name]; ok && v != nil {
+			ops = append(ops, storage.CellOp{Pos: c.Pos, Kind: storage.CellSet, V: v})
 		}
 	}
-	if t.ttl > 0 {
-		m.ttl, m.exp = t.ttl, w.now+int64(t.ttl)
+	if t.Ttl > 0 {
+		m.Ttl, m.Exp = t.Ttl, w.now+int64(t.Ttl)
 	}
-	_ = w.d.apply(t, &m, ops, w.now)
+	_ = w.d.Apply(t, &m, ops, w.now)
 }
 
 // refreshSystem rewrites system.local and the schema tables for sc.
-func (e *Engine) refreshSystem(sc *schema) {
+func (e *Engine) refreshSystem(sc *storage.Schema) {
 	now := e.cfg.Now()
 	ts := now.UnixMicro()
 	fresh := func(ks, name string) *rowWriter {
-		t := sc.table(ks, name)
-		return &rowWriter{t: t, d: newTableData(), ts: ts, now: now.Unix()}
+		t := sc.Table(ks, name)
+		return &rowWriter{t: t, d: storage.NewTableData(), ts: ts, now: now.Unix()}
 	}
 	publish := func(ws ...*rowWriter) {
 		for _, w := range ws {
-			w.t.data.Store(w.d)
+			w.t.Data.Store(w.d)
 		}
 	}
 
@@ -211,85 +212,85 @@ func (e *Engine) refreshSystem(sc *schema) {
 	vkss := fresh("system_virtual_schema", "keyspaces")
 	vtables := fresh("system_virtual_schema", "tables")
 	vcolumns := fresh("system_virtual_schema", "columns")
-	names := make([]string, 0, len(sc.keyspaces))
-	for n := range sc.keyspaces {
+	names := make([]string, 0, len(sc.Keyspaces))
+	for n := range sc.Keyspaces {
 		names = append(names, n)
 	}
 	slices.Sort(names)
 	for _, n := range names {
-		k := sc.keyspaces[n]
-		if k.virtual {
-			vkss.put(map[string][]byte{"keyspace_name": cqlvalue.EncText(k.name)})
+		k := sc.Keyspaces[n]
+		if k.Virtual {
+			vkss.put(map[string][]byte{"keyspace_name": cqlvalue.EncText(k.Name)})
 		} else {
-			kss.put(map[string][]byte{"keyspace_name": cqlvalue.EncText(k.name), "durable_writes": cqlvalue.EncBool(k.durableWrites),
-				"replication": cqlvalue.EncTextMap(k.replication)})
+			kss.put(map[string][]byte{"keyspace_name": cqlvalue.EncText(k.Name), "durable_writes": cqlvalue.EncBool(k.DurableWrites),
+				"replication": cqlvalue.EncTextMap(k.Replication)})
 		}
-		for _, f := range k.functions {
-			functions.put(map[string][]byte{"keyspace_name": cqlvalue.EncText(k.name), "function_name": cqlvalue.EncText(f.name),
-				"argument_types": cqlvalue.EncTextList(typeTexts(f.argTypes)), "argument_names": cqlvalue.EncTextList(f.argNames),
-				"body": cqlvalue.EncText(f.body), "called_on_null_input": cqlvalue.EncBool(f.calledOnNull), "language": cqlvalue.EncText(f.language),
-				"return_type": cqlvalue.EncText(f.ret.text)})
+		for _, f := range k.Functions {
+			functions.put(map[string][]byte{"keyspace_name": cqlvalue.EncText(k.Name), "function_name": cqlvalue.EncText(f.Name),
+				"argument_types": cqlvalue.EncTextList(storage.TypeTexts(f.ArgTypes)), "argument_names": cqlvalue.EncTextList(f.ArgNames),
+				"body": cqlvalue.EncText(f.Body), "called_on_null_input": cqlvalue.EncBool(f.CalledOnNull), "language": cqlvalue.EncText(f.Language),
+				"return_type": cqlvalue.EncText(f.Ret.Text)})
 		}
-		for _, a := range k.aggregates {
-			row := map[string][]byte{"keyspace_name": cqlvalue.EncText(k.name), "aggregate_name": cqlvalue.EncText(a.name),
-				"argument_types": cqlvalue.EncTextList(typeTexts(a.argTypes)), "return_type": cqlvalue.EncText(a.ret.text),
-				"state_func": cqlvalue.EncText(a.stateFunc), "state_type": cqlvalue.EncText(a.stateType.text)}
-			if a.finalFunc != "" {
-				row["final_func"] = cqlvalue.EncText(a.finalFunc)
+		for _, a := range k.Aggregates {
+			row := map[string][]byte{"keyspace_name": cqlvalue.EncText(k.Name), "aggregate_name": cqlvalue.EncText(a.Name),
+				"argument_types": cqlvalue.EncTextList(storage.TypeTexts(a.ArgTypes)), "return_type": cqlvalue.EncText(a.Ret.Text),
+				"state_func": cqlvalue.EncText(a.StateFunc), "state_type": cqlvalue.EncText(a.StateType.Text)}
+			if a.FinalFunc != "" {
+				row["final_func"] = cqlvalue.EncText(a.FinalFunc)
 			}
-			if a.initCond != "" {
-				row["initcond"] = cqlvalue.EncText(a.initCond)
+			if a.InitCond != "" {
+				row["initcond"] = cqlvalue.EncText(a.InitCond)
 			}
 			aggregates.put(row)
 		}
-		for _, u := range k.types {
-			fieldTypes := make([]string, len(u.fields))
-			for i, f := range u.fields {
-				fieldTypes[i] = f.text
+		for _, u := range k.Types {
+			fieldTypes := make([]string, len(u.Fields))
+			for i, f := range u.Fields {
+				fieldTypes[i] = f.Text
 			}
-			types.put(map[string][]byte{"keyspace_name": cqlvalue.EncText(k.name), "type_name": cqlvalue.EncText(u.name),
-				"field_names": cqlvalue.EncTextList(u.fieldNames), "field_types": cqlvalue.EncTextList(fieldTypes)})
+			types.put(map[string][]byte{"keyspace_name": cqlvalue.EncText(k.Name), "type_name": cqlvalue.EncText(u.Name),
+				"field_names": cqlvalue.EncTextList(u.FieldNames), "field_types": cqlvalue.EncTextList(fieldTypes)})
 		}
-		for _, t := range k.tables {
+		for _, t := range k.Tables {
 			switch {
-			case k.virtual:
-				vtables.put(map[string][]byte{"keyspace_name": cqlvalue.EncText(k.name), "table_name": cqlvalue.EncText(t.name),
-					"comment": cqlvalue.EncText(t.comment)})
-			case t.view != nil:
+			case k.Virtual:
+				vtables.put(map[string][]byte{"keyspace_name": cqlvalue.EncText(k.Name), "table_name": cqlvalue.EncText(t.Name),
+					"comment": cqlvalue.EncText(t.Comment)})
+			case t.View != nil:
 				views.put(viewRow(k, t))
 			default:
 				tables.put(tableRow(k, t))
 			}
-			for _, ix := range t.indexes {
-				indexes.put(map[string][]byte{"keyspace_name": cqlvalue.EncText(k.name), "table_name": cqlvalue.EncText(t.name),
-					"index_name": cqlvalue.EncText(ix.name), "kind": cqlvalue.EncText("COMPOSITES"),
-					"options": cqlvalue.EncTextMap(map[string]string{"target": ix.target()})})
+			for _, ix := range t.Indexes {
+				indexes.put(map[string][]byte{"keyspace_name": cqlvalue.EncText(k.Name), "table_name": cqlvalue.EncText(t.Name),
+					"index_name": cqlvalue.EncText(ix.Name), "kind": cqlvalue.EncText("COMPOSITES"),
+					"options": cqlvalue.EncTextMap(map[string]string{"target": ix.Target()})})
 			}
-			for _, dc := range t.droppedC {
-				dropped.put(map[string][]byte{"keyspace_name": cqlvalue.EncText(k.name), "table_name": cqlvalue.EncText(t.name),
-					"column_name": cqlvalue.EncText(dc.name), "dropped_time": cqlvalue.EncBigint(dc.at / 1000),
-					"kind": cqlvalue.EncText(colKindNames[dc.kind]), "type": cqlvalue.EncText(dc.text)})
+			for _, dc := range t.DroppedC {
+				dropped.put(map[string][]byte{"keyspace_name": cqlvalue.EncText(k.Name), "table_name": cqlvalue.EncText(t.Name),
+					"column_name": cqlvalue.EncText(dc.Name), "dropped_time": cqlvalue.EncBigint(dc.At / 1000),
+					"kind": cqlvalue.EncText(storage.ColKindNames[dc.Kind]), "type": cqlvalue.EncText(dc.Text)})
 			}
 			cw := columns
-			if k.virtual {
+			if k.Virtual {
 				cw = vcolumns
 			}
-			for _, c := range t.cols {
+			for _, c := range t.Cols {
 				order := "none"
-				if c.kind == kindClustering {
+				if c.Kind == storage.KindClustering {
 					order = "asc"
-					if c.desc {
+					if c.Desc {
 						order = "desc"
 					}
 				}
 				pos := int32(-1)
-				if c.kind == kindPartitionKey || c.kind == kindClustering {
-					pos = int32(c.pos)
+				if c.Kind == storage.KindPartitionKey || c.Kind == storage.KindClustering {
+					pos = int32(c.Pos)
 				}
-				cw.put(map[string][]byte{"keyspace_name": cqlvalue.EncText(k.name), "table_name": cqlvalue.EncText(t.name),
-					"column_name": cqlvalue.EncText(c.name), "clustering_order": cqlvalue.EncText(order),
-					"column_name_bytes": []byte(c.name), "kind": cqlvalue.EncText(colKindNames[c.kind]),
-					"position": cqlvalue.EncInt(pos), "type": cqlvalue.EncText(c.text)})
+				cw.put(map[string][]byte{"keyspace_name": cqlvalue.EncText(k.Name), "table_name": cqlvalue.EncText(t.Name),
+					"column_name": cqlvalue.EncText(c.Name), "clustering_order": cqlvalue.EncText(order),
+					"column_name_bytes": []byte(c.Name), "kind": cqlvalue.EncText(storage.ColKindNames[c.Kind]),
+					"position": cqlvalue.EncInt(pos), "type": cqlvalue.EncText(c.Text)})
 			}
 		}
 	}
@@ -297,21 +298,21 @@ func (e *Engine) refreshSystem(sc *schema) {
 }
 
 // viewRow is a view's row of system_schema.views: its options as a table's, and its base.
-func viewRow(k *keyspace, t *table) map[string][]byte {
+func viewRow(k *storage.Keyspace, t *storage.Table) map[string][]byte {
 	row := tableRow(k, t)
 	delete(row, "table_name")
 	delete(row, "flags")
-	row["view_name"] = cqlvalue.EncText(t.name)
-	row["base_table_name"] = cqlvalue.EncText(t.view.base)
-	row["base_table_id"] = cqlvalue.EncUUID(t.view.baseID)
-	row["include_all_columns"] = cqlvalue.EncBool(t.view.includeAll)
-	row["where_clause"] = cqlvalue.EncText(t.view.whereClause())
+	row["view_name"] = cqlvalue.EncText(t.Name)
+	row["base_table_name"] = cqlvalue.EncText(t.View.Base)
+	row["base_table_id"] = cqlvalue.EncUUID(t.View.BaseID)
+	row["include_all_columns"] = cqlvalue.EncBool(t.View.IncludeAll)
+	row["where_clause"] = cqlvalue.EncText(t.View.WhereClause())
 	return row
 }
 
-func tableRow(k *keyspace, t *table) map[string][]byte {
+func tableRow(k *storage.Keyspace, t *storage.Table) map[string][]byte {
 	opt := func(name, def string) string {
-		if v, ok := t.options[name]; ok {
+		if v, ok := t.Options[name]; ok {
 			return v.Text
 		}
 		return def
@@ -329,35 +330,35 @@ func tableRow(k *keyspace, t *table) map[string][]byte {
 		return cqlvalue.EncInt(def)
 	}
 	flags := []string{"compound"}
-	if t.counter {
+	if t.Counter {
 		flags = append(flags, "counter")
 	}
 	gc := int32(864000)
-	if k.system {
+	if k.System {
 		gc = 0
 	}
 	ext := map[string][]byte{}
-	for k, v := range t.optMapOr("extensions", nil) {
+	for k, v := range t.OptMapOr("extensions", nil) {
 		ext[k] = []byte(v)
 	}
 	return map[string][]byte{
-		"keyspace_name": cqlvalue.EncText(k.name), "table_name": cqlvalue.EncText(t.name),
+		"keyspace_name": cqlvalue.EncText(k.Name), "table_name": cqlvalue.EncText(t.Name),
 		"additional_write_policy": cqlvalue.EncText(opt("additional_write_policy", "99p")),
 		"bloom_filter_fp_chance":  float("bloom_filter_fp_chance", 0.01),
-		"caching":                 cqlvalue.EncTextMap(t.optMapOr("caching", map[string]string{"keys": "ALL", "rows_per_partition": "NONE"})),
+		"caching":                 cqlvalue.EncTextMap(t.OptMapOr("caching", map[string]string{"keys": "ALL", "rows_per_partition": "NONE"})),
 		"cdc":                     cqlvalue.EncBool(strings.EqualFold(opt("cdc", "false"), "true")),
-		"comment":                 cqlvalue.EncText(t.comment),
-		"compaction": cqlvalue.EncTextMap(t.optMapOr("compaction", map[string]string{"class": "org.apache.cassandra.db.compaction.SizeTieredCompactionStrategy",
+		"comment":                 cqlvalue.EncText(t.Comment),
+		"compaction": cqlvalue.EncTextMap(t.OptMapOr("compaction", map[string]string{"class": "org.apache.cassandra.db.compaction.SizeTieredCompactionStrategy",
 			"max_threshold": "32", "min_threshold": "4"})),
-		"compression": cqlvalue.EncTextMap(t.optMapOr("compression", map[string]string{"chunk_length_in_kb": "16",
+		"compression": cqlvalue.EncTextMap(t.OptMapOr("compression", map[string]string{"chunk_length_in_kb": "16",
 			"class": "org.apache.cassandra.io.compress.LZ4Compressor"})),
 		"crc_check_chance":            float("crc_check_chance", 1),
 		"dclocal_read_repair_chance":  cqlvalue.EncDouble(0),
-		"default_time_to_live":        cqlvalue.EncInt(t.ttl),
+		"default_time_to_live":        cqlvalue.EncInt(t.Ttl),
 		"extensions":                  cqlvalue.EncBlobMap(ext),
 		"flags":                       cqlvalue.EncTextSet(flags),
 		"gc_grace_seconds":            integer("gc_grace_seconds", gc),
-		"id":                          cqlvalue.EncUUID(t.id),
+		"id":                          cqlvalue.EncUUID(t.Id),
 		"max_index_interval":          integer("max_index_interval", 2048),
 		"memtable":                    cqlvalue.EncText(opt("memtable", "default")),
 		"memtable_flush_period_in_ms": integer("memtable_flush_period_in_ms", 0),
@@ -399,8 +400,8 @@ type TraceEvent struct {
 // and each row's cell operations stay on the stack.
 func (e *Engine) WriteTrace(ts TraceSession) {
 	sc := e.schema.Load()
-	sessions := sc.table("system_traces", "sessions")
-	events := sc.table("system_traces", "events")
+	sessions := sc.Table("system_traces", "sessions")
+	events := sc.Table("system_traces", "events")
 	if sessions == nil || events == nil {
 		return
 	}
@@ -419,7 +420,7 @@ func (e *Engine) WriteTrace(ts TraceSession) {
 	port := w.int32(int32(e.cfg.RPCAddr.Port()))
 
 	ev := traceColumns(events, "activity", "source", "source_elapsed", "source_port", "thread")
-	ed := events.data.Load()
+	ed := events.Data.Load()
 	for i := range ts.Events {
 		x := &ts.Events[i]
 		w.put(events, ed, id, w.bytes(x.ID[:]), &ev, [traceCols][]byte{
@@ -428,7 +429,7 @@ func (e *Engine) WriteTrace(ts TraceSession) {
 	}
 	sn := traceColumns(sessions, "client", "command", "coordinator", "coordinator_port", "duration", "parameters",
 		"request", "started_at")
-	w.put(sessions, sessions.data.Load(), id, nil, &sn, [traceCols][]byte{
+	w.put(sessions, sessions.Data.Load(), id, nil, &sn, [traceCols][]byte{
 		w.inet(ts.Client), w.text(cmd), w.inet(ts.Coordinator), port,
 		w.int32(int32(min(ts.Duration.Microseconds(), math.MaxInt32))), w.textMap(params), w.text(ts.Request),
 		w.int64(ts.StartedAt.UnixMilli()),
@@ -439,10 +440,10 @@ func (e *Engine) WriteTrace(ts TraceSession) {
 const traceCols = 8
 
 // traceColumns returns the columns of t named, in order; a column the table lacks is nil.
-func traceColumns(t *table, names ...string) [traceCols]*column {
-	var cols [traceCols]*column
+func traceColumns(t *storage.Table, names ...string) [traceCols]*storage.Column {
+	var cols [traceCols]*storage.Column
 	for i, n := range names {
-		cols[i] = t.byName[n]
+		cols[i] = t.ByName[n]
 	}
 	return cols
 }
@@ -501,20 +502,20 @@ func (w *traceWriter) textMap(m map[string]string) []byte {
 // put writes the row of partition key pk and clustering key ck (nil for a table without
 // one) with vals[i] in cols[i]; a nil value or column is skipped, as rowWriter.put skips
 // nil values.
-func (w *traceWriter) put(t *table, d *tableData, pk, ck []byte, cols *[traceCols]*column, vals [traceCols][]byte) {
-	m := mutation{pk: pk, token: murmur3Token(pk), ts: w.ts, marker: true}
-	if len(t.ck) > 0 {
-		m.ck = [][]byte{ck}
+func (w *traceWriter) put(t *storage.Table, d *storage.TableData, pk, ck []byte, cols *[traceCols]*storage.Column, vals [traceCols][]byte) {
+	m := storage.Mutation{Pk: pk, Token: storage.Murmur3Token(pk), Ts: w.ts, Marker: true}
+	if len(t.Ck) > 0 {
+		m.Ck = [][]byte{ck}
 	}
-	if t.ttl > 0 {
-		m.ttl, m.exp = t.ttl, w.now+int64(t.ttl)
+	if t.Ttl > 0 {
+		m.Ttl, m.Exp = t.Ttl, w.now+int64(t.Ttl)
 	}
-	var opsBuf [traceCols]cellOp
+	var opsBuf [traceCols]storage.CellOp
 	ops := opsBuf[:0]
 	for i, c := range cols {
 		if c != nil && vals[i] != nil {
-			ops = append(ops, cellOp{pos: c.pos, kind: cellSet, v: vals[i]})
+			ops = append(ops, storage.CellOp{Pos: c.Pos, Kind: storage.CellSet, V: vals[i]})
 		}
 	}
-	_ = d.apply(t, &m, ops, w.now)
+	_ = d.Apply(t, &m, ops, w.now)
 }

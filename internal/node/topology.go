@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tracecar/tracecar/internal/node/cqlvalue"
+	"github.com/tracecar/tracecar/internal/node/storage"
 )
 
 // DefaultNumTokens is the number of tokens each node owns, Cassandra 4's num_tokens default.
@@ -102,7 +103,7 @@ func Topology(addrs []netip.AddrPort, numTokens int, dcs []DC) ([]NodeInfo, erro
 	return nodes, nil
 }
 
-func hostIDOf(a netip.AddrPort) [16]byte { return nameUUID("tracecar-host:" + a.String()) }
+func hostIDOf(a netip.AddrPort) [16]byte { return storage.NameUUID("tracecar-host:" + a.String()) }
 
 // dataCenters returns the distinct data centers of nodes, in order.
 func dataCenters(nodes []NodeInfo) []string {
@@ -121,12 +122,12 @@ func dataCenters(nodes []NodeInfo) []string {
 
 // refreshTopology rewrites system.local, system.peers and system.peers_v2 of every node for
 // the schema sc: each node describes itself in local and every other node in the peers.
-func (e *Engine) refreshTopology(sc *schema, ts int64, now time.Time) {
-	local, peers, peersV2 := sc.table("system", "local"), sc.table("system", "peers"), sc.table("system", "peers_v2")
-	locals := make([]*tableData, len(e.nodes))
-	peerss := make([]*tableData, len(e.nodes))
-	peersV2s := make([]*tableData, len(e.nodes))
-	version := cqlvalue.EncUUID(sc.version)
+func (e *Engine) refreshTopology(sc *storage.Schema, ts int64, now time.Time) {
+	local, peers, peersV2 := sc.Table("system", "local"), sc.Table("system", "peers"), sc.Table("system", "peers_v2")
+	locals := make([]*storage.TableData, len(e.nodes))
+	peerss := make([]*storage.TableData, len(e.nodes))
+	peersV2s := make([]*storage.TableData, len(e.nodes))
+	version := cqlvalue.EncUUID(sc.Version)
 	// Nodes that share an IP (--nodes-same-ip) get distinct storage ports, which keep them
 	// apart in peers_v2 (keyed by peer and peer_port). system.peers, keyed by the IP alone,
 	// can describe only one of them, as in Cassandra.
@@ -141,7 +142,7 @@ func (e *Engine) refreshTopology(sc *schema, ts int64, now time.Time) {
 	}
 	for i, n := range e.nodes {
 		addr := n.RPCAddr.Addr().Unmap()
-		lw := &rowWriter{t: local, d: newTableData(), ts: ts, now: now.Unix()}
+		lw := &rowWriter{t: local, d: storage.NewTableData(), ts: ts, now: now.Unix()}
 		lw.put(map[string][]byte{
 			"key": cqlvalue.EncText("local"), "bootstrapped": cqlvalue.EncText("COMPLETED"),
 			"broadcast_address": cqlvalue.EncInet(addr), "broadcast_port": cqlvalue.EncInt(storagePort[i]),
@@ -153,8 +154,8 @@ func (e *Engine) refreshTopology(sc *schema, ts int64, now time.Time) {
 			"rpc_port": cqlvalue.EncInt(int32(n.RPCAddr.Port())), "schema_version": version,
 			"tokens": cqlvalue.EncTextSet(n.Tokens),
 		})
-		pw := &rowWriter{t: peers, d: newTableData(), ts: ts, now: now.Unix()}
-		p2w := &rowWriter{t: peersV2, d: newTableData(), ts: ts, now: now.Unix()}
+		pw := &rowWriter{t: peers, d: storage.NewTableData(), ts: ts, now: now.Unix()}
+		p2w := &rowWriter{t: peersV2, d: storage.NewTableData(), ts: ts, now: now.Unix()}
 		for j, p := range e.nodes {
 			if j == i {
 				continue
@@ -175,12 +176,12 @@ func (e *Engine) refreshTopology(sc *schema, ts int64, now time.Time) {
 		locals[i], peerss[i], peersV2s[i] = lw.d, pw.d, p2w.d
 	}
 	for _, x := range []struct {
-		t *table
-		d []*tableData
+		t *storage.Table
+		d []*storage.TableData
 	}{{local, locals}, {peers, peerss}, {peersV2, peersV2s}} {
-		x.t.data.Store(x.d[0])
+		x.t.Data.Store(x.d[0])
 		if len(x.d) > 1 {
-			x.t.perNode.Store(&x.d)
+			x.t.PerNode.Store(&x.d)
 		}
 	}
 }

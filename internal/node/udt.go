@@ -7,17 +7,18 @@ import (
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/internal/node/cqlvalue"
 	"github.com/tracecar/tracecar/internal/node/grammar"
+	"github.com/tracecar/tracecar/internal/node/storage"
 )
 
 // User-defined types: CREATE, ALTER and DROP TYPE. A type's fields are resolved when it is
 // created; ALTER TYPE resolves again every type and table of the keyspace that uses it.
 
-func (d *ddl) typeKeyspace(name grammar.TableName) (*keyspace, error) {
+func (d *ddl) typeKeyspace(name grammar.TableName) (*storage.Keyspace, error) {
 	ksName, err := d.keyspaceName(name.Ks)
 	if err != nil {
 		return nil, err
 	}
-	k := d.sc.keyspaces[ksName]
+	k := d.sc.Keyspaces[ksName]
 	if k == nil {
 		return nil, invalidf("Keyspace '%s' doesn't exist", ksName)
 	}
@@ -32,58 +33,58 @@ func (d *ddl) createType(st *grammar.CreateTypeStmt) (*cql.SchemaChange, error) 
 	if err != nil {
 		return nil, err
 	}
-	if err := d.require("CREATE", grammar.Resource{Kind: grammar.ResKeyspace, Ks: k.name}); err != nil {
+	if err := d.require("CREATE", grammar.Resource{Kind: grammar.ResKeyspace, Ks: k.Name}); err != nil {
 		return nil, err
 	}
-	if err := modifiable(k, "CREATE", "<all tables in "+k.name+">"); err != nil {
+	if err := modifiable(k, "CREATE", "<all tables in "+k.Name+">"); err != nil {
 		return nil, err
 	}
-	if k.types[st.Name.Name] != nil {
+	if k.Types[st.Name.Name] != nil {
 		if st.IfNotExists {
 			return nil, nil
 		}
 		return nil, invalidf("A user type with name '%s' already exists", st.Name.Name)
 	}
-	u := &userType{ks: k.name, name: st.Name.Name}
+	u := &storage.UserType{Ks: k.Name, Name: st.Name.Name}
 	for _, f := range st.Fields {
-		if slices.Contains(u.fieldNames, f.Name) {
+		if slices.Contains(u.FieldNames, f.Name) {
 			return nil, invalidf("Duplicate field name '%s' in type '%s'", f.Name, st.Name.Name)
 		}
-		u.fieldNames = append(u.fieldNames, f.Name)
-		u.fieldRefs = append(u.fieldRefs, f.Ref)
+		u.FieldNames = append(u.FieldNames, f.Name)
+		u.FieldRefs = append(u.FieldRefs, f.Ref)
 	}
-	for _, r := range u.fieldRefs {
+	for _, r := range u.FieldRefs {
 		if r.IsCounter() {
 			return nil, invalidf("A user type cannot contain counters")
 		}
 	}
-	for _, r := range u.fieldRefs {
+	for _, r := range u.FieldRefs {
 		if _, native := r.NativeType(); !native && r.Args == nil && !r.Frozen {
-			if _, known := k.types[r.Name]; known || r.Name == u.name {
+			if _, known := k.Types[r.Name]; known || r.Name == u.Name {
 				return nil, invalidf("A user type cannot contain non-frozen UDTs")
 			}
 		}
 	}
-	if err := u.resolve(k.resolver()); err != nil {
+	if err := u.Resolve(k.Resolver()); err != nil {
 		return nil, err
 	}
-	d.mutable(k.name).types[u.name] = u
-	return &cql.SchemaChange{ChangeType: "CREATED", Target: cql.TargetType, Keyspace: k.name, Name: u.name}, nil
+	d.mutable(k.Name).Types[u.Name] = u
+	return &cql.SchemaChange{ChangeType: "CREATED", Target: cql.TargetType, Keyspace: k.Name, Name: u.Name}, nil
 }
 
 // typeToChange returns the type that ALTER TYPE or DROP TYPE (verb) names, and its keyspace,
 // once the user may change it. missing is the error's format (keyspace, name) when it does
 // not exist, which Cassandra words differently for the two; with IF EXISTS a missing type is
 // a nil type and no error.
-func (d *ddl) typeToChange(name grammar.TableName, ifExists bool, verb, missing string) (*keyspace, *userType, error) {
+func (d *ddl) typeToChange(name grammar.TableName, ifExists bool, verb, missing string) (*storage.Keyspace, *storage.UserType, error) {
 	ksName, err := d.keyspaceName(name.Ks)
 	if err != nil {
 		return nil, nil, err
 	}
-	k := d.sc.keyspaces[ksName]
-	var u *userType
+	k := d.sc.Keyspaces[ksName]
+	var u *storage.UserType
 	if k != nil {
-		u = k.types[name.Name]
+		u = k.Types[name.Name]
 	}
 	if u == nil {
 		if ifExists {
@@ -91,10 +92,10 @@ func (d *ddl) typeToChange(name grammar.TableName, ifExists bool, verb, missing 
 		}
 		return nil, nil, invalidf(missing, ksName, name.Name)
 	}
-	if err := d.require(verb, grammar.Resource{Kind: grammar.ResKeyspace, Ks: k.name}); err != nil {
+	if err := d.require(verb, grammar.Resource{Kind: grammar.ResKeyspace, Ks: k.Name}); err != nil {
 		return nil, nil, err
 	}
-	if err := modifiable(k, verb, "<all tables in "+k.name+">"); err != nil {
+	if err := modifiable(k, verb, "<all tables in "+k.Name+">"); err != nil {
 		return nil, nil, err
 	}
 	return k, u, nil
@@ -105,25 +106,25 @@ func (d *ddl) alterType(st *grammar.AlterTypeStmt) (*cql.SchemaChange, error) {
 	if u == nil {
 		return nil, err
 	}
-	full := typeName(u.ks, u.name)
-	nu := &userType{ks: u.ks, name: u.name, fieldNames: slices.Clone(u.fieldNames), fieldRefs: slices.Clone(u.fieldRefs)}
+	full := typeName(u.Ks, u.Name)
+	nu := &storage.UserType{Ks: u.Ks, Name: u.Name, FieldNames: slices.Clone(u.FieldNames), FieldRefs: slices.Clone(u.FieldRefs)}
 	switch st.Op {
 	case grammar.AlterType:
 		return nil, invalidf("Altering field types is no longer supported")
 	case grammar.AlterAdd:
-		if u.field(st.Add.Name) >= 0 {
+		if u.Field(st.Add.Name) >= 0 {
 			if st.IfField {
 				return nil, nil
 			}
 			return nil, invalidf("Cannot add field %s to type %s: a field with name %s already exists", st.Add.Name, full, st.Add.Name)
 		}
-		if st.Add.Ref.Uses(u.name) {
+		if st.Add.Ref.Uses(u.Name) {
 			return nil, invalidf("Cannot add new field %s of type %s to user type %s as it would create a circular reference", st.Add.Name, st.Add.Ref, full)
 		}
 		var inKey []string
 		for _, t := range sortedTables(k) {
-			for _, c := range t.pk {
-				if c.ref.Uses(u.name) {
+			for _, c := range t.Pk {
+				if c.Ref.Uses(u.Name) {
 					inKey = append(inKey, tableString(t))
 					break
 				}
@@ -132,82 +133,82 @@ func (d *ddl) alterType(st *grammar.AlterTypeStmt) (*cql.SchemaChange, error) {
 		if len(inKey) > 0 {
 			return nil, invalidf("Cannot add new field %s of type %s to user type %s as the type is being used in partition key by the following tables: %s", st.Add.Name, st.Add.Ref, full, strings.Join(inKey, ", "))
 		}
-		nu.fieldNames = append(nu.fieldNames, st.Add.Name)
-		nu.fieldRefs = append(nu.fieldRefs, st.Add.Ref)
+		nu.FieldNames = append(nu.FieldNames, st.Add.Name)
+		nu.FieldRefs = append(nu.FieldRefs, st.Add.Ref)
 	case grammar.AlterRename:
 		changed := false
 		for _, r := range st.Renames {
-			i := nu.field(r.From)
+			i := nu.Field(r.From)
 			if i < 0 {
 				if st.IfField {
 					continue
 				}
 				return nil, invalidf("Unkown field %s in user type %s", r.From, full)
 			}
-			nu.fieldNames[i] = r.To
+			nu.FieldNames[i] = r.To
 			changed = true
 		}
-		for i, n := range nu.fieldNames {
-			if slices.Index(nu.fieldNames, n) != i {
-				return nil, invalidf("Duplicate field name %s in type %s", n, u.ks)
+		for i, n := range nu.FieldNames {
+			if slices.Index(nu.FieldNames, n) != i {
+				return nil, invalidf("Duplicate field name %s in type %s", n, u.Ks)
 			}
 		}
 		if !changed {
 			return nil, nil
 		}
 	}
-	nk := d.mutable(k.name)
-	nk.types[u.name] = nu
-	if err := nu.resolve(nk.resolver()); err != nil {
+	nk := d.mutable(k.Name)
+	nk.Types[u.Name] = nu
+	if err := nu.Resolve(nk.Resolver()); err != nil {
 		return nil, err
 	}
-	if err := d.retype(nk, u.name); err != nil {
+	if err := d.retype(nk, u.Name); err != nil {
 		return nil, err
 	}
-	return &cql.SchemaChange{ChangeType: "UPDATED", Target: cql.TargetType, Keyspace: k.name, Name: u.name}, nil
+	return &cql.SchemaChange{ChangeType: "UPDATED", Target: cql.TargetType, Keyspace: k.Name, Name: u.Name}, nil
 }
 
 // retype resolves again, in keyspace k of the new schema, every user type and table that
 // uses the user type changed, after it changed, and records their events.
-func (d *ddl) retype(k *keyspace, changed string) error {
+func (d *ddl) retype(k *storage.Keyspace, changed string) error {
 	names := []string{changed}
 	for len(names) > 0 {
 		n := names[0]
 		names = names[1:]
 		for _, u := range sortedTypes(k) {
-			if u.name == n || !slices.ContainsFunc(u.fieldRefs, func(r *grammar.TypeRef) bool { return r.Uses(n) }) {
+			if u.Name == n || !slices.ContainsFunc(u.FieldRefs, func(r *grammar.TypeRef) bool { return r.Uses(n) }) {
 				continue
 			}
-			nu := &userType{ks: u.ks, name: u.name, fieldNames: u.fieldNames, fieldRefs: u.fieldRefs}
-			if err := nu.resolve(k.resolver()); err != nil {
+			nu := &storage.UserType{Ks: u.Ks, Name: u.Name, FieldNames: u.FieldNames, FieldRefs: u.FieldRefs}
+			if err := nu.Resolve(k.Resolver()); err != nil {
 				return err
 			}
-			k.types[u.name] = nu
-			d.events = append(d.events, cql.SchemaChange{ChangeType: "UPDATED", Target: cql.TargetType, Keyspace: k.name, Name: u.name})
-			names = append(names, u.name)
+			k.Types[u.Name] = nu
+			d.events = append(d.events, cql.SchemaChange{ChangeType: "UPDATED", Target: cql.TargetType, Keyspace: k.Name, Name: u.Name})
+			names = append(names, u.Name)
 		}
 	}
-	rs := k.resolver()
+	rs := k.Resolver()
 	for _, t := range sortedTables(k) {
-		nt := t.alter()
+		nt := t.Alter()
 		touched := false
-		retypeCols := func(cols []*column) error {
+		retypeCols := func(cols []*storage.Column) error {
 			for i, c := range cols {
-				if c == nil || !c.ref.Uses(changed) && !usesAny(c.ref, k, changed) {
+				if c == nil || !c.Ref.Uses(changed) && !usesAny(c.Ref, k, changed) {
 					continue
 				}
-				ct, err := rs.resolve(c.ref)
+				ct, err := rs.Resolve(c.Ref)
 				if err != nil {
 					return err
 				}
 				nc := *c
-				nc.typ, nc.text = ct.info, ct.text
+				nc.Typ, nc.Text = ct.Info, ct.Text
 				cols[i] = &nc
 				touched = true
 			}
 			return nil
 		}
-		for _, cols := range [][]*column{nt.pk, nt.ck, nt.cells} {
+		for _, cols := range [][]*storage.Column{nt.Pk, nt.Ck, nt.Cells} {
 			if err := retypeCols(cols); err != nil {
 				return err
 			}
@@ -215,16 +216,16 @@ func (d *ddl) retype(k *keyspace, changed string) error {
 		if !touched {
 			continue
 		}
-		nt.finish()
-		k.tables[t.name] = nt
-		d.stale[t.tableStore] = true
-		d.events = append(d.events, cql.SchemaChange{ChangeType: "UPDATED", Target: cql.TargetTable, Keyspace: k.name, Name: t.name})
+		nt.Finish()
+		k.Tables[t.Name] = nt
+		d.stale[t.TableStore] = true
+		d.events = append(d.events, cql.SchemaChange{ChangeType: "UPDATED", Target: cql.TargetTable, Keyspace: k.Name, Name: t.Name})
 	}
 	return nil
 }
 
 // usesAny reports whether r uses, through other user types of k, the type named changed.
-func usesAny(r *grammar.TypeRef, k *keyspace, changed string) bool {
+func usesAny(r *grammar.TypeRef, k *storage.Keyspace, changed string) bool {
 	seen := map[string]bool{}
 	var walk func(r *grammar.TypeRef) bool
 	walk = func(r *grammar.TypeRef) bool {
@@ -232,9 +233,9 @@ func usesAny(r *grammar.TypeRef, k *keyspace, changed string) bool {
 			return true
 		}
 		if r.Args == nil {
-			if u := k.types[r.Name]; u != nil && !seen[u.name] {
-				seen[u.name] = true
-				for _, f := range u.fieldRefs {
+			if u := k.Types[r.Name]; u != nil && !seen[u.Name] {
+				seen[u.Name] = true
+				for _, f := range u.FieldRefs {
 					if walk(f) {
 						return true
 					}
@@ -256,12 +257,12 @@ func (d *ddl) dropType(st *grammar.DropTypeStmt) (*cql.SchemaChange, error) {
 	if u == nil {
 		return nil, err
 	}
-	full := u.ks + "." + u.name
+	full := u.Ks + "." + u.Name
 	var fns []string
 	for _, f := range sortedFunctions(k) {
-		for _, a := range append(slices.Clone(f.argRefs), f.retRef) {
-			if a != nil && usesAny(a, k, u.name) {
-				fns = append(fns, f.ks+"."+f.name)
+		for _, a := range append(slices.Clone(f.ArgRefs), f.RetRef) {
+			if a != nil && usesAny(a, k, u.Name) {
+				fns = append(fns, f.Ks+"."+f.Name)
 				break
 			}
 		}
@@ -271,8 +272,8 @@ func (d *ddl) dropType(st *grammar.DropTypeStmt) (*cql.SchemaChange, error) {
 	}
 	var types []string
 	for _, o := range sortedTypes(k) {
-		if o.name != u.name && slices.ContainsFunc(o.fieldRefs, func(r *grammar.TypeRef) bool { return r.Uses(u.name) }) {
-			types = append(types, o.name)
+		if o.Name != u.Name && slices.ContainsFunc(o.FieldRefs, func(r *grammar.TypeRef) bool { return r.Uses(u.Name) }) {
+			types = append(types, o.Name)
 		}
 	}
 	if len(types) > 0 {
@@ -280,40 +281,40 @@ func (d *ddl) dropType(st *grammar.DropTypeStmt) (*cql.SchemaChange, error) {
 	}
 	var tables []string
 	for _, t := range sortedTables(k) {
-		if slices.ContainsFunc(t.cols, func(c *column) bool { return c.ref.Uses(u.name) }) {
-			tables = append(tables, t.name)
+		if slices.ContainsFunc(t.Cols, func(c *storage.Column) bool { return c.Ref.Uses(u.Name) }) {
+			tables = append(tables, t.Name)
 		}
 	}
 	if len(tables) > 0 {
 		return nil, invalidf("Cannot drop user type '%s' as it is still used by tables %s", full, strings.Join(tables, ", "))
 	}
-	delete(d.mutable(k.name).types, u.name)
-	return &cql.SchemaChange{ChangeType: "DROPPED", Target: cql.TargetType, Keyspace: k.name, Name: u.name}, nil
+	delete(d.mutable(k.Name).Types, u.Name)
+	return &cql.SchemaChange{ChangeType: "DROPPED", Target: cql.TargetType, Keyspace: k.Name, Name: u.Name}, nil
 }
 
-func sortedTables(k *keyspace) []*table {
-	out := make([]*table, 0, len(k.tables))
-	for _, t := range k.tables {
+func sortedTables(k *storage.Keyspace) []*storage.Table {
+	out := make([]*storage.Table, 0, len(k.Tables))
+	for _, t := range k.Tables {
 		out = append(out, t)
 	}
-	slices.SortFunc(out, func(a, b *table) int { return strings.Compare(a.name, b.name) })
+	slices.SortFunc(out, func(a, b *storage.Table) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 
-func sortedTypes(k *keyspace) []*userType {
-	out := make([]*userType, 0, len(k.types))
-	for _, u := range k.types {
+func sortedTypes(k *storage.Keyspace) []*storage.UserType {
+	out := make([]*storage.UserType, 0, len(k.Types))
+	for _, u := range k.Types {
 		out = append(out, u)
 	}
-	slices.SortFunc(out, func(a, b *userType) int { return strings.Compare(a.name, b.name) })
+	slices.SortFunc(out, func(a, b *storage.UserType) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 
-func sortedFunctions(k *keyspace) []*function {
-	out := make([]*function, 0, len(k.functions))
-	for _, f := range k.functions {
+func sortedFunctions(k *storage.Keyspace) []*storage.Function {
+	out := make([]*storage.Function, 0, len(k.Functions))
+	for _, f := range k.Functions {
 		out = append(out, f)
 	}
-	slices.SortFunc(out, func(a, b *function) int { return strings.Compare(a.signature(), b.signature()) })
+	slices.SortFunc(out, func(a, b *storage.Function) int { return strings.Compare(a.Signature(), b.Signature()) })
 	return out
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/internal/node/cqlvalue"
+	"github.com/tracecar/tracecar/internal/node/storage"
 )
 
 func TestCompareValues(t *testing.T) {
@@ -82,13 +83,13 @@ func fuzzValue(ti uint8, a, b []byte) {
 	_ = cqlvalue.CompareValues(typ, a, b)
 	_ = cqlvalue.NormalizeCollection(typ, a)
 	if cqlvalue.IsCollection(typ) {
-		col := &column{name: "c", typ: typ}
-		for _, k := range []cellOpKind{cellAppend, cellPrepend, cellRemove, cellSetKey, cellDelKey} {
-			_, _ = collectionOp(col, &cellOp{kind: k, v: b, key: cqlvalue.EncInt(0)}, a)
+		col := &storage.Column{Name: "c", Typ: typ}
+		for _, k := range []storage.CellOpKind{storage.CellAppend, storage.CellPrepend, storage.CellRemove, storage.CellSetKey, storage.CellDelKey} {
+			_, _ = storage.CollectionOp(col, &storage.CellOp{Kind: k, V: b, Key: cqlvalue.EncInt(0)}, a)
 		}
 	}
 	if cqlvalue.IsUDT(typ) {
-		_, _ = collectionOp(&column{name: "c", typ: typ}, &cellOp{kind: cellSetField, v: b, field: uint16(ti % 2)}, a)
+		_, _ = storage.CollectionOp(&storage.Column{Name: "c", Typ: typ}, &storage.CellOp{Kind: storage.CellSetField, V: b, Field: uint16(ti % 2)}, a)
 	}
 	// JSON renders whatever was bound, and reads back what it rendered.
 	if cqlvalue.Validate(typ, a, "c") == nil {

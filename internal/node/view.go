@@ -7,6 +7,7 @@ import (
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/internal/node/cqlvalue"
 	"github.com/tracecar/tracecar/internal/node/grammar"
+	"github.com/tracecar/tracecar/internal/node/storage"
 )
 
 // Materialized views, on by default as in ScyllaDB (EngineConfig.NoMaterializedViews gives
@@ -36,19 +37,19 @@ func (d *ddl) createView(st *grammar.CreateViewStmt) (*cql.SchemaChange, error) 
 	if err := d.require("ALTER", grammar.Resource{Kind: grammar.ResTable, Ks: ksName, Name: st.Base.Name}); err != nil {
 		return nil, err
 	}
-	k := d.sc.keyspaces[ksName]
+	k := d.sc.Keyspaces[ksName]
 	if k == nil {
 		return nil, invalidf("Keyspace '%s' doesn't exist", ksName)
 	}
 	if err := modifiable(k, "CREATE", "<keyspace "+ksName+">"); err != nil {
 		return nil, err
 	}
-	base := k.tables[st.Base.Name]
+	base := k.Tables[st.Base.Name]
 	if base == nil {
 		return nil, invalidf("Base table '%s' doesn't exist", st.Base.Name)
 	}
-	if old := k.tables[st.Name.Name]; old != nil {
-		if old.view == nil {
+	if old := k.Tables[st.Name.Name]; old != nil {
+		if old.View == nil {
 			return nil, invalidf("Cannot create materialized view '%s' - a table with the same name already exists", st.Name.Name)
 		}
 		if st.IfNotExists {
@@ -63,42 +64,42 @@ func (d *ddl) createView(st *grammar.CreateViewStmt) (*cql.SchemaChange, error) 
 	if err != nil {
 		return nil, err
 	}
-	d.mutable(ksName).tables[v.name] = v
-	baseName, viewName := base.name, v.name
+	d.mutable(ksName).Tables[v.Name] = v
+	baseName, viewName := base.Name, v.Name
 	d.after = append(d.after, func() { d.e.buildView(ksName, baseName, viewName) })
-	return &cql.SchemaChange{ChangeType: "CREATED", Target: cql.TargetTable, Keyspace: ksName, Name: v.name}, nil
+	return &cql.SchemaChange{ChangeType: "CREATED", Target: cql.TargetTable, Keyspace: ksName, Name: v.Name}, nil
 }
 
 // newView checks a view's definition against its base table and builds the view's table.
-func newView(base *table, st *grammar.CreateViewStmt) (*table, error) {
+func newView(base *storage.Table, st *grammar.CreateViewStmt) (*storage.Table, error) {
 	name := st.Name.Name
-	if base.view != nil {
+	if base.View != nil {
 		return nil, invalidf("Materialized views cannot be created against other materialized views")
 	}
-	if base.counter {
+	if base.Counter {
 		return nil, invalidf("Materialized views are not supported on counter tables")
 	}
-	if gc, ok := base.options["gc_grace_seconds"]; ok && gc.Text == "0" {
-		return nil, invalidf("Cannot create materialized view '%s' for base table '%s' with gc_grace_seconds of 0, since this value is used to TTL undelivered updates. Setting gc_grace_seconds too low might cause undelivered updates to expire before being replayed.", name, base.name)
+	if gc, ok := base.Options["gc_grace_seconds"]; ok && gc.Text == "0" {
+		return nil, invalidf("Cannot create materialized view '%s' for base table '%s' with gc_grace_seconds of 0, since this value is used to TTL undelivered updates. Setting gc_grace_seconds too low might cause undelivered updates to expire before being replayed.", name, base.Name)
 	}
 	if st.Aliased != "" {
 		return nil, invalidf("Cannot use aliases when defining a materialized view (got %s)", st.Aliased)
 	}
 	selected := map[string]bool{}
 	if st.Star {
-		for _, c := range base.cols {
-			selected[c.name] = true
+		for _, c := range base.Cols {
+			selected[c.Name] = true
 		}
 	}
 	for _, n := range st.Cols {
-		if base.byName[n] == nil {
+		if base.ByName[n] == nil {
 			return nil, invalidf("Undefined column name %s in table %s", n, tableString(base))
 		}
 		selected[n] = true
 	}
-	for _, c := range base.cols {
-		if selected[c.name] && c.kind == kindStatic {
-			return nil, invalidf("Cannot include static column '%s' in materialized view '%s'", c.name, name)
+	for _, c := range base.Cols {
+		if selected[c.Name] && c.Kind == storage.KindStatic {
+			return nil, invalidf("Cannot include static column '%s' in materialized view '%s'", c.Name, name)
 		}
 	}
 	if err := checkViewKey(base, st, selected); err != nil {
@@ -110,58 +111,58 @@ func newView(base *table, st *grammar.CreateViewStmt) (*table, error) {
 	if _, ok := st.Options["default_time_to_live"]; ok {
 		return nil, invalidf("Cannot set default_time_to_live for a materialized view. Data in a materialized view always expire at the same time than the corresponding data in the parent table.")
 	}
-	v := &table{ks: base.ks, name: name, options: map[string]grammar.OptValue{}, tableStore: &tableStore{},
-		view: &viewDef{base: base.name, baseID: base.id, includeAll: st.Star, notNull: st.NotNull}}
-	if err := v.setOptions(st.Options, true); err != nil {
+	v := &storage.Table{Ks: base.Ks, Name: name, Options: map[string]grammar.OptValue{}, TableStore: &storage.TableStore{},
+		View: &storage.ViewDef{Base: base.Name, BaseID: base.Id, IncludeAll: st.Star, NotNull: st.NotNull}}
+	if err := v.SetOptions(st.Options, true); err != nil {
 		return nil, err
 	}
 	inKey := map[string]bool{}
 	for i, n := range st.Pk {
-		c := *base.byName[n]
-		c.kind, c.pos, c.desc = kindPartitionKey, i, false
-		v.pk = append(v.pk, &c)
+		c := *base.ByName[n]
+		c.Kind, c.Pos, c.Desc = storage.KindPartitionKey, i, false
+		v.Pk = append(v.Pk, &c)
 		inKey[n] = true
 	}
 	for i, n := range st.Ck {
-		c := *base.byName[n]
-		c.kind, c.pos, c.desc = kindClustering, i, false
+		c := *base.ByName[n]
+		c.Kind, c.Pos, c.Desc = storage.KindClustering, i, false
 		if i < len(st.Order) {
-			c.desc = st.Order[i].Desc
+			c.Desc = st.Order[i].Desc
 		}
-		v.ck = append(v.ck, &c)
+		v.Ck = append(v.Ck, &c)
 		inKey[n] = true
 	}
-	var rest []*column
-	for _, bc := range base.cols {
-		if selected[bc.name] && !inKey[bc.name] {
+	var rest []*storage.Column
+	for _, bc := range base.Cols {
+		if selected[bc.Name] && !inKey[bc.Name] {
 			c := *bc
-			c.kind = kindRegular
+			c.Kind = storage.KindRegular
 			rest = append(rest, &c)
 		}
 	}
-	sortColumns(rest)
+	storage.SortColumns(rest)
 	for i, c := range rest {
-		c.pos = i
+		c.Pos = i
 	}
-	v.cells = rest
-	if !v.idGiven {
-		v.id = newSchemaVersion()
+	v.Cells = rest
+	if !v.IdGiven {
+		v.Id = newSchemaVersion()
 	}
-	v.finish()
-	v.data.Store(newTableData())
+	v.Finish()
+	v.Data.Store(storage.NewTableData())
 	return v, nil
 }
 
 // checkViewKey checks the view's primary key: selected columns, each once, of types a key
 // may have, holding every key column of the base and at most one other.
-func checkViewKey(base *table, st *grammar.CreateViewStmt, selected map[string]bool) error {
+func checkViewKey(base *storage.Table, st *grammar.CreateViewStmt, selected map[string]bool) error {
 	name := st.Name.Name
 	if len(st.Pk) == 0 {
 		return invalidf("Must provide at least one partition key column for materialized view '%s'", name)
 	}
 	seen := map[string]bool{}
 	for _, n := range append(slices.Clone(st.Pk), st.Ck...) {
-		c := base.byName[n]
+		c := base.ByName[n]
 		if c == nil || !selected[n] {
 			return invalidf("Unknown column '%s' referenced in PRIMARY KEY for materialized view '%s'", n, name)
 		}
@@ -169,13 +170,13 @@ func checkViewKey(base *table, st *grammar.CreateViewStmt, selected map[string]b
 			return invalidf("Duplicate column '%s' in PRIMARY KEY clause for materialized view '%s'", n, name)
 		}
 		seen[n] = true
-		if !c.frozen {
-			if cqlvalue.IsUDT(c.typ) {
-				return invalidf("Invalid non-frozen user-defined type '%s' for PRIMARY KEY column '%s'", c.text, n)
+		if !c.Frozen {
+			if cqlvalue.IsUDT(c.Typ) {
+				return invalidf("Invalid non-frozen user-defined type '%s' for PRIMARY KEY column '%s'", c.Text, n)
 			}
-			return invalidf("Invalid non-frozen collection type '%s' for PRIMARY KEY column '%s'", c.text, n)
+			return invalidf("Invalid non-frozen collection type '%s' for PRIMARY KEY column '%s'", c.Text, n)
 		}
-		if cqlvalue.ReferencesDuration(c.typ) {
+		if cqlvalue.ReferencesDuration(c.Typ) {
 			return invalidf("duration type is not supported for PRIMARY KEY column '%s'", n)
 		}
 	}
@@ -189,16 +190,16 @@ func checkViewKey(base *table, st *grammar.CreateViewStmt, selected map[string]b
 		}
 	}
 	var missing, extra []string
-	for _, c := range append(slices.Clone(base.pk), base.ck...) {
-		if !seen[c.name] {
-			missing = append(missing, c.name)
+	for _, c := range append(slices.Clone(base.Pk), base.Ck...) {
+		if !seen[c.Name] {
+			missing = append(missing, c.Name)
 		}
 	}
 	if len(missing) > 0 {
-		return invalidf("Cannot create materialized view '%s' without primary key columns %s from base table '%s'", name, strings.Join(missing, ", "), base.name)
+		return invalidf("Cannot create materialized view '%s' without primary key columns %s from base table '%s'", name, strings.Join(missing, ", "), base.Name)
 	}
 	for _, n := range append(slices.Clone(st.Pk), st.Ck...) {
-		if k := base.byName[n].kind; k != kindPartitionKey && k != kindClustering {
+		if k := base.ByName[n].Kind; k != storage.KindPartitionKey && k != storage.KindClustering {
 			extra = append(extra, n)
 		}
 	}
@@ -211,9 +212,9 @@ func checkViewKey(base *table, st *grammar.CreateViewStmt, selected map[string]b
 // checkViewWhere checks the view's WHERE clause: every key column of the view restricted
 // with IS NOT NULL. Other restrictions filter the view's rows in Cassandra; the node does
 // not filter, and says so.
-func checkViewWhere(base *table, st *grammar.CreateViewStmt) error {
+func checkViewWhere(base *storage.Table, st *grammar.CreateViewStmt) error {
 	for _, n := range append(slices.Clone(st.NotNull), st.Others...) {
-		if n != "" && base.byName[n] == nil {
+		if n != "" && base.ByName[n] == nil {
 			return invalidf("Undefined column name %s in table %s", n, tableString(base))
 		}
 	}
@@ -222,7 +223,7 @@ func checkViewWhere(base *table, st *grammar.CreateViewStmt) error {
 		if n == "" {
 			return invalidf("Cannot use token relation when defining a materialized view")
 		}
-		if k := base.byName[n].kind; k != kindPartitionKey && k != kindClustering {
+		if k := base.ByName[n].Kind; k != storage.KindPartitionKey && k != storage.KindClustering {
 			illegal = append(illegal, n)
 		}
 	}
@@ -250,44 +251,44 @@ func (d *ddl) view(st *grammar.ViewStmt) (*cql.SchemaChange, error) {
 	if err != nil {
 		return nil, err
 	}
-	k := d.sc.keyspaces[ksName]
-	var v *table
+	k := d.sc.Keyspaces[ksName]
+	var v *storage.Table
 	if k != nil {
-		v = k.tables[st.Name.Name]
+		v = k.Tables[st.Name.Name]
 	}
-	if v == nil || v.view == nil {
+	if v == nil || v.View == nil {
 		if st.IfExists {
 			return nil, nil
 		}
 		return nil, invalidf("Materialized view '%s.%s' doesn't exist", ksName, st.Name.Name)
 	}
-	if err := d.require("ALTER", grammar.Resource{Kind: grammar.ResTable, Ks: ksName, Name: v.view.base}); err != nil {
+	if err := d.require("ALTER", grammar.Resource{Kind: grammar.ResTable, Ks: ksName, Name: v.View.Base}); err != nil {
 		return nil, err
 	}
 	if st.Alter {
 		if _, ok := st.Opts["default_time_to_live"]; ok {
 			return nil, invalidf("Cannot set default_time_to_live on a materialized view. Data in a materialized view always expire at the same time than the corresponding data in the parent table.")
 		}
-		nv := v.alter()
-		if err := nv.setOptions(st.Opts, false); err != nil {
+		nv := v.Alter()
+		if err := nv.SetOptions(st.Opts, false); err != nil {
 			return nil, err
 		}
-		nv.finish()
-		d.mutable(ksName).tables[v.name] = nv
-		return &cql.SchemaChange{ChangeType: "UPDATED", Target: cql.TargetTable, Keyspace: ksName, Name: v.name}, nil
+		nv.Finish()
+		d.mutable(ksName).Tables[v.Name] = nv
+		return &cql.SchemaChange{ChangeType: "UPDATED", Target: cql.TargetTable, Keyspace: ksName, Name: v.Name}, nil
 	}
-	delete(d.mutable(ksName).tables, v.name)
-	d.stale[v.tableStore] = true
-	d.after = append(d.after, func() { v.dropped.Store(true) })
-	return &cql.SchemaChange{ChangeType: "DROPPED", Target: cql.TargetTable, Keyspace: ksName, Name: v.name}, nil
+	delete(d.mutable(ksName).Tables, v.Name)
+	d.stale[v.TableStore] = true
+	d.after = append(d.after, func() { v.Dropped.Store(true) })
+	return &cql.SchemaChange{ChangeType: "DROPPED", Target: cql.TargetTable, Keyspace: ksName, Name: v.Name}, nil
 }
 
 // viewsOf returns the names of the views of table name in k, sorted.
-func viewsOf(k *keyspace, name string) []string {
+func viewsOf(k *storage.Keyspace, name string) []string {
 	var out []string
-	for _, t := range k.tables {
-		if t.view != nil && t.view.base == name {
-			out = append(out, t.name)
+	for _, t := range k.Tables {
+		if t.View != nil && t.View.Base == name {
+			out = append(out, t.Name)
 		}
 	}
 	slices.Sort(out)
@@ -299,41 +300,41 @@ func viewsOf(k *keyspace, name string) []string {
 // maintain them.
 func (d *ddl) relinkViews() {
 	for _, k := range d.cloned {
-		for name, t := range k.tables {
-			if t.view != nil {
+		for name, t := range k.Tables {
+			if t.View != nil {
 				continue
 			}
 			names := viewsOf(k, name)
-			if len(names) == 0 && len(t.views) == 0 {
+			if len(names) == 0 && len(t.Views) == 0 {
 				continue
 			}
-			nt := t.alter()
-			nt.finish()
+			nt := t.Alter()
+			nt.Finish()
 			for _, vn := range names {
-				nt.views = append(nt.views, linkView(nt, k.tables[vn]))
+				nt.Views = append(nt.Views, linkView(nt, k.Tables[vn]))
 			}
-			k.tables[name] = nt
+			k.Tables[name] = nt
 		}
 	}
 }
 
 // linkView maps the view's columns to the base's.
-func linkView(base, v *table) *viewLink {
-	l := &viewLink{v: v, cells: make([]*column, len(v.cells))}
-	for _, c := range v.pk {
-		l.pk = append(l.pk, base.byName[c.name])
+func linkView(base, v *storage.Table) *storage.ViewLink {
+	l := &storage.ViewLink{V: v, Cells: make([]*storage.Column, len(v.Cells))}
+	for _, c := range v.Pk {
+		l.Pk = append(l.Pk, base.ByName[c.Name])
 	}
-	for _, c := range v.ck {
-		l.ck = append(l.ck, base.byName[c.name])
+	for _, c := range v.Ck {
+		l.Ck = append(l.Ck, base.ByName[c.Name])
 	}
-	for i, c := range v.cells {
+	for i, c := range v.Cells {
 		if c != nil {
-			l.cells[i] = base.byName[c.name]
+			l.Cells[i] = base.ByName[c.Name]
 		}
 	}
-	for _, c := range append(slices.Clone(l.pk), l.ck...) {
-		if c != nil && c.kind != kindPartitionKey && c.kind != kindClustering {
-			l.keyCol = c
+	for _, c := range append(slices.Clone(l.Pk), l.Ck...) {
+		if c != nil && c.Kind != storage.KindPartitionKey && c.Kind != storage.KindClustering {
+			l.KeyCol = c
 		}
 	}
 	return l
@@ -341,87 +342,87 @@ func linkView(base, v *table) *viewLink {
 
 // buildView fills a new view from its base table's rows, as Cassandra's view builder does.
 func (e *Engine) buildView(ks, baseName, viewName string) {
-	base := e.schema.Load().table(ks, baseName)
+	base := e.schema.Load().Table(ks, baseName)
 	if base == nil {
 		return
 	}
-	var l *viewLink
-	for _, vl := range base.views {
-		if vl.v.name == viewName {
+	var l *storage.ViewLink
+	for _, vl := range base.Views {
+		if vl.V.Name == viewName {
 			l = vl
 		}
 	}
 	if l == nil {
 		return
 	}
-	base.viewMu.Lock()
-	defer base.viewMu.Unlock()
+	base.ViewMu.Lock()
+	defer base.ViewMu.Unlock()
 	now := e.cfg.Now().Unix()
-	d := base.data.Load()
-	for _, p := range d.scan() {
+	d := base.Data.Load()
+	for _, p := range d.Scan() {
 		var pkBuf [4][]byte
-		pkVals, ok := decodePKInto(pkBuf[:0], p.key, len(base.pk))
+		pkVals, ok := storage.DecodePKInto(pkBuf[:0], p.Key, len(base.Pk))
 		if !ok {
 			continue
 		}
-		sh := d.shard(p.token)
-		sh.mu.RLock()
-		for _, r := range p.rows {
-			if r.live(now) {
-				if k := l.key(pkVals, r, true, now); k.ok {
-					l.v.data.Load().putRow(l, &k, r, now)
+		sh := d.Shard(p.Token)
+		sh.Mu.RLock()
+		for _, r := range p.Rows {
+			if r.Live(now) {
+				if k := l.Key(pkVals, r, true, now); k.Ok {
+					l.V.Data.Load().PutRow(l, &k, r, now)
 				}
 			}
 		}
-		sh.mu.RUnlock()
+		sh.Mu.RUnlock()
 	}
 }
 
 // addToViews adds a regular column just added to a base table to those of its views that
 // select every column (SELECT *), as Cassandra does.
-func (d *ddl) addToViews(k *keyspace, views []string, bc *column) {
+func (d *ddl) addToViews(k *storage.Keyspace, views []string, bc *storage.Column) {
 	for _, vn := range views {
-		v := d.mutable(k.name).tables[vn]
-		if !v.view.includeAll {
+		v := d.mutable(k.Name).Tables[vn]
+		if !v.View.IncludeAll {
 			continue
 		}
-		nv := v.alter()
+		nv := v.Alter()
 		c := *bc
-		c.pos = len(nv.cells)
-		nv.cells = append(nv.cells, &c)
-		nv.finish()
-		d.mutable(k.name).tables[vn] = nv
-		d.stale[v.tableStore] = true
-		d.events = append(d.events, cql.SchemaChange{ChangeType: "UPDATED", Target: cql.TargetTable, Keyspace: k.name, Name: vn})
+		c.Pos = len(nv.Cells)
+		nv.Cells = append(nv.Cells, &c)
+		nv.Finish()
+		d.mutable(k.Name).Tables[vn] = nv
+		d.stale[v.TableStore] = true
+		d.events = append(d.events, cql.SchemaChange{ChangeType: "UPDATED", Target: cql.TargetTable, Keyspace: k.Name, Name: vn})
 	}
 }
 
 // renameInViews renames a key column of a base table in its views too, as Cassandra does:
 // in their keys and their WHERE clauses.
-func (d *ddl) renameInViews(k *keyspace, views []string, from, to string) {
+func (d *ddl) renameInViews(k *storage.Keyspace, views []string, from, to string) {
 	for _, vn := range views {
-		v := d.mutable(k.name).tables[vn]
-		nv := v.alter()
-		for _, keys := range [][]*column{nv.pk, nv.ck} {
+		v := d.mutable(k.Name).Tables[vn]
+		nv := v.Alter()
+		for _, keys := range [][]*storage.Column{nv.Pk, nv.Ck} {
 			for i, c := range keys {
-				if c.name == from {
+				if c.Name == from {
 					renamed := *c
-					renamed.name = to
+					renamed.Name = to
 					keys[i] = &renamed
 				}
 			}
 		}
-		def := *v.view
-		def.notNull = slices.Clone(def.notNull)
-		for i, n := range def.notNull {
+		def := *v.View
+		def.NotNull = slices.Clone(def.NotNull)
+		for i, n := range def.NotNull {
 			if n == from {
-				def.notNull[i] = to
+				def.NotNull[i] = to
 			}
 		}
-		nv.view = &def
-		nv.finish()
-		d.mutable(k.name).tables[vn] = nv
-		d.stale[v.tableStore] = true
-		d.events = append(d.events, cql.SchemaChange{ChangeType: "UPDATED", Target: cql.TargetTable, Keyspace: k.name, Name: vn})
+		nv.View = &def
+		nv.Finish()
+		d.mutable(k.Name).Tables[vn] = nv
+		d.stale[v.TableStore] = true
+		d.events = append(d.events, cql.SchemaChange{ChangeType: "UPDATED", Target: cql.TargetTable, Keyspace: k.Name, Name: vn})
 	}
 }

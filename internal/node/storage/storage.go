@@ -1,4 +1,4 @@
-package node
+package storage
 
 import (
 	"bytes"
@@ -23,7 +23,7 @@ const numShards = 64
 // noTS marks an absent timestamp (never written, not deleted).
 const noTS = math.MinInt64
 
-type tableData struct {
+type TableData struct {
 	shards [numShards]shard
 	// version changes whenever a partition is added or removed, to invalidate scanCache.
 	version   atomic.Uint64
@@ -32,42 +32,42 @@ type tableData struct {
 }
 
 type shard struct {
-	mu    sync.RWMutex
-	parts map[string]*partition
+	Mu    sync.RWMutex
+	parts map[string]*Partition
 	_     [40]byte // keep shards on separate cache lines
 }
 
 type scanSnapshot struct {
 	version uint64
-	parts   []*partition // ordered by token, then key
+	parts   []*Partition // ordered by token, then key
 }
 
-func newTableData() *tableData {
-	d := &tableData{}
+func NewTableData() *TableData {
+	d := &TableData{}
 	for i := range d.shards {
-		d.shards[i].parts = map[string]*partition{}
+		d.shards[i].parts = map[string]*Partition{}
 	}
 	return d
 }
 
-type partition struct {
-	key    []byte
-	token  int64
+type Partition struct {
+	Key    []byte
+	Token  int64
 	del    int64 // partition deletion timestamp, or noTS
-	static *row  // static cells, or nil
-	rows   []*row
+	Static *Row  // static cells, or nil
+	Rows   []*Row
 
 	// The first row lives inline, which saves two allocations per partition of a table
 	// without clustering columns.
-	first    row
-	firstRef [1]*row
+	first    Row
+	firstRef [1]*Row
 }
 
-type row struct {
-	ck     [][]byte
+type Row struct {
+	Ck     [][]byte
 	marker liveness // set by INSERT
 	del    int64    // row deletion timestamp, or noTS
-	cells  []cell
+	cells  []Cell
 }
 
 type liveness struct {
@@ -76,15 +76,15 @@ type liveness struct {
 	ttl int32
 }
 
-type cell struct {
+type Cell struct {
 	v   []byte // nil is a tombstone (a deleted or null cell) when ts != noTS
-	ts  int64  // noTS when never written
-	exp int64
+	Ts  int64  // noTS when never written
+	Exp int64
 	ttl int32
 }
 
-func (c *cell) live(now int64) bool {
-	return c.ts != noTS && c.v != nil && (c.exp == 0 || c.exp > now)
+func (c *Cell) Live(now int64) bool {
+	return c.Ts != noTS && c.v != nil && (c.Exp == 0 || c.Exp > now)
 }
 
 func (l *liveness) live(now int64) bool {
@@ -96,52 +96,52 @@ func shardOf(token int64) int {
 	return int(uint64(token) >> (64 - 6))
 }
 
-func (d *tableData) shard(token int64) *shard { return &d.shards[shardOf(token)] }
+func (d *TableData) Shard(token int64) *shard { return &d.shards[shardOf(token)] }
 
 // cellOp is a write to one cell.
-type cellOp struct {
-	pos   int
-	kind  cellOpKind
-	field uint16 // the field of cellSetField (in kind's padding: the write path's ops stay 64 bytes)
-	v     []byte // the value, or the operand of a collection operation
-	key   []byte // map key or list index for cellSetKey / cellDelKey
+type CellOp struct {
+	Pos   int
+	Kind  CellOpKind
+	Field uint16 // the field of cellSetField (in kind's padding: the write path's ops stay 64 bytes)
+	V     []byte // the value, or the operand of a collection operation
+	Key   []byte // map key or list index for cellSetKey / cellDelKey
 }
 
-type cellOpKind uint8
+type CellOpKind uint8
 
 const (
-	cellSet        cellOpKind = iota // overwrite (nil deletes)
-	cellAppend                       // list append, set union, map put-all
-	cellPrepend                      // list prepend
-	cellRemove                       // list remove values, set difference, map remove keys
-	cellSetKey                       // m[k] = v, l[i] = v
-	cellDelKey                       // DELETE m[k], l[i]
-	cellCounterAdd                   // counter += v
-	cellSetField                     // u.f = v on a non-frozen user type (nil deletes the field)
+	CellSet        CellOpKind = iota // overwrite (nil deletes)
+	CellAppend                       // list append, set union, map put-all
+	CellPrepend                      // list prepend
+	CellRemove                       // list remove values, set difference, map remove keys
+	CellSetKey                       // m[k] = v, l[i] = v
+	CellDelKey                       // DELETE m[k], l[i]
+	CellCounterAdd                   // counter += v
+	CellSetField                     // u.f = v on a non-frozen user type (nil deletes the field)
 )
 
 // mutation is a write to one row (or a deletion) of one partition.
-type mutation struct {
-	pk     []byte
-	token  int64
-	ck     [][]byte // the full clustering key; nil for tables without one or static-only writes
-	ts     int64
-	exp    int64
-	ttl    int32
-	marker bool // INSERT: set the row marker
+type Mutation struct {
+	Pk     []byte
+	Token  int64
+	Ck     [][]byte // the full clustering key; nil for tables without one or static-only writes
+	Ts     int64
+	Exp    int64
+	Ttl    int32
+	Marker bool // INSERT: set the row marker
 
 	// Deletions.
-	delPartition bool
-	delRow       bool
-	delRange     *ckFilter // delete the rows matching this filter
+	DelPartition bool
+	DelRow       bool
+	DelRange     *CkFilter // delete the rows matching this filter
 
-	cond     uint8 // condNone, condNotExists, condExists or condIf
-	conds    []condVal
-	applied  bool
-	existing [][]byte
+	Cond     uint8 // condNone, condNotExists, condExists or condIf
+	Conds    []CondVal
+	Applied  bool
+	Existing [][]byte
 	// part is set by apply to the partition it found or created (nil if none), which the
 	// maintenance of views reads again without another lookup.
-	part *partition
+	part *Partition
 }
 
 // apply performs m, with its cell operations ops, on t's data. For a conditional write it
@@ -149,111 +149,111 @@ type mutation struct {
 // field of m: apply keeps what m's pointers reach (its keys, the values of ops), and a slice
 // in m would take its backing array with them, so that a caller's fixed array of operations
 // (writePlan.exec's) would move to the heap, 512 bytes with every write.
-func (d *tableData) apply(t *table, m *mutation, ops []cellOp, now int64) error {
+func (d *TableData) Apply(t *Table, m *Mutation, ops []CellOp, now int64) error {
 	return d.applyRead(t, m, ops, now, nil, nil)
 }
 
 // applyRead is apply that, when vr is set, reads for the views of t the row m writes (of
 // partition key pkVals), in the same lookup: its view keys before the write, and the row.
-func (d *tableData) applyRead(t *table, m *mutation, ops []cellOp, now int64, pkVals [][]byte, vr *viewRead) error {
-	m.applied, m.existing, m.part = true, nil, nil
-	sh := d.shard(m.token)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	p := sh.parts[string(m.pk)]
+func (d *TableData) applyRead(t *Table, m *Mutation, ops []CellOp, now int64, pkVals [][]byte, vr *viewRead) error {
+	m.Applied, m.Existing, m.part = true, nil, nil
+	sh := d.Shard(m.Token)
+	sh.Mu.Lock()
+	defer sh.Mu.Unlock()
+	p := sh.parts[string(m.Pk)]
 	m.part = p
 	if vr != nil && p != nil {
-		if i, found := p.find(t, m.ck); found {
-			vr.before(t, pkVals, p.rows[i], now)
+		if i, found := p.Find(t, m.Ck); found {
+			vr.before(t, pkVals, p.Rows[i], now)
 		}
 	}
-	if m.cond != condNone {
-		if ok, existing := checkCond(t, p, m.ck, m.cond, m.conds, now); !ok {
-			m.applied, m.existing = false, existing
+	if m.Cond != CondNone {
+		if ok, existing := CheckCond(t, p, m.Ck, m.Cond, m.Conds, now); !ok {
+			m.Applied, m.Existing = false, existing
 			return nil
 		}
 	}
 	if p == nil {
-		if m.delRange != nil {
+		if m.DelRange != nil {
 			return nil
 		}
-		p = &partition{key: m.pk, token: m.token, del: noTS}
-		sh.parts[unsafeString(m.pk)] = p
+		p = &Partition{Key: m.Pk, Token: m.Token, del: noTS}
+		sh.parts[unsafeString(m.Pk)] = p
 		d.version.Add(1)
 		m.part = p
 	}
 	switch {
-	case m.delPartition:
-		if m.ts >= p.del {
-			p.del = m.ts
+	case m.DelPartition:
+		if m.Ts >= p.del {
+			p.del = m.Ts
 		}
 		p.purge(p.del)
 		return nil
-	case m.delRange != nil:
-		for _, r := range p.rows {
-			if m.delRange.matches(t, r.ck) && m.ts >= r.del {
-				r.del = m.ts
+	case m.DelRange != nil:
+		for _, r := range p.Rows {
+			if m.DelRange.Matches(t, r.Ck) && m.Ts >= r.del {
+				r.del = m.Ts
 				r.purge(r.del)
 			}
 		}
 		return nil
 	}
-	if m.ts < p.del {
+	if m.Ts < p.del {
 		return nil
 	}
-	var r *row
-	needRow := m.marker || m.delRow
+	var r *Row
+	needRow := m.Marker || m.DelRow
 	for i := range ops {
-		if t.cells[ops[i].pos].kind != kindStatic {
+		if t.Cells[ops[i].Pos].Kind != KindStatic {
 			needRow = true
 		}
 	}
 	if needRow {
-		i, found := p.find(t, m.ck)
+		i, found := p.Find(t, m.Ck)
 		if !found {
-			if p.rows == nil && p.firstRef[0] == nil {
+			if p.Rows == nil && p.firstRef[0] == nil {
 				r = &p.first
-				initRow(r, m.ck, len(t.cells))
+				initRow(r, m.Ck, len(t.Cells))
 				p.firstRef[0] = r
-				p.rows = p.firstRef[:]
+				p.Rows = p.firstRef[:]
 			} else {
-				r = newRow(m.ck, len(t.cells))
-				p.rows = slices.Insert(p.rows, i, r)
+				r = newRow(m.Ck, len(t.Cells))
+				p.Rows = slices.Insert(p.Rows, i, r)
 			}
 			if vr != nil {
 				vr.row = r
 			}
 		} else {
-			r = p.rows[i]
+			r = p.Rows[i]
 		}
-		if m.delRow {
-			if m.ts >= r.del {
-				r.del = m.ts
+		if m.DelRow {
+			if m.Ts >= r.del {
+				r.del = m.Ts
 			}
 			r.purge(r.del)
 			return nil
 		}
-		if m.ts < r.del {
+		if m.Ts < r.del {
 			return nil
 		}
-		if m.marker && m.ts >= r.marker.ts {
-			r.marker = liveness{ts: m.ts, exp: m.exp, ttl: m.ttl}
+		if m.Marker && m.Ts >= r.marker.ts {
+			r.marker = liveness{ts: m.Ts, exp: m.Exp, ttl: m.Ttl}
 		}
 	}
 	for i := range ops {
 		op := &ops[i]
-		col := t.cells[op.pos]
+		col := t.Cells[op.Pos]
 		target := r
-		if col.kind == kindStatic {
-			if p.static == nil {
-				p.static = newRow(nil, len(t.cells))
+		if col.Kind == KindStatic {
+			if p.Static == nil {
+				p.Static = newRow(nil, len(t.Cells))
 			}
-			target = p.static
+			target = p.Static
 		}
-		if op.pos >= len(target.cells) {
-			target.grow(len(t.cells))
+		if op.Pos >= len(target.cells) {
+			target.grow(len(t.Cells))
 		}
-		if err := target.cells[op.pos].apply(col, op, m, now); err != nil {
+		if err := target.cells[op.Pos].apply(col, op, m, now); err != nil {
 			return err
 		}
 	}
@@ -261,7 +261,7 @@ func (d *tableData) applyRead(t *table, m *mutation, ops []cellOp, now int64, pk
 }
 
 // cell returns the cell of slot pos, or nil in a row written before the column was added.
-func (r *row) cell(pos int) *cell {
+func (r *Row) Cell(pos int) *Cell {
 	if pos < len(r.cells) {
 		return &r.cells[pos]
 	}
@@ -269,9 +269,9 @@ func (r *row) cell(pos int) *cell {
 }
 
 // grow gives the row n cells, for columns added after it was written.
-func (r *row) grow(n int) {
+func (r *Row) grow(n int) {
 	for len(r.cells) < n {
-		r.cells = append(r.cells, cell{ts: noTS})
+		r.cells = append(r.cells, Cell{Ts: noTS})
 	}
 }
 
@@ -280,18 +280,18 @@ func (r *row) grow(n int) {
 // beside [applied] = false: for IF EXISTS and IF NOT EXISTS the row (SELECT * order), for
 // IF the values of the condition's columns (condColumns), and nothing when the row those
 // would come from does not exist. The caller holds the shard lock.
-func checkCond(t *table, p *partition, ck [][]byte, cond uint8, conds []condVal, now int64) (bool, [][]byte) {
-	var r *row
+func CheckCond(t *Table, p *Partition, ck [][]byte, cond uint8, conds []CondVal, now int64) (bool, [][]byte) {
+	var r *Row
 	if p != nil {
-		if ck == nil && len(t.ck) == 0 && len(p.rows) > 0 {
-			r = p.rows[0]
-		} else if i, ok := p.find(t, ck); ok && ck != nil {
-			r = p.rows[i]
+		if ck == nil && len(t.Ck) == 0 && len(p.Rows) > 0 {
+			r = p.Rows[0]
+		} else if i, ok := p.Find(t, ck); ok && ck != nil {
+			r = p.Rows[i]
 		}
 	}
-	exists := r != nil && r.live(now)
-	if cond != condIf {
-		if exists != (cond == condNotExists) {
+	exists := r != nil && r.Live(now)
+	if cond != CondIf {
+		if exists != (cond == CondNotExists) {
 			return true, nil
 		}
 		if exists {
@@ -303,19 +303,19 @@ func checkCond(t *table, p *partition, ck [][]byte, cond uint8, conds []condVal,
 	staticOnly := true
 	for i := range conds {
 		cv := &conds[i]
-		var c *cell
-		if cv.col.kind == kindStatic {
-			if p != nil && p.static != nil {
-				c = p.static.cell(cv.col.pos)
+		var c *Cell
+		if cv.Col.Kind == KindStatic {
+			if p != nil && p.Static != nil {
+				c = p.Static.Cell(cv.Col.Pos)
 			}
 		} else {
 			staticOnly = false
 			if r != nil {
-				c = r.cell(cv.col.pos)
+				c = r.Cell(cv.Col.Pos)
 			}
 		}
 		var v []byte
-		if c != nil && c.live(now) {
+		if c != nil && c.Live(now) {
 			v = c.v
 		}
 		if !cv.holds(v) {
@@ -325,21 +325,21 @@ func checkCond(t *table, p *partition, ck [][]byte, cond uint8, conds []condVal,
 	if ok {
 		return true, nil
 	}
-	if !exists && !(staticOnly && p != nil && p.static != nil && p.static.live(now)) {
+	if !exists && !(staticOnly && p != nil && p.Static != nil && p.Static.Live(now)) {
 		return false, nil
 	}
-	cols := condColumns(conds)
+	cols := CondColumns(conds)
 	vals := make([][]byte, len(cols))
 	for i, col := range cols {
-		var c *cell
-		if col.kind == kindStatic {
-			if p != nil && p.static != nil {
-				c = p.static.cell(col.pos)
+		var c *Cell
+		if col.Kind == KindStatic {
+			if p != nil && p.Static != nil {
+				c = p.Static.Cell(col.Pos)
 			}
 		} else if r != nil {
-			c = r.cell(col.pos)
+			c = r.Cell(col.Pos)
 		}
-		if c != nil && c.live(now) {
+		if c != nil && c.Live(now) {
 			vals[i] = c.v
 		}
 	}
@@ -347,91 +347,91 @@ func checkCond(t *table, p *partition, ck [][]byte, cond uint8, conds []condVal,
 }
 
 // condColumns returns the columns of an IF, each once, in the order of the conditions.
-func condColumns(conds []condVal) []*column {
-	var out []*column
+func CondColumns(conds []CondVal) []*Column {
+	var out []*Column
 	for i := range conds {
-		if !slices.Contains(out, conds[i].col) {
-			out = append(out, conds[i].col)
+		if !slices.Contains(out, conds[i].Col) {
+			out = append(out, conds[i].Col)
 		}
 	}
 	return out
 }
 
 // live reports whether the row has a live marker or a live cell.
-func (r *row) live(now int64) bool {
+func (r *Row) Live(now int64) bool {
 	if r.marker.live(now) {
 		return true
 	}
 	for i := range r.cells {
-		if r.cells[i].live(now) {
+		if r.cells[i].Live(now) {
 			return true
 		}
 	}
 	return false
 }
 
-func newRow(ck [][]byte, ncells int) *row {
-	r := &row{}
+func newRow(ck [][]byte, ncells int) *Row {
+	r := &Row{}
 	initRow(r, ck, ncells)
 	return r
 }
 
-func initRow(r *row, ck [][]byte, ncells int) {
-	*r = row{ck: ck, del: noTS, marker: liveness{ts: noTS}, cells: make([]cell, ncells)}
+func initRow(r *Row, ck [][]byte, ncells int) {
+	*r = Row{Ck: ck, del: noTS, marker: liveness{ts: noTS}, cells: make([]Cell, ncells)}
 	for i := range r.cells {
-		r.cells[i].ts = noTS
+		r.cells[i].Ts = noTS
 	}
 }
 
 // purge drops the cells shadowed by a deletion at ts.
-func (r *row) purge(ts int64) {
+func (r *Row) purge(ts int64) {
 	if r.marker.ts <= ts {
 		r.marker = liveness{ts: noTS}
 	}
 	for i := range r.cells {
-		if r.cells[i].ts <= ts {
-			r.cells[i] = cell{ts: noTS}
+		if r.cells[i].Ts <= ts {
+			r.cells[i] = Cell{Ts: noTS}
 		}
 	}
 }
 
-func (p *partition) purge(ts int64) {
-	if p.static != nil {
-		p.static.purge(ts)
+func (p *Partition) purge(ts int64) {
+	if p.Static != nil {
+		p.Static.purge(ts)
 	}
-	keep := p.rows[:0]
-	for _, r := range p.rows {
+	keep := p.Rows[:0]
+	for _, r := range p.Rows {
 		r.purge(ts)
 		if r.del < ts {
 			r.del = ts
 		}
 		keep = append(keep, r)
 	}
-	p.rows = keep
+	p.Rows = keep
 }
 
 // find returns the index of the row with clustering key ck, or where it would go.
-func (p *partition) find(t *table, ck [][]byte) (int, bool) {
-	n := len(p.rows)
+func (p *Partition) Find(t *Table, ck [][]byte) (int, bool) {
+	n := len(p.Rows)
 	if n > 0 {
 		// Appending in order is the common case of time series.
-		if c := compareCK(t, p.rows[n-1].ck, ck); c < 0 {
+		if c := CompareCK(t, p.Rows[n-1].Ck, ck); c < 0 {
 			return n, false
 		} else if c == 0 {
 			return n - 1, true
 		}
 	}
-	i := sort.Search(n, func(i int) bool { return compareCK(t, p.rows[i].ck, ck) >= 0 })
-	return i, i < n && compareCK(t, p.rows[i].ck, ck) == 0
+	i := sort.Search(n, func(i int) bool { return CompareCK(t, p.Rows[i].Ck, ck) >= 0 })
+	return i, i < n && CompareCK(t, p.Rows[i].Ck, ck) == 0
 }
 
 // compareCK orders clustering keys (or prefixes: a shorter prefix sorts first) in storage
 // order, honouring each column's DESC.
-func compareCK(t *table, a, b [][]byte) int {
+func CompareCK(t *Table, a, b [][]byte) int {
 	for i := 0; i < len(a) && i < len(b); i++ {
-		c := cqlvalue.CompareValues(t.ck[i].typ, a[i], b[i])
+		c := cqlvalue.CompareValues(t.Ck[i].Typ, a[i], b[i])
 		if c != 0 {
-			if t.ck[i].desc {
+			if t.Ck[i].Desc {
 				return -c
 			}
 			return c
@@ -440,80 +440,80 @@ func compareCK(t *table, a, b [][]byte) int {
 	return cmp.Compare(len(a), len(b))
 }
 
-func (c *cell) apply(col *column, op *cellOp, m *mutation, now int64) error {
-	if op.kind == cellSet {
-		if m.ts >= c.ts {
-			*c = cell{v: op.v, ts: m.ts, exp: m.exp, ttl: m.ttl}
-			if op.v == nil {
-				c.exp, c.ttl = 0, 0
+func (c *Cell) apply(col *Column, op *CellOp, m *Mutation, now int64) error {
+	if op.Kind == CellSet {
+		if m.Ts >= c.Ts {
+			*c = Cell{v: op.V, Ts: m.Ts, Exp: m.Exp, ttl: m.Ttl}
+			if op.V == nil {
+				c.Exp, c.ttl = 0, 0
 			}
 		}
 		return nil
 	}
 	var old []byte
-	if c.live(now) {
+	if c.Live(now) {
 		old = c.v
 	}
-	v, err := collectionOp(col, op, old)
+	v, err := CollectionOp(col, op, old)
 	if err != nil {
 		return err
 	}
-	ts := m.ts
-	if c.ts > ts {
-		ts = c.ts
+	ts := m.Ts
+	if c.Ts > ts {
+		ts = c.Ts
 	}
-	*c = cell{v: v, ts: ts, exp: m.exp, ttl: m.ttl}
-	if op.kind == cellCounterAdd {
-		c.exp, c.ttl = 0, 0
+	*c = Cell{v: v, Ts: ts, Exp: m.Exp, ttl: m.Ttl}
+	if op.Kind == CellCounterAdd {
+		c.Exp, c.ttl = 0, 0
 	}
 	return nil
 }
 
 // collectionOp computes the new value of a collection (or counter) cell.
-func collectionOp(col *column, op *cellOp, old []byte) ([]byte, error) {
-	t := col.typ
-	if op.kind == cellSetField {
+func CollectionOp(col *Column, op *CellOp, old []byte) ([]byte, error) {
+	t := col.Typ
+	if op.Kind == CellSetField {
 		elems, _ := cqlvalue.DecTuple(old)
 		for len(elems) < len(t.Fields) {
 			elems = append(elems, nil)
 		}
 		elems = slices.Clone(elems)
-		elems[int(op.field)] = op.v
+		elems[int(op.Field)] = op.V
 		if !slices.ContainsFunc(elems, func(e []byte) bool { return e != nil }) {
 			return nil, nil
 		}
 		return cqlvalue.EncTuple(elems), nil
 	}
-	if op.kind == cellCounterAdd {
+	if op.Kind == CellCounterAdd {
 		var a int64
 		if len(old) == 8 {
 			a = int64(binary.BigEndian.Uint64(old))
 		}
-		b, _ := cqlvalue.Int64Value(op.v)
+		b, _ := cqlvalue.Int64Value(op.V)
 		return cqlvalue.EncBigint(a + b), nil
 	}
 	per := cqlvalue.ElemsPerEntry(t)
 	cur, _ := cqlvalue.DecCollection(old, per)
 	argPer := per
-	if op.kind == cellRemove {
+	if op.Kind == CellRemove {
 		argPer = 1 // map - set<key>
 	}
-	arg, _ := cqlvalue.DecCollection(op.v, argPer)
+	arg, _ := cqlvalue.DecCollection(op.V, argPer)
 	kt := cqlvalue.ElemType(t)
 	if t.ID == cql.TypeMap {
 		kt = cqlvalue.KeyType(t)
 	}
 	var out [][]byte
-	switch op.kind {
-	case cellAppend:
+	switch op.Kind {
+	case CellAppend:
 		if t.ID == cql.TypeList {
 			out = append(slices.Clip(cur), arg...)
 			break
 		}
 		out = mergeSorted(kt, cur, arg, per)
-	case cellPrepend:
+	case CellPrepend:
 		out = append(slices.Clone(arg), cur...)
-	case cellRemove:
+	case CellRemove:
 		for i := 0; i < len(cur); i += per {
 			drop := false
 			for j := 0; j < len(arg); j++ {
@@ -525,28 +525,28 @@ func collectionOp(col *column, op *cellOp, old []byte) ([]byte, error) {
 				out = append(out, cur[i:i+per]...)
 			}
 		}
-	case cellSetKey, cellDelKey:
+	case CellSetKey, CellDelKey:
 		if t.ID == cql.TypeList {
-			idx, ok := cqlvalue.Int32Value(op.key)
+			idx, ok := cqlvalue.Int32Value(op.Key)
 			if !ok || idx < 0 || int(idx) >= len(cur) {
 				return nil, cqlvalue.Invalidf("List index %d out of bound, list has size %d", idx, len(cur))
 			}
 			out = slices.Clone(cur)
-			if op.kind == cellDelKey || op.v == nil {
+			if op.Kind == CellDelKey || op.V == nil {
 				out = slices.Delete(out, int(idx), int(idx)+1)
 			} else {
-				out[idx] = op.v
+				out[idx] = op.V
 			}
 			break
 		}
 		// map
 		for i := 0; i+1 < len(cur); i += 2 {
-			if !bytes.Equal(cur[i], op.key) {
+			if !bytes.Equal(cur[i], op.Key) {
 				out = append(out, cur[i], cur[i+1])
 			}
 		}
-		if op.kind == cellSetKey && op.v != nil {
-			out = mergeSorted(kt, out, [][]byte{op.key, op.v}, 2)
+		if op.Kind == CellSetKey && op.V != nil {
+			out = mergeSorted(kt, out, [][]byte{op.Key, op.V}, 2)
 		}
 	}
 	if len(out) == 0 {
@@ -581,45 +581,45 @@ func mergeSorted(kt cql.TypeInfo, a, b [][]byte, per int) [][]byte {
 }
 
 // ckBound is one end of a clustering range: a prefix of the clustering key.
-type ckBound struct {
-	vals      [][]byte
-	inclusive bool
+type CkBound struct {
+	Vals      [][]byte
+	Inclusive bool
 }
 
 // ckFilter selects rows of a partition by clustering key: an equality prefix, then an
 // optional range on the next column.
-type ckFilter struct {
-	eq       [][]byte
-	lo, hi   *ckBound // in clustering-value terms (not storage order): lo ≤ value ≤ hi
-	rangeCol int      // index of the column the range applies to
+type CkFilter struct {
+	Eq       [][]byte
+	Lo, Hi   *CkBound // in clustering-value terms (not storage order): lo ≤ value ≤ hi
+	RangeCol int      // index of the column the range applies to
 }
 
-func (f *ckFilter) matches(t *table, ck [][]byte) bool {
+func (f *CkFilter) Matches(t *Table, ck [][]byte) bool {
 	if f == nil {
 		return true
 	}
-	for i, v := range f.eq {
-		if i >= len(ck) || cqlvalue.CompareValues(t.ck[i].typ, ck[i], v) != 0 {
+	for i, v := range f.Eq {
+		if i >= len(ck) || cqlvalue.CompareValues(t.Ck[i].Typ, ck[i], v) != 0 {
 			return false
 		}
 	}
-	if f.lo == nil && f.hi == nil {
+	if f.Lo == nil && f.Hi == nil {
 		return true
 	}
-	i := f.rangeCol
+	i := f.RangeCol
 	if i >= len(ck) {
 		return false
 	}
-	typ := t.ck[i].typ
-	if f.lo != nil {
-		c := cqlvalue.CompareValues(typ, ck[i], f.lo.vals[0])
-		if c < 0 || c == 0 && !f.lo.inclusive {
+	typ := t.Ck[i].Typ
+	if f.Lo != nil {
+		c := cqlvalue.CompareValues(typ, ck[i], f.Lo.Vals[0])
+		if c < 0 || c == 0 && !f.Lo.Inclusive {
 			return false
 		}
 	}
-	if f.hi != nil {
-		c := cqlvalue.CompareValues(typ, ck[i], f.hi.vals[0])
-		if c > 0 || c == 0 && !f.hi.inclusive {
+	if f.Hi != nil {
+		c := cqlvalue.CompareValues(typ, ck[i], f.Hi.Vals[0])
+		if c > 0 || c == 0 && !f.Hi.Inclusive {
 			return false
 		}
 	}
@@ -627,43 +627,43 @@ func (f *ckFilter) matches(t *table, ck [][]byte) bool {
 }
 
 // partitionSnapshot is the ordered list of partitions for a full scan.
-func (d *tableData) scan() []*partition {
+func (d *TableData) Scan() []*Partition {
 	v := d.version.Load()
 	d.scanMu.Lock()
 	defer d.scanMu.Unlock()
 	if c := d.scanCache; c != nil && c.version == v {
 		return c.parts
 	}
-	var parts []*partition
+	var parts []*Partition
 	for i := range d.shards {
 		sh := &d.shards[i]
-		sh.mu.RLock()
+		sh.Mu.RLock()
 		for _, p := range sh.parts {
 			parts = append(parts, p)
 		}
-		sh.mu.RUnlock()
+		sh.Mu.RUnlock()
 	}
-	slices.SortFunc(parts, comparePartitions)
+	slices.SortFunc(parts, ComparePartitions)
 	d.scanCache = &scanSnapshot{version: v, parts: parts}
 	return parts
 }
 
-func comparePartitions(a, b *partition) int {
-	if a.token != b.token {
-		if a.token < b.token {
+func ComparePartitions(a, b *Partition) int {
+	if a.Token != b.Token {
+		if a.Token < b.Token {
 			return -1
 		}
 		return 1
 	}
-	return bytes.Compare(a.key, b.key)
+	return bytes.Compare(a.Key, b.Key)
 }
 
 // get returns the partition with key pk, or nil. The caller must hold the shard's lock.
-func (sh *shard) get(pk []byte) *partition { return sh.parts[string(pk)] }
+func (sh *shard) Get(pk []byte) *Partition { return sh.parts[string(pk)] }
 
 // encodePK builds the partition key: the value itself for a single column, otherwise
 // Cassandra's CompositeType layout.
-func encodePK(vals [][]byte) []byte {
+func EncodePK(vals [][]byte) []byte {
 	if len(vals) == 1 {
 		return vals[0]
 	}
@@ -681,7 +681,7 @@ func encodePK(vals [][]byte) []byte {
 }
 
 // decodePK splits a composite partition key into its components.
-func decodePK(b []byte, n int) ([][]byte, bool) {
+func DecodePK(b []byte, n int) ([][]byte, bool) {
 	if n == 1 {
 		return [][]byte{b}, true
 	}
@@ -701,4 +701,4 @@ func decodePK(b []byte, n int) ([][]byte, bool) {
 }
 
 // murmur3Token is Cassandra's Murmur3Partitioner token, as the sidecar computes it too.
-func murmur3Token(data []byte) int64 { return sharding.Token(data) }
+func Murmur3Token(data []byte) int64 { return sharding.Token(data) }

@@ -1,4 +1,4 @@
-package node
+package storage
 
 import (
 	"encoding/hex"
@@ -38,13 +38,13 @@ func syntaxf(format string, args ...any) *cql.Error {
 	return &cql.Error{Code: cql.ErrCodeSyntax, Message: fmt.Sprintf(format, args...)}
 }
 
-func configf(format string, args ...any) *cql.Error {
+func Configf(format string, args ...any) *cql.Error {
 	return &cql.Error{Code: cql.ErrCodeConfig, Message: fmt.Sprintf(format, args...)}
 }
 
 // setOptions validates and applies WITH options, over the table's current ones.
-func (t *table) setOptions(opts map[string]grammar.OptValue, create bool) error {
-	next := maps.Clone(t.options)
+func (t *Table) SetOptions(opts map[string]grammar.OptValue, create bool) error {
+	next := maps.Clone(t.Options)
 	if next == nil {
 		next = map[string]grammar.OptValue{}
 	}
@@ -54,9 +54,9 @@ func (t *table) setOptions(opts map[string]grammar.OptValue, create bool) error 
 			if name == "id" && create {
 				u, err := hex.DecodeString(strings.ReplaceAll(v.Text, "-", ""))
 				if err != nil || len(u) != 16 {
-					return configf("Invalid table id %s", v.Text)
+					return Configf("Invalid table id %s", v.Text)
 				}
-				t.id, t.idGiven = [16]byte(u), true
+				t.Id, t.IdGiven = [16]byte(u), true
 				continue
 			}
 			return syntaxf("Unknown property '%s'", name)
@@ -74,10 +74,10 @@ func (t *table) setOptions(opts map[string]grammar.OptValue, create bool) error 
 				return syntaxf("Invalid integer value %s for '%s'", v.Text, name)
 			}
 			if n < 0 {
-				return configf("%s must be greater than or equal to 0 (got %d)", name, n)
+				return Configf("%s must be greater than or equal to 0 (got %d)", name, n)
 			}
-			if name == "default_time_to_live" && n > maxTTL {
-				return configf("%s must be less than or equal to %d (got %d)", name, maxTTL, n)
+			if name == "default_time_to_live" && n > MaxTTL {
+				return Configf("%s must be less than or equal to %d (got %d)", name, MaxTTL, n)
 			}
 		case optDouble:
 			f, err := strconv.ParseFloat(v.Text, 64)
@@ -85,10 +85,10 @@ func (t *table) setOptions(opts map[string]grammar.OptValue, create bool) error 
 				return syntaxf("Invalid double value %s for '%s'", v.Text, name)
 			}
 			if name == "bloom_filter_fp_chance" && (f <= 0 || f > 1) {
-				return configf("%s must be larger than 0 and less than or equal to 1.0 (got %s)", name, v.Text)
+				return Configf("%s must be larger than 0 and less than or equal to 1.0 (got %s)", name, v.Text)
 			}
 			if name == "crc_check_chance" && (f < 0 || f > 1) {
-				return configf("%s should be between 0.0 and 1.0", name)
+				return Configf("%s should be between 0.0 and 1.0", name)
 			}
 		case optBool:
 			if !strings.EqualFold(v.Text, "true") && !strings.EqualFold(v.Text, "false") {
@@ -102,17 +102,17 @@ func (t *table) setOptions(opts map[string]grammar.OptValue, create bool) error 
 		n, _ := strconv.ParseInt(v.Text, 10, 32)
 		ttl = int32(n)
 	}
-	if t.counter && ttl > 0 {
+	if t.Counter && ttl > 0 {
 		return cqlvalue.Invalidf("Cannot set default_time_to_live on a table with counters")
 	}
-	t.options, t.ttl = next, ttl
-	t.comment = next["comment"].Text
+	t.Options, t.Ttl = next, ttl
+	t.Comment = next["comment"].Text
 	return nil
 }
 
 // optMapOr returns the map option name with Cassandra's normalization of its class, or def.
-func (t *table) optMapOr(name string, def map[string]string) map[string]string {
-	v, ok := t.options[name]
+func (t *Table) OptMapOr(name string, def map[string]string) map[string]string {
+	v, ok := t.Options[name]
 	if !ok {
 		return def
 	}

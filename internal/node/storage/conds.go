@@ -1,4 +1,4 @@
-package node
+package storage
 
 import (
 	"unsafe"
@@ -8,43 +8,43 @@ import (
 )
 
 // maxTTL is Cassandra's limit, 20 years.
-const maxTTL = 20 * 365 * 24 * 60 * 60
+const MaxTTL = 20 * 365 * 24 * 60 * 60
 
 const (
-	condNone uint8 = iota
-	condNotExists
-	condExists
-	condIf // IF col = value ...
+	CondNone uint8 = iota
+	CondNotExists
+	CondExists
+	CondIf // IF col = value ...
 )
 
 // condVal is an evaluated condition, checked under the partition lock.
-type condVal struct {
-	col  *column
-	op   grammar.RelOp
-	v    []byte
-	list [][]byte
+type CondVal struct {
+	Col  *Column
+	Op   grammar.RelOp
+	V    []byte
+	List [][]byte
 }
 
-func (cv *condVal) holds(v []byte) bool {
-	typ := cv.col.typ
-	switch cv.op {
+func (cv *CondVal) holds(v []byte) bool {
+	typ := cv.Col.Typ
+	switch cv.Op {
 	case grammar.OpEq:
-		return v == nil && cv.v == nil || v != nil && cv.v != nil && cqlvalue.CompareValues(typ, v, cv.v) == 0
+		return v == nil && cv.V == nil || v != nil && cv.V != nil && cqlvalue.CompareValues(typ, v, cv.V) == 0
 	case grammar.OpNe:
-		return !(v == nil && cv.v == nil || v != nil && cv.v != nil && cqlvalue.CompareValues(typ, v, cv.v) == 0)
+		return !(v == nil && cv.V == nil || v != nil && cv.V != nil && cqlvalue.CompareValues(typ, v, cv.V) == 0)
 	case grammar.OpIn:
-		for _, w := range cv.list {
+		for _, w := range cv.List {
 			if v == nil && w == nil || v != nil && w != nil && cqlvalue.CompareValues(typ, v, w) == 0 {
 				return true
 			}
 		}
 		return false
 	}
-	if v == nil || cv.v == nil {
+	if v == nil || cv.V == nil {
 		return false
 	}
-	c := cqlvalue.CompareValues(typ, v, cv.v)
-	switch cv.op {
+	c := cqlvalue.CompareValues(typ, v, cv.V)
+	switch cv.Op {
 	case grammar.OpLt:
 		return c < 0
 	case grammar.OpLe:
