@@ -19,6 +19,17 @@ type parser struct {
 	depth   int
 }
 
+// ddlParser parses the statements that change the schema (CREATE, ALTER, DROP of
+// keyspaces, tables, views, types, indexes and functions).
+type ddlParser struct{ *parser }
+
+// dmlParser parses the statements that read and write data (SELECT, INSERT, UPDATE,
+// DELETE, BATCH), their selectors, relations and USING clauses.
+type dmlParser struct{ *parser }
+
+// authParser parses the statements of roles and permissions.
+type authParser struct{ *parser }
+
 // syntaxError is the parser's panic-free failure value.
 type syntaxError struct{ msg string }
 
@@ -215,45 +226,45 @@ func (p *parser) statement() Statement {
 	switch strings.ToLower(p.tok.text) {
 	case "select":
 		p.advance()
-		return p.selectStmt()
+		return dmlParser{p}.selectStmt()
 	case "insert":
 		p.advance()
-		return p.insertStmt()
+		return dmlParser{p}.insertStmt()
 	case "update":
 		p.advance()
-		return p.updateStmt()
+		return dmlParser{p}.updateStmt()
 	case "delete":
 		p.advance()
-		return p.deleteStmt()
+		return dmlParser{p}.deleteStmt()
 	case "begin":
 		p.advance()
-		return p.batchStmt()
+		return dmlParser{p}.batchStmt()
 	case "use":
 		p.advance()
 		return &UseStmt{Keyspace: p.identAny()}
 	case "create":
 		p.advance()
-		return p.createStmt()
+		return ddlParser{p}.createStmt()
 	case "drop":
 		p.advance()
-		return p.dropStmt()
+		return ddlParser{p}.dropStmt()
 	case "truncate":
 		p.advance()
 		p.acceptKeyword("table")
 		return &TruncateStmt{Table: p.tableName()}
 	case "alter":
 		p.advance()
-		return p.alterStmt()
+		return ddlParser{p}.alterStmt()
 	case "describe", "desc":
 		p.skipRest()
 		return &UnsupportedStmt{What: "DESCRIBE statements are not supported by the embedded node (the drivers' metadata APIs describe the schema from system_schema)"}
 	case "grant", "revoke":
 		revoke := p.isKeyword("revoke")
 		p.advance()
-		return p.grant(revoke)
+		return authParser{p}.grant(revoke)
 	case "list":
 		p.advance()
-		return p.list()
+		return authParser{p}.list()
 	}
 	p.unexpected()
 	return nil
@@ -266,135 +277,6 @@ func (p *parser) skipRest() {
 			p.unexpected()
 		}
 		p.advance()
-	}
-}
-
-func (p *parser) createStmt() Statement {
-	switch {
-	case p.acceptKeyword("keyspace"), p.acceptKeyword("schema"):
-		st := &CreateKeyspaceStmt{}
-		st.IfNotExists = p.ifNotExists()
-		st.Name = p.ident()
-		p.expectKeyword("with")
-		st.Opts = p.keyspaceOptions()
-		return st
-	case p.acceptKeyword("table"), p.acceptKeyword("columnfamily"):
-		return p.createTable()
-	case p.acceptKeyword("type"):
-		st := &CreateTypeStmt{}
-		st.IfNotExists = p.ifNotExists()
-		st.Name = p.tableName()
-		p.expectPunct("(")
-		for {
-			f := ColDef{Name: p.identAny()}
-			f.Ref = p.typ(0)
-			st.Fields = append(st.Fields, f)
-			if !p.acceptPunct(",") {
-				break
-			}
-		}
-		p.expectPunct(")")
-		return st
-	case p.isKeyword("index"), p.isKeyword("custom"):
-		return p.createIndex()
-	case p.acceptKeyword("materialized"):
-		p.expectKeyword("view")
-		return p.createView()
-	case p.isKeyword("function"), p.isKeyword("aggregate"), p.isKeyword("or"):
-		return p.createFunction()
-	case p.isKeyword("role"), p.isKeyword("user"):
-		return p.roleStatement(RoleCreate)
-	case p.isKeyword("trigger"):
-		what := strings.ToUpper(p.tok.text)
-		p.skipRest()
-		return &UnsupportedStmt{What: "CREATE " + what + " is not supported by the embedded node"}
-	}
-	p.unexpected()
-	return nil
-}
-
-func (p *parser) dropStmt() Statement {
-	switch {
-	case p.acceptKeyword("keyspace"), p.acceptKeyword("schema"):
-		st := &DropKeyspaceStmt{}
-		st.IfExists = p.ifExists()
-		st.Name = p.ident()
-		return st
-	case p.acceptKeyword("table"), p.acceptKeyword("columnfamily"):
-		st := &DropTableStmt{}
-		st.IfExists = p.ifExists()
-		st.Table = p.tableName()
-		return st
-	case p.acceptKeyword("type"):
-		st := &DropTypeStmt{}
-		st.IfExists = p.ifExists()
-		st.Name = p.tableName()
-		return st
-	case p.isKeyword("function"), p.isKeyword("aggregate"):
-		st := &DropFunctionStmt{Aggregate: p.isKeyword("aggregate")}
-		p.advance()
-		st.IfExists = p.ifExists()
-		st.Name = p.tableName()
-		if p.acceptPunct("(") {
-			st.HasArgs = true
-			if !p.acceptPunct(")") {
-				for {
-					st.Args = append(st.Args, p.typ(0))
-					if !p.acceptPunct(",") {
-						break
-					}
-				}
-				p.expectPunct(")")
-			}
-		}
-		return st
-	case p.isKeyword("role"), p.isKeyword("user"):
-		return p.roleStatement(roleDrop)
-	case p.acceptKeyword("index"):
-		st := &DropIndexStmt{}
-		st.IfExists = p.ifExists()
-		st.Name = p.tableName()
-		return st
-	case p.acceptKeyword("materialized"):
-		p.expectKeyword("view")
-		st := &ViewStmt{}
-		st.IfExists = p.ifExists()
-		st.Name = p.tableName()
-		return st
-	case p.tok.kind == tIdent:
-		what := strings.ToUpper(p.tok.text)
-		p.skipRest()
-		return &UnsupportedStmt{What: "DROP " + what + " is not supported by the embedded node"}
-	}
-	p.unexpected()
-	return nil
-}
-
-// keyspaceOptions reads the options of CREATE and ALTER KEYSPACE.
-func (p *parser) keyspaceOptions() keyspaceOpts {
-	var o keyspaceOpts
-	for {
-		opt := p.identAny()
-		p.expectPunct("=")
-		v := p.option()
-		switch opt {
-		case "replication":
-			if v.M == nil {
-				p.failPlain("Invalid value for property 'replication'. It should be a map.")
-			}
-			o.Replication = v.M
-		case "durable_writes":
-			b := strings.EqualFold(v.Text, "true")
-			if !b && !strings.EqualFold(v.Text, "false") {
-				p.failPlain("Invalid boolean value %s for 'durable_writes' property", v.Text)
-			}
-			o.DurableWrites = &b
-		default:
-			p.failPlain("Unknown property '%s'", opt)
-		}
-		if !p.acceptKeyword("and") {
-			return o
-		}
 	}
 }
 
@@ -443,65 +325,6 @@ func (p *parser) constantText() string {
 	}
 	p.unexpected()
 	return ""
-}
-
-func (p *parser) createTable() Statement {
-	st := &CreateTableStmt{Options: map[string]OptValue{}}
-	st.IfNotExists = p.ifNotExists()
-	st.Table = p.tableName()
-	p.expectPunct("(")
-	for {
-		if p.isKeyword("primary") {
-			p.advance()
-			p.expectKeyword("key")
-			if st.Pk != nil {
-				p.failf("Multiple PRIMARY KEYs specified (exactly one required)")
-			}
-			st.Pk, st.Ck = p.primaryKey()
-		} else {
-			c := ColDef{Name: p.ident()}
-			c.Ref = p.typ(0)
-			if p.acceptKeyword("static") {
-				c.Static = true
-			}
-			if p.isKeyword("primary") {
-				p.advance()
-				p.expectKeyword("key")
-				if st.Pk != nil {
-					p.failf("Multiple PRIMARY KEYs specified (exactly one required)")
-				}
-				st.Pk = []string{c.Name}
-			}
-			st.Cols = append(st.Cols, c)
-		}
-		if !p.acceptPunct(",") {
-			break
-		}
-		if p.isPunct(")") {
-			break
-		}
-	}
-	p.expectPunct(")")
-	if p.acceptKeyword("with") {
-		for {
-			switch {
-			case p.isKeyword("clustering"):
-				st.Order = p.clusteringOrder()
-			case p.isKeyword("compact"):
-				p.advance()
-				p.expectKeyword("storage")
-				st.Compact = true
-			default:
-				name := p.identAny()
-				p.expectPunct("=")
-				st.Options[name] = p.option()
-			}
-			if !p.acceptKeyword("and") {
-				break
-			}
-		}
-	}
-	return st
 }
 
 var SimpleTypes = map[string]cql.TypeID{
@@ -727,137 +550,6 @@ func (p *parser) udtLiteral(depth int) *Term {
 	return u
 }
 
-func (p *parser) using(ttl, ts **Term) {
-	if !p.acceptKeyword("using") {
-		return
-	}
-	for {
-		switch {
-		case p.acceptKeyword("ttl"):
-			*ttl = p.value()
-		case p.acceptKeyword("timestamp"):
-			*ts = p.value()
-		case p.acceptKeyword("timeout"):
-			p.usingTimeout()
-		default:
-			p.unexpected()
-		}
-		if !p.acceptKeyword("and") {
-			return
-		}
-	}
-}
-
-func (p *parser) insertStmt() Statement {
-	p.expectKeyword("into")
-	st := &InsertStmt{Table: p.tableName()}
-	if p.acceptKeyword("json") {
-		switch p.tok.kind {
-		case tString:
-			st.Json = &Term{Kind: TermConst, Lit: LitString, Text: p.tok.text}
-			p.advance()
-		case tMarker, tNamedMarker:
-			st.Json = p.value()
-		default:
-			p.unexpected()
-		}
-		if p.acceptKeyword("default") {
-			if !p.acceptKeyword("unset") {
-				p.expectKeyword("null")
-			} else {
-				st.JsonUnset = true
-			}
-		}
-		st.IfNotExists = p.ifNotExists()
-		p.using(&st.Ttl, &st.Ts)
-		return st
-	}
-	p.expectPunct("(")
-	for {
-		st.Cols = append(st.Cols, p.ident())
-		if !p.acceptPunct(",") {
-			break
-		}
-	}
-	p.expectPunct(")")
-	p.expectKeyword("values")
-	p.expectPunct("(")
-	for {
-		st.Vals = append(st.Vals, p.value())
-		if !p.acceptPunct(",") {
-			break
-		}
-	}
-	p.expectPunct(")")
-	st.IfNotExists = p.ifNotExists()
-	p.using(&st.Ttl, &st.Ts)
-	return st
-}
-
-func (p *parser) updateStmt() Statement {
-	st := &UpdateStmt{Table: p.tableName()}
-	p.using(&st.Ttl, &st.Ts)
-	p.expectKeyword("set")
-	for {
-		col := p.ident()
-		a := assignment{Col: col}
-		if p.acceptPunct(".") {
-			a.Field = p.identAny()
-			p.expectPunct("=")
-			a.Val = p.value()
-			st.Assigns = append(st.Assigns, a)
-			if !p.acceptPunct(",") {
-				break
-			}
-			continue
-		}
-		if p.acceptPunct("[") {
-			a.Op = AssignKey
-			a.Key = p.value()
-			p.expectPunct("]")
-			p.expectPunct("=")
-			a.Val = p.value()
-		} else {
-			p.expectPunct("=")
-			if (p.tok.kind == tIdent || p.tok.kind == tQuotedIdent) && p.peek(1).kind == tPunct &&
-				(p.peek(1).text == "+" || p.peek(1).text == "-") && p.identMatches(col) {
-				p.advance()
-				if p.acceptPunct("+") {
-					a.Op = AssignAdd
-				} else {
-					p.expectPunct("-")
-					a.Op = AssignSub
-				}
-				a.Val = p.value()
-			} else {
-				a.Val = p.value()
-				if p.acceptPunct("+") {
-					if !p.identMatches(col) {
-						p.failf("Only expressions of the form X = <value> + X are supported.")
-					}
-					p.advance()
-					a.Op = AssignPrepend
-				}
-			}
-		}
-		st.Assigns = append(st.Assigns, a)
-		if !p.acceptPunct(",") {
-			break
-		}
-	}
-	p.expectKeyword("where")
-	st.Where = p.relations()
-	if p.isKeyword("if") {
-		p.advance()
-		if p.acceptKeyword("exists") {
-			st.IfExists = true
-		} else {
-			st.Conds = p.relations()
-		}
-	}
-	return st
-}
-
 // identMatches reports whether the current token is the identifier col.
 func (p *parser) identMatches(col string) bool {
 	switch p.tok.kind {
@@ -869,226 +561,6 @@ func (p *parser) identMatches(col string) bool {
 	return false
 }
 
-func (p *parser) deleteStmt() Statement {
-	st := &DeleteStmt{}
-	if !p.isKeyword("from") {
-		for {
-			d := deleteTarget{Col: p.ident()}
-			if p.acceptPunct(".") {
-				d.Field = p.identAny()
-			} else if p.acceptPunct("[") {
-				d.Key = p.value()
-				p.expectPunct("]")
-			}
-			st.Cols = append(st.Cols, d)
-			if !p.acceptPunct(",") {
-				break
-			}
-		}
-	}
-	p.expectKeyword("from")
-	st.Table = p.tableName()
-	var ttl *Term
-	p.using(&ttl, &st.Ts)
-	if ttl != nil {
-		p.failf("mismatched input 'TTL' expecting K_TIMESTAMP")
-	}
-	p.expectKeyword("where")
-	st.Where = p.relations()
-	if p.isKeyword("if") {
-		p.advance()
-		if p.acceptKeyword("exists") {
-			st.IfExists = true
-		} else {
-			st.Conds = p.relations()
-		}
-	}
-	return st
-}
-
-// relations parses relations joined by AND: a WHERE clause, or the conditions of IF.
-func (p *parser) relations() []Relation {
-	var rs []Relation
-	for {
-		rs = append(rs, p.relation())
-		if !p.acceptKeyword("and") {
-			return rs
-		}
-	}
-}
-
-func (p *parser) relation() Relation {
-	var r Relation
-	if p.isKeyword("token") && p.peek(1).kind == tPunct && p.peek(1).text == "(" {
-		p.advance()
-		p.advance()
-		r.Token = true
-		for {
-			r.Cols = append(r.Cols, p.ident())
-			if !p.acceptPunct(",") {
-				break
-			}
-		}
-		p.expectPunct(")")
-	} else {
-		if p.isPunct("(") {
-			p.failf("multi-column relations are not supported by the embedded node")
-		}
-		r.Col = p.ident()
-		if p.acceptPunct("[") {
-			r.Key = p.value()
-			p.expectPunct("]")
-			p.expectPunct("=")
-			r.Op, r.Val = OpMapEq, p.value()
-			return r
-		}
-	}
-	switch {
-	case p.tok.kind == tPunct:
-		switch p.tok.text {
-		case "=":
-			r.Op = OpEq
-		case "<":
-			r.Op = OpLt
-		case "<=":
-			r.Op = OpLe
-		case ">":
-			r.Op = OpGt
-		case ">=":
-			r.Op = OpGe
-		case "!=":
-			r.Op = OpNe
-		default:
-			p.unexpected()
-		}
-		p.advance()
-		r.Val = p.value()
-	case p.acceptKeyword("in"):
-		r.Op = OpIn
-		if p.acceptPunct("(") {
-			r.Vals = []*Term{}
-			if !p.acceptPunct(")") {
-				for {
-					r.Vals = append(r.Vals, p.value())
-					if !p.acceptPunct(",") {
-						break
-					}
-				}
-				p.expectPunct(")")
-			}
-		} else {
-			switch p.tok.kind {
-			case tMarker:
-				p.advance()
-				r.Val = p.marker("")
-			case tNamedMarker:
-				n := p.tok.text
-				p.advance()
-				r.Val = p.marker(n)
-			default:
-				p.unexpected()
-			}
-		}
-	case p.acceptKeyword("contains"):
-		r.Op = OpContains
-		if p.acceptKeyword("key") {
-			r.Op = OpContainsKey
-		}
-		r.Val = p.value()
-	default:
-		p.unexpected()
-	}
-	return r
-}
-
-func (p *parser) selectStmt() Statement {
-	st := &SelectStmt{}
-	if p.acceptKeyword("json") {
-		st.Json = true
-	}
-	if p.isKeyword("distinct") && !(p.peek(1).kind == tIdent && strings.EqualFold(p.peek(1).text, "from")) &&
-		!(p.peek(1).kind == tPunct && (p.peek(1).text == "," || p.peek(1).text == "(")) {
-		p.advance()
-		st.Distinct = true
-	}
-	if p.acceptPunct("*") {
-		st.Star = true
-	} else {
-		for {
-			st.Sels = append(st.Sels, p.selector())
-			if !p.acceptPunct(",") {
-				break
-			}
-		}
-	}
-	p.expectKeyword("from")
-	st.Table = p.tableName()
-	if p.acceptKeyword("where") {
-		st.Where = p.relations()
-	}
-	if p.acceptKeyword("group") {
-		p.expectKeyword("by")
-		for {
-			st.GroupBy = append(st.GroupBy, p.ident())
-			if !p.acceptPunct(",") {
-				break
-			}
-		}
-	}
-	if p.acceptKeyword("order") {
-		p.expectKeyword("by")
-		for {
-			o := ordering{Col: p.ident()}
-			if p.acceptKeyword("desc") {
-				o.Desc = true
-			} else {
-				p.acceptKeyword("asc")
-			}
-			st.OrderBy = append(st.OrderBy, o)
-			if !p.acceptPunct(",") {
-				break
-			}
-		}
-	}
-	if p.acceptKeyword("per") {
-		p.expectKeyword("partition")
-		p.expectKeyword("limit")
-		st.PartLimit = p.limitValue()
-	}
-	if p.acceptKeyword("limit") {
-		st.Limit = p.limitValue()
-	}
-	if p.acceptKeyword("allow") {
-		p.expectKeyword("filtering")
-		st.AllowFiltering = true
-	}
-	p.scyllaSelectTail()
-	return st
-}
-
-// scyllaSelectTail accepts ScyllaDB's extensions at the end of a SELECT, which its drivers
-// and tools send: BYPASS CACHE (a hint about the row cache, which the node has not) and
-// USING TIMEOUT.
-func (p *parser) scyllaSelectTail() {
-	if p.acceptKeyword("bypass") {
-		p.expectKeyword("cache")
-	}
-	if p.acceptKeyword("using") {
-		p.expectKeyword("timeout")
-		p.usingTimeout()
-	}
-}
-
-// usingTimeout reads the duration of ScyllaDB's USING TIMEOUT, which the node accepts
-// and does not apply (it answers long before any timeout). Only a literal duration is
-// taken, as ScyllaDB's drivers send it (5000ms); a bind marker is refused.
-func (p *parser) usingTimeout() {
-	if p.tok.kind != tDuration {
-		p.failf("USING TIMEOUT takes a literal duration such as 5000ms or 2s, got %s", p.quote(p.tok))
-	}
-	p.advance()
-}
-
 func (p *parser) limitValue() *Term {
 	switch p.tok.kind {
 	case tInt, tMarker, tNamedMarker:
@@ -1098,315 +570,10 @@ func (p *parser) limitValue() *Term {
 	return nil
 }
 
-func (p *parser) selector() Selector {
-	s := p.unaliasedSelector(0)
-	if p.acceptKeyword("as") {
-		s.Alias = p.ident()
-	}
-	return s
-}
-
-// unaliasedSelector reads a selector without its alias: CAST(selector AS type) as the
-// selector it casts, with the type added to its casts.
-func (p *parser) unaliasedSelector(depth int) Selector {
-	var s Selector
-	if p.tok.kind == tIdent && strings.EqualFold(p.tok.text, "system") && p.peek(1).kind == tPunct && p.peek(1).text == "." &&
-		p.peek(2).kind == tIdent && p.peek(3).kind == tPunct && p.peek(3).text == "(" {
-		// system.fn(...): the native functions, named with their keyspace.
-		p.advance()
-		p.advance()
-	}
-	if p.tok.kind == tIdent && p.peek(1).kind == tPunct && p.peek(1).text == "(" {
-		fn := strings.ToLower(p.tok.text)
-		switch fn {
-		case "count":
-			p.advance()
-			p.advance()
-			s.Kind, s.Text = SelCount, "count"
-			if !p.acceptPunct("*") {
-				if p.tok.kind == tInt && p.tok.text == "1" {
-					p.advance()
-				} else {
-					s.Col = p.ident()
-					s.Kind, s.Agg, s.Text = SelAgg, "count", "system.count("+s.Col+")"
-				}
-			}
-			p.expectPunct(")")
-		case "min", "max", "sum", "avg":
-			p.advance()
-			p.advance()
-			s.Col, s.ArgCasts = p.castArg(0)
-			p.expectPunct(")")
-			s.Kind, s.Agg, s.Text = SelAgg, fn, "system."+fn+"("+s.Col+")"
-		case "cast":
-			p.castOpen(depth)
-			s = p.unaliasedSelector(depth + 1)
-			s.Casts = append(s.Casts, p.castType())
-		case "tojson":
-			p.advance()
-			p.advance()
-			s.Col = p.ident()
-			p.expectPunct(")")
-			s.Kind, s.Text = SelToJSON, "system.tojson("+s.Col+")"
-		case "writetime", "ttl":
-			p.advance()
-			p.advance()
-			s.Col = p.ident()
-			p.expectPunct(")")
-			s.Kind = SelWritetime
-			if fn == "ttl" {
-				s.Kind = SelTTL
-			}
-			s.Text = fn + "(" + s.Col + ")"
-		case "token":
-			p.advance()
-			p.advance()
-			for {
-				s.Cols = append(s.Cols, p.ident())
-				if !p.acceptPunct(",") {
-					break
-				}
-			}
-			p.expectPunct(")")
-			s.Kind, s.Text = SelToken, "system.token("+strings.Join(s.Cols, ", ")+")"
-		default:
-			if a := p.peek(2); a.kind == tQuotedIdent || a.kind == tIdent && !literalWord(a.text) && !(p.peek(3).kind == tPunct && p.peek(3).text == "(") {
-				// f(col, ...): a user-defined function or aggregate of columns.
-				s.Kind, s.Fn = SelUDF, &Term{Kind: TermFunc, Name: fn}
-				p.advance()
-				p.advance()
-				var args []string
-				for !p.acceptPunct(")") {
-					args = append(args, p.ident())
-					if !p.acceptPunct(",") {
-						p.expectPunct(")")
-						break
-					}
-				}
-				s.Text, s.Cols = fn+"("+strings.Join(args, ", ")+")", args
-				break
-			}
-			s.Kind = SelFunc
-			s.Fn = p.value()
-			s.Text = "system." + fn + "()"
-		}
-	} else if p.tok.kind == tIdent && p.peek(1).kind == tPunct && p.peek(1).text == "." && p.peek(2).kind == tIdent &&
-		p.peek(3).kind == tPunct && p.peek(3).text == "(" {
-		// ks.f(...): a user-defined function or aggregate.
-		s.Kind, s.FnKs = SelUDF, p.ident()
-		p.advance()
-		s.Fn = &Term{Kind: TermFunc, Name: strings.ToLower(p.tok.text)}
-		p.advance()
-		p.advance()
-		var args []string
-		for !p.acceptPunct(")") {
-			args = append(args, p.ident())
-			if !p.acceptPunct(",") {
-				p.expectPunct(")")
-				break
-			}
-		}
-		s.Text = s.FnKs + "." + s.Fn.Name + "(" + strings.Join(args, ", ") + ")"
-	} else {
-		s.Col = p.ident()
-		s.Text = s.Col
-		for p.acceptPunct(".") {
-			f := p.identAny()
-			s.Fields = append(s.Fields, f)
-			s.Text += "." + f
-		}
-	}
-	return s
-}
-
-// castArg reads an aggregate's argument: a column, or CAST(… AS type) of one, nested as
-// deep as written: the column and the types, innermost first.
-func (p *parser) castArg(depth int) (string, []string) {
-	if !(p.tok.kind == tIdent && strings.EqualFold(p.tok.text, "cast") && p.peek(1).kind == tPunct && p.peek(1).text == "(") {
-		return p.ident(), nil
-	}
-	p.castOpen(depth)
-	col, casts := p.castArg(depth + 1)
-	return col, append(casts, p.castType())
-}
-
-// castOpen reads the "CAST(" of a cast at nesting depth, which is bounded.
-func (p *parser) castOpen(depth int) {
-	if depth > MaxNesting {
-		p.failf("CAST nesting too deep")
-	}
-	p.advance()
-	p.advance()
-}
-
-// castType reads the "AS type)" that ends a cast, and returns the type.
-func (p *parser) castType() string {
-	p.expectKeyword("as")
-	to := strings.ToLower(p.tok.text)
-	if _, ok := SimpleTypes[to]; !ok || p.tok.kind != tIdent {
-		p.unexpected()
-	}
-	p.advance()
-	p.expectPunct(")")
-	return to
-}
-
-func (p *parser) batchStmt() Statement {
-	st := &BatchStmt{}
-	switch {
-	case p.acceptKeyword("unlogged"):
-		st.typ = 1
-	case p.acceptKeyword("counter"):
-		st.typ = 2
-	case p.acceptKeyword("logged"):
-	}
-	p.expectKeyword("batch")
-	var ttl *Term
-	p.using(&ttl, &st.Ts)
-	if ttl != nil {
-		p.failf("mismatched input 'TTL' expecting K_TIMESTAMP")
-	}
-	for {
-		p.acceptPunct(";")
-		if p.isKeyword("apply") {
-			p.advance()
-			p.expectKeyword("batch")
-			return st
-		}
-		if p.tok.kind != tIdent {
-			p.unexpected()
-		}
-		switch strings.ToLower(p.tok.text) {
-		case "insert":
-			p.advance()
-			st.Stmts = append(st.Stmts, p.insertStmt())
-		case "update":
-			p.advance()
-			st.Stmts = append(st.Stmts, p.updateStmt())
-		case "delete":
-			p.advance()
-			st.Stmts = append(st.Stmts, p.deleteStmt())
-		default:
-			p.failf("no viable alternative at input %s", p.quote(p.tok))
-		}
-	}
-}
-
 func upper(s string) string { return strings.ToUpper(s) }
 
 // atoiLimited parses a non-negative decimal int that fits in an int32.
 func atoiLimited(s string) (int, bool) {
 	n, err := strconv.ParseInt(s, 10, 32)
 	return int(n), err == nil
-}
-
-// primaryKey reads (a, b), ((a, b), c) or (a, c, d): the partition key and clustering
-// columns. The opening parenthesis is the current token.
-func (p *parser) primaryKey() (pk, ck []string) {
-	p.expectPunct("(")
-	if p.acceptPunct("(") {
-		for {
-			pk = append(pk, p.ident())
-			if !p.acceptPunct(",") {
-				break
-			}
-		}
-		p.expectPunct(")")
-	} else {
-		pk = []string{p.ident()}
-	}
-	for p.acceptPunct(",") {
-		ck = append(ck, p.ident())
-	}
-	p.expectPunct(")")
-	return pk, ck
-}
-
-// clusteringOrder reads CLUSTERING ORDER BY (c [ASC|DESC], ...).
-func (p *parser) clusteringOrder() []ordering {
-	p.expectKeyword("clustering")
-	p.expectKeyword("order")
-	p.expectKeyword("by")
-	p.expectPunct("(")
-	var out []ordering
-	for {
-		o := ordering{Col: p.ident()}
-		if p.acceptKeyword("desc") {
-			o.Desc = true
-		} else {
-			p.acceptKeyword("asc")
-		}
-		out = append(out, o)
-		if !p.acceptPunct(",") {
-			break
-		}
-	}
-	p.expectPunct(")")
-	return out
-}
-
-// createView reads the rest of CREATE MATERIALIZED VIEW [IF NOT EXISTS] v AS SELECT ...
-// FROM t WHERE ... PRIMARY KEY (...) [WITH ...].
-func (p *parser) createView() Statement {
-	st := &CreateViewStmt{Options: map[string]OptValue{}}
-	st.IfNotExists = p.ifNotExists()
-	st.Name = p.tableName()
-	p.expectKeyword("as")
-	p.expectKeyword("select")
-	if p.acceptPunct("*") {
-		st.Star = true
-	} else {
-		for {
-			c := p.ident()
-			if p.acceptKeyword("as") {
-				st.Aliased = c + " AS " + p.ident()
-			}
-			st.Cols = append(st.Cols, c)
-			if !p.acceptPunct(",") {
-				break
-			}
-		}
-	}
-	p.expectKeyword("from")
-	st.Base = p.tableName()
-	if p.acceptKeyword("where") {
-		for {
-			if p.tok.kind == tIdent || p.tok.kind == tQuotedIdent {
-				if n := p.peek(1); n.kind == tIdent && strings.EqualFold(n.text, "is") {
-					c := p.ident()
-					p.expectKeyword("is")
-					p.expectKeyword("not")
-					p.expectKeyword("null")
-					st.NotNull = append(st.NotNull, c)
-					if !p.acceptKeyword("and") {
-						break
-					}
-					continue
-				}
-			}
-			r := p.relation()
-			st.Others = append(st.Others, r.Col)
-			if !p.acceptKeyword("and") {
-				break
-			}
-		}
-	}
-	p.expectKeyword("primary")
-	p.expectKeyword("key")
-	st.Pk, st.Ck = p.primaryKey()
-	if p.acceptKeyword("with") {
-		for {
-			if p.isKeyword("clustering") {
-				st.Order = p.clusteringOrder()
-			} else {
-				name := p.identAny()
-				p.expectPunct("=")
-				st.Options[name] = p.option()
-			}
-			if !p.acceptKeyword("and") {
-				break
-			}
-		}
-	}
-	return st
 }

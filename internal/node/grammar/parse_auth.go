@@ -87,7 +87,7 @@ func (*ListRolesStmt) StmtName() string { return "LIST ROLES" }
 func (*ListPermsStmt) StmtName() string { return "LIST PERMISSIONS" }
 
 // roleName reads a role's name: a name (unquoted ones in lower case) or a string.
-func (p *parser) roleName() string {
+func (p authParser) roleName() string {
 	if p.tok.kind == tString {
 		s := p.tok.text
 		p.advance()
@@ -97,7 +97,7 @@ func (p *parser) roleName() string {
 }
 
 // roleStatement reads CREATE, ALTER or DROP ROLE or USER, after the verb.
-func (p *parser) roleStatement(op roleOp) Statement {
+func (p authParser) roleStatement(op roleOp) Statement {
 	st := &RoleStmt{Op: op, user: p.isKeyword("user")}
 	p.advance() // ROLE or USER
 	switch op {
@@ -207,7 +207,7 @@ func (p *parser) roleStatement(op roleOp) Statement {
 var PermissionNames = []string{"CREATE", "ALTER", "DROP", "SELECT", "MODIFY", "AUTHORIZE", "DESCRIBE", "EXECUTE"}
 
 // permissions reads ALL [PERMISSIONS] or one permission [PERMISSION]; nil is ALL.
-func (p *parser) permissions() []string {
+func (p authParser) permissions() []string {
 	if p.acceptKeyword("all") {
 		p.acceptKeyword("permissions")
 		return nil
@@ -226,7 +226,7 @@ func (p *parser) permissions() []string {
 
 // resource reads a resource: ALL KEYSPACES, KEYSPACE ks, [TABLE] [ks.]t, ALL ROLES, ROLE r,
 // ALL FUNCTIONS [IN KEYSPACE ks], FUNCTION [ks.]f(types).
-func (p *parser) resource() Resource {
+func (p authParser) resource() Resource {
 	switch {
 	case p.acceptKeyword("all"):
 		switch {
@@ -271,7 +271,7 @@ func (p *parser) resource() Resource {
 }
 
 // grant reads GRANT and REVOKE, of permissions or of roles, after the verb.
-func (p *parser) grant(revoke bool) Statement {
+func (p authParser) grant(revoke bool) Statement {
 	to := "to"
 	if revoke {
 		to = "from"
@@ -295,7 +295,7 @@ func (p *parser) grant(revoke bool) Statement {
 }
 
 // list reads LIST ROLES, LIST USERS and LIST PERMISSIONS, after LIST.
-func (p *parser) list() Statement {
+func (p authParser) list() Statement {
 	switch {
 	case p.acceptKeyword("roles"):
 		st := &ListRolesStmt{}

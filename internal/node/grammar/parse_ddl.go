@@ -7,7 +7,7 @@ import (
 
 // The parsing of ALTER and of the schema statements beyond keyspaces and tables.
 
-func (p *parser) alterStmt() Statement {
+func (p ddlParser) alterStmt() Statement {
 	switch {
 	case p.acceptKeyword("keyspace"), p.acceptKeyword("schema"):
 		st := &AlterKeyspaceStmt{}
@@ -21,7 +21,7 @@ func (p *parser) alterStmt() Statement {
 	case p.acceptKeyword("type"):
 		return p.alterType()
 	case p.isKeyword("role"), p.isKeyword("user"):
-		return p.roleStatement(RoleAlter)
+		return authParser{p.parser}.roleStatement(RoleAlter)
 	case p.acceptKeyword("materialized"):
 		p.expectKeyword("view")
 		st := &ViewStmt{Alter: true, Opts: map[string]OptValue{}}
@@ -42,7 +42,7 @@ func (p *parser) alterStmt() Statement {
 }
 
 // unsupported consumes the statement and returns its refusal, naming it by its first words.
-func (p *parser) unsupported(verb string) Statement {
+func (p ddlParser) unsupported(verb string) Statement {
 	what := verb
 	if p.tok.kind == tIdent {
 		what += " " + upper(p.tok.text)
@@ -51,7 +51,7 @@ func (p *parser) unsupported(verb string) Statement {
 	return &UnsupportedStmt{What: what + " is not supported by the embedded node"}
 }
 
-func (p *parser) alterTable() Statement {
+func (p ddlParser) alterTable() Statement {
 	st := &AlterTableStmt{}
 	st.IfExists = p.ifExists()
 	st.Table = p.tableName()
@@ -140,7 +140,7 @@ func (p *parser) alterTable() Statement {
 	return st
 }
 
-func (p *parser) alterType() Statement {
+func (p ddlParser) alterType() Statement {
 	st := &AlterTypeStmt{}
 	st.IfExists = p.ifExists()
 	st.Name = p.tableName()
@@ -174,7 +174,7 @@ func (p *parser) alterType() Statement {
 
 // createIndex reads CREATE [CUSTOM] INDEX [IF NOT EXISTS] [name] ON table (target)
 // [USING 'class' [WITH OPTIONS = {...}]].
-func (p *parser) createIndex() Statement {
+func (p ddlParser) createIndex() Statement {
 	st := &CreateIndexStmt{}
 	st.Custom = p.acceptKeyword("custom")
 	p.expectKeyword("index")
@@ -221,7 +221,7 @@ func (p *parser) createIndex() Statement {
 }
 
 // createFunction reads CREATE [OR REPLACE] FUNCTION and CREATE [OR REPLACE] AGGREGATE.
-func (p *parser) createFunction() Statement {
+func (p ddlParser) createFunction() Statement {
 	orReplace := false
 	if p.acceptKeyword("or") {
 		p.expectKeyword("replace")
@@ -294,6 +294,305 @@ func (p *parser) createFunction() Statement {
 	p.advance()
 	if orReplace && st.IfNotExists {
 		p.failPlain("Cannot use both 'OR REPLACE' and 'IF NOT EXISTS' directives")
+	}
+	return st
+}
+
+func (p ddlParser) createStmt() Statement {
+	switch {
+	case p.acceptKeyword("keyspace"), p.acceptKeyword("schema"):
+		st := &CreateKeyspaceStmt{}
+		st.IfNotExists = p.ifNotExists()
+		st.Name = p.ident()
+		p.expectKeyword("with")
+		st.Opts = p.keyspaceOptions()
+		return st
+	case p.acceptKeyword("table"), p.acceptKeyword("columnfamily"):
+		return p.createTable()
+	case p.acceptKeyword("type"):
+		st := &CreateTypeStmt{}
+		st.IfNotExists = p.ifNotExists()
+		st.Name = p.tableName()
+		p.expectPunct("(")
+		for {
+			f := ColDef{Name: p.identAny()}
+			f.Ref = p.typ(0)
+			st.Fields = append(st.Fields, f)
+			if !p.acceptPunct(",") {
+				break
+			}
+		}
+		p.expectPunct(")")
+		return st
+	case p.isKeyword("index"), p.isKeyword("custom"):
+		return p.createIndex()
+	case p.acceptKeyword("materialized"):
+		p.expectKeyword("view")
+		return p.createView()
+	case p.isKeyword("function"), p.isKeyword("aggregate"), p.isKeyword("or"):
+		return p.createFunction()
+	case p.isKeyword("role"), p.isKeyword("user"):
+		return authParser{p.parser}.roleStatement(RoleCreate)
+	case p.isKeyword("trigger"):
+		what := strings.ToUpper(p.tok.text)
+		p.skipRest()
+		return &UnsupportedStmt{What: "CREATE " + what + " is not supported by the embedded node"}
+	}
+	p.unexpected()
+	return nil
+}
+
+func (p ddlParser) dropStmt() Statement {
+	switch {
+	case p.acceptKeyword("keyspace"), p.acceptKeyword("schema"):
+		st := &DropKeyspaceStmt{}
+		st.IfExists = p.ifExists()
+		st.Name = p.ident()
+		return st
+	case p.acceptKeyword("table"), p.acceptKeyword("columnfamily"):
+		st := &DropTableStmt{}
+		st.IfExists = p.ifExists()
+		st.Table = p.tableName()
+		return st
+	case p.acceptKeyword("type"):
+		st := &DropTypeStmt{}
+		st.IfExists = p.ifExists()
+		st.Name = p.tableName()
+		return st
+	case p.isKeyword("function"), p.isKeyword("aggregate"):
+		st := &DropFunctionStmt{Aggregate: p.isKeyword("aggregate")}
+		p.advance()
+		st.IfExists = p.ifExists()
+		st.Name = p.tableName()
+		if p.acceptPunct("(") {
+			st.HasArgs = true
+			if !p.acceptPunct(")") {
+				for {
+					st.Args = append(st.Args, p.typ(0))
+					if !p.acceptPunct(",") {
+						break
+					}
+				}
+				p.expectPunct(")")
+			}
+		}
+		return st
+	case p.isKeyword("role"), p.isKeyword("user"):
+		return authParser{p.parser}.roleStatement(roleDrop)
+	case p.acceptKeyword("index"):
+		st := &DropIndexStmt{}
+		st.IfExists = p.ifExists()
+		st.Name = p.tableName()
+		return st
+	case p.acceptKeyword("materialized"):
+		p.expectKeyword("view")
+		st := &ViewStmt{}
+		st.IfExists = p.ifExists()
+		st.Name = p.tableName()
+		return st
+	case p.tok.kind == tIdent:
+		what := strings.ToUpper(p.tok.text)
+		p.skipRest()
+		return &UnsupportedStmt{What: "DROP " + what + " is not supported by the embedded node"}
+	}
+	p.unexpected()
+	return nil
+}
+
+// keyspaceOptions reads the options of CREATE and ALTER KEYSPACE.
+func (p ddlParser) keyspaceOptions() keyspaceOpts {
+	var o keyspaceOpts
+	for {
+		opt := p.identAny()
+		p.expectPunct("=")
+		v := p.option()
+		switch opt {
+		case "replication":
+			if v.M == nil {
+				p.failPlain("Invalid value for property 'replication'. It should be a map.")
+			}
+			o.Replication = v.M
+		case "durable_writes":
+			b := strings.EqualFold(v.Text, "true")
+			if !b && !strings.EqualFold(v.Text, "false") {
+				p.failPlain("Invalid boolean value %s for 'durable_writes' property", v.Text)
+			}
+			o.DurableWrites = &b
+		default:
+			p.failPlain("Unknown property '%s'", opt)
+		}
+		if !p.acceptKeyword("and") {
+			return o
+		}
+	}
+}
+
+func (p ddlParser) createTable() Statement {
+	st := &CreateTableStmt{Options: map[string]OptValue{}}
+	st.IfNotExists = p.ifNotExists()
+	st.Table = p.tableName()
+	p.expectPunct("(")
+	for {
+		if p.isKeyword("primary") {
+			p.advance()
+			p.expectKeyword("key")
+			if st.Pk != nil {
+				p.failf("Multiple PRIMARY KEYs specified (exactly one required)")
+			}
+			st.Pk, st.Ck = p.primaryKey()
+		} else {
+			c := ColDef{Name: p.ident()}
+			c.Ref = p.typ(0)
+			if p.acceptKeyword("static") {
+				c.Static = true
+			}
+			if p.isKeyword("primary") {
+				p.advance()
+				p.expectKeyword("key")
+				if st.Pk != nil {
+					p.failf("Multiple PRIMARY KEYs specified (exactly one required)")
+				}
+				st.Pk = []string{c.Name}
+			}
+			st.Cols = append(st.Cols, c)
+		}
+		if !p.acceptPunct(",") {
+			break
+		}
+		if p.isPunct(")") {
+			break
+		}
+	}
+	p.expectPunct(")")
+	if p.acceptKeyword("with") {
+		for {
+			switch {
+			case p.isKeyword("clustering"):
+				st.Order = p.clusteringOrder()
+			case p.isKeyword("compact"):
+				p.advance()
+				p.expectKeyword("storage")
+				st.Compact = true
+			default:
+				name := p.identAny()
+				p.expectPunct("=")
+				st.Options[name] = p.option()
+			}
+			if !p.acceptKeyword("and") {
+				break
+			}
+		}
+	}
+	return st
+}
+
+// primaryKey reads (a, b), ((a, b), c) or (a, c, d): the partition key and clustering
+// columns. The opening parenthesis is the current token.
+func (p ddlParser) primaryKey() (pk, ck []string) {
+	p.expectPunct("(")
+	if p.acceptPunct("(") {
+		for {
+			pk = append(pk, p.ident())
+			if !p.acceptPunct(",") {
+				break
+			}
+		}
+		p.expectPunct(")")
+	} else {
+		pk = []string{p.ident()}
+	}
+	for p.acceptPunct(",") {
+		ck = append(ck, p.ident())
+	}
+	p.expectPunct(")")
+	return pk, ck
+}
+
+// clusteringOrder reads CLUSTERING ORDER BY (c [ASC|DESC], ...).
+func (p ddlParser) clusteringOrder() []ordering {
+	p.expectKeyword("clustering")
+	p.expectKeyword("order")
+	p.expectKeyword("by")
+	p.expectPunct("(")
+	var out []ordering
+	for {
+		o := ordering{Col: p.ident()}
+		if p.acceptKeyword("desc") {
+			o.Desc = true
+		} else {
+			p.acceptKeyword("asc")
+		}
+		out = append(out, o)
+		if !p.acceptPunct(",") {
+			break
+		}
+	}
+	p.expectPunct(")")
+	return out
+}
+
+// createView reads the rest of CREATE MATERIALIZED VIEW [IF NOT EXISTS] v AS SELECT ...
+// FROM t WHERE ... PRIMARY KEY (...) [WITH ...].
+func (p ddlParser) createView() Statement {
+	st := &CreateViewStmt{Options: map[string]OptValue{}}
+	st.IfNotExists = p.ifNotExists()
+	st.Name = p.tableName()
+	p.expectKeyword("as")
+	p.expectKeyword("select")
+	if p.acceptPunct("*") {
+		st.Star = true
+	} else {
+		for {
+			c := p.ident()
+			if p.acceptKeyword("as") {
+				st.Aliased = c + " AS " + p.ident()
+			}
+			st.Cols = append(st.Cols, c)
+			if !p.acceptPunct(",") {
+				break
+			}
+		}
+	}
+	p.expectKeyword("from")
+	st.Base = p.tableName()
+	if p.acceptKeyword("where") {
+		for {
+			if p.tok.kind == tIdent || p.tok.kind == tQuotedIdent {
+				if n := p.peek(1); n.kind == tIdent && strings.EqualFold(n.text, "is") {
+					c := p.ident()
+					p.expectKeyword("is")
+					p.expectKeyword("not")
+					p.expectKeyword("null")
+					st.NotNull = append(st.NotNull, c)
+					if !p.acceptKeyword("and") {
+						break
+					}
+					continue
+				}
+			}
+			r := dmlParser{p.parser}.relation()
+			st.Others = append(st.Others, r.Col)
+			if !p.acceptKeyword("and") {
+				break
+			}
+		}
+	}
+	p.expectKeyword("primary")
+	p.expectKeyword("key")
+	st.Pk, st.Ck = p.primaryKey()
+	if p.acceptKeyword("with") {
+		for {
+			if p.isKeyword("clustering") {
+				st.Order = p.clusteringOrder()
+			} else {
+				name := p.identAny()
+				p.expectPunct("=")
+				st.Options[name] = p.option()
+			}
+			if !p.acceptKeyword("and") {
+				break
+			}
+		}
 	}
 	return st
 }
