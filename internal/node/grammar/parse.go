@@ -4,12 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-
-	"github.com/tracecar/tracecar/internal/cql"
 )
-
-// maxNesting bounds the recursion of nested collection literals and types.
-const MaxNesting = 64
 
 type parser struct {
 	lex     lexer
@@ -34,30 +29,6 @@ type authParser struct{ *parser }
 type syntaxError struct{ msg string }
 
 func (e *syntaxError) Error() string { return e.msg }
-
-// parse parses one statement. The returned error is a *cql.Error of code Syntax.
-func Parse(query string) (ps *ParsedStmt, err error) {
-	p := &parser{lex: lexer{src: query}}
-	p.advance()
-	defer func() {
-		if r := recover(); r != nil {
-			se, ok := r.(*syntaxError)
-			if !ok {
-				panic(r)
-			}
-			ps, err = nil, &cql.Error{Code: cql.ErrCodeSyntax, Message: se.msg}
-		}
-	}()
-	st := p.statement()
-	p.acceptPunct(";")
-	if p.tok.kind == tBad {
-		p.unexpected()
-	}
-	if p.tok.kind != tEOF {
-		p.failf("extraneous input %s expecting EOF", p.quote(p.tok))
-	}
-	return &ParsedStmt{Stmt: st, Markers: p.markers}, nil
-}
 
 func (p *parser) advance() {
 	if len(p.peeked) > 0 {
@@ -219,67 +190,6 @@ func (p *parser) ifExists() bool {
 	return false
 }
 
-func (p *parser) statement() Statement {
-	if p.tok.kind != tIdent {
-		p.unexpected()
-	}
-	switch strings.ToLower(p.tok.text) {
-	case "select":
-		p.advance()
-		return dmlParser{p}.selectStmt()
-	case "insert":
-		p.advance()
-		return dmlParser{p}.insertStmt()
-	case "update":
-		p.advance()
-		return dmlParser{p}.updateStmt()
-	case "delete":
-		p.advance()
-		return dmlParser{p}.deleteStmt()
-	case "begin":
-		p.advance()
-		return dmlParser{p}.batchStmt()
-	case "use":
-		p.advance()
-		return &UseStmt{Keyspace: p.identAny()}
-	case "create":
-		p.advance()
-		return ddlParser{p}.createStmt()
-	case "drop":
-		p.advance()
-		return ddlParser{p}.dropStmt()
-	case "truncate":
-		p.advance()
-		p.acceptKeyword("table")
-		return &TruncateStmt{Table: p.tableName()}
-	case "alter":
-		p.advance()
-		return ddlParser{p}.alterStmt()
-	case "describe", "desc":
-		p.skipRest()
-		return &UnsupportedStmt{What: "DESCRIBE statements are not supported by the embedded node (the drivers' metadata APIs describe the schema from system_schema)"}
-	case "grant", "revoke":
-		revoke := p.isKeyword("revoke")
-		p.advance()
-		return authParser{p}.grant(revoke)
-	case "list":
-		p.advance()
-		return authParser{p}.list()
-	}
-	p.unexpected()
-	return nil
-}
-
-// skipRest consumes every remaining token.
-func (p *parser) skipRest() {
-	for p.tok.kind != tEOF {
-		if p.tok.kind == tBad {
-			p.unexpected()
-		}
-		p.advance()
-	}
-}
-
 // stringMap reads {'k': 'v', ...} with constant values.
 func (p *parser) stringMap() map[string]string {
 	p.expectPunct("{")
@@ -325,15 +235,6 @@ func (p *parser) constantText() string {
 	}
 	p.unexpected()
 	return ""
-}
-
-var SimpleTypes = map[string]cql.TypeID{
-	"ascii": cql.TypeASCII, "bigint": cql.TypeBigint, "blob": cql.TypeBlob, "boolean": cql.TypeBoolean,
-	"counter": cql.TypeCounter, "date": cql.TypeDate, "decimal": cql.TypeDecimal, "double": cql.TypeDouble,
-	"float": cql.TypeFloat, "inet": cql.TypeInet, "int": cql.TypeInt, "smallint": cql.TypeSmallint,
-	"text": cql.TypeVarchar, "varchar": cql.TypeVarchar, "time": cql.TypeTime, "timestamp": cql.TypeTimestamp,
-	"timeuuid": cql.TypeTimeUUID, "tinyint": cql.TypeTinyint, "uuid": cql.TypeUUID, "varint": cql.TypeVarint,
-	"duration": cql.TypeDuration,
 }
 
 // typ reads a CQL type as written; user-defined types are resolved when the statement runs.
@@ -576,4 +477,14 @@ func upper(s string) string { return strings.ToUpper(s) }
 func atoiLimited(s string) (int, bool) {
 	n, err := strconv.ParseInt(s, 10, 32)
 	return int(n), err == nil
+}
+
+// skipRest consumes every remaining token.
+func (p *parser) skipRest() {
+	for p.tok.kind != tEOF {
+		if p.tok.kind == tBad {
+			p.unexpected()
+		}
+		p.advance()
+	}
 }

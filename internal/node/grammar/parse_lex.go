@@ -115,3 +115,6 @@ func (l *lexer) punct(ct cqltext.Token, text string) (tokKind, string) {
 	}
 	return tBad, text
 }
+
+// maxNesting bounds the recursion of nested collection literals and types.
+const MaxNesting = 64

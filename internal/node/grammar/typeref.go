@@ -66,3 +66,12 @@ func (r *TypeRef) Uses(name string) bool {
 	}
 	return false
 }
+
+var SimpleTypes = map[string]cql.TypeID{
+	"ascii": cql.TypeASCII, "bigint": cql.TypeBigint, "blob": cql.TypeBlob, "boolean": cql.TypeBoolean,
+	"counter": cql.TypeCounter, "date": cql.TypeDate, "decimal": cql.TypeDecimal, "double": cql.TypeDouble,
+	"float": cql.TypeFloat, "inet": cql.TypeInet, "int": cql.TypeInt, "smallint": cql.TypeSmallint,
+	"text": cql.TypeVarchar, "varchar": cql.TypeVarchar, "time": cql.TypeTime, "timestamp": cql.TypeTimestamp,
+	"timeuuid": cql.TypeTimeUUID, "tinyint": cql.TypeTinyint, "uuid": cql.TypeUUID, "varint": cql.TypeVarint,
+	"duration": cql.TypeDuration,
+}
