@@ -147,20 +147,11 @@ func DecCollection(b []byte, perEntry int) ([][]byte, bool) {
 	}
 	out := make([][]byte, 0, n*perEntry)
 	for i := 0; i < n*perEntry; i++ {
-		if len(b) < 4 {
+		v, rest, ok := nextBytes(b)
+		if !ok {
 			return nil, false
 		}
-		l := int32(binary.BigEndian.Uint32(b))
-		b = b[4:]
-		if l < 0 {
-			out = append(out, nil)
-			continue
-		}
-		if int(l) > len(b) {
-			return nil, false
-		}
-		out = append(out, b[:l:l])
-		b = b[l:]
+		out, b = append(out, v), rest
 	}
 	if len(b) != 0 {
 		return nil, false
@@ -786,25 +777,33 @@ func EncTuple(elems [][]byte) []byte {
 	return b
 }
 
+// nextBytes reads one [bytes] of the protocol from b: a length, then as many bytes (a
+// negative length is null: v is nil); rest is what follows, ok false when b is too short.
+func nextBytes(b []byte) (v, rest []byte, ok bool) {
+	if len(b) < 4 {
+		return nil, nil, false
+	}
+	l := int32(binary.BigEndian.Uint32(b))
+	b = b[4:]
+	if l < 0 {
+		return nil, b, true
+	}
+	if int(l) > len(b) {
+		return nil, nil, false
+	}
+	return b[:l:l], b[l:], true
+}
+
 // decTuple splits a tuple or user type value into its components, nil for null. A value
 // may have fewer components than its type (a user type that gained fields since).
 func DecTuple(b []byte) ([][]byte, bool) {
 	var out [][]byte
 	for len(b) > 0 {
-		if len(b) < 4 {
+		v, rest, ok := nextBytes(b)
+		if !ok {
 			return nil, false
 		}
-		l := int32(binary.BigEndian.Uint32(b))
-		b = b[4:]
-		if l < 0 {
-			out = append(out, nil)
-			continue
-		}
-		if int(l) > len(b) {
-			return nil, false
-		}
-		out = append(out, b[:l:l])
-		b = b[l:]
+		out, b = append(out, v), rest
 	}
 	return out, true
 }
