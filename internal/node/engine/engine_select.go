@@ -684,40 +684,15 @@ func (p *selectPlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 		return nil, invalidf("unconfigured table %s", t.Name)
 	}
 	r := &selectRun{p: p, x: x, now: x.seconds(), want: -1, partLim: -1}
-	limit := int64(-1)
-	if p.limit != nil {
-		b, err := boundValue(p.limit, "[limit]", x)
-		if err != nil {
-			return nil, err
-		}
-		v, ok := cqlvalue.Int32Value(b)
-		if !ok || v <= 0 {
-			return nil, invalidf("LIMIT must be strictly positive")
-		}
-		limit = int64(v)
+	limit, err := p.limits(x, r)
+	if err != nil {
+		return nil, err
 	}
-	if p.partLim != nil {
-		b, err := boundValue(p.partLim, "[per_partition_limit]", x)
-		if err != nil {
-			return nil, err
-		}
-		v, ok := cqlvalue.Int32Value(b)
-		if !ok || v <= 0 {
-			return nil, invalidf("PER PARTITION LIMIT must be strictly positive")
-		}
-		r.partLim = int64(v)
+	pageSize, state, err := p.paging(x)
+	if err != nil {
+		return nil, err
 	}
-	pageSize := int64(-1)
-	paged := !p.aggregate || p.groupBy // an aggregate without GROUP BY is one row, never paged
-	if x.p != nil && x.p.Flags&cql.QueryPageSize != 0 && x.p.PageSize > 0 && paged {
-		pageSize = int64(x.p.PageSize)
-	}
-	var state *pageState
-	if x.p != nil && x.p.Flags&cql.QueryPagingState != 0 && len(x.p.PagingState) > 0 && paged {
-		var ok bool
-		if state, ok = decodePageState(x.p.PagingState); !ok {
-			return nil, &cql.Error{Code: cql.ErrCodeProtocol, Message: "Invalid value for the paging state"}
-		}
+	if state != nil {
 		limit = state.remaining
 		if limit == 0 {
 			return p.result(x, nil, nil), nil
@@ -726,170 +701,31 @@ func (p *selectPlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 	if p.distinct {
 		r.partLim = 1
 	}
-	var err error
 	if r.cfs, err = ckFilters(t, p.ckEq, p.ckRange, x, p.reverse); err != nil {
 		return nil, err
 	}
-	for i := range p.filters {
-		f := &p.filters[i]
-		fv := filterVals{f: f}
-		switch {
-		case f.in != nil:
-			b, err := boundValue(f.in, f.col.Name, x)
-			if err != nil {
-				return nil, err
-			}
-			fv.list, _ = cqlvalue.DecCollection(b, 1)
-		case f.op == grammar.OpIn:
-			for _, v := range f.vals {
-				b, err := boundValue(v, f.col.Name, x)
-				if err != nil {
-					return nil, err
-				}
-				fv.list = append(fv.list, b)
-			}
-		default:
-			if f.val == nil {
-				return nil, invalidf("Unsupported restriction on %s", f.col.Name)
-			}
-			b, err := boundValue(f.val, f.col.Name, x)
-			if err != nil {
-				return nil, err
-			}
-			fv.v = b
-			if f.key != nil {
-				if fv.k, err = boundValue(f.key, f.col.Name, x); err != nil {
-					return nil, err
-				}
-			}
-		}
-		r.filters = append(r.filters, fv)
+	if err := r.bindFilters(); err != nil {
+		return nil, err
 	}
-	// The number of rows to collect: a page plus one to learn whether there are more.
-	bound := limit
-	if pageSize > 0 && (bound < 0 || pageSize < bound) {
-		bound = pageSize + 1
-	}
-	r.want = int(bound)
-	r.wantGroups = -1
-	if p.grouped {
-		// Groups, not rows, fill pages and limits; an aggregate without GROUP BY reads
-		// everything, whatever its LIMIT.
-		r.want = -1
-		if p.groupBy {
-			r.wantGroups = int(limit)
-			if pageSize > 0 && (limit < 0 || pageSize < limit) {
-				r.wantGroups = int(pageSize)
-			}
-		}
-	}
-	r.pageSize = pageSize
+	r.setWants(limit, pageSize)
 	multiSort := false
 	if p.pk != nil {
-		pks, err := p.partitionKeys(x, &r.onePK)
-		if err != nil {
+		if multiSort, err = r.readKeys(state, limit); err != nil {
 			return nil, err
 		}
-		multiSort = p.ordered && len(pks) > 1 && !p.grouped
-		if x.tr != nil {
-			if len(pks) == 1 {
-				x.tr.Event("Executing single-partition query on " + t.Name)
-			} else {
-				x.tr.Event("Executing query on " + itoa(len(pks)) + " partitions of " + t.Name)
-			}
-		}
-		if multiSort {
-			r.want = int(limit)
-		}
-		start := 0
-		if state != nil {
-			start = len(pks)
-			for i, pk := range pks {
-				if bytes.Equal(pk, state.pk) {
-					start = i
-					break
-				}
-			}
-		}
-		d := t.Load(x.s.node())
-		for i := start; i < len(pks) && !r.full(); i++ {
-			var st *pageState
-			if state != nil && i == start {
-				st = state
-			}
-			r.readPartitionKey(d, pks[i], st)
-		}
 	} else {
-		if x.tr != nil {
-			x.tr.Event("Scanning the partitions of " + t.Name)
-		}
-		parts := t.Load(x.s.node()).Scan()
-		start := 0
-		if state != nil {
-			tok := storage.Murmur3Token(state.pk)
-			start = sort.Search(len(parts), func(i int) bool {
-				return storage.ComparePartitions(parts[i], &storage.Partition{Token: tok, Key: state.pk}) >= 0
-			})
-		}
-		d := t.Load(x.s.node())
-		for i := start; i < len(parts) && !r.full(); i++ {
-			pt := parts[i]
-			if p.token != nil && !r.tokenMatches(pt.Token) {
-				continue
-			}
-			var st *pageState
-			if state != nil && bytes.Equal(pt.Key, state.pk) {
-				st = state
-			}
-			r.readPartitionKey(d, pt.Key, st)
-		}
+		r.readScan(state)
 	}
 	if x.tr != nil {
 		x.tr.Event("Read " + itoa(len(r.rows)) + " live rows")
 	}
-	if p.grouped {
-		if r.g.started {
-			r.finishGroup()
-		}
-		if !p.groupBy {
-			if len(r.rows) == 0 {
-				return p.result(x, [][][]byte{r.emptyAggregate()}, nil), nil
-			}
-			return p.result(x, r.rows[:1], nil), nil
-		}
-		var paging []byte
-		if r.stop && pageSize > 0 && (limit < 0 || pageSize < limit) {
-			rem := int64(-1)
-			if limit >= 0 {
-				rem = limit - int64(len(r.rows))
-			}
-			paging = encodePageState(&pageState{remaining: rem, pk: r.pagePK, ck: r.pageCK, partDone: r.pageDone, partCount: r.pageN})
-		}
-		return p.result(x, r.rows, paging), nil
+	switch {
+	case p.grouped:
+		return r.groupedResult(limit), nil
+	case multiSort:
+		return r.sortedResult()
 	}
 	rows := r.rows
-	if multiSort {
-		idx := make([]int, len(rows))
-		for i := range idx {
-			idx[i] = i
-		}
-		sort.SliceStable(idx, func(a, b int) bool {
-			c := storage.CompareCK(t, r.cks[idx[a]], r.cks[idx[b]])
-			if p.reverse {
-				return c > 0
-			}
-			return c < 0
-		})
-		sorted := make([][][]byte, len(rows))
-		for i, j := range idx {
-			sorted[i] = rows[j]
-		}
-		rows = sorted
-		if pageSize > 0 && int64(len(rows)) > pageSize {
-			return nil, invalidf("Cannot page queries with both ORDER BY and a IN restriction on the partition key; you must either remove the ORDER BY or the IN and sort client side, or disable paging for this query")
-		}
-		return p.result(x, rows, nil), nil
-	}
 	var paging []byte
 	if pageSize > 0 && int64(len(rows)) > pageSize {
 		rows = rows[:pageSize]
@@ -900,6 +736,236 @@ func (p *selectPlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 		paging = encodePageState(&pageState{remaining: rem, pk: r.pagePK, ck: r.pageCK, partDone: r.pageDone, partCount: r.pageN})
 	}
 	return p.result(x, rows, paging), nil
+}
+
+// limits binds the LIMIT (returned, -1 for none) and PER PARTITION LIMIT (into r) of the
+// execution x.
+func (p *selectPlan) limits(x *execCtx, r *selectRun) (int64, error) {
+	limit := int64(-1)
+	if p.limit != nil {
+		b, err := boundValue(p.limit, "[limit]", x)
+		if err != nil {
+			return 0, err
+		}
+		v, ok := cqlvalue.Int32Value(b)
+		if !ok || v <= 0 {
+			return 0, invalidf("LIMIT must be strictly positive")
+		}
+		limit = int64(v)
+	}
+	if p.partLim != nil {
+		b, err := boundValue(p.partLim, "[per_partition_limit]", x)
+		if err != nil {
+			return 0, err
+		}
+		v, ok := cqlvalue.Int32Value(b)
+		if !ok || v <= 0 {
+			return 0, invalidf("PER PARTITION LIMIT must be strictly positive")
+		}
+		r.partLim = int64(v)
+	}
+	return limit, nil
+}
+
+// paging returns the page size the execution x asks for (-1 for none) and the state of the
+// page it resumes from, if any.
+func (p *selectPlan) paging(x *execCtx) (int64, *pageState, error) {
+	pageSize := int64(-1)
+	paged := !p.aggregate || p.groupBy // an aggregate without GROUP BY is one row, never paged
+	if x.p != nil && x.p.Flags&cql.QueryPageSize != 0 && x.p.PageSize > 0 && paged {
+		pageSize = int64(x.p.PageSize)
+	}
+	if x.p != nil && x.p.Flags&cql.QueryPagingState != 0 && len(x.p.PagingState) > 0 && paged {
+		state, ok := decodePageState(x.p.PagingState)
+		if !ok {
+			return 0, nil, &cql.Error{Code: cql.ErrCodeProtocol, Message: "Invalid value for the paging state"}
+		}
+		return pageSize, state, nil
+	}
+	return pageSize, nil, nil
+}
+
+// bindFilters binds the values of the plan's filters (ALLOW FILTERING and indexed
+// restrictions) into r.filters.
+func (r *selectRun) bindFilters() error {
+	p, x := r.p, r.x
+	for i := range p.filters {
+		f := &p.filters[i]
+		fv := filterVals{f: f}
+		switch {
+		case f.in != nil:
+			b, err := boundValue(f.in, f.col.Name, x)
+			if err != nil {
+				return err
+			}
+			fv.list, _ = cqlvalue.DecCollection(b, 1)
+		case f.op == grammar.OpIn:
+			for _, v := range f.vals {
+				b, err := boundValue(v, f.col.Name, x)
+				if err != nil {
+					return err
+				}
+				fv.list = append(fv.list, b)
+			}
+		default:
+			if f.val == nil {
+				return invalidf("Unsupported restriction on %s", f.col.Name)
+			}
+			b, err := boundValue(f.val, f.col.Name, x)
+			if err != nil {
+				return err
+			}
+			fv.v = b
+			if f.key != nil {
+				if fv.k, err = boundValue(f.key, f.col.Name, x); err != nil {
+					return err
+				}
+			}
+		}
+		r.filters = append(r.filters, fv)
+	}
+	return nil
+}
+
+// setWants sets how many rows, or groups, the run collects for the limit and page size.
+func (r *selectRun) setWants(limit, pageSize int64) {
+	// The number of rows to collect: a page plus one to learn whether there are more.
+	bound := limit
+	if pageSize > 0 && (bound < 0 || pageSize < bound) {
+		bound = pageSize + 1
+	}
+	r.want = int(bound)
+	r.wantGroups = -1
+	if r.p.grouped {
+		// Groups, not rows, fill pages and limits; an aggregate without GROUP BY reads
+		// everything, whatever its LIMIT.
+		r.want = -1
+		if r.p.groupBy {
+			r.wantGroups = int(limit)
+			if pageSize > 0 && (limit < 0 || pageSize < limit) {
+				r.wantGroups = int(pageSize)
+			}
+		}
+	}
+	r.pageSize = pageSize
+}
+
+// readKeys reads the partitions the plan's partition key restricts, from the one the page
+// state resumes at; multiSort tells whether the rows of several partitions are to be sorted
+// by ORDER BY.
+func (r *selectRun) readKeys(state *pageState, limit int64) (multiSort bool, err error) {
+	p, x, t := r.p, r.x, r.p.t
+	pks, err := p.partitionKeys(x, &r.onePK)
+	if err != nil {
+		return false, err
+	}
+	multiSort = p.ordered && len(pks) > 1 && !p.grouped
+	if x.tr != nil {
+		if len(pks) == 1 {
+			x.tr.Event("Executing single-partition query on " + t.Name)
+		} else {
+			x.tr.Event("Executing query on " + itoa(len(pks)) + " partitions of " + t.Name)
+		}
+	}
+	if multiSort {
+		r.want = int(limit)
+	}
+	start := 0
+	if state != nil {
+		start = len(pks)
+		for i, pk := range pks {
+			if bytes.Equal(pk, state.pk) {
+				start = i
+				break
+			}
+		}
+	}
+	d := t.Load(x.s.node())
+	for i := start; i < len(pks) && !r.full(); i++ {
+		var st *pageState
+		if state != nil && i == start {
+			st = state
+		}
+		r.readPartitionKey(d, pks[i], st)
+	}
+	return multiSort, nil
+}
+
+// readScan reads every partition of the table in token order (within the plan's token
+// range), from the one the page state resumes at.
+func (r *selectRun) readScan(state *pageState) {
+	p, x, t := r.p, r.x, r.p.t
+	if x.tr != nil {
+		x.tr.Event("Scanning the partitions of " + t.Name)
+	}
+	parts := t.Load(x.s.node()).Scan()
+	start := 0
+	if state != nil {
+		tok := storage.Murmur3Token(state.pk)
+		start = sort.Search(len(parts), func(i int) bool {
+			return storage.ComparePartitions(parts[i], &storage.Partition{Token: tok, Key: state.pk}) >= 0
+		})
+	}
+	d := t.Load(x.s.node())
+	for i := start; i < len(parts) && !r.full(); i++ {
+		pt := parts[i]
+		if p.token != nil && !r.tokenMatches(pt.Token) {
+			continue
+		}
+		var st *pageState
+		if state != nil && bytes.Equal(pt.Key, state.pk) {
+			st = state
+		}
+		r.readPartitionKey(d, pt.Key, st)
+	}
+}
+
+// groupedResult is the result of an aggregate or GROUP BY query: its groups, paged.
+func (r *selectRun) groupedResult(limit int64) cql.Message {
+	p, x, pageSize := r.p, r.x, r.pageSize
+	if r.g.started {
+		r.finishGroup()
+	}
+	if !p.groupBy {
+		if len(r.rows) == 0 {
+			return p.result(x, [][][]byte{r.emptyAggregate()}, nil)
+		}
+		return p.result(x, r.rows[:1], nil)
+	}
+	var paging []byte
+	if r.stop && pageSize > 0 && (limit < 0 || pageSize < limit) {
+		rem := int64(-1)
+		if limit >= 0 {
+			rem = limit - int64(len(r.rows))
+		}
+		paging = encodePageState(&pageState{remaining: rem, pk: r.pagePK, ck: r.pageCK, partDone: r.pageDone, partCount: r.pageN})
+	}
+	return p.result(x, r.rows, paging)
+}
+
+// sortedResult is the result of an ORDER BY query over several partitions: their rows
+// sorted by clustering, unpaged.
+func (r *selectRun) sortedResult() (cql.Message, error) {
+	p, rows := r.p, r.rows
+	idx := make([]int, len(rows))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool {
+		c := storage.CompareCK(p.t, r.cks[idx[a]], r.cks[idx[b]])
+		if p.reverse {
+			return c > 0
+		}
+		return c < 0
+	})
+	sorted := make([][][]byte, len(rows))
+	for i, j := range idx {
+		sorted[i] = rows[j]
+	}
+	if r.pageSize > 0 && int64(len(sorted)) > r.pageSize {
+		return nil, invalidf("Cannot page queries with both ORDER BY and a IN restriction on the partition key; you must either remove the ORDER BY or the IN and sort client side, or disable paging for this query")
+	}
+	return p.result(r.x, sorted, nil), nil
 }
 
 func (r *selectRun) full() bool { return r.stop || r.want >= 0 && len(r.rows) >= r.want }
