@@ -942,54 +942,20 @@ func (p *writePlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 	}
 	now := x.seconds()
 	m := storage.Mutation{Marker: p.marker}
-	ts, ok, err := evalTimestamp(p.ts, x)
-	if err != nil {
+	if err := p.timing(e, x, &m, now); err != nil {
 		return nil, err
-	}
-	if !ok {
-		ts = e.timestamp(x)
-	}
-	m.Ts = ts
-	ttl := t.Ttl
-	if p.ttl != nil {
-		b, unset, err := p.ttl.eval(x)
-		if err != nil {
-			return nil, err
-		}
-		if !unset && b != nil {
-			v, ok := cqlvalue.Int32Value(b)
-			if !ok {
-				return nil, invalidf("Invalid TTL value")
-			}
-			if v < 0 {
-				return nil, invalidf("A TTL must be greater or equal to 0, but was %d", v)
-			}
-			if v > storage.MaxTTL {
-				return nil, invalidf("ttl is too large. requested (%d) maximum (%d)", v, storage.MaxTTL)
-			}
-			ttl = v
-		}
-	}
-	if ttl > 0 {
-		m.Ttl, m.Exp = ttl, now+int64(ttl)
 	}
 	var onePK [1][]byte
-	pks, err := p.keys.partitionKeys(x, &onePK)
+	pks, cks, err := p.keysOf(x, &onePK)
 	if err != nil {
 		return nil, err
-	}
-	var cks [][][]byte
-	if len(p.keys.ck) > 0 {
-		if cks, err = product(p.keys.ck, x); err != nil {
-			return nil, err
-		}
-	} else {
-		cks = [][][]byte{nil}
 	}
 	// Evaluate the cell operations once, into an owned buffer with the keys.
 	var opsBuf [8]storage.CellOp
-	ops := opsBuf[:0]
-	size := 0
+	ops, size, err := p.evalOps(x, opsBuf[:0])
+	if err != nil {
+		return nil, err
+	}
 	for _, pk := range pks {
 		size += len(pk)
 	}
@@ -998,54 +964,10 @@ func (p *writePlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 			size += len(v)
 		}
 	}
-	for i := range p.ops {
-		o := &p.ops[i]
-		op := storage.CellOp{Pos: o.pos, Kind: o.kind, Field: uint16(o.field)}
-		if o.val != nil {
-			b, unset, err := o.val.eval(x)
-			if err != nil {
-				return nil, err
-			}
-			if unset {
-				continue
-			}
-			if o.kind != storage.CellSet && o.kind != storage.CellSetKey && o.kind != storage.CellSetField && b == nil {
-				return nil, invalidf("Invalid null value for %s operation on %s", p.name, t.Cells[o.pos].Name)
-			}
-			if o.neg {
-				v, ok := cqlvalue.Int64Value(b)
-				if !ok {
-					return nil, invalidf("Invalid counter increment")
-				}
-				b = cqlvalue.EncBigint(-v)
-			}
-			op.V = b
-		}
-		if o.key != nil {
-			b, unset, err := o.key.eval(x)
-			if err != nil {
-				return nil, err
-			}
-			if unset || b == nil {
-				return nil, invalidf("Invalid null value for %s key", t.Cells[o.pos].Name)
-			}
-			op.Key = b
-		}
-		size += len(op.V) + len(op.Key)
-		ops = append(ops, op)
-	}
-	buf := make([]byte, 0, size)
-	own := func(b []byte) []byte {
-		if b == nil {
-			return nil
-		}
-		s := len(buf)
-		buf = append(buf, b...)
-		return buf[s:len(buf):len(buf)]
-	}
+	o := owner{buf: make([]byte, 0, size)}
 	for i := range ops {
-		ops[i].V = own(ops[i].V)
-		ops[i].Key = own(ops[i].Key)
+		ops[i].V = o.own(ops[i].V)
+		ops[i].Key = o.own(ops[i].Key)
 	}
 	if p.del && p.ckRange != nil {
 		f, err := ckFilterFor(t, p.ckRange, p.keys.ck, x)
@@ -1054,23 +976,160 @@ func (p *writePlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 		}
 		m.DelRange = f
 	}
-	condVals, err := evalConds(nil, p.conds, x)
+	if m.Conds, err = evalConds(nil, p.conds, x); err != nil {
+		return nil, err
+	}
+	m.Cond = cond
+	w, err := p.apply(&m, pks, cks, ops, &o, now)
 	if err != nil {
 		return nil, err
 	}
-	m.Conds = condVals
-	applied := true
-	var existing [][]byte
-	mutations := 0 // rows, ranges or partitions written to the in-memory store
+	if x.tr != nil {
+		if w.applied {
+			x.tr.Event("Applied " + itoa(w.mutations) + " mutations to " + t.Name)
+		} else {
+			x.tr.Event("Condition not met on " + t.Name + ": " + itoa(w.mutations) + " mutations applied")
+		}
+	}
+	if cond != storage.CondNone {
+		return p.lwtResult(w, m.Conds), nil
+	}
+	return cql.VoidResult{}, nil
+}
+
+// owner copies the values a write keeps into one buffer, sized beforehand.
+type owner struct{ buf []byte }
+
+func (o *owner) own(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	s := len(o.buf)
+	o.buf = append(o.buf, b...)
+	return o.buf[s:len(o.buf):len(o.buf)]
+}
+
+// timing sets the write's timestamp (USING TIMESTAMP, else the engine's clock) and its TTL
+// (USING TTL, else the table's default) into m.
+func (p *writePlan) timing(e *Engine, x *execCtx, m *storage.Mutation, now int64) error {
+	ts, ok, err := evalTimestamp(p.ts, x)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		ts = e.timestamp(x)
+	}
+	m.Ts = ts
+	ttl := p.t.Ttl
+	if p.ttl != nil {
+		b, unset, err := p.ttl.eval(x)
+		if err != nil {
+			return err
+		}
+		if !unset && b != nil {
+			v, ok := cqlvalue.Int32Value(b)
+			if !ok {
+				return invalidf("Invalid TTL value")
+			}
+			if v < 0 {
+				return invalidf("A TTL must be greater or equal to 0, but was %d", v)
+			}
+			if v > storage.MaxTTL {
+				return invalidf("ttl is too large. requested (%d) maximum (%d)", v, storage.MaxTTL)
+			}
+			ttl = v
+		}
+	}
+	if ttl > 0 {
+		m.Ttl, m.Exp = ttl, now+int64(ttl)
+	}
+	return nil
+}
+
+// noClustering is the clustering keys of a write to a table without clustering columns (or
+// to a partition): one, nil. Read only.
+var noClustering = [][][]byte{nil}
+
+// keysOf returns the partition keys and the clustering keys (one nil one when the table
+// has none) the write's WHERE clause names.
+func (p *writePlan) keysOf(x *execCtx, onePK *[1][]byte) (pks [][]byte, cks [][][]byte, err error) {
+	if pks, err = p.keys.partitionKeys(x, onePK); err != nil {
+		return nil, nil, err
+	}
+	if len(p.keys.ck) == 0 {
+		return pks, noClustering, nil
+	}
+	if cks, err = product(p.keys.ck, x); err != nil {
+		return nil, nil, err
+	}
+	return pks, cks, nil
+}
+
+// evalOps appends to ops the write's cell operations, their values bound, and returns the
+// bytes their values and keys take.
+func (p *writePlan) evalOps(x *execCtx, ops []storage.CellOp) ([]storage.CellOp, int, error) {
+	t, size := p.t, 0
+	for i := range p.ops {
+		o := &p.ops[i]
+		op := storage.CellOp{Pos: o.pos, Kind: o.kind, Field: uint16(o.field)}
+		if o.val != nil {
+			b, unset, err := o.val.eval(x)
+			if err != nil {
+				return nil, 0, err
+			}
+			if unset {
+				continue
+			}
+			if o.kind != storage.CellSet && o.kind != storage.CellSetKey && o.kind != storage.CellSetField && b == nil {
+				return nil, 0, invalidf("Invalid null value for %s operation on %s", p.name, t.Cells[o.pos].Name)
+			}
+			if o.neg {
+				v, ok := cqlvalue.Int64Value(b)
+				if !ok {
+					return nil, 0, invalidf("Invalid counter increment")
+				}
+				b = cqlvalue.EncBigint(-v)
+			}
+			op.V = b
+		}
+		if o.key != nil {
+			b, unset, err := o.key.eval(x)
+			if err != nil {
+				return nil, 0, err
+			}
+			if unset || b == nil {
+				return nil, 0, invalidf("Invalid null value for %s key", t.Cells[o.pos].Name)
+			}
+			op.Key = b
+		}
+		size += len(op.V) + len(op.Key)
+		ops = append(ops, op)
+	}
+	return ops, size, nil
+}
+
+// written is what a write did: whether its condition held (and the row it found when
+// not), and how many rows, ranges or partitions it wrote to the in-memory store.
+type written struct {
+	applied   bool
+	existing  [][]byte
+	mutations int
+}
+
+// apply applies m, with ops, to each row of the partitions pks and clustering keys cks,
+// their keys owned by o.
+func (p *writePlan) apply(m *storage.Mutation, pks [][]byte, cks [][][]byte, ops []storage.CellOp, o *owner, now int64) (written, error) {
+	t := p.t
+	w := written{applied: true}
 	d := t.Data.Load()
 	for _, pk := range pks {
-		m.Pk = own(pk)
+		m.Pk = o.own(pk)
 		m.Token = storage.Murmur3Token(m.Pk)
 		for _, ck := range cks {
 			if ck != nil && !p.static {
 				owned := make([][]byte, len(ck))
 				for i, v := range ck {
-					owned[i] = own(v)
+					owned[i] = o.own(v)
 				}
 				m.Ck = owned
 			} else {
@@ -1087,51 +1146,47 @@ func (p *writePlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 			case p.del && m.DelRange == nil:
 				m.DelRow = true
 			}
-			m.Cond = cond
 			var err error
 			if len(t.Views) == 0 {
-				err = d.Apply(t, &m, ops, now)
+				err = d.Apply(t, m, ops, now)
 			} else {
-				err = t.ApplyWithViews(d, &m, ops, now)
+				err = t.ApplyWithViews(d, m, ops, now)
 			}
 			if err != nil {
-				return nil, err
+				return w, err
 			}
 			if !m.Applied {
-				applied = false
-				existing = m.Existing
+				w.applied = false
+				w.existing = m.Existing
 			} else {
-				mutations++
+				w.mutations++
 			}
 			if p.del && m.DelRange != nil && p.ckRange == nil {
 				m.DelRange = nil
 			}
 		}
 	}
-	if x.tr != nil {
-		if applied {
-			x.tr.Event("Applied " + itoa(mutations) + " mutations to " + t.Name)
-		} else {
-			x.tr.Event("Condition not met on " + t.Name + ": " + itoa(mutations) + " mutations applied")
-		}
-	}
-	if cond != storage.CondNone {
-		row := [][]byte{cqlvalue.EncBool(applied)}
-		specs := p.lwtSpecs
-		if !applied && existing != nil {
-			row = append(row, existing...)
-			specs = append([]cql.ColumnSpec{}, specs...)
-			if p.cond == storage.CondIf {
-				for _, col := range storage.CondColumns(condVals) {
-					specs = append(specs, cql.ColumnSpec{Keyspace: t.Ks, Table: t.Name, Name: col.Name, Type: col.Typ})
-				}
-			} else {
-				specs = append(specs, t.StarSpecs...)
+	return w, nil
+}
+
+// lwtResult is a conditional write's result: [applied], and the row found when the
+// condition did not hold.
+func (p *writePlan) lwtResult(w written, condVals []storage.CondVal) cql.Message {
+	t := p.t
+	row := [][]byte{cqlvalue.EncBool(w.applied)}
+	specs := p.lwtSpecs
+	if !w.applied && w.existing != nil {
+		row = append(row, w.existing...)
+		specs = append([]cql.ColumnSpec{}, specs...)
+		if p.cond == storage.CondIf {
+			for _, col := range storage.CondColumns(condVals) {
+				specs = append(specs, cql.ColumnSpec{Keyspace: t.Ks, Table: t.Name, Name: col.Name, Type: col.Typ})
 			}
+		} else {
+			specs = append(specs, t.StarSpecs...)
 		}
-		return cql.RowsResult{Metadata: cql.RowsMetadata{Columns: specs, ColumnCount: len(specs)}, Rows: [][][]byte{row}}, nil
 	}
-	return cql.VoidResult{}, nil
+	return cql.RowsResult{Metadata: cql.RowsMetadata{Columns: specs, ColumnCount: len(specs)}, Rows: [][][]byte{row}}
 }
 
 // batchPlan is a BEGIN BATCH ... APPLY BATCH query string.

@@ -50,7 +50,6 @@ var longFuncsAllowed = map[string]int{
 	"internal/node/engine ddl.createIndex":              103,
 	"internal/node/engine ddl.dropFunction":             91,
 	"internal/node/engine newView":                      81,
-	"internal/node/engine writePlan.exec":               208,
 	"internal/node/grammar authParser.roleStatement":    106,
 	"internal/node/grammar ddlParser.alterTable":        88,
 	"internal/node/grammar dmlParser.relation":          83,
