@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/node/engine"
 )
 
 // maxRejectBody bounds what is read of a frame of an unsupported version before answering.
@@ -51,7 +52,7 @@ type conn struct {
 	comp    cql.Compressor // of frame bodies: never in v5, which compresses segments
 	ready   bool           // STARTUP done and, with auth on, authenticated
 	started bool           // STARTUP received
-	sess    Session
+	sess    engine.Session
 	// seg is the segment reader of a v5 connection once its handshake is done; nil before
 	// and on v3 and v4. segments says that the answer to STARTUP being written is the last
 	// unframed frame: after it, both ways are segments (lz4 ones with segLZ4).
@@ -375,13 +376,13 @@ type trace struct {
 	start  time.Time
 	id     [16]byte
 	source netip.Addr
-	events []TraceEvent
+	events []engine.TraceEvent
 }
 
 // Event implements Tracer.
 func (t *trace) Event(activity string) {
 	now := time.Now()
-	t.events = append(t.events, TraceEvent{
+	t.events = append(t.events, engine.TraceEvent{
 		ID:            cql.NewTimeUUID(now),
 		Activity:      activity,
 		Source:        t.source,
@@ -394,7 +395,7 @@ func (c *conn) request(h cql.Header, body []byte) {
 	start := time.Now()
 	clientAsked := h.Flags&cql.FlagTracing != 0
 	var tr *trace
-	var etr Tracer
+	var etr engine.Tracer
 	if clientAsked || c.s.sample() {
 		tr = &trace{start: start, id: cql.NewTimeUUID(start), source: c.s.Addr().Addr()}
 		etr = tr
@@ -478,7 +479,7 @@ func (c *conn) request(h cql.Header, body []byte) {
 	if _, isErr := res.(cql.Error); !isErr {
 		tr.Event("Request complete")
 	}
-	c.s.engine.WriteTrace(TraceSession{
+	c.s.engine.WriteTrace(engine.TraceSession{
 		ID:          tr.id,
 		Client:      c.peer,
 		Command:     command,
@@ -510,7 +511,7 @@ func (c *conn) ownTrace(clientAsked bool, q string, tr *trace, etr Tracer) (*tra
 
 // session returns the session a request runs in: the connection's, or, for a v5 request
 // that names its keyspace, a copy in that keyspace (a USE in it does not outlive it).
-func (c *conn) session(withKeyspace bool, ks string) *Session {
+func (c *conn) session(withKeyspace bool, ks string) *engine.Session {
 	if !withKeyspace || ks == "" {
 		return &c.sess
 	}

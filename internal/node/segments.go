@@ -1,8 +1,6 @@
 package node
 
 import (
-	"crypto/md5"
-	"encoding/binary"
 	"errors"
 	"io"
 
@@ -160,23 +158,4 @@ func (w *writer) writeSegments(frames []byte, flush bool) error {
 		return w.w.Flush()
 	}
 	return nil
-}
-
-// resultMetadataID is the result metadata id of protocol v5 for md: the MD5 of its
-// columns' keyspaces, tables, names and types, so that it changes when they do (a column
-// added to the table of a SELECT *) and only then.
-func resultMetadataID(md cql.RowsMetadata) []byte {
-	h := md5.New()
-	var b []byte
-	for _, c := range md.Columns {
-		b = cql.AppendString(b[:0], c.Keyspace)
-		b = cql.AppendString(b, c.Table)
-		b = cql.AppendString(b, c.Name)
-		b = cql.AppendTypeInfo(b, c.Type)
-		h.Write(b)
-	}
-	var n [4]byte
-	binary.BigEndian.PutUint32(n[:], uint32(len(md.Columns)))
-	h.Write(n[:])
-	return h.Sum(nil)
 }
