@@ -166,33 +166,7 @@ func printComparison(p *printer, rep *Report) {
 		if fixed {
 			continue
 		}
-		verb := "below"
-		d := m.DegradationPct
-		if d < 0 {
-			verb, d = "above", -d
-		}
-		sig := "no p-value with one round"
-		if m.PValue != nil {
-			sig = fmt.Sprintf("Welch p = %.2g, ", *m.PValue)
-			if *m.PValue < Significance {
-				sig += "significant"
-			} else {
-				sig += "not significant"
-			}
-			if m.PairedPValue != nil {
-				// The same convention as the sentence's: a size and above or below.
-				pverb, pd := "below", m.PairedDegradationPct
-				if pd < 0 {
-					pverb, pd = "above", -pd
-				}
-				sig += fmt.Sprintf("; paired by round: %.2f%% ± %.2f%% %s, p = %.2g", pd, m.PairedDegradationErr, pverb, *m.PairedPValue)
-			}
-		}
-		fmt.Fprintf(&b, "%s: op rate %.2f%% ± %.2f%% %s %s (%s)", m.Name, d, m.DegradationErr, verb, rep.Baseline, sig)
-		if m.MinDetectablePct > 0 {
-			fmt.Fprintf(&b, "; at this noise, below %.2f%% cannot be told from zero", m.MinDetectablePct)
-		}
-		b.WriteString("\n")
+		b.WriteString(opRateLine(&m, rep.Baseline))
 	}
 	for _, m := range rep.Modes {
 		for _, d := range m.VsPrevious {
@@ -225,6 +199,40 @@ func printComparison(p *printer, rep *Report) {
 			c.SecondsPer10kOps, c.UsPerOp, commas(c.OpsPerCPUSecond), c.Scope, c.Reference)
 	}
 	p.printf("%s", b.String())
+}
+
+// opRateLine is the sentence of m's op rate against the baseline's, with its significance,
+// in one sign convention: a size, above or below.
+func opRateLine(m *ModeResult, baseline string) string {
+	var b strings.Builder
+	verb := "below"
+	d := m.DegradationPct
+	if d < 0 {
+		verb, d = "above", -d
+	}
+	sig := "no p-value with one round"
+	if m.PValue != nil {
+		sig = fmt.Sprintf("Welch p = %.2g, ", *m.PValue)
+		if *m.PValue < Significance {
+			sig += "significant"
+		} else {
+			sig += "not significant"
+		}
+		if m.PairedPValue != nil {
+			// The same convention as the sentence's: a size and above or below.
+			pverb, pd := "below", m.PairedDegradationPct
+			if pd < 0 {
+				pverb, pd = "above", -pd
+			}
+			sig += fmt.Sprintf("; paired by round: %.2f%% ± %.2f%% %s, p = %.2g", pd, m.PairedDegradationErr, pverb, *m.PairedPValue)
+		}
+	}
+	fmt.Fprintf(&b, "%s: op rate %.2f%% ± %.2f%% %s %s (%s)", m.Name, d, m.DegradationErr, verb, baseline, sig)
+	if m.MinDetectablePct > 0 {
+		fmt.Fprintf(&b, "; at this noise, below %.2f%% cannot be told from zero", m.MinDetectablePct)
+	}
+	b.WriteString("\n")
+	return b.String()
 }
 
 // usPerOp formats a CPU figure that may be unknown.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tracecar/tracecar/internal/node"
+	"github.com/tracecar/tracecar/internal/testkit/drivertest"
 	"github.com/tracecar/tracecar/tracing"
 )
 
@@ -63,12 +64,7 @@ c.shutdown()
 // ordinary login, while the node does trace the ordinary statements and the sidecar
 // records its own redacted sessions of the role statements.
 func TestNodeTraceKeepsNoPassword(t *testing.T) {
-	if err := exec.Command("/usr/bin/python3", "-c", "import cassandra").Run(); err != nil {
-		if os.Getenv("TRACECAR_REQUIRE_DRIVERS") != "" {
-			t.Fatal("the DataStax Python driver (python3-cassandra) is missing, and TRACECAR_REQUIRE_DRIVERS is set")
-		}
-		t.Skip("the DataStax Python driver (python3-cassandra) is missing")
-	}
+	drivertest.RequirePython(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +91,7 @@ func TestNodeTraceKeepsNoPassword(t *testing.T) {
 			tag := "v" + v
 			cctx, ccancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer ccancel()
-			cmd := exec.CommandContext(cctx, "/usr/bin/python3", script)
+			cmd := exec.CommandContext(cctx, drivertest.Python, script)
 			cmd.Env = append(os.Environ(), "CQL_HOST="+host, "CQL_PORT="+port, "PROTO="+v, "TAG="+tag)
 			var stderr strings.Builder
 			cmd.Stderr = &stderr

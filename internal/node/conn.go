@@ -476,20 +476,18 @@ func (c *conn) request(h cql.Header, body []byte) {
 		c.send(h, 0, cql.ResponsePrefix{}, res)
 		return
 	}
+	c.endTrace(h, tr, clientAsked, res, engine.TraceSession{Command: command, Parameters: params, Request: request, StartedAt: start})
+}
+
+// endTrace writes the trace of a traced request, s with what the request's trace tr
+// gathered, and sends its response res: with the tracing id when its client asked for it.
+func (c *conn) endTrace(h cql.Header, tr *trace, clientAsked bool, res cql.Message, s engine.TraceSession) {
 	if _, isErr := res.(cql.Error); !isErr {
 		tr.Event("Request complete")
 	}
-	c.s.engine.WriteTrace(engine.TraceSession{
-		ID:          tr.id,
-		Client:      c.peer,
-		Command:     command,
-		Coordinator: tr.source,
-		Duration:    time.Since(start),
-		Parameters:  params,
-		Request:     request,
-		StartedAt:   start,
-		Events:      tr.events,
-	})
+	s.ID, s.Client, s.Coordinator = tr.id, c.peer, tr.source
+	s.Duration, s.Events = time.Since(s.StartedAt), tr.events
+	c.s.engine.WriteTrace(s)
 	if !clientAsked {
 		c.send(h, 0, cql.ResponsePrefix{}, res)
 		return

@@ -1,4 +1,4 @@
-package node
+package engine
 
 import (
 	"encoding/hex"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/node/grammar"
 )
 
 // TestCastNarrowingJava casts 96 numbers to every other numeric type and compares each
@@ -37,7 +38,7 @@ func TestCastNarrowingJava(t *testing.T) {
 	}
 	n := 0
 	for _, c := range ref.Cases {
-		from, ok := simpleTypes[c.Type]
+		from, ok := grammar.SimpleTypes[c.Type]
 		if !ok {
 			t.Fatalf("unknown type %q", c.Type)
 		}
@@ -50,7 +51,7 @@ func TestCastNarrowingJava(t *testing.T) {
 				t.Errorf("%s %s: no cast to %s; Cassandra has one", c.Type, c.Value, to)
 				continue
 			}
-			got := applyCasts([]castStep{{from: cql.TypeInfo{ID: from}, to: cql.TypeInfo{ID: simpleTypes[to]}}}, in)
+			got := applyCasts([]castStep{{from: cql.TypeInfo{ID: from}, to: cql.TypeInfo{ID: grammar.SimpleTypes[to]}}}, in)
 			switch {
 			case want == nil && got != nil:
 				t.Errorf("CAST(%s %s AS %s) = %x; Java has none (it throws)", c.Type, c.Value, to, got)
