@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"encoding/binary"
 	"net/netip"
 	"sync/atomic"
 
@@ -20,19 +19,17 @@ var SkipRewrite atomic.Bool
 // columns. Every PREPARE is learnt, whatever the tracing mode, so that tracing finds the
 // text of statements prepared while it was off.
 func (c *Conn) learnPrepared(f *cql.Frame, req Inflight) {
-	h := f.Header
-	body, err := f.Message()
-	if err != nil || h.Opcode != cql.OpResult {
+	if f.Header.Opcode != cql.OpResult {
 		return
 	}
-	info, ok := cql.ReadPrepared(body, h.ProtoVersion())
-	if !ok {
+	info := f.Response().Prepared // read once for every reader of the frame
+	if info.ID == nil {
 		return
 	}
 	st := tracing.Statement{Query: req.query, Keyspace: string(info.Keyspace)}
 	// The bound variables are learnt too, for the workload capture (their types, and
 	// which make the partition key). A PREPARE is rare, so it may pay for a decode.
-	if m, err := cql.DecodeResult(body, h.ProtoVersion()); err == nil {
+	if m, err := f.Result(); err == nil {
 		if pr, ok := m.(cql.PreparedResult); ok {
 			st.Binds, st.PKIndexes = pr.Metadata.Columns, pr.Metadata.PKIndexes
 			if req.kind&kindPrepare != 0 && !SkipRewrite.Load() {
@@ -80,11 +77,11 @@ func (c *Conn) rewriteResult(f *cql.Frame, req Inflight) []byte {
 	if SkipRewrite.Load() {
 		return frame
 	}
-	h, prefix, body, comp, ok := responseBody(f)
+	h, prefix, _, comp, ok := responseBody(f)
 	if !ok || h.Opcode != cql.OpResult {
 		return frame
 	}
-	msg, err := cql.DecodeResult(body, h.ProtoVersion())
+	msg, err := f.Result()
 	if err != nil {
 		c.Warn().Err(err).Msg("decode system table result; forwarding it unchanged")
 		return frame
@@ -141,7 +138,7 @@ func (c *Conn) rewriteRows(kind rewriteKind, cols []cql.ColumnSpec, rows [][][]b
 			if kind == kindLocal {
 				port = c.advertise.Port()
 			}
-			val = binary.BigEndian.AppendUint32(nil, uint32(port))
+			val = cql.AppendInt(nil, int32(port))
 		default:
 			continue
 		}
