@@ -391,7 +391,7 @@ func (c *Conn) RequestArrival(arrived int64) int64 {
 	return arrived
 }
 
-// The workload capture's hooks on the per-frame pipeline (pipeline.go): with no capture
+// The workload capture's hooks on the per-frame pipeline (this file): with no capture
 // running they cost one atomic load per request (Capture.Active) and nothing per
 // response; while one runs, the request and its response are handed to it through the
 // views the pipeline decoded them into.
