@@ -84,77 +84,8 @@ func (r *Response) parse(op Opcode, version byte, msg []byte, cut bool) {
 	}
 }
 
-// Response returns what a RESULT or ERROR response says (see Response), read at most once
-// per frame for every reader; the Response belongs to f and is valid until the next Reset
-// or Replace. A plain or already decompressed body is read whole. A compressed RESULT is
-// read from the start of its body (Start) unless it is a Prepared result, whose metadata
-// may be long, so that counting a page's rows never decompresses the page; a compressed
-// ERROR, short, is decompressed whole for its message.
-func (f *Frame) Response() *Response {
-	if f.have&haveResp == 0 {
-		f.have |= haveResp
-		f.readResponse()
-	}
-	return f.resp
-}
-
-// ResponseRead reports whether Response has read the frame's response, so that a reader
-// who would not pay for reading it may take it when another reader has.
-func (f *Frame) ResponseRead() bool { return f.have&haveResp != 0 }
-
-func (f *Frame) readResponse() {
-	if f.resp == nil {
-		f.resp = new(Response)
-	}
-	r := f.resp
-	op, version := f.Header.Opcode, f.Header.ProtoVersion()
-	if op != OpResult && op != OpError {
-		*r = Response{Opcode: op, Version: version, Rows: -1}
-		return
-	}
-	if op == OpResult && f.Compressed() && f.have&haveBody == 0 {
-		start := f.Start(StartSize)
-		rest, err := SkipResponsePrefix(f.Header.Flags, start)
-		if start == nil || err != nil {
-			*r = Response{Opcode: op, Version: version, Rows: -1, Cut: true, Err: ErrNoBody}
-			return
-		}
-		if len(rest) < 4 || resultKind(rest) != ResultPrepared {
-			countWork(WorkResponse, f.raw[HeaderSize:])
-			r.parse(op, version, rest, len(start) == StartSize)
-			return
-		}
-	}
-	msg, err := f.Message()
-	if err != nil {
-		*r = Response{Opcode: op, Version: version, Rows: -1, Err: err}
-		return
-	}
-	countWork(WorkResponse, f.raw[HeaderSize:])
-	r.parse(op, version, msg, false)
-}
-
 // resultKind returns the kind at the start of a RESULT message of at least 4 bytes.
 func resultKind(msg []byte) int32 {
 	d := Decoder{b: msg}
 	return d.Int()
-}
-
-// Result returns the whole of a RESULT response's message decoded (DecodeResult), at most
-// once per frame for every reader: for a reader that needs the columns or the rows, such
-// as a rewrite of a system table's rows or the learning of a prepared statement's bound
-// variables. It allocates; the message belongs to f's reader until the next Reset.
-func (f *Frame) Result() (Message, error) {
-	if f.have&haveResult == 0 {
-		f.have |= haveResult
-		f.result, f.resultErr = nil, nil
-		msg, err := f.Message()
-		if err != nil {
-			f.resultErr = err
-		} else {
-			countWork(WorkResult, f.raw[HeaderSize:])
-			f.result, f.resultErr = DecodeResult(msg, f.Header.ProtoVersion())
-		}
-	}
-	return f.result, f.resultErr
 }
