@@ -2,16 +2,10 @@ package pipeline
 
 import (
 	"net/netip"
-	"sync/atomic"
 
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/tracing"
 )
-
-// SkipRewrite, set only by tests (the tracecar_norewrite build, and the test that shows the
-// no-bypass test fails without the rewrite), forwards system table responses unchanged: the broken
-// build that the no-bypass tests must catch. It is read on the system table path only.
-var SkipRewrite atomic.Bool
 
 // learnPrepared puts what the RESULT Prepared frame answering the PREPARE req tells into
 // the one prepared-statement registry (shared with tracing): the statement id, its query
@@ -32,7 +26,7 @@ func (c *Conn) learnPrepared(f *cql.Frame, req Inflight) {
 	if m, err := f.Result(); err == nil {
 		if pr, ok := m.(cql.PreparedResult); ok {
 			st.Binds, st.PKIndexes = pr.Metadata.Columns, pr.Metadata.PKIndexes
-			if req.kind&kindPrepare != 0 && !SkipRewrite.Load() {
+			if req.kind&kindPrepare != 0 && !skipRewrite {
 				st.System, st.Columns = uint8(req.kind&kindTable), pr.ResultMetadata.Columns
 			}
 		}
@@ -74,7 +68,7 @@ func (c *Conn) encode(h cql.Header, prefix cql.ResponsePrefix, m cql.Message, co
 // PREPARE of such a statement is returned unchanged, and its id remembered.
 func (c *Conn) rewriteResult(f *cql.Frame, req Inflight) []byte {
 	frame := f.Raw()
-	if SkipRewrite.Load() {
+	if skipRewrite {
 		return frame
 	}
 	h, prefix, _, comp, ok := responseBody(f)
