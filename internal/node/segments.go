@@ -13,10 +13,14 @@ import (
 // hands their frames one at a time to serve, as the unframed reader does; its writer
 // gathers the frames of one flush into as few segments as fit.
 
-// maxVersion returns the highest protocol version the node speaks.
+// maxVersion returns the highest protocol version the node speaks: v4 for an emulated
+// ScyllaDB node, which does not speak v5, unless told otherwise.
 func (s *Server) maxVersion() byte {
 	if v := s.cfg.MaxProtocolVersion; v >= cql.V3 && v < cql.MaxVersion {
 		return v
+	}
+	if s.cfg.ScyllaSupported && s.cfg.MaxProtocolVersion == 0 {
+		return cql.V4
 	}
 	return cql.MaxVersion
 }

@@ -62,7 +62,8 @@ type Config struct {
 	ScyllaSupported bool
 	// MaxProtocolVersion is the highest protocol version the node speaks, 3 to 5; a client
 	// offering a higher one gets Cassandra's ProtocolError and steps down. Zero means 5,
-	// as Cassandra 4.1; 4 makes the node a v4 one (ScyllaDB, Cassandra 3).
+	// as Cassandra 4.1, and with ScyllaSupported 4, as ScyllaDB, which does not speak v5;
+	// 4 makes the node a v4 one (ScyllaDB, Cassandra 3).
 	MaxProtocolVersion byte
 	// NoMaterializedViews refuses materialized views as a stock Cassandra 4.1 does
 	// (EngineConfig.NoMaterializedViews); the zero value has them, as ScyllaDB.

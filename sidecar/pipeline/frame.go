@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"bytes"
-	"encoding/binary"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -279,18 +278,14 @@ func (c *Conn) queryStart(f *cql.Frame) (k rewriteKind, known bool, sc scan) {
 	if f.Header.Flags&cql.FlagCustomPayload != 0 {
 		return kindNone, false, sc
 	}
-	p := f.Start(queryPrefix)
-	if len(p) < 4 {
+	q, whole, ok := f.QueryStart(queryPrefix)
+	switch {
+	case !ok:
 		return kindNone, true, sc
+	case whole:
+		return statementTable(q, c.inSystem.Load()), true, sc
 	}
-	n := int(int32(binary.BigEndian.Uint32(p)))
-	if n < 0 {
-		return kindNone, true, sc
-	}
-	if q := p[4:]; n <= len(q) {
-		return statementTable(q[:n], c.inSystem.Load()), true, sc
-	}
-	return statementStart(p[4:], c.inSystem.Load(), true)
+	return statementStart(q, c.inSystem.Load(), true)
 }
 
 // authResponse takes the username from a SASL PLAIN AUTH_RESPONSE ("authzid NUL authcid
@@ -317,14 +312,12 @@ func (c *Conn) authResponse(f *cql.Frame) {
 
 // saslPlainUser returns the authcid of a SASL PLAIN token held in an AUTH_RESPONSE body.
 func saslPlainUser(body []byte) (string, bool) {
-	if len(body) < 4 {
+	var d cql.Decoder
+	d.Reset(body)
+	tok := d.Bytes()
+	if d.Err() != nil || tok == nil {
 		return "", false
 	}
-	n := int(int32(binary.BigEndian.Uint32(body)))
-	if n < 0 || n > len(body)-4 {
-		return "", false
-	}
-	tok := body[4 : 4+n]
 	i := bytes.IndexByte(tok, 0)
 	if i < 0 {
 		return "", false
@@ -398,7 +391,7 @@ func (c *Conn) RequestArrival(arrived int64) int64 {
 	return arrived
 }
 
-// The workload capture's hooks on the per-frame pipeline (pipeline.go): with no capture
+// The workload capture's hooks on the per-frame pipeline (this file): with no capture
 // running they cost one atomic load per request (Capture.Active) and nothing per
 // response; while one runs, the request and its response are handed to it through the
 // views the pipeline decoded them into.

@@ -16,30 +16,17 @@ type Ticket struct {
 	e        *Entry
 	prepText string // a PREPARE's query text
 	start    int64
-	version  byte
 	active   bool
 }
 
 // Active reports whether Response must be called for the ticket's response.
 func (t Ticket) Active() bool { return t.active }
 
-// WantsBody reports whether Response reads the body of a response with opcode op: the
-// error code of an ERROR, the id of a PREPARE's result and the row count of a RESULT. The
-// caller may pass a nil body otherwise.
+// WantsBody reports whether Response reads the response (Frame.Response) with opcode op:
+// the error code of an ERROR, the id of a PREPARE's result and the row count of a RESULT;
+// a compressed RESULT other than a Prepared one is read from the start of its body.
 func (t Ticket) WantsBody(op cql.Opcode) bool {
 	return t.active && (op == cql.OpError || op == cql.OpResult)
-}
-
-// RowsPrefix is how much of a compressed RESULT body is decompressed to read its row
-// count: enough for the metadata of a result of dozens of columns. A result whose metadata
-// is longer has its rows not counted.
-const RowsPrefix = 1024
-
-// PrefixEnough reports whether the first RowsPrefix bytes of the body of a response with
-// opcode op are all that Response needs (to count a RESULT's rows), so that a caller may
-// decompress only them (cql.LZ4Prefix).
-func (t Ticket) PrefixEnough(op cql.Opcode) bool {
-	return t.prepText == "" && op == cql.OpResult
 }
 
 // Request sees a request that is forwarded to the node, through the view f that the proxy
@@ -49,7 +36,7 @@ func (s *Stats) Request(f *cql.Frame, now int64) Ticket {
 	op := f.Header.Opcode
 	if op == cql.OpPrepare {
 		if st, ok := f.Statement(); ok {
-			return Ticket{prepText: string(st.Query), version: f.Header.ProtoVersion(), active: true}
+			return Ticket{prepText: string(st.Query), active: true}
 		}
 		return Ticket{}
 	}
@@ -119,14 +106,13 @@ func (s *Stats) countRequest(e *Entry, p params) {
 // that is enough to count its rows (unless another reader has decompressed it whole).
 func (s *Stats) Response(t Ticket, f *cql.Frame, now int64) {
 	h := f.Header
-	body := responseBody(t, f)
+	var r *cql.Response
+	if t.WantsBody(h.Opcode) {
+		r = f.Response() // read once for every reader of the frame
+	}
 	if t.prepText != "" {
-		if h.Opcode == cql.OpResult && body != nil {
-			if rest, err := cql.SkipResponsePrefix(h.Flags, body); err == nil {
-				if p, ok := cql.ReadPrepared(rest, t.version); ok {
-					s.learn(p.ID, t.prepText, p.ResultColumns)
-				}
-			}
+		if r != nil && r.Prepared.ID != nil {
+			s.learn(r.Prepared.ID, t.prepText, r.Prepared.ResultColumns)
 		}
 		return
 	}
@@ -144,40 +130,15 @@ func (s *Stats) Response(t Ticket, f *cql.Frame, now int64) {
 	}
 	e.hist[bucketOf(us)].Add(1)
 	e.last.Store(now)
-	if body == nil {
-		return
-	}
-	rest, err := cql.SkipResponsePrefix(h.Flags, body)
-	if err != nil {
-		return
-	}
-	switch h.Opcode {
-	case cql.OpError:
-		var d cql.Decoder
-		d.Reset(rest)
-		if code := d.Int(); d.Err() == nil {
-			e.errs[errIndex(code)].Add(1)
+	switch {
+	case r == nil:
+	case h.Opcode == cql.OpError:
+		if r.ErrorRead() {
+			e.errs[errIndex(r.ErrCode)].Add(1)
 		}
-	case cql.OpResult:
-		if n, ok := cql.RowsCount(rest); ok {
-			e.rows.Add(uint64(n))
-		}
+	case r.Rows >= 0:
+		e.rows.Add(uint64(r.Rows))
 	}
-}
-
-// responseBody returns the body, with its prefix, of a response that t reads, or nil.
-func responseBody(t Ticket, f *cql.Frame) []byte {
-	if !t.WantsBody(f.Header.Opcode) {
-		return nil
-	}
-	if t.PrefixEnough(f.Header.Opcode) && f.Compressed() && !f.Decompressed() {
-		return f.Start(RowsPrefix)
-	}
-	body, err := f.Body()
-	if err != nil {
-		return nil
-	}
-	return body
 }
 
 // learn remembers a prepared statement's text by id.
