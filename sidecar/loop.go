@@ -84,7 +84,7 @@ func newLoop() (*loop, error) {
 		unix.Close(wfd)
 		return nil, err
 	}
-	l.waitFn = l.wait
+	l.waitFn, l.peek = l.wait, l.peekEvents
 	return l, nil
 }
 

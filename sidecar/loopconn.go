@@ -56,6 +56,9 @@ type loop struct {
 	gateConn syscall.RawConn
 	armed    bool
 	deadline bool
+	peek     func(uintptr) bool // peekEvents
+	peeked   int
+	peekErr  unix.Errno
 	// down is set while the loop starts over after a failed wait (fail): pick passes it by.
 	down atomic.Bool
 }

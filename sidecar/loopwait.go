@@ -134,13 +134,8 @@ func (l *loop) park() (int, error) {
 	if err := l.arm(true); err != nil {
 		return 0, err
 	}
-	n := 0
-	var e unix.Errno
-	err := l.gateConn.Read(func(uintptr) bool {
-		r, _, errno := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(l.epfd), uintptr(unsafe.Pointer(&l.events[0])), uintptr(len(l.events)), 0, 0, 0)
-		n, e = int(r), errno
-		return r > 0 || errno != 0
-	})
+	err := l.gateConn.Read(l.peek)
+	n, e := l.peeked, l.peekErr
 	if aerr := l.arm(false); aerr != nil && e == 0 {
 		return 0, aerr
 	}
@@ -153,6 +148,15 @@ func (l *loop) park() (int, error) {
 		return 0, err
 	}
 	return n, nil
+}
+
+// peekEvents is park's check of the loop's set, while parking and once woken: it reports
+// whether the set has events (in peeked) or its wait failed (peekErr). It is a method value
+// made once (peek), as a closure made per park would be allocated per park.
+func (l *loop) peekEvents(uintptr) bool {
+	r, _, e := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(l.epfd), uintptr(unsafe.Pointer(&l.events[0])), uintptr(len(l.events)), 0, 0, 0)
+	l.peeked, l.peekErr = int(r), e
+	return r > 0 || e != 0
 }
 
 // arm puts the loop's set in the gate (on) or takes it out.
