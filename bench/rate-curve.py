@@ -5,14 +5,14 @@
     bench/rate-curve.py OUT.svg LABEL=TABLE.txt [LABEL=TABLE.txt ...]
 
 A table's rows are `op/s haproxy off off/hp fast-off full-off node`; the row "max" (unthrottled) is drawn at the
-op rate given by MAX_RATE (default 40000: what the sweep's unthrottled runs reached on the 2-core VM). HAProxy is
-drawn from the first table; every table gives a sidecar curve. Standard library only.
+op rate given by MAX_RATE (default 40000: about what the sweep's unthrottled runs reached on the 2-core VM). Every
+table gives two curves in its colour: the sidecar (solid) and the HAProxy of the same run (dashed). Standard library only.
 """
 import math
 import os
 import sys
 
-W, H, L, R, T, B = 720, 440, 70, 190, 30, 55
+W, H, L, R, T, B = 760, 440, 70, 250, 30, 55
 COLORS = ["#c0392b", "#2471a3", "#7d3c98", "#b9770e"]
 
 
@@ -29,9 +29,11 @@ def read(path):
 def main():
     out, specs = sys.argv[1], [a.split("=", 1) for a in sys.argv[2:]]
     tables = [(label, read(path)) for label, path in specs]
-    curves = [("HAProxy", "#555555", [(r, hp) for r, hp, _ in tables[0][1]], "6,4")]
+    curves = []
     for i, (label, rows) in enumerate(tables):
-        curves.append((f"sidecar off, {label}", COLORS[i % len(COLORS)], [(r, off) for r, _, off in rows], ""))
+        color = COLORS[i % len(COLORS)]
+        curves.append((f"sidecar off, {label}", color, [(r, off) for r, _, off in rows], ""))
+        curves.append((f"HAProxy, same run", color, [(r, hp) for r, hp, _ in rows], "6,4"))
     xs = [x for _, _, pts, _ in curves for x, _ in pts]
     ys = [y for _, _, pts, _ in curves for _, y in pts]
     x0, x1 = math.floor(math.log10(min(xs))), math.ceil(math.log10(max(xs)))
@@ -46,7 +48,8 @@ def main():
             if math.log10(v) > x1:
                 continue
             s.append(f'<line x1="{px(v):.1f}" y1="{T}" x2="{px(v):.1f}" y2="{H - B}" stroke="#e5e5e5"/>')
-            s.append(f'<text x="{px(v):.1f}" y="{H - B + 16}" text-anchor="middle">{v:,}</text>')
+            if m == 1 or (m == 2 and v < 1000):
+                s.append(f'<text x="{px(v):.1f}" y="{H - B + 16}" text-anchor="middle">{v:,}</text>')
     for d in range(y0, y1 + 1):
         for m in (1, 2, 5):
             v = m * 10 ** d
