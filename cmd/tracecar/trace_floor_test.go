@@ -188,4 +188,3 @@ func adminCall(tb testing.TB, base, method, path string) (int, string) {
 	b.ReadFrom(resp.Body)
 	return resp.StatusCode, b.String()
 }
-
