@@ -19,6 +19,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/valyala/fasthttp"
 
+	"github.com/tracecar/tracecar/admin/adminapi"
 	"github.com/tracecar/tracecar/internal/metrics"
 	"github.com/tracecar/tracecar/tracing"
 	"github.com/tracecar/tracecar/tracing/guardrail"
@@ -264,6 +265,9 @@ func New(cfg Config, tr Tracer, logs Loggers, opts ...Option) *Server {
 	}
 	if s.filter != nil {
 		s.exact["/tracecar/trace_filter"] = route{http.MethodGet: s.getTraceFilter, http.MethodPost: s.setTraceFilter, http.MethodDelete: s.clearTraceFilter}
+	}
+	if _, configOnly := tr.(configOnly); s.stmts != nil && tr != nil && !configOnly {
+		s.exact[adminapi.PathTraceFloor] = s.floorRoute()
 	}
 	if s.stmts != nil {
 		s.exact["/tracecar/statement_stats"] = route{http.MethodGet: s.getStatementStats, http.MethodPost: s.setStatementStats}

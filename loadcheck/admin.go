@@ -96,6 +96,8 @@ const (
 	pathCapture = "/tracecar/capture"
 	// The audit log's settings, restored after each run.
 	pathAudit = "/tracecar/audit"
+	// The trace floor, restored after each run.
+	pathTraceFloor = adminapi.PathTraceFloor
 )
 
 // snapshot reads the state that the modes' steps change. It returns notes for steps whose
@@ -123,7 +125,7 @@ func (c *apiClient) snapshot(ctx context.Context, modes []*mode) (*savedState, [
 			k := stateKey{s.api, s.path}
 			switch {
 			case s.path == pathSlowQuery || s.path == pathProbability || s.path == pathNodeProbability || s.path == pathGuardrail || s.path == pathStatementStats ||
-				s.path == pathTraceContext || s.path == pathCapture || s.path == pathAudit ||
+				s.path == pathTraceContext || s.path == pathCapture || s.path == pathAudit || s.path == pathTraceFloor ||
 				strings.HasPrefix(s.path, pathLoggers+"/") && len(s.path) > len(pathLoggers)+1:
 				if err := add(k); err != nil {
 					return nil, nil, err
@@ -235,6 +237,16 @@ func (c *apiClient) read(ctx context.Context, k stateKey) (string, error) {
 		return "enable=false", nil
 	case k.path == pathAudit:
 		return auditRestore(body)
+	case k.path == pathTraceFloor:
+		var f adminapi.TraceFloor
+		if err := json.Unmarshal(body, &f); err != nil || f.Interval == "" || f.MaxPerSecond < 1 {
+			return bad(fmt.Errorf("want the trace floor: %s", body))
+		}
+		interval := f.Interval
+		if !f.Enabled {
+			interval = "0"
+		}
+		return url.Values{"interval": {interval}, "max_per_second": {strconv.Itoa(f.MaxPerSecond)}}.Encode(), nil
 	case k.path == pathProbability || k.path == pathNodeProbability:
 		p, err := adminapi.ParseProbability(body)
 		if err != nil {

@@ -248,3 +248,15 @@ func ParseStatus(body []byte) (Status, error) {
 func badBody(path string, body []byte, err error) error {
 	return fmt.Errorf("unexpected %s body %q: %w", path, strings.TrimSpace(string(body)), err)
 }
+
+// PathTraceFloor is the trace floor's endpoint.
+const PathTraceFloor = "/tracecar/trace_floor"
+
+// TraceFloor is the JSON of GET, POST and DELETE /tracecar/trace_floor: the trace floor in
+// force. Interval is a Go duration ("60s"), "0s" when the floor is off.
+type TraceFloor struct {
+	Enabled      bool    `json:"enabled"`
+	Interval     string  `json:"interval"`
+	IntervalS    float64 `json:"interval_s"`
+	MaxPerSecond int     `json:"max_per_second"`
+}

@@ -59,6 +59,7 @@ const (
 	Ready            = "ready"        // GET /readyz: exit 0 only when every host's node is reachable
 	Capture          = "capture"      // the workload capture: start, stop or status (see capture.go)
 	Audit            = "audit"        // the audit log: its settings, sinks and drops (see audit.go)
+	TraceFloor       = "trace-floor"  // the trace floor (see trace_floor.go)
 )
 
 // Command is what ctl does on every host: an optional change, then a read of the state it
@@ -68,7 +69,7 @@ type Command struct {
 	Logger string     // the Logger command's logger; "" reads every logger's level
 	Change url.Values // the parameters of the change; nil only reads
 
-	Clear bool // TraceFilter: remove the filter
+	Clear bool // TraceFilter and TraceFloor: remove the filter, turn the floor off
 
 	// Statements and Top: the order (statements.SortOrders), how many are shown, and
 	// JSON output (Statements only).
@@ -195,6 +196,15 @@ func opOf(cmd Command) (op, error) {
 				return op{}, errors.New("ctl: clearing the trace filter takes no filter parameters")
 			}
 			o.del = pathTraceFilter
+			return o, nil
+		}
+	case TraceFloor:
+		o = op{get: adminapi.PathTraceFloor, show: showTraceFloor}
+		if cmd.Clear {
+			if cmd.Change != nil {
+				return op{}, errors.New("ctl: turning the trace floor off takes no parameters")
+			}
+			o.del = adminapi.PathTraceFloor
 			return o, nil
 		}
 	default:

@@ -42,6 +42,7 @@ commands:
   slow-query [--enable|--disable] [--fast|--full] [--threshold 500ms] [--ttl 24h]
                            set slow-query logging; with no flags, show it
   trace-probability [P]    set the share of requests traced fully, P in [0,1]; without P, show it
+  trace-floor [INTERVAL]   give every statement a full trace per INTERVAL (--max-per-second N, --off); without it, show it
   logger [NAME [LEVEL]]    set logger NAME to LEVEL (error, warn, info, debug, trace);
                            without LEVEL show NAME's level, without NAME show every level
   status                   show mode, counters, sink drops and guardrail state
@@ -128,6 +129,8 @@ func parseCtlFlags(args []string) (ctl.Config, error) {
 		build = func(a []string) (ctl.Command, error) { return ctlStatements(&c, a) }
 	case "trace-filter":
 		build = func(a []string) (ctl.Command, error) { return ctlTraceFilter(&c, a) }
+	case "trace-floor":
+		build = func(a []string) (ctl.Command, error) { return ctlTraceFloor(&c, a) }
 	case "top":
 		build = func(a []string) (ctl.Command, error) { return ctlTop(&c, a) }
 	case "capture":
@@ -139,7 +142,7 @@ func parseCtlFlags(args []string) (ctl.Config, error) {
 	case "audit":
 		build = func(a []string) (ctl.Command, error) { return ctlAudit(&c, a) }
 	default:
-		return ctl.Config{}, usageErrorf("unknown command %q: want slow-query, trace-probability, logger, status, statements, slow-log, trace, trace-filter, ready, top, capture or audit", rest[0])
+		return ctl.Config{}, usageErrorf("unknown command %q: want slow-query, trace-probability, logger, status, statements, slow-log, trace, trace-filter, trace-floor, ready, top, capture or audit", rest[0])
 	}
 	cmd, err := build(rest[1:])
 	if err != nil {
@@ -367,6 +370,38 @@ func ctlTraceFilter(c *common, args []string) (ctl.Command, error) {
 		return ctl.Command{}, usageErrorf("trace-filter: --clear takes no filter flags")
 	case len(p) > 0:
 		cmd.Change = p
+	}
+	return cmd, nil
+}
+
+func ctlTraceFloor(c *common, args []string) (ctl.Command, error) {
+	fs := ctlFlagSet("trace-floor")
+	c.register(fs)
+	maxPS := fs.Int("max-per-second", 0, "at most this many floor traces a second over all statements (default: the sidecar's, 10 at first)")
+	off := fs.Bool("off", false, "turn the trace floor off")
+	if err := parseCtlArgs(fs, args); err != nil {
+		return ctl.Command{}, err
+	}
+	cmd := ctl.Command{Name: ctl.TraceFloor, Clear: *off}
+	switch {
+	case fs.NArg() > 1:
+		return ctl.Command{}, usageErrorf("trace-floor takes one interval, got %q", fs.Args())
+	case *off && (fs.NArg() > 0 || *maxPS != 0):
+		return ctl.Command{}, usageErrorf("trace-floor: --off takes no interval or --max-per-second")
+	case *maxPS < 0:
+		return ctl.Command{}, usageErrorf("trace-floor --max-per-second %d: want a number of traces from 1", *maxPS)
+	case fs.NArg() == 0 && *maxPS > 0:
+		return ctl.Command{}, usageErrorf("trace-floor --max-per-second needs an interval, such as: trace-floor 60s --max-per-second 5")
+	case fs.NArg() == 1:
+		var d floorFlag
+		d.d = new(time.Duration)
+		if err := d.Set(fs.Arg(0)); err != nil {
+			return ctl.Command{}, usageErrorf("trace-floor %q: %v", fs.Arg(0), err)
+		}
+		cmd.Change = url.Values{"interval": {fs.Arg(0)}}
+		if *maxPS > 0 {
+			cmd.Change.Set("max_per_second", strconv.Itoa(*maxPS))
+		}
 	}
 	return cmd, nil
 }

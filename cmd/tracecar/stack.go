@@ -44,6 +44,8 @@ type stackConfig struct {
 	// means "traceparent". FollowClientSampling starts with parent-based sampling on.
 	TraceContextKeys     []string
 	FollowClientSampling bool
+	// TraceFloor starts the trace floor with this interval (--trace-floor); 0 is off.
+	TraceFloor time.Duration
 	// TLS is the client-facing CQL listener's TLS; nil means plaintext.
 	TLS *tls.Config
 	// NodeUsername and NodePassword log in to a node with PasswordAuthenticator, for what

@@ -54,14 +54,17 @@ func (st *stack) startTracer(ctx context.Context, cfg stackConfig, m *metrics.Me
 	opts.AddedLatency = added.Observe
 	work := new(guardrail.Meter)
 	opts.Work = work
+	st.stmts = newStatements(cfg.Statements)
+	opts.Floor = st.stmts
 	st.tracer = tracing.New(opts)
 	capt, err := newCapture(cfg, st.Node, st.tracer.Statements(), sinks.schema, st.reg)
 	if err != nil {
 		return nil, err
 	}
-	if cfg.FollowClientSampling {
+	if cfg.FollowClientSampling || cfg.TraceFloor > 0 {
 		if err := st.tracer.UpdateConfig(func(c tracing.Config) tracing.Config {
-			c.FollowClientSampling = true
+			c.FollowClientSampling = c.FollowClientSampling || cfg.FollowClientSampling
+			c.FloorInterval = cfg.TraceFloor
 			return c
 		}); err != nil {
 			return nil, err
@@ -95,9 +98,7 @@ func (st *stack) adminOptions(cfg stackConfig, nodeKind string, capt *capture.Ca
 		adminOpts = append(adminOpts, admin.WithNode(nc, cfg.NodeApply))
 	}
 	st.closers = append([]func(context.Context) error{st.tracer.Close}, st.closers...)
-	stmts, stmtOpts := newStatements(cfg.Statements)
-	st.stmts = stmts
-	adminOpts = append(adminOpts, append(stmtOpts, admin.WithTraceFilter(st.tracer), admin.WithCapture(capt))...)
+	adminOpts = append(adminOpts, append(statementsOptions(st.stmts), admin.WithTraceFilter(st.tracer), admin.WithCapture(capt))...)
 	// The capture ends first, once the proxy has drained: its file is complete before
 	// the node session that reads the schema closes.
 	st.closers = append([]func(context.Context) error{capt.Close}, st.closers...)

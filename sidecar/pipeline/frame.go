@@ -45,7 +45,7 @@ func (c *Conn) Request(h cql.Header, frame []byte, n int, arrived int64) (tracin
 				req.query = string(st.Query)
 			}
 		}
-		if st := c.sh.Statements; st != nil && h.Stream >= 0 && (h.Opcode == cql.OpPrepare || st.Enabled()) {
+		if st := c.sh.Statements; st != nil && h.Stream >= 0 && (h.Opcode == cql.OpPrepare || st.Active()) {
 			now = readTime(arrived)
 			req.Start = now
 			req.stat = st.Request(f, now)
@@ -77,8 +77,12 @@ func (c *Conn) Request(h cql.Header, frame []byte, n int, arrived int64) (tracin
 				req.capt = c.captureRequest(s, f, now, n)
 			}
 		}
-		if t := c.sh.Tracer; t != nil && t.Considers(&f.Header) {
-			req.trace = c.TraceConn().Begin(f, now)
+		if t := c.sh.Tracer; t != nil {
+			if e := req.stat.Floor(); e != nil {
+				req.trace = c.TraceConn().BeginFloor(f, now, e)
+			} else if t.Considers(&f.Header) {
+				req.trace = c.TraceConn().Begin(f, now)
+			}
 		}
 		c.Streams.put(&req)
 	}
@@ -176,9 +180,9 @@ func (c *Conn) ReadsBody(op cql.Opcode) bool {
 	case cql.OpStartup, cql.OpQuery, cql.OpPrepare:
 		return true
 	case cql.OpExecute:
-		return c.sh.Prepared.HasSystem() || c.sh.Statements != nil && c.sh.Statements.Enabled() || c.shard.Load() != nil
+		return c.sh.Prepared.HasSystem() || c.sh.Statements != nil && c.sh.Statements.Active() || c.shard.Load() != nil
 	case cql.OpBatch:
-		return c.sh.Statements != nil && c.sh.Statements.Enabled()
+		return c.sh.Statements != nil && c.sh.Statements.Active()
 	}
 	return false
 }

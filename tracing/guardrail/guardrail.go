@@ -179,9 +179,10 @@ type Figures struct {
 	DropsPerSec float64 `json:"drops_per_s"`
 }
 
-// Level names what tracing costs in a configuration: "off", "fast", "full", "sampled" or
-// "parent", with "+sampled" when a mode is on together with a probability and "+parent"
-// when parent-based sampling is on besides another mode. The guardrail's steps go from one
+// Level names what tracing costs in a configuration: "off", "fast", "full", "sampled",
+// "parent" or "floor", with "+sampled" when a mode is on together with a probability,
+// "+parent" when parent-based sampling is on besides another mode, and "+floor" when the
+// trace floor is. The guardrail's steps go from one
 // level to a cheaper one.
 func Level(c tracing.Config) string {
 	m := c.Mode()
@@ -191,15 +192,18 @@ func Level(c tracing.Config) string {
 	if c.FollowClientSampling && m != "parent" {
 		m += "+parent"
 	}
+	if c.FloorInterval > 0 && m != "floor" {
+		m += "+floor"
+	}
 	return m
 }
 
 // stepDown returns the configuration one level cheaper than c, and false when c is off.
 func stepDown(c tracing.Config) (tracing.Config, bool) {
 	switch {
-	case c.Probability > 0 || c.FollowClientSampling:
-		// Both trace a share of requests fully, with the node's own trace: one step.
-		c.Probability, c.FollowClientSampling = 0, false
+	case c.Probability > 0 || c.FollowClientSampling || c.FloorInterval > 0:
+		// All three trace a share of requests fully, with the node's own trace: one step.
+		c.Probability, c.FollowClientSampling, c.FloorInterval = 0, false, 0
 	case c.Enable && !c.Fast:
 		c.Fast = true
 	case c.Enable:

@@ -415,6 +415,10 @@ func TestParentSamplingStepsWithProbability(t *testing.T) {
 		{"fast, sampled and parent", tracing.Config{Enable: true, Fast: true, Probability: 0.1, FollowClientSampling: true},
 			"fast+sampled+parent>fast fast>off"},
 		{"sampled and parent", tracing.Config{Probability: 0.1, FollowClientSampling: true}, "sampled+parent>off"},
+		// The trace floor is sampled work: it goes in the first step, with the probability.
+		{"floor alone", tracing.Config{FloorInterval: time.Minute}, "floor>off"},
+		{"full, sampled and floor", tracing.Config{Enable: true, Probability: 0.1, FloorInterval: time.Minute},
+			"full+sampled+floor>full full>fast fast>off"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

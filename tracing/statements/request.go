@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/tracecar/tracecar/internal/cql"
 )
@@ -14,6 +15,7 @@ import (
 // inactive: its response needs nothing.
 type Ticket struct {
 	e        *Entry
+	floor    *Entry // the statement whose floor trace this request takes
 	prepText string // a PREPARE's query text
 	start    int64
 	active   bool
@@ -21,6 +23,10 @@ type Ticket struct {
 
 // Active reports whether Response must be called for the ticket's response.
 func (t Ticket) Active() bool { return t.active }
+
+// Floor returns the statement whose floor trace the request takes, or nil: the caller
+// traces the request fully and hands the entry to the trace, which calls its FloorTraced.
+func (t Ticket) Floor() *Entry { return t.floor }
 
 // WantsBody reports whether Response reads the response (Frame.Response) with opcode op:
 // the error code of an ERROR, the id of a PREPARE's result and the row count of a RESULT;
@@ -40,7 +46,8 @@ func (s *Stats) Request(f *cql.Frame, now int64) Ticket {
 		}
 		return Ticket{}
 	}
-	if !s.on.Load() {
+	on := s.on.Load()
+	if !on && !s.floor.on.Load() {
 		return Ticket{}
 	}
 	req, ok := f.Request()
@@ -57,9 +64,6 @@ func (s *Stats) Request(f *cql.Frame, now int64) Ticket {
 			e = s.executeEntry(req.ID)
 		}
 		p = paramsOf(req)
-		if op == cql.OpQuery && p.cl != 0xffff && e.shape.dmlOrSelect() && !e.shape.system && (p.hasValues || e.literals()) {
-			e.count(kindUnprepared)
-		}
 	case cql.OpBatch:
 		if e, p = s.batchEntry(req); e == nil {
 			return Ticket{}
@@ -67,12 +71,29 @@ func (s *Stats) Request(f *cql.Frame, now int64) Ticket {
 	default:
 		return Ticket{}
 	}
+	var fl *Entry
+	if s.floor.on.Load() && e.take(now) {
+		fl = e
+	}
+	if !on {
+		if fl == nil && now-e.last.Load() > int64(floorSeen) {
+			e.last.Store(now) // seen: the floor's arming looks for it
+		}
+		return Ticket{floor: fl}
+	}
+	if op == cql.OpQuery && p.cl != 0xffff && e.shape.dmlOrSelect() && !e.shape.system && (p.hasValues || e.literals()) {
+		e.count(kindUnprepared)
+	}
 	e.cls[clIndex(p.cl)].Add(1)
 	if !e.shape.system {
 		s.countRequest(e, p)
 	}
-	return Ticket{e: e, start: now, active: true}
+	return Ticket{e: e, floor: fl, start: now, active: true}
 }
+
+// floorSeen is how often a statement's last-seen time is stored while only the trace floor
+// needs it: the arming only asks whether it was seen since its last trace.
+const floorSeen = 100 * time.Millisecond
 
 // countRequest counts the anti-patterns that depend on one request's parameters.
 func (s *Stats) countRequest(e *Entry, p params) {
