@@ -522,8 +522,10 @@ func (g *Guard) describe(f Figures) string {
 		cpu += fmt.Sprintf(" ± %.2f", f.CPUErrPercent)
 	}
 	how := f.CPUMethod
-	if f.CPUFrom != "" {
+	if f.CPUFrom != "" && !strings.HasPrefix(f.CPUFrom, how) {
 		how += ": " + f.CPUFrom
+	} else if f.CPUFrom != "" {
+		how = f.CPUFrom
 	}
 	if f.FailClosed {
 		how += "; failing closed: tracing's CPU share is unknown, so the CPU budget counts as breached"
