@@ -163,6 +163,8 @@ type Server struct {
 
 	auditLog AuditLog // nil: no audit endpoint, no ADMIN records (see WithAudit)
 
+	timers timers // the toggles' for= timers (timers.go)
+
 	nodes        NodeControl // nil: no node control endpoints (see WithNodeControl)
 	nodeStateErr func(error) bool
 
@@ -195,7 +197,7 @@ func New(cfg Config, tr Tracer, logs Loggers, opts ...Option) *Server {
 	if cfg.Addr == "" {
 		cfg.Addr = DefaultAddr
 	}
-	s := &Server{cfg: cfg, tr: tr, logs: logs, log: cfg.Logger, started: time.Now()}
+	s := &Server{cfg: cfg, tr: tr, logs: logs, log: cfg.Logger, started: time.Now(), timers: newTimers()}
 	if s.log == nil {
 		s.log = &nopLogger
 	}
@@ -215,6 +217,7 @@ func New(cfg Config, tr Tracer, logs Loggers, opts ...Option) *Server {
 	own.MustRegister(metrics.RuntimeCollectors()...)
 	own.MustRegister(s.collectors...)
 	own.MustRegister(s.opsCollectors()...)
+	own.MustRegister(s.timers.expired)
 	s.gatherer = prometheus.Gatherers{s.metrics.Gatherer(), own}
 
 	s.exact = map[string]route{

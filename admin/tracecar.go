@@ -51,6 +51,9 @@ type Status struct {
 	// Audit is the audit log's state: its settings, records by category, drops and each
 	// sink's state (GET /tracecar/audit).
 	Audit *audit.Status `json:"audit,omitempty"`
+	// Timers are the toggles' running timers (for=DURATION), soonest first: what each
+	// puts back, to what, and when.
+	Timers []Timer `json:"timers"`
 }
 
 // Counters are the request counters in Status.
@@ -68,6 +71,7 @@ func (s *Server) getStatus(ctx *fasthttp.RequestCtx, _ string) error {
 		Guardrail:     Guardrail{State: "none"},
 		Loggers:       map[string]string{},
 		UptimeSeconds: int64(time.Since(s.started) / time.Second),
+		Timers:        s.Timers(),
 	}
 	if s.tr != nil {
 		cfg := s.tr.Config()

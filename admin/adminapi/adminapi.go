@@ -227,6 +227,20 @@ type Status struct {
 	} `json:"shards"`
 	// Audit is the audit log's state; nil from a server without one.
 	Audit *audit.Status `json:"audit"`
+	// Timers are the toggles' timers (for=DURATION), soonest first.
+	Timers []Timer `json:"timers"`
+}
+
+// Timer is a toggle's timer in the status: the settings it puts back, and when.
+type Timer struct {
+	Toggle   string `json:"toggle"`
+	Settings []struct {
+		Setting  string `json:"setting"`
+		RevertTo string `json:"reverts_to"`
+		SetTo    string `json:"set_to"`
+	} `json:"settings"`
+	Due     time.Time `json:"due"`
+	Imposed bool      `json:"imposed"`
 }
 
 // ParseStatus decodes GET /tracecar/status.

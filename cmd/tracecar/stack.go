@@ -64,6 +64,8 @@ type stackConfig struct {
 	Guardrail guardrail.Budget
 	NodeKind  string // of NodeAPI; the embedded node's API is "tracecar"
 	NodeApply admin.NodeApply
+	// ToggleMaxDuration is the timer a costly toggle sent without for= gets; 0: none.
+	ToggleMaxDuration time.Duration
 
 	// Peers maps peer nodes to their sidecars (--cluster-file, --peers); nil: the convention.
 	Peers *sidecar.PeerMap

@@ -76,7 +76,7 @@ func (st *stack) startTracer(ctx context.Context, cfg stackConfig, m *metrics.Me
 func (st *stack) adminOptions(cfg stackConfig, nodeKind string, capt *capture.Capture) ([]admin.Option, error) {
 	adminOpts := []admin.Option{admin.WithGuardrailControl(st.guard), admin.WithCollector(st.guard.Collector()),
 		admin.WithCollector(st.guard.StateCollector()), admin.WithTraceContextKeys(st.tracer.TraceContextKeys()),
-		admin.WithAudit(st.audit), admin.WithCollector(st.audit.Collector())}
+		admin.WithAudit(st.audit), admin.WithCollector(st.audit.Collector()), admin.WithToggleMaxDuration(cfg.ToggleMaxDuration)}
 	if st.NodeAPI != "" {
 		nodeCfg := nodeapi.Config{Kind: nodeKind, URL: st.NodeAPI}
 		if nodeKind == nodeapi.KindTracecar {
@@ -147,6 +147,9 @@ func (st *stack) listen(cfg stackConfig, adminOpts []admin.Option) error {
 		scheme = "https://"
 	}
 	st.Admin = scheme + aln.Addr().String()
+	// The toggles' timers stop with the stack, before the tracer closes (a successor runs
+	// them from the state handed over).
+	st.closers = append([]func(context.Context) error{func(context.Context) error { st.api.StopTimers(); return nil }}, st.closers...)
 	if err := st.restore(cfg.inherit); err != nil {
 		pln.Close()
 		aln.Close()
