@@ -92,12 +92,15 @@ type timers struct {
 	max     time.Duration
 	expired *prometheus.CounterVec
 
-	// mu serialises the toggles and the expiries, so that an expiry never lands between
-	// a toggle's change and the dropping of the timers it overrides; it guards list.
-	mu   sync.Mutex
-	next uint64
-	list map[uint64]*timer
-	stop bool
+	// apply serialises the toggles and the expiries, so that an expiry never lands
+	// between a toggle's change and the dropping of the timers it overrides. mu guards
+	// the rest, and is never held across a change (a GET of the status never waits on
+	// the node).
+	apply sync.Mutex
+	mu    sync.Mutex
+	next  uint64
+	list  map[uint64]*timer
+	stop  bool
 }
 
 type timer struct {
@@ -130,12 +133,14 @@ func (p params) forParam() (time.Duration, error) {
 // parts of earlier timers are dropped; with d > 0 (or a costly change and a maximum
 // duration) a timer puts them back when d is up, and the answer's TimerHeader says when.
 func (s *Server) toggle(ctx *fasthttp.RequestCtx, name string, d time.Duration, apply func() ([]TimerSetting, bool, error)) error {
-	s.timers.mu.Lock()
-	defer s.timers.mu.Unlock()
+	s.timers.apply.Lock()
+	defer s.timers.apply.Unlock()
 	settings, costly, err := apply()
 	if err != nil {
 		return err
 	}
+	s.timers.mu.Lock()
+	defer s.timers.mu.Unlock()
 	s.dropLocked(settings)
 	imposed := false
 	if d == 0 && costly && s.timers.max > 0 {
@@ -182,13 +187,16 @@ func (s *Server) addLocked(t Timer, d time.Duration) *timer {
 // expire puts back what timer id's toggle changed, counts it, logs it on the admin logger
 // and makes it an ADMIN record.
 func (s *Server) expire(id uint64) {
+	s.timers.apply.Lock()
+	defer s.timers.apply.Unlock()
 	s.timers.mu.Lock()
-	defer s.timers.mu.Unlock()
 	tm := s.timers.list[id]
-	if tm == nil || s.timers.stop {
+	stopped := s.timers.stop
+	delete(s.timers.list, id)
+	s.timers.mu.Unlock()
+	if tm == nil || stopped {
 		return
 	}
-	delete(s.timers.list, id)
 	err := s.revert(tm.Settings)
 	s.timers.expired.WithLabelValues(tm.Toggle).Inc()
 	parts := make([]string, len(tm.Settings))
@@ -333,6 +341,8 @@ func (s *Server) RestoreTimers(ts []TimerState) {
 // StopTimers stops every timer: nothing is put back after it. A stopping sidecar calls it,
 // so that its timers do not fire on a closed tracer (a successor runs them from its state).
 func (s *Server) StopTimers() {
+	s.timers.apply.Lock() // an expiry under way finishes first
+	defer s.timers.apply.Unlock()
 	s.timers.mu.Lock()
 	defer s.timers.mu.Unlock()
 	s.timers.stop = true

@@ -167,6 +167,44 @@ func TestToggleTimers(t *testing.T) {
 		}
 	})
 
+	t.Run("trace_filter, statement_stats and every logger", func(t *testing.T) {
+		var stats0 admin.StatementStats
+		if err := c.get("/tracecar/statement_stats", &stats0); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []string{
+			"/tracecar/trace_filter?keyspace=shop&for=1s",
+			"/tracecar/statement_stats?enable=" + fmt.Sprint(!stats0.Enabled) + "&for=1s",
+			"/system/logger?level=warn&for=1s",
+		} {
+			if code, timer, body := postAnswer(t, st.Admin, p); code != http.StatusOK || !strings.Contains(timer, "(for=1s)") {
+				t.Fatalf("POST %s: %d %s, timer %q; want 200 with a timer of 1s", p, code, body, timer)
+			}
+		}
+		if g := readToggles(t, c); g.logger != "warn" {
+			t.Fatalf("after POST /system/logger?level=warn: %+v", g)
+		}
+		waitToggles(t, c, "every logger to revert", func(g toggles) bool { return g.logger == before.logger })
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			var f map[string]string
+			var stats admin.StatementStats
+			if err := c.get("/tracecar/trace_filter", &f); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.get("/tracecar/statement_stats", &stats); err != nil {
+				t.Fatal(err)
+			}
+			if len(f) == 0 && stats.Enabled == stats0.Enabled && len(timersOf(t, c)) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("20s on: trace filter %v, statement stats %+v; want none and %v", f, stats, stats0.Enabled)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
+
 	t.Run("ctl slow-query --for 2s", func(t *testing.T) {
 		var out, errb bytes.Buffer
 		code := run(t.Context(), []string{"ctl", "--hosts", st.Admin, "slow-query", "--enable", "--full", "--for", "2s"}, &out, &errb)
