@@ -626,7 +626,7 @@ func (g *Guard) Status(cur tracing.Config) Status {
 		st.Detail = "over budget, but tracing is already off"
 	}
 	if g.measured && g.figures.FailClosed {
-		if Level(cur) != "off" {
+		if Level(cur) != "off" && g.windows > 0 { // a window since the user's last change failed closed
 			st.State = "fail_closed"
 		}
 		if st.Detail != "" {

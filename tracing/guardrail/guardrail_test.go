@@ -588,6 +588,14 @@ func TestUncertainFigureFailsClosed(t *testing.T) {
 	if st := g.Status(full); st.State != "fail_closed" || !strings.Contains(st.Detail, "too uncertain") {
 		t.Errorf("status %+v; want fail_closed, saying why", st)
 	}
+	// A user's change: the figures are of the configuration before it, and the state is no
+	// longer fail_closed until a window of the new one fails closed.
+	g.UserChanged(full)
+	now, s = f.window(time.Millisecond, 0, 0, 0, 0, 0)
+	g.Evaluate(now, s, full)
+	if st := g.Status(full); st.State != "ok" {
+		t.Errorf("after a user's change: status %+v; want ok until a window is judged", st)
+	}
 	// The same figure with a budget larger than its error is known.
 	g.SetBudget(Budget{CPUPercent: 50, Window: time.Second})
 	if st := g.Status(full); st.Figures != nil || st.Windows != 0 {
