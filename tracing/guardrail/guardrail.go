@@ -443,7 +443,10 @@ func (g *Guard) measure(now time.Time, s Sample, cur tracing.Config) Figures {
 		work := s.TracingCPU - g.prev.TracingCPU
 		ops := s.TracingOps - g.prev.TracingOps
 		gc := ""
-		if s.GCCPUOK && g.prev.GCCPUOK && s.GCCPU >= g.prev.GCCPU {
+		// The collector's CPU counts only in a window where tracing did work: without
+		// it, the heap it went through was not tracing's (a collection of the runtime's
+		// own garbage in a quiet window would read as tens of % of a small CPU).
+		if s.GCCPUOK && g.prev.GCCPUOK && s.GCCPU >= g.prev.GCCPU && ops > 0 {
 			work += s.GCCPU - g.prev.GCCPU
 			gc = " and the garbage collector's"
 		}

@@ -515,6 +515,15 @@ func TestAttributedCountsGC(t *testing.T) {
 	if fig := g.figures; math.Abs(fig.TracingCPUPerRequestUS-1.5) > 1e-9 || !strings.Contains(fig.CPUFrom, "garbage collector") {
 		t.Errorf("figures %+v; want 1.5 µs per request, the collector's included", fig)
 	}
+	// A window where tracing did no work (full mode under its threshold, say): the
+	// collector's CPU is the runtime's own, not tracing's.
+	f.tracing = 0
+	f.s.GCCPU += 5 * time.Millisecond
+	now, s = f.window(time.Second, 10000, 10*time.Microsecond, 0, 0, 0)
+	g.Evaluate(now, s, cur)
+	if fig := g.figures; fig.CPUPercent != 0 || strings.Contains(fig.CPUFrom, "garbage collector") {
+		t.Errorf("figures %+v; want 0%%, without the collector's CPU, in a window without tracing work", fig)
+	}
 }
 
 // TestComparesLikeWithLike replays the case: off at 50 op/s, where a request
