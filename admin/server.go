@@ -180,6 +180,7 @@ type Server struct {
 	auditLog AuditLog // nil: no audit endpoint, no ADMIN records (see WithAudit)
 
 	nodeLogin func() NodeLogin // nil: no node_login in the status (see WithNodeLogin)
+	timers    timers           // the toggles' for= timers (timers.go)
 
 	nodes        NodeControl // nil: no node control endpoints (see WithNodeControl)
 	nodeStateErr func(error) bool
@@ -213,7 +214,7 @@ func New(cfg Config, tr Tracer, logs Loggers, opts ...Option) *Server {
 	if cfg.Addr == "" {
 		cfg.Addr = DefaultAddr
 	}
-	s := &Server{cfg: cfg, tr: tr, logs: logs, log: cfg.Logger, started: time.Now()}
+	s := &Server{cfg: cfg, tr: tr, logs: logs, log: cfg.Logger, started: time.Now(), timers: newTimers()}
 	if s.log == nil {
 		s.log = &nopLogger
 	}
@@ -233,6 +234,7 @@ func New(cfg Config, tr Tracer, logs Loggers, opts ...Option) *Server {
 	own.MustRegister(metrics.RuntimeCollectors()...)
 	own.MustRegister(s.collectors...)
 	own.MustRegister(s.opsCollectors()...)
+	own.MustRegister(s.timers.expired)
 	s.gatherer = prometheus.Gatherers{s.metrics.Gatherer(), own}
 
 	s.exact = map[string]route{

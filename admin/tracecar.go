@@ -54,6 +54,9 @@ type Status struct {
 	// NodeLogin is the sidecar's own login to its node (node events, the CQL sink, the
 	// audit table); a refused one also makes /readyz answer 503.
 	NodeLogin *NodeLogin `json:"node_login,omitempty"`
+	// Timers are the toggles' running timers (for=DURATION), soonest first: what each
+	// puts back, to what, and when.
+	Timers []Timer `json:"timers"`
 }
 
 // Counters are the request counters in Status.
@@ -71,6 +74,7 @@ func (s *Server) getStatus(ctx *fasthttp.RequestCtx, _ string) error {
 		Guardrail:     Guardrail{State: "none"},
 		Loggers:       map[string]string{},
 		UptimeSeconds: int64(time.Since(s.started) / time.Second),
+		Timers:        s.Timers(),
 	}
 	if s.tr != nil {
 		cfg := s.tr.Config()

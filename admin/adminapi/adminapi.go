@@ -234,6 +234,20 @@ type Status struct {
 		Error   string `json:"error"`
 		Refused uint64 `json:"refused"`
 	} `json:"node_login"`
+	// Timers are the toggles' timers (for=DURATION), soonest first.
+	Timers []Timer `json:"timers"`
+}
+
+// Timer is a toggle's timer in the status: the settings it puts back, and when.
+type Timer struct {
+	Toggle   string `json:"toggle"`
+	Settings []struct {
+		Setting  string `json:"setting"`
+		RevertTo string `json:"reverts_to"`
+		SetTo    string `json:"set_to"`
+	} `json:"settings"`
+	Due     time.Time `json:"due"`
+	Imposed bool      `json:"imposed"`
 }
 
 // ParseStatus decodes GET /tracecar/status.

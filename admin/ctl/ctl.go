@@ -284,6 +284,16 @@ func showStatus(body []byte) (string, error) {
 	if l := st.NodeLogin; l != nil && (l.State == "refused" || l.State == "failed") {
 		s += fmt.Sprintf(" node_login=%s (user %q, refused %d: %s)", l.State, l.User, l.Refused, l.Error)
 	}
+	for _, t := range st.Timers {
+		parts := make([]string, len(t.Settings))
+		for i, set := range t.Settings {
+			parts[i] = set.Setting + "→" + strconv.Quote(set.RevertTo)
+		}
+		s += " timer=" + strings.Join(parts, ",") + "@" + t.Due.UTC().Format(time.RFC3339)
+		if t.Imposed {
+			s += "(toggle-max-duration)"
+		}
+	}
 	if sh := st.Shards; sh != nil {
 		s += fmt.Sprintf(" cross_shard=%d shard_requests=%s", sh.CrossShardRequests, byShard(sh.RequestsByShard))
 	}
@@ -373,7 +383,11 @@ func (c *client) do(ctx context.Context, base string, o op) (string, error) {
 		}
 		return "", err
 	}
-	return o.show(body)
+	detail, err := o.show(body)
+	if d := o.params.Get("for"); o.post != "" && d != "" && err == nil {
+		detail += " (reverts in " + d + ")"
+	}
+	return detail, err
 }
 
 // request sends one request, with params form-encoded in the body, and returns the body of

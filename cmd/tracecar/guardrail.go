@@ -19,6 +19,7 @@ type guardFlags struct {
 	nodeAPI, nodeKind, apply   *string
 	nodeTracing                *string
 	fs                         *flag.FlagSet // to tell a --node-apply given from its default
+	toggleMax                  *time.Duration
 }
 
 func addGuardFlags(fs *flag.FlagSet) guardFlags {
@@ -33,6 +34,7 @@ func addGuardFlags(fs *flag.FlagSet) guardFlags {
 		nodeKind:    fs.String("node-kind", "", "kind of --node-api: "+strings.Join(nodeapi.Kinds, ", ")),
 		apply:       fs.String("node-apply", "trace_probability", "sidecar changes also applied to the node: a comma list of slow_query, trace_probability, or none"),
 		nodeTracing: fs.String("node-tracing", "on", "on: a sampled request asks the node for its own trace (never one that carries a password); off: sample without the node's trace, its events lost"),
+		toggleMax:   fs.Duration("toggle-max-duration", 0, "give a costly toggle sent without for= (full mode, a probability above 0, a debug or trace level, a threshold of 0) a timer of this `D`, such as 30m, after which it reverts (0: off; at most 168h)"),
 		fs:          fs,
 	}
 }
@@ -60,6 +62,10 @@ func (f guardFlags) fill(cfg *stackConfig) error {
 		return usageErrorf("--guardrail-*: %v", err)
 	}
 	cfg.Guardrail = b
+	if *f.toggleMax < 0 || *f.toggleMax > admin.MaxToggleFor {
+		return usageErrorf("--toggle-max-duration must be a duration from 0 (off) to 168h (7 days), got %v", *f.toggleMax)
+	}
+	cfg.ToggleMaxDuration = *f.toggleMax
 	cfg.NodeAPI, cfg.NodeKind = *f.nodeAPI, *f.nodeKind
 	apply, err := parseNodeApply(*f.apply)
 	if err != nil {

@@ -37,6 +37,8 @@ func TestUsageErrors(t *testing.T) {
 		{"otlp endpoint not a URL", []string{"sidecar", "--otlp-endpoint", "127.0.0.1:4318"}, "--otlp-endpoint must be a URL"},
 		{"otlp protocol", []string{"sidecar", "--otlp-protocol", "http/json"}, "want http/protobuf or grpc"},
 		{"node password alone", []string{"sidecar", "--node-password", "x"}, "needs --node-username"},
+		{"toggle max over a week", []string{"sidecar", "--toggle-max-duration", "200h"}, "--toggle-max-duration must be a duration from 0 (off) to 168h"},
+		{"toggle max negative", []string{"sidecar", "--toggle-max-duration", "-1s"}, "--toggle-max-duration must be"},
 		{"deployment without a rate", []string{"loadcheck", "--node", "127.0.0.1:1", "--sidecar", "127.0.0.1:2", "--admin", "127.0.0.1:3"}, "saturates a production node"},
 		{"sidecar without its node", []string{"loadcheck", "--sidecar", "127.0.0.1:2", "--admin", "127.0.0.1:3", "--rate", "1000"}, "need --node"},
 		{"tls cert without key", []string{"sidecar", "--tls-cert", "c.pem"}, "--tls-cert and --tls-key go together"},

@@ -68,6 +68,8 @@ type stackConfig struct {
 	NodeApply admin.NodeApply
 	// NoNodeTracing is --node-tracing off: sampled requests do not ask the node to trace.
 	NoNodeTracing bool
+	// ToggleMaxDuration is the timer a costly toggle sent without for= gets; 0: none.
+	ToggleMaxDuration time.Duration
 
 	// Peers maps peer nodes to their sidecars (--cluster-file, --peers); nil: the convention.
 	Peers *sidecar.PeerMap

@@ -85,7 +85,8 @@ func (st *stack) adminOptions(cfg stackConfig, nodeKind string, capt *capture.Ca
 		admin.WithNodeLogin(st.nodeLogin), admin.WithCollector(prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "tracecar_node_login_refused_total",
 			Help: "Logins of the sidecar's own session to the node (node events, --cql-sink, the audit table) that the node refused.",
-		}, func() float64 { return float64(st.nodeSession.Login().Refused) }))}
+		}, func() float64 { return float64(st.nodeSession.Login().Refused) })),
+		admin.WithToggleMaxDuration(cfg.ToggleMaxDuration)}
 	if st.NodeAPI != "" {
 		nodeCfg := nodeapi.Config{Kind: nodeKind, URL: st.NodeAPI}
 		if nodeKind == nodeapi.KindTracecar {
@@ -154,6 +155,9 @@ func (st *stack) listen(cfg stackConfig, adminOpts []admin.Option) error {
 		scheme = "https://"
 	}
 	st.Admin = scheme + aln.Addr().String()
+	// The toggles' timers stop with the stack, before the tracer closes (a successor runs
+	// them from the state handed over).
+	st.closers = append([]func(context.Context) error{func(context.Context) error { st.api.StopTimers(); return nil }}, st.closers...)
 	if err := st.restore(cfg.inherit); err != nil {
 		pln.Close()
 		aln.Close()
