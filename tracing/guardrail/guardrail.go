@@ -441,33 +441,7 @@ func (g *Guard) measure(now time.Time, s Sample, cur tracing.Config) Figures {
 		f.CPUFrom = fmt.Sprintf("off windows at a similar rate: this window at %s, %.0f op/s, against %d windows with tracing off at %.0f to %.0f op/s",
 			level, rate, n, lo, hi)
 	case s.TracingCPUOK && g.prev.TracingCPUOK && s.TracingCPU >= g.prev.TracingCPU:
-		// No off window at a similar rate: the CPU of the work tracing added, counted
-		// where it happened, over the process's. Its error is the counting noise of the
-		// pieces of work, which come one per recorded session and fetch.
-		work := s.TracingCPU - g.prev.TracingCPU
-		ops := s.TracingOps - g.prev.TracingOps
-		gc := ""
-		// The collector's CPU counts only in a window where tracing did counted work:
-		// without it, the heap it went through was mostly not tracing's (a collection of
-		// the runtime's own garbage in a quiet window read as tens of % of a small CPU);
-		// but tracing's unmetered work (fast mode's clock reads) may have made some of
-		// it, so it is the figure's error.
-		var leftOut time.Duration
-		if s.GCCPUOK && g.prev.GCCPUOK && s.GCCPU >= g.prev.GCCPU {
-			if ops > 0 {
-				work += s.GCCPU - g.prev.GCCPU
-				gc = " and the garbage collector's"
-			} else {
-				leftOut = s.GCCPU - g.prev.GCCPU
-				gc = ", the garbage collector's left out (no tracing work: its error)"
-			}
-		}
-		f.CPUPercent = min(100, 100*float64(work)/float64(cpu))
-		f.CPUErrPercent = max(f.CPUPercent/math.Sqrt(float64(max(ops, 1))), min(100, 100*float64(leftOut)/float64(cpu)))
-		f.TracingCPUPerRequestUS = float64(work) / float64(time.Microsecond) / float64(f.Requests)
-		f.CPUMethod = "attributed"
-		f.CPUFrom = fmt.Sprintf("attributed: this window's counted tracing work (%d pieces)%s, at %.0f op/s; %s",
-			ops, gc, rate, noComparable(len(g.off), n))
+		g.attribute(&f, s, cpu, rate, n)
 	default:
 		f.CPUMethod, f.FailClosed = "unknown", g.budget.CPUPercent > 0
 		f.CPUFrom = "none: " + noComparable(len(g.off), n) + ", and no count of tracing's work"
@@ -480,6 +454,39 @@ func (g *Guard) measure(now time.Time, s Sample, cur tracing.Config) Figures {
 		f.CPUPercent, f.CPUMethod, f.FailClosed = -1, "unknown", true
 	}
 	return f
+}
+
+// attribute sets f's CPU figure, with no off window at a similar rate to compare with (n
+// of them were): the CPU of the work tracing added in the window, counted where it
+// happened, over the process's cpu.
+func (g *Guard) attribute(f *Figures, s Sample, cpu time.Duration, rate float64, n int) {
+	// No off window at a similar rate: the CPU of the work tracing added, counted
+	// where it happened, over the process's. Its error is the counting noise of the
+	// pieces of work, which come one per recorded session and fetch.
+	work := s.TracingCPU - g.prev.TracingCPU
+	ops := s.TracingOps - g.prev.TracingOps
+	gc := ""
+	// The collector's CPU counts only in a window where tracing did counted work:
+	// without it, the heap it went through was mostly not tracing's (a collection of
+	// the runtime's own garbage in a quiet window read as tens of % of a small CPU);
+	// but tracing's unmetered work (fast mode's clock reads) may have made some of
+	// it, so it is the figure's error.
+	var leftOut time.Duration
+	if s.GCCPUOK && g.prev.GCCPUOK && s.GCCPU >= g.prev.GCCPU {
+		if ops > 0 {
+			work += s.GCCPU - g.prev.GCCPU
+			gc = " and the garbage collector's"
+		} else {
+			leftOut = s.GCCPU - g.prev.GCCPU
+			gc = ", the garbage collector's left out (no tracing work: its error)"
+		}
+	}
+	f.CPUPercent = min(100, 100*float64(work)/float64(cpu))
+	f.CPUErrPercent = max(f.CPUPercent/math.Sqrt(float64(max(ops, 1))), min(100, 100*float64(leftOut)/float64(cpu)))
+	f.TracingCPUPerRequestUS = float64(work) / float64(time.Microsecond) / float64(f.Requests)
+	f.CPUMethod = "attributed"
+	f.CPUFrom = fmt.Sprintf("attributed: this window's counted tracing work (%d pieces)%s, at %.0f op/s; %s",
+		ops, gc, rate, noComparable(len(g.off), n))
 }
 
 // noComparable says why no off window could be compared.

@@ -61,7 +61,6 @@ var longFuncsAllowed = map[string]int{
 	"internal/node/storage TableData.applyRead":         104,
 	"internal/testkit/drivertest RunGocql":              122,
 	"internal/testkit/drivertest gocqlCase":             84,
-	"loadcheck apiClient.read":                          92,
 	"loadcheck checker.preload":                         82,
 	"loadcheck checker.replayReport":                    86,
 	"loadcheck checker.run":                             93,
