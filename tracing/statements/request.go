@@ -47,8 +47,11 @@ func (s *Stats) Request(f *cql.Frame, now int64) Ticket {
 		return Ticket{}
 	}
 	on := s.on.Load()
-	if !on && !s.floor.on.Load() {
-		return Ticket{}
+	if !on {
+		if !s.floor.on.Load() {
+			return Ticket{}
+		}
+		return s.floorOnly(f, now)
 	}
 	req, ok := f.Request()
 	if !ok {
@@ -75,12 +78,6 @@ func (s *Stats) Request(f *cql.Frame, now int64) Ticket {
 	if s.floor.on.Load() && e.take(now) {
 		fl = e
 	}
-	if !on {
-		if fl == nil && now-e.last.Load() > int64(floorSeen) {
-			e.last.Store(now) // seen: the floor's arming looks for it
-		}
-		return Ticket{floor: fl}
-	}
 	if op == cql.OpQuery && p.cl != 0xffff && e.shape.dmlOrSelect() && !e.shape.system && (p.hasValues || e.literals()) {
 		e.count(kindUnprepared)
 	}
@@ -89,6 +86,42 @@ func (s *Stats) Request(f *cql.Frame, now int64) Ticket {
 		s.countRequest(e, p)
 	}
 	return Ticket{e: e, floor: fl, start: now, active: true}
+}
+
+// floorOnly is Request while only the trace floor needs the statement: it finds the
+// entry from what the frame says of its statement (Frame.Statement, which does not walk
+// the values) rather than from the request parsed, and counts nothing.
+func (s *Stats) floorOnly(f *cql.Frame, now int64) Ticket {
+	var e *Entry
+	switch f.Header.Opcode {
+	case cql.OpQuery, cql.OpExecute:
+		st, ok := f.Statement()
+		switch {
+		case !ok:
+			return Ticket{}
+		case f.Header.Opcode == cql.OpQuery:
+			e = s.queryEntry(st.Query)
+		default:
+			e = s.executeEntry(st.ID)
+		}
+	case cql.OpBatch:
+		req, ok := f.Request()
+		if !ok {
+			return Ticket{}
+		}
+		if e, _ = s.batchEntry(req); e == nil {
+			return Ticket{}
+		}
+	default:
+		return Ticket{}
+	}
+	if e.take(now) {
+		return Ticket{floor: e}
+	}
+	if now-e.last.Load() > int64(floorSeen) {
+		e.last.Store(now) // seen: the floor's arming looks for it
+	}
+	return Ticket{}
 }
 
 // floorSeen is how often a statement's last-seen time is stored while only the trace floor
