@@ -244,6 +244,7 @@ func (d *ddl) dropKeyspace(st *dropKeyspaceStmt) (*cql.SchemaChange, error) {
 	d.after = append(d.after, func() {
 		for _, t := range k.tables {
 			t.dropped.Store(true)
+			d.e.mem.release(t.data.Load())
 		}
 	})
 	return &cql.SchemaChange{ChangeType: "DROPPED", Target: cql.TargetKeyspace, Keyspace: st.name}, nil
@@ -281,6 +282,7 @@ func (d *ddl) createTable(st *createTableStmt) (*cql.SchemaChange, error) {
 		t.id = newSchemaVersion()
 	}
 	t.finish()
+	t.data.Store(d.e.mem.newData())
 	d.created(resource{kind: resTable, ks: ksName, name: t.name})
 	d.mutable(ksName).tables[t.name] = t
 	return &cql.SchemaChange{ChangeType: "CREATED", Target: cql.TargetTable, Keyspace: ksName, Name: t.name}, nil
@@ -321,7 +323,7 @@ func (d *ddl) dropTable(st *dropTableStmt) (*cql.SchemaChange, error) {
 	delete(d.mutable(ksName).tables, t.name)
 	d.dropped(resource{kind: resTable, ks: ksName, name: t.name})
 	d.stale[t.tableStore] = true
-	d.after = append(d.after, func() { t.dropped.Store(true) })
+	d.after = append(d.after, func() { t.dropped.Store(true); d.e.mem.release(t.data.Load()) })
 	return &cql.SchemaChange{ChangeType: "DROPPED", Target: cql.TargetTable, Keyspace: ksName, Name: t.name}, nil
 }
 

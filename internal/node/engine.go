@@ -54,6 +54,9 @@ type EngineConfig struct {
 	// NoMaterializedViews refuses CREATE MATERIALIZED VIEW with Cassandra 4.1's default
 	// answer (materialized_views_enabled: false). The zero value has them, as ScyllaDB.
 	NoMaterializedViews bool
+	// MemoryLimit bounds, in bytes, what the user tables' data holds (memory.go): a write
+	// that finds it reached gets Overloaded. Zero means no limit.
+	MemoryLimit int64
 }
 
 // Engine executes CQL against in-memory tables: the user's keyspaces and the system
@@ -79,6 +82,7 @@ type Engine struct {
 	lastTS atomic.Int64 // last write timestamp handed out, to keep them increasing
 
 	auth *authState
+	mem  *memory // what the user tables hold, against EngineConfig.MemoryLimit
 }
 
 type cacheKey struct{ ks, query string }
@@ -167,6 +171,7 @@ func NewEngine(cfg EngineConfig) *Engine {
 		cfg:      cfg,
 		cache:    map[cacheKey]*prepared{},
 		prepared: map[string]*prepared{},
+		mem:      newMemory(cfg.MemoryLimit),
 	}
 	e.nodes = cfg.Nodes
 	if len(e.nodes) == 0 {
@@ -660,7 +665,7 @@ func (p *truncatePlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 		return nil, invalidf("unconfigured table %s", p.t.name)
 	}
 	p.t.viewMu.Lock()
-	p.t.data.Store(newTableData())
+	p.t.data.Store(e.mem.renew(p.t.data.Load()))
 	for _, l := range p.t.views {
 		l.v.data.Store(newTableData())
 	}

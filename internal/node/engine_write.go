@@ -976,6 +976,9 @@ func (p *writePlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 	if t.dropped.Load() {
 		return nil, invalidf("unconfigured table %s", t.name)
 	}
+	if err := e.mem.admitWrite(p, x.batch); err != nil {
+		return nil, err
+	}
 	cond := p.cond
 	if x.noCond {
 		cond = condNone // a conditional batch checked the conditions already

@@ -30,6 +30,9 @@ func writeOf(pl plan) *writePlan {
 
 // runBatch runs a batch's statements; usingTS says that the batch has USING TIMESTAMP.
 func (e *Engine) runBatch(x *execCtx, steps []batchStep, usingTS bool) (cql.Message, error) {
+	if err := e.mem.admitBatch(steps); err != nil {
+		return nil, err
+	}
 	conditional := false
 	for _, st := range steps {
 		if w := writeOf(st.pl); w != nil && w.cond != condNone {

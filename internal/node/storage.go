@@ -28,6 +28,8 @@ type tableData struct {
 	version   atomic.Uint64
 	scanMu    sync.Mutex
 	scanCache *scanSnapshot
+	mem       *memory      // the engine's count for a user table's data (memory.go), or nil
+	bytes     atomic.Int64 // what this data holds, counted in mem
 }
 
 type shard struct {
@@ -180,19 +182,20 @@ func (d *tableData) applyRead(t *table, m *mutation, ops []cellOp, now int64, pk
 		sh.parts[unsafeString(m.pk)] = p
 		d.version.Add(1)
 		m.part = p
+		d.chargeNew(p, nil, 0)
 	}
 	switch {
 	case m.delPartition:
 		if m.ts >= p.del {
 			p.del = m.ts
 		}
-		p.purge(p.del)
+		d.purgePartition(p)
 		return nil
 	case m.delRange != nil:
 		for _, r := range p.rows {
 			if m.delRange.matches(t, r.ck) && m.ts >= r.del {
 				r.del = m.ts
-				r.purge(r.del)
+				d.purgeRow(r)
 			}
 		}
 		return nil
@@ -219,6 +222,7 @@ func (d *tableData) applyRead(t *table, m *mutation, ops []cellOp, now int64, pk
 				r = newRow(m.ck, len(t.cells))
 				p.rows = slices.Insert(p.rows, i, r)
 			}
+			d.chargeNew(nil, r, len(t.cells))
 			if vr != nil {
 				vr.row = r
 			}
@@ -229,7 +233,7 @@ func (d *tableData) applyRead(t *table, m *mutation, ops []cellOp, now int64, pk
 			if m.ts >= r.del {
 				r.del = m.ts
 			}
-			r.purge(r.del)
+			d.purgeRow(r)
 			return nil
 		}
 		if m.ts < r.del {
@@ -239,6 +243,7 @@ func (d *tableData) applyRead(t *table, m *mutation, ops []cellOp, now int64, pk
 			r.marker = liveness{ts: m.ts, exp: m.exp, ttl: m.ttl}
 		}
 	}
+	var held int64 // the values' bytes the ops add (fewer when negative), charged once
 	for i := range ops {
 		op := &ops[i]
 		col := t.cells[op.pos]
@@ -246,16 +251,23 @@ func (d *tableData) applyRead(t *table, m *mutation, ops []cellOp, now int64, pk
 		if col.kind == kindStatic {
 			if p.static == nil {
 				p.static = newRow(nil, len(t.cells))
+				d.chargeNew(nil, p.static, len(t.cells))
 			}
 			target = p.static
 		}
 		if op.pos >= len(target.cells) {
 			target.grow(len(t.cells))
 		}
-		if err := target.cells[op.pos].apply(col, op, m, now); err != nil {
+		c := &target.cells[op.pos]
+		before := valueBytes(c.v)
+		err := c.apply(col, op, m, now)
+		held += valueBytes(c.v) - before
+		if err != nil {
+			d.charge(held)
 			return err
 		}
 	}
+	d.charge(held)
 	return nil
 }
 
