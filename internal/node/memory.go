@@ -12,7 +12,9 @@ import (
 // its data holds, as an estimate charged by the write that adds them: a partition's key and
 // struct, a row's clustering key, struct and cells, a cell's value. The engine sums them in
 // one atomic counter, and a write (INSERT, UPDATE, or a batch with one) that finds the sum
-// at the limit is refused with Overloaded before it changes anything. Reads, DELETE,
+// at the tables' share of the limit (TableShare: the rest is the headroom of the runtime,
+// the connections and the garbage not yet collected) is refused with Overloaded before it
+// changes anything. Reads, DELETE,
 // TRUNCATE and DROP are never refused: a deletion gives back the value bytes it purges, a
 // TRUNCATE or DROP the whole table's count, so that writes get in again. The estimate
 // follows Go's allocations (struct sizes, a map entry, slice headers); the runtime's own
@@ -27,26 +29,35 @@ const (
 	allocBytes     = 8 // the rounding of a small allocation to its size class, on average
 )
 
+// TableShare is the part of the memory limit the tables may hold, in eighths: the other
+// eighth is the headroom of the runtime, the connections and the garbage not yet collected,
+// with the Go runtime's soft memory limit at the limit (cmd/tracecar sets it).
+const TableShare = 7
+
 // memory is an engine's count of the bytes its user tables hold, against its limit. It is
 // safe for concurrent use; a nil *memory counts nothing and refuses nothing.
 type memory struct {
 	limit   int64 // bytes; 0 means none
+	tables  int64 // what the tables may hold: TableShare eighths of limit
 	held    atomic.Int64
 	refused atomic.Uint64
 }
 
 // newMemory returns the count for a limit of limit bytes (0: none).
-func newMemory(limit int64) *memory { return &memory{limit: max(limit, 0)} }
+func newMemory(limit int64) *memory {
+	limit = max(limit, 0)
+	return &memory{limit: limit, tables: limit / 8 * TableShare}
+}
 
 // admit refuses a write when the held bytes have reached the limit.
 func (m *memory) admit() error {
-	if m == nil || m.limit == 0 || m.held.Load() < m.limit {
+	if m == nil || m.limit == 0 || m.held.Load() < m.tables {
 		return nil
 	}
 	m.refused.Add(1)
 	return &cql.Error{Code: cql.ErrCodeOverloaded, Message: fmt.Sprintf(
-		"node memory limit %s reached (--memory-limit): %s of table data held; reads, DELETE, TRUNCATE and DROP still work",
-		FormatBytes(m.limit), FormatBytes(m.held.Load()))}
+		"node memory limit %s reached (--memory-limit): its tables hold %s, the most they may (%d/8 of it); reads, DELETE, TRUNCATE and DROP still work, and what they free lets writes in again",
+		FormatBytes(m.limit), FormatBytes(m.held.Load()), TableShare)}
 }
 
 // admitWrite refuses a write statement (not a DELETE) when the held bytes have reached
@@ -181,7 +192,8 @@ func partitionValueBytes(p *partition) int64 {
 // MemoryHeld returns the estimated bytes the engine's user tables hold.
 func (e *Engine) MemoryHeld() int64 { return e.mem.held.Load() }
 
-// MemoryLimit returns the engine's memory limit in bytes; 0 means none.
+// MemoryLimit returns the engine's memory limit in bytes; 0 means none. Its tables may hold
+// TableShare eighths of it.
 func (e *Engine) MemoryLimit() int64 { return e.mem.limit }
 
 // MemoryRefused returns the writes the memory limit has refused.
