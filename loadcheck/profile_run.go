@@ -291,7 +291,7 @@ func (p *profile) readTable(ctx context.Context, s *gocql.Session) error {
 	}
 	// As cassandra-stress, an insert of one statement is sent as that statement: the
 	// batch type matters only to an insert that can write several.
-	if t.counter && p.insert.batchType != "" && p.insert.batchType != batchCounter && p.insertBatches() {
+	if t.counter && p.insert.batchType != "" && p.insert.batchType != batchCounter && p.insertBatches(t) {
 		return profileError(p.path, p.insert.line, "insert batchtype %s: a table of counters takes COUNTER batches, and this insert can write several statements (partitions %s, or several rows per partition), which go in a batch", p.insert.batchType, p.insert.partitions)
 	}
 	if !t.counter && p.insert.batchType == batchCounter {
@@ -737,12 +737,12 @@ func (p *profile) cycle() []int {
 }
 
 // insertBatches reports whether an insert can write several statements, which go in a
-// batch of the profile's type: more than one partition, or more than one row in one.
-func (p *profile) insertBatches() bool {
+// batch of the profile's type: more than one partition, or more than one row in one of t.
+func (p *profile) insertBatches(t *ptable) bool {
 	if p.insert.partitions != nil && p.insert.partitions.max > 1 {
 		return true
 	}
-	for _, c := range p.t.ck {
+	for _, c := range t.ck {
 		if c.spec != nil && c.spec.cluster != nil && c.spec.cluster.max > 1 {
 			return true
 		}
