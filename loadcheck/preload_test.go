@@ -32,7 +32,7 @@ func (b *syncBuffer) String() string {
 // time left, and stops with the preload.
 func TestPreloadProgress(t *testing.T) {
 	var w syncBuffer
-	pl := preloadPlan{partitions: 10, rows: 10000, partBytes: 1 << 20}
+	pl := preloadPlan{partitions: 10, rows: 10000, rowsPer: 1000, partBytes: 1 << 20}
 	var parts, rows atomic.Int64
 	parts.Store(4)
 	rows.Store(4000)

@@ -430,8 +430,7 @@ func (c *checker) preloadProfile(ctx context.Context, s session) error {
 		ops[w] = func(ctx context.Context) (int, error) {
 			seed := c.wl.pop.min + next.Add(1) - 1
 			g.partition(p.t, seed, &part)
-			written, err := p.writeRows(ctx, gs, g, &part, nil, gocql.UnloggedBatch, true, c.cfg)
-			rows.Add(written)
+			written, err := p.writeRows(ctx, gs, g, &part, nil, gocql.UnloggedBatch, true, &rows)
 			if d := done.Add(1); c.out.progress && d%100 == 0 {
 				c.out.status(fmt.Sprintf("preload: %s of %s partitions, %s rows", commas(float64(d)), commas(float64(n)), commas(float64(rows.Load()))))
 			}
@@ -464,8 +463,8 @@ func (c *checker) preloadProfile(ctx context.Context, s session) error {
 
 // writeRows writes the rows of part that pick selects (all when nil), in batches of
 // typ (of preloadBatch statements at most when plain, for the preload); it returns the
-// rows written.
-func (p *profile) writeRows(ctx context.Context, s *gocql.Session, g *gen, part *ppart, pick []int64, typ gocql.BatchType, plain bool, cfg *Config) (int64, error) {
+// rows written, and adds each batch's to progress as it is written.
+func (p *profile) writeRows(ctx context.Context, s *gocql.Session, g *gen, part *ppart, pick []int64, typ gocql.BatchType, plain bool, progress *atomic.Int64) (int64, error) {
 	stmt, cols := p.insertStmt, p.insertCols
 	if plain {
 		stmt, cols = p.plainInsert, p.plainCols
@@ -480,6 +479,9 @@ func (p *profile) writeRows(ctx context.Context, s *gocql.Session, g *gen, part 
 			return nil
 		}
 		err := s.ExecuteBatch(b)
+		if err == nil {
+			progress.Add(int64(len(b.Entries)))
+		}
 		b = nil
 		return err
 	}

@@ -89,7 +89,7 @@ func nodeMemoryCollectors(srv *node.Server) []admin.Option {
 			Help: "The node's --memory-limit in bytes; 0 means none."},
 			engine(func(e *node.Engine) float64 { return float64(e.MemoryLimit()) }))),
 		admin.WithCollector(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tracecar_node_memory_refused_writes_total",
-			Help: "Writes the node refused with Overloaded because its tables held --memory-limit."},
+			Help: "Writes the node refused with Overloaded because its tables held their share (7/8) of --memory-limit."},
 			engine(func(e *node.Engine) float64 { return float64(e.MemoryRefused()) }))),
 	}
 }
