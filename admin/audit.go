@@ -13,6 +13,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/tracecar/tracecar/audit"
+	"github.com/tracecar/tracecar/internal/secrets"
 )
 
 // AuditLog is what the API needs from the audit log; *audit.Log implements it.
@@ -179,15 +180,16 @@ const maxAdminOperation = 1024
 
 // adminOperation is an ADMIN record's operation: the method, the path and the parameters,
 // from the query string and a form body, as a query string, such as
-// "POST /storage_service/slow_query?enable=true&fast=true".
+// "POST /storage_service/slow_query?enable=true&fast=true". A parameter named like a
+// secret (token, password: secrets.Redact) has its value withheld.
 func adminOperation(ctx *fasthttp.RequestCtx) string {
 	v := url.Values{}
 	for k, val := range ctx.QueryArgs().All() {
-		v.Add(string(k), string(val))
+		v.Add(string(k), secrets.Redact(string(k), string(val)))
 	}
 	if len(ctx.Request.Body()) > 0 {
 		for k, val := range ctx.PostArgs().All() {
-			v.Add(string(k), string(val))
+			v.Add(string(k), secrets.Redact(string(k), string(val)))
 		}
 	}
 	op := string(ctx.Method()) + " " + string(ctx.Path())

@@ -134,17 +134,23 @@ func (s *Server) setNodeLogger(ctx *fasthttp.RequestCtx, name, nodeLogger string
 	if s.node == nil {
 		return noNode(name)
 	}
-	level, err := requiredLevel(ctx)
+	level, d, err := requiredLevel(ctx)
 	if err != nil {
 		return err
 	}
-	c, cancel := nodeContext()
-	defer cancel()
-	if err := s.node.SetLevel(c, nodeLogger, level); err != nil {
-		return nodeError("logger "+name, err)
-	}
-	s.audit(ctx, "logger "+name).Str("node", s.node.Kind()).Str("new", level).Msg("admin change")
-	return nil
+	return s.toggle(ctx, "POST /system/logger/"+name, d, func() ([]TimerSetting, bool, error) {
+		c, cancel := nodeContext()
+		defer cancel()
+		old, err := s.node.Level(c, nodeLogger)
+		if err != nil {
+			return nil, false, nodeError("logger "+name, err)
+		}
+		if err := s.node.SetLevel(c, nodeLogger, level); err != nil {
+			return nil, false, nodeError("logger "+name, err)
+		}
+		s.audit(ctx, "logger "+name).Str("node", s.node.Kind()).Str("old", old).Str("new", level).Msg("admin change")
+		return []TimerSetting{{settingLoggerPrefix + name, old, level}}, costlyLevel(level), nil
+	})
 }
 
 // getNodeProbability serves GET /tracecar/node/trace_probability: the node's own
@@ -163,7 +169,7 @@ func (s *Server) getNodeProbability(ctx *fasthttp.RequestCtx, _ string) error {
 // setNodeProbability serves POST /tracecar/node/trace_probability?probability=P: the
 // node's own probability only, the sidecar's stays.
 func (s *Server) setNodeProbability(ctx *fasthttp.RequestCtx, _ string) error {
-	prob, err := probabilityParam(ctx)
+	prob, _, err := probabilityParam(ctx, false)
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/valyala/fasthttp"
 
+	"github.com/tracecar/tracecar/admin/adminapi"
 	"github.com/tracecar/tracecar/internal/metrics"
 	"github.com/tracecar/tracecar/tracing"
 	"github.com/tracecar/tracecar/tracing/guardrail"
@@ -128,6 +129,21 @@ func WithGuardrailControl(g GuardrailControl) Option {
 	}
 }
 
+// NodeLogin is the state of the sidecar's own login to its node, for node events, the CQL
+// sink and the audit table, as /tracecar/status reports it: State is not_tried, ok,
+// refused or failed; Refused counts the refusals since start.
+type NodeLogin struct {
+	State   string `json:"state"`
+	User    string `json:"user"`
+	Error   string `json:"error,omitempty"`
+	Refused uint64 `json:"refused"`
+}
+
+// WithNodeLogin makes /tracecar/status report the node login that f returns.
+func WithNodeLogin(f func() NodeLogin) Option {
+	return func(s *Server) { s.nodeLogin = f }
+}
+
 // WithCollector serves c's series on /metrics too.
 func WithCollector(c prometheus.Collector) Option {
 	return func(s *Server) { s.collectors = append(s.collectors, c) }
@@ -163,6 +179,9 @@ type Server struct {
 
 	auditLog AuditLog // nil: no audit endpoint, no ADMIN records (see WithAudit)
 
+	nodeLogin func() NodeLogin // nil: no node_login in the status (see WithNodeLogin)
+	timers    timers           // the toggles' for= timers (timers.go)
+
 	nodes        NodeControl // nil: no node control endpoints (see WithNodeControl)
 	nodeStateErr func(error) bool
 
@@ -195,7 +214,7 @@ func New(cfg Config, tr Tracer, logs Loggers, opts ...Option) *Server {
 	if cfg.Addr == "" {
 		cfg.Addr = DefaultAddr
 	}
-	s := &Server{cfg: cfg, tr: tr, logs: logs, log: cfg.Logger, started: time.Now()}
+	s := &Server{cfg: cfg, tr: tr, logs: logs, log: cfg.Logger, started: time.Now(), timers: newTimers()}
 	if s.log == nil {
 		s.log = &nopLogger
 	}
@@ -215,6 +234,7 @@ func New(cfg Config, tr Tracer, logs Loggers, opts ...Option) *Server {
 	own.MustRegister(metrics.RuntimeCollectors()...)
 	own.MustRegister(s.collectors...)
 	own.MustRegister(s.opsCollectors()...)
+	own.MustRegister(s.timers.expired)
 	s.gatherer = prometheus.Gatherers{s.metrics.Gatherer(), own}
 
 	s.exact = map[string]route{
@@ -247,6 +267,9 @@ func New(cfg Config, tr Tracer, logs Loggers, opts ...Option) *Server {
 	}
 	if s.filter != nil {
 		s.exact["/tracecar/trace_filter"] = route{http.MethodGet: s.getTraceFilter, http.MethodPost: s.setTraceFilter, http.MethodDelete: s.clearTraceFilter}
+	}
+	if _, configOnly := tr.(configOnly); s.stmts != nil && tr != nil && !configOnly {
+		s.exact[adminapi.PathTraceFloor] = s.floorRoute()
 	}
 	if s.stmts != nil {
 		s.exact["/tracecar/statement_stats"] = route{http.MethodGet: s.getStatementStats, http.MethodPost: s.setStatementStats}

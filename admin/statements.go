@@ -53,7 +53,7 @@ func (s *Server) getStatementStats(ctx *fasthttp.RequestCtx, _ string) error {
 
 // setStatementStats serves POST /tracecar/statement_stats?enable=true|false.
 func (s *Server) setStatementStats(ctx *fasthttp.RequestCtx, _ string) error {
-	p, err := readParams(ctx, "enable")
+	p, err := readParams(ctx, "enable", "for")
 	if err != nil {
 		return err
 	}
@@ -61,12 +61,22 @@ func (s *Server) setStatementStats(ctx *fasthttp.RequestCtx, _ string) error {
 	if err != nil {
 		return err
 	}
+	d, err := p.forParam()
+	if err != nil {
+		return err
+	}
 	if !ok {
 		return missing("enable", "true or false")
 	}
-	old := s.stmts.Enabled()
-	s.stmts.SetEnabled(on)
-	s.audit(ctx, "statement_stats").Bool("old", old).Bool("new", on).Msg("admin change")
+	err = s.toggle(ctx, "POST /tracecar/statement_stats", d, func() ([]TimerSetting, bool, error) {
+		old := s.stmts.Enabled()
+		s.stmts.SetEnabled(on)
+		s.audit(ctx, "statement_stats").Bool("old", old).Bool("new", on).Msg("admin change")
+		return []TimerSetting{boolSetting(SettingStatementStats, old, on)}, false, nil
+	})
+	if err != nil {
+		return err
+	}
 	return writeJSON(ctx, s.statementStats())
 }
 

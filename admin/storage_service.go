@@ -42,7 +42,11 @@ func (s *Server) getSlowQuery(ctx *fasthttp.RequestCtx, _ string) error {
 // each optional; an absent one keeps its value. All are parsed before any is applied, and
 // the tracer gets them in one configuration.
 func (s *Server) setSlowQuery(ctx *fasthttp.RequestCtx, _ string) error {
-	p, err := readParams(ctx, "enable", "fast", "threshold", "ttl")
+	p, err := readParams(ctx, "enable", "fast", "threshold", "ttl", "for")
+	if err != nil {
+		return err
+	}
+	d, err := p.forParam()
 	if err != nil {
 		return err
 	}
@@ -64,7 +68,33 @@ func (s *Server) setSlowQuery(ctx *fasthttp.RequestCtx, _ string) error {
 	if err != nil {
 		return err
 	}
-	old, cur, err := s.updateConfig(func(c tracing.Config) tracing.Config {
+	return s.toggle(ctx, "POST /storage_service/slow_query", d, func() ([]TimerSetting, bool, error) {
+		old, cur, err := s.applySlowQuery(ctx, hasEnable, enable, hasFast, fast, hasThreshold, threshold, hasTTL, ttl)
+		if err != nil {
+			return nil, false, err
+		}
+		var set []TimerSetting
+		if hasEnable {
+			set = append(set, boolSetting(SettingEnable, old.Enable, cur.Enable))
+		}
+		if hasFast {
+			set = append(set, boolSetting(SettingFast, old.Fast, cur.Fast))
+		}
+		if hasThreshold {
+			set = append(set, intSetting(SettingThreshold, old.ThresholdMicros, cur.ThresholdMicros))
+		}
+		if hasTTL {
+			set = append(set, intSetting(SettingTTL, old.TTLSeconds, cur.TTLSeconds))
+		}
+		costly := cur.Enable && ((hasEnable || hasFast) && !cur.Fast || hasThreshold && cur.ThresholdMicros == 0)
+		return set, costly, nil
+	})
+}
+
+// applySlowQuery applies the given slow_query parameters to the sidecar, and to the node
+// when it takes them, and writes the admin log line.
+func (s *Server) applySlowQuery(ctx *fasthttp.RequestCtx, hasEnable, enable, hasFast, fast, hasThreshold bool, threshold int64, hasTTL bool, ttl int64) (old, cur tracing.Config, err error) {
+	old, cur, err = s.updateConfig(func(c tracing.Config) tracing.Config {
 		if hasEnable {
 			c.Enable = enable
 		}
@@ -80,7 +110,7 @@ func (s *Server) setSlowQuery(ctx *fasthttp.RequestCtx, _ string) error {
 		return c
 	})
 	if err != nil {
-		return err
+		return old, cur, err
 	}
 	if s.node != nil && s.apply.SlowQuery {
 		err := s.applyToNode("slow_query", func(c context.Context) error {
@@ -90,13 +120,13 @@ func (s *Server) setSlowQuery(ctx *fasthttp.RequestCtx, _ string) error {
 			return c
 		})
 		if err != nil {
-			return err
+			return old, cur, err
 		}
 	}
 	s.audit(ctx, "slow_query").
 		Interface("old", slowQueryOf(old)).Interface("new", slowQueryOf(cur)).
 		Str("mode", cur.Mode()).Msg("admin change")
-	return nil
+	return old, cur, nil
 }
 
 // getProbability serves GET /storage_service/trace_probability: a bare number.
@@ -106,20 +136,28 @@ func (s *Server) getProbability(ctx *fasthttp.RequestCtx, _ string) error {
 }
 
 // probabilityParam reads the required probability parameter of a POST: a number from 0
-// to 1.
-func probabilityParam(ctx *fasthttp.RequestCtx) (float64, error) {
-	p, err := readParams(ctx, "probability")
+// to 1; and for, when the endpoint takes it (timed).
+func probabilityParam(ctx *fasthttp.RequestCtx, timed bool) (float64, time.Duration, error) {
+	allowed := []string{"probability"}
+	if timed {
+		allowed = append(allowed, "for")
+	}
+	p, err := readParams(ctx, allowed...)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	prob, ok, err := p.probability("probability")
 	if err != nil {
-		return 0, err
+		return 0, 0, err
+	}
+	d, err := p.forParam()
+	if err != nil {
+		return 0, 0, err
 	}
 	if !ok {
-		return 0, missing("probability", "a number from 0 to 1, such as 0.01")
+		return 0, 0, missing("probability", "a number from 0 to 1, such as 0.01")
 	}
-	return prob, nil
+	return prob, d, nil
 }
 
 // writeProbability answers with a probability as a bare JSON number, as ScyllaDB does.
@@ -130,16 +168,28 @@ func writeProbability(ctx *fasthttp.RequestCtx, p float64) {
 
 // setProbability serves POST /storage_service/trace_probability?probability=P.
 func (s *Server) setProbability(ctx *fasthttp.RequestCtx, _ string) error {
-	prob, err := probabilityParam(ctx)
+	prob, d, err := probabilityParam(ctx, true)
 	if err != nil {
 		return err
 	}
-	old, cur, err := s.updateConfig(func(c tracing.Config) tracing.Config {
+	return s.toggle(ctx, "POST /storage_service/trace_probability", d, func() ([]TimerSetting, bool, error) {
+		old, cur, err := s.applyProbability(ctx, prob)
+		if err != nil {
+			return nil, false, err
+		}
+		return []TimerSetting{floatSetting(SettingProbability, old.Probability, cur.Probability)}, cur.Probability > 0, nil
+	})
+}
+
+// applyProbability applies a trace probability to the sidecar, and to the node when it
+// takes it, and writes the admin log line.
+func (s *Server) applyProbability(ctx *fasthttp.RequestCtx, prob float64) (old, cur tracing.Config, err error) {
+	old, cur, err = s.updateConfig(func(c tracing.Config) tracing.Config {
 		c.Probability = prob
 		return c
 	})
 	if err != nil {
-		return err
+		return old, cur, err
 	}
 	if s.node != nil && s.apply.TraceProbability {
 		err := s.applyToNode("trace_probability", func(c context.Context) error {
@@ -149,13 +199,13 @@ func (s *Server) setProbability(ctx *fasthttp.RequestCtx, _ string) error {
 			return c
 		})
 		if err != nil {
-			return err
+			return old, cur, err
 		}
 	}
 	s.audit(ctx, "trace_probability").
 		Float64("old", old.Probability).Float64("new", cur.Probability).
 		Str("mode", cur.Mode()).Msg("admin change")
-	return nil
+	return old, cur, nil
 }
 
 // updateConfig applies f to the tracer's configuration as one read-modify-write and

@@ -3,6 +3,7 @@ package admin
 import (
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/valyala/fasthttp"
 )
@@ -19,20 +20,24 @@ func (s *Server) getLoggers(ctx *fasthttp.RequestCtx, _ string) error {
 
 // setAllLoggers serves POST /system/logger?level=L.
 func (s *Server) setAllLoggers(ctx *fasthttp.RequestCtx, _ string) error {
-	level, err := requiredLevel(ctx)
+	level, d, err := requiredLevel(ctx)
 	if err != nil {
 		return err
 	}
-	old := make(map[string]string)
-	for _, n := range s.logs.Names() {
-		old[n], _ = s.logs.Level(n)
-	}
-	if err := s.logs.SetAll(level); err != nil {
-		return err
-	}
-	s.audit(ctx, "logger *").
-		Interface("old", old).Str("new", level).Msg("admin change")
-	return nil
+	return s.toggle(ctx, "POST /system/logger", d, func() ([]TimerSetting, bool, error) {
+		old := make(map[string]string)
+		var set []TimerSetting
+		for _, n := range s.logs.Names() {
+			old[n], _ = s.logs.Level(n)
+			set = append(set, TimerSetting{settingLoggerPrefix + n, old[n], level})
+		}
+		if err := s.logs.SetAll(level); err != nil {
+			return nil, false, err
+		}
+		s.audit(ctx, "logger *").
+			Interface("old", old).Str("new", level).Msg("admin change")
+		return set, costlyLevel(level), nil
+	})
 }
 
 // unknownLogger is the error for a logger name that the registry does not have. It is a
@@ -59,34 +64,43 @@ func (s *Server) setLogger(ctx *fasthttp.RequestCtx, name string) error {
 	if n, ok := nodeName(name); ok {
 		return s.setNodeLogger(ctx, name, n)
 	}
-	old, err := s.logs.Level(name)
-	if err != nil {
+	if _, err := s.logs.Level(name); err != nil {
 		return s.unknownLogger(name)
 	}
-	level, err := requiredLevel(ctx)
+	level, d, err := requiredLevel(ctx)
 	if err != nil {
 		return err
 	}
-	if err := s.logs.SetLevel(name, level); err != nil {
-		return err
-	}
-	s.audit(ctx, "logger "+name).
-		Str("old", old).Str("new", level).Msg("admin change")
-	return nil
+	return s.toggle(ctx, "POST /system/logger/"+name, d, func() ([]TimerSetting, bool, error) {
+		old, err := s.logs.Level(name)
+		if err != nil {
+			return nil, false, s.unknownLogger(name)
+		}
+		if err := s.logs.SetLevel(name, level); err != nil {
+			return nil, false, err
+		}
+		s.audit(ctx, "logger "+name).
+			Str("old", old).Str("new", level).Msg("admin change")
+		return []TimerSetting{{settingLoggerPrefix + name, old, level}}, costlyLevel(level), nil
+	})
 }
 
-// requiredLevel reads the request's only parameter, level, which must be present.
-func requiredLevel(ctx *fasthttp.RequestCtx) (string, error) {
-	p, err := readParams(ctx, "level")
+// requiredLevel reads the request's parameters: level, which must be present, and for.
+func requiredLevel(ctx *fasthttp.RequestCtx) (string, time.Duration, error) {
+	p, err := readParams(ctx, "level", "for")
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	level, ok, err := p.level("level")
 	if err != nil {
-		return "", err
+		return "", 0, err
+	}
+	d, err := p.forParam()
+	if err != nil {
+		return "", 0, err
 	}
 	if !ok {
-		return "", missing("level", wantLevel)
+		return "", 0, missing("level", wantLevel)
 	}
-	return level, nil
+	return level, d, nil
 }

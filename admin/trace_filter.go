@@ -3,6 +3,7 @@ package admin
 import (
 	"errors"
 	"net/http"
+	"slices"
 
 	"github.com/valyala/fasthttp"
 
@@ -31,10 +32,15 @@ func (s *Server) getTraceFilter(ctx *fasthttp.RequestCtx, _ string) error {
 // setTraceFilter serves POST /tracecar/trace_filter with any of keyspace, table, user,
 // client, statement and opcode, ANDed; it replaces the filter as a whole.
 func (s *Server) setTraceFilter(ctx *fasthttp.RequestCtx, _ string) error {
-	p, err := readParams(ctx, tracing.FilterParams...)
+	p, err := readParams(ctx, append(slices.Clone(tracing.FilterParams), "for")...)
 	if err != nil {
 		return err
 	}
+	d, err := p.forParam()
+	if err != nil {
+		return err
+	}
+	delete(p, "for")
 	if len(p) == 0 {
 		return errorf(http.StatusBadRequest, "no filter parameter: give any of keyspace, table, user, client, statement, opcode (DELETE clears the filter)")
 	}
@@ -46,9 +52,15 @@ func (s *Server) setTraceFilter(ctx *fasthttp.RequestCtx, _ string) error {
 	if err != nil {
 		return err
 	}
-	old := s.filter.Filter()
-	s.filter.SetFilter(f)
-	s.audit(ctx, "trace_filter").Interface("old", old).Interface("new", f).Msg("admin change")
+	err = s.toggle(ctx, "POST /tracecar/trace_filter", d, func() ([]TimerSetting, bool, error) {
+		old := s.filter.Filter()
+		s.filter.SetFilter(f)
+		s.audit(ctx, "trace_filter").Interface("old", old).Interface("new", f).Msg("admin change")
+		return []TimerSetting{{SettingTraceFilter, filterQuery(old), filterQuery(f)}}, false, nil
+	})
+	if err != nil {
+		return err
+	}
 	return writeJSON(ctx, f)
 }
 
@@ -57,8 +69,10 @@ func (s *Server) clearTraceFilter(ctx *fasthttp.RequestCtx, _ string) error {
 	if _, err := readParams(ctx); err != nil {
 		return err
 	}
-	old := s.filter.Filter()
-	s.filter.SetFilter(tracing.Filter{})
-	s.audit(ctx, "trace_filter").Interface("old", old).Msg("admin change: filter cleared")
-	return nil
+	return s.toggle(ctx, "DELETE /tracecar/trace_filter", 0, func() ([]TimerSetting, bool, error) {
+		old := s.filter.Filter()
+		s.filter.SetFilter(tracing.Filter{})
+		s.audit(ctx, "trace_filter").Interface("old", old).Msg("admin change: filter cleared")
+		return []TimerSetting{{SettingTraceFilter, filterQuery(old), ""}}, false, nil
+	})
 }

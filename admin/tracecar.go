@@ -51,6 +51,12 @@ type Status struct {
 	// Audit is the audit log's state: its settings, records by category, drops and each
 	// sink's state (GET /tracecar/audit).
 	Audit *audit.Status `json:"audit,omitempty"`
+	// NodeLogin is the sidecar's own login to its node (node events, the CQL sink, the
+	// audit table); a refused one also makes /readyz answer 503.
+	NodeLogin *NodeLogin `json:"node_login,omitempty"`
+	// Timers are the toggles' running timers (for=DURATION), soonest first: what each
+	// puts back, to what, and when.
+	Timers []Timer `json:"timers"`
 }
 
 // Counters are the request counters in Status.
@@ -68,6 +74,7 @@ func (s *Server) getStatus(ctx *fasthttp.RequestCtx, _ string) error {
 		Guardrail:     Guardrail{State: "none"},
 		Loggers:       map[string]string{},
 		UptimeSeconds: int64(time.Since(s.started) / time.Second),
+		Timers:        s.Timers(),
 	}
 	if s.tr != nil {
 		cfg := s.tr.Config()
@@ -104,6 +111,10 @@ func (s *Server) getStatus(ctx *fasthttp.RequestCtx, _ string) error {
 	}
 	if s.shards != nil {
 		st.Shards = s.shards()
+	}
+	if s.nodeLogin != nil {
+		l := s.nodeLogin()
+		st.NodeLogin = &l
 	}
 	if s.auditLog != nil {
 		a := s.auditLog.Status()

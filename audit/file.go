@@ -53,6 +53,9 @@ type File struct {
 	dirty bool
 	buf   []byte
 	enc   encoder
+	// fsync makes a file or the directory durable; nil means (*os.File).Sync. Tests count
+	// and record what it was given.
+	fsync func(*os.File) error
 }
 
 // NewFile returns a File sink for cfg, its directory made and checked.
@@ -124,11 +127,18 @@ func (s *File) Sync(context.Context) error {
 	if s.f == nil || !s.dirty {
 		return nil
 	}
-	if err := s.f.Sync(); err != nil {
+	if err := s.sync(s.f); err != nil {
 		return fmt.Errorf("audit file %s: fsync: %w", s.name, err)
 	}
 	s.dirty = false
 	return nil
+}
+
+func (s *File) sync(f *os.File) error {
+	if s.fsync != nil {
+		return s.fsync(f)
+	}
+	return f.Sync()
 }
 
 // Close syncs and closes the current file.
@@ -180,7 +190,7 @@ func (s *File) open() error {
 		s.f, s.name, s.size, s.dirty = f, name, 0, false
 		// The new name must survive a crash too: sync the directory.
 		if d, err := os.Open(s.cfg.Dir); err == nil {
-			d.Sync()
+			s.sync(d)
 			d.Close()
 		}
 		return nil

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tracecar/tracecar/internal/testkit/drivertest"
 )
 
 // rsyslog is a real rsyslogd, started by a test with its own configuration: a datagram
@@ -36,13 +38,7 @@ const rsyslogTemplate = `%pri%\t%protocol-version%\t%hostname%\t%app-name%\t%pro
 
 func mustRsyslog(t *testing.T) *rsyslog {
 	t.Helper()
-	bin, err := exec.LookPath("rsyslogd")
-	if err != nil {
-		bin = "/usr/sbin/rsyslogd"
-		if _, err := os.Stat(bin); err != nil {
-			t.Fatalf("rsyslogd is not installed (Debian's rsyslog; .ci/run installs it): %v", err)
-		}
-	}
+	bin := drivertest.RequireTool(t, "rsyslogd", "rsyslog")
 	dir := t.TempDir()
 	r := &rsyslog{
 		dir: dir, conf: filepath.Join(dir, "rsyslog.conf"), out: filepath.Join(dir, "received.log"),

@@ -96,6 +96,8 @@ const (
 	pathCapture = "/tracecar/capture"
 	// The audit log's settings, restored after each run.
 	pathAudit = "/tracecar/audit"
+	// The trace floor, restored after each run.
+	pathTraceFloor = adminapi.PathTraceFloor
 )
 
 // snapshot reads the state that the modes' steps change. It returns notes for steps whose
@@ -123,7 +125,7 @@ func (c *apiClient) snapshot(ctx context.Context, modes []*mode) (*savedState, [
 			k := stateKey{s.api, s.path}
 			switch {
 			case s.path == pathSlowQuery || s.path == pathProbability || s.path == pathNodeProbability || s.path == pathGuardrail || s.path == pathStatementStats ||
-				s.path == pathTraceContext || s.path == pathCapture || s.path == pathAudit ||
+				s.path == pathTraceContext || s.path == pathCapture || s.path == pathAudit || s.path == pathTraceFloor ||
 				strings.HasPrefix(s.path, pathLoggers+"/") && len(s.path) > len(pathLoggers)+1:
 				if err := add(k); err != nil {
 					return nil, nil, err
@@ -173,33 +175,11 @@ func (c *apiClient) read(ctx context.Context, k stateKey) (string, error) {
 		}
 		return sq.Form().Encode(), nil
 	case k.path == pathGuardrail:
-		var g struct {
-			Budget *struct {
-				AddedP99 string      `json:"added_p99"`
-				CPU      json.Number `json:"cpu_pct"`
-				Drops    json.Number `json:"drops_per_s"`
-				Window   string      `json:"window"`
-				Cooldown string      `json:"cooldown"`
-				Restore  bool        `json:"restore"`
-			} `json:"budget"`
-		}
-		dec := json.NewDecoder(bytes.NewReader(body))
-		dec.UseNumber()
-		if err := dec.Decode(&g); err != nil {
+		q, err := guardrailRestore(body)
+		if err != nil {
 			return bad(err)
 		}
-		if g.Budget == nil {
-			return bad(errors.New("want a budget"))
-		}
-		b := g.Budget
-		or0 := func(s string) string {
-			if s == "" {
-				return "0"
-			}
-			return s
-		}
-		return url.Values{"added_p99": {or0(b.AddedP99)}, "cpu": {or0(b.CPU.String())}, "drops": {or0(b.Drops.String())},
-			"window": {b.Window}, "cooldown": {b.Cooldown}, "restore": {strconv.FormatBool(b.Restore)}}.Encode(), nil
+		return q, nil
 	case k.path == pathStatementStats:
 		var st struct {
 			Enabled *bool `json:"enabled"`
@@ -235,6 +215,12 @@ func (c *apiClient) read(ctx context.Context, k stateKey) (string, error) {
 		return "enable=false", nil
 	case k.path == pathAudit:
 		return auditRestore(body)
+	case k.path == pathTraceFloor:
+		q, err := floorRestore(body)
+		if err != nil {
+			return bad(err)
+		}
+		return q, nil
 	case k.path == pathProbability || k.path == pathNodeProbability:
 		p, err := adminapi.ParseProbability(body)
 		if err != nil {
@@ -262,6 +248,52 @@ func (c *apiClient) restore(ctx context.Context, st *savedState) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// guardrailRestore returns the POST query that puts back the guardrail's budget of a GET
+// /tracecar/guardrail body.
+func guardrailRestore(body []byte) (string, error) {
+	var g struct {
+		Budget *struct {
+			AddedP99 string      `json:"added_p99"`
+			CPU      json.Number `json:"cpu_pct"`
+			Drops    json.Number `json:"drops_per_s"`
+			Window   string      `json:"window"`
+			Cooldown string      `json:"cooldown"`
+			Restore  bool        `json:"restore"`
+		} `json:"budget"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if err := dec.Decode(&g); err != nil {
+		return "", err
+	}
+	if g.Budget == nil {
+		return "", errors.New("want a budget")
+	}
+	b := g.Budget
+	or0 := func(s string) string {
+		if s == "" {
+			return "0"
+		}
+		return s
+	}
+	return url.Values{"added_p99": {or0(b.AddedP99)}, "cpu": {or0(b.CPU.String())}, "drops": {or0(b.Drops.String())},
+		"window": {b.Window}, "cooldown": {b.Cooldown}, "restore": {strconv.FormatBool(b.Restore)}}.Encode(), nil
+}
+
+// floorRestore returns the POST query that puts back the trace floor of a GET
+// /tracecar/trace_floor body.
+func floorRestore(body []byte) (string, error) {
+	var f adminapi.TraceFloor
+	if err := json.Unmarshal(body, &f); err != nil || f.Interval == "" || f.MaxPerSecond < 1 {
+		return "", fmt.Errorf("want the trace floor: %s", body)
+	}
+	interval := f.Interval
+	if !f.Enabled {
+		interval = "0"
+	}
+	return url.Values{"interval": {interval}, "max_per_second": {strconv.Itoa(f.MaxPerSecond)}}.Encode(), nil
 }
 
 // auditRestore returns the POST query that puts back the audit settings of a GET

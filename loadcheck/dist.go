@@ -203,12 +203,12 @@ func (d *dist) raw(r *rand.Rand, ordinal int64) int64 {
 	case distGaussian:
 		return d.clamp(d.mean + r.NormFloat64()*d.stdev)
 	case distExp:
-		return d.clamp(float64(d.min) + r.ExpFloat64()*d.mean)
+		return d.offset(r.ExpFloat64() * d.mean)
 	case distExtreme:
-		return d.clamp(float64(d.min) + d.weibull(r))
+		return d.offset(d.weibull(r))
 	case distQExtreme:
 		// A quantum drawn from the extreme distribution, then a value uniform inside it.
-		q := d.clamp(float64(d.min)+d.weibull(r)) - d.min
+		q := d.offset(d.weibull(r)) - d.min
 		width := max(d.span()/d.quantas, 1)
 		lo := d.min + (q/width)*width
 		return min(lo+r.Int64N(width), d.max)
@@ -221,14 +221,30 @@ func (d *dist) weibull(r *rand.Rand) float64 {
 	return d.scale * math.Pow(-math.Log(u), 1/d.shape)
 }
 
+// clamp bounds a gaussian draw as cassandra-stress does (DistributionBoundApache): Java's
+// (long) cast, which truncates toward zero, then min or max for a value beyond them.
 func (d *dist) clamp(v float64) int64 {
+	v = math.Trunc(v)
 	switch {
 	case math.IsNaN(v) || v <= float64(d.min):
 		return d.min
 	case v >= float64(d.max):
 		return d.max
 	}
-	return int64(math.Round(v))
+	return int64(v)
+}
+
+// offset places a draw x ≥ 0 of exp or extreme as cassandra-stress does
+// (DistributionOffsetApache): min plus (long) x, at most max − min.
+func (d *dist) offset(x float64) int64 {
+	x = math.Trunc(x)
+	switch {
+	case math.IsNaN(x) || x <= 0:
+		return d.min
+	case x >= float64(d.max-d.min):
+		return d.max
+	}
+	return d.min + int64(x)
 }
 
 // ratioDist is cassandra-stress's ratio distribution, DIST/DIVISOR, such as

@@ -24,6 +24,17 @@ th:first-child, td:first-child { text-align: left; }
 .settings { color: #555; }
 .breach { color: #b00020; font-weight: bold; }
 .ok { color: #2e7d32; }
+.unresolved { color: #8a5a00; font-weight: bold; }
+.banner { border: 2px solid; border-radius: 6px; padding: 0.6em 1em; margin: 1em 0; }
+.banner h2 { margin: 0 0 0.3em 0; font-size: 1.4em; }
+.banner ul { margin: 0.3em 0; padding-left: 1.2em; }
+.banner li { font-weight: normal; }
+.banner-ok { background: #e8f5e9; border-color: #2e7d32; color: #1b5e20; }
+.banner-breached { background: #fdecea; border-color: #b00020; color: #b00020; }
+.banner-unresolved { background: #fff8e1; border-color: #c77c00; color: #8a5a00; }
+.banner-none { background: #f5f5f5; border-color: #999; color: #333; }
+.header td, .header th { border-bottom: 1px solid #eee; }
+.header td:nth-child(2), .header th:nth-child(2) { text-align: left; }
 svg { background: #fff; border: 1px solid #eee; }
 svg text { font-size: 12px; fill: #333; }
 .axis line, .axis path { stroke: #999; }
@@ -285,6 +296,83 @@ func overheadChart(b *strings.Builder, rep *Report, budgets map[string]float64) 
 	b.WriteString("</svg>\n")
 }
 
+// verdictBanner writes the run's verdict first: ok in green, breached in red, not resolved
+// (under --verdict prove, a budget neither shown within nor over its limit) in amber, each
+// budget's verdict under it; without budgets, a grey banner says the run compared only.
+func verdictBanner(b *strings.Builder, rep *Report) {
+	class, title := "banner-none", "No budget: comparison only (set --max-overhead for a verdict)"
+	switch rep.Outcome {
+	case RunOK:
+		class, title = "banner-ok", "OK: every budget within its limit"
+	case RunBreached:
+		class, title = "banner-breached", "BREACHED: a budget is shown over its limit"
+	case RunNotResolved:
+		class, title = "banner-unresolved", "NOT RESOLVED: a budget is not shown within its limit; more rounds would decide"
+	}
+	if line := verdictLine(rep); line != "" {
+		// The line's count of budgets, after its outcome, which the title has said.
+		if i := strings.Index(line, " ("); i >= 0 {
+			title += line[i:]
+		}
+	}
+	fmt.Fprintf(b, "<section id=\"verdict\" class=\"banner %s\" data-outcome=\"%s\">\n<h2>%s</h2>\n", class, esc(rep.Outcome), esc(title))
+	if len(rep.Guardrail) > 0 {
+		b.WriteString("<ul>\n")
+		for _, v := range rep.Guardrail {
+			switch verdictOutcome(v) {
+			case RunBreached:
+				fmt.Fprintf(b, "<li class=\"breach\">BREACHED: %s</li>\n", esc(v.Reason))
+			case RunNotResolved:
+				fmt.Fprintf(b, "<li class=\"unresolved\">NOT RESOLVED: %s</li>\n", esc(v.Reason))
+			default:
+				fmt.Fprintf(b, "<li class=\"ok\">ok: %s</li>\n", esc(v.Reason))
+			}
+		}
+		b.WriteString("</ul>\n")
+	}
+	b.WriteString("</section>\n")
+}
+
+// headerSettings writes, under the verdict, what each mode cost and the settings in force:
+// per mode, its tracing settings (the slow-query threshold among them), its op rate, and
+// its sidecar CPU over the baseline in µs/op and in cores at that rate; for a profile, its
+// file, op mix and per-operation rows.
+func headerSettings(b *strings.Builder, rep *Report) {
+	b.WriteString("<section id=\"header\">\n<table class=\"header\">\n<thead><tr><th>mode</th><th>settings in force</th><th>op rate (op/s)</th><th>sidecar CPU vs " + esc(rep.Baseline) + "</th><th>in cores at that rate</th></tr></thead>\n<tbody>\n")
+	for i := range rep.Modes {
+		m := &rep.Modes[i]
+		cpu, core := "baseline", "-"
+		if !m.Baseline {
+			cpu = "unknown"
+			if m.SidecarCPUUsPerOpDiff != nil {
+				cpu = fmt.Sprintf("%+.2f µs/op", *m.SidecarCPUUsPerOpDiff)
+				if m.SidecarCPUUsPerOpDiffStderr != nil {
+					cpu = fmt.Sprintf("%+.2f ± %.2f µs/op", *m.SidecarCPUUsPerOpDiff, *m.SidecarCPUUsPerOpDiffStderr)
+				}
+			}
+			if m.SidecarCPUCoresDiff != nil {
+				core = fmt.Sprintf("%+.3f core (%+.1f%% of a core)", *m.SidecarCPUCoresDiff, 100**m.SidecarCPUCoresDiff)
+			}
+		}
+		fmt.Fprintf(b, "<tr data-mode=\"%s\"><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td class=\"cores\">%s</td></tr>\n",
+			esc(m.Name), esc(m.Name), esc(m.Settings.String()), commas(m.OpRate), esc(cpu), esc(core))
+	}
+	b.WriteString("</tbody>\n</table>\n")
+	s := rep.Settings
+	if s.Profile != "" {
+		fmt.Fprintf(b, "<p id=\"profile\">Profile <code>%s</code>, op mix %s.</p>\n", esc(s.Profile), esc(opMixText(s.OpMix)))
+		b.WriteString("<table class=\"header\" id=\"per-op\">\n<thead><tr><th>mode</th><th>operation</th><th>count</th><th>op/s</th><th>rows/s</th><th>p50 (ms)</th><th>p99 (ms)</th><th>errors</th></tr></thead>\n<tbody>\n")
+		for _, m := range rep.Modes {
+			for _, o := range m.PerOp {
+				fmt.Fprintf(b, "<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%.3f</td><td>%.3f</td><td>%s</td></tr>\n",
+					esc(m.Name), esc(o.Name), commas(float64(o.Count)), commas(o.OpRate), commas(o.RowRate), o.P50Ms, o.P99Ms, commas(float64(o.Errors)))
+			}
+		}
+		b.WriteString("</tbody>\n</table>\n")
+	}
+	b.WriteString("</section>\n")
+}
+
 func writeHTML(w io.Writer, rep *Report) error {
 	budgets := map[string]float64{} // the op-rate budgets, which the op-rate chart draws
 	for _, v := range rep.Guardrail {
@@ -309,6 +397,8 @@ func writeHTML(w io.Writer, rep *Report) error {
 	}
 	fmt.Fprintf(&b, "<p class=\"settings\">%s: workload %s, pop %s, %d rounds, %s after a %gs warmup, %d workers, %s, CL %s, compression %s. Baseline: %s.</p>\n",
 		esc(rep.StartedAt.Format("2006-01-02 15:04:05 MST")), esc(s.Workload), esc(s.Pop), s.Rounds, limit, s.WarmupS, s.Concurrency, rate, esc(s.CL), esc(s.Compression), esc(rep.Baseline))
+	verdictBanner(&b, rep)
+	headerSettings(&b, rep)
 
 	b.WriteString("<section id=\"summary\">\n<h2>Comparison</h2>\n<table>\n<thead><tr><th>op rate (op/s)</th>")
 	for _, m := range rep.Modes {
@@ -333,18 +423,6 @@ func writeHTML(w io.Writer, rep *Report) error {
 			c.SecondsPer10kOps, commas(c.OpsPerCPUSecond), esc(c.Scope), esc(c.Reference))
 	}
 	b.WriteString("</section>\n")
-
-	if len(rep.Guardrail) > 0 {
-		b.WriteString("<section id=\"guardrail\">\n<h2>Guardrail</h2>\n<ul>\n")
-		for _, v := range rep.Guardrail {
-			if v.Breached {
-				fmt.Fprintf(&b, "<li class=\"breach\">BREACHED: %s</li>\n", esc(v.Reason))
-			} else {
-				fmt.Fprintf(&b, "<li class=\"ok\">ok: %s</li>\n", esc(v.Reason))
-			}
-		}
-		b.WriteString("</ul>\n</section>\n")
-	}
 
 	// The overhead comes first, in the figures the verdicts test: the sidecar's CPU per op
 	// and its added-latency p99 over the baseline; the op rate second.

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tracecar/tracecar/internal/testkit/drivertest"
 )
 
 // chromium is the launcher of Debian's chromium package.
@@ -27,12 +29,7 @@ const shotW, shotH = 1280, 4000
 // TRACECAR_REQUIRE_DRIVERS is set, as in CI.
 func mustChromium(tb testing.TB) {
 	tb.Helper()
-	if _, err := exec.LookPath(chromium); err != nil {
-		if os.Getenv("TRACECAR_REQUIRE_DRIVERS") != "" {
-			tb.Fatalf("%s is not installed (Debian package chromium), and TRACECAR_REQUIRE_DRIVERS is set", chromium)
-		}
-		tb.Skipf("%s is not installed (Debian package chromium)", chromium)
-	}
+	drivertest.RequireTool(tb, chromium, "chromium")
 }
 
 // runChromium loads page in headless Chromium with a new profile and the extra flags, and
@@ -40,6 +37,7 @@ func mustChromium(tb testing.TB) {
 // and the background services that would fetch are off.
 func runChromium(tb testing.TB, page string, extra ...string) (stdout, log string) {
 	tb.Helper()
+	mustChromium(tb)
 	ctx, cancel := context.WithTimeout(tb.Context(), 60*time.Second)
 	defer cancel()
 	args := []string{
@@ -198,4 +196,55 @@ func mustHexColor(tb testing.TB, s string) color.RGBA {
 		tb.Fatalf("colour %q is not #rrggbb", s)
 	}
 	return color.RGBA{uint8(v >> 16), uint8(v >> 8), uint8(v), 0xff}
+}
+
+// TestHTMLVerdictOnFirstScreen renders the report of each outcome in headless Chromium and
+// checks, on the screenshot, that the verdict banner is painted within the first screen
+// (the top 900 pixels of a 1280-pixel-wide window) in its outcome's colour, and that a
+// not resolved run shows no breach's red banner.
+func TestHTMLVerdictOnFirstScreen(t *testing.T) {
+	mustChromium(t)
+	const firstScreen = 900
+	bg := map[string]string{RunBreached: "#fdecea", RunNotResolved: "#fff8e1", RunOK: "#e8f5e9"}
+	for want, rep := range outcomeReports(t) {
+		t.Run(want, func(t *testing.T) {
+			dir := t.ArtifactDir()
+			report := filepath.Join(dir, "report.html")
+			if err := os.WriteFile(report, []byte(htmlOf(t, rep)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			shot := filepath.Join(dir, "page.png")
+			_, log := runChromium(t, (&url.URL{Scheme: "file", Path: report}).String(), "--screenshot="+shot)
+			f, err := os.Open(shot)
+			if err != nil {
+				t.Fatalf("no screenshot: %v\n%s", err, log)
+			}
+			defer f.Close()
+			img, err := png.Decode(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			count := map[color.RGBA]int{}
+			lowest := map[color.RGBA]int{}
+			b := img.Bounds()
+			for y := b.Min.Y; y < b.Max.Y; y++ {
+				for x := b.Min.X; x < b.Max.X; x++ {
+					c := color.RGBAModel.Convert(img.At(x, y)).(color.RGBA)
+					count[c]++
+					lowest[c] = y
+				}
+			}
+			c := mustHexColor(t, bg[want])
+			t.Logf("%s banner: %d pixels of %s, the lowest at y=%d", want, count[c], bg[want], lowest[c])
+			if count[c] < 20_000 || lowest[c] >= firstScreen {
+				t.Errorf("%d pixels of the %s banner's %s, the lowest at y=%d; want a banner (20,000 pixels or more) within the first %d",
+					count[c], want, bg[want], lowest[c], firstScreen)
+			}
+			for other, o := range bg {
+				if other != want && count[mustHexColor(t, o)] > 0 {
+					t.Errorf("a %s run's page has %d pixels of the %s banner's colour", want, count[mustHexColor(t, o)], other)
+				}
+			}
+		})
+	}
 }

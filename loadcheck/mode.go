@@ -37,6 +37,9 @@ var builtinModes = map[string]string{
 	// Off plus the audit log of DML and QUERY to a file (the sidecar's --audit-dir): every
 	// statement of a DML workload gives a record, turned off after each run.
 	"audit": specOffSteps + ";POST /tracecar/audit?enable=true&categories=DML,QUERY",
+	// The trace floor alone: each statement fully traced, with the node's own trace, once a
+	// minute, at most 10 traces a second.
+	"floor": specOffSteps + ";POST /tracecar/trace_floor?interval=60s&max_per_second=10",
 	// Parent-based sampling alone, with every request's W3C context sampled.
 	"parent": specOffSteps + ";POST /tracecar/trace_context?follow_client_sampling=true;trace-context=sampled",
 }
@@ -57,7 +60,7 @@ func withThreshold(spec string, d time.Duration) string {
 }
 
 // builtinOrder is the order in which the built-in modes are listed in messages.
-var builtinOrder = []string{"direct", "off", "fast", "full", "debug", "node-debug", "node-trace", "sampled", "parent", "guardrail", "stats", "capture", "audit"}
+var builtinOrder = []string{"direct", "off", "fast", "full", "debug", "node-debug", "node-trace", "sampled", "parent", "floor", "guardrail", "stats", "capture", "audit"}
 
 // defaultModes are the modes run when Config.Modes is empty and a sidecar is configured.
 // Read only.

@@ -36,8 +36,9 @@ const (
 )
 
 // The node's estimate of what a partition, a row, a clustering value and a cell value
-// hold beside their bytes (internal/node/memory.go: struct sizes, a map entry, slice
-// headers, allocation rounding), so that the plan's size is the one its limit counts.
+// hold beside their bytes (internal/node/storage/storage.go and memory.go: struct sizes, a
+// map entry, slice headers, allocation rounding), so that the plan's size is the one its
+// limit counts.
 const (
 	nodePartitionBytes = 216
 	nodeRowBytes       = 88

@@ -126,6 +126,10 @@ func printComparison(p *printer, rep *Report) {
 		}
 		fmt.Fprintln(tw)
 	}
+	if line := verdictLine(rep); line != "" {
+		b.WriteString("\n" + line + "\n")
+	}
+	b.WriteString(settingsLines(rep))
 	b.WriteString("\nComparison (op rate in op/s, latency in ms; baseline " + rep.Baseline + "; " + protocolString(rep.Settings.Protocol) + ")\n")
 	row("op rate", func(m *ModeResult) string { return m.Name })
 	for _, cr := range comparisonRows(rep) {
@@ -162,28 +166,7 @@ func printComparison(p *printer, rep *Report) {
 		if fixed {
 			continue
 		}
-		verb := "below"
-		d := m.DegradationPct
-		if d < 0 {
-			verb, d = "above", -d
-		}
-		sig := "no p-value with one round"
-		if m.PValue != nil {
-			sig = fmt.Sprintf("Welch p = %.2g, ", *m.PValue)
-			if *m.PValue < Significance {
-				sig += "significant"
-			} else {
-				sig += "not significant"
-			}
-			if m.PairedPValue != nil {
-				sig += fmt.Sprintf("; paired by round: %.2f%% ± %.2f%%, p = %.2g", m.PairedDegradationPct, m.PairedDegradationErr, *m.PairedPValue)
-			}
-		}
-		fmt.Fprintf(&b, "%s: op rate %.2f%% ± %.2f%% %s %s (%s)", m.Name, d, m.DegradationErr, verb, rep.Baseline, sig)
-		if m.MinDetectablePct > 0 {
-			fmt.Fprintf(&b, "; at this noise, below %.2f%% cannot be told from zero", m.MinDetectablePct)
-		}
-		b.WriteString("\n")
+		b.WriteString(opRateLine(&m, rep.Baseline))
 	}
 	for _, m := range rep.Modes {
 		for _, d := range m.VsPrevious {
@@ -218,6 +201,40 @@ func printComparison(p *printer, rep *Report) {
 	p.printf("%s", b.String())
 }
 
+// opRateLine is the sentence of m's op rate against the baseline's, with its significance,
+// in one sign convention: a size, above or below.
+func opRateLine(m *ModeResult, baseline string) string {
+	var b strings.Builder
+	verb := "below"
+	d := m.DegradationPct
+	if d < 0 {
+		verb, d = "above", -d
+	}
+	sig := "no p-value with one round"
+	if m.PValue != nil {
+		sig = fmt.Sprintf("Welch p = %.2g, ", *m.PValue)
+		if *m.PValue < Significance {
+			sig += "significant"
+		} else {
+			sig += "not significant"
+		}
+		if m.PairedPValue != nil {
+			// The same convention as the sentence's: a size and above or below.
+			pverb, pd := "below", m.PairedDegradationPct
+			if pd < 0 {
+				pverb, pd = "above", -pd
+			}
+			sig += fmt.Sprintf("; paired by round: %.2f%% ± %.2f%% %s, p = %.2g", pd, m.PairedDegradationErr, pverb, *m.PairedPValue)
+		}
+	}
+	fmt.Fprintf(&b, "%s: op rate %.2f%% ± %.2f%% %s %s (%s)", m.Name, d, m.DegradationErr, verb, baseline, sig)
+	if m.MinDetectablePct > 0 {
+		fmt.Fprintf(&b, "; at this noise, below %.2f%% cannot be told from zero", m.MinDetectablePct)
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
 // usPerOp formats a CPU figure that may be unknown.
 func usPerOp(v *float64) string {
 	if v == nil {
@@ -245,8 +262,12 @@ func diffLine(m *ModeResult, metric, baseline string) string {
 		}
 		sig = fmt.Sprintf("%s p = %.2g, %s", test, *p, verdict)
 	}
-	line := fmt.Sprintf("%s: %s %+.3f ± %.3f µs/op (%+.2f%% ± %.2f%%) vs %s (%s)", m.Name, metricNames[metric],
-		d.diff, d.diffErr, finite(d.pct), finite(d.pctErr), baseline, sig)
+	line := fmt.Sprintf("%s: %s %+.3f ± %.3f µs/op (%+.2f%% ± %.2f%%) vs %s", m.Name, metricNames[metric],
+		d.diff, d.diffErr, finite(d.pct), finite(d.pctErr), baseline)
+	if c, ok := cores(&d.diff, m.OpRate); ok {
+		line += ", " + coresText(c, m.OpRate)
+	}
+	line += " (" + sig + ")"
 	if m.fixedCostOnly() {
 		line += " [" + fixedCostNote + "]"
 	}
@@ -267,15 +288,68 @@ func pct(x, of float64) string {
 	return fmt.Sprintf("%.2f%%", 100*x/of)
 }
 
-// printGuardrail prints each budget's verdict; a breach says so plainly.
+// printGuardrail prints each budget's verdict; a breach says so plainly, and a budget that
+// fails the run under prove without being shown over its limit says it is not resolved.
 func printGuardrail(p *printer, rep *Report) {
 	for _, v := range rep.Guardrail {
-		if v.Breached {
+		switch verdictOutcome(v) {
+		case RunBreached:
 			p.printf("GUARDRAIL BREACHED on %s: %s\n", metricNames[v.Metric], v.Reason)
-		} else {
+		case RunNotResolved:
+			p.printf("GUARDRAIL NOT RESOLVED on %s: %s\n", metricNames[v.Metric], v.Reason)
+		default:
 			p.printf("guardrail ok on %s: %s\n", metricNames[v.Metric], v.Reason)
 		}
 	}
+}
+
+// verdictLine is the run's verdict in one line, for the head of the comparison: the
+// outcome and how many budgets gave it; "" without budgets.
+func verdictLine(rep *Report) string {
+	if rep.Outcome == "" {
+		return ""
+	}
+	n := map[string]int{}
+	for _, v := range rep.Guardrail {
+		n[verdictOutcome(v)]++
+	}
+	var parts []string
+	for _, o := range []string{RunBreached, RunNotResolved, RunOK} {
+		if n[o] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n[o], o))
+		}
+	}
+	budgets := "budgets"
+	if len(rep.Guardrail) == 1 {
+		budgets = "budget"
+	}
+	return fmt.Sprintf("Verdict: %s (%d %s under --verdict %s: %s)", strings.ToUpper(rep.Outcome), len(rep.Guardrail), budgets,
+		rep.Guardrail[0].Verdict, strings.Join(parts, ", "))
+}
+
+// settingsLines are the settings in force, for the head of the report: each mode's
+// tracing settings (the slow-query threshold among them) and, for a profile, its file and
+// operation mix.
+func settingsLines(rep *Report) string {
+	var b strings.Builder
+	for _, m := range rep.Modes {
+		if m.Settings != nil {
+			fmt.Fprintf(&b, "settings %s: %s\n", m.Name, m.Settings)
+		}
+	}
+	if s := rep.Settings; s.Profile != "" {
+		fmt.Fprintf(&b, "profile %s, op mix %s\n", s.Profile, opMixText(s.OpMix))
+	}
+	return b.String()
+}
+
+// opMixText formats a profile's op mix as --ops takes it: insert=1, read1=9.
+func opMixText(mix []OpWeight) string {
+	parts := make([]string, len(mix))
+	for i, w := range mix {
+		parts[i] = fmt.Sprintf("%s=%g", w.Name, w.Weight)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // comparisonRow is one row of the comparison table: a label and a cell per mode.

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -232,13 +231,14 @@ func (c *rconn) deliver(h cql.Header, body []byte) {
 		msg = nil
 	}
 	r := rresp{h: h}
-	if h.Opcode == cql.OpResult {
-		r.n, r.state, r.rows = cql.RowsPage(msg)
-		r.state = bytes.Clone(r.state)
+	var resp cql.Response
+	resp.Parse(h.Opcode, h.ProtoVersion(), msg)
+	if resp.Rows >= 0 {
+		r.n, r.state, r.rows = resp.Rows, bytes.Clone(resp.PagingState), true
 	}
 	switch {
 	case r.rows:
-	case h.Opcode == cql.OpResult && len(msg) == 4 && int32(binary.BigEndian.Uint32(msg)) == cql.ResultVoid:
+	case resp.Kind == cql.ResultVoid && len(msg) == 4:
 		r.msg = voidResult[:] // a write's answer: nothing to copy
 	default:
 		r.msg = append([]byte(nil), msg...)

@@ -1,6 +1,7 @@
 package loadcheck
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -162,6 +163,9 @@ type ModeResult struct {
 	SidecarCPUUsPerOpDiffPValue      *float64 `json:"sidecar_cpu_us_per_op_diff_p_value"`
 	SidecarCPUUsPerOpDiffWelchPValue *float64 `json:"sidecar_cpu_us_per_op_diff_welch_p_value"`
 	SidecarCPUUsPerOpMinDetectable   *float64 `json:"sidecar_cpu_us_per_op_min_detectable"`
+	// SidecarCPUCoresDiff is SidecarCPUUsPerOpDiff at the mode's measured op rate, in cores
+	// (CPU-seconds per second): what the mode costs the sidecar's host at that rate.
+	SidecarCPUCoresDiff *float64 `json:"sidecar_cpu_cores_diff,omitempty"`
 	// The same for the user-space part of the sidecar's CPU.
 	SidecarUserCPUUsPerOp                *float64 `json:"sidecar_user_cpu_us_per_op"`
 	SidecarUserCPUUsPerOpStderr          *float64 `json:"sidecar_user_cpu_us_per_op_stderr"`
@@ -203,6 +207,12 @@ type ModeResult struct {
 	resp, svc *hdrhistogram.Histogram
 	added     bucket
 	diffs     map[string]metricDiff // by budget metric, against the baseline
+}
+
+// OpWeight is one operation of a profile's mix and its weight.
+type OpWeight struct {
+	Name   string  `json:"name"`
+	Weight float64 `json:"weight"`
 }
 
 // PairDiff is the difference of one metric between a mode and another one.
@@ -302,6 +312,11 @@ type Settings struct {
 	Protocol       int     `json:"protocol_version,omitempty"` // 0: negotiated
 	Connections    int     `json:"connections"`
 	TraceContext   string  `json:"trace_context"`
+	// Profile is the cassandra-stress profile a profile run ran (--profile), and OpMix its
+	// operations' weights (--ops), in the order given; both absent for the built-in
+	// workloads.
+	Profile string     `json:"profile,omitempty"`
+	OpMix   []OpWeight `json:"op_mix,omitempty"`
 }
 
 // CPUSummary is the client's CPU cost over all runs, set beside cassandra-stress's.
@@ -335,6 +350,10 @@ type Report struct {
 	Breaches   []Breach     `json:"breaches"`
 	CPU        CPUSummary   `json:"cpu"`
 	Notes      []string     `json:"notes,omitempty"`
+	// Outcome is the run's over its budgets: ok, breached (one shown over its limit: exit
+	// 3) or not resolved (under prove, one not shown within: exit 3, more rounds would
+	// decide); absent without --max-overhead.
+	Outcome string `json:"outcome,omitempty"`
 
 	// Cluster is, against a cluster of sidecars (several --admin URLs), the requests each
 	// sidecar saw in each mode's runs.
@@ -456,7 +475,70 @@ func (c *checker) report(started time.Time) *Report {
 	comparePrevious(rep)
 	rep.Guardrail, rep.Breaches = judge(rep, cfg.MaxOverhead, cfg.Rate > 0, cfg.Verdict)
 	rep.CPU = cpuSummary(rep.Modes, cfg.Embedded)
+	summarizeHead(rep)
+	if p := c.wl.profile; p != nil {
+		rep.Settings.Profile = p.path
+		for _, w := range p.mix {
+			rep.Settings.OpMix = append(rep.Settings.OpMix, OpWeight{Name: w.name, Weight: w.weight})
+		}
+	}
 	return rep
+}
+
+// The run's outcome over its budgets (Report.Outcome): ok when no budget fails the run,
+// breached when one is shown over its limit, not resolved when the ones that fail it (under
+// prove) are not shown over: more rounds would decide.
+const (
+	RunOK          = "ok"
+	RunBreached    = "breached"
+	RunNotResolved = "not resolved"
+)
+
+// outcome is the run's outcome over its budgets' verdicts; "" with no budget.
+func outcome(vs []Verdict) string {
+	if len(vs) == 0 {
+		return ""
+	}
+	out := RunOK
+	for _, v := range vs {
+		switch {
+		case !v.Breached:
+		case v.Outcome == OutcomeOver:
+			return RunBreached
+		default:
+			out = RunNotResolved
+		}
+	}
+	return out
+}
+
+// summarizeHead fills in what the report's head shows from its verdicts and figures: the
+// run's outcome and each mode's sidecar CPU in cores at its op rate.
+func summarizeHead(rep *Report) {
+	rep.Outcome = outcome(rep.Guardrail)
+	for i := range rep.Modes {
+		m := &rep.Modes[i]
+		if c, ok := cores(m.SidecarCPUUsPerOpDiff, m.OpRate); ok {
+			m.SidecarCPUCoresDiff = &c
+		}
+	}
+}
+
+// verdictOutcome is the word for one budget's verdict: ok, breached or not resolved.
+func verdictOutcome(v Verdict) string { return outcome([]Verdict{v}) }
+
+// cores converts a CPU cost per operation (µs/op) at an op rate (op/s) into cores: the
+// CPU-seconds per second it costs, which is what a capacity plan counts.
+func cores(usPerOp *float64, opRate float64) (float64, bool) {
+	if usPerOp == nil || opRate <= 0 {
+		return 0, false
+	}
+	return *usPerOp * opRate / 1e6, true
+}
+
+// coresText formats a cost in cores at an op rate: "+0.090 core (9.0% of a core) at 2,000 op/s".
+func coresText(c, opRate float64) string {
+	return fmt.Sprintf("%+.3f core (%+.1f%% of a core) at %s op/s", c, 100*c, commas(opRate))
 }
 
 func modeResult(m *mode, runs []*runResult, baseline bool) ModeResult {

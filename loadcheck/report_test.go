@@ -159,6 +159,7 @@ func sampleReport(t *testing.T) *Report {
 	rep.Guardrail, rep.Breaches = judge(rep, []Budget{{Mode: "fast", Limit: 5}, {Mode: "full", Limit: 20},
 		{Mode: "fast", Metric: MetricCPU, Limit: 0.3, Absolute: true}, {Mode: "full", Metric: MetricCPU, Limit: 1, Absolute: true},
 		{Mode: "full", Metric: MetricAddedP99, Limit: 0.02, Absolute: true}}, false, VerdictBreach)
+	summarizeHead(rep)
 	return rep
 }
 

@@ -27,8 +27,8 @@ import (
 // type loopConn). The transports' own state is in their types, which point at the conn;
 // the conn reaches its transport only through carrier, on its ending.
 type conn struct {
-	// Conn is the connection's protocol state and the per-frame work on it (protocol.go,
-	// Conn.go): the transports below call it, and apply what it returns.
+	// Conn is the connection's protocol state and the per-frame work on it (package
+	// pipeline: conn.go, frame.go): the transports below call it, and apply what it returns.
 	pipeline.Conn
 
 	p      *connEnv

@@ -81,8 +81,10 @@
 // versions and dials the node. Then a plaintext TCP connection moves to an event loop
 // (loop*.go, loopio.go): a goroutine, not locked to its OS thread, around a level-triggered epoll
 // set of non-blocking sockets, one loop per two of GOMAXPROCS (TRACECAR_EVENT_LOOPS=n
-// overrides), shared by every Proxy of the process. A loop waits in a raw epoll_wait and
-// keeps its P, so GOMAXPROCS grows by one per loop; reads and writes are raw system calls
+// overrides), shared by every Proxy of the process. A busy loop waits in a raw epoll_wait and
+// keeps its P, so GOMAXPROCS grows by one per loop; an idle one (4 ms without events) parks on
+// the runtime's poller (loopwait.go); an epoll_wait error closes the loop's connections and
+// the loop starts over, it does not end the process. Reads and writes are raw system calls
 // too, as they never block. Every ready socket is read into the loop's one buffer, every
 // whole frame in it gets the per-frame work and is appended to one output buffer, and that
 // goes out in one write; what the peer does not take waits for EPOLLOUT, and the socket

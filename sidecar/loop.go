@@ -9,8 +9,6 @@ import (
 	"os"
 	"runtime"
 	"strconv"
-	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -37,7 +35,12 @@ func (g *loopGroup) pick() (*loop, error) {
 	if err := g.start(); err != nil {
 		return nil, err
 	}
-	return g.loops[int(g.next.Add(1))%len(g.loops)], nil
+	for range len(g.loops) {
+		if l := g.loops[int(g.next.Add(1))%len(g.loops)]; !l.down.Load() {
+			return l, nil
+		}
+	}
+	return nil, errors.New("every event loop is starting over after a failure")
 }
 
 // start starts the loops, once; later calls return what the first did. Serve calls it
@@ -67,27 +70,22 @@ func (g *loopGroup) start() error {
 }
 
 func newLoop() (*loop, error) {
-	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
-	if err != nil {
-		return nil, fmt.Errorf("epoll_create1: %w", err)
-	}
 	wfd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {
-		unix.Close(epfd)
 		return nil, fmt.Errorf("eventfd: %w", err)
 	}
-	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(wfd)}
-	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, wfd, &ev); err != nil {
-		unix.Close(epfd)
-		unix.Close(wfd)
-		return nil, fmt.Errorf("epoll_ctl: %w", err)
-	}
-	return &loop{
-		epfd:   epfd,
+	l := &loop{
 		wakefd: wfd,
 		rbuf:   make([]byte, loopReadSize),
 		events: make([]unix.EpollEvent, 128),
-	}, nil
+		spin:   loopSpin(),
+	}
+	if err := l.openEpoll(); err != nil {
+		unix.Close(wfd)
+		return nil, err
+	}
+	l.waitFn, l.peek = l.wait, l.peekEvents
+	return l, nil
 }
 
 // dupFD returns a duplicate of nc's socket, non-blocking and close-on-exec. It fails for
@@ -185,15 +183,16 @@ func (c *conn) toLoop(g *loopGroup) bool {
 // one is simply run again by the thread that was running it.
 func (l *loop) run() {
 	for {
-		n, err := l.wait()
-		if err != nil {
-			if err != unix.EINTR {
-				panic(fmt.Sprintf("sidecar: epoll_wait: %v", err))
-			}
+		n, err := l.waitFn()
+		switch {
+		case err == unix.EINTR:
 			// The runtime's preemption signal can interrupt every wait before its timeout
 			// (it is sent to a goroutine that runs long, and a raw wait looks like one), so
 			// the deadlines below are checked after an interrupted wait too.
 			n = 0
+		case err != nil:
+			l.fail(err)
+			continue
 		}
 		if len(l.closing) > 0 {
 			l.expire()
@@ -231,45 +230,6 @@ func (l *loop) run() {
 		}
 	}
 }
-
-// wait returns the ready events. A busy loop blocks in epoll_wait without telling the
-// runtime (a raw system call): it keeps its P, so its thread is neither handed off nor
-// woken by sysmon, which measured as most of the sidecar's CPU at moderate load when
-// waiting as an ordinary system call. That is why loopGroup.pick adds a P per loop for the
-// rest of the process. The runtime's preemption signal interrupts the wait (EINTR), so a
-// stop of the world (for GC) is not held up.
-//
-// A raw wait lasts at most rawWaitMillis. One that sees nothing in that time makes the loop
-// idle, and an idle loop waits as an ordinary system call until its first events: the
-// runtime takes its P back, and with every P idle sysmon sleeps instead of waking 100 times
-// a second, and nothing preempts the loop. An idle sidecar took 12 ms of CPU a second when
-// its loop held its P in a raw wait for good (`perf`: sysmon's wake-ups, and the preemption
-// signal, the interrupted wait and the rescheduling 50 times a second), and takes 1 now.
-func (l *loop) wait() (int, error) {
-	timeout := loopWaitMillis
-	if len(l.waiting) > 0 {
-		timeout = int(budgetPoll / time.Millisecond)
-	}
-	var r uintptr
-	var e unix.Errno
-	if l.idle {
-		r, _, e = unix.Syscall6(unix.SYS_EPOLL_PWAIT, uintptr(l.epfd), uintptr(unsafe.Pointer(&l.events[0])), uintptr(len(l.events)), uintptr(timeout), 0, 0)
-	} else {
-		r, _, e = unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(l.epfd), uintptr(unsafe.Pointer(&l.events[0])), uintptr(len(l.events)), uintptr(min(timeout, rawWaitMillis)), 0, 0)
-	}
-	l.idle = r == 0 && e == 0
-	if e != 0 {
-		return 0, e
-	}
-	return int(r), nil
-}
-
-// loopWaitMillis bounds one wait of an idle loop; budgetPoll bounds it while a connection
-// waits for the budget of frames held whole; rawWaitMillis bounds a raw wait (wait).
-const (
-	loopWaitMillis = 1000
-	rawWaitMillis  = 4
-)
 
 // commands runs the commands posted to the loop.
 func (l *loop) commands() {

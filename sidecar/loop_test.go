@@ -10,8 +10,11 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/tracecar/tracecar/internal/cql"
 )
@@ -226,10 +229,10 @@ func loopGoroutineStates() []string {
 	return states
 }
 
-// TestIdleLoopWaitsInTheRuntime: a loop with nothing to do for a few milliseconds waits as
-// an ordinary system call (the goroutine dump says "syscall"), so that the runtime takes
-// its P back and neither sysmon nor the preemption signal wakes an idle sidecar; a raw wait
-// shows as "running". The next request is answered as before.
+// TestIdleLoopWaitsInTheRuntime: a loop with nothing to do for a few milliseconds parks on
+// the runtime's poller (the goroutine dump says "IO wait"), so that its P goes back at once
+// and neither sysmon nor the preemption signal wakes an idle sidecar; a raw wait shows as
+// "running", an ordinary blocking wait as "syscall". The next request is answered as before.
 func TestIdleLoopWaitsInTheRuntime(t *testing.T) {
 	if eventLoopOff() {
 		t.Skip("TRACECAR_EVENT_LOOP=off")
@@ -248,13 +251,74 @@ func TestIdleLoopWaitsInTheRuntime(t *testing.T) {
 		deadline := time.Now().Add(20 * time.Second) // the loops are the process's: other tests may keep them busy
 		for {
 			states := loopGoroutineStates()
-			if len(states) > 0 && !slices.ContainsFunc(states, func(s string) bool { return s != "syscall" }) {
+			if len(states) > 0 && !slices.ContainsFunc(states, func(s string) bool { return s != "IO wait" }) {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("after a request, the loops' goroutines are %q 20 s later; want all in a system call", states)
+				t.Fatalf("after a request, the loops' goroutines are %q 20 s later; want all parked on the runtime's poller (IO wait)", states)
 			}
 			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// TestLoopWaitFailure: an epoll_wait error other than EINTR (injected through the loop's
+// waitFn) closes the connections of that loop, is counted, and the loop goes on with a new
+// epoll set: the process does not die, and a new connection is served by the same loop.
+func TestLoopWaitFailure(t *testing.T) {
+	if eventLoopOff() {
+		t.Skip("TRACECAR_EVENT_LOOP=off")
+	}
+	l, err := newLoop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var failNext atomic.Bool
+	wait := l.waitFn
+	l.waitFn = func() (int, error) {
+		if failNext.CompareAndSwap(true, false) {
+			return 0, unix.EBADF
+		}
+		return wait()
+	}
+	g := &loopGroup{loops: []*loop{l}}
+	g.once.Do(func() {}) // the group is started: its one loop runs below
+	go l.run()
+
+	n := mustFakeNode(t)
+	p := New(Config{NodeAddr: n.addr()}, nil)
+	p.loops = g
+	tp := mustProxyWith(t, p, nil)
+	query := func(c *testClient, stream int16) {
+		t.Helper()
+		c.send(frame(cql.V4, 0, stream, cql.OpQuery, queryBody("SELECT * FROM ks.t")))
+		if h, _ := c.recv(); h.Stream != stream || h.Opcode != cql.OpResult {
+			t.Fatalf("got %+v; want RESULT on stream %d", h, stream)
+		}
+	}
+	before := LoopFailures()
+	c1, c2 := mustDial(t, tp.addr), mustDial(t, tp.addr)
+	query(c1, 1)
+	query(c2, 1)
+	if in, all := connsInLoop(tp.Proxy); in != 2 || all != 2 {
+		t.Fatalf("%d of %d connections in the loop; want 2 of 2", in, all)
+	}
+	failNext.Store(true)
+	unix.Write(l.wakefd, []byte{1, 0, 0, 0, 0, 0, 0, 0}) // wakes the loop: its next wait fails
+	c1.expectClosed()
+	c2.expectClosed()
+	if got := LoopFailures() - before; got != 1 {
+		t.Errorf("LoopFailures went up by %d; want 1", got)
+	}
+	c3 := mustDial(t, tp.addr)
+	query(c3, 7)
+	for deadline := time.Now().Add(testTimeout); ; time.Sleep(10 * time.Millisecond) {
+		in, all := connsInLoop(tp.Proxy)
+		if in == 1 && all == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d connections in the loop after its failure; want the new one only", in, all)
 		}
 	}
 }

@@ -3,8 +3,10 @@
 package sidecar
 
 import (
+	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -41,9 +43,24 @@ type loop struct {
 	answers []metrics.Answer
 	spare   pipeline.SpareSlots // the empty stream tables of its connections (streamTable.spare)
 	events  []unix.EpollEvent
-	// idle says that the last raw wait saw nothing for rawWaitMillis: the next wait tells
-	// the runtime it blocks (wait).
+	// idle says that the last raw wait saw nothing for spin: the next wait parks (wait).
 	idle bool
+	spin time.Duration
+	// waitFn is wait; a test puts a wait that fails in its place, before the loop runs.
+	waitFn func() (int, error)
+	// The gate through which the runtime's poller watches the loop's epoll set (park),
+	// nil without one; armed says the set is in it, deadline that the gate has a read
+	// deadline set.
+	gate     *os.File
+	gateFD   int
+	gateConn syscall.RawConn
+	armed    bool
+	deadline bool
+	peek     func(uintptr) bool // peekEvents
+	peeked   int
+	peekErr  unix.Errno
+	// down is set while the loop starts over after a failed wait (fail): pick passes it by.
+	down atomic.Bool
 }
 
 type loopCmdKind uint8

@@ -20,7 +20,7 @@ import (
 // The bytes of the event loop: reading a socket, finding the whole frames in what it
 // brought, and writing them to the peer, with the backpressure of a peer that does not take
 // them (see the package doc). What is done to each frame is transport.go's and
-// pipeline.go's; the end of a connection is loop_end.go's.
+// package pipeline's; the end of a connection is loop_end.go's.
 
 // read takes what socket s holds and forwards every whole frame in it.
 func (l *loop) read(s *side) {

@@ -4,13 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/tracecar/tracecar/sidecar/pipeline"
 
 	"github.com/gocql/gocql"
 
@@ -131,17 +131,24 @@ func TestE2ENoBypassDefaultGocql(t *testing.T) {
 	}
 }
 
-// TestE2ENoBypassCatchesBrokenRewrite is the mutation check: with the system table rewrite
-// switched off, the driver learns the node's own address, and the no-bypass test must fail.
+// TestE2ENoBypassCatchesBrokenRewrite is the mutation check: the broken build, with the
+// system table rewrite switched off (`-tags tracecar_norewrite`, a constant of the pipeline,
+// not a switch of the product), is built and its no-bypass test run: the driver learns the
+// node's own address, and the test must fail, naming it.
 func TestE2ENoBypassCatchesBrokenRewrite(t *testing.T) {
-	was := pipeline.SkipRewrite.Swap(true)
-	t.Cleanup(func() { pipeline.SkipRewrite.Store(was) })
-	err := defaultGocqlBypass(t)
-	if err == nil {
-		t.Fatal("the no-bypass check passed with the system table rewrite switched off; want it to fail")
+	if brokenRewrite {
+		t.Skip("this is the broken build: the no-bypass tests fail in it")
 	}
-	t.Logf("the no-bypass check fails as it should with the rewrite off:\n%v", err)
-	if !strings.Contains(err.Error(), "gocql connected to 127.0.0.3:") {
-		t.Errorf("the failure does not name the driver's connection to node B at 127.0.0.3:\n%v", err)
+	bin := filepath.Join(t.TempDir(), "sidecar-norewrite.test")
+	if out, err := exec.Command("go", "test", "-c", "-tags", "tracecar_norewrite", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build the broken build: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin, "-test.run", "^TestE2ENoBypassDefaultGocql$", "-test.count", "1").CombinedOutput()
+	if err == nil {
+		t.Fatalf("the no-bypass check passed with the system table rewrite switched off; want it to fail:\n%s", out)
+	}
+	t.Logf("the no-bypass check fails as it should with the rewrite off:\n%s", out)
+	if !strings.Contains(string(out), "gocql connected to 127.0.0.3:") {
+		t.Errorf("the failure does not name the driver's connection to node B at 127.0.0.3:\n%s", out)
 	}
 }

@@ -2,8 +2,6 @@
 
 package sidecar
 
-// The broken build: `go test -tags tracecar_norewrite ./sidecar/` forwards system table
-// responses unchanged, and the no-bypass tests must fail.
-import "github.com/tracecar/tracecar/sidecar/pipeline"
-
-func init() { pipeline.SkipRewrite.Store(true) }
+// brokenRewrite: this is the broken build, `go test -tags tracecar_norewrite ./sidecar/`,
+// which forwards system table responses unchanged; the no-bypass tests must fail.
+const brokenRewrite = true

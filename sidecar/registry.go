@@ -56,7 +56,7 @@ func (s Stats) TotalRequests() uint64 {
 // Proxy relays CQL connections to one node. Create it with New and run it with Serve. A
 // Proxy is safe for concurrent use.
 type Proxy struct {
-	// connEnv is what the proxy's connections use of it (env.go): its configuration, what
+	// connEnv is what the proxy's connections use of it (conn.go): its configuration, what
 	// their pipelines share, the dial, the counters they add to, the byte budget.
 	connEnv
 	cfgErr error

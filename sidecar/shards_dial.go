@@ -91,12 +91,8 @@ func (p *Proxy) dialFromResidue(ctx context.Context, addr string, n, r int) (net
 	if hi-lo+1 < n {
 		return nil, errPortsExhausted
 	}
-	q := lo + rand.IntN(hi-lo+1)
-	q += ((r-q%n)%n + n) % n
+	q := residuePort(lo+rand.IntN(hi-lo+1), lo, hi, n, r)
 	for range maxPortTries {
-		if q > hi {
-			q = lo + ((r-lo%n)%n+n)%n
-		}
 		d := net.Dialer{Timeout: p.cfg.DialTimeout, LocalAddr: &net.TCPAddr{Port: q}}
 		nc, err := d.DialContext(ctx, "tcp", addr)
 		if err == nil {
@@ -105,9 +101,20 @@ func (p *Proxy) dialFromResidue(ctx context.Context, addr string, n, r int) (net
 		if !errors.Is(err, syscall.EADDRINUSE) && !errors.Is(err, syscall.EADDRNOTAVAIL) {
 			return nil, err
 		}
-		q += n
+		q = residuePort(q+n, lo, hi, n, r)
 	}
 	return nil, errPortsExhausted
+}
+
+// residuePort returns the first port from q on with q % n == r, or past hi the first in
+// [lo, hi]: the order dialFromResidue tries a shard's ports in. The range must hold at
+// least n ports.
+func residuePort(q, lo, hi, n, r int) int {
+	q += ((r-q%n)%n + n) % n
+	if q > hi {
+		q = lo + ((r-lo%n)%n+n)%n
+	}
+	return q
 }
 
 // localPorts returns the local port range, as the kernel gives ephemeral ports

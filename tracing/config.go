@@ -47,6 +47,9 @@ package tracing
 import (
 	"errors"
 	"fmt"
+	"time"
+
+	"github.com/tracecar/tracecar/tracing/statements"
 )
 
 // Config is the tracing configuration that the admin API toggles. It is replaced as a
@@ -69,7 +72,20 @@ type Config struct {
 	// whose W3C trace context (in its custom payload) has the sampled flag: parent-based
 	// sampling, mode "parent". Requests without it are left to the other fields.
 	FollowClientSampling bool `json:"-"`
+	// FloorInterval turns the trace floor on: every distinct statement (statement
+	// statistics' key) gets at least one full trace per interval, with the node's own
+	// trace, whatever its duration, mode "floor". 0 is off.
+	FloorInterval time.Duration `json:"-"`
+	// FloorMaxPerSecond bounds the floor's traces a second over all statements; 0 means
+	// DefaultFloorMaxPerSecond.
+	FloorMaxPerSecond int `json:"-"`
 }
+
+// DefaultFloorMaxPerSecond is the trace floor's default bound on its traces a second.
+const DefaultFloorMaxPerSecond = statements.DefaultFloorMaxPerSecond
+
+// MaxFloorInterval bounds Config.FloorInterval.
+const MaxFloorInterval = 7 * 24 * time.Hour
 
 // Defaults of Config, as in ScyllaDB.
 const (
@@ -84,8 +100,8 @@ func DefaultConfig() Config {
 }
 
 // Mode names the tracing mode the configuration puts the data path in: "off", "fast",
-// "full", "sampled" when only the probability is set, or "parent" when only
-// FollowClientSampling is.
+// "full", "sampled" when only the probability is set, "parent" when only
+// FollowClientSampling is, or "floor" when only the trace floor is.
 func (c Config) Mode() string {
 	switch {
 	case c.Enable && c.Fast:
@@ -96,6 +112,8 @@ func (c Config) Mode() string {
 		return "sampled"
 	case c.FollowClientSampling:
 		return "parent"
+	case c.FloorInterval > 0:
+		return "floor"
 	}
 	return "off"
 }
@@ -114,6 +132,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: ttl must be >= 0 seconds, got %d", ErrInvalidConfig, c.TTLSeconds)
 	case !(c.Probability >= 0 && c.Probability <= 1): // also rejects NaN
 		return fmt.Errorf("%w: probability must be in [0,1], got %v", ErrInvalidConfig, c.Probability)
+	case c.FloorInterval < 0 || c.FloorInterval > MaxFloorInterval:
+		return fmt.Errorf("%w: interval must be between 0 (off) and 7 days, got %v", ErrInvalidConfig, c.FloorInterval)
+	case c.FloorMaxPerSecond < 0:
+		return fmt.Errorf("%w: max_per_second must be >= 1, got %d", ErrInvalidConfig, c.FloorMaxPerSecond)
 	}
 	return nil
 }

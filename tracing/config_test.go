@@ -1,10 +1,12 @@
 package tracing
 
 import (
+	"encoding/json"
 	"errors"
 	"math"
 	"sync"
 	"testing"
+	"time"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -82,5 +84,29 @@ func TestUpdateConfigConcurrent(t *testing.T) {
 	wg.Wait()
 	if got, want := tr.Config().ThresholdMicros, int64(DefaultThresholdMicros+800); got != want {
 		t.Errorf("threshold after 800 increments = %d; want %d", got, want)
+	}
+}
+
+// TestConfigStateCarriesTheFloor: the trace floor's setting survives a handover's JSON.
+func TestConfigStateCarriesTheFloor(t *testing.T) {
+	c := Config{Probability: 0.5, FloorInterval: 90 * time.Second, FloorMaxPerSecond: 3}
+	b, err := json.Marshal(c.State())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s ConfigState
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Config(); got != c {
+		t.Errorf("%s gives %+v; want %+v", b, got, c)
+	}
+	if c.Mode() != "sampled" || (Config{FloorInterval: time.Second}).Mode() != "floor" {
+		t.Errorf("modes %q and %q; want sampled and floor", c.Mode(), Config{FloorInterval: time.Second}.Mode())
+	}
+	for _, bad := range []Config{{FloorInterval: -time.Second}, {FloorInterval: MaxFloorInterval + time.Second}, {FloorMaxPerSecond: -1}} {
+		if err := bad.Validate(); err == nil {
+			t.Errorf("%+v is valid; want an error", bad)
+		}
 	}
 }

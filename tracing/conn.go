@@ -129,26 +129,103 @@ func (c *Conn) Begin(f *cql.Frame, now int64) Ticket {
 	default:
 		return Ticket{}
 	}
+	return c.beginEvents(s, f, now, mode, tc, read, nil)
+}
+
+// FloorNote is told the session id and start of a floor trace once it is recorded;
+// *statements.Entry implements it.
+type FloorNote interface {
+	FloorTraced(id string, start time.Time)
+}
+
+// BeginFloor is Begin for a request that the trace floor (Config.FloorInterval) picked:
+// it is traced fully, with the node's own trace, and recorded whatever its duration, in
+// mode "floor" (or "client" when its client asked for tracing itself), unless the trace
+// filter leaves it out. note, when not nil, gets the session's id once it is recorded.
+// Request side only.
+func (c *Conn) BeginFloor(f *cql.Frame, now int64, note FloorNote) Ticket {
+	h := &f.Header
+	if !traceable(h.Opcode) || h.Stream < 0 || len(f.Raw()) < cql.HeaderSize {
+		return Ticket{}
+	}
+	if flt := c.t.filter.Load(); flt != nil && !c.match(flt, f) {
+		return Ticket{}
+	}
+	mode := ModeFloor
+	if h.Flags&cql.FlagTracing != 0 {
+		mode = ModeClient
+	}
+	return c.beginEvents(c.t.snap.Load(), f, now, mode, TraceContext{}, false, note)
+}
+
+// beginEvents starts a request traced with events in mode: its record, the request kept
+// whole, and the tracing flag set on the frame for the node when mode asks for the node's
+// trace. tc is the request's trace context when read is set.
+func (c *Conn) beginEvents(s *snapshot, f *cql.Frame, now int64, mode string, tc TraceContext, read bool, note FloorNote) Ticket {
+	h := &f.Header
 	if now == 0 {
 		now = c.t.now()
 	}
 	r := c.take()
 	seq := r.seq.Add(1)
 	r.reset(mode, h, now, s.thresholdUS)
+	r.note = note
 	if !read && h.Flags&cql.FlagCustomPayload != 0 {
 		tc = c.t.readContext(f.CustomPayload())
 	}
 	r.setContext(&tc)
 	r.ctxRead = true
+	// Whether to ask the node is read before keep, so that keep copies what asksNode has
+	// decompressed or parsed (a BATCH) rather than have it done again.
+	ask := nodeTraced(mode) && c.t.asksNode(f)
 	// The request is kept as it came, whole, and parsed only when its session is built:
 	// most full-mode requests are fast and never recorded (keep).
 	c.keep(f, r, math.MaxInt)
 	r.parsed = c.t.now()
-	if mode == ModeSampled || mode == ModeParent {
+	if ask {
 		f.Raw()[1] |= cql.FlagTracing
 	}
 	c.traced.Store(c.traced.Load() + 1) // single writer: no locked add needed
 	return Ticket{r: r, seq: seq, events: true}
+}
+
+// asksNode reports whether the node may be asked to trace the request of f, which the
+// sidecar samples: not with Options.NoNodeTracing, and never for a request that carries a
+// secret (cql.CarriesSecret), which the node's trace would keep in plain text, readable by
+// other logins. An EXECUTE of a statement the sidecar never saw prepared, or a request it
+// cannot read, is not asked either: its text is unknown. The sidecar's own session is
+// recorded, redacted, either way.
+func (t *Tracer) asksNode(f *cql.Frame) bool {
+	if t.opts.NoNodeTracing {
+		return false
+	}
+	switch f.Header.Opcode {
+	case cql.OpQuery, cql.OpPrepare:
+		st, ok := f.Statement()
+		return ok && !cql.CarriesSecret(st.Query)
+	case cql.OpExecute:
+		st, ok := f.Statement()
+		return ok && !t.prep.secret(st.ID)
+	case cql.OpBatch:
+		req, ok := f.Request()
+		if !ok {
+			return false
+		}
+		for i := range req.Batch {
+			b := &req.Batch[i]
+			if b.Prepared && t.prep.secret(b.ID) || !b.Prepared && cql.CarriesSecret(b.Query) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// nodeTraced reports whether a request traced in mode has the tracing flag set for the node
+// by the sidecar (unless Tracer.asksNode refuses it), and so the tracing id stripped from
+// its response: sampled, parent and floor traces.
+func nodeTraced(mode string) bool {
+	return mode == ModeSampled || mode == ModeParent || mode == ModeFloor
 }
 
 // beginFast starts a fast-mode request: its start time and a copy of its frame, or of its
@@ -326,7 +403,7 @@ func (c *Conn) respond(r *record, f *cql.Frame, now int64) []byte {
 	r.err = ri.err
 	r.nodeID, r.hasNodeID = ri.tracingID, ri.hasTracingID
 	r.rows = responseRows(f)
-	if (r.mode == ModeSampled || r.mode == ModeParent) && ri.hasTracingID {
+	if nodeTraced(r.mode) && ri.hasTracingID {
 		return c.stripTracingID(f)
 	}
 	return f.Raw()
@@ -436,6 +513,9 @@ func (c *Conn) finish(r *record) {
 	sess := c.session(r, end, d)
 	r.annotate(sess)
 	c.exemplar(r.op, d, sess)
+	if r.note != nil {
+		r.note.FloorTraced(sess.ID, sess.StartedAt)
+	}
 	nodeID, hasNodeID := r.nodeID, r.hasNodeID
 	c.release(r)
 	c.t.submit(sess, nodeID, hasNodeID)

@@ -1,6 +1,9 @@
 package tracing
 
-import "strings"
+import (
+	"strings"
+	"time"
+)
 
 // What a sidecar hands to the process that takes it over (the handover; see the sidecar
 // package): the configuration, the filter and the prepared-statement registry, each in a
@@ -15,16 +18,20 @@ type ConfigState struct {
 	TTLSeconds           int64   `json:"ttl_s"`
 	Probability          float64 `json:"probability"`
 	FollowClientSampling bool    `json:"follow_client_sampling"`
+	FloorIntervalMS      int64   `json:"floor_interval_ms,omitempty"`
+	FloorMaxPerSecond    int     `json:"floor_max_per_second,omitempty"`
 }
 
 // State returns c as a ConfigState.
 func (c Config) State() ConfigState {
-	return ConfigState{c.Enable, c.Fast, c.ThresholdMicros, c.TTLSeconds, c.Probability, c.FollowClientSampling}
+	return ConfigState{c.Enable, c.Fast, c.ThresholdMicros, c.TTLSeconds, c.Probability, c.FollowClientSampling,
+		c.FloorInterval.Milliseconds(), c.FloorMaxPerSecond}
 }
 
 // Config returns the Config that s holds.
 func (s ConfigState) Config() Config {
-	return Config{s.Enable, s.Fast, s.ThresholdMicros, s.TTLSeconds, s.Probability, s.FollowClientSampling}
+	return Config{s.Enable, s.Fast, s.ThresholdMicros, s.TTLSeconds, s.Probability, s.FollowClientSampling,
+		time.Duration(s.FloorIntervalMS) * time.Millisecond, s.FloorMaxPerSecond}
 }
 
 // Params returns the parameters that ParseFilter makes f from again; nil for the zero

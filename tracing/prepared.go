@@ -29,6 +29,8 @@ type Statement struct {
 	// Columns are the result columns of a System statement, for the Rows responses that
 	// skip their metadata.
 	Columns []cql.ColumnSpec
+
+	secret bool // Query carries a secret (cql.CarriesSecret), set by Put
 }
 
 // Statements is the one prepared-statement registry of a sidecar: id → Statement, learnt
@@ -56,12 +58,13 @@ func NewStatements(size int) *Statements {
 // registry already knew, so the query text (from tracing) and the system table (from the
 // rewrite) of one statement can arrive separately.
 func (p *Statements) Put(id []byte, st Statement) {
+	st.secret = st.Query != "" && cql.CarriesSecret(st.Query)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if old, ok := p.m[string(id)]; ok {
 		merged := *old
 		if st.Query != "" {
-			merged.Query, merged.Keyspace = st.Query, st.Keyspace
+			merged.Query, merged.Keyspace, merged.secret = st.Query, st.Keyspace, st.secret
 			merged.Binds, merged.PKIndexes = st.Binds, st.PKIndexes
 		}
 		if st.System != 0 {
@@ -102,6 +105,13 @@ func (p *Statements) Lookup(id []byte) *Statement {
 // HasSystem reports whether any statement reads a system table: until one does, the
 // sidecar need not look at EXECUTE requests at all.
 func (p *Statements) HasSystem() bool { return p.system.Load() > 0 }
+
+// secret reports whether the statement id carries a secret (cql.CarriesSecret), or is
+// unknown: its text cannot tell.
+func (p *Statements) secret(id []byte) bool {
+	st := p.Lookup(id)
+	return st == nil || st.Query == "" || st.secret
+}
 
 // get returns the query text of id.
 func (p *Statements) get(id []byte) (string, bool) {

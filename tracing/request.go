@@ -257,15 +257,15 @@ type responseInfo struct {
 }
 
 // readResponse reads the tracing id and the error of a response, from its view: the body
-// is decompressed only for those, and then only once for every reader of the frame.
+// is decompressed only for those, and then only once for every reader of the frame, and
+// an ERROR is read once (Frame.Response) for every reader.
 func readResponse(f *cql.Frame) responseInfo {
 	var ri responseInfo
 	h := f.Header
 	if h.Flags&cql.FlagTracing == 0 && h.Opcode != cql.OpError {
 		return ri
 	}
-	rest, err := f.Message()
-	if err != nil {
+	if _, err := f.Message(); err != nil {
 		if _, berr := f.Body(); berr != nil {
 			ri.err = "tracecar: " + berr.Error()
 		} else {
@@ -275,19 +275,15 @@ func readResponse(f *cql.Frame) responseInfo {
 	}
 	ri.tracingID, ri.hasTracingID = f.TracingID()
 	if h.Opcode == cql.OpError {
-		ri.err = errorText(rest)
+		ri.err = errorText(f.Response())
 	}
 	return ri
 }
 
-// errorText renders an ERROR body as "name (0xCODE): message".
-func errorText(body []byte) string {
-	var d cql.Decoder
-	d.Reset(body)
-	code := d.Int()
-	msg := d.String()
-	if d.Err() != nil {
+// errorText renders an ERROR as "name (0xCODE): message".
+func errorText(r *cql.Response) string {
+	if !r.ErrorRead() {
 		return "malformed ERROR response"
 	}
-	return fmt.Sprintf("%s (0x%04x): %s", cql.ErrorCodeName(code), code, msg)
+	return fmt.Sprintf("%s (0x%04x): %s", cql.ErrorCodeName(r.ErrCode), r.ErrCode, r.ErrMessage)
 }

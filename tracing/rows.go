@@ -2,20 +2,14 @@ package tracing
 
 import "github.com/tracecar/tracecar/internal/cql"
 
-// responseRows returns the row count of a RESULT Rows response, or -1: from the view's
-// body when it is not compressed, or has been decompressed by another reader. A
-// compressed response is not decompressed for this. It does not allocate, since full mode
-// calls it on every traced response.
+// responseRows returns the row count of a RESULT Rows response, or -1, as the view read it
+// once for every reader (Frame.Response): when the body is not compressed, has been
+// decompressed by another reader, or another reader read the response. A compressed
+// response is not decompressed for this. It does not allocate, since full mode calls it on
+// every traced response.
 func responseRows(f *cql.Frame) int {
-	if f.Header.Opcode != cql.OpResult || f.Compressed() && !f.Decompressed() {
+	if f.Header.Opcode != cql.OpResult || f.Compressed() && !f.Decompressed() && !f.ResponseRead() {
 		return -1
 	}
-	rest, err := f.Message()
-	if err != nil {
-		return -1
-	}
-	if n, ok := cql.RowsCount(rest); ok {
-		return n
-	}
-	return -1
+	return f.Response().Rows
 }

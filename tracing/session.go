@@ -11,6 +11,9 @@ const (
 	// ModeParent is a request traced because its W3C trace context has the sampled flag
 	// and Config.FollowClientSampling is on.
 	ModeParent = "parent"
+	// ModeFloor is a request traced because the trace floor (Config.FloorInterval) picked
+	// its statement.
+	ModeFloor = "floor"
 )
 
 // Event sources.

@@ -123,7 +123,7 @@ func (*LogSink) Name() string { return "log" }
 // for sampled and client ones.
 func (l *LogSink) Write(_ context.Context, s *Session) error {
 	msg := "slow query"
-	if s.Mode == ModeSampled || s.Mode == ModeClient || s.Mode == ModeParent {
+	if nodeTraced(s.Mode) || s.Mode == ModeClient {
 		msg = "traced query"
 	}
 	e := l.log.Info().

@@ -80,6 +80,9 @@ type record struct {
 	ctx     TraceContext
 	state   []byte
 	ctxRead bool
+
+	// note is told the id of the session of a floor trace (Conn.BeginFloor).
+	note FloorNote
 }
 
 // reset readies a record taken for a request traced with events.
@@ -91,4 +94,5 @@ func (r *record) reset(mode string, h *cql.Header, now, thresholdUS int64) {
 	r.err = ""
 	r.nodeID, r.hasNodeID = [16]byte{}, false
 	r.rows = -1
+	r.note = nil
 }

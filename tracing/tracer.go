@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/tracing/statements"
 )
 
 // Defaults of Options.
@@ -80,10 +81,25 @@ type Options struct {
 	// Work, when set, counts the CPU time of the work tracing adds to recorded sessions
 	// (see WorkMeter), for the runtime guardrail.
 	Work WorkMeter
+	// NoNodeTracing samples without asking the node to trace (--node-tracing off): a
+	// sampled or parent-sampled request is forwarded without the CQL tracing flag, so the
+	// node keeps no trace of its own (its statement text, and on Cassandra its bound
+	// values) and the session has no node events. By default the flag is set, except on a
+	// request that carries a secret (cql.CarriesSecret), which never gets it.
+	NoNodeTracing bool
+	// Floor, when set, runs the trace floor (Config.FloorInterval): the Tracer hands it
+	// every change of the floor's setting, and turns it off in Close. Nil leaves the floor's
+	// setting without effect.
+	Floor FloorRunner
 	// Rand returns uniform random numbers for sampling. It must be safe for concurrent
 	// use. Nil means math/rand/v2's Uint64, which keeps per-thread state and does not
 	// contend.
 	Rand func() uint64
+}
+
+// FloorRunner arms the statements due for a floor trace; *statements.Stats implements it.
+type FloorRunner interface {
+	SetFloor(statements.FloorConfig)
 }
 
 // Stats are the Tracer's counters since New, as a copy owned by the caller.
@@ -279,6 +295,9 @@ func (t *Tracer) UpdateConfig(f func(Config) Config) error {
 		gen++
 	}
 	t.snap.Store(newSnapshot(c, gen))
+	if fl := t.opts.Floor; fl != nil && (c.FloorInterval != old.cfg.FloorInterval || c.FloorMaxPerSecond != old.cfg.FloorMaxPerSecond) {
+		fl.SetFloor(statements.FloorConfig{Interval: c.FloorInterval, MaxPerSecond: c.FloorMaxPerSecond})
+	}
 	if c.Mode() != old.cfg.Mode() {
 		t.log.Info().Str("from", old.cfg.Mode()).Str("to", c.Mode()).Msg("tracing mode changed")
 	}
@@ -360,6 +379,9 @@ func (t *Tracer) submit(s *Session, nodeID [16]byte, hasNodeID bool) {
 // first call's result.
 func (t *Tracer) Close(ctx context.Context) error {
 	t.closeOnce.Do(func() {
+		if fl := t.opts.Floor; fl != nil {
+			fl.SetFloor(statements.FloorConfig{})
+		}
 		var errs []error
 		if t.fetch != nil {
 			// Node events are best effort, the sessions are not: the fetcher's last looks

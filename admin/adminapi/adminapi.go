@@ -227,6 +227,27 @@ type Status struct {
 	} `json:"shards"`
 	// Audit is the audit log's state; nil from a server without one.
 	Audit *audit.Status `json:"audit"`
+	// NodeLogin is the sidecar's own login to its node; nil from a server without one.
+	NodeLogin *struct {
+		State   string `json:"state"`
+		User    string `json:"user"`
+		Error   string `json:"error"`
+		Refused uint64 `json:"refused"`
+	} `json:"node_login"`
+	// Timers are the toggles' timers (for=DURATION), soonest first.
+	Timers []Timer `json:"timers"`
+}
+
+// Timer is a toggle's timer in the status: the settings it puts back, and when.
+type Timer struct {
+	Toggle   string `json:"toggle"`
+	Settings []struct {
+		Setting  string `json:"setting"`
+		RevertTo string `json:"reverts_to"`
+		SetTo    string `json:"set_to"`
+	} `json:"settings"`
+	Due     time.Time `json:"due"`
+	Imposed bool      `json:"imposed"`
 }
 
 // ParseStatus decodes GET /tracecar/status.
@@ -240,4 +261,16 @@ func ParseStatus(body []byte) (Status, error) {
 
 func badBody(path string, body []byte, err error) error {
 	return fmt.Errorf("unexpected %s body %q: %w", path, strings.TrimSpace(string(body)), err)
+}
+
+// PathTraceFloor is the trace floor's endpoint.
+const PathTraceFloor = "/tracecar/trace_floor"
+
+// TraceFloor is the JSON of GET, POST and DELETE /tracecar/trace_floor: the trace floor in
+// force. Interval is a Go duration ("60s"), "0s" when the floor is off.
+type TraceFloor struct {
+	Enabled      bool    `json:"enabled"`
+	Interval     string  `json:"interval"`
+	IntervalS    float64 `json:"interval_s"`
+	MaxPerSecond int     `json:"max_per_second"`
 }

@@ -59,6 +59,7 @@ const (
 	Ready            = "ready"        // GET /readyz: exit 0 only when every host's node is reachable
 	Capture          = "capture"      // the workload capture: start, stop or status (see capture.go)
 	Audit            = "audit"        // the audit log: its settings, sinks and drops (see audit.go)
+	TraceFloor       = "trace-floor"  // the trace floor (see trace_floor.go)
 )
 
 // Command is what ctl does on every host: an optional change, then a read of the state it
@@ -68,7 +69,7 @@ type Command struct {
 	Logger string     // the Logger command's logger; "" reads every logger's level
 	Change url.Values // the parameters of the change; nil only reads
 
-	Clear bool // TraceFilter: remove the filter
+	Clear bool // TraceFilter and TraceFloor: remove the filter, turn the floor off
 
 	// Statements and Top: the order (statements.SortOrders), how many are shown, and
 	// JSON output (Statements only).
@@ -197,6 +198,15 @@ func opOf(cmd Command) (op, error) {
 			o.del = pathTraceFilter
 			return o, nil
 		}
+	case TraceFloor:
+		o = op{get: adminapi.PathTraceFloor, show: showTraceFloor}
+		if cmd.Clear {
+			if cmd.Change != nil {
+				return op{}, errors.New("ctl: turning the trace floor off takes no parameters")
+			}
+			o.del = adminapi.PathTraceFloor
+			return o, nil
+		}
 	default:
 		return op{}, fmt.Errorf("ctl: unknown command %q", cmd.Name)
 	}
@@ -270,6 +280,19 @@ func showStatus(body []byte) (string, error) {
 	}
 	if a := st.Audit; a != nil && (a.Enabled || a.Dropped > 0 || a.Error != "") {
 		s += " audit=" + auditLine(*a)
+	}
+	if l := st.NodeLogin; l != nil && (l.State == "refused" || l.State == "failed") {
+		s += fmt.Sprintf(" node_login=%s (user %q, refused %d: %s)", l.State, l.User, l.Refused, l.Error)
+	}
+	for _, t := range st.Timers {
+		parts := make([]string, len(t.Settings))
+		for i, set := range t.Settings {
+			parts[i] = set.Setting + "→" + strconv.Quote(set.RevertTo)
+		}
+		s += " timer=" + strings.Join(parts, ",") + "@" + t.Due.UTC().Format(time.RFC3339)
+		if t.Imposed {
+			s += "(toggle-max-duration)"
+		}
 	}
 	if sh := st.Shards; sh != nil {
 		s += fmt.Sprintf(" cross_shard=%d shard_requests=%s", sh.CrossShardRequests, byShard(sh.RequestsByShard))
@@ -360,7 +383,11 @@ func (c *client) do(ctx context.Context, base string, o op) (string, error) {
 		}
 		return "", err
 	}
-	return o.show(body)
+	detail, err := o.show(body)
+	if d := o.params.Get("for"); o.post != "" && d != "" && err == nil {
+		detail += " (reverts in " + d + ")"
+	}
+	return detail, err
 }
 
 // request sends one request, with params form-encoded in the body, and returns the body of

@@ -53,7 +53,7 @@ func runStatements(ctx context.Context, cfg Config, stdout io.Writer) error {
 			failed = ErrHostFailed
 			fmt.Fprintf(stdout, "%s: error: %v\n", host, err)
 			continue
-		case !on[i]:
+		case !on[i] && !slices.ContainsFunc(lists[i], func(s statements.Statement) bool { return s.LastTraceID != "" }):
 			off++
 			fmt.Fprintf(stdout, "%s: statement statistics are off: turn them on with curl -X POST '%s/tracecar/statement_stats?enable=true' (or start the sidecar with --statement-stats)\n",
 				host, cfg.Hosts[i])
@@ -119,7 +119,7 @@ const maxShownText = 70
 
 func printStatements(w io.Writer, sts []statements.Statement, hosts int) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "CALLS\tERRORS\tTOTAL_MS\tMEAN_US\tP50_US\tP99_US\tP999_US\tMAX_US\tROWS\tPREP\t  STATEMENT")
+	fmt.Fprintln(tw, "CALLS\tERRORS\tTOTAL_MS\tMEAN_US\tP50_US\tP99_US\tP999_US\tMAX_US\tROWS\tPREP\tLAST_TRACE\t  STATEMENT")
 	for _, s := range sts {
 		text := s.Statement
 		if len(text) > maxShownText {
@@ -129,8 +129,12 @@ func printStatements(w io.Writer, sts []statements.Statement, hosts int) {
 		if s.Prepared {
 			prep = "yes"
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%.1f\t%.0f\t%d\t%d\t%d\t%d\t%d\t%s\t  %s\n", s.Calls, s.ErrorCount(),
-			float64(s.TotalTimeUS)/1000, s.MeanUS, s.P50US, s.P99US, s.P999US, s.MaxUS, s.Rows, prep, text)
+		last := "-"
+		if s.LastTraceID != "" {
+			last = s.LastTraceID
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%.1f\t%.0f\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t  %s\n", s.Calls, s.ErrorCount(),
+			float64(s.TotalTimeUS)/1000, s.MeanUS, s.P50US, s.P99US, s.P999US, s.MaxUS, s.Rows, prep, last, text)
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "%d statements merged from %d hosts\n", len(sts), hosts)

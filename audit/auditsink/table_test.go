@@ -17,6 +17,7 @@ import (
 
 	"github.com/tracecar/tracecar/audit"
 	"github.com/tracecar/tracecar/internal/node"
+	"github.com/tracecar/tracecar/internal/testkit/drivertest"
 	"github.com/tracecar/tracecar/tracing/cqlsink"
 )
 
@@ -95,6 +96,7 @@ cluster.shutdown()
 
 func mustPythonRead(t *testing.T, addr string) readBack {
 	t.Helper()
+	drivertest.RequirePythonModules(t, "python3-cassandra", "cassandra")
 	host, port, _ := net.SplitHostPort(addr)
 	cmd := exec.Command(python, "-c", pythonRead)
 	cmd.Env = append(cmd.Environ(), "CQL_HOST="+host, "CQL_PORT="+port)

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tracecar/tracecar/internal/testkit/drivertest"
 )
 
 // The real OpenTelemetry backends of the end-to-end tests are built from tools/ by .ci/run,
@@ -28,17 +30,7 @@ const (
 // mustTool returns the binary named by the environment variable env, or skips or fails.
 func mustTool(tb testing.TB, env, what string) string {
 	tb.Helper()
-	p := os.Getenv(env)
-	if p != "" {
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("TRACECAR_REQUIRE_DRIVERS") != "" {
-		tb.Fatalf("%s is missing: %s=%q, and TRACECAR_REQUIRE_DRIVERS is set (.ci/run builds it from tools/)", what, env, p)
-	}
-	tb.Skipf("%s is missing: set %s (.ci/run builds it from tools/)", what, env)
-	return ""
+	return drivertest.RequireEnvTool(tb, env, what+", which .ci/run builds from tools/ with scripts/build-tool.sh")
 }
 
 // freeAddrs returns n loopback addresses whose ports were free a moment ago: Jaeger binds

@@ -256,6 +256,7 @@ func (st *stack) handoff(ctx context.Context, succ *sidecar.Successor, ctl *net.
 	if err != nil {
 		return resume(fmt.Errorf("offer the listeners: %w", err))
 	}
+	st.api.StopTimers() // the successor runs them now, with their remaining time
 	res, err := st.proxy.Handoff(ctx, succ, st.finalState)
 	st.ho.count(res)
 	if err != nil {

@@ -39,11 +39,18 @@ func runCtl(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 
 const ctlUsage = `usage: tracecar ctl [--hosts h1:10000,h2:10000 | --hosts-from-cql HOST:PORT [--admin-port P]] [--token T] [--cacert FILE] COMMAND
 commands:
-  slow-query [--enable|--disable] [--fast|--full] [--threshold 500ms] [--ttl 24h]
+  slow-query [--enable|--disable] [--fast|--full] [--threshold 500ms] [--ttl 24h] [--for 10m]
                            set slow-query logging; with no flags, show it
-  trace-probability [P]    set the share of requests traced fully, P in [0,1]; without P, show it
-  logger [NAME [LEVEL]]    set logger NAME to LEVEL (error, warn, info, debug, trace);
+  trace-probability [P] [--for 10m]
+                           set the share of requests traced fully, P in [0,1]; without P, show it
+  trace-floor [INTERVAL] [--for 10m]
+                           give every statement a full trace per INTERVAL (--max-per-second N, --off);
+                           without it, show it
+  logger [NAME [LEVEL]] [--for 10m]
+                           set logger NAME to LEVEL (error, warn, info, debug, trace);
                            without LEVEL show NAME's level, without NAME show every level
+                           --for DURATION (these, and trace-filter): the change reverts by itself
+                           after DURATION (more than 0, at most 168h); ctl status shows the timers
   status                   show mode, counters, sink drops and guardrail state
   ready                    exit 0 when every host's node is reachable (GET /readyz), else 1: a
                            readiness probe for an API that needs a token
@@ -55,7 +62,7 @@ commands:
                            the recorded sessions of every host, newest (or slowest) first, one
                            line each; T is an RFC 3339 time
   trace SESSION_ID         one session and its events, the node's included, as cqlsh's TRACING ON
-  trace-filter [--keyspace K] [--table T] [--user U] [--client CIDR] [--statement S] [--opcode OP] [--clear]
+  trace-filter [--keyspace K] [--table T] [--user U] [--client CIDR] [--statement S] [--opcode OP] [--clear] [--for 10m]
                            trace only matching requests (flags ANDed); --clear removes the filter;
                            with no flags, show it
   top [--interval 2s] [--sort total_time|calls|p99|errors] [--per-host] [--count N] [--limit 20] [--include-system]
@@ -128,6 +135,8 @@ func parseCtlFlags(args []string) (ctl.Config, error) {
 		build = func(a []string) (ctl.Command, error) { return ctlStatements(&c, a) }
 	case "trace-filter":
 		build = func(a []string) (ctl.Command, error) { return ctlTraceFilter(&c, a) }
+	case "trace-floor":
+		build = func(a []string) (ctl.Command, error) { return ctlTraceFloor(&c, a) }
 	case "top":
 		build = func(a []string) (ctl.Command, error) { return ctlTop(&c, a) }
 	case "capture":
@@ -139,7 +148,7 @@ func parseCtlFlags(args []string) (ctl.Config, error) {
 	case "audit":
 		build = func(a []string) (ctl.Command, error) { return ctlAudit(&c, a) }
 	default:
-		return ctl.Config{}, usageErrorf("unknown command %q: want slow-query, trace-probability, logger, status, statements, slow-log, trace, trace-filter, ready, top, capture or audit", rest[0])
+		return ctl.Config{}, usageErrorf("unknown command %q: want slow-query, trace-probability, logger, status, statements, slow-log, trace, trace-filter, trace-floor, ready, top, capture or audit", rest[0])
 	}
 	cmd, err := build(rest[1:])
 	if err != nil {
@@ -185,6 +194,7 @@ func ctlSlowQuery(c *common, args []string) (ctl.Command, error) {
 	full := fs.Bool("full", false, "full mode: sessions with events")
 	threshold := fs.String("threshold", "", "latency above which a query is slow, such as 500ms")
 	ttl := fs.String("ttl", "", "time to live of recorded sessions, such as 24h")
+	forD := forFlag(fs)
 	if err := parseCtlArgs(fs, args); err != nil {
 		return ctl.Command{}, err
 	}
@@ -226,19 +236,41 @@ func ctlSlowQuery(c *common, args []string) (ctl.Command, error) {
 	if len(p) > 0 {
 		o.Change = p
 	}
-	return o, nil
+	return o, withFor("slow-query", *forD, o.Change)
+}
+
+// forFlag defines --for, the time after which a change reverts.
+func forFlag(fs *flag.FlagSet) *string {
+	return fs.String("for", "", "revert the change after this `DURATION`, such as 10m or 90s (more than 0, at most 168h)")
+}
+
+// withFor checks --for and adds it to the change, which it needs.
+func withFor(cmd, d string, change url.Values) error {
+	if d == "" {
+		return nil
+	}
+	v, err := time.ParseDuration(d)
+	if err != nil || v <= 0 || v > admin.MaxToggleFor {
+		return usageErrorf("%s: --for %q: want a duration more than 0 and at most 168h (7 days), such as 10m or 90s", cmd, d)
+	}
+	if change == nil {
+		return usageErrorf("%s: --for needs a change to revert", cmd)
+	}
+	change.Set("for", d)
+	return nil
 }
 
 func ctlTraceProbability(c *common, args []string) (ctl.Command, error) {
 	fs := ctlFlagSet("trace-probability")
 	c.register(fs)
+	forD := forFlag(fs)
 	if err := parseCtlArgs(fs, args); err != nil {
 		return ctl.Command{}, err
 	}
 	o := ctl.Command{Name: ctl.TraceProbability}
 	switch fs.NArg() {
 	case 0:
-		return o, nil
+		return o, withFor("trace-probability", *forD, nil)
 	case 1:
 	default:
 		return ctl.Command{}, usageErrorf("trace-probability takes one number, got %q", fs.Args())
@@ -249,18 +281,19 @@ func ctlTraceProbability(c *common, args []string) (ctl.Command, error) {
 		return ctl.Command{}, usageErrorf("trace-probability %q: want a number from 0 to 1, such as 0.01", s)
 	}
 	o.Change = url.Values{"probability": {s}}
-	return o, nil
+	return o, withFor("trace-probability", *forD, o.Change)
 }
 
 func ctlLogger(c *common, args []string) (ctl.Command, error) {
 	fs := ctlFlagSet("logger")
 	c.register(fs)
+	forD := forFlag(fs)
 	if err := parseCtlArgs(fs, args); err != nil {
 		return ctl.Command{}, err
 	}
 	switch fs.NArg() {
 	case 0:
-		return ctl.Command{Name: ctl.Logger}, nil
+		return ctl.Command{Name: ctl.Logger}, withFor("logger", *forD, nil)
 	case 1, 2:
 	default:
 		return ctl.Command{}, usageErrorf("logger takes NAME and LEVEL, got %q", fs.Args())
@@ -277,7 +310,7 @@ func ctlLogger(c *common, args []string) (ctl.Command, error) {
 		}
 		o.Change = url.Values{"level": {level}}
 	}
-	return o, nil
+	return o, withFor("logger", *forD, o.Change)
 }
 
 func ctlStatus(c *common, args []string) (ctl.Command, error) {
@@ -349,6 +382,7 @@ func ctlTraceFilter(c *common, args []string) (ctl.Command, error) {
 		vals[n] = fs.String(n, "", "trace only requests with this "+n)
 	}
 	clear := fs.Bool("clear", false, "remove the filter: trace every request again")
+	forD := forFlag(fs)
 	if err := parseCtlArgs(fs, args); err != nil {
 		return ctl.Command{}, err
 	}
@@ -367,6 +401,38 @@ func ctlTraceFilter(c *common, args []string) (ctl.Command, error) {
 		return ctl.Command{}, usageErrorf("trace-filter: --clear takes no filter flags")
 	case len(p) > 0:
 		cmd.Change = p
+	}
+	return cmd, withFor("trace-filter", *forD, cmd.Change)
+}
+
+func ctlTraceFloor(c *common, args []string) (ctl.Command, error) {
+	fs := ctlFlagSet("trace-floor")
+	c.register(fs)
+	maxPS := fs.Int("max-per-second", 0, "at most this many floor traces a second over all statements (default: the sidecar's, 10 at first)")
+	off := fs.Bool("off", false, "turn the trace floor off")
+	if err := parseCtlArgs(fs, args); err != nil {
+		return ctl.Command{}, err
+	}
+	cmd := ctl.Command{Name: ctl.TraceFloor, Clear: *off}
+	switch {
+	case fs.NArg() > 1:
+		return ctl.Command{}, usageErrorf("trace-floor takes one interval, got %q", fs.Args())
+	case *off && (fs.NArg() > 0 || *maxPS != 0):
+		return ctl.Command{}, usageErrorf("trace-floor: --off takes no interval or --max-per-second")
+	case *maxPS < 0:
+		return ctl.Command{}, usageErrorf("trace-floor --max-per-second %d: want a number of traces from 1", *maxPS)
+	case fs.NArg() == 0 && *maxPS > 0:
+		return ctl.Command{}, usageErrorf("trace-floor --max-per-second needs an interval, such as: trace-floor 60s --max-per-second 5")
+	case fs.NArg() == 1:
+		var d floorFlag
+		d.d = new(time.Duration)
+		if err := d.Set(fs.Arg(0)); err != nil {
+			return ctl.Command{}, usageErrorf("trace-floor %q: %v", fs.Arg(0), err)
+		}
+		cmd.Change = url.Values{"interval": {fs.Arg(0)}}
+		if *maxPS > 0 {
+			cmd.Change.Set("max_per_second", strconv.Itoa(*maxPS))
+		}
 	}
 	return cmd, nil
 }

@@ -400,8 +400,8 @@ func githubAnchor(h string) string {
 }
 
 // TestREADMEShape checks what a reader meets first: a README of at most 200 lines, the first
-// slow_query curl and every toggle within its first 80, and the two commands as .ci/run
-// finds them.
+// slow_query curl and every toggle within its first 80, a link to every page of docs/, and
+// the two commands as .ci/run finds them.
 func TestREADMEShape(t *testing.T) {
 	lines := strings.Split(strings.TrimSuffix(readDoc(t, "README.md"), "\n"), "\n")
 	if len(lines) > 200 {
@@ -425,6 +425,18 @@ func TestREADMEShape(t *testing.T) {
 	}
 	if end < 0 || end > 80 {
 		t.Errorf("README.md's toggles block ends on line %d; want every toggle within the first 80 lines", end)
+	}
+	// Every page of docs/ is linked from the README's documentation list (issue 59: audit.md
+	// and scylla.md were not).
+	pages, err := filepath.Glob(filepath.Join(repoRoot, "docs", "*.md"))
+	if err != nil || len(pages) == 0 {
+		t.Fatalf("no pages in docs/: %v", err)
+	}
+	list := docSection(t, "README.md", "## Documentation")
+	for _, p := range pages {
+		if link := "](docs/" + filepath.Base(p) + ")"; !strings.Contains(list, link) {
+			t.Errorf("README.md's documentation list does not link docs/%s", filepath.Base(p))
+		}
 	}
 	for _, want := range []string{
 		"go run ./cmd/tracecar loadcheck   # the main job",

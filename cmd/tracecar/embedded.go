@@ -84,12 +84,12 @@ func nodeMemoryCollectors(srv *node.Server) []admin.Option {
 	return []admin.Option{
 		admin.WithCollector(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tracecar_node_memory_held_bytes",
 			Help: "Bytes the node's tables hold, as the memory limit counts them (an estimate of their data, runtime overhead not included)."},
-			engine(func(e *node.Engine) float64 { return float64(e.MemoryHeld()) }))),
+			engine(func(e *node.Engine) float64 { return float64(e.Memory().Held()) }))),
 		admin.WithCollector(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tracecar_node_memory_limit_bytes",
 			Help: "The node's --memory-limit in bytes; 0 means none."},
-			engine(func(e *node.Engine) float64 { return float64(e.MemoryLimit()) }))),
+			engine(func(e *node.Engine) float64 { return float64(e.Memory().Limit()) }))),
 		admin.WithCollector(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tracecar_node_memory_refused_writes_total",
 			Help: "Writes the node refused with Overloaded because its tables held their share (7/8) of --memory-limit."},
-			engine(func(e *node.Engine) float64 { return float64(e.MemoryRefused()) }))),
+			engine(func(e *node.Engine) float64 { return float64(e.Memory().Refused()) }))),
 	}
 }

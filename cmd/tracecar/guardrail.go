@@ -17,19 +17,25 @@ type guardFlags struct {
 	cpu, drops                 *float64
 	restore                    *bool
 	nodeAPI, nodeKind, apply   *string
+	nodeTracing                *string
+	fs                         *flag.FlagSet // to tell a --node-apply given from its default
+	toggleMax                  *time.Duration
 }
 
 func addGuardFlags(fs *flag.FlagSet) guardFlags {
 	return guardFlags{
-		addedP99: fs.Duration("guardrail-added-p99", 0, "step tracing down when the p99 of the sidecar's added latency per request exceeds this, e.g. 500us (0: no limit)"),
-		cpu:      fs.Float64("guardrail-cpu", 0, "step tracing down when tracing takes more than this `PCT` of the sidecar's CPU (0: no limit)"),
-		drops:    fs.Float64("guardrail-drops", 0, "step tracing down when sinks drop more than this many sessions `PER_S` (0: no limit)"),
-		window:   fs.Duration("guardrail-window", guardrail.DefaultWindow, "the guardrail's measuring window: one step at most per window"),
-		cooldown: fs.Duration("guardrail-cooldown", guardrail.DefaultCooldown, "how long after a step before --guardrail-restore may bring the user's tracing back"),
-		restore:  fs.Bool("guardrail-restore", false, "bring the user's tracing back after the cooldown once the figures are within half their budget"),
-		nodeAPI:  fs.String("node-api", "", "`URL` of the node's management API: ScyllaDB REST, Jolokia (http://host:8778/jolokia) or tracecar node --api"),
-		nodeKind: fs.String("node-kind", "", "kind of --node-api: "+strings.Join(nodeapi.Kinds, ", ")),
-		apply:    fs.String("node-apply", "trace_probability", "sidecar changes also applied to the node: a comma list of slow_query, trace_probability, or none"),
+		addedP99:    fs.Duration("guardrail-added-p99", 0, "step tracing down when the p99 of the sidecar's added latency per request exceeds this, e.g. 500us (0: no limit)"),
+		cpu:         fs.Float64("guardrail-cpu", 0, "step tracing down when tracing takes more than this `PCT` of the sidecar's CPU (0: no limit)"),
+		drops:       fs.Float64("guardrail-drops", 0, "step tracing down when sinks drop more than this many sessions `PER_S` (0: no limit)"),
+		window:      fs.Duration("guardrail-window", guardrail.DefaultWindow, "the guardrail's measuring window: one step at most per window"),
+		cooldown:    fs.Duration("guardrail-cooldown", guardrail.DefaultCooldown, "how long after a step before --guardrail-restore may bring the user's tracing back"),
+		restore:     fs.Bool("guardrail-restore", false, "bring the user's tracing back after the cooldown once the figures are within half their budget"),
+		nodeAPI:     fs.String("node-api", "", "`URL` of the node's management API: ScyllaDB REST, Jolokia (http://host:8778/jolokia) or tracecar node --api"),
+		nodeKind:    fs.String("node-kind", "", "kind of --node-api: "+strings.Join(nodeapi.Kinds, ", ")),
+		apply:       fs.String("node-apply", "trace_probability", "sidecar changes also applied to the node: a comma list of slow_query, trace_probability, or none"),
+		nodeTracing: fs.String("node-tracing", "on", "on: a sampled request asks the node for its own trace (never one that carries a password); off: sample without the node's trace, its events lost"),
+		toggleMax:   fs.Duration("toggle-max-duration", 0, "give a costly toggle sent without for= (full mode, a probability above 0, a debug or trace level, a threshold of 0) a timer of this `D`, such as 30m, after which it reverts (0: off; at most 168h)"),
+		fs:          fs,
 	}
 }
 
@@ -56,10 +62,28 @@ func (f guardFlags) fill(cfg *stackConfig) error {
 		return usageErrorf("--guardrail-*: %v", err)
 	}
 	cfg.Guardrail = b
+	if *f.toggleMax < 0 || *f.toggleMax > admin.MaxToggleFor {
+		return usageErrorf("--toggle-max-duration must be a duration from 0 (off) to 168h (7 days), got %v", *f.toggleMax)
+	}
+	cfg.ToggleMaxDuration = *f.toggleMax
 	cfg.NodeAPI, cfg.NodeKind = *f.nodeAPI, *f.nodeKind
 	apply, err := parseNodeApply(*f.apply)
 	if err != nil {
 		return err
+	}
+	switch *f.nodeTracing {
+	case "on":
+	case "off":
+		// The node's own trace probability would trace what the flag no longer asks for.
+		explicit := false
+		f.fs.Visit(func(fl *flag.Flag) { explicit = explicit || fl.Name == "node-apply" })
+		if explicit && apply.TraceProbability {
+			return usageErrorf("--node-tracing off and --node-apply trace_probability contradict: the node would trace sampled requests at the sidecar's probability; drop trace_probability from --node-apply")
+		}
+		apply.TraceProbability = false
+		cfg.NoNodeTracing = true
+	default:
+		return usageErrorf("--node-tracing %q: want on or off", *f.nodeTracing)
 	}
 	cfg.NodeApply = apply
 	switch {

@@ -44,8 +44,11 @@ func (h *handoverState) adminOptions() []admin.Option {
 	accepted := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tracecar_client_connections_accepted_total",
 		Help: "Client connections this process accepted (those taken over from a predecessor are in tracecar_handover_connections_total)."},
 		func() float64 { return float64(h.st.proxy.Accepted()) })
+	loopFailures := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tracecar_event_loop_failures_total",
+		Help: "Waits of an event loop that failed (epoll_wait with an error other than EINTR): each closed that loop's connections, and the loop went on with a new epoll set."},
+		func() float64 { return float64(sidecar.LoopFailures()) })
 	return []admin.Option{admin.WithProcess(h.process), admin.WithWriteGate(h.writeGate),
-		admin.WithCollector(h.conns), admin.WithCollector(accepted)}
+		admin.WithCollector(h.conns), admin.WithCollector(accepted), admin.WithCollector(loopFailures)}
 }
 
 func (h *handoverState) process() admin.Process {

@@ -37,6 +37,8 @@ func TestUsageErrors(t *testing.T) {
 		{"otlp endpoint not a URL", []string{"sidecar", "--otlp-endpoint", "127.0.0.1:4318"}, "--otlp-endpoint must be a URL"},
 		{"otlp protocol", []string{"sidecar", "--otlp-protocol", "http/json"}, "want http/protobuf or grpc"},
 		{"node password alone", []string{"sidecar", "--node-password", "x"}, "needs --node-username"},
+		{"toggle max over a week", []string{"sidecar", "--toggle-max-duration", "200h"}, "--toggle-max-duration must be a duration from 0 (off) to 168h"},
+		{"toggle max negative", []string{"sidecar", "--toggle-max-duration", "-1s"}, "--toggle-max-duration must be"},
 		{"deployment without a rate", []string{"loadcheck", "--node", "127.0.0.1:1", "--sidecar", "127.0.0.1:2", "--admin", "127.0.0.1:3"}, "saturates a production node"},
 		{"sidecar without its node", []string{"loadcheck", "--sidecar", "127.0.0.1:2", "--admin", "127.0.0.1:3", "--rate", "1000"}, "need --node"},
 		{"tls cert without key", []string{"sidecar", "--tls-cert", "c.pem"}, "--tls-cert and --tls-key go together"},
@@ -52,6 +54,8 @@ func TestUsageErrors(t *testing.T) {
 		{"bad node kind", []string{"sidecar", "--node", "127.0.0.1:1", "--node-api", "http://127.0.0.1:1", "--node-kind", "mysql"}, `node kind "mysql"`},
 		{"slow_query on cassandra", []string{"sidecar", "--node", "127.0.0.1:1", "--node-api", "http://127.0.0.1:1", "--node-kind", "cassandra-jolokia", "--node-apply", "slow_query"}, "--node-apply slow_query needs --node-kind scylla"},
 		{"bad node apply", []string{"sidecar", "--node-apply", "everything"}, "--node-apply"},
+		{"bad node tracing", []string{"sidecar", "--node-tracing", "sometimes"}, `--node-tracing "sometimes": want on or off`},
+		{"node tracing off with the probability applied", []string{"sidecar", "--node-tracing", "off", "--node-apply", "trace_probability"}, "--node-tracing off and --node-apply trace_probability contradict"},
 		{"bad statement stats max", []string{"sidecar", "--statement-stats-max", "0"}, "--statement-stats-max must be a positive number"},
 		{"bad max query len", []string{"sidecar", "--trace-max-query-len", "0"}, "--trace-max-query-len must be a positive number"},
 	}

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tracecar/tracecar/internal/testkit/drivertest"
 )
 
 // pythonFill fills a node through the Python driver at its defaults (protocol v5) until a
@@ -125,17 +127,12 @@ func TestNodeMemoryLimitPython(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fills a node with 56 MiB")
 	}
-	if err := exec.Command("/usr/bin/python3", "-c", "import cassandra").Run(); err != nil {
-		if os.Getenv("TRACECAR_REQUIRE_DRIVERS") != "" {
-			t.Fatal("the DataStax Python driver (python3-cassandra) is missing, and TRACECAR_REQUIRE_DRIVERS is set")
-		}
-		t.Skip("the DataStax Python driver (python3-cassandra) is missing")
-	}
+	drivertest.RequirePython(t)
 	addr, api, pid := startNodeProcess(t, "--memory-limit", "64MiB")
 	host, port, _ := net.SplitHostPort(addr)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "/usr/bin/python3", "-c", pythonFill)
+	cmd := exec.CommandContext(ctx, drivertest.Python, "-c", pythonFill)
 	cmd.Env = append(os.Environ(), "CQL_HOST="+host, "CQL_PORT="+port)
 	raw, err := cmd.CombinedOutput()
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/tracecar/tracecar/admin"
+	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/internal/lifecycle"
 	"github.com/tracecar/tracecar/internal/logs"
 	"github.com/tracecar/tracecar/internal/node"
@@ -49,7 +50,7 @@ func addNodeFlags(fs *flag.FlagSet) nodeFlags {
 		maxFrame:   maxFrameSizeFlag(fs),
 		maxVersion: maxProtocolVersionFlag(fs, "the node speaks"),
 		memory:     memoryLimitFlag(fs, "node"),
-		scylla:     fs.Bool("scylla-supported", false, "answer OPTIONS with ScyllaDB's SUPPORTED keys too (SCYLLA_SHARD, SCYLLA_NR_SHARDS, SCYLLA_SHARD_AWARE_PORT, …), to test shard-aware drivers"),
+		scylla:     fs.Bool("scylla-supported", false, "answer OPTIONS with ScyllaDB's SUPPORTED keys too (SCYLLA_SHARD, SCYLLA_NR_SHARDS, SCYLLA_SHARD_AWARE_PORT, …), to test shard-aware drivers; and, as ScyllaDB, speak protocol v4 at most (a client offering v5 gets a ProtocolError and steps down)"),
 		shards:     fs.Int("shards", 0, "with --scylla-supported: emulate ScyllaDB's sharding with N shards (1 to 4096): a shard-aware port, SCYLLA_SHARD per connection, cross-shard requests counted in /metrics; 0 means none"),
 		shardAware: fs.String("shard-aware-listen", "", "with --shards: the shard-aware port's address (of node 1 with --nodes); default the --listen IP on port 19042 (19142 with TLS), or port 0 when --listen's is 0"),
 		logs:       addLogFlags(fs),
@@ -106,6 +107,17 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	version, err := f.maxVersion.check()
 	if err != nil {
 		return err
+	}
+	if *f.scylla {
+		// ScyllaDB does not speak v5: an emulated one negotiates clients down to v4.
+		given := false
+		fs.Visit(func(fl *flag.Flag) { given = given || fl.Name == "max-protocol-version" })
+		switch {
+		case !given:
+			version = int(cql.V4)
+		case version > int(cql.V4):
+			return usageErrorf("--max-protocol-version %d with --scylla-supported: ScyllaDB does not speak v5; give 3 or 4", version)
+		}
 	}
 	if *f.auth != "" && !strings.Contains(*f.auth, ":") {
 		return usageErrorf("--auth must be USER:PASS, got %q", *f.auth)

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tracecar/tracecar/internal/testkit/drivertest"
 	"github.com/tracecar/tracecar/tracing"
 )
 
@@ -37,16 +38,11 @@ c.shutdown()
 
 func runPythonLoad(tb testing.TB, sidecar string, selects int) {
 	tb.Helper()
-	if err := exec.Command("/usr/bin/python3", "-c", "import cassandra").Run(); err != nil {
-		if os.Getenv("TRACECAR_REQUIRE_DRIVERS") != "" {
-			tb.Fatal("the DataStax Python driver (python3-cassandra) is missing, and TRACECAR_REQUIRE_DRIVERS is set")
-		}
-		tb.Skip("the DataStax Python driver (python3-cassandra) is missing")
-	}
+	drivertest.RequirePythonModules(tb, "python3-cassandra", "cassandra")
 	host, port, _ := net.SplitHostPort(sidecar)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "/usr/bin/python3", "-c", pythonLoad)
+	cmd := exec.CommandContext(ctx, drivertest.Python, "-c", pythonLoad)
 	cmd.Env = append(os.Environ(), "CQL_HOST="+host, "CQL_PORT="+port, "SELECTS="+strconv.Itoa(selects))
 	if out, err := cmd.CombinedOutput(); err != nil {
 		tb.Fatalf("python load: %v\n%s", err, out)

@@ -65,6 +65,21 @@ func TestReference(t *testing.T) {
 		}
 		return
 	}
+	// Each field of loadcheck's JSON has a description of its own: two fields of one object
+	// that share one have had a comment pasted (issue 59: op_rate, cpu_s and others carried
+	// the comment of unsent or of the paired figures).
+	t.Run("loadcheck JSON descriptions", func(t *testing.T) {
+		byDesc := map[string]string{}
+		for key, row := range referenceRows(t, text, "## loadcheck JSON") {
+			cells := strings.Split(row, " | ")
+			parent := key[:strings.LastIndex(key, ".")+1]
+			k := parent + "\x00" + cells[len(cells)-1]
+			if other, ok := byDesc[k]; ok {
+				t.Errorf("%s: %s and %s share one description; give each its own: %s", referenceFile, other, key, cells[len(cells)-1])
+			}
+			byDesc[k] = key
+		}
+	})
 	for _, s := range sections {
 		t.Run(s.heading, func(t *testing.T) {
 			documented := referenceRows(t, text, s.heading)
@@ -476,12 +491,23 @@ func fieldDocs(tb testing.TB, dir string) map[string]string {
 			if !ok {
 				return true
 			}
-			var group string // a comment above several fields is theirs, until the next one
+			// A comment above several fields is theirs, until the next comment or a blank
+			// line, unless it names the first field (Go's "Name is …"): then it is that
+			// field's own, and the fields after it have none, rather than one pasted.
+			var group string
+			prevEnd := 0
 			for _, fld := range st.Fields.List {
 				doc := ""
+				if fset.Position(fld.Pos()).Line > prevEnd+1 && fld.Doc == nil {
+					group = ""
+				}
+				prevEnd = fset.Position(fld.End()).Line
 				if fld.Doc != nil {
 					group = fld.Doc.Text()
 					doc = group
+					if len(fld.Names) > 0 && strings.HasPrefix(group, fld.Names[0].Name+" ") {
+						group = ""
+					}
 				} else if fld.Comment == nil {
 					doc = group
 				}

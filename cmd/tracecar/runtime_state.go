@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/tracecar/tracecar/admin"
 	"github.com/tracecar/tracecar/audit"
 	"github.com/tracecar/tracecar/internal/logs"
 	"github.com/tracecar/tracecar/tracing"
@@ -24,6 +25,8 @@ type runtimeState struct {
 	// Audit is the audit log's settings (POST /tracecar/audit); nil from a predecessor
 	// without one, whose successor keeps its flags' settings.
 	Audit *audit.View `json:"audit,omitempty"`
+	// Timers are the toggles' timers (for=DURATION), with their remaining time.
+	Timers []admin.TimerState `json:"timers,omitempty"`
 }
 
 // exportState returns the stack's runtime state.
@@ -36,6 +39,7 @@ func (st *stack) exportState() runtimeState {
 		StatementStats:    st.stmts.Enabled(),
 		StatementPrepared: st.stmts.PreparedStatements(),
 		Prepared:          st.tracer.Statements().Entries(),
+		Timers:            st.api.TimerStates(),
 	}
 	if st.audit != nil {
 		v := st.audit.Settings().View()
@@ -118,6 +122,7 @@ func (st *stack) restore(in *inheritance) error {
 	for _, e := range s.Prepared {
 		reg.Put(e.ID, e.Statement)
 	}
+	st.api.RestoreTimers(s.Timers)
 	return st.restoreAudit(s.Audit)
 }
 

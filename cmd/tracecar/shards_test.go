@@ -5,10 +5,12 @@ import (
 	"encoding/binary"
 	"io"
 	"net"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/tracecar/tracecar/internal/testkit/drivertest"
 	"github.com/tracecar/tracecar/internal/testkit/shardaware"
 	"github.com/tracecar/tracecar/internal/testkit/tlstest"
 )
@@ -138,5 +140,38 @@ func TestShardAwareTLS(t *testing.T) {
 	}
 	if got := scrape(t, adminURL, "tracecar_cross_shard_requests_total"); len(got) != 1 || got[""] != 0 {
 		t.Errorf("sidecar: tracecar_cross_shard_requests_total %v; want 0", got)
+	}
+}
+
+// TestNodeScyllaProtocolV4: ScyllaDB does not speak protocol v5. The Python driver at its
+// defaults (which offers v5 first) against `tracecar node --scylla-supported` gets the
+// ProtocolError ScyllaDB answers and settles on v4; against the node without it, on v5;
+// --max-protocol-version 5 with --scylla-supported is refused, naming both.
+func TestNodeScyllaProtocolV4(t *testing.T) {
+	drivertest.RequirePython(t)
+	script := `import sys
+from cassandra.cluster import Cluster
+c = Cluster([sys.argv[1]], port=int(sys.argv[2]), connect_timeout=10, control_connection_timeout=10)
+c.connect()
+print(c.protocol_version)
+c.shutdown()`
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--scylla-supported"}, "4"},
+		{nil, "5"},
+	} {
+		cqls, _ := startNodes(t, 1, append([]string{"--listen", "127.0.0.1:0", "--api", "127.0.0.1:0"}, tc.args...)...)
+		host, port, _ := net.SplitHostPort(cqls[0])
+		out, err := exec.Command(drivertest.Python, "-c", script, host, port).CombinedOutput()
+		if err != nil || strings.TrimSpace(string(out)) != tc.want {
+			t.Errorf("node %v: the Python driver: %v, %s; want protocol %s", tc.args, err, out, tc.want)
+		}
+	}
+	var out bytes.Buffer
+	code := run(t.Context(), []string{"node", "--listen", "127.0.0.1:0", "--api", "", "--scylla-supported", "--max-protocol-version", "5"}, &out, &out)
+	if want := "--max-protocol-version 5 with --scylla-supported"; code != 2 || !strings.Contains(out.String(), want) {
+		t.Errorf("--scylla-supported --max-protocol-version 5: exit %d, %q; want 2 and %q", code, out.String(), want)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"slices"
@@ -116,6 +117,7 @@ func addTracingFlags(fs *flag.FlagSet, cfg *stackConfig) {
 	fs.IntVar(&cfg.MaxQueryLen, "trace-max-query-len", tracing.DefaultMaxQueryLen, "bytes of query text kept in a trace record; longer text is cut and marked")
 	fs.IntVar(&cfg.RingSize, "ring-size", tracing.DefaultRingSize, "sessions kept in memory for /tracecar/slow_log")
 	fs.BoolVar(&cfg.CQLSink, "cql-sink", false, "also write slow-query records into the node's tracecar_traces keyspace, with TTL")
+	fs.Var(floorFlag{&cfg.TraceFloor}, "trace-floor", "trace floor: every distinct statement gets at least one full trace, with the node's own trace, per this `interval` (such as 60s; 0 is off; also POST /tracecar/trace_floor)")
 	fs.BoolVar(&cfg.FollowClientSampling, "follow-client-sampling", false, "parent-based sampling: trace fully, with the node's own trace, every request whose W3C trace context (custom payload) has the sampled flag (also POST /tracecar/trace_context)")
 }
 
@@ -263,4 +265,27 @@ func applySchedPolicy(p schedpolicy.Policy, log *zerolog.Logger) string {
 	}
 	log.Info().Str("sched_policy", p.String()).Int("threads", n).Msg("threads run under " + p.KernelName())
 	return p.String()
+}
+
+// floorFlag is --trace-floor: a duration from 1s to 7 days, or 0.
+type floorFlag struct{ d *time.Duration }
+
+func (f floorFlag) String() string {
+	if f.d == nil || *f.d == 0 {
+		return "0"
+	}
+	return f.d.String()
+}
+
+func (f floorFlag) Set(s string) error {
+	if s == "0" {
+		*f.d = 0
+		return nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < time.Second || d > tracing.MaxFloorInterval {
+		return fmt.Errorf("want a duration from 1s to 168h such as 60s, or 0 for off")
+	}
+	*f.d = d
+	return nil
 }

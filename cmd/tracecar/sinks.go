@@ -24,7 +24,7 @@ type sinkSet struct {
 // use. ttl gives the current record TTL. The returned closer releases the node session;
 // the tracer closes the sinks themselves.
 func buildSinks(ctx context.Context, cfg stackConfig, nodeAddr string, ttl func() int64, log zerolog.Logger) (sinkSet, func(context.Context) error, error) {
-	conn := &cqlsink.Connector{Addr: nodeAddr, Username: cfg.NodeUsername, Password: cfg.NodePassword, TLS: cfg.NodeTLS}
+	conn := &cqlsink.Connector{Addr: nodeAddr, Username: cfg.NodeUsername, Password: cfg.NodePassword, TLS: cfg.NodeTLS, Logger: &log}
 	set := sinkSet{nodeEvents: cqlsink.LazyNodeEvents(conn), schema: cqlsink.LazySchema(conn), node: conn}
 	closer := func(context.Context) error { conn.Close(); return nil }
 	if cfg.OTLPEndpoint != "" || tracing.EnvEndpointSet() {

@@ -44,6 +44,8 @@ type stackConfig struct {
 	// means "traceparent". FollowClientSampling starts with parent-based sampling on.
 	TraceContextKeys     []string
 	FollowClientSampling bool
+	// TraceFloor starts the trace floor with this interval (--trace-floor); 0 is off.
+	TraceFloor time.Duration
 	// TLS is the client-facing CQL listener's TLS; nil means plaintext.
 	TLS *tls.Config
 	// NodeUsername and NodePassword log in to a node with PasswordAuthenticator, for what
@@ -65,6 +67,10 @@ type stackConfig struct {
 	Guardrail guardrail.Budget
 	NodeKind  string // of NodeAPI; the embedded node's API is "tracecar"
 	NodeApply admin.NodeApply
+	// NoNodeTracing is --node-tracing off: sampled requests do not ask the node to trace.
+	NoNodeTracing bool
+	// ToggleMaxDuration is the timer a costly toggle sent without for= gets; 0: none.
+	ToggleMaxDuration time.Duration
 
 	// Peers maps peer nodes to their sidecars (--cluster-file, --peers); nil: the convention.
 	Peers *sidecar.PeerMap

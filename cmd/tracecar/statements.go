@@ -27,11 +27,17 @@ func (c statementsConfig) check() error {
 	return nil
 }
 
-// newStatements returns the statistics of cfg, the sidecar hook and the admin options
-// that serve them.
-func newStatements(c statementsConfig) (*statements.Stats, []admin.Option) {
+// newStatements returns the statistics of cfg: the sidecar hook, and the trace floor's
+// runner.
+func newStatements(c statementsConfig) *statements.Stats {
 	st := statements.New(statements.Options{Max: c.Max, Now: tracing.Now})
 	st.SetEnabled(c.On)
 	var _ sidecar.StatementStats = st
-	return st, []admin.Option{admin.WithStatements(st), admin.WithCollector(st)}
+	var _ tracing.FloorRunner = st
+	return st
+}
+
+// statementsOptions returns the admin options that serve st.
+func statementsOptions(st *statements.Stats) []admin.Option {
+	return []admin.Option{admin.WithStatements(st), admin.WithCollector(st)}
 }

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/tracecar/tracecar/internal/testkit/drivertest"
 	"github.com/tracecar/tracecar/tracing/statements"
 )
 
@@ -49,12 +50,7 @@ print("done")
 // driver (with lz4 compression) through a real sidecar, statistics turned on over the
 // admin API, then /tracecar/statements?sort=calls and the anti-pattern counter.
 func TestStatementStatsPythonDriver(t *testing.T) {
-	if err := exec.Command("/usr/bin/python3", "-c", "import cassandra, lz4").Run(); err != nil {
-		if os.Getenv("TRACECAR_REQUIRE_DRIVERS") != "" {
-			t.Fatal("the DataStax Python driver is not installed, and TRACECAR_REQUIRE_DRIVERS is set")
-		}
-		t.Skip("the DataStax Python driver is not installed (.ci/run installs it)")
-	}
+	drivertest.RequirePythonModules(t, "python3-cassandra, python3-lz4", "cassandra", "lz4")
 	st := mustStack(t, stackConfig{})
 	var posts atomic.Int64
 	c := newAdminClient(st.Admin, &posts)
@@ -68,7 +64,7 @@ func TestStatementStatsPythonDriver(t *testing.T) {
 		t.Fatal(err)
 	}
 	host, port, _ := net.SplitHostPort(st.Sidecar)
-	cmd := exec.Command("/usr/bin/python3", script)
+	cmd := exec.Command(drivertest.Python, script)
 	cmd.Env = append(os.Environ(), "CQL_HOST="+host, "CQL_PORT="+port)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("python workload: %v\n%s", err, out)

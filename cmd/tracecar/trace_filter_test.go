@@ -17,6 +17,7 @@ import (
 
 	"github.com/tracecar/tracecar/internal/logs"
 	"github.com/tracecar/tracecar/internal/node"
+	"github.com/tracecar/tracecar/internal/testkit/drivertest"
 	"github.com/tracecar/tracecar/tracing"
 )
 
@@ -50,12 +51,7 @@ cluster.shutdown()
 // the spans and the CQL sink's rows), and the password appears in none of the log, the
 // ring, the spans or the sink's rows.
 func TestTraceFilterAndUsername(t *testing.T) {
-	if err := exec.Command("/usr/bin/python3", "-c", "import cassandra, lz4").Run(); err != nil {
-		if os.Getenv("TRACECAR_REQUIRE_DRIVERS") != "" {
-			t.Fatal("the DataStax Python driver is not installed, and TRACECAR_REQUIRE_DRIVERS is set")
-		}
-		t.Skip("the DataStax Python driver is not installed (.ci/run installs it)")
-	}
+	drivertest.RequirePythonModules(t, "python3-cassandra, python3-lz4", "cassandra", "lz4")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	srv := node.New(node.Config{Auth: "alice:" + filterPassword})
@@ -107,7 +103,7 @@ func TestTraceFilterAndUsername(t *testing.T) {
 		t.Fatal(err)
 	}
 	host, port, _ := net.SplitHostPort(st.Sidecar)
-	cmd := exec.Command("/usr/bin/python3", script)
+	cmd := exec.Command(drivertest.Python, script)
 	cmd.Env = append(os.Environ(), "CQL_HOST="+host, "CQL_PORT="+port, "CQL_PASS="+filterPassword)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("python workload: %v\n%s", err, out)

@@ -413,18 +413,7 @@ var otelNodePackages = []string{
 func requireNodeOTel(tb testing.TB) {
 	tb.Helper()
 	drivertest.RequireNodeJS(tb)
-	script := ""
-	for _, p := range otelNodePackages {
-		script += "require('" + p + "');"
-	}
-	check := exec.Command("node", "-e", script)
-	check.Env = os.Environ()
-	if out, err := check.CombinedOutput(); err != nil {
-		if os.Getenv("TRACECAR_REQUIRE_DRIVERS") != "" {
-			tb.Fatalf("the OpenTelemetry JS SDK (%s) is not installed in NODE_PATH, and TRACECAR_REQUIRE_DRIVERS is set: %s", strings.Join(otelNodePackages, " "), out)
-		}
-		tb.Skipf("the OpenTelemetry JS SDK is not installed in NODE_PATH (.ci/run installs it)")
-	}
+	drivertest.RequireNodeModules(tb, otelNodePackages...)
 }
 
 // jaegerSpan is a span of Jaeger's /api/traces/{id}.
@@ -546,14 +535,7 @@ func TestJaegerNodeJSOTelSDK(t *testing.T) {
 // TRACECAR_REQUIRE_DRIVERS).
 func requirePrometheus(tb testing.TB) string {
 	tb.Helper()
-	p, err := exec.LookPath("prometheus")
-	if err != nil {
-		if os.Getenv("TRACECAR_REQUIRE_DRIVERS") != "" {
-			tb.Fatal("prometheus (Debian package prometheus) is not installed, and TRACECAR_REQUIRE_DRIVERS is set")
-		}
-		tb.Skip("prometheus (Debian package prometheus) is not installed (.ci/run installs it)")
-	}
-	return p
+	return drivertest.RequireTool(tb, "prometheus", "prometheus")
 }
 
 // mustPrometheus runs a Prometheus with exemplar storage on loopback, scraping the admin

@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel"
 
 	"github.com/tracecar/tracecar/admin"
@@ -31,6 +32,7 @@ func (st *stack) startTracer(ctx context.Context, cfg stackConfig, m *metrics.Me
 		BindValues:    cfg.BindValues,
 		QueryLiterals: cfg.QueryLiterals,
 		MaxQueryLen:   cfg.MaxQueryLen,
+		NoNodeTracing: cfg.NoNodeTracing,
 		Logger:        *st.reg.Logger(logs.Tracing),
 		SlowLog:       st.reg.Logger(logs.SlowLog),
 
@@ -52,14 +54,17 @@ func (st *stack) startTracer(ctx context.Context, cfg stackConfig, m *metrics.Me
 	opts.AddedLatency = added.Observe
 	work := new(guardrail.Meter)
 	opts.Work = work
+	st.stmts = newStatements(cfg.Statements)
+	opts.Floor = st.stmts
 	st.tracer = tracing.New(opts)
 	capt, err := newCapture(cfg, st.Node, st.tracer.Statements(), sinks.schema, st.reg)
 	if err != nil {
 		return nil, err
 	}
-	if cfg.FollowClientSampling {
+	if cfg.FollowClientSampling || cfg.TraceFloor > 0 {
 		if err := st.tracer.UpdateConfig(func(c tracing.Config) tracing.Config {
-			c.FollowClientSampling = true
+			c.FollowClientSampling = c.FollowClientSampling || cfg.FollowClientSampling
+			c.FloorInterval = cfg.TraceFloor
 			return c
 		}); err != nil {
 			return nil, err
@@ -76,7 +81,12 @@ func (st *stack) startTracer(ctx context.Context, cfg stackConfig, m *metrics.Me
 func (st *stack) adminOptions(cfg stackConfig, nodeKind string, capt *capture.Capture) ([]admin.Option, error) {
 	adminOpts := []admin.Option{admin.WithGuardrailControl(st.guard), admin.WithCollector(st.guard.Collector()),
 		admin.WithCollector(st.guard.StateCollector()), admin.WithTraceContextKeys(st.tracer.TraceContextKeys()),
-		admin.WithAudit(st.audit), admin.WithCollector(st.audit.Collector())}
+		admin.WithAudit(st.audit), admin.WithCollector(st.audit.Collector()),
+		admin.WithNodeLogin(st.nodeLogin), admin.WithCollector(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "tracecar_node_login_refused_total",
+			Help: "Logins of the sidecar's own session to the node (node events, --cql-sink, the audit table) that the node refused.",
+		}, func() float64 { return float64(st.nodeSession.Login().Refused) })),
+		admin.WithToggleMaxDuration(cfg.ToggleMaxDuration)}
 	if st.NodeAPI != "" {
 		nodeCfg := nodeapi.Config{Kind: nodeKind, URL: st.NodeAPI}
 		if nodeKind == nodeapi.KindTracecar {
@@ -89,9 +99,7 @@ func (st *stack) adminOptions(cfg stackConfig, nodeKind string, capt *capture.Ca
 		adminOpts = append(adminOpts, admin.WithNode(nc, cfg.NodeApply))
 	}
 	st.closers = append([]func(context.Context) error{st.tracer.Close}, st.closers...)
-	stmts, stmtOpts := newStatements(cfg.Statements)
-	st.stmts = stmts
-	adminOpts = append(adminOpts, append(stmtOpts, admin.WithTraceFilter(st.tracer), admin.WithCapture(capt))...)
+	adminOpts = append(adminOpts, append(statementsOptions(st.stmts), admin.WithTraceFilter(st.tracer), admin.WithCapture(capt))...)
 	// The capture ends first, once the proxy has drained: its file is complete before
 	// the node session that reads the schema closes.
 	st.closers = append([]func(context.Context) error{capt.Close}, st.closers...)
@@ -147,6 +155,9 @@ func (st *stack) listen(cfg stackConfig, adminOpts []admin.Option) error {
 		scheme = "https://"
 	}
 	st.Admin = scheme + aln.Addr().String()
+	// The toggles' timers stop with the stack, before the tracer closes (a successor runs
+	// them from the state handed over).
+	st.closers = append([]func(context.Context) error{func(context.Context) error { st.api.StopTimers(); return nil }}, st.closers...)
 	if err := st.restore(cfg.inherit); err != nil {
 		pln.Close()
 		aln.Close()
@@ -165,12 +176,20 @@ func (st *stack) listen(cfg stackConfig, adminOpts []admin.Option) error {
 	return nil
 }
 
-// nodeReady is the admin API's readiness check: the node accepts a connection.
+// nodeReady is the admin API's readiness check: the node accepts a connection, and the
+// sidecar's own login to it is not refused.
 func (st *stack) nodeReady(ctx context.Context) error {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "tcp", st.Node)
 	if err != nil {
 		return err
 	}
-	return c.Close()
+	c.Close()
+	return st.nodeSession.Ready(ctx)
+}
+
+// nodeLogin is the state of the sidecar's own login to the node, for /tracecar/status.
+func (st *stack) nodeLogin() admin.NodeLogin {
+	l := st.nodeSession.Login()
+	return admin.NodeLogin{State: l.State, User: l.User, Error: l.Error, Refused: l.Refused}
 }

@@ -111,20 +111,22 @@ func TestLoadcheckThreshold(t *testing.T) {
 }
 
 // TestLoadcheckVerdictAtMeasuredCost sets full's CPU budget at the cost a first run
-// measures, full − off, and checks the verdicts around it: under breach five runs exit 0
-// (a cost at its limit is not shown over it), and under prove the budget is not resolved
-// and the run exits 3 with the rounds needed.
-//
-// A level-5% test of a cost exactly at its limit breaches in 5% of runs by design, so five
-// runs all exit 0 about 77% of the time even on a quiet machine: the test runs only when
-// TRACECAR_E2E_VERDICT=1, as a measurement to look at, not as a CI gate.
+// measures, full − off, and runs loadcheck with it under breach and under prove. At its
+// limit the outcome is random by design (a level-5% test breaches a cost at its limit in 5%
+// of runs, and the limit is itself an estimate), so the test holds each run to what is
+// deterministic: the outcome, the exit code and the text follow from the run's own one-sided
+// 95% bounds against the limit: under breach, exit 3 and over exactly when the lower bound
+// is over it, else exit 0; under prove, exit 0 and within when the upper bound is under it,
+// over when the lower bound is over it, else exit 3, not resolved, with the rounds needed.
+// It is not flaky: no outcome is asserted that a run's noise decides. It runs when
+// TRACECAR_E2E_VERDICT=1, as .ci/run's own step sets (three loadcheck runs, about 15 s).
 func TestLoadcheckVerdictAtMeasuredCost(t *testing.T) {
 	if testing.Short() || os.Getenv("TRACECAR_E2E_VERDICT") != "1" {
-		t.Skip("set TRACECAR_E2E_VERDICT=1: five loadcheck runs, whose outcome at the limit is random by design")
+		t.Skip("set TRACECAR_E2E_VERDICT=1: three loadcheck runs (.ci/run's verdict step)")
 	}
-	// Five rounds: with three (2 df), one run in several gets a standard error far too small
-	// by chance (seen: +1.770 ± 0.011 µs/op), and its t against the limit is huge.
-	args := []string{"--modes", "off,full", "--rounds", "5", "--target-error", "0", "--duration", "1s", "--warmup", "300ms",
+	// Three short rounds: what is asserted holds whatever the noise, so the runs need only
+	// be long enough to measure (CI runs this test in its own step, and counts its time).
+	args := []string{"--modes", "off,full", "--rounds", "3", "--target-error", "0", "--duration", "500ms", "--warmup", "200ms",
 		"--rate", "5000"}
 	_, out, rep := mustLoadcheck(t, args...)
 	full := rep.Mode("full")
@@ -134,29 +136,36 @@ func TestLoadcheckVerdictAtMeasuredCost(t *testing.T) {
 	limit := *full.SidecarCPUUsPerOpDiff
 	budget := fmt.Sprintf("full=cpu:+%.3fus", limit)
 	t.Logf("full − off measured %+.3f ± %.3f µs/op: budget %s", limit, *full.SidecarCPUUsPerOpDiffStderr, budget)
-	var codes []int
-	for i := range 5 {
-		code, out, rep := mustLoadcheck(t, append(args, "--max-overhead", budget, "--verdict", "breach")...)
-		codes = append(codes, code)
-		if len(rep.Guardrail) == 1 {
-			v := rep.Guardrail[0]
-			t.Logf("breach run %d: exit %d, %s", i+1, code, v.Reason)
-		} else {
-			t.Logf("breach run %d: exit %d\n%s", i+1, code, out)
+	for _, rule := range []string{"breach", "prove"} {
+		code, out, rep := mustLoadcheck(t, append(args, "--max-overhead", budget, "--verdict", rule)...)
+		if len(rep.Guardrail) != 1 {
+			t.Fatalf("%s: exit %d, %d verdicts; want 1:\n%s", rule, code, len(rep.Guardrail), out)
 		}
-	}
-	for _, c := range codes {
-		if c != exitOK {
-			t.Errorf("exit codes under breach %v; want all 0", codes)
-			break
+		v := rep.Guardrail[0]
+		t.Logf("%s: exit %d, %s: %s", rule, code, v.Outcome, v.Reason)
+		if v.Lower95 == nil || v.Upper95 == nil {
+			t.Fatalf("%s: no 95%% bounds: %+v", rule, v)
 		}
-	}
-	code, out, rep := mustLoadcheck(t, append(args, "--max-overhead", budget, "--verdict", "prove")...)
-	t.Logf("prove: exit %d", code)
-	if code != exitGuardrail || len(rep.Guardrail) != 1 || rep.Guardrail[0].Outcome != loadcheck.OutcomeNotResolved ||
-		rep.Guardrail[0].RoundsNeeded == 0 || !strings.Contains(out, "not resolved: run more rounds (") {
-		t.Errorf("under prove: exit %d, %+v; want 3, not resolved with the rounds needed:\n%s", code, rep.Guardrail, out)
-	} else {
-		t.Logf("prove: %s", rep.Guardrail[0].Reason)
+		lim := v.Limit
+		lower, upper := *v.Lower95, *v.Upper95
+		var wantCode int
+		var wantOutcome string
+		switch {
+		case lower > lim:
+			wantCode, wantOutcome = exitGuardrail, loadcheck.OutcomeOver
+		case rule == "breach":
+			wantCode = exitOK
+		case upper < lim:
+			wantCode, wantOutcome = exitOK, loadcheck.OutcomeWithin
+		default:
+			wantCode, wantOutcome = exitGuardrail, loadcheck.OutcomeNotResolved
+		}
+		if code != wantCode || v.Breached != (wantCode == exitGuardrail) || wantOutcome != "" && v.Outcome != wantOutcome {
+			t.Errorf("%s: bounds [%.3f, %.3f] against the limit %.3f: exit %d, %s (breached %v); want exit %d, %q",
+				rule, lower, upper, lim, code, v.Outcome, v.Breached, wantCode, wantOutcome)
+		}
+		if wantOutcome == loadcheck.OutcomeNotResolved && (v.RoundsNeeded == 0 || !strings.Contains(out, "not resolved: run more rounds (")) {
+			t.Errorf("%s: not resolved without the rounds needed: %+v\n%s", rule, v, out)
+		}
 	}
 }

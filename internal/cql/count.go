@@ -14,6 +14,13 @@ const (
 	// WorkParse is a request's statement and parameters parsed (Request.Parse, which
 	// Frame.Request calls at most once per frame). The bytes are the request's message.
 	WorkParse
+	// WorkResponse is a RESULT's or an ERROR's message read (Response.Parse, which
+	// Frame.Response calls at most once per frame). The bytes are the frame's body as it
+	// came, compressed or not, or with Parse the message.
+	WorkResponse
+	// WorkResult is a RESULT decoded whole (Frame.Result, at most once per frame). The
+	// bytes are the frame's body as it came.
+	WorkResult
 )
 
 var workCounter atomic.Pointer[func(Work, []byte)]

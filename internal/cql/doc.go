@@ -11,7 +11,7 @@
 // (or DecodeQuery, DecodeResult, …) decodes one, returning values, never pointers. Decoded
 // byte slices alias the input body. Flags fields are the source of truth for which optional
 // fields a message carries. Values stay bytes here: the node has the one value codec
-// (node/values.go); the tests have their own, valuecodec_test.go.
+// (node/cqlvalue/values.go); the tests have their own, valuecodec_test.go.
 //
 // Every function of the package is safe for concurrent use. A Decoder is not, since reading
 // moves it on; a message value is safe for concurrent use as long as nobody modifies it.

@@ -173,3 +173,46 @@ func (r *redactor) afterPassword() bool {
 	}
 	return false
 }
+
+// CarriesSecret reports whether the statement text q carries what NormalizeQuery treats as
+// a secret whatever keepLiterals says, given as a literal or bound: it is a CREATE or ALTER
+// of a ROLE or USER (all of whose strings NormalizeQuery redacts, a password bound as ? or
+// :name included), or it has a string literal or bind marker after PASSWORD or a
+// 'password' map key. The tracer asks the node for no trace of such a statement: the
+// node's trace would keep the secret in plain text.
+func CarriesSecret[T cqltext.Text](q T) bool {
+	s := cqltext.NewScanner(q)
+	var first, prev, prev2 cqltext.Token
+	nsig := 0
+	for t := s.Next(); t.Kind != cqltext.EOF; t = s.Next() {
+		if t.Kind == cqltext.Space || t.Kind == cqltext.Comment {
+			continue
+		}
+		nsig++
+		switch {
+		case nsig == 1:
+			first = t
+		case nsig == 2 && (cqltext.IsKeyword(q, first, "create") || cqltext.IsKeyword(q, first, "alter")) &&
+			(cqltext.IsKeyword(q, t, "role") || cqltext.IsKeyword(q, t, "user")):
+			return true
+		}
+		if t.Kind == cqltext.String || cqltext.IsPunct(q, t, "?") || cqltext.IsPunct(q, t, ":") {
+			p := prev
+			if cqltext.IsPunct(q, p, "=") || cqltext.IsPunct(q, p, ":") {
+				p = prev2
+			}
+			switch {
+			case p.Kind == cqltext.Ident && cqltext.IsKeyword(q, p, "password"):
+				return true
+			case p.Kind == cqltext.String && p.End-p.Start <= len("$$password$$") &&
+				strings.EqualFold(cqltext.StringValue(q, p), "password"):
+				return true
+			}
+		}
+		if cqltext.IsPunct(q, t, ";") {
+			nsig = 0
+		}
+		prev2, prev = prev, t
+	}
+	return false
+}

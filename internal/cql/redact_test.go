@@ -133,3 +133,31 @@ func FuzzRedact(f *testing.F) {
 		}
 	})
 }
+
+func TestCarriesSecret(t *testing.T) {
+	for q, want := range map[string]bool{
+		"CREATE ROLE carol WITH PASSWORD = 'hunter2' AND LOGIN = true": true,
+		"create role carol with login = true":                          true, // every string of a role statement is redacted
+		"ALTER USER bob WITH PASSWORD 'x'":                             true,
+		"ALTER ROLE bob WITH PASSWORD = ?":                             true,
+		"/* c */ alter  role bob with password = :pw":                  true,
+		"CREATE USER IF NOT EXISTS u WITH PASSWORD 'p' NOSUPERUSER":    true,
+		"INSERT INTO ks.t (k, m) VALUES (1, {'password': 'x'})":        true,
+		"INSERT INTO ks.t (k, m) VALUES (1, {'Password': ?})":          true,
+		"UPDATE ks.t SET password = ? WHERE k = 1":                     true,
+		"SELECT * FROM ks.t; CREATE ROLE r WITH PASSWORD = 'p'":        true,
+		"SELECT * FROM ks.t WHERE k = ?":                               false,
+		"INSERT INTO ks.t (k, password) VALUES (?, ?)":                 false, // a column so named holds data, like any other (docs/tracing.md)
+		"SELECT password FROM ks.t":                                    false,
+		"DROP ROLE carol":                                              false,
+		"LIST ROLES":                                                   false,
+		"":                                                             false,
+	} {
+		if got := CarriesSecret(q); got != want {
+			t.Errorf("CarriesSecret(%q) = %v, want %v", q, got, want)
+		}
+		if got := CarriesSecret([]byte(q)); got != want {
+			t.Errorf("CarriesSecret([]byte(%q)) = %v, want %v", q, got, want)
+		}
+	}
+}

@@ -34,6 +34,10 @@ type Frame struct {
 	// the frames after: a connection that never needs one (most responses' views, every
 	// connection with nothing that reads parameters) keeps a nil pointer, not 400 bytes.
 	req *Request
+	// resp is the response read, made on the first Response like req.
+	resp      *Response
+	result    Message // the RESULT decoded whole, by Result
+	resultErr error
 
 	buf      []byte // decompressed bodies
 	start    []byte // a compressed body's start, read by Start; grown on first use
@@ -43,12 +47,14 @@ type Frame struct {
 
 // What a Frame has read.
 const (
-	haveBody  = 1 << iota // body and bodyErr are set
-	haveMsg               // msg, payload and trace are set (msg is nil when unreadable)
-	haveStmt              // stmt is set
-	haveStart             // start[:startN] is set
-	haveTrace             // trace is the response's tracing id
-	haveReq               // req is the request parsed
+	haveBody   = 1 << iota // body and bodyErr are set
+	haveMsg                // msg, payload and trace are set (msg is nil when unreadable)
+	haveStmt               // stmt is set
+	haveStart              // start[:startN] is set
+	haveTrace              // trace is the response's tracing id
+	haveReq                // req is the request parsed
+	haveResp               // resp is the response read
+	haveResult             // result and resultErr are set
 )
 
 // StartSize is the most of a compressed body that Start decompresses without decompressing
@@ -274,19 +280,22 @@ func (f *Frame) Start(n int) []byte {
 	return f.start[:min(n, f.startN)]
 }
 
-// Replace makes f a view of raw, a frame made from f's (its tracing id stripped, or its
-// rows rewritten), whose decompressed body is body: readers after the change see the new
-// frame without decompressing it again.
+// Replace makes f a view of raw, a frame made from f's (its tracing id stripped), whose
+// decompressed body is body: readers after the change see the new frame without
+// decompressing it again. The message after the prefix is the same, in the same bytes, so
+// what Response and Result read of it is kept: the response is read once across the change.
 func (f *Frame) Replace(raw, body []byte) {
 	h, err := ParseHeader(raw)
 	if err != nil {
 		f.Reset(f.Header, raw, f.comp)
 		return
 	}
-	comp := f.comp
+	comp, kept := f.comp, f.have&(haveResp|haveResult)
 	f.Reset(h, raw, comp)
+	f.have = kept
 	if body != nil {
-		f.body, f.bodyErr, f.have = body, nil, haveBody
+		f.body, f.bodyErr = body, nil
+		f.have |= haveBody
 	}
 }
 
@@ -365,6 +374,75 @@ func (f *Frame) readRequest() {
 		return
 	}
 	f.req.Parse(op, version, msg)
+}
+
+// Response returns what a RESULT or ERROR response says (see Response), read at most once
+// per frame for every reader; the Response belongs to f and is valid until the next Reset
+// or Replace. A plain or already decompressed body is read whole. A compressed RESULT is
+// read from the start of its body (Start) unless it is a Prepared result, whose metadata
+// may be long, so that counting a page's rows never decompresses the page; a compressed
+// ERROR, short, is decompressed whole for its message.
+func (f *Frame) Response() *Response {
+	if f.have&haveResp == 0 {
+		f.have |= haveResp
+		f.readResponse()
+	}
+	return f.resp
+}
+
+// ResponseRead reports whether Response has read the frame's response, so that a reader
+// who would not pay for reading it may take it when another reader has.
+func (f *Frame) ResponseRead() bool { return f.have&haveResp != 0 }
+
+func (f *Frame) readResponse() {
+	if f.resp == nil {
+		f.resp = new(Response)
+	}
+	r := f.resp
+	op, version := f.Header.Opcode, f.Header.ProtoVersion()
+	if op != OpResult && op != OpError {
+		*r = Response{Opcode: op, Version: version, Rows: -1}
+		return
+	}
+	if op == OpResult && f.Compressed() && f.have&haveBody == 0 {
+		start := f.Start(StartSize)
+		rest, err := SkipResponsePrefix(f.Header.Flags, start)
+		if start == nil || err != nil {
+			*r = Response{Opcode: op, Version: version, Rows: -1, Cut: true, Err: ErrNoBody}
+			return
+		}
+		if len(rest) < 4 || resultKind(rest) != ResultPrepared {
+			countWork(WorkResponse, f.raw[HeaderSize:])
+			r.parse(op, version, rest, len(start) == StartSize)
+			return
+		}
+	}
+	msg, err := f.Message()
+	if err != nil {
+		*r = Response{Opcode: op, Version: version, Rows: -1, Err: err}
+		return
+	}
+	countWork(WorkResponse, f.raw[HeaderSize:])
+	r.parse(op, version, msg, false)
+}
+
+// Result returns the whole of a RESULT response's message decoded (DecodeResult), at most
+// once per frame for every reader: for a reader that needs the columns or the rows, such
+// as a rewrite of a system table's rows or the learning of a prepared statement's bound
+// variables. It allocates; the message belongs to f's reader until the next Reset.
+func (f *Frame) Result() (Message, error) {
+	if f.have&haveResult == 0 {
+		f.have |= haveResult
+		f.result, f.resultErr = nil, nil
+		msg, err := f.Message()
+		if err != nil {
+			f.resultErr = err
+		} else {
+			countWork(WorkResult, f.raw[HeaderSize:])
+			f.result, f.resultErr = DecodeResult(msg, f.Header.ProtoVersion())
+		}
+	}
+	return f.result, f.resultErr
 }
 
 // readStatement fills f.stmt. It reads the notation by hand rather than through a Decoder:
@@ -461,4 +539,28 @@ func NewFrame(h Header, body []byte) *Frame {
 	f := new(Frame)
 	f.Reset(h, append(AppendHeader(make([]byte, 0, HeaderSize+len(body)), h), body...), nil)
 	return f
+}
+
+// QueryStart returns the text of a QUERY or PREPARE read from the first n bytes of its
+// body (Start, which decompresses only them), for a reader that needs only the
+// statement's first words: whole reports whether the text ended within them, else text
+// is its start. ok is false when the start holds no readable [long string]. A body with a
+// custom payload before the statement is not read: ok is false.
+func (f *Frame) QueryStart(n int) (text []byte, whole, ok bool) {
+	if f.Header.Flags&FlagCustomPayload != 0 {
+		return nil, false, false
+	}
+	p := f.Start(n)
+	if len(p) < 4 {
+		return nil, false, false
+	}
+	d := Decoder{b: p}
+	l := int(d.Int())
+	if l < 0 {
+		return nil, false, false
+	}
+	if q := p[4:]; l <= len(q) {
+		return q[:l:l], true, true
+	}
+	return p[4:], false, true
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/node/engine"
 )
 
 // ClusterConfig configures a Cluster. The zero value is one node with 16 tokens, in
@@ -22,7 +23,7 @@ type ClusterConfig struct {
 	// NumTokens is the number of tokens of each node; zero means DefaultNumTokens.
 	NumTokens int
 	// DCs lays the nodes out in data centers; empty means all in datacenter1.
-	DCs []DC
+	DCs []engine.DC
 	// Auth, TLS, Logger, ClusterName, MaxFrameSize, ScyllaSupported,
 	// MaxProtocolVersion and NoMaterializedViews are as in Config, for every node.
 	Auth                string
@@ -51,7 +52,7 @@ type ClusterConfig struct {
 // a node sends STATUS_CHANGE DOWN or UP to the others' listeners. It is safe for
 // concurrent use.
 type Cluster struct {
-	engine *Engine
+	engine *engine.Engine
 	nodes  []*clusterNode
 	startc chan startReq
 	quit   chan struct{} // closed when Serve returns
@@ -92,11 +93,11 @@ func NewCluster(cfg ClusterConfig, lns []net.Listener) (*Cluster, error) {
 		}
 		addrs[i] = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 	}
-	nodes, err := Topology(addrs, cfg.NumTokens, cfg.DCs)
+	nodes, err := engine.Topology(addrs, cfg.NumTokens, cfg.DCs)
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
-	e := NewEngine(EngineConfig{RPCAddr: addrs[0], ClusterName: cfg.ClusterName, Nodes: nodes, Auth: cfg.Auth,
+	e := engine.NewEngine(engine.EngineConfig{RPCAddr: addrs[0], ClusterName: cfg.ClusterName, Nodes: nodes, Auth: cfg.Auth,
 		NoMaterializedViews: cfg.NoMaterializedViews, MemoryLimit: cfg.MemoryLimit})
 	c := &Cluster{engine: e, startc: make(chan startReq), quit: make(chan struct{})}
 	for i, ln := range lns {
@@ -125,7 +126,7 @@ func (c *Cluster) Addr(i int) netip.AddrPort { return c.nodes[i].addr }
 func (c *Cluster) ShardAwareAddr(i int) string { return c.nodes[i].aaddr }
 
 // Engine returns the engine the nodes share.
-func (c *Cluster) Engine() *Engine { return c.engine }
+func (c *Cluster) Engine() *engine.Engine { return c.engine }
 
 // Up reports whether node i is serving.
 func (c *Cluster) Up(i int) bool {

@@ -145,7 +145,7 @@ func atoi64(tb testing.TB, s string) int64 {
 // TestClusterDataCenters lays 4 nodes out in two data centers, and checks that a keyspace
 // with NetworkTopologyStrategy's replication_factor gets both.
 func TestClusterDataCenters(t *testing.T) {
-	c := clustertest.StartCluster(t, 4, node.ClusterConfig{DCs: []node.DC{{"dc1", 2}, {"dc2", 2}}})
+	c := clustertest.StartCluster(t, 4, node.ClusterConfig{DCs: []node.DC{{Name: "dc1", Nodes: 2}, {Name: "dc2", Nodes: 2}}})
 	want := [][2]string{{"dc1", "rack1"}, {"dc1", "rack2"}, {"dc2", "rack1"}, {"dc2", "rack2"}}
 	for i := range want {
 		var dc, rack string
@@ -170,7 +170,7 @@ func TestClusterDataCenters(t *testing.T) {
 	if _, err := node.ParseDCs("dc1:2,dc1:1"); err == nil {
 		t.Errorf("ParseDCs accepted a data center listed twice")
 	}
-	if _, err := node.Topology([]netip.AddrPort{c.Addr(0)}, 0, []node.DC{{"dc1", 2}}); err == nil {
+	if _, err := node.Topology([]netip.AddrPort{c.Addr(0)}, 0, []node.DC{{Name: "dc1", Nodes: 2}}); err == nil {
 		t.Errorf("Topology accepted 2 nodes of data centers for a cluster of 1")
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/node/engine"
 )
 
 // maxRejectBody bounds what is read of a frame of an unsupported version before answering.
@@ -51,7 +52,7 @@ type conn struct {
 	comp    cql.Compressor // of frame bodies: never in v5, which compresses segments
 	ready   bool           // STARTUP done and, with auth on, authenticated
 	started bool           // STARTUP received
-	sess    Session
+	sess    engine.Session
 	// seg is the segment reader of a v5 connection once its handshake is done; nil before
 	// and on v3 and v4. segments says that the answer to STARTUP being written is the last
 	// unframed frame: after it, both ways are segments (lz4 ones with segLZ4).
@@ -375,13 +376,13 @@ type trace struct {
 	start  time.Time
 	id     [16]byte
 	source netip.Addr
-	events []TraceEvent
+	events []engine.TraceEvent
 }
 
 // Event implements Tracer.
 func (t *trace) Event(activity string) {
 	now := time.Now()
-	t.events = append(t.events, TraceEvent{
+	t.events = append(t.events, engine.TraceEvent{
 		ID:            cql.NewTimeUUID(now),
 		Activity:      activity,
 		Source:        t.source,
@@ -394,7 +395,7 @@ func (c *conn) request(h cql.Header, body []byte) {
 	start := time.Now()
 	clientAsked := h.Flags&cql.FlagTracing != 0
 	var tr *trace
-	var etr Tracer
+	var etr engine.Tracer
 	if clientAsked || c.s.sample() {
 		tr = &trace{start: start, id: cql.NewTimeUUID(start), source: c.s.Addr().Addr()}
 		etr = tr
@@ -411,6 +412,7 @@ func (c *conn) request(h cql.Header, body []byte) {
 		var q cql.Query
 		if q, err = cql.DecodeQuery(body, h.ProtoVersion()); err == nil {
 			request = "Execute CQL3 query"
+			tr, etr = c.ownTrace(clientAsked, q.Query, tr, etr)
 			if tr != nil {
 				params = map[string]string{"query": q.Query, "consistency_level": q.Params.Consistency.String()}
 			}
@@ -422,6 +424,7 @@ func (c *conn) request(h cql.Header, body []byte) {
 		if p, err = cql.DecodePrepare(body, h.ProtoVersion()); err == nil {
 			request = "Preparing CQL3 query"
 			command = "PREPARE"
+			tr, etr = c.ownTrace(clientAsked, p.Query, tr, etr)
 			if tr != nil {
 				params = map[string]string{"query": p.Query}
 			}
@@ -473,20 +476,18 @@ func (c *conn) request(h cql.Header, body []byte) {
 		c.send(h, 0, cql.ResponsePrefix{}, res)
 		return
 	}
+	c.endTrace(h, tr, clientAsked, res, engine.TraceSession{Command: command, Parameters: params, Request: request, StartedAt: start})
+}
+
+// endTrace writes the trace of a traced request, s with what the request's trace tr
+// gathered, and sends its response res: with the tracing id when its client asked for it.
+func (c *conn) endTrace(h cql.Header, tr *trace, clientAsked bool, res cql.Message, s engine.TraceSession) {
 	if _, isErr := res.(cql.Error); !isErr {
 		tr.Event("Request complete")
 	}
-	c.s.engine.WriteTrace(TraceSession{
-		ID:          tr.id,
-		Client:      c.peer,
-		Command:     command,
-		Coordinator: tr.source,
-		Duration:    time.Since(start),
-		Parameters:  params,
-		Request:     request,
-		StartedAt:   start,
-		Events:      tr.events,
-	})
+	s.ID, s.Client, s.Coordinator = tr.id, c.peer, tr.source
+	s.Duration, s.Events = time.Since(s.StartedAt), tr.events
+	c.s.engine.WriteTrace(s)
 	if !clientAsked {
 		c.send(h, 0, cql.ResponsePrefix{}, res)
 		return
@@ -494,9 +495,21 @@ func (c *conn) request(h cql.Header, body []byte) {
 	c.send(h, cql.FlagTracing, cql.ResponsePrefix{TracingID: tr.id, HasTracingID: true}, res)
 }
 
+// ownTrace keeps the trace of a request that the node's own trace probability sampled,
+// unless its statement text q carries a secret (cql.CarriesSecret: a role or user
+// statement, a password): the node's trace would keep it in plain text, readable by any
+// login allowed to read system_traces. A client that sets the tracing flag itself gets its
+// trace, as from Cassandra.
+func (c *conn) ownTrace(clientAsked bool, q string, tr *trace, etr Tracer) (*trace, Tracer) {
+	if tr == nil || clientAsked || !cql.CarriesSecret(q) {
+		return tr, etr
+	}
+	return nil, nil
+}
+
 // session returns the session a request runs in: the connection's, or, for a v5 request
 // that names its keyspace, a copy in that keyspace (a USE in it does not outlive it).
-func (c *conn) session(withKeyspace bool, ks string) *Session {
+func (c *conn) session(withKeyspace bool, ks string) *engine.Session {
 	if !withKeyspace || ks == "" {
 		return &c.sess
 	}

@@ -1,8 +1,6 @@
 package node
 
 import (
-	"crypto/md5"
-	"encoding/binary"
 	"errors"
 	"io"
 
@@ -15,10 +13,14 @@ import (
 // hands their frames one at a time to serve, as the unframed reader does; its writer
 // gathers the frames of one flush into as few segments as fit.
 
-// maxVersion returns the highest protocol version the node speaks.
+// maxVersion returns the highest protocol version the node speaks: v4 for an emulated
+// ScyllaDB node, which does not speak v5, unless told otherwise.
 func (s *Server) maxVersion() byte {
 	if v := s.cfg.MaxProtocolVersion; v >= cql.V3 && v < cql.MaxVersion {
 		return v
+	}
+	if s.cfg.ScyllaSupported && s.cfg.MaxProtocolVersion == 0 {
+		return cql.V4
 	}
 	return cql.MaxVersion
 }
@@ -160,23 +162,4 @@ func (w *writer) writeSegments(frames []byte, flush bool) error {
 		return w.w.Flush()
 	}
 	return nil
-}
-
-// resultMetadataID is the result metadata id of protocol v5 for md: the MD5 of its
-// columns' keyspaces, tables, names and types, so that it changes when they do (a column
-// added to the table of a SELECT *) and only then.
-func resultMetadataID(md cql.RowsMetadata) []byte {
-	h := md5.New()
-	var b []byte
-	for _, c := range md.Columns {
-		b = cql.AppendString(b[:0], c.Keyspace)
-		b = cql.AppendString(b, c.Table)
-		b = cql.AppendString(b, c.Name)
-		b = cql.AppendTypeInfo(b, c.Type)
-		h.Write(b)
-	}
-	var n [4]byte
-	binary.BigEndian.PutUint32(n[:], uint32(len(md.Columns)))
-	h.Write(n[:])
-	return h.Sum(nil)
 }

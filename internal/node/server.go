@@ -28,6 +28,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/node/engine"
 )
 
 // Config configures a Server. The zero value serves an unauthenticated node.
@@ -47,7 +48,7 @@ type Config struct {
 	// Engine, when set, is an engine shared with the other nodes of a cluster (see Cluster),
 	// and Node is this server's index among its EngineConfig.Nodes. Nil means an engine of
 	// its own, created by Serve for the address it listens on.
-	Engine *Engine
+	Engine *engine.Engine
 	Node   int
 	// MaxFrameSize is the largest frame, header included, accepted from a client, as
 	// Cassandra's native_transport_max_frame_size; a larger one gets a ProtocolError on its
@@ -64,7 +65,8 @@ type Config struct {
 	ScyllaSupported bool
 	// MaxProtocolVersion is the highest protocol version the node speaks, 3 to 5; a client
 	// offering a higher one gets Cassandra's ProtocolError and steps down. Zero means 5,
-	// as Cassandra 4.1; 4 makes the node a v4 one (ScyllaDB, Cassandra 3).
+	// as Cassandra 4.1, and with ScyllaSupported 4, as ScyllaDB, which does not speak v5;
+	// 4 makes the node a v4 one (ScyllaDB, Cassandra 3).
 	MaxProtocolVersion byte
 	// NoMaterializedViews refuses materialized views as a stock Cassandra 4.1 does
 	// (EngineConfig.NoMaterializedViews); the zero value has them, as ScyllaDB.
@@ -89,7 +91,7 @@ type Server struct {
 	cfg    Config
 	user   string
 	pass   string
-	engine *Engine
+	engine *engine.Engine
 	nop    zerolog.Logger
 
 	mu       sync.Mutex
@@ -125,7 +127,7 @@ func New(cfg Config) *Server {
 }
 
 // Engine returns the node's query engine, or nil before Serve has started.
-func (s *Server) Engine() *Engine {
+func (s *Server) Engine() *engine.Engine {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.engine
@@ -181,7 +183,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.mu.Lock()
 	s.addr = ap
 	if s.engine == nil {
-		s.engine = NewEngine(EngineConfig{RPCAddr: ap, ClusterName: s.cfg.ClusterName, Auth: s.cfg.Auth,
+		s.engine = engine.NewEngine(engine.EngineConfig{RPCAddr: ap, ClusterName: s.cfg.ClusterName, Auth: s.cfg.Auth,
 			NoMaterializedViews: s.cfg.NoMaterializedViews, MemoryLimit: s.cfg.MemoryLimit})
 		s.engine.OnSchemaChange(s.broadcastSchemaChange)
 	}

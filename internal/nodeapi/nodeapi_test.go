@@ -23,6 +23,7 @@ import (
 	"github.com/tracecar/tracecar/admin"
 	"github.com/tracecar/tracecar/internal/logs"
 	"github.com/tracecar/tracecar/internal/node"
+	"github.com/tracecar/tracecar/internal/testkit/drivertest"
 	"github.com/tracecar/tracecar/tracing"
 )
 
@@ -262,29 +263,21 @@ func TestNewValidates(t *testing.T) {
 // without them unless TRACECAR_REQUIRE_DRIVERS=1 (as .ci/run sets, after installing them).
 func TestJolokiaRealAgent(t *testing.T) {
 	jars := []string{"/usr/share/java/jolokia-core.jar", "/usr/share/java/json-simple.jar"}
-	missing := ""
-	if _, err := exec.LookPath("javac"); err != nil {
-		missing = "javac (default-jdk-headless)"
-	}
+	javac := drivertest.RequireTool(t, "javac", "default-jdk-headless")
+	java := drivertest.RequireTool(t, "java", "default-jdk-headless")
 	for _, j := range jars {
 		if _, err := os.Stat(j); err != nil {
-			missing = j + " (libjolokia-core-java)"
+			drivertest.Missing(t, j+" (Debian package libjolokia-core-java)")
 		}
-	}
-	if missing != "" {
-		if os.Getenv("TRACECAR_REQUIRE_DRIVERS") == "1" {
-			t.Fatalf("TRACECAR_REQUIRE_DRIVERS=1 but %s is missing", missing)
-		}
-		t.Skipf("%s is missing", missing)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
 	cp := strings.Join(jars, ":")
-	if out, err := exec.CommandContext(ctx, "javac", "-nowarn", "-d", dir, "-cp", cp, "testdata/jolokia/StorageServiceStandIn.java").CombinedOutput(); err != nil {
+	if out, err := exec.CommandContext(ctx, javac, "-nowarn", "-d", dir, "-cp", cp, "testdata/jolokia/StorageServiceStandIn.java").CombinedOutput(); err != nil {
 		t.Fatalf("javac: %v\n%s", err, out)
 	}
-	cmd := exec.CommandContext(ctx, "java", "-Xmx64m", "-cp", dir+":"+cp, "StorageServiceStandIn")
+	cmd := exec.CommandContext(ctx, java, "-Xmx64m", "-cp", dir+":"+cp, "StorageServiceStandIn")
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -215,9 +215,7 @@ func (a *auditConn) response(c *Conn, f *cql.Frame, r *auditReq) {
 	var code int32
 	failed := f.Header.Opcode == cql.OpError
 	if failed {
-		if body, err := f.Message(); err == nil && len(body) >= 4 {
-			code = int32(binary.BigEndian.Uint32(body))
-		}
+		code = f.Response().ErrCode // 0 when unreadable
 	}
 	for _, u := range r.unknown {
 		if s, known := c.sh.audit.prepared(c.sh.Prepared, []byte(u.id)); known {

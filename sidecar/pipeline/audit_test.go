@@ -51,8 +51,12 @@ func TestClassifyStmt(t *testing.T) {
 		{"LIST ALL PERMISSIONS OF r", audit.DCL, "", ""},
 		{"CREATE SERVICE LEVEL sl", audit.ADMIN, "", ""},
 		{"ATTACH SERVICE LEVEL sl TO r", audit.ADMIN, "", ""},
-		{"LIST ALL SERVICE LEVELS", audit.DCL, "", ""},
+		{"LIST ALL SERVICE LEVELS", audit.ADMIN, "", ""},
 		{"LIST SERVICE LEVEL sl", audit.ADMIN, "", ""},
+		{"LIST ATTACHED SERVICE LEVEL OF r", audit.ADMIN, "", ""},
+		{"list all attached service levels", audit.ADMIN, "", ""},
+		{"LIST EFFECTIVE SERVICE LEVEL OF r", audit.ADMIN, "", ""},
+		{"LIST ALL ROLES", audit.DCL, "", ""},
 	} {
 		cat, ks, table := classifyStmt(tc.q)
 		if cat != tc.cat || ks != tc.ks || table != tc.table {

@@ -67,7 +67,13 @@ func classifyStmt(q string) (audit.Category, string, string) {
 	case kw(first, "grant"), kw(first, "revoke"):
 		return audit.DCL, "", ""
 	case kw(first, "list"):
-		if kw(cqltext.NextSignificant(q, first.End), "service") {
+		// ScyllaDB's LIST [ALL] [ATTACHED | EFFECTIVE] SERVICE LEVEL[S] are ADMIN, as the
+		// rest of its service-level statements; LIST ROLES, USERS, PERMISSIONS are DCL.
+		t := cqltext.NextSignificant(q, first.End)
+		for kw(t, "all") || kw(t, "attached") || kw(t, "effective") {
+			t = cqltext.NextSignificant(q, t.End)
+		}
+		if kw(t, "service") {
 			return audit.ADMIN, "", ""
 		}
 		return audit.DCL, "", ""

@@ -254,15 +254,20 @@ type captureState struct {
 	keyspace atomic.Pointer[string]
 }
 
-// Counters are the counters of one connection. Each is written by one goroutine only,
-// with a load and a store rather than a locked add, and read by Stats.
+// Counters are the counters of one connection, read by Stats at any time. Each has a
+// single writer, and is added to with Inc (a load and a store): the request side's
+// (Requests, BytesIn, Segments[0], Resegmented[0]) are written only by the goroutine that
+// reads the client, which runs Conn.Request; the response side's (Responses, Rewritten,
+// BytesOut, Segments[1], Resegmented[1]) only by the goroutine that reads the node, which
+// runs Conn.Response and writes the answers to the client. On the event loop both sides
+// are the loop's one goroutine. A handover restores them before either side starts.
 type Counters struct {
 	// Requests are by opcode: a request's is below 16 (AUTH_RESPONSE is 15), and a frame
 	// with a higher one counts as 0 (ERROR, which no request is), apart from the real ones.
 	Requests  [16]atomic.Uint64
 	BytesIn   atomic.Uint64 // request bytes read from the client
 	Responses atomic.Uint64
-	Rewritten atomic.Uint64
+	Rewritten atomic.Uint64 // responses re-encoded (response side only: the rewrites)
 	BytesOut  atomic.Uint64 // response bytes written to the client
 	// v5 Segments read and re-encoded, by side: 0 from the client, 1 from the node.
 	Segments, Resegmented [2]atomic.Uint64
@@ -275,6 +280,11 @@ type Counts struct {
 	Segments, Resegmented                   [2]uint64
 }
 
+// Inc adds n to v, a counter with one writer, with a load and a store rather than a
+// locked add: the per-frame path pays no bus lock, and a concurrent reader sees either
+// value, never a torn one. It is correct only for a counter that one goroutine writes
+// (see Counters, and a shard's figures, each written by one side); a counter with two
+// writers would lose additions, and must use Add.
 func Inc(v *atomic.Uint64, n uint64) { v.Store(v.Load() + n) }
 
 // RequestSlot returns the index of connCounters.requests that counts a request of opcode op.

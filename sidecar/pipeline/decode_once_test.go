@@ -28,7 +28,7 @@ type workCounter struct {
 }
 
 func newWorkCounter(t *testing.T) *workCounter {
-	w := &workCounter{n: map[cql.Work]map[string]int{cql.WorkDecompress: {}, cql.WorkParse: {}}}
+	w := &workCounter{n: map[cql.Work]map[string]int{cql.WorkDecompress: {}, cql.WorkParse: {}, cql.WorkResponse: {}, cql.WorkResult: {}}}
 	t.Cleanup(cql.CountWork(func(k cql.Work, b []byte) {
 		w.mu.Lock()
 		w.n[k][string(b)]++
@@ -46,11 +46,27 @@ func (w *workCounter) take(k cql.Work, b []byte) int {
 	return n
 }
 
+// takeAll returns how often work k was done since the last takeAll of k, on any bytes, and
+// forgets it: for the reading of a response, whose frame may change under its readers (a
+// sampled response's tracing id stripped) while its message stays.
+func (w *workCounter) takeAll(k cql.Work) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for b, c := range w.n[k] {
+		n += c
+		delete(w.n[k], b)
+	}
+	return n
+}
+
 // TestDecodedOnce: whatever the tracing mode, with statement statistics and the audit log or not, a trace
 // filter that reads the statement or not, and a workload capture or not, at protocol v4 (compressed with lz4 or
 // snappy, or not) and v5, a request is decompressed at most once between its arrival and
-// the end of its response, and so is its compressed response; and the request is parsed
-// (its statement, query parameters and BATCH) at most once. Every reader (the system-table
+// the end of its response, and so is its compressed response; the request is parsed
+// (its statement, query parameters and BATCH) at most once; and the response is read
+// (an ERROR's code and message, a RESULT's kind, rows, prepared id) at most once, and
+// decoded whole at most once. Every reader (the system-table
 // rewrite, the EXECUTE learner, statement statistics, the trace filter, tracing's Begin
 // and End, a slow fast-mode request's record, the capture, the stripping of a sampled
 // response's tracing id) reads the one view.
@@ -90,6 +106,9 @@ func TestDecodedOnce(t *testing.T) {
 		{"execute values", cql.Execute{ID: []byte("user-statement-1"), ResultMetadataID: []byte("md"), Params: values}, cql.VoidResult{}},
 		{"batch", cql.Batch{Queries: []cql.BatchQuery{{Query: "INSERT INTO ks.t (k) VALUES (1)"},
 			{Prepared: true, ID: []byte("user-statement-1"), Values: []cql.Value{{Bytes: []byte("k")}}}}, Consistency: cql.One}, cql.VoidResult{}},
+		{"select rows", cql.Query{Query: "SELECT v FROM ks.t WHERE k = 1", Params: cql.QueryParams{Consistency: cql.One}}, localRows},
+		{"error", cql.Query{Query: "SELECT * FROM ks.gone", Params: cql.QueryParams{Consistency: cql.One}},
+			cql.Error{Code: cql.ErrCodeInvalid, Message: "unconfigured table gone"}},
 	}
 	filters := []struct {
 		name string
@@ -208,6 +227,12 @@ func TestDecodedOnce(t *testing.T) {
 							}
 							if n := wc.take(cql.WorkParse, msg); n > 1 {
 								t.Errorf("%s: request parsed %d times; want at most once", ex.name, n)
+							}
+							if n := wc.takeAll(cql.WorkResponse); n > 1 {
+								t.Errorf("%s: response read %d times; want at most once", ex.name, n)
+							}
+							if n := wc.takeAll(cql.WorkResult); n > 1 {
+								t.Errorf("%s: result decoded whole %d times; want at most once", ex.name, n)
 							}
 						}
 						if !capt {

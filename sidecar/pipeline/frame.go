@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"bytes"
-	"encoding/binary"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -46,7 +45,7 @@ func (c *Conn) Request(h cql.Header, frame []byte, n int, arrived int64) (tracin
 				req.query = string(st.Query)
 			}
 		}
-		if st := c.sh.Statements; st != nil && h.Stream >= 0 && (h.Opcode == cql.OpPrepare || st.Enabled()) {
+		if st := c.sh.Statements; st != nil && h.Stream >= 0 && (h.Opcode == cql.OpPrepare || st.Active()) {
 			now = readTime(arrived)
 			req.Start = now
 			req.stat = st.Request(f, now)
@@ -78,8 +77,12 @@ func (c *Conn) Request(h cql.Header, frame []byte, n int, arrived int64) (tracin
 				req.capt = c.captureRequest(s, f, now, n)
 			}
 		}
-		if t := c.sh.Tracer; t != nil && t.Considers(&f.Header) {
-			req.trace = c.TraceConn().Begin(f, now)
+		if t := c.sh.Tracer; t != nil {
+			if e := req.stat.Floor(); e != nil {
+				req.trace = c.TraceConn().BeginFloor(f, now, e)
+			} else if t.Considers(&f.Header) {
+				req.trace = c.TraceConn().Begin(f, now)
+			}
 		}
 		c.Streams.put(&req)
 	}
@@ -177,9 +180,9 @@ func (c *Conn) ReadsBody(op cql.Opcode) bool {
 	case cql.OpStartup, cql.OpQuery, cql.OpPrepare:
 		return true
 	case cql.OpExecute:
-		return c.sh.Prepared.HasSystem() || c.sh.Statements != nil && c.sh.Statements.Enabled() || c.shard.Load() != nil
+		return c.sh.Prepared.HasSystem() || c.sh.Statements != nil && c.sh.Statements.Active() || c.shard.Load() != nil
 	case cql.OpBatch:
-		return c.sh.Statements != nil && c.sh.Statements.Enabled()
+		return c.sh.Statements != nil && c.sh.Statements.Active()
 	}
 	return false
 }
@@ -279,18 +282,14 @@ func (c *Conn) queryStart(f *cql.Frame) (k rewriteKind, known bool, sc scan) {
 	if f.Header.Flags&cql.FlagCustomPayload != 0 {
 		return kindNone, false, sc
 	}
-	p := f.Start(queryPrefix)
-	if len(p) < 4 {
+	q, whole, ok := f.QueryStart(queryPrefix)
+	switch {
+	case !ok:
 		return kindNone, true, sc
+	case whole:
+		return statementTable(q, c.inSystem.Load()), true, sc
 	}
-	n := int(int32(binary.BigEndian.Uint32(p)))
-	if n < 0 {
-		return kindNone, true, sc
-	}
-	if q := p[4:]; n <= len(q) {
-		return statementTable(q[:n], c.inSystem.Load()), true, sc
-	}
-	return statementStart(p[4:], c.inSystem.Load(), true)
+	return statementStart(q, c.inSystem.Load(), true)
 }
 
 // authResponse takes the username from a SASL PLAIN AUTH_RESPONSE ("authzid NUL authcid
@@ -317,14 +316,12 @@ func (c *Conn) authResponse(f *cql.Frame) {
 
 // saslPlainUser returns the authcid of a SASL PLAIN token held in an AUTH_RESPONSE body.
 func saslPlainUser(body []byte) (string, bool) {
-	if len(body) < 4 {
+	var d cql.Decoder
+	d.Reset(body)
+	tok := d.Bytes()
+	if d.Err() != nil || tok == nil {
 		return "", false
 	}
-	n := int(int32(binary.BigEndian.Uint32(body)))
-	if n < 0 || n > len(body)-4 {
-		return "", false
-	}
-	tok := body[4 : 4+n]
 	i := bytes.IndexByte(tok, 0)
 	if i < 0 {
 		return "", false
@@ -398,7 +395,7 @@ func (c *Conn) RequestArrival(arrived int64) int64 {
 	return arrived
 }
 
-// The workload capture's hooks on the per-frame pipeline (pipeline.go): with no capture
+// The workload capture's hooks on the per-frame pipeline (this file): with no capture
 // running they cost one atomic load per request (Capture.Active) and nothing per
 // response; while one runs, the request and its response are handed to it through the
 // views the pipeline decoded them into.

@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"bufio"
-	"encoding/binary"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -146,7 +145,9 @@ func (m *PeerMap) rewritePeerRows(cols []cql.ColumnSpec, rows [][][]byte, peerPo
 	for _, row := range rows {
 		var port uint16
 		if portCol >= 0 && portCol < len(row) && len(row[portCol]) == 4 {
-			port = uint16(binary.BigEndian.Uint32(row[portCol]))
+			var d cql.Decoder
+			d.Reset(row[portCol])
+			port = uint16(d.Int())
 		}
 		sc, ok := netip.AddrPort{}, false
 		if addrCol >= 0 && addrCol < len(row) {
@@ -162,7 +163,7 @@ func (m *PeerMap) rewritePeerRows(cols []cql.ColumnSpec, rows [][][]byte, peerPo
 			if ok {
 				p = sc.Port()
 			}
-			row[portCol] = binary.BigEndian.AppendUint32(nil, uint32(p))
+			row[portCol] = cql.AppendInt(nil, int32(p))
 			changed = true
 		}
 		if !ok {

@@ -1,18 +1,11 @@
 package pipeline
 
 import (
-	"encoding/binary"
 	"net/netip"
-	"sync/atomic"
 
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/tracing"
 )
-
-// SkipRewrite, set only by tests (the tracecar_norewrite build, and the test that shows the
-// no-bypass test fails without the rewrite), forwards system table responses unchanged: the broken
-// build that the no-bypass tests must catch. It is read on the system table path only.
-var SkipRewrite atomic.Bool
 
 // learnPrepared puts what the RESULT Prepared frame answering the PREPARE req tells into
 // the one prepared-statement registry (shared with tracing): the statement id, its query
@@ -20,22 +13,20 @@ var SkipRewrite atomic.Bool
 // columns. Every PREPARE is learnt, whatever the tracing mode, so that tracing finds the
 // text of statements prepared while it was off.
 func (c *Conn) learnPrepared(f *cql.Frame, req Inflight) {
-	h := f.Header
-	body, err := f.Message()
-	if err != nil || h.Opcode != cql.OpResult {
+	if f.Header.Opcode != cql.OpResult {
 		return
 	}
-	info, ok := cql.ReadPrepared(body, h.ProtoVersion())
-	if !ok {
+	info := f.Response().Prepared // read once for every reader of the frame
+	if info.ID == nil {
 		return
 	}
 	st := tracing.Statement{Query: req.query, Keyspace: string(info.Keyspace)}
 	// The bound variables are learnt too, for the workload capture (their types, and
 	// which make the partition key). A PREPARE is rare, so it may pay for a decode.
-	if m, err := cql.DecodeResult(body, h.ProtoVersion()); err == nil {
+	if m, err := f.Result(); err == nil {
 		if pr, ok := m.(cql.PreparedResult); ok {
 			st.Binds, st.PKIndexes = pr.Metadata.Columns, pr.Metadata.PKIndexes
-			if req.kind&kindPrepare != 0 && !SkipRewrite.Load() {
+			if req.kind&kindPrepare != 0 && !skipRewrite {
 				st.System, st.Columns = uint8(req.kind&kindTable), pr.ResultMetadata.Columns
 			}
 		}
@@ -77,14 +68,14 @@ func (c *Conn) encode(h cql.Header, prefix cql.ResponsePrefix, m cql.Message, co
 // PREPARE of such a statement is returned unchanged, and its id remembered.
 func (c *Conn) rewriteResult(f *cql.Frame, req Inflight) []byte {
 	frame := f.Raw()
-	if SkipRewrite.Load() {
+	if skipRewrite {
 		return frame
 	}
-	h, prefix, body, comp, ok := responseBody(f)
+	h, prefix, _, comp, ok := responseBody(f)
 	if !ok || h.Opcode != cql.OpResult {
 		return frame
 	}
-	msg, err := cql.DecodeResult(body, h.ProtoVersion())
+	msg, err := f.Result()
 	if err != nil {
 		c.Warn().Err(err).Msg("decode system table result; forwarding it unchanged")
 		return frame
@@ -141,7 +132,7 @@ func (c *Conn) rewriteRows(kind rewriteKind, cols []cql.ColumnSpec, rows [][][]b
 			if kind == kindLocal {
 				port = c.advertise.Port()
 			}
-			val = binary.BigEndian.AppendUint32(nil, uint32(port))
+			val = cql.AppendInt(nil, int32(port))
 		default:
 			continue
 		}

@@ -17,7 +17,9 @@ var bypassKeys = [...]string{sharding.KeyAwarePort, sharding.KeyAwarePortSSL}
 // key another shard owns (request side), and the time its responses spent in the proxy
 // (response side), each written by one side only.
 type shardConn struct {
-	info              sharding.Info // Shard is the connection's
+	info sharding.Info // Shard is the connection's
+	// cross is written by the request side only (the requests that cross a shard),
+	// addedNanos by the response side only (Shard.Added): each has one writer (Inc).
 	cross, addedNanos atomic.Uint64
 }
 

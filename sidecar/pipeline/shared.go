@@ -85,11 +85,12 @@ func (s *Shared) Logs(lvl zerolog.Level) bool {
 
 // StatementStats is the data path's hook for per-statement statistics;
 // *statements.Stats implements it. Its methods are called from every connection's
-// goroutines at once. Enabled is one atomic load; Request is called for a PREPARE, and
-// for any other request only while Enabled; Response is called for each response whose
-// request's Ticket is active, at the point where the response is matched to its request.
+// goroutines at once. Active is one or two atomic loads; Request is called for a PREPARE,
+// and for any other request only while Active (statistics on, or the trace floor, whose
+// pick Ticket.Floor names); Response is called for each response whose request's Ticket
+// is active, at the point where the response is matched to its request.
 type StatementStats interface {
-	Enabled() bool
+	Active() bool
 	// Request sees a request, through the view the proxy decoded it into, and its
 	// arrival time (tracing.Now).
 	Request(f *cql.Frame, now int64) statements.Ticket

@@ -1,11 +1,9 @@
 package capture
 
 import (
-	"encoding/binary"
 	"errors"
 	"sync/atomic"
 
-	"github.com/tracecar/tracecar/internal/capturefile"
 	"github.com/tracecar/tracecar/internal/cql"
 )
 
@@ -152,50 +150,26 @@ func (s *Session) Response(r *Record, f *cql.Frame, arrived int64) {
 	r.respLen = uint32(cql.HeaderSize) + h.Length
 	r.latency = arrived - r.at
 	switch h.Opcode {
-	case cql.OpResult:
-		if rest := message(f, 1024); len(rest) >= 4 {
-			r.kind = int32(binary.BigEndian.Uint32(rest))
-			switch r.kind {
-			case capturefile.ResultRows:
-				if n, ok := cql.RowsCount(rest); ok {
-					r.rows = int32(n)
-				}
-			case capturefile.ResultPrepared:
-				// The id that EXECUTEs will name, after the PREPARE's text.
-				if len(rest) >= 6 && r.op == cql.OpPrepare {
-					if n := int(binary.BigEndian.Uint16(rest[4:])); 6+n <= len(rest) {
-						r.prepID = append(r.prepID[:0], rest[6:6+n]...)
-					}
-				}
-			}
+	case cql.OpResult, cql.OpError:
+		// Read once for every reader of the frame; a compressed RESULT from the start of
+		// its body only, so that it is never decompressed whole for the capture alone.
+		resp := f.Response()
+		r.kind = resp.Kind
+		if h.Opcode == cql.OpError {
+			r.kind = resp.ErrCode
 		}
-	case cql.OpError:
-		if rest := message(f, 16); len(rest) >= 4 {
-			r.kind = int32(binary.BigEndian.Uint32(rest))
+		if resp.Rows >= 0 {
+			r.rows = int32(resp.Rows)
+		}
+		// The id that EXECUTEs will name, after the PREPARE's text.
+		if resp.Prepared.ID != nil && r.op == cql.OpPrepare {
+			r.prepID = append(r.prepID[:0], resp.Prepared.ID...)
 		}
 	}
 	if !s.queue.push(r) {
 		s.dropped.Add(1)
 		s.release(r)
 	}
-}
-
-// message returns the response's message after its prefix: the whole of it when the body
-// is plain or already decompressed, else the start of it that n bytes of body hold, so
-// that a compressed response is never decompressed whole for the capture alone.
-func message(f *cql.Frame, n int) []byte {
-	if !f.Compressed() || f.Decompressed() {
-		m, err := f.Message()
-		if err != nil {
-			return nil
-		}
-		return m
-	}
-	rest, err := cql.SkipResponsePrefix(f.Header.Flags, f.Start(n))
-	if err != nil {
-		return nil
-	}
-	return rest
 }
 
 // Response is r's Session's Response: the caller need not keep the Session.

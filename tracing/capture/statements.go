@@ -1,7 +1,6 @@
 package capture
 
 import (
-	"encoding/binary"
 	"encoding/hex"
 	"math/big"
 	"slices"
@@ -605,9 +604,8 @@ func literalValue(text, kind, typ string) []byte {
 			}
 		}
 		if v, err := strconv.ParseInt(text, 10, 64); err == nil && size > 0 {
-			var b [8]byte
-			binary.BigEndian.PutUint64(b[:], uint64(v))
-			return append([]byte(nil), b[8-size:]...)
+			b := cql.AppendLong(make([]byte, 0, 8), v)
+			return b[8-size:]
 		}
 	case "uuid":
 		if b, err := hex.DecodeString(strings.ReplaceAll(text, "-", "")); err == nil && len(b) == 16 {

@@ -9,9 +9,11 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gocql/gocql"
+	"github.com/rs/zerolog"
 
 	"github.com/tracecar/tracecar/tracing"
 )
@@ -34,12 +36,20 @@ type Connector struct {
 	// Configure, when set, adjusts the cluster config (compression, timeouts) before
 	// connecting, after the fields above are applied.
 	Configure func(*gocql.ClusterConfig)
+	// Logger, when set, gets a warning when the node refuses the login, once until a
+	// login succeeds again; later refusals are counted (Login.Refused) and logged at
+	// debug level.
+	Logger *zerolog.Logger
 
 	mu      sync.Mutex
 	s       *gocql.Session
 	err     error
 	tried   time.Time
 	timeout time.Duration
+	refused uint64
+	warned  bool                  // a refusal was warned of since the last login that succeeded
+	noWait  bool                  // tests: retry at once
+	login   atomic.Pointer[Login] // nil before the first attempt
 }
 
 // Session returns the shared session, connecting first if needed.
@@ -49,7 +59,7 @@ func (c *Connector) Session(ctx context.Context) (*gocql.Session, error) {
 	if c.s != nil {
 		return c.s, nil
 	}
-	if c.err != nil && time.Since(c.tried) < retryEvery {
+	if c.err != nil && time.Since(c.tried) < retryEvery && !c.noWait {
 		return nil, c.err
 	}
 	c.tried = time.Now()
@@ -78,9 +88,11 @@ func (c *Connector) Session(ctx context.Context) (*gocql.Session, error) {
 	// wake-up per write.
 	cc.WriteCoalesceWaitTime = 0
 	cc.Logger = log.New(io.Discard, "", 0) // failures come back as errors, logged by the tracer
+	probe := &loginProbe{asked: new(atomic.Bool), ok: new(atomic.Bool)}
 	if c.Username != "" {
-		cc.Authenticator = gocql.PasswordAuthenticator{Username: c.Username, Password: c.Password}
+		probe.inner = gocql.PasswordAuthenticator{Username: c.Username, Password: c.Password}
 	}
+	cc.Authenticator = probe
 	if c.TLS != nil {
 		cc.SslOpts = &gocql.SslOptions{Config: c.TLS.Clone(), EnableHostVerification: !c.TLS.InsecureSkipVerify}
 	}
@@ -90,10 +102,36 @@ func (c *Connector) Session(ctx context.Context) (*gocql.Session, error) {
 	s, err := cc.CreateSession()
 	if err != nil {
 		c.err = fmt.Errorf("connect to node %s: %w", c.Addr, err)
+		c.failed(probe.asked.Load() && !probe.ok.Load())
 		return nil, c.err
 	}
-	c.s, c.err = s, nil
+	c.s, c.err, c.warned = s, nil, false
+	c.login.Store(&Login{State: LoginOK, User: c.Username, Refused: c.refused})
 	return s, nil
+}
+
+// failed records a failed attempt, refused by the node's authenticator or not, and warns
+// of the first refusal in a row.
+func (c *Connector) failed(refused bool) {
+	l := Login{State: LoginFailed, User: c.Username, Error: c.err.Error(), Refused: c.refused}
+	if !refused {
+		c.login.Store(&l)
+		return
+	}
+	c.refused++
+	first := !c.warned
+	c.warned = true
+	l.State, l.Refused = LoginRefused, c.refused
+	c.login.Store(&l)
+	if c.Logger == nil {
+		return
+	}
+	ev := c.Logger.Debug()
+	if first {
+		ev = c.Logger.Warn()
+	}
+	ev.Str("node", c.Addr).Str("user", c.Username).Uint64("refused", c.refused).Err(c.err).
+		Msg("the node refused the sidecar's own login: no node events, --cql-sink or audit table rows until it succeeds (retried every 5s; /readyz answers 503, tracecar_node_login_refused_total counts)")
 }
 
 // Close closes the session, if one was opened.

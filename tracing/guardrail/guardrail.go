@@ -9,9 +9,12 @@
 //   - the sink drop rate.
 //
 // Tracing's share of the CPU is measured, never assumed: against the CPU per request of
-// windows with tracing off when the guardrail has run one ("measured"), else from the CPU
-// time of the work tracing adds, counted where it happens by a Meter ("attributed").
-// Until it has either, it fails closed: a window with load over a CPU budget steps down.
+// windows with tracing off at a similar request rate, when the guardrail has run at least
+// two ("measured"), else from the CPU time of the work tracing adds, counted where it
+// happens by a Meter ("attributed"). A window is never compared with off windows at
+// another rate: the CPU per request falls as the rate grows, and the difference would be
+// the rate's, not tracing's. Without a figure, or with one whose error is larger than the
+// budget, it fails closed: a window with load over a CPU budget steps down.
 //
 // On a breach it steps down one level per window: the trace probability to 0 and
 // parent-based sampling (following the client's sampled flag) off first, then full to
@@ -153,20 +156,23 @@ type Sample struct {
 type Figures struct {
 	// WindowSeconds is the span measured.
 	WindowSeconds float64 `json:"window_s"`
-	// Requests is the number of requests in the window.
-	Requests uint64 `json:"requests"`
+	// Requests is the number of requests in the window, RatePerSec their rate.
+	Requests   uint64  `json:"requests"`
+	RatePerSec float64 `json:"rate_per_s"`
 	// AddedP99US is the p99 of the added latency, in µs, over AddedSamples requests
 	// traced with events; -1 when fewer than MinLatencySamples were.
 	AddedP99US   float64 `json:"added_p99_us"`
 	AddedSamples uint64  `json:"added_samples"`
 	// CPUPercent is tracing's share of the sidecar's CPU, in %; -1 when unknown. CPUMethod
-	// says how it was found: "measured" (the CPU per request of the windows at this level
-	// against those with tracing off), "attributed" (the CPU time of the work tracing
-	// added, counted where it happened, over the process's) or "unknown". CPUFrom names
-	// the windows it came from, and CPUErrPercent is its standard error, in percentage
-	// points (-1 when unknown). TracingCPUPerRequestUS is tracing's CPU per request, in
-	// µs. FailClosed is true when a CPU budget is set and the share is unknown: the
-	// guardrail then counts the window as over it.
+	// says how it was found: "measured" (this window's CPU per request against that of
+	// the windows with tracing off at a similar rate), "attributed" (the CPU time of the
+	// work tracing added, counted where it happened, over the process's) or "unknown".
+	// CPUFrom says which, first ("off windows at a similar rate", "attributed", "too
+	// uncertain" or "none"), then from what, and CPUErrPercent is its standard error, in
+	// percentage points (-1 when unknown). A figure whose error is larger than the CPU
+	// budget is unknown. TracingCPUPerRequestUS is tracing's CPU per request, in µs.
+	// FailClosed is true when a CPU budget is set and the share is unknown: the guardrail
+	// then counts the window as over it.
 	CPUPercent             float64 `json:"cpu_pct"`
 	CPUMethod              string  `json:"cpu_method,omitempty"`
 	CPUFrom                string  `json:"cpu_from,omitempty"`
@@ -179,9 +185,10 @@ type Figures struct {
 	DropsPerSec float64 `json:"drops_per_s"`
 }
 
-// Level names what tracing costs in a configuration: "off", "fast", "full", "sampled" or
-// "parent", with "+sampled" when a mode is on together with a probability and "+parent"
-// when parent-based sampling is on besides another mode. The guardrail's steps go from one
+// Level names what tracing costs in a configuration: "off", "fast", "full", "sampled",
+// "parent" or "floor", with "+sampled" when a mode is on together with a probability,
+// "+parent" when parent-based sampling is on besides another mode, and "+floor" when the
+// trace floor is. The guardrail's steps go from one
 // level to a cheaper one.
 func Level(c tracing.Config) string {
 	m := c.Mode()
@@ -191,15 +198,18 @@ func Level(c tracing.Config) string {
 	if c.FollowClientSampling && m != "parent" {
 		m += "+parent"
 	}
+	if c.FloorInterval > 0 && m != "floor" {
+		m += "+floor"
+	}
 	return m
 }
 
 // stepDown returns the configuration one level cheaper than c, and false when c is off.
 func stepDown(c tracing.Config) (tracing.Config, bool) {
 	switch {
-	case c.Probability > 0 || c.FollowClientSampling:
-		// Both trace a share of requests fully, with the node's own trace: one step.
-		c.Probability, c.FollowClientSampling = 0, false
+	case c.Probability > 0 || c.FollowClientSampling || c.FloorInterval > 0:
+		// All three trace a share of requests fully, with the node's own trace: one step.
+		c.Probability, c.FollowClientSampling, c.FloorInterval = 0, false, 0
 	case c.Enable && !c.Fast:
 		c.Fast = true
 	case c.Enable:
@@ -210,39 +220,60 @@ func stepDown(c tracing.Config) (tracing.Config, bool) {
 	return c, true
 }
 
-// levelCPU is the CPU per request, in µs, of the windows judged at one level: their
-// count, mean and sum of squared deviations (Welford), for the mean's standard error.
-type levelCPU struct {
-	n        int
-	mean, m2 float64
+// offWindow is a window judged with tracing off: its request rate and CPU per request.
+type offWindow struct {
+	rate, perReq float64
 }
 
-func (l *levelCPU) add(x float64) {
-	l.n++
-	d := x - l.mean
-	l.mean += d / float64(l.n)
-	l.m2 += d * (x - l.mean)
-}
+// maxOffWindows bounds the off windows the guardrail remembers, so that it follows a
+// load that changes: past it, the oldest is forgotten.
+const maxOffWindows = 30
 
-// variance of the mean: the windows' variance over n, 0 with one window.
-func (l *levelCPU) meanVar() float64 {
-	if l.n < 2 {
-		return 0
+// RateSpan is how far apart two rates may be for their windows to be compared: a window
+// at rate r is compared only with off windows at a rate from r/RateSpan to r·RateSpan.
+// The CPU per request depends on the rate (a fixed cost spread over the requests: about
+// 114 µs at 200 op/s, 7.7 at 10,000), so that a window compared with off windows at
+// another rate measures the rate, not tracing.
+const RateSpan = 1.5
+
+// MinOffWindows is the fewest comparable off windows a measured figure needs: its error
+// comes from their spread.
+const MinOffWindows = 2
+
+// offEstimate is the CPU per request, in µs, that the window would cost at rate with
+// tracing off, from the comparable off windows: its value, its variance and the number of
+// windows it came from (0: none comparable). Between the rates of an off window and of the
+// window, the off cost per request moves somewhere from not at all (all of it per request)
+// to in inverse proportion to the rate (all of it fixed): the estimate takes the middle,
+// and half the gap counts in its error.
+func offEstimate(wins []offWindow, rate float64) (est, variance float64, n int, lo, hi float64) {
+	var sum, sumSq, bias float64
+	for _, w := range wins {
+		if w.rate < rate/RateSpan || w.rate > rate*RateSpan {
+			continue
+		}
+		e := w.perReq * (1 + w.rate/rate) / 2
+		sum += e
+		sumSq += e * e
+		bias += w.perReq * math.Abs(w.rate/rate-1) / 2
+		if n == 0 || w.rate < lo {
+			lo = w.rate
+		}
+		if n == 0 || w.rate > hi {
+			hi = w.rate
+		}
+		n++
 	}
-	return l.m2 / float64(l.n-1) / float64(l.n)
-}
-
-// windowVar is the variance of one window's figure: 0 with one window.
-func (l *levelCPU) windowVar() float64 {
-	if l.n < 2 {
-		return 0
+	if n < MinOffWindows {
+		return 0, 0, n, lo, hi
 	}
-	return l.m2 / float64(l.n-1)
+	est = sum / float64(n)
+	spread := max(0, (sumSq-float64(n)*est*est)/float64(n-1)) // one window's variance
+	bias /= float64(n)
+	// This window's own figure varies as much as one off window's; the estimate's mean
+	// varies by spread/n; the rate gap adds its bias.
+	return est, spread*(1+1/float64(n)) + bias*bias, n, lo, hi
 }
-
-// maxLevelWindows bounds the windows a level's figure remembers, so that it follows a
-// load that changes: past it, the oldest weigh less (the count stops growing).
-const maxLevelWindows = 30
 
 // Action is what Guard.Evaluate decided.
 type Action struct {
@@ -272,8 +303,8 @@ type Guard struct {
 	steppedDown bool
 	lastStep    time.Time
 
-	// levels are the CPU per request measured at each level the sidecar has run.
-	levels map[string]*levelCPU
+	// off are the latest windows judged with tracing off, oldest first.
+	off []offWindow
 
 	windows   int // evaluated since the last UserChanged or SetBudget
 	figures   Figures
@@ -291,10 +322,15 @@ func NewGuard(b Budget, user tracing.Config) *Guard {
 // Budget returns the budget, with its defaults filled in.
 func (g *Guard) Budget() Budget { return g.budget }
 
-// SetBudget replaces the budget. The next window is measured afresh.
+// SetBudget replaces the budget, and starts the figures afresh: the off windows, the
+// latest figures and the window count are forgotten, and the next window is measured from
+// the next sample.
 func (g *Guard) SetBudget(b Budget) {
 	g.budget = b.withDefaults()
 	g.havePrev = false
+	g.off = nil
+	g.figures, g.measured, g.breaching = Figures{}, false, false
+	g.windows = 0
 }
 
 // UserChanged records that a user installed c: c is now the configuration to guard, the
@@ -360,6 +396,7 @@ func (g *Guard) measure(now time.Time, s Sample, cur tracing.Config) Figures {
 	f := Figures{WindowSeconds: secs, AddedP99US: -1, CPUPercent: -1}
 	if s.Requests >= g.prev.Requests {
 		f.Requests = s.Requests - g.prev.Requests
+		f.RatePerSec = float64(f.Requests) / secs
 	}
 	if s.Dropped >= g.prev.Dropped {
 		f.DropsPerSec = float64(s.Dropped-g.prev.Dropped) / secs
@@ -380,54 +417,87 @@ func (g *Guard) measure(now time.Time, s Sample, cur tracing.Config) Figures {
 	}
 	cpu := s.CPU - g.prev.CPU
 	perReq := float64(cpu) / float64(time.Microsecond) / float64(f.Requests)
+	rate := f.RatePerSec
 	f.CPUPerRequestUS = perReq
-	if g.levels == nil {
-		g.levels = map[string]*levelCPU{}
-	}
-	l := g.levels[level]
-	if l == nil {
-		l = &levelCPU{}
-		g.levels[level] = l
-	}
-	if l.n >= maxLevelWindows {
-		l.n = maxLevelWindows - 1
-	}
-	l.add(perReq)
-	off := g.levels["off"]
-	switch {
-	case level == "off":
+	if level == "off" {
+		g.off = append(g.off, offWindow{rate, perReq})
+		if len(g.off) > maxOffWindows {
+			g.off = g.off[len(g.off)-maxOffWindows:]
+		}
 		f.CPUPercent, f.CPUErrPercent, f.CPUMethod = 0, 0, "measured"
-		f.CPUFrom = fmt.Sprintf("this window, with tracing off (%d off windows)", l.n)
-	case off != nil:
-		// This window against the windows with tracing off: what the level adds per
-		// request, as a share of this window's CPU per request. Its error combines the
-		// spread of the windows at this level with the off mean's error.
-		extra := perReq - off.mean
+		f.CPUFrom = fmt.Sprintf("this window, with tracing off (%d off windows remembered)", len(g.off))
+		return f
+	}
+	est, variance, n, lo, hi := offEstimate(g.off, rate)
+	switch {
+	case n >= MinOffWindows:
+		// This window against the off windows at a similar rate: what the level adds per
+		// request, as a share of this window's CPU per request.
+		extra := perReq - est
 		f.TracingCPUPerRequestUS = max(0, extra)
 		f.CPUPercent = min(100, max(0, 100*extra/perReq))
-		f.CPUErrPercent = 100 * math.Sqrt(off.meanVar()+l.windowVar()) / perReq
+		f.CPUErrPercent = 100 * math.Sqrt(variance) / perReq
 		f.CPUMethod = "measured"
-		f.CPUFrom = fmt.Sprintf("this window at %s against %d windows with tracing off", level, off.n)
+		f.CPUFrom = fmt.Sprintf("off windows at a similar rate: this window at %s, %.0f op/s, against %d windows with tracing off at %.0f to %.0f op/s",
+			level, rate, n, lo, hi)
 	case s.TracingCPUOK && g.prev.TracingCPUOK && s.TracingCPU >= g.prev.TracingCPU:
-		// No window with tracing off yet: the CPU of the work tracing added, counted
-		// where it happened, over the process's. Its error is the counting noise of the
-		// pieces of work, which come one per recorded session and fetch.
-		work := s.TracingCPU - g.prev.TracingCPU
-		ops := s.TracingOps - g.prev.TracingOps
-		gc := ""
-		if s.GCCPUOK && g.prev.GCCPUOK && s.GCCPU >= g.prev.GCCPU {
-			work += s.GCCPU - g.prev.GCCPU
-			gc = " and the garbage collector's"
-		}
-		f.CPUPercent = min(100, 100*float64(work)/float64(cpu))
-		f.CPUErrPercent = f.CPUPercent / math.Sqrt(float64(max(ops, 1)))
-		f.TracingCPUPerRequestUS = float64(work) / float64(time.Microsecond) / float64(f.Requests)
-		f.CPUMethod = "attributed"
-		f.CPUFrom = fmt.Sprintf("this window's counted tracing work (%d pieces)%s, no window with tracing off yet", ops, gc)
+		g.attribute(&f, s, cpu, rate, n)
 	default:
 		f.CPUMethod, f.FailClosed = "unknown", g.budget.CPUPercent > 0
+		f.CPUFrom = "none: " + noComparable(len(g.off), n) + ", and no count of tracing's work"
+		return f
+	}
+	if b := g.budget.CPUPercent; b > 0 && f.CPUErrPercent > b {
+		// A figure less certain than the budget cannot say the budget holds: unknown.
+		f.CPUFrom = fmt.Sprintf("too uncertain: %.2f%% ± %.2f, an error larger than the budget (%g%%), from %s",
+			f.CPUPercent, f.CPUErrPercent, b, f.CPUFrom)
+		f.CPUPercent, f.CPUMethod, f.FailClosed = -1, "unknown", true
 	}
 	return f
+}
+
+// attribute sets f's CPU figure, with no off window at a similar rate to compare with (n
+// of them were): the CPU of the work tracing added in the window, counted where it
+// happened, over the process's cpu.
+func (g *Guard) attribute(f *Figures, s Sample, cpu time.Duration, rate float64, n int) {
+	// No off window at a similar rate: the CPU of the work tracing added, counted
+	// where it happened, over the process's. Its error is the counting noise of the
+	// pieces of work, which come one per recorded session and fetch.
+	work := s.TracingCPU - g.prev.TracingCPU
+	ops := s.TracingOps - g.prev.TracingOps
+	gc := ""
+	// The collector's CPU counts only in a window where tracing did counted work:
+	// without it, the heap it went through was mostly not tracing's (a collection of
+	// the runtime's own garbage in a quiet window read as tens of % of a small CPU);
+	// but tracing's unmetered work (fast mode's clock reads) may have made some of
+	// it, so it is the figure's error.
+	var leftOut time.Duration
+	if s.GCCPUOK && g.prev.GCCPUOK && s.GCCPU >= g.prev.GCCPU {
+		if ops > 0 {
+			work += s.GCCPU - g.prev.GCCPU
+			gc = " and the garbage collector's"
+		} else {
+			leftOut = s.GCCPU - g.prev.GCCPU
+			gc = ", the garbage collector's left out (no tracing work: its error)"
+		}
+	}
+	f.CPUPercent = min(100, 100*float64(work)/float64(cpu))
+	f.CPUErrPercent = max(f.CPUPercent/math.Sqrt(float64(max(ops, 1))), min(100, 100*float64(leftOut)/float64(cpu)))
+	f.TracingCPUPerRequestUS = float64(work) / float64(time.Microsecond) / float64(f.Requests)
+	f.CPUMethod = "attributed"
+	f.CPUFrom = fmt.Sprintf("attributed: this window's counted tracing work (%d pieces)%s, at %.0f op/s; %s",
+		ops, gc, rate, noComparable(len(g.off), n))
+}
+
+// noComparable says why no off window could be compared.
+func noComparable(off, comparable int) string {
+	switch {
+	case off == 0:
+		return "no window with tracing off yet"
+	case comparable == 0:
+		return fmt.Sprintf("none of the %d off windows at a similar rate (within %g×)", off, RateSpan)
+	}
+	return fmt.Sprintf("%d of the %d off windows at a similar rate (within %g×), fewer than %d", comparable, off, RateSpan, MinOffWindows)
 }
 
 // breaches returns the names of the figures over budget and a description of the figures.
@@ -474,11 +544,13 @@ func (g *Guard) describe(f Figures) string {
 		cpu += fmt.Sprintf(" ± %.2f", f.CPUErrPercent)
 	}
 	how := f.CPUMethod
-	if f.CPUFrom != "" {
+	if f.CPUFrom != "" && !strings.HasPrefix(f.CPUFrom, how) {
 		how += ": " + f.CPUFrom
+	} else if f.CPUFrom != "" {
+		how = f.CPUFrom
 	}
 	if f.FailClosed {
-		how += "; failing closed: no window with tracing off and no count of tracing's work, so the CPU budget counts as breached"
+		how += "; failing closed: tracing's CPU share is unknown, so the CPU budget counts as breached"
 	}
 	return fmt.Sprintf("added_p99=%s cpu=%s (%s) drops=%.1f/s over %.1fs, %d requests; budget %s",
 		fig(f.AddedP99US, "%.0fus"), cpu, how, f.DropsPerSec, f.WindowSeconds, f.Requests, g.budget)
@@ -488,7 +560,10 @@ func (g *Guard) describe(f Figures) string {
 // report it.
 type Status struct {
 	// State is "none" when no budget is set, "ok" when tracing runs what the user asked
-	// for, and "stepped_down" while the guardrail runs a cheaper level.
+	// for, "stepped_down" while the guardrail runs a cheaper level, and "fail_closed"
+	// when the latest window's CPU share was unknown (no figure, or one whose error is
+	// larger than the budget) with tracing on: the guardrail counted the CPU budget as
+	// breached, and steps down.
 	State string `json:"state"`
 	// Detail says in words what the guardrail is doing.
 	Detail string `json:"detail,omitempty"`
@@ -573,10 +648,13 @@ func (g *Guard) Status(cur tracing.Config) Status {
 		st.Detail = "over budget, but tracing is already off"
 	}
 	if g.measured && g.figures.FailClosed {
+		if Level(cur) != "off" && g.windows > 0 { // a window since the user's last change failed closed
+			st.State = "fail_closed"
+		}
 		if st.Detail != "" {
 			st.Detail += "; "
 		}
-		st.Detail += "tracing's CPU share is not known yet (no window with tracing off, no count of its work): failing closed, the CPU budget counts as breached"
+		st.Detail += "tracing's CPU share is unknown (" + g.figures.CPUFrom + "): failing closed, the CPU budget counts as breached"
 	}
 	return st
 }

@@ -136,8 +136,10 @@ func TestCPUBaseline(t *testing.T) {
 	full.Enable = true
 	now, s := f.window(0, 0, 0, 0, 0, 0)
 	g.Evaluate(now, s, off)
-	now, s = f.window(10*time.Second, 1000, 4*time.Microsecond, 0, 0, 0)
-	g.Evaluate(now, s, off) // the baseline: 4 µs per request with tracing off
+	for range MinOffWindows {
+		now, s = f.window(10*time.Second, 1000, 4*time.Microsecond, 0, 0, 0)
+		g.Evaluate(now, s, off) // the baseline: 4 µs per request with tracing off
+	}
 	if g.figures.CPUMethod != "measured" || g.figures.CPUPercent != 0 {
 		t.Fatalf("off window figures %+v; want a 0%% baseline", g.figures)
 	}
@@ -145,7 +147,7 @@ func TestCPUBaseline(t *testing.T) {
 	now, s = f.window(time.Millisecond, 0, 0, 0, 0, 0)
 	g.Evaluate(now, s, full)
 	now, s = f.window(10*time.Second, 1000, 4400*time.Nanosecond, 0, 0, 0) // +10%: within budget
-	if a := g.Evaluate(now, s, full); a.Kind != "" || g.figures.CPUMethod != "measured" || !strings.Contains(g.figures.CPUFrom, "against 1 windows with tracing off") {
+	if a := g.Evaluate(now, s, full); a.Kind != "" || g.figures.CPUMethod != "measured" || !strings.Contains(g.figures.CPUFrom, "against 2 windows with tracing off") {
 		t.Fatalf("at +10%%: action %+v, figures %+v; want none, measured against the off window", a, g.figures)
 	}
 	now, s = f.window(10*time.Second, 1000, 5*time.Microsecond, 0, 0, 0) // 20% of 5 µs is tracing's: at budget, not over
@@ -415,6 +417,10 @@ func TestParentSamplingStepsWithProbability(t *testing.T) {
 		{"fast, sampled and parent", tracing.Config{Enable: true, Fast: true, Probability: 0.1, FollowClientSampling: true},
 			"fast+sampled+parent>fast fast>off"},
 		{"sampled and parent", tracing.Config{Probability: 0.1, FollowClientSampling: true}, "sampled+parent>off"},
+		// The trace floor is sampled work: it goes in the first step, with the probability.
+		{"floor alone", tracing.Config{FloorInterval: time.Minute}, "floor>off"},
+		{"full, sampled and floor", tracing.Config{Enable: true, Probability: 0.1, FloorInterval: time.Minute},
+			"full+sampled+floor>full full>fast fast>off"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -438,12 +444,12 @@ func TestParentSamplingStepsWithProbability(t *testing.T) {
 // seen a window with tracing off: tracing's share is what its counted work says, 1.3 µs
 // of each request's 10 µs (1% of requests recorded at 130 µs each, as with console
 // logs), 13%, not the 0.67 µs (6.7%) that the constants of the past assumed (10 µs per
-// sampled request and 570 ns per full one). A 1% budget steps it down to full in the first
+// sampled request and 570 ns per full one). A 5% budget steps it down to full in the first
 // window, where the counted work is gone.
 func TestAttributedCPU(t *testing.T) {
 	cur := tracing.DefaultConfig()
 	cur.Enable, cur.Probability = true, 0.01
-	g := NewGuard(Budget{CPUPercent: 1, Window: time.Second}, cur)
+	g := NewGuard(Budget{CPUPercent: 5, Window: time.Second}, cur)
 	f := newFeed()
 	f.tracing = 1300 * time.Nanosecond
 	now, s := f.window(0, 0, 0, 0, 0, 0)
@@ -512,5 +518,107 @@ func TestAttributedCountsGC(t *testing.T) {
 	g.Evaluate(now, s, cur)
 	if fig := g.figures; math.Abs(fig.TracingCPUPerRequestUS-1.5) > 1e-9 || !strings.Contains(fig.CPUFrom, "garbage collector") {
 		t.Errorf("figures %+v; want 1.5 µs per request, the collector's included", fig)
+	}
+	// A window where tracing did no work (full mode under its threshold, say): the
+	// collector's CPU is the runtime's own, not tracing's.
+	f.tracing = 0
+	f.s.GCCPU += 5 * time.Millisecond
+	now, s = f.window(time.Second, 10000, 10*time.Microsecond, 0, 0, 0)
+	g.Evaluate(now, s, cur)
+	if fig := g.figures; fig.CPUPercent != 0 || math.Abs(fig.CPUErrPercent-5) > 1e-9 || !strings.Contains(fig.CPUFrom, "left out") {
+		t.Errorf("figures %+v; want 0%% ± 5, the collector's CPU left out as the error, in a window without tracing work", fig)
+	}
+}
+
+// TestComparesLikeWithLike replays the case: off at 50 op/s, where a request
+// costs 1 ms of fixed costs spread thin, then tracing at 1,000 op/s, where a request
+// costs 110 µs against 45 off. Compared with the off windows at 50 op/s, tracing would
+// look free; the guardrail compares with no window at another rate, attributes, and steps
+// down. Its mirror (off at 1,000 op/s, tracing cheap at 50 op/s) must not step on the
+// difference of rate; and off windows at a similar rate do give a measured figure.
+func TestComparesLikeWithLike(t *testing.T) {
+	full := tracing.DefaultConfig()
+	full.Enable, full.ThresholdMicros, full.Probability = true, 0, 0.1
+	off := tracing.DefaultConfig()
+	run := func(offRate, onRate uint64, offCPU, onCPU, work time.Duration) (*Guard, Action) {
+		g := NewGuard(Budget{CPUPercent: 5, Window: 3 * time.Second}, off)
+		f := newFeed()
+		now, s := f.window(0, 0, 0, 0, 0, 0)
+		g.Evaluate(now, s, off)
+		for range 3 {
+			now, s = f.window(3*time.Second, 3*offRate, offCPU, 0, 0, 0)
+			g.Evaluate(now, s, off)
+		}
+		g.UserChanged(full)
+		f.tracing = work
+		now, s = f.window(time.Millisecond, 0, 0, 0, 0, 0)
+		g.Evaluate(now, s, full)
+		now, s = f.window(3*time.Second, 3*onRate, onCPU, 0, 0, 0)
+		return g, g.Evaluate(now, s, full)
+	}
+	g, a := run(50, 1000, time.Millisecond, 110*time.Microsecond, 60*time.Microsecond)
+	// (The feed counts a piece of work per 100 requests: 30 pieces, too few for an error
+	// under 5 points, and the figure is unknown, but it was the attributed one.)
+	if a.Kind != "step" || !strings.Contains(g.figures.CPUFrom, "attributed:") ||
+		!strings.Contains(g.figures.CPUFrom, "none of the 3 off windows at a similar rate") {
+		t.Errorf("off at 50 op/s, full at 1,000: action %+v, figures %+v; want a step on the attributed figure", a, g.figures)
+	}
+	g, a = run(1000, 50, 45*time.Microsecond, time.Millisecond, 20*time.Microsecond)
+	if a.Kind != "" || g.figures.CPUMethod != "attributed" || g.figures.CPUPercent > 5 {
+		t.Errorf("off at 1,000 op/s, full at 50: action %+v, figures %+v; want no step, attributed 2%%", a, g.figures)
+	}
+	g, a = run(1000, 900, 45*time.Microsecond, 110*time.Microsecond, 0)
+	if a.Kind != "step" || g.figures.CPUMethod != "measured" || !strings.HasPrefix(g.figures.CPUFrom, "off windows at a similar rate") {
+		t.Errorf("off at 1,000 op/s, full at 900: action %+v, figures %+v; want a step on the measured figure", a, g.figures)
+	}
+}
+
+// TestUncertainFigureFailsClosed checks that a figure whose error is larger than the budget
+// is unknown: off windows that spread widely give a measured figure of ±20 points against a
+// 5% budget, and the guardrail fails closed on it, saying so in its state.
+func TestUncertainFigureFailsClosed(t *testing.T) {
+	full := tracing.DefaultConfig()
+	full.Enable = true
+	off := tracing.DefaultConfig()
+	g := NewGuard(Budget{CPUPercent: 5, Window: time.Second}, off)
+	f := newFeed()
+	now, s := f.window(0, 0, 0, 0, 0, 0)
+	g.Evaluate(now, s, off)
+	for _, c := range []time.Duration{30, 60, 40, 70} {
+		now, s = f.window(time.Second, 1000, c*time.Microsecond, 0, 0, 0)
+		g.Evaluate(now, s, off)
+	}
+	g.UserChanged(full)
+	now, s = f.window(time.Millisecond, 0, 0, 0, 0, 0)
+	g.Evaluate(now, s, full)
+	now, s = f.window(time.Second, 1000, 50*time.Microsecond, 0, 0, 0) // no more than off, on average
+	a := g.Evaluate(now, s, full)
+	fig := g.figures
+	if a.Kind != "step" || a.Reason != "cpu" || !fig.FailClosed || fig.CPUPercent != -1 || fig.CPUMethod != "unknown" ||
+		!strings.HasPrefix(fig.CPUFrom, "too uncertain") || fig.CPUErrPercent <= 5 {
+		t.Fatalf("action %+v, figures %+v; want a cpu step, failing closed on a figure too uncertain", a, fig)
+	}
+	if st := g.Status(full); st.State != "fail_closed" || !strings.Contains(st.Detail, "too uncertain") {
+		t.Errorf("status %+v; want fail_closed, saying why", st)
+	}
+	// A user's change: the figures are of the configuration before it, and the state is no
+	// longer fail_closed until a window of the new one fails closed.
+	g.UserChanged(full)
+	now, s = f.window(time.Millisecond, 0, 0, 0, 0, 0)
+	g.Evaluate(now, s, full)
+	if st := g.Status(full); st.State != "ok" {
+		t.Errorf("after a user's change: status %+v; want ok until a window is judged", st)
+	}
+	// The same figure with a budget larger than its error is known.
+	g.SetBudget(Budget{CPUPercent: 50, Window: time.Second})
+	if st := g.Status(full); st.Figures != nil || st.Windows != 0 {
+		t.Errorf("after a new budget: status %+v; want the figures started afresh", st)
+	}
+	now, s = f.window(time.Millisecond, 0, 0, 0, 0, 0)
+	g.Evaluate(now, s, full)
+	now, s = f.window(time.Second, 1000, 50*time.Microsecond, 0, 0, 0)
+	g.Evaluate(now, s, full)
+	if fig := g.figures; fig.CPUMethod != "unknown" || !strings.Contains(fig.CPUFrom, "no window with tracing off yet") {
+		t.Errorf("after a new budget: figures %+v; want the off windows forgotten", fig)
 	}
 }

@@ -11,7 +11,9 @@ func (c *Controller) StateCollector() prometheus.Collector {
 		Name: "tracecar_guardrail_stepped_down",
 		Help: "1 while the runtime guardrail runs tracing at a cheaper level than the user asked for, else 0.",
 	}, func() float64 {
-		if c.Status().State == "stepped_down" {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.g.steppedDown { // while failing closed too
 			return 1
 		}
 		return 0

@@ -86,6 +86,10 @@ func (s *Stats) Import(sts []Statement) {
 		if l := mono(st.LastSeen); fresh || l > e.last.Load() {
 			e.last.Store(l)
 		}
+		if at := st.LastTraceAt; at != nil && at.UnixNano() > e.floor.traceAt.Load() {
+			e.FloorTraced(st.LastTraceID, *at)
+			e.floor.tried.Store(mono(*at))
+		}
 		for _, k := range st.AntiPatterns {
 			if i := slices.Index(AntiPatternKinds[:], k); i >= 0 {
 				e.seen.bits.Or(uint32(1) << i)

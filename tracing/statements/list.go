@@ -29,6 +29,10 @@ type Statement struct {
 	LastSeen    time.Time         `json:"last_seen"`
 	// AntiPatterns are the anti-pattern kinds (AntiPatternKinds) its requests have shown.
 	AntiPatterns []string `json:"antipatterns,omitempty"`
+	// LastTraceID is the session id of the statement's last trace taken by the trace floor
+	// ("" without one), and LastTraceAt when that request started (null without one).
+	LastTraceID string     `json:"last_trace_id"`
+	LastTraceAt *time.Time `json:"last_trace_at"`
 	// Histogram holds the non-empty latency buckets, [index, count], in HistogramLayout,
 	// when asked for: what merging statistics across sidecars needs.
 	Histogram []Bucket `json:"histogram,omitempty"`
@@ -67,6 +71,7 @@ func (s *Stats) List(order string, limit int, withHistogram bool) []Statement {
 			FirstSeen: s.wall(e.first.Load()), LastSeen: s.wall(e.last.Load()),
 			AntiPatterns: e.antiPatterns(),
 		}
+		st.LastTraceID, st.LastTraceAt = e.lastTrace()
 		st.P50US = quantile(&dense, n, 0.5, st.MaxUS)
 		st.P99US = quantile(&dense, n, 0.99, st.MaxUS)
 		st.P999US = quantile(&dense, n, 0.999, st.MaxUS)
@@ -166,6 +171,9 @@ func Merge(sources ...[]Statement) (merged []Statement, ok bool) {
 			}
 			if st.LastSeen.After(m.LastSeen) {
 				m.LastSeen = st.LastSeen
+			}
+			if st.LastTraceAt != nil && (m.LastTraceAt == nil || st.LastTraceAt.After(*m.LastTraceAt)) {
+				m.LastTraceID, m.LastTraceAt = st.LastTraceID, st.LastTraceAt
 			}
 			for _, a := range st.AntiPatterns {
 				if !slices.Contains(m.AntiPatterns, a) {

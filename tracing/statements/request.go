@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/tracecar/tracecar/internal/cql"
 )
@@ -14,32 +15,24 @@ import (
 // inactive: its response needs nothing.
 type Ticket struct {
 	e        *Entry
+	floor    *Entry // the statement whose floor trace this request takes
 	prepText string // a PREPARE's query text
 	start    int64
-	version  byte
 	active   bool
 }
 
 // Active reports whether Response must be called for the ticket's response.
 func (t Ticket) Active() bool { return t.active }
 
-// WantsBody reports whether Response reads the body of a response with opcode op: the
-// error code of an ERROR, the id of a PREPARE's result and the row count of a RESULT. The
-// caller may pass a nil body otherwise.
+// Floor returns the statement whose floor trace the request takes, or nil: the caller
+// traces the request fully and hands the entry to the trace, which calls its FloorTraced.
+func (t Ticket) Floor() *Entry { return t.floor }
+
+// WantsBody reports whether Response reads the response (Frame.Response) with opcode op:
+// the error code of an ERROR, the id of a PREPARE's result and the row count of a RESULT;
+// a compressed RESULT other than a Prepared one is read from the start of its body.
 func (t Ticket) WantsBody(op cql.Opcode) bool {
 	return t.active && (op == cql.OpError || op == cql.OpResult)
-}
-
-// RowsPrefix is how much of a compressed RESULT body is decompressed to read its row
-// count: enough for the metadata of a result of dozens of columns. A result whose metadata
-// is longer has its rows not counted.
-const RowsPrefix = 1024
-
-// PrefixEnough reports whether the first RowsPrefix bytes of the body of a response with
-// opcode op are all that Response needs (to count a RESULT's rows), so that a caller may
-// decompress only them (cql.LZ4Prefix).
-func (t Ticket) PrefixEnough(op cql.Opcode) bool {
-	return t.prepText == "" && op == cql.OpResult
 }
 
 // Request sees a request that is forwarded to the node, through the view f that the proxy
@@ -49,11 +42,12 @@ func (s *Stats) Request(f *cql.Frame, now int64) Ticket {
 	op := f.Header.Opcode
 	if op == cql.OpPrepare {
 		if st, ok := f.Statement(); ok {
-			return Ticket{prepText: string(st.Query), version: f.Header.ProtoVersion(), active: true}
+			return Ticket{prepText: string(st.Query), active: true}
 		}
 		return Ticket{}
 	}
-	if !s.on.Load() {
+	on := s.on.Load()
+	if !on && !s.floor.on.Load() {
 		return Ticket{}
 	}
 	req, ok := f.Request()
@@ -70,9 +64,6 @@ func (s *Stats) Request(f *cql.Frame, now int64) Ticket {
 			e = s.executeEntry(req.ID)
 		}
 		p = paramsOf(req)
-		if op == cql.OpQuery && p.cl != 0xffff && e.shape.dmlOrSelect() && !e.shape.system && (p.hasValues || e.literals()) {
-			e.count(kindUnprepared)
-		}
 	case cql.OpBatch:
 		if e, p = s.batchEntry(req); e == nil {
 			return Ticket{}
@@ -80,12 +71,29 @@ func (s *Stats) Request(f *cql.Frame, now int64) Ticket {
 	default:
 		return Ticket{}
 	}
+	var fl *Entry
+	if s.floor.on.Load() && e.take(now) {
+		fl = e
+	}
+	if !on {
+		if fl == nil && now-e.last.Load() > int64(floorSeen) {
+			e.last.Store(now) // seen: the floor's arming looks for it
+		}
+		return Ticket{floor: fl}
+	}
+	if op == cql.OpQuery && p.cl != 0xffff && e.shape.dmlOrSelect() && !e.shape.system && (p.hasValues || e.literals()) {
+		e.count(kindUnprepared)
+	}
 	e.cls[clIndex(p.cl)].Add(1)
 	if !e.shape.system {
 		s.countRequest(e, p)
 	}
-	return Ticket{e: e, start: now, active: true}
+	return Ticket{e: e, floor: fl, start: now, active: true}
 }
+
+// floorSeen is how often a statement's last-seen time is stored while only the trace floor
+// needs it: the arming only asks whether it was seen since its last trace.
+const floorSeen = 100 * time.Millisecond
 
 // countRequest counts the anti-patterns that depend on one request's parameters.
 func (s *Stats) countRequest(e *Entry, p params) {
@@ -119,14 +127,13 @@ func (s *Stats) countRequest(e *Entry, p params) {
 // that is enough to count its rows (unless another reader has decompressed it whole).
 func (s *Stats) Response(t Ticket, f *cql.Frame, now int64) {
 	h := f.Header
-	body := responseBody(t, f)
+	var r *cql.Response
+	if t.WantsBody(h.Opcode) {
+		r = f.Response() // read once for every reader of the frame
+	}
 	if t.prepText != "" {
-		if h.Opcode == cql.OpResult && body != nil {
-			if rest, err := cql.SkipResponsePrefix(h.Flags, body); err == nil {
-				if p, ok := cql.ReadPrepared(rest, t.version); ok {
-					s.learn(p.ID, t.prepText, p.ResultColumns)
-				}
-			}
+		if r != nil && r.Prepared.ID != nil {
+			s.learn(r.Prepared.ID, t.prepText, r.Prepared.ResultColumns)
 		}
 		return
 	}
@@ -144,40 +151,15 @@ func (s *Stats) Response(t Ticket, f *cql.Frame, now int64) {
 	}
 	e.hist[bucketOf(us)].Add(1)
 	e.last.Store(now)
-	if body == nil {
-		return
-	}
-	rest, err := cql.SkipResponsePrefix(h.Flags, body)
-	if err != nil {
-		return
-	}
-	switch h.Opcode {
-	case cql.OpError:
-		var d cql.Decoder
-		d.Reset(rest)
-		if code := d.Int(); d.Err() == nil {
-			e.errs[errIndex(code)].Add(1)
+	switch {
+	case r == nil:
+	case h.Opcode == cql.OpError:
+		if r.ErrorRead() {
+			e.errs[errIndex(r.ErrCode)].Add(1)
 		}
-	case cql.OpResult:
-		if n, ok := cql.RowsCount(rest); ok {
-			e.rows.Add(uint64(n))
-		}
+	case r.Rows >= 0:
+		e.rows.Add(uint64(r.Rows))
 	}
-}
-
-// responseBody returns the body, with its prefix, of a response that t reads, or nil.
-func responseBody(t Ticket, f *cql.Frame) []byte {
-	if !t.WantsBody(f.Header.Opcode) {
-		return nil
-	}
-	if t.PrefixEnough(f.Header.Opcode) && f.Compressed() && !f.Decompressed() {
-		return f.Start(RowsPrefix)
-	}
-	body, err := f.Body()
-	if err != nil {
-		return nil
-	}
-	return body
 }
 
 // learn remembers a prepared statement's text by id.

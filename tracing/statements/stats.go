@@ -65,6 +65,8 @@ type Entry struct {
 	dead    atomic.Bool
 
 	hasLiterals atomic.Bool // the QUERY texts sent had literals that normalizing replaced
+
+	floor floorState
 }
 
 func (e *Entry) literals() bool { return e.hasLiterals.Load() }
@@ -95,6 +97,8 @@ type Stats struct {
 	reset    time.Time
 
 	anti antiRegistry
+
+	floor floor
 }
 
 // New returns Stats, off.

@@ -11,21 +11,90 @@ import (
 	"testing"
 )
 
-// maxFuncLines is the most lines a function of the rooms below may take, from func to its
-// closing brace (issue 40).
+// maxFuncLines is the most lines a function of the product may take, from func to its
+// closing brace (issues 40 and 60).
 const maxFuncLines = 80
 
-// shortFuncRooms are the folders, from the module's root, whose product code (not their
-// tests), in every file whatever system it builds on, keeps every function within
-// maxFuncLines.
-var shortFuncRooms = []string{"cmd", "sidecar"}
+// productRoot is the module's root, from this package's folder; the product is every Go
+// file under it but tests, testdata and tools/ (the OpenTelemetry backends the tests build,
+// each a module of its own).
+const productRoot = "../../.."
 
-// TestFunctionsAreShort: no function of the rooms in shortFuncRooms is over maxFuncLines
-// lines, so that each reads whole.
+// longFuncsAllowed are the product's functions still over maxFuncLines, as "folder Func" or
+// "folder Type.Method", with their length when listed: each is to be split by concern, and
+// then taken off the list (the test fails while a listed function is short, or gone, so
+// that the list only shrinks); none may grow.
+var longFuncsAllowed = map[string]int{
+	"admin/ctl buildView":                               100,
+	"admin/ctl top.screen":                              90,
+	"internal/capturefile Summarize":                    136,
+	"internal/cql/cqltext lexOther":                     91,
+	"internal/logs consoleWriter.format":                112,
+	"internal/node conn.handle":                         87,
+	"internal/node conn.request":                        103,
+	"internal/node/cqlvalue CompareValues":              97,
+	"internal/node/cqlvalue FromJSON":                   198,
+	"internal/node/cqlvalue ToJSON":                     113,
+	"internal/node/cqlvalue literalDepth":               200,
+	"internal/node/engine Engine.casBatch":              94,
+	"internal/node/engine Engine.listPermissions":       82,
+	"internal/node/engine Engine.refreshSystem":         111,
+	"internal/node/engine Engine.roleChange":            100,
+	"internal/node/engine compiler.compileTermDepth":    105,
+	"internal/node/engine compiler.delete":              90,
+	"internal/node/engine compiler.selectPlan":          133,
+	"internal/node/engine compiler.selection":           179,
+	"internal/node/engine compiler.update":              130,
+	"internal/node/engine compiler.where":               136,
+	"internal/node/engine ddl.alterTable":               166,
+	"internal/node/engine ddl.createIndex":              103,
+	"internal/node/engine ddl.dropFunction":             91,
+	"internal/node/engine newView":                      81,
+	"internal/node/grammar authParser.roleStatement":    106,
+	"internal/node/grammar ddlParser.alterTable":        88,
+	"internal/node/grammar dmlParser.relation":          83,
+	"internal/node/grammar dmlParser.unaliasedSelector": 110,
+	"internal/node/grammar parser.valueDepth":           124,
+	"internal/node/storage CollectionOp":                86,
+	"internal/node/storage NewTable":                    114,
+	"internal/node/storage Resolver.resolveIn":          87,
+	"internal/node/storage TableData.applyRead":         104,
+	"internal/testkit/drivertest RunGocql":              122,
+	"internal/testkit/drivertest gocqlCase":             84,
+	"loadcheck checker.preload":                         82,
+	"loadcheck checker.replayReport":                    86,
+	"loadcheck checker.run":                             93,
+	"loadcheck checker.runMode":                         111,
+	"loadcheck comparisonRows":                          126,
+	"loadcheck parseDist":                               89,
+	"loadcheck printComparison":                         101,
+	"loadcheck replay.plan":                             98,
+	"loadcheck runPhase":                                90,
+	"loadcheck wireSession.newProfileOp":                118,
+	"tracing/capture catalog.describe":                  83,
+	"tracing/capture slotColumns":                       81,
+}
+
+// TestFunctionsAreShort: no function of the product is over maxFuncLines lines, so that
+// each reads whole, but those listed in longFuncsAllowed, which may not grow.
 func TestFunctionsAreShort(t *testing.T) {
-	for _, room := range shortFuncRooms {
-		for _, f := range longFuncs(t, filepath.Join("..", "..", "..", room), maxFuncLines) {
+	long := make(map[string]bool)
+	for _, f := range longFuncs(t, productRoot, maxFuncLines) {
+		key := f.dir + " " + f.fn
+		long[key] = true
+		switch allowed, ok := longFuncsAllowed[key]; {
+		case !ok:
 			t.Errorf("%s: %d lines; want at most %d (split it by concern)", f.name, f.lines, maxFuncLines)
+		case f.lines > allowed:
+			t.Errorf("%s: %d lines, %d when listed in longFuncsAllowed; it may only shrink", f.name, f.lines, allowed)
+		}
+	}
+	if len(long) == 0 {
+		t.Fatal("no function over the limit found: the tree is not being read")
+	}
+	for key := range longFuncsAllowed {
+		if !long[key] {
+			t.Errorf("%s is in longFuncsAllowed but no longer over %d lines: take it off the list", key, maxFuncLines)
 		}
 	}
 }
@@ -33,6 +102,8 @@ func TestFunctionsAreShort(t *testing.T) {
 // longFunc is a function over the limit.
 type longFunc struct {
 	name  string // path:line Func or path:line Type.Method
+	dir   string // its folder, from dir
+	fn    string // Func or Type.Method
 	lines int
 }
 
@@ -43,8 +114,14 @@ func longFuncs(t *testing.T, dir string, max int) []longFunc {
 	var long []longFunc
 	fset := token.NewFileSet()
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+		if err != nil {
 			return err
+		}
+		if d.IsDir() && path != dir && (d.Name() == "testdata" || d.Name() == "tools" || strings.HasPrefix(d.Name(), ".")) {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
 		}
 		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
 		if err != nil {
@@ -57,7 +134,8 @@ func longFuncs(t *testing.T, dir string, max int) []longFunc {
 			}
 			start, end := fset.Position(fd.Pos()), fset.Position(fd.End())
 			if n := end.Line - start.Line + 1; n > max {
-				long = append(long, longFunc{name: funcName(path, start.Line, fd), lines: n})
+				rel, _ := filepath.Rel(dir, filepath.Dir(path))
+				long = append(long, longFunc{name: funcName(path, start.Line, fd), dir: filepath.ToSlash(rel), fn: funcKey(fd), lines: n})
 			}
 		}
 		return nil
@@ -69,15 +147,13 @@ func longFuncs(t *testing.T, dir string, max int) []longFunc {
 }
 
 func funcName(path string, line int, fd *ast.FuncDecl) string {
-	name := fd.Name.Name
-	if fd.Recv != nil && len(fd.Recv.List) > 0 {
-		typ := fd.Recv.List[0].Type
-		if star, ok := typ.(*ast.StarExpr); ok {
-			typ = star.X
-		}
-		if id, ok := typ.(*ast.Ident); ok {
-			name = id.Name + "." + name
-		}
+	return filepath.ToSlash(path) + ":" + strconv.Itoa(line) + " " + funcKey(fd)
+}
+
+// funcKey is Func, or Type.Method.
+func funcKey(fd *ast.FuncDecl) string {
+	if r := receiver(fd); r != "" {
+		return r + "." + fd.Name.Name
 	}
-	return filepath.ToSlash(path) + ":" + strconv.Itoa(line) + " " + name
+	return fd.Name.Name
 }

@@ -64,3 +64,54 @@ func TestRequestParsedInCQLOnly(t *testing.T) {
 		}
 	}
 }
+
+// readersOfResponses are the names in package cql by which code reads a response's message
+// on its own rather than through cql.Frame.Response (or Frame.Result).
+var readersOfResponses = map[string]bool{
+	"RowsCount": true, "RowsPage": true, "ReadPrepared": true, "SkipResponsePrefix": true,
+	"DecodeResult": true, "DecodeError": true,
+}
+
+// TestResponseReadInCQLOnly: the product code of tracing/ and sidecar/ reads a response
+// (an ERROR's code, a RESULT's kind, rows, prepared id) only through cql.Frame.Response,
+// which reads it once for every reader (issue 59): none of its files names a reader of a
+// response's message, and none of tracing/ and sidecar/pipeline/ reads the wire's numbers
+// with encoding/binary's BigEndian.
+func TestResponseReadInCQLOnly(t *testing.T) {
+	root := filepath.Join("..", "..", "..")
+	for _, dir := range []string{"tracing", "sidecar"} {
+		err := filepath.WalkDir(filepath.Join(root, dir), func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+				return err
+			}
+			fset := token.NewFileSet()
+			f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(root, path)
+			bigEndianBanned := dir == "tracing" || strings.HasPrefix(filepath.ToSlash(rel), "sidecar/pipeline/")
+			ast.Inspect(f, func(n ast.Node) bool {
+				sel, ok := n.(*ast.SelectorExpr)
+				if !ok {
+					return true
+				}
+				x, ok := sel.X.(*ast.Ident)
+				switch {
+				case !ok:
+				case x.Name == "cql" && readersOfResponses[sel.Sel.Name]:
+					t.Errorf("%s:%d: cql.%s reads a response itself; read it from cql.Frame.Response",
+						rel, fset.Position(n.Pos()).Line, sel.Sel.Name)
+				case x.Name == "binary" && sel.Sel.Name == "BigEndian" && bigEndianBanned:
+					t.Errorf("%s:%d: binary.BigEndian reads the wire by hand; read it through internal/cql",
+						rel, fset.Position(n.Pos()).Line)
+				}
+				return true
+			})
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}

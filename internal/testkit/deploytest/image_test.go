@@ -209,14 +209,8 @@ func waitExit(p *proc, d time.Duration) error {
 // systemd-analyze accepts the unit.
 func TestExamples(t *testing.T) {
 	bin := mustBinary(t)
-	py := "/usr/bin/python3"
-	if err := exec.Command(py, "-c", "import yaml").Run(); err != nil {
-		if os.Getenv("TRACECAR_REQUIRE_DRIVERS") != "" {
-			t.Fatal("python3-yaml is not installed, and TRACECAR_REQUIRE_DRIVERS is set")
-		}
-		t.Skip("python3-yaml is not installed (.ci/run installs it)")
-	}
-	raw, err := exec.Command(py, "-c", "import json, sys, yaml; print(json.dumps(list(yaml.safe_load_all(open(sys.argv[1])))))",
+	drivertest.RequirePythonModules(t, "python3-yaml", "yaml")
+	raw, err := exec.Command(drivertest.Python, "-c", "import json, sys, yaml; print(json.dumps(list(yaml.safe_load_all(open(sys.argv[1])))))",
 		deploy+"/kubernetes/pod.yaml").Output()
 	if err != nil {
 		t.Fatalf("kubernetes/pod.yaml is not YAML: %v", err)
@@ -284,6 +278,30 @@ func TestExamples(t *testing.T) {
 	}
 	args := strings.Fields(strings.ReplaceAll(strings.ReplaceAll(string(m[1]), "\\\n", " "), "${TRACECAR_LISTEN}", "127.0.0.1:9043"))
 	checkParses(t, bin, "systemd unit", args)
+	// The takeover drop-in: its ExecStart and ExecReload parse, with the unit's flags.
+	dropIn, err := os.ReadFile(deploy + "/systemd/tracecar.service.d/takeover.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listen := func(s string) string { return strings.ReplaceAll(s, "${TRACECAR_LISTEN}", "127.0.0.1:9043") }
+	m = regexp.MustCompile(`(?s)ExecStart=/usr/local/bin/tracecar ((?:[^\n]*\\\n)*[^\n]*)`).FindSubmatch(dropIn)
+	if m == nil {
+		t.Fatal("no ExecStart=/usr/local/bin/tracecar in the takeover drop-in")
+	}
+	startArgs := strings.Fields(listen(strings.ReplaceAll(string(m[1]), "\\\n", " ")))
+	if got, want := strings.Join(startArgs, " "), strings.Join(args, " ")+" --control-socket=/run/tracecar/ctl.sock"; got != want {
+		t.Errorf("the drop-in's ExecStart runs %q; want the unit's with the control socket: %q", got, want)
+	}
+	checkParses(t, bin, "takeover drop-in ExecStart", startArgs)
+	r := regexp.MustCompile(`ExecReload=/bin/sh -c 'exec /usr/local/bin/tracecar ([^'&]*) &'`).FindSubmatch(dropIn)
+	if r == nil {
+		t.Fatal("no ExecReload running tracecar in the background in the takeover drop-in")
+	}
+	reloadArgs := strings.Fields(listen(string(r[1])))
+	if got, want := strings.Join(reloadArgs, " "), strings.Join(startArgs, " ")+" --takeover"; got != want {
+		t.Errorf("the drop-in's ExecReload runs %q; want its ExecStart with --takeover: %q", got, want)
+	}
+	checkParses(t, bin, "takeover drop-in ExecReload", reloadArgs)
 	if sa, err := exec.LookPath("systemd-analyze"); err == nil {
 		dir := t.TempDir()
 		copy := strings.ReplaceAll(string(unit), "/usr/local/bin/tracecar", bin)

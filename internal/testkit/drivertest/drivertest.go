@@ -9,11 +9,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -30,6 +32,14 @@ func required() bool { return os.Getenv("TRACECAR_REQUIRE_DRIVERS") != "" }
 
 func missing(tb testing.TB, what string) {
 	tb.Helper()
+	Missing(tb, what)
+}
+
+// Missing skips tb, saying that what is not installed, or fails it when
+// TRACECAR_REQUIRE_DRIVERS is set (as in CI). Every check of a counterpart a test needs goes
+// through it (internal/testkit/ci's TestDriverTestsCheckCounterparts holds the tests to it).
+func Missing(tb testing.TB, what string) {
+	tb.Helper()
 	if required() {
 		tb.Fatalf("%s is not installed, and TRACECAR_REQUIRE_DRIVERS is set", what)
 	}
@@ -43,9 +53,69 @@ func RequireTool(tb testing.TB, name, pkg string) string {
 	tb.Helper()
 	p, err := exec.LookPath(name)
 	if err != nil {
+		// Debian's daemons (rsyslogd) live in sbin, which a user's PATH may leave out.
+		for _, dir := range []string{"/usr/sbin", "/sbin"} {
+			if st, serr := os.Stat(filepath.Join(dir, name)); serr == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+				return filepath.Join(dir, name)
+			}
+		}
 		missing(tb, name+" (Debian package "+pkg+")")
 	}
 	return p
+}
+
+// RequireEnvTool returns the program named by the environment variable env, or skips tb
+// (fails it when TRACECAR_REQUIRE_DRIVERS is set) unless it names an existing file; what
+// says what the program is and how to get it, for the message.
+func RequireEnvTool(tb testing.TB, env, what string) string {
+	tb.Helper()
+	p := os.Getenv(env)
+	if p != "" {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	missing(tb, fmt.Sprintf("%s (%s=%q)", what, env, p))
+	return ""
+}
+
+// RequirePythonModules skips tb (fails it when TRACECAR_REQUIRE_DRIVERS is set) unless
+// Python can import each module; pkgs names the Debian packages that have them.
+func RequirePythonModules(tb testing.TB, pkgs string, modules ...string) {
+	tb.Helper()
+	if out, err := exec.Command(Python, "-c", "import "+strings.Join(modules, ", ")).CombinedOutput(); err != nil {
+		missing(tb, fmt.Sprintf("the Python modules %s (%s; %s: %s)", strings.Join(modules, ", "), pkgs, Python, lastLine(out)))
+	}
+}
+
+// RequireNodeModules skips tb (fails it when TRACECAR_REQUIRE_DRIVERS is set) unless node
+// can require each npm module through NODE_PATH.
+func RequireNodeModules(tb testing.TB, modules ...string) {
+	tb.Helper()
+	RequireTool(tb, "node", "nodejs")
+	script := ""
+	for _, m := range modules {
+		script += "require('" + m + "');"
+	}
+	check := exec.Command("node", "-e", script)
+	check.Env = os.Environ()
+	if out, err := check.CombinedOutput(); err != nil {
+		missing(tb, fmt.Sprintf("the npm modules %s (npm install them, and name their node_modules in NODE_PATH, now %q; node: %s)",
+			strings.Join(modules, " "), os.Getenv("NODE_PATH"), lastLine(out)))
+	}
+}
+
+// lastLine is the line of a program's output that names its error (Python's ImportError,
+// node's "Error: Cannot find module ..."), or its last non-empty line.
+func lastLine(out []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		// Python's last line is its error; node's is its version, its error above.
+		if strings.Contains(lines[i], "Error") && !strings.HasPrefix(strings.TrimSpace(lines[i]), "at ") {
+			return strings.TrimSpace(lines[i])
+		}
+	}
+	return strings.TrimSpace(lines[len(lines)-1])
 }
 
 // Options select the target and the variant of a suite run.
@@ -96,17 +166,13 @@ func orDefault(s, d string) string {
 // Python driver is installed.
 func RequirePython(tb testing.TB) {
 	tb.Helper()
-	if err := exec.Command(Python, "-c", "import cassandra, lz4, snappy").Run(); err != nil {
-		missing(tb, "the DataStax Python driver (python3-cassandra, python3-lz4, python3-snappy)")
-	}
+	RequirePythonModules(tb, "the DataStax Python driver: python3-cassandra, python3-lz4, python3-snappy", "cassandra", "lz4", "snappy")
 }
 
 // RunPython runs the Python driver suite and fails tb with its output if it fails.
 func RunPython(tb testing.TB, o Options) {
 	tb.Helper()
-	if err := exec.Command(Python, "-c", "import cassandra, lz4, snappy").Run(); err != nil {
-		missing(tb, "the DataStax Python driver (python3-cassandra, python3-lz4, python3-snappy)")
-	}
+	RequirePython(tb)
 	run(tb, o.env(), Python, filepath.Join(scriptsDir(), "python_suite.py"))
 }
 
@@ -155,27 +221,13 @@ func RunPythonResultMetadataCases(t *testing.T, o Options) {
 // the cassandra-driver module (through NODE_PATH) are installed.
 func RequireNodeJS(tb testing.TB) {
 	tb.Helper()
-	if _, err := exec.LookPath("node"); err != nil {
-		missing(tb, "node")
-	}
-	check := exec.Command("node", "-e", "require('cassandra-driver')")
-	check.Env = os.Environ()
-	if err := check.Run(); err != nil {
-		missing(tb, "the Node.js cassandra-driver (npm install cassandra-driver@4, with NODE_PATH)")
-	}
+	RequireNodeModules(tb, "cassandra-driver")
 }
 
 // RunNodeJS runs the Node.js driver suite and fails tb with its output if it fails.
 func RunNodeJS(tb testing.TB, o Options) {
 	tb.Helper()
-	if _, err := exec.LookPath("node"); err != nil {
-		missing(tb, "node")
-	}
-	check := exec.Command("node", "-e", "require('cassandra-driver')")
-	check.Env = os.Environ()
-	if err := check.Run(); err != nil {
-		missing(tb, "the Node.js cassandra-driver (npm install cassandra-driver@4, with NODE_PATH)")
-	}
+	RequireNodeJS(tb)
 	run(tb, o.env(), "node", filepath.Join(scriptsDir(), "node_suite.js"))
 }
 

@@ -1,0 +1,377 @@
+package admin
+
+// Toggle timers: every toggle (slow_query, trace_probability, the loggers, the trace
+// filter, the statement statistics) takes for=DURATION, and when the time is up what that
+// toggle changed goes back to what it was before it. A setting changed again later keeps
+// the later value, and its part of the timer is dropped. With WithToggleMaxDuration, a
+// costly toggle sent without for gets that duration.
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+	"github.com/valyala/fasthttp"
+
+	"github.com/tracecar/tracecar/audit"
+	"github.com/tracecar/tracecar/tracing"
+)
+
+// MaxToggleFor is the longest for= a toggle takes: a week.
+const MaxToggleFor = 7 * 24 * time.Hour
+
+// wantFor describes the for parameter in messages.
+const wantFor = "a duration more than 0 and at most 168h (7 days), such as 10m or 90s"
+
+// TimerHeader is the header of the answer to a toggle with a timer: when it reverts, for
+// how long, and whether --toggle-max-duration set it.
+const TimerHeader = "Tracecar-Timer"
+
+// AuditUserTimer is the username of the ADMIN record of a timer's expiry: no client made
+// that change, the sidecar did.
+const AuditUserTimer = "timer"
+
+// Setting names of TimerSetting.
+const (
+	SettingEnable         = "slow_query.enable"
+	SettingFast           = "slow_query.fast"
+	SettingThreshold      = "slow_query.threshold"
+	SettingTTL            = "slow_query.ttl"
+	SettingProbability    = "trace_probability"
+	SettingTraceFilter    = "trace_filter"
+	SettingStatementStats = "statement_stats"
+	settingLoggerPrefix   = "logger "
+)
+
+// TimerSetting is one setting that a timer puts back: its name (slow_query.enable,
+// slow_query.fast, slow_query.threshold, slow_query.ttl, trace_probability, "logger NAME",
+// trace_filter, statement_stats), the value it goes back to and the value the toggle set,
+// as the API writes them (a trace filter as a query string, "" for none).
+type TimerSetting struct {
+	Setting  string `json:"setting"`
+	RevertTo string `json:"reverts_to"`
+	SetTo    string `json:"set_to"`
+}
+
+// Timer is a toggle's timer as GET /tracecar/status shows it: the toggle (its method and
+// path), the settings it puts back, when, and whether --toggle-max-duration set it
+// (Imposed) because the toggle was costly and came without for.
+type Timer struct {
+	Toggle           string         `json:"toggle"`
+	Settings         []TimerSetting `json:"settings"`
+	Due              time.Time      `json:"due"`
+	RemainingSeconds float64        `json:"remaining_s"`
+	Imposed          bool           `json:"imposed,omitempty"`
+}
+
+// TimerState is a timer handed over to the process that takes the sidecar over: its
+// remaining time, not a time on this process's clock.
+type TimerState struct {
+	Toggle    string         `json:"toggle"`
+	Settings  []TimerSetting `json:"settings"`
+	Remaining time.Duration  `json:"remaining_ns"`
+	Imposed   bool           `json:"imposed,omitempty"`
+}
+
+// WithToggleMaxDuration gives a costly toggle sent without for (full mode, a probability
+// above 0, a debug or trace level, a threshold of 0) a timer of d, and says so in its
+// answer (TimerHeader). 0 leaves such toggles on until changed.
+func WithToggleMaxDuration(d time.Duration) Option {
+	return func(s *Server) { s.timers.max = d }
+}
+
+// timers are a Server's toggle timers.
+type timers struct {
+	max     time.Duration
+	expired *prometheus.CounterVec
+
+	// apply serialises the toggles and the expiries, so that an expiry never lands
+	// between a toggle's change and the dropping of the timers it overrides. mu guards
+	// the rest, and is never held across a change (a GET of the status never waits on
+	// the node).
+	apply sync.Mutex
+	mu    sync.Mutex
+	next  uint64
+	list  map[uint64]*timer
+	stop  bool
+}
+
+type timer struct {
+	Timer
+	t *time.Timer
+}
+
+func newTimers() timers {
+	return timers{list: map[uint64]*timer{}, expired: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "tracecar_toggle_expiries_total",
+		Help: "Toggle timers (for=DURATION) that expired and put their settings back, by toggle.",
+	}, []string{"toggle"})}
+}
+
+// forParam reads the for parameter: a duration in (0, MaxToggleFor], 0 when absent.
+func (p params) forParam() (time.Duration, error) {
+	v, ok := p["for"]
+	if !ok {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 || d > MaxToggleFor {
+		return 0, badParam("for", v, wantFor)
+	}
+	return d, nil
+}
+
+// toggle runs a toggle's change under the timers' lock: apply changes the settings and
+// returns what it changed (nil when nothing), and whether that is costly. The settings'
+// parts of earlier timers are dropped; with d > 0 (or a costly change and a maximum
+// duration) a timer puts them back when d is up, and the answer's TimerHeader says when.
+func (s *Server) toggle(ctx *fasthttp.RequestCtx, name string, d time.Duration, apply func() ([]TimerSetting, bool, error)) error {
+	s.timers.apply.Lock()
+	defer s.timers.apply.Unlock()
+	settings, costly, err := apply()
+	if err != nil {
+		return err
+	}
+	s.timers.mu.Lock()
+	defer s.timers.mu.Unlock()
+	s.dropLocked(settings)
+	imposed := false
+	if d == 0 && costly && s.timers.max > 0 {
+		d, imposed = s.timers.max, true
+	}
+	if d == 0 || len(settings) == 0 {
+		return nil
+	}
+	tm := s.addLocked(Timer{Toggle: name, Settings: settings, Imposed: imposed}, d)
+	msg := fmt.Sprintf("reverts at %s (for=%s)", tm.Due.Format(time.RFC3339), d)
+	if imposed {
+		msg = fmt.Sprintf("reverts at %s (for=%s, set by --toggle-max-duration: a costly toggle sent without for)", tm.Due.Format(time.RFC3339), d)
+	}
+	ctx.Response.Header.Set(TimerHeader, msg)
+	s.log.Log().Str(zerolog.LevelFieldName, zerolog.LevelInfoValue).Str("what", "timer").Str("toggle", name).
+		Interface("settings", settings).Time("due", tm.Due).Bool("imposed", imposed).Msg("toggle timer set: " + msg)
+	return nil
+}
+
+// dropLocked removes the settings from the timers: a later change keeps its value.
+func (s *Server) dropLocked(settings []TimerSetting) {
+	for id, tm := range s.timers.list {
+		tm.Settings = slices.DeleteFunc(tm.Settings, func(o TimerSetting) bool {
+			return slices.ContainsFunc(settings, func(n TimerSetting) bool { return n.Setting == o.Setting })
+		})
+		if len(tm.Settings) == 0 {
+			tm.t.Stop()
+			delete(s.timers.list, id)
+		}
+	}
+}
+
+// addLocked starts a timer of d.
+func (s *Server) addLocked(t Timer, d time.Duration) *timer {
+	s.timers.next++
+	id := s.timers.next
+	t.Due = time.Now().Add(d).UTC().Truncate(time.Millisecond)
+	tm := &timer{Timer: t}
+	tm.t = time.AfterFunc(d, func() { s.expire(id) })
+	s.timers.list[id] = tm
+	return tm
+}
+
+// expire puts back what timer id's toggle changed, counts it, logs it on the admin logger
+// and makes it an ADMIN record.
+func (s *Server) expire(id uint64) {
+	s.timers.apply.Lock()
+	defer s.timers.apply.Unlock()
+	s.timers.mu.Lock()
+	tm := s.timers.list[id]
+	stopped := s.timers.stop
+	delete(s.timers.list, id)
+	s.timers.mu.Unlock()
+	if tm == nil || stopped {
+		return
+	}
+	err := s.revert(tm.Settings)
+	s.timers.expired.WithLabelValues(tm.Toggle).Inc()
+	parts := make([]string, len(tm.Settings))
+	for i, st := range tm.Settings {
+		parts[i] = st.Setting + "=" + strconv.Quote(st.RevertTo)
+	}
+	op := "EXPIRE " + tm.Toggle + ": " + strings.Join(parts, " ")
+	ev := s.log.Log().Str(zerolog.LevelFieldName, zerolog.LevelInfoValue)
+	if err != nil {
+		ev = s.log.Error().Err(err)
+	}
+	ev.Str("what", "timer").Str("toggle", tm.Toggle).Interface("settings", tm.Settings).Bool("imposed", tm.Imposed).
+		Msg("toggle timer expired: put back " + strings.Join(parts, " "))
+	if s.auditLog != nil && s.auditLog.Wants(audit.ADMIN, "", "", AuditUserTimer) {
+		r := audit.Record{EventTime: time.Now(), Source: "timer", Username: AuditUserTimer,
+			Category: audit.ADMIN.String(), Operation: op}
+		if err != nil {
+			r.Error, r.ErrorCode = true, 500
+		}
+		c, cancel := context.WithTimeout(context.Background(), auditSubmitTimeout)
+		defer cancel()
+		if err := s.auditLog.Submit(c, r); err != nil {
+			s.log.Warn().Err(err).Str("operation", op).Msg("audit record of a timer's expiry dropped: a sink is behind or failing")
+		}
+	}
+}
+
+// revert installs the settings' RevertTo values, those of the tracing configuration in
+// one change, applied to the node as the toggles apply them.
+func (s *Server) revert(settings []TimerSetting) error {
+	var sq, prob bool
+	var errs []string
+	fail := func(st TimerSetting, err error) { errs = append(errs, st.Setting+": "+err.Error()) }
+	setCfg := func(c tracing.Config) tracing.Config {
+		for _, st := range settings {
+			switch st.Setting {
+			case SettingEnable:
+				c.Enable = st.RevertTo == "true"
+			case SettingFast:
+				c.Fast = st.RevertTo == "true"
+			case SettingThreshold:
+				c.ThresholdMicros, _ = strconv.ParseInt(st.RevertTo, 10, 64)
+			case SettingTTL:
+				c.TTLSeconds, _ = strconv.ParseInt(st.RevertTo, 10, 64)
+			case SettingProbability:
+				c.Probability, _ = strconv.ParseFloat(st.RevertTo, 64)
+			}
+		}
+		return c
+	}
+	for _, st := range settings {
+		switch name, logger := strings.CutPrefix(st.Setting, settingLoggerPrefix); {
+		case strings.HasPrefix(st.Setting, "slow_query."):
+			sq = true
+		case st.Setting == SettingProbability:
+			prob = true
+		case logger:
+			if n, ok := nodeName(name); ok && s.node != nil {
+				c, cancel := nodeContext()
+				if err := s.node.SetLevel(c, n, st.RevertTo); err != nil {
+					fail(st, err)
+				}
+				cancel()
+			} else if err := s.logs.SetLevel(name, st.RevertTo); err != nil {
+				fail(st, err)
+			}
+		case st.Setting == SettingTraceFilter && s.filter != nil:
+			q, err := url.ParseQuery(st.RevertTo)
+			p := map[string]string{}
+			for k, v := range q {
+				p[k] = v[0]
+			}
+			f, ferr := tracing.ParseFilter(p)
+			if err != nil || ferr != nil {
+				fail(st, fmt.Errorf("filter %q: %v %v", st.RevertTo, err, ferr))
+				continue
+			}
+			s.filter.SetFilter(f)
+		case st.Setting == SettingStatementStats && s.stmts != nil:
+			s.stmts.SetEnabled(st.RevertTo == "true")
+		}
+	}
+	if (sq || prob) && s.tr != nil {
+		if _, cur, err := s.updateConfig(setCfg); err != nil {
+			errs = append(errs, "tracing: "+err.Error())
+		} else if s.node != nil {
+			c, cancel := nodeContext()
+			if sq && s.apply.SlowQuery {
+				if err := s.node.SetSlowQuery(c, cur.Enable, cur.Fast, cur.ThresholdMicros, cur.TTLSeconds); err != nil {
+					errs = append(errs, "node slow_query: "+err.Error())
+				}
+			}
+			if prob && s.apply.TraceProbability {
+				if err := s.node.SetTraceProbability(c, cur.Probability); err != nil {
+					errs = append(errs, "node trace_probability: "+err.Error())
+				}
+			}
+			cancel()
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// Timers returns the running timers, soonest first.
+func (s *Server) Timers() []Timer {
+	s.timers.mu.Lock()
+	defer s.timers.mu.Unlock()
+	now := time.Now()
+	out := []Timer{}
+	for _, tm := range s.timers.list {
+		t := tm.Timer
+		t.Settings = slices.Clone(t.Settings)
+		t.RemainingSeconds = max(0, t.Due.Sub(now).Seconds())
+		out = append(out, t)
+	}
+	slices.SortFunc(out, func(a, b Timer) int { return a.Due.Compare(b.Due) })
+	return out
+}
+
+// TimerStates returns the running timers with their remaining time, for a handover.
+func (s *Server) TimerStates() []TimerState {
+	var out []TimerState
+	for _, t := range s.Timers() {
+		out = append(out, TimerState{Toggle: t.Toggle, Settings: t.Settings,
+			Remaining: max(time.Millisecond, time.Until(t.Due)), Imposed: t.Imposed})
+	}
+	return out
+}
+
+// RestoreTimers starts the timers a predecessor handed over, each with its remaining time.
+func (s *Server) RestoreTimers(ts []TimerState) {
+	s.timers.mu.Lock()
+	defer s.timers.mu.Unlock()
+	for _, t := range ts {
+		s.addLocked(Timer{Toggle: t.Toggle, Settings: t.Settings, Imposed: t.Imposed}, max(time.Millisecond, t.Remaining))
+	}
+}
+
+// StopTimers stops every timer: nothing is put back after it. A stopping sidecar calls it,
+// so that its timers do not fire on a closed tracer (a successor runs them from its state).
+func (s *Server) StopTimers() {
+	s.timers.apply.Lock() // an expiry under way finishes first
+	defer s.timers.apply.Unlock()
+	s.timers.mu.Lock()
+	defer s.timers.mu.Unlock()
+	s.timers.stop = true
+	for _, tm := range s.timers.list {
+		tm.t.Stop()
+	}
+}
+
+// boolSetting, intSetting and floatSetting are a setting changed from old to cur.
+func boolSetting(name string, old, cur bool) TimerSetting {
+	return TimerSetting{name, strconv.FormatBool(old), strconv.FormatBool(cur)}
+}
+
+func intSetting(name string, old, cur int64) TimerSetting {
+	return TimerSetting{name, strconv.FormatInt(old, 10), strconv.FormatInt(cur, 10)}
+}
+
+func floatSetting(name string, old, cur float64) TimerSetting {
+	return TimerSetting{name, strconv.FormatFloat(old, 'g', -1, 64), strconv.FormatFloat(cur, 'g', -1, 64)}
+}
+
+// filterQuery writes a filter as a query string, "" for none.
+func filterQuery(f tracing.Filter) string {
+	v := url.Values{}
+	for k, val := range f.Params() {
+		v.Set(k, val)
+	}
+	return v.Encode()
+}
+
+// costlyLevel reports whether a log level costs: debug or trace.
+func costlyLevel(l string) bool { return l == "debug" || l == "trace" }

@@ -1,0 +1,361 @@
+package storage
+
+import (
+	"crypto/md5"
+	"maps"
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/node/cqlvalue"
+	"github.com/tracecar/tracecar/internal/node/grammar"
+)
+
+// colKind is the role of a column in its table.
+type colKind uint8
+
+const (
+	KindPartitionKey colKind = iota
+	KindClustering
+	KindRegular
+	KindStatic
+)
+
+var ColKindNames = [...]string{"partition_key", "clustering", "regular", "static"}
+
+// column is a column of a table. It is immutable once its table is published.
+type Column struct {
+	Name   string
+	Typ    cql.TypeInfo
+	Text   string // the type's spelling in system_schema.columns
+	Ref    *grammar.TypeRef
+	Frozen bool // a single cell: a native type, or a frozen collection or user type
+	Kind   colKind
+	// pos is the position among the partition key or clustering columns; for regular and
+	// static columns it is the slot of the column's cell in a row. A slot is never reused:
+	// ALTER TABLE ADD takes a new one, so rows written before it are shorter (row.cell).
+	Pos  int
+	Desc bool
+}
+
+// tableStore is what the schema versions of one table share: its data, and whether it was
+// dropped. ALTER TABLE publishes a new table with the same store.
+type TableStore struct {
+	Data atomic.Pointer[TableData]
+	// perNode, for system.local and the peers tables of a cluster, holds each node's own
+	// rows; data holds the first node's. See table.load.
+	PerNode atomic.Pointer[[]*TableData]
+	// dropped is set when the table leaves the schema, so compiled plans recompile.
+	Dropped atomic.Bool
+	// casMu serializes the table's conditional writes.
+	CasMu sync.Mutex
+	// viewMu serializes the writes to a base table of materialized views, so that each
+	// reads the rows it changes as they were before it and after it (view.go).
+	ViewMu sync.Mutex
+}
+
+// table is a table's schema and its data. The schema fields are immutable once published;
+// data is replaced whole by TRUNCATE.
+type Table struct {
+	Ks, Name string
+	Id       [16]byte
+	IdGiven  bool      // CREATE TABLE ... WITH id = ...
+	Cols     []*Column // SELECT * order: partition key, clustering, then the rest by name
+	ByName   map[string]*Column
+	Pk       []*Column
+	Ck       []*Column
+	Cells    []*Column // regular and static columns by slot (column.pos); nil for a dropped one
+	static   bool      // the table has static columns
+	Counter  bool      // a counter table
+	Compact  bool
+	Options  map[string]grammar.OptValue
+	Comment  string
+	Virtual  bool
+	Ttl      int32 // default_time_to_live
+	Indexes  []*Index
+	DroppedC []DroppedColumn
+	// view is set on a materialized view: its definition (view.go).
+	View *ViewDef
+	// views are the materialized views of a base table, linked to this version of it; they
+	// are linked again whenever the schema of the keyspace changes (ddl.relinkViews).
+	Views []*ViewLink
+
+	*TableStore
+
+	// starSpecs is the result metadata of SELECT *.
+	StarSpecs []cql.ColumnSpec
+}
+
+// droppedColumn is a row of system_schema.dropped_columns.
+type DroppedColumn struct {
+	Name, Text string
+	Kind       colKind
+	At         int64 // microseconds
+}
+
+// keyspace is a keyspace's schema. It is immutable once published; DDL publishes a copy.
+type Keyspace struct {
+	Name          string
+	Replication   map[string]string
+	DurableWrites bool
+	Tables        map[string]*Table
+	Types         map[string]*UserType
+	Functions     map[string]*Function // by signature, name(type, ...)
+	Aggregates    map[string]*Aggregate
+	System        bool // a local system keyspace: its tables refuse DDL
+	Virtual       bool // listed in system_virtual_schema instead of system_schema
+}
+
+// schema is one immutable version of the whole schema.
+type Schema struct {
+	Keyspaces map[string]*Keyspace
+	Version   [16]byte // schema_version
+	Gen       uint64
+}
+
+func (s *Schema) Table(ks, name string) *Table {
+	k := s.Keyspaces[ks]
+	if k == nil {
+		return nil
+	}
+	return k.Tables[name]
+}
+
+// clone copies the keyspace map so that one keyspace can be replaced.
+func (s *Schema) Clone() *Schema {
+	n := &Schema{Keyspaces: maps.Clone(s.Keyspaces), Gen: s.Gen + 1}
+	return n
+}
+
+func (k *Keyspace) Clone() *Keyspace {
+	n := *k
+	n.Tables = maps.Clone(k.Tables)
+	n.Replication = maps.Clone(k.Replication)
+	n.Types = maps.Clone(k.Types)
+	n.Functions = maps.Clone(k.Functions)
+	n.Aggregates = maps.Clone(k.Aggregates)
+	if n.Types == nil {
+		n.Types = map[string]*UserType{}
+	}
+	if n.Functions == nil {
+		n.Functions = map[string]*Function{}
+	}
+	if n.Aggregates == nil {
+		n.Aggregates = map[string]*Aggregate{}
+	}
+	return &n
+}
+
+// resolver returns the resolver of the keyspace's user types.
+func (k *Keyspace) Resolver() Resolver { return Resolver{Ks: k.Name, types: k.Types} }
+
+// newTable builds a table from a CREATE TABLE statement, validating it as Cassandra does.
+func NewTable(ks string, st *grammar.CreateTableStmt, rs Resolver) (*Table, error) {
+	t := &Table{Ks: ks, Name: st.Table.Name, ByName: map[string]*Column{}, Options: map[string]grammar.OptValue{},
+		Compact: st.Compact, TableStore: &TableStore{}}
+	if len(st.Pk) == 0 {
+		return nil, cqlvalue.Invalidf("No PRIMARY KEY specifed for table '%s' (exactly one required)", t.Name)
+	}
+	defs := map[string]grammar.ColDef{}
+	types := map[string]Ctype{}
+	for _, c := range st.Cols {
+		if _, dup := defs[c.Name]; dup {
+			return nil, cqlvalue.Invalidf("Duplicate column '%s' declaration for table %s.%s", c.Name, ks, t.Name)
+		}
+		ct, err := rs.Resolve(c.Ref)
+		if err != nil {
+			return nil, err
+		}
+		if err := CheckNonFrozenUDT(rs, ct, ""); err != nil {
+			return nil, err
+		}
+		defs[c.Name] = c
+		types[c.Name] = ct
+	}
+	seen := map[string]bool{}
+	keyColumn := func(n string, kind colKind, i int) (*Column, error) {
+		d, ok := defs[n]
+		if !ok {
+			return nil, cqlvalue.Invalidf("Unknown definition %s referenced in PRIMARY KEY", n)
+		}
+		if seen[n] {
+			return nil, cqlvalue.Invalidf("Duplicate column '%s' in PRIMARY KEY", n)
+		}
+		seen[n] = true
+		ct := types[n]
+		if !ct.Frozen {
+			what := "collection"
+			if cqlvalue.IsUDT(ct.Info) {
+				what = "user-defined"
+			}
+			return nil, cqlvalue.Invalidf("Invalid non-frozen %s type %s for PRIMARY KEY column '%s'", what, ct.Text, n)
+		}
+		if d.Static {
+			return nil, cqlvalue.Invalidf("Static column %s cannot be part of the PRIMARY KEY", n)
+		}
+		if ct.Info.ID == cql.TypeCounter {
+			return nil, cqlvalue.Invalidf("counter type is not supported for PRIMARY KEY column '%s'", n)
+		}
+		if cqlvalue.ReferencesDuration(ct.Info) {
+			return nil, cqlvalue.Invalidf("duration type is not supported for PRIMARY KEY column '%s'", n)
+		}
+		return &Column{Name: n, Typ: ct.Info, Text: ct.Text, Ref: d.Ref, Frozen: true, Kind: kind, Pos: i}, nil
+	}
+	for i, n := range st.Pk {
+		c, err := keyColumn(n, KindPartitionKey, i)
+		if err != nil {
+			return nil, err
+		}
+		t.Pk = append(t.Pk, c)
+	}
+	for i, n := range st.Ck {
+		c, err := keyColumn(n, KindClustering, i)
+		if err != nil {
+			return nil, err
+		}
+		t.Ck = append(t.Ck, c)
+	}
+	for i, o := range st.Order {
+		if i >= len(t.Ck) || t.Ck[i].Name != o.Col {
+			if _, ok := defs[o.Col]; !ok || !slices.Contains(st.Ck, o.Col) {
+				return nil, cqlvalue.Invalidf("Only clustering key columns can be defined in CLUSTERING ORDER directive")
+			}
+			return nil, cqlvalue.Invalidf("The order of columns in the CLUSTERING ORDER directive must be the one of the clustering key (%s must appear before %s)", t.Ck[i].Name, o.Col)
+		}
+		t.Ck[i].Desc = o.Desc
+	}
+	var rest []*Column
+	for _, c := range st.Cols {
+		if seen[c.Name] {
+			continue
+		}
+		k := KindRegular
+		if c.Static {
+			if len(t.Ck) == 0 {
+				return nil, cqlvalue.Invalidf("Static columns are only useful (and thus allowed) if the table has at least one clustering column")
+			}
+			k = KindStatic
+		}
+		ct := types[c.Name]
+		rest = append(rest, &Column{Name: c.Name, Typ: ct.Info, Text: ct.Text, Ref: c.Ref, Frozen: ct.Frozen, Kind: k})
+	}
+	counters := 0
+	for _, c := range rest {
+		if c.Typ.ID == cql.TypeCounter {
+			counters++
+		}
+	}
+	if counters > 0 && counters < len(rest) {
+		return nil, cqlvalue.Invalidf("Cannot mix counter and non counter columns in the same table")
+	}
+	t.Counter = counters > 0
+	if len(rest) > 0 && st.Compact && len(t.Ck) > 0 && len(rest) > 1 {
+		return nil, cqlvalue.Invalidf("COMPACT STORAGE with composite PRIMARY KEY allows no more than one column not part of the PRIMARY KEY (got: %d)", len(rest))
+	}
+	if err := t.SetOptions(st.Options, true); err != nil {
+		return nil, err
+	}
+	SortColumns(rest)
+	for i, c := range rest {
+		c.Pos = i
+	}
+	t.Cells = rest
+	t.Finish()
+	t.Data.Store(NewTableData())
+	return t, nil
+}
+
+// checkNonFrozenUDT refuses a non-frozen user type with a non-frozen collection field, which
+// Cassandra does not support.
+func CheckNonFrozenUDT(rs Resolver, ct Ctype, col string) error {
+	if !cqlvalue.IsUDT(ct.Info) || ct.Frozen {
+		return nil
+	}
+	if u := rs.types[ct.Info.Name]; u != nil {
+		for _, f := range u.Fields {
+			if !f.Frozen {
+				if col != "" {
+					return cqlvalue.Invalidf("Non-frozen UDTs with nested non-frozen collections are not supported for column %s", col)
+				}
+				return cqlvalue.Invalidf("Non-frozen UDTs with nested non-frozen collections are not supported")
+			}
+		}
+	}
+	return nil
+}
+
+// sortColumns orders regular and static columns as SELECT * shows them: static first,
+// then by name.
+func SortColumns(rest []*Column) {
+	sort.Slice(rest, func(i, j int) bool {
+		if rest[i].Kind != rest[j].Kind {
+			return rest[i].Kind == KindStatic
+		}
+		return rest[i].Name < rest[j].Name
+	})
+}
+
+// finish fills the derived fields from pk, ck and cells.
+func (t *Table) Finish() {
+	var rest []*Column
+	for _, c := range t.Cells {
+		if c != nil {
+			rest = append(rest, c)
+		}
+	}
+	SortColumns(rest)
+	t.Cols = make([]*Column, 0, len(t.Pk)+len(t.Ck)+len(rest))
+	t.Cols = append(t.Cols, t.Pk...)
+	t.Cols = append(t.Cols, t.Ck...)
+	t.Cols = append(t.Cols, rest...)
+	t.ByName = make(map[string]*Column, len(t.Cols))
+	t.static = false
+	for _, c := range t.Cols {
+		t.ByName[c.Name] = c
+		t.static = t.static || c.Kind == KindStatic
+	}
+	t.StarSpecs = make([]cql.ColumnSpec, len(t.Cols))
+	for i, c := range t.Cols {
+		t.StarSpecs[i] = cql.ColumnSpec{Keyspace: t.Ks, Table: t.Name, Name: c.Name, Type: c.Typ}
+	}
+	if t.Id == ([16]byte{}) {
+		t.Id = NameUUID(t.Ks + "." + t.Name)
+	}
+}
+
+// hasStatic reports whether the table has static columns.
+func (t *Table) HasStatic() bool { return t.static }
+
+// alter returns a copy of the table's schema to change and publish, sharing its store.
+func (t *Table) Alter() *Table {
+	n := &Table{Ks: t.Ks, Name: t.Name, Id: t.Id, Pk: slices.Clone(t.Pk), Ck: slices.Clone(t.Ck),
+		Cells: slices.Clone(t.Cells), Counter: t.Counter, Compact: t.Compact, Options: maps.Clone(t.Options),
+		Comment: t.Comment, Virtual: t.Virtual, Ttl: t.Ttl, Indexes: slices.Clone(t.Indexes),
+		DroppedC: slices.Clone(t.DroppedC), View: t.View, TableStore: t.TableStore}
+	return n
+}
+
+// nameUUID derives a stable version 3 uuid from a name.
+func NameUUID(name string) [16]byte {
+	u := md5.Sum([]byte(name))
+	u[6] = u[6]&0x0F | 0x30
+	u[8] = u[8]&0x3F | 0x80
+	return u
+}
+
+// mustTable parses a CREATE TABLE statement of a built-in table. It panics on a bad
+// definition, which is a programming error caught by the tests.
+func MustTable(ks, cqlText string) *Table {
+	ps, err := grammar.Parse(cqlText)
+	if err != nil {
+		panic("node: bad built-in table: " + err.Error() + ": " + cqlText)
+	}
+	st := ps.Stmt.(*grammar.CreateTableStmt)
+	t, err := NewTable(ks, st, Resolver{Ks: ks})
+	if err != nil {
+		panic("node: bad built-in table: " + err.Error() + ": " + cqlText)
+	}
+	return t
+}
