@@ -47,12 +47,13 @@ const (
 	SettingProbability    = "trace_probability"
 	SettingTraceFilter    = "trace_filter"
 	SettingStatementStats = "statement_stats"
+	SettingTraceFloor     = "trace_floor"
 	settingLoggerPrefix   = "logger "
 )
 
 // TimerSetting is one setting that a timer puts back: its name (slow_query.enable,
 // slow_query.fast, slow_query.threshold, slow_query.ttl, trace_probability, "logger NAME",
-// trace_filter, statement_stats), the value it goes back to and the value the toggle set,
+// trace_filter, statement_stats, trace_floor), the value it goes back to and the value the toggle set,
 // as the API writes them (a trace filter as a query string, "" for none).
 type TimerSetting struct {
 	Setting  string `json:"setting"`
@@ -227,7 +228,7 @@ func (s *Server) expire(id uint64) {
 // revert installs the settings' RevertTo values, those of the tracing configuration in
 // one change, applied to the node as the toggles apply them.
 func (s *Server) revert(settings []TimerSetting) error {
-	var sq, prob bool
+	var sq, prob, floor bool
 	var errs []string
 	fail := func(st TimerSetting, err error) { errs = append(errs, st.Setting+": "+err.Error()) }
 	setCfg := func(c tracing.Config) tracing.Config {
@@ -243,6 +244,8 @@ func (s *Server) revert(settings []TimerSetting) error {
 				c.TTLSeconds, _ = strconv.ParseInt(st.RevertTo, 10, 64)
 			case SettingProbability:
 				c.Probability, _ = strconv.ParseFloat(st.RevertTo, 64)
+			case SettingTraceFloor:
+				c.FloorInterval, c.FloorMaxPerSecond = parseFloorSetting(st.RevertTo)
 			}
 		}
 		return c
@@ -253,6 +256,8 @@ func (s *Server) revert(settings []TimerSetting) error {
 			sq = true
 		case st.Setting == SettingProbability:
 			prob = true
+		case st.Setting == SettingTraceFloor:
+			floor = true
 		case logger:
 			if n, ok := nodeName(name); ok && s.node != nil {
 				c, cancel := nodeContext()
@@ -279,7 +284,7 @@ func (s *Server) revert(settings []TimerSetting) error {
 			s.stmts.SetEnabled(st.RevertTo == "true")
 		}
 	}
-	if (sq || prob) && s.tr != nil {
+	if (sq || prob || floor) && s.tr != nil {
 		if _, cur, err := s.updateConfig(setCfg); err != nil {
 			errs = append(errs, "tracing: "+err.Error())
 		} else if s.node != nil {

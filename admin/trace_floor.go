@@ -2,6 +2,8 @@ package admin
 
 import (
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -34,7 +36,11 @@ func (s *Server) getTraceFloor(ctx *fasthttp.RequestCtx, _ string) error {
 // setTraceFloor serves POST /tracecar/trace_floor?interval=60s&max_per_second=10: interval
 // is required (0 turns the floor off), max_per_second keeps its value when absent.
 func (s *Server) setTraceFloor(ctx *fasthttp.RequestCtx, _ string) error {
-	p, err := readParams(ctx, "interval", "max_per_second")
+	p, err := readParams(ctx, "interval", "max_per_second", "for")
+	if err != nil {
+		return err
+	}
+	d, err := p.forParam()
 	if err != nil {
 		return err
 	}
@@ -50,7 +56,7 @@ func (s *Server) setTraceFloor(ctx *fasthttp.RequestCtx, _ string) error {
 	if err != nil {
 		return err
 	}
-	return s.changeFloor(ctx, func(c tracing.Config) tracing.Config {
+	return s.changeFloor(ctx, d, func(c tracing.Config) tracing.Config {
 		c.FloorInterval = interval
 		if hasMax {
 			c.FloorMaxPerSecond = int(maxPS)
@@ -64,20 +70,44 @@ func (s *Server) clearTraceFloor(ctx *fasthttp.RequestCtx, _ string) error {
 	if _, err := readParams(ctx); err != nil {
 		return err
 	}
-	return s.changeFloor(ctx, func(c tracing.Config) tracing.Config {
+	return s.changeFloor(ctx, 0, func(c tracing.Config) tracing.Config {
 		c.FloorInterval = 0
 		return c
 	})
 }
 
-func (s *Server) changeFloor(ctx *fasthttp.RequestCtx, f func(tracing.Config) tracing.Config) error {
-	old, cur, err := s.updateConfig(f)
+// changeFloor applies f to the tracing configuration as a toggle: with d > 0 (for=) the
+// floor's setting goes back to what it was when d is up; turning the floor on counts as
+// costly, as a probability does, for --toggle-max-duration.
+func (s *Server) changeFloor(ctx *fasthttp.RequestCtx, d time.Duration, f func(tracing.Config) tracing.Config) error {
+	var cur tracing.Config
+	err := s.toggle(ctx, "POST "+adminapi.PathTraceFloor, d, func() ([]TimerSetting, bool, error) {
+		old, c, err := s.updateConfig(f)
+		if err != nil {
+			return nil, false, err
+		}
+		cur = c
+		s.audit(ctx, "trace_floor").Interface("old", traceFloor(old)).Interface("new", traceFloor(cur)).
+			Str("mode", cur.Mode()).Msg("admin change")
+		return []TimerSetting{{SettingTraceFloor, floorSetting(old), floorSetting(cur)}}, cur.FloorInterval > 0, nil
+	})
 	if err != nil {
 		return err
 	}
-	s.audit(ctx, "trace_floor").Interface("old", traceFloor(old)).Interface("new", traceFloor(cur)).
-		Str("mode", cur.Mode()).Msg("admin change")
 	return writeJSON(ctx, traceFloor(cur))
+}
+
+// floorSetting is the trace floor of c as a timer's setting: "INTERVAL/MAX", "0s/0" off.
+func floorSetting(c tracing.Config) string {
+	return c.FloorInterval.String() + "/" + strconv.Itoa(c.FloorMaxPerSecond)
+}
+
+// parseFloorSetting reads floorSetting's value back.
+func parseFloorSetting(v string) (time.Duration, int) {
+	iv, mx, _ := strings.Cut(v, "/")
+	d, _ := time.ParseDuration(iv)
+	n, _ := strconv.Atoi(mx)
+	return d, n
 }
 
 // floorInterval parses the interval parameter: a Go duration from 0 to 7 days, or 0.

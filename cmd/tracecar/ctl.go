@@ -43,8 +43,8 @@ commands:
                            set slow-query logging; with no flags, show it
   trace-probability [P] [--for 10m]
                            set the share of requests traced fully, P in [0,1]; without P, show it
-  trace-floor [INTERVAL] [--for 10m]
-                           give every statement a full trace per INTERVAL (--max-per-second N, --off);
+  trace-floor [INTERVAL] [--max-per-second N] [--off] [--for 10m]
+                           give every statement a full trace per INTERVAL, at most N a second;
                            without it, show it
   logger [NAME [LEVEL]] [--for 10m]
                            set logger NAME to LEVEL (error, warn, info, debug, trace);
@@ -410,10 +410,14 @@ func ctlTraceFloor(c *common, args []string) (ctl.Command, error) {
 	c.register(fs)
 	maxPS := fs.Int("max-per-second", 0, "at most this many floor traces a second over all statements (default: the sidecar's, 10 at first)")
 	off := fs.Bool("off", false, "turn the trace floor off")
+	forD := forFlag(fs)
 	if err := parseCtlArgs(fs, args); err != nil {
 		return ctl.Command{}, err
 	}
 	cmd := ctl.Command{Name: ctl.TraceFloor, Clear: *off}
+	if *off && *forD != "" {
+		return ctl.Command{}, usageErrorf("trace-floor: --off takes no --for (turn it on with --for instead)")
+	}
 	switch {
 	case fs.NArg() > 1:
 		return ctl.Command{}, usageErrorf("trace-floor takes one interval, got %q", fs.Args())
@@ -434,7 +438,7 @@ func ctlTraceFloor(c *common, args []string) (ctl.Command, error) {
 			cmd.Change.Set("max_per_second", strconv.Itoa(*maxPS))
 		}
 	}
-	return cmd, nil
+	return cmd, withFor("trace-floor", *forD, cmd.Change)
 }
 
 func ctlTop(c *common, args []string) (ctl.Command, error) {

@@ -188,3 +188,50 @@ func adminCall(tb testing.TB, base, method, path string) (int, string) {
 	b.ReadFrom(resp.Body)
 	return resp.StatusCode, b.String()
 }
+
+// TestTraceFloorFor: the trace floor is a toggle like the others: for= reverts it, a bad
+// for is a 400 naming it and changes nothing, DELETE drops the timer's part, and the
+// timer shows in the status.
+func TestTraceFloorFor(t *testing.T) {
+	st := mustStack(t, stackConfig{})
+	for _, bad := range []string{"abc", "-5s", "0", "169h"} {
+		if code, body := adminCall(t, st.Admin, "POST", "/tracecar/trace_floor?interval=2s&for="+bad); code != http.StatusBadRequest || !strings.Contains(body, "for") {
+			t.Errorf("for=%s: %d %s; want 400 naming for", bad, code, body)
+		}
+	}
+	if got := mustAdmin(t, st.Admin, "GET", "/tracecar/trace_floor"); !strings.Contains(string(got), `"enabled":false`) {
+		t.Fatalf("after refused changes: %s; want the floor off", got)
+	}
+	mustAdmin(t, st.Admin, "POST", "/tracecar/trace_floor?interval=30s&max_per_second=3&for=1s")
+	if got := string(mustAdmin(t, st.Admin, "GET", "/tracecar/status")); !strings.Contains(got, `"trace_floor"`) {
+		t.Errorf("status has no timer of the floor: %s", got)
+	}
+	waitFloor(t, st.Admin, `"enabled":false`)
+	// It reverts to what it was: a floor of 30s, set for 1s to 10s.
+	mustAdmin(t, st.Admin, "POST", "/tracecar/trace_floor?interval=30s")
+	mustAdmin(t, st.Admin, "POST", "/tracecar/trace_floor?interval=10s&for=1s")
+	waitFloor(t, st.Admin, `"interval":"30s"`)
+	// A later change keeps its value: 40s set after a for= is not put back.
+	mustAdmin(t, st.Admin, "POST", "/tracecar/trace_floor?interval=20s&for=1s")
+	mustAdmin(t, st.Admin, "POST", "/tracecar/trace_floor?interval=40s")
+	time.Sleep(1500 * time.Millisecond)
+	if got := string(mustAdmin(t, st.Admin, "GET", "/tracecar/trace_floor")); !strings.Contains(got, `"interval":"40s"`) {
+		t.Errorf("the later change was not kept: %s; want 40s", got)
+	}
+}
+
+// waitFloor waits up to 10 s for GET /tracecar/trace_floor to contain want.
+func waitFloor(tb testing.TB, base, want string) {
+	tb.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := string(mustAdmin(tb, base, "GET", "/tracecar/trace_floor"))
+		if strings.Contains(got, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("trace_floor is %s after 10s; want %s", got, want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

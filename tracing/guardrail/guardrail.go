@@ -467,22 +467,21 @@ func (g *Guard) attribute(f *Figures, s Sample, cpu time.Duration, rate float64,
 	ops := s.TracingOps - g.prev.TracingOps
 	gc := ""
 	// The collector's CPU counts only in a window where tracing did counted work:
-	// without it, the heap it went through was mostly not tracing's (a collection of
-	// the runtime's own garbage in a quiet window read as tens of % of a small CPU);
-	// but tracing's unmetered work (fast mode's clock reads) may have made some of
-	// it, so it is the figure's error.
-	var leftOut time.Duration
+	// tracing allocates only when it records a session (its off, fast and full paths
+	// below the threshold allocate nothing: TestRequestPathAllocs), so without counted
+	// work the heap the collector went through was not tracing's (a collection of the
+	// runtime's own garbage in a quiet window read as tens of % of a small CPU, and
+	// counted as the figure's error it failed a cheap level closed).
 	if s.GCCPUOK && g.prev.GCCPUOK && s.GCCPU >= g.prev.GCCPU {
 		if ops > 0 {
 			work += s.GCCPU - g.prev.GCCPU
 			gc = " and the garbage collector's"
 		} else {
-			leftOut = s.GCCPU - g.prev.GCCPU
-			gc = ", the garbage collector's left out (no tracing work: its error)"
+			gc = ", the garbage collector's left out (no tracing work, so none of its garbage)"
 		}
 	}
 	f.CPUPercent = min(100, 100*float64(work)/float64(cpu))
-	f.CPUErrPercent = max(f.CPUPercent/math.Sqrt(float64(max(ops, 1))), min(100, 100*float64(leftOut)/float64(cpu)))
+	f.CPUErrPercent = f.CPUPercent / math.Sqrt(float64(max(ops, 1)))
 	f.TracingCPUPerRequestUS = float64(work) / float64(time.Microsecond) / float64(f.Requests)
 	f.CPUMethod = "attributed"
 	f.CPUFrom = fmt.Sprintf("attributed: this window's counted tracing work (%d pieces)%s, at %.0f op/s; %s",

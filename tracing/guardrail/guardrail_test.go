@@ -525,8 +525,10 @@ func TestAttributedCountsGC(t *testing.T) {
 	f.s.GCCPU += 5 * time.Millisecond
 	now, s = f.window(time.Second, 10000, 10*time.Microsecond, 0, 0, 0)
 	g.Evaluate(now, s, cur)
-	if fig := g.figures; fig.CPUPercent != 0 || math.Abs(fig.CPUErrPercent-5) > 1e-9 || !strings.Contains(fig.CPUFrom, "left out") {
-		t.Errorf("figures %+v; want 0%% ± 5, the collector's CPU left out as the error, in a window without tracing work", fig)
+	// Tracing allocates only when it records a session, so none of that garbage was
+	// tracing's: 0% ± 0, and a cheap level is not failed closed on it.
+	if fig := g.figures; fig.CPUPercent != 0 || fig.CPUErrPercent != 0 || fig.FailClosed || !strings.Contains(fig.CPUFrom, "left out") {
+		t.Errorf("figures %+v; want 0%% ± 0, the collector's CPU left out, in a window without tracing work", fig)
 	}
 }
 
