@@ -138,14 +138,16 @@ type Config struct {
 
 	// Profile is the path of a cassandra-stress user profile (YAML) to run instead of the
 	// built-in workloads, and OpsMix its operations' weights, NAME=W,... or ops(NAME=W,...)
-	// with NAME insert or one of its queries (default insert=1). Preload bounds the
-	// partitions written before the first run for the profile's queries (0:
-	// DefaultPreload; negative: none). PageSize is its queries' page size (0:
-	// DefaultPageSize).
-	Profile  string
-	OpsMix   string
-	Preload  int64
-	PageSize int
+	// with NAME insert or one of its queries (default insert=1). Preload is the number of
+	// partitions written before the first run for the profile's queries (0: as many as
+	// fit the byte budget, see DefaultPreloadBytes; negative: none). PageSize is its
+	// queries' page size (0: DefaultPageSize). NodeMemoryLimit is the embedded node's
+	// --memory-limit in bytes, which sizes the default preload (0: unknown or none).
+	Profile         string
+	OpsMix          string
+	Preload         int64
+	PageSize        int
+	NodeMemoryLimit int64
 	// keyspace is the keyspace of the sessions: a profile's, once created.
 	keyspace string
 
@@ -187,6 +189,9 @@ type Config struct {
 	Out io.Writer
 	// Progress shows a live progress line on Out; set it only when Out is a terminal.
 	Progress bool
+	// Stderr receives the progress of long phases (the preload), a line every few
+	// seconds, whatever Out is. Nil discards it.
+	Stderr io.Writer
 	// Interval is the reporting interval; default 1s.
 	Interval time.Duration
 	// Embedded says that the node and the sidecar run in this process, so that the CPU

@@ -23,10 +23,6 @@ import (
 // any of its rows (multirow), and reads every page. Each operation counts the rows and the
 // partitions it wrote or returned.
 
-// DefaultPreload bounds the partitions a profile's reads draw that loadcheck writes before
-// the first measured run.
-const DefaultPreload = 10000
-
 // DefaultPageSize is the page size of a profile's queries, the drivers' usual.
 const DefaultPageSize = 5000
 
@@ -293,8 +289,10 @@ func (p *profile) readTable(ctx context.Context, s *gocql.Session) error {
 			return profileError(p.path, spec.line, "columnspec name %q: table %s.%s has no such column", name, p.keyspace, p.table)
 		}
 	}
-	if t.counter && p.insert.batchType != "" && p.insert.batchType != batchCounter {
-		return profileError(p.path, p.insert.line, "insert batchtype %s: a table of counters takes COUNTER batches", p.insert.batchType)
+	// As cassandra-stress, an insert of one statement is sent as that statement: the
+	// batch type matters only to an insert that can write several.
+	if t.counter && p.insert.batchType != "" && p.insert.batchType != batchCounter && p.insertBatches(t) {
+		return profileError(p.path, p.insert.line, "insert batchtype %s: a table of counters takes COUNTER batches, and this insert can write several statements (partitions %s, or several rows per partition), which go in a batch", p.insert.batchType, p.insert.partitions)
 	}
 	if !t.counter && p.insert.batchType == batchCounter {
 		return profileError(p.path, p.insert.line, "insert batchtype COUNTER: table %s.%s has no counter column", p.keyspace, p.table)
@@ -394,39 +392,37 @@ func (p *profile) batchType() gocql.BatchType {
 	return gocql.LoggedBatch
 }
 
-// preloadCount is the number of partitions the preload writes: the population's, up to
-// the bound.
-func (c *checker) preloadCount() int64 {
-	bound := c.cfg.Preload
-	if bound == 0 {
-		bound = DefaultPreload
-	}
-	if bound < 0 {
-		return 0
-	}
-	return min(c.wl.pop.size(), bound)
-}
-
-// preloadProfile writes every row of the partitions the reads draw, up to the bound.
+// preloadProfile writes every row of the partitions the reads draw, as many as its plan
+// says (preloadPlan): it prints the plan, reports its progress on Config.Stderr, and stops
+// with a usage error naming the node's limit and --preload when the node refuses its writes
+// for memory.
 func (c *checker) preloadProfile(ctx context.Context, s session) error {
 	p := c.wl.profile
-	n := c.preloadCount()
-	if !p.reads() || n == 0 {
+	if !p.reads() || c.cfg.Preload < 0 {
+		return nil
+	}
+	pl := c.preloadPlan()
+	n := pl.partitions
+	if n == 0 {
 		return nil
 	}
 	gs := s.(profileSession).gocqlSession()
-	bound := c.cfg.Preload
-	if bound == 0 {
-		bound = DefaultPreload
+	c.out.printf("Preloading %s (seeds %d..%d of --pop %s) through %s ...\n", pl, c.wl.pop.min, c.wl.pop.min+n-1, c.wl.pop, c.modes[0].target)
+	if err := pl.check(); err != nil {
+		return err
 	}
-	c.out.printf("Preloading %s partitions (seeds %d..%d of --pop %s; bound --preload %s) through %s ...\n",
-		commas(float64(n)), c.wl.pop.min, c.wl.pop.min+n-1, c.wl.pop, commas(float64(bound)), c.modes[0].target)
 	if n < c.wl.pop.size() {
 		c.out.printf("warning: --pop %s has %s partitions, more than the %s preloaded: reads of the others find nothing (their rows show it)\n",
 			c.wl.pop, commas(float64(c.wl.pop.size())), commas(float64(n)))
 	}
 	var next, rows, done atomic.Int64
 	started := time.Now()
+	stop := make(chan struct{})
+	progressDone := make(chan struct{})
+	go func() {
+		defer close(progressDone)
+		preloadProgress(c.cfg.Stderr, preloadProgressEvery, pl, &done, &rows, started, stop)
+	}()
 	ops := make([]Op, c.cfg.Concurrency)
 	for w := range ops {
 		g := newGen()
@@ -434,8 +430,7 @@ func (c *checker) preloadProfile(ctx context.Context, s session) error {
 		ops[w] = func(ctx context.Context) (int, error) {
 			seed := c.wl.pop.min + next.Add(1) - 1
 			g.partition(p.t, seed, &part)
-			written, err := p.writeRows(ctx, gs, g, &part, nil, gocql.UnloggedBatch, true, c.cfg)
-			rows.Add(written)
+			written, err := p.writeRows(ctx, gs, g, &part, nil, gocql.UnloggedBatch, true, &rows)
 			if d := done.Add(1); c.out.progress && d%100 == 0 {
 				c.out.status(fmt.Sprintf("preload: %s of %s partitions, %s rows", commas(float64(d)), commas(float64(n)), commas(float64(rows.Load()))))
 			}
@@ -443,21 +438,33 @@ func (c *checker) preloadProfile(ctx context.Context, s session) error {
 		}
 	}
 	res := runPhase(ctx, phase{clock: c.env.clock, workers: c.cfg.Concurrency, ops: n}, ops)
+	close(stop)
+	<-progressDone
 	c.out.clearStatus()
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if res.errs > 0 && overloaded(res.firstErr) {
+		limit := "its --memory-limit"
+		if pl.limit > 0 {
+			limit = "its --memory-limit " + formatBytes(pl.limit)
+		}
+		return usageErrorf("preload: the node refused %d of %d partitions for memory, having reached %s (%v): give a smaller --preload, or the node a larger --memory-limit",
+			res.errs, n, limit, res.firstErr)
+	}
 	if res.errs > 0 {
 		return fmt.Errorf("preload: %d of %d partitions failed, the first with: %w", res.errs, n, res.firstErr)
 	}
-	c.out.printf("Preloaded %s partitions, %s rows, in %.1fs\n", commas(float64(res.ops)), commas(float64(rows.Load())), time.Since(started).Seconds())
+	el := time.Since(started).Seconds()
+	c.out.printf("Preloaded %s partitions, %s rows, about %s, in %.1fs (%s rows/s)\n", commas(float64(res.ops)), commas(float64(rows.Load())),
+		formatBytes(int64(float64(res.ops)*pl.partBytes)), el, commas(float64(rows.Load())/el))
 	return nil
 }
 
 // writeRows writes the rows of part that pick selects (all when nil), in batches of
 // typ (of preloadBatch statements at most when plain, for the preload); it returns the
-// rows written.
-func (p *profile) writeRows(ctx context.Context, s *gocql.Session, g *gen, part *ppart, pick []int64, typ gocql.BatchType, plain bool, cfg *Config) (int64, error) {
+// rows written, and adds each batch's to progress as it is written.
+func (p *profile) writeRows(ctx context.Context, s *gocql.Session, g *gen, part *ppart, pick []int64, typ gocql.BatchType, plain bool, progress *atomic.Int64) (int64, error) {
 	stmt, cols := p.insertStmt, p.insertCols
 	if plain {
 		stmt, cols = p.plainInsert, p.plainCols
@@ -472,6 +479,9 @@ func (p *profile) writeRows(ctx context.Context, s *gocql.Session, g *gen, part 
 			return nil
 		}
 		err := s.ExecuteBatch(b)
+		if err == nil {
+			progress.Add(int64(len(b.Entries)))
+		}
 		b = nil
 		return err
 	}
@@ -726,6 +736,20 @@ func (p *profile) cycle() []int {
 		out[k] = best
 	}
 	return out
+}
+
+// insertBatches reports whether an insert can write several statements, which go in a
+// batch of the profile's type: more than one partition, or more than one row in one of t.
+func (p *profile) insertBatches(t *ptable) bool {
+	if p.insert.partitions != nil && p.insert.partitions.max > 1 {
+		return true
+	}
+	for _, c := range t.ck {
+		if c.spec != nil && c.spec.cluster != nil && c.spec.cluster.max > 1 {
+			return true
+		}
+	}
+	return false
 }
 
 // pickRows appends to dst the rows of part that an insert writes: each with the

@@ -32,7 +32,7 @@ type childStack struct {
 
 // startChildren starts the node, then the sidecar in front of it, on free loopback ports,
 // and prints the first line of the run, which says what runs where.
-func startChildren(ctx context.Context, stdout io.Writer) (*childStack, error) {
+func startChildren(ctx context.Context, memory *memoryLimit, stdout io.Writer) (*childStack, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find this binary to start the node and sidecar: %w", err)
@@ -49,7 +49,7 @@ func startChildren(ctx context.Context, stdout io.Writer) (*childStack, error) {
 	// The logs go to files, as on a production node, so that the debug mode pays for real
 	// writes.
 	nodeOut, err := st.start(ctx, exe, "node", []*regexp.Regexp{nodeCQLRE, nodeAPIRE},
-		"node", "--listen", "127.0.0.1:0", "--api", "127.0.0.1:0",
+		"node", "--listen", "127.0.0.1:0", "--api", "127.0.0.1:0", "--memory-limit", memory.arg(),
 		"--log-format", "json", "--log-file", filepath.Join(dir, "node.log"))
 	if err != nil {
 		return fail(err)
@@ -65,10 +65,10 @@ func startChildren(ctx context.Context, stdout io.Writer) (*childStack, error) {
 		return fail(err)
 	}
 	st.sidecar, st.admin = scOut[0][1], scOut[0][2]
-	fmt.Fprintf(stdout, "tracecar loadcheck: started a node (pid %d, CQL %s, API %s) and a sidecar (pid %d, CQL %s, admin %s) "+
+	fmt.Fprintf(stdout, "tracecar loadcheck: started a node (pid %d, CQL %s, API %s, %s) and a sidecar (pid %d, CQL %s, admin %s) "+
 		"as child processes of this binary, in process group %d, which is killed with loadcheck even when it is interrupted; "+
 		"their logs go to %s (removed after a run that completes)\n",
-		st.procs[0].Process.Pid, st.node, st.nodeAPI, st.procs[1].Process.Pid, st.sidecar, st.admin, st.pgid, dir)
+		st.procs[0].Process.Pid, st.node, st.nodeAPI, memory.describe(), st.procs[1].Process.Pid, st.sidecar, st.admin, st.pgid, dir)
 	return st, nil
 }
 

@@ -164,7 +164,7 @@ func TestLoadcheckDeploymentAtRate(t *testing.T) {
 		t.Skip("runs load")
 	}
 	var started bytes.Buffer
-	st, err := startChildren(context.Background(), &started)
+	st, err := startChildren(context.Background(), &memoryLimit{n: 64 << 20, why: "test"}, &started)
 	if err != nil {
 		t.Fatal(err)
 	}

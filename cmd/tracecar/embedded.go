@@ -28,13 +28,14 @@ func (st *stack) embedNode(cfg stackConfig, out io.Writer) error {
 		return fmt.Errorf("listen for the embedded node's API: %w", err)
 	}
 	st.unserved = append(st.unserved, nln, aln)
-	srv := node.New(node.Config{Logger: st.reg.Logger(logs.Node), MaxFrameSize: cfg.MaxFrameSize, MaxProtocolVersion: byte(cfg.MaxProtocolVersion)})
+	srv := node.New(node.Config{Logger: st.reg.Logger(logs.Node), MaxFrameSize: cfg.MaxFrameSize, MaxProtocolVersion: byte(cfg.MaxProtocolVersion),
+		MemoryLimit: cfg.NodeMemory.n})
 	st.Node, st.NodeAPI = nln.Addr().String(), "http://"+aln.Addr().String()
 	st.nodeAPI = newNodeAPI(srv, st.reg, cfg.AdminToken, false) // the sidecar's token: one for every admin surface
 	st.back = append(st.back,
 		func(ctx context.Context) error { return srv.Serve(ctx, nln) },
 		func(ctx context.Context) error { return st.nodeAPI.Serve(ctx, aln) })
-	fmt.Fprintf(out, "tracecar: started an embedded node on %s (API %s)\n", st.Node, st.NodeAPI)
+	fmt.Fprintf(out, "tracecar: started an embedded node on %s (API %s), %s\n", st.Node, st.NodeAPI, cfg.NodeMemory.describe())
 	return nil
 }
 
@@ -53,6 +54,7 @@ func newNodeAPI(srv *node.Server, reg *logs.Registry, token string, insecure boo
 	accepted := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tracecar_node_connections_accepted_total",
 		Help: "Client connections the node accepted."}, func() float64 { return float64(srv.Accepted()) })
 	opts = append(opts, admin.WithCollector(accepted))
+	opts = append(opts, nodeMemoryCollectors(srv)...)
 	if shards := srv.ShardConnections(); shards != nil {
 		cross := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tracecar_node_cross_shard_requests_total",
 			Help: "EXECUTEs whose partition key another shard owns than their connection's (with --shards)."},
@@ -66,4 +68,28 @@ func newNodeAPI(srv *node.Server, reg *logs.Registry, token string, insecure boo
 		}
 	}
 	return admin.New(admin.Config{Token: token, Insecure: insecure, Logger: reg.Logger(logs.Admin)}, tr, reg, opts...)
+}
+
+// nodeMemoryCollectors are the node's memory metrics: what its tables hold, its limit, and
+// the writes the limit refused.
+func nodeMemoryCollectors(srv *node.Server) []admin.Option {
+	engine := func(f func(*node.Engine) float64) func() float64 {
+		return func() float64 {
+			if e := srv.Engine(); e != nil {
+				return f(e)
+			}
+			return 0
+		}
+	}
+	return []admin.Option{
+		admin.WithCollector(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tracecar_node_memory_held_bytes",
+			Help: "Bytes the node's tables hold, as the memory limit counts them (an estimate of their data, runtime overhead not included)."},
+			engine(func(e *node.Engine) float64 { return float64(e.Memory().Held()) }))),
+		admin.WithCollector(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tracecar_node_memory_limit_bytes",
+			Help: "The node's --memory-limit in bytes; 0 means none."},
+			engine(func(e *node.Engine) float64 { return float64(e.Memory().Limit()) }))),
+		admin.WithCollector(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tracecar_node_memory_refused_writes_total",
+			Help: "Writes the node refused with Overloaded because its tables held their share (7/8) of --memory-limit."},
+			engine(func(e *node.Engine) float64 { return float64(e.Memory().Refused()) }))),
+	}
 }

@@ -126,7 +126,8 @@ func TestGuardrailComparesLikeWithLike(t *testing.T) {
 	// race detector, and makes the figure too uncertain: collect less often, for the
 	// scenarios are about the rate.
 	t.Setenv("GOGC", "400")
-	st, err := startChildren(t.Context(), io.Discard)
+	n, why := defaultMemoryLimit() // loadcheck's default for its node
+	st, err := startChildren(t.Context(), &memoryLimit{n: n, why: why}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,8 @@ type loadcheckFlags struct {
 	// What the flags give before it is checked into cfg.
 	tls                      tlsconfig.ClientFiles
 	modes, rate, maxOverhead string
+	// memory is the embedded node's --memory-limit.
+	memory *memoryLimit
 }
 
 // deployment reports whether the flags name a deployment to measure, rather than the
@@ -86,6 +88,7 @@ func (lf *loadcheckFlags) addTargetFlags(fs *flag.FlagSet) {
 	fs.StringVar(&lf.tls.Cert, "tls-cert", "", "PEM client certificate, for a sidecar or node that requires one (mutual TLS)")
 	fs.StringVar(&lf.tls.Key, "tls-key", "", "PEM key for --tls-cert")
 	fs.StringVar(&lf.tls.ServerName, "tls-server-name", "", "name checked in the certificates (default: the host dialled)")
+	lf.memory = memoryLimitFlag(fs, "node loadcheck starts (with no --node)")
 }
 
 // addModeFlags defines the modes compared, and the rounds that compare them.
@@ -153,7 +156,7 @@ func (lf *loadcheckFlags) addWorkloadFlags(fs *flag.FlagSet) {
 	fs.IntVar(&cfg.ReplayConnections, "replay-connections", 0, "a replay's connections per run (default: as many as the capture's)")
 	fs.StringVar(&cfg.ReplayKeyspace, "replay-keyspace", "", "`NAME` of the keyspace a replay creates its tables in and owns; required against a deployment (the replay never writes into the captured keyspaces)")
 	fs.StringVar(&cfg.Profile, "profile", "", "a cassandra-stress user profile, `FILE`.yaml, to run instead of the built-in workloads: its keyspace, table, columnspec, insert and queries, mixed by --ops")
-	fs.Int64Var(&cfg.Preload, "preload", loadcheck.DefaultPreload, "with --profile, write at most `N` partitions of --pop before the first run, so that its queries find rows (0: none)")
+	fs.Int64Var(&cfg.Preload, "preload", 0, "with --profile, write `N` partitions of --pop before the first run, so that its queries find rows (0: none; default: as many as fit a byte budget, an eighth of the node's --memory-limit up to 256 MiB, printed before it starts)")
 	fs.IntVar(&cfg.PageSize, "page-size", loadcheck.DefaultPageSize, "with --profile, the `ROWS` per page of its queries (every page is read)")
 	fs.StringVar(&cfg.Ratio, "ratio", "", "operation weights of the mixed workload (default "+loadcheck.DefaultRatio+")")
 	fs.StringVar(&cfg.Pop, "pop", loadcheck.DefaultPop, "partition keys: seq=1..N, uniform(1..N) or gaussian(1..N)")
@@ -210,7 +213,7 @@ func (lf *loadcheckFlags) checkRun(set map[string]bool) error {
 	if cfg.Preload < 0 {
 		return usageErrorf("--preload %d: want a number of partitions, 0 for none", cfg.Preload)
 	}
-	if cfg.Preload == 0 {
+	if set["preload"] && cfg.Preload == 0 {
 		cfg.Preload = -1 // explicit: no preload
 	}
 	switch {
@@ -265,6 +268,12 @@ func (lf *loadcheckFlags) checkTarget(set map[string]bool) error {
 			"loadcheck measures a deployment only with its node (for the direct mode and the node's figures); " +
 			"give no --node, --sidecar or --admin to measure a node and sidecar it starts itself")
 	}
+	if set["memory-limit"] && lf.deployment() {
+		return usageErrorf("--memory-limit bounds the node loadcheck starts: give it without --node, --sidecar or --admin")
+	}
+	if !lf.deployment() {
+		cfg.NodeMemoryLimit = lf.memory.n
+	}
 	replay := strings.HasPrefix(cfg.Workload, loadcheck.ReplayPrefix)
 	switch {
 	case set["replay-connections"] && cfg.ReplayConnections < 1:
@@ -304,9 +313,10 @@ func runLoadcheck(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	cfg := lf.cfg
 	cfg.Out = stdout
 	cfg.Progress = isTerminal(stdout)
+	cfg.Stderr = stderr
 
 	if !lf.deployment() {
-		return runWithChildren(ctx, cfg, stdout)
+		return runWithChildren(ctx, cfg, lf.memory, stdout)
 	}
 	_, err = loadcheck.Run(ctx, cfg)
 	return err
@@ -315,8 +325,8 @@ func runLoadcheck(ctx context.Context, args []string, stdout, stderr io.Writer) 
 // runWithChildren runs the load check against a node and a sidecar that it starts as
 // child processes. The run and the children are the actors of one lifecycle group: the
 // run's end stops the children. Their folder is kept after a run that failed.
-func runWithChildren(ctx context.Context, cfg loadcheck.Config, stdout io.Writer) error {
-	st, err := startChildren(ctx, stdout)
+func runWithChildren(ctx context.Context, cfg loadcheck.Config, memory *memoryLimit, stdout io.Writer) error {
+	st, err := startChildren(ctx, memory, stdout)
 	if err != nil {
 		return err
 	}

@@ -30,6 +30,7 @@ type nodeFlags struct {
 	serverTLS                         *serverTLSFlags
 	maxFrame                          *byteSize
 	maxVersion                        *protocolVersion
+	memory                            *memoryLimit
 	logs                              logFlags
 }
 
@@ -48,6 +49,7 @@ func addNodeFlags(fs *flag.FlagSet) nodeFlags {
 		control:    fs.Bool("allow-node-control", false, "for failover tests only: serve POST /tracecar/node/stop?node=i and /tracecar/node/start?node=i on the API"),
 		maxFrame:   maxFrameSizeFlag(fs),
 		maxVersion: maxProtocolVersionFlag(fs, "the node speaks"),
+		memory:     memoryLimitFlag(fs, "node"),
 		scylla:     fs.Bool("scylla-supported", false, "answer OPTIONS with ScyllaDB's SUPPORTED keys too (SCYLLA_SHARD, SCYLLA_NR_SHARDS, SCYLLA_SHARD_AWARE_PORT, …), to test shard-aware drivers; and, as ScyllaDB, speak protocol v4 at most (a client offering v5 gets a ProtocolError and steps down)"),
 		shards:     fs.Int("shards", 0, "with --scylla-supported: emulate ScyllaDB's sharding with N shards (1 to 4096): a shard-aware port, SCYLLA_SHARD per connection, cross-shard requests counted in /metrics; 0 means none"),
 		shardAware: fs.String("shard-aware-listen", "", "with --shards: the shard-aware port's address (of node 1 with --nodes); default the --listen IP on port 19042 (19142 with TLS), or port 0 when --listen's is 0"),
@@ -97,6 +99,7 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	tokenFromEnv(f.token)
 	nodeGC()
+	nodeGCMemoryLimit(f.memory.n)
 	tlsCfg, err := f.serverTLS.config()
 	if err != nil {
 		return err
@@ -149,7 +152,7 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	cluster, err := node.NewCluster(node.ClusterConfig{
 		NumTokens: *f.numTokens, DCs: layout.dcs, Auth: *f.auth, TLS: tlsCfg, Logger: reg.Logger(logs.Node),
 		MaxFrameSize: f.maxFrame.n, ScyllaSupported: *f.scylla, MaxProtocolVersion: byte(version),
-		NoMaterializedViews: !*f.views, Shards: *f.shards, ShardAware: awareLns,
+		NoMaterializedViews: !*f.views, Shards: *f.shards, ShardAware: awareLns, MemoryLimit: f.memory.n,
 	}, lns[:layout.nodes])
 	if err != nil {
 		closeAll(lns)
@@ -172,6 +175,7 @@ func serveNodes(ctx context.Context, cluster *node.Cluster, lns, alns []net.List
 	if *f.control {
 		opts = append(opts, admin.WithNodeControl(cluster, func(err error) bool { return errors.Is(err, node.ErrNodeState) }))
 	}
+	fmt.Fprintf(stdout, "tracecar node: %s\n", f.memory.describe())
 	for i := range lns {
 		who := "tracecar node"
 		if len(lns) > 1 {

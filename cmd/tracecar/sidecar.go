@@ -58,6 +58,7 @@ type sidecarFlags struct {
 	nodeTLS                            *nodeTLSFlags
 	maxFrame, inFlight                 *byteSize
 	maxVersion                         *protocolVersion
+	memory                             *memoryLimit
 	logs                               logFlags
 	guard                              guardFlags
 	handover                           *handoverFlags
@@ -124,6 +125,7 @@ func addTracingFlags(fs *flag.FlagSet, cfg *stackConfig) {
 func addLimitFlags(fs *flag.FlagSet, cfg *stackConfig, f *sidecarFlags) {
 	f.maxFrame = maxFrameSizeFlag(fs)
 	f.maxVersion = maxProtocolVersionFlag(fs, "the sidecar lets through")
+	f.memory = memoryLimitFlag(fs, "embedded node (with no --node)")
 	f.inFlight = &byteSize{n: sidecar.DefaultMaxRequestDataInFlight, min: 64 << 10, max: 1 << 40}
 	fs.Var(f.inFlight, "max-request-data-in-flight", "bytes of large client frames all connections may hold at once, as a `size`; a frame that does not fit waits, its connection unread (at least --max-frame-size)")
 	fs.IntVar(&cfg.MaxConnections, "max-connections", defaultMaxConnections, "client connections held at once; more are closed on accept, with a warning in the log (0: no limit)")
@@ -158,6 +160,10 @@ func (f *sidecarFlags) checkTransport(cfg *stackConfig) (schedpolicy.Policy, err
 	if err := checkShardAwareListen(cfg.ShardAwareListen); err != nil {
 		return none, err
 	}
+	if f.memory.set && cfg.Node != "" {
+		return none, usageErrorf("--memory-limit bounds the embedded node: give it without --node")
+	}
+	cfg.NodeMemory = *f.memory
 	if cfg.MaxConnections < 0 {
 		return none, usageErrorf("--max-connections must be 0 (no limit) or more, got %d", cfg.MaxConnections)
 	}

@@ -54,10 +54,11 @@ type stackConfig struct {
 	// NodeTLS is the TLS of everything that dials the node: the proxy's connections, the
 	// CQL sink and the node-event fetch. Nil means plaintext.
 	NodeTLS            *tls.Config
-	MaxFrameSize       int // bytes, header included; zero means the default
-	MaxProtocolVersion int // the highest version the proxy lets through; zero means 5
-	MaxConnections     int // zero means no limit
-	MaxRequestInFlight int // bytes of client frames held whole; zero means the default
+	MaxFrameSize       int         // bytes, header included; zero means the default
+	MaxProtocolVersion int         // the highest version the proxy lets through; zero means 5
+	MaxConnections     int         // zero means no limit
+	NodeMemory         memoryLimit // the embedded node's --memory-limit
+	MaxRequestInFlight int         // bytes of client frames held whole; zero means the default
 	// ShardAwareListen is the sidecar's shard-aware port (--shard-aware-listen): IP:PORT,
 	// "off", or "" for the --listen IP with the node's port number, once learnt.
 	ShardAwareListen string

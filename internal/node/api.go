@@ -4,6 +4,7 @@ import (
 	"net/netip"
 
 	"github.com/tracecar/tracecar/internal/node/engine"
+	"github.com/tracecar/tracecar/internal/node/storage"
 )
 
 // The engine's names the node's users reach through package node, as before the engine had a
@@ -41,3 +42,10 @@ func ParseDCs(s string) ([]DC, error) { return engine.ParseDCs(s) }
 func Topology(addrs []netip.AddrPort, numTokens int, dcs []DC) ([]NodeInfo, error) {
 	return engine.Topology(addrs, numTokens, dcs)
 }
+
+// TableShare is the part of EngineConfig.MemoryLimit the tables may hold, in eighths: the
+// other eighth is the runtime's headroom.
+const TableShare = storage.TableShare
+
+// FormatBytes writes n bytes as the --memory-limit flag takes them: "64 MiB", "1.5 GiB".
+func FormatBytes(n int64) string { return storage.FormatBytes(n) }

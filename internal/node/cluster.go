@@ -40,6 +40,9 @@ type ClusterConfig struct {
 	ShardAware []net.Listener
 	// ScyllaOverride is as in Config, for every node.
 	ScyllaOverride map[string][]string
+	// MemoryLimit bounds the shared engine's user tables (EngineConfig.MemoryLimit); zero
+	// means none.
+	MemoryLimit int64
 }
 
 // Cluster is an embedded cluster: one Server per listener, all sharing one Engine, so
@@ -95,7 +98,7 @@ func NewCluster(cfg ClusterConfig, lns []net.Listener) (*Cluster, error) {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	e := engine.NewEngine(engine.EngineConfig{RPCAddr: addrs[0], ClusterName: cfg.ClusterName, Nodes: nodes, Auth: cfg.Auth,
-		NoMaterializedViews: cfg.NoMaterializedViews})
+		NoMaterializedViews: cfg.NoMaterializedViews, MemoryLimit: cfg.MemoryLimit})
 	c := &Cluster{engine: e, startc: make(chan startReq), quit: make(chan struct{})}
 	for i, ln := range lns {
 		srv := New(Config{Auth: cfg.Auth, TLS: cfg.TLS, Logger: cfg.Logger, MaxFrameSize: cfg.MaxFrameSize, ScyllaSupported: cfg.ScyllaSupported, MaxProtocolVersion: cfg.MaxProtocolVersion, ClusterName: cfg.ClusterName, Engine: e, Node: i, Shards: cfg.Shards, ScyllaOverride: cfg.ScyllaOverride})

@@ -56,6 +56,9 @@ type Config struct {
 	// AUTH_SUCCESS) the limit is cql.MaxStartupFrameSize. Zero means
 	// cql.DefaultMaxFrameSize; it is capped at cql.MaxBodySize.
 	MaxFrameSize int
+	// MemoryLimit bounds, in bytes, the user tables' data of the engine Serve creates
+	// (EngineConfig.MemoryLimit). Zero means no limit.
+	MemoryLimit int64
 	// ScyllaSupported makes OPTIONS answer with ScyllaDB's SUPPORTED keys as well
 	// (ScyllaSupportedOptions), so that shard-aware drivers, and the sidecar's removal of
 	// the shard-aware port, can be tested against the node.
@@ -181,7 +184,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.addr = ap
 	if s.engine == nil {
 		s.engine = engine.NewEngine(engine.EngineConfig{RPCAddr: ap, ClusterName: s.cfg.ClusterName, Auth: s.cfg.Auth,
-			NoMaterializedViews: s.cfg.NoMaterializedViews})
+			NoMaterializedViews: s.cfg.NoMaterializedViews, MemoryLimit: s.cfg.MemoryLimit})
 		s.engine.OnSchemaChange(s.broadcastSchemaChange)
 	}
 	s.mu.Unlock()

@@ -247,6 +247,7 @@ func (d *ddl) dropKeyspace(st *grammar.DropKeyspaceStmt) (*cql.SchemaChange, err
 	d.after = append(d.after, func() {
 		for _, t := range k.Tables {
 			t.Dropped.Store(true)
+			d.e.mem.Release(t.Data.Load())
 		}
 	})
 	return &cql.SchemaChange{ChangeType: "DROPPED", Target: cql.TargetKeyspace, Keyspace: st.Name}, nil
@@ -284,6 +285,7 @@ func (d *ddl) createTable(st *grammar.CreateTableStmt) (*cql.SchemaChange, error
 		t.Id = newSchemaVersion()
 	}
 	t.Finish()
+	t.Data.Store(d.e.mem.NewData())
 	d.created(grammar.Resource{Kind: grammar.ResTable, Ks: ksName, Name: t.Name})
 	d.mutable(ksName).Tables[t.Name] = t
 	return &cql.SchemaChange{ChangeType: "CREATED", Target: cql.TargetTable, Keyspace: ksName, Name: t.Name}, nil
@@ -324,7 +326,7 @@ func (d *ddl) dropTable(st *grammar.DropTableStmt) (*cql.SchemaChange, error) {
 	delete(d.mutable(ksName).Tables, t.Name)
 	d.dropped(grammar.Resource{Kind: grammar.ResTable, Ks: ksName, Name: t.Name})
 	d.stale[t.TableStore] = true
-	d.after = append(d.after, func() { t.Dropped.Store(true) })
+	d.after = append(d.after, func() { t.Dropped.Store(true); d.e.mem.Release(t.Data.Load()) })
 	return &cql.SchemaChange{ChangeType: "DROPPED", Target: cql.TargetTable, Keyspace: ksName, Name: t.Name}, nil
 }
 

@@ -57,6 +57,9 @@ type EngineConfig struct {
 	// NoMaterializedViews refuses CREATE MATERIALIZED VIEW with Cassandra 4.1's default
 	// answer (materialized_views_enabled: false). The zero value has them, as ScyllaDB.
 	NoMaterializedViews bool
+	// MemoryLimit bounds, in bytes, what the user tables' data holds (storage.Memory): a
+	// write that finds it reached gets Overloaded. Zero means no limit.
+	MemoryLimit int64
 }
 
 // Engine executes CQL against in-memory tables: the user's keyspaces and the system
@@ -82,6 +85,7 @@ type Engine struct {
 	lastTS atomic.Int64 // last write timestamp handed out, to keep them increasing
 
 	auth *authState
+	mem  *storage.Memory // what the user tables hold, against EngineConfig.MemoryLimit
 }
 
 type cacheKey struct{ ks, query string }
@@ -170,6 +174,7 @@ func NewEngine(cfg EngineConfig) *Engine {
 		cfg:      cfg,
 		cache:    map[cacheKey]*prepared{},
 		prepared: map[string]*prepared{},
+		mem:      storage.NewMemory(cfg.MemoryLimit),
 	}
 	e.nodes = cfg.Nodes
 	if len(e.nodes) == 0 {
@@ -186,6 +191,10 @@ func NewEngine(cfg EngineConfig) *Engine {
 	e.auth.mu.Unlock()
 	return e
 }
+
+// Memory returns the count of the bytes the engine's user tables hold, against
+// EngineConfig.MemoryLimit, and of the writes it refused.
+func (e *Engine) Memory() *storage.Memory { return e.mem }
 
 // OnSchemaChange registers fn to be called after every schema change, in the goroutine
 // that made the change. The server uses it to push SCHEMA_CHANGE events.
@@ -663,7 +672,7 @@ func (p *truncatePlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 		return nil, invalidf("unconfigured table %s", p.t.Name)
 	}
 	p.t.ViewMu.Lock()
-	p.t.Data.Store(storage.NewTableData())
+	p.t.Data.Store(e.mem.Renew(p.t.Data.Load()))
 	for _, l := range p.t.Views {
 		l.V.Data.Store(storage.NewTableData())
 	}

@@ -930,6 +930,11 @@ func (p *writePlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 	if t.Dropped.Load() {
 		return nil, invalidf("unconfigured table %s", t.Name)
 	}
+	if p.name != "DELETE" && !x.batch { // a batch's statements are admitted with it (admitBatch)
+		if err := e.mem.Admit(); err != nil {
+			return nil, err
+		}
+	}
 	cond := p.cond
 	if x.noCond {
 		cond = storage.CondNone // a conditional batch checked the conditions already

@@ -30,8 +30,22 @@ func writeOf(pl plan) *writePlan {
 	return nil
 }
 
+// admitBatch refuses a batch with a write (not only DELETEs) when the engine's tables hold
+// what its memory limit lets them (storage.Memory.Admit), before any statement applies.
+func admitBatch(m *storage.Memory, steps []batchStep) error {
+	for _, st := range steps {
+		if w := writeOf(st.pl); w != nil && w.name != "DELETE" {
+			return m.Admit()
+		}
+	}
+	return nil
+}
+
 // runBatch runs a batch's statements; usingTS says that the batch has USING TIMESTAMP.
 func (e *Engine) runBatch(x *execCtx, steps []batchStep, usingTS bool) (cql.Message, error) {
+	if err := admitBatch(e.mem, steps); err != nil {
+		return nil, err
+	}
 	conditional := false
 	for _, st := range steps {
 		if w := writeOf(st.pl); w != nil && w.cond != storage.CondNone {

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/internal/node/cqlvalue"
@@ -29,6 +30,8 @@ type TableData struct {
 	version   atomic.Uint64
 	scanMu    sync.Mutex
 	scanCache *scanSnapshot
+	mem       *Memory      // the engine's count for a user table's data (memory.go), or nil
+	bytes     atomic.Int64 // what this data holds, counted in mem
 }
 
 type shard struct {
@@ -181,19 +184,20 @@ func (d *TableData) applyRead(t *Table, m *Mutation, ops []CellOp, now int64, pk
 		sh.parts[unsafeString(m.Pk)] = p
 		d.version.Add(1)
 		m.part = p
+		d.chargeNew(p, nil, 0)
 	}
 	switch {
 	case m.DelPartition:
 		if m.Ts >= p.del {
 			p.del = m.Ts
 		}
-		p.purge(p.del)
+		d.purgePartition(p)
 		return nil
 	case m.DelRange != nil:
 		for _, r := range p.Rows {
 			if m.DelRange.Matches(t, r.Ck) && m.Ts >= r.del {
 				r.del = m.Ts
-				r.purge(r.del)
+				d.purgeRow(r)
 			}
 		}
 		return nil
@@ -220,6 +224,7 @@ func (d *TableData) applyRead(t *Table, m *Mutation, ops []CellOp, now int64, pk
 				r = newRow(m.Ck, len(t.Cells))
 				p.Rows = slices.Insert(p.Rows, i, r)
 			}
+			d.chargeNew(nil, r, len(t.Cells))
 			if vr != nil {
 				vr.row = r
 			}
@@ -230,7 +235,7 @@ func (d *TableData) applyRead(t *Table, m *Mutation, ops []CellOp, now int64, pk
 			if m.Ts >= r.del {
 				r.del = m.Ts
 			}
-			r.purge(r.del)
+			d.purgeRow(r)
 			return nil
 		}
 		if m.Ts < r.del {
@@ -240,6 +245,13 @@ func (d *TableData) applyRead(t *Table, m *Mutation, ops []CellOp, now int64, pk
 			r.marker = liveness{ts: m.Ts, exp: m.Exp, ttl: m.Ttl}
 		}
 	}
+	return d.applyOps(t, p, r, m, ops, now)
+}
+
+// applyOps performs m's cell operations ops on its row r (nil when they are all static) of
+// partition p, and charges the bytes their values add (or gives back those they drop).
+func (d *TableData) applyOps(t *Table, p *Partition, r *Row, m *Mutation, ops []CellOp, now int64) error {
+	var held int64 // the bytes the ops add (fewer when negative), charged once
 	for i := range ops {
 		op := &ops[i]
 		col := t.Cells[op.Pos]
@@ -247,16 +259,24 @@ func (d *TableData) applyRead(t *Table, m *Mutation, ops []CellOp, now int64, pk
 		if col.Kind == KindStatic {
 			if p.Static == nil {
 				p.Static = newRow(nil, len(t.Cells))
+				d.chargeNew(nil, p.Static, len(t.Cells))
 			}
 			target = p.Static
 		}
 		if op.Pos >= len(target.cells) {
+			held += int64(len(t.Cells)-len(target.cells)) * cellBytes
 			target.grow(len(t.Cells))
 		}
-		if err := target.cells[op.Pos].apply(col, op, m, now); err != nil {
+		c := &target.cells[op.Pos]
+		before := valueBytes(c.v)
+		err := c.apply(col, op, m, now)
+		held += valueBytes(c.v) - before
+		if err != nil {
+			d.charge(held)
 			return err
 		}
 	}
+	d.charge(held)
 	return nil
 }
 
@@ -702,3 +722,103 @@ func DecodePK(b []byte, n int) ([][]byte, bool) {
 
 // murmur3Token is Cassandra's Murmur3Partitioner token, as the sidecar computes it too.
 func Murmur3Token(data []byte) int64 { return sharding.Token(data) }
+
+// Sizes of the structures a write allocates, as the memory estimate (memory.go) charges
+// them.
+const (
+	partitionBytes = int64(unsafe.Sizeof(Partition{})) + 48 // + the shard map's entry (key header, pointer, bucket share)
+	rowBytes       = int64(unsafe.Sizeof(Row{})) + 8        // + its pointer in the partition's rows
+	cellBytes      = int64(unsafe.Sizeof(Cell{}))
+)
+
+// NewData returns empty data for a user table, counted against m.
+func (m *Memory) NewData() *TableData {
+	d := NewTableData()
+	d.mem = m
+	return d
+}
+
+// Renew returns empty data in place of old, a table's data that TRUNCATE lets go of, and
+// gives back old's bytes.
+func (m *Memory) Renew(old *TableData) *TableData {
+	if old == nil || old.mem == nil {
+		return NewTableData()
+	}
+	m.Release(old)
+	return old.mem.NewData()
+}
+
+// Release gives back the bytes of d, a table's data that TRUNCATE or DROP let go of.
+func (m *Memory) Release(d *TableData) {
+	if m == nil || d == nil || d.mem != m {
+		return
+	}
+	m.held.Add(-d.bytes.Swap(0))
+}
+
+// charge counts n more bytes (fewer when negative) held by d.
+func (d *TableData) charge(n int64) {
+	if d.mem != nil && n != 0 {
+		d.bytes.Add(n)
+		d.mem.held.Add(n)
+	}
+}
+
+// chargeNew counts a partition or a row that a write just created.
+func (d *TableData) chargeNew(p *Partition, r *Row, ncells int) {
+	if d.mem == nil {
+		return
+	}
+	var n int64
+	if p != nil {
+		n += partitionBytes + int64(len(p.Key)) + allocBytes
+	}
+	if r != nil {
+		n += rowBytes + int64(ncells)*cellBytes + ckBytes(r.Ck)
+	}
+	d.charge(n)
+}
+
+// purgePartition purges p's cells shadowed by its deletion, and gives back their values.
+func (d *TableData) purgePartition(p *Partition) {
+	if d.mem == nil {
+		p.purge(p.del)
+		return
+	}
+	before := partitionValueBytes(p)
+	p.purge(p.del)
+	d.charge(partitionValueBytes(p) - before)
+}
+
+// purgeRow purges r's cells shadowed by its deletion, and gives back their values.
+func (d *TableData) purgeRow(r *Row) {
+	if d.mem == nil {
+		r.purge(r.del)
+		return
+	}
+	before := rowValueBytes(r)
+	r.purge(r.del)
+	d.charge(rowValueBytes(r) - before)
+}
+
+// rowValueBytes sums the values a row's cells hold, for a deletion to give back what its
+// purge drops.
+func rowValueBytes(r *Row) int64 {
+	if r == nil {
+		return 0
+	}
+	var n int64
+	for i := range r.cells {
+		n += valueBytes(r.cells[i].v)
+	}
+	return n
+}
+
+// partitionValueBytes sums the values of a partition's rows and static row.
+func partitionValueBytes(p *Partition) int64 {
+	n := rowValueBytes(p.Static)
+	for _, r := range p.Rows {
+		n += rowValueBytes(r)
+	}
+	return n
+}
