@@ -9,8 +9,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -129,7 +127,7 @@ func takeover(ctx context.Context, path string) (*inheritance, error) {
 
 // joinTakeover adds to g the actor that takes over the predecessor's connections, once
 // the stack serves its listeners, and then serves the control socket it handed over.
-func (st *stack) joinTakeover(ctx context.Context, g *lifecycle.Group, in *inheritance, ctl *controlSocket, stdout io.Writer) {
+func (st *stack) joinTakeover(ctx context.Context, g *lifecycle.Group, in *inheritance, ctl *handover.ControlSocket, stdout io.Writer) {
 	log := st.reg.Logger(logs.Sidecar)
 	pred := in.pred.Peer()
 	fmt.Fprintf(stdout, "tracecar sidecar: took over process %d (started %s): its listeners and runtime state; its connections follow\n",
@@ -152,13 +150,13 @@ func (st *stack) joinTakeover(ctx context.Context, g *lifecycle.Group, in *inher
 		}
 		fmt.Fprintf(stdout, "tracecar sidecar: took over %d connections from process %d (%d closed there instead) in %v\n",
 			res.Moved, pred.PID, res.Closed, st.ho.connectionsTook().Round(time.Microsecond))
-		if !ctl.serve(in.control) {
+		if !ctl.Use(in.control) {
 			return nil
 		}
 		return st.controlActor(ctx, in.control, ctl, stdout)
 	}, func(error) {
 		cancel()
-		ctl.interrupt(st)
+		st.interruptControl(ctl)
 	})
 }
 
@@ -201,7 +199,7 @@ func (f *handoverFlags) check(cfg *stackConfig) error {
 			}
 			return nil // named after the port bound, once bound (serveSidecar)
 		}
-		cfg.controlSocket, cfg.controlDefault = defaultControlSocket(cfg.Listen), true
+		cfg.controlSocket, cfg.controlDefault = handover.DefaultControlPath(cfg.Listen), true
 	}
 	if len(cfg.controlSocket) > 107 {
 		return usageErrorf("--control-socket %q: a Unix socket path has at most 107 bytes", cfg.controlSocket)
@@ -209,88 +207,19 @@ func (f *handoverFlags) check(cfg *stackConfig) error {
 	return nil
 }
 
-// defaultControlSocket is the control socket of a sidecar listening on listen (host:port):
-// tracecar-HOST-PORT.sock in $XDG_RUNTIME_DIR, else in the temporary folder.
-func defaultControlSocket(listen string) string {
-	host, port, _ := net.SplitHostPort(listen)
-	if host == "" {
-		host = "all"
-	}
-	dir := os.Getenv("XDG_RUNTIME_DIR")
-	if dir == "" {
-		dir = os.TempDir()
-	}
-	host = strings.NewReplacer(":", "_", "%", "_", "/", "_").Replace(host)
-	return filepath.Join(dir, "tracecar-"+host+"-"+port+".sock")
-}
-
-// controlSocket is the control socket a sidecar serves, once it does. It is safe for
-// concurrent use.
-type controlSocket struct {
-	handedOver chan struct{} // closed once a successor took this process over
-	stopped    chan struct{} // closed by stop
-
-	mu sync.Mutex
-	ln *net.UnixListener
-}
-
-func newControlSocket() *controlSocket {
-	return &controlSocket{handedOver: make(chan struct{}), stopped: make(chan struct{})}
-}
-
-// serve records ln as the socket served, and reports whether to serve it: not once stop
-// was called.
-func (c *controlSocket) serve(ln *net.UnixListener) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	select {
-	case <-c.stopped:
-		return false
-	default:
-	}
-	c.ln = ln
-	return true
-}
-
-// stop ends the serving of the socket, which stays open (and its file in place) until close.
-func (c *controlSocket) stop() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	close(c.stopped)
-	if c.ln != nil {
-		c.ln.SetDeadline(time.Unix(1, 0))
-	}
-}
-
-// close closes the socket, and removes its file unless a successor took it.
-func (c *controlSocket) close() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.ln == nil {
-		return
-	}
-	select {
-	case <-c.handedOver:
-		c.ln.SetUnlinkOnClose(false) // the socket file is the successor's
-	default:
-		c.ln.SetUnlinkOnClose(true)
-	}
-	c.ln.Close()
-}
-
-// interrupt stops the serving of the socket once the stack has stopped: until then (while
-// it drains) a successor may still take it over, as before the group.
-func (c *controlSocket) interrupt(st *stack) {
+// interruptControl stops the serving of the control socket once the stack has stopped:
+// until then (while it drains) a successor may still take it over, as before the group.
+func (st *stack) interruptControl(ctl *handover.ControlSocket) {
 	go func() {
 		st.running.Wait()
-		c.stop()
+		ctl.Stop()
 	}()
 }
 
 // joinControl listens on the control socket of a sidecar started afresh, and adds the
 // actor that serves it to g. A socket that cannot be served is a warning, unless it was
 // given with --control-socket: then its error stops the group.
-func (st *stack) joinControl(ctx context.Context, g *lifecycle.Group, cfg stackConfig, ctl *controlSocket, stdout io.Writer) {
+func (st *stack) joinControl(ctx context.Context, g *lifecycle.Group, cfg stackConfig, ctl *handover.ControlSocket, stdout io.Writer) {
 	log := st.reg.Logger(logs.Sidecar)
 	if cfg.controlSocket != "" {
 		l, err := sidecar.ListenControl(cfg.controlSocket)
@@ -306,43 +235,30 @@ func (st *stack) joinControl(ctx context.Context, g *lifecycle.Group, cfg stackC
 			g.Add(func() error { return err }, func(error) {})
 			return
 		default:
-			ctl.serve(l)
-			g.Add(func() error { return st.controlActor(ctx, l, ctl, stdout) }, func(error) { ctl.interrupt(st) })
+			ctl.Use(l)
+			g.Add(func() error { return st.controlActor(ctx, l, ctl, stdout) }, func(error) { st.interruptControl(ctl) })
 		}
 	}
 	notifySupervisor("READY=1")
 }
 
-// serveControl serves the control socket: each new process that connects takes this one
-// over, one at a time. When one has, it closes handedOver and returns. A handover that fails
-// leaves this process serving on, and the socket open to the next.
-func (st *stack) serveControl(ctx context.Context, ln *net.UnixListener, handedOver chan<- struct{}) {
+// controlActor is the execute of the control socket's actor: it serves ln (each new
+// process that connects takes this one over, one at a time; a handover that fails leaves
+// this process serving on, and the socket open to the next), and returns nil once a
+// successor took this process over, which stops the group, or once the group stopped it.
+// A socket that fails to accept leaves the process serving on without one.
+func (st *stack) controlActor(ctx context.Context, ln *net.UnixListener, ctl *handover.ControlSocket, stdout io.Writer) error {
 	log := st.reg.Logger(logs.Sidecar)
-	for {
-		succ, err := sidecar.AcceptSuccessor(ln)
-		if err != nil {
-			return // stopped: the process is stopping (or the socket failed: it serves on without)
-		}
-		if err := st.handoff(ctx, succ, ln, log); err != nil {
+	ctl.Serve(func(succ *sidecar.Successor) error { return st.handoff(ctx, succ, ln, log) },
+		func(succ *sidecar.Successor, err error) {
 			log.Warn().Err(err).Int("successor_pid", succ.Peer().PID).Msg("handover failed: this process serves on")
-			continue
-		}
-		close(handedOver)
-		return
-	}
-}
-
-// controlActor is the execute of the control socket's actor: it serves ln, and returns
-// nil once a successor took this process over, which stops the group, or once the group
-// stopped it. A socket that fails to accept leaves the process serving on without one.
-func (st *stack) controlActor(ctx context.Context, ln *net.UnixListener, ctl *controlSocket, stdout io.Writer) error {
-	st.serveControl(ctx, ln, ctl.handedOver)
+		})
 	select {
-	case <-ctl.handedOver:
+	case <-ctl.HandedOver():
 		if !st.stopping.Load() {
 			fmt.Fprintln(stdout, "tracecar sidecar: handed over to the successor; exiting")
 		}
-	case <-ctl.stopped:
+	case <-ctl.Stopped():
 	}
 	return nil
 }
