@@ -8,6 +8,7 @@ package admin
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"slices"
@@ -324,23 +325,30 @@ func (s *Server) Timers() []Timer {
 	return out
 }
 
-// TimerStates returns the running timers with their remaining time, for a handover.
-func (s *Server) TimerStates() []TimerState {
+// ExportState returns the running timers with their remaining time, the admin API's part
+// of a handover (package sidecar/handover's Part).
+func (s *Server) ExportState() (json.RawMessage, error) {
 	var out []TimerState
 	for _, t := range s.Timers() {
 		out = append(out, TimerState{Toggle: t.Toggle, Settings: t.Settings,
 			Remaining: max(time.Millisecond, time.Until(t.Due)), Imposed: t.Imposed})
 	}
-	return out
+	return json.Marshal(out)
 }
 
-// RestoreTimers starts the timers a predecessor handed over, each with its remaining time.
-func (s *Server) RestoreTimers(ts []TimerState) {
+// RestoreState starts the timers a predecessor handed over (ExportState), each with its
+// remaining time.
+func (s *Server) RestoreState(b json.RawMessage) error {
+	var ts []TimerState
+	if err := json.Unmarshal(b, &ts); err != nil {
+		return err
+	}
 	s.timers.mu.Lock()
 	defer s.timers.mu.Unlock()
 	for _, t := range ts {
 		s.addLocked(Timer{Toggle: t.Toggle, Settings: t.Settings, Imposed: t.Imposed}, max(time.Millisecond, t.Remaining))
 	}
+	return nil
 }
 
 // StopTimers stops every timer: nothing is put back after it. A stopping sidecar calls it,

@@ -6,7 +6,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/tracecar/tracecar/sidecar/handover"
+	"github.com/tracecar/tracecar/sidecar/idlepark"
 	"github.com/tracecar/tracecar/sidecar/pipeline"
 
 	"github.com/tracecar/tracecar/internal/cql"
@@ -289,11 +289,11 @@ func (c goroutines) readWhole(r *frameReader, n int) ([]byte, error) {
 }
 
 // parkState is a connection's part in parking, and the connection as the process's parker
-// sees it (handover.Parkable) and as its ending sees the goroutine path (carrier). All but
+// sees it (idlepark.Parkable) and as its ending sees the goroutine path (carrier). All but
 // seen is under conn.mu.
 type parkState struct {
 	g     goroutines       // the connection
-	pk    *handover.Parker // nil: the connection does not park
+	pk    *idlepark.Parker // nil: the connection does not park
 	want  [2]bool          // the parker asked the side to park: its read deadline is in the past
 	token [2]uint64
 	seen  uint64 // the parker's: the connection's byte count at its last look

@@ -3,6 +3,7 @@ package sidecar
 import (
 	"context"
 	"errors"
+	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -102,7 +103,8 @@ func (hp *handoverProxy) StartLoops() {
 }
 
 // Import adopts one connection in the group of the Serve call running; serve, once it is
-// acknowledged, moves it to a loop (or starts its goroutines).
+// acknowledged, moves it to a loop (or starts its goroutines). The descriptors are closed
+// here on error (adoptConn closes them in every case), and never by the caller.
 func (hp *handoverProxy) Import(m handover.State, clientFD, nodeFD int) (func(), error) {
 	p := hp.p()
 	p.mu.Lock()
@@ -112,6 +114,8 @@ func (hp *handoverProxy) Import(m handover.State, clientFD, nodeFD int) (func(),
 	}
 	p.mu.Unlock()
 	if g == nil {
+		syscall.Close(clientFD) // the descriptors are the proxy's, also on error (handover.Sink)
+		syscall.Close(nodeFD)
 		return nil, errors.New("the proxy is not serving")
 	}
 	c, err := p.adoptConn(m, clientFD, nodeFD, g)

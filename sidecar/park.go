@@ -8,7 +8,7 @@ import (
 	"github.com/tracecar/tracecar/sidecar/pipeline"
 
 	"github.com/tracecar/tracecar/internal/cql"
-	"github.com/tracecar/tracecar/sidecar/handover"
+	"github.com/tracecar/tracecar/sidecar/idlepark"
 )
 
 // Parking: an idle connection on the goroutine path keeps no goroutine.
@@ -16,12 +16,12 @@ import (
 // Each side of a connection on the goroutine path is a goroutine blocked in a read, and a
 // goroutine that forwarded frames keeps the stack it grew to (4 to 8 KiB) while it waits:
 // two per connection, most of what an idle connection cost. So a side that has had nothing
-// to do for a while parks: its goroutine returns, and the process's parker (package handover)
+// to do for a while parks: its goroutine returns, and the process's parker (package idlepark)
 // watches its socket instead, in an epoll set of its own; the first byte, or the peer's
 // close, starts a new goroutine for the side, which reads on where the old one stopped.
 // Nothing is lost in between: a parked side holds nothing unread and nothing unwritten.
 //
-//   - The parker looks at the connections every parkIdle. A connection whose byte counts
+//   - The parker looks at the connections every idlepark.DefaultIdle (Parker.SetIdle). A connection whose byte counts
 //     did not move since its last look, and is open, is asked to park: the read deadline of
 //     each side still running is put in the past (park.want).
 //   - The side's reader, whose read ends at that deadline, asks conn.timedOut what to do:
@@ -41,14 +41,10 @@ import (
 // hold a decrypted record the socket does not show, and v5's segment loops are not taught
 // to. Without epoll nothing parks.
 
-// parkIdle is how long a connection has nothing to do before its sides park: between one
-// and two of these after its last frame, in nanoseconds (handover.ParkIdle).
-var parkIdle = &handover.ParkIdle
-
 // startParking lets the connection park when it can (see the package's parking notes):
 // on the goroutine path, before its goroutines start.
 func (c goroutines) startParking() {
-	pk := handover.ProcessParker()
+	pk := idlepark.Process()
 	if pk == nil || c.v5 != nil || c.cr.raw == nil || c.nr.raw == nil {
 		return
 	}

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tracecar/tracecar/sidecar/idlepark"
+
 	"github.com/tracecar/tracecar/internal/cql"
 )
 
@@ -78,12 +80,13 @@ func (tc *testClient) handshake() {
 
 // TestIdleSidesPark checks that an idle connection on the goroutine path keeps no
 // goroutine, and that a parked connection works as a running one: its side parks after the
-// handshake and after parkIdle without frames, and a request, a node's event, a frame sent
+// handshake and after the parker's Idle without frames, and a request, a node's event, a frame sent
 // in two halves around a parking, a lost node and a drain each find it as they would a
 // running one. Without parking, no side parks and the goroutines stay, two per connection.
 func TestIdleSidesPark(t *testing.T) {
-	old := parkIdle.Swap(int64(20 * time.Millisecond))
-	t.Cleanup(func() { parkIdle.Store(old) })
+	pk := idlepark.Process()
+	old := pk.SetIdle(20 * time.Millisecond)
+	t.Cleanup(func() { pk.SetIdle(old) })
 	const conns = 30
 	node := handshakeNode(t)
 	tp := mustProxy(t, Config{NodeAddr: node.addr(), NoEventLoop: true})

@@ -1,6 +1,8 @@
 package tracing
 
 import (
+	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 )
@@ -82,4 +84,40 @@ func (p *Statements) Entries() []PreparedEntry {
 		}
 	}
 	return out
+}
+
+// tracerState is the tracer's part of a handover (Tracer.ExportState): the configuration's
+// fields inline, as a predecessor without the filter and registry here sent them.
+type tracerState struct {
+	ConfigState
+	Filter   map[string]string `json:"trace_filter,omitempty"`
+	Prepared []PreparedEntry   `json:"prepared,omitempty"`
+}
+
+// ExportState returns the tracer's part of a handover: its configuration, filter and
+// prepared-statement registry (package sidecar/handover's Part).
+func (t *Tracer) ExportState() (json.RawMessage, error) {
+	return json.Marshal(tracerState{ConfigState: t.Config().State(), Filter: t.Filter().Params(), Prepared: t.Statements().Entries()})
+}
+
+// RestoreState installs what another process's tracer exported (ExportState).
+func (t *Tracer) RestoreState(b json.RawMessage) error {
+	var s tracerState
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	if err := t.SetConfig(s.ConfigState.Config()); err != nil {
+		return fmt.Errorf("configuration: %w", err)
+	}
+	if s.Filter != nil {
+		f, err := ParseFilter(s.Filter)
+		if err != nil {
+			return fmt.Errorf("trace filter: %w", err)
+		}
+		t.SetFilter(f)
+	}
+	for _, e := range s.Prepared {
+		t.Statements().Put(e.ID, e.Statement)
+	}
+	return nil
 }

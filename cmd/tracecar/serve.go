@@ -13,6 +13,7 @@ import (
 
 	"github.com/tracecar/tracecar/internal/lifecycle"
 	"github.com/tracecar/tracecar/internal/logs"
+	"github.com/tracecar/tracecar/sidecar/handover"
 )
 
 // serveSidecar runs a sidecar: afresh, or taking over the one on the control socket
@@ -48,20 +49,20 @@ func serveSidecar(ctx context.Context, cfg stackConfig, hf *handoverFlags, live 
 		fmt.Fprintf(stdout, "tracecar sidecar: shard-aware port on %s\n", st.ShardAware)
 	}
 	if cfg.controlSocket == "" && hf.controlSocket != "none" {
-		cfg.controlSocket, cfg.controlDefault = defaultControlSocket(st.Sidecar), true
+		cfg.controlSocket, cfg.controlDefault = handover.DefaultControlPath(st.Sidecar), true
 		st.ho.setControlSocket(cfg.controlSocket)
 	}
 	var g lifecycle.Group
 	st.join(ctx, &g)
 	joinSignals(ctx, &g, st, hup, live, stdout)
-	ctl := newControlSocket()
+	ctl := handover.NewControlSocket()
 	if in := cfg.inherit; in != nil {
 		st.joinTakeover(ctx, &g, in, ctl, stdout)
 	} else {
 		st.joinControl(ctx, &g, cfg, ctl, stdout)
 	}
 	err = g.Run()
-	ctl.close()
+	ctl.Close()
 	switch {
 	case err != nil:
 		return err

@@ -81,7 +81,7 @@ type stackConfig struct {
 
 	// CaptureDir is where workload captures are written; "" refuses them (see capture.go).
 	CaptureDir string
-	// The handover (takeover.go, control.go): what a predecessor handed over (nil: started
+	// The handover (handover.go): what a predecessor handed over (nil: started
 	// afresh), and the control socket, for the status.
 	inherit       *inheritance
 	controlSocket string
@@ -121,7 +121,7 @@ type stack struct {
 	done chan struct{}
 	err  error
 
-	// For a handover (control.go, runtime_state.go, handover_status.go): the listeners it
+	// For a handover (handover.go): the listeners it
 	// pauses and hands over, the runtime state it hands over, and what /tracecar/status and
 	// /metrics say of it.
 	cqlLn, adminLn *sidecar.Listener

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tracecar/tracecar/sidecar/handover"
 )
 
 func TestHandoverFlags(t *testing.T) {
@@ -18,7 +20,7 @@ func TestHandoverFlags(t *testing.T) {
 		wantPath string
 		wantErr  string
 	}{
-		{name: "default from --listen", listen: "127.0.0.1:9043", node: "n:9042", wantPath: defaultControlSocket("127.0.0.1:9043")},
+		{name: "default from --listen", listen: "127.0.0.1:9043", node: "n:9042", wantPath: handover.DefaultControlPath("127.0.0.1:9043")},
 		{name: "port 0: named after the port bound, later", listen: "127.0.0.1:0", node: "n:9042"},
 		{name: "explicit", flags: handoverFlags{controlSocket: "/run/t.sock", takeover: true}, listen: "127.0.0.1:0", node: "n:9042", wantPath: "/run/t.sock"},
 		{name: "none", flags: handoverFlags{controlSocket: "none"}, listen: "127.0.0.1:9043"},
@@ -42,8 +44,8 @@ func TestHandoverFlags(t *testing.T) {
 			}
 		})
 	}
-	if got := defaultControlSocket("[::1]:9043"); !strings.HasSuffix(got, "tracecar-__1-9043.sock") {
-		t.Errorf("defaultControlSocket([::1]:9043) = %q; want …/tracecar-__1-9043.sock", got)
+	if got := handover.DefaultControlPath("[::1]:9043"); !strings.HasSuffix(got, "tracecar-__1-9043.sock") {
+		t.Errorf("handover.DefaultControlPath([::1]:9043) = %q; want …/tracecar-__1-9043.sock", got)
 	}
 }
 

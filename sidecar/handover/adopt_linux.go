@@ -55,24 +55,27 @@ func Adopt(ctx context.Context, sink Sink, pred *Predecessor) (Result, error) {
 }
 
 // adoptOne adopts one connection, acknowledging it before it reads either socket, and
-// returns 1 when it serves it.
+// returns 1 when it serves it. The descriptors are closed once, here or by Import: once
+// Import has them, they are its own, also when it fails, and their numbers may already
+// name other files.
 func adoptOne(sink Sink, pred *Predecessor, body []byte, fds []int) int {
 	var m State
 	nack := func(err error) int {
-		closeFDs(fds)
 		sink.Log().Warn().Err(err).Msg("handover: connection refused: the predecessor serves it on")
 		pred.ctl.sendJSON(msgAck, ackMsg{ID: m.ID, Reason: err.Error()})
 		return 0
 	}
 	if err := json.Unmarshal(body, &m); err != nil {
+		closeFDs(fds)
 		return nack(err)
 	}
 	if len(fds) != 2 {
+		closeFDs(fds)
 		return nack(fmt.Errorf("%d descriptors, want 2", len(fds)))
 	}
 	serve, err := sink.Import(m, fds[0], fds[1])
 	if err != nil {
-		return nack(err)
+		return nack(err) // Import closed them
 	}
 	// Acknowledged before either socket is read: from here it is this process's, and the
 	// predecessor closes its descriptors. A failed ack means the predecessor is gone, and

@@ -72,8 +72,8 @@ type Sink interface {
 	StartLoops()
 	// Import makes a connection of the proxy from the sockets and the state an old
 	// process handed over, without reading either socket; the descriptors are the proxy's
-	// from the call on when it gets as far as using them. Once the connection is acknowledged, serve starts
-	// its transport.
+	// from the call on, which closes them when it fails. Once the connection is
+	// acknowledged, serve starts its transport.
 	Import(s State, clientFD, nodeFD int) (serve func(), err error)
 	// Log is the proxy's logger.
 	Log() *zerolog.Logger

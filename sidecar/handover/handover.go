@@ -1,7 +1,6 @@
 // Package handover moves a running proxy's connections to a new process, between two
-// frames, so that a driver sees nothing of an upgrade; and it parks the idle connections of
-// the goroutine path, whose sockets it watches in an epoll set of its own (park_linux.go).
-// It holds the exchange on the control socket (control_linux.go), the state a connection
+// frames, so that a driver sees nothing of an upgrade. (The parking of idle connections is
+// package idlepark's.) It holds the exchange on the control socket (control_linux.go), the state a connection
 // carries to the next process (State), the old process's run (Handoff, handoff_linux.go)
 // and the new one's (Adopt, adopt_linux.go).
 //

@@ -4,11 +4,16 @@ package handover
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
 )
 
 var nop = zerolog.Nop()
@@ -84,5 +89,75 @@ func TestHandoverWithoutConnections(t *testing.T) {
 	o := <-old
 	if o.err != nil || o.res.Moved != 0 || o.res.Closed != 0 {
 		t.Errorf("Handoff: got %+v, %v; want nothing moved or closed", o.res, o.err)
+	}
+}
+
+// refusingProxy is a proxy whose Import fails after it closed the descriptors it was
+// given, as Sink says it does, and whose process opens other files at once, which take the
+// freed numbers (dup3 onto a number closes the file there and reuses the number in one
+// step, where another goroutine could not take it in between).
+type refusingProxy struct {
+	emptyProxy
+	reused []int // the files now at the numbers Import was given
+}
+
+func (p *refusingProxy) Import(_ State, clientFD, nodeFD int) (func(), error) {
+	for _, fd := range []int{clientFD, nodeFD} {
+		var pipe [2]int
+		if err := unix.Pipe2(pipe[:], unix.O_CLOEXEC); err != nil {
+			p.t.Fatal(err)
+		}
+		if err := unix.Dup3(pipe[0], fd, unix.O_CLOEXEC); err != nil {
+			p.t.Fatal(err)
+		}
+		unix.Close(pipe[0])
+		unix.Close(pipe[1])
+		p.reused = append(p.reused, fd)
+	}
+	return nil, errors.New("refused on purpose")
+}
+
+// TestAdoptRefusedClosesOnce: when the new process's Import refuses a connection (having
+// closed its descriptors, whose numbers other files of the process may then take at
+// once), adoptOne refuses it to the predecessor and closes nothing more: the files now at
+// those numbers stay open.
+func TestAdoptRefusedClosesOnce(t *testing.T) {
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uc := func(fd int) *net.UnixConn {
+		f := os.NewFile(uintptr(fd), "control")
+		defer f.Close()
+		c, err := net.FileConn(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.(*net.UnixConn)
+	}
+	ours, theirs := newControl(uc(pair[0])), newControl(uc(pair[1]))
+	defer ours.close()
+	defer theirs.close()
+	var sockets [2]int
+	if err := unix.Pipe2(sockets[:], unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	body, _ := json.Marshal(State{ID: 7})
+	sink := &refusingProxy{emptyProxy: emptyProxy{t}}
+	if n := adoptOne(sink, &Predecessor{ctl: ours}, body, sockets[:]); n != 0 {
+		t.Fatalf("adoptOne returned %d for a refused connection; want 0", n)
+	}
+	var ack ackMsg
+	if _, err := theirs.expect(msgAck, &ack); err != nil {
+		t.Fatal(err)
+	}
+	if ack.ID != 7 || ack.OK || ack.Reason == "" {
+		t.Errorf("ack %+v; want connection 7 refused with a reason", ack)
+	}
+	for _, fd := range sink.reused {
+		if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != nil {
+			t.Errorf("descriptor %d, taken by another file after Import closed it, was closed again: %v", fd, err)
+		}
+		unix.Close(fd)
 	}
 }

@@ -1,6 +1,7 @@
 package guardrail
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/tracecar/tracecar/tracing"
@@ -39,4 +40,18 @@ func (c *Controller) Restore(s State) error {
 	default:
 	}
 	return nil
+}
+
+// ExportState returns the controller's part of a handover, its State as JSON (package
+// sidecar/handover's Part).
+func (c *Controller) ExportState() (json.RawMessage, error) { return json.Marshal(c.State()) }
+
+// RestoreState takes over what another process's controller exported (ExportState; see
+// Restore): the tracer's part is restored first.
+func (c *Controller) RestoreState(b json.RawMessage) error {
+	var s State
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	return c.Restore(s)
 }

@@ -1,6 +1,7 @@
 package statements
 
 import (
+	"encoding/json"
 	"slices"
 	"time"
 )
@@ -96,4 +97,28 @@ func (s *Stats) Import(sts []Statement) {
 			}
 		}
 	}
+}
+
+// statsState is the statistics' part of a handover (Stats.ExportState).
+type statsState struct {
+	Enabled  bool       `json:"enabled"`
+	Prepared []Prepared `json:"prepared,omitempty"`
+}
+
+// ExportState returns the statistics' part of a handover: whether they are gathered, and
+// the prepared statements learnt (package sidecar/handover's Part). What they counted goes
+// at the end of the handover (Import).
+func (s *Stats) ExportState() (json.RawMessage, error) {
+	return json.Marshal(statsState{Enabled: s.Enabled(), Prepared: s.PreparedStatements()})
+}
+
+// RestoreState installs what another process's statistics exported (ExportState).
+func (s *Stats) RestoreState(b json.RawMessage) error {
+	var st statsState
+	if err := json.Unmarshal(b, &st); err != nil {
+		return err
+	}
+	s.SetEnabled(st.Enabled)
+	s.LearnPrepared(st.Prepared)
+	return nil
 }

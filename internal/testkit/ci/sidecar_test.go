@@ -94,7 +94,7 @@ func TestSidecarTypesAreSmall(t *testing.T) {
 // through which it could reach a socket, a file or the handover, none of which it may import.
 const pipelinePkg = module + "sidecar/pipeline"
 
-var transportImports = []string{"net", "os", "syscall", "crypto/tls", "golang.org/x/sys/unix", module + "sidecar", module + "sidecar/handover"}
+var transportImports = []string{"net", "os", "syscall", "crypto/tls", "golang.org/x/sys/unix", module + "sidecar", module + "sidecar/handover", module + "sidecar/idlepark"}
 
 // TestPipelineNamesNoTransport: package sidecar/pipeline imports no package of sockets,
 // files or the handover, and no package of the module imports the transports' package
@@ -187,9 +187,9 @@ func exprString(x ast.Expr) string {
 }
 
 // TestHandoverPointsOneWay: the proxy imports its handover, never the other way: package
-// handover declares what it needs of the proxy (Source, Conn, Sink, Parkable), so that the
-// per-frame code reaches no handover through an interface, and the handover can be read,
-// and tested, without the proxy.
+// handover declares what it needs of the proxy (Source, Conn, Sink), as package idlepark
+// does (Parkable), so that the per-frame code reaches no handover through an interface,
+// and the handover can be read, and tested, without the proxy.
 func TestHandoverPointsOneWay(t *testing.T) {
 	for _, p := range listPackages(t) {
 		if !strings.HasPrefix(p.ImportPath, module+"sidecar/") {

@@ -1,16 +1,22 @@
 //go:build !linux
 
-package handover
+package idlepark
 
-import "syscall"
+import (
+	"syscall"
+	"time"
+)
 
 // Without epoll nothing parks.
 
 // Parker is the process's parker; without epoll there is none.
 type Parker struct{}
 
-// ProcessParker returns nil: nothing parks.
-func ProcessParker() *Parker { return nil }
+// Process returns nil: nothing parks.
+func Process() *Parker { return nil }
+
+// SetIdle does nothing.
+func (pk *Parker) SetIdle(d time.Duration) time.Duration { return DefaultIdle }
 
 // Add does nothing.
 func (pk *Parker) Add(Parkable) {}

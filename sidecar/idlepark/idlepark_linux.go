@@ -1,21 +1,23 @@
-package handover
+package idlepark
 
 import (
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// ProcessParker watches the sockets of parked sides in an epoll set of its own, one
-// goroutine for the process, and looks every ParkIdle for connections to park (package
-// sidecar's park.go says how a connection parks). A
+// Parker watches the sockets of parked sides in an epoll set of its own, one goroutine
+// for the process, and looks every Idle for connections to park (package sidecar's
+// park.go says how a connection parks). A
 // socket is added and removed through its RawConn's Control, which keeps the descriptor
 // open meanwhile, so that a socket closed and its number reused cannot be mistaken for it;
 // the epoll data is a token, never the descriptor. Its methods are safe for concurrent use.
 type Parker struct {
 	epfd int
+	idle atomic.Int64 // how long a connection has nothing to do before it parks, in ns
 
 	mu     sync.Mutex
 	conns  map[Parkable]struct{} // the connections that may park
@@ -33,20 +35,28 @@ var (
 	processParker *Parker // nil when epoll is not to be had
 )
 
-// ProcessParker returns the process's parker, started on first use, or nil.
-func ProcessParker() *Parker {
+// Process returns the process's parker, started on first use, or nil.
+func Process() *Parker {
 	parkerOnce.Do(func() {
 		epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 		if err != nil {
 			return
 		}
-		processParker = &Parker{epfd: epfd, conns: make(map[Parkable]struct{}), parked: make(map[uint64]parkedSide)}
-		go processParker.run()
+		pk := &Parker{epfd: epfd, conns: make(map[Parkable]struct{}), parked: make(map[uint64]parkedSide)}
+		pk.idle.Store(int64(DefaultIdle))
+		processParker = pk
+		go pk.run()
 	})
 	return processParker
 }
 
-// Add has the parker look at c every ParkIdle.
+// SetIdle sets how long a connection has nothing to do before its sides park (between one
+// and two of d after its last frame), and returns the one it replaces.
+func (pk *Parker) SetIdle(d time.Duration) time.Duration {
+	return time.Duration(pk.idle.Swap(int64(d)))
+}
+
+// Add has the parker look at c every Idle.
 func (pk *Parker) Add(c Parkable) {
 	pk.mu.Lock()
 	pk.conns[c] = struct{}{}
@@ -93,13 +103,13 @@ func (pk *Parker) forget(tok uint64) {
 }
 
 // run is the parker's goroutine: it starts the sides whose sockets are ready, and looks
-// for connections to park every parkIdle.
+// for connections to park every Idle.
 func (pk *Parker) run() {
 	events := make([]unix.EpollEvent, 128)
 	var conns []Parkable
 	last := time.Now()
 	for {
-		every := time.Duration(ParkIdle.Load())
+		every := time.Duration(pk.idle.Load())
 		n, err := unix.EpollWait(pk.epfd, events, int(every/time.Millisecond))
 		if err != nil {
 			n = 0 // EINTR
