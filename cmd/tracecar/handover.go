@@ -386,7 +386,52 @@ func (st *stack) restore(in *inheritance) error {
 	if in == nil {
 		return nil
 	}
-	return st.handoverParts().Restore(in.state)
+	return st.handoverParts().Restore(fromFlatState(in.state))
+}
+
+// fromFlatState returns the runtime state of a predecessor built before the state went as
+// parts, in parts: it sent one flat object, whose trace_filter and prepared belong to the
+// tracer's part and statement_stats and statement_prepared to the statistics'. A state
+// already in parts (it has no statement_stats) is returned as it is, and so is one that
+// does not parse, for Restore to refuse. Without this, an upgrade from such a process
+// would start its filter, its prepared statements and its statistics' setting afresh.
+func fromFlatState(b []byte) []byte {
+	var flat map[string]json.RawMessage
+	if json.Unmarshal(b, &flat) != nil {
+		return b
+	}
+	enabled, ok := flat["statement_stats"]
+	if !ok {
+		return b
+	}
+	var tr map[string]json.RawMessage
+	if json.Unmarshal(flat["tracing"], &tr) != nil || tr == nil {
+		tr = map[string]json.RawMessage{}
+	}
+	for _, k := range []string{"trace_filter", "prepared"} {
+		if v, ok := flat[k]; ok {
+			tr[k] = v
+			delete(flat, k)
+		}
+	}
+	stats := map[string]json.RawMessage{"enabled": enabled}
+	if v, ok := flat["statement_prepared"]; ok {
+		stats["prepared"] = v
+	}
+	delete(flat, "statement_stats")
+	delete(flat, "statement_prepared")
+	var err error
+	if flat["tracing"], err = json.Marshal(tr); err != nil {
+		return b
+	}
+	if flat["statements"], err = json.Marshal(stats); err != nil {
+		return b
+	}
+	out, err := json.Marshal(flat)
+	if err != nil {
+		return b
+	}
+	return out
 }
 
 // auditPart is the audit log's part of a handover: its settings (POST /tracecar/audit).
