@@ -321,7 +321,14 @@ func (s *Server) Timers() []Timer {
 		t.RemainingSeconds = max(0, t.Due.Sub(now).Seconds())
 		out = append(out, t)
 	}
-	slices.SortFunc(out, func(a, b Timer) int { return a.Due.Compare(b.Due) })
+	// Soonest first; timers due at once in the order of their toggles, so that the list
+	// does not change with the map's.
+	slices.SortFunc(out, func(a, b Timer) int {
+		if c := a.Due.Compare(b.Due); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Toggle, b.Toggle)
+	})
 	return out
 }
 
