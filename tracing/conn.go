@@ -513,9 +513,7 @@ func (c *Conn) finish(r *record) {
 	sess := c.session(r, end, d)
 	r.annotate(sess)
 	c.exemplar(r.op, d, sess)
-	if r.note != nil {
-		r.note.FloorTraced(sess.ID, sess.StartedAt)
-	}
+	sess.note = r.note // told once the session is recorded, with its node events
 	nodeID, hasNodeID := r.nodeID, r.hasNodeID
 	c.release(r)
 	c.t.submit(sess, nodeID, hasNodeID)

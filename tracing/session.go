@@ -46,6 +46,8 @@ type Session struct {
 	ParentSpanID string `json:"parent_span_id,omitempty"`
 	TraceState   string `json:"trace_state,omitempty"`
 	traceFlags   byte   // the caller's trace flags, for the span's remote parent
+	// note is told the session's id once it is recorded: a floor trace's statement.
+	note FloorNote
 }
 
 // Event is one step of a session. SourceElapsedUS counts from the start of the session as

@@ -353,6 +353,10 @@ func (t *Tracer) Stats() Stats {
 func (t *Tracer) record(s *Session) {
 	t.slow.Add(1)
 	t.ring.put(s)
+	if s.note != nil {
+		// Its id is shown (last_trace_id) only once the session can be read.
+		s.note.FloorTraced(s.ID, s.StartedAt)
+	}
 	if t.sinksClosing.Load() {
 		return
 	}

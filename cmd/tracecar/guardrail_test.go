@@ -169,7 +169,9 @@ func waitFor(tb testing.TB, c *adminClient, what string, cond func(observed) boo
 }
 
 // TestGuardrailEndToEnd runs gocql load through the sidecar in full mode with probability
-// 0.5 and a tiny budget: the guardrail steps down to probability 0, then fast, then off,
+// 0.5, threshold 0 (so that fast mode records sessions too: counted work, which the tiny
+// CPU budget refuses, where a fast mode recording nothing costs no counted work and no
+// garbage) and a tiny budget: the guardrail steps down to probability 0, then fast, then off,
 // one step per window, in three windows; the slow_query GET, the status and the metrics
 // show every step, and the tracing logger has one warning per step. Once the load stops,
 // the user's mode comes back after the cooldown; a user POST made during a later cooldown
@@ -209,7 +211,7 @@ func TestGuardrailEndToEnd(t *testing.T) {
 	for l.ops.Load() < 100 { // the load runs before tracing goes on
 		time.Sleep(10 * time.Millisecond)
 	}
-	if err := c.post("/storage_service/slow_query?enable=true&fast=false"); err != nil {
+	if err := c.post("/storage_service/slow_query?enable=true&fast=false&threshold=0"); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.post("/storage_service/trace_probability?probability=0.5"); err != nil {
