@@ -27,9 +27,11 @@ import (
 // type loopConn). The transports' own state is in their types, which point at the conn;
 // the conn reaches its transport only through carrier, on its ending.
 type conn struct {
-	// Conn is the connection's protocol state and the per-frame work on it (package
-	// pipeline: conn.go, frame.go): the transports below call it, and apply what it returns.
-	pipeline.Conn
+	// pipe is the connection's protocol state and the per-frame work on it (package
+	// pipeline: conn.go, frame.go), a named field rather than an embedded one, so that every
+	// call across the seam reads c.pipe.X: the transports below call it (a request, a
+	// response, a write done, what is queued), and apply the effects it returns.
+	pipe pipeline.Conn
 
 	p      *connEnv
 	group  *group
@@ -78,7 +80,7 @@ type carrier interface {
 
 // connEnv is what a connection uses of its proxy, and no more (conn.p): the configuration,
 // what the pipelines share, the dial, the counters a connection adds to and the budget of
-// frames held whole. A Proxy embeds it, so that the connection's files point down to it
+// frames held whole. A Proxy holds it (Proxy.env), so that the connection's files point down to it
 // rather than up to the Proxy that registers and serves them.
 type connEnv struct {
 	cfg Config
@@ -124,7 +126,7 @@ func (p *connEnv) loopBound(nc net.Conn) bool {
 
 // setVersion fixes the connection's protocol version, before the node is dialled.
 func (c *conn) setVersion(v byte) {
-	c.Version = v
+	c.pipe.Version = v
 	if v == cql.V5 {
 		c.v5 = new(v5conn)
 	}
@@ -176,7 +178,7 @@ func (c *conn) rejectVersion(v byte) error {
 	} else {
 		stream = int16(binary.BigEndian.Uint16(hb[2:4]))
 	}
-	if pe := c.TooBig(stream, n); pe != nil {
+	if pe := c.pipe.TooBig(stream, n); pe != nil {
 		return pe
 	}
 	if _, err := c.cr.Discard(hsize + int(n)); err != nil {
@@ -184,7 +186,7 @@ func (c *conn) rejectVersion(v byte) error {
 	}
 	c.p.rejected.Add(1)
 	msg := cql.UnsupportedVersionMessage(v, c.p.maxVersion())
-	logVersionProbe(c.Debug(), v, c.p.maxVersion())
+	logVersionProbe(c.pipe.Debug(), v, c.p.maxVersion())
 	body := cql.Error{Code: cql.ErrCodeProtocol, Message: msg}.AppendBody(nil, cql.V4)
 	var f []byte
 	if v <= 2 {

@@ -56,7 +56,7 @@
 // transport only through its carrier (the event loop's loopConn, or the goroutine path's
 // parking, parkState), and only on its end and for a v5 frame larger than a segment, never
 // per frame; the transports reach their Proxy only through connEnv, which the Proxy
-// embeds and sets up.
+// holds (Proxy.env) and sets up.
 //
 // # Transports
 //
@@ -66,7 +66,8 @@
 // the pipeline (package sidecar/pipeline), is what is done to one frame, whatever carried
 // it, on the connection's protocol state; it touches no socket, buffer or segment, and where a frame
 // changes the framing (a v5 STARTUP, a frame changed in place) it returns that effect, which
-// the transport applies (conn.apply). A conn embeds its pipeline and its lifecycle; each
+// the transport applies (conn.apply). A conn holds its pipeline as a named field (conn.pipe,
+// so that each call across the seam is visible) and embeds its lifecycle; each
 // transport's state is a type of its own that points at the conn (goroutines and its
 // goPath, parkState, loopConn and its sides; segments is a view of the conn), so that the
 // arrows point one way, transport → conn → pipeline, and every per-frame call is a direct

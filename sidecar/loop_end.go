@@ -74,7 +74,7 @@ func (l *loop) drain(c *loopConn) {
 	cs := &c.sides[0]
 	cs.paused = true
 	l.setEvents(cs)
-	if c.Streams.Len() == 0 && len(cs.out) == 0 {
+	if c.pipe.Streams.Len() == 0 && len(cs.out) == 0 {
 		l.close(c)
 	}
 }
@@ -85,7 +85,7 @@ func (l *loop) close(c *loopConn) {
 	if !c.advance(stateClosed) {
 		return
 	}
-	c.Streams.SetSpares(nil) // what empties the table from here on is not this loop
+	c.pipe.Streams.SetSpares(nil) // what empties the table from here on is not this loop
 	if c.move.moving {
 		l.moveOver(c, handover.Ended)
 	}

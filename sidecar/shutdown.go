@@ -96,7 +96,7 @@ func (c *conn) finish() {
 	if cr != nil {
 		cr.release()
 	}
-	c.EndTracing()
+	c.pipe.EndTracing()
 	c.p.forget(c)
 }
 
@@ -124,7 +124,7 @@ func (c *conn) lastFrames(f []byte, cause error) []byte {
 	var pe *pipeline.ProtocolError
 	switch {
 	case errors.As(cause, &pe):
-		c.Warn().Str("error", pe.Msg).Msg("malformed frame from client: closing its connection")
+		c.pipe.Warn().Str("error", pe.Msg).Msg("malformed frame from client: closing its connection")
 		return c.appendError(f, pe.Stream, cql.ErrCodeProtocol, pe.Msg)
 	case errors.Is(cause, errNodeLost) || errors.Is(cause, errNodeWrite):
 		return c.nodeLost(f, cause)
@@ -137,8 +137,8 @@ func (c *conn) lastFrames(f []byte, cause error) []byte {
 // final.
 func (c *conn) nodeLost(f []byte, cause error) []byte {
 	c.p.nodeFailures.Add(1)
-	c.lost = c.Streams.TakeAll(c.lost[:0])
-	c.Warn().Err(cause).Str("node", c.NodeAddr.String()).Int("in_flight", len(c.lost)).
+	c.lost = c.pipe.Streams.TakeAll(c.lost[:0])
+	c.pipe.Warn().Err(cause).Str("node", c.pipe.NodeAddr.String()).Int("in_flight", len(c.lost)).
 		Msg("node connection lost: failing the requests in flight and closing the client connection")
 	msg := fmt.Sprintf("tracecar: connection to node %s lost", c.p.cfg.NodeAddr)
 	for _, r := range c.lost {

@@ -27,8 +27,8 @@ import (
 // call request and response, and apply the effect that a request returns when it changes
 // the framing (a v5 STARTUP, a frame edited in place).
 //
-// A transport's connection embeds its Conn, so that the per-frame calls are direct calls
-// on the connection. The request side and the response side of a connection use it
+// A transport's connection holds its Conn as a named field (sidecar's conn.pipe), so that
+// the per-frame calls are direct calls, each visible at its call site. The request side and the response side of a connection use it
 // at once on the goroutine path: the fields they share are atomics, or set before both
 // start (see each).
 type Conn struct {
