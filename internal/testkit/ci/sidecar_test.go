@@ -163,7 +163,14 @@ func TestPipelineNamesNoTransport(t *testing.T) {
 // path is path, against the export data of its dependencies (go list -export).
 func typeCheck(t *testing.T, dir, path string) (*token.FileSet, map[string]*ast.File, *types.Package, *types.Info) {
 	t.Helper()
-	out, err := exec.Command("go", "list", "-export", "-deps", "-f", "{{.ImportPath}}={{.Export}}", path).Output()
+	return typeCheckWith(t, exportData(t, path), dir, path)
+}
+
+// exportData returns the files of export data of the packages patterns name and their
+// dependencies, by import path (go list -export -deps, which builds them).
+func exportData(t *testing.T, patterns ...string) map[string]string {
+	t.Helper()
+	out, err := exec.Command("go", append([]string{"list", "-export", "-deps", "-f", "{{.ImportPath}}={{.Export}}"}, patterns...)...).Output()
 	if err != nil {
 		t.Fatalf("go list -export: %v", err)
 	}
@@ -173,6 +180,12 @@ func typeCheck(t *testing.T, dir, path string) (*token.FileSet, map[string]*ast.
 			exports[p] = file
 		}
 	}
+	return exports
+}
+
+// typeCheckWith is typeCheck with the export data of the dependencies given.
+func typeCheckWith(t *testing.T, exports map[string]string, dir, path string) (*token.FileSet, map[string]*ast.File, *types.Package, *types.Info) {
+	t.Helper()
 	fset, files := parseDir(t, dir)
 	imp := importer.ForCompiler(fset, "gc", func(p string) (io.ReadCloser, error) {
 		file, ok := exports[p]
