@@ -10,7 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/tracecar/tracecar/sidecar/pipeline"
+	"github.com/tracecar/tracecar/sidecar/internal/pipeline"
 
 	"github.com/rs/zerolog"
 
@@ -86,7 +86,7 @@ type connEnv struct {
 	cfg Config
 	// sh is what the pipelines of the proxy's connections share: the tracer, statement
 	// statistics, the capture, the metrics and the logger, the limits and addresses, and
-	// what the proxy learns from the node for every connection (sidecar/pipeline).
+	// what the proxy learns from the node for every connection (sidecar/internal/pipeline).
 	sh      *pipeline.Shared
 	nodeTLS *tls.Config // Config.NodeTLS with its ServerName set
 	noLoop  bool        // Config.NoEventLoop, or TRACECAR_EVENT_LOOP=off

@@ -63,7 +63,7 @@
 // The proxy is two layers. A transport moves bytes: it reads sockets, finds the frames in
 // what it read, writes them to the other side with backpressure, and ends the connection
 // through the one state machine below (the connection's lifecycle). The per-frame work,
-// the pipeline (package sidecar/pipeline), is what is done to one frame, whatever carried
+// the pipeline (package sidecar/internal/pipeline), is what is done to one frame, whatever carried
 // it, on the connection's protocol state; it touches no socket, buffer or segment, and where a frame
 // changes the framing (a v5 STARTUP, a frame changed in place) it returns that effect, which
 // the transport applies (conn.apply). A conn holds its pipeline as a named field (conn.pipe,

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/tracecar/tracecar/sidecar/idlepark"
-	"github.com/tracecar/tracecar/sidecar/pipeline"
+	"github.com/tracecar/tracecar/sidecar/internal/pipeline"
 
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/tracing"

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/tracecar/tracecar/internal/cql"
-	"github.com/tracecar/tracecar/sidecar/pipeline"
+	"github.com/tracecar/tracecar/sidecar/internal/pipeline"
 )
 
 // The goroutine path's goroutines (see goroutines.go, below, for the connection as that

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/tracecar/tracecar/internal/testkit/frames"
-	"github.com/tracecar/tracecar/sidecar/pipeline"
+	"github.com/tracecar/tracecar/sidecar/internal/pipeline"
 
 	"github.com/tracecar/tracecar/internal/cql"
 )

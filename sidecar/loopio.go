@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/tracecar/tracecar/sidecar/pipeline"
+	"github.com/tracecar/tracecar/sidecar/internal/pipeline"
 
 	"golang.org/x/sys/unix"
 

@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/tracecar/tracecar/internal/cql"
-	"github.com/tracecar/tracecar/sidecar/pipeline"
+	"github.com/tracecar/tracecar/sidecar/internal/pipeline"
 )
 
 // The Proxy and its connections (see "Layers" in the package doc): the Proxy type, the

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/tracecar/tracecar/internal/sharding"
-	"github.com/tracecar/tracecar/sidecar/pipeline"
+	"github.com/tracecar/tracecar/sidecar/internal/pipeline"
 )
 
 // ScyllaDB's shard-awareness kept through the proxy: a client connection accepted on the

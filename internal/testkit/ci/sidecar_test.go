@@ -107,17 +107,17 @@ func methodCounts(pkg *types.Package) map[string]int {
 	return count
 }
 
-// The pipeline (package sidecar/pipeline) is the per-frame work on one connection's
+// The pipeline (package sidecar/internal/pipeline) is the per-frame work on one connection's
 // protocol state; the transports (package sidecar: the event loop, the goroutine path,
 // v5's segments) own the bytes, the sockets and the framing, and call it. Where a frame
 // changes the framing, the pipeline returns that effect for the transport to apply. Being
 // its own package, it cannot name a transport's field; transportImports are the packages
 // through which it could reach a socket, a file or the handover, none of which it may import.
-const pipelinePkg = module + "sidecar/pipeline"
+const pipelinePkg = module + "sidecar/internal/pipeline"
 
 var transportImports = []string{"net", "os", "syscall", "crypto/tls", "golang.org/x/sys/unix", module + "sidecar", module + "sidecar/handover", module + "sidecar/idlepark"}
 
-// TestPipelineNamesNoTransport: package sidecar/pipeline imports no package of sockets,
+// TestPipelineNamesNoTransport: package sidecar/internal/pipeline imports no package of sockets,
 // files or the handover, and no package of the module imports the transports' package
 // from below (TestHandoverPointsOneWay checks the sidecar's own subpackages); its
 // declarations are type-checked, so that a socket type reached through another package is
@@ -140,7 +140,7 @@ func TestPipelineNamesNoTransport(t *testing.T) {
 	if !found {
 		t.Fatalf("no package %s", pipelinePkg)
 	}
-	fset, files, _, info := typeCheck(t, filepath.Join(sidecarDir, "pipeline"), pipelinePkg)
+	fset, files, _, info := typeCheck(t, filepath.Join(sidecarDir, "internal", "pipeline"), pipelinePkg)
 	for _, f := range files {
 		ast.Inspect(f, func(n ast.Node) bool {
 			id, ok := n.(*ast.Ident)
