@@ -30,8 +30,7 @@ var filesInCycles = map[string][]string{
 		"print.go", "profile.go", "profile_gen.go", "profile_run.go", "replay.go", "replay_conn.go",
 		"replay_run.go", "replay_values.go", "report.go", "scheduler.go", "scrape.go", "verdict.go", "wire.go",
 		"workload.go"},
-	
-	
+
 	"tracing": {"conn.go", "filter.go", "nodeevents.go", "otel.go", "redact.go", "request.go", "ring.go",
 		"semconv.go", "session.go", "sink.go", "ticket.go", "tracecontext.go", "tracer.go", "work.go"},
 	"tracing/capture":    {"capture.go", "ring.go", "session.go", "statements.go", "writer.go"},
