@@ -47,13 +47,13 @@ func (pc *pathConn) one() int {
 	c := pc.c
 	pc.stream = (pc.stream + 1) & 1023
 	pc.rh.Stream, pc.sh.Stream = pc.stream, pc.stream
-	if tk, _ := c.pipe.Request(pc.rh, pc.req, len(pc.req), 0); tk.Events() {
+	if tk, _ := c.pipe.Request(pc.rh, pc.req, len(pc.req), nil); tk.Events() {
 		pc.sent = append(pc.sent[:0], tk)
 		c.pipe.Wrote(pc.sent, false)
 	}
 	r, _, _ := c.pipe.Streams.Take(pc.stream)
 	now := tracing.Now()
-	out, d := c.pipe.Response(pc.sh, pc.resp, &r, now)
+	out, d := c.pipe.Response(pc.sh, pc.resp, &r, &now)
 	if pc.stream&1 == 0 {
 		c.pipe.Queued(r, now) // the goroutine path's metrics
 	} else {

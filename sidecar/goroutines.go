@@ -72,7 +72,7 @@ func (c goroutines) forwardRequest(r *frameReader, h cql.Header) error {
 	if err != nil {
 		return err
 	}
-	t, fx := c.core.pipe.Request(h, frame, n, 0)
+	t, fx := c.core.pipe.Request(h, frame, n, nil)
 	if t.Events() {
 		c.sentQ = append(c.sentQ, t)
 	}
@@ -138,8 +138,7 @@ func (c goroutines) forwardResponse(r *frameReader, h cql.Header, arrived *int64
 	if err != nil {
 		return false, err
 	}
-	*arrived = c.core.pipe.Arrival(*arrived, &req)
-	out, done := c.core.pipe.Response(h, frame, &req, *arrived)
+	out, done := c.core.pipe.Response(h, frame, &req, arrived)
 	if req.Op == cql.OpStartup {
 		segments{c.core}.segmentsAfter(h.Opcode)
 	}

@@ -149,8 +149,7 @@ func (l *loop) relay(s *side, data []byte, b *batch) int {
 		if s.client {
 			// One clock read per read from the client, shared by every request it
 			// delivered, as for responses.
-			arrived = c.pipe.RequestArrival(arrived)
-			t, fx := c.pipe.Request(h, frame, n, arrived)
+			t, fx := c.pipe.Request(h, frame, n, &arrived)
 			if t.Events() {
 				tickets = append(tickets, t)
 			}
@@ -162,8 +161,7 @@ func (l *loop) relay(s *side, data []byte, b *batch) int {
 		}
 		var req pipeline.Inflight
 		left := c.pipe.Streams.RequestFor(h, &req)
-		arrived = c.pipe.Arrival(arrived, &req)
-		f, done := c.pipe.Response(h, frame, &req, arrived)
+		f, done := c.pipe.Response(h, frame, &req, &arrived)
 		if done.Events() {
 			tickets = append(tickets, done)
 		}

@@ -184,7 +184,7 @@ func (c segments) requestSegment(seg []byte, tickets []tracing.Ticket) ([]byte, 
 		}
 		return nil, tickets, badSegment(err)
 	}
-	pipeline.Inc(&c.core.pipe.Counters.Segments[0], 1)
+	c.core.pipe.Counters.SegmentRead(pipeline.FromClient)
 	if frames == nil {
 		return nil, tickets, nil
 	}
@@ -203,7 +203,7 @@ func (c segments) requestSegment(seg []byte, tickets []tracing.Ticket) ([]byte, 
 		c.core.traceFrame(h, true)
 		h.Flags &^= cql.FlagCompression // v5 compresses segments, not frames
 		flags := frame[1]
-		t, fx := c.core.pipe.Request(h, frame, n, 0)
+		t, fx := c.core.pipe.Request(h, frame, n, nil)
 		if t.Events() {
 			tickets = append(tickets, t)
 		}
@@ -215,7 +215,7 @@ func (c segments) requestSegment(seg []byte, tickets []tracing.Ticket) ([]byte, 
 	if !changed && rd.SelfContained() {
 		return seg, tickets, nil // forwarded as it came
 	}
-	pipeline.Inc(&c.core.pipe.Counters.Resegmented[0], 1)
+	c.core.pipe.Counters.SegmentWritten(pipeline.FromClient)
 	if rd.InPlace() {
 		// Its frames changed in place, in the segment: only its CRC is new.
 		binary.LittleEndian.PutUint32(seg[len(seg)-cql.SegmentTrailerSize:], cql.CRC32(frames))
@@ -240,7 +240,7 @@ func (c segments) responseSegment(seg []byte, arrived *int64, tickets []tracing.
 	if err != nil {
 		return nil, tickets, false, errors.New("malformed segment from node: " + segmentProblem(err))
 	}
-	pipeline.Inc(&c.core.pipe.Counters.Segments[1], 1)
+	c.core.pipe.Counters.SegmentRead(pipeline.FromNode)
 	if frames == nil {
 		return nil, tickets, false, nil
 	}
@@ -260,9 +260,8 @@ func (c segments) responseSegment(seg []byte, arrived *int64, tickets []tracing.
 		h.Flags &^= cql.FlagCompression
 		var req pipeline.Inflight
 		left := c.core.pipe.Streams.RequestFor(h, &req)
-		*arrived = c.core.pipe.Arrival(*arrived, &req)
 		flags := frame[1]
-		f, done := c.core.pipe.Response(h, frame, &req, *arrived)
+		f, done := c.core.pipe.Response(h, frame, &req, arrived)
 		if done.Events() {
 			tickets = append(tickets, done)
 		}
@@ -284,7 +283,7 @@ func (c segments) responseSegment(seg []byte, arrived *int64, tickets []tracing.
 	if !changed {
 		return seg, tickets, drained, nil
 	}
-	pipeline.Inc(&c.core.pipe.Counters.Resegmented[1], 1)
+	c.core.pipe.Counters.SegmentWritten(pipeline.FromNode)
 	c.core.v5.respOut = cql.AppendSegments(c.core.v5.respOut[:0], acc, rd.LZ4)
 	out = c.core.v5.respOut
 	if cap(out) > maxKeptBuffer {

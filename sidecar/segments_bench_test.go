@@ -112,7 +112,7 @@ func (pc *pathConnV5) oneLegacy(tb testing.TB) int {
 		tb.Fatal(pe)
 	}
 	c.traceFrame(h, true)
-	if tk, _ := c.pipe.Request(h, req, len(req), 0); tk.Events() {
+	if tk, _ := c.pipe.Request(h, req, len(req), nil); tk.Events() {
 		pc.sent = append(pc.sent[:0], tk)
 		c.pipe.Wrote(pc.sent, false)
 	}
@@ -123,8 +123,8 @@ func (pc *pathConnV5) oneLegacy(tb testing.TB) int {
 	c.traceFrame(rh, false)
 	var r pipeline.Inflight
 	c.pipe.Streams.RequestFor(rh, &r)
-	arrived := c.pipe.Arrival(0, &r)
-	out, d := c.pipe.Response(rh, resp, &r, arrived)
+	var arrived int64
+	out, d := c.pipe.Response(rh, resp, &r, &arrived)
 	c.pipe.Queued(r, arrived)
 	c.pipe.Counters.Answered(len(out))
 	if d.Events() {
