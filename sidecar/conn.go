@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/tracecar/tracecar/sidecar/internal/pipeline"
 
@@ -95,6 +96,10 @@ type connEnv struct {
 	dial func(ctx context.Context) (net.Conn, error)
 	// forget takes a finished connection out of the proxy's (Proxy.unregister).
 	forget func(*conn)
+
+	// lastWrite bounds the last frames written to a client being closed (errWriteTimeout);
+	// set by New, before any connection.
+	lastWrite time.Duration
 
 	nodeFailures atomic.Uint64
 	rejected     atomic.Uint64

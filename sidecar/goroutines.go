@@ -247,7 +247,7 @@ func (c goroutines) stop(cause error) {
 	if cause != errDrained {
 		// The response goroutine may be blocked writing to a client that does not read:
 		// the last frames get errWriteTimeout, as on the event loop.
-		c.core.client.SetWriteDeadline(time.Now().Add(errWriteTimeout))
+		c.core.client.SetWriteDeadline(time.Now().Add(c.core.p.lastWrite))
 	}
 }
 
@@ -262,7 +262,7 @@ func (c goroutines) close() {
 	closed := c.core.getState() == stateClosed
 	c.core.mu.Unlock()
 	if !closed {
-		c.core.client.SetWriteDeadline(time.Now().Add(errWriteTimeout))
+		c.core.client.SetWriteDeadline(time.Now().Add(c.core.p.lastWrite))
 		c.core.toClient.write(c.core.lastFrames(nil, cause))
 		c.core.toClient.flush()
 	}

@@ -43,7 +43,7 @@ func (l *loop) end(c *loopConn, cause error) {
 	cs.out = cs.out[:copy(cs.out, cs.out[max(n, 0):])]
 	l.setEvents(cs)
 	// The client has errWriteTimeout to take the rest, as on the goroutine path.
-	c.lastDeadline = time.Now().Add(errWriteTimeout)
+	c.lastDeadline = time.Now().Add(c.p.lastWrite)
 	l.closing = append(l.closing, c)
 }
 

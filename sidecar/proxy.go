@@ -32,7 +32,7 @@ func New(cfg Config, tr *tracing.Tracer) *Proxy {
 		cfg.MaxFrameSize = cql.DefaultMaxFrameSize
 	}
 	p := &Proxy{
-		env:   connEnv{cfg: cfg, noLoop: cfg.NoEventLoop || eventLoopOff()},
+		env:   connEnv{cfg: cfg, noLoop: cfg.NoEventLoop || eventLoopOff(), lastWrite: errWriteTimeout},
 		loops: &processLoops,
 		conns: make(map[*conn]struct{}),
 	}

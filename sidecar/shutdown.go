@@ -29,8 +29,9 @@ import (
 // On both, the last frames that a cause calls for are lastFrames'.
 
 // errWriteTimeout bounds the last frames written to a client that is being closed: the
-// error frames of a failed node, or a ProtocolError.
-var errWriteTimeout = 5 * time.Second // a variable for tests
+// error frames of a failed node, or a ProtocolError. It is a proxy's connEnv.lastWrite,
+// which a test shortens on its own proxy.
+const errWriteTimeout = 5 * time.Second
 
 // Causes of the end of a connection (lifecycle.end). A client's error or EOF, and a malformed
 // client frame (*protocolError), are the others. The event loop ends with a cause only a
