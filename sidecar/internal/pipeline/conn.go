@@ -3,7 +3,8 @@
 // one response (Conn.Response). It touches no socket, buffer, event loop or segment: those
 // are the transports' (package sidecar), which read the frames, call the pipeline, and
 // apply the Effect that a request returns when it changes the framing. The arrows point one
-// way: sidecar imports pipeline, and pipeline imports neither sidecar nor a socket.
+// way: sidecar imports pipeline, and pipeline imports neither sidecar nor a socket. It is
+// internal to sidecar: no other package of the module reaches the per-frame work.
 package pipeline
 
 import (
@@ -28,9 +29,11 @@ import (
 // the framing (a v5 STARTUP, a frame edited in place).
 //
 // A transport's connection holds its Conn as a named field (sidecar's conn.pipe), so that
-// the per-frame calls are direct calls, each visible at its call site. The request side and the response side of a connection use it
-// at once on the goroutine path: the fields they share are atomics, or set before both
-// start (see each).
+// the per-frame calls are direct calls, each visible at its call site: a request
+// (Request, which returns its effect on the framing), a response (Response), a write done
+// (Wrote) and what is queued (Queued). The request side and the response side of a
+// connection use it at once on the goroutine path: the fields they share are atomics, or
+// set before both start (see each).
 type Conn struct {
 	sh *Shared
 	// tr is the connection's tracing state: nil until its first request that tracing
