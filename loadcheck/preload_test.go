@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/tracecar/tracecar/internal/node/storage"
 )
 
 // syncBuffer is a bytes.Buffer safe for one writer and one reader.
@@ -103,5 +105,14 @@ func TestMemoryFullNote(t *testing.T) {
 	c.runs = [][]*runResult{{run(1, 0, "")}, {run(1, 3, "timeout")}}
 	if got := c.memoryFullNote(); got != "" {
 		t.Errorf("memoryFullNote() with no refusal = %q; want none", got)
+	}
+}
+
+// TestPreloadChargesAreTheNodes: the preload plan sizes a partition with the node's own
+// charges (internal/node/storage's estimate), so that its plan is what the limit counts.
+func TestPreloadChargesAreTheNodes(t *testing.T) {
+	got := storage.Charges{Partition: nodePartitionBytes, Row: nodeRowBytes, Cell: nodeCellBytes, KeyValue: nodeKeyValueBytes, Value: nodeValueBytes}
+	if want := storage.EstimateCharges(); got != want {
+		t.Errorf("the preload plan's charges are %+v; the node's estimate charges %+v", got, want)
 	}
 }
