@@ -30,8 +30,6 @@ var longFuncsAllowed = map[string]int{
 	"internal/capturefile Summarize":                 136,
 	"internal/cql/cqltext lexOther":                  91,
 	"internal/logs consoleWriter.format":             112,
-	"internal/node conn.handle":                      87,
-	"internal/node conn.request":                     103,
 	"internal/node/engine Engine.casBatch":           94,
 	"internal/node/engine Engine.listPermissions":    82,
 	"internal/node/engine Engine.refreshSystem":      111,
