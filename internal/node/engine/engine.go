@@ -4,9 +4,11 @@ import (
 	"crypto/md5"
 	"crypto/rand"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -298,7 +300,7 @@ func (e *Engine) execute(s *Session, id []byte, p *cql.QueryParams, tr Tracer, c
 	pr := e.prepared[string(id)]
 	e.prepMu.RUnlock()
 	if pr == nil {
-		return nil, &cql.Error{Code: cql.ErrCodeUnprepared, Message: "Prepared query with ID " + hexString(id) + " not found (either the query was not prepared on this host (maybe the host has been restarted?) or you have prepared too many queries and it has been evicted from the internal cache)", UnpreparedID: id}
+		return nil, &cql.Error{Code: cql.ErrCodeUnprepared, Message: "Prepared query with ID 0x" + hex.EncodeToString(id) + " not found (either the query was not prepared on this host (maybe the host has been restarted?) or you have prepared too many queries and it has been evicted from the internal cache)", UnpreparedID: id}
 	}
 	if tr != nil {
 		tr.Event("Executing prepared statement")
@@ -320,16 +322,6 @@ func (e *Engine) PartitionKeyIndexes(id []byte) []uint16 {
 		return c.meta.PKIndexes
 	}
 	return nil
-}
-
-func hexString(b []byte) string {
-	const digits = "0123456789abcdef"
-	out := make([]byte, 0, 2+2*len(b))
-	out = append(out, '0', 'x')
-	for _, c := range b {
-		out = append(out, digits[c>>4], digits[c&15])
-	}
-	return string(out)
 }
 
 // statement returns the cached or newly parsed and described statement.
@@ -490,7 +482,7 @@ func (e *Engine) Batch(s *Session, b *cql.Batch, tr Tracer) (cql.Message, error)
 			pr = e.prepared[string(q.ID)]
 			e.prepMu.RUnlock()
 			if pr == nil {
-				return nil, &cql.Error{Code: cql.ErrCodeUnprepared, Message: "Prepared query with ID " + hexString(q.ID) + " not found", UnpreparedID: q.ID}
+				return nil, &cql.Error{Code: cql.ErrCodeUnprepared, Message: "Prepared query with ID 0x" + hex.EncodeToString(q.ID) + " not found", UnpreparedID: q.ID}
 			}
 		} else {
 			if pr, err = e.statement(s, q.Query, tr); err != nil {
@@ -527,34 +519,12 @@ func (e *Engine) Batch(s *Session, b *cql.Batch, tr Tracer) (cql.Message, error)
 	}
 	if tr != nil {
 		if r, ok := m.(cql.RowsResult); ok && len(r.Rows) > 0 && len(r.Rows[0]) > 0 && r.Rows[0][0][0] == 0 {
-			tr.Event("Conditions not met: batch of " + itoa(len(steps)) + " statements not applied")
+			tr.Event("Conditions not met: batch of " + strconv.Itoa(len(steps)) + " statements not applied")
 		} else {
-			tr.Event("Applied batch of " + itoa(len(steps)) + " mutations")
+			tr.Event("Applied batch of " + strconv.Itoa(len(steps)) + " mutations")
 		}
 	}
 	return m, nil
-}
-
-func itoa(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	var b [20]byte
-	i := len(b)
-	neg := n < 0
-	if neg {
-		n = -n
-	}
-	for n > 0 {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-	}
-	if neg {
-		i--
-		b[i] = '-'
-	}
-	return string(b[i:])
 }
 
 // compiler turns a statement into a plan against one schema version, and records the bind
@@ -597,15 +567,15 @@ func (c *compiler) compile(st grammar.Statement) (plan, error) {
 	case *grammar.RoleStmt, *grammar.GrantStmt, *grammar.GrantRoleStmt, *grammar.ListRolesStmt, *grammar.ListPermsStmt:
 		return &authPlan{st: st}, c.noMarkers()
 	case *grammar.InsertStmt:
-		return c.insert(st)
+		return writeCompiler{c}.insert(st)
 	case *grammar.UpdateStmt:
-		return c.update(st)
+		return writeCompiler{c}.update(st)
 	case *grammar.DeleteStmt:
-		return c.delete(st)
+		return writeCompiler{c}.delete(st)
 	case *grammar.SelectStmt:
-		return c.selectPlan(st)
+		return selectCompiler{c}.selectPlan(st)
 	case *grammar.BatchStmt:
-		return c.batch(st)
+		return writeCompiler{c}.batch(st)
 	}
 	return nil, invalidf("unsupported statement")
 }

@@ -5,7 +5,7 @@ import (
 	"encoding/binary"
 	"slices"
 	"sort"
-	"strings"
+	"strconv"
 
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/internal/node/cqlvalue"
@@ -78,7 +78,13 @@ type selectPlan struct {
 	resultID []byte
 }
 
-func (c *compiler) selectPlan(st *grammar.SelectStmt) (plan, error) {
+// selectCompiler compiles SELECT statements: their selectors, and their WHERE clauses into
+// the keys read and the rows filtered.
+type selectCompiler struct{ *compiler }
+
+// selectPlan compiles a SELECT: its selectors, then its WHERE clause as the keys read and
+// the rows filtered, its grouping, order and limits.
+func (c selectCompiler) selectPlan(st *grammar.SelectStmt) (plan, error) {
 	t, err := c.table(st.Table)
 	if err != nil {
 		return nil, err
@@ -95,64 +101,41 @@ func (c *compiler) selectPlan(st *grammar.SelectStmt) (plan, error) {
 	if err := groupBy(p, st, w); err != nil {
 		return nil, err
 	}
-	system := c.sc.Keyspaces[t.Ks].System || t.Virtual
-	needFiltering := false
-	var filtered []*colRestr // clustering restrictions answered by filtering
-	// Partition key.
-	allEq := true
-	anyPK := false
-	for _, r := range w.pk {
-		if r != nil {
-			anyPK = true
-		}
-		if !r.isEq() || len(r.others) > 0 || r.isRange() {
-			allEq = false
-		}
+	if err := c.restrictions(p, st, w); err != nil {
+		return nil, err
 	}
-	if allEq {
-		p.pk = w.pk
-		c.setPKIndexes(t, w.pk)
-		if w.token != nil {
-			return nil, invalidf("Only EQ and IN relation are supported on the partition key (unless you use the token() function)")
-		}
-	} else {
-		p.token = w.token
-		if anyPK {
-			needFiltering = true
-			for _, r := range w.pk {
-				if r != nil {
-					c.addFilters(p, r)
-				}
-			}
-		}
+	if err := orderBy(p, st); err != nil {
+		return nil, err
 	}
-	// Clustering key: an equality prefix, then one range.
-	gap := false
-	for i, r := range w.ck {
-		if r == nil {
-			gap = true
-			continue
-		}
-		p.hasCKRes = true
-		switch {
-		case gap || p.ckRange != nil || len(r.others) > 0 || (r.isEq() && r.isRange()):
-			needFiltering = true
-			c.addFilters(p, r)
-			filtered = append(filtered, r)
-		case r.isEq():
-			p.ckEq = append(p.ckEq, r)
-		default:
-			p.ckRange = r
-		}
-		_ = i
+	if p.limit, err = c.limitTerm(t, st.Limit, "[limit]"); err != nil {
+		return nil, err
 	}
-	if p.pk == nil && p.hasCKRes {
-		needFiltering = true
+	if p.partLim, err = c.limitTerm(t, st.PartLimit, "[per_partition_limit]"); err != nil {
+		return nil, err
 	}
+	if st.Json {
+		// One text column, each row an object of the selectors.
+		p.jsonSpecs = p.specs
+		p.specs = []cql.ColumnSpec{p.spec("[json]", cql.TypeInfo{ID: cql.TypeVarchar})}
+	}
+	c.result = cql.RowsMetadata{Columns: p.specs, ColumnCount: len(p.specs)}
+	return p, nil
+}
+
+// restrictions places the WHERE clause w: the partition keys read (or a token range), the
+// clustering prefix and range, and the rest as row filters, which take ALLOW FILTERING
+// unless an index serves them or the table is a system one.
+func (c selectCompiler) restrictions(p *selectPlan, st *grammar.SelectStmt, w *whereInfo) error {
+	t := p.t
+	anyPK, err := c.partitionRestrictions(p, w)
+	if err != nil {
+		return err
+	}
+	filtered := c.clusteringRestrictions(p, w)
 	for _, r := range w.regular {
-		needFiltering = true
 		c.addFilters(p, r)
 	}
+	needFiltering := p.pk == nil && (anyPK || p.hasCKRes) || len(filtered) > 0 || len(w.regular) > 0
 	// The restrictions that an index or filtering answers.
 	viaIndex := slices.Clone(w.regular)
 	for _, r := range append(slices.Clone(w.pk), w.ck...) {
@@ -163,53 +146,105 @@ func (c *compiler) selectPlan(st *grammar.SelectStmt) (plan, error) {
 	if indexServes(t, viaIndex) {
 		needFiltering = false
 	}
+	system := c.sc.Keyspaces[t.Ks].System || t.Virtual
 	if needFiltering && !st.AllowFiltering && !system && (p.pk == nil && (anyPK || len(w.regular) > 0 || p.hasCKRes) || len(w.regular) > 0 || len(p.filters) > 0) {
-		return nil, invalidf("Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING")
+		return invalidf("Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING")
 	}
-	// ORDER BY.
-	if len(st.OrderBy) > 0 {
-		if p.pk == nil {
-			return nil, invalidf("ORDER BY is only supported when the partition key is restricted by an EQ or an IN.")
+	return nil
+}
+
+// partitionRestrictions reads the partition keys of w when each of its columns is restricted
+// by = or IN (and nothing else); otherwise the query scans, in the token range if any, and
+// filters on the partition key columns restricted. anyPK reports such a column.
+func (c selectCompiler) partitionRestrictions(p *selectPlan, w *whereInfo) (anyPK bool, err error) {
+	allEq := true
+	for _, r := range w.pk {
+		if r != nil {
+			anyPK = true
 		}
-		for i, o := range st.OrderBy {
-			col := t.ByName[o.Col]
-			if col == nil {
-				return nil, invalidf("Undefined column name %s in table %s.%s", o.Col, t.Ks, t.Name)
-			}
-			if col.Kind != storage.KindClustering {
-				return nil, invalidf("Order by is currently only supported on the clustered columns of the PRIMARY KEY, got %s", o.Col)
-			}
-			if col.Pos != i {
-				return nil, invalidf("Order by currently only supports the ordering of columns following their declared order in the PRIMARY KEY")
-			}
-			rev := o.Desc != col.Desc
-			if i == 0 {
-				p.reverse = rev
-			} else if rev != p.reverse {
-				return nil, invalidf("Unsupported order by relation")
-			}
-		}
-		p.ordered = true
-	}
-	if st.Limit != nil {
-		spec := cql.ColumnSpec{Keyspace: t.Ks, Table: t.Name, Name: "[limit]", Type: cql.TypeInfo{ID: cql.TypeInt}}
-		if p.limit, err = c.compileTerm(st.Limit, spec.Type, spec); err != nil {
-			return nil, err
+		if !r.isEq() || len(r.others) > 0 || r.isRange() {
+			allEq = false
 		}
 	}
-	if st.PartLimit != nil {
-		spec := cql.ColumnSpec{Keyspace: t.Ks, Table: t.Name, Name: "[per_partition_limit]", Type: cql.TypeInfo{ID: cql.TypeInt}}
-		if p.partLim, err = c.compileTerm(st.PartLimit, spec.Type, spec); err != nil {
-			return nil, err
+	if allEq {
+		p.pk = w.pk
+		c.setPKIndexes(p.t, w.pk)
+		if w.token != nil {
+			return anyPK, invalidf("Only EQ and IN relation are supported on the partition key (unless you use the token() function)")
+		}
+		return anyPK, nil
+	}
+	p.token = w.token
+	for _, r := range w.pk {
+		if r != nil {
+			c.addFilters(p, r)
 		}
 	}
-	if st.Json {
-		// One text column, each row an object of the selectors.
-		p.jsonSpecs = p.specs
-		p.specs = []cql.ColumnSpec{{Keyspace: t.Ks, Table: t.Name, Name: "[json]", Type: cql.TypeInfo{ID: cql.TypeVarchar}}}
+	return anyPK, nil
+}
+
+// clusteringRestrictions reads the clustering restrictions of w as an equality prefix, then
+// one range; the others (after a gap, a second range, or more than = and a range on one
+// column) are filtered, and returned.
+func (c selectCompiler) clusteringRestrictions(p *selectPlan, w *whereInfo) (filtered []*colRestr) {
+	gap := false
+	for _, r := range w.ck {
+		if r == nil {
+			gap = true
+			continue
+		}
+		p.hasCKRes = true
+		switch {
+		case gap || p.ckRange != nil || len(r.others) > 0 || (r.isEq() && r.isRange()):
+			c.addFilters(p, r)
+			filtered = append(filtered, r)
+		case r.isEq():
+			p.ckEq = append(p.ckEq, r)
+		default:
+			p.ckRange = r
+		}
 	}
-	c.result = cql.RowsMetadata{Columns: p.specs, ColumnCount: len(p.specs)}
-	return p, nil
+	return filtered
+}
+
+// orderBy checks ORDER BY: the clustering columns in their declared order, each in its
+// declared direction or each reversed, of a query that reads given partitions.
+func orderBy(p *selectPlan, st *grammar.SelectStmt) error {
+	if len(st.OrderBy) == 0 {
+		return nil
+	}
+	if p.pk == nil {
+		return invalidf("ORDER BY is only supported when the partition key is restricted by an EQ or an IN.")
+	}
+	for i, o := range st.OrderBy {
+		col, err := columnOf(p.t, o.Col)
+		if err != nil {
+			return err
+		}
+		if col.Kind != storage.KindClustering {
+			return invalidf("Order by is currently only supported on the clustered columns of the PRIMARY KEY, got %s", o.Col)
+		}
+		if col.Pos != i {
+			return invalidf("Order by currently only supports the ordering of columns following their declared order in the PRIMARY KEY")
+		}
+		rev := o.Desc != col.Desc
+		if i == 0 {
+			p.reverse = rev
+		} else if rev != p.reverse {
+			return invalidf("Unsupported order by relation")
+		}
+	}
+	p.ordered = true
+	return nil
+}
+
+// limitTerm compiles a LIMIT or PER PARTITION LIMIT, named name for a marker; nil if absent.
+func (c selectCompiler) limitTerm(t *storage.Table, term *grammar.Term, name string) (*expr, error) {
+	if term == nil {
+		return nil, nil
+	}
+	spec := cql.ColumnSpec{Keyspace: t.Ks, Table: t.Name, Name: name, Type: cql.TypeInfo{ID: cql.TypeInt}}
+	return c.compileTerm(term, spec.Type, spec)
 }
 
 // groupBy checks GROUP BY as Cassandra does: a prefix of the primary key in its order, where
@@ -232,9 +267,9 @@ func groupBy(p *selectPlan, st *grammar.SelectStmt, w *whereInfo) error {
 	}
 	i, prefix := 0, 0
 	for _, g := range st.GroupBy {
-		col := t.ByName[g]
-		if col == nil {
-			return invalidf("Undefined column name %s in table %s.%s", g, t.Ks, t.Name)
+		col, err := columnOf(t, g)
+		if err != nil {
+			return err
 		}
 		if col.Kind != storage.KindPartitionKey && col.Kind != storage.KindClustering {
 			return invalidf("Group by is currently only supported on the columns of the PRIMARY KEY, got %s", g)
@@ -263,7 +298,7 @@ func groupBy(p *selectPlan, st *grammar.SelectStmt, w *whereInfo) error {
 	return nil
 }
 
-func (c *compiler) addFilters(p *selectPlan, r *colRestr) {
+func (c selectCompiler) addFilters(p *selectPlan, r *colRestr) {
 	col := r.col
 	if r.eq != nil {
 		p.filters = append(p.filters, rowFilter{col: col, op: grammar.OpEq, val: r.eq})
@@ -306,166 +341,21 @@ func (c *compiler) addFilters(p *selectPlan, r *colRestr) {
 	}
 }
 
-func (c *compiler) selection(p *selectPlan, st *grammar.SelectStmt) error {
+// selection compiles the selectors: what each column of a result row holds, and its
+// metadata, named by the selector's text, its alias, or, for conversions and aggregates,
+// system.fn(column) as Cassandra names them.
+func (c selectCompiler) selection(p *selectPlan, st *grammar.SelectStmt) error {
 	t := p.t
-	spec := func(name string, typ cql.TypeInfo) cql.ColumnSpec {
-		return cql.ColumnSpec{Keyspace: t.Ks, Table: t.Name, Name: name, Type: typ}
-	}
-	colSrc := func(col *storage.Column) outCol {
-		switch col.Kind {
-		case storage.KindPartitionKey:
-			return outCol{src: srcPK, idx: col.Pos}
-		case storage.KindClustering:
-			return outCol{src: srcCK, idx: col.Pos}
-		}
-		return outCol{src: srcCell, idx: col.Pos}
-	}
 	if st.Star {
 		for _, col := range t.Cols {
-			p.out = append(p.out, colSrc(col))
+			p.out = append(p.out, colSource(col))
 		}
 		p.specs = t.StarSpecs
 		return nil
 	}
 	for _, s := range st.Sels {
-		name := s.Text // the alias replaces it once the casts are applied
-		switch s.Kind {
-		case grammar.SelColumn:
-			col := t.ByName[s.Col]
-			if col == nil {
-				return invalidf("Undefined column name %s in table %s.%s", s.Col, t.Ks, t.Name)
-			}
-			o := colSrc(col)
-			typ := col.Typ
-			sel, text := col.Name, col.Text
-			for _, f := range s.Fields {
-				if !cqlvalue.IsUDT(typ) {
-					return invalidf("Invalid field selection: %s of type %s is not a user type", sel, text)
-				}
-				i := slices.IndexFunc(typ.Fields, func(x cql.Field) bool { return x.Name == f })
-				if i < 0 {
-					return invalidf("%s of type %s has no field %s", sel, text, f)
-				}
-				o.path, o.derived = append(o.path, i), true
-				typ = typ.Fields[i].Type
-				sel += "." + f
-				text = cqlvalue.CqlTypeText(typ)
-			}
-			p.out = append(p.out, o)
-			p.specs = append(p.specs, spec(name, typ))
-		case grammar.SelCount:
-			p.aggregate = true
-			p.out = append(p.out, outCol{src: srcCount, agg: aggCountRows})
-			p.specs = append(p.specs, spec(name, cql.TypeInfo{ID: cql.TypeBigint}))
-		case grammar.SelUDF:
-			if o, typ, ok, err := c.convSelector(t, s); ok || err != nil {
-				if err != nil {
-					return err
-				}
-				name = "system." + s.Fn.Name + "(" + s.Cols[0] + ")"
-				p.out = append(p.out, o)
-				p.specs = append(p.specs, spec(name, typ))
-				break
-			}
-			ks := s.FnKs
-			if ks == "" {
-				ks = t.Ks
-			}
-			return udfCall(c.sc.Keyspaces[ks], ks, s.Fn.Name)
-		case grammar.SelToJSON:
-			col := t.ByName[s.Col]
-			if col == nil {
-				return invalidf("Undefined column name %s in table %s.%s", s.Col, t.Ks, t.Name)
-			}
-			o := colSrc(col)
-			o.toJSON, o.argType, o.derived = true, col.Typ, true
-			p.out = append(p.out, o)
-			p.specs = append(p.specs, spec(name, cql.TypeInfo{ID: cql.TypeVarchar}))
-		case grammar.SelAgg:
-			col := t.ByName[s.Col]
-			if col == nil {
-				return invalidf("Undefined column name %s in table %s.%s", s.Col, t.Ks, t.Name)
-			}
-			kind := aggKinds[s.Agg]
-			o, typ, text, err := castSelector(colSrc(col), col, s.ArgCasts)
-			if err != nil {
-				return err
-			}
-			rt, err := aggResultType(s.Agg, kind, typ)
-			if err != nil {
-				return err
-			}
-			name = "system." + s.Agg + "(" + text + ")"
-			o.agg, o.argType = kind, typ
-			p.aggregate = true
-			p.out = append(p.out, o)
-			p.specs = append(p.specs, spec(name, rt))
-		case grammar.SelWritetime, grammar.SelTTL:
-			col := t.ByName[s.Col]
-			if col == nil {
-				return invalidf("Undefined column name %s in table %s.%s", s.Col, t.Ks, t.Name)
-			}
-			fn := "writeTime"
-			if s.Kind == grammar.SelTTL {
-				fn = "ttl"
-			}
-			if col.Kind == storage.KindPartitionKey || col.Kind == storage.KindClustering {
-				return invalidf("Cannot use selection function %s on PRIMARY KEY part %s", fn, col.Name)
-			}
-			if cqlvalue.IsCollection(col.Typ) {
-				return invalidf("Cannot use selection function %s on non-frozen collection %s", fn, col.Name)
-			}
-			if s.Kind == grammar.SelWritetime {
-				p.out = append(p.out, outCol{src: srcWritetime, idx: col.Pos})
-				p.specs = append(p.specs, spec(name, cql.TypeInfo{ID: cql.TypeBigint}))
-			} else {
-				p.out = append(p.out, outCol{src: srcTTL, idx: col.Pos})
-				p.specs = append(p.specs, spec(name, cql.TypeInfo{ID: cql.TypeInt}))
-			}
-		case grammar.SelToken:
-			if len(s.Cols) != len(t.Pk) {
-				return invalidf("Invalid number of arguments in call to function system.token: %d required but %d provided", len(t.Pk), len(s.Cols))
-			}
-			for i, n := range s.Cols {
-				if n != t.Pk[i].Name {
-					return invalidf("Type error: %s cannot be passed as argument %d of function system.token", n, i)
-				}
-			}
-			p.out = append(p.out, outCol{src: srcToken})
-			p.specs = append(p.specs, spec(name, cql.TypeInfo{ID: cql.TypeBigint}))
-		case grammar.SelFunc:
-			var rt cql.TypeID
-			switch s.Fn.Name {
-			case "now", "currenttimeuuid":
-				rt = cql.TypeTimeUUID
-			case "uuid":
-				rt = cql.TypeUUID
-			case "currenttimestamp":
-				rt = cql.TypeTimestamp
-			case "currentdate":
-				rt = cql.TypeDate
-			case "currenttime":
-				rt = cql.TypeTime
-			default:
-				if argT, ok := cqlvalue.ConvArgType(s.Fn.Name); ok {
-					ret, _, err := cqlvalue.ConvResult(s.Fn.Name, argT, "?")
-					if err != nil {
-						return err
-					}
-					rt = ret.ID
-					break
-				}
-				if err := udfCall(c.sc.Keyspaces[t.Ks], t.Ks, s.Fn.Name); !strings.HasPrefix(err.Error(), "Unknown") {
-					return err
-				}
-				return invalidf("Unknown function '%s'", s.Fn.Name)
-			}
-			x, err := c.compileFunc(s.Fn, cql.TypeInfo{ID: rt}, spec(name, cql.TypeInfo{ID: rt}), 0)
-			if err != nil {
-				return err
-			}
-			p.out = append(p.out, outCol{src: srcFunc, fn: x})
-			p.specs = append(p.specs, spec(name, cql.TypeInfo{ID: rt}))
+		if err := c.selector(p, s); err != nil {
+			return err
 		}
 		if len(s.Casts) > 0 {
 			if err := castResult(p, s); err != nil {
@@ -483,6 +373,176 @@ func (c *compiler) selection(p *selectPlan, st *grammar.SelectStmt) error {
 			}
 		}
 	}
+	return nil
+}
+
+// selector compiles the selector s into a column of p's result rows.
+func (c selectCompiler) selector(p *selectPlan, s grammar.Selector) error {
+	switch s.Kind {
+	case grammar.SelColumn:
+		return p.selectColumn(s)
+	case grammar.SelCount:
+		p.aggregate = true
+		p.add(outCol{src: srcCount, agg: aggCountRows}, s.Text, cql.TypeInfo{ID: cql.TypeBigint})
+	case grammar.SelUDF:
+		return c.selectUDF(p, s)
+	case grammar.SelToJSON:
+		col, err := columnOf(p.t, s.Col)
+		if err != nil {
+			return err
+		}
+		o := colSource(col)
+		o.toJSON, o.argType, o.derived = true, col.Typ, true
+		p.add(o, s.Text, cql.TypeInfo{ID: cql.TypeVarchar})
+	case grammar.SelAgg:
+		return p.selectAgg(s)
+	case grammar.SelWritetime, grammar.SelTTL:
+		return p.selectCellMeta(s)
+	case grammar.SelToken:
+		return p.selectToken(s)
+	case grammar.SelFunc:
+		return c.selectFunc(p, s)
+	}
+	return nil
+}
+
+// colSource is where a result column holding col takes its value.
+func colSource(col *storage.Column) outCol {
+	switch col.Kind {
+	case storage.KindPartitionKey:
+		return outCol{src: srcPK, idx: col.Pos}
+	case storage.KindClustering:
+		return outCol{src: srcCK, idx: col.Pos}
+	}
+	return outCol{src: srcCell, idx: col.Pos}
+}
+
+// spec is the metadata of a result column of p's table.
+func (p *selectPlan) spec(name string, typ cql.TypeInfo) cql.ColumnSpec {
+	return cql.ColumnSpec{Keyspace: p.t.Ks, Table: p.t.Name, Name: name, Type: typ}
+}
+
+// add appends a result column: where its value comes from, its name and type.
+func (p *selectPlan) add(o outCol, name string, typ cql.TypeInfo) {
+	p.out = append(p.out, o)
+	p.specs = append(p.specs, p.spec(name, typ))
+}
+
+// selectColumn compiles a column, or a field of it (c.f.g), which must be of a user type.
+func (p *selectPlan) selectColumn(s grammar.Selector) error {
+	col, err := columnOf(p.t, s.Col)
+	if err != nil {
+		return err
+	}
+	o := colSource(col)
+	typ := col.Typ
+	sel, text := col.Name, col.Text
+	for _, f := range s.Fields {
+		if !cqlvalue.IsUDT(typ) {
+			return invalidf("Invalid field selection: %s of type %s is not a user type", sel, text)
+		}
+		i := slices.IndexFunc(typ.Fields, func(x cql.Field) bool { return x.Name == f })
+		if i < 0 {
+			return invalidf("%s of type %s has no field %s", sel, text, f)
+		}
+		o.path, o.derived = append(o.path, i), true
+		typ = typ.Fields[i].Type
+		sel += "." + f
+		text = cqlvalue.CqlTypeText(typ)
+	}
+	p.add(o, s.Text, typ)
+	return nil
+}
+
+// selectUDF compiles a function of a column: a native conversion (dateOf(c),
+// textAsBlob(c)); a user-defined function, which the node does not run, is refused.
+func (c selectCompiler) selectUDF(p *selectPlan, s grammar.Selector) error {
+	o, typ, ok, err := c.convSelector(p.t, s)
+	if err != nil {
+		return err
+	}
+	if ok {
+		p.add(o, "system."+s.Fn.Name+"("+s.Cols[0]+")", typ)
+		return nil
+	}
+	ks := s.FnKs
+	if ks == "" {
+		ks = p.t.Ks
+	}
+	return udfCall(c.sc.Keyspaces[ks], ks, s.Fn.Name)
+}
+
+// selectAgg compiles an aggregate of a column (count, min, max, sum, avg), its argument
+// cast first if asked.
+func (p *selectPlan) selectAgg(s grammar.Selector) error {
+	col, err := columnOf(p.t, s.Col)
+	if err != nil {
+		return err
+	}
+	kind := aggKinds[s.Agg]
+	o, typ, text, err := castSelector(colSource(col), col, s.ArgCasts)
+	if err != nil {
+		return err
+	}
+	rt, err := aggResultType(s.Agg, kind, typ)
+	if err != nil {
+		return err
+	}
+	o.agg, o.argType = kind, typ
+	p.aggregate = true
+	p.add(o, "system."+s.Agg+"("+text+")", rt)
+	return nil
+}
+
+// selectCellMeta compiles writetime(c) or ttl(c), of a column that is neither in the
+// primary key nor a non-frozen collection.
+func (p *selectPlan) selectCellMeta(s grammar.Selector) error {
+	col, err := columnOf(p.t, s.Col)
+	if err != nil {
+		return err
+	}
+	fn, o, typ := "writeTime", outCol{src: srcWritetime, idx: col.Pos}, cql.TypeInfo{ID: cql.TypeBigint}
+	if s.Kind == grammar.SelTTL {
+		fn, o, typ = "ttl", outCol{src: srcTTL, idx: col.Pos}, cql.TypeInfo{ID: cql.TypeInt}
+	}
+	if col.Kind == storage.KindPartitionKey || col.Kind == storage.KindClustering {
+		return invalidf("Cannot use selection function %s on PRIMARY KEY part %s", fn, col.Name)
+	}
+	if cqlvalue.IsCollection(col.Typ) {
+		return invalidf("Cannot use selection function %s on non-frozen collection %s", fn, col.Name)
+	}
+	p.add(o, s.Text, typ)
+	return nil
+}
+
+// selectToken compiles token(pk…), of the partition key columns in their order.
+func (p *selectPlan) selectToken(s grammar.Selector) error {
+	t := p.t
+	if len(s.Cols) != len(t.Pk) {
+		return invalidf("Invalid number of arguments in call to function system.token: %d required but %d provided", len(t.Pk), len(s.Cols))
+	}
+	for i, n := range s.Cols {
+		if n != t.Pk[i].Name {
+			return invalidf("Type error: %s cannot be passed as argument %d of function system.token", n, i)
+		}
+	}
+	p.add(outCol{src: srcToken}, s.Text, cql.TypeInfo{ID: cql.TypeBigint})
+	return nil
+}
+
+// selectFunc compiles a native function of no column: a generator such as now(), or a
+// conversion of a constant.
+func (c selectCompiler) selectFunc(p *selectPlan, s grammar.Selector) error {
+	rt, err := c.funcResult(p.t.Ks, s.Fn.Name)
+	if err != nil {
+		return err
+	}
+	typ := cql.TypeInfo{ID: rt}
+	x, err := c.compileFunc(s.Fn, typ, p.spec(s.Text, typ), 0)
+	if err != nil {
+		return err
+	}
+	p.add(outCol{src: srcFunc, fn: x}, s.Text, typ)
 	return nil
 }
 
@@ -717,7 +777,7 @@ func (p *selectPlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 		r.readScan(state)
 	}
 	if x.tr != nil {
-		x.tr.Event("Read " + itoa(len(r.rows)) + " live rows")
+		x.tr.Event("Read " + strconv.Itoa(len(r.rows)) + " live rows")
 	}
 	switch {
 	case p.grouped:
@@ -864,7 +924,7 @@ func (r *selectRun) readKeys(state *pageState, limit int64) (multiSort bool, err
 		if len(pks) == 1 {
 			x.tr.Event("Executing single-partition query on " + t.Name)
 		} else {
-			x.tr.Event("Executing query on " + itoa(len(pks)) + " partitions of " + t.Name)
+			x.tr.Event("Executing query on " + strconv.Itoa(len(pks)) + " partitions of " + t.Name)
 		}
 	}
 	if multiSort {
@@ -1369,7 +1429,7 @@ func (r *selectRun) cellOf(col *storage.Column, part *storage.Partition, row *st
 
 // convSelector compiles f(col), where f is a native conversion (dateOf, toTimestamp,
 // blobAsText, ...), into a selector of the column; ok is false for another function.
-func (c *compiler) convSelector(t *storage.Table, s grammar.Selector) (outCol, cql.TypeInfo, bool, error) {
+func (c selectCompiler) convSelector(t *storage.Table, s grammar.Selector) (outCol, cql.TypeInfo, bool, error) {
 	if s.FnKs != "" && s.FnKs != "system" || len(s.Cols) != 1 {
 		return outCol{}, cql.TypeInfo{}, false, nil
 	}

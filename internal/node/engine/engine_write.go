@@ -2,6 +2,8 @@ package engine
 
 import (
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/internal/node/cqlvalue"
@@ -85,7 +87,7 @@ func sortDedupe(t cql.TypeInfo, vals [][]byte) [][]byte {
 	if len(vals) < 2 {
 		return vals
 	}
-	sortBytes(vals, func(a, b []byte) int { return cqlvalue.CompareValues(t, a, b) })
+	slices.SortStableFunc(vals, func(a, b []byte) int { return cqlvalue.CompareValues(t, a, b) })
 	out := vals[:1]
 	for _, v := range vals[1:] {
 		if cqlvalue.CompareValues(t, out[len(out)-1], v) != 0 {
@@ -93,15 +95,6 @@ func sortDedupe(t cql.TypeInfo, vals [][]byte) [][]byte {
 		}
 	}
 	return out
-}
-
-func sortBytes(v [][]byte, cmp func(a, b []byte) int) {
-	// Insertion sort: IN lists are short.
-	for i := 1; i < len(v); i++ {
-		for j := i; j > 0 && cmp(v[j-1], v[j]) > 0; j-- {
-			v[j-1], v[j] = v[j], v[j-1]
-		}
-	}
 }
 
 // whereInfo is an analyzed WHERE clause.
@@ -112,141 +105,184 @@ type whereInfo struct {
 	token   *colRestr // token(pk...) range, with col nil
 }
 
+// where analyzes a WHERE clause on t: each relation compiled, and gathered by column.
 func (c *compiler) where(t *storage.Table, rels []grammar.Relation) (*whereInfo, error) {
 	w := &whereInfo{pk: make([]*colRestr, len(t.Pk)), ck: make([]*colRestr, len(t.Ck))}
 	byCol := map[string]*colRestr{}
 	for _, r := range rels {
 		if r.Token {
-			if len(r.Cols) != len(t.Pk) {
-				return nil, invalidf("The token function arguments must be the partition key columns in order")
-			}
-			for i, n := range r.Cols {
-				if n != t.Pk[i].Name {
-					return nil, invalidf("The token function arguments must be in the partition key order: %s", t.Pk[i].Name)
-				}
-			}
-			if w.token == nil {
-				w.token = &colRestr{}
-			}
-			spec := cql.ColumnSpec{Keyspace: t.Ks, Table: t.Name, Name: "partition key token", Type: cql.TypeInfo{ID: cql.TypeBigint}}
-			x, err := c.compileTerm(r.Val, spec.Type, spec)
-			if err != nil {
+			if err := c.tokenRelation(w, t, r); err != nil {
 				return nil, err
-			}
-			switch r.Op {
-			case grammar.OpGt, grammar.OpGe:
-				w.token.lo, w.token.loIncl = x, r.Op == grammar.OpGe
-			case grammar.OpLt, grammar.OpLe:
-				w.token.hi, w.token.hiIncl = x, r.Op == grammar.OpLe
-			case grammar.OpEq:
-				w.token.lo, w.token.hi, w.token.loIncl, w.token.hiIncl = x, x, true, true
-			default:
-				return nil, invalidf("Unsupported operator %s on token()", grammar.RelOpNames[r.Op])
 			}
 			continue
 		}
-		col := t.ByName[r.Col]
-		if col == nil {
-			return nil, invalidf("Undefined column name %s in table %s.%s", r.Col, t.Ks, t.Name)
+		col, err := columnOf(t, r.Col)
+		if err != nil {
+			return nil, err
 		}
 		cr := byCol[col.Name]
 		if cr == nil {
-			cr = &colRestr{col: col}
+			cr = w.restriction(col)
 			byCol[col.Name] = cr
-			switch col.Kind {
-			case storage.KindPartitionKey:
-				w.pk[col.Pos] = cr
-			case storage.KindClustering:
-				w.ck[col.Pos] = cr
-			default:
-				w.regular = append(w.regular, cr)
-			}
 		}
-		spec := cql.ColumnSpec{Keyspace: t.Ks, Table: t.Name, Name: col.Name, Type: col.Typ}
-		switch r.Op {
-		case grammar.OpEq:
-			if cr.eq != nil || cr.in != nil || cr.inMarker != nil {
-				return nil, invalidf("%s cannot be restricted by more than one relation if it includes an Equal", col.Name)
-			}
-			x, err := c.compileTerm(r.Val, col.Typ, spec)
-			if err != nil {
-				return nil, err
-			}
-			cr.eq = x
-		case grammar.OpIn:
-			if cr.eq != nil || cr.in != nil || cr.inMarker != nil {
-				return nil, invalidf("%s cannot be restricted by more than one relation if it includes a IN", col.Name)
-			}
-			if r.Vals != nil {
-				cr.in = []*expr{}
-				for _, v := range r.Vals {
-					x, err := c.compileTerm(v, col.Typ, spec)
-					if err != nil {
-						return nil, err
-					}
-					cr.in = append(cr.in, x)
-				}
-			} else {
-				s := spec
-				s.Name = "in(" + col.Name + ")"
-				x, err := c.compileTerm(r.Val, cql.ListOf(col.Typ), s)
-				if err != nil {
-					return nil, err
-				}
-				cr.inMarker = x
-			}
-		case grammar.OpLt, grammar.OpLe, grammar.OpGt, grammar.OpGe:
-			if cqlvalue.ReferencesDuration(col.Typ) {
-				return nil, invalidf("Slice restrictions are not supported on duration columns")
-			}
-			x, err := c.compileTerm(r.Val, col.Typ, spec)
-			if err != nil {
-				return nil, err
-			}
-			if r.Op == grammar.OpGt || r.Op == grammar.OpGe {
-				if cr.lo != nil {
-					return nil, invalidf("More than one restriction was found for the start bound on %s", col.Name)
-				}
-				cr.lo, cr.loIncl = x, r.Op == grammar.OpGe
-			} else {
-				if cr.hi != nil {
-					return nil, invalidf("More than one restriction was found for the end bound on %s", col.Name)
-				}
-				cr.hi, cr.hiIncl = x, r.Op == grammar.OpLe
-			}
-		default:
-			typ := col.Typ
-			switch r.Op {
-			case grammar.OpContains:
-				if !cqlvalue.IsCollection(col.Typ) {
-					return nil, invalidf("Cannot use CONTAINS on non-collection column %s", col.Name)
-				}
-				typ = cqlvalue.ElemType(col.Typ)
-			case grammar.OpContainsKey:
-				if col.Typ.ID != cql.TypeMap {
-					return nil, invalidf("Cannot use CONTAINS KEY on non-map column %s", col.Name)
-				}
-				typ = cqlvalue.KeyType(col.Typ)
-			case grammar.OpMapEq:
-				if col.Typ.ID != cql.TypeMap || col.Frozen {
-					return nil, invalidf("Column \"%s\" cannot be used as a map", col.Name)
-				}
-				ks := spec
-				ks.Name, ks.Type = "key("+col.Name+")", cqlvalue.KeyType(col.Typ)
-				if _, err := c.compileTerm(r.Key, ks.Type, ks); err != nil {
-					return nil, err
-				}
-				typ = cqlvalue.ElemType(col.Typ)
-				spec.Name = "value(" + col.Name + ")"
-			}
-			spec.Type = typ
-			if _, err := c.compileTerm(r.Val, typ, spec); err != nil {
-				return nil, err
-			}
-			cr.others = append(cr.others, r)
+		if err := c.relation(cr, t, r); err != nil {
+			return nil, err
 		}
 	}
 	return w, nil
+}
+
+// restriction adds to w the restrictions of col, in its place: by key position, or with
+// the other columns.
+func (w *whereInfo) restriction(col *storage.Column) *colRestr {
+	cr := &colRestr{col: col}
+	switch col.Kind {
+	case storage.KindPartitionKey:
+		w.pk[col.Pos] = cr
+	case storage.KindClustering:
+		w.ck[col.Pos] = cr
+	default:
+		w.regular = append(w.regular, cr)
+	}
+	return cr
+}
+
+// tokenRelation compiles a relation on token(pk…), of the partition key columns in their
+// order, into w's token range.
+func (c *compiler) tokenRelation(w *whereInfo, t *storage.Table, r grammar.Relation) error {
+	if len(r.Cols) != len(t.Pk) {
+		return invalidf("The token function arguments must be the partition key columns in order")
+	}
+	for i, n := range r.Cols {
+		if n != t.Pk[i].Name {
+			return invalidf("The token function arguments must be in the partition key order: %s", t.Pk[i].Name)
+		}
+	}
+	if w.token == nil {
+		w.token = &colRestr{}
+	}
+	spec := cql.ColumnSpec{Keyspace: t.Ks, Table: t.Name, Name: "partition key token", Type: cql.TypeInfo{ID: cql.TypeBigint}}
+	x, err := c.compileTerm(r.Val, spec.Type, spec)
+	if err != nil {
+		return err
+	}
+	switch r.Op {
+	case grammar.OpGt, grammar.OpGe:
+		w.token.lo, w.token.loIncl = x, r.Op == grammar.OpGe
+	case grammar.OpLt, grammar.OpLe:
+		w.token.hi, w.token.hiIncl = x, r.Op == grammar.OpLe
+	case grammar.OpEq:
+		w.token.lo, w.token.hi, w.token.loIncl, w.token.hiIncl = x, x, true, true
+	default:
+		return invalidf("Unsupported operator %s on token()", grammar.RelOpNames[r.Op])
+	}
+	return nil
+}
+
+// relation compiles the relation r on the column of cr into cr: = and IN, a bound of a
+// range, or an operator answered by filtering.
+func (c *compiler) relation(cr *colRestr, t *storage.Table, r grammar.Relation) error {
+	col := cr.col
+	spec := cql.ColumnSpec{Keyspace: t.Ks, Table: t.Name, Name: col.Name, Type: col.Typ}
+	switch r.Op {
+	case grammar.OpEq:
+		if cr.isEq() {
+			return invalidf("%s cannot be restricted by more than one relation if it includes an Equal", col.Name)
+		}
+		x, err := c.compileTerm(r.Val, col.Typ, spec)
+		cr.eq = x
+		return err
+	case grammar.OpIn:
+		if cr.isEq() {
+			return invalidf("%s cannot be restricted by more than one relation if it includes a IN", col.Name)
+		}
+		return c.inRelation(cr, r, spec)
+	case grammar.OpLt, grammar.OpLe, grammar.OpGt, grammar.OpGe:
+		return c.sliceRelation(cr, r, spec)
+	}
+	return c.filteredRelation(cr, r, spec)
+}
+
+// inRelation compiles IN (a, b…), each value of the column's type, or IN ?, a list of them.
+func (c *compiler) inRelation(cr *colRestr, r grammar.Relation, spec cql.ColumnSpec) error {
+	col := cr.col
+	if r.Vals == nil {
+		s := spec
+		s.Name = "in(" + col.Name + ")"
+		x, err := c.compileTerm(r.Val, cql.ListOf(col.Typ), s)
+		cr.inMarker = x
+		return err
+	}
+	cr.in = []*expr{}
+	for _, v := range r.Vals {
+		x, err := c.compileTerm(v, col.Typ, spec)
+		if err != nil {
+			return err
+		}
+		cr.in = append(cr.in, x)
+	}
+	return nil
+}
+
+// sliceRelation compiles a bound of a range (<, <=, >, >=), at most one of each end.
+func (c *compiler) sliceRelation(cr *colRestr, r grammar.Relation, spec cql.ColumnSpec) error {
+	col := cr.col
+	if cqlvalue.ReferencesDuration(col.Typ) {
+		return invalidf("Slice restrictions are not supported on duration columns")
+	}
+	x, err := c.compileTerm(r.Val, col.Typ, spec)
+	if err != nil {
+		return err
+	}
+	if r.Op == grammar.OpGt || r.Op == grammar.OpGe {
+		if cr.lo != nil {
+			return invalidf("More than one restriction was found for the start bound on %s", col.Name)
+		}
+		cr.lo, cr.loIncl = x, r.Op == grammar.OpGe
+		return nil
+	}
+	if cr.hi != nil {
+		return invalidf("More than one restriction was found for the end bound on %s", col.Name)
+	}
+	cr.hi, cr.hiIncl = x, r.Op == grammar.OpLe
+	return nil
+}
+
+// filteredRelation checks a relation that only filtering answers (!=, CONTAINS, CONTAINS
+// KEY, m[k] = v), compiling its terms for their markers' metadata, and keeps it in
+// cr.others; addFilters compiles it again into a row filter.
+func (c *compiler) filteredRelation(cr *colRestr, r grammar.Relation, spec cql.ColumnSpec) error {
+	col := cr.col
+	typ := col.Typ
+	switch r.Op {
+	case grammar.OpContains:
+		if !cqlvalue.IsCollection(col.Typ) {
+			return invalidf("Cannot use CONTAINS on non-collection column %s", col.Name)
+		}
+		typ = cqlvalue.ElemType(col.Typ)
+	case grammar.OpContainsKey:
+		if col.Typ.ID != cql.TypeMap {
+			return invalidf("Cannot use CONTAINS KEY on non-map column %s", col.Name)
+		}
+		typ = cqlvalue.KeyType(col.Typ)
+	case grammar.OpMapEq:
+		if col.Typ.ID != cql.TypeMap || col.Frozen {
+			return invalidf("Column \"%s\" cannot be used as a map", col.Name)
+		}
+		ks := spec
+		ks.Name, ks.Type = "key("+col.Name+")", cqlvalue.KeyType(col.Typ)
+		if _, err := c.compileTerm(r.Key, ks.Type, ks); err != nil {
+			return err
+		}
+		typ = cqlvalue.ElemType(col.Typ)
+		spec.Name = "value(" + col.Name + ")"
+	}
+	spec.Type = typ
+	if _, err := c.compileTerm(r.Val, typ, spec); err != nil {
+		return err
+	}
+	cr.others = append(cr.others, r)
+	return nil
 }
 
 // keyPlan computes the partition keys (and clustering keys) that a write addresses.
@@ -323,7 +359,7 @@ func product(rs []*colRestr, x *execCtx) ([][][]byte, error) {
 }
 
 // writeKeys checks the WHERE clause of UPDATE and DELETE.
-func (c *compiler) writeKeys(t *storage.Table, rels []grammar.Relation, allowPartialCK bool, staticOnly bool) (*keyPlan, *whereInfo, error) {
+func (c writeCompiler) writeKeys(t *storage.Table, rels []grammar.Relation, allowPartialCK bool, staticOnly bool) (*keyPlan, *whereInfo, error) {
 	w, err := c.where(t, rels)
 	if err != nil {
 		return nil, nil, err
@@ -345,7 +381,7 @@ func (c *compiler) writeKeys(t *storage.Table, rels []grammar.Relation, allowPar
 		}
 	}
 	if len(missing) > 0 {
-		return nil, nil, invalidf("Some partition key parts are missing: %s", joinNames(missing))
+		return nil, nil, invalidf("Some partition key parts are missing: %s", strings.Join(missing, ", "))
 	}
 	for i, r := range w.ck {
 		if r != nil && len(r.others) > 0 {
@@ -367,20 +403,9 @@ func (c *compiler) writeKeys(t *storage.Table, rels []grammar.Relation, allowPar
 		for _, col := range t.Ck[len(kp.ck):] {
 			miss = append(miss, col.Name)
 		}
-		return nil, nil, invalidf("Some clustering keys are missing: %s", joinNames(miss))
+		return nil, nil, invalidf("Some clustering keys are missing: %s", strings.Join(miss, ", "))
 	}
 	return kp, w, nil
-}
-
-func joinNames(n []string) string {
-	s := ""
-	for i, x := range n {
-		if i > 0 {
-			s += ", "
-		}
-		s += x
-	}
-	return s
 }
 
 // writeOp is a compiled cell operation.
@@ -445,7 +470,7 @@ type condition struct {
 }
 
 // compileConds compiles IF conditions on regular and static columns.
-func (c *compiler) compileConds(t *storage.Table, rels []grammar.Relation) ([]condition, error) {
+func (c writeCompiler) compileConds(t *storage.Table, rels []grammar.Relation) ([]condition, error) {
 	var out []condition
 	for _, r := range rels {
 		if r.Token {
@@ -519,7 +544,7 @@ func evalConds(vals []storage.CondVal, conds []condition, x *execCtx) ([]storage
 	return vals, nil
 }
 
-func (c *compiler) usingTerms(t *storage.Table, ttl, ts *grammar.Term) (*expr, *expr, error) {
+func (c writeCompiler) usingTerms(t *storage.Table, ttl, ts *grammar.Term) (*expr, *expr, error) {
 	var tx, sx *expr
 	var err error
 	if ttl != nil {
@@ -537,7 +562,7 @@ func (c *compiler) usingTerms(t *storage.Table, ttl, ts *grammar.Term) (*expr, *
 	return tx, sx, nil
 }
 
-func (c *compiler) writable(t *storage.Table) error {
+func (c writeCompiler) writable(t *storage.Table) error {
 	if t.View != nil {
 		return invalidf("Cannot directly modify a materialized view")
 	}
@@ -548,7 +573,7 @@ func (c *compiler) writable(t *storage.Table) error {
 	return nil
 }
 
-func (c *compiler) insert(st *grammar.InsertStmt) (plan, error) {
+func (c writeCompiler) insert(st *grammar.InsertStmt) (plan, error) {
 	t, err := c.table(st.Table)
 	if err != nil {
 		return nil, err
@@ -616,7 +641,7 @@ func (c *compiler) insert(st *grammar.InsertStmt) (plan, error) {
 // lwtSpecs returns the first column of a conditional write's result. Like Cassandra, the
 // prepared result metadata stays empty, since the columns depend on the outcome, so drivers
 // never skip the metadata of these results.
-func (c *compiler) lwtSpecs(t *storage.Table) []cql.ColumnSpec {
+func (c writeCompiler) lwtSpecs(t *storage.Table) []cql.ColumnSpec {
 	return []cql.ColumnSpec{{Keyspace: t.Ks, Table: t.Name, Name: "[applied]", Type: cql.TypeInfo{ID: cql.TypeBoolean}}}
 }
 
@@ -635,7 +660,7 @@ func (c *compiler) setPKIndexes(t *storage.Table, pk []*colRestr) {
 
 // insertJSON compiles INSERT JSON: every column takes its value from the decoded JSON
 // (execCtx.json), which a constant gives once, here, and a marker on each execution.
-func (c *compiler) insertJSON(st *grammar.InsertStmt, t *storage.Table, p *writePlan) (plan, error) {
+func (c writeCompiler) insertJSON(st *grammar.InsertStmt, t *storage.Table, p *writePlan) (plan, error) {
 	if t.Counter {
 		return nil, invalidf("INSERT statements are not allowed on counter tables, use UPDATE instead")
 	}
@@ -703,30 +728,57 @@ func (p *jsonInsert) load(x *execCtx) error {
 	return err
 }
 
-func (c *compiler) update(st *grammar.UpdateStmt) (plan, error) {
-	t, err := c.table(st.Table)
+// writeCompiler compiles INSERT, UPDATE, DELETE and BATCH statements: their cell operations,
+// their keys and their conditions.
+type writeCompiler struct{ *compiler }
+
+// conditional starts the plan of an UPDATE or DELETE (name) of the table tn: the table,
+// which must be writable, and the IF clause (IF EXISTS, or conditions on columns).
+func (c writeCompiler) conditional(tn grammar.TableName, name string, ifExists bool, conds []grammar.Relation) (*writePlan, error) {
+	t, err := c.table(tn)
 	if err != nil {
 		return nil, err
 	}
 	if err := c.writable(t); err != nil {
 		return nil, err
 	}
-	p := &writePlan{t: t, name: "UPDATE"}
-	if st.IfExists {
+	p := &writePlan{t: t, name: name}
+	if ifExists {
 		p.cond = storage.CondExists
 	}
-	if len(st.Conds) > 0 {
-		conds, err := c.compileConds(t, st.Conds)
+	if len(conds) > 0 {
+		cs, err := c.compileConds(t, conds)
 		if err != nil {
 			return nil, err
 		}
-		p.cond, p.conds = storage.CondIf, conds
+		p.cond, p.conds = storage.CondIf, cs
 	}
+	return p, nil
+}
+
+// keyed ends the plan of a write: its keys, the markers that make its partition key, and
+// a conditional write's result columns.
+func (c writeCompiler) keyed(p *writePlan, keys *keyPlan) {
+	p.keys = keys
+	c.setPKIndexes(p.t, keys.pk)
+	if p.cond != storage.CondNone {
+		p.lwtSpecs = c.lwtSpecs(p.t)
+	}
+}
+
+// update compiles an UPDATE: its assignments, then the row (or, setting only static
+// columns, the partition) of its WHERE clause.
+func (c writeCompiler) update(st *grammar.UpdateStmt) (plan, error) {
+	p, err := c.conditional(st.Table, "UPDATE", st.IfExists, st.Conds)
+	if err != nil {
+		return nil, err
+	}
+	t := p.t
 	static := true
 	for _, a := range st.Assigns {
-		col := t.ByName[a.Col]
-		if col == nil {
-			return nil, invalidf("Undefined column name %s in table %s.%s", a.Col, t.Ks, t.Name)
+		col, err := columnOf(t, a.Col)
+		if err != nil {
+			return nil, err
 		}
 		if col.Kind == storage.KindPartitionKey || col.Kind == storage.KindClustering {
 			return nil, invalidf("PRIMARY KEY part %s found in SET part", col.Name)
@@ -734,82 +786,7 @@ func (c *compiler) update(st *grammar.UpdateStmt) (plan, error) {
 		if col.Kind != storage.KindStatic {
 			static = false
 		}
-		spec := cql.ColumnSpec{Keyspace: t.Ks, Table: t.Name, Name: col.Name, Type: col.Typ}
-		op := writeOp{pos: col.Pos}
-		isCounter := col.Typ.ID == cql.TypeCounter
-		if a.Field != "" {
-			f, err := fieldPosition(col, a.Field, col.Name+"."+a.Field+" = "+termText(a.Val))
-			if err != nil {
-				return nil, err
-			}
-			op.kind, op.field = storage.CellSetField, f
-			spec.Name, spec.Type = col.Name+"."+a.Field, col.Typ.Fields[f].Type
-			if op.val, err = c.compileTerm(a.Val, spec.Type, spec); err != nil {
-				return nil, err
-			}
-			p.ops = append(p.ops, op)
-			continue
-		}
-		if a.Op != grammar.AssignSet && cqlvalue.IsCollection(col.Typ) && col.Frozen {
-			return nil, invalidf("Invalid operation (%s = %s + ?) for frozen collection column %s", col.Name, col.Name, col.Name)
-		}
-		switch a.Op {
-		case grammar.AssignSet:
-			if isCounter {
-				return nil, invalidf("Cannot set the value of counter column %s (counters can only be incremented/decremented, not set)", col.Name)
-			}
-			op.kind = storage.CellSet
-			op.val, err = c.compileTerm(a.Val, col.Typ, spec)
-		case grammar.AssignAdd, grammar.AssignSub, grammar.AssignPrepend:
-			typ := col.Typ
-			switch {
-			case isCounter:
-				if a.Op == grammar.AssignPrepend {
-					return nil, invalidf("Invalid operation (%s = ? + %s) for counter column %s", col.Name, col.Name, col.Name)
-				}
-				op.kind, op.neg = storage.CellCounterAdd, a.Op == grammar.AssignSub
-				typ = cql.TypeInfo{ID: cql.TypeBigint}
-			case col.Typ.ID == cql.TypeList:
-				op.kind = map[grammar.AssignOp]storage.CellOpKind{grammar.AssignAdd: storage.CellAppend, grammar.AssignSub: storage.CellRemove, grammar.AssignPrepend: storage.CellPrepend}[a.Op]
-			case col.Typ.ID == cql.TypeSet || col.Typ.ID == cql.TypeMap:
-				if a.Op == grammar.AssignPrepend {
-					return nil, invalidf("Invalid operation (%s = ? + %s) for non list column %s", col.Name, col.Name, col.Name)
-				}
-				op.kind = storage.CellAppend
-				if a.Op == grammar.AssignSub {
-					op.kind = storage.CellRemove
-					if col.Typ.ID == cql.TypeMap {
-						typ = cql.SetOf(cqlvalue.KeyType(col.Typ))
-					}
-				}
-			default:
-				return nil, invalidf("Invalid operation (%s = %s + ?) for non counter column %s", col.Name, col.Name, col.Name)
-			}
-			spec.Type = typ
-			op.val, err = c.compileTerm(a.Val, typ, spec)
-		case grammar.AssignKey:
-			var kt cql.TypeInfo
-			switch col.Typ.ID {
-			case cql.TypeMap:
-				kt = cqlvalue.KeyType(col.Typ)
-			case cql.TypeList:
-				kt = cql.TypeInfo{ID: cql.TypeInt}
-			default:
-				return nil, invalidf("Invalid operation (%s[?] = ?) for non list/map column %s", col.Name, col.Name)
-			}
-			op.kind = storage.CellSetKey
-			ks := spec
-			ks.Name = "key(" + col.Name + ")"
-			if col.Typ.ID == cql.TypeList {
-				ks.Name = "idx(" + col.Name + ")"
-			}
-			if op.key, err = c.compileTerm(a.Key, kt, ks); err != nil {
-				return nil, err
-			}
-			vs := spec
-			vs.Name = "value(" + col.Name + ")"
-			op.val, err = c.compileTerm(a.Val, cqlvalue.ElemType(col.Typ), vs)
-		}
+		op, err := c.assignment(t, col, a.Op, a.Field, a.Key, a.Val)
 		if err != nil {
 			return nil, err
 		}
@@ -825,39 +802,127 @@ func (c *compiler) update(st *grammar.UpdateStmt) (plan, error) {
 	if static && len(t.Ck) > 0 && len(keys.ck) > 0 && len(keys.ck) < len(t.Ck) {
 		return nil, invalidf("Some clustering keys are missing: %s", t.Ck[len(keys.ck)].Name)
 	}
-	p.keys = keys
 	p.static = static && len(keys.ck) == 0 && len(t.Ck) > 0
-	c.setPKIndexes(t, keys.pk)
-	if p.cond != storage.CondNone {
-		p.lwtSpecs = c.lwtSpecs(t)
-	}
+	c.keyed(p, keys)
 	return p, nil
 }
 
-func (c *compiler) delete(st *grammar.DeleteStmt) (plan, error) {
-	t, err := c.table(st.Table)
+// assignment compiles the assignment op of col (or of its field) to val: the whole value,
+// a field, an element (col[key] = val), or an addition to (or removal from) a counter or a
+// collection.
+func (c writeCompiler) assignment(t *storage.Table, col *storage.Column, a grammar.AssignOp, field string, key, val *grammar.Term) (writeOp, error) {
+	spec := cql.ColumnSpec{Keyspace: t.Ks, Table: t.Name, Name: col.Name, Type: col.Typ}
+	op := writeOp{pos: col.Pos}
+	var err error
+	if field != "" {
+		if op.field, err = fieldPosition(col, field, col.Name+"."+field+" = "+termText(val)); err != nil {
+			return op, err
+		}
+		op.kind = storage.CellSetField
+		spec.Name, spec.Type = col.Name+"."+field, col.Typ.Fields[op.field].Type
+		op.val, err = c.compileTerm(val, spec.Type, spec)
+		return op, err
+	}
+	if a != grammar.AssignSet && cqlvalue.IsCollection(col.Typ) && col.Frozen {
+		return op, invalidf("Invalid operation (%s = %s + ?) for frozen collection column %s", col.Name, col.Name, col.Name)
+	}
+	switch a {
+	case grammar.AssignSet:
+		if col.Typ.ID == cql.TypeCounter {
+			return op, invalidf("Cannot set the value of counter column %s (counters can only be incremented/decremented, not set)", col.Name)
+		}
+		op.kind = storage.CellSet
+		op.val, err = c.compileTerm(val, col.Typ, spec)
+	case grammar.AssignAdd, grammar.AssignSub, grammar.AssignPrepend:
+		if spec.Type, err = op.addition(col, a); err != nil {
+			return op, err
+		}
+		op.val, err = c.compileTerm(val, spec.Type, spec)
+	case grammar.AssignKey:
+		return c.elementAssignment(op, spec, col, key, val)
+	}
+	return op, err
+}
+
+// addition sets op to c = c + v, c = c - v or c = v + c on col: a counter's increment, a
+// list's append, removal or prepend, a set's or a map's union or removal (of a map's
+// keys); it returns the type of v.
+func (op *writeOp) addition(col *storage.Column, a grammar.AssignOp) (cql.TypeInfo, error) {
+	switch col.Typ.ID {
+	case cql.TypeCounter:
+		if a == grammar.AssignPrepend {
+			return col.Typ, invalidf("Invalid operation (%s = ? + %s) for counter column %s", col.Name, col.Name, col.Name)
+		}
+		op.kind, op.neg = storage.CellCounterAdd, a == grammar.AssignSub
+		return cql.TypeInfo{ID: cql.TypeBigint}, nil
+	case cql.TypeList:
+		op.kind = map[grammar.AssignOp]storage.CellOpKind{grammar.AssignAdd: storage.CellAppend, grammar.AssignSub: storage.CellRemove, grammar.AssignPrepend: storage.CellPrepend}[a]
+		return col.Typ, nil
+	case cql.TypeSet, cql.TypeMap:
+		if a == grammar.AssignPrepend {
+			return col.Typ, invalidf("Invalid operation (%s = ? + %s) for non list column %s", col.Name, col.Name, col.Name)
+		}
+		op.kind = storage.CellAppend
+		if a != grammar.AssignSub {
+			return col.Typ, nil
+		}
+		op.kind = storage.CellRemove
+		if col.Typ.ID == cql.TypeMap {
+			return cql.SetOf(cqlvalue.KeyType(col.Typ)), nil
+		}
+		return col.Typ, nil
+	}
+	return col.Typ, invalidf("Invalid operation (%s = %s + ?) for non counter column %s", col.Name, col.Name, col.Name)
+}
+
+// elementKey returns the type of an element's key in col: a map's key, a list's index; ok
+// is false for a column of another type.
+func elementKey(col *storage.Column) (typ cql.TypeInfo, ok bool) {
+	switch col.Typ.ID {
+	case cql.TypeMap:
+		return cqlvalue.KeyType(col.Typ), true
+	case cql.TypeList:
+		return cql.TypeInfo{ID: cql.TypeInt}, true
+	}
+	return cql.TypeInfo{}, false
+}
+
+// elementAssignment compiles m[key] = val or l[key] = val into op.
+func (c writeCompiler) elementAssignment(op writeOp, spec cql.ColumnSpec, col *storage.Column, key, val *grammar.Term) (writeOp, error) {
+	kt, ok := elementKey(col)
+	if !ok {
+		return op, invalidf("Invalid operation (%s[?] = ?) for non list/map column %s", col.Name, col.Name)
+	}
+	op.kind = storage.CellSetKey
+	ks := spec
+	ks.Name = "key(" + col.Name + ")"
+	if col.Typ.ID == cql.TypeList {
+		ks.Name = "idx(" + col.Name + ")"
+	}
+	var err error
+	if op.key, err = c.compileTerm(key, kt, ks); err != nil {
+		return op, err
+	}
+	vs := spec
+	vs.Name = "value(" + col.Name + ")"
+	op.val, err = c.compileTerm(val, cqlvalue.ElemType(col.Typ), vs)
+	return op, err
+}
+
+// delete compiles a DELETE: of columns (or their fields and elements) of a row, or of rows,
+// a range of rows or a partition.
+func (c writeCompiler) delete(st *grammar.DeleteStmt) (plan, error) {
+	p, err := c.conditional(st.Table, "DELETE", st.IfExists, st.Conds)
 	if err != nil {
 		return nil, err
 	}
-	if err := c.writable(t); err != nil {
-		return nil, err
-	}
-	p := &writePlan{t: t, name: "DELETE", del: len(st.Cols) == 0}
-	if st.IfExists {
-		p.cond = storage.CondExists
-	}
-	if len(st.Conds) > 0 {
-		conds, err := c.compileConds(t, st.Conds)
-		if err != nil {
-			return nil, err
-		}
-		p.cond, p.conds = storage.CondIf, conds
-	}
+	t := p.t
+	p.del = len(st.Cols) == 0
 	static := len(st.Cols) > 0
 	for _, d := range st.Cols {
-		col := t.ByName[d.Col]
-		if col == nil {
-			return nil, invalidf("Undefined column name %s in table %s.%s", d.Col, t.Ks, t.Name)
+		col, err := columnOf(t, d.Col)
+		if err != nil {
+			return nil, err
 		}
 		if col.Kind == storage.KindPartitionKey || col.Kind == storage.KindClustering {
 			return nil, invalidf("Invalid identifier %s for deletion (should not be a PRIMARY KEY part)", col.Name)
@@ -865,31 +930,9 @@ func (c *compiler) delete(st *grammar.DeleteStmt) (plan, error) {
 		if col.Kind != storage.KindStatic {
 			static = false
 		}
-		op := writeOp{pos: col.Pos, kind: storage.CellSet}
-		if d.Field != "" {
-			f, err := fieldPosition(col, d.Field, "DELETE "+col.Name+"."+d.Field)
-			if err != nil {
-				return nil, err
-			}
-			op.kind, op.field = storage.CellSetField, f
-			p.ops = append(p.ops, op)
-			continue
-		}
-		if d.Key != nil {
-			var kt cql.TypeInfo
-			switch col.Typ.ID {
-			case cql.TypeMap:
-				kt = cqlvalue.KeyType(col.Typ)
-			case cql.TypeList:
-				kt = cql.TypeInfo{ID: cql.TypeInt}
-			default:
-				return nil, invalidf("Invalid element access syntax for non-collection column %s", col.Name)
-			}
-			spec := cql.ColumnSpec{Keyspace: t.Ks, Table: t.Name, Name: "key(" + col.Name + ")", Type: kt}
-			if op.key, err = c.compileTerm(d.Key, kt, spec); err != nil {
-				return nil, err
-			}
-			op.kind = storage.CellDelKey
+		op, err := c.deletion(t, col, d.Field, d.Key)
+		if err != nil {
+			return nil, err
 		}
 		p.ops = append(p.ops, op)
 	}
@@ -900,29 +943,59 @@ func (c *compiler) delete(st *grammar.DeleteStmt) (plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.keys = keys
 	p.static = static && len(keys.ck) == 0 && len(t.Ck) > 0
 	if !p.del && !p.static && len(keys.ck) < len(t.Ck) {
 		return nil, invalidf("Some clustering keys are missing: %s", t.Ck[len(keys.ck)].Name)
 	}
 	if p.del {
-		for i, r := range w.ck {
-			if r.isRange() {
-				if i != len(keys.ck) {
-					return nil, invalidf("PRIMARY KEY column \"%s\" cannot be restricted as preceding column \"%s\" is not restricted", t.Ck[i].Name, t.Ck[i-1].Name)
-				}
-				if r.isEq() {
-					return nil, invalidf("%s cannot be restricted by both an equality and an inequality relation", t.Ck[i].Name)
-				}
-				p.ckRange = w
-			}
+		if p.ckRange, err = deletedRange(t, w, len(keys.ck)); err != nil {
+			return nil, err
 		}
 	}
-	c.setPKIndexes(t, keys.pk)
-	if p.cond != storage.CondNone {
-		p.lwtSpecs = c.lwtSpecs(t)
-	}
+	c.keyed(p, keys)
 	return p, nil
+}
+
+// deletion compiles the deletion of col, of its field, or of its element key (m[k], l[i]).
+func (c writeCompiler) deletion(t *storage.Table, col *storage.Column, field string, key *grammar.Term) (writeOp, error) {
+	op := writeOp{pos: col.Pos, kind: storage.CellSet}
+	var err error
+	if field != "" {
+		op.kind = storage.CellSetField
+		op.field, err = fieldPosition(col, field, "DELETE "+col.Name+"."+field)
+		return op, err
+	}
+	if key == nil {
+		return op, nil
+	}
+	kt, ok := elementKey(col)
+	if !ok {
+		return op, invalidf("Invalid element access syntax for non-collection column %s", col.Name)
+	}
+	spec := cql.ColumnSpec{Keyspace: t.Ks, Table: t.Name, Name: "key(" + col.Name + ")", Type: kt}
+	op.kind = storage.CellDelKey
+	op.key, err = c.compileTerm(key, kt, spec)
+	return op, err
+}
+
+// deletedRange checks the range of rows that a DELETE of rows restricts w to, if any: on
+// the clustering column after the equality prefix of eqCK columns. It returns w with such
+// a range, nil without.
+func deletedRange(t *storage.Table, w *whereInfo, eqCK int) (*whereInfo, error) {
+	var rng *whereInfo
+	for i, r := range w.ck {
+		if !r.isRange() {
+			continue
+		}
+		if i != eqCK {
+			return nil, invalidf("PRIMARY KEY column \"%s\" cannot be restricted as preceding column \"%s\" is not restricted", t.Ck[i].Name, t.Ck[i-1].Name)
+		}
+		if r.isEq() {
+			return nil, invalidf("%s cannot be restricted by both an equality and an inequality relation", t.Ck[i].Name)
+		}
+		rng = w
+	}
+	return rng, nil
 }
 
 func (p *writePlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
@@ -991,9 +1064,9 @@ func (p *writePlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
 	}
 	if x.tr != nil {
 		if w.applied {
-			x.tr.Event("Applied " + itoa(w.mutations) + " mutations to " + t.Name)
+			x.tr.Event("Applied " + strconv.Itoa(w.mutations) + " mutations to " + t.Name)
 		} else {
-			x.tr.Event("Condition not met on " + t.Name + ": " + itoa(w.mutations) + " mutations applied")
+			x.tr.Event("Condition not met on " + t.Name + ": " + strconv.Itoa(w.mutations) + " mutations applied")
 		}
 	}
 	if cond != storage.CondNone {
@@ -1200,7 +1273,7 @@ type batchPlan struct {
 	ts    *expr
 }
 
-func (c *compiler) batch(st *grammar.BatchStmt) (plan, error) {
+func (c writeCompiler) batch(st *grammar.BatchStmt) (plan, error) {
 	p := &batchPlan{}
 	for _, s := range st.Stmts {
 		switch s := s.(type) {
