@@ -4,7 +4,6 @@ import (
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/internal/node/cqlvalue"
 	"github.com/tracecar/tracecar/internal/node/grammar"
-	"github.com/tracecar/tracecar/internal/node/storage"
 )
 
 // CAST(x AS type) in a selection, as Cassandra 4.1's CastFcts: a number to any other
@@ -64,26 +63,6 @@ func castName(to string) string {
 	return to
 }
 
-// castSelector compiles the casts of a column, innermost first, and returns the selector,
-// its type and the name Cassandra gives its column.
-func castSelector(o outCol, col *storage.Column, casts []string) (outCol, cql.TypeInfo, string, error) {
-	typ, text := col.Typ, col.Name
-	for _, to := range casts {
-		id := grammar.SimpleTypes[to]
-		if id == typ.ID {
-			continue // a cast to its own type is ignored, as 4.1 does
-		}
-		if !castable(typ.ID, to) {
-			return o, typ, text, invalidf("%s cannot be cast to %s", col.Name, to)
-		}
-		next := cql.TypeInfo{ID: id}
-		o.casts = append(o.casts, castStep{from: typ, to: next})
-		o.derived = true
-		typ, text = next, "cast("+text+" as "+castName(to)+")"
-	}
-	return o, typ, text, nil
-}
-
 // applyCasts computes a selector's casts of v. A null stays null; so does a value 4.1
 // cannot convert (an empty one, a NaN or infinity to decimal).
 func applyCasts(steps []castStep, v []byte) []byte {
@@ -94,44 +73,4 @@ func applyCasts(steps []castStep, v []byte) []byte {
 		v = cqlvalue.Cast(s.from, s.to, v)
 	}
 	return v
-}
-
-// castResult applies the casts of selector s to the result of the selector just compiled,
-// the last of p's: its value (an aggregate's once aggregated), type and column name.
-func castResult(p *selectPlan, s grammar.Selector) error {
-	o, sp := &p.out[len(p.out)-1], &p.specs[len(p.specs)-1]
-	typ, text := sp.Type, sp.Name
-	var steps []castStep
-	for _, to := range s.Casts {
-		id := grammar.SimpleTypes[to]
-		if id == typ.ID {
-			continue // a cast to its own type is ignored, as 4.1 does
-		}
-		if !castable(typ.ID, to) {
-			return invalidf("%s cannot be cast to %s", selectorColumn(s), to)
-		}
-		next := cql.TypeInfo{ID: id}
-		steps = append(steps, castStep{from: typ, to: next})
-		typ, text = next, "cast("+text+" as "+castName(to)+")"
-	}
-	if o.agg != aggNone {
-		o.post = append(o.post, steps...)
-	} else if len(steps) > 0 {
-		o.casts = append(o.casts, steps...)
-		o.derived = true
-	}
-	sp.Type, sp.Name = typ, text
-	return nil
-}
-
-// selectorColumn is the column 4.1 names in the error of a cast it has no function for:
-// the first the selector reads.
-func selectorColumn(s grammar.Selector) string {
-	switch {
-	case s.Col != "":
-		return s.Col
-	case len(s.Cols) > 0:
-		return s.Cols[0]
-	}
-	return s.Text
 }

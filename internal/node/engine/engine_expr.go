@@ -13,29 +13,6 @@ import (
 	"github.com/tracecar/tracecar/internal/node/grammar"
 )
 
-type exprKind uint8
-
-const (
-	exConst exprKind = iota
-	exBind
-	exColl
-	exFunc
-	exJSON // a column of INSERT JSON: execCtx.json[idx]
-)
-
-// expr is a compiled term: its value is known at compile time, bound at execution, or
-// computed (collections with markers inside, now()).
-type expr struct {
-	kind  exprKind
-	b     []byte // constant value; nil is null
-	idx   int
-	typ   cql.TypeInfo
-	col   string
-	elems []*expr // collection elements; a map's keys and values alternate
-	fn    string
-	args  []*expr
-}
-
 // compileTerm compiles t for a target of type typ; spec is the bind metadata given to a
 // marker in that place.
 func (c *compiler) compileTerm(t *grammar.Term, typ cql.TypeInfo, spec cql.ColumnSpec) (*expr, error) {

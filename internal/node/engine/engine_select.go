@@ -546,76 +546,6 @@ func (c selectCompiler) selectFunc(p *selectPlan, s grammar.Selector) error {
 	return nil
 }
 
-// ckFilterFor builds the clustering filters of an equality prefix (one per IN combination)
-// plus a range on the next column.
-func ckFilterFor(t *storage.Table, w *whereInfo, eq []*colRestr, x *execCtx) (*storage.CkFilter, error) {
-	fs, err := ckFilters(t, eq, rangeOf(w, len(eq)), x, false)
-	if err != nil || len(fs) == 0 {
-		return nil, err
-	}
-	return fs[0], nil
-}
-
-func rangeOf(w *whereInfo, i int) *colRestr {
-	if i < len(w.ck) && w.ck[i].isRange() {
-		return w.ck[i]
-	}
-	return nil
-}
-
-func ckFilters(t *storage.Table, eq []*colRestr, rng *colRestr, x *execCtx, reverse bool) ([]*storage.CkFilter, error) {
-	var lo, hi *storage.CkBound
-	if rng != nil {
-		if rng.lo != nil {
-			b, err := boundValue(rng.lo, rng.col.Name, x)
-			if err != nil {
-				return nil, err
-			}
-			lo = &storage.CkBound{Vals: [][]byte{b}, Inclusive: rng.loIncl}
-		}
-		if rng.hi != nil {
-			b, err := boundValue(rng.hi, rng.col.Name, x)
-			if err != nil {
-				return nil, err
-			}
-			hi = &storage.CkBound{Vals: [][]byte{b}, Inclusive: rng.hiIncl}
-		}
-	}
-	if len(eq) == 0 {
-		if lo == nil && hi == nil {
-			return nil, nil
-		}
-		return []*storage.CkFilter{{Lo: lo, Hi: hi, RangeCol: 0}}, nil
-	}
-	combos, err := product(eq, x)
-	if err != nil {
-		return nil, err
-	}
-	slices.SortFunc(combos, func(a, b [][]byte) int { return storage.CompareCK(t, a, b) })
-	if reverse {
-		slices.Reverse(combos)
-	}
-	out := make([]*storage.CkFilter, len(combos))
-	for i, c := range combos {
-		out[i] = &storage.CkFilter{Eq: c, Lo: lo, Hi: hi, RangeCol: len(eq)}
-	}
-	return out, nil
-}
-
-func boundValue(e *expr, col string, x *execCtx) ([]byte, error) {
-	b, unset, err := e.eval(x)
-	if err != nil {
-		return nil, err
-	}
-	if unset {
-		return nil, invalidf("Invalid unset value for column %s", col)
-	}
-	if b == nil {
-		return nil, invalidf("Invalid null value in condition for column %s", col)
-	}
-	return b, nil
-}
-
 // filterVals are a rowFilter's evaluated operands.
 type filterVals struct {
 	f    *rowFilter
@@ -1460,4 +1390,182 @@ func (s *Session) node() int {
 		return 0
 	}
 	return s.Node
+}
+
+// castSelector compiles the casts of a column, innermost first, and returns the selector,
+// its type and the name Cassandra gives its column.
+func castSelector(o outCol, col *storage.Column, casts []string) (outCol, cql.TypeInfo, string, error) {
+	typ, text := col.Typ, col.Name
+	for _, to := range casts {
+		id := grammar.SimpleTypes[to]
+		if id == typ.ID {
+			continue // a cast to its own type is ignored, as 4.1 does
+		}
+		if !castable(typ.ID, to) {
+			return o, typ, text, invalidf("%s cannot be cast to %s", col.Name, to)
+		}
+		next := cql.TypeInfo{ID: id}
+		o.casts = append(o.casts, castStep{from: typ, to: next})
+		o.derived = true
+		typ, text = next, "cast("+text+" as "+castName(to)+")"
+	}
+	return o, typ, text, nil
+}
+
+// castResult applies the casts of selector s to the result of the selector just compiled,
+// the last of p's: its value (an aggregate's once aggregated), type and column name.
+func castResult(p *selectPlan, s grammar.Selector) error {
+	o, sp := &p.out[len(p.out)-1], &p.specs[len(p.specs)-1]
+	typ, text := sp.Type, sp.Name
+	var steps []castStep
+	for _, to := range s.Casts {
+		id := grammar.SimpleTypes[to]
+		if id == typ.ID {
+			continue // a cast to its own type is ignored, as 4.1 does
+		}
+		if !castable(typ.ID, to) {
+			return invalidf("%s cannot be cast to %s", selectorColumn(s), to)
+		}
+		next := cql.TypeInfo{ID: id}
+		steps = append(steps, castStep{from: typ, to: next})
+		typ, text = next, "cast("+text+" as "+castName(to)+")"
+	}
+	if o.agg != aggNone {
+		o.post = append(o.post, steps...)
+	} else if len(steps) > 0 {
+		o.casts = append(o.casts, steps...)
+		o.derived = true
+	}
+	sp.Type, sp.Name = typ, text
+	return nil
+}
+
+// selectorColumn is the column 4.1 names in the error of a cast it has no function for:
+// the first the selector reads.
+func selectorColumn(s grammar.Selector) string {
+	switch {
+	case s.Col != "":
+		return s.Col
+	case len(s.Cols) > 0:
+		return s.Cols[0]
+	}
+	return s.Text
+}
+
+// groupState is the group being aggregated.
+type groupState struct {
+	started bool
+	pk      []byte
+	ck      [][]byte // the clustering prefix that defines the group
+	first   [][]byte // the first row's values, for the plain selectors
+	accs    []acc
+}
+
+// sameGroup reports whether a row of partition pk with clustering ck belongs to the group.
+func (r *selectRun) sameGroup(pk []byte, ck [][]byte) bool {
+	g := &r.g
+	if !g.started {
+		return false
+	}
+	if r.p.groupCK < 0 {
+		return true
+	}
+	if string(g.pk) != string(pk) {
+		return false
+	}
+	for i := 0; i < r.p.groupCK; i++ {
+		var v []byte
+		if i < len(ck) {
+			v = ck[i]
+		}
+		var w []byte
+		if i < len(g.ck) {
+			w = g.ck[i]
+		}
+		if cqlvalue.CompareValues(r.p.t.Ck[i].Typ, v, w) != 0 || (v == nil) != (w == nil) {
+			return false
+		}
+	}
+	return true
+}
+
+// addGrouped feeds one row to its group, finishing the previous group when a new one
+// begins. It returns false to stop reading the partition: the page or the limit is full
+// (r.stop is then set), or the partition has given its PER PARTITION LIMIT of groups.
+func (r *selectRun) addGrouped(pkVals [][]byte, part *storage.Partition, row *storage.Row) bool {
+	p := r.p
+	var ck [][]byte
+	if row != nil {
+		ck = row.Ck
+	}
+	if !r.sameGroup(part.Key, ck) {
+		if r.g.started {
+			r.finishGroup()
+		}
+		if r.partLim >= 0 && r.partN >= r.partLim {
+			return false // a group past the partition's limit is no group: it leaves no page
+		}
+		if r.wantGroups >= 0 && len(r.rows) >= r.wantGroups {
+			r.stop = true
+			return false
+		}
+		r.partN++
+		r.g = groupState{started: true, pk: part.Key, first: r.build(pkVals, part, row), accs: make([]acc, len(p.out))}
+		if p.groupCK > 0 && ck != nil {
+			r.g.ck = ck[:min(p.groupCK, len(ck))]
+		}
+		for i, o := range p.out {
+			r.g.accs[i] = acc{kind: o.agg, typ: o.argType}
+		}
+	}
+	for i := range p.out {
+		o := &p.out[i]
+		if o.agg == aggNone {
+			continue
+		}
+		var v []byte
+		if o.agg != aggCountRows {
+			v = r.outValue(o, pkVals, part, row)
+		}
+		r.g.accs[i].add(v)
+	}
+	// Where the group's last row is: the page state, should the page end with it.
+	at := &r.groupEnd
+	at.pk, at.partCount = part.Key, r.partN
+	if row != nil {
+		at.ck, at.partDone = row.Ck, len(p.t.Ck) == 0
+	} else {
+		at.ck, at.partDone = nil, true
+	}
+	return true
+}
+
+// finishGroup appends the group's result row.
+func (r *selectRun) finishGroup() {
+	out := make([][]byte, len(r.p.out))
+	for i, o := range r.p.out {
+		if o.agg == aggNone {
+			if r.g.first != nil {
+				out[i] = r.g.first[i]
+			}
+			continue
+		}
+		out[i] = applyCasts(o.post, r.g.accs[i].result())
+	}
+	r.rows = append(r.rows, out)
+	at := &r.groupEnd
+	r.pagePK, r.pageCK, r.pageDone, r.pageN = at.pk, at.ck, at.partDone, at.partCount
+	r.g.started = false
+}
+
+// emptyAggregate is the one row of an aggregate over no rows: count 0, no min or max.
+func (r *selectRun) emptyAggregate() [][]byte {
+	out := make([][]byte, len(r.p.out))
+	for i, o := range r.p.out {
+		if o.agg != aggNone {
+			a := acc{kind: o.agg, typ: o.argType}
+			out[i] = applyCasts(o.post, a.result())
+		}
+	}
+	return out
 }
