@@ -14,6 +14,10 @@ import (
 	"github.com/tracecar/tracecar/internal/node/storage"
 )
 
+// The engine's state, under every file that works on it: its configuration, sessions,
+// prepared statements and roles, an execution's context, and the compiler's own state; it
+// points at no other file of the engine but errors.go (TestNodeFilesPointDown).
+
 // Session is per-connection state: the current keyspace set by USE. It is not safe for
 // concurrent use; each connection has its own.
 type Session struct {
@@ -265,6 +269,7 @@ type compiler struct {
 	needs     []need
 }
 
+// noMarkers refuses bind markers in a statement that takes none.
 func (c *compiler) noMarkers() error {
 	if len(c.binds) > 0 {
 		return invalidf("bind markers are not allowed in this statement")

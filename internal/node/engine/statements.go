@@ -15,6 +15,10 @@ import (
 	"github.com/tracecar/tracecar/internal/node/storage"
 )
 
+// The engine's way in, the top of its files: NewEngine, and a statement's way through it,
+// parsed (or found in the cache), compiled into a plan for the schema it meets, bound and
+// executed; batches the same, statement by statement.
+
 // NewEngine returns an Engine with the system keyspaces and no user keyspaces.
 func NewEngine(cfg EngineConfig) *Engine {
 	if cfg.ClusterName == "" {
@@ -47,10 +51,6 @@ func NewEngine(cfg EngineConfig) *Engine {
 	e.auth.mu.Unlock()
 	return e
 }
-
-// A statement's way through the engine, the top of its files: parsed (or found in the
-// cache), compiled into a plan for the schema it meets, bound and executed; batches the
-// same, statement by statement.
 
 // Query runs an unprepared statement. Parsed statements are cached by keyspace and text.
 func (e *Engine) Query(s *Session, query string, p *cql.QueryParams, tr Tracer) (cql.Message, error) {
