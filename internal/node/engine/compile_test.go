@@ -58,6 +58,7 @@ func TestCompileErrors(t *testing.T) {
 		{"DELETE of key", "DELETE c FROM t WHERE k = 1", "Invalid identifier c for deletion (should not be a PRIMARY KEY part)"},
 		{"DELETE element of text", "DELETE v[1] FROM t WHERE k = 1 AND c = 1 AND d = 1", "Invalid element access syntax for non-collection column v"},
 		{"DELETE column, part of the key", "DELETE v FROM t WHERE k = 1 AND c = 1", "Some clustering keys are missing: d"},
+		{"DELETE = and a range", "DELETE FROM t WHERE k = 1 AND c = 1 AND c > 0", "c cannot be restricted by both an equality and an inequality relation"},
 		{"DELETE range after a gap", "DELETE FROM t WHERE k = 1 AND d > 0", `PRIMARY KEY column "d" cannot be restricted as preceding column "c" is not restricted`},
 		// engine_expr.go: literals with markers inside.
 		{"tuple too long", "UPDATE t SET tp = (1, ?, 3) WHERE k = 1 AND c = 1 AND d = 1", "Invalid tuple literal for tp: too many elements. Type frozen<tuple<int, int>> expects 2 but got 3"},

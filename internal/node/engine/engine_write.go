@@ -577,19 +577,20 @@ func (c writeCompiler) deletion(t *storage.Table, col *storage.Column, field str
 }
 
 // deletedRange checks the range of rows that a DELETE of rows restricts w to, if any: on
-// the clustering column after the equality prefix of eqCK columns. It returns w with such
-// a range, nil without.
+// the clustering column after the equality prefix of eqCK columns, and not also restricted
+// by = (which the prefix then holds: checked first, or the message would name the column
+// before the first). It returns w with such a range, nil without.
 func deletedRange(t *storage.Table, w *whereInfo, eqCK int) (*whereInfo, error) {
 	var rng *whereInfo
 	for i, r := range w.ck {
 		if !r.isRange() {
 			continue
 		}
-		if i != eqCK {
-			return nil, invalidf("PRIMARY KEY column \"%s\" cannot be restricted as preceding column \"%s\" is not restricted", t.Ck[i].Name, t.Ck[i-1].Name)
-		}
 		if r.isEq() {
 			return nil, invalidf("%s cannot be restricted by both an equality and an inequality relation", t.Ck[i].Name)
+		}
+		if i != eqCK {
+			return nil, invalidf("PRIMARY KEY column \"%s\" cannot be restricted as preceding column \"%s\" is not restricted", t.Ck[i].Name, t.Ck[i-1].Name)
 		}
 		rng = w
 	}
