@@ -5,95 +5,13 @@ import (
 	"maps"
 	"slices"
 	"sort"
-	"sync"
-	"sync/atomic"
 
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/internal/node/cqlvalue"
 	"github.com/tracecar/tracecar/internal/node/grammar"
 )
 
-// colKind is the role of a column in its table.
-type colKind uint8
-
-const (
-	KindPartitionKey colKind = iota
-	KindClustering
-	KindRegular
-	KindStatic
-)
-
-var ColKindNames = [...]string{"partition_key", "clustering", "regular", "static"}
-
-// column is a column of a table. It is immutable once its table is published.
-type Column struct {
-	Name   string
-	Typ    cql.TypeInfo
-	Text   string // the type's spelling in system_schema.columns
-	Ref    *grammar.TypeRef
-	Frozen bool // a single cell: a native type, or a frozen collection or user type
-	Kind   colKind
-	// pos is the position among the partition key or clustering columns; for regular and
-	// static columns it is the slot of the column's cell in a row. A slot is never reused:
-	// ALTER TABLE ADD takes a new one, so rows written before it are shorter (row.cell).
-	Pos  int
-	Desc bool
-}
-
-// tableStore is what the schema versions of one table share: its data, and whether it was
-// dropped. ALTER TABLE publishes a new table with the same store.
-type TableStore struct {
-	Data atomic.Pointer[TableData]
-	// perNode, for system.local and the peers tables of a cluster, holds each node's own
-	// rows; data holds the first node's. See table.load.
-	PerNode atomic.Pointer[[]*TableData]
-	// dropped is set when the table leaves the schema, so compiled plans recompile.
-	Dropped atomic.Bool
-	// casMu serializes the table's conditional writes.
-	CasMu sync.Mutex
-	// viewMu serializes the writes to a base table of materialized views, so that each
-	// reads the rows it changes as they were before it and after it (view.go).
-	ViewMu sync.Mutex
-}
-
-// table is a table's schema and its data. The schema fields are immutable once published;
-// data is replaced whole by TRUNCATE.
-type Table struct {
-	Ks, Name string
-	Id       [16]byte
-	IdGiven  bool      // CREATE TABLE ... WITH id = ...
-	Cols     []*Column // SELECT * order: partition key, clustering, then the rest by name
-	ByName   map[string]*Column
-	Pk       []*Column
-	Ck       []*Column
-	Cells    []*Column // regular and static columns by slot (column.pos); nil for a dropped one
-	static   bool      // the table has static columns
-	Counter  bool      // a counter table
-	Compact  bool
-	Options  map[string]grammar.OptValue
-	Comment  string
-	Virtual  bool
-	Ttl      int32 // default_time_to_live
-	Indexes  []*Index
-	DroppedC []DroppedColumn
-	// view is set on a materialized view: its definition (view.go).
-	View *ViewDef
-	// views are the materialized views of a base table, linked to this version of it; they
-	// are linked again whenever the schema of the keyspace changes (ddl.relinkViews).
-	Views []*ViewLink
-
-	*TableStore
-
-	// starSpecs is the result metadata of SELECT *.
-	StarSpecs []cql.ColumnSpec
-}
-
-// droppedColumn is a row of system_schema.dropped_columns.
-type DroppedColumn struct {
-	Name, Text string
-	Kind       colKind
-	At         int64 // microseconds
-}
+// The schema: keyspaces and their versions, and the tables CREATE TABLE builds.
 
 // keyspace is a keyspace's schema. It is immutable once published; DDL publishes a copy.
 type Keyspace struct {
@@ -324,9 +242,6 @@ func (t *Table) Finish() {
 		t.Id = NameUUID(t.Ks + "." + t.Name)
 	}
 }
-
-// hasStatic reports whether the table has static columns.
-func (t *Table) HasStatic() bool { return t.static }
 
 // alter returns a copy of the table's schema to change and publish, sharing its store.
 func (t *Table) Alter() *Table {

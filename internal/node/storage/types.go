@@ -138,3 +138,16 @@ func (rs Resolver) resolveIn(r *grammar.TypeRef, frozen bool, depth int) (Ctype,
 	}
 	return Ctype{Info: u.info(), Text: wrap(cqlvalue.QuoteName(u.Name)), Frozen: frozen}, nil
 }
+
+// resolve resolves the type's fields against rs.
+func (u *UserType) Resolve(rs Resolver) error {
+	u.Fields = make([]Ctype, len(u.FieldRefs))
+	for i, r := range u.FieldRefs {
+		ct, err := rs.Resolve(r)
+		if err != nil {
+			return err
+		}
+		u.Fields[i] = ct
+	}
+	return nil
+}
