@@ -95,72 +95,113 @@ func (d *TableData) applyRead(t *Table, m *Mutation, ops []CellOp, now int64, pk
 		if m.DelRange != nil {
 			return nil
 		}
-		p = &Partition{Key: m.Pk, Token: m.Token, del: noTS}
-		sh.parts[unsafeString(m.Pk)] = p
-		d.version.Add(1)
-		m.part = p
-		d.chargeNew(p, nil, 0)
+		p = d.newPartition(sh, m)
 	}
-	switch {
-	case m.DelPartition:
-		if m.Ts >= p.del {
-			p.del = m.Ts
-		}
-		d.purgePartition(p)
-		return nil
-	case m.DelRange != nil:
-		for _, r := range p.Rows {
-			if m.DelRange.Matches(t, r.Ck) && m.Ts >= r.del {
-				r.del = m.Ts
-				d.purgeRow(r)
-			}
-		}
+	if m.DelPartition || m.DelRange != nil {
+		d.deleteRows(t, p, m)
 		return nil
 	}
 	if m.Ts < p.del {
 		return nil
 	}
-	var r *Row
-	needRow := m.Marker || m.DelRow
-	for i := range ops {
-		if t.Cells[ops[i].Pos].Kind != KindStatic {
-			needRow = true
-		}
-	}
-	if needRow {
-		i, found := p.Find(t, m.Ck)
-		if !found {
-			if p.Rows == nil && p.firstRef[0] == nil {
-				r = &p.first
-				initRow(r, m.Ck, len(t.Cells))
-				p.firstRef[0] = r
-				p.Rows = p.firstRef[:]
-			} else {
-				r = newRow(m.Ck, len(t.Cells))
-				p.Rows = slices.Insert(p.Rows, i, r)
-			}
-			d.chargeNew(nil, r, len(t.Cells))
-			if vr != nil {
-				vr.row = r
-			}
-		} else {
-			r = p.Rows[i]
-		}
-		if m.DelRow {
-			if m.Ts >= r.del {
-				r.del = m.Ts
-			}
-			d.purgeRow(r)
-			return nil
-		}
-		if m.Ts < r.del {
-			return nil
-		}
-		if m.Marker && m.Ts >= r.marker.ts {
-			r.marker = liveness{ts: m.Ts, exp: m.Exp, ttl: m.Ttl}
-		}
+	r, ok := d.rowOf(t, p, m, ops, vr)
+	if !ok {
+		return nil
 	}
 	return d.applyOps(t, p, r, m, ops, now)
+}
+
+// newPartition adds the partition m writes to shard sh, whose lock the caller holds, and
+// charges it.
+func (d *TableData) newPartition(sh *shard, m *Mutation) *Partition {
+	p := &Partition{Key: m.Pk, Token: m.Token, del: noTS}
+	sh.parts[unsafeString(m.Pk)] = p
+	d.version.Add(1)
+	m.part = p
+	d.chargeNew(p, nil, 0)
+	return p
+}
+
+// deleteRows performs m's deletion of partition p, or of its rows in m's range, and gives
+// back the values it purges.
+func (d *TableData) deleteRows(t *Table, p *Partition, m *Mutation) {
+	if m.DelPartition {
+		if m.Ts >= p.del {
+			p.del = m.Ts
+		}
+		d.purgePartition(p)
+		return
+	}
+	for _, r := range p.Rows {
+		if m.DelRange.Matches(t, r.Ck) && m.Ts >= r.del {
+			r.del = m.Ts
+			d.purgeRow(r)
+		}
+	}
+}
+
+// rowOf returns the row of partition p that m writes, added when new (and then handed to
+// vr), with m's row deletion or row marker applied; nil when m writes static cells only.
+// ok is false when m has nothing left to write: a row deletion, or a write older than the
+// row's deletion.
+func (d *TableData) rowOf(t *Table, p *Partition, m *Mutation, ops []CellOp, vr *viewRead) (r *Row, ok bool) {
+	if !writesRow(t, m, ops) {
+		return nil, true
+	}
+	i, found := p.Find(t, m.Ck)
+	if found {
+		r = p.Rows[i]
+	} else {
+		r = d.insertRow(t, p, i, m.Ck)
+		if vr != nil {
+			vr.row = r
+		}
+	}
+	if m.DelRow {
+		if m.Ts >= r.del {
+			r.del = m.Ts
+		}
+		d.purgeRow(r)
+		return nil, false
+	}
+	if m.Ts < r.del {
+		return nil, false
+	}
+	if m.Marker && m.Ts >= r.marker.ts {
+		r.marker = liveness{ts: m.Ts, exp: m.Exp, ttl: m.Ttl}
+	}
+	return r, true
+}
+
+// writesRow reports whether m writes a row rather than static cells only: an INSERT's
+// marker, a row deletion, or a regular cell.
+func writesRow(t *Table, m *Mutation, ops []CellOp) bool {
+	if m.Marker || m.DelRow {
+		return true
+	}
+	for i := range ops {
+		if t.Cells[ops[i].Pos].Kind != KindStatic {
+			return true
+		}
+	}
+	return false
+}
+
+// insertRow adds a row of clustering key ck at index i of partition p, and charges it: the
+// partition's first row lives inline.
+func (d *TableData) insertRow(t *Table, p *Partition, i int, ck [][]byte) *Row {
+	var r *Row
+	if p.Rows == nil && p.firstRef[0] == nil {
+		r = &p.first
+		initRow(r, ck, len(t.Cells))
+		p.firstRef[0] = r
+		p.Rows = p.firstRef[:]
+	} else {
+		r = newRow(ck, len(t.Cells))
+		p.Rows = slices.Insert(p.Rows, i, r)
+	}
+	d.chargeNew(nil, r, len(t.Cells))
+	return r
 }
 
 // applyOps performs m's cell operations ops on its row r (nil when they are all static) of
@@ -339,19 +380,10 @@ func (c *Cell) apply(col *Column, op *CellOp, m *Mutation, now int64) error {
 // collectionOp computes the new value of a collection (or counter) cell.
 func CollectionOp(col *Column, op *CellOp, old []byte) ([]byte, error) {
 	t := col.Typ
-	if op.Kind == CellSetField {
-		elems, _ := cqlvalue.DecTuple(old)
-		for len(elems) < len(t.Fields) {
-			elems = append(elems, nil)
-		}
-		elems = slices.Clone(elems)
-		elems[int(op.Field)] = op.V
-		if !slices.ContainsFunc(elems, func(e []byte) bool { return e != nil }) {
-			return nil, nil
-		}
-		return cqlvalue.EncTuple(elems), nil
-	}
-	if op.Kind == CellCounterAdd {
+	switch op.Kind {
+	case CellSetField:
+		return setField(t, op, old), nil
+	case CellCounterAdd:
 		var a int64
 		if len(old) == 8 {
 			a = int64(binary.BigEndian.Uint64(old))
@@ -381,39 +413,15 @@ func CollectionOp(col *Column, op *CellOp, old []byte) ([]byte, error) {
 	case CellPrepend:
 		out = append(slices.Clone(arg), cur...)
 	case CellRemove:
-		for i := 0; i < len(cur); i += per {
-			drop := false
-			for j := 0; j < len(arg); j++ {
-				if bytes.Equal(cur[i], arg[j]) {
-					drop = true
-				}
-			}
-			if !drop {
-				out = append(out, cur[i:i+per]...)
-			}
-		}
+		out = removeEntries(cur, arg, per)
 	case CellSetKey, CellDelKey:
-		if t.ID == cql.TypeList {
-			idx, ok := cqlvalue.Int32Value(op.Key)
-			if !ok || idx < 0 || int(idx) >= len(cur) {
-				return nil, cqlvalue.Invalidf("List index %d out of bound, list has size %d", idx, len(cur))
-			}
-			out = slices.Clone(cur)
-			if op.Kind == CellDelKey || op.V == nil {
-				out = slices.Delete(out, int(idx), int(idx)+1)
-			} else {
-				out[idx] = op.V
-			}
+		if t.ID != cql.TypeList {
+			out = setMapKey(kt, cur, op)
 			break
 		}
-		// map
-		for i := 0; i+1 < len(cur); i += 2 {
-			if !bytes.Equal(cur[i], op.Key) {
-				out = append(out, cur[i], cur[i+1])
-			}
-		}
-		if op.Kind == CellSetKey && op.V != nil {
-			out = mergeSorted(kt, out, [][]byte{op.Key, op.V}, 2)
+		var err error
+		if out, err = setListIndex(cur, op); err != nil {
+			return nil, err
 		}
 	}
 	if len(out) == 0 {
@@ -422,6 +430,69 @@ func CollectionOp(col *Column, op *CellOp, old []byte) ([]byte, error) {
 	b := cqlvalue.EncCollection(out)
 	binary.BigEndian.PutUint32(b, uint32(len(out)/per))
 	return b, nil
+}
+
+// setField returns the value of a non-frozen user type (of type t) old with op's field
+// set (nil deletes it), or nil when no field is left.
+func setField(t cql.TypeInfo, op *CellOp, old []byte) []byte {
+	elems, _ := cqlvalue.DecTuple(old)
+	for len(elems) < len(t.Fields) {
+		elems = append(elems, nil)
+	}
+	elems = slices.Clone(elems)
+	elems[int(op.Field)] = op.V
+	if !slices.ContainsFunc(elems, func(e []byte) bool { return e != nil }) {
+		return nil
+	}
+	return cqlvalue.EncTuple(elems)
+}
+
+// removeEntries returns the entries of cur (per values each: 1 for a list or set, 2 for a
+// map) whose first value is not in arg.
+func removeEntries(cur, arg [][]byte, per int) [][]byte {
+	var out [][]byte
+	for i := 0; i < len(cur); i += per {
+		drop := false
+		for j := 0; j < len(arg); j++ {
+			if bytes.Equal(cur[i], arg[j]) {
+				drop = true
+			}
+		}
+		if !drop {
+			out = append(out, cur[i:i+per]...)
+		}
+	}
+	return out
+}
+
+// setListIndex returns the list cur with the element at op's index set to op's value, or
+// deleted (DELETE l[i], or a null value); the index must be in the list.
+func setListIndex(cur [][]byte, op *CellOp) ([][]byte, error) {
+	idx, ok := cqlvalue.Int32Value(op.Key)
+	if !ok || idx < 0 || int(idx) >= len(cur) {
+		return nil, cqlvalue.Invalidf("List index %d out of bound, list has size %d", idx, len(cur))
+	}
+	out := slices.Clone(cur)
+	if op.Kind == CellDelKey || op.V == nil {
+		return slices.Delete(out, int(idx), int(idx)+1), nil
+	}
+	out[idx] = op.V
+	return out, nil
+}
+
+// setMapKey returns the map entries cur (keys of type kt) with op's key set to op's value,
+// or deleted (DELETE m[k], or a null value).
+func setMapKey(kt cql.TypeInfo, cur [][]byte, op *CellOp) [][]byte {
+	var out [][]byte
+	for i := 0; i+1 < len(cur); i += 2 {
+		if !bytes.Equal(cur[i], op.Key) {
+			out = append(out, cur[i], cur[i+1])
+		}
+	}
+	if op.Kind == CellSetKey && op.V != nil {
+		out = mergeSorted(kt, out, [][]byte{op.Key, op.V}, 2)
+	}
+	return out
 }
 
 // mergeSorted merges sorted entries of a set (per=1) or map (per=2); b wins on equal keys.
