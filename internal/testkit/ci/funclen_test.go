@@ -27,8 +27,6 @@ const productRoot = "../../.."
 var longFuncsAllowed = map[string]int{
 	"admin/ctl buildView":                               100,
 	"admin/ctl top.screen":                              90,
-	"internal/capturefile Summarize":                    136,
-	"internal/cql/cqltext lexOther":                     91,
 	"internal/logs consoleWriter.format":                112,
 	"internal/node conn.handle":                         87,
 	"internal/node conn.request":                        103,
@@ -55,8 +53,6 @@ var longFuncsAllowed = map[string]int{
 	"internal/node/grammar dmlParser.relation":          83,
 	"internal/node/grammar dmlParser.unaliasedSelector": 110,
 	"internal/node/grammar parser.valueDepth":           124,
-	"internal/testkit/drivertest RunGocql":              122,
-	"internal/testkit/drivertest gocqlCase":             84,
 	"loadcheck checker.preload":                         82,
 	"loadcheck checker.replayReport":                    86,
 	"loadcheck checker.run":                             93,
@@ -67,8 +63,6 @@ var longFuncsAllowed = map[string]int{
 	"loadcheck replay.plan":                             98,
 	"loadcheck runPhase":                                90,
 	"loadcheck wireSession.newProfileOp":                118,
-	"tracing/capture catalog.describe":                  83,
-	"tracing/capture slotColumns":                       81,
 }
 
 // TestFunctionsAreShort: no function of the product is over maxFuncLines lines, so that
