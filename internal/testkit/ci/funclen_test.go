@@ -27,7 +27,6 @@ const productRoot = "../../.."
 var longFuncsAllowed = map[string]int{
 	"admin/ctl buildView":                               100,
 	"admin/ctl top.screen":                              90,
-	"internal/logs consoleWriter.format":                112,
 	"internal/node conn.handle":                         87,
 	"internal/node conn.request":                        103,
 	"internal/node/cqlvalue CompareValues":              97,
