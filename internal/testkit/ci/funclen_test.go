@@ -27,9 +27,6 @@ const productRoot = "../../.."
 var longFuncsAllowed = map[string]int{
 	"admin/ctl buildView":                         100,
 	"admin/ctl top.screen":                        90,
-	"internal/capturefile Summarize":              136,
-	"internal/cql/cqltext lexOther":               91,
-	"internal/logs consoleWriter.format":          112,
 	"internal/node/engine Engine.casBatch":        94,
 	"internal/node/engine Engine.listPermissions": 82,
 	"internal/node/engine Engine.refreshSystem":   111,
@@ -37,12 +34,6 @@ var longFuncsAllowed = map[string]int{
 	"internal/node/engine ddl.alterTable":         166,
 	"internal/node/engine ddl.createIndex":        103,
 	"internal/node/engine ddl.dropFunction":       91,
-	"internal/node/storage CollectionOp":          86,
-	"internal/node/storage NewTable":              114,
-	"internal/node/storage Resolver.resolveIn":    87,
-	"internal/node/storage TableData.applyRead":   104,
-	"internal/testkit/drivertest RunGocql":        122,
-	"internal/testkit/drivertest gocqlCase":       84,
 	"loadcheck checker.preload":                   82,
 	"loadcheck checker.replayReport":              86,
 	"loadcheck checker.runMode":                   111,
@@ -52,8 +43,6 @@ var longFuncsAllowed = map[string]int{
 	"loadcheck replay.plan":                       98,
 	"loadcheck runPhase":                          90,
 	"loadcheck wireSession.newProfileOp":          118,
-	"tracing/capture catalog.describe":            83,
-	"tracing/capture slotColumns":                 81,
 }
 
 // TestFunctionsAreShort: no function of the product is over maxFuncLines lines, so that
