@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/node/auth"
 	"github.com/tracecar/tracecar/internal/node/grammar"
 	"github.com/tracecar/tracecar/internal/node/storage"
 )
@@ -84,7 +85,7 @@ type Engine struct {
 
 	lastTS atomic.Int64 // last write timestamp handed out, to keep them increasing
 
-	auth *authState
+	auth *auth.Roles
 	mem  *storage.Memory // what the user tables hold, against EngineConfig.MemoryLimit
 }
 
@@ -185,10 +186,8 @@ func NewEngine(cfg EngineConfig) *Engine {
 	sc.Version = newSchemaVersion()
 	e.schema.Store(sc)
 	e.refreshSystem(sc)
-	e.auth = newAuthState(cfg.Auth)
-	e.auth.mu.Lock()
+	e.auth = auth.New(cfg.Auth)
 	e.refreshAuth()
-	e.auth.mu.Unlock()
 	return e
 }
 
@@ -420,7 +419,7 @@ func (e *Engine) runChecked(s *Session, pr *prepared, p *cql.QueryParams, tr Tra
 	if err != nil {
 		return nil, err
 	}
-	if e.auth.enabled && len(cp.needs) > 0 {
+	if e.auth.Enabled() && len(cp.needs) > 0 {
 		if err := e.authorize(s, cp.needs); err != nil {
 			return nil, err
 		}
@@ -514,7 +513,7 @@ func (e *Engine) Batch(s *Session, b *cql.Batch, tr Tracer) (cql.Message, error)
 		if err != nil {
 			return nil, err
 		}
-		if e.auth.enabled && len(cp.needs) > 0 {
+		if e.auth.Enabled() && len(cp.needs) > 0 {
 			if err := e.authorize(s, cp.needs); err != nil {
 				return nil, err
 			}
