@@ -36,8 +36,6 @@ var longFuncsAllowed = map[string]int{
 	"internal/node/cqlvalue FromJSON":                   198,
 	"internal/node/cqlvalue ToJSON":                     113,
 	"internal/node/cqlvalue literalDepth":               200,
-	"internal/node/engine Engine.casBatch":              94,
-	"internal/node/engine Engine.refreshSystem":         111,
 	"internal/node/engine compiler.compileTermDepth":    105,
 	"internal/node/engine compiler.delete":              90,
 	"internal/node/engine compiler.selectPlan":          133,
