@@ -86,3 +86,22 @@ func TestPreloadPlan(t *testing.T) {
 		})
 	}
 }
+
+// TestMemoryFullNote: runs whose writes the node's memory limit refused are named in a
+// warning with their errors; runs with other errors, or none, give no warning.
+func TestMemoryFullNote(t *testing.T) {
+	full := "cql: overloaded (0x1001): node memory limit 64 MiB reached (--memory-limit): its tables hold 56 MiB"
+	run := func(round int, errs int64, first string) *runResult {
+		return &runResult{RunResult: RunResult{Round: round, Errors: errs, FirstError: first}}
+	}
+	c := &checker{modes: []*mode{{name: "off"}, {name: "fast"}}}
+	c.runs = [][]*runResult{{run(1, 0, ""), run(2, 7, full)}, {run(1, 3, "timeout"), run(2, 1200, full)}}
+	want := "warning: the node's memory limit refused writes (1,207 errors) in 2 runs (off round 2, fast round 2)"
+	if got := c.memoryFullNote(); !strings.HasPrefix(got, want) {
+		t.Errorf("memoryFullNote() = %q; want it to start with %q", got, want)
+	}
+	c.runs = [][]*runResult{{run(1, 0, "")}, {run(1, 3, "timeout")}}
+	if got := c.memoryFullNote(); got != "" {
+		t.Errorf("memoryFullNote() with no refusal = %q; want none", got)
+	}
+}

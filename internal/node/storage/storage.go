@@ -754,6 +754,7 @@ func (m *Memory) Release(d *TableData) {
 		return
 	}
 	m.held.Add(-d.bytes.Swap(0))
+	m.released()
 }
 
 // charge counts n more bytes (fewer when negative) held by d.

@@ -56,7 +56,6 @@ var longFuncsAllowed = map[string]int{
 	"internal/testkit/drivertest gocqlCase":             84,
 	"loadcheck checker.preload":                         82,
 	"loadcheck checker.replayReport":                    86,
-	"loadcheck checker.run":                             93,
 	"loadcheck checker.runMode":                         111,
 	"loadcheck comparisonRows":                          126,
 	"loadcheck parseDist":                               89,
