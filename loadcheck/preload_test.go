@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/tracecar/tracecar/internal/node/storage"
 )
 
 // syncBuffer is a bytes.Buffer safe for one writer and one reader.
@@ -50,6 +52,29 @@ func TestPreloadProgress(t *testing.T) {
 	re := regexp.MustCompile(`^preload: 4 of 10 partitions, 4,000 rows, about 4 MiB, [\d,]+ rows/s, about \S+ left$`)
 	if !re.MatchString(line) {
 		t.Errorf("progress line %q; want it to match %s", line, re)
+	}
+}
+
+// TestPreloadProgressFirstEarly: with reports every hour, the first still comes after about
+// a second, so that a preload of a few seconds shows its pace; then the next waits its turn.
+func TestPreloadProgressFirstEarly(t *testing.T) {
+	var w syncBuffer
+	pl := preloadPlan{partitions: 10, rows: 10000, rowsPer: 1000, partBytes: 1 << 20}
+	var parts, rows atomic.Int64
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		preloadProgress(&w, time.Hour, pl, &parts, &rows, time.Now(), stop)
+	}()
+	deadline := time.Now().Add(30 * time.Second) // a bound on the wait, not a timing check
+	for !strings.Contains(w.String(), "\n") && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond)
+	close(stop)
+	<-done
+	if n := strings.Count(w.String(), "\n"); n != 1 {
+		t.Errorf("%d progress lines with reports every hour; want the one early report:\n%s", n, w.String())
 	}
 }
 
@@ -103,5 +128,14 @@ func TestMemoryFullNote(t *testing.T) {
 	c.runs = [][]*runResult{{run(1, 0, "")}, {run(1, 3, "timeout")}}
 	if got := c.memoryFullNote(); got != "" {
 		t.Errorf("memoryFullNote() with no refusal = %q; want none", got)
+	}
+}
+
+// TestPreloadChargesAreTheNodes: the preload plan sizes a partition with the node's own
+// charges (internal/node/storage's estimate), so that its plan is what the limit counts.
+func TestPreloadChargesAreTheNodes(t *testing.T) {
+	got := storage.Charges{Partition: nodePartitionBytes, Row: nodeRowBytes, Cell: nodeCellBytes, KeyValue: nodeKeyValueBytes, Value: nodeValueBytes}
+	if want := storage.EstimateCharges(); got != want {
+		t.Errorf("the preload plan's charges are %+v; the node's estimate charges %+v", got, want)
 	}
 }

@@ -17,9 +17,6 @@ import (
 // Login checks a login and returns the role's name. It is safe for concurrent use.
 func (e *Engine) Login(user, password string) (string, error) { return e.auth.Login(user, password) }
 
-// need is a permission a statement needs.
-type need = auth.Need
-
 // authorize checks that the session's role holds the permissions a statement needs.
 func (e *Engine) authorize(s *Session, needs []need) error {
 	user := ""
