@@ -125,6 +125,23 @@ func (d *ddl) keyspace(name string, ifExists bool) (*storage.Keyspace, error) {
 	return nil, noKeyspace(ks, ifExists)
 }
 
+// keyspaceToCreateIn returns keyspace ks, where a table or view is to be created, once the
+// session's role holds what it needs (checked first: Cassandra authorizes before it looks)
+// and the keyspace is no system one (modifiable).
+func (d *ddl) keyspaceToCreateIn(ks string, n need) (*storage.Keyspace, error) {
+	if err := d.require(n.Perm, n.Res); err != nil {
+		return nil, err
+	}
+	k, err := d.keyspace(ks, false)
+	if k == nil {
+		return nil, err
+	}
+	if err := modifiable(k, "CREATE", "<keyspace "+ks+">"); err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
 // tableLookup is how a statement that changes a table finds it, in Cassandra's words for
 // that statement when it does not exist.
 type tableLookup struct {
@@ -338,14 +355,8 @@ func (d *ddl) createTable(st *grammar.CreateTableStmt) (*cql.SchemaChange, error
 	if err != nil {
 		return nil, err
 	}
-	if err := d.require("CREATE", grammar.Resource{Kind: grammar.ResKeyspace, Ks: ksName}); err != nil {
-		return nil, err
-	}
-	k, err := d.keyspace(ksName, false)
+	k, err := d.keyspaceToCreateIn(ksName, need{Perm: "CREATE", Res: grammar.Resource{Kind: grammar.ResKeyspace, Ks: ksName}})
 	if k == nil {
-		return nil, err
-	}
-	if err := modifiable(k, "CREATE", "<keyspace "+ksName+">"); err != nil {
 		return nil, err
 	}
 	if !validName(st.Table.Name) {
