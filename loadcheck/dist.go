@@ -69,82 +69,115 @@ func parseDist(s string) (*dist, error) {
 	}
 	d := &dist{spec: spec, kind: kind, inverse: m[1] == "~"}
 	params := strings.Split(m[3], ",")
-	bad := func(why string) (*dist, error) {
-		return nil, fmt.Errorf("distribution %q: %s; want %s", s, why, distForms)
-	}
 	want := map[distKind][2]int{distFixed: {1, 1}, distUniform: {1, 1}, distSeq: {1, 1},
 		distGaussian: {1, 3}, distExp: {1, 1}, distExtreme: {2, 2}, distQExtreme: {3, 3}}[kind]
-	if len(params) < want[0] || len(params) > want[1] {
-		return bad(fmt.Sprintf("%d parameters", len(params)))
-	}
-	if kind == distFixed {
-		v, err := parseLong(params[0])
-		if err != nil {
-			return bad(err.Error())
+	why := ""
+	switch {
+	case len(params) < want[0] || len(params) > want[1]:
+		why = fmt.Sprintf("%d parameters", len(params))
+	case kind == distFixed:
+		why = d.parseFixed(params[0])
+	default:
+		why = d.parseRange(params[0])
+		if why == "" {
+			why = d.parseShape(params[1:])
 		}
-		d.min, d.max = v, v
-		return d, nil
 	}
-	lo, hi, ok := strings.Cut(params[0], "..")
+	if why != "" {
+		return nil, fmt.Errorf("distribution %q: %s; want %s", s, why, distForms)
+	}
+	return d, nil
+}
+
+// parseFixed reads a fixed distribution's one value, and returns what is wrong with it,
+// "" if nothing.
+func (d *dist) parseFixed(param string) string {
+	v, err := parseLong(param)
+	if err != nil {
+		return err.Error()
+	}
+	d.min, d.max = v, v
+	return ""
+}
+
+// parseRange reads the range min..max of the first parameter, and returns what is wrong
+// with it, "" if nothing.
+func (d *dist) parseRange(param string) string {
+	lo, hi, ok := strings.Cut(param, "..")
 	if !ok {
-		return bad("the first parameter must be a range min..max")
+		return "the first parameter must be a range min..max"
 	}
 	var err error
 	if d.min, err = parseLong(lo); err != nil {
-		return bad(err.Error())
+		return err.Error()
 	}
 	if d.max, err = parseLong(strings.TrimLeft(hi, ".")); err != nil {
-		return bad(err.Error())
+		return err.Error()
 	}
 	if d.max < d.min {
-		return bad("max is below min")
+		return "max is below min"
 	}
-	floats := make([]float64, len(params)-1)
-	for i, p := range params[1:] {
+	return ""
+}
+
+// parseShape reads the parameters after the range (a gaussian's stdvrng or mean and
+// stdev, an extreme's shape, a qextreme's quantas) and sets the distribution's shape from
+// them and its range; it returns what is wrong with them, "" if nothing.
+func (d *dist) parseShape(params []string) string {
+	floats := make([]float64, len(params))
+	for i, p := range params {
+		var err error
 		if floats[i], err = strconv.ParseFloat(p, 64); err != nil || math.IsNaN(floats[i]) || math.IsInf(floats[i], 0) {
-			return bad(fmt.Sprintf("%q is not a number", p))
+			return fmt.Sprintf("%q is not a number", p)
 		}
 	}
 	// The bound of exp and extreme: the value that all but √(1/(max−min)) of the mass
 	// lies below lands on max, as cassandra-stress sets their mean and scale.
 	tail := 0.5 * math.Log(math.Max(float64(d.max-d.min), 2))
-	switch kind {
+	switch d.kind {
 	case distGaussian:
-		switch len(floats) {
-		case 2:
-			d.mean, d.stdev = floats[0], floats[1]
-		default:
-			stdvrng := 3.0
-			if len(floats) == 1 {
-				stdvrng = floats[0]
-			}
-			if !(stdvrng > 0) {
-				return bad("stdvrng must be positive")
-			}
-			d.mean = float64(d.min+d.max) / 2
-			d.stdev = float64(d.max-d.min) / 2 / stdvrng
-		}
-		if d.stdev < 0 {
-			return bad("stdev must not be negative")
-		}
+		return d.gaussian(floats)
 	case distExp:
 		d.mean = float64(d.max-d.min) / tail
 	case distExtreme, distQExtreme:
 		d.shape = floats[0]
 		if !(d.shape > 0) {
-			return bad("shape must be positive")
+			return "shape must be positive"
 		}
 		d.scale = float64(d.max-d.min) / math.Pow(tail, 1/d.shape)
-		if kind == distQExtreme {
+		if d.kind == distQExtreme {
 			d.quantas = int64(floats[1])
 			if float64(d.quantas) != floats[1] || d.quantas < 1 {
-				return bad("quantas must be a positive integer")
+				return "quantas must be a positive integer"
 			}
 		}
 	case distSeq:
 		d.seq = new(atomic.Int64)
 	}
-	return d, nil
+	return ""
+}
+
+// gaussian sets a gaussian's mean and stdev: given, or the range's middle and its half
+// over stdvrng (3 unless given); it returns what is wrong with them, "" if nothing.
+func (d *dist) gaussian(floats []float64) string {
+	switch len(floats) {
+	case 2:
+		d.mean, d.stdev = floats[0], floats[1]
+	default:
+		stdvrng := 3.0
+		if len(floats) == 1 {
+			stdvrng = floats[0]
+		}
+		if !(stdvrng > 0) {
+			return "stdvrng must be positive"
+		}
+		d.mean = float64(d.min+d.max) / 2
+		d.stdev = float64(d.max-d.min) / 2 / stdvrng
+	}
+	if d.stdev < 0 {
+		return "stdev must not be negative"
+	}
+	return ""
 }
 
 // parseLong reads an integer with cassandra-stress's optional suffix: k (thousand),

@@ -122,12 +122,34 @@ func replication(c *capturefile.Capture, ks string) string {
 // preload writes, for every key the capture reads, as many rows as its reads returned.
 func (c *checker) preload(ctx context.Context, conn *rconn) error {
 	rp := c.wl.replay
-	type row struct {
-		t   *replayTable
-		key int
-		i   int
+	rows := rp.preloadRows()
+	if len(rows) == 0 {
+		return nil
 	}
-	var rows []row
+	c.out.printf("Preloading %s rows for the keys the capture reads ...\n", commas(float64(len(rows))))
+	started := time.Now()
+	ids, err := rp.prepareInserts(ctx, conn)
+	if err != nil {
+		return err
+	}
+	if err := rp.writeRows(ctx, conn, rows, ids, min(c.cfg.Concurrency, 64)); err != nil {
+		return err
+	}
+	c.out.printf("Preloaded %s rows in %.1fs\n", commas(float64(len(rows))), time.Since(started).Seconds())
+	return nil
+}
+
+// preloadRow is one row the replay's preload writes: its table, key and row index.
+type preloadRow struct {
+	t   *replayTable
+	key int
+	i   int
+}
+
+// preloadRows lists the rows the capture reads, by table and key in order: as many as
+// were seen for each key, one for a table without clustering columns.
+func (rp *replay) preloadRows() []preloadRow {
+	var rows []preloadRow
 	for _, t := range rp.tables {
 		keys := make([]int, 0, len(t.rows))
 		for k := range t.rows {
@@ -140,33 +162,38 @@ func (c *checker) preload(ctx context.Context, conn *rconn) error {
 				n = min(n, 1)
 			}
 			for i := range n {
-				rows = append(rows, row{t, k, i})
+				rows = append(rows, preloadRow{t, k, i})
 			}
 		}
 	}
-	if len(rows) == 0 {
-		return nil
-	}
-	c.out.printf("Preloading %s rows for the keys the capture reads ...\n", commas(float64(len(rows))))
-	started := time.Now()
+	return rows
+}
+
+// prepareInserts prepares the insert of each table that has rows to preload, on conn.
+func (rp *replay) prepareInserts(ctx context.Context, conn *rconn) (map[*replayTable][]byte, error) {
 	ids := map[*replayTable][]byte{}
-	texts := map[*replayTable]string{}
 	for _, t := range rp.tables {
 		if len(t.rows) == 0 {
 			continue
 		}
-		texts[t] = t.insert()
-		id, err := conn.prepare(ctx, texts[t])
+		text := t.insert()
+		id, err := conn.prepare(ctx, text)
 		if err != nil {
-			return fmt.Errorf("replay preload: prepare %s: %w", texts[t], err)
+			return nil, fmt.Errorf("replay preload: prepare %s: %w", text, err)
 		}
 		ids[t] = id
 	}
+	return ids, nil
+}
+
+// writeRows writes rows through workers goroutines sharing conn; the first failure stops
+// them all and is returned.
+func (rp *replay) writeRows(ctx context.Context, conn *rconn, rows []preloadRow, ids map[*replayTable][]byte, workers int) error {
 	var next atomic.Int64
 	var firstErr error
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	for range min(c.cfg.Concurrency, 64) {
+	for range workers {
 		wg.Go(func() {
 			for {
 				i := next.Add(1) - 1
@@ -196,11 +223,7 @@ func (c *checker) preload(ctx context.Context, conn *rconn) error {
 	if firstErr != nil {
 		return firstErr
 	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	c.out.printf("Preloaded %s rows in %.1fs\n", commas(float64(len(rows))), time.Since(started).Seconds())
-	return nil
+	return ctx.Err()
 }
 
 // insert returns the statement that writes one row of t: an INSERT of every column, or
@@ -663,19 +686,40 @@ func (c *checker) replayReport() *ReplayReport {
 	if rp.span > 0 {
 		rep.CapturedOpRate = float64(len(rp.ops)) / rp.span.Seconds()
 	}
-	runs := c.replayRuns
-	captured := map[uint32]int{}
-	keysCaptured := make([]int, len(rp.keys))
-	withKey := 0
+	cc := rp.capturedCounts()
+	rep.Statements = rp.statementCounts(cc.stmts, c.replayRuns)
+	rep.Keys = rp.keyCounts(cc, c.replayRuns)
+	rep.CapturedLatency = rp.capturedLatency()
+	return rep
+}
+
+// capturedCounts are the replayed requests' counts in the capture: by statement, by key,
+// and how many name a key.
+type capturedCounts struct {
+	stmts   map[uint32]int
+	keys    []int
+	withKey int
+}
+
+// capturedCounts counts the replayed requests' statements and keys in the capture.
+func (rp *replay) capturedCounts() capturedCounts {
+	cc := capturedCounts{stmts: map[uint32]int{}, keys: make([]int, len(rp.keys))}
 	for _, op := range rp.ops {
 		for j, p := range op.rec.Parts {
-			captured[p.Statement]++
+			cc.stmts[p.Statement]++
 			if k := op.keys[j]; k >= 0 {
-				keysCaptured[k]++
-				withKey++
+				cc.keys[k]++
+				cc.withKey++
 			}
 		}
 	}
+	return cc
+}
+
+// statementCounts sets each statement's captured count beside its replays and errors on
+// average over runs, the most captured first.
+func (rp *replay) statementCounts(captured map[uint32]int, runs []*replayRun) []ReplayStatement {
+	var stmts []ReplayStatement
 	for id, n := range captured {
 		st := rp.stmts[id]
 		s := ReplayStatement{ID: id, Query: st.def.Text, Prepared: st.def.Prepared, Captured: n}
@@ -687,22 +731,28 @@ func (c *checker) replayReport() *ReplayReport {
 			s.Replayed /= float64(len(runs))
 			s.Errors /= float64(len(runs))
 		}
-		rep.Statements = append(rep.Statements, s)
+		stmts = append(stmts, s)
 	}
-	sort.Slice(rep.Statements, func(i, j int) bool {
-		a, b := rep.Statements[i], rep.Statements[j]
+	sort.Slice(stmts, func(i, j int) bool {
+		a, b := stmts[i], stmts[j]
 		return a.Captured > b.Captured || a.Captured == b.Captured && a.ID < b.ID
 	})
-	rep.Keys.Distinct, rep.Keys.Collisions = len(rp.keys), rp.collisions
+	return stmts
+}
+
+// keyCounts compares the hottest captured keys' shares of the requests that name a key,
+// in the capture and over runs.
+func (rp *replay) keyCounts(cc capturedCounts, runs []*replayRun) ReplayKeys {
+	keys := ReplayKeys{Distinct: len(rp.keys), Collisions: rp.collisions}
 	for _, r := range runs {
-		rep.Keys.Unmatched += float64(r.other.Load()) / float64(len(runs))
+		keys.Unmatched += float64(r.other.Load()) / float64(len(runs))
 	}
 	order := make([]int, len(rp.keys))
 	for i := range order {
 		order[i] = i
 	}
 	sort.Slice(order, func(i, j int) bool {
-		a, b := keysCaptured[order[i]], keysCaptured[order[j]]
+		a, b := cc.keys[order[i]], cc.keys[order[j]]
 		return a > b || a == b && keyHex(rp.keys[order[i]]) < keyHex(rp.keys[order[j]])
 	})
 	var replayedWithKey int64
@@ -714,8 +764,8 @@ func (c *checker) replayReport() *ReplayReport {
 	}
 	for _, k := range order[:min(len(order), capturefile.TopKeys)] {
 		rk := ReplayKey{Key: keyHex(rp.keys[k])}
-		if withKey > 0 {
-			rk.CapturedPct = 100 * float64(keysCaptured[k]) / float64(withKey)
+		if cc.withKey > 0 {
+			rk.CapturedPct = 100 * float64(cc.keys[k]) / float64(cc.withKey)
 		}
 		var n int64
 		for _, r := range runs {
@@ -724,16 +774,20 @@ func (c *checker) replayReport() *ReplayReport {
 		if replayedWithKey > 0 {
 			rk.ReplayedPct = 100 * float64(n) / float64(replayedWithKey)
 		}
-		rep.Keys.Top = append(rep.Keys.Top, rk)
+		keys.Top = append(keys.Top, rk)
 	}
+	return keys
+}
+
+// capturedLatency are the latency percentiles of the replayed requests in the capture.
+func (rp *replay) capturedLatency() Latency {
 	var lat []int64
 	for _, op := range rp.ops {
 		lat = append(lat, op.rec.LatencyUS)
 	}
 	p := capturefile.PercentilesOf(lat)
-	rep.CapturedLatency = Latency{MeanMs: p.Mean / 1000, P50Ms: float64(p.P50) / 1000, P95Ms: float64(p.P95) / 1000,
+	return Latency{MeanMs: p.Mean / 1000, P50Ms: float64(p.P50) / 1000, P95Ms: float64(p.P95) / 1000,
 		P99Ms: float64(p.P99) / 1000, P999Ms: float64(p.P999) / 1000, MaxMs: float64(p.Max) / 1000}
-	return rep
 }
 
 // printReplay prints the captured against the replayed: counts, keys and latency.

@@ -210,14 +210,37 @@ func consistencies(def cql.Consistency, cl, serial string) (cql.Consistency, cql
 func (s *wireSession) newProfileOp(ctx context.Context, w int, wl *workload) Op {
 	p := wl.profile
 	ci := w % len(s.conns)
-	conn := s.conns[ci]
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(w)))
-	g := newGen()
-	g.useArena() // an op's values are encoded into its request before the next op
-	var part ppart
+	wk := &wireProfileWorker{s: s, p: p, ci: ci, conn: s.conns[ci], btype: wireBatchType(p),
+		rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(w))), g: newGen()}
+	wk.g.useArena() // an op's values are encoded into its request before the next op
 	pop := &wl.pop
 	stats := wl.stats
 	next := newMixer(p, stats)
+	stmts := s.profileStmts(ctx, p)
+	return func(ctx context.Context) (int, error) {
+		best := next()
+		st := stmts[best]
+		if st.err != nil {
+			return 0, st.err
+		}
+		start := time.Now()
+		wk.g.reset()
+		var rows, parts int64
+		var err error
+		if q := p.mix[best].query; q != nil {
+			wk.g.partition(p.t, pop.next(wk.rng), &wk.part)
+			rows, err = wk.read(ctx, st, q)
+			parts = min(rows, 1)
+		} else {
+			rows, parts, err = wk.insert(ctx, st, pop)
+		}
+		stats.ops[best].record(time.Since(start), rows, parts, err)
+		return int(rows), err
+	}
+}
+
+// profileStmts prepares each of the profile's operations: its query, or the insert.
+func (s *wireSession) profileStmts(ctx context.Context, p *profile) []*wireStmt {
 	stmts := make([]*wireStmt, len(p.mix))
 	for i, o := range p.mix {
 		if o.query != nil {
@@ -226,102 +249,110 @@ func (s *wireSession) newProfileOp(ctx context.Context, w int, wl *workload) Op 
 			stmts[i] = s.stmt(ctx, p.insertStmt, "", "")
 		}
 	}
-	btype := cql.BatchLogged
+	return stmts
+}
+
+// wireBatchType is the profile's batch type on the wire.
+func wireBatchType(p *profile) byte {
 	switch p.batchType() {
 	case gocql.UnloggedBatch:
-		btype = cql.BatchUnlogged
+		return cql.BatchUnlogged
 	case gocql.CounterBatch:
-		btype = cql.BatchCounter
+		return cql.BatchCounter
 	}
-	var body []byte
-	var vals, rowVals []cql.Value
-	var pick []int64
-	var batch cql.Batch
-	do := func(ctx context.Context, op cql.Opcode) (int, []byte, error) {
-		r, err := conn.do(ctx, op, body, true)
-		if err != nil {
-			return 0, nil, err
-		}
-		if r.h.Opcode == cql.OpResult {
-			return r.n, r.state, nil
-		}
-		_, err = result(r)
+	return cql.BatchLogged
+}
+
+// wireProfileWorker is one worker's state on the wire client: its connection, its
+// generator and the buffers every op reuses.
+type wireProfileWorker struct {
+	s     *wireSession
+	p     *profile
+	ci    int
+	conn  *rconn
+	btype byte
+	rng   *rand.Rand
+	g     *gen
+	part  ppart
+
+	body          []byte
+	vals, rowVals []cql.Value
+	pick          []int64
+	batch         cql.Batch
+}
+
+// do sends the worker's request body as op and returns a result's rows and paging state.
+func (wk *wireProfileWorker) do(ctx context.Context, op cql.Opcode) (int, []byte, error) {
+	r, err := wk.conn.do(ctx, op, wk.body, true)
+	if err != nil {
 		return 0, nil, err
 	}
-	read := func(ctx context.Context, st *wireStmt, q *querySpec) (int64, error) {
-		row := rng.Int64N(part.rows)
-		vals = vals[:0]
-		for _, c := range q.binds {
-			if q.multirow {
-				row = rng.Int64N(part.rows)
-			}
-			vals = append(vals, cql.Value{Bytes: g.colValue(p.t, c, &part, row)})
-		}
-		params := cql.QueryParams{Consistency: st.cl, Flags: cql.QueryValues | cql.QueryPageSize, Values: vals, PageSize: int32(s.cfg.PageSize)}
-		if st.serial != 0 {
-			params.Flags |= cql.QuerySerialConsistency
-			params.SerialConsistency = st.serial
-		}
-		var rows int64
-		for {
-			body = conn.execute(body[:0], st.ids[ci], params)
-			n, state, err := do(ctx, cql.OpExecute)
-			rows += int64(n)
-			if err != nil || len(state) == 0 {
-				return rows, err
-			}
-			params.Flags |= cql.QueryPagingState
-			params.PagingState = state
-		}
+	if r.h.Opcode == cql.OpResult {
+		return r.n, r.state, nil
 	}
-	insert := func(ctx context.Context, st *wireStmt) (rows, parts int64, err error) {
-		batch = cql.Batch{Type: btype, Consistency: st.cl, Queries: batch.Queries[:0]}
-		n := max(p.insert.partitions.sample(rng, -1), 1)
-		rowVals = rowVals[:0]
-		for range n {
-			g.partition(p.t, pop.next(rng), &part)
-			pick = p.pickRows(&part, rng, pick[:0])
-			for _, i := range pick {
-				for _, c := range p.insertCols {
-					rowVals = append(rowVals, cql.Value{Bytes: g.colValue(p.t, c, &part, i)})
-				}
-				batch.Queries = append(batch.Queries, cql.BatchQuery{Prepared: true, ID: st.ids[ci]})
+	_, err = result(r)
+	return 0, nil, err
+}
+
+// read runs query q on the worker's partition, with values of one row (or of a row each
+// for a multi-row query), through every page, and returns the rows read.
+func (wk *wireProfileWorker) read(ctx context.Context, st *wireStmt, q *querySpec) (int64, error) {
+	row := wk.rng.Int64N(wk.part.rows)
+	wk.vals = wk.vals[:0]
+	for _, c := range q.binds {
+		if q.multirow {
+			row = wk.rng.Int64N(wk.part.rows)
+		}
+		wk.vals = append(wk.vals, cql.Value{Bytes: wk.g.colValue(wk.p.t, c, &wk.part, row)})
+	}
+	params := cql.QueryParams{Consistency: st.cl, Flags: cql.QueryValues | cql.QueryPageSize, Values: wk.vals, PageSize: int32(wk.s.cfg.PageSize)}
+	if st.serial != 0 {
+		params.Flags |= cql.QuerySerialConsistency
+		params.SerialConsistency = st.serial
+	}
+	var rows int64
+	for {
+		wk.body = wk.conn.execute(wk.body[:0], st.ids[wk.ci], params)
+		n, state, err := wk.do(ctx, cql.OpExecute)
+		rows += int64(n)
+		if err != nil || len(state) == 0 {
+			return rows, err
+		}
+		params.Flags |= cql.QueryPagingState
+		params.PagingState = state
+	}
+}
+
+// insert writes the rows the profile picks in its partitions per batch: alone, as an
+// EXECUTE, or else in a batch of the profile's type.
+func (wk *wireProfileWorker) insert(ctx context.Context, st *wireStmt, pop *population) (rows, parts int64, err error) {
+	p := wk.p
+	wk.batch = cql.Batch{Type: wk.btype, Consistency: st.cl, Queries: wk.batch.Queries[:0]}
+	n := max(p.insert.partitions.sample(wk.rng, -1), 1)
+	wk.rowVals = wk.rowVals[:0]
+	for range n {
+		wk.g.partition(p.t, pop.next(wk.rng), &wk.part)
+		wk.pick = p.pickRows(&wk.part, wk.rng, wk.pick[:0])
+		for _, i := range wk.pick {
+			for _, c := range p.insertCols {
+				wk.rowVals = append(wk.rowVals, cql.Value{Bytes: wk.g.colValue(p.t, c, &wk.part, i)})
 			}
-			parts++
+			wk.batch.Queries = append(wk.batch.Queries, cql.BatchQuery{Prepared: true, ID: st.ids[wk.ci]})
 		}
-		// Each row's values, from one array that every op reuses (taken once it is full).
-		for j := range batch.Queries {
-			k := j * len(p.insertCols)
-			batch.Queries[j].Values = rowVals[k : k+len(p.insertCols) : k+len(p.insertCols)]
-		}
-		rows = int64(len(batch.Queries))
-		if rows == 1 {
-			body = conn.execute(body[:0], st.ids[ci], cql.QueryParams{Consistency: st.cl, Flags: cql.QueryValues, Values: batch.Queries[0].Values})
-			_, _, err = do(ctx, cql.OpExecute)
-			return rows, parts, err
-		}
-		body = batch.AppendBody(body[:0], conn.version)
-		_, _, err = do(ctx, cql.OpBatch)
+		parts++
+	}
+	// Each row's values, from one array that every op reuses (taken once it is full).
+	for j := range wk.batch.Queries {
+		k := j * len(p.insertCols)
+		wk.batch.Queries[j].Values = wk.rowVals[k : k+len(p.insertCols) : k+len(p.insertCols)]
+	}
+	rows = int64(len(wk.batch.Queries))
+	if rows == 1 {
+		wk.body = wk.conn.execute(wk.body[:0], st.ids[wk.ci], cql.QueryParams{Consistency: st.cl, Flags: cql.QueryValues, Values: wk.batch.Queries[0].Values})
+		_, _, err = wk.do(ctx, cql.OpExecute)
 		return rows, parts, err
 	}
-	return func(ctx context.Context) (int, error) {
-		best := next()
-		st := stmts[best]
-		if st.err != nil {
-			return 0, st.err
-		}
-		start := time.Now()
-		g.reset()
-		var rows, parts int64
-		var err error
-		if q := p.mix[best].query; q != nil {
-			g.partition(p.t, pop.next(rng), &part)
-			rows, err = read(ctx, st, q)
-			parts = min(rows, 1)
-		} else {
-			rows, parts, err = insert(ctx, st)
-		}
-		stats.ops[best].record(time.Since(start), rows, parts, err)
-		return int(rows), err
-	}
+	wk.body = wk.batch.AppendBody(wk.body[:0], wk.conn.version)
+	_, _, err = wk.do(ctx, cql.OpBatch)
+	return rows, parts, err
 }
