@@ -10,6 +10,8 @@ import (
 	"sync"
 	"text/tabwriter"
 	"time"
+
+	"github.com/tracecar/tracecar/loadcheck/stats"
 )
 
 // commas formats x rounded to an integer with thousands separators.
@@ -280,7 +282,7 @@ func diffLine(m *ModeResult, metric, baseline string) string {
 		sig = fmt.Sprintf("%s p = %.2g, %s", test, *p, verdict)
 	}
 	line := fmt.Sprintf("%s: %s %+.3f ± %.3f µs/op (%+.2f%% ± %.2f%%) vs %s", m.Name, metricNames[metric],
-		d.diff, d.diffErr, finite(d.pct), finite(d.pctErr), baseline)
+		d.diff, d.diffErr, stats.Finite(d.pct), stats.Finite(d.pctErr), baseline)
 	if c, ok := cores(&d.diff, m.OpRate); ok {
 		line += ", " + coresText(c, m.OpRate)
 	}
@@ -521,7 +523,9 @@ func diffRows(label, metric string) []comparisonRow {
 			return cell(m, has, func(d metricDiff) string { return fmt.Sprintf("%+.3f ± %.3f", d.diff, d.diffErr) })
 		}},
 		{label + " diff %", func(m *ModeResult) string {
-			return cell(m, has, func(d metricDiff) string { return fmt.Sprintf("%+.2f%% ± %.2f%%", finite(d.pct), finite(d.pctErr)) })
+			return cell(m, has, func(d metricDiff) string {
+				return fmt.Sprintf("%+.2f%% ± %.2f%%", stats.Finite(d.pct), stats.Finite(d.pctErr))
+			})
 		}},
 		{label + " p (Welch)", func(m *ModeResult) string {
 			return cell(m, func(d metricDiff) bool { return d.welchP != nil }, func(d metricDiff) string { return fmt.Sprintf("%.2g", *d.welchP) })

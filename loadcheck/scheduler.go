@@ -9,6 +9,7 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/tracecar/tracecar/loadcheck/stats"
 )
 
 // Op performs one operation against the target and returns the number of rows it read or
@@ -395,8 +396,8 @@ func (c *collector) collect(now time.Duration) {
 	}
 	iv.PkRate = iv.OpRate
 	iv.Latency = latencyOf(c.ivResp)
-	if s := summarize(c.rates); s.mean > 0 {
-		iv.Stderr = s.stderr / s.mean
+	if s := stats.Summarize(c.rates); s.Mean > 0 {
+		iv.Stderr = s.Stderr / s.Mean
 	}
 	if c.r.onInterval != nil {
 		c.r.onInterval(iv, c.ivResp, c.ivSvc)
