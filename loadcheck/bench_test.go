@@ -53,7 +53,7 @@ func BenchmarkCQLWrite(b *testing.B) {
 		b.Fatal(err)
 	}
 	wl, _ := parseWorkload(&Config{Workload: "write", Pop: "uniform(1..1000)"})
-	op := s.newOp(context.Background(), 0, wl)
+	op := newOp(context.Background(), s, 0, wl)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -77,7 +77,7 @@ func BenchmarkWireWrite(b *testing.B) {
 		b.Fatal(err)
 	}
 	wl, _ := parseWorkload(&Config{Workload: "write", Pop: "uniform(1..1000)"})
-	op := s.newOp(context.Background(), 0, wl)
+	op := newOp(context.Background(), s, 0, wl)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -136,7 +136,7 @@ func BenchmarkProfileOp(b *testing.B) {
 			}
 			defer s.close()
 			wl.stats = newProfileStats(wl.profile)
-			op := s.newOp(ctx, 0, wl)
+			op := newOp(ctx, s, 0, wl)
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"math/rand/v2"
 	"net"
 	"strconv"
 	"time"
@@ -144,46 +143,113 @@ func (s *cqlSession) missing(ctx context.Context, keys []int64) (bool, error) {
 	return false, nil
 }
 
-// newOp builds a worker's operation. Its queries and bound values are made once and reused:
-// per operation, only the key and column bytes change in place, so the loop allocates
-// nothing beyond what gocql does itself.
-func (s *cqlSession) newOp(ctx context.Context, w int, wl *workload) Op {
-	if wl.profile != nil {
-		return s.newProfileOp(ctx, w, wl, s.cfg)
+// client gives worker w its client on the session: its statements are gocql queries of
+// its own, bound once to values it rewrites in place, and carry the traceparent tp in
+// their custom payload when it is not nil.
+func (s *cqlSession) client(ctx context.Context, _ int, tp []byte) client {
+	return &cqlClient{s: s, ctx: ctx, tp: tp}
+}
+
+// cqlClient is a worker's client on gocql (see client). Its queries are bound to the
+// context they were prepared with: a gocql query's WithContext copies it.
+type cqlClient struct {
+	s     *cqlSession
+	ctx   context.Context
+	tp    []byte
+	stmts []cqlStmt
+}
+
+// cqlStmt is a statement of a cqlClient: its query, bound once to refs, whose bytes each
+// use rewrites.
+type cqlStmt struct {
+	text string
+	cl   gocql.Consistency
+	q    *gocql.Query
+	refs []rawRef
+}
+
+// rawRef is a value already in its wire form, sent as is, which the caller may point
+// at other bytes between requests without binding the query again.
+type rawRef struct{ b []byte }
+
+func (r *rawRef) MarshalCQL(gocql.TypeInfo) ([]byte, error) { return r.b, nil }
+
+func (c *cqlClient) prepare(_ context.Context, spec stmtSpec) (int, error) {
+	cl := c.s.cl
+	if spec.cl != "" {
+		cl, _ = parseCL(spec.cl)
 	}
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(w)))
-	key := make([]byte, keyLen)
-	cols := make([][]byte, colCount)
-	wargs := []any{key, nil, nil, nil, nil, nil}
-	for i := range cols {
-		cols[i] = make([]byte, colLen)
-		wargs[i+1] = cols[i]
+	q := c.s.s.Query(spec.text).Consistency(cl).WithContext(c.ctx)
+	if spec.paged {
+		q.PageSize(c.s.cfg.PageSize)
 	}
-	ins := s.s.Query(cqlInsert, wargs...).Consistency(s.cl).Idempotent(true).WithContext(ctx)
-	sel := s.s.Query(cqlSelect, key).Consistency(s.cl).Idempotent(true).WithContext(ctx)
-	tp := newTraceparent(wl.traceContext)
-	if tp != nil {
-		// One payload per worker, its traceparent rewritten in place before each request:
-		// a worker's requests go out one at a time, after gocql has encoded the last.
-		payload := map[string][]byte{traceparentKey: tp}
-		ins.CustomPayload(payload)
-		sel.CustomPayload(payload)
+	switch spec.serial {
+	case "LOCAL_SERIAL":
+		q.SerialConsistency(gocql.LocalSerial)
+	case "SERIAL":
+		q.SerialConsistency(gocql.Serial)
 	}
-	pop := &wl.pop
-	writeFrac := wl.writeFrac
-	return func(context.Context) (int, error) {
-		putKey(key, pop.next(rng))
-		if tp != nil {
-			fillTraceparent(rng, tp)
+	if c.tp != nil {
+		q.CustomPayload(map[string][]byte{traceparentKey: c.tp})
+	}
+	c.stmts = append(c.stmts, cqlStmt{text: spec.text, cl: cl, q: q})
+	return len(c.stmts) - 1, nil
+}
+
+// bind points st's query at vals, binding it again only when their count changes.
+func (c *cqlClient) bind(st int, vals [][]byte) *gocql.Query {
+	s := &c.stmts[st]
+	if len(s.refs) != len(vals) {
+		s.refs = make([]rawRef, len(vals))
+		args := make([]any, len(vals))
+		for i := range s.refs {
+			args[i] = &s.refs[i]
 		}
-		if writeFrac >= 1 || writeFrac > 0 && rng.Float64() < writeFrac {
-			fillValues(rng, cols)
-			return 1, ins.Exec()
-		}
-		it := sel.Iter()
-		n := it.NumRows()
-		return n, it.Close()
+		s.q.Bind(args...)
 	}
+	for i, v := range vals {
+		s.refs[i].b = v
+	}
+	return s.q
+}
+
+func (c *cqlClient) query(_ context.Context, st int, vals [][]byte) (int64, error) {
+	q := c.bind(st, vals)
+	var rows int64
+	var state []byte
+	for {
+		it := q.PageState(state).Iter()
+		rows += int64(it.NumRows())
+		state = it.PageState()
+		if err := it.Close(); err != nil {
+			return rows, err
+		}
+		if len(state) == 0 {
+			return rows, nil
+		}
+	}
+}
+
+func (c *cqlClient) write(_ context.Context, st int, vals [][]byte) error {
+	return c.bind(st, vals).Exec()
+}
+
+func (c *cqlClient) batch(ctx context.Context, typ byte, st int, vals [][]byte, perRow int, cas bool) error {
+	s := &c.stmts[st]
+	b := c.s.s.NewBatch(gocql.BatchType(typ)).WithContext(ctx)
+	b.SetConsistency(s.cl)
+	for k := 0; k+perRow <= len(vals); k += perRow {
+		args := make([]any, perRow)
+		for j, v := range vals[k : k+perRow] {
+			args[j] = rawValue(v)
+		}
+		b.Query(s.text, args...)
+	}
+	if cas {
+		_, _, err := c.s.s.ExecuteBatchCAS(b)
+		return err
+	}
+	return c.s.s.ExecuteBatch(b)
 }
 
 func (s *cqlSession) close() { s.s.Close() }

@@ -639,7 +639,7 @@ func (c *checker) prepare(ctx context.Context) error {
 	load := &workload{name: "write", writeFrac: 1, pop: population{kind: popSeq, min: p.min, max: p.max}.fresh()}
 	ops := make([]Op, c.cfg.Concurrency)
 	for w := range ops {
-		ops[w] = s.newOp(ctx, w, load)
+		ops[w] = newOp(ctx, s, w, load)
 	}
 	res := runPhase(ctx, phase{clock: c.env.clock, workers: c.cfg.Concurrency, ops: p.size()}, ops)
 	if err := ctx.Err(); err != nil {
@@ -682,7 +682,7 @@ func (c *checker) runMode(ctx context.Context, m *mode, round, pos int) (*runRes
 	wl := c.modeWorkload(m)
 	ops := make([]Op, cfg.Concurrency)
 	for w := range ops {
-		ops[w] = s.newOp(ctx, w, wl)
+		ops[w] = newOp(ctx, s, w, wl)
 	}
 	if err := c.warmup(ctx, m, round, wl, ops); err != nil {
 		return nil, err

@@ -3,9 +3,7 @@ package loadcheck
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"sync"
-	"time"
 
 	"github.com/gocql/gocql"
 	"github.com/tracecar/tracecar/internal/cql"
@@ -110,73 +108,13 @@ func (s *wireSession) missing(ctx context.Context, keys []int64) (bool, error) {
 	return false, nil
 }
 
-// newOp builds worker w's operation, as cqlSession's: its values are rewritten in place and
-// its request bodies built into one buffer, so that a request allocates only its response.
-func (s *wireSession) newOp(ctx context.Context, w int, wl *workload) Op {
-	if wl.profile != nil {
-		return s.newProfileOp(ctx, w, wl)
-	}
-	ci := w % len(s.conns)
-	conn := s.conns[ci]
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(w)))
-	key := make([]byte, keyLen)
-	cols := make([][]byte, colCount)
-	wvals := []cql.Value{{Bytes: key}, {}, {}, {}, {}, {}}
-	for i := range cols {
-		cols[i] = make([]byte, colLen)
-		wvals[i+1].Bytes = cols[i]
-	}
-	rvals := []cql.Value{{Bytes: key}}
-	var ins, sel []byte
-	var prepErr error
-	if wl.writeFrac > 0 {
-		ids, err := s.prepared(ctx, cqlInsert)
-		ins, prepErr = idOf(ids, ci), err
-	}
-	if wl.writeFrac < 1 && prepErr == nil {
-		ids, err := s.prepared(ctx, cqlSelect)
-		sel, prepErr = idOf(ids, ci), err
-	}
-	pop := &wl.pop
-	writeFrac := wl.writeFrac
-	var body []byte
-	return func(ctx context.Context) (int, error) {
-		if prepErr != nil {
-			return 0, prepErr
-		}
-		putKey(key, pop.next(rng))
-		p := cql.QueryParams{Consistency: s.cl, Flags: cql.QueryValues, Values: rvals}
-		id, write := sel, writeFrac >= 1 || writeFrac > 0 && rng.Float64() < writeFrac
-		if write {
-			fillValues(rng, cols)
-			p.Values, id = wvals, ins
-		}
-		body = conn.execute(body[:0], id, p)
-		r, err := conn.do(ctx, cql.OpExecute, body, true)
-		if err != nil {
-			return 0, err
-		}
-		n, err := result(r)
-		if write {
-			n = 1
-		}
-		return n, err
-	}
-}
-
-func idOf(ids [][]byte, i int) []byte {
-	if ids == nil {
-		return nil
-	}
-	return ids[i]
-}
-
 // wireStmt is a profile statement prepared on the wire session: its ids by connection and
 // its consistencies.
 type wireStmt struct {
 	ids    [][]byte
 	cl     cql.Consistency
 	serial cql.Consistency // 0: none
+	paged  bool            // by pages of --page-size rows
 	err    error
 }
 
@@ -205,85 +143,47 @@ func consistencies(def cql.Consistency, cl, serial string) (cql.Consistency, cql
 	return c, 0
 }
 
-// newProfileOp is cqlSession.newProfileOp on the wire client: the same mix, data and
-// counts, each request built into the worker's own buffer.
-func (s *wireSession) newProfileOp(ctx context.Context, w int, wl *workload) Op {
-	p := wl.profile
+// client gives worker w its client on the session: on connection w modulo
+// --connections, each request built into the worker's own buffer. The wire client sends
+// no custom payload: a run with a trace context goes through gocql (checkWire).
+func (s *wireSession) client(_ context.Context, w int, _ []byte) client {
 	ci := w % len(s.conns)
-	wk := &wireProfileWorker{s: s, p: p, ci: ci, conn: s.conns[ci], btype: wireBatchType(p),
-		rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(w))), g: newGen()}
-	wk.g.useArena() // an op's values are encoded into its request before the next op
-	pop := &wl.pop
-	stats := wl.stats
-	next := newMixer(p, stats)
-	stmts := s.profileStmts(ctx, p)
-	return func(ctx context.Context) (int, error) {
-		best := next()
-		st := stmts[best]
-		if st.err != nil {
-			return 0, st.err
-		}
-		start := time.Now()
-		wk.g.reset()
-		var rows, parts int64
-		var err error
-		if q := p.mix[best].query; q != nil {
-			wk.g.partition(p.t, pop.next(wk.rng), &wk.part)
-			rows, err = wk.read(ctx, st, q)
-			parts = min(rows, 1)
-		} else {
-			rows, parts, err = wk.insert(ctx, st, pop)
-		}
-		stats.ops[best].record(time.Since(start), rows, parts, err)
-		return int(rows), err
-	}
+	return &wireClient{s: s, ci: ci, conn: s.conns[ci]}
 }
 
-// profileStmts prepares each of the profile's operations: its query, or the insert.
-func (s *wireSession) profileStmts(ctx context.Context, p *profile) []*wireStmt {
-	stmts := make([]*wireStmt, len(p.mix))
-	for i, o := range p.mix {
-		if o.query != nil {
-			stmts[i] = s.stmt(ctx, o.query.cql, o.query.cl, o.query.serialCL)
-		} else {
-			stmts[i] = s.stmt(ctx, p.insertStmt, "", "")
-		}
-	}
-	return stmts
-}
-
-// wireBatchType is the profile's batch type on the wire.
-func wireBatchType(p *profile) byte {
-	switch p.batchType() {
-	case gocql.UnloggedBatch:
-		return cql.BatchUnlogged
-	case gocql.CounterBatch:
-		return cql.BatchCounter
-	}
-	return cql.BatchLogged
-}
-
-// wireProfileWorker is one worker's state on the wire client: its connection, its
-// generator and the buffers every op reuses.
-type wireProfileWorker struct {
+// wireClient is a worker's client on the wire (see client).
+type wireClient struct {
 	s     *wireSession
-	p     *profile
 	ci    int
 	conn  *rconn
-	btype byte
-	rng   *rand.Rand
-	g     *gen
-	part  ppart
+	stmts []wireStmt
+	body  []byte
+	vals  []cql.Value
+	bat   cql.Batch
+}
 
-	body          []byte
-	vals, rowVals []cql.Value
-	pick          []int64
-	batch         cql.Batch
+func (c *wireClient) prepare(ctx context.Context, spec stmtSpec) (int, error) {
+	st := c.s.stmt(ctx, spec.text, spec.cl, spec.serial)
+	if st.err != nil {
+		return 0, st.err
+	}
+	st.paged = spec.paged
+	c.stmts = append(c.stmts, *st)
+	return len(c.stmts) - 1, nil
+}
+
+// values are vals as the codec takes them, in the worker's buffer.
+func (c *wireClient) values(vals [][]byte) []cql.Value {
+	c.vals = c.vals[:0]
+	for _, v := range vals {
+		c.vals = append(c.vals, cql.Value{Bytes: v})
+	}
+	return c.vals
 }
 
 // do sends the worker's request body as op and returns a result's rows and paging state.
-func (wk *wireProfileWorker) do(ctx context.Context, op cql.Opcode) (int, []byte, error) {
-	r, err := wk.conn.do(ctx, op, wk.body, true)
+func (c *wireClient) do(ctx context.Context, op cql.Opcode) (int, []byte, error) {
+	r, err := c.conn.do(ctx, op, c.body, true)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -294,26 +194,21 @@ func (wk *wireProfileWorker) do(ctx context.Context, op cql.Opcode) (int, []byte
 	return 0, nil, err
 }
 
-// read runs query q on the worker's partition, with values of one row (or of a row each
-// for a multi-row query), through every page, and returns the rows read.
-func (wk *wireProfileWorker) read(ctx context.Context, st *wireStmt, q *querySpec) (int64, error) {
-	row := wk.rng.Int64N(wk.part.rows)
-	wk.vals = wk.vals[:0]
-	for _, c := range q.binds {
-		if q.multirow {
-			row = wk.rng.Int64N(wk.part.rows)
-		}
-		wk.vals = append(wk.vals, cql.Value{Bytes: wk.g.colValue(wk.p.t, c, &wk.part, row)})
+func (c *wireClient) query(ctx context.Context, st int, vals [][]byte) (int64, error) {
+	s := &c.stmts[st]
+	params := cql.QueryParams{Consistency: s.cl, Flags: cql.QueryValues, Values: c.values(vals)}
+	if s.paged {
+		params.Flags |= cql.QueryPageSize
+		params.PageSize = int32(c.s.cfg.PageSize)
 	}
-	params := cql.QueryParams{Consistency: st.cl, Flags: cql.QueryValues | cql.QueryPageSize, Values: wk.vals, PageSize: int32(wk.s.cfg.PageSize)}
-	if st.serial != 0 {
+	if s.serial != 0 {
 		params.Flags |= cql.QuerySerialConsistency
-		params.SerialConsistency = st.serial
+		params.SerialConsistency = s.serial
 	}
 	var rows int64
 	for {
-		wk.body = wk.conn.execute(wk.body[:0], st.ids[wk.ci], params)
-		n, state, err := wk.do(ctx, cql.OpExecute)
+		c.body = c.conn.execute(c.body[:0], s.ids[c.ci], params)
+		n, state, err := c.do(ctx, cql.OpExecute)
 		rows += int64(n)
 		if err != nil || len(state) == 0 {
 			return rows, err
@@ -323,36 +218,22 @@ func (wk *wireProfileWorker) read(ctx context.Context, st *wireStmt, q *querySpe
 	}
 }
 
-// insert writes the rows the profile picks in its partitions per batch: alone, as an
-// EXECUTE, or else in a batch of the profile's type.
-func (wk *wireProfileWorker) insert(ctx context.Context, st *wireStmt, pop *population) (rows, parts int64, err error) {
-	p := wk.p
-	wk.batch = cql.Batch{Type: wk.btype, Consistency: st.cl, Queries: wk.batch.Queries[:0]}
-	n := max(p.insert.partitions.sample(wk.rng, -1), 1)
-	wk.rowVals = wk.rowVals[:0]
-	for range n {
-		wk.g.partition(p.t, pop.next(wk.rng), &wk.part)
-		wk.pick = p.pickRows(&wk.part, wk.rng, wk.pick[:0])
-		for _, i := range wk.pick {
-			for _, c := range p.insertCols {
-				wk.rowVals = append(wk.rowVals, cql.Value{Bytes: wk.g.colValue(p.t, c, &wk.part, i)})
-			}
-			wk.batch.Queries = append(wk.batch.Queries, cql.BatchQuery{Prepared: true, ID: st.ids[wk.ci]})
-		}
-		parts++
+func (c *wireClient) write(ctx context.Context, st int, vals [][]byte) error {
+	s := &c.stmts[st]
+	c.body = c.conn.execute(c.body[:0], s.ids[c.ci], cql.QueryParams{Consistency: s.cl, Flags: cql.QueryValues, Values: c.values(vals)})
+	_, _, err := c.do(ctx, cql.OpExecute)
+	return err
+}
+
+// batch sends the rows as one BATCH; a conditional one's result is read as any other's.
+func (c *wireClient) batch(ctx context.Context, typ byte, st int, vals [][]byte, perRow int, _ bool) error {
+	s := &c.stmts[st]
+	all := c.values(vals)
+	c.bat = cql.Batch{Type: typ, Consistency: s.cl, Queries: c.bat.Queries[:0]}
+	for k := 0; k+perRow <= len(all); k += perRow {
+		c.bat.Queries = append(c.bat.Queries, cql.BatchQuery{Prepared: true, ID: s.ids[c.ci], Values: all[k : k+perRow : k+perRow]})
 	}
-	// Each row's values, from one array that every op reuses (taken once it is full).
-	for j := range wk.batch.Queries {
-		k := j * len(p.insertCols)
-		wk.batch.Queries[j].Values = wk.rowVals[k : k+len(p.insertCols) : k+len(p.insertCols)]
-	}
-	rows = int64(len(wk.batch.Queries))
-	if rows == 1 {
-		wk.body = wk.conn.execute(wk.body[:0], st.ids[wk.ci], cql.QueryParams{Consistency: st.cl, Flags: cql.QueryValues, Values: wk.batch.Queries[0].Values})
-		_, _, err = wk.do(ctx, cql.OpExecute)
-		return rows, parts, err
-	}
-	wk.body = wk.batch.AppendBody(wk.body[:0], wk.conn.version)
-	_, _, err = wk.do(ctx, cql.OpBatch)
-	return rows, parts, err
+	c.body = c.bat.AppendBody(c.body[:0], c.conn.version)
+	_, _, err := c.do(ctx, cql.OpBatch)
+	return err
 }

@@ -277,7 +277,8 @@ type session interface {
 	createSchema(ctx context.Context) error
 	// missing reports whether any of the keys has no row.
 	missing(ctx context.Context, keys []int64) (bool, error)
-	// newOp returns worker w's operation. Operations are bound to ctx.
-	newOp(ctx context.Context, w int, wl *workload) Op
+	// client returns worker w's client, which sends the traceparent tp with its
+	// requests when tp is not nil. Its statements are bound to ctx.
+	client(ctx context.Context, w int, tp []byte) client
 	close()
 }
