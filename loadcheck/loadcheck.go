@@ -5,7 +5,9 @@
 // A run sends a cassandra-stress-like workload (keyspace1.standard1, prepared statements,
 // through gocql), a cassandra-stress user profile, or the replay of a capture to a target
 // for a fixed time or number of operations, after a warmup. Profiles, replays and
-// protocol v5 go through loadcheck's own CQL client (replay_conn.go, wire.go).
+// protocol v5 go through loadcheck's own CQL client (the connection in loadcheck/cqlconn,
+// its sessions in wire.go). Both clients give each worker one small interface (client.go),
+// on which the workloads' operations are built once (op.go).
 // A mode is a set of admin-API calls made before its runs (and undone after each one) plus
 // the target its load goes to. Every round runs every mode once, in an order that
 // alternates between rounds. Per mode, the op rates of the rounds give a mean, stdev and
@@ -21,6 +23,9 @@
 // The package starts no servers: the tracecar command starts the node and the sidecar, as
 // child processes, when it is not given a deployment to measure, and passes their addresses
 // in Config.
+//
+// Rooms, from the ground up (ci.TestLoadcheckRoomsPointDown): loadcheck/stats (the
+// statistics), loadcheck/cqlconn (the CQL connection), and this package.
 package loadcheck
 
 import (

@@ -16,6 +16,7 @@ import (
 	"github.com/tracecar/tracecar/internal/capturefile"
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/internal/cql/cqltext"
+	"github.com/tracecar/tracecar/loadcheck/cqlconn"
 )
 
 // maxReplayConnections bounds --replay-connections.
@@ -36,16 +37,16 @@ func (rp *replay) connections(cfg *Config) int {
 func (c *checker) prepareReplay(ctx context.Context) error {
 	rp := c.wl.replay
 	target := c.modes[0].target
-	conn, err := dialReplay(ctx, c.cfg, target)
+	conn, err := cqlconn.Dial(ctx, c.cfg.connOptions(), target)
 	if err != nil {
 		return err
 	}
-	defer conn.close()
+	defer conn.Close()
 	var created []string
 	undo := func() {
 		for _, ks := range created {
 			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-			conn.query(dctx, "DROP KEYSPACE IF EXISTS "+quoteName(ks))
+			conn.Query(dctx, "DROP KEYSPACE IF EXISTS "+quoteName(ks))
 			cancel()
 		}
 	}
@@ -64,14 +65,14 @@ func (c *checker) prepareReplay(ctx context.Context) error {
 			continue
 		}
 		stmt := "CREATE KEYSPACE " + quoteName(t.keyspace) + " WITH replication = " + replication(rp.c, t.captured.Keyspace)
-		if err := conn.query(ctx, stmt); err != nil {
+		if err := conn.Query(ctx, stmt); err != nil {
 			undo()
 			return fmt.Errorf("the node at %s cannot create keyspace %s for the replay: %w", target, t.keyspace, err)
 		}
 		created = append(created, t.keyspace)
 	}
 	for _, t := range rp.tables {
-		if err := conn.query(ctx, t.createTable()); err != nil {
+		if err := conn.Query(ctx, t.createTable()); err != nil {
 			undo()
 			return fmt.Errorf("the node at %s cannot create table %s.%s of the capture (as %s): %w; nothing was replayed",
 				target, t.captured.Keyspace, t.captured.Name, t.createTable(), err)
@@ -85,14 +86,14 @@ func (c *checker) prepareReplay(ctx context.Context) error {
 	return nil
 }
 
-func keyspaceExists(ctx context.Context, conn *rconn, ks string) (bool, error) {
+func keyspaceExists(ctx context.Context, conn *cqlconn.Conn, ks string) (bool, error) {
 	body := cql.Query{Query: "SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = '" +
-		strings.ReplaceAll(ks, "'", "''") + "'", Params: cql.QueryParams{Consistency: cql.One}}.AppendBody(nil, conn.version)
-	r, err := conn.do(ctx, cql.OpQuery, body, true)
+		strings.ReplaceAll(ks, "'", "''") + "'", Params: cql.QueryParams{Consistency: cql.One}}.AppendBody(nil, conn.Version())
+	r, err := conn.Do(ctx, cql.OpQuery, body, true)
 	if err != nil {
 		return false, err
 	}
-	n, err := result(r)
+	n, err := cqlconn.Result(r)
 	if err != nil {
 		return false, fmt.Errorf("replay: read system_schema.keyspaces: %w", err)
 	}
@@ -120,7 +121,7 @@ func replication(c *capturefile.Capture, ks string) string {
 }
 
 // preload writes, for every key the capture reads, as many rows as its reads returned.
-func (c *checker) preload(ctx context.Context, conn *rconn) error {
+func (c *checker) preload(ctx context.Context, conn *cqlconn.Conn) error {
 	rp := c.wl.replay
 	rows := rp.preloadRows()
 	if len(rows) == 0 {
@@ -170,14 +171,14 @@ func (rp *replay) preloadRows() []preloadRow {
 }
 
 // prepareInserts prepares the insert of each table that has rows to preload, on conn.
-func (rp *replay) prepareInserts(ctx context.Context, conn *rconn) (map[*replayTable][]byte, error) {
+func (rp *replay) prepareInserts(ctx context.Context, conn *cqlconn.Conn) (map[*replayTable][]byte, error) {
 	ids := map[*replayTable][]byte{}
 	for _, t := range rp.tables {
 		if len(t.rows) == 0 {
 			continue
 		}
 		text := t.insert()
-		id, err := conn.prepare(ctx, text)
+		id, err := conn.Prepare(ctx, text)
 		if err != nil {
 			return nil, fmt.Errorf("replay preload: prepare %s: %w", text, err)
 		}
@@ -188,7 +189,7 @@ func (rp *replay) prepareInserts(ctx context.Context, conn *rconn) (map[*replayT
 
 // writeRows writes rows through workers goroutines sharing conn; the first failure stops
 // them all and is returned.
-func (rp *replay) writeRows(ctx context.Context, conn *rconn, rows []preloadRow, ids map[*replayTable][]byte, workers int) error {
+func (rp *replay) writeRows(ctx context.Context, conn *cqlconn.Conn, rows []preloadRow, ids map[*replayTable][]byte, workers int) error {
 	var next atomic.Int64
 	var firstErr error
 	var mu sync.Mutex
@@ -201,11 +202,11 @@ func (rp *replay) writeRows(ctx context.Context, conn *rconn, rows []preloadRow,
 					return
 				}
 				r := rows[i]
-				body := conn.execute(nil, ids[r.t], cql.QueryParams{Consistency: cql.One, Flags: cql.QueryValues,
+				body := conn.Execute(nil, ids[r.t], cql.QueryParams{Consistency: cql.One, Flags: cql.QueryValues,
 					Values: r.t.rowValues(rp, r.key, r.i)})
-				resp, err := conn.do(ctx, cql.OpExecute, body, true)
+				resp, err := conn.Do(ctx, cql.OpExecute, body, true)
 				if err == nil {
-					_, err = result(resp)
+					_, err = cqlconn.Result(resp)
 				}
 				if err != nil {
 					mu.Lock()
@@ -309,14 +310,14 @@ func (rp *replay) newRun() *replayRun {
 // replaySession is one run's connections and prepared statements.
 type replaySession struct {
 	rp    *replay
-	conns []*rconn
+	conns []*cqlconn.Conn
 	ids   []map[uint32][]byte // per connection: prepared statement → id
 	run   *replayRun
 }
 
 func (s *replaySession) close() {
 	for _, c := range s.conns {
-		c.close()
+		c.Close()
 	}
 }
 
@@ -325,7 +326,7 @@ func (c *checker) openReplay(ctx context.Context, target string) (*replaySession
 	rp := c.wl.replay
 	s := &replaySession{rp: rp, run: rp.newRun()}
 	for range rp.connections(c.cfg) {
-		conn, err := dialReplay(ctx, c.cfg, target)
+		conn, err := cqlconn.Dial(ctx, c.cfg.connOptions(), target)
 		if err != nil {
 			s.close()
 			return nil, err
@@ -336,7 +337,7 @@ func (c *checker) openReplay(ctx context.Context, target string) (*replaySession
 			if !st.def.Prepared {
 				continue
 			}
-			pid, err := conn.prepare(ctx, st.text)
+			pid, err := conn.Prepare(ctx, st.text)
 			if err != nil {
 				s.close()
 				return nil, fmt.Errorf("replay: prepare statement %d (%s): %w", id, st.text, err)
@@ -419,10 +420,10 @@ func (s *replaySession) worker() indexedOp {
 			}
 			if first.def.Prepared {
 				opcode = cql.OpExecute
-				body = conn.execute(body[:0], s.ids[ci][first.def.ID], params)
+				body = conn.Execute(body[:0], s.ids[ci][first.def.ID], params)
 			} else {
 				opcode = cql.OpQuery
-				body = cql.Query{Query: text, Params: params}.AppendBody(body[:0], conn.version)
+				body = cql.Query{Query: text, Params: params}.AppendBody(body[:0], conn.Version())
 			}
 		case cql.OpBatch:
 			opcode = cql.OpBatch
@@ -440,12 +441,12 @@ func (s *replaySession) worker() indexedOp {
 				}
 				b.Queries = append(b.Queries, q)
 			}
-			body = b.AppendBody(body[:0], conn.version)
+			body = b.AppendBody(body[:0], conn.Version())
 		}
-		resp, err := conn.do(ctx, opcode, body, true)
+		resp, err := conn.Do(ctx, opcode, body, true)
 		if err == nil {
 			var rows int
-			rows, err = result(resp)
+			rows, err = cqlconn.Result(resp)
 			var ce cql.Error
 			if errors.As(err, &ce) && ce.Code == cql.ErrCodeUnprepared {
 				err = s.reprepare(ctx, ci)
@@ -469,7 +470,7 @@ func (s *replaySession) worker() indexedOp {
 func (s *replaySession) reprepare(ctx context.Context, ci int) error {
 	for id, st := range s.rp.stmts {
 		if st.def.Prepared {
-			pid, err := s.conns[ci].prepare(ctx, st.text)
+			pid, err := s.conns[ci].Prepare(ctx, st.text)
 			if err != nil {
 				return err
 			}

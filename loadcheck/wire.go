@@ -7,9 +7,10 @@ import (
 
 	"github.com/gocql/gocql"
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/loadcheck/cqlconn"
 )
 
-// wireDriver drives the load through loadcheck's own CQL client, the replay's (rconn),
+// wireDriver drives the load through loadcheck's own CQL client, the replay's (cqlconn),
 // which speaks protocol v5: gocql v1.7 stops at v4. Its sessions open --connections
 // connections to the one target, and each worker sends on one of them.
 type wireDriver struct{}
@@ -21,14 +22,14 @@ func (wireDriver) connect(ctx context.Context, cfg *Config, addr string) (sessio
 	}
 	s := &wireSession{cfg: cfg, cl: cql.Consistency(gcl)}
 	for range cfg.Connections {
-		c, err := dialReplay(ctx, cfg, addr)
+		c, err := cqlconn.Dial(ctx, cfg.connOptions(), addr)
 		if err != nil {
 			s.close()
 			return nil, fmt.Errorf("connect to %s: %w", addr, err)
 		}
 		s.conns = append(s.conns, c)
 		if cfg.keyspace != "" {
-			if err := c.query(ctx, "USE "+quoteName(cfg.keyspace)); err != nil {
+			if err := c.Query(ctx, "USE "+quoteName(cfg.keyspace)); err != nil {
 				s.close()
 				return nil, fmt.Errorf("connect to %s: keyspace %s: %w", addr, cfg.keyspace, err)
 			}
@@ -37,19 +38,24 @@ func (wireDriver) connect(ctx context.Context, cfg *Config, addr string) (sessio
 	return s, nil
 }
 
+// connOptions are how the wire client and the replay make their connections.
+func (c *Config) connOptions() cqlconn.Options {
+	return cqlconn.Options{TLS: c.TLS, Timeout: c.Timeout, ProtocolVersion: c.ProtocolVersion, Compression: c.Compression}
+}
+
 // wireSession is a session of the wire client. Statements are prepared on each
 // connection once, on first use.
 type wireSession struct {
 	cfg   *Config
 	cl    cql.Consistency
-	conns []*rconn
+	conns []*cqlconn.Conn
 	mu    sync.Mutex
 	ids   map[string][][]byte // statement text → id on each connection
 }
 
 func (s *wireSession) close() {
 	for _, c := range s.conns {
-		c.close()
+		c.Close()
 	}
 }
 
@@ -62,7 +68,7 @@ func (s *wireSession) prepared(ctx context.Context, text string) ([][]byte, erro
 	}
 	ids := make([][]byte, len(s.conns))
 	for i, c := range s.conns {
-		id, err := c.prepare(ctx, text)
+		id, err := c.Prepare(ctx, text)
 		if err != nil {
 			return nil, fmt.Errorf("prepare %s: %w", text, err)
 		}
@@ -77,7 +83,7 @@ func (s *wireSession) prepared(ctx context.Context, text string) ([][]byte, erro
 
 func (s *wireSession) createSchema(ctx context.Context) error {
 	for _, stmt := range []string{cqlKeyspace, cqlTable} {
-		if err := s.conns[0].query(ctx, stmt); err != nil {
+		if err := s.conns[0].Query(ctx, stmt); err != nil {
 			return fmt.Errorf("create schema: %s: %w", stmt, err)
 		}
 	}
@@ -93,11 +99,11 @@ func (s *wireSession) missing(ctx context.Context, keys []int64) (bool, error) {
 	for _, k := range keys {
 		putKey(key, k)
 		p := cql.QueryParams{Consistency: s.cl, Flags: cql.QueryValues, Values: []cql.Value{{Bytes: key}}}
-		r, err := s.conns[0].do(ctx, cql.OpExecute, s.conns[0].execute(nil, ids[0], p), true)
+		r, err := s.conns[0].Do(ctx, cql.OpExecute, s.conns[0].Execute(nil, ids[0], p), true)
 		if err != nil {
 			return false, fmt.Errorf("check population: %w", err)
 		}
-		n, err := result(r)
+		n, err := cqlconn.Result(r)
 		if err != nil {
 			return false, fmt.Errorf("check population: %w", err)
 		}
@@ -155,7 +161,7 @@ func (s *wireSession) client(_ context.Context, w int, _ []byte) client {
 type wireClient struct {
 	s     *wireSession
 	ci    int
-	conn  *rconn
+	conn  *cqlconn.Conn
 	stmts []wireStmt
 	body  []byte
 	vals  []cql.Value
@@ -183,14 +189,14 @@ func (c *wireClient) values(vals [][]byte) []cql.Value {
 
 // do sends the worker's request body as op and returns a result's rows and paging state.
 func (c *wireClient) do(ctx context.Context, op cql.Opcode) (int, []byte, error) {
-	r, err := c.conn.do(ctx, op, c.body, true)
+	r, err := c.conn.Do(ctx, op, c.body, true)
 	if err != nil {
 		return 0, nil, err
 	}
-	if r.h.Opcode == cql.OpResult {
-		return r.n, r.state, nil
+	if r.Header.Opcode == cql.OpResult {
+		return r.N, r.State, nil
 	}
-	_, err = result(r)
+	_, err = cqlconn.Result(r)
 	return 0, nil, err
 }
 
@@ -207,7 +213,7 @@ func (c *wireClient) query(ctx context.Context, st int, vals [][]byte) (int64, e
 	}
 	var rows int64
 	for {
-		c.body = c.conn.execute(c.body[:0], s.ids[c.ci], params)
+		c.body = c.conn.Execute(c.body[:0], s.ids[c.ci], params)
 		n, state, err := c.do(ctx, cql.OpExecute)
 		rows += int64(n)
 		if err != nil || len(state) == 0 {
@@ -220,7 +226,7 @@ func (c *wireClient) query(ctx context.Context, st int, vals [][]byte) (int64, e
 
 func (c *wireClient) write(ctx context.Context, st int, vals [][]byte) error {
 	s := &c.stmts[st]
-	c.body = c.conn.execute(c.body[:0], s.ids[c.ci], cql.QueryParams{Consistency: s.cl, Flags: cql.QueryValues, Values: c.values(vals)})
+	c.body = c.conn.Execute(c.body[:0], s.ids[c.ci], cql.QueryParams{Consistency: s.cl, Flags: cql.QueryValues, Values: c.values(vals)})
 	_, _, err := c.do(ctx, cql.OpExecute)
 	return err
 }
@@ -233,7 +239,7 @@ func (c *wireClient) batch(ctx context.Context, typ byte, st int, vals [][]byte,
 	for k := 0; k+perRow <= len(all); k += perRow {
 		c.bat.Queries = append(c.bat.Queries, cql.BatchQuery{Prepared: true, ID: s.ids[c.ci], Values: all[k : k+perRow : k+perRow]})
 	}
-	c.body = c.bat.AppendBody(c.body[:0], c.conn.version)
+	c.body = c.bat.AppendBody(c.body[:0], c.conn.Version())
 	_, _, err := c.do(ctx, cql.OpBatch)
 	return err
 }
