@@ -25,7 +25,8 @@
 // in Config.
 //
 // Rooms, from the ground up (ci.TestLoadcheckRoomsPointDown): loadcheck/stats (the
-// statistics), loadcheck/cqlconn (the CQL connection), and this package.
+// statistics), loadcheck/dist (the profiles' distributions), loadcheck/cqlconn (the CQL
+// connection), and this package.
 package loadcheck
 
 import (

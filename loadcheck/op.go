@@ -127,7 +127,7 @@ func (pw *profileWorker) read(ctx context.Context, st int, q *querySpec) (int64,
 // as its statement alone, several in a batch of the profile's type.
 func (pw *profileWorker) insert(ctx context.Context, st int) (rows, parts int64, err error) {
 	p := pw.p
-	n := max(p.insert.partitions.sample(pw.rng, -1), 1)
+	n := max(p.insert.partitions.Sample(pw.rng, -1), 1)
 	pw.vals = pw.vals[:0]
 	for range n {
 		pw.g.partition(p.t, pw.pop.next(pw.rng), &pw.part)

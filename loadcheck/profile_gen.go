@@ -108,9 +108,9 @@ func (g *gen) value(c *pcol, seed, ordinal int64) []byte {
 		return []byte{0, 0, 0, 0, 0, 0, 0, 1}
 	}
 	g.seed(uint64(seed), c.salt+uint64(ordinal)*0xbf58476d1ce4e5b9)
-	id := c.spec.population.sample(g.r, ordinal)
+	id := c.spec.population.Sample(g.r, ordinal)
 	g.seed(uint64(id), c.salt)
-	n := c.spec.size.sample(g.r, ordinal)
+	n := c.spec.size.Sample(g.r, ordinal)
 	if c.text {
 		// The common case, made straight from the source, 8 bytes a draw: letters and
 		// digits (valid UTF-8 and ASCII), or any bytes.
@@ -192,7 +192,7 @@ func (g *gen) partition(t *ptable, seed int64, dst *ppart) {
 	dst.rows = 1
 	for _, c := range t.ck {
 		g.seed(uint64(seed), c.salt^0x5bd1e995)
-		n := max(c.spec.cluster.sample(g.r, -1), 1)
+		n := max(c.spec.cluster.Sample(g.r, -1), 1)
 		dst.counts = append(dst.counts, n)
 		dst.rows *= n
 	}

@@ -627,11 +627,11 @@ func (p *profile) cycle() []int {
 // insertBatches reports whether an insert can write several statements, which go in a
 // batch of the profile's type: more than one partition, or more than one row in one of t.
 func (p *profile) insertBatches(t *ptable) bool {
-	if p.insert.partitions != nil && p.insert.partitions.max > 1 {
+	if p.insert.partitions != nil && p.insert.partitions.Max > 1 {
 		return true
 	}
 	for _, c := range t.ck {
-		if c.spec != nil && c.spec.cluster != nil && c.spec.cluster.max > 1 {
+		if c.spec != nil && c.spec.cluster != nil && c.spec.cluster.Max > 1 {
 			return true
 		}
 	}
@@ -641,7 +641,7 @@ func (p *profile) insertBatches(t *ptable) bool {
 // pickRows appends to dst the rows of part that an insert writes: each with the
 // probability the select ratio draws, and at least one.
 func (p *profile) pickRows(part *ppart, rng *rand.Rand, dst []int64) []int64 {
-	ratio := p.insert.selectR.sample(rng)
+	ratio := p.insert.selectR.Sample(rng)
 	for i := range part.rows {
 		if ratio >= 1 || rng.Float64() < ratio {
 			dst = append(dst, i)

@@ -1,4 +1,9 @@
-package loadcheck
+// Package dist holds the distributions of cassandra-stress's user profiles
+// (OptionDistribution): the sizes, populations and clustering counts of a profile's
+// columns, and an insert's partitions and select ratio. A spec is NAME(min..max[,params]),
+// case-insensitive, with a leading ~ that inverts it (~exp(1..10) yields 10 most often) and
+// bounds that take a k, m or b suffix. It knows nothing of profiles or tables.
+package dist
 
 import (
 	"fmt"
@@ -12,7 +17,7 @@ import (
 
 // The distributions of cassandra-stress's user profiles (OptionDistribution): the sizes,
 // populations and clustering counts of a profile's columns, and an insert's partitions and
-// select ratio. A spec is NAME(min..max[,params]), case-insensitive, with a leading ~ that
+// select ratio. A spec is NAME(min..Max[,params]), case-insensitive, with a leading ~ that
 // inverts it (~exp(1..10) yields 10 most often) and bounds that take a k, m or b suffix.
 
 type distKind int
@@ -37,14 +42,14 @@ var distNames = map[string]distKind{
 	"qextreme": distQExtreme, "qextr": distQExtreme,
 }
 
-const distForms = "FIXED(n), UNIFORM(min..max), SEQ(min..max), GAUSSIAN(min..max[,stdvrng]), GAUSSIAN(min..max,mean,stdev), EXP(min..max), EXTREME(min..max,shape) or QEXTREME(min..max,shape,quantas), with an optional leading ~ and k/m/b suffixes"
+const distForms = "FIXED(n), UNIFORM(min..Max), SEQ(min..Max), GAUSSIAN(min..Max[,stdvrng]), GAUSSIAN(min..Max,mean,stdev), EXP(min..Max), EXTREME(min..Max,shape) or QEXTREME(min..Max,shape,quantas), with an optional leading ~ and k/m/b suffixes"
 
-// dist is one parsed distribution. Its sampling methods are safe for concurrent use with
+// Dist is one parsed distribution. Its sampling methods are safe for concurrent use with
 // a random source per caller.
-type dist struct {
+type Dist struct {
 	spec     string
 	kind     distKind
-	min, max int64
+	Min, Max int64
 	inverse  bool
 	mean     float64 // gaussian's mean; exp's mean
 	stdev    float64 // gaussian
@@ -56,8 +61,8 @@ type dist struct {
 
 var distRE = regexp.MustCompile(`^(~?)(\w+)\((.*)\)$`)
 
-// parseDist parses a distribution spec as cassandra-stress does.
-func parseDist(s string) (*dist, error) {
+// Parse parses a distribution spec as cassandra-stress does.
+func Parse(s string) (*Dist, error) {
 	spec := strings.TrimSpace(s)
 	m := distRE.FindStringSubmatch(strings.ReplaceAll(spec, " ", ""))
 	if m == nil {
@@ -67,7 +72,7 @@ func parseDist(s string) (*dist, error) {
 	if !ok {
 		return nil, fmt.Errorf("distribution %q: unknown name %q; want %s", s, m[2], distForms)
 	}
-	d := &dist{spec: spec, kind: kind, inverse: m[1] == "~"}
+	d := &Dist{spec: spec, kind: kind, inverse: m[1] == "~"}
 	params := strings.Split(m[3], ",")
 	want := map[distKind][2]int{distFixed: {1, 1}, distUniform: {1, 1}, distSeq: {1, 1},
 		distGaussian: {1, 3}, distExp: {1, 1}, distExtreme: {2, 2}, distQExtreme: {3, 3}}[kind]
@@ -91,30 +96,30 @@ func parseDist(s string) (*dist, error) {
 
 // parseFixed reads a fixed distribution's one value, and returns what is wrong with it,
 // "" if nothing.
-func (d *dist) parseFixed(param string) string {
+func (d *Dist) parseFixed(param string) string {
 	v, err := parseLong(param)
 	if err != nil {
 		return err.Error()
 	}
-	d.min, d.max = v, v
+	d.Min, d.Max = v, v
 	return ""
 }
 
-// parseRange reads the range min..max of the first parameter, and returns what is wrong
+// parseRange reads the range min..Max of the first parameter, and returns what is wrong
 // with it, "" if nothing.
-func (d *dist) parseRange(param string) string {
+func (d *Dist) parseRange(param string) string {
 	lo, hi, ok := strings.Cut(param, "..")
 	if !ok {
-		return "the first parameter must be a range min..max"
+		return "the first parameter must be a range min..Max"
 	}
 	var err error
-	if d.min, err = parseLong(lo); err != nil {
+	if d.Min, err = parseLong(lo); err != nil {
 		return err.Error()
 	}
-	if d.max, err = parseLong(strings.TrimLeft(hi, ".")); err != nil {
+	if d.Max, err = parseLong(strings.TrimLeft(hi, ".")); err != nil {
 		return err.Error()
 	}
-	if d.max < d.min {
+	if d.Max < d.Min {
 		return "max is below min"
 	}
 	return ""
@@ -123,7 +128,7 @@ func (d *dist) parseRange(param string) string {
 // parseShape reads the parameters after the range (a gaussian's stdvrng or mean and
 // stdev, an extreme's shape, a qextreme's quantas) and sets the distribution's shape from
 // them and its range; it returns what is wrong with them, "" if nothing.
-func (d *dist) parseShape(params []string) string {
+func (d *Dist) parseShape(params []string) string {
 	floats := make([]float64, len(params))
 	for i, p := range params {
 		var err error
@@ -133,18 +138,18 @@ func (d *dist) parseShape(params []string) string {
 	}
 	// The bound of exp and extreme: the value that all but √(1/(max−min)) of the mass
 	// lies below lands on max, as cassandra-stress sets their mean and scale.
-	tail := 0.5 * math.Log(math.Max(float64(d.max-d.min), 2))
+	tail := 0.5 * math.Log(math.Max(float64(d.Max-d.Min), 2))
 	switch d.kind {
 	case distGaussian:
 		return d.gaussian(floats)
 	case distExp:
-		d.mean = float64(d.max-d.min) / tail
+		d.mean = float64(d.Max-d.Min) / tail
 	case distExtreme, distQExtreme:
 		d.shape = floats[0]
 		if !(d.shape > 0) {
 			return "shape must be positive"
 		}
-		d.scale = float64(d.max-d.min) / math.Pow(tail, 1/d.shape)
+		d.scale = float64(d.Max-d.Min) / math.Pow(tail, 1/d.shape)
 		if d.kind == distQExtreme {
 			d.quantas = int64(floats[1])
 			if float64(d.quantas) != floats[1] || d.quantas < 1 {
@@ -159,7 +164,7 @@ func (d *dist) parseShape(params []string) string {
 
 // gaussian sets a gaussian's mean and stdev: given, or the range's middle and its half
 // over stdvrng (3 unless given); it returns what is wrong with them, "" if nothing.
-func (d *dist) gaussian(floats []float64) string {
+func (d *Dist) gaussian(floats []float64) string {
 	switch len(floats) {
 	case 2:
 		d.mean, d.stdev = floats[0], floats[1]
@@ -171,8 +176,8 @@ func (d *dist) gaussian(floats []float64) string {
 		if !(stdvrng > 0) {
 			return "stdvrng must be positive"
 		}
-		d.mean = float64(d.min+d.max) / 2
-		d.stdev = float64(d.max-d.min) / 2 / stdvrng
+		d.mean = float64(d.Min+d.Max) / 2
+		d.stdev = float64(d.Max-d.Min) / 2 / stdvrng
 	}
 	if d.stdev < 0 {
 		return "stdev must not be negative"
@@ -206,33 +211,34 @@ func parseLong(s string) (int64, error) {
 	return n * mult, nil
 }
 
-func (d *dist) String() string { return d.spec }
+// String is the spec as given.
+func (d *Dist) String() string { return d.spec }
 
 // span is the number of values between min and max.
-func (d *dist) span() int64 { return d.max - d.min + 1 }
+func (d *Dist) span() int64 { return d.Max - d.Min + 1 }
 
-// sample draws a value with r. ordinal places a SEQ draw: the partition seed, the
+// Sample draws a value with r. ordinal places a SEQ draw: the partition seed, the
 // clustering index or the row index the value is for, or -1 to take the next of the
 // distribution's own shared sequence.
-func (d *dist) sample(r *rand.Rand, ordinal int64) int64 {
+func (d *Dist) Sample(r *rand.Rand, ordinal int64) int64 {
 	v := d.raw(r, ordinal)
 	if d.inverse {
-		v = d.max - (v - d.min)
+		v = d.Max - (v - d.Min)
 	}
 	return v
 }
 
-func (d *dist) raw(r *rand.Rand, ordinal int64) int64 {
+func (d *Dist) raw(r *rand.Rand, ordinal int64) int64 {
 	switch d.kind {
 	case distFixed:
-		return d.min
+		return d.Min
 	case distUniform:
-		return d.min + r.Int64N(d.span())
+		return d.Min + r.Int64N(d.span())
 	case distSeq:
 		if ordinal < 0 {
 			ordinal = d.seq.Add(1) - 1
 		}
-		return d.min + ((ordinal%d.span())+d.span())%d.span()
+		return d.Min + ((ordinal%d.span())+d.span())%d.span()
 	case distGaussian:
 		return d.clamp(d.mean + r.NormFloat64()*d.stdev)
 	case distExp:
@@ -241,73 +247,75 @@ func (d *dist) raw(r *rand.Rand, ordinal int64) int64 {
 		return d.offset(d.weibull(r))
 	case distQExtreme:
 		// A quantum drawn from the extreme distribution, then a value uniform inside it.
-		q := d.offset(d.weibull(r)) - d.min
+		q := d.offset(d.weibull(r)) - d.Min
 		width := max(d.span()/d.quantas, 1)
-		lo := d.min + (q/width)*width
-		return min(lo+r.Int64N(width), d.max)
+		lo := d.Min + (q/width)*width
+		return min(lo+r.Int64N(width), d.Max)
 	}
-	return d.min
+	return d.Min
 }
 
-func (d *dist) weibull(r *rand.Rand) float64 {
+func (d *Dist) weibull(r *rand.Rand) float64 {
 	u := 1 - r.Float64() // (0, 1]
 	return d.scale * math.Pow(-math.Log(u), 1/d.shape)
 }
 
 // clamp bounds a gaussian draw as cassandra-stress does (DistributionBoundApache): Java's
 // (long) cast, which truncates toward zero, then min or max for a value beyond them.
-func (d *dist) clamp(v float64) int64 {
+func (d *Dist) clamp(v float64) int64 {
 	v = math.Trunc(v)
 	switch {
-	case math.IsNaN(v) || v <= float64(d.min):
-		return d.min
-	case v >= float64(d.max):
-		return d.max
+	case math.IsNaN(v) || v <= float64(d.Min):
+		return d.Min
+	case v >= float64(d.Max):
+		return d.Max
 	}
 	return int64(v)
 }
 
 // offset places a draw x ≥ 0 of exp or extreme as cassandra-stress does
 // (DistributionOffsetApache): min plus (long) x, at most max − min.
-func (d *dist) offset(x float64) int64 {
+func (d *Dist) offset(x float64) int64 {
 	x = math.Trunc(x)
 	switch {
 	case math.IsNaN(x) || x <= 0:
-		return d.min
-	case x >= float64(d.max-d.min):
-		return d.max
+		return d.Min
+	case x >= float64(d.Max-d.Min):
+		return d.Max
 	}
-	return d.min + int64(x)
+	return d.Min + int64(x)
 }
 
-// ratioDist is cassandra-stress's ratio distribution, DIST/DIVISOR, such as
+// Ratio is cassandra-stress's ratio distribution, DIST/DIVISOR, such as
 // uniform(1..10)/10: a fraction, as an insert's select.
-type ratioDist struct {
-	d       *dist
+type Ratio struct {
+	d       *Dist
 	divisor float64
 }
 
-func parseRatioDist(s string) (ratioDist, error) {
+// ParseRatio parses a ratio distribution spec, DIST/DIVISOR.
+func ParseRatio(s string) (Ratio, error) {
 	i := strings.LastIndex(s, "/")
 	if i < 0 {
-		return ratioDist{}, fmt.Errorf("ratio %q: want DIST/DIVISOR such as uniform(1..10)/10 or fixed(1)/1", s)
+		return Ratio{}, fmt.Errorf("ratio %q: want DIST/DIVISOR such as uniform(1..10)/10 or fixed(1)/1", s)
 	}
-	d, err := parseDist(s[:i])
+	d, err := Parse(s[:i])
 	if err != nil {
-		return ratioDist{}, fmt.Errorf("ratio %q: %v", s, err)
+		return Ratio{}, fmt.Errorf("ratio %q: %v", s, err)
 	}
 	div, err := strconv.ParseFloat(strings.TrimSpace(s[i+1:]), 64)
 	if err != nil || !(div > 0) || math.IsInf(div, 0) {
-		return ratioDist{}, fmt.Errorf("ratio %q: the divisor %q must be a positive number", s, s[i+1:])
+		return Ratio{}, fmt.Errorf("ratio %q: the divisor %q must be a positive number", s, s[i+1:])
 	}
-	return ratioDist{d: d, divisor: div}, nil
+	return Ratio{d: d, divisor: div}, nil
 }
 
-func (r ratioDist) String() string {
+// String is the spec, DIST/DIVISOR.
+func (r Ratio) String() string {
 	return r.d.spec + "/" + strconv.FormatFloat(r.divisor, 'g', -1, 64)
 }
 
-// sample draws a fraction in [0, 1].
-func (r ratioDist) sample(rng *rand.Rand) float64 {
-	return math.Min(math.Max(float64(r.d.sample(rng, -1))/r.divisor, 0), 1)
+// Sample draws a fraction in [0, 1].
+func (r Ratio) Sample(rng *rand.Rand) float64 {
+	return math.Min(math.Max(float64(r.d.Sample(rng, -1))/r.divisor, 0), 1)
 }
