@@ -25,8 +25,8 @@
 // in Config.
 //
 // Rooms, from the ground up (ci.TestLoadcheckRoomsPointDown): loadcheck/stats (the
-// statistics), loadcheck/dist (the profiles' distributions), loadcheck/cqlconn (the CQL
-// connection), and this package.
+// statistics), loadcheck/dist (the profiles' distributions), loadcheck/values (the values
+// of CQL types it sends), loadcheck/cqlconn (the CQL connection), and this package.
 package loadcheck
 
 import (

@@ -14,6 +14,7 @@ import (
 	"github.com/tracecar/tracecar/internal/capturefile"
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/internal/cql/cqltext"
+	"github.com/tracecar/tracecar/loadcheck/values"
 )
 
 // A replay plays a capture file (tracecar/capture) back: the captured requests, in order,
@@ -383,7 +384,7 @@ func (rp *replay) statement(st *capturefile.Statement, tables map[string]*replay
 		for n, j := range rs.lits {
 			v := st.Values[j]
 			b.WriteString(text[last:rs.litAt[n]])
-			b.WriteString(literal(v.Literal, v.Type, fillerValue(cmp.Or(v.Type, "text"), int32(defaultLen))))
+			b.WriteString(values.Literal(v.Literal, v.Type, values.Filler(cmp.Or(v.Type, "text"), int32(values.DefaultLen))))
 			last = rs.litAt[n] + 1
 		}
 		b.WriteString(text[last:])
@@ -491,7 +492,7 @@ func checkType(t string) error {
 			if !strings.HasSuffix(inner, ">") {
 				return fmt.Errorf("unreadable type")
 			}
-			for _, part := range splitTypes(inner[:len(inner)-1]) {
+			for _, part := range values.SplitTypes(inner[:len(inner)-1]) {
 				if err := checkType(part); err != nil {
 					return err
 				}
@@ -499,33 +500,13 @@ func checkType(t string) error {
 			return nil
 		}
 	}
-	if _, ok := typeSizes[t]; ok {
+	if _, ok := values.Size(t); ok {
 		return nil
 	}
 	if strings.HasPrefix(t, "'") || strings.Contains(t, "<") {
 		return fmt.Errorf("a custom or unknown type, which the replay cannot create")
 	}
 	return fmt.Errorf("a user-defined type, whose definition the capture does not hold, so the replay cannot create it")
-}
-
-// splitTypes splits "a, map<b, c>" at its top-level commas.
-func splitTypes(s string) []string {
-	var out []string
-	depth, start := 0, 0
-	for i, c := range s {
-		switch c {
-		case '<':
-			depth++
-		case '>':
-			depth--
-		case ',':
-			if depth == 0 {
-				out = append(out, strings.TrimSpace(s[start:i]))
-				start = i + 1
-			}
-		}
-	}
-	return append(out, strings.TrimSpace(s[start:]))
 }
 
 // mapText returns st's text with its tables named as the replay creates them: in the
@@ -590,7 +571,7 @@ func sentKey(dst []byte, st *capturefile.Statement, p *capturefile.Part, key []b
 		if j < len(p.Lens) {
 			n = p.Lens[j]
 		}
-		v := keyValue(key, comp, st.Values[j].Type, n)
+		v := values.Key(key, comp, st.Values[j].Type, n)
 		dst = append(dst, byte(len(v)>>8), byte(len(v)))
 		dst = append(dst, v...)
 	}

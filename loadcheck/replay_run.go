@@ -17,6 +17,7 @@ import (
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/internal/cql/cqltext"
 	"github.com/tracecar/tracecar/loadcheck/cqlconn"
+	"github.com/tracecar/tracecar/loadcheck/values"
 )
 
 // maxReplayConnections bounds --replay-connections.
@@ -269,16 +270,16 @@ func (t *replayTable) rowValues(rp *replay, k, i int) []cql.Value {
 			if pos < len(lens) {
 				n = lens[pos]
 			}
-			v = keyValue(rp.keys[k], pos, c.Type, n)
+			v = values.Key(rp.keys[k], pos, c.Type, n)
 			pkAt++
 		case capturefile.Clustering:
-			v = indexValue(c.Type, i, 0)
+			v = values.Index(c.Type, i, 0)
 		default:
 			n, ok := t.sizes[c.Name]
 			if !ok {
 				n = -1
 			}
-			v = fillerValue(c.Type, n)
+			v = values.Filler(c.Type, n)
 		}
 		out = append(out, cql.Value{Bytes: v})
 	}
@@ -528,7 +529,7 @@ func (s *replaySession) values(st *replayStmt, p *capturefile.Part, key int, r *
 		if key >= 0 {
 			for comp, pk := range def.PK {
 				if pk == j {
-					b := keyValue(s.rp.keys[key], comp, v.Type, n)
+					b := values.Key(s.rp.keys[key], comp, v.Type, n)
 					comps[comp] = b
 					return b
 				}
@@ -554,7 +555,7 @@ func (s *replaySession) values(st *replayStmt, p *capturefile.Part, key int, r *
 		if b, ok := fill[k]; ok {
 			return b
 		}
-		b := fillerValue(typ, n)
+		b := values.Filler(typ, n)
 		fill[k] = b
 		return b
 	}
@@ -576,7 +577,7 @@ func (s *replaySession) values(st *replayStmt, p *capturefile.Part, key int, r *
 		for n, j := range st.lits {
 			at := st.litAt[n]
 			b.WriteString(text[last:at])
-			b.WriteString(literal(def.Values[j].Literal, def.Values[j].Type, value(j)))
+			b.WriteString(values.Literal(def.Values[j].Literal, def.Values[j].Type, value(j)))
 			last = at + 1
 		}
 		b.WriteString(text[last:])

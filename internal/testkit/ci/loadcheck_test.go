@@ -6,11 +6,11 @@ import (
 )
 
 // loadcheckRooms are the load checker's packages, from the ground up: the statistics
-// (samples, t-tests, adjustments), the distributions of cassandra-stress's profiles, its own
-// CQL connection (the replay's and the wire
+// (samples, t-tests, adjustments), the distributions of cassandra-stress's profiles, the
+// values of CQL types made from seeds, its own CQL connection (the replay's and the wire
 // client's), and loadcheck itself (the workloads, the clients' sessions, the runs, the
 // verdicts and the reports). Each imports only rooms listed before it.
-var loadcheckRooms = []string{"stats", "dist", "cqlconn", "."}
+var loadcheckRooms = []string{"stats", "dist", "values", "cqlconn", "."}
 
 // TestLoadcheckRoomsPointDown: each package of the load checker imports only the packages
 // listed below it in loadcheckRooms, never one above, and every package under loadcheck/
