@@ -48,8 +48,8 @@ func BenchmarkCQLWrite(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer s.close()
-	if err := s.createSchema(context.Background()); err != nil {
+	defer s.Close()
+	if err := createSchema(context.Background(), s); err != nil {
 		b.Fatal(err)
 	}
 	wl, _ := parseWorkload(&Config{Workload: "write", Pop: "uniform(1..1000)"})
@@ -72,8 +72,8 @@ func BenchmarkWireWrite(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer s.close()
-	if err := s.createSchema(context.Background()); err != nil {
+	defer s.Close()
+	if err := createSchema(context.Background(), s); err != nil {
 		b.Fatal(err)
 	}
 	wl, _ := parseWorkload(&Config{Workload: "write", Pop: "uniform(1..1000)"})
@@ -134,7 +134,7 @@ func BenchmarkProfileOp(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			defer s.close()
+			defer s.Close()
 			wl.stats = newProfileStats(wl.profile)
 			op := newOp(ctx, s, 0, wl)
 			b.ReportAllocs()

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tracecar/tracecar/loadcheck/client"
 )
 
 // fakeAPI is an admin (or node) API with the Scylla-compatible endpoints that loadcheck
@@ -257,16 +259,17 @@ type fakeSession struct {
 	extra time.Duration
 }
 
-func (s *fakeSession) createSchema(context.Context) error {
-	s.d.mu.Lock()
-	s.d.schemas++
-	s.d.mu.Unlock()
+// Exec counts the schemas created.
+func (s *fakeSession) Exec(_ context.Context, text string) error {
+	if strings.HasPrefix(text, "CREATE KEYSPACE") {
+		s.d.mu.Lock()
+		s.d.schemas++
+		s.d.mu.Unlock()
+	}
 	return nil
 }
 
-func (s *fakeSession) missing(context.Context, []int64) (bool, error) { return false, nil }
-
-func (s *fakeSession) client(_ context.Context, _ int, tp []byte) client {
+func (s *fakeSession) Client(_ context.Context, _ int, tp []byte) client.Client {
 	tc := TraceContextNone
 	switch {
 	case tp == nil:
@@ -288,19 +291,19 @@ func (s *fakeSession) client(_ context.Context, _ int, tp []byte) client {
 // to the fake API when the session is the sidecar's.
 type fakeClient struct{ s *fakeSession }
 
-func (c fakeClient) prepare(context.Context, stmtSpec) (int, error) { return 0, nil }
+func (c fakeClient) Prepare(context.Context, client.Stmt) (int, error) { return 0, nil }
 
-func (c fakeClient) query(context.Context, int, [][]byte) (int64, error) {
+func (c fakeClient) Query(context.Context, int, [][]byte) (int64, error) {
 	c.op()
 	return 1, nil
 }
 
-func (c fakeClient) write(context.Context, int, [][]byte) error {
+func (c fakeClient) Write(context.Context, int, [][]byte) error {
 	c.op()
 	return nil
 }
 
-func (c fakeClient) batch(context.Context, byte, int, [][]byte, int, bool) error {
+func (c fakeClient) Batch(context.Context, byte, int, [][]byte, int, bool) error {
 	c.op()
 	return nil
 }
@@ -312,4 +315,4 @@ func (c fakeClient) op() {
 	}
 }
 
-func (s *fakeSession) close() {}
+func (s *fakeSession) Close() {}

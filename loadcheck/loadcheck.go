@@ -5,9 +5,9 @@
 // A run sends a cassandra-stress-like workload (keyspace1.standard1, prepared statements,
 // through gocql), a cassandra-stress user profile, or the replay of a capture to a target
 // for a fixed time or number of operations, after a warmup. Profiles, replays and
-// protocol v5 go through loadcheck's own CQL client (the connection in loadcheck/cqlconn,
-// its sessions in wire.go). Both clients give each worker one small interface (client.go),
-// on which the workloads' operations are built once (op.go).
+// protocol v5 go through loadcheck's own CQL client. Both clients (loadcheck/client) give
+// each worker one small interface, on which the workloads' operations are built once
+// (op.go).
 // A mode is a set of admin-API calls made before its runs (and undone after each one) plus
 // the target its load goes to. Every round runs every mode once, in an order that
 // alternates between rounds. Per mode, the op rates of the rounds give a mean, stdev and
@@ -26,7 +26,8 @@
 //
 // Rooms, from the ground up (ci.TestLoadcheckRoomsPointDown): loadcheck/stats (the
 // statistics), loadcheck/dist (the profiles' distributions), loadcheck/values (the values
-// of CQL types it sends), loadcheck/cqlconn (the CQL connection), and this package.
+// of CQL types it sends), loadcheck/cqlconn (its own CQL connection), loadcheck/client
+// (gocql and the wire client behind one interface), and this package.
 package loadcheck
 
 import (
@@ -629,15 +630,15 @@ func (c *checker) prepare(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer s.close()
-	if err := s.createSchema(ctx); err != nil {
+	defer s.Close()
+	if err := createSchema(ctx, s); err != nil {
 		return err
 	}
 	if c.wl.writeFrac >= 1 {
 		return nil
 	}
 	p := c.wl.pop
-	miss, err := s.missing(ctx, []int64{p.min, p.min + p.size()/2, p.max})
+	miss, err := missing(ctx, s, []int64{p.min, p.min + p.size()/2, p.max})
 	if err != nil || !miss {
 		return err
 	}
@@ -684,7 +685,7 @@ func (c *checker) runMode(ctx context.Context, m *mode, round, pos int) (*runRes
 	if err != nil {
 		return nil, err
 	}
-	defer s.close()
+	defer s.Close()
 	wl := c.modeWorkload(m)
 	ops := make([]Op, cfg.Concurrency)
 	for w := range ops {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"math/rand/v2"
 	"time"
+
+	"github.com/tracecar/tracecar/loadcheck/client"
 )
 
 // newOp builds worker w's operation of wl on session s, through the one client the
@@ -14,7 +16,7 @@ import (
 func newOp(ctx context.Context, s session, w int, wl *workload) Op {
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(w)))
 	tp := newTraceparent(wl.traceContext)
-	c := s.client(ctx, w, tp)
+	c := s.Client(ctx, w, tp)
 	if wl.profile != nil {
 		return newProfileOp(ctx, c, rng, tp, wl)
 	}
@@ -29,10 +31,10 @@ func newOp(ctx context.Context, s session, w int, wl *workload) Op {
 	var ins, sel int
 	var prepErr error
 	if wl.writeFrac > 0 {
-		ins, prepErr = c.prepare(ctx, stmtSpec{text: cqlInsert})
+		ins, prepErr = c.Prepare(ctx, client.Stmt{Text: cqlInsert})
 	}
 	if wl.writeFrac < 1 && prepErr == nil {
-		sel, prepErr = c.prepare(ctx, stmtSpec{text: cqlSelect})
+		sel, prepErr = c.Prepare(ctx, client.Stmt{Text: cqlSelect})
 	}
 	pop := &wl.pop
 	writeFrac := wl.writeFrac
@@ -46,9 +48,9 @@ func newOp(ctx context.Context, s session, w int, wl *workload) Op {
 		}
 		if writeFrac >= 1 || writeFrac > 0 && rng.Float64() < writeFrac {
 			fillValues(rng, cols)
-			return 1, c.write(ctx, ins, wvals)
+			return 1, c.Write(ctx, ins, wvals)
 		}
-		n, err := c.query(ctx, sel, rvals)
+		n, err := c.Query(ctx, sel, rvals)
 		return int(n), err
 	}
 }
@@ -56,7 +58,7 @@ func newOp(ctx context.Context, s session, w int, wl *workload) Op {
 // newProfileOp builds a worker's operation of a profile on client c: each operation runs
 // the next of the mix, a query on a partition of the population or an insert, and counts
 // its latency, rows and partitions by operation.
-func newProfileOp(ctx context.Context, c client, rng *rand.Rand, tp []byte, wl *workload) Op {
+func newProfileOp(ctx context.Context, c client.Client, rng *rand.Rand, tp []byte, wl *workload) Op {
 	p := wl.profile
 	pw := &profileWorker{c: c, p: p, rng: rng, g: newGen(), pop: &wl.pop, btype: byte(p.batchType())}
 	pw.g.useArena() // an op's values are encoded into its request before the next op
@@ -65,11 +67,11 @@ func newProfileOp(ctx context.Context, c client, rng *rand.Rand, tp []byte, wl *
 	stmts := make([]int, len(p.mix))
 	errs := make([]error, len(p.mix))
 	for i, o := range p.mix {
-		spec := stmtSpec{text: p.insertStmt}
+		spec := client.Stmt{Text: p.insertStmt}
 		if q := o.query; q != nil {
-			spec = stmtSpec{text: q.cql, cl: q.cl, serial: q.serialCL, paged: true}
+			spec = client.Stmt{Text: q.cql, CL: q.cl, Serial: q.serialCL, Paged: true}
 		}
-		stmts[i], errs[i] = c.prepare(ctx, spec)
+		stmts[i], errs[i] = c.Prepare(ctx, spec)
 	}
 	return func(ctx context.Context) (int, error) {
 		best := next()
@@ -98,7 +100,7 @@ func newProfileOp(ctx context.Context, c client, rng *rand.Rand, tp []byte, wl *
 // profileWorker is one worker's state for a profile: its client, its generator and
 // partition, and the values every op reuses.
 type profileWorker struct {
-	c     client
+	c     client.Client
 	p     *profile
 	rng   *rand.Rand
 	g     *gen
@@ -120,7 +122,7 @@ func (pw *profileWorker) read(ctx context.Context, st int, q *querySpec) (int64,
 		}
 		pw.vals = append(pw.vals, pw.g.colValue(pw.p.t, c, &pw.part, row))
 	}
-	return pw.c.query(ctx, st, pw.vals)
+	return pw.c.Query(ctx, st, pw.vals)
 }
 
 // insert writes the rows the profile picks in the partitions of one batch: a single row
@@ -141,7 +143,7 @@ func (pw *profileWorker) insert(ctx context.Context, st int) (rows, parts int64,
 		parts++
 	}
 	if rows == 1 {
-		return rows, parts, pw.c.write(ctx, st, pw.vals)
+		return rows, parts, pw.c.Write(ctx, st, pw.vals)
 	}
-	return rows, parts, pw.c.batch(ctx, pw.btype, st, pw.vals, len(p.insertCols), p.insert.condition != "")
+	return rows, parts, pw.c.Batch(ctx, pw.btype, st, pw.vals, len(p.insertCols), p.insert.condition != "")
 }

@@ -15,6 +15,7 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/gocql/gocql"
+	"github.com/tracecar/tracecar/loadcheck/client"
 )
 
 // How a profile drives load, through gocql as the built-in workloads do: an insert writes
@@ -30,12 +31,6 @@ const DefaultPageSize = 5000
 const preloadBatch = 100
 
 func parseCL(s string) (gocql.Consistency, error) { return gocql.ParseConsistencyWrapper(s) }
-
-// rawValue is a value already in its wire form, sent as is.
-type rawValue []byte
-
-// MarshalCQL returns the value as it is: it was made for the column's type.
-func (v rawValue) MarshalCQL(gocql.TypeInfo) ([]byte, error) { return v, nil }
 
 // OpResult is one operation of a profile over a run or a mode: its count, rates, the rows
 // and partitions it wrote or returned, and its latency (service time, from the send).
@@ -154,10 +149,8 @@ func mergeOps(runs []*runResult) []OpResult {
 // profileSession is what a profile needs of a session beyond the built-in workloads:
 // gocql's.
 type profileSession interface {
-	gocqlSession() *gocql.Session
+	Gocql() *gocql.Session
 }
-
-func (s *cqlSession) gocqlSession() *gocql.Session { return s.s }
 
 // isAlreadyExists reports whether the node answered that what a definition creates exists.
 func isAlreadyExists(err error) bool {
@@ -189,7 +182,7 @@ func (c *checker) prepareProfile(ctx context.Context) error {
 			return err
 		}
 		err = c.define(ctx, s, "keyspace_definition", p.keyspaceDefinition)
-		s.close()
+		s.Close()
 		if err != nil {
 			return err
 		}
@@ -199,7 +192,7 @@ func (c *checker) prepareProfile(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("profile %s: keyspace %s: %w", p.path, p.keyspace, err)
 	}
-	defer s.close()
+	defer s.Close()
 	if p.tableDefinition != "" {
 		if err := c.define(ctx, s, "table_definition", p.tableDefinition); err != nil {
 			return err
@@ -214,13 +207,13 @@ func (c *checker) prepareProfile(ctx context.Context) error {
 	if !ok {
 		return fmt.Errorf("profile: this driver cannot run profiles")
 	}
-	if err := p.readTable(ctx, gs.gocqlSession()); err != nil {
+	if err := p.readTable(ctx, gs.Gocql()); err != nil {
 		return err
 	}
 	if err := c.preloadProfile(ctx, s); err != nil {
 		return err
 	}
-	return p.tryQueries(ctx, gs.gocqlSession(), c.wl.pop.min)
+	return p.tryQueries(ctx, gs.Gocql(), c.wl.pop.min)
 }
 
 // define runs one of the profile's definitions; the node's refusal is a usage error that
@@ -230,7 +223,7 @@ func (c *checker) define(ctx context.Context, s session, key, stmt string) error
 	if !ok {
 		return fmt.Errorf("profile: this driver cannot run profiles")
 	}
-	err := gs.gocqlSession().Query(stmt).WithContext(ctx).Exec()
+	err := gs.Gocql().Query(stmt).WithContext(ctx).Exec()
 	if err == nil || isAlreadyExists(err) {
 		return nil
 	}
@@ -406,7 +399,7 @@ func (c *checker) preloadProfile(ctx context.Context, s session) error {
 	if n == 0 {
 		return nil
 	}
-	gs := s.(profileSession).gocqlSession()
+	gs := s.(profileSession).Gocql()
 	c.out.printf("Preloading %s (seeds %d..%d of --pop %s) through %s ...\n", pl, c.wl.pop.min, c.wl.pop.min+n-1, c.wl.pop, c.modes[0].target)
 	if err := pl.check(); err != nil {
 		return err
@@ -496,7 +489,7 @@ func (p *profile) writeRows(ctx context.Context, s *gocql.Session, g *gen, part 
 		}
 		args := make([]any, len(cols))
 		for j, c := range cols {
-			args[j] = rawValue(g.colValue(p.t, c, part, i))
+			args[j] = client.Raw(g.colValue(p.t, c, part, i))
 		}
 		if b == nil {
 			b = s.NewBatch(typ).WithContext(ctx)
@@ -521,7 +514,7 @@ func (p *profile) tryQueries(ctx context.Context, s *gocql.Session, seed int64) 
 	for _, q := range p.queries {
 		args := make([]any, len(q.binds))
 		for j, c := range q.binds {
-			args[j] = rawValue(g.colValue(p.t, c, &part, 0))
+			args[j] = client.Raw(g.colValue(p.t, c, &part, 0))
 		}
 		it := s.Query(q.cql, args...).WithContext(ctx).PageSize(1).Iter()
 		if err := it.Close(); err != nil {

@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/tracecar/tracecar/internal/cql"
 )
 
 // mustProfileFile writes a profile into a temporary folder and returns its path.
@@ -224,22 +222,6 @@ func TestMixCycle(t *testing.T) {
 	}
 	if stats.next.Load() != 4 {
 		t.Errorf("the run's slot is %d after 4 operations", stats.next.Load())
-	}
-}
-
-// TestQueryConsistencies: a query's consistencyLevel and serialConsistencyLevel go on its
-// requests; without them the run's --cl, and no serial consistency.
-func TestQueryConsistencies(t *testing.T) {
-	p, err := loadProfile(mustProfileFile(t, goodProfile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := p.query("read1")
-	if cl, serial := consistencies(cql.LocalOne, q.cl, q.serialCL); cl != cql.Quorum || serial != cql.LocalSerial {
-		t.Errorf("read1: consistency %v, serial %v; want QUORUM and LOCAL_SERIAL", cl, serial)
-	}
-	if cl, serial := consistencies(cql.LocalOne, "", ""); cl != cql.LocalOne || serial != 0 {
-		t.Errorf("no levels: consistency %v, serial %v; want the run's LOCAL_ONE and none", cl, serial)
 	}
 }
 

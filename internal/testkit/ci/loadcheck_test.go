@@ -8,9 +8,10 @@ import (
 // loadcheckRooms are the load checker's packages, from the ground up: the statistics
 // (samples, t-tests, adjustments), the distributions of cassandra-stress's profiles, the
 // values of CQL types made from seeds, its own CQL connection (the replay's and the wire
-// client's), and loadcheck itself (the workloads, the clients' sessions, the runs, the
-// verdicts and the reports). Each imports only rooms listed before it.
-var loadcheckRooms = []string{"stats", "dist", "values", "cqlconn", "."}
+// client's), the two CQL clients behind one interface (gocql and the wire client), and
+// loadcheck itself (the workloads, the runs, the verdicts and the reports). Each imports
+// only rooms listed before it.
+var loadcheckRooms = []string{"stats", "dist", "values", "cqlconn", "client", "."}
 
 // TestLoadcheckRoomsPointDown: each package of the load checker imports only the packages
 // listed below it in loadcheckRooms, never one above, and every package under loadcheck/

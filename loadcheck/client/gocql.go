@@ -1,4 +1,4 @@
-package loadcheck
+package client
 
 import (
 	"context"
@@ -13,10 +13,9 @@ import (
 	"github.com/tracecar/tracecar/internal/cql"
 )
 
-// cqlDriver connects with gocql.
-type cqlDriver struct{}
-
-func (cqlDriver) connect(ctx context.Context, cfg *Config, addr string) (session, error) {
+// DialGocql opens a gocql session to addr, with host lookup on but load for that host
+// alone (or, for a cluster, every host it lists).
+func DialGocql(ctx context.Context, cfg Options, addr string) (*Gocql, error) {
 	host, portStr, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, fmt.Errorf("target %q: %w", addr, err)
@@ -27,7 +26,7 @@ func (cqlDriver) connect(ctx context.Context, cfg *Config, addr string) (session
 	}
 	cl, err := gocql.ParseConsistencyWrapper(cfg.CL)
 	if err != nil {
-		return nil, usageErrorf("--cl %q: %v", cfg.CL, err)
+		return nil, fmt.Errorf("consistency %q: %w", cfg.CL, err)
 	}
 	ips, err := net.DefaultResolver.LookupIPAddr(ctx, host)
 	if err != nil {
@@ -40,14 +39,14 @@ func (cqlDriver) connect(ctx context.Context, cfg *Config, addr string) (session
 	// through a sidecar, the node's address never receives load.
 	c.Port = port
 	c.HostFilter = pinFilter(ips, port)
-	if cfg.cluster() {
+	if cfg.Cluster {
 		// A cluster of sidecars: the load spreads over every host the target lists in its
 		// system.peers (the other sidecars), routed to each key's replica.
 		c.HostFilter = nil
 		c.PoolConfig.HostSelectionPolicy = gocql.TokenAwareHostPolicy(gocql.RoundRobinHostPolicy())
 	}
 	c.Consistency = cl
-	c.Keyspace = cfg.keyspace
+	c.Keyspace = cfg.Keyspace
 	c.ProtoVersion = cfg.ProtocolVersion // 0: negotiated
 	c.Timeout = cfg.Timeout
 	c.ConnectTimeout = 5 * time.Second
@@ -86,7 +85,7 @@ func (cqlDriver) connect(ctx context.Context, cfg *Config, addr string) (session
 		if r.err != nil {
 			return nil, fmt.Errorf("connect to %s: %w (loadcheck uses only that host: the rpc_address in its system.local must be the address dialed)", addr, r.err)
 		}
-		return &cqlSession{s: r.s, cl: cl, cfg: cfg}, nil
+		return &Gocql{s: r.s, cl: cl, cfg: cfg}, nil
 	case <-ctx.Done():
 		go func() {
 			if r := <-ch; r.s != nil {
@@ -112,48 +111,33 @@ func pinFilter(ips []net.IPAddr, port int) gocql.HostFilter {
 	})
 }
 
-type cqlSession struct {
+// Gocql is a gocql session (see Session).
+type Gocql struct {
 	s   *gocql.Session
 	cl  gocql.Consistency
-	cfg *Config
+	cfg Options
 }
 
-func (s *cqlSession) createSchema(ctx context.Context) error {
-	for _, stmt := range []string{cqlKeyspace, cqlTable} {
-		if err := s.s.Query(stmt).WithContext(ctx).Exec(); err != nil {
-			return fmt.Errorf("create schema: %s: %w", stmt, err)
-		}
-	}
-	return nil
+// Gocql is the gocql session itself, for what only gocql does: a profile's table
+// description, preload and trial queries.
+func (s *Gocql) Gocql() *gocql.Session { return s.s }
+
+// Exec runs text at the session's consistency.
+func (s *Gocql) Exec(ctx context.Context, text string) error {
+	return s.s.Query(text).WithContext(ctx).Exec()
 }
 
-func (s *cqlSession) missing(ctx context.Context, keys []int64) (bool, error) {
-	key := make([]byte, keyLen)
-	for _, k := range keys {
-		putKey(key, k)
-		it := s.s.Query(cqlSelect, key).Consistency(s.cl).WithContext(ctx).Iter()
-		n := it.NumRows()
-		if err := it.Close(); err != nil {
-			return false, fmt.Errorf("check population: %w", err)
-		}
-		if n == 0 {
-			return true, nil
-		}
-	}
-	return false, nil
-}
-
-// client gives worker w its client on the session: its statements are gocql queries of
+// Client gives worker w its client on the session: its statements are gocql queries of
 // its own, bound once to values it rewrites in place, and carry the traceparent tp in
 // their custom payload when it is not nil.
-func (s *cqlSession) client(ctx context.Context, _ int, tp []byte) client {
+func (s *Gocql) Client(ctx context.Context, _ int, tp []byte) Client {
 	return &cqlClient{s: s, ctx: ctx, tp: tp}
 }
 
-// cqlClient is a worker's client on gocql (see client). Its queries are bound to the
+// cqlClient is a worker's client on gocql (see Client). Its queries are bound to the
 // context they were prepared with: a gocql query's WithContext copies it.
 type cqlClient struct {
-	s     *cqlSession
+	s     *Gocql
 	ctx   context.Context
 	tp    []byte
 	stmts []cqlStmt
@@ -174,25 +158,25 @@ type rawRef struct{ b []byte }
 
 func (r *rawRef) MarshalCQL(gocql.TypeInfo) ([]byte, error) { return r.b, nil }
 
-func (c *cqlClient) prepare(_ context.Context, spec stmtSpec) (int, error) {
+func (c *cqlClient) Prepare(_ context.Context, spec Stmt) (int, error) {
 	cl := c.s.cl
-	if spec.cl != "" {
-		cl, _ = parseCL(spec.cl)
+	if spec.CL != "" {
+		cl, _ = gocql.ParseConsistencyWrapper(spec.CL)
 	}
-	q := c.s.s.Query(spec.text).Consistency(cl).WithContext(c.ctx)
-	if spec.paged {
+	q := c.s.s.Query(spec.Text).Consistency(cl).WithContext(c.ctx)
+	if spec.Paged {
 		q.PageSize(c.s.cfg.PageSize)
 	}
-	switch spec.serial {
+	switch spec.Serial {
 	case "LOCAL_SERIAL":
 		q.SerialConsistency(gocql.LocalSerial)
 	case "SERIAL":
 		q.SerialConsistency(gocql.Serial)
 	}
 	if c.tp != nil {
-		q.CustomPayload(map[string][]byte{traceparentKey: c.tp})
+		q.CustomPayload(map[string][]byte{TraceparentKey: c.tp})
 	}
-	c.stmts = append(c.stmts, cqlStmt{text: spec.text, cl: cl, q: q})
+	c.stmts = append(c.stmts, cqlStmt{text: spec.Text, cl: cl, q: q})
 	return len(c.stmts) - 1, nil
 }
 
@@ -213,7 +197,7 @@ func (c *cqlClient) bind(st int, vals [][]byte) *gocql.Query {
 	return s.q
 }
 
-func (c *cqlClient) query(_ context.Context, st int, vals [][]byte) (int64, error) {
+func (c *cqlClient) Query(_ context.Context, st int, vals [][]byte) (int64, error) {
 	q := c.bind(st, vals)
 	var rows int64
 	var state []byte
@@ -230,18 +214,18 @@ func (c *cqlClient) query(_ context.Context, st int, vals [][]byte) (int64, erro
 	}
 }
 
-func (c *cqlClient) write(_ context.Context, st int, vals [][]byte) error {
+func (c *cqlClient) Write(_ context.Context, st int, vals [][]byte) error {
 	return c.bind(st, vals).Exec()
 }
 
-func (c *cqlClient) batch(ctx context.Context, typ byte, st int, vals [][]byte, perRow int, cas bool) error {
+func (c *cqlClient) Batch(ctx context.Context, typ byte, st int, vals [][]byte, perRow int, cas bool) error {
 	s := &c.stmts[st]
 	b := c.s.s.NewBatch(gocql.BatchType(typ)).WithContext(ctx)
 	b.SetConsistency(s.cl)
 	for k := 0; k+perRow <= len(vals); k += perRow {
 		args := make([]any, perRow)
 		for j, v := range vals[k : k+perRow] {
-			args[j] = rawValue(v)
+			args[j] = Raw(v)
 		}
 		b.Query(s.text, args...)
 	}
@@ -252,4 +236,11 @@ func (c *cqlClient) batch(ctx context.Context, typ byte, st int, vals [][]byte, 
 	return c.s.s.ExecuteBatch(b)
 }
 
-func (s *cqlSession) close() { s.s.Close() }
+// Close closes the session.
+func (s *Gocql) Close() { s.s.Close() }
+
+// Raw is a value already in its wire form, sent as is.
+type Raw []byte
+
+// MarshalCQL returns the value as it is: it was made for the column's type.
+func (v Raw) MarshalCQL(gocql.TypeInfo) ([]byte, error) { return v, nil }

@@ -1,4 +1,4 @@
-package loadcheck
+package client
 
 import (
 	"context"
@@ -10,57 +10,52 @@ import (
 	"github.com/tracecar/tracecar/loadcheck/cqlconn"
 )
 
-// wireDriver drives the load through loadcheck's own CQL client, the replay's (cqlconn),
-// which speaks protocol v5: gocql v1.7 stops at v4. Its sessions open --connections
-// connections to the one target, and each worker sends on one of them.
-type wireDriver struct{}
-
-func (wireDriver) connect(ctx context.Context, cfg *Config, addr string) (session, error) {
+// DialWire opens a session of loadcheck's own CQL client, which speaks protocol v5: gocql
+// v1.7 stops at v4. It opens Options.Connections connections to the one target, and each
+// worker sends on one of them.
+func DialWire(ctx context.Context, cfg Options, addr string) (*Wire, error) {
 	gcl, err := gocql.ParseConsistencyWrapper(cfg.CL)
 	if err != nil {
-		return nil, usageErrorf("--cl %q: %v", cfg.CL, err)
+		return nil, fmt.Errorf("consistency %q: %w", cfg.CL, err)
 	}
-	s := &wireSession{cfg: cfg, cl: cql.Consistency(gcl)}
+	s := &Wire{cfg: cfg, cl: cql.Consistency(gcl)}
+	opts := cqlconn.Options{TLS: cfg.TLS, Timeout: cfg.Timeout, ProtocolVersion: cfg.ProtocolVersion, Compression: cfg.Compression}
 	for range cfg.Connections {
-		c, err := cqlconn.Dial(ctx, cfg.connOptions(), addr)
+		c, err := cqlconn.Dial(ctx, opts, addr)
 		if err != nil {
-			s.close()
+			s.Close()
 			return nil, fmt.Errorf("connect to %s: %w", addr, err)
 		}
 		s.conns = append(s.conns, c)
-		if cfg.keyspace != "" {
-			if err := c.Query(ctx, "USE "+quoteName(cfg.keyspace)); err != nil {
-				s.close()
-				return nil, fmt.Errorf("connect to %s: keyspace %s: %w", addr, cfg.keyspace, err)
+		if cfg.Keyspace != "" {
+			if err := c.Query(ctx, "USE "+quoteName(cfg.Keyspace)); err != nil {
+				s.Close()
+				return nil, fmt.Errorf("connect to %s: keyspace %s: %w", addr, cfg.Keyspace, err)
 			}
 		}
 	}
 	return s, nil
 }
 
-// connOptions are how the wire client and the replay make their connections.
-func (c *Config) connOptions() cqlconn.Options {
-	return cqlconn.Options{TLS: c.TLS, Timeout: c.Timeout, ProtocolVersion: c.ProtocolVersion, Compression: c.Compression}
-}
-
-// wireSession is a session of the wire client. Statements are prepared on each
+// Wire is a session of the wire client (see Session). Statements are prepared on each
 // connection once, on first use.
-type wireSession struct {
-	cfg   *Config
+type Wire struct {
+	cfg   Options
 	cl    cql.Consistency
 	conns []*cqlconn.Conn
 	mu    sync.Mutex
 	ids   map[string][][]byte // statement text → id on each connection
 }
 
-func (s *wireSession) close() {
+// Close closes the session's connections.
+func (s *Wire) Close() {
 	for _, c := range s.conns {
 		c.Close()
 	}
 }
 
 // prepared returns text's statement id on every connection, preparing it the first time.
-func (s *wireSession) prepared(ctx context.Context, text string) ([][]byte, error) {
+func (s *Wire) prepared(ctx context.Context, text string) ([][]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if ids, ok := s.ids[text]; ok {
@@ -81,37 +76,9 @@ func (s *wireSession) prepared(ctx context.Context, text string) ([][]byte, erro
 	return ids, nil
 }
 
-func (s *wireSession) createSchema(ctx context.Context) error {
-	for _, stmt := range []string{cqlKeyspace, cqlTable} {
-		if err := s.conns[0].Query(ctx, stmt); err != nil {
-			return fmt.Errorf("create schema: %s: %w", stmt, err)
-		}
-	}
-	return nil
-}
-
-func (s *wireSession) missing(ctx context.Context, keys []int64) (bool, error) {
-	ids, err := s.prepared(ctx, cqlSelect)
-	if err != nil {
-		return false, err
-	}
-	key := make([]byte, keyLen)
-	for _, k := range keys {
-		putKey(key, k)
-		p := cql.QueryParams{Consistency: s.cl, Flags: cql.QueryValues, Values: []cql.Value{{Bytes: key}}}
-		r, err := s.conns[0].Do(ctx, cql.OpExecute, s.conns[0].Execute(nil, ids[0], p), true)
-		if err != nil {
-			return false, fmt.Errorf("check population: %w", err)
-		}
-		n, err := cqlconn.Result(r)
-		if err != nil {
-			return false, fmt.Errorf("check population: %w", err)
-		}
-		if n == 0 {
-			return true, nil
-		}
-	}
-	return false, nil
+// Exec runs text on the first connection, at consistency ONE.
+func (s *Wire) Exec(ctx context.Context, text string) error {
+	return s.conns[0].Query(ctx, text)
 }
 
 // wireStmt is a profile statement prepared on the wire session: its ids by connection and
@@ -120,20 +87,19 @@ type wireStmt struct {
 	ids    [][]byte
 	cl     cql.Consistency
 	serial cql.Consistency // 0: none
-	paged  bool            // by pages of --page-size rows
+	paged  bool            // by pages of Options.PageSize rows
 	err    error
 }
 
-func (s *wireSession) stmt(ctx context.Context, text, cl, serial string) *wireStmt {
+func (s *Wire) stmt(ctx context.Context, text, cl, serial string) *wireStmt {
 	st := &wireStmt{}
 	st.ids, st.err = s.prepared(ctx, text)
 	st.cl, st.serial = consistencies(s.cl, cl, serial)
 	return st
 }
 
-// consistencies returns a query's consistency (its consistencyLevel, else the run's --cl)
-// and serial consistency (0 without serialConsistencyLevel), both checked when the
-// profile was read.
+// consistencies returns a statement's consistency (its own, else the session's, def)
+// and serial consistency (0 without one), both checked when the workload was read.
 func consistencies(def cql.Consistency, cl, serial string) (cql.Consistency, cql.Consistency) {
 	c := def
 	if cl != "" {
@@ -149,17 +115,17 @@ func consistencies(def cql.Consistency, cl, serial string) (cql.Consistency, cql
 	return c, 0
 }
 
-// client gives worker w its client on the session: on connection w modulo
-// --connections, each request built into the worker's own buffer. The wire client sends
-// no custom payload: a run with a trace context goes through gocql (checkWire).
-func (s *wireSession) client(_ context.Context, w int, _ []byte) client {
+// Client gives worker w its client on the session: on connection w modulo
+// Options.Connections, each request built into the worker's own buffer. The wire client
+// sends no custom payload: a run with a trace context goes through gocql.
+func (s *Wire) Client(_ context.Context, w int, _ []byte) Client {
 	ci := w % len(s.conns)
 	return &wireClient{s: s, ci: ci, conn: s.conns[ci]}
 }
 
-// wireClient is a worker's client on the wire (see client).
+// wireClient is a worker's client on the wire (see Client).
 type wireClient struct {
-	s     *wireSession
+	s     *Wire
 	ci    int
 	conn  *cqlconn.Conn
 	stmts []wireStmt
@@ -168,12 +134,12 @@ type wireClient struct {
 	bat   cql.Batch
 }
 
-func (c *wireClient) prepare(ctx context.Context, spec stmtSpec) (int, error) {
-	st := c.s.stmt(ctx, spec.text, spec.cl, spec.serial)
+func (c *wireClient) Prepare(ctx context.Context, spec Stmt) (int, error) {
+	st := c.s.stmt(ctx, spec.Text, spec.CL, spec.Serial)
 	if st.err != nil {
 		return 0, st.err
 	}
-	st.paged = spec.paged
+	st.paged = spec.Paged
 	c.stmts = append(c.stmts, *st)
 	return len(c.stmts) - 1, nil
 }
@@ -200,7 +166,7 @@ func (c *wireClient) do(ctx context.Context, op cql.Opcode) (int, []byte, error)
 	return 0, nil, err
 }
 
-func (c *wireClient) query(ctx context.Context, st int, vals [][]byte) (int64, error) {
+func (c *wireClient) Query(ctx context.Context, st int, vals [][]byte) (int64, error) {
 	s := &c.stmts[st]
 	params := cql.QueryParams{Consistency: s.cl, Flags: cql.QueryValues, Values: c.values(vals)}
 	if s.paged {
@@ -224,7 +190,7 @@ func (c *wireClient) query(ctx context.Context, st int, vals [][]byte) (int64, e
 	}
 }
 
-func (c *wireClient) write(ctx context.Context, st int, vals [][]byte) error {
+func (c *wireClient) Write(ctx context.Context, st int, vals [][]byte) error {
 	s := &c.stmts[st]
 	c.body = c.conn.Execute(c.body[:0], s.ids[c.ci], cql.QueryParams{Consistency: s.cl, Flags: cql.QueryValues, Values: c.values(vals)})
 	_, _, err := c.do(ctx, cql.OpExecute)
@@ -232,7 +198,7 @@ func (c *wireClient) write(ctx context.Context, st int, vals [][]byte) error {
 }
 
 // batch sends the rows as one BATCH; a conditional one's result is read as any other's.
-func (c *wireClient) batch(ctx context.Context, typ byte, st int, vals [][]byte, perRow int, _ bool) error {
+func (c *wireClient) Batch(ctx context.Context, typ byte, st int, vals [][]byte, perRow int, _ bool) error {
 	s := &c.stmts[st]
 	all := c.values(vals)
 	c.bat = cql.Batch{Type: typ, Consistency: s.cl, Queries: c.bat.Queries[:0]}
