@@ -2,10 +2,102 @@ package storage
 
 import (
 	"strings"
+	"sync"
+	"sync/atomic"
 
+	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/internal/node/cqlvalue"
 	"github.com/tracecar/tracecar/internal/node/grammar"
 )
+
+// A table's schema as its data sees it: its columns, indexes and views, and the store of
+// its data (data.go), shared by its schema versions. schema.go builds tables; the write
+// path (storage.go) and the views (viewdata.go) read them.
+
+// colKind is the role of a column in its table.
+type colKind uint8
+
+const (
+	KindPartitionKey colKind = iota
+	KindClustering
+	KindRegular
+	KindStatic
+)
+
+var ColKindNames = [...]string{"partition_key", "clustering", "regular", "static"}
+
+// column is a column of a table. It is immutable once its table is published.
+type Column struct {
+	Name   string
+	Typ    cql.TypeInfo
+	Text   string // the type's spelling in system_schema.columns
+	Ref    *grammar.TypeRef
+	Frozen bool // a single cell: a native type, or a frozen collection or user type
+	Kind   colKind
+	// pos is the position among the partition key or clustering columns; for regular and
+	// static columns it is the slot of the column's cell in a row. A slot is never reused:
+	// ALTER TABLE ADD takes a new one, so rows written before it are shorter (row.cell).
+	Pos  int
+	Desc bool
+}
+
+// tableStore is what the schema versions of one table share: its data, and whether it was
+// dropped. ALTER TABLE publishes a new table with the same store.
+type TableStore struct {
+	Data atomic.Pointer[TableData]
+	// perNode, for system.local and the peers tables of a cluster, holds each node's own
+	// rows; data holds the first node's. See table.load.
+	PerNode atomic.Pointer[[]*TableData]
+	// dropped is set when the table leaves the schema, so compiled plans recompile.
+	Dropped atomic.Bool
+	// casMu serializes the table's conditional writes.
+	CasMu sync.Mutex
+	// viewMu serializes the writes to a base table of materialized views, so that each
+	// reads the rows it changes as they were before it and after it (view.go).
+	ViewMu sync.Mutex
+}
+
+// table is a table's schema and its data. The schema fields are immutable once published;
+// data is replaced whole by TRUNCATE.
+type Table struct {
+	Ks, Name string
+	Id       [16]byte
+	IdGiven  bool      // CREATE TABLE ... WITH id = ...
+	Cols     []*Column // SELECT * order: partition key, clustering, then the rest by name
+	ByName   map[string]*Column
+	Pk       []*Column
+	Ck       []*Column
+	Cells    []*Column // regular and static columns by slot (column.pos); nil for a dropped one
+	static   bool      // the table has static columns
+	Counter  bool      // a counter table
+	Compact  bool
+	Options  map[string]grammar.OptValue
+	Comment  string
+	Virtual  bool
+	Ttl      int32 // default_time_to_live
+	Indexes  []*Index
+	DroppedC []DroppedColumn
+	// view is set on a materialized view: its definition (view.go).
+	View *ViewDef
+	// views are the materialized views of a base table, linked to this version of it; they
+	// are linked again whenever the schema of the keyspace changes (ddl.relinkViews).
+	Views []*ViewLink
+
+	*TableStore
+
+	// starSpecs is the result metadata of SELECT *.
+	StarSpecs []cql.ColumnSpec
+}
+
+// droppedColumn is a row of system_schema.dropped_columns.
+type DroppedColumn struct {
+	Name, Text string
+	Kind       colKind
+	At         int64 // microseconds
+}
+
+// hasStatic reports whether the table has static columns.
+func (t *Table) HasStatic() bool { return t.static }
 
 // hasColumn reports whether the table being altered has a column of that name.
 func (t *Table) HasColumn(n string) bool { return t.Column(n) != nil }
@@ -60,39 +152,6 @@ func (s *TableStore) ClearSlots(slots []int) {
 	}
 }
 
-func (r *Row) clear(slots []int) {
-	for _, s := range slots {
-		if s < len(r.cells) {
-			r.cells[s] = Cell{Ts: noTS}
-		}
-	}
-}
-
-// function is a user-defined function. It is immutable once published.
-type Function struct {
-	Ks, Name     string
-	ArgNames     []string
-	ArgRefs      []*grammar.TypeRef
-	ArgTypes     []Ctype
-	RetRef       *grammar.TypeRef
-	Ret          Ctype
-	CalledOnNull bool
-	Language     string
-	Body         string
-}
-
-// aggregate is a user-defined aggregate. It is immutable once published.
-type Aggregate struct {
-	Ks, Name  string
-	ArgRefs   []*grammar.TypeRef
-	ArgTypes  []Ctype
-	StateFunc string
-	StateType Ctype
-	FinalFunc string
-	Ret       Ctype
-	InitCond  string // the CQL literal; "" for none
-}
-
 // index is a secondary index of a table. It is immutable once published.
 type Index struct {
 	Name string
@@ -126,19 +185,6 @@ func (t *Table) Load(node int) *TableData {
 	return t.Data.Load()
 }
 
-// resolve resolves the type's fields against rs.
-func (u *UserType) Resolve(rs Resolver) error {
-	u.Fields = make([]Ctype, len(u.FieldRefs))
-	for i, r := range u.FieldRefs {
-		ct, err := rs.Resolve(r)
-		if err != nil {
-			return err
-		}
-		u.Fields[i] = ct
-	}
-	return nil
-}
-
 // viewDef is what a view table knows of its definition.
 type ViewDef struct {
 	Base       string // the base table's name, in the view's keyspace
@@ -167,27 +213,10 @@ type ViewLink struct {
 	KeyCol *Column
 }
 
-func (f *Function) Signature() string { return Signature(f.Name, f.ArgTypes) }
-
-func (a *Aggregate) Signature() string { return Signature(a.Name, a.ArgTypes) }
-
 // target is the index's target as system_schema.indexes shows it: v, values(l), keys(m).
 func (ix *Index) Target() string {
 	if ix.Kind == grammar.IndexSimple {
 		return cqlvalue.QuoteName(ix.Col)
 	}
 	return grammar.IndexKindNames[ix.Kind] + "(" + cqlvalue.QuoteName(ix.Col) + ")"
-}
-
-// signature is a function's key among its overloads: name(type, ...).
-func Signature(name string, args []Ctype) string {
-	return name + "(" + strings.Join(TypeTexts(args), ", ") + ")"
-}
-
-func TypeTexts(ts []Ctype) []string {
-	out := make([]string, len(ts))
-	for i, t := range ts {
-		out[i] = t.Text
-	}
-	return out
 }
