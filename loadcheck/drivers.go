@@ -56,7 +56,7 @@ func createSchema(ctx context.Context, s session) error {
 
 // missing reports whether any of the keys has no row in the built-in workloads' table.
 func missing(ctx context.Context, s session, keys []int64) (bool, error) {
-	c := s.Client(ctx, 0, nil)
+	c := s.Client(0, nil)
 	sel, err := c.Prepare(ctx, client.Stmt{Text: cqlSelect})
 	if err != nil {
 		return false, fmt.Errorf("check population: %w", err)

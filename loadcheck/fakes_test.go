@@ -269,7 +269,7 @@ func (s *fakeSession) Exec(_ context.Context, text string) error {
 	return nil
 }
 
-func (s *fakeSession) Client(_ context.Context, _ int, tp []byte) client.Client {
+func (s *fakeSession) Client(_ int, tp []byte) client.Client {
 	tc := TraceContextNone
 	switch {
 	case tp == nil:

@@ -16,7 +16,7 @@ import (
 func newOp(ctx context.Context, s session, w int, wl *workload) Op {
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(w)))
 	tp := newTraceparent(wl.traceContext)
-	c := s.Client(ctx, w, tp)
+	c := s.Client(w, tp)
 	if wl.profile != nil {
 		return newProfileOp(ctx, c, rng, tp, wl)
 	}

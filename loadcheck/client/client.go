@@ -12,20 +12,23 @@ import (
 	"time"
 )
 
-// Session is a client session to one target, used for one run.
+// Session is a client session to one target, used for one run. It is safe for concurrent
+// use; each of its clients serves one worker at a time.
 type Session interface {
 	// Client returns worker w's client, which sends the traceparent tp with its
-	// requests when tp is not nil. Its statements are bound to ctx.
-	Client(ctx context.Context, w int, tp []byte) Client
+	// requests when tp is not nil.
+	Client(w int, tp []byte) Client
 	// Exec runs a statement without values, such as the schema's DDL.
 	Exec(ctx context.Context, text string) error
 	Close()
 }
 
-// Client is one worker's connection to the target.
+// Client is one worker's connection to the target, not safe for concurrent use: a worker
+// sends one request at a time.
 type Client interface {
 	// Prepare readies a statement and returns its number for the calls below. A
-	// statement that cannot be prepared returns the error that its every use would.
+	// statement that cannot be prepared returns the error that its every use would. On
+	// gocql, the statement's requests are bound to ctx.
 	Prepare(ctx context.Context, st Stmt) (int, error)
 	// Query runs statement st with vals, through every page, and returns the rows read.
 	Query(ctx context.Context, st int, vals [][]byte) (int64, error)

@@ -66,7 +66,7 @@ func TestClientsAgree(t *testing.T) {
 					t.Fatalf("%s: %v", ddl, err)
 				}
 			}
-			cl := s.Client(ctx, 0, nil)
+			cl := s.Client(0, nil)
 			ins, err := cl.Prepare(ctx, Stmt{Text: "INSERT INTO " + ks + ".t (k, c, v) VALUES (?, ?, ?)"})
 			if err != nil {
 				t.Fatal(err)

@@ -111,7 +111,7 @@ func pinFilter(ips []net.IPAddr, port int) gocql.HostFilter {
 	})
 }
 
-// Gocql is a gocql session (see Session).
+// Gocql is a gocql session (see Session), safe for concurrent use.
 type Gocql struct {
 	s   *gocql.Session
 	cl  gocql.Consistency
@@ -130,15 +130,14 @@ func (s *Gocql) Exec(ctx context.Context, text string) error {
 // Client gives worker w its client on the session: its statements are gocql queries of
 // its own, bound once to values it rewrites in place, and carry the traceparent tp in
 // their custom payload when it is not nil.
-func (s *Gocql) Client(ctx context.Context, _ int, tp []byte) Client {
-	return &cqlClient{s: s, ctx: ctx, tp: tp}
+func (s *Gocql) Client(_ int, tp []byte) Client {
+	return &cqlClient{s: s, tp: tp}
 }
 
 // cqlClient is a worker's client on gocql (see Client). Its queries are bound to the
 // context they were prepared with: a gocql query's WithContext copies it.
 type cqlClient struct {
 	s     *Gocql
-	ctx   context.Context
 	tp    []byte
 	stmts []cqlStmt
 }
@@ -158,12 +157,12 @@ type rawRef struct{ b []byte }
 
 func (r *rawRef) MarshalCQL(gocql.TypeInfo) ([]byte, error) { return r.b, nil }
 
-func (c *cqlClient) Prepare(_ context.Context, spec Stmt) (int, error) {
+func (c *cqlClient) Prepare(ctx context.Context, spec Stmt) (int, error) {
 	cl := c.s.cl
 	if spec.CL != "" {
 		cl, _ = gocql.ParseConsistencyWrapper(spec.CL)
 	}
-	q := c.s.s.Query(spec.Text).Consistency(cl).WithContext(c.ctx)
+	q := c.s.s.Query(spec.Text).Consistency(cl).WithContext(ctx)
 	if spec.Paged {
 		q.PageSize(c.s.cfg.PageSize)
 	}

@@ -37,8 +37,8 @@ func DialWire(ctx context.Context, cfg Options, addr string) (*Wire, error) {
 	return s, nil
 }
 
-// Wire is a session of the wire client (see Session). Statements are prepared on each
-// connection once, on first use.
+// Wire is a session of the wire client (see Session), safe for concurrent use. Statements
+// are prepared on each connection once, on first use.
 type Wire struct {
 	cfg   Options
 	cl    cql.Consistency
@@ -118,7 +118,7 @@ func consistencies(def cql.Consistency, cl, serial string) (cql.Consistency, cql
 // Client gives worker w its client on the session: on connection w modulo
 // Options.Connections, each request built into the worker's own buffer. The wire client
 // sends no custom payload: a run with a trace context goes through gocql.
-func (s *Wire) Client(_ context.Context, w int, _ []byte) Client {
+func (s *Wire) Client(w int, _ []byte) Client {
 	ci := w % len(s.conns)
 	return &wireClient{s: s, ci: ci, conn: s.conns[ci]}
 }
