@@ -18,10 +18,11 @@ import (
 	"github.com/tracecar/tracecar/loadcheck/client"
 )
 
-// How a profile drives load, through gocql as the built-in workloads do: an insert writes
-// the rows its select ratio picks of its partitions (one statement, or a batch of the
-// profile's batchtype); a query binds its ? from one row of a partition (samerow) or from
-// any of its rows (multirow), and reads every page. Each operation counts the rows and the
+// How a profile drives load, through either client as the built-in workloads do (op.go;
+// its schema, table description and preload through gocql): an insert writes the rows its
+// select ratio picks of its partitions (one statement, or a batch of the profile's
+// batchtype); a query binds its ? from one row of a partition (samerow) or from any of its
+// rows (multirow), and reads every page. Each operation counts the rows and the
 // partitions it wrote or returned.
 
 // DefaultPageSize is the page size of a profile's queries, the drivers' usual.
