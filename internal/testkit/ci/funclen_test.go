@@ -25,17 +25,8 @@ const productRoot = "../../.."
 // then taken off the list (the test fails while a listed function is short, or gone, so
 // that the list only shrinks); none may grow.
 var longFuncsAllowed = map[string]int{
-	"admin/ctl buildView":                100,
-	"admin/ctl top.screen":               90,
-	"loadcheck checker.preload":          82,
-	"loadcheck checker.replayReport":     86,
-	"loadcheck checker.runMode":          111,
-	"loadcheck comparisonRows":           126,
-	"loadcheck parseDist":                89,
-	"loadcheck printComparison":          101,
-	"loadcheck replay.plan":              98,
-	"loadcheck runPhase":                 90,
-	"loadcheck wireSession.newProfileOp": 118,
+	"admin/ctl buildView":  100,
+	"admin/ctl top.screen": 90,
 }
 
 // TestFunctionsAreShort: no function of the product is over maxFuncLines lines, so that
