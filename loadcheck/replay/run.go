@@ -1,4 +1,4 @@
-package loadcheck
+package replay
 
 import (
 	"context"
@@ -11,11 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
-
 	"github.com/tracecar/tracecar/internal/capturefile"
 	"github.com/tracecar/tracecar/internal/cql"
-	"github.com/tracecar/tracecar/internal/cql/cqltext"
 	"github.com/tracecar/tracecar/loadcheck/cqlconn"
 	"github.com/tracecar/tracecar/loadcheck/values"
 )
@@ -23,28 +20,22 @@ import (
 // maxReplayConnections bounds --replay-connections.
 const maxReplayConnections = 64
 
-// connections returns the replay connections per run: --replay-connections, or as many as
-// the capture's connections that carried replayed requests.
-func (rp *replay) connections(cfg *Config) int {
-	if cfg.ReplayConnections > 0 {
-		return cfg.ReplayConnections
+// Connections returns the replay connections per run: n (--replay-connections) when
+// positive, else as many as the capture's connections that carried replayed requests.
+func (rp *Replay) Connections(n int) int {
+	if n > 0 {
+		return n
 	}
 	return min(max(rp.conns, 1), maxReplayConnections)
 }
 
-// prepareReplay creates the capture's schema on the target and writes the rows that its
-// reads find. A table the node cannot create stops the replay before anything runs, and
-// the keyspaces this replay created are dropped again, so that nothing is left half-made.
-func (c *checker) prepareReplay(ctx context.Context) error {
-	rp := c.wl.replay
-	target := c.modes[0].target
-	conn, err := cqlconn.Dial(ctx, c.cfg.connOptions(), target)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
+// CreateSchema creates the capture's keyspaces (those that do not exist) and tables
+// through conn, on the node at target. A table the node cannot create stops the replay
+// before anything runs: the keyspaces created are dropped again, so that nothing is left
+// half-made. Else undo drops them, for a later step that fails.
+func (rp *Replay) CreateSchema(ctx context.Context, conn *cqlconn.Conn, target string) (undo func(), err error) {
 	var created []string
-	undo := func() {
+	undo = func() {
 		for _, ks := range created {
 			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 			conn.Query(dctx, "DROP KEYSPACE IF EXISTS "+quoteName(ks))
@@ -60,7 +51,7 @@ func (c *checker) prepareReplay(ctx context.Context) error {
 		exists, err := keyspaceExists(ctx, conn, t.keyspace)
 		if err != nil {
 			undo()
-			return err
+			return nil, err
 		}
 		if exists {
 			continue
@@ -68,23 +59,18 @@ func (c *checker) prepareReplay(ctx context.Context) error {
 		stmt := "CREATE KEYSPACE " + quoteName(t.keyspace) + " WITH replication = " + replication(rp.c, t.captured.Keyspace)
 		if err := conn.Query(ctx, stmt); err != nil {
 			undo()
-			return fmt.Errorf("the node at %s cannot create keyspace %s for the replay: %w", target, t.keyspace, err)
+			return nil, fmt.Errorf("the node at %s cannot create keyspace %s for the replay: %w", target, t.keyspace, err)
 		}
 		created = append(created, t.keyspace)
 	}
 	for _, t := range rp.tables {
 		if err := conn.Query(ctx, t.createTable()); err != nil {
 			undo()
-			return fmt.Errorf("the node at %s cannot create table %s.%s of the capture (as %s): %w; nothing was replayed",
+			return nil, fmt.Errorf("the node at %s cannot create table %s.%s of the capture (as %s): %w; nothing was replayed",
 				target, t.captured.Keyspace, t.captured.Name, t.createTable(), err)
 		}
 	}
-	c.out.printf("Replay of %s: created %d tables on %s\n", rp.path, len(rp.tables), target)
-	if err := c.preload(ctx, conn); err != nil {
-		undo()
-		return err
-	}
-	return nil
+	return undo, nil
 }
 
 func keyspaceExists(ctx context.Context, conn *cqlconn.Conn, ks string) (bool, error) {
@@ -121,24 +107,21 @@ func replication(c *capturefile.Capture, ks string) string {
 	return "{'class': 'SimpleStrategy', 'replication_factor': '1'}"
 }
 
-// preload writes, for every key the capture reads, as many rows as its reads returned.
-func (c *checker) preload(ctx context.Context, conn *cqlconn.Conn) error {
-	rp := c.wl.replay
+// PreloadRows counts the rows Preload writes.
+func (rp *Replay) PreloadRows() int { return len(rp.preloadRows()) }
+
+// Preload writes through conn, for every key the capture reads, as many rows as its reads
+// returned, with workers goroutines.
+func (rp *Replay) Preload(ctx context.Context, conn *cqlconn.Conn, workers int) error {
 	rows := rp.preloadRows()
 	if len(rows) == 0 {
 		return nil
 	}
-	c.out.printf("Preloading %s rows for the keys the capture reads ...\n", commas(float64(len(rows))))
-	started := time.Now()
 	ids, err := rp.prepareInserts(ctx, conn)
 	if err != nil {
 		return err
 	}
-	if err := rp.writeRows(ctx, conn, rows, ids, min(c.cfg.Concurrency, 64)); err != nil {
-		return err
-	}
-	c.out.printf("Preloaded %s rows in %.1fs\n", commas(float64(len(rows))), time.Since(started).Seconds())
-	return nil
+	return rp.writeRows(ctx, conn, rows, ids, workers)
 }
 
 // preloadRow is one row the replay's preload writes: its table, key and row index.
@@ -150,7 +133,7 @@ type preloadRow struct {
 
 // preloadRows lists the rows the capture reads, by table and key in order: as many as
 // were seen for each key, one for a table without clustering columns.
-func (rp *replay) preloadRows() []preloadRow {
+func (rp *Replay) preloadRows() []preloadRow {
 	var rows []preloadRow
 	for _, t := range rp.tables {
 		keys := make([]int, 0, len(t.rows))
@@ -172,7 +155,7 @@ func (rp *replay) preloadRows() []preloadRow {
 }
 
 // prepareInserts prepares the insert of each table that has rows to preload, on conn.
-func (rp *replay) prepareInserts(ctx context.Context, conn *cqlconn.Conn) (map[*replayTable][]byte, error) {
+func (rp *Replay) prepareInserts(ctx context.Context, conn *cqlconn.Conn) (map[*replayTable][]byte, error) {
 	ids := map[*replayTable][]byte{}
 	for _, t := range rp.tables {
 		if len(t.rows) == 0 {
@@ -190,7 +173,7 @@ func (rp *replay) prepareInserts(ctx context.Context, conn *cqlconn.Conn) (map[*
 
 // writeRows writes rows through workers goroutines sharing conn; the first failure stops
 // them all and is returned.
-func (rp *replay) writeRows(ctx context.Context, conn *cqlconn.Conn, rows []preloadRow, ids map[*replayTable][]byte, workers int) error {
+func (rp *Replay) writeRows(ctx context.Context, conn *cqlconn.Conn, rows []preloadRow, ids map[*replayTable][]byte, workers int) error {
 	var next atomic.Int64
 	var firstErr error
 	var mu sync.Mutex
@@ -251,7 +234,7 @@ func (t *replayTable) insert() string {
 }
 
 // rowValues returns the bound values of t.insert for row i of the partition of key k.
-func (t *replayTable) rowValues(rp *replay, k, i int) []cql.Value {
+func (t *replayTable) rowValues(rp *Replay, k, i int) []cql.Value {
 	var out []cql.Value
 	lens := t.keyLens[k]
 	pkAt := 0
@@ -290,8 +273,8 @@ func (t *replayTable) rowValues(rp *replay, k, i int) []cql.Value {
 	return out
 }
 
-// replayRun counts what one run replayed, by statement and by key.
-type replayRun struct {
+// Run counts what one run replayed, by statement and by key.
+type Run struct {
 	stmts  map[uint32]*atomic.Int64
 	errs   map[uint32]*atomic.Int64
 	keys   []atomic.Int64 // by key, as the values sent name it
@@ -300,36 +283,39 @@ type replayRun struct {
 	failed atomic.Int64
 }
 
-func (rp *replay) newRun() *replayRun {
-	r := &replayRun{stmts: map[uint32]*atomic.Int64{}, errs: map[uint32]*atomic.Int64{}, keys: make([]atomic.Int64, len(rp.keys))}
+func (rp *Replay) newRun() *Run {
+	r := &Run{stmts: map[uint32]*atomic.Int64{}, errs: map[uint32]*atomic.Int64{}, keys: make([]atomic.Int64, len(rp.keys))}
 	for id := range rp.stmts {
 		r.stmts[id], r.errs[id] = new(atomic.Int64), new(atomic.Int64)
 	}
 	return r
 }
 
-// replaySession is one run's connections and prepared statements.
-type replaySession struct {
-	rp    *replay
+// Session is one run's connections and prepared statements, and the run's counts.
+type Session struct {
+	rp    *Replay
 	conns []*cqlconn.Conn
 	ids   []map[uint32][]byte // per connection: prepared statement → id
-	run   *replayRun
+	run   *Run
 }
 
-func (s *replaySession) close() {
+// Close closes the session's connections.
+func (s *Session) Close() {
 	for _, c := range s.conns {
 		c.Close()
 	}
 }
 
-// openReplay opens a run's connections to target and prepares the statements on each.
-func (c *checker) openReplay(ctx context.Context, target string) (*replaySession, error) {
-	rp := c.wl.replay
-	s := &replaySession{rp: rp, run: rp.newRun()}
-	for range rp.connections(c.cfg) {
-		conn, err := cqlconn.Dial(ctx, c.cfg.connOptions(), target)
+// Run returns what the session replayed.
+func (s *Session) Run() *Run { return s.run }
+
+// Open opens a run's n connections to target and prepares the statements on each.
+func (rp *Replay) Open(ctx context.Context, opts cqlconn.Options, target string, n int) (*Session, error) {
+	s := &Session{rp: rp, run: rp.newRun()}
+	for range n {
+		conn, err := cqlconn.Dial(ctx, opts, target)
 		if err != nil {
-			s.close()
+			s.Close()
 			return nil, err
 		}
 		s.conns = append(s.conns, conn)
@@ -340,7 +326,7 @@ func (c *checker) openReplay(ctx context.Context, target string) (*replaySession
 			}
 			pid, err := conn.Prepare(ctx, st.text)
 			if err != nil {
-				s.close()
+				s.Close()
 				return nil, fmt.Errorf("replay: prepare statement %d (%s): %w", id, st.text, err)
 			}
 			ids[id] = pid
@@ -350,43 +336,39 @@ func (c *checker) openReplay(ctx context.Context, target string) (*replaySession
 	return s, nil
 }
 
-// schedule returns the phase schedule of the replay: the recorded times scaled by the
-// speed, a fixed rate, or as fast as possible. limit, when positive, keeps the requests
-// intended before it (a warmup).
-func (s *replaySession) schedule(cfg *Config, workers int, limit time.Duration) *schedule {
-	rp := s.rp
-	sc := &schedule{ops: make([]indexedOp, workers)}
+// Times returns the intended starts of the replay's requests, from the run's start: the
+// recorded times scaled by the speed, or at rate op/s when the replay has no speed
+// (Options.Rate); nil when they go as fast as possible. limit, when positive, keeps the
+// requests intended before it (a warmup).
+func (rp *Replay) Times(rate float64, limit time.Duration) []time.Duration {
+	var at []time.Duration
 	switch {
 	case rp.speed > 0:
-		sc.at = make([]time.Duration, 0, len(rp.ops))
+		at = make([]time.Duration, 0, len(rp.ops))
 		for _, op := range rp.ops {
-			at := time.Duration(float64(op.at) / rp.speed)
-			if limit > 0 && at >= limit {
+			t := time.Duration(float64(op.at) / rp.speed)
+			if limit > 0 && t >= limit {
 				break
 			}
-			sc.at = append(sc.at, at)
+			at = append(at, t)
 		}
-	case cfg.Rate > 0:
-		period := float64(time.Second) / cfg.Rate
-		sc.at = make([]time.Duration, 0, len(rp.ops))
+	case rate > 0:
+		period := float64(time.Second) / rate
+		at = make([]time.Duration, 0, len(rp.ops))
 		for i := range rp.ops {
-			at := time.Duration(float64(i) * period)
-			if limit > 0 && at >= limit {
+			t := time.Duration(float64(i) * period)
+			if limit > 0 && t >= limit {
 				break
 			}
-			sc.at = append(sc.at, at)
+			at = append(at, t)
 		}
-	default:
-		sc.n = int64(len(rp.ops))
 	}
-	for w := range sc.ops {
-		sc.ops[w] = s.worker()
-	}
-	return sc
+	return at
 }
 
-// worker returns one worker's operation: replay request i.
-func (s *replaySession) worker() indexedOp {
+// Worker returns one worker's operation: it sends request i of the replay, and returns
+// the rows of its answer. Each worker of a run takes its own.
+func (s *Session) Worker() func(ctx context.Context, i int64) (rows int, err error) {
 	rp := s.rp
 	fill := map[[2]int64][]byte{} // filler values by type index and length, made once
 	var body, key []byte
@@ -468,7 +450,7 @@ func (s *replaySession) worker() indexedOp {
 }
 
 // reprepare prepares every statement again on connection ci.
-func (s *replaySession) reprepare(ctx context.Context, ci int) error {
+func (s *Session) reprepare(ctx context.Context, ci int) error {
 	for id, st := range s.rp.stmts {
 		if st.def.Prepared {
 			pid, err := s.conns[ci].Prepare(ctx, st.text)
@@ -483,7 +465,7 @@ func (s *replaySession) reprepare(ctx context.Context, ci int) error {
 
 // sentKey returns the key whose values key holds (see sentKey in replay.go), -1 for
 // none, -2 for values that name none of the capture's keys.
-func (s *replaySession) sentKey(key []byte) int {
+func (s *Session) sentKey(key []byte) int {
 	if len(key) == 0 {
 		return -1
 	}
@@ -494,7 +476,7 @@ func (s *replaySession) sentKey(key []byte) int {
 }
 
 // count counts a request replayed, and the keys it sent.
-func (s *replaySession) count(op *replayOp, failed bool, sent []int) {
+func (s *Session) count(op *replayOp, failed bool, sent []int) {
 	run := s.run
 	run.ops.Add(1)
 	if failed {
@@ -516,7 +498,7 @@ func (s *replaySession) count(op *replayOp, failed bool, sent []int) {
 
 // values returns the text of a statement sent as text, its literals filled in, and the
 // bound values of one part of a request.
-func (s *replaySession) values(st *replayStmt, p *capturefile.Part, key int, r *capturefile.Record, fill map[[2]int64][]byte, sent *[]byte) (string, []cql.Value) {
+func (s *Session) values(st *replayStmt, p *capturefile.Part, key int, r *capturefile.Record, fill map[[2]int64][]byte, sent *[]byte) (string, []cql.Value) {
 	def := st.def
 	*sent = (*sent)[:0]
 	comps := make([][]byte, len(def.PK))
@@ -593,285 +575,4 @@ func (s *replaySession) values(st *replayStmt, p *capturefile.Part, key int, r *
 		*sent = append(*sent, c...)
 	}
 	return text, vals
-}
-
-// literalOffsets returns, for each literal of st (in st.lits order), the offset of its '?'
-// in text: the k-th '?' of the captured text is the k-th of the mapped one.
-func literalOffsets(st *replayStmt, text string) []int {
-	var marks []int // offsets of '?' in text
-	for t := cqltext.NextSignificant(text, 0); t.Kind != cqltext.EOF; t = cqltext.NextSignificant(text, t.End) {
-		if cqltext.IsPunct(text, t, "?") {
-			marks = append(marks, t.Start)
-		}
-	}
-	var capMarks []int
-	ct := st.def.Text
-	for t := cqltext.NextSignificant(ct, 0); t.Kind != cqltext.EOF; t = cqltext.NextSignificant(ct, t.End) {
-		if cqltext.IsPunct(ct, t, "?") {
-			capMarks = append(capMarks, t.Start)
-		}
-	}
-	out := make([]int, len(st.lits))
-	for n, j := range st.lits {
-		out[n] = -1
-		at := st.def.Values[j].At
-		k := sort.SearchInts(capMarks, at)
-		if k < len(capMarks) && capMarks[k] == at && k < len(marks) {
-			out[n] = marks[k]
-		}
-	}
-	return out
-}
-
-// ReplayReport is the "replay" section of the JSON report.
-type ReplayReport struct {
-	File        string  `json:"file"`
-	Speed       string  `json:"speed"`
-	Connections int     `json:"connections"`
-	Records     int     `json:"records"`
-	Replayed    int     `json:"replayed_per_run"`
-	SpanS       float64 `json:"span_s"`
-	// CapturedOpRate is the rate of the replayed requests in the capture.
-	CapturedOpRate float64           `json:"captured_op_rate"`
-	Skipped        map[string]int    `json:"skipped"`
-	Statements     []ReplayStatement `json:"statements"`
-	Keys           ReplayKeys        `json:"keys"`
-	// CapturedLatency are the latency percentiles the sidecar saw in the capture, in ms,
-	// to set beside each mode's.
-	CapturedLatency Latency `json:"captured_latency"`
-	// Keyspace is the keyspace the replay owns against a deployment, "" for the embedded
-	// node (the captured names).
-	Keyspace string `json:"keyspace,omitempty"`
-}
-
-// ReplayStatement is one statement's count in the capture and, on average over the
-// measured runs, in the replay.
-type ReplayStatement struct {
-	ID       uint32  `json:"id"`
-	Query    string  `json:"query"`
-	Prepared bool    `json:"prepared"`
-	Captured int     `json:"captured"`
-	Replayed float64 `json:"replayed"`
-	Errors   float64 `json:"errors"`
-}
-
-// ReplayKeys compares how the hottest keys repeat in the capture and in the replay.
-type ReplayKeys struct {
-	Distinct int         `json:"distinct"`
-	Top      []ReplayKey `json:"top"`
-	// Collisions counts the captured keys whose replayed values are another's (a key of
-	// a type with few values, such as tinyint); Unmatched the requests per run whose key
-	// values named none of the capture's keys (0 unless the replay is broken).
-	Collisions int     `json:"collisions"`
-	Unmatched  float64 `json:"unmatched"`
-}
-
-// ReplayKey is one key's share of the requests that name a key, in %.
-type ReplayKey struct {
-	Key         string  `json:"key"`
-	CapturedPct float64 `json:"captured_pct"`
-	ReplayedPct float64 `json:"replayed_pct"`
-}
-
-// replayReport sums the measured runs.
-func (c *checker) replayReport() *ReplayReport {
-	rp := c.wl.replay
-	speed := "max"
-	switch {
-	case rp.speed > 0:
-		speed = fmt.Sprintf("%gx", rp.speed)
-	case c.cfg.Rate > 0:
-		speed = fmt.Sprintf("rate %g op/s", c.cfg.Rate)
-	}
-	rep := &ReplayReport{File: rp.path, Speed: speed, Connections: rp.connections(c.cfg), Records: len(rp.c.Records),
-		Replayed: len(rp.ops), SpanS: rp.span.Seconds(), Skipped: rp.skipped, Keyspace: rp.owned}
-	if rp.span > 0 {
-		rep.CapturedOpRate = float64(len(rp.ops)) / rp.span.Seconds()
-	}
-	cc := rp.capturedCounts()
-	rep.Statements = rp.statementCounts(cc.stmts, c.replayRuns)
-	rep.Keys = rp.keyCounts(cc, c.replayRuns)
-	rep.CapturedLatency = rp.capturedLatency()
-	return rep
-}
-
-// capturedCounts are the replayed requests' counts in the capture: by statement, by key,
-// and how many name a key.
-type capturedCounts struct {
-	stmts   map[uint32]int
-	keys    []int
-	withKey int
-}
-
-// capturedCounts counts the replayed requests' statements and keys in the capture.
-func (rp *replay) capturedCounts() capturedCounts {
-	cc := capturedCounts{stmts: map[uint32]int{}, keys: make([]int, len(rp.keys))}
-	for _, op := range rp.ops {
-		for j, p := range op.rec.Parts {
-			cc.stmts[p.Statement]++
-			if k := op.keys[j]; k >= 0 {
-				cc.keys[k]++
-				cc.withKey++
-			}
-		}
-	}
-	return cc
-}
-
-// statementCounts sets each statement's captured count beside its replays and errors on
-// average over runs, the most captured first.
-func (rp *replay) statementCounts(captured map[uint32]int, runs []*replayRun) []ReplayStatement {
-	var stmts []ReplayStatement
-	for id, n := range captured {
-		st := rp.stmts[id]
-		s := ReplayStatement{ID: id, Query: st.def.Text, Prepared: st.def.Prepared, Captured: n}
-		for _, r := range runs {
-			s.Replayed += float64(r.stmts[id].Load())
-			s.Errors += float64(r.errs[id].Load())
-		}
-		if len(runs) > 0 {
-			s.Replayed /= float64(len(runs))
-			s.Errors /= float64(len(runs))
-		}
-		stmts = append(stmts, s)
-	}
-	sort.Slice(stmts, func(i, j int) bool {
-		a, b := stmts[i], stmts[j]
-		return a.Captured > b.Captured || a.Captured == b.Captured && a.ID < b.ID
-	})
-	return stmts
-}
-
-// keyCounts compares the hottest captured keys' shares of the requests that name a key,
-// in the capture and over runs.
-func (rp *replay) keyCounts(cc capturedCounts, runs []*replayRun) ReplayKeys {
-	keys := ReplayKeys{Distinct: len(rp.keys), Collisions: rp.collisions}
-	for _, r := range runs {
-		keys.Unmatched += float64(r.other.Load()) / float64(len(runs))
-	}
-	order := make([]int, len(rp.keys))
-	for i := range order {
-		order[i] = i
-	}
-	sort.Slice(order, func(i, j int) bool {
-		a, b := cc.keys[order[i]], cc.keys[order[j]]
-		return a > b || a == b && keyHex(rp.keys[order[i]]) < keyHex(rp.keys[order[j]])
-	})
-	var replayedWithKey int64
-	for _, r := range runs {
-		for k := range r.keys {
-			replayedWithKey += r.keys[k].Load()
-		}
-		replayedWithKey += r.other.Load()
-	}
-	for _, k := range order[:min(len(order), capturefile.TopKeys)] {
-		rk := ReplayKey{Key: keyHex(rp.keys[k])}
-		if cc.withKey > 0 {
-			rk.CapturedPct = 100 * float64(cc.keys[k]) / float64(cc.withKey)
-		}
-		var n int64
-		for _, r := range runs {
-			n += r.keys[k].Load()
-		}
-		if replayedWithKey > 0 {
-			rk.ReplayedPct = 100 * float64(n) / float64(replayedWithKey)
-		}
-		keys.Top = append(keys.Top, rk)
-	}
-	return keys
-}
-
-// capturedLatency are the latency percentiles of the replayed requests in the capture.
-func (rp *replay) capturedLatency() Latency {
-	var lat []int64
-	for _, op := range rp.ops {
-		lat = append(lat, op.rec.LatencyUS)
-	}
-	p := capturefile.PercentilesOf(lat)
-	return Latency{MeanMs: p.Mean / 1000, P50Ms: float64(p.P50) / 1000, P95Ms: float64(p.P95) / 1000,
-		P99Ms: float64(p.P99) / 1000, P999Ms: float64(p.P999) / 1000, MaxMs: float64(p.Max) / 1000}
-}
-
-// printReplay prints the captured against the replayed: counts, keys and latency.
-func printReplay(out *printer, rep *Report) {
-	r := rep.Replay
-	if r == nil {
-		return
-	}
-	out.printf("\nReplay of %s at %s over %d connections: %d of %d captured requests per run, captured at %.0f op/s over %.1fs\n",
-		r.File, r.Speed, r.Connections, r.Replayed, r.Records, r.CapturedOpRate, r.SpanS)
-	for _, k := range sortedKeys(r.Skipped) {
-		out.printf("  not replayed: %d %s\n", r.Skipped[k], k)
-	}
-	out.printf("%-10s %10s %10s %8s  %s\n", "statement", "captured", "replayed", "errors", "query")
-	for _, s := range r.Statements {
-		q := s.Query
-		if len(q) > 70 {
-			q = q[:70] + "…"
-		}
-		out.printf("%-10d %10d %10.0f %8.0f  %s\n", s.ID, s.Captured, s.Replayed, s.Errors, q)
-	}
-	out.printf("hottest keys (of %d; keyed hashes, never values): captured share → replayed share\n", r.Keys.Distinct)
-	for _, k := range r.Keys.Top {
-		out.printf("  %s  %5.2f%% → %5.2f%%\n", k.Key, k.CapturedPct, k.ReplayedPct)
-	}
-	out.printf("%-12s %9s %9s %9s %9s %9s %11s\n", "latency ms", "p50", "p95", "p99", "p99.9", "max", "op/s")
-	l := r.CapturedLatency
-	out.printf("%-12s %9.3f %9.3f %9.3f %9.3f %9.3f %11.0f\n", "captured*", l.P50Ms, l.P95Ms, l.P99Ms, l.P999Ms, l.MaxMs, r.CapturedOpRate)
-	for _, m := range rep.Modes {
-		out.printf("%-12s %9.3f %9.3f %9.3f %9.3f %9.3f %11.0f\n", m.Name, m.P50Ms, m.P95Ms, m.P99Ms, m.P999Ms, m.MaxMs, m.OpRate)
-	}
-	out.printf("* as the sidecar saw it: from the request's arrival to the node's answer; the modes' are the client's, from the intended start\n")
-}
-
-func sortedKeys(m map[string]int) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
-// runReplayMode runs one mode's run of a replay: a warmup on the capture's start, then the
-// whole capture, measured as any run is.
-func (c *checker) runReplayMode(ctx context.Context, m *mode, round, pos int) (*runResult, error) {
-	cfg := c.cfg
-	workers := cfg.Concurrency
-	ops := make([]Op, workers)
-	if cfg.Warmup > 0 {
-		s, err := c.openReplay(ctx, m.target)
-		if err != nil {
-			return nil, fmt.Errorf("mode %s: %w", m.name, err)
-		}
-		c.status(m, round, "warming up", 0)
-		warm := runPhase(ctx, phase{clock: c.env.clock, workers: workers, duration: cfg.Warmup, schedule: s.schedule(cfg, workers, cfg.Warmup)}, ops)
-		s.close()
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		c.out.printf("Warmed up for %.1fs: %s ops, %s errors\n", warm.elapsed.Seconds(), commas(float64(warm.ops)), commas(float64(warm.errs)))
-	}
-	s, err := c.openReplay(ctx, m.target)
-	if err != nil {
-		return nil, fmt.Errorf("mode %s: %w", m.name, err)
-	}
-	defer s.close()
-	c.out.printf("%s\n", intervalHeader)
-	p := phase{clock: c.env.clock, workers: workers, interval: cfg.Interval, schedule: s.schedule(cfg, workers, 0),
-		onInterval: func(iv Interval, _, _ *hdrhistogram.Histogram) {
-			c.out.printf("%s\n", intervalLine(iv))
-			c.status(m, round, fmt.Sprintf("%.0fs, %s op/s, p99 %.2f ms", iv.TimeS, commas(iv.OpRate), iv.P99Ms), iv.TimeS)
-		}}
-	wall := time.Now()
-	mr, err := c.measure(ctx, m, p, ops)
-	if err != nil {
-		return nil, err
-	}
-	res, cpu, pc, seen0, seen1 := mr.res, mr.cpu, mr.pc, mr.seen0, mr.seen1
-	c.replayRuns = append(c.replayRuns, s.run)
-	rr := newRunResult(m, round, pos, wall, res, cpu, pc)
-	rr.Sidecars = sidecarDelta(cfg.admins(), seen0, seen1)
-	printResults(c.out, rr, cfg.Rate > 0 || c.wl.replay.speed > 0)
-	return rr, nil
 }

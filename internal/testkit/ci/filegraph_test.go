@@ -27,8 +27,8 @@ var filesInCycles = map[string][]string{
 	"internal/nodeapi": {"jolokia.go", "nodeapi.go"},
 	"loadcheck": {"admin.go", "budget.go", "cluster.go", "csv.go", "decide.go", "drivers.go", "hdrlog.go", "html.go",
 		"html_overhead.go", "loadcheck.go", "mode.go", "modesettings.go", "op.go", "output.go", "preload.go", "print.go",
-		"profile.go", "profile_gen.go", "profile_run.go", "replay.go", "replay_run.go", "report.go", "scheduler.go",
-		"scrape.go", "verdict.go", "workload.go"},
+		"profile.go", "profile_gen.go", "profile_run.go", "report.go", "scheduler.go", "scrape.go", "verdict.go",
+		"workload.go"},
 
 	"tracing": {"conn.go", "filter.go", "nodeevents.go", "otel.go", "redact.go", "request.go", "ring.go",
 		"semconv.go", "session.go", "sink.go", "ticket.go", "tracecontext.go", "tracer.go", "work.go"},
