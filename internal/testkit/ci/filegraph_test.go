@@ -18,7 +18,6 @@ var filesInCycles = map[string][]string{
 		"trace_floor.go", "tracecar.go"},
 	"admin/ctl": {"ctl.go", "discover.go", "slowlog.go", "statements.go", "top.go", "top_render.go",
 		"top_screen.go"},
-	"audit": {"log.go", "queue.go"},
 	"cmd/tracecar": {"audit.go", "capture.go", "children.go", "config.go", "ctl.go", "embedded.go",
 		"guardrail.go", "handover.go", "limits.go", "live.go", "loadcheck.go", "memory.go", "node.go",
 		"peers.go", "run.go", "serve.go", "shards.go", "sidecar.go", "sinks.go", "stack.go", "statements.go",
