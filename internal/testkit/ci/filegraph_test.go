@@ -22,7 +22,6 @@ var filesInCycles = map[string][]string{
 		"guardrail.go", "handover.go", "limits.go", "live.go", "loadcheck.go", "memory.go", "node.go",
 		"peers.go", "run.go", "serve.go", "shards.go", "sidecar.go", "sinks.go", "stack.go", "statements.go",
 		"tls.go", "tracer.go"},
-	"internal/cql": {"message.go", "notation.go", "query.go", "request.go", "result.go", "types.go"},
 	"loadcheck": {"admin.go", "budget.go", "cluster.go", "csv.go", "decide.go", "drivers.go", "hdrlog.go", "html.go",
 		"html_overhead.go", "loadcheck.go", "mode.go", "modesettings.go", "op.go", "output.go", "preload.go", "print.go",
 		"profile.go", "profile_gen.go", "profile_run.go", "replay.go", "replay_run.go", "report.go", "scheduler.go",
