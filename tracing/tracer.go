@@ -429,3 +429,59 @@ func (t *Tracer) NewConn(client, coordinator netip.AddrPort) *Conn {
 	t.connMu.Unlock()
 	return c
 }
+
+// readContext reads the trace context of a request's custom payload: the first of the
+// Tracer's keys that the payload has, and then its tracestate. A malformed traceparent is
+// ignored and counted, as is a malformed tracestate (whose traceparent stays). The returned
+// State aliases payload. It does not allocate.
+func (t *Tracer) readContext(payload []byte) TraceContext {
+	if payload == nil {
+		return TraceContext{}
+	}
+	for _, key := range t.ctxKeys {
+		v, ok := cql.PayloadValue(payload, key)
+		if !ok {
+			continue
+		}
+		tc, why := ParseTraceparent(v)
+		if why != valid {
+			t.ctxInvalid[why].Add(1)
+			return TraceContext{}
+		}
+		if st, ok := cql.PayloadValue(payload, TracestateKey); ok && len(st) > 0 {
+			if ValidTraceState(st) {
+				tc.State = st
+			} else {
+				t.ctxInvalid[ReasonTraceState].Add(1)
+			}
+		}
+		return tc
+	}
+	return TraceContext{}
+}
+
+// TraceContextKeys returns the custom payload keys read for a traceparent, in the order
+// they are tried. It is safe for concurrent use.
+func (t *Tracer) TraceContextKeys() []string { return append([]string(nil), t.ctxKeys...) }
+
+// params returns the parameter collector of a recorded session, filling m.
+func (t *Tracer) params(m map[string]string) *params {
+	return &params{m: m, bind: t.opts.BindValues, prep: t.prep, queries: t.queries}
+}
+
+// SetFilter installs f (the zero Filter clears it). It is safe for concurrent use.
+func (t *Tracer) SetFilter(f Filter) {
+	if f.IsZero() {
+		t.filter.Store(nil)
+		return
+	}
+	t.filter.Store(&f)
+}
+
+// Filter returns the filter in force.
+func (t *Tracer) Filter() Filter {
+	if f := t.filter.Load(); f != nil {
+		return *f
+	}
+	return Filter{}
+}
