@@ -31,7 +31,6 @@ var filesInCycles = map[string][]string{
 		"scrape.go", "verdict.go", "workload.go"},
 
 	"tracing":         {"conn.go", "tracer.go"},
-	"tracing/capture": {"capture.go", "ring.go", "session.go", "statements.go", "writer.go"},
 	"tracing/cqlsink": {"connect.go", "login.go"},
 }
 
