@@ -46,9 +46,8 @@
 // # Layers
 //
 // The files of the package are layers: a file uses declarations of the files below it,
-// never of one above it (ci.TestFilesPointDown fails on a cycle, and prints it), but for
-// tracer.go and conn.go, one layer: the Tracer keeps its Conns, and each Conn its Tracer.
-// From the ground up:
+// never of one above it (ci.TestFilesPointDown fails on a cycle, and prints it). From the
+// ground up:
 //
 //	config.go, filter.go          Config; the trace filter and its parameters
 //	prepared.go, querycache.go    the prepared-statement registry; the normalized texts cached
@@ -58,7 +57,8 @@
 //	ticket.go, request.go         a request's Ticket and record; its Parameters, decoded and redacted
 //	work.go, otel.go              the WorkMeter and the metered sinks; the OTel sink
 //	nodeevents.go, redact.go      the node-event fetcher; the node's events redacted
-//	tracer.go, conn.go            the Tracer, and the per-request API of its Conns
+//	tracer.go                     the Tracer, and the Conn it gives each connection
+//	conn.go                       a Conn's per-request API: Begin, End, Done, what they read and record
 //	inflight.go, handover.go      the requests in flight; the state handed over
 package tracing
 

@@ -420,6 +420,34 @@ func (t *Tracer) CountRequests(f func() uint64) { t.requests.Store(&f) }
 // for its rewrite of system tables.
 func (t *Tracer) Statements() *Statements { return t.prep }
 
+// Conn is the tracing state of one client connection: its addresses, its username and
+// scratch buffers; per-request state travels in Tickets. The request side (Begin,
+// Ticket.Sent) must be called from one goroutine at a time, and the response side (End,
+// Done) from one goroutine at a time; the two sides, SetUser and Close may run
+// concurrently with each other.
+type Conn struct {
+	t           *Tracer
+	client      string
+	clientAddr  netip.Addr
+	coordinator string
+	user        atomic.Pointer[string] // SASL PLAIN username, set by SetUser
+
+	// Request side.
+	traced atomic.Uint64 // written by the request side only
+
+	// Response side.
+	// fast is the view of a slow fast-mode request's copy, made with the first: a view is
+	// 330 bytes that most connections, idle or never slow, would keep.
+	fast *cql.Frame
+	out  []byte
+
+	// free holds records to reuse: the response side puts, the request side takes.
+	freeMu sync.Mutex
+	free   []*record
+
+	closeOnce sync.Once
+}
+
 // NewConn returns the per-connection state of a client connection that the sidecar relays
 // from client to coordinator. Call Close when the connection ends.
 func (t *Tracer) NewConn(client, coordinator netip.AddrPort) *Conn {

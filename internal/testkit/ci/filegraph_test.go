@@ -30,7 +30,6 @@ var filesInCycles = map[string][]string{
 		"profile.go", "profile_gen.go", "profile_run.go", "replay.go", "replay_run.go", "report.go", "scheduler.go",
 		"scrape.go", "verdict.go", "workload.go"},
 
-	"tracing":         {"conn.go", "tracer.go"},
 	"tracing/cqlsink": {"connect.go", "login.go"},
 }
 
