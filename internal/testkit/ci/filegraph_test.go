@@ -26,11 +26,6 @@ var filesInCycles = map[string][]string{
 		"html_overhead.go", "loadcheck.go", "mode.go", "modesettings.go", "op.go", "output.go", "preload.go", "print.go",
 		"profile.go", "profile_gen.go", "profile_run.go", "replay.go", "replay_run.go", "report.go", "scheduler.go",
 		"scrape.go", "verdict.go", "workload.go"},
-
-	"tracing": {"conn.go", "filter.go", "nodeevents.go", "otel.go", "redact.go", "request.go", "ring.go",
-		"semconv.go", "session.go", "sink.go", "ticket.go", "tracecontext.go", "tracer.go", "work.go"},
-	"tracing/capture":    {"capture.go", "ring.go", "session.go", "statements.go", "writer.go"},
-	"tracing/statements": {"antipattern.go", "floor.go", "inflight.go", "request.go", "stats.go"},
 }
 
 // TestFilesPointDown: within each product package of the module, the files form layers, as
