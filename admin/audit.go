@@ -62,7 +62,7 @@ func (s *Server) getAudit(ctx *fasthttp.RequestCtx, _ string) error {
 	if _, err := readParams(ctx); err != nil {
 		return err
 	}
-	return writeJSON(ctx, s.auditLog.Status())
+	return writeJSON(ctx, auditOf(s.auditLog.Status()))
 }
 
 // setAudit serves POST /tracecar/audit?enable=&categories=&keyspaces=&tables=&exclude_users=:
@@ -103,7 +103,7 @@ func (s *Server) setAudit(ctx *fasthttp.RequestCtx, _ string) error {
 	}
 	ctx.SetUserValue(auditedKey, true)
 	s.audit(ctx, "audit").Interface("old", old.View()).Interface("new", ns.View()).Msg("admin change")
-	return writeJSON(ctx, s.auditLog.Status())
+	return writeJSON(ctx, auditOf(s.auditLog.Status()))
 }
 
 // auditRequest makes the ADMIN record of a request that may change something (any method

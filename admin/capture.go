@@ -34,7 +34,7 @@ func (s *Server) getCapture(ctx *fasthttp.RequestCtx, _ string) error {
 	if _, err := readParams(ctx); err != nil {
 		return err
 	}
-	return writeJSON(ctx, s.capture.Status())
+	return writeJSON(ctx, captureOf(s.capture.Status()))
 }
 
 // setCapture serves POST /tracecar/capture?enable=true[&duration=60s][&max_bytes=256MiB]
@@ -89,14 +89,14 @@ func (s *Server) setCapture(ctx *fasthttp.RequestCtx, _ string) error {
 			return err
 		}
 		s.audit(ctx, "capture").Bool("enable", false).Msg("admin change")
-		return writeJSON(ctx, st)
+		return writeJSON(ctx, captureOf(st))
 	}
 	st, err := s.capture.Start(o)
 	if err != nil {
 		return err
 	}
 	s.audit(ctx, "capture").Bool("enable", true).Str("file", st.File).Str("values", st.Values).Msg("admin change")
-	return writeJSON(ctx, st)
+	return writeJSON(ctx, captureOf(st))
 }
 
 // parseSize reads a byte size: a number of bytes, or one with the suffix KiB, MiB or GiB

@@ -15,7 +15,7 @@ func (s *Server) getGuardrail(ctx *fasthttp.RequestCtx, _ string) error {
 		b := s.guardCtl.Budget().JSON()
 		st.Budget = &b
 	}
-	return writeJSON(ctx, st)
+	return writeJSON(ctx, guardrailOf(st))
 }
 
 // setGuardrail serves POST /tracecar/guardrail: added_p99, cpu, drops, window, cooldown

@@ -9,6 +9,8 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/tracecar/tracecar/admin/adminapi"
+
 	"github.com/tracecar/tracecar/tracing"
 )
 
@@ -126,7 +128,7 @@ func (s *Server) getNodeLogger(ctx *fasthttp.RequestCtx, name, nodeLogger string
 	if err != nil {
 		return nodeError("logger "+name, err)
 	}
-	return writeJSON(ctx, l)
+	return writeJSON(ctx, adminapi.Level(l))
 }
 
 // setNodeLogger serves POST /system/logger/node:NAME?level=L.
@@ -149,7 +151,7 @@ func (s *Server) setNodeLogger(ctx *fasthttp.RequestCtx, name, nodeLogger string
 			return nil, false, nodeError("logger "+name, err)
 		}
 		s.audit(ctx, "logger "+name).Str("node", s.node.Kind()).Str("old", old).Str("new", level).Msg("admin change")
-		return []TimerSetting{{settingLoggerPrefix + name, old, level}}, costlyLevel(level), nil
+		return []TimerSetting{{Setting: settingLoggerPrefix + name, RevertTo: old, SetTo: level}}, costlyLevel(level), nil
 	})
 }
 

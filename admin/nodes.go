@@ -5,6 +5,8 @@ import (
 	"strconv"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/tracecar/tracecar/admin/adminapi"
 )
 
 // NodeControl stops and starts the nodes of an embedded test cluster. node.Cluster
@@ -37,16 +39,11 @@ func (s *Server) addNodeRoutes() {
 	s.exact["/tracecar/nodes"] = route{http.MethodGet: s.getNodes}
 }
 
-// NodeState is one node in GET /tracecar/nodes.
-type NodeState struct {
-	Node int  `json:"node"`
-	Up   bool `json:"up"`
-}
-
+// getNodes serves GET /tracecar/nodes.
 func (s *Server) getNodes(ctx *fasthttp.RequestCtx, _ string) error {
-	out := make([]NodeState, s.nodes.Len())
+	out := make(adminapi.NodeStates, s.nodes.Len())
 	for i := range out {
-		out[i] = NodeState{Node: i + 1, Up: s.nodes.Up(i)}
+		out[i] = adminapi.NodeState{Node: i + 1, Up: s.nodes.Up(i)}
 	}
 	return writeJSON(ctx, out)
 }

@@ -129,15 +129,9 @@ func WithGuardrailControl(g GuardrailControl) Option {
 	}
 }
 
-// NodeLogin is the state of the sidecar's own login to its node, for node events, the CQL
-// sink and the audit table, as /tracecar/status reports it: State is not_tried, ok,
-// refused or failed; Refused counts the refusals since start.
-type NodeLogin struct {
-	State   string `json:"state"`
-	User    string `json:"user"`
-	Error   string `json:"error,omitempty"`
-	Refused uint64 `json:"refused"`
-}
+// NodeLogin is the state of the sidecar's own login to its node, as /tracecar/status
+// reports it.
+type NodeLogin = adminapi.NodeLogin
 
 // WithNodeLogin makes /tracecar/status report the node login that f returns.
 func WithNodeLogin(f func() NodeLogin) Option {

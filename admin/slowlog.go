@@ -194,5 +194,5 @@ func (s *Server) getSlowLog(ctx *fasthttp.RequestCtx, _ string) error {
 	out, matched := q.Select(s.tr.SlowLog(0))
 	ctx.Response.Header.Set(HeaderMatched, strconv.Itoa(matched))
 	ctx.Response.Header.Set(HeaderTruncated, strconv.FormatBool(matched > len(out)))
-	return writeJSON(ctx, out)
+	return writeJSON(ctx, sessionsOf(out))
 }

@@ -6,6 +6,8 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/tracecar/tracecar/admin/adminapi"
+
 	"github.com/tracecar/tracecar/tracing/statements"
 )
 
@@ -31,13 +33,9 @@ func WithStatements(st Statements) Option {
 const DefaultStatementsLimit = 100
 
 // StatementStats is the JSON of GET /tracecar/statement_stats.
-type StatementStats struct {
-	Enabled bool   `json:"enabled"`
-	Max     int    `json:"max"`
-	Entries int    `json:"entries"`
-	Evicted uint64 `json:"evicted"`
-}
+type StatementStats = adminapi.StatementStats
 
+// statementStats returns the statistics' settings and size.
 func (s *Server) statementStats() StatementStats {
 	return StatementStats{Enabled: s.stmts.Enabled(), Max: s.stmts.Max(),
 		Entries: len(s.stmts.List("calls", 0, false)), Evicted: s.stmts.Evicted()}
@@ -105,7 +103,7 @@ func (s *Server) getStatements(ctx *fasthttp.RequestCtx, _ string) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(ctx, s.stmts.List(order, int(limit), hist))
+	return writeJSON(ctx, statementsOf(s.stmts.List(order, int(limit), hist)))
 }
 
 // resetStatements serves POST /tracecar/statements/reset.

@@ -9,6 +9,8 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/tracecar/tracecar/admin/adminapi"
+
 	"github.com/tracecar/tracecar/tracing"
 )
 
@@ -20,14 +22,8 @@ const (
 	MaxTTLSeconds = 630720000
 )
 
-// SlowQuery is the JSON of GET /storage_service/slow_query, in Scylla's field order:
-// threshold in microseconds, ttl in seconds.
-type SlowQuery struct {
-	Enable    bool  `json:"enable"`
-	TTL       int64 `json:"ttl"`
-	Threshold int64 `json:"threshold"`
-	Fast      bool  `json:"fast"`
-}
+// SlowQuery is the JSON of GET /storage_service/slow_query.
+type SlowQuery = adminapi.SlowQuery
 
 func slowQueryOf(c tracing.Config) SlowQuery {
 	return SlowQuery{Enable: c.Enable, TTL: c.TTLSeconds, Threshold: c.ThresholdMicros, Fast: c.Fast}
@@ -162,8 +158,7 @@ func probabilityParam(ctx *fasthttp.RequestCtx, timed bool) (float64, time.Durat
 
 // writeProbability answers with a probability as a bare JSON number, as ScyllaDB does.
 func writeProbability(ctx *fasthttp.RequestCtx, p float64) {
-	ctx.SetContentType("application/json")
-	ctx.SetBodyString(strconv.FormatFloat(p, 'g', -1, 64))
+	writeJSON(ctx, adminapi.Probability(p))
 }
 
 // setProbability serves POST /storage_service/trace_probability?probability=P.
@@ -225,22 +220,16 @@ func (s *Server) updateConfig(f func(tracing.Config) tracing.Config) (old, cur t
 	return old, cur, s.tr.SetConfig(cur)
 }
 
-// keyValue is Scylla's "mapper" JSON shape.
-type keyValue struct {
-	Key   string `json:"key"`
-	Value string `json:"value"`
-}
-
 // getLoggingLevels serves GET /storage_service/logging_level: every logger that GET
 // /system/logger lists, the node's (node:NAME) included, with its level.
 func (s *Server) getLoggingLevels(ctx *fasthttp.RequestCtx, _ string) error {
-	out := []keyValue{}
+	out := adminapi.LoggerLevels{}
 	for _, n := range s.logs.Names() {
 		l, err := s.logs.Level(n)
 		if err != nil {
 			continue // removed since Names
 		}
-		out = append(out, keyValue{n, l})
+		out = append(out, adminapi.LoggerLevel{Key: n, Value: l})
 	}
 	if names := s.nodeLoggers(); len(names) > 0 {
 		c, cancel := nodeContext()
@@ -251,14 +240,15 @@ func (s *Server) getLoggingLevels(ctx *fasthttp.RequestCtx, _ string) error {
 			if err != nil {
 				return nodeError("logger "+name, err)
 			}
-			out = append(out, keyValue{name, l})
+			out = append(out, adminapi.LoggerLevel{Key: name, Value: l})
 		}
 	}
 	return writeJSON(ctx, out)
 }
 
-// writeJSON sends v as a 200 JSON body.
-func writeJSON(ctx *fasthttp.RequestCtx, v any) error {
+// writeJSON sends v as a JSON body, 200 unless the status is set. Every body the API
+// writes is a shape of package adminapi.
+func writeJSON(ctx *fasthttp.RequestCtx, v adminapi.Shape) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/tracecar/tracecar/admin/adminapi"
 )
 
 // wantLevel describes the level parameter in messages.
@@ -15,7 +17,7 @@ var wantLevel = "one of " + strings.Join(Levels, ", ")
 func (s *Server) getLoggers(ctx *fasthttp.RequestCtx, _ string) error {
 	names := append([]string{}, s.logs.Names()...)
 	names = append(names, s.nodeLoggers()...)
-	return writeJSON(ctx, names)
+	return writeJSON(ctx, adminapi.Loggers(names))
 }
 
 // setAllLoggers serves POST /system/logger?level=L.
@@ -29,7 +31,7 @@ func (s *Server) setAllLoggers(ctx *fasthttp.RequestCtx, _ string) error {
 		var set []TimerSetting
 		for _, n := range s.logs.Names() {
 			old[n], _ = s.logs.Level(n)
-			set = append(set, TimerSetting{settingLoggerPrefix + n, old[n], level})
+			set = append(set, TimerSetting{Setting: settingLoggerPrefix + n, RevertTo: old[n], SetTo: level})
 		}
 		if err := s.logs.SetAll(level); err != nil {
 			return nil, false, err
@@ -56,7 +58,7 @@ func (s *Server) getLogger(ctx *fasthttp.RequestCtx, name string) error {
 	if err != nil {
 		return s.unknownLogger(name)
 	}
-	return writeJSON(ctx, l)
+	return writeJSON(ctx, adminapi.Level(l))
 }
 
 // setLogger serves POST /system/logger/{name}?level=L.
@@ -81,7 +83,7 @@ func (s *Server) setLogger(ctx *fasthttp.RequestCtx, name string) error {
 		}
 		s.audit(ctx, "logger "+name).
 			Str("old", old).Str("new", level).Msg("admin change")
-		return []TimerSetting{{settingLoggerPrefix + name, old, level}}, costlyLevel(level), nil
+		return []TimerSetting{{Setting: settingLoggerPrefix + name, RevertTo: old, SetTo: level}}, costlyLevel(level), nil
 	})
 }
 

@@ -21,6 +21,8 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/valyala/fasthttp"
 
+	"github.com/tracecar/tracecar/admin/adminapi"
+
 	"github.com/tracecar/tracecar/audit"
 	"github.com/tracecar/tracecar/tracing"
 )
@@ -52,26 +54,11 @@ const (
 	settingLoggerPrefix   = "logger "
 )
 
-// TimerSetting is one setting that a timer puts back: its name (slow_query.enable,
-// slow_query.fast, slow_query.threshold, slow_query.ttl, trace_probability, "logger NAME",
-// trace_filter, statement_stats, trace_floor), the value it goes back to and the value the toggle set,
-// as the API writes them (a trace filter as a query string, "" for none).
-type TimerSetting struct {
-	Setting  string `json:"setting"`
-	RevertTo string `json:"reverts_to"`
-	SetTo    string `json:"set_to"`
-}
+// TimerSetting is one setting that a timer puts back.
+type TimerSetting = adminapi.TimerSetting
 
-// Timer is a toggle's timer as GET /tracecar/status shows it: the toggle (its method and
-// path), the settings it puts back, when, and whether --toggle-max-duration set it
-// (Imposed) because the toggle was costly and came without for.
-type Timer struct {
-	Toggle           string         `json:"toggle"`
-	Settings         []TimerSetting `json:"settings"`
-	Due              time.Time      `json:"due"`
-	RemainingSeconds float64        `json:"remaining_s"`
-	Imposed          bool           `json:"imposed,omitempty"`
-}
+// Timer is a toggle's timer as GET /tracecar/status shows it.
+type Timer = adminapi.Timer
 
 // TimerState is a timer handed over to the process that takes the sidecar over: its
 // remaining time, not a time on this process's clock.
@@ -373,15 +360,15 @@ func (s *Server) StopTimers() {
 
 // boolSetting, intSetting and floatSetting are a setting changed from old to cur.
 func boolSetting(name string, old, cur bool) TimerSetting {
-	return TimerSetting{name, strconv.FormatBool(old), strconv.FormatBool(cur)}
+	return TimerSetting{Setting: name, RevertTo: strconv.FormatBool(old), SetTo: strconv.FormatBool(cur)}
 }
 
 func intSetting(name string, old, cur int64) TimerSetting {
-	return TimerSetting{name, strconv.FormatInt(old, 10), strconv.FormatInt(cur, 10)}
+	return TimerSetting{Setting: name, RevertTo: strconv.FormatInt(old, 10), SetTo: strconv.FormatInt(cur, 10)}
 }
 
 func floatSetting(name string, old, cur float64) TimerSetting {
-	return TimerSetting{name, strconv.FormatFloat(old, 'g', -1, 64), strconv.FormatFloat(cur, 'g', -1, 64)}
+	return TimerSetting{Setting: name, RevertTo: strconv.FormatFloat(old, 'g', -1, 64), SetTo: strconv.FormatFloat(cur, 'g', -1, 64)}
 }
 
 // filterQuery writes a filter as a query string, "" for none.

@@ -3,22 +3,16 @@ package admin
 import (
 	"github.com/valyala/fasthttp"
 
+	"github.com/tracecar/tracecar/admin/adminapi"
+
 	"github.com/tracecar/tracecar/tracing"
 )
 
-// TraceContext is the JSON of GET and POST /tracecar/trace_context: whether parent-based
-// sampling is on, and the custom payload keys a request's traceparent is read from.
-type TraceContext struct {
-	FollowClientSampling bool     `json:"follow_client_sampling"`
-	Keys                 []string `json:"keys"`
-}
+// TraceContext is the JSON of GET and POST /tracecar/trace_context.
+type TraceContext = adminapi.TraceContext
 
-// TraceContextStatus is the trace context part of /tracecar/status: the settings, and the
-// malformed contexts ignored since start, by reason.
-type TraceContextStatus struct {
-	TraceContext
-	Invalid map[string]uint64 `json:"invalid"`
-}
+// TraceContextStatus is the trace context part of /tracecar/status.
+type TraceContextStatus = adminapi.TraceContextStatus
 
 // WithTraceContextKeys serves GET and POST /tracecar/trace_context, showing keys as the
 // custom payload keys that the tracer reads (tracing.Tracer.TraceContextKeys), and reports

@@ -26,7 +26,7 @@ func (s *Server) getTraceFilter(ctx *fasthttp.RequestCtx, _ string) error {
 	if _, err := readParams(ctx); err != nil {
 		return err
 	}
-	return writeJSON(ctx, s.filter.Filter())
+	return writeJSON(ctx, filterOf(s.filter.Filter()))
 }
 
 // setTraceFilter serves POST /tracecar/trace_filter with any of keyspace, table, user,
@@ -56,12 +56,12 @@ func (s *Server) setTraceFilter(ctx *fasthttp.RequestCtx, _ string) error {
 		old := s.filter.Filter()
 		s.filter.SetFilter(f)
 		s.audit(ctx, "trace_filter").Interface("old", old).Interface("new", f).Msg("admin change")
-		return []TimerSetting{{SettingTraceFilter, filterQuery(old), filterQuery(f)}}, false, nil
+		return []TimerSetting{{Setting: SettingTraceFilter, RevertTo: filterQuery(old), SetTo: filterQuery(f)}}, false, nil
 	})
 	if err != nil {
 		return err
 	}
-	return writeJSON(ctx, f)
+	return writeJSON(ctx, filterOf(f))
 }
 
 // clearTraceFilter serves DELETE /tracecar/trace_filter.
@@ -73,6 +73,6 @@ func (s *Server) clearTraceFilter(ctx *fasthttp.RequestCtx, _ string) error {
 		old := s.filter.Filter()
 		s.filter.SetFilter(tracing.Filter{})
 		s.audit(ctx, "trace_filter").Interface("old", old).Msg("admin change: filter cleared")
-		return []TimerSetting{{SettingTraceFilter, filterQuery(old), ""}}, false, nil
+		return []TimerSetting{{Setting: SettingTraceFilter, RevertTo: filterQuery(old)}}, false, nil
 	})
 }

@@ -89,7 +89,7 @@ func (s *Server) changeFloor(ctx *fasthttp.RequestCtx, d time.Duration, f func(t
 		cur = c
 		s.audit(ctx, "trace_floor").Interface("old", traceFloor(old)).Interface("new", traceFloor(cur)).
 			Str("mode", cur.Mode()).Msg("admin change")
-		return []TimerSetting{{SettingTraceFloor, floorSetting(old), floorSetting(cur)}}, cur.FloorInterval > 0, nil
+		return []TimerSetting{{Setting: SettingTraceFloor, RevertTo: floorSetting(old), SetTo: floorSetting(cur)}}, cur.FloorInterval > 0, nil
 	})
 	if err != nil {
 		return err

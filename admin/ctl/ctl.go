@@ -42,6 +42,7 @@ import (
 	"time"
 
 	"github.com/tracecar/tracecar/admin/adminapi"
+	"github.com/tracecar/tracecar/internal/buildinfo"
 )
 
 // ErrHostFailed is returned by Run when a host failed; the table says which and why.
@@ -71,7 +72,7 @@ type Command struct {
 
 	Clear bool // TraceFilter and TraceFloor: remove the filter, turn the floor off
 
-	// Statements and Top: the order (statements.SortOrders), how many are shown, and
+	// Statements and Top: the order (adminapi.SortOrders), how many are shown, and
 	// JSON output (Statements only).
 	Sort  string
 	Limit int
@@ -304,7 +305,7 @@ func showStatus(body []byte) (string, error) {
 		}
 		if b := p.Build; b.Version != "" {
 			s += " version=" + b.Version
-			if r := b.ShortRevision(); r != "" {
+			if r := buildinfo.Info(b).ShortRevision(); r != "" {
 				s += " revision=" + r
 			}
 			s += " go=" + b.GoVersion

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/tracecar/tracecar/admin"
+	"github.com/tracecar/tracecar/admin/adminapi"
 	"github.com/tracecar/tracecar/admin/ctl"
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/internal/logs"
@@ -72,7 +73,7 @@ func TestStatementsMergesHosts(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	var got []statements.Statement
+	var got []adminapi.Statement
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("%v in %s", err, out)
 	}

@@ -18,7 +18,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/tracecar/tracecar/admin/adminapi"
-	"github.com/tracecar/tracecar/tracing/statements"
 )
 
 // tracecar ctl top: what the sidecars do now, refreshed in place, as pg_top and
@@ -49,7 +48,7 @@ type hostSample struct {
 	err     error
 	status  adminapi.Status
 	statsOn bool
-	stmts   map[stmtKey]statements.Statement
+	stmts   map[stmtKey]adminapi.Statement
 	queries []adminapi.Query
 	ops     uint64             // requests of topOps
 	latency adminapi.Histogram // their latency, summed over topOps
@@ -99,9 +98,9 @@ func (c *client) sample(ctx context.Context, base string) hostSample {
 		s.ops += rm.Requests[op]
 		s.latency = s.latency.Add(rm.Latency[op])
 	}
-	s.stmts = map[stmtKey]statements.Statement{}
+	s.stmts = map[stmtKey]adminapi.Statement{}
 	if list != nil {
-		var sts []statements.Statement
+		var sts []adminapi.Statement
 		if err := json.Unmarshal(list, &sts); err != nil {
 			s.err = fmt.Errorf("bad statements response: %w", err)
 			return s
@@ -221,7 +220,7 @@ func buildView(hosts []string, prev, cur []hostSample, order string) topView {
 	var dts, stmtDts []time.Duration
 	var clusterLat adminapi.Histogram
 	var clusterOps uint64
-	var deltas [][]statements.Statement
+	var deltas [][]adminapi.Statement
 	modes, probs, guards := map[string]int{}, map[string]int{}, map[string]int{}
 	for i, h := range hosts {
 		c := cur[i]
@@ -294,7 +293,7 @@ func buildView(hosts []string, prev, cur []hostSample, order string) topView {
 	v.cluster.p50, v.cluster.hasLatency = clusterLat.Quantile(0.5)
 	v.cluster.p99, _ = clusterLat.Quantile(0.99)
 
-	merged, _ := statements.Merge(deltas...)
+	merged, _ := adminapi.Merge(deltas...)
 	var allUS uint64
 	for _, m := range merged {
 		allUS += m.TotalTimeUS
@@ -320,8 +319,8 @@ func buildView(hosts []string, prev, cur []hostSample, order string) topView {
 // stmtDeltas returns what each statement of cur did since prev: counts, time, errors and
 // histogram buckets. A statement that is new, or whose counts went back (statistics were
 // reset, or it was evicted and came back), counts from zero.
-func stmtDeltas(prev, cur map[stmtKey]statements.Statement) []statements.Statement {
-	out := make([]statements.Statement, 0, len(cur))
+func stmtDeltas(prev, cur map[stmtKey]adminapi.Statement) []adminapi.Statement {
+	out := make([]adminapi.Statement, 0, len(cur))
 	for k, c := range cur {
 		p, ok := prev[k]
 		if !ok || c.Calls < p.Calls || c.TotalTimeUS < p.TotalTimeUS {
@@ -343,20 +342,20 @@ func stmtDeltas(prev, cur map[stmtKey]statements.Statement) []statements.Stateme
 		d.Histogram = nil
 		for _, b := range c.Histogram {
 			if n := b[1] - min(was[b[0]], b[1]); n > 0 {
-				d.Histogram = append(d.Histogram, statements.Bucket{b[0], n})
+				d.Histogram = append(d.Histogram, adminapi.Bucket{b[0], n})
 			}
 		}
 		out = append(out, d)
 	}
 	// The merge keeps the order it meets statements in; make it the same on every run.
-	slices.SortFunc(out, func(a, b statements.Statement) int {
+	slices.SortFunc(out, func(a, b adminapi.Statement) int {
 		return cmp.Or(strings.Compare(a.Statement, b.Statement), boolCompare(a.Prepared, b.Prepared))
 	})
 	return out
 }
 
 // TopSortOrders are the orders of top's statements, as --sort and the keys name them.
-var TopSortOrders = statements.SortOrders
+var TopSortOrders = adminapi.SortOrders
 
 // sortStmtRows sorts by order (one of TopSortOrders), most first, ties by text.
 func sortStmtRows(rows []stmtRow, order string) {
@@ -487,8 +486,8 @@ func (t *top) readings(ctx context.Context) <-chan []hostSample {
 			s := t.cl.sampleAll(ctx, t.hosts)
 			if !t.cmd.IncludeSystem {
 				for i := range s {
-					maps.DeleteFunc(s[i].stmts, func(_ stmtKey, st statements.Statement) bool { return statements.IsSystemKeyspace(st.Keyspace) })
-					s[i].queries = slices.DeleteFunc(s[i].queries, func(q adminapi.Query) bool { return statements.IsSystemKeyspace(q.Keyspace) })
+					maps.DeleteFunc(s[i].stmts, func(_ stmtKey, st adminapi.Statement) bool { return adminapi.IsSystemKeyspace(st.Keyspace) })
+					s[i].queries = slices.DeleteFunc(s[i].queries, func(q adminapi.Query) bool { return adminapi.IsSystemKeyspace(q.Keyspace) })
 				}
 			}
 			select {

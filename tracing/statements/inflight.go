@@ -1,7 +1,6 @@
 package statements
 
 import (
-	"slices"
 	"sync/atomic"
 )
 
@@ -55,11 +54,4 @@ func (e *Entry) antiPatterns() []string {
 		}
 	}
 	return out
-}
-
-// sortKinds orders anti-pattern kind names as AntiPatternKinds lists them.
-func sortKinds(kinds []string) {
-	slices.SortFunc(kinds, func(a, b string) int {
-		return slices.Index(AntiPatternKinds[:], a) - slices.Index(AntiPatternKinds[:], b)
-	})
 }
