@@ -217,10 +217,7 @@ type inflightRow struct {
 // hosts (prev is nil on the first refresh), with statements sorted by order.
 func buildView(hosts []string, prev, cur []hostSample, order string) topView {
 	v := topView{sort: order, cluster: hostRow{host: "cluster", total: len(hosts)}}
-	var dts, stmtDts []time.Duration
-	var clusterLat adminapi.Histogram
-	var clusterOps uint64
-	var deltas [][]adminapi.Statement
+	var iv interval
 	modes, probs, guards := map[string]int{}, map[string]int{}, map[string]int{}
 	for i, h := range hosts {
 		c := cur[i]
@@ -228,18 +225,7 @@ func buildView(hosts []string, prev, cur []hostSample, order string) topView {
 		v.at = maxTime(v.at, c.at)
 		if c.err == nil {
 			v.cluster.up++
-			row.mode = cmp.Or(c.status.Mode, "none")
-			row.probability = strconv.FormatFloat(c.status.TraceProbability, 'g', -1, 64)
-			row.guardrail = cmp.Or(c.status.Guardrail.State, "none")
-			for _, n := range c.status.SinkDropped {
-				row.drops += n
-			}
-			if sh := c.status.Shards; sh != nil {
-				row.hasShards, row.cross = true, sh.CrossShardRequests
-				for _, n := range sh.RequestsByShard {
-					row.shardReqs += n
-				}
-			}
+			row.setStatus(c.status)
 			modes[row.mode]++
 			probs[row.probability]++
 			guards[row.guardrail]++
@@ -247,36 +233,10 @@ func buildView(hosts []string, prev, cur []hostSample, order string) topView {
 				v.statsOff++
 			}
 		}
-		var p hostSample
-		if prev != nil {
-			p = prev[i]
+		if c.err == nil && prev != nil && prev[i].err == nil && !prev[i].at.IsZero() {
+			iv.add(&row, prev[i], c)
 		}
-		if c.err == nil && prev != nil && p.err == nil && !p.at.IsZero() {
-			dt := c.at.Sub(p.at)
-			dts = append(dts, dt)
-			stmtDts = append(stmtDts, cmp.Or(c.stmtAt.Sub(p.stmtAt), dt))
-			lat := c.latency.Sub(p.latency)
-			ops := uint64(0)
-			if c.ops >= p.ops {
-				ops = c.ops - p.ops
-			}
-			clusterOps += ops
-			clusterLat = clusterLat.Add(lat)
-			row.opsPerSec = perSecond(ops, dt)
-			row.p50, row.hasLatency = lat.Quantile(0.5)
-			row.p99, _ = lat.Quantile(0.99)
-			row.dropsDelta = sub(row.drops, sum(p.status.SinkDropped))
-			deltas = append(deltas, stmtDeltas(p.stmts, c.stmts))
-		}
-		v.cluster.drops += row.drops
-		v.cluster.dropsDelta += row.dropsDelta
-		v.cluster.cross += row.cross
-		v.cluster.shardReqs += row.shardReqs
-		v.cluster.hasShards = v.cluster.hasShards || row.hasShards
-		v.hosts = append(v.hosts, row)
-		for _, q := range c.queries {
-			v.inflight = append(v.inflight, inflightRow{host: row.host, q: q})
-		}
+		v.addHost(row, c.queries)
 	}
 	v.cluster.mode, v.cluster.probability = summary(modes), summary(probs)
 	v.cluster.guardrail = summary(guards)
@@ -284,15 +244,81 @@ func buildView(hosts []string, prev, cur []hostSample, order string) topView {
 		v.cluster.err = fmt.Errorf("%d of %d hosts did not answer", v.cluster.total-v.cluster.up, v.cluster.total)
 	}
 	slices.SortStableFunc(v.inflight, func(a, b inflightRow) int { return cmp.Compare(b.q.ElapsedUS, a.q.ElapsedUS) })
-	if len(dts) == 0 {
+	if len(iv.dts) == 0 {
 		return v
 	}
-	v.interval = mean(dts)
-	stmtInterval := mean(stmtDts)
-	v.cluster.opsPerSec = perSecond(clusterOps, v.interval)
-	v.cluster.p50, v.cluster.hasLatency = clusterLat.Quantile(0.5)
-	v.cluster.p99, _ = clusterLat.Quantile(0.99)
+	v.interval = mean(iv.dts)
+	v.cluster.opsPerSec = perSecond(iv.ops, v.interval)
+	v.cluster.p50, v.cluster.hasLatency = iv.lat.Quantile(0.5)
+	v.cluster.p99, _ = iv.lat.Quantile(0.99)
+	v.addStatements(iv.deltas, mean(iv.stmtDts))
+	sortStmtRows(v.stmts, order)
+	return v
+}
 
+// setStatus fills the row's settings and counters from its host's status: the tracing
+// mode, the probability, the guardrail's state, the sinks' drops and the shard figures.
+func (row *hostRow) setStatus(st adminapi.Status) {
+	row.mode = cmp.Or(st.Mode, "none")
+	row.probability = strconv.FormatFloat(st.TraceProbability, 'g', -1, 64)
+	row.guardrail = cmp.Or(st.Guardrail.State, "none")
+	for _, n := range st.SinkDropped {
+		row.drops += n
+	}
+	if sh := st.Shards; sh != nil {
+		row.hasShards, row.cross = true, sh.CrossShardRequests
+		for _, n := range sh.RequestsByShard {
+			row.shardReqs += n
+		}
+	}
+}
+
+// interval is what the hosts did between two readings: the spans, the cluster's requests
+// and latency, and each host's statements' deltas.
+type interval struct {
+	dts, stmtDts []time.Duration
+	lat          adminapi.Histogram
+	ops          uint64
+	deltas       [][]adminapi.Statement
+}
+
+// add adds what a host did from its reading p to c, and sets its row's rates: requests a
+// second, latency percentiles and new drops.
+func (iv *interval) add(row *hostRow, p, c hostSample) {
+	dt := c.at.Sub(p.at)
+	iv.dts = append(iv.dts, dt)
+	iv.stmtDts = append(iv.stmtDts, cmp.Or(c.stmtAt.Sub(p.stmtAt), dt))
+	lat := c.latency.Sub(p.latency)
+	ops := uint64(0)
+	if c.ops >= p.ops {
+		ops = c.ops - p.ops
+	}
+	iv.ops += ops
+	iv.lat = iv.lat.Add(lat)
+	row.opsPerSec = perSecond(ops, dt)
+	row.p50, row.hasLatency = lat.Quantile(0.5)
+	row.p99, _ = lat.Quantile(0.99)
+	row.dropsDelta = sub(row.drops, sum(p.status.SinkDropped))
+	iv.deltas = append(iv.deltas, stmtDeltas(p.stmts, c.stmts))
+}
+
+// addHost adds a host's row to the view, its counters to the cluster's, and its requests
+// in flight to the view's.
+func (v *topView) addHost(row hostRow, queries []adminapi.Query) {
+	v.cluster.drops += row.drops
+	v.cluster.dropsDelta += row.dropsDelta
+	v.cluster.cross += row.cross
+	v.cluster.shardReqs += row.shardReqs
+	v.cluster.hasShards = v.cluster.hasShards || row.hasShards
+	v.hosts = append(v.hosts, row)
+	for _, q := range queries {
+		v.inflight = append(v.inflight, inflightRow{host: row.host, q: q})
+	}
+}
+
+// addStatements merges the hosts' statement deltas over a span of stmtInterval and adds a
+// row for each statement called in it: its rates, and its share of the time of all.
+func (v *topView) addStatements(deltas [][]adminapi.Statement, stmtInterval time.Duration) {
 	merged, _ := adminapi.Merge(deltas...)
 	var allUS uint64
 	for _, m := range merged {
@@ -312,8 +338,6 @@ func buildView(hosts []string, prev, cur []hostSample, order string) topView {
 		v.calls += r.callsPerSec
 		v.stmts = append(v.stmts, r)
 	}
-	sortStmtRows(v.stmts, order)
-	return v
 }
 
 // stmtDeltas returns what each statement of cur did since prev: counts, time, errors and

@@ -25,8 +25,6 @@ const productRoot = "../../.."
 // then taken off the list (the test fails while a listed function is short, or gone, so
 // that the list only shrinks); none may grow.
 var longFuncsAllowed = map[string]int{
-	"admin/ctl buildView":                               100,
-	"admin/ctl top.screen":                              90,
 	"internal/capturefile Summarize":                    136,
 	"internal/cql/cqltext lexOther":                     91,
 	"internal/logs consoleWriter.format":                112,
