@@ -37,7 +37,7 @@ func (c readyCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // opsCollectors returns the collectors of this file that the server's options call for.
-func (s *Server) opsCollectors() []prometheus.Collector {
+func opsCollectors(s *core) []prometheus.Collector {
 	if s.ready == nil {
 		return nil
 	}

@@ -22,21 +22,6 @@ type Handover = adminapi.Handover
 // build is the running binary, as /tracecar/status names it.
 var build = adminapi.Build(buildinfo.Read())
 
-// WithProcess makes /tracecar/status report the process that f describes, and the binary
-// it runs (Process.Build, unless f sets it).
-func WithProcess(f func() Process) Option {
-	return func(s *Server) { s.process = f }
-}
-
-// WithWriteGate makes every request ask gate first: while it returns an error, requests
-// other than GET (and HEAD) get 503 with its message, and every response closes its
-// connection.
-// A sidecar that hands itself over to a new process refuses changes this way, so that no
-// change is made to the state it has handed over.
-func WithWriteGate(gate func() error) Option {
-	return func(s *Server) { s.writeGate = gate }
-}
-
 // gated answers a request that the write gate refuses, and reports whether it did. While
 // the gate is closed every response closes its connection, reads too: the listener is the
 // new process's, and a client's next connection reaches it.

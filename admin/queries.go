@@ -17,11 +17,6 @@ type Query = adminapi.Query
 // limit of them. It must be safe for concurrent use.
 type QueriesFunc func(min time.Duration, limit int) []Query
 
-// WithQueries serves GET /tracecar/queries from f.
-func WithQueries(f QueriesFunc) Option {
-	return func(s *Server) { s.queries = f }
-}
-
 // Limits of /tracecar/queries.
 const (
 	DefaultQueriesLimit = 100
@@ -29,7 +24,7 @@ const (
 )
 
 // addQueryRoutes adds GET /tracecar/queries when the server has requests in flight to show.
-func (s *Server) addQueryRoutes() {
+func (s *opsAPI) addQueryRoutes() {
 	if s.queries != nil {
 		s.exact[adminapi.PathQueries] = route{http.MethodGet: s.getQueries}
 	}
@@ -37,7 +32,7 @@ func (s *Server) addQueryRoutes() {
 
 // getQueries serves GET /tracecar/queries?min_elapsed=D&limit=N: the requests in flight
 // for at least D (a duration such as 100ms), longest first, at most N (default 100).
-func (s *Server) getQueries(ctx *fasthttp.RequestCtx, _ string) error {
+func (s *opsAPI) getQueries(ctx *fasthttp.RequestCtx, _ string) error {
 	p, err := readParams(ctx, "min_elapsed", "limit")
 	if err != nil {
 		return err

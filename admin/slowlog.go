@@ -186,7 +186,7 @@ func (q *SlowLogQuery) Select(all []tracing.Session) (out []tracing.Session, mat
 // getSlowLog serves GET /tracecar/slow_log: the recorded sessions that pass the filters,
 // newest or slowest first, up to the limit; the headers say how many matched and whether
 // the limit cut them.
-func (s *Server) getSlowLog(ctx *fasthttp.RequestCtx, _ string) error {
+func (s *tracingAPI) getSlowLog(ctx *fasthttp.RequestCtx, _ string) error {
 	q, err := parseSlowLogQuery(ctx)
 	if err != nil {
 		return err

@@ -22,12 +22,6 @@ type Statements interface {
 	Evicted() uint64
 }
 
-// WithStatements serves /tracecar/statement_stats, /tracecar/statements and
-// /tracecar/statements/reset for st.
-func WithStatements(st Statements) Option {
-	return func(s *Server) { s.stmts = st }
-}
-
 // DefaultStatementsLimit is the number of statements GET /tracecar/statements returns
 // without a limit parameter.
 const DefaultStatementsLimit = 100
@@ -36,13 +30,13 @@ const DefaultStatementsLimit = 100
 type StatementStats = adminapi.StatementStats
 
 // statementStats returns the statistics' settings and size.
-func (s *Server) statementStats() StatementStats {
+func (s *opsAPI) statementStats() StatementStats {
 	return StatementStats{Enabled: s.stmts.Enabled(), Max: s.stmts.Max(),
 		Entries: len(s.stmts.List("calls", 0, false)), Evicted: s.stmts.Evicted()}
 }
 
 // getStatementStats serves GET /tracecar/statement_stats.
-func (s *Server) getStatementStats(ctx *fasthttp.RequestCtx, _ string) error {
+func (s *opsAPI) getStatementStats(ctx *fasthttp.RequestCtx, _ string) error {
 	if _, err := readParams(ctx); err != nil {
 		return err
 	}
@@ -50,7 +44,7 @@ func (s *Server) getStatementStats(ctx *fasthttp.RequestCtx, _ string) error {
 }
 
 // setStatementStats serves POST /tracecar/statement_stats?enable=true|false.
-func (s *Server) setStatementStats(ctx *fasthttp.RequestCtx, _ string) error {
+func (s *opsAPI) setStatementStats(ctx *fasthttp.RequestCtx, _ string) error {
 	p, err := readParams(ctx, "enable", "for")
 	if err != nil {
 		return err
@@ -79,7 +73,7 @@ func (s *Server) setStatementStats(ctx *fasthttp.RequestCtx, _ string) error {
 }
 
 // getStatements serves GET /tracecar/statements?sort=…&limit=N&histogram=true.
-func (s *Server) getStatements(ctx *fasthttp.RequestCtx, _ string) error {
+func (s *opsAPI) getStatements(ctx *fasthttp.RequestCtx, _ string) error {
 	p, err := readParams(ctx, "sort", "limit", "histogram")
 	if err != nil {
 		return err
@@ -107,7 +101,7 @@ func (s *Server) getStatements(ctx *fasthttp.RequestCtx, _ string) error {
 }
 
 // resetStatements serves POST /tracecar/statements/reset.
-func (s *Server) resetStatements(ctx *fasthttp.RequestCtx, _ string) error {
+func (s *opsAPI) resetStatements(ctx *fasthttp.RequestCtx, _ string) error {
 	if _, err := readParams(ctx); err != nil {
 		return err
 	}

@@ -30,14 +30,14 @@ func slowQueryOf(c tracing.Config) SlowQuery {
 }
 
 // getSlowQuery serves GET /storage_service/slow_query.
-func (s *Server) getSlowQuery(ctx *fasthttp.RequestCtx, _ string) error {
+func (s *scyllaAPI) getSlowQuery(ctx *fasthttp.RequestCtx, _ string) error {
 	return writeJSON(ctx, slowQueryOf(s.tr.Config()))
 }
 
 // setSlowQuery serves POST /storage_service/slow_query: enable, fast, threshold and ttl,
 // each optional; an absent one keeps its value. All are parsed before any is applied, and
 // the tracer gets them in one configuration.
-func (s *Server) setSlowQuery(ctx *fasthttp.RequestCtx, _ string) error {
+func (s *scyllaAPI) setSlowQuery(ctx *fasthttp.RequestCtx, _ string) error {
 	p, err := readParams(ctx, "enable", "fast", "threshold", "ttl", "for")
 	if err != nil {
 		return err
@@ -89,7 +89,7 @@ func (s *Server) setSlowQuery(ctx *fasthttp.RequestCtx, _ string) error {
 
 // applySlowQuery applies the given slow_query parameters to the sidecar, and to the node
 // when it takes them, and writes the admin log line.
-func (s *Server) applySlowQuery(ctx *fasthttp.RequestCtx, hasEnable, enable, hasFast, fast, hasThreshold bool, threshold int64, hasTTL bool, ttl int64) (old, cur tracing.Config, err error) {
+func (s *scyllaAPI) applySlowQuery(ctx *fasthttp.RequestCtx, hasEnable, enable, hasFast, fast, hasThreshold bool, threshold int64, hasTTL bool, ttl int64) (old, cur tracing.Config, err error) {
 	old, cur, err = s.updateConfig(func(c tracing.Config) tracing.Config {
 		if hasEnable {
 			c.Enable = enable
@@ -126,7 +126,7 @@ func (s *Server) applySlowQuery(ctx *fasthttp.RequestCtx, hasEnable, enable, has
 }
 
 // getProbability serves GET /storage_service/trace_probability: a bare number.
-func (s *Server) getProbability(ctx *fasthttp.RequestCtx, _ string) error {
+func (s *scyllaAPI) getProbability(ctx *fasthttp.RequestCtx, _ string) error {
 	writeProbability(ctx, s.tr.Config().Probability)
 	return nil
 }
@@ -162,7 +162,7 @@ func writeProbability(ctx *fasthttp.RequestCtx, p float64) {
 }
 
 // setProbability serves POST /storage_service/trace_probability?probability=P.
-func (s *Server) setProbability(ctx *fasthttp.RequestCtx, _ string) error {
+func (s *scyllaAPI) setProbability(ctx *fasthttp.RequestCtx, _ string) error {
 	prob, d, err := probabilityParam(ctx, true)
 	if err != nil {
 		return err
@@ -178,7 +178,7 @@ func (s *Server) setProbability(ctx *fasthttp.RequestCtx, _ string) error {
 
 // applyProbability applies a trace probability to the sidecar, and to the node when it
 // takes it, and writes the admin log line.
-func (s *Server) applyProbability(ctx *fasthttp.RequestCtx, prob float64) (old, cur tracing.Config, err error) {
+func (s *scyllaAPI) applyProbability(ctx *fasthttp.RequestCtx, prob float64) (old, cur tracing.Config, err error) {
 	old, cur, err = s.updateConfig(func(c tracing.Config) tracing.Config {
 		c.Probability = prob
 		return c
@@ -205,7 +205,7 @@ func (s *Server) applyProbability(ctx *fasthttp.RequestCtx, prob float64) (old, 
 
 // updateConfig applies f to the tracer's configuration as one read-modify-write and
 // returns the configurations before and after.
-func (s *Server) updateConfig(f func(tracing.Config) tracing.Config) (old, cur tracing.Config, err error) {
+func (s *core) updateConfig(f func(tracing.Config) tracing.Config) (old, cur tracing.Config, err error) {
 	if u, ok := s.tr.(configUpdater); ok {
 		err = u.UpdateConfig(func(c tracing.Config) tracing.Config {
 			old, cur = c, f(c)
@@ -222,7 +222,7 @@ func (s *Server) updateConfig(f func(tracing.Config) tracing.Config) (old, cur t
 
 // getLoggingLevels serves GET /storage_service/logging_level: every logger that GET
 // /system/logger lists, the node's (node:NAME) included, with its level.
-func (s *Server) getLoggingLevels(ctx *fasthttp.RequestCtx, _ string) error {
+func (s *scyllaAPI) getLoggingLevels(ctx *fasthttp.RequestCtx, _ string) error {
 	out := adminapi.LoggerLevels{}
 	for _, n := range s.logs.Names() {
 		l, err := s.logs.Level(n)

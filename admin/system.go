@@ -14,14 +14,14 @@ import (
 var wantLevel = "one of " + strings.Join(Levels, ", ")
 
 // getLoggers serves GET /system/logger: the logger names.
-func (s *Server) getLoggers(ctx *fasthttp.RequestCtx, _ string) error {
+func (s *scyllaAPI) getLoggers(ctx *fasthttp.RequestCtx, _ string) error {
 	names := append([]string{}, s.logs.Names()...)
 	names = append(names, s.nodeLoggers()...)
 	return writeJSON(ctx, adminapi.Loggers(names))
 }
 
 // setAllLoggers serves POST /system/logger?level=L.
-func (s *Server) setAllLoggers(ctx *fasthttp.RequestCtx, _ string) error {
+func (s *scyllaAPI) setAllLoggers(ctx *fasthttp.RequestCtx, _ string) error {
 	level, d, err := requiredLevel(ctx)
 	if err != nil {
 		return err
@@ -45,12 +45,12 @@ func (s *Server) setAllLoggers(ctx *fasthttp.RequestCtx, _ string) error {
 // unknownLogger is the error for a logger name that the registry does not have. It is a
 // 400, as in Scylla (bad_param_exception "Unknown logger name"), not a 404: 404 means an
 // endpoint that does not exist, so a client can tell a typo in the name from an old server.
-func (s *Server) unknownLogger(name string) error {
+func (s *scyllaAPI) unknownLogger(name string) error {
 	return errorf(http.StatusBadRequest, "unknown logger %q: loggers are %s", name, strings.Join(s.logs.Names(), ", "))
 }
 
 // getLogger serves GET /system/logger/{name}: the level as a JSON string.
-func (s *Server) getLogger(ctx *fasthttp.RequestCtx, name string) error {
+func (s *scyllaAPI) getLogger(ctx *fasthttp.RequestCtx, name string) error {
 	if n, ok := nodeName(name); ok {
 		return s.getNodeLogger(ctx, name, n)
 	}
@@ -62,7 +62,7 @@ func (s *Server) getLogger(ctx *fasthttp.RequestCtx, name string) error {
 }
 
 // setLogger serves POST /system/logger/{name}?level=L.
-func (s *Server) setLogger(ctx *fasthttp.RequestCtx, name string) error {
+func (s *scyllaAPI) setLogger(ctx *fasthttp.RequestCtx, name string) error {
 	if n, ok := nodeName(name); ok {
 		return s.setNodeLogger(ctx, name, n)
 	}

@@ -14,16 +14,8 @@ type TraceContext = adminapi.TraceContext
 // TraceContextStatus is the trace context part of /tracecar/status.
 type TraceContextStatus = adminapi.TraceContextStatus
 
-// WithTraceContextKeys serves GET and POST /tracecar/trace_context, showing keys as the
-// custom payload keys that the tracer reads (tracing.Tracer.TraceContextKeys), and reports
-// them in /tracecar/status. Following the client's sampling decision is part of the
-// tracer's configuration, so that the guardrail steps it down with the probability.
-func WithTraceContextKeys(keys []string) Option {
-	return func(s *Server) { s.ctxKeys = append([]string{}, keys...) }
-}
-
 // getTraceContext serves GET /tracecar/trace_context.
-func (s *Server) getTraceContext(ctx *fasthttp.RequestCtx, _ string) error {
+func (s *tracingAPI) getTraceContext(ctx *fasthttp.RequestCtx, _ string) error {
 	if _, err := readParams(ctx); err != nil {
 		return err
 	}
@@ -32,7 +24,7 @@ func (s *Server) getTraceContext(ctx *fasthttp.RequestCtx, _ string) error {
 
 // setTraceContext serves POST /tracecar/trace_context?follow_client_sampling=true|false and
 // answers the settings now in force.
-func (s *Server) setTraceContext(ctx *fasthttp.RequestCtx, _ string) error {
+func (s *tracingAPI) setTraceContext(ctx *fasthttp.RequestCtx, _ string) error {
 	p, err := readParams(ctx, "follow_client_sampling")
 	if err != nil {
 		return err

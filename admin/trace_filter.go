@@ -16,13 +16,8 @@ type TraceFilter interface {
 	SetFilter(tracing.Filter)
 }
 
-// WithTraceFilter serves GET, POST and DELETE /tracecar/trace_filter for f.
-func WithTraceFilter(f TraceFilter) Option {
-	return func(s *Server) { s.filter = f }
-}
-
 // getTraceFilter serves GET /tracecar/trace_filter: the filter in force, {} for none.
-func (s *Server) getTraceFilter(ctx *fasthttp.RequestCtx, _ string) error {
+func (s *tracingAPI) getTraceFilter(ctx *fasthttp.RequestCtx, _ string) error {
 	if _, err := readParams(ctx); err != nil {
 		return err
 	}
@@ -31,7 +26,7 @@ func (s *Server) getTraceFilter(ctx *fasthttp.RequestCtx, _ string) error {
 
 // setTraceFilter serves POST /tracecar/trace_filter with any of keyspace, table, user,
 // client, statement and opcode, ANDed; it replaces the filter as a whole.
-func (s *Server) setTraceFilter(ctx *fasthttp.RequestCtx, _ string) error {
+func (s *tracingAPI) setTraceFilter(ctx *fasthttp.RequestCtx, _ string) error {
 	p, err := readParams(ctx, append(slices.Clone(tracing.FilterParams), "for")...)
 	if err != nil {
 		return err
@@ -65,7 +60,7 @@ func (s *Server) setTraceFilter(ctx *fasthttp.RequestCtx, _ string) error {
 }
 
 // clearTraceFilter serves DELETE /tracecar/trace_filter.
-func (s *Server) clearTraceFilter(ctx *fasthttp.RequestCtx, _ string) error {
+func (s *tracingAPI) clearTraceFilter(ctx *fasthttp.RequestCtx, _ string) error {
 	if _, err := readParams(ctx); err != nil {
 		return err
 	}

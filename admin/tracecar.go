@@ -13,7 +13,7 @@ import (
 )
 
 // getSession serves GET /tracecar/sessions/{id}.
-func (s *Server) getSession(ctx *fasthttp.RequestCtx, id string) error {
+func (s *tracingAPI) getSession(ctx *fasthttp.RequestCtx, id string) error {
 	sess, ok := s.tr.Session(id)
 	if !ok {
 		return errorf(http.StatusNotFound, "no session %q: it was never recorded or has left the ring", id)
@@ -28,7 +28,7 @@ type Status = adminapi.Status
 type Counters = adminapi.Counters
 
 // getStatus serves GET /tracecar/status.
-func (s *Server) getStatus(ctx *fasthttp.RequestCtx, _ string) error {
+func (s *opsAPI) getStatus(ctx *fasthttp.RequestCtx, _ string) error {
 	st := Status{
 		SinkDropped:   map[string]uint64{},
 		SinkErrors:    map[string]uint64{},
@@ -90,7 +90,7 @@ func (s *Server) getStatus(ctx *fasthttp.RequestCtx, _ string) error {
 }
 
 // getHealthz serves GET /healthz: the process serves HTTP. It needs no token.
-func (s *Server) getHealthz(ctx *fasthttp.RequestCtx, _ string) error {
+func (s *opsAPI) getHealthz(ctx *fasthttp.RequestCtx, _ string) error {
 	return writeJSON(ctx, adminapi.Health{Status: "ok"})
 }
 
@@ -98,7 +98,7 @@ func (s *Server) getHealthz(ctx *fasthttp.RequestCtx, _ string) error {
 const readyTimeout = 2 * time.Second
 
 // getReadyz serves GET /readyz: 200 when the Ready check passes, else 503.
-func (s *Server) getReadyz(ctx *fasthttp.RequestCtx, _ string) error {
+func (s *opsAPI) getReadyz(ctx *fasthttp.RequestCtx, _ string) error {
 	if s.ready != nil {
 		c, cancel := context.WithTimeout(context.Background(), readyTimeout)
 		defer cancel()
@@ -139,6 +139,6 @@ func (configOnly) Session(string) (tracing.Session, bool) {
 func (c configOnly) Stats() tracing.Stats { return tracing.Stats{Mode: c.get().Mode()} }
 
 // slowQueryNotApplied answers a change of slow_query on a server that cannot apply it.
-func (s *Server) slowQueryNotApplied(ctx *fasthttp.RequestCtx, _ string) error {
+func (s *scyllaAPI) slowQueryNotApplied(ctx *fasthttp.RequestCtx, _ string) error {
 	return errorf(http.StatusNotImplemented, "slow-query logging is not implemented here; only trace_probability is applied. Set slow_query on the sidecar's admin API")
 }

@@ -30,7 +30,7 @@ func mustStatementsSidecar(tb testing.TB) (string, *statements.Stats) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	s := admin.New(admin.Config{}, nil, reg, admin.WithStatements(st))
+	s := admin.New(admin.Config{Loggers: reg, Statements: st})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ctx, ln) }()
