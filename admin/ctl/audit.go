@@ -8,9 +8,6 @@ import (
 	"github.com/tracecar/tracecar/admin/adminapi"
 )
 
-// pathAudit is the admin API's audit log.
-const pathAudit = "/tracecar/audit"
-
 // showAudit describes the audit log in one line: on or off, what it audits, the policy,
 // the records, the drops, and each sink's state, with why it fails.
 func showAudit(body []byte) (string, error) {

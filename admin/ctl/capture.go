@@ -8,9 +8,6 @@ import (
 	"github.com/tracecar/tracecar/admin/adminapi"
 )
 
-// pathCapture is the admin API's workload capture.
-const pathCapture = "/tracecar/capture"
-
 // showCapture describes a capture's status in one line: the running capture's file and
 // counters, or how the last one ended.
 func showCapture(body []byte) (string, error) {

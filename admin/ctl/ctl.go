@@ -187,16 +187,16 @@ func opOf(cmd Command) (op, error) {
 		}
 		return op{get: "/readyz", show: func([]byte) (string, error) { return "ready", nil }}, nil
 	case Capture:
-		o = op{get: pathCapture, show: showCapture}
+		o = op{get: adminapi.PathCapture, show: showCapture}
 	case Audit:
-		o = op{get: pathAudit, show: showAudit}
+		o = op{get: adminapi.PathAudit, show: showAudit}
 	case TraceFilter:
-		o = op{get: pathTraceFilter, show: showTraceFilter}
+		o = op{get: adminapi.PathTraceFilter, show: showTraceFilter}
 		if cmd.Clear {
 			if cmd.Change != nil {
 				return op{}, errors.New("ctl: clearing the trace filter takes no filter parameters")
 			}
-			o.del = pathTraceFilter
+			o.del = adminapi.PathTraceFilter
 			return o, nil
 		}
 	case TraceFloor:

@@ -61,7 +61,7 @@ func runSlowLog(ctx context.Context, cfg Config, stdout io.Writer) error {
 	var wg sync.WaitGroup
 	for i, h := range cfg.Hosts {
 		wg.Go(func() {
-			b, err := cl.request(ctx, http.MethodGet, h+"/tracecar/slow_log?"+q.Encode(), nil)
+			b, err := cl.request(ctx, http.MethodGet, h+adminapi.PathSlowLog+"?"+q.Encode(), nil)
 			if err == nil {
 				err = json.Unmarshal(b, &lists[i])
 			}
@@ -158,7 +158,7 @@ func runTrace(ctx context.Context, cfg Config, stdout io.Writer) error {
 	}
 	var failed error
 	for _, h := range cfg.Hosts {
-		b, err := cl.request(ctx, http.MethodGet, h+"/tracecar/sessions/"+url.PathEscape(cfg.Command.Session), nil)
+		b, err := cl.request(ctx, http.MethodGet, h+adminapi.PathSessions+url.PathEscape(cfg.Command.Session), nil)
 		var e *adminapi.Error
 		switch {
 		case errors.As(err, &e) && e.Status == http.StatusNotFound:

@@ -103,7 +103,7 @@ func (c *client) statements(ctx context.Context, base string) ([]adminapi.Statem
 	if max < 1 {
 		return nil, false, nil // no statement statistics on this host
 	}
-	b, err := c.request(ctx, http.MethodGet, base+"/tracecar/statements?sort=calls&histogram=true&limit="+strconv.Itoa(max), nil)
+	b, err := c.request(ctx, http.MethodGet, base+adminapi.PathStatements+"?sort=calls&histogram=true&limit="+strconv.Itoa(max), nil)
 	if err != nil {
 		return nil, on, err
 	}

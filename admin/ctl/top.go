@@ -81,7 +81,7 @@ func (c *client) sample(ctx context.Context, base string) hostSample {
 	if max > 0 {
 		wg.Go(func() {
 			start := time.Now()
-			list, lerr = c.request(ctx, http.MethodGet, base+"/tracecar/statements?sort=calls&histogram=true&limit="+strconv.Itoa(max), nil)
+			list, lerr = c.request(ctx, http.MethodGet, base+adminapi.PathStatements+"?sort=calls&histogram=true&limit="+strconv.Itoa(max), nil)
 			s.stmtAt = midpoint(start, time.Now())
 		})
 	}
@@ -129,7 +129,7 @@ func (c *client) sample(ctx context.Context, base string) hostSample {
 // statementStats reads how many statements a host's statistics may hold (0: the host
 // has none) and whether they are on.
 func (c *client) statementStats(ctx context.Context, base string) (max int, on bool, err error) {
-	b, err := c.request(ctx, http.MethodGet, base+"/tracecar/statement_stats", nil)
+	b, err := c.request(ctx, http.MethodGet, base+adminapi.PathStatementStats, nil)
 	if err != nil {
 		if e, ok := err.(*adminapi.Error); ok && e.Status == http.StatusNotFound {
 			return 0, false, nil
