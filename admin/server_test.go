@@ -561,3 +561,27 @@ func TestServeCancelledAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestZeroConfig: a Server of the zero Config serves: no loggers, a status, health and
+// readiness, and no tracing endpoint.
+func TestZeroConfig(t *testing.T) {
+	url := serve(t, admin.New(admin.Config{}), false)
+	for _, tt := range []struct {
+		path       string
+		wantStatus int
+		wantBody   string
+	}{
+		{"/system/logger", 200, "[]"},
+		{"/storage_service/logging_level", 200, "[]"},
+		{"/healthz", 200, `{"status":"ok"}`},
+		{"/readyz", 200, `{"status":"ready"}`},
+		{"/tracecar/status", 200, ""},
+		{"/metrics", 200, ""},
+		{"/storage_service/slow_query", 404, ""},
+	} {
+		status, body := do(t, client, url, request{method: "GET", path: tt.path})
+		if status != tt.wantStatus || tt.wantBody != "" && body != tt.wantBody {
+			t.Errorf("GET %s: %d %s; want %d %s", tt.path, status, body, tt.wantStatus, tt.wantBody)
+		}
+	}
+}
