@@ -152,18 +152,21 @@ func TestRunAdaptiveRounds(t *testing.T) {
 		name        string
 		jitter      time.Duration
 		target      float64
+		maxTime     time.Duration
 		wantRounds  int
 		wantMessage string
 	}{
-		{"noise under the target stops at --rounds", 10 * time.Nanosecond, 1, 3, "(target 1%): done"},
-		{"noise over the target runs to --max-rounds", 500 * time.Nanosecond, 0.01, 6, "(target 0.01%): another round"},
-		{"no target: exactly --rounds", 500 * time.Nanosecond, 0, 3, ""},
+		{"noise under the target stops at --rounds", 10 * time.Nanosecond, 1, 0, 3, "(target 1%): done"},
+		{"noise over the target runs to --max-rounds", 500 * time.Nanosecond, 0.01, 0, 6, "(target 0.01%): another round"},
+		{"no target: exactly --rounds", 500 * time.Nanosecond, 0, 0, 3, ""},
+		{"--max-time stops the rounds past --rounds", 500 * time.Nanosecond, 0.01, time.Nanosecond, 3, "would end the run past --max-time 1ns, so no more rounds"},
+		{"--max-time 0 (no limit) runs to --max-rounds", 500 * time.Nanosecond, 0.01, -1, 6, "(target 0.01%): another round"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out bytes.Buffer
 			cfg, d := cpuFake(t, &out, tt.jitter)
-			cfg.TargetError, cfg.MaxRounds = tt.target, 6
+			cfg.TargetError, cfg.MaxRounds, cfg.MaxTime = tt.target, 6, tt.maxTime
 			rep, err := run(context.Background(), cfg, fakeEnv(d))
 			if err != nil {
 				t.Fatalf("run: %v\n%s", err, out.String())

@@ -332,6 +332,22 @@ func (c *checker) precise(started time.Time) bool {
 	return done
 }
 
+// outOfTime reports whether another round, at the pace of the rounds so far (they started
+// at from), would end the run more than --max-time after it started, and prints so.
+func (c *checker) outOfTime(started, from time.Time) bool {
+	if c.cfg.MaxTime < 0 || len(c.order) == 0 {
+		return false
+	}
+	now := time.Now()
+	round := now.Sub(from) / time.Duration(len(c.order))
+	if now.Add(round).Sub(started) <= c.cfg.MaxTime {
+		return false
+	}
+	c.out.printf("After %d rounds in %s: another round (about %s) would end the run past --max-time %s, so no more rounds\n",
+		len(c.order), now.Sub(started).Round(time.Second), round.Round(time.Second), c.cfg.MaxTime)
+	return true
+}
+
 // resolved reports whether the rounds so far resolve every budget under --verdict prove:
 // each is shown within its limit or shown over it. Under breach it is always true: more
 // rounds chosen from the data would make a breach likelier than the level says. It prints

@@ -56,6 +56,10 @@ const (
 	DefaultTimeout     = 10 * time.Second
 	DefaultInterval    = time.Second
 	DefaultMaxRounds   = 10
+	// DefaultMaxTime is the --max-time of the command line: adaptive rounds stop adding
+	// rounds that would end the run past it, so that the default job on a busy machine, or
+	// a profile with a long preload, still ends within three minutes.
+	DefaultMaxTime = 150 * time.Second
 	// DefaultTargetError is the --target-error of the command line, in percent of the
 	// baseline's sidecar CPU per op: at 5 to 10 µs/op, a standard error of 0.05 to 0.1 µs,
 	// which resolves differences of a few tenths of a µs.
@@ -181,6 +185,10 @@ type Config struct {
 	TargetError float64
 	// MaxRounds caps adaptive rounds; default DefaultMaxRounds.
 	MaxRounds int
+	// MaxTime caps adaptive rounds by time: no round past Rounds starts when the rounds'
+	// pace says it would end more than MaxTime after the run started (preload included).
+	// Zero takes DefaultMaxTime; negative means no cap. The first Rounds rounds always run.
+	MaxTime time.Duration
 
 	JSON, CSV, HTML string // report files, written when set
 	HDRLogDir       string // directory for HdrHistogram interval logs, one per mode and round
@@ -251,6 +259,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxRounds < c.Rounds {
 		c.MaxRounds = c.Rounds
+	}
+	if c.MaxTime == 0 {
+		c.MaxTime = DefaultMaxTime
 	}
 	if c.SidecarMetrics == "" && c.Admin != "" && !c.cluster() {
 		// A cluster's sidecars each take a share of the load: one sidecar's CPU over every
@@ -475,30 +486,12 @@ func (c *checker) run(ctx context.Context) (rep *Report, err error) {
 		return nil, err
 	}
 
-	c.runs = make([][]*runResult, len(c.modes))
-	c.total = c.cfg.Rounds * len(c.modes)
-	for r := 0; r < c.cfg.MaxRounds; r++ {
-		if r >= c.cfg.Rounds {
-			if c.cfg.TargetError <= 0 || c.precise(started) && c.resolved(started) {
-				break
-			}
-			c.total += len(c.modes)
-		}
-		order := roundOrder(len(c.modes), r)
-		names := make([]string, len(order))
-		for i, mi := range order {
-			names[i] = c.modes[mi].name
-		}
-		c.order = append(c.order, names)
-		for pos, mi := range order {
-			m := c.modes[mi]
-			rr, err := c.runMode(ctx, m, r, pos)
-			if err != nil {
-				return nil, err
-			}
-			c.runs[mi] = append(c.runs[mi], rr)
-			c.done++
-		}
+	if err := c.runRounds(ctx, started); err != nil {
+		return nil, err
+	}
+	full := c.memoryFullNote()
+	if full != "" {
+		c.notes = append(c.notes, full)
 	}
 	rep = c.report(started)
 	rep.Cluster = c.clusterReport()
@@ -510,6 +503,9 @@ func (c *checker) run(ctx context.Context) (rep *Report, err error) {
 	printReplay(c.out, rep)
 	printGuardrail(c.out, rep)
 	printCluster(c.out, rep)
+	if full != "" {
+		c.out.printf("\n%s\n", full)
+	}
 	if err := writeReports(c.cfg, rep); err != nil {
 		return rep, err
 	}
@@ -529,6 +525,39 @@ func (c *checker) run(ctx context.Context) (rep *Report, err error) {
 		return rep, fmt.Errorf("%w: %s", ErrGuardrail, strings.Join(names, ", "))
 	}
 	return rep, nil
+}
+
+// runRounds runs the rounds, each mode once per round in alternating order: Rounds of them,
+// and then, with a target error, more until the figures are precise and the budgets
+// resolved, MaxRounds are run, or MaxTime says stop.
+func (c *checker) runRounds(ctx context.Context, started time.Time) error {
+	c.runs = make([][]*runResult, len(c.modes))
+	c.total = c.cfg.Rounds * len(c.modes)
+	roundsFrom := time.Now()
+	for r := 0; r < c.cfg.MaxRounds; r++ {
+		if r >= c.cfg.Rounds {
+			if c.cfg.TargetError <= 0 || c.precise(started) && c.resolved(started) || c.outOfTime(started, roundsFrom) {
+				break
+			}
+			c.total += len(c.modes)
+		}
+		order := roundOrder(len(c.modes), r)
+		names := make([]string, len(order))
+		for i, mi := range order {
+			names[i] = c.modes[mi].name
+		}
+		c.order = append(c.order, names)
+		for pos, mi := range order {
+			m := c.modes[mi]
+			rr, err := c.runMode(ctx, m, r, pos)
+			if err != nil {
+				return err
+			}
+			c.runs[mi] = append(c.runs[mi], rr)
+			c.done++
+		}
+	}
+	return nil
 }
 
 func (c *checker) printHeader() {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -182,6 +183,27 @@ func preloadProgress(w io.Writer, every time.Duration, pl preloadPlan, parts, ro
 func overloaded(err error) bool {
 	var re gocql.RequestError
 	return errors.As(err, &re) && re.Code() == gocql.ErrCodeOverloaded
+}
+
+// memoryFullNote returns a warning when runs had writes refused for the node's memory limit
+// (their first error names --memory-limit): an in-memory node fills under a long write load,
+// and the runs past that point measure refusals, not writes. It is empty otherwise.
+func (c *checker) memoryFullNote() string {
+	var runs []string
+	var errs int64
+	for mi, rs := range c.runs {
+		for _, rr := range rs {
+			if strings.Contains(rr.FirstError, "--memory-limit") {
+				runs = append(runs, fmt.Sprintf("%s round %d", c.modes[mi].name, rr.Round))
+				errs += rr.Errors
+			}
+		}
+	}
+	if len(runs) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("warning: the node's memory limit refused writes (%s errors) in %d runs (%s): its tables were full, so those runs measured refusals; give the node a larger --memory-limit, or fewer or shorter rounds (--max-time, --duration)",
+		commas(float64(errs)), len(runs), strings.Join(runs, ", "))
 }
 
 // formatBytes writes n bytes in binary units, as --memory-limit takes them.

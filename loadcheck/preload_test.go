@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/tracecar/tracecar/internal/node/storage"
 )
 
 // syncBuffer is a bytes.Buffer safe for one writer and one reader.
@@ -84,5 +86,33 @@ func TestPreloadPlan(t *testing.T) {
 				t.Errorf("check: %v; want it to name the limit and --preload", err)
 			}
 		})
+	}
+}
+
+// TestMemoryFullNote: runs whose writes the node's memory limit refused are named in a
+// warning with their errors; runs with other errors, or none, give no warning.
+func TestMemoryFullNote(t *testing.T) {
+	full := "cql: overloaded (0x1001): node memory limit 64 MiB reached (--memory-limit): its tables hold 56 MiB"
+	run := func(round int, errs int64, first string) *runResult {
+		return &runResult{RunResult: RunResult{Round: round, Errors: errs, FirstError: first}}
+	}
+	c := &checker{modes: []*mode{{name: "off"}, {name: "fast"}}}
+	c.runs = [][]*runResult{{run(1, 0, ""), run(2, 7, full)}, {run(1, 3, "timeout"), run(2, 1200, full)}}
+	want := "warning: the node's memory limit refused writes (1,207 errors) in 2 runs (off round 2, fast round 2)"
+	if got := c.memoryFullNote(); !strings.HasPrefix(got, want) {
+		t.Errorf("memoryFullNote() = %q; want it to start with %q", got, want)
+	}
+	c.runs = [][]*runResult{{run(1, 0, "")}, {run(1, 3, "timeout")}}
+	if got := c.memoryFullNote(); got != "" {
+		t.Errorf("memoryFullNote() with no refusal = %q; want none", got)
+	}
+}
+
+// TestPreloadChargesAreTheNodes: the preload plan sizes a partition with the node's own
+// charges (internal/node/storage's estimate), so that its plan is what the limit counts.
+func TestPreloadChargesAreTheNodes(t *testing.T) {
+	got := storage.Charges{Partition: nodePartitionBytes, Row: nodeRowBytes, Cell: nodeCellBytes, KeyValue: nodeKeyValueBytes, Value: nodeValueBytes}
+	if want := storage.EstimateCharges(); got != want {
+		t.Errorf("the preload plan's charges are %+v; the node's estimate charges %+v", got, want)
 	}
 }

@@ -298,6 +298,7 @@ type Settings struct {
 	NodeMetrics    string  `json:"node_metrics,omitempty"`
 	TargetErrorPct float64 `json:"target_error_pct"`
 	MaxRounds      int     `json:"max_rounds"`
+	MaxTimeS       float64 `json:"max_time_s"`
 	Workload       string  `json:"workload"`
 	WriteFrac      float64 `json:"write_fraction"`
 	Pop            string  `json:"pop"`
@@ -459,7 +460,7 @@ func (c *checker) report(started time.Time) *Report {
 		StartedAt: started, FinishedAt: time.Now(), Baseline: c.baseline, Order: c.order,
 		Settings: Settings{
 			Node: cfg.Node, Sidecar: cfg.Sidecar, Admin: cfg.Admin, NodeAPI: cfg.NodeAPI, Embedded: cfg.Embedded,
-			SidecarMetrics: cfg.SidecarMetrics, NodeMetrics: cfg.NodeMetrics, TargetErrorPct: cfg.TargetError, MaxRounds: cfg.MaxRounds,
+			SidecarMetrics: cfg.SidecarMetrics, NodeMetrics: cfg.NodeMetrics, TargetErrorPct: cfg.TargetError, MaxRounds: cfg.MaxRounds, MaxTimeS: max(cfg.MaxTime, 0).Seconds(),
 			Workload: c.wl.name, WriteFrac: c.wl.writeFrac, Pop: c.wl.pop.String(), Rounds: len(c.order),
 			DurationS: cfg.Duration.Seconds(), WarmupS: cfg.Warmup.Seconds(), Ops: cfg.Ops,
 			Concurrency: cfg.Concurrency, Rate: cfg.Rate, CL: strings.ToUpper(cfg.CL), Compression: cfg.Compression,

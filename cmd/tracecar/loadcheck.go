@@ -113,6 +113,7 @@ func (lf *loadcheckFlags) addModeFlags(fs *flag.FlagSet) {
 	fs.IntVar(&cfg.Rounds, "rounds", loadcheck.DefaultRounds, "rounds at least; each runs every mode once, in alternating order")
 	fs.Float64Var(&cfg.TargetError, "target-error", loadcheck.DefaultTargetError, "run more rounds, up to --max-rounds, until the standard error of every mode's difference from the baseline is under `PCT` percent of the baseline's sidecar CPU per op (node CPU, or op rate, when that is unknown); 0 runs exactly --rounds")
 	fs.IntVar(&cfg.MaxRounds, "max-rounds", loadcheck.DefaultMaxRounds, "most rounds with --target-error")
+	fs.DurationVar(&cfg.MaxTime, "max-time", loadcheck.DefaultMaxTime, "with --target-error, start no round past --rounds that would end the run (preload included) later than this; 0 for no limit")
 	fs.DurationVar(&cfg.Duration, "duration", loadcheck.DefaultDuration, "measured time per run")
 	fs.DurationVar(&cfg.Warmup, "warmup", loadcheck.DefaultWarmup, "warmup before each run; 0 for none")
 	fs.Int64Var(&cfg.Ops, "n", 0, "operations per run; replaces --duration when > 0")
@@ -209,6 +210,12 @@ func (lf *loadcheckFlags) checkRun(set map[string]bool) error {
 	}
 	if set["warmup"] && cfg.Warmup == 0 {
 		cfg.Warmup = -1 // explicit: no warmup
+	}
+	if cfg.MaxTime < 0 {
+		return usageErrorf("--max-time %v: want a duration, 0 for no limit", cfg.MaxTime)
+	}
+	if set["max-time"] && cfg.MaxTime == 0 {
+		cfg.MaxTime = -1 // explicit: no limit
 	}
 	if cfg.Preload < 0 {
 		return usageErrorf("--preload %d: want a number of partitions, 0 for none", cfg.Preload)

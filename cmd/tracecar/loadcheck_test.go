@@ -33,8 +33,10 @@ func TestParseLoadcheckFlags(t *testing.T) {
 			return c.TargetError == 0.5 && c.MaxRounds == 12 && c.Rounds == 4
 		}},
 		{"default target error", nil, func(c loadcheck.Config) bool {
-			return c.TargetError == loadcheck.DefaultTargetError && c.MaxRounds == loadcheck.DefaultMaxRounds
+			return c.TargetError == loadcheck.DefaultTargetError && c.MaxRounds == loadcheck.DefaultMaxRounds && c.MaxTime == loadcheck.DefaultMaxTime
 		}},
+		{"max time", []string{"--max-time", "5m"}, func(c loadcheck.Config) bool { return c.MaxTime == 5*time.Minute }},
+		{"no max time", []string{"--max-time", "0"}, func(c loadcheck.Config) bool { return c.MaxTime < 0 }},
 		{"metric budgets", []string{"--max-overhead", "fast=cpu:+0.5us,full=added-p99:200us,full=p99:10%"}, func(c loadcheck.Config) bool {
 			return slices.Equal(c.MaxOverhead, []loadcheck.Budget{{Mode: "fast", Metric: "cpu", Limit: 0.5, Absolute: true},
 				{Mode: "full", Metric: "added-p99", Limit: 0.2, Absolute: true}, {Mode: "full", Metric: "p99", Limit: 10}})
@@ -116,6 +118,7 @@ func TestParseLoadcheckFlagsErrors(t *testing.T) {
 		{[]string{"--max-overhead", "fast=added-p99:5%"}, "absolute limit"},
 		{[]string{"--target-error", "-1"}, "--target-error -1"},
 		{[]string{"--rounds", "5", "--max-rounds", "3"}, "--max-rounds 3"},
+		{[]string{"--max-time", "-1s"}, "--max-time -1s: want a duration, 0 for no limit"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

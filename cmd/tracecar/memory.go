@@ -149,13 +149,15 @@ func machineMemory() int64 {
 	return 0
 }
 
-// nodeGCMemoryLimit sets the runtime's soft memory limit to the node's, unless GOMEMLIMIT
-// is set: with GOGC at nodeGCPercent the heap would otherwise grow to several times what the
-// tables hold before a collection (a 2 GB table made 7.7 GB of RSS). The tables hold
-// node.TableShare eighths of it at most, which leaves the runtime room to collect.
+// nodeGCMemoryLimit sets the runtime's soft memory limit to node.RuntimeLimit of the node's,
+// unless GOMEMLIMIT is set: with GOGC at nodeGCPercent the heap would otherwise grow to
+// several times what the tables hold before a collection (a 2 GB table made 7.7 GB of RSS).
+// The tables hold node.TableShare eighths of the limit at most, which leaves the runtime
+// room to collect; with the soft limit so set, the engine holds the live heap to that share
+// too (its estimate alone fell short).
 func nodeGCMemoryLimit(limit int64) {
 	if _, ok := os.LookupEnv("GOMEMLIMIT"); ok || limit == 0 {
 		return
 	}
-	debug.SetMemoryLimit(limit)
+	debug.SetMemoryLimit(node.RuntimeLimit(limit))
 }

@@ -47,5 +47,9 @@ func Topology(addrs []netip.AddrPort, numTokens int, dcs []DC) ([]NodeInfo, erro
 // other eighth is the runtime's headroom.
 const TableShare = storage.TableShare
 
+// RuntimeLimit is the Go runtime's soft memory limit for a node of limit bytes (15/16 of
+// it): set so, the engine also holds the process's live heap to the tables' share.
+func RuntimeLimit(limit int64) int64 { return storage.RuntimeLimit(limit) }
+
 // FormatBytes writes n bytes as the --memory-limit flag takes them: "64 MiB", "1.5 GiB".
 func FormatBytes(n int64) string { return storage.FormatBytes(n) }

@@ -309,6 +309,6 @@ func (c *Cluster) announce(i int, change string) {
 	}
 	c.mu.Unlock()
 	for _, s := range to {
-		s.broadcast(ev)
+		s.BroadcastEvent(ev)
 	}
 }

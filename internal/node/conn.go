@@ -1,7 +1,6 @@
 package node
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/binary"
 	"encoding/hex"
@@ -20,81 +19,8 @@ import (
 // maxRejectBody bounds what is read of a frame of an unsupported version before answering.
 const maxRejectBody = 1 << 20
 
-// connBufferSize is the size of a connection's reader and writer. They are what an idle
-// connection holds, so they are kept small; larger frames are read into a buffer that grows
-// as they arrive, and larger responses are written through.
-const connBufferSize = 16 << 10
-
-// maxKeptBuffer is the largest read buffer a connection keeps between frames.
-const maxKeptBuffer = 1 << 20
-
-// ScyllaSupportedOptions are the keys a ScyllaDB node adds to SUPPORTED, with the values of
-// a one-shard node using ScyllaDB's defaults; Config.ScyllaSupported turns them on.
-var ScyllaSupportedOptions = map[string][]string{
-	"SCYLLA_SHARD":                {"0"},
-	"SCYLLA_NR_SHARDS":            {"1"},
-	"SCYLLA_PARTITIONER":          {"org.apache.cassandra.dht.Murmur3Partitioner"},
-	"SCYLLA_SHARDING_ALGORITHM":   {"biased-token-round-robin"},
-	"SCYLLA_SHARDING_IGNORE_MSB":  {"12"},
-	"SCYLLA_SHARD_AWARE_PORT":     {"19042"},
-	"SCYLLA_SHARD_AWARE_PORT_SSL": {"19142"},
-}
-
-// conn serves one client connection. Requests are handled in order on the reading
-// goroutine; responses are coalesced and flushed when no more input is buffered.
-type conn struct {
-	s  *Server
-	nc net.Conn
-	br *bufio.Reader
-	w  writer
-
-	version byte
-	comp    cql.Compressor // of frame bodies: never in v5, which compresses segments
-	ready   bool           // STARTUP done and, with auth on, authenticated
-	started bool           // STARTUP received
-	sess    engine.Session
-	// seg is the segment reader of a v5 connection once its handshake is done; nil before
-	// and on v3 and v4. segments says that the answer to STARTUP being written is the last
-	// unframed frame: after it, both ways are segments (lz4 ones with segLZ4).
-	seg      *segIn
-	segments bool
-	segLZ4   bool
-
-	// The event types the connection REGISTERed for.
-	wantsSchemaEvents, wantsStatusEvents, wantsTopologyEvents atomic.Bool
-
-	in   []byte // frame read buffer
-	dbuf []byte // decompressed body
-	out  []byte // response being built
-	peer netip.Addr
-	// exec is the EXECUTE being handled (the connection handles one request at a time):
-	// decoded in place, its bound values reuse one backing array (cql.DecodeExecuteInto),
-	// which request would otherwise allocate, with the Execute, for every request.
-	exec cql.Execute
-	// shard is the connection's shard (Config.Shards); rk the routing key of the last
-	// EXECUTE counted.
-	shard int
-	rk    []byte
-}
-
-func newConn(s *Server, nc net.Conn) *conn {
-	c := &conn{s: s, nc: nc, br: bufio.NewReaderSize(nc, connBufferSize)}
-	c.sess.Node = s.cfg.Node
-	c.w.w = bufio.NewWriterSize(nc, connBufferSize)
-	if ap, err := netip.ParseAddrPort(nc.RemoteAddr().String()); err == nil {
-		c.peer = ap.Addr()
-	}
-	return c
-}
-
-// frameLimit returns the largest frame, header included, that the client may send now.
-func (c *conn) frameLimit() int {
-	if !c.ready {
-		return min(c.s.maxFrame(), cql.MaxStartupFrameSize)
-	}
-	return c.s.maxFrame()
-}
-
+// serve reads the connection's frames, unframed or from segments, and answers each in
+// turn, until the client leaves or a frame closes the connection.
 func (c *conn) serve() {
 	defer c.nc.Close()
 	for {
@@ -103,7 +29,7 @@ func (c *conn) serve() {
 		var body []byte
 		var err error
 		if c.seg != nil {
-			h, body, err = c.readSegmentFrame(limit)
+			h, body, err = c.seg.next(c.br, limit)
 		} else {
 			first, perr := c.br.Peek(1)
 			if perr != nil {
@@ -220,50 +146,18 @@ func (c *conn) sendError(h cql.Header, e cql.Error) {
 
 func protocolError(msg string) cql.Error { return cql.Error{Code: cql.ErrCodeProtocol, Message: msg} }
 
+// handle answers one request frame h with its body, in the connection's order: the
+// handshake (OPTIONS, STARTUP, AUTH_RESPONSE) at any time, the rest once the connection is
+// ready. An error closes the connection once what was written is flushed.
 func (c *conn) handle(h cql.Header, body []byte) error {
-	if h.IsResponse() {
-		c.sendError(h, protocolError("Invalid frame: a client sent a response frame"))
-		return errClose
-	}
-	if c.version == 0 {
-		c.version = h.ProtoVersion()
-	} else if h.ProtoVersion() != c.version {
-		c.sendError(h, protocolError("Invalid message version. Got "+strconv.Itoa(int(h.ProtoVersion()))+" but previous messages on this connection had version "+strconv.Itoa(int(c.version))))
-		return nil
-	}
-	if h.Flags&cql.FlagCompression != 0 && h.ProtoVersion() < cql.V5 {
-		// v5 compresses segments, not frames: the flag is deprecated and ignored there.
-		if c.comp == nil {
-			c.sendError(h, protocolError("Frame is compressed but no compression was negotiated in STARTUP"))
-			return errClose
-		}
-		d, err := c.comp.Decompress(c.dbuf[:0], body)
-		if err != nil {
-			c.sendError(h, protocolError("Invalid compressed frame body: "+err.Error()))
-			return errClose
-		}
-		c.dbuf, body = d, d
-	}
-	if h.Flags&cql.FlagCustomPayload != 0 {
-		_, rest, err := cql.ParseRequestPrefix(h.Flags, body)
-		if err != nil {
-			c.sendError(h, protocolError("Invalid custom payload"))
-			return errClose
-		}
-		body = rest
+	body, ok, err := c.unwrap(h, body)
+	if !ok {
+		return err
 	}
 	c.s.requests.Add(1)
 	switch h.Opcode {
 	case cql.OpOptions:
-		opts := map[string][]string{
-			"CQL_VERSION":       {"3.4.6"},
-			"COMPRESSION":       {"lz4", "snappy"},
-			"PROTOCOL_VERSIONS": c.s.protocolVersions(),
-		}
-		if c.s.cfg.ScyllaSupported {
-			c.scyllaOptions(opts)
-		}
-		c.send(h, 0, cql.ResponsePrefix{}, cql.Supported{Options: opts})
+		c.options(h)
 		return nil
 	case cql.OpStartup:
 		return c.startup(h, body)
@@ -280,25 +174,7 @@ func (c *conn) handle(h cql.Header, body []byte) error {
 	}
 	switch h.Opcode {
 	case cql.OpRegister:
-		r, err := cql.DecodeRegister(body)
-		if err != nil {
-			c.sendError(h, protocolError("Invalid REGISTER message: "+err.Error()))
-			return nil
-		}
-		for _, e := range r.Events {
-			switch e {
-			case cql.EventSchemaChange:
-				c.wantsSchemaEvents.Store(true)
-			case cql.EventStatusChange:
-				c.wantsStatusEvents.Store(true)
-			case cql.EventTopologyChange:
-				c.wantsTopologyEvents.Store(true)
-			default:
-				c.sendError(h, protocolError("Invalid value '"+e+"' for Type"))
-				return nil
-			}
-		}
-		c.send(h, 0, cql.ResponsePrefix{}, cql.Ready{})
+		c.register(h, body)
 		return nil
 	case cql.OpQuery, cql.OpPrepare, cql.OpExecute, cql.OpBatch:
 		c.request(h, body)
@@ -306,6 +182,82 @@ func (c *conn) handle(h cql.Header, body []byte) error {
 	}
 	c.sendError(h, protocolError("Unexpected message "+h.Opcode.String()))
 	return nil
+}
+
+// unwrap checks the frame h against the connection (a request, of the connection's
+// version) and returns its message: body decompressed, the custom payload left out. When
+// not ok, the frame got an error, and err says that the connection closes.
+func (c *conn) unwrap(h cql.Header, body []byte) (msg []byte, ok bool, err error) {
+	if h.IsResponse() {
+		c.sendError(h, protocolError("Invalid frame: a client sent a response frame"))
+		return nil, false, errClose
+	}
+	if c.version == 0 {
+		c.version = h.ProtoVersion()
+	} else if h.ProtoVersion() != c.version {
+		c.sendError(h, protocolError("Invalid message version. Got "+strconv.Itoa(int(h.ProtoVersion()))+" but previous messages on this connection had version "+strconv.Itoa(int(c.version))))
+		return nil, false, nil
+	}
+	if h.Flags&cql.FlagCompression != 0 && h.ProtoVersion() < cql.V5 {
+		// v5 compresses segments, not frames: the flag is deprecated and ignored there.
+		if c.comp == nil {
+			c.sendError(h, protocolError("Frame is compressed but no compression was negotiated in STARTUP"))
+			return nil, false, errClose
+		}
+		d, err := c.comp.Decompress(c.dbuf[:0], body)
+		if err != nil {
+			c.sendError(h, protocolError("Invalid compressed frame body: "+err.Error()))
+			return nil, false, errClose
+		}
+		c.dbuf, body = d, d
+	}
+	if h.Flags&cql.FlagCustomPayload != 0 {
+		_, rest, err := cql.ParseRequestPrefix(h.Flags, body)
+		if err != nil {
+			c.sendError(h, protocolError("Invalid custom payload"))
+			return nil, false, errClose
+		}
+		body = rest
+	}
+	return body, true, nil
+}
+
+// options answers OPTIONS with SUPPORTED: the CQL version, the compressions and protocol
+// versions the node speaks, and ScyllaDB's keys when it emulates one.
+func (c *conn) options(h cql.Header) {
+	opts := map[string][]string{
+		"CQL_VERSION":       {"3.4.6"},
+		"COMPRESSION":       {"lz4", "snappy"},
+		"PROTOCOL_VERSIONS": c.s.protocolVersions(),
+	}
+	if c.s.cfg.ScyllaSupported {
+		c.scyllaOptions(opts)
+	}
+	c.send(h, 0, cql.ResponsePrefix{}, cql.Supported{Options: opts})
+}
+
+// register answers REGISTER: the connection gets the events of the types it names from
+// now on, or a ProtocolError for a type that is none of them.
+func (c *conn) register(h cql.Header, body []byte) {
+	r, err := cql.DecodeRegister(body)
+	if err != nil {
+		c.sendError(h, protocolError("Invalid REGISTER message: "+err.Error()))
+		return
+	}
+	for _, e := range r.Events {
+		switch e {
+		case cql.EventSchemaChange:
+			c.wantsSchemaEvents.Store(true)
+		case cql.EventStatusChange:
+			c.wantsStatusEvents.Store(true)
+		case cql.EventTopologyChange:
+			c.wantsTopologyEvents.Store(true)
+		default:
+			c.sendError(h, protocolError("Invalid value '"+e+"' for Type"))
+			return
+		}
+	}
+	c.send(h, 0, cql.ResponsePrefix{}, cql.Ready{})
 }
 
 func (c *conn) startup(h cql.Header, body []byte) error {
@@ -391,92 +343,131 @@ func (t *trace) Event(activity string) {
 	})
 }
 
+// traced is the trace of a request being handled: tr is nil when it is not traced;
+// clientAsked says that its client set the tracing flag; s is what the trace session says
+// of the request.
+type traced struct {
+	tr          *trace
+	clientAsked bool
+	s           engine.TraceSession
+}
+
+// tracer returns the engine's view of the trace, nil when the request is not traced.
+func (t *traced) tracer() engine.Tracer {
+	if t.tr == nil {
+		return nil
+	}
+	return t.tr
+}
+
+// params sets the parameters of the trace session, made by mk only when the request is
+// traced.
+func (t *traced) params(mk func() map[string]string) {
+	if t.tr != nil {
+		t.s.Parameters = mk()
+	}
+}
+
+// request answers QUERY, PREPARE, EXECUTE and BATCH: traced when the client asks for it
+// or the node's trace probability samples it.
 func (c *conn) request(h cql.Header, body []byte) {
 	start := time.Now()
-	clientAsked := h.Flags&cql.FlagTracing != 0
-	var tr *trace
-	var etr engine.Tracer
-	if clientAsked || c.s.sample() {
-		tr = &trace{start: start, id: cql.NewTimeUUID(start), source: c.s.Addr().Addr()}
-		etr = tr
+	t := traced{clientAsked: h.Flags&cql.FlagTracing != 0, s: engine.TraceSession{Command: "QUERY", StartedAt: start}}
+	if t.clientAsked || c.s.sample() {
+		t.tr = &trace{start: start, id: cql.NewTimeUUID(start), source: c.s.Addr().Addr()}
 	}
-	var (
-		res     cql.Message
-		err     error
-		command = "QUERY"
-		request string
-		params  map[string]string
-	)
+	var res cql.Message
+	var err error
 	switch h.Opcode {
 	case cql.OpQuery:
-		var q cql.Query
-		if q, err = cql.DecodeQuery(body, h.ProtoVersion()); err == nil {
-			request = "Execute CQL3 query"
-			tr, etr = c.ownTrace(clientAsked, q.Query, tr, etr)
-			if tr != nil {
-				params = map[string]string{"query": q.Query, "consistency_level": q.Params.Consistency.String()}
-			}
-			c.logRequest(h, q.Query)
-			res, err = c.s.engine.Query(c.session(q.Params.Flags&cql.QueryWithKeyspace != 0, q.Params.Keyspace), q.Query, &q.Params, etr)
-		}
+		res, err = c.query(h, body, &t)
 	case cql.OpPrepare:
-		var p cql.Prepare
-		if p, err = cql.DecodePrepare(body, h.ProtoVersion()); err == nil {
-			request = "Preparing CQL3 query"
-			command = "PREPARE"
-			tr, etr = c.ownTrace(clientAsked, p.Query, tr, etr)
-			if tr != nil {
-				params = map[string]string{"query": p.Query}
-			}
-			c.logRequest(h, p.Query)
-			var pr cql.PreparedResult
-			if pr, err = c.s.engine.Prepare(c.session(p.Keyspace != "", p.Keyspace), p.Query, etr); err == nil {
-				res = pr
-			}
-		}
+		res, err = c.prepare(h, body, &t)
 	case cql.OpExecute:
-		e := &c.exec
-		if err = cql.DecodeExecuteInto(e, body, h.ProtoVersion()); err == nil {
-			command = "EXECUTE"
-			request = "Execute CQL3 prepared query"
-			if tr != nil {
-				params = map[string]string{"consistency_level": e.Params.Consistency.String()}
-			}
-			c.logRequest(h, hex.EncodeToString(e.ID))
-			if h.ProtoVersion() >= cql.V5 {
-				res, err = c.s.engine.ExecuteMetadata(&c.sess, e.ID, e.ResultMetadataID, &e.Params, etr)
-			} else {
-				res, err = c.s.engine.Execute(&c.sess, e.ID, &e.Params, etr)
-			}
-			if c.s.shardConns != nil {
-				c.countShard(e)
-			}
-		}
+		res, err = c.execute(h, body, &t)
+	case cql.OpBatch:
+		res, err = c.batch(h, body, &t)
+	}
+	if err != nil {
+		res = toCQLError(err)
+	}
+	if t.tr == nil {
+		c.send(h, 0, cql.ResponsePrefix{}, res)
+		return
+	}
+	c.endTrace(h, t.tr, t.clientAsked, res, t.s)
+}
+
+// query runs a QUERY, traced as t says.
+func (c *conn) query(h cql.Header, body []byte, t *traced) (cql.Message, error) {
+	q, err := cql.DecodeQuery(body, h.ProtoVersion())
+	if err != nil {
+		return nil, err
+	}
+	t.s.Request = "Execute CQL3 query"
+	c.ownTrace(t, q.Query)
+	t.params(func() map[string]string {
+		return map[string]string{"query": q.Query, "consistency_level": q.Params.Consistency.String()}
+	})
+	c.logRequest(h, q.Query)
+	return c.s.engine.Query(c.session(q.Params.Flags&cql.QueryWithKeyspace != 0, q.Params.Keyspace), q.Query, &q.Params, t.tracer())
+}
+
+// prepare runs a PREPARE, traced as t says.
+func (c *conn) prepare(h cql.Header, body []byte, t *traced) (cql.Message, error) {
+	p, err := cql.DecodePrepare(body, h.ProtoVersion())
+	if err != nil {
+		return nil, err
+	}
+	t.s.Request, t.s.Command = "Preparing CQL3 query", "PREPARE"
+	c.ownTrace(t, p.Query)
+	t.params(func() map[string]string { return map[string]string{"query": p.Query} })
+	c.logRequest(h, p.Query)
+	pr, err := c.s.engine.Prepare(c.session(p.Keyspace != "", p.Keyspace), p.Query, t.tracer())
+	if err != nil {
+		return nil, err
+	}
+	return pr, nil
+}
+
+// execute runs an EXECUTE, traced as t says, decoded into the connection's c.exec, and
+// counts it as cross-shard when it is (Config.Shards).
+func (c *conn) execute(h cql.Header, body []byte, t *traced) (res cql.Message, err error) {
+	e := &c.exec
+	defer func() {
 		// Keep the values' array, and nothing that it or e pointed into: a large frame's
 		// buffer, which serve lets go, must not stay with an idle connection.
 		v := e.Params.Values
 		clear(v)
 		*e = cql.Execute{Params: cql.QueryParams{Values: v[:0]}}
-	case cql.OpBatch:
-		var b cql.Batch
-		if b, err = cql.DecodeBatch(body, h.ProtoVersion()); err == nil {
-			command = "BATCH"
-			request = "Execute batch of CQL3 queries"
-			if tr != nil {
-				params = map[string]string{"consistency_level": b.Consistency.String()}
-			}
-			c.logRequest(h, "batch")
-			res, err = c.s.engine.Batch(c.session(b.Flags&cql.QueryWithKeyspace != 0, b.Keyspace), &b, etr)
-		}
+	}()
+	if err := cql.DecodeExecuteInto(e, body, h.ProtoVersion()); err != nil {
+		return nil, err
 	}
+	t.s.Command, t.s.Request = "EXECUTE", "Execute CQL3 prepared query"
+	t.params(func() map[string]string { return map[string]string{"consistency_level": e.Params.Consistency.String()} })
+	c.logRequest(h, hex.EncodeToString(e.ID))
+	if h.ProtoVersion() >= cql.V5 {
+		res, err = c.s.engine.ExecuteMetadata(&c.sess, e.ID, e.ResultMetadataID, &e.Params, t.tracer())
+	} else {
+		res, err = c.s.engine.Execute(&c.sess, e.ID, &e.Params, t.tracer())
+	}
+	if c.s.shardConns != nil {
+		c.countShard(e)
+	}
+	return res, err
+}
+
+// batch runs a BATCH, traced as t says.
+func (c *conn) batch(h cql.Header, body []byte, t *traced) (cql.Message, error) {
+	b, err := cql.DecodeBatch(body, h.ProtoVersion())
 	if err != nil {
-		res = toCQLError(err)
+		return nil, err
 	}
-	if tr == nil {
-		c.send(h, 0, cql.ResponsePrefix{}, res)
-		return
-	}
-	c.endTrace(h, tr, clientAsked, res, engine.TraceSession{Command: command, Parameters: params, Request: request, StartedAt: start})
+	t.s.Command, t.s.Request = "BATCH", "Execute batch of CQL3 queries"
+	t.params(func() map[string]string { return map[string]string{"consistency_level": b.Consistency.String()} })
+	c.logRequest(h, "batch")
+	return c.s.engine.Batch(c.session(b.Flags&cql.QueryWithKeyspace != 0, b.Keyspace), &b, t.tracer())
 }
 
 // endTrace writes the trace of a traced request, s with what the request's trace tr
@@ -495,16 +486,15 @@ func (c *conn) endTrace(h cql.Header, tr *trace, clientAsked bool, res cql.Messa
 	c.send(h, cql.FlagTracing, cql.ResponsePrefix{TracingID: tr.id, HasTracingID: true}, res)
 }
 
-// ownTrace keeps the trace of a request that the node's own trace probability sampled,
-// unless its statement text q carries a secret (cql.CarriesSecret: a role or user
+// ownTrace drops the trace t of a request that the node's own trace probability sampled
+// when its statement text q carries a secret (cql.CarriesSecret: a role or user
 // statement, a password): the node's trace would keep it in plain text, readable by any
 // login allowed to read system_traces. A client that sets the tracing flag itself gets its
 // trace, as from Cassandra.
-func (c *conn) ownTrace(clientAsked bool, q string, tr *trace, etr Tracer) (*trace, Tracer) {
-	if tr == nil || clientAsked || !cql.CarriesSecret(q) {
-		return tr, etr
+func (c *conn) ownTrace(t *traced, q string) {
+	if t.tr != nil && !t.clientAsked && cql.CarriesSecret(q) {
+		t.tr = nil
 	}
-	return nil, nil
 }
 
 // session returns the session a request runs in: the connection's, or, for a v5 request
@@ -566,4 +556,27 @@ func (c *conn) push(ev cql.Event) {
 		return
 	}
 	c.w.write(out, true)
+}
+
+// startSegments switches the connection to v5 segments both ways, once the READY or
+// AUTHENTICATE that answers its STARTUP is written, with lz4 when STARTUP asked for it.
+func (c *conn) startSegments(lz4 bool) {
+	c.seg = &segIn{r: cql.SegmentReader{LZ4: lz4, CheckLarge: c.checkLarge}}
+	c.w.startSegments(lz4)
+}
+
+// checkLarge refuses a frame larger than a segment, by its header, before it is gathered,
+// when it is over the connection's limit.
+func (c *conn) checkLarge(hb []byte) error {
+	h, _ := cql.ParseHeader(hb)
+	if uint64(h.Length)+cql.HeaderSize > uint64(c.frameLimit()) {
+		return &frameTooBig{h}
+	}
+	return nil
+}
+
+// idle reports whether the connection has no more input at hand: nothing buffered from
+// the socket, and no frame left from the last segment. serve flushes what it wrote then.
+func (c *conn) idle() bool {
+	return c.br.Buffered() == 0 && (c.seg == nil || len(c.seg.frames) == 0)
 }

@@ -7,23 +7,24 @@
 // Server handles connections (handshake, auth, compression, tracing, write coalescing);
 // Engine parses and executes CQL against sharded, sorted in-memory storage, including the
 // system, system_schema, system_virtual_schema and system_traces tables drivers read.
+//
+// The files, from the ground up (ci.TestNodeFilesPointDown): writer.go and segments.go, a
+// connection's writing and its v5 segment reader; server.go, the Server and conn types and
+// their state; shards.go (ScyllaDB's sharding, emulated) and tls.go; conn.go, a
+// connection's frames and requests; events.go, the events pushed to connections; serve.go,
+// New and the listeners; cluster.go, several nodes on one engine.
 package node
 
 import (
 	"bufio"
-	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
 	"net"
 	"net/netip"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/rs/zerolog"
 
@@ -109,23 +110,6 @@ type Server struct {
 // PasswordAuthenticator is the authenticator class name sent in AUTHENTICATE.
 const PasswordAuthenticator = "org.apache.cassandra.auth.PasswordAuthenticator"
 
-// New returns a Server configured by cfg. The engine is created when Serve learns the
-// listening address, so that system.local reports it.
-func New(cfg Config) *Server {
-	s := &Server{cfg: cfg, conns: make(map[*conn]struct{}), nop: zerolog.Nop()}
-	if cfg.Shards > 0 {
-		s.shardConns = make([]atomic.Int64, cfg.Shards)
-	}
-	if u, p, ok := strings.Cut(cfg.Auth, ":"); ok {
-		s.user, s.pass = u, p
-	}
-	if cfg.Engine != nil {
-		s.engine = cfg.Engine
-		s.engine.OnSchemaChange(s.broadcastSchemaChange)
-	}
-	return s
-}
-
 // Engine returns the node's query engine, or nil before Serve has started.
 func (s *Server) Engine() *engine.Engine {
 	s.mu.Lock()
@@ -173,153 +157,86 @@ func (s *Server) logger() *zerolog.Logger {
 	return &s.nop
 }
 
-// Serve accepts connections on ln until ctx is done or ln fails, then closes every
-// connection. It returns nil when ctx ended it.
-func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	ap, err := netip.ParseAddrPort(ln.Addr().String())
-	if err != nil {
-		return fmt.Errorf("node: listener address %s: %w", ln.Addr(), err)
-	}
-	s.mu.Lock()
-	s.addr = ap
-	if s.engine == nil {
-		s.engine = engine.NewEngine(engine.EngineConfig{RPCAddr: ap, ClusterName: s.cfg.ClusterName, Auth: s.cfg.Auth,
-			NoMaterializedViews: s.cfg.NoMaterializedViews, MemoryLimit: s.cfg.MemoryLimit})
-		s.engine.OnSchemaChange(s.broadcastSchemaChange)
-	}
-	s.mu.Unlock()
-	return s.serve(ctx, ln, false)
-}
-
-// ServeShardAware accepts connections on ln, the node's shard-aware port, until ctx is
-// done: a connection from source port p belongs to shard p % Config.Shards, and SUPPORTED
-// names ln's port as SCYLLA_SHARD_AWARE_PORT (SCYLLA_SHARD_AWARE_PORT_SSL with TLS). It
-// needs Config.Shards and an engine: Config.Engine, or Serve started first.
-func (s *Server) ServeShardAware(ctx context.Context, ln net.Listener) error {
-	if s.cfg.Shards <= 0 {
-		ln.Close()
-		return errors.New("node: a shard-aware port needs Config.Shards")
-	}
-	ap, err := netip.ParseAddrPort(ln.Addr().String())
-	if err != nil {
-		return fmt.Errorf("node: listener address %s: %w", ln.Addr(), err)
-	}
-	s.awarePort.Store(int32(ap.Port()))
-	return s.serve(ctx, ln, true)
-}
-
-func (s *Server) serve(ctx context.Context, ln net.Listener, aware bool) error {
-	stop := context.AfterFunc(ctx, func() { ln.Close() })
-	defer stop()
-	var wg sync.WaitGroup
-	defer func() {
-		s.mu.Lock()
-		for c := range s.conns {
-			c.nc.Close()
-		}
-		s.mu.Unlock()
-		wg.Wait()
-	}()
-	for {
-		nc, err := ln.Accept()
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				time.Sleep(10 * time.Millisecond)
-				continue
-			}
-			return fmt.Errorf("node: accept: %w", err)
-		}
-		s.accepted.Add(1)
-		if tc, ok := nc.(*net.TCPConn); ok {
-			tc.SetNoDelay(true)
-		}
-		c := newConn(s, s.wrapTLS(nc))
-		s.mu.Lock()
-		s.conns[c] = struct{}{}
-		c.shard = s.assignShard(nc.RemoteAddr(), aware)
-		s.mu.Unlock()
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c.serve()
-			s.mu.Lock()
-			delete(s.conns, c)
-			if s.shardConns != nil {
-				s.shardConns[c.shard].Add(-1)
-			}
-			s.mu.Unlock()
-		}()
-	}
-}
-
-func (s *Server) broadcastSchemaChange(sc cql.SchemaChange) {
-	s.broadcast(cql.Event{Type: cql.EventSchemaChange, Schema: sc})
-}
-
-// broadcast pushes ev to every connection that REGISTERed for its type.
-func (s *Server) broadcast(ev cql.Event) {
-	s.mu.Lock()
-	conns := make([]*conn, 0, len(s.conns))
-	for c := range s.conns {
-		if c.wants(ev.Type) {
-			conns = append(conns, c)
-		}
-	}
-	s.mu.Unlock()
-	for _, c := range conns {
-		c.push(ev)
-	}
-}
-
 // sample reports whether the node traces a request on its own.
 func (s *Server) sample() bool {
 	p := s.TraceProbability()
 	return p > 0 && (p >= 1 || rand.Float64() < p)
 }
 
-// writer coalesces responses: frames are appended to a buffer and written in one syscall
-// once the reader has no more buffered input, or when an event is pushed.
-type writer struct {
-	mu  sync.Mutex
-	w   *bufio.Writer
-	err error
-	// seg says that the frames go out as v5 segments (lz4 ones with lz4), pend holds the
-	// frames of the segment being filled, sbuf the segments encoded (segments.go).
-	seg, lz4   bool
-	pend, sbuf []byte
+// maxVersion returns the highest protocol version the node speaks: v4 for an emulated
+// ScyllaDB node, which does not speak v5, unless told otherwise.
+func (s *Server) maxVersion() byte {
+	if v := s.cfg.MaxProtocolVersion; v >= cql.V3 && v < cql.MaxVersion {
+		return v
+	}
+	if s.cfg.ScyllaSupported && s.cfg.MaxProtocolVersion == 0 {
+		return cql.V4
+	}
+	return cql.MaxVersion
 }
 
-func (w *writer) write(b []byte, flush bool) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.err != nil {
-		return w.err
-	}
-	if w.seg {
-		w.err = w.writeSegments(b, flush)
-		return w.err
-	}
-	if _, err := w.w.Write(b); err != nil {
-		w.err = err
-		return err
-	}
-	if flush {
-		w.err = w.w.Flush()
-	}
-	return w.err
+// speaks reports whether the node speaks protocol version v (without the response bit).
+func (s *Server) speaks(v byte) bool { return v >= cql.V3 && v <= s.maxVersion() }
+
+// protocolVersions is the PROTOCOL_VERSIONS of SUPPORTED: as Cassandra 4.1 lists them, v5
+// no longer in beta, up to the node's highest.
+func (s *Server) protocolVersions() []string {
+	all := []string{"3/v3", "4/v4", "5/v5"}
+	return all[:s.maxVersion()-cql.V3+1]
 }
 
-func (w *writer) flush() error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.err == nil {
-		w.err = w.w.Flush()
-	}
-	return w.err
+// conn serves one client connection. Requests are handled in order on the reading
+// goroutine; responses are coalesced and flushed when no more input is buffered. It is
+// declared with Server, since each holds the other; its methods are in conn.go.
+type conn struct {
+	s  *Server
+	nc net.Conn
+	br *bufio.Reader
+	w  writer
+
+	version byte
+	comp    cql.Compressor // of frame bodies: never in v5, which compresses segments
+	ready   bool           // STARTUP done and, with auth on, authenticated
+	started bool           // STARTUP received
+	sess    engine.Session
+	// seg is the segment reader of a v5 connection once its handshake is done; nil before
+	// and on v3 and v4. segments says that the answer to STARTUP being written is the last
+	// unframed frame: after it, both ways are segments (lz4 ones with segLZ4).
+	seg      *segIn
+	segments bool
+	segLZ4   bool
+
+	// The event types the connection REGISTERed for.
+	wantsSchemaEvents, wantsStatusEvents, wantsTopologyEvents atomic.Bool
+
+	in   []byte // frame read buffer
+	dbuf []byte // decompressed body
+	out  []byte // response being built
+	peer netip.Addr
+	// exec is the EXECUTE being handled (the connection handles one request at a time):
+	// decoded in place, its bound values reuse one backing array (cql.DecodeExecuteInto),
+	// which request would otherwise allocate, with the Execute, for every request.
+	exec cql.Execute
+	// shard is the connection's shard (Config.Shards); rk the routing key of the last
+	// EXECUTE counted.
+	shard int
+	rk    []byte
 }
 
-var _ io.Writer = (*bufio.Writer)(nil)
+func newConn(s *Server, nc net.Conn) *conn {
+	c := &conn{s: s, nc: nc, br: bufio.NewReaderSize(nc, connBufferSize)}
+	c.sess.Node = s.cfg.Node
+	c.w.w = bufio.NewWriterSize(nc, connBufferSize)
+	if ap, err := netip.ParseAddrPort(nc.RemoteAddr().String()); err == nil {
+		c.peer = ap.Addr()
+	}
+	return c
+}
+
+// frameLimit returns the largest frame, header included, that the client may send now.
+func (c *conn) frameLimit() int {
+	if !c.ready {
+		return min(c.s.maxFrame(), cql.MaxStartupFrameSize)
+	}
+	return c.s.maxFrame()
+}

@@ -13,6 +13,18 @@ import (
 // belongs to, what SUPPORTED says about it, and the count of requests sent to a shard
 // that does not own their partition.
 
+// ScyllaSupportedOptions are the keys a ScyllaDB node adds to SUPPORTED, with the values of
+// a one-shard node using ScyllaDB's defaults; Config.ScyllaSupported turns them on.
+var ScyllaSupportedOptions = map[string][]string{
+	"SCYLLA_SHARD":                {"0"},
+	"SCYLLA_NR_SHARDS":            {"1"},
+	"SCYLLA_PARTITIONER":          {"org.apache.cassandra.dht.Murmur3Partitioner"},
+	"SCYLLA_SHARDING_ALGORITHM":   {"biased-token-round-robin"},
+	"SCYLLA_SHARDING_IGNORE_MSB":  {"12"},
+	"SCYLLA_SHARD_AWARE_PORT":     {"19042"},
+	"SCYLLA_SHARD_AWARE_PORT_SSL": {"19142"},
+}
+
 // assignShard picks the shard of a new connection from remote: its source port modulo the
 // shards on the shard-aware port, else the shard with the fewest connections (the lowest
 // on a tie). s.mu is held.

@@ -76,11 +76,34 @@ func ToJSON(t cql.TypeInfo, b []byte) string {
 		return strconv.FormatBool(b[0] != 0)
 	case cql.TypeBlob:
 		return `"0x` + hex.EncodeToString(b) + `"`
-	case cql.TypeTinyint, cql.TypeSmallint, cql.TypeInt, cql.TypeBigint, cql.TypeCounter, cql.TypeVarint:
-		if len(b) == 0 {
+	case cql.TypeTinyint, cql.TypeSmallint, cql.TypeInt, cql.TypeBigint, cql.TypeCounter, cql.TypeVarint,
+		cql.TypeFloat, cql.TypeDouble, cql.TypeDecimal:
+		return numberJSON(t.ID, b)
+	case cql.TypeUUID, cql.TypeTimeUUID:
+		if len(b) != 16 {
 			return `""`
 		}
-		return DecVarint(b).String()
+		return `"` + cql.FormatUUID([16]byte(b)) + `"`
+	case cql.TypeInet:
+		a, ok := netip.AddrFromSlice(b)
+		if !ok {
+			return `""`
+		}
+		return `"` + a.String() + `"`
+	case cql.TypeTimestamp, cql.TypeDate, cql.TypeTime, cql.TypeDuration:
+		return timeJSON(t.ID, b)
+	case cql.TypeList, cql.TypeSet, cql.TypeMap:
+		return collectionJSON(t, b)
+	case cql.TypeTuple, cql.TypeUDT:
+		return componentsJSON(t, b)
+	}
+	return `"0x` + hex.EncodeToString(b) + `"`
+}
+
+// numberJSON renders a serialized number of type id as a JSON number, as Java prints it;
+// a value of the wrong size as "".
+func numberJSON(id cql.TypeID, b []byte) string {
+	switch id {
 	case cql.TypeFloat:
 		if len(b) != 4 {
 			return `""`
@@ -96,17 +119,17 @@ func ToJSON(t cql.TypeInfo, b []byte) string {
 			return `""`
 		}
 		return JavaDecimal(DecVarint(b[4:]), int32(binary.BigEndian.Uint32(b)))
-	case cql.TypeUUID, cql.TypeTimeUUID:
-		if len(b) != 16 {
-			return `""`
-		}
-		return `"` + cql.FormatUUID([16]byte(b)) + `"`
-	case cql.TypeInet:
-		a, ok := netip.AddrFromSlice(b)
-		if !ok {
-			return `""`
-		}
-		return `"` + a.String() + `"`
+	}
+	if len(b) == 0 {
+		return `""`
+	}
+	return DecVarint(b).String()
+}
+
+// timeJSON renders a serialized timestamp, date, time or duration (type id) as the JSON
+// string Cassandra writes; a value of the wrong size as "".
+func timeJSON(id cql.TypeID, b []byte) string {
+	switch id {
 	case cql.TypeTimestamp:
 		v, ok := Int64Value(b)
 		if !ok {
@@ -126,54 +149,59 @@ func ToJSON(t cql.TypeInfo, b []byte) string {
 			return `""`
 		}
 		return `"` + timeOfDay(v) + `"`
-	case cql.TypeDuration:
-		d, ok := grammar.DecDuration(b)
-		if !ok {
-			return `""`
-		}
-		return `"` + d.String() + `"`
-	case cql.TypeList, cql.TypeSet:
+	}
+	d, ok := grammar.DecDuration(b)
+	if !ok {
+		return `""`
+	}
+	return `"` + d.String() + `"`
+}
+
+// collectionJSON renders a serialized list or set of type t as a JSON array, a map as a
+// JSON object whose keys are the keys' JSON as strings.
+func collectionJSON(t cql.TypeInfo, b []byte) string {
+	if t.ID != cql.TypeMap {
 		elems, _ := DecCollection(b, 1)
 		parts := make([]string, len(elems))
 		for i, e := range elems {
 			parts[i] = ToJSON(ElemType(t), e)
 		}
 		return "[" + strings.Join(parts, ", ") + "]"
-	case cql.TypeMap:
-		elems, _ := DecCollection(b, 2)
-		parts := make([]string, 0, len(elems)/2)
-		for i := 0; i+1 < len(elems); i += 2 {
-			k := ToJSON(KeyType(t), elems[i])
-			if !strings.HasPrefix(k, `"`) {
-				k = jsonString(k)
-			}
-			parts = append(parts, k+": "+ToJSON(ElemType(t), elems[i+1]))
+	}
+	elems, _ := DecCollection(b, 2)
+	parts := make([]string, 0, len(elems)/2)
+	for i := 0; i+1 < len(elems); i += 2 {
+		k := ToJSON(KeyType(t), elems[i])
+		if !strings.HasPrefix(k, `"`) {
+			k = jsonString(k)
 		}
-		return "{" + strings.Join(parts, ", ") + "}"
-	case cql.TypeTuple:
-		elems, _ := DecTuple(b)
+		parts = append(parts, k+": "+ToJSON(ElemType(t), elems[i+1]))
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+// componentsJSON renders a serialized tuple of type t as a JSON array, a user type value
+// as a JSON object of its fields; the components a value lacks are null.
+func componentsJSON(t cql.TypeInfo, b []byte) string {
+	elems, _ := DecTuple(b)
+	component := func(i int) []byte {
+		if i < len(elems) {
+			return elems[i]
+		}
+		return nil
+	}
+	if t.ID == cql.TypeTuple {
 		parts := make([]string, len(t.Elems))
 		for i, e := range t.Elems {
-			var v []byte
-			if i < len(elems) {
-				v = elems[i]
-			}
-			parts[i] = ToJSON(e, v)
+			parts[i] = ToJSON(e, component(i))
 		}
 		return "[" + strings.Join(parts, ", ") + "]"
-	case cql.TypeUDT:
-		elems, _ := DecTuple(b)
-		parts := make([]string, len(t.Fields))
-		for i, f := range t.Fields {
-			var v []byte
-			if i < len(elems) {
-				v = elems[i]
-			}
-			parts[i] = jsonString(QuoteName(f.Name)) + ": " + ToJSON(f.Type, v)
-		}
-		return "{" + strings.Join(parts, ", ") + "}"
 	}
-	return `"0x` + hex.EncodeToString(b) + `"`
+	parts := make([]string, len(t.Fields))
+	for i, f := range t.Fields {
+		parts[i] = jsonString(QuoteName(f.Name)) + ": " + ToJSON(f.Type, component(i))
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
 }
 
 // timeOfDay spells nanoseconds since midnight as Cassandra's TimeSerializer: hh:mm:ss.nnnnnnnnn.
@@ -345,18 +373,41 @@ func FromJSON(v any, t cql.TypeInfo, depth int) ([]byte, error) {
 	if depth > grammar.MaxNesting {
 		return nil, fmt.Errorf("JSON value nested too deep")
 	}
-	constant := func(lit grammar.LitKind, text string) ([]byte, error) {
-		b, err := Literal(&grammar.Term{Kind: grammar.TermConst, Lit: lit, Text: text}, t, "")
+	switch t.ID {
+	case cql.TypeList, cql.TypeSet, cql.TypeTuple:
+		dv, err := decodeJSONString(v)
 		if err != nil {
-			// The Java type that Cassandra's fromString names.
-			name := map[cql.TypeID]string{cql.TypeTinyint: "byte", cql.TypeSmallint: "short", cql.TypeBigint: "long", cql.TypeCounter: "long"}[t.ID]
-			if name == "" {
-				name = t.String()
-			}
-			return nil, fmt.Errorf("Unable to make %s from '%s'", name, text)
+			return nil, err
 		}
-		return b, nil
+		list, ok := dv.([]any)
+		if !ok {
+			return nil, expected(map[cql.TypeID]string{cql.TypeList: "a list", cql.TypeSet: "a list (representing a set)", cql.TypeTuple: "a list representation of a tuple"}[t.ID], dv)
+		}
+		if t.ID == cql.TypeTuple {
+			return tupleFromJSON(list, t, depth)
+		}
+		return listFromJSON(list, t, depth)
+	case cql.TypeMap, cql.TypeUDT:
+		dv, err := decodeJSONString(v)
+		if err != nil {
+			return nil, err
+		}
+		m, ok := dv.(map[string]any)
+		if !ok {
+			return nil, expected("a map", dv)
+		}
+		if t.ID == cql.TypeUDT {
+			return udtFromJSON(m, t, depth)
+		}
+		return mapFromJSON(m, t, depth)
 	}
+	return scalarFromJSON(v, t)
+}
+
+// scalarFromJSON converts a parsed JSON value to the serialization of t, a type of one
+// value: from its JSON type as Cassandra's fromJSONObject takes it, through the CQL
+// constant it spells.
+func scalarFromJSON(v any, t cql.TypeInfo) ([]byte, error) {
 	num, isNum := v.(json.Number)
 	str, isStr := v.(string)
 	switch t.ID {
@@ -367,7 +418,7 @@ func FromJSON(v any, t cql.TypeInfo, depth int) ([]byte, error) {
 			}
 			return nil, expected("a UTF-8 string", v)
 		}
-		return constant(grammar.LitString, str)
+		return jsonConstant(t, grammar.LitString, str)
 	case cql.TypeBoolean:
 		if b, ok := v.(bool); ok {
 			return EncBool(b), nil
@@ -386,155 +437,193 @@ func FromJSON(v any, t cql.TypeInfo, depth int) ([]byte, error) {
 		if !strings.HasPrefix(str, "0x") {
 			return nil, fmt.Errorf("String representation of blob is missing 0x prefix: %s", str)
 		}
-		return constant(grammar.LitHex, str)
-	case cql.TypeTinyint, cql.TypeSmallint, cql.TypeInt, cql.TypeBigint, cql.TypeCounter, cql.TypeVarint:
-		if isStr {
-			return constant(grammar.LitInt, strings.TrimSpace(str))
+		return jsonConstant(t, grammar.LitHex, str)
+	case cql.TypeTinyint, cql.TypeSmallint, cql.TypeInt, cql.TypeBigint, cql.TypeCounter, cql.TypeVarint,
+		cql.TypeFloat, cql.TypeDouble, cql.TypeDecimal:
+		return numberFromJSON(v, t)
+	case cql.TypeUUID, cql.TypeTimeUUID:
+		if !isStr {
+			return nil, expected("a string representation of a uuid", v)
 		}
-		if !isNum || strings.ContainsAny(string(num), ".eE") {
-			names := map[cql.TypeID]string{cql.TypeTinyint: "a tinyint value", cql.TypeSmallint: "a smallint value",
-				cql.TypeInt: "an int value", cql.TypeBigint: "a bigint value", cql.TypeCounter: "a bigint value",
-				cql.TypeVarint: "an integer value"}
-			return nil, expected(names[t.ID], v)
+		return jsonConstant(t, grammar.LitUUID, str)
+	case cql.TypeTimestamp:
+		if isNum {
+			return jsonConstant(t, grammar.LitInt, string(num))
 		}
-		return constant(grammar.LitInt, string(num))
+		if !isStr {
+			return nil, expected("a long or a datestring representation of a timestamp value", v)
+		}
+		return jsonConstant(t, grammar.LitString, str)
+	case cql.TypeDate, cql.TypeTime, cql.TypeInet:
+		if isNum && t.ID != cql.TypeInet {
+			return jsonConstant(t, grammar.LitInt, string(num))
+		}
+		if !isStr {
+			return nil, expected("a string representation of a "+t.String(), v)
+		}
+		return jsonConstant(t, grammar.LitString, str)
+	case cql.TypeDuration:
+		if !isStr {
+			return nil, expected("a string representation of a duration", v)
+		}
+		return jsonConstant(t, grammar.LitDuration, str)
+	}
+	return nil, fmt.Errorf("JSON is not supported for type %s", t.String())
+}
+
+// numberFromJSON converts a JSON number, or a string of one, to the serialization of t,
+// an integer, floating point or decimal type; an integer type takes no fraction nor
+// exponent.
+func numberFromJSON(v any, t cql.TypeInfo) ([]byte, error) {
+	num, isNum := v.(json.Number)
+	str, isStr := v.(string)
+	switch t.ID {
 	case cql.TypeFloat, cql.TypeDouble, cql.TypeDecimal:
 		if isStr {
 			lit := grammar.LitFloat
 			if _, err := strconv.ParseInt(str, 10, 64); err == nil {
 				lit = grammar.LitInt
 			}
-			return constant(lit, str)
+			return jsonConstant(t, lit, str)
 		}
 		if !isNum {
 			return nil, expected(map[cql.TypeID]string{cql.TypeFloat: "a float value", cql.TypeDouble: "a double value", cql.TypeDecimal: "a decimal value"}[t.ID], v)
 		}
-		return constant(grammar.LitFloat, string(num))
-	case cql.TypeUUID, cql.TypeTimeUUID:
-		if !isStr {
-			return nil, expected("a string representation of a uuid", v)
-		}
-		return constant(grammar.LitUUID, str)
-	case cql.TypeTimestamp:
-		if isNum {
-			return constant(grammar.LitInt, string(num))
-		}
-		if !isStr {
-			return nil, expected("a long or a datestring representation of a timestamp value", v)
-		}
-		return constant(grammar.LitString, str)
-	case cql.TypeDate, cql.TypeTime, cql.TypeInet:
-		if isNum && t.ID != cql.TypeInet {
-			return constant(grammar.LitInt, string(num))
-		}
-		if !isStr {
-			return nil, expected("a string representation of a "+t.String(), v)
-		}
-		return constant(grammar.LitString, str)
-	case cql.TypeDuration:
-		if !isStr {
-			return nil, expected("a string representation of a duration", v)
-		}
-		return constant(grammar.LitDuration, str)
-	case cql.TypeList, cql.TypeSet, cql.TypeTuple:
-		if isStr {
-			var err error
-			if v, err = DecodeJSON(str); err != nil {
-				return nil, fmt.Errorf("Could not decode JSON string '%s': %v", str, err)
-			}
-		}
-		list, ok := v.([]any)
-		if !ok {
-			return nil, expected(map[cql.TypeID]string{cql.TypeList: "a list", cql.TypeSet: "a list (representing a set)", cql.TypeTuple: "a list representation of a tuple"}[t.ID], v)
-		}
-		if t.ID == cql.TypeTuple {
-			if len(list) > len(t.Elems) {
-				return nil, fmt.Errorf("Tuple contains extra items (expected %d): %s", len(t.Elems), jsonText(v))
-			}
-			elems := make([][]byte, len(t.Elems))
-			for i, e := range list {
-				b, err := FromJSON(e, t.Elems[i], depth+1)
-				if err != nil {
-					return nil, err
-				}
-				elems[i] = b
-			}
-			return EncTuple(elems), nil
-		}
-		elems := make([][]byte, 0, len(list))
-		for _, e := range list {
-			b, err := FromJSON(e, ElemType(t), depth+1)
-			if err != nil {
-				return nil, err
-			}
-			if b == nil {
-				return nil, fmt.Errorf("Invalid null element in list")
-			}
-			elems = append(elems, b)
-		}
-		return NormalizeCollection(t, EncCollection(elems)), nil
-	case cql.TypeMap, cql.TypeUDT:
-		if isStr {
-			var err error
-			if v, err = DecodeJSON(str); err != nil {
-				return nil, fmt.Errorf("Could not decode JSON string '%s': %v", str, err)
-			}
-		}
-		m, ok := v.(map[string]any)
-		if !ok {
-			if t.ID == cql.TypeUDT {
-				return nil, expected("a map", v)
-			}
-			return nil, expected("a map", v)
-		}
-		keys := make([]string, 0, len(m))
-		for k := range m {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		if t.ID == cql.TypeUDT {
-			elems := make([][]byte, len(t.Fields))
-			for _, k := range keys {
-				name := JsonKeyName(k)
-				i := slices.IndexFunc(t.Fields, func(f cql.Field) bool { return f.Name == name })
-				if i < 0 {
-					return nil, fmt.Errorf("Unknown field '%s' in value of user defined type %s", name, t.Name)
-				}
-				b, err := FromJSON(m[k], t.Fields[i].Type, depth+1)
-				if err != nil {
-					return nil, err
-				}
-				elems[i] = b
-			}
-			return EncTuple(elems), nil
-		}
-		elems := make([][]byte, 0, 2*len(m))
-		kt := KeyType(t)
-		for _, k := range keys {
-			var kv any = k
-			if kt.ID != cql.TypeASCII && kt.ID != cql.TypeVarchar {
-				if parsed, err := DecodeJSON(k); err == nil {
-					kv = parsed
-				}
-			}
-			kb, err := FromJSON(kv, kt, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			vb, err := FromJSON(m[k], ElemType(t), depth+1)
-			if err != nil {
-				return nil, err
-			}
-			if kb == nil || vb == nil {
-				return nil, fmt.Errorf("Invalid null value in map")
-			}
-			elems = append(elems, kb, vb)
-		}
-		b := EncCollection(elems)
-		binary.BigEndian.PutUint32(b, uint32(len(m)))
-		return NormalizeCollection(t, b), nil
+		return jsonConstant(t, grammar.LitFloat, string(num))
 	}
-	return nil, fmt.Errorf("JSON is not supported for type %s", t.String())
+	if isStr {
+		return jsonConstant(t, grammar.LitInt, strings.TrimSpace(str))
+	}
+	if !isNum || strings.ContainsAny(string(num), ".eE") {
+		names := map[cql.TypeID]string{cql.TypeTinyint: "a tinyint value", cql.TypeSmallint: "a smallint value",
+			cql.TypeInt: "an int value", cql.TypeBigint: "a bigint value", cql.TypeCounter: "a bigint value",
+			cql.TypeVarint: "an integer value"}
+		return nil, expected(names[t.ID], v)
+	}
+	return jsonConstant(t, grammar.LitInt, string(num))
+}
+
+// jsonConstant converts the text of a JSON value, read as a CQL constant of kind lit, to
+// the serialization of t, with the message of Cassandra's fromString when it does not fit.
+func jsonConstant(t cql.TypeInfo, lit grammar.LitKind, text string) ([]byte, error) {
+	b, err := Literal(&grammar.Term{Kind: grammar.TermConst, Lit: lit, Text: text}, t, "")
+	if err != nil {
+		// The Java type that Cassandra's fromString names.
+		name := map[cql.TypeID]string{cql.TypeTinyint: "byte", cql.TypeSmallint: "short", cql.TypeBigint: "long", cql.TypeCounter: "long"}[t.ID]
+		if name == "" {
+			name = t.String()
+		}
+		return nil, fmt.Errorf("Unable to make %s from '%s'", name, text)
+	}
+	return b, nil
+}
+
+// decodeJSONString returns v, or the JSON value it spells when it is a string: a
+// collection, tuple or user type value may be given as either.
+func decodeJSONString(v any) (any, error) {
+	str, ok := v.(string)
+	if !ok {
+		return v, nil
+	}
+	dv, err := DecodeJSON(str)
+	if err != nil {
+		return nil, fmt.Errorf("Could not decode JSON string '%s': %v", str, err)
+	}
+	return dv, nil
+}
+
+// tupleFromJSON converts a JSON array to the serialization of tuple type t, its
+// components at depth + 1; those missing are null.
+func tupleFromJSON(list []any, t cql.TypeInfo, depth int) ([]byte, error) {
+	if len(list) > len(t.Elems) {
+		return nil, fmt.Errorf("Tuple contains extra items (expected %d): %s", len(t.Elems), jsonText(list))
+	}
+	elems := make([][]byte, len(t.Elems))
+	for i, e := range list {
+		b, err := FromJSON(e, t.Elems[i], depth+1)
+		if err != nil {
+			return nil, err
+		}
+		elems[i] = b
+	}
+	return EncTuple(elems), nil
+}
+
+// listFromJSON converts a JSON array to the serialization of list or set type t, its
+// elements at depth + 1, none null; a set's come out sorted.
+func listFromJSON(list []any, t cql.TypeInfo, depth int) ([]byte, error) {
+	elems := make([][]byte, 0, len(list))
+	for _, e := range list {
+		b, err := FromJSON(e, ElemType(t), depth+1)
+		if err != nil {
+			return nil, err
+		}
+		if b == nil {
+			return nil, fmt.Errorf("Invalid null element in list")
+		}
+		elems = append(elems, b)
+	}
+	return NormalizeCollection(t, EncCollection(elems)), nil
+}
+
+// sortedKeys returns m's keys in order.
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// udtFromJSON converts a JSON object to the serialization of user type t, its fields at
+// depth + 1, named as columns are (JsonKeyName); those missing are null.
+func udtFromJSON(m map[string]any, t cql.TypeInfo, depth int) ([]byte, error) {
+	elems := make([][]byte, len(t.Fields))
+	for _, k := range sortedKeys(m) {
+		name := JsonKeyName(k)
+		i := slices.IndexFunc(t.Fields, func(f cql.Field) bool { return f.Name == name })
+		if i < 0 {
+			return nil, fmt.Errorf("Unknown field '%s' in value of user defined type %s", name, t.Name)
+		}
+		b, err := FromJSON(m[k], t.Fields[i].Type, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		elems[i] = b
+	}
+	return EncTuple(elems), nil
+}
+
+// mapFromJSON converts a JSON object to the serialization of map type t, its keys and
+// values at depth + 1, none null, sorted by key. A key of a type other than text is the
+// JSON it spells, or else the string itself.
+func mapFromJSON(m map[string]any, t cql.TypeInfo, depth int) ([]byte, error) {
+	elems := make([][]byte, 0, 2*len(m))
+	kt := KeyType(t)
+	for _, k := range sortedKeys(m) {
+		var kv any = k
+		if kt.ID != cql.TypeASCII && kt.ID != cql.TypeVarchar {
+			if parsed, err := DecodeJSON(k); err == nil {
+				kv = parsed
+			}
+		}
+		kb, err := FromJSON(kv, kt, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		vb, err := FromJSON(m[k], ElemType(t), depth+1)
+		if err != nil {
+			return nil, err
+		}
+		if kb == nil || vb == nil {
+			return nil, fmt.Errorf("Invalid null value in map")
+		}
+		elems = append(elems, kb, vb)
+	}
+	b := EncCollection(elems)
+	binary.BigEndian.PutUint32(b, uint32(len(m)))
+	return NormalizeCollection(t, b), nil
 }
 
 // jsonKeyName is the column or field a JSON key names: as written when quoted, else in

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/binary"
-	"encoding/hex"
 	"fmt"
 	"math"
 	"math/big"
@@ -24,11 +23,6 @@ import (
 
 func Invalidf(format string, args ...any) *cql.Error {
 	return &cql.Error{Code: cql.ErrCodeInvalid, Message: fmt.Sprintf(format, args...)}
-}
-
-// constError is Cassandra's message for a literal that does not fit its column.
-func constError(t *grammar.Term, col string, typ cql.TypeInfo) *cql.Error {
-	return Invalidf("Invalid %s constant (%s) for \"%s\" of type %s", grammar.LitNames[t.Lit], t.Text, col, typ.String())
 }
 
 func EncInt(v int32) []byte     { return binary.BigEndian.AppendUint32(nil, uint32(v)) }
@@ -65,12 +59,23 @@ func EncTimestamp(t time.Time) []byte { return EncBigint(t.UnixMilli()) }
 
 // encCollection serializes elements that are already serialized (protocol v3+ layout).
 func EncCollection(elems [][]byte) []byte {
-	n := 4
+	b := make([]byte, 0, 4+elemsSize(elems))
+	b = binary.BigEndian.AppendUint32(b, uint32(len(elems)))
+	return appendElems(b, elems)
+}
+
+// elemsSize is the size of elems serialized by appendElems.
+func elemsSize(elems [][]byte) int {
+	n := 0
 	for _, e := range elems {
 		n += 4 + len(e)
 	}
-	b := make([]byte, 0, n)
-	b = binary.BigEndian.AppendUint32(b, uint32(len(elems)))
+	return n
+}
+
+// appendElems appends each element as a [bytes] of the protocol: its length, then its
+// bytes; nil is null, length -1. nextBytes reads them back.
+func appendElems(b []byte, elems [][]byte) []byte {
 	for _, e := range elems {
 		if e == nil {
 			b = binary.BigEndian.AppendUint32(b, 0xFFFFFFFF)
@@ -185,6 +190,15 @@ func KeyType(t cql.TypeInfo) cql.TypeInfo {
 	return *t.Key
 }
 
+// entryType is the type of element i of a serialized collection of type t: a map's keys
+// and values alternate.
+func entryType(t cql.TypeInfo, i int) cql.TypeInfo {
+	if t.ID == cql.TypeMap && i%2 == 0 {
+		return KeyType(t)
+	}
+	return ElemType(t)
+}
+
 // fixedSize is the serialized size of fixed-width types, or -1.
 func FixedSize(id cql.TypeID) int {
 	switch id {
@@ -268,14 +282,10 @@ func Validate(t cql.TypeInfo, b []byte, col string) error {
 			return Invalidf("Invalid %s value for %s: malformed collection", t.String(), col)
 		}
 		for i, e := range elems {
-			et := ElemType(t)
-			if t.ID == cql.TypeMap && i%2 == 0 {
-				et = KeyType(t)
-			}
 			if e == nil {
 				return Invalidf("null is not supported inside collections")
 			}
-			if err := Validate(et, e, col); err != nil {
+			if err := Validate(entryType(t, i), e, col); err != nil {
 				return err
 			}
 		}
@@ -295,10 +305,7 @@ func NormalizeCollection(t cql.TypeInfo, b []byte) []byte {
 		return b
 	}
 	n := len(elems) / per
-	kt := ElemType(t)
-	if t.ID == cql.TypeMap {
-		kt = KeyType(t)
-	}
+	kt := entryType(t, 0)
 	sorted := true
 	for i := 1; i < n; i++ {
 		if CompareValues(kt, elems[(i-1)*per], elems[i*per]) >= 0 {
@@ -325,225 +332,6 @@ func NormalizeCollection(t cql.TypeInfo, b []byte) []byte {
 	r := EncCollection(out)
 	binary.BigEndian.PutUint32(r, uint32(len(out)/per))
 	return r
-}
-
-// literal converts a constant term to the serialization of type typ, for column col.
-// It returns nil for null.
-func Literal(t *grammar.Term, typ cql.TypeInfo, col string) ([]byte, error) {
-	return literalDepth(t, typ, col, 0)
-}
-
-func literalDepth(t *grammar.Term, typ cql.TypeInfo, col string, depth int) ([]byte, error) {
-	if depth > grammar.MaxNesting {
-		return nil, Invalidf("literal nesting too deep for %s", col)
-	}
-	switch t.Kind {
-	case grammar.TermList, grammar.TermSet, grammar.TermMap:
-		return collectionLiteral(t, typ, col, depth)
-	case grammar.TermTuple:
-		return tupleLiteral(t, typ, col, depth)
-	case grammar.TermUDT:
-		return udtLiteral(t, typ, col, depth)
-	case grammar.TermFunc:
-		return nil, Invalidf("function %s() is not supported here", t.Name)
-	case grammar.TermBind:
-		return nil, Invalidf("bind marker in a constant context for %s", col)
-	}
-	if t.Lit == grammar.LitNull {
-		return nil, nil
-	}
-	bad := func() ([]byte, error) { return nil, constError(t, col, typ) }
-	switch typ.ID {
-	case cql.TypeASCII, cql.TypeVarchar:
-		if t.Lit != grammar.LitString {
-			return bad()
-		}
-		if typ.ID == cql.TypeASCII {
-			for i := 0; i < len(t.Text); i++ {
-				if t.Text[i] >= 0x80 {
-					return nil, Invalidf("Invalid ASCII character in string literal for %s", col)
-				}
-			}
-		}
-		return []byte(t.Text), nil
-	case cql.TypeBlob:
-		if t.Lit != grammar.LitHex {
-			return bad()
-		}
-		s := t.Text[2:]
-		if len(s)%2 == 1 {
-			return nil, Invalidf("Invalid HEX constant (%s) for \"%s\" of type blob: odd number of digits", t.Text, col)
-		}
-		b, err := hex.DecodeString(s)
-		if err != nil {
-			return bad()
-		}
-		if b == nil {
-			b = []byte{}
-		}
-		return b, nil
-	case cql.TypeBoolean:
-		if t.Lit != grammar.LitBool {
-			if t.Lit == grammar.LitString && (strings.EqualFold(t.Text, "true") || strings.EqualFold(t.Text, "false")) {
-				return EncBool(strings.EqualFold(t.Text, "true")), nil
-			}
-			return bad()
-		}
-		return EncBool(t.Text == "true"), nil
-	case cql.TypeTinyint, cql.TypeSmallint, cql.TypeInt, cql.TypeBigint, cql.TypeCounter:
-		if t.Lit != grammar.LitInt {
-			return bad()
-		}
-		bits := map[cql.TypeID]int{cql.TypeTinyint: 8, cql.TypeSmallint: 16, cql.TypeInt: 32, cql.TypeBigint: 64, cql.TypeCounter: 64}[typ.ID]
-		v, err := strconv.ParseInt(t.Text, 10, bits)
-		if err != nil {
-			return nil, Invalidf("Invalid INTEGER constant (%s) for \"%s\" of type %s: out of range", t.Text, col, typ.String())
-		}
-		b := make([]byte, bits/8)
-		for i := range b {
-			b[len(b)-1-i] = byte(v >> (8 * i))
-		}
-		return b, nil
-	case cql.TypeVarint:
-		if t.Lit != grammar.LitInt {
-			return bad()
-		}
-		n, ok := new(big.Int).SetString(t.Text, 10)
-		if !ok {
-			return bad()
-		}
-		return EncVarint(n), nil
-	case cql.TypeFloat, cql.TypeDouble:
-		if t.Lit != grammar.LitInt && t.Lit != grammar.LitFloat {
-			return bad()
-		}
-		v, err := parseFloatLit(t.Text)
-		if err != nil {
-			return bad()
-		}
-		if typ.ID == cql.TypeFloat {
-			return binary.BigEndian.AppendUint32(nil, math.Float32bits(float32(v))), nil
-		}
-		return EncDouble(v), nil
-	case cql.TypeDecimal:
-		if t.Lit != grammar.LitInt && t.Lit != grammar.LitFloat {
-			return bad()
-		}
-		b, ok := EncDecimal(t.Text)
-		if !ok {
-			return bad()
-		}
-		return b, nil
-	case cql.TypeCustom:
-		// A custom type takes a blob constant; LexicalUUIDType a uuid too.
-		if t.Lit == grammar.LitHex && len(t.Text)%2 == 0 {
-			if b, err := hex.DecodeString(t.Text[2:]); err == nil {
-				return append([]byte{}, b...), Validate(typ, b, col)
-			}
-		}
-		if t.Lit != grammar.LitUUID || !isLexicalUUID(typ) {
-			return bad()
-		}
-		return hex.DecodeString(strings.ReplaceAll(t.Text, "-", ""))
-	case cql.TypeUUID, cql.TypeTimeUUID:
-		if t.Lit != grammar.LitUUID {
-			return bad()
-		}
-		u, err := hex.DecodeString(strings.ReplaceAll(t.Text, "-", ""))
-		if err != nil || len(u) != 16 {
-			return bad()
-		}
-		if typ.ID == cql.TypeTimeUUID && u[6]>>4 != 1 {
-			return nil, Invalidf("Unsupported UUID version %d for timeuuid column %s", u[6]>>4, col)
-		}
-		return u, nil
-	case cql.TypeInet:
-		if t.Lit != grammar.LitString {
-			return bad()
-		}
-		a, err := netip.ParseAddr(t.Text)
-		if err != nil {
-			return nil, Invalidf("Unable to make inet address from '%s'", t.Text)
-		}
-		return EncInet(a), nil
-	case cql.TypeTimestamp:
-		switch t.Lit {
-		case grammar.LitInt:
-			v, err := strconv.ParseInt(t.Text, 10, 64)
-			if err != nil {
-				return bad()
-			}
-			return EncBigint(v), nil
-		case grammar.LitString:
-			ms, ok := parseTimestamp(t.Text)
-			if !ok {
-				return nil, Invalidf("Unable to coerce '%s' to a formatted date (long)", t.Text)
-			}
-			return EncBigint(ms), nil
-		}
-		return bad()
-	case cql.TypeDate:
-		switch t.Lit {
-		case grammar.LitInt:
-			v, err := strconv.ParseUint(t.Text, 10, 32)
-			if err != nil {
-				return bad()
-			}
-			return EncInt(int32(uint32(v))), nil
-		case grammar.LitString:
-			d, err := time.Parse("2006-01-02", t.Text)
-			if err != nil {
-				if v, err := strconv.ParseUint(t.Text, 10, 32); err == nil {
-					return EncInt(int32(uint32(v))), nil
-				}
-				return nil, Invalidf("Unable to coerce '%s' to a formatted date (long)", t.Text)
-			}
-			days := d.Unix() / 86400
-			return EncInt(int32(uint32(days + 1<<31))), nil
-		}
-		return bad()
-	case cql.TypeTime:
-		switch t.Lit {
-		case grammar.LitInt:
-			v, err := strconv.ParseInt(t.Text, 10, 64)
-			if err != nil || v < 0 || v >= 86400e9 {
-				return bad()
-			}
-			return EncBigint(v), nil
-		case grammar.LitString:
-			ns, ok := parseTimeOfDay(t.Text)
-			if !ok {
-				return nil, Invalidf("Unable to coerce '%s' to a formatted time (long)", t.Text)
-			}
-			return EncBigint(ns), nil
-		}
-		return bad()
-	case cql.TypeDuration:
-		if t.Lit != grammar.LitDuration {
-			return bad()
-		}
-		d, err := grammar.ParseDuration(t.Text)
-		if err != nil {
-			return nil, Invalidf("Unable to convert '%s' to a duration", t.Text)
-		}
-		if !d.SameSign() {
-			return nil, Invalidf("The duration months, days and nanoseconds must be all of the same sign (%d, %d, %d)", d.Months, d.Days, d.Nanos)
-		}
-		return grammar.EncDuration(d), nil
-	}
-	return nil, Invalidf("type %s is not supported by the embedded node", typ.String())
-}
-
-func parseFloatLit(s string) (float64, error) {
-	switch strings.ToLower(s) {
-	case "nan", "-nan":
-		return math.NaN(), nil
-	case "infinity":
-		return math.Inf(1), nil
-	case "-infinity":
-		return math.Inf(-1), nil
-	}
-	return strconv.ParseFloat(s, 64)
 }
 
 // encVarint encodes n in minimal big-endian two's complement.
@@ -630,151 +418,9 @@ func compareDecimal(a, b []byte) int {
 	return ua.Cmp(ub)
 }
 
-// parseTimestamp accepts the ISO 8601 forms Cassandra accepts and returns milliseconds
-// since the epoch. A missing zone means UTC.
-func parseTimestamp(s string) (int64, bool) {
-	s = strings.TrimSpace(s)
-	if v, err := strconv.ParseInt(s, 10, 64); err == nil {
-		return v, true
-	}
-	s = strings.Replace(s, "T", " ", 1)
-	// Normalize the zone: "Z", "+hhmm", "+hh:mm", "+hh", or none.
-	zone := "+00:00"
-	body := s
-	if strings.HasSuffix(body, "Z") || strings.HasSuffix(body, "z") {
-		body = body[:len(body)-1]
-	} else if i := strings.LastIndexAny(body, "+-"); i > 10 {
-		z := body[i:]
-		body = strings.TrimSpace(body[:i])
-		switch len(z) {
-		case 3:
-			zone = z + ":00"
-		case 5:
-			zone = z[:3] + ":" + z[3:]
-		case 6:
-			zone = z
-		default:
-			return 0, false
-		}
-	}
-	body = strings.TrimSpace(body)
-	layouts := []string{"2006-01-02 15:04:05.999999999", "2006-01-02 15:04:05", "2006-01-02 15:04", "2006-01-02"}
-	for _, l := range layouts {
-		if t, err := time.Parse(l+"Z07:00", body+zone); err == nil {
-			return t.UnixMilli(), true
-		}
-	}
-	return 0, false
-}
-
-// parseTimeOfDay parses hh:mm:ss[.fffffffff] into nanoseconds since midnight.
-func parseTimeOfDay(s string) (int64, bool) {
-	parts := strings.SplitN(s, ".", 2)
-	hms := strings.Split(parts[0], ":")
-	if len(hms) != 3 {
-		return 0, false
-	}
-	var v [3]int64
-	for i, p := range hms {
-		n, err := strconv.ParseInt(p, 10, 64)
-		if err != nil || n < 0 {
-			return 0, false
-		}
-		v[i] = n
-	}
-	if v[0] > 23 || v[1] > 59 || v[2] > 59 {
-		return 0, false
-	}
-	ns := ((v[0]*60+v[1])*60 + v[2]) * 1e9
-	if len(parts) == 2 {
-		f := parts[1]
-		if len(f) == 0 || len(f) > 9 {
-			return 0, false
-		}
-		n, err := strconv.ParseInt(f+strings.Repeat("0", 9-len(f)), 10, 64)
-		if err != nil || n < 0 {
-			return 0, false
-		}
-		ns += n
-	}
-	return ns, true
-}
-
-func collectionLiteral(t *grammar.Term, typ cql.TypeInfo, col string, depth int) ([]byte, error) {
-	switch typ.ID {
-	case cql.TypeList:
-		if t.Kind != grammar.TermList {
-			return nil, Invalidf("Invalid %s literal for %s of type %s", KindName(t), col, typ.String())
-		}
-	case cql.TypeSet:
-		if t.Kind != grammar.TermSet && !(t.Kind == grammar.TermMap && len(t.Elems) == 0) {
-			return nil, Invalidf("Invalid %s literal for %s of type %s", KindName(t), col, typ.String())
-		}
-	case cql.TypeMap:
-		if t.Kind != grammar.TermMap {
-			return nil, Invalidf("Invalid %s literal for %s of type %s", KindName(t), col, typ.String())
-		}
-	default:
-		return nil, Invalidf("Invalid %s literal for %s of type %s", KindName(t), col, typ.String())
-	}
-	var elems [][]byte
-	for i, e := range t.Elems {
-		et := ElemType(typ)
-		if typ.ID == cql.TypeMap {
-			et = KeyType(typ)
-		}
-		b, err := literalDepth(e, et, col, depth+1)
-		if err != nil {
-			return nil, err
-		}
-		if b == nil {
-			return nil, Invalidf("null is not supported inside collections")
-		}
-		elems = append(elems, b)
-		if typ.ID == cql.TypeMap {
-			v, err := literalDepth(t.Vals[i], ElemType(typ), col, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			if v == nil {
-				return nil, Invalidf("null is not supported inside collections")
-			}
-			elems = append(elems, v)
-		}
-	}
-	b := EncCollection(elems)
-	binary.BigEndian.PutUint32(b, uint32(len(elems)/ElemsPerEntry(typ)))
-	return NormalizeCollection(typ, b), nil
-}
-
-func KindName(t *grammar.Term) string {
-	switch t.Kind {
-	case grammar.TermList:
-		return "list"
-	case grammar.TermSet:
-		return "set"
-	case grammar.TermMap:
-		return "map"
-	}
-	return "value"
-}
-
 // encTuple serializes the components of a tuple or user type value; nil is null.
 func EncTuple(elems [][]byte) []byte {
-	n := 0
-	for _, e := range elems {
-		n += 4 + len(e)
-	}
-	b := make([]byte, 0, n)
-	for _, e := range elems {
-		if e == nil {
-			b = binary.BigEndian.AppendUint32(b, 0xFFFFFFFF)
-			continue
-		}
-		b = binary.BigEndian.AppendUint32(b, uint32(len(e)))
-		b = append(b, e...)
-	}
-	return b
+	return appendElems(make([]byte, 0, elemsSize(elems)), elems)
 }
 
 // nextBytes reads one [bytes] of the protocol from b: a length, then as many bytes (a
@@ -823,45 +469,6 @@ func CqlTypeText(t cql.TypeInfo) string {
 	return t.String()
 }
 
-// tupleLiteral converts (a, b, ...) for a tuple type.
-func tupleLiteral(t *grammar.Term, typ cql.TypeInfo, col string, depth int) ([]byte, error) {
-	if typ.ID != cql.TypeTuple {
-		return nil, Invalidf("Invalid tuple type literal for %s of type %s", col, CqlTypeText(typ))
-	}
-	if len(t.Elems) > len(typ.Elems) {
-		return nil, Invalidf("Invalid tuple literal for %s: too many elements. Type %s expects %d but got %d", col, CqlTypeText(typ), len(typ.Elems), len(t.Elems))
-	}
-	elems := make([][]byte, len(typ.Elems))
-	for i, e := range t.Elems {
-		b, err := literalDepth(e, typ.Elems[i], col, depth+1)
-		if err != nil {
-			return nil, Invalidf("Invalid tuple literal for %s: component %d is not of type %s", col, i, CqlTypeText(typ.Elems[i]))
-		}
-		elems[i] = b
-	}
-	return EncTuple(elems), nil
-}
-
-// udtLiteral converts {field: value, ...} for a user type; fields not given are null.
-func udtLiteral(t *grammar.Term, typ cql.TypeInfo, col string, depth int) ([]byte, error) {
-	if typ.ID != cql.TypeUDT {
-		return nil, Invalidf("Invalid user type literal for %s of type %s", col, CqlTypeText(typ))
-	}
-	elems := make([][]byte, len(typ.Fields))
-	for i, n := range t.Names {
-		f := slices.IndexFunc(typ.Fields, func(f cql.Field) bool { return f.Name == n })
-		if f < 0 {
-			return nil, Invalidf("Unknown field '%s' in value of user defined type %s", n, typ.Name)
-		}
-		b, err := literalDepth(t.Elems[i], typ.Fields[f].Type, col, depth+1)
-		if err != nil {
-			return nil, Invalidf("Invalid user type literal for %s: field %s is not of type %s", col, n, CqlTypeText(typ.Fields[f].Type))
-		}
-		elems[f] = b
-	}
-	return EncTuple(elems), nil
-}
-
 // compareValues orders two serialized values of type t as Cassandra's comparators do.
 // Empty values sort first.
 func CompareValues(t cql.TypeInfo, a, b []byte) int {
@@ -870,17 +477,7 @@ func CompareValues(t cql.TypeInfo, a, b []byte) int {
 	}
 	switch t.ID {
 	case cql.TypeTinyint, cql.TypeSmallint, cql.TypeInt, cql.TypeBigint, cql.TypeCounter, cql.TypeTimestamp, cql.TypeTime:
-		if len(a) == len(b) {
-			if (a[0]^b[0])&0x80 != 0 {
-				// Different signs: the negative one is smaller.
-				if a[0]&0x80 != 0 {
-					return -1
-				}
-				return 1
-			}
-			return bytes.Compare(a, b)
-		}
-		return DecVarint(a).Cmp(DecVarint(b))
+		return compareIntegers(a, b)
 	case cql.TypeVarint:
 		return DecVarint(a).Cmp(DecVarint(b))
 	case cql.TypeDecimal:
@@ -895,10 +492,7 @@ func CompareValues(t cql.TypeInfo, a, b []byte) int {
 		}
 	case cql.TypeTimeUUID:
 		if len(a) == 16 && len(b) == 16 {
-			if c := cmp.Compare(uuidTime(a), uuidTime(b)); c != 0 {
-				return c
-			}
-			return cmpSignedBytes(a[8:], b[8:])
+			return compareTimeUUIDs(a, b)
 		}
 	case cql.TypeCustom:
 		if isLexicalUUID(t) && len(a) == 16 && len(b) == 16 {
@@ -910,56 +504,100 @@ func CompareValues(t cql.TypeInfo, a, b []byte) int {
 		}
 	case cql.TypeUUID:
 		if len(a) == 16 && len(b) == 16 {
-			va, vb := a[6]>>4, b[6]>>4
-			if va != vb {
-				return cmp.Compare(int(va), int(vb))
-			}
-			if va == 1 {
-				if c := cmp.Compare(uuidTime(a), uuidTime(b)); c != 0 {
-					return c
-				}
-				return cmpSignedBytes(a[8:], b[8:])
-			}
-			return bytes.Compare(a, b)
+			return compareUUIDs(a, b)
 		}
 	case cql.TypeUDT, cql.TypeTuple:
-		ea, oka := DecTuple(a)
-		eb, okb := DecTuple(b)
-		if oka && okb {
-			types := ComponentTypes(t)
-			for i := 0; i < len(ea) && i < len(eb) && i < len(types); i++ {
-				switch {
-				case ea[i] == nil && eb[i] == nil:
-				case ea[i] == nil:
-					return -1
-				case eb[i] == nil:
-					return 1
-				default:
-					if c := CompareValues(types[i], ea[i], eb[i]); c != 0 {
-						return c
-					}
-				}
-			}
-			return cmp.Compare(len(ea), len(eb))
+		if c, ok := compareComponents(t, a, b); ok {
+			return c
 		}
 	case cql.TypeList, cql.TypeSet, cql.TypeMap:
-		per := ElemsPerEntry(t)
-		ea, oka := DecCollection(a, per)
-		eb, okb := DecCollection(b, per)
-		if oka && okb {
-			for i := 0; i < len(ea) && i < len(eb); i++ {
-				et := ElemType(t)
-				if t.ID == cql.TypeMap && i%2 == 0 {
-					et = KeyType(t)
-				}
-				if c := CompareValues(et, ea[i], eb[i]); c != 0 {
-					return c
-				}
-			}
-			return cmp.Compare(len(ea), len(eb))
+		if c, ok := compareCollections(t, a, b); ok {
+			return c
 		}
 	}
 	return bytes.Compare(a, b)
+}
+
+// compareIntegers orders two big-endian two's complement integers: of one width by their
+// bytes, of different widths as varints.
+func compareIntegers(a, b []byte) int {
+	if len(a) != len(b) {
+		return DecVarint(a).Cmp(DecVarint(b))
+	}
+	if (a[0]^b[0])&0x80 != 0 {
+		// Different signs: the negative one is smaller.
+		if a[0]&0x80 != 0 {
+			return -1
+		}
+		return 1
+	}
+	return bytes.Compare(a, b)
+}
+
+// compareTimeUUIDs orders two version 1 UUIDs of 16 bytes by their time, then by their
+// clock sequence and node as signed bytes, as Cassandra's TimeUUIDType.
+func compareTimeUUIDs(a, b []byte) int {
+	if c := cmp.Compare(uuidTime(a), uuidTime(b)); c != 0 {
+		return c
+	}
+	return cmpSignedBytes(a[8:], b[8:])
+}
+
+// compareUUIDs orders two UUIDs of 16 bytes as Cassandra's UUIDType: by version, then
+// version 1 ones by time, others by their bytes.
+func compareUUIDs(a, b []byte) int {
+	va, vb := a[6]>>4, b[6]>>4
+	if va != vb {
+		return cmp.Compare(int(va), int(vb))
+	}
+	if va == 1 {
+		return compareTimeUUIDs(a, b)
+	}
+	return bytes.Compare(a, b)
+}
+
+// compareComponents orders two tuple or user type values of type t component by
+// component, null first, then by their number of components; ok is false when either is
+// malformed.
+func compareComponents(t cql.TypeInfo, a, b []byte) (c int, ok bool) {
+	ea, oka := DecTuple(a)
+	eb, okb := DecTuple(b)
+	if !oka || !okb {
+		return 0, false
+	}
+	types := ComponentTypes(t)
+	for i := 0; i < len(ea) && i < len(eb) && i < len(types); i++ {
+		switch {
+		case ea[i] == nil && eb[i] == nil:
+		case ea[i] == nil:
+			return -1, true
+		case eb[i] == nil:
+			return 1, true
+		default:
+			if c := CompareValues(types[i], ea[i], eb[i]); c != 0 {
+				return c, true
+			}
+		}
+	}
+	return cmp.Compare(len(ea), len(eb)), true
+}
+
+// compareCollections orders two collection values of type t element by element (a map's
+// keys and values in turn), then by their number of elements; ok is false when either is
+// malformed.
+func compareCollections(t cql.TypeInfo, a, b []byte) (c int, ok bool) {
+	per := ElemsPerEntry(t)
+	ea, oka := DecCollection(a, per)
+	eb, okb := DecCollection(b, per)
+	if !oka || !okb {
+		return 0, false
+	}
+	for i := 0; i < len(ea) && i < len(eb); i++ {
+		if c := CompareValues(entryType(t, i), ea[i], eb[i]); c != 0 {
+			return c, true
+		}
+	}
+	return cmp.Compare(len(ea), len(eb)), true
 }
 
 func uuidTime(u []byte) uint64 {

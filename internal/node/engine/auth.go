@@ -9,7 +9,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/internal/node/cqlvalue"
@@ -24,24 +23,6 @@ import (
 // them. Without EngineConfig.Auth the node is like a Cassandra node with
 // AllowAllAuthenticator: everyone is anonymous, nothing is checked, and role statements
 // are refused as Cassandra refuses them to an anonymous user.
-
-// roleInfo is a role. It is guarded by authState.mu.
-type roleInfo struct {
-	name        string
-	super       bool
-	login       bool
-	salt, hash  []byte // SHA-256 of salt and password; nil: no password
-	memberOf    []string
-	permissions map[string][]string // resource key → permissions, in permissionNames order
-	resources   map[string]grammar.Resource
-}
-
-// authState is the engine's roles. It is safe for concurrent use.
-type authState struct {
-	enabled bool // set once, by NewEngine
-	mu      sync.RWMutex
-	roles   map[string]*roleInfo
-}
 
 func newAuthState(login string) *authState {
 	a := &authState{roles: map[string]*roleInfo{}}
@@ -105,12 +86,6 @@ func (e *Engine) exists(r grammar.Resource) bool {
 		return k != nil && (k.Functions[r.Name+"("+strings.Join(r.ArgText, ", ")+")"] != nil || k.Aggregates[r.Name+"("+strings.Join(r.ArgText, ", ")+")"] != nil)
 	}
 	return true
-}
-
-// need is a permission a statement needs.
-type need struct {
-	perm string
-	res  grammar.Resource
 }
 
 // readableSystem lists the keyspaces every role may read: what drivers read on connect and

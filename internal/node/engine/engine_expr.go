@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -12,139 +13,123 @@ import (
 	"github.com/tracecar/tracecar/internal/node/grammar"
 )
 
-type exprKind uint8
-
-const (
-	exConst exprKind = iota
-	exBind
-	exColl
-	exFunc
-	exJSON // a column of INSERT JSON: execCtx.json[idx]
-)
-
-// expr is a compiled term: its value is known at compile time, bound at execution, or
-// computed (collections with markers inside, now()).
-type expr struct {
-	kind  exprKind
-	b     []byte // constant value; nil is null
-	idx   int
-	typ   cql.TypeInfo
-	col   string
-	elems []*expr // collection elements; a map's keys and values alternate
-	fn    string
-	args  []*expr
-}
-
 // compileTerm compiles t for a target of type typ; spec is the bind metadata given to a
 // marker in that place.
 func (c *compiler) compileTerm(t *grammar.Term, typ cql.TypeInfo, spec cql.ColumnSpec) (*expr, error) {
 	return c.compileTermDepth(t, typ, spec, 0)
 }
 
+// compileTermDepth compiles t at depth levels of nesting: a marker is bound, a function
+// compiled, a literal without markers encoded once, and one with markers inside kept as its
+// elements' expressions.
 func (c *compiler) compileTermDepth(t *grammar.Term, typ cql.TypeInfo, spec cql.ColumnSpec, depth int) (*expr, error) {
 	if depth > grammar.MaxNesting {
 		return nil, invalidf("literal nesting too deep")
 	}
-	col := spec.Name
 	switch t.Kind {
 	case grammar.TermBind:
+		col := spec.Name
 		spec.Type = typ
 		c.bind(t, spec)
 		return &expr{kind: exBind, idx: t.Idx, typ: typ, col: col}, nil
 	case grammar.TermFunc:
 		return c.compileFunc(t, typ, spec, depth)
 	case grammar.TermTuple, grammar.TermUDT:
-		if !hasMarker(t) {
-			b, err := cqlvalue.Literal(t, typ, col)
-			if err != nil {
-				return nil, err
-			}
-			return &expr{kind: exConst, b: b, typ: typ, col: col}, nil
+		if hasMarker(t) {
+			return c.compileFields(t, typ, spec, depth)
 		}
-		x := &expr{kind: exColl, typ: typ, col: col}
-		types := cqlvalue.ComponentTypes(typ)
-		switch {
-		case typ.ID == cql.TypeTuple && t.Kind == grammar.TermTuple:
-			if len(t.Elems) > len(types) {
-				return nil, invalidf("Invalid tuple literal for %s: too many elements. Type %s expects %d but got %d", col, cqlvalue.CqlTypeText(typ), len(types), len(t.Elems))
-			}
-			x.elems = make([]*expr, len(types))
-			for i, el := range t.Elems {
-				s := spec
-				s.Name = col + "[" + itoa(i) + "]"
-				ex, err := c.compileTermDepth(el, types[i], s, depth+1)
-				if err != nil {
-					return nil, err
-				}
-				x.elems[i] = ex
-			}
-		case typ.ID == cql.TypeUDT && t.Kind == grammar.TermUDT:
-			x.elems = make([]*expr, len(types))
-			for i, n := range t.Names {
-				f := slices.IndexFunc(typ.Fields, func(f cql.Field) bool { return f.Name == n })
-				if f < 0 {
-					return nil, invalidf("Unknown field '%s' in value of user defined type %s", n, typ.Name)
-				}
-				s := spec
-				s.Name = col + "." + n
-				ex, err := c.compileTermDepth(t.Elems[i], types[f], s, depth+1)
-				if err != nil {
-					return nil, err
-				}
-				x.elems[f] = ex
-			}
-		default:
-			_, err := cqlvalue.Literal(t, typ, col)
-			return nil, err
-		}
-		return x, nil
 	case grammar.TermList, grammar.TermSet, grammar.TermMap:
-		if !hasMarker(t) {
-			b, err := cqlvalue.Literal(t, typ, col)
-			if err != nil {
-				return nil, err
-			}
-			return &expr{kind: exConst, b: b, typ: typ, col: col}, nil
+		if hasMarker(t) {
+			return c.compileElems(t, typ, spec, depth)
 		}
-		x := &expr{kind: exColl, typ: typ, col: col}
-		switch {
-		case typ.ID == cql.TypeList && t.Kind == grammar.TermList,
-			typ.ID == cql.TypeSet && t.Kind == grammar.TermSet:
-			et := cqlvalue.ElemType(typ)
-			for _, el := range t.Elems {
-				s := spec
-				s.Name = "value(" + col + ")"
-				ex, err := c.compileTermDepth(el, et, s, depth+1)
-				if err != nil {
-					return nil, err
-				}
-				x.elems = append(x.elems, ex)
-			}
-		case typ.ID == cql.TypeMap && t.Kind == grammar.TermMap:
-			for i, k := range t.Elems {
-				s := spec
-				s.Name = "key(" + col + ")"
-				kx, err := c.compileTermDepth(k, cqlvalue.KeyType(typ), s, depth+1)
-				if err != nil {
-					return nil, err
-				}
-				s.Name = "value(" + col + ")"
-				vx, err := c.compileTermDepth(t.Vals[i], cqlvalue.ElemType(typ), s, depth+1)
-				if err != nil {
-					return nil, err
-				}
-				x.elems = append(x.elems, kx, vx)
-			}
-		default:
-			return nil, invalidf("Invalid %s literal for %s of type %s", cqlvalue.KindName(t), col, typ.String())
-		}
-		return x, nil
 	}
-	b, err := cqlvalue.Literal(t, typ, col)
+	b, err := cqlvalue.Literal(t, typ, spec.Name)
 	if err != nil {
 		return nil, err
 	}
-	return &expr{kind: exConst, b: b, typ: typ, col: col}, nil
+	return &expr{kind: exConst, b: b, typ: typ, col: spec.Name}, nil
+}
+
+// compileFields compiles a tuple or user type literal with markers inside: one expression
+// per component, in the type's order (a field left out stays nil).
+func (c *compiler) compileFields(t *grammar.Term, typ cql.TypeInfo, spec cql.ColumnSpec, depth int) (*expr, error) {
+	col := spec.Name
+	x := &expr{kind: exColl, typ: typ, col: col}
+	types := cqlvalue.ComponentTypes(typ)
+	switch {
+	case typ.ID == cql.TypeTuple && t.Kind == grammar.TermTuple:
+		if len(t.Elems) > len(types) {
+			return nil, invalidf("Invalid tuple literal for %s: too many elements. Type %s expects %d but got %d", col, cqlvalue.CqlTypeText(typ), len(types), len(t.Elems))
+		}
+		x.elems = make([]*expr, len(types))
+		for i, el := range t.Elems {
+			s := spec
+			s.Name = col + "[" + strconv.Itoa(i) + "]"
+			ex, err := c.compileTermDepth(el, types[i], s, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			x.elems[i] = ex
+		}
+	case typ.ID == cql.TypeUDT && t.Kind == grammar.TermUDT:
+		x.elems = make([]*expr, len(types))
+		for i, n := range t.Names {
+			f := slices.IndexFunc(typ.Fields, func(f cql.Field) bool { return f.Name == n })
+			if f < 0 {
+				return nil, invalidf("Unknown field '%s' in value of user defined type %s", n, typ.Name)
+			}
+			s := spec
+			s.Name = col + "." + n
+			ex, err := c.compileTermDepth(t.Elems[i], types[f], s, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			x.elems[f] = ex
+		}
+	default:
+		_, err := cqlvalue.Literal(t, typ, col)
+		return nil, err
+	}
+	return x, nil
+}
+
+// compileElems compiles a list, set or map literal with markers inside: one expression per
+// element, a map's keys and values alternating.
+func (c *compiler) compileElems(t *grammar.Term, typ cql.TypeInfo, spec cql.ColumnSpec, depth int) (*expr, error) {
+	col := spec.Name
+	x := &expr{kind: exColl, typ: typ, col: col}
+	switch {
+	case typ.ID == cql.TypeList && t.Kind == grammar.TermList,
+		typ.ID == cql.TypeSet && t.Kind == grammar.TermSet:
+		et := cqlvalue.ElemType(typ)
+		for _, el := range t.Elems {
+			s := spec
+			s.Name = "value(" + col + ")"
+			ex, err := c.compileTermDepth(el, et, s, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			x.elems = append(x.elems, ex)
+		}
+	case typ.ID == cql.TypeMap && t.Kind == grammar.TermMap:
+		for i, k := range t.Elems {
+			s := spec
+			s.Name = "key(" + col + ")"
+			kx, err := c.compileTermDepth(k, cqlvalue.KeyType(typ), s, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			s.Name = "value(" + col + ")"
+			vx, err := c.compileTermDepth(t.Vals[i], cqlvalue.ElemType(typ), s, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			x.elems = append(x.elems, kx, vx)
+		}
+	default:
+		return nil, invalidf("Invalid %s literal for %s of type %s", cqlvalue.KindName(t), col, typ.String())
+	}
+	return x, nil
 }
 
 func hasMarker(t *grammar.Term) bool {
@@ -164,7 +149,36 @@ func hasMarker(t *grammar.Term) bool {
 	return false
 }
 
-// The functions the node evaluates; each returns its result type.
+// generators are the native functions that make a value of nothing (now()), by name, with
+// the type of the value.
+var generators = map[string]cql.TypeID{"now": cql.TypeTimeUUID, "currenttimeuuid": cql.TypeTimeUUID,
+	"uuid": cql.TypeUUID, "currenttimestamp": cql.TypeTimestamp, "currentdate": cql.TypeDate, "currenttime": cql.TypeTime}
+
+// funcResult returns the result type of the native function name, a generator or a
+// conversion; a user-defined function (which the node does not run) or an unknown one is
+// an error.
+func (c *compiler) funcResult(ks, name string) (cql.TypeID, error) {
+	if rt, ok := generators[name]; ok {
+		return rt, nil
+	}
+	if argT, ok := cqlvalue.ConvArgType(name); ok {
+		ret, _, err := cqlvalue.ConvResult(name, argT, "?")
+		return ret.ID, err
+	}
+	return 0, c.unknownFunc(ks, name)
+}
+
+// unknownFunc is the error of a call of name, which is no native function: a user-defined
+// function of keyspace ks, which the node does not run, or an unknown one.
+func (c *compiler) unknownFunc(ks, name string) error {
+	if err := udfCall(c.sc.Keyspaces[ks], ks, name); !strings.HasPrefix(err.Error(), "Unknown") {
+		return err
+	}
+	return invalidf("Unknown function '%s'", name)
+}
+
+// compileFunc compiles a call of a native function, whose result must fit typ: a generator,
+// fromJson or a conversion.
 func (c *compiler) compileFunc(t *grammar.Term, typ cql.TypeInfo, spec cql.ColumnSpec, depth int) (*expr, error) {
 	x := &expr{kind: exFunc, fn: t.Name, typ: typ, col: spec.Name}
 	want := func(n int) error {
@@ -173,19 +187,10 @@ func (c *compiler) compileFunc(t *grammar.Term, typ cql.TypeInfo, spec cql.Colum
 		}
 		return nil
 	}
-	var rt cql.TypeID
-	switch t.Name {
-	case "now", "currenttimeuuid":
-		rt = cql.TypeTimeUUID
-	case "uuid":
-		rt = cql.TypeUUID
-	case "currenttimestamp":
-		rt = cql.TypeTimestamp
-	case "currentdate":
-		rt = cql.TypeDate
-	case "currenttime":
-		rt = cql.TypeTime
-	case "fromjson":
+	rt, generator := generators[t.Name]
+	switch {
+	case generator: // checked below
+	case t.Name == "fromjson":
 		if err := want(1); err != nil {
 			return nil, err
 		}
@@ -221,10 +226,7 @@ func (c *compiler) compileFunc(t *grammar.Term, typ cql.TypeInfo, spec cql.Colum
 			rt = ret.ID
 			break
 		}
-		if err := udfCall(c.sc.Keyspaces[spec.Keyspace], spec.Keyspace, t.Name); !strings.HasPrefix(err.Error(), "Unknown") {
-			return nil, err
-		}
-		return nil, invalidf("Unknown function '%s'", t.Name)
+		return nil, c.unknownFunc(spec.Keyspace, t.Name)
 	}
 	if rt != cql.TypeTimeUUID && rt != cql.TypeUUID && rt != cql.TypeDate || t.Name == "currentdate" || t.Name == "todate" {
 		if len(t.Elems) > 1 {

@@ -1,11 +1,7 @@
 package engine
 
 import (
-	"bytes"
-	"encoding/binary"
 	"slices"
-	"sort"
-	"strings"
 
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/internal/node/cqlvalue"
@@ -13,6 +9,10 @@ import (
 	"github.com/tracecar/tracecar/internal/node/storage"
 )
 
+// The compilation of SELECT: its selectors, and its WHERE clause as the partitions read,
+// the clustering slices and the rows filtered; select_exec.go executes it.
+
+// srcKind says where a result column takes its value.
 type srcKind uint8
 
 const (
@@ -26,6 +26,7 @@ const (
 	srcCount
 )
 
+// outCol is a column of the result rows: where its value comes from, and what is made of it.
 type outCol struct {
 	src     srcKind
 	idx     int
@@ -53,6 +54,7 @@ type rowFilter struct {
 	in   *expr   // IN ? marker
 }
 
+// selectPlan is a compiled SELECT.
 type selectPlan struct {
 	t         *storage.Table
 	out       []outCol
@@ -78,7 +80,13 @@ type selectPlan struct {
 	resultID []byte
 }
 
-func (c *compiler) selectPlan(st *grammar.SelectStmt) (plan, error) {
+// selectCompiler compiles SELECT statements: their selectors, and their WHERE clauses into
+// the keys read and the rows filtered.
+type selectCompiler struct{ *compiler }
+
+// selectPlan compiles a SELECT: its selectors, then its WHERE clause as the keys read and
+// the rows filtered, its grouping, order and limits.
+func (c selectCompiler) selectPlan(st *grammar.SelectStmt) (plan, error) {
 	t, err := c.table(st.Table)
 	if err != nil {
 		return nil, err
@@ -95,64 +103,41 @@ func (c *compiler) selectPlan(st *grammar.SelectStmt) (plan, error) {
 	if err := groupBy(p, st, w); err != nil {
 		return nil, err
 	}
-	system := c.sc.Keyspaces[t.Ks].System || t.Virtual
-	needFiltering := false
-	var filtered []*colRestr // clustering restrictions answered by filtering
-	// Partition key.
-	allEq := true
-	anyPK := false
-	for _, r := range w.pk {
-		if r != nil {
-			anyPK = true
-		}
-		if !r.isEq() || len(r.others) > 0 || r.isRange() {
-			allEq = false
-		}
+	if err := c.restrictions(p, st, w); err != nil {
+		return nil, err
 	}
-	if allEq {
-		p.pk = w.pk
-		c.setPKIndexes(t, w.pk)
-		if w.token != nil {
-			return nil, invalidf("Only EQ and IN relation are supported on the partition key (unless you use the token() function)")
-		}
-	} else {
-		p.token = w.token
-		if anyPK {
-			needFiltering = true
-			for _, r := range w.pk {
-				if r != nil {
-					c.addFilters(p, r)
-				}
-			}
-		}
+	if err := orderBy(p, st); err != nil {
+		return nil, err
 	}
-	// Clustering key: an equality prefix, then one range.
-	gap := false
-	for i, r := range w.ck {
-		if r == nil {
-			gap = true
-			continue
-		}
-		p.hasCKRes = true
-		switch {
-		case gap || p.ckRange != nil || len(r.others) > 0 || (r.isEq() && r.isRange()):
-			needFiltering = true
-			c.addFilters(p, r)
-			filtered = append(filtered, r)
-		case r.isEq():
-			p.ckEq = append(p.ckEq, r)
-		default:
-			p.ckRange = r
-		}
-		_ = i
+	if p.limit, err = c.limitTerm(t, st.Limit, "[limit]"); err != nil {
+		return nil, err
 	}
-	if p.pk == nil && p.hasCKRes {
-		needFiltering = true
+	if p.partLim, err = c.limitTerm(t, st.PartLimit, "[per_partition_limit]"); err != nil {
+		return nil, err
 	}
+	if st.Json {
+		// One text column, each row an object of the selectors.
+		p.jsonSpecs = p.specs
+		p.specs = []cql.ColumnSpec{p.spec("[json]", cql.TypeInfo{ID: cql.TypeVarchar})}
+	}
+	c.result = cql.RowsMetadata{Columns: p.specs, ColumnCount: len(p.specs)}
+	return p, nil
+}
+
+// restrictions places the WHERE clause w: the partition keys read (or a token range), the
+// clustering prefix and range, and the rest as row filters, which take ALLOW FILTERING
+// unless an index serves them or the table is a system one.
+func (c selectCompiler) restrictions(p *selectPlan, st *grammar.SelectStmt, w *whereInfo) error {
+	t := p.t
+	anyPK, err := c.partitionRestrictions(p, w)
+	if err != nil {
+		return err
+	}
+	filtered := c.clusteringRestrictions(p, w)
 	for _, r := range w.regular {
-		needFiltering = true
 		c.addFilters(p, r)
 	}
+	needFiltering := p.pk == nil && (anyPK || p.hasCKRes) || len(filtered) > 0 || len(w.regular) > 0
 	// The restrictions that an index or filtering answers.
 	viaIndex := slices.Clone(w.regular)
 	for _, r := range append(slices.Clone(w.pk), w.ck...) {
@@ -163,53 +148,105 @@ func (c *compiler) selectPlan(st *grammar.SelectStmt) (plan, error) {
 	if indexServes(t, viaIndex) {
 		needFiltering = false
 	}
+	system := c.sc.Keyspaces[t.Ks].System || t.Virtual
 	if needFiltering && !st.AllowFiltering && !system && (p.pk == nil && (anyPK || len(w.regular) > 0 || p.hasCKRes) || len(w.regular) > 0 || len(p.filters) > 0) {
-		return nil, invalidf("Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING")
+		return invalidf("Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING")
 	}
-	// ORDER BY.
-	if len(st.OrderBy) > 0 {
-		if p.pk == nil {
-			return nil, invalidf("ORDER BY is only supported when the partition key is restricted by an EQ or an IN.")
+	return nil
+}
+
+// partitionRestrictions reads the partition keys of w when each of its columns is restricted
+// by = or IN (and nothing else); otherwise the query scans, in the token range if any, and
+// filters on the partition key columns restricted. anyPK reports such a column.
+func (c selectCompiler) partitionRestrictions(p *selectPlan, w *whereInfo) (anyPK bool, err error) {
+	allEq := true
+	for _, r := range w.pk {
+		if r != nil {
+			anyPK = true
 		}
-		for i, o := range st.OrderBy {
-			col := t.ByName[o.Col]
-			if col == nil {
-				return nil, invalidf("Undefined column name %s in table %s.%s", o.Col, t.Ks, t.Name)
-			}
-			if col.Kind != storage.KindClustering {
-				return nil, invalidf("Order by is currently only supported on the clustered columns of the PRIMARY KEY, got %s", o.Col)
-			}
-			if col.Pos != i {
-				return nil, invalidf("Order by currently only supports the ordering of columns following their declared order in the PRIMARY KEY")
-			}
-			rev := o.Desc != col.Desc
-			if i == 0 {
-				p.reverse = rev
-			} else if rev != p.reverse {
-				return nil, invalidf("Unsupported order by relation")
-			}
-		}
-		p.ordered = true
-	}
-	if st.Limit != nil {
-		spec := cql.ColumnSpec{Keyspace: t.Ks, Table: t.Name, Name: "[limit]", Type: cql.TypeInfo{ID: cql.TypeInt}}
-		if p.limit, err = c.compileTerm(st.Limit, spec.Type, spec); err != nil {
-			return nil, err
+		if !r.isEq() || len(r.others) > 0 || r.isRange() {
+			allEq = false
 		}
 	}
-	if st.PartLimit != nil {
-		spec := cql.ColumnSpec{Keyspace: t.Ks, Table: t.Name, Name: "[per_partition_limit]", Type: cql.TypeInfo{ID: cql.TypeInt}}
-		if p.partLim, err = c.compileTerm(st.PartLimit, spec.Type, spec); err != nil {
-			return nil, err
+	if allEq {
+		p.pk = w.pk
+		c.setPKIndexes(p.t, w.pk)
+		if w.token != nil {
+			return anyPK, invalidf("Only EQ and IN relation are supported on the partition key (unless you use the token() function)")
+		}
+		return anyPK, nil
+	}
+	p.token = w.token
+	for _, r := range w.pk {
+		if r != nil {
+			c.addFilters(p, r)
 		}
 	}
-	if st.Json {
-		// One text column, each row an object of the selectors.
-		p.jsonSpecs = p.specs
-		p.specs = []cql.ColumnSpec{{Keyspace: t.Ks, Table: t.Name, Name: "[json]", Type: cql.TypeInfo{ID: cql.TypeVarchar}}}
+	return anyPK, nil
+}
+
+// clusteringRestrictions reads the clustering restrictions of w as an equality prefix, then
+// one range; the others (after a gap, a second range, or more than = and a range on one
+// column) are filtered, and returned.
+func (c selectCompiler) clusteringRestrictions(p *selectPlan, w *whereInfo) (filtered []*colRestr) {
+	gap := false
+	for _, r := range w.ck {
+		if r == nil {
+			gap = true
+			continue
+		}
+		p.hasCKRes = true
+		switch {
+		case gap || p.ckRange != nil || len(r.others) > 0 || (r.isEq() && r.isRange()):
+			c.addFilters(p, r)
+			filtered = append(filtered, r)
+		case r.isEq():
+			p.ckEq = append(p.ckEq, r)
+		default:
+			p.ckRange = r
+		}
 	}
-	c.result = cql.RowsMetadata{Columns: p.specs, ColumnCount: len(p.specs)}
-	return p, nil
+	return filtered
+}
+
+// orderBy checks ORDER BY: the clustering columns in their declared order, each in its
+// declared direction or each reversed, of a query that reads given partitions.
+func orderBy(p *selectPlan, st *grammar.SelectStmt) error {
+	if len(st.OrderBy) == 0 {
+		return nil
+	}
+	if p.pk == nil {
+		return invalidf("ORDER BY is only supported when the partition key is restricted by an EQ or an IN.")
+	}
+	for i, o := range st.OrderBy {
+		col, err := columnOf(p.t, o.Col)
+		if err != nil {
+			return err
+		}
+		if col.Kind != storage.KindClustering {
+			return invalidf("Order by is currently only supported on the clustered columns of the PRIMARY KEY, got %s", o.Col)
+		}
+		if col.Pos != i {
+			return invalidf("Order by currently only supports the ordering of columns following their declared order in the PRIMARY KEY")
+		}
+		rev := o.Desc != col.Desc
+		if i == 0 {
+			p.reverse = rev
+		} else if rev != p.reverse {
+			return invalidf("Unsupported order by relation")
+		}
+	}
+	p.ordered = true
+	return nil
+}
+
+// limitTerm compiles a LIMIT or PER PARTITION LIMIT, named name for a marker; nil if absent.
+func (c selectCompiler) limitTerm(t *storage.Table, term *grammar.Term, name string) (*expr, error) {
+	if term == nil {
+		return nil, nil
+	}
+	spec := cql.ColumnSpec{Keyspace: t.Ks, Table: t.Name, Name: name, Type: cql.TypeInfo{ID: cql.TypeInt}}
+	return c.compileTerm(term, spec.Type, spec)
 }
 
 // groupBy checks GROUP BY as Cassandra does: a prefix of the primary key in its order, where
@@ -232,9 +269,9 @@ func groupBy(p *selectPlan, st *grammar.SelectStmt, w *whereInfo) error {
 	}
 	i, prefix := 0, 0
 	for _, g := range st.GroupBy {
-		col := t.ByName[g]
-		if col == nil {
-			return invalidf("Undefined column name %s in table %s.%s", g, t.Ks, t.Name)
+		col, err := columnOf(t, g)
+		if err != nil {
+			return err
 		}
 		if col.Kind != storage.KindPartitionKey && col.Kind != storage.KindClustering {
 			return invalidf("Group by is currently only supported on the columns of the PRIMARY KEY, got %s", g)
@@ -263,7 +300,7 @@ func groupBy(p *selectPlan, st *grammar.SelectStmt, w *whereInfo) error {
 	return nil
 }
 
-func (c *compiler) addFilters(p *selectPlan, r *colRestr) {
+func (c selectCompiler) addFilters(p *selectPlan, r *colRestr) {
 	col := r.col
 	if r.eq != nil {
 		p.filters = append(p.filters, rowFilter{col: col, op: grammar.OpEq, val: r.eq})
@@ -306,166 +343,21 @@ func (c *compiler) addFilters(p *selectPlan, r *colRestr) {
 	}
 }
 
-func (c *compiler) selection(p *selectPlan, st *grammar.SelectStmt) error {
+// selection compiles the selectors: what each column of a result row holds, and its
+// metadata, named by the selector's text, its alias, or, for conversions and aggregates,
+// system.fn(column) as Cassandra names them.
+func (c selectCompiler) selection(p *selectPlan, st *grammar.SelectStmt) error {
 	t := p.t
-	spec := func(name string, typ cql.TypeInfo) cql.ColumnSpec {
-		return cql.ColumnSpec{Keyspace: t.Ks, Table: t.Name, Name: name, Type: typ}
-	}
-	colSrc := func(col *storage.Column) outCol {
-		switch col.Kind {
-		case storage.KindPartitionKey:
-			return outCol{src: srcPK, idx: col.Pos}
-		case storage.KindClustering:
-			return outCol{src: srcCK, idx: col.Pos}
-		}
-		return outCol{src: srcCell, idx: col.Pos}
-	}
 	if st.Star {
 		for _, col := range t.Cols {
-			p.out = append(p.out, colSrc(col))
+			p.out = append(p.out, colSource(col))
 		}
 		p.specs = t.StarSpecs
 		return nil
 	}
 	for _, s := range st.Sels {
-		name := s.Text // the alias replaces it once the casts are applied
-		switch s.Kind {
-		case grammar.SelColumn:
-			col := t.ByName[s.Col]
-			if col == nil {
-				return invalidf("Undefined column name %s in table %s.%s", s.Col, t.Ks, t.Name)
-			}
-			o := colSrc(col)
-			typ := col.Typ
-			sel, text := col.Name, col.Text
-			for _, f := range s.Fields {
-				if !cqlvalue.IsUDT(typ) {
-					return invalidf("Invalid field selection: %s of type %s is not a user type", sel, text)
-				}
-				i := slices.IndexFunc(typ.Fields, func(x cql.Field) bool { return x.Name == f })
-				if i < 0 {
-					return invalidf("%s of type %s has no field %s", sel, text, f)
-				}
-				o.path, o.derived = append(o.path, i), true
-				typ = typ.Fields[i].Type
-				sel += "." + f
-				text = cqlvalue.CqlTypeText(typ)
-			}
-			p.out = append(p.out, o)
-			p.specs = append(p.specs, spec(name, typ))
-		case grammar.SelCount:
-			p.aggregate = true
-			p.out = append(p.out, outCol{src: srcCount, agg: aggCountRows})
-			p.specs = append(p.specs, spec(name, cql.TypeInfo{ID: cql.TypeBigint}))
-		case grammar.SelUDF:
-			if o, typ, ok, err := c.convSelector(t, s); ok || err != nil {
-				if err != nil {
-					return err
-				}
-				name = "system." + s.Fn.Name + "(" + s.Cols[0] + ")"
-				p.out = append(p.out, o)
-				p.specs = append(p.specs, spec(name, typ))
-				break
-			}
-			ks := s.FnKs
-			if ks == "" {
-				ks = t.Ks
-			}
-			return udfCall(c.sc.Keyspaces[ks], ks, s.Fn.Name)
-		case grammar.SelToJSON:
-			col := t.ByName[s.Col]
-			if col == nil {
-				return invalidf("Undefined column name %s in table %s.%s", s.Col, t.Ks, t.Name)
-			}
-			o := colSrc(col)
-			o.toJSON, o.argType, o.derived = true, col.Typ, true
-			p.out = append(p.out, o)
-			p.specs = append(p.specs, spec(name, cql.TypeInfo{ID: cql.TypeVarchar}))
-		case grammar.SelAgg:
-			col := t.ByName[s.Col]
-			if col == nil {
-				return invalidf("Undefined column name %s in table %s.%s", s.Col, t.Ks, t.Name)
-			}
-			kind := aggKinds[s.Agg]
-			o, typ, text, err := castSelector(colSrc(col), col, s.ArgCasts)
-			if err != nil {
-				return err
-			}
-			rt, err := aggResultType(s.Agg, kind, typ)
-			if err != nil {
-				return err
-			}
-			name = "system." + s.Agg + "(" + text + ")"
-			o.agg, o.argType = kind, typ
-			p.aggregate = true
-			p.out = append(p.out, o)
-			p.specs = append(p.specs, spec(name, rt))
-		case grammar.SelWritetime, grammar.SelTTL:
-			col := t.ByName[s.Col]
-			if col == nil {
-				return invalidf("Undefined column name %s in table %s.%s", s.Col, t.Ks, t.Name)
-			}
-			fn := "writeTime"
-			if s.Kind == grammar.SelTTL {
-				fn = "ttl"
-			}
-			if col.Kind == storage.KindPartitionKey || col.Kind == storage.KindClustering {
-				return invalidf("Cannot use selection function %s on PRIMARY KEY part %s", fn, col.Name)
-			}
-			if cqlvalue.IsCollection(col.Typ) {
-				return invalidf("Cannot use selection function %s on non-frozen collection %s", fn, col.Name)
-			}
-			if s.Kind == grammar.SelWritetime {
-				p.out = append(p.out, outCol{src: srcWritetime, idx: col.Pos})
-				p.specs = append(p.specs, spec(name, cql.TypeInfo{ID: cql.TypeBigint}))
-			} else {
-				p.out = append(p.out, outCol{src: srcTTL, idx: col.Pos})
-				p.specs = append(p.specs, spec(name, cql.TypeInfo{ID: cql.TypeInt}))
-			}
-		case grammar.SelToken:
-			if len(s.Cols) != len(t.Pk) {
-				return invalidf("Invalid number of arguments in call to function system.token: %d required but %d provided", len(t.Pk), len(s.Cols))
-			}
-			for i, n := range s.Cols {
-				if n != t.Pk[i].Name {
-					return invalidf("Type error: %s cannot be passed as argument %d of function system.token", n, i)
-				}
-			}
-			p.out = append(p.out, outCol{src: srcToken})
-			p.specs = append(p.specs, spec(name, cql.TypeInfo{ID: cql.TypeBigint}))
-		case grammar.SelFunc:
-			var rt cql.TypeID
-			switch s.Fn.Name {
-			case "now", "currenttimeuuid":
-				rt = cql.TypeTimeUUID
-			case "uuid":
-				rt = cql.TypeUUID
-			case "currenttimestamp":
-				rt = cql.TypeTimestamp
-			case "currentdate":
-				rt = cql.TypeDate
-			case "currenttime":
-				rt = cql.TypeTime
-			default:
-				if argT, ok := cqlvalue.ConvArgType(s.Fn.Name); ok {
-					ret, _, err := cqlvalue.ConvResult(s.Fn.Name, argT, "?")
-					if err != nil {
-						return err
-					}
-					rt = ret.ID
-					break
-				}
-				if err := udfCall(c.sc.Keyspaces[t.Ks], t.Ks, s.Fn.Name); !strings.HasPrefix(err.Error(), "Unknown") {
-					return err
-				}
-				return invalidf("Unknown function '%s'", s.Fn.Name)
-			}
-			x, err := c.compileFunc(s.Fn, cql.TypeInfo{ID: rt}, spec(name, cql.TypeInfo{ID: rt}), 0)
-			if err != nil {
-				return err
-			}
-			p.out = append(p.out, outCol{src: srcFunc, fn: x})
-			p.specs = append(p.specs, spec(name, cql.TypeInfo{ID: rt}))
+		if err := c.selector(p, s); err != nil {
+			return err
 		}
 		if len(s.Casts) > 0 {
 			if err := castResult(p, s); err != nil {
@@ -486,890 +378,179 @@ func (c *compiler) selection(p *selectPlan, st *grammar.SelectStmt) error {
 	return nil
 }
 
-// ckFilterFor builds the clustering filters of an equality prefix (one per IN combination)
-// plus a range on the next column.
-func ckFilterFor(t *storage.Table, w *whereInfo, eq []*colRestr, x *execCtx) (*storage.CkFilter, error) {
-	fs, err := ckFilters(t, eq, rangeOf(w, len(eq)), x, false)
-	if err != nil || len(fs) == 0 {
-		return nil, err
-	}
-	return fs[0], nil
-}
-
-func rangeOf(w *whereInfo, i int) *colRestr {
-	if i < len(w.ck) && w.ck[i].isRange() {
-		return w.ck[i]
+// selector compiles the selector s into a column of p's result rows.
+func (c selectCompiler) selector(p *selectPlan, s grammar.Selector) error {
+	switch s.Kind {
+	case grammar.SelColumn:
+		return p.selectColumn(s)
+	case grammar.SelCount:
+		p.aggregate = true
+		p.add(outCol{src: srcCount, agg: aggCountRows}, s.Text, cql.TypeInfo{ID: cql.TypeBigint})
+	case grammar.SelUDF:
+		return c.selectUDF(p, s)
+	case grammar.SelToJSON:
+		col, err := columnOf(p.t, s.Col)
+		if err != nil {
+			return err
+		}
+		o := colSource(col)
+		o.toJSON, o.argType, o.derived = true, col.Typ, true
+		p.add(o, s.Text, cql.TypeInfo{ID: cql.TypeVarchar})
+	case grammar.SelAgg:
+		return p.selectAgg(s)
+	case grammar.SelWritetime, grammar.SelTTL:
+		return p.selectCellMeta(s)
+	case grammar.SelToken:
+		return p.selectToken(s)
+	case grammar.SelFunc:
+		return c.selectFunc(p, s)
 	}
 	return nil
 }
 
-func ckFilters(t *storage.Table, eq []*colRestr, rng *colRestr, x *execCtx, reverse bool) ([]*storage.CkFilter, error) {
-	var lo, hi *storage.CkBound
-	if rng != nil {
-		if rng.lo != nil {
-			b, err := boundValue(rng.lo, rng.col.Name, x)
-			if err != nil {
-				return nil, err
-			}
-			lo = &storage.CkBound{Vals: [][]byte{b}, Inclusive: rng.loIncl}
-		}
-		if rng.hi != nil {
-			b, err := boundValue(rng.hi, rng.col.Name, x)
-			if err != nil {
-				return nil, err
-			}
-			hi = &storage.CkBound{Vals: [][]byte{b}, Inclusive: rng.hiIncl}
-		}
+// colSource is where a result column holding col takes its value.
+func colSource(col *storage.Column) outCol {
+	switch col.Kind {
+	case storage.KindPartitionKey:
+		return outCol{src: srcPK, idx: col.Pos}
+	case storage.KindClustering:
+		return outCol{src: srcCK, idx: col.Pos}
 	}
-	if len(eq) == 0 {
-		if lo == nil && hi == nil {
-			return nil, nil
-		}
-		return []*storage.CkFilter{{Lo: lo, Hi: hi, RangeCol: 0}}, nil
-	}
-	combos, err := product(eq, x)
+	return outCol{src: srcCell, idx: col.Pos}
+}
+
+// spec is the metadata of a result column of p's table.
+func (p *selectPlan) spec(name string, typ cql.TypeInfo) cql.ColumnSpec {
+	return cql.ColumnSpec{Keyspace: p.t.Ks, Table: p.t.Name, Name: name, Type: typ}
+}
+
+// add appends a result column: where its value comes from, its name and type.
+func (p *selectPlan) add(o outCol, name string, typ cql.TypeInfo) {
+	p.out = append(p.out, o)
+	p.specs = append(p.specs, p.spec(name, typ))
+}
+
+// selectColumn compiles a column, or a field of it (c.f.g), which must be of a user type.
+func (p *selectPlan) selectColumn(s grammar.Selector) error {
+	col, err := columnOf(p.t, s.Col)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	slices.SortFunc(combos, func(a, b [][]byte) int { return storage.CompareCK(t, a, b) })
-	if reverse {
-		slices.Reverse(combos)
-	}
-	out := make([]*storage.CkFilter, len(combos))
-	for i, c := range combos {
-		out[i] = &storage.CkFilter{Eq: c, Lo: lo, Hi: hi, RangeCol: len(eq)}
-	}
-	return out, nil
-}
-
-func boundValue(e *expr, col string, x *execCtx) ([]byte, error) {
-	b, unset, err := e.eval(x)
-	if err != nil {
-		return nil, err
-	}
-	if unset {
-		return nil, invalidf("Invalid unset value for column %s", col)
-	}
-	if b == nil {
-		return nil, invalidf("Invalid null value in condition for column %s", col)
-	}
-	return b, nil
-}
-
-// filterVals are a rowFilter's evaluated operands.
-type filterVals struct {
-	f    *rowFilter
-	v    []byte
-	k    []byte // the map key of m[k] = v
-	list [][]byte
-}
-
-// pageState is the decoded paging state: where the previous page stopped.
-type pageState struct {
-	remaining int64 // -1: no limit
-	pk        []byte
-	ck        [][]byte
-	partDone  bool // the whole partition was returned
-	partCount int64
-}
-
-func encodePageState(ps *pageState) []byte {
-	b := []byte{1}
-	b = binary.AppendVarint(b, ps.remaining)
-	b = binary.AppendUvarint(b, uint64(len(ps.pk)))
-	b = append(b, ps.pk...)
-	if ps.partDone {
-		b = append(b, 1)
-	} else {
-		b = append(b, 0)
-	}
-	b = binary.AppendVarint(b, ps.partCount)
-	b = binary.AppendUvarint(b, uint64(len(ps.ck)))
-	for _, v := range ps.ck {
-		if v == nil {
-			b = binary.AppendUvarint(b, 0)
-			continue
+	o := colSource(col)
+	typ := col.Typ
+	sel, text := col.Name, col.Text
+	for _, f := range s.Fields {
+		if !cqlvalue.IsUDT(typ) {
+			return invalidf("Invalid field selection: %s of type %s is not a user type", sel, text)
 		}
-		b = binary.AppendUvarint(b, uint64(len(v))+1)
-		b = append(b, v...)
-	}
-	return b
-}
-
-func decodePageState(b []byte) (*pageState, bool) {
-	if len(b) < 1 || b[0] != 1 {
-		return nil, false
-	}
-	b = b[1:]
-	ps := &pageState{}
-	var n int
-	ps.remaining, n = binary.Varint(b)
-	if n <= 0 {
-		return nil, false
-	}
-	b = b[n:]
-	l, n := binary.Uvarint(b)
-	if n <= 0 || l > uint64(len(b)-n) {
-		return nil, false
-	}
-	ps.pk = b[n : n+int(l)]
-	b = b[n+int(l):]
-	if len(b) < 1 {
-		return nil, false
-	}
-	ps.partDone = b[0] == 1
-	b = b[1:]
-	ps.partCount, n = binary.Varint(b)
-	if n <= 0 {
-		return nil, false
-	}
-	b = b[n:]
-	cnt, n := binary.Uvarint(b)
-	if n <= 0 || cnt > uint64(len(b)) {
-		return nil, false
-	}
-	b = b[n:]
-	for i := uint64(0); i < cnt; i++ {
-		l, n := binary.Uvarint(b)
-		if n <= 0 || l > uint64(len(b)-n)+1 {
-			return nil, false
+		i := slices.IndexFunc(typ.Fields, func(x cql.Field) bool { return x.Name == f })
+		if i < 0 {
+			return invalidf("%s of type %s has no field %s", sel, text, f)
 		}
-		b = b[n:]
-		if l == 0 {
-			ps.ck = append(ps.ck, nil)
-			continue
-		}
-		ps.ck = append(ps.ck, b[:l-1])
-		b = b[l-1:]
+		o.path, o.derived = append(o.path, i), true
+		typ = typ.Fields[i].Type
+		sel += "." + f
+		text = cqlvalue.CqlTypeText(typ)
 	}
-	return ps, len(b) == 0
-}
-
-// selectRun is the state of one SELECT execution.
-type selectRun struct {
-	p        *selectPlan
-	x        *execCtx
-	now      int64
-	cfs      []*storage.CkFilter
-	filters  []filterVals
-	rows     [][][]byte
-	cks      [][][]byte // clustering key of each row, for multi-partition ORDER BY
-	onePK    [1][]byte
-	want     int   // stop once this many rows are collected (-1: no bound)
-	pageSize int64 // -1: no paging
-	count    int64
-	partLim  int64
-
-	// Aggregation (selectPlan.grouped).
-	g          groupState
-	wantGroups int       // stop before the group after this many (-1: no bound)
-	stop       bool      // the page or the limit is full
-	groupEnd   pageState // the position of the current group's last row
-
-	// position of the last collected row
-	lastPK   []byte
-	lastCK   [][]byte
-	lastDone bool
-	partN    int64
-	// positions at the page boundary
-	pagePK   []byte
-	pageCK   [][]byte
-	pageDone bool
-	pageN    int64
-}
-
-func (p *selectPlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
-	t := p.t
-	if t.Dropped.Load() {
-		return nil, invalidf("unconfigured table %s", t.Name)
-	}
-	r := &selectRun{p: p, x: x, now: x.seconds(), want: -1, partLim: -1}
-	limit, err := p.limits(x, r)
-	if err != nil {
-		return nil, err
-	}
-	pageSize, state, err := p.paging(x)
-	if err != nil {
-		return nil, err
-	}
-	if state != nil {
-		limit = state.remaining
-		if limit == 0 {
-			return p.result(x, nil, nil), nil
-		}
-	}
-	if p.distinct {
-		r.partLim = 1
-	}
-	if r.cfs, err = ckFilters(t, p.ckEq, p.ckRange, x, p.reverse); err != nil {
-		return nil, err
-	}
-	if err := r.bindFilters(); err != nil {
-		return nil, err
-	}
-	r.setWants(limit, pageSize)
-	multiSort := false
-	if p.pk != nil {
-		if multiSort, err = r.readKeys(state, limit); err != nil {
-			return nil, err
-		}
-	} else {
-		r.readScan(state)
-	}
-	if x.tr != nil {
-		x.tr.Event("Read " + itoa(len(r.rows)) + " live rows")
-	}
-	switch {
-	case p.grouped:
-		return r.groupedResult(limit), nil
-	case multiSort:
-		return r.sortedResult()
-	}
-	rows := r.rows
-	var paging []byte
-	if pageSize > 0 && int64(len(rows)) > pageSize {
-		rows = rows[:pageSize]
-		rem := int64(-1)
-		if limit >= 0 {
-			rem = limit - pageSize
-		}
-		paging = encodePageState(&pageState{remaining: rem, pk: r.pagePK, ck: r.pageCK, partDone: r.pageDone, partCount: r.pageN})
-	}
-	return p.result(x, rows, paging), nil
-}
-
-// limits binds the LIMIT (returned, -1 for none) and PER PARTITION LIMIT (into r) of the
-// execution x.
-func (p *selectPlan) limits(x *execCtx, r *selectRun) (int64, error) {
-	limit := int64(-1)
-	if p.limit != nil {
-		b, err := boundValue(p.limit, "[limit]", x)
-		if err != nil {
-			return 0, err
-		}
-		v, ok := cqlvalue.Int32Value(b)
-		if !ok || v <= 0 {
-			return 0, invalidf("LIMIT must be strictly positive")
-		}
-		limit = int64(v)
-	}
-	if p.partLim != nil {
-		b, err := boundValue(p.partLim, "[per_partition_limit]", x)
-		if err != nil {
-			return 0, err
-		}
-		v, ok := cqlvalue.Int32Value(b)
-		if !ok || v <= 0 {
-			return 0, invalidf("PER PARTITION LIMIT must be strictly positive")
-		}
-		r.partLim = int64(v)
-	}
-	return limit, nil
-}
-
-// paging returns the page size the execution x asks for (-1 for none) and the state of the
-// page it resumes from, if any.
-func (p *selectPlan) paging(x *execCtx) (int64, *pageState, error) {
-	pageSize := int64(-1)
-	paged := !p.aggregate || p.groupBy // an aggregate without GROUP BY is one row, never paged
-	if x.p != nil && x.p.Flags&cql.QueryPageSize != 0 && x.p.PageSize > 0 && paged {
-		pageSize = int64(x.p.PageSize)
-	}
-	if x.p != nil && x.p.Flags&cql.QueryPagingState != 0 && len(x.p.PagingState) > 0 && paged {
-		state, ok := decodePageState(x.p.PagingState)
-		if !ok {
-			return 0, nil, &cql.Error{Code: cql.ErrCodeProtocol, Message: "Invalid value for the paging state"}
-		}
-		return pageSize, state, nil
-	}
-	return pageSize, nil, nil
-}
-
-// bindFilters binds the values of the plan's filters (ALLOW FILTERING and indexed
-// restrictions) into r.filters.
-func (r *selectRun) bindFilters() error {
-	p, x := r.p, r.x
-	for i := range p.filters {
-		f := &p.filters[i]
-		fv := filterVals{f: f}
-		switch {
-		case f.in != nil:
-			b, err := boundValue(f.in, f.col.Name, x)
-			if err != nil {
-				return err
-			}
-			fv.list, _ = cqlvalue.DecCollection(b, 1)
-		case f.op == grammar.OpIn:
-			for _, v := range f.vals {
-				b, err := boundValue(v, f.col.Name, x)
-				if err != nil {
-					return err
-				}
-				fv.list = append(fv.list, b)
-			}
-		default:
-			if f.val == nil {
-				return invalidf("Unsupported restriction on %s", f.col.Name)
-			}
-			b, err := boundValue(f.val, f.col.Name, x)
-			if err != nil {
-				return err
-			}
-			fv.v = b
-			if f.key != nil {
-				if fv.k, err = boundValue(f.key, f.col.Name, x); err != nil {
-					return err
-				}
-			}
-		}
-		r.filters = append(r.filters, fv)
-	}
+	p.add(o, s.Text, typ)
 	return nil
 }
 
-// setWants sets how many rows, or groups, the run collects for the limit and page size.
-func (r *selectRun) setWants(limit, pageSize int64) {
-	// The number of rows to collect: a page plus one to learn whether there are more.
-	bound := limit
-	if pageSize > 0 && (bound < 0 || pageSize < bound) {
-		bound = pageSize + 1
-	}
-	r.want = int(bound)
-	r.wantGroups = -1
-	if r.p.grouped {
-		// Groups, not rows, fill pages and limits; an aggregate without GROUP BY reads
-		// everything, whatever its LIMIT.
-		r.want = -1
-		if r.p.groupBy {
-			r.wantGroups = int(limit)
-			if pageSize > 0 && (limit < 0 || pageSize < limit) {
-				r.wantGroups = int(pageSize)
-			}
-		}
-	}
-	r.pageSize = pageSize
-}
-
-// readKeys reads the partitions the plan's partition key restricts, from the one the page
-// state resumes at; multiSort tells whether the rows of several partitions are to be sorted
-// by ORDER BY.
-func (r *selectRun) readKeys(state *pageState, limit int64) (multiSort bool, err error) {
-	p, x, t := r.p, r.x, r.p.t
-	pks, err := p.partitionKeys(x, &r.onePK)
+// selectUDF compiles a function of a column: a native conversion (dateOf(c),
+// textAsBlob(c)); a user-defined function, which the node does not run, is refused.
+func (c selectCompiler) selectUDF(p *selectPlan, s grammar.Selector) error {
+	o, typ, ok, err := c.convSelector(p.t, s)
 	if err != nil {
-		return false, err
+		return err
 	}
-	multiSort = p.ordered && len(pks) > 1 && !p.grouped
-	if x.tr != nil {
-		if len(pks) == 1 {
-			x.tr.Event("Executing single-partition query on " + t.Name)
-		} else {
-			x.tr.Event("Executing query on " + itoa(len(pks)) + " partitions of " + t.Name)
-		}
-	}
-	if multiSort {
-		r.want = int(limit)
-	}
-	start := 0
-	if state != nil {
-		start = len(pks)
-		for i, pk := range pks {
-			if bytes.Equal(pk, state.pk) {
-				start = i
-				break
-			}
-		}
-	}
-	d := t.Load(x.s.node())
-	for i := start; i < len(pks) && !r.full(); i++ {
-		var st *pageState
-		if state != nil && i == start {
-			st = state
-		}
-		r.readPartitionKey(d, pks[i], st)
-	}
-	return multiSort, nil
-}
-
-// readScan reads every partition of the table in token order (within the plan's token
-// range), from the one the page state resumes at.
-func (r *selectRun) readScan(state *pageState) {
-	p, x, t := r.p, r.x, r.p.t
-	if x.tr != nil {
-		x.tr.Event("Scanning the partitions of " + t.Name)
-	}
-	parts := t.Load(x.s.node()).Scan()
-	start := 0
-	if state != nil {
-		tok := storage.Murmur3Token(state.pk)
-		start = sort.Search(len(parts), func(i int) bool {
-			return storage.ComparePartitions(parts[i], &storage.Partition{Token: tok, Key: state.pk}) >= 0
-		})
-	}
-	d := t.Load(x.s.node())
-	for i := start; i < len(parts) && !r.full(); i++ {
-		pt := parts[i]
-		if p.token != nil && !r.tokenMatches(pt.Token) {
-			continue
-		}
-		var st *pageState
-		if state != nil && bytes.Equal(pt.Key, state.pk) {
-			st = state
-		}
-		r.readPartitionKey(d, pt.Key, st)
-	}
-}
-
-// groupedResult is the result of an aggregate or GROUP BY query: its groups, paged.
-func (r *selectRun) groupedResult(limit int64) cql.Message {
-	p, x, pageSize := r.p, r.x, r.pageSize
-	if r.g.started {
-		r.finishGroup()
-	}
-	if !p.groupBy {
-		if len(r.rows) == 0 {
-			return p.result(x, [][][]byte{r.emptyAggregate()}, nil)
-		}
-		return p.result(x, r.rows[:1], nil)
-	}
-	var paging []byte
-	if r.stop && pageSize > 0 && (limit < 0 || pageSize < limit) {
-		rem := int64(-1)
-		if limit >= 0 {
-			rem = limit - int64(len(r.rows))
-		}
-		paging = encodePageState(&pageState{remaining: rem, pk: r.pagePK, ck: r.pageCK, partDone: r.pageDone, partCount: r.pageN})
-	}
-	return p.result(x, r.rows, paging)
-}
-
-// sortedResult is the result of an ORDER BY query over several partitions: their rows
-// sorted by clustering, unpaged.
-func (r *selectRun) sortedResult() (cql.Message, error) {
-	p, rows := r.p, r.rows
-	idx := make([]int, len(rows))
-	for i := range idx {
-		idx[i] = i
-	}
-	sort.SliceStable(idx, func(a, b int) bool {
-		c := storage.CompareCK(p.t, r.cks[idx[a]], r.cks[idx[b]])
-		if p.reverse {
-			return c > 0
-		}
-		return c < 0
-	})
-	sorted := make([][][]byte, len(rows))
-	for i, j := range idx {
-		sorted[i] = rows[j]
-	}
-	if r.pageSize > 0 && int64(len(sorted)) > r.pageSize {
-		return nil, invalidf("Cannot page queries with both ORDER BY and a IN restriction on the partition key; you must either remove the ORDER BY or the IN and sort client side, or disable paging for this query")
-	}
-	return p.result(r.x, sorted, nil), nil
-}
-
-func (r *selectRun) full() bool { return r.stop || r.want >= 0 && len(r.rows) >= r.want }
-
-func (r *selectRun) tokenMatches(tok int64) bool {
-	tr := r.p.token
-	if tr.lo != nil {
-		b, _, _ := tr.lo.eval(r.x)
-		v, ok := cqlvalue.Int64Value(b)
-		if ok && (tok < v || tok == v && !tr.loIncl) {
-			return false
-		}
-	}
-	if tr.hi != nil {
-		b, _, _ := tr.hi.eval(r.x)
-		v, ok := cqlvalue.Int64Value(b)
-		if ok && (tok > v || tok == v && !tr.hiIncl) {
-			return false
-		}
-	}
-	return true
-}
-
-func (p *selectPlan) partitionKeys(x *execCtx, one *[1][]byte) ([][]byte, error) {
-	if len(p.pk) == 1 && p.pk[0].eq != nil {
-		b, err := boundValue(p.pk[0].eq, p.pk[0].col.Name, x)
-		if err != nil {
-			return nil, err
-		}
-		one[0] = b
-		return one[:], nil
-	}
-	combos, err := product(p.pk, x)
-	if err != nil {
-		return nil, err
-	}
-	out := make([][]byte, len(combos))
-	for i, c := range combos {
-		out[i] = storage.EncodePK(c)
-	}
-	return out, nil
-}
-
-func (p *selectPlan) result(x *execCtx, rows [][][]byte, paging []byte) cql.Message {
-	md := cql.RowsMetadata{Columns: p.specs, ColumnCount: len(p.specs), PagingState: paging}
-	if paging != nil {
-		md.Flags |= cql.RowsHasMorePages
-	}
-	switch {
-	case x.checkResult && !bytes.Equal(x.resultID, p.resultID):
-		// The client's metadata is not the statement's any more (v5): it gets the new one
-		// whether or not it asked to skip it.
-		md.Flags |= cql.RowsMetadataChanged
-		md.NewMetadataID = p.resultID
-	case x.p != nil && x.p.Flags&cql.QuerySkipMetadata != 0:
-		md.Flags |= cql.RowsNoMetadata
-		md.Columns = nil
-	}
-	if rows == nil {
-		rows = [][][]byte{}
-	}
-	if p.jsonSpecs != nil {
-		for i, row := range rows {
-			rows[i] = [][]byte{cqlvalue.RowJSON(p.jsonSpecs, row)}
-		}
-	}
-	return cql.RowsResult{Metadata: md, Rows: rows}
-}
-
-// readPartitionKey reads one partition under its shard's read lock.
-func (r *selectRun) readPartitionKey(d *storage.TableData, pk []byte, st *pageState) {
-	sh := d.Shard(storage.Murmur3Token(pk))
-	sh.Mu.RLock()
-	defer sh.Mu.RUnlock()
-	part := sh.Get(pk)
-	if part == nil {
-		return
-	}
-	r.readPartition(part, st)
-}
-
-func (r *selectRun) readPartition(part *storage.Partition, st *pageState) {
-	p := r.p
-	t := p.t
-	if st != nil && st.partDone {
-		return
-	}
-	var pkVals [][]byte
-	if len(t.Pk) == 1 {
-		pkVals = [][]byte{part.Key}
-	} else {
-		var ok bool
-		if pkVals, ok = storage.DecodePK(part.Key, len(t.Pk)); !ok {
-			return
-		}
-	}
-	r.lastPK, r.partN = part.Key, 0
-	if st != nil {
-		r.partN = st.partCount
-	}
-	emitted := false
-	emit := func(row *storage.Row) bool {
-		if !p.grouped && r.partLim >= 0 && r.partN >= r.partLim {
-			return false
-		}
-		if !r.matches(pkVals, part, row) {
-			return true
-		}
-		emitted = true
-		if p.grouped {
-			return r.addGrouped(pkVals, part, row)
-		}
-		r.add(pkVals, part, row)
-		return !r.full()
-	}
-	var after [][]byte
-	hasAfter := false
-	if st != nil {
-		after, hasAfter = st.ck, true
-	}
-	if len(t.Ck) == 0 {
-		if !hasAfter && len(part.Rows) > 0 && part.Rows[0].Live(r.now) {
-			emit(part.Rows[0])
-		}
-		return
-	}
-	if p.distinct {
-		if !hasAfter && (r.anyLiveRow(part) || part.Static != nil && part.Static.Live(r.now)) {
-			emit(nil)
-		}
-		return
-	}
-	if r.cfs == nil {
-		r.iterate(part, 0, len(part.Rows), nil, after, hasAfter, emit)
-	} else {
-		for _, f := range r.cfs {
-			lo, hi := 0, len(part.Rows)
-			if len(f.Eq) > 0 {
-				lo = sort.Search(len(part.Rows), func(i int) bool { return storage.CompareCK(t, part.Rows[i].Ck, f.Eq) >= 0 })
-				hi = lo
-				for hi < len(part.Rows) && prefixEqual(t, part.Rows[hi].Ck, f.Eq) {
-					hi++
-				}
-			}
-			if !r.iterate(part, lo, hi, f, after, hasAfter, emit) || r.full() {
-				break
-			}
-		}
-	}
-	// A partition with only static data shows as one row with null clustering columns.
-	if !emitted && !hasAfter && !p.hasCKRes && t.HasStatic() && part.Static != nil && part.Static.Live(r.now) && !r.anyLiveRow(part) {
-		emit(nil)
-	}
-}
-
-func (r *selectRun) anyLiveRow(part *storage.Partition) bool {
-	for _, row := range part.Rows {
-		if row.Live(r.now) {
-			return true
-		}
-	}
-	return false
-}
-
-func prefixEqual(t *storage.Table, ck, prefix [][]byte) bool {
-	if len(ck) < len(prefix) {
-		return false
-	}
-	for i, v := range prefix {
-		if cqlvalue.CompareValues(t.Ck[i].Typ, ck[i], v) != 0 {
-			return false
-		}
-	}
-	return true
-}
-
-// iterate visits rows[lo:hi] in query order, after the paging position.
-func (r *selectRun) iterate(part *storage.Partition, lo, hi int, f *storage.CkFilter, after [][]byte, hasAfter bool, emit func(*storage.Row) bool) bool {
-	t := r.p.t
-	rows := part.Rows
-	if r.p.reverse {
-		for i := hi - 1; i >= lo; i-- {
-			row := rows[i]
-			if hasAfter && storage.CompareCK(t, row.Ck, after) >= 0 {
-				continue
-			}
-			if f != nil && !f.Matches(t, row.Ck) || !row.Live(r.now) {
-				continue
-			}
-			if !emit(row) {
-				return false
-			}
-		}
-		return true
-	}
-	if hasAfter {
-		s := sort.Search(hi-lo, func(i int) bool { return storage.CompareCK(t, rows[lo+i].Ck, after) > 0 })
-		lo += s
-	}
-	for i := lo; i < hi; i++ {
-		row := rows[i]
-		if f != nil && !f.Matches(t, row.Ck) || !row.Live(r.now) {
-			continue
-		}
-		if !emit(row) {
-			return false
-		}
-	}
-	return true
-}
-
-// value returns a column's visible value in a row.
-func (r *selectRun) value(col *storage.Column, pkVals [][]byte, part *storage.Partition, row *storage.Row) []byte {
-	return storage.CellValue(col, pkVals, part, row, r.now)
-}
-
-func (r *selectRun) matches(pkVals [][]byte, part *storage.Partition, row *storage.Row) bool {
-	for i := range r.filters {
-		fv := &r.filters[i]
-		v := r.value(fv.f.col, pkVals, part, row)
-		typ := fv.f.col.Typ
-		switch fv.f.op {
-		case grammar.OpEq:
-			if v == nil || cqlvalue.CompareValues(typ, v, fv.v) != 0 {
-				return false
-			}
-		case grammar.OpNe:
-			if v != nil && cqlvalue.CompareValues(typ, v, fv.v) == 0 {
-				return false
-			}
-		case grammar.OpLt, grammar.OpLe, grammar.OpGt, grammar.OpGe:
-			if v == nil {
-				return false
-			}
-			c := cqlvalue.CompareValues(typ, v, fv.v)
-			if fv.f.op == grammar.OpLt && c >= 0 || fv.f.op == grammar.OpLe && c > 0 || fv.f.op == grammar.OpGt && c <= 0 || fv.f.op == grammar.OpGe && c < 0 {
-				return false
-			}
-		case grammar.OpIn:
-			found := false
-			for _, w := range fv.list {
-				if v != nil && cqlvalue.CompareValues(typ, v, w) == 0 {
-					found = true
-					break
-				}
-			}
-			if !found {
-				return false
-			}
-		case grammar.OpMapEq:
-			elems, _ := cqlvalue.DecCollection(v, 2)
-			found := false
-			for j := 0; j+1 < len(elems); j += 2 {
-				if cqlvalue.CompareValues(cqlvalue.KeyType(typ), elems[j], fv.k) == 0 {
-					found = cqlvalue.CompareValues(cqlvalue.ElemType(typ), elems[j+1], fv.v) == 0
-					break
-				}
-			}
-			if !found {
-				return false
-			}
-		case grammar.OpContains, grammar.OpContainsKey:
-			per := cqlvalue.ElemsPerEntry(typ)
-			elems, _ := cqlvalue.DecCollection(v, per)
-			et := cqlvalue.ElemType(typ)
-			off := 0
-			if typ.ID == cql.TypeMap {
-				if fv.f.op == grammar.OpContainsKey {
-					et = cqlvalue.KeyType(typ)
-				} else {
-					off = 1
-				}
-			}
-			found := false
-			for j := off; j < len(elems); j += per {
-				if cqlvalue.CompareValues(et, elems[j], fv.v) == 0 {
-					found = true
-					break
-				}
-			}
-			if !found {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// add appends one output row (or counts it).
-func (r *selectRun) add(pkVals [][]byte, part *storage.Partition, row *storage.Row) {
-	p := r.p
-	t := p.t
-	r.partN++
-	out := r.build(pkVals, part, row)
-	r.rows = append(r.rows, out)
-	if p.ordered && len(p.pk) > 0 {
-		if row != nil {
-			r.cks = append(r.cks, row.Ck)
-		} else {
-			r.cks = append(r.cks, nil)
-		}
-	}
-	if row != nil {
-		r.lastCK, r.lastDone = row.Ck, len(t.Ck) == 0
-	} else {
-		r.lastCK, r.lastDone = nil, true
-	}
-	// The page ends at row pageSize; remember where that is.
-	if int64(len(r.rows)) == r.pageSize {
-		r.pagePK, r.pageCK, r.pageDone, r.pageN = r.lastPK, r.lastCK, r.lastDone || p.distinct, r.partN
-	}
-}
-
-func (r *selectRun) build(pkVals [][]byte, part *storage.Partition, row *storage.Row) [][]byte {
-	t := r.p.t
-	out := make([][]byte, len(r.p.out))
-	for i := range r.p.out {
-		o := &r.p.out[i]
-		// The columns of SELECT * and plain selectors, inline: the read path's hot loop.
-		switch {
-		case o.src == srcCell && !o.derived:
-			out[i] = r.value(t.Cells[o.idx], pkVals, part, row)
-		case o.src == srcPK && !o.derived:
-			out[i] = pkVals[o.idx]
-		default:
-			out[i] = r.outValue(o, pkVals, part, row)
-		}
-	}
-	return out
-}
-
-// outValue computes one selector of a row.
-func (r *selectRun) outValue(o *outCol, pkVals [][]byte, part *storage.Partition, row *storage.Row) []byte {
-	t := r.p.t
-	var v []byte
-	switch o.src {
-	case srcPK:
-		v = pkVals[o.idx]
-	case srcCK:
-		if row != nil {
-			v = row.Ck[o.idx]
-		}
-	case srcCell:
-		v = r.value(t.Cells[o.idx], pkVals, part, row)
-	case srcWritetime, srcTTL:
-		c := r.cellOf(t.Cells[o.idx], part, row)
-		switch {
-		case c == nil || !c.Live(r.now):
-		case o.src == srcWritetime:
-			v = cqlvalue.EncBigint(c.Ts)
-		case c.Exp > 0:
-			v = cqlvalue.EncInt(int32(c.Exp - r.now))
-		}
-	case srcToken:
-		v = cqlvalue.EncBigint(part.Token)
-	case srcFunc:
-		v, _, _ = o.fn.eval(r.x)
-	}
-	if o.conv != "" {
-		v, _ = cqlvalue.ApplyConv(o.conv, o.argType, o.convRet, v)
-	}
-	if o.path != nil {
-		v = fieldOf(v, o.path)
-	}
-	if o.toJSON {
-		v = []byte(cqlvalue.ToJSON(o.argType, v))
-	}
-	if o.casts != nil {
-		v = applyCasts(o.casts, v)
-	}
-	return v
-}
-
-// fieldOf selects a field, through nested user types, of a user type value.
-func fieldOf(b []byte, path []int) []byte {
-	for _, f := range path {
-		if b == nil {
-			return nil
-		}
-		elems, ok := cqlvalue.DecTuple(b)
-		if !ok || f >= len(elems) {
-			return nil
-		}
-		b = elems[f]
-	}
-	return b
-}
-
-func (r *selectRun) cellOf(col *storage.Column, part *storage.Partition, row *storage.Row) *storage.Cell {
-	if col.Kind == storage.KindStatic {
-		if part.Static == nil {
-			return nil
-		}
-		return part.Static.Cell(col.Pos)
-	}
-	if row == nil {
+	if ok {
+		p.add(o, "system."+s.Fn.Name+"("+s.Cols[0]+")", typ)
 		return nil
 	}
-	return row.Cell(col.Pos)
+	ks := s.FnKs
+	if ks == "" {
+		ks = p.t.Ks
+	}
+	return udfCall(c.sc.Keyspaces[ks], ks, s.Fn.Name)
+}
+
+// selectAgg compiles an aggregate of a column (count, min, max, sum, avg), its argument
+// cast first if asked.
+func (p *selectPlan) selectAgg(s grammar.Selector) error {
+	col, err := columnOf(p.t, s.Col)
+	if err != nil {
+		return err
+	}
+	kind := aggKinds[s.Agg]
+	o, typ, text, err := castSelector(colSource(col), col, s.ArgCasts)
+	if err != nil {
+		return err
+	}
+	rt, err := aggResultType(s.Agg, kind, typ)
+	if err != nil {
+		return err
+	}
+	o.agg, o.argType = kind, typ
+	p.aggregate = true
+	p.add(o, "system."+s.Agg+"("+text+")", rt)
+	return nil
+}
+
+// selectCellMeta compiles writetime(c) or ttl(c), of a column that is neither in the
+// primary key nor a non-frozen collection.
+func (p *selectPlan) selectCellMeta(s grammar.Selector) error {
+	col, err := columnOf(p.t, s.Col)
+	if err != nil {
+		return err
+	}
+	fn, o, typ := "writeTime", outCol{src: srcWritetime, idx: col.Pos}, cql.TypeInfo{ID: cql.TypeBigint}
+	if s.Kind == grammar.SelTTL {
+		fn, o, typ = "ttl", outCol{src: srcTTL, idx: col.Pos}, cql.TypeInfo{ID: cql.TypeInt}
+	}
+	if col.Kind == storage.KindPartitionKey || col.Kind == storage.KindClustering {
+		return invalidf("Cannot use selection function %s on PRIMARY KEY part %s", fn, col.Name)
+	}
+	if cqlvalue.IsCollection(col.Typ) {
+		return invalidf("Cannot use selection function %s on non-frozen collection %s", fn, col.Name)
+	}
+	p.add(o, s.Text, typ)
+	return nil
+}
+
+// selectToken compiles token(pk…), of the partition key columns in their order.
+func (p *selectPlan) selectToken(s grammar.Selector) error {
+	t := p.t
+	if len(s.Cols) != len(t.Pk) {
+		return invalidf("Invalid number of arguments in call to function system.token: %d required but %d provided", len(t.Pk), len(s.Cols))
+	}
+	for i, n := range s.Cols {
+		if n != t.Pk[i].Name {
+			return invalidf("Type error: %s cannot be passed as argument %d of function system.token", n, i)
+		}
+	}
+	p.add(outCol{src: srcToken}, s.Text, cql.TypeInfo{ID: cql.TypeBigint})
+	return nil
+}
+
+// selectFunc compiles a native function of no column: a generator such as now(), or a
+// conversion of a constant.
+func (c selectCompiler) selectFunc(p *selectPlan, s grammar.Selector) error {
+	rt, err := c.funcResult(p.t.Ks, s.Fn.Name)
+	if err != nil {
+		return err
+	}
+	typ := cql.TypeInfo{ID: rt}
+	x, err := c.compileFunc(s.Fn, typ, p.spec(s.Text, typ), 0)
+	if err != nil {
+		return err
+	}
+	p.add(outCol{src: srcFunc, fn: x}, s.Text, typ)
+	return nil
 }
 
 // convSelector compiles f(col), where f is a native conversion (dateOf, toTimestamp,
 // blobAsText, ...), into a selector of the column; ok is false for another function.
-func (c *compiler) convSelector(t *storage.Table, s grammar.Selector) (outCol, cql.TypeInfo, bool, error) {
+func (c selectCompiler) convSelector(t *storage.Table, s grammar.Selector) (outCol, cql.TypeInfo, bool, error) {
 	if s.FnKs != "" && s.FnKs != "system" || len(s.Cols) != 1 {
 		return outCol{}, cql.TypeInfo{}, false, nil
 	}
@@ -1394,10 +575,62 @@ func (c *compiler) convSelector(t *storage.Table, s grammar.Selector) (outCol, c
 	return o, ret, true, nil
 }
 
-// node is the index of the node the session is connected to, 0 without a session.
-func (s *Session) node() int {
-	if s == nil {
-		return 0
+// castSelector compiles the casts of a column, innermost first, and returns the selector,
+// its type and the name Cassandra gives its column.
+func castSelector(o outCol, col *storage.Column, casts []string) (outCol, cql.TypeInfo, string, error) {
+	typ, text := col.Typ, col.Name
+	for _, to := range casts {
+		id := grammar.SimpleTypes[to]
+		if id == typ.ID {
+			continue // a cast to its own type is ignored, as 4.1 does
+		}
+		if !castable(typ.ID, to) {
+			return o, typ, text, invalidf("%s cannot be cast to %s", col.Name, to)
+		}
+		next := cql.TypeInfo{ID: id}
+		o.casts = append(o.casts, castStep{from: typ, to: next})
+		o.derived = true
+		typ, text = next, "cast("+text+" as "+castName(to)+")"
 	}
-	return s.Node
+	return o, typ, text, nil
+}
+
+// castResult applies the casts of selector s to the result of the selector just compiled,
+// the last of p's: its value (an aggregate's once aggregated), type and column name.
+func castResult(p *selectPlan, s grammar.Selector) error {
+	o, sp := &p.out[len(p.out)-1], &p.specs[len(p.specs)-1]
+	typ, text := sp.Type, sp.Name
+	var steps []castStep
+	for _, to := range s.Casts {
+		id := grammar.SimpleTypes[to]
+		if id == typ.ID {
+			continue // a cast to its own type is ignored, as 4.1 does
+		}
+		if !castable(typ.ID, to) {
+			return invalidf("%s cannot be cast to %s", selectorColumn(s), to)
+		}
+		next := cql.TypeInfo{ID: id}
+		steps = append(steps, castStep{from: typ, to: next})
+		typ, text = next, "cast("+text+" as "+castName(to)+")"
+	}
+	if o.agg != aggNone {
+		o.post = append(o.post, steps...)
+	} else if len(steps) > 0 {
+		o.casts = append(o.casts, steps...)
+		o.derived = true
+	}
+	sp.Type, sp.Name = typ, text
+	return nil
+}
+
+// selectorColumn is the column 4.1 names in the error of a cast it has no function for:
+// the first the selector reads.
+func selectorColumn(s grammar.Selector) string {
+	switch {
+	case s.Col != "":
+		return s.Col
+	case len(s.Cols) > 0:
+		return s.Cols[0]
+	}
+	return s.Text
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/internal/node/cqlvalue"
@@ -9,245 +10,12 @@ import (
 	"github.com/tracecar/tracecar/internal/node/storage"
 )
 
-// maxKeyLen is the longest partition key (or key component) Cassandra accepts.
-const maxKeyLen = 65535
+// The compilation of INSERT, UPDATE and DELETE: the cell operations, the keys of the WHERE
+// clause (or of the values inserted) and the IF conditions; write_exec.go executes them.
 
-// colRestr collects the restrictions of a WHERE clause on one column.
-type colRestr struct {
-	col      *storage.Column
-	eq       *expr
-	in       []*expr
-	inMarker *expr // IN ? bound to a list
-	lo, hi   *expr
-	loIncl   bool
-	hiIncl   bool
-	others   []grammar.Relation // operators handled by filtering: !=, CONTAINS...
-}
-
-func (r *colRestr) isEq() bool { return r != nil && (r.eq != nil || r.in != nil || r.inMarker != nil) }
-
-func (r *colRestr) isRange() bool { return r != nil && (r.lo != nil || r.hi != nil) }
-
-// values returns the sorted, deduplicated values of an = or IN restriction.
-func (r *colRestr) values(x *execCtx) ([][]byte, error) {
-	name := r.col.Name
-	one := func(e *expr) ([]byte, error) {
-		b, unset, err := e.eval(x)
-		if err != nil {
-			return nil, err
-		}
-		if unset {
-			return nil, invalidf("Invalid unset value for column %s", name)
-		}
-		if b == nil {
-			return nil, invalidf("Invalid null value in condition for column %s", name)
-		}
-		return b, nil
-	}
-	switch {
-	case r.eq != nil:
-		b, err := one(r.eq)
-		if err != nil {
-			return nil, err
-		}
-		return [][]byte{b}, nil
-	case r.inMarker != nil:
-		b, err := one(r.inMarker)
-		if err != nil {
-			return nil, err
-		}
-		elems, ok := cqlvalue.DecCollection(b, 1)
-		if !ok {
-			return nil, invalidf("Invalid list value for IN on %s", name)
-		}
-		for _, e := range elems {
-			if e == nil {
-				return nil, invalidf("Invalid null value in condition for column %s", name)
-			}
-			if err := cqlvalue.Validate(r.col.Typ, e, name); err != nil {
-				return nil, err
-			}
-		}
-		return sortDedupe(r.col.Typ, elems), nil
-	}
-	out := make([][]byte, 0, len(r.in))
-	for _, e := range r.in {
-		b, err := one(e)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, b)
-	}
-	return sortDedupe(r.col.Typ, out), nil
-}
-
-func sortDedupe(t cql.TypeInfo, vals [][]byte) [][]byte {
-	if len(vals) < 2 {
-		return vals
-	}
-	sortBytes(vals, func(a, b []byte) int { return cqlvalue.CompareValues(t, a, b) })
-	out := vals[:1]
-	for _, v := range vals[1:] {
-		if cqlvalue.CompareValues(t, out[len(out)-1], v) != 0 {
-			out = append(out, v)
-		}
-	}
-	return out
-}
-
-func sortBytes(v [][]byte, cmp func(a, b []byte) int) {
-	// Insertion sort: IN lists are short.
-	for i := 1; i < len(v); i++ {
-		for j := i; j > 0 && cmp(v[j-1], v[j]) > 0; j-- {
-			v[j-1], v[j] = v[j], v[j-1]
-		}
-	}
-}
-
-// whereInfo is an analyzed WHERE clause.
-type whereInfo struct {
-	pk      []*colRestr // by partition key position; nil when unrestricted
-	ck      []*colRestr // by clustering position
-	regular []*colRestr
-	token   *colRestr // token(pk...) range, with col nil
-}
-
-func (c *compiler) where(t *storage.Table, rels []grammar.Relation) (*whereInfo, error) {
-	w := &whereInfo{pk: make([]*colRestr, len(t.Pk)), ck: make([]*colRestr, len(t.Ck))}
-	byCol := map[string]*colRestr{}
-	for _, r := range rels {
-		if r.Token {
-			if len(r.Cols) != len(t.Pk) {
-				return nil, invalidf("The token function arguments must be the partition key columns in order")
-			}
-			for i, n := range r.Cols {
-				if n != t.Pk[i].Name {
-					return nil, invalidf("The token function arguments must be in the partition key order: %s", t.Pk[i].Name)
-				}
-			}
-			if w.token == nil {
-				w.token = &colRestr{}
-			}
-			spec := cql.ColumnSpec{Keyspace: t.Ks, Table: t.Name, Name: "partition key token", Type: cql.TypeInfo{ID: cql.TypeBigint}}
-			x, err := c.compileTerm(r.Val, spec.Type, spec)
-			if err != nil {
-				return nil, err
-			}
-			switch r.Op {
-			case grammar.OpGt, grammar.OpGe:
-				w.token.lo, w.token.loIncl = x, r.Op == grammar.OpGe
-			case grammar.OpLt, grammar.OpLe:
-				w.token.hi, w.token.hiIncl = x, r.Op == grammar.OpLe
-			case grammar.OpEq:
-				w.token.lo, w.token.hi, w.token.loIncl, w.token.hiIncl = x, x, true, true
-			default:
-				return nil, invalidf("Unsupported operator %s on token()", grammar.RelOpNames[r.Op])
-			}
-			continue
-		}
-		col := t.ByName[r.Col]
-		if col == nil {
-			return nil, invalidf("Undefined column name %s in table %s.%s", r.Col, t.Ks, t.Name)
-		}
-		cr := byCol[col.Name]
-		if cr == nil {
-			cr = &colRestr{col: col}
-			byCol[col.Name] = cr
-			switch col.Kind {
-			case storage.KindPartitionKey:
-				w.pk[col.Pos] = cr
-			case storage.KindClustering:
-				w.ck[col.Pos] = cr
-			default:
-				w.regular = append(w.regular, cr)
-			}
-		}
-		spec := cql.ColumnSpec{Keyspace: t.Ks, Table: t.Name, Name: col.Name, Type: col.Typ}
-		switch r.Op {
-		case grammar.OpEq:
-			if cr.eq != nil || cr.in != nil || cr.inMarker != nil {
-				return nil, invalidf("%s cannot be restricted by more than one relation if it includes an Equal", col.Name)
-			}
-			x, err := c.compileTerm(r.Val, col.Typ, spec)
-			if err != nil {
-				return nil, err
-			}
-			cr.eq = x
-		case grammar.OpIn:
-			if cr.eq != nil || cr.in != nil || cr.inMarker != nil {
-				return nil, invalidf("%s cannot be restricted by more than one relation if it includes a IN", col.Name)
-			}
-			if r.Vals != nil {
-				cr.in = []*expr{}
-				for _, v := range r.Vals {
-					x, err := c.compileTerm(v, col.Typ, spec)
-					if err != nil {
-						return nil, err
-					}
-					cr.in = append(cr.in, x)
-				}
-			} else {
-				s := spec
-				s.Name = "in(" + col.Name + ")"
-				x, err := c.compileTerm(r.Val, cql.ListOf(col.Typ), s)
-				if err != nil {
-					return nil, err
-				}
-				cr.inMarker = x
-			}
-		case grammar.OpLt, grammar.OpLe, grammar.OpGt, grammar.OpGe:
-			if cqlvalue.ReferencesDuration(col.Typ) {
-				return nil, invalidf("Slice restrictions are not supported on duration columns")
-			}
-			x, err := c.compileTerm(r.Val, col.Typ, spec)
-			if err != nil {
-				return nil, err
-			}
-			if r.Op == grammar.OpGt || r.Op == grammar.OpGe {
-				if cr.lo != nil {
-					return nil, invalidf("More than one restriction was found for the start bound on %s", col.Name)
-				}
-				cr.lo, cr.loIncl = x, r.Op == grammar.OpGe
-			} else {
-				if cr.hi != nil {
-					return nil, invalidf("More than one restriction was found for the end bound on %s", col.Name)
-				}
-				cr.hi, cr.hiIncl = x, r.Op == grammar.OpLe
-			}
-		default:
-			typ := col.Typ
-			switch r.Op {
-			case grammar.OpContains:
-				if !cqlvalue.IsCollection(col.Typ) {
-					return nil, invalidf("Cannot use CONTAINS on non-collection column %s", col.Name)
-				}
-				typ = cqlvalue.ElemType(col.Typ)
-			case grammar.OpContainsKey:
-				if col.Typ.ID != cql.TypeMap {
-					return nil, invalidf("Cannot use CONTAINS KEY on non-map column %s", col.Name)
-				}
-				typ = cqlvalue.KeyType(col.Typ)
-			case grammar.OpMapEq:
-				if col.Typ.ID != cql.TypeMap || col.Frozen {
-					return nil, invalidf("Column \"%s\" cannot be used as a map", col.Name)
-				}
-				ks := spec
-				ks.Name, ks.Type = "key("+col.Name+")", cqlvalue.KeyType(col.Typ)
-				if _, err := c.compileTerm(r.Key, ks.Type, ks); err != nil {
-					return nil, err
-				}
-				typ = cqlvalue.ElemType(col.Typ)
-				spec.Name = "value(" + col.Name + ")"
-			}
-			spec.Type = typ
-			if _, err := c.compileTerm(r.Val, typ, spec); err != nil {
-				return nil, err
-			}
-			cr.others = append(cr.others, r)
-		}
-	}
-	return w, nil
-}
+// writeCompiler compiles INSERT, UPDATE and DELETE statements: their cell operations, their
+// keys and their conditions.
+type writeCompiler struct{ *compiler }
 
 // keyPlan computes the partition keys (and clustering keys) that a write addresses.
 type keyPlan struct {
@@ -256,74 +24,8 @@ type keyPlan struct {
 	ck []*colRestr // only the restricted equality prefix
 }
 
-// partitionKeys returns every partition key addressed (a cartesian product for IN). A single
-// key is returned in one, the caller's, so that the common write allocates no slice for it.
-func (k *keyPlan) partitionKeys(x *execCtx, one *[1][]byte) ([][]byte, error) {
-	if len(k.pk) == 1 && k.pk[0].eq != nil {
-		b, unset, err := k.pk[0].eq.eval(x)
-		if err != nil {
-			return nil, err
-		}
-		if unset {
-			return nil, invalidf("Invalid unset value for column %s", k.pk[0].col.Name)
-		}
-		if b == nil {
-			return nil, invalidf("Invalid null value in condition for column %s", k.pk[0].col.Name)
-		}
-		if len(b) == 0 {
-			return nil, invalidf("Key may not be empty")
-		}
-		if len(b) > maxKeyLen {
-			return nil, invalidf("Key length of %d is longer than maximum of %d", len(b), maxKeyLen)
-		}
-		one[0] = b
-		return one[:], nil
-	}
-	combos, err := product(k.pk, x)
-	if err != nil {
-		return nil, err
-	}
-	out := make([][]byte, len(combos))
-	for i, c := range combos {
-		for _, v := range c {
-			if len(v) > maxKeyLen {
-				return nil, invalidf("Key length of %d is longer than maximum of %d", len(v), maxKeyLen)
-			}
-		}
-		out[i] = storage.EncodePK(c)
-		if len(out[i]) == 0 {
-			return nil, invalidf("Key may not be empty")
-		}
-	}
-	return out, nil
-}
-
-// product returns the cartesian product of the restrictions' values.
-func product(rs []*colRestr, x *execCtx) ([][][]byte, error) {
-	combos := [][][]byte{{}}
-	for _, r := range rs {
-		vals, err := r.values(x)
-		if err != nil {
-			return nil, err
-		}
-		next := make([][][]byte, 0, len(combos)*len(vals))
-		for _, c := range combos {
-			for _, v := range vals {
-				n := make([][]byte, len(c), len(c)+1)
-				copy(n, c)
-				next = append(next, append(n, v))
-			}
-		}
-		combos = next
-		if len(combos) > 10000 {
-			return nil, invalidf("IN restrictions produce too many combinations (%d)", len(combos))
-		}
-	}
-	return combos, nil
-}
-
 // writeKeys checks the WHERE clause of UPDATE and DELETE.
-func (c *compiler) writeKeys(t *storage.Table, rels []grammar.Relation, allowPartialCK bool, staticOnly bool) (*keyPlan, *whereInfo, error) {
+func (c writeCompiler) writeKeys(t *storage.Table, rels []grammar.Relation, allowPartialCK bool, staticOnly bool) (*keyPlan, *whereInfo, error) {
 	w, err := c.where(t, rels)
 	if err != nil {
 		return nil, nil, err
@@ -345,7 +47,7 @@ func (c *compiler) writeKeys(t *storage.Table, rels []grammar.Relation, allowPar
 		}
 	}
 	if len(missing) > 0 {
-		return nil, nil, invalidf("Some partition key parts are missing: %s", joinNames(missing))
+		return nil, nil, invalidf("Some partition key parts are missing: %s", strings.Join(missing, ", "))
 	}
 	for i, r := range w.ck {
 		if r != nil && len(r.others) > 0 {
@@ -367,20 +69,9 @@ func (c *compiler) writeKeys(t *storage.Table, rels []grammar.Relation, allowPar
 		for _, col := range t.Ck[len(kp.ck):] {
 			miss = append(miss, col.Name)
 		}
-		return nil, nil, invalidf("Some clustering keys are missing: %s", joinNames(miss))
+		return nil, nil, invalidf("Some clustering keys are missing: %s", strings.Join(miss, ", "))
 	}
 	return kp, w, nil
-}
-
-func joinNames(n []string) string {
-	s := ""
-	for i, x := range n {
-		if i > 0 {
-			s += ", "
-		}
-		s += x
-	}
-	return s
 }
 
 // writeOp is a compiled cell operation.
@@ -445,7 +136,7 @@ type condition struct {
 }
 
 // compileConds compiles IF conditions on regular and static columns.
-func (c *compiler) compileConds(t *storage.Table, rels []grammar.Relation) ([]condition, error) {
+func (c writeCompiler) compileConds(t *storage.Table, rels []grammar.Relation) ([]condition, error) {
 	var out []condition
 	for _, r := range rels {
 		if r.Token {
@@ -492,34 +183,7 @@ func (c *compiler) compileConds(t *storage.Table, rels []grammar.Relation) ([]co
 	return out, nil
 }
 
-// evalConds appends to vals the values of the conditions conds (IF col op value, or IN a
-// list) for the execution x.
-func evalConds(vals []storage.CondVal, conds []condition, x *execCtx) ([]storage.CondVal, error) {
-	for _, cd := range conds {
-		cv := storage.CondVal{Col: cd.col, Op: cd.op}
-		if cd.val != nil {
-			b, unset, err := cd.val.eval(x)
-			if err != nil {
-				return nil, err
-			}
-			if unset {
-				return nil, invalidf("Invalid unset value for column %s", cd.col.Name)
-			}
-			cv.V = b
-		}
-		for _, v := range cd.vals {
-			b, _, err := v.eval(x)
-			if err != nil {
-				return nil, err
-			}
-			cv.List = append(cv.List, b)
-		}
-		vals = append(vals, cv)
-	}
-	return vals, nil
-}
-
-func (c *compiler) usingTerms(t *storage.Table, ttl, ts *grammar.Term) (*expr, *expr, error) {
+func (c writeCompiler) usingTerms(t *storage.Table, ttl, ts *grammar.Term) (*expr, *expr, error) {
 	var tx, sx *expr
 	var err error
 	if ttl != nil {
@@ -537,7 +201,7 @@ func (c *compiler) usingTerms(t *storage.Table, ttl, ts *grammar.Term) (*expr, *
 	return tx, sx, nil
 }
 
-func (c *compiler) writable(t *storage.Table) error {
+func (c writeCompiler) writable(t *storage.Table) error {
 	if t.View != nil {
 		return invalidf("Cannot directly modify a materialized view")
 	}
@@ -548,7 +212,7 @@ func (c *compiler) writable(t *storage.Table) error {
 	return nil
 }
 
-func (c *compiler) insert(st *grammar.InsertStmt) (plan, error) {
+func (c writeCompiler) insert(st *grammar.InsertStmt) (plan, error) {
 	t, err := c.table(st.Table)
 	if err != nil {
 		return nil, err
@@ -616,26 +280,13 @@ func (c *compiler) insert(st *grammar.InsertStmt) (plan, error) {
 // lwtSpecs returns the first column of a conditional write's result. Like Cassandra, the
 // prepared result metadata stays empty, since the columns depend on the outcome, so drivers
 // never skip the metadata of these results.
-func (c *compiler) lwtSpecs(t *storage.Table) []cql.ColumnSpec {
+func (c writeCompiler) lwtSpecs(t *storage.Table) []cql.ColumnSpec {
 	return []cql.ColumnSpec{{Keyspace: t.Ks, Table: t.Name, Name: "[applied]", Type: cql.TypeInfo{ID: cql.TypeBoolean}}}
-}
-
-// setPKIndexes records the bind markers that make the partition key, when all of them are
-// single markers.
-func (c *compiler) setPKIndexes(t *storage.Table, pk []*colRestr) {
-	idx := make([]uint16, 0, len(pk))
-	for _, r := range pk {
-		if r == nil || r.eq == nil || r.eq.kind != exBind {
-			return
-		}
-		idx = append(idx, uint16(r.eq.idx))
-	}
-	c.pkIndexes = idx
 }
 
 // insertJSON compiles INSERT JSON: every column takes its value from the decoded JSON
 // (execCtx.json), which a constant gives once, here, and a marker on each execution.
-func (c *compiler) insertJSON(st *grammar.InsertStmt, t *storage.Table, p *writePlan) (plan, error) {
+func (c writeCompiler) insertJSON(st *grammar.InsertStmt, t *storage.Table, p *writePlan) (plan, error) {
 	if t.Counter {
 		return nil, invalidf("INSERT statements are not allowed on counter tables, use UPDATE instead")
 	}
@@ -679,54 +330,53 @@ type jsonInsert struct {
 	unset        []bool
 }
 
-func (p *jsonInsert) exec(e *Engine, x *execCtx) (cql.Message, error) {
-	if err := p.load(x); err != nil {
-		return nil, err
-	}
-	return p.w.exec(e, x)
-}
-
-// load puts the JSON's values in x.
-func (p *jsonInsert) load(x *execCtx) error {
-	if p.vals != nil {
-		x.json, x.jsonUnset = p.vals, p.unset
-		return nil
-	}
-	b, unset, err := p.text.eval(x)
-	if err != nil {
-		return err
-	}
-	if b == nil || unset {
-		return invalidf("Got null for INSERT JSON values")
-	}
-	x.json, x.jsonUnset, err = jsonValues(p.w.t, string(b), p.unsetDefault)
-	return err
-}
-
-func (c *compiler) update(st *grammar.UpdateStmt) (plan, error) {
-	t, err := c.table(st.Table)
+// conditional starts the plan of an UPDATE or DELETE (name) of the table tn: the table,
+// which must be writable, and the IF clause (IF EXISTS, or conditions on columns).
+func (c writeCompiler) conditional(tn grammar.TableName, name string, ifExists bool, conds []grammar.Relation) (*writePlan, error) {
+	t, err := c.table(tn)
 	if err != nil {
 		return nil, err
 	}
 	if err := c.writable(t); err != nil {
 		return nil, err
 	}
-	p := &writePlan{t: t, name: "UPDATE"}
-	if st.IfExists {
+	p := &writePlan{t: t, name: name}
+	if ifExists {
 		p.cond = storage.CondExists
 	}
-	if len(st.Conds) > 0 {
-		conds, err := c.compileConds(t, st.Conds)
+	if len(conds) > 0 {
+		cs, err := c.compileConds(t, conds)
 		if err != nil {
 			return nil, err
 		}
-		p.cond, p.conds = storage.CondIf, conds
+		p.cond, p.conds = storage.CondIf, cs
 	}
+	return p, nil
+}
+
+// keyed ends the plan of a write: its keys, the markers that make its partition key, and
+// a conditional write's result columns.
+func (c writeCompiler) keyed(p *writePlan, keys *keyPlan) {
+	p.keys = keys
+	c.setPKIndexes(p.t, keys.pk)
+	if p.cond != storage.CondNone {
+		p.lwtSpecs = c.lwtSpecs(p.t)
+	}
+}
+
+// update compiles an UPDATE: its assignments, then the row (or, setting only static
+// columns, the partition) of its WHERE clause.
+func (c writeCompiler) update(st *grammar.UpdateStmt) (plan, error) {
+	p, err := c.conditional(st.Table, "UPDATE", st.IfExists, st.Conds)
+	if err != nil {
+		return nil, err
+	}
+	t := p.t
 	static := true
 	for _, a := range st.Assigns {
-		col := t.ByName[a.Col]
-		if col == nil {
-			return nil, invalidf("Undefined column name %s in table %s.%s", a.Col, t.Ks, t.Name)
+		col, err := columnOf(t, a.Col)
+		if err != nil {
+			return nil, err
 		}
 		if col.Kind == storage.KindPartitionKey || col.Kind == storage.KindClustering {
 			return nil, invalidf("PRIMARY KEY part %s found in SET part", col.Name)
@@ -734,82 +384,7 @@ func (c *compiler) update(st *grammar.UpdateStmt) (plan, error) {
 		if col.Kind != storage.KindStatic {
 			static = false
 		}
-		spec := cql.ColumnSpec{Keyspace: t.Ks, Table: t.Name, Name: col.Name, Type: col.Typ}
-		op := writeOp{pos: col.Pos}
-		isCounter := col.Typ.ID == cql.TypeCounter
-		if a.Field != "" {
-			f, err := fieldPosition(col, a.Field, col.Name+"."+a.Field+" = "+termText(a.Val))
-			if err != nil {
-				return nil, err
-			}
-			op.kind, op.field = storage.CellSetField, f
-			spec.Name, spec.Type = col.Name+"."+a.Field, col.Typ.Fields[f].Type
-			if op.val, err = c.compileTerm(a.Val, spec.Type, spec); err != nil {
-				return nil, err
-			}
-			p.ops = append(p.ops, op)
-			continue
-		}
-		if a.Op != grammar.AssignSet && cqlvalue.IsCollection(col.Typ) && col.Frozen {
-			return nil, invalidf("Invalid operation (%s = %s + ?) for frozen collection column %s", col.Name, col.Name, col.Name)
-		}
-		switch a.Op {
-		case grammar.AssignSet:
-			if isCounter {
-				return nil, invalidf("Cannot set the value of counter column %s (counters can only be incremented/decremented, not set)", col.Name)
-			}
-			op.kind = storage.CellSet
-			op.val, err = c.compileTerm(a.Val, col.Typ, spec)
-		case grammar.AssignAdd, grammar.AssignSub, grammar.AssignPrepend:
-			typ := col.Typ
-			switch {
-			case isCounter:
-				if a.Op == grammar.AssignPrepend {
-					return nil, invalidf("Invalid operation (%s = ? + %s) for counter column %s", col.Name, col.Name, col.Name)
-				}
-				op.kind, op.neg = storage.CellCounterAdd, a.Op == grammar.AssignSub
-				typ = cql.TypeInfo{ID: cql.TypeBigint}
-			case col.Typ.ID == cql.TypeList:
-				op.kind = map[grammar.AssignOp]storage.CellOpKind{grammar.AssignAdd: storage.CellAppend, grammar.AssignSub: storage.CellRemove, grammar.AssignPrepend: storage.CellPrepend}[a.Op]
-			case col.Typ.ID == cql.TypeSet || col.Typ.ID == cql.TypeMap:
-				if a.Op == grammar.AssignPrepend {
-					return nil, invalidf("Invalid operation (%s = ? + %s) for non list column %s", col.Name, col.Name, col.Name)
-				}
-				op.kind = storage.CellAppend
-				if a.Op == grammar.AssignSub {
-					op.kind = storage.CellRemove
-					if col.Typ.ID == cql.TypeMap {
-						typ = cql.SetOf(cqlvalue.KeyType(col.Typ))
-					}
-				}
-			default:
-				return nil, invalidf("Invalid operation (%s = %s + ?) for non counter column %s", col.Name, col.Name, col.Name)
-			}
-			spec.Type = typ
-			op.val, err = c.compileTerm(a.Val, typ, spec)
-		case grammar.AssignKey:
-			var kt cql.TypeInfo
-			switch col.Typ.ID {
-			case cql.TypeMap:
-				kt = cqlvalue.KeyType(col.Typ)
-			case cql.TypeList:
-				kt = cql.TypeInfo{ID: cql.TypeInt}
-			default:
-				return nil, invalidf("Invalid operation (%s[?] = ?) for non list/map column %s", col.Name, col.Name)
-			}
-			op.kind = storage.CellSetKey
-			ks := spec
-			ks.Name = "key(" + col.Name + ")"
-			if col.Typ.ID == cql.TypeList {
-				ks.Name = "idx(" + col.Name + ")"
-			}
-			if op.key, err = c.compileTerm(a.Key, kt, ks); err != nil {
-				return nil, err
-			}
-			vs := spec
-			vs.Name = "value(" + col.Name + ")"
-			op.val, err = c.compileTerm(a.Val, cqlvalue.ElemType(col.Typ), vs)
-		}
+		op, err := c.assignment(t, col, a.Op, a.Field, a.Key, a.Val)
 		if err != nil {
 			return nil, err
 		}
@@ -825,39 +400,127 @@ func (c *compiler) update(st *grammar.UpdateStmt) (plan, error) {
 	if static && len(t.Ck) > 0 && len(keys.ck) > 0 && len(keys.ck) < len(t.Ck) {
 		return nil, invalidf("Some clustering keys are missing: %s", t.Ck[len(keys.ck)].Name)
 	}
-	p.keys = keys
 	p.static = static && len(keys.ck) == 0 && len(t.Ck) > 0
-	c.setPKIndexes(t, keys.pk)
-	if p.cond != storage.CondNone {
-		p.lwtSpecs = c.lwtSpecs(t)
-	}
+	c.keyed(p, keys)
 	return p, nil
 }
 
-func (c *compiler) delete(st *grammar.DeleteStmt) (plan, error) {
-	t, err := c.table(st.Table)
+// assignment compiles the assignment op of col (or of its field) to val: the whole value,
+// a field, an element (col[key] = val), or an addition to (or removal from) a counter or a
+// collection.
+func (c writeCompiler) assignment(t *storage.Table, col *storage.Column, a grammar.AssignOp, field string, key, val *grammar.Term) (writeOp, error) {
+	spec := cql.ColumnSpec{Keyspace: t.Ks, Table: t.Name, Name: col.Name, Type: col.Typ}
+	op := writeOp{pos: col.Pos}
+	var err error
+	if field != "" {
+		if op.field, err = fieldPosition(col, field, col.Name+"."+field+" = "+termText(val)); err != nil {
+			return op, err
+		}
+		op.kind = storage.CellSetField
+		spec.Name, spec.Type = col.Name+"."+field, col.Typ.Fields[op.field].Type
+		op.val, err = c.compileTerm(val, spec.Type, spec)
+		return op, err
+	}
+	if a != grammar.AssignSet && cqlvalue.IsCollection(col.Typ) && col.Frozen {
+		return op, invalidf("Invalid operation (%s = %s + ?) for frozen collection column %s", col.Name, col.Name, col.Name)
+	}
+	switch a {
+	case grammar.AssignSet:
+		if col.Typ.ID == cql.TypeCounter {
+			return op, invalidf("Cannot set the value of counter column %s (counters can only be incremented/decremented, not set)", col.Name)
+		}
+		op.kind = storage.CellSet
+		op.val, err = c.compileTerm(val, col.Typ, spec)
+	case grammar.AssignAdd, grammar.AssignSub, grammar.AssignPrepend:
+		if spec.Type, err = op.addition(col, a); err != nil {
+			return op, err
+		}
+		op.val, err = c.compileTerm(val, spec.Type, spec)
+	case grammar.AssignKey:
+		return c.elementAssignment(op, spec, col, key, val)
+	}
+	return op, err
+}
+
+// addition sets op to c = c + v, c = c - v or c = v + c on col: a counter's increment, a
+// list's append, removal or prepend, a set's or a map's union or removal (of a map's
+// keys); it returns the type of v.
+func (op *writeOp) addition(col *storage.Column, a grammar.AssignOp) (cql.TypeInfo, error) {
+	switch col.Typ.ID {
+	case cql.TypeCounter:
+		if a == grammar.AssignPrepend {
+			return col.Typ, invalidf("Invalid operation (%s = ? + %s) for counter column %s", col.Name, col.Name, col.Name)
+		}
+		op.kind, op.neg = storage.CellCounterAdd, a == grammar.AssignSub
+		return cql.TypeInfo{ID: cql.TypeBigint}, nil
+	case cql.TypeList:
+		op.kind = map[grammar.AssignOp]storage.CellOpKind{grammar.AssignAdd: storage.CellAppend, grammar.AssignSub: storage.CellRemove, grammar.AssignPrepend: storage.CellPrepend}[a]
+		return col.Typ, nil
+	case cql.TypeSet, cql.TypeMap:
+		if a == grammar.AssignPrepend {
+			return col.Typ, invalidf("Invalid operation (%s = ? + %s) for non list column %s", col.Name, col.Name, col.Name)
+		}
+		op.kind = storage.CellAppend
+		if a != grammar.AssignSub {
+			return col.Typ, nil
+		}
+		op.kind = storage.CellRemove
+		if col.Typ.ID == cql.TypeMap {
+			return cql.SetOf(cqlvalue.KeyType(col.Typ)), nil
+		}
+		return col.Typ, nil
+	}
+	return col.Typ, invalidf("Invalid operation (%s = %s + ?) for non counter column %s", col.Name, col.Name, col.Name)
+}
+
+// elementKey returns the type of an element's key in col: a map's key, a list's index; ok
+// is false for a column of another type.
+func elementKey(col *storage.Column) (typ cql.TypeInfo, ok bool) {
+	switch col.Typ.ID {
+	case cql.TypeMap:
+		return cqlvalue.KeyType(col.Typ), true
+	case cql.TypeList:
+		return cql.TypeInfo{ID: cql.TypeInt}, true
+	}
+	return cql.TypeInfo{}, false
+}
+
+// elementAssignment compiles m[key] = val or l[key] = val into op.
+func (c writeCompiler) elementAssignment(op writeOp, spec cql.ColumnSpec, col *storage.Column, key, val *grammar.Term) (writeOp, error) {
+	kt, ok := elementKey(col)
+	if !ok {
+		return op, invalidf("Invalid operation (%s[?] = ?) for non list/map column %s", col.Name, col.Name)
+	}
+	op.kind = storage.CellSetKey
+	ks := spec
+	ks.Name = "key(" + col.Name + ")"
+	if col.Typ.ID == cql.TypeList {
+		ks.Name = "idx(" + col.Name + ")"
+	}
+	var err error
+	if op.key, err = c.compileTerm(key, kt, ks); err != nil {
+		return op, err
+	}
+	vs := spec
+	vs.Name = "value(" + col.Name + ")"
+	op.val, err = c.compileTerm(val, cqlvalue.ElemType(col.Typ), vs)
+	return op, err
+}
+
+// delete compiles a DELETE: of columns (or their fields and elements) of a row, or of rows,
+// a range of rows or a partition.
+func (c writeCompiler) delete(st *grammar.DeleteStmt) (plan, error) {
+	p, err := c.conditional(st.Table, "DELETE", st.IfExists, st.Conds)
 	if err != nil {
 		return nil, err
 	}
-	if err := c.writable(t); err != nil {
-		return nil, err
-	}
-	p := &writePlan{t: t, name: "DELETE", del: len(st.Cols) == 0}
-	if st.IfExists {
-		p.cond = storage.CondExists
-	}
-	if len(st.Conds) > 0 {
-		conds, err := c.compileConds(t, st.Conds)
-		if err != nil {
-			return nil, err
-		}
-		p.cond, p.conds = storage.CondIf, conds
-	}
+	t := p.t
+	p.del = len(st.Cols) == 0
 	static := len(st.Cols) > 0
 	for _, d := range st.Cols {
-		col := t.ByName[d.Col]
-		if col == nil {
-			return nil, invalidf("Undefined column name %s in table %s.%s", d.Col, t.Ks, t.Name)
+		col, err := columnOf(t, d.Col)
+		if err != nil {
+			return nil, err
 		}
 		if col.Kind == storage.KindPartitionKey || col.Kind == storage.KindClustering {
 			return nil, invalidf("Invalid identifier %s for deletion (should not be a PRIMARY KEY part)", col.Name)
@@ -865,31 +528,9 @@ func (c *compiler) delete(st *grammar.DeleteStmt) (plan, error) {
 		if col.Kind != storage.KindStatic {
 			static = false
 		}
-		op := writeOp{pos: col.Pos, kind: storage.CellSet}
-		if d.Field != "" {
-			f, err := fieldPosition(col, d.Field, "DELETE "+col.Name+"."+d.Field)
-			if err != nil {
-				return nil, err
-			}
-			op.kind, op.field = storage.CellSetField, f
-			p.ops = append(p.ops, op)
-			continue
-		}
-		if d.Key != nil {
-			var kt cql.TypeInfo
-			switch col.Typ.ID {
-			case cql.TypeMap:
-				kt = cqlvalue.KeyType(col.Typ)
-			case cql.TypeList:
-				kt = cql.TypeInfo{ID: cql.TypeInt}
-			default:
-				return nil, invalidf("Invalid element access syntax for non-collection column %s", col.Name)
-			}
-			spec := cql.ColumnSpec{Keyspace: t.Ks, Table: t.Name, Name: "key(" + col.Name + ")", Type: kt}
-			if op.key, err = c.compileTerm(d.Key, kt, spec); err != nil {
-				return nil, err
-			}
-			op.kind = storage.CellDelKey
+		op, err := c.deletion(t, col, d.Field, d.Key)
+		if err != nil {
+			return nil, err
 		}
 		p.ops = append(p.ops, op)
 	}
@@ -900,376 +541,58 @@ func (c *compiler) delete(st *grammar.DeleteStmt) (plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.keys = keys
 	p.static = static && len(keys.ck) == 0 && len(t.Ck) > 0
 	if !p.del && !p.static && len(keys.ck) < len(t.Ck) {
 		return nil, invalidf("Some clustering keys are missing: %s", t.Ck[len(keys.ck)].Name)
 	}
 	if p.del {
-		for i, r := range w.ck {
-			if r.isRange() {
-				if i != len(keys.ck) {
-					return nil, invalidf("PRIMARY KEY column \"%s\" cannot be restricted as preceding column \"%s\" is not restricted", t.Ck[i].Name, t.Ck[i-1].Name)
-				}
-				if r.isEq() {
-					return nil, invalidf("%s cannot be restricted by both an equality and an inequality relation", t.Ck[i].Name)
-				}
-				p.ckRange = w
-			}
+		if p.ckRange, err = deletedRange(t, w, len(keys.ck)); err != nil {
+			return nil, err
 		}
 	}
-	c.setPKIndexes(t, keys.pk)
-	if p.cond != storage.CondNone {
-		p.lwtSpecs = c.lwtSpecs(t)
-	}
+	c.keyed(p, keys)
 	return p, nil
 }
 
-func (p *writePlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
-	t := p.t
-	if t.Dropped.Load() {
-		return nil, invalidf("unconfigured table %s", t.Name)
+// deletion compiles the deletion of col, of its field, or of its element key (m[k], l[i]).
+func (c writeCompiler) deletion(t *storage.Table, col *storage.Column, field string, key *grammar.Term) (writeOp, error) {
+	op := writeOp{pos: col.Pos, kind: storage.CellSet}
+	var err error
+	if field != "" {
+		op.kind = storage.CellSetField
+		op.field, err = fieldPosition(col, field, "DELETE "+col.Name+"."+field)
+		return op, err
 	}
-	if p.name != "DELETE" && !x.batch { // a batch's statements are admitted with it (admitBatch)
-		if err := e.mem.Admit(); err != nil {
-			return nil, err
-		}
+	if key == nil {
+		return op, nil
 	}
-	cond := p.cond
-	if x.noCond {
-		cond = storage.CondNone // a conditional batch checked the conditions already
-	}
-	if cond != storage.CondNone {
-		// Conditional writes of a table, batches of them included, are serialized, as
-		// Paxos orders the LWTs of a partition.
-		t.CasMu.Lock()
-		defer t.CasMu.Unlock()
-	}
-	now := x.seconds()
-	m := storage.Mutation{Marker: p.marker}
-	if err := p.timing(e, x, &m, now); err != nil {
-		return nil, err
-	}
-	var onePK [1][]byte
-	pks, cks, err := p.keysOf(x, &onePK)
-	if err != nil {
-		return nil, err
-	}
-	// Evaluate the cell operations once, into an owned buffer with the keys.
-	var opsBuf [8]storage.CellOp
-	ops, size, err := p.evalOps(x, opsBuf[:0])
-	if err != nil {
-		return nil, err
-	}
-	for _, pk := range pks {
-		size += len(pk)
-	}
-	for _, ck := range cks {
-		for _, v := range ck {
-			size += len(v)
-		}
-	}
-	o := owner{buf: make([]byte, 0, size)}
-	for i := range ops {
-		ops[i].V = o.own(ops[i].V)
-		ops[i].Key = o.own(ops[i].Key)
-	}
-	if p.del && p.ckRange != nil {
-		f, err := ckFilterFor(t, p.ckRange, p.keys.ck, x)
-		if err != nil {
-			return nil, err
-		}
-		m.DelRange = f
-	}
-	if m.Conds, err = evalConds(nil, p.conds, x); err != nil {
-		return nil, err
-	}
-	m.Cond = cond
-	w, err := p.apply(&m, pks, cks, ops, &o, now)
-	if err != nil {
-		return nil, err
-	}
-	if x.tr != nil {
-		if w.applied {
-			x.tr.Event("Applied " + itoa(w.mutations) + " mutations to " + t.Name)
-		} else {
-			x.tr.Event("Condition not met on " + t.Name + ": " + itoa(w.mutations) + " mutations applied")
-		}
-	}
-	if cond != storage.CondNone {
-		return p.lwtResult(w, m.Conds), nil
-	}
-	return cql.VoidResult{}, nil
-}
-
-// owner copies the values a write keeps into one buffer, sized beforehand.
-type owner struct{ buf []byte }
-
-func (o *owner) own(b []byte) []byte {
-	if b == nil {
-		return nil
-	}
-	s := len(o.buf)
-	o.buf = append(o.buf, b...)
-	return o.buf[s:len(o.buf):len(o.buf)]
-}
-
-// timing sets the write's timestamp (USING TIMESTAMP, else the engine's clock) and its TTL
-// (USING TTL, else the table's default) into m.
-func (p *writePlan) timing(e *Engine, x *execCtx, m *storage.Mutation, now int64) error {
-	ts, ok, err := evalTimestamp(p.ts, x)
-	if err != nil {
-		return err
-	}
+	kt, ok := elementKey(col)
 	if !ok {
-		ts = e.timestamp(x)
+		return op, invalidf("Invalid element access syntax for non-collection column %s", col.Name)
 	}
-	m.Ts = ts
-	ttl := p.t.Ttl
-	if p.ttl != nil {
-		b, unset, err := p.ttl.eval(x)
-		if err != nil {
-			return err
-		}
-		if !unset && b != nil {
-			v, ok := cqlvalue.Int32Value(b)
-			if !ok {
-				return invalidf("Invalid TTL value")
-			}
-			if v < 0 {
-				return invalidf("A TTL must be greater or equal to 0, but was %d", v)
-			}
-			if v > storage.MaxTTL {
-				return invalidf("ttl is too large. requested (%d) maximum (%d)", v, storage.MaxTTL)
-			}
-			ttl = v
-		}
-	}
-	if ttl > 0 {
-		m.Ttl, m.Exp = ttl, now+int64(ttl)
-	}
-	return nil
+	spec := cql.ColumnSpec{Keyspace: t.Ks, Table: t.Name, Name: "key(" + col.Name + ")", Type: kt}
+	op.kind = storage.CellDelKey
+	op.key, err = c.compileTerm(key, kt, spec)
+	return op, err
 }
 
-// noClustering is the clustering keys of a write to a table without clustering columns (or
-// to a partition): one, nil. Read only.
-var noClustering = [][][]byte{nil}
-
-// keysOf returns the partition keys and the clustering keys (one nil one when the table
-// has none) the write's WHERE clause names.
-func (p *writePlan) keysOf(x *execCtx, onePK *[1][]byte) (pks [][]byte, cks [][][]byte, err error) {
-	if pks, err = p.keys.partitionKeys(x, onePK); err != nil {
-		return nil, nil, err
-	}
-	if len(p.keys.ck) == 0 {
-		return pks, noClustering, nil
-	}
-	if cks, err = product(p.keys.ck, x); err != nil {
-		return nil, nil, err
-	}
-	return pks, cks, nil
-}
-
-// evalOps appends to ops the write's cell operations, their values bound, and returns the
-// bytes their values and keys take.
-func (p *writePlan) evalOps(x *execCtx, ops []storage.CellOp) ([]storage.CellOp, int, error) {
-	t, size := p.t, 0
-	for i := range p.ops {
-		o := &p.ops[i]
-		op := storage.CellOp{Pos: o.pos, Kind: o.kind, Field: uint16(o.field)}
-		if o.val != nil {
-			b, unset, err := o.val.eval(x)
-			if err != nil {
-				return nil, 0, err
-			}
-			if unset {
-				continue
-			}
-			if o.kind != storage.CellSet && o.kind != storage.CellSetKey && o.kind != storage.CellSetField && b == nil {
-				return nil, 0, invalidf("Invalid null value for %s operation on %s", p.name, t.Cells[o.pos].Name)
-			}
-			if o.neg {
-				v, ok := cqlvalue.Int64Value(b)
-				if !ok {
-					return nil, 0, invalidf("Invalid counter increment")
-				}
-				b = cqlvalue.EncBigint(-v)
-			}
-			op.V = b
+// deletedRange checks the range of rows that a DELETE of rows restricts w to, if any: on
+// the clustering column after the equality prefix of eqCK columns, and not also restricted
+// by = (which the prefix then holds: checked first, or the message would name the column
+// before the first). It returns w with such a range, nil without.
+func deletedRange(t *storage.Table, w *whereInfo, eqCK int) (*whereInfo, error) {
+	var rng *whereInfo
+	for i, r := range w.ck {
+		if !r.isRange() {
+			continue
 		}
-		if o.key != nil {
-			b, unset, err := o.key.eval(x)
-			if err != nil {
-				return nil, 0, err
-			}
-			if unset || b == nil {
-				return nil, 0, invalidf("Invalid null value for %s key", t.Cells[o.pos].Name)
-			}
-			op.Key = b
+		if r.isEq() {
+			return nil, invalidf("%s cannot be restricted by both an equality and an inequality relation", t.Ck[i].Name)
 		}
-		size += len(op.V) + len(op.Key)
-		ops = append(ops, op)
-	}
-	return ops, size, nil
-}
-
-// written is what a write did: whether its condition held (and the row it found when
-// not), and how many rows, ranges or partitions it wrote to the in-memory store.
-type written struct {
-	applied   bool
-	existing  [][]byte
-	mutations int
-}
-
-// apply applies m, with ops, to each row of the partitions pks and clustering keys cks,
-// their keys owned by o.
-func (p *writePlan) apply(m *storage.Mutation, pks [][]byte, cks [][][]byte, ops []storage.CellOp, o *owner, now int64) (written, error) {
-	t := p.t
-	w := written{applied: true}
-	d := t.Data.Load()
-	for _, pk := range pks {
-		m.Pk = o.own(pk)
-		m.Token = storage.Murmur3Token(m.Pk)
-		for _, ck := range cks {
-			if ck != nil && !p.static {
-				owned := make([][]byte, len(ck))
-				for i, v := range ck {
-					owned[i] = o.own(v)
-				}
-				m.Ck = owned
-			} else {
-				m.Ck = nil
-			}
-			switch {
-			case p.del && m.DelRange == nil && (ck == nil || len(ck) < len(t.Ck)):
-				if ck == nil || len(ck) == 0 {
-					m.DelPartition = true
-				} else {
-					m.DelRange = &storage.CkFilter{Eq: m.Ck}
-					m.Ck = nil
-				}
-			case p.del && m.DelRange == nil:
-				m.DelRow = true
-			}
-			var err error
-			if len(t.Views) == 0 {
-				err = d.Apply(t, m, ops, now)
-			} else {
-				err = t.ApplyWithViews(d, m, ops, now)
-			}
-			if err != nil {
-				return w, err
-			}
-			if !m.Applied {
-				w.applied = false
-				w.existing = m.Existing
-			} else {
-				w.mutations++
-			}
-			if p.del && m.DelRange != nil && p.ckRange == nil {
-				m.DelRange = nil
-			}
+		if i != eqCK {
+			return nil, invalidf("PRIMARY KEY column \"%s\" cannot be restricted as preceding column \"%s\" is not restricted", t.Ck[i].Name, t.Ck[i-1].Name)
 		}
+		rng = w
 	}
-	return w, nil
-}
-
-// lwtResult is a conditional write's result: [applied], and the row found when the
-// condition did not hold.
-func (p *writePlan) lwtResult(w written, condVals []storage.CondVal) cql.Message {
-	t := p.t
-	row := [][]byte{cqlvalue.EncBool(w.applied)}
-	specs := p.lwtSpecs
-	if !w.applied && w.existing != nil {
-		row = append(row, w.existing...)
-		specs = append([]cql.ColumnSpec{}, specs...)
-		if p.cond == storage.CondIf {
-			for _, col := range storage.CondColumns(condVals) {
-				specs = append(specs, cql.ColumnSpec{Keyspace: t.Ks, Table: t.Name, Name: col.Name, Type: col.Typ})
-			}
-		} else {
-			specs = append(specs, t.StarSpecs...)
-		}
-	}
-	return cql.RowsResult{Metadata: cql.RowsMetadata{Columns: specs, ColumnCount: len(specs)}, Rows: [][][]byte{row}}
-}
-
-// batchPlan is a BEGIN BATCH ... APPLY BATCH query string.
-type batchPlan struct {
-	plans []plan
-	ts    *expr
-}
-
-func (c *compiler) batch(st *grammar.BatchStmt) (plan, error) {
-	p := &batchPlan{}
-	for _, s := range st.Stmts {
-		switch s := s.(type) {
-		case *grammar.InsertStmt:
-			if st.Ts != nil && s.Ts != nil {
-				return nil, invalidf("Timestamp must be set either on BATCH or individual statements")
-			}
-		case *grammar.UpdateStmt:
-			if st.Ts != nil && s.Ts != nil {
-				return nil, invalidf("Timestamp must be set either on BATCH or individual statements")
-			}
-		case *grammar.DeleteStmt:
-			if st.Ts != nil && s.Ts != nil {
-				return nil, invalidf("Timestamp must be set either on BATCH or individual statements")
-			}
-		}
-		pk := c.pkIndexes
-		sp, err := c.compile(s)
-		if err != nil {
-			return nil, err
-		}
-		c.pkIndexes = pk
-		p.plans = append(p.plans, sp)
-	}
-	c.result = cql.RowsMetadata{}
-	if st.Ts != nil {
-		spec := cql.ColumnSpec{Name: "[timestamp]", Type: cql.TypeInfo{ID: cql.TypeBigint}}
-		x, err := c.compileTerm(st.Ts, spec.Type, spec)
-		if err != nil {
-			return nil, err
-		}
-		p.ts = x
-	}
-	return p, nil
-}
-
-func (p *batchPlan) exec(e *Engine, x *execCtx) (cql.Message, error) {
-	bx := *x
-	ts, ok, err := evalTimestamp(p.ts, x)
-	if err != nil {
-		return nil, err
-	}
-	if ok {
-		bx.ts = ts
-	}
-	if bx.ts == 0 {
-		bx.ts = e.timestamp(x)
-	}
-	bx.batch = true
-	steps := make([]batchStep, len(p.plans))
-	for i, sp := range p.plans {
-		steps[i] = batchStep{pl: sp, vals: x.vals}
-	}
-	return e.runBatch(&bx, steps, p.ts != nil)
-}
-
-// evalTimestamp evaluates a USING TIMESTAMP term; ok is false when there is none, or its
-// bound value is unset or null.
-func evalTimestamp(t *expr, x *execCtx) (ts int64, ok bool, err error) {
-	if t == nil {
-		return 0, false, nil
-	}
-	b, unset, err := t.eval(x)
-	if err != nil || unset || b == nil {
-		return 0, false, err
-	}
-	v, ok := cqlvalue.Int64Value(b)
-	if !ok {
-		return 0, false, invalidf("Invalid timestamp value")
-	}
-	return v, true, nil
+	return rng, nil
 }

@@ -16,18 +16,6 @@ import (
 // DefaultNumTokens is the number of tokens each node owns, Cassandra 4's num_tokens default.
 const DefaultNumTokens = 16
 
-// NodeInfo is one node of an embedded cluster, as system.local and system.peers describe it.
-type NodeInfo struct {
-	// RPCAddr is the node's CQL address: rpc_address (native_address) and native_port.
-	RPCAddr netip.AddrPort
-	// HostID is the node's stable host_id.
-	HostID [16]byte
-	// DataCenter and Rack place the node; empty means datacenter1 and rack1.
-	DataCenter, Rack string
-	// Tokens are the node's tokens on the Murmur3 ring, as decimal strings.
-	Tokens []string
-}
-
 // DC is a data center of an embedded cluster: its name and its number of nodes.
 type DC struct {
 	Name  string

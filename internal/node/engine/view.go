@@ -73,34 +73,15 @@ func (d *ddl) createView(st *grammar.CreateViewStmt) (*cql.SchemaChange, error) 
 // newView checks a view's definition against its base table and builds the view's table.
 func newView(base *storage.Table, st *grammar.CreateViewStmt) (*storage.Table, error) {
 	name := st.Name.Name
-	if base.View != nil {
-		return nil, invalidf("Materialized views cannot be created against other materialized views")
-	}
-	if base.Counter {
-		return nil, invalidf("Materialized views are not supported on counter tables")
-	}
-	if gc, ok := base.Options["gc_grace_seconds"]; ok && gc.Text == "0" {
-		return nil, invalidf("Cannot create materialized view '%s' for base table '%s' with gc_grace_seconds of 0, since this value is used to TTL undelivered updates. Setting gc_grace_seconds too low might cause undelivered updates to expire before being replayed.", name, base.Name)
+	if err := viewableBase(base, name); err != nil {
+		return nil, err
 	}
 	if st.Aliased != "" {
 		return nil, invalidf("Cannot use aliases when defining a materialized view (got %s)", st.Aliased)
 	}
-	selected := map[string]bool{}
-	if st.Star {
-		for _, c := range base.Cols {
-			selected[c.Name] = true
-		}
-	}
-	for _, n := range st.Cols {
-		if base.ByName[n] == nil {
-			return nil, invalidf("Undefined column name %s in table %s", n, tableString(base))
-		}
-		selected[n] = true
-	}
-	for _, c := range base.Cols {
-		if selected[c.Name] && c.Kind == storage.KindStatic {
-			return nil, invalidf("Cannot include static column '%s' in materialized view '%s'", c.Name, name)
-		}
+	selected, err := viewSelection(base, st)
+	if err != nil {
+		return nil, err
 	}
 	if err := checkViewKey(base, st, selected); err != nil {
 		return nil, err
@@ -116,6 +97,56 @@ func newView(base *storage.Table, st *grammar.CreateViewStmt) (*storage.Table, e
 	if err := v.SetOptions(st.Options, true); err != nil {
 		return nil, err
 	}
+	viewColumns(v, base, st, selected)
+	if !v.IdGiven {
+		v.Id = newSchemaVersion()
+	}
+	v.Finish()
+	v.Data.Store(storage.NewTableData())
+	return v, nil
+}
+
+// viewableBase checks that a view, name, may be made of base: neither a view nor a counter
+// table, and with tombstones kept long enough for the view's updates.
+func viewableBase(base *storage.Table, name string) error {
+	if base.View != nil {
+		return invalidf("Materialized views cannot be created against other materialized views")
+	}
+	if base.Counter {
+		return invalidf("Materialized views are not supported on counter tables")
+	}
+	if gc, ok := base.Options["gc_grace_seconds"]; ok && gc.Text == "0" {
+		return invalidf("Cannot create materialized view '%s' for base table '%s' with gc_grace_seconds of 0, since this value is used to TTL undelivered updates. Setting gc_grace_seconds too low might cause undelivered updates to expire before being replayed.", name, base.Name)
+	}
+	return nil
+}
+
+// viewSelection returns the base's columns that the view selects (all of them with *), each
+// of which must exist and not be static.
+func viewSelection(base *storage.Table, st *grammar.CreateViewStmt) (map[string]bool, error) {
+	selected := map[string]bool{}
+	if st.Star {
+		for _, c := range base.Cols {
+			selected[c.Name] = true
+		}
+	}
+	for _, n := range st.Cols {
+		if base.ByName[n] == nil {
+			return nil, invalidf("Undefined column name %s in table %s", n, tableString(base))
+		}
+		selected[n] = true
+	}
+	for _, c := range base.Cols {
+		if selected[c.Name] && c.Kind == storage.KindStatic {
+			return nil, invalidf("Cannot include static column '%s' in materialized view '%s'", c.Name, st.Name.Name)
+		}
+	}
+	return selected, nil
+}
+
+// viewColumns gives the view v its columns, copies of the base's: its primary key as
+// declared, then the other selected columns, regular, in the order of their names.
+func viewColumns(v, base *storage.Table, st *grammar.CreateViewStmt, selected map[string]bool) {
 	inKey := map[string]bool{}
 	for i, n := range st.Pk {
 		c := *base.ByName[n]
@@ -145,12 +176,6 @@ func newView(base *storage.Table, st *grammar.CreateViewStmt) (*storage.Table, e
 		c.Pos = i
 	}
 	v.Cells = rest
-	if !v.IdGiven {
-		v.Id = newSchemaVersion()
-	}
-	v.Finish()
-	v.Data.Store(storage.NewTableData())
-	return v, nil
 }
 
 // checkViewKey checks the view's primary key: selected columns, each once, of types a key

@@ -301,6 +301,8 @@ func (p *parser) marker(name string) *Term {
 // value reads a term.
 func (p *parser) value() *Term { return p.valueDepth(0) }
 
+// valueDepth reads a term at nesting depth, which is bounded: a bind marker, a constant,
+// a collection, tuple or user type literal, or a function call.
 func (p *parser) valueDepth(depth int) *Term {
 	if depth > MaxNesting {
 		p.failf("literal nesting too deep")
@@ -317,113 +319,141 @@ func (p *parser) valueDepth(depth int) *Term {
 		p.advance()
 		return &Term{Kind: TermConst, Lit: literalOf[t.kind], Text: t.text}
 	case tPunct:
-		switch t.text {
-		case "-":
-			n := p.peek(1)
-			switch {
-			case n.kind == tInt || n.kind == tFloat:
-				p.advance()
-				p.advance()
-				lk := LitInt
-				if n.kind == tFloat {
-					lk = LitFloat
-				}
-				return &Term{Kind: TermConst, Lit: lk, Text: "-" + n.text}
-			case n.kind == tIdent && (strings.EqualFold(n.text, "nan") || strings.EqualFold(n.text, "infinity")):
-				p.advance()
-				p.advance()
-				return &Term{Kind: TermConst, Lit: LitFloat, Text: "-" + strings.ToLower(n.text)}
-			case n.kind == tDuration || n.kind == tIdent && isISODuration(n.text):
-				p.advance()
-				p.advance()
-				return &Term{Kind: TermConst, Lit: LitDuration, Text: "-" + n.text}
-			}
-		case "[":
-			p.advance()
-			l := &Term{Kind: TermList}
-			if !p.acceptPunct("]") {
-				for {
-					l.Elems = append(l.Elems, p.valueDepth(depth+1))
-					if !p.acceptPunct(",") {
-						break
-					}
-				}
-				p.expectPunct("]")
-			}
-			return l
-		case "{":
-			if n := p.peek(1); (n.kind == tQuotedIdent || n.kind == tIdent && !literalWord(n.text)) &&
-				p.peek(2).kind == tPunct && p.peek(2).text == ":" {
-				return p.udtLiteral(depth)
-			}
-			p.advance()
-			if p.acceptPunct("}") {
-				return &Term{Kind: TermMap}
-			}
-			first := p.valueDepth(depth + 1)
-			if p.acceptPunct(":") {
-				m := &Term{Kind: TermMap, Elems: []*Term{first}, Vals: []*Term{p.valueDepth(depth + 1)}}
-				for p.acceptPunct(",") {
-					m.Elems = append(m.Elems, p.valueDepth(depth+1))
-					p.expectPunct(":")
-					m.Vals = append(m.Vals, p.valueDepth(depth+1))
-				}
-				p.expectPunct("}")
-				return m
-			}
-			s := &Term{Kind: TermSet, Elems: []*Term{first}}
-			for p.acceptPunct(",") {
-				s.Elems = append(s.Elems, p.valueDepth(depth+1))
-			}
-			p.expectPunct("}")
-			return s
-		case "(":
-			p.advance()
-			tu := &Term{Kind: TermTuple}
-			for {
-				tu.Elems = append(tu.Elems, p.valueDepth(depth+1))
-				if !p.acceptPunct(",") {
-					break
-				}
-			}
-			p.expectPunct(")")
-			return tu
+		if v := p.punctValue(depth); v != nil {
+			return v
 		}
 	case tIdent:
-		lower := strings.ToLower(t.text)
-		switch lower {
-		case "true", "false":
-			p.advance()
-			return &Term{Kind: TermConst, Lit: LitBool, Text: lower}
-		case "null":
-			p.advance()
-			return &Term{Kind: TermConst, Lit: LitNull, Text: "null"}
-		case "nan", "infinity":
-			p.advance()
-			return &Term{Kind: TermConst, Lit: LitFloat, Text: lower}
-		}
-		if isISODuration(t.text) {
-			p.advance()
-			return &Term{Kind: TermConst, Lit: LitDuration, Text: t.text}
-		}
-		if p.peek(1).kind == tPunct && p.peek(1).text == "(" {
-			p.advance()
-			p.advance()
-			f := &Term{Kind: TermFunc, Name: lower}
-			if !p.acceptPunct(")") {
-				for {
-					f.Elems = append(f.Elems, p.valueDepth(depth+1))
-					if !p.acceptPunct(",") {
-						break
-					}
-				}
-				p.expectPunct(")")
-			}
-			return f
+		if v := p.wordValue(depth); v != nil {
+			return v
 		}
 	}
 	p.unexpected()
 	return nil
+}
+
+// punctValue reads a term that starts with punctuation: a negative number or duration,
+// a list, a set, a map, a user type literal or a tuple. It returns nil, having read
+// nothing, when the punctuation starts no term.
+func (p *parser) punctValue(depth int) *Term {
+	switch p.tok.text {
+	case "-":
+		return p.negativeValue()
+	case "[":
+		p.advance()
+		l := &Term{Kind: TermList}
+		if !p.acceptPunct("]") {
+			l.Elems = p.valuesDepth(depth + 1)
+			p.expectPunct("]")
+		}
+		return l
+	case "{":
+		if n := p.peek(1); (n.kind == tQuotedIdent || n.kind == tIdent && !literalWord(n.text)) &&
+			p.peek(2).kind == tPunct && p.peek(2).text == ":" {
+			return p.udtLiteral(depth)
+		}
+		return p.setOrMap(depth)
+	case "(":
+		p.advance()
+		tu := &Term{Kind: TermTuple, Elems: p.valuesDepth(depth + 1)}
+		p.expectPunct(")")
+		return tu
+	}
+	return nil
+}
+
+// negativeValue reads a minus sign and the number, NaN, Infinity or duration it negates.
+// It returns nil, having read nothing, when what follows the sign is none of them.
+func (p *parser) negativeValue() *Term {
+	n := p.peek(1)
+	switch {
+	case n.kind == tInt || n.kind == tFloat:
+		p.advance()
+		p.advance()
+		lk := LitInt
+		if n.kind == tFloat {
+			lk = LitFloat
+		}
+		return &Term{Kind: TermConst, Lit: lk, Text: "-" + n.text}
+	case n.kind == tIdent && (strings.EqualFold(n.text, "nan") || strings.EqualFold(n.text, "infinity")):
+		p.advance()
+		p.advance()
+		return &Term{Kind: TermConst, Lit: LitFloat, Text: "-" + strings.ToLower(n.text)}
+	case n.kind == tDuration || n.kind == tIdent && isISODuration(n.text):
+		p.advance()
+		p.advance()
+		return &Term{Kind: TermConst, Lit: LitDuration, Text: "-" + n.text}
+	}
+	return nil
+}
+
+// setOrMap reads {} (an empty map), {k: v, ...} or {e, ...}, their elements at depth.
+func (p *parser) setOrMap(depth int) *Term {
+	p.advance()
+	if p.acceptPunct("}") {
+		return &Term{Kind: TermMap}
+	}
+	first := p.valueDepth(depth + 1)
+	if p.acceptPunct(":") {
+		m := &Term{Kind: TermMap, Elems: []*Term{first}, Vals: []*Term{p.valueDepth(depth + 1)}}
+		for p.acceptPunct(",") {
+			m.Elems = append(m.Elems, p.valueDepth(depth+1))
+			p.expectPunct(":")
+			m.Vals = append(m.Vals, p.valueDepth(depth+1))
+		}
+		p.expectPunct("}")
+		return m
+	}
+	s := &Term{Kind: TermSet, Elems: []*Term{first}}
+	for p.acceptPunct(",") {
+		s.Elems = append(s.Elems, p.valueDepth(depth+1))
+	}
+	p.expectPunct("}")
+	return s
+}
+
+// wordValue reads a term that starts with a word: true, false, null, NaN, Infinity, an
+// ISO 8601 duration, or a function call, its arguments at depth. It returns nil, having
+// read nothing, when the word starts no term.
+func (p *parser) wordValue(depth int) *Term {
+	t := p.tok
+	lower := strings.ToLower(t.text)
+	switch lower {
+	case "true", "false":
+		p.advance()
+		return &Term{Kind: TermConst, Lit: LitBool, Text: lower}
+	case "null":
+		p.advance()
+		return &Term{Kind: TermConst, Lit: LitNull, Text: "null"}
+	case "nan", "infinity":
+		p.advance()
+		return &Term{Kind: TermConst, Lit: LitFloat, Text: lower}
+	}
+	if isISODuration(t.text) {
+		p.advance()
+		return &Term{Kind: TermConst, Lit: LitDuration, Text: t.text}
+	}
+	if p.peek(1).kind == tPunct && p.peek(1).text == "(" {
+		p.advance()
+		p.advance()
+		f := &Term{Kind: TermFunc, Name: lower}
+		if !p.acceptPunct(")") {
+			f.Elems = p.valuesDepth(depth + 1)
+			p.expectPunct(")")
+		}
+		return f
+	}
+	return nil
+}
+
+// valuesDepth reads one or more terms at depth, separated by commas.
+func (p *parser) valuesDepth(depth int) []*Term {
+	var ts []*Term
+	for {
+		ts = append(ts, p.valueDepth(depth))
+		if !p.acceptPunct(",") {
+			return ts
+		}
+	}
 }
 
 // literalWord reports whether an identifier-like token is a constant (true, null, NaN...).

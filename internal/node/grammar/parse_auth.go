@@ -107,38 +107,46 @@ func (p authParser) roleStatement(op roleOp) Statement {
 		st.IfExists = p.ifExists()
 	}
 	st.Name = p.roleName()
-	if op == roleDrop {
-		return st
-	}
-	if st.user {
-		// The legacy form: [WITH PASSWORD 'p'] [SUPERUSER | NOSUPERUSER]; a user logs in.
-		login := true
-		st.Opts.Login = &login
-		if p.acceptKeyword("with") {
-			p.expectKeyword("password")
-			if p.tok.kind != tString {
-				p.unexpected()
-			}
-			pw := p.tok.text
-			st.Opts.Password = &pw
-			p.advance()
-		}
-		switch {
-		case p.acceptKeyword("superuser"):
-			b := true
-			st.Opts.Superuser = &b
-		case p.acceptKeyword("nosuperuser"):
-			b := false
-			st.Opts.Superuser = &b
-		}
-		return st
-	}
-	if !p.acceptKeyword("with") {
+	switch {
+	case op == roleDrop:
+	case st.user:
+		p.userOptions(&st.Opts)
+	case !p.acceptKeyword("with"):
 		if op == RoleAlter {
 			p.expectKeyword("with")
 		}
-		return st
+	default:
+		p.roleOptions(&st.Opts)
 	}
+	return st
+}
+
+// userOptions reads the legacy options of CREATE or ALTER USER, [WITH PASSWORD 'p']
+// [SUPERUSER | NOSUPERUSER], into o: a user logs in.
+func (p authParser) userOptions(o *roleOpts) {
+	login := true
+	o.Login = &login
+	if p.acceptKeyword("with") {
+		p.expectKeyword("password")
+		if p.tok.kind != tString {
+			p.unexpected()
+		}
+		pw := p.tok.text
+		o.Password = &pw
+		p.advance()
+	}
+	switch {
+	case p.acceptKeyword("superuser"):
+		b := true
+		o.Superuser = &b
+	case p.acceptKeyword("nosuperuser"):
+		b := false
+		o.Superuser = &b
+	}
+}
+
+// roleOptions reads the options of CREATE or ALTER ROLE after WITH, joined by AND, into o.
+func (p authParser) roleOptions(o *roleOpts) {
 	for {
 		switch {
 		case p.acceptKeyword("password"):
@@ -147,61 +155,72 @@ func (p authParser) roleStatement(op roleOp) Statement {
 				p.failPlain("Invalid value for property 'PASSWORD'. It must be a string")
 			}
 			pw := p.tok.text
-			st.Opts.Password = &pw
+			o.Password = &pw
 			p.advance()
 		case p.acceptKeyword("hashed"):
 			p.expectKeyword("password")
 			p.expectPunct("=")
 			p.constantText()
-			st.Opts.Hashed = true
+			o.Hashed = true
 		case p.isKeyword("login"), p.isKeyword("superuser"):
-			name := strings.ToUpper(p.tok.text)
-			p.advance()
-			p.expectPunct("=")
-			v := p.tok
-			p.advance()
-			b := strings.EqualFold(v.text, "true")
-			if v.kind != tIdent || !b && !strings.EqualFold(v.text, "false") {
-				p.failPlain("Invalid value for property '%s'. It must be a boolean", name)
-			}
-			if name == "LOGIN" {
-				st.Opts.Login = &b
-			} else {
-				st.Opts.Superuser = &b
-			}
+			p.roleFlag(o)
 		case p.acceptKeyword("options"):
 			p.expectPunct("=")
 			p.stringMap()
-			st.Opts.Options = true
+			o.Options = true
 		case p.acceptKeyword("access"):
-			p.expectKeyword("to")
-			if p.acceptKeyword("all") {
-				p.expectKeyword("datacenters")
-				st.Opts.AllDCs = true
-				break
-			}
-			p.expectKeyword("datacenters")
-			p.expectPunct("{")
-			dcs := []string{}
-			for !p.acceptPunct("}") {
-				if p.tok.kind != tString {
-					p.unexpected()
-				}
-				dcs = append(dcs, p.tok.text)
-				p.advance()
-				if !p.acceptPunct(",") {
-					p.expectPunct("}")
-					break
-				}
-			}
-			st.Opts.Dcs = &dcs
+			p.datacenters(o)
 		default:
 			p.unexpected()
 		}
 		if !p.acceptKeyword("and") {
-			return st
+			return
 		}
 	}
+}
+
+// roleFlag reads LOGIN = b or SUPERUSER = b into o, b being true or false.
+func (p authParser) roleFlag(o *roleOpts) {
+	name := strings.ToUpper(p.tok.text)
+	p.advance()
+	p.expectPunct("=")
+	v := p.tok
+	p.advance()
+	b := strings.EqualFold(v.text, "true")
+	if v.kind != tIdent || !b && !strings.EqualFold(v.text, "false") {
+		p.failPlain("Invalid value for property '%s'. It must be a boolean", name)
+	}
+	if name == "LOGIN" {
+		o.Login = &b
+	} else {
+		o.Superuser = &b
+	}
+}
+
+// datacenters reads ACCESS TO ALL DATACENTERS or ACCESS TO DATACENTERS {'dc', ...} into o,
+// after ACCESS.
+func (p authParser) datacenters(o *roleOpts) {
+	p.expectKeyword("to")
+	if p.acceptKeyword("all") {
+		p.expectKeyword("datacenters")
+		o.AllDCs = true
+		return
+	}
+	p.expectKeyword("datacenters")
+	p.expectPunct("{")
+	dcs := []string{}
+	for !p.acceptPunct("}") {
+		if p.tok.kind != tString {
+			p.unexpected()
+		}
+		dcs = append(dcs, p.tok.text)
+		p.advance()
+		if !p.acceptPunct(",") {
+			p.expectPunct("}")
+			break
+		}
+	}
+	o.Dcs = &dcs
 }
 
 var PermissionNames = []string{"CREATE", "ALTER", "DROP", "SELECT", "MODIFY", "AUTHORIZE", "DESCRIBE", "EXECUTE"}

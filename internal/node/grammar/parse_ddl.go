@@ -51,6 +51,8 @@ func (p ddlParser) unsupported(verb string) Statement {
 	return &UnsupportedStmt{What: what + " is not supported by the embedded node"}
 }
 
+// alterTable reads ALTER TABLE, after the verb: ADD, DROP or RENAME of columns, WITH
+// options, DROP COMPACT STORAGE, or ALTER of a column's type.
 func (p ddlParser) alterTable() Statement {
 	st := &AlterTableStmt{}
 	st.IfExists = p.ifExists()
@@ -59,23 +61,7 @@ func (p ddlParser) alterTable() Statement {
 	case p.acceptKeyword("add"):
 		st.Op = AlterAdd
 		st.IfColumn = p.ifNotExists()
-		column := func() {
-			c := ColDef{Name: p.ident()}
-			c.Ref = p.typ(0)
-			c.Static = p.acceptKeyword("static")
-			st.Add = append(st.Add, c)
-		}
-		if p.acceptPunct("(") {
-			for {
-				column()
-				if !p.acceptPunct(",") {
-					break
-				}
-			}
-			p.expectPunct(")")
-		} else {
-			column()
-		}
+		p.addedColumns(st)
 	case p.acceptKeyword("drop"):
 		if p.acceptKeyword("compact") {
 			p.expectKeyword("storage")
@@ -84,29 +70,7 @@ func (p ddlParser) alterTable() Statement {
 		}
 		st.Op = AlterDrop
 		st.IfColumn = p.ifExists()
-		if p.acceptPunct("(") {
-			for {
-				st.Drop = append(st.Drop, p.ident())
-				if !p.acceptPunct(",") {
-					break
-				}
-			}
-			p.expectPunct(")")
-		} else {
-			st.Drop = []string{p.ident()}
-		}
-		if p.acceptKeyword("using") {
-			p.expectKeyword("timestamp")
-			if p.tok.kind != tInt {
-				p.unexpected()
-			}
-			v, err := strconv.ParseInt(p.tok.text, 10, 64)
-			if err != nil {
-				p.failf("Invalid timestamp %s", p.tok.text)
-			}
-			p.advance()
-			st.Ts = &v
-		}
+		p.droppedColumns(st)
 	case p.acceptKeyword("rename"):
 		st.Op = AlterRename
 		st.IfColumn = p.ifExists()
@@ -138,6 +102,57 @@ func (p ddlParser) alterTable() Statement {
 		p.unexpected()
 	}
 	return st
+}
+
+// addedColumns reads the columns of ALTER TABLE ADD into st: one, or a parenthesized list,
+// each a name, a type and maybe STATIC.
+func (p ddlParser) addedColumns(st *AlterTableStmt) {
+	column := func() {
+		c := ColDef{Name: p.ident()}
+		c.Ref = p.typ(0)
+		c.Static = p.acceptKeyword("static")
+		st.Add = append(st.Add, c)
+	}
+	if !p.acceptPunct("(") {
+		column()
+		return
+	}
+	for {
+		column()
+		if !p.acceptPunct(",") {
+			break
+		}
+	}
+	p.expectPunct(")")
+}
+
+// droppedColumns reads the columns of ALTER TABLE DROP into st, one or a parenthesized
+// list, then USING TIMESTAMP t if given.
+func (p ddlParser) droppedColumns(st *AlterTableStmt) {
+	if p.acceptPunct("(") {
+		for {
+			st.Drop = append(st.Drop, p.ident())
+			if !p.acceptPunct(",") {
+				break
+			}
+		}
+		p.expectPunct(")")
+	} else {
+		st.Drop = []string{p.ident()}
+	}
+	if !p.acceptKeyword("using") {
+		return
+	}
+	p.expectKeyword("timestamp")
+	if p.tok.kind != tInt {
+		p.unexpected()
+	}
+	v, err := strconv.ParseInt(p.tok.text, 10, 64)
+	if err != nil {
+		p.failf("Invalid timestamp %s", p.tok.text)
+	}
+	p.advance()
+	st.Ts = &v
 }
 
 func (p ddlParser) alterType() Statement {

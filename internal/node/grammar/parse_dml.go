@@ -181,8 +181,35 @@ func (p dmlParser) relations() []Relation {
 	}
 }
 
+// relation reads one relation of a WHERE or IF: a column, token(columns) or m[k] on the
+// left, then a comparison, IN or CONTAINS [KEY] and what it compares with.
 func (p dmlParser) relation() Relation {
 	var r Relation
+	if p.relationLeft(&r) {
+		return r
+	}
+	switch {
+	case p.tok.kind == tPunct:
+		r.Op = p.comparison()
+		r.Val = p.value()
+	case p.acceptKeyword("in"):
+		r.Op = OpIn
+		p.inValues(&r)
+	case p.acceptKeyword("contains"):
+		r.Op = OpContains
+		if p.acceptKeyword("key") {
+			r.Op = OpContainsKey
+		}
+		r.Val = p.value()
+	default:
+		p.unexpected()
+	}
+	return r
+}
+
+// relationLeft reads the left side of a relation into r: token(columns), a column, or m[k];
+// the last is a whole relation, m[k] = v, and relationLeft reports that it read it all.
+func (p dmlParser) relationLeft(r *Relation) (whole bool) {
 	if p.isKeyword("token") && p.peek(1).kind == tPunct && p.peek(1).text == "(" {
 		p.advance()
 		p.advance()
@@ -194,75 +221,72 @@ func (p dmlParser) relation() Relation {
 			}
 		}
 		p.expectPunct(")")
-	} else {
-		if p.isPunct("(") {
-			p.failf("multi-column relations are not supported by the embedded node")
-		}
-		r.Col = p.ident()
-		if p.acceptPunct("[") {
-			r.Key = p.value()
-			p.expectPunct("]")
-			p.expectPunct("=")
-			r.Op, r.Val = OpMapEq, p.value()
-			return r
-		}
+		return false
 	}
-	switch {
-	case p.tok.kind == tPunct:
-		switch p.tok.text {
-		case "=":
-			r.Op = OpEq
-		case "<":
-			r.Op = OpLt
-		case "<=":
-			r.Op = OpLe
-		case ">":
-			r.Op = OpGt
-		case ">=":
-			r.Op = OpGe
-		case "!=":
-			r.Op = OpNe
-		default:
-			p.unexpected()
-		}
-		p.advance()
-		r.Val = p.value()
-	case p.acceptKeyword("in"):
-		r.Op = OpIn
-		if p.acceptPunct("(") {
-			r.Vals = []*Term{}
-			if !p.acceptPunct(")") {
-				for {
-					r.Vals = append(r.Vals, p.value())
-					if !p.acceptPunct(",") {
-						break
-					}
-				}
-				p.expectPunct(")")
-			}
-		} else {
-			switch p.tok.kind {
-			case tMarker:
-				p.advance()
-				r.Val = p.marker("")
-			case tNamedMarker:
-				n := p.tok.text
-				p.advance()
-				r.Val = p.marker(n)
-			default:
-				p.unexpected()
-			}
-		}
-	case p.acceptKeyword("contains"):
-		r.Op = OpContains
-		if p.acceptKeyword("key") {
-			r.Op = OpContainsKey
-		}
-		r.Val = p.value()
+	if p.isPunct("(") {
+		p.failf("multi-column relations are not supported by the embedded node")
+	}
+	r.Col = p.ident()
+	if !p.acceptPunct("[") {
+		return false
+	}
+	r.Key = p.value()
+	p.expectPunct("]")
+	p.expectPunct("=")
+	r.Op, r.Val = OpMapEq, p.value()
+	return true
+}
+
+// comparison reads the operator of a comparison: =, <, <=, >, >= or !=.
+func (p dmlParser) comparison() RelOp {
+	var op RelOp
+	switch p.tok.text {
+	case "=":
+		op = OpEq
+	case "<":
+		op = OpLt
+	case "<=":
+		op = OpLe
+	case ">":
+		op = OpGt
+	case ">=":
+		op = OpGe
+	case "!=":
+		op = OpNe
 	default:
 		p.unexpected()
 	}
-	return r
+	p.advance()
+	return op
+}
+
+// inValues reads what follows IN into r: a parenthesized list of values into r.Vals (empty,
+// not nil, for ()), or a marker for the whole list into r.Val.
+func (p dmlParser) inValues(r *Relation) {
+	if p.acceptPunct("(") {
+		r.Vals = []*Term{}
+		if !p.acceptPunct(")") {
+			for {
+				r.Vals = append(r.Vals, p.value())
+				if !p.acceptPunct(",") {
+					break
+				}
+			}
+			p.expectPunct(")")
+		}
+		return
+	}
+	switch p.tok.kind {
+	case tMarker:
+		p.advance()
+		r.Val = p.marker("")
+	case tNamedMarker:
+		n := p.tok.text
+		p.advance()
+		r.Val = p.marker(n)
+	default:
+		p.unexpected()
+	}
 }
 
 func (p dmlParser) selectStmt() Statement {
@@ -364,114 +388,132 @@ func (p dmlParser) selector() Selector {
 // unaliasedSelector reads a selector without its alias: CAST(selector AS type) as the
 // selector it casts, with the type added to its casts.
 func (p dmlParser) unaliasedSelector(depth int) Selector {
-	var s Selector
 	if p.tok.kind == tIdent && strings.EqualFold(p.tok.text, "system") && p.peek(1).kind == tPunct && p.peek(1).text == "." &&
 		p.peek(2).kind == tIdent && p.peek(3).kind == tPunct && p.peek(3).text == "(" {
 		// system.fn(...): the native functions, named with their keyspace.
 		p.advance()
 		p.advance()
 	}
-	if p.tok.kind == tIdent && p.peek(1).kind == tPunct && p.peek(1).text == "(" {
-		fn := strings.ToLower(p.tok.text)
-		switch fn {
-		case "count":
-			p.advance()
-			p.advance()
-			s.Kind, s.Text = SelCount, "count"
-			if !p.acceptPunct("*") {
-				if p.tok.kind == tInt && p.tok.text == "1" {
-					p.advance()
-				} else {
-					s.Col = p.ident()
-					s.Kind, s.Agg, s.Text = SelAgg, "count", "system.count("+s.Col+")"
-				}
-			}
-			p.expectPunct(")")
-		case "min", "max", "sum", "avg":
-			p.advance()
-			p.advance()
-			s.Col, s.ArgCasts = p.castArg(0)
-			p.expectPunct(")")
-			s.Kind, s.Agg, s.Text = SelAgg, fn, "system."+fn+"("+s.Col+")"
-		case "cast":
-			p.castOpen(depth)
-			s = p.unaliasedSelector(depth + 1)
-			s.Casts = append(s.Casts, p.castType())
-		case "tojson":
-			p.advance()
-			p.advance()
-			s.Col = p.ident()
-			p.expectPunct(")")
-			s.Kind, s.Text = SelToJSON, "system.tojson("+s.Col+")"
-		case "writetime", "ttl":
-			p.advance()
-			p.advance()
-			s.Col = p.ident()
-			p.expectPunct(")")
-			s.Kind = SelWritetime
-			if fn == "ttl" {
-				s.Kind = SelTTL
-			}
-			s.Text = fn + "(" + s.Col + ")"
-		case "token":
-			p.advance()
-			p.advance()
-			for {
-				s.Cols = append(s.Cols, p.ident())
-				if !p.acceptPunct(",") {
-					break
-				}
-			}
-			p.expectPunct(")")
-			s.Kind, s.Text = SelToken, "system.token("+strings.Join(s.Cols, ", ")+")"
-		default:
-			if a := p.peek(2); a.kind == tQuotedIdent || a.kind == tIdent && !literalWord(a.text) && !(p.peek(3).kind == tPunct && p.peek(3).text == "(") {
-				// f(col, ...): a user-defined function or aggregate of columns.
-				s.Kind, s.Fn = SelUDF, &Term{Kind: TermFunc, Name: fn}
-				p.advance()
-				p.advance()
-				var args []string
-				for !p.acceptPunct(")") {
-					args = append(args, p.ident())
-					if !p.acceptPunct(",") {
-						p.expectPunct(")")
-						break
-					}
-				}
-				s.Text, s.Cols = fn+"("+strings.Join(args, ", ")+")", args
-				break
-			}
-			s.Kind = SelFunc
-			s.Fn = p.value()
-			s.Text = "system." + fn + "()"
-		}
-	} else if p.tok.kind == tIdent && p.peek(1).kind == tPunct && p.peek(1).text == "." && p.peek(2).kind == tIdent &&
-		p.peek(3).kind == tPunct && p.peek(3).text == "(" {
+	switch {
+	case p.tok.kind == tIdent && p.peek(1).kind == tPunct && p.peek(1).text == "(":
+		return p.callSelector(depth)
+	case p.tok.kind == tIdent && p.peek(1).kind == tPunct && p.peek(1).text == "." && p.peek(2).kind == tIdent &&
+		p.peek(3).kind == tPunct && p.peek(3).text == "(":
 		// ks.f(...): a user-defined function or aggregate.
+		var s Selector
 		s.Kind, s.FnKs = SelUDF, p.ident()
 		p.advance()
 		s.Fn = &Term{Kind: TermFunc, Name: strings.ToLower(p.tok.text)}
 		p.advance()
 		p.advance()
-		var args []string
-		for !p.acceptPunct(")") {
-			args = append(args, p.ident())
+		args := p.udfArgs()
+		s.Text = s.FnKs + "." + s.Fn.Name + "(" + strings.Join(args, ", ") + ")"
+		return s
+	}
+	var s Selector
+	s.Col = p.ident()
+	s.Text = s.Col
+	for p.acceptPunct(".") {
+		f := p.identAny()
+		s.Fields = append(s.Fields, f)
+		s.Text += "." + f
+	}
+	return s
+}
+
+// callSelector reads a selector that calls a function named without a keyspace: an
+// aggregate, CAST (at nesting depth), toJson, writetime or ttl, token, a user-defined
+// function of columns, or a native function of values.
+func (p dmlParser) callSelector(depth int) Selector {
+	var s Selector
+	fn := strings.ToLower(p.tok.text)
+	switch fn {
+	case "count":
+		return p.countSelector()
+	case "min", "max", "sum", "avg":
+		p.advance()
+		p.advance()
+		s.Col, s.ArgCasts = p.castArg(0)
+		p.expectPunct(")")
+		s.Kind, s.Agg, s.Text = SelAgg, fn, "system."+fn+"("+s.Col+")"
+	case "cast":
+		p.castOpen(depth)
+		s = p.unaliasedSelector(depth + 1)
+		s.Casts = append(s.Casts, p.castType())
+	case "tojson":
+		p.advance()
+		p.advance()
+		s.Col = p.ident()
+		p.expectPunct(")")
+		s.Kind, s.Text = SelToJSON, "system.tojson("+s.Col+")"
+	case "writetime", "ttl":
+		p.advance()
+		p.advance()
+		s.Col = p.ident()
+		p.expectPunct(")")
+		s.Kind = SelWritetime
+		if fn == "ttl" {
+			s.Kind = SelTTL
+		}
+		s.Text = fn + "(" + s.Col + ")"
+	case "token":
+		p.advance()
+		p.advance()
+		for {
+			s.Cols = append(s.Cols, p.ident())
 			if !p.acceptPunct(",") {
-				p.expectPunct(")")
 				break
 			}
 		}
-		s.Text = s.FnKs + "." + s.Fn.Name + "(" + strings.Join(args, ", ") + ")"
-	} else {
-		s.Col = p.ident()
-		s.Text = s.Col
-		for p.acceptPunct(".") {
-			f := p.identAny()
-			s.Fields = append(s.Fields, f)
-			s.Text += "." + f
+		p.expectPunct(")")
+		s.Kind, s.Text = SelToken, "system.token("+strings.Join(s.Cols, ", ")+")"
+	default:
+		if a := p.peek(2); a.kind == tQuotedIdent || a.kind == tIdent && !literalWord(a.text) && !(p.peek(3).kind == tPunct && p.peek(3).text == "(") {
+			// f(col, ...): a user-defined function or aggregate of columns.
+			s.Kind, s.Fn = SelUDF, &Term{Kind: TermFunc, Name: fn}
+			p.advance()
+			p.advance()
+			args := p.udfArgs()
+			s.Text, s.Cols = fn+"("+strings.Join(args, ", ")+")", args
+			break
 		}
+		s.Kind = SelFunc
+		s.Fn = p.value()
+		s.Text = "system." + fn + "()"
 	}
 	return s
+}
+
+// countSelector reads count(*), count(1) or count(column); the last is an aggregate of
+// the column.
+func (p dmlParser) countSelector() Selector {
+	p.advance()
+	p.advance()
+	s := Selector{Kind: SelCount, Text: "count"}
+	if !p.acceptPunct("*") {
+		if p.tok.kind == tInt && p.tok.text == "1" {
+			p.advance()
+		} else {
+			s.Col = p.ident()
+			s.Kind, s.Agg, s.Text = SelAgg, "count", "system.count("+s.Col+")"
+		}
+	}
+	p.expectPunct(")")
+	return s
+}
+
+// udfArgs reads the columns a user-defined function is called with, after its opening
+// parenthesis and up to its closing one.
+func (p dmlParser) udfArgs() []string {
+	var args []string
+	for !p.acceptPunct(")") {
+		args = append(args, p.ident())
+		if !p.acceptPunct(",") {
+			p.expectPunct(")")
+			break
+		}
+	}
+	return args
 }
 
 // castArg reads an aggregate's argument: a column, or CAST(… AS type) of one, nested as

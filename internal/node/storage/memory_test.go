@@ -2,8 +2,11 @@ package storage
 
 import (
 	"encoding/binary"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
+	"time"
 )
 
 // walkBytes recounts what d holds by the estimate's own rules, walking every partition:
@@ -111,5 +114,48 @@ func TestFormatBytes(t *testing.T) {
 		if got := FormatBytes(tc.n); got != tc.want {
 			t.Errorf("FormatBytes(%d) = %q; want %q", tc.n, got, tc.want)
 		}
+	}
+}
+
+// TestMemoryLiveHeap: in a process whose soft memory limit is the node's, a live heap at the
+// tables' share refuses writes though the estimate counts nothing, naming the live bytes, and
+// lets them in again once that memory is collected; in a process that is not the node's
+// alone (no soft limit), the heap is not counted.
+func TestMemoryLiveHeap(t *testing.T) {
+	const limit = 16 << 20
+	old := debug.SetMemoryLimit(RuntimeLimit(limit))
+	defer debug.SetMemoryLimit(old)
+	mem := NewMemory(limit)
+	shared := NewMemory(limit + 1<<20) // its limit is not the runtime's
+
+	ballast := make([]byte, limit)
+	for i := range ballast {
+		ballast[i] = byte(i)
+	}
+	runtime.GC()
+	time.Sleep(2 * liveEvery)
+	err := mem.Admit()
+	if err == nil || !strings.Contains(err.Error(), "node memory limit 16 MiB reached (--memory-limit): its tables hold 16") {
+		t.Fatalf("Admit with a live heap of %d bytes = %v; want Overloaded naming the live bytes", len(ballast), err)
+	}
+	if err := shared.Admit(); err != nil {
+		t.Errorf("Admit in a shared process = %v; want nil: its estimate is 0", err)
+	}
+	runtime.KeepAlive(ballast)
+	ballast = nil
+
+	// A TRUNCATE's Release sets the last collection's figure aside until the next one.
+	mem.Release(mem.NewData())
+	if err := mem.Admit(); err != nil {
+		t.Errorf("Admit right after a Release = %v; want nil: the live figure predates it", err)
+	}
+
+	runtime.GC()
+	time.Sleep(2 * liveEvery)
+	if err := mem.Admit(); err != nil {
+		t.Errorf("Admit once the ballast is collected = %v; want nil", err)
+	}
+	if mem.Refused() != 1 {
+		t.Errorf("Refused() = %d; want 1", mem.Refused())
 	}
 }

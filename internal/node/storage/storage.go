@@ -731,6 +731,17 @@ const (
 	cellBytes      = int64(unsafe.Sizeof(Cell{}))
 )
 
+// Charges are what the estimate charges beside the bytes of keys and values: a partition
+// (with its key's allocation), a row, a cell, a clustering key's value and a cell's value.
+// loadcheck's preload plan sizes partitions with the same figures; a test of loadcheck ties
+// its copy to these.
+type Charges struct{ Partition, Row, Cell, KeyValue, Value int64 }
+
+// EstimateCharges returns the estimate's Charges.
+func EstimateCharges() Charges {
+	return Charges{partitionBytes + allocBytes, rowBytes, cellBytes, sliceBytes + allocBytes, allocBytes}
+}
+
 // NewData returns empty data for a user table, counted against m.
 func (m *Memory) NewData() *TableData {
 	d := NewTableData()
@@ -754,6 +765,7 @@ func (m *Memory) Release(d *TableData) {
 		return
 	}
 	m.held.Add(-d.bytes.Swap(0))
+	m.released()
 }
 
 // charge counts n more bytes (fewer when negative) held by d.
