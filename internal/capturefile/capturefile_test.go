@@ -179,4 +179,16 @@ func TestSummarize(t *testing.T) {
 	if s.Latency.P99 != 250 || s.ReqBytes.Max != 40 {
 		t.Errorf("latency %+v, request bytes %+v", s.Latency, s.ReqBytes)
 	}
+	// Statement 1 binds an int of 4 bytes at each of its 150 runs; statement 2's value is a
+	// literal, which is not bound.
+	if want := []TypeSizes{{Type: "int", Count: 150, MeanLen: 4, MaxLen: 4}}; !slicesEqual(s.Values, want) {
+		t.Errorf("value sizes %+v; want %+v", s.Values, want)
+	}
+	st := s.Statements[0]
+	if st.ID != 1 || st.SharePct != 50 || st.Rows != 1500 || st.P99US != 250 || st.Consistency["ONE"] != 150 || st.PageSizes["5000"] != 150 {
+		t.Errorf("first statement %+v", st)
+	}
+	if s.Mix["select"] != 150 || s.Mix["insert"] != 150 || s.SpanS != 0.0299 || s.OpRate < 10033 || s.OpRate > 10034 {
+		t.Errorf("mix %v, span %vs, rate %v/s; want 150 each, 0.0299s, 300/0.0299", s.Mix, s.SpanS, s.OpRate)
+	}
 }

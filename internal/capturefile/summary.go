@@ -142,138 +142,187 @@ const TopKeys = 10
 
 // Summarize returns the summary of c.
 func Summarize(c *Capture) Summary {
-	s := Summary{Records: len(c.Records), Dropped: c.End.Dropped, Opcodes: map[string]int{}, Mix: map[string]int{},
-		ProtocolVersions: map[string]int{}}
-	type stmtAcc struct {
-		StatementSummary
-		lat []int64
-	}
-	byID := map[uint32]*stmtAcc{}
-	keys := map[string]int{}
-	sizes := map[string]*TypeSizes{}
-	var lat, req, resp []int64
-	first, last := int64(-1), int64(0)
-	ran := 0
+	sm := summarizer{s: Summary{Records: len(c.Records), Dropped: c.End.Dropped, Opcodes: map[string]int{}, Mix: map[string]int{},
+		ProtocolVersions: map[string]int{}}, byID: map[uint32]*stmtAcc{}, keys: map[string]int{},
+		sizes: map[string]*TypeSizes{}, first: -1}
 	for i := range c.Records {
-		r := &c.Records[i]
-		s.Opcodes[cql.Opcode(r.Opcode).String()]++
-		s.ProtocolVersions[protocolName(r.ProtocolVersion)]++
-		req = append(req, int64(r.ReqBytes))
-		resp = append(resp, int64(r.RespBytes))
-		failed := r.RespOpcode == OpError
-		if failed {
-			s.Errors++
+		sm.add(c, &c.Records[i])
+	}
+	sm.statements()
+	sm.topKeys()
+	sm.valueSizes()
+	s := &sm.s
+	if sm.ran > 0 {
+		s.SpanS = float64(sm.last-sm.first) / 1e6
+		if s.SpanS > 0 {
+			s.OpRate = float64(sm.ran) / s.SpanS
 		}
-		if len(r.Parts) == 0 || r.Opcode == byte(cql.OpPrepare) {
+	}
+	s.Latency, s.ReqBytes, s.RespBytes = PercentilesOf(sm.lat), PercentilesOf(sm.req), PercentilesOf(sm.resp)
+	return sm.s
+}
+
+// summarizer is the summary of a capture as Summarize reads its records.
+type summarizer struct {
+	s     Summary
+	byID  map[uint32]*stmtAcc   // the statements run, by id
+	keys  map[string]int        // the partition keys written or read, with their count
+	sizes map[string]*TypeSizes // the bound values' sizes, by type
+	lat   []int64               // the statements' latencies, µs
+	req   []int64               // every request's size
+	resp  []int64               // every response's size
+	first int64                 // when the first statement ran (µs), or -1
+	last  int64                 // when the last one ran
+	ran   int                   // how many records ran statements
+}
+
+// stmtAcc is a statement's summary, with its latencies as they are read.
+type stmtAcc struct {
+	StatementSummary
+	lat []int64
+}
+
+// add counts record r of c: its opcode, protocol and sizes, and its statements.
+func (sm *summarizer) add(c *Capture, r *Record) {
+	sm.s.Opcodes[cql.Opcode(r.Opcode).String()]++
+	sm.s.ProtocolVersions[protocolName(r.ProtocolVersion)]++
+	sm.req = append(sm.req, int64(r.ReqBytes))
+	sm.resp = append(sm.resp, int64(r.RespBytes))
+	if r.RespOpcode == OpError {
+		sm.s.Errors++
+	}
+	if len(r.Parts) == 0 || r.Opcode == byte(cql.OpPrepare) {
+		return
+	}
+	sm.ran++
+	if sm.first < 0 {
+		sm.first = r.AtUS
+	}
+	sm.last = max(sm.last, r.AtUS)
+	sm.lat = append(sm.lat, r.LatencyUS)
+	for _, p := range r.Parts {
+		sm.addPart(c.Statements[p.Statement], r, p)
+	}
+}
+
+// addPart counts part p of record r, a run of statement st (nil when the capture does not
+// know it): the mix, the statement's own summary, the key and the bound values.
+func (sm *summarizer) addPart(st *Statement, r *Record, p Part) {
+	verb := "other"
+	if st != nil {
+		verb = st.Verb
+	}
+	sm.s.Mix[verb]++
+	switch {
+	case Reading(verb):
+		sm.s.Reads++
+	case Writing(verb):
+		sm.s.Writes++
+	}
+	a := sm.statement(p.Statement, st, verb)
+	a.Count++
+	if r.Consistency >= 0 {
+		a.Consistency[cql.Consistency(r.Consistency).String()]++
+	}
+	if r.Opcode != byte(cql.OpBatch) {
+		a.PageSizes[pageSizeName(r.PageSize)]++
+	}
+	if r.RespOpcode == OpError {
+		a.Errors++
+	}
+	if r.Rows > 0 {
+		a.Rows += int64(r.Rows)
+	}
+	a.lat = append(a.lat, r.LatencyUS)
+	if p.Key != nil {
+		sm.keys[string(p.Key)]++
+		sm.s.Keys.WithKey++
+	}
+	if st != nil {
+		sm.addSizes(st, p.Lens)
+	}
+}
+
+// statement returns the summary of statement id (st, nil when unknown), new at its first
+// run.
+func (sm *summarizer) statement(id uint32, st *Statement, verb string) *stmtAcc {
+	if a := sm.byID[id]; a != nil {
+		return a
+	}
+	a := &stmtAcc{StatementSummary: StatementSummary{ID: id, Verb: verb,
+		Consistency: map[string]int{}, PageSizes: map[string]int{}}}
+	if st != nil {
+		a.Text, a.Prepared = st.Text, st.Prepared
+	} else {
+		a.Text = "<unknown statement>"
+	}
+	sm.byID[id] = a
+	return a
+}
+
+// addSizes counts the sizes of the values bound to statement st, lens (a negative one as
+// a null), by type; the statement's literals are not bound.
+func (sm *summarizer) addSizes(st *Statement, lens []int32) {
+	for j, n := range lens {
+		if j >= len(st.Values) || st.Values[j].Literal != "" {
 			continue
 		}
-		ran++
-		if first < 0 {
-			first = r.AtUS
+		t := cmp.Or(st.Values[j].Type, "unknown")
+		ts := sm.sizes[t]
+		if ts == nil {
+			ts = &TypeSizes{Type: t}
+			sm.sizes[t] = ts
 		}
-		last = max(last, r.AtUS)
-		lat = append(lat, r.LatencyUS)
-		for _, p := range r.Parts {
-			st := c.Statements[p.Statement]
-			verb := "other"
-			if st != nil {
-				verb = st.Verb
-			}
-			s.Mix[verb]++
-			switch {
-			case Reading(verb):
-				s.Reads++
-			case Writing(verb):
-				s.Writes++
-			}
-			a := byID[p.Statement]
-			if a == nil {
-				a = &stmtAcc{StatementSummary: StatementSummary{ID: p.Statement, Verb: verb,
-					Consistency: map[string]int{}, PageSizes: map[string]int{}}}
-				if st != nil {
-					a.Text, a.Prepared = st.Text, st.Prepared
-				} else {
-					a.Text = "<unknown statement>"
-				}
-				byID[p.Statement] = a
-			}
-			a.Count++
-			if r.Consistency >= 0 {
-				a.Consistency[cql.Consistency(r.Consistency).String()]++
-			}
-			if r.Opcode != byte(cql.OpBatch) {
-				a.PageSizes[pageSizeName(r.PageSize)]++
-			}
-			if failed {
-				a.Errors++
-			}
-			if r.Rows > 0 {
-				a.Rows += int64(r.Rows)
-			}
-			a.lat = append(a.lat, r.LatencyUS)
-			if p.Key != nil {
-				keys[string(p.Key)]++
-				s.Keys.WithKey++
-			}
-			if st != nil {
-				for j, n := range p.Lens {
-					if j >= len(st.Values) || st.Values[j].Literal != "" {
-						continue
-					}
-					t := cmp.Or(st.Values[j].Type, "unknown")
-					ts := sizes[t]
-					if ts == nil {
-						ts = &TypeSizes{Type: t}
-						sizes[t] = ts
-					}
-					ts.Count++
-					if n < 0 {
-						ts.Nulls++
-						continue
-					}
-					ts.MeanLen += float64(n)
-					ts.MaxLen = max(ts.MaxLen, n)
-				}
-			}
+		ts.Count++
+		if n < 0 {
+			ts.Nulls++
+			continue
 		}
+		ts.MeanLen += float64(n)
+		ts.MaxLen = max(ts.MaxLen, n)
 	}
+}
+
+// statements lists the statements run, the most run first, with their latencies and share.
+func (sm *summarizer) statements() {
 	total := 0
-	for _, a := range byID {
+	for _, a := range sm.byID {
 		total += a.Count
 	}
-	for _, a := range byID {
+	for _, a := range sm.byID {
 		p := PercentilesOf(a.lat)
 		a.P50US, a.P99US = p.P50, p.P99
 		if total > 0 {
 			a.SharePct = 100 * float64(a.Count) / float64(total)
 		}
-		s.Statements = append(s.Statements, a.StatementSummary)
+		sm.s.Statements = append(sm.s.Statements, a.StatementSummary)
 	}
-	slices.SortFunc(s.Statements, func(a, b StatementSummary) int {
+	slices.SortFunc(sm.s.Statements, func(a, b StatementSummary) int {
 		return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.ID, b.ID))
 	})
-	s.Keys.Distinct = len(keys)
-	for k, n := range keys {
-		s.Keys.Top = append(s.Keys.Top, KeyCount{Key: hex.EncodeToString([]byte(k)), Count: n,
-			SharePct: 100 * float64(n) / float64(s.Keys.WithKey)})
+}
+
+// topKeys counts the distinct keys and lists the TopKeys most used.
+func (sm *summarizer) topKeys() {
+	k := &sm.s.Keys
+	k.Distinct = len(sm.keys)
+	for key, n := range sm.keys {
+		k.Top = append(k.Top, KeyCount{Key: hex.EncodeToString([]byte(key)), Count: n,
+			SharePct: 100 * float64(n) / float64(k.WithKey)})
 	}
-	slices.SortFunc(s.Keys.Top, func(a, b KeyCount) int { return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Key, b.Key)) })
-	if len(s.Keys.Top) > TopKeys {
-		s.Keys.Top = s.Keys.Top[:TopKeys]
+	slices.SortFunc(k.Top, func(a, b KeyCount) int { return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Key, b.Key)) })
+	if len(k.Top) > TopKeys {
+		k.Top = k.Top[:TopKeys]
 	}
-	for _, ts := range sizes {
+}
+
+// valueSizes lists the bound values' sizes by type, with the mean length of the non-null.
+func (sm *summarizer) valueSizes() {
+	for _, ts := range sm.sizes {
 		if n := ts.Count - ts.Nulls; n > 0 {
 			ts.MeanLen /= float64(n)
 		}
-		s.Values = append(s.Values, *ts)
+		sm.s.Values = append(sm.s.Values, *ts)
 	}
-	slices.SortFunc(s.Values, func(a, b TypeSizes) int { return cmp.Compare(a.Type, b.Type) })
-	if ran > 0 {
-		s.SpanS = float64(last-first) / 1e6
-		if s.SpanS > 0 {
-			s.OpRate = float64(ran) / s.SpanS
-		}
-	}
-	s.Latency, s.ReqBytes, s.RespBytes = PercentilesOf(lat), PercentilesOf(req), PercentilesOf(resp)
-	return s
+	slices.SortFunc(sm.s.Values, func(a, b TypeSizes) int { return cmp.Compare(a.Type, b.Type) })
 }

@@ -90,8 +90,28 @@ func (w *consoleWriter) format(st *consoleState, p []byte) ([]byte, bool) {
 	if !ok {
 		return nil, false
 	}
-	// encoding/json keeps the last of members with one name, as a map does; a stable sort
-	// keeps them in order, so the last of each run wins.
+	h, fields, ok := splitHeader(lastOfEachName(fields))
+	if !ok {
+		return nil, false
+	}
+	color := !w.noColor && os.Getenv("NO_COLOR") == ""
+	b, ok := w.appendHeader(st.line[:0], h, color)
+	if !ok {
+		return nil, false
+	}
+	if len(b) > 0 && len(fields) > 0 {
+		b = append(b, ' ')
+	}
+	if b, ok = appendFields(b, fields, color); !ok {
+		return nil, false
+	}
+	return append(b, '\n'), true
+}
+
+// lastOfEachName sorts fields by name and keeps the last of those with one name, in place:
+// encoding/json keeps the last of members with one name, as a map does; a stable sort
+// keeps them in order, so the last of each run wins.
+func lastOfEachName(fields []consoleField) []consoleField {
 	slices.SortStableFunc(fields, func(a, b consoleField) int { return bytes.Compare(a.name, b.name) })
 	kept := fields[:0]
 	for i, f := range fields {
@@ -100,50 +120,53 @@ func (w *consoleWriter) format(st *consoleState, p []byte) ([]byte, bool) {
 		}
 		kept = append(kept, f)
 	}
-	fields = kept
+	return kept
+}
 
-	var tsVal, lvlVal, msgVal []byte
+// consoleHeader holds the raw values of the fields a line starts with, nil when absent.
+type consoleHeader struct {
+	ts, level, msg []byte
+}
+
+// splitHeader takes the timestamp, level and message out of fields, in place, and returns
+// them and the other fields; it reports false for an event with a caller field.
+func splitHeader(fields []consoleField) (consoleHeader, []consoleField, bool) {
+	var h consoleHeader
 	rest := fields[:0]
 	for _, f := range fields {
 		switch string(f.name) {
 		case zerolog.TimestampFieldName:
-			tsVal = f.value
+			h.ts = f.value
 		case zerolog.LevelFieldName:
-			lvlVal = f.value
+			h.level = f.value
 		case zerolog.MessageFieldName:
-			msgVal = f.value
+			h.msg = f.value
 		case zerolog.CallerFieldName:
-			return nil, false
+			return h, nil, false
 		default:
 			rest = append(rest, f)
 		}
 	}
-	fields = rest
-	color := !w.noColor && os.Getenv("NO_COLOR") == ""
+	return h, rest, true
+}
 
-	b := st.line[:0]
-	// The parts: a part that renders empty is left out, with its space.
+// appendHeader appends the parts a line starts with: the time, the level and the message.
+// A part that renders empty is left out, with its space.
+func (w *consoleWriter) appendHeader(b []byte, h consoleHeader, color bool) ([]byte, bool) {
 	ts := "<nil>"
-	if tsVal != nil {
-		s, ok := plainString(tsVal)
+	if h.ts != nil {
+		s, ok := plainString(h.ts)
 		if !ok {
 			return nil, false
 		}
-		ts = s
-		if t, err := time.ParseInLocation(zerolog.TimeFieldFormat, s, time.Local); err == nil {
-			layout := w.timeFormat
-			if layout == "" {
-				layout = time.Kitchen
-			}
-			ts = t.In(time.Local).Format(layout)
-		}
+		ts = w.formatTime(s)
 	}
 	b = appendPart(b, ts, colorDarkGray, color)
 	level := ""
-	if lvlVal == nil {
+	if h.level == nil {
 		b = appendPart(b, "???", 0, color)
 	} else {
-		s, ok := plainString(lvlVal)
+		s, ok := plainString(h.level)
 		if !ok {
 			return nil, false
 		}
@@ -155,25 +178,42 @@ func (w *consoleWriter) format(st *consoleState, p []byte) ([]byte, bool) {
 			b = appendPart(b, stripLevel(s), 0, color)
 		}
 	}
-	if msgVal != nil && string(msgVal) != "null" {
-		msg, ok := plainString(msgVal)
-		if !ok {
-			return nil, false
-		}
-		if msg != "" {
-			c := 0
-			switch level {
-			case zerolog.LevelInfoValue, zerolog.LevelWarnValue, zerolog.LevelErrorValue,
-				zerolog.LevelFatalValue, zerolog.LevelPanicValue:
-				c = colorBold
-			}
-			b = appendPart(b, msg, c, color)
-		}
+	if h.msg == nil || string(h.msg) == "null" {
+		return b, true
 	}
-	if len(b) > 0 && len(fields) > 0 {
-		b = append(b, ' ')
+	msg, ok := plainString(h.msg)
+	if !ok {
+		return nil, false
 	}
-	// The error first, then the other fields by name.
+	if msg != "" {
+		c := 0
+		switch level {
+		case zerolog.LevelInfoValue, zerolog.LevelWarnValue, zerolog.LevelErrorValue,
+			zerolog.LevelFatalValue, zerolog.LevelPanicValue:
+			c = colorBold
+		}
+		b = appendPart(b, msg, c, color)
+	}
+	return b, true
+}
+
+// formatTime writes timestamp s in the writer's time format (time.Kitchen by default), or
+// as it is when it does not parse.
+func (w *consoleWriter) formatTime(s string) string {
+	t, err := time.ParseInLocation(zerolog.TimeFieldFormat, s, time.Local)
+	if err != nil {
+		return s
+	}
+	layout := w.timeFormat
+	if layout == "" {
+		layout = time.Kitchen
+	}
+	return t.In(time.Local).Format(layout)
+}
+
+// appendFields appends the fields, space-separated: the error first, then the others by
+// name.
+func appendFields(b []byte, fields []consoleField, color bool) ([]byte, bool) {
 	if i := slices.IndexFunc(fields, func(f consoleField) bool { return string(f.name) == zerolog.ErrorFieldName }); i >= 0 {
 		f := fields[i]
 		fields = fields[:i+copy(fields[i:], fields[i+1:])]
@@ -194,7 +234,7 @@ func (w *consoleWriter) format(st *consoleState, p []byte) ([]byte, bool) {
 			b = append(b, ' ')
 		}
 	}
-	return append(b, '\n'), true
+	return b, true
 }
 
 // appendField appends name=value, coloured as zerolog colours a field, or an error field.

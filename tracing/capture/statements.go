@@ -306,56 +306,11 @@ func (st *catalog) describe(raw, ks string, prepared bool, binds []cql.ColumnSpe
 		tbl = st.w.schemaTable(tks, table)
 	}
 	cols := slotColumns(norm, sl)
-	info := &stmtInfo{nbound: -1, secret: roleStatement(norm)}
-	// The bound values first, in their order.
-	nb := 0
-	for i, s := range sl {
-		if s.literal != "" {
-			continue
-		}
-		v := capturefile.Value{Column: cols[i], At: -1}
-		if prepared && nb < len(binds) {
-			v.Column, v.Type = binds[nb].Name, binds[nb].Type.String()
-		} else {
-			v.Type = columnType(tbl, v.Column)
-		}
-		def.Values = append(def.Values, v)
-		nb++
-	}
-	// A prepared statement whose bound variables are known has exactly those.
-	if prepared && binds != nil {
-		for ; nb < len(binds); nb++ {
-			def.Values = append(def.Values, capturefile.Value{Column: binds[nb].Name, Type: binds[nb].Type.String(), At: -1})
-		}
-		def.Values = def.Values[:len(binds)]
-		info.nbound = len(binds)
-	} else if !prepared {
-		info.nbound = nb
-	}
+	info := &stmtInfo{secret: roleStatement(norm)}
+	info.nbound = boundValues(&def, sl, cols, tbl, prepared, binds)
 	nbound := len(def.Values)
-	for i, s := range sl {
-		if s.literal == "" {
-			continue
-		}
-		typ := columnType(tbl, cols[i])
-		if typ == "" {
-			typ = literalType(s.literal)
-		}
-		def.Values = append(def.Values, capturefile.Value{Column: cols[i], Type: typ, Literal: s.literal, At: s.at})
-		info.lits = append(info.lits, literalValue(s.text, s.literal, typ))
-	}
-	// The partition key: the prepared statement's own indexes, else the values whose
-	// columns are the table's partition key.
-	if len(pkIdx) > 0 {
-		for _, i := range pkIdx {
-			info.pk = append(info.pk, int(i))
-		}
-	} else if tbl != nil && def.Verb != "ddl" {
-		info.pk = keyValues(tbl, def.Values)
-	}
-	if len(info.pk) > 0 && info.pk[len(info.pk)-1] >= len(def.Values) {
-		info.pk = nil
-	}
+	info.lits = literalValues(&def, sl, cols, tbl)
+	info.pk = partitionKey(&def, tbl, pkIdx)
 	def.PK = info.pk
 	// Values past the bound ones belong to literals; an unknown number of bound values
 	// (a prepared statement not seen prepared) leaves them unreliable.
@@ -373,6 +328,76 @@ func (st *catalog) describe(raw, ks string, prepared bool, binds []cql.ColumnSpe
 	}
 	info.id = st.define(ident+"\x00"+tks+"\x00"+norm, def)
 	return info
+}
+
+// boundValues appends to def's values those bound to it, in their order: one for each
+// slot sl that is not a literal, of the column cols names for it, typed by the table's
+// schema tbl (nil when unknown) or, prepared, by its bound variables binds; a prepared
+// statement whose bound variables are known has exactly those. It returns how many values
+// are bound, -1 when that is unknown (prepared, binds unknown).
+func boundValues(def *capturefile.Statement, sl []slot, cols []string, tbl *capturefile.Table, prepared bool, binds []cql.ColumnSpec) int {
+	nb := 0
+	for i, s := range sl {
+		if s.literal != "" {
+			continue
+		}
+		v := capturefile.Value{Column: cols[i], At: -1}
+		if prepared && nb < len(binds) {
+			v.Column, v.Type = binds[nb].Name, binds[nb].Type.String()
+		} else {
+			v.Type = columnType(tbl, v.Column)
+		}
+		def.Values = append(def.Values, v)
+		nb++
+	}
+	switch {
+	case prepared && binds != nil:
+		for ; nb < len(binds); nb++ {
+			def.Values = append(def.Values, capturefile.Value{Column: binds[nb].Name, Type: binds[nb].Type.String(), At: -1})
+		}
+		def.Values = def.Values[:len(binds)]
+		return len(binds)
+	case !prepared:
+		return nb
+	}
+	return -1
+}
+
+// literalValues appends to def's values the literals of slots sl, of the columns cols
+// names, typed by the table's schema tbl (nil when unknown) or else by their kind, and
+// returns their values serialized as bound values of those types.
+func literalValues(def *capturefile.Statement, sl []slot, cols []string, tbl *capturefile.Table) [][]byte {
+	var lits [][]byte
+	for i, s := range sl {
+		if s.literal == "" {
+			continue
+		}
+		typ := columnType(tbl, cols[i])
+		if typ == "" {
+			typ = literalType(s.literal)
+		}
+		def.Values = append(def.Values, capturefile.Value{Column: cols[i], Type: typ, Literal: s.literal, At: s.at})
+		lits = append(lits, literalValue(s.text, s.literal, typ))
+	}
+	return lits
+}
+
+// partitionKey returns the values of def that make the partition key: a prepared
+// statement's own indexes pkIdx, else the values whose columns are the partition key of
+// the table tbl (nil when unknown); nil when one is past def's values.
+func partitionKey(def *capturefile.Statement, tbl *capturefile.Table, pkIdx []uint16) []int {
+	var pk []int
+	if len(pkIdx) > 0 {
+		for _, i := range pkIdx {
+			pk = append(pk, int(i))
+		}
+	} else if tbl != nil && def.Verb != "ddl" {
+		pk = keyValues(tbl, def.Values)
+	}
+	if len(pk) > 0 && pk[len(pk)-1] >= len(def.Values) {
+		return nil
+	}
+	return pk
 }
 
 // define returns the id of the statement entry ident, writing def as a new entry first.
@@ -648,83 +673,113 @@ func varint(b *big.Int) []byte {
 // (SET c = ?, c = c + ?) or inserted (INSERT INTO t (a, b) VALUES (?, ?)), or [limit],
 // [ttl] and [timestamp].
 func slotColumns(norm string, sl []slot) []string {
-	var toks []cqltext.Token
+	ts := slotTokens{norm: norm}
 	for t := cqltext.NextSignificant(norm, 0); t.Kind != cqltext.EOF; t = cqltext.NextSignificant(norm, t.End) {
-		toks = append(toks, t)
+		ts.toks = append(ts.toks, t)
 	}
-	kw := func(i int, w string) bool { return i >= 0 && i < len(toks) && cqltext.IsKeyword(norm, toks[i], w) }
-	punct := func(i int, p string) bool { return i >= 0 && i < len(toks) && cqltext.IsPunct(norm, toks[i], p) }
-	name := func(i int) string {
-		if i < 0 || i >= len(toks) || toks[i].Kind != cqltext.Ident && toks[i].Kind != cqltext.QuotedIdent {
-			return ""
-		}
-		return cqltext.Name(norm, toks[i])
-	}
-	// An INSERT's columns, and where its VALUES list opens.
-	var insertCols []string
-	valuesAt := -1
-	if kw(0, "insert") {
-		i := 0
-		for i < len(toks) && !punct(i, "(") {
-			i++
-		}
-		for i++; i < len(toks) && !punct(i, ")"); i++ {
-			if n := name(i); n != "" {
-				insertCols = append(insertCols, n)
-			}
-		}
-		for ; i < len(toks); i++ {
-			if kw(i, "values") && punct(i+1, "(") {
-				valuesAt = i + 1
-				break
-			}
-		}
-	}
+	insertCols, valuesAt := ts.insertColumns()
 	out := make([]string, len(sl))
 	for k, s := range sl {
-		j := s.tok
-		if valuesAt >= 0 && j > valuesAt {
-			// The place of the value in the VALUES list, at its first level.
-			depth, pos := 0, 0
-			for i := valuesAt + 1; i < j; i++ {
-				switch {
-				case punct(i, "(") || punct(i, "[") || punct(i, "{"):
-					depth++
-				case punct(i, ")") || punct(i, "]") || punct(i, "}"):
-					depth--
-				case depth == 0 && punct(i, ","):
-					pos++
-				}
-			}
-			if depth == 0 && pos < len(insertCols) {
+		if valuesAt >= 0 && s.tok > valuesAt {
+			if pos, ok := ts.valuePos(valuesAt, s.tok); ok && pos < len(insertCols) {
 				out[k] = insertCols[pos]
 				continue
 			}
 		}
-		switch {
-		case kw(j-1, "limit"):
-			out[k] = "[limit]"
-		case kw(j-1, "ttl"):
-			out[k] = "[ttl]"
-		case kw(j-1, "timestamp") && (kw(j-2, "using") || kw(j-2, "and")):
-			out[k] = "[timestamp]"
-		case punct(j-1, "=") || punct(j-1, "<") || punct(j-1, ">") || punct(j-1, "<=") || punct(j-1, ">=") || punct(j-1, "!=") ||
-			kw(j-1, "contains"):
-			out[k] = name(j - 2)
-		case punct(j-1, "+") || punct(j-1, "-"):
-			if punct(j-3, "=") {
-				out[k] = name(j - 4)
-			}
-		case punct(j-1, "(") || punct(j-1, ","):
-			// c IN (?, ?): back to the list's opening.
-			i := j - 1
-			for i >= 0 && !punct(i, "(") {
-				i--
-			}
-			if kw(i-1, "in") {
-				out[k] = name(i - 2)
-			}
-		}
+		out[k] = ts.column(s.tok)
 	}
 	return out
+}
+
+// slotTokens are the significant tokens of a normalized statement, norm.
+type slotTokens struct {
+	norm string
+	toks []cqltext.Token
+}
+
+// kw reports whether token i is keyword w.
+func (ts slotTokens) kw(i int, w string) bool {
+	return i >= 0 && i < len(ts.toks) && cqltext.IsKeyword(ts.norm, ts.toks[i], w)
+}
+
+// punct reports whether token i is punctuation p.
+func (ts slotTokens) punct(i int, p string) bool {
+	return i >= 0 && i < len(ts.toks) && cqltext.IsPunct(ts.norm, ts.toks[i], p)
+}
+
+// name returns the name token i spells, or "" when it is no name.
+func (ts slotTokens) name(i int) string {
+	if i < 0 || i >= len(ts.toks) || ts.toks[i].Kind != cqltext.Ident && ts.toks[i].Kind != cqltext.QuotedIdent {
+		return ""
+	}
+	return cqltext.Name(ts.norm, ts.toks[i])
+}
+
+// insertColumns returns an INSERT's columns, and the token where its VALUES list opens;
+// -1 when the statement is no INSERT, or has no VALUES list.
+func (ts slotTokens) insertColumns() (cols []string, valuesAt int) {
+	if !ts.kw(0, "insert") {
+		return nil, -1
+	}
+	i := 0
+	for i < len(ts.toks) && !ts.punct(i, "(") {
+		i++
+	}
+	for i++; i < len(ts.toks) && !ts.punct(i, ")"); i++ {
+		if n := ts.name(i); n != "" {
+			cols = append(cols, n)
+		}
+	}
+	for ; i < len(ts.toks); i++ {
+		if ts.kw(i, "values") && ts.punct(i+1, "(") {
+			return cols, i + 1
+		}
+	}
+	return cols, -1
+}
+
+// valuePos returns the place of the value at token j in the VALUES list opened at token
+// valuesAt, at its first level; ok is false when j is nested in a value.
+func (ts slotTokens) valuePos(valuesAt, j int) (pos int, ok bool) {
+	depth := 0
+	for i := valuesAt + 1; i < j; i++ {
+		switch {
+		case ts.punct(i, "(") || ts.punct(i, "[") || ts.punct(i, "{"):
+			depth++
+		case ts.punct(i, ")") || ts.punct(i, "]") || ts.punct(i, "}"):
+			depth--
+		case depth == 0 && ts.punct(i, ","):
+			pos++
+		}
+	}
+	return pos, depth == 0
+}
+
+// column returns the column of the slot at token j, told by the tokens before it, or "".
+func (ts slotTokens) column(j int) string {
+	switch {
+	case ts.kw(j-1, "limit"):
+		return "[limit]"
+	case ts.kw(j-1, "ttl"):
+		return "[ttl]"
+	case ts.kw(j-1, "timestamp") && (ts.kw(j-2, "using") || ts.kw(j-2, "and")):
+		return "[timestamp]"
+	case ts.punct(j-1, "=") || ts.punct(j-1, "<") || ts.punct(j-1, ">") || ts.punct(j-1, "<=") || ts.punct(j-1, ">=") ||
+		ts.punct(j-1, "!=") || ts.kw(j-1, "contains"):
+		return ts.name(j - 2)
+	case ts.punct(j-1, "+") || ts.punct(j-1, "-"):
+		if ts.punct(j-3, "=") {
+			return ts.name(j - 4)
+		}
+	case ts.punct(j-1, "(") || ts.punct(j-1, ","):
+		// c IN (?, ?): back to the list's opening.
+		i := j - 1
+		for i >= 0 && !ts.punct(i, "(") {
+			i--
+		}
+		if ts.kw(i-1, "in") {
+			return ts.name(i - 2)
+		}
+	}
+	return ""
 }

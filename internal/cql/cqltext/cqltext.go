@@ -122,95 +122,110 @@ func lex[T Text](text T, i int, skip bool) Token {
 // lexOther reads the token at text[i], of any kind: lex's cases are among them, so that
 // it is the whole lexer on its own.
 func lexOther[T Text](text T, i int) Token {
-	n := len(text)
-	var kind Kind
-	var end int
-	var flags uint8
+	var t Token
 	// need is the last index the token's kind and end were decided by; a need at or
-	// beyond n means that the end of the text decided them.
+	// beyond the text's length means that the end of the text decided them.
 	var need int
-	c := text[i]
 	// The commonest first: names and keywords, numbers, spaces, plain punctuation.
-	switch cl := classes[c]; {
+	switch cl := classes[text[i]]; {
 	case cl&(identStart|digit) != 0:
-		// A UUID has its first '-' at i+8, so only there (or when the text ends before
-		// it, which then decides) is it worth reading one; elsewhere the name or number
-		// read below looks at least as far as a UUID would have.
-		if isHex(c) && (i+8 >= n || text[i+8] == '-') {
-			var isUUID bool
-			if isUUID, need = uuidAt(text, i); isUUID {
-				kind, end = UUID, i+36
-				break
-			}
-		}
-		if isDigit(c) {
-			var k int
-			kind, end, k = number(text, i)
-			need = max(need, k)
-			break
-		}
-		j := i + 1
-		for j < n && isIdentChar(text[j]) {
-			j++
-		}
-		kind, end, need = Ident, j, max(need, j)
+		t, need = lexWord(text, i)
 	case cl == 0:
-		kind, end, need = Punct, i+1, i
+		t, need = Token{Kind: Punct, Start: i, End: i + 1}, i
 	case cl&space != 0:
 		j := i + 1
-		for j < n && isSpace(text[j]) {
+		for j < len(text) && isSpace(text[j]) {
 			j++
 		}
-		kind, end, need = Space, j, j
+		t, need = Token{Kind: Space, Start: i, End: j}, j
+	default:
+		t, need = lexMarked(text, i)
+	}
+	if need >= len(text) {
+		t.flags |= open
+	}
+	return t
+}
+
+// lexWord reads the token at text[i], which starts with a letter or a digit: a UUID, a
+// number, or a name or keyword; need is as in lexOther.
+func lexWord[T Text](text T, i int) (t Token, need int) {
+	n, c := len(text), text[i]
+	// A UUID has its first '-' at i+8, so only there (or when the text ends before it,
+	// which then decides) is it worth reading one; elsewhere the name or number read
+	// below looks at least as far as a UUID would have.
+	if isHex(c) && (i+8 >= n || text[i+8] == '-') {
+		var isUUID bool
+		if isUUID, need = uuidAt(text, i); isUUID {
+			return Token{Kind: UUID, Start: i, End: i + 36}, need
+		}
+	}
+	if isDigit(c) {
+		kind, end, k := number(text, i)
+		return Token{Kind: kind, Start: i, End: end}, max(need, k)
+	}
+	j := i + 1
+	for j < n && isIdentChar(text[j]) {
+		j++
+	}
+	return Token{Kind: Ident, Start: i, End: j}, max(need, j)
+}
+
+// lexMarked reads the token at text[i], which starts with a punctuation byte: a comment,
+// a string or quoted name (unterminated when the text ends first), an operator, or one
+// byte of punctuation; need is as in lexOther.
+func lexMarked[T Text](text T, i int) (t Token, need int) {
+	n, c := len(text), text[i]
+	t = Token{Kind: Punct, Start: i, End: i + 1}
+	switch {
 	case (c == '-' || c == '/') && i+1 < n && text[i+1] == c:
 		j := i + 2
 		for j < n && text[j] != '\n' && text[j] != '\r' {
 			j++
 		}
-		kind, end, need = Comment, j, j
+		return Token{Kind: Comment, Start: i, End: j}, j
 	case c == '/' && i+1 < n && text[i+1] == '*':
-		kind = Comment
-		end, need = closing(text, i+2, '*', '/')
+		t.Kind = Comment
+		t.End, need = closing(text, i+2, '*', '/')
 		if need >= n {
-			flags = unterminated
+			t.flags = unterminated
 		}
+		return t, need
 	case c == '\'' || c == '"':
-		kind = String
+		t.Kind = String
 		if c == '"' {
-			kind = QuotedIdent
+			t.Kind = QuotedIdent
 		}
 		var closed bool
-		end, need, closed = quoted(text, i, c)
+		t.End, need, closed = quoted(text, i, c)
 		if !closed {
-			flags = unterminated
+			t.flags = unterminated
 		}
+		return t, need
 	case c == '$' && i+1 < n && text[i+1] == '$':
-		kind = String
-		end, need = closing(text, i+2, '$', '$')
+		t.Kind = String
+		t.End, need = closing(text, i+2, '$', '$')
 		if need >= n {
-			flags = unterminated
+			t.flags = unterminated
 		}
+		return t, need
 	case c == '<' || c == '>' || c == '!':
-		kind, end, need = Punct, i+1, i+1
 		if i+1 < n && text[i+1] == '=' {
-			end = i + 2
+			t.End = i + 2
 		}
+		return t, i + 1
 	case c == '-' || c == '/' || c == '$':
 		// One byte, decided by the next: it might have begun a comment or a $$ string.
-		kind, end, need = Punct, i+1, i+1
+		return t, i + 1
 	case c >= 0x80:
 		j := i + 1
 		for j < n && j < i+4 && text[j]&0xC0 == 0x80 {
 			j++
 		}
-		kind, end, need = Punct, j, j
-	default:
-		kind, end, need = Punct, i+1, i
+		t.End = j
+		return t, j
 	}
-	if need >= n {
-		flags |= open
-	}
-	return Token{Kind: kind, Start: i, End: end, flags: flags}
+	return t, i
 }
 
 // closing returns the end of a token closed by the two bytes a, b, searched from text[j],

@@ -1,8 +1,6 @@
 package storage
 
 import (
-	"unsafe"
-
 	"github.com/tracecar/tracecar/internal/node/cqlvalue"
 	"github.com/tracecar/tracecar/internal/node/grammar"
 )
@@ -53,12 +51,4 @@ func (cv *CondVal) holds(v []byte) bool {
 		return c > 0
 	}
 	return c >= 0
-}
-
-// unsafeString views b as a string; b must never change afterwards.
-func unsafeString(b []byte) string {
-	if len(b) == 0 {
-		return ""
-	}
-	return unsafe.String(unsafe.SliceData(b), len(b))
 }

@@ -5,95 +5,13 @@ import (
 	"maps"
 	"slices"
 	"sort"
-	"sync"
-	"sync/atomic"
 
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/internal/node/cqlvalue"
 	"github.com/tracecar/tracecar/internal/node/grammar"
 )
 
-// colKind is the role of a column in its table.
-type colKind uint8
-
-const (
-	KindPartitionKey colKind = iota
-	KindClustering
-	KindRegular
-	KindStatic
-)
-
-var ColKindNames = [...]string{"partition_key", "clustering", "regular", "static"}
-
-// column is a column of a table. It is immutable once its table is published.
-type Column struct {
-	Name   string
-	Typ    cql.TypeInfo
-	Text   string // the type's spelling in system_schema.columns
-	Ref    *grammar.TypeRef
-	Frozen bool // a single cell: a native type, or a frozen collection or user type
-	Kind   colKind
-	// pos is the position among the partition key or clustering columns; for regular and
-	// static columns it is the slot of the column's cell in a row. A slot is never reused:
-	// ALTER TABLE ADD takes a new one, so rows written before it are shorter (row.cell).
-	Pos  int
-	Desc bool
-}
-
-// tableStore is what the schema versions of one table share: its data, and whether it was
-// dropped. ALTER TABLE publishes a new table with the same store.
-type TableStore struct {
-	Data atomic.Pointer[TableData]
-	// perNode, for system.local and the peers tables of a cluster, holds each node's own
-	// rows; data holds the first node's. See table.load.
-	PerNode atomic.Pointer[[]*TableData]
-	// dropped is set when the table leaves the schema, so compiled plans recompile.
-	Dropped atomic.Bool
-	// casMu serializes the table's conditional writes.
-	CasMu sync.Mutex
-	// viewMu serializes the writes to a base table of materialized views, so that each
-	// reads the rows it changes as they were before it and after it (view.go).
-	ViewMu sync.Mutex
-}
-
-// table is a table's schema and its data. The schema fields are immutable once published;
-// data is replaced whole by TRUNCATE.
-type Table struct {
-	Ks, Name string
-	Id       [16]byte
-	IdGiven  bool      // CREATE TABLE ... WITH id = ...
-	Cols     []*Column // SELECT * order: partition key, clustering, then the rest by name
-	ByName   map[string]*Column
-	Pk       []*Column
-	Ck       []*Column
-	Cells    []*Column // regular and static columns by slot (column.pos); nil for a dropped one
-	static   bool      // the table has static columns
-	Counter  bool      // a counter table
-	Compact  bool
-	Options  map[string]grammar.OptValue
-	Comment  string
-	Virtual  bool
-	Ttl      int32 // default_time_to_live
-	Indexes  []*Index
-	DroppedC []DroppedColumn
-	// view is set on a materialized view: its definition (view.go).
-	View *ViewDef
-	// views are the materialized views of a base table, linked to this version of it; they
-	// are linked again whenever the schema of the keyspace changes (ddl.relinkViews).
-	Views []*ViewLink
-
-	*TableStore
-
-	// starSpecs is the result metadata of SELECT *.
-	StarSpecs []cql.ColumnSpec
-}
-
-// droppedColumn is a row of system_schema.dropped_columns.
-type DroppedColumn struct {
-	Name, Text string
-	Kind       colKind
-	At         int64 // microseconds
-}
+// The schema: keyspaces and their versions, and the tables CREATE TABLE builds.
 
 // keyspace is a keyspace's schema. It is immutable once published; DDL publishes a copy.
 type Keyspace struct {
@@ -158,101 +76,16 @@ func NewTable(ks string, st *grammar.CreateTableStmt, rs Resolver) (*Table, erro
 	if len(st.Pk) == 0 {
 		return nil, cqlvalue.Invalidf("No PRIMARY KEY specifed for table '%s' (exactly one required)", t.Name)
 	}
-	defs := map[string]grammar.ColDef{}
-	types := map[string]Ctype{}
-	for _, c := range st.Cols {
-		if _, dup := defs[c.Name]; dup {
-			return nil, cqlvalue.Invalidf("Duplicate column '%s' declaration for table %s.%s", c.Name, ks, t.Name)
-		}
-		ct, err := rs.Resolve(c.Ref)
-		if err != nil {
-			return nil, err
-		}
-		if err := CheckNonFrozenUDT(rs, ct, ""); err != nil {
-			return nil, err
-		}
-		defs[c.Name] = c
-		types[c.Name] = ct
+	cols, err := resolveColumns(ks, t.Name, st.Cols, rs)
+	if err != nil {
+		return nil, err
 	}
-	seen := map[string]bool{}
-	keyColumn := func(n string, kind colKind, i int) (*Column, error) {
-		d, ok := defs[n]
-		if !ok {
-			return nil, cqlvalue.Invalidf("Unknown definition %s referenced in PRIMARY KEY", n)
-		}
-		if seen[n] {
-			return nil, cqlvalue.Invalidf("Duplicate column '%s' in PRIMARY KEY", n)
-		}
-		seen[n] = true
-		ct := types[n]
-		if !ct.Frozen {
-			what := "collection"
-			if cqlvalue.IsUDT(ct.Info) {
-				what = "user-defined"
-			}
-			return nil, cqlvalue.Invalidf("Invalid non-frozen %s type %s for PRIMARY KEY column '%s'", what, ct.Text, n)
-		}
-		if d.Static {
-			return nil, cqlvalue.Invalidf("Static column %s cannot be part of the PRIMARY KEY", n)
-		}
-		if ct.Info.ID == cql.TypeCounter {
-			return nil, cqlvalue.Invalidf("counter type is not supported for PRIMARY KEY column '%s'", n)
-		}
-		if cqlvalue.ReferencesDuration(ct.Info) {
-			return nil, cqlvalue.Invalidf("duration type is not supported for PRIMARY KEY column '%s'", n)
-		}
-		return &Column{Name: n, Typ: ct.Info, Text: ct.Text, Ref: d.Ref, Frozen: true, Kind: kind, Pos: i}, nil
+	if err := cols.keyColumns(t, st); err != nil {
+		return nil, err
 	}
-	for i, n := range st.Pk {
-		c, err := keyColumn(n, KindPartitionKey, i)
-		if err != nil {
-			return nil, err
-		}
-		t.Pk = append(t.Pk, c)
-	}
-	for i, n := range st.Ck {
-		c, err := keyColumn(n, KindClustering, i)
-		if err != nil {
-			return nil, err
-		}
-		t.Ck = append(t.Ck, c)
-	}
-	for i, o := range st.Order {
-		if i >= len(t.Ck) || t.Ck[i].Name != o.Col {
-			if _, ok := defs[o.Col]; !ok || !slices.Contains(st.Ck, o.Col) {
-				return nil, cqlvalue.Invalidf("Only clustering key columns can be defined in CLUSTERING ORDER directive")
-			}
-			return nil, cqlvalue.Invalidf("The order of columns in the CLUSTERING ORDER directive must be the one of the clustering key (%s must appear before %s)", t.Ck[i].Name, o.Col)
-		}
-		t.Ck[i].Desc = o.Desc
-	}
-	var rest []*Column
-	for _, c := range st.Cols {
-		if seen[c.Name] {
-			continue
-		}
-		k := KindRegular
-		if c.Static {
-			if len(t.Ck) == 0 {
-				return nil, cqlvalue.Invalidf("Static columns are only useful (and thus allowed) if the table has at least one clustering column")
-			}
-			k = KindStatic
-		}
-		ct := types[c.Name]
-		rest = append(rest, &Column{Name: c.Name, Typ: ct.Info, Text: ct.Text, Ref: c.Ref, Frozen: ct.Frozen, Kind: k})
-	}
-	counters := 0
-	for _, c := range rest {
-		if c.Typ.ID == cql.TypeCounter {
-			counters++
-		}
-	}
-	if counters > 0 && counters < len(rest) {
-		return nil, cqlvalue.Invalidf("Cannot mix counter and non counter columns in the same table")
-	}
-	t.Counter = counters > 0
-	if len(rest) > 0 && st.Compact && len(t.Ck) > 0 && len(rest) > 1 {
-		return nil, cqlvalue.Invalidf("COMPACT STORAGE with composite PRIMARY KEY allows no more than one column not part of the PRIMARY KEY (got: %d)", len(rest))
+	rest, err := cols.cellColumns(t, st)
+	if err != nil {
+		return nil, err
 	}
 	if err := t.SetOptions(st.Options, true); err != nil {
 		return nil, err
@@ -265,6 +98,127 @@ func NewTable(ks string, st *grammar.CreateTableStmt, rs Resolver) (*Table, erro
 	t.Finish()
 	t.Data.Store(NewTableData())
 	return t, nil
+}
+
+// columnDefs are the columns of a CREATE TABLE with their resolved types, and those taken
+// by the primary key so far.
+type columnDefs struct {
+	defs  map[string]grammar.ColDef
+	types map[string]Ctype
+	inKey map[string]bool
+}
+
+// resolveColumns resolves the types of the columns of a CREATE TABLE of table ks.name,
+// refusing a column declared twice.
+func resolveColumns(ks, name string, cols []grammar.ColDef, rs Resolver) (*columnDefs, error) {
+	cd := &columnDefs{defs: map[string]grammar.ColDef{}, types: map[string]Ctype{}, inKey: map[string]bool{}}
+	for _, c := range cols {
+		if _, dup := cd.defs[c.Name]; dup {
+			return nil, cqlvalue.Invalidf("Duplicate column '%s' declaration for table %s.%s", c.Name, ks, name)
+		}
+		ct, err := rs.Resolve(c.Ref)
+		if err != nil {
+			return nil, err
+		}
+		if err := CheckNonFrozenUDT(rs, ct, ""); err != nil {
+			return nil, err
+		}
+		cd.defs[c.Name] = c
+		cd.types[c.Name] = ct
+	}
+	return cd, nil
+}
+
+// keyColumns sets t's partition key and clustering columns, with the CLUSTERING ORDER.
+func (cd *columnDefs) keyColumns(t *Table, st *grammar.CreateTableStmt) error {
+	for i, n := range st.Pk {
+		c, err := cd.keyColumn(n, KindPartitionKey, i)
+		if err != nil {
+			return err
+		}
+		t.Pk = append(t.Pk, c)
+	}
+	for i, n := range st.Ck {
+		c, err := cd.keyColumn(n, KindClustering, i)
+		if err != nil {
+			return err
+		}
+		t.Ck = append(t.Ck, c)
+	}
+	for i, o := range st.Order {
+		if i >= len(t.Ck) || t.Ck[i].Name != o.Col {
+			if _, ok := cd.defs[o.Col]; !ok || !slices.Contains(st.Ck, o.Col) {
+				return cqlvalue.Invalidf("Only clustering key columns can be defined in CLUSTERING ORDER directive")
+			}
+			return cqlvalue.Invalidf("The order of columns in the CLUSTERING ORDER directive must be the one of the clustering key (%s must appear before %s)", t.Ck[i].Name, o.Col)
+		}
+		t.Ck[i].Desc = o.Desc
+	}
+	return nil
+}
+
+// keyColumn returns column n as the i-th column of the partition key or clustering (kind),
+// refusing what a primary key may not hold.
+func (cd *columnDefs) keyColumn(n string, kind colKind, i int) (*Column, error) {
+	d, ok := cd.defs[n]
+	if !ok {
+		return nil, cqlvalue.Invalidf("Unknown definition %s referenced in PRIMARY KEY", n)
+	}
+	if cd.inKey[n] {
+		return nil, cqlvalue.Invalidf("Duplicate column '%s' in PRIMARY KEY", n)
+	}
+	cd.inKey[n] = true
+	ct := cd.types[n]
+	if !ct.Frozen {
+		what := "collection"
+		if cqlvalue.IsUDT(ct.Info) {
+			what = "user-defined"
+		}
+		return nil, cqlvalue.Invalidf("Invalid non-frozen %s type %s for PRIMARY KEY column '%s'", what, ct.Text, n)
+	}
+	if d.Static {
+		return nil, cqlvalue.Invalidf("Static column %s cannot be part of the PRIMARY KEY", n)
+	}
+	if ct.Info.ID == cql.TypeCounter {
+		return nil, cqlvalue.Invalidf("counter type is not supported for PRIMARY KEY column '%s'", n)
+	}
+	if cqlvalue.ReferencesDuration(ct.Info) {
+		return nil, cqlvalue.Invalidf("duration type is not supported for PRIMARY KEY column '%s'", n)
+	}
+	return &Column{Name: n, Typ: ct.Info, Text: ct.Text, Ref: d.Ref, Frozen: true, Kind: kind, Pos: i}, nil
+}
+
+// cellColumns returns the regular and static columns, the ones outside t's primary key,
+// in the order of the statement, and sets whether t is a counter table: its cells must be
+// all counters or none, and COMPACT STORAGE with clustering columns allows one.
+func (cd *columnDefs) cellColumns(t *Table, st *grammar.CreateTableStmt) ([]*Column, error) {
+	var rest []*Column
+	counters := 0
+	for _, c := range st.Cols {
+		if cd.inKey[c.Name] {
+			continue
+		}
+		k := KindRegular
+		if c.Static {
+			if len(t.Ck) == 0 {
+				return nil, cqlvalue.Invalidf("Static columns are only useful (and thus allowed) if the table has at least one clustering column")
+			}
+			k = KindStatic
+		}
+		ct := cd.types[c.Name]
+		rest = append(rest, &Column{Name: c.Name, Typ: ct.Info, Text: ct.Text, Ref: c.Ref, Frozen: ct.Frozen, Kind: k})
+		if ct.Info.ID == cql.TypeCounter {
+			counters++
+		}
+	}
+	if counters > 0 && counters < len(rest) {
+		return nil, cqlvalue.Invalidf("Cannot mix counter and non counter columns in the same table")
+	}
+	t.Counter = counters > 0
+	if len(rest) > 0 && st.Compact && len(t.Ck) > 0 && len(rest) > 1 {
+		return nil, cqlvalue.Invalidf("COMPACT STORAGE with composite PRIMARY KEY allows no more than one column not part of the PRIMARY KEY (got: %d)", len(rest))
+	}
+	return rest, nil
 }
 
 // checkNonFrozenUDT refuses a non-frozen user type with a non-frozen collection field, which
@@ -324,9 +278,6 @@ func (t *Table) Finish() {
 		t.Id = NameUUID(t.Ks + "." + t.Name)
 	}
 }
-
-// hasStatic reports whether the table has static columns.
-func (t *Table) HasStatic() bool { return t.static }
 
 // alter returns a copy of the table's schema to change and publish, sharing its store.
 func (t *Table) Alter() *Table {

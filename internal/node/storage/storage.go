@@ -4,102 +4,17 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/binary"
-	"math"
 	"slices"
 	"sort"
-	"sync"
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/internal/node/cqlvalue"
-	"github.com/tracecar/tracecar/internal/sharding"
 )
 
-// Storage keeps every value as its serialized bytes. Stored byte slices are never
-// modified after they are written, so readers may hand them out after releasing the lock.
-
-const numShards = 64
-
-// noTS marks an absent timestamp (never written, not deleted).
-const noTS = math.MinInt64
-
-type TableData struct {
-	shards [numShards]shard
-	// version changes whenever a partition is added or removed, to invalidate scanCache.
-	version   atomic.Uint64
-	scanMu    sync.Mutex
-	scanCache *scanSnapshot
-	mem       *Memory      // the engine's count for a user table's data (memory.go), or nil
-	bytes     atomic.Int64 // what this data holds, counted in mem
-}
-
-type shard struct {
-	Mu    sync.RWMutex
-	parts map[string]*Partition
-	_     [40]byte // keep shards on separate cache lines
-}
-
-type scanSnapshot struct {
-	version uint64
-	parts   []*Partition // ordered by token, then key
-}
-
-func NewTableData() *TableData {
-	d := &TableData{}
-	for i := range d.shards {
-		d.shards[i].parts = map[string]*Partition{}
-	}
-	return d
-}
-
-type Partition struct {
-	Key    []byte
-	Token  int64
-	del    int64 // partition deletion timestamp, or noTS
-	Static *Row  // static cells, or nil
-	Rows   []*Row
-
-	// The first row lives inline, which saves two allocations per partition of a table
-	// without clustering columns.
-	first    Row
-	firstRef [1]*Row
-}
-
-type Row struct {
-	Ck     [][]byte
-	marker liveness // set by INSERT
-	del    int64    // row deletion timestamp, or noTS
-	cells  []Cell
-}
-
-type liveness struct {
-	ts  int64 // noTS when absent
-	exp int64 // expiry in Unix seconds, 0 for none
-	ttl int32
-}
-
-type Cell struct {
-	v   []byte // nil is a tombstone (a deleted or null cell) when ts != noTS
-	Ts  int64  // noTS when never written
-	Exp int64
-	ttl int32
-}
-
-func (c *Cell) Live(now int64) bool {
-	return c.Ts != noTS && c.v != nil && (c.Exp == 0 || c.Exp > now)
-}
-
-func (l *liveness) live(now int64) bool {
-	return l.ts != noTS && (l.exp == 0 || l.exp > now)
-}
-
-// shardOf picks a shard by the partition key's token.
-func shardOf(token int64) int {
-	return int(uint64(token) >> (64 - 6))
-}
-
-func (d *TableData) Shard(token int64) *shard { return &d.shards[shardOf(token)] }
+// The write path: a mutation and its cell operations applied to a table's data (Apply),
+// the conditions of a conditional write checked under the partition lock, the clustering
+// order, and the memory a write charges (memory.go).
 
 // cellOp is a write to one cell.
 type CellOp struct {
@@ -180,72 +95,113 @@ func (d *TableData) applyRead(t *Table, m *Mutation, ops []CellOp, now int64, pk
 		if m.DelRange != nil {
 			return nil
 		}
-		p = &Partition{Key: m.Pk, Token: m.Token, del: noTS}
-		sh.parts[unsafeString(m.Pk)] = p
-		d.version.Add(1)
-		m.part = p
-		d.chargeNew(p, nil, 0)
+		p = d.newPartition(sh, m)
 	}
-	switch {
-	case m.DelPartition:
-		if m.Ts >= p.del {
-			p.del = m.Ts
-		}
-		d.purgePartition(p)
-		return nil
-	case m.DelRange != nil:
-		for _, r := range p.Rows {
-			if m.DelRange.Matches(t, r.Ck) && m.Ts >= r.del {
-				r.del = m.Ts
-				d.purgeRow(r)
-			}
-		}
+	if m.DelPartition || m.DelRange != nil {
+		d.deleteRows(t, p, m)
 		return nil
 	}
 	if m.Ts < p.del {
 		return nil
 	}
-	var r *Row
-	needRow := m.Marker || m.DelRow
-	for i := range ops {
-		if t.Cells[ops[i].Pos].Kind != KindStatic {
-			needRow = true
-		}
-	}
-	if needRow {
-		i, found := p.Find(t, m.Ck)
-		if !found {
-			if p.Rows == nil && p.firstRef[0] == nil {
-				r = &p.first
-				initRow(r, m.Ck, len(t.Cells))
-				p.firstRef[0] = r
-				p.Rows = p.firstRef[:]
-			} else {
-				r = newRow(m.Ck, len(t.Cells))
-				p.Rows = slices.Insert(p.Rows, i, r)
-			}
-			d.chargeNew(nil, r, len(t.Cells))
-			if vr != nil {
-				vr.row = r
-			}
-		} else {
-			r = p.Rows[i]
-		}
-		if m.DelRow {
-			if m.Ts >= r.del {
-				r.del = m.Ts
-			}
-			d.purgeRow(r)
-			return nil
-		}
-		if m.Ts < r.del {
-			return nil
-		}
-		if m.Marker && m.Ts >= r.marker.ts {
-			r.marker = liveness{ts: m.Ts, exp: m.Exp, ttl: m.Ttl}
-		}
+	r, ok := d.rowOf(t, p, m, ops, vr)
+	if !ok {
+		return nil
 	}
 	return d.applyOps(t, p, r, m, ops, now)
+}
+
+// newPartition adds the partition m writes to shard sh, whose lock the caller holds, and
+// charges it.
+func (d *TableData) newPartition(sh *shard, m *Mutation) *Partition {
+	p := &Partition{Key: m.Pk, Token: m.Token, del: noTS}
+	sh.parts[unsafeString(m.Pk)] = p
+	d.version.Add(1)
+	m.part = p
+	d.chargeNew(p, nil, 0)
+	return p
+}
+
+// deleteRows performs m's deletion of partition p, or of its rows in m's range, and gives
+// back the values it purges.
+func (d *TableData) deleteRows(t *Table, p *Partition, m *Mutation) {
+	if m.DelPartition {
+		if m.Ts >= p.del {
+			p.del = m.Ts
+		}
+		d.purgePartition(p)
+		return
+	}
+	for _, r := range p.Rows {
+		if m.DelRange.Matches(t, r.Ck) && m.Ts >= r.del {
+			r.del = m.Ts
+			d.purgeRow(r)
+		}
+	}
+}
+
+// rowOf returns the row of partition p that m writes, added when new (and then handed to
+// vr), with m's row deletion or row marker applied; nil when m writes static cells only.
+// ok is false when m has nothing left to write: a row deletion, or a write older than the
+// row's deletion.
+func (d *TableData) rowOf(t *Table, p *Partition, m *Mutation, ops []CellOp, vr *viewRead) (r *Row, ok bool) {
+	if !writesRow(t, m, ops) {
+		return nil, true
+	}
+	i, found := p.Find(t, m.Ck)
+	if found {
+		r = p.Rows[i]
+	} else {
+		r = d.insertRow(t, p, i, m.Ck)
+		if vr != nil {
+			vr.row = r
+		}
+	}
+	if m.DelRow {
+		if m.Ts >= r.del {
+			r.del = m.Ts
+		}
+		d.purgeRow(r)
+		return nil, false
+	}
+	if m.Ts < r.del {
+		return nil, false
+	}
+	if m.Marker && m.Ts >= r.marker.ts {
+		r.marker = liveness{ts: m.Ts, exp: m.Exp, ttl: m.Ttl}
+	}
+	return r, true
+}
+
+// writesRow reports whether m writes a row rather than static cells only: an INSERT's
+// marker, a row deletion, or a regular cell.
+func writesRow(t *Table, m *Mutation, ops []CellOp) bool {
+	if m.Marker || m.DelRow {
+		return true
+	}
+	for i := range ops {
+		if t.Cells[ops[i].Pos].Kind != KindStatic {
+			return true
+		}
+	}
+	return false
+}
+
+// insertRow adds a row of clustering key ck at index i of partition p, and charges it: the
+// partition's first row lives inline.
+func (d *TableData) insertRow(t *Table, p *Partition, i int, ck [][]byte) *Row {
+	var r *Row
+	if p.Rows == nil && p.firstRef[0] == nil {
+		r = &p.first
+		initRow(r, ck, len(t.Cells))
+		p.firstRef[0] = r
+		p.Rows = p.firstRef[:]
+	} else {
+		r = newRow(ck, len(t.Cells))
+		p.Rows = slices.Insert(p.Rows, i, r)
+	}
+	d.chargeNew(nil, r, len(t.Cells))
+	return r
 }
 
 // applyOps performs m's cell operations ops on its row r (nil when they are all static) of
@@ -278,21 +234,6 @@ func (d *TableData) applyOps(t *Table, p *Partition, r *Row, m *Mutation, ops []
 	}
 	d.charge(held)
 	return nil
-}
-
-// cell returns the cell of slot pos, or nil in a row written before the column was added.
-func (r *Row) Cell(pos int) *Cell {
-	if pos < len(r.cells) {
-		return &r.cells[pos]
-	}
-	return nil
-}
-
-// grow gives the row n cells, for columns added after it was written.
-func (r *Row) grow(n int) {
-	for len(r.cells) < n {
-		r.cells = append(r.cells, Cell{Ts: noTS})
-	}
 }
 
 // checkCond evaluates a conditional write's condition on partition p (nil when absent), for
@@ -377,59 +318,6 @@ func CondColumns(conds []CondVal) []*Column {
 	return out
 }
 
-// live reports whether the row has a live marker or a live cell.
-func (r *Row) Live(now int64) bool {
-	if r.marker.live(now) {
-		return true
-	}
-	for i := range r.cells {
-		if r.cells[i].Live(now) {
-			return true
-		}
-	}
-	return false
-}
-
-func newRow(ck [][]byte, ncells int) *Row {
-	r := &Row{}
-	initRow(r, ck, ncells)
-	return r
-}
-
-func initRow(r *Row, ck [][]byte, ncells int) {
-	*r = Row{Ck: ck, del: noTS, marker: liveness{ts: noTS}, cells: make([]Cell, ncells)}
-	for i := range r.cells {
-		r.cells[i].Ts = noTS
-	}
-}
-
-// purge drops the cells shadowed by a deletion at ts.
-func (r *Row) purge(ts int64) {
-	if r.marker.ts <= ts {
-		r.marker = liveness{ts: noTS}
-	}
-	for i := range r.cells {
-		if r.cells[i].Ts <= ts {
-			r.cells[i] = Cell{Ts: noTS}
-		}
-	}
-}
-
-func (p *Partition) purge(ts int64) {
-	if p.Static != nil {
-		p.Static.purge(ts)
-	}
-	keep := p.Rows[:0]
-	for _, r := range p.Rows {
-		r.purge(ts)
-		if r.del < ts {
-			r.del = ts
-		}
-		keep = append(keep, r)
-	}
-	p.Rows = keep
-}
-
 // find returns the index of the row with clustering key ck, or where it would go.
 func (p *Partition) Find(t *Table, ck [][]byte) (int, bool) {
 	n := len(p.Rows)
@@ -492,19 +380,10 @@ func (c *Cell) apply(col *Column, op *CellOp, m *Mutation, now int64) error {
 // collectionOp computes the new value of a collection (or counter) cell.
 func CollectionOp(col *Column, op *CellOp, old []byte) ([]byte, error) {
 	t := col.Typ
-	if op.Kind == CellSetField {
-		elems, _ := cqlvalue.DecTuple(old)
-		for len(elems) < len(t.Fields) {
-			elems = append(elems, nil)
-		}
-		elems = slices.Clone(elems)
-		elems[int(op.Field)] = op.V
-		if !slices.ContainsFunc(elems, func(e []byte) bool { return e != nil }) {
-			return nil, nil
-		}
-		return cqlvalue.EncTuple(elems), nil
-	}
-	if op.Kind == CellCounterAdd {
+	switch op.Kind {
+	case CellSetField:
+		return setField(t, op, old), nil
+	case CellCounterAdd:
 		var a int64
 		if len(old) == 8 {
 			a = int64(binary.BigEndian.Uint64(old))
@@ -534,39 +413,15 @@ func CollectionOp(col *Column, op *CellOp, old []byte) ([]byte, error) {
 	case CellPrepend:
 		out = append(slices.Clone(arg), cur...)
 	case CellRemove:
-		for i := 0; i < len(cur); i += per {
-			drop := false
-			for j := 0; j < len(arg); j++ {
-				if bytes.Equal(cur[i], arg[j]) {
-					drop = true
-				}
-			}
-			if !drop {
-				out = append(out, cur[i:i+per]...)
-			}
-		}
+		out = removeEntries(cur, arg, per)
 	case CellSetKey, CellDelKey:
-		if t.ID == cql.TypeList {
-			idx, ok := cqlvalue.Int32Value(op.Key)
-			if !ok || idx < 0 || int(idx) >= len(cur) {
-				return nil, cqlvalue.Invalidf("List index %d out of bound, list has size %d", idx, len(cur))
-			}
-			out = slices.Clone(cur)
-			if op.Kind == CellDelKey || op.V == nil {
-				out = slices.Delete(out, int(idx), int(idx)+1)
-			} else {
-				out[idx] = op.V
-			}
+		if t.ID != cql.TypeList {
+			out = setMapKey(kt, cur, op)
 			break
 		}
-		// map
-		for i := 0; i+1 < len(cur); i += 2 {
-			if !bytes.Equal(cur[i], op.Key) {
-				out = append(out, cur[i], cur[i+1])
-			}
-		}
-		if op.Kind == CellSetKey && op.V != nil {
-			out = mergeSorted(kt, out, [][]byte{op.Key, op.V}, 2)
+		var err error
+		if out, err = setListIndex(cur, op); err != nil {
+			return nil, err
 		}
 	}
 	if len(out) == 0 {
@@ -575,6 +430,69 @@ func CollectionOp(col *Column, op *CellOp, old []byte) ([]byte, error) {
 	b := cqlvalue.EncCollection(out)
 	binary.BigEndian.PutUint32(b, uint32(len(out)/per))
 	return b, nil
+}
+
+// setField returns the value of a non-frozen user type (of type t) old with op's field
+// set (nil deletes it), or nil when no field is left.
+func setField(t cql.TypeInfo, op *CellOp, old []byte) []byte {
+	elems, _ := cqlvalue.DecTuple(old)
+	for len(elems) < len(t.Fields) {
+		elems = append(elems, nil)
+	}
+	elems = slices.Clone(elems)
+	elems[int(op.Field)] = op.V
+	if !slices.ContainsFunc(elems, func(e []byte) bool { return e != nil }) {
+		return nil
+	}
+	return cqlvalue.EncTuple(elems)
+}
+
+// removeEntries returns the entries of cur (per values each: 1 for a list or set, 2 for a
+// map) whose first value is not in arg.
+func removeEntries(cur, arg [][]byte, per int) [][]byte {
+	var out [][]byte
+	for i := 0; i < len(cur); i += per {
+		drop := false
+		for j := 0; j < len(arg); j++ {
+			if bytes.Equal(cur[i], arg[j]) {
+				drop = true
+			}
+		}
+		if !drop {
+			out = append(out, cur[i:i+per]...)
+		}
+	}
+	return out
+}
+
+// setListIndex returns the list cur with the element at op's index set to op's value, or
+// deleted (DELETE l[i], or a null value); the index must be in the list.
+func setListIndex(cur [][]byte, op *CellOp) ([][]byte, error) {
+	idx, ok := cqlvalue.Int32Value(op.Key)
+	if !ok || idx < 0 || int(idx) >= len(cur) {
+		return nil, cqlvalue.Invalidf("List index %d out of bound, list has size %d", idx, len(cur))
+	}
+	out := slices.Clone(cur)
+	if op.Kind == CellDelKey || op.V == nil {
+		return slices.Delete(out, int(idx), int(idx)+1), nil
+	}
+	out[idx] = op.V
+	return out, nil
+}
+
+// setMapKey returns the map entries cur (keys of type kt) with op's key set to op's value,
+// or deleted (DELETE m[k], or a null value).
+func setMapKey(kt cql.TypeInfo, cur [][]byte, op *CellOp) [][]byte {
+	var out [][]byte
+	for i := 0; i+1 < len(cur); i += 2 {
+		if !bytes.Equal(cur[i], op.Key) {
+			out = append(out, cur[i], cur[i+1])
+		}
+	}
+	if op.Kind == CellSetKey && op.V != nil {
+		out = mergeSorted(kt, out, [][]byte{op.Key, op.V}, 2)
+	}
+	return out
 }
 
 // mergeSorted merges sorted entries of a set (per=1) or map (per=2); b wins on equal keys.
@@ -645,83 +563,6 @@ func (f *CkFilter) Matches(t *Table, ck [][]byte) bool {
 	}
 	return true
 }
-
-// partitionSnapshot is the ordered list of partitions for a full scan.
-func (d *TableData) Scan() []*Partition {
-	v := d.version.Load()
-	d.scanMu.Lock()
-	defer d.scanMu.Unlock()
-	if c := d.scanCache; c != nil && c.version == v {
-		return c.parts
-	}
-	var parts []*Partition
-	for i := range d.shards {
-		sh := &d.shards[i]
-		sh.Mu.RLock()
-		for _, p := range sh.parts {
-			parts = append(parts, p)
-		}
-		sh.Mu.RUnlock()
-	}
-	slices.SortFunc(parts, ComparePartitions)
-	d.scanCache = &scanSnapshot{version: v, parts: parts}
-	return parts
-}
-
-func ComparePartitions(a, b *Partition) int {
-	if a.Token != b.Token {
-		if a.Token < b.Token {
-			return -1
-		}
-		return 1
-	}
-	return bytes.Compare(a.Key, b.Key)
-}
-
-// get returns the partition with key pk, or nil. The caller must hold the shard's lock.
-func (sh *shard) Get(pk []byte) *Partition { return sh.parts[string(pk)] }
-
-// encodePK builds the partition key: the value itself for a single column, otherwise
-// Cassandra's CompositeType layout.
-func EncodePK(vals [][]byte) []byte {
-	if len(vals) == 1 {
-		return vals[0]
-	}
-	n := 0
-	for _, v := range vals {
-		n += 3 + len(v)
-	}
-	b := make([]byte, 0, n)
-	for _, v := range vals {
-		b = binary.BigEndian.AppendUint16(b, uint16(len(v)))
-		b = append(b, v...)
-		b = append(b, 0)
-	}
-	return b
-}
-
-// decodePK splits a composite partition key into its components.
-func DecodePK(b []byte, n int) ([][]byte, bool) {
-	if n == 1 {
-		return [][]byte{b}, true
-	}
-	out := make([][]byte, 0, n)
-	for i := 0; i < n; i++ {
-		if len(b) < 2 {
-			return nil, false
-		}
-		l := int(binary.BigEndian.Uint16(b))
-		if len(b) < 3+l {
-			return nil, false
-		}
-		out = append(out, b[2:2+l:2+l])
-		b = b[3+l:]
-	}
-	return out, len(b) == 0
-}
-
-// murmur3Token is Cassandra's Murmur3Partitioner token, as the sidecar computes it too.
-func Murmur3Token(data []byte) int64 { return sharding.Token(data) }
 
 // Sizes of the structures a write allocates, as the memory estimate (memory.go) charges
 // them.

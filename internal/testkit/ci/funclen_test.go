@@ -24,35 +24,7 @@ const productRoot = "../../.."
 // "folder Type.Method", with their length when listed: each is to be split by concern, and
 // then taken off the list (the test fails while a listed function is short, or gone, so
 // that the list only shrinks); none may grow.
-var longFuncsAllowed = map[string]int{
-	"internal/capturefile Summarize":              136,
-	"internal/cql/cqltext lexOther":               91,
-	"internal/logs consoleWriter.format":          112,
-	"internal/node/engine Engine.casBatch":        94,
-	"internal/node/engine Engine.listPermissions": 82,
-	"internal/node/engine Engine.refreshSystem":   111,
-	"internal/node/engine Engine.roleChange":      100,
-	"internal/node/engine ddl.alterTable":         166,
-	"internal/node/engine ddl.createIndex":        103,
-	"internal/node/engine ddl.dropFunction":       91,
-	"internal/node/storage CollectionOp":          86,
-	"internal/node/storage NewTable":              114,
-	"internal/node/storage Resolver.resolveIn":    87,
-	"internal/node/storage TableData.applyRead":   104,
-	"internal/testkit/drivertest RunGocql":        122,
-	"internal/testkit/drivertest gocqlCase":       84,
-	"loadcheck checker.preload":                   82,
-	"loadcheck checker.replayReport":              86,
-	"loadcheck checker.runMode":                   111,
-	"loadcheck comparisonRows":                    126,
-	"loadcheck parseDist":                         89,
-	"loadcheck printComparison":                   101,
-	"loadcheck replay.plan":                       98,
-	"loadcheck runPhase":                          90,
-	"loadcheck wireSession.newProfileOp":          118,
-	"tracing/capture catalog.describe":            83,
-	"tracing/capture slotColumns":                 81,
-}
+var longFuncsAllowed = map[string]int{}
 
 // TestFunctionsAreShort: no function of the product is over maxFuncLines lines, so that
 // each reads whole, but those listed in longFuncsAllowed, which may not grow.

@@ -230,6 +230,8 @@ func gocqlBatch(s *gocql.Session, c Case) string {
 	return "rows(" + strings.Join(names, ",") + "): " + strings.Join(rows, " | ")
 }
 
+// gocqlCase runs a case's statement with gocql, page by page when the case sets a page
+// size (to count the pages), and returns its outcome.
 func gocqlCase(s *gocql.Session, c Case) string {
 	vals := make([]any, len(c.Values))
 	for i, v := range c.Values {
@@ -250,46 +252,7 @@ func gocqlCase(s *gocql.Session, c Case) string {
 		iter := q.Iter()
 		pages++
 		cols = iter.Columns()
-		n := 0
-		for _, col := range cols {
-			if t, ok := col.TypeInfo.(gocql.TupleTypeInfo); ok {
-				n += len(t.Elems)
-			} else {
-				n++
-			}
-		}
-		dest := make([]any, n)
-		cells := make([]*rawCell, n)
-		for i := range dest {
-			cells[i] = &rawCell{}
-			dest[i] = cells[i]
-		}
-		for iter.Scan(dest...) {
-			var vs []string
-			j := 0
-			for _, col := range cols {
-				if t, ok := col.TypeInfo.(gocql.TupleTypeInfo); ok {
-					// gocql splits a tuple column into its elements, so that a null tuple
-					// looks like one of nulls: both are rendered null, by both runners.
-					var parts []string
-					null := true
-					for range t.Elems {
-						parts = append(parts, cells[j].render())
-						null = null && cells[j].null
-						j++
-					}
-					if null {
-						vs = append(vs, "null")
-					} else {
-						vs = append(vs, "("+strings.Join(parts, ", ")+")")
-					}
-					continue
-				}
-				vs = append(vs, cells[j].render())
-				j++
-			}
-			rows = append(rows, strings.Join(vs, ","))
-		}
+		rows = appendGocqlRows(rows, iter, cols)
 		state = iter.PageState()
 		if err := iter.Close(); err != nil {
 			return errorOutcome(err)
@@ -313,6 +276,57 @@ func gocqlCase(s *gocql.Session, c Case) string {
 		res += " pages=" + strconv.Itoa(pages)
 	}
 	return res
+}
+
+// appendGocqlRows appends the rendered rows of iter's page, of columns cols, to rows.
+func appendGocqlRows(rows []string, iter *gocql.Iter, cols []gocql.ColumnInfo) []string {
+	n := 0
+	for _, col := range cols {
+		if t, ok := col.TypeInfo.(gocql.TupleTypeInfo); ok {
+			n += len(t.Elems)
+		} else {
+			n++
+		}
+	}
+	dest := make([]any, n)
+	cells := make([]*rawCell, n)
+	for i := range dest {
+		cells[i] = &rawCell{}
+		dest[i] = cells[i]
+	}
+	for iter.Scan(dest...) {
+		rows = append(rows, renderGocqlRow(cols, cells))
+	}
+	return rows
+}
+
+// renderGocqlRow renders a row of columns cols scanned into cells. gocql splits a tuple
+// column into its elements, so that a null tuple looks like one of nulls: both are
+// rendered null, by both runners.
+func renderGocqlRow(cols []gocql.ColumnInfo, cells []*rawCell) string {
+	var vs []string
+	j := 0
+	for _, col := range cols {
+		t, ok := col.TypeInfo.(gocql.TupleTypeInfo)
+		if !ok {
+			vs = append(vs, cells[j].render())
+			j++
+			continue
+		}
+		var parts []string
+		null := true
+		for range t.Elems {
+			parts = append(parts, cells[j].render())
+			null = null && cells[j].null
+			j++
+		}
+		if null {
+			vs = append(vs, "null")
+		} else {
+			vs = append(vs, "("+strings.Join(parts, ", ")+")")
+		}
+	}
+	return strings.Join(vs, ",")
 }
 
 // conditional reports whether a statement is a lightweight transaction (or a batch, which
