@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/valyala/fasthttp"
-
 	"github.com/tracecar/tracecar/admin/adminapi"
 
 	"github.com/tracecar/tracecar/tracing"
@@ -41,10 +39,4 @@ func statusOf(err error) *Error {
 		return &Error{Code: http.StatusConflict, Message: err.Error()}
 	}
 	return &Error{Code: http.StatusInternalServerError, Message: err.Error()}
-}
-
-// writeError sends err as JSON.
-func writeError(ctx *fasthttp.RequestCtx, err *Error) {
-	writeJSON(ctx, err)
-	ctx.SetStatusCode(err.Code)
 }

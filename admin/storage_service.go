@@ -2,7 +2,6 @@ package admin
 
 import (
 	"context"
-	"encoding/json"
 	"math"
 	"strconv"
 	"time"
@@ -244,16 +243,4 @@ func (s *scyllaAPI) getLoggingLevels(ctx *fasthttp.RequestCtx, _ string) error {
 		}
 	}
 	return writeJSON(ctx, out)
-}
-
-// writeJSON sends v as a JSON body, 200 unless the status is set. Every body the API
-// writes is a shape of package adminapi.
-func writeJSON(ctx *fasthttp.RequestCtx, v adminapi.Shape) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	ctx.SetContentType("application/json")
-	ctx.SetBody(b)
-	return nil
 }

@@ -191,15 +191,6 @@ func ParseLoggingLevels(body []byte) ([]LoggerLevel, error) {
 	return kv, nil
 }
 
-// ParseStatus decodes GET /tracecar/status.
-func ParseStatus(body []byte) (Status, error) {
-	var st Status
-	if err := json.Unmarshal(body, &st); err != nil {
-		return Status{}, badBody(PathStatus, body, err)
-	}
-	return st, nil
-}
-
 func badBody(path string, body []byte, err error) error {
 	return fmt.Errorf("unexpected %s body %q: %w", path, strings.TrimSpace(string(body)), err)
 }
@@ -215,3 +206,7 @@ type TraceFloor struct {
 	IntervalS    float64 `json:"interval_s"`
 	MaxPerSecond int     `json:"max_per_second"`
 }
+
+func (LoggerLevels) shape() {}
+func (SlowQuery) shape()    {}
+func (TraceFloor) shape()   {}

@@ -147,3 +147,7 @@ type AuditSink struct {
 	Queued       int        `json:"queued"`
 	Syncs        uint64     `json:"syncs"`
 }
+
+func (Guardrail) shape() {}
+func (Capture) shape()   {}
+func (Audit) shape()     {}

@@ -35,6 +35,9 @@ type Query struct {
 	TraceMode string `json:"trace_mode"`
 }
 
+// Queries is the JSON of GET /tracecar/queries.
+type Queries []Query
+
 // ParseQueries decodes GET /tracecar/queries.
 func ParseQueries(body []byte) ([]Query, error) {
 	var qs []Query
@@ -43,3 +46,5 @@ func ParseQueries(body []byte) ([]Query, error) {
 	}
 	return qs, nil
 }
+
+func (Queries) shape() {}

@@ -76,3 +76,7 @@ type TraceFilter struct {
 	Statement string       `json:"statement,omitempty"` // 0x… prepared id, or a substring of the normalized text
 	Opcode    string       `json:"opcode,omitempty"`    // QUERY, EXECUTE, BATCH or PREPARE
 }
+
+func (Session) shape()     {}
+func (Sessions) shape()    {}
+func (TraceFilter) shape() {}

@@ -41,28 +41,11 @@ type NodeState struct {
 // NodeStates is the JSON of GET /tracecar/nodes.
 type NodeStates []NodeState
 
-// Queries is the JSON of GET /tracecar/queries.
-type Queries []Query
-
-func (Health) shape()         {}
-func (ErrorBody) shape()      {}
-func (Loggers) shape()        {}
-func (Level) shape()          {}
-func (NodeStates) shape()     {}
-func (Queries) shape()        {}
-func (LoggerLevels) shape()   {}
-func (SlowQuery) shape()      {}
-func (Status) shape()         {}
-func (TraceContext) shape()   {}
-func (TraceFloor) shape()     {}
-func (StatementStats) shape() {}
-func (Statements) shape()     {}
-func (Session) shape()        {}
-func (Sessions) shape()       {}
-func (TraceFilter) shape()    {}
-func (Guardrail) shape()      {}
-func (Capture) shape()        {}
-func (Audit) shape()          {}
+func (Health) shape()     {}
+func (ErrorBody) shape()  {}
+func (Loggers) shape()    {}
+func (Level) shape()      {}
+func (NodeStates) shape() {}
 
 // Probability is the JSON of GET /storage_service/trace_probability: a bare number, such
 // as 0.25, written in the shortest form that reads back the same.

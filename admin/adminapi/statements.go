@@ -211,3 +211,6 @@ func sortKinds(kinds []string) {
 		return slices.Index(AntiPatternKinds, a) - slices.Index(AntiPatternKinds, b)
 	})
 }
+
+func (StatementStats) shape() {}
+func (Statements) shape()     {}

@@ -1,6 +1,9 @@
 package adminapi
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Status is the JSON of GET /tracecar/status.
 type Status struct {
@@ -39,6 +42,15 @@ type Status struct {
 	// Timers are the toggles' running timers (for=DURATION), soonest first: what each
 	// puts back, to what, and when.
 	Timers []Timer `json:"timers"`
+}
+
+// ParseStatus decodes GET /tracecar/status.
+func ParseStatus(body []byte) (Status, error) {
+	var st Status
+	if err := json.Unmarshal(body, &st); err != nil {
+		return Status{}, badBody(PathStatus, body, err)
+	}
+	return st, nil
 }
 
 // Counters are the request counters in Status.
@@ -170,3 +182,6 @@ type Timer struct {
 	RemainingSeconds float64        `json:"remaining_s"`
 	Imposed          bool           `json:"imposed,omitempty"`
 }
+
+func (Status) shape()       {}
+func (TraceContext) shape() {}
