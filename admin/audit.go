@@ -32,13 +32,6 @@ type AuditLog interface {
 	Err() error
 }
 
-// WithAudit serves GET and POST /tracecar/audit for a, reports its state in
-// /tracecar/status, makes /readyz fail while one of its sinks fails, and makes every
-// change through the API (any method but GET) an ADMIN record.
-func WithAudit(a AuditLog) Option {
-	return func(s *Server) { s.auditLog = a }
-}
-
 // auditSubmitTimeout bounds how long an admin change waits for room for its record in a
 // sink that is behind or failing (the block policy), so that an operator can always
 // change the sidecar, the audit included; a record that does not fit in time is dropped
@@ -58,17 +51,17 @@ const (
 )
 
 // getAudit serves GET /tracecar/audit.
-func (s *Server) getAudit(ctx *fasthttp.RequestCtx, _ string) error {
+func (s *opsAPI) getAudit(ctx *fasthttp.RequestCtx, _ string) error {
 	if _, err := readParams(ctx); err != nil {
 		return err
 	}
-	return writeJSON(ctx, s.auditLog.Status())
+	return writeJSON(ctx, auditOf(s.auditLog.Status()))
 }
 
 // setAudit serves POST /tracecar/audit?enable=&categories=&keyspaces=&tables=&exclude_users=:
 // every parameter is checked before any is applied; an absent one stays as it is. Turning
 // the audit off is recorded before it is off.
-func (s *Server) setAudit(ctx *fasthttp.RequestCtx, _ string) error {
+func (s *opsAPI) setAudit(ctx *fasthttp.RequestCtx, _ string) error {
 	p, err := readParams(ctx, audit.Params...)
 	if err != nil {
 		return err
@@ -103,7 +96,7 @@ func (s *Server) setAudit(ctx *fasthttp.RequestCtx, _ string) error {
 	}
 	ctx.SetUserValue(auditedKey, true)
 	s.audit(ctx, "audit").Interface("old", old.View()).Interface("new", ns.View()).Msg("admin change")
-	return writeJSON(ctx, s.auditLog.Status())
+	return writeJSON(ctx, auditOf(s.auditLog.Status()))
 }
 
 // auditRequest makes the ADMIN record of a request that may change something (any method
@@ -123,7 +116,7 @@ func (s *Server) auditRequest(ctx *fasthttp.RequestCtx) {
 
 // auditChange submits the ADMIN record of the change ctx asks for, answered with code;
 // always records it whatever the settings (the audit's own disabling).
-func (s *Server) auditChange(ctx *fasthttp.RequestCtx, code int, always bool) {
+func (s *core) auditChange(ctx *fasthttp.RequestCtx, code int, always bool) {
 	user := AuditUserAnonymous
 	if s.cfg.Token != "" && code != http.StatusUnauthorized {
 		user = AuditUserToken

@@ -20,9 +20,15 @@
 // It is stricter than Scylla on purpose. A POST checks every parameter before it applies
 // any, then applies them together or not at all. A parameter it does not know, a value it
 // cannot parse, an empty value or a repeated parameter is a 400 whose JSON body,
-// {"message":"…","code":400}, names the parameter and what it accepts; Scylla would ignore
+// {"code":400,"message":"…"}, names the parameter and what it accepts; Scylla would ignore
 // some of these and half-apply others. Parameters may come in the query string, as Scylla
 // takes them, or form-encoded in the body.
+//
+// Every JSON body is a shape declared in package adminapi, which the clients (tracecar ctl,
+// the load checker) decode: writeJSON takes nothing else, and shapes.go converts the
+// engine's values into them. A Server takes one Config, whose zero value works; its
+// handlers are grouped by concern (scyllaAPI, tracingAPI, opsAPI) over the state they
+// share.
 //
 // With a token configured, every endpoint but /healthz wants "Authorization: Bearer TOKEN"
 // and answers 401 otherwise, before it routes, so an unauthenticated client learns nothing

@@ -9,19 +9,19 @@ import (
 )
 
 // getGuardrail serves GET /tracecar/guardrail: the guardrail's state with its budget.
-func (s *Server) getGuardrail(ctx *fasthttp.RequestCtx, _ string) error {
+func (s *tracingAPI) getGuardrail(ctx *fasthttp.RequestCtx, _ string) error {
 	st := s.guardCtl.Status()
 	if st.Budget == nil {
 		b := s.guardCtl.Budget().JSON()
 		st.Budget = &b
 	}
-	return writeJSON(ctx, st)
+	return writeJSON(ctx, guardrailOf(st))
 }
 
 // setGuardrail serves POST /tracecar/guardrail: added_p99, cpu, drops, window, cooldown
 // and restore, each optional; an absent one keeps its value, and 0 turns a limit off. All
 // are parsed before any is applied.
-func (s *Server) setGuardrail(ctx *fasthttp.RequestCtx, _ string) error {
+func (s *tracingAPI) setGuardrail(ctx *fasthttp.RequestCtx, _ string) error {
 	p, err := readParams(ctx, "added_p99", "cpu", "drops", "window", "cooldown", "restore")
 	if err != nil {
 		return err

@@ -9,6 +9,8 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/tracecar/tracecar/admin/adminapi"
+
 	"github.com/tracecar/tracecar/tracing"
 )
 
@@ -37,13 +39,6 @@ type NodeApply struct {
 	TraceProbability bool
 }
 
-// WithNode gives the API the node's management API: /system/logger serves the node's
-// loggers as node:NAME, /tracecar/node/trace_probability serves the node's probability,
-// and the changes that apply names are made on the node too, all or nothing.
-func WithNode(n Node, apply NodeApply) Option {
-	return func(s *Server) { s.node, s.apply = n, apply }
-}
-
 // nodeTimeout bounds one call to the node's API.
 const nodeTimeout = 10 * time.Second
 
@@ -64,7 +59,7 @@ func nodeError(what string, err error) *Error {
 // applyToNode makes a change on the node after the sidecar's change succeeded. When the
 // node's change fails it rolls the sidecar's change back with undo, and returns a 502 (or
 // the node's 400) whose outcomes say what happened on each side.
-func (s *Server) applyToNode(what string, apply func(context.Context) error, undo func(tracing.Config) tracing.Config) error {
+func (s *core) applyToNode(what string, apply func(context.Context) error, undo func(tracing.Config) tracing.Config) error {
 	ctx, cancel := nodeContext()
 	defer cancel()
 	err := apply(ctx)
@@ -97,7 +92,7 @@ func noNode(name string) error {
 
 // nodeLoggers lists the node's loggers as node:NAME, or nothing (logged) when the node's
 // API does not answer, so that the sidecar's own loggers stay listed.
-func (s *Server) nodeLoggers() []string {
+func (s *core) nodeLoggers() []string {
 	if s.node == nil {
 		return nil
 	}
@@ -116,7 +111,7 @@ func (s *Server) nodeLoggers() []string {
 }
 
 // getNodeLogger serves GET /system/logger/node:NAME.
-func (s *Server) getNodeLogger(ctx *fasthttp.RequestCtx, name, nodeLogger string) error {
+func (s *scyllaAPI) getNodeLogger(ctx *fasthttp.RequestCtx, name, nodeLogger string) error {
 	if s.node == nil {
 		return noNode(name)
 	}
@@ -126,11 +121,11 @@ func (s *Server) getNodeLogger(ctx *fasthttp.RequestCtx, name, nodeLogger string
 	if err != nil {
 		return nodeError("logger "+name, err)
 	}
-	return writeJSON(ctx, l)
+	return writeJSON(ctx, adminapi.Level(l))
 }
 
 // setNodeLogger serves POST /system/logger/node:NAME?level=L.
-func (s *Server) setNodeLogger(ctx *fasthttp.RequestCtx, name, nodeLogger string) error {
+func (s *scyllaAPI) setNodeLogger(ctx *fasthttp.RequestCtx, name, nodeLogger string) error {
 	if s.node == nil {
 		return noNode(name)
 	}
@@ -149,13 +144,13 @@ func (s *Server) setNodeLogger(ctx *fasthttp.RequestCtx, name, nodeLogger string
 			return nil, false, nodeError("logger "+name, err)
 		}
 		s.audit(ctx, "logger "+name).Str("node", s.node.Kind()).Str("old", old).Str("new", level).Msg("admin change")
-		return []TimerSetting{{settingLoggerPrefix + name, old, level}}, costlyLevel(level), nil
+		return []TimerSetting{{Setting: settingLoggerPrefix + name, RevertTo: old, SetTo: level}}, costlyLevel(level), nil
 	})
 }
 
 // getNodeProbability serves GET /tracecar/node/trace_probability: the node's own
 // probability, a bare number.
-func (s *Server) getNodeProbability(ctx *fasthttp.RequestCtx, _ string) error {
+func (s *scyllaAPI) getNodeProbability(ctx *fasthttp.RequestCtx, _ string) error {
 	c, cancel := nodeContext()
 	defer cancel()
 	p, err := s.node.TraceProbability(c)
@@ -168,7 +163,7 @@ func (s *Server) getNodeProbability(ctx *fasthttp.RequestCtx, _ string) error {
 
 // setNodeProbability serves POST /tracecar/node/trace_probability?probability=P: the
 // node's own probability only, the sidecar's stays.
-func (s *Server) setNodeProbability(ctx *fasthttp.RequestCtx, _ string) error {
+func (s *scyllaAPI) setNodeProbability(ctx *fasthttp.RequestCtx, _ string) error {
 	prob, _, err := probabilityParam(ctx, false)
 	if err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -34,8 +35,10 @@ const DefaultAddr = "127.0.0.1:10000"
 // is never open by accident.
 var ErrOpen = errors.New("admin API on a non-loopback address needs a token (or Insecure)")
 
-// Config configures a Server. The zero value listens on DefaultAddr without a token or TLS
-// and logs nothing.
+// Config configures a Server: where it listens, how it is secured, and what it serves.
+// The zero value works: it listens on DefaultAddr without a token or TLS, logs nothing,
+// and serves the loggers (none), /tracecar/status, /metrics, /healthz and /readyz; each
+// part set adds its endpoints.
 type Config struct {
 	// Addr is the host:port that ListenAndServe listens on; empty means DefaultAddr.
 	Addr string
@@ -48,6 +51,71 @@ type Config struct {
 	Insecure bool
 	// Logger is the admin logger: changes, refusals and server errors. Nil logs nothing.
 	Logger *zerolog.Logger
+
+	// Tracer is the tracing engine; nil serves no tracing endpoints (they are 404), and
+	// ConfigOnly serves only the trace probability (the embedded node).
+	Tracer Tracer
+	// Loggers is the logger registry; nil serves an empty logger list.
+	Loggers Loggers
+	// Ready makes /readyz call it, typically a dial of the node, and answer 503 when it
+	// fails. Nil: /readyz answers 200 as soon as the server runs.
+	Ready func(ctx context.Context) error
+	// Metrics' series are served on /metrics, besides those the server collects itself,
+	// and those of Collectors.
+	Metrics    *metrics.Metrics
+	Collectors []prometheus.Collector
+	// Guardrail makes /tracecar/status report the guardrail state it returns.
+	Guardrail func() Guardrail
+	// GuardrailControl serves GET and POST /tracecar/guardrail, and reports its state in
+	// /tracecar/status (unless Guardrail is set).
+	GuardrailControl GuardrailControl
+	// NodeLogin makes /tracecar/status report the node login it returns.
+	NodeLogin func() NodeLogin
+	// Queries serves GET /tracecar/queries.
+	Queries QueriesFunc
+	// Process makes /tracecar/status report the process it describes, and the binary it
+	// runs (Process.Build, unless it sets it).
+	Process func() Process
+	// Shards makes /tracecar/status report the shard figures it returns (nil: none yet).
+	Shards func() *Shards
+	// WriteGate makes every request ask it first: while it returns an error, requests
+	// other than GET (and HEAD) get 503 with its message, and every response closes its
+	// connection. A sidecar that hands itself over to a new process refuses changes this
+	// way, so that no change is made to the state it has handed over.
+	WriteGate func() error
+	// Audit serves GET and POST /tracecar/audit, reports its state in /tracecar/status,
+	// makes /readyz fail while one of its sinks fails, and makes every change through the
+	// API (any method but GET) an ADMIN record.
+	Audit AuditLog
+	// Statements serves /tracecar/statement_stats, /tracecar/statements and
+	// /tracecar/statements/reset, and with a Tracer /tracecar/trace_floor.
+	Statements Statements
+	// Capture serves GET and POST /tracecar/capture, and reports its state in
+	// /tracecar/status.
+	Capture Capture
+	// TraceFilter serves GET, POST and DELETE /tracecar/trace_filter.
+	TraceFilter TraceFilter
+	// TraceContextKeys are the custom payload keys that the tracer reads a traceparent
+	// from (tracing.Tracer.TraceContextKeys), shown by GET and POST
+	// /tracecar/trace_context and in /tracecar/status; nil: tracing.TraceparentKey.
+	// Following the client's sampling decision is part of the tracer's configuration, so
+	// that the guardrail steps it down with the probability.
+	TraceContextKeys []string
+	// Node is the node's management API: /system/logger serves the node's loggers as
+	// node:NAME, /tracecar/node/trace_probability serves the node's probability, and the
+	// changes that NodeApply names are made on the node too, all or nothing.
+	Node      Node
+	NodeApply NodeApply
+	// NodeControl serves POST /tracecar/node/stop?node=i, POST /tracecar/node/start?node=i
+	// and GET /tracecar/nodes, with nodes numbered from 1 as in 127.0.0.<i>: for tests of
+	// failover (a stop looks like a crash to clients). NodeStateErr reports whether an
+	// error means that the node is already stopped or started, answered with 409.
+	NodeControl  NodeControl
+	NodeStateErr func(error) bool
+	// ToggleMaxDuration gives a costly toggle sent without for (full mode, a probability
+	// above 0, a debug or trace level, a threshold of 0) a timer of this duration, and says
+	// so in its answer (TimerHeader). 0 leaves such toggles on until changed.
+	ToggleMaxDuration time.Duration
 }
 
 // Tracer is what the API needs from the tracing engine. tracing.Tracer implements it; a
@@ -89,25 +157,6 @@ type Loggers interface {
 // "none" when no budget is set, else "ok" or "stepped_down", and Detail says why.
 type Guardrail = guardrail.Status
 
-// Option sets an optional part of a Server.
-type Option func(*Server)
-
-// WithReady makes /readyz call ready, typically a dial of the node, and answer 503 when
-// it fails. Without it /readyz answers 200 as soon as the server runs.
-func WithReady(ready func(ctx context.Context) error) Option {
-	return func(s *Server) { s.ready = ready }
-}
-
-// WithMetrics serves m's series on /metrics, besides those the server collects itself.
-func WithMetrics(m *metrics.Metrics) Option {
-	return func(s *Server) { s.metrics = m }
-}
-
-// WithGuardrail makes /tracecar/status report the guardrail state that f returns.
-func WithGuardrail(f func() Guardrail) Option {
-	return func(s *Server) { s.guardrail = f }
-}
-
 // GuardrailControl is what the API needs from the runtime guardrail;
 // guardrail.Controller implements it.
 type GuardrailControl interface {
@@ -120,69 +169,52 @@ type GuardrailControl interface {
 	SetBudget(guardrail.Budget) error
 }
 
-// WithGuardrailControl serves GET and POST /tracecar/guardrail for g, and reports its
-// state in /tracecar/status.
-func WithGuardrailControl(g GuardrailControl) Option {
-	return func(s *Server) {
-		s.guardCtl = g
-		s.guardrail = g.Status
-	}
-}
-
-// NodeLogin is the state of the sidecar's own login to its node, for node events, the CQL
-// sink and the audit table, as /tracecar/status reports it: State is not_tried, ok,
-// refused or failed; Refused counts the refusals since start.
-type NodeLogin struct {
-	State   string `json:"state"`
-	User    string `json:"user"`
-	Error   string `json:"error,omitempty"`
-	Refused uint64 `json:"refused"`
-}
-
-// WithNodeLogin makes /tracecar/status report the node login that f returns.
-func WithNodeLogin(f func() NodeLogin) Option {
-	return func(s *Server) { s.nodeLogin = f }
-}
-
-// WithCollector serves c's series on /metrics too.
-func WithCollector(c prometheus.Collector) Option {
-	return func(s *Server) { s.collectors = append(s.collectors, c) }
-}
+// NodeLogin is the state of the sidecar's own login to its node, as /tracecar/status
+// reports it.
+type NodeLogin = adminapi.NodeLogin
 
 // Server is the admin API. Create it with New; it is safe for concurrent use, and Serve
-// may be called more than once, on different listeners.
+// may be called more than once, on different listeners. Its handlers are grouped by
+// concern in types over the state they share (core): scyllaAPI, tracingAPI and opsAPI.
 type Server struct {
-	cfg        Config
-	tr         Tracer // nil: no tracing endpoints
-	logs       Loggers
-	log        *zerolog.Logger
-	ready      func(context.Context) error
-	metrics    *metrics.Metrics
-	guardrail  func() Guardrail
-	guardCtl   GuardrailControl
-	stmts      Statements  // nil: no statement statistics endpoints
-	capture    Capture     // nil: no capture endpoints
-	filter     TraceFilter // nil: no trace filter endpoints
-	ctxKeys    []string    // the tracer's trace context keys; nil: no trace context endpoint
-	node       Node        // nil: no node: loggers, nothing applied to the node
-	apply      NodeApply
-	collectors []prometheus.Collector
-	gatherer   prometheus.Gatherer
-	token      [sha256.Size]byte // hash of cfg.Token, compared in constant time
-	started    time.Time
-	addr       atomic.Pointer[string]
+	*core
+	addr atomic.Pointer[string]
+}
+
+// core is what the API's handlers share: the configuration and the parts it names, the
+// admin logger, the toggles' timers and the routes. Its methods are the helpers every group
+// of handlers uses: audit (audit.go), toggle and the timers (timers.go), updateConfig
+// (storage_service.go), applyToNode and nodeLoggers (node.go).
+type core struct {
+	cfg       Config
+	tr        Tracer // nil: no tracing endpoints
+	logs      Loggers
+	log       *zerolog.Logger
+	ready     func(context.Context) error
+	metrics   *metrics.Metrics
+	guardrail func() Guardrail
+	guardCtl  GuardrailControl
+	stmts     Statements  // nil: no statement statistics endpoints
+	capture   Capture     // nil: no capture endpoints
+	filter    TraceFilter // nil: no trace filter endpoints
+	ctxKeys   []string    // the tracer's trace context keys; nil: no trace context endpoint
+	node      Node        // nil: no node: loggers, nothing applied to the node
+	apply     NodeApply
+	gatherer  prometheus.Gatherer
+	token     [sha256.Size]byte // hash of cfg.Token, compared in constant time
+	started   time.Time
 
 	queries   QueriesFunc    // nil: no /tracecar/queries
-	process   func() Process // nil: no process in the status (see WithProcess)
-	shards    func() *Shards // nil: no shards in the status (see WithShards)
-	writeGate func() error   // nil: changes always allowed (see WithWriteGate)
+	process   func() Process // nil: no process in the status
+	shards    func() *Shards // nil: no shards in the status
+	writeGate func() error   // nil: changes always allowed
 
-	auditLog AuditLog // nil: no audit endpoint, no ADMIN records (see WithAudit)
+	auditLog AuditLog // nil: no audit endpoint, no ADMIN records
 
-	nodeLogin func() NodeLogin // nil: no node_login in the status (see WithNodeLogin)
+	nodeLogin func() NodeLogin // nil: no node_login in the status
 	timers    timers           // the toggles' for= timers (timers.go)
 
-	nodes        NodeControl // nil: no node control endpoints (see WithNodeControl)
+	nodes        NodeControl // nil: no node control endpoints
 	nodeStateErr func(error) bool
 
 	// cfgMu serialises read-modify-write of the tracer's configuration when the tracer
@@ -192,6 +224,20 @@ type Server struct {
 	exact  map[string]route // by path
 	prefix []prefixRoute    // paths with a trailing parameter
 }
+
+// The handlers, by concern, each a type over the core.
+type (
+	// scyllaAPI serves ScyllaDB's endpoints: slow_query, trace_probability, the loggers
+	// (storage_service.go, system.go), and the node's, which it applies them to (node.go).
+	scyllaAPI struct{ *core }
+	// tracingAPI serves tracecar's tracing endpoints: the recorded sessions (tracecar.go,
+	// slowlog.go), the trace context, filter and floor, and the guardrail.
+	tracingAPI struct{ *core }
+	// opsAPI serves what operates the sidecar: the status, health and metrics (tracecar.go,
+	// metrics.go), the statement statistics, the capture, the audit log, the requests in
+	// flight and the nodes of a test cluster.
+	opsAPI struct{ *core }
+)
 
 // handler serves one method of a route. arg is the path parameter of a prefix route.
 type handler func(ctx *fasthttp.RequestCtx, arg string) error
@@ -208,87 +254,99 @@ type prefixRoute struct {
 
 var nopLogger = zerolog.Nop()
 
-// New returns a Server for tr and logs. A nil tr serves no tracing endpoints (they are
-// 404); a nil logs serves an empty logger list.
-func New(cfg Config, tr Tracer, logs Loggers, opts ...Option) *Server {
+// New returns a Server for cfg.
+func New(cfg Config) *Server {
 	if cfg.Addr == "" {
 		cfg.Addr = DefaultAddr
 	}
-	s := &Server{cfg: cfg, tr: tr, logs: logs, log: cfg.Logger, started: time.Now(), timers: newTimers()}
-	if s.log == nil {
-		s.log = &nopLogger
+	c := &core{cfg: cfg, tr: cfg.Tracer, logs: cfg.Loggers, log: cfg.Logger, started: time.Now(), timers: newTimers(),
+		ready: cfg.Ready, metrics: cfg.Metrics, guardrail: cfg.Guardrail, guardCtl: cfg.GuardrailControl,
+		stmts: cfg.Statements, capture: cfg.Capture, filter: cfg.TraceFilter, ctxKeys: slices.Clone(cfg.TraceContextKeys),
+		node: cfg.Node, apply: cfg.NodeApply, queries: cfg.Queries, process: cfg.Process, shards: cfg.Shards,
+		writeGate: cfg.WriteGate, auditLog: cfg.Audit, nodeLogin: cfg.NodeLogin, nodes: cfg.NodeControl,
+		nodeStateErr: cfg.NodeStateErr}
+	c.timers.max = cfg.ToggleMaxDuration
+	if c.log == nil {
+		c.log = &nopLogger
 	}
-	if s.logs == nil {
-		s.logs = noLoggers{}
+	if c.logs == nil {
+		c.logs = noLoggers{}
 	}
 	if cfg.Token != "" {
-		s.token = sha256.Sum256([]byte(cfg.Token))
+		c.token = sha256.Sum256([]byte(cfg.Token))
 	}
-	for _, o := range opts {
-		o(s)
+	if c.guardrail == nil && c.guardCtl != nil {
+		c.guardrail = c.guardCtl.Status
+	}
+	if _, ok := c.tr.(configOnly); c.tr != nil && !ok && c.ctxKeys == nil {
+		c.ctxKeys = []string{tracing.TraceparentKey}
 	}
 	own := prometheus.NewRegistry()
-	if tr != nil {
-		own.MustRegister(tracerCollector{tr})
+	if c.tr != nil {
+		own.MustRegister(tracerCollector{c.tr})
 	}
 	own.MustRegister(metrics.RuntimeCollectors()...)
-	own.MustRegister(s.collectors...)
-	own.MustRegister(s.opsCollectors()...)
-	own.MustRegister(s.timers.expired)
-	s.gatherer = prometheus.Gatherers{s.metrics.Gatherer(), own}
+	own.MustRegister(cfg.Collectors...)
+	own.MustRegister(opsCollectors(c)...)
+	own.MustRegister(c.timers.expired)
+	c.gatherer = prometheus.Gatherers{c.metrics.Gatherer(), own}
+	addRoutes(c)
+	s := &Server{core: c}
+	s.addr.Store(&cfg.Addr)
+	return s
+}
 
-	s.exact = map[string]route{
-		"/system/logger":                 {http.MethodGet: s.getLoggers, http.MethodPost: s.setAllLoggers},
-		"/storage_service/logging_level": {http.MethodGet: s.getLoggingLevels},
-		"/tracecar/status":               {http.MethodGet: s.getStatus},
-		"/metrics":                       {http.MethodGet: s.getMetrics},
-		"/healthz":                       {http.MethodGet: s.getHealthz},
-		"/readyz":                        {http.MethodGet: s.getReadyz},
+// addRoutes fills the route table of c: each group's endpoints, those of the parts c has.
+func addRoutes(c *core) {
+	sc, tc, ops := &scyllaAPI{c}, &tracingAPI{c}, &opsAPI{c}
+	c.exact = map[string]route{
+		"/system/logger":                 {http.MethodGet: sc.getLoggers, http.MethodPost: sc.setAllLoggers},
+		"/storage_service/logging_level": {http.MethodGet: sc.getLoggingLevels},
+		"/tracecar/status":               {http.MethodGet: ops.getStatus},
+		"/metrics":                       {http.MethodGet: ops.getMetrics},
+		"/healthz":                       {http.MethodGet: ops.getHealthz},
+		"/readyz":                        {http.MethodGet: ops.getReadyz},
 	}
-	s.prefix = []prefixRoute{{"/system/logger/", route{http.MethodGet: s.getLogger, http.MethodPost: s.setLogger}}}
-	if _, ok := tr.(configOnly); ok {
+	c.prefix = []prefixRoute{{"/system/logger/", route{http.MethodGet: sc.getLogger, http.MethodPost: sc.setLogger}}}
+	_, configOnly := c.tr.(configOnly)
+	if configOnly {
 		// A server without sessions (the embedded node) applies only the trace probability.
 		// Its slow_query reports that slow-query logging is off, and refuses a change
 		// rather than accepting one it would not apply.
-		s.exact["/storage_service/slow_query"] = route{http.MethodGet: s.getSlowQuery, http.MethodPost: s.slowQueryNotApplied}
-		s.exact["/storage_service/trace_probability"] = route{http.MethodGet: s.getProbability, http.MethodPost: s.setProbability}
-	} else if tr != nil {
-		s.exact["/storage_service/slow_query"] = route{http.MethodGet: s.getSlowQuery, http.MethodPost: s.setSlowQuery}
-		s.exact["/storage_service/trace_probability"] = route{http.MethodGet: s.getProbability, http.MethodPost: s.setProbability}
-		s.exact["/tracecar/slow_log"] = route{http.MethodGet: s.getSlowLog}
-		if s.ctxKeys == nil {
-			s.ctxKeys = []string{tracing.TraceparentKey}
-		}
-		s.exact["/tracecar/trace_context"] = route{http.MethodGet: s.getTraceContext, http.MethodPost: s.setTraceContext}
-		s.prefix = append(s.prefix, prefixRoute{"/tracecar/sessions/", route{http.MethodGet: s.getSession}})
+		c.exact["/storage_service/slow_query"] = route{http.MethodGet: sc.getSlowQuery, http.MethodPost: sc.slowQueryNotApplied}
+		c.exact["/storage_service/trace_probability"] = route{http.MethodGet: sc.getProbability, http.MethodPost: sc.setProbability}
+	} else if c.tr != nil {
+		c.exact["/storage_service/slow_query"] = route{http.MethodGet: sc.getSlowQuery, http.MethodPost: sc.setSlowQuery}
+		c.exact["/storage_service/trace_probability"] = route{http.MethodGet: sc.getProbability, http.MethodPost: sc.setProbability}
+		c.exact["/tracecar/slow_log"] = route{http.MethodGet: tc.getSlowLog}
+		c.exact["/tracecar/trace_context"] = route{http.MethodGet: tc.getTraceContext, http.MethodPost: tc.setTraceContext}
+		c.prefix = append(c.prefix, prefixRoute{"/tracecar/sessions/", route{http.MethodGet: tc.getSession}})
 	}
-	if s.guardCtl != nil {
-		s.exact["/tracecar/guardrail"] = route{http.MethodGet: s.getGuardrail, http.MethodPost: s.setGuardrail}
+	if c.guardCtl != nil {
+		c.exact["/tracecar/guardrail"] = route{http.MethodGet: tc.getGuardrail, http.MethodPost: tc.setGuardrail}
 	}
-	if s.filter != nil {
-		s.exact["/tracecar/trace_filter"] = route{http.MethodGet: s.getTraceFilter, http.MethodPost: s.setTraceFilter, http.MethodDelete: s.clearTraceFilter}
+	if c.filter != nil {
+		c.exact["/tracecar/trace_filter"] = route{http.MethodGet: tc.getTraceFilter, http.MethodPost: tc.setTraceFilter, http.MethodDelete: tc.clearTraceFilter}
 	}
-	if _, configOnly := tr.(configOnly); s.stmts != nil && tr != nil && !configOnly {
-		s.exact[adminapi.PathTraceFloor] = s.floorRoute()
+	if c.stmts != nil && c.tr != nil && !configOnly {
+		c.exact[adminapi.PathTraceFloor] = tc.floorRoute()
 	}
-	if s.stmts != nil {
-		s.exact["/tracecar/statement_stats"] = route{http.MethodGet: s.getStatementStats, http.MethodPost: s.setStatementStats}
-		s.exact["/tracecar/statements"] = route{http.MethodGet: s.getStatements}
-		s.exact["/tracecar/statements/reset"] = route{http.MethodPost: s.resetStatements}
+	if c.stmts != nil {
+		c.exact["/tracecar/statement_stats"] = route{http.MethodGet: ops.getStatementStats, http.MethodPost: ops.setStatementStats}
+		c.exact["/tracecar/statements"] = route{http.MethodGet: ops.getStatements}
+		c.exact["/tracecar/statements/reset"] = route{http.MethodPost: ops.resetStatements}
 	}
-	if s.capture != nil {
-		s.exact["/tracecar/capture"] = route{http.MethodGet: s.getCapture, http.MethodPost: s.setCapture}
+	if c.capture != nil {
+		c.exact["/tracecar/capture"] = route{http.MethodGet: ops.getCapture, http.MethodPost: ops.setCapture}
 	}
-	if s.auditLog != nil {
-		s.exact["/tracecar/audit"] = route{http.MethodGet: s.getAudit, http.MethodPost: s.setAudit}
+	if c.auditLog != nil {
+		c.exact["/tracecar/audit"] = route{http.MethodGet: ops.getAudit, http.MethodPost: ops.setAudit}
 	}
-	if s.node != nil {
-		s.exact["/tracecar/node/trace_probability"] = route{http.MethodGet: s.getNodeProbability, http.MethodPost: s.setNodeProbability}
+	if c.node != nil {
+		c.exact["/tracecar/node/trace_probability"] = route{http.MethodGet: sc.getNodeProbability, http.MethodPost: sc.setNodeProbability}
 	}
-	s.addNodeRoutes()
-	s.addQueryRoutes()
-	s.addr.Store(&cfg.Addr)
-	return s
+	ops.addNodeRoutes()
+	ops.addQueryRoutes()
 }
 
 // Addr returns the address the server listens on once Serve has started, and the
@@ -537,7 +595,7 @@ func (noLoggers) SetAll(level string) error         { return nil }
 // the admin logger's level, so that lowering that level (itself a change, and logged) cannot
 // hide later changes: the event has no level for the registry to filter, and carries
 // level "info" as a field for readers.
-func (s *Server) audit(ctx *fasthttp.RequestCtx, what string) *zerolog.Event {
+func (s *core) audit(ctx *fasthttp.RequestCtx, what string) *zerolog.Event {
 	return s.log.Log().Str(zerolog.LevelFieldName, zerolog.LevelInfoValue).
 		Str("remote", ctx.RemoteAddr().String()).Str("what", what)
 }

@@ -3,7 +3,7 @@ package admin
 // Toggle timers: every toggle (slow_query, trace_probability, the loggers, the trace
 // filter, the statement statistics) takes for=DURATION, and when the time is up what that
 // toggle changed goes back to what it was before it. A setting changed again later keeps
-// the later value, and its part of the timer is dropped. With WithToggleMaxDuration, a
+// the later value, and its part of the timer is dropped. With Config.ToggleMaxDuration, a
 // costly toggle sent without for gets that duration.
 
 import (
@@ -20,6 +20,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	"github.com/valyala/fasthttp"
+
+	"github.com/tracecar/tracecar/admin/adminapi"
 
 	"github.com/tracecar/tracecar/audit"
 	"github.com/tracecar/tracecar/tracing"
@@ -52,26 +54,11 @@ const (
 	settingLoggerPrefix   = "logger "
 )
 
-// TimerSetting is one setting that a timer puts back: its name (slow_query.enable,
-// slow_query.fast, slow_query.threshold, slow_query.ttl, trace_probability, "logger NAME",
-// trace_filter, statement_stats, trace_floor), the value it goes back to and the value the toggle set,
-// as the API writes them (a trace filter as a query string, "" for none).
-type TimerSetting struct {
-	Setting  string `json:"setting"`
-	RevertTo string `json:"reverts_to"`
-	SetTo    string `json:"set_to"`
-}
+// TimerSetting is one setting that a timer puts back.
+type TimerSetting = adminapi.TimerSetting
 
-// Timer is a toggle's timer as GET /tracecar/status shows it: the toggle (its method and
-// path), the settings it puts back, when, and whether --toggle-max-duration set it
-// (Imposed) because the toggle was costly and came without for.
-type Timer struct {
-	Toggle           string         `json:"toggle"`
-	Settings         []TimerSetting `json:"settings"`
-	Due              time.Time      `json:"due"`
-	RemainingSeconds float64        `json:"remaining_s"`
-	Imposed          bool           `json:"imposed,omitempty"`
-}
+// Timer is a toggle's timer as GET /tracecar/status shows it.
+type Timer = adminapi.Timer
 
 // TimerState is a timer handed over to the process that takes the sidecar over: its
 // remaining time, not a time on this process's clock.
@@ -80,13 +67,6 @@ type TimerState struct {
 	Settings  []TimerSetting `json:"settings"`
 	Remaining time.Duration  `json:"remaining_ns"`
 	Imposed   bool           `json:"imposed,omitempty"`
-}
-
-// WithToggleMaxDuration gives a costly toggle sent without for (full mode, a probability
-// above 0, a debug or trace level, a threshold of 0) a timer of d, and says so in its
-// answer (TimerHeader). 0 leaves such toggles on until changed.
-func WithToggleMaxDuration(d time.Duration) Option {
-	return func(s *Server) { s.timers.max = d }
 }
 
 // timers are a Server's toggle timers.
@@ -134,7 +114,7 @@ func (p params) forParam() (time.Duration, error) {
 // returns what it changed (nil when nothing), and whether that is costly. The settings'
 // parts of earlier timers are dropped; with d > 0 (or a costly change and a maximum
 // duration) a timer puts them back when d is up, and the answer's TimerHeader says when.
-func (s *Server) toggle(ctx *fasthttp.RequestCtx, name string, d time.Duration, apply func() ([]TimerSetting, bool, error)) error {
+func (s *core) toggle(ctx *fasthttp.RequestCtx, name string, d time.Duration, apply func() ([]TimerSetting, bool, error)) error {
 	s.timers.apply.Lock()
 	defer s.timers.apply.Unlock()
 	settings, costly, err := apply()
@@ -163,7 +143,7 @@ func (s *Server) toggle(ctx *fasthttp.RequestCtx, name string, d time.Duration, 
 }
 
 // dropLocked removes the settings from the timers: a later change keeps its value.
-func (s *Server) dropLocked(settings []TimerSetting) {
+func (s *core) dropLocked(settings []TimerSetting) {
 	for id, tm := range s.timers.list {
 		tm.Settings = slices.DeleteFunc(tm.Settings, func(o TimerSetting) bool {
 			return slices.ContainsFunc(settings, func(n TimerSetting) bool { return n.Setting == o.Setting })
@@ -176,7 +156,7 @@ func (s *Server) dropLocked(settings []TimerSetting) {
 }
 
 // addLocked starts a timer of d.
-func (s *Server) addLocked(t Timer, d time.Duration) *timer {
+func (s *core) addLocked(t Timer, d time.Duration) *timer {
 	s.timers.next++
 	id := s.timers.next
 	t.Due = time.Now().Add(d).UTC().Truncate(time.Millisecond)
@@ -188,7 +168,7 @@ func (s *Server) addLocked(t Timer, d time.Duration) *timer {
 
 // expire puts back what timer id's toggle changed, counts it, logs it on the admin logger
 // and makes it an ADMIN record.
-func (s *Server) expire(id uint64) {
+func (s *core) expire(id uint64) {
 	s.timers.apply.Lock()
 	defer s.timers.apply.Unlock()
 	s.timers.mu.Lock()
@@ -228,7 +208,7 @@ func (s *Server) expire(id uint64) {
 
 // revert installs the settings' RevertTo values, those of the tracing configuration in
 // one change, applied to the node as the toggles apply them.
-func (s *Server) revert(settings []TimerSetting) error {
+func (s *core) revert(settings []TimerSetting) error {
 	var sq, prob, floor bool
 	var errs []string
 	fail := func(st TimerSetting, err error) { errs = append(errs, st.Setting+": "+err.Error()) }
@@ -310,7 +290,7 @@ func (s *Server) revert(settings []TimerSetting) error {
 }
 
 // Timers returns the running timers, soonest first.
-func (s *Server) Timers() []Timer {
+func (s *core) Timers() []Timer {
 	s.timers.mu.Lock()
 	defer s.timers.mu.Unlock()
 	now := time.Now()
@@ -373,15 +353,15 @@ func (s *Server) StopTimers() {
 
 // boolSetting, intSetting and floatSetting are a setting changed from old to cur.
 func boolSetting(name string, old, cur bool) TimerSetting {
-	return TimerSetting{name, strconv.FormatBool(old), strconv.FormatBool(cur)}
+	return TimerSetting{Setting: name, RevertTo: strconv.FormatBool(old), SetTo: strconv.FormatBool(cur)}
 }
 
 func intSetting(name string, old, cur int64) TimerSetting {
-	return TimerSetting{name, strconv.FormatInt(old, 10), strconv.FormatInt(cur, 10)}
+	return TimerSetting{Setting: name, RevertTo: strconv.FormatInt(old, 10), SetTo: strconv.FormatInt(cur, 10)}
 }
 
 func floatSetting(name string, old, cur float64) TimerSetting {
-	return TimerSetting{name, strconv.FormatFloat(old, 'g', -1, 64), strconv.FormatFloat(cur, 'g', -1, 64)}
+	return TimerSetting{Setting: name, RevertTo: strconv.FormatFloat(old, 'g', -1, 64), SetTo: strconv.FormatFloat(cur, 'g', -1, 64)}
 }
 
 // filterQuery writes a filter as a query string, "" for none.

@@ -26,7 +26,7 @@ func traceFloor(c tracing.Config) adminapi.TraceFloor {
 }
 
 // getTraceFloor serves GET /tracecar/trace_floor.
-func (s *Server) getTraceFloor(ctx *fasthttp.RequestCtx, _ string) error {
+func (s *tracingAPI) getTraceFloor(ctx *fasthttp.RequestCtx, _ string) error {
 	if _, err := readParams(ctx); err != nil {
 		return err
 	}
@@ -35,7 +35,7 @@ func (s *Server) getTraceFloor(ctx *fasthttp.RequestCtx, _ string) error {
 
 // setTraceFloor serves POST /tracecar/trace_floor?interval=60s&max_per_second=10: interval
 // is required (0 turns the floor off), max_per_second keeps its value when absent.
-func (s *Server) setTraceFloor(ctx *fasthttp.RequestCtx, _ string) error {
+func (s *tracingAPI) setTraceFloor(ctx *fasthttp.RequestCtx, _ string) error {
 	p, err := readParams(ctx, "interval", "max_per_second", "for")
 	if err != nil {
 		return err
@@ -66,7 +66,7 @@ func (s *Server) setTraceFloor(ctx *fasthttp.RequestCtx, _ string) error {
 }
 
 // clearTraceFloor serves DELETE /tracecar/trace_floor: the floor off.
-func (s *Server) clearTraceFloor(ctx *fasthttp.RequestCtx, _ string) error {
+func (s *tracingAPI) clearTraceFloor(ctx *fasthttp.RequestCtx, _ string) error {
 	if _, err := readParams(ctx); err != nil {
 		return err
 	}
@@ -79,7 +79,7 @@ func (s *Server) clearTraceFloor(ctx *fasthttp.RequestCtx, _ string) error {
 // changeFloor applies f to the tracing configuration as a toggle: with d > 0 (for=) the
 // floor's setting goes back to what it was when d is up; turning the floor on counts as
 // costly, as a probability does, for --toggle-max-duration.
-func (s *Server) changeFloor(ctx *fasthttp.RequestCtx, d time.Duration, f func(tracing.Config) tracing.Config) error {
+func (s *tracingAPI) changeFloor(ctx *fasthttp.RequestCtx, d time.Duration, f func(tracing.Config) tracing.Config) error {
 	var cur tracing.Config
 	err := s.toggle(ctx, "POST "+adminapi.PathTraceFloor, d, func() ([]TimerSetting, bool, error) {
 		old, c, err := s.updateConfig(f)
@@ -89,7 +89,7 @@ func (s *Server) changeFloor(ctx *fasthttp.RequestCtx, d time.Duration, f func(t
 		cur = c
 		s.audit(ctx, "trace_floor").Interface("old", traceFloor(old)).Interface("new", traceFloor(cur)).
 			Str("mode", cur.Mode()).Msg("admin change")
-		return []TimerSetting{{SettingTraceFloor, floorSetting(old), floorSetting(cur)}}, cur.FloorInterval > 0, nil
+		return []TimerSetting{{Setting: SettingTraceFloor, RevertTo: floorSetting(old), SetTo: floorSetting(cur)}}, cur.FloorInterval > 0, nil
 	})
 	if err != nil {
 		return err
@@ -124,6 +124,6 @@ func floorInterval(v string) (time.Duration, error) {
 }
 
 // floorRoute is the route of /tracecar/trace_floor.
-func (s *Server) floorRoute() route {
+func (s *tracingAPI) floorRoute() route {
 	return route{http.MethodGet: s.getTraceFloor, http.MethodPost: s.setTraceFloor, http.MethodDelete: s.clearTraceFloor}
 }

@@ -42,6 +42,7 @@ import (
 	"time"
 
 	"github.com/tracecar/tracecar/admin/adminapi"
+	"github.com/tracecar/tracecar/internal/buildinfo"
 )
 
 // ErrHostFailed is returned by Run when a host failed; the table says which and why.
@@ -71,7 +72,7 @@ type Command struct {
 
 	Clear bool // TraceFilter and TraceFloor: remove the filter, turn the floor off
 
-	// Statements and Top: the order (statements.SortOrders), how many are shown, and
+	// Statements and Top: the order (adminapi.SortOrders), how many are shown, and
 	// JSON output (Statements only).
 	Sort  string
 	Limit int
@@ -186,16 +187,16 @@ func opOf(cmd Command) (op, error) {
 		}
 		return op{get: "/readyz", show: func([]byte) (string, error) { return "ready", nil }}, nil
 	case Capture:
-		o = op{get: pathCapture, show: showCapture}
+		o = op{get: adminapi.PathCapture, show: showCapture}
 	case Audit:
-		o = op{get: pathAudit, show: showAudit}
+		o = op{get: adminapi.PathAudit, show: showAudit}
 	case TraceFilter:
-		o = op{get: pathTraceFilter, show: showTraceFilter}
+		o = op{get: adminapi.PathTraceFilter, show: showTraceFilter}
 		if cmd.Clear {
 			if cmd.Change != nil {
 				return op{}, errors.New("ctl: clearing the trace filter takes no filter parameters")
 			}
-			o.del = pathTraceFilter
+			o.del = adminapi.PathTraceFilter
 			return o, nil
 		}
 	case TraceFloor:
@@ -304,7 +305,7 @@ func showStatus(body []byte) (string, error) {
 		}
 		if b := p.Build; b.Version != "" {
 			s += " version=" + b.Version
-			if r := b.ShortRevision(); r != "" {
+			if r := buildinfo.Info(b).ShortRevision(); r != "" {
 				s += " revision=" + r
 			}
 			s += " go=" + b.GoVersion

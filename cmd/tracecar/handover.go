@@ -496,15 +496,17 @@ func newHandoverState(st *stack, cfg stackConfig) *handoverState {
 	return h
 }
 
-func (h *handoverState) adminOptions() []admin.Option {
+// adminConfig makes the admin API report the process and its handover, refuse changes
+// while the process hands itself over, and serve the connections' series.
+func (h *handoverState) adminConfig(c *admin.Config) {
 	accepted := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tracecar_client_connections_accepted_total",
 		Help: "Client connections this process accepted (those taken over from a predecessor are in tracecar_handover_connections_total)."},
 		func() float64 { return float64(h.st.proxy.Accepted()) })
 	loopFailures := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tracecar_event_loop_failures_total",
 		Help: "Waits of an event loop that failed (epoll_wait with an error other than EINTR): each closed that loop's connections, and the loop went on with a new epoll set."},
 		func() float64 { return float64(sidecar.LoopFailures()) })
-	return []admin.Option{admin.WithProcess(h.process), admin.WithWriteGate(h.writeGate),
-		admin.WithCollector(h.conns), admin.WithCollector(accepted), admin.WithCollector(loopFailures)}
+	c.Process, c.WriteGate = h.process, h.writeGate
+	c.Collectors = append(c.Collectors, h.conns, accepted, loopFailures)
 }
 
 func (h *handoverState) process() admin.Process {

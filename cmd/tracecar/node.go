@@ -171,9 +171,9 @@ func serveNodes(ctx context.Context, cluster *node.Cluster, lns, alns []net.List
 	defer cancel()
 	var g lifecycle.Group
 	g.Add(func() error { return cluster.Serve(ctx) }, func(error) { cancel() })
-	var opts []admin.Option
+	apiCfg := admin.Config{Token: *f.token, Insecure: *f.insecure}
 	if *f.control {
-		opts = append(opts, admin.WithNodeControl(cluster, func(err error) bool { return errors.Is(err, node.ErrNodeState) }))
+		apiCfg.NodeControl, apiCfg.NodeStateErr = cluster, func(err error) bool { return errors.Is(err, node.ErrNodeState) }
 	}
 	fmt.Fprintf(stdout, "tracecar node: %s\n", f.memory.describe())
 	for i := range lns {
@@ -188,7 +188,7 @@ func serveNodes(ctx context.Context, cluster *node.Cluster, lns, alns []net.List
 		if alns != nil {
 			fmt.Fprintf(stdout, "%s: API on http://%s\n", who, alns[i].Addr())
 			srv, aln := cluster.Node(i), alns[i]
-			api := newNodeAPI(srv, reg, *f.token, *f.insecure, opts...)
+			api := newNodeAPI(srv, reg, apiCfg)
 			g.Add(func() error { return api.Serve(ctx, aln) }, func(error) { cancel() })
 		}
 	}

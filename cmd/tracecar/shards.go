@@ -69,9 +69,11 @@ func (st *stack) resumeShardAware() error {
 	return st.awareLn.Resume()
 }
 
-// shardOptions are the admin API's shard figures: in /tracecar/status, and in /metrics.
-func (st *stack) shardOptions() []admin.Option {
-	return []admin.Option{admin.WithShards(st.shardStatus), admin.WithCollector(shardCollector{st})}
+// shardConfig makes the admin API serve the shard figures: in /tracecar/status, and in
+// /metrics.
+func (st *stack) shardConfig(c *admin.Config) {
+	c.Shards = st.shardStatus
+	c.Collectors = append(c.Collectors, shardCollector{st})
 }
 
 // shardStatus is the status's shard figures, nil until there are any.

@@ -154,12 +154,13 @@ func newStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io.W
 	if err := st.newAudit(cfg); err != nil {
 		return nil, st.discard(err)
 	}
-	adminOpts, err := st.adminOptions(cfg, nodeKind, capt)
+	ac, err := st.adminConfig(cfg, nodeKind, capt)
 	if err != nil {
 		return nil, st.discard(err)
 	}
 	st.proxy = sidecar.New(st.proxyConfig(cfg, m, capt), st.tracer)
-	if err := st.listen(cfg, append(adminOpts, admin.WithMetrics(m))); err != nil {
+	ac.Metrics = m
+	if err := st.listen(cfg, ac); err != nil {
 		return nil, st.discard(err)
 	}
 	return st, nil
