@@ -12,8 +12,6 @@ import (
 // packages keep their own list (nodeFilesInCycles in node_test.go), and the test helpers
 // (internal/testkit/...) none.
 var filesInCycles = map[string][]string{
-	"admin/ctl": {"ctl.go", "discover.go", "slowlog.go", "statements.go", "top.go", "top_render.go",
-		"top_screen.go"},
 	"cmd/tracecar": {"audit.go", "capture.go", "children.go", "config.go", "ctl.go", "embedded.go",
 		"guardrail.go", "handover.go", "limits.go", "live.go", "loadcheck.go", "memory.go", "node.go",
 		"peers.go", "run.go", "serve.go", "shards.go", "sidecar.go", "sinks.go", "stack.go", "statements.go",
