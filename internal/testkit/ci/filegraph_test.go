@@ -18,19 +18,10 @@ var filesInCycles = map[string][]string{
 		"trace_floor.go", "tracecar.go"},
 	"admin/ctl": {"ctl.go", "discover.go", "slowlog.go", "statements.go", "top.go", "top_render.go",
 		"top_screen.go"},
-	"audit":            {"log.go", "queue.go"},
-	"internal/cql":     {"message.go", "notation.go", "query.go", "request.go", "result.go", "types.go"},
-	"internal/nodeapi": {"jolokia.go", "nodeapi.go"},
 	"loadcheck": {"admin.go", "budget.go", "cluster.go", "csv.go", "decide.go", "drivers.go", "hdrlog.go", "html.go",
 		"html_overhead.go", "loadcheck.go", "mode.go", "modesettings.go", "op.go", "output.go", "preload.go", "print.go",
 		"profile.go", "profile_gen.go", "profile_run.go", "replay.go", "replay_run.go", "report.go", "scheduler.go",
 		"scrape.go", "verdict.go", "workload.go"},
-
-	"tracing": {"conn.go", "filter.go", "nodeevents.go", "otel.go", "redact.go", "request.go", "ring.go",
-		"semconv.go", "session.go", "sink.go", "ticket.go", "tracecontext.go", "tracer.go", "work.go"},
-	"tracing/capture":    {"capture.go", "ring.go", "session.go", "statements.go", "writer.go"},
-	"tracing/cqlsink":    {"connect.go", "login.go"},
-	"tracing/statements": {"antipattern.go", "floor.go", "inflight.go", "request.go", "stats.go"},
 }
 
 // TestFilesPointDown: within each product package of the module, the files form layers, as
