@@ -298,37 +298,6 @@ func listenNodes(addr string, n int, sameIP bool) ([]net.Listener, error) {
 	return nil, last
 }
 
-func closeAll(lns []net.Listener) {
-	for _, ln := range lns {
-		ln.Close()
-	}
-}
-
-// logFlags are the logging flags shared by the long-running commands.
-type logFlags struct {
-	format, file, level *string
-}
-
-func addLogFlags(fs interface {
-	String(name, value, usage string) *string
-}) logFlags {
-	return logFlags{
-		format: fs.String("log-format", "console", "log format: console or json"),
-		file:   fs.String("log-file", "", "append logs to this file instead of stderr"),
-		level:  fs.String("log-level", "info", "initial level of every logger: error, warn, info, debug or trace"),
-	}
-}
-
-func (f logFlags) registry(stderr io.Writer) (*logs.Registry, error) {
-	if *f.format != "console" && *f.format != "json" {
-		return nil, usageErrorf("--log-format must be console or json, got %q", *f.format)
-	}
-	if _, err := logs.ParseLevel(*f.level); err != nil {
-		return nil, usageErrorf("--log-level: %v", err)
-	}
-	return logs.New(logs.Config{Format: *f.format, Writer: stderr, File: *f.file, Level: *f.level})
-}
-
 // nodeGCPercent is the embedded node's GOGC unless the environment sets one. The node keeps
 // every row in memory, and with Go's default of 100 a write workload made it spend about a
 // tenth of its CPU collecting a heap that only grows; at 400 it collects a quarter as often

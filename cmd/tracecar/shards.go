@@ -60,15 +60,6 @@ func (st *stack) listenShardAware(cfg stackConfig) error {
 	return nil
 }
 
-// resumeShardAware accepts again on the shard-aware port given as IP:PORT, after a
-// handover that failed.
-func (st *stack) resumeShardAware() error {
-	if st.awareLn == nil {
-		return nil
-	}
-	return st.awareLn.Resume()
-}
-
 // shardConfig makes the admin API serve the shard figures: in /tracecar/status, and in
 // /metrics.
 func (st *stack) shardConfig(c *admin.Config) {

@@ -12,10 +12,6 @@ import (
 // packages keep their own list (nodeFilesInCycles in node_test.go), and the test helpers
 // (internal/testkit/...) none.
 var filesInCycles = map[string][]string{
-	"cmd/tracecar": {"audit.go", "capture.go", "children.go", "config.go", "ctl.go", "embedded.go",
-		"guardrail.go", "handover.go", "limits.go", "live.go", "loadcheck.go", "memory.go", "node.go",
-		"peers.go", "run.go", "serve.go", "shards.go", "sidecar.go", "sinks.go", "stack.go", "statements.go",
-		"tls.go", "tracer.go"},
 	"loadcheck": {"admin.go", "budget.go", "cluster.go", "csv.go", "decide.go", "drivers.go", "hdrlog.go", "html.go",
 		"html_overhead.go", "loadcheck.go", "mode.go", "modesettings.go", "op.go", "output.go", "preload.go", "print.go",
 		"profile.go", "profile_gen.go", "profile_run.go", "replay.go", "replay_run.go", "report.go", "scheduler.go",
