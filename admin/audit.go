@@ -16,28 +16,6 @@ import (
 	"github.com/tracecar/tracecar/internal/secrets"
 )
 
-// AuditLog is what the API needs from the audit log; *audit.Log implements it.
-type AuditLog interface {
-	// Settings returns the settings in force; Set replaces them.
-	Settings() *audit.Settings
-	Set(audit.Settings)
-	// HasSinks reports whether the log writes anywhere.
-	HasSinks() bool
-	// Wants reports whether a record is audited.
-	Wants(c audit.Category, keyspace, table, user string) bool
-	// Submit queues a record, waiting (under the block policy) until ctx is done at most.
-	Submit(ctx context.Context, r audit.Record) error
-	// Status returns the log's state; Err says which sinks fail, or nil.
-	Status() audit.Status
-	Err() error
-}
-
-// auditSubmitTimeout bounds how long an admin change waits for room for its record in a
-// sink that is behind or failing (the block policy), so that an operator can always
-// change the sidecar, the audit included; a record that does not fit in time is dropped
-// and counted, and the admin log says so.
-const auditSubmitTimeout = 2 * time.Second
-
 // auditedKey marks a request whose ADMIN record its handler wrote itself.
 const auditedKey = "tracecar.audited"
 

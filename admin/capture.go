@@ -12,14 +12,6 @@ import (
 	"github.com/tracecar/tracecar/tracing/capture"
 )
 
-// Capture is what the API needs from the workload capture; *capture.Capture implements
-// it.
-type Capture interface {
-	Start(capture.Options) (capture.Status, error)
-	Stop(ctx context.Context) (capture.Status, error)
-	Status() capture.Status
-}
-
 // captureStopTimeout bounds how long POST enable=false waits for the file to be complete.
 const captureStopTimeout = 30 * time.Second
 

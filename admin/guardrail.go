@@ -2,7 +2,6 @@ package admin
 
 import (
 	"math"
-	"strconv"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -63,30 +62,4 @@ func (s *tracingAPI) setGuardrail(ctx *fasthttp.RequestCtx, _ string) error {
 	}
 	s.audit(ctx, "guardrail").Interface("old", old.JSON()).Interface("new", b.JSON()).Msg("admin change")
 	return nil
-}
-
-// duration parses name's value as a Go duration of at least lo.
-func (p params) duration(name string, lo time.Duration, want string) (time.Duration, bool, error) {
-	s, ok := p[name]
-	if !ok {
-		return 0, false, nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d < lo || d < 0 {
-		return 0, false, badParam(name, s, want)
-	}
-	return d, true, nil
-}
-
-// number parses name's value as a finite number in [lo, hi].
-func (p params) number(name string, lo, hi float64, want string) (float64, bool, error) {
-	s, ok := p[name]
-	if !ok {
-		return 0, false, nil
-	}
-	v, err := strconv.ParseFloat(s, 64)
-	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < lo || v > hi {
-		return 0, false, badParam(name, s, want)
-	}
-	return v, true, nil
 }

@@ -9,18 +9,6 @@ import (
 	"github.com/tracecar/tracecar/admin/adminapi"
 )
 
-// NodeControl stops and starts the nodes of an embedded test cluster. node.Cluster
-// implements it, with nodes numbered from 0.
-type NodeControl interface {
-	// Len returns the number of nodes.
-	Len() int
-	// Up reports whether node i is serving.
-	Up(i int) bool
-	// Stop stops node i; Start starts it again.
-	Stop(i int) error
-	Start(i int) error
-}
-
 // addNodeRoutes registers the node control endpoints when there is a NodeControl.
 func (s *opsAPI) addNodeRoutes() {
 	if s.nodes == nil {

@@ -3,19 +3,11 @@ package admin
 import (
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/tracecar/tracecar/admin/adminapi"
 )
-
-// Query is one request in flight, as GET /tracecar/queries shows it.
-type Query = adminapi.Query
-
-// QueriesFunc returns the requests in flight for at least min, longest first, at most
-// limit of them. It must be safe for concurrent use.
-type QueriesFunc func(min time.Duration, limit int) []Query
 
 // Limits of /tracecar/queries.
 const (

@@ -12,8 +12,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,234 +21,12 @@ import (
 	"github.com/tracecar/tracecar/admin/adminapi"
 	"github.com/tracecar/tracecar/internal/metrics"
 	"github.com/tracecar/tracecar/tracing"
-	"github.com/tracecar/tracecar/tracing/guardrail"
 )
-
-// DefaultAddr is where the API listens when Config.Addr is empty: loopback only, on Scylla's
-// API port.
-const DefaultAddr = "127.0.0.1:10000"
 
 // ErrOpen is returned by Serve for a listener reachable from other machines when there is
 // no token and Config.Insecure is not set: a toggle can hurt a production node, so the API
 // is never open by accident.
 var ErrOpen = errors.New("admin API on a non-loopback address needs a token (or Insecure)")
-
-// Config configures a Server: where it listens, how it is secured, and what it serves.
-// The zero value works: it listens on DefaultAddr without a token or TLS, logs nothing,
-// and serves the loggers (none), /tracecar/status, /metrics, /healthz and /readyz; each
-// part set adds its endpoints.
-type Config struct {
-	// Addr is the host:port that ListenAndServe listens on; empty means DefaultAddr.
-	Addr string
-	// Token, when set, must come with every request but /healthz as
-	// "Authorization: Bearer TOKEN"; other requests get 401.
-	Token string
-	// TLSCert and TLSKey are PEM files; with both set the API speaks HTTPS only.
-	TLSCert, TLSKey string
-	// Insecure allows serving without a token on an address other machines can reach.
-	Insecure bool
-	// Logger is the admin logger: changes, refusals and server errors. Nil logs nothing.
-	Logger *zerolog.Logger
-
-	// Tracer is the tracing engine; nil serves no tracing endpoints (they are 404), and
-	// ConfigOnly serves only the trace probability (the embedded node).
-	Tracer Tracer
-	// Loggers is the logger registry; nil serves an empty logger list.
-	Loggers Loggers
-	// Ready makes /readyz call it, typically a dial of the node, and answer 503 when it
-	// fails. Nil: /readyz answers 200 as soon as the server runs.
-	Ready func(ctx context.Context) error
-	// Metrics' series are served on /metrics, besides those the server collects itself,
-	// and those of Collectors.
-	Metrics    *metrics.Metrics
-	Collectors []prometheus.Collector
-	// Guardrail makes /tracecar/status report the guardrail state it returns.
-	Guardrail func() Guardrail
-	// GuardrailControl serves GET and POST /tracecar/guardrail, and reports its state in
-	// /tracecar/status (unless Guardrail is set).
-	GuardrailControl GuardrailControl
-	// NodeLogin makes /tracecar/status report the node login it returns.
-	NodeLogin func() NodeLogin
-	// Queries serves GET /tracecar/queries.
-	Queries QueriesFunc
-	// Process makes /tracecar/status report the process it describes, and the binary it
-	// runs (Process.Build, unless it sets it).
-	Process func() Process
-	// Shards makes /tracecar/status report the shard figures it returns (nil: none yet).
-	Shards func() *Shards
-	// WriteGate makes every request ask it first: while it returns an error, requests
-	// other than GET (and HEAD) get 503 with its message, and every response closes its
-	// connection. A sidecar that hands itself over to a new process refuses changes this
-	// way, so that no change is made to the state it has handed over.
-	WriteGate func() error
-	// Audit serves GET and POST /tracecar/audit, reports its state in /tracecar/status,
-	// makes /readyz fail while one of its sinks fails, and makes every change through the
-	// API (any method but GET) an ADMIN record.
-	Audit AuditLog
-	// Statements serves /tracecar/statement_stats, /tracecar/statements and
-	// /tracecar/statements/reset, and with a Tracer /tracecar/trace_floor.
-	Statements Statements
-	// Capture serves GET and POST /tracecar/capture, and reports its state in
-	// /tracecar/status.
-	Capture Capture
-	// TraceFilter serves GET, POST and DELETE /tracecar/trace_filter.
-	TraceFilter TraceFilter
-	// TraceContextKeys are the custom payload keys that the tracer reads a traceparent
-	// from (tracing.Tracer.TraceContextKeys), shown by GET and POST
-	// /tracecar/trace_context and in /tracecar/status; nil: tracing.TraceparentKey.
-	// Following the client's sampling decision is part of the tracer's configuration, so
-	// that the guardrail steps it down with the probability.
-	TraceContextKeys []string
-	// Node is the node's management API: /system/logger serves the node's loggers as
-	// node:NAME, /tracecar/node/trace_probability serves the node's probability, and the
-	// changes that NodeApply names are made on the node too, all or nothing.
-	Node      Node
-	NodeApply NodeApply
-	// NodeControl serves POST /tracecar/node/stop?node=i, POST /tracecar/node/start?node=i
-	// and GET /tracecar/nodes, with nodes numbered from 1 as in 127.0.0.<i>: for tests of
-	// failover (a stop looks like a crash to clients). NodeStateErr reports whether an
-	// error means that the node is already stopped or started, answered with 409.
-	NodeControl  NodeControl
-	NodeStateErr func(error) bool
-	// ToggleMaxDuration gives a costly toggle sent without for (full mode, a probability
-	// above 0, a debug or trace level, a threshold of 0) a timer of this duration, and says
-	// so in its answer (TimerHeader). 0 leaves such toggles on until changed.
-	ToggleMaxDuration time.Duration
-}
-
-// Tracer is what the API needs from the tracing engine. tracing.Tracer implements it; a
-// server with only a trace probability (the embedded node) can use ConfigOnly.
-type Tracer interface {
-	// Config returns the current configuration.
-	Config() tracing.Config
-	// SetConfig installs a whole configuration at once, or returns an error and changes
-	// nothing.
-	SetConfig(tracing.Config) error
-	// SlowLog returns up to limit recorded sessions, newest first; limit <= 0 means all.
-	SlowLog(limit int) []tracing.Session
-	// Session returns one recorded session.
-	Session(id string) (tracing.Session, bool)
-	// Stats returns the tracer's counters.
-	Stats() tracing.Stats
-}
-
-// configUpdater is implemented by a Tracer, such as tracing.Tracer, that can apply a
-// read-modify-write under its own lock, so that no writer outside this server can slip in
-// between the read and the write.
-type configUpdater interface {
-	UpdateConfig(func(tracing.Config) tracing.Config) error
-}
-
-// Loggers is what the API needs from the logger registry; logs.Registry implements it.
-type Loggers interface {
-	// Names returns the names of the loggers.
-	Names() []string
-	// Level returns a logger's level.
-	Level(name string) (string, error)
-	// SetLevel sets one logger's level.
-	SetLevel(name, level string) error
-	// SetAll sets every logger's level.
-	SetAll(level string) error
-}
-
-// Guardrail is the runtime guardrail's state as /tracecar/status reports it: State is
-// "none" when no budget is set, else "ok" or "stepped_down", and Detail says why.
-type Guardrail = guardrail.Status
-
-// GuardrailControl is what the API needs from the runtime guardrail;
-// guardrail.Controller implements it.
-type GuardrailControl interface {
-	// Status returns the guardrail's state.
-	Status() guardrail.Status
-	// Budget returns the budget in force.
-	Budget() guardrail.Budget
-	// SetBudget installs a budget, or returns an error wrapping guardrail.ErrInvalidBudget
-	// and changes nothing.
-	SetBudget(guardrail.Budget) error
-}
-
-// NodeLogin is the state of the sidecar's own login to its node, as /tracecar/status
-// reports it.
-type NodeLogin = adminapi.NodeLogin
-
-// Server is the admin API. Create it with New; it is safe for concurrent use, and Serve
-// may be called more than once, on different listeners. Its handlers are grouped by
-// concern in types over the state they share (core): scyllaAPI, tracingAPI and opsAPI.
-type Server struct {
-	*core
-	addr atomic.Pointer[string]
-}
-
-// core is what the API's handlers share: the configuration and the parts it names, the
-// admin logger, the toggles' timers and the routes. Its methods are the helpers every group
-// of handlers uses: audit (audit.go), toggle and the timers (timers.go), updateConfig
-// (storage_service.go), applyToNode and nodeLoggers (node.go).
-type core struct {
-	cfg       Config
-	tr        Tracer // nil: no tracing endpoints
-	logs      Loggers
-	log       *zerolog.Logger
-	ready     func(context.Context) error
-	metrics   *metrics.Metrics
-	guardrail func() Guardrail
-	guardCtl  GuardrailControl
-	stmts     Statements  // nil: no statement statistics endpoints
-	capture   Capture     // nil: no capture endpoints
-	filter    TraceFilter // nil: no trace filter endpoints
-	ctxKeys   []string    // the tracer's trace context keys; nil: no trace context endpoint
-	node      Node        // nil: no node: loggers, nothing applied to the node
-	apply     NodeApply
-	gatherer  prometheus.Gatherer
-	token     [sha256.Size]byte // hash of cfg.Token, compared in constant time
-	started   time.Time
-
-	queries   QueriesFunc    // nil: no /tracecar/queries
-	process   func() Process // nil: no process in the status
-	shards    func() *Shards // nil: no shards in the status
-	writeGate func() error   // nil: changes always allowed
-
-	auditLog AuditLog // nil: no audit endpoint, no ADMIN records
-
-	nodeLogin func() NodeLogin // nil: no node_login in the status
-	timers    timers           // the toggles' for= timers (timers.go)
-
-	nodes        NodeControl // nil: no node control endpoints
-	nodeStateErr func(error) bool
-
-	// cfgMu serialises read-modify-write of the tracer's configuration when the tracer
-	// cannot do it under its own lock.
-	cfgMu sync.Mutex
-
-	exact  map[string]route // by path
-	prefix []prefixRoute    // paths with a trailing parameter
-}
-
-// The handlers, by concern, each a type over the core.
-type (
-	// scyllaAPI serves ScyllaDB's endpoints: slow_query, trace_probability, the loggers
-	// (storage_service.go, system.go), and the node's, which it applies them to (node.go).
-	scyllaAPI struct{ *core }
-	// tracingAPI serves tracecar's tracing endpoints: the recorded sessions (tracecar.go,
-	// slowlog.go), the trace context, filter and floor, and the guardrail.
-	tracingAPI struct{ *core }
-	// opsAPI serves what operates the sidecar: the status, health and metrics (tracecar.go,
-	// metrics.go), the statement statistics, the capture, the audit log, the requests in
-	// flight and the nodes of a test cluster.
-	opsAPI struct{ *core }
-)
-
-// handler serves one method of a route. arg is the path parameter of a prefix route.
-type handler func(ctx *fasthttp.RequestCtx, arg string) error
-
-// route is the handlers of one path, by method. A GET handler serves HEAD too. Every
-// method a route has is served, listed by Routes and refused without the token, so that
-// no method can be added that the token test does not see.
-type route map[string]handler
-
-type prefixRoute struct {
-	prefix string
-	r      route
-}
 
 var nopLogger = zerolog.Nop()
 
@@ -488,6 +264,25 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 	}
 }
 
+// gated answers a request that the write gate refuses, and reports whether it did. While
+// the gate is closed every response closes its connection, reads too: the listener is the
+// new process's, and a client's next connection reaches it.
+func (s *Server) gated(ctx *fasthttp.RequestCtx, method string) bool {
+	if s.writeGate == nil {
+		return false
+	}
+	err := s.writeGate()
+	if err == nil {
+		return false
+	}
+	ctx.SetConnectionClose()
+	if method == http.MethodGet {
+		return false
+	}
+	writeError(ctx, errorf(http.StatusServiceUnavailable, "%v", err))
+	return true
+}
+
 // handleBadRequest answers a request that fasthttp could not parse.
 func (s *Server) handleBadRequest(ctx *fasthttp.RequestCtx, err error) {
 	var ne net.Error
@@ -545,19 +340,6 @@ func (s *Server) Routes() []Route {
 	return out
 }
 
-// allow lists the methods of r for the Allow header.
-func (r route) allow() string {
-	var m []string
-	for k := range r {
-		m = append(m, k)
-		if k == http.MethodGet {
-			m = append(m, http.MethodHead)
-		}
-	}
-	sort.Strings(m)
-	return strings.Join(m, ", ")
-}
-
 // authorized reports whether ctx carries the token, or no token is configured. The
 // comparison is of SHA-256 hashes in constant time, so neither the token's bytes nor its
 // length leak through timing.
@@ -590,12 +372,3 @@ func (noLoggers) Level(name string) (string, error) {
 }
 func (noLoggers) SetLevel(name, level string) error { return fmt.Errorf("unknown logger %q", name) }
 func (noLoggers) SetAll(level string) error         { return nil }
-
-// audit starts the log line of a change made by the client of ctx. It is written whatever
-// the admin logger's level, so that lowering that level (itself a change, and logged) cannot
-// hide later changes: the event has no level for the registry to filter, and carries
-// level "info" as a field for readers.
-func (s *core) audit(ctx *fasthttp.RequestCtx, what string) *zerolog.Event {
-	return s.log.Log().Str(zerolog.LevelFieldName, zerolog.LevelInfoValue).
-		Str("remote", ctx.RemoteAddr().String()).Str("what", what)
-}

@@ -85,3 +85,7 @@ func filterOf(f tracing.Filter) adminapi.TraceFilter {
 	return adminapi.TraceFilter{Keyspace: f.Keyspace, Table: f.Table, User: f.User, Client: f.Client,
 		Statement: f.Statement, Opcode: f.Opcode}
 }
+
+func slowQueryOf(c tracing.Config) adminapi.SlowQuery {
+	return adminapi.SlowQuery{Enable: c.Enable, TTL: c.TTLSeconds, Threshold: c.ThresholdMicros, Fast: c.Fast}
+}

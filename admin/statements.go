@@ -11,17 +11,6 @@ import (
 	"github.com/tracecar/tracecar/tracing/statements"
 )
 
-// Statements is what the API needs from per-statement statistics; *statements.Stats
-// implements it.
-type Statements interface {
-	Enabled() bool
-	SetEnabled(bool)
-	List(order string, limit int, withHistogram bool) []statements.Statement
-	Reset()
-	Max() int
-	Evicted() uint64
-}
-
 // DefaultStatementsLimit is the number of statements GET /tracecar/statements returns
 // without a limit parameter.
 const DefaultStatementsLimit = 100

@@ -24,10 +24,6 @@ const (
 // SlowQuery is the JSON of GET /storage_service/slow_query.
 type SlowQuery = adminapi.SlowQuery
 
-func slowQueryOf(c tracing.Config) SlowQuery {
-	return SlowQuery{Enable: c.Enable, TTL: c.TTLSeconds, Threshold: c.ThresholdMicros, Fast: c.Fast}
-}
-
 // getSlowQuery serves GET /storage_service/slow_query.
 func (s *scyllaAPI) getSlowQuery(ctx *fasthttp.RequestCtx, _ string) error {
 	return writeJSON(ctx, slowQueryOf(s.tr.Config()))
@@ -200,23 +196,6 @@ func (s *scyllaAPI) applyProbability(ctx *fasthttp.RequestCtx, prob float64) (ol
 		Float64("old", old.Probability).Float64("new", cur.Probability).
 		Str("mode", cur.Mode()).Msg("admin change")
 	return old, cur, nil
-}
-
-// updateConfig applies f to the tracer's configuration as one read-modify-write and
-// returns the configurations before and after.
-func (s *core) updateConfig(f func(tracing.Config) tracing.Config) (old, cur tracing.Config, err error) {
-	if u, ok := s.tr.(configUpdater); ok {
-		err = u.UpdateConfig(func(c tracing.Config) tracing.Config {
-			old, cur = c, f(c)
-			return cur
-		})
-		return old, cur, err
-	}
-	s.cfgMu.Lock()
-	defer s.cfgMu.Unlock()
-	old = s.tr.Config()
-	cur = f(old)
-	return old, cur, s.tr.SetConfig(cur)
 }
 
 // getLoggingLevels serves GET /storage_service/logging_level: every logger that GET

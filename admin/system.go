@@ -10,6 +10,8 @@ import (
 	"github.com/tracecar/tracecar/admin/adminapi"
 )
 
+// The loggers, ScyllaDB's /system/logger: the sidecar's own, and the node's as node:NAME.
+
 // wantLevel describes the level parameter in messages.
 var wantLevel = "one of " + strings.Join(Levels, ", ")
 
@@ -83,6 +85,44 @@ func (s *scyllaAPI) setLogger(ctx *fasthttp.RequestCtx, name string) error {
 		}
 		s.audit(ctx, "logger "+name).
 			Str("old", old).Str("new", level).Msg("admin change")
+		return []TimerSetting{{Setting: settingLoggerPrefix + name, RevertTo: old, SetTo: level}}, costlyLevel(level), nil
+	})
+}
+
+// getNodeLogger serves GET /system/logger/node:NAME.
+func (s *scyllaAPI) getNodeLogger(ctx *fasthttp.RequestCtx, name, nodeLogger string) error {
+	if s.node == nil {
+		return noNode(name)
+	}
+	c, cancel := nodeContext()
+	defer cancel()
+	l, err := s.node.Level(c, nodeLogger)
+	if err != nil {
+		return nodeError("logger "+name, err)
+	}
+	return writeJSON(ctx, adminapi.Level(l))
+}
+
+// setNodeLogger serves POST /system/logger/node:NAME?level=L.
+func (s *scyllaAPI) setNodeLogger(ctx *fasthttp.RequestCtx, name, nodeLogger string) error {
+	if s.node == nil {
+		return noNode(name)
+	}
+	level, d, err := requiredLevel(ctx)
+	if err != nil {
+		return err
+	}
+	return s.toggle(ctx, "POST /system/logger/"+name, d, func() ([]TimerSetting, bool, error) {
+		c, cancel := nodeContext()
+		defer cancel()
+		old, err := s.node.Level(c, nodeLogger)
+		if err != nil {
+			return nil, false, nodeError("logger "+name, err)
+		}
+		if err := s.node.SetLevel(c, nodeLogger, level); err != nil {
+			return nil, false, nodeError("logger "+name, err)
+		}
+		s.audit(ctx, "logger "+name).Str("node", s.node.Kind()).Str("old", old).Str("new", level).Msg("admin change")
 		return []TimerSetting{{Setting: settingLoggerPrefix + name, RevertTo: old, SetTo: level}}, costlyLevel(level), nil
 	})
 }

@@ -10,12 +10,6 @@ import (
 	"github.com/tracecar/tracecar/tracing"
 )
 
-// TraceFilter is what the API needs to narrow tracing; *tracing.Tracer implements it.
-type TraceFilter interface {
-	Filter() tracing.Filter
-	SetFilter(tracing.Filter)
-}
-
 // getTraceFilter serves GET /tracecar/trace_filter: the filter in force, {} for none.
 func (s *tracingAPI) getTraceFilter(ctx *fasthttp.RequestCtx, _ string) error {
 	if _, err := readParams(ctx); err != nil {

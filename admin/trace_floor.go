@@ -2,8 +2,6 @@ package admin
 
 import (
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -95,19 +93,6 @@ func (s *tracingAPI) changeFloor(ctx *fasthttp.RequestCtx, d time.Duration, f fu
 		return err
 	}
 	return writeJSON(ctx, traceFloor(cur))
-}
-
-// floorSetting is the trace floor of c as a timer's setting: "INTERVAL/MAX", "0s/0" off.
-func floorSetting(c tracing.Config) string {
-	return c.FloorInterval.String() + "/" + strconv.Itoa(c.FloorMaxPerSecond)
-}
-
-// parseFloorSetting reads floorSetting's value back.
-func parseFloorSetting(v string) (time.Duration, int) {
-	iv, mx, _ := strings.Cut(v, "/")
-	d, _ := time.ParseDuration(iv)
-	n, _ := strconv.Atoi(mx)
-	return d, n
 }
 
 // floorInterval parses the interval parameter: a Go duration from 0 to 7 days, or 0.

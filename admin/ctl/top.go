@@ -5,17 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"maps"
 	"net/http"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
-
-	"golang.org/x/term"
 
 	"github.com/tracecar/tracecar/admin/adminapi"
 )
@@ -27,7 +23,8 @@ import (
 // histograms of that interval, never averaged across hosts.
 //
 // This file reads and computes; top_render.go lays the result out as lines, for the
-// screen (top_screen.go) or as plain lines when stdout is not a terminal.
+// screen (top_screen.go) or as plain lines when stdout is not a terminal, and top_run.go
+// runs the command, choosing one.
 
 // DefaultTopInterval is the refresh interval of top without --interval.
 const DefaultTopInterval = 2 * time.Second
@@ -465,30 +462,6 @@ func summary(counts map[string]int) string {
 		keys[i] = k + "×" + strconv.Itoa(counts[k])
 	}
 	return strings.Join(keys, " ")
-}
-
-// runTop runs top against cfg's hosts until ctx is done, q is pressed, or Count refreshes
-// have been shown: full-screen when stdout is a terminal, else plain lines.
-func runTop(ctx context.Context, cfg Config, stdout io.Writer) error {
-	cmd := cfg.Command
-	if cmd.Interval <= 0 {
-		cmd.Interval = DefaultTopInterval
-	}
-	if cmd.Sort == "" {
-		cmd.Sort = "total_time"
-	}
-	if !slices.Contains(TopSortOrders, cmd.Sort) {
-		return fmt.Errorf("ctl: sort %q: want one of %s", cmd.Sort, strings.Join(TopSortOrders, ", "))
-	}
-	cl, err := newClient(cfg.Token, cfg.CACert)
-	if err != nil {
-		return err
-	}
-	t := &top{cl: cl, hosts: cfg.Hosts, cmd: cmd}
-	if f, ok := stdout.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		return t.screen(ctx)
-	}
-	return t.plain(ctx, stdout)
 }
 
 // top is one run of the command.
