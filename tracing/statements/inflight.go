@@ -1,9 +1,5 @@
 package statements
 
-import (
-	"slices"
-)
-
 // What a reader outside the data path may learn from an entry and a Ticket: the statement
 // of a request in flight (GET /tracecar/queries), and the anti-patterns an entry's
 // requests have shown (the "antipatterns" of each statement in the list).
@@ -41,11 +37,4 @@ func (e *Entry) antiPatterns() []string {
 		}
 	}
 	return out
-}
-
-// sortKinds orders anti-pattern kind names as AntiPatternKinds lists them.
-func sortKinds(kinds []string) {
-	slices.SortFunc(kinds, func(a, b string) int {
-		return slices.Index(AntiPatternKinds[:], a) - slices.Index(AntiPatternKinds[:], b)
-	})
 }

@@ -12,16 +12,6 @@ import (
 // packages keep their own list (nodeFilesInCycles in node_test.go), and the test helpers
 // (internal/testkit/...) none.
 var filesInCycles = map[string][]string{
-	"admin": {"audit.go", "capture.go", "guardrail.go", "metrics.go", "node.go", "nodes.go", "ops.go",
-		"process.go", "queries.go", "server.go", "shards.go", "slowlog.go", "statements.go",
-		"storage_service.go", "system.go", "timers.go", "trace_context.go", "trace_filter.go",
-		"trace_floor.go", "tracecar.go"},
-	"admin/ctl": {"ctl.go", "discover.go", "slowlog.go", "statements.go", "top.go", "top_render.go",
-		"top_screen.go"},
-	"cmd/tracecar": {"audit.go", "capture.go", "children.go", "config.go", "ctl.go", "embedded.go",
-		"guardrail.go", "handover.go", "limits.go", "live.go", "loadcheck.go", "memory.go", "node.go",
-		"peers.go", "run.go", "serve.go", "shards.go", "sidecar.go", "sinks.go", "stack.go", "statements.go",
-		"tls.go", "tracer.go"},
 	"loadcheck": {"admin.go", "budget.go", "cluster.go", "csv.go", "decide.go", "drivers.go", "hdrlog.go", "html.go",
 		"html_overhead.go", "loadcheck.go", "mode.go", "modesettings.go", "op.go", "output.go", "preload.go", "print.go",
 		"profile.go", "profile_gen.go", "profile_run.go", "report.go", "scheduler.go", "scrape.go", "verdict.go",
