@@ -44,6 +44,8 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/gocql/gocql"
+	"github.com/tracecar/tracecar/loadcheck/cqlconn"
+	"github.com/tracecar/tracecar/loadcheck/replay"
 )
 
 // Defaults applied to zero Config fields. The duration and warmup are short so that the
@@ -452,7 +454,7 @@ type checker struct {
 	done     int
 	total    int
 	// replayRuns are the measured runs' counts of a replay.
-	replayRuns []*replayRun
+	replayRuns []*replay.Run
 }
 
 func (c *checker) run(ctx context.Context) (rep *Report, err error) {
@@ -489,7 +491,8 @@ func (c *checker) run(ctx context.Context) (rep *Report, err error) {
 	rep = c.report(started)
 	rep.Cluster = c.clusterReport()
 	if c.wl.replay != nil {
-		rep.Replay = c.replayReport()
+		rp := c.wl.replay
+		rep.Replay = rp.Report(c.cfg.Rate, rp.Connections(c.cfg.ReplayConnections), c.replayRuns)
 	}
 	c.out.clearStatus()
 	printComparison(c.out, rep)
@@ -532,6 +535,45 @@ func (c *checker) prepareWorkload(ctx context.Context) error {
 		return c.prepareProfile(ctx)
 	}
 	return c.prepare(ctx)
+}
+
+// prepareReplay creates the capture's schema on the target and writes the rows that its
+// reads find; the keyspaces it created are dropped again when the preload fails, so that
+// nothing is left half-made.
+func (c *checker) prepareReplay(ctx context.Context) error {
+	rp := c.wl.replay
+	target := c.modes[0].target
+	conn, err := cqlconn.Dial(ctx, c.cfg.connOptions(), target)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	undo, err := rp.CreateSchema(ctx, conn, target)
+	if err != nil {
+		return err
+	}
+	c.out.printf("Replay of %s: created %d tables on %s\n", rp.Path(), rp.Tables(), target)
+	if err := c.preloadReplay(ctx, conn); err != nil {
+		undo()
+		return err
+	}
+	return nil
+}
+
+// preloadReplay writes, for every key the capture reads, as many rows as its reads returned.
+func (c *checker) preloadReplay(ctx context.Context, conn *cqlconn.Conn) error {
+	rp := c.wl.replay
+	n := rp.PreloadRows()
+	if n == 0 {
+		return nil
+	}
+	c.out.printf("Preloading %s rows for the keys the capture reads ...\n", commas(float64(n)))
+	started := time.Now()
+	if err := rp.Preload(ctx, conn, min(c.cfg.Concurrency, 64)); err != nil {
+		return err
+	}
+	c.out.printf("Preloaded %s rows in %.1fs\n", commas(float64(n)), time.Since(started).Seconds())
+	return nil
 }
 
 // breachError is the guardrail's error naming each budget breached: over it, not resolved
@@ -604,16 +646,16 @@ func (c *checker) printHeader() {
 	if rp := c.wl.replay; rp != nil {
 		rate = "the recorded timing (open loop)"
 		switch {
-		case rp.speed == 0 && cfg.Rate > 0:
+		case rp.Speed() == 0 && cfg.Rate > 0:
 			rate = fmt.Sprintf("the recorded order at a fixed rate of %s op/s (open loop)", commas(cfg.Rate))
-		case rp.speed == 0:
+		case rp.Speed() == 0:
 			rate = "as fast as the workers go"
-		case rp.speed != 1:
-			rate = fmt.Sprintf("the recorded timing at %gx (open loop)", rp.speed)
+		case rp.Speed() != 1:
+			rate = fmt.Sprintf("the recorded timing at %gx (open loop)", rp.Speed())
 		}
-		limit = fmt.Sprintf("%d captured requests per run (%.1fs captured)", len(rp.ops), rp.span.Seconds())
+		limit = fmt.Sprintf("%d captured requests per run (%.1fs captured)", rp.Requests(), rp.Span().Seconds())
 		pop = "the capture's keys"
-		c.out.printf("replay of %s over %d connections; %s\n", rp.path, rp.connections(cfg), rp.skipSummary())
+		c.out.printf("replay of %s over %d connections; %s\n", rp.Path(), rp.Connections(cfg.ReplayConnections), rp.SkipSummary())
 	}
 	c.out.printf("workload %s", c.wl.name)
 	if p := c.wl.profile; p != nil {
@@ -730,6 +772,55 @@ func (c *checker) runMode(ctx context.Context, m *mode, round, pos int) (*runRes
 	rr.Sidecars = sidecarDelta(cfg.admins(), mr.seen0, mr.seen1)
 	printResults(c.out, rr, cfg.Rate > 0)
 	return rr, nil
+}
+
+// runReplayMode runs one mode's run of a replay: a warmup on the capture's start, then the
+// whole capture, measured as any run is.
+func (c *checker) runReplayMode(ctx context.Context, m *mode, round, pos int) (*runResult, error) {
+	cfg := c.cfg
+	workers := cfg.Concurrency
+	ops := make([]Op, workers)
+	if cfg.Warmup > 0 {
+		s, err := c.openReplay(ctx, m.target)
+		if err != nil {
+			return nil, fmt.Errorf("mode %s: %w", m.name, err)
+		}
+		c.status(m, round, "warming up", 0)
+		warm := runPhase(ctx, phase{clock: c.env.clock, workers: workers, duration: cfg.Warmup, schedule: replaySchedule(s, c.wl.replay, cfg.Rate, workers, cfg.Warmup)}, ops)
+		s.Close()
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		c.out.printf("Warmed up for %.1fs: %s ops, %s errors\n", warm.elapsed.Seconds(), commas(float64(warm.ops)), commas(float64(warm.errs)))
+	}
+	s, err := c.openReplay(ctx, m.target)
+	if err != nil {
+		return nil, fmt.Errorf("mode %s: %w", m.name, err)
+	}
+	defer s.Close()
+	c.out.printf("%s\n", intervalHeader)
+	p := phase{clock: c.env.clock, workers: workers, interval: cfg.Interval, schedule: replaySchedule(s, c.wl.replay, cfg.Rate, workers, 0),
+		onInterval: func(iv Interval, _, _ *hdrhistogram.Histogram) {
+			c.out.printf("%s\n", intervalLine(iv))
+			c.status(m, round, fmt.Sprintf("%.0fs, %s op/s, p99 %.2f ms", iv.TimeS, commas(iv.OpRate), iv.P99Ms), iv.TimeS)
+		}}
+	wall := time.Now()
+	mr, err := c.measure(ctx, m, p, ops)
+	if err != nil {
+		return nil, err
+	}
+	res, cpu, pc, seen0, seen1 := mr.res, mr.cpu, mr.pc, mr.seen0, mr.seen1
+	c.replayRuns = append(c.replayRuns, s.Run())
+	rr := newRunResult(m, round, pos, wall, res, cpu, pc)
+	rr.Sidecars = sidecarDelta(cfg.admins(), seen0, seen1)
+	printResults(c.out, rr, cfg.Rate > 0 || c.wl.replay.Speed() > 0)
+	return rr, nil
+}
+
+// openReplay opens a run's replay connections to target, its statements prepared on each.
+func (c *checker) openReplay(ctx context.Context, target string) (*replay.Session, error) {
+	rp := c.wl.replay
+	return rp.Open(ctx, c.cfg.connOptions(), target, rp.Connections(c.cfg.ReplayConnections))
 }
 
 // connectMode opens a session to m's target, at m's protocol version when it sets one.

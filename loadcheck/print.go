@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -591,4 +592,45 @@ func Validate(cfg Config) error {
 		return err
 	}
 	return checkBudgets(cfg.MaxOverhead, modes)
+}
+
+// printReplay prints the captured against the replayed: counts, keys and latency.
+func printReplay(out *printer, rep *Report) {
+	r := rep.Replay
+	if r == nil {
+		return
+	}
+	out.printf("\nReplay of %s at %s over %d connections: %d of %d captured requests per run, captured at %.0f op/s over %.1fs\n",
+		r.File, r.Speed, r.Connections, r.Replayed, r.Records, r.CapturedOpRate, r.SpanS)
+	for _, k := range sortedKeys(r.Skipped) {
+		out.printf("  not replayed: %d %s\n", r.Skipped[k], k)
+	}
+	out.printf("%-10s %10s %10s %8s  %s\n", "statement", "captured", "replayed", "errors", "query")
+	for _, s := range r.Statements {
+		q := s.Query
+		if len(q) > 70 {
+			q = q[:70] + "…"
+		}
+		out.printf("%-10d %10d %10.0f %8.0f  %s\n", s.ID, s.Captured, s.Replayed, s.Errors, q)
+	}
+	out.printf("hottest keys (of %d; keyed hashes, never values): captured share → replayed share\n", r.Keys.Distinct)
+	for _, k := range r.Keys.Top {
+		out.printf("  %s  %5.2f%% → %5.2f%%\n", k.Key, k.CapturedPct, k.ReplayedPct)
+	}
+	out.printf("%-12s %9s %9s %9s %9s %9s %11s\n", "latency ms", "p50", "p95", "p99", "p99.9", "max", "op/s")
+	l := r.CapturedLatency
+	out.printf("%-12s %9.3f %9.3f %9.3f %9.3f %9.3f %11.0f\n", "captured*", l.P50Ms, l.P95Ms, l.P99Ms, l.P999Ms, l.MaxMs, r.CapturedOpRate)
+	for _, m := range rep.Modes {
+		out.printf("%-12s %9.3f %9.3f %9.3f %9.3f %9.3f %11.0f\n", m.Name, m.P50Ms, m.P95Ms, m.P99Ms, m.P999Ms, m.MaxMs, m.OpRate)
+	}
+	out.printf("* as the sidecar saw it: from the request's arrival to the node's answer; the modes' are the client's, from the intended start\n")
+}
+
+func sortedKeys(m map[string]int) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

@@ -16,6 +16,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/gocql/gocql"
 	"github.com/tracecar/tracecar/loadcheck/client"
+	"github.com/tracecar/tracecar/loadcheck/values"
 )
 
 // How a profile drives load, through either client as the built-in workloads do (op.go;
@@ -249,7 +250,7 @@ func (p *profile) readTable(ctx context.Context, s *gocql.Session) error {
 				population: mustDist("", defaultColumnPopulation), cluster: mustDist("", defaultColumnCluster)}
 		}
 		col := newPcol(name, typ, kind, pos, strings.EqualFold(order, "desc"), spec)
-		if err := checkType(typ); err != nil {
+		if err := values.Check(typ); err != nil {
 			return profileError(p.path, max(spec.line, p.lines["table_definition"]), "column %s of type %s: not supported: %v", name, typ, err)
 		}
 		switch kind {
@@ -374,6 +375,9 @@ func (p *profile) update() (string, []*pcol) {
 	}
 	return "UPDATE " + quoteName(p.table) + " SET " + strings.Join(set, ", ") + " WHERE " + strings.Join(where, " AND "), cols
 }
+
+// quoteName quotes a name for CQL text: "name", with a quote doubled.
+func quoteName(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 
 // batchType is the insert's batch type: the profile's, or LOGGED (COUNTER for counters).
 func (p *profile) batchType() gocql.BatchType {

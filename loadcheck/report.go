@@ -6,18 +6,20 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/tracecar/tracecar/loadcheck/replay"
 	"github.com/tracecar/tracecar/loadcheck/stats"
 )
 
 // Latency summarizes a latency histogram, in milliseconds.
-type Latency struct {
-	MeanMs float64 `json:"mean_ms"`
-	P50Ms  float64 `json:"p50_ms"`
-	P95Ms  float64 `json:"p95_ms"`
-	P99Ms  float64 `json:"p99_ms"`
-	P999Ms float64 `json:"p999_ms"`
-	MaxMs  float64 `json:"max_ms"`
-}
+type Latency = stats.Latency
+
+// The "replay" section of the report: a replay's counts and keys, captured and replayed.
+type (
+	ReplayReport    = replay.Report
+	ReplayStatement = replay.Statement
+	ReplayKeys      = replay.Keys
+	ReplayKey       = replay.Key
+)
 
 // latencyOf reads a microsecond histogram. Percentiles are HdrHistogram's: the highest value
 // equivalent to the one at that rank, so within 0.1% at 3 significant digits.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/tracecar/tracecar/loadcheck/replay"
 	"github.com/tracecar/tracecar/loadcheck/stats"
 )
 
@@ -83,7 +84,7 @@ type phase struct {
 	// interval's figures and histograms, which are reused after it returns.
 	onInterval func(iv Interval, resp, svc *hdrhistogram.Histogram)
 	// schedule, when set, replaces the workers' ops and the rate: operation i is
-	// schedule.ops[w](ctx, i), on the worker w that takes it (see replay_run.go).
+	// schedule.ops[w](ctx, i), on the worker w that takes it (see replaySchedule).
 	schedule *schedule
 }
 
@@ -408,4 +409,18 @@ func (c *collector) collect(now time.Duration) {
 	c.ivResp.Reset()
 	c.ivSvc.Reset()
 	c.lastT = now
+}
+
+// replaySchedule returns the phase schedule of a replay's run s: the recorded times scaled
+// by the speed, a fixed rate, or as fast as possible. limit, when positive, keeps the
+// requests intended before it (a warmup).
+func replaySchedule(s *replay.Session, rp *replay.Replay, rate float64, workers int, limit time.Duration) *schedule {
+	sc := &schedule{at: rp.Times(rate, limit), ops: make([]indexedOp, workers)}
+	if sc.at == nil {
+		sc.n = int64(rp.Requests())
+	}
+	for w := range sc.ops {
+		sc.ops[w] = s.Worker()
+	}
+	return sc
 }

@@ -2,6 +2,7 @@ package loadcheck
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -9,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+
+	"github.com/tracecar/tracecar/loadcheck/replay"
 )
 
 // The cassandra-stress default schema: keyspace1.standard1 with a blob key and five
@@ -172,12 +175,15 @@ type workload struct {
 	// TraceContextSampled, TraceContextUnsampled, or "" and TraceContextNone for none.
 	traceContext string
 	// replay is the capture a replay plays, nil for the built-in workloads.
-	replay *replay
+	replay *replay.Replay
 	// profile is the user profile a profile workload runs, and stats its operations'
 	// figures in the current run.
 	profile *profile
 	stats   *profileStats
 }
+
+// ReplayPrefix starts a --workload that replays a capture file.
+const ReplayPrefix = "replay:"
 
 // parseWorkload builds the workload from the Workload, Ratio and Pop settings.
 func parseWorkload(cfg *Config) (*workload, error) {
@@ -189,7 +195,10 @@ func parseWorkload(cfg *Config) (*workload, error) {
 		if cfg.Ratio != "" {
 			return nil, usageErrorf("--ratio applies to --workload mixed, not a replay")
 		}
-		rp, err := loadReplay(cfg, path)
+		rp, err := replay.Load(path, replay.Options{Speed: cfg.ReplaySpeed, Rate: cfg.Rate, Keyspace: cfg.ReplayKeyspace})
+		if errors.Is(err, replay.ErrUsage) {
+			return nil, usageErrorf("%v", err)
+		}
 		if err != nil {
 			return nil, err
 		}

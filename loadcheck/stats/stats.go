@@ -1,13 +1,23 @@
-// Package stats holds loadcheck's statistics: a sample's summary, the degradation of one
-// mode's op rate against another's with its error, Welch's and the paired t-tests on
-// Student's t distribution, and Holm's adjustment of several p-values. It knows nothing of
-// modes, runs or reports.
+// Package stats holds loadcheck's statistics: a latency summary, a sample's summary, the
+// degradation of one mode's op rate against another's with its error, Welch's and the
+// paired t-tests on Student's t distribution, and Holm's adjustment of several p-values. It
+// knows nothing of modes, runs or reports.
 package stats
 
 import (
 	"math"
 	"sort"
 )
+
+// Latency summarizes a latency histogram, in milliseconds.
+type Latency struct {
+	MeanMs float64 `json:"mean_ms"`
+	P50Ms  float64 `json:"p50_ms"`
+	P95Ms  float64 `json:"p95_ms"`
+	P99Ms  float64 `json:"p99_ms"`
+	P999Ms float64 `json:"p999_ms"`
+	MaxMs  float64 `json:"max_ms"`
+}
 
 // Summary describes a small sample, such as one mode's op rates over rounds.
 type Summary struct {

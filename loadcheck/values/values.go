@@ -269,3 +269,32 @@ func Size(typ string) (int, bool) {
 	n, ok := typeSizes[typ]
 	return n, ok
 }
+
+// Check checks that values of the CQL type t, as system_schema spells it, are made here,
+// so that the replay (or a profile) can create a column of it and write it.
+func Check(t string) error {
+	t = strings.TrimSpace(t)
+	if inner, ok := strings.CutPrefix(t, "frozen<"); ok && strings.HasSuffix(inner, ">") {
+		return Check(inner[:len(inner)-1])
+	}
+	for _, c := range []string{"list<", "set<", "map<", "tuple<"} {
+		if inner, ok := strings.CutPrefix(t, c); ok {
+			if !strings.HasSuffix(inner, ">") {
+				return fmt.Errorf("unreadable type")
+			}
+			for _, part := range SplitTypes(inner[:len(inner)-1]) {
+				if err := Check(part); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
+	if _, ok := Size(t); ok {
+		return nil
+	}
+	if strings.HasPrefix(t, "'") || strings.Contains(t, "<") {
+		return fmt.Errorf("a custom or unknown type, which the replay cannot create")
+	}
+	return fmt.Errorf("a user-defined type, whose definition the capture does not hold, so the replay cannot create it")
+}

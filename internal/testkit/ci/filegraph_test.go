@@ -14,8 +14,8 @@ import (
 var filesInCycles = map[string][]string{
 	"loadcheck": {"admin.go", "budget.go", "cluster.go", "csv.go", "decide.go", "drivers.go", "hdrlog.go", "html.go",
 		"html_overhead.go", "loadcheck.go", "mode.go", "modesettings.go", "op.go", "output.go", "preload.go", "print.go",
-		"profile.go", "profile_gen.go", "profile_run.go", "replay.go", "replay_run.go", "report.go", "scheduler.go",
-		"scrape.go", "verdict.go", "workload.go"},
+		"profile.go", "profile_gen.go", "profile_run.go", "report.go", "scheduler.go", "scrape.go", "verdict.go",
+		"workload.go"},
 }
 
 // TestFilesPointDown: within each product package of the module, the files form layers, as

@@ -8,10 +8,11 @@ import (
 // loadcheckRooms are the load checker's packages, from the ground up: the statistics
 // (samples, t-tests, adjustments), the distributions of cassandra-stress's profiles, the
 // values of CQL types made from seeds, its own CQL connection (the replay's and the wire
-// client's), the two CQL clients behind one interface (gocql and the wire client), and
-// loadcheck itself (the workloads, the runs, the verdicts and the reports). Each imports
-// only rooms listed before it.
-var loadcheckRooms = []string{"stats", "dist", "values", "cqlconn", "client", "."}
+// client's), the two CQL clients behind one interface (gocql and the wire client), the
+// replay of a capture file (its plan, schema, preload, requests and counts), and loadcheck
+// itself (the built-in and profile workloads, the runs, the verdicts and the reports). Each
+// imports only rooms listed before it.
+var loadcheckRooms = []string{"stats", "dist", "values", "cqlconn", "client", "replay", "."}
 
 // TestLoadcheckRoomsPointDown: each package of the load checker imports only the packages
 // listed below it in loadcheckRooms, never one above, and every package under loadcheck/

@@ -1,12 +1,20 @@
-package loadcheck
+// Package replay plays a capture file (tracecar/capture) back: it reads the capture,
+// plans which requests to replay and against which tables, creates those tables and
+// preloads the rows the capture reads, sends the requests through loadcheck's own CQL
+// connection (cqlconn), and counts what each run replayed, by statement and by key, for
+// the "replay" section of the report. It knows nothing of modes, rounds or verdicts: the
+// load checker schedules its requests and measures them as any run's.
+package replay
 
 import (
 	"cmp"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math"
 	"regexp"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -25,13 +33,35 @@ import (
 // their keyed hashes, so a key repeats in the replay as often as in the capture, without
 // being known.
 
-// ReplayPrefix starts a --workload that replays a capture file.
-const ReplayPrefix = "replay:"
-
 var replayKeyspaceRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,47}$`)
 
-// replay is a capture file made ready to play.
-type replay struct {
+// Options are the command line's choices for a replay.
+type Options struct {
+	// Speed is --replay-speed: 1x, 2x, a positive factor such as 0.5, or max; "" for 1x.
+	Speed string
+	// Rate is --rate: when positive, the requests are sent in their order at this rate,
+	// not at their recorded times.
+	Rate float64
+	// Keyspace is --replay-keyspace: the keyspace the replay owns against a deployment;
+	// "" writes into the captured keyspaces (the embedded node).
+	Keyspace string
+}
+
+// ErrUsage marks errors in the Options, which the load checker reports as usage errors.
+var ErrUsage = errors.New("usage error")
+
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+func (e *usageError) Unwrap() error { return ErrUsage }
+
+func usageErrorf(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// Replay is a capture file made ready to play. After Load it is read-only, and shared by
+// every run.
+type Replay struct {
 	path   string
 	c      *capturefile.Capture
 	speed  float64 // 0: as fast as possible
@@ -58,6 +88,22 @@ type replay struct {
 	// owned is the keyspace the replay owns against a deployment, "" for the embedded node.
 	owned string
 }
+
+// Path is the capture file's.
+func (rp *Replay) Path() string { return rp.path }
+
+// Speed is the factor of the recorded times, 0 when the requests go in their order as fast
+// as the workers go or at a fixed rate.
+func (rp *Replay) Speed() float64 { return rp.speed }
+
+// Requests counts the captured requests replayed per run.
+func (rp *Replay) Requests() int { return len(rp.ops) }
+
+// Span is the time the replayed requests span in the capture.
+func (rp *Replay) Span() time.Duration { return rp.span }
+
+// Tables counts the tables the replay creates.
+func (rp *Replay) Tables() int { return len(rp.tables) }
 
 // replayOp is one captured request to replay.
 type replayOp struct {
@@ -111,16 +157,16 @@ func parseReplaySpeed(s string) (float64, error) {
 	return v, nil
 }
 
-// loadReplay reads the capture at path and plans its replay.
-func loadReplay(cfg *Config, path string) (*replay, error) {
-	speed, err := parseReplaySpeed(cfg.ReplaySpeed)
+// Load reads the capture at path and plans its replay. Errors in o wrap ErrUsage.
+func Load(path string, o Options) (*Replay, error) {
+	speed, err := parseReplaySpeed(o.Speed)
 	if err != nil {
 		return nil, err
 	}
 	switch {
-	case cfg.Rate > 0 && cfg.ReplaySpeed != "":
+	case o.Rate > 0 && o.Speed != "":
 		return nil, usageErrorf("--rate and --replay-speed contradict each other: a replay follows the recorded timing (scaled), or a fixed rate; give one")
-	case cfg.Rate > 0:
+	case o.Rate > 0:
 		speed = 0 // the requests in their order, at the fixed rate
 	}
 	if path == "" {
@@ -130,10 +176,10 @@ func loadReplay(cfg *Config, path string) (*replay, error) {
 	if err != nil {
 		return nil, err
 	}
-	rp := &replay{path: path, c: c, speed: speed, stmts: map[uint32]*replayStmt{}, skipped: map[string]int{},
-		ksMap: map[string]string{}, tableNames: map[string]string{}, owned: cfg.ReplayKeyspace}
+	rp := &Replay{path: path, c: c, speed: speed, stmts: map[uint32]*replayStmt{}, skipped: map[string]int{},
+		ksMap: map[string]string{}, tableNames: map[string]string{}, owned: o.Keyspace}
 	rp.captured = capturefile.Summarize(c)
-	if ks := cfg.ReplayKeyspace; ks != "" {
+	if ks := o.Keyspace; ks != "" {
 		if !replayKeyspaceRE.MatchString(ks) {
 			return nil, usageErrorf("--replay-keyspace %q: want a keyspace name of letters, digits and _, at most 48", ks)
 		}
@@ -165,7 +211,7 @@ const (
 )
 
 // plan chooses the records to replay, maps keyspaces and tables, and indexes the keys.
-func (rp *replay) plan() error {
+func (rp *Replay) plan() error {
 	c := rp.c
 	pl := replayPlanner{tables: map[string]*replayTable{}, keyIdx: map[string]int{}, conns: map[uint32]int{}, first: -1}
 	for i := range c.Records {
@@ -185,7 +231,7 @@ func (rp *replay) plan() error {
 		if len(rp.skipped) == 0 {
 			return fmt.Errorf("capture file %s: no request to replay: it holds none", rp.path)
 		}
-		return fmt.Errorf("capture file %s: no request to replay (%s)", rp.path, rp.skipSummary())
+		return fmt.Errorf("capture file %s: no request to replay (%s)", rp.path, rp.SkipSummary())
 	}
 	// Requests arrive at the sidecar in order per connection, but are written in the
 	// order they were answered: play them in the order they arrived.
@@ -213,7 +259,7 @@ type replayPlanner struct {
 
 // planOp makes the replayable record r an op: its statements' keys, learning each table's
 // key lengths, rows per key and column sizes, its time from the first and its connection.
-func (rp *replay) planOp(pl *replayPlanner, r *capturefile.Record) (replayOp, error) {
+func (rp *Replay) planOp(pl *replayPlanner, r *capturefile.Record) (replayOp, error) {
 	op := replayOp{rec: r}
 	for _, p := range r.Parts {
 		st := rp.c.Statements[p.Statement]
@@ -250,7 +296,7 @@ func (rp *replay) planOp(pl *replayPlanner, r *capturefile.Record) (replayOp, er
 
 // planKey returns the index of part p's key, numbering it when new, and learns its
 // columns' lengths and (from a SELECT) its rows in table t.
-func (rp *replay) planKey(pl *replayPlanner, st *capturefile.Statement, p *capturefile.Part, t *replayTable, rows int32) int {
+func (rp *Replay) planKey(pl *replayPlanner, st *capturefile.Statement, p *capturefile.Part, t *replayTable, rows int32) int {
 	k, ok := pl.keyIdx[string(p.Key)]
 	if !ok {
 		k = len(rp.keys)
@@ -274,7 +320,7 @@ func (rp *replay) planKey(pl *replayPlanner, st *capturefile.Statement, p *captu
 
 // indexSentKeys maps each key's values as the replay sends them to the key, counting the
 // keys whose values are another's as collisions.
-func (rp *replay) indexSentKeys() {
+func (rp *Replay) indexSentKeys() {
 	rp.keyIndex = map[string]int{}
 	for _, op := range rp.ops {
 		for j, p := range op.rec.Parts {
@@ -292,7 +338,8 @@ func (rp *replay) indexSentKeys() {
 	}
 }
 
-func (rp *replay) skipSummary() string {
+// SkipSummary says which captured requests are not replayed, and why.
+func (rp *Replay) SkipSummary() string {
 	var parts []string
 	for _, r := range slices.Sorted(mapsKeys(rp.skipped)) {
 		parts = append(parts, fmt.Sprintf("%d %s", rp.skipped[r], r))
@@ -314,7 +361,7 @@ func mapsKeys[V any](m map[string]V) func(func(string) bool) {
 }
 
 // replayable returns why r is not replayed, or "".
-func (rp *replay) replayable(r *capturefile.Record) string {
+func (rp *Replay) replayable(r *capturefile.Record) string {
 	switch cql.Opcode(r.Opcode) {
 	case cql.OpQuery, cql.OpExecute, cql.OpBatch:
 	case cql.OpPrepare:
@@ -342,7 +389,7 @@ func (rp *replay) replayable(r *capturefile.Record) string {
 }
 
 // statement returns the replay's form of st, with the table it runs on.
-func (rp *replay) statement(st *capturefile.Statement, tables map[string]*replayTable) (*replayStmt, error) {
+func (rp *Replay) statement(st *capturefile.Statement, tables map[string]*replayTable) (*replayStmt, error) {
 	if rs := rp.stmts[st.ID]; rs != nil {
 		return rs, nil
 	}
@@ -396,7 +443,7 @@ func (rp *replay) statement(st *capturefile.Statement, tables map[string]*replay
 
 // table returns the replay's table for the captured ks.name, checked: every column's type
 // must be one the replay can create and write.
-func (rp *replay) table(ks, name string, tables map[string]*replayTable) (*replayTable, error) {
+func (rp *Replay) table(ks, name string, tables map[string]*replayTable) (*replayTable, error) {
 	ct := rp.c.Table(ks, name)
 	switch {
 	case ct == nil:
@@ -418,7 +465,7 @@ func (rp *replay) table(ks, name string, tables map[string]*replayTable) (*repla
 		rp.ksMap[ks] = ks
 	}
 	for _, c := range ct.Columns {
-		if err := checkType(c.Type); err != nil {
+		if err := values.Check(c.Type); err != nil {
 			return nil, fmt.Errorf("capture file %s: table %s.%s cannot be created for the replay: column %s has type %s: %v", rp.path, ks, name, c.Name, c.Type, err)
 		}
 		switch c.Kind {
@@ -480,41 +527,12 @@ func (t *replayTable) createTable() string {
 // quoteName quotes a name for CQL text: "name", with a quote doubled.
 func quoteName(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 
-// checkType checks that the replay can create and generate values of the CQL type t, as
-// system_schema spells it.
-func checkType(t string) error {
-	t = strings.TrimSpace(t)
-	if inner, ok := strings.CutPrefix(t, "frozen<"); ok && strings.HasSuffix(inner, ">") {
-		return checkType(inner[:len(inner)-1])
-	}
-	for _, c := range []string{"list<", "set<", "map<", "tuple<"} {
-		if inner, ok := strings.CutPrefix(t, c); ok {
-			if !strings.HasSuffix(inner, ">") {
-				return fmt.Errorf("unreadable type")
-			}
-			for _, part := range values.SplitTypes(inner[:len(inner)-1]) {
-				if err := checkType(part); err != nil {
-					return err
-				}
-			}
-			return nil
-		}
-	}
-	if _, ok := values.Size(t); ok {
-		return nil
-	}
-	if strings.HasPrefix(t, "'") || strings.Contains(t, "<") {
-		return fmt.Errorf("a custom or unknown type, which the replay cannot create")
-	}
-	return fmt.Errorf("a user-defined type, whose definition the capture does not hold, so the replay cannot create it")
-}
-
 // mapText returns st's text with its tables named as the replay creates them: in the
 // replay's keyspace against a deployment (renamed when two captured keyspaces share a
 // table name), and qualified when the statement named its table without a keyspace, so
 // that it runs on any connection. Against a deployment it refuses a statement that would
 // name a keyspace other than the replay's own.
-func (rp *replay) mapText(st *capturefile.Statement) (string, error) {
+func (rp *Replay) mapText(st *capturefile.Statement) (string, error) {
 	text := st.Text
 	var b strings.Builder
 	last := 0
@@ -580,3 +598,31 @@ func sentKey(dst []byte, st *capturefile.Statement, p *capturefile.Part, key []b
 
 // keyHex returns a key's hash as the reports show it.
 func keyHex(k []byte) string { return hex.EncodeToString(k) }
+
+// literalOffsets returns, for each literal of st (in st.lits order), the offset of its '?'
+// in text: the k-th '?' of the captured text is the k-th of the mapped one.
+func literalOffsets(st *replayStmt, text string) []int {
+	var marks []int // offsets of '?' in text
+	for t := cqltext.NextSignificant(text, 0); t.Kind != cqltext.EOF; t = cqltext.NextSignificant(text, t.End) {
+		if cqltext.IsPunct(text, t, "?") {
+			marks = append(marks, t.Start)
+		}
+	}
+	var capMarks []int
+	ct := st.def.Text
+	for t := cqltext.NextSignificant(ct, 0); t.Kind != cqltext.EOF; t = cqltext.NextSignificant(ct, t.End) {
+		if cqltext.IsPunct(ct, t, "?") {
+			capMarks = append(capMarks, t.Start)
+		}
+	}
+	out := make([]int, len(st.lits))
+	for n, j := range st.lits {
+		out[n] = -1
+		at := st.def.Values[j].At
+		k := sort.SearchInts(capMarks, at)
+		if k < len(capMarks) && capMarks[k] == at && k < len(marks) {
+			out[n] = marks[k]
+		}
+	}
+	return out
+}
