@@ -336,8 +336,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		IdleTimeout:          2 * time.Minute,
 		MaxRequestBodySize:   64 << 10,
 		NoDefaultContentType: true,
-		CloseOnShutdown:      true,
-		Logger:               fasthttpLogger{s.log},
+		// No Date header: fasthttp's comes from a goroutine that wakes every second for the
+		// life of the process once the first response is written, an idle sidecar's most
+		// frequent wake-up, and fasthttp drops a Date set by the handler.
+		NoDefaultDate:   true,
+		CloseOnShutdown: true,
+		Logger:          fasthttpLogger{s.log},
 	}
 	done := make(chan struct{})
 	stopped := make(chan struct{})
