@@ -1,6 +1,7 @@
 package loadcheck
 
 import (
+	"bytes"
 	"context"
 	"testing"
 )
@@ -47,17 +48,102 @@ func BenchmarkCQLWrite(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer s.close()
-	if err := s.createSchema(context.Background()); err != nil {
+	defer s.Close()
+	if err := createSchema(context.Background(), s); err != nil {
 		b.Fatal(err)
 	}
 	wl, _ := parseWorkload(&Config{Workload: "write", Pop: "uniform(1..1000)"})
-	op := s.newOp(context.Background(), 0, wl)
+	op := newOp(context.Background(), s, 0, wl)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if _, err := op(context.Background()); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkWireWrite runs the write operation of loadcheck's own CQL client against the
+// embedded node in this process.
+func BenchmarkWireWrite(b *testing.B) {
+	addr := mustNode(b)
+	cfg := &Config{CL: "ONE", Timeout: DefaultTimeout, Connections: 1, Compression: "none"}
+	s, err := wireDriver{}.connect(context.Background(), cfg, addr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	if err := createSchema(context.Background(), s); err != nil {
+		b.Fatal(err)
+	}
+	wl, _ := parseWorkload(&Config{Workload: "write", Pop: "uniform(1..1000)"})
+	op := newOp(context.Background(), s, 0, wl)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := op(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// benchProfile is a profile of a write (two rows of one partition, in an unlogged batch)
+// and a read of one partition.
+const benchProfile = `keyspace: kb
+keyspace_definition: |
+  CREATE KEYSPACE kb WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}
+table: t
+table_definition: CREATE TABLE t (k int, c int, v text, PRIMARY KEY (k, c))
+columnspec:
+  - name: c
+    cluster: fixed(4)
+  - name: v
+    size: fixed(16)
+insert:
+  partitions: fixed(1)
+  select: fixed(2)/4
+  batchtype: unlogged
+queries:
+  read:
+    cql: SELECT * FROM t WHERE k = ?
+    fields: samerow
+`
+
+// BenchmarkProfileOp runs a profile's mix of insert and read through each client against
+// the embedded node in this process.
+func BenchmarkProfileOp(b *testing.B) {
+	addr := mustNode(b)
+	for _, d := range []struct {
+		name string
+		d    driver
+	}{{"gocql", cqlDriver{}}, {"wire", wireDriver{}}} {
+		b.Run(d.name, func(b *testing.B) {
+			ctx := context.Background()
+			var out bytes.Buffer
+			cfg := Config{CL: "ONE", Timeout: DefaultTimeout, Connections: 1, Compression: "none", Profile: mustProfileFile(b, benchProfile),
+				OpsMix: "insert=1,read=1", Pop: "uniform(1..100)", Preload: 10, PageSize: 100, Concurrency: 1}
+			wl, err := parseProfileWorkload(&cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			c := &checker{cfg: &cfg, env: env{clock: newRealClock(), driver: d.d}, wl: wl, modes: []*mode{{target: addr}}, out: newPrinter(&out, false)}
+			if err := c.prepareProfile(ctx); err != nil {
+				b.Fatal(err)
+			}
+			s, err := d.d.connect(ctx, &cfg, addr)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			wl.stats = newProfileStats(wl.profile)
+			op := newOp(ctx, s, 0, wl)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := op(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/tracecar/tracecar/loadcheck/stats"
 )
 
 // compare fills each mode's degradation and p-value against the baseline.
@@ -14,7 +16,7 @@ func compare(rep *Report) {
 	if base == nil {
 		return
 	}
-	bs := summarize(base.Rounds)
+	bs := stats.Summarize(base.Rounds)
 	for i := range rep.Modes {
 		m := &rep.Modes[i]
 		if m.Name == base.Name {
@@ -22,17 +24,17 @@ func compare(rep *Report) {
 			m.PValue = &one
 			continue
 		}
-		pct, err := degradation(summarize(m.Rounds), bs)
-		m.DegradationPct, m.DegradationErr = finite(pct), finite(err)
-		if t := welch(m.Rounds, base.Rounds); t.ok && !math.IsNaN(t.p) {
-			p, tv, df := t.p, finite(t.t), finite(t.df)
+		pct, err := stats.Degradation(stats.Summarize(m.Rounds), bs)
+		m.DegradationPct, m.DegradationErr = stats.Finite(pct), stats.Finite(err)
+		if t := stats.Welch(m.Rounds, base.Rounds); t.OK && !math.IsNaN(t.P) {
+			p, tv, df := t.P, stats.Finite(t.T), stats.Finite(t.DF)
 			m.PValue, m.T, m.DF = &p, &tv, &df
 		}
-		if d := pairedDegradation(m.Rounds, base.Rounds); d != nil {
-			s := summarize(d)
-			m.PairedDegradationPct, m.PairedDegradationErr = s.mean, s.stderr
-			if t := oneSampleT(d); t.ok && !math.IsNaN(t.p) {
-				p := t.p
+		if d := stats.PairedDegradation(m.Rounds, base.Rounds); d != nil {
+			s := stats.Summarize(d)
+			m.PairedDegradationPct, m.PairedDegradationErr = s.Mean, s.Stderr
+			if t := stats.OneSampleT(d); t.OK && !math.IsNaN(t.P) {
+				p := t.P
 				m.PairedPValue = &p
 			}
 		}
@@ -118,7 +120,7 @@ func decideBudget(m ModeResult, b Budget, baseline string) (Verdict, *estimate) 
 		case m.DF != nil:
 			e.df, e.test = *m.DF, "Welch t"
 		}
-		v.Value, v.ValueErr = finite(e.value), finite(e.stderr)
+		v.Value, v.ValueErr = stats.Finite(e.value), stats.Finite(e.stderr)
 		v.Reason = fmt.Sprintf("%s costs %.2f%% ± %.2f%% of %s's op rate", m.Name, v.Value, v.ValueErr, baseline)
 		if m.fixedCostOnly() {
 			v.Reason += " (" + fixedCostNote + ")"
@@ -134,7 +136,7 @@ func decideBudget(m ModeResult, b Budget, baseline string) (Verdict, *estimate) 
 	if !b.Absolute {
 		e.value, e.stderr = d.pct, d.pctErr
 	}
-	v.Value, v.ValueErr = finite(e.value), finite(e.stderr)
+	v.Value, v.ValueErr = stats.Finite(e.value), stats.Finite(e.stderr)
 	v.Reason = fmt.Sprintf("%s adds %s to %s's %s", m.Name, b.format(v.Value, v.ValueErr), baseline, what)
 	if m.fixedCostOnly() {
 		v.Reason += " (" + fixedCostNote + ")"
@@ -160,33 +162,33 @@ func compareMetric(mode, base []float64) metricDiff {
 	if mode == nil || base == nil || len(mode) == 0 || len(base) == 0 {
 		return metricDiff{}
 	}
-	sm, sb := summarize(mode), summarize(base)
-	d := metricDiff{ok: true, n: len(mode), mean: sm.mean, baseMean: sb.mean, diff: sm.mean - sb.mean}
+	sm, sb := stats.Summarize(mode), stats.Summarize(base)
+	d := metricDiff{ok: true, n: len(mode), mean: sm.Mean, baseMean: sb.Mean, diff: sm.Mean - sb.Mean}
 	df := 0.0
-	if t := welch(mode, base); t.ok {
-		p := t.p
+	if t := stats.Welch(mode, base); t.OK {
+		p := t.P
 		d.welchP = &p
-		d.diffErr = math.Hypot(sm.stderr, sb.stderr)
-		df, d.test = t.df, "Welch t"
+		d.diffErr = math.Hypot(sm.Stderr, sb.Stderr)
+		df, d.test = t.DF, "Welch t"
 	}
 	if len(mode) == len(base) && len(mode) >= 2 {
 		ds := make([]float64, len(mode))
 		for i := range mode {
 			ds[i] = mode[i] - base[i]
 		}
-		s := summarize(ds)
-		d.diff, d.diffErr, df, d.test = s.mean, s.stderr, float64(s.n-1), "paired t"
-		if t := oneSampleT(ds); t.ok {
-			p := t.p
+		s := stats.Summarize(ds)
+		d.diff, d.diffErr, df, d.test = s.Mean, s.Stderr, float64(s.N-1), "paired t"
+		if t := stats.OneSampleT(ds); t.OK {
+			p := t.P
 			d.pairedP = &p
 		}
 	}
 	if df > 0 {
 		d.df = df
-		d.minDetect = tQuantile(1-Significance/2, df) * d.diffErr
+		d.minDetect = stats.TQuantile(1-Significance/2, df) * d.diffErr
 	}
-	if sb.mean != 0 {
-		d.pct, d.pctErr = 100*d.diff/sb.mean, 100*d.diffErr/math.Abs(sb.mean)
+	if sb.Mean != 0 {
+		d.pct, d.pctErr = 100*d.diff/sb.Mean, 100*d.diffErr/math.Abs(sb.Mean)
 	}
 	return d
 }
@@ -266,7 +268,7 @@ func compareMetrics(rep *Report) {
 			if !d.ok {
 				return
 			}
-			*diff, *diffErr, *pct, *minDetect = ptr(d.diff), ptr(d.diffErr), ptr(finite(d.pct)), ptr(d.minDetect)
+			*diff, *diffErr, *pct, *minDetect = ptr(d.diff), ptr(d.diffErr), ptr(stats.Finite(d.pct)), ptr(d.minDetect)
 			*p, *welchP = d.pairedP, d.welchP
 			if d.pairedP == nil {
 				*p = d.welchP
@@ -286,7 +288,7 @@ func compareMetrics(rep *Report) {
 			err, df = m.PairedDegradationErr, float64(len(m.Rounds)-1)
 		}
 		if df > 0 {
-			m.MinDetectablePct = finite(tQuantile(1-Significance/2, df) * err)
+			m.MinDetectablePct = stats.Finite(stats.TQuantile(1-Significance/2, df) * err)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package loadcheck
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tracecar/tracecar/loadcheck/client"
 )
 
 // fakeAPI is an admin (or node) API with the Scylla-compatible endpoints that loadcheck
@@ -256,29 +259,60 @@ type fakeSession struct {
 	extra time.Duration
 }
 
-func (s *fakeSession) createSchema(context.Context) error {
-	s.d.mu.Lock()
-	s.d.schemas++
-	s.d.mu.Unlock()
+// Exec counts the schemas created.
+func (s *fakeSession) Exec(_ context.Context, text string) error {
+	if strings.HasPrefix(text, "CREATE KEYSPACE") {
+		s.d.mu.Lock()
+		s.d.schemas++
+		s.d.mu.Unlock()
+	}
 	return nil
 }
 
-func (s *fakeSession) missing(context.Context, []int64) (bool, error) { return false, nil }
-
-func (s *fakeSession) newOp(_ context.Context, _ int, wl *workload) Op {
+func (s *fakeSession) Client(_ int, tp []byte) client.Client {
+	tc := TraceContextNone
+	switch {
+	case tp == nil:
+	case bytes.HasSuffix(tp, []byte("-01")):
+		tc = TraceContextSampled
+	default:
+		tc = TraceContextUnsampled
+	}
 	s.d.mu.Lock()
 	if s.d.ctxs == nil {
 		s.d.ctxs = map[string]bool{}
 	}
-	s.d.ctxs[wl.traceContext] = true
+	s.d.ctxs[tc] = true
 	s.d.mu.Unlock()
-	return func(context.Context) (int, error) {
-		s.d.clk.advance(s.cost)
-		if s.api != nil {
-			s.api.op(s.extra)
-		}
-		return 1, nil
+	return fakeClient{s}
+}
+
+// fakeClient's every request costs its session's cost on the fake clock, and is charged
+// to the fake API when the session is the sidecar's.
+type fakeClient struct{ s *fakeSession }
+
+func (c fakeClient) Prepare(context.Context, client.Stmt) (int, error) { return 0, nil }
+
+func (c fakeClient) Query(context.Context, int, [][]byte) (int64, error) {
+	c.op()
+	return 1, nil
+}
+
+func (c fakeClient) Write(context.Context, int, [][]byte) error {
+	c.op()
+	return nil
+}
+
+func (c fakeClient) Batch(context.Context, byte, int, [][]byte, int, bool) error {
+	c.op()
+	return nil
+}
+
+func (c fakeClient) op() {
+	c.s.d.clk.advance(c.s.cost)
+	if c.s.api != nil {
+		c.s.api.op(c.s.extra)
 	}
 }
 
-func (s *fakeSession) close() {}
+func (s *fakeSession) Close() {}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/tracecar/tracecar/loadcheck/stats"
 )
 
 // diffPoint is one mode's difference from the baseline on a metric, in a chart's unit:
@@ -31,7 +33,7 @@ func diffPoints(rep *Report, metric string, scale float64) []diffPoint {
 		}
 		p := diffPoint{mode: i, name: m.Name, diff: d.diff * scale, lo: d.diff * scale, hi: d.diff * scale}
 		if d.df > 0 {
-			q := tQuantile(1-Significance, d.df) * d.diffErr * scale
+			q := stats.TQuantile(1-Significance, d.df) * d.diffErr * scale
 			p.lo, p.hi, p.hasBounds = p.diff-q, p.diff+q, true
 		}
 		for _, v := range rep.Guardrail {

@@ -5,7 +5,9 @@
 // A run sends a cassandra-stress-like workload (keyspace1.standard1, prepared statements,
 // through gocql), a cassandra-stress user profile, or the replay of a capture to a target
 // for a fixed time or number of operations, after a warmup. Profiles, replays and
-// protocol v5 go through loadcheck's own CQL client (replay_conn.go, wire.go).
+// protocol v5 go through loadcheck's own CQL client. Both clients (loadcheck/client) give
+// each worker one small interface, on which the workloads' operations are built once
+// (op.go).
 // A mode is a set of admin-API calls made before its runs (and undone after each one) plus
 // the target its load goes to. Every round runs every mode once, in an order that
 // alternates between rounds. Per mode, the op rates of the rounds give a mean, stdev and
@@ -21,6 +23,11 @@
 // The package starts no servers: the tracecar command starts the node and the sidecar, as
 // child processes, when it is not given a deployment to measure, and passes their addresses
 // in Config.
+//
+// Rooms, from the ground up (ci.TestLoadcheckRoomsPointDown): loadcheck/stats (the
+// statistics), loadcheck/dist (the profiles' distributions), loadcheck/values (the values
+// of CQL types it sends), loadcheck/cqlconn (its own CQL connection), loadcheck/client
+// (gocql and the wire client behind one interface), and this package.
 package loadcheck
 
 import (
@@ -450,13 +457,8 @@ type checker struct {
 
 func (c *checker) run(ctx context.Context) (rep *Report, err error) {
 	started := time.Now()
-	state, notes, err := c.api.snapshot(ctx, c.modes)
-	if err != nil {
-		return nil, fmt.Errorf("read the state the modes change: %w", err)
-	}
-	c.state, c.notes = state, append(c.notes, notes...)
-	for _, m := range c.modes {
-		m.settings = settingsOf(m, c.cfg.Sidecar, c.state)
+	if err := c.snapshot(ctx); err != nil {
+		return nil, err
 	}
 	defer func() {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -474,18 +476,9 @@ func (c *checker) run(ctx context.Context) (rep *Report, err error) {
 			c.out.printf("note: %s\n", n)
 		}
 	}
-	if c.wl.replay != nil {
-		if err := c.prepareReplay(ctx); err != nil {
-			return nil, err
-		}
-	} else if c.wl.profile != nil {
-		if err := c.prepareProfile(ctx); err != nil {
-			return nil, err
-		}
-	} else if err := c.prepare(ctx); err != nil {
+	if err := c.prepareWorkload(ctx); err != nil {
 		return nil, err
 	}
-
 	if err := c.runRounds(ctx, started); err != nil {
 		return nil, err
 	}
@@ -510,21 +503,53 @@ func (c *checker) run(ctx context.Context) (rep *Report, err error) {
 		return rep, err
 	}
 	if len(rep.Breaches) > 0 {
-		names := make([]string, len(rep.Breaches))
-		for i, b := range rep.Breaches {
-			bud := Budget{Metric: b.Metric, Limit: b.Limit, Absolute: b.Unit != "%"}
-			switch b.Outcome {
-			case OutcomeOver:
-				names[i] = fmt.Sprintf("%s %s %s > %s", b.Mode, b.Metric, bud.format(b.Value, b.ValueErr), bud)
-			case OutcomeNotResolved:
-				names[i] = fmt.Sprintf("%s %s %s not resolved against %s (about %d rounds needed)", b.Mode, b.Metric, bud.format(b.Value, b.ValueErr), bud, b.RoundsNeeded)
-			default:
-				names[i] = fmt.Sprintf("%s %s %s not shown within %s", b.Mode, b.Metric, bud.format(b.Value, b.ValueErr), bud)
-			}
-		}
-		return rep, fmt.Errorf("%w: %s", ErrGuardrail, strings.Join(names, ", "))
+		return rep, breachError(rep.Breaches)
 	}
 	return rep, nil
+}
+
+// snapshot reads the state the modes change, to put back at the end, and each mode's
+// settings from it.
+func (c *checker) snapshot(ctx context.Context) error {
+	state, notes, err := c.api.snapshot(ctx, c.modes)
+	if err != nil {
+		return fmt.Errorf("read the state the modes change: %w", err)
+	}
+	c.state, c.notes = state, append(c.notes, notes...)
+	for _, m := range c.modes {
+		m.settings = settingsOf(m, c.cfg.Sidecar, c.state)
+	}
+	return nil
+}
+
+// prepareWorkload readies the target for the workload: the replay's schema and data, the
+// profile's, or the built-in table and its population.
+func (c *checker) prepareWorkload(ctx context.Context) error {
+	switch {
+	case c.wl.replay != nil:
+		return c.prepareReplay(ctx)
+	case c.wl.profile != nil:
+		return c.prepareProfile(ctx)
+	}
+	return c.prepare(ctx)
+}
+
+// breachError is the guardrail's error naming each budget breached: over it, not resolved
+// against it, or not shown within it.
+func breachError(breaches []Breach) error {
+	names := make([]string, len(breaches))
+	for i, b := range breaches {
+		bud := Budget{Metric: b.Metric, Limit: b.Limit, Absolute: b.Unit != "%"}
+		switch b.Outcome {
+		case OutcomeOver:
+			names[i] = fmt.Sprintf("%s %s %s > %s", b.Mode, b.Metric, bud.format(b.Value, b.ValueErr), bud)
+		case OutcomeNotResolved:
+			names[i] = fmt.Sprintf("%s %s %s not resolved against %s (about %d rounds needed)", b.Mode, b.Metric, bud.format(b.Value, b.ValueErr), bud, b.RoundsNeeded)
+		default:
+			names[i] = fmt.Sprintf("%s %s %s not shown within %s", b.Mode, b.Metric, bud.format(b.Value, b.ValueErr), bud)
+		}
+	}
+	return fmt.Errorf("%w: %s", ErrGuardrail, strings.Join(names, ", "))
 }
 
 // runRounds runs the rounds, each mode once per round in alternating order: Rounds of them,
@@ -624,15 +649,15 @@ func (c *checker) prepare(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer s.close()
-	if err := s.createSchema(ctx); err != nil {
+	defer s.Close()
+	if err := createSchema(ctx, s); err != nil {
 		return err
 	}
 	if c.wl.writeFrac >= 1 {
 		return nil
 	}
 	p := c.wl.pop
-	miss, err := s.missing(ctx, []int64{p.min, p.min + p.size()/2, p.max})
+	miss, err := missing(ctx, s, []int64{p.min, p.min + p.size()/2, p.max})
 	if err != nil || !miss {
 		return err
 	}
@@ -640,7 +665,7 @@ func (c *checker) prepare(ctx context.Context) error {
 	load := &workload{name: "write", writeFrac: 1, pop: population{kind: popSeq, min: p.min, max: p.max}.fresh()}
 	ops := make([]Op, c.cfg.Concurrency)
 	for w := range ops {
-		ops[w] = s.newOp(ctx, w, load)
+		ops[w] = newOp(ctx, s, w, load)
 	}
 	res := runPhase(ctx, phase{clock: c.env.clock, workers: c.cfg.Concurrency, ops: p.size()}, ops)
 	if err := ctx.Err(); err != nil {
@@ -675,9 +700,43 @@ func (c *checker) runMode(ctx context.Context, m *mode, round, pos int) (*runRes
 	if c.wl.replay != nil {
 		return c.runReplayMode(ctx, m, round, pos)
 	}
-	mcfg := cfg
+	s, err := c.connectMode(ctx, m)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	wl := c.modeWorkload(m)
+	ops := make([]Op, cfg.Concurrency)
+	for w := range ops {
+		ops[w] = newOp(ctx, s, w, wl)
+	}
+	if err := c.warmup(ctx, m, round, wl, ops); err != nil {
+		return nil, err
+	}
+	wall := time.Now()
+	mr, err := c.measureLogged(ctx, m, round, wall, ops)
+	if err != nil {
+		return nil, err
+	}
+	rr := newRunResult(m, round, pos, wall, mr.res, mr.cpu, mr.pc)
+	if wl.stats != nil {
+		var parts int64
+		rr.PerOp, parts = wl.stats.results(wl.profile, mr.res.elapsed)
+		rr.Partitions = parts
+		if s := mr.res.elapsed.Seconds(); s > 0 {
+			rr.PkRate = float64(parts) / s
+		}
+	}
+	rr.Sidecars = sidecarDelta(cfg.admins(), mr.seen0, mr.seen1)
+	printResults(c.out, rr, cfg.Rate > 0)
+	return rr, nil
+}
+
+// connectMode opens a session to m's target, at m's protocol version when it sets one.
+func (c *checker) connectMode(ctx context.Context, m *mode) (session, error) {
+	mcfg := c.cfg
 	if m.protocol != 0 {
-		copied := *cfg
+		copied := *c.cfg
 		copied.ProtocolVersion = m.protocol
 		mcfg = &copied
 	}
@@ -685,38 +744,51 @@ func (c *checker) runMode(ctx context.Context, m *mode, round, pos int) (*runRes
 	if err != nil {
 		return nil, fmt.Errorf("mode %s: %w", m.name, err)
 	}
-	defer s.close()
+	return s, nil
+}
 
+// modeWorkload is the run's workload for one run of m: a fresh population, m's trace
+// context (else --trace-context), and fresh per-operation statistics for a profile.
+func (c *checker) modeWorkload(m *mode) *workload {
 	wl := *c.wl
 	wl.pop = wl.pop.fresh()
-	wl.traceContext = cfg.TraceContext
+	wl.traceContext = c.cfg.TraceContext
 	if m.traceContext != "" {
 		wl.traceContext = m.traceContext
 	}
 	if wl.profile != nil {
 		wl.stats = newProfileStats(wl.profile)
 	}
-	ops := make([]Op, cfg.Concurrency)
-	for w := range ops {
-		ops[w] = s.newOp(ctx, w, &wl)
-	}
-	if cfg.Warmup > 0 {
-		c.status(m, round, "warming up", 0)
-		warm := runPhase(ctx, phase{clock: c.env.clock, workers: cfg.Concurrency, rate: cfg.Rate, duration: cfg.Warmup}, ops)
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		c.out.printf("Warmed up for %.1fs: %s ops, %s errors\n", warm.elapsed.Seconds(), commas(float64(warm.ops)), commas(float64(warm.errs)))
-		if wl.stats != nil {
-			wl.stats.reset()
-		}
-	}
+	return &wl
+}
 
+// warmup runs ops for --warmup, unmeasured, and then forgets the profile's statistics.
+func (c *checker) warmup(ctx context.Context, m *mode, round int, wl *workload, ops []Op) error {
+	cfg := c.cfg
+	if cfg.Warmup <= 0 {
+		return nil
+	}
+	c.status(m, round, "warming up", 0)
+	warm := runPhase(ctx, phase{clock: c.env.clock, workers: cfg.Concurrency, rate: cfg.Rate, duration: cfg.Warmup}, ops)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.out.printf("Warmed up for %.1fs: %s ops, %s errors\n", warm.elapsed.Seconds(), commas(float64(warm.ops)), commas(float64(warm.errs)))
+	if wl.stats != nil {
+		wl.stats.reset()
+	}
+	return nil
+}
+
+// measureLogged runs the measured phase, printing each interval and writing it to the
+// run's HDR log under --hdr-log-dir.
+func (c *checker) measureLogged(ctx context.Context, m *mode, round int, wall time.Time, ops []Op) (measured, error) {
+	cfg := c.cfg
 	var hlog *hdrLog
-	wall := time.Now()
 	if cfg.HDRLogDir != "" {
+		var err error
 		if hlog, err = openHDRLog(cfg.HDRLogDir, m, round, wall); err != nil {
-			return nil, err
+			return measured{}, err
 		}
 		defer func() {
 			if hlog != nil {
@@ -739,9 +811,8 @@ func (c *checker) runMode(ctx context.Context, m *mode, round, pos int) (*runRes
 	}
 	mr, err := c.measure(ctx, m, p, ops)
 	if err != nil {
-		return nil, err
+		return measured{}, err
 	}
-	res, cpu, pc, seen0, seen1 := mr.res, mr.cpu, mr.pc, mr.seen0, mr.seen1
 	if hlog != nil {
 		if err := hlog.close(); hlogErr == nil {
 			hlogErr = err
@@ -749,20 +820,9 @@ func (c *checker) runMode(ctx context.Context, m *mode, round, pos int) (*runRes
 		hlog = nil
 	}
 	if hlogErr != nil {
-		return nil, fmt.Errorf("hdr log: %w", hlogErr)
+		return measured{}, fmt.Errorf("hdr log: %w", hlogErr)
 	}
-	rr := newRunResult(m, round, pos, wall, res, cpu, pc)
-	if wl.stats != nil {
-		var parts int64
-		rr.PerOp, parts = wl.stats.results(wl.profile, res.elapsed)
-		rr.Partitions = parts
-		if s := res.elapsed.Seconds(); s > 0 {
-			rr.PkRate = float64(parts) / s
-		}
-	}
-	rr.Sidecars = sidecarDelta(cfg.admins(), seen0, seen1)
-	printResults(c.out, rr, cfg.Rate > 0)
-	return rr, nil
+	return mr, nil
 }
 
 // scrape reads the sidecar's and the node's /metrics, where configured. A failed scrape

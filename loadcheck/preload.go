@@ -152,19 +152,21 @@ func (pl preloadPlan) check() error {
 	return nil
 }
 
-// preloadProgress reports the preload's progress on w every interval until stop is
-// closed: partitions, rows, estimated bytes, the rate and the time left.
+// preloadProgress reports the preload's progress on w after a second (at most every), and
+// then every interval until stop is closed: partitions, rows, estimated bytes, the rate and
+// the time left. The first report comes early so that even a short preload shows its pace.
 func preloadProgress(w io.Writer, every time.Duration, pl preloadPlan, parts, rows *atomic.Int64, started time.Time, stop <-chan struct{}) {
 	if w == nil {
 		return
 	}
-	t := time.NewTicker(every)
+	t := time.NewTimer(min(every, time.Second))
 	defer t.Stop()
 	for {
 		select {
 		case <-stop:
 			return
 		case <-t.C:
+			t.Reset(every)
 		}
 		el := time.Since(started).Seconds()
 		r, d := rows.Load(), parts.Load()

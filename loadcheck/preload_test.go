@@ -55,6 +55,29 @@ func TestPreloadProgress(t *testing.T) {
 	}
 }
 
+// TestPreloadProgressFirstEarly: with reports every hour, the first still comes after about
+// a second, so that a preload of a few seconds shows its pace; then the next waits its turn.
+func TestPreloadProgressFirstEarly(t *testing.T) {
+	var w syncBuffer
+	pl := preloadPlan{partitions: 10, rows: 10000, rowsPer: 1000, partBytes: 1 << 20}
+	var parts, rows atomic.Int64
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		preloadProgress(&w, time.Hour, pl, &parts, &rows, time.Now(), stop)
+	}()
+	deadline := time.Now().Add(30 * time.Second) // a bound on the wait, not a timing check
+	for !strings.Contains(w.String(), "\n") && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond)
+	close(stop)
+	<-done
+	if n := strings.Count(w.String(), "\n"); n != 1 {
+		t.Errorf("%d progress lines with reports every hour; want the one early report:\n%s", n, w.String())
+	}
+}
+
 // TestPreloadPlan: the default preload fits its byte budget, an eighth of the node's limit
 // up to DefaultPreloadBytes; --preload forces a count; a plan over the limit is refused.
 func TestPreloadPlan(t *testing.T) {

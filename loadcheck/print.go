@@ -10,6 +10,8 @@ import (
 	"sync"
 	"text/tabwriter"
 	"time"
+
+	"github.com/tracecar/tracecar/loadcheck/stats"
 )
 
 // commas formats x rounded to an integer with thousands separators.
@@ -118,72 +120,19 @@ func printResults(p *printer, r *runResult, fixedRate bool) {
 // query tracing PR: a row per round, then avg, stdev, stderr and the degradation.
 func printComparison(p *printer, rep *Report) {
 	var b bytes.Buffer
-	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	row := func(label string, cell func(m *ModeResult) string) {
-		fmt.Fprintf(tw, "%s\t", label)
-		for i := range rep.Modes {
-			fmt.Fprintf(tw, "%s\t", cell(&rep.Modes[i]))
-		}
-		fmt.Fprintln(tw)
-	}
 	if line := verdictLine(rep); line != "" {
 		b.WriteString("\n" + line + "\n")
 	}
 	b.WriteString(settingsLines(rep))
-	b.WriteString("\nComparison (op rate in op/s, latency in ms; baseline " + rep.Baseline + "; " + protocolString(rep.Settings.Protocol) + ")\n")
-	row("op rate", func(m *ModeResult) string { return m.Name })
-	for _, cr := range comparisonRows(rep) {
-		row(cr.label, cr.cell)
-	}
-	tw.Flush()
+	comparisonTable(&b, rep)
 	for i, o := range rep.Order {
 		fmt.Fprintf(&b, "round %d order: %s\n", i+1, strings.Join(o, ", "))
 	}
-	fixed := rep.Settings.Rate > 0
-	if fixed {
+	if rep.Settings.Rate > 0 {
 		fmt.Fprintf(&b, "At a fixed rate the op rate is set by design: the verdict is CPU per op and added latency.\n")
 	}
-	for _, m := range rep.Modes {
-		if m.Baseline {
-			continue
-		}
-		for _, k := range []string{MetricCPU, MetricUserCPU, MetricNodeCPU} {
-			if line := diffLine(&m, k, rep.Baseline); line != "" {
-				b.WriteString(line)
-			}
-		}
-		if m.AddedP99Ms != nil {
-			base := rep.Mode(rep.Baseline)
-			if base != nil && base.AddedP99Ms != nil {
-				fmt.Fprintf(&b, "%s: added latency p50 %.1f µs, p99 %.1f µs (%s: %.1f µs, %.1f µs)",
-					m.Name, *m.AddedP50Ms*1e3, *m.AddedP99Ms*1e3, rep.Baseline, *base.AddedP50Ms*1e3, *base.AddedP99Ms*1e3)
-				if m.fixedCostOnly() {
-					b.WriteString(" [" + fixedCostNote + "]")
-				}
-				b.WriteString("\n")
-			}
-		}
-		if fixed {
-			continue
-		}
-		b.WriteString(opRateLine(&m, rep.Baseline))
-	}
-	for _, m := range rep.Modes {
-		for _, d := range m.VsPrevious {
-			unit, scale := "µs/op", 1.0
-			if d.Metric == MetricAddedP99 {
-				unit, scale = "µs", 1e3
-			}
-			sig := "no p-value with one round"
-			if d.PValue != nil {
-				sig = fmt.Sprintf("p = %.2g, not significant", *d.PValue)
-				if *d.PValue < Significance {
-					sig = fmt.Sprintf("p = %.2g, significant", *d.PValue)
-				}
-			}
-			fmt.Fprintf(&b, "%s vs %s: %s %+.3f ± %.3f %s (%s)\n", m.Name, d.Mode, metricNames[d.Metric], d.Diff*scale, d.Stderr*scale, unit, sig)
-		}
-	}
+	costLines(&b, rep)
+	vsPreviousLines(&b, rep)
 	var worst float64
 	for _, m := range rep.Modes {
 		if m.OpRate > 0 {
@@ -199,6 +148,76 @@ func printComparison(p *printer, rep *Report) {
 			c.SecondsPer10kOps, c.UsPerOp, commas(c.OpsPerCPUSecond), c.Scope, c.Reference)
 	}
 	p.printf("%s", b.String())
+}
+
+// comparisonTable writes the modes side by side, a column each, a row of comparisonRows
+// each.
+func comparisonTable(b *bytes.Buffer, rep *Report) {
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	row := func(label string, cell func(m *ModeResult) string) {
+		fmt.Fprintf(tw, "%s\t", label)
+		for i := range rep.Modes {
+			fmt.Fprintf(tw, "%s\t", cell(&rep.Modes[i]))
+		}
+		fmt.Fprintln(tw)
+	}
+	b.WriteString("\nComparison (op rate in op/s, latency in ms; baseline " + rep.Baseline + "; " + protocolString(rep.Settings.Protocol) + ")\n")
+	row("op rate", func(m *ModeResult) string { return m.Name })
+	for _, cr := range comparisonRows(rep) {
+		row(cr.label, cr.cell)
+	}
+	tw.Flush()
+}
+
+// costLines writes, for each mode but the baseline, its CPU per op and added latency
+// against the baseline's and, unless at a fixed rate, its op rate.
+func costLines(b *bytes.Buffer, rep *Report) {
+	for _, m := range rep.Modes {
+		if m.Baseline {
+			continue
+		}
+		for _, k := range []string{MetricCPU, MetricUserCPU, MetricNodeCPU} {
+			if line := diffLine(&m, k, rep.Baseline); line != "" {
+				b.WriteString(line)
+			}
+		}
+		if m.AddedP99Ms != nil {
+			base := rep.Mode(rep.Baseline)
+			if base != nil && base.AddedP99Ms != nil {
+				fmt.Fprintf(b, "%s: added latency p50 %.1f µs, p99 %.1f µs (%s: %.1f µs, %.1f µs)",
+					m.Name, *m.AddedP50Ms*1e3, *m.AddedP99Ms*1e3, rep.Baseline, *base.AddedP50Ms*1e3, *base.AddedP99Ms*1e3)
+				if m.fixedCostOnly() {
+					b.WriteString(" [" + fixedCostNote + "]")
+				}
+				b.WriteString("\n")
+			}
+		}
+		if rep.Settings.Rate > 0 {
+			continue
+		}
+		b.WriteString(opRateLine(&m, rep.Baseline))
+	}
+}
+
+// vsPreviousLines writes each mode's difference from the mode before it in the order,
+// with its significance.
+func vsPreviousLines(b *bytes.Buffer, rep *Report) {
+	for _, m := range rep.Modes {
+		for _, d := range m.VsPrevious {
+			unit, scale := "µs/op", 1.0
+			if d.Metric == MetricAddedP99 {
+				unit, scale = "µs", 1e3
+			}
+			sig := "no p-value with one round"
+			if d.PValue != nil {
+				sig = fmt.Sprintf("p = %.2g, not significant", *d.PValue)
+				if *d.PValue < Significance {
+					sig = fmt.Sprintf("p = %.2g, significant", *d.PValue)
+				}
+			}
+			fmt.Fprintf(b, "%s vs %s: %s %+.3f ± %.3f %s (%s)\n", m.Name, d.Mode, metricNames[d.Metric], d.Diff*scale, d.Stderr*scale, unit, sig)
+		}
+	}
 }
 
 // opRateLine is the sentence of m's op rate against the baseline's, with its significance,
@@ -263,7 +282,7 @@ func diffLine(m *ModeResult, metric, baseline string) string {
 		sig = fmt.Sprintf("%s p = %.2g, %s", test, *p, verdict)
 	}
 	line := fmt.Sprintf("%s: %s %+.3f ± %.3f µs/op (%+.2f%% ± %.2f%%) vs %s", m.Name, metricNames[metric],
-		d.diff, d.diffErr, finite(d.pct), finite(d.pctErr), baseline)
+		d.diff, d.diffErr, stats.Finite(d.pct), stats.Finite(d.pctErr), baseline)
 	if c, ok := cores(&d.diff, m.OpRate); ok {
 		line += ", " + coresText(c, m.OpRate)
 	}
@@ -361,6 +380,14 @@ type comparisonRow struct {
 // comparisonRows are the rows of the comparison table, below its header, shared by the
 // printed table and the HTML report. A row with an empty label separates groups.
 func comparisonRows(rep *Report) []comparisonRow {
+	rows := opRateRows(rep)
+	rows = append(rows, latencyRows(rep)...)
+	return append(rows, cpuRows()...)
+}
+
+// opRateRows are the op rate's rows: each round's, their statistics and the comparison
+// with the baseline, and what the tracing recorded.
+func opRateRows(rep *Report) []comparisonRow {
 	var rows []comparisonRow
 	row := func(label string, cell func(m *ModeResult) string) {
 		rows = append(rows, comparisonRow{label, cell})
@@ -414,26 +441,40 @@ func comparisonRows(rep *Report) []comparisonRow {
 		}
 		return commas(float64(*m.SessionsRecorded))
 	})
-	row("", func(*ModeResult) string { return "" })
+	return rows
+}
+
+// latencyRows are the latency's rows (and the service time's at a fixed rate), the
+// errors and the CPU per op, between blank rows.
+func latencyRows(rep *Report) []comparisonRow {
 	f := func(v float64) string { return fmt.Sprintf("%.3f", v) }
-	row("latency mean", func(m *ModeResult) string { return f(m.MeanMs) })
-	row("latency median", func(m *ModeResult) string { return f(m.P50Ms) })
-	row("latency 95th", func(m *ModeResult) string { return f(m.P95Ms) })
-	row("latency 99th", func(m *ModeResult) string { return f(m.P99Ms) })
-	row("latency 99.9th", func(m *ModeResult) string { return f(m.P999Ms) })
-	row("latency max", func(m *ModeResult) string { return f(m.MaxMs) })
-	if rep.Settings.Rate > 0 {
-		row("service median", func(m *ModeResult) string { return f(m.Service.P50Ms) })
-		row("service 99th", func(m *ModeResult) string { return f(m.Service.P99Ms) })
+	blank := comparisonRow{"", func(*ModeResult) string { return "" }}
+	rows := []comparisonRow{
+		blank,
+		{"latency mean", func(m *ModeResult) string { return f(m.MeanMs) }},
+		{"latency median", func(m *ModeResult) string { return f(m.P50Ms) }},
+		{"latency 95th", func(m *ModeResult) string { return f(m.P95Ms) }},
+		{"latency 99th", func(m *ModeResult) string { return f(m.P99Ms) }},
+		{"latency 99.9th", func(m *ModeResult) string { return f(m.P999Ms) }},
+		{"latency max", func(m *ModeResult) string { return f(m.MaxMs) }},
 	}
-	row("errors", func(m *ModeResult) string { return commas(float64(m.Errors)) })
-	row("CPU-s per 10k ops", func(m *ModeResult) string { return fmt.Sprintf("%.3f", m.CPUSecondsPer10kOps) })
-	row("", func(*ModeResult) string { return "" })
-	opt := func(v *float64, format string, scale float64) string {
-		if v == nil {
-			return "-"
-		}
-		return fmt.Sprintf(format, *v*scale)
+	if rep.Settings.Rate > 0 {
+		rows = append(rows,
+			comparisonRow{"service median", func(m *ModeResult) string { return f(m.Service.P50Ms) }},
+			comparisonRow{"service 99th", func(m *ModeResult) string { return f(m.Service.P99Ms) }})
+	}
+	return append(rows,
+		comparisonRow{"errors", func(m *ModeResult) string { return commas(float64(m.Errors)) }},
+		comparisonRow{"CPU-s per 10k ops", func(m *ModeResult) string { return fmt.Sprintf("%.3f", m.CPUSecondsPer10kOps) }},
+		blank)
+}
+
+// cpuRows are the sidecar's and the node's CPU per op, each with its difference from the
+// baseline and its p-values, and the added latency.
+func cpuRows() []comparisonRow {
+	var rows []comparisonRow
+	row := func(label string, cell func(m *ModeResult) string) {
+		rows = append(rows, comparisonRow{label, cell})
 	}
 	for _, c := range []struct {
 		label  string
@@ -453,38 +494,46 @@ func comparisonRows(rep *Report) []comparisonRow {
 			}
 			return fmt.Sprintf("%.3f ± %.3f", *v, *e)
 		})
-		row(c.label+" diff", func(m *ModeResult) string {
-			d := m.diffs[c.metric]
-			if m.Baseline || !d.ok {
-				return "-"
-			}
-			return fmt.Sprintf("%+.3f ± %.3f", d.diff, d.diffErr)
-		})
-		row(c.label+" diff %", func(m *ModeResult) string {
-			d := m.diffs[c.metric]
-			if m.Baseline || !d.ok {
-				return "-"
-			}
-			return fmt.Sprintf("%+.2f%% ± %.2f%%", finite(d.pct), finite(d.pctErr))
-		})
-		row(c.label+" p (Welch)", func(m *ModeResult) string {
-			d := m.diffs[c.metric]
-			if m.Baseline || d.welchP == nil {
-				return "-"
-			}
-			return fmt.Sprintf("%.2g", *d.welchP)
-		})
-		row(c.label+" p (paired)", func(m *ModeResult) string {
-			d := m.diffs[c.metric]
-			if m.Baseline || d.pairedP == nil {
-				return "-"
-			}
-			return fmt.Sprintf("%.2g", *d.pairedP)
-		})
+		rows = append(rows, diffRows(c.label, c.metric)...)
+	}
+	opt := func(v *float64, format string, scale float64) string {
+		if v == nil {
+			return "-"
+		}
+		return fmt.Sprintf(format, *v*scale)
 	}
 	row("added latency median µs", func(m *ModeResult) string { return opt(m.AddedP50Ms, "%.1f", 1e3) })
 	row("added latency 99th µs", func(m *ModeResult) string { return opt(m.AddedP99Ms, "%.1f", 1e3) })
 	return rows
+}
+
+// diffRows are one metric's difference from the baseline, absolute and in %, and its
+// p-values, "-" for the baseline and where there is none.
+func diffRows(label, metric string) []comparisonRow {
+	cell := func(m *ModeResult, ok func(metricDiff) bool, text func(metricDiff) string) string {
+		d := m.diffs[metric]
+		if m.Baseline || !ok(d) {
+			return "-"
+		}
+		return text(d)
+	}
+	has := func(d metricDiff) bool { return d.ok }
+	return []comparisonRow{
+		{label + " diff", func(m *ModeResult) string {
+			return cell(m, has, func(d metricDiff) string { return fmt.Sprintf("%+.3f ± %.3f", d.diff, d.diffErr) })
+		}},
+		{label + " diff %", func(m *ModeResult) string {
+			return cell(m, has, func(d metricDiff) string {
+				return fmt.Sprintf("%+.2f%% ± %.2f%%", stats.Finite(d.pct), stats.Finite(d.pctErr))
+			})
+		}},
+		{label + " p (Welch)", func(m *ModeResult) string {
+			return cell(m, func(d metricDiff) bool { return d.welchP != nil }, func(d metricDiff) string { return fmt.Sprintf("%.2g", *d.welchP) })
+		}},
+		{label + " p (paired)", func(m *ModeResult) string {
+			return cell(m, func(d metricDiff) bool { return d.pairedP != nil }, func(d metricDiff) string { return fmt.Sprintf("%.2g", *d.pairedP) })
+		}},
+	}
 }
 
 // printer serializes output and keeps a progress line at the bottom of a terminal.

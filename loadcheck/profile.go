@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tracecar/tracecar/loadcheck/dist"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -61,13 +62,13 @@ type profile struct {
 type columnSpec struct {
 	name                      string
 	line                      int
-	size, population, cluster *dist
+	size, population, cluster *dist.Dist
 }
 
 type insertSpec struct {
 	line       int
-	partitions *dist
-	selectR    ratioDist
+	partitions *dist.Dist
+	selectR    dist.Ratio
 	batchType  string // "" when not set: LOGGED for a regular table, COUNTER for counters
 	condition  string // the IF clause of an LWT insert, without IF
 }
@@ -241,7 +242,7 @@ func (p *profile) readColumnSpec(v *yaml.Node) error {
 				return profileError(p.path, k.Line, "columnspec: unknown key %q; want name, size, population or cluster", k.Value)
 			}
 			if key != "name" {
-				if _, err := parseDist(s); err != nil {
+				if _, err := dist.Parse(s); err != nil {
 					return profileError(p.path, val.Line, "columnspec %s: %v", key, err)
 				}
 			}
@@ -265,11 +266,11 @@ func (p *profile) readColumnSpec(v *yaml.Node) error {
 }
 
 // mustDist parses s (already checked), or def when s is empty.
-func mustDist(s, def string) *dist {
+func mustDist(s, def string) *dist.Dist {
 	if s == "" {
 		s = def
 	}
-	d, err := parseDist(s)
+	d, err := dist.Parse(s)
 	if err != nil {
 		panic(err)
 	}
@@ -286,12 +287,12 @@ func (p *profile) readInsert(v *yaml.Node) error {
 		}
 		switch key {
 		case "partitions":
-			if _, err := parseDist(s); err != nil {
+			if _, err := dist.Parse(s); err != nil {
 				return profileError(p.path, val.Line, "insert partitions: %v", err)
 			}
 			parts = s
 		case "select":
-			if _, err := parseRatioDist(s); err != nil {
+			if _, err := dist.ParseRatio(s); err != nil {
 				return profileError(p.path, val.Line, "insert select: %v", err)
 			}
 			sel = s
@@ -316,8 +317,8 @@ func (p *profile) readInsert(v *yaml.Node) error {
 		return err
 	}
 	in.partitions = mustDist(parts, "")
-	in.selectR, _ = parseRatioDist(sel)
-	if in.partitions.min < 1 {
+	in.selectR, _ = dist.ParseRatio(sel)
+	if in.partitions.Min < 1 {
 		return profileError(p.path, v.Line, "insert partitions %s: want at least 1 partition", in.partitions)
 	}
 	p.insert = in

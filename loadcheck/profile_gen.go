@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/tracecar/tracecar/internal/cql/cqltext"
+	"github.com/tracecar/tracecar/loadcheck/values"
 )
 
 // A profile's data, as cassandra-stress makes it: every value is a function of the
@@ -56,7 +57,7 @@ func newPcol(name, typ, kind string, pos int, desc bool, spec *columnSpec) *pcol
 	case "text", "varchar", "ascii", "blob":
 		c.text, c.blob = true, typ == "blob"
 	}
-	if size := typeSizes[typ]; size > 0 && typ != "time" {
+	if size, _ := values.Size(typ); size > 0 && typ != "time" {
 		c.fixed = size
 	}
 	return c
@@ -108,9 +109,9 @@ func (g *gen) value(c *pcol, seed, ordinal int64) []byte {
 		return []byte{0, 0, 0, 0, 0, 0, 0, 1}
 	}
 	g.seed(uint64(seed), c.salt+uint64(ordinal)*0xbf58476d1ce4e5b9)
-	id := c.spec.population.sample(g.r, ordinal)
+	id := c.spec.population.Sample(g.r, ordinal)
 	g.seed(uint64(id), c.salt)
-	n := c.spec.size.sample(g.r, ordinal)
+	n := c.spec.size.Sample(g.r, ordinal)
 	if c.text {
 		// The common case, made straight from the source, 8 bytes a draw: letters and
 		// digits (valid UTF-8 and ASCII), or any bytes.
@@ -124,7 +125,7 @@ func (g *gen) value(c *pcol, seed, ordinal int64) []byte {
 		}
 		if !c.blob {
 			for i, b := range out {
-				out[i] = alnum[int(b)%len(alnum)]
+				out[i] = values.Alnum[int(b)%len(values.Alnum)]
 			}
 		}
 		return out
@@ -136,7 +137,7 @@ func (g *gen) value(c *pcol, seed, ordinal int64) []byte {
 		}
 		v := g.alloc(c.fixed)
 		copy(v, g.buf[:])
-		fixValue(c.typ, v)
+		values.Fix(c.typ, v)
 		return v
 	}
 	for i := 0; i < len(g.buf); i += 8 {
@@ -158,16 +159,16 @@ func encodeValue(typ string, n int64, r []byte) []byte {
 		v := binary.BigEndian.Uint64(r) % (86400 * 1e9)
 		return binary.BigEndian.AppendUint64(nil, v)
 	case strings.HasPrefix(t, "list<"), strings.HasPrefix(t, "set<"):
-		per := 4 + elemLen(t[strings.IndexByte(t, '<')+1:len(t)-1])
-		return valueOf(t, int32(4+min(n, 64)*int64(per)), r)
+		per := 4 + values.ElemLen(t[strings.IndexByte(t, '<')+1:len(t)-1])
+		return values.Of(t, int32(4+min(n, 64)*int64(per)), r)
 	case strings.HasPrefix(t, "map<"):
-		kv := splitTypes(t[4 : len(t)-1])
+		kv := values.SplitTypes(t[4 : len(t)-1])
 		if len(kv) == 2 {
-			per := 8 + elemLen(kv[0]) + elemLen(kv[1])
-			return valueOf(t, int32(4+min(n, 64)*int64(per)), r)
+			per := 8 + values.ElemLen(kv[0]) + values.ElemLen(kv[1])
+			return values.Of(t, int32(4+min(n, 64)*int64(per)), r)
 		}
 	}
-	return valueOf(t, int32(min(n, 1<<20)), r)
+	return values.Of(t, int32(min(n, 1<<20)), r)
 }
 
 // ppart is one partition: its seed, key values, and the count of each clustering level's
@@ -192,7 +193,7 @@ func (g *gen) partition(t *ptable, seed int64, dst *ppart) {
 	dst.rows = 1
 	for _, c := range t.ck {
 		g.seed(uint64(seed), c.salt^0x5bd1e995)
-		n := max(c.spec.cluster.sample(g.r, -1), 1)
+		n := max(c.spec.cluster.Sample(g.r, -1), 1)
 		dst.counts = append(dst.counts, n)
 		dst.rows *= n
 	}

@@ -15,12 +15,14 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/gocql/gocql"
+	"github.com/tracecar/tracecar/loadcheck/client"
 )
 
-// How a profile drives load, through gocql as the built-in workloads do: an insert writes
-// the rows its select ratio picks of its partitions (one statement, or a batch of the
-// profile's batchtype); a query binds its ? from one row of a partition (samerow) or from
-// any of its rows (multirow), and reads every page. Each operation counts the rows and the
+// How a profile drives load, through either client as the built-in workloads do (op.go;
+// its schema, table description and preload through gocql): an insert writes the rows its
+// select ratio picks of its partitions (one statement, or a batch of the profile's
+// batchtype); a query binds its ? from one row of a partition (samerow) or from any of its
+// rows (multirow), and reads every page. Each operation counts the rows and the
 // partitions it wrote or returned.
 
 // DefaultPageSize is the page size of a profile's queries, the drivers' usual.
@@ -30,12 +32,6 @@ const DefaultPageSize = 5000
 const preloadBatch = 100
 
 func parseCL(s string) (gocql.Consistency, error) { return gocql.ParseConsistencyWrapper(s) }
-
-// rawValue is a value already in its wire form, sent as is.
-type rawValue []byte
-
-// MarshalCQL returns the value as it is: it was made for the column's type.
-func (v rawValue) MarshalCQL(gocql.TypeInfo) ([]byte, error) { return v, nil }
 
 // OpResult is one operation of a profile over a run or a mode: its count, rates, the rows
 // and partitions it wrote or returned, and its latency (service time, from the send).
@@ -154,10 +150,8 @@ func mergeOps(runs []*runResult) []OpResult {
 // profileSession is what a profile needs of a session beyond the built-in workloads:
 // gocql's.
 type profileSession interface {
-	gocqlSession() *gocql.Session
+	Gocql() *gocql.Session
 }
-
-func (s *cqlSession) gocqlSession() *gocql.Session { return s.s }
 
 // isAlreadyExists reports whether the node answered that what a definition creates exists.
 func isAlreadyExists(err error) bool {
@@ -189,7 +183,7 @@ func (c *checker) prepareProfile(ctx context.Context) error {
 			return err
 		}
 		err = c.define(ctx, s, "keyspace_definition", p.keyspaceDefinition)
-		s.close()
+		s.Close()
 		if err != nil {
 			return err
 		}
@@ -199,7 +193,7 @@ func (c *checker) prepareProfile(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("profile %s: keyspace %s: %w", p.path, p.keyspace, err)
 	}
-	defer s.close()
+	defer s.Close()
 	if p.tableDefinition != "" {
 		if err := c.define(ctx, s, "table_definition", p.tableDefinition); err != nil {
 			return err
@@ -214,13 +208,13 @@ func (c *checker) prepareProfile(ctx context.Context) error {
 	if !ok {
 		return fmt.Errorf("profile: this driver cannot run profiles")
 	}
-	if err := p.readTable(ctx, gs.gocqlSession()); err != nil {
+	if err := p.readTable(ctx, gs.Gocql()); err != nil {
 		return err
 	}
 	if err := c.preloadProfile(ctx, s); err != nil {
 		return err
 	}
-	return p.tryQueries(ctx, gs.gocqlSession(), c.wl.pop.min)
+	return p.tryQueries(ctx, gs.Gocql(), c.wl.pop.min)
 }
 
 // define runs one of the profile's definitions; the node's refusal is a usage error that
@@ -230,7 +224,7 @@ func (c *checker) define(ctx context.Context, s session, key, stmt string) error
 	if !ok {
 		return fmt.Errorf("profile: this driver cannot run profiles")
 	}
-	err := gs.gocqlSession().Query(stmt).WithContext(ctx).Exec()
+	err := gs.Gocql().Query(stmt).WithContext(ctx).Exec()
 	if err == nil || isAlreadyExists(err) {
 		return nil
 	}
@@ -406,7 +400,7 @@ func (c *checker) preloadProfile(ctx context.Context, s session) error {
 	if n == 0 {
 		return nil
 	}
-	gs := s.(profileSession).gocqlSession()
+	gs := s.(profileSession).Gocql()
 	c.out.printf("Preloading %s (seeds %d..%d of --pop %s) through %s ...\n", pl, c.wl.pop.min, c.wl.pop.min+n-1, c.wl.pop, c.modes[0].target)
 	if err := pl.check(); err != nil {
 		return err
@@ -496,7 +490,7 @@ func (p *profile) writeRows(ctx context.Context, s *gocql.Session, g *gen, part 
 		}
 		args := make([]any, len(cols))
 		for j, c := range cols {
-			args[j] = rawValue(g.colValue(p.t, c, part, i))
+			args[j] = client.Raw(g.colValue(p.t, c, part, i))
 		}
 		if b == nil {
 			b = s.NewBatch(typ).WithContext(ctx)
@@ -521,7 +515,7 @@ func (p *profile) tryQueries(ctx context.Context, s *gocql.Session, seed int64) 
 	for _, q := range p.queries {
 		args := make([]any, len(q.binds))
 		for j, c := range q.binds {
-			args[j] = rawValue(g.colValue(p.t, c, &part, 0))
+			args[j] = client.Raw(g.colValue(p.t, c, &part, 0))
 		}
 		it := s.Query(q.cql, args...).WithContext(ctx).PageSize(1).Iter()
 		if err := it.Close(); err != nil {
@@ -533,120 +527,6 @@ func (p *profile) tryQueries(ctx context.Context, s *gocql.Session, seed int64) 
 		}
 	}
 	return nil
-}
-
-// newProfileOp returns worker w's operation: each call runs the next operation of the mix
-// (a smooth weighted round robin, so that the mix holds exactly over every cycle) and
-// records it in stats.
-func (s *cqlSession) newProfileOp(ctx context.Context, w int, wl *workload, cfg *Config) Op {
-	p := wl.profile
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(w)))
-	g := newGen()
-	var part ppart
-	pop := &wl.pop
-	stats := wl.stats
-	queries := make([]*gocql.Query, len(p.mix))
-	args := make([][]any, len(p.mix))
-	var tp []byte
-	if wl.traceContext != TraceContextNone && wl.traceContext != "" {
-		tp = newTraceparent(wl.traceContext)
-	}
-	for i, o := range p.mix {
-		if o.query == nil {
-			continue
-		}
-		q := o.query
-		cl := s.cl
-		if q.cl != "" {
-			cl, _ = parseCL(q.cl)
-		}
-		args[i] = make([]any, len(q.binds))
-		queries[i] = s.s.Query(q.cql).Consistency(cl).PageSize(cfg.PageSize).WithContext(ctx)
-		if q.serialCL == "LOCAL_SERIAL" {
-			queries[i].SerialConsistency(gocql.LocalSerial)
-		} else if q.serialCL == "SERIAL" {
-			queries[i].SerialConsistency(gocql.Serial)
-		}
-		if tp != nil {
-			queries[i].CustomPayload(map[string][]byte{traceparentKey: tp})
-		}
-	}
-	btype := p.batchType()
-	var pick []int64
-	next := newMixer(p, stats)
-	return func(ctx context.Context) (int, error) {
-		best := next()
-		if tp != nil {
-			fillTraceparent(rng, tp)
-		}
-		start := time.Now()
-		var rows, parts int64
-		var err error
-		if q := p.mix[best].query; q != nil {
-			g.partition(p.t, pop.next(rng), &part)
-			rows, err = runQuery(queries[best], args[best], q, p.t, g, &part, rng)
-			parts = min(rows, 1)
-		} else {
-			rows, parts, err = p.runInsert(ctx, s, g, &part, pop, rng, btype, &pick, cfg)
-		}
-		stats.ops[best].record(time.Since(start), rows, parts, err)
-		return int(rows), err
-	}
-}
-
-// runQuery binds q from part's rows and reads every page; it returns the rows returned.
-func runQuery(gq *gocql.Query, args []any, q *querySpec, t *ptable, g *gen, part *ppart, rng *rand.Rand) (int64, error) {
-	row := rng.Int64N(part.rows)
-	for j, c := range q.binds {
-		if q.multirow {
-			row = rng.Int64N(part.rows)
-		}
-		args[j] = rawValue(g.colValue(t, c, part, row))
-	}
-	gq.Bind(args...)
-	var rows int64
-	var state []byte
-	for {
-		it := gq.PageState(state).Iter()
-		rows += int64(it.NumRows())
-		state = it.PageState()
-		if err := it.Close(); err != nil {
-			return rows, err
-		}
-		if len(state) == 0 {
-			return rows, nil
-		}
-	}
-}
-
-// runInsert writes the rows that the select ratio picks of the partitions the insert's
-// partitions distribution draws: one statement alone, else a batch.
-func (p *profile) runInsert(ctx context.Context, s *cqlSession, g *gen, part *ppart, pop *population, rng *rand.Rand, btype gocql.BatchType, pick *[]int64, cfg *Config) (rows, parts int64, err error) {
-	n := max(p.insert.partitions.sample(rng, -1), 1)
-	b := s.s.NewBatch(btype).WithContext(ctx)
-	b.SetConsistency(s.cl)
-	for range n {
-		g.partition(p.t, pop.next(rng), part)
-		*pick = p.pickRows(part, rng, (*pick)[:0])
-		for _, i := range *pick {
-			args := make([]any, len(p.insertCols))
-			for j, c := range p.insertCols {
-				args[j] = rawValue(g.colValue(p.t, c, part, i))
-			}
-			b.Query(p.insertStmt, args...)
-		}
-		parts++
-	}
-	rows = int64(len(b.Entries))
-	if rows == 1 {
-		e := b.Entries[0]
-		return rows, parts, s.s.Query(e.Stmt, e.Args...).Consistency(s.cl).WithContext(ctx).Exec()
-	}
-	if p.insert.condition != "" {
-		_, _, err := s.s.ExecuteBatchCAS(b)
-		return rows, parts, err
-	}
-	return rows, parts, s.s.ExecuteBatch(b)
 }
 
 // parseProfileWorkload loads --profile and its --ops mix.
@@ -741,11 +621,11 @@ func (p *profile) cycle() []int {
 // insertBatches reports whether an insert can write several statements, which go in a
 // batch of the profile's type: more than one partition, or more than one row in one of t.
 func (p *profile) insertBatches(t *ptable) bool {
-	if p.insert.partitions != nil && p.insert.partitions.max > 1 {
+	if p.insert.partitions != nil && p.insert.partitions.Max > 1 {
 		return true
 	}
 	for _, c := range t.ck {
-		if c.spec != nil && c.spec.cluster != nil && c.spec.cluster.max > 1 {
+		if c.spec != nil && c.spec.cluster != nil && c.spec.cluster.Max > 1 {
 			return true
 		}
 	}
@@ -755,7 +635,7 @@ func (p *profile) insertBatches(t *ptable) bool {
 // pickRows appends to dst the rows of part that an insert writes: each with the
 // probability the select ratio draws, and at least one.
 func (p *profile) pickRows(part *ppart, rng *rand.Rand, dst []int64) []int64 {
-	ratio := p.insert.selectR.sample(rng)
+	ratio := p.insert.selectR.Sample(rng)
 	for i := range part.rows {
 		if ratio >= 1 || rng.Float64() < ratio {
 			dst = append(dst, i)

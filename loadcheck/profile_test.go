@@ -2,124 +2,13 @@ package loadcheck
 
 import (
 	"errors"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/tracecar/tracecar/internal/cql"
 )
-
-func TestParseDist(t *testing.T) {
-	tests := []struct {
-		spec     string
-		kind     distKind
-		min, max int64
-		inverse  bool
-	}{
-		{"fixed(1)", distFixed, 1, 1, false},
-		{"FIXED(10k)", distFixed, 10000, 10000, false},
-		{"uniform(1..100B)", distUniform, 1, 100e9, false},
-		{"uniform(1..2m)", distUniform, 1, 2e6, false},
-		{"seq(1..1k)", distSeq, 1, 1000, false},
-		{"gaussian(1..100)", distGaussian, 1, 100, false},
-		{"GAUSSIAN(1..100,5)", distGaussian, 1, 100, false},
-		{"gaussian(1..100,50,10)", distGaussian, 1, 100, false},
-		{"gauss(1..10)", distGaussian, 1, 10, false},
-		{"normal(1..10)", distGaussian, 1, 10, false},
-		{"norm(1..10)", distGaussian, 1, 10, false},
-		{"exp(1..100)", distExp, 1, 100, false},
-		{"~exp(1..100)", distExp, 1, 100, true},
-		{"extreme(1..1000,1.5)", distExtreme, 1, 1000, false},
-		{"extr(1..1000,1.5)", distExtreme, 1, 1000, false},
-		{"weibull(1..1000,1.5)", distExtreme, 1, 1000, false},
-		{"qextreme(1..1000,1.5,10)", distQExtreme, 1, 1000, false},
-		{"qextr(1..1000,1.5,10)", distQExtreme, 1, 1000, false},
-		{"~uniform(1..10)", distUniform, 1, 10, true},
-		{" uniform( 1 .. 10 ) ", distUniform, 1, 10, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.spec, func(t *testing.T) {
-			d, err := parseDist(tt.spec)
-			if err != nil {
-				t.Fatalf("parseDist(%q): %v", tt.spec, err)
-			}
-			if d.kind != tt.kind || d.min != tt.min || d.max != tt.max || d.inverse != tt.inverse {
-				t.Errorf("parseDist(%q) = kind %d [%d..%d] inverse %v; want kind %d [%d..%d] inverse %v",
-					tt.spec, d.kind, d.min, d.max, d.inverse, tt.kind, tt.min, tt.max, tt.inverse)
-			}
-		})
-	}
-	for _, bad := range []string{"", "uniform", "uniform(1-10)", "zipf(1..10)", "uniform(10..1)", "fixed(x)",
-		"gaussian(1..10,0)", "extreme(1..10)", "qextreme(1..10,1.5,0)", "uniform(1..10,3)", "exp(1..10,2)", "uniform(1..10x)"} {
-		if _, err := parseDist(bad); err == nil {
-			t.Errorf("parseDist(%q) succeeded; want an error", bad)
-		}
-	}
-}
-
-// TestDistSample draws from every distribution: each draw is in range, ~ inverts, and
-// the skewed ones lean the way cassandra-stress's do.
-func TestDistSample(t *testing.T) {
-	r := rand.New(rand.NewPCG(1, 2))
-	mean := func(spec string) float64 {
-		d, err := parseDist(spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sum := 0.0
-		for i := range 20000 {
-			v := d.sample(r, int64(i))
-			if v < d.min || v > d.max {
-				t.Fatalf("%s drew %d, outside [%d..%d]", spec, v, d.min, d.max)
-			}
-			sum += float64(v)
-		}
-		return sum / 20000
-	}
-	checks := []struct {
-		spec   string
-		lo, hi float64
-	}{
-		{"fixed(7)", 7, 7},
-		{"uniform(1..100)", 48, 53},
-		{"seq(1..100)", 50.4, 50.6},
-		{"gaussian(1..100)", 48, 53},
-		{"gaussian(1..100,20,5)", 19, 21},
-		{"exp(1..1000)", 1, 300},
-		{"~exp(1..1000)", 700, 1000},
-		{"extreme(1..1000,0.5)", 1, 300},
-		{"~extreme(1..1000,0.5)", 700, 1000},
-		{"qextreme(1..1000,0.5,10)", 1, 350},
-		{"~qextreme(1..1000,0.5,10)", 650, 1000},
-		{"~uniform(1..100)", 48, 53},
-		{"uniform(1k..2k)", 1450, 1550},
-	}
-	for _, c := range checks {
-		if m := mean(c.spec); m < c.lo || m > c.hi {
-			t.Errorf("%s: mean %.1f; want in [%g, %g]", c.spec, m, c.lo, c.hi)
-		}
-	}
-	d, _ := parseDist("~seq(1..10)")
-	if got := d.sample(r, 0); got != 10 {
-		t.Errorf("~seq(1..10) first draw = %d; want 10", got)
-	}
-	rd, err := parseRatioDist("uniform(1..10)/10")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range 1000 {
-		if f := rd.sample(r); f < 0.1 || f > 1 {
-			t.Fatalf("uniform(1..10)/10 drew %g", f)
-		}
-	}
-	if _, err := parseRatioDist("uniform(1..10)"); err == nil {
-		t.Error("a ratio without a divisor was accepted")
-	}
-}
 
 // mustProfileFile writes a profile into a temporary folder and returns its path.
 func mustProfileFile(tb testing.TB, text string) string {
@@ -162,11 +51,11 @@ func TestLoadProfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	if p.keyspace != "ks" || p.table != "t" || len(p.extraDefinitions) != 1 || p.insert.batchType != batchUnlogged ||
-		p.insert.partitions.min != 2 || p.insert.selectR.divisor != 10 {
+		p.insert.partitions.Min != 2 || p.insert.selectR.String() != "uniform(1..10)/10" {
 		t.Errorf("profile = %+v", p)
 	}
 	c := p.columns["c"]
-	if c.cluster.min != 10 || c.size.spec != defaultColumnSize || c.population.spec != defaultColumnPopulation {
+	if c.cluster.Min != 10 || c.size.String() != defaultColumnSize || c.population.String() != defaultColumnPopulation {
 		t.Errorf("columnspec c = %+v; want cluster fixed(10) and the defaults", c)
 	}
 	q := p.query("read1")
@@ -333,22 +222,6 @@ func TestMixCycle(t *testing.T) {
 	}
 	if stats.next.Load() != 4 {
 		t.Errorf("the run's slot is %d after 4 operations", stats.next.Load())
-	}
-}
-
-// TestQueryConsistencies: a query's consistencyLevel and serialConsistencyLevel go on its
-// requests; without them the run's --cl, and no serial consistency.
-func TestQueryConsistencies(t *testing.T) {
-	p, err := loadProfile(mustProfileFile(t, goodProfile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := p.query("read1")
-	if cl, serial := consistencies(cql.LocalOne, q.cl, q.serialCL); cl != cql.Quorum || serial != cql.LocalSerial {
-		t.Errorf("read1: consistency %v, serial %v; want QUORUM and LOCAL_SERIAL", cl, serial)
-	}
-	if cl, serial := consistencies(cql.LocalOne, "", ""); cl != cql.LocalOne || serial != 0 {
-		t.Errorf("no levels: consistency %v, serial %v; want the run's LOCAL_ONE and none", cl, serial)
 	}
 }
 

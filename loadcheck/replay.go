@@ -14,6 +14,7 @@ import (
 	"github.com/tracecar/tracecar/internal/capturefile"
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/internal/cql/cqltext"
+	"github.com/tracecar/tracecar/loadcheck/values"
 )
 
 // A replay plays a capture file (tracecar/capture) back: the captured requests, in order,
@@ -166,10 +167,7 @@ const (
 // plan chooses the records to replay, maps keyspaces and tables, and indexes the keys.
 func (rp *replay) plan() error {
 	c := rp.c
-	tables := map[string]*replayTable{}
-	keyIdx := map[string]int{}
-	conns := map[uint32]int{}
-	first := int64(-1)
+	pl := replayPlanner{tables: map[string]*replayTable{}, keyIdx: map[string]int{}, conns: map[uint32]int{}, first: -1}
 	for i := range c.Records {
 		r := &c.Records[i]
 		reason := rp.replayable(r)
@@ -177,55 +175,10 @@ func (rp *replay) plan() error {
 			rp.skipped[reason]++
 			continue
 		}
-		op := replayOp{rec: r}
-		for _, p := range r.Parts {
-			st := c.Statements[p.Statement]
-			rs, err := rp.statement(st, tables)
-			if err != nil {
-				return err
-			}
-			k := -1
-			if p.Key != nil {
-				var ok bool
-				if k, ok = keyIdx[string(p.Key)]; !ok {
-					k = len(rp.keys)
-					keyIdx[string(p.Key)] = k
-					rp.keys = append(rp.keys, p.Key)
-				}
-				t := rs.table
-				if t != nil && t.keyLens[k] == nil && len(st.PK) > 0 {
-					lens := make([]int32, len(st.PK))
-					for j, vi := range st.PK {
-						if vi < len(p.Lens) {
-							lens[j] = p.Lens[vi]
-						}
-					}
-					t.keyLens[k] = lens
-				}
-				if t != nil && st.Verb == "select" && r.Rows > t.rows[k] {
-					t.rows[k] = r.Rows
-				}
-			}
-			if t := rs.table; t != nil && (st.Verb == "insert" || st.Verb == "update") {
-				for j, v := range st.Values {
-					if j < len(p.Lens) && p.Lens[j] > 0 && v.Literal == "" {
-						t.sizes[v.Column] = max(t.sizes[v.Column], p.Lens[j])
-					}
-				}
-			}
-			op.keys = append(op.keys, k)
+		op, err := rp.planOp(&pl, r)
+		if err != nil {
+			return err
 		}
-		if first < 0 {
-			first = r.AtUS
-			op.first = true
-		}
-		op.at = time.Duration(r.AtUS-first) * time.Microsecond
-		n, ok := conns[r.Conn]
-		if !ok {
-			n = len(conns)
-			conns[r.Conn] = n
-		}
-		op.conn = n
 		rp.ops = append(rp.ops, op)
 	}
 	if len(rp.ops) == 0 {
@@ -238,6 +191,90 @@ func (rp *replay) plan() error {
 	// order they were answered: play them in the order they arrived.
 	slices.SortStableFunc(rp.ops, func(a, b replayOp) int { return cmp.Compare(a.at, b.at) })
 	rp.span = rp.ops[len(rp.ops)-1].at
+	rp.indexSentKeys()
+	rp.conns = len(pl.conns)
+	for _, t := range pl.tables {
+		rp.tables = append(rp.tables, t)
+	}
+	slices.SortFunc(rp.tables, func(a, b *replayTable) int {
+		return cmp.Or(cmp.Compare(a.keyspace, b.keyspace), cmp.Compare(a.name, b.name))
+	})
+	return nil
+}
+
+// replayPlanner is what plan learns as it reads the records: the tables by name, the
+// keys' indexes, the connections' numbers and the first request's time.
+type replayPlanner struct {
+	tables map[string]*replayTable
+	keyIdx map[string]int
+	conns  map[uint32]int
+	first  int64 // -1 before the first
+}
+
+// planOp makes the replayable record r an op: its statements' keys, learning each table's
+// key lengths, rows per key and column sizes, its time from the first and its connection.
+func (rp *replay) planOp(pl *replayPlanner, r *capturefile.Record) (replayOp, error) {
+	op := replayOp{rec: r}
+	for _, p := range r.Parts {
+		st := rp.c.Statements[p.Statement]
+		rs, err := rp.statement(st, pl.tables)
+		if err != nil {
+			return op, err
+		}
+		k := -1
+		if p.Key != nil {
+			k = rp.planKey(pl, st, &p, rs.table, r.Rows)
+		}
+		if t := rs.table; t != nil && (st.Verb == "insert" || st.Verb == "update") {
+			for j, v := range st.Values {
+				if j < len(p.Lens) && p.Lens[j] > 0 && v.Literal == "" {
+					t.sizes[v.Column] = max(t.sizes[v.Column], p.Lens[j])
+				}
+			}
+		}
+		op.keys = append(op.keys, k)
+	}
+	if pl.first < 0 {
+		pl.first = r.AtUS
+		op.first = true
+	}
+	op.at = time.Duration(r.AtUS-pl.first) * time.Microsecond
+	n, ok := pl.conns[r.Conn]
+	if !ok {
+		n = len(pl.conns)
+		pl.conns[r.Conn] = n
+	}
+	op.conn = n
+	return op, nil
+}
+
+// planKey returns the index of part p's key, numbering it when new, and learns its
+// columns' lengths and (from a SELECT) its rows in table t.
+func (rp *replay) planKey(pl *replayPlanner, st *capturefile.Statement, p *capturefile.Part, t *replayTable, rows int32) int {
+	k, ok := pl.keyIdx[string(p.Key)]
+	if !ok {
+		k = len(rp.keys)
+		pl.keyIdx[string(p.Key)] = k
+		rp.keys = append(rp.keys, p.Key)
+	}
+	if t != nil && t.keyLens[k] == nil && len(st.PK) > 0 {
+		lens := make([]int32, len(st.PK))
+		for j, vi := range st.PK {
+			if vi < len(p.Lens) {
+				lens[j] = p.Lens[vi]
+			}
+		}
+		t.keyLens[k] = lens
+	}
+	if t != nil && st.Verb == "select" && rows > t.rows[k] {
+		t.rows[k] = rows
+	}
+	return k
+}
+
+// indexSentKeys maps each key's values as the replay sends them to the key, counting the
+// keys whose values are another's as collisions.
+func (rp *replay) indexSentKeys() {
 	rp.keyIndex = map[string]int{}
 	for _, op := range rp.ops {
 		for j, p := range op.rec.Parts {
@@ -245,7 +282,7 @@ func (rp *replay) plan() error {
 			if k < 0 {
 				continue
 			}
-			b := sentKey(nil, c.Statements[p.Statement], &p, rp.keys[k])
+			b := sentKey(nil, rp.c.Statements[p.Statement], &p, rp.keys[k])
 			if o, ok := rp.keyIndex[string(b)]; !ok {
 				rp.keyIndex[string(b)] = k
 			} else if o != k {
@@ -253,14 +290,6 @@ func (rp *replay) plan() error {
 			}
 		}
 	}
-	rp.conns = len(conns)
-	for _, t := range tables {
-		rp.tables = append(rp.tables, t)
-	}
-	slices.SortFunc(rp.tables, func(a, b *replayTable) int {
-		return cmp.Or(cmp.Compare(a.keyspace, b.keyspace), cmp.Compare(a.name, b.name))
-	})
-	return nil
 }
 
 func (rp *replay) skipSummary() string {
@@ -355,7 +384,7 @@ func (rp *replay) statement(st *capturefile.Statement, tables map[string]*replay
 		for n, j := range rs.lits {
 			v := st.Values[j]
 			b.WriteString(text[last:rs.litAt[n]])
-			b.WriteString(literal(v.Literal, v.Type, fillerValue(cmp.Or(v.Type, "text"), int32(defaultLen))))
+			b.WriteString(values.Literal(v.Literal, v.Type, values.Filler(cmp.Or(v.Type, "text"), int32(values.DefaultLen))))
 			last = rs.litAt[n] + 1
 		}
 		b.WriteString(text[last:])
@@ -463,7 +492,7 @@ func checkType(t string) error {
 			if !strings.HasSuffix(inner, ">") {
 				return fmt.Errorf("unreadable type")
 			}
-			for _, part := range splitTypes(inner[:len(inner)-1]) {
+			for _, part := range values.SplitTypes(inner[:len(inner)-1]) {
 				if err := checkType(part); err != nil {
 					return err
 				}
@@ -471,33 +500,13 @@ func checkType(t string) error {
 			return nil
 		}
 	}
-	if _, ok := typeSizes[t]; ok {
+	if _, ok := values.Size(t); ok {
 		return nil
 	}
 	if strings.HasPrefix(t, "'") || strings.Contains(t, "<") {
 		return fmt.Errorf("a custom or unknown type, which the replay cannot create")
 	}
 	return fmt.Errorf("a user-defined type, whose definition the capture does not hold, so the replay cannot create it")
-}
-
-// splitTypes splits "a, map<b, c>" at its top-level commas.
-func splitTypes(s string) []string {
-	var out []string
-	depth, start := 0, 0
-	for i, c := range s {
-		switch c {
-		case '<':
-			depth++
-		case '>':
-			depth--
-		case ',':
-			if depth == 0 {
-				out = append(out, strings.TrimSpace(s[start:i]))
-				start = i + 1
-			}
-		}
-	}
-	return append(out, strings.TrimSpace(s[start:]))
 }
 
 // mapText returns st's text with its tables named as the replay creates them: in the
@@ -562,7 +571,7 @@ func sentKey(dst []byte, st *capturefile.Statement, p *capturefile.Part, key []b
 		if j < len(p.Lens) {
 			n = p.Lens[j]
 		}
-		v := keyValue(key, comp, st.Values[j].Type, n)
+		v := values.Key(key, comp, st.Values[j].Type, n)
 		dst = append(dst, byte(len(v)>>8), byte(len(v)))
 		dst = append(dst, v...)
 	}

@@ -16,6 +16,8 @@ import (
 	"github.com/tracecar/tracecar/internal/capturefile"
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/internal/cql/cqltext"
+	"github.com/tracecar/tracecar/loadcheck/cqlconn"
+	"github.com/tracecar/tracecar/loadcheck/values"
 )
 
 // maxReplayConnections bounds --replay-connections.
@@ -36,16 +38,16 @@ func (rp *replay) connections(cfg *Config) int {
 func (c *checker) prepareReplay(ctx context.Context) error {
 	rp := c.wl.replay
 	target := c.modes[0].target
-	conn, err := dialReplay(ctx, c.cfg, target)
+	conn, err := cqlconn.Dial(ctx, c.cfg.connOptions(), target)
 	if err != nil {
 		return err
 	}
-	defer conn.close()
+	defer conn.Close()
 	var created []string
 	undo := func() {
 		for _, ks := range created {
 			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-			conn.query(dctx, "DROP KEYSPACE IF EXISTS "+quoteName(ks))
+			conn.Query(dctx, "DROP KEYSPACE IF EXISTS "+quoteName(ks))
 			cancel()
 		}
 	}
@@ -64,14 +66,14 @@ func (c *checker) prepareReplay(ctx context.Context) error {
 			continue
 		}
 		stmt := "CREATE KEYSPACE " + quoteName(t.keyspace) + " WITH replication = " + replication(rp.c, t.captured.Keyspace)
-		if err := conn.query(ctx, stmt); err != nil {
+		if err := conn.Query(ctx, stmt); err != nil {
 			undo()
 			return fmt.Errorf("the node at %s cannot create keyspace %s for the replay: %w", target, t.keyspace, err)
 		}
 		created = append(created, t.keyspace)
 	}
 	for _, t := range rp.tables {
-		if err := conn.query(ctx, t.createTable()); err != nil {
+		if err := conn.Query(ctx, t.createTable()); err != nil {
 			undo()
 			return fmt.Errorf("the node at %s cannot create table %s.%s of the capture (as %s): %w; nothing was replayed",
 				target, t.captured.Keyspace, t.captured.Name, t.createTable(), err)
@@ -85,14 +87,14 @@ func (c *checker) prepareReplay(ctx context.Context) error {
 	return nil
 }
 
-func keyspaceExists(ctx context.Context, conn *rconn, ks string) (bool, error) {
+func keyspaceExists(ctx context.Context, conn *cqlconn.Conn, ks string) (bool, error) {
 	body := cql.Query{Query: "SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = '" +
-		strings.ReplaceAll(ks, "'", "''") + "'", Params: cql.QueryParams{Consistency: cql.One}}.AppendBody(nil, conn.version)
-	r, err := conn.do(ctx, cql.OpQuery, body, true)
+		strings.ReplaceAll(ks, "'", "''") + "'", Params: cql.QueryParams{Consistency: cql.One}}.AppendBody(nil, conn.Version())
+	r, err := conn.Do(ctx, cql.OpQuery, body, true)
 	if err != nil {
 		return false, err
 	}
-	n, err := result(r)
+	n, err := cqlconn.Result(r)
 	if err != nil {
 		return false, fmt.Errorf("replay: read system_schema.keyspaces: %w", err)
 	}
@@ -120,14 +122,36 @@ func replication(c *capturefile.Capture, ks string) string {
 }
 
 // preload writes, for every key the capture reads, as many rows as its reads returned.
-func (c *checker) preload(ctx context.Context, conn *rconn) error {
+func (c *checker) preload(ctx context.Context, conn *cqlconn.Conn) error {
 	rp := c.wl.replay
-	type row struct {
-		t   *replayTable
-		key int
-		i   int
+	rows := rp.preloadRows()
+	if len(rows) == 0 {
+		return nil
 	}
-	var rows []row
+	c.out.printf("Preloading %s rows for the keys the capture reads ...\n", commas(float64(len(rows))))
+	started := time.Now()
+	ids, err := rp.prepareInserts(ctx, conn)
+	if err != nil {
+		return err
+	}
+	if err := rp.writeRows(ctx, conn, rows, ids, min(c.cfg.Concurrency, 64)); err != nil {
+		return err
+	}
+	c.out.printf("Preloaded %s rows in %.1fs\n", commas(float64(len(rows))), time.Since(started).Seconds())
+	return nil
+}
+
+// preloadRow is one row the replay's preload writes: its table, key and row index.
+type preloadRow struct {
+	t   *replayTable
+	key int
+	i   int
+}
+
+// preloadRows lists the rows the capture reads, by table and key in order: as many as
+// were seen for each key, one for a table without clustering columns.
+func (rp *replay) preloadRows() []preloadRow {
+	var rows []preloadRow
 	for _, t := range rp.tables {
 		keys := make([]int, 0, len(t.rows))
 		for k := range t.rows {
@@ -140,33 +164,38 @@ func (c *checker) preload(ctx context.Context, conn *rconn) error {
 				n = min(n, 1)
 			}
 			for i := range n {
-				rows = append(rows, row{t, k, i})
+				rows = append(rows, preloadRow{t, k, i})
 			}
 		}
 	}
-	if len(rows) == 0 {
-		return nil
-	}
-	c.out.printf("Preloading %s rows for the keys the capture reads ...\n", commas(float64(len(rows))))
-	started := time.Now()
+	return rows
+}
+
+// prepareInserts prepares the insert of each table that has rows to preload, on conn.
+func (rp *replay) prepareInserts(ctx context.Context, conn *cqlconn.Conn) (map[*replayTable][]byte, error) {
 	ids := map[*replayTable][]byte{}
-	texts := map[*replayTable]string{}
 	for _, t := range rp.tables {
 		if len(t.rows) == 0 {
 			continue
 		}
-		texts[t] = t.insert()
-		id, err := conn.prepare(ctx, texts[t])
+		text := t.insert()
+		id, err := conn.Prepare(ctx, text)
 		if err != nil {
-			return fmt.Errorf("replay preload: prepare %s: %w", texts[t], err)
+			return nil, fmt.Errorf("replay preload: prepare %s: %w", text, err)
 		}
 		ids[t] = id
 	}
+	return ids, nil
+}
+
+// writeRows writes rows through workers goroutines sharing conn; the first failure stops
+// them all and is returned.
+func (rp *replay) writeRows(ctx context.Context, conn *cqlconn.Conn, rows []preloadRow, ids map[*replayTable][]byte, workers int) error {
 	var next atomic.Int64
 	var firstErr error
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	for range min(c.cfg.Concurrency, 64) {
+	for range workers {
 		wg.Go(func() {
 			for {
 				i := next.Add(1) - 1
@@ -174,11 +203,11 @@ func (c *checker) preload(ctx context.Context, conn *rconn) error {
 					return
 				}
 				r := rows[i]
-				body := conn.execute(nil, ids[r.t], cql.QueryParams{Consistency: cql.One, Flags: cql.QueryValues,
+				body := conn.Execute(nil, ids[r.t], cql.QueryParams{Consistency: cql.One, Flags: cql.QueryValues,
 					Values: r.t.rowValues(rp, r.key, r.i)})
-				resp, err := conn.do(ctx, cql.OpExecute, body, true)
+				resp, err := conn.Do(ctx, cql.OpExecute, body, true)
 				if err == nil {
-					_, err = result(resp)
+					_, err = cqlconn.Result(resp)
 				}
 				if err != nil {
 					mu.Lock()
@@ -196,11 +225,7 @@ func (c *checker) preload(ctx context.Context, conn *rconn) error {
 	if firstErr != nil {
 		return firstErr
 	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	c.out.printf("Preloaded %s rows in %.1fs\n", commas(float64(len(rows))), time.Since(started).Seconds())
-	return nil
+	return ctx.Err()
 }
 
 // insert returns the statement that writes one row of t: an INSERT of every column, or
@@ -245,16 +270,16 @@ func (t *replayTable) rowValues(rp *replay, k, i int) []cql.Value {
 			if pos < len(lens) {
 				n = lens[pos]
 			}
-			v = keyValue(rp.keys[k], pos, c.Type, n)
+			v = values.Key(rp.keys[k], pos, c.Type, n)
 			pkAt++
 		case capturefile.Clustering:
-			v = indexValue(c.Type, i, 0)
+			v = values.Index(c.Type, i, 0)
 		default:
 			n, ok := t.sizes[c.Name]
 			if !ok {
 				n = -1
 			}
-			v = fillerValue(c.Type, n)
+			v = values.Filler(c.Type, n)
 		}
 		out = append(out, cql.Value{Bytes: v})
 	}
@@ -286,14 +311,14 @@ func (rp *replay) newRun() *replayRun {
 // replaySession is one run's connections and prepared statements.
 type replaySession struct {
 	rp    *replay
-	conns []*rconn
+	conns []*cqlconn.Conn
 	ids   []map[uint32][]byte // per connection: prepared statement → id
 	run   *replayRun
 }
 
 func (s *replaySession) close() {
 	for _, c := range s.conns {
-		c.close()
+		c.Close()
 	}
 }
 
@@ -302,7 +327,7 @@ func (c *checker) openReplay(ctx context.Context, target string) (*replaySession
 	rp := c.wl.replay
 	s := &replaySession{rp: rp, run: rp.newRun()}
 	for range rp.connections(c.cfg) {
-		conn, err := dialReplay(ctx, c.cfg, target)
+		conn, err := cqlconn.Dial(ctx, c.cfg.connOptions(), target)
 		if err != nil {
 			s.close()
 			return nil, err
@@ -313,7 +338,7 @@ func (c *checker) openReplay(ctx context.Context, target string) (*replaySession
 			if !st.def.Prepared {
 				continue
 			}
-			pid, err := conn.prepare(ctx, st.text)
+			pid, err := conn.Prepare(ctx, st.text)
 			if err != nil {
 				s.close()
 				return nil, fmt.Errorf("replay: prepare statement %d (%s): %w", id, st.text, err)
@@ -396,10 +421,10 @@ func (s *replaySession) worker() indexedOp {
 			}
 			if first.def.Prepared {
 				opcode = cql.OpExecute
-				body = conn.execute(body[:0], s.ids[ci][first.def.ID], params)
+				body = conn.Execute(body[:0], s.ids[ci][first.def.ID], params)
 			} else {
 				opcode = cql.OpQuery
-				body = cql.Query{Query: text, Params: params}.AppendBody(body[:0], conn.version)
+				body = cql.Query{Query: text, Params: params}.AppendBody(body[:0], conn.Version())
 			}
 		case cql.OpBatch:
 			opcode = cql.OpBatch
@@ -417,12 +442,12 @@ func (s *replaySession) worker() indexedOp {
 				}
 				b.Queries = append(b.Queries, q)
 			}
-			body = b.AppendBody(body[:0], conn.version)
+			body = b.AppendBody(body[:0], conn.Version())
 		}
-		resp, err := conn.do(ctx, opcode, body, true)
+		resp, err := conn.Do(ctx, opcode, body, true)
 		if err == nil {
 			var rows int
-			rows, err = result(resp)
+			rows, err = cqlconn.Result(resp)
 			var ce cql.Error
 			if errors.As(err, &ce) && ce.Code == cql.ErrCodeUnprepared {
 				err = s.reprepare(ctx, ci)
@@ -446,7 +471,7 @@ func (s *replaySession) worker() indexedOp {
 func (s *replaySession) reprepare(ctx context.Context, ci int) error {
 	for id, st := range s.rp.stmts {
 		if st.def.Prepared {
-			pid, err := s.conns[ci].prepare(ctx, st.text)
+			pid, err := s.conns[ci].Prepare(ctx, st.text)
 			if err != nil {
 				return err
 			}
@@ -504,7 +529,7 @@ func (s *replaySession) values(st *replayStmt, p *capturefile.Part, key int, r *
 		if key >= 0 {
 			for comp, pk := range def.PK {
 				if pk == j {
-					b := keyValue(s.rp.keys[key], comp, v.Type, n)
+					b := values.Key(s.rp.keys[key], comp, v.Type, n)
 					comps[comp] = b
 					return b
 				}
@@ -530,7 +555,7 @@ func (s *replaySession) values(st *replayStmt, p *capturefile.Part, key int, r *
 		if b, ok := fill[k]; ok {
 			return b
 		}
-		b := fillerValue(typ, n)
+		b := values.Filler(typ, n)
 		fill[k] = b
 		return b
 	}
@@ -552,7 +577,7 @@ func (s *replaySession) values(st *replayStmt, p *capturefile.Part, key int, r *
 		for n, j := range st.lits {
 			at := st.litAt[n]
 			b.WriteString(text[last:at])
-			b.WriteString(literal(def.Values[j].Literal, def.Values[j].Type, value(j)))
+			b.WriteString(values.Literal(def.Values[j].Literal, def.Values[j].Type, value(j)))
 			last = at + 1
 		}
 		b.WriteString(text[last:])
@@ -663,19 +688,40 @@ func (c *checker) replayReport() *ReplayReport {
 	if rp.span > 0 {
 		rep.CapturedOpRate = float64(len(rp.ops)) / rp.span.Seconds()
 	}
-	runs := c.replayRuns
-	captured := map[uint32]int{}
-	keysCaptured := make([]int, len(rp.keys))
-	withKey := 0
+	cc := rp.capturedCounts()
+	rep.Statements = rp.statementCounts(cc.stmts, c.replayRuns)
+	rep.Keys = rp.keyCounts(cc, c.replayRuns)
+	rep.CapturedLatency = rp.capturedLatency()
+	return rep
+}
+
+// capturedCounts are the replayed requests' counts in the capture: by statement, by key,
+// and how many name a key.
+type capturedCounts struct {
+	stmts   map[uint32]int
+	keys    []int
+	withKey int
+}
+
+// capturedCounts counts the replayed requests' statements and keys in the capture.
+func (rp *replay) capturedCounts() capturedCounts {
+	cc := capturedCounts{stmts: map[uint32]int{}, keys: make([]int, len(rp.keys))}
 	for _, op := range rp.ops {
 		for j, p := range op.rec.Parts {
-			captured[p.Statement]++
+			cc.stmts[p.Statement]++
 			if k := op.keys[j]; k >= 0 {
-				keysCaptured[k]++
-				withKey++
+				cc.keys[k]++
+				cc.withKey++
 			}
 		}
 	}
+	return cc
+}
+
+// statementCounts sets each statement's captured count beside its replays and errors on
+// average over runs, the most captured first.
+func (rp *replay) statementCounts(captured map[uint32]int, runs []*replayRun) []ReplayStatement {
+	var stmts []ReplayStatement
 	for id, n := range captured {
 		st := rp.stmts[id]
 		s := ReplayStatement{ID: id, Query: st.def.Text, Prepared: st.def.Prepared, Captured: n}
@@ -687,22 +733,28 @@ func (c *checker) replayReport() *ReplayReport {
 			s.Replayed /= float64(len(runs))
 			s.Errors /= float64(len(runs))
 		}
-		rep.Statements = append(rep.Statements, s)
+		stmts = append(stmts, s)
 	}
-	sort.Slice(rep.Statements, func(i, j int) bool {
-		a, b := rep.Statements[i], rep.Statements[j]
+	sort.Slice(stmts, func(i, j int) bool {
+		a, b := stmts[i], stmts[j]
 		return a.Captured > b.Captured || a.Captured == b.Captured && a.ID < b.ID
 	})
-	rep.Keys.Distinct, rep.Keys.Collisions = len(rp.keys), rp.collisions
+	return stmts
+}
+
+// keyCounts compares the hottest captured keys' shares of the requests that name a key,
+// in the capture and over runs.
+func (rp *replay) keyCounts(cc capturedCounts, runs []*replayRun) ReplayKeys {
+	keys := ReplayKeys{Distinct: len(rp.keys), Collisions: rp.collisions}
 	for _, r := range runs {
-		rep.Keys.Unmatched += float64(r.other.Load()) / float64(len(runs))
+		keys.Unmatched += float64(r.other.Load()) / float64(len(runs))
 	}
 	order := make([]int, len(rp.keys))
 	for i := range order {
 		order[i] = i
 	}
 	sort.Slice(order, func(i, j int) bool {
-		a, b := keysCaptured[order[i]], keysCaptured[order[j]]
+		a, b := cc.keys[order[i]], cc.keys[order[j]]
 		return a > b || a == b && keyHex(rp.keys[order[i]]) < keyHex(rp.keys[order[j]])
 	})
 	var replayedWithKey int64
@@ -714,8 +766,8 @@ func (c *checker) replayReport() *ReplayReport {
 	}
 	for _, k := range order[:min(len(order), capturefile.TopKeys)] {
 		rk := ReplayKey{Key: keyHex(rp.keys[k])}
-		if withKey > 0 {
-			rk.CapturedPct = 100 * float64(keysCaptured[k]) / float64(withKey)
+		if cc.withKey > 0 {
+			rk.CapturedPct = 100 * float64(cc.keys[k]) / float64(cc.withKey)
 		}
 		var n int64
 		for _, r := range runs {
@@ -724,16 +776,20 @@ func (c *checker) replayReport() *ReplayReport {
 		if replayedWithKey > 0 {
 			rk.ReplayedPct = 100 * float64(n) / float64(replayedWithKey)
 		}
-		rep.Keys.Top = append(rep.Keys.Top, rk)
+		keys.Top = append(keys.Top, rk)
 	}
+	return keys
+}
+
+// capturedLatency are the latency percentiles of the replayed requests in the capture.
+func (rp *replay) capturedLatency() Latency {
 	var lat []int64
 	for _, op := range rp.ops {
 		lat = append(lat, op.rec.LatencyUS)
 	}
 	p := capturefile.PercentilesOf(lat)
-	rep.CapturedLatency = Latency{MeanMs: p.Mean / 1000, P50Ms: float64(p.P50) / 1000, P95Ms: float64(p.P95) / 1000,
+	return Latency{MeanMs: p.Mean / 1000, P50Ms: float64(p.P50) / 1000, P95Ms: float64(p.P95) / 1000,
 		P99Ms: float64(p.P99) / 1000, P999Ms: float64(p.P999) / 1000, MaxMs: float64(p.Max) / 1000}
-	return rep
 }
 
 // printReplay prints the captured against the replayed: counts, keys and latency.

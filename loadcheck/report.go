@@ -6,6 +6,7 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/tracecar/tracecar/loadcheck/stats"
 )
 
 // Latency summarizes a latency histogram, in milliseconds.
@@ -560,16 +561,16 @@ func modeResult(m *mode, runs []*runResult, baseline bool) ModeResult {
 		dur += r.DurationS
 	}
 	if xs := perRun(mr.Runs, func(r *RunResult) *float64 { return r.SidecarCPUUsPerOp }); xs != nil {
-		s := summarize(xs)
-		mr.SidecarCPUUsPerOp, mr.SidecarCPUUsPerOpStderr = ptr(s.mean), ptr(s.stderr)
+		s := stats.Summarize(xs)
+		mr.SidecarCPUUsPerOp, mr.SidecarCPUUsPerOpStderr = ptr(s.Mean), ptr(s.Stderr)
 	}
 	if xs := perRun(mr.Runs, func(r *RunResult) *float64 { return r.SidecarUserCPUUsPerOp }); xs != nil {
-		s := summarize(xs)
-		mr.SidecarUserCPUUsPerOp, mr.SidecarUserCPUUsPerOpStderr = ptr(s.mean), ptr(s.stderr)
+		s := stats.Summarize(xs)
+		mr.SidecarUserCPUUsPerOp, mr.SidecarUserCPUUsPerOpStderr = ptr(s.Mean), ptr(s.Stderr)
 	}
 	if xs := perRun(mr.Runs, func(r *RunResult) *float64 { return r.NodeCPUUsPerOp }); xs != nil {
-		s := summarize(xs)
-		mr.NodeCPUUsPerOp, mr.NodeCPUUsPerOpStderr = ptr(s.mean), ptr(s.stderr)
+		s := stats.Summarize(xs)
+		mr.NodeCPUUsPerOp, mr.NodeCPUUsPerOpStderr = ptr(s.Mean), ptr(s.Stderr)
 	}
 	mr.AddedP50Ms, mr.AddedP99Ms = addedPercentiles(mr.added)
 	if len(runs) > 0 {
@@ -586,8 +587,8 @@ func modeResult(m *mode, runs []*runResult, baseline bool) ModeResult {
 			mr.SessionsRecorded = &n
 		}
 	}
-	s := summarize(mr.Rounds)
-	mr.OpRate, mr.OpRateStdev, mr.OpRateStderr = s.mean, s.stdev, s.stderr
+	s := stats.Summarize(mr.Rounds)
+	mr.OpRate, mr.OpRateStdev, mr.OpRateStderr = s.Mean, s.Stdev, s.Stderr
 	mr.OpRateMedian = median(mr.Rounds)
 	mr.PkRate = mr.OpRate
 	if len(runs) > 0 && runs[0].PerOp != nil {

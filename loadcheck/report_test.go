@@ -11,6 +11,15 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/tracecar/tracecar/loadcheck/stats"
+)
+
+// ScyllaDB PR #8314 (../shared/reference/001_6f8ba84e15579231.txt): op rates of five runs per
+// mode, as in loadcheck/stats's tests.
+var (
+	scyllaBaseline = []float64{29018, 28909, 28900, 28921, 28821}
+	scyllaFast     = []float64{26468, 26274, 26547, 26669, 26385}
+	scyllaNoFast   = []float64{23591, 23584, 23598, 23596, 23601}
 )
 
 func TestLatencyPercentiles(t *testing.T) {
@@ -81,8 +90,8 @@ func TestCompare(t *testing.T) {
 		{Name: "once", Rounds: []float64{20000}},
 	}}
 	for i := range rep.Modes {
-		s := summarize(rep.Modes[i].Rounds)
-		rep.Modes[i].OpRate, rep.Modes[i].OpRateStderr = s.mean, s.stderr
+		s := stats.Summarize(rep.Modes[i].Rounds)
+		rep.Modes[i].OpRate, rep.Modes[i].OpRateStderr = s.Mean, s.Stderr
 	}
 	compare(rep)
 	base, fast, once := rep.Modes[0], rep.Modes[1], rep.Modes[2]

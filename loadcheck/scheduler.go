@@ -9,6 +9,7 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/tracecar/tracecar/loadcheck/stats"
 )
 
 // Op performs one operation against the target and returns the number of rows it read or
@@ -190,9 +191,26 @@ func runPhase(ctx context.Context, p phase, ops []Op) *phaseResult {
 	if p.duration > 0 {
 		r.end = r.start + p.duration
 	}
-	exits := make([]time.Duration, p.workers)
+	exits, finished := r.startWorkers(ctx, ops)
+	c := newCollector(r)
+	r.collectEach(c, finished)
+	elapsed := r.span(exits)
+	c.collect(r.start + elapsed)
+	res := c.total
+	res.elapsed = elapsed
+	if r.period > 0 && r.end > 0 && !r.stop.Load() {
+		scheduled := int64(math.Ceil(float64(p.duration) / r.period))
+		res.unsent = max(0, scheduled-res.ops-res.errs)
+	}
+	return &res
+}
+
+// startWorkers starts the phase's workers, each running its op, and returns where each
+// will record the time it left and a channel closed once all have.
+func (r *runner) startWorkers(ctx context.Context, ops []Op) ([]time.Duration, <-chan struct{}) {
+	exits := make([]time.Duration, r.workers)
 	var wg sync.WaitGroup
-	for w := 0; w < p.workers; w++ {
+	for w := 0; w < r.workers; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -204,53 +222,55 @@ func runPhase(ctx context.Context, p phase, ops []Op) *phaseResult {
 		wg.Wait()
 		close(finished)
 	}()
+	return exits, finished
+}
 
-	c := newCollector(r)
-	if p.interval > 0 {
-		tick := time.NewTicker(p.interval)
-	loop:
-		for {
-			select {
-			case <-tick.C:
-				now := p.clock.now()
-				if r.end > 0 && now+p.interval/2 > r.end {
-					// The final collection takes the rest, so that the last
-					// interval is not a sliver holding the stragglers alone.
-					continue
-				}
-				c.collect(now)
-			case <-finished:
-				break loop
-			}
-		}
-		tick.Stop()
-	} else {
+// collectEach has c collect an interval each --interval until finished is closed (at
+// once without an interval), leaving the last, short of half an interval, to the final
+// collection.
+func (r *runner) collectEach(c *collector, finished <-chan struct{}) {
+	if r.interval <= 0 {
 		<-finished
+		return
 	}
+	tick := time.NewTicker(r.interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C:
+			now := r.clock.now()
+			if r.end > 0 && now+r.interval/2 > r.end {
+				// The final collection takes the rest, so that the last
+				// interval is not a sliver holding the stragglers alone.
+				continue
+			}
+			c.collect(now)
+		case <-finished:
+			return
+		}
+	}
+}
+
+// span is the phase's measured span: to the last worker's exit, or to a schedule's last
+// start, or the whole duration at a fixed rate.
+func (r *runner) span(exits []time.Duration) time.Duration {
 	last := r.start
 	for _, e := range exits {
 		last = max(last, e)
 	}
 	elapsed := last - r.start
-	if s := p.schedule; s != nil && len(s.at) > 0 && !r.stop.Load() && r.end == 0 {
+	if s := r.schedule; s != nil && len(s.at) > 0 && !r.stop.Load() && r.end == 0 {
 		// A schedule's span runs to its last operation's start, intended or actual (when
 		// the target fell behind): as at a fixed rate, the op rate is what was sent, and
 		// a last straggler's wait shows in the latency, not in the rate.
 		elapsed = max(s.at[len(s.at)-1], time.Duration(r.lastSent.Load())-r.start)
 	}
-	if r.period > 0 && p.duration > elapsed && !r.stop.Load() {
+	if r.period > 0 && r.duration > elapsed && !r.stop.Load() {
 		// At a fixed rate the schedule, not the last completion, defines the span:
 		// a worker that finds its next slot past the deadline leaves early.
-		elapsed = p.duration
+		elapsed = r.duration
 	}
-	c.collect(r.start + elapsed)
-	res := c.total
-	res.elapsed = elapsed
-	if r.period > 0 && r.end > 0 && !r.stop.Load() {
-		scheduled := int64(math.Ceil(float64(p.duration) / r.period))
-		res.unsent = max(0, scheduled-res.ops-res.errs)
-	}
-	return &res
+	return elapsed
 }
 
 // work is one worker's loop. It returns the clock time at which the worker stopped.
@@ -376,8 +396,8 @@ func (c *collector) collect(now time.Duration) {
 	}
 	iv.PkRate = iv.OpRate
 	iv.Latency = latencyOf(c.ivResp)
-	if s := summarize(c.rates); s.mean > 0 {
-		iv.Stderr = s.stderr / s.mean
+	if s := stats.Summarize(c.rates); s.Mean > 0 {
+		iv.Stderr = s.Stderr / s.Mean
 	}
 	if c.r.onInterval != nil {
 		c.r.onInterval(iv, c.ivResp, c.ivSvc)

@@ -4,6 +4,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/tracecar/tracecar/loadcheck/stats"
 )
 
 const metricsText = `# TYPE process_cpu_seconds_total counter
@@ -81,8 +83,8 @@ func TestTQuantile(t *testing.T) {
 	for _, tt := range []struct{ p, df, want float64 }{
 		{0.975, 1, 12.706}, {0.975, 9, 2.262}, {0.975, 30, 2.042}, {0.5, 5, 0}, {0.025, 9, -2.262},
 	} {
-		if got := tQuantile(tt.p, tt.df); math.Abs(got-tt.want) > 0.001 {
-			t.Errorf("tQuantile(%v, %v) = %.4f; want %.3f", tt.p, tt.df, got, tt.want)
+		if got := stats.TQuantile(tt.p, tt.df); math.Abs(got-tt.want) > 0.001 {
+			t.Errorf("stats.TQuantile(%v, %v) = %.4f; want %.3f", tt.p, tt.df, got, tt.want)
 		}
 	}
 }

@@ -12,10 +12,6 @@ const (
 	TraceContextUnsampled = "unsampled"
 )
 
-// traceparentKey is the custom payload key the requests carry their context in, the one
-// tracecar reads by default.
-const traceparentKey = "traceparent"
-
 func validTraceContext(s string) bool {
 	return s == TraceContextNone || s == TraceContextSampled || s == TraceContextUnsampled
 }

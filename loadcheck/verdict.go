@@ -3,7 +3,8 @@ package loadcheck
 import (
 	"fmt"
 	"math"
-	"sort"
+
+	"github.com/tracecar/tracecar/loadcheck/stats"
 )
 
 // Verdict rules, as --verdict names them.
@@ -56,8 +57,8 @@ func (e estimate) oneSided(limit float64) (t, pOver, pUnder, lower, upper float6
 		return 0, 0.5, 0.5, e.value, e.value, true
 	}
 	t = d / e.stderr
-	q := tQuantile(1-Significance, e.df) * e.stderr
-	tail := studentTwoSided(t, e.df) / 2 // the far side's, without 1 − (1 − tiny)
+	q := stats.TQuantile(1-Significance, e.df) * e.stderr
+	tail := stats.StudentTwoSided(t, e.df) / 2 // the far side's, without 1 − (1 − tiny)
 	pOver, pUnder = tail, 1-tail
 	if t < 0 {
 		pOver, pUnder = 1-tail, tail
@@ -76,30 +77,11 @@ func (e estimate) roundsNeeded(limit float64) int {
 	}
 	sd := e.stderr * math.Sqrt(float64(e.n))
 	for n := max(e.n, 2); n <= maxRoundsNeeded; n++ {
-		if tQuantile(1-Significance, float64(n-1))*sd/math.Sqrt(float64(n)) < gap {
+		if stats.TQuantile(1-Significance, float64(n-1))*sd/math.Sqrt(float64(n)) < gap {
 			return n
 		}
 	}
 	return maxRoundsNeeded + 1
-}
-
-// holm returns Holm's step-down adjustment of ps: sorted ascending, the i-th smallest
-// (from 0) is multiplied by m−i, and each adjusted p is at least the one before it,
-// capped at 1. It controls the chance of any false breach among m budgets at the level.
-func holm(ps []float64) []float64 {
-	m := len(ps)
-	idx := make([]int, m)
-	for i := range idx {
-		idx[i] = i
-	}
-	sort.SliceStable(idx, func(a, b int) bool { return ps[idx[a]] < ps[idx[b]] })
-	adj := make([]float64, m)
-	run := 0.0
-	for rank, i := range idx {
-		run = math.Max(run, math.Min(1, float64(m-rank)*ps[i]))
-		adj[i] = run
-	}
-	return adj
 }
 
 // applyVerdict tests each judged verdict against its limit under rule, adjusts the
@@ -116,13 +98,13 @@ func applyVerdict(vs []Verdict, ests []*estimate, rule string, units []Budget) {
 		v := &vs[i]
 		t, pOver, pUnder, lo, hi, ok := e.oneSided(v.Limit)
 		v.Verdict, v.Test = rule, e.test
-		v.Value, v.ValueErr = finite(e.value), finite(e.stderr)
+		v.Value, v.ValueErr = stats.Finite(e.value), stats.Finite(e.stderr)
 		if !ok {
 			v.Outcome = OutcomeUnknown
 			continue
 		}
-		v.DF, v.T = ptr(e.df), ptr(finite(t))
-		v.Lower95, v.Upper95 = ptr(finite(lo)), ptr(finite(hi))
+		v.DF, v.T = ptr(e.df), ptr(stats.Finite(t))
+		v.Lower95, v.Upper95 = ptr(stats.Finite(lo)), ptr(stats.Finite(hi))
 		p := pOver
 		if rule == VerdictProve {
 			p = pUnder
@@ -139,7 +121,7 @@ func applyVerdict(vs []Verdict, ests []*estimate, rule string, units []Budget) {
 		// fails unless each test succeeds at the level, so no adjustment is needed.
 		adjustment = fmt.Sprintf("unadjusted: prove needs all %d budgets shown, an intersection-union test", len(ps))
 	case len(ps) > 1:
-		adj = holm(ps)
+		adj = stats.Holm(ps)
 		adjustment = fmt.Sprintf("Holm over %d budgets", len(ps))
 	}
 	for k, i := range tested {

@@ -4,6 +4,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/tracecar/tracecar/loadcheck/stats"
 )
 
 // cpuRounds returns six rounds of a baseline's and a mode's sidecar CPU per op whose
@@ -93,14 +95,14 @@ func TestVerdictAgainstLimit(t *testing.T) {
 // 0.04 are multiplied by 4, 3, 2 and 1, giving 0.02, 0.03, 0.06 and 0.04, and the last
 // is raised to the one before it, 0.06.
 func TestHolm(t *testing.T) {
-	got := holm([]float64{0.01, 0.04, 0.03, 0.005})
+	got := stats.Holm([]float64{0.01, 0.04, 0.03, 0.005})
 	want := []float64{0.03, 0.06, 0.06, 0.02}
 	for i := range want {
 		if math.Abs(got[i]-want[i]) > 1e-12 {
 			t.Fatalf("holm = %v; want %v", got, want)
 		}
 	}
-	if got := holm([]float64{0.6, 0.5}); got[0] != 1 || got[1] != 1 {
+	if got := stats.Holm([]float64{0.6, 0.5}); got[0] != 1 || got[1] != 1 {
 		t.Errorf("holm = %v; want capped at 1", got)
 	}
 }

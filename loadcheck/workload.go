@@ -1,7 +1,6 @@
 package loadcheck
 
 import (
-	"context"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -264,20 +263,4 @@ func parseRatio(s string) (write, read float64, err error) {
 		return 0, 0, usageErrorf("--ratio %q: the weights add up to zero", s)
 	}
 	return write, read, nil
-}
-
-// driver opens sessions to a target. The real one uses gocql; tests use fakes.
-type driver interface {
-	connect(ctx context.Context, cfg *Config, addr string) (session, error)
-}
-
-// session is one client session to one target, used for one run.
-type session interface {
-	// createSchema creates the keyspace and table when they do not exist.
-	createSchema(ctx context.Context) error
-	// missing reports whether any of the keys has no row.
-	missing(ctx context.Context, keys []int64) (bool, error)
-	// newOp returns worker w's operation. Operations are bound to ctx.
-	newOp(ctx context.Context, w int, wl *workload) Op
-	close()
 }

@@ -32,7 +32,7 @@ func newPathConn(tb testing.TB, cfg tracing.Config) *pathConn {
 	}
 	p := New(Config{NodeAddr: "127.0.0.1:9042", Metrics: metrics.New()}, tr)
 	c := socketlessConn(p, cql.V4)
-	tb.Cleanup(c.EndTracing)
+	tb.Cleanup(c.pipe.EndTracing)
 	pc := &pathConn{c: c, tr: tr}
 	pc.req = frame(cql.V4, 0, 0, cql.OpQuery, queryBody("INSERT INTO ks.t (k, v) VALUES (1, 2)"))
 	pc.resp = frame(cql.ResponseBit|cql.V4, 0, 0, cql.OpResult, voidBody())
@@ -47,15 +47,15 @@ func (pc *pathConn) one() int {
 	c := pc.c
 	pc.stream = (pc.stream + 1) & 1023
 	pc.rh.Stream, pc.sh.Stream = pc.stream, pc.stream
-	if tk, _ := c.Request(pc.rh, pc.req, len(pc.req), 0); tk.Events() {
+	if tk, _ := c.pipe.Request(pc.rh, pc.req, len(pc.req), nil); tk.Events() {
 		pc.sent = append(pc.sent[:0], tk)
-		c.Wrote(pc.sent, false)
+		c.pipe.Wrote(pc.sent, false)
 	}
-	r, _, _ := c.Streams.Take(pc.stream)
+	r, _, _ := c.pipe.Streams.Take(pc.stream)
 	now := tracing.Now()
-	out, d := c.Response(pc.sh, pc.resp, &r, now)
+	out, d := c.pipe.Response(pc.sh, pc.resp, &r, &now)
 	if pc.stream&1 == 0 {
-		c.Queued(r, now) // the goroutine path's metrics
+		c.pipe.Queued(r, now) // the goroutine path's metrics
 	} else {
 		// The event loop's, for the responses of one read.
 		pc.answers = append(pc.answers[:0], metrics.Answer{Start: r.Start, Op: r.Op})
@@ -63,7 +63,7 @@ func (pc *pathConn) one() int {
 	}
 	if d.Events() {
 		pc.done = append(pc.done[:0], d)
-		c.Wrote(pc.done, true)
+		c.pipe.Wrote(pc.done, true)
 	}
 	return len(out)
 }

@@ -8,7 +8,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/tracecar/tracecar/sidecar/pipeline"
+	"github.com/tracecar/tracecar/sidecar/internal/pipeline"
 
 	"github.com/rs/zerolog"
 

@@ -9,8 +9,9 @@ import (
 	"net/netip"
 	"sync"
 	"sync/atomic"
+	"time"
 
-	"github.com/tracecar/tracecar/sidecar/pipeline"
+	"github.com/tracecar/tracecar/sidecar/internal/pipeline"
 
 	"github.com/rs/zerolog"
 
@@ -27,9 +28,11 @@ import (
 // type loopConn). The transports' own state is in their types, which point at the conn;
 // the conn reaches its transport only through carrier, on its ending.
 type conn struct {
-	// Conn is the connection's protocol state and the per-frame work on it (package
-	// pipeline: conn.go, frame.go): the transports below call it, and apply what it returns.
-	pipeline.Conn
+	// pipe is the connection's protocol state and the per-frame work on it (package
+	// pipeline: conn.go, frame.go), a named field rather than an embedded one, so that every
+	// call across the seam reads c.pipe.X: the transports below call it (a request, a
+	// response, a write done, what is queued), and apply the effects it returns.
+	pipe pipeline.Conn
 
 	p      *connEnv
 	group  *group
@@ -78,13 +81,13 @@ type carrier interface {
 
 // connEnv is what a connection uses of its proxy, and no more (conn.p): the configuration,
 // what the pipelines share, the dial, the counters a connection adds to and the budget of
-// frames held whole. A Proxy embeds it, so that the connection's files point down to it
+// frames held whole. A Proxy holds it (Proxy.env), so that the connection's files point down to it
 // rather than up to the Proxy that registers and serves them.
 type connEnv struct {
 	cfg Config
 	// sh is what the pipelines of the proxy's connections share: the tracer, statement
 	// statistics, the capture, the metrics and the logger, the limits and addresses, and
-	// what the proxy learns from the node for every connection (sidecar/pipeline).
+	// what the proxy learns from the node for every connection (sidecar/internal/pipeline).
 	sh      *pipeline.Shared
 	nodeTLS *tls.Config // Config.NodeTLS with its ServerName set
 	noLoop  bool        // Config.NoEventLoop, or TRACECAR_EVENT_LOOP=off
@@ -93,6 +96,10 @@ type connEnv struct {
 	dial func(ctx context.Context) (net.Conn, error)
 	// forget takes a finished connection out of the proxy's (Proxy.unregister).
 	forget func(*conn)
+
+	// lastWrite bounds the last frames written to a client being closed (errWriteTimeout);
+	// set by New, before any connection.
+	lastWrite time.Duration
 
 	nodeFailures atomic.Uint64
 	rejected     atomic.Uint64
@@ -124,7 +131,7 @@ func (p *connEnv) loopBound(nc net.Conn) bool {
 
 // setVersion fixes the connection's protocol version, before the node is dialled.
 func (c *conn) setVersion(v byte) {
-	c.Version = v
+	c.pipe.Version = v
 	if v == cql.V5 {
 		c.v5 = new(v5conn)
 	}
@@ -176,7 +183,7 @@ func (c *conn) rejectVersion(v byte) error {
 	} else {
 		stream = int16(binary.BigEndian.Uint16(hb[2:4]))
 	}
-	if pe := c.TooBig(stream, n); pe != nil {
+	if pe := c.pipe.TooBig(stream, n); pe != nil {
 		return pe
 	}
 	if _, err := c.cr.Discard(hsize + int(n)); err != nil {
@@ -184,7 +191,7 @@ func (c *conn) rejectVersion(v byte) error {
 	}
 	c.p.rejected.Add(1)
 	msg := cql.UnsupportedVersionMessage(v, c.p.maxVersion())
-	logVersionProbe(c.Debug(), v, c.p.maxVersion())
+	logVersionProbe(c.pipe.Debug(), v, c.p.maxVersion())
 	body := cql.Error{Code: cql.ErrCodeProtocol, Message: msg}.AppendBody(nil, cql.V4)
 	var f []byte
 	if v <= 2 {

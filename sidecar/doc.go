@@ -56,17 +56,18 @@
 // transport only through its carrier (the event loop's loopConn, or the goroutine path's
 // parking, parkState), and only on its end and for a v5 frame larger than a segment, never
 // per frame; the transports reach their Proxy only through connEnv, which the Proxy
-// embeds and sets up.
+// holds (Proxy.env) and sets up.
 //
 // # Transports
 //
 // The proxy is two layers. A transport moves bytes: it reads sockets, finds the frames in
 // what it read, writes them to the other side with backpressure, and ends the connection
 // through the one state machine below (the connection's lifecycle). The per-frame work,
-// the pipeline (package sidecar/pipeline), is what is done to one frame, whatever carried
+// the pipeline (package sidecar/internal/pipeline), is what is done to one frame, whatever carried
 // it, on the connection's protocol state; it touches no socket, buffer or segment, and where a frame
 // changes the framing (a v5 STARTUP, a frame changed in place) it returns that effect, which
-// the transport applies (conn.apply). A conn embeds its pipeline and its lifecycle; each
+// the transport applies (conn.apply). A conn holds its pipeline as a named field (conn.pipe,
+// so that each call across the seam is visible) and embeds its lifecycle; each
 // transport's state is a type of its own that points at the conn (goroutines and its
 // goPath, parkState, loopConn and its sides; segments is a view of the conn), so that the
 // arrows point one way, transport → conn → pipeline, and every per-frame call is a direct

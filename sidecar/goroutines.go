@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/tracecar/tracecar/sidecar/idlepark"
-	"github.com/tracecar/tracecar/sidecar/pipeline"
+	"github.com/tracecar/tracecar/sidecar/internal/pipeline"
 
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/tracing"
@@ -18,11 +18,12 @@ import (
 // It carries TLS connections, and every connection with Config.NoEventLoop.
 
 // goroutines is a connection as the goroutine path carries it: the methods of that
-// transport, on the connection and its goPath. It embeds both, so that the per-frame calls
-// of the pipeline and of the common transport code (transport.go) are the direct calls on
-// the connection they were, and the goroutine path's state is one pointer away.
+// transport, on the connection's core and its goPath. It holds the core as a named field
+// (c.core.X: what the transport asks of the connection is visible where it asks it, and
+// the type answers only to its own methods and its goPath's), and embeds its goPath, the
+// goroutine path's own state, one pointer away.
 type goroutines struct {
-	*conn
+	core *conn
 	*goPath
 }
 
@@ -52,14 +53,14 @@ type goPath struct {
 // startGoroutinePath sets up the buffers of the goroutine path for connection cc.
 func startGoroutinePath(cc *conn) goroutines {
 	c := goroutines{cc, &goPath{reqDone: make(chan struct{}), respDone: make(chan struct{})}}
-	c.Views = new(pipeline.Views)
-	c.nr = newFrameReader(c.node, readBufferSize)
-	c.nr.preload(c.takeNodePend())
-	c.toNode = newFrameWriter(c.node, writeBufferSize)
+	c.core.pipe.Views = new(pipeline.Views)
+	c.nr = newFrameReader(c.core.node, readBufferSize)
+	c.nr.preload(c.core.takeNodePend())
+	c.toNode = newFrameWriter(c.core.node, writeBufferSize)
 	// A connection bound for a loop that could not take it has the gate's small reader and
 	// writer: they grow to full size, what they hold kept.
-	c.cr.grow(readBufferSize)
-	c.toClient.grow(writeBufferSize)
+	c.core.cr.grow(readBufferSize)
+	c.core.toClient.grow(writeBufferSize)
 	return c
 }
 
@@ -71,12 +72,12 @@ func (c goroutines) forwardRequest(r *frameReader, h cql.Header) error {
 	if err != nil {
 		return err
 	}
-	t, fx := c.Request(h, frame, n, 0)
+	t, fx := c.core.pipe.Request(h, frame, n, nil)
 	if t.Events() {
 		c.sentQ = append(c.sentQ, t)
 	}
 	if fx != 0 {
-		c.apply(fx)
+		c.core.apply(fx)
 	}
 	switch {
 	case frame == nil:
@@ -86,14 +87,14 @@ func (c goroutines) forwardRequest(r *frameReader, h cql.Header) error {
 		r.Discard(n)
 	default:
 		err = c.toNode.write(frame)
-		c.p.held.release(n)
+		c.core.p.held.release(n)
 		if cap(c.reqBuf) > maxKeptBuffer {
 			c.reqBuf = nil
 		}
 	}
 	if err == nil && !frameReady(r) {
 		if err = c.toNode.flush(); err == nil {
-			c.Wrote(c.sentQ, false)
+			c.core.pipe.Wrote(c.sentQ, false)
 			c.sentQ = c.sentQ[:0]
 		}
 	}
@@ -114,7 +115,7 @@ func (c goroutines) readRequest(r *frameReader, h cql.Header, n int) ([]byte, er
 			return nil, noEOF(err)
 		}
 		return frame, nil
-	case c.ReadsRequest(h):
+	case c.core.pipe.ReadsRequest(h):
 		var err error
 		if c.reqBuf, err = c.readWhole(r, n); err != nil {
 			return nil, err
@@ -132,15 +133,14 @@ func (c goroutines) readRequest(r *frameReader, h cql.Header, n int) ([]byte, er
 func (c goroutines) forwardResponse(r *frameReader, h cql.Header, arrived *int64) (bool, error) {
 	n := cql.HeaderSize + int(h.Length)
 	var req pipeline.Inflight
-	left := c.Streams.RequestFor(h, &req)
+	left := c.core.pipe.Streams.RequestFor(h, &req)
 	frame, err := c.readResponse(r, h, &req, n)
 	if err != nil {
 		return false, err
 	}
-	*arrived = c.Arrival(*arrived, &req)
-	out, done := c.Response(h, frame, &req, *arrived)
+	out, done := c.core.pipe.Response(h, frame, &req, arrived)
 	if req.Op == cql.OpStartup {
-		segments{c.conn}.segmentsAfter(h.Opcode)
+		segments{c.core}.segmentsAfter(h.Opcode)
 	}
 	if done.Events() {
 		c.doneQ = append(c.doneQ, done)
@@ -149,25 +149,25 @@ func (c goroutines) forwardResponse(r *frameReader, h cql.Header, arrived *int64
 	switch {
 	case frame == nil:
 		size = n
-		err = c.toClient.copyFrame(r, n)
+		err = c.core.toClient.copyFrame(r, n)
 	default:
-		err = c.toClient.write(out)
+		err = c.core.toClient.write(out)
 		if n <= r.Size() {
 			r.Discard(n)
 		} else if cap(c.respBuf) > maxKeptBuffer {
 			c.respBuf = nil
 		}
 	}
-	c.Queued(req, *arrived)
-	c.Counters.Answered(size)
-	drained := c.lastAnswer(left) && c.requestsStopped()
+	c.core.pipe.Queued(req, *arrived)
+	c.core.pipe.Counters.Answered(size)
+	drained := c.core.lastAnswer(left) && c.requestsStopped()
 	if err == nil && (drained || !frameReady(r)) {
-		if err = c.toClient.flush(); err == nil {
-			c.Wrote(c.doneQ, true)
+		if err = c.core.toClient.flush(); err == nil {
+			c.core.pipe.Wrote(c.doneQ, true)
 			c.doneQ = c.doneQ[:0]
 		}
 	}
-	if err != nil && c.toClient.err != nil {
+	if err != nil && c.core.toClient.err != nil {
 		return false, errClientGone
 	}
 	return drained, err // err: the node went away in the middle of a frame
@@ -180,7 +180,7 @@ func (c goroutines) readResponse(r *frameReader, h cql.Header, req *pipeline.Inf
 	switch {
 	case n <= r.Size():
 		return r.Peek(n)
-	case c.ReadsResponse(h, req):
+	case c.core.pipe.ReadsResponse(h, req):
 		var err error
 		if c.respBuf, err = cql.AppendRead(c.respBuf[:0], r, n); err != nil {
 			return nil, err
@@ -206,12 +206,12 @@ func (c goroutines) requestsStopped() bool {
 func (c goroutines) requestsEnded(err error) {
 	var pe *pipeline.ProtocolError
 	switch {
-	case c.getState() >= stateEnding:
+	case c.core.getState() >= stateEnding:
 		// Stopped by the response goroutine or the proxy: that cause stands.
-	case isTimeout(err) && c.getState() == stateDraining:
+	case isTimeout(err) && c.core.getState() == stateDraining:
 		// reqDone is closed before this check, and the response goroutine checks reqDone
 		// after taking a stream: one of the two sees the last answer.
-		if c.Streams.Len() == 0 {
+		if c.core.pipe.Streams.Len() == 0 {
 			c.stop(errDrained)
 		}
 	case errors.As(err, &pe):
@@ -220,7 +220,7 @@ func (c goroutines) requestsEnded(err error) {
 		c.stop(err)
 	default:
 		if !isClosed(err) {
-			c.Debug().Err(err).Msg("client read")
+			c.core.pipe.Debug().Err(err).Msg("client read")
 		}
 		c.stop(fmt.Errorf("%w: %w", errClientGone, err))
 	}
@@ -232,22 +232,22 @@ func (c goroutines) requestsEnded(err error) {
 // which is closed (nothing more goes to it). The response goroutine then writes the last
 // frames and closes the connection: see close.
 func (c goroutines) stop(cause error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.end(cause) {
+	c.core.mu.Lock()
+	defer c.core.mu.Unlock()
+	if !c.core.end(cause) {
 		return
 	}
-	if c.carrier != nil {
-		c.carrier.wake(false) // the parked sides (park.go)
+	if c.core.carrier != nil {
+		c.core.carrier.wake(false) // the parked sides (park.go)
 	}
-	if c.node != nil {
-		c.node.Close()
+	if c.core.node != nil {
+		c.core.node.Close()
 	}
-	c.client.SetReadDeadline(time.Unix(1, 0))
+	c.core.client.SetReadDeadline(time.Unix(1, 0))
 	if cause != errDrained {
 		// The response goroutine may be blocked writing to a client that does not read:
 		// the last frames get errWriteTimeout, as on the event loop.
-		c.client.SetWriteDeadline(time.Now().Add(errWriteTimeout))
+		c.core.client.SetWriteDeadline(time.Now().Add(c.core.p.lastWrite))
 	}
 }
 
@@ -257,16 +257,16 @@ func (c goroutines) stop(cause error) {
 // flight when the node was lost or could not be written), then closes both sockets.
 func (c goroutines) close() {
 	<-c.reqDone
-	c.mu.Lock()
-	cause := c.cause
-	closed := c.getState() == stateClosed
-	c.mu.Unlock()
+	c.core.mu.Lock()
+	cause := c.core.cause
+	closed := c.core.getState() == stateClosed
+	c.core.mu.Unlock()
 	if !closed {
-		c.client.SetWriteDeadline(time.Now().Add(errWriteTimeout))
-		c.toClient.write(c.lastFrames(nil, cause))
-		c.toClient.flush()
+		c.core.client.SetWriteDeadline(time.Now().Add(c.core.p.lastWrite))
+		c.core.toClient.write(c.core.lastFrames(nil, cause))
+		c.core.toClient.flush()
 	}
-	c.closeAll()
+	c.core.closeAll()
 }
 
 // readWhole reads the frame of n bytes at the head of r into the connection's scratch
@@ -275,15 +275,15 @@ func (c goroutines) close() {
 // reads nothing: that is the backpressure. It gives up when the connection closes, its
 // node connection fails, or the proxy drains.
 func (c goroutines) readWhole(r *frameReader, n int) ([]byte, error) {
-	if !c.p.held.acquire(int64(n), c.draining) {
-		if c.getState() == stateDraining {
+	if !c.core.p.held.acquire(int64(n), c.core.draining) {
+		if c.core.getState() == stateDraining {
 			return c.reqBuf, os.ErrDeadlineExceeded // as a drained read: see requestsEnded
 		}
 		return c.reqBuf, errClientGone
 	}
 	buf, err := cql.AppendRead(c.reqBuf[:0], r, n)
 	if err != nil {
-		c.p.held.release(n)
+		c.core.p.held.release(n)
 	}
 	return buf, err
 }

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/tracecar/tracecar/internal/cql"
-	"github.com/tracecar/tracecar/sidecar/pipeline"
+	"github.com/tracecar/tracecar/sidecar/internal/pipeline"
 )
 
 // The goroutine path's goroutines (see goroutines.go, below, for the connection as that
@@ -36,16 +36,16 @@ func (c goroutines) runRequests() {
 	close(c.reqDone)
 	c.requestsEnded(err)
 	<-c.respDone
-	c.retire()
+	c.core.retire()
 }
 
 // requests is the request loop: it forwards the client's frames to the node until the
 // client goes away, sends a malformed frame, is drained, or the node cannot be written.
 func (c goroutines) requests() error {
-	r := c.cr
+	r := c.core.cr
 	for {
 		hb, err := r.next()
-		if c.segmentsFromClient() {
+		if c.core.segmentsFromClient() {
 			// The client has the answer to its v5 STARTUP: it sends segments (a segment is
 			// larger than a header, so the wait for one above was no mistake).
 			return c.requestSegments(r)
@@ -56,11 +56,11 @@ func (c goroutines) requests() error {
 			}
 			return err
 		}
-		h, pe := c.requestHeader(hb)
+		h, pe := c.core.requestHeader(hb)
 		if pe != nil {
 			return pe
 		}
-		c.traceFrame(h, true)
+		c.core.traceFrame(h, true)
 		if err := c.forwardRequest(r, h); err != nil {
 			return err
 		}
@@ -80,7 +80,7 @@ func (c goroutines) runResponses() {
 		err = c.forwardResponses()
 	}
 	defer func() {
-		c.closed.Store(true)
+		c.core.closed.Store(true)
 		close(c.respDone)
 	}()
 	switch {
@@ -105,11 +105,11 @@ func (c goroutines) forwardResponses() error {
 		if err != nil {
 			return err
 		}
-		h, err := c.responseHeader(hb)
+		h, err := c.core.responseHeader(hb)
 		if err != nil {
 			return err
 		}
-		c.traceFrame(h, false)
+		c.core.traceFrame(h, false)
 		// The response arrived when the read that completed it returned: one clock read per
 		// read from the node, shared by every frame that read delivered (see arrival).
 		if fill || r.Buffered() < cql.HeaderSize+int(h.Length) {
@@ -120,7 +120,7 @@ func (c goroutines) forwardResponses() error {
 			return err
 		}
 		c.parkAfter(r, h.Opcode)
-		if c.segmentsFromNode() {
+		if c.core.segmentsFromNode() {
 			return c.responseSegments(r, arrived) // the node's READY was its last frame
 		}
 	}
@@ -139,8 +139,8 @@ func (c goroutines) unpark(s int, token uint64) {
 	}
 	c.park.token[s] = 0
 	c.park.pk.Unwatch(t, c.rawSocket(s))
-	if c.Views == nil {
-		c.Views = viewPool.Get().(*pipeline.Views)
+	if c.core.pipe.Views == nil {
+		c.core.pipe.Views = viewPool.Get().(*pipeline.Views)
 	}
 	if s == sideRequests {
 		go c.runRequests()
@@ -161,9 +161,9 @@ func (c goroutines) unparkAll() {
 // Unpark starts side s, whose socket the parker found ready for its parking tok.
 func (ps *parkState) Unpark(s int, tok uint64) {
 	c := ps.g
-	c.mu.Lock()
+	c.core.mu.Lock()
 	c.unpark(s, tok)
-	c.mu.Unlock()
+	c.core.mu.Unlock()
 }
 
 // wake starts the parked sides, before what ends a connection wakes them (carrier): the

@@ -6,7 +6,7 @@ import (
 	"net"
 	"os"
 
-	"github.com/tracecar/tracecar/sidecar/pipeline"
+	"github.com/tracecar/tracecar/sidecar/internal/pipeline"
 
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/sidecar/handover"
@@ -81,8 +81,8 @@ func (p *Proxy) adoptConn(m handover.State, clientFD, nodeFD int, g *group) (*co
 	switch {
 	case m.Framing != handover.FramingFrames && m.Framing != handover.FramingSegments:
 		return nil, fmt.Errorf("framing %q is not known here", m.Framing)
-	case !p.speaks(m.Version):
-		return nil, fmt.Errorf("protocol version %d is not served here (--max-protocol-version %d)", m.Version, p.maxVersion())
+	case !p.env.speaks(m.Version):
+		return nil, fmt.Errorf("protocol version %d is not served here (--max-protocol-version %d)", m.Version, p.env.maxVersion())
 	case m.Framing == handover.FramingSegments && m.Version < cql.V5:
 		return nil, fmt.Errorf("segments at protocol version %d", m.Version)
 	case stateErr != nil:
@@ -108,8 +108,8 @@ func (p *Proxy) adoptConn(m handover.State, clientFD, nodeFD int, g *group) (*co
 		c.v5.client.Store(true)
 	}
 	c.node = node
-	c.NodeAddr = addrPort(node.RemoteAddr())
-	c.Restore(s) // after the node address, which the tracing state names
+	c.pipe.NodeAddr = addrPort(node.RemoteAddr())
+	c.pipe.Restore(s) // after the node address, which the tracing state names
 	c.adoptShard(m)
 	if n := len(m.ClientPending); n > 0 {
 		// The bytes the old process read go first, into the client reader, where both
@@ -117,7 +117,7 @@ func (p *Proxy) adoptConn(m handover.State, clientFD, nodeFD int, g *group) (*co
 		c.cr.preload(m.ClientPending)
 	}
 	c.handover.nodePend = m.NodePending
-	c.Debug().Str("node", c.NodeAddr.String()).Uint8("version", c.Version).Msg("connection adopted from the predecessor process")
+	c.pipe.Debug().Str("node", c.pipe.NodeAddr.String()).Uint8("version", c.pipe.Version).Msg("connection adopted from the predecessor process")
 	return c, nil
 }
 

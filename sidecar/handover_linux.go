@@ -80,24 +80,24 @@ func (hp *handoverProxy) Conns() []handover.Conn {
 // Immovable says why a connection on the goroutine path cannot move.
 func (hp *handoverProxy) Immovable() string {
 	switch {
-	case hp.cfg.TLS != nil:
+	case hp.env.cfg.TLS != nil:
 		return "a TLS connection cannot move (Go's TLS state stays in its process)"
-	case hp.nodeTLS != nil:
+	case hp.env.nodeTLS != nil:
 		return "a connection with TLS to the node cannot move (Go's TLS state stays in its process)"
 	}
 	return "a connection on the goroutine path (the event loop is off) cannot move"
 }
 
-func (hp *handoverProxy) DrainTimeout() time.Duration { return hp.cfg.DrainTimeout }
+func (hp *handoverProxy) DrainTimeout() time.Duration { return hp.env.cfg.DrainTimeout }
 
 func (hp *handoverProxy) Connections() int { return hp.p().Stats().Connections }
 
-func (hp *handoverProxy) Log() *zerolog.Logger { return hp.sh.Log }
+func (hp *handoverProxy) Log() *zerolog.Logger { return hp.env.sh.Log }
 
 func (hp *handoverProxy) Serving() bool { return hp.p().servingGroup() != nil }
 
 func (hp *handoverProxy) StartLoops() {
-	if !hp.noLoop {
+	if !hp.env.noLoop {
 		hp.loops.pick()
 	}
 }
@@ -124,7 +124,7 @@ func (hp *handoverProxy) Import(m handover.State, clientFD, nodeFD int) (func(),
 		return nil, err
 	}
 	return func() {
-		if p.noLoop || !c.toLoop(p.loops) {
+		if p.env.noLoop || !c.toLoop(p.loops) {
 			go c.serveAdopted() // else the loop retires it (closedOnLoop)
 		}
 	}, nil

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/tracecar/tracecar/internal/testkit/frames"
-	"github.com/tracecar/tracecar/sidecar/pipeline"
+	"github.com/tracecar/tracecar/sidecar/internal/pipeline"
 
 	"github.com/tracecar/tracecar/internal/cql"
 )
@@ -295,10 +295,10 @@ func recvWithin[T any](tb testing.TB, ch <-chan T) T {
 // socketlessConn is a connection of p at protocol version v without sockets, for driving
 // the per-frame work that both transports run.
 func socketlessConn(p *Proxy, v byte) *conn {
-	c := &conn{p: &p.connEnv}
+	c := &conn{p: &p.env}
 	ap := netip.MustParseAddrPort("127.0.0.1:1")
-	c.Init(p.sh, ap, ap, false)
-	c.Version, c.NodeAddr = v, ap
-	c.Views = new(pipeline.Views)
+	c.pipe.Init(p.env.sh, ap, ap, false)
+	c.pipe.Version, c.pipe.NodeAddr = v, ap
+	c.pipe.Views = new(pipeline.Views)
 	return c
 }

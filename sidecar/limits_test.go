@@ -234,7 +234,7 @@ func TestLargeFramesShareTheBudget(t *testing.T) {
 	node := readyNode(t)
 	// The budget is raised to MaxFrameSize when smaller: the frame size is the limit.
 	p := mustProxy(t, Config{NodeAddr: node.addr(), MaxFrameSize: int(size), MaxRequestDataInFlight: int(2 * size)})
-	used, waitUsed := budgetProbe(t, &p.held)
+	used, waitUsed := budgetProbe(t, &p.env.held)
 	payload := bytes.Repeat([]byte{'q'}, body)
 	var cs []*testClient
 	for i := range 3 {

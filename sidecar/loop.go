@@ -128,7 +128,7 @@ func (c *conn) toLoop(g *loopGroup) bool {
 	}
 	l, err := g.pick()
 	if err != nil {
-		c.Warn().Err(err).Msg("event loop unavailable: using goroutines")
+		c.pipe.Warn().Err(err).Msg("event loop unavailable: using goroutines")
 		return false
 	}
 	// Hold mu while the sockets change hands, so that closeAll and drain either ran before
@@ -256,14 +256,14 @@ func (l *loop) commands() {
 
 // add registers a connection's sockets, and forwards the frames its client reader held.
 func (l *loop) add(c *loopConn) {
-	c.Views = &l.views
-	c.Streams.SetSpares(&l.spare)
+	c.pipe.Views = &l.views
+	c.pipe.Streams.SetSpares(&l.spare)
 	cs, ns := &c.sides[0], &c.sides[1]
 	for _, s := range []*side{cs, ns} {
 		s.events = unix.EPOLLIN
 		ev := unix.EpollEvent{Events: s.events, Fd: int32(s.fd)}
 		if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, s.fd, &ev); err != nil {
-			c.Warn().Err(err).Msg("event loop: epoll_ctl")
+			c.pipe.Warn().Err(err).Msg("event loop: epoll_ctl")
 			l.close(c)
 			return
 		}

@@ -43,7 +43,7 @@ func (l *loop) end(c *loopConn, cause error) {
 	cs.out = cs.out[:copy(cs.out, cs.out[max(n, 0):])]
 	l.setEvents(cs)
 	// The client has errWriteTimeout to take the rest, as on the goroutine path.
-	c.lastDeadline = time.Now().Add(errWriteTimeout)
+	c.lastDeadline = time.Now().Add(c.p.lastWrite)
 	l.closing = append(l.closing, c)
 }
 
@@ -74,7 +74,7 @@ func (l *loop) drain(c *loopConn) {
 	cs := &c.sides[0]
 	cs.paused = true
 	l.setEvents(cs)
-	if c.Streams.Len() == 0 && len(cs.out) == 0 {
+	if c.pipe.Streams.Len() == 0 && len(cs.out) == 0 {
 		l.close(c)
 	}
 }
@@ -85,7 +85,7 @@ func (l *loop) close(c *loopConn) {
 	if !c.advance(stateClosed) {
 		return
 	}
-	c.Streams.SetSpares(nil) // what empties the table from here on is not this loop
+	c.pipe.Streams.SetSpares(nil) // what empties the table from here on is not this loop
 	if c.move.moving {
 		l.moveOver(c, handover.Ended)
 	}

@@ -137,17 +137,18 @@ func TestBackpressure(t *testing.T) {
 
 // TestLastFramesTimeout has a client that stops reading with answers pending and then
 // sends a malformed frame: its ProtocolError cannot be written, and the proxy closes the
-// connection once errWriteTimeout has passed rather than holding it.
+// connection once its proxy's errWriteTimeout (connEnv.lastWrite) has passed rather than
+// holding it.
 func TestLastFramesTimeout(t *testing.T) {
-	defer func(d time.Duration) { errWriteTimeout = d }(errWriteTimeout)
-	errWriteTimeout = 200 * time.Millisecond
 	n := mustFakeNode(t)
 	answered := make(chan struct{}, 1024)
 	n.handle = func(fc *fakeConn, h cql.Header, body []byte) {
 		fc.send(frame(cql.ResponseBit|h.Version, 0, h.Stream, cql.OpResult, make([]byte, 1<<20)))
 		answered <- struct{}{}
 	}
-	tp := mustProxy(t, Config{NodeAddr: n.addr()})
+	p := New(Config{NodeAddr: n.addr()}, nil)
+	p.env.lastWrite = 200 * time.Millisecond
+	tp := mustProxyWith(t, p, nil)
 	c := mustDial(t, tp.addr)
 	const requests = 64 // 64 MiB of answers: more than the sockets between hold
 	var reqs [][]byte

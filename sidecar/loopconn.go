@@ -12,7 +12,7 @@ import (
 
 	"github.com/tracecar/tracecar/internal/metrics"
 	"github.com/tracecar/tracecar/sidecar/handover"
-	"github.com/tracecar/tracecar/sidecar/pipeline"
+	"github.com/tracecar/tracecar/sidecar/internal/pipeline"
 	"github.com/tracecar/tracecar/tracing"
 	"golang.org/x/sys/unix"
 )

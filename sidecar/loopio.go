@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/tracecar/tracecar/sidecar/pipeline"
+	"github.com/tracecar/tracecar/sidecar/internal/pipeline"
 
 	"golang.org/x/sys/unix"
 
@@ -90,7 +90,7 @@ func (l *loop) frames(s *side, data []byte) {
 		// them all (conn.queued is the goroutine path's, a frame at a time).
 		now := tracing.Now()
 		c.p.sh.Metrics.Answered(b.answers, b.arrived, now)
-		c.Shard().Added(len(b.answers), now-b.arrived)
+		c.pipe.Shard().Added(len(b.answers), now-b.arrived)
 		l.answers = b.answers[:0]
 	}
 	if len(b.out) > 0 {
@@ -120,7 +120,7 @@ func (l *loop) relay(s *side, data []byte, b *batch) int {
 	}
 	out, tickets, answers, arrived, drained := b.out, b.tickets, b.answers, b.arrived, false
 	// Whether frames are logged at trace level is asked once for the read's frames.
-	logFrames := c.TraceOn && c.p.logs(zerolog.TraceLevel)
+	logFrames := c.pipe.TraceOn && c.p.logs(zerolog.TraceLevel)
 	pos := 0
 	for len(data)-pos >= cql.HeaderSize {
 		hb := data[pos : pos+cql.HeaderSize]
@@ -149,8 +149,7 @@ func (l *loop) relay(s *side, data []byte, b *batch) int {
 		if s.client {
 			// One clock read per read from the client, shared by every request it
 			// delivered, as for responses.
-			arrived = c.RequestArrival(arrived)
-			t, fx := c.Request(h, frame, n, arrived)
+			t, fx := c.pipe.Request(h, frame, n, &arrived)
 			if t.Events() {
 				tickets = append(tickets, t)
 			}
@@ -161,9 +160,8 @@ func (l *loop) relay(s *side, data []byte, b *batch) int {
 			continue
 		}
 		var req pipeline.Inflight
-		left := c.Streams.RequestFor(h, &req)
-		arrived = c.Arrival(arrived, &req)
-		f, done := c.Response(h, frame, &req, arrived)
+		left := c.pipe.Streams.RequestFor(h, &req)
+		f, done := c.pipe.Response(h, frame, &req, &arrived)
 		if done.Events() {
 			tickets = append(tickets, done)
 		}
@@ -171,7 +169,7 @@ func (l *loop) relay(s *side, data []byte, b *batch) int {
 		if req.Used && c.p.sh.Metrics != nil {
 			answers = append(answers, metrics.Answer{Start: req.Start, Op: req.Op})
 		}
-		c.Counters.Answered(len(f))
+		c.pipe.Counters.Answered(len(f))
 		drained = c.lastAnswer(left) || drained
 		if req.Op == cql.OpStartup && (segments{c.conn}).segmentsAfter(h.Opcode) {
 			// What follows the answer to a v5 STARTUP is segments.
@@ -232,7 +230,7 @@ func (l *loop) send(d *side, out []byte, direct bool, tickets []tracing.Ticket) 
 	}
 	n = max(n, 0)
 	if n == len(out) {
-		d.c.Wrote(tickets, d.client)
+		d.c.pipe.Wrote(tickets, d.client)
 		return
 	}
 	if d.out == nil {
@@ -264,7 +262,7 @@ func (l *loop) writeOut(d *side) {
 	putBuffer(d.out) // all out: an idle connection holds no output buffer
 	d.out = nil
 	c := d.c
-	c.Wrote(d.tickets, d.client)
+	c.pipe.Wrote(d.tickets, d.client)
 	clear(d.tickets)
 	d.tickets = d.tickets[:0]
 	l.setEvents(d)
@@ -272,7 +270,7 @@ func (l *loop) writeOut(d *side) {
 	case c.getState() == stateEnding:
 		l.close(c) // the last frames are out
 		return
-	case d.client && c.draining() && c.Streams.Len() == 0:
+	case d.client && c.draining() && c.pipe.Streams.Len() == 0:
 		l.close(c)
 		return
 	}
@@ -303,7 +301,7 @@ func (l *loop) readEnded(s *side, err error) {
 		return
 	}
 	if err != nil {
-		c.Debug().Err(err).Msg("client read")
+		c.pipe.Debug().Err(err).Msg("client read")
 	}
 	l.close(c)
 }

@@ -213,7 +213,7 @@ func (l *loop) fail(err error) {
 	cause := fmt.Errorf("event loop: epoll_wait: %w", err)
 	for _, s := range l.sides {
 		if s != nil && s.client {
-			s.c.Warn().Err(cause).Msg("connection closed: its event loop failed")
+			s.c.pipe.Warn().Err(cause).Msg("connection closed: its event loop failed")
 			l.close(s.c)
 		}
 	}

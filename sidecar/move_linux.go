@@ -35,7 +35,7 @@ func (l *loop) tryMove(c *loopConn) {
 		return
 	}
 	cs, ns := &c.sides[0], &c.sides[1]
-	if c.Streams.Len() != 0 || len(cs.out) != 0 || len(ns.out) != 0 {
+	if c.pipe.Streams.Len() != 0 || len(cs.out) != 0 || len(ns.out) != 0 {
 		return
 	}
 	if c.v5 != nil && (c.v5.fromClient.Gathering() || c.v5.fromNode.Gathering()) {
@@ -44,7 +44,7 @@ func (l *loop) tryMove(c *loopConn) {
 		return
 	}
 	var d handover.Detached
-	c.Streams.SetSpares(nil) // its table is empty (and holds no slots), and leaves this loop
+	c.pipe.Streams.SetSpares(nil) // its table is empty (and holds no slots), and leaves this loop
 	for i := range c.sides {
 		s := &c.sides[i]
 		unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, s.fd, nil)
@@ -125,7 +125,7 @@ func (m *movingConn) Closed() bool   { return m.c().getState() == stateClosed }
 func (m *movingConn) Released() bool { return m.closed.Load() }
 func (m *movingConn) Drain()         { m.c().drain() }
 func (m *movingConn) CloseAll()      { m.c().closeAll() }
-func (m *movingConn) Client() string { return m.ClientAddr.String() }
+func (m *movingConn) Client() string { return m.pipe.ClientAddr.String() }
 func (m *movingConn) Moved()         { m.c().finishMoved() }
 
 func (m *movingConn) Export(id uint64, d handover.Detached) handover.State {
@@ -137,7 +137,7 @@ var errMoved = errors.New("moved to the successor process")
 
 // movedState returns the state of c to hand over, with the pending bytes.
 func (c *conn) movedState(id uint64, clientPend, nodePend []byte) handover.State {
-	s := c.State()
+	s := c.pipe.State()
 	m := handover.State{
 		ID:            id,
 		Version:       s.Version,
@@ -153,7 +153,7 @@ func (c *conn) movedState(id uint64, clientPend, nodePend []byte) handover.State
 		m.Framing, m.SegmentsLZ4 = handover.FramingSegments, c.v5.lz4.Load()
 	}
 	m.ShardAware = c.group != nil && c.group.aware
-	if in, ok := c.Shard().Info(); ok {
+	if in, ok := c.pipe.Shard().Info(); ok {
 		m.Shard = &handover.Shard{Shard: in.Shard, NrShards: in.NrShards, IgnoreMSB: in.IgnoreMSB}
 	}
 	return m

@@ -5,7 +5,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tracecar/tracecar/sidecar/pipeline"
+	"github.com/tracecar/tracecar/sidecar/internal/pipeline"
 
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/sidecar/idlepark"
@@ -45,14 +45,14 @@ import (
 // on the goroutine path, before its goroutines start.
 func (c goroutines) startParking() {
 	pk := idlepark.Process()
-	if pk == nil || c.v5 != nil || c.cr.raw == nil || c.nr.raw == nil {
+	if pk == nil || c.core.v5 != nil || c.core.cr.raw == nil || c.nr.raw == nil {
 		return
 	}
-	c.mu.Lock()
+	c.core.mu.Lock()
 	c.park = &parkState{g: c, pk: pk} // under mu, which drain, stop and closeAll read it under
-	c.carrier = c.park
-	c.mu.Unlock()
-	c.cr.idle = c.requestsIdle
+	c.core.carrier = c.park
+	c.core.mu.Unlock()
+	c.core.cr.idle = c.requestsIdle
 	c.nr.idle = c.responsesIdle
 	pk.Add(c.park)
 }
@@ -73,14 +73,14 @@ func (c goroutines) responsesIdle(between bool) idleAction { return c.timedOut(s
 // its reader holds nothing and waits for a frame. A deadline the parker did not set is
 // drain's or stop's, on the client: the read fails, as without parking.
 func (c goroutines) timedOut(s int, between bool) idleAction {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.park == nil || !c.park.want[s] || s == sideRequests && c.draining() {
+	c.core.mu.Lock()
+	defer c.core.mu.Unlock()
+	if c.park == nil || !c.park.want[s] || s == sideRequests && c.core.draining() {
 		return idleFail
 	}
 	c.park.want[s] = false
 	c.socket(s).SetReadDeadline(time.Time{})
-	if !between || c.getState() != stateOpen {
+	if !between || c.core.getState() != stateOpen {
 		return idleRetry
 	}
 	return idlePark
@@ -89,15 +89,15 @@ func (c goroutines) timedOut(s int, between bool) idleAction {
 // socket returns the socket that side s reads.
 func (c goroutines) socket(s int) interface{ SetReadDeadline(time.Time) error } {
 	if s == sideRequests {
-		return c.client
+		return c.core.client
 	}
-	return c.node
+	return c.core.node
 }
 
 // rawSocket returns the socket that side s reads, to hand to the parker.
 func (c goroutines) rawSocket(s int) syscall.RawConn {
 	if s == sideRequests {
-		return c.cr.raw
+		return c.core.cr.raw
 	}
 	return c.nr.raw
 }
@@ -107,9 +107,9 @@ func (c goroutines) rawSocket(s int) syscall.RawConn {
 // or a close came in between, which found nothing parked to wake), and then the goroutine
 // reads on.
 func (c goroutines) parkSide(s int) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.getState() != stateOpen {
+	c.core.mu.Lock()
+	defer c.core.mu.Unlock()
+	if c.core.getState() != stateOpen {
 		return false
 	}
 	tok, ok := c.park.pk.Watch(c.park, s, c.rawSocket(s))
@@ -119,8 +119,8 @@ func (c goroutines) parkSide(s int) bool {
 	c.park.token[s] = tok
 	if c.park.token[1-s] != 0 {
 		// Both sides parked: nobody reads a frame, and the views go back to the pool.
-		viewPool.Put(c.Views)
-		c.Views = nil
+		viewPool.Put(c.core.pipe.Views)
+		c.core.pipe.Views = nil
 	}
 	return true
 }
@@ -132,12 +132,12 @@ var viewPool = sync.Pool{New: func() any { return new(pipeline.Views) }}
 // look and is open, the sides still running are asked to park. Only the parker calls it.
 func (ps *parkState) AskPark() {
 	c := ps.g
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := c.Counters.BytesIn.Load() + c.Counters.BytesOut.Load()
+	c.core.mu.Lock()
+	defer c.core.mu.Unlock()
+	n := c.core.pipe.Counters.BytesIn.Load() + c.core.pipe.Counters.BytesOut.Load()
 	idle := n == c.park.seen
 	c.park.seen = n
-	if !idle || c.getState() != stateOpen {
+	if !idle || c.core.getState() != stateOpen {
 		return
 	}
 	for s := range 2 {

@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tracecar/tracecar/sidecar/pipeline"
+	"github.com/tracecar/tracecar/sidecar/internal/pipeline"
 
 	"github.com/rs/zerolog"
 
@@ -32,14 +32,14 @@ func New(cfg Config, tr *tracing.Tracer) *Proxy {
 		cfg.MaxFrameSize = cql.DefaultMaxFrameSize
 	}
 	p := &Proxy{
-		connEnv: connEnv{cfg: cfg, noLoop: cfg.NoEventLoop || eventLoopOff()},
-		loops:   &processLoops,
-		conns:   make(map[*conn]struct{}),
+		env:   connEnv{cfg: cfg, noLoop: cfg.NoEventLoop || eventLoopOff(), lastWrite: errWriteTimeout},
+		loops: &processLoops,
+		conns: make(map[*conn]struct{}),
 	}
-	p.forget = p.unregister
+	p.env.forget = p.unregister
 	advertise, err := cfg.check()
 	p.cfgErr = err
-	p.sh = pipeline.NewShared(pipeline.Settings{
+	p.env.sh = pipeline.NewShared(pipeline.Settings{
 		Tracer:     tr,
 		Log:        cmp.Or(cfg.Logger, &nopLogger),
 		LogGate:    cfg.LogGate,
@@ -52,24 +52,24 @@ func New(cfg Config, tr *tracing.Tracer) *Proxy {
 		Advertise:  advertise,
 		PeerPort:   uint16(cfg.PeerPort),
 	})
-	p.sh.LearnSharding = p.learnSharding
+	p.env.sh.LearnSharding = p.learnSharding
 	p.shards.auto = make(chan net.Listener, 1)
-	p.held.init(int64(max(cmp.Or(cfg.MaxRequestDataInFlight, DefaultMaxRequestDataInFlight), cfg.MaxFrameSize)))
+	p.env.held.init(int64(max(cmp.Or(cfg.MaxRequestDataInFlight, DefaultMaxRequestDataInFlight), cfg.MaxFrameSize)))
 	// One request counter per connection, read by the metrics and the tracer.
-	if m := p.sh.Metrics; m != nil {
+	if m := p.env.sh.Metrics; m != nil {
 		m.CountRequests(func() map[cql.Opcode]uint64 { return p.Stats().Requests })
 	}
 	if tr != nil {
 		tr.CountRequests(func() uint64 { return p.Stats().TotalRequests() })
 	}
-	p.nodeTLS = nodeTLSConfig(cfg.NodeTLS, cfg.NodeAddr)
+	p.env.nodeTLS = nodeTLSConfig(cfg.NodeTLS, cfg.NodeAddr)
 	d := net.Dialer{Timeout: cfg.DialTimeout}
-	p.dial = func(ctx context.Context) (net.Conn, error) {
+	p.env.dial = func(ctx context.Context) (net.Conn, error) {
 		nc, err := d.DialContext(ctx, "tcp", cfg.NodeAddr)
-		if err != nil || p.nodeTLS == nil {
+		if err != nil || p.env.nodeTLS == nil {
 			return nc, err
 		}
-		return p.dialTLS(ctx, nc)
+		return p.env.dialTLS(ctx, nc)
 	}
 	return p
 }
@@ -98,7 +98,7 @@ func (p *Proxy) serve(ctx context.Context, ln net.Listener, aware bool) error {
 	if !aware {
 		p.setServing(g)
 	}
-	if !p.noLoop && p.nodeTLS == nil {
+	if !p.env.noLoop && p.env.nodeTLS == nil {
 		p.loops.start() // an error is reported with each connection that falls back (toLoop)
 	}
 	var err error
@@ -112,7 +112,7 @@ func (p *Proxy) serve(ctx context.Context, ln net.Listener, aware bool) error {
 			if retryAccept(aerr) {
 				// Out of file descriptors, or a transient failure: back off as net/http does.
 				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
-				p.sh.Log.Warn().Err(aerr).Dur("retry_in", delay).Msg("accept")
+				p.env.sh.Log.Warn().Err(aerr).Dur("retry_in", delay).Msg("accept")
 				if sleep(ctx, delay) {
 					continue
 				}
@@ -126,7 +126,7 @@ func (p *Proxy) serve(ctx context.Context, ln net.Listener, aware bool) error {
 			continue
 		}
 		p.accepted.Add(1)
-		c := p.newConn(p.acceptTLS(nc), g, aware)
+		c := p.newConn(p.env.acceptTLS(nc), g, aware)
 		g.wg.Add(1) // done by retire
 		go p.serveConn(ctx, c)
 	}
@@ -161,7 +161,7 @@ func sleep(ctx context.Context, d time.Duration) bool {
 func (p *Proxy) drain(g *group) {
 	conns := p.connsOf(g)
 	if len(conns) > 0 {
-		p.sh.Log.Info().Int("connections", len(conns)).Dur("timeout", p.cfg.DrainTimeout).Msg("draining")
+		p.env.sh.Log.Info().Int("connections", len(conns)).Dur("timeout", p.env.cfg.DrainTimeout).Msg("draining")
 	}
 	for _, c := range conns {
 		c.drain()
@@ -171,7 +171,7 @@ func (p *Proxy) drain(g *group) {
 		g.wg.Wait()
 		close(done)
 	}()
-	t := time.NewTimer(p.cfg.DrainTimeout)
+	t := time.NewTimer(p.env.cfg.DrainTimeout)
 	defer t.Stop()
 	select {
 	case <-done:
@@ -179,7 +179,7 @@ func (p *Proxy) drain(g *group) {
 	case <-t.C:
 	}
 	conns = p.connsOf(g)
-	p.sh.Log.Warn().Int("connections", len(conns)).Msg("drain timeout: closing connections with requests in flight")
+	p.env.sh.Log.Warn().Int("connections", len(conns)).Msg("drain timeout: closing connections with requests in flight")
 	for _, c := range conns {
 		c.closeAll()
 	}
@@ -194,13 +194,13 @@ const refuseLogEvery = 10 * time.Second
 // the close; a driver then tries another host or retries later. The first refusal is
 // logged at once, later ones once per refuseLogEvery with their count.
 func (p *Proxy) refuse(nc net.Conn) bool {
-	if p.cfg.MaxConnections <= 0 {
+	if p.env.cfg.MaxConnections <= 0 {
 		return false
 	}
 	p.mu.Lock()
 	open := len(p.conns)
 	p.mu.Unlock()
-	if open < p.cfg.MaxConnections {
+	if open < p.env.cfg.MaxConnections {
 		return false
 	}
 	p.refused.Add(1) // before the close, which the client sees
@@ -208,7 +208,7 @@ func (p *Proxy) refuse(nc net.Conn) bool {
 	now := time.Now().UnixNano()
 	if last := p.refusedLogged.Load(); now-last >= int64(refuseLogEvery) && p.refusedLogged.CompareAndSwap(last, now) {
 		p.refusedUnlogged.Add(-n)
-		p.sh.Log.Warn().Int("max_connections", p.cfg.MaxConnections).Int("open", open).Int64("refused", n).
+		p.env.sh.Log.Warn().Int("max_connections", p.env.cfg.MaxConnections).Int("open", open).Int64("refused", n).
 			Str("client", nc.RemoteAddr().String()).
 			Msg("connection limit reached (--max-connections): closing new client connections until some end")
 	}
@@ -233,7 +233,7 @@ func (p *Proxy) ServeShardAware(ctx context.Context, ln net.Listener) error {
 // goroutine calls it first, so that no client connecting in between misses the port.
 func (p *Proxy) AdvertiseShardAware(ln net.Listener) {
 	if ta, ok := ln.Addr().(*net.TCPAddr); ok {
-		p.sh.SetShardAwarePort(ta.Port, p.cfg.TLS != nil)
+		p.env.sh.SetShardAwarePort(ta.Port, p.env.cfg.TLS != nil)
 	}
 }
 
@@ -242,7 +242,7 @@ func (p *Proxy) AdvertiseShardAware(ln net.Listener) {
 // OPTIONS brought, until ctx is done. It returns nil when ctx ends before any port was
 // learnt (or without Config.ShardAwareHost, when ctx ends).
 func (p *Proxy) ServeShardAwareAuto(ctx context.Context) error {
-	if p.cfg.ShardAwareHost == "" {
+	if p.env.cfg.ShardAwareHost == "" {
 		<-ctx.Done() // an actor of a group that ends with the first to return
 		return nil
 	}

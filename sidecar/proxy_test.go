@@ -115,7 +115,7 @@ func TestCoalescing(t *testing.T) {
 	}
 	var toNode, toClient atomic.Int64
 	p := New(Config{NodeAddr: node.addr()}, nil)
-	p.dial = func(ctx context.Context) (net.Conn, error) {
+	p.env.dial = func(ctx context.Context) (net.Conn, error) {
 		c, err := net.Dial("tcp", node.addr())
 		return countingConn{c, &toNode}, err
 	}
@@ -794,7 +794,7 @@ func TestGateAnswerThenLoopOrFallback(t *testing.T) {
 			}
 			p := New(Config{NodeAddr: node.addr()}, nil)
 			if fallback {
-				p.dial = func(ctx context.Context) (net.Conn, error) {
+				p.env.dial = func(ctx context.Context) (net.Conn, error) {
 					c, err := net.Dial("tcp", node.addr())
 					return struct{ net.Conn }{c}, err // not a *net.TCPConn: no event loop
 				}

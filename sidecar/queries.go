@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/tracecar/tracecar/sidecar/pipeline"
+	"github.com/tracecar/tracecar/sidecar/internal/pipeline"
 
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/tracing"
@@ -61,11 +61,11 @@ func (p *Proxy) Queries(min time.Duration, limit int) []Query {
 
 	out := make([]Query, 0, len(all))
 	for _, f := range all {
-		pk, still := f.c.Streams.Recheck(f.req)
+		pk, still := f.c.pipe.Streams.Recheck(f.req)
 		if !still {
 			continue // answered since the first pass
 		}
-		q := Query{Client: f.c.ClientAddr, Opcode: f.req.Op, Stream: f.req.Stream, Elapsed: -1}
+		q := Query{Client: f.c.pipe.ClientAddr, Opcode: f.req.Op, Stream: f.req.Stream, Elapsed: -1}
 		if f.start != 0 {
 			q.Elapsed = max(time.Duration(now-f.start), 0)
 		}
@@ -73,7 +73,7 @@ func (p *Proxy) Queries(min time.Duration, limit int) []Query {
 			q.User = f.tr.User()
 		}
 		if pk.Held() {
-			in := p.sh.Tracer.Describe(pk)
+			in := p.env.sh.Tracer.Describe(pk)
 			q.TraceMode = in.Mode
 			if in.Query != "" {
 				q.Statement, q.Keyspace, q.Table, q.Consistency = in.Query, in.Keyspace, in.Table, in.Consistency
@@ -110,8 +110,8 @@ func (p *Proxy) inFlight(now int64, min time.Duration) []foundQuery {
 
 	var all []foundQuery
 	for _, c := range conns {
-		tr := c.Tracing()
-		c.Streams.InFlight(now, min, func(req pipeline.Inflight, start int64) {
+		tr := c.pipe.Tracing()
+		c.pipe.Streams.InFlight(now, min, func(req pipeline.Inflight, start int64) {
 			all = append(all, foundQuery{c: c, tr: tr, req: req, start: start})
 		})
 	}
@@ -132,8 +132,8 @@ func (p *Proxy) inFlight(now int64, min time.Duration) []foundQuery {
 // redact normalizes statement text as the tracer's session records do: a prepared
 // statement's entry keeps the text its PREPARE sent.
 func (p *Proxy) redact(q string) string {
-	if p.sh.Tracer != nil {
-		return p.sh.Tracer.RedactQuery(q)
+	if p.env.sh.Tracer != nil {
+		return p.env.sh.Tracer.RedactQuery(q)
 	}
 	text, _ := cql.NormalizeQuery(q, false, tracing.DefaultMaxQueryLen)
 	return text

@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/tracecar/tracecar/internal/cql"
-	"github.com/tracecar/tracecar/sidecar/pipeline"
+	"github.com/tracecar/tracecar/sidecar/internal/pipeline"
 )
 
 // The Proxy and its connections (see "Layers" in the package doc): the Proxy type, the
@@ -56,9 +56,10 @@ func (s Stats) TotalRequests() uint64 {
 // Proxy relays CQL connections to one node. Create it with New and run it with Serve. A
 // Proxy is safe for concurrent use.
 type Proxy struct {
-	// connEnv is what the proxy's connections use of it (conn.go): its configuration, what
-	// their pipelines share, the dial, the counters they add to, the byte budget.
-	connEnv
+	// env is what the proxy's connections use of it (conn.go): its configuration, what
+	// their pipelines share, the dial, the counters they add to, the byte budget. A named
+	// field, not an embedded one, so that the Proxy answers only to its own methods.
+	env    connEnv
 	cfgErr error
 	loops  *loopGroup // the event loops: the process's (processLoops)
 
@@ -100,16 +101,16 @@ func (p *Proxy) Stats() Stats {
 	sum := p.retired
 	n := len(p.conns)
 	for c := range p.conns {
-		c.Counters.AddTo(&sum)
+		c.pipe.Counters.AddTo(&sum)
 	}
 	p.mu.Unlock()
 	st := Stats{
 		Connections:      n,
 		Accepted:         p.accepted.Load(),
-		NodeFailures:     p.nodeFailures.Load(),
-		Rejected:         p.rejected.Load(),
+		NodeFailures:     p.env.nodeFailures.Load(),
+		Rejected:         p.env.rejected.Load(),
 		Refused:          p.refused.Load(),
-		TooBig:           p.sh.TooBig.Load(),
+		TooBig:           p.env.sh.TooBig.Load(),
 		Requests:         make(map[cql.Opcode]uint64),
 		Responses:        sum.Responses,
 		Rewritten:        sum.Rewritten,
@@ -131,8 +132,8 @@ func (p *Proxy) register(c *conn) {
 	p.mu.Lock()
 	p.conns[c] = struct{}{}
 	p.mu.Unlock()
-	if p.sh.Metrics != nil {
-		p.sh.Metrics.ConnOpened()
+	if p.env.sh.Metrics != nil {
+		p.env.sh.Metrics.ConnOpened()
 	}
 }
 
@@ -140,10 +141,10 @@ func (p *Proxy) register(c *conn) {
 func (p *Proxy) unregister(c *conn) {
 	p.mu.Lock()
 	delete(p.conns, c)
-	c.Counters.AddTo(&p.retired)
+	c.pipe.Counters.AddTo(&p.retired)
 	p.shards.retire(c)
 	p.mu.Unlock()
-	if p.sh.Metrics != nil {
-		p.sh.Metrics.ConnClosed()
+	if p.env.sh.Metrics != nil {
+		p.env.sh.Metrics.ConnClosed()
 	}
 }

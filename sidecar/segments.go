@@ -5,7 +5,7 @@ import (
 	"errors"
 	"os"
 
-	"github.com/tracecar/tracecar/sidecar/pipeline"
+	"github.com/tracecar/tracecar/sidecar/internal/pipeline"
 
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/tracing"
@@ -25,9 +25,9 @@ import (
 
 // segments is a connection as v5's segments carry it: the methods of that layer of the
 // transports, between the bytes and the frames, on the connection whose v5conn it reads.
-// Both transports use it. It embeds the connection, so that the per-frame calls of the
-// pipeline are the direct calls on the connection they were.
-type segments struct{ *conn }
+// Both transports use it. It holds the connection's core as a named field (c.core.X), so
+// that it answers only to its own methods.
+type segments struct{ core *conn }
 
 // apply makes the change of framing that the per-frame work on a request returned
 // (pipeline.request): a v5 STARTUP begins the segments. A frame changed in place
@@ -42,32 +42,32 @@ func (c *conn) apply(fx pipeline.Effect) {
 // connection are never compressed themselves, so the connection's frame compression stays
 // none. Only the first STARTUP counts: the format of the segments is the connection's.
 func (c segments) beginV5(lz4 bool) {
-	if c.v5.startup.Load() {
+	if c.core.v5.startup.Load() {
 		return
 	}
-	c.v5.lz4.Store(lz4)
-	c.v5.fromClient.LZ4, c.v5.fromNode.LZ4 = lz4, lz4
-	c.v5.fromClient.CheckLarge = c.checkLargeRequest
-	c.v5.fromNode.CheckLarge = c.checkLargeResponse
-	c.v5.startup.Store(true)
+	c.core.v5.lz4.Store(lz4)
+	c.core.v5.fromClient.LZ4, c.core.v5.fromNode.LZ4 = lz4, lz4
+	c.core.v5.fromClient.CheckLarge = c.checkLargeRequest
+	c.core.v5.fromNode.CheckLarge = c.checkLargeResponse
+	c.core.v5.startup.Store(true)
 }
 
 // segmentsAfter reports whether the response with opcode op, answering a STARTUP, starts
 // the segments, and starts them: it must come before the response is queued for the
 // client, which sends segments once it has it.
 func (c segments) segmentsAfter(op cql.Opcode) bool {
-	if c.v5 == nil || !c.v5.startup.Load() || op != cql.OpReady && op != cql.OpAuthenticate || c.v5.node {
+	if c.core.v5 == nil || !c.core.v5.startup.Load() || op != cql.OpReady && op != cql.OpAuthenticate || c.core.v5.node {
 		return false
 	}
-	c.v5.node = true
-	c.v5.client.Store(true)
+	c.core.v5.node = true
+	c.core.v5.client.Store(true)
 	return true
 }
 
 // checkLargeRequest refuses a client frame larger than a segment by its header, before
 // it is gathered, as requestHeader does any frame.
 func (c segments) checkLargeRequest(hb []byte) error {
-	h, pe := c.requestHeader(hb)
+	h, pe := c.core.requestHeader(hb)
 	if pe != nil {
 		return pe
 	}
@@ -87,38 +87,38 @@ func (e errAwaitBudget) Error() string { return "waiting for the budget of frame
 // at most the budget together. The goroutine path waits for room; the event loop cannot, and
 // returns errAwaitBudget unless the loop has waited already (the side holds the share).
 func (c segments) holdLarge(size int) error {
-	if c.carrier != nil {
-		if handled, err := c.carrier.holdLarge(size); handled {
+	if c.core.carrier != nil {
+		if handled, err := c.core.carrier.holdLarge(size); handled {
 			return err
 		}
 	}
-	if !c.p.held.acquire(int64(size), c.draining) {
-		if c.getState() == stateDraining {
+	if !c.core.p.held.acquire(int64(size), c.core.draining) {
+		if c.core.getState() == stateDraining {
 			return os.ErrDeadlineExceeded // as a drained read: see requestsEnded
 		}
 		return errClientGone
 	}
-	c.v5.largeHeld = size
+	c.core.v5.largeHeld = size
 	return nil
 }
 
 // gatheringLarge reports whether the client frame being gathered from its segments holds its
 // share of the budget: its segments are part of it, and are not charged again (they would
 // wait for a share the frame itself holds).
-func (c segments) gatheringLarge() bool { return c.v5 != nil && c.v5.largeHeld > 0 }
+func (c segments) gatheringLarge() bool { return c.core.v5 != nil && c.core.v5.largeHeld > 0 }
 
 // releaseLarge gives back what a large client frame held of the budget: once it is whole,
 // or when the connection ends.
 func (c segments) releaseLarge() {
-	if c.v5 != nil && c.v5.largeHeld > 0 {
-		c.p.held.release(c.v5.largeHeld)
-		c.v5.largeHeld = 0
+	if c.core.v5 != nil && c.core.v5.largeHeld > 0 {
+		c.core.p.held.release(c.core.v5.largeHeld)
+		c.core.v5.largeHeld = 0
 	}
 }
 
 // checkLargeResponse refuses a node frame larger than a segment whose header is malformed.
 func (c segments) checkLargeResponse(hb []byte) error {
-	_, err := c.responseHeader(hb)
+	_, err := c.core.responseHeader(hb)
 	return err
 }
 
@@ -132,18 +132,18 @@ const maxStartupSegment = cql.MaxStartupFrameSize + cql.SegmentHeaderSizeLZ4 + c
 // protocolError for a client, a failure of the node connection for the node.
 func (c segments) segmentHead(hb []byte, client bool) (int, error) {
 	if !client {
-		n, err := c.v5.fromNode.Peek(hb)
+		n, err := c.core.v5.fromNode.Peek(hb)
 		if err != nil {
 			return 0, errors.New("malformed segment from node: header CRC mismatch")
 		}
 		return n, nil
 	}
-	n, err := c.v5.fromClient.Peek(hb)
+	n, err := c.core.v5.fromClient.Peek(hb)
 	switch {
 	case err != nil:
 		return 0, badSegment(err)
-	case n > maxStartupSegment && !c.Ready():
-		c.p.sh.TooBig.Add(1)
+	case n > maxStartupSegment && !c.core.pipe.Ready():
+		c.core.p.sh.TooBig.Add(1)
 		return 0, &pipeline.ProtocolError{Msg: "Invalid segment: a payload of " + itoa(n) + " bytes before authentication"}
 	}
 	return n, nil
@@ -176,7 +176,7 @@ func segmentProblem(err error) string {
 // fresh CRC when one was changed in place), else its frames re-segmented; nil for a
 // segment that only continues a large frame. tickets gathers the traced requests.
 func (c segments) requestSegment(seg []byte, tickets []tracing.Ticket) ([]byte, []tracing.Ticket, error) {
-	rd := &c.v5.fromClient
+	rd := &c.core.v5.fromClient
 	_, _, frames, err := rd.Next(seg)
 	if err != nil {
 		if errors.As(err, new(errAwaitBudget)) || errors.Is(err, errClientGone) || errors.Is(err, os.ErrDeadlineExceeded) {
@@ -184,7 +184,7 @@ func (c segments) requestSegment(seg []byte, tickets []tracing.Ticket) ([]byte, 
 		}
 		return nil, tickets, badSegment(err)
 	}
-	pipeline.Inc(&c.Counters.Segments[0], 1)
+	c.core.pipe.Counters.SegmentRead(pipeline.FromClient)
 	if frames == nil {
 		return nil, tickets, nil
 	}
@@ -193,39 +193,39 @@ func (c segments) requestSegment(seg []byte, tickets []tracing.Ticket) ([]byte, 
 	}
 	changed := false
 	for rest := frames; len(rest) > 0; {
-		h, pe := c.requestHeader(rest)
+		h, pe := c.core.requestHeader(rest)
 		if pe != nil {
 			return nil, tickets, pe
 		}
 		n := cql.HeaderSize + int(h.Length)
 		frame := rest[:n]
 		rest = rest[n:]
-		c.traceFrame(h, true)
+		c.core.traceFrame(h, true)
 		h.Flags &^= cql.FlagCompression // v5 compresses segments, not frames
 		flags := frame[1]
-		t, fx := c.Request(h, frame, n, 0)
+		t, fx := c.core.pipe.Request(h, frame, n, nil)
 		if t.Events() {
 			tickets = append(tickets, t)
 		}
 		if fx != 0 {
-			c.apply(fx)
+			c.core.apply(fx)
 		}
 		changed = changed || frame[1] != flags || fx&pipeline.FxEdited != 0
 	}
 	if !changed && rd.SelfContained() {
 		return seg, tickets, nil // forwarded as it came
 	}
-	pipeline.Inc(&c.Counters.Resegmented[0], 1)
+	c.core.pipe.Counters.SegmentWritten(pipeline.FromClient)
 	if rd.InPlace() {
 		// Its frames changed in place, in the segment: only its CRC is new.
 		binary.LittleEndian.PutUint32(seg[len(seg)-cql.SegmentTrailerSize:], cql.CRC32(frames))
 		return seg, tickets, nil
 	}
-	c.v5.reqOut = cql.AppendSegments(c.v5.reqOut[:0], frames, rd.LZ4)
-	if cap(c.v5.reqOut) > maxKeptBuffer {
-		defer func() { c.v5.reqOut = nil }()
+	c.core.v5.reqOut = cql.AppendSegments(c.core.v5.reqOut[:0], frames, rd.LZ4)
+	if cap(c.core.v5.reqOut) > maxKeptBuffer {
+		defer func() { c.core.v5.reqOut = nil }()
 	}
-	return c.v5.reqOut, tickets, nil
+	return c.core.v5.reqOut, tickets, nil
 }
 
 // responseSegment does the per-frame work on the frames of seg, one whole segment from the
@@ -235,34 +235,33 @@ func (c segments) requestSegment(seg []byte, tickets []tracing.Ticket) ([]byte, 
 // gathers the traced responses; drained reports the answer a drained connection waited
 // for.
 func (c segments) responseSegment(seg []byte, arrived *int64, tickets []tracing.Ticket) (out []byte, _ []tracing.Ticket, drained bool, err error) {
-	rd := &c.v5.fromNode
+	rd := &c.core.v5.fromNode
 	_, _, frames, err := rd.Next(seg)
 	if err != nil {
 		return nil, tickets, false, errors.New("malformed segment from node: " + segmentProblem(err))
 	}
-	pipeline.Inc(&c.Counters.Segments[1], 1)
+	c.core.pipe.Counters.SegmentRead(pipeline.FromNode)
 	if frames == nil {
 		return nil, tickets, false, nil
 	}
 	// A large frame is always re-segmented; the frames of a self-contained segment are
 	// gathered again only from the first one that changed.
 	changed := !rd.SelfContained()
-	acc := c.v5.respFrames[:0]
+	acc := c.core.v5.respFrames[:0]
 	for rest := frames; len(rest) > 0; {
-		h, err := c.responseHeader(rest)
+		h, err := c.core.responseHeader(rest)
 		if err != nil {
 			return nil, tickets, drained, err
 		}
 		n := cql.HeaderSize + int(h.Length)
 		frame := rest[:n]
 		rest = rest[n:]
-		c.traceFrame(h, false)
+		c.core.traceFrame(h, false)
 		h.Flags &^= cql.FlagCompression
 		var req pipeline.Inflight
-		left := c.Streams.RequestFor(h, &req)
-		*arrived = c.Arrival(*arrived, &req)
+		left := c.core.pipe.Streams.RequestFor(h, &req)
 		flags := frame[1]
-		f, done := c.Response(h, frame, &req, *arrived)
+		f, done := c.core.pipe.Response(h, frame, &req, arrived)
 		if done.Events() {
 			tickets = append(tickets, done)
 		}
@@ -273,22 +272,22 @@ func (c segments) responseSegment(seg []byte, arrived *int64, tickets []tracing.
 		if changed {
 			acc = append(acc, f...)
 		}
-		c.Queued(req, *arrived)
-		c.Counters.Answered(len(f))
-		drained = c.lastAnswer(left) || drained
+		c.core.pipe.Queued(req, *arrived)
+		c.core.pipe.Counters.Answered(len(f))
+		drained = c.core.lastAnswer(left) || drained
 	}
-	c.v5.respFrames = acc
+	c.core.v5.respFrames = acc
 	if cap(acc) > maxKeptBuffer {
-		c.v5.respFrames = nil
+		c.core.v5.respFrames = nil
 	}
 	if !changed {
 		return seg, tickets, drained, nil
 	}
-	pipeline.Inc(&c.Counters.Resegmented[1], 1)
-	c.v5.respOut = cql.AppendSegments(c.v5.respOut[:0], acc, rd.LZ4)
-	out = c.v5.respOut
+	c.core.pipe.Counters.SegmentWritten(pipeline.FromNode)
+	c.core.v5.respOut = cql.AppendSegments(c.core.v5.respOut[:0], acc, rd.LZ4)
+	out = c.core.v5.respOut
 	if cap(out) > maxKeptBuffer {
-		c.v5.respOut = nil
+		c.core.v5.respOut = nil
 	}
 	return out, tickets, drained, nil
 }

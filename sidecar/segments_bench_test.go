@@ -3,7 +3,7 @@ package sidecar
 import (
 	"testing"
 
-	"github.com/tracecar/tracecar/sidecar/pipeline"
+	"github.com/tracecar/tracecar/sidecar/internal/pipeline"
 
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/tracing"
@@ -47,7 +47,7 @@ func (pc *pathConnV5) one(tb testing.TB) int {
 		tb.Fatalf("request segment: %d bytes, %v", len(out), err)
 	}
 	if len(sent) > 0 {
-		c.Wrote(sent, false)
+		c.pipe.Wrote(sent, false)
 	}
 	pc.sent = sent
 	pc.arrived = 0
@@ -56,7 +56,7 @@ func (pc *pathConnV5) one(tb testing.TB) int {
 		tb.Fatalf("response segment: %v", err)
 	}
 	if len(done) > 0 {
-		c.Wrote(done, true)
+		c.pipe.Wrote(done, true)
 	}
 	pc.done = done
 	return len(out)
@@ -92,7 +92,7 @@ func TestRequestPathAllocsV5(t *testing.T) {
 					t.Errorf("%v allocations per request; want 0", n)
 				}
 				var sum pipeline.Counts
-				pc.c.Counters.AddTo(&sum)
+				pc.c.pipe.Counters.AddTo(&sum)
 				if n := sum.Resegmented[0] + sum.Resegmented[1]; n != 0 {
 					t.Errorf("%d segments re-encoded; want none", n)
 				}
@@ -112,9 +112,9 @@ func (pc *pathConnV5) oneLegacy(tb testing.TB) int {
 		tb.Fatal(pe)
 	}
 	c.traceFrame(h, true)
-	if tk, _ := c.Request(h, req, len(req), 0); tk.Events() {
+	if tk, _ := c.pipe.Request(h, req, len(req), nil); tk.Events() {
 		pc.sent = append(pc.sent[:0], tk)
-		c.Wrote(pc.sent, false)
+		c.pipe.Wrote(pc.sent, false)
 	}
 	rh, err := c.responseHeader(resp)
 	if err != nil {
@@ -122,14 +122,14 @@ func (pc *pathConnV5) oneLegacy(tb testing.TB) int {
 	}
 	c.traceFrame(rh, false)
 	var r pipeline.Inflight
-	c.Streams.RequestFor(rh, &r)
-	arrived := c.Arrival(0, &r)
-	out, d := c.Response(rh, resp, &r, arrived)
-	c.Queued(r, arrived)
-	c.Counters.Answered(len(out))
+	c.pipe.Streams.RequestFor(rh, &r)
+	var arrived int64
+	out, d := c.pipe.Response(rh, resp, &r, &arrived)
+	c.pipe.Queued(r, arrived)
+	c.pipe.Counters.Answered(len(out))
 	if d.Events() {
 		pc.done = append(pc.done[:0], d)
-		c.Wrote(pc.done, true)
+		c.pipe.Wrote(pc.done, true)
 	}
 	return len(out)
 }

@@ -25,8 +25,8 @@ func segmentReady(r *frameReader, rd *cql.SegmentReader) bool {
 // the node, after the per-frame work, until the client goes away, sends a malformed
 // segment or frame, is drained, or the node cannot be written.
 func (c goroutines) requestSegments(r *frameReader) error {
-	rd := &c.v5.fromClient
-	defer segments{c.conn}.releaseLarge()
+	rd := &c.core.v5.fromClient
+	defer segments{c.core}.releaseLarge()
 	for {
 		hb, err := r.Peek(rd.HeaderSize())
 		if err != nil {
@@ -35,7 +35,7 @@ func (c goroutines) requestSegments(r *frameReader) error {
 			}
 			return err
 		}
-		size, err := segments{c.conn}.segmentHead(hb, true)
+		size, err := segments{c.core}.segmentHead(hb, true)
 		if err != nil {
 			return err
 		}
@@ -48,17 +48,17 @@ func (c goroutines) requestSegments(r *frameReader) error {
 			// Held whole, charged to the budget of frames held whole, as a large frame;
 			// the charge is given back before its frames are read, so that the large frame
 			// it may start (holdLarge) never waits for a share this connection holds.
-			if (segments{c.conn}).gatheringLarge() {
+			if (segments{c.core}).gatheringLarge() {
 				c.reqBuf, err = cql.AppendRead(c.reqBuf[:0], r, size) // part of the frame's share
 			} else if c.reqBuf, err = c.readWhole(r, size); err == nil {
-				c.p.held.release(size)
+				c.core.p.held.release(size)
 			}
 			if err != nil {
 				return err
 			}
 			seg = c.reqBuf
 		}
-		out, tickets, err := segments{c.conn}.requestSegment(seg, c.sentQ)
+		out, tickets, err := segments{c.core}.requestSegment(seg, c.sentQ)
 		c.sentQ = tickets
 		if err == nil && out != nil {
 			err = c.toNode.write(out)
@@ -72,7 +72,7 @@ func (c goroutines) requestSegments(r *frameReader) error {
 		}
 		if err == nil && !segmentReady(r, rd) {
 			if err = c.toNode.flush(); err == nil {
-				c.Wrote(c.sentQ, false)
+				c.core.pipe.Wrote(c.sentQ, false)
 				c.sentQ = c.sentQ[:0]
 			}
 		}
@@ -88,14 +88,14 @@ func (c goroutines) requestSegments(r *frameReader) error {
 // responseSegments is the response loop once the node sends segments. It returns as
 // forwardResponses does.
 func (c goroutines) responseSegments(r *frameReader, arrived int64) error {
-	rd := &c.v5.fromNode
+	rd := &c.core.v5.fromNode
 	for {
 		fill := r.Buffered() < rd.HeaderSize()
 		hb, err := r.Peek(rd.HeaderSize())
 		if err != nil {
 			return err
 		}
-		size, err := segments{c.conn}.segmentHead(hb, false)
+		size, err := segments{c.core}.segmentHead(hb, false)
 		if err != nil {
 			return err
 		}
@@ -108,33 +108,33 @@ func (c goroutines) responseSegments(r *frameReader, arrived int64) error {
 				return err
 			}
 		} else {
-			if c.v5.respSeg, err = cql.AppendRead(c.v5.respSeg[:0], r, size); err != nil {
+			if c.core.v5.respSeg, err = cql.AppendRead(c.core.v5.respSeg[:0], r, size); err != nil {
 				return err
 			}
-			seg = c.v5.respSeg
+			seg = c.core.v5.respSeg
 		}
-		out, tickets, drained, err := segments{c.conn}.responseSegment(seg, &arrived, c.doneQ)
+		out, tickets, drained, err := segments{c.core}.responseSegment(seg, &arrived, c.doneQ)
 		c.doneQ = tickets
 		if err != nil {
 			return err
 		}
 		if out != nil {
-			err = c.toClient.write(out)
+			err = c.core.toClient.write(out)
 		}
 		if size <= r.Size() {
 			r.Discard(size)
-		} else if cap(c.v5.respSeg) > maxKeptBuffer || rd.Gathering() {
-			c.v5.respSeg = nil
+		} else if cap(c.core.v5.respSeg) > maxKeptBuffer || rd.Gathering() {
+			c.core.v5.respSeg = nil
 		}
 		drained = drained && c.requestsStopped()
 		if err == nil && (drained || !segmentReady(r, rd)) {
-			if err = c.toClient.flush(); err == nil {
-				c.Wrote(c.doneQ, true)
+			if err = c.core.toClient.flush(); err == nil {
+				c.core.pipe.Wrote(c.doneQ, true)
 				c.doneQ = c.doneQ[:0]
 			}
 		}
 		switch {
-		case err != nil && c.toClient.err != nil:
+		case err != nil && c.core.toClient.err != nil:
 			return errClientGone
 		case err != nil || drained:
 			return err

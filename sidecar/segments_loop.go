@@ -11,7 +11,7 @@ import "errors"
 func (l *loop) relaySegments(s *side, data []byte, b *batch) int {
 	c := segments{s.c.conn}
 	pos := 0
-	hs := c.v5.fromNode.HeaderSize()
+	hs := c.core.v5.fromNode.HeaderSize()
 	for len(data)-pos >= hs {
 		n, err := c.segmentHead(data[pos:], s.client)
 		if err != nil {
@@ -46,7 +46,7 @@ func (l *loop) relaySegments(s *side, data []byte, b *batch) int {
 		}
 		b.out = append(b.out, out...)
 	}
-	if c.v5.reader(s.client).Gathering() && cap(s.pend) > loopReadSize {
+	if c.core.v5.reader(s.client).Gathering() && cap(s.pend) > loopReadSize {
 		// The segment that grew pend is now part of the large frame the reader gathers:
 		// pend is not kept, so that the frame is held once.
 		s.pend = nil

@@ -20,18 +20,18 @@ import (
 func (p *Proxy) newConn(nc net.Conn, g *group, aware bool) *conn {
 	setNoDelay(nc)
 	c := &conn{
-		p:      &p.connEnv,
+		p:      &p.env,
 		group:  g,
 		client: nc,
 	}
 	// A connection bound for an event loop uses its own reader and writer only for the
 	// version gate: small ones, or 1,000 connections would leave 32 MiB of garbage behind.
 	size := readBufferSize
-	if p.loopBound(nc) {
+	if p.env.loopBound(nc) {
 		size = gateBufferSize
 	}
 	c.cr, c.toClient = newFrameReader(nc, size), newFrameWriter(nc, size)
-	c.Init(p.sh, addrPort(nc.RemoteAddr()), p.advertisedLocal(nc, aware), p.sh.Log.GetLevel() <= zerolog.TraceLevel)
+	c.pipe.Init(p.env.sh, addrPort(nc.RemoteAddr()), p.advertisedLocal(nc, aware), p.env.sh.Log.GetLevel() <= zerolog.TraceLevel)
 	p.register(c)
 	return c
 }
@@ -44,13 +44,13 @@ func (p *Proxy) newConn(nc net.Conn, g *group, aware bool) *conn {
 func (p *Proxy) serveConn(ctx context.Context, c *conn) {
 	if err := p.openConn(ctx, c); err != nil {
 		if !isClosed(err) {
-			c.Debug().Err(err).Msg("connection not opened")
+			c.pipe.Debug().Err(err).Msg("connection not opened")
 		}
 		c.closeAll()
 		c.retire()
 		return
 	}
-	if !p.noLoop && c.toLoop(p.loops) {
+	if !p.env.noLoop && c.toLoop(p.loops) {
 		return
 	}
 	runGoroutines(c)
@@ -66,7 +66,7 @@ func (p *Proxy) openConn(ctx context.Context, c *conn) error {
 			return err
 		}
 		v := b[0]
-		if p.speaks(v) {
+		if p.env.speaks(v) {
 			c.setVersion(v)
 			break
 		}
@@ -79,12 +79,12 @@ func (p *Proxy) openConn(ctx context.Context, c *conn) error {
 	if c.group != nil && c.group.aware {
 		nc, err = p.dialShard(ctx, c)
 	} else {
-		nc, err = p.dial(ctx)
+		nc, err = p.env.dial(ctx)
 	}
 	if err != nil {
-		err = fmt.Errorf("connect to node %s: %w", p.cfg.NodeAddr, err)
-		p.nodeFailures.Add(1)
-		c.Warn().Err(err).Msg("node unreachable")
+		err = fmt.Errorf("connect to node %s: %w", p.env.cfg.NodeAddr, err)
+		p.env.nodeFailures.Add(1)
+		c.pipe.Warn().Err(err).Msg("node unreachable")
 		// Answer the first request so the driver sees why; Overloaded tells it that the
 		// request was not processed and may go to another node.
 		if hb, perr := c.cr.Peek(cql.HeaderSize); perr == nil {
@@ -106,8 +106,8 @@ func (p *Proxy) openConn(ctx context.Context, c *conn) error {
 		nc.Close() // closeAll ran while we dialled
 		return errClientGone
 	}
-	c.NodeAddr = addrPort(nc.RemoteAddr())
-	c.Debug().Str("node", c.NodeAddr.String()).Uint8("version", c.Version).Msg("connection opened")
+	c.pipe.NodeAddr = addrPort(nc.RemoteAddr())
+	c.pipe.Debug().Str("node", c.pipe.NodeAddr.String()).Uint8("version", c.pipe.Version).Msg("connection opened")
 	return nil
 }
 

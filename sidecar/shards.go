@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/tracecar/tracecar/internal/sharding"
-	"github.com/tracecar/tracecar/sidecar/pipeline"
+	"github.com/tracecar/tracecar/sidecar/internal/pipeline"
 )
 
 // ScyllaDB's shard-awareness kept through the proxy: a client connection accepted on the
@@ -90,7 +90,7 @@ type ShardStats struct {
 
 // retire moves c's shard counters to the totals; Proxy.mu is held.
 func (s *shardProxy) retire(c *conn) {
-	sc, ok := c.Shard().Counts()
+	sc, ok := c.pipe.Shard().Counts()
 	if !ok {
 		return
 	}
@@ -98,7 +98,7 @@ func (s *shardProxy) retire(c *conn) {
 		s.retiredShards = map[int]shardCounts{}
 	}
 	n := s.retiredShards[sc.Shard]
-	n.requests += total(&c.Counters)
+	n.requests += total(&c.pipe.Counters)
 	n.cross += sc.Cross
 	n.addedNanos += sc.AddedNanos
 	s.retiredShards[sc.Shard] = n

@@ -20,7 +20,7 @@ func newShardPathConn(tb testing.TB, cfg tracing.Config, sharded bool) *pathConn
 	pc.req = frame(cql.V4, 0, 0, cql.OpExecute, body)
 	pc.rh, _ = cql.ParseHeader(pc.req)
 	if sharded {
-		pc.c.Shard().Restore(sharding.Info{Shard: 1, NrShards: 4, IgnoreMSB: 12})
+		pc.c.pipe.Shard().Restore(sharding.Info{Shard: 1, NrShards: 4, IgnoreMSB: 12})
 	}
 	return pc
 }
@@ -50,7 +50,7 @@ func TestShardCountAllocs(t *testing.T) {
 			if owner == 1 {
 				want = 0
 			}
-			if got, _ := pc.c.Shard().Counts(); got.Cross != want {
+			if got, _ := pc.c.pipe.Shard().Counts(); got.Cross != want {
 				t.Errorf("cross-shard count %d; want %d (the key's shard is %d, the connection's 1)", got.Cross, want, owner)
 			}
 		})

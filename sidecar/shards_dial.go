@@ -37,18 +37,18 @@ func (p *Proxy) dialShard(ctx context.Context, c *conn) (net.Conn, error) {
 		return p.fallback(ctx, c, reason, err)
 	}
 	port := in.AwarePort
-	if p.nodeTLS != nil {
+	if p.env.nodeTLS != nil {
 		port = in.AwarePortSSL
 	}
 	if port == 0 {
 		return p.fallback(ctx, c, fallbackNoPort, errors.New("the node's SUPPORTED names no shard-aware port"))
 	}
-	host, _, err := net.SplitHostPort(p.cfg.NodeAddr)
+	host, _, err := net.SplitHostPort(p.env.cfg.NodeAddr)
 	if err != nil {
 		return p.fallback(ctx, c, fallbackNoPort, err)
 	}
 	addr := net.JoinHostPort(host, strconv.Itoa(port))
-	want := int(c.ClientAddr.Port()) % in.NrShards
+	want := int(c.pipe.ClientAddr.Port()) % in.NrShards
 	nc, err := p.dialFromResidue(ctx, addr, in.NrShards, want)
 	if errors.Is(err, errPortsExhausted) {
 		return p.fallback(ctx, c, fallbackPorts, err)
@@ -56,8 +56,8 @@ func (p *Proxy) dialShard(ctx context.Context, c *conn) (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	if p.nodeTLS != nil {
-		if nc, err = p.dialTLS(ctx, nc); err != nil {
+	if p.env.nodeTLS != nil {
+		if nc, err = p.env.dialTLS(ctx, nc); err != nil {
 			return nil, err
 		}
 	}
@@ -69,14 +69,14 @@ func (p *Proxy) dialShard(ctx context.Context, c *conn) (net.Conn, error) {
 // and dials one.
 func (p *Proxy) fallback(ctx context.Context, c *conn, reason int, err error) (net.Conn, error) {
 	p.shards.fallbacks[reason].Add(1)
-	e := c.Debug()
+	e := c.pipe.Debug()
 	if !p.shards.warned[reason].Swap(true) {
-		e = c.Warn()
+		e = c.pipe.Warn()
 	}
 	if e != nil {
 		e.Err(err).Str("reason", FallbackReasons[reason]).Msg("shard-aware connection: an ordinary node connection instead, on whatever shard the node gives")
 	}
-	return p.dial(ctx)
+	return p.env.dial(ctx)
 }
 
 var errPortsExhausted = errors.New("no free local port for the shard")
@@ -93,7 +93,7 @@ func (p *Proxy) dialFromResidue(ctx context.Context, addr string, n, r int) (net
 	}
 	q := residuePort(lo+rand.IntN(hi-lo+1), lo, hi, n, r)
 	for range maxPortTries {
-		d := net.Dialer{Timeout: p.cfg.DialTimeout, LocalAddr: &net.TCPAddr{Port: q}}
+		d := net.Dialer{Timeout: p.env.cfg.DialTimeout, LocalAddr: &net.TCPAddr{Port: q}}
 		nc, err := d.DialContext(ctx, "tcp", addr)
 		if err == nil {
 			return nc, nil
@@ -149,7 +149,7 @@ var systemPortRange = sync.OnceValues(func() (int, int) {
 // that came on the shard-aware port.)
 func (c *conn) adoptShard(m handover.State) {
 	if s := m.Shard; s != nil {
-		c.Shard().Restore(sharding.Info{Shard: s.Shard, NrShards: s.NrShards, IgnoreMSB: s.IgnoreMSB})
+		c.pipe.Shard().Restore(sharding.Info{Shard: s.Shard, NrShards: s.NrShards, IgnoreMSB: s.IgnoreMSB})
 	}
 }
 

@@ -25,7 +25,7 @@ func TestHandoverKeepsShards(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- hp.old.ServeShardAware(ctx, aln) }()
 	t.Cleanup(func() { cancel(); <-done })
-	waitFor(t, "the shard-aware port", func() bool { return hp.old.sh.ShardAwarePorts()[0] != 0 })
+	waitFor(t, "the shard-aware port", func() bool { return hp.old.env.sh.ShardAwarePorts()[0] != 0 })
 
 	sa := shardaware.Dial(t, hp.addr, shardaware.Config{})
 	sa.Query(t, "CREATE KEYSPACE IF NOT EXISTS ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")

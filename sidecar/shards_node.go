@@ -11,7 +11,7 @@ import (
 
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/internal/sharding"
-	"github.com/tracecar/tracecar/sidecar/pipeline"
+	"github.com/tracecar/tracecar/sidecar/internal/pipeline"
 )
 
 // The proxy's part in ScyllaDB's shard-awareness (see shards.go, below, for the state and
@@ -21,7 +21,7 @@ import (
 // ShardStats returns the proxy's shard figures. It is safe for concurrent use.
 func (p *Proxy) ShardStats() ShardStats {
 	st := ShardStats{Requests: map[int]uint64{}, AddedLatency: map[int]time.Duration{}, Paired: p.shards.paired.Load(),
-		Fallbacks: map[string]uint64{}, MalformedSupported: p.sh.MalformedSupported()}
+		Fallbacks: map[string]uint64{}, MalformedSupported: p.env.sh.MalformedSupported()}
 	p.mu.Lock()
 	for s, n := range p.shards.retiredShards {
 		st.Requests[s] += n.requests
@@ -29,8 +29,8 @@ func (p *Proxy) ShardStats() ShardStats {
 		st.AddedLatency[s] += time.Duration(n.addedNanos)
 	}
 	for c := range p.conns {
-		if sc, ok := c.Shard().Counts(); ok {
-			st.Requests[sc.Shard] += total(&c.Counters)
+		if sc, ok := c.pipe.Shard().Counts(); ok {
+			st.Requests[sc.Shard] += total(&c.pipe.Counters)
 			st.CrossShard += sc.Cross
 			st.AddedLatency[sc.Shard] += time.Duration(sc.AddedNanos)
 		}
@@ -46,9 +46,9 @@ func (p *Proxy) ShardStats() ShardStats {
 // first time the node names one; a failure is logged and counted, and the proxy then
 // advertises no shard-aware port.
 func (p *Proxy) listenAuto(in sharding.Info) {
-	host := p.cfg.ShardAwareHost
+	host := p.env.cfg.ShardAwareHost
 	port := in.AwarePort
-	if p.nodeTLS != nil {
+	if p.env.nodeTLS != nil {
 		port = in.AwarePortSSL
 	}
 	// A node of one shard has nothing to route: its shard-aware port is removed instead.
@@ -59,21 +59,21 @@ func (p *Proxy) listenAuto(in sharding.Info) {
 	if last := p.shards.autoLast.Load(); now-last < int64(time.Second) || !p.shards.autoLast.CompareAndSwap(last, now) {
 		return
 	}
-	if p.cfg.TLS != nil && in.AwarePortSSL != 0 {
+	if p.env.cfg.TLS != nil && in.AwarePortSSL != 0 {
 		port = in.AwarePortSSL // the client side's kind names the number, as ScyllaDB's would
-	} else if p.cfg.TLS == nil && in.AwarePort != 0 {
+	} else if p.env.cfg.TLS == nil && in.AwarePort != 0 {
 		port = in.AwarePort
 	}
 	addr := net.JoinHostPort(host, strconv.Itoa(port))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		p.shards.fallbacks[fallbackListen].Add(1)
-		p.sh.Log.Warn().Err(err).Str("addr", addr).Msg("shard-aware port: cannot listen; the node's shard-aware port is not advertised, and shard-aware drivers use the ordinary port")
+		p.env.sh.Log.Warn().Err(err).Str("addr", addr).Msg("shard-aware port: cannot listen; the node's shard-aware port is not advertised, and shard-aware drivers use the ordinary port")
 		return
 	}
 	p.shards.autoDone.Store(true)
-	p.sh.SetShardAwarePort(ln.Addr().(*net.TCPAddr).Port, p.cfg.TLS != nil)
-	p.sh.Log.Info().Str("addr", ln.Addr().String()).Int("shards", in.NrShards).Msg("shard-aware port: listening, as the node's SUPPORTED names one")
+	p.env.sh.SetShardAwarePort(ln.Addr().(*net.TCPAddr).Port, p.env.cfg.TLS != nil)
+	p.env.sh.Log.Info().Str("addr", ln.Addr().String()).Int("shards", in.NrShards).Msg("shard-aware port: listening, as the node's SUPPORTED names one")
 	p.shards.auto <- ln
 }
 
@@ -96,9 +96,9 @@ func (p *Proxy) NodeSharding(ctx context.Context) (sharding.Info, error) {
 
 // probeSharding sends OPTIONS on a new ordinary node connection and parses the answer.
 func (p *Proxy) probeSharding(ctx context.Context) (sharding.Info, error) {
-	ctx, cancel := context.WithTimeout(ctx, p.cfg.DialTimeout)
+	ctx, cancel := context.WithTimeout(ctx, p.env.cfg.DialTimeout)
 	defer cancel()
-	nc, err := p.dial(ctx)
+	nc, err := p.env.dial(ctx)
 	if err != nil {
 		return sharding.Info{}, errProbe{err}
 	}

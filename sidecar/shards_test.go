@@ -254,7 +254,7 @@ func holdPorts(tb testing.TB, n int) []net.Listener {
 func TestShardAwareProbe(t *testing.T) {
 	n := mustShardedNode(t, nil)
 	tp := mustShardProxy(t, Config{}, n, nil)
-	waitFor(t, "the shard-aware port", func() bool { return tp.sh.ShardAwarePorts()[0] != 0 })
+	waitFor(t, "the shard-aware port", func() bool { return tp.env.sh.ShardAwarePorts()[0] != 0 })
 	before := n.srv.Requests()
 	rc := rawcql.DialOnly(t, tp.aware, cql.V4)
 	opts, err := shardaware.Options(rc)

@@ -7,7 +7,7 @@ import (
 	"net"
 	"time"
 
-	"github.com/tracecar/tracecar/sidecar/pipeline"
+	"github.com/tracecar/tracecar/sidecar/internal/pipeline"
 
 	"github.com/tracecar/tracecar/internal/cql"
 )
@@ -29,8 +29,9 @@ import (
 // On both, the last frames that a cause calls for are lastFrames'.
 
 // errWriteTimeout bounds the last frames written to a client that is being closed: the
-// error frames of a failed node, or a ProtocolError.
-var errWriteTimeout = 5 * time.Second // a variable for tests
+// error frames of a failed node, or a ProtocolError. It is a proxy's connEnv.lastWrite,
+// which a test shortens on its own proxy.
+const errWriteTimeout = 5 * time.Second
 
 // Causes of the end of a connection (lifecycle.end). A client's error or EOF, and a malformed
 // client frame (*protocolError), are the others. The event loop ends with a cause only a
@@ -96,7 +97,7 @@ func (c *conn) finish() {
 	if cr != nil {
 		cr.release()
 	}
-	c.EndTracing()
+	c.pipe.EndTracing()
 	c.p.forget(c)
 }
 
@@ -124,7 +125,7 @@ func (c *conn) lastFrames(f []byte, cause error) []byte {
 	var pe *pipeline.ProtocolError
 	switch {
 	case errors.As(cause, &pe):
-		c.Warn().Str("error", pe.Msg).Msg("malformed frame from client: closing its connection")
+		c.pipe.Warn().Str("error", pe.Msg).Msg("malformed frame from client: closing its connection")
 		return c.appendError(f, pe.Stream, cql.ErrCodeProtocol, pe.Msg)
 	case errors.Is(cause, errNodeLost) || errors.Is(cause, errNodeWrite):
 		return c.nodeLost(f, cause)
@@ -137,8 +138,8 @@ func (c *conn) lastFrames(f []byte, cause error) []byte {
 // final.
 func (c *conn) nodeLost(f []byte, cause error) []byte {
 	c.p.nodeFailures.Add(1)
-	c.lost = c.Streams.TakeAll(c.lost[:0])
-	c.Warn().Err(cause).Str("node", c.NodeAddr.String()).Int("in_flight", len(c.lost)).
+	c.lost = c.pipe.Streams.TakeAll(c.lost[:0])
+	c.pipe.Warn().Err(cause).Str("node", c.pipe.NodeAddr.String()).Int("in_flight", len(c.lost)).
 		Msg("node connection lost: failing the requests in flight and closing the client connection")
 	msg := fmt.Sprintf("tracecar: connection to node %s lost", c.p.cfg.NodeAddr)
 	for _, r := range c.lost {

@@ -3,7 +3,7 @@ package sidecar
 import (
 	"fmt"
 
-	"github.com/tracecar/tracecar/sidecar/pipeline"
+	"github.com/tracecar/tracecar/sidecar/internal/pipeline"
 
 	"github.com/rs/zerolog"
 
@@ -26,13 +26,13 @@ func (c *conn) requestHeader(hb []byte) (cql.Header, *pipeline.ProtocolError) {
 		return h, &pipeline.ProtocolError{Stream: h.Stream, Msg: "response frame sent by a client"}
 	case err != nil && err != cql.ErrFrameTooBig:
 		return h, &pipeline.ProtocolError{Stream: h.Stream, Msg: cql.UnsupportedVersionMessage(h.Version, c.p.maxVersion())}
-	case h.Version != c.Version && (h.Version == cql.V5 || c.Version == cql.V5):
-		return h, &pipeline.ProtocolError{Stream: h.Stream, Msg: "Invalid message version. Got " + itoa(int(h.Version)) + " but previous messages on this connection had version " + itoa(int(c.Version))}
+	case h.Version != c.pipe.Version && (h.Version == cql.V5 || c.pipe.Version == cql.V5):
+		return h, &pipeline.ProtocolError{Stream: h.Stream, Msg: "Invalid message version. Got " + itoa(int(h.Version)) + " but previous messages on this connection had version " + itoa(int(c.pipe.Version))}
 	}
 	// A length over cql.MaxBodySize is over the limit too. tooBig, which counts and words
 	// the refusal, is called only for a frame over the limit.
-	if uint64(h.Length)+cql.HeaderSize > c.FrameLimit() {
-		return h, c.TooBig(h.Stream, h.Length)
+	if uint64(h.Length)+cql.HeaderSize > c.pipe.FrameLimit() {
+		return h, c.pipe.TooBig(h.Stream, h.Length)
 	}
 	return h, nil
 }
@@ -53,7 +53,7 @@ func (c *conn) responseHeader(hb []byte) (cql.Header, error) {
 // appendError appends an ERROR frame for the client to f, in a segment of its own once
 // the client reads segments (protocol v5).
 func (c *conn) appendError(f []byte, stream int16, code int32, msg string) []byte {
-	h := cql.Header{Version: cql.ResponseBit | c.Version, Stream: stream}
+	h := cql.Header{Version: cql.ResponseBit | c.pipe.Version, Stream: stream}
 	if c.segmentsFromClient() {
 		return cql.AppendSegments(f, cql.AppendFrame(nil, h, cql.Error{Code: code, Message: msg}), c.v5.lz4.Load())
 	}
@@ -63,7 +63,7 @@ func (c *conn) appendError(f []byte, stream int16, code int32, msg string) []byt
 // traceFrame logs a frame whose header is checked, at trace level. It looks at traceOn and
 // the log gate first, so that the frame loops pay a load or two per frame for it.
 func (c *conn) traceFrame(h cql.Header, fromClient bool) {
-	if c.TraceOn && c.p.logs(zerolog.TraceLevel) {
+	if c.pipe.TraceOn && c.p.logs(zerolog.TraceLevel) {
 		c.logFrame(h, fromClient)
 	}
 }
@@ -74,7 +74,7 @@ func (c *conn) logFrame(h cql.Header, fromClient bool) {
 		if fromClient {
 			msg = "frame from client"
 		}
-		e.Str("client", c.ClientAddr.String()).Str("op", h.Opcode.String()).Int16("stream", h.Stream).Int("bytes", cql.HeaderSize+int(h.Length)).Msg(msg)
+		e.Str("client", c.pipe.ClientAddr.String()).Str("op", h.Opcode.String()).Int16("stream", h.Stream).Int("bytes", cql.HeaderSize+int(h.Length)).Msg(msg)
 	}
 }
 

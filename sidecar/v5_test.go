@@ -524,7 +524,7 @@ func TestLargeV5FramesShareTheBudget(t *testing.T) {
 	query := cql.Query{Query: "SELECT " + strings.Repeat("x", 1<<20), Params: cql.QueryParams{Consistency: cql.One}}
 	size := int64(len(cql.AppendFrame(nil, cql.Header{Version: cql.V5}, query)))
 	tp := mustProxyApart(t, Config{MaxFrameSize: int(size), MaxRequestDataInFlight: int(2 * size)}, nil, n)
-	used, waitUsed := budgetProbe(t, &tp.held)
+	used, waitUsed := budgetProbe(t, &tp.env.held)
 	var cs []*rawcql.Conn
 	var rests [][]byte
 	for i := range 3 {

@@ -1,6 +1,7 @@
 package handover
 
 import (
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -77,4 +78,61 @@ type Sink interface {
 	Import(s State, clientFD, nodeFD int) (serve func(), err error)
 	// Log is the proxy's logger.
 	Log() *zerolog.Logger
+}
+
+// A connection's move on its event loop, as the loop replies to the handoff: how it ended
+// (Outcome), and, when it left the loop, what it holds (Detached).
+
+// Detached is a connection taken out of its event loop at a quiet point: its two
+// descriptors (client, node) and the bytes read from each and not forwarded.
+type Detached struct {
+	FDs                  [2]int
+	ClientPend, NodePend []byte
+}
+
+// Outcome is how a connection's move on its event loop ended.
+type Outcome uint8
+
+// The outcomes of a move.
+const (
+	Detach   Outcome = iota // quiet, out of the loop: the Reply's Detached holds it
+	Ended                   // it closed meanwhile (the client left, the node failed)
+	Refused                 // not open (draining, ending): it ends here
+	Canceled                // Conn.Cancel: it is served here again
+)
+
+// Reply is the outcome of one connection's move, from its event loop.
+type Reply struct {
+	Conn     Conn
+	Outcome  Outcome
+	Detached Detached
+}
+
+// Replies carries the event loops' replies to a handoff without ever blocking a loop. It
+// is safe for concurrent use.
+type Replies struct {
+	mu    sync.Mutex
+	items []Reply
+	wake  chan struct{}
+}
+
+func newReplies() *Replies { return &Replies{wake: make(chan struct{}, 1)} }
+
+// Put queues r for the handoff; it never blocks.
+func (q *Replies) Put(r Reply) {
+	q.mu.Lock()
+	q.items = append(q.items, r)
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (q *Replies) take() []Reply {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	r := q.items
+	q.items = nil
+	return r
 }

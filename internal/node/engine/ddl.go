@@ -102,6 +102,106 @@ func validName(s string) bool {
 // keyspaceName returns the keyspace a statement names, or the default one.
 func (d *ddl) keyspaceName(ks string) (string, error) { return keyspaceOf(ks, d.ks) }
 
+// noKeyspace is Cassandra's error for a schema statement on keyspace ks, which does not
+// exist: none with IF EXISTS (ifExists), where the statement changes nothing.
+func noKeyspace(ks string, ifExists bool) error {
+	if ifExists {
+		return nil
+	}
+	return invalidf("Keyspace '%s' doesn't exist", ks)
+}
+
+// keyspace returns the keyspace a schema statement names (the default one when name is
+// empty) in the schema the change starts from; when it does not exist, nil and
+// noKeyspace's error.
+func (d *ddl) keyspace(name string, ifExists bool) (*storage.Keyspace, error) {
+	ks, err := d.keyspaceName(name)
+	if err != nil {
+		return nil, err
+	}
+	if k := d.sc.Keyspaces[ks]; k != nil {
+		return k, nil
+	}
+	return nil, noKeyspace(ks, ifExists)
+}
+
+// keyspaceToCreateIn returns keyspace ks, where a table or view is to be created, once the
+// session's role holds what it needs (checked first: Cassandra authorizes before it looks)
+// and the keyspace is no system one (modifiable).
+func (d *ddl) keyspaceToCreateIn(ks string, n need) (*storage.Keyspace, error) {
+	if err := d.require(n.Perm, n.Res); err != nil {
+		return nil, err
+	}
+	k, err := d.keyspace(ks, false)
+	if k == nil {
+		return nil, err
+	}
+	if err := modifiable(k, "CREATE", "<keyspace "+ks+">"); err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
+// tableLookup is how a statement that changes a table finds it, in Cassandra's words for
+// that statement when it does not exist.
+type tableLookup struct {
+	perm          string // ALTER or DROP: what the session's role must hold on the table
+	ifExists      bool   // IF EXISTS: a missing table (or keyspace) changes nothing, with no error
+	keyspaceFirst bool   // a missing keyspace is noKeyspace's error, not the table's
+	missing       string // the missing table's error: a format of the keyspace's and the table's names
+}
+
+// lookup finds, with find, what a schema statement names in the schema the change starts
+// from: name's keyspace (the default one when it names none) and what find returns in it.
+// When either is missing, the object is nil and the error that of format missing (of the
+// keyspace's name and name.Name), none with IF EXISTS (ifExists).
+func lookup[T any](d *ddl, name grammar.TableName, ifExists bool, missing string, find func(*storage.Keyspace) *T) (*storage.Keyspace, *T, error) {
+	ks, err := d.keyspaceName(name.Ks)
+	if err != nil {
+		return nil, nil, err
+	}
+	k := d.sc.Keyspaces[ks]
+	var obj *T
+	if k != nil {
+		obj = find(k)
+	}
+	if obj == nil {
+		if ifExists {
+			return nil, nil, nil
+		}
+		return nil, nil, invalidf(missing, ks, name.Name)
+	}
+	return k, obj, nil
+}
+
+// tableToChange returns the table a schema statement names, and its keyspace, in the schema
+// the change starts from, once the session's role may change it (mayChangeTable). A table
+// that does not exist is a nil table, with the error that l words.
+func (d *ddl) tableToChange(name grammar.TableName, l tableLookup) (*storage.Keyspace, *storage.Table, error) {
+	if l.keyspaceFirst {
+		if k, err := d.keyspace(name.Ks, l.ifExists); k == nil {
+			return nil, nil, err
+		}
+	}
+	k, t, err := lookup(d, name, l.ifExists, l.missing, func(k *storage.Keyspace) *storage.Table { return k.Tables[name.Name] })
+	if t == nil {
+		return nil, nil, err
+	}
+	if err := d.mayChangeTable(l.perm, k, t); err != nil {
+		return nil, nil, err
+	}
+	return k, t, nil
+}
+
+// mayChangeTable checks that the session's role holds perm (ALTER or DROP) on table t of
+// keyspace k, and that k is not a system keyspace (modifiable).
+func (d *ddl) mayChangeTable(perm string, k *storage.Keyspace, t *storage.Table) error {
+	if err := d.require(perm, grammar.Resource{Kind: grammar.ResTable, Ks: k.Name, Name: t.Name}); err != nil {
+		return err
+	}
+	return modifiable(k, perm, "<table "+k.Name+"."+t.Name+">")
+}
+
 // mutable returns the copy of keyspace name in the new schema, copying it the first time.
 func (d *ddl) mutable(name string) *storage.Keyspace {
 	if k := d.cloned[name]; k != nil {
@@ -202,10 +302,7 @@ func (d *ddl) alterKeyspace(st *grammar.AlterKeyspaceStmt) (*cql.SchemaChange, e
 	}
 	k := d.sc.Keyspaces[st.Name]
 	if k == nil {
-		if st.IfExists {
-			return nil, nil
-		}
-		return nil, invalidf("Keyspace '%s' doesn't exist", st.Name)
+		return nil, noKeyspace(st.Name, st.IfExists)
 	}
 	if err := modifiable(k, "ALTER", "<keyspace "+k.Name+">"); err != nil {
 		return nil, err
@@ -258,14 +355,8 @@ func (d *ddl) createTable(st *grammar.CreateTableStmt) (*cql.SchemaChange, error
 	if err != nil {
 		return nil, err
 	}
-	if err := d.require("CREATE", grammar.Resource{Kind: grammar.ResKeyspace, Ks: ksName}); err != nil {
-		return nil, err
-	}
-	k := d.sc.Keyspaces[ksName]
+	k, err := d.keyspaceToCreateIn(ksName, need{Perm: "CREATE", Res: grammar.Resource{Kind: grammar.ResKeyspace, Ks: ksName}})
 	if k == nil {
-		return nil, invalidf("Keyspace '%s' doesn't exist", ksName)
-	}
-	if err := modifiable(k, "CREATE", "<keyspace "+ksName+">"); err != nil {
 		return nil, err
 	}
 	if !validName(st.Table.Name) {
@@ -292,30 +383,11 @@ func (d *ddl) createTable(st *grammar.CreateTableStmt) (*cql.SchemaChange, error
 }
 
 func (d *ddl) dropTable(st *grammar.DropTableStmt) (*cql.SchemaChange, error) {
-	ksName, err := d.keyspaceName(st.Table.Ks)
-	if err != nil {
-		return nil, err
-	}
-	k := d.sc.Keyspaces[ksName]
-	if k == nil {
-		if st.IfExists {
-			return nil, nil
-		}
-		return nil, invalidf("Keyspace '%s' doesn't exist", ksName)
-	}
-	t := k.Tables[st.Table.Name]
+	k, t, err := d.tableToChange(st.Table, tableLookup{perm: "DROP", ifExists: st.IfExists, keyspaceFirst: true, missing: "Table '%s.%s' doesn't exist"})
 	if t == nil {
-		if st.IfExists {
-			return nil, nil
-		}
-		return nil, invalidf("Table '%s.%s' doesn't exist", ksName, st.Table.Name)
-	}
-	if err := d.require("DROP", grammar.Resource{Kind: grammar.ResTable, Ks: ksName, Name: t.Name}); err != nil {
 		return nil, err
 	}
-	if err := modifiable(k, "DROP", "<table "+ksName+"."+t.Name+">"); err != nil {
-		return nil, err
-	}
+	ksName := k.Name
 	if t.View != nil {
 		return nil, invalidf("Cannot use DROP TABLE on a materialized view. Please use DROP MATERIALIZED VIEW instead.")
 	}
@@ -336,170 +408,219 @@ func tableString(t *storage.Table) string {
 }
 
 func (d *ddl) alterTable(st *grammar.AlterTableStmt) (*cql.SchemaChange, error) {
-	ksName, err := d.keyspaceName(st.Table.Ks)
-	if err != nil {
-		return nil, err
-	}
-	k := d.sc.Keyspaces[ksName]
-	var t *storage.Table
-	if k != nil {
-		t = k.Tables[st.Table.Name]
-	}
+	k, t, err := d.tableToChange(st.Table, tableLookup{perm: "ALTER", ifExists: st.IfExists, missing: "Table '%s.%s' doesn't exist"})
 	if t == nil {
-		if st.IfExists {
-			return nil, nil
-		}
-		return nil, invalidf("Table '%s.%s' doesn't exist", ksName, st.Table.Name)
-	}
-	if err := d.require("ALTER", grammar.Resource{Kind: grammar.ResTable, Ks: ksName, Name: t.Name}); err != nil {
-		return nil, err
-	}
-	if err := modifiable(k, "ALTER", "<table "+ksName+"."+t.Name+">"); err != nil {
 		return nil, err
 	}
 	if t.View != nil {
 		return nil, invalidf("Cannot use ALTER TABLE on a materialized view; use ALTER MATERIALIZED VIEW instead")
 	}
-	views := viewsOf(k, t.Name)
-	nt := t.Alter()
+	a := &tableAlter{d: d, k: k, t: t, nt: t.Alter(), views: viewsOf(k, t.Name)}
 	changed := false // the columns changed: prepared statements of the table are stale
 	switch st.Op {
 	case grammar.AlterAdd:
-		rs := k.Resolver()
-		for _, c := range st.Add {
-			if nt.HasColumn(c.Name) {
-				if st.IfColumn {
-					continue
-				}
-				return nil, invalidf("Column with name '%s' already exists", c.Name)
-			}
-			if t.Compact {
-				return nil, invalidf("Cannot add new column to a COMPACT STORAGE table")
-			}
-			if c.Static && len(t.Ck) == 0 {
-				return nil, invalidf("Static columns are only useful (and thus allowed) if the table has at least one clustering column")
-			}
-			ct, err := rs.Resolve(c.Ref)
-			if err != nil {
-				return nil, err
-			}
-			if err := storage.CheckNonFrozenUDT(rs, ct, c.Name); err != nil {
-				return nil, err
-			}
-			kind := storage.KindRegular
-			if c.Static {
-				kind = storage.KindStatic
-			}
-			if i := slices.IndexFunc(nt.DroppedC, func(dc storage.DroppedColumn) bool { return dc.Name == c.Name }); i >= 0 {
-				dc := nt.DroppedC[i]
-				if dc.Text != ct.Text {
-					return nil, invalidf("Cannot re-add previously dropped column '%s' of type %s, incompatible with previous type %s", c.Name, ct.Text, dc.Text)
-				}
-				if dc.Kind != kind {
-					return nil, invalidf("Cannot re-add previously dropped column '%s' of kind %s, incompatible with previous kind %s", c.Name, strings.ToUpper(storage.ColKindNames[kind]), strings.ToUpper(storage.ColKindNames[dc.Kind]))
-				}
-				if t.Counter {
-					return nil, invalidf("Cannot re-add previously dropped counter column %s", c.Name)
-				}
-			}
-			if isCounter := ct.Info.ID == cql.TypeCounter; isCounter != t.Counter {
-				// TableMetadata.validate's ConfigurationException, prefixed by the table.
-				if t.Counter {
-					return nil, storage.Configf("%s.%s: Cannot have a non counter column (\"%s\") in a counter table", t.Ks, t.Name, c.Name)
-				}
-				return nil, storage.Configf("%s.%s: Cannot have a counter column (\"%s\") in a non counter table", t.Ks, t.Name, c.Name)
-			}
-			nt.Cells = append(nt.Cells, &storage.Column{Name: c.Name, Typ: ct.Info, Text: ct.Text, Ref: c.Ref, Frozen: ct.Frozen, Kind: kind, Pos: len(nt.Cells)})
-			changed = true
-			if !c.Static {
-				d.addToViews(k, views, nt.Cells[len(nt.Cells)-1])
-			}
-		}
+		changed, err = a.add(st)
 	case grammar.AlterDrop:
-		if st.Ts != nil {
-			// Cassandra keeps a dropped column's cells newer than the timestamp, to show
-			// them again if the column comes back; the node drops a column's data whole.
-			return nil, invalidf("ALTER TABLE DROP ... USING TIMESTAMP is not supported by the embedded node")
-		}
-		var cleared []int
-		for _, n := range st.Drop {
-			col := nt.Column(n)
-			if col == nil {
-				if st.IfColumn {
-					continue
-				}
-				return nil, invalidf("Column %s was not found in table '%s'", n, tableString(t))
-			}
-			if col.Kind == storage.KindPartitionKey || col.Kind == storage.KindClustering {
-				return nil, invalidf("Cannot drop PRIMARY KEY column %s", n)
-			}
-			if cqlvalue.IsUDT(col.Typ) && !col.Frozen {
-				return nil, invalidf("Cannot drop non-frozen column %s of user type %s", n, col.Text)
-			}
-			if names := t.IndexesOn(n); len(names) > 0 {
-				return nil, invalidf("Cannot drop column %s because it has dependent secondary indexes (%s)", n, strings.Join(names, ", "))
-			}
-			if len(views) > 0 {
-				return nil, invalidf("Cannot drop column %s on base table %s with materialized views", n, t.Name)
-			}
-			at := d.x.now.UnixMicro()
-			nt.DroppedC = slices.DeleteFunc(nt.DroppedC, func(dc storage.DroppedColumn) bool { return dc.Name == n })
-			nt.DroppedC = append(nt.DroppedC, storage.DroppedColumn{Name: n, Text: col.Text, Kind: col.Kind, At: at})
-			nt.Cells[col.Pos] = nil
-			cleared = append(cleared, col.Pos)
-			changed = true
-		}
-		if len(cleared) > 0 {
-			store := t.TableStore
-			d.after = append(d.after, func() { store.ClearSlots(cleared) })
-		}
+		changed, err = a.drop(st)
 	case grammar.AlterRename:
-		for _, r := range st.Renames {
-			col := t.ByName[r.From]
-			if col == nil {
-				if st.IfColumn {
-					continue
-				}
-				return nil, invalidf("Column %s was not found in table %s", r.From, tableString(t))
-			}
-			if col.Kind != storage.KindPartitionKey && col.Kind != storage.KindClustering {
-				return nil, invalidf("Cannot rename non PRIMARY KEY column %s", r.From)
-			}
-			if t.ByName[r.To] != nil {
-				return nil, invalidf("Cannot rename column %s to %s in table '%s'; another column with that name already exists", r.From, r.To, tableString(t))
-			}
-			if names := t.IndexesOn(r.From); len(names) > 0 {
-				return nil, invalidf("Cannot rename column %s because it has dependent secondary indexes (%s)", r.From, strings.Join(names, ", "))
-			}
-			renamed := *col
-			renamed.Name = r.To
-			keys := nt.Pk
-			if col.Kind == storage.KindClustering {
-				keys = nt.Ck
-			}
-			for i, c := range keys {
-				if c.Name == r.From {
-					keys[i] = &renamed
-				}
-			}
-			d.renameInViews(k, views, r.From, r.To)
-			changed = true
-		}
+		changed, err = a.rename(st)
 	case grammar.AlterOptions:
-		if err := nt.SetOptions(st.Opts, false); err != nil {
-			return nil, err
-		}
+		err = a.nt.SetOptions(st.Opts, false)
 	case grammar.AlterType:
-		return nil, invalidf("Altering column types is no longer supported")
+		err = invalidf("Altering column types is no longer supported")
 	case grammar.AlterDropCompact:
-		return nil, invalidf("DROP COMPACT STORAGE is disabled. Enable in cassandra.yaml to use.")
+		err = invalidf("DROP COMPACT STORAGE is disabled. Enable in cassandra.yaml to use.")
 	}
-	nt.Finish()
-	d.mutable(ksName).Tables[t.Name] = nt
+	if err != nil {
+		return nil, err
+	}
+	a.nt.Finish()
+	d.mutable(k.Name).Tables[t.Name] = a.nt
 	if changed {
 		d.stale[t.TableStore] = true
 	}
-	return &cql.SchemaChange{ChangeType: "UPDATED", Target: cql.TargetTable, Keyspace: ksName, Name: t.Name}, nil
+	return &cql.SchemaChange{ChangeType: "UPDATED", Target: cql.TargetTable, Keyspace: k.Name, Name: t.Name}, nil
+}
+
+// tableAlter is an ALTER TABLE of table t in keyspace k: nt is the copy it changes, views
+// the names of the views on t.
+type tableAlter struct {
+	d     *ddl
+	k     *storage.Keyspace
+	t, nt *storage.Table
+	views []string
+}
+
+// add adds the columns of ALTER TABLE ... ADD, and their views' columns, and reports
+// whether it added any (with IF NOT EXISTS, it skips those that exist).
+func (a *tableAlter) add(st *grammar.AlterTableStmt) (bool, error) {
+	changed := false
+	rs := a.k.Resolver()
+	for _, c := range st.Add {
+		if a.nt.HasColumn(c.Name) {
+			if st.IfColumn {
+				continue
+			}
+			return false, invalidf("Column with name '%s' already exists", c.Name)
+		}
+		col, err := a.newColumn(rs, c)
+		if err != nil {
+			return false, err
+		}
+		a.nt.Cells = append(a.nt.Cells, col)
+		changed = true
+		if !c.Static {
+			a.d.addToViews(a.k, a.views, col)
+		}
+	}
+	return changed, nil
+}
+
+// newColumn is the column that ADD defines, once the table may take it.
+func (a *tableAlter) newColumn(rs storage.Resolver, c grammar.ColDef) (*storage.Column, error) {
+	t := a.t
+	if t.Compact {
+		return nil, invalidf("Cannot add new column to a COMPACT STORAGE table")
+	}
+	if c.Static && len(t.Ck) == 0 {
+		return nil, invalidf("Static columns are only useful (and thus allowed) if the table has at least one clustering column")
+	}
+	ct, err := rs.Resolve(c.Ref)
+	if err != nil {
+		return nil, err
+	}
+	if err := storage.CheckNonFrozenUDT(rs, ct, c.Name); err != nil {
+		return nil, err
+	}
+	kind := storage.KindRegular
+	if c.Static {
+		kind = storage.KindStatic
+	}
+	col := &storage.Column{Name: c.Name, Typ: ct.Info, Text: ct.Text, Ref: c.Ref, Frozen: ct.Frozen, Kind: kind, Pos: len(a.nt.Cells)}
+	if err := a.readdable(col); err != nil {
+		return nil, err
+	}
+	if isCounter := ct.Info.ID == cql.TypeCounter; isCounter != t.Counter {
+		// TableMetadata.validate's ConfigurationException, prefixed by the table.
+		if t.Counter {
+			return nil, storage.Configf("%s.%s: Cannot have a non counter column (\"%s\") in a counter table", t.Ks, t.Name, c.Name)
+		}
+		return nil, storage.Configf("%s.%s: Cannot have a counter column (\"%s\") in a non counter table", t.Ks, t.Name, c.Name)
+	}
+	return col, nil
+}
+
+// readdable checks that column c, if one of its name was dropped before, comes back as it
+// was: of its type, of its kind, and not in a counter table.
+func (a *tableAlter) readdable(c *storage.Column) error {
+	i := slices.IndexFunc(a.nt.DroppedC, func(dc storage.DroppedColumn) bool { return dc.Name == c.Name })
+	if i < 0 {
+		return nil
+	}
+	dc := a.nt.DroppedC[i]
+	if dc.Text != c.Text {
+		return invalidf("Cannot re-add previously dropped column '%s' of type %s, incompatible with previous type %s", c.Name, c.Text, dc.Text)
+	}
+	if dc.Kind != c.Kind {
+		return invalidf("Cannot re-add previously dropped column '%s' of kind %s, incompatible with previous kind %s", c.Name, strings.ToUpper(storage.ColKindNames[c.Kind]), strings.ToUpper(storage.ColKindNames[dc.Kind]))
+	}
+	if a.t.Counter {
+		return invalidf("Cannot re-add previously dropped counter column %s", c.Name)
+	}
+	return nil
+}
+
+// drop drops the columns of ALTER TABLE ... DROP, recording them as dropped now, and
+// reports whether it dropped any (with IF EXISTS, it skips those that do not exist); their
+// cells are cleared once the change is published.
+func (a *tableAlter) drop(st *grammar.AlterTableStmt) (bool, error) {
+	if st.Ts != nil {
+		// Cassandra keeps a dropped column's cells newer than the timestamp, to show
+		// them again if the column comes back; the node drops a column's data whole.
+		return false, invalidf("ALTER TABLE DROP ... USING TIMESTAMP is not supported by the embedded node")
+	}
+	t, nt := a.t, a.nt
+	var cleared []int
+	for _, n := range st.Drop {
+		col := nt.Column(n)
+		if col == nil {
+			if st.IfColumn {
+				continue
+			}
+			return false, invalidf("Column %s was not found in table '%s'", n, tableString(t))
+		}
+		if err := a.droppable(col); err != nil {
+			return false, err
+		}
+		at := a.d.x.now.UnixMicro()
+		nt.DroppedC = slices.DeleteFunc(nt.DroppedC, func(dc storage.DroppedColumn) bool { return dc.Name == n })
+		nt.DroppedC = append(nt.DroppedC, storage.DroppedColumn{Name: n, Text: col.Text, Kind: col.Kind, At: at})
+		nt.Cells[col.Pos] = nil
+		cleared = append(cleared, col.Pos)
+	}
+	if len(cleared) > 0 {
+		store := t.TableStore
+		a.d.after = append(a.d.after, func() { store.ClearSlots(cleared) })
+	}
+	return len(cleared) > 0, nil
+}
+
+// droppable checks that column col may be dropped: no key, non-frozen UDT, indexed column,
+// nor a column of a table with views.
+func (a *tableAlter) droppable(col *storage.Column) error {
+	n := col.Name
+	if col.Kind == storage.KindPartitionKey || col.Kind == storage.KindClustering {
+		return invalidf("Cannot drop PRIMARY KEY column %s", n)
+	}
+	if cqlvalue.IsUDT(col.Typ) && !col.Frozen {
+		return invalidf("Cannot drop non-frozen column %s of user type %s", n, col.Text)
+	}
+	if names := a.t.IndexesOn(n); len(names) > 0 {
+		return invalidf("Cannot drop column %s because it has dependent secondary indexes (%s)", n, strings.Join(names, ", "))
+	}
+	if len(a.views) > 0 {
+		return invalidf("Cannot drop column %s on base table %s with materialized views", n, a.t.Name)
+	}
+	return nil
+}
+
+// rename renames the primary key columns of ALTER TABLE ... RENAME, and in the views, and
+// reports whether it renamed any (with IF EXISTS, it skips those that do not exist).
+func (a *tableAlter) rename(st *grammar.AlterTableStmt) (bool, error) {
+	t, nt := a.t, a.nt
+	changed := false
+	for _, r := range st.Renames {
+		col := t.ByName[r.From]
+		if col == nil {
+			if st.IfColumn {
+				continue
+			}
+			return false, invalidf("Column %s was not found in table %s", r.From, tableString(t))
+		}
+		if col.Kind != storage.KindPartitionKey && col.Kind != storage.KindClustering {
+			return false, invalidf("Cannot rename non PRIMARY KEY column %s", r.From)
+		}
+		if t.ByName[r.To] != nil {
+			return false, invalidf("Cannot rename column %s to %s in table '%s'; another column with that name already exists", r.From, r.To, tableString(t))
+		}
+		if names := t.IndexesOn(r.From); len(names) > 0 {
+			return false, invalidf("Cannot rename column %s because it has dependent secondary indexes (%s)", r.From, strings.Join(names, ", "))
+		}
+		renamed := *col
+		renamed.Name = r.To
+		keys := nt.Pk
+		if col.Kind == storage.KindClustering {
+			keys = nt.Ck
+		}
+		for i, c := range keys {
+			if c.Name == r.From {
+				keys[i] = &renamed
+			}
+		}
+		a.d.renameInViews(a.k, a.views, r.From, r.To)
+		changed = true
+	}
+	return changed, nil
 }
 
 // replication validates and normalizes a keyspace's replication map as Cassandra stores it.

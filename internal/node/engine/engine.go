@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/node/auth"
 	"github.com/tracecar/tracecar/internal/node/grammar"
 	"github.com/tracecar/tracecar/internal/node/storage"
 )
@@ -97,36 +98,12 @@ type Engine struct {
 
 	lastTS atomic.Int64 // last write timestamp handed out, to keep them increasing
 
-	auth *authState
+	auth *auth.Roles
 	mem  *storage.Memory // what the user tables hold, against EngineConfig.MemoryLimit
 }
 
-// The roles' state is declared here, with the Engine that holds it, below auth.go, which
-// works on it.
-
-// roleInfo is a role. It is guarded by authState.mu.
-type roleInfo struct {
-	name        string
-	super       bool
-	login       bool
-	salt, hash  []byte // SHA-256 of salt and password; nil: no password
-	memberOf    []string
-	permissions map[string][]string // resource key → permissions, in permissionNames order
-	resources   map[string]grammar.Resource
-}
-
-// authState is the engine's roles. It is safe for concurrent use.
-type authState struct {
-	enabled bool // set once, by NewEngine
-	mu      sync.RWMutex
-	roles   map[string]*roleInfo
-}
-
-// need is a permission a statement needs.
-type need struct {
-	perm string
-	res  grammar.Resource
-}
+// need is a permission a statement needs (auth.Roles.Authorize checks them).
+type need = auth.Need
 
 type cacheKey struct{ ks, query string }
 

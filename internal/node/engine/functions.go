@@ -31,14 +31,12 @@ func resolveArgs(rs storage.Resolver, refs []*grammar.TypeRef) ([]storage.Ctype,
 	return out, nil
 }
 
+// functionKeyspace returns the keyspace of the function or aggregate to create, once the
+// session's role may create functions in it.
 func (d *ddl) functionKeyspace(name grammar.TableName) (*storage.Keyspace, error) {
-	ksName, err := d.keyspaceName(name.Ks)
-	if err != nil {
-		return nil, err
-	}
-	k := d.sc.Keyspaces[ksName]
+	k, err := d.keyspace(name.Ks, false)
 	if k == nil {
-		return nil, invalidf("Keyspace '%s' doesn't exist", ksName)
+		return nil, err
 	}
 	if err := d.require("CREATE", grammar.Resource{Kind: grammar.ResKeyspaceFunctions, Ks: k.Name}); err != nil {
 		return nil, err
@@ -172,24 +170,52 @@ func (d *ddl) createAggregate(st *grammar.CreateAggregateStmt) (*cql.SchemaChang
 }
 
 func (d *ddl) dropFunction(st *grammar.DropFunctionStmt) (*cql.SchemaChange, error) {
-	ksName, err := d.keyspaceName(st.Name.Ks)
-	if err != nil {
+	k, err := d.keyspace(st.Name.Ks, st.IfExists)
+	if k == nil {
 		return nil, err
 	}
-	k := d.sc.Keyspaces[ksName]
-	if k == nil {
-		if st.IfExists {
-			return nil, nil
-		}
-		return nil, invalidf("Keyspace '%s' doesn't exist", ksName)
+	key, err := functionKey(k, st)
+	if key == "" {
+		return nil, err
 	}
-	what, verb := "Function", "FUNCTION"
+	var args []storage.Ctype
 	if st.Aggregate {
-		what, verb = "Aggregate", "AGGREGATE"
+		args = k.Aggregates[key].ArgTypes
+	} else {
+		args = k.Functions[key].ArgTypes
 	}
-	full := ksName + "." + st.Name.Name
+	full := k.Name + "." + st.Name.Name
+	fres := grammar.Resource{Kind: grammar.ResFunction, Ks: k.Name, Name: st.Name.Name, ArgText: storage.TypeTexts(args)}
+	if err := d.require("DROP", fres); err != nil {
+		return nil, err
+	}
+	if err := modifiable(k, "DROP", "<function "+full+">"); err != nil {
+		return nil, err
+	}
+	d.dropped(fres)
+	nk := d.mutable(k.Name)
+	if st.Aggregate {
+		a := k.Aggregates[key]
+		delete(nk.Aggregates, key)
+		return &cql.SchemaChange{ChangeType: "DROPPED", Target: cql.TargetAggregate, Keyspace: k.Name, Name: a.Name, ArgTypes: storage.TypeTexts(a.ArgTypes)}, nil
+	}
+	if users := aggregatesUsing(k, key); len(users) > 0 {
+		return nil, invalidf("Function '%s' is still referenced by aggregates %s", full, strings.Join(users, ", "))
+	}
+	f := k.Functions[key]
+	delete(nk.Functions, key)
+	return &cql.SchemaChange{ChangeType: "DROPPED", Target: cql.TargetFunction, Keyspace: k.Name, Name: f.Name, ArgTypes: storage.TypeTexts(f.ArgTypes)}, nil
+}
+
+// functionKey returns the signature of the function or aggregate of keyspace k that DROP
+// FUNCTION or DROP AGGREGATE names: by its argument types when the statement gives them,
+// else by its name alone, which must then have one overload. None is "" with an error, or
+// with none under IF EXISTS.
+func functionKey(k *storage.Keyspace, st *grammar.DropFunctionStmt) (string, error) {
+	what, verb := "Function", "FUNCTION"
 	var keys []string
 	if st.Aggregate {
+		what, verb = "Aggregate", "AGGREGATE"
 		for key, a := range k.Aggregates {
 			if a.Name == st.Name.Name {
 				keys = append(keys, key)
@@ -202,53 +228,35 @@ func (d *ddl) dropFunction(st *grammar.DropFunctionStmt) (*cql.SchemaChange, err
 			}
 		}
 	}
-	var key string
+	full := k.Name + "." + st.Name.Name
 	if st.HasArgs {
 		args, err := resolveArgs(k.Resolver(), st.Args)
 		if err != nil {
-			return nil, err
+			return "", err
 		}
-		key = storage.Signature(st.Name.Name, args)
-		if !slices.Contains(keys, key) {
-			if st.IfExists {
-				return nil, nil
-			}
-			return nil, invalidf("%s '%s(%s)' doesn't exist", what, full, strings.Join(storage.TypeTexts(args), ", "))
+		if key := storage.Signature(st.Name.Name, args); slices.Contains(keys, key) {
+			return key, nil
 		}
-	} else {
-		switch len(keys) {
-		case 0:
-			if st.IfExists {
-				return nil, nil
-			}
-			return nil, invalidf("%s '%s' doesn't exist", what, full)
-		case 1:
-			key = keys[0]
-		default:
-			return nil, invalidf("'DROP %s %s' matches multiple function definitions; specify the argument types by issuing a statement like 'DROP %s %s (type, type, ...)'. You can use cqlsh 'DESCRIBE %s %s' command to find all overloads", verb, st.Name.Name, verb, st.Name.Name, verb, st.Name.Name)
+		if st.IfExists {
+			return "", nil
 		}
+		return "", invalidf("%s '%s(%s)' doesn't exist", what, full, strings.Join(storage.TypeTexts(args), ", "))
 	}
-	var args []storage.Ctype
-	if st.Aggregate {
-		args = k.Aggregates[key].ArgTypes
-	} else {
-		args = k.Functions[key].ArgTypes
+	switch len(keys) {
+	case 0:
+		if st.IfExists {
+			return "", nil
+		}
+		return "", invalidf("%s '%s' doesn't exist", what, full)
+	case 1:
+		return keys[0], nil
 	}
-	fres := grammar.Resource{Kind: grammar.ResFunction, Ks: ksName, Name: st.Name.Name, ArgText: storage.TypeTexts(args)}
-	if err := d.require("DROP", fres); err != nil {
-		return nil, err
-	}
-	if err := modifiable(k, "DROP", "<function "+full+">"); err != nil {
-		return nil, err
-	}
-	d.dropped(fres)
-	nk := d.mutable(ksName)
-	if st.Aggregate {
-		a := k.Aggregates[key]
-		delete(nk.Aggregates, key)
-		return &cql.SchemaChange{ChangeType: "DROPPED", Target: cql.TargetAggregate, Keyspace: ksName, Name: a.Name, ArgTypes: storage.TypeTexts(a.ArgTypes)}, nil
-	}
-	f := k.Functions[key]
+	return "", invalidf("'DROP %s %s' matches multiple function definitions; specify the argument types by issuing a statement like 'DROP %s %s (type, type, ...)'. You can use cqlsh 'DESCRIBE %s %s' command to find all overloads", verb, st.Name.Name, verb, st.Name.Name, verb, st.Name.Name)
+}
+
+// aggregatesUsing names, as ks.name, the aggregates of keyspace k whose state or final
+// function is the function of signature key.
+func aggregatesUsing(k *storage.Keyspace, key string) []string {
 	var users []string
 	for _, a := range sortedAggregates(k) {
 		sfKey := storage.Signature(a.StateFunc, append([]storage.Ctype{a.StateType}, a.ArgTypes...))
@@ -256,11 +264,7 @@ func (d *ddl) dropFunction(st *grammar.DropFunctionStmt) (*cql.SchemaChange, err
 			users = append(users, a.Ks+"."+a.Name)
 		}
 	}
-	if len(users) > 0 {
-		return nil, invalidf("Function '%s' is still referenced by aggregates %s", full, strings.Join(users, ", "))
-	}
-	delete(nk.Functions, key)
-	return &cql.SchemaChange{ChangeType: "DROPPED", Target: cql.TargetFunction, Keyspace: ksName, Name: f.Name, ArgTypes: storage.TypeTexts(f.ArgTypes)}, nil
+	return users
 }
 
 func sortedAggregates(k *storage.Keyspace) []*storage.Aggregate {

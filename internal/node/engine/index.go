@@ -55,25 +55,12 @@ func (d *ddl) createIndex(st *grammar.CreateIndexStmt) (*cql.SchemaChange, error
 		}
 		return nil, invalidf("CUSTOM indexes (%s) are not supported by the embedded node", st.Class)
 	}
-	ksName, err := d.keyspaceName(st.Table.Ks)
-	if err != nil {
-		return nil, err
-	}
 	if st.Ks != "" && st.Table.Ks != "" && st.Ks != st.Table.Ks {
 		return nil, invalidf("Keyspace name '%s' doesn't match index name '%s'", st.Table.Ks, st.Table.Name)
 	}
-	k := d.sc.Keyspaces[ksName]
-	if k == nil {
-		return nil, invalidf("Keyspace '%s' doesn't exist", ksName)
-	}
-	t := k.Tables[st.Table.Name]
+	// "%[2]s": CREATE INDEX names the table alone.
+	k, t, err := d.tableToChange(st.Table, tableLookup{perm: "ALTER", keyspaceFirst: true, missing: "Table '%[2]s' doesn't exist"})
 	if t == nil {
-		return nil, invalidf("Table '%s' doesn't exist", st.Table.Name)
-	}
-	if err := d.require("ALTER", grammar.Resource{Kind: grammar.ResTable, Ks: ksName, Name: t.Name}); err != nil {
-		return nil, err
-	}
-	if err := modifiable(k, "ALTER", "<table "+ksName+"."+t.Name+">"); err != nil {
 		return nil, err
 	}
 	if t.View != nil {
@@ -95,47 +82,13 @@ func (d *ddl) createIndex(st *grammar.CreateIndexStmt) (*cql.SchemaChange, error
 	if col == nil {
 		return nil, invalidf("Column '%s' doesn't exist", st.Col)
 	}
-	kind := st.Kind
-	coll := cqlvalue.IsCollection(col.Typ)
-	if kind == grammar.IndexSimple && coll && !col.Frozen {
-		kind = grammar.IndexValues
-	}
-	if cqlvalue.ReferencesDuration(col.Typ) {
-		switch {
-		case coll:
-			return nil, invalidf("Secondary indexes are not supported on collections containing durations")
-		case col.Typ.ID == cql.TypeTuple:
-			return nil, invalidf("Secondary indexes are not supported on tuples containing durations")
-		case cqlvalue.IsUDT(col.Typ):
-			return nil, invalidf("Secondary indexes are not supported on UDTs containing durations")
-		}
-		return nil, invalidf("Secondary indexes are not supported on duration columns")
-	}
-	if col.Kind == storage.KindPartitionKey && len(t.Pk) == 1 {
-		return nil, invalidf("Cannot create secondary index on the only partition key column %s", col.Name)
-	}
-	if coll && col.Frozen && kind != grammar.IndexFull {
-		return nil, invalidf("Cannot create %s() index on frozen column %s. Frozen collections are immutable and must be fully indexed by using the 'full(%s)' modifier", grammar.IndexKindNames[kind], col.Name, col.Name)
-	}
-	if !(coll && col.Frozen) && kind == grammar.IndexFull {
-		return nil, invalidf("full() indexes can only be created on frozen collections")
-	}
-	if !coll && kind != grammar.IndexSimple {
-		return nil, invalidf("Cannot create %s() index on %s. Non-collection columns only support simple indexes", grammar.IndexKindNames[kind], col.Name)
-	}
-	if (kind == grammar.IndexKeys || kind == grammar.IndexEntries) && !(col.Typ.ID == cql.TypeMap && !col.Frozen) {
-		return nil, invalidf("Cannot create index on %s of column %s with non-map type", grammar.IndexKindNames[kind], col.Name)
-	}
-	if cqlvalue.IsUDT(col.Typ) && !col.Frozen {
-		return nil, invalidf("Cannot create index on non-frozen UDT column %s", col.Name)
+	kind, err := indexKind(t, col, st.Kind)
+	if err != nil {
+		return nil, err
 	}
 	name := st.Name
 	if name == "" {
-		base := nonWord.ReplaceAllString(t.Name+"_"+col.Name+"_idx", "")
-		name = base
-		for i := 1; indexNamed(k, name) != nil; i++ {
-			name = base + "_" + strconv.Itoa(i)
-		}
+		name = indexName(k, t, col)
 	}
 	for _, ix := range t.Indexes {
 		if ix.Col == col.Name && ix.Kind == kind {
@@ -148,8 +101,59 @@ func (d *ddl) createIndex(st *grammar.CreateIndexStmt) (*cql.SchemaChange, error
 	nt := t.Alter()
 	nt.Indexes = append(nt.Indexes, &storage.Index{Name: name, Col: col.Name, Kind: kind})
 	nt.Finish()
-	d.mutable(ksName).Tables[t.Name] = nt
-	return &cql.SchemaChange{ChangeType: "UPDATED", Target: cql.TargetTable, Keyspace: ksName, Name: t.Name}, nil
+	d.mutable(k.Name).Tables[t.Name] = nt
+	return &cql.SchemaChange{ChangeType: "UPDATED", Target: cql.TargetTable, Keyspace: k.Name, Name: t.Name}, nil
+}
+
+// indexKind returns the kind of index that CREATE INDEX asks for (kind) on column col of
+// table t, once col may take it: a simple index on a non-frozen collection indexes its
+// values.
+func indexKind(t *storage.Table, col *storage.Column, kind grammar.IndexKind) (grammar.IndexKind, error) {
+	coll := cqlvalue.IsCollection(col.Typ)
+	if kind == grammar.IndexSimple && coll && !col.Frozen {
+		kind = grammar.IndexValues
+	}
+	if cqlvalue.ReferencesDuration(col.Typ) {
+		switch {
+		case coll:
+			return kind, invalidf("Secondary indexes are not supported on collections containing durations")
+		case col.Typ.ID == cql.TypeTuple:
+			return kind, invalidf("Secondary indexes are not supported on tuples containing durations")
+		case cqlvalue.IsUDT(col.Typ):
+			return kind, invalidf("Secondary indexes are not supported on UDTs containing durations")
+		}
+		return kind, invalidf("Secondary indexes are not supported on duration columns")
+	}
+	if col.Kind == storage.KindPartitionKey && len(t.Pk) == 1 {
+		return kind, invalidf("Cannot create secondary index on the only partition key column %s", col.Name)
+	}
+	if coll && col.Frozen && kind != grammar.IndexFull {
+		return kind, invalidf("Cannot create %s() index on frozen column %s. Frozen collections are immutable and must be fully indexed by using the 'full(%s)' modifier", grammar.IndexKindNames[kind], col.Name, col.Name)
+	}
+	if !(coll && col.Frozen) && kind == grammar.IndexFull {
+		return kind, invalidf("full() indexes can only be created on frozen collections")
+	}
+	if !coll && kind != grammar.IndexSimple {
+		return kind, invalidf("Cannot create %s() index on %s. Non-collection columns only support simple indexes", grammar.IndexKindNames[kind], col.Name)
+	}
+	if (kind == grammar.IndexKeys || kind == grammar.IndexEntries) && !(col.Typ.ID == cql.TypeMap && !col.Frozen) {
+		return kind, invalidf("Cannot create index on %s of column %s with non-map type", grammar.IndexKindNames[kind], col.Name)
+	}
+	if cqlvalue.IsUDT(col.Typ) && !col.Frozen {
+		return kind, invalidf("Cannot create index on non-frozen UDT column %s", col.Name)
+	}
+	return kind, nil
+}
+
+// indexName names an index that CREATE INDEX leaves unnamed, as Cassandra does:
+// table_column_idx, with a number after it when the keyspace has an index of that name.
+func indexName(k *storage.Keyspace, t *storage.Table, col *storage.Column) string {
+	base := nonWord.ReplaceAllString(t.Name+"_"+col.Name+"_idx", "")
+	name := base
+	for i := 1; indexNamed(k, name) != nil; i++ {
+		name = base + "_" + strconv.Itoa(i)
+	}
+	return name
 }
 
 // indexNamed finds an index of the keyspace by name; index names are unique per keyspace.
@@ -165,25 +169,11 @@ func indexNamed(k *storage.Keyspace, name string) *storage.Table {
 }
 
 func (d *ddl) dropIndex(st *grammar.DropIndexStmt) (*cql.SchemaChange, error) {
-	ksName, err := d.keyspaceName(st.Name.Ks)
-	if err != nil {
-		return nil, err
-	}
-	k := d.sc.Keyspaces[ksName]
-	var t *storage.Table
-	if k != nil {
-		t = indexNamed(k, st.Name.Name)
-	}
+	k, t, err := lookup(d, st.Name, st.IfExists, "Index '%s.%s' doesn't exist'", func(k *storage.Keyspace) *storage.Table { return indexNamed(k, st.Name.Name) })
 	if t == nil {
-		if st.IfExists {
-			return nil, nil
-		}
-		return nil, invalidf("Index '%s.%s' doesn't exist'", ksName, st.Name.Name)
-	}
-	if err := d.require("ALTER", grammar.Resource{Kind: grammar.ResTable, Ks: ksName, Name: t.Name}); err != nil {
 		return nil, err
 	}
-	if err := modifiable(k, "ALTER", "<table "+ksName+"."+t.Name+">"); err != nil {
+	if err := d.mayChangeTable("ALTER", k, t); err != nil {
 		return nil, err
 	}
 	nt := t.Alter()
@@ -194,6 +184,6 @@ func (d *ddl) dropIndex(st *grammar.DropIndexStmt) (*cql.SchemaChange, error) {
 		}
 	}
 	nt.Finish()
-	d.mutable(ksName).Tables[t.Name] = nt
-	return &cql.SchemaChange{ChangeType: "UPDATED", Target: cql.TargetTable, Keyspace: ksName, Name: t.Name}, nil
+	d.mutable(k.Name).Tables[t.Name] = nt
+	return &cql.SchemaChange{ChangeType: "UPDATED", Target: cql.TargetTable, Keyspace: k.Name, Name: t.Name}, nil
 }

@@ -75,82 +75,16 @@ func (e *Engine) casBatch(x *execCtx, steps []batchStep, usingTS bool) (cql.Mess
 	if usingTS {
 		return nil, invalidf("Cannot provide custom timestamp for conditional BATCH")
 	}
-	var t *storage.Table
-	var pk []byte
-	var cas []casStep
-	for _, st := range steps {
-		w := writeOf(st.pl)
-		if w == nil {
-			return nil, invalidf("Invalid statement in batch: only UPDATE, INSERT and DELETE statements are allowed")
-		}
-		if w.ts != nil {
-			return nil, invalidf("Cannot provide custom timestamp for conditional updates")
-		}
-		if t == nil {
-			t = w.t
-		} else if w.t.TableStore != t.TableStore {
-			return nil, invalidf("Batch with conditions cannot span multiple tables")
-		}
-		x.vals = st.vals
-		if j, ok := st.pl.(*jsonInsert); ok {
-			if err := j.load(x); err != nil {
-				return nil, err
-			}
-		}
-		var onePK [1][]byte
-		pks, err := w.keys.partitionKeys(x, &onePK)
-		if err != nil {
-			return nil, err
-		}
-		if len(pks) != 1 {
-			return nil, invalidf("IN on the partition key is not supported with conditional updates")
-		}
-		if pk == nil {
-			pk = pks[0]
-		} else if !bytes.Equal(pk, pks[0]) {
-			return nil, invalidf("Batch with conditions cannot span multiple partitions")
-		}
-		if w.cond == storage.CondNone {
-			continue
-		}
-		cs := casStep{w: w}
-		if len(w.keys.ck) > 0 && !w.static {
-			cks, err := product(w.keys.ck, x)
-			if err != nil {
-				return nil, err
-			}
-			if len(cks) != 1 {
-				return nil, invalidf("IN on the clustering key columns is not supported with conditional updates")
-			}
-			cs.ck = cks[0]
-		}
-		if cs.conds, err = evalConds(cs.conds, w.conds, x); err != nil {
-			return nil, err
-		}
-		cas = append(cas, cs)
+	t, pk, cas, err := casSteps(x, steps)
+	if err != nil {
+		return nil, err
 	}
 	if t.Dropped.Load() {
 		return nil, invalidf("unconfigured table %s", t.Name)
 	}
 	t.CasMu.Lock()
 	defer t.CasMu.Unlock()
-	now := x.seconds()
-	d := t.Data.Load()
-	sh := d.Shard(storage.Murmur3Token(pk))
-	sh.Mu.RLock()
-	part := sh.Get(pk)
-	holds := true
-	for _, cs := range cas {
-		if ok, _ := storage.CheckCond(t, part, cs.ck, cs.w.cond, cs.conds, now); !ok {
-			holds = false
-		}
-	}
-	var failed cql.Message
-	if !holds {
-		failed = casFailure(t, part, cas, now)
-	}
-	sh.Mu.RUnlock()
-	if !holds {
+	if failed := casCheck(t, pk, cas, x.seconds()); failed != nil {
 		return failed, nil
 	}
 	x.noCond = true
@@ -164,6 +98,106 @@ func (e *Engine) casBatch(x *execCtx, steps []batchStep, usingTS bool) (cql.Mess
 	}
 	specs := []cql.ColumnSpec{{Keyspace: t.Ks, Table: t.Name, Name: "[applied]", Type: cql.TypeInfo{ID: cql.TypeBoolean}}}
 	return cql.RowsResult{Metadata: cql.RowsMetadata{Columns: specs, ColumnCount: 1}, Rows: [][][]byte{{cqlvalue.EncBool(true)}}}, nil
+}
+
+// casSteps evaluates the statements of a conditional batch, which must all write one
+// partition (pk) of one table (t) without a timestamp of their own, and returns the
+// conditional ones with their conditions.
+func casSteps(x *execCtx, steps []batchStep) (*storage.Table, []byte, []casStep, error) {
+	var t *storage.Table
+	var pk []byte
+	var cas []casStep
+	for _, st := range steps {
+		w := writeOf(st.pl)
+		if w == nil {
+			return nil, nil, nil, invalidf("Invalid statement in batch: only UPDATE, INSERT and DELETE statements are allowed")
+		}
+		if w.ts != nil {
+			return nil, nil, nil, invalidf("Cannot provide custom timestamp for conditional updates")
+		}
+		if t == nil {
+			t = w.t
+		} else if w.t.TableStore != t.TableStore {
+			return nil, nil, nil, invalidf("Batch with conditions cannot span multiple tables")
+		}
+		x.vals = st.vals
+		stepPK, err := casPartition(x, st.pl, w)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if pk == nil {
+			pk = stepPK
+		} else if !bytes.Equal(pk, stepPK) {
+			return nil, nil, nil, invalidf("Batch with conditions cannot span multiple partitions")
+		}
+		if w.cond == storage.CondNone {
+			continue
+		}
+		cs, err := casStepOf(x, w)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		cas = append(cas, cs)
+	}
+	return t, pk, cas, nil
+}
+
+// casPartition returns the one partition key that write w, statement pl of a conditional
+// batch, writes with the values of x.
+func casPartition(x *execCtx, pl plan, w *writePlan) ([]byte, error) {
+	if j, ok := pl.(*jsonInsert); ok {
+		if err := j.load(x); err != nil {
+			return nil, err
+		}
+	}
+	var onePK [1][]byte
+	pks, err := w.keys.partitionKeys(x, &onePK)
+	if err != nil {
+		return nil, err
+	}
+	if len(pks) != 1 {
+		return nil, invalidf("IN on the partition key is not supported with conditional updates")
+	}
+	return pks[0], nil
+}
+
+// casStepOf evaluates conditional write w with the values of x: the one row it writes (no
+// clustering key for a static or partition-wide write) and its conditions.
+func casStepOf(x *execCtx, w *writePlan) (casStep, error) {
+	cs := casStep{w: w}
+	if len(w.keys.ck) > 0 && !w.static {
+		cks, err := product(w.keys.ck, x)
+		if err != nil {
+			return cs, err
+		}
+		if len(cks) != 1 {
+			return cs, invalidf("IN on the clustering key columns is not supported with conditional updates")
+		}
+		cs.ck = cks[0]
+	}
+	var err error
+	cs.conds, err = evalConds(cs.conds, w.conds, x)
+	return cs, err
+}
+
+// casCheck checks the conditions of a conditional batch against partition pk of table t as
+// it is, and returns casFailure's result when they do not all hold, else nil. The caller
+// holds t.CasMu.
+func casCheck(t *storage.Table, pk []byte, cas []casStep, now int64) cql.Message {
+	sh := t.Data.Load().Shard(storage.Murmur3Token(pk))
+	sh.Mu.RLock()
+	defer sh.Mu.RUnlock()
+	part := sh.Get(pk)
+	holds := true
+	for _, cs := range cas {
+		if ok, _ := storage.CheckCond(t, part, cs.ck, cs.w.cond, cs.conds, now); !ok {
+			holds = false
+		}
+	}
+	if holds {
+		return nil
+	}
+	return casFailure(t, part, cas, now)
 }
 
 // casFailure is the result of a conditional batch whose conditions do not all hold:

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/internal/node/auth"
 	"github.com/tracecar/tracecar/internal/node/grammar"
 	"github.com/tracecar/tracecar/internal/node/storage"
 )
@@ -45,10 +46,8 @@ func NewEngine(cfg EngineConfig) *Engine {
 	sc.Version = newSchemaVersion()
 	e.schema.Store(sc)
 	e.refreshSystem(sc)
-	e.auth = newAuthState(cfg.Auth)
-	e.auth.mu.Lock()
+	e.auth = auth.New(cfg.Auth)
 	e.refreshAuth()
-	e.auth.mu.Unlock()
 	return e
 }
 
@@ -214,7 +213,7 @@ func (e *Engine) runChecked(s *Session, pr *prepared, p *cql.QueryParams, tr Tra
 	if err != nil {
 		return nil, err
 	}
-	if e.auth.enabled && len(cp.needs) > 0 {
+	if e.auth.Enabled() && len(cp.needs) > 0 {
 		if err := e.authorize(s, cp.needs); err != nil {
 			return nil, err
 		}
@@ -308,7 +307,7 @@ func (e *Engine) Batch(s *Session, b *cql.Batch, tr Tracer) (cql.Message, error)
 		if err != nil {
 			return nil, err
 		}
-		if e.auth.enabled && len(cp.needs) > 0 {
+		if e.auth.Enabled() && len(cp.needs) > 0 {
 			if err := e.authorize(s, cp.needs); err != nil {
 				return nil, err
 			}

@@ -188,113 +188,129 @@ func (w *rowWriter) put(vals map[string][]byte) {
 func (e *Engine) refreshSystem(sc *storage.Schema) {
 	now := e.cfg.Now()
 	ts := now.UnixMicro()
-	fresh := func(ks, name string) *rowWriter {
-		t := sc.Table(ks, name)
-		return &rowWriter{t: t, d: storage.NewTableData(), ts: ts, now: now.Unix()}
-	}
-	publish := func(ws ...*rowWriter) {
-		for _, w := range ws {
-			w.t.Data.Store(w.d)
-		}
-	}
-
 	e.refreshTopology(sc, ts, now)
-
-	kss := fresh("system_schema", "keyspaces")
-	tables := fresh("system_schema", "tables")
-	columns := fresh("system_schema", "columns")
-	dropped := fresh("system_schema", "dropped_columns")
-	types := fresh("system_schema", "types")
-	indexes := fresh("system_schema", "indexes")
-	functions := fresh("system_schema", "functions")
-	aggregates := fresh("system_schema", "aggregates")
-	views := fresh("system_schema", "views")
-	vkss := fresh("system_virtual_schema", "keyspaces")
-	vtables := fresh("system_virtual_schema", "tables")
-	vcolumns := fresh("system_virtual_schema", "columns")
+	fresh := func(ks, name string) *rowWriter {
+		return &rowWriter{t: sc.Table(ks, name), d: storage.NewTableData(), ts: ts, now: now.Unix()}
+	}
+	w := schemaRows{keyspaces: fresh("system_schema", "keyspaces"), tables: fresh("system_schema", "tables"),
+		columns: fresh("system_schema", "columns"), dropped: fresh("system_schema", "dropped_columns"),
+		types: fresh("system_schema", "types"), indexes: fresh("system_schema", "indexes"),
+		functions: fresh("system_schema", "functions"), aggregates: fresh("system_schema", "aggregates"),
+		views: fresh("system_schema", "views"), vkeyspaces: fresh("system_virtual_schema", "keyspaces"),
+		vtables: fresh("system_virtual_schema", "tables"), vcolumns: fresh("system_virtual_schema", "columns")}
 	names := make([]string, 0, len(sc.Keyspaces))
 	for n := range sc.Keyspaces {
 		names = append(names, n)
 	}
 	slices.Sort(names)
 	for _, n := range names {
-		k := sc.Keyspaces[n]
-		if k.Virtual {
-			vkss.put(map[string][]byte{"keyspace_name": cqlvalue.EncText(k.Name)})
-		} else {
-			kss.put(map[string][]byte{"keyspace_name": cqlvalue.EncText(k.Name), "durable_writes": cqlvalue.EncBool(k.DurableWrites),
-				"replication": cqlvalue.EncTextMap(k.Replication)})
+		w.keyspace(sc.Keyspaces[n])
+	}
+	for _, rw := range []*rowWriter{w.keyspaces, w.tables, w.columns, w.dropped, w.types, w.indexes, w.functions,
+		w.aggregates, w.views, w.vkeyspaces, w.vtables, w.vcolumns} {
+		rw.t.Data.Store(rw.d)
+	}
+}
+
+// schemaRows writes the rows of system_schema and system_virtual_schema (the v tables).
+type schemaRows struct {
+	keyspaces, tables, columns, dropped, types, indexes, functions, aggregates, views *rowWriter
+	vkeyspaces, vtables, vcolumns                                                     *rowWriter
+}
+
+// keyspace writes keyspace k's rows: its own, its functions', aggregates', types' and
+// tables'.
+func (w *schemaRows) keyspace(k *storage.Keyspace) {
+	if k.Virtual {
+		w.vkeyspaces.put(map[string][]byte{"keyspace_name": cqlvalue.EncText(k.Name)})
+	} else {
+		w.keyspaces.put(map[string][]byte{"keyspace_name": cqlvalue.EncText(k.Name), "durable_writes": cqlvalue.EncBool(k.DurableWrites),
+			"replication": cqlvalue.EncTextMap(k.Replication)})
+	}
+	w.functionsOf(k)
+	for _, u := range k.Types {
+		fieldTypes := make([]string, len(u.Fields))
+		for i, f := range u.Fields {
+			fieldTypes[i] = f.Text
 		}
-		for _, f := range k.Functions {
-			functions.put(map[string][]byte{"keyspace_name": cqlvalue.EncText(k.Name), "function_name": cqlvalue.EncText(f.Name),
-				"argument_types": cqlvalue.EncTextList(storage.TypeTexts(f.ArgTypes)), "argument_names": cqlvalue.EncTextList(f.ArgNames),
-				"body": cqlvalue.EncText(f.Body), "called_on_null_input": cqlvalue.EncBool(f.CalledOnNull), "language": cqlvalue.EncText(f.Language),
-				"return_type": cqlvalue.EncText(f.Ret.Text)})
+		w.types.put(map[string][]byte{"keyspace_name": cqlvalue.EncText(k.Name), "type_name": cqlvalue.EncText(u.Name),
+			"field_names": cqlvalue.EncTextList(u.FieldNames), "field_types": cqlvalue.EncTextList(fieldTypes)})
+	}
+	for _, t := range k.Tables {
+		w.table(k, t)
+	}
+}
+
+// functionsOf writes the rows of keyspace k's functions and aggregates.
+func (w *schemaRows) functionsOf(k *storage.Keyspace) {
+	for _, f := range k.Functions {
+		w.functions.put(map[string][]byte{"keyspace_name": cqlvalue.EncText(k.Name), "function_name": cqlvalue.EncText(f.Name),
+			"argument_types": cqlvalue.EncTextList(storage.TypeTexts(f.ArgTypes)), "argument_names": cqlvalue.EncTextList(f.ArgNames),
+			"body": cqlvalue.EncText(f.Body), "called_on_null_input": cqlvalue.EncBool(f.CalledOnNull), "language": cqlvalue.EncText(f.Language),
+			"return_type": cqlvalue.EncText(f.Ret.Text)})
+	}
+	for _, a := range k.Aggregates {
+		row := map[string][]byte{"keyspace_name": cqlvalue.EncText(k.Name), "aggregate_name": cqlvalue.EncText(a.Name),
+			"argument_types": cqlvalue.EncTextList(storage.TypeTexts(a.ArgTypes)), "return_type": cqlvalue.EncText(a.Ret.Text),
+			"state_func": cqlvalue.EncText(a.StateFunc), "state_type": cqlvalue.EncText(a.StateType.Text)}
+		if a.FinalFunc != "" {
+			row["final_func"] = cqlvalue.EncText(a.FinalFunc)
 		}
-		for _, a := range k.Aggregates {
-			row := map[string][]byte{"keyspace_name": cqlvalue.EncText(k.Name), "aggregate_name": cqlvalue.EncText(a.Name),
-				"argument_types": cqlvalue.EncTextList(storage.TypeTexts(a.ArgTypes)), "return_type": cqlvalue.EncText(a.Ret.Text),
-				"state_func": cqlvalue.EncText(a.StateFunc), "state_type": cqlvalue.EncText(a.StateType.Text)}
-			if a.FinalFunc != "" {
-				row["final_func"] = cqlvalue.EncText(a.FinalFunc)
-			}
-			if a.InitCond != "" {
-				row["initcond"] = cqlvalue.EncText(a.InitCond)
-			}
-			aggregates.put(row)
+		if a.InitCond != "" {
+			row["initcond"] = cqlvalue.EncText(a.InitCond)
 		}
-		for _, u := range k.Types {
-			fieldTypes := make([]string, len(u.Fields))
-			for i, f := range u.Fields {
-				fieldTypes[i] = f.Text
-			}
-			types.put(map[string][]byte{"keyspace_name": cqlvalue.EncText(k.Name), "type_name": cqlvalue.EncText(u.Name),
-				"field_names": cqlvalue.EncTextList(u.FieldNames), "field_types": cqlvalue.EncTextList(fieldTypes)})
-		}
-		for _, t := range k.Tables {
-			switch {
-			case k.Virtual:
-				vtables.put(map[string][]byte{"keyspace_name": cqlvalue.EncText(k.Name), "table_name": cqlvalue.EncText(t.Name),
-					"comment": cqlvalue.EncText(t.Comment)})
-			case t.View != nil:
-				views.put(viewRow(k, t))
-			default:
-				tables.put(tableRow(k, t))
-			}
-			for _, ix := range t.Indexes {
-				indexes.put(map[string][]byte{"keyspace_name": cqlvalue.EncText(k.Name), "table_name": cqlvalue.EncText(t.Name),
-					"index_name": cqlvalue.EncText(ix.Name), "kind": cqlvalue.EncText("COMPOSITES"),
-					"options": cqlvalue.EncTextMap(map[string]string{"target": ix.Target()})})
-			}
-			for _, dc := range t.DroppedC {
-				dropped.put(map[string][]byte{"keyspace_name": cqlvalue.EncText(k.Name), "table_name": cqlvalue.EncText(t.Name),
-					"column_name": cqlvalue.EncText(dc.Name), "dropped_time": cqlvalue.EncBigint(dc.At / 1000),
-					"kind": cqlvalue.EncText(storage.ColKindNames[dc.Kind]), "type": cqlvalue.EncText(dc.Text)})
-			}
-			cw := columns
-			if k.Virtual {
-				cw = vcolumns
-			}
-			for _, c := range t.Cols {
-				order := "none"
-				if c.Kind == storage.KindClustering {
-					order = "asc"
-					if c.Desc {
-						order = "desc"
-					}
-				}
-				pos := int32(-1)
-				if c.Kind == storage.KindPartitionKey || c.Kind == storage.KindClustering {
-					pos = int32(c.Pos)
-				}
-				cw.put(map[string][]byte{"keyspace_name": cqlvalue.EncText(k.Name), "table_name": cqlvalue.EncText(t.Name),
-					"column_name": cqlvalue.EncText(c.Name), "clustering_order": cqlvalue.EncText(order),
-					"column_name_bytes": []byte(c.Name), "kind": cqlvalue.EncText(storage.ColKindNames[c.Kind]),
-					"position": cqlvalue.EncInt(pos), "type": cqlvalue.EncText(c.Text)})
-			}
+		w.aggregates.put(row)
+	}
+}
+
+// table writes the rows of table (or view) t of keyspace k: its own, its indexes', its
+// dropped columns' and its columns'.
+func (w *schemaRows) table(k *storage.Keyspace, t *storage.Table) {
+	switch {
+	case k.Virtual:
+		w.vtables.put(map[string][]byte{"keyspace_name": cqlvalue.EncText(k.Name), "table_name": cqlvalue.EncText(t.Name),
+			"comment": cqlvalue.EncText(t.Comment)})
+	case t.View != nil:
+		w.views.put(viewRow(k, t))
+	default:
+		w.tables.put(tableRow(k, t))
+	}
+	for _, ix := range t.Indexes {
+		w.indexes.put(map[string][]byte{"keyspace_name": cqlvalue.EncText(k.Name), "table_name": cqlvalue.EncText(t.Name),
+			"index_name": cqlvalue.EncText(ix.Name), "kind": cqlvalue.EncText("COMPOSITES"),
+			"options": cqlvalue.EncTextMap(map[string]string{"target": ix.Target()})})
+	}
+	for _, dc := range t.DroppedC {
+		w.dropped.put(map[string][]byte{"keyspace_name": cqlvalue.EncText(k.Name), "table_name": cqlvalue.EncText(t.Name),
+			"column_name": cqlvalue.EncText(dc.Name), "dropped_time": cqlvalue.EncBigint(dc.At / 1000),
+			"kind": cqlvalue.EncText(storage.ColKindNames[dc.Kind]), "type": cqlvalue.EncText(dc.Text)})
+	}
+	cw := w.columns
+	if k.Virtual {
+		cw = w.vcolumns
+	}
+	for _, c := range t.Cols {
+		cw.put(columnRow(k, t, c))
+	}
+}
+
+// columnRow is column c's row of system_schema.columns (or system_virtual_schema.columns).
+func columnRow(k *storage.Keyspace, t *storage.Table, c *storage.Column) map[string][]byte {
+	order := "none"
+	if c.Kind == storage.KindClustering {
+		order = "asc"
+		if c.Desc {
+			order = "desc"
 		}
 	}
-	publish(kss, tables, columns, dropped, types, indexes, functions, aggregates, views, vkss, vtables, vcolumns)
+	pos := int32(-1)
+	if c.Kind == storage.KindPartitionKey || c.Kind == storage.KindClustering {
+		pos = int32(c.Pos)
+	}
+	return map[string][]byte{"keyspace_name": cqlvalue.EncText(k.Name), "table_name": cqlvalue.EncText(t.Name),
+		"column_name": cqlvalue.EncText(c.Name), "clustering_order": cqlvalue.EncText(order),
+		"column_name_bytes": []byte(c.Name), "kind": cqlvalue.EncText(storage.ColKindNames[c.Kind]),
+		"position": cqlvalue.EncInt(pos), "type": cqlvalue.EncText(c.Text)}
 }
 
 // viewRow is a view's row of system_schema.views: its options as a table's, and its base.

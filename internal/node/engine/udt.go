@@ -13,24 +13,12 @@ import (
 // User-defined types: CREATE, ALTER and DROP TYPE. A type's fields are resolved when it is
 // created; ALTER TYPE resolves again every type and table of the keyspace that uses it.
 
-func (d *ddl) typeKeyspace(name grammar.TableName) (*storage.Keyspace, error) {
-	ksName, err := d.keyspaceName(name.Ks)
-	if err != nil {
-		return nil, err
-	}
-	k := d.sc.Keyspaces[ksName]
-	if k == nil {
-		return nil, invalidf("Keyspace '%s' doesn't exist", ksName)
-	}
-	return k, nil
-}
-
 // typeName is how Cassandra names a user type in messages: ks.name.
 func typeName(ks, name string) string { return cqlvalue.QuoteName(ks) + "." + cqlvalue.QuoteName(name) }
 
 func (d *ddl) createType(st *grammar.CreateTypeStmt) (*cql.SchemaChange, error) {
-	k, err := d.typeKeyspace(st.Name)
-	if err != nil {
+	k, err := d.keyspace(st.Name.Ks, false)
+	if k == nil {
 		return nil, err
 	}
 	if err := d.require("CREATE", grammar.Resource{Kind: grammar.ResKeyspace, Ks: k.Name}); err != nil {
@@ -77,20 +65,9 @@ func (d *ddl) createType(st *grammar.CreateTypeStmt) (*cql.SchemaChange, error) 
 // not exist, which Cassandra words differently for the two; with IF EXISTS a missing type is
 // a nil type and no error.
 func (d *ddl) typeToChange(name grammar.TableName, ifExists bool, verb, missing string) (*storage.Keyspace, *storage.UserType, error) {
-	ksName, err := d.keyspaceName(name.Ks)
-	if err != nil {
-		return nil, nil, err
-	}
-	k := d.sc.Keyspaces[ksName]
-	var u *storage.UserType
-	if k != nil {
-		u = k.Types[name.Name]
-	}
+	k, u, err := lookup(d, name, ifExists, missing, func(k *storage.Keyspace) *storage.UserType { return k.Types[name.Name] })
 	if u == nil {
-		if ifExists {
-			return nil, nil, nil
-		}
-		return nil, nil, invalidf(missing, ksName, name.Name)
+		return nil, nil, err
 	}
 	if err := d.require(verb, grammar.Resource{Kind: grammar.ResKeyspace, Ks: k.Name}); err != nil {
 		return nil, nil, err

@@ -34,14 +34,8 @@ func (d *ddl) createView(st *grammar.CreateViewStmt) (*cql.SchemaChange, error) 
 	if st.Base.Ks != "" && st.Base.Ks != ksName {
 		return nil, invalidf("Cannot create a materialized view on a table in a different keyspace")
 	}
-	if err := d.require("ALTER", grammar.Resource{Kind: grammar.ResTable, Ks: ksName, Name: st.Base.Name}); err != nil {
-		return nil, err
-	}
-	k := d.sc.Keyspaces[ksName]
+	k, err := d.keyspaceToCreateIn(ksName, need{Perm: "ALTER", Res: grammar.Resource{Kind: grammar.ResTable, Ks: ksName, Name: st.Base.Name}})
 	if k == nil {
-		return nil, invalidf("Keyspace '%s' doesn't exist", ksName)
-	}
-	if err := modifiable(k, "CREATE", "<keyspace "+ksName+">"); err != nil {
 		return nil, err
 	}
 	base := k.Tables[st.Base.Name]
@@ -272,21 +266,16 @@ func checkViewWhere(base *storage.Table, st *grammar.CreateViewStmt) error {
 
 // view is ALTER MATERIALIZED VIEW ... WITH and DROP MATERIALIZED VIEW.
 func (d *ddl) view(st *grammar.ViewStmt) (*cql.SchemaChange, error) {
-	ksName, err := d.keyspaceName(st.Name.Ks)
-	if err != nil {
+	k, v, err := lookup(d, st.Name, st.IfExists, "Materialized view '%s.%s' doesn't exist", func(k *storage.Keyspace) *storage.Table {
+		if t := k.Tables[st.Name.Name]; t != nil && t.View != nil {
+			return t
+		}
+		return nil
+	})
+	if v == nil {
 		return nil, err
 	}
-	k := d.sc.Keyspaces[ksName]
-	var v *storage.Table
-	if k != nil {
-		v = k.Tables[st.Name.Name]
-	}
-	if v == nil || v.View == nil {
-		if st.IfExists {
-			return nil, nil
-		}
-		return nil, invalidf("Materialized view '%s.%s' doesn't exist", ksName, st.Name.Name)
-	}
+	ksName := k.Name
 	if err := d.require("ALTER", grammar.Resource{Kind: grammar.ResTable, Ks: ksName, Name: v.View.Base}); err != nil {
 		return nil, err
 	}

@@ -25,24 +25,8 @@ const productRoot = "../../.."
 // then taken off the list (the test fails while a listed function is short, or gone, so
 // that the list only shrinks); none may grow.
 var longFuncsAllowed = map[string]int{
-	"admin/ctl buildView":                         100,
-	"admin/ctl top.screen":                        90,
-	"internal/node/engine Engine.casBatch":        94,
-	"internal/node/engine Engine.listPermissions": 82,
-	"internal/node/engine Engine.refreshSystem":   111,
-	"internal/node/engine Engine.roleChange":      100,
-	"internal/node/engine ddl.alterTable":         166,
-	"internal/node/engine ddl.createIndex":        103,
-	"internal/node/engine ddl.dropFunction":       91,
-	"loadcheck checker.preload":                   82,
-	"loadcheck checker.replayReport":              86,
-	"loadcheck checker.runMode":                   111,
-	"loadcheck comparisonRows":                    126,
-	"loadcheck parseDist":                         89,
-	"loadcheck printComparison":                   101,
-	"loadcheck replay.plan":                       98,
-	"loadcheck runPhase":                          90,
-	"loadcheck wireSession.newProfileOp":          118,
+	"admin/ctl buildView":  100,
+	"admin/ctl top.screen": 90,
 }
 
 // TestFunctionsAreShort: no function of the product is over maxFuncLines lines, so that

@@ -14,6 +14,8 @@ const module = "github.com/tracecar/tracecar/"
 // goPackage is what `go list -json` says of a package that this test reads.
 type goPackage struct {
 	ImportPath string
+	Dir        string
+	GoFiles    []string
 	Imports    []string
 }
 

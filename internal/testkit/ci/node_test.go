@@ -12,10 +12,11 @@ const nodeDir = "../../node"
 
 // nodeRooms are the embedded node's packages, from the ground up: the grammar (CQL text to
 // statements), the values (their encoding, comparison and JSON), the storage (the schema's
-// definitions, tables, partitions, views' maintenance), the engine (statements compiled and
-// executed, DDL, auth, system keyspaces) and the node itself (the wire: server, connections,
-// segments, shards, clusters). Each imports only rooms listed before it.
-var nodeRooms = []string{"grammar", "cqlvalue", "storage", "engine", "."}
+// definitions, tables, partitions, views' maintenance), the roles and permissions (auth),
+// the engine (statements compiled and executed, DDL, system keyspaces) and the node itself
+// (the wire: server, connections, segments, shards, clusters). Each imports only rooms
+// listed before it.
+var nodeRooms = []string{"grammar", "cqlvalue", "storage", "auth", "engine", "."}
 
 // maxPackageLines is the most lines of product code (tests aside) a package of the node may
 // hold: over it, the package does several things, which should be packages of their own.

@@ -75,7 +75,7 @@ var readersOfResponses = map[string]bool{
 // TestResponseReadInCQLOnly: the product code of tracing/ and sidecar/ reads a response
 // (an ERROR's code, a RESULT's kind, rows, prepared id) only through cql.Frame.Response,
 // which reads it once for every reader (issue 59): none of its files names a reader of a
-// response's message, and none of tracing/ and sidecar/pipeline/ reads the wire's numbers
+// response's message, and none of tracing/ and sidecar/internal/pipeline/ reads the wire's numbers
 // with encoding/binary's BigEndian.
 func TestResponseReadInCQLOnly(t *testing.T) {
 	root := filepath.Join("..", "..", "..")
@@ -90,7 +90,7 @@ func TestResponseReadInCQLOnly(t *testing.T) {
 				return err
 			}
 			rel, _ := filepath.Rel(root, path)
-			bigEndianBanned := dir == "tracing" || strings.HasPrefix(filepath.ToSlash(rel), "sidecar/pipeline/")
+			bigEndianBanned := dir == "tracing" || strings.HasPrefix(filepath.ToSlash(rel), "sidecar/internal/pipeline/")
 			ast.Inspect(f, func(n ast.Node) bool {
 				sel, ok := n.(*ast.SelectorExpr)
 				if !ok {

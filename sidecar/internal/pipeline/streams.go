@@ -197,12 +197,12 @@ func (t *StreamTable) grow() {
 // still in flight.
 func (t *StreamTable) Take(stream int16) (Inflight, bool, int) {
 	var r Inflight
-	ok, n := t.TakeInto(stream, &r)
+	ok, n := t.takeInto(stream, &r)
 	return r, ok, n
 }
 
-// TakeInto is take into *dst, which is left as it was when no request has the stream id.
-func (t *StreamTable) TakeInto(stream int16, dst *Inflight) (bool, int) {
+// takeInto is take into *dst, which is left as it was when no request has the stream id.
+func (t *StreamTable) takeInto(stream int16, dst *Inflight) (bool, int) {
 	t.mu.Lock()
 	if t.n == 0 {
 		t.mu.Unlock()
@@ -342,6 +342,6 @@ func (t *StreamTable) RequestFor(h cql.Header, req *Inflight) (left int) {
 	if h.Stream < 0 {
 		return -1
 	}
-	_, left = t.TakeInto(h.Stream, req)
+	_, left = t.takeInto(h.Stream, req)
 	return left
 }

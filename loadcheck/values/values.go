@@ -1,4 +1,9 @@
-package loadcheck
+// Package values makes the values of CQL types that loadcheck sends, from seeds: a
+// replay's partition keys from their keyed hash (the same hash, the same key, so that keys
+// repeat as in the capture) and its other values at their recorded types and lengths, and
+// a profile's column values from its generator's random bytes; and a value as a CQL
+// Literal. It knows nothing of captures, profiles or connections.
+package values
 
 import (
 	"crypto/sha256"
@@ -9,10 +14,6 @@ import (
 	"strings"
 )
 
-// The values a replay sends: a partition key made from its keyed hash (the same hash, the
-// same key, so that keys repeat as in the capture), and the other values generated at
-// their recorded types and lengths.
-
 // typeSizes are the CQL types the replay generates, with the size of a fixed-size value
 // (0 for a value of any length).
 var typeSizes = map[string]int{
@@ -22,11 +23,12 @@ var typeSizes = map[string]int{
 	"uuid": 16, "timeuuid": 16, "inet": 4, "duration": 0,
 }
 
-// defaultLen is the length of a generated value of a variable-size type without a
+// DefaultLen is the length of a generated value of a variable-size type without a
 // recorded length.
-const defaultLen = 16
+const DefaultLen = 16
 
-const alnum = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+// Alnum are the characters of a generated text value.
+const Alnum = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 
 // expand returns n bytes drawn from seed: the seed's SHA-256 chain.
 func expand(seed []byte, n int) []byte {
@@ -39,20 +41,20 @@ func expand(seed []byte, n int) []byte {
 	return out[:n]
 }
 
-// keyValue returns component i of the partition key whose keyed hash is key, as a value
+// Key returns component i of the partition key whose keyed hash is key, as a value
 // of typ and length n (-1 or less: the type's usual length).
-func keyValue(key []byte, i int, typ string, n int32) []byte {
+func Key(key []byte, i int, typ string, n int32) []byte {
 	seed := append([]byte{byte(i)}, key...)
-	return valueOf(typ, n, expand(seed, 64))
+	return Of(typ, n, expand(seed, 64))
 }
 
-// fillerValue returns a value of typ and length n for a column that is not a key.
-func fillerValue(typ string, n int32) []byte {
-	return valueOf(typ, n, expand([]byte(typ+strconv.Itoa(int(n))), 64))
+// Filler returns a value of typ and length n for a column that is not a key.
+func Filler(typ string, n int32) []byte {
+	return Of(typ, n, expand([]byte(typ+strconv.Itoa(int(n))), 64))
 }
 
-// indexValue returns the value of a clustering column for row i of a partition.
-func indexValue(typ string, i int, n int32) []byte {
+// Index returns the value of a clustering column for row i of a partition.
+func Index(typ string, i int, n int32) []byte {
 	var b [8]byte
 	binary.BigEndian.PutUint64(b[:], uint64(i))
 	switch typ {
@@ -68,12 +70,11 @@ func indexValue(typ string, i int, n int32) []byte {
 		w := max(int(n), 6)
 		return []byte(fmt.Sprintf("%0*d", w, i))
 	}
-	return valueOf(typ, n, expand(b[:], 64))
+	return Of(typ, n, expand(b[:], 64))
 }
 
-// valueOf returns a value of typ and length n made from the random bytes r (at least 64).
-// fixValue makes random bytes v a valid value of fixed-size type typ.
-func fixValue(typ string, v []byte) {
+// Fix makes random bytes v a valid value of fixed-size type typ.
+func Fix(typ string, v []byte) {
 	switch typ {
 	case "uuid":
 		v[6], v[8] = v[6]&0x0f|0x40, v[8]&0x3f|0x80
@@ -86,7 +87,8 @@ func fixValue(typ string, v []byte) {
 	}
 }
 
-func valueOf(typ string, n int32, r []byte) []byte {
+// Of returns a value of typ and length n made from the random bytes r (at least 64).
+func Of(typ string, n int32, r []byte) []byte {
 	typ = strings.TrimSpace(typ)
 	if inner, ok := strings.CutPrefix(typ, "frozen<"); ok {
 		typ = strings.TrimSuffix(inner, ">")
@@ -95,12 +97,12 @@ func valueOf(typ string, n int32, r []byte) []byte {
 	switch {
 	case simple && size > 0:
 		v := append([]byte(nil), r[:size]...)
-		fixValue(typ, v)
+		Fix(typ, v)
 		return v
 	case simple:
 		l := int(n)
 		if l < 0 {
-			l = defaultLen
+			l = DefaultLen
 		}
 		switch typ {
 		case "blob":
@@ -116,7 +118,7 @@ func valueOf(typ string, n int32, r []byte) []byte {
 		out := make([]byte, l)
 		src := expand(r, l)
 		for i := range out {
-			out[i] = alnum[int(src[i])%len(alnum)]
+			out[i] = Alnum[int(src[i])%len(Alnum)]
 		}
 		return out
 	}
@@ -128,15 +130,15 @@ func valueOf(typ string, n int32, r []byte) []byte {
 		return collection(strings.TrimSuffix(inner, ">"), "", n, r)
 	}
 	if inner, ok := strings.CutPrefix(typ, "map<"); ok {
-		kv := splitTypes(strings.TrimSuffix(inner, ">"))
+		kv := SplitTypes(strings.TrimSuffix(inner, ">"))
 		if len(kv) == 2 {
 			return collection(kv[0], kv[1], n, r)
 		}
 	}
 	if inner, ok := strings.CutPrefix(typ, "tuple<"); ok {
 		var out []byte
-		for i, e := range splitTypes(strings.TrimSuffix(inner, ">")) {
-			v := valueOf(e, -1, expand(append(r, byte(i)), 64))
+		for i, e := range SplitTypes(strings.TrimSuffix(inner, ">")) {
+			v := Of(e, -1, expand(append(r, byte(i)), 64))
 			out = binary.BigEndian.AppendUint32(out, uint32(len(v)))
 			out = append(out, v...)
 		}
@@ -148,9 +150,9 @@ func valueOf(typ string, n int32, r []byte) []byte {
 // collection returns a list or set of elem, or a map of elem to val, of about n bytes
 // encoded, with distinct elements.
 func collection(elem, val string, n int32, r []byte) []byte {
-	per := 4 + elemLen(elem)
+	per := 4 + ElemLen(elem)
 	if val != "" {
-		per += 4 + elemLen(val)
+		per += 4 + ElemLen(val)
 	}
 	count := 0
 	if n > 4 {
@@ -158,11 +160,11 @@ func collection(elem, val string, n int32, r []byte) []byte {
 	}
 	out := binary.BigEndian.AppendUint32(nil, uint32(count))
 	for i := range count {
-		e := indexValue(elem, i, int32(elemLen(elem)))
+		e := Index(elem, i, int32(ElemLen(elem)))
 		out = binary.BigEndian.AppendUint32(out, uint32(len(e)))
 		out = append(out, e...)
 		if val != "" {
-			v := valueOf(val, int32(elemLen(val)), expand(append(r, byte(i)), 64))
+			v := Of(val, int32(ElemLen(val)), expand(append(r, byte(i)), 64))
 			out = binary.BigEndian.AppendUint32(out, uint32(len(v)))
 			out = append(out, v...)
 		}
@@ -170,16 +172,16 @@ func collection(elem, val string, n int32, r []byte) []byte {
 	return out
 }
 
-func elemLen(typ string) int {
+func ElemLen(typ string) int {
 	if s, ok := typeSizes[typ]; ok && s > 0 {
 		return s
 	}
 	return 8
 }
 
-// literal returns the CQL text of a value of typ, for a literal of the given kind in a
+// Literal returns the CQL text of a value of typ, for a literal of the given kind in a
 // statement's text: a key made from its hash, or a filler of the recorded length.
-func literal(kind, typ string, v []byte) string {
+func Literal(kind, typ string, v []byte) string {
 	switch kind {
 	case "list":
 		return "[]"
@@ -239,4 +241,31 @@ func literal(kind, typ string, v []byte) string {
 		return "1h"
 	}
 	return "null"
+}
+
+// SplitTypes splits "a, map<b, c>" at its top-level commas.
+func SplitTypes(s string) []string {
+	var out []string
+	depth, start := 0, 0
+	for i, c := range s {
+		switch c {
+		case '<':
+			depth++
+		case '>':
+			depth--
+		case ',':
+			if depth == 0 {
+				out = append(out, strings.TrimSpace(s[start:i]))
+				start = i + 1
+			}
+		}
+	}
+	return append(out, strings.TrimSpace(s[start:]))
+}
+
+// Size returns the size of a fixed-size value of CQL type typ (0 for a value of any
+// length), and whether values of typ are made here.
+func Size(typ string) (int, bool) {
+	n, ok := typeSizes[typ]
+	return n, ok
 }

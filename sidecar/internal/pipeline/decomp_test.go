@@ -77,7 +77,7 @@ func benchRequest(b *testing.B, q string) {
 			b.SetBytes(int64(len(f)))
 			b.ReportAllocs()
 			for b.Loop() {
-				c.Request(h, f, len(f), 0)
+				c.Request(h, f, len(f), nil)
 				c.Streams.Take(h.Stream)
 			}
 		})
@@ -157,7 +157,7 @@ func TestCompressedQueryDecompressedOnlyWhenNeeded(t *testing.T) {
 					t.Fatal(err)
 				}
 				cc.full = 0
-				c.Request(h, f, len(f), 0)
+				c.Request(h, f, len(f), nil)
 				req, ok, _ := c.Streams.Take(h.Stream)
 				if !ok || req.kind != tt.kind {
 					t.Errorf("%s: kind %#x (in flight %v); want %#x", tt.name, req.kind, ok, tt.kind)
@@ -213,7 +213,7 @@ func TestStatisticsGetWholeCompressedBody(t *testing.T) {
 			for _, f := range [][]byte{compressedFrame(t, insertQuery(1024), comp), compressedFrame(t, "SELECT * FROM system.local", comp), compressedFrame(t, longSelect(), comp), prepare} {
 				h, _ := cql.ParseHeader(f)
 				cc.full = 0
-				c.Request(h, f, len(f), 0)
+				c.Request(h, f, len(f), nil)
 				if cc.full != 1 {
 					t.Errorf("%s of %d bytes: %d full decompressions; want 1", h.Opcode, len(f), cc.full)
 				}

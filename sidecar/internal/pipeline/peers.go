@@ -94,7 +94,7 @@ func (m *PeerMap) Len() int {
 // Lookup returns the sidecar of the node at ip and port; a zero port (system.peers has
 // none) matches the node's IP alone when one mapping has that IP. A sidecar address
 // without a port gets peerPort.
-func (m *PeerMap) Lookup(ip netip.Addr, port uint16, peerPort uint16) (netip.AddrPort, bool) {
+func (m *PeerMap) lookup(ip netip.Addr, port uint16, peerPort uint16) (netip.AddrPort, bool) {
 	if m == nil {
 		return netip.AddrPort{}, false
 	}
@@ -152,7 +152,7 @@ func (m *PeerMap) rewritePeerRows(cols []cql.ColumnSpec, rows [][][]byte, peerPo
 		sc, ok := netip.AddrPort{}, false
 		if addrCol >= 0 && addrCol < len(row) {
 			if ip, valid := netip.AddrFromSlice(row[addrCol]); valid {
-				sc, ok = m.Lookup(ip, port, peerPort)
+				sc, ok = m.lookup(ip, port, peerPort)
 				if !ok && log != nil {
 					log(netip.AddrPortFrom(ip.Unmap(), port))
 				}
@@ -182,7 +182,7 @@ func (m *PeerMap) rewritePeerRows(cols []cql.ColumnSpec, rows [][][]byte, peerPo
 
 // eventPeer maps the address in an event about another node through m.
 func (m *PeerMap) eventPeer(a netip.AddrPort, peerPort uint16) (netip.AddrPort, bool) {
-	return m.Lookup(a.Addr(), a.Port(), peerPort)
+	return m.lookup(a.Addr(), a.Port(), peerPort)
 }
 
 // ParseAdvertise accepts an IP or an IP:port.

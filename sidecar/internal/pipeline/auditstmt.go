@@ -282,3 +282,17 @@ func (c *auditStmts) prepared(reg *tracing.Statements, id []byte) (*auditStmt, b
 	slot.Store(&preparedStmt{id: string(id), s: s})
 	return s, true
 }
+
+// withKeyspace returns s with the keyspace ks, the one a prepared statement's metadata
+// names, for a table named without its keyspace.
+func withKeyspace(s *auditStmt, ks string) *auditStmt {
+	if s.keyspace != "" || s.table == "" || ks == "" {
+		return s
+	}
+	k := *s
+	k.keyspace = ks
+	return &k
+}
+
+// unknownPrepared ends the operation of an EXECUTE whose text the sidecar does not know.
+const unknownPrepared = "/* prepared before this process: text unknown */"

@@ -116,7 +116,7 @@ func (a *auditedConn) exchange(t *testing.T, req, resp cql.Message) {
 		t.Fatal(err)
 	}
 	h, _ := cql.ParseHeader(reqF)
-	a.c.Request(h, reqF, len(reqF), 0)
+	a.c.Request(h, reqF, len(reqF), nil)
 	r, ok, _ := a.c.Streams.Take(a.stream)
 	if !ok {
 		t.Fatal("request not in flight")
@@ -127,7 +127,7 @@ func (a *auditedConn) exchange(t *testing.T, req, resp cql.Message) {
 		t.Fatal(err)
 	}
 	rh, _ = cql.ParseHeader(respF)
-	a.c.Response(rh, respF, &r, 0)
+	a.c.Response(rh, respF, &r, new(int64))
 }
 
 // records closes the log and returns what it wrote.
@@ -263,9 +263,9 @@ func TestAuditOffAllocs(t *testing.T) {
 	h, _ := cql.ParseHeader(reqF)
 	rh, _ := cql.ParseHeader(respF)
 	one := func() {
-		a.c.Request(h, reqF, len(reqF), 0)
+		a.c.Request(h, reqF, len(reqF), nil)
 		r, _, _ := a.c.Streams.Take(1)
-		a.c.Response(rh, respF, &r, 0)
+		a.c.Response(rh, respF, &r, new(int64))
 	}
 	for range 100 {
 		one()
@@ -285,10 +285,10 @@ func TestAuditLearnsTextLate(t *testing.T) {
 	respF, _ := cql.AppendResponseFrame(nil, cql.Header{Version: cql.ResponseBit | cql.V4, Stream: 1}, cql.ResponsePrefix{}, cql.VoidResult{}, nil)
 	h, _ := cql.ParseHeader(reqF)
 	rh, _ := cql.ParseHeader(respF)
-	a.c.Request(h, reqF, len(reqF), 0)
+	a.c.Request(h, reqF, len(reqF), nil)
 	a.c.sh.Prepared.Put(id, tracing.Statement{Query: "DELETE FROM t WHERE k = ?", Keyspace: "ks"})
 	r, _, _ := a.c.Streams.Take(1)
-	a.c.Response(rh, respF, &r, 0)
+	a.c.Response(rh, respF, &r, new(int64))
 	recs := a.records(t)
 	if len(recs) != 1 || recs[0].Operation != "DELETE FROM t WHERE k = ?" || recs[0].Keyspace != "ks" || recs[0].Table != "t" {
 		t.Errorf("records %+v; want the DELETE's, on ks.t", recs)

@@ -59,7 +59,7 @@ func (c *Conn) encode(h cql.Header, prefix cql.ResponsePrefix, m cql.Message, co
 		c.Warn().Err(err).Msg("re-encode rewritten response")
 		return nil, false
 	}
-	Inc(&c.Counters.Rewritten, 1)
+	inc(&c.Counters.Rewritten, 1)
 	return out, true
 }
 

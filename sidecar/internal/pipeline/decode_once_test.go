@@ -193,7 +193,7 @@ func TestDecodedOnce(t *testing.T) {
 							h, _ := cql.ParseHeader(reqF)
 							sentBody := string(reqF[cql.HeaderSize:])
 							msg := ex.req.AppendBody(nil, wire.version)
-							if tk, _ := c.Request(h, reqF, len(reqF), 0); tk.Events() {
+							if tk, _ := c.Request(h, reqF, len(reqF), nil); tk.Events() {
 								c.Wrote([]tracing.Ticket{tk}, false)
 							}
 							req, ok, _ := c.Streams.Take(stream)
@@ -212,7 +212,8 @@ func TestDecodedOnce(t *testing.T) {
 								t.Fatal(err)
 							}
 							rh, _ = cql.ParseHeader(respF)
-							out, done := c.Response(rh, respF, &req, tracing.Now())
+							now := tracing.Now()
+							out, done := c.Response(rh, respF, &req, &now)
 							if done.Events() {
 								c.Wrote([]tracing.Ticket{done}, true)
 							}

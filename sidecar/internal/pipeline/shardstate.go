@@ -19,7 +19,7 @@ var bypassKeys = [...]string{sharding.KeyAwarePort, sharding.KeyAwarePortSSL}
 type shardConn struct {
 	info sharding.Info // Shard is the connection's
 	// cross is written by the request side only (the requests that cross a shard),
-	// addedNanos by the response side only (Shard.Added): each has one writer (Inc).
+	// addedNanos by the response side only (Shard.Added): each has one writer (inc).
 	cross, addedNanos atomic.Uint64
 }
 

@@ -79,7 +79,7 @@ func (s Shard) Restore(in sharding.Info) {
 // connection's shard figures, when its shard is known. Response side.
 func (s Shard) Added(n int, d int64) {
 	if sc := s.c.shard.Load(); sc != nil && d > 0 {
-		Inc(&sc.addedNanos, uint64(n)*uint64(d))
+		inc(&sc.addedNanos, uint64(n)*uint64(d))
 	}
 }
 
@@ -167,6 +167,6 @@ func (s *Shared) countShard(f *cql.Frame, sc *shardConn) {
 		key = sharding.AppendComponent(key, vals[j].Bytes)
 	}
 	if sc.info.ShardOf(sharding.Token(key)) != sc.info.Shard {
-		Inc(&sc.cross, 1)
+		inc(&sc.cross, 1)
 	}
 }

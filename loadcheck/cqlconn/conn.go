@@ -1,4 +1,9 @@
-package loadcheck
+// Package cqlconn is loadcheck's own CQL connection: many requests in flight at once by
+// stream id, protocol v4 or v5 (in segments), compressed or not, over TCP or TLS, through
+// tracecar's codec (internal/cql). The replay sends each captured request on it as it was
+// sent, and the wire client its workloads' requests at v5, which gocql v1.7 does not
+// speak. It knows nothing of workloads or runs.
+package cqlconn
 
 import (
 	"bufio"
@@ -20,16 +25,16 @@ import (
 // BATCH. gocql would prepare every statement, so the replay speaks the protocol itself,
 // through tracecar's codec: one connection carries many requests at once, by stream id.
 
-// replayStreams bounds the requests in flight on one replay connection.
+// replayStreams bounds the requests in flight on one connection.
 const replayStreams = 1024
 
-// rconn is one replay connection. Its methods are safe for concurrent use.
-type rconn struct {
+// Conn is one connection. Its methods are safe for concurrent use.
+type Conn struct {
 	nc      net.Conn
 	comp    cql.Compressor
 	wmu     sync.Mutex
 	free    chan int16
-	waiters []chan rresp
+	waiters []chan Response
 	done    chan struct{}
 	errMu   sync.Mutex
 	err     error
@@ -50,27 +55,36 @@ type rconn struct {
 	metaIDs map[string][]byte
 }
 
-// rresp is a response: its header and its message (after the prefix), decompressed.
-type rresp struct {
-	h cql.Header
+// Response is a response: its header and its message (after the prefix), decompressed.
+type Response struct {
+	Header cql.Header
 	// msg is the message after the response's prefix, but for a page of rows (rows set),
-	// whose row count and paging state the reader takes, so that a page is not copied.
+	// whose row count N and paging state State the reader takes, so that a page is not
+	// copied.
 	msg   []byte
 	rows  bool
-	n     int
-	state []byte
+	N     int
+	State []byte
 }
 
-// dialReplay opens a replay connection to addr and completes its handshake, compressed as
-// cfg says.
-func dialReplay(ctx context.Context, cfg *Config, addr string) (*rconn, error) {
+// Options are how a connection is made: loadcheck's --tls, --timeout,
+// --protocol-version (5, else v4) and --compression.
+type Options struct {
+	TLS             *tls.Config
+	Timeout         time.Duration
+	ProtocolVersion int
+	Compression     string
+}
+
+// Dial opens a connection to addr and completes its handshake, compressed as opts say.
+func Dial(ctx context.Context, o Options, addr string) (*Conn, error) {
 	d := net.Dialer{Timeout: 5 * time.Second}
 	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("replay: connect to %s: %w", addr, err)
 	}
-	if cfg.TLS != nil {
-		tc := cfg.TLS.Clone()
+	if o.TLS != nil {
+		tc := o.TLS.Clone()
 		if tc.ServerName == "" {
 			tc.ServerName, _, _ = net.SplitHostPort(addr)
 		}
@@ -84,37 +98,37 @@ func dialReplay(ctx context.Context, cfg *Config, addr string) (*rconn, error) {
 	if tc, ok := nc.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 	}
-	c := &rconn{nc: nc, free: make(chan int16, replayStreams),
-		waiters: make([]chan rresp, replayStreams), done: make(chan struct{}), timeout: cfg.Timeout, version: cql.V4}
-	if cfg.ProtocolVersion == 5 {
+	c := &Conn{nc: nc, free: make(chan int16, replayStreams),
+		waiters: make([]chan Response, replayStreams), done: make(chan struct{}), timeout: o.Timeout, version: cql.V4}
+	if o.ProtocolVersion == 5 {
 		c.version = cql.V5
-		c.lz4 = cfg.Compression == "lz4"
+		c.lz4 = o.Compression == "lz4"
 	}
 	for i := range replayStreams {
 		c.free <- int16(i)
-		c.waiters[i] = make(chan rresp, 1)
+		c.waiters[i] = make(chan Response, 1)
 	}
 	opts := map[string]string{"CQL_VERSION": "3.0.0"}
-	switch cfg.Compression {
+	switch o.Compression {
 	case "lz4":
 		opts["COMPRESSION"] = "lz4"
 	case "snappy":
 		opts["COMPRESSION"] = "snappy"
 	}
 	go c.read()
-	r, err := c.do(ctx, cql.OpStartup, cql.Startup{Options: opts}.AppendBody(nil, c.version), false)
+	r, err := c.Do(ctx, cql.OpStartup, cql.Startup{Options: opts}.AppendBody(nil, c.version), false)
 	if err != nil {
-		c.close()
+		c.Close()
 		return nil, fmt.Errorf("replay: STARTUP to %s: %w", addr, err)
 	}
-	switch r.h.Opcode {
+	switch r.Header.Opcode {
 	case cql.OpReady:
 	case cql.OpAuthenticate:
-		c.close()
+		c.Close()
 		return nil, fmt.Errorf("replay: %s asks for authentication, which the replay does not do", addr)
 	default:
-		c.close()
-		return nil, fmt.Errorf("replay: STARTUP to %s: answered with %s", addr, r.h.Opcode)
+		c.Close()
+		return nil, fmt.Errorf("replay: STARTUP to %s: answered with %s", addr, r.Header.Opcode)
 	}
 	if c.version == cql.V5 {
 		c.wmu.Lock()
@@ -126,12 +140,13 @@ func dialReplay(ctx context.Context, cfg *Config, addr string) (*rconn, error) {
 	return c, nil
 }
 
-func (c *rconn) close() {
+// Close closes the connection and waits for its reader.
+func (c *Conn) Close() {
 	c.nc.Close()
 	<-c.done
 }
 
-func (c *rconn) fail(err error) {
+func (c *Conn) fail(err error) {
 	c.errMu.Lock()
 	if c.err == nil {
 		c.err = err
@@ -139,7 +154,7 @@ func (c *rconn) fail(err error) {
 	c.errMu.Unlock()
 }
 
-func (c *rconn) failure() error {
+func (c *Conn) failure() error {
 	c.errMu.Lock()
 	defer c.errMu.Unlock()
 	if c.err == nil {
@@ -149,7 +164,7 @@ func (c *rconn) failure() error {
 }
 
 // read reads responses and hands each to the request waiting on its stream.
-func (c *rconn) read() {
+func (c *Conn) read() {
 	defer close(c.done)
 	br := bufio.NewReaderSize(c.nc, 64<<10)
 	var buf, dec []byte
@@ -186,7 +201,7 @@ func (c *rconn) read() {
 // v5 connection), then those queued during that write, until none are left, as the drivers
 // coalesce, so that a busy connection costs the node one read for many requests, and a
 // request costs no goroutine switch to a writer. It returns with wmu released.
-func (c *rconn) flush() {
+func (c *Conn) flush() {
 	c.writing = true
 	for len(c.buf) > 0 {
 		out := c.buf
@@ -222,7 +237,7 @@ func (c *rconn) flush() {
 var voidResult = [4]byte{0, 0, 0, 1}
 
 // deliver hands a response to the request waiting on its stream.
-func (c *rconn) deliver(h cql.Header, body []byte) {
+func (c *Conn) deliver(h cql.Header, body []byte) {
 	if h.Stream < 0 || int(h.Stream) >= replayStreams {
 		return // events
 	}
@@ -230,11 +245,11 @@ func (c *rconn) deliver(h cql.Header, body []byte) {
 	if err != nil {
 		msg = nil
 	}
-	r := rresp{h: h}
+	r := Response{Header: h}
 	var resp cql.Response
 	resp.Parse(h.Opcode, h.ProtoVersion(), msg)
 	if resp.Rows >= 0 {
-		r.n, r.state, r.rows = resp.Rows, bytes.Clone(resp.PagingState), true
+		r.N, r.State, r.rows = resp.Rows, bytes.Clone(resp.PagingState), true
 	}
 	switch {
 	case r.rows:
@@ -251,7 +266,7 @@ func (c *rconn) deliver(h cql.Header, body []byte) {
 
 // readSegments reads the responses of a v5 connection after READY: segments, each
 // carrying whole frames or a part of a large one.
-func (c *rconn) readSegments(br *bufio.Reader) {
+func (c *Conn) readSegments(br *bufio.Reader) {
 	sr := cql.SegmentReader{LZ4: c.lz4}
 	var in []byte
 	fail := func(err error) {
@@ -289,15 +304,15 @@ func (c *rconn) readSegments(br *bufio.Reader) {
 	}
 }
 
-// do sends one request and waits for its response.
-func (c *rconn) do(ctx context.Context, op cql.Opcode, body []byte, compress bool) (rresp, error) {
+// Do sends one request and waits for its response.
+func (c *Conn) Do(ctx context.Context, op cql.Opcode, body []byte, compress bool) (Response, error) {
 	var stream int16
 	select {
 	case stream = <-c.free:
 	case <-c.done:
-		return rresp{}, c.failure()
+		return Response{}, c.failure()
 	case <-ctx.Done():
-		return rresp{}, ctx.Err()
+		return Response{}, ctx.Err()
 	}
 	ch := c.waiters[stream]
 	select { // a late response to an earlier, timed-out request on this stream
@@ -337,7 +352,7 @@ func (c *rconn) do(ctx context.Context, op cql.Opcode, body []byte, compress boo
 	}
 	if err != nil {
 		c.free <- stream
-		return rresp{}, fmt.Errorf("replay: write: %w", err)
+		return Response{}, fmt.Errorf("replay: write: %w", err)
 	}
 	t := getTimer(c.timeout)
 	defer putTimer(t)
@@ -346,20 +361,20 @@ func (c *rconn) do(ctx context.Context, op cql.Opcode, body []byte, compress boo
 		c.free <- stream
 		return r, nil
 	case <-c.done:
-		return rresp{}, c.failure()
+		return Response{}, c.failure()
 	case <-t.C:
 		// The stream stays out of use: a late answer would be taken for another's.
-		return rresp{}, fmt.Errorf("replay: no response within %v", c.timeout)
+		return Response{}, fmt.Errorf("replay: no response within %v", c.timeout)
 	case <-ctx.Done():
-		return rresp{}, ctx.Err()
+		return Response{}, ctx.Err()
 	}
 }
 
-// result reads a response: the rows of a RESULT, or the error of an ERROR.
-func result(r rresp) (int, error) {
-	switch r.h.Opcode {
+// Result reads a response: the rows of a RESULT, or the error of an ERROR.
+func Result(r Response) (int, error) {
+	switch r.Header.Opcode {
 	case cql.OpResult:
-		return r.n, nil
+		return r.N, nil
 	case cql.OpError:
 		e, err := cql.DecodeError(r.msg)
 		if err != nil {
@@ -367,29 +382,29 @@ func result(r rresp) (int, error) {
 		}
 		return 0, e
 	}
-	return 0, fmt.Errorf("replay: unexpected %s", r.h.Opcode)
+	return 0, fmt.Errorf("replay: unexpected %s", r.Header.Opcode)
 }
 
-// query runs a statement as text, without values, at consistency ONE: the schema's and
+// Query runs a statement as text, without values, at consistency ONE: the schema's and
 // the preload's DDL.
-func (c *rconn) query(ctx context.Context, text string) error {
+func (c *Conn) Query(ctx context.Context, text string) error {
 	body := cql.Query{Query: text, Params: cql.QueryParams{Consistency: cql.One}}.AppendBody(nil, c.version)
-	r, err := c.do(ctx, cql.OpQuery, body, true)
+	r, err := c.Do(ctx, cql.OpQuery, body, true)
 	if err != nil {
 		return err
 	}
-	_, err = result(r)
+	_, err = Result(r)
 	return err
 }
 
-// prepare prepares text and returns its id.
-func (c *rconn) prepare(ctx context.Context, text string) ([]byte, error) {
-	r, err := c.do(ctx, cql.OpPrepare, cql.Prepare{Query: text}.AppendBody(nil, c.version), true)
+// Prepare prepares text and returns its id.
+func (c *Conn) Prepare(ctx context.Context, text string) ([]byte, error) {
+	r, err := c.Do(ctx, cql.OpPrepare, cql.Prepare{Query: text}.AppendBody(nil, c.version), true)
 	if err != nil {
 		return nil, err
 	}
-	if r.h.Opcode == cql.OpError {
-		_, err := result(r)
+	if r.Header.Opcode == cql.OpError {
+		_, err := Result(r)
 		return nil, err
 	}
 	p, ok := cql.ReadPrepared(r.msg, c.version)
@@ -408,9 +423,12 @@ func (c *rconn) prepare(ctx context.Context, text string) ([]byte, error) {
 	return id, nil
 }
 
-// execute returns the EXECUTE of the statement id with params, at the connection's
+// Version is the protocol version of the connection's frames.
+func (c *Conn) Version() byte { return c.version }
+
+// Execute returns the EXECUTE of the statement id with params, at the connection's
 // version (from v5 with the statement's result metadata id).
-func (c *rconn) execute(dst, id []byte, params cql.QueryParams) []byte {
+func (c *Conn) Execute(dst, id []byte, params cql.QueryParams) []byte {
 	e := cql.Execute{ID: id, Params: params}
 	if c.version >= cql.V5 {
 		c.metaMu.RLock()

@@ -3,7 +3,8 @@
 // one response (Conn.Response). It touches no socket, buffer, event loop or segment: those
 // are the transports' (package sidecar), which read the frames, call the pipeline, and
 // apply the Effect that a request returns when it changes the framing. The arrows point one
-// way: sidecar imports pipeline, and pipeline imports neither sidecar nor a socket.
+// way: sidecar imports pipeline, and pipeline imports neither sidecar nor a socket. It is
+// internal to sidecar: no other package of the module reaches the per-frame work.
 package pipeline
 
 import (
@@ -27,10 +28,12 @@ import (
 // call request and response, and apply the effect that a request returns when it changes
 // the framing (a v5 STARTUP, a frame edited in place).
 //
-// A transport's connection embeds its Conn, so that the per-frame calls are direct calls
-// on the connection. The request side and the response side of a connection use it
-// at once on the goroutine path: the fields they share are atomics, or set before both
-// start (see each).
+// A transport's connection holds its Conn as a named field (sidecar's conn.pipe), so that
+// the per-frame calls are direct calls, each visible at its call site: a request
+// (Request, which returns its effect on the framing), a response (Response), a write done
+// (Wrote) and what is queued (Queued). The request side and the response side of a
+// connection use it at once on the goroutine path: the fields they share are atomics, or
+// set before both start (see each).
 type Conn struct {
 	sh *Shared
 	// tr is the connection's tracing state: nil until its first request that tracing
@@ -87,10 +90,10 @@ const (
 // compressors are indexed by pipeline.comp.
 var compressors = [...]cql.Compressor{nil, cql.LZ4{}, cql.Snappy{}}
 
-// TraceConn returns the connection's tracing state, made on first use; request side
+// traceConn returns the connection's tracing state, made on first use; request side
 // only, and only with a tracer (Proxy.tr). An idle connection, or one of a node with
 // tracing off, never holds one (it is about 230 bytes with its registration).
-func (c *Conn) TraceConn() *tracing.Conn {
+func (c *Conn) traceConn() *tracing.Conn {
 	if t := c.tr.Load(); t != nil {
 		return t
 	}
@@ -204,7 +207,7 @@ func (c *Conn) Restore(s State) {
 		c.audit.tried.Store(&u)
 		c.audit.loggedIn()
 		if c.sh.Tracer != nil {
-			c.TraceConn().SetUser(s.User)
+			c.traceConn().SetUser(s.User)
 		}
 	}
 }
@@ -255,7 +258,7 @@ type captureState struct {
 }
 
 // Counters are the counters of one connection, read by Stats at any time. Each has a
-// single writer, and is added to with Inc (a load and a store): the request side's
+// single writer, and is added to with inc (a load and a store): the request side's
 // (Requests, BytesIn, Segments[0], Resegmented[0]) are written only by the goroutine that
 // reads the client, which runs Conn.Request; the response side's (Responses, Rewritten,
 // BytesOut, Segments[1], Resegmented[1]) only by the goroutine that reads the node, which
@@ -280,12 +283,12 @@ type Counts struct {
 	Segments, Resegmented                   [2]uint64
 }
 
-// Inc adds n to v, a counter with one writer, with a load and a store rather than a
+// inc adds n to v, a counter with one writer, with a load and a store rather than a
 // locked add: the per-frame path pays no bus lock, and a concurrent reader sees either
 // value, never a torn one. It is correct only for a counter that one goroutine writes
 // (see Counters, and a shard's figures, each written by one side); a counter with two
 // writers would lose additions, and must use Add.
-func Inc(v *atomic.Uint64, n uint64) { v.Store(v.Load() + n) }
+func inc(v *atomic.Uint64, n uint64) { v.Store(v.Load() + n) }
 
 // RequestSlot returns the index of connCounters.requests that counts a request of opcode op.
 func RequestSlot(op cql.Opcode) int {
@@ -311,4 +314,17 @@ func (c *Counters) AddTo(sum *Counts) {
 
 // Answered counts a response of size bytes once it is queued for the client and its
 // metrics are recorded (Conn.Queued), on either transport.
-func (c *Counters) Answered(size int) { Inc(&c.BytesOut, uint64(size)) }
+func (c *Counters) Answered(size int) { inc(&c.BytesOut, uint64(size)) }
+
+// The sides of a connection, as Segments and Resegmented index them.
+const (
+	FromClient = 0
+	FromNode   = 1
+)
+
+// SegmentRead counts a v5 segment read from side (FromClient or FromNode), and
+// SegmentWritten one re-encoded from its frames for the other side: the transport calls them from the
+// side's reader, the one writer of that side's counters (see Counters).
+func (c *Counters) SegmentRead(side int) { inc(&c.Segments[side], 1) }
+
+func (c *Counters) SegmentWritten(side int) { inc(&c.Resegmented[side], 1) }

@@ -1,4 +1,4 @@
-package loadcheck
+package stats
 
 import (
 	"math"
@@ -32,37 +32,37 @@ func TestSummarize(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := summarize(tt.xs)
-			if !near(s.mean, tt.mean, 1e-6) || !near(s.stdev, tt.stdev, 1e-6) || !near(s.stderr, tt.serr, 1e-6) {
-				t.Errorf("summarize = mean %v stdev %v stderr %v; want %v %v %v", s.mean, s.stdev, s.stderr, tt.mean, tt.stdev, tt.serr)
+			s := Summarize(tt.xs)
+			if !near(s.Mean, tt.mean, 1e-6) || !near(s.Stdev, tt.stdev, 1e-6) || !near(s.Stderr, tt.serr, 1e-6) {
+				t.Errorf("Summarize = mean %v stdev %v stderr %v; want %v %v %v", s.Mean, s.Stdev, s.Stderr, tt.mean, tt.stdev, tt.serr)
 			}
 		})
 	}
 }
 
 func TestDegradation(t *testing.T) {
-	base := summarize(scyllaBaseline)
+	base := Summarize(scyllaBaseline)
 	tests := []struct {
 		name     string
-		mode     summary
-		base     summary
+		mode     Summary
+		base     Summary
 		pct, err float64
 		tol      float64
 	}{
 		// The PR reports 8.46% and 18.40%, rounded to two decimals.
-		{"scylla fast", summarize(scyllaFast), base, 8.46, 0.254, 0.005},
-		{"scylla nofast", summarize(scyllaNoFast), base, 18.40, 0.0899, 0.005},
+		{"scylla fast", Summarize(scyllaFast), base, 8.46, 0.254, 0.005},
+		{"scylla nofast", Summarize(scyllaNoFast), base, 18.40, 0.0899, 0.005},
 		// By hand: r = 90/100, σr = √((1/100)² + (90·2/100²)²) = √(1e-4 + 3.24e-4) = 0.0205913.
-		{"hand", summary{n: 4, mean: 90, stderr: 1}, summary{n: 4, mean: 100, stderr: 2}, 10, 2.05913, 1e-5},
-		{"faster than baseline", summary{mean: 110}, summary{mean: 100}, -10, 0, 1e-9},
-		{"itself", base, base, 0, 100 * math.Sqrt2 * base.stderr / base.mean, 1e-9},
-		{"zero baseline", summary{mean: 5}, summary{}, 0, 0, 0},
+		{"hand", Summary{N: 4, Mean: 90, Stderr: 1}, Summary{N: 4, Mean: 100, Stderr: 2}, 10, 2.05913, 1e-5},
+		{"faster than baseline", Summary{Mean: 110}, Summary{Mean: 100}, -10, 0, 1e-9},
+		{"itself", base, base, 0, 100 * math.Sqrt2 * base.Stderr / base.Mean, 1e-9},
+		{"zero baseline", Summary{Mean: 5}, Summary{}, 0, 0, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			pct, err := degradation(tt.mode, tt.base)
+			pct, err := Degradation(tt.mode, tt.base)
 			if !near(pct, tt.pct, tt.tol) || !near(err, tt.err, math.Max(tt.tol, 1e-3*tt.err)) {
-				t.Errorf("degradation = %.5f ± %.5f; want %.5f ± %.5f", pct, err, tt.pct, tt.err)
+				t.Errorf("Degradation = %.5f ± %.5f; want %.5f ± %.5f", pct, err, tt.pct, tt.err)
 			}
 		})
 	}
@@ -191,18 +191,18 @@ func TestWelch(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := welch(tt.a, tt.b)
-			if got.ok != tt.ok {
-				t.Fatalf("welch ok = %v; want %v", got.ok, tt.ok)
+			got := Welch(tt.a, tt.b)
+			if got.OK != tt.ok {
+				t.Fatalf("Welch ok = %v; want %v", got.OK, tt.ok)
 			}
 			if !tt.ok {
 				return
 			}
-			if !(got.t == tt.t || near(got.t, tt.t, tt.tolT)) || !near(got.p, tt.p, tt.tolP) {
-				t.Errorf("welch = t %v p %v; want t %v p %v", got.t, got.p, tt.t, tt.p)
+			if !(got.T == tt.t || near(got.T, tt.t, tt.tolT)) || !near(got.P, tt.p, tt.tolP) {
+				t.Errorf("Welch = t %v p %v; want t %v p %v", got.T, got.P, tt.t, tt.p)
 			}
-			if tt.dfKnown && !near(got.df, tt.df, 0.05) {
-				t.Errorf("welch df = %v; want %v", got.df, tt.df)
+			if tt.dfKnown && !near(got.DF, tt.df, 0.05) {
+				t.Errorf("Welch df = %v; want %v", got.DF, tt.df)
 			}
 		})
 	}
@@ -210,7 +210,7 @@ func TestWelch(t *testing.T) {
 
 func TestWelchScylla(t *testing.T) {
 	// The PR's five-run samples differ by far more than their spread.
-	if p := welch(scyllaFast, scyllaBaseline).p; !(p < 1e-6) {
+	if p := Welch(scyllaFast, scyllaBaseline).P; !(p < 1e-6) {
 		t.Errorf("p(fast vs baseline) = %v; want < 1e-6", p)
 	}
 }
@@ -220,15 +220,15 @@ func TestOneSampleT(t *testing.T) {
 	// minus drug 1 for ten patients. R's t.test(extra ~ group, data = sleep, paired = TRUE)
 	// gives t = -4.0621, df = 9, p-value = 0.002833 (for drug 1 minus drug 2).
 	diffs := []float64{1.2, 2.4, 1.3, 1.3, 0.0, 1.0, 1.8, 0.8, 4.6, 1.4}
-	got := oneSampleT(diffs)
-	if !got.ok || !near(got.t, 4.0621, 5e-5) || got.df != 9 || !near(got.p, 0.002833, 5e-7) {
-		t.Errorf("oneSampleT = %+v; want t 4.0621, df 9, p 0.002833", got)
+	got := OneSampleT(diffs)
+	if !got.OK || !near(got.T, 4.0621, 5e-5) || got.DF != 9 || !near(got.P, 0.002833, 5e-7) {
+		t.Errorf("OneSampleT = %+v; want t 4.0621, df 9, p 0.002833", got)
 	}
-	if got := oneSampleT([]float64{3}); got.ok {
-		t.Errorf("oneSampleT of one value = %+v; want not ok", got)
+	if got := OneSampleT([]float64{3}); got.OK {
+		t.Errorf("OneSampleT of one value = %+v; want not ok", got)
 	}
-	if got := oneSampleT([]float64{2, 2, 2}); !got.ok || got.p != 0 {
-		t.Errorf("oneSampleT without spread = %+v; want p 0", got)
+	if got := OneSampleT([]float64{2, 2, 2}); !got.OK || got.P != 0 {
+		t.Errorf("OneSampleT without spread = %+v; want p 0", got)
 	}
 }
 
@@ -237,15 +237,15 @@ func TestPairedDegradation(t *testing.T) {
 	// although the rounds differ by 50%.
 	base := []float64{1000, 1500, 2000}
 	mode := []float64{900, 1350, 1800}
-	d := pairedDegradation(mode, base)
-	s := summarize(d)
-	if len(d) != 3 || !near(s.mean, 10, 1e-9) || !near(s.stderr, 0, 1e-9) {
-		t.Errorf("paired degradation = %v (mean %v ± %v); want 10, 10, 10", d, s.mean, s.stderr)
+	d := PairedDegradation(mode, base)
+	s := Summarize(d)
+	if len(d) != 3 || !near(s.Mean, 10, 1e-9) || !near(s.Stderr, 0, 1e-9) {
+		t.Errorf("paired Degradation = %v (mean %v ± %v); want 10, 10, 10", d, s.Mean, s.Stderr)
 	}
-	if w := welch(mode, base); !(w.p > 0.5) {
-		t.Errorf("Welch p = %v; want > 0.5, blind to the paired difference", w.p)
+	if w := Welch(mode, base); !(w.P > 0.5) {
+		t.Errorf("Welch p = %v; want > 0.5, blind to the paired difference", w.P)
 	}
-	if d := pairedDegradation([]float64{1}, []float64{1, 2}); d != nil {
+	if d := PairedDegradation([]float64{1}, []float64{1, 2}); d != nil {
 		t.Errorf("unpaired rounds = %v; want nil", d)
 	}
 }

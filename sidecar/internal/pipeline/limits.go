@@ -53,7 +53,7 @@ func (c *Conn) rewriteSupported(f *cql.Frame) []byte {
 		if last.out == nil {
 			return frame
 		}
-		Inc(&c.Counters.Rewritten, 1) // as encode counts the first
+		inc(&c.Counters.Rewritten, 1) // as encode counts the first
 		c.Debug().Msg(supportedRewritten)
 		return last.withStream(frame)
 	}

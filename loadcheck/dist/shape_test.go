@@ -1,4 +1,4 @@
-package loadcheck
+package dist
 
 import (
 	"math"
@@ -9,15 +9,15 @@ import (
 
 // The shapes of cassandra-stress's distributions (tools/stress, OptionDistribution and
 // the generate package), from which TestDistShape derives each value's probability:
-//   - UNIFORM(min..max): commons-math's UniformRealDistribution(min, max+1), truncated to
-//     a long (DistributionBoundApache): each of min..max with 1/(max−min+1).
-//   - GAUSSIAN(min..max[,stdvrng]) and (min..max,mean,stdev): NormalDistribution(mean,
+//   - UNIFORM(min..Max): commons-math's UniformRealDistribution(min, max+1), truncated to
+//     a long (DistributionBoundApache): each of min..Max with 1/(max−min+1).
+//   - GAUSSIAN(min..Max[,stdvrng]) and (min..Max,mean,stdev): NormalDistribution(mean,
 //     stdev), with mean (min+max)/2 and stdev (max−min)/2/stdvrng (stdvrng 3) unless given,
 //     truncated toward zero by Java's (long) cast and then bounded to [min, max].
-//   - EXP(min..max): ExponentialDistribution with mean (max−min)/F⁻¹(1 − √(1/(max−min))),
+//   - EXP(min..Max): ExponentialDistribution with mean (max−min)/F⁻¹(1 − √(1/(max−min))),
 //     F that of the exponential of mean 1; a draw x gives min + clamp((long) x, 0, max−min)
 //     (DistributionOffsetApache).
-//   - EXTREME(min..max,shape): WeibullDistribution(shape, scale), scale (max−min)/F⁻¹(1 −
+//   - EXTREME(min..Max,shape): WeibullDistribution(shape, scale), scale (max−min)/F⁻¹(1 −
 //     √(1/(max−min))) for the Weibull of that shape and scale 1, offset as EXP.
 //   - FIXED(v): v.
 //   - A leading ~ (DistributionInverted) yields max − (x − min).
@@ -30,41 +30,41 @@ func truncCDF(f func(float64) float64, v int64) float64 {
 	return f(float64(v))
 }
 
-// stressPMF returns the probability of each value min..max of spec under cassandra-stress's
+// stressPMF returns the probability of each value min..Max of spec under cassandra-stress's
 // definition, computed from the distribution's CDF rather than by drawing.
 func stressPMF(tb testing.TB, spec string) (min int64, p []float64) {
 	tb.Helper()
-	d, err := parseDist(spec)
+	d, err := Parse(spec)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	n := d.max - d.min + 1
+	n := d.Max - d.Min + 1
 	p = make([]float64, n)
-	delta := float64(d.max - d.min)
+	delta := float64(d.Max - d.Min)
 	tail := -math.Log(math.Sqrt(1 / delta)) // F⁻¹(1 − √(1/delta)) of the exponential of mean 1
-	// g(v) is P(value ≤ v) before inversion, for v in min..max.
+	// g(v) is P(value ≤ v) before inversion, for v in min..Max.
 	var g func(v int64) float64
 	switch d.kind {
 	case distFixed:
 		g = func(int64) float64 { return 1 }
 	case distUniform:
-		g = func(v int64) float64 { return float64(v-d.min+1) / float64(n) }
+		g = func(v int64) float64 { return float64(v-d.Min+1) / float64(n) }
 	case distGaussian:
 		f := func(x float64) float64 { return 0.5 * math.Erfc(-(x-d.mean)/(d.stdev*math.Sqrt2)) }
 		g = func(v int64) float64 { return truncCDF(f, v) }
 	case distExp:
 		mean := delta / tail
-		g = func(v int64) float64 { return 1 - math.Exp(-float64(v-d.min+1)/mean) }
+		g = func(v int64) float64 { return 1 - math.Exp(-float64(v-d.Min+1)/mean) }
 	case distExtreme:
 		scale := delta / math.Pow(tail, 1/d.shape)
-		g = func(v int64) float64 { return 1 - math.Exp(-math.Pow(float64(v-d.min+1)/scale, d.shape)) }
+		g = func(v int64) float64 { return 1 - math.Exp(-math.Pow(float64(v-d.Min+1)/scale, d.shape)) }
 	default:
 		tb.Fatalf("%s: no reference shape", spec)
 	}
 	prev := 0.0
 	for i := range n {
 		c := 1.0
-		if v := d.min + i; v < d.max {
+		if v := d.Min + i; v < d.Max {
 			c = g(v)
 		}
 		p[i] = c - prev
@@ -75,7 +75,7 @@ func stressPMF(tb testing.TB, spec string) (min int64, p []float64) {
 			p[i], p[j] = p[j], p[i]
 		}
 	}
-	return d.min, p
+	return d.Min, p
 }
 
 // chiSquare compares the counts of draws with the probabilities p over adjacent values,
@@ -152,11 +152,11 @@ func TestDistShape(t *testing.T) {
 	for i, spec := range specs {
 		t.Run(spec, func(t *testing.T) {
 			lo, p := stressPMF(t, spec)
-			d, _ := parseDist(spec)
+			d, _ := Parse(spec)
 			r := rand.New(rand.NewPCG(58, uint64(i)))
 			counts := make([]int, len(p))
 			for range draws {
-				v := d.sample(r, -1)
+				v := d.Sample(r, -1)
 				if v < lo || v >= lo+int64(len(p)) {
 					t.Fatalf("drew %d, outside [%d..%d]", v, lo, lo+int64(len(p))-1)
 				}

@@ -26,10 +26,16 @@ import (
 // The frame is decoded once, into c.views.req, which every reader of it shares: the rewrite,
 // statement statistics and tracing. None decompresses or re-walks the body on its own.
 //
-// arrived is when the read that brought the frame returned, or 0: the event loop reads the
-// clock once per read (arrival), for every Request that read delivered, as for responses;
-// with 0 the Request reads the clock itself when it needs it.
-func (c *Conn) Request(h cql.Header, frame []byte, n int, arrived int64) (tracing.Ticket, Effect) {
+// read is the time of the read that brought the frame, shared by every Request that read
+// delivered (the event loop's: one clock read per read, as for responses): 0 until a
+// Request of the read needs it, when it is set (requestArrival). With nil (the goroutine
+// path's), the Request reads the clock itself when it needs it.
+func (c *Conn) Request(h cql.Header, frame []byte, n int, read *int64) (tracing.Ticket, Effect) {
+	var arrived int64
+	if read != nil {
+		*read = c.requestArrival(*read)
+		arrived = *read
+	}
 	f := &c.Views.req
 	f.Reset(h, frame, c.compressor())
 	var req Inflight
@@ -79,16 +85,16 @@ func (c *Conn) Request(h cql.Header, frame []byte, n int, arrived int64) (tracin
 		}
 		if t := c.sh.Tracer; t != nil {
 			if e := req.stat.Floor(); e != nil {
-				req.trace = c.TraceConn().BeginFloor(f, now, e)
+				req.trace = c.traceConn().BeginFloor(f, now, e)
 			} else if t.Considers(&f.Header) {
-				req.trace = c.TraceConn().Begin(f, now)
+				req.trace = c.traceConn().Begin(f, now)
 			}
 		}
 		c.Streams.put(&req)
 	}
 	// The one request counter: metrics and tracing read it (Proxy.New).
-	Inc(&c.Counters.Requests[RequestSlot(h.Opcode)], 1)
-	Inc(&c.Counters.BytesIn, uint64(n))
+	inc(&c.Counters.Requests[RequestSlot(h.Opcode)], 1)
+	inc(&c.Counters.BytesIn, uint64(n))
 	if c.sh.Logs(zerolog.DebugLevel) {
 		if e := c.Debug(); e != nil {
 			e.Str("op", h.Opcode.String()).Int16("stream", h.Stream).Int("bytes", n).Msg("request")
@@ -105,12 +111,15 @@ func (c *Conn) Request(h cql.Header, frame []byte, n int, arrived int64) (tracin
 // prepared statements, and the rewrite of SUPPORTED, system tables and events. It returns
 // the frame to forward, which is frame itself unless it was rewritten (frame is nil for a
 // frame streamed through unread), and the tracing Ticket that the caller passes to wrote
-// once the frame is written, when the request is traced with events. arrived is when the
-// read that brought it returned (0 without metrics or statement statistics). The caller
-// calls queued once the frame is queued for the client.
+// once the frame is written, when the request is traced with events. read is the time of
+// the read that brought it, shared by every frame that read delivered: 0 until a frame of
+// the read needs it, when it is set (arrival); the caller passes it on to Queued once the
+// frame is queued for the client.
 //
 // Like a request, the Response is decoded once, into c.views.resp, for every reader.
-func (c *Conn) Response(h cql.Header, frame []byte, req *Inflight, arrived int64) ([]byte, tracing.Ticket) {
+func (c *Conn) Response(h cql.Header, frame []byte, req *Inflight, read *int64) ([]byte, tracing.Ticket) {
+	*read = c.arrival(*read, req)
+	arrived := *read
 	f := &c.Views.resp
 	f.Reset(h, frame, c.compressor())
 	if h.Stream >= 0 {
@@ -146,7 +155,7 @@ func (c *Conn) Response(h cql.Header, frame []byte, req *Inflight, arrived int64
 	if req.capt != nil {
 		captureResponse(req.capt, f, arrived)
 	}
-	Inc(&c.Counters.Responses, 1)
+	inc(&c.Counters.Responses, 1)
 	return out, done
 }
 
@@ -174,8 +183,8 @@ func (c *Conn) Queued(req Inflight, arrived int64) {
 	}
 }
 
-// ReadsBody reports whether the proxy itself reads the body of requests with opcode op.
-func (c *Conn) ReadsBody(op cql.Opcode) bool {
+// readsBody reports whether the proxy itself reads the body of requests with opcode op.
+func (c *Conn) readsBody(op cql.Opcode) bool {
 	switch op {
 	case cql.OpStartup, cql.OpQuery, cql.OpPrepare:
 		return true
@@ -309,7 +318,7 @@ func (c *Conn) authResponse(f *cql.Frame) {
 	if user, ok := saslPlainUser(body); ok {
 		c.audit.tried.Store(&user)
 		if c.sh.Tracer != nil {
-			c.TraceConn().SetUser(user)
+			c.traceConn().SetUser(user)
 		}
 	}
 }
@@ -362,7 +371,7 @@ func (c *Conn) startup(body []byte) Effect {
 // ReadsRequest reports whether a client frame with header h, too large for the transport's
 // read buffer, is read whole for the work on it rather than streamed through unread.
 func (c *Conn) ReadsRequest(h cql.Header) bool {
-	return c.sh.Tracer != nil || c.ReadsBody(h.Opcode) || auditOn(c.sh)
+	return c.sh.Tracer != nil || c.readsBody(h.Opcode) || auditOn(c.sh)
 }
 
 // ReadsResponse reports whether a node frame with header h, answering req and too large
@@ -373,22 +382,22 @@ func (c *Conn) ReadsResponse(h cql.Header, req *Inflight) bool {
 		req.aud != nil && h.Opcode == cql.OpError
 }
 
-// Arrival returns when the response to req arrived: arrived, the time of the read from the
+// arrival returns when the response to req arrived: arrived, the time of the read from the
 // node that brought it, or now when that time was not read yet and metrics or the
 // statement statistics of req need it. The transport keeps the time for the read: every
 // frame that read delivered shares one clock read. It is the response time that tracing
 // and statement statistics see, and the start of the added latency.
-func (c *Conn) Arrival(arrived int64, req *Inflight) int64 {
+func (c *Conn) arrival(arrived int64, req *Inflight) int64 {
 	if arrived == 0 && (req.stat.Active() || c.sh.Metrics != nil) {
 		return tracing.Now()
 	}
 	return arrived
 }
 
-// RequestArrival returns when the read from the client that brought requests returned:
+// requestArrival returns when the read from the client that brought requests returned:
 // arrived, or now when that time was not read yet and metrics or statement statistics
 // need it. Every request that read delivered shares one clock read.
-func (c *Conn) RequestArrival(arrived int64) int64 {
+func (c *Conn) requestArrival(arrived int64) int64 {
 	if arrived == 0 && (c.sh.Statements != nil || c.sh.Metrics != nil) {
 		return tracing.Now()
 	}
