@@ -16,35 +16,6 @@ import (
 	"github.com/tracecar/tracecar/internal/secrets"
 )
 
-// AuditLog is what the API needs from the audit log; *audit.Log implements it.
-type AuditLog interface {
-	// Settings returns the settings in force; Set replaces them.
-	Settings() *audit.Settings
-	Set(audit.Settings)
-	// HasSinks reports whether the log writes anywhere.
-	HasSinks() bool
-	// Wants reports whether a record is audited.
-	Wants(c audit.Category, keyspace, table, user string) bool
-	// Submit queues a record, waiting (under the block policy) until ctx is done at most.
-	Submit(ctx context.Context, r audit.Record) error
-	// Status returns the log's state; Err says which sinks fail, or nil.
-	Status() audit.Status
-	Err() error
-}
-
-// WithAudit serves GET and POST /tracecar/audit for a, reports its state in
-// /tracecar/status, makes /readyz fail while one of its sinks fails, and makes every
-// change through the API (any method but GET) an ADMIN record.
-func WithAudit(a AuditLog) Option {
-	return func(s *Server) { s.auditLog = a }
-}
-
-// auditSubmitTimeout bounds how long an admin change waits for room for its record in a
-// sink that is behind or failing (the block policy), so that an operator can always
-// change the sidecar, the audit included; a record that does not fit in time is dropped
-// and counted, and the admin log says so.
-const auditSubmitTimeout = 2 * time.Second
-
 // auditedKey marks a request whose ADMIN record its handler wrote itself.
 const auditedKey = "tracecar.audited"
 
@@ -58,17 +29,17 @@ const (
 )
 
 // getAudit serves GET /tracecar/audit.
-func (s *Server) getAudit(ctx *fasthttp.RequestCtx, _ string) error {
+func (s *opsAPI) getAudit(ctx *fasthttp.RequestCtx, _ string) error {
 	if _, err := readParams(ctx); err != nil {
 		return err
 	}
-	return writeJSON(ctx, s.auditLog.Status())
+	return writeJSON(ctx, auditOf(s.auditLog.Status()))
 }
 
 // setAudit serves POST /tracecar/audit?enable=&categories=&keyspaces=&tables=&exclude_users=:
 // every parameter is checked before any is applied; an absent one stays as it is. Turning
 // the audit off is recorded before it is off.
-func (s *Server) setAudit(ctx *fasthttp.RequestCtx, _ string) error {
+func (s *opsAPI) setAudit(ctx *fasthttp.RequestCtx, _ string) error {
 	p, err := readParams(ctx, audit.Params...)
 	if err != nil {
 		return err
@@ -103,7 +74,7 @@ func (s *Server) setAudit(ctx *fasthttp.RequestCtx, _ string) error {
 	}
 	ctx.SetUserValue(auditedKey, true)
 	s.audit(ctx, "audit").Interface("old", old.View()).Interface("new", ns.View()).Msg("admin change")
-	return writeJSON(ctx, s.auditLog.Status())
+	return writeJSON(ctx, auditOf(s.auditLog.Status()))
 }
 
 // auditRequest makes the ADMIN record of a request that may change something (any method
@@ -123,7 +94,7 @@ func (s *Server) auditRequest(ctx *fasthttp.RequestCtx) {
 
 // auditChange submits the ADMIN record of the change ctx asks for, answered with code;
 // always records it whatever the settings (the audit's own disabling).
-func (s *Server) auditChange(ctx *fasthttp.RequestCtx, code int, always bool) {
+func (s *core) auditChange(ctx *fasthttp.RequestCtx, code int, always bool) {
 	user := AuditUserAnonymous
 	if s.cfg.Token != "" && code != http.StatusUnauthorized {
 		user = AuditUserToken

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tracecar/tracecar/admin"
 	"github.com/tracecar/tracecar/audit"
 	"github.com/tracecar/tracecar/internal/testkit/smalldisk"
@@ -26,7 +27,7 @@ func TestAuditFullDiskDrop(t *testing.T) {
 	}
 	l := audit.Open(audit.Config{Policy: audit.Drop, Queue: 2, Retry: 5 * time.Millisecond, Sinks: []audit.Sink{fs}})
 	t.Cleanup(func() { l.Close(t.Context()) })
-	f := mustServe(t, admin.Config{}, newFakeTracer(), admin.WithAudit(l), admin.WithCollector(l.Collector()))
+	f := mustServe(t, admin.Config{Tracer: newFakeTracer(), Audit: l, Collectors: []prometheus.Collector{l.Collector()}})
 	do(t, client, f.url, request{method: "POST", path: "/tracecar/audit?enable=true&categories=ADMIN"})
 	// The writer tries the first record, and fails; while it retries, its queue (2) fills
 	// and the changes that follow are dropped.

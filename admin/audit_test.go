@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tracecar/tracecar/admin"
 	"github.com/tracecar/tracecar/audit"
 )
@@ -88,7 +89,7 @@ func auditStatus(tb testing.TB, body string) audit.Status {
 func TestAuditEndpoint(t *testing.T) {
 	m := &memSink{}
 	l := mustAudit(t, audit.Block, m)
-	f := mustServe(t, admin.Config{}, newFakeTracer(), admin.WithAudit(l))
+	f := mustServe(t, admin.Config{Tracer: newFakeTracer(), Audit: l})
 	status, body := do(t, client, f.url, request{method: "GET", path: "/tracecar/audit"})
 	st := auditStatus(t, body)
 	if status != 200 || st.Enabled || st.Policy != "block" || len(st.Sinks) != 1 || st.Sinks[0].Name != "mem" || st.Sinks[0].State != "ok" {
@@ -125,7 +126,7 @@ func TestAuditEndpoint(t *testing.T) {
 // and changes nothing, not even the good parameters beside the bad one.
 func TestAuditBadInput(t *testing.T) {
 	l := mustAudit(t, audit.Block, &memSink{})
-	f := mustServe(t, admin.Config{}, newFakeTracer(), admin.WithAudit(l))
+	f := mustServe(t, admin.Config{Tracer: newFakeTracer(), Audit: l})
 	do(t, client, f.url, request{method: "POST", path: "/tracecar/audit?enable=true&categories=DDL"})
 	before := l.Settings().View()
 	for _, tt := range []struct {
@@ -160,7 +161,7 @@ func TestAuditBadInput(t *testing.T) {
 // TestAuditWithoutSink: enabling an audit log that writes nowhere is refused.
 func TestAuditWithoutSink(t *testing.T) {
 	l := mustAudit(t, audit.Block)
-	f := mustServe(t, admin.Config{}, newFakeTracer(), admin.WithAudit(l))
+	f := mustServe(t, admin.Config{Tracer: newFakeTracer(), Audit: l})
 	status, body := do(t, client, f.url, request{method: "POST", path: "/tracecar/audit?enable=true"})
 	if e := apiError(t, status, body); status != 409 || !strings.Contains(e.Message, "--audit-dir") {
 		t.Errorf("enable without a sink: %d %q; want 409 naming --audit-dir", status, e.Message)
@@ -180,7 +181,7 @@ func TestAdminChangesAudited(t *testing.T) {
 		t.Run("token="+token, func(t *testing.T) {
 			m := &memSink{}
 			l := mustAudit(t, audit.Block, m)
-			f := mustServe(t, admin.Config{Token: token}, newFakeTracer(), admin.WithAudit(l))
+			f := mustServe(t, admin.Config{Token: token, Tracer: newFakeTracer(), Audit: l})
 			auth := map[string]string{}
 			user := admin.AuditUserAnonymous
 			if token != "" {
@@ -254,7 +255,7 @@ func TestAdminChangesAudited(t *testing.T) {
 func TestAuditFailingSinkNotReady(t *testing.T) {
 	m := &memSink{}
 	l := mustAudit(t, audit.Block, m)
-	f := mustServe(t, admin.Config{}, newFakeTracer(), admin.WithAudit(l), admin.WithCollector(l.Collector()))
+	f := mustServe(t, admin.Config{Tracer: newFakeTracer(), Audit: l, Collectors: []prometheus.Collector{l.Collector()}})
 	do(t, client, f.url, request{method: "POST", path: "/tracecar/audit?enable=true&categories=ADMIN"})
 	waitRecords(t, m, 1)
 	m.setFail(fmt.Errorf("syslog gone"))

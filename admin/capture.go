@@ -12,35 +12,21 @@ import (
 	"github.com/tracecar/tracecar/tracing/capture"
 )
 
-// Capture is what the API needs from the workload capture; *capture.Capture implements
-// it.
-type Capture interface {
-	Start(capture.Options) (capture.Status, error)
-	Stop(ctx context.Context) (capture.Status, error)
-	Status() capture.Status
-}
-
-// WithCapture serves GET and POST /tracecar/capture for c, and reports its state in
-// /tracecar/status.
-func WithCapture(c Capture) Option {
-	return func(s *Server) { s.capture = c }
-}
-
 // captureStopTimeout bounds how long POST enable=false waits for the file to be complete.
 const captureStopTimeout = 30 * time.Second
 
 // getCapture serves GET /tracecar/capture.
-func (s *Server) getCapture(ctx *fasthttp.RequestCtx, _ string) error {
+func (s *opsAPI) getCapture(ctx *fasthttp.RequestCtx, _ string) error {
 	if _, err := readParams(ctx); err != nil {
 		return err
 	}
-	return writeJSON(ctx, s.capture.Status())
+	return writeJSON(ctx, captureOf(s.capture.Status()))
 }
 
 // setCapture serves POST /tracecar/capture?enable=true[&duration=60s][&max_bytes=256MiB]
 // [&values=shape|keep], which starts a capture, and enable=false, which stops it once its
 // file is complete. Every parameter is checked before anything starts.
-func (s *Server) setCapture(ctx *fasthttp.RequestCtx, _ string) error {
+func (s *opsAPI) setCapture(ctx *fasthttp.RequestCtx, _ string) error {
 	p, err := readParams(ctx, "enable", "duration", "max_bytes", "values")
 	if err != nil {
 		return err
@@ -89,14 +75,14 @@ func (s *Server) setCapture(ctx *fasthttp.RequestCtx, _ string) error {
 			return err
 		}
 		s.audit(ctx, "capture").Bool("enable", false).Msg("admin change")
-		return writeJSON(ctx, st)
+		return writeJSON(ctx, captureOf(st))
 	}
 	st, err := s.capture.Start(o)
 	if err != nil {
 		return err
 	}
 	s.audit(ctx, "capture").Bool("enable", true).Str("file", st.File).Str("values", st.Values).Msg("admin change")
-	return writeJSON(ctx, st)
+	return writeJSON(ctx, captureOf(st))
 }
 
 // parseSize reads a byte size: a number of bytes, or one with the suffix KiB, MiB or GiB

@@ -20,7 +20,7 @@ func TestCaptureEndpoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	cp := capture.New(capture.Config{Dir: dir})
-	f := mustServe(t, admin.Config{}, newFakeTracer(), admin.WithCapture(cp))
+	f := mustServe(t, admin.Config{Tracer: newFakeTracer(), Capture: cp})
 	for _, tc := range []struct{ method, path, param string }{
 		{"POST", "/tracecar/capture", "enable"},
 		{"POST", "/tracecar/capture?enable=maybe", "enable"},
@@ -76,7 +76,7 @@ func TestCaptureEndpoints(t *testing.T) {
 		t.Fatalf("stop: %d %s", status, body)
 	}
 
-	none := mustServe(t, admin.Config{}, newFakeTracer(), admin.WithCapture(capture.New(capture.Config{})))
+	none := mustServe(t, admin.Config{Tracer: newFakeTracer(), Capture: capture.New(capture.Config{})})
 	if status, body := do(t, client, none.url, request{method: "POST", path: "/tracecar/capture?enable=true"}); status != 409 || !strings.Contains(body, "--capture-dir") {
 		t.Errorf("start without a directory: %d %s; want 409 naming --capture-dir", status, body)
 	}

@@ -30,7 +30,7 @@ func TestConcurrentToggles(t *testing.T) {
 	}
 	for _, tt := range tracers {
 		t.Run(tt.name, func(t *testing.T) {
-			f := mustServe(t, admin.Config{}, tt.tr)
+			f := mustServe(t, admin.Config{Tracer: tt.tr})
 			const writers, posts = 8, 25
 			var wg sync.WaitGroup
 			var torn atomic.Int64

@@ -1,30 +1,20 @@
 package admin
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 
-	"github.com/valyala/fasthttp"
+	"github.com/tracecar/tracecar/admin/adminapi"
 
 	"github.com/tracecar/tracecar/tracing"
 	"github.com/tracecar/tracecar/tracing/capture"
 	"github.com/tracecar/tracecar/tracing/guardrail"
 )
 
-// Error is an API error: an HTTP status and a message for a person. It is sent as
-// {"message":"…","code":400}, the shape Scylla's API uses.
-type Error struct {
-	Code    int    `json:"code"`
-	Message string `json:"message"`
-	// Outcomes says, for a change applied to the sidecar and to the node, what happened on
-	// each side ("sidecar", "node").
-	Outcomes map[string]string `json:"outcomes,omitempty"`
-}
-
-// Error returns the message.
-func (e *Error) Error() string { return e.Message }
+// Error is an API error: an HTTP status and a message for a person, sent as the API's
+// error shape (adminapi.ErrorBody).
+type Error = adminapi.ErrorBody
 
 // errorf returns an *Error with status code.
 func errorf(code int, format string, args ...any) *Error {
@@ -49,12 +39,4 @@ func statusOf(err error) *Error {
 		return &Error{Code: http.StatusConflict, Message: err.Error()}
 	}
 	return &Error{Code: http.StatusInternalServerError, Message: err.Error()}
-}
-
-// writeError sends err as JSON.
-func writeError(ctx *fasthttp.RequestCtx, err *Error) {
-	b, _ := json.Marshal(err)
-	ctx.SetStatusCode(err.Code)
-	ctx.SetContentType("application/json")
-	ctx.SetBody(b)
 }

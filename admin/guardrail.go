@@ -2,26 +2,25 @@ package admin
 
 import (
 	"math"
-	"strconv"
 	"time"
 
 	"github.com/valyala/fasthttp"
 )
 
 // getGuardrail serves GET /tracecar/guardrail: the guardrail's state with its budget.
-func (s *Server) getGuardrail(ctx *fasthttp.RequestCtx, _ string) error {
+func (s *tracingAPI) getGuardrail(ctx *fasthttp.RequestCtx, _ string) error {
 	st := s.guardCtl.Status()
 	if st.Budget == nil {
 		b := s.guardCtl.Budget().JSON()
 		st.Budget = &b
 	}
-	return writeJSON(ctx, st)
+	return writeJSON(ctx, guardrailOf(st))
 }
 
 // setGuardrail serves POST /tracecar/guardrail: added_p99, cpu, drops, window, cooldown
 // and restore, each optional; an absent one keeps its value, and 0 turns a limit off. All
 // are parsed before any is applied.
-func (s *Server) setGuardrail(ctx *fasthttp.RequestCtx, _ string) error {
+func (s *tracingAPI) setGuardrail(ctx *fasthttp.RequestCtx, _ string) error {
 	p, err := readParams(ctx, "added_p99", "cpu", "drops", "window", "cooldown", "restore")
 	if err != nil {
 		return err
@@ -63,30 +62,4 @@ func (s *Server) setGuardrail(ctx *fasthttp.RequestCtx, _ string) error {
 	}
 	s.audit(ctx, "guardrail").Interface("old", old.JSON()).Interface("new", b.JSON()).Msg("admin change")
 	return nil
-}
-
-// duration parses name's value as a Go duration of at least lo.
-func (p params) duration(name string, lo time.Duration, want string) (time.Duration, bool, error) {
-	s, ok := p[name]
-	if !ok {
-		return 0, false, nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d < lo || d < 0 {
-		return 0, false, badParam(name, s, want)
-	}
-	return d, true, nil
-}
-
-// number parses name's value as a finite number in [lo, hi].
-func (p params) number(name string, lo, hi float64, want string) (float64, bool, error) {
-	s, ok := p[name]
-	if !ok {
-		return 0, false, nil
-	}
-	v, err := strconv.ParseFloat(s, 64)
-	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < lo || v > hi {
-		return 0, false, badParam(name, s, want)
-	}
-	return v, true, nil
 }

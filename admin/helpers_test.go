@@ -125,21 +125,21 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// mustServe starts a server on 127.0.0.1:0 for tr (which may be nil) and a fresh logger
-// registry, and stops it when the test ends.
-func mustServe(tb testing.TB, cfg admin.Config, tr admin.Tracer, opts ...admin.Option) *fixture {
+// mustServe starts a server for cfg on 127.0.0.1:0, with a fresh logger registry and a
+// logger the test reads, and stops it when the test ends.
+func mustServe(tb testing.TB, cfg admin.Config) *fixture {
 	tb.Helper()
 	reg, err := logs.New(logs.Config{Writer: io.Discard})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	f := &fixture{tr: tr, logs: reg, log: &syncBuffer{}}
+	f := &fixture{tr: cfg.Tracer, logs: reg, log: &syncBuffer{}}
 	if cfg.Logger == nil {
 		l := zerolog.New(f.log)
 		cfg.Logger = &l
 	}
-	var loggers admin.Loggers = reg
-	f.url = serve(tb, admin.New(cfg, tr, loggers, opts...), cfg.TLSCert != "")
+	cfg.Loggers = reg
+	f.url = serve(tb, admin.New(cfg), cfg.TLSCert != "")
 	return f
 }
 

@@ -16,7 +16,7 @@ var openMetricsFormats = []expfmt.Format{expfmt.FmtOpenMetrics_1_0_0, expfmt.Fmt
 
 // getMetrics serves GET /metrics in the Prometheus text format, or in OpenMetrics when the
 // scraper asks for it.
-func (s *Server) getMetrics(ctx *fasthttp.RequestCtx, _ string) error {
+func (s *opsAPI) getMetrics(ctx *fasthttp.RequestCtx, _ string) error {
 	mfs, err := s.gatherer.Gather()
 	if err != nil {
 		return err

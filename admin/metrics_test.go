@@ -21,7 +21,7 @@ func TestMetrics(t *testing.T) {
 	m.Request(cql.OpExecute)
 	m.Latency(cql.OpExecute, 2*time.Millisecond)
 	tr := newFakeTracer()
-	f := mustServe(t, admin.Config{}, tr, admin.WithMetrics(m))
+	f := mustServe(t, admin.Config{Tracer: tr, Metrics: m})
 	if status, _ := do(t, client, f.url, request{method: "POST", path: "/storage_service/slow_query?enable=true&fast=true"}); status != 200 {
 		t.Fatal(status)
 	}
@@ -101,7 +101,7 @@ func TestMetricsExemplarsInOpenMetrics(t *testing.T) {
 	m.Request(cql.OpExecute)
 	m.Latency(cql.OpExecute, 3*time.Millisecond)
 	m.Exemplar(cql.OpExecute, 3*time.Millisecond, traceID)
-	f := mustServe(t, admin.Config{}, newFakeTracer(), admin.WithMetrics(m))
+	f := mustServe(t, admin.Config{Tracer: newFakeTracer(), Metrics: m})
 
 	accept := "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"
 	req := request{method: "GET", path: "/metrics", header: map[string]string{"Accept": accept}}

@@ -7,42 +7,16 @@ import (
 	"strings"
 	"time"
 
-	"github.com/valyala/fasthttp"
-
 	"github.com/tracecar/tracecar/tracing"
 )
 
+// Calls to the node's own management API (Config.Node): their timeout and errors, a change
+// made on the node after the sidecar's and rolled back when the node fails, and the node's
+// loggers named node:NAME. The node's endpoints are system.go's (its loggers),
+// storage_service.go's (the changes applied to it too) and node_probability.go's.
+
 // NodeLoggerPrefix marks a logger of the node in /system/logger paths: node:NAME.
 const NodeLoggerPrefix = "node:"
-
-// Node is what the API needs from the node's own management API; nodeapi.Client
-// implements it for ScyllaDB, Cassandra through Jolokia and the embedded node.
-type Node interface {
-	// Kind names the node's API: scylla, cassandra-jolokia or tracecar.
-	Kind() string
-	// TraceProbability and SetTraceProbability read and set the node's trace probability.
-	TraceProbability(ctx context.Context) (float64, error)
-	SetTraceProbability(ctx context.Context, p float64) error
-	// SetSlowQuery sets the node's slow-query logging (ScyllaDB only).
-	SetSlowQuery(ctx context.Context, enable, fast bool, thresholdMicros, ttlSeconds int64) error
-	// Loggers, Level and SetLevel list, read and set the node's loggers.
-	Loggers(ctx context.Context) ([]string, error)
-	Level(ctx context.Context, name string) (string, error)
-	SetLevel(ctx context.Context, name, level string) error
-}
-
-// NodeApply says which sidecar changes are applied to the node as well.
-type NodeApply struct {
-	SlowQuery        bool
-	TraceProbability bool
-}
-
-// WithNode gives the API the node's management API: /system/logger serves the node's
-// loggers as node:NAME, /tracecar/node/trace_probability serves the node's probability,
-// and the changes that apply names are made on the node too, all or nothing.
-func WithNode(n Node, apply NodeApply) Option {
-	return func(s *Server) { s.node, s.apply = n, apply }
-}
 
 // nodeTimeout bounds one call to the node's API.
 const nodeTimeout = 10 * time.Second
@@ -64,7 +38,7 @@ func nodeError(what string, err error) *Error {
 // applyToNode makes a change on the node after the sidecar's change succeeded. When the
 // node's change fails it rolls the sidecar's change back with undo, and returns a 502 (or
 // the node's 400) whose outcomes say what happened on each side.
-func (s *Server) applyToNode(what string, apply func(context.Context) error, undo func(tracing.Config) tracing.Config) error {
+func (s *core) applyToNode(what string, apply func(context.Context) error, undo func(tracing.Config) tracing.Config) error {
 	ctx, cancel := nodeContext()
 	defer cancel()
 	err := apply(ctx)
@@ -97,7 +71,7 @@ func noNode(name string) error {
 
 // nodeLoggers lists the node's loggers as node:NAME, or nothing (logged) when the node's
 // API does not answer, so that the sidecar's own loggers stay listed.
-func (s *Server) nodeLoggers() []string {
+func (s *core) nodeLoggers() []string {
 	if s.node == nil {
 		return nil
 	}
@@ -113,86 +87,4 @@ func (s *Server) nodeLoggers() []string {
 		out[i] = NodeLoggerPrefix + n
 	}
 	return out
-}
-
-// getNodeLogger serves GET /system/logger/node:NAME.
-func (s *Server) getNodeLogger(ctx *fasthttp.RequestCtx, name, nodeLogger string) error {
-	if s.node == nil {
-		return noNode(name)
-	}
-	c, cancel := nodeContext()
-	defer cancel()
-	l, err := s.node.Level(c, nodeLogger)
-	if err != nil {
-		return nodeError("logger "+name, err)
-	}
-	return writeJSON(ctx, l)
-}
-
-// setNodeLogger serves POST /system/logger/node:NAME?level=L.
-func (s *Server) setNodeLogger(ctx *fasthttp.RequestCtx, name, nodeLogger string) error {
-	if s.node == nil {
-		return noNode(name)
-	}
-	level, d, err := requiredLevel(ctx)
-	if err != nil {
-		return err
-	}
-	return s.toggle(ctx, "POST /system/logger/"+name, d, func() ([]TimerSetting, bool, error) {
-		c, cancel := nodeContext()
-		defer cancel()
-		old, err := s.node.Level(c, nodeLogger)
-		if err != nil {
-			return nil, false, nodeError("logger "+name, err)
-		}
-		if err := s.node.SetLevel(c, nodeLogger, level); err != nil {
-			return nil, false, nodeError("logger "+name, err)
-		}
-		s.audit(ctx, "logger "+name).Str("node", s.node.Kind()).Str("old", old).Str("new", level).Msg("admin change")
-		return []TimerSetting{{settingLoggerPrefix + name, old, level}}, costlyLevel(level), nil
-	})
-}
-
-// getNodeProbability serves GET /tracecar/node/trace_probability: the node's own
-// probability, a bare number.
-func (s *Server) getNodeProbability(ctx *fasthttp.RequestCtx, _ string) error {
-	c, cancel := nodeContext()
-	defer cancel()
-	p, err := s.node.TraceProbability(c)
-	if err != nil {
-		return nodeError("node trace_probability", err)
-	}
-	writeProbability(ctx, p)
-	return nil
-}
-
-// setNodeProbability serves POST /tracecar/node/trace_probability?probability=P: the
-// node's own probability only, the sidecar's stays.
-func (s *Server) setNodeProbability(ctx *fasthttp.RequestCtx, _ string) error {
-	prob, _, err := probabilityParam(ctx, false)
-	if err != nil {
-		return err
-	}
-	c, cancel := nodeContext()
-	defer cancel()
-	if err := s.node.SetTraceProbability(c, prob); err != nil {
-		return nodeError("node trace_probability", err)
-	}
-	s.audit(ctx, "node trace_probability").Str("node", s.node.Kind()).Float64("new", prob).Msg("admin change")
-	return nil
-}
-
-// String names the changes applied to the node, for messages.
-func (a NodeApply) String() string {
-	var p []string
-	if a.SlowQuery {
-		p = append(p, "slow_query")
-	}
-	if a.TraceProbability {
-		p = append(p, "trace_probability")
-	}
-	if len(p) == 0 {
-		return "none"
-	}
-	return strings.Join(p, ",")
 }

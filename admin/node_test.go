@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tracecar/tracecar/admin"
 	"github.com/tracecar/tracecar/internal/logs"
 	"github.com/tracecar/tracecar/internal/node"
@@ -31,7 +32,7 @@ func embeddedNode(tb testing.TB) (*node.Server, *logs.Registry, *nodeapi.Client)
 		c.Probability = srv.TraceProbability()
 		return c
 	}, func(c tracing.Config) error { return srv.SetTraceProbability(c.Probability) })
-	url := serve(tb, admin.New(admin.Config{}, tr, reg), false)
+	url := serve(tb, admin.New(admin.Config{Tracer: tr, Loggers: reg}), false)
 	c, err := nodeapi.New(nodeapi.Config{Kind: nodeapi.KindTracecar, URL: url})
 	if err != nil {
 		tb.Fatal(err)
@@ -41,7 +42,7 @@ func embeddedNode(tb testing.TB) (*node.Server, *logs.Registry, *nodeapi.Client)
 
 func TestNodeLoggersThroughTheSidecar(t *testing.T) {
 	_, nodeLogs, nc := embeddedNode(t)
-	f := mustServe(t, admin.Config{}, newFakeTracer(), admin.WithNode(nc, admin.NodeApply{TraceProbability: true}))
+	f := mustServe(t, admin.Config{Tracer: newFakeTracer(), Node: nc, NodeApply: admin.NodeApply{TraceProbability: true}})
 
 	status, body := do(t, client, f.url, request{method: "GET", path: "/system/logger"})
 	var names []string
@@ -78,7 +79,7 @@ func TestNodeLoggersThroughTheSidecar(t *testing.T) {
 }
 
 func TestNodeLoggerWithoutNodeAPI(t *testing.T) {
-	f := mustServe(t, admin.Config{}, newFakeTracer())
+	f := mustServe(t, admin.Config{Tracer: newFakeTracer()})
 	status, body := do(t, client, f.url, request{method: "POST", path: "/system/logger/node:node?level=debug"})
 	if e := apiError(t, status, body); status != 400 || !strings.Contains(e.Message, "--node-api") {
 		t.Fatalf("%d %s; want a 400 saying to give --node-api", status, body)
@@ -88,7 +89,7 @@ func TestNodeLoggerWithoutNodeAPI(t *testing.T) {
 func TestTraceProbabilityAppliedToNode(t *testing.T) {
 	srv, _, nc := embeddedNode(t)
 	tr := newFakeTracer()
-	f := mustServe(t, admin.Config{}, tr, admin.WithNode(nc, admin.NodeApply{TraceProbability: true}))
+	f := mustServe(t, admin.Config{Tracer: tr, Node: nc, NodeApply: admin.NodeApply{TraceProbability: true}})
 	if status, body := do(t, client, f.url, request{method: "POST", path: "/storage_service/trace_probability?probability=0.3"}); status != 200 {
 		t.Fatalf("%d %s", status, body)
 	}
@@ -121,7 +122,7 @@ func TestNodeFailureRollsBackTheSidecar(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr := newFakeTracer()
-	f := mustServe(t, admin.Config{}, tr, admin.WithNode(nc, admin.NodeApply{TraceProbability: true, SlowQuery: true}))
+	f := mustServe(t, admin.Config{Tracer: tr, Node: nc, NodeApply: admin.NodeApply{TraceProbability: true, SlowQuery: true}})
 	before := f.state(t)
 	for _, path := range []string{
 		"/storage_service/trace_probability?probability=0.5",
@@ -151,7 +152,7 @@ func TestSlowQueryForwardedToScylla(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := mustServe(t, admin.Config{}, newFakeTracer(), admin.WithNode(nc, admin.NodeApply{SlowQuery: true}))
+	f := mustServe(t, admin.Config{Tracer: newFakeTracer(), Node: nc, NodeApply: admin.NodeApply{SlowQuery: true}})
 	if status, body := do(t, client, f.url, request{method: "POST", path: "/storage_service/slow_query?enable=true&fast=true&threshold=2000"}); status != 200 {
 		t.Fatalf("%d %s", status, body)
 	}
@@ -169,7 +170,7 @@ func TestSlowQueryForwardedToScylla(t *testing.T) {
 func TestGuardrailEndpoint(t *testing.T) {
 	tr := tracing.New(tracing.Options{})
 	gc := guardrail.NewController(guardrail.Config{Tracer: tr, Source: guardrail.SourceFunc(func() guardrail.Sample { return guardrail.Sample{} })})
-	f := mustServe(t, admin.Config{}, gc.User(tr), admin.WithGuardrailControl(gc), admin.WithCollector(gc.Collector()))
+	f := mustServe(t, admin.Config{Tracer: gc.User(tr), GuardrailControl: gc, Collectors: []prometheus.Collector{gc.Collector()}})
 
 	status, body := do(t, client, f.url, request{method: "GET", path: "/tracecar/guardrail"})
 	if status != 200 || !strings.Contains(body, `"state":"none"`) {
@@ -214,7 +215,7 @@ func TestGuardrailEndpoint(t *testing.T) {
 // finding 8: it listed 6 where /system/logger listed 12).
 func TestLoggingLevelListsEveryLogger(t *testing.T) {
 	_, nodeLogs, nc := embeddedNode(t)
-	f := mustServe(t, admin.Config{}, newFakeTracer(), admin.WithNode(nc, admin.NodeApply{TraceProbability: true}))
+	f := mustServe(t, admin.Config{Tracer: newFakeTracer(), Node: nc, NodeApply: admin.NodeApply{TraceProbability: true}})
 	if err := nodeLogs.SetLevel("node", "debug"); err != nil {
 		t.Fatal(err)
 	}

@@ -5,30 +5,12 @@ import (
 	"strconv"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/tracecar/tracecar/admin/adminapi"
 )
 
-// NodeControl stops and starts the nodes of an embedded test cluster. node.Cluster
-// implements it, with nodes numbered from 0.
-type NodeControl interface {
-	// Len returns the number of nodes.
-	Len() int
-	// Up reports whether node i is serving.
-	Up(i int) bool
-	// Stop stops node i; Start starts it again.
-	Stop(i int) error
-	Start(i int) error
-}
-
-// WithNodeControl serves POST /tracecar/node/stop?node=i, POST /tracecar/node/start?node=i
-// and GET /tracecar/nodes, with nodes numbered from 1 as in 127.0.0.<i>. It is meant for
-// tests of failover: a stop looks like a crash to clients. isState reports whether an
-// error means that the node is already stopped or started, which the API answers with 409.
-func WithNodeControl(nc NodeControl, isState func(error) bool) Option {
-	return func(s *Server) { s.nodes, s.nodeStateErr = nc, isState }
-}
-
 // addNodeRoutes registers the node control endpoints when there is a NodeControl.
-func (s *Server) addNodeRoutes() {
+func (s *opsAPI) addNodeRoutes() {
 	if s.nodes == nil {
 		return
 	}
@@ -37,21 +19,16 @@ func (s *Server) addNodeRoutes() {
 	s.exact["/tracecar/nodes"] = route{http.MethodGet: s.getNodes}
 }
 
-// NodeState is one node in GET /tracecar/nodes.
-type NodeState struct {
-	Node int  `json:"node"`
-	Up   bool `json:"up"`
-}
-
-func (s *Server) getNodes(ctx *fasthttp.RequestCtx, _ string) error {
-	out := make([]NodeState, s.nodes.Len())
+// getNodes serves GET /tracecar/nodes.
+func (s *opsAPI) getNodes(ctx *fasthttp.RequestCtx, _ string) error {
+	out := make(adminapi.NodeStates, s.nodes.Len())
 	for i := range out {
-		out[i] = NodeState{Node: i + 1, Up: s.nodes.Up(i)}
+		out[i] = adminapi.NodeState{Node: i + 1, Up: s.nodes.Up(i)}
 	}
 	return writeJSON(ctx, out)
 }
 
-func (s *Server) nodeOp(ctx *fasthttp.RequestCtx, what string, op func(int) error) error {
+func (s *opsAPI) nodeOp(ctx *fasthttp.RequestCtx, what string, op func(int) error) error {
 	p, err := readParams(ctx, "node")
 	if err != nil {
 		return err

@@ -36,8 +36,8 @@ func (c readyCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(nodeUpDesc, prometheus.GaugeValue, up)
 }
 
-// opsCollectors returns the collectors of this file that the server's options call for.
-func (s *Server) opsCollectors() []prometheus.Collector {
+// opsCollectors returns the collectors of this file that the server's Config calls for.
+func opsCollectors(s *core) []prometheus.Collector {
 	if s.ready == nil {
 		return nil
 	}

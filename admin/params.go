@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tracecar/tracecar/internal/logs"
 	"github.com/valyala/fasthttp"
@@ -107,6 +108,32 @@ func (p params) probability(name string) (v float64, ok bool, err error) {
 	v, err = strconv.ParseFloat(s, 64)
 	if err != nil || math.IsNaN(v) || v < 0 || v > 1 {
 		return 0, false, badParam(name, s, "a number from 0 to 1, such as 0.01")
+	}
+	return v, true, nil
+}
+
+// duration parses name's value as a Go duration of at least lo.
+func (p params) duration(name string, lo time.Duration, want string) (time.Duration, bool, error) {
+	s, ok := p[name]
+	if !ok {
+		return 0, false, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < lo || d < 0 {
+		return 0, false, badParam(name, s, want)
+	}
+	return d, true, nil
+}
+
+// number parses name's value as a finite number in [lo, hi].
+func (p params) number(name string, lo, hi float64, want string) (float64, bool, error) {
+	s, ok := p[name]
+	if !ok {
+		return 0, false, nil
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < lo || v > hi {
+		return 0, false, badParam(name, s, want)
 	}
 	return v, true, nil
 }

@@ -28,7 +28,7 @@ func TestQueriesEndpoint(t *testing.T) {
 			ElapsedUS: 2500000, StartedAt: &started, Statement: "SELECT v FROM ks.t WHERE k = ?", Keyspace: "ks",
 			Table: "t", Consistency: "LOCAL_ONE", StatementFrom: "tracing", TraceMode: "fast"}}
 	}
-	f := mustServe(t, admin.Config{}, newFakeTracer(), admin.WithQueries(src))
+	f := mustServe(t, admin.Config{Tracer: newFakeTracer(), Queries: src})
 
 	for _, tc := range []struct {
 		path      string
@@ -82,7 +82,7 @@ func TestQueriesEndpoint(t *testing.T) {
 	if status, _ := do(t, client, f.url, request{method: "POST", path: "/tracecar/queries"}); status != 405 {
 		t.Errorf("POST /tracecar/queries: %d; want 405", status)
 	}
-	bare := mustServe(t, admin.Config{}, newFakeTracer())
+	bare := mustServe(t, admin.Config{Tracer: newFakeTracer()})
 	if status, _ := do(t, client, bare.url, request{method: "GET", path: "/tracecar/queries"}); status != 404 {
 		t.Errorf("a server without a source: %d; want 404", status)
 	}

@@ -9,10 +9,9 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,273 +21,108 @@ import (
 	"github.com/tracecar/tracecar/admin/adminapi"
 	"github.com/tracecar/tracecar/internal/metrics"
 	"github.com/tracecar/tracecar/tracing"
-	"github.com/tracecar/tracecar/tracing/guardrail"
 )
-
-// DefaultAddr is where the API listens when Config.Addr is empty: loopback only, on Scylla's
-// API port.
-const DefaultAddr = "127.0.0.1:10000"
 
 // ErrOpen is returned by Serve for a listener reachable from other machines when there is
 // no token and Config.Insecure is not set: a toggle can hurt a production node, so the API
 // is never open by accident.
 var ErrOpen = errors.New("admin API on a non-loopback address needs a token (or Insecure)")
 
-// Config configures a Server. The zero value listens on DefaultAddr without a token or TLS
-// and logs nothing.
-type Config struct {
-	// Addr is the host:port that ListenAndServe listens on; empty means DefaultAddr.
-	Addr string
-	// Token, when set, must come with every request but /healthz as
-	// "Authorization: Bearer TOKEN"; other requests get 401.
-	Token string
-	// TLSCert and TLSKey are PEM files; with both set the API speaks HTTPS only.
-	TLSCert, TLSKey string
-	// Insecure allows serving without a token on an address other machines can reach.
-	Insecure bool
-	// Logger is the admin logger: changes, refusals and server errors. Nil logs nothing.
-	Logger *zerolog.Logger
-}
-
-// Tracer is what the API needs from the tracing engine. tracing.Tracer implements it; a
-// server with only a trace probability (the embedded node) can use ConfigOnly.
-type Tracer interface {
-	// Config returns the current configuration.
-	Config() tracing.Config
-	// SetConfig installs a whole configuration at once, or returns an error and changes
-	// nothing.
-	SetConfig(tracing.Config) error
-	// SlowLog returns up to limit recorded sessions, newest first; limit <= 0 means all.
-	SlowLog(limit int) []tracing.Session
-	// Session returns one recorded session.
-	Session(id string) (tracing.Session, bool)
-	// Stats returns the tracer's counters.
-	Stats() tracing.Stats
-}
-
-// configUpdater is implemented by a Tracer, such as tracing.Tracer, that can apply a
-// read-modify-write under its own lock, so that no writer outside this server can slip in
-// between the read and the write.
-type configUpdater interface {
-	UpdateConfig(func(tracing.Config) tracing.Config) error
-}
-
-// Loggers is what the API needs from the logger registry; logs.Registry implements it.
-type Loggers interface {
-	// Names returns the names of the loggers.
-	Names() []string
-	// Level returns a logger's level.
-	Level(name string) (string, error)
-	// SetLevel sets one logger's level.
-	SetLevel(name, level string) error
-	// SetAll sets every logger's level.
-	SetAll(level string) error
-}
-
-// Guardrail is the runtime guardrail's state as /tracecar/status reports it: State is
-// "none" when no budget is set, else "ok" or "stepped_down", and Detail says why.
-type Guardrail = guardrail.Status
-
-// Option sets an optional part of a Server.
-type Option func(*Server)
-
-// WithReady makes /readyz call ready, typically a dial of the node, and answer 503 when
-// it fails. Without it /readyz answers 200 as soon as the server runs.
-func WithReady(ready func(ctx context.Context) error) Option {
-	return func(s *Server) { s.ready = ready }
-}
-
-// WithMetrics serves m's series on /metrics, besides those the server collects itself.
-func WithMetrics(m *metrics.Metrics) Option {
-	return func(s *Server) { s.metrics = m }
-}
-
-// WithGuardrail makes /tracecar/status report the guardrail state that f returns.
-func WithGuardrail(f func() Guardrail) Option {
-	return func(s *Server) { s.guardrail = f }
-}
-
-// GuardrailControl is what the API needs from the runtime guardrail;
-// guardrail.Controller implements it.
-type GuardrailControl interface {
-	// Status returns the guardrail's state.
-	Status() guardrail.Status
-	// Budget returns the budget in force.
-	Budget() guardrail.Budget
-	// SetBudget installs a budget, or returns an error wrapping guardrail.ErrInvalidBudget
-	// and changes nothing.
-	SetBudget(guardrail.Budget) error
-}
-
-// WithGuardrailControl serves GET and POST /tracecar/guardrail for g, and reports its
-// state in /tracecar/status.
-func WithGuardrailControl(g GuardrailControl) Option {
-	return func(s *Server) {
-		s.guardCtl = g
-		s.guardrail = g.Status
-	}
-}
-
-// NodeLogin is the state of the sidecar's own login to its node, for node events, the CQL
-// sink and the audit table, as /tracecar/status reports it: State is not_tried, ok,
-// refused or failed; Refused counts the refusals since start.
-type NodeLogin struct {
-	State   string `json:"state"`
-	User    string `json:"user"`
-	Error   string `json:"error,omitempty"`
-	Refused uint64 `json:"refused"`
-}
-
-// WithNodeLogin makes /tracecar/status report the node login that f returns.
-func WithNodeLogin(f func() NodeLogin) Option {
-	return func(s *Server) { s.nodeLogin = f }
-}
-
-// WithCollector serves c's series on /metrics too.
-func WithCollector(c prometheus.Collector) Option {
-	return func(s *Server) { s.collectors = append(s.collectors, c) }
-}
-
-// Server is the admin API. Create it with New; it is safe for concurrent use, and Serve
-// may be called more than once, on different listeners.
-type Server struct {
-	cfg        Config
-	tr         Tracer // nil: no tracing endpoints
-	logs       Loggers
-	log        *zerolog.Logger
-	ready      func(context.Context) error
-	metrics    *metrics.Metrics
-	guardrail  func() Guardrail
-	guardCtl   GuardrailControl
-	stmts      Statements  // nil: no statement statistics endpoints
-	capture    Capture     // nil: no capture endpoints
-	filter     TraceFilter // nil: no trace filter endpoints
-	ctxKeys    []string    // the tracer's trace context keys; nil: no trace context endpoint
-	node       Node        // nil: no node: loggers, nothing applied to the node
-	apply      NodeApply
-	collectors []prometheus.Collector
-	gatherer   prometheus.Gatherer
-	token      [sha256.Size]byte // hash of cfg.Token, compared in constant time
-	started    time.Time
-	addr       atomic.Pointer[string]
-
-	queries   QueriesFunc    // nil: no /tracecar/queries
-	process   func() Process // nil: no process in the status (see WithProcess)
-	shards    func() *Shards // nil: no shards in the status (see WithShards)
-	writeGate func() error   // nil: changes always allowed (see WithWriteGate)
-
-	auditLog AuditLog // nil: no audit endpoint, no ADMIN records (see WithAudit)
-
-	nodeLogin func() NodeLogin // nil: no node_login in the status (see WithNodeLogin)
-	timers    timers           // the toggles' for= timers (timers.go)
-
-	nodes        NodeControl // nil: no node control endpoints (see WithNodeControl)
-	nodeStateErr func(error) bool
-
-	// cfgMu serialises read-modify-write of the tracer's configuration when the tracer
-	// cannot do it under its own lock.
-	cfgMu sync.Mutex
-
-	exact  map[string]route // by path
-	prefix []prefixRoute    // paths with a trailing parameter
-}
-
-// handler serves one method of a route. arg is the path parameter of a prefix route.
-type handler func(ctx *fasthttp.RequestCtx, arg string) error
-
-// route is the handlers of one path, by method. A GET handler serves HEAD too. Every
-// method a route has is served, listed by Routes and refused without the token, so that
-// no method can be added that the token test does not see.
-type route map[string]handler
-
-type prefixRoute struct {
-	prefix string
-	r      route
-}
-
 var nopLogger = zerolog.Nop()
 
-// New returns a Server for tr and logs. A nil tr serves no tracing endpoints (they are
-// 404); a nil logs serves an empty logger list.
-func New(cfg Config, tr Tracer, logs Loggers, opts ...Option) *Server {
+// New returns a Server for cfg.
+func New(cfg Config) *Server {
 	if cfg.Addr == "" {
 		cfg.Addr = DefaultAddr
 	}
-	s := &Server{cfg: cfg, tr: tr, logs: logs, log: cfg.Logger, started: time.Now(), timers: newTimers()}
-	if s.log == nil {
-		s.log = &nopLogger
+	c := &core{cfg: cfg, tr: cfg.Tracer, logs: cfg.Loggers, log: cfg.Logger, started: time.Now(), timers: newTimers(),
+		ready: cfg.Ready, metrics: cfg.Metrics, guardrail: cfg.Guardrail, guardCtl: cfg.GuardrailControl,
+		stmts: cfg.Statements, capture: cfg.Capture, filter: cfg.TraceFilter, ctxKeys: slices.Clone(cfg.TraceContextKeys),
+		node: cfg.Node, apply: cfg.NodeApply, queries: cfg.Queries, process: cfg.Process, shards: cfg.Shards,
+		writeGate: cfg.WriteGate, auditLog: cfg.Audit, nodeLogin: cfg.NodeLogin, nodes: cfg.NodeControl,
+		nodeStateErr: cfg.NodeStateErr}
+	c.timers.max = cfg.ToggleMaxDuration
+	if c.log == nil {
+		c.log = &nopLogger
 	}
-	if s.logs == nil {
-		s.logs = noLoggers{}
+	if c.logs == nil {
+		c.logs = noLoggers{}
 	}
 	if cfg.Token != "" {
-		s.token = sha256.Sum256([]byte(cfg.Token))
+		c.token = sha256.Sum256([]byte(cfg.Token))
 	}
-	for _, o := range opts {
-		o(s)
+	if c.guardrail == nil && c.guardCtl != nil {
+		c.guardrail = c.guardCtl.Status
+	}
+	if _, ok := c.tr.(configOnly); c.tr != nil && !ok && c.ctxKeys == nil {
+		c.ctxKeys = []string{tracing.TraceparentKey}
 	}
 	own := prometheus.NewRegistry()
-	if tr != nil {
-		own.MustRegister(tracerCollector{tr})
+	if c.tr != nil {
+		own.MustRegister(tracerCollector{c.tr})
 	}
 	own.MustRegister(metrics.RuntimeCollectors()...)
-	own.MustRegister(s.collectors...)
-	own.MustRegister(s.opsCollectors()...)
-	own.MustRegister(s.timers.expired)
-	s.gatherer = prometheus.Gatherers{s.metrics.Gatherer(), own}
+	own.MustRegister(cfg.Collectors...)
+	own.MustRegister(opsCollectors(c)...)
+	own.MustRegister(c.timers.expired)
+	c.gatherer = prometheus.Gatherers{c.metrics.Gatherer(), own}
+	addRoutes(c)
+	s := &Server{core: c}
+	s.addr.Store(&cfg.Addr)
+	return s
+}
 
-	s.exact = map[string]route{
-		"/system/logger":                 {http.MethodGet: s.getLoggers, http.MethodPost: s.setAllLoggers},
-		"/storage_service/logging_level": {http.MethodGet: s.getLoggingLevels},
-		"/tracecar/status":               {http.MethodGet: s.getStatus},
-		"/metrics":                       {http.MethodGet: s.getMetrics},
-		"/healthz":                       {http.MethodGet: s.getHealthz},
-		"/readyz":                        {http.MethodGet: s.getReadyz},
+// addRoutes fills the route table of c: each group's endpoints, those of the parts c has.
+func addRoutes(c *core) {
+	sc, tc, ops := &scyllaAPI{c}, &tracingAPI{c}, &opsAPI{c}
+	c.exact = map[string]route{
+		"/system/logger":                 {http.MethodGet: sc.getLoggers, http.MethodPost: sc.setAllLoggers},
+		"/storage_service/logging_level": {http.MethodGet: sc.getLoggingLevels},
+		"/tracecar/status":               {http.MethodGet: ops.getStatus},
+		"/metrics":                       {http.MethodGet: ops.getMetrics},
+		"/healthz":                       {http.MethodGet: ops.getHealthz},
+		"/readyz":                        {http.MethodGet: ops.getReadyz},
 	}
-	s.prefix = []prefixRoute{{"/system/logger/", route{http.MethodGet: s.getLogger, http.MethodPost: s.setLogger}}}
-	if _, ok := tr.(configOnly); ok {
+	c.prefix = []prefixRoute{{"/system/logger/", route{http.MethodGet: sc.getLogger, http.MethodPost: sc.setLogger}}}
+	_, configOnly := c.tr.(configOnly)
+	if configOnly {
 		// A server without sessions (the embedded node) applies only the trace probability.
 		// Its slow_query reports that slow-query logging is off, and refuses a change
 		// rather than accepting one it would not apply.
-		s.exact["/storage_service/slow_query"] = route{http.MethodGet: s.getSlowQuery, http.MethodPost: s.slowQueryNotApplied}
-		s.exact["/storage_service/trace_probability"] = route{http.MethodGet: s.getProbability, http.MethodPost: s.setProbability}
-	} else if tr != nil {
-		s.exact["/storage_service/slow_query"] = route{http.MethodGet: s.getSlowQuery, http.MethodPost: s.setSlowQuery}
-		s.exact["/storage_service/trace_probability"] = route{http.MethodGet: s.getProbability, http.MethodPost: s.setProbability}
-		s.exact["/tracecar/slow_log"] = route{http.MethodGet: s.getSlowLog}
-		if s.ctxKeys == nil {
-			s.ctxKeys = []string{tracing.TraceparentKey}
-		}
-		s.exact["/tracecar/trace_context"] = route{http.MethodGet: s.getTraceContext, http.MethodPost: s.setTraceContext}
-		s.prefix = append(s.prefix, prefixRoute{"/tracecar/sessions/", route{http.MethodGet: s.getSession}})
+		c.exact["/storage_service/slow_query"] = route{http.MethodGet: sc.getSlowQuery, http.MethodPost: sc.slowQueryNotApplied}
+		c.exact["/storage_service/trace_probability"] = route{http.MethodGet: sc.getProbability, http.MethodPost: sc.setProbability}
+	} else if c.tr != nil {
+		c.exact["/storage_service/slow_query"] = route{http.MethodGet: sc.getSlowQuery, http.MethodPost: sc.setSlowQuery}
+		c.exact["/storage_service/trace_probability"] = route{http.MethodGet: sc.getProbability, http.MethodPost: sc.setProbability}
+		c.exact["/tracecar/slow_log"] = route{http.MethodGet: tc.getSlowLog}
+		c.exact["/tracecar/trace_context"] = route{http.MethodGet: tc.getTraceContext, http.MethodPost: tc.setTraceContext}
+		c.prefix = append(c.prefix, prefixRoute{"/tracecar/sessions/", route{http.MethodGet: tc.getSession}})
 	}
-	if s.guardCtl != nil {
-		s.exact["/tracecar/guardrail"] = route{http.MethodGet: s.getGuardrail, http.MethodPost: s.setGuardrail}
+	if c.guardCtl != nil {
+		c.exact["/tracecar/guardrail"] = route{http.MethodGet: tc.getGuardrail, http.MethodPost: tc.setGuardrail}
 	}
-	if s.filter != nil {
-		s.exact["/tracecar/trace_filter"] = route{http.MethodGet: s.getTraceFilter, http.MethodPost: s.setTraceFilter, http.MethodDelete: s.clearTraceFilter}
+	if c.filter != nil {
+		c.exact["/tracecar/trace_filter"] = route{http.MethodGet: tc.getTraceFilter, http.MethodPost: tc.setTraceFilter, http.MethodDelete: tc.clearTraceFilter}
 	}
-	if _, configOnly := tr.(configOnly); s.stmts != nil && tr != nil && !configOnly {
-		s.exact[adminapi.PathTraceFloor] = s.floorRoute()
+	if c.stmts != nil && c.tr != nil && !configOnly {
+		c.exact[adminapi.PathTraceFloor] = tc.floorRoute()
 	}
-	if s.stmts != nil {
-		s.exact["/tracecar/statement_stats"] = route{http.MethodGet: s.getStatementStats, http.MethodPost: s.setStatementStats}
-		s.exact["/tracecar/statements"] = route{http.MethodGet: s.getStatements}
-		s.exact["/tracecar/statements/reset"] = route{http.MethodPost: s.resetStatements}
+	if c.stmts != nil {
+		c.exact["/tracecar/statement_stats"] = route{http.MethodGet: ops.getStatementStats, http.MethodPost: ops.setStatementStats}
+		c.exact["/tracecar/statements"] = route{http.MethodGet: ops.getStatements}
+		c.exact["/tracecar/statements/reset"] = route{http.MethodPost: ops.resetStatements}
 	}
-	if s.capture != nil {
-		s.exact["/tracecar/capture"] = route{http.MethodGet: s.getCapture, http.MethodPost: s.setCapture}
+	if c.capture != nil {
+		c.exact["/tracecar/capture"] = route{http.MethodGet: ops.getCapture, http.MethodPost: ops.setCapture}
 	}
-	if s.auditLog != nil {
-		s.exact["/tracecar/audit"] = route{http.MethodGet: s.getAudit, http.MethodPost: s.setAudit}
+	if c.auditLog != nil {
+		c.exact["/tracecar/audit"] = route{http.MethodGet: ops.getAudit, http.MethodPost: ops.setAudit}
 	}
-	if s.node != nil {
-		s.exact["/tracecar/node/trace_probability"] = route{http.MethodGet: s.getNodeProbability, http.MethodPost: s.setNodeProbability}
+	if c.node != nil {
+		c.exact["/tracecar/node/trace_probability"] = route{http.MethodGet: sc.getNodeProbability, http.MethodPost: sc.setNodeProbability}
 	}
-	s.addNodeRoutes()
-	s.addQueryRoutes()
-	s.addr.Store(&cfg.Addr)
-	return s
+	ops.addNodeRoutes()
+	ops.addQueryRoutes()
 }
 
 // Addr returns the address the server listens on once Serve has started, and the
@@ -448,6 +282,25 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 	}
 }
 
+// gated answers a request that the write gate refuses, and reports whether it did. While
+// the gate is closed every response closes its connection, reads too: the listener is the
+// new process's, and a client's next connection reaches it.
+func (s *Server) gated(ctx *fasthttp.RequestCtx, method string) bool {
+	if s.writeGate == nil {
+		return false
+	}
+	err := s.writeGate()
+	if err == nil {
+		return false
+	}
+	ctx.SetConnectionClose()
+	if method == http.MethodGet {
+		return false
+	}
+	writeError(ctx, errorf(http.StatusServiceUnavailable, "%v", err))
+	return true
+}
+
 // handleBadRequest answers a request that fasthttp could not parse.
 func (s *Server) handleBadRequest(ctx *fasthttp.RequestCtx, err error) {
 	var ne net.Error
@@ -505,19 +358,6 @@ func (s *Server) Routes() []Route {
 	return out
 }
 
-// allow lists the methods of r for the Allow header.
-func (r route) allow() string {
-	var m []string
-	for k := range r {
-		m = append(m, k)
-		if k == http.MethodGet {
-			m = append(m, http.MethodHead)
-		}
-	}
-	sort.Strings(m)
-	return strings.Join(m, ", ")
-}
-
 // authorized reports whether ctx carries the token, or no token is configured. The
 // comparison is of SHA-256 hashes in constant time, so neither the token's bytes nor its
 // length leak through timing.
@@ -550,12 +390,3 @@ func (noLoggers) Level(name string) (string, error) {
 }
 func (noLoggers) SetLevel(name, level string) error { return fmt.Errorf("unknown logger %q", name) }
 func (noLoggers) SetAll(level string) error         { return nil }
-
-// audit starts the log line of a change made by the client of ctx. It is written whatever
-// the admin logger's level, so that lowering that level (itself a change, and logged) cannot
-// hide later changes: the event has no level for the registry to filter, and carries
-// level "info" as a field for readers.
-func (s *Server) audit(ctx *fasthttp.RequestCtx, what string) *zerolog.Event {
-	return s.log.Log().Str(zerolog.LevelFieldName, zerolog.LevelInfoValue).
-		Str("remote", ctx.RemoteAddr().String()).Str("what", what)
-}

@@ -20,7 +20,7 @@ import (
 // response and the state it leaves.
 func TestEndpoints(t *testing.T) {
 	tr := newFakeTracer()
-	f := mustServe(t, admin.Config{}, tr)
+	f := mustServe(t, admin.Config{Tracer: tr})
 	steps := []struct {
 		name       string
 		req        request
@@ -97,7 +97,7 @@ func TestEndpoints(t *testing.T) {
 
 func TestSlowLogAndSessions(t *testing.T) {
 	tr := newFakeTracer()
-	f := mustServe(t, admin.Config{}, tr)
+	f := mustServe(t, admin.Config{Tracer: tr})
 	tests := []struct {
 		name       string
 		path       string
@@ -156,9 +156,9 @@ func TestSlowLogAndSessions(t *testing.T) {
 func TestStatus(t *testing.T) {
 	tr := newFakeTracer()
 	tr.cfg.Enable, tr.cfg.Fast = true, true
-	f := mustServe(t, admin.Config{}, tr, admin.WithGuardrail(func() admin.Guardrail {
+	f := mustServe(t, admin.Config{Tracer: tr, Guardrail: func() admin.Guardrail {
 		return admin.Guardrail{State: "breached", Detail: "full: 25% > 20%"}
-	}))
+	}})
 	status, body := do(t, client, f.url, request{method: "GET", path: "/tracecar/status"})
 	if status != 200 {
 		t.Fatalf("status %d %q", status, body)
@@ -189,9 +189,9 @@ func TestStatus(t *testing.T) {
 }
 
 func TestReadyz(t *testing.T) {
-	f := mustServe(t, admin.Config{}, newFakeTracer(), admin.WithReady(func(ctx context.Context) error {
+	f := mustServe(t, admin.Config{Tracer: newFakeTracer(), Ready: func(ctx context.Context) error {
 		return errors.New("dial node 127.0.0.1:9042: connection refused")
-	}))
+	}})
 	status, body := do(t, client, f.url, request{method: "GET", path: "/readyz"})
 	if status != http.StatusServiceUnavailable {
 		t.Fatalf("status %d; want 503", status)
@@ -249,7 +249,7 @@ func TestBadInput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := mustServe(t, admin.Config{}, newFakeTracer())
+			f := mustServe(t, admin.Config{Tracer: newFakeTracer()})
 			before := f.state(t)
 			status, body := do(t, client, f.url, tt.req)
 			if status != tt.wantStatus {
@@ -269,7 +269,7 @@ func TestBadInput(t *testing.T) {
 // changes nothing.
 func TestAuth(t *testing.T) {
 	const token = "s3cret-token"
-	f := mustServe(t, admin.Config{Token: token}, newFakeTracer())
+	f := mustServe(t, admin.Config{Token: token, Tracer: newFakeTracer()})
 	tests := []struct {
 		name       string
 		req        request
@@ -320,7 +320,7 @@ func TestAuth(t *testing.T) {
 func TestRoutesListsEveryMethod(t *testing.T) {
 	tr := tracing.New(tracing.Options{})
 	t.Cleanup(func() { tr.Close(context.Background()) })
-	s := admin.New(admin.Config{}, newFakeTracer(), nil, admin.WithTraceFilter(tr))
+	s := admin.New(admin.Config{Tracer: newFakeTracer(), TraceFilter: tr})
 	routes := s.Routes()
 	for _, want := range []admin.Route{
 		{Method: "DELETE", Path: "/tracecar/trace_filter"},
@@ -337,7 +337,7 @@ func TestRoutesListsEveryMethod(t *testing.T) {
 
 // TestNoTracer is the embedded node's case without a tracer: loggers only.
 func TestNoTracer(t *testing.T) {
-	f := mustServe(t, admin.Config{}, nil)
+	f := mustServe(t, admin.Config{})
 	tests := []struct {
 		req        request
 		wantStatus int
@@ -361,7 +361,7 @@ func TestNoTracer(t *testing.T) {
 func TestConfigOnly(t *testing.T) {
 	var cfg = tracing.DefaultConfig()
 	tr := admin.ConfigOnly(func() tracing.Config { return cfg }, func(c tracing.Config) error { cfg = c; return nil })
-	f := mustServe(t, admin.Config{}, tr)
+	f := mustServe(t, admin.Config{Tracer: tr})
 	if status, _ := do(t, client, f.url, request{method: "POST", path: "/storage_service/trace_probability?probability=0.5"}); status != 200 {
 		t.Fatalf("status %d", status)
 	}
@@ -382,7 +382,7 @@ func TestConfigOnly(t *testing.T) {
 
 // TestChangesLogged checks the audit line of a change: who, what, old and new.
 func TestChangesLogged(t *testing.T) {
-	f := mustServe(t, admin.Config{}, newFakeTracer())
+	f := mustServe(t, admin.Config{Tracer: newFakeTracer()})
 	do(t, client, f.url, request{method: "POST", path: "/storage_service/slow_query?enable=true&threshold=1000"})
 	do(t, client, f.url, request{method: "POST", path: "/system/logger/sidecar?level=debug"})
 	do(t, client, f.url, request{method: "POST", path: "/storage_service/trace_probability?probability=2"})
@@ -438,7 +438,9 @@ func TestOpenRefused(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := admin.New(tt.cfg, newFakeTracer(), nil)
+			cfg := tt.cfg
+			cfg.Tracer = newFakeTracer()
+			s := admin.New(cfg)
 			err := s.Serve(context.Background(), fakeListener{tt.addr})
 			if tt.want != nil {
 				if !errors.Is(err, tt.want) {
@@ -454,7 +456,7 @@ func TestOpenRefused(t *testing.T) {
 }
 
 func TestAddr(t *testing.T) {
-	s := admin.New(admin.Config{}, nil, nil)
+	s := admin.New(admin.Config{})
 	if got := s.Addr(); got != admin.DefaultAddr {
 		t.Errorf("Addr() before Serve = %q; want %q", got, admin.DefaultAddr)
 	}
@@ -486,7 +488,7 @@ func TestAuditIgnoresLevel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	url := serve(t, admin.New(admin.Config{Logger: reg.Logger(logs.Admin)}, newFakeTracer(), reg), false)
+	url := serve(t, admin.New(admin.Config{Logger: reg.Logger(logs.Admin), Tracer: newFakeTracer(), Loggers: reg}), false)
 	for _, path := range []string{"/system/logger/admin?level=error", "/storage_service/slow_query?enable=true"} {
 		if status, body := do(t, client, url, request{method: "POST", path: path}); status != 200 {
 			t.Fatalf("POST %s: %d %s", path, status, body)
@@ -511,7 +513,7 @@ func TestAuditIgnoresLevel(t *testing.T) {
 }
 
 func TestListenAndServe(t *testing.T) {
-	s := admin.New(admin.Config{Addr: "127.0.0.1:0"}, newFakeTracer(), nil)
+	s := admin.New(admin.Config{Addr: "127.0.0.1:0", Tracer: newFakeTracer()})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.ListenAndServe(ctx) }()
@@ -531,7 +533,7 @@ func TestListenAndServe(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Errorf("ListenAndServe after cancel = %v; want nil", err)
 	}
-	if err := admin.New(admin.Config{Addr: "256.0.0.1:1"}, nil, nil).ListenAndServe(context.Background()); err == nil {
+	if err := admin.New(admin.Config{Addr: "256.0.0.1:1"}).ListenAndServe(context.Background()); err == nil {
 		t.Error("ListenAndServe on a bad address succeeded")
 	}
 }
@@ -548,7 +550,7 @@ func TestServeCancelledAtOnce(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		done := make(chan error, 1)
-		go func() { done <- admin.New(admin.Config{}, newFakeTracer(), nil).Serve(ctx, ln) }()
+		go func() { done <- admin.New(admin.Config{Tracer: newFakeTracer()}).Serve(ctx, ln) }()
 		select {
 		case err := <-done:
 			if err != nil {
@@ -556,6 +558,30 @@ func TestServeCancelledAtOnce(t *testing.T) {
 			}
 		case <-time.After(20 * time.Second):
 			t.Fatalf("run %d: Serve did not return after its context was cancelled", i)
+		}
+	}
+}
+
+// TestZeroConfig: a Server of the zero Config serves: no loggers, a status, health and
+// readiness, and no tracing endpoint.
+func TestZeroConfig(t *testing.T) {
+	url := serve(t, admin.New(admin.Config{}), false)
+	for _, tt := range []struct {
+		path       string
+		wantStatus int
+		wantBody   string
+	}{
+		{"/system/logger", 200, "[]"},
+		{"/storage_service/logging_level", 200, "[]"},
+		{"/healthz", 200, `{"status":"ok"}`},
+		{"/readyz", 200, `{"status":"ready"}`},
+		{"/tracecar/status", 200, ""},
+		{"/metrics", 200, ""},
+		{"/storage_service/slow_query", 404, ""},
+	} {
+		status, body := do(t, client, url, request{method: "GET", path: tt.path})
+		if status != tt.wantStatus || tt.wantBody != "" && body != tt.wantBody {
+			t.Errorf("GET %s: %d %s; want %d %s", tt.path, status, body, tt.wantStatus, tt.wantBody)
 		}
 	}
 }

@@ -186,7 +186,7 @@ func (q *SlowLogQuery) Select(all []tracing.Session) (out []tracing.Session, mat
 // getSlowLog serves GET /tracecar/slow_log: the recorded sessions that pass the filters,
 // newest or slowest first, up to the limit; the headers say how many matched and whether
 // the limit cut them.
-func (s *Server) getSlowLog(ctx *fasthttp.RequestCtx, _ string) error {
+func (s *tracingAPI) getSlowLog(ctx *fasthttp.RequestCtx, _ string) error {
 	q, err := parseSlowLogQuery(ctx)
 	if err != nil {
 		return err
@@ -194,5 +194,5 @@ func (s *Server) getSlowLog(ctx *fasthttp.RequestCtx, _ string) error {
 	out, matched := q.Select(s.tr.SlowLog(0))
 	ctx.Response.Header.Set(HeaderMatched, strconv.Itoa(matched))
 	ctx.Response.Header.Set(HeaderTruncated, strconv.FormatBool(matched > len(out)))
-	return writeJSON(ctx, out)
+	return writeJSON(ctx, sessionsOf(out))
 }

@@ -36,7 +36,7 @@ func slowLogSessions() []tracing.Session {
 func TestSlowLogQuery(t *testing.T) {
 	tr := newFakeTracer()
 	tr.sessions = slowLogSessions()
-	f := mustServe(t, admin.Config{}, tr)
+	f := mustServe(t, admin.Config{Tracer: tr})
 	tests := []struct {
 		path      string
 		status    int

@@ -6,45 +6,26 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/tracecar/tracecar/admin/adminapi"
+
 	"github.com/tracecar/tracecar/tracing/statements"
 )
-
-// Statements is what the API needs from per-statement statistics; *statements.Stats
-// implements it.
-type Statements interface {
-	Enabled() bool
-	SetEnabled(bool)
-	List(order string, limit int, withHistogram bool) []statements.Statement
-	Reset()
-	Max() int
-	Evicted() uint64
-}
-
-// WithStatements serves /tracecar/statement_stats, /tracecar/statements and
-// /tracecar/statements/reset for st.
-func WithStatements(st Statements) Option {
-	return func(s *Server) { s.stmts = st }
-}
 
 // DefaultStatementsLimit is the number of statements GET /tracecar/statements returns
 // without a limit parameter.
 const DefaultStatementsLimit = 100
 
 // StatementStats is the JSON of GET /tracecar/statement_stats.
-type StatementStats struct {
-	Enabled bool   `json:"enabled"`
-	Max     int    `json:"max"`
-	Entries int    `json:"entries"`
-	Evicted uint64 `json:"evicted"`
-}
+type StatementStats = adminapi.StatementStats
 
-func (s *Server) statementStats() StatementStats {
+// statementStats returns the statistics' settings and size.
+func (s *opsAPI) statementStats() StatementStats {
 	return StatementStats{Enabled: s.stmts.Enabled(), Max: s.stmts.Max(),
 		Entries: len(s.stmts.List("calls", 0, false)), Evicted: s.stmts.Evicted()}
 }
 
 // getStatementStats serves GET /tracecar/statement_stats.
-func (s *Server) getStatementStats(ctx *fasthttp.RequestCtx, _ string) error {
+func (s *opsAPI) getStatementStats(ctx *fasthttp.RequestCtx, _ string) error {
 	if _, err := readParams(ctx); err != nil {
 		return err
 	}
@@ -52,7 +33,7 @@ func (s *Server) getStatementStats(ctx *fasthttp.RequestCtx, _ string) error {
 }
 
 // setStatementStats serves POST /tracecar/statement_stats?enable=true|false.
-func (s *Server) setStatementStats(ctx *fasthttp.RequestCtx, _ string) error {
+func (s *opsAPI) setStatementStats(ctx *fasthttp.RequestCtx, _ string) error {
 	p, err := readParams(ctx, "enable", "for")
 	if err != nil {
 		return err
@@ -81,7 +62,7 @@ func (s *Server) setStatementStats(ctx *fasthttp.RequestCtx, _ string) error {
 }
 
 // getStatements serves GET /tracecar/statements?sort=…&limit=N&histogram=true.
-func (s *Server) getStatements(ctx *fasthttp.RequestCtx, _ string) error {
+func (s *opsAPI) getStatements(ctx *fasthttp.RequestCtx, _ string) error {
 	p, err := readParams(ctx, "sort", "limit", "histogram")
 	if err != nil {
 		return err
@@ -105,11 +86,11 @@ func (s *Server) getStatements(ctx *fasthttp.RequestCtx, _ string) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(ctx, s.stmts.List(order, int(limit), hist))
+	return writeJSON(ctx, statementsOf(s.stmts.List(order, int(limit), hist)))
 }
 
 // resetStatements serves POST /tracecar/statements/reset.
-func (s *Server) resetStatements(ctx *fasthttp.RequestCtx, _ string) error {
+func (s *opsAPI) resetStatements(ctx *fasthttp.RequestCtx, _ string) error {
 	if _, err := readParams(ctx); err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tracecar/tracecar/admin"
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/tracing/statements"
@@ -15,7 +16,7 @@ import (
 // naming the parameter for every bad request, which changes nothing.
 func TestStatementsEndpoints(t *testing.T) {
 	st := statements.New(statements.Options{Max: 50})
-	f := mustServe(t, admin.Config{}, newFakeTracer(), admin.WithStatements(st), admin.WithCollector(st))
+	f := mustServe(t, admin.Config{Tracer: newFakeTracer(), Statements: st, Collectors: []prometheus.Collector{st}})
 
 	run := func(q string, n int) {
 		b := cql.Query{Query: q, Params: cql.QueryParams{Consistency: cql.One}}.AppendBody(nil, cql.V4)

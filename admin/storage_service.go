@@ -2,12 +2,13 @@ package admin
 
 import (
 	"context"
-	"encoding/json"
 	"math"
 	"strconv"
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/tracecar/tracecar/admin/adminapi"
 
 	"github.com/tracecar/tracecar/tracing"
 )
@@ -20,28 +21,18 @@ const (
 	MaxTTLSeconds = 630720000
 )
 
-// SlowQuery is the JSON of GET /storage_service/slow_query, in Scylla's field order:
-// threshold in microseconds, ttl in seconds.
-type SlowQuery struct {
-	Enable    bool  `json:"enable"`
-	TTL       int64 `json:"ttl"`
-	Threshold int64 `json:"threshold"`
-	Fast      bool  `json:"fast"`
-}
-
-func slowQueryOf(c tracing.Config) SlowQuery {
-	return SlowQuery{Enable: c.Enable, TTL: c.TTLSeconds, Threshold: c.ThresholdMicros, Fast: c.Fast}
-}
+// SlowQuery is the JSON of GET /storage_service/slow_query.
+type SlowQuery = adminapi.SlowQuery
 
 // getSlowQuery serves GET /storage_service/slow_query.
-func (s *Server) getSlowQuery(ctx *fasthttp.RequestCtx, _ string) error {
+func (s *scyllaAPI) getSlowQuery(ctx *fasthttp.RequestCtx, _ string) error {
 	return writeJSON(ctx, slowQueryOf(s.tr.Config()))
 }
 
 // setSlowQuery serves POST /storage_service/slow_query: enable, fast, threshold and ttl,
 // each optional; an absent one keeps its value. All are parsed before any is applied, and
 // the tracer gets them in one configuration.
-func (s *Server) setSlowQuery(ctx *fasthttp.RequestCtx, _ string) error {
+func (s *scyllaAPI) setSlowQuery(ctx *fasthttp.RequestCtx, _ string) error {
 	p, err := readParams(ctx, "enable", "fast", "threshold", "ttl", "for")
 	if err != nil {
 		return err
@@ -93,7 +84,7 @@ func (s *Server) setSlowQuery(ctx *fasthttp.RequestCtx, _ string) error {
 
 // applySlowQuery applies the given slow_query parameters to the sidecar, and to the node
 // when it takes them, and writes the admin log line.
-func (s *Server) applySlowQuery(ctx *fasthttp.RequestCtx, hasEnable, enable, hasFast, fast, hasThreshold bool, threshold int64, hasTTL bool, ttl int64) (old, cur tracing.Config, err error) {
+func (s *scyllaAPI) applySlowQuery(ctx *fasthttp.RequestCtx, hasEnable, enable, hasFast, fast, hasThreshold bool, threshold int64, hasTTL bool, ttl int64) (old, cur tracing.Config, err error) {
 	old, cur, err = s.updateConfig(func(c tracing.Config) tracing.Config {
 		if hasEnable {
 			c.Enable = enable
@@ -130,7 +121,7 @@ func (s *Server) applySlowQuery(ctx *fasthttp.RequestCtx, hasEnable, enable, has
 }
 
 // getProbability serves GET /storage_service/trace_probability: a bare number.
-func (s *Server) getProbability(ctx *fasthttp.RequestCtx, _ string) error {
+func (s *scyllaAPI) getProbability(ctx *fasthttp.RequestCtx, _ string) error {
 	writeProbability(ctx, s.tr.Config().Probability)
 	return nil
 }
@@ -162,12 +153,11 @@ func probabilityParam(ctx *fasthttp.RequestCtx, timed bool) (float64, time.Durat
 
 // writeProbability answers with a probability as a bare JSON number, as ScyllaDB does.
 func writeProbability(ctx *fasthttp.RequestCtx, p float64) {
-	ctx.SetContentType("application/json")
-	ctx.SetBodyString(strconv.FormatFloat(p, 'g', -1, 64))
+	writeJSON(ctx, adminapi.Probability(p))
 }
 
 // setProbability serves POST /storage_service/trace_probability?probability=P.
-func (s *Server) setProbability(ctx *fasthttp.RequestCtx, _ string) error {
+func (s *scyllaAPI) setProbability(ctx *fasthttp.RequestCtx, _ string) error {
 	prob, d, err := probabilityParam(ctx, true)
 	if err != nil {
 		return err
@@ -183,7 +173,7 @@ func (s *Server) setProbability(ctx *fasthttp.RequestCtx, _ string) error {
 
 // applyProbability applies a trace probability to the sidecar, and to the node when it
 // takes it, and writes the admin log line.
-func (s *Server) applyProbability(ctx *fasthttp.RequestCtx, prob float64) (old, cur tracing.Config, err error) {
+func (s *scyllaAPI) applyProbability(ctx *fasthttp.RequestCtx, prob float64) (old, cur tracing.Config, err error) {
 	old, cur, err = s.updateConfig(func(c tracing.Config) tracing.Config {
 		c.Probability = prob
 		return c
@@ -208,39 +198,16 @@ func (s *Server) applyProbability(ctx *fasthttp.RequestCtx, prob float64) (old, 
 	return old, cur, nil
 }
 
-// updateConfig applies f to the tracer's configuration as one read-modify-write and
-// returns the configurations before and after.
-func (s *Server) updateConfig(f func(tracing.Config) tracing.Config) (old, cur tracing.Config, err error) {
-	if u, ok := s.tr.(configUpdater); ok {
-		err = u.UpdateConfig(func(c tracing.Config) tracing.Config {
-			old, cur = c, f(c)
-			return cur
-		})
-		return old, cur, err
-	}
-	s.cfgMu.Lock()
-	defer s.cfgMu.Unlock()
-	old = s.tr.Config()
-	cur = f(old)
-	return old, cur, s.tr.SetConfig(cur)
-}
-
-// keyValue is Scylla's "mapper" JSON shape.
-type keyValue struct {
-	Key   string `json:"key"`
-	Value string `json:"value"`
-}
-
 // getLoggingLevels serves GET /storage_service/logging_level: every logger that GET
 // /system/logger lists, the node's (node:NAME) included, with its level.
-func (s *Server) getLoggingLevels(ctx *fasthttp.RequestCtx, _ string) error {
-	out := []keyValue{}
+func (s *scyllaAPI) getLoggingLevels(ctx *fasthttp.RequestCtx, _ string) error {
+	out := adminapi.LoggerLevels{}
 	for _, n := range s.logs.Names() {
 		l, err := s.logs.Level(n)
 		if err != nil {
 			continue // removed since Names
 		}
-		out = append(out, keyValue{n, l})
+		out = append(out, adminapi.LoggerLevel{Key: n, Value: l})
 	}
 	if names := s.nodeLoggers(); len(names) > 0 {
 		c, cancel := nodeContext()
@@ -251,19 +218,8 @@ func (s *Server) getLoggingLevels(ctx *fasthttp.RequestCtx, _ string) error {
 			if err != nil {
 				return nodeError("logger "+name, err)
 			}
-			out = append(out, keyValue{name, l})
+			out = append(out, adminapi.LoggerLevel{Key: name, Value: l})
 		}
 	}
 	return writeJSON(ctx, out)
-}
-
-// writeJSON sends v as a 200 JSON body.
-func writeJSON(ctx *fasthttp.RequestCtx, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	ctx.SetContentType("application/json")
-	ctx.SetBody(b)
-	return nil
 }

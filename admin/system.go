@@ -6,20 +6,24 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/tracecar/tracecar/admin/adminapi"
 )
+
+// The loggers, ScyllaDB's /system/logger: the sidecar's own, and the node's as node:NAME.
 
 // wantLevel describes the level parameter in messages.
 var wantLevel = "one of " + strings.Join(Levels, ", ")
 
 // getLoggers serves GET /system/logger: the logger names.
-func (s *Server) getLoggers(ctx *fasthttp.RequestCtx, _ string) error {
+func (s *scyllaAPI) getLoggers(ctx *fasthttp.RequestCtx, _ string) error {
 	names := append([]string{}, s.logs.Names()...)
 	names = append(names, s.nodeLoggers()...)
-	return writeJSON(ctx, names)
+	return writeJSON(ctx, adminapi.Loggers(names))
 }
 
 // setAllLoggers serves POST /system/logger?level=L.
-func (s *Server) setAllLoggers(ctx *fasthttp.RequestCtx, _ string) error {
+func (s *scyllaAPI) setAllLoggers(ctx *fasthttp.RequestCtx, _ string) error {
 	level, d, err := requiredLevel(ctx)
 	if err != nil {
 		return err
@@ -29,7 +33,7 @@ func (s *Server) setAllLoggers(ctx *fasthttp.RequestCtx, _ string) error {
 		var set []TimerSetting
 		for _, n := range s.logs.Names() {
 			old[n], _ = s.logs.Level(n)
-			set = append(set, TimerSetting{settingLoggerPrefix + n, old[n], level})
+			set = append(set, TimerSetting{Setting: settingLoggerPrefix + n, RevertTo: old[n], SetTo: level})
 		}
 		if err := s.logs.SetAll(level); err != nil {
 			return nil, false, err
@@ -43,12 +47,12 @@ func (s *Server) setAllLoggers(ctx *fasthttp.RequestCtx, _ string) error {
 // unknownLogger is the error for a logger name that the registry does not have. It is a
 // 400, as in Scylla (bad_param_exception "Unknown logger name"), not a 404: 404 means an
 // endpoint that does not exist, so a client can tell a typo in the name from an old server.
-func (s *Server) unknownLogger(name string) error {
+func (s *scyllaAPI) unknownLogger(name string) error {
 	return errorf(http.StatusBadRequest, "unknown logger %q: loggers are %s", name, strings.Join(s.logs.Names(), ", "))
 }
 
 // getLogger serves GET /system/logger/{name}: the level as a JSON string.
-func (s *Server) getLogger(ctx *fasthttp.RequestCtx, name string) error {
+func (s *scyllaAPI) getLogger(ctx *fasthttp.RequestCtx, name string) error {
 	if n, ok := nodeName(name); ok {
 		return s.getNodeLogger(ctx, name, n)
 	}
@@ -56,11 +60,11 @@ func (s *Server) getLogger(ctx *fasthttp.RequestCtx, name string) error {
 	if err != nil {
 		return s.unknownLogger(name)
 	}
-	return writeJSON(ctx, l)
+	return writeJSON(ctx, adminapi.Level(l))
 }
 
 // setLogger serves POST /system/logger/{name}?level=L.
-func (s *Server) setLogger(ctx *fasthttp.RequestCtx, name string) error {
+func (s *scyllaAPI) setLogger(ctx *fasthttp.RequestCtx, name string) error {
 	if n, ok := nodeName(name); ok {
 		return s.setNodeLogger(ctx, name, n)
 	}
@@ -81,7 +85,45 @@ func (s *Server) setLogger(ctx *fasthttp.RequestCtx, name string) error {
 		}
 		s.audit(ctx, "logger "+name).
 			Str("old", old).Str("new", level).Msg("admin change")
-		return []TimerSetting{{settingLoggerPrefix + name, old, level}}, costlyLevel(level), nil
+		return []TimerSetting{{Setting: settingLoggerPrefix + name, RevertTo: old, SetTo: level}}, costlyLevel(level), nil
+	})
+}
+
+// getNodeLogger serves GET /system/logger/node:NAME.
+func (s *scyllaAPI) getNodeLogger(ctx *fasthttp.RequestCtx, name, nodeLogger string) error {
+	if s.node == nil {
+		return noNode(name)
+	}
+	c, cancel := nodeContext()
+	defer cancel()
+	l, err := s.node.Level(c, nodeLogger)
+	if err != nil {
+		return nodeError("logger "+name, err)
+	}
+	return writeJSON(ctx, adminapi.Level(l))
+}
+
+// setNodeLogger serves POST /system/logger/node:NAME?level=L.
+func (s *scyllaAPI) setNodeLogger(ctx *fasthttp.RequestCtx, name, nodeLogger string) error {
+	if s.node == nil {
+		return noNode(name)
+	}
+	level, d, err := requiredLevel(ctx)
+	if err != nil {
+		return err
+	}
+	return s.toggle(ctx, "POST /system/logger/"+name, d, func() ([]TimerSetting, bool, error) {
+		c, cancel := nodeContext()
+		defer cancel()
+		old, err := s.node.Level(c, nodeLogger)
+		if err != nil {
+			return nil, false, nodeError("logger "+name, err)
+		}
+		if err := s.node.SetLevel(c, nodeLogger, level); err != nil {
+			return nil, false, nodeError("logger "+name, err)
+		}
+		s.audit(ctx, "logger "+name).Str("node", s.node.Kind()).Str("old", old).Str("new", level).Msg("admin change")
+		return []TimerSetting{{Setting: settingLoggerPrefix + name, RevertTo: old, SetTo: level}}, costlyLevel(level), nil
 	})
 }
 

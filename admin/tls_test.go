@@ -13,7 +13,7 @@ import (
 
 func TestTLS(t *testing.T) {
 	pki := tlstest.New(t)
-	f := mustServe(t, admin.Config{TLSCert: pki.ServerCert, TLSKey: pki.ServerKey, Token: "t"}, newFakeTracer())
+	f := mustServe(t, admin.Config{TLSCert: pki.ServerCert, TLSKey: pki.ServerKey, Token: "t", Tracer: newFakeTracer()})
 	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pki.Pool(t)}}}
 	status, body := do(t, c, f.url, request{method: "GET", path: "/storage_service/slow_query", header: map[string]string{"Authorization": "Bearer t"}})
 	if status != 200 {
@@ -30,7 +30,7 @@ func TestTLS(t *testing.T) {
 }
 
 func TestTLSBadFiles(t *testing.T) {
-	s := admin.New(admin.Config{TLSCert: "/nonexistent/cert.pem", TLSKey: "/nonexistent/key.pem"}, nil, nil)
+	s := admin.New(admin.Config{TLSCert: "/nonexistent/cert.pem", TLSKey: "/nonexistent/key.pem"})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

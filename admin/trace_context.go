@@ -3,33 +3,19 @@ package admin
 import (
 	"github.com/valyala/fasthttp"
 
+	"github.com/tracecar/tracecar/admin/adminapi"
+
 	"github.com/tracecar/tracecar/tracing"
 )
 
-// TraceContext is the JSON of GET and POST /tracecar/trace_context: whether parent-based
-// sampling is on, and the custom payload keys a request's traceparent is read from.
-type TraceContext struct {
-	FollowClientSampling bool     `json:"follow_client_sampling"`
-	Keys                 []string `json:"keys"`
-}
+// TraceContext is the JSON of GET and POST /tracecar/trace_context.
+type TraceContext = adminapi.TraceContext
 
-// TraceContextStatus is the trace context part of /tracecar/status: the settings, and the
-// malformed contexts ignored since start, by reason.
-type TraceContextStatus struct {
-	TraceContext
-	Invalid map[string]uint64 `json:"invalid"`
-}
-
-// WithTraceContextKeys serves GET and POST /tracecar/trace_context, showing keys as the
-// custom payload keys that the tracer reads (tracing.Tracer.TraceContextKeys), and reports
-// them in /tracecar/status. Following the client's sampling decision is part of the
-// tracer's configuration, so that the guardrail steps it down with the probability.
-func WithTraceContextKeys(keys []string) Option {
-	return func(s *Server) { s.ctxKeys = append([]string{}, keys...) }
-}
+// TraceContextStatus is the trace context part of /tracecar/status.
+type TraceContextStatus = adminapi.TraceContextStatus
 
 // getTraceContext serves GET /tracecar/trace_context.
-func (s *Server) getTraceContext(ctx *fasthttp.RequestCtx, _ string) error {
+func (s *tracingAPI) getTraceContext(ctx *fasthttp.RequestCtx, _ string) error {
 	if _, err := readParams(ctx); err != nil {
 		return err
 	}
@@ -38,7 +24,7 @@ func (s *Server) getTraceContext(ctx *fasthttp.RequestCtx, _ string) error {
 
 // setTraceContext serves POST /tracecar/trace_context?follow_client_sampling=true|false and
 // answers the settings now in force.
-func (s *Server) setTraceContext(ctx *fasthttp.RequestCtx, _ string) error {
+func (s *tracingAPI) setTraceContext(ctx *fasthttp.RequestCtx, _ string) error {
 	p, err := readParams(ctx, "follow_client_sampling")
 	if err != nil {
 		return err

@@ -11,7 +11,7 @@ import (
 
 func TestTraceContextEndpoint(t *testing.T) {
 	tr := newFakeTracer()
-	f := mustServe(t, admin.Config{}, tr, admin.WithTraceContextKeys([]string{"traceparent", "x-trace"}))
+	f := mustServe(t, admin.Config{Tracer: tr, TraceContextKeys: []string{"traceparent", "x-trace"}})
 	steps := []struct {
 		name       string
 		req        request
@@ -72,7 +72,7 @@ func TestSlowLogByTraceID(t *testing.T) {
 		{ID: "c0000000-0000-1000-8000-000000000004", Mode: "full", TraceID: "0af7651916cd43dd8448eb211c80319c", ParentSpanID: "b7ad6b7169203331"},
 		{ID: "c0000000-0000-1000-8000-000000000005", Mode: "full", TraceID: traceID, ParentSpanID: "00f067aa0ba902b8"},
 	}, tr.sessions...)
-	f := mustServe(t, admin.Config{}, tr)
+	f := mustServe(t, admin.Config{Tracer: tr})
 	tests := []struct {
 		name       string
 		path       string
@@ -126,7 +126,7 @@ func TestStatusAndMetricsShowTraceContext(t *testing.T) {
 	tr := newFakeTracer()
 	tr.cfg.FollowClientSampling = true
 	tr.stats.TraceContextInvalid = map[string]uint64{"length": 2, "hex": 1}
-	f := mustServe(t, admin.Config{}, tr)
+	f := mustServe(t, admin.Config{Tracer: tr})
 	_, body := do(t, client, f.url, request{method: "GET", path: "/tracecar/status"})
 	var st admin.Status
 	if err := json.Unmarshal([]byte(body), &st); err != nil {

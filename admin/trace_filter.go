@@ -10,28 +10,17 @@ import (
 	"github.com/tracecar/tracecar/tracing"
 )
 
-// TraceFilter is what the API needs to narrow tracing; *tracing.Tracer implements it.
-type TraceFilter interface {
-	Filter() tracing.Filter
-	SetFilter(tracing.Filter)
-}
-
-// WithTraceFilter serves GET, POST and DELETE /tracecar/trace_filter for f.
-func WithTraceFilter(f TraceFilter) Option {
-	return func(s *Server) { s.filter = f }
-}
-
 // getTraceFilter serves GET /tracecar/trace_filter: the filter in force, {} for none.
-func (s *Server) getTraceFilter(ctx *fasthttp.RequestCtx, _ string) error {
+func (s *tracingAPI) getTraceFilter(ctx *fasthttp.RequestCtx, _ string) error {
 	if _, err := readParams(ctx); err != nil {
 		return err
 	}
-	return writeJSON(ctx, s.filter.Filter())
+	return writeJSON(ctx, filterOf(s.filter.Filter()))
 }
 
 // setTraceFilter serves POST /tracecar/trace_filter with any of keyspace, table, user,
 // client, statement and opcode, ANDed; it replaces the filter as a whole.
-func (s *Server) setTraceFilter(ctx *fasthttp.RequestCtx, _ string) error {
+func (s *tracingAPI) setTraceFilter(ctx *fasthttp.RequestCtx, _ string) error {
 	p, err := readParams(ctx, append(slices.Clone(tracing.FilterParams), "for")...)
 	if err != nil {
 		return err
@@ -56,16 +45,16 @@ func (s *Server) setTraceFilter(ctx *fasthttp.RequestCtx, _ string) error {
 		old := s.filter.Filter()
 		s.filter.SetFilter(f)
 		s.audit(ctx, "trace_filter").Interface("old", old).Interface("new", f).Msg("admin change")
-		return []TimerSetting{{SettingTraceFilter, filterQuery(old), filterQuery(f)}}, false, nil
+		return []TimerSetting{{Setting: SettingTraceFilter, RevertTo: filterQuery(old), SetTo: filterQuery(f)}}, false, nil
 	})
 	if err != nil {
 		return err
 	}
-	return writeJSON(ctx, f)
+	return writeJSON(ctx, filterOf(f))
 }
 
 // clearTraceFilter serves DELETE /tracecar/trace_filter.
-func (s *Server) clearTraceFilter(ctx *fasthttp.RequestCtx, _ string) error {
+func (s *tracingAPI) clearTraceFilter(ctx *fasthttp.RequestCtx, _ string) error {
 	if _, err := readParams(ctx); err != nil {
 		return err
 	}
@@ -73,6 +62,6 @@ func (s *Server) clearTraceFilter(ctx *fasthttp.RequestCtx, _ string) error {
 		old := s.filter.Filter()
 		s.filter.SetFilter(tracing.Filter{})
 		s.audit(ctx, "trace_filter").Interface("old", old).Msg("admin change: filter cleared")
-		return []TimerSetting{{SettingTraceFilter, filterQuery(old), ""}}, false, nil
+		return []TimerSetting{{Setting: SettingTraceFilter, RevertTo: filterQuery(old)}}, false, nil
 	})
 }

@@ -15,7 +15,7 @@ import (
 func TestTraceFilterEndpoint(t *testing.T) {
 	tr := tracing.New(tracing.Options{})
 	t.Cleanup(func() { tr.Close(context.Background()) })
-	f := mustServe(t, admin.Config{}, newFakeTracer(), admin.WithTraceFilter(tr))
+	f := mustServe(t, admin.Config{Tracer: newFakeTracer(), TraceFilter: tr})
 
 	if status, body := do(t, client, f.url, request{method: "POST", path: "/tracecar/trace_filter?table=t1&client=10.1.2.3/8&opcode=execute&user=alice"}); status != 200 {
 		t.Fatalf("POST: %d %s", status, body)

@@ -2,8 +2,6 @@ package admin
 
 import (
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -26,7 +24,7 @@ func traceFloor(c tracing.Config) adminapi.TraceFloor {
 }
 
 // getTraceFloor serves GET /tracecar/trace_floor.
-func (s *Server) getTraceFloor(ctx *fasthttp.RequestCtx, _ string) error {
+func (s *tracingAPI) getTraceFloor(ctx *fasthttp.RequestCtx, _ string) error {
 	if _, err := readParams(ctx); err != nil {
 		return err
 	}
@@ -35,7 +33,7 @@ func (s *Server) getTraceFloor(ctx *fasthttp.RequestCtx, _ string) error {
 
 // setTraceFloor serves POST /tracecar/trace_floor?interval=60s&max_per_second=10: interval
 // is required (0 turns the floor off), max_per_second keeps its value when absent.
-func (s *Server) setTraceFloor(ctx *fasthttp.RequestCtx, _ string) error {
+func (s *tracingAPI) setTraceFloor(ctx *fasthttp.RequestCtx, _ string) error {
 	p, err := readParams(ctx, "interval", "max_per_second", "for")
 	if err != nil {
 		return err
@@ -66,7 +64,7 @@ func (s *Server) setTraceFloor(ctx *fasthttp.RequestCtx, _ string) error {
 }
 
 // clearTraceFloor serves DELETE /tracecar/trace_floor: the floor off.
-func (s *Server) clearTraceFloor(ctx *fasthttp.RequestCtx, _ string) error {
+func (s *tracingAPI) clearTraceFloor(ctx *fasthttp.RequestCtx, _ string) error {
 	if _, err := readParams(ctx); err != nil {
 		return err
 	}
@@ -79,7 +77,7 @@ func (s *Server) clearTraceFloor(ctx *fasthttp.RequestCtx, _ string) error {
 // changeFloor applies f to the tracing configuration as a toggle: with d > 0 (for=) the
 // floor's setting goes back to what it was when d is up; turning the floor on counts as
 // costly, as a probability does, for --toggle-max-duration.
-func (s *Server) changeFloor(ctx *fasthttp.RequestCtx, d time.Duration, f func(tracing.Config) tracing.Config) error {
+func (s *tracingAPI) changeFloor(ctx *fasthttp.RequestCtx, d time.Duration, f func(tracing.Config) tracing.Config) error {
 	var cur tracing.Config
 	err := s.toggle(ctx, "POST "+adminapi.PathTraceFloor, d, func() ([]TimerSetting, bool, error) {
 		old, c, err := s.updateConfig(f)
@@ -89,25 +87,12 @@ func (s *Server) changeFloor(ctx *fasthttp.RequestCtx, d time.Duration, f func(t
 		cur = c
 		s.audit(ctx, "trace_floor").Interface("old", traceFloor(old)).Interface("new", traceFloor(cur)).
 			Str("mode", cur.Mode()).Msg("admin change")
-		return []TimerSetting{{SettingTraceFloor, floorSetting(old), floorSetting(cur)}}, cur.FloorInterval > 0, nil
+		return []TimerSetting{{Setting: SettingTraceFloor, RevertTo: floorSetting(old), SetTo: floorSetting(cur)}}, cur.FloorInterval > 0, nil
 	})
 	if err != nil {
 		return err
 	}
 	return writeJSON(ctx, traceFloor(cur))
-}
-
-// floorSetting is the trace floor of c as a timer's setting: "INTERVAL/MAX", "0s/0" off.
-func floorSetting(c tracing.Config) string {
-	return c.FloorInterval.String() + "/" + strconv.Itoa(c.FloorMaxPerSecond)
-}
-
-// parseFloorSetting reads floorSetting's value back.
-func parseFloorSetting(v string) (time.Duration, int) {
-	iv, mx, _ := strings.Cut(v, "/")
-	d, _ := time.ParseDuration(iv)
-	n, _ := strconv.Atoi(mx)
-	return d, n
 }
 
 // floorInterval parses the interval parameter: a Go duration from 0 to 7 days, or 0.
@@ -124,6 +109,6 @@ func floorInterval(v string) (time.Duration, error) {
 }
 
 // floorRoute is the route of /tracecar/trace_floor.
-func (s *Server) floorRoute() route {
+func (s *tracingAPI) floorRoute() route {
 	return route{http.MethodGet: s.getTraceFloor, http.MethodPost: s.setTraceFloor, http.MethodDelete: s.clearTraceFloor}
 }

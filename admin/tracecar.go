@@ -7,71 +7,32 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/tracecar/tracecar/audit"
+	"github.com/tracecar/tracecar/admin/adminapi"
+
 	"github.com/tracecar/tracecar/tracing"
-	"github.com/tracecar/tracecar/tracing/capture"
 )
 
 // getSession serves GET /tracecar/sessions/{id}.
-func (s *Server) getSession(ctx *fasthttp.RequestCtx, id string) error {
+func (s *tracingAPI) getSession(ctx *fasthttp.RequestCtx, id string) error {
 	sess, ok := s.tr.Session(id)
 	if !ok {
 		return errorf(http.StatusNotFound, "no session %q: it was never recorded or has left the ring", id)
 	}
-	return writeJSON(ctx, sess)
+	return writeJSON(ctx, sessionOf(sess))
 }
 
 // Status is the JSON of GET /tracecar/status.
-type Status struct {
-	// Mode is the tracing mode: off, fast, full, sampled or parent; "" without a tracer.
-	Mode string `json:"mode"`
-	// SlowQuery and TraceProbability are the configuration, as the Scylla endpoints show it.
-	SlowQuery        *SlowQuery `json:"slow_query,omitempty"`
-	TraceProbability float64    `json:"trace_probability"`
-	// Counters are the tracer's counters since start.
-	Counters Counters `json:"counters"`
-	// SinkDropped counts, per sink, the sessions dropped because its queue was full.
-	SinkDropped map[string]uint64 `json:"sink_dropped"`
-	// SinkErrors counts, per sink, the writes that failed.
-	SinkErrors map[string]uint64 `json:"sink_errors"`
-	// TraceContext is how requests' W3C trace contexts are read and followed.
-	TraceContext *TraceContextStatus `json:"trace_context,omitempty"`
-	// Guardrail is the overhead guardrail's state.
-	Guardrail Guardrail `json:"guardrail"`
-	// Loggers maps each logger to its level.
-	Loggers map[string]string `json:"loggers"`
-	// Capture is the workload capture's state, with its warning for values=keep.
-	Capture *capture.Status `json:"capture,omitempty"`
-	// UptimeSeconds is the time since the server was created.
-	UptimeSeconds int64 `json:"uptime_s"`
-	// Process is the sidecar process, and the one it took over, if any.
-	Process *Process `json:"process,omitempty"`
-	// Shards are the ScyllaDB shard figures, once there are any.
-	Shards *Shards `json:"shards,omitempty"`
-	// Audit is the audit log's state: its settings, records by category, drops and each
-	// sink's state (GET /tracecar/audit).
-	Audit *audit.Status `json:"audit,omitempty"`
-	// NodeLogin is the sidecar's own login to its node (node events, the CQL sink, the
-	// audit table); a refused one also makes /readyz answer 503.
-	NodeLogin *NodeLogin `json:"node_login,omitempty"`
-	// Timers are the toggles' running timers (for=DURATION), soonest first: what each
-	// puts back, to what, and when.
-	Timers []Timer `json:"timers"`
-}
+type Status = adminapi.Status
 
 // Counters are the request counters in Status.
-type Counters struct {
-	Requests     uint64 `json:"requests"`
-	Traced       uint64 `json:"traced"`
-	SlowSessions uint64 `json:"slow_sessions"`
-}
+type Counters = adminapi.Counters
 
 // getStatus serves GET /tracecar/status.
-func (s *Server) getStatus(ctx *fasthttp.RequestCtx, _ string) error {
+func (s *opsAPI) getStatus(ctx *fasthttp.RequestCtx, _ string) error {
 	st := Status{
 		SinkDropped:   map[string]uint64{},
 		SinkErrors:    map[string]uint64{},
-		Guardrail:     Guardrail{State: "none"},
+		Guardrail:     adminapi.Guardrail{State: "none"},
 		Loggers:       map[string]string{},
 		UptimeSeconds: int64(time.Since(s.started) / time.Second),
 		Timers:        s.Timers(),
@@ -96,10 +57,10 @@ func (s *Server) getStatus(ctx *fasthttp.RequestCtx, _ string) error {
 		}
 	}
 	if s.guardrail != nil {
-		st.Guardrail = s.guardrail()
+		st.Guardrail = guardrailOf(s.guardrail())
 	}
 	if s.capture != nil {
-		cs := s.capture.Status()
+		cs := captureOf(s.capture.Status())
 		st.Capture = &cs
 	}
 	if s.process != nil {
@@ -117,7 +78,7 @@ func (s *Server) getStatus(ctx *fasthttp.RequestCtx, _ string) error {
 		st.NodeLogin = &l
 	}
 	if s.auditLog != nil {
-		a := s.auditLog.Status()
+		a := auditOf(s.auditLog.Status())
 		st.Audit = &a
 	}
 	for _, n := range s.logs.Names() {
@@ -128,21 +89,16 @@ func (s *Server) getStatus(ctx *fasthttp.RequestCtx, _ string) error {
 	return writeJSON(ctx, st)
 }
 
-// health is the body of /healthz and /readyz.
-type health struct {
-	Status string `json:"status"`
-}
-
 // getHealthz serves GET /healthz: the process serves HTTP. It needs no token.
-func (s *Server) getHealthz(ctx *fasthttp.RequestCtx, _ string) error {
-	return writeJSON(ctx, health{"ok"})
+func (s *opsAPI) getHealthz(ctx *fasthttp.RequestCtx, _ string) error {
+	return writeJSON(ctx, adminapi.Health{Status: "ok"})
 }
 
 // readyTimeout bounds the Ready check of /readyz.
 const readyTimeout = 2 * time.Second
 
 // getReadyz serves GET /readyz: 200 when the Ready check passes, else 503.
-func (s *Server) getReadyz(ctx *fasthttp.RequestCtx, _ string) error {
+func (s *opsAPI) getReadyz(ctx *fasthttp.RequestCtx, _ string) error {
 	if s.ready != nil {
 		c, cancel := context.WithTimeout(context.Background(), readyTimeout)
 		defer cancel()
@@ -157,7 +113,7 @@ func (s *Server) getReadyz(ctx *fasthttp.RequestCtx, _ string) error {
 			return errorf(http.StatusServiceUnavailable, "not ready: %v", err)
 		}
 	}
-	return writeJSON(ctx, health{"ready"})
+	return writeJSON(ctx, adminapi.Health{Status: "ready"})
 }
 
 // ConfigOnly adapts a configuration that has no sessions, such as the embedded node's
@@ -183,6 +139,6 @@ func (configOnly) Session(string) (tracing.Session, bool) {
 func (c configOnly) Stats() tracing.Stats { return tracing.Stats{Mode: c.get().Mode()} }
 
 // slowQueryNotApplied answers a change of slow_query on a server that cannot apply it.
-func (s *Server) slowQueryNotApplied(ctx *fasthttp.RequestCtx, _ string) error {
+func (s *scyllaAPI) slowQueryNotApplied(ctx *fasthttp.RequestCtx, _ string) error {
 	return errorf(http.StatusNotImplemented, "slow-query logging is not implemented here; only trace_probability is applied. Set slow_query on the sidecar's admin API")
 }

@@ -22,10 +22,13 @@ var errCancelled = errors.New("audit record not queued")
 // record on both sides, and cycle through a ring as large as the queue).
 type sinkQueue struct {
 	sink Sink
-	log  *Log
-	size int           // Config.Queue: the most records queued before the policy applies
-	kick chan struct{} // a record was queued into an empty queue
-	full chan struct{} // the queue is half full: write now
+	cfg  *Config // the Log's
+	// stop and sealed are the Log's: closed by Close, when blocked adds give up and the
+	// writer gets ready to end, then once every queue is sealed.
+	stop, sealed <-chan struct{}
+	size         int           // Config.Queue: the most records queued before the policy applies
+	kick         chan struct{} // a record was queued into an empty queue
+	full         chan struct{} // the queue is half full: write now
 
 	mu     sync.Mutex
 	recs   []Record      // queued, at most size
@@ -98,7 +101,7 @@ func (q *sinkQueue) add(r *Record, p Policy, cancel <-chan struct{}) error {
 		case <-cancel:
 			q.dropped.Add(1)
 			return errCancelled
-		case <-q.log.stop:
+		case <-q.stop:
 			q.dropped.Add(1)
 			return ErrClosed
 		}
@@ -155,16 +158,16 @@ func (q *sinkQueue) signal(c chan struct{}) {
 // every Config.Sync (a second by default) for the life of the process, with nothing to do.
 func (q *sinkQueue) run() {
 	defer close(q.done)
-	sync := time.NewTimer(q.log.cfg.Sync)
+	sync := time.NewTimer(q.cfg.Sync)
 	sync.Stop()
 	syncing := false // sync is armed
-	delay := gatherTime(q.log.cfg.Sync)
+	delay := gatherTime(q.cfg.Sync)
 	gather := time.NewTimer(delay)
 	gather.Stop()
 	dirty := false
 	for {
 		if dirty && !syncing {
-			sync.Reset(q.log.cfg.Sync)
+			sync.Reset(q.cfg.Sync)
 			syncing = true
 		}
 		select {
@@ -174,7 +177,7 @@ func (q *sinkQueue) run() {
 			case <-gather.C:
 			case <-q.full:
 				gather.Stop()
-			case <-q.log.stop:
+			case <-q.stop:
 				gather.Stop()
 			}
 			dirty = q.drain() || dirty
@@ -184,8 +187,8 @@ func (q *sinkQueue) run() {
 			syncing = false
 			q.drain()
 			dirty = !q.sync()
-		case <-q.log.stop:
-			<-q.log.sealed
+		case <-q.stop:
+			<-q.sealed
 			q.closeErr = q.close()
 			return
 		}
@@ -241,7 +244,7 @@ func (q *sinkQueue) write(batch []Record) bool {
 			q.dropped.Add(uint64(len(batch) + q.discard()))
 			return false
 		}
-		t := time.NewTimer(q.log.cfg.Retry)
+		t := time.NewTimer(q.cfg.Retry)
 		select {
 		case <-t.C:
 		case <-q.abandoned:
@@ -300,7 +303,7 @@ func (q *sinkQueue) failed(err error) {
 	}
 	q.state.Store(&failure{err: err.Error(), since: since})
 	if prev == nil {
-		q.log.cfg.Logger.Error().Str("sink", q.sink.Name()).Err(err).Str("policy", q.log.cfg.Policy.String()).
+		q.cfg.Logger.Error().Str("sink", q.sink.Name()).Err(err).Str("policy", q.cfg.Policy.String()).
 			Msg("audit sink failing: retrying")
 	}
 }
@@ -309,6 +312,9 @@ func (q *sinkQueue) failed(err error) {
 func (q *sinkQueue) recovered() {
 	if st := q.state.Load(); st != nil {
 		q.state.Store(nil)
-		q.log.cfg.Logger.Warn().Str("sink", q.sink.Name()).Time("failing_since", st.since).Msg("audit sink recovered")
+		q.cfg.Logger.Warn().Str("sink", q.sink.Name()).Time("failing_since", st.since).Msg("audit sink recovered")
 	}
 }
+
+// ErrClosed is returned by Submit once the Log is closed.
+var ErrClosed = errors.New("audit log closed")

@@ -30,7 +30,7 @@ func TestGuardrailModeRestored(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer reg.Close()
-	srv := admin.New(admin.Config{}, gc.User(tr), reg, admin.WithGuardrailControl(gc))
+	srv := admin.New(admin.Config{Tracer: gc.User(tr), Loggers: reg, GuardrailControl: gc})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

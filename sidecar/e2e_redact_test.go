@@ -74,7 +74,7 @@ func TestE2ESecretsRedacted(t *testing.T) {
 			st := mustTracedStack(t, tracing.Options{Sinks: []tracing.Sink{sink}, SlowLog: &slowLog, QueryLiterals: tt.literals},
 				tracing.Config{Enable: true, ThresholdMicros: 0, TTLSeconds: 60}, nil)
 
-			api := admin.New(admin.Config{}, st.tr, nil)
+			api := admin.New(admin.Config{Tracer: st.tr})
 			aln, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
 				t.Fatal(err)

@@ -42,6 +42,24 @@
 // The prepared-statement registry (Statements) is learnt by the caller, which sees every
 // PREPARE and its RESULT (cql.ReadPrepared); tracing reads the query text of an EXECUTE from
 // it. Requests are counted once, by the caller (Tracer.CountRequests).
+//
+// # Layers
+//
+// The files of the package are layers: a file uses declarations of the files below it,
+// never of one above it (ci.TestFilesPointDown fails on a cycle, and prints it). From the
+// ground up:
+//
+//	config.go, filter.go          Config; the trace filter and its parameters
+//	prepared.go, querycache.go    the prepared-statement registry; the normalized texts cached
+//	session.go                    Session and Event, the modes, FloorNote
+//	tracecontext.go, rows.go      the W3C trace context; a RESULT's row count
+//	ring.go, sink.go, semconv.go  the slow-log ring; Sink, its queue, the log sink; the OTel attributes
+//	ticket.go, request.go         a request's Ticket and record; its Parameters, decoded and redacted
+//	work.go, otel.go              the WorkMeter and the metered sinks; the OTel sink
+//	nodeevents.go, redact.go      the node-event fetcher; the node's events redacted
+//	tracer.go                     the Tracer, and the Conn it gives each connection
+//	conn.go                       a Conn's per-request API: Begin, End, Done, what they read and record
+//	inflight.go, handover.go      the requests in flight; the state handed over
 package tracing
 
 import (

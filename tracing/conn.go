@@ -1,42 +1,14 @@
 package tracing
 
 import (
+	"bytes"
 	"math"
-	"net/netip"
-	"sync"
-	"sync/atomic"
+	"strings"
 	"time"
 
 	"github.com/tracecar/tracecar/internal/cql"
+	"github.com/tracecar/tracecar/tracing/statements"
 )
-
-// Conn is the tracing state of one client connection: its addresses, its username and
-// scratch buffers; per-request state travels in Tickets. The request side (Begin,
-// Ticket.Sent) must be called from one goroutine at a time, and the response side (End,
-// Done) from one goroutine at a time; the two sides, SetUser and Close may run
-// concurrently with each other.
-type Conn struct {
-	t           *Tracer
-	client      string
-	clientAddr  netip.Addr
-	coordinator string
-	user        atomic.Pointer[string] // SASL PLAIN username, set by SetUser
-
-	// Request side.
-	traced atomic.Uint64 // written by the request side only
-
-	// Response side.
-	// fast is the view of a slow fast-mode request's copy, made with the first: a view is
-	// 330 bytes that most connections, idle or never slow, would keep.
-	fast *cql.Frame
-	out  []byte
-
-	// free holds records to reuse: the response side puts, the request side takes.
-	freeMu sync.Mutex
-	free   []*record
-
-	closeOnce sync.Once
-}
 
 // Considers reports whether Begin could trace a request with header h under the
 // configuration in force: false for what no mode traces (tracing off and no tracing flag
@@ -132,12 +104,6 @@ func (c *Conn) Begin(f *cql.Frame, now int64) Ticket {
 	return c.beginEvents(s, f, now, mode, tc, read, nil)
 }
 
-// FloorNote is told the session id and start of a floor trace once it is recorded;
-// *statements.Entry implements it.
-type FloorNote interface {
-	FloorTraced(id string, start time.Time)
-}
-
 // BeginFloor is Begin for a request that the trace floor (Config.FloorInterval) picked:
 // it is traced fully, with the node's own trace, and recorded whatever its duration, in
 // mode "floor" (or "client" when its client asked for tracing itself), unless the trace
@@ -219,13 +185,6 @@ func (t *Tracer) asksNode(f *cql.Frame) bool {
 		}
 	}
 	return true
-}
-
-// nodeTraced reports whether a request traced in mode has the tracing flag set for the node
-// by the sidecar (unless Tracer.asksNode refuses it), and so the tracing id stripped from
-// its response: sampled, parent and floor traces.
-func nodeTraced(mode string) bool {
-	return mode == ModeSampled || mode == ModeParent || mode == ModeFloor
 }
 
 // beginFast starts a fast-mode request: its start time and a copy of its frame, or of its
@@ -537,4 +496,77 @@ func (c *Conn) Close() {
 		t.retired.traced += c.traced.Load()
 		t.connMu.Unlock()
 	})
+}
+
+// match reports whether the request of the view f on c passes flt. It reads the
+// statement from the view only when flt needs it.
+func (c *Conn) match(flt *Filter, f *cql.Frame) bool {
+	h := &f.Header
+	if flt.op != 0 && h.Opcode != flt.op {
+		return false
+	}
+	if flt.Client.IsValid() && !flt.Client.Contains(c.clientAddr) {
+		return false
+	}
+	if flt.User != "" && c.User() != flt.User {
+		return false
+	}
+	if flt.Keyspace == "" && flt.Table == "" && flt.Statement == "" {
+		return true
+	}
+	st, ok := f.Statement()
+	if !ok {
+		return false
+	}
+	text, id := string(st.Query), st.ID
+	if id != nil {
+		text, _ = c.t.prep.get(id)
+	}
+	norm, _ := cql.NormalizeQuery(text, false, 0)
+	if flt.Keyspace != "" || flt.Table != "" {
+		ks, table := statements.Target(norm)
+		if flt.Keyspace != "" && ks != flt.Keyspace || flt.Table != "" && table != flt.Table {
+			return false
+		}
+	}
+	switch {
+	case flt.id != nil:
+		return bytes.Equal(id, flt.id)
+	case flt.sub != "":
+		return strings.Contains(norm, flt.sub)
+	}
+	return true
+}
+
+// decodeKept builds the parameters of a request whose session is recorded from what its
+// record kept (Conn.keep): the request, when another reader had parsed it already and
+// Begin copied it, or else a copy of the frame (decompressed here, when the sidecar had
+// not) or of its message, parsed here. A fast-mode copy may be truncated; what could be
+// read is kept. view reports whether c.fast is now a view of the copied frame, whose
+// custom payload can be read. Response side only.
+func (c *Conn) decodeKept(r *record) (ps map[string]string, view bool) {
+	m := make(map[string]string, 6)
+	req := &r.req
+	switch {
+	case r.parsedReq:
+	case r.plain:
+		req.Parse(r.op, r.version, r.buf)
+	default:
+		h, err := cql.ParseHeader(r.buf)
+		if err != nil {
+			m["decode_error"] = err.Error()
+			return m, false
+		}
+		if c.fast == nil {
+			c.fast = new(cql.Frame)
+		}
+		c.fast.Reset(h, r.buf, r.comp)
+		req, _ = c.fast.Request()
+		view = true
+	}
+	c.t.params(m).request(req)
+	if req.Err != nil {
+		m["decode_error"] = req.Err.Error()
+	}
+	return m, view
 }

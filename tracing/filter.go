@@ -1,7 +1,6 @@
 package tracing
 
 import (
-	"bytes"
 	"encoding/hex"
 	"fmt"
 	"net/netip"
@@ -9,7 +8,6 @@ import (
 
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/internal/cql/cqltext"
-	"github.com/tracecar/tracecar/tracing/statements"
 )
 
 // Filter narrows what tracing records and samples, in every mode: a request outside it is
@@ -112,61 +110,4 @@ func ParseFilter(p map[string]string) (Filter, error) {
 // IsZero reports whether f matches every request.
 func (f Filter) IsZero() bool {
 	return f.Keyspace == "" && f.Table == "" && f.User == "" && !f.Client.IsValid() && f.Statement == "" && f.op == 0
-}
-
-// SetFilter installs f (the zero Filter clears it). It is safe for concurrent use.
-func (t *Tracer) SetFilter(f Filter) {
-	if f.IsZero() {
-		t.filter.Store(nil)
-		return
-	}
-	t.filter.Store(&f)
-}
-
-// Filter returns the filter in force.
-func (t *Tracer) Filter() Filter {
-	if f := t.filter.Load(); f != nil {
-		return *f
-	}
-	return Filter{}
-}
-
-// match reports whether the request of the view f on c passes flt. It reads the
-// statement from the view only when flt needs it.
-func (c *Conn) match(flt *Filter, f *cql.Frame) bool {
-	h := &f.Header
-	if flt.op != 0 && h.Opcode != flt.op {
-		return false
-	}
-	if flt.Client.IsValid() && !flt.Client.Contains(c.clientAddr) {
-		return false
-	}
-	if flt.User != "" && c.User() != flt.User {
-		return false
-	}
-	if flt.Keyspace == "" && flt.Table == "" && flt.Statement == "" {
-		return true
-	}
-	st, ok := f.Statement()
-	if !ok {
-		return false
-	}
-	text, id := string(st.Query), st.ID
-	if id != nil {
-		text, _ = c.t.prep.get(id)
-	}
-	norm, _ := cql.NormalizeQuery(text, false, 0)
-	if flt.Keyspace != "" || flt.Table != "" {
-		ks, table := statements.Target(norm)
-		if flt.Keyspace != "" && ks != flt.Keyspace || flt.Table != "" && table != flt.Table {
-			return false
-		}
-	}
-	switch {
-	case flt.id != nil:
-		return bytes.Equal(id, flt.id)
-	case flt.sub != "":
-		return strings.Contains(norm, flt.sub)
-	}
-	return true
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/tracecar/tracecar/internal/cql"
 )
@@ -208,44 +209,31 @@ func (p *params) batch(r *cql.Request) {
 	p.queryParams(r, -1)
 }
 
-func indexed(k string, i int) string {
-	if i < 0 {
-		return k
+// query records statement text under key k (query or query[i]), normalized: literal values
+// redacted unless kept, passwords always redacted, and cut at the maximum length, which
+// sets the matching query_truncated parameter.
+func (p *params) query(k string, q []byte) {
+	if p.m == nil {
+		return
 	}
-	return k + "[" + strconv.Itoa(i) + "]"
+	text, truncated := p.queries.normalizeBytes(q)
+	p.setQuery(k, text, truncated)
 }
 
-// decodeKept builds the parameters of a request whose session is recorded from what its
-// record kept (Conn.keep): the request, when another reader had parsed it already and
-// Begin copied it, or else a copy of the frame (decompressed here, when the sidecar had
-// not) or of its message, parsed here. A fast-mode copy may be truncated; what could be
-// read is kept. view reports whether c.fast is now a view of the copied frame, whose
-// custom payload can be read. Response side only.
-func (c *Conn) decodeKept(r *record) (ps map[string]string, view bool) {
-	m := make(map[string]string, 6)
-	req := &r.req
-	switch {
-	case r.parsedReq:
-	case r.plain:
-		req.Parse(r.op, r.version, r.buf)
-	default:
-		h, err := cql.ParseHeader(r.buf)
-		if err != nil {
-			m["decode_error"] = err.Error()
-			return m, false
-		}
-		if c.fast == nil {
-			c.fast = new(cql.Frame)
-		}
-		c.fast.Reset(h, r.buf, r.comp)
-		req, _ = c.fast.Request()
-		view = true
+// queryText is query for text the sidecar keeps, a prepared statement's.
+func (p *params) queryText(k, q string) {
+	if p.m == nil {
+		return
 	}
-	c.t.params(m).request(req)
-	if req.Err != nil {
-		m["decode_error"] = req.Err.Error()
+	text, truncated := p.queries.normalize(q)
+	p.setQuery(k, text, truncated)
+}
+
+func (p *params) setQuery(k, text string, truncated bool) {
+	p.m[k] = text
+	if truncated {
+		p.m["query_truncated"+strings.TrimPrefix(k, "query")] = "true"
 	}
-	return m, view
 }
 
 // responseInfo is what a traced session needs from a response: the node's tracing id and

@@ -1,6 +1,9 @@
 package tracing
 
-import "time"
+import (
+	"strconv"
+	"time"
+)
 
 // Session modes, as they appear in Session.Mode.
 const (
@@ -15,6 +18,19 @@ const (
 	// its statement.
 	ModeFloor = "floor"
 )
+
+// nodeTraced reports whether a request traced in mode has the tracing flag set for the node
+// by the sidecar (unless Tracer.asksNode refuses it), and so the tracing id stripped from
+// its response: sampled, parent and floor traces.
+func nodeTraced(mode string) bool {
+	return mode == ModeSampled || mode == ModeParent || mode == ModeFloor
+}
+
+// FloorNote is told the session id and start of a floor trace once it is recorded;
+// *statements.Entry implements it.
+type FloorNote interface {
+	FloorTraced(id string, start time.Time)
+}
 
 // Event sources.
 const (
@@ -69,3 +85,12 @@ const (
 	EventNodeResponded = "node responded"
 	EventResponseSent  = "response sent"
 )
+
+// indexed returns the key of Session.Parameters under which k of a BATCH's statement i is
+// recorded ("query[1]"), or k itself for i < 0, a request's only statement.
+func indexed(k string, i int) string {
+	if i < 0 {
+		return k
+	}
+	return k + "[" + strconv.Itoa(i) + "]"
+}

@@ -1,6 +1,7 @@
 package tracing
 
 import (
+	"encoding/hex"
 	"sync/atomic"
 
 	"github.com/tracecar/tracecar/internal/cql"
@@ -95,4 +96,25 @@ func (r *record) reset(mode string, h *cql.Header, now, thresholdUS int64) {
 	r.nodeID, r.hasNodeID = [16]byte{}, false
 	r.rows = -1
 	r.note = nil
+}
+
+// setContext keeps tc in r, copying its tracestate into r's own buffer.
+func (r *record) setContext(tc *TraceContext) {
+	r.ctx = *tc
+	r.ctx.State = nil
+	r.state = append(r.state[:0], tc.State...)
+}
+
+// annotate puts the record's trace context into s: trace_id, parent_span_id and the
+// tracestate, in lower-case hex as the specification writes them.
+func (r *record) annotate(s *Session) {
+	if !r.ctx.Valid() {
+		return
+	}
+	s.TraceID = hex.EncodeToString(r.ctx.TraceID[:])
+	s.ParentSpanID = hex.EncodeToString(r.ctx.SpanID[:])
+	s.traceFlags = r.ctx.Flags
+	if len(r.state) > 0 {
+		s.TraceState = string(r.state)
+	}
 }

@@ -2,8 +2,6 @@ package tracing
 
 import (
 	"encoding/hex"
-
-	"github.com/tracecar/tracecar/internal/cql"
 )
 
 // W3C Trace Context (https://www.w3.org/TR/trace-context/) in the CQL custom payload.
@@ -295,59 +293,4 @@ func validTraceStateValue(v []byte) bool {
 		}
 	}
 	return true
-}
-
-// readContext reads the trace context of a request's custom payload: the first of the
-// Tracer's keys that the payload has, and then its tracestate. A malformed traceparent is
-// ignored and counted, as is a malformed tracestate (whose traceparent stays). The returned
-// State aliases payload. It does not allocate.
-func (t *Tracer) readContext(payload []byte) TraceContext {
-	if payload == nil {
-		return TraceContext{}
-	}
-	for _, key := range t.ctxKeys {
-		v, ok := cql.PayloadValue(payload, key)
-		if !ok {
-			continue
-		}
-		tc, why := ParseTraceparent(v)
-		if why != valid {
-			t.ctxInvalid[why].Add(1)
-			return TraceContext{}
-		}
-		if st, ok := cql.PayloadValue(payload, TracestateKey); ok && len(st) > 0 {
-			if ValidTraceState(st) {
-				tc.State = st
-			} else {
-				t.ctxInvalid[ReasonTraceState].Add(1)
-			}
-		}
-		return tc
-	}
-	return TraceContext{}
-}
-
-// TraceContextKeys returns the custom payload keys read for a traceparent, in the order
-// they are tried. It is safe for concurrent use.
-func (t *Tracer) TraceContextKeys() []string { return append([]string(nil), t.ctxKeys...) }
-
-// setContext keeps tc in r, copying its tracestate into r's own buffer.
-func (r *record) setContext(tc *TraceContext) {
-	r.ctx = *tc
-	r.ctx.State = nil
-	r.state = append(r.state[:0], tc.State...)
-}
-
-// annotate puts the record's trace context into s: trace_id, parent_span_id and the
-// tracestate, in lower-case hex as the specification writes them.
-func (r *record) annotate(s *Session) {
-	if !r.ctx.Valid() {
-		return
-	}
-	s.TraceID = hex.EncodeToString(r.ctx.TraceID[:])
-	s.ParentSpanID = hex.EncodeToString(r.ctx.SpanID[:])
-	s.traceFlags = r.ctx.Flags
-	if len(r.state) > 0 {
-		s.TraceState = string(r.state)
-	}
 }

@@ -420,6 +420,34 @@ func (t *Tracer) CountRequests(f func() uint64) { t.requests.Store(&f) }
 // for its rewrite of system tables.
 func (t *Tracer) Statements() *Statements { return t.prep }
 
+// Conn is the tracing state of one client connection: its addresses, its username and
+// scratch buffers; per-request state travels in Tickets. The request side (Begin,
+// Ticket.Sent) must be called from one goroutine at a time, and the response side (End,
+// Done) from one goroutine at a time; the two sides, SetUser and Close may run
+// concurrently with each other.
+type Conn struct {
+	t           *Tracer
+	client      string
+	clientAddr  netip.Addr
+	coordinator string
+	user        atomic.Pointer[string] // SASL PLAIN username, set by SetUser
+
+	// Request side.
+	traced atomic.Uint64 // written by the request side only
+
+	// Response side.
+	// fast is the view of a slow fast-mode request's copy, made with the first: a view is
+	// 330 bytes that most connections, idle or never slow, would keep.
+	fast *cql.Frame
+	out  []byte
+
+	// free holds records to reuse: the response side puts, the request side takes.
+	freeMu sync.Mutex
+	free   []*record
+
+	closeOnce sync.Once
+}
+
 // NewConn returns the per-connection state of a client connection that the sidecar relays
 // from client to coordinator. Call Close when the connection ends.
 func (t *Tracer) NewConn(client, coordinator netip.AddrPort) *Conn {
@@ -428,4 +456,60 @@ func (t *Tracer) NewConn(client, coordinator netip.AddrPort) *Conn {
 	t.conns[c] = struct{}{}
 	t.connMu.Unlock()
 	return c
+}
+
+// readContext reads the trace context of a request's custom payload: the first of the
+// Tracer's keys that the payload has, and then its tracestate. A malformed traceparent is
+// ignored and counted, as is a malformed tracestate (whose traceparent stays). The returned
+// State aliases payload. It does not allocate.
+func (t *Tracer) readContext(payload []byte) TraceContext {
+	if payload == nil {
+		return TraceContext{}
+	}
+	for _, key := range t.ctxKeys {
+		v, ok := cql.PayloadValue(payload, key)
+		if !ok {
+			continue
+		}
+		tc, why := ParseTraceparent(v)
+		if why != valid {
+			t.ctxInvalid[why].Add(1)
+			return TraceContext{}
+		}
+		if st, ok := cql.PayloadValue(payload, TracestateKey); ok && len(st) > 0 {
+			if ValidTraceState(st) {
+				tc.State = st
+			} else {
+				t.ctxInvalid[ReasonTraceState].Add(1)
+			}
+		}
+		return tc
+	}
+	return TraceContext{}
+}
+
+// TraceContextKeys returns the custom payload keys read for a traceparent, in the order
+// they are tried. It is safe for concurrent use.
+func (t *Tracer) TraceContextKeys() []string { return append([]string(nil), t.ctxKeys...) }
+
+// params returns the parameter collector of a recorded session, filling m.
+func (t *Tracer) params(m map[string]string) *params {
+	return &params{m: m, bind: t.opts.BindValues, prep: t.prep, queries: t.queries}
+}
+
+// SetFilter installs f (the zero Filter clears it). It is safe for concurrent use.
+func (t *Tracer) SetFilter(f Filter) {
+	if f.IsZero() {
+		t.filter.Store(nil)
+		return
+	}
+	t.filter.Store(&f)
+}
+
+// Filter returns the filter in force.
+func (t *Tracer) Filter() Filter {
+	if f := t.filter.Load(); f != nil {
+		return *f
+	}
+	return Filter{}
 }

@@ -25,25 +25,6 @@ func (m meteredSink) Write(ctx context.Context, s *Session) error {
 	return m.Sink.Write(ctx, s)
 }
 
-// meteredEvents is a NodeEventSource whose calls a WorkMeter counts: the calling
-// goroutine's share of the fetch, which is where the node's rows are decoded.
-type meteredEvents struct {
-	src NodeEventSource
-	w   WorkMeter
-}
-
-func (m meteredEvents) Finished(ctx context.Context, ids [][16]byte) ([]bool, error) {
-	mark := m.w.Begin()
-	defer m.w.End(mark)
-	return m.src.Finished(ctx, ids)
-}
-
-func (m meteredEvents) Events(ctx context.Context, ids [][16]byte) ([][]Event, error) {
-	mark := m.w.Begin()
-	defer m.w.End(mark)
-	return m.src.Events(ctx, ids)
-}
-
 // metered wraps s in w when w is set.
 func metered(s Sink, w WorkMeter) Sink {
 	if w == nil {

@@ -1,8 +1,10 @@
-// Package adminapi is a client of tracecar's admin REST API, and of the node's API, which
-// serves the same logger and trace-probability endpoints. It decodes the JSON shapes of
-// DESIGN.md once, for every caller: tracecar ctl and the load checker.
+// Package adminapi is the one home of the JSON shapes of tracecar's admin REST API, and a
+// client of it and of the node's API, which serves the same logger and trace-probability
+// endpoints. The server (package admin, on fasthttp) encodes only the types declared here
+// (every one is a Shape), and the clients, tracecar ctl and the load checker, decode
+// them, so that neither declares a shape of its own nor imports the engine's types.
 //
-// It speaks plain net/http; the server side, on fasthttp, is package admin.
+// The client speaks plain net/http.
 package adminapi
 
 import (
@@ -16,9 +18,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/tracecar/tracecar/audit"
-	"github.com/tracecar/tracecar/internal/buildinfo"
 )
 
 // Paths of the endpoints this package decodes.
@@ -79,9 +78,7 @@ func (c *Client) Do(ctx context.Context, method, u string, form url.Values) ([]b
 		return nil, fmt.Errorf("read body: %w", err)
 	}
 	if resp.StatusCode/100 != 2 {
-		var e struct {
-			Message string `json:"message"`
-		}
+		var e ErrorBody
 		if json.Unmarshal(b, &e) == nil && e.Message != "" {
 			return nil, &Error{Status: resp.StatusCode, Message: e.Message}
 		}
@@ -102,12 +99,13 @@ func BaseURL(s string) string {
 	return strings.TrimRight(s, "/")
 }
 
-// SlowQuery is GET /storage_service/slow_query: Threshold in microseconds, TTL in seconds.
+// SlowQuery is the JSON of GET /storage_service/slow_query, in Scylla's field order:
+// Threshold in microseconds, TTL in seconds.
 type SlowQuery struct {
-	Enable    bool
-	Fast      bool
-	Threshold int64
-	TTL       int64
+	Enable    bool  `json:"enable"`
+	TTL       int64 `json:"ttl"`
+	Threshold int64 `json:"threshold"`
+	Fast      bool  `json:"fast"`
 }
 
 // ParseSlowQuery decodes a slow_query body; every field must be there.
@@ -175,11 +173,14 @@ func ParseLoggers(body []byte) ([]string, error) {
 	return names, nil
 }
 
-// LoggerLevel is one entry of GET /storage_service/logging_level.
+// LoggerLevel is one entry of GET /storage_service/logging_level, Scylla's "mapper" shape.
 type LoggerLevel struct {
 	Key   string `json:"key"`
 	Value string `json:"value"`
 }
+
+// LoggerLevels is the JSON of GET /storage_service/logging_level.
+type LoggerLevels []LoggerLevel
 
 // ParseLoggingLevels decodes GET /storage_service/logging_level.
 func ParseLoggingLevels(body []byte) ([]LoggerLevel, error) {
@@ -188,75 +189,6 @@ func ParseLoggingLevels(body []byte) ([]LoggerLevel, error) {
 		return nil, badBody(PathLoggingLevel, body, err)
 	}
 	return kv, nil
-}
-
-// Status is the part of GET /tracecar/status that clients read.
-type Status struct {
-	Mode     string `json:"mode"`
-	Counters struct {
-		Requests     uint64 `json:"requests"`
-		Traced       uint64 `json:"traced"`
-		SlowSessions uint64 `json:"slow_sessions"`
-	} `json:"counters"`
-	TraceProbability float64           `json:"trace_probability"`
-	SinkDropped      map[string]uint64 `json:"sink_dropped"`
-	Guardrail        struct {
-		State     string `json:"state"`
-		Detail    string `json:"detail"`
-		Level     string `json:"level"`
-		UserLevel string `json:"user_level"`
-	} `json:"guardrail"`
-	Process *struct {
-		PID         int       `json:"pid"`
-		StartedAt   time.Time `json:"started_at"`
-		SchedPolicy string    `json:"sched_policy"`
-		Predecessor *struct {
-			PID       int       `json:"pid"`
-			StartedAt time.Time `json:"started_at"`
-		} `json:"predecessor"`
-		Handover *struct {
-			Received            int  `json:"connections_received"`
-			ClosedByPredecessor int  `json:"connections_closed_by_predecessor"`
-			Done                bool `json:"done"`
-		} `json:"handover"`
-		Build buildinfo.Info `json:"build"`
-	} `json:"process"`
-	Shards *struct {
-		RequestsByShard    map[string]uint64 `json:"requests_by_shard"`
-		CrossShardRequests uint64            `json:"cross_shard_requests"`
-	} `json:"shards"`
-	// Audit is the audit log's state; nil from a server without one.
-	Audit *audit.Status `json:"audit"`
-	// NodeLogin is the sidecar's own login to its node; nil from a server without one.
-	NodeLogin *struct {
-		State   string `json:"state"`
-		User    string `json:"user"`
-		Error   string `json:"error"`
-		Refused uint64 `json:"refused"`
-	} `json:"node_login"`
-	// Timers are the toggles' timers (for=DURATION), soonest first.
-	Timers []Timer `json:"timers"`
-}
-
-// Timer is a toggle's timer in the status: the settings it puts back, and when.
-type Timer struct {
-	Toggle   string `json:"toggle"`
-	Settings []struct {
-		Setting  string `json:"setting"`
-		RevertTo string `json:"reverts_to"`
-		SetTo    string `json:"set_to"`
-	} `json:"settings"`
-	Due     time.Time `json:"due"`
-	Imposed bool      `json:"imposed"`
-}
-
-// ParseStatus decodes GET /tracecar/status.
-func ParseStatus(body []byte) (Status, error) {
-	var st Status
-	if err := json.Unmarshal(body, &st); err != nil {
-		return Status{}, badBody(PathStatus, body, err)
-	}
-	return st, nil
 }
 
 func badBody(path string, body []byte, err error) error {
@@ -274,3 +206,7 @@ type TraceFloor struct {
 	IntervalS    float64 `json:"interval_s"`
 	MaxPerSecond int     `json:"max_per_second"`
 }
+
+func (LoggerLevels) shape() {}
+func (SlowQuery) shape()    {}
+func (TraceFloor) shape()   {}

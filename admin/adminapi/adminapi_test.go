@@ -26,7 +26,7 @@ func mustServer(tb testing.TB, token string) string {
 	}
 	tr := tracing.New(tracing.Options{})
 	tb.Cleanup(func() { tr.Close(context.Background()) })
-	srv := admin.New(admin.Config{Token: token}, tr, reg)
+	srv := admin.New(admin.Config{Token: token, Tracer: tr, Loggers: reg})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)

@@ -5,16 +5,13 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/tracecar/tracecar/audit"
+	"github.com/tracecar/tracecar/admin/adminapi"
 )
-
-// pathAudit is the admin API's audit log.
-const pathAudit = "/tracecar/audit"
 
 // showAudit describes the audit log in one line: on or off, what it audits, the policy,
 // the records, the drops, and each sink's state, with why it fails.
 func showAudit(body []byte) (string, error) {
-	var st audit.Status
+	var st adminapi.Audit
 	if err := json.Unmarshal(body, &st); err != nil {
 		return "", fmt.Errorf("bad audit response %q: %w", body, err)
 	}
@@ -22,7 +19,7 @@ func showAudit(body []byte) (string, error) {
 }
 
 // auditLine is showAudit's line, also the audit part of the status line.
-func auditLine(st audit.Status) string {
+func auditLine(st adminapi.Audit) string {
 	var b strings.Builder
 	if st.Enabled {
 		b.WriteString("on")

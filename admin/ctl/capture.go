@@ -5,16 +5,13 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/tracecar/tracecar/tracing/capture"
+	"github.com/tracecar/tracecar/admin/adminapi"
 )
-
-// pathCapture is the admin API's workload capture.
-const pathCapture = "/tracecar/capture"
 
 // showCapture describes a capture's status in one line: the running capture's file and
 // counters, or how the last one ended.
 func showCapture(body []byte) (string, error) {
-	var st capture.Status
+	var st adminapi.Capture
 	if err := json.Unmarshal(body, &st); err != nil {
 		return "", fmt.Errorf("bad capture response %q: %w", body, err)
 	}

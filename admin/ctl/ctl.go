@@ -22,18 +22,34 @@
 // change is read back from each host after it is applied, so the table shows what each host
 // now has. Without a change (slow-query with no flags, trace-probability with no P, logger
 // with no LEVEL) the command only reads.
+//
+// # Layers
+//
+// The files of the package are layers: a file uses declarations of the files below it,
+// never of one above it (ci.TestFilesPointDown fails on a cycle, and prints it). From the
+// ground up:
+//
+//	config.go              Config, Command and the commands' names, the port and timeout
+//	audit.go, capture.go, trace_filter.go, trace_floor.go
+//	                       a route's answer shown as a table's detail
+//	client.go              the admin API client, with the token and the CA
+//	discover.go            the hosts found from a sidecar's system.local and system.peers
+//	slowlog.go             slow-log and trace
+//	top.go                 top's readings of every host and the view they make
+//	statements.go          statements, merged across the hosts
+//	top_render.go          the view laid out as lines, and top's plain output
+//	top_screen.go          top's full screen
+//	top_run.go             the top command: full screen on a terminal, plain lines else
+//	ctl.go                 Run: the other commands, a change and its read-back on every host
 package ctl
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -42,69 +58,8 @@ import (
 	"time"
 
 	"github.com/tracecar/tracecar/admin/adminapi"
+	"github.com/tracecar/tracecar/internal/buildinfo"
 )
-
-// ErrHostFailed is returned by Run when a host failed; the table says which and why.
-var ErrHostFailed = errors.New("a host failed")
-
-// The commands.
-const (
-	SlowQuery        = "slow-query"
-	TraceProbability = "trace-probability"
-	Logger           = "logger"
-	Status           = "status"
-	Statements       = "statements"   // merged per-statement statistics (see statements.go)
-	TraceFilter      = "trace-filter" // the trace filter
-	Top              = "top"          // the live view (see top.go)
-	Ready            = "ready"        // GET /readyz: exit 0 only when every host's node is reachable
-	Capture          = "capture"      // the workload capture: start, stop or status (see capture.go)
-	Audit            = "audit"        // the audit log: its settings, sinks and drops (see audit.go)
-	TraceFloor       = "trace-floor"  // the trace floor (see trace_floor.go)
-)
-
-// Command is what ctl does on every host: an optional change, then a read of the state it
-// changed.
-type Command struct {
-	Name   string     // SlowQuery, TraceProbability, Logger or Status
-	Logger string     // the Logger command's logger; "" reads every logger's level
-	Change url.Values // the parameters of the change; nil only reads
-
-	Clear bool // TraceFilter and TraceFloor: remove the filter, turn the floor off
-
-	// Statements and Top: the order (statements.SortOrders), how many are shown, and
-	// JSON output (Statements only).
-	Sort  string
-	Limit int
-	JSON  bool
-	// SlowLog: the filters, as GET /tracecar/slow_log takes them (Sort and Limit are
-	// the command's own). Trace: the session id.
-	Query   url.Values
-	Session string
-
-	// IncludeSystem shows the queries of the node's own keyspaces (system, system_schema…),
-	// which the drivers send on their own; Statements and Top hide them by default.
-	IncludeSystem bool
-
-	// Top: the refresh interval (0: DefaultTopInterval), the per-host rows, and how many
-	// refreshes to show before returning (0: until quit).
-	Interval time.Duration
-	PerHost  bool
-	Count    int
-}
-
-// Config is one ctl invocation. The tracecar command fills it from the command line.
-type Config struct {
-	Hosts   []string // admin API base URLs, such as http://127.0.0.1:10000
-	Token   string   // bearer token, sent when set
-	CACert  string   // PEM file of the CA of an HTTPS API; empty: the system's
-	Command Command
-
-	// HostsFromCQL, when set, is the HOST:PORT of one sidecar's CQL port: Hosts are then
-	// the admin APIs of every sidecar listed in its system.local and system.peers, each on
-	// the sidecar's IP at AdminPort (empty means DefaultPort).
-	HostsFromCQL string
-	AdminPort    string
-}
 
 // Run applies cfg.Command to every host in parallel and writes one table row per host to
 // stdout. It returns ErrHostFailed, after the table, when any host failed.
@@ -186,16 +141,16 @@ func opOf(cmd Command) (op, error) {
 		}
 		return op{get: "/readyz", show: func([]byte) (string, error) { return "ready", nil }}, nil
 	case Capture:
-		o = op{get: pathCapture, show: showCapture}
+		o = op{get: adminapi.PathCapture, show: showCapture}
 	case Audit:
-		o = op{get: pathAudit, show: showAudit}
+		o = op{get: adminapi.PathAudit, show: showAudit}
 	case TraceFilter:
-		o = op{get: pathTraceFilter, show: showTraceFilter}
+		o = op{get: adminapi.PathTraceFilter, show: showTraceFilter}
 		if cmd.Clear {
 			if cmd.Change != nil {
 				return op{}, errors.New("ctl: clearing the trace filter takes no filter parameters")
 			}
-			o.del = pathTraceFilter
+			o.del = adminapi.PathTraceFilter
 			return o, nil
 		}
 	case TraceFloor:
@@ -215,12 +170,6 @@ func opOf(cmd Command) (op, error) {
 	}
 	return o, nil
 }
-
-// DefaultPort is added to a host given without one.
-const DefaultPort = "10000"
-
-// Timeout bounds each HTTP request to a host.
-const Timeout = 5 * time.Second
 
 // op is what one command does on one host: an optional change, then a read whose JSON
 // body show turns into the table's detail.
@@ -304,7 +253,7 @@ func showStatus(body []byte) (string, error) {
 		}
 		if b := p.Build; b.Version != "" {
 			s += " version=" + b.Version
-			if r := b.ShortRevision(); r != "" {
+			if r := buildinfo.Info(b).ShortRevision(); r != "" {
 				s += " revision=" + r
 			}
 			s += " go=" + b.GoVersion
@@ -320,27 +269,6 @@ func showStatus(body []byte) (string, error) {
 		}
 	}
 	return s, nil
-}
-
-// client is the admin API client, with the token.
-type client struct {
-	api adminapi.Client
-}
-
-func newClient(token, cacert string) (*client, error) {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	if cacert != "" {
-		pem, err := os.ReadFile(cacert)
-		if err != nil {
-			return nil, fmt.Errorf("read --cacert: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("--cacert %s holds no PEM certificate", cacert)
-		}
-		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
-	}
-	return &client{api: adminapi.Client{HTTP: &http.Client{Timeout: Timeout, Transport: tr}, Token: token}}, nil
 }
 
 // result is one host's row.
@@ -388,14 +316,6 @@ func (c *client) do(ctx context.Context, base string, o op) (string, error) {
 		detail += " (reverts in " + d + ")"
 	}
 	return detail, err
-}
-
-// request sends one request, with params form-encoded in the body, and returns the body of
-// a 2xx response; any other status is an error with the API's message.
-func (c *client) request(ctx context.Context, method, u string, params url.Values) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, Timeout)
-	defer cancel()
-	return c.api.Do(ctx, method, u, params)
 }
 
 // printTable writes one row per host and reports whether every host succeeded.

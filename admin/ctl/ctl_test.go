@@ -29,7 +29,7 @@ func mustAdmin(tb testing.TB) (string, *tracing.Tracer) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	s := admin.New(admin.Config{}, tr, reg)
+	s := admin.New(admin.Config{Tracer: tr, Loggers: reg})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ctx, ln) }()

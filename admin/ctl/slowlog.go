@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/tracecar/tracecar/admin/adminapi"
-	"github.com/tracecar/tracecar/tracing"
 )
 
 // The slow-log commands.
@@ -32,7 +31,7 @@ const DefaultSlowLogLimit = 20
 // hostSession is a session and the host that recorded it.
 type hostSession struct {
 	host string
-	tracing.Session
+	adminapi.Session
 }
 
 // runSlowLog reads the slow log of every host with the filters of cmd.Query, merges the
@@ -57,12 +56,12 @@ func runSlowLog(ctx context.Context, cfg Config, stdout io.Writer) error {
 	if !cmd.IncludeSystem {
 		q.Set("include_system", "false")
 	}
-	lists := make([][]tracing.Session, len(cfg.Hosts))
+	lists := make([][]adminapi.Session, len(cfg.Hosts))
 	errs := make([]error, len(cfg.Hosts))
 	var wg sync.WaitGroup
 	for i, h := range cfg.Hosts {
 		wg.Go(func() {
-			b, err := cl.request(ctx, http.MethodGet, h+"/tracecar/slow_log?"+q.Encode(), nil)
+			b, err := cl.request(ctx, http.MethodGet, h+adminapi.PathSlowLog+"?"+q.Encode(), nil)
 			if err == nil {
 				err = json.Unmarshal(b, &lists[i])
 			}
@@ -91,7 +90,7 @@ func runSlowLog(ctx context.Context, cfg Config, stdout io.Writer) error {
 	})
 	all = all[:min(len(all), cmd.Limit)]
 	if cmd.JSON {
-		out := make([]tracing.Session, len(all))
+		out := make([]adminapi.Session, len(all))
 		for i, s := range all {
 			out[i] = s.Session
 		}
@@ -127,7 +126,7 @@ func printSlowLog(w io.Writer, sessions []hostSession, hosts int) {
 
 // sessionQuery is the statement a session ran, as its record shows it: the query, a
 // batch's queries, or a prepared statement's id when its text is unknown.
-func sessionQuery(s *tracing.Session) string {
+func sessionQuery(s *adminapi.Session) string {
 	p := s.Parameters
 	if q := cmp.Or(p["query"], p["prepared_id"]); q != "" {
 		return q
@@ -159,7 +158,7 @@ func runTrace(ctx context.Context, cfg Config, stdout io.Writer) error {
 	}
 	var failed error
 	for _, h := range cfg.Hosts {
-		b, err := cl.request(ctx, http.MethodGet, h+"/tracecar/sessions/"+url.PathEscape(cfg.Command.Session), nil)
+		b, err := cl.request(ctx, http.MethodGet, h+adminapi.PathSessions+url.PathEscape(cfg.Command.Session), nil)
 		var e *adminapi.Error
 		switch {
 		case errors.As(err, &e) && e.Status == http.StatusNotFound:
@@ -169,7 +168,7 @@ func runTrace(ctx context.Context, cfg Config, stdout io.Writer) error {
 			fmt.Fprintf(stdout, "%s: error: %v\n", strings.TrimPrefix(h, "http://"), err)
 			continue
 		}
-		var s tracing.Session
+		var s adminapi.Session
 		if err := json.Unmarshal(b, &s); err != nil {
 			return fmt.Errorf("ctl: bad session from %s: %w", h, err)
 		}
@@ -183,7 +182,7 @@ func runTrace(ctx context.Context, cfg Config, stdout io.Writer) error {
 }
 
 // printTrace writes s as cqlsh writes a trace.
-func printTrace(w io.Writer, s *tracing.Session) {
+func printTrace(w io.Writer, s *adminapi.Session) {
 	fmt.Fprintf(w, "Tracing session: %s\n\n", s.ID)
 	if q := sessionQuery(s); q != "" {
 		fmt.Fprintf(w, " %s (%s, %s mode)\n\n", q, s.Command, s.Mode)
@@ -194,13 +193,13 @@ func printTrace(w io.Writer, s *tracing.Session) {
 	}
 	rows := [][4]string{{s.Request, ts(s.StartedAt), s.Coordinator, "0"}}
 	events := slices.Clone(s.Events)
-	at := func(e tracing.Event) time.Time {
+	at := func(e adminapi.Event) time.Time {
 		if !e.Time.IsZero() {
 			return e.Time
 		}
 		return s.StartedAt.Add(time.Duration(e.SourceElapsedUS) * time.Microsecond)
 	}
-	slices.SortStableFunc(events, func(a, b tracing.Event) int { return at(a).Compare(at(b)) })
+	slices.SortStableFunc(events, func(a, b adminapi.Event) int { return at(a).Compare(at(b)) })
 	for _, e := range events {
 		rows = append(rows, [4]string{e.Activity, ts(at(e)), e.Source, strconv.FormatInt(e.SourceElapsedUS, 10)})
 	}

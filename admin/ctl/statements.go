@@ -13,7 +13,7 @@ import (
 	"sync"
 	"text/tabwriter"
 
-	"github.com/tracecar/tracecar/tracing/statements"
+	"github.com/tracecar/tracecar/admin/adminapi"
 )
 
 // runStatements reads every host's statement statistics with their histograms and prints
@@ -25,8 +25,8 @@ func runStatements(ctx context.Context, cfg Config, stdout io.Writer) error {
 	if cmd.Sort == "" {
 		cmd.Sort = "total_time"
 	}
-	if !slices.Contains(statements.SortOrders, cmd.Sort) {
-		return fmt.Errorf("ctl: sort %q: want one of %s", cmd.Sort, strings.Join(statements.SortOrders, ", "))
+	if !slices.Contains(adminapi.SortOrders, cmd.Sort) {
+		return fmt.Errorf("ctl: sort %q: want one of %s", cmd.Sort, strings.Join(adminapi.SortOrders, ", "))
 	}
 	if cmd.Limit < 1 {
 		cmd.Limit = 20
@@ -35,7 +35,7 @@ func runStatements(ctx context.Context, cfg Config, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	lists := make([][]statements.Statement, len(cfg.Hosts))
+	lists := make([][]adminapi.Statement, len(cfg.Hosts))
 	on := make([]bool, len(cfg.Hosts))
 	errs := make([]error, len(cfg.Hosts))
 	var wg sync.WaitGroup
@@ -44,7 +44,7 @@ func runStatements(ctx context.Context, cfg Config, stdout io.Writer) error {
 	}
 	wg.Wait()
 	var failed error
-	var ok [][]statements.Statement
+	var ok [][]adminapi.Statement
 	off := 0
 	for i, err := range errs {
 		host := strings.TrimPrefix(cfg.Hosts[i], "http://")
@@ -53,7 +53,7 @@ func runStatements(ctx context.Context, cfg Config, stdout io.Writer) error {
 			failed = ErrHostFailed
 			fmt.Fprintf(stdout, "%s: error: %v\n", host, err)
 			continue
-		case !on[i] && !slices.ContainsFunc(lists[i], func(s statements.Statement) bool { return s.LastTraceID != "" }):
+		case !on[i] && !slices.ContainsFunc(lists[i], func(s adminapi.Statement) bool { return s.LastTraceID != "" }):
 			off++
 			fmt.Fprintf(stdout, "%s: statement statistics are off: turn them on with curl -X POST '%s/tracecar/statement_stats?enable=true' (or start the sidecar with --statement-stats)\n",
 				host, cfg.Hosts[i])
@@ -63,20 +63,20 @@ func runStatements(ctx context.Context, cfg Config, stdout io.Writer) error {
 	if off > 0 && off == len(ok) && failed == nil {
 		return ErrStatsOff
 	}
-	merged, complete := statements.Merge(ok...)
+	merged, complete := adminapi.Merge(ok...)
 	if !complete {
 		return errors.New("ctl: a host sent statements without histogram buckets: they cannot be merged")
 	}
 	if !cmd.IncludeSystem {
-		merged = slices.DeleteFunc(merged, func(s statements.Statement) bool { return statements.IsSystemKeyspace(s.Keyspace) })
+		merged = slices.DeleteFunc(merged, func(s adminapi.Statement) bool { return adminapi.IsSystemKeyspace(s.Keyspace) })
 	}
-	statements.SortStatements(merged, cmd.Sort)
+	adminapi.SortStatements(merged, cmd.Sort)
 	if len(merged) > cmd.Limit {
 		merged = merged[:cmd.Limit]
 	}
 	if cmd.JSON {
 		if merged == nil {
-			merged = []statements.Statement{}
+			merged = []adminapi.Statement{}
 		}
 		b, err := json.MarshalIndent(merged, "", "  ")
 		if err != nil {
@@ -95,7 +95,7 @@ var ErrStatsOff = errors.New("ctl: statement statistics are off on every host")
 
 // statements reads one host's statements, all of them, with histogram buckets, and
 // whether its statistics are on.
-func (c *client) statements(ctx context.Context, base string) ([]statements.Statement, bool, error) {
+func (c *client) statements(ctx context.Context, base string) ([]adminapi.Statement, bool, error) {
 	max, on, err := c.statementStats(ctx, base)
 	if err != nil {
 		return nil, false, err
@@ -103,11 +103,11 @@ func (c *client) statements(ctx context.Context, base string) ([]statements.Stat
 	if max < 1 {
 		return nil, false, nil // no statement statistics on this host
 	}
-	b, err := c.request(ctx, http.MethodGet, base+"/tracecar/statements?sort=calls&histogram=true&limit="+strconv.Itoa(max), nil)
+	b, err := c.request(ctx, http.MethodGet, base+adminapi.PathStatements+"?sort=calls&histogram=true&limit="+strconv.Itoa(max), nil)
 	if err != nil {
 		return nil, on, err
 	}
-	var out []statements.Statement
+	var out []adminapi.Statement
 	if err := json.Unmarshal(b, &out); err != nil {
 		return nil, on, fmt.Errorf("bad statements response: %w", err)
 	}
@@ -117,7 +117,7 @@ func (c *client) statements(ctx context.Context, base string) ([]statements.Stat
 // maxShownText bounds the statement text in the table.
 const maxShownText = 70
 
-func printStatements(w io.Writer, sts []statements.Statement, hosts int) {
+func printStatements(w io.Writer, sts []adminapi.Statement, hosts int) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "CALLS\tERRORS\tTOTAL_MS\tMEAN_US\tP50_US\tP99_US\tP999_US\tMAX_US\tROWS\tPREP\tLAST_TRACE\t  STATEMENT")
 	for _, s := range sts {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/tracecar/tracecar/admin"
+	"github.com/tracecar/tracecar/admin/adminapi"
 	"github.com/tracecar/tracecar/admin/ctl"
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/internal/logs"
@@ -29,7 +30,7 @@ func mustStatementsSidecar(tb testing.TB) (string, *statements.Stats) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	s := admin.New(admin.Config{}, nil, reg, admin.WithStatements(st))
+	s := admin.New(admin.Config{Loggers: reg, Statements: st})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ctx, ln) }()
@@ -72,7 +73,7 @@ func TestStatementsMergesHosts(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	var got []statements.Statement
+	var got []adminapi.Statement
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("%v in %s", err, out)
 	}

@@ -5,20 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"maps"
 	"net/http"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"golang.org/x/term"
-
 	"github.com/tracecar/tracecar/admin/adminapi"
-	"github.com/tracecar/tracecar/tracing/statements"
 )
 
 // tracecar ctl top: what the sidecars do now, refreshed in place, as pg_top and
@@ -28,7 +23,8 @@ import (
 // histograms of that interval, never averaged across hosts.
 //
 // This file reads and computes; top_render.go lays the result out as lines, for the
-// screen (top_screen.go) or as plain lines when stdout is not a terminal.
+// screen (top_screen.go) or as plain lines when stdout is not a terminal, and top_run.go
+// runs the command, choosing one.
 
 // DefaultTopInterval is the refresh interval of top without --interval.
 const DefaultTopInterval = 2 * time.Second
@@ -49,7 +45,7 @@ type hostSample struct {
 	err     error
 	status  adminapi.Status
 	statsOn bool
-	stmts   map[stmtKey]statements.Statement
+	stmts   map[stmtKey]adminapi.Statement
 	queries []adminapi.Query
 	ops     uint64             // requests of topOps
 	latency adminapi.Histogram // their latency, summed over topOps
@@ -82,7 +78,7 @@ func (c *client) sample(ctx context.Context, base string) hostSample {
 	if max > 0 {
 		wg.Go(func() {
 			start := time.Now()
-			list, lerr = c.request(ctx, http.MethodGet, base+"/tracecar/statements?sort=calls&histogram=true&limit="+strconv.Itoa(max), nil)
+			list, lerr = c.request(ctx, http.MethodGet, base+adminapi.PathStatements+"?sort=calls&histogram=true&limit="+strconv.Itoa(max), nil)
 			s.stmtAt = midpoint(start, time.Now())
 		})
 	}
@@ -99,9 +95,9 @@ func (c *client) sample(ctx context.Context, base string) hostSample {
 		s.ops += rm.Requests[op]
 		s.latency = s.latency.Add(rm.Latency[op])
 	}
-	s.stmts = map[stmtKey]statements.Statement{}
+	s.stmts = map[stmtKey]adminapi.Statement{}
 	if list != nil {
-		var sts []statements.Statement
+		var sts []adminapi.Statement
 		if err := json.Unmarshal(list, &sts); err != nil {
 			s.err = fmt.Errorf("bad statements response: %w", err)
 			return s
@@ -130,7 +126,7 @@ func (c *client) sample(ctx context.Context, base string) hostSample {
 // statementStats reads how many statements a host's statistics may hold (0: the host
 // has none) and whether they are on.
 func (c *client) statementStats(ctx context.Context, base string) (max int, on bool, err error) {
-	b, err := c.request(ctx, http.MethodGet, base+"/tracecar/statement_stats", nil)
+	b, err := c.request(ctx, http.MethodGet, base+adminapi.PathStatementStats, nil)
 	if err != nil {
 		if e, ok := err.(*adminapi.Error); ok && e.Status == http.StatusNotFound {
 			return 0, false, nil
@@ -218,10 +214,7 @@ type inflightRow struct {
 // hosts (prev is nil on the first refresh), with statements sorted by order.
 func buildView(hosts []string, prev, cur []hostSample, order string) topView {
 	v := topView{sort: order, cluster: hostRow{host: "cluster", total: len(hosts)}}
-	var dts, stmtDts []time.Duration
-	var clusterLat adminapi.Histogram
-	var clusterOps uint64
-	var deltas [][]statements.Statement
+	var iv interval
 	modes, probs, guards := map[string]int{}, map[string]int{}, map[string]int{}
 	for i, h := range hosts {
 		c := cur[i]
@@ -229,18 +222,7 @@ func buildView(hosts []string, prev, cur []hostSample, order string) topView {
 		v.at = maxTime(v.at, c.at)
 		if c.err == nil {
 			v.cluster.up++
-			row.mode = cmp.Or(c.status.Mode, "none")
-			row.probability = strconv.FormatFloat(c.status.TraceProbability, 'g', -1, 64)
-			row.guardrail = cmp.Or(c.status.Guardrail.State, "none")
-			for _, n := range c.status.SinkDropped {
-				row.drops += n
-			}
-			if sh := c.status.Shards; sh != nil {
-				row.hasShards, row.cross = true, sh.CrossShardRequests
-				for _, n := range sh.RequestsByShard {
-					row.shardReqs += n
-				}
-			}
+			row.setStatus(c.status)
 			modes[row.mode]++
 			probs[row.probability]++
 			guards[row.guardrail]++
@@ -248,36 +230,10 @@ func buildView(hosts []string, prev, cur []hostSample, order string) topView {
 				v.statsOff++
 			}
 		}
-		var p hostSample
-		if prev != nil {
-			p = prev[i]
+		if c.err == nil && prev != nil && prev[i].err == nil && !prev[i].at.IsZero() {
+			iv.add(&row, prev[i], c)
 		}
-		if c.err == nil && prev != nil && p.err == nil && !p.at.IsZero() {
-			dt := c.at.Sub(p.at)
-			dts = append(dts, dt)
-			stmtDts = append(stmtDts, cmp.Or(c.stmtAt.Sub(p.stmtAt), dt))
-			lat := c.latency.Sub(p.latency)
-			ops := uint64(0)
-			if c.ops >= p.ops {
-				ops = c.ops - p.ops
-			}
-			clusterOps += ops
-			clusterLat = clusterLat.Add(lat)
-			row.opsPerSec = perSecond(ops, dt)
-			row.p50, row.hasLatency = lat.Quantile(0.5)
-			row.p99, _ = lat.Quantile(0.99)
-			row.dropsDelta = sub(row.drops, sum(p.status.SinkDropped))
-			deltas = append(deltas, stmtDeltas(p.stmts, c.stmts))
-		}
-		v.cluster.drops += row.drops
-		v.cluster.dropsDelta += row.dropsDelta
-		v.cluster.cross += row.cross
-		v.cluster.shardReqs += row.shardReqs
-		v.cluster.hasShards = v.cluster.hasShards || row.hasShards
-		v.hosts = append(v.hosts, row)
-		for _, q := range c.queries {
-			v.inflight = append(v.inflight, inflightRow{host: row.host, q: q})
-		}
+		v.addHost(row, c.queries)
 	}
 	v.cluster.mode, v.cluster.probability = summary(modes), summary(probs)
 	v.cluster.guardrail = summary(guards)
@@ -285,16 +241,82 @@ func buildView(hosts []string, prev, cur []hostSample, order string) topView {
 		v.cluster.err = fmt.Errorf("%d of %d hosts did not answer", v.cluster.total-v.cluster.up, v.cluster.total)
 	}
 	slices.SortStableFunc(v.inflight, func(a, b inflightRow) int { return cmp.Compare(b.q.ElapsedUS, a.q.ElapsedUS) })
-	if len(dts) == 0 {
+	if len(iv.dts) == 0 {
 		return v
 	}
-	v.interval = mean(dts)
-	stmtInterval := mean(stmtDts)
-	v.cluster.opsPerSec = perSecond(clusterOps, v.interval)
-	v.cluster.p50, v.cluster.hasLatency = clusterLat.Quantile(0.5)
-	v.cluster.p99, _ = clusterLat.Quantile(0.99)
+	v.interval = mean(iv.dts)
+	v.cluster.opsPerSec = perSecond(iv.ops, v.interval)
+	v.cluster.p50, v.cluster.hasLatency = iv.lat.Quantile(0.5)
+	v.cluster.p99, _ = iv.lat.Quantile(0.99)
+	v.addStatements(iv.deltas, mean(iv.stmtDts))
+	sortStmtRows(v.stmts, order)
+	return v
+}
 
-	merged, _ := statements.Merge(deltas...)
+// setStatus fills the row's settings and counters from its host's status: the tracing
+// mode, the probability, the guardrail's state, the sinks' drops and the shard figures.
+func (row *hostRow) setStatus(st adminapi.Status) {
+	row.mode = cmp.Or(st.Mode, "none")
+	row.probability = strconv.FormatFloat(st.TraceProbability, 'g', -1, 64)
+	row.guardrail = cmp.Or(st.Guardrail.State, "none")
+	for _, n := range st.SinkDropped {
+		row.drops += n
+	}
+	if sh := st.Shards; sh != nil {
+		row.hasShards, row.cross = true, sh.CrossShardRequests
+		for _, n := range sh.RequestsByShard {
+			row.shardReqs += n
+		}
+	}
+}
+
+// interval is what the hosts did between two readings: the spans, the cluster's requests
+// and latency, and each host's statements' deltas.
+type interval struct {
+	dts, stmtDts []time.Duration
+	lat          adminapi.Histogram
+	ops          uint64
+	deltas       [][]adminapi.Statement
+}
+
+// add adds what a host did from its reading p to c, and sets its row's rates: requests a
+// second, latency percentiles and new drops.
+func (iv *interval) add(row *hostRow, p, c hostSample) {
+	dt := c.at.Sub(p.at)
+	iv.dts = append(iv.dts, dt)
+	iv.stmtDts = append(iv.stmtDts, cmp.Or(c.stmtAt.Sub(p.stmtAt), dt))
+	lat := c.latency.Sub(p.latency)
+	ops := uint64(0)
+	if c.ops >= p.ops {
+		ops = c.ops - p.ops
+	}
+	iv.ops += ops
+	iv.lat = iv.lat.Add(lat)
+	row.opsPerSec = perSecond(ops, dt)
+	row.p50, row.hasLatency = lat.Quantile(0.5)
+	row.p99, _ = lat.Quantile(0.99)
+	row.dropsDelta = sub(row.drops, sum(p.status.SinkDropped))
+	iv.deltas = append(iv.deltas, stmtDeltas(p.stmts, c.stmts))
+}
+
+// addHost adds a host's row to the view, its counters to the cluster's, and its requests
+// in flight to the view's.
+func (v *topView) addHost(row hostRow, queries []adminapi.Query) {
+	v.cluster.drops += row.drops
+	v.cluster.dropsDelta += row.dropsDelta
+	v.cluster.cross += row.cross
+	v.cluster.shardReqs += row.shardReqs
+	v.cluster.hasShards = v.cluster.hasShards || row.hasShards
+	v.hosts = append(v.hosts, row)
+	for _, q := range queries {
+		v.inflight = append(v.inflight, inflightRow{host: row.host, q: q})
+	}
+}
+
+// addStatements merges the hosts' statement deltas over a span of stmtInterval and adds a
+// row for each statement called in it: its rates, and its share of the time of all.
+func (v *topView) addStatements(deltas [][]adminapi.Statement, stmtInterval time.Duration) {
+	merged, _ := adminapi.Merge(deltas...)
 	var allUS uint64
 	for _, m := range merged {
 		allUS += m.TotalTimeUS
@@ -313,15 +335,13 @@ func buildView(hosts []string, prev, cur []hostSample, order string) topView {
 		v.calls += r.callsPerSec
 		v.stmts = append(v.stmts, r)
 	}
-	sortStmtRows(v.stmts, order)
-	return v
 }
 
 // stmtDeltas returns what each statement of cur did since prev: counts, time, errors and
 // histogram buckets. A statement that is new, or whose counts went back (statistics were
 // reset, or it was evicted and came back), counts from zero.
-func stmtDeltas(prev, cur map[stmtKey]statements.Statement) []statements.Statement {
-	out := make([]statements.Statement, 0, len(cur))
+func stmtDeltas(prev, cur map[stmtKey]adminapi.Statement) []adminapi.Statement {
+	out := make([]adminapi.Statement, 0, len(cur))
 	for k, c := range cur {
 		p, ok := prev[k]
 		if !ok || c.Calls < p.Calls || c.TotalTimeUS < p.TotalTimeUS {
@@ -343,20 +363,20 @@ func stmtDeltas(prev, cur map[stmtKey]statements.Statement) []statements.Stateme
 		d.Histogram = nil
 		for _, b := range c.Histogram {
 			if n := b[1] - min(was[b[0]], b[1]); n > 0 {
-				d.Histogram = append(d.Histogram, statements.Bucket{b[0], n})
+				d.Histogram = append(d.Histogram, adminapi.Bucket{b[0], n})
 			}
 		}
 		out = append(out, d)
 	}
 	// The merge keeps the order it meets statements in; make it the same on every run.
-	slices.SortFunc(out, func(a, b statements.Statement) int {
+	slices.SortFunc(out, func(a, b adminapi.Statement) int {
 		return cmp.Or(strings.Compare(a.Statement, b.Statement), boolCompare(a.Prepared, b.Prepared))
 	})
 	return out
 }
 
 // TopSortOrders are the orders of top's statements, as --sort and the keys name them.
-var TopSortOrders = statements.SortOrders
+var TopSortOrders = adminapi.SortOrders
 
 // sortStmtRows sorts by order (one of TopSortOrders), most first, ties by text.
 func sortStmtRows(rows []stmtRow, order string) {
@@ -444,30 +464,6 @@ func summary(counts map[string]int) string {
 	return strings.Join(keys, " ")
 }
 
-// runTop runs top against cfg's hosts until ctx is done, q is pressed, or Count refreshes
-// have been shown: full-screen when stdout is a terminal, else plain lines.
-func runTop(ctx context.Context, cfg Config, stdout io.Writer) error {
-	cmd := cfg.Command
-	if cmd.Interval <= 0 {
-		cmd.Interval = DefaultTopInterval
-	}
-	if cmd.Sort == "" {
-		cmd.Sort = "total_time"
-	}
-	if !slices.Contains(TopSortOrders, cmd.Sort) {
-		return fmt.Errorf("ctl: sort %q: want one of %s", cmd.Sort, strings.Join(TopSortOrders, ", "))
-	}
-	cl, err := newClient(cfg.Token, cfg.CACert)
-	if err != nil {
-		return err
-	}
-	t := &top{cl: cl, hosts: cfg.Hosts, cmd: cmd}
-	if f, ok := stdout.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		return t.screen(ctx)
-	}
-	return t.plain(ctx, stdout)
-}
-
 // top is one run of the command.
 type top struct {
 	cl    *client
@@ -487,8 +483,8 @@ func (t *top) readings(ctx context.Context) <-chan []hostSample {
 			s := t.cl.sampleAll(ctx, t.hosts)
 			if !t.cmd.IncludeSystem {
 				for i := range s {
-					maps.DeleteFunc(s[i].stmts, func(_ stmtKey, st statements.Statement) bool { return statements.IsSystemKeyspace(st.Keyspace) })
-					s[i].queries = slices.DeleteFunc(s[i].queries, func(q adminapi.Query) bool { return statements.IsSystemKeyspace(q.Keyspace) })
+					maps.DeleteFunc(s[i].stmts, func(_ stmtKey, st adminapi.Statement) bool { return adminapi.IsSystemKeyspace(st.Keyspace) })
+					s[i].queries = slices.DeleteFunc(s[i].queries, func(q adminapi.Query) bool { return adminapi.IsSystemKeyspace(q.Keyspace) })
 				}
 			}
 			select {

@@ -41,7 +41,7 @@ func mustTopSidecar(tb testing.TB, inflight string) (string, *statements.Stats, 
 	q := func(time.Duration, int) []admin.Query {
 		return []admin.Query{{Client: "127.0.0.1:5000", Opcode: "QUERY", ElapsedUS: 1500, Statement: inflight}}
 	}
-	s := admin.New(admin.Config{}, nil, reg, admin.WithStatements(st), admin.WithMetrics(m), admin.WithQueries(q))
+	s := admin.New(admin.Config{Loggers: reg, Statements: st, Metrics: m, Queries: q})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ctx, ln) }()

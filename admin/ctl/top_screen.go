@@ -15,44 +15,20 @@ import (
 
 // screen runs top full-screen until q, Ctrl-C or ctx.
 func (t *top) screen(ctx context.Context) error {
-	s, err := tcell.NewScreen()
+	s, err := openScreen()
 	if err != nil {
-		return fmt.Errorf("ctl top: open the terminal: %w", err)
-	}
-	if err := s.Init(); err != nil {
-		return fmt.Errorf("ctl top: open the terminal: %w", err)
+		return err
 	}
 	defer s.Fini()
-	s.HideCursor()
-	s.Clear()
-
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	events := make(chan tcell.Event)
-	quit := make(chan struct{})
-	go func() {
-		for {
-			ev := s.PollEvent()
-			if ev == nil { // Fini
-				return
-			}
-			select {
-			case events <- ev:
-			case <-quit:
-				return
-			}
-		}
-	}()
-	defer close(quit)
+	events, stop := pollEvents(s)
+	defer stop()
 
-	o := screenOpts{perHost: t.cmd.PerHost}
-	order := t.cmd.Sort
-	var prev, cur []hostSample
-	var v topView
-	shown := 0
+	st := &screenState{top: t, o: screenOpts{perHost: t.cmd.PerHost}, order: t.cmd.Sort}
 	draw := func() {
-		o.width, o.height = s.Size()
-		drawLines(s, render(v, o))
+		st.o.width, st.o.height = s.Size()
+		drawLines(s, render(st.v, st.o))
 	}
 	readings := t.readings(ctx)
 	for {
@@ -63,17 +39,13 @@ func (t *top) screen(ctx context.Context) error {
 			if !ok {
 				return nil
 			}
-			if o.paused {
+			if st.o.paused {
 				continue // frozen: the next reading after the pause spans it
 			}
-			prev, cur = cur, r
-			v = buildView(t.hosts, prev, cur, order)
+			st.reading(r)
 			draw()
-			if prev != nil {
-				shown++
-				if t.cmd.Count > 0 && shown >= t.cmd.Count {
-					return nil
-				}
+			if st.done() {
+				return nil
 			}
 		case ev := <-events:
 			switch ev := ev.(type) {
@@ -81,28 +53,97 @@ func (t *top) screen(ctx context.Context) error {
 				s.Sync()
 				draw()
 			case *tcell.EventKey:
-				switch key := topKey(ev); key {
-				case "quit":
+				if st.key(topKey(ev)) {
 					return nil
-				case "pause":
-					o.paused = !o.paused
-				case "hosts":
-					o.perHost = !o.perHost
-				case "next":
-					order = TopSortOrders[(slices.Index(TopSortOrders, order)+1)%len(TopSortOrders)]
-					fallthrough
-				default:
-					if slices.Contains(TopSortOrders, key) {
-						order = key
-					}
-					if cur != nil {
-						v = buildView(t.hosts, prev, cur, order)
-					}
 				}
 				draw()
 			}
 		}
 	}
+}
+
+// openScreen opens the terminal, its cursor hidden, cleared.
+func openScreen() (tcell.Screen, error) {
+	s, err := tcell.NewScreen()
+	if err != nil {
+		return nil, fmt.Errorf("ctl top: open the terminal: %w", err)
+	}
+	if err := s.Init(); err != nil {
+		return nil, fmt.Errorf("ctl top: open the terminal: %w", err)
+	}
+	s.HideCursor()
+	s.Clear()
+	return s, nil
+}
+
+// pollEvents sends the terminal's events (keys, resizes) on the channel it returns, until
+// the terminal closes or stop is called.
+func pollEvents(s tcell.Screen) (events <-chan tcell.Event, stop func()) {
+	ch := make(chan tcell.Event)
+	quit := make(chan struct{})
+	go func() {
+		for {
+			ev := s.PollEvent()
+			if ev == nil { // Fini
+				return
+			}
+			select {
+			case ch <- ev:
+			case <-quit:
+				return
+			}
+		}
+	}()
+	return ch, func() { close(quit) }
+}
+
+// screenState is what the screen shows: the options, the order, the last two readings,
+// their view, and how many views it has shown.
+type screenState struct {
+	top       *top
+	o         screenOpts
+	order     string
+	prev, cur []hostSample
+	v         topView
+	shown     int
+}
+
+// reading takes a new reading and builds its view.
+func (st *screenState) reading(r []hostSample) {
+	st.prev, st.cur = st.cur, r
+	st.v = buildView(st.top.hosts, st.prev, st.cur, st.order)
+	if st.prev != nil {
+		st.shown++
+	}
+}
+
+// done reports whether the screen has shown the views --count asked for.
+func (st *screenState) done() bool {
+	return st.top.cmd.Count > 0 && st.shown >= st.top.cmd.Count
+}
+
+// key does what a key (topKey) asks: it reports whether to quit, else pauses, shows or
+// hides the hosts, or sorts in another order.
+func (st *screenState) key(key string) (quit bool) {
+	switch key {
+	case "quit":
+		return true
+	case "pause":
+		st.o.paused = !st.o.paused
+	case "hosts":
+		st.o.perHost = !st.o.perHost
+	case "next":
+		st.order = TopSortOrders[(slices.Index(TopSortOrders, st.order)+1)%len(TopSortOrders)]
+		fallthrough
+	default:
+		if slices.Contains(TopSortOrders, key) {
+			st.order = key
+		}
+		if st.cur != nil {
+			st.v = buildView(st.top.hosts, st.prev, st.cur, st.order)
+		}
+	}
+	return false
 }
 
 // topKey names what a key does: a sort order, "next" (the next order), "pause", "hosts",

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/tracecar/tracecar/admin/adminapi"
-	"github.com/tracecar/tracecar/tracing/statements"
+	"github.com/tracecar/tracecar/internal/latencyhist"
 )
 
 // bounds are a latency histogram's, in seconds.
@@ -26,17 +26,17 @@ func hist(per ...uint64) adminapi.Histogram {
 }
 
 // stmt is a statement with calls calls of us µs each, as a sidecar lists it.
-func stmt(text string, prepared bool, calls, us uint64, errs uint64, anti ...string) statements.Statement {
-	s := statements.Statement{Statement: text, Prepared: prepared, Calls: calls, TotalTimeUS: calls * us, MaxUS: us,
+func stmt(text string, prepared bool, calls, us uint64, errs uint64, anti ...string) adminapi.Statement {
+	s := adminapi.Statement{Statement: text, Prepared: prepared, Calls: calls, TotalTimeUS: calls * us, MaxUS: us,
 		Errors: map[string]uint64{}, AntiPatterns: anti}
 	if errs > 0 {
 		s.Errors["invalid"] = errs
 	}
 	if calls > 0 {
 		// One bucket holds us: its index from the layout's own bounds.
-		for i := 0; i < statements.NumBuckets; i++ {
-			if low, w := statements.BucketBounds(i); us >= low && us < low+w {
-				s.Histogram = []statements.Bucket{{uint64(i), calls}}
+		for i := 0; i < latencyhist.NumBuckets; i++ {
+			if low, w := latencyhist.BucketBounds(i); us >= low && us < low+w {
+				s.Histogram = []adminapi.Bucket{{uint64(i), calls}}
 				break
 			}
 		}
@@ -44,8 +44,8 @@ func stmt(text string, prepared bool, calls, us uint64, errs uint64, anti ...str
 	return s
 }
 
-func reading(at time.Time, ops uint64, lat adminapi.Histogram, mode string, stmts ...statements.Statement) hostSample {
-	s := hostSample{at: at, ops: ops, latency: lat, statsOn: len(stmts) > 0, stmts: map[stmtKey]statements.Statement{}}
+func reading(at time.Time, ops uint64, lat adminapi.Histogram, mode string, stmts ...adminapi.Statement) hostSample {
+	s := hostSample{at: at, ops: ops, latency: lat, statsOn: len(stmts) > 0, stmts: map[stmtKey]adminapi.Statement{}}
 	s.status.Mode = mode
 	s.status.Guardrail.State = "none"
 	s.status.SinkDropped = map[string]uint64{"otel": ops / 100}
@@ -153,7 +153,7 @@ func TestTopRender(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	long := "SELECT " + strings.Repeat("c, ", 100) + "v FROM ks.t WHERE k = ?"
 	prev := []hostSample{reading(t0, 0, hist(0, 0, 0, 0, 0), "fast", stmt(long, true, 0, 0, 0))}
-	var rows []statements.Statement
+	var rows []adminapi.Statement
 	for i := range 40 {
 		rows = append(rows, stmt("SELECT v FROM ks.t"+strings.Repeat("x", i), true, uint64(100+i), 10, 0))
 	}

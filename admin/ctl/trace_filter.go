@@ -7,9 +7,6 @@ import (
 	"strings"
 )
 
-// pathTraceFilter is the admin API's trace filter.
-const pathTraceFilter = "/tracecar/trace_filter"
-
 func showTraceFilter(body []byte) (string, error) {
 	var f map[string]string
 	if err := json.Unmarshal(body, &f); err != nil {

@@ -30,7 +30,7 @@ func TestTraceFilter(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := admin.New(admin.Config{}, tr, reg, admin.WithTraceFilter(tr))
+		s := admin.New(admin.Config{Tracer: tr, Loggers: reg, TraceFilter: tr})
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() { done <- s.Serve(ctx, ln) }()

@@ -1,21 +1,15 @@
 package main
 
 import (
-	"context"
 	"flag"
-	"fmt"
-	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/tracecar/tracecar/admin/ctl"
 	"github.com/tracecar/tracecar/audit"
-	"github.com/tracecar/tracecar/audit/auditsink"
-	"github.com/tracecar/tracecar/internal/logs"
 )
 
-// The audit log: the sidecar's --audit-* flags, the Log they build and its sinks.
+// The audit log's flags: the sidecar's --audit-* flags and what they say, checked (the Log
+// they build is auditlog.go's; `tracecar ctl audit` is ctl.go's).
 
 // auditConfig is what the --audit-* flags say: the sinks, the policy and the settings the
 // sidecar starts with (a handover's inherited settings win over them).
@@ -83,98 +77,4 @@ func (a *auditConfig) check() error {
 	s.Enabled = a.Enable && (a.Dir != "" || a.Syslog != "" || a.Table)
 	a.settings = s
 	return nil
-}
-
-// newAudit builds the audit log and its sinks. Its closer, which writes what is queued and
-// syncs the sinks, joins the front of the stack's closers: it runs once the proxy has
-// drained, so that the last requests' records are in.
-func (st *stack) newAudit(cfg stackConfig) error {
-	a := cfg.Audit
-	var sinks []audit.Sink
-	if a.Dir != "" {
-		f, err := audit.NewFile(audit.FileConfig{Dir: a.Dir, MaxSize: int64(a.MaxSize.n), MaxFiles: a.MaxFiles})
-		if err != nil {
-			return fmt.Errorf("--audit-dir %s: %w", a.Dir, err)
-		}
-		sinks = append(sinks, f)
-	}
-	if a.Syslog != "" {
-		sinks = append(sinks, audit.NewSyslog(a.syslog))
-	}
-	if a.Table {
-		// The node session the tracing sinks share; the audit log is closed before it.
-		sinks = append(sinks, auditsink.NewTable(st.nodeSession))
-	}
-	st.audit = audit.Open(audit.Config{Policy: a.policy, Queue: a.Queue, Sync: a.Fsync, Node: st.Node,
-		Sinks: sinks, Logger: st.reg.Logger(logs.Admin)})
-	st.audit.Set(a.settings)
-	st.closers = append([]func(context.Context) error{st.closeAudit}, st.closers...)
-	return nil
-}
-
-// auditCloseTimeout bounds how long the stop waits for an audit sink that still fails,
-// so that the closers after it (the tracer's sinks, the node session) keep their time.
-const auditCloseTimeout = 5 * time.Second
-
-// closeAudit writes what the audit log holds and syncs its sinks; a sink still failing
-// after auditCloseTimeout loses what it holds, counted as dropped and said in the error.
-func (st *stack) closeAudit(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, auditCloseTimeout)
-	defer cancel()
-	err := st.audit.Close(ctx)
-	if n := st.audit.Dropped(); n > 0 {
-		st.reg.Logger(logs.Admin).Error().Uint64("dropped", n).Err(st.audit.Err()).
-			Msg("audit log closed: records were dropped since start")
-	}
-	return err
-}
-
-// ctlAudit parses "tracecar ctl audit": with no flags it shows each host's audit log; with
-// flags it changes what they name on every host. The values are checked here first, so
-// that a typo is a usage error before any host is asked.
-func ctlAudit(c *common, args []string) (ctl.Command, error) {
-	fs := ctlFlagSet("audit")
-	c.register(fs)
-	enable := fs.Bool("enable", false, "turn the audit log on")
-	disable := fs.Bool("disable", false, "turn the audit log off (itself recorded)")
-	lists := map[string]*string{}
-	for _, p := range []struct{ flag, param, usage string }{
-		{"categories", "categories", "audited categories, comma-separated: AUTH, DDL, DCL, DML, QUERY, ADMIN"},
-		{"keyspaces", "keyspaces", "keyspaces audited (DDL, DML, QUERY), comma-separated; * for all"},
-		{"tables", "tables", "keyspace.table names audited, comma-separated; * for all"},
-		{"exclude-users", "exclude_users", "users never audited, comma-separated; * for none"},
-	} {
-		lists[p.param] = fs.String(p.flag, "", p.usage)
-	}
-	if err := parseCtlArgs(fs, args); err != nil {
-		return ctl.Command{}, err
-	}
-	if fs.NArg() > 0 {
-		return ctl.Command{}, usageErrorf("audit takes only flags, got %q", fs.Args())
-	}
-	if *enable && *disable {
-		return ctl.Command{}, usageErrorf("audit: --enable and --disable contradict each other")
-	}
-	p := url.Values{}
-	if *enable || *disable {
-		p.Set("enable", strconv.FormatBool(*enable))
-	}
-	for name, v := range lists {
-		if *v != "" {
-			p.Set(name, *v)
-		}
-	}
-	cmd := ctl.Command{Name: ctl.Audit}
-	if len(p) == 0 {
-		return cmd, nil
-	}
-	check := map[string]string{}
-	for k := range p {
-		check[k] = p.Get(k)
-	}
-	if _, err := audit.ParseSettings(audit.Settings{}, check); err != nil {
-		return ctl.Command{}, usageErrorf("audit: --%s", strings.Replace(err.Error(), "exclude_users", "exclude-users", 1))
-	}
-	cmd.Change = p
-	return cmd, nil
 }

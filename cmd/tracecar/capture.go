@@ -10,7 +10,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,7 +17,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/tracecar/tracecar/admin/ctl"
 	"github.com/tracecar/tracecar/internal/capturefile"
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/internal/logs"
@@ -26,8 +24,8 @@ import (
 	"github.com/tracecar/tracecar/tracing/capture"
 )
 
-// The workload capture: the sidecar's --capture-dir, `tracecar ctl capture`, and
-// `tracecar capture dump|stats FILE`.
+// The workload capture: the sidecar's --capture-dir and `tracecar capture dump|stats FILE`
+// (`tracecar ctl capture` is ctl.go's).
 
 func addCaptureFlags(fs *flag.FlagSet, cfg *stackConfig) {
 	fs.StringVar(&cfg.CaptureDir, "capture-dir", "", "`DIR` for workload captures (POST /tracecar/capture, tracecar ctl capture), created with mode 0700, files 0600; empty refuses captures")
@@ -43,52 +41,6 @@ func newCapture(cfg stackConfig, node string, reg *tracing.Statements, schema ca
 	}
 	return capture.New(capture.Config{Dir: cfg.CaptureDir, Statements: reg, Schema: schema, Node: node,
 		Logger: lr.Logger(logs.Tracing)}), nil
-}
-
-func ctlCapture(c *common, args []string) (ctl.Command, error) {
-	fs := ctlFlagSet("capture")
-	c.register(fs)
-	if err := parseCtlArgs(fs, args); err != nil {
-		return ctl.Command{}, err
-	}
-	if fs.NArg() == 0 {
-		return ctl.Command{}, usageErrorf("capture: want start, stop or status")
-	}
-	cmd := ctl.Command{Name: ctl.Capture}
-	sub, rest := fs.Arg(0), fs.Args()[1:]
-	switch sub {
-	case "start":
-		sfs := ctlFlagSet("capture start")
-		c.register(sfs)
-		dur := sfs.Duration("duration", capture.DefaultDuration, "how long to capture")
-		maxBytes := sfs.String("max-bytes", "256MiB", "the capture file's largest size, such as 256MiB")
-		values := sfs.String("values", "shape", "shape (no value is written) or keep (bound values are written: personal data)")
-		if err := parseCtlArgs(sfs, rest); err != nil {
-			return ctl.Command{}, err
-		}
-		if sfs.NArg() > 0 {
-			return ctl.Command{}, usageErrorf("capture start takes only flags, got %q", sfs.Args())
-		}
-		switch {
-		case *dur <= 0 || *dur > capture.MaxDuration:
-			return ctl.Command{}, usageErrorf("capture start: --duration %v: want more than 0 and at most %v", *dur, capture.MaxDuration)
-		case *values != "shape" && *values != "keep":
-			return ctl.Command{}, usageErrorf("capture start: --values %q: want shape or keep", *values)
-		}
-		cmd.Change = url.Values{"enable": {"true"}, "duration": {dur.String()}, "max_bytes": {*maxBytes}, "values": {*values}}
-	case "stop":
-		if len(rest) > 0 {
-			return ctl.Command{}, usageErrorf("capture stop takes no arguments, got %q", rest)
-		}
-		cmd.Change = url.Values{"enable": {"false"}}
-	case "status":
-		if len(rest) > 0 {
-			return ctl.Command{}, usageErrorf("capture status takes no arguments, got %q", rest)
-		}
-	default:
-		return ctl.Command{}, usageErrorf("capture %q: want start, stop or status", sub)
-	}
-	return cmd, nil
 }
 
 const captureUsage = `usage: tracecar capture dump FILE     print the capture's entries as JSON lines

@@ -17,8 +17,10 @@ import (
 
 	"github.com/tracecar/tracecar/admin"
 	"github.com/tracecar/tracecar/admin/ctl"
+	"github.com/tracecar/tracecar/audit"
 	"github.com/tracecar/tracecar/internal/logs"
 	"github.com/tracecar/tracecar/tracing"
+	"github.com/tracecar/tracecar/tracing/capture"
 	"github.com/tracecar/tracecar/tracing/statements"
 )
 
@@ -538,4 +540,100 @@ func ctlTrace(c *common, args []string) (ctl.Command, error) {
 		return ctl.Command{}, usageErrorf("trace takes one session id (from slow-log), got %q", fs.Args())
 	}
 	return ctl.Command{Name: ctl.Trace, Session: fs.Arg(0)}, nil
+}
+
+// ctlAudit parses "tracecar ctl audit": with no flags it shows each host's audit log; with
+// flags it changes what they name on every host. The values are checked here first, so
+// that a typo is a usage error before any host is asked.
+func ctlAudit(c *common, args []string) (ctl.Command, error) {
+	fs := ctlFlagSet("audit")
+	c.register(fs)
+	enable := fs.Bool("enable", false, "turn the audit log on")
+	disable := fs.Bool("disable", false, "turn the audit log off (itself recorded)")
+	lists := map[string]*string{}
+	for _, p := range []struct{ flag, param, usage string }{
+		{"categories", "categories", "audited categories, comma-separated: AUTH, DDL, DCL, DML, QUERY, ADMIN"},
+		{"keyspaces", "keyspaces", "keyspaces audited (DDL, DML, QUERY), comma-separated; * for all"},
+		{"tables", "tables", "keyspace.table names audited, comma-separated; * for all"},
+		{"exclude-users", "exclude_users", "users never audited, comma-separated; * for none"},
+	} {
+		lists[p.param] = fs.String(p.flag, "", p.usage)
+	}
+	if err := parseCtlArgs(fs, args); err != nil {
+		return ctl.Command{}, err
+	}
+	if fs.NArg() > 0 {
+		return ctl.Command{}, usageErrorf("audit takes only flags, got %q", fs.Args())
+	}
+	if *enable && *disable {
+		return ctl.Command{}, usageErrorf("audit: --enable and --disable contradict each other")
+	}
+	p := url.Values{}
+	if *enable || *disable {
+		p.Set("enable", strconv.FormatBool(*enable))
+	}
+	for name, v := range lists {
+		if *v != "" {
+			p.Set(name, *v)
+		}
+	}
+	cmd := ctl.Command{Name: ctl.Audit}
+	if len(p) == 0 {
+		return cmd, nil
+	}
+	check := map[string]string{}
+	for k := range p {
+		check[k] = p.Get(k)
+	}
+	if _, err := audit.ParseSettings(audit.Settings{}, check); err != nil {
+		return ctl.Command{}, usageErrorf("audit: --%s", strings.Replace(err.Error(), "exclude_users", "exclude-users", 1))
+	}
+	cmd.Change = p
+	return cmd, nil
+}
+
+func ctlCapture(c *common, args []string) (ctl.Command, error) {
+	fs := ctlFlagSet("capture")
+	c.register(fs)
+	if err := parseCtlArgs(fs, args); err != nil {
+		return ctl.Command{}, err
+	}
+	if fs.NArg() == 0 {
+		return ctl.Command{}, usageErrorf("capture: want start, stop or status")
+	}
+	cmd := ctl.Command{Name: ctl.Capture}
+	sub, rest := fs.Arg(0), fs.Args()[1:]
+	switch sub {
+	case "start":
+		sfs := ctlFlagSet("capture start")
+		c.register(sfs)
+		dur := sfs.Duration("duration", capture.DefaultDuration, "how long to capture")
+		maxBytes := sfs.String("max-bytes", "256MiB", "the capture file's largest size, such as 256MiB")
+		values := sfs.String("values", "shape", "shape (no value is written) or keep (bound values are written: personal data)")
+		if err := parseCtlArgs(sfs, rest); err != nil {
+			return ctl.Command{}, err
+		}
+		if sfs.NArg() > 0 {
+			return ctl.Command{}, usageErrorf("capture start takes only flags, got %q", sfs.Args())
+		}
+		switch {
+		case *dur <= 0 || *dur > capture.MaxDuration:
+			return ctl.Command{}, usageErrorf("capture start: --duration %v: want more than 0 and at most %v", *dur, capture.MaxDuration)
+		case *values != "shape" && *values != "keep":
+			return ctl.Command{}, usageErrorf("capture start: --values %q: want shape or keep", *values)
+		}
+		cmd.Change = url.Values{"enable": {"true"}, "duration": {dur.String()}, "max_bytes": {*maxBytes}, "values": {*values}}
+	case "stop":
+		if len(rest) > 0 {
+			return ctl.Command{}, usageErrorf("capture stop takes no arguments, got %q", rest)
+		}
+		cmd.Change = url.Values{"enable": {"false"}}
+	case "status":
+		if len(rest) > 0 {
+			return ctl.Command{}, usageErrorf("capture status takes no arguments, got %q", rest)
+		}
+	default:
+		return ctl.Command{}, usageErrorf("capture %q: want start, stop or status", sub)
+	}
+	return cmd, nil
 }

@@ -42,7 +42,7 @@ func mustAuditAdmin(tb testing.TB) (string, *audit.Log, *auditMem) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	s := admin.New(admin.Config{}, nil, nil, admin.WithAudit(l))
+	s := admin.New(admin.Config{Audit: l})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ctx, ln) }()

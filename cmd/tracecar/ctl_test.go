@@ -32,7 +32,7 @@ func mustCtlSidecar(tb testing.TB, token string) *ctlSidecar {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	s := admin.New(admin.Config{Token: token}, tr, reg)
+	s := admin.New(admin.Config{Token: token, Tracer: tr, Loggers: reg})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ctx, ln) }()

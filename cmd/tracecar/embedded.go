@@ -31,7 +31,7 @@ func (st *stack) embedNode(cfg stackConfig, out io.Writer) error {
 	srv := node.New(node.Config{Logger: st.reg.Logger(logs.Node), MaxFrameSize: cfg.MaxFrameSize, MaxProtocolVersion: byte(cfg.MaxProtocolVersion),
 		MemoryLimit: cfg.NodeMemory.n})
 	st.Node, st.NodeAPI = nln.Addr().String(), "http://"+aln.Addr().String()
-	st.nodeAPI = newNodeAPI(srv, st.reg, cfg.AdminToken, false) // the sidecar's token: one for every admin surface
+	st.nodeAPI = newNodeAPI(srv, st.reg, admin.Config{Token: cfg.AdminToken}) // the sidecar's token: one for every admin surface
 	st.back = append(st.back,
 		func(ctx context.Context) error { return srv.Serve(ctx, nln) },
 		func(ctx context.Context) error { return st.nodeAPI.Serve(ctx, aln) })
@@ -41,8 +41,9 @@ func (st *stack) embedNode(cfg stackConfig, out io.Writer) error {
 
 // newNodeAPI returns the node's REST API: its loggers and its own trace probability, with
 // the same handlers, token and loopback rule as the sidecar's admin API. An empty token
-// leaves it open, which only a loopback address or insecure allows.
-func newNodeAPI(srv *node.Server, reg *logs.Registry, token string, insecure bool, opts ...admin.Option) *admin.Server {
+// leaves it open, which only a loopback address or insecure allows. cfg holds the token, the
+// insecure flag and what else the caller serves (a test cluster's node control).
+func newNodeAPI(srv *node.Server, reg *logs.Registry, cfg admin.Config) *admin.Server {
 	tr := admin.ConfigOnly(
 		func() tracing.Config {
 			c := tracing.DefaultConfig()
@@ -53,26 +54,27 @@ func newNodeAPI(srv *node.Server, reg *logs.Registry, token string, insecure boo
 	)
 	accepted := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tracecar_node_connections_accepted_total",
 		Help: "Client connections the node accepted."}, func() float64 { return float64(srv.Accepted()) })
-	opts = append(opts, admin.WithCollector(accepted))
-	opts = append(opts, nodeMemoryCollectors(srv)...)
+	cfg.Collectors = append(cfg.Collectors, accepted)
+	cfg.Collectors = append(cfg.Collectors, nodeMemoryCollectors(srv)...)
 	if shards := srv.ShardConnections(); shards != nil {
 		cross := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tracecar_node_cross_shard_requests_total",
 			Help: "EXECUTEs whose partition key another shard owns than their connection's (with --shards)."},
 			func() float64 { return float64(srv.CrossShardRequests()) })
-		opts = append(opts, admin.WithCollector(cross))
+		cfg.Collectors = append(cfg.Collectors, cross)
 		for i := range shards {
 			g := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tracecar_node_shard_connections",
 				Help: "Open client connections per shard (with --shards).", ConstLabels: prometheus.Labels{"shard": strconv.Itoa(i)}},
 				func() float64 { return float64(srv.ShardConnections()[i]) })
-			opts = append(opts, admin.WithCollector(g))
+			cfg.Collectors = append(cfg.Collectors, g)
 		}
 	}
-	return admin.New(admin.Config{Token: token, Insecure: insecure, Logger: reg.Logger(logs.Admin)}, tr, reg, opts...)
+	cfg.Logger, cfg.Tracer, cfg.Loggers = reg.Logger(logs.Admin), tr, reg
+	return admin.New(cfg)
 }
 
 // nodeMemoryCollectors are the node's memory metrics: what its tables hold, its limit, and
 // the writes the limit refused.
-func nodeMemoryCollectors(srv *node.Server) []admin.Option {
+func nodeMemoryCollectors(srv *node.Server) []prometheus.Collector {
 	engine := func(f func(*node.Engine) float64) func() float64 {
 		return func() float64 {
 			if e := srv.Engine(); e != nil {
@@ -81,15 +83,15 @@ func nodeMemoryCollectors(srv *node.Server) []admin.Option {
 			return 0
 		}
 	}
-	return []admin.Option{
-		admin.WithCollector(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tracecar_node_memory_held_bytes",
+	return []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tracecar_node_memory_held_bytes",
 			Help: "Bytes the node's tables hold, as the memory limit counts them (an estimate of their data, runtime overhead not included)."},
-			engine(func(e *node.Engine) float64 { return float64(e.Memory().Held()) }))),
-		admin.WithCollector(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tracecar_node_memory_limit_bytes",
+			engine(func(e *node.Engine) float64 { return float64(e.Memory().Held()) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tracecar_node_memory_limit_bytes",
 			Help: "The node's --memory-limit in bytes; 0 means none."},
-			engine(func(e *node.Engine) float64 { return float64(e.Memory().Limit()) }))),
-		admin.WithCollector(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tracecar_node_memory_refused_writes_total",
+			engine(func(e *node.Engine) float64 { return float64(e.Memory().Limit()) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tracecar_node_memory_refused_writes_total",
 			Help: "Writes the node refused with Overloaded because its tables held their share (7/8) of --memory-limit."},
-			engine(func(e *node.Engine) float64 { return float64(e.Memory().Refused()) }))),
+			engine(func(e *node.Engine) float64 { return float64(e.Memory().Refused()) })),
 	}
 }

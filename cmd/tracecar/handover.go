@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"sync"
 	"syscall"
 	"time"
 
@@ -33,16 +32,6 @@ import (
 // old process exits 0 once it has nothing left.
 
 // The receiving side: the takeover.
-
-// inheritance is what a predecessor handed over: the listeners, the runtime state, and
-// the connection to it, over which its client connections come next.
-type inheritance struct {
-	pred      *sidecar.Predecessor
-	listeners map[string]net.Listener // cql, admin
-	control   *net.UnixListener
-	state     json.RawMessage // the runtime state (handoverParts)
-	at        time.Time
-}
 
 // listener returns the inherited listener called name, or listens on addr without one.
 func (in *inheritance) listener(name, addr string) (net.Listener, error) {
@@ -467,20 +456,6 @@ func (st *stack) restoreAudit(v *audit.View) error {
 
 // Handovers as status and metrics say them.
 
-// handoverState is what /tracecar/status and /metrics say of handovers, and the admin
-// API's write gate while one runs. It is safe for concurrent use.
-type handoverState struct {
-	st            *stack
-	controlSocket string
-	schedPolicy   string
-	conns         *prometheus.CounterVec
-
-	mu       sync.Mutex
-	gate     string // non-empty: the admin API refuses changes, with this reason
-	pred     *admin.ProcessPeer
-	received *admin.Handover
-}
-
 func newHandoverState(st *stack, cfg stackConfig) *handoverState {
 	h := &handoverState{st: st, controlSocket: cfg.controlSocket, schedPolicy: cfg.schedPolicy,
 		conns: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tracecar_handover_connections_total",
@@ -496,15 +471,17 @@ func newHandoverState(st *stack, cfg stackConfig) *handoverState {
 	return h
 }
 
-func (h *handoverState) adminOptions() []admin.Option {
+// adminConfig makes the admin API report the process and its handover, refuse changes
+// while the process hands itself over, and serve the connections' series.
+func (h *handoverState) adminConfig(c *admin.Config) {
 	accepted := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tracecar_client_connections_accepted_total",
 		Help: "Client connections this process accepted (those taken over from a predecessor are in tracecar_handover_connections_total)."},
 		func() float64 { return float64(h.st.proxy.Accepted()) })
 	loopFailures := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tracecar_event_loop_failures_total",
 		Help: "Waits of an event loop that failed (epoll_wait with an error other than EINTR): each closed that loop's connections, and the loop went on with a new epoll set."},
 		func() float64 { return float64(sidecar.LoopFailures()) })
-	return []admin.Option{admin.WithProcess(h.process), admin.WithWriteGate(h.writeGate),
-		admin.WithCollector(h.conns), admin.WithCollector(accepted), admin.WithCollector(loopFailures)}
+	c.Process, c.WriteGate = h.process, h.writeGate
+	c.Collectors = append(c.Collectors, h.conns, accepted, loopFailures)
 }
 
 func (h *handoverState) process() admin.Process {
@@ -570,4 +547,13 @@ func (h *handoverState) connectionsTook() time.Duration {
 func (h *handoverState) count(res sidecar.HandoffResult) {
 	h.conns.WithLabelValues("moved").Add(float64(res.Moved))
 	h.conns.WithLabelValues("closed").Add(float64(res.Closed))
+}
+
+// resumeShardAware accepts again on the shard-aware port given as IP:PORT, after a
+// handover that failed.
+func (st *stack) resumeShardAware() error {
+	if st.awareLn == nil {
+		return nil
+	}
+	return st.awareLn.Resume()
 }

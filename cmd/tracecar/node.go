@@ -171,9 +171,9 @@ func serveNodes(ctx context.Context, cluster *node.Cluster, lns, alns []net.List
 	defer cancel()
 	var g lifecycle.Group
 	g.Add(func() error { return cluster.Serve(ctx) }, func(error) { cancel() })
-	var opts []admin.Option
+	apiCfg := admin.Config{Token: *f.token, Insecure: *f.insecure}
 	if *f.control {
-		opts = append(opts, admin.WithNodeControl(cluster, func(err error) bool { return errors.Is(err, node.ErrNodeState) }))
+		apiCfg.NodeControl, apiCfg.NodeStateErr = cluster, func(err error) bool { return errors.Is(err, node.ErrNodeState) }
 	}
 	fmt.Fprintf(stdout, "tracecar node: %s\n", f.memory.describe())
 	for i := range lns {
@@ -188,7 +188,7 @@ func serveNodes(ctx context.Context, cluster *node.Cluster, lns, alns []net.List
 		if alns != nil {
 			fmt.Fprintf(stdout, "%s: API on http://%s\n", who, alns[i].Addr())
 			srv, aln := cluster.Node(i), alns[i]
-			api := newNodeAPI(srv, reg, *f.token, *f.insecure, opts...)
+			api := newNodeAPI(srv, reg, apiCfg)
 			g.Add(func() error { return api.Serve(ctx, aln) }, func(error) { cancel() })
 		}
 	}
@@ -296,37 +296,6 @@ func listenNodes(addr string, n int, sameIP bool) ([]net.Listener, error) {
 		}
 	}
 	return nil, last
-}
-
-func closeAll(lns []net.Listener) {
-	for _, ln := range lns {
-		ln.Close()
-	}
-}
-
-// logFlags are the logging flags shared by the long-running commands.
-type logFlags struct {
-	format, file, level *string
-}
-
-func addLogFlags(fs interface {
-	String(name, value, usage string) *string
-}) logFlags {
-	return logFlags{
-		format: fs.String("log-format", "console", "log format: console or json"),
-		file:   fs.String("log-file", "", "append logs to this file instead of stderr"),
-		level:  fs.String("log-level", "info", "initial level of every logger: error, warn, info, debug or trace"),
-	}
-}
-
-func (f logFlags) registry(stderr io.Writer) (*logs.Registry, error) {
-	if *f.format != "console" && *f.format != "json" {
-		return nil, usageErrorf("--log-format must be console or json, got %q", *f.format)
-	}
-	if _, err := logs.ParseLevel(*f.level); err != nil {
-		return nil, usageErrorf("--log-level: %v", err)
-	}
-	return logs.New(logs.Config{Format: *f.format, Writer: stderr, File: *f.file, Level: *f.level})
 }
 
 // nodeGCPercent is the embedded node's GOGC unless the environment sets one. The node keeps

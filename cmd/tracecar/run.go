@@ -67,14 +67,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return exitCode(err, stderr)
 }
 
-// errUsage marks an error in the command line. loadcheck.ErrUsage, for errors in a load
-// check's configuration, is the same error.
-var errUsage = loadcheck.ErrUsage
-
-func usageErrorf(format string, a ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{errUsage}, a...)...)
-}
-
 // exitCode maps an error to the exit code: the one place that does.
 func exitCode(err error, stderr io.Writer) int {
 	switch {
@@ -92,24 +84,4 @@ func exitCode(err error, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "tracecar: %v\n", err)
 		return exitRuntime
 	}
-}
-
-// newFlagSet returns a flag set whose parse errors are usage errors.
-func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("tracecar "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	return fs
-}
-
-func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return fmt.Errorf("%w: %v", errUsage, err)
-	}
-	if fs.NArg() > 0 {
-		return usageErrorf("unexpected argument %q", fs.Arg(0))
-	}
-	return nil
 }

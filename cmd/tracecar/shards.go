@@ -60,18 +60,11 @@ func (st *stack) listenShardAware(cfg stackConfig) error {
 	return nil
 }
 
-// resumeShardAware accepts again on the shard-aware port given as IP:PORT, after a
-// handover that failed.
-func (st *stack) resumeShardAware() error {
-	if st.awareLn == nil {
-		return nil
-	}
-	return st.awareLn.Resume()
-}
-
-// shardOptions are the admin API's shard figures: in /tracecar/status, and in /metrics.
-func (st *stack) shardOptions() []admin.Option {
-	return []admin.Option{admin.WithShards(st.shardStatus), admin.WithCollector(shardCollector{st})}
+// shardConfig makes the admin API serve the shard figures: in /tracecar/status, and in
+// /metrics.
+func (st *stack) shardConfig(c *admin.Config) {
+	c.Shards = st.shardStatus
+	c.Collectors = append(c.Collectors, shardCollector{st})
 }
 
 // shardStatus is the status's shard figures, nil until there are any.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"os"
 	"slices"
@@ -232,14 +231,6 @@ func traceContextKeys(v string) ([]string, error) {
 	return keys, nil
 }
 
-// tokenFromEnv sets an empty token from TRACECAR_ADMIN_TOKEN. The flag's default stays
-// empty, so that a usage message never prints the token.
-func tokenFromEnv(tok *string) {
-	if *tok == "" {
-		*tok = os.Getenv("TRACECAR_ADMIN_TOKEN")
-	}
-}
-
 // envOr returns the environment variable name, or def when it is unset.
 func envOr(name, def string) string {
 	if v, ok := os.LookupEnv(name); ok {
@@ -265,27 +256,4 @@ func applySchedPolicy(p schedpolicy.Policy, log *zerolog.Logger) string {
 	}
 	log.Info().Str("sched_policy", p.String()).Int("threads", n).Msg("threads run under " + p.KernelName())
 	return p.String()
-}
-
-// floorFlag is --trace-floor: a duration from 1s to 7 days, or 0.
-type floorFlag struct{ d *time.Duration }
-
-func (f floorFlag) String() string {
-	if f.d == nil || *f.d == 0 {
-		return "0"
-	}
-	return f.d.String()
-}
-
-func (f floorFlag) Set(s string) error {
-	if s == "0" {
-		*f.d = 0
-		return nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d < time.Second || d > tracing.MaxFloorInterval {
-		return fmt.Errorf("want a duration from 1s to 168h such as 60s, or 0 for off")
-	}
-	*f.d = d
-	return nil
 }

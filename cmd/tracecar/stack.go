@@ -3,18 +3,18 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"io"
+	"encoding/json"
 	"net"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/tracecar/tracecar/admin"
 	"github.com/tracecar/tracecar/audit"
 	"github.com/tracecar/tracecar/internal/lifecycle"
 	"github.com/tracecar/tracecar/internal/logs"
-	"github.com/tracecar/tracecar/internal/metrics"
-	"github.com/tracecar/tracecar/internal/nodeapi"
 	"github.com/tracecar/tracecar/sidecar"
 	"github.com/tracecar/tracecar/tracing"
 	"github.com/tracecar/tracecar/tracing/cqlsink"
@@ -134,37 +134,6 @@ type stack struct {
 	ho             *handoverState
 }
 
-// newStack builds everything cfg describes and binds every listener; nothing serves until
-// the group that the stack joins runs. On failure it releases what it built.
-func newStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io.Writer) (*stack, error) {
-	st := &stack{Node: cfg.Node, NodeAPI: cfg.NodeAPI, reg: reg, embedded: cfg.Node == ""}
-	nodeKind := cfg.NodeKind
-	if st.embedded {
-		if err := st.embedNode(cfg, out); err != nil {
-			return nil, st.discard(err)
-		}
-		nodeKind = nodeapi.KindTracecar
-	}
-	m := metrics.New()
-	m.SetConnectionLimit(cfg.MaxConnections)
-	capt, err := st.startTracer(ctx, cfg, m)
-	if err != nil {
-		return nil, st.discard(err)
-	}
-	if err := st.newAudit(cfg); err != nil {
-		return nil, st.discard(err)
-	}
-	adminOpts, err := st.adminOptions(cfg, nodeKind, capt)
-	if err != nil {
-		return nil, st.discard(err)
-	}
-	st.proxy = sidecar.New(st.proxyConfig(cfg, m, capt), st.tracer)
-	if err := st.listen(cfg, append(adminOpts, admin.WithMetrics(m))); err != nil {
-		return nil, st.discard(err)
-	}
-	return st, nil
-}
-
 // join adds the stack's actors to g. Each one's interrupt stops the whole stack in order:
 // the front on ctx, then the closers (the tracer and its sinks, flushed), then the back on
 // a context of its own, cancelled once the closers have run.
@@ -206,28 +175,6 @@ func (st *stack) actor(g *lifecycle.Group, serve func() error, interrupt func(er
 	}, interrupt)
 }
 
-// startStack starts a stack in a lifecycle group of its own and returns once every
-// listener is bound. Stop it with stop. (The sidecar command runs its stack in the
-// command's group instead: serveSidecar.)
-func startStack(ctx context.Context, cfg stackConfig, reg *logs.Registry, out io.Writer) (*stack, error) {
-	st, err := newStack(ctx, cfg, reg, out)
-	if err != nil {
-		return nil, err
-	}
-	var g lifecycle.Group
-	st.join(ctx, &g)
-	quit := make(chan struct{})
-	var once sync.Once
-	st.quit = func() { once.Do(func() { close(quit) }) }
-	g.Add(func() error { <-quit; return nil }, func(error) { st.quit() })
-	st.done = make(chan struct{})
-	go func() {
-		st.err = g.Run()
-		close(st.done)
-	}()
-	return st, nil
-}
-
 // stop shuts a stack from startStack down in order: the proxy (which drains) and the admin
 // API, then the tracer and its sinks (flushed), then the embedded node. It returns the
 // first error met.
@@ -255,4 +202,38 @@ func (st *stack) discard(err error) error {
 	closeAll(st.unserved)
 	st.runClosers()
 	return err
+}
+
+// closeAll closes the listeners lns.
+func closeAll(lns []net.Listener) {
+	for _, ln := range lns {
+		ln.Close()
+	}
+}
+
+// What the stack holds of a handover to a new process: its methods, and the exchange, are
+// handover.go's.
+
+// inheritance is what a predecessor handed over: the listeners, the runtime state, and
+// the connection to it, over which its client connections come next.
+type inheritance struct {
+	pred      *sidecar.Predecessor
+	listeners map[string]net.Listener // cql, admin
+	control   *net.UnixListener
+	state     json.RawMessage // the runtime state (handoverParts)
+	at        time.Time
+}
+
+// handoverState is what /tracecar/status and /metrics say of handovers, and the admin
+// API's write gate while one runs. It is safe for concurrent use.
+type handoverState struct {
+	st            *stack
+	controlSocket string
+	schedPolicy   string
+	conns         *prometheus.CounterVec
+
+	mu       sync.Mutex
+	gate     string // non-empty: the admin API refuses changes, with this reason
+	pred     *admin.ProcessPeer
+	received *admin.Handover
 }

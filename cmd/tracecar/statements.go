@@ -37,7 +37,8 @@ func newStatements(c statementsConfig) *statements.Stats {
 	return st
 }
 
-// statementsOptions returns the admin options that serve st.
-func statementsOptions(st *statements.Stats) []admin.Option {
-	return []admin.Option{admin.WithStatements(st), admin.WithCollector(st)}
+// serveStatements makes the admin API serve st: its endpoints and its series.
+func serveStatements(c *admin.Config, st *statements.Stats) {
+	c.Statements = st
+	c.Collectors = append(c.Collectors, st)
 }

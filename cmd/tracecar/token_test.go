@@ -206,7 +206,7 @@ func TestNodeAPILoopbackRule(t *testing.T) {
 		{"insecure", "", true, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			err := newNodeAPI(srv, reg, tt.token, tt.insecure).Serve(context.Background(), fakeAddrListener{})
+			err := newNodeAPI(srv, reg, admin.Config{Token: tt.token, Insecure: tt.insecure}).Serve(context.Background(), fakeAddrListener{})
 			if errors.Is(err, admin.ErrOpen) == tt.open || tt.open && !errors.Is(err, errFakeAccept) {
 				t.Errorf("Serve on a non-loopback address: %v; want open %v", err, tt.open)
 			}

@@ -75,18 +75,17 @@ func (st *stack) startTracer(ctx context.Context, cfg stackConfig, m *metrics.Me
 	return capt, nil
 }
 
-// adminOptions returns what the admin API serves besides the tracer: the guardrail, the
+// adminConfig returns what the admin API serves besides the tracer: the guardrail, the
 // node's API, the statement statistics, the trace filter, the capture and the handover's
 // status. The tracer and the capture join the stack's closers.
-func (st *stack) adminOptions(cfg stackConfig, nodeKind string, capt *capture.Capture) ([]admin.Option, error) {
-	adminOpts := []admin.Option{admin.WithGuardrailControl(st.guard), admin.WithCollector(st.guard.Collector()),
-		admin.WithCollector(st.guard.StateCollector()), admin.WithTraceContextKeys(st.tracer.TraceContextKeys()),
-		admin.WithAudit(st.audit), admin.WithCollector(st.audit.Collector()),
-		admin.WithNodeLogin(st.nodeLogin), admin.WithCollector(prometheus.NewCounterFunc(prometheus.CounterOpts{
+func (st *stack) adminConfig(cfg stackConfig, nodeKind string, capt *capture.Capture) (admin.Config, error) {
+	ac := admin.Config{GuardrailControl: st.guard, TraceContextKeys: st.tracer.TraceContextKeys(), Audit: st.audit,
+		NodeLogin: st.nodeLogin, ToggleMaxDuration: cfg.ToggleMaxDuration, TraceFilter: st.tracer, Capture: capt}
+	ac.Collectors = []prometheus.Collector{st.guard.Collector(), st.guard.StateCollector(), st.audit.Collector(),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "tracecar_node_login_refused_total",
 			Help: "Logins of the sidecar's own session to the node (node events, --cql-sink, the audit table) that the node refused.",
-		}, func() float64 { return float64(st.nodeSession.Login().Refused) })),
-		admin.WithToggleMaxDuration(cfg.ToggleMaxDuration)}
+		}, func() float64 { return float64(st.nodeSession.Login().Refused) })}
 	if st.NodeAPI != "" {
 		nodeCfg := nodeapi.Config{Kind: nodeKind, URL: st.NodeAPI}
 		if nodeKind == nodeapi.KindTracecar {
@@ -94,17 +93,19 @@ func (st *stack) adminOptions(cfg stackConfig, nodeKind string, capt *capture.Ca
 		}
 		nc, err := nodeapi.New(nodeCfg)
 		if err != nil {
-			return nil, err
+			return admin.Config{}, err
 		}
-		adminOpts = append(adminOpts, admin.WithNode(nc, cfg.NodeApply))
+		ac.Node, ac.NodeApply = nc, cfg.NodeApply
 	}
 	st.closers = append([]func(context.Context) error{st.tracer.Close}, st.closers...)
-	adminOpts = append(adminOpts, append(statementsOptions(st.stmts), admin.WithTraceFilter(st.tracer), admin.WithCapture(capt))...)
+	serveStatements(&ac, st.stmts)
 	// The capture ends first, once the proxy has drained: its file is complete before
 	// the node session that reads the schema closes.
 	st.closers = append([]func(context.Context) error{capt.Close}, st.closers...)
 	st.ho = newHandoverState(st, cfg)
-	return append(append(adminOpts, st.ho.adminOptions()...), st.shardOptions()...), nil
+	st.ho.adminConfig(&ac)
+	st.shardConfig(&ac)
+	return ac, nil
 }
 
 // proxyConfig is the configuration of the stack's proxy.
@@ -135,16 +136,16 @@ func (st *stack) proxyConfig(cfg stackConfig, m *metrics.Metrics, capt *capture.
 // listen binds the CQL listener and the admin API's (inherited from a predecessor, when
 // there is one), installs the inherited runtime state, and readies the front: the proxy,
 // the admin API and the guardrail.
-func (st *stack) listen(cfg stackConfig, adminOpts []admin.Option) error {
+func (st *stack) listen(cfg stackConfig, ac admin.Config) error {
 	pln, err := cfg.inherit.listener("cql", cfg.Listen)
 	if err != nil {
 		return err
 	}
 	st.Sidecar = pln.Addr().String()
-	st.api = admin.New(admin.Config{
-		Addr: cfg.Admin, Token: cfg.AdminToken, TLSCert: cfg.AdminTLSCert, TLSKey: cfg.AdminTLSKey, Insecure: cfg.AdminInsecure,
-		Logger: st.reg.Logger(logs.Admin),
-	}, st.guard.User(st.tracer), st.reg, append(adminOpts, admin.WithQueries(queriesOf(st.proxy)), admin.WithReady(st.nodeReady))...)
+	ac.Addr, ac.Token, ac.TLSCert, ac.TLSKey, ac.Insecure = cfg.Admin, cfg.AdminToken, cfg.AdminTLSCert, cfg.AdminTLSKey, cfg.AdminInsecure
+	ac.Logger, ac.Tracer, ac.Loggers = st.reg.Logger(logs.Admin), st.guard.User(st.tracer), st.reg
+	ac.Queries, ac.Ready = queriesOf(st.proxy), st.nodeReady
+	st.api = admin.New(ac)
 	aln, err := cfg.inherit.listener("admin", cfg.Admin)
 	if err != nil {
 		pln.Close()

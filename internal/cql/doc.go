@@ -13,6 +13,14 @@
 // fields a message carries. Values stay bytes here: the node has the one value codec
 // (node/cqlvalue/values.go); the tests have their own, valuecodec_test.go.
 //
+// The files form layers, each naming only declarations of the files below it. From the
+// ground up: frame.go (the header and opcodes) and notation.go (the Decoder and the spec's
+// notation); types.go (a column's type option) and params.go (bound values and the query
+// flags); request.go (a request, parsed once and lazily); message.go (the Message interface,
+// the frame's appenders, the messages other than queries and results), query.go (QUERY,
+// PREPARE, EXECUTE and BATCH, decoded through a Request) and result.go (RESULT); body.go
+// (DecodeBody, any message by its opcode) and view.go (a frame read through them) on top.
+//
 // Every function of the package is safe for concurrent use. A Decoder is not, since reading
 // moves it on; a message value is safe for concurrent use as long as nobody modifies it.
 package cql

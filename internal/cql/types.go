@@ -237,3 +237,50 @@ const (
 	ErrCodeAlreadyExists   int32 = 0x2400
 	ErrCodeUnprepared      int32 = 0x2500
 )
+
+// SkipTypeInfo reads an [option] describing a type, as TypeInfo does, without building the
+// TypeInfo, so that a reader of one field of a result can step over its column specs
+// without allocating. It accepts the type ids and the nesting that TypeInfo accepts; unlike
+// TypeInfo it does not check that a user type's field names are distinct, which does not
+// change where the option ends.
+func (d *Decoder) SkipTypeInfo() { d.skipTypeInfo(0) }
+
+func (d *Decoder) skipTypeInfo(depth int) {
+	if depth > maxTypeDepth {
+		d.fail()
+		return
+	}
+	id := TypeID(d.Short())
+	if d.err != nil {
+		return
+	}
+	switch id {
+	case TypeCustom:
+		d.StringBytes()
+	case TypeList, TypeSet:
+		d.skipTypeInfo(depth + 1)
+	case TypeMap:
+		d.skipTypeInfo(depth + 1)
+		d.skipTypeInfo(depth + 1)
+	case TypeUDT:
+		d.StringBytes()
+		d.StringBytes()
+		for n := d.Short(); n > 0 && d.err == nil; n-- {
+			d.StringBytes()
+			d.skipTypeInfo(depth + 1)
+		}
+	case TypeTuple:
+		for n := d.Short(); n > 0 && d.err == nil; n-- {
+			d.skipTypeInfo(depth + 1)
+		}
+	default:
+		if !simpleType(id) {
+			d.fail()
+		}
+	}
+}
+
+// simpleType reports whether id is one of the types without parameters, the keys of
+// typeNames; a range test, since a map lookup per column would be most of the cost of
+// skipping a result's metadata. 0x000A was text before protocol v3.
+func simpleType(id TypeID) bool { return TypeASCII <= id && id <= TypeDuration && id != 0x000A }

@@ -204,7 +204,7 @@ func startEmbeddedNodeAPI(tb testing.TB) (*node.Server, *logs.Registry, string) 
 		c.Probability = srv.TraceProbability()
 		return c
 	}, func(c tracing.Config) error { return srv.SetTraceProbability(c.Probability) })
-	api := admin.New(admin.Config{}, tr, reg)
+	api := admin.New(admin.Config{Tracer: tr, Loggers: reg})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)

@@ -26,7 +26,15 @@ const maxCached = 10000
 const maxText = 64 << 10
 
 type catalog struct {
-	w         *writer
+	// What the catalog uses of its writer, which is above it: whether values are kept, the
+	// prepared-statement registry, the keyed hash of a partition key, a table's schema (read
+	// once), and the file, where statements are defined.
+	keep  bool
+	reg   *tracing.Statements
+	hash  func(dst []byte, vals [][]byte) []byte
+	table func(ks, table string) *capturefile.Table
+	out   *capturefile.Writer
+
 	cache     map[string]*stmtInfo // by kind, keyspace in use and raw text, or by prepared id
 	byText    map[string]uint32    // statement ids by their entry's identity
 	next      uint32
@@ -43,8 +51,11 @@ type catalog struct {
 	kvals   [][]byte
 }
 
-func (st *catalog) init(w *writer) {
-	st.w = w
+// init makes st empty, for a writer that keeps values or not (keep), with what it uses of
+// the writer.
+func (st *catalog) init(keep bool, reg *tracing.Statements, hash func(dst []byte, vals [][]byte) []byte,
+	table func(ks, table string) *capturefile.Table, out *capturefile.Writer) {
+	st.keep, st.reg, st.hash, st.table, st.out = keep, reg, hash, table, out
 	st.cache = map[string]*stmtInfo{}
 	st.byText = map[string]uint32{}
 	st.tables = map[string]*capturefile.Table{}
@@ -154,7 +165,7 @@ func (st *catalog) part(p part, cut bool) capturefile.Part {
 		}
 		return out
 	}
-	if st.w.keep {
+	if st.keep {
 		// Only bound values: a literal is in the text already, unless it was redacted.
 		out.Values = make([][]byte, n)
 		copy(out.Values, p.vals)
@@ -177,7 +188,7 @@ func (st *catalog) part(p part, cut bool) capturefile.Part {
 			st.kvals = append(st.kvals, v)
 		}
 		at := len(st.keys)
-		st.keys = st.w.keyHash(st.keys, st.kvals)
+		st.keys = st.hash(st.keys, st.kvals)
 		out.Key = st.keys[at:len(st.keys):len(st.keys)]
 	}
 	return out
@@ -245,7 +256,7 @@ func (st *catalog) prepared(id []byte, ksInUse string) *stmtInfo {
 		return info
 	}
 	var ps *tracing.Statement
-	if reg := st.w.c.cfg.Statements; reg != nil {
+	if reg := st.reg; reg != nil {
 		if s := reg.Lookup(id); s != nil && s.Query != "" {
 			ps = s
 		}
@@ -293,7 +304,7 @@ func (st *catalog) query(text []byte, ksInUse string, prepare bool) *stmtInfo {
 // a prepared statement's bound variables, when known; pk its partition key indexes.
 func (st *catalog) describe(raw, ks string, prepared bool, binds []cql.ColumnSpec, pkIdx []uint16) *stmtInfo {
 	raw = raw[:min(len(raw), maxText)]
-	norm, _ := cql.NormalizeQuery(raw, st.w.keep, 0)
+	norm, _ := cql.NormalizeQuery(raw, st.keep, 0)
 	sl := slotsOf(raw, norm)
 	tks, table := statements.Target(norm)
 	if tks == "" && table != "" {
@@ -303,7 +314,7 @@ func (st *catalog) describe(raw, ks string, prepared bool, binds []cql.ColumnSpe
 		System: statements.IsSystemKeyspace(tks)}
 	var tbl *capturefile.Table
 	if table != "" && !def.System && tks != "" {
-		tbl = st.w.schemaTable(tks, table)
+		tbl = st.table(tks, table)
 	}
 	cols := slotColumns(norm, sl)
 	info := &stmtInfo{secret: roleStatement(norm)}
@@ -408,7 +419,7 @@ func (st *catalog) define(ident string, def capturefile.Statement) uint32 {
 	st.next++
 	def.ID = st.next
 	st.byText[ident] = def.ID
-	st.w.w.Statement(def)
+	st.out.Statement(def)
 	return def.ID
 }
 

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/tracecar/tracecar/internal/capturefile"
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/tracing"
@@ -29,8 +30,18 @@ const (
 	schemaTimeout = 5 * time.Second
 )
 
+// owner is what a writer needs of its Capture, which is above it: its configuration and
+// logger, its running Session (cleared at the stop), and ended, told once the file is
+// complete or removed.
+type owner struct {
+	cfg    Config
+	log    *zerolog.Logger
+	active *atomic.Pointer[Session]
+	ended  func(*writer, Result)
+}
+
 type writer struct {
-	c       *Capture
+	owner
 	s       *Session
 	opts    Options
 	started time.Time
@@ -61,20 +72,19 @@ type writer struct {
 	st catalog
 }
 
-func newWriter(c *Capture, final string, o Options, key []byte, started time.Time) (*writer, error) {
+func newWriter(c owner, final string, o Options, key []byte, started time.Time) (*writer, error) {
 	partial := final + ".partial"
 	f, err := os.OpenFile(partial, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("%w %s: create the capture file: %v", ErrDir, c.cfg.Dir, err)
 	}
 	w := &writer{
-		c: c, opts: o, started: started, final: final, partial: partial, f: f,
+		owner: c, opts: o, started: started, final: final, partial: partial, f: f,
 		bw: bufio.NewWriterSize(f, 256<<10), key: key, mac: hmac.New(sha256.New, key),
 		keep: o.Values == capturefile.ValuesKeep, stopCh: make(chan string, 1),
 	}
-	w.s = &Session{c: c, start: tracing.Now(), queue: newRing(QueueSize),
+	w.s = &Session{start: tracing.Now(), queue: newRing(QueueSize),
 		free: newRing(freeSize), done: make(chan struct{})}
-	w.st.init(w)
 	fail := func(err error) (*writer, error) {
 		f.Close()
 		os.Remove(partial)
@@ -83,6 +93,7 @@ func newWriter(c *Capture, final string, o Options, key []byte, started time.Tim
 	if w.w, err = capturefile.NewWriter(w.bw); err != nil {
 		return fail(err)
 	}
+	w.st.init(w.keep, w.cfg.Statements, w.keyHash, w.schemaTable, w.w)
 	h := capturefile.Header{TracecarVersion: Version(), StartedAt: started, Values: o.Values, Node: c.cfg.Node,
 		DurationMS: o.Duration.Milliseconds(), MaxBytes: o.MaxBytes}
 	if err := w.w.Header(h); err != nil {
@@ -98,7 +109,7 @@ func newWriter(c *Capture, final string, o Options, key []byte, started time.Tim
 func (w *writer) stop(reason string) {
 	w.stopOnce.Do(func() {
 		// New requests are no longer captured from now on; those queued are written.
-		w.c.active.CompareAndSwap(w.s, nil)
+		w.active.CompareAndSwap(w.s, nil)
 		w.stopCh <- reason
 	})
 }
@@ -197,7 +208,7 @@ func (w *writer) finish(reason string, err error) {
 	clear(w.key)
 	w.mac.Reset()
 	w.hashes = nil
-	w.c.ended(w, res)
+	w.ended(w, res)
 }
 
 // write turns one Record into a file record.
@@ -275,7 +286,7 @@ func (w *writer) schemaTable(ks, table string) *capturefile.Table {
 	}
 	t := &capturefile.Table{Keyspace: ks, Name: table}
 	w.st.tables[key] = t
-	src := w.c.cfg.Schema
+	src := w.cfg.Schema
 	if src == nil {
 		t.Error = "no node connection to read the schema"
 	} else {
@@ -297,7 +308,7 @@ func (w *writer) schemaTable(ks, table string) *capturefile.Table {
 		}
 	}
 	if t.Error != "" {
-		w.c.log.Warn().Str("table", key).Str("error", t.Error).Msg("capture: the schema of a touched table is unknown")
+		w.log.Warn().Str("table", key).Str("error", t.Error).Msg("capture: the schema of a touched table is unknown")
 	}
 	w.w.Table(*t)
 	return t

@@ -1,7 +1,6 @@
 package cqlsink
 
 import (
-	"context"
 	"errors"
 	"sync/atomic"
 
@@ -77,34 +76,4 @@ func (p *loginProbe) Success(data []byte) error {
 		return p.inner.Success(data)
 	}
 	return nil
-}
-
-// Login returns the state of c's login to its node. It does not wait for an attempt in
-// progress, and is safe for concurrent use.
-func (c *Connector) Login() Login {
-	if l := c.login.Load(); l != nil {
-		return *l
-	}
-	return Login{State: LoginNotTried, User: c.Username}
-}
-
-// Ready reports why the sidecar's own login to the node fails, for /readyz: with a
-// Username it connects first if need be (at most one attempt every few seconds), so that
-// a wrong password shows before anything needs the session; without one it reports a
-// refusal already seen. It returns ctx's error if ctx ends before the attempt does.
-func (c *Connector) Ready(ctx context.Context) error {
-	if c.Username == "" {
-		return c.Login().Err()
-	}
-	done := make(chan struct{})
-	go func() {
-		_, _ = c.Session(ctx) // Login says how it went
-		close(done)
-	}()
-	select {
-	case <-done:
-		return c.Login().Err()
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -1,62 +1,21 @@
 package statements
 
-import (
-	"strconv"
-	"sync"
-	"sync/atomic"
+import "github.com/prometheus/client_golang/prometheus"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/tracecar/tracecar/internal/cql"
-)
-
-// antiKind is a CQL anti-pattern.
-type antiKind uint8
-
-const (
-	kindUnprepared antiKind = iota
-	kindAllowFiltering
-	kindUnpagedRead
-	kindLoggedBatchMultiPartition
-	kindCLAll
-	kindCLAny
-	kindSerialWithoutLWT
-	kindSelectStar
-	kindFullScan
-	numKinds
-)
-
-// AntiPatternKinds are the kind label values of tracecar_cql_antipatterns_total, by antiKind.
-var AntiPatternKinds = [numKinds]string{
-	"unprepared", "allow_filtering", "unpaged_read", "logged_batch_multi_partition",
-	"cl_all", "cl_any", "serial_without_lwt", "select_star", "full_scan",
-}
+// Counting the anti-patterns (per entry, on the data path) and reading their counters (the
+// admin API, Prometheus).
 
 // selectStarColumns is the number of columns above which SELECT * counts.
 const selectStarColumns = 20
 
-type antiKey struct {
-	kind            antiKind
-	keyspace, table string
-}
-
-// antiRegistry holds the anti-pattern counters by kind, keyspace and table. Entries hold
-// pointers to their counters, so counting is one atomic add.
-type antiRegistry struct {
-	mu sync.Mutex
-	m  map[antiKey]*atomic.Uint64
-}
-
-func (r *antiRegistry) counter(kind antiKind, ks, table string) *atomic.Uint64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	k := antiKey{kind, ks, table}
-	c := r.m[k]
-	if c == nil {
-		c = new(atomic.Uint64)
-		r.m[k] = c
+// count counts a request of e that follows anti-pattern k: the Prometheus counter of its
+// kind, keyspace and table, and the kind in the entry's own set. The set is written once
+// per kind: after that, one load of a word that stays in every core's cache.
+func (e *Entry) count(k antiKind) {
+	e.anti[k].Add(1)
+	if bit := uint32(1) << k; e.seen.bits.Load()&bit == 0 {
+		e.seen.bits.Or(bit)
 	}
-	return c
 }
 
 // AntiPatterns returns the counter of kind for keyspace ks and table, 0 when never counted.
@@ -105,56 +64,4 @@ func (s *Stats) Collect(ch chan<- prometheus.Metric) {
 	n := len(s.entries)
 	s.mu.RUnlock()
 	ch <- prometheus.MustNewConstMetric(entriesDesc, prometheus.GaugeValue, float64(n))
-}
-
-// Error codes, indexed for the per-statement counts.
-var errCodes = [...]int32{
-	cql.ErrCodeServer, cql.ErrCodeProtocol, cql.ErrCodeBadCredentials, cql.ErrCodeUnavailable,
-	cql.ErrCodeOverloaded, cql.ErrCodeBootstrapping, cql.ErrCodeTruncate, cql.ErrCodeWriteTimeout,
-	cql.ErrCodeReadTimeout, cql.ErrCodeReadFailure, cql.ErrCodeFunctionFailure, cql.ErrCodeWriteFailure,
-	cql.ErrCodeSyntax, cql.ErrCodeUnauthorized, cql.ErrCodeInvalid, cql.ErrCodeConfig,
-	cql.ErrCodeAlreadyExists, cql.ErrCodeUnprepared,
-}
-
-var errNames = [...]string{
-	"server_error", "protocol_error", "bad_credentials", "unavailable",
-	"overloaded", "is_bootstrapping", "truncate_error", "write_timeout",
-	"read_timeout", "read_failure", "function_failure", "write_failure",
-	"syntax_error", "unauthorized", "invalid", "config_error",
-	"already_exists", "unprepared", "other",
-}
-
-const numErrCodes = len(errCodes) + 1
-
-func errIndex(code int32) int {
-	for i, c := range errCodes {
-		if c == code {
-			return i
-		}
-	}
-	return numErrCodes - 1
-}
-
-func errName(i int) string { return errNames[i] }
-
-// Consistency levels are counted by value, 0 (ANY) to 10 (LOCAL_ONE); index 11 is any
-// other value or an unreadable request.
-const numCLs = 12
-
-func clIndex(c cql.Consistency) int {
-	if c <= cql.LocalOne {
-		return int(c)
-	}
-	return numCLs - 1
-}
-
-func clName(i int) string {
-	if i == numCLs-1 {
-		return "other"
-	}
-	s := cql.Consistency(i).String()
-	if s == "" {
-		return strconv.Itoa(i)
-	}
-	return s
 }

@@ -3,8 +3,6 @@ package statements
 import (
 	"cmp"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -20,38 +18,6 @@ import (
 // places. The requests of one wall-clock second can therefore take at most MaxPerSecond
 // floor traces, and a statement that keeps being sent is traced within
 // (due statements / MaxPerSecond) seconds of becoming due.
-
-// DefaultFloorMaxPerSecond is the default of FloorConfig.MaxPerSecond.
-const DefaultFloorMaxPerSecond = 10
-
-// FloorConfig is the trace floor's setting. The zero value is off.
-type FloorConfig struct {
-	// Interval is how often each statement gets a full trace; 0 turns the floor off.
-	Interval time.Duration
-	// MaxPerSecond bounds the floor's traces a second over all statements; 0 means
-	// DefaultFloorMaxPerSecond.
-	MaxPerSecond int
-}
-
-// On reports whether c turns the floor on.
-func (c FloorConfig) On() bool { return c.Interval > 0 }
-
-// floorState is an entry's part of the floor, updated with atomic operations.
-type floorState struct {
-	armed   atomic.Bool
-	tried   atomic.Int64 // monotonic: when it was last armed and traced, or armed and missed
-	traceID atomic.Pointer[string]
-	traceAt atomic.Int64 // wall clock, Unix nanoseconds, of the last floor trace's start
-}
-
-// floor runs the arming while the floor is on.
-type floor struct {
-	on   atomic.Bool
-	mu   sync.Mutex // guards cfg, stop and the arming
-	cfg  FloorConfig
-	stop chan struct{}
-	done chan struct{}
-}
 
 // SetFloor installs the trace floor's setting: Interval 0 turns it off, and disarms every
 // statement. It is safe for concurrent use.

@@ -1,10 +1,5 @@
 package statements
 
-import (
-	"slices"
-	"sync/atomic"
-)
-
 // What a reader outside the data path may learn from an entry and a Ticket: the statement
 // of a request in flight (GET /tracecar/queries), and the anti-patterns an entry's
 // requests have shown (the "antipatterns" of each statement in the list).
@@ -28,19 +23,6 @@ func (t Ticket) Statement() (text, keyspace, table string, ok bool) {
 // Start returns the arrival of the request of t (the now that Request was given), or 0.
 func (t Ticket) Start() int64 { return t.start }
 
-// seenKinds is a set of antiKinds, one bit each.
-type seenKinds struct{ bits atomic.Uint32 }
-
-// count counts a request of e that follows anti-pattern k: the Prometheus counter of its
-// kind, keyspace and table, and the kind in the entry's own set. The set is written once
-// per kind: after that, one load of a word that stays in every core's cache.
-func (e *Entry) count(k antiKind) {
-	e.anti[k].Add(1)
-	if bit := uint32(1) << k; e.seen.bits.Load()&bit == 0 {
-		e.seen.bits.Or(bit)
-	}
-}
-
 // antiPatterns returns the kinds e's requests have shown, in AntiPatternKinds' order, or
 // nil.
 func (e *Entry) antiPatterns() []string {
@@ -55,11 +37,4 @@ func (e *Entry) antiPatterns() []string {
 		}
 	}
 	return out
-}
-
-// sortKinds orders anti-pattern kind names as AntiPatternKinds lists them.
-func sortKinds(kinds []string) {
-	slices.SortFunc(kinds, func(a, b string) int {
-		return slices.Index(AntiPatternKinds[:], a) - slices.Index(AntiPatternKinds[:], b)
-	})
 }

@@ -25,7 +25,7 @@ func TestStatementAntiPatterns(t *testing.T) {
 	if got := find(t, a.List("calls", 0, false), "SELECT v FROM ks.t WHERE k = ?", true).AntiPatterns; got != nil {
 		t.Errorf("a paged, prepared SELECT at ONE: antipatterns %q; want none", got)
 	}
-	merged, ok := Merge(b.List("calls", 0, true), a.List("calls", 0, true))
+	merged, ok := merge(b.List("calls", 0, true), a.List("calls", 0, true))
 	if !ok {
 		t.Fatal("Merge said a histogram is missing")
 	}

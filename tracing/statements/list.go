@@ -1,13 +1,14 @@
 package statements
 
 import (
-	"slices"
 	"sort"
 	"time"
+
+	"github.com/tracecar/tracecar/internal/latencyhist"
 )
 
-// Reading the statistics: the list the admin API serves, its orders, and the merge of
-// several sidecars' lists.
+// Reading the statistics: the list the admin API serves and its orders. The merge of
+// several sidecars' lists is the clients', in package adminapi.
 
 // Statement is one statement's statistics as the admin API serves them.
 type Statement struct {
@@ -60,7 +61,7 @@ func (s *Stats) List(order string, limit int, withHistogram bool) []Statement {
 	}
 	s.mu.RUnlock()
 	out := make([]Statement, 0, len(es))
-	var dense [NumBuckets]uint64
+	var dense latencyhist.Dense
 	for _, e := range es {
 		n := e.hist.snapshot(&dense)
 		st := Statement{
@@ -72,9 +73,9 @@ func (s *Stats) List(order string, limit int, withHistogram bool) []Statement {
 			AntiPatterns: e.antiPatterns(),
 		}
 		st.LastTraceID, st.LastTraceAt = e.lastTrace()
-		st.P50US = quantile(&dense, n, 0.5, st.MaxUS)
-		st.P99US = quantile(&dense, n, 0.99, st.MaxUS)
-		st.P999US = quantile(&dense, n, 0.999, st.MaxUS)
+		st.P50US = dense.Quantile(n, 0.5, st.MaxUS)
+		st.P99US = dense.Quantile(n, 0.99, st.MaxUS)
+		st.P999US = dense.Quantile(n, 0.999, st.MaxUS)
 		if st.Calls > 0 {
 			st.MeanUS = float64(st.TotalTimeUS) / float64(st.Calls)
 		}
@@ -89,7 +90,7 @@ func (s *Stats) List(order string, limit int, withHistogram bool) []Statement {
 			}
 		}
 		if withHistogram {
-			st.Histogram = sparse(&dense)
+			st.Histogram = dense.Sparse()
 		}
 		out = append(out, st)
 	}
@@ -127,83 +128,4 @@ func SortStatements(st []Statement, order string) {
 		}
 		return st[i].Prepared && !st[j].Prepared
 	})
-}
-
-// Merge merges statements from several sources (sidecars) by key (text, prepared):
-// counts, times, rows, errors and consistency levels add up, max is the largest, first and
-// last seen the earliest and latest, and histograms add bucket by bucket, the percentiles
-// being read from the merged histogram (never averaged). Every input must carry its
-// histogram; ok is false for an entry that had calls but no histogram.
-func Merge(sources ...[]Statement) (merged []Statement, ok bool) {
-	ok = true
-	byKey := map[key]*Statement{}
-	var order []key
-	dense := map[key]*[NumBuckets]uint64{}
-	for _, src := range sources {
-		for _, st := range src {
-			k := key{st.Statement, st.Prepared}
-			if st.Calls > 0 && len(st.Histogram) == 0 {
-				ok = false
-			}
-			m := byKey[k]
-			if m == nil {
-				c := st
-				c.Errors, c.Consistency, c.Histogram = map[string]uint64{}, map[string]uint64{}, nil
-				c.AntiPatterns = nil
-				c.Calls, c.TotalTimeUS, c.Rows, c.MaxUS = 0, 0, 0, 0
-				m = &c
-				byKey[k] = m
-				order = append(order, k)
-				dense[k] = new([NumBuckets]uint64)
-			}
-			m.Calls += st.Calls
-			m.TotalTimeUS += st.TotalTimeUS
-			m.Rows += st.Rows
-			m.MaxUS = max(m.MaxUS, st.MaxUS)
-			for c, n := range st.Errors {
-				m.Errors[c] += n
-			}
-			for c, n := range st.Consistency {
-				m.Consistency[c] += n
-			}
-			if st.FirstSeen.Before(m.FirstSeen) {
-				m.FirstSeen = st.FirstSeen
-			}
-			if st.LastSeen.After(m.LastSeen) {
-				m.LastSeen = st.LastSeen
-			}
-			if st.LastTraceAt != nil && (m.LastTraceAt == nil || st.LastTraceAt.After(*m.LastTraceAt)) {
-				m.LastTraceID, m.LastTraceAt = st.LastTraceID, st.LastTraceAt
-			}
-			for _, a := range st.AntiPatterns {
-				if !slices.Contains(m.AntiPatterns, a) {
-					m.AntiPatterns = append(m.AntiPatterns, a)
-				}
-			}
-			d := dense[k]
-			for _, b := range st.Histogram {
-				if b[0] < NumBuckets {
-					d[b[0]] += b[1]
-				}
-			}
-		}
-	}
-	for _, k := range order {
-		m, d := byKey[k], dense[k]
-		var n uint64
-		for _, c := range d {
-			n += c
-		}
-		m.P50US = quantile(d, n, 0.5, m.MaxUS)
-		m.P99US = quantile(d, n, 0.99, m.MaxUS)
-		m.P999US = quantile(d, n, 0.999, m.MaxUS)
-		m.MeanUS = 0
-		if m.Calls > 0 {
-			m.MeanUS = float64(m.TotalTimeUS) / float64(m.Calls)
-		}
-		m.Histogram = sparse(d)
-		sortKinds(m.AntiPatterns)
-		merged = append(merged, *m)
-	}
-	return merged, ok
 }

@@ -11,6 +11,24 @@
 // comes back. With statistics off, Request costs one atomic load (a PREPARE is still read,
 // so that EXECUTEs of statements prepared earlier have their text when statistics are
 // turned on). For a statement already known, neither allocates.
+//
+// # Layers
+//
+// The files of the package are layers: a file uses declarations of the files below it,
+// never of one above it (ci.TestFilesPointDown fails on a cycle, and prints it). From the
+// ground up:
+//
+//	classify.go, hist.go, wire.go  a statement's shape, the latency histogram, a request's parameters
+//	codes.go                       the indexes of the counts by error code and consistency level
+//	antikinds.go                   the anti-patterns' kinds, their counters' registry, an entry's set
+//	floorstate.go                  the trace floor's setting and state
+//	stats.go                       Stats and Entry
+//	antipattern.go                 the anti-patterns counted and read
+//	floor.go                       the trace floor's arming
+//	request.go                     the data path: Ticket, Request, Response, the entries they find
+//	inflight.go                    what a reader learns of a request in flight and of an entry
+//	list.go                        the list the admin API serves, and its merge
+//	handover.go                    the statistics handed over to the next process
 package statements
 
 import (

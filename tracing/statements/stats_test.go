@@ -319,7 +319,7 @@ func TestMergeAddsHistogramsAndNeverAveragesPercentiles(t *testing.T) {
 	only := query("SELECT v FROM ks.u", cql.Quorum, 10)
 	call(b, cb, cql.OpQuery, only, cql.OpResult, rows(0), 50)
 
-	merged, ok := Merge(a.List("calls", 0, true), b.List("calls", 0, true))
+	merged, ok := merge(a.List("calls", 0, true), b.List("calls", 0, true))
 	if !ok {
 		t.Fatal("Merge said a histogram is missing")
 	}
@@ -342,29 +342,8 @@ func TestMergeAddsHistogramsAndNeverAveragesPercentiles(t *testing.T) {
 	if merged[1].Statement != "SELECT v FROM ks.u" || merged[1].Calls != 1 || merged[1].Consistency["QUORUM"] != 1 {
 		t.Errorf("second %+v", merged[1])
 	}
-	if _, ok := Merge(a.List("calls", 0, false)); ok {
+	if _, ok := merge(a.List("calls", 0, false)); ok {
 		t.Error("Merge accepted statements without histograms")
-	}
-}
-
-func TestHistogramBuckets(t *testing.T) {
-	prev := -1
-	for us := uint64(0); us < 1<<20; us += 1 + us/64 {
-		i := bucketOf(us)
-		low, width := BucketBounds(i)
-		if us < low || us >= low+width {
-			t.Fatalf("%d µs in bucket %d [%d, %d)", us, i, low, low+width)
-		}
-		if low >= linearBuckets && width*subBuckets > low {
-			t.Fatalf("bucket %d is %d wide at %d", i, width, low)
-		}
-		if i < prev {
-			t.Fatalf("bucket order: %d after %d", i, prev)
-		}
-		prev = i
-	}
-	if bucketOf(1<<62) != NumBuckets-1 {
-		t.Error("huge latency not in the last bucket")
 	}
 }
 

@@ -7,9 +7,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
-	"time"
 
-	"github.com/tracecar/tracecar/internal/node/cqlvalue"
 	"github.com/tracecar/tracecar/internal/node/storage"
 )
 
@@ -106,70 +104,4 @@ func dataCenters(nodes []NodeInfo) []string {
 		}
 	}
 	return out
-}
-
-// refreshTopology rewrites system.local, system.peers and system.peers_v2 of every node for
-// the schema sc: each node describes itself in local and every other node in the peers.
-func (e *Engine) refreshTopology(sc *storage.Schema, ts int64, now time.Time) {
-	local, peers, peersV2 := sc.Table("system", "local"), sc.Table("system", "peers"), sc.Table("system", "peers_v2")
-	locals := make([]*storage.TableData, len(e.nodes))
-	peerss := make([]*storage.TableData, len(e.nodes))
-	peersV2s := make([]*storage.TableData, len(e.nodes))
-	version := cqlvalue.EncUUID(sc.Version)
-	// Nodes that share an IP (--nodes-same-ip) get distinct storage ports, which keep them
-	// apart in peers_v2 (keyed by peer and peer_port). system.peers, keyed by the IP alone,
-	// can describe only one of them, as in Cassandra.
-	storagePort := make([]int32, len(e.nodes))
-	for i, n := range e.nodes {
-		storagePort[i] = 7000
-		for _, m := range e.nodes[:i] {
-			if m.RPCAddr.Addr() == n.RPCAddr.Addr() {
-				storagePort[i]++
-			}
-		}
-	}
-	for i, n := range e.nodes {
-		addr := n.RPCAddr.Addr().Unmap()
-		lw := &rowWriter{t: local, d: storage.NewTableData(), ts: ts, now: now.Unix()}
-		lw.put(map[string][]byte{
-			"key": cqlvalue.EncText("local"), "bootstrapped": cqlvalue.EncText("COMPLETED"),
-			"broadcast_address": cqlvalue.EncInet(addr), "broadcast_port": cqlvalue.EncInt(storagePort[i]),
-			"cluster_name": cqlvalue.EncText(e.cfg.ClusterName), "cql_version": cqlvalue.EncText("3.4.6"),
-			"data_center": cqlvalue.EncText(n.DataCenter), "gossip_generation": cqlvalue.EncInt(int32(now.Unix())),
-			"host_id": cqlvalue.EncUUID(n.HostID), "listen_address": cqlvalue.EncInet(addr), "listen_port": cqlvalue.EncInt(storagePort[i]),
-			"native_protocol_version": cqlvalue.EncText("4"), "partitioner": cqlvalue.EncText("org.apache.cassandra.dht.Murmur3Partitioner"),
-			"rack": cqlvalue.EncText(n.Rack), "release_version": cqlvalue.EncText("4.1.0"), "rpc_address": cqlvalue.EncInet(addr),
-			"rpc_port": cqlvalue.EncInt(int32(n.RPCAddr.Port())), "schema_version": version,
-			"tokens": cqlvalue.EncTextSet(n.Tokens),
-		})
-		pw := &rowWriter{t: peers, d: storage.NewTableData(), ts: ts, now: now.Unix()}
-		p2w := &rowWriter{t: peersV2, d: storage.NewTableData(), ts: ts, now: now.Unix()}
-		for j, p := range e.nodes {
-			if j == i {
-				continue
-			}
-			paddr := cqlvalue.EncInet(p.RPCAddr.Addr().Unmap())
-			pw.put(map[string][]byte{
-				"peer": paddr, "data_center": cqlvalue.EncText(p.DataCenter), "host_id": cqlvalue.EncUUID(p.HostID),
-				"rack": cqlvalue.EncText(p.Rack), "release_version": cqlvalue.EncText("4.1.0"), "rpc_address": paddr,
-				"schema_version": version, "tokens": cqlvalue.EncTextSet(p.Tokens),
-			})
-			p2w.put(map[string][]byte{
-				"peer": paddr, "peer_port": cqlvalue.EncInt(storagePort[j]), "data_center": cqlvalue.EncText(p.DataCenter),
-				"host_id": cqlvalue.EncUUID(p.HostID), "rack": cqlvalue.EncText(p.Rack), "release_version": cqlvalue.EncText("4.1.0"),
-				"native_address": paddr, "native_port": cqlvalue.EncInt(int32(p.RPCAddr.Port())),
-				"schema_version": version, "tokens": cqlvalue.EncTextSet(p.Tokens),
-			})
-		}
-		locals[i], peerss[i], peersV2s[i] = lw.d, pw.d, p2w.d
-	}
-	for _, x := range []struct {
-		t *storage.Table
-		d []*storage.TableData
-	}{{local, locals}, {peers, peerss}, {peersV2, peersV2s}} {
-		x.t.Data.Store(x.d[0])
-		if len(x.d) > 1 {
-			x.t.PerNode.Store(&x.d)
-		}
-	}
 }

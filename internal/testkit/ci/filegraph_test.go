@@ -12,29 +12,10 @@ import (
 // packages keep their own list (nodeFilesInCycles in node_test.go), and the test helpers
 // (internal/testkit/...) none.
 var filesInCycles = map[string][]string{
-	"admin": {"audit.go", "capture.go", "guardrail.go", "metrics.go", "node.go", "nodes.go", "ops.go",
-		"process.go", "queries.go", "server.go", "shards.go", "slowlog.go", "statements.go",
-		"storage_service.go", "system.go", "timers.go", "trace_context.go", "trace_filter.go",
-		"trace_floor.go", "tracecar.go"},
-	"admin/ctl": {"ctl.go", "discover.go", "slowlog.go", "statements.go", "top.go", "top_render.go",
-		"top_screen.go"},
-	"audit": {"log.go", "queue.go"},
-	"cmd/tracecar": {"audit.go", "capture.go", "children.go", "config.go", "ctl.go", "embedded.go",
-		"guardrail.go", "handover.go", "limits.go", "live.go", "loadcheck.go", "memory.go", "node.go",
-		"peers.go", "run.go", "serve.go", "shards.go", "sidecar.go", "sinks.go", "stack.go", "statements.go",
-		"tls.go", "tracer.go"},
-	"internal/cql":     {"message.go", "notation.go", "query.go", "request.go", "result.go", "types.go"},
-	"internal/nodeapi": {"jolokia.go", "nodeapi.go"},
 	"loadcheck": {"admin.go", "budget.go", "cluster.go", "csv.go", "decide.go", "drivers.go", "hdrlog.go", "html.go",
 		"html_overhead.go", "loadcheck.go", "mode.go", "modesettings.go", "op.go", "output.go", "preload.go", "print.go",
 		"profile.go", "profile_gen.go", "profile_run.go", "replay.go", "replay_run.go", "report.go", "scheduler.go",
 		"scrape.go", "verdict.go", "workload.go"},
-
-	"tracing": {"conn.go", "filter.go", "nodeevents.go", "otel.go", "redact.go", "request.go", "ring.go",
-		"semconv.go", "session.go", "sink.go", "ticket.go", "tracecontext.go", "tracer.go", "work.go"},
-	"tracing/capture":    {"capture.go", "ring.go", "session.go", "statements.go", "writer.go"},
-	"tracing/cqlsink":    {"connect.go", "login.go"},
-	"tracing/statements": {"antipattern.go", "floor.go", "inflight.go", "request.go", "stats.go"},
 }
 
 // TestFilesPointDown: within each product package of the module, the files form layers, as

@@ -35,7 +35,7 @@ func TestAdminTogglesDuringLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	api := admin.New(admin.Config{Addr: ln.Addr().String()}, tr, reg)
+	api := admin.New(admin.Config{Addr: ln.Addr().String(), Tracer: tr, Loggers: reg})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- api.Serve(ctx, ln) }()
