@@ -11,7 +11,7 @@ import (
 // at most every minute (every 10 s by default). The check's goroutine sleeps in between, so
 // what it costs shows only in its period.
 func TestHTTPServerTimers(t *testing.T) {
-	srv := (&Server{}).httpServer()
+	srv := New(Config{}).httpServer()
 	if !srv.NoDefaultDate {
 		t.Error("NoDefaultDate is false: fasthttp's Date goroutine wakes the process every second")
 	}

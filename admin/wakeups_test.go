@@ -14,7 +14,7 @@ import (
 // from one (fasthttp.updateServerDate), started by the first response that has the header
 // and never stopped, which was an idle sidecar's most frequent wake-up.
 func TestServerStartsNoClockGoroutine(t *testing.T) {
-	f := mustServe(t, admin.Config{}, newFakeTracer())
+	f := mustServe(t, admin.Config{Tracer: newFakeTracer()})
 	for _, path := range []string{"/healthz", "/no/such/path"} {
 		resp, err := client.Get(f.url + path)
 		if err != nil {
