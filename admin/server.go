@@ -161,18 +161,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	addr := ln.Addr().String()
 	s.addr.Store(&addr)
 
-	srv := &fasthttp.Server{
-		Handler:              s.handle,
-		ErrorHandler:         s.handleBadRequest,
-		Name:                 "tracecar",
-		ReadTimeout:          10 * time.Second,
-		WriteTimeout:         10 * time.Second,
-		IdleTimeout:          2 * time.Minute,
-		MaxRequestBodySize:   64 << 10,
-		NoDefaultContentType: true,
-		CloseOnShutdown:      true,
-		Logger:               fasthttpLogger{s.log},
-	}
+	srv := s.httpServer()
 	done := make(chan struct{})
 	stopped := make(chan struct{})
 	go func() {
@@ -202,6 +191,35 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return fmt.Errorf("admin serve: %w", err)
 	}
 	return nil
+}
+
+// idleWorkerCheck is how often the admin server's idle workers are looked for, and how
+// long one may stay idle: a few goroutines kept a while longer after a burst of requests,
+// for a wake-up every 5 minutes rather than every 10 seconds.
+const idleWorkerCheck = 5 * time.Minute
+
+// httpServer returns the fasthttp server that Serve runs: its handlers, timeouts and limits,
+// set not to wake the process on its own while no request comes.
+func (s *Server) httpServer() *fasthttp.Server {
+	return &fasthttp.Server{
+		Handler:              s.handle,
+		ErrorHandler:         s.handleBadRequest,
+		Name:                 "tracecar",
+		ReadTimeout:          10 * time.Second,
+		WriteTimeout:         10 * time.Second,
+		IdleTimeout:          2 * time.Minute,
+		MaxRequestBodySize:   64 << 10,
+		NoDefaultContentType: true,
+		// No Date header: fasthttp's comes from a goroutine that wakes every second for the
+		// life of the process once the first response is written, an idle sidecar's most
+		// frequent wake-up, and fasthttp drops a Date set by the handler.
+		NoDefaultDate: true,
+		// fasthttp's worker pool has a goroutine that wakes every MaxIdleWorkerDuration
+		// (10 s by default) to end the workers idle that long, for the life of the server.
+		MaxIdleWorkerDuration: idleWorkerCheck,
+		CloseOnShutdown:       true,
+		Logger:                fasthttpLogger{s.log},
+	}
 }
 
 // checkOpen refuses a TCP address other than loopback when there is no token.

@@ -63,8 +63,8 @@ type Config struct {
 	Policy Policy
 	// Queue is the records each sink holds before the policy applies; 0 means DefaultQueue.
 	Queue int
-	// Sync is how often each sink is synced; 0 means DefaultSync. A sink is also synced when
-	// the Log closes.
+	// Sync is how often each sink is synced while records are written to it: at most Sync
+	// after a write; 0 means DefaultSync. A sink is also synced when the Log closes.
 	Sync time.Duration
 	// Retry is how long a failed sink waits before it tries the same records again; 0
 	// means DefaultRetry.

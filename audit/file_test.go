@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -260,4 +261,30 @@ func waitFor(tb testing.TB, cond func() bool) {
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
+}
+
+// TestIdleSinkWakesNothing: a sink's writer wakes for records and for the one sync that
+// follows them, never on a clock while there is nothing to sync: an hour of synctest's clock
+// with no record wakes it 0 times (3,600 with a ticker of the default 1 s sync, broken on
+// purpose), and a record wakes it twice, to write it and to sync it.
+func TestIdleSinkWakesNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := &countingSink{}
+		l := Open(Config{Sinks: []Sink{c}})
+		q := l.sinks[0]
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		if n := q.wakeups.Load(); n != 0 {
+			t.Fatalf("an idle hour woke the writer %d times; want 0", n)
+		}
+		l.Add(rec(1))
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		if n, w, s := q.wakeups.Load(), c.writes.Load(), c.syncs.Load(); n != 2 || w != 1 || s != 1 {
+			t.Fatalf("a record and an hour: %d wake-ups, %d writes, %d syncs; want 2, 1 and 1", n, w, s)
+		}
+		if err := l.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
 }

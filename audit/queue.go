@@ -37,6 +37,7 @@ type sinkQueue struct {
 	spare  []Record      // the writer's: the slice swapped in next (take)
 
 	written, dropped, waits, syncs atomic.Uint64
+	wakeups                        atomic.Uint64           // the writer's rounds (run), for tests
 	state                          atomic.Pointer[failure] // nil while the sink works
 
 	abandonOnce sync.Once
@@ -152,16 +153,23 @@ func (q *sinkQueue) signal(c chan struct{}) {
 	}
 }
 
-// run is the sink's writer.
+// run is the sink's writer. Its sync timer runs only while records written since the last
+// sync wait for one (dirty): an idle sink wakes nothing. A ticker woke every sink's writer
+// every Config.Sync (a second by default) for the life of the process, with nothing to do.
 func (q *sinkQueue) run() {
 	defer close(q.done)
-	sync := time.NewTicker(q.cfg.Sync)
-	defer sync.Stop()
+	sync := time.NewTimer(q.cfg.Sync)
+	sync.Stop()
+	syncing := false // sync is armed
 	delay := gatherTime(q.cfg.Sync)
 	gather := time.NewTimer(delay)
 	gather.Stop()
 	dirty := false
 	for {
+		if dirty && !syncing {
+			sync.Reset(q.cfg.Sync)
+			syncing = true
+		}
 		select {
 		case <-q.kick:
 			gather.Reset(delay)
@@ -176,15 +184,15 @@ func (q *sinkQueue) run() {
 		case <-q.full:
 			dirty = q.drain() || dirty
 		case <-sync.C:
-			if dirty || q.queued() > 0 {
-				dirty = q.drain() || dirty
-				dirty = !q.sync()
-			}
+			syncing = false
+			q.drain()
+			dirty = !q.sync()
 		case <-q.stop:
 			<-q.sealed
 			q.closeErr = q.close()
 			return
 		}
+		q.wakeups.Add(1)
 	}
 }
 

@@ -15,22 +15,28 @@ import (
 // transports, and bounds what each adds to the heap: a connection that held its read and
 // write buffers (16 KiB each on the goroutine path) or its stream table (7.5 KiB) while idle
 // would exceed the bound. It measures memory, not time; bench/idle.sh measures the RSS.
+//
+// On the event loop, the default, the bound is 6 KiB: 4.6-4.8 KiB measured (a heap
+// profile: the sidecar's conn, 704 bytes, its loop sides, 352, and its two sockets; the
+// rest is the test's client, its node's socket and goroutine, and the test's cleanups).
+// There bench/idle.sh measured 3.28 KiB of RSS per connection for the first 2,000 and 2.26 for the
+// next 2,000, against HAProxy's 3.38 and 3.30: a connection that held 1.5 KiB more would
+// put the sidecar above HAProxy, which the acceptance of issue 53 forbids.
 func TestIdleConnectionsHoldNoBuffers(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector changes the heap per connection (30 KiB measured on the goroutine path)")
 	}
-	const (
-		conns = 300
-		// What a connection may add to the heap, both ends of both of its sockets included
-		// (the test's client and node are in this process): its state, no buffer.
-		maxPerConn = 10 << 10
-	)
+	// conns is how many idle connections are measured.
+	const conns = 300
 	for _, tc := range []struct {
 		name   string
 		noLoop bool
+		// What a connection may add to the heap, both ends of both of its sockets included
+		// (the test's client and node are in this process): its state, no buffer.
+		maxPerConn int64
 	}{
-		{"event loop", false},
-		{"goroutines", true},
+		{"event loop", false, 6 << 10},
+		{"goroutines", true, 10 << 10},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			node := mustIdleNode(t)
@@ -42,8 +48,8 @@ func TestIdleConnectionsHoldNoBuffers(t *testing.T) {
 			}
 			perConn := (int64(heapInuse()) - int64(before)) / conns
 			t.Logf("%d idle connections: %d bytes of heap each", conns, perConn)
-			if perConn > maxPerConn {
-				t.Errorf("each idle connection adds %d bytes to the heap; want at most %d", perConn, maxPerConn)
+			if perConn > tc.maxPerConn {
+				t.Errorf("each idle connection adds %d bytes to the heap; want at most %d", perConn, tc.maxPerConn)
 			}
 			for _, c := range held {
 				c.Close()

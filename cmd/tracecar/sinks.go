@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -19,12 +20,18 @@ type sinkSet struct {
 	node       *cqlsink.Connector   // the node session they share, for the audit table too
 }
 
+// nodeSessionIdle is how long the node session stays open unused: its heartbeats would wake
+// an idle sidecar and its node for ever (cqlsink.Connector.IdleClose). Sampling at 0.01
+// keeps it open from about 2 op/s up (a sampled session a minute).
+const nodeSessionIdle = time.Minute
+
 // buildSinks creates the sinks that cfg asks for, and the source of the node's own trace
 // events. Both talk to the node directly (never through the sidecar), connecting on first
 // use. ttl gives the current record TTL. The returned closer releases the node session;
 // the tracer closes the sinks themselves.
 func buildSinks(ctx context.Context, cfg stackConfig, nodeAddr string, ttl func() int64, log zerolog.Logger) (sinkSet, func(context.Context) error, error) {
-	conn := &cqlsink.Connector{Addr: nodeAddr, Username: cfg.NodeUsername, Password: cfg.NodePassword, TLS: cfg.NodeTLS, Logger: &log}
+	conn := &cqlsink.Connector{Addr: nodeAddr, Username: cfg.NodeUsername, Password: cfg.NodePassword, TLS: cfg.NodeTLS, Logger: &log,
+		IdleClose: nodeSessionIdle}
 	set := sinkSet{nodeEvents: cqlsink.LazyNodeEvents(conn), schema: cqlsink.LazySchema(conn), node: conn}
 	closer := func(context.Context) error { conn.Close(); return nil }
 	if cfg.OTLPEndpoint != "" || tracing.EnvEndpointSet() {

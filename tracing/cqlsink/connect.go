@@ -40,6 +40,11 @@ type Connector struct {
 	// login succeeds again; later refusals are counted (Login.Refused) and logged at
 	// debug level.
 	Logger *zerolog.Logger
+	// IdleClose, when above 0, closes the session once Session has not been called for
+	// that long; the next call connects again. Each of gocql's connections sends the node a
+	// heartbeat every 5 s for as long as it is open, whatever the traffic: a sidecar that
+	// once fetched node events, or wrote a row, would wake (and wake its node) for ever.
+	IdleClose time.Duration
 
 	mu      sync.Mutex
 	s       *gocql.Session
@@ -50,6 +55,9 @@ type Connector struct {
 	warned  bool                  // a refusal was warned of since the last login that succeeded
 	noWait  bool                  // tests: retry at once
 	login   atomic.Pointer[Login] // nil before the first attempt
+	used    time.Time             // the last call to Session that returned s
+	idle    *time.Timer           // closeIdle, armed while s is open and IdleClose > 0
+	closes  atomic.Uint64         // sessions closed for idleness (closeIdle)
 }
 
 // Session returns the shared session, connecting first if needed.
@@ -57,6 +65,7 @@ func (c *Connector) Session(ctx context.Context) (*gocql.Session, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.s != nil {
+		c.used = time.Now()
 		return c.s, nil
 	}
 	if c.err != nil && time.Since(c.tried) < retryEvery && !c.noWait {
@@ -107,7 +116,28 @@ func (c *Connector) Session(ctx context.Context) (*gocql.Session, error) {
 	}
 	c.s, c.err, c.warned = s, nil, false
 	c.login.Store(&Login{State: LoginOK, User: c.Username, Refused: c.refused})
+	c.used = time.Now()
+	if c.IdleClose > 0 {
+		c.idle = time.AfterFunc(c.IdleClose, c.closeIdle)
+	}
 	return s, nil
+}
+
+// closeIdle closes the session if Session has not been called for IdleClose, and otherwise
+// looks again when that will be so: one wake-up per IdleClose while the session is in use.
+func (c *Connector) closeIdle() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.s == nil {
+		return
+	}
+	if left := c.IdleClose - time.Since(c.used); left > 0 {
+		c.idle.Reset(left)
+		return
+	}
+	c.s.Close()
+	c.s, c.idle = nil, nil
+	c.closes.Add(1)
 }
 
 // failed records a failed attempt, refused by the node's authenticator or not, and warns
@@ -172,6 +202,10 @@ func (c *Connector) Close() {
 		c.s.Close()
 		c.s = nil
 	}
+	if c.idle != nil {
+		c.idle.Stop()
+		c.idle = nil
+	}
 }
 
 // LazyNodeEvents is a tracing.NodeEventSource that connects through c on first use.
@@ -209,15 +243,17 @@ type lazyTable struct {
 
 func (l *lazyTable) Name() string { return "cql" }
 
+// Write writes s through the connector's session, which may have been closed for idleness
+// and opened again since the last Write: a new session gets a new TableSink, which checks
+// the tables again (CREATE … IF NOT EXISTS) before its first row.
 func (l *lazyTable) Write(ctx context.Context, s *tracing.Session) error {
+	sess, err := l.c.Session(ctx)
+	if err != nil {
+		return err
+	}
 	l.mu.Lock()
 	sink := l.sink
-	if sink == nil {
-		sess, err := l.c.Session(ctx)
-		if err != nil {
-			l.mu.Unlock()
-			return err
-		}
+	if sink == nil || sink.s != sess {
 		sink = NewTableSink(sess, l.ttl)
 		l.sink = sink
 	}

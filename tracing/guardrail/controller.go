@@ -160,20 +160,40 @@ func (c *Controller) Tick() Action {
 	return a
 }
 
-// Run evaluates once per window until ctx is done. A SetBudget restarts the window.
+// Run evaluates once per window until ctx is done. A SetBudget restarts the window. While
+// no budget is set it arms no timer and waits for a SetBudget: a window's evaluation decides
+// nothing then (Guard.Evaluate), and it would wake an idle sidecar every window for nothing.
 func (c *Controller) Run(ctx context.Context) {
 	for {
-		t := time.NewTimer(c.Budget().withDefaults().Window)
+		var tick <-chan time.Time
+		var t *time.Timer
+		if w, ok := c.window(); ok {
+			t = time.NewTimer(w)
+			tick = t.C
+		}
 		select {
 		case <-ctx.Done():
-			t.Stop()
+			stopTimer(t)
 			return
 		case <-c.reset:
-			t.Stop()
+			stopTimer(t)
 			continue
-		case <-t.C:
+		case <-tick:
 			c.Tick()
 		}
+	}
+}
+
+// window returns the window to wait for, and whether a budget is set.
+func (c *Controller) window() (time.Duration, bool) {
+	b := c.Budget()
+	return b.withDefaults().Window, b.Enabled()
+}
+
+// stopTimer stops t, if there is one.
+func stopTimer(t *time.Timer) {
+	if t != nil {
+		t.Stop()
 	}
 }
 
