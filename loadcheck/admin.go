@@ -33,9 +33,6 @@ func newAPIClient(cfg *Config) *apiClient {
 	}
 }
 
-// baseURL accepts "http://host:port", "host:port" and a trailing slash.
-func baseURL(s string) string { return adminapi.BaseURL(s) }
-
 // do sends one request and returns the body of a 2xx response.
 func (c *apiClient) do(ctx context.Context, a api, method, path, query string) ([]byte, error) {
 	cl, base := &c.admin, c.adminURL
@@ -80,25 +77,6 @@ type savedState struct {
 	restore map[stateKey]string
 	each    []*savedState // per sidecar of a cluster (see clusterAPI)
 }
-
-const (
-	pathSlowQuery   = adminapi.PathSlowQuery
-	pathProbability = adminapi.PathProbability
-	pathLoggers     = adminapi.PathLoggers
-	// The sidecar's view of the node's probability, and its runtime guardrail.
-	pathNodeProbability = "/tracecar/node/trace_probability"
-	pathGuardrail       = "/tracecar/guardrail"
-	// Statement statistics on or off.
-	pathStatementStats = "/tracecar/statement_stats"
-	// Parent-based sampling on or off.
-	pathTraceContext = "/tracecar/trace_context"
-	// The workload capture: a mode that starts one has it stopped after each run.
-	pathCapture = "/tracecar/capture"
-	// The audit log's settings, restored after each run.
-	pathAudit = "/tracecar/audit"
-	// The trace floor, restored after each run.
-	pathTraceFloor = adminapi.PathTraceFloor
-)
 
 // snapshot reads the state that the modes' steps change. It returns notes for steps whose
 // effect it cannot undo.
@@ -344,4 +322,46 @@ func quoteNames(name string) string {
 		}
 	}
 	return strings.Join(parts, ".")
+}
+
+// settingsOf works out a mode's effective settings from the saved initial state and the
+// mode's steps; nil for a mode whose load bypasses the sidecar.
+func settingsOf(m *mode, sidecar string, st *savedState) *ModeSettings {
+	if sidecar == "" || m.target != sidecar {
+		return nil
+	}
+	for st != nil && len(st.restore) == 0 && len(st.each) > 0 {
+		st = st.each[0] // a cluster: every sidecar gets the same steps
+	}
+	q := url.Values{}
+	if st != nil {
+		for _, k := range []stateKey{{apiAdmin, pathSlowQuery}, {apiAdmin, pathProbability}} {
+			if v, err := url.ParseQuery(st.restore[k]); err == nil {
+				for name, vs := range v {
+					q[name] = vs
+				}
+			}
+		}
+	}
+	for _, s := range m.steps {
+		if s.api != apiAdmin || s.method != "POST" || s.path != pathSlowQuery && s.path != pathProbability {
+			continue
+		}
+		if v, err := url.ParseQuery(s.query); err == nil {
+			for name, vs := range v {
+				q[name] = vs
+			}
+		}
+	}
+	out := &ModeSettings{Probability: q.Get("probability")}
+	if v, err := strconv.ParseBool(q.Get("enable")); err == nil {
+		out.Enable = &v
+	}
+	if v, err := strconv.ParseBool(q.Get("fast")); err == nil {
+		out.Fast = &v
+	}
+	if v, err := strconv.ParseInt(strings.TrimSpace(q.Get("threshold")), 10, 64); err == nil {
+		out.ThresholdUs = &v
+	}
+	return out
 }

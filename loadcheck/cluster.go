@@ -9,27 +9,12 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 )
 
 // A cluster is measured through one sidecar per node: Config.Admin lists every sidecar's
 // admin API, each mode's steps go to all of them (and the state they change is saved and
 // restored on each), the load spreads over the sidecars by gocql's token-aware policy, and
 // the report counts the requests each sidecar saw in each run, from its /metrics.
-
-// admins returns the admin API base URLs listed in Config.Admin, separated by commas.
-func (c *Config) admins() []string {
-	var out []string
-	for _, a := range strings.Split(c.Admin, ",") {
-		if a = strings.TrimSpace(a); a != "" {
-			out = append(out, baseURL(a))
-		}
-	}
-	return out
-}
-
-// cluster reports whether the check drives a cluster of sidecars.
-func (c *Config) cluster() bool { return len(c.admins()) > 1 }
 
 // stateAPI is what the checker needs from the admin APIs: one sidecar's (apiClient) or
 // every sidecar's of a cluster (clusterAPI).
@@ -169,25 +154,6 @@ func sumCounter(body []byte, name string) (uint64, error) {
 	return uint64(sum), nil
 }
 
-// SidecarRequests are the requests one sidecar of a cluster saw during a run.
-type SidecarRequests struct {
-	Admin    string `json:"admin"`
-	Requests uint64 `json:"requests"`
-}
-
-// ClusterReport sums, per mode, the requests each sidecar saw over all rounds.
-type ClusterReport struct {
-	Sidecars []string      `json:"sidecars"` // admin API URLs
-	Modes    []ClusterMode `json:"modes"`
-}
-
-// ClusterMode is one mode's requests per sidecar, in the order of ClusterReport.Sidecars.
-type ClusterMode struct {
-	Name     string   `json:"name"`
-	Requests []uint64 `json:"requests"`
-	Total    uint64   `json:"total"`
-}
-
 // sidecarDelta returns the requests each sidecar saw between two reads.
 func sidecarDelta(admins []string, before, after []uint64) []SidecarRequests {
 	if before == nil || after == nil {
@@ -198,53 +164,4 @@ func sidecarDelta(admins []string, before, after []uint64) []SidecarRequests {
 		out[i] = SidecarRequests{Admin: admins[i], Requests: after[i] - before[i]}
 	}
 	return out
-}
-
-// clusterReport sums the runs' per-sidecar requests by mode; nil for one sidecar.
-func (c *checker) clusterReport() *ClusterReport {
-	if !c.cfg.cluster() {
-		return nil
-	}
-	cr := &ClusterReport{Sidecars: c.cfg.admins()}
-	for mi, m := range c.modes {
-		cm := ClusterMode{Name: m.name, Requests: make([]uint64, len(cr.Sidecars))}
-		for _, rr := range c.runs[mi] {
-			for i, s := range rr.Sidecars {
-				cm.Requests[i] += s.Requests
-				cm.Total += s.Requests
-			}
-		}
-		cr.Modes = append(cr.Modes, cm)
-	}
-	return cr
-}
-
-// printCluster prints the requests each sidecar saw, by mode, with the share of each.
-func printCluster(out *printer, rep *Report) {
-	if rep.Cluster == nil {
-		return
-	}
-	var b strings.Builder
-	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "mode\t")
-	for i := range rep.Cluster.Sidecars {
-		fmt.Fprintf(tw, "sidecar %d\t", i+1)
-	}
-	fmt.Fprintf(tw, "cluster\t\n")
-	for _, m := range rep.Cluster.Modes {
-		fmt.Fprintf(tw, "%s\t", m.Name)
-		for _, n := range m.Requests {
-			share := 0.0
-			if m.Total > 0 {
-				share = 100 * float64(n) / float64(m.Total)
-			}
-			fmt.Fprintf(tw, "%s (%.0f%%)\t", commas(float64(n)), share)
-		}
-		fmt.Fprintf(tw, "%s\t\n", commas(float64(m.Total)))
-	}
-	tw.Flush()
-	out.printf("\nRequests seen by each sidecar during the runs (tracecar_requests_total from /metrics):\n%s", b.String())
-	for i, a := range rep.Cluster.Sidecars {
-		out.printf("  sidecar %d: %s\n", i+1, a)
-	}
 }

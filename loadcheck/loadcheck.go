@@ -28,11 +28,53 @@
 // statistics), loadcheck/dist (the profiles' distributions), loadcheck/values (the values
 // of CQL types it sends), loadcheck/cqlconn (its own CQL connection), loadcheck/client
 // (gocql and the wire client behind one interface), and this package.
+//
+// # Layers
+//
+// The files of this package are layers: a file uses declarations of the files listed before
+// it, never of one listed after it (ci.TestFilesPointDown fails on a cycle, and prints it).
+// From the ground up:
+//
+//	errors.go, format.go              ErrUsage and ErrGuardrail; commas, the numbers' format
+//	bucket.go                         the added-latency histogram as read from /metrics
+//	tracecontext.go                   the trace contexts and their traceparent
+//	cpu_unix.go, cpu_other.go         the process's CPU time
+//
+//	budget.go                         the budgets (--max-overhead), their metrics and units
+//	config.go                         Config and its defaults, the admin APIs of a cluster
+//
+//	modesettings.go                   what a mode set on the sidecar, as the report shows it
+//	report.go                         the report's types (its JSON shapes)
+//	verdict.go, decide.go             the statistics: the budgets' verdicts, the comparisons of modes
+//
+//	mode.go                           the modes: built-in ones, their steps, --mode and --modes
+//	admin.go                          the admin API client: a mode applied, the state saved and restored
+//	scrape.go, cluster.go             the /metrics read per run; a cluster's sidecars behind one stateAPI
+//
+//	scheduler.go                      the workers, their schedule, and the phase of a run they time
+//	profile.go                        a cassandra-stress user profile, read, and its table
+//	profile_gen.go                    the profile's values and partitions, generated
+//	profile_stats.go                  the counts of a profile's operations during a run
+//	workload.go                       the workloads: built-in, profile or replay, and the keys' population
+//	runresult.go, hdrlog.go           one run of one mode; its HdrHistogram interval log
+//	drivers.go                        the load's two clients (gocql, the wire client) and the schema
+//
+//	print.go                          the text output: interval lines, results, comparison, guardrail
+//	chart.go                          the HTML report's SVG charts
+//	html_overhead.go, html.go         the HTML report, its overhead charts
+//	csv.go, output.go                 the CSV report; the report files written
+//
+//	checker.go                        the checker: one load check's state
+//	preload.go                        the preload of a profile's partitions, sized to the node's memory
+//	summary.go                        the report computed from the runs
+//	rounds.go                         the adaptive rounds: when to stop
+//	profile_run.go                    a profile prepared, its preload, its operations' mix
+//	op.go                             the operations of each workload, built once per worker
+//	loadcheck.go                      Run: the configuration checked, the modes run round after round
 package loadcheck
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -47,174 +89,6 @@ import (
 	"github.com/tracecar/tracecar/loadcheck/cqlconn"
 	"github.com/tracecar/tracecar/loadcheck/replay"
 )
-
-// Defaults applied to zero Config fields. The duration and warmup are short so that the
-// default job (five modes, three rounds) takes about a minute; use --duration 10s
-// --warmup 2s or more for tighter figures.
-const (
-	DefaultRounds      = 3
-	DefaultDuration    = 3 * time.Second
-	DefaultWarmup      = time.Second
-	DefaultWorkload    = "write"
-	DefaultRatio       = "write=1,read=9"
-	DefaultPop         = "uniform(1..100000)"
-	DefaultConcurrency = 32
-	DefaultCL          = "LOCAL_ONE"
-	DefaultCompression = "none"
-	DefaultConnections = 2
-	DefaultTimeout     = 10 * time.Second
-	DefaultInterval    = time.Second
-	DefaultMaxRounds   = 10
-	// DefaultMaxTime is the --max-time of the command line: adaptive rounds stop adding
-	// rounds that would end the run past it, so that the default job on a busy machine, or
-	// a profile with a long preload, still ends within three minutes.
-	DefaultMaxTime = 150 * time.Second
-	// DefaultTargetError is the --target-error of the command line, in percent of the
-	// baseline's sidecar CPU per op: at 5 to 10 µs/op, a standard error of 0.05 to 0.1 µs,
-	// which resolves differences of a few tenths of a µs.
-	DefaultTargetError = 1.0
-	// Significance is the p-value below which a degradation counts as real.
-	Significance = 0.05
-)
-
-// ErrUsage marks errors in the configuration or the command line. The tracecar command
-// exits 2 on them.
-var ErrUsage = errors.New("usage error")
-
-// ErrGuardrail is returned, wrapped, by Run when a mode's degradation is over its budget
-// and significant. The report is returned with it. The tracecar command exits 3 on it.
-var ErrGuardrail = errors.New("guardrail breached")
-
-type usageError struct{ msg string }
-
-func (e *usageError) Error() string { return e.msg }
-func (e *usageError) Unwrap() error { return ErrUsage }
-
-func usageErrorf(format string, args ...any) error {
-	return &usageError{msg: fmt.Sprintf(format, args...)}
-}
-
-// Config configures a load check. Its zero value is completed with the defaults above,
-// but at least one target (Node or Sidecar) is needed. Run does not modify the Config
-// it is given.
-type Config struct {
-	Node       string // HOST:PORT of the node: the target of the direct mode and of target=node
-	Sidecar    string // HOST:PORT of the sidecar: the target of modes without a target= step
-	Admin      string // base URL of the sidecar's admin API, e.g. http://127.0.0.1:10000; for a cluster, every sidecar's, separated by commas
-	NodeAPI    string // base URL of the node's API, for node:POST steps
-	AdminToken string // bearer token for the admin API, if it requires one
-	// TLS, when set, makes every CQL session (to the node and to the sidecar) speak TLS
-	// with this client configuration; an empty ServerName means the host dialled.
-	TLS *tls.Config
-
-	// Modes lists the modes to run. Empty means direct, off, fast, full and debug when a
-	// sidecar is configured (direct only with a Node), else direct alone. A mode defined in
-	// ModeSpecs only runs when listed (or when Modes is empty and it overrides a default
-	// one); the others are reported as unused. The built-in modes are direct, off, fast,
-	// full, debug, node-debug and sampled (DESIGN.md).
-	Modes []string
-	// ModeSpecs defines or overrides modes: name → SPEC, as --mode NAME=SPEC.
-	ModeSpecs map[string]string
-	// Baseline is the mode the others are compared with: off by default when a sidecar and
-	// its admin API are configured, else the first mode. A baseline not in Modes is run too,
-	// first.
-	Baseline string
-
-	Rounds   int           // rounds of every mode, the least with TargetError; default 3
-	Duration time.Duration // measured time per run; default DefaultDuration
-	Warmup   time.Duration // warmup before each run; default DefaultWarmup, negative for none
-	Ops      int64         // operations per run; when > 0 it replaces Duration
-
-	Workload    string  // write, read, mixed, or replay:FILE (a capture file); default write
-	Ratio       string  // mixed workload weights, e.g. write=1,read=9
-	Pop         string  // seq=1..N, uniform(1..N) or gaussian(1..N); default uniform(1..100000)
-	Concurrency int     // workers; default 32
-	Rate        float64 // target op/s over all workers; 0 runs a closed loop
-	CL          string  // consistency level; default LOCAL_ONE
-	Compression string  // none, lz4 or snappy
-	// ProtocolVersion pins the CQL protocol version of the load's client, 3 or 4; 0 lets
-	// it negotiate (v4 against a node of v4 or more). Its client, gocql v1.7, has no v5:
-	// 5 is a usage error that says so.
-	ProtocolVersion int
-	Connections     int           // connections per host; default 2
-	Timeout         time.Duration // per request; default 10s
-
-	// ReplaySpeed is the speed of a replay: "1x" (the default, the recorded timing), "2x",
-	// a factor, or "max" (as fast as the workers go). ReplayConnections is its number of
-	// connections; zero means as many as the capture's. ReplayKeyspace is the keyspace a
-	// replay creates its tables in; against a deployment it is required (the replay
-	// never writes into the captured keyspaces), on the embedded node the captured names
-	// are kept when it is empty.
-	ReplaySpeed       string
-	ReplayConnections int
-	ReplayKeyspace    string
-
-	// Profile is the path of a cassandra-stress user profile (YAML) to run instead of the
-	// built-in workloads, and OpsMix its operations' weights, NAME=W,... or ops(NAME=W,...)
-	// with NAME insert or one of its queries (default insert=1). Preload is the number of
-	// partitions written before the first run for the profile's queries (0: as many as
-	// fit the byte budget, see DefaultPreloadBytes; negative: none). PageSize is its
-	// queries' page size (0: DefaultPageSize). NodeMemoryLimit is the embedded node's
-	// --memory-limit in bytes, which sizes the default preload (0: unknown or none).
-	Profile         string
-	OpsMix          string
-	Preload         int64
-	PageSize        int
-	NodeMemoryLimit int64
-	// keyspace is the keyspace of the sessions: a profile's, once created.
-	keyspace string
-
-	// TraceContext puts a fresh W3C traceparent in the custom payload of every request:
-	// TraceContextSampled (the sampled flag set), TraceContextUnsampled, or
-	// TraceContextNone (the default: no payload). A mode's trace-context= step overrides it.
-	TraceContext string
-
-	// MaxOverhead are the budgets: the largest cost of a mode on a metric that it may show
-	// significantly. ParseBudgets reads them from --max-overhead.
-	MaxOverhead []Budget
-	// Verdict is the rule that turns the budgets into an exit: VerdictBreach (the
-	// default) fails only on a budget shown over its limit; VerdictProve fails unless
-	// every budget is shown within its limit, and with TargetError runs more rounds, up to
-	// MaxRounds, while a budget is not resolved.
-	Verdict string
-	// Threshold, when set, is the slow-query threshold of the built-in fast and full
-	// modes (and of guardrail, which runs full); nil leaves the sidecar's own (500ms by
-	// default), where a fast request records nothing.
-	Threshold *time.Duration
-
-	// SidecarMetrics and NodeMetrics are the URLs of the sidecar's and the node's
-	// Prometheus /metrics, read before and after each run for their CPU time and the
-	// sidecar's added latency. SidecarMetrics defaults to Admin + "/metrics"; an empty
-	// NodeMetrics leaves the node's CPU unknown.
-	SidecarMetrics, NodeMetrics string
-	// TargetError makes the rounds adaptive: after Rounds rounds, more run until the
-	// standard error of every mode's difference from the baseline is under TargetError
-	// percent of the baseline's figure (sidecar CPU per op when known, else node CPU per
-	// op, else the op rate), or until MaxRounds. Zero runs exactly Rounds rounds.
-	TargetError float64
-	// MaxRounds caps adaptive rounds; default DefaultMaxRounds.
-	MaxRounds int
-	// MaxTime caps adaptive rounds by time: no round past Rounds starts when the rounds'
-	// pace says it would end more than MaxTime after the run started (preload included).
-	// Zero takes DefaultMaxTime; negative means no cap. The first Rounds rounds always run.
-	MaxTime time.Duration
-
-	JSON, CSV, HTML string // report files, written when set
-	HDRLogDir       string // directory for HdrHistogram interval logs, one per mode and round
-
-	// Out receives the interval lines, the Results blocks and the comparison. Nil discards.
-	Out io.Writer
-	// Progress shows a live progress line on Out; set it only when Out is a terminal.
-	Progress bool
-	// Stderr receives the progress of long phases (the preload), a line every few
-	// seconds, whatever Out is. Nil discards it.
-	Stderr io.Writer
-	// Interval is the reporting interval; default 1s.
-	Interval time.Duration
-	// Embedded says that the node and the sidecar run in this process, so that the CPU
-	// figures, which are the process's, include them.
-	Embedded bool
-}
 
 // setDefaults fills zero fields.
 func (c *Config) setDefaults() {
@@ -375,12 +249,6 @@ func checkBudgets(budgets []Budget, modes []*mode) error {
 	return nil
 }
 
-// env holds what Run needs from the outside world, so that tests can replace it.
-type env struct {
-	clock  clock
-	driver driver
-}
-
 // Run runs the load check that cfg describes and returns its report. It restores the
 // state that the modes change, even when it fails or ctx ends. Errors in cfg wrap
 // ErrUsage; a breached guardrail returns the report and an error wrapping ErrGuardrail.
@@ -436,25 +304,6 @@ func run(ctx context.Context, cfg Config, e env) (*Report, error) {
 		c.notes = append(c.notes, fmt.Sprintf("warning: mode %s is defined by --mode but unused: --modes does not list it", n))
 	}
 	return c.run(ctx)
-}
-
-// checker runs one load check.
-type checker struct {
-	cfg      *Config
-	env      env
-	wl       *workload
-	modes    []*mode
-	baseline string
-	out      *printer
-	api      stateAPI
-	state    *savedState
-	runs     [][]*runResult // by mode index, in round order
-	order    [][]string
-	notes    []string
-	done     int
-	total    int
-	// replayRuns are the measured runs' counts of a replay.
-	replayRuns []*replay.Run
 }
 
 func (c *checker) run(ctx context.Context) (rep *Report, err error) {
@@ -994,17 +843,6 @@ func (c *checker) measure(ctx context.Context, m *mode, p phase, ops []Op) (meas
 	return r, nil
 }
 
-// protocolString says which protocol version the load runs at, and through which client.
-func protocolString(v int) string {
-	switch v {
-	case 0:
-		return "protocol negotiated (v4), through gocql"
-	case 5:
-		return "protocol v5, through loadcheck's own CQL client"
-	}
-	return fmt.Sprintf("protocol v%d, through gocql", v)
-}
-
 // checkWire refuses what loadcheck's own CQL client cannot do: a trace context (it sends no
 // custom payload yet), and a mode's protocol-version= step in a run at v3 through gocql.
 func checkWire(cfg *Config, modes []*mode, d driver) error {
@@ -1022,4 +860,22 @@ func checkWire(cfg *Config, modes []*mode, d driver) error {
 		}
 	}
 	return nil
+}
+
+// Validate checks cfg as Run would before starting, without contacting anything. With no
+// target, it checks the modes against the embedded default (a node and a sidecar with
+// both APIs), which the tracecar command provides. Errors wrap ErrUsage.
+func Validate(cfg Config) error {
+	cfg.setDefaults()
+	if _, err := cfg.check(); err != nil {
+		return err
+	}
+	if cfg.Node == "" && cfg.Sidecar == "" {
+		cfg.Node, cfg.Sidecar, cfg.Admin, cfg.NodeAPI = "127.0.0.1:9042", "127.0.0.1:9043", "127.0.0.1:10000", "127.0.0.1:10001"
+	}
+	modes, _, err := resolveModes(&cfg)
+	if err != nil {
+		return err
+	}
+	return checkBudgets(cfg.MaxOverhead, modes)
 }

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tracecar/tracecar/admin/adminapi"
 )
 
 // Built-in mode specs. Every sidecar mode sets both tracing knobs, so that its figures do
@@ -340,3 +342,22 @@ func BuiltinModes() []string { return slices.Clone(builtinOrder) }
 
 // DefaultModes returns the modes run when Config.Modes is empty and a sidecar is configured.
 func DefaultModes() []string { return slices.Clone(defaultModes) }
+
+const (
+	pathSlowQuery   = adminapi.PathSlowQuery
+	pathProbability = adminapi.PathProbability
+	pathLoggers     = adminapi.PathLoggers
+	// The sidecar's view of the node's probability, and its runtime guardrail.
+	pathNodeProbability = "/tracecar/node/trace_probability"
+	pathGuardrail       = "/tracecar/guardrail"
+	// Statement statistics on or off.
+	pathStatementStats = "/tracecar/statement_stats"
+	// Parent-based sampling on or off.
+	pathTraceContext = "/tracecar/trace_context"
+	// The workload capture: a mode that starts one has it stopped after each run.
+	pathCapture = "/tracecar/capture"
+	// The audit log's settings, restored after each run.
+	pathAudit = "/tracecar/audit"
+	// The trace floor, restored after each run.
+	pathTraceFloor = adminapi.PathTraceFloor
+)

@@ -1,9 +1,7 @@
 package loadcheck
 
 import (
-	"net/url"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -44,46 +42,4 @@ func (s *ModeSettings) String() string {
 // full), so that a run with no session recorded measured the fixed cost alone.
 func (s *ModeSettings) recordsSlow() bool {
 	return s != nil && s.Enable != nil && *s.Enable
-}
-
-// settingsOf works out a mode's effective settings from the saved initial state and the
-// mode's steps; nil for a mode whose load bypasses the sidecar.
-func settingsOf(m *mode, sidecar string, st *savedState) *ModeSettings {
-	if sidecar == "" || m.target != sidecar {
-		return nil
-	}
-	for st != nil && len(st.restore) == 0 && len(st.each) > 0 {
-		st = st.each[0] // a cluster: every sidecar gets the same steps
-	}
-	q := url.Values{}
-	if st != nil {
-		for _, k := range []stateKey{{apiAdmin, pathSlowQuery}, {apiAdmin, pathProbability}} {
-			if v, err := url.ParseQuery(st.restore[k]); err == nil {
-				for name, vs := range v {
-					q[name] = vs
-				}
-			}
-		}
-	}
-	for _, s := range m.steps {
-		if s.api != apiAdmin || s.method != "POST" || s.path != pathSlowQuery && s.path != pathProbability {
-			continue
-		}
-		if v, err := url.ParseQuery(s.query); err == nil {
-			for name, vs := range v {
-				q[name] = vs
-			}
-		}
-	}
-	out := &ModeSettings{Probability: q.Get("probability")}
-	if v, err := strconv.ParseBool(q.Get("enable")); err == nil {
-		out.Enable = &v
-	}
-	if v, err := strconv.ParseBool(q.Get("fast")); err == nil {
-		out.Fast = &v
-	}
-	if v, err := strconv.ParseInt(strings.TrimSpace(q.Get("threshold")), 10, 64); err == nil {
-		out.ThresholdUs = &v
-	}
-	return out
 }

@@ -6,7 +6,6 @@ import (
 	"io"
 	"math"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -14,27 +13,6 @@ import (
 
 	"github.com/tracecar/tracecar/loadcheck/stats"
 )
-
-// commas formats x rounded to an integer with thousands separators.
-func commas(x float64) string {
-	if math.IsNaN(x) || math.IsInf(x, 0) {
-		return "-"
-	}
-	s := strconv.FormatInt(int64(math.Round(x)), 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, r := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(r)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}
 
 // intervalHeader and intervalLine follow cassandra-stress's interval output. Latencies are
 // in milliseconds, time in seconds since the run started.
@@ -576,24 +554,6 @@ func (p *printer) clearStatus() {
 	}
 }
 
-// Validate checks cfg as Run would before starting, without contacting anything. With no
-// target, it checks the modes against the embedded default (a node and a sidecar with
-// both APIs), which the tracecar command provides. Errors wrap ErrUsage.
-func Validate(cfg Config) error {
-	cfg.setDefaults()
-	if _, err := cfg.check(); err != nil {
-		return err
-	}
-	if cfg.Node == "" && cfg.Sidecar == "" {
-		cfg.Node, cfg.Sidecar, cfg.Admin, cfg.NodeAPI = "127.0.0.1:9042", "127.0.0.1:9043", "127.0.0.1:10000", "127.0.0.1:10001"
-	}
-	modes, _, err := resolveModes(&cfg)
-	if err != nil {
-		return err
-	}
-	return checkBudgets(cfg.MaxOverhead, modes)
-}
-
 // printReplay prints the captured against the replayed: counts, keys and latency.
 func printReplay(out *printer, rep *Report) {
 	r := rep.Replay
@@ -633,4 +593,45 @@ func sortedKeys(m map[string]int) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// protocolString says which protocol version the load runs at, and through which client.
+func protocolString(v int) string {
+	switch v {
+	case 0:
+		return "protocol negotiated (v4), through gocql"
+	case 5:
+		return "protocol v5, through loadcheck's own CQL client"
+	}
+	return fmt.Sprintf("protocol v%d, through gocql", v)
+}
+
+// printCluster prints the requests each sidecar saw, by mode, with the share of each.
+func printCluster(out *printer, rep *Report) {
+	if rep.Cluster == nil {
+		return
+	}
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "mode\t")
+	for i := range rep.Cluster.Sidecars {
+		fmt.Fprintf(tw, "sidecar %d\t", i+1)
+	}
+	fmt.Fprintf(tw, "cluster\t\n")
+	for _, m := range rep.Cluster.Modes {
+		fmt.Fprintf(tw, "%s\t", m.Name)
+		for _, n := range m.Requests {
+			share := 0.0
+			if m.Total > 0 {
+				share = 100 * float64(n) / float64(m.Total)
+			}
+			fmt.Fprintf(tw, "%s (%.0f%%)\t", commas(float64(n)), share)
+		}
+		fmt.Fprintf(tw, "%s\t\n", commas(float64(m.Total)))
+	}
+	tw.Flush()
+	out.printf("\nRequests seen by each sidecar during the runs (tracecar_requests_total from /metrics):\n%s", b.String())
+	for i, a := range rep.Cluster.Sidecars {
+		out.printf("  sidecar %d: %s\n", i+1, a)
+	}
 }

@@ -2,12 +2,15 @@ package loadcheck
 
 import (
 	"fmt"
+	"hash/fnv"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/gocql/gocql"
 	"github.com/tracecar/tracecar/loadcheck/dist"
+	"github.com/tracecar/tracecar/loadcheck/values"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -453,4 +456,50 @@ func (p *profile) reads() bool {
 		}
 	}
 	return false
+}
+
+func parseCL(s string) (gocql.Consistency, error) { return gocql.ParseConsistencyWrapper(s) }
+
+// pcol is a column of the profile's table, as the node describes it.
+type pcol struct {
+	name    string
+	typ     string // as system_schema.columns spells it
+	kind    string // partition_key, clustering, regular or static
+	pos     int
+	desc    bool
+	spec    *columnSpec
+	salt    uint64
+	counter bool
+	// text is set for a text, varchar, ascii or blob column, made straight from the source;
+	// fixed is the length of a fixed-size type's value (0 for the others): the random bytes
+	// its value needs.
+	text, blob bool
+	fixed      int
+}
+
+// ptable is the profile's table: its key columns in order, then the others.
+type ptable struct {
+	pk, ck, regular []*pcol
+	byName          map[string]*pcol
+	counter         bool
+}
+
+func (t *ptable) all() []*pcol {
+	out := append(append(append([]*pcol(nil), t.pk...), t.ck...), t.regular...)
+	return out
+}
+
+func newPcol(name, typ, kind string, pos int, desc bool, spec *columnSpec) *pcol {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	c := &pcol{name: name, typ: typ, kind: kind, pos: pos, desc: desc, spec: spec,
+		salt: h.Sum64(), counter: typ == "counter"}
+	switch typ {
+	case "text", "varchar", "ascii", "blob":
+		c.text, c.blob = true, typ == "blob"
+	}
+	if size, _ := values.Size(typ); size > 0 && typ != "time" {
+		c.fixed = size
+	}
+	return c
 }

@@ -3,7 +3,6 @@ package loadcheck
 import (
 	"encoding/binary"
 	"fmt"
-	"hash/fnv"
 	"math/rand/v2"
 	"strings"
 
@@ -18,50 +17,6 @@ import (
 // value's length (a collection's element count), and a clustering column's cluster the
 // number of its distinct values under each parent; a partition's rows are every
 // combination of its clustering values.
-
-// pcol is a column of the profile's table, as the node describes it.
-type pcol struct {
-	name    string
-	typ     string // as system_schema.columns spells it
-	kind    string // partition_key, clustering, regular or static
-	pos     int
-	desc    bool
-	spec    *columnSpec
-	salt    uint64
-	counter bool
-	// text is set for a text, varchar, ascii or blob column, made straight from the source;
-	// fixed is the length of a fixed-size type's value (0 for the others): the random bytes
-	// its value needs.
-	text, blob bool
-	fixed      int
-}
-
-// ptable is the profile's table: its key columns in order, then the others.
-type ptable struct {
-	pk, ck, regular []*pcol
-	byName          map[string]*pcol
-	counter         bool
-}
-
-func (t *ptable) all() []*pcol {
-	out := append(append(append([]*pcol(nil), t.pk...), t.ck...), t.regular...)
-	return out
-}
-
-func newPcol(name, typ, kind string, pos int, desc bool, spec *columnSpec) *pcol {
-	h := fnv.New64a()
-	h.Write([]byte(name))
-	c := &pcol{name: name, typ: typ, kind: kind, pos: pos, desc: desc, spec: spec,
-		salt: h.Sum64(), counter: typ == "counter"}
-	switch typ {
-	case "text", "varchar", "ascii", "blob":
-		c.text, c.blob = true, typ == "blob"
-	}
-	if size, _ := values.Size(typ); size > 0 && typ != "time" {
-		c.fixed = size
-	}
-	return c
-}
 
 // gen is a worker's deterministic random source, reseeded for every value. It is not safe
 // for concurrent use.

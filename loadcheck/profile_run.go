@@ -2,18 +2,15 @@ package loadcheck
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"sort"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
-	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/gocql/gocql"
 	"github.com/tracecar/tracecar/loadcheck/client"
 	"github.com/tracecar/tracecar/loadcheck/values"
@@ -31,122 +28,6 @@ const DefaultPageSize = 5000
 
 // preloadBatch is the most statements of one preload batch.
 const preloadBatch = 100
-
-func parseCL(s string) (gocql.Consistency, error) { return gocql.ParseConsistencyWrapper(s) }
-
-// OpResult is one operation of a profile over a run or a mode: its count, rates, the rows
-// and partitions it wrote or returned, and its latency (service time, from the send).
-type OpResult struct {
-	Name       string  `json:"name"`
-	Count      int64   `json:"count"`
-	OpRate     float64 `json:"op_rate"`
-	Rows       int64   `json:"rows"`
-	Partitions int64   `json:"partitions"`
-	Errors     int64   `json:"errors"`
-	P50Ms      float64 `json:"p50_ms"`
-	P99Ms      float64 `json:"p99_ms"`
-	// RowRate and PkRate are the rows and partitions per second; MeanMs the mean latency.
-	RowRate float64 `json:"row_rate"`
-	PkRate  float64 `json:"pk_rate"`
-	MeanMs  float64 `json:"mean_ms"`
-	hist    *hdrhistogram.Histogram
-}
-
-// opStats counts one operation of a run. Safe for concurrent use.
-type opStats struct {
-	mu                      sync.Mutex
-	count, rows, parts, err int64
-	hist                    *hdrhistogram.Histogram
-}
-
-func (s *opStats) record(d time.Duration, rows, parts int64, err error) {
-	s.mu.Lock()
-	if err != nil {
-		s.err++
-	} else {
-		s.count++
-		s.rows += rows
-		s.parts += parts
-		s.hist.RecordValue(micros(d))
-	}
-	s.mu.Unlock()
-}
-
-// profileStats are the per-operation counts of one run, by index in the mix, and the
-// run's next slot in the mix's cycle.
-type profileStats struct {
-	ops  []*opStats
-	next atomic.Int64
-}
-
-func newProfileStats(p *profile) *profileStats {
-	s := &profileStats{ops: make([]*opStats, len(p.mix))}
-	for i := range s.ops {
-		s.ops[i] = &opStats{hist: newHist()}
-	}
-	return s
-}
-
-// reset forgets the warmup.
-func (s *profileStats) reset() {
-	for _, o := range s.ops {
-		o.mu.Lock()
-		o.count, o.rows, o.parts, o.err = 0, 0, 0, 0
-		o.hist.Reset()
-		o.mu.Unlock()
-	}
-}
-
-// results returns the run's figures over elapsed, and its partitions.
-func (s *profileStats) results(p *profile, elapsed time.Duration) ([]OpResult, int64) {
-	out := make([]OpResult, len(s.ops))
-	var parts int64
-	for i, o := range s.ops {
-		o.mu.Lock()
-		h := hdrhistogram.Import(o.hist.Export())
-		out[i] = OpResult{Name: p.mix[i].name, Count: o.count, Rows: o.rows, Partitions: o.parts, Errors: o.err, hist: h}
-		o.mu.Unlock()
-		parts += out[i].Partitions
-		out[i].finish(elapsed.Seconds())
-	}
-	return out, parts
-}
-
-func (r *OpResult) finish(seconds float64) {
-	if seconds > 0 {
-		r.OpRate = float64(r.Count) / seconds
-		r.RowRate = float64(r.Rows) / seconds
-		r.PkRate = float64(r.Partitions) / seconds
-	}
-	l := latencyOf(r.hist)
-	r.P50Ms, r.P99Ms, r.MeanMs = l.P50Ms, l.P99Ms, l.MeanMs
-}
-
-// mergeOps sums the runs' figures of each operation, rates being over the runs' total time.
-func mergeOps(runs []*runResult) []OpResult {
-	var out []OpResult
-	var seconds float64
-	for _, r := range runs {
-		seconds += r.DurationS
-		for i, o := range r.PerOp {
-			if i >= len(out) {
-				out = append(out, OpResult{Name: o.Name, hist: newHist()})
-			}
-			m := &out[i]
-			m.Count += o.Count
-			m.Rows += o.Rows
-			m.Partitions += o.Partitions
-			m.Errors += o.Errors
-			if o.hist != nil {
-				m.hist.Merge(o.hist)
-			}
-		}
-	}
-	for i := range out {
-		out[i].finish(seconds)
-	}
-	return out
-}
 
 // profileSession is what a profile needs of a session beyond the built-in workloads:
 // gocql's.
@@ -531,57 +412,6 @@ func (p *profile) tryQueries(ctx context.Context, s *gocql.Session, seed int64) 
 		}
 	}
 	return nil
-}
-
-// parseProfileWorkload loads --profile and its --ops mix.
-func parseProfileWorkload(cfg *Config) (*workload, error) {
-	switch cfg.Workload {
-	case "", DefaultWorkload, "profile":
-	default:
-		return nil, usageErrorf("--workload %s and --profile: a profile's operations are its --ops mix; give one workload", cfg.Workload)
-	}
-	if cfg.Ratio != "" {
-		return nil, usageErrorf("--ratio applies to --workload mixed; a profile's mix is --ops, such as insert=1,read1=9")
-	}
-	p, err := loadProfile(cfg.Profile)
-	if err != nil {
-		return nil, err
-	}
-	if err := p.parseMix(cfg.OpsMix); err != nil {
-		return nil, err
-	}
-	pop, err := parsePop(cfg.Pop)
-	if err != nil {
-		return nil, err
-	}
-	w := &workload{name: "profile", profile: p, pop: pop}
-	for _, o := range p.mix {
-		if o.query == nil {
-			w.writeFrac += o.weight
-		}
-	}
-	total := 0.0
-	for _, o := range p.mix {
-		total += o.weight
-	}
-	w.writeFrac /= total
-	return w, nil
-}
-
-// modeResultJSON is ModeResult without its MarshalJSON.
-type modeResultJSON ModeResult
-
-// MarshalJSON writes a mode; for a profile, "ops" holds its operations
-// ([{"name","count","op_rate","rows","partitions","errors","p50_ms","p99_ms",…}]) and
-// "ops_total" the count that "ops" holds for the built-in workloads.
-func (m ModeResult) MarshalJSON() ([]byte, error) {
-	if m.PerOp == nil {
-		return json.Marshal(modeResultJSON(m))
-	}
-	return json.Marshal(struct {
-		modeResultJSON
-		Ops []OpResult `json:"ops"`
-	}{modeResultJSON(m), m.PerOp})
 }
 
 // newMixer returns a worker's chooser of the mix's next operation. Every worker of a run

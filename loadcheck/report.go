@@ -1,8 +1,8 @@
 package loadcheck
 
 import (
+	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
@@ -290,6 +290,14 @@ type Verdict struct {
 	verdictText string // the rule's clause of Reason
 }
 
+// Outcomes of one budget's test, in Verdict.Outcome.
+const (
+	OutcomeWithin      = "within"       // the upper 95% bound is under the limit
+	OutcomeOver        = "over"         // breach: adjusted p < 0.05; prove: the lower 95% bound is over the limit
+	OutcomeNotResolved = "not resolved" // the 95% bounds straddle the limit
+	OutcomeUnknown     = "unknown"      // no figure, or one round: nothing to test
+)
+
 // Settings records how the check ran.
 type Settings struct {
 	Node           string  `json:"node,omitempty"`
@@ -385,109 +393,7 @@ func (r *Report) Mode(name string) *ModeResult {
 	return nil
 }
 
-// runResult is one run of one mode.
-type runResult struct {
-	RunResult
-	resp, svc *hdrhistogram.Histogram
-	added     bucket // the sidecar's added-latency observations during the run
-}
-
-// procCPU is the CPU time the sidecar and the node used during a run, from their /metrics.
-type procCPU struct {
-	sidecar, node       float64
-	hasSidecar, hasNode bool
-	sidecarUser         float64 // the user-space part of sidecar
-	hasSidecarUser      bool
-	sessions            int64 // sessions the sidecar recorded
-	hasSessions         bool
-	added               bucket
-}
-
-func newRunResult(m *mode, round, pos int, started time.Time, res *phaseResult, cpu time.Duration, pc procCPU) *runResult {
-	rr := &runResult{resp: res.resp, svc: res.svc, added: pc.added}
-	rr.RunResult = RunResult{
-		Round: round + 1, Position: pos + 1, Target: m.target, StartedAt: started,
-		DurationS: res.elapsed.Seconds(), Ops: res.ops, Rows: res.rows, Errors: res.errs, Unsent: res.unsent,
-		Latency: latencyOf(res.resp), Service: latencyOf(res.svc),
-		CPUSeconds: cpu.Seconds(), Intervals: res.intervals,
-	}
-	if rr.Intervals == nil {
-		rr.Intervals = []Interval{}
-	}
-	if s := res.elapsed.Seconds(); s > 0 {
-		rr.OpRate = float64(res.ops) / s
-		rr.PkRate = rr.OpRate
-		rr.RowRate = float64(res.rows) / s
-	}
-	if res.ops > 0 {
-		rr.CPUUsPerOp = cpu.Seconds() * 1e6 / float64(res.ops)
-	}
-	if res.firstErr != nil {
-		rr.FirstError = res.firstErr.Error()
-	}
-	if res.ops > 0 && pc.hasSidecar {
-		rr.SidecarCPUUsPerOp = ptr(pc.sidecar * 1e6 / float64(res.ops))
-	}
-	if res.ops > 0 && pc.hasSidecarUser {
-		rr.SidecarUserCPUUsPerOp = ptr(pc.sidecarUser * 1e6 / float64(res.ops))
-	}
-	if res.ops > 0 && pc.hasNode {
-		rr.NodeCPUUsPerOp = ptr(pc.node * 1e6 / float64(res.ops))
-	}
-	rr.AddedP50Ms, rr.AddedP99Ms = addedPercentiles(pc.added)
-	if pc.hasSessions {
-		n := pc.sessions
-		rr.SessionsRecorded = &n
-	}
-	return rr
-}
-
-// addedPercentiles returns the median and the 99th percentile of an added-latency delta,
-// in milliseconds, or nils without observations.
-func addedPercentiles(b bucket) (p50, p99 *float64) {
-	if v, ok := b.quantile(0.5); ok {
-		p50 = ptr(v * 1e3)
-	}
-	if v, ok := b.quantile(0.99); ok {
-		p99 = ptr(v * 1e3)
-	}
-	return p50, p99
-}
-
 func ptr(x float64) *float64 { return &x }
-
-// report computes the per-mode statistics and the guardrail's verdicts.
-func (c *checker) report(started time.Time) *Report {
-	cfg := c.cfg
-	rep := &Report{
-		StartedAt: started, FinishedAt: time.Now(), Baseline: c.baseline, Order: c.order,
-		Settings: Settings{
-			Node: cfg.Node, Sidecar: cfg.Sidecar, Admin: cfg.Admin, NodeAPI: cfg.NodeAPI, Embedded: cfg.Embedded,
-			SidecarMetrics: cfg.SidecarMetrics, NodeMetrics: cfg.NodeMetrics, TargetErrorPct: cfg.TargetError, MaxRounds: cfg.MaxRounds, MaxTimeS: max(cfg.MaxTime, 0).Seconds(),
-			Workload: c.wl.name, WriteFrac: c.wl.writeFrac, Pop: c.wl.pop.String(), Rounds: len(c.order),
-			DurationS: cfg.Duration.Seconds(), WarmupS: cfg.Warmup.Seconds(), Ops: cfg.Ops,
-			Concurrency: cfg.Concurrency, Rate: cfg.Rate, CL: strings.ToUpper(cfg.CL), Compression: cfg.Compression,
-			Protocol: cfg.ProtocolVersion, Connections: cfg.Connections, TraceContext: cfg.TraceContext,
-		},
-		Notes: c.notes,
-	}
-	for i, m := range c.modes {
-		rep.Modes = append(rep.Modes, modeResult(m, c.runs[i], m.name == c.baseline))
-	}
-	compare(rep)
-	compareMetrics(rep)
-	comparePrevious(rep)
-	rep.Guardrail, rep.Breaches = judge(rep, cfg.MaxOverhead, cfg.Rate > 0, cfg.Verdict)
-	rep.CPU = cpuSummary(rep.Modes, cfg.Embedded)
-	summarizeHead(rep)
-	if p := c.wl.profile; p != nil {
-		rep.Settings.Profile = p.path
-		for _, w := range p.mix {
-			rep.Settings.OpMix = append(rep.Settings.OpMix, OpWeight{Name: w.name, Weight: w.weight})
-		}
-	}
-	return rep
-}
 
 // The run's outcome over its budgets (Report.Outcome): ok when no budget fails the run,
 // breached when one is shown over its limit, not resolved when the ones that fail it (under
@@ -516,18 +422,6 @@ func outcome(vs []Verdict) string {
 	return out
 }
 
-// summarizeHead fills in what the report's head shows from its verdicts and figures: the
-// run's outcome and each mode's sidecar CPU in cores at its op rate.
-func summarizeHead(rep *Report) {
-	rep.Outcome = outcome(rep.Guardrail)
-	for i := range rep.Modes {
-		m := &rep.Modes[i]
-		if c, ok := cores(m.SidecarCPUUsPerOpDiff, m.OpRate); ok {
-			m.SidecarCPUCoresDiff = &c
-		}
-	}
-}
-
 // verdictOutcome is the word for one budget's verdict: ok, breached or not resolved.
 func verdictOutcome(v Verdict) string { return outcome([]Verdict{v}) }
 
@@ -545,89 +439,78 @@ func coresText(c, opRate float64) string {
 	return fmt.Sprintf("%+.3f core (%+.1f%% of a core) at %s op/s", c, 100*c, commas(opRate))
 }
 
-func modeResult(m *mode, runs []*runResult, baseline bool) ModeResult {
-	mr := ModeResult{Name: m.name, Spec: m.spec, Target: m.target, Baseline: baseline, Settings: m.settings,
-		resp: newHist(), svc: newHist(), Rounds: []float64{}, Runs: []RunResult{}}
-	var dur float64
-	for _, r := range runs {
-		mr.Rounds = append(mr.Rounds, r.OpRate)
-		mr.Runs = append(mr.Runs, r.RunResult)
-		mr.resp.Merge(r.resp)
-		mr.svc.Merge(r.svc)
-		mr.Ops += r.Ops
-		mr.Rows += r.Rows
-		mr.Errors += r.Errors
-		mr.Unsent += r.Unsent
-		mr.CPUSeconds += r.CPUSeconds
-		mr.added = mr.added.add(r.added)
-		dur += r.DurationS
-	}
-	if xs := perRun(mr.Runs, func(r *RunResult) *float64 { return r.SidecarCPUUsPerOp }); xs != nil {
-		s := stats.Summarize(xs)
-		mr.SidecarCPUUsPerOp, mr.SidecarCPUUsPerOpStderr = ptr(s.Mean), ptr(s.Stderr)
-	}
-	if xs := perRun(mr.Runs, func(r *RunResult) *float64 { return r.SidecarUserCPUUsPerOp }); xs != nil {
-		s := stats.Summarize(xs)
-		mr.SidecarUserCPUUsPerOp, mr.SidecarUserCPUUsPerOpStderr = ptr(s.Mean), ptr(s.Stderr)
-	}
-	if xs := perRun(mr.Runs, func(r *RunResult) *float64 { return r.NodeCPUUsPerOp }); xs != nil {
-		s := stats.Summarize(xs)
-		mr.NodeCPUUsPerOp, mr.NodeCPUUsPerOpStderr = ptr(s.Mean), ptr(s.Stderr)
-	}
-	mr.AddedP50Ms, mr.AddedP99Ms = addedPercentiles(mr.added)
-	if len(runs) > 0 {
-		var n int64
-		known := true
-		for _, r := range runs {
-			if r.SessionsRecorded == nil {
-				known = false
-				break
-			}
-			n += *r.SessionsRecorded
-		}
-		if known {
-			mr.SessionsRecorded = &n
-		}
-	}
-	s := stats.Summarize(mr.Rounds)
-	mr.OpRate, mr.OpRateStdev, mr.OpRateStderr = s.Mean, s.Stdev, s.Stderr
-	mr.OpRateMedian = median(mr.Rounds)
-	mr.PkRate = mr.OpRate
-	if len(runs) > 0 && runs[0].PerOp != nil {
-		mr.PerOp = mergeOps(runs)
-		for _, r := range runs {
-			mr.Partitions += r.Partitions
-		}
-		mr.OpsTotal = mr.Ops
-		if mr.Ops > 0 {
-			mr.PkRate = mr.OpRate * float64(mr.Partitions) / float64(mr.Ops)
-		}
-	}
-	if mr.Ops > 0 {
-		mr.RowRate = mr.OpRate * float64(mr.Rows) / float64(mr.Ops)
-		mr.CPUUsPerOp = mr.CPUSeconds * 1e6 / float64(mr.Ops)
-		mr.CPUSecondsPer10kOps = mr.CPUSeconds * 1e4 / float64(mr.Ops)
-	}
-	mr.Latency = latencyOf(mr.resp)
-	mr.Service = latencyOf(mr.svc)
-	return mr
+// OpResult is one operation of a profile over a run or a mode: its count, rates, the rows
+// and partitions it wrote or returned, and its latency (service time, from the send).
+type OpResult struct {
+	Name       string  `json:"name"`
+	Count      int64   `json:"count"`
+	OpRate     float64 `json:"op_rate"`
+	Rows       int64   `json:"rows"`
+	Partitions int64   `json:"partitions"`
+	Errors     int64   `json:"errors"`
+	P50Ms      float64 `json:"p50_ms"`
+	P99Ms      float64 `json:"p99_ms"`
+	// RowRate and PkRate are the rows and partitions per second; MeanMs the mean latency.
+	RowRate float64 `json:"row_rate"`
+	PkRate  float64 `json:"pk_rate"`
+	MeanMs  float64 `json:"mean_ms"`
+	hist    *hdrhistogram.Histogram
 }
 
-func cpuSummary(modes []ModeResult, embedded bool) CPUSummary {
-	s := CPUSummary{Scope: "the loadcheck process (the client)", ReferenceOpsPerCPUSecond: stressOpsPerCPUSecond, Reference: stressReference}
-	if embedded {
-		s.Scope = "the whole process: the client, and the embedded node and sidecar it runs"
+func (r *OpResult) finish(seconds float64) {
+	if seconds > 0 {
+		r.OpRate = float64(r.Count) / seconds
+		r.RowRate = float64(r.Rows) / seconds
+		r.PkRate = float64(r.Partitions) / seconds
 	}
-	for _, m := range modes {
-		s.Seconds += m.CPUSeconds
-		s.Ops += m.Ops
+	l := latencyOf(r.hist)
+	r.P50Ms, r.P99Ms, r.MeanMs = l.P50Ms, l.P99Ms, l.MeanMs
+}
+
+// modeResultJSON is ModeResult without its MarshalJSON.
+type modeResultJSON ModeResult
+
+// MarshalJSON writes a mode; for a profile, "ops" holds its operations
+// ([{"name","count","op_rate","rows","partitions","errors","p50_ms","p99_ms",…}]) and
+// "ops_total" the count that "ops" holds for the built-in workloads.
+func (m ModeResult) MarshalJSON() ([]byte, error) {
+	if m.PerOp == nil {
+		return json.Marshal(modeResultJSON(m))
 	}
-	if s.Ops > 0 {
-		s.UsPerOp = s.Seconds * 1e6 / float64(s.Ops)
-		s.SecondsPer10kOps = s.Seconds * 1e4 / float64(s.Ops)
-	}
-	if s.Seconds > 0 {
-		s.OpsPerCPUSecond = float64(s.Ops) / s.Seconds
-	}
-	return s
+	return json.Marshal(struct {
+		modeResultJSON
+		Ops []OpResult `json:"ops"`
+	}{modeResultJSON(m), m.PerOp})
+}
+
+// SidecarRequests are the requests one sidecar of a cluster saw during a run.
+type SidecarRequests struct {
+	Admin    string `json:"admin"`
+	Requests uint64 `json:"requests"`
+}
+
+// ClusterReport sums, per mode, the requests each sidecar saw over all rounds.
+type ClusterReport struct {
+	Sidecars []string      `json:"sidecars"` // admin API URLs
+	Modes    []ClusterMode `json:"modes"`
+}
+
+// ClusterMode is one mode's requests per sidecar, in the order of ClusterReport.Sidecars.
+type ClusterMode struct {
+	Name     string   `json:"name"`
+	Requests []uint64 `json:"requests"`
+	Total    uint64   `json:"total"`
+}
+
+// metricDiff compares a per-round figure of a mode with the baseline's.
+type metricDiff struct {
+	ok              bool
+	n               int
+	mean, baseMean  float64
+	diff, diffErr   float64 // mode − baseline; paired by round when the rounds pair
+	pct, pctErr     float64 // the same, in percent of the baseline's mean
+	pairedP, welchP *float64
+	minDetect       float64 // smallest |diff| a two-sided test at Significance could detect
+	df              float64 // of diffErr: n−1 paired, Welch's otherwise; 0 without a test
+	test            string  // "paired t" or "Welch t"
 }

@@ -18,14 +18,6 @@ const (
 	VerdictProve = "prove"
 )
 
-// Outcomes of one budget's test, in Verdict.Outcome.
-const (
-	OutcomeWithin      = "within"       // the upper 95% bound is under the limit
-	OutcomeOver        = "over"         // breach: adjusted p < 0.05; prove: the lower 95% bound is over the limit
-	OutcomeNotResolved = "not resolved" // the 95% bounds straddle the limit
-	OutcomeUnknown     = "unknown"      // no figure, or one round: nothing to test
-)
-
 // maxRoundsNeeded caps the rounds-needed estimate: beyond it the difference is too close
 // to the limit for rounds to settle it.
 const maxRoundsNeeded = 1000

@@ -273,3 +273,38 @@ func parseRatio(s string) (write, read float64, err error) {
 	}
 	return write, read, nil
 }
+
+// parseProfileWorkload loads --profile and its --ops mix.
+func parseProfileWorkload(cfg *Config) (*workload, error) {
+	switch cfg.Workload {
+	case "", DefaultWorkload, "profile":
+	default:
+		return nil, usageErrorf("--workload %s and --profile: a profile's operations are its --ops mix; give one workload", cfg.Workload)
+	}
+	if cfg.Ratio != "" {
+		return nil, usageErrorf("--ratio applies to --workload mixed; a profile's mix is --ops, such as insert=1,read1=9")
+	}
+	p, err := loadProfile(cfg.Profile)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.parseMix(cfg.OpsMix); err != nil {
+		return nil, err
+	}
+	pop, err := parsePop(cfg.Pop)
+	if err != nil {
+		return nil, err
+	}
+	w := &workload{name: "profile", profile: p, pop: pop}
+	for _, o := range p.mix {
+		if o.query == nil {
+			w.writeFrac += o.weight
+		}
+	}
+	total := 0.0
+	for _, o := range p.mix {
+		total += o.weight
+	}
+	w.writeFrac /= total
+	return w, nil
+}

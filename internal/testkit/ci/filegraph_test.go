@@ -11,12 +11,7 @@ import (
 // only shrinks. A package not listed has a file graph without a cycle. The embedded node's
 // packages keep their own list (nodeFilesInCycles in node_test.go), and the test helpers
 // (internal/testkit/...) none.
-var filesInCycles = map[string][]string{
-	"loadcheck": {"admin.go", "budget.go", "cluster.go", "csv.go", "decide.go", "drivers.go", "hdrlog.go", "html.go",
-		"html_overhead.go", "loadcheck.go", "mode.go", "modesettings.go", "op.go", "output.go", "preload.go", "print.go",
-		"profile.go", "profile_gen.go", "profile_run.go", "report.go", "scheduler.go", "scrape.go", "verdict.go",
-		"workload.go"},
-}
+var filesInCycles = map[string][]string{}
 
 // TestFilesPointDown: within each product package of the module, the files form layers, as
 // TestSidecarFilesPointDown checks for the proxy: a file points at another when it names
