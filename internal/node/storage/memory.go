@@ -56,6 +56,9 @@ type Memory struct {
 
 	ownHeap bool // the process's heap is the node's: Admit also checks live
 	live    liveHeap
+	// ceiling is what the tables may hold by the estimate: tables, or less once the live
+	// heap reached tables first (the estimate fell short), until a TRUNCATE or DROP.
+	ceiling atomic.Int64
 }
 
 // liveEvery is how often Admit reads the runtime's live heap: a read costs about a
@@ -121,22 +124,29 @@ func RuntimeLimit(limit int64) int64 { return limit - limit/16 }
 func NewMemory(limit int64) *Memory {
 	limit = max(limit, 0)
 	own := limit > 0 && debug.SetMemoryLimit(-1) == RuntimeLimit(limit)
-	return &Memory{limit: limit, tables: limit / 8 * TableShare, ownHeap: own}
+	m := &Memory{limit: limit, tables: limit / 8 * TableShare, ownHeap: own}
+	m.ceiling.Store(m.tables)
+	return m
 }
 
-// Admit refuses a write with Overloaded when the held bytes, or the runtime's live heap,
-// have reached the tables' share of the limit, and counts the refusal.
+// Admit refuses a write with Overloaded when the held bytes have reached the tables' share
+// of the limit, or the runtime's live heap has, and counts the refusal. A live heap at the
+// share lowers the ceiling of the held bytes to what they are then, so that the refusals
+// hold steady (the live heap also counts what comes and goes, such as requests' buffers)
+// until a deletion frees some of the tables' bytes, or a TRUNCATE or DROP raises the
+// ceiling back to the share.
 func (m *Memory) Admit() error {
 	if m == nil || m.limit == 0 {
 		return nil
 	}
 	held := m.held.Load()
-	if held < m.tables && m.ownHeap {
-		held = max(held, m.live.get())
+	if held < m.ceiling.Load() && m.ownHeap && m.live.get() >= m.tables {
+		m.lower(held)
 	}
-	if held < m.tables {
+	if held < m.ceiling.Load() {
 		return nil
 	}
+	held = max(held, m.live.bytes.Load())
 	m.refused.Add(1)
 	return &cql.Error{Code: cql.ErrCodeOverloaded, Message: fmt.Sprintf(
 		"node memory limit %s reached (--memory-limit): its tables hold %s, the most they may (%d/8 of it); reads, DELETE, TRUNCATE and DROP still work, and what they free lets writes in again",
@@ -148,6 +158,17 @@ func (m *Memory) Admit() error {
 func (m *Memory) released() {
 	if m.ownHeap {
 		m.live.forget()
+		m.ceiling.Store(m.tables)
+	}
+}
+
+// lower lowers the ceiling to held, unless it is lower already.
+func (m *Memory) lower(held int64) {
+	for {
+		c := m.ceiling.Load()
+		if held >= c || m.ceiling.CompareAndSwap(c, held) {
+			return
+		}
 	}
 }
 

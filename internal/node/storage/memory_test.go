@@ -118,9 +118,10 @@ func TestFormatBytes(t *testing.T) {
 }
 
 // TestMemoryLiveHeap: in a process whose soft memory limit is the node's, a live heap at the
-// tables' share refuses writes though the estimate counts nothing, naming the live bytes, and
-// lets them in again once that memory is collected; in a process that is not the node's
-// alone (no soft limit), the heap is not counted.
+// tables' share refuses writes though the estimate counts nothing, naming the live bytes; the
+// refusals hold once that memory is collected (the tables hold what they held), until a
+// TRUNCATE or DROP (Release) lets writes in again. In a process that is not the node's alone
+// (its soft limit is not the node's), the heap is not counted.
 func TestMemoryLiveHeap(t *testing.T) {
 	const limit = 16 << 20
 	old := debug.SetMemoryLimit(RuntimeLimit(limit))
@@ -144,18 +145,16 @@ func TestMemoryLiveHeap(t *testing.T) {
 	runtime.KeepAlive(ballast)
 	ballast = nil
 
-	// A TRUNCATE's Release sets the last collection's figure aside until the next one.
-	mem.Release(mem.NewData())
-	if err := mem.Admit(); err != nil {
-		t.Errorf("Admit right after a Release = %v; want nil: the live figure predates it", err)
-	}
-
 	runtime.GC()
 	time.Sleep(2 * liveEvery)
-	if err := mem.Admit(); err != nil {
-		t.Errorf("Admit once the ballast is collected = %v; want nil", err)
+	if err := mem.Admit(); err == nil {
+		t.Errorf("Admit once the ballast is collected = nil; want the refusal to hold until memory is freed")
 	}
-	if mem.Refused() != 1 {
-		t.Errorf("Refused() = %d; want 1", mem.Refused())
+	mem.Release(mem.NewData()) // a TRUNCATE: the ceiling goes back to the share
+	if err := mem.Admit(); err != nil {
+		t.Errorf("Admit right after a Release = %v; want nil", err)
+	}
+	if mem.Refused() != 2 {
+		t.Errorf("Refused() = %d; want 2", mem.Refused())
 	}
 }
