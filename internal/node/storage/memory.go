@@ -2,11 +2,11 @@ package storage
 
 import (
 	"fmt"
+	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"sync"
 	"sync/atomic"
-	"time"
 	"unsafe"
 
 	"github.com/tracecar/tracecar/internal/cql"
@@ -61,16 +61,33 @@ type Memory struct {
 	ceiling atomic.Int64
 }
 
-// liveEvery is how often Admit reads the runtime's live heap: a read costs about a
-// microsecond, and the figure changes only at a collection.
-const liveEvery = 10 * time.Millisecond
+// collections counts the runtime's garbage collections, each as its cleanups run: the live
+// heap changes only at a collection, so Admit reads it again only after one, and a write's
+// check is an atomic load (a clock read per write cost 6% of the node's CPU per op). The
+// count comes from a cleanup that re-arms itself on a new object at every collection; it
+// starts with the first Memory of a process whose heap is the node's.
+var (
+	collections      atomic.Uint64
+	watchCollections sync.Once
+)
 
-// liveHeap caches the runtime's live heap bytes, read at most every liveEvery. After a
+// gcSentinel is the object a collection frees to tick collections: it holds a pointer, so
+// it is not a tiny allocation sharing its block (and its lifetime) with others.
+type gcSentinel struct{ _ *byte }
+
+func countCollections() {
+	runtime.AddCleanup(&gcSentinel{}, func(struct{}) {
+		collections.Add(1)
+		countCollections()
+	}, struct{}{})
+}
+
+// liveHeap caches the runtime's live heap bytes, read again after each collection. After a
 // TRUNCATE or DROP (forget) the figure is the last collection's, which still counts what was
 // let go of: it is set aside until a collection has run since.
 type liveHeap struct {
 	bytes  atomic.Int64
-	readAt atomic.Int64  // unix nanoseconds of the last read
+	seen   atomic.Uint64 // collections as of the last read
 	after  atomic.Uint64 // the figure counts only once the runtime's collections pass this
 	mu     sync.Mutex    // one reader at a time; the others use the cached figure
 	sample [2]metrics.Sample
@@ -86,11 +103,11 @@ func (l *liveHeap) read() (live int64, cycles uint64) {
 	return 0, 0
 }
 
-// get returns the live heap as of the last collection, read again when the cached figure is
-// older than liveEvery, or 0 when no collection has run since forget.
+// get returns the live heap as of the last collection, read again when a collection has
+// run since the last read, or 0 when no collection has run since forget.
 func (l *liveHeap) get() int64 {
-	now := time.Now().UnixNano()
-	if now-l.readAt.Load() < int64(liveEvery) || !l.mu.TryLock() {
+	seen := collections.Load()
+	if seen == l.seen.Load() || !l.mu.TryLock() {
 		return l.bytes.Load()
 	}
 	defer l.mu.Unlock()
@@ -99,7 +116,7 @@ func (l *liveHeap) get() int64 {
 		live = 0
 	}
 	l.bytes.Store(live)
-	l.readAt.Store(now)
+	l.seen.Store(seen)
 	return live
 }
 
@@ -107,10 +124,11 @@ func (l *liveHeap) get() int64 {
 func (l *liveHeap) forget() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	seen := collections.Load()
 	_, cycles := l.read()
 	l.after.Store(cycles)
 	l.bytes.Store(0)
-	l.readAt.Store(time.Now().UnixNano())
+	l.seen.Store(seen)
 }
 
 // RuntimeLimit is the Go runtime's soft memory limit for a node of limit bytes: 15/16 of
@@ -125,6 +143,9 @@ func NewMemory(limit int64) *Memory {
 	limit = max(limit, 0)
 	own := limit > 0 && debug.SetMemoryLimit(-1) == RuntimeLimit(limit)
 	m := &Memory{limit: limit, tables: limit / 8 * TableShare, ownHeap: own}
+	if own {
+		watchCollections.Do(countCollections)
+	}
 	m.ceiling.Store(m.tables)
 	return m
 }
