@@ -98,6 +98,13 @@ func AppendQueryParams(b []byte, p QueryParams, version byte) []byte {
 	if p.Flags&QueryPagingState != 0 {
 		b = AppendBytes(b, p.PagingState)
 	}
+	return appendParamsTail(b, &p, version)
+}
+
+// appendParamsTail appends what follows the paging state in <query_parameters>, which a
+// BATCH's parameters end with too: the serial consistency, the default timestamp, and v5's
+// keyspace and now_in_seconds, each when p's flags say so.
+func appendParamsTail(b []byte, p *QueryParams, version byte) []byte {
 	if p.Flags&QuerySerialConsistency != 0 {
 		b = AppendShort(b, uint16(p.SerialConsistency))
 	}

@@ -161,21 +161,8 @@ func (m Batch) AppendBody(b []byte, version byte) []byte {
 	}
 	b = AppendShort(b, uint16(m.Consistency))
 	b = appendFlags(b, m.Flags, m.ExtFlags, version)
-	if m.Flags&QuerySerialConsistency != 0 {
-		b = AppendShort(b, uint16(m.SerialConsistency))
-	}
-	if m.Flags&QueryDefaultTimestamp != 0 {
-		b = AppendLong(b, m.Timestamp)
-	}
-	if version >= V5 {
-		if m.Flags&QueryWithKeyspace != 0 {
-			b = AppendString(b, m.Keyspace)
-		}
-		if m.ExtFlags&QueryNowInSeconds != 0 {
-			b = AppendInt(b, m.NowInSeconds)
-		}
-	}
-	return b
+	return appendParamsTail(b, &QueryParams{Flags: m.Flags, ExtFlags: m.ExtFlags, SerialConsistency: m.SerialConsistency,
+		Timestamp: m.Timestamp, Keyspace: m.Keyspace, NowInSeconds: m.NowInSeconds}, version)
 }
 
 // DecodeBatch decodes a BATCH body. Ids and values alias body.
