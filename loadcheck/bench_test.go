@@ -41,34 +41,18 @@ func BenchmarkKeyAndValues(b *testing.B) {
 
 // BenchmarkCQLWrite runs the real write operation against the embedded node in this
 // process. Its allocations are gocql's and the node's, not the loop's.
-func BenchmarkCQLWrite(b *testing.B) {
-	addr := mustNode(b)
-	cfg := &Config{CL: "ONE", Timeout: DefaultTimeout, Connections: 1, Compression: "none"}
-	s, err := cqlDriver{}.connect(context.Background(), cfg, addr)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	if err := createSchema(context.Background(), s); err != nil {
-		b.Fatal(err)
-	}
-	wl, _ := parseWorkload(&Config{Workload: "write", Pop: "uniform(1..1000)"})
-	op := newOp(context.Background(), s, 0, wl)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if _, err := op(context.Background()); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
+func BenchmarkCQLWrite(b *testing.B) { benchWrite(b, cqlDriver{}) }
 
 // BenchmarkWireWrite runs the write operation of loadcheck's own CQL client against the
 // embedded node in this process.
-func BenchmarkWireWrite(b *testing.B) {
+func BenchmarkWireWrite(b *testing.B) { benchWrite(b, wireDriver{}) }
+
+// benchWrite runs the built-in write operation through driver d against the embedded node
+// in this process.
+func benchWrite(b *testing.B, d driver) {
 	addr := mustNode(b)
 	cfg := &Config{CL: "ONE", Timeout: DefaultTimeout, Connections: 1, Compression: "none"}
-	s, err := wireDriver{}.connect(context.Background(), cfg, addr)
+	s, err := d.connect(context.Background(), cfg, addr)
 	if err != nil {
 		b.Fatal(err)
 	}
