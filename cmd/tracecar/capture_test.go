@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tracecar/tracecar/internal/capturefile"
+	"github.com/tracecar/tracecar/internal/testkit/capturetest"
 )
 
 // writeCapture writes a small capture of one table, ks.t, whose columns are cols, and
@@ -18,35 +19,11 @@ import (
 func writeCapture(tb testing.TB, dir, name string, cols []capturefile.Column) string {
 	tb.Helper()
 	path := filepath.Join(dir, name)
-	f, err := os.Create(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer f.Close()
-	w, err := capturefile.NewWriter(f)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	w.Header(capturefile.Header{TracecarVersion: "test", StartedAt: time.Now().UTC(), Values: capturefile.ValuesShape})
-	w.Keyspace(capturefile.Keyspace{Name: "ks", Replication: map[string]string{"class": "SimpleStrategy", "replication_factor": "1"}})
-	w.Table(capturefile.Table{Keyspace: "ks", Name: "t", Columns: cols})
-	w.Statement(capturefile.Statement{ID: 1, Prepared: true, Text: "SELECT * FROM ks.t WHERE k = ?", Verb: "select", Keyspace: "ks", Table: "t",
-		Values: []capturefile.Value{{Column: "k", Type: "int", At: -1}}, PK: []int{0}})
-	for i := range 200 {
-		w.Record(&capturefile.Record{AtUS: int64(i) * 1000, Conn: 1, Opcode: 0x0A, Consistency: 1, Serial: -1, PageSize: -1, BatchType: -1,
-			Parts:      []capturefile.Part{{Statement: 1, Lens: []int32{4}, Key: []byte{1, 2, 3, 4, 5, 6, 7, byte(i % 10)}}},
-			RespOpcode: capturefile.OpResult, ResultKind: capturefile.ResultRows, Rows: 1, LatencyUS: 100}, false)
-	}
-	if err := w.End(capturefile.End{EndedAt: time.Now().UTC(), Reason: "stopped", Records: 200}); err != nil {
-		tb.Fatal(err)
-	}
+	capturetest.Write(tb, path, cols)
 	return path
 }
 
-var plainColumns = []capturefile.Column{
-	{Name: "k", Type: "int", Kind: capturefile.PartitionKey, Position: 0},
-	{Name: "v", Type: "text", Kind: capturefile.Regular, Position: -1},
-}
+var plainColumns = capturetest.Columns
 
 // TestCaptureBadInput gives every reader of a capture file a bad one: a truncated file,
 // a corrupt one, one of another format version, a schema the replay cannot create; and the
