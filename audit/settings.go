@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/tracecar/tracecar/internal/cql"
 )
 
 // Settings say what is audited. The zero value audits nothing.
@@ -217,7 +219,7 @@ func quoteAll(names []string) string {
 		if k, ok := keyspaceName(n); ok && k == n {
 			out[i] = n
 		} else {
-			out[i] = `"` + strings.ReplaceAll(n, `"`, `""`) + `"`
+			out[i] = cql.QuoteName(n)
 		}
 	}
 	return strings.Join(out, ",")

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tracecar/tracecar/admin/adminapi"
+	"github.com/tracecar/tracecar/internal/cql"
 )
 
 // apiClient calls the sidecar's admin API and the node's API, as a user's curl would.
@@ -318,7 +319,7 @@ func quoteNames(name string) string {
 		if strings.ToLower(p) != p || strings.ContainsFunc(p, func(r rune) bool {
 			return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_')
 		}) {
-			parts[i] = `"` + strings.ReplaceAll(p, `"`, `""`) + `"`
+			parts[i] = cql.QuoteName(p)
 		}
 	}
 	return strings.Join(parts, ".")

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/gocql/gocql"
+
+	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/loadcheck/client"
 	"github.com/tracecar/tracecar/loadcheck/values"
 )
@@ -198,10 +200,10 @@ func (p *profile) buildInsert() error {
 	t := p.t
 	var names, marks []string
 	for _, c := range t.all() {
-		names = append(names, quoteName(c.name))
+		names = append(names, cql.QuoteName(c.name))
 		marks = append(marks, "?")
 	}
-	p.plainInsert = "INSERT INTO " + quoteName(p.table) + " (" + strings.Join(names, ", ") + ") VALUES (" + strings.Join(marks, ", ") + ")"
+	p.plainInsert = "INSERT INTO " + cql.QuoteName(p.table) + " (" + strings.Join(names, ", ") + ") VALUES (" + strings.Join(marks, ", ") + ")"
 	p.plainCols = t.all()
 	update, updateCols := p.update()
 	if t.counter {
@@ -244,21 +246,18 @@ func (p *profile) update() (string, []*pcol) {
 	var cols []*pcol
 	for _, c := range t.regular {
 		if c.counter {
-			set = append(set, quoteName(c.name)+" = "+quoteName(c.name)+" + ?")
+			set = append(set, cql.QuoteName(c.name)+" = "+cql.QuoteName(c.name)+" + ?")
 		} else {
-			set = append(set, quoteName(c.name)+" = ?")
+			set = append(set, cql.QuoteName(c.name)+" = ?")
 		}
 		cols = append(cols, c)
 	}
 	for _, c := range append(append([]*pcol(nil), t.pk...), t.ck...) {
-		where = append(where, quoteName(c.name)+" = ?")
+		where = append(where, cql.QuoteName(c.name)+" = ?")
 		cols = append(cols, c)
 	}
-	return "UPDATE " + quoteName(p.table) + " SET " + strings.Join(set, ", ") + " WHERE " + strings.Join(where, " AND "), cols
+	return "UPDATE " + cql.QuoteName(p.table) + " SET " + strings.Join(set, ", ") + " WHERE " + strings.Join(where, " AND "), cols
 }
-
-// quoteName quotes a name for CQL text: "name", with a quote doubled.
-func quoteName(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 
 // batchType is the insert's batch type: the profile's, or LOGGED (COUNTER for counters).
 func (p *profile) batchType() gocql.BatchType {

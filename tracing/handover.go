@@ -3,8 +3,9 @@ package tracing
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
+
+	"github.com/tracecar/tracecar/internal/cql"
 )
 
 // What a sidecar hands to the process that takes it over (the handover; see the sidecar
@@ -43,12 +44,11 @@ func (f Filter) Params() map[string]string {
 		return nil
 	}
 	p := map[string]string{}
-	quote := func(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }
 	if f.Keyspace != "" {
-		p["keyspace"] = quote(f.Keyspace)
+		p["keyspace"] = cql.QuoteName(f.Keyspace)
 	}
 	if f.Table != "" {
-		p["table"] = quote(f.Table)
+		p["table"] = cql.QuoteName(f.Table)
 	}
 	if f.User != "" {
 		p["user"] = f.User

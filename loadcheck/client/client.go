@@ -8,7 +8,6 @@ package client
 import (
 	"context"
 	"crypto/tls"
-	"strings"
 	"time"
 )
 
@@ -70,5 +69,3 @@ type Options struct {
 // TraceparentKey is the custom payload key the requests carry their trace context in,
 // the one tracecar reads by default.
 const TraceparentKey = "traceparent"
-
-func quoteName(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }

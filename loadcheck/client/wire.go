@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/gocql/gocql"
+
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/loadcheck/cqlconn"
 )
@@ -28,7 +29,7 @@ func DialWire(ctx context.Context, cfg Options, addr string) (*Wire, error) {
 		}
 		s.conns = append(s.conns, c)
 		if cfg.Keyspace != "" {
-			if err := c.Query(ctx, "USE "+quoteName(cfg.Keyspace)); err != nil {
+			if err := c.Query(ctx, "USE "+cql.QuoteName(cfg.Keyspace)); err != nil {
 				s.Close()
 				return nil, fmt.Errorf("connect to %s: keyspace %s: %w", addr, cfg.Keyspace, err)
 			}

@@ -458,7 +458,7 @@ func (rp *Replay) table(ks, name string, tables map[string]*replayTable) (*repla
 		for _, o := range tables {
 			if o.name == name && o.captured.Keyspace != ks {
 				t.name = ks + "_" + name // two captured keyspaces with this table
-				rp.tableNames[ks+"."+name] = quoteName(t.keyspace) + "." + quoteName(t.name)
+				rp.tableNames[ks+"."+name] = cql.QuoteName(t.keyspace) + "." + cql.QuoteName(t.name)
 			}
 		}
 	} else {
@@ -490,9 +490,9 @@ func (rp *Replay) table(ks, name string, tables map[string]*replayTable) (*repla
 // createTable returns the CREATE TABLE of t.
 func (t *replayTable) createTable() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "CREATE TABLE IF NOT EXISTS %s.%s (", quoteName(t.keyspace), quoteName(t.name))
+	fmt.Fprintf(&b, "CREATE TABLE IF NOT EXISTS %s.%s (", cql.QuoteName(t.keyspace), cql.QuoteName(t.name))
 	for _, c := range t.captured.Columns {
-		fmt.Fprintf(&b, "%s %s", quoteName(c.Name), c.Type)
+		fmt.Fprintf(&b, "%s %s", cql.QuoteName(c.Name), c.Type)
 		if c.Kind == capturefile.Static {
 			b.WriteString(" STATIC")
 		}
@@ -503,19 +503,19 @@ func (t *replayTable) createTable() string {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(quoteName(c.Name))
+		b.WriteString(cql.QuoteName(c.Name))
 	}
 	b.WriteString(")")
 	for _, c := range t.ck {
-		b.WriteString(", " + quoteName(c.Name))
+		b.WriteString(", " + cql.QuoteName(c.Name))
 	}
 	b.WriteString("))")
 	var order []string
 	for _, c := range t.ck {
 		if strings.EqualFold(c.ClusteringOrder, "desc") {
-			order = append(order, quoteName(c.Name)+" DESC")
+			order = append(order, cql.QuoteName(c.Name)+" DESC")
 		} else {
-			order = append(order, quoteName(c.Name)+" ASC")
+			order = append(order, cql.QuoteName(c.Name)+" ASC")
 		}
 	}
 	if len(order) > 0 && slices.ContainsFunc(order, func(s string) bool { return strings.HasSuffix(s, "DESC") }) {
@@ -523,9 +523,6 @@ func (t *replayTable) createTable() string {
 	}
 	return b.String()
 }
-
-// quoteName quotes a name for CQL text: "name", with a quote doubled.
-func quoteName(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 
 // mapText returns st's text with its tables named as the replay creates them: in the
 // replay's keyspace against a deployment (renamed when two captured keyspaces share a
@@ -541,7 +538,7 @@ func (rp *Replay) mapText(st *capturefile.Statement) (string, error) {
 		if to, ok := rp.tableNames[ks+"."+table]; ok {
 			return to
 		}
-		return quoteName(rp.ksMap[ks]) + "." + quoteName(table)
+		return cql.QuoteName(rp.ksMap[ks]) + "." + cql.QuoteName(table)
 	}
 	for t := cqltext.NextSignificant(text, 0); t.Kind != cqltext.EOF; t = cqltext.NextSignificant(text, t.End) {
 		isName := t.Kind == cqltext.Ident || t.Kind == cqltext.QuotedIdent

@@ -38,7 +38,7 @@ func (rp *Replay) CreateSchema(ctx context.Context, conn *cqlconn.Conn, target s
 	undo = func() {
 		for _, ks := range created {
 			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-			conn.Query(dctx, "DROP KEYSPACE IF EXISTS "+quoteName(ks))
+			conn.Query(dctx, "DROP KEYSPACE IF EXISTS "+cql.QuoteName(ks))
 			cancel()
 		}
 	}
@@ -56,7 +56,7 @@ func (rp *Replay) CreateSchema(ctx context.Context, conn *cqlconn.Conn, target s
 		if exists {
 			continue
 		}
-		stmt := "CREATE KEYSPACE " + quoteName(t.keyspace) + " WITH replication = " + replication(rp.c, t.captured.Keyspace)
+		stmt := "CREATE KEYSPACE " + cql.QuoteName(t.keyspace) + " WITH replication = " + replication(rp.c, t.captured.Keyspace)
 		if err := conn.Query(ctx, stmt); err != nil {
 			undo()
 			return nil, fmt.Errorf("the node at %s cannot create keyspace %s for the replay: %w", target, t.keyspace, err)
@@ -214,17 +214,17 @@ func (rp *Replay) writeRows(ctx context.Context, conn *cqlconn.Conn, rows []prel
 // insert returns the statement that writes one row of t: an INSERT of every column, or
 // for a counter table an UPDATE that adds 1 to each counter.
 func (t *replayTable) insert() string {
-	name := quoteName(t.keyspace) + "." + quoteName(t.name)
+	name := cql.QuoteName(t.keyspace) + "." + cql.QuoteName(t.name)
 	var cols, marks, sets, where []string
 	for _, c := range t.captured.Columns {
 		switch {
 		case c.Type == "counter":
-			sets = append(sets, quoteName(c.Name)+" = "+quoteName(c.Name)+" + 1")
+			sets = append(sets, cql.QuoteName(c.Name)+" = "+cql.QuoteName(c.Name)+" + 1")
 		case c.Kind == capturefile.PartitionKey || c.Kind == capturefile.Clustering:
-			cols, marks = append(cols, quoteName(c.Name)), append(marks, "?")
-			where = append(where, quoteName(c.Name)+" = ?")
+			cols, marks = append(cols, cql.QuoteName(c.Name)), append(marks, "?")
+			where = append(where, cql.QuoteName(c.Name)+" = ?")
 		default:
-			cols, marks = append(cols, quoteName(c.Name)), append(marks, "?")
+			cols, marks = append(cols, cql.QuoteName(c.Name)), append(marks, "?")
 		}
 	}
 	if t.counter {

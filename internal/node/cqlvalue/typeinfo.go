@@ -1,8 +1,6 @@
 package cqlvalue
 
 import (
-	"strings"
-
 	"github.com/tracecar/tracecar/internal/cql"
 	"github.com/tracecar/tracecar/internal/node/grammar"
 )
@@ -17,7 +15,7 @@ func QuoteName(n string) string {
 	if plain {
 		return n
 	}
-	return `"` + strings.ReplaceAll(n, `"`, `""`) + `"`
+	return cql.QuoteName(n)
 }
 
 // isUDT reports whether t is a user-defined type.
